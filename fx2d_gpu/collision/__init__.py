@@ -1,0 +1,1 @@
+"""Collision detection: grid-hash broad phase and per-pair narrow phase."""

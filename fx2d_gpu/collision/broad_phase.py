@@ -1,0 +1,225 @@
+"""Broad phase: a multi-level grid hash on the device.
+
+Each body's AABB goes into the grid level whose cell size (cell_size * 2**level) is the first
+at least as large as the AABB, so it touches at most 2 x 2 cells of that level, whatever the
+mix of sizes (a 100 m ground and 2 cm circles sit on levels far apart and cost nothing extra).
+Cells of all levels and worlds share one hash table keyed by (world, level, cx, cy).
+
+A body finds its partners on its own level and on every non-empty coarser level, so each pair
+is found by exactly one body: on the same level by the lower slot index, across levels by the
+smaller body; and, among the cells both bodies share, only in the cell holding the lower-left
+corner of the two boxes' intersection. Counting and filling the pairs are two passes with a
+prefix sum between them, so the pair list is exactly sized, in a fixed order (each body's
+partners sorted), with no floating-point atomics: the same input gives the same list.
+"""
+
+import taichi as ti
+
+from ..device import STATUS_ENTRIES, STATUS_NONFINITE, STATUS_PAIRS
+from ..math2d import exclusive_scan, rotate
+from ..shapes import SHAPE_CIRCLE, SHAPE_NONE
+
+vec2 = ti.math.vec2
+ivec3 = ti.math.ivec3
+
+MAX_LEVEL = 30
+_COORD_LIMIT = 1.0e9  # cell coordinates are clamped to this (int32 range)
+_POSITION_LIMIT = 1.0e15  # m; beyond it a body is treated as lost (left out of collision)
+
+
+@ti.func
+def cell_coord(x, inv_cell):
+    return ti.cast(ti.floor(ti.math.clamp(x * inv_cell, -_COORD_LIMIT, _COORD_LIMIT)), ti.i32)
+
+
+@ti.func
+def cell_slot(world, level, cx, cy, table_mask):
+    h = (ti.cast(cx, ti.u32) * ti.u32(73856093)) ^ (ti.cast(cy, ti.u32) * ti.u32(19349663))
+    h ^= ti.cast(level, ti.u32) * ti.u32(83492791) + ti.cast(world, ti.u32) * ti.u32(2654435761)
+    return ti.cast(h & ti.cast(table_mask, ti.u32), ti.i32)
+
+
+@ti.func
+def body_aabb(p: ti.template(), slot, body):
+    """World AABB (lower, upper) of a body's shape, m."""
+    position = p.body_position[slot]
+    c, s = ti.cos(p.body_angle[slot]), ti.sin(p.body_angle[slot])
+    lower = vec2(0.0, 0.0)
+    upper = vec2(0.0, 0.0)
+    if p.shape_kind[body] == SHAPE_CIRCLE:
+        center = position + rotate(p.shape_center[body], c, s)
+        r = p.shape_radius[body]
+        lower = center - r
+        upper = center + r
+    else:
+        lower = vec2(ti.math.inf, ti.math.inf)
+        upper = -lower
+        for i in range(p.shape_vertex_count[body]):
+            v = position + rotate(p.shape_vertices[body, i], c, s)
+            lower = ti.min(lower, v)
+            upper = ti.max(upper, v)
+    return lower, upper
+
+
+@ti.func
+def is_active(p: ti.template(), slot, body):
+    """True for a dynamic body that is awake (it can move)."""
+    return p.body_inv_mass[body] > 0.0 and p.body_sleeping[slot] == 0
+
+
+@ti.func
+def visit_partners(p: ti.template(), slot, n_bodies, cell_size, table_mask,
+                   fill: ti.template(), write_at):
+    """Count (fill=False) or write (fill=True, from index write_at) the pairs `slot` owns."""
+    found = 0
+    level = p.body_level[slot]
+    if level >= 0:
+        world = slot // n_bodies
+        body = slot % n_bodies
+        lower = p.body_aabb_lower[slot]
+        upper = p.body_aabb_upper[slot]
+        active = is_active(p, slot, body)
+        mask = p.world_level_mask[world] >> level
+        grid_level = level
+        while mask != 0:
+            if mask & 1:
+                inv_cell = 1.0 / (cell_size * ti.cast(1 << grid_level, ti.f32))
+                cx0, cy0 = cell_coord(lower.x, inv_cell), cell_coord(lower.y, inv_cell)
+                cx1, cy1 = cell_coord(upper.x, inv_cell), cell_coord(upper.y, inv_cell)
+                for cx in range(cx0, cx1 + 1):
+                    for cy in range(cy0, cy1 + 1):
+                        table_slot = cell_slot(world, grid_level, cx, cy, table_mask)
+                        for k in range(p.grid_start[table_slot], p.grid_start[table_slot + 1]):
+                            entry = p.grid_entries[k]
+                            other = p.entry_body[entry]
+                            cell = p.entry_cell[entry]
+                            if (cell.x == cx and cell.y == cy and cell.z == grid_level
+                                    and other // n_bodies == world
+                                    and (grid_level > level or other > slot)):
+                                other_body = other % n_bodies
+                                other_lower = p.body_aabb_lower[other]
+                                other_upper = p.body_aabb_upper[other]
+                                corner = ti.max(lower, other_lower)
+                                overlap_upper = ti.min(upper, other_upper)
+                                if (corner.x <= overlap_upper.x and corner.y <= overlap_upper.y
+                                        and cell_coord(corner.x, inv_cell) == cx
+                                        and cell_coord(corner.y, inv_cell) == cy
+                                        and (active or is_active(p, other, other_body))):
+                                    if ti.static(fill):
+                                        index = write_at + found
+                                        p.pair_body_a[index] = ti.min(slot, other)
+                                        p.pair_body_b[index] = ti.max(slot, other)
+                                    found += 1
+            mask >>= 1
+            grid_level += 1
+    return found
+
+
+@ti.kernel
+def find_pairs(p: ti.template(), n_worlds: ti.i32, n_bodies: ti.i32, cell_size: ti.f32,
+               table_mask: ti.i32, margin: ti.f32):
+    """Candidate pairs of all worlds into pair_body_a/b; status holds the counts.
+
+    cell_size: level-0 cell edge, m. table_mask: hash-table size - 1 (a power of two - 1).
+    margin: AABB enlargement, m. If the pairs exceed the pair capacity nothing is written
+    and status[STATUS_PAIRS] says how many are needed.
+    """
+    n_slots = n_worlds * n_bodies
+    table_size = table_mask + 1
+    for world in range(n_worlds):
+        p.world_level_mask[world] = 0
+    for t in range(table_size):
+        p.grid_start[t] = 0
+    for i in range(4):
+        p.status[i] = 0
+
+    # AABBs and grid levels; each body will occupy (nx * ny) <= 4 cells.
+    for slot in range(n_slots):
+        body = slot % n_bodies
+        count = 0
+        level = -1
+        if p.shape_kind[body] != SHAPE_NONE:
+            position = p.body_position[slot]
+            # NaN fails every comparison, so this rejects NaN and infinities alike.
+            finite = (ti.abs(position.x) < _POSITION_LIMIT and ti.abs(position.y) < _POSITION_LIMIT
+                      and ti.abs(p.body_angle[slot]) < _POSITION_LIMIT)
+            if not finite:
+                ti.atomic_add(p.status[STATUS_NONFINITE], 1)
+            else:
+                lower, upper = body_aabb(p, slot, body)
+                lower -= margin
+                upper += margin
+                # 1% headroom absorbs rounding in x / cell, so a box spans <= 2 cells per axis.
+                extent = 1.01 * ti.max(upper.x - lower.x, upper.y - lower.y)
+                level = 0
+                cell = cell_size
+                while cell < extent and level < MAX_LEVEL:
+                    cell *= 2.0
+                    level += 1
+                inv_cell = 1.0 / cell
+                nx = cell_coord(upper.x, inv_cell) - cell_coord(lower.x, inv_cell) + 1
+                ny = cell_coord(upper.y, inv_cell) - cell_coord(lower.y, inv_cell) + 1
+                count = nx * ny
+                p.body_aabb_lower[slot] = lower
+                p.body_aabb_upper[slot] = upper
+                ti.atomic_or(p.world_level_mask[slot // n_bodies], 1 << level)
+        p.body_level[slot] = level
+        p.body_entry_start[slot] = count
+
+    exclusive_scan(p.scan_blocks, p.body_entry_start, n_slots)
+
+    p.status[STATUS_ENTRIES] = p.body_entry_start[n_slots]
+    # Past the entry capacity nothing more is done: the host grows the pool and runs again.
+    entry_fits = p.body_entry_start[n_slots] <= p.entry_body.shape[0]
+    write_slots = n_slots if entry_fits else 0
+    for slot in range(write_slots):
+        level = p.body_level[slot]
+        if level >= 0:
+            world = slot // n_bodies
+            inv_cell = 1.0 / (cell_size * ti.cast(1 << level, ti.f32))
+            lower = p.body_aabb_lower[slot]
+            upper = p.body_aabb_upper[slot]
+            entry = p.body_entry_start[slot]
+            for cx in range(cell_coord(lower.x, inv_cell), cell_coord(upper.x, inv_cell) + 1):
+                for cy in range(cell_coord(lower.y, inv_cell), cell_coord(upper.y, inv_cell) + 1):
+                    table_slot = cell_slot(world, level, cx, cy, table_mask)
+                    p.entry_body[entry] = slot
+                    p.entry_cell[entry] = ivec3(cx, cy, level)
+                    p.entry_slot[entry] = table_slot
+                    ti.atomic_add(p.grid_start[table_slot], 1)
+                    entry += 1
+
+    exclusive_scan(p.scan_blocks, p.grid_start, table_size)
+
+    for t in range(table_size):
+        p.grid_cursor[t] = p.grid_start[t]
+    for entry in range(p.body_entry_start[write_slots]):
+        # The order inside a table slot depends on thread timing; nothing below depends on it.
+        p.grid_entries[ti.atomic_add(p.grid_cursor[p.entry_slot[entry]], 1)] = entry
+
+    for slot in range(write_slots):
+        p.body_pair_start[slot] = visit_partners(p, slot, n_bodies, cell_size, table_mask,
+                                                 False, 0)
+
+    exclusive_scan(p.scan_blocks, p.body_pair_start, write_slots)
+
+    p.status[STATUS_PAIRS] = p.body_pair_start[write_slots]
+    fill_count = 0
+    if entry_fits and p.body_pair_start[write_slots] <= p.pair_body_a.shape[0]:
+        fill_count = n_slots
+    for slot in range(fill_count):
+        start = p.body_pair_start[slot]
+        n = visit_partners(p, slot, n_bodies, cell_size, table_mask, True, start)
+        # Sort this body's pairs by partner so the list does not depend on the grid order.
+        for i in range(start + 1, start + n):
+            a, b = p.pair_body_a[i], p.pair_body_b[i]
+            key = a + b  # the owner is common to all, so the partner orders them
+            j = i - 1
+            while j >= start:
+                if p.pair_body_a[j] + p.pair_body_b[j] <= key:
+                    break
+                p.pair_body_a[j + 1] = p.pair_body_a[j]
+                p.pair_body_b[j + 1] = p.pair_body_b[j]
+                j -= 1
+            p.pair_body_a[j + 1] = a
+            p.pair_body_b[j + 1] = b

@@ -1,0 +1,236 @@
+"""All device state in one place: a pool of Taichi fields shared by every Scene.
+
+Taichi compiles a kernel once per distinct set of fields. A process builds many scenes (a test
+suite, a parameter sweep), so scenes do not own fields: they share one `DevicePool` whose
+capacities cover them, and the kernels compile once per pool. One scene is *resident* in the
+pool at a time; switching scenes saves the old one's arrays to the host and loads the new
+one's (rare in practice: most processes step one scene). A scene that outgrows the pool's
+capacities gets a bigger pool (capacities at least doubled), which compiles once more.
+
+Index conventions, world first:
+    body slot   g = world * n_bodies + body        (n_worlds * n_bodies slots)
+    model row   b = body                           (shared by all worlds)
+    pair        k in [0, n_pairs)                  (candidate pairs of the last broad phase)
+"""
+
+import taichi as ti
+
+from .shapes import MAX_POLYGON_VERTICES
+
+vec2 = ti.math.vec2
+ivec3 = ti.math.ivec3
+
+#: Points per contact manifold.
+MAX_MANIFOLD_POINTS = 2
+#: Block length of the device prefix sum.
+SCAN_BLOCK = 256
+
+# Indices into DevicePool.status (device-side counters read back once per collision pass).
+STATUS_ENTRIES = 0  # grid entries written
+STATUS_PAIRS = 1  # candidate pairs needed
+STATUS_NONFINITE = 2  # bodies with a non-finite pose (left out of collision)
+STATUS_SIZE = 4
+
+
+def next_pow2(n: int) -> int:
+    return 1 << max(0, int(n) - 1).bit_length()
+
+
+@ti.data_oriented
+class DevicePool:
+    """Fields sized by capacities; shapes in the docstrings are (capacity,) unless noted.
+
+    body_capacity: body slots (n_worlds * n_bodies); model_capacity: bodies per world;
+    world_capacity: worlds; pair_capacity: candidate pairs (and contact manifolds).
+    """
+
+    def __init__(self, capacities: dict):
+        self.capacities = dict(capacities)
+        self.body_capacity = capacities["bodies"]
+        self.model_capacity = capacities["models"]
+        self.world_capacity = capacities["worlds"]
+        self.pair_capacity = capacities["pairs"]
+        # A body registers in at most 4 grid cells, except when rounding far from the origin
+        # adds a row; the broad phase reports that and the pool grows.
+        self.entry_capacity = capacities["entries"]
+        self.table_capacity = next_pow2(4 * self.body_capacity)
+        scan_len = max(self.table_capacity, self.body_capacity) + 1
+        self.scan_block_capacity = (scan_len + SCAN_BLOCK - 1) // SCAN_BLOCK + 1
+
+        fb = ti.FieldsBuilder()
+        f32, i32 = ti.f32, ti.i32
+        B, N = self.model_capacity, self.body_capacity
+        W, P = self.world_capacity, self.pair_capacity
+        V = MAX_POLYGON_VERTICES
+
+        def field(dtype, shape):
+            f = ti.field(dtype)
+            fb.dense(ti.i if isinstance(shape, int) else ti.ij, shape).place(f)
+            return f
+
+        def vfield(n, dtype, shape):
+            f = ti.Vector.field(n, dtype)
+            fb.dense(ti.i if isinstance(shape, int) else ti.ij, shape).place(f)
+            return f
+
+        # --- model: constant per body, shared by all worlds -------------------------------
+        self.body_inv_mass = field(f32, B)  # 1/kg, 0 for static bodies
+        self.body_inv_inertia = field(f32, B)  # 1/(kg m²)
+        self.body_gravity_scale = field(f32, B)
+        self.body_damping = field(f32, B)  # 1/s, linear and angular
+        self.body_elasticity = field(f32, B)
+        self.body_static_friction = field(f32, B)
+        self.body_dynamic_friction = field(f32, B)
+        self.shape_kind = field(i32, B)  # SHAPE_NONE / SHAPE_CIRCLE / SHAPE_POLYGON
+        self.shape_radius = field(f32, B)  # circle radius, m
+        self.shape_center = vfield(2, f32, B)  # circle centre in the body frame, m
+        self.shape_vertex_count = field(i32, B)
+        self.shape_vertices = vfield(2, f32, (B, V))  # counter-clockwise, body frame, m
+        self.shape_normals = vfield(2, f32, (B, V))  # outward unit normal of edge (v_i, v_i+1)
+
+        # --- state: per body slot (world first) --------------------------------------------
+        self.body_position = vfield(2, f32, N)  # centre of mass, m
+        self.body_angle = field(f32, N)  # rad
+        self.body_prev_position = vfield(2, f32, N)  # pose at the start of the substep
+        self.body_prev_angle = field(f32, N)
+        self.body_velocity = vfield(2, f32, N)  # m/s
+        self.body_angular_velocity = field(f32, N)  # rad/s
+        self.body_force = vfield(2, f32, N)  # N, applied for the next step
+        self.body_torque = field(f32, N)  # N m
+        self.body_sleeping = field(i32, N)  # 1 while asleep
+        self.body_sleep_time = field(f32, N)  # s spent below the sleep thresholds
+
+        # --- broad phase: multi-level grid hash -------------------------------------------
+        self.body_aabb_lower = vfield(2, f32, N)  # m
+        self.body_aabb_upper = vfield(2, f32, N)
+        self.body_level = field(i32, N)  # grid level, -1 when the body has no shape
+        self.body_entry_start = field(i32, N + 1)  # counts, then exclusive prefix sum
+        self.body_pair_start = field(i32, N + 1)  # counts, then exclusive prefix sum
+        self.world_level_mask = field(i32, W)  # bit L set when level L holds a body
+        E, T = self.entry_capacity, self.table_capacity
+        self.entry_body = field(i32, E)  # body slot of each grid entry
+        self.entry_cell = vfield(3, i32, E)  # (cx, cy, level)
+        self.entry_slot = field(i32, E)  # hash-table slot
+        self.grid_start = field(i32, T + 1)  # entries per slot, then exclusive prefix sum
+        self.grid_cursor = field(i32, T)
+        self.grid_entries = field(i32, E)  # entry ids grouped by slot
+        self.scan_blocks = field(i32, self.scan_block_capacity)
+        self.status = field(i32, STATUS_SIZE)
+
+        # --- pairs and contact manifolds (one manifold per candidate pair) ----------------
+        M = MAX_MANIFOLD_POINTS
+        self.pair_body_a = field(i32, P)  # body slot, pair_body_a < pair_body_b
+        self.pair_body_b = field(i32, P)
+        self.contact_point_count = field(i32, P)  # 0 when the pair does not touch
+        self.contact_normal = vfield(2, f32, P)  # unit, from body a to body b
+        self.contact_point = vfield(2, f32, (P, M))  # world space, halfway between surfaces, m
+        self.contact_depth = field(f32, (P, M))  # penetration, m (> 0 overlapping)
+        self.contact_feature = field(i32, (P, M))  # id matching points across steps
+
+        self._tree = fb.finalize()
+
+    def fits(self, needs: dict) -> bool:
+        return all(needs[key] <= self.capacities[key] for key in needs)
+
+    def destroy(self):
+        self._tree.destroy()
+
+
+_pool: dict = {"pool": None, "resident": None}
+
+
+#: Smallest capacities of a pool: enough that typical scenes of a process share one compile.
+MIN_CAPACITIES = {"bodies": 16384, "models": 16384, "worlds": 1024, "pairs": 65536,
+                  "entries": 65536}
+
+
+def acquire_pool(scene, needs: dict) -> DevicePool:
+    """The shared pool, grown if `needs` exceed it, with `scene` resident in it.
+
+    needs: capacities by name ("bodies", "models", "worlds", "pairs", "entries"). The
+    previously resident scene, if another, is saved to the host first.
+    """
+    pool, resident = _pool["pool"], _pool["resident"]
+    resident_scene = resident() if resident is not None else None
+    if pool is not None and pool.fits(needs):
+        if resident_scene is not scene:
+            if resident_scene is not None:
+                resident_scene._evict()
+            _pool["resident"] = scene._weakref
+            scene._load_into(pool)
+        return pool
+    if resident_scene is not None:
+        resident_scene._evict()
+    # Grow: at least double every capacity that is too small, so growth compiles rarely.
+    capacities = {}
+    for key, floor in MIN_CAPACITIES.items():
+        cap = pool.capacities[key] if pool is not None else floor
+        while cap < needs.get(key, 0):
+            cap *= 2
+        capacities[key] = cap
+    if pool is not None:
+        pool.destroy()
+    pool = DevicePool(capacities)
+    _pool["pool"] = pool
+    _pool["resident"] = scene._weakref
+    scene._load_into(pool)
+    return pool
+
+
+def release(scene):
+    """Forget `scene` as the resident one (its arrays stay valid on the host)."""
+    resident = _pool["resident"]
+    if resident is not None and resident() is scene:
+        _pool["resident"] = None
+
+
+def current_pool():
+    return _pool["pool"]
+
+
+def is_resident(scene) -> bool:
+    resident = _pool["resident"]
+    return resident is not None and resident() is scene
+
+
+# Kernels that take NumPy arrays from the host (ndarray arguments: compiled once).
+
+_vec2 = ti.types.ndarray(dtype=ti.math.vec2, ndim=1)
+_f32 = ti.types.ndarray(dtype=ti.f32, ndim=1)
+_i32 = ti.types.ndarray(dtype=ti.i32, ndim=1)
+
+
+@ti.kernel
+def scatter_forces(p: ti.template(), slots: _i32, forces: _vec2, torques: _f32):
+    for i in range(slots.shape[0]):
+        p.body_force[slots[i]] += forces[i]
+        p.body_torque[slots[i]] += torques[i]
+
+
+@ti.kernel
+def write_state(p: ti.template(), position: _vec2, angle: _f32, velocity: _vec2,
+               angular_velocity: _f32, sleeping: _i32):
+    for slot in range(position.shape[0]):
+        p.body_position[slot] = position[slot]
+        p.body_prev_position[slot] = position[slot]
+        p.body_angle[slot] = angle[slot]
+        p.body_prev_angle[slot] = angle[slot]
+        p.body_velocity[slot] = velocity[slot]
+        p.body_angular_velocity[slot] = angular_velocity[slot]
+        p.body_sleeping[slot] = sleeping[slot]
+        p.body_sleep_time[slot] = 0.0
+
+
+def compiled_kernel_count() -> int:
+    """How many kernel instances fx2d_gpu has compiled in this process (for compile tests)."""
+    import sys
+
+    total = 0
+    for name, module in list(sys.modules.items()):
+        if not name.startswith("fx2d_gpu") or module is None:
+            continue
+        for obj in vars(module).values():
+            primal = getattr(obj, "_primal", None)
+            if primal is not None and hasattr(primal, "compiled_kernels"):
+                total += len(primal.compiled_kernels)
+    return total

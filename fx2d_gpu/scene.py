@@ -1,0 +1,508 @@
+"""Scene: the user's entry point (builder, stepping, state in and out)."""
+
+from __future__ import annotations
+
+import math
+import weakref
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import device, runtime, shapes
+from .collision.broad_phase import find_pairs
+from .collision.narrow_phase import compute_manifolds
+from .device import MAX_MANIFOLD_POINTS, STATUS_ENTRIES, STATUS_NONFINITE, STATUS_PAIRS
+from .integrate import clear_forces, integrate_free
+from .shapes import MAX_POLYGON_VERTICES, as_real, as_vector2
+
+#: Fx2D's time-step bounds, s: below MIN_DT step() raises, above MAX_DT it is clamped.
+MIN_DT = 1e-3
+MAX_DT = 0.06
+
+# Device fields that make up a scene's dynamic state, saved when another scene takes the pool.
+_STATE_FIELDS = ("body_position", "body_angle", "body_prev_position", "body_prev_angle",
+                 "body_velocity", "body_angular_velocity", "body_force", "body_torque",
+                 "body_sleeping", "body_sleep_time")
+_PAIR_FIELDS = ("pair_body_a", "pair_body_b", "contact_point_count", "contact_normal",
+                "contact_point", "contact_depth", "contact_feature")
+
+
+@dataclass
+class State:
+    """A copy of the scene's dynamic state, world first.
+
+    position: (n_worlds, n_bodies, 2) centre of mass, m. angle: (n_worlds, n_bodies), rad.
+    velocity: (n_worlds, n_bodies, 2), m/s. angular_velocity: (n_worlds, n_bodies), rad/s.
+    sleeping: (n_worlds, n_bodies) bool.
+    """
+
+    position: np.ndarray
+    angle: np.ndarray
+    velocity: np.ndarray
+    angular_velocity: np.ndarray
+    sleeping: np.ndarray
+
+    def copy(self) -> State:
+        return State(*(np.array(a, copy=True) for a in
+                       (self.position, self.angle, self.velocity, self.angular_velocity,
+                        self.sleeping)))
+
+
+@dataclass
+class Contacts:
+    """Contact manifolds of one world, one row per touching pair.
+
+    body_a, body_b: (m,) body indices, body_a < body_b. normal: (m, 2) unit, from a to b.
+    point_count: (m,) 1 or 2. points: (m, 2, 2) world points, m (rows past point_count are
+    unused). depths: (m, 2) penetration per point, m. features: (m, 2) feature ids.
+    """
+
+    world: np.ndarray
+    body_a: np.ndarray
+    body_b: np.ndarray
+    normal: np.ndarray
+    point_count: np.ndarray
+    points: np.ndarray
+    depths: np.ndarray
+    features: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.body_a)
+
+    @property
+    def depth(self) -> np.ndarray:
+        """(m,) deepest penetration of each manifold, m."""
+        masked = np.where(np.arange(MAX_MANIFOLD_POINTS)[None, :] < self.point_count[:, None],
+                          self.depths, -np.inf)
+        return masked.max(axis=1) if len(self) else np.zeros(0)
+
+
+@dataclass
+class _Body:
+    shape: shapes.Shape
+    position: np.ndarray
+    angle: float
+    velocity: np.ndarray
+    angular_velocity: float
+    mass: float
+    inertia: float  # about the centre of mass, kg m²; inf for static bodies
+    elasticity: float
+    static_friction: float
+    dynamic_friction: float
+    gravity_scale: float
+    vel_damping: float
+    name: str | None
+
+
+class Scene:
+    """A 2D rigid-body scene, simulated as `n_worlds` independent copies on one device.
+
+    Bodies are added with add_circle / add_box / add_polygon; the device arrays are built
+    from them on the first step (bodies added later rebuild them, keeping the state).
+    """
+
+    def __init__(self, gravity=(0.0, -9.81), substeps: int = 11, n_worlds: int = 1,
+                 arch: str = "auto"):
+        self._gravity = as_vector2(gravity, "gravity")
+        if isinstance(substeps, bool) or not isinstance(substeps, (int, np.integer)):
+            raise TypeError(f"substeps must be an int, got {type(substeps).__name__}")
+        if substeps < 1:
+            raise ValueError(f"substeps must be >= 1, got {substeps}")
+        if isinstance(n_worlds, bool) or not isinstance(n_worlds, (int, np.integer)):
+            raise TypeError(f"n_worlds must be an int, got {type(n_worlds).__name__}")
+        if n_worlds < 1:
+            raise ValueError(f"n_worlds must be >= 1, got {n_worlds}")
+        self.backend = runtime.ensure_initialized(arch)
+        self.substeps = int(substeps)
+        self._n_worlds = int(n_worlds)
+        self._bodies: list[_Body] = []
+        self._names: dict[str, int] = {}
+        self._weakref = weakref.ref(self, lambda _: None)
+        self._built_bodies = 0  # bodies present in the device arrays (0: not built)
+        self._host_state: dict[str, np.ndarray] | None = None  # state while not resident
+        self._host_pairs: dict[str, np.ndarray] | None = None
+        self._model: dict[str, np.ndarray] | None = None
+        self._n_pairs = 0
+        self._contacts_current = False
+        self._pending_forces: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._forces_on_device = False
+        self._pair_need = 0
+        self._entry_need = 0
+        self.time = 0.0
+        self.step_count = 0
+
+    # ------------------------------------------------------------------ building
+    @property
+    def n_bodies(self) -> int:
+        return len(self._bodies)
+
+    @property
+    def n_worlds(self) -> int:
+        return self._n_worlds
+
+    @property
+    def gravity(self) -> tuple[float, float]:
+        return (float(self._gravity[0]), float(self._gravity[1]))
+
+    def add_circle(self, position, radius, **body) -> int:
+        """A solid disc of `radius` (m) centred at `position` (m). Returns its body index."""
+        return self._add(shapes.circle(radius), as_vector2(position, "position"), **body)
+
+    def add_box(self, position, size, **body) -> int:
+        """A box of size (width, height) (m) centred at `position`. Returns its body index."""
+        return self._add(shapes.box(size), as_vector2(position, "position"), **body)
+
+    def add_polygon(self, position, vertices, **body) -> int:
+        """A convex polygon; `vertices` (k, 2) in the body frame, 3 <= k <= 8, either winding.
+
+        The vertices are re-centred on the polygon's centroid, which goes to `position`.
+        """
+        shape, _ = shapes.polygon(vertices)
+        return self._add(shape, as_vector2(position, "position"), **body)
+
+    def _add(self, shape, position, *, angle=0.0, velocity=(0.0, 0.0), angular_velocity=0.0,
+             mass=1.0, inertia=None, elasticity=0.1, static_friction=0.0,
+             dynamic_friction=0.0, gravity_scale=1.0, vel_damping=0.0, name=None) -> int:
+        mass = as_real(mass, "mass", minimum=0.0)
+        if inertia is None:
+            inertia = mass * shapes.unit_inertia(shape)
+        else:
+            inertia = as_real(inertia, "inertia", positive=True)
+        if name is not None:
+            if not isinstance(name, str):
+                raise TypeError(f"name must be a string, got {type(name).__name__}")
+            if name in self._names:
+                raise ValueError(f"name {name!r} is already used by body {self._names[name]}")
+        body = _Body(
+            shape=shape, position=position, angle=as_real(angle, "angle"),
+            velocity=as_vector2(velocity, "velocity"),
+            angular_velocity=as_real(angular_velocity, "angular_velocity"),
+            mass=mass, inertia=inertia if mass > 0.0 else math.inf,
+            elasticity=as_real(elasticity, "elasticity", minimum=0.0),
+            static_friction=as_real(static_friction, "static_friction", minimum=0.0),
+            dynamic_friction=as_real(dynamic_friction, "dynamic_friction", minimum=0.0),
+            gravity_scale=as_real(gravity_scale, "gravity_scale"),
+            vel_damping=as_real(vel_damping, "vel_damping", minimum=0.0),
+            name=name,
+        )
+        self._bodies.append(body)
+        if name is not None:
+            self._names[name] = len(self._bodies) - 1
+        return len(self._bodies) - 1
+
+    def body_index(self, name: str) -> int:
+        """Index of the body added with `name`."""
+        if name not in self._names:
+            raise ValueError(f"name {name!r}: no body has this name")
+        return self._names[name]
+
+    def body_inertia(self, body: int) -> float:
+        """Moment of inertia about the centre of mass, kg m² (inf for static bodies)."""
+        return self._bodies[self._check_body(body)].inertia
+
+    def body_shape(self, body: int) -> shapes.Shape:
+        """The body's collision shape in its body frame (see fx2d_gpu.shapes.Shape)."""
+        return self._bodies[self._check_body(body)].shape
+
+    def body_mass(self, body: int) -> float:
+        """Mass, kg (0 for static bodies)."""
+        return self._bodies[self._check_body(body)].mass
+
+    # ------------------------------------------------------------------ device arrays
+    def _build_model(self) -> dict[str, np.ndarray]:
+        n = self.n_bodies
+        model = {
+            "body_inv_mass": np.zeros(n, np.float32),
+            "body_inv_inertia": np.zeros(n, np.float32),
+            "body_gravity_scale": np.zeros(n, np.float32),
+            "body_damping": np.zeros(n, np.float32),
+            "body_elasticity": np.zeros(n, np.float32),
+            "body_static_friction": np.zeros(n, np.float32),
+            "body_dynamic_friction": np.zeros(n, np.float32),
+            "shape_kind": np.zeros(n, np.int32),
+            "shape_radius": np.zeros(n, np.float32),
+            "shape_center": np.zeros((n, 2), np.float32),
+            "shape_vertex_count": np.zeros(n, np.int32),
+            "shape_vertices": np.zeros((n, MAX_POLYGON_VERTICES, 2), np.float32),
+            "shape_normals": np.zeros((n, MAX_POLYGON_VERTICES, 2), np.float32),
+        }
+        for i, b in enumerate(self._bodies):
+            if b.mass > 0.0:
+                model["body_inv_mass"][i] = 1.0 / b.mass
+                model["body_inv_inertia"][i] = 1.0 / b.inertia
+            model["body_gravity_scale"][i] = b.gravity_scale
+            model["body_damping"][i] = b.vel_damping
+            model["body_elasticity"][i] = b.elasticity
+            model["body_static_friction"][i] = b.static_friction
+            model["body_dynamic_friction"][i] = b.dynamic_friction
+            s = b.shape
+            model["shape_kind"][i] = s.kind
+            model["shape_radius"][i] = s.radius
+            model["shape_center"][i] = s.center
+            k = len(s.vertices)
+            model["shape_vertex_count"][i] = k
+            model["shape_vertices"][i, :k] = s.vertices
+            model["shape_normals"][i, :k] = s.normals
+        return model
+
+    def _initial_state(self, bodies: list[_Body]) -> dict[str, np.ndarray]:
+        """Host state arrays (n_worlds * len(bodies) slots) from the bodies' initial values."""
+        w = self._n_worlds
+        pos = np.array([b.position for b in bodies], np.float32).reshape(-1, 2)
+        ang = np.array([b.angle for b in bodies], np.float32)
+        vel = np.array([b.velocity for b in bodies], np.float32).reshape(-1, 2)
+        omega = np.array([b.angular_velocity for b in bodies], np.float32)
+        tile2 = lambda a: np.tile(a[None], (w, 1, 1)).reshape(-1, 2)  # noqa: E731
+        tile1 = lambda a: np.tile(a[None], (w, 1)).reshape(-1)  # noqa: E731
+        n = w * len(bodies)
+        return {
+            "body_position": tile2(pos), "body_angle": tile1(ang),
+            "body_prev_position": tile2(pos), "body_prev_angle": tile1(ang),
+            "body_velocity": tile2(vel), "body_angular_velocity": tile1(omega),
+            "body_force": np.zeros((n, 2), np.float32), "body_torque": np.zeros(n, np.float32),
+            "body_sleeping": np.zeros(n, np.int32), "body_sleep_time": np.zeros(n, np.float32),
+        }
+
+    def _cell_size(self) -> float:
+        """Level-0 grid cell, m: the median shape diameter (sizes far from it go up levels)."""
+        diameters = [2.0 * b.shape.bounding_radius for b in self._bodies]
+        return float(np.median(diameters)) if diameters else 1.0
+
+    def _needs(self) -> dict:
+        slots = self._n_worlds * self.n_bodies
+        return {"bodies": slots, "models": max(self.n_bodies, 1), "worlds": self._n_worlds,
+                "pairs": max(self._pair_need, self._n_pairs),
+                "entries": max(4 * slots, self._entry_need)}
+
+    def _device(self) -> device.DevicePool:
+        """The pool with this scene resident and up to date (built on first use)."""
+        if self.n_bodies == 0:
+            raise RuntimeError("the scene has no bodies")
+        if self._built_bodies != self.n_bodies:
+            self._rebuild()
+        return device.acquire_pool(self, self._needs())
+
+    def _rebuild(self):
+        old_state = None
+        if self._built_bodies:
+            old_state = self._read_state_arrays()
+        self._model = self._build_model()
+        state = self._initial_state(self._bodies)
+        if old_state is not None:
+            # Keep the simulated state of the bodies that already existed.
+            w, nb_old, nb = self._n_worlds, self._built_bodies, self.n_bodies
+            for key, old in old_state.items():
+                new = state[key].reshape(w, nb, *state[key].shape[1:])
+                new[:, :nb_old] = old.reshape(w, nb_old, *old.shape[1:])
+                state[key] = new.reshape(state[key].shape)
+        self._cell = self._cell_size()
+        self._host_state = state
+        self._host_pairs = None
+        self._n_pairs = 0
+        self._contacts_current = False
+        self._built_bodies = self.n_bodies
+        device.release(self)
+
+    def _read_state_arrays(self) -> dict[str, np.ndarray]:
+        if device.is_resident(self):
+            pool = device.current_pool()
+            n = self._n_worlds * self._built_bodies
+            return {key: getattr(pool, key).to_numpy()[:n] for key in _STATE_FIELDS}
+        return {key: value.copy() for key, value in self._host_state.items()}
+
+    def _load_into(self, pool: device.DevicePool):
+        """Copy the model and the host-side state into `pool` (the scene becomes resident)."""
+        for key, value in self._model.items():
+            _upload(getattr(pool, key), value)
+        for key, value in self._host_state.items():
+            _upload(getattr(pool, key), value)
+        if self._host_pairs is not None:
+            for key, value in self._host_pairs.items():
+                _upload(getattr(pool, key), value)
+        self._host_state = None
+        self._host_pairs = None
+
+    def _evict(self):
+        """Save this scene's device state to the host before another scene takes the pool."""
+        pool = device.current_pool()
+        self._host_state = self._read_state_arrays()
+        n = self._n_pairs
+        self._host_pairs = {key: getattr(pool, key).to_numpy()[:n] for key in _PAIR_FIELDS}
+        device.release(self)
+
+    # ------------------------------------------------------------------ stepping
+    def step(self, dt: float):
+        """Advance every world by dt seconds (`substeps` substeps); dt > 0.06 s is clamped."""
+        dt = as_real(dt, "dt")
+        if dt < MIN_DT:
+            raise ValueError(f"dt must be >= {MIN_DT} s, got {dt}")
+        dt = min(dt, MAX_DT)
+        pool = self._device()
+        n_slots = self._n_worlds * self.n_bodies
+        self._upload_forces(pool)
+        h = dt / self.substeps
+        integrate_free(pool, n_slots, self.n_bodies, self._gravity.astype(np.float32).tolist(),
+                       h, self.substeps)
+        if self._forces_on_device:
+            clear_forces(pool, n_slots)
+            self._forces_on_device = False
+        self._collide()
+        self.time += dt
+        self.step_count += 1
+
+    def _collide(self, margin: float = 0.0) -> device.DevicePool:
+        """Broad and narrow phase at the current poses; fills the contact manifolds.
+
+        Returns the pool, which is a new one if a buffer had to grow.
+        """
+        pool = self._device()
+        n_slots = self._n_worlds * self.n_bodies
+        while True:
+            table_size = min(device.next_pow2(max(4 * n_slots, 1024)), pool.table_capacity)
+            find_pairs(pool, self._n_worlds, self.n_bodies, self._cell, table_size - 1, margin)
+            status = pool.status.to_numpy()
+            entries, pairs = int(status[STATUS_ENTRIES]), int(status[STATUS_PAIRS])
+            if entries <= pool.entry_capacity and pairs <= pool.pair_capacity:
+                break
+            # A buffer is too small: grow the pool (keeping this scene's state) and redo.
+            self._entry_need = max(self._entry_need, entries)
+            self._pair_need = max(self._pair_need, pairs + pairs // 4)
+            self._n_pairs = 0
+            pool = device.acquire_pool(self, self._needs())
+        self.lost_bodies = int(status[STATUS_NONFINITE])
+        self._n_pairs = pairs
+        compute_manifolds(pool, pairs, self.n_bodies, margin)
+        self._contacts_current = True
+        return pool
+
+    # ------------------------------------------------------------------ forces
+    def _check_body(self, body) -> int:
+        if isinstance(body, bool) or not isinstance(body, (int, np.integer)):
+            raise TypeError(f"body must be an int index, got {type(body).__name__}")
+        if not 0 <= body < self.n_bodies:
+            raise ValueError(f"body {body} out of range (scene has {self.n_bodies} bodies)")
+        return int(body)
+
+    def apply_force(self, body: int, force, torque=0.0):
+        """Add a force (N, at the centre of mass) and a torque (N m) for the next step().
+
+        force: (2,) for every world or (n_worlds, 2); torque: scalar or (n_worlds,).
+        """
+        body = self._check_body(body)
+        w = self._n_worlds
+        f = np.asarray(force, dtype=np.float64)
+        if f.shape == (2,):
+            f = np.broadcast_to(f, (w, 2))
+        if f.shape != (w, 2):
+            raise ValueError(f"force must have shape (2,) or ({w}, 2), got {f.shape}")
+        t = np.asarray(torque, dtype=np.float64)
+        if t.shape == ():
+            t = np.broadcast_to(t, (w,))
+        if t.shape != (w,):
+            raise ValueError(f"torque must be a scalar or have shape ({w},), got {t.shape}")
+        if not (np.all(np.isfinite(f)) and np.all(np.isfinite(t))):
+            raise ValueError("force and torque must be finite")
+        old_f, old_t = self._pending_forces.get(body, (0.0, 0.0))
+        self._pending_forces[body] = (old_f + f, old_t + t)
+
+    def _upload_forces(self, pool):
+        if not self._pending_forces:
+            return
+        bodies = np.array(sorted(self._pending_forces), np.int32)
+        w, nb = self._n_worlds, self.n_bodies
+        slots = (np.arange(w, dtype=np.int32)[:, None] * nb + bodies[None, :]).reshape(-1)
+        forces = np.stack([self._pending_forces[b][0] for b in bodies], axis=1).reshape(-1, 2)
+        torques = np.stack([self._pending_forces[b][1] for b in bodies], axis=1).reshape(-1)
+        device.scatter_forces(pool, slots, forces.astype(np.float32), torques.astype(np.float32))
+        self._pending_forces.clear()
+        self._forces_on_device = True
+
+    # ------------------------------------------------------------------ state
+    def get_state(self) -> State:
+        """A copy of all worlds' state (see State for shapes and units)."""
+        self._device()
+        w, nb = self._n_worlds, self.n_bodies
+        arrays = self._read_state_arrays()
+        return State(
+            position=arrays["body_position"].reshape(w, nb, 2).astype(np.float64),
+            angle=arrays["body_angle"].reshape(w, nb).astype(np.float64),
+            velocity=arrays["body_velocity"].reshape(w, nb, 2).astype(np.float64),
+            angular_velocity=arrays["body_angular_velocity"].reshape(w, nb).astype(np.float64),
+            sleeping=arrays["body_sleeping"].reshape(w, nb).astype(bool),
+        )
+
+    def set_state(self, state: State):
+        """Restore a state taken from this scene (shapes must match); previous pose = pose."""
+        if not isinstance(state, State):
+            raise TypeError(f"state must be a fx2d_gpu.State, got {type(state).__name__}")
+        w, nb = self._n_worlds, self.n_bodies
+        expected = {"position": (w, nb, 2), "angle": (w, nb), "velocity": (w, nb, 2),
+                    "angular_velocity": (w, nb), "sleeping": (w, nb)}
+        arrays = {}
+        for key, shape in expected.items():
+            value = np.asarray(getattr(state, key))
+            if value.shape != shape:
+                raise ValueError(f"state.{key} must have shape {shape}, got {value.shape}")
+            if key != "sleeping" and not np.all(np.isfinite(value)):
+                raise ValueError(f"state.{key} must be finite")
+            arrays[key] = value
+        pool = self._device()
+        n = w * nb
+        pos = arrays["position"].reshape(n, 2).astype(np.float32)
+        ang = arrays["angle"].reshape(n).astype(np.float32)
+        device.write_state(pool, pos, ang, arrays["velocity"].reshape(n, 2).astype(np.float32),
+                   arrays["angular_velocity"].reshape(n).astype(np.float32),
+                   arrays["sleeping"].reshape(n).astype(np.int32))
+        self._contacts_current = False
+
+    # ------------------------------------------------------------------ contacts
+    def contacts(self, world: int | None = 0) -> Contacts:
+        """Contact manifolds of `world` (None: all worlds) at the current state."""
+        if world is not None:
+            world = self._check_world(world)
+        pool = self._device() if self._contacts_current else self._collide()
+        n = self._n_pairs
+        count = pool.contact_point_count.to_numpy()[:n]
+        a = pool.pair_body_a.to_numpy()[:n]
+        b = pool.pair_body_b.to_numpy()[:n]
+        nb = self.n_bodies
+        touching = count > 0
+        if world is not None:
+            touching &= a // nb == world
+        keep = np.nonzero(touching)[0]
+        return Contacts(
+            world=(a[keep] // nb).astype(np.int64),
+            body_a=(a[keep] % nb).astype(np.int64), body_b=(b[keep] % nb).astype(np.int64),
+            normal=pool.contact_normal.to_numpy()[:n][keep].astype(np.float64),
+            point_count=count[keep].astype(np.int64),
+            points=pool.contact_point.to_numpy()[:n][keep].astype(np.float64),
+            depths=pool.contact_depth.to_numpy()[:n][keep].astype(np.float64),
+            features=pool.contact_feature.to_numpy()[:n][keep].astype(np.int64),
+        )
+
+    def candidate_pairs(self) -> np.ndarray:
+        """(k, 3) int array of (world, body_a, body_b) from the last broad phase, a < b."""
+        pool = self._device() if self._contacts_current else self._collide()
+        n = self._n_pairs
+        a = pool.pair_body_a.to_numpy()[:n].astype(np.int64)
+        b = pool.pair_body_b.to_numpy()[:n].astype(np.int64)
+        nb = self.n_bodies
+        return np.stack([a // nb, a % nb, b % nb], axis=1)
+
+    def _check_world(self, world) -> int:
+        if isinstance(world, bool) or not isinstance(world, (int, np.integer)):
+            raise TypeError(f"world must be an int, got {type(world).__name__}")
+        if not 0 <= world < self._n_worlds:
+            raise ValueError(f"world {world} out of range (n_worlds={self._n_worlds})")
+        return int(world)
+
+    def __repr__(self) -> str:
+        return (f"Scene(n_bodies={self.n_bodies}, n_worlds={self._n_worlds}, "
+                f"substeps={self.substeps}, backend={self.backend!r})")
+
+
+def _upload(field, value: np.ndarray):
+    """field[:len(value)] = value (from_numpy needs the field's whole shape)."""
+    full = np.zeros(field.shape + ((field.n,) if hasattr(field, "n") else ()), value.dtype)
+    full[: len(value)] = value
+    field.from_numpy(full)

@@ -1,0 +1,1 @@
+"""Slow, obvious NumPy oracles the device kernels are tested against."""

@@ -1,0 +1,171 @@
+"""Reference broad and narrow phase in float64 NumPy, written for clarity, not speed."""
+
+import numpy as np
+
+from fx2d_gpu.shapes import SHAPE_CIRCLE
+
+REFERENCE_FACE_TOLERANCE = 0.0005
+
+
+def rotation(angle):
+    c, s = np.cos(angle), np.sin(angle)
+    return np.array([[c, -s], [s, c]])
+
+
+def world_shape(shape, position, angle):
+    """('circle', centre, radius) or ('polygon', vertices (k,2), normals (k,2)) in world space."""
+    r = rotation(angle)
+    if shape.kind == SHAPE_CIRCLE:
+        return ("circle", position + r @ shape.center, shape.radius)
+    return ("polygon", position + shape.vertices @ r.T, shape.normals @ r.T)
+
+
+def aabb(ws):
+    if ws[0] == "circle":
+        return ws[1] - ws[2], ws[1] + ws[2]
+    return ws[1].min(axis=0), ws[1].max(axis=0)
+
+
+def brute_force_pairs(lower, upper, world, active):
+    """All (world, a, b), a < b, whose AABBs overlap in the same world, with one side active.
+
+    lower, upper: (n, 2); world: (n,); active: (n,) bool. Also returns the overlap slack of
+    each pair (how far from touching), for tolerance at the boundary.
+    """
+    pairs, slack = [], []
+    n = len(lower)
+    for a in range(n):
+        b = np.arange(a + 1, n)
+        gap = np.minimum(upper[a], upper[b]) - np.maximum(lower[a], lower[b])  # (m, 2)
+        ok = (gap.min(axis=1) >= 0) & (world[b] == world[a]) & (active[a] | active[b])
+        near = (np.abs(gap).min(axis=1) < 1e-4) & (world[b] == world[a])
+        for j in b[ok]:
+            pairs.append((world[a], a, j))
+        for j in b[near]:
+            slack.append((world[a], a, j))
+    return set(pairs), set(slack)
+
+
+def _closest_on_segment(p, a, b):
+    e = b - a
+    t = np.clip((p - a) @ e / (e @ e), 0.0, 1.0)
+    return a + t * e
+
+
+def circle_circle(c1, r1, c2, r2):
+    d = c2 - c1
+    dist = np.linalg.norm(d)
+    depth = r1 + r2 - dist
+    if depth <= 0:
+        return None
+    n = d / dist if dist > 1e-9 else np.array([0.0, 1.0])
+    s1, s2 = c1 + r1 * n, c2 - r2 * n
+    return n, [((s1 + s2) / 2, depth)]
+
+
+def polygon_circle(verts, normals, c, r):
+    """Normal from the polygon to the circle."""
+    seps = np.einsum("ij,ij->i", normals, c - verts)
+    k = len(verts)
+    if seps.max() <= 0:  # centre inside: least-penetrated face
+        i = int(np.argmax(seps))
+        n = normals[i]
+        surface = c - seps[i] * n
+        depth = r - seps[i]
+    else:
+        cands = [_closest_on_segment(c, verts[i], verts[(i + 1) % k]) for i in range(k)]
+        dists = [np.linalg.norm(c - q) for q in cands]
+        i = int(np.argmin(dists))
+        surface, dist = cands[i], dists[i]
+        depth = r - dist
+        if depth <= 0:
+            return None
+        n = (c - surface) / dist
+    return n, [((surface + c - r * n) / 2, depth)]
+
+
+def _max_separation(v1, n1, v2):
+    """Per face of polygon 1: max projection gap of polygon 2 beyond that face (SAT)."""
+    # Projection form: on axis n_i, polygon 1 reaches at most n_i.v1_i; polygon 2 starts at
+    # min_j n_i.v2_j. Their difference is the separation along that axis.
+    gaps = (v2 @ n1.T).min(axis=0) - np.einsum("ij,ij->i", n1, v1)
+    i = int(np.argmax(gaps))
+    return gaps[i], i
+
+
+def polygon_polygon(va, na, vb, nb):
+    sep_a, ia = _max_separation(va, na, vb)
+    sep_b, ib = _max_separation(vb, nb, va)
+    if sep_a > 0 or sep_b > 0:
+        return None
+    flip = sep_b > sep_a + REFERENCE_FACE_TOLERANCE
+    if flip:
+        rv, rn, iv, inn, edge = vb, nb, va, na, ib
+    else:
+        rv, rn, iv, inn, edge = va, na, vb, nb, ia
+    k = len(rv)
+    v1, v2, n = rv[edge], rv[(edge + 1) % k], rn[edge]
+    j = int(np.argmin(inn @ n))
+    segment = [iv[j], iv[(j + 1) % len(iv)]]
+    # Sutherland-Hodgman: keep the part of the incident edge between the side planes.
+    t = (v2 - v1) / np.linalg.norm(v2 - v1)
+    for origin, direction in ((v1, t), (v2, -t)):
+        d = [direction @ (q - origin) for q in segment]
+        if d[0] < 0 and d[1] < 0:
+            return None
+        if d[0] < 0:
+            segment[0] = segment[0] + (segment[1] - segment[0]) * d[0] / (d[0] - d[1])
+        elif d[1] < 0:
+            segment[1] = segment[1] + (segment[0] - segment[1]) * d[1] / (d[1] - d[0])
+    points = []
+    for q in segment:
+        sep = n @ (q - v1)
+        if sep <= 0:
+            points.append((q - 0.5 * sep * n, -sep))
+    if not points:
+        return None
+    return (-n if flip else n), points
+
+
+def manifold(shape_a, pose_a, shape_b, pose_b):
+    """(normal a->b, [(point, depth), ...]) or None; poses are (position, angle)."""
+    wa, wb = world_shape(shape_a, *pose_a), world_shape(shape_b, *pose_b)
+    if wa[0] == "circle" and wb[0] == "circle":
+        return circle_circle(wa[1], wa[2], wb[1], wb[2])
+    if wa[0] == "polygon" and wb[0] == "circle":
+        return polygon_circle(wa[1], wa[2], wb[1], wb[2])
+    if wa[0] == "circle" and wb[0] == "polygon":
+        result = polygon_circle(wb[1], wb[2], wa[1], wa[2])
+        return None if result is None else (-result[0], result[1])
+    return polygon_polygon(wa[1], wa[2], wb[1], wb[2])
+
+
+def sat_ambiguity(shape_a, pose_a, shape_b, pose_b):
+    """How close a pair is to a tie in the choices the narrow phase makes (smaller = closer).
+
+    Near a tie (two faces equally good, or a normal taken between points closer than 5 cm),
+    float32 and float64 may legitimately differ by more than the tests' tolerance; tests skip
+    pairs under 1e-4.
+    """
+    wa, wb = world_shape(shape_a, *pose_a), world_shape(shape_b, *pose_b)
+    if wa[0] == "circle" and wb[0] == "circle":
+        # The normal is the direction between the centres: ill-conditioned when they meet.
+        return np.linalg.norm(wa[1] - wb[1]) / 0.05 * 1e-4
+    if wa[0] == "circle" or wb[0] == "circle":
+        (_, c, _), (_, verts, _) = (wa, wb) if wa[0] == "circle" else (wb, wa)
+        # Near a vertex the normal is the direction from it to the centre (ill-conditioned
+        # at short range, as 1e-7 relative error in float32 poses becomes error / distance).
+        return np.linalg.norm(verts - c, axis=1).min() / 0.05 * 1e-4
+    ga = (wb[1] @ wa[2].T).min(axis=0) - np.einsum("ij,ij->i", wa[2], wa[1])
+    gb = (wa[1] @ wb[2].T).min(axis=0) - np.einsum("ij,ij->i", wb[2], wb[1])
+    margins = [abs(gb.max() - ga.max() - REFERENCE_FACE_TOLERANCE), abs(max(ga.max(), gb.max()))]
+    for g in (ga, gb):
+        s = np.sort(g)
+        margins.append(s[-1] - s[-2])
+    # Incident-face choice and clip boundaries.
+    flip = gb.max() > ga.max() + REFERENCE_FACE_TOLERANCE
+    rn, inn = (wb[2], wa[2]) if flip else (wa[2], wb[2])
+    n = rn[int(np.argmax(gb if flip else ga))]
+    d = np.sort(inn @ n)
+    margins.append(d[1] - d[0])
+    return min(margins)

@@ -1,0 +1,56 @@
+"""Many scenes in one process share compiled kernels (the device pool)."""
+
+import subprocess
+import sys
+
+import numpy as np
+
+import fx2d_gpu as fx
+from fx2d_gpu import device
+
+
+def build_and_step(arch, n_bodies, n_worlds, seed):
+    rng = np.random.default_rng(seed)
+    scene = fx.Scene(n_worlds=n_worlds, arch=arch)
+    scene.add_box((0, -1), (50, 1), mass=0)
+    for _ in range(n_bodies):
+        pos = rng.uniform([-20, 0], [20, 20])
+        if rng.random() < 0.5:
+            scene.add_circle(pos, rng.uniform(0.1, 0.5))
+        else:
+            scene.add_box(pos, rng.uniform(0.1, 1.0, size=2), angle=rng.uniform(-3, 3))
+    scene.apply_force(0, (1.0, 0.0))
+    scene.step(1 / 60)
+    scene.contacts()
+    return scene
+
+
+def test_fifty_scenes_compile_once(arch):
+    build_and_step(arch, 5, 1, seed=0)  # the first scene may compile
+    compiled = device.compiled_kernel_count()
+    assert compiled > 0
+    sizes = np.linspace(1, 2000, 49).astype(int)
+    for i, n in enumerate(sizes):
+        build_and_step(arch, int(n), 1 + i % 4, seed=i)
+    assert device.compiled_kernel_count() == compiled
+
+
+def test_second_process_starts_from_the_offline_cache(arch, tmp_path):
+    # Same script twice with a fresh cache directory: the second run must reuse it.
+    script = (
+        "import time, taichi as ti, fx2d_gpu as fx\n"
+        "import fx2d_gpu.runtime as rt\n"
+        f"rt.ensure_initialized({arch!r})\n"
+        "s = fx.Scene(arch=%r)\n" % arch
+        + "s.add_box((0, -1), (10, 1), mass=0); s.add_circle((0, 1), 0.5)\n"
+        "t = time.perf_counter(); s.step(1 / 60); print(time.perf_counter() - t)\n"
+    )
+    env = {"TI_OFFLINE_CACHE_FILE_PATH": str(tmp_path)}
+    import os
+
+    env = {**os.environ, **env}
+    times = [float(subprocess.run([sys.executable, "-c", script], env=env, check=True,
+                                  capture_output=True, text=True).stdout.split()[-1])
+             for _ in range(2)]
+    assert any(tmp_path.iterdir()), "nothing was written to the offline cache"
+    assert times[1] < times[0], times
