@@ -1,0 +1,134 @@
+"""Headless rendering of a scene to an RGB image (NumPy only), and a PNG writer.
+
+This draws what the device holds: filled shapes, circle orientation marks and, optionally,
+contact points and normals. It needs no window or GPU, so it works on any machine.
+"""
+
+import struct
+import zlib
+
+import numpy as np
+
+from .shapes import SHAPE_CIRCLE, SHAPE_POLYGON
+
+_STATIC = np.array([90, 90, 100], np.uint8)
+_PALETTE = np.array([[66, 133, 244], [219, 68, 55], [244, 180, 0], [15, 157, 88],
+                     [171, 71, 188], [0, 172, 193], [255, 112, 67]], np.uint8)
+_BACKGROUND = np.array([250, 250, 248], np.uint8)
+
+
+def frame_bounds(scene, world: int = 0, padding: float = 0.05):
+    """(xmin, ymin, xmax, ymax), m: the box around every body of `world`."""
+    state = scene.get_state()
+    lo, hi = np.full(2, np.inf), np.full(2, -np.inf)
+    for b in range(scene.n_bodies):
+        shape = scene.body_shape(b)
+        p, angle = state.position[world, b], state.angle[world, b]
+        if shape.kind == SHAPE_POLYGON:
+            c, s = np.cos(angle), np.sin(angle)
+            points = p + shape.vertices @ np.array([[c, -s], [s, c]]).T
+        else:
+            points = p + np.array([[-1.0, -1.0], [1.0, 1.0]]) * shape.bounding_radius
+        lo, hi = np.minimum(lo, points.min(0)), np.maximum(hi, points.max(0))
+    pad = padding * max(hi - lo)
+    return (lo[0] - pad, lo[1] - pad, hi[0] + pad, hi[1] + pad)
+
+
+def render(scene, world: int = 0, size=(800, 600), bounds=None, contacts: bool = True):
+    """(height, width, 3) uint8 image of `world`; bounds (xmin, ymin, xmax, ymax) in m."""
+    width, height = size
+    if bounds is None:
+        bounds = frame_bounds(scene, world)
+    xmin, ymin, xmax, ymax = bounds
+    scale = min(width / (xmax - xmin), height / (ymax - ymin))  # pixels per metre
+    cx, cy = (xmin + xmax) / 2, (ymin + ymax) / 2
+    image = np.empty((height, width, 3), np.uint8)
+    image[:] = _BACKGROUND
+
+    def to_pixels(points):
+        points = np.atleast_2d(points)
+        return np.stack([(points[:, 0] - cx) * scale + width / 2,
+                         height / 2 - (points[:, 1] - cy) * scale], axis=1)
+
+    def pixel_grid(lo, hi):
+        x0, y0 = np.maximum(np.floor(lo).astype(int), 0)
+        x1, y1 = np.minimum(np.ceil(hi).astype(int) + 1, [width, height])
+        if x0 >= x1 or y0 >= y1:
+            return None
+        ys, xs = np.mgrid[y0:y1, x0:x1]
+        return (slice(y0, y1), slice(x0, x1)), xs + 0.5, ys + 0.5
+
+    state = scene.get_state()
+    for b in range(scene.n_bodies):
+        shape = scene.body_shape(b)
+        angle = state.angle[world, b]
+        c, s = np.cos(angle), np.sin(angle)
+        rot = np.array([[c, -s], [s, c]])
+        pos = state.position[world, b]
+        colour = _STATIC if scene.body_mass(b) == 0 else _PALETTE[b % len(_PALETTE)]
+        if shape.kind == SHAPE_CIRCLE:
+            centre = to_pixels(pos + rot @ shape.center)[0]
+            r = shape.radius * scale
+            grid = pixel_grid(centre - r, centre + r)
+            if grid is None:
+                continue
+            window, xs, ys = grid
+            d2 = (xs - centre[0]) ** 2 + (ys - centre[1]) ** 2
+            image[window][d2 <= r * r] = colour
+            image[window][(d2 <= r * r) & (d2 >= (r - max(1.0, 0.08 * r)) ** 2)] = colour // 2
+            # Orientation mark: a spoke from the centre along the body's x axis.
+            tip = to_pixels(pos + rot @ (shape.center + [shape.radius, 0.0]))[0]
+            _line(image, centre, tip, colour // 2)
+        elif shape.kind == SHAPE_POLYGON:
+            verts = to_pixels(pos + shape.vertices @ rot.T)
+            grid = pixel_grid(verts.min(0), verts.max(0))
+            if grid is None:
+                continue
+            window, xs, ys = grid
+            inside = np.ones(xs.shape, bool)
+            k = len(verts)
+            for i in range(k):  # screen y points down, so the winding is clockwise here
+                a, e = verts[i], verts[(i + 1) % k] - verts[i]
+                inside &= (e[0] * (ys - a[1]) - e[1] * (xs - a[0])) <= 0
+            image[window][inside] = colour
+            for i in range(k):
+                _line(image, verts[i], verts[(i + 1) % k], colour // 2)
+    if contacts:
+        found = scene.contacts(world)
+        for i in range(len(found)):
+            for k in range(found.point_count[i]):
+                p = to_pixels(found.points[i, k])[0]
+                tip = to_pixels(found.points[i, k] + found.normal[i] * 6 / scale)[0]
+                _line(image, p, tip, np.array([200, 0, 0], np.uint8))
+                _disc(image, p, 2.5, np.array([200, 0, 0], np.uint8))
+    return image
+
+
+def _line(image, a, b, colour):
+    n = int(max(abs(b[0] - a[0]), abs(b[1] - a[1]))) + 1
+    xs = np.linspace(a[0], b[0], n).astype(int)
+    ys = np.linspace(a[1], b[1], n).astype(int)
+    ok = (xs >= 0) & (xs < image.shape[1]) & (ys >= 0) & (ys < image.shape[0])
+    image[ys[ok], xs[ok]] = colour
+
+
+def _disc(image, centre, radius, colour):
+    y, x = np.ogrid[: image.shape[0], : image.shape[1]]
+    image[(x + 0.5 - centre[0]) ** 2 + (y + 0.5 - centre[1]) ** 2 <= radius**2] = colour
+
+
+def write_png(path, image: np.ndarray):
+    """Write an (h, w, 3) uint8 image as an 8-bit RGB PNG."""
+    image = np.ascontiguousarray(image, dtype=np.uint8)
+    h, w, _ = image.shape
+    raw = b"".join(b"\x00" + image[row].tobytes() for row in range(h))
+
+    def chunk(tag, data):
+        body = tag + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
+
+    with open(path, "wb") as f:
+        f.write(b"\x89PNG\r\n\x1a\n")
+        f.write(chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0)))
+        f.write(chunk(b"IDAT", zlib.compress(raw, 6)))
+        f.write(chunk(b"IEND", b""))
