@@ -32,7 +32,7 @@ def main(argv=None):
     demo.add_argument("name", nargs="?", choices=sorted(DEMOS))
     demo.add_argument("--list", action="store_true", help="list the demos")
     demo.add_argument("--bodies", type=int, default=400)
-    demo.add_argument("--steps", type=int, default=30)
+    demo.add_argument("--steps", type=int, default=10)
     demo.add_argument("--dt", type=float, default=1 / 60)
     demo.add_argument("--seed", type=int, default=0)
     demo.add_argument("--arch", default="auto")

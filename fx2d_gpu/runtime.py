@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ctypes
+import subprocess
 import sys
 
 import taichi as ti
@@ -37,14 +39,13 @@ def ensure_initialized(arch: str = "auto") -> str:
         return _state["arch"]
     options = dict(offline_cache=True, default_fp=ti.f32, default_ip=ti.i32, log_level=ti.WARN)
     if arch == "auto":
-        ti.init(arch=ti.gpu, **options)
-        chosen = ti.lang.impl.current_cfg().arch
-        if chosen in (ti.cpu, ti.x64, ti.arm64):
+        chosen = next((name for name in _gpu_candidates() if _probe(name)), None)
+        if chosen is None:
             print("fx2d_gpu: no GPU backend available, running on the CPU", file=sys.stderr)
+        ti.init(arch=_TI_ARCH[chosen or "cpu"], **options)
     else:
         ti.init(arch=_TI_ARCH[arch], **options)
-        chosen = ti.lang.impl.current_cfg().arch
-        if arch != "cpu" and chosen in (ti.cpu, ti.x64, ti.arm64):
+        if arch != "cpu" and ti.lang.impl.current_cfg().arch in (ti.cpu, ti.x64, ti.arm64):
             print(f"fx2d_gpu: backend {arch!r} unavailable, running on the CPU", file=sys.stderr)
     _state["arch"] = ti.lang.impl.current_cfg().arch.name
     _state["requested"] = arch
@@ -57,3 +58,40 @@ def _matches(requested: str, running: str) -> bool:
     if requested == "cpu":
         return running in ("x64", "arm64")
     return requested == running
+
+
+def _loadable(*names: str) -> bool:
+    for name in names:
+        try:
+            ctypes.CDLL(name)
+            return True
+        except OSError:
+            continue
+    return False
+
+
+def _gpu_candidates() -> list[str]:
+    """GPU backends whose driver library is present, best first."""
+    candidates = []
+    if sys.platform == "darwin":
+        candidates.append("metal")
+    if _loadable("libcuda.so.1", "libcuda.so", "nvcuda.dll"):
+        candidates.append("cuda")
+    if _loadable("libvulkan.so.1", "libvulkan.so", "vulkan-1.dll", "libvulkan.1.dylib"):
+        candidates.append("vulkan")
+    return candidates
+
+
+def _probe(arch: str) -> bool:
+    """Whether Taichi starts on `arch`, tried in a child process.
+
+    A broken driver can crash ti.init outright (seen with arch=ti.gpu on machines without a
+    GPU), so the attempt must not happen in the user's process.
+    """
+    code = (f"import taichi as ti; ti.init(arch=ti.{arch}, log_level=ti.ERROR); "
+            f"import sys; sys.exit(0 if ti.lang.impl.current_cfg().arch == ti.{arch} else 1)")
+    try:
+        result = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=120)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return result.returncode == 0

@@ -54,3 +54,23 @@ def test_collision_benchmark_runs(tmp_path, arch):
     collision.main(["--arch", arch, "--sizes", "200", "--results", str(tmp_path)])
     rows = list(csv.DictReader(next(tmp_path.rglob("collision.csv")).open()))
     assert rows[0]["bodies"] == "201" and int(rows[0]["pairs"]) > 0
+
+
+def test_auto_arch_falls_back_to_cpu_with_a_notice(tmp_path):
+    # In a child process: Taichi is initialised once per process.
+    import subprocess
+    import sys
+
+    from fx2d_gpu import runtime
+
+    code = ("import fx2d_gpu as fx; s = fx.Scene(arch='auto'); s.add_circle((0, 0), 1.0); "
+            "s.step(0.01); print('backend', s.backend)")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=300)
+    assert result.returncode == 0, result.stderr
+    backend = result.stdout.split("backend")[-1].strip()
+    if not any(runtime._probe(name) for name in runtime._gpu_candidates()):
+        assert backend == "x64" or backend == "arm64"
+        assert "running on the CPU" in result.stderr
+    else:
+        assert backend in ("cuda", "vulkan", "metal")
