@@ -22,6 +22,8 @@ ivec3 = ti.math.ivec3
 
 #: Points per contact manifold.
 MAX_MANIFOLD_POINTS = 2
+#: Graph colours solved in parallel; constraints left over go to one serial overflow colour.
+MAX_COLORS = 12
 #: Block length of the device prefix sum.
 SCAN_BLOCK = 256
 
@@ -99,6 +101,8 @@ class DevicePool:
         self.body_torque = field(f32, N)  # N m
         self.body_sleeping = field(i32, N)  # 1 while asleep
         self.body_sleep_time = field(f32, N)  # s spent below the sleep thresholds
+        self.body_anchor_position = vfield(2, f32, N)  # pose when the contacts were refreshed
+        self.body_anchor_angle = field(f32, N)
 
         # --- broad phase: multi-level grid hash -------------------------------------------
         self.body_aabb_lower = vfield(2, f32, N)  # m
@@ -126,6 +130,32 @@ class DevicePool:
         self.contact_point = vfield(2, f32, (P, M))  # world space, halfway between surfaces, m
         self.contact_depth = field(f32, (P, M))  # penetration, m (> 0 overlapping)
         self.contact_feature = field(i32, (P, M))  # id matching points across steps
+        self.contact_normal_impulse = field(f32, (P, M))  # accumulated this substep, N s
+        self.contact_tangent_impulse = field(f32, (P, M))  # along (-n.y, n.x), N s
+        self.contact_approach_speed = field(f32, (P, M))  # normal relative speed, m/s
+        self.contact_slide_speed = field(f32, (P, M))  # tangential relative speed, m/s
+
+        # --- the previous step's pairs, for warm starting ---------------------------------
+        self.prev_body_pair_start = field(i32, N + 1)
+        self.prev_pair_body_a = field(i32, P)
+        self.prev_pair_body_b = field(i32, P)
+        self.prev_contact_point_count = field(i32, P)
+        self.prev_contact_normal = vfield(2, f32, P)
+        self.prev_contact_point = vfield(2, f32, (P, M))
+        self.prev_contact_feature = field(i32, (P, M))
+        self.prev_contact_normal_impulse = field(f32, (P, M))
+        self.prev_contact_tangent_impulse = field(f32, (P, M))
+
+        # --- graph colouring ------------------------------------------------------------
+        self.pair_color = field(i32, P)  # colour, MAX_COLORS = overflow (solved serially)
+        self.color_start = field(i32, MAX_COLORS + 2)  # colour c: color_list[start[c]:start[c+1]]
+        self.color_cursor = field(i32, MAX_COLORS + 1)
+        self.color_list = field(i32, P)  # pair indices grouped by colour
+        self.body_contact_start = field(i32, N + 1)  # per body: its pairs in body_contacts
+        self.body_contacts = field(i32, 2 * P)  # pair indices by body, sorted per body
+        self.body_wake = field(i32, N)  # set when a new contact wakes the body
+        self.body_claim = field(i32, N)  # lowest pair index bidding for the body this round
+        self.body_color_taken = field(i32, N)  # last colour that took the body
 
         self._tree = fb.finalize()
 
@@ -205,6 +235,9 @@ def scatter_forces(p: ti.template(), slots: _i32, forces: _vec2, torques: _f32):
     for i in range(slots.shape[0]):
         p.body_force[slots[i]] += forces[i]
         p.body_torque[slots[i]] += torques[i]
+        if forces[i].norm() > 0.0 or torques[i] != 0.0:  # a push wakes a sleeping body
+            p.body_sleeping[slots[i]] = 0
+            p.body_sleep_time[slots[i]] = 0.0
 
 
 @ti.kernel
@@ -225,12 +258,12 @@ def compiled_kernel_count() -> int:
     """How many kernel instances fx2d_gpu has compiled in this process (for compile tests)."""
     import sys
 
-    total = 0
+    kernels = {}
     for name, module in list(sys.modules.items()):
         if not name.startswith("fx2d_gpu") or module is None:
             continue
         for obj in vars(module).values():
             primal = getattr(obj, "_primal", None)
             if primal is not None and hasattr(primal, "compiled_kernels"):
-                total += len(primal.compiled_kernels)
-    return total
+                kernels[id(primal)] = len(primal.compiled_kernels)
+    return sum(kernels.values())

@@ -6,36 +6,31 @@ vec2 = ti.math.vec2
 
 
 @ti.func
-def integrate_body(p: ti.template(), slot, body, gravity, h):
-    """Advance one awake dynamic body by one substep of length h (s).
-
-    v += h (g * gravity_scale + F/m), ω += h τ/I, both divided by (1 + h c) for damping c,
-    then x += h v, θ += h ω. The pose before the update is kept as the previous pose.
-    """
+def integrate_velocity(p: ti.template(), slot, body, gravity, h):
+    """v += h (g * gravity_scale + F/m), w += h tau/I, both divided by (1 + h c) for damping c."""
     damping = 1.0 / (1.0 + h * p.body_damping[body])
     inv_mass = p.body_inv_mass[body]
     accel = gravity * p.body_gravity_scale[body] + p.body_force[slot] * inv_mass
-    velocity = (p.body_velocity[slot] + h * accel) * damping
-    angular_velocity = (
+    p.body_velocity[slot] = (p.body_velocity[slot] + h * accel) * damping
+    p.body_angular_velocity[slot] = (
         p.body_angular_velocity[slot] + h * p.body_torque[slot] * p.body_inv_inertia[body]
     ) * damping
+
+
+@ti.func
+def integrate_position(p: ti.template(), slot, h):
+    """x += h v, theta += h w; the pose before the move becomes the previous pose."""
     p.body_prev_position[slot] = p.body_position[slot]
     p.body_prev_angle[slot] = p.body_angle[slot]
-    p.body_velocity[slot] = velocity
-    p.body_angular_velocity[slot] = angular_velocity
-    p.body_position[slot] += h * velocity
-    p.body_angle[slot] += h * angular_velocity
+    p.body_position[slot] += h * p.body_velocity[slot]
+    p.body_angle[slot] += h * p.body_angular_velocity[slot]
 
 
-@ti.kernel
-def integrate_free(p: ti.template(), n_slots: ti.i32, n_bodies: ti.i32, gravity: vec2,
-                   h: ti.f32, substeps: ti.i32):
-    """`substeps` substeps of free motion for every awake dynamic body (no constraints)."""
-    for slot in range(n_slots):
-        body = slot % n_bodies
-        if p.body_inv_mass[body] > 0.0 and p.body_sleeping[slot] == 0:
-            for _ in range(substeps):
-                integrate_body(p, slot, body, gravity, h)
+@ti.func
+def integrate_body(p: ti.template(), slot, body, gravity, h):
+    """One semi-implicit Euler substep of length h (s): velocity first, then position."""
+    integrate_velocity(p, slot, body, gravity, h)
+    integrate_position(p, slot, h)
 
 
 @ti.kernel

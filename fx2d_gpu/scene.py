@@ -12,8 +12,17 @@ from . import device, runtime, shapes
 from .collision.broad_phase import find_pairs
 from .collision.narrow_phase import compute_manifolds
 from .device import MAX_MANIFOLD_POINTS, STATUS_ENTRIES, STATUS_NONFINITE, STATUS_PAIRS
-from .integrate import clear_forces, integrate_free
+from .integrate import clear_forces
 from .shapes import MAX_POLYGON_VERTICES, as_real, as_vector2
+from .solver.coloring import color_pairs
+from .solver.contacts import SPECULATIVE_DISTANCE
+from .solver.step import (
+    build_body_contacts,
+    carry_contacts,
+    run_substep,
+    save_previous_pairs,
+    update_sleep,
+)
 
 #: Fx2D's time-step bounds, s: below MIN_DT step() raises, above MAX_DT it is clamped.
 MIN_DT = 1e-3
@@ -24,7 +33,8 @@ _STATE_FIELDS = ("body_position", "body_angle", "body_prev_position", "body_prev
                  "body_velocity", "body_angular_velocity", "body_force", "body_torque",
                  "body_sleeping", "body_sleep_time")
 _PAIR_FIELDS = ("pair_body_a", "pair_body_b", "contact_point_count", "contact_normal",
-                "contact_point", "contact_depth", "contact_feature")
+                "contact_point", "contact_depth", "contact_feature", "contact_normal_impulse",
+                "contact_tangent_impulse")
 
 
 @dataclass
@@ -328,6 +338,8 @@ class Scene:
         self._host_state = self._read_state_arrays()
         n = self._n_pairs
         self._host_pairs = {key: getattr(pool, key).to_numpy()[:n] for key in _PAIR_FIELDS}
+        n_slots = self._n_worlds * self._built_bodies
+        self._host_pairs["body_pair_start"] = pool.body_pair_start.to_numpy()[: n_slots + 1]
         device.release(self)
 
     # ------------------------------------------------------------------ stepping
@@ -338,20 +350,30 @@ class Scene:
             raise ValueError(f"dt must be >= {MIN_DT} s, got {dt}")
         dt = min(dt, MAX_DT)
         pool = self._device()
-        n_slots = self._n_worlds * self.n_bodies
+        n_slots, n_bodies = self._n_worlds * self.n_bodies, self.n_bodies
         self._upload_forces(pool)
+        save_previous_pairs(pool, n_slots, self._n_pairs)
+        # Pairs for the whole step: AABBs grown by what each body can cover in dt.
+        pool = self._broad_phase(SPECULATIVE_DISTANCE, dt)
+        n_pairs = self._n_pairs
+        carry_contacts(pool, n_slots, n_pairs, n_bodies)
+        self.n_colors, overflow = color_pairs(pool, n_slots, n_pairs, n_bodies)
+        self.n_overflow = overflow
+        build_body_contacts(pool, n_slots, n_pairs)
+        gravity = self._gravity.astype(np.float32).tolist()
         h = dt / self.substeps
-        integrate_free(pool, n_slots, self.n_bodies, self._gravity.astype(np.float32).tolist(),
-                       h, self.substeps)
+        for _ in range(self.substeps):
+            run_substep(pool, n_slots, n_bodies, n_pairs, gravity, h, self.n_colors, overflow)
+        update_sleep(pool, n_slots, n_bodies, dt)
         if self._forces_on_device:
             clear_forces(pool, n_slots)
             self._forces_on_device = False
-        self._collide()
+        self._contacts_current = True
         self.time += dt
         self.step_count += 1
 
-    def _collide(self, margin: float = 0.0) -> device.DevicePool:
-        """Broad and narrow phase at the current poses; fills the contact manifolds.
+    def _broad_phase(self, margin: float = 0.0, motion_time: float = 0.0) -> device.DevicePool:
+        """Candidate pairs at the current poses (AABBs grown by margin + speed * motion_time).
 
         Returns the pool, which is a new one if a buffer had to grow.
         """
@@ -359,7 +381,8 @@ class Scene:
         n_slots = self._n_worlds * self.n_bodies
         while True:
             table_size = min(device.next_pow2(max(4 * n_slots, 1024)), pool.table_capacity)
-            find_pairs(pool, self._n_worlds, self.n_bodies, self._cell, table_size - 1, margin)
+            find_pairs(pool, self._n_worlds, self.n_bodies, self._cell, table_size - 1, margin,
+                       motion_time)
             status = pool.status.to_numpy()
             entries, pairs = int(status[STATUS_ENTRIES]), int(status[STATUS_PAIRS])
             if entries <= pool.entry_capacity and pairs <= pool.pair_capacity:
@@ -371,7 +394,12 @@ class Scene:
             pool = device.acquire_pool(self, self._needs())
         self.lost_bodies = int(status[STATUS_NONFINITE])
         self._n_pairs = pairs
-        compute_manifolds(pool, pairs, self.n_bodies, margin)
+        return pool
+
+    def _collide(self) -> device.DevicePool:
+        """Broad and narrow phase at the current poses, exact (no margins)."""
+        pool = self._broad_phase()
+        compute_manifolds(pool, self._n_pairs, self.n_bodies, 0.0)
         self._contacts_current = True
         return pool
 

@@ -30,3 +30,22 @@ def random_pile(n_bodies: int, *, n_worlds: int = 1, density: float = 0.9, seed:
             s = rng.uniform(0.25, 0.6)
             scene.add_polygon(position, [[0, 0], [s, 0], [0.5 * s, 0.8 * s]], angle=angle)
     return scene
+
+
+def pyramid(base: int, *, box_size: float = 1.0, n_worlds: int = 1, arch: str = "auto",
+            substeps: int = 11, friction: float = 0.6, **scene_kwargs) -> Scene:
+    """Box2D's pyramid: rows of `base`, `base`-1, ... boxes of `box_size` (m) on a ground.
+
+    base 100 is Box2D's "large pyramid" (5,050 boxes). Body 0 is the ground; the last body is
+    the top box.
+    """
+    scene = Scene(n_worlds=n_worlds, arch=arch, substeps=substeps, **scene_kwargs)
+    scene.add_box((0.0, -0.5), (max(40.0, 2.0 * base * box_size), 1.0), mass=0,
+                  static_friction=friction, dynamic_friction=friction, name="ground")
+    for row in range(base):
+        count = base - row
+        for i in range(count):
+            x = (i - (count - 1) / 2) * box_size
+            scene.add_box((x, (row + 0.5) * box_size), (box_size, box_size),
+                          static_friction=friction, dynamic_friction=friction)
+    return scene

@@ -19,19 +19,36 @@ def build_and_step(arch, n_bodies, n_worlds, seed):
             scene.add_circle(pos, rng.uniform(0.1, 0.5))
         else:
             scene.add_box(pos, rng.uniform(0.1, 1.0, size=2), angle=rng.uniform(-3, 3))
-    scene.apply_force(0, (1.0, 0.0))
+    scene.contacts()
+    scene.set_state(scene.get_state())
+    scene.apply_force(1, (1.0, 0.0))
     scene.step(1 / 60)
     scene.contacts()
     return scene
 
 
+def hub_scene(arch):
+    """A scene that takes every path once: 16 circles around one hub overflow the colours."""
+    scene = fx.Scene(gravity=(0, 0), arch=arch)
+    scene.add_circle((0, 0), 1.0)
+    for angle in np.linspace(0, 2 * np.pi, 16, endpoint=False):
+        scene.add_circle((1.15 * np.cos(angle), 1.15 * np.sin(angle)), 0.2)
+    scene.contacts()
+    scene.set_state(scene.get_state())
+    scene.apply_force(0, (1.0, 0.0))
+    scene.step(1 / 60)
+    assert scene.n_overflow > 0
+    return scene
+
+
 def test_fifty_scenes_compile_once(arch):
-    build_and_step(arch, 5, 1, seed=0)  # the first scene may compile
+    hub_scene(arch)  # the first scene may compile
     compiled = device.compiled_kernel_count()
     assert compiled > 0
     sizes = np.linspace(1, 2000, 49).astype(int)
     for i, n in enumerate(sizes):
         build_and_step(arch, int(n), 1 + i % 4, seed=i)
+    hub_scene(arch)
     assert device.compiled_kernel_count() == compiled
 
 

@@ -62,6 +62,18 @@ def body_aabb(p: ti.template(), slot, body):
 
 
 @ti.func
+def bounding_radius(p: ti.template(), body):
+    """Largest distance from the body origin to its shape, m."""
+    r = 0.0
+    if p.shape_kind[body] == SHAPE_CIRCLE:
+        r = p.shape_center[body].norm() + p.shape_radius[body]
+    else:
+        for i in range(p.shape_vertex_count[body]):
+            r = ti.max(r, p.shape_vertices[body, i].norm())
+    return r
+
+
+@ti.func
 def is_active(p: ti.template(), slot, body):
     """True for a dynamic body that is awake (it can move)."""
     return p.body_inv_mass[body] > 0.0 and p.body_sleeping[slot] == 0
@@ -117,12 +129,14 @@ def visit_partners(p: ti.template(), slot, n_bodies, cell_size, table_mask,
 
 @ti.kernel
 def find_pairs(p: ti.template(), n_worlds: ti.i32, n_bodies: ti.i32, cell_size: ti.f32,
-               table_mask: ti.i32, margin: ti.f32):
+               table_mask: ti.i32, margin: ti.f32, motion_time: ti.f32):
     """Candidate pairs of all worlds into pair_body_a/b; status holds the counts.
 
     cell_size: level-0 cell edge, m. table_mask: hash-table size - 1 (a power of two - 1).
-    margin: AABB enlargement, m. If the pairs exceed the pair capacity nothing is written
-    and status[STATUS_PAIRS] says how many are needed.
+    Each AABB is enlarged by margin (m) plus the distance the body covers in motion_time (s)
+    at its current speed, so the pairs found stay valid for a whole step.
+    If the pairs exceed the pair capacity nothing is written and status[STATUS_PAIRS] says
+    how many are needed.
     """
     n_slots = n_worlds * n_bodies
     table_size = table_mask + 1
@@ -147,8 +161,11 @@ def find_pairs(p: ti.template(), n_worlds: ti.i32, n_bodies: ti.i32, cell_size: 
                 ti.atomic_add(p.status[STATUS_NONFINITE], 1)
             else:
                 lower, upper = body_aabb(p, slot, body)
-                lower -= margin
-                upper += margin
+                reach = margin + motion_time * (
+                    p.body_velocity[slot].norm()
+                    + ti.abs(p.body_angular_velocity[slot]) * bounding_radius(p, body))
+                lower -= reach
+                upper += reach
                 # 1% headroom absorbs rounding in x / cell, so a box spans <= 2 cells per axis.
                 extent = 1.01 * ti.max(upper.x - lower.x, upper.y - lower.y)
                 level = 0

@@ -1,0 +1,1 @@
+"""The XPBD solver: graph colouring, contact constraints and the substep pipeline."""

@@ -1,0 +1,128 @@
+"""Graph colouring of the constraints on the device.
+
+Constraints (contact pairs now, joints later) that share a dynamic body must not be solved at
+the same time. Each round gives one colour: every uncoloured constraint bids for its dynamic
+bodies with an atomic minimum of its priority (a fixed permutation of its index), and
+those that win all their bodies take the
+colour (a few sub-rounds per colour let the losers try bodies still free). Static and sleeping
+bodies do not count: they never move, so any number of constraints may read them at once.
+Integer atomics only, so the colouring is the same on every run. Constraints still uncoloured
+after MAX_COLORS rounds form the overflow colour, solved serially in index order: nothing is
+dropped and nothing is solved Jacobi-style by accident.
+"""
+
+import taichi as ti
+
+from ..device import MAX_COLORS
+
+_NO_CLAIM = 2147483647
+_SUB_ROUNDS = 4
+
+
+@ti.func
+def priority(p: ti.template(), k, n_bodies):
+    """The pair's bid: a fixed pseudo-random permutation of its index within its world.
+
+    Bidding in this order instead of index order breaks the long chains (box i beats box i+1
+    beats ...) that leave most neighbours of a structured scene uncoloured. Using the index
+    within the world (pairs are grouped by world) makes a world's colouring the same whether
+    it is simulated alone or in a batch. Multiplying by an odd number is a bijection modulo
+    2^31, so no two pairs of a world bid the same.
+    """
+    world = p.pair_body_a[k] // n_bodies
+    local = k - p.body_pair_start[world * n_bodies]
+    return ti.cast((ti.cast(local, ti.u32) * ti.u32(2654435761)) & ti.u32(0x7FFFFFFF), ti.i32)
+
+
+@ti.func
+def is_dynamic(p: ti.template(), slot, n_bodies):
+    return p.body_inv_mass[slot % n_bodies] > 0.0 and p.body_sleeping[slot] == 0
+
+
+@ti.kernel
+def reset_colors(p: ti.template(), n_slots: ti.i32, n_pairs: ti.i32):
+    for slot in range(n_slots):
+        p.body_claim[slot] = _NO_CLAIM
+        p.body_color_taken[slot] = -1
+    for k in range(n_pairs):
+        p.pair_color[k] = -1
+
+
+@ti.kernel
+def color_round(p: ti.template(), n_pairs: ti.i32, n_bodies: ti.i32, color: ti.i32):
+    """Give `color` to a maximal-ish set of uncoloured pairs that share no dynamic body."""
+    for _ in ti.static(range(_SUB_ROUNDS)):
+        for k in range(n_pairs):
+            if p.pair_color[k] < 0:
+                a, b = p.pair_body_a[k], p.pair_body_b[k]
+                dyn_a, dyn_b = is_dynamic(p, a, n_bodies), is_dynamic(p, b, n_bodies)
+                free = ((not dyn_a or p.body_color_taken[a] != color)
+                        and (not dyn_b or p.body_color_taken[b] != color))
+                if free:
+                    bid = priority(p, k, n_bodies)
+                    if dyn_a:
+                        ti.atomic_min(p.body_claim[a], bid)
+                    if dyn_b:
+                        ti.atomic_min(p.body_claim[b], bid)
+        for k in range(n_pairs):
+            if p.pair_color[k] < 0:
+                a, b = p.pair_body_a[k], p.pair_body_b[k]
+                dyn_a, dyn_b = is_dynamic(p, a, n_bodies), is_dynamic(p, b, n_bodies)
+                bid = priority(p, k, n_bodies)
+                won_a = not dyn_a or (p.body_claim[a] == bid and p.body_color_taken[a] != color)
+                won_b = not dyn_b or (p.body_claim[b] == bid and p.body_color_taken[b] != color)
+                if won_a and won_b:
+                    p.pair_color[k] = color
+        for k in range(n_pairs):
+            # Mark the winners' bodies and clear every bid for the next sub-round.
+            a, b = p.pair_body_a[k], p.pair_body_b[k]
+            if p.pair_color[k] == color:
+                p.body_color_taken[a] = color
+                p.body_color_taken[b] = color
+            p.body_claim[a] = _NO_CLAIM
+            p.body_claim[b] = _NO_CLAIM
+
+
+@ti.kernel
+def build_color_lists(p: ti.template(), n_pairs: ti.i32) -> ti.i32:
+    """Group pair indices by colour into color_list; returns the number of colours used."""
+    for c in range(MAX_COLORS + 2):
+        p.color_start[c] = 0
+    for k in range(n_pairs):
+        if p.pair_color[k] < 0:
+            p.pair_color[k] = MAX_COLORS
+        ti.atomic_add(p.color_start[p.pair_color[k]], 1)
+    used = 0
+    for _ in range(1):
+        running = 0
+        for c in range(MAX_COLORS + 1):
+            count = p.color_start[c]
+            if count > 0 and c < MAX_COLORS:
+                used = c + 1
+            p.color_start[c] = running
+            p.color_cursor[c] = running
+            running += count
+        p.color_start[MAX_COLORS + 1] = running
+    # Inside a colour the order is free (its pairs touch disjoint bodies) ...
+    for k in range(n_pairs):
+        c = p.pair_color[k]
+        if c < MAX_COLORS:
+            p.color_list[ti.atomic_add(p.color_cursor[c], 1)] = k
+    # ... but the overflow colour is solved serially, so it keeps index order.
+    for _ in range(1):
+        cursor = p.color_cursor[MAX_COLORS]
+        for k in range(n_pairs):
+            if p.pair_color[k] == MAX_COLORS:
+                p.color_list[cursor] = k
+                cursor += 1
+    return used
+
+
+def color_pairs(pool, n_slots: int, n_pairs: int, n_bodies: int) -> tuple[int, int]:
+    """Colour the current pairs; returns (parallel colours used, pairs in the overflow)."""
+    reset_colors(pool, n_slots, n_pairs)
+    for color in range(MAX_COLORS):
+        color_round(pool, n_pairs, n_bodies, color)
+    used = build_color_lists(pool, n_pairs)
+    starts = pool.color_start.to_numpy()
+    return used, int(starts[MAX_COLORS + 1] - starts[MAX_COLORS])

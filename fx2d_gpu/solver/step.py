@@ -1,0 +1,221 @@
+"""The XPBD substep pipeline (seed 003), as device kernels.
+
+Per step:   keep last step's contacts -> broad phase (AABBs grown by the step's motion)
+            -> carry impulses to the new pairs, wake bodies hit by new contacts -> colour pairs
+Per substep: integrate velocities -> refresh contacts (narrow phase) -> warm start ->
+            integrate positions (one kernel) ->
+            resolve penetration (a kernel per colour) -> derive velocities ->
+            velocity pass (a kernel per colour)
+Per step:   sleep bookkeeping.
+"""
+
+import taichi as ti
+
+from ..collision.narrow_phase import collide_pair
+from ..device import MAX_COLORS, MAX_MANIFOLD_POINTS
+from ..integrate import integrate_position, integrate_velocity
+from ..math2d import exclusive_scan
+from .contacts import (
+    SPECULATIVE_DISTANCE,
+    relative_velocity,
+    resolve_penetration,
+    solve_velocity,
+    warm_start_body,
+)
+
+vec2 = ti.math.vec2
+
+#: Fx2D's sleep rule: below both speeds for SLEEP_TIME seconds, a body sleeps.
+SLEEP_LINEAR_SPEED = 0.05  # m/s
+SLEEP_ANGULAR_SPEED = 0.05  # rad/s
+SLEEP_TIME = 0.5  # s
+
+
+@ti.kernel
+def save_previous_pairs(p: ti.template(), n_slots: ti.i32, n_pairs: ti.i32):
+    """Copy this step's pairs and manifolds aside, to be matched after the broad phase."""
+    for slot in range(n_slots + 1):
+        p.prev_body_pair_start[slot] = p.body_pair_start[slot] if n_pairs > 0 else 0
+    for k in range(n_pairs):
+        p.prev_pair_body_a[k] = p.pair_body_a[k]
+        p.prev_pair_body_b[k] = p.pair_body_b[k]
+        p.prev_contact_point_count[k] = p.contact_point_count[k]
+        p.prev_contact_normal[k] = p.contact_normal[k]
+        for i in ti.static(range(MAX_MANIFOLD_POINTS)):
+            p.prev_contact_point[k, i] = p.contact_point[k, i]
+            p.prev_contact_feature[k, i] = p.contact_feature[k, i]
+            p.prev_contact_normal_impulse[k, i] = p.contact_normal_impulse[k, i]
+            p.prev_contact_tangent_impulse[k, i] = p.contact_tangent_impulse[k, i]
+
+
+@ti.func
+def find_previous(p: ti.template(), owner, a, b):
+    """Index of last step's pair (a, b) among the pairs `owner` found then, or -1."""
+    found = -1
+    for j in range(p.prev_body_pair_start[owner], p.prev_body_pair_start[owner + 1]):
+        if p.prev_pair_body_a[j] == a and p.prev_pair_body_b[j] == b:
+            found = j
+    return found
+
+
+@ti.kernel
+def carry_contacts(p: ti.template(), n_slots: ti.i32, n_pairs: ti.i32, n_bodies: ti.i32):
+    """Give each new pair last step's manifold and impulses (warm starting), if it had one.
+
+    A pair that is new this step and joins an awake dynamic body to a sleeping one wakes the
+    sleeper. Decisions read the sleep flags before any is changed, so the order of threads
+    does not matter.
+    """
+    for slot in range(n_slots):
+        p.body_wake[slot] = 0
+    for k in range(n_pairs):
+        a, b = p.pair_body_a[k], p.pair_body_b[k]
+        j = find_previous(p, a, a, b)
+        if j < 0:
+            j = find_previous(p, b, a, b)
+        if j >= 0:
+            p.contact_point_count[k] = p.prev_contact_point_count[j]
+            p.contact_normal[k] = p.prev_contact_normal[j]
+            for i in ti.static(range(MAX_MANIFOLD_POINTS)):
+                p.contact_point[k, i] = p.prev_contact_point[j, i]
+                p.contact_feature[k, i] = p.prev_contact_feature[j, i]
+                p.contact_normal_impulse[k, i] = p.prev_contact_normal_impulse[j, i]
+                p.contact_tangent_impulse[k, i] = p.prev_contact_tangent_impulse[j, i]
+        else:
+            p.contact_point_count[k] = 0
+            awake_a = p.body_inv_mass[a % n_bodies] > 0.0 and p.body_sleeping[a] == 0
+            awake_b = p.body_inv_mass[b % n_bodies] > 0.0 and p.body_sleeping[b] == 0
+            if awake_a and p.body_sleeping[b] == 1:
+                p.body_wake[b] = 1
+            if awake_b and p.body_sleeping[a] == 1:
+                p.body_wake[a] = 1
+    for slot in range(n_slots):
+        if p.body_wake[slot] == 1:
+            p.body_sleeping[slot] = 0
+            p.body_sleep_time[slot] = 0.0
+
+
+@ti.func
+def refresh_contacts(p: ti.template(), pair, n_bodies):
+    """Narrow phase at the current poses, carrying impulses of points with the same feature."""
+    old_count = p.contact_point_count[pair]
+    old_feature0, old_feature1 = p.contact_feature[pair, 0], p.contact_feature[pair, 1]
+    old_normal0, old_normal1 = p.contact_normal_impulse[pair, 0], p.contact_normal_impulse[pair, 1]
+    old_tangent0 = p.contact_tangent_impulse[pair, 0]
+    old_tangent1 = p.contact_tangent_impulse[pair, 1]
+    collide_pair(p, pair, n_bodies, SPECULATIVE_DISTANCE)
+    slot_a, slot_b = p.pair_body_a[pair], p.pair_body_b[pair]
+    normal = p.contact_normal[pair]
+    for i in range(p.contact_point_count[pair]):
+        feature = p.contact_feature[pair, i]
+        jn, jt = 0.0, 0.0
+        if old_count > 0 and old_feature0 == feature:
+            jn, jt = old_normal0, old_tangent0
+        elif old_count > 1 and old_feature1 == feature:
+            jn, jt = old_normal1, old_tangent1
+        p.contact_normal_impulse[pair, i] = jn
+        p.contact_tangent_impulse[pair, i] = jt
+        point = p.contact_point[pair, i]
+        ra = point - p.body_position[slot_a]
+        rb = point - p.body_position[slot_b]
+        velocity = relative_velocity(p, slot_a, slot_b, ra, rb)
+        p.contact_approach_speed[pair, i] = velocity.dot(normal)
+        p.contact_slide_speed[pair, i] = ti.abs(velocity.dot(vec2(-normal.y, normal.x)))
+
+
+@ti.kernel
+def build_body_contacts(p: ti.template(), n_slots: ti.i32, n_pairs: ti.i32):
+    """Per body, the pairs it belongs to (sorted), so warm starting can gather impulses per
+    body in a fixed order instead of scattering them with floating-point atomics."""
+    for slot in range(n_slots + 1):
+        p.body_contact_start[slot] = 0
+    for k in range(n_pairs):
+        ti.atomic_add(p.body_contact_start[p.pair_body_a[k]], 1)
+        ti.atomic_add(p.body_contact_start[p.pair_body_b[k]], 1)
+    exclusive_scan(p.scan_blocks, p.body_contact_start, n_slots)
+    for slot in range(n_slots):
+        p.body_wake[slot] = p.body_contact_start[slot]  # fill cursor
+    for k in range(n_pairs):
+        p.body_contacts[ti.atomic_add(p.body_wake[p.pair_body_a[k]], 1)] = k
+        p.body_contacts[ti.atomic_add(p.body_wake[p.pair_body_b[k]], 1)] = k
+    for slot in range(n_slots):
+        start, end = p.body_contact_start[slot], p.body_contact_start[slot + 1]
+        for i in range(start + 1, end):
+            key = p.body_contacts[i]
+            j = i - 1
+            while j >= start:
+                if p.body_contacts[j] <= key:
+                    break
+                p.body_contacts[j + 1] = p.body_contacts[j]
+                j -= 1
+            p.body_contacts[j + 1] = key
+
+
+@ti.kernel
+def begin_substep(p: ti.template(), n_slots: ti.i32, n_bodies: ti.i32, n_pairs: ti.i32,
+                  gravity: vec2, h: ti.f32):
+    """The substep's first stages: integrate velocities, refresh the contacts, warm start,
+    integrate positions.
+
+    Contacts are found at the poses before the move (with a speculative margin) and each
+    point's depth is then tracked through the bodies' motion (current_depth), so warm
+    starting can use this substep's manifold: an impulse is re-applied only where its point
+    still exists, and it acts before the move, so resting bodies do not creep.
+    """
+    for slot in range(n_slots):
+        body = slot % n_bodies
+        if p.body_inv_mass[body] > 0.0 and p.body_sleeping[slot] == 0:
+            integrate_velocity(p, slot, body, gravity, h)
+        p.body_anchor_position[slot] = p.body_position[slot]
+        p.body_anchor_angle[slot] = p.body_angle[slot]
+    for pair in range(n_pairs):
+        refresh_contacts(p, pair, n_bodies)
+    for slot in range(n_slots):
+        if p.body_inv_mass[slot % n_bodies] > 0.0 and p.body_sleeping[slot] == 0:
+            warm_start_body(p, slot, n_bodies)
+            integrate_position(p, slot, h)
+
+
+@ti.kernel
+def solve_color(p: ti.template(), stage: ti.template(), color: ti.i32, n_bodies: ti.i32,
+                h: ti.f32):
+    """stage(p, pair, n_bodies, h) for every pair of one colour, in parallel."""
+    for i in range(p.color_start[color], p.color_start[color + 1]):
+        stage(p, p.color_list[i], n_bodies, h)
+
+
+@ti.kernel
+def solve_overflow(p: ti.template(), stage: ti.template(), n_bodies: ti.i32, h: ti.f32):
+    """stage for the overflow colour: one thread, in pair order."""
+    for _ in range(1):
+        for i in range(p.color_start[MAX_COLORS], p.color_start[MAX_COLORS + 1]):
+            stage(p, p.color_list[i], n_bodies, h)
+
+
+def run_substep(pool, n_slots, n_bodies, n_pairs, gravity, h, n_colors, overflow):
+    """One XPBD substep of length h (s) for every world."""
+    begin_substep(pool, n_slots, n_bodies, n_pairs, gravity, h)
+    # Velocity derivation v = (x - x_prev) / h: contacts move pose and previous pose
+    # together, so only joint corrections (next issue) change it; deriving it here would
+    # only add rounding noise of |x| * 1e-7 / h to every velocity.
+    for stage in (resolve_penetration, solve_velocity):
+        for color in range(n_colors):
+            solve_color(pool, stage, color, n_bodies, h)
+        if overflow:
+            solve_overflow(pool, stage, n_bodies, h)
+
+
+@ti.kernel
+def update_sleep(p: ti.template(), n_slots: ti.i32, n_bodies: ti.i32, dt: ti.f32):
+    for slot in range(n_slots):
+        if p.body_inv_mass[slot % n_bodies] > 0.0 and p.body_sleeping[slot] == 0:
+            slow = (p.body_velocity[slot].norm() < SLEEP_LINEAR_SPEED
+                    and ti.abs(p.body_angular_velocity[slot]) < SLEEP_ANGULAR_SPEED)
+            if slow:
+                p.body_sleep_time[slot] += dt
+                if p.body_sleep_time[slot] >= SLEEP_TIME:
+                    p.body_sleeping[slot] = 1
+                    p.body_velocity[slot] = vec2(0.0, 0.0)
+                    p.body_angular_velocity[slot] = 0.0
+            else:
+                p.body_sleep_time[slot] = 0.0

@@ -1,0 +1,204 @@
+"""The solver against physics: resting, stacking, bouncing, sliding (dt 1/60, 11 substeps)."""
+
+import math
+
+import numpy as np
+import pytest
+
+import fx2d_gpu as fx
+from fx2d_gpu import device
+from fx2d_gpu.device import MAX_COLORS
+from fx2d_gpu.scenes import pyramid, random_pile
+
+DT = 1.0 / 60.0
+G = 9.81
+
+
+def ground_scene(arch, **ground):
+    scene = fx.Scene(gravity=(0.0, -G), arch=arch)
+    scene.add_box((0.0, -0.5), (40.0, 1.0), mass=0, **ground)
+    return scene
+
+
+def run(scene, seconds, body):
+    """Positions (frames, 2) and speeds (frames,) of `body` after each step."""
+    positions, speeds = [], []
+    for _ in range(round(seconds / DT)):
+        scene.step(DT)
+        s = scene.get_state()
+        positions.append(s.position[0, body].copy())
+        speeds.append(np.linalg.norm(s.velocity[0, body]))
+    return np.array(positions), np.array(speeds)
+
+
+def test_box_resting_on_ground_is_still_and_sleeps(arch):
+    scene = ground_scene(arch)
+    box = scene.add_box((0.0, 0.5), (1.0, 1.0))
+    positions, speeds = run(scene, 3.0, box)
+    assert np.ptp(positions[:, 1]) < 0.5e-3
+    assert speeds.max() < 0.02
+    assert np.abs(positions[-1] - [0.0, 0.5]).max() < 1e-3  # creep
+    assert scene.get_state().sleeping[0, box]
+
+
+def test_three_box_stack_keeps_its_heights(arch):
+    scene = ground_scene(arch)
+    boxes = [scene.add_box((0.0, 0.5 + i), (1.0, 1.0)) for i in range(3)]
+    start = scene.get_state().position[0, boxes, 1]
+    worst = 0.0
+    for _ in range(round(5.0 / DT)):
+        scene.step(DT)
+        worst = max(worst, np.abs(scene.get_state().position[0, boxes, 1] - start).max())
+    assert worst < 6e-3
+
+
+def test_ten_box_stack_stands(arch):
+    scene = ground_scene(arch, static_friction=0.6, dynamic_friction=0.6)
+    boxes = [scene.add_box((0.0, 0.5 + i), (1.0, 1.0), static_friction=0.6,
+                           dynamic_friction=0.6) for i in range(10)]
+    top0 = scene.get_state().position[0, boxes[-1]]
+    positions, _ = run(scene, 10.0, boxes[-1])
+    assert np.linalg.norm(positions - top0, axis=1).max() < 0.05
+
+
+def test_pyramid_of_210_boxes_stands(arch):
+    scene = pyramid(20, arch=arch)
+    top = scene.n_bodies - 1
+    top0 = scene.get_state().position[0, top]
+    for _ in range(round(10.0 / DT)):
+        scene.step(DT)
+    assert np.linalg.norm(scene.get_state().position[0, top] - top0) < 0.05
+
+
+@pytest.mark.parametrize("e", [0.25, 0.5, 0.8])
+def test_circle_bounces_to_e_squared_of_its_drop(arch, e):
+    scene = ground_scene(arch, elasticity=1.0)
+    r = 0.25
+    ball = scene.add_circle((0.0, 1.0 + r), r, elasticity=e)
+    positions, _ = run(scene, 1.5, ball)
+    heights = positions[:, 1] - r
+    velocities = np.diff(positions[:, 1])
+    impact = np.argmax(velocities > 0)  # first frame moving up again
+    apex = heights[impact:impact + 60].max()
+    assert apex == pytest.approx(e * e, rel=0.10)
+
+
+def incline_scene(arch, degrees, mu_s, mu_k):
+    theta = math.radians(degrees)
+    scene = fx.Scene(gravity=(0.0, -G), arch=arch)
+    material = dict(static_friction=mu_s, dynamic_friction=mu_k)
+    scene.add_box((0.0, 0.0), (60.0, 1.0), mass=0, angle=theta, **material)
+    normal = np.array([-math.sin(theta), math.cos(theta)])
+    box = scene.add_box(tuple(normal * 1.0), (1.0, 1.0), angle=theta, **material)
+    downhill = -np.array([math.cos(theta), math.sin(theta)])
+    return scene, box, downhill
+
+
+def test_static_friction_holds_a_box_on_a_30_degree_incline(arch):
+    scene, box, _ = incline_scene(arch, 30.0, 0.7, 0.5)
+    positions, _ = run(scene, 3.0, box)
+    assert np.linalg.norm(positions[-1] - positions[0]) < 0.01
+
+
+def test_kinetic_friction_on_a_35_degree_incline(arch):
+    scene, box, downhill = incline_scene(arch, 35.0, 0.3, 0.3)
+    theta = math.radians(35.0)
+    for _ in range(10):  # settle onto the slope
+        scene.step(DT)
+    v0 = scene.get_state().velocity[0, box] @ downhill
+    run(scene, 1.5, box)
+    v1 = scene.get_state().velocity[0, box] @ downhill
+    expected = G * (math.sin(theta) - 0.3 * math.cos(theta))
+    assert (v1 - v0) / 1.5 == pytest.approx(expected, rel=0.05)
+
+
+def coloring(scene):
+    pool = device.current_pool()
+    n = scene._n_pairs
+    a = pool.pair_body_a.to_numpy()[:n]
+    b = pool.pair_body_b.to_numpy()[:n]
+    color = pool.pair_color.to_numpy()[:n]
+    starts = pool.color_start.to_numpy()
+    listed = pool.color_list.to_numpy()[: starts[MAX_COLORS + 1]]
+    return a, b, color, starts, listed
+
+
+def test_graph_coloring_is_valid_on_dense_piles(arch):
+    for seed in range(3):
+        scene = random_pile(3000, arch=arch, seed=seed, n_worlds=2)
+        scene.step(DT)
+        a, b, color, starts, listed = coloring(scene)
+        n = len(a)
+        assert n > 3000
+        # Every pair is listed exactly once, under its own colour (or the overflow).
+        assert sorted(listed) == list(range(n))
+        for c in range(MAX_COLORS + 1):
+            assert np.all(color[listed[starts[c]:starts[c + 1]]] == c)
+        # No colour holds two pairs on one dynamic body (static/asleep bodies are shared).
+        state = scene.get_state()
+        nb = scene.n_bodies
+        dynamic = np.array([scene.body_mass(i) > 0 for i in range(nb)])
+        # Per body slot: dynamic and awake (static or sleeping bodies may be shared).
+        moving = np.tile(dynamic, scene.n_worlds) & ~state.sleeping.reshape(-1)
+        for c in range(MAX_COLORS):
+            members = listed[starts[c]:starts[c + 1]]
+            bodies = np.concatenate([a[members][moving[a[members]]],
+                                     b[members][moving[b[members]]]])
+            assert len(bodies) == len(np.unique(bodies)), f"colour {c} shares a body"
+        assert scene.n_colors <= MAX_COLORS
+
+
+def test_repeat_runs_are_bitwise_identical(arch):
+    finals = []
+    for _ in range(2):
+        scene = random_pile(400, arch=arch, seed=3)
+        for _ in range(40):
+            scene.step(DT)
+        s = scene.get_state()
+        finals.append((s.position, s.angle, s.velocity, s.angular_velocity))
+    for x, y in zip(*finals, strict=True):
+        np.testing.assert_array_equal(x, y)
+
+
+def test_batched_worlds_equal_single_runs(arch):
+    batch = random_pile(150, arch=arch, seed=5, n_worlds=3)
+    state = batch.get_state()
+    rng = np.random.default_rng(0)
+    state.position[:, 1:] += rng.normal(0, 0.05, size=state.position[:, 1:].shape)
+    batch.set_state(state)
+    start = batch.get_state()
+    for _ in range(30):
+        batch.step(DT)
+    end = batch.get_state()
+    for w in range(3):
+        single = random_pile(150, arch=arch, seed=5)
+        s = single.get_state()
+        for key in ("position", "angle", "velocity", "angular_velocity", "sleeping"):
+            getattr(s, key)[0] = getattr(start, key)[w]
+        single.set_state(s)
+        for _ in range(30):
+            single.step(DT)
+        got = single.get_state()
+        np.testing.assert_array_equal(got.position[0], end.position[w])
+        np.testing.assert_array_equal(got.angle[0], end.angle[w])
+
+
+def test_a_sleeping_box_wakes_when_hit_or_pushed(arch):
+    scene = ground_scene(arch)
+    box = scene.add_box((0.0, 0.5), (1.0, 1.0))
+    other = scene.add_box((5.0, 0.5), (1.0, 1.0))
+    for _ in range(90):
+        scene.step(DT)
+    assert scene.get_state().sleeping[0, [box, other]].all()
+    ball = scene.add_circle((0.0, 3.0), 0.3, mass=5.0)
+    woke = False
+    for _ in range(60):
+        scene.step(DT)
+        woke |= not scene.get_state().sleeping[0, box]
+    assert woke, "the falling ball did not wake the box"
+    assert scene.get_state().position[0, ball, 1] > 1.0  # it landed on the box
+    assert scene.get_state().sleeping[0, other]  # nothing touched this one
+    scene.apply_force(other, (50.0, 0.0))
+    scene.step(DT)
+    assert not scene.get_state().sleeping[0, other]
+    assert scene.get_state().velocity[0, other, 0] > 0.0
