@@ -7,10 +7,11 @@ from .scene import Scene
 
 def random_pile(n_bodies: int, *, n_worlds: int = 1, density: float = 0.9, seed: int = 0,
                 arch: str = "auto", substeps: int = 11, **scene_kwargs) -> Scene:
-    """`n_bodies` mixed circles, boxes and triangles scattered densely over a static ground.
+    """`n_bodies` mixed circles, boxes and triangles scattered densely in a static container.
 
     Sizes 0.2-0.6 m; `density` is the fraction of the pile's area the shapes would fill, so
-    many of them overlap (a stress case for collision detection). Body 0 is the ground.
+    many of them overlap (a stress case for collision detection). Bodies 0-2 are the
+    container's floor and walls.
     """
     rng = np.random.default_rng(seed)
     scene = Scene(n_worlds=n_worlds, arch=arch, substeps=substeps, **scene_kwargs)
@@ -18,6 +19,8 @@ def random_pile(n_bodies: int, *, n_worlds: int = 1, density: float = 0.9, seed:
     width = max(4.0, np.sqrt(n_bodies * mean_area / density) * 1.5)
     height = n_bodies * mean_area / density / width
     scene.add_box((0.0, -0.5), (width + 2.0, 1.0), mass=0, name="ground")
+    for side in (-1, 1):
+        scene.add_box((side * (width / 2 + 0.5), height / 2), (1.0, height + 2.0), mass=0)
     for i in range(n_bodies):
         position = (rng.uniform(-width / 2, width / 2), rng.uniform(0.0, height))
         angle = rng.uniform(-np.pi, np.pi)

@@ -43,7 +43,7 @@ def test_render_puts_bodies_where_their_state_says(arch, tmp_path):
 def test_cli_demo_writes_an_image(tmp_path, capsys, arch):
     out = tmp_path / "pile.png"
     cli.main(["demo", "pile", "--bodies", "60", "--steps", "2", "--png", str(out),
-              "--arch", arch])
+              "--arch", arch, "--contacts"])
     image = read_png(out)
     assert image.shape == (600, 800, 3)
     assert (image[..., 0] == 200).sum() > 0  # red contact markers were drawn
@@ -53,7 +53,7 @@ def test_cli_demo_writes_an_image(tmp_path, capsys, arch):
 def test_collision_benchmark_runs(tmp_path, arch):
     collision.main(["--arch", arch, "--sizes", "200", "--results", str(tmp_path)])
     rows = list(csv.DictReader(next(tmp_path.rglob("collision.csv")).open()))
-    assert rows[0]["bodies"] == "201" and int(rows[0]["pairs"]) > 0
+    assert rows[0]["bodies"] == "203" and int(rows[0]["pairs"]) > 0
 
 
 def test_auto_arch_falls_back_to_cpu_with_a_notice(tmp_path):
@@ -74,3 +74,13 @@ def test_auto_arch_falls_back_to_cpu_with_a_notice(tmp_path):
         assert "running on the CPU" in result.stderr
     else:
         assert backend in ("cuda", "vulkan", "metal")
+
+
+def test_large_pyramid_benchmark_runs(tmp_path, arch):
+    from benchmarks import large_pyramid
+
+    rows = large_pyramid.main(["--arch", arch, "--base", "6", "--seconds", "0.5",
+                               "--results", str(tmp_path)])
+    assert [r["engine"] for r in rows] == ["fx2d_gpu", "pymunk"]
+    assert rows[0]["bodies"] == 22 and rows[0]["stands"]
+    assert next(tmp_path.rglob("large_pyramid.csv")).exists()
