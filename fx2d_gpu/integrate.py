@@ -26,13 +26,6 @@ def integrate_position(p: ti.template(), slot, h):
     p.body_angle[slot] += h * p.body_angular_velocity[slot]
 
 
-@ti.func
-def integrate_body(p: ti.template(), slot, body, gravity, h):
-    """One semi-implicit Euler substep of length h (s): velocity first, then position."""
-    integrate_velocity(p, slot, body, gravity, h)
-    integrate_position(p, slot, h)
-
-
 @ti.kernel
 def clear_forces(p: ti.template(), n_slots: ti.i32):
     for slot in range(n_slots):

@@ -140,6 +140,9 @@ class Scene:
         self._entry_need = 0
         self.time = 0.0
         self.step_count = 0
+        self.n_colors = 0  # parallel colours used by the last step
+        self.n_overflow = 0  # constraints the last step solved serially (overflow colour)
+        self.lost_bodies = 0  # bodies left out of collision for a non-finite pose
 
     # ------------------------------------------------------------------ building
     @property
