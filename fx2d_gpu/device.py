@@ -55,6 +55,8 @@ class DevicePool:
         # A body registers in at most 4 grid cells, except when rounding far from the origin
         # adds a row; the broad phase reports that and the pool grows.
         self.entry_capacity = capacities["entries"]
+        self.joint_capacity = capacities["joints"]  # joints per world
+        self.joint_slot_capacity = capacities["joint_slots"]  # n_worlds * joints
         self.table_capacity = next_pow2(4 * self.body_capacity)
         scan_len = max(self.table_capacity, self.body_capacity) + 1
         self.scan_block_capacity = (scan_len + SCAN_BLOCK - 1) // SCAN_BLOCK + 1
@@ -63,6 +65,8 @@ class DevicePool:
         f32, i32 = ti.f32, ti.i32
         B, N = self.model_capacity, self.body_capacity
         W, P = self.world_capacity, self.pair_capacity
+        J, JS = self.joint_capacity, self.joint_slot_capacity
+        C = P + JS  # constraints: contact pairs, then joint slots
         V = MAX_POLYGON_VERTICES
 
         def field(dtype, shape):
@@ -146,11 +150,34 @@ class DevicePool:
         self.prev_contact_normal_impulse = field(f32, (P, M))
         self.prev_contact_tangent_impulse = field(f32, (P, M))
 
-        # --- graph colouring ------------------------------------------------------------
-        self.pair_color = field(i32, P)  # colour, MAX_COLORS = overflow (solved serially)
+        # --- joints: model (per joint), then state per joint slot (world * n_joints + j) ---
+        self.joint_type = field(i32, J)  # JOINT_REVOLUTE / JOINT_PRISMATIC
+        self.joint_parent = field(i32, J)  # body indices
+        self.joint_child = field(i32, J)
+        self.joint_anchor_parent = vfield(2, f32, J)  # parent frame, m
+        self.joint_anchor_child = vfield(2, f32, J)  # child frame, m
+        self.joint_axis = vfield(2, f32, J)  # prismatic axis, parent frame, unit
+        self.joint_reference_angle = field(f32, J)  # child angle - parent angle at creation
+        self.joint_lower = field(f32, J)  # rad or m
+        self.joint_upper = field(f32, J)
+        self.joint_mode = field(i32, J)  # MOTOR_NONE / _POSITION / _VELOCITY / _EFFORT
+        self.joint_pid = vfield(3, f32, J)
+        self.joint_max_effort = field(f32, J)  # N m or N
+        self.body_joint_start = field(i32, B + 1)  # per body: its joints in body_joints
+        self.body_joints = field(i32, 2 * J)
+        self.body_has_joint = field(i32, B)
+        self.joint_target = field(f32, JS)  # per world
+        self.joint_integral = field(f32, JS)  # PID state
+        self.joint_prev_error = field(f32, JS)
+        self.joint_pid_started = field(i32, JS)
+        self.joint_effort = field(f32, JS)  # motor output this substep
+
+        # --- graph colouring of constraints (pairs [0, n_pairs), then joint slots) -------
+        self.pair_color = field(i32, C)  # colour, MAX_COLORS = overflow (solved serially)
         self.color_start = field(i32, MAX_COLORS + 2)  # colour c: color_list[start[c]:start[c+1]]
         self.color_cursor = field(i32, MAX_COLORS + 1)
-        self.color_list = field(i32, P)  # pair indices grouped by colour
+        self.color_list = field(i32, C)  # constraint indices grouped by colour
+        self.step_counts = field(i32, 4)  # (n_pairs, n_joints) of the current step
         self.body_contact_start = field(i32, N + 1)  # per body: its pairs in body_contacts
         self.body_contacts = field(i32, 2 * P)  # pair indices by body, sorted per body
         self.body_wake = field(i32, N)  # set when a new contact wakes the body
@@ -171,13 +198,13 @@ _pool: dict = {"pool": None, "resident": None}
 
 #: Smallest capacities of a pool: enough that typical scenes of a process share one compile.
 MIN_CAPACITIES = {"bodies": 16384, "models": 16384, "worlds": 1024, "pairs": 65536,
-                  "entries": 65536}
+                  "entries": 65536, "joints": 1024, "joint_slots": 16384}
 
 
 def acquire_pool(scene, needs: dict) -> DevicePool:
     """The shared pool, grown if `needs` exceed it, with `scene` resident in it.
 
-    needs: capacities by name ("bodies", "models", "worlds", "pairs", "entries"). The
+    needs: capacities by name (the keys of MIN_CAPACITIES). The
     previously resident scene, if another, is saved to the host first.
     """
     pool, resident = _pool["pool"], _pool["resident"]
@@ -267,3 +294,31 @@ def compiled_kernel_count() -> int:
             if primal is not None and hasattr(primal, "compiled_kernels"):
                 kernels[id(primal)] = len(primal.compiled_kernels)
     return sum(kernels.values())
+
+
+@ti.func
+def wake_joint_bodies(p: ti.template(), joint, world, n_bodies):
+    for body in ti.static(range(2)):
+        slot = world * n_bodies + (p.joint_parent[joint] if body == 0 else p.joint_child[joint])
+        p.body_sleeping[slot] = 0
+        p.body_sleep_time[slot] = 0.0
+
+
+@ti.kernel
+def write_joint_target(p: ti.template(), joint: ti.i32, n_joints: ti.i32, n_bodies: ti.i32,
+                       values: _f32):
+    """New motor targets for one joint (one per world); a new target wakes its bodies."""
+    for world in range(values.shape[0]):
+        p.joint_target[world * n_joints + joint] = values[world]
+        wake_joint_bodies(p, joint, world, n_bodies)
+
+
+@ti.kernel
+def write_joint_mode(p: ti.template(), joint: ti.i32, n_joints: ti.i32, n_worlds: ti.i32,
+                     n_bodies: ti.i32, mode: ti.i32, pid: ti.math.vec3, max_effort: ti.f32):
+    p.joint_mode[joint] = mode
+    p.joint_pid[joint] = pid
+    p.joint_max_effort[joint] = max_effort
+    for world in range(n_worlds):
+        p.joint_pid_started[world * n_joints + joint] = 0  # restart integral and derivative
+        wake_joint_bodies(p, joint, world, n_bodies)

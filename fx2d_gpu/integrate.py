@@ -6,14 +6,19 @@ vec2 = ti.math.vec2
 
 
 @ti.func
-def integrate_velocity(p: ti.template(), slot, body, gravity, h):
-    """v += h (g * gravity_scale + F/m), w += h tau/I, both divided by (1 + h c) for damping c."""
+def integrate_velocity(p: ti.template(), slot, body, gravity, h, extra_force, extra_torque):
+    """v += h (g * gravity_scale + F/m), w += h tau/I, both divided by (1 + h c) for damping c.
+
+    F and tau are the applied force and torque plus extra_force / extra_torque (motors).
+    """
     damping = 1.0 / (1.0 + h * p.body_damping[body])
     inv_mass = p.body_inv_mass[body]
-    accel = gravity * p.body_gravity_scale[body] + p.body_force[slot] * inv_mass
+    force = p.body_force[slot] + extra_force
+    torque = p.body_torque[slot] + extra_torque
+    accel = gravity * p.body_gravity_scale[body] + force * inv_mass
     p.body_velocity[slot] = (p.body_velocity[slot] + h * accel) * damping
     p.body_angular_velocity[slot] = (
-        p.body_angular_velocity[slot] + h * p.body_torque[slot] * p.body_inv_inertia[body]
+        p.body_angular_velocity[slot] + h * torque * p.body_inv_inertia[body]
     ) * damping
 
 

@@ -14,8 +14,9 @@ from .collision.narrow_phase import compute_manifolds
 from .device import MAX_MANIFOLD_POINTS, STATUS_ENTRIES, STATUS_NONFINITE, STATUS_PAIRS
 from .integrate import clear_forces
 from .shapes import MAX_POLYGON_VERTICES, as_real, as_vector2
-from .solver.coloring import color_pairs
+from .solver.coloring import color_constraints
 from .solver.contacts import SPECULATIVE_DISTANCE
+from .solver.joints import JOINT_PRISMATIC, JOINT_REVOLUTE, MOTOR_MODES
 from .solver.step import (
     build_body_contacts,
     carry_contacts,
@@ -32,6 +33,8 @@ MAX_DT = 0.06
 _STATE_FIELDS = ("body_position", "body_angle", "body_prev_position", "body_prev_angle",
                  "body_velocity", "body_angular_velocity", "body_force", "body_torque",
                  "body_sleeping", "body_sleep_time")
+_JOINT_STATE_FIELDS = ("joint_target", "joint_integral", "joint_prev_error",
+                       "joint_pid_started")
 _PAIR_FIELDS = ("pair_body_a", "pair_body_b", "contact_point_count", "contact_normal",
                 "contact_point", "contact_depth", "contact_feature", "contact_normal_impulse",
                 "contact_tangent_impulse")
@@ -104,6 +107,33 @@ class _Body:
     name: str | None
 
 
+@dataclass
+class _Joint:
+    kind: int
+    parent: int
+    child: int
+    anchor_parent: np.ndarray  # parent frame, m
+    anchor_child: np.ndarray  # child frame, m
+    axis: np.ndarray  # prismatic axis, parent frame
+    reference_angle: float
+    lower: float
+    upper: float
+    mode: int
+    pid: tuple
+    max_effort: float
+    target: float
+    name: str | None
+
+
+@dataclass
+class JointState:
+    """Joint coordinates per world: position (n_worlds, n_joints) is the relative angle (rad,
+    revolute) or the travel along the axis (m, prismatic); rate is its time derivative."""
+
+    position: np.ndarray
+    rate: np.ndarray
+
+
 class Scene:
     """A 2D rigid-body scene, simulated as `n_worlds` independent copies on one device.
 
@@ -127,6 +157,11 @@ class Scene:
         self._n_worlds = int(n_worlds)
         self._bodies: list[_Body] = []
         self._names: dict[str, int] = {}
+        self._joints: list[_Joint] = []
+        self._joint_names: dict[str, int] = {}
+        self._built_joints = 0
+        self._pending_targets: dict[int, np.ndarray] = {}  # set before the arrays exist
+        self._host_joint_state: dict[str, np.ndarray] | None = None
         self._weakref = weakref.ref(self, lambda _: None)
         self._built_bodies = 0  # bodies present in the device arrays (0: not built)
         self._host_state: dict[str, np.ndarray] | None = None  # state while not resident
@@ -221,6 +256,188 @@ class Scene:
         """Mass, kg (0 for static bodies)."""
         return self._bodies[self._check_body(body)].mass
 
+    # ------------------------------------------------------------------ joints
+    @property
+    def n_joints(self) -> int:
+        return len(self._joints)
+
+    def add_revolute_joint(self, parent, child, anchor=(0.0, 0.0), angle_min=-math.pi,
+                           angle_max=math.pi, control_mode=None, target=0.0,
+                           pid=(1.0, 0.0, 0.0), max_effort=math.inf, name=None) -> int:
+        """A hinge at `anchor` (parent frame, m); relative angle limited to [min, max] (rad).
+
+        Limits of +-pi (the default) leave the rotation free. A motor (control_mode
+        "position" | "velocity" | "effort") drives the child's angle relative to the parent.
+        """
+        parent, child = self._check_joint_bodies(parent, child)
+        anchor = as_vector2(anchor, "anchor")
+        lower = as_real(angle_min, "angle_min")
+        upper = as_real(angle_max, "angle_max")
+        if lower > upper:
+            raise ValueError(f"angle_min ({lower}) must be <= angle_max ({upper})")
+        bp, bc = self._bodies[parent], self._bodies[child]
+        world_anchor = bp.position + _rotation(bp.angle) @ anchor
+        anchor_child = _rotation(bc.angle).T @ (world_anchor - bc.position)
+        return self._add_joint(JOINT_REVOLUTE, parent, child, anchor, anchor_child,
+                               np.array([1.0, 0.0]), bc.angle - bp.angle, lower, upper,
+                               control_mode, target, pid, max_effort, name)
+
+    def add_prismatic_joint(self, parent, child, axis=(1.0, 0.0), position_min=-1000.0,
+                            position_max=1000.0, control_mode=None, target=0.0,
+                            pid=(1.0, 0.0, 0.0), max_effort=math.inf, name=None) -> int:
+        """A slider: the child moves along `axis` (parent frame) without turning relative to
+        the parent; travel (m, 0 where the child starts) limited to [min, max]."""
+        parent, child = self._check_joint_bodies(parent, child)
+        axis = as_vector2(axis, "axis")
+        if np.hypot(*axis) < 1e-9:
+            raise ValueError("axis must not be zero")
+        lower = as_real(position_min, "position_min")
+        upper = as_real(position_max, "position_max")
+        if lower > upper:
+            raise ValueError(f"position_min ({lower}) must be <= position_max ({upper})")
+        bp, bc = self._bodies[parent], self._bodies[child]
+        anchor_parent = _rotation(bp.angle).T @ (bc.position - bp.position)
+        return self._add_joint(JOINT_PRISMATIC, parent, child, anchor_parent, np.zeros(2),
+                               axis / np.hypot(*axis), bc.angle - bp.angle, lower, upper,
+                               control_mode, target, pid, max_effort, name)
+
+    def _check_joint_bodies(self, parent, child):
+        for value, label in ((parent, "parent"), (child, "child")):
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+                raise TypeError(f"{label} must be a body index, got {type(value).__name__}")
+            if not 0 <= value < self.n_bodies:
+                raise ValueError(f"{label} {value} out of range ({self.n_bodies} bodies)")
+        if parent == child:
+            raise ValueError("parent and child must be different bodies")
+        if self._bodies[parent].mass == 0 and self._bodies[child].mass == 0:
+            raise ValueError("parent and child are both static")
+        return int(parent), int(child)
+
+    def _add_joint(self, kind, parent, child, anchor_parent, anchor_child, axis, reference,
+                   lower, upper, control_mode, target, pid, max_effort, name) -> int:
+        if control_mode not in MOTOR_MODES:
+            raise ValueError(f"control_mode must be one of {list(MOTOR_MODES)}, "
+                             f"got {control_mode!r}")
+        target = as_real(target, "target")
+        try:
+            gains = tuple(float(g) for g in pid)
+        except (TypeError, ValueError):
+            raise TypeError(f"pid must be three numbers (p, i, d), got {pid!r}") from None
+        if len(gains) != 3 or not all(np.isfinite(gains)):
+            raise ValueError(f"pid must be three finite numbers (p, i, d), got {pid!r}")
+        if isinstance(max_effort, bool) or not isinstance(max_effort, (int, float, np.number)):
+            raise TypeError(f"max_effort must be a number, got {type(max_effort).__name__}")
+        if not max_effort > 0:
+            raise ValueError(f"max_effort must be positive, got {max_effort}")
+        if name is not None:
+            if not isinstance(name, str):
+                raise TypeError(f"name must be a string, got {type(name).__name__}")
+            if name in self._joint_names:
+                raise ValueError(f"joint name {name!r} is already used")
+        self._joints.append(_Joint(kind, parent, child, np.asarray(anchor_parent, float),
+                                   np.asarray(anchor_child, float), np.asarray(axis, float),
+                                   float(reference), lower, upper, MOTOR_MODES[control_mode],
+                                   gains, float(min(max_effort, 3e38)), target, name))
+        if name is not None:
+            self._joint_names[name] = len(self._joints) - 1
+        return len(self._joints) - 1
+
+    def joint_index(self, name: str) -> int:
+        if name not in self._joint_names:
+            raise ValueError(f"joint name {name!r}: no joint has this name")
+        return self._joint_names[name]
+
+    def _check_joint(self, joint) -> int:
+        if isinstance(joint, bool) or not isinstance(joint, (int, np.integer)):
+            raise TypeError(f"joint must be an int index, got {type(joint).__name__}")
+        if not 0 <= joint < self.n_joints:
+            raise ValueError(f"joint {joint} out of range (scene has {self.n_joints} joints)")
+        return int(joint)
+
+    def set_joint_target(self, joint: int, target):
+        """The motor's target: rad, rad/s or N m (revolute); m, m/s or N (prismatic).
+
+        target: a scalar for every world, or an array of shape (n_worlds,).
+        """
+        joint = self._check_joint(joint)
+        values = np.asarray(target, dtype=np.float64)
+        if values.shape == ():
+            values = np.full(self._n_worlds, float(values))
+        if values.shape != (self._n_worlds,):
+            raise ValueError(f"target must be a scalar or have shape ({self._n_worlds},), "
+                             f"got {values.shape}")
+        if not np.all(np.isfinite(values)):
+            raise ValueError("target must be finite")
+        if self._built_joints != self.n_joints or self._built_bodies != self.n_bodies:
+            self._pending_targets[joint] = values  # applied when the arrays are built
+            return
+        pool = self._device()
+        device.write_joint_target(pool, joint, self.n_joints, self.n_bodies,
+                                  values.astype(np.float32))
+
+    def set_joint_mode(self, joint: int, control_mode, pid=None, max_effort=None):
+        """Change a motor's mode (None | "position" | "velocity" | "effort") and optionally its
+        gains; the PID's integral and derivative state restart in every world."""
+        joint = self._check_joint(joint)
+        if control_mode not in MOTOR_MODES:
+            raise ValueError(f"control_mode must be one of {list(MOTOR_MODES)}, "
+                             f"got {control_mode!r}")
+        j = self._joints[joint]
+        if pid is not None:
+            gains = tuple(float(g) for g in pid)
+            if len(gains) != 3 or not all(np.isfinite(gains)):
+                raise ValueError(f"pid must be three finite numbers, got {pid!r}")
+            j.pid = gains
+        if max_effort is not None:
+            if not max_effort > 0:
+                raise ValueError(f"max_effort must be positive, got {max_effort}")
+            j.max_effort = float(min(max_effort, 3e38))
+        j.mode = MOTOR_MODES[control_mode]
+        if self._model is not None and self._built_joints == self.n_joints:
+            self._model["joint_mode"][joint] = j.mode  # what a reload of the model uploads
+            self._model["joint_pid"][joint] = j.pid
+            self._model["joint_max_effort"][joint] = j.max_effort
+        if self._built_joints == self.n_joints and self._built_bodies == self.n_bodies:
+            pool = self._device()
+            device.write_joint_mode(pool, joint, self.n_joints, self._n_worlds, self.n_bodies,
+                                    j.mode, list(j.pid), j.max_effort)
+
+    def joint_anchors(self) -> np.ndarray:
+        """(n_worlds, n_joints, 2, 2) world positions (m) of each joint's parent anchor and
+        child anchor; they coincide while a revolute joint holds."""
+        s = self.get_state()
+        out = np.zeros((self._n_worlds, self.n_joints, 2, 2))
+        for j, joint in enumerate(self._joints):
+            for k, (body, local) in enumerate(((joint.parent, joint.anchor_parent),
+                                               (joint.child, joint.anchor_child))):
+                c, sn = np.cos(s.angle[:, body]), np.sin(s.angle[:, body])
+                out[:, j, k, 0] = s.position[:, body, 0] + c * local[0] - sn * local[1]
+                out[:, j, k, 1] = s.position[:, body, 1] + sn * local[0] + c * local[1]
+        return out
+
+    def joint_state(self) -> JointState:
+        """Joint coordinates and rates of every world (see JointState)."""
+        s = self.get_state()
+        w, nj = self._n_worlds, self.n_joints
+        position, rate = np.zeros((w, nj)), np.zeros((w, nj))
+        for j, joint in enumerate(self._joints):
+            pa, ca = s.angle[:, joint.parent], s.angle[:, joint.child]
+            if joint.kind == JOINT_REVOLUTE:
+                position[:, j] = ca - pa - joint.reference_angle
+                rate[:, j] = (s.angular_velocity[:, joint.child]
+                              - s.angular_velocity[:, joint.parent])
+            else:
+                c, sn = np.cos(pa), np.sin(pa)
+                axis = np.stack([c * joint.axis[0] - sn * joint.axis[1],
+                                 sn * joint.axis[0] + c * joint.axis[1]], axis=1)
+                anchor = np.stack([c * joint.anchor_parent[0] - sn * joint.anchor_parent[1],
+                                   sn * joint.anchor_parent[0] + c * joint.anchor_parent[1]],
+                                  axis=1) + s.position[:, joint.parent]
+                position[:, j] = ((s.position[:, joint.child] - anchor) * axis).sum(1)
+                rate[:, j] = ((s.velocity[:, joint.child] - s.velocity[:, joint.parent])
+                              * axis).sum(1)
+        return JointState(position, rate)
+
     # ------------------------------------------------------------------ device arrays
     def _build_model(self) -> dict[str, np.ndarray]:
         n = self.n_bodies
@@ -239,6 +456,7 @@ class Scene:
             "shape_vertices": np.zeros((n, MAX_POLYGON_VERTICES, 2), np.float32),
             "shape_normals": np.zeros((n, MAX_POLYGON_VERTICES, 2), np.float32),
         }
+        self._build_joint_model(model)
         for i, b in enumerate(self._bodies):
             if b.mass > 0.0:
                 model["body_inv_mass"][i] = 1.0 / b.mass
@@ -257,6 +475,32 @@ class Scene:
             model["shape_vertices"][i, :k] = s.vertices
             model["shape_normals"][i, :k] = s.normals
         return model
+
+    def _build_joint_model(self, model: dict):
+        joints, n = self._joints, self.n_bodies
+        model["joint_type"] = np.array([j.kind for j in joints], np.int32)
+        model["joint_parent"] = np.array([j.parent for j in joints], np.int32)
+        model["joint_child"] = np.array([j.child for j in joints], np.int32)
+        model["joint_anchor_parent"] = np.array([j.anchor_parent for j in joints],
+                                                np.float32).reshape(-1, 2)
+        model["joint_anchor_child"] = np.array([j.anchor_child for j in joints],
+                                               np.float32).reshape(-1, 2)
+        model["joint_axis"] = np.array([j.axis for j in joints], np.float32).reshape(-1, 2)
+        model["joint_reference_angle"] = np.array([j.reference_angle for j in joints],
+                                                  np.float32)
+        model["joint_lower"] = np.array([j.lower for j in joints], np.float32)
+        model["joint_upper"] = np.array([j.upper for j in joints], np.float32)
+        model["joint_mode"] = np.array([j.mode for j in joints], np.int32)
+        model["joint_pid"] = np.array([j.pid for j in joints], np.float32).reshape(-1, 3)
+        model["joint_max_effort"] = np.array([j.max_effort for j in joints], np.float32)
+        # Per body, its joints (for motor loads and for skipping joined pairs).
+        ends = [(j.parent, k) for k, j in enumerate(joints)] + \
+               [(j.child, k) for k, j in enumerate(joints)]
+        ends.sort()
+        counts = np.bincount([b for b, _ in ends], minlength=n)
+        model["body_joint_start"] = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
+        model["body_joints"] = np.array([k for _, k in ends], np.int32)
+        model["body_has_joint"] = (counts > 0).astype(np.int32)
 
     def _initial_state(self, bodies: list[_Body]) -> dict[str, np.ndarray]:
         """Host state arrays (n_worlds * len(bodies) slots) from the bodies' initial values."""
@@ -285,13 +529,14 @@ class Scene:
         slots = self._n_worlds * self.n_bodies
         return {"bodies": slots, "models": max(self.n_bodies, 1), "worlds": self._n_worlds,
                 "pairs": max(self._pair_need, self._n_pairs),
-                "entries": max(4 * slots, self._entry_need)}
+                "entries": max(4 * slots, self._entry_need),
+                "joints": self.n_joints, "joint_slots": self._n_worlds * self.n_joints}
 
     def _device(self) -> device.DevicePool:
         """The pool with this scene resident and up to date (built on first use)."""
         if self.n_bodies == 0:
             raise RuntimeError("the scene has no bodies")
-        if self._built_bodies != self.n_bodies:
+        if self._built_bodies != self.n_bodies or self._built_joints != self.n_joints:
             self._rebuild()
         return device.acquire_pool(self, self._needs())
 
@@ -309,12 +554,40 @@ class Scene:
                 new[:, :nb_old] = old.reshape(w, nb_old, *old.shape[1:])
                 state[key] = new.reshape(state[key].shape)
         self._cell = self._cell_size()
+        w, nj = self._n_worlds, self.n_joints
+        targets = np.tile(np.array([j.target for j in self._joints], np.float32), (w, 1))
+        old_joint = None
+        if old_state is not None and self._built_joints:
+            # Keep the targets (and motor state) of the joints that already existed.
+            old_joint = self._read_joint_arrays()
+        for joint, values in self._pending_targets.items():
+            targets[:, joint] = values
+        self._pending_targets = {}
+        joint_state = {"joint_target": targets.reshape(-1),
+                       "joint_integral": np.zeros(w * nj, np.float32),
+                       "joint_prev_error": np.zeros(w * nj, np.float32),
+                       "joint_pid_started": np.zeros(w * nj, np.int32)}
+        if old_joint is not None and self._built_joints:
+            nj_old = self._built_joints
+            for key, old in old_joint.items():
+                new = joint_state[key].reshape(w, nj)
+                new[:, :nj_old] = old.reshape(w, nj_old)
+                joint_state[key] = new.reshape(-1)
+        self._host_joint_state = joint_state
+        self._built_joints = nj
         self._host_state = state
         self._host_pairs = None
         self._n_pairs = 0
         self._contacts_current = False
         self._built_bodies = self.n_bodies
         device.release(self)
+
+    def _read_joint_arrays(self) -> dict[str, np.ndarray]:
+        if device.is_resident(self):
+            pool = device.current_pool()
+            n = self._n_worlds * self._built_joints
+            return {key: getattr(pool, key).to_numpy()[:n] for key in _JOINT_STATE_FIELDS}
+        return {key: value.copy() for key, value in self._host_joint_state.items()}
 
     def _read_state_arrays(self) -> dict[str, np.ndarray]:
         if device.is_resident(self):
@@ -329,16 +602,20 @@ class Scene:
             _upload(getattr(pool, key), value)
         for key, value in self._host_state.items():
             _upload(getattr(pool, key), value)
+        for key, value in self._host_joint_state.items():
+            _upload(getattr(pool, key), value)
         if self._host_pairs is not None:
             for key, value in self._host_pairs.items():
                 _upload(getattr(pool, key), value)
         self._host_state = None
         self._host_pairs = None
+        self._host_joint_state = None
 
     def _evict(self):
         """Save this scene's device state to the host before another scene takes the pool."""
         pool = device.current_pool()
         self._host_state = self._read_state_arrays()
+        self._host_joint_state = self._read_joint_arrays()
         n = self._n_pairs
         self._host_pairs = {key: getattr(pool, key).to_numpy()[:n] for key in _PAIR_FIELDS}
         n_slots = self._n_worlds * self._built_bodies
@@ -359,14 +636,17 @@ class Scene:
         # Pairs for the whole step: AABBs grown by what each body can cover in dt.
         pool = self._broad_phase(SPECULATIVE_DISTANCE, dt)
         n_pairs = self._n_pairs
-        carry_contacts(pool, n_slots, n_pairs, n_bodies)
-        self.n_colors, overflow = color_pairs(pool, n_slots, n_pairs, n_bodies)
+        n_joints = self.n_joints
+        carry_contacts(pool, n_slots, n_pairs, n_bodies, n_joints)
+        n_constraints = n_pairs + self._n_worlds * n_joints
+        self.n_colors, overflow = color_constraints(pool, n_slots, n_constraints, n_bodies)
         self.n_overflow = overflow
         build_body_contacts(pool, n_slots, n_pairs)
         gravity = self._gravity.astype(np.float32).tolist()
         h = dt / self.substeps
         for _ in range(self.substeps):
-            run_substep(pool, n_slots, n_bodies, n_pairs, gravity, h, self.n_colors, overflow)
+            run_substep(pool, n_slots, n_bodies, n_pairs, n_joints, gravity, h, self.n_colors,
+                        overflow)
         update_sleep(pool, n_slots, n_bodies, dt)
         if self._forces_on_device:
             clear_forces(pool, n_slots)
@@ -530,6 +810,11 @@ class Scene:
     def __repr__(self) -> str:
         return (f"Scene(n_bodies={self.n_bodies}, n_worlds={self._n_worlds}, "
                 f"substeps={self.substeps}, backend={self.backend!r})")
+
+
+def _rotation(angle: float) -> np.ndarray:
+    c, s = math.cos(angle), math.sin(angle)
+    return np.array([[c, -s], [s, c]])
 
 
 def _upload(field, value: np.ndarray):

@@ -74,6 +74,17 @@ def bounding_radius(p: ti.template(), body):
 
 
 @ti.func
+def jointed(p: ti.template(), body, other_body):
+    """True when a joint links the two bodies (joined bodies do not collide)."""
+    linked = False
+    for k in range(p.body_joint_start[body], p.body_joint_start[body + 1]):
+        joint = p.body_joints[k]
+        if p.joint_parent[joint] == other_body or p.joint_child[joint] == other_body:
+            linked = True
+    return linked
+
+
+@ti.func
 def is_active(p: ti.template(), slot, body):
     """True for a dynamic body that is awake (it can move)."""
     return p.body_inv_mass[body] > 0.0 and p.body_sleeping[slot] == 0
@@ -116,7 +127,8 @@ def visit_partners(p: ti.template(), slot, n_bodies, cell_size, table_mask,
                                 if (corner.x <= overlap_upper.x and corner.y <= overlap_upper.y
                                         and cell_coord(corner.x, inv_cell) == cx
                                         and cell_coord(corner.y, inv_cell) == cy
-                                        and (active or is_active(p, other, other_body))):
+                                        and (active or is_active(p, other, other_body))
+                                        and not jointed(p, body, other_body)):
                                     if ti.static(fill):
                                         index = write_at + found
                                         p.pair_body_a[index] = ti.min(slot, other)

@@ -20,6 +20,21 @@ _SUB_ROUNDS = 4
 
 
 @ti.func
+def constraint_bodies(p: ti.template(), k, n_bodies):
+    """Body slots (a, b) of constraint k: a contact pair below n_pairs, else a joint slot."""
+    n_pairs, n_joints = p.step_counts[0], p.step_counts[1]
+    a, b = 0, 0
+    if k < n_pairs:
+        a, b = p.pair_body_a[k], p.pair_body_b[k]
+    else:
+        joint_slot = k - n_pairs
+        world, joint = joint_slot // n_joints, joint_slot % n_joints
+        a = world * n_bodies + p.joint_parent[joint]
+        b = world * n_bodies + p.joint_child[joint]
+    return a, b
+
+
+@ti.func
 def priority(p: ti.template(), k, n_bodies):
     """The pair's bid: a fixed pseudo-random permutation of its index within its world.
 
@@ -29,8 +44,14 @@ def priority(p: ti.template(), k, n_bodies):
     it is simulated alone or in a batch. Multiplying by an odd number is a bijection modulo
     2^31, so no two pairs of a world bid the same.
     """
-    world = p.pair_body_a[k] // n_bodies
-    local = k - p.body_pair_start[world * n_bodies]
+    n_pairs, n_joints = p.step_counts[0], p.step_counts[1]
+    a, _ = constraint_bodies(p, k, n_bodies)
+    world = a // n_bodies
+    first_pair = p.body_pair_start[world * n_bodies]
+    local = k - first_pair  # the pair's index among its world's pairs
+    if k >= n_pairs:  # joints come after the world's pairs
+        world_pairs = p.body_pair_start[(world + 1) * n_bodies] - first_pair
+        local = world_pairs + (k - n_pairs) % n_joints
     return ti.cast((ti.cast(local, ti.u32) * ti.u32(2654435761)) & ti.u32(0x7FFFFFFF), ti.i32)
 
 
@@ -40,21 +61,21 @@ def is_dynamic(p: ti.template(), slot, n_bodies):
 
 
 @ti.kernel
-def reset_colors(p: ti.template(), n_slots: ti.i32, n_pairs: ti.i32):
+def reset_colors(p: ti.template(), n_slots: ti.i32, n_constraints: ti.i32):
     for slot in range(n_slots):
         p.body_claim[slot] = _NO_CLAIM
         p.body_color_taken[slot] = -1
-    for k in range(n_pairs):
+    for k in range(n_constraints):
         p.pair_color[k] = -1
 
 
 @ti.kernel
-def color_round(p: ti.template(), n_pairs: ti.i32, n_bodies: ti.i32, color: ti.i32):
-    """Give `color` to a maximal-ish set of uncoloured pairs that share no dynamic body."""
+def color_round(p: ti.template(), n_constraints: ti.i32, n_bodies: ti.i32, color: ti.i32):
+    """Give `color` to a maximal-ish set of uncoloured constraints sharing no dynamic body."""
     for _ in ti.static(range(_SUB_ROUNDS)):
-        for k in range(n_pairs):
+        for k in range(n_constraints):
             if p.pair_color[k] < 0:
-                a, b = p.pair_body_a[k], p.pair_body_b[k]
+                a, b = constraint_bodies(p, k, n_bodies)
                 dyn_a, dyn_b = is_dynamic(p, a, n_bodies), is_dynamic(p, b, n_bodies)
                 free = ((not dyn_a or p.body_color_taken[a] != color)
                         and (not dyn_b or p.body_color_taken[b] != color))
@@ -64,18 +85,18 @@ def color_round(p: ti.template(), n_pairs: ti.i32, n_bodies: ti.i32, color: ti.i
                         ti.atomic_min(p.body_claim[a], bid)
                     if dyn_b:
                         ti.atomic_min(p.body_claim[b], bid)
-        for k in range(n_pairs):
+        for k in range(n_constraints):
             if p.pair_color[k] < 0:
-                a, b = p.pair_body_a[k], p.pair_body_b[k]
+                a, b = constraint_bodies(p, k, n_bodies)
                 dyn_a, dyn_b = is_dynamic(p, a, n_bodies), is_dynamic(p, b, n_bodies)
                 bid = priority(p, k, n_bodies)
                 won_a = not dyn_a or (p.body_claim[a] == bid and p.body_color_taken[a] != color)
                 won_b = not dyn_b or (p.body_claim[b] == bid and p.body_color_taken[b] != color)
                 if won_a and won_b:
                     p.pair_color[k] = color
-        for k in range(n_pairs):
+        for k in range(n_constraints):
             # Mark the winners' bodies and clear every bid for the next sub-round.
-            a, b = p.pair_body_a[k], p.pair_body_b[k]
+            a, b = constraint_bodies(p, k, n_bodies)
             if p.pair_color[k] == color:
                 p.body_color_taken[a] = color
                 p.body_color_taken[b] = color
@@ -84,11 +105,11 @@ def color_round(p: ti.template(), n_pairs: ti.i32, n_bodies: ti.i32, color: ti.i
 
 
 @ti.kernel
-def build_color_lists(p: ti.template(), n_pairs: ti.i32) -> ti.i32:
-    """Group pair indices by colour into color_list; returns the number of colours used."""
+def build_color_lists(p: ti.template(), n_constraints: ti.i32) -> ti.i32:
+    """Group constraint indices by colour into color_list; returns the colours used."""
     for c in range(MAX_COLORS + 2):
         p.color_start[c] = 0
-    for k in range(n_pairs):
+    for k in range(n_constraints):
         if p.pair_color[k] < 0:
             p.pair_color[k] = MAX_COLORS
         ti.atomic_add(p.color_start[p.pair_color[k]], 1)
@@ -104,25 +125,26 @@ def build_color_lists(p: ti.template(), n_pairs: ti.i32) -> ti.i32:
             running += count
         p.color_start[MAX_COLORS + 1] = running
     # Inside a colour the order is free (its pairs touch disjoint bodies) ...
-    for k in range(n_pairs):
+    for k in range(n_constraints):
         c = p.pair_color[k]
         if c < MAX_COLORS:
             p.color_list[ti.atomic_add(p.color_cursor[c], 1)] = k
     # ... but the overflow colour is solved serially, so it keeps index order.
     for _ in range(1):
         cursor = p.color_cursor[MAX_COLORS]
-        for k in range(n_pairs):
+        for k in range(n_constraints):
             if p.pair_color[k] == MAX_COLORS:
                 p.color_list[cursor] = k
                 cursor += 1
     return used
 
 
-def color_pairs(pool, n_slots: int, n_pairs: int, n_bodies: int) -> tuple[int, int]:
-    """Colour the current pairs; returns (parallel colours used, pairs in the overflow)."""
-    reset_colors(pool, n_slots, n_pairs)
+def color_constraints(pool, n_slots: int, n_constraints: int, n_bodies: int) -> tuple[int, int]:
+    """Colour the step's constraints (step_counts must be set); returns (parallel colours
+    used, constraints in the overflow)."""
+    reset_colors(pool, n_slots, n_constraints)
     for color in range(MAX_COLORS):
-        color_round(pool, n_pairs, n_bodies, color)
-    used = build_color_lists(pool, n_pairs)
+        color_round(pool, n_constraints, n_bodies, color)
+    used = build_color_lists(pool, n_constraints)
     starts = pool.color_start.to_numpy()
     return used, int(starts[MAX_COLORS + 1] - starts[MAX_COLORS])

@@ -3,8 +3,8 @@
 Per step:   keep last step's contacts -> broad phase (AABBs grown by the step's motion)
             -> carry impulses to the new pairs, wake bodies hit by new contacts -> colour pairs
 Per substep: integrate velocities -> refresh contacts (narrow phase) -> warm start ->
-            integrate positions (one kernel) ->
-            resolve penetration (a kernel per colour) -> derive velocities ->
+            integrate positions (one kernel, motors first) ->
+            penetration and joint constraints (a kernel per colour) -> derive velocities ->
             velocity pass (a kernel per colour)
 Per step:   sleep bookkeeping.
 """
@@ -22,6 +22,7 @@ from .contacts import (
     solve_velocity,
     warm_start_body,
 )
+from .joints import motor_load, solve_joint, update_motor
 
 vec2 = ti.math.vec2
 
@@ -59,13 +60,16 @@ def find_previous(p: ti.template(), owner, a, b):
 
 
 @ti.kernel
-def carry_contacts(p: ti.template(), n_slots: ti.i32, n_pairs: ti.i32, n_bodies: ti.i32):
+def carry_contacts(p: ti.template(), n_slots: ti.i32, n_pairs: ti.i32, n_bodies: ti.i32,
+                   n_joints: ti.i32):
     """Give each new pair last step's manifold and impulses (warm starting), if it had one.
 
     A pair that is new this step and joins an awake dynamic body to a sleeping one wakes the
     sleeper. Decisions read the sleep flags before any is changed, so the order of threads
-    does not matter.
+    does not matter. Also records the step's constraint counts in step_counts.
     """
+    p.step_counts[0] = n_pairs
+    p.step_counts[1] = n_joints
     for slot in range(n_slots):
         p.body_wake[slot] = 0
     for k in range(n_pairs):
@@ -153,19 +157,24 @@ def build_body_contacts(p: ti.template(), n_slots: ti.i32, n_pairs: ti.i32):
 
 @ti.kernel
 def begin_substep(p: ti.template(), n_slots: ti.i32, n_bodies: ti.i32, n_pairs: ti.i32,
-                  gravity: vec2, h: ti.f32):
-    """The substep's first stages: integrate velocities, refresh the contacts, warm start,
-    integrate positions.
+                  n_joints: ti.i32, gravity: vec2, h: ti.f32):
+    """The substep's first stages: motors, integrate velocities, refresh the contacts, warm
+    start, integrate positions.
 
     Contacts are found at the poses before the move (with a speculative margin) and each
     point's depth is then tracked through the bodies' motion (current_depth), so warm
     starting can use this substep's manifold: an impulse is re-applied only where its point
     still exists, and it acts before the move, so resting bodies do not creep.
     """
+    for joint_slot in range(n_joints * (n_slots // ti.max(n_bodies, 1))):
+        update_motor(p, joint_slot, n_joints, n_bodies, h)
     for slot in range(n_slots):
         body = slot % n_bodies
         if p.body_inv_mass[body] > 0.0 and p.body_sleeping[slot] == 0:
-            integrate_velocity(p, slot, body, gravity, h)
+            force, torque = vec2(0.0, 0.0), 0.0
+            if p.body_has_joint[body]:
+                force, torque = motor_load(p, slot, body, n_joints, n_bodies)
+            integrate_velocity(p, slot, body, gravity, h, force, torque)
         p.body_anchor_position[slot] = p.body_position[slot]
         p.body_anchor_angle[slot] = p.body_angle[slot]
     for pair in range(n_pairs):
@@ -177,32 +186,63 @@ def begin_substep(p: ti.template(), n_slots: ti.i32, n_bodies: ti.i32, n_pairs: 
 
 
 @ti.kernel
+def derive_velocities(p: ti.template(), n_slots: ti.i32, n_bodies: ti.i32, h: ti.f32):
+    """v = (x - x_prev) / h, w = (theta - theta_prev) / h for bodies that have joints.
+
+    Contacts move pose and previous pose together, so for other bodies this would return the
+    integrated velocity plus rounding noise (|x| * 1e-7 / h); joint corrections move the pose
+    alone, and this turns them into velocity.
+    """
+    for slot in range(n_slots):
+        body = slot % n_bodies
+        if p.body_has_joint[body] and p.body_inv_mass[body] > 0.0 and p.body_sleeping[slot] == 0:
+            p.body_velocity[slot] = (p.body_position[slot] - p.body_prev_position[slot]) / h
+            p.body_angular_velocity[slot] = (p.body_angle[slot] - p.body_prev_angle[slot]) / h
+
+
+@ti.func
+def solve_position_constraint(p: ti.template(), k, n_bodies, h):
+    if k < p.step_counts[0]:
+        resolve_penetration(p, k, n_bodies, h)
+    else:
+        solve_joint(p, k - p.step_counts[0], n_bodies, h)
+
+
+@ti.func
+def solve_velocity_constraint(p: ti.template(), k, n_bodies, h):
+    if k < p.step_counts[0]:  # joints are position-level only (seed 003)
+        solve_velocity(p, k, n_bodies, h)
+
+
+@ti.kernel
 def solve_color(p: ti.template(), stage: ti.template(), color: ti.i32, n_bodies: ti.i32,
                 h: ti.f32):
-    """stage(p, pair, n_bodies, h) for every pair of one colour, in parallel."""
+    """stage(p, constraint, n_bodies, h) for every constraint of one colour, in parallel."""
     for i in range(p.color_start[color], p.color_start[color + 1]):
         stage(p, p.color_list[i], n_bodies, h)
 
 
 @ti.kernel
 def solve_overflow(p: ti.template(), stage: ti.template(), n_bodies: ti.i32, h: ti.f32):
-    """stage for the overflow colour: one thread, in pair order."""
+    """stage for the overflow colour: one thread, in constraint order."""
     for _ in range(1):
         for i in range(p.color_start[MAX_COLORS], p.color_start[MAX_COLORS + 1]):
             stage(p, p.color_list[i], n_bodies, h)
 
 
-def run_substep(pool, n_slots, n_bodies, n_pairs, gravity, h, n_colors, overflow):
+def run_substep(pool, n_slots, n_bodies, n_pairs, n_joints, gravity, h, n_colors, overflow):
     """One XPBD substep of length h (s) for every world."""
-    begin_substep(pool, n_slots, n_bodies, n_pairs, gravity, h)
-    # Velocity derivation v = (x - x_prev) / h: contacts move pose and previous pose
-    # together, so only joint corrections (next issue) change it; deriving it here would
-    # only add rounding noise of |x| * 1e-7 / h to every velocity.
-    for stage in (resolve_penetration, solve_velocity):
-        for color in range(n_colors):
-            solve_color(pool, stage, color, n_bodies, h)
-        if overflow:
-            solve_overflow(pool, stage, n_bodies, h)
+    begin_substep(pool, n_slots, n_bodies, n_pairs, n_joints, gravity, h)
+    for color in range(n_colors):
+        solve_color(pool, solve_position_constraint, color, n_bodies, h)
+    if overflow:
+        solve_overflow(pool, solve_position_constraint, n_bodies, h)
+    if n_joints:
+        derive_velocities(pool, n_slots, n_bodies, h)
+    for color in range(n_colors):
+        solve_color(pool, solve_velocity_constraint, color, n_bodies, h)
+    if overflow:
+        solve_overflow(pool, solve_velocity_constraint, n_bodies, h)
 
 
 @ti.kernel
