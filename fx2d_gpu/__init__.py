@@ -1,7 +1,8 @@
 """fx2d_gpu: a batched 2D rigid-body physics engine on Taichi, after Fx2D's XPBD design."""
 
-from .scene import Contacts, Scene, State
+from .io.scene_yaml import load_scene
+from .scene import Contacts, JointState, Scene, State
 from .shapes import MAX_POLYGON_VERTICES
 
-__all__ = ["Contacts", "MAX_POLYGON_VERTICES", "Scene", "State"]
+__all__ = ["Contacts", "JointState", "MAX_POLYGON_VERTICES", "Scene", "State", "load_scene"]
 __version__ = "0.1.0"

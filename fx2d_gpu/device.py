@@ -82,6 +82,8 @@ class DevicePool:
         # --- model: constant per body, shared by all worlds -------------------------------
         self.body_inv_mass = field(f32, B)  # 1/kg, 0 for static bodies
         self.body_inv_inertia = field(f32, B)  # 1/(kg m²)
+        self.body_kinematic = field(i32, B)  # 1: moved by gravity alone (Fx2D's
+        # external_forces_enabled: false), 0 inverse mass for contacts, joints and forces
         self.body_gravity_scale = field(f32, B)
         self.body_damping = field(f32, B)  # 1/s, linear and angular
         self.body_elasticity = field(f32, B)
@@ -163,6 +165,7 @@ class DevicePool:
         self.joint_mode = field(i32, J)  # MOTOR_NONE / _POSITION / _VELOCITY / _EFFORT
         self.joint_pid = vfield(3, f32, J)
         self.joint_max_effort = field(f32, J)  # N m or N
+        self.joint_collide = field(i32, J)  # 1: the joined bodies still collide
         self.body_joint_start = field(i32, B + 1)  # per body: its joints in body_joints
         self.body_joints = field(i32, 2 * J)
         self.body_has_joint = field(i32, B)

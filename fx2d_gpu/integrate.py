@@ -6,6 +6,13 @@ vec2 = ti.math.vec2
 
 
 @ti.func
+def moves(p: ti.template(), slot, body):
+    """True for an awake body that integration moves: dynamic or kinematic."""
+    return (p.body_inv_mass[body] > 0.0 or p.body_kinematic[body] == 1) and \
+        p.body_sleeping[slot] == 0
+
+
+@ti.func
 def integrate_velocity(p: ti.template(), slot, body, gravity, h, extra_force, extra_torque):
     """v += h (g * gravity_scale + F/m), w += h tau/I, both divided by (1 + h c) for damping c.
 

@@ -105,6 +105,8 @@ class _Body:
     gravity_scale: float
     vel_damping: float
     name: str | None
+    external_forces: bool = True
+    collides: bool = True  # False: a body with no collision shape (visual only)
 
 
 @dataclass
@@ -123,6 +125,7 @@ class _Joint:
     max_effort: float
     target: float
     name: str | None
+    collide_connected: bool = False
 
 
 @dataclass
@@ -161,6 +164,8 @@ class Scene:
         self._joint_names: dict[str, int] = {}
         self._built_joints = 0
         self._pending_targets: dict[int, np.ndarray] = {}  # set before the arrays exist
+        self.meta: dict = {}  # viewer data from a scene file: size (m), background
+        self.visuals: list | None = None  # per body, from a scene file (see io.scene_yaml)
         self._host_joint_state: dict[str, np.ndarray] | None = None
         self._weakref = weakref.ref(self, lambda _: None)
         self._built_bodies = 0  # bodies present in the device arrays (0: not built)
@@ -208,9 +213,11 @@ class Scene:
         shape, _ = shapes.polygon(vertices)
         return self._add(shape, as_vector2(position, "position"), **body)
 
-    def _add(self, shape, position, *, angle=0.0, velocity=(0.0, 0.0), angular_velocity=0.0,
+    def _add(self, shape, position, *, collides=True, angle=0.0, velocity=(0.0, 0.0),
+             angular_velocity=0.0,
              mass=1.0, inertia=None, elasticity=0.1, static_friction=0.0,
-             dynamic_friction=0.0, gravity_scale=1.0, vel_damping=0.0, name=None) -> int:
+             dynamic_friction=0.0, gravity_scale=1.0, vel_damping=0.0, name=None,
+             external_forces_enabled=True) -> int:
         mass = as_real(mass, "mass", minimum=0.0)
         if inertia is None:
             inertia = mass * shapes.unit_inertia(shape)
@@ -231,7 +238,9 @@ class Scene:
             dynamic_friction=as_real(dynamic_friction, "dynamic_friction", minimum=0.0),
             gravity_scale=as_real(gravity_scale, "gravity_scale"),
             vel_damping=as_real(vel_damping, "vel_damping", minimum=0.0),
-            name=name,
+            name=name, external_forces=_as_bool(external_forces_enabled,
+                                                "external_forces_enabled"),
+            collides=collides,
         )
         self._bodies.append(body)
         if name is not None:
@@ -263,7 +272,8 @@ class Scene:
 
     def add_revolute_joint(self, parent, child, anchor=(0.0, 0.0), angle_min=-math.pi,
                            angle_max=math.pi, control_mode=None, target=0.0,
-                           pid=(1.0, 0.0, 0.0), max_effort=math.inf, name=None) -> int:
+                           pid=(1.0, 0.0, 0.0), max_effort=math.inf, name=None,
+                           collide_connected=False) -> int:
         """A hinge at `anchor` (parent frame, m); relative angle limited to [min, max] (rad).
 
         Limits of +-pi (the default) leave the rotation free. A motor (control_mode
@@ -280,11 +290,12 @@ class Scene:
         anchor_child = _rotation(bc.angle).T @ (world_anchor - bc.position)
         return self._add_joint(JOINT_REVOLUTE, parent, child, anchor, anchor_child,
                                np.array([1.0, 0.0]), bc.angle - bp.angle, lower, upper,
-                               control_mode, target, pid, max_effort, name)
+                               control_mode, target, pid, max_effort, name, collide_connected)
 
     def add_prismatic_joint(self, parent, child, axis=(1.0, 0.0), position_min=-1000.0,
                             position_max=1000.0, control_mode=None, target=0.0,
-                            pid=(1.0, 0.0, 0.0), max_effort=math.inf, name=None) -> int:
+                            pid=(1.0, 0.0, 0.0), max_effort=math.inf, name=None,
+                            collide_connected=False) -> int:
         """A slider: the child moves along `axis` (parent frame) without turning relative to
         the parent; travel (m, 0 where the child starts) limited to [min, max]."""
         parent, child = self._check_joint_bodies(parent, child)
@@ -299,7 +310,7 @@ class Scene:
         anchor_parent = _rotation(bp.angle).T @ (bc.position - bp.position)
         return self._add_joint(JOINT_PRISMATIC, parent, child, anchor_parent, np.zeros(2),
                                axis / np.hypot(*axis), bc.angle - bp.angle, lower, upper,
-                               control_mode, target, pid, max_effort, name)
+                               control_mode, target, pid, max_effort, name, collide_connected)
 
     def _check_joint_bodies(self, parent, child):
         for value, label in ((parent, "parent"), (child, "child")):
@@ -314,7 +325,8 @@ class Scene:
         return int(parent), int(child)
 
     def _add_joint(self, kind, parent, child, anchor_parent, anchor_child, axis, reference,
-                   lower, upper, control_mode, target, pid, max_effort, name) -> int:
+                   lower, upper, control_mode, target, pid, max_effort, name,
+                   collide_connected) -> int:
         if control_mode not in MOTOR_MODES:
             raise ValueError(f"control_mode must be one of {list(MOTOR_MODES)}, "
                              f"got {control_mode!r}")
@@ -337,7 +349,8 @@ class Scene:
         self._joints.append(_Joint(kind, parent, child, np.asarray(anchor_parent, float),
                                    np.asarray(anchor_child, float), np.asarray(axis, float),
                                    float(reference), lower, upper, MOTOR_MODES[control_mode],
-                                   gains, float(min(max_effort, 3e38)), target, name))
+                                   gains, float(min(max_effort, 3e38)), target, name,
+                                   _as_bool(collide_connected, "collide_connected")))
         if name is not None:
             self._joint_names[name] = len(self._joints) - 1
         return len(self._joints) - 1
@@ -444,6 +457,7 @@ class Scene:
         model = {
             "body_inv_mass": np.zeros(n, np.float32),
             "body_inv_inertia": np.zeros(n, np.float32),
+            "body_kinematic": np.zeros(n, np.int32),
             "body_gravity_scale": np.zeros(n, np.float32),
             "body_damping": np.zeros(n, np.float32),
             "body_elasticity": np.zeros(n, np.float32),
@@ -458,16 +472,17 @@ class Scene:
         }
         self._build_joint_model(model)
         for i, b in enumerate(self._bodies):
-            if b.mass > 0.0:
+            if b.mass > 0.0 and b.external_forces:
                 model["body_inv_mass"][i] = 1.0 / b.mass
                 model["body_inv_inertia"][i] = 1.0 / b.inertia
+            model["body_kinematic"][i] = int(b.mass > 0.0 and not b.external_forces)
             model["body_gravity_scale"][i] = b.gravity_scale
             model["body_damping"][i] = b.vel_damping
             model["body_elasticity"][i] = b.elasticity
             model["body_static_friction"][i] = b.static_friction
             model["body_dynamic_friction"][i] = b.dynamic_friction
             s = b.shape
-            model["shape_kind"][i] = s.kind
+            model["shape_kind"][i] = s.kind if b.collides else shapes.SHAPE_NONE
             model["shape_radius"][i] = s.radius
             model["shape_center"][i] = s.center
             k = len(s.vertices)
@@ -493,6 +508,7 @@ class Scene:
         model["joint_mode"] = np.array([j.mode for j in joints], np.int32)
         model["joint_pid"] = np.array([j.pid for j in joints], np.float32).reshape(-1, 3)
         model["joint_max_effort"] = np.array([j.max_effort for j in joints], np.float32)
+        model["joint_collide"] = np.array([j.collide_connected for j in joints], np.int32)
         # Per body, its joints (for motor loads and for skipping joined pairs).
         ends = [(j.parent, k) for k, j in enumerate(joints)] + \
                [(j.child, k) for k, j in enumerate(joints)]
@@ -810,6 +826,12 @@ class Scene:
     def __repr__(self) -> str:
         return (f"Scene(n_bodies={self.n_bodies}, n_worlds={self._n_worlds}, "
                 f"substeps={self.substeps}, backend={self.backend!r})")
+
+
+def _as_bool(value, name: str) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be a bool, got {type(value).__name__}")
+    return bool(value)
 
 
 def _rotation(angle: float) -> np.ndarray:

@@ -79,7 +79,8 @@ def jointed(p: ti.template(), body, other_body):
     linked = False
     for k in range(p.body_joint_start[body], p.body_joint_start[body + 1]):
         joint = p.body_joints[k]
-        if p.joint_parent[joint] == other_body or p.joint_child[joint] == other_body:
+        if p.joint_collide[joint] == 0 and (p.joint_parent[joint] == other_body
+                                            or p.joint_child[joint] == other_body):
             linked = True
     return linked
 

@@ -13,7 +13,7 @@ import taichi as ti
 
 from ..collision.narrow_phase import collide_pair
 from ..device import MAX_COLORS, MAX_MANIFOLD_POINTS
-from ..integrate import integrate_position, integrate_velocity
+from ..integrate import integrate_position, integrate_velocity, moves
 from ..math2d import exclusive_scan
 from .contacts import (
     SPECULATIVE_DISTANCE,
@@ -170,7 +170,7 @@ def begin_substep(p: ti.template(), n_slots: ti.i32, n_bodies: ti.i32, n_pairs: 
         update_motor(p, joint_slot, n_joints, n_bodies, h)
     for slot in range(n_slots):
         body = slot % n_bodies
-        if p.body_inv_mass[body] > 0.0 and p.body_sleeping[slot] == 0:
+        if moves(p, slot, body):
             force, torque = vec2(0.0, 0.0), 0.0
             if p.body_has_joint[body]:
                 force, torque = motor_load(p, slot, body, n_joints, n_bodies)
@@ -180,7 +180,7 @@ def begin_substep(p: ti.template(), n_slots: ti.i32, n_bodies: ti.i32, n_pairs: 
     for pair in range(n_pairs):
         refresh_contacts(p, pair, n_bodies)
     for slot in range(n_slots):
-        if p.body_inv_mass[slot % n_bodies] > 0.0 and p.body_sleeping[slot] == 0:
+        if moves(p, slot, slot % n_bodies):
             warm_start_body(p, slot, n_bodies)
             integrate_position(p, slot, h)
 
@@ -195,7 +195,7 @@ def derive_velocities(p: ti.template(), n_slots: ti.i32, n_bodies: ti.i32, h: ti
     """
     for slot in range(n_slots):
         body = slot % n_bodies
-        if p.body_has_joint[body] and p.body_inv_mass[body] > 0.0 and p.body_sleeping[slot] == 0:
+        if p.body_has_joint[body] and moves(p, slot, body):
             p.body_velocity[slot] = (p.body_position[slot] - p.body_prev_position[slot]) / h
             p.body_angular_velocity[slot] = (p.body_angle[slot] - p.body_prev_angle[slot]) / h
 
@@ -248,7 +248,7 @@ def run_substep(pool, n_slots, n_bodies, n_pairs, n_joints, gravity, h, n_colors
 @ti.kernel
 def update_sleep(p: ti.template(), n_slots: ti.i32, n_bodies: ti.i32, dt: ti.f32):
     for slot in range(n_slots):
-        if p.body_inv_mass[slot % n_bodies] > 0.0 and p.body_sleeping[slot] == 0:
+        if moves(p, slot, slot % n_bodies):
             slow = (p.body_velocity[slot].norm() < SLEEP_LINEAR_SPEED
                     and ti.abs(p.body_angular_velocity[slot]) < SLEEP_ANGULAR_SPEED)
             if slow:

@@ -1,0 +1,1 @@
+"""Reading and writing scenes: the Fx2D YAML scene format."""

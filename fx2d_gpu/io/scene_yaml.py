@@ -1,0 +1,348 @@
+"""Fx2D's YAML scene format (shared/SCENE_FORMAT.md) -> Scene.
+
+Poses are [x, y, theta] with theta in degrees, joint angles in radians (Fx2D's own mix).
+The body's centre of mass goes to the centroid of its collision shape (of its visual shape
+when it has none); shapes are stored relative to it. Every error is a ValueError (TypeError
+for a wrong type) naming the entity or joint, the key and, when known, the line.
+"""
+
+import math
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from .. import shapes
+from ..scene import Scene
+from ..shapes import SHAPE_CIRCLE
+
+GEOMETRY_KEYS = ("circle", "capsule", "rectangle", "polygon", "edge", "chain")
+_NOT_YET = ("capsule", "edge", "chain")
+_ENTITY_KEYS = {"pose", "init_velocity", "physics", "visual", "collision"}
+_PHYSICS_KEYS = {"mass", "inertia", "gravity_scale", "vel_damping", "velocity_damping",
+                 "elasticity", "static_friction", "dynamic_friction",
+                 "external_forces_enabled", "ccd", "sensor"}
+_VISUAL_KEYS = {"pose", "geometry", "texture", "border_color", "border_thickness"}
+_COLLISION_KEYS = {"pose", "geometry"}
+_JOINT_KEYS = {"type", "parent", "child", "anchor", "angle_min", "angle_max", "axis",
+               "position_min", "position_max", "control_mode", "target", "pid", "max_effort",
+               "max_torque", "max_force", "entities_collide"}
+DEFAULT_COLOR = (150, 150, 160, 255)
+
+
+class _Map(dict):
+    """A YAML mapping that remembers its line (1-based) and each key's line."""
+
+    line = None
+    key_lines: dict = {}
+
+
+class _Loader(yaml.SafeLoader):
+    pass
+
+
+def _construct_mapping(loader, node):
+    mapping = _Map(loader.construct_mapping(node, deep=True))
+    mapping.line = node.start_mark.line + 1
+    mapping.key_lines = {k.value: k.start_mark.line + 1 for k, _ in node.value
+                         if hasattr(k, "value")}
+    return mapping
+
+
+_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+class _Where:
+    """Builds error messages that name where in the file a value came from."""
+
+    def __init__(self, what: str, node=None):
+        self.what, self.node = what, node
+
+    def error(self, key, message, kind=ValueError):
+        line = None
+        if isinstance(self.node, _Map):
+            line = self.node.key_lines.get(str(key).split(".")[-1], self.node.line)
+        where = f" (line {line})" if line else ""
+        return kind(f"{self.what}, key '{key}'{where}: {message}")
+
+    def number(self, mapping, key, default=None, *, minimum=None, positive=False):
+        if key not in mapping:
+            if default is None:
+                raise self.error(key, "is required")
+            return default
+        value = mapping[key]
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise self.error(key, f"must be a number, got {value!r}", TypeError)
+        value = float(value)
+        if not math.isfinite(value):
+            raise self.error(key, f"must be finite, got {value}")
+        if positive and value <= 0:
+            raise self.error(key, f"must be positive, got {value}")
+        if minimum is not None and value < minimum:
+            raise self.error(key, f"must be >= {minimum}, got {value}")
+        return value
+
+    def vector(self, mapping, key, size, default=None):
+        if key not in mapping:
+            if default is None:
+                raise self.error(key, "is required")
+            return np.array(default, float)
+        value = mapping[key]
+        if (not isinstance(value, list) or len(value) != size
+                or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                           for v in value)):
+            raise self.error(key, f"must be a list of {size} numbers, got {value!r}", TypeError)
+        return np.array(value, float)
+
+    def boolean(self, mapping, key, default):
+        value = mapping.get(key, default)
+        if not isinstance(value, bool):
+            raise self.error(key, f"must be true or false, got {value!r}", TypeError)
+        return value
+
+    def mapping(self, parent, key, required=False):
+        if key not in parent:
+            if required:
+                raise self.error(key, "is required")
+            return _Map()
+        value = parent[key]
+        if not isinstance(value, dict):
+            raise self.error(key, f"must be a mapping, got {value!r}", TypeError)
+        return value
+
+    def known(self, mapping, allowed, prefix=""):
+        for key in mapping:
+            if key not in allowed:
+                raise self.error(f"{prefix}{key}", f"unknown key (expected one of "
+                                 f"{sorted(allowed)})")
+
+
+def _rotation(angle):
+    c, s = math.cos(angle), math.sin(angle)
+    return np.array([[c, -s], [s, c]])
+
+
+def _geometry(where: _Where, block, prefix):
+    """(kind, data) of a geometry block in the frame given by the block's pose."""
+    geometry = where.mapping(block, "geometry", required=True)
+    sub = _Where(where.what, geometry)
+    kind = next((k for k in GEOMETRY_KEYS if k in geometry), None)
+    unknown = [k for k in geometry if k not in GEOMETRY_KEYS and k != "radius"]
+    if kind is None or unknown:
+        key = unknown[0] if unknown else "geometry"
+        raise sub.error(f"{prefix}.geometry.{key}" if unknown else f"{prefix}.geometry",
+                        f"unknown geometry (expected one of {list(GEOMETRY_KEYS)})")
+    if kind in _NOT_YET:
+        raise sub.error(f"{prefix}.geometry.{kind}", "this shape is not supported yet")
+    if "radius" in geometry and geometry["radius"] not in (0, 0.0):
+        raise sub.error(f"{prefix}.geometry.radius", "rounded polygons are not supported yet")
+    offset = _Where(where.what, block).vector(block, "pose", 3, [0.0, 0.0, 0.0])
+    rot = _rotation(math.radians(offset[2]))
+    if kind == "circle":
+        radius = sub.number(geometry, "circle", positive=True)
+        return "circle", (offset[:2], radius)
+    if kind == "rectangle":
+        size = sub.vector(geometry, "rectangle", 2)
+        if np.any(size <= 0):
+            raise sub.error(f"{prefix}.geometry.rectangle", f"must be positive, got {list(size)}")
+        hw, hh = size / 2
+        verts = np.array([[-hw, -hh], [hw, -hh], [hw, hh], [-hw, hh]])
+    else:
+        raw = geometry["polygon"]
+        if not isinstance(raw, list) or not all(
+                isinstance(v, list) and len(v) == 2 for v in raw):
+            raise sub.error(f"{prefix}.geometry.polygon", "must be a list of [x, y] points",
+                            TypeError)
+        verts = np.array(raw, float)
+    return "polygon", verts @ rot.T + offset[:2]
+
+
+def _shape(where, kind, data, origin):
+    """A Shape relative to `origin` (the centre of mass in the body frame)."""
+    if kind == "circle":
+        center, radius = data
+        return shapes.circle(radius, center - origin)
+    try:
+        shape, _ = shapes.polygon(data - origin)
+    except ValueError as exc:
+        raise where.error("geometry.polygon", str(exc)) from None
+    # polygon() re-centres on the centroid; shift back so the shape sits at its true offset.
+    centroid = shapes.polygon_area_centroid(data - origin)[1]
+    return shapes.Shape(shape.kind, 0.0, shape.center, shape.vertices + centroid, shape.normals)
+
+
+def _centroid(kind, data):
+    return data[0] if kind == "circle" else shapes.polygon_area_centroid(data)[1]
+
+
+def _color(where, mapping, key, base_dir):
+    value = mapping.get(key)
+    if value is None:
+        return None
+    if isinstance(value, str):
+        path = (base_dir / value) if base_dir else Path(value)
+        return {"image": str(path), "exists": path.exists()}
+    if (not isinstance(value, list) or len(value) not in (3, 4)
+            or not all(isinstance(v, (int, float)) for v in value)):
+        raise where.error(key, f"must be RGBA 0-255 or an image path, got {value!r}", TypeError)
+    return tuple(int(v) for v in value) + ((255,) if len(value) == 3 else ())
+
+
+def load_scene(path_or_yaml_text, n_worlds: int = 1, arch: str = "auto", substeps=None):
+    """A Scene from an Fx2D YAML scene file (a path) or YAML text.
+
+    Entity names become body names, joint names joint names. `scene.size` and the viewer's
+    keys are kept on `scene.meta` and `scene.visuals`.
+    """
+    base_dir = None
+    if isinstance(path_or_yaml_text, Path) or (
+            isinstance(path_or_yaml_text, str) and "\n" not in path_or_yaml_text
+            and path_or_yaml_text.strip().endswith((".yml", ".yaml"))):
+        path = Path(path_or_yaml_text)
+        if not path.exists():
+            raise ValueError(f"scene file {str(path)!r} does not exist")
+        text, base_dir = path.read_text(), path.parent
+    elif isinstance(path_or_yaml_text, str):
+        text = path_or_yaml_text
+    else:
+        raise TypeError("path_or_yaml_text must be a path or YAML text, got "
+                        f"{type(path_or_yaml_text).__name__}")
+    try:
+        document = yaml.load(text, Loader=_Loader)
+    except yaml.YAMLError as exc:
+        raise ValueError(f"not valid YAML: {exc}") from None
+    if not isinstance(document, dict):
+        raise ValueError("a scene file must be a mapping with a 'scene' block")
+    top = _Where("scene file", document)
+    top.known(document, {"scene", "entities", "joints"})
+    block = top.mapping(document, "scene", required=True)
+    scene_where = _Where("scene", block)
+    size = scene_where.vector(block, "size", 2)
+    gravity = scene_where.vector(block, "gravity", 2, [0.0, 0.0])
+    background = _color(scene_where, block, "background", base_dir) or (255, 255, 255, 255)
+
+    entities = top.mapping(document, "entities")
+    joints = top.mapping(document, "joints")
+    bodies, visuals = [], []
+    for name, entity in entities.items():
+        where = _Where(f"entity '{name}'", entity)
+        if not isinstance(entity, dict):
+            raise _Where(f"entity '{name}'").error("(entity)", "must be a mapping", TypeError)
+        where.known(entity, _ENTITY_KEYS)
+        pose = where.vector(entity, "pose", 3, [0.0, 0.0, 0.0])
+        velocity = where.vector(entity, "init_velocity", 3, [0.0, 0.0, 0.0])
+        physics = where.mapping(entity, "physics")
+        pw = _Where(f"entity '{name}'", physics)
+        pw.known(physics, _PHYSICS_KEYS, "physics.")
+        mass = pw.number(physics, "mass", 1.0, minimum=0.0)
+        if pw.boolean(physics, "sensor", False):
+            raise pw.error("physics.sensor", "sensors are not supported yet")
+        pw.boolean(physics, "ccd", False)  # always on: speculative contacts, swept AABBs
+        visual = where.mapping(entity, "visual")
+        vw = _Where(f"entity '{name}'", visual)
+        vw.known(visual, _VISUAL_KEYS, "visual.")
+        collision = where.mapping(entity, "collision")
+        cw = _Where(f"entity '{name}'", collision)
+        cw.known(collision, _COLLISION_KEYS, "collision.")
+        visual_geometry = _geometry(vw, visual, "visual") if "geometry" in visual else None
+        collision_geometry = (_geometry(cw, collision, "collision")
+                              if "geometry" in collision else None)
+        reference = collision_geometry or visual_geometry
+        if reference is None:
+            raise where.error("visual.geometry", "an entity needs a visual or collision geometry")
+        com = _centroid(*reference)  # body frame (the entity pose)
+        inertia = None
+        if "inertia" in physics:
+            inertia = pw.number(physics, "inertia", positive=True)
+        elif mass > 0:
+            source = visual_geometry or collision_geometry
+            inertia = mass * shapes.unit_inertia(_shape(vw, *source, com))
+        rot = _rotation(math.radians(pose[2]))
+        bodies.append(dict(
+            name=name, shape=_shape(cw if collision_geometry else vw, *reference, com),
+            collides=collision_geometry is not None,
+            position=pose[:2] + rot @ com, angle=math.radians(pose[2]),
+            velocity=velocity[:2], angular_velocity=math.radians(velocity[2]),
+            mass=mass, inertia=inertia,
+            elasticity=pw.number(physics, "elasticity", 0.1, minimum=0.0),
+            static_friction=pw.number(physics, "static_friction", 0.0, minimum=0.0),
+            dynamic_friction=pw.number(physics, "dynamic_friction", 0.0, minimum=0.0),
+            gravity_scale=pw.number(physics, "gravity_scale", 1.0),
+            vel_damping=pw.number(physics, "vel_damping",
+                                  pw.number(physics, "velocity_damping", 0.0, minimum=0.0),
+                                  minimum=0.0),
+            external_forces_enabled=pw.boolean(physics, "external_forces_enabled", True),
+            origin=pose, com=com))
+        visuals.append(dict(
+            shape=_shape(vw, *visual_geometry, com) if visual_geometry else None,
+            fill=_color(vw, visual, "texture", base_dir),
+            border=_color(vw, visual, "border_color", base_dir),
+            border_thickness=vw.number(visual, "border_thickness", 0.0, minimum=0.0)))
+
+    parsed_joints = []
+    index = {b["name"]: i for i, b in enumerate(bodies)}
+    for name, joint in joints.items():
+        where = _Where(f"joint '{name}'", joint)
+        if not isinstance(joint, dict):
+            raise _Where(f"joint '{name}'").error("(joint)", "must be a mapping", TypeError)
+        where.known(joint, _JOINT_KEYS)
+        kind = joint.get("type")
+        if kind not in ("revolute", "prismatic"):
+            raise where.error("type", f"must be 'revolute' or 'prismatic', got {kind!r}")
+        ends = []
+        for key in ("parent", "child"):
+            if key not in joint:
+                raise where.error(key, "is required")
+            if joint[key] not in index:
+                raise where.error(key, f"no entity is named {joint[key]!r}")
+            ends.append(index[joint[key]])
+        mode = joint.get("control_mode")
+        if mode not in (None, "position", "velocity", "effort"):
+            raise where.error("control_mode", f"must be position, velocity or effort, got {mode!r}")
+        effort_key = next((k for k in ("max_effort", "max_torque", "max_force") if k in joint),
+                          None)
+        common = dict(control_mode=mode, target=where.number(joint, "target", 0.0),
+                      pid=tuple(where.vector(joint, "pid", 3, [1.0, 0.0, 0.0])),
+                      max_effort=where.number(joint, effort_key, positive=True)
+                      if effort_key else math.inf,
+                      collide_connected=where.boolean(joint, "entities_collide", False),
+                      name=name)
+        if kind == "revolute":
+            specific = dict(anchor=where.vector(joint, "anchor", 2, [0.0, 0.0]),
+                            angle_min=where.number(joint, "angle_min", -math.pi),
+                            angle_max=where.number(joint, "angle_max", math.pi))
+        else:
+            specific = dict(axis=where.vector(joint, "axis", 2, [1.0, 0.0]),
+                            position_min=where.number(joint, "position_min", -1000.0),
+                            position_max=where.number(joint, "position_max", 1000.0))
+        parsed_joints.append((kind, ends, specific, common, where))
+
+    # Everything parsed and checked: only now build the scene.
+    scene = Scene(gravity=tuple(gravity), n_worlds=n_worlds, arch=arch,
+                  **({} if substeps is None else {"substeps": substeps}))
+    for b in bodies:
+        kwargs = {k: b[k] for k in ("angle", "velocity", "angular_velocity", "mass", "inertia",
+                                    "elasticity", "static_friction", "dynamic_friction",
+                                    "gravity_scale", "vel_damping", "name",
+                                    "external_forces_enabled")}
+        scene._add(b["shape"], np.asarray(b["position"], float), collides=b["collides"],
+                   **kwargs)
+    for kind, (parent, child), specific, common, where in parsed_joints:
+        # The anchor is in the parent's entity frame; the engine's body frame is at the COM.
+        try:
+            if kind == "revolute":
+                specific["anchor"] = specific["anchor"] - bodies[parent]["com"]
+                scene.add_revolute_joint(parent, child, **specific, **common)
+            else:
+                scene.add_prismatic_joint(parent, child, **specific, **common)
+        except (ValueError, TypeError) as exc:
+            raise where.error("(joint)", str(exc)) from None
+    scene.meta = {"size": tuple(size), "background": background}
+    scene.visuals = visuals
+    for v in visuals:
+        if isinstance(v["fill"], dict):  # an image: the viewer shows a plain colour instead
+            v["fill"] = DEFAULT_COLOR
+    return scene
+
+
+__all__ = ["load_scene", "SHAPE_CIRCLE"]
