@@ -1,66 +1,202 @@
-"""`fx2d` command line."""
+"""`fx2d` command line: run | view | demo | bench."""
 
 import argparse
 import sys
 import time
+from pathlib import Path
+
+import numpy as np
 
 
-def _demo_pile(args):
-    from .scenes import random_pile
-
-    _run_and_render(random_pile(args.bodies, arch=args.arch, seed=args.seed, density=0.5),
-                    args)
-
-
-def _demo_pyramid(args):
-    from .scenes import pyramid
-
-    _run_and_render(pyramid(args.base, arch=args.arch), args)
+def _size(text):
+    try:
+        w, h = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"size must look like 640x480, got {text!r}") from None
+    if w < 16 or h < 16:
+        raise argparse.ArgumentTypeError("size must be at least 16x16")
+    return (w, h)
 
 
-def _run_and_render(scene, args):
-    from .render import render, write_png
+def _add_run_options(parser, steps_default):
+    parser.add_argument("--steps", type=int, default=steps_default, help="steps to simulate")
+    parser.add_argument("--dt", type=float, default=1 / 60, help="step length, s")
+    parser.add_argument("--substeps", type=int, default=None, help="XPBD substeps per step")
+    parser.add_argument("--worlds", type=int, default=None, help="copies stepped together")
+    parser.add_argument("--arch", default="auto", help="auto | cpu | gpu | cuda | vulkan | metal")
+    out = parser.add_mutually_exclusive_group()
+    out.add_argument("--gif", help="write an animated GIF of the run")
+    out.add_argument("--png-dir", help="write one PNG per frame into this folder")
+    out.add_argument("--png", help="write the last frame as a PNG")
+    parser.add_argument("--every", type=int, default=2, help="steps between frames")
+    parser.add_argument("--size", type=_size, default=(640, 480), help="frame size, WxH")
+    parser.add_argument("--contacts", action="store_true", help="draw contact points")
+    parser.add_argument("--save", help="save the final state to a .npz file")
 
-    start = time.perf_counter()
-    for _ in range(args.steps):
+
+class _Progress:
+    """A one-line progress bar on stderr, shown once a run has lasted a second."""
+
+    def __init__(self, total):
+        self.total, self.start, self.shown = total, time.perf_counter(), False
+
+    def update(self, done):
+        elapsed = time.perf_counter() - self.start
+        if elapsed < 1.0 and not self.shown:
+            return
+        self.shown = True
+        width = 30
+        filled = int(width * done / max(self.total, 1))
+        rate = done / elapsed if elapsed > 0 else 0.0
+        sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{self.total} "
+                         f"steps, {rate:.1f} steps/s")
+        sys.stderr.flush()
+
+    def close(self):
+        if self.shown:
+            sys.stderr.write("\n")
+
+
+def simulate(scene, args, label):
+    """Step `scene` as the options say, write frames/state, print a summary."""
+    from .render import render_worlds, write_gif, write_png
+
+    if args.steps < 0 or args.every < 1:
+        raise SystemExit("--steps must be >= 0 and --every >= 1")
+    frames = []
+    want_frames = bool(args.gif or args.png_dir)
+
+    def capture():
+        frames.append(render_worlds(scene, args.size, contacts=args.contacts))
+
+    if want_frames:
+        capture()
+    progress = _Progress(args.steps)
+    step_times = []
+    for i in range(args.steps):
+        start = time.perf_counter()
         scene.step(args.dt)
-    elapsed = time.perf_counter() - start
-    contacts = scene.contacts()
-    image = render(scene, contacts=args.contacts)
-    write_png(args.png, image)
-    asleep = int(scene.get_state().sleeping.sum())
-    print(f"{scene.n_bodies} bodies, {args.steps} steps in {elapsed:.2f} s "
-          f"(first step includes compilation), {len(contacts)} contact manifolds, "
-          f"{asleep} bodies asleep, backend {scene.backend}; wrote {args.png}")
+        step_times.append(time.perf_counter() - start)
+        if want_frames and (i + 1) % args.every == 0:
+            capture()
+        if i % 10 == 0 or i == args.steps - 1:
+            progress.update(i + 1)
+    progress.close()
+    written = []
+    if args.gif:
+        write_gif(args.gif, frames, fps=1.0 / (args.dt * args.every))
+        written.append(f"{args.gif} ({len(frames)} frames)")
+    elif args.png_dir:
+        folder = Path(args.png_dir)
+        folder.mkdir(parents=True, exist_ok=True)
+        for k, frame in enumerate(frames):
+            write_png(folder / f"frame_{k:05d}.png", frame)
+        written.append(f"{folder}/ ({len(frames)} frames)")
+    elif args.png:
+        write_png(args.png, render_worlds(scene, args.size, contacts=args.contacts))
+        written.append(args.png)
+    if args.save:
+        s = scene.get_state()
+        np.savez(args.save, position=s.position, angle=s.angle, velocity=s.velocity,
+                 angular_velocity=s.angular_velocity, sleeping=s.sleeping, time=scene.time)
+        written.append(args.save)
+    contacts = len(scene.contacts(world=None)) if scene.n_bodies else 0
+    # The first step includes compiling (or loading) the kernels: report it apart.
+    steady = step_times[1:] or step_times
+    ms = 1000.0 * float(np.median(steady)) if steady else 0.0
+    first = f", first step {step_times[0]:.2f} s" if step_times else ""
+    print(f"{label}: {args.steps} steps, {scene.n_bodies} bodies x {scene.n_worlds} worlds, "
+          f"{contacts} contact manifolds, {ms:.2f} ms/step (median{first}), "
+          f"substeps {scene.substeps}, backend {scene.backend}")
+    for item in written:
+        print(f"wrote {item}")
 
 
-DEMOS = {
-    "pile": (_demo_pile, "mixed circles, boxes and triangles poured onto the ground"),
-    "pyramid": (_demo_pyramid, "Box2D's pyramid of boxes (--base 100: the large pyramid)"),
-}
+def cmd_run(args):
+    from .io.scene_yaml import load_scene
+
+    try:
+        scene = load_scene(args.scene, n_worlds=args.worlds or 1, arch=args.arch,
+                           substeps=args.substeps)
+    except (ValueError, TypeError) as exc:
+        raise SystemExit(f"fx2d: {exc}") from None
+    simulate(scene, args, Path(args.scene).name)
+
+
+def cmd_demo(args):
+    from .demos import DEMOS
+
+    if args.list or args.name is None:
+        for name, builder in DEMOS.items():
+            print(f"{name:16s} {builder.__doc__.splitlines()[0]}")
+        return
+    if args.name not in DEMOS:
+        raise SystemExit(f"fx2d: no demo named {args.name!r} (fx2d demo --list)")
+    kwargs = {"arch": args.arch}
+    if args.worlds:
+        kwargs["n_worlds"] = args.worlds
+    if args.bodies:
+        kwargs["bodies"] = args.bodies
+    if args.base:
+        kwargs["base"] = args.base
+    scene = DEMOS[args.name](**kwargs)
+    if args.substeps:
+        scene.substeps = args.substeps
+    simulate(scene, args, f"demo {args.name}")
+
+
+def cmd_view(args):
+    from .viewer import ViewerUnavailable, run_viewer
+
+    if args.demo:
+        from .demos import DEMOS
+
+        scene_factory = lambda: DEMOS[args.scene](arch=args.arch)  # noqa: E731
+    else:
+        from .io.scene_yaml import load_scene
+
+        scene_factory = lambda: load_scene(args.scene, n_worlds=args.worlds or 1,  # noqa: E731
+                                           arch=args.arch)
+    try:
+        run_viewer(scene_factory, dt=args.dt, size=args.size)
+    except ViewerUnavailable as exc:
+        raise SystemExit(f"fx2d view: cannot open a window: {exc}\n"
+                         f"Render to a file instead: fx2d run {args.scene} --gif out.gif") from None
+
+
+def cmd_bench(args):
+    try:
+        from benchmarks import collision, large_pyramid
+    except ImportError:
+        raise SystemExit("fx2d bench runs the benchmarks/ folder of a source checkout: "
+                         "run it from the repository root") from None
+    large_pyramid.main(["--arch", args.arch])
+    collision.main(["--arch", args.arch])
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="fx2d", description="fx2d_gpu command line")
     sub = parser.add_subparsers(dest="command", required=True)
-    demo = sub.add_parser("demo", help="run a built-in demo")
-    demo.add_argument("name", nargs="?", choices=sorted(DEMOS))
+    run = sub.add_parser("run", help="simulate a scene file")
+    run.add_argument("scene", help="Fx2D YAML scene file")
+    _add_run_options(run, 600)
+    view = sub.add_parser("view", help="watch a scene file in a window (GGUI)")
+    view.add_argument("scene", help="scene file, or a demo name with --demo")
+    view.add_argument("--demo", action="store_true", help="scene is a demo name")
+    view.add_argument("--worlds", type=int, default=None)
+    view.add_argument("--arch", default="auto")
+    view.add_argument("--dt", type=float, default=1 / 60)
+    view.add_argument("--size", type=_size, default=(1024, 768))
+    demo = sub.add_parser("demo", help="run a built-in demo (--list to see them)")
+    demo.add_argument("name", nargs="?")
     demo.add_argument("--list", action="store_true", help="list the demos")
-    demo.add_argument("--bodies", type=int, default=400)
-    demo.add_argument("--steps", type=int, default=180)
-    demo.add_argument("--base", type=int, default=20, help="pyramid base (boxes)")
-    demo.add_argument("--contacts", action="store_true", help="draw contact points")
-    demo.add_argument("--dt", type=float, default=1 / 60)
-    demo.add_argument("--seed", type=int, default=0)
-    demo.add_argument("--arch", default="auto")
-    demo.add_argument("--png", default="fx2d_demo.png", help="image to write")
+    demo.add_argument("--bodies", type=int, default=None, help="bodies, where the demo has some")
+    demo.add_argument("--base", type=int, default=None, help="pyramid base (boxes)")
+    _add_run_options(demo, 180)
+    bench = sub.add_parser("bench", help="run the benchmarks (from a source checkout)")
+    bench.add_argument("--arch", default="auto")
     args = parser.parse_args(argv)
-    if args.command == "demo":
-        if args.list or args.name is None:
-            for name, (_, text) in DEMOS.items():
-                print(f"{name:10s} {text}")
-            return 0
-        DEMOS[args.name][0](args)
+    {"run": cmd_run, "demo": cmd_demo, "view": cmd_view, "bench": cmd_bench}[args.command](args)
     return 0
 
 

@@ -1,7 +1,9 @@
-"""Headless rendering of a scene to an RGB image (NumPy only), and a PNG writer.
+"""Headless rendering of a scene to an RGB image (NumPy only), PNG and GIF writers.
 
-This draws what the device holds: filled shapes, circle orientation marks and, optionally,
-contact points and normals. It needs no window or GPU, so it works on any machine.
+This draws what the device holds: filled shapes (a scene file's visual geometry and colours
+when it has them), circle orientation marks and, optionally, contact points and normals.
+Batched scenes are drawn as a grid of tiles, one per world. It needs no window or GPU, so it
+works on any machine; the GGUI viewer (viewer.py) draws the same shapes in a window.
 """
 
 import struct
@@ -34,16 +36,41 @@ def frame_bounds(scene, world: int = 0, padding: float = 0.05):
     return (lo[0] - pad, lo[1] - pad, hi[0] + pad, hi[1] + pad)
 
 
-def render(scene, world: int = 0, size=(800, 600), bounds=None, contacts: bool = True):
-    """(height, width, 3) uint8 image of `world`; bounds (xmin, ymin, xmax, ymax) in m."""
+def default_bounds(scene, world: int = 0):
+    """The frame to show: a scene file's `size` (from the origin), else all bodies."""
+    if scene.meta.get("size"):
+        w, h = scene.meta["size"]
+        x0, y0 = scene.meta.get("origin", (0.0, 0.0))
+        return (float(x0), float(y0), float(x0 + w), float(y0 + h))
+    return frame_bounds(scene, world)
+
+
+def _rgb(color, background):
+    """RGBA 0-255 blended over the background, as uint8 RGB."""
+    rgba = np.asarray(color, float)
+    alpha = rgba[3] / 255.0 if len(rgba) > 3 else 1.0
+    return np.round(rgba[:3] * alpha + np.asarray(background[:3], float) * (1 - alpha)).astype(
+        np.uint8)
+
+
+def render(scene, world: int = 0, size=(800, 600), bounds=None, contacts: bool = False,
+           state=None):
+    """(height, width, 3) uint8 image of `world`; bounds (xmin, ymin, xmax, ymax) in m.
+
+    state: a State to draw (default: the scene's current one).
+    """
     width, height = size
     if bounds is None:
-        bounds = frame_bounds(scene, world)
+        bounds = default_bounds(scene, world)
     xmin, ymin, xmax, ymax = bounds
     scale = min(width / (xmax - xmin), height / (ymax - ymin))  # pixels per metre
     cx, cy = (xmin + xmax) / 2, (ymin + ymax) / 2
+    background = scene.meta.get("background", _BACKGROUND)
+    if not isinstance(background, tuple | list | np.ndarray):
+        background = _BACKGROUND  # an image: plain colour instead
+    background = _rgb(background, (255, 255, 255))
     image = np.empty((height, width, 3), np.uint8)
-    image[:] = _BACKGROUND
+    image[:] = background
 
     def to_pixels(points):
         points = np.atleast_2d(points)
@@ -58,14 +85,24 @@ def render(scene, world: int = 0, size=(800, 600), bounds=None, contacts: bool =
         ys, xs = np.mgrid[y0:y1, x0:x1]
         return (slice(y0, y1), slice(x0, x1)), xs + 0.5, ys + 0.5
 
-    state = scene.get_state()
+    state = scene.get_state() if state is None else state
+    visuals = scene.visuals or [None] * scene.n_bodies
     for b in range(scene.n_bodies):
         shape = scene.body_shape(b)
+        colour = _STATIC if scene.body_mass(b) == 0 else _PALETTE[b % len(_PALETTE)]
+        border = colour // 2
+        visual = visuals[b]
+        if visual is not None:
+            shape = visual["shape"] or shape
+            if isinstance(visual["fill"], tuple):
+                colour = _rgb(visual["fill"], background)
+                border = colour // 2
+            if isinstance(visual["border"], tuple) and visual["border_thickness"] > 0:
+                border = _rgb(visual["border"], background)
         angle = state.angle[world, b]
         c, s = np.cos(angle), np.sin(angle)
         rot = np.array([[c, -s], [s, c]])
         pos = state.position[world, b]
-        colour = _STATIC if scene.body_mass(b) == 0 else _PALETTE[b % len(_PALETTE)]
         if shape.kind == SHAPE_CIRCLE:
             centre = to_pixels(pos + rot @ shape.center)[0]
             r = shape.radius * scale
@@ -75,10 +112,10 @@ def render(scene, world: int = 0, size=(800, 600), bounds=None, contacts: bool =
             window, xs, ys = grid
             d2 = (xs - centre[0]) ** 2 + (ys - centre[1]) ** 2
             image[window][d2 <= r * r] = colour
-            image[window][(d2 <= r * r) & (d2 >= (r - max(1.0, 0.08 * r)) ** 2)] = colour // 2
+            image[window][(d2 <= r * r) & (d2 >= (r - max(1.0, 0.08 * r)) ** 2)] = border
             # Orientation mark: a spoke from the centre along the body's x axis.
             tip = to_pixels(pos + rot @ (shape.center + [shape.radius, 0.0]))[0]
-            _line(image, centre, tip, colour // 2)
+            _line(image, centre, tip, border)
         elif shape.kind == SHAPE_POLYGON:
             verts = to_pixels(pos + shape.vertices @ rot.T)
             grid = pixel_grid(verts.min(0), verts.max(0))
@@ -92,7 +129,7 @@ def render(scene, world: int = 0, size=(800, 600), bounds=None, contacts: bool =
                 inside &= (e[0] * (ys - a[1]) - e[1] * (xs - a[0])) <= 0
             image[window][inside] = colour
             for i in range(k):
-                _line(image, verts[i], verts[(i + 1) % k], colour // 2)
+                _line(image, verts[i], verts[(i + 1) % k], border)
     if contacts:
         found = scene.contacts(world)
         for i in range(len(found)):
@@ -102,6 +139,33 @@ def render(scene, world: int = 0, size=(800, 600), bounds=None, contacts: bool =
                 _line(image, p, tip, np.array([200, 0, 0], np.uint8))
                 _disc(image, p, 2.5, np.array([200, 0, 0], np.uint8))
     return image
+
+
+def render_worlds(scene, size=(800, 600), bounds=None, contacts=False, max_tiles=64):
+    """All worlds (up to max_tiles) as a grid of tiles in one (height, width, 3) image."""
+    n = min(scene.n_worlds, max_tiles)
+    if n == 1:
+        return render(scene, 0, size, bounds, contacts)
+    columns = int(np.ceil(np.sqrt(n)))
+    rows = int(np.ceil(n / columns))
+    tile = (size[0] // columns, size[1] // rows)
+    image = np.full((size[1], size[0], 3), 40, np.uint8)
+    state = scene.get_state()
+    for w in range(n):
+        r, c = divmod(w, columns)
+        picture = render(scene, w, tile, bounds, contacts, state=state)
+        image[r * tile[1]:(r + 1) * tile[1] - 1, c * tile[0]:(c + 1) * tile[0] - 1] = \
+            picture[:-1, :-1]
+    return image
+
+
+def write_gif(path, frames, fps: float = 30.0):
+    """Write (h, w, 3) uint8 frames as an animated GIF (Pillow)."""
+    from PIL import Image
+
+    images = [Image.fromarray(f) for f in frames]
+    images[0].save(path, save_all=True, append_images=images[1:], loop=0,
+                   duration=max(20, int(round(1000 / fps))), optimize=False)
 
 
 def _line(image, a, b, colour):

@@ -45,7 +45,7 @@ def test_cli_demo_writes_an_image(tmp_path, capsys, arch):
     cli.main(["demo", "pile", "--bodies", "60", "--steps", "2", "--png", str(out),
               "--arch", arch, "--contacts"])
     image = read_png(out)
-    assert image.shape == (600, 800, 3)
+    assert image.shape == (480, 640, 3)
     assert (image[..., 0] == 200).sum() > 0  # red contact markers were drawn
     assert "contact manifolds" in capsys.readouterr().out
 

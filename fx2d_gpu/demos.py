@@ -1,0 +1,138 @@
+"""The built-in demos (`fx2d demo NAME`): each a function returning a ready Scene.
+
+Scenes also used by tests and benchmarks live in scenes.py; these reuse them where they can.
+"""
+
+import math
+
+import numpy as np
+
+from . import runtime
+from .scene import Scene
+from .scenes import pyramid, random_pile
+
+
+def _on_gpu() -> bool:
+    return runtime.backend_name() not in (None, "x64", "arm64")
+
+
+def demo_pile(arch="auto", n_worlds=1, bodies=400, seed=0):
+    """400 mixed circles, boxes and triangles poured into a container."""
+    return random_pile(bodies, arch=arch, n_worlds=n_worlds, seed=seed, density=0.5)
+
+
+def demo_pyramid(arch="auto", n_worlds=1, base=20, **_):
+    """Box2D's pyramid (base 20 here; base 100 is the 5,050-box large pyramid)."""
+    return pyramid(base, arch=arch, n_worlds=n_worlds)
+
+
+def demo_dominoes(arch="auto", n_worlds=1, count=30, **_):
+    """A run of dominoes; the first is tipped over."""
+    scene = Scene(arch=arch, n_worlds=n_worlds)
+    grip = dict(static_friction=0.6, dynamic_friction=0.5)
+    scene.add_box((count * 0.6, -0.5), (count * 1.2 + 6.0, 1.0), mass=0, **grip)
+    for i in range(count):
+        scene.add_box((1.0 + 1.2 * i, 1.0), (0.2, 2.0), mass=1.0, **grip,
+                      angular_velocity=-2.0 if i == 0 else 0.0)
+    scene.meta["size"] = (count * 1.2 + 3.0, 0.55 * (count * 1.2 + 3.0))
+    return scene
+
+
+def demo_newtons_cradle(arch="auto", n_worlds=1, balls=5, **_):
+    """Balls on pendulums; the first one is released from the side."""
+    scene = Scene(arch=arch, n_worlds=n_worlds)
+    r, length = 0.25, 2.0
+    bar = scene.add_box((0.0, 3.0), (4.0, 0.2), mass=0)
+    for i in range(balls):
+        x = (i - (balls - 1) / 2) * 2 * r
+        if i == 0:  # pulled out 60 degrees
+            a = math.radians(60)
+            pos = (x - length * math.sin(a), 3.0 - length * math.cos(a))
+        else:
+            pos = (x, 3.0 - length)
+        ball = scene.add_circle(pos, r, mass=1.0, elasticity=1.0)
+        scene.add_revolute_joint(bar, ball, anchor=(x, 0.0))
+    scene.meta["size"] = (6.0, 4.0)
+    return scene
+
+
+def demo_rain(arch="auto", n_worlds=1, bodies=300, seed=1, **_):
+    """A rain of mixed circles and polygons into a bucket."""
+    rng = np.random.default_rng(seed)
+    scene = Scene(arch=arch, n_worlds=n_worlds)
+    grip = dict(static_friction=0.4, dynamic_friction=0.3)
+    scene.add_box((0.0, 0.0), (8.0, 0.5), mass=0, **grip)
+    scene.add_box((-4.0, 2.5), (0.5, 5.0), mass=0, angle=-0.2, **grip)
+    scene.add_box((4.0, 2.5), (0.5, 5.0), mass=0, angle=0.2, **grip)
+    for i in range(bodies):
+        pos = (rng.uniform(-3.0, 3.0), 6.0 + 0.35 * i)
+        if i % 2:
+            scene.add_circle(pos, rng.uniform(0.1, 0.25), elasticity=0.3, **grip)
+        else:
+            k = int(rng.integers(3, 7))
+            angles = np.sort(rng.uniform(0, 2 * np.pi, k)) if k < 5 else \
+                np.linspace(0, 2 * np.pi, k, endpoint=False)
+            size = rng.uniform(0.12, 0.3)
+            verts = np.stack([np.cos(angles), np.sin(angles)], 1) * size
+            try:
+                scene.add_polygon(pos, verts, angle=rng.uniform(0, 6.28), **grip)
+            except ValueError:  # a degenerate random polygon: use a box instead
+                scene.add_box(pos, (size, size), **grip)
+    scene.meta["size"] = (12.0, 12.0)
+    scene.meta["origin"] = (-6.0, -1.0)
+    return scene
+
+
+def demo_car(arch="auto", n_worlds=1, speed=3.0, **_):
+    """A car whose wheels are PID velocity motors, driving over bumpy ground."""
+    scene = Scene(arch=arch, n_worlds=n_worlds)
+    grip = dict(static_friction=0.9, dynamic_friction=0.8)
+    scene.add_box((25.0, -0.5), (60.0, 1.0), mass=0, **grip)
+    for i in range(12):  # bumps: half-buried discs
+        scene.add_circle((6.0 + 3.5 * i, -0.3), 0.45, mass=0, **grip)
+    r = 0.4
+    chassis = scene.add_box((0.0, 1.0), (2.4, 0.4), mass=3.0, **grip)
+    for x in (-0.9, 0.9):
+        wheel = scene.add_circle((x, r), r, mass=0.8, **grip)
+        scene.add_revolute_joint(chassis, wheel, anchor=(x, r - 1.0), control_mode="velocity",
+                                 target=-speed / r, pid=(20.0, 0.0, 0.0), max_effort=40.0)
+    scene.meta["size"] = (50.0, 12.0)
+    scene.meta["origin"] = (-2.0, -2.0)
+    return scene
+
+
+def demo_batched(arch="auto", n_worlds=16, seed=2, **_):
+    """A grid of worlds: the same stack hit by a ball thrown at random speeds and angles."""
+    scene = Scene(arch=arch, n_worlds=n_worlds)
+    scene.add_box((0.0, -0.5), (20.0, 1.0), mass=0, static_friction=0.6, dynamic_friction=0.5)
+    for i in range(5):
+        scene.add_box((3.0, 0.5 + i), (1.0, 1.0), static_friction=0.6, dynamic_friction=0.5)
+    ball = scene.add_circle((-4.0, 1.0), 0.3, mass=3.0)
+    rng = np.random.default_rng(seed)
+    state = scene.get_state()
+    speed = rng.uniform(4.0, 14.0, n_worlds)
+    angle = rng.uniform(0.1, 0.8, n_worlds)
+    state.velocity[:, ball] = np.stack([speed * np.cos(angle), speed * np.sin(angle)], 1)
+    scene.set_state(state)
+    scene.meta["size"] = (12.0, 8.0)
+    scene.meta["origin"] = (-5.0, -1.0)
+    return scene
+
+
+def demo_large_pile(arch="auto", n_worlds=1, bodies=None, seed=3, **_):
+    """A large pile: 100,000 bodies on a GPU, 5,000 on the CPU."""
+    if bodies is None:
+        bodies = 100_000 if _on_gpu() else 5_000
+    return random_pile(bodies, arch=arch, n_worlds=n_worlds, seed=seed, density=0.6)
+
+
+DEMOS = {
+    "pile": demo_pile,
+    "pyramid": demo_pyramid,
+    "dominoes": demo_dominoes,
+    "newtons_cradle": demo_newtons_cradle,
+    "rain": demo_rain,
+    "car": demo_car,
+    "batched": demo_batched,
+    "large_pile": demo_large_pile,
+}

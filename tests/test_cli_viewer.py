@@ -1,0 +1,112 @@
+"""The `fx2d` command line in a subprocess, GIF output, and the viewer's mesh (headless)."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+from PIL import Image
+
+import fx2d_gpu as fx
+from fx2d_gpu.viewer import build_mesh, build_tiles
+
+SCENES = Path(__file__).resolve().parents[2] / "shared" / "fx2d-scenes"
+
+
+def fx2d(*args, env=None):
+    return subprocess.run([sys.executable, "-m", "fx2d_gpu.cli", *args], capture_output=True,
+                          text=True, timeout=600, env=env)
+
+
+def test_run_writes_a_gif_that_shows_the_bodies(tmp_path, arch):
+    gif, npz = tmp_path / "demo.gif", tmp_path / "state.npz"
+    result = fx2d("run", str(SCENES / "joint_control_demo.yml"), "--steps", "20", "--every",
+                  "2", "--gif", str(gif), "--size", "240x160", "--arch", arch, "--save",
+                  str(npz))
+    assert result.returncode == 0, result.stderr
+    assert "20 steps" in result.stdout and "ms/step" in result.stdout
+    image = Image.open(gif)
+    assert image.n_frames == 11  # the first frame, then one every 2 steps
+    image.seek(10)
+    frame = np.asarray(image.convert("RGB")).astype(int)
+    assert frame.std() > 10  # not blank
+    # The arm (texture [200, 80, 40]) is drawn where the saved state puts its centre:
+    # the scene's frame is 12 x 8 m in 240 x 160 px, 20 px per metre, y up.
+    arm = np.load(npz)["position"][0, 1]
+    px, py = int(arm[0] * 20), int(160 - arm[1] * 20)
+    patch = frame[py - 1:py + 2, px - 1:px + 2].reshape(-1, 3)
+    assert np.any(np.abs(patch - [200, 80, 40]).sum(axis=1) < 40), patch
+    # The slider (texture [40, 160, 120]) too.
+    slider = np.load(npz)["position"][0, 3]
+    px, py = int(slider[0] * 20), int(160 - slider[1] * 20)
+    assert np.abs(frame[py, px] - [40, 160, 120]).sum() < 40
+
+
+def test_run_png_dir_and_bad_file(tmp_path, arch):
+    result = fx2d("run", str(SCENES / "truck.yml"), "--steps", "4", "--every", "2",
+                  "--png-dir", str(tmp_path / "frames"), "--size", "64x48", "--arch", arch)
+    assert result.returncode == 0, result.stderr
+    assert len(list((tmp_path / "frames").glob("*.png"))) == 3
+    bad = tmp_path / "bad.yml"
+    bad.write_text("scene: {size: [1, 1]}\nentities:\n  a: {collision: {geometry: {blob: 1}}}\n")
+    result = fx2d("run", str(bad), "--arch", arch)
+    assert result.returncode != 0 and "'a'" in result.stderr and "blob" in result.stderr
+
+
+def test_view_without_a_display_says_why_and_suggests_a_gif(arch):
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
+    result = fx2d("view", str(SCENES / "truck.yml"), "--arch", arch, env=env)
+    assert result.returncode != 0
+    assert "cannot open a window" in result.stderr and "--gif" in result.stderr
+
+
+def test_demo_list_and_a_demo_run(tmp_path, arch):
+    result = fx2d("demo", "--list")
+    for name in ("pyramid", "dominoes", "newtons_cradle", "rain", "car", "batched",
+                 "large_pile"):
+        assert name in result.stdout
+    result = fx2d("demo", "batched", "--steps", "4", "--every", "4", "--gif",
+                  str(tmp_path / "b.gif"), "--size", "160x120", "--arch", arch)
+    assert result.returncode == 0, result.stderr
+    assert "x 16 worlds" in result.stdout
+
+
+def point_in_triangles(point, triangles):
+    a, b, c = triangles[0::3], triangles[1::3], triangles[2::3]
+
+    def side(p, q, r):
+        return (q[:, 0] - p[:, 0]) * (r[1] - p[:, 1]) - (q[:, 1] - p[:, 1]) * (r[0] - p[:, 0])
+
+    d1, d2, d3 = side(a, b, point), side(b, c, point), side(c, a, point)
+    inside = ((d1 >= 0) & (d2 >= 0) & (d3 >= 0)) | ((d1 <= 0) & (d2 <= 0) & (d3 <= 0))
+    return np.nonzero(inside)[0]
+
+
+def test_viewer_mesh_covers_each_body(arch):
+    scene = fx.Scene(gravity=(0, 0), arch=arch)
+    scene.add_box((2.0, 1.0), (1.0, 0.5), angle=0.3)
+    scene.add_circle((6.0, 3.0), 0.5)
+    scene.meta["size"] = (8.0, 6.0)
+    state = scene.get_state()
+    tris, colours, lines, _ = build_mesh(scene, state, aspect=8 / 6)
+    assert len(tris) == 3 * (4 + 20) and len(colours) == len(tris)
+    # Window coordinates are metres / size here (the aspect matches the frame).
+    # The box's 4 fan triangles come first, then the circle's 20.
+    for centre, first, last in (((2.0, 1.0), 0, 4), ((6.0, 3.0), 4, 24)):
+        hits = point_in_triangles(np.array(centre) / [8.0, 6.0], tris)
+        assert len(hits) > 0 and np.all((hits >= first) & (hits < last)), hits
+    # A point just outside the box is in no triangle.
+    assert len(point_in_triangles(np.array([3.0, 1.0]) / [8.0, 6.0], tris)) == 0
+    assert len(lines) == 2 * (4 + 20) + 2  # outlines and the circle's orientation mark
+
+
+def test_viewer_tiles_one_per_world(arch):
+    scene = fx.Scene(gravity=(0, 0), n_worlds=4, arch=arch)
+    scene.add_box((0.0, 0.0), (1.0, 1.0))
+    tris, _, _, _ = build_tiles(scene, scene.get_state())
+    assert len(tris) == 4 * 3 * 4
+    # Four tiles: the box of each world lies in its own quarter of the window.
+    centres = tris.reshape(4, -1, 2).mean(axis=1)
+    quarters = {(int(x > 0.5), int(y > 0.5)) for x, y in centres}
+    assert len(quarters) == 4
