@@ -53,6 +53,7 @@ def demo_newtons_cradle(arch="auto", n_worlds=1, balls=5, **_):
         ball = scene.add_circle(pos, r, mass=1.0, elasticity=1.0)
         scene.add_revolute_joint(bar, ball, anchor=(x, 0.0))
     scene.meta["size"] = (6.0, 4.0)
+    scene.meta["origin"] = (-3.0, 0.0)
     return scene
 
 
@@ -96,8 +97,8 @@ def demo_car(arch="auto", n_worlds=1, speed=3.0, **_):
         wheel = scene.add_circle((x, r), r, mass=0.8, **grip)
         scene.add_revolute_joint(chassis, wheel, anchor=(x, r - 1.0), control_mode="velocity",
                                  target=-speed / r, pid=(20.0, 0.0, 0.0), max_effort=40.0)
-    scene.meta["size"] = (50.0, 12.0)
-    scene.meta["origin"] = (-2.0, -2.0)
+    scene.meta["size"] = (24.0, 6.0)
+    scene.meta["origin"] = (-2.0, -1.5)
     return scene
 
 
