@@ -3,15 +3,15 @@
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 from PIL import Image
 
 import fx2d_gpu as fx
 from fx2d_gpu.viewer import build_mesh, build_tiles
+from tests.conftest import shared_dir
 
-SCENES = Path(__file__).resolve().parents[2] / "shared" / "fx2d-scenes"
+SCENES = shared_dir() / "fx2d-scenes"
 
 
 def fx2d(*args, env=None):

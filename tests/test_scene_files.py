@@ -1,15 +1,15 @@
 """Fx2D scene files: the real ones in shared/fx2d-scenes, and bad input."""
 
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 import fx2d_gpu as fx
+from tests.conftest import shared_dir
 from tests.test_joints import joint_control_demo
 
-SCENES = Path(__file__).resolve().parents[2] / "shared" / "fx2d-scenes"
+SCENES = shared_dir() / "fx2d-scenes"
 UNSUPPORTED = {"chain_terrain.yml": "chain"}  # shapes of a later issue
 
 
