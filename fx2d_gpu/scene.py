@@ -11,7 +11,7 @@ import numpy as np
 from . import device, runtime, shapes
 from .collision.broad_phase import find_pairs
 from .collision.narrow_phase import compute_manifolds
-from .device import MAX_MANIFOLD_POINTS, STATUS_ENTRIES, STATUS_NONFINITE, STATUS_PAIRS
+from .device import MAX_MANIFOLD_POINTS
 from .integrate import clear_forces
 from .shapes import MAX_POLYGON_VERTICES, as_real, as_vector2
 from .solver.coloring import color_constraints
@@ -680,10 +680,9 @@ class Scene:
         n_slots = self._n_worlds * self.n_bodies
         while True:
             table_size = min(device.next_pow2(max(4 * n_slots, 1024)), pool.table_capacity)
-            find_pairs(pool, self._n_worlds, self.n_bodies, self._cell, table_size - 1, margin,
-                       motion_time)
-            status = pool.status.to_numpy()
-            entries, pairs = int(status[STATUS_ENTRIES]), int(status[STATUS_PAIRS])
+            status = find_pairs(pool, self._n_worlds, self.n_bodies, self._cell,
+                                table_size - 1, margin, motion_time)
+            entries, pairs, lost = (int(v) for v in status)
             if entries <= pool.entry_capacity and pairs <= pool.pair_capacity:
                 break
             # A buffer is too small: grow the pool (keeping this scene's state) and redo.
@@ -691,7 +690,7 @@ class Scene:
             self._pair_need = max(self._pair_need, pairs + pairs // 4)
             self._n_pairs = 0
             pool = device.acquire_pool(self, self._needs())
-        self.lost_bodies = int(status[STATUS_NONFINITE])
+        self.lost_bodies = lost
         self._n_pairs = pairs
         return pool
 

@@ -142,14 +142,15 @@ def visit_partners(p: ti.template(), slot, n_bodies, cell_size, table_mask,
 
 @ti.kernel
 def find_pairs(p: ti.template(), n_worlds: ti.i32, n_bodies: ti.i32, cell_size: ti.f32,
-               table_mask: ti.i32, margin: ti.f32, motion_time: ti.f32):
+               table_mask: ti.i32, margin: ti.f32, motion_time: ti.f32) -> ti.math.ivec3:
     """Candidate pairs of all worlds into pair_body_a/b; status holds the counts.
 
     cell_size: level-0 cell edge, m. table_mask: hash-table size - 1 (a power of two - 1).
     Each AABB is enlarged by margin (m) plus the distance the body covers in motion_time (s)
     at its current speed, so the pairs found stay valid for a whole step.
     If the pairs exceed the pair capacity nothing is written and status[STATUS_PAIRS] says
-    how many are needed.
+    how many are needed. Returns (status[STATUS_ENTRIES], status[STATUS_PAIRS],
+    status[STATUS_NONFINITE]).
     """
     n_slots = n_worlds * n_bodies
     table_size = table_mask + 1
@@ -253,3 +254,5 @@ def find_pairs(p: ti.template(), n_worlds: ti.i32, n_bodies: ti.i32, cell_size: 
                 j -= 1
             p.pair_body_a[j + 1] = a
             p.pair_body_b[j + 1] = b
+    return ti.math.ivec3(p.status[STATUS_ENTRIES], p.status[STATUS_PAIRS],
+                         p.status[STATUS_NONFINITE])

@@ -70,8 +70,10 @@ def reset_colors(p: ti.template(), n_slots: ti.i32, n_constraints: ti.i32):
 
 
 @ti.kernel
-def color_round(p: ti.template(), n_constraints: ti.i32, n_bodies: ti.i32, color: ti.i32):
-    """Give `color` to a maximal-ish set of uncoloured constraints sharing no dynamic body."""
+def color_round(p: ti.template(), n_constraints: ti.i32, n_bodies: ti.i32,
+                color: ti.i32) -> ti.i32:
+    """Give `color` to a maximal-ish set of uncoloured constraints sharing no dynamic body;
+    returns how many constraints are still uncoloured."""
     for _ in ti.static(range(_SUB_ROUNDS)):
         for k in range(n_constraints):
             if p.pair_color[k] < 0:
@@ -102,11 +104,16 @@ def color_round(p: ti.template(), n_constraints: ti.i32, n_bodies: ti.i32, color
                 p.body_color_taken[b] = color
             p.body_claim[a] = _NO_CLAIM
             p.body_claim[b] = _NO_CLAIM
+    remaining = 0
+    for k in range(n_constraints):
+        if p.pair_color[k] < 0:
+            remaining += 1
+    return remaining
 
 
 @ti.kernel
-def build_color_lists(p: ti.template(), n_constraints: ti.i32) -> ti.i32:
-    """Group constraint indices by colour into color_list; returns the colours used."""
+def build_color_lists(p: ti.template(), n_constraints: ti.i32) -> ti.math.ivec2:
+    """Group constraint indices by colour into color_list; returns (colours used, overflow)."""
     for c in range(MAX_COLORS + 2):
         p.color_start[c] = 0
     for k in range(n_constraints):
@@ -124,6 +131,7 @@ def build_color_lists(p: ti.template(), n_constraints: ti.i32) -> ti.i32:
             p.color_cursor[c] = running
             running += count
         p.color_start[MAX_COLORS + 1] = running
+    overflow = p.color_start[MAX_COLORS + 1] - p.color_start[MAX_COLORS]
     # Inside a colour the order is free (its pairs touch disjoint bodies) ...
     for k in range(n_constraints):
         c = p.pair_color[k]
@@ -136,15 +144,17 @@ def build_color_lists(p: ti.template(), n_constraints: ti.i32) -> ti.i32:
             if p.pair_color[k] == MAX_COLORS:
                 p.color_list[cursor] = k
                 cursor += 1
-    return used
+    return ti.math.ivec2(used, overflow)
 
 
 def color_constraints(pool, n_slots: int, n_constraints: int, n_bodies: int) -> tuple[int, int]:
     """Colour the step's constraints (step_counts must be set); returns (parallel colours
     used, constraints in the overflow)."""
+    if n_constraints == 0:
+        return 0, 0
     reset_colors(pool, n_slots, n_constraints)
     for color in range(MAX_COLORS):
-        color_round(pool, n_constraints, n_bodies, color)
-    used = build_color_lists(pool, n_constraints)
-    starts = pool.color_start.to_numpy()
-    return used, int(starts[MAX_COLORS + 1] - starts[MAX_COLORS])
+        if color_round(pool, n_constraints, n_bodies, color) == 0:
+            break  # everything has a colour: the remaining rounds would do nothing
+    used, overflow = build_color_lists(pool, n_constraints)
+    return int(used), int(overflow)
