@@ -140,6 +140,7 @@ class DevicePool:
         self.contact_tangent_impulse = field(f32, (P, M))  # along (-n.y, n.x), N s
         self.contact_approach_speed = field(f32, (P, M))  # normal relative speed, m/s
         self.contact_slide_speed = field(f32, (P, M))  # tangential relative speed, m/s
+        self.contact_max_impulse = field(f32, (P, M))  # largest normal impulse this step
 
         # --- the previous step's pairs, for warm starting ---------------------------------
         self.prev_body_pair_start = field(i32, N + 1)
@@ -180,7 +181,7 @@ class DevicePool:
         self.color_start = field(i32, MAX_COLORS + 2)  # colour c: color_list[start[c]:start[c+1]]
         self.color_cursor = field(i32, MAX_COLORS + 1)
         self.color_list = field(i32, C)  # constraint indices grouped by colour
-        self.step_counts = field(i32, 4)  # (n_pairs, n_joints) of the current step
+        self.step_counts = field(i32, 4)  # (n_pairs, n_joints, last substep?) of the step
         self.body_contact_start = field(i32, N + 1)  # per body: its pairs in body_contacts
         self.body_contacts = field(i32, 2 * P)  # pair indices by body, sorted per body
         self.body_wake = field(i32, N)  # set when a new contact wakes the body

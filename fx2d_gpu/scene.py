@@ -660,9 +660,9 @@ class Scene:
         build_body_contacts(pool, n_slots, n_pairs)
         gravity = self._gravity.astype(np.float32).tolist()
         h = dt / self.substeps
-        for _ in range(self.substeps):
-            run_substep(pool, n_slots, n_bodies, n_pairs, n_joints, gravity, h, self.n_colors,
-                        overflow)
+        for i in range(self.substeps):
+            run_substep(pool, n_slots, n_bodies, n_pairs, n_joints, gravity, h, dt, i == 0,
+                        i == self.substeps - 1, self.n_colors, overflow)
         update_sleep(pool, n_slots, n_bodies, dt)
         if self._forces_on_device:
             clear_forces(pool, n_slots)

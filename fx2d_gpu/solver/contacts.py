@@ -129,8 +129,8 @@ def relative_velocity(p: ti.template(), slot_a, slot_b, ra, rb):
 @ti.func
 def solve_velocity(p: ti.template(), pair, n_bodies, h):
     """Normal impulses (accumulated, >= 0), Coulomb friction (mu_s while the point sticks,
-    mu_k once it slides), then
-    restitution for points that closed faster than RESTITUTION_THRESHOLD.
+    mu_k once it slides), then (last substep) restitution for points that closed faster than
+    RESTITUTION_THRESHOLD.
 
     Speculative points (still apart) only stop the bodies from closing more than the gap.
     The accumulated impulses are kept for the next substep's warm start (restitution is not:
@@ -161,6 +161,7 @@ def solve_velocity(p: ti.template(), pair, n_bodies, h):
                 old = p.contact_normal_impulse[pair, i]
                 new = ti.max(old + (target - vn) / k_normal, 0.0)
                 p.contact_normal_impulse[pair, i] = new
+                p.contact_max_impulse[pair, i] = ti.max(p.contact_max_impulse[pair, i], new)
                 apply_impulse(p, slot_a, slot_b, wa, ia, wb, ib, ra, rb, (new - old) * normal)
 
                 rta, rtb = cross(ra, tangent), cross(rb, tangent)
@@ -174,9 +175,13 @@ def solve_velocity(p: ti.template(), pair, n_bodies, h):
                 new_t = ti.math.clamp(candidate, -limit, limit)
                 p.contact_tangent_impulse[pair, i] = new_t
                 apply_impulse(p, slot_a, slot_b, wa, ia, wb, ib, ra, rb, (new_t - old_t) * tangent)
-    for i in range(count):
+    # Restitution, once per step after the last substep's solve (as Box2D v3), for points that
+    # closed faster than the threshold when the step began and pushed during it.
+    last_substep = p.step_counts[2] == 1
+    for i in range(count if last_substep else 0):
         approach = p.contact_approach_speed[pair, i]
-        if restitution > 0.0 and approach < -RESTITUTION_THRESHOLD:
+        pushed = p.contact_max_impulse[pair, i] > 0.0
+        if restitution > 0.0 and approach < -RESTITUTION_THRESHOLD and pushed:
             point = p.contact_point[pair, i]
             ra = point - p.body_position[slot_a]
             rb = point - p.body_position[slot_b]
