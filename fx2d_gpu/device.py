@@ -141,6 +141,10 @@ class DevicePool:
         self.contact_approach_speed = field(f32, (P, M))  # normal relative speed, m/s
         self.contact_slide_speed = field(f32, (P, M))  # tangential relative speed, m/s
         self.contact_max_impulse = field(f32, (P, M))  # largest normal impulse this step
+        self.contact_arm_a = vfield(2, f32, (P, M))  # point - body a's centre at refresh, m
+        self.contact_arm_b = vfield(2, f32, (P, M))
+        self.contact_normal_mass = field(f32, (P, M))  # 1 / effective mass along the normal
+        self.contact_tangent_mass = field(f32, (P, M))
 
         # --- the previous step's pairs, for warm starting ---------------------------------
         self.prev_body_pair_start = field(i32, N + 1)

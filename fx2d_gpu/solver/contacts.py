@@ -121,6 +121,24 @@ def resolve_penetration(p: ti.template(), pair, n_bodies, h):
 
 
 @ti.func
+def prepare_point(p: ti.template(), pair, i, slot_a, slot_b, n_bodies, ra, rb):
+    """Per-step constants of a point for the velocity pass: lever arms and the inverse
+    effective masses along the normal and the tangent (Box2D's prepare stage)."""
+    wa, ia = solver_mass(p, slot_a, n_bodies)
+    wb, ib = solver_mass(p, slot_b, n_bodies)
+    normal = p.contact_normal[pair]
+    tangent = tangent_of(normal)
+    p.contact_arm_a[pair, i] = ra
+    p.contact_arm_b[pair, i] = rb
+    rna, rnb = cross(ra, normal), cross(rb, normal)
+    rta, rtb = cross(ra, tangent), cross(rb, tangent)
+    k_normal = wa + wb + ia * rna * rna + ib * rnb * rnb
+    k_tangent = wa + wb + ia * rta * rta + ib * rtb * rtb
+    p.contact_normal_mass[pair, i] = 1.0 / k_normal if k_normal > 0.0 else 0.0
+    p.contact_tangent_mass[pair, i] = 1.0 / k_tangent if k_tangent > 0.0 else 0.0
+
+
+@ti.func
 def relative_velocity(p: ti.template(), slot_a, slot_b, ra, rb):
     return ((p.body_velocity[slot_b] + cross_sv(p.body_angular_velocity[slot_b], rb))
             - (p.body_velocity[slot_a] + cross_sv(p.body_angular_velocity[slot_a], ra)))
@@ -137,57 +155,51 @@ def solve_velocity(p: ti.template(), pair, n_bodies, h):
     re-applying a bounce would bounce twice).
     """
     count = p.contact_point_count[pair]
-    slot_a, slot_b = p.pair_body_a[pair], p.pair_body_b[pair]
-    wa, ia = solver_mass(p, slot_a, n_bodies)
-    wb, ib = solver_mass(p, slot_b, n_bodies)
-    body_a, body_b = slot_a % n_bodies, slot_b % n_bodies
-    mu_s = ti.min(p.body_static_friction[body_a], p.body_static_friction[body_b])
-    mu_k = ti.min(p.body_dynamic_friction[body_a], p.body_dynamic_friction[body_b])
-    restitution = ti.min(p.body_elasticity[body_a], p.body_elasticity[body_b])
-    normal = p.contact_normal[pair]
-    tangent = tangent_of(normal)
-    for _ in range(VELOCITY_ITERATIONS):
-        for i in range(count):
-            point = p.contact_point[pair, i]
-            ra = point - p.body_position[slot_a]
-            rb = point - p.body_position[slot_b]
-            rna, rnb = cross(ra, normal), cross(rb, normal)
-            k_normal = wa + wb + ia * rna * rna + ib * rnb * rnb
-            if k_normal > 0.0:
-                depth = current_depth(p, pair, i, slot_a, slot_b)
-                vn = relative_velocity(p, slot_a, slot_b, ra, rb).dot(normal)
-                # Touching: stop closing. Apart: close at most the gap in this substep.
-                target = ti.min(depth, 0.0) / h
-                old = p.contact_normal_impulse[pair, i]
-                new = ti.max(old + (target - vn) / k_normal, 0.0)
-                p.contact_normal_impulse[pair, i] = new
-                p.contact_max_impulse[pair, i] = ti.max(p.contact_max_impulse[pair, i], new)
-                apply_impulse(p, slot_a, slot_b, wa, ia, wb, ib, ra, rb, (new - old) * normal)
+    if count > 0:
+        slot_a, slot_b = p.pair_body_a[pair], p.pair_body_b[pair]
+        wa, ia = solver_mass(p, slot_a, n_bodies)
+        wb, ib = solver_mass(p, slot_b, n_bodies)
+        body_a, body_b = slot_a % n_bodies, slot_b % n_bodies
+        mu_s = ti.min(p.body_static_friction[body_a], p.body_static_friction[body_b])
+        mu_k = ti.min(p.body_dynamic_friction[body_a], p.body_dynamic_friction[body_b])
+        normal = p.contact_normal[pair]
+        tangent = tangent_of(normal)
+        # Touching: stop closing. Apart: close at most the gap in this substep.
+        targets = vec2(0.0, 0.0)
+        for i in ti.static(range(2)):
+            if i < count:
+                targets[i] = ti.min(current_depth(p, pair, i, slot_a, slot_b), 0.0) / h
+        for _ in range(VELOCITY_ITERATIONS):
+            for i in ti.static(range(2)):
+                if i < count:
+                    ra, rb = p.contact_arm_a[pair, i], p.contact_arm_b[pair, i]
+                    vn = relative_velocity(p, slot_a, slot_b, ra, rb).dot(normal)
+                    old = p.contact_normal_impulse[pair, i]
+                    new = ti.max(old + (targets[i] - vn) * p.contact_normal_mass[pair, i], 0.0)
+                    p.contact_normal_impulse[pair, i] = new
+                    p.contact_max_impulse[pair, i] = ti.max(p.contact_max_impulse[pair, i], new)
+                    apply_impulse(p, slot_a, slot_b, wa, ia, wb, ib, ra, rb, (new - old) * normal)
 
-                rta, rtb = cross(ra, tangent), cross(rb, tangent)
-                k_tangent = wa + wb + ia * rta * rta + ib * rtb * rtb
-                vt = relative_velocity(p, slot_a, slot_b, ra, rb).dot(tangent)
-                old_t = p.contact_tangent_impulse[pair, i]
-                candidate = old_t - vt / k_tangent
-                limit = mu_k * new
-                if p.contact_slide_speed[pair, i] < STICK_SPEED:
-                    limit = mu_s * new  # not sliding: static friction
-                new_t = ti.math.clamp(candidate, -limit, limit)
-                p.contact_tangent_impulse[pair, i] = new_t
-                apply_impulse(p, slot_a, slot_b, wa, ia, wb, ib, ra, rb, (new_t - old_t) * tangent)
-    # Restitution, once per step after the last substep's solve (as Box2D v3), for points that
-    # closed faster than the threshold when the step began and pushed during it.
-    last_substep = p.step_counts[2] == 1
-    for i in range(count if last_substep else 0):
-        approach = p.contact_approach_speed[pair, i]
-        pushed = p.contact_max_impulse[pair, i] > 0.0
-        if restitution > 0.0 and approach < -RESTITUTION_THRESHOLD and pushed:
-            point = p.contact_point[pair, i]
-            ra = point - p.body_position[slot_a]
-            rb = point - p.body_position[slot_b]
-            rna, rnb = cross(ra, normal), cross(rb, normal)
-            k_normal = wa + wb + ia * rna * rna + ib * rnb * rnb
-            vn = relative_velocity(p, slot_a, slot_b, ra, rb).dot(normal)
-            if k_normal > 0.0 and vn < -restitution * approach:
-                impulse = (-restitution * approach - vn) / k_normal
-                apply_impulse(p, slot_a, slot_b, wa, ia, wb, ib, ra, rb, impulse * normal)
+                    vt = relative_velocity(p, slot_a, slot_b, ra, rb).dot(tangent)
+                    old_t = p.contact_tangent_impulse[pair, i]
+                    candidate = old_t - vt * p.contact_tangent_mass[pair, i]
+                    limit = mu_k * new
+                    if p.contact_slide_speed[pair, i] < STICK_SPEED:
+                        limit = mu_s * new  # not sliding: static friction
+                    new_t = ti.math.clamp(candidate, -limit, limit)
+                    p.contact_tangent_impulse[pair, i] = new_t
+                    apply_impulse(p, slot_a, slot_b, wa, ia, wb, ib, ra, rb,
+                                  (new_t - old_t) * tangent)
+        # Restitution, once per step after the last substep's solve (as Box2D v3), for points
+        # that closed faster than the threshold when the step began and pushed during it.
+        restitution = ti.min(p.body_elasticity[body_a], p.body_elasticity[body_b])
+        if p.step_counts[2] == 1 and restitution > 0.0:
+            for i in ti.static(range(2)):
+                approach = p.contact_approach_speed[pair, i]
+                if (i < count and approach < -RESTITUTION_THRESHOLD
+                        and p.contact_max_impulse[pair, i] > 0.0):
+                    ra, rb = p.contact_arm_a[pair, i], p.contact_arm_b[pair, i]
+                    vn = relative_velocity(p, slot_a, slot_b, ra, rb).dot(normal)
+                    if vn < -restitution * approach:
+                        impulse = (-restitution * approach - vn) * p.contact_normal_mass[pair, i]
+                        apply_impulse(p, slot_a, slot_b, wa, ia, wb, ib, ra, rb, impulse * normal)

@@ -18,6 +18,7 @@ from ..integrate import integrate_position, integrate_velocity, moves
 from ..math2d import exclusive_scan
 from .contacts import (
     SPECULATIVE_DISTANCE,
+    prepare_point,
     relative_velocity,
     resolve_penetration,
     solve_velocity,
@@ -134,6 +135,7 @@ def refresh_contacts(p: ti.template(), pair, n_bodies, dt):
         velocity = relative_velocity(p, slot_a, slot_b, ra, rb)
         p.contact_approach_speed[pair, i] = velocity.dot(normal)
         p.contact_slide_speed[pair, i] = ti.abs(velocity.dot(vec2(-normal.y, normal.x)))
+        prepare_point(p, pair, i, slot_a, slot_b, n_bodies, ra, rb)
 
 
 @ti.kernel
