@@ -14,7 +14,6 @@ import yaml
 
 from .. import shapes
 from ..scene import Scene
-from ..shapes import SHAPE_CIRCLE
 
 GEOMETRY_KEYS = ("circle", "capsule", "rectangle", "polygon", "edge", "chain")
 _NOT_YET = ("capsule", "edge", "chain")
@@ -345,4 +344,4 @@ def load_scene(path_or_yaml_text, n_worlds: int = 1, arch: str = "auto", substep
     return scene
 
 
-__all__ = ["load_scene", "SHAPE_CIRCLE"]
+__all__ = ["load_scene"]

@@ -34,6 +34,22 @@ SLEEP_ANGULAR_SPEED = 0.05  # rad/s
 SLEEP_TIME = 0.5  # s
 
 
+_PAIR_FIELDS = ("contact_point_count", "contact_normal")
+_POINT_FIELDS = ("contact_point", "contact_feature", "contact_normal_impulse",
+                 "contact_tangent_impulse")
+
+
+@ti.func
+def copy_manifold(p: ti.template(), to: ti.template(), from_: ti.template(), dst, src):
+    """Copy the manifold kept for warm starting between the current fields and the previous
+    step's (`to` / `from_`: field-name prefixes, "" or "prev_")."""
+    for name in ti.static(_PAIR_FIELDS):
+        ti.static(getattr(p, to + name))[dst] = ti.static(getattr(p, from_ + name))[src]
+    for name in ti.static(_POINT_FIELDS):
+        for i in ti.static(range(MAX_MANIFOLD_POINTS)):
+            ti.static(getattr(p, to + name))[dst, i] = ti.static(getattr(p, from_ + name))[src, i]
+
+
 @ti.kernel
 def save_previous_pairs(p: ti.template(), n_slots: ti.i32, n_pairs: ti.i32):
     """Copy this step's pairs and manifolds aside, to be matched after the broad phase."""
@@ -42,13 +58,7 @@ def save_previous_pairs(p: ti.template(), n_slots: ti.i32, n_pairs: ti.i32):
     for k in range(n_pairs):
         p.prev_pair_body_a[k] = p.pair_body_a[k]
         p.prev_pair_body_b[k] = p.pair_body_b[k]
-        p.prev_contact_point_count[k] = p.contact_point_count[k]
-        p.prev_contact_normal[k] = p.contact_normal[k]
-        for i in ti.static(range(MAX_MANIFOLD_POINTS)):
-            p.prev_contact_point[k, i] = p.contact_point[k, i]
-            p.prev_contact_feature[k, i] = p.contact_feature[k, i]
-            p.prev_contact_normal_impulse[k, i] = p.contact_normal_impulse[k, i]
-            p.prev_contact_tangent_impulse[k, i] = p.contact_tangent_impulse[k, i]
+        copy_manifold(p, "prev_", "", k, k)
 
 
 @ti.func
@@ -80,13 +90,7 @@ def carry_contacts(p: ti.template(), n_slots: ti.i32, n_pairs: ti.i32, n_bodies:
         if j < 0:
             j = find_previous(p, b, a, b)
         if j >= 0:
-            p.contact_point_count[k] = p.prev_contact_point_count[j]
-            p.contact_normal[k] = p.prev_contact_normal[j]
-            for i in ti.static(range(MAX_MANIFOLD_POINTS)):
-                p.contact_point[k, i] = p.prev_contact_point[j, i]
-                p.contact_feature[k, i] = p.prev_contact_feature[j, i]
-                p.contact_normal_impulse[k, i] = p.prev_contact_normal_impulse[j, i]
-                p.contact_tangent_impulse[k, i] = p.prev_contact_tangent_impulse[j, i]
+            copy_manifold(p, "", "prev_", k, j)
         else:
             p.contact_point_count[k] = 0
             awake_a = p.body_inv_mass[a % n_bodies] > 0.0 and p.body_sleeping[a] == 0
