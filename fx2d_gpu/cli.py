@@ -164,14 +164,13 @@ def cmd_view(args):
                          f"Render to a file instead: fx2d run {args.scene} --gif out.gif") from None
 
 
-def cmd_bench(args):
+def cmd_bench(args, bench_args):
     try:
-        from benchmarks import collision, large_pyramid
+        from benchmarks import suite
     except ImportError:
         raise SystemExit("fx2d bench runs the benchmarks/ folder of a source checkout: "
                          "run it from the repository root") from None
-    large_pyramid.main(["--arch", args.arch])
-    collision.main(["--arch", args.arch])
+    suite.main(bench_args)
 
 
 def main(argv=None):
@@ -193,10 +192,14 @@ def main(argv=None):
     demo.add_argument("--bodies", type=int, default=None, help="bodies, where the demo has some")
     demo.add_argument("--base", type=int, default=None, help="pyramid base (boxes)")
     _add_run_options(demo, 180)
-    bench = sub.add_parser("bench", help="run the benchmarks (from a source checkout)")
-    bench.add_argument("--arch", default="auto")
+    sub.add_parser("bench", add_help=False,
+                   help="run the benchmarks (from a source checkout): fx2d bench --help")
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["bench"]:  # everything after "bench" is the benchmark runner's
+        cmd_bench(None, argv[1:])
+        return 0
     args = parser.parse_args(argv)
-    {"run": cmd_run, "demo": cmd_demo, "view": cmd_view, "bench": cmd_bench}[args.command](args)
+    {"run": cmd_run, "demo": cmd_demo, "view": cmd_view}[args.command](args)
     return 0
 
 

@@ -58,7 +58,8 @@ class DevicePool:
         self.joint_capacity = capacities["joints"]  # joints per world
         self.joint_slot_capacity = capacities["joint_slots"]  # n_worlds * joints
         self.table_capacity = next_pow2(4 * self.body_capacity)
-        scan_len = max(self.table_capacity, self.body_capacity) + 1
+        scan_len = max(self.table_capacity, self.body_capacity,
+                       capacities["pairs"] + capacities["joint_slots"]) + 1
         self.scan_block_capacity = (scan_len + SCAN_BLOCK - 1) // SCAN_BLOCK + 1
 
         fb = ti.FieldsBuilder()
@@ -69,14 +70,16 @@ class DevicePool:
         C = P + JS  # constraints: contact pairs, then joint slots
         V = MAX_POLYGON_VERTICES
 
+        self.nbytes = 0  # device memory of all the fields
+
         def field(dtype, shape):
-            f = ti.field(dtype)
-            fb.dense(ti.i if isinstance(shape, int) else ti.ij, shape).place(f)
-            return f
+            return vfield(1, dtype, shape)
 
         def vfield(n, dtype, shape):
-            f = ti.Vector.field(n, dtype)
+            f = ti.field(dtype) if n == 1 else ti.Vector.field(n, dtype)
             fb.dense(ti.i if isinstance(shape, int) else ti.ij, shape).place(f)
+            elements = shape if isinstance(shape, int) else shape[0] * shape[1]
+            self.nbytes += elements * n * 4  # every field is 32-bit
             return f
 
         # --- model: constant per body, shared by all worlds -------------------------------
@@ -139,7 +142,10 @@ class DevicePool:
         self.contact_normal_impulse = field(f32, (P, M))  # accumulated this substep, N s
         self.contact_tangent_impulse = field(f32, (P, M))  # along (-n.y, n.x), N s
         self.contact_approach_speed = field(f32, (P, M))  # normal relative speed, m/s
-        self.contact_slide_speed = field(f32, (P, M))  # tangential relative speed, m/s
+        self.contact_friction = field(f32, (P, M))  # mu_s if the point sticks, else mu_k
+        self.pair_solver_mass = vfield(4, f32, P)  # (w_a, I_a, w_b, I_b) this step, see
+        # contacts.solver_mass (sleep flags only change between steps)
+        self.pair_restitution = field(f32, P)
         self.contact_max_impulse = field(f32, (P, M))  # largest normal impulse this step
         self.contact_arm_a = vfield(2, f32, (P, M))  # point - body a's centre at refresh, m
         self.contact_arm_b = vfield(2, f32, (P, M))
@@ -185,12 +191,15 @@ class DevicePool:
         self.color_start = field(i32, MAX_COLORS + 2)  # colour c: color_list[start[c]:start[c+1]]
         self.color_cursor = field(i32, MAX_COLORS + 1)
         self.color_list = field(i32, C)  # constraint indices grouped by colour
+        self.constraint_rank = field(i32, C + 1)  # pairs before each color_list entry
+        self.pair_origin = field(i32, P)  # broad-phase index of the pair stored at k
         self.step_counts = field(i32, 4)  # (n_pairs, n_joints, last substep?) of the step
         self.body_contact_start = field(i32, N + 1)  # per body: its pairs in body_contacts
         self.body_contacts = field(i32, 2 * P)  # pair indices by body, sorted per body
         self.body_wake = field(i32, N)  # set when a new contact wakes the body
         self.body_claim = field(i32, N)  # lowest pair index bidding for the body this round
         self.body_color_taken = field(i32, N)  # last colour that took the body
+        self.body_colored_dynamic = field(i32, N)  # 1: dynamic and awake when last coloured
 
         self._tree = fb.finalize()
 

@@ -14,12 +14,14 @@ from .collision.narrow_phase import compute_manifolds
 from .device import MAX_MANIFOLD_POINTS
 from .integrate import clear_forces
 from .shapes import MAX_POLYGON_VERTICES, as_real, as_vector2
-from .solver.coloring import color_constraints
+from .solver.coloring import color_constraints, coloring_still_valid
 from .solver.contacts import SPECULATIVE_DISTANCE
 from .solver.joints import JOINT_PRISMATIC, JOINT_REVOLUTE, MOTOR_MODES
 from .solver.step import (
     build_body_contacts,
     carry_contacts,
+    gather_pairs,
+    order_pairs_by_color,
     run_substep,
     save_previous_pairs,
     update_sleep,
@@ -35,9 +37,9 @@ _STATE_FIELDS = ("body_position", "body_angle", "body_prev_position", "body_prev
                  "body_sleeping", "body_sleep_time")
 _JOINT_STATE_FIELDS = ("joint_target", "joint_integral", "joint_prev_error",
                        "joint_pid_started")
-_PAIR_FIELDS = ("pair_body_a", "pair_body_b", "contact_point_count", "contact_normal",
-                "contact_point", "contact_depth", "contact_feature", "contact_normal_impulse",
-                "contact_tangent_impulse")
+_PAIR_FIELDS = ("pair_origin", "pair_body_a", "pair_body_b", "contact_point_count",
+                "contact_normal", "contact_point", "contact_depth", "contact_feature",
+                "contact_normal_impulse", "contact_tangent_impulse")
 
 
 @dataclass
@@ -173,6 +175,9 @@ class Scene:
         self._host_pairs: dict[str, np.ndarray] | None = None
         self._model: dict[str, np.ndarray] | None = None
         self._n_pairs = 0
+        self._pairs_ordered = False  # pairs in colour order (pair_origin maps them back)
+        self._coloring_valid = False  # last step's colouring may be reused
+        self._colored_pairs = 0
         self._contacts_current = False
         self._pending_forces: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._forces_on_device = False
@@ -182,6 +187,7 @@ class Scene:
         self.step_count = 0
         self.n_colors = 0  # parallel colours used by the last step
         self.n_overflow = 0  # constraints the last step solved serially (overflow colour)
+        self.colorings = 0  # steps that coloured their constraints (others reused the last)
         self.lost_bodies = 0  # bodies left out of collision for a non-finite pose
 
     # ------------------------------------------------------------------ building
@@ -594,6 +600,9 @@ class Scene:
         self._host_state = state
         self._host_pairs = None
         self._n_pairs = 0
+        self._pairs_ordered = False  # pairs in colour order (pair_origin maps them back)
+        self._coloring_valid = False  # last step's colouring may be reused
+        self._colored_pairs = 0
         self._contacts_current = False
         self._built_bodies = self.n_bodies
         device.release(self)
@@ -614,6 +623,7 @@ class Scene:
 
     def _load_into(self, pool: device.DevicePool):
         """Copy the model and the host-side state into `pool` (the scene becomes resident)."""
+        self._coloring_valid = False  # colour lists are not saved on eviction
         for key, value in self._model.items():
             _upload(getattr(pool, key), value)
         for key, value in self._host_state.items():
@@ -648,21 +658,33 @@ class Scene:
         pool = self._device()
         n_slots, n_bodies = self._n_worlds * self.n_bodies, self.n_bodies
         self._upload_forces(pool)
-        save_previous_pairs(pool, n_slots, self._n_pairs)
+        save_previous_pairs(pool, n_slots, self._n_pairs, int(self._pairs_ordered))
         # Pairs for the whole step: AABBs grown by what each body can cover in dt.
         pool = self._broad_phase(SPECULATIVE_DISTANCE, dt)
         n_pairs = self._n_pairs
         n_joints = self.n_joints
         carry_contacts(pool, n_slots, n_pairs, n_bodies, n_joints)
         n_constraints = n_pairs + self._n_worlds * n_joints
-        self.n_colors, overflow = color_constraints(pool, n_slots, n_constraints, n_bodies)
-        self.n_overflow = overflow
+        # Colour again only when the pairs changed or a fixed body started to move (a pile
+        # at rest keeps its pairs for many steps); then store the pairs in colour order.
+        reuse = (self._coloring_valid and n_pairs == self._colored_pairs
+                 and coloring_still_valid(pool, n_slots, n_pairs, n_bodies) == 1)
+        if not reuse:
+            self.n_colors, self.n_overflow = color_constraints(pool, n_slots, n_constraints,
+                                                               n_bodies)
+            if n_pairs:
+                order_pairs_by_color(pool, n_pairs, n_constraints)
+        self.colorings += 0 if reuse else 1
+        self._coloring_valid, self._colored_pairs = True, n_pairs
+        if n_pairs:
+            gather_pairs(pool, n_pairs)
+        self._pairs_ordered = True
         build_body_contacts(pool, n_slots, n_pairs)
         gravity = self._gravity.astype(np.float32).tolist()
         h = dt / self.substeps
         for i in range(self.substeps):
             run_substep(pool, n_slots, n_bodies, n_pairs, n_joints, gravity, h, dt, i == 0,
-                        i == self.substeps - 1, self.n_colors, overflow)
+                        i == self.substeps - 1, self.n_colors, self.n_overflow)
         update_sleep(pool, n_slots, n_bodies, dt)
         if self._forces_on_device:
             clear_forces(pool, n_slots)
@@ -698,6 +720,7 @@ class Scene:
         """Broad and narrow phase at the current poses, exact (no margins)."""
         pool = self._broad_phase()
         compute_manifolds(pool, self._n_pairs, self.n_bodies, 0.0)
+        self._pairs_ordered = self._coloring_valid = False
         self._contacts_current = True
         return pool
 

@@ -1,8 +1,187 @@
-"""Scenes shared by demos, tests and benchmarks (defined once here)."""
+"""Scenes shared by demos, tests and benchmarks (defined once here).
+
+The benchmark scenes (Box2D's large pyramid and many pyramids, a joint grid, poured piles,
+small batched worlds) are described as lists of `BodySpec` first, so the benchmarks can
+build the very same bodies in another engine (pymunk) for a side-by-side run.
+"""
+
+import math
+from dataclasses import dataclass
 
 import numpy as np
 
 from .scene import Scene
+
+#: Friction of the benchmark scenes (Box2D's samples use 0.6).
+FRICTION = 0.6
+
+
+@dataclass(frozen=True)
+class BodySpec:
+    """One body of a benchmark scene, engine-neutral.
+
+    kind "box": size = (width, height) m; kind "circle": size = (radius, radius) m.
+    position (m), angle (rad), velocity (m/s); mass 0 makes it static.
+    """
+
+    kind: str
+    position: tuple[float, float]
+    size: tuple[float, float]
+    angle: float = 0.0
+    mass: float = 1.0
+    velocity: tuple[float, float] = (0.0, 0.0)
+    friction: float = FRICTION
+
+
+def build_scene(specs: list[BodySpec], **scene_kwargs) -> Scene:
+    """A Scene holding `specs` in order (body i = specs[i])."""
+    scene = Scene(**scene_kwargs)
+    for spec in specs:
+        body = dict(angle=spec.angle, mass=spec.mass, velocity=spec.velocity,
+                    static_friction=spec.friction, dynamic_friction=spec.friction)
+        if spec.kind == "circle":
+            scene.add_circle(spec.position, spec.size[0], **body)
+        else:
+            scene.add_box(spec.position, spec.size, **body)
+    return scene
+
+
+def pyramid_specs(base: int, box_size: float = 1.0, x: float = 0.0, y: float = 0.0,
+                  ) -> list[BodySpec]:
+    """Rows of base, base - 1, ..., 1 boxes of box_size (m), the bottom row centred on x
+    and resting on height y; the last box is the top one."""
+    specs = []
+    for row in range(base):
+        count = base - row
+        for i in range(count):
+            specs.append(BodySpec("box", (x + (i - (count - 1) / 2) * box_size,
+                                          y + (row + 0.5) * box_size), (box_size, box_size)))
+    return specs
+
+
+def pyramid_layout(base: int, box_size: float = 1.0) -> tuple[list[BodySpec], list[int]]:
+    """Box2D's pyramid on a static ground (body 0): (specs, [index of the top box])."""
+    ground = BodySpec("box", (0.0, -0.5), (max(40.0, 2.0 * base * box_size), 1.0), mass=0.0)
+    specs = [ground] + pyramid_specs(base, box_size)
+    return specs, [len(specs) - 1]
+
+
+def many_pyramids_layout(grid: int = 20, base: int = 10, box_size: float = 1.0,
+                         ) -> tuple[list[BodySpec], list[int]]:
+    """Box2D's "many pyramids": grid x grid pyramids of `base`, each row of pyramids on its
+    own static ground slab (one body per row). Returns (specs, top box of each pyramid).
+
+    grid 20, base 10: 400 pyramids, 22,000 boxes (+ 20 grounds).
+    """
+    pitch_x = (base + 2) * box_size
+    pitch_y = (base + 3) * box_size
+    width = grid * pitch_x
+    specs, tops = [], []
+    for row in range(grid):
+        y = row * pitch_y
+        specs.append(BodySpec("box", (0.0, y - 0.5 * box_size), (width, box_size), mass=0.0))
+        for column in range(grid):
+            x = (column - (grid - 1) / 2) * pitch_x
+            specs += pyramid_specs(base, box_size, x, y)
+            tops.append(len(specs) - 1)
+    return specs, tops
+
+
+def pile_layout(n_bodies: int, seed: int = 0, spacing: float = 0.75) -> list[BodySpec]:
+    """`n_bodies` mixed circles (radius 0.15-0.3 m) and boxes (0.25-0.45 m, any angle) on a
+    jittered grid above a static container (bodies 0-2: floor and walls), poured in by
+    gravity. The grid is as wide as it is tall."""
+    rng = np.random.default_rng(seed)
+    columns = max(2, math.ceil(math.sqrt(n_bodies)))
+    rows = math.ceil(n_bodies / columns)
+    width = columns * spacing
+    height = rows * spacing + 2.0
+    specs = [BodySpec("box", (0.0, -0.5), (width + 4.0, 1.0), mass=0.0)]
+    for side in (-1, 1):
+        specs.append(BodySpec("box", (side * (width / 2 + 0.5), height / 2 - 1.0),
+                              (1.0, height + 2.0), mass=0.0))
+    jitter = rng.uniform(-0.05, 0.05, size=(n_bodies, 2))
+    radii = rng.uniform(0.15, 0.3, size=n_bodies)
+    sides = rng.uniform(0.25, 0.45, size=(n_bodies, 2))
+    angles = rng.uniform(-math.pi, math.pi, size=n_bodies)
+    for i in range(n_bodies):
+        row, column = divmod(i, columns)
+        position = (float((column + 0.5) * spacing - width / 2 + jitter[i, 0]),
+                    float(0.5 + (row + 0.5) * spacing + jitter[i, 1]))
+        if i % 2 == 0:
+            r = float(radii[i])
+            specs.append(BodySpec("circle", position, (r, r), float(angles[i])))
+        else:
+            specs.append(BodySpec("box", position, (float(sides[i, 0]), float(sides[i, 1])),
+                                  float(angles[i])))
+    return specs
+
+
+def pyramid(base: int, *, box_size: float = 1.0, n_worlds: int = 1, arch: str = "auto",
+            substeps: int = 11, friction: float = FRICTION, **scene_kwargs) -> Scene:
+    """Box2D's pyramid: rows of `base`, `base`-1, ... boxes of `box_size` (m) on a ground.
+
+    base 100 is Box2D's "large pyramid" (5,050 boxes). Body 0 is the ground; the last body is
+    the top box.
+    """
+    specs, _ = pyramid_layout(base, box_size)
+    specs = [BodySpec(s.kind, s.position, s.size, mass=s.mass, friction=friction)
+             for s in specs]
+    return build_scene(specs, n_worlds=n_worlds, arch=arch, substeps=substeps, **scene_kwargs)
+
+
+def many_pyramids(grid: int = 20, base: int = 10, **scene_kwargs) -> Scene:
+    """Box2D's many-pyramids scene (see many_pyramids_layout)."""
+    return build_scene(many_pyramids_layout(grid, base)[0], **scene_kwargs)
+
+
+def pile(n_bodies: int, seed: int = 0, **scene_kwargs) -> Scene:
+    """A poured pile of `n_bodies` circles and boxes in a container (see pile_layout)."""
+    return build_scene(pile_layout(n_bodies, seed), **scene_kwargs)
+
+
+def joint_grid(rows: int = 100, columns: int = 100, spacing: float = 1.0,
+               radius: float = 0.4, **scene_kwargs) -> Scene:
+    """rows x columns circles, each joined by a revolute joint to its left and upper
+    neighbours; the top row is pinned (static). 100 x 100: 10,000 bodies, 19,701 joints.
+
+    Body index = row * columns + column, row 0 at the top.
+    """
+    scene = Scene(**scene_kwargs)
+    for row in range(rows):
+        for column in range(columns):
+            scene.add_circle((column * spacing, -row * spacing), radius,
+                             mass=0.0 if row == 0 else 1.0,
+                             static_friction=FRICTION, dynamic_friction=FRICTION)
+    for row in range(rows):
+        for column in range(columns):
+            body = row * columns + column
+            if column > 0 and row > 0:  # the pinned row needs no joints among itself
+                scene.add_revolute_joint(body - 1, body, anchor=(0.5 * spacing, 0.0))
+            if row > 0:
+                scene.add_revolute_joint(body - columns, body, anchor=(0.0, -0.5 * spacing))
+    return scene
+
+
+def batched_small(n_worlds: int, seed: int = 0, **scene_kwargs) -> Scene:
+    """`n_worlds` copies of an 8-body scene: a ground, a stack of 3 boxes, 3 circles thrown
+    at it (different speeds in each world) and a pendulum rod hinged to the ground body."""
+    scene = Scene(n_worlds=n_worlds, **scene_kwargs)
+    friction = dict(static_friction=FRICTION, dynamic_friction=FRICTION)
+    ground = scene.add_box((0.0, -0.5), (12.0, 1.0), mass=0.0, **friction)
+    for level in range(3):
+        scene.add_box((1.5, 0.25 + 0.5 * level), (0.5, 0.5), **friction)
+    circles = [scene.add_circle((-3.0 + 0.8 * i, 0.5 + 0.6 * i), 0.25, elasticity=0.3,
+                                **friction) for i in range(3)]
+    rod = scene.add_box((4.0, 2.0), (1.0, 0.1), **friction)
+    scene.add_revolute_joint(ground, rod, anchor=(3.5, 2.5))
+    # Each world throws its circles differently (a parameter sweep's worth of worlds).
+    state = scene.get_state()
+    rng = np.random.default_rng(seed)
+    state.velocity[:, circles, 0] = rng.uniform(1.0, 6.0, size=(n_worlds, len(circles)))
+    state.velocity[:, circles, 1] = rng.uniform(0.0, 4.0, size=(n_worlds, len(circles)))
+    scene.set_state(state)
+    return scene
 
 
 def random_pile(n_bodies: int, *, n_worlds: int = 1, density: float = 0.9, seed: int = 0,
@@ -32,23 +211,4 @@ def random_pile(n_bodies: int, *, n_worlds: int = 1, density: float = 0.9, seed:
         else:
             s = rng.uniform(0.25, 0.6)
             scene.add_polygon(position, [[0, 0], [s, 0], [0.5 * s, 0.8 * s]], angle=angle)
-    return scene
-
-
-def pyramid(base: int, *, box_size: float = 1.0, n_worlds: int = 1, arch: str = "auto",
-            substeps: int = 11, friction: float = 0.6, **scene_kwargs) -> Scene:
-    """Box2D's pyramid: rows of `base`, `base`-1, ... boxes of `box_size` (m) on a ground.
-
-    base 100 is Box2D's "large pyramid" (5,050 boxes). Body 0 is the ground; the last body is
-    the top box.
-    """
-    scene = Scene(n_worlds=n_worlds, arch=arch, substeps=substeps, **scene_kwargs)
-    scene.add_box((0.0, -0.5), (max(40.0, 2.0 * base * box_size), 1.0), mass=0,
-                  static_friction=friction, dynamic_friction=friction, name="ground")
-    for row in range(base):
-        count = base - row
-        for i in range(count):
-            x = (i - (count - 1) / 2) * box_size
-            scene.add_box((x, (row + 0.5) * box_size), (box_size, box_size),
-                          static_friction=friction, dynamic_friction=friction)
     return scene

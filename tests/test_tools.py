@@ -74,13 +74,3 @@ def test_auto_arch_falls_back_to_cpu_with_a_notice(tmp_path):
         assert "running on the CPU" in result.stderr
     else:
         assert backend in ("cuda", "vulkan", "metal")
-
-
-def test_large_pyramid_benchmark_runs(tmp_path, arch):
-    from benchmarks import large_pyramid
-
-    rows = large_pyramid.main(["--arch", arch, "--base", "6", "--seconds", "0.5",
-                               "--results", str(tmp_path)])
-    assert [r["engine"] for r in rows] == ["fx2d_gpu", "pymunk"]
-    assert rows[0]["bodies"] == 22 and rows[0]["stands"]
-    assert next(tmp_path.rglob("large_pyramid.csv")).exists()

@@ -61,10 +61,29 @@ def is_dynamic(p: ti.template(), slot, n_bodies):
 
 
 @ti.kernel
-def reset_colors(p: ti.template(), n_slots: ti.i32, n_constraints: ti.i32):
+def coloring_still_valid(p: ti.template(), n_slots: ti.i32, n_pairs: ti.i32,
+                         n_bodies: ti.i32) -> ti.i32:
+    """1 when last step's colouring still holds: the broad phase found the same pairs in the
+    same order (prev_* hold last step's, in broad-phase order) and no body that the
+    colouring treated as fixed (static or asleep) moves now. A colouring stays valid when
+    bodies fall asleep: that only removes conflicts."""
+    changed = 0
+    for k in range(n_pairs):
+        if (p.pair_body_a[k] != p.prev_pair_body_a[k]
+                or p.pair_body_b[k] != p.prev_pair_body_b[k]):
+            changed += 1
+    for slot in range(n_slots):
+        if p.body_colored_dynamic[slot] == 0 and is_dynamic(p, slot, n_bodies):
+            changed += 1
+    return 1 if changed == 0 else 0
+
+
+@ti.kernel
+def reset_colors(p: ti.template(), n_slots: ti.i32, n_constraints: ti.i32, n_bodies: ti.i32):
     for slot in range(n_slots):
         p.body_claim[slot] = _NO_CLAIM
         p.body_color_taken[slot] = -1
+        p.body_colored_dynamic[slot] = 1 if is_dynamic(p, slot, n_bodies) else 0
     for k in range(n_constraints):
         p.pair_color[k] = -1
 
@@ -152,7 +171,7 @@ def color_constraints(pool, n_slots: int, n_constraints: int, n_bodies: int) -> 
     used, constraints in the overflow)."""
     if n_constraints == 0:
         return 0, 0
-    reset_colors(pool, n_slots, n_constraints)
+    reset_colors(pool, n_slots, n_constraints, n_bodies)
     for color in range(MAX_COLORS):
         if color_round(pool, n_constraints, n_bodies, color) == 0:
             break  # everything has a colour: the remaining rounds would do nothing

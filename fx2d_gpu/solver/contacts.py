@@ -25,7 +25,7 @@ SPECULATIVE_DISTANCE = 4.0 * LINEAR_SLOP
 #: gravity adds in one substep, so a body at rest stays at rest while mu_s allows.
 STICK_SPEED = 0.05
 #: Velocity iterations over a manifold's points per substep (multi-point convergence).
-VELOCITY_ITERATIONS = 2
+VELOCITY_ITERATIONS = 1
 
 
 @ti.func
@@ -42,15 +42,6 @@ def solver_mass(p: ti.template(), slot, n_bodies):
 @ti.func
 def tangent_of(normal):
     return vec2(-normal.y, normal.x)
-
-
-@ti.func
-def apply_impulse(p: ti.template(), slot_a, slot_b, wa, ia, wb, ib, ra, rb, impulse):
-    """Equal and opposite impulse (N s): -impulse on a at ra, +impulse on b at rb."""
-    p.body_velocity[slot_a] -= wa * impulse
-    p.body_angular_velocity[slot_a] -= ia * cross(ra, impulse)
-    p.body_velocity[slot_b] += wb * impulse
-    p.body_angular_velocity[slot_b] += ib * cross(rb, impulse)
 
 
 @ti.func
@@ -75,15 +66,17 @@ def warm_start_body(p: ti.template(), slot, n_bodies):
 
 
 @ti.func
-def current_depth(p: ti.template(), pair, i, slot_a, slot_b):
-    """A point's depth after the corrections made since the contacts were refreshed, m."""
+def moved_depth(p: ti.template(), pair, i, slot_a, slot_b, position_a, angle_a, position_b,
+                angle_b):
+    """A point's depth (m) with bodies a and b at the given poses, tracked from the poses the
+    contacts were refreshed at (body_anchor_*) instead of running the narrow phase again."""
     point = p.contact_point[pair, i]
     ra = point - p.body_anchor_position[slot_a]
     rb = point - p.body_anchor_position[slot_b]
-    moved_a = (p.body_position[slot_a] - p.body_anchor_position[slot_a]
-               + cross_sv(p.body_angle[slot_a] - p.body_anchor_angle[slot_a], ra))
-    moved_b = (p.body_position[slot_b] - p.body_anchor_position[slot_b]
-               + cross_sv(p.body_angle[slot_b] - p.body_anchor_angle[slot_b], rb))
+    moved_a = (position_a - p.body_anchor_position[slot_a]
+               + cross_sv(angle_a - p.body_anchor_angle[slot_a], ra))
+    moved_b = (position_b - p.body_anchor_position[slot_b]
+               + cross_sv(angle_b - p.body_anchor_angle[slot_b], rb))
     return p.contact_depth[pair, i] - p.contact_normal[pair].dot(moved_b - moved_a)
 
 
@@ -93,39 +86,54 @@ def resolve_penetration(p: ti.template(), pair, n_bodies, h):
 
     lambda = (d - slop) / (n_points K), K = w_a + w_b + I_a (r_a x n)^2 + I_b (r_b x n)^2
     + compliance / h^2; pose and previous pose move together, so no velocity is created.
+    The two poses are read once and written once (only for bodies that can move).
     """
     count = p.contact_point_count[pair]
-    slot_a, slot_b = p.pair_body_a[pair], p.pair_body_b[pair]
-    wa, ia = solver_mass(p, slot_a, n_bodies)
-    wb, ib = solver_mass(p, slot_b, n_bodies)
-    normal = p.contact_normal[pair]
-    for i in range(count):
-        depth = current_depth(p, pair, i, slot_a, slot_b)
-        if depth > LINEAR_SLOP:
-            point = p.contact_point[pair, i]
-            ra = point - p.body_position[slot_a]
-            rb = point - p.body_position[slot_b]
-            rna, rnb = cross(ra, normal), cross(rb, normal)
-            k = wa + wb + ia * rna * rna + ib * rnb * rnb + CONTACT_COMPLIANCE / (h * h)
-            lam = (depth - LINEAR_SLOP) / (count * k)
-            shift_a, turn_a = -wa * lam * normal, -ia * lam * rna
-            shift_b, turn_b = wb * lam * normal, ib * lam * rnb
-            p.body_position[slot_a] += shift_a
+    if count > 0:
+        slot_a, slot_b = p.pair_body_a[pair], p.pair_body_b[pair]
+        masses = p.pair_solver_mass[pair]
+        wa, ia, wb, ib = masses[0], masses[1], masses[2], masses[3]
+        normal = p.contact_normal[pair]
+        position_a, angle_a = p.body_position[slot_a], p.body_angle[slot_a]
+        position_b, angle_b = p.body_position[slot_b], p.body_angle[slot_b]
+        shift_a, turn_a = vec2(0.0, 0.0), 0.0
+        shift_b, turn_b = vec2(0.0, 0.0), 0.0
+        for i in ti.static(range(2)):
+            if i < count:
+                depth = moved_depth(p, pair, i, slot_a, slot_b, position_a + shift_a,
+                                    angle_a + turn_a, position_b + shift_b, angle_b + turn_b)
+                if depth > LINEAR_SLOP:
+                    point = p.contact_point[pair, i]
+                    ra = point - (position_a + shift_a)
+                    rb = point - (position_b + shift_b)
+                    rna, rnb = cross(ra, normal), cross(rb, normal)
+                    k = wa + wb + ia * rna * rna + ib * rnb * rnb + CONTACT_COMPLIANCE / (h * h)
+                    lam = (depth - LINEAR_SLOP) / (count * k)
+                    shift_a -= wa * lam * normal
+                    turn_a -= ia * lam * rna
+                    shift_b += wb * lam * normal
+                    turn_b += ib * lam * rnb
+        if wa > 0.0 or ia > 0.0:
+            p.body_position[slot_a] = position_a + shift_a
             p.body_prev_position[slot_a] += shift_a
-            p.body_angle[slot_a] += turn_a
+            p.body_angle[slot_a] = angle_a + turn_a
             p.body_prev_angle[slot_a] += turn_a
-            p.body_position[slot_b] += shift_b
+        if wb > 0.0 or ib > 0.0:
+            p.body_position[slot_b] = position_b + shift_b
             p.body_prev_position[slot_b] += shift_b
-            p.body_angle[slot_b] += turn_b
+            p.body_angle[slot_b] = angle_b + turn_b
             p.body_prev_angle[slot_b] += turn_b
 
 
 @ti.func
-def prepare_point(p: ti.template(), pair, i, slot_a, slot_b, n_bodies, ra, rb):
-    """Per-step constants of a point for the velocity pass: lever arms and the inverse
-    effective masses along the normal and the tangent (Box2D's prepare stage)."""
+def prepare_point(p: ti.template(), pair, i, slot_a, slot_b, n_bodies, ra, rb, slide_speed):
+    """Per-step constants of a point for the solver (Box2D's prepare stage): lever arms, the
+    inverse effective masses along the normal and the tangent, the friction coefficient
+    (mu_s while the point does not slide, else mu_k); and of its pair: the bodies' inverse
+    masses as the solver sees them and the mixed restitution."""
     wa, ia = solver_mass(p, slot_a, n_bodies)
     wb, ib = solver_mass(p, slot_b, n_bodies)
+    body_a, body_b = slot_a % n_bodies, slot_b % n_bodies
     normal = p.contact_normal[pair]
     tangent = tangent_of(normal)
     p.contact_arm_a[pair, i] = ra
@@ -136,6 +144,12 @@ def prepare_point(p: ti.template(), pair, i, slot_a, slot_b, n_bodies, ra, rb):
     k_tangent = wa + wb + ia * rta * rta + ib * rtb * rtb
     p.contact_normal_mass[pair, i] = 1.0 / k_normal if k_normal > 0.0 else 0.0
     p.contact_tangent_mass[pair, i] = 1.0 / k_tangent if k_tangent > 0.0 else 0.0
+    friction = ti.min(p.body_dynamic_friction[body_a], p.body_dynamic_friction[body_b])
+    if slide_speed < STICK_SPEED:
+        friction = ti.min(p.body_static_friction[body_a], p.body_static_friction[body_b])
+    p.contact_friction[pair, i] = friction
+    p.pair_solver_mass[pair] = ti.math.vec4(wa, ia, wb, ib)
+    p.pair_restitution[pair] = ti.min(p.body_elasticity[body_a], p.body_elasticity[body_b])
 
 
 @ti.func
@@ -152,54 +166,91 @@ def solve_velocity(p: ti.template(), pair, n_bodies, h):
 
     Speculative points (still apart) only stop the bodies from closing more than the gap.
     The accumulated impulses are kept for the next substep's warm start (restitution is not:
-    re-applying a bounce would bounce twice).
+    re-applying a bounce would bounce twice). The two bodies' velocities and the points'
+    impulses live in registers for the whole solve (read once, written once): this pass is
+    the hot loop of a step.
     """
     count = p.contact_point_count[pair]
     if count > 0:
         slot_a, slot_b = p.pair_body_a[pair], p.pair_body_b[pair]
-        wa, ia = solver_mass(p, slot_a, n_bodies)
-        wb, ib = solver_mass(p, slot_b, n_bodies)
-        body_a, body_b = slot_a % n_bodies, slot_b % n_bodies
-        mu_s = ti.min(p.body_static_friction[body_a], p.body_static_friction[body_b])
-        mu_k = ti.min(p.body_dynamic_friction[body_a], p.body_dynamic_friction[body_b])
+        masses = p.pair_solver_mass[pair]
+        wa, ia, wb, ib = masses[0], masses[1], masses[2], masses[3]
         normal = p.contact_normal[pair]
         tangent = tangent_of(normal)
-        # Touching: stop closing. Apart: close at most the gap in this substep.
-        targets = vec2(0.0, 0.0)
+        velocity_a, spin_a = p.body_velocity[slot_a], p.body_angular_velocity[slot_a]
+        velocity_b, spin_b = p.body_velocity[slot_b], p.body_angular_velocity[slot_b]
+        position_a, angle_a = p.body_position[slot_a], p.body_angle[slot_a]
+        position_b, angle_b = p.body_position[slot_b], p.body_angle[slot_b]
+        # Per point (row i): lever arms, targets, masses, impulses, friction limit factor.
+        arm_a = ti.Matrix.zero(ti.f32, 2, 2)
+        arm_b = ti.Matrix.zero(ti.f32, 2, 2)
+        target, normal_mass, tangent_mass = vec2(0.0), vec2(0.0), vec2(0.0)
+        normal_impulse, tangent_impulse, max_impulse = vec2(0.0), vec2(0.0), vec2(0.0)
+        friction = vec2(0.0)
         for i in ti.static(range(2)):
             if i < count:
-                targets[i] = ti.min(current_depth(p, pair, i, slot_a, slot_b), 0.0) / h
-        for _ in range(VELOCITY_ITERATIONS):
+                arm_a[i, 0], arm_a[i, 1] = p.contact_arm_a[pair, i].x, p.contact_arm_a[pair, i].y
+                arm_b[i, 0], arm_b[i, 1] = p.contact_arm_b[pair, i].x, p.contact_arm_b[pair, i].y
+                # Touching: stop closing. Apart: close at most the gap in this substep.
+                depth = moved_depth(p, pair, i, slot_a, slot_b, position_a, angle_a,
+                                    position_b, angle_b)
+                target[i] = ti.min(depth, 0.0) / h
+                normal_mass[i] = p.contact_normal_mass[pair, i]
+                tangent_mass[i] = p.contact_tangent_mass[pair, i]
+                normal_impulse[i] = p.contact_normal_impulse[pair, i]
+                tangent_impulse[i] = p.contact_tangent_impulse[pair, i]
+                max_impulse[i] = p.contact_max_impulse[pair, i]
+                friction[i] = p.contact_friction[pair, i]
+        for _ in ti.static(range(VELOCITY_ITERATIONS)):
             for i in ti.static(range(2)):
                 if i < count:
-                    ra, rb = p.contact_arm_a[pair, i], p.contact_arm_b[pair, i]
-                    vn = relative_velocity(p, slot_a, slot_b, ra, rb).dot(normal)
-                    old = p.contact_normal_impulse[pair, i]
-                    new = ti.max(old + (targets[i] - vn) * p.contact_normal_mass[pair, i], 0.0)
-                    p.contact_normal_impulse[pair, i] = new
-                    p.contact_max_impulse[pair, i] = ti.max(p.contact_max_impulse[pair, i], new)
-                    apply_impulse(p, slot_a, slot_b, wa, ia, wb, ib, ra, rb, (new - old) * normal)
+                    ra, rb = vec2(arm_a[i, 0], arm_a[i, 1]), vec2(arm_b[i, 0], arm_b[i, 1])
+                    dv = velocity_b + cross_sv(spin_b, rb) - velocity_a - cross_sv(spin_a, ra)
+                    old = normal_impulse[i]
+                    new = ti.max(old + (target[i] - dv.dot(normal)) * normal_mass[i], 0.0)
+                    normal_impulse[i] = new
+                    max_impulse[i] = ti.max(max_impulse[i], new)
+                    impulse = (new - old) * normal
+                    velocity_a -= wa * impulse
+                    spin_a -= ia * cross(ra, impulse)
+                    velocity_b += wb * impulse
+                    spin_b += ib * cross(rb, impulse)
 
-                    vt = relative_velocity(p, slot_a, slot_b, ra, rb).dot(tangent)
-                    old_t = p.contact_tangent_impulse[pair, i]
-                    candidate = old_t - vt * p.contact_tangent_mass[pair, i]
-                    limit = mu_k * new
-                    if p.contact_slide_speed[pair, i] < STICK_SPEED:
-                        limit = mu_s * new  # not sliding: static friction
-                    new_t = ti.math.clamp(candidate, -limit, limit)
-                    p.contact_tangent_impulse[pair, i] = new_t
-                    apply_impulse(p, slot_a, slot_b, wa, ia, wb, ib, ra, rb,
-                                  (new_t - old_t) * tangent)
+                    dv = velocity_b + cross_sv(spin_b, rb) - velocity_a - cross_sv(spin_a, ra)
+                    old_t = tangent_impulse[i]
+                    limit = friction[i] * new
+                    new_t = ti.math.clamp(old_t - dv.dot(tangent) * tangent_mass[i], -limit,
+                                          limit)
+                    tangent_impulse[i] = new_t
+                    impulse = (new_t - old_t) * tangent
+                    velocity_a -= wa * impulse
+                    spin_a -= ia * cross(ra, impulse)
+                    velocity_b += wb * impulse
+                    spin_b += ib * cross(rb, impulse)
         # Restitution, once per step after the last substep's solve (as Box2D v3), for points
         # that closed faster than the threshold when the step began and pushed during it.
-        restitution = ti.min(p.body_elasticity[body_a], p.body_elasticity[body_b])
+        restitution = p.pair_restitution[pair]
         if p.step_counts[2] == 1 and restitution > 0.0:
             for i in ti.static(range(2)):
                 approach = p.contact_approach_speed[pair, i]
-                if (i < count and approach < -RESTITUTION_THRESHOLD
-                        and p.contact_max_impulse[pair, i] > 0.0):
-                    ra, rb = p.contact_arm_a[pair, i], p.contact_arm_b[pair, i]
-                    vn = relative_velocity(p, slot_a, slot_b, ra, rb).dot(normal)
+                if i < count and approach < -RESTITUTION_THRESHOLD and max_impulse[i] > 0.0:
+                    ra, rb = vec2(arm_a[i, 0], arm_a[i, 1]), vec2(arm_b[i, 0], arm_b[i, 1])
+                    dv = velocity_b + cross_sv(spin_b, rb) - velocity_a - cross_sv(spin_a, ra)
+                    vn = dv.dot(normal)
                     if vn < -restitution * approach:
-                        impulse = (-restitution * approach - vn) * p.contact_normal_mass[pair, i]
-                        apply_impulse(p, slot_a, slot_b, wa, ia, wb, ib, ra, rb, impulse * normal)
+                        impulse = (-restitution * approach - vn) * normal_mass[i] * normal
+                        velocity_a -= wa * impulse
+                        spin_a -= ia * cross(ra, impulse)
+                        velocity_b += wb * impulse
+                        spin_b += ib * cross(rb, impulse)
+        for i in ti.static(range(2)):
+            if i < count:
+                p.contact_normal_impulse[pair, i] = normal_impulse[i]
+                p.contact_tangent_impulse[pair, i] = tangent_impulse[i]
+                p.contact_max_impulse[pair, i] = max_impulse[i]
+        if wa > 0.0 or ia > 0.0:
+            p.body_velocity[slot_a] = velocity_a
+            p.body_angular_velocity[slot_a] = spin_a
+        if wb > 0.0 or ib > 0.0:
+            p.body_velocity[slot_b] = velocity_b
+            p.body_angular_velocity[slot_b] = spin_b

@@ -1,0 +1,3 @@
+from .suite import main
+
+main()

@@ -1,0 +1,348 @@
+"""fx2d_gpu's benchmark suite: Box2D's scenes beside pymunk, scaling, batched throughput.
+
+    python -m benchmarks [SCENE ...] [--arch auto|cpu|cuda|vulkan] [--quick] [--no-pymunk]
+    fx2d bench [same options]
+
+Scenes (dt 1/60 s, 11 substeps; built once in fx2d_gpu.scenes, shared with demos and tests):
+    large_pyramid   Box2D's: base 100, 5,050 boxes of 1 m on a ground           (+ pymunk)
+    many_pyramids   Box2D's: 20 x 20 pyramids of base 10, 22,000 boxes          (+ pymunk)
+    joint_grid      100 x 100 circles, revolute joints to their neighbours, top row pinned
+    pile            N circles and boxes poured into a container, N = 10k, 100k (1M on a
+                    GPU)                                                        (+ pymunk 10k)
+    batched_small   W worlds of 8 bodies and a joint, W = 1 ... 65,536 (4,096 on a CPU):
+                    world-steps per second (Jax2D's measure)
+    compile         JIT time of a first step, cold (empty offline cache) and warm
+
+ms/step is the median of timed windows after a warm-up window (each window ends with a
+device sync); the first step (compilation) is timed on its own. pymunk (10 iterations, its
+spatial hash) runs the same bodies in the same process, one after the other, and the ratio
+fx2d_gpu/pymunk of their ms/step is printed. CSV per scene and plots go to
+benchmarks/results/<device>/.
+"""
+
+import argparse
+import datetime
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from fx2d_gpu import runtime, scenes
+
+from .common import RESULTS, device_name, print_table, save_csv
+
+DT = 1.0 / 60.0
+SUBSTEPS = 11
+SCENES = ("large_pyramid", "many_pyramids", "joint_grid", "pile", "batched_small", "compile")
+#: Windows ending by this step are "awake": before anything in a pyramid can fall asleep.
+AWAKE_STEPS = 90
+#: A pyramid stands when no top box dropped more than this (m) in the run.
+STANDING_DROP = 0.5
+
+COLUMNS = ("date", "device", "backend", "engine", "scene", "bodies", "joints", "worlds",
+           "substeps", "steps", "ms_per_step", "ms_per_step_awake", "world_steps_per_s",
+           "ratio_to_pymunk", "first_step_s", "pairs", "contact_points", "colors",
+           "overflow", "pool_mb", "peak_rss_mb", "gpu_mem_mb", "top_drop_m", "stands")
+
+
+class Sizes:
+    """Scene sizes and run lengths: the real benchmark, or tiny ones (--quick, for tests)."""
+
+    def __init__(self, quick: bool, gpu: bool):
+        self.quick = quick
+        self.pyramid_base = 5 if quick else 100
+        self.grid, self.grid_base = (2, 3) if quick else (20, 10)
+        self.joint_grid = (4, 5) if quick else (100, 100)
+        self.piles = [60] if quick else [10_000, 100_000] + ([1_000_000] if gpu else [])
+        self.pymunk_pile = 60 if quick else 10_000
+        top = 4 if quick else (65536 if gpu else 4096)
+        self.worlds = [4**k for k in range(10) if 4**k <= top]
+        if not quick and self.worlds[-1] != top:
+            self.worlds.append(top)
+        self.gpu = gpu
+
+    def steps(self, scene: str, bodies: int) -> tuple[int, int]:
+        """(steps, window) for a scene: pyramids 10 s of simulated time (to see them stand),
+        others fewer as they grow."""
+        if self.quick:
+            return 7, 2
+        if scene in ("large_pyramid", "many_pyramids"):
+            return 600, 20
+        if scene == "pile" and bodies > 20_000:
+            return (120, 10) if self.gpu else (24, 4)
+        if scene == "batched_small":
+            return 61, 10
+        return 180, 20
+
+
+def _now_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def _gpu_mem_mb(backend: str) -> str:
+    """This process's GPU memory (MB) from nvidia-smi, when on CUDA."""
+    if backend != "cuda":
+        return ""
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-compute-apps=pid,used_memory",
+                              "--format=csv,noheader,nounits"], capture_output=True,
+                             text=True, timeout=10).stdout
+        for line in out.splitlines():
+            pid, used = (v.strip() for v in line.split(","))
+            if int(pid) == os.getpid():
+                return used
+    except (OSError, ValueError, subprocess.SubprocessError):
+        pass
+    return ""
+
+
+def _timed_steps(step, sync, steps: int, window: int) -> tuple[float, list[float]]:
+    """(first step in s, ms/step of each later window)."""
+    start = time.perf_counter()
+    step()
+    sync()
+    first = time.perf_counter() - start
+    times, done = [], 1
+    while done < steps:
+        n = min(window, steps - done)
+        start = time.perf_counter()
+        for _ in range(n):
+            step()
+        sync()
+        times.append((time.perf_counter() - start) * 1000.0 / n)
+        done += n
+    return first, times
+
+
+def _summaries(times: list[float], window: int) -> tuple[float, float]:
+    """(median ms/step after the warm-up window, median over the awake windows)."""
+    warm = times[1:] or times
+    awake = [t for i, t in enumerate(times[1:], 1) if 1 + (i + 1) * window <= AWAKE_STEPS]
+    return statistics.median(warm), statistics.median(awake or warm)
+
+
+def run_fx2d(scene, steps: int, window: int, tops=()) -> dict:
+    """Step `scene` `steps` times at DT; timings, sizes and (tops: top boxes) the drop."""
+    import taichi as ti
+
+    tops = list(tops)
+    y0 = scene.get_state().position[:, tops, 1] if tops else None
+    first, times = _timed_steps(lambda: scene.step(DT), ti.sync, steps, window)
+    ms, awake = _summaries(times, window)
+    state = scene.get_state()
+    if not np.isfinite(state.position).all():
+        raise RuntimeError("the simulation produced non-finite positions")
+    contacts = scene.contacts(None)
+    pool = scene._device()
+    result = {"engine": "fx2d_gpu", "bodies": scene.n_bodies * scene.n_worlds,
+              "joints": scene.n_joints * scene.n_worlds, "worlds": scene.n_worlds,
+              "substeps": scene.substeps, "steps": steps, "ms_per_step": round(ms, 3),
+              "ms_per_step_awake": round(awake, 3), "first_step_s": round(first, 2),
+              "pairs": scene._n_pairs, "contact_points": int(contacts.point_count.sum()),
+              "colors": scene.n_colors, "overflow": scene.n_overflow,
+              "pool_mb": round(pool.nbytes / 2**20, 1), "peak_rss_mb": round(_now_rss_mb()),
+              "gpu_mem_mb": _gpu_mem_mb(scene.backend)}
+    if tops:
+        drop = float((y0 - state.position[:, tops, 1]).max())
+        result.update(top_drop_m=round(drop, 3), stands=drop < STANDING_DROP)
+    return result
+
+
+def run_pymunk(specs, steps: int, window: int, tops=(), cell_size: float = 1.0) -> dict:
+    from .pymunk_scenes import build_space
+
+    space, bodies = build_space(specs, iterations=10, cell_size=cell_size)
+    y0 = [bodies[i].position.y for i in tops]
+    first, times = _timed_steps(lambda: space.step(DT), lambda: None, steps, window)
+    ms, awake = _summaries(times, window)
+    result = {"engine": "pymunk", "backend": "cpu", "bodies": len(specs), "joints": 0,
+              "worlds": 1, "substeps": "10 iterations", "steps": steps,
+              "ms_per_step": round(ms, 3), "ms_per_step_awake": round(awake, 3),
+              "first_step_s": round(first, 3),
+              "contact_points": sum(len(a.contact_point_set.points)
+                                    for a in _arbiters(space))}
+    if tops:
+        drop = max(y - bodies[i].position.y for y, i in zip(y0, tops, strict=True))
+        result.update(top_drop_m=round(drop, 3), stands=drop < STANDING_DROP)
+    return result
+
+
+def _arbiters(space):
+    arbiters = []
+    for body in space.bodies:
+        body.each_arbiter(arbiters.append)
+    return arbiters
+
+
+def _pair(fx2d: dict, pymunk: dict | None) -> list[dict]:
+    rows = [fx2d]
+    if pymunk is not None:
+        fx2d["ratio_to_pymunk"] = round(fx2d["ms_per_step"] / pymunk["ms_per_step"], 3)
+        rows.append(pymunk)
+    return rows
+
+
+def bench_large_pyramid(sizes, arch, with_pymunk):
+    specs, tops = scenes.pyramid_layout(sizes.pyramid_base)
+    steps, window = sizes.steps("large_pyramid", len(specs))
+    ours = run_fx2d(scenes.build_scene(specs, arch=arch, substeps=SUBSTEPS), steps, window,
+                    tops)
+    theirs = run_pymunk(specs, steps, window, tops) if with_pymunk else None
+    return _pair(ours, theirs)
+
+
+def bench_many_pyramids(sizes, arch, with_pymunk):
+    specs, tops = scenes.many_pyramids_layout(sizes.grid, sizes.grid_base)
+    steps, window = sizes.steps("many_pyramids", len(specs))
+    ours = run_fx2d(scenes.build_scene(specs, arch=arch, substeps=SUBSTEPS), steps, window,
+                    tops)
+    theirs = run_pymunk(specs, steps, window, tops) if with_pymunk else None
+    return _pair(ours, theirs)
+
+
+def bench_joint_grid(sizes, arch, with_pymunk):
+    rows, columns = sizes.joint_grid
+    scene = scenes.joint_grid(rows, columns, arch=arch, substeps=SUBSTEPS)
+    steps, window = sizes.steps("joint_grid", scene.n_bodies)
+    return [run_fx2d(scene, steps, window)]
+
+
+def bench_pile(sizes, arch, with_pymunk):
+    rows = []
+    for n in sizes.piles:
+        specs = scenes.pile_layout(n)
+        steps, window = sizes.steps("pile", n)
+        scene = scenes.build_scene(specs, arch=arch, substeps=SUBSTEPS)
+        ours = run_fx2d(scene, steps, window)
+        del scene
+        ours["scene"] = f"pile_{_count(n)}"
+        theirs = None
+        if with_pymunk and n == sizes.pymunk_pile:
+            theirs = run_pymunk(specs, steps, window, cell_size=0.75)
+            theirs["scene"] = ours["scene"]
+        rows += _pair(ours, theirs)
+    return rows
+
+
+def bench_batched_small(sizes, arch, with_pymunk):
+    rows = []
+    for worlds in sizes.worlds:
+        scene = scenes.batched_small(worlds, arch=arch, substeps=SUBSTEPS)
+        steps, window = sizes.steps("batched_small", scene.n_bodies * worlds)
+        row = run_fx2d(scene, steps, window)
+        row["world_steps_per_s"] = round(worlds * 1000.0 / row["ms_per_step"])
+        rows.append(row)
+        print(f"  batched_small W={worlds}: {row['ms_per_step']:.2f} ms/step, "
+              f"{row['world_steps_per_s']:,} world-steps/s", flush=True)
+    return rows
+
+
+_COMPILE_PROBE = """
+import json, sys, time
+start = time.perf_counter()
+import taichi as ti
+from fx2d_gpu import scenes
+scene = scenes.batched_small(2, arch=sys.argv[1])
+built = time.perf_counter()
+scene.step(1 / 60); ti.sync()
+first = time.perf_counter()
+scene.step(1 / 60); ti.sync()
+print(json.dumps({"import_build_s": built - start, "first_step_s": first - built,
+                  "second_step_ms": (time.perf_counter() - first) * 1000}))
+"""
+
+
+def bench_compile(sizes, arch, with_pymunk):
+    """First step of a small scene with joints and contacts (every kernel of a step) in fresh
+    processes: with an empty offline cache, then with the cache it filled."""
+    rows = []
+    with tempfile.TemporaryDirectory() as cache:
+        env = dict(os.environ, TI_OFFLINE_CACHE_FILE_PATH=cache)
+        for label in ("cold", "warm"):
+            out = subprocess.run([sys.executable, "-c", _COMPILE_PROBE, arch], env=env,
+                                 capture_output=True, text=True, check=True).stdout
+            probe = json.loads(out.strip().splitlines()[-1])
+            rows.append({"engine": "fx2d_gpu", "scene": f"compile_{label}_cache",
+                         "bodies": 8 * 2, "joints": 2, "worlds": 2, "substeps": SUBSTEPS,
+                         "steps": 2, "first_step_s": round(probe["first_step_s"], 2),
+                         "ms_per_step": round(probe["second_step_ms"], 3),
+                         "import_build_s": round(probe["import_build_s"], 2)})
+            print(f"  compile ({label} cache): first step {probe['first_step_s']:.2f} s",
+                  flush=True)
+    return rows
+
+
+def _count(n: int) -> str:
+    """10000 -> "10k", 1000000 -> "1M"."""
+    for unit, suffix in ((1_000_000, "M"), (1000, "k")):
+        if n >= unit and n % unit == 0:
+            return f"{n // unit}{suffix}"
+    return str(n)
+
+
+BENCHES = {"large_pyramid": bench_large_pyramid, "many_pyramids": bench_many_pyramids,
+           "joint_grid": bench_joint_grid, "pile": bench_pile,
+           "batched_small": bench_batched_small, "compile": bench_compile}
+
+
+def run(names, arch="auto", quick=False, with_pymunk=True, results=None, plot=True):
+    """Run the named benchmarks; returns {name: rows} and writes CSV (and plots)."""
+    backend = runtime.ensure_initialized(arch)
+    gpu = backend not in ("x64", "arm64")
+    sizes = Sizes(quick, gpu)
+    device = device_name(backend)
+    date = datetime.date.today().isoformat()
+    print(f"fx2d_gpu benchmarks on {device} ({backend}), dt {DT:.4f} s, {SUBSTEPS} substeps"
+          + (" [quick sizes]" if quick else ""), flush=True)
+    out = {}
+    for name in names:
+        print(f"- {name}", flush=True)
+        rows = BENCHES[name](sizes, arch, with_pymunk)
+        for row in rows:
+            row.setdefault("scene", name)
+            row.setdefault("backend", backend)
+            row.update(date=date, device=device)
+        columns = [c for c in COLUMNS] + [k for k in rows[0] if k not in COLUMNS]
+        rows = [{c: row.get(c, "") for c in columns} for row in rows]
+        print_table([{k: r[k] for k in ("engine", "scene", "bodies", "joints", "worlds",
+                                        "ms_per_step", "ms_per_step_awake",
+                                        "world_steps_per_s", "ratio_to_pymunk",
+                                        "first_step_s", "colors", "top_drop_m", "stands")}
+                     for r in rows])
+        print("  saved", save_csv(backend, name, rows, results), flush=True)
+        out[name] = rows
+    if plot:
+        from .plots import plot_results
+
+        for path in plot_results(Path(results or RESULTS) / device):
+            print("  plot", path)
+    return out
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m benchmarks",
+                                     description=__doc__.splitlines()[0])
+    parser.add_argument("scenes", nargs="*", default=[], metavar="SCENE",
+                        help=f"any of {', '.join(SCENES)} (default: all)")
+    parser.add_argument("--arch", default="auto", help="auto | cpu | gpu | cuda | vulkan | ...")
+    parser.add_argument("--quick", action="store_true", help="tiny sizes (a smoke test)")
+    parser.add_argument("--no-pymunk", action="store_true", help="skip the pymunk runs")
+    parser.add_argument("--no-plot", action="store_true")
+    parser.add_argument("--results", default=None, help="folder for <device>/*.csv")
+    args = parser.parse_args(argv)
+    bad = [s for s in args.scenes if s not in SCENES]
+    if bad:
+        parser.error(f"unknown scene(s) {bad}; choose from {SCENES}")
+    return run(args.scenes or list(SCENES), args.arch, args.quick, not args.no_pymunk,
+               args.results, not args.no_plot)
+
+
+if __name__ == "__main__":
+    main()

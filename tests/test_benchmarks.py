@@ -1,0 +1,88 @@
+"""The benchmark suite on tiny sizes, so its code cannot rot (no timing is asserted), and the
+benchmark scenes against their definitions."""
+
+import csv
+
+import numpy as np
+import pytest
+
+from benchmarks import suite
+from benchmarks.pymunk_scenes import build_space
+from fx2d_gpu import scenes
+
+
+def test_quick_suite_runs_every_scene_and_writes_csv_and_plots(tmp_path, arch):
+    names = [name for name in suite.SCENES if name != "compile"]
+    out = suite.run(names, arch=arch, quick=True, results=tmp_path)
+    sizes = suite.Sizes(quick=True, gpu=False)
+    by_scene = {name: {r["engine"]: r for r in rows} for name, rows in out.items()}
+    base = sizes.pyramid_base
+    pyramid = by_scene["large_pyramid"]
+    assert pyramid["fx2d_gpu"]["bodies"] == base * (base + 1) // 2 + 1
+    assert pyramid["pymunk"]["bodies"] == pyramid["fx2d_gpu"]["bodies"]
+    assert pyramid["fx2d_gpu"]["stands"] is True  # 7 steps: nothing can have fallen yet
+    assert pyramid["fx2d_gpu"]["contact_points"] > 0
+    assert pyramid["fx2d_gpu"]["ratio_to_pymunk"] > 0
+    grid, grid_base = sizes.grid, sizes.grid_base
+    assert by_scene["many_pyramids"]["fx2d_gpu"]["bodies"] == (
+        grid * grid * grid_base * (grid_base + 1) // 2 + grid)
+    rows, columns = sizes.joint_grid
+    assert by_scene["joint_grid"]["fx2d_gpu"]["joints"] == (
+        (rows - 1) * columns + (rows - 1) * (columns - 1))
+    piles = out["pile"]
+    assert {r["engine"] for r in piles} == {"fx2d_gpu", "pymunk"}
+    assert piles[0]["bodies"] == sizes.piles[0] + 3
+    batched = out["batched_small"]
+    assert [r["worlds"] for r in batched] == sizes.worlds
+    for r in batched:
+        assert r["bodies"] == 8 * r["worlds"] and r["joints"] == r["worlds"]
+        assert r["world_steps_per_s"] > 0
+    for name in names:
+        (path,) = tmp_path.rglob(f"{name}.csv")
+        with open(path) as f:
+            assert len(list(csv.DictReader(f))) == len(out[name])
+    assert next(tmp_path.rglob("scaling.png")).stat().st_size > 0
+    assert next(tmp_path.rglob("batched.png")).stat().st_size > 0
+
+
+def test_compile_benchmark_reports_cold_and_warm(arch, tmp_path):
+    (rows,) = suite.run(["compile"], arch=arch, quick=True, results=tmp_path,
+                        plot=False).values()
+    assert [r["scene"] for r in rows] == ["compile_cold_cache", "compile_warm_cache"]
+    assert all(r["first_step_s"] > 0 for r in rows)
+
+
+def test_pile_layout_starts_without_overlaps(arch):
+    scene = scenes.pile(300, arch=arch)
+    assert scene.n_bodies == 303
+    contacts = scene.contacts(None)
+    assert len(contacts) == 0 or contacts.depth.max() <= 0.0
+    kinds = [scene.body_shape(i).kind for i in range(3, 303)]
+    assert len(set(kinds)) == 2  # circles and boxes
+
+
+def test_many_pyramids_layout_keeps_rows_apart():
+    specs, tops = scenes.many_pyramids_layout(3, 4)
+    assert len(tops) == 9 and len(specs) == 9 * 10 + 3
+    grounds = [s for s in specs if s.mass == 0.0]
+    boxes = [s for s in specs if s.mass > 0.0]
+    # Each pyramid's top box is the highest of its pyramid, one row of boxes per level.
+    assert all(specs[t].position[1] == pytest.approx(3.5 + 7.0 * (i // 3))
+               for i, t in enumerate(tops))
+    # No box reaches the slab of the row above.
+    slab_bottoms = sorted(g.position[1] - 0.5 for g in grounds)
+    for box in boxes:
+        top = box.position[1] + 0.5
+        above = [y for y in slab_bottoms if y > box.position[1]]
+        assert not above or top < above[0]
+
+
+def test_pymunk_space_matches_the_specs():
+    specs = scenes.pile_layout(40, seed=2)
+    space, bodies = build_space(specs)
+    assert len(bodies) == len(specs)
+    for spec, body in zip(specs, bodies, strict=True):
+        np.testing.assert_allclose(tuple(body.position), spec.position)
+        assert body.angle == pytest.approx(spec.angle)
+        if spec.mass > 0:
+            assert body.mass == pytest.approx(spec.mass)
