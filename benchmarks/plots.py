@@ -36,17 +36,18 @@ def plot_results(folder: Path) -> list[Path]:
                            if r["engine"] == engine and r["scene"].startswith("pile"))
             if piles:
                 ax.plot(*zip(*piles, strict=True), marker=marker, label=f"{engine}: pile")
-            for r in rows:
-                if r["engine"] == engine and not r["scene"].startswith("pile"):
-                    x, y = _number(r["bodies"]), _number(r["ms_per_step_awake"])
-                    ax.plot([x], [y], marker=marker, color="k" if engine == "pymunk" else "C3",
-                            linestyle="none")
-                    ax.annotate(f"{r['scene']} ({engine})", (x, y), fontsize=7,
-                                xytext=(4, 4), textcoords="offset points")
+        colors = {"fx2d_gpu": "C3", "fx2d_gpu (no sleep)": "C1", "pymunk": "k"}
+        for r in rows:
+            if not r["scene"].startswith("pile"):
+                x, y = _number(r["bodies"]), _number(r["ms_per_step"])
+                ax.plot([x], [y], marker="s" if r["engine"] == "pymunk" else "o",
+                        color=colors.get(r["engine"], "C0"), linestyle="none")
+                ax.annotate(f"{r['scene']} ({r['engine']})", (x, y), fontsize=7,
+                            xytext=(4, 4), textcoords="offset points")
         device = rows[0]["device"]
         ax.set(xscale="log", yscale="log", xlabel="bodies", ylabel="ms per step (dt 1/60)",
-               title=f"ms/step against bodies, {device} ({rows[0]['date']})\n"
-                     "pyramids and joint grid: while awake")
+               title=f"ms/step (median over the run) against bodies, {device} "
+                     f"({rows[0]['date']})")
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=8)
         path = folder / "scaling.png"

@@ -76,7 +76,9 @@ class Sizes:
         if scene in ("large_pyramid", "many_pyramids"):
             return 600, 20
         if scene == "pile" and bodies > 20_000:
-            return (120, 10) if self.gpu else (24, 4)
+            return (180, 20) if self.gpu else (240, 20)
+        if scene == "pile":
+            return 300, 20
         if scene == "batched_small":
             return 61, 10
         return 180, 20
@@ -181,30 +183,40 @@ def _arbiters(space):
     return arbiters
 
 
-def _pair(fx2d: dict, pymunk: dict | None) -> list[dict]:
-    rows = [fx2d]
-    if pymunk is not None:
-        fx2d["ratio_to_pymunk"] = round(fx2d["ms_per_step"] / pymunk["ms_per_step"], 3)
-        rows.append(pymunk)
-    return rows
+def _pair(ours: list[dict], pymunk: dict | None) -> list[dict]:
+    """fx2d_gpu's rows, each with its time ratio to pymunk's, then pymunk's row."""
+    if pymunk is None:
+        return ours
+    for row in ours:
+        row["ratio_to_pymunk"] = round(row["ms_per_step"] / pymunk["ms_per_step"], 3)
+    return ours + [pymunk]
+
+
+def _bench_pyramids(name, specs, tops, sizes, arch, with_pymunk):
+    """fx2d_gpu as it runs by default (bodies fall asleep once at rest), fx2d_gpu with
+    sleeping off (every box solved in every step, as pymunk does by default), pymunk."""
+    steps, window = sizes.steps(name, len(specs))
+    ours = []
+    for enable_sleep in (True, False):
+        scene = scenes.build_scene(specs, arch=arch, substeps=SUBSTEPS,
+                                   enable_sleep=enable_sleep)
+        row = run_fx2d(scene, steps, window, tops)
+        if not enable_sleep:
+            row["engine"] = "fx2d_gpu (no sleep)"
+        ours.append(row)
+        del scene
+    theirs = run_pymunk(specs, steps, window, tops) if with_pymunk else None
+    return _pair(ours, theirs)
 
 
 def bench_large_pyramid(sizes, arch, with_pymunk):
     specs, tops = scenes.pyramid_layout(sizes.pyramid_base)
-    steps, window = sizes.steps("large_pyramid", len(specs))
-    ours = run_fx2d(scenes.build_scene(specs, arch=arch, substeps=SUBSTEPS), steps, window,
-                    tops)
-    theirs = run_pymunk(specs, steps, window, tops) if with_pymunk else None
-    return _pair(ours, theirs)
+    return _bench_pyramids("large_pyramid", specs, tops, sizes, arch, with_pymunk)
 
 
 def bench_many_pyramids(sizes, arch, with_pymunk):
     specs, tops = scenes.many_pyramids_layout(sizes.grid, sizes.grid_base)
-    steps, window = sizes.steps("many_pyramids", len(specs))
-    ours = run_fx2d(scenes.build_scene(specs, arch=arch, substeps=SUBSTEPS), steps, window,
-                    tops)
-    theirs = run_pymunk(specs, steps, window, tops) if with_pymunk else None
-    return _pair(ours, theirs)
+    return _bench_pyramids("many_pyramids", specs, tops, sizes, arch, with_pymunk)
 
 
 def bench_joint_grid(sizes, arch, with_pymunk):
@@ -227,7 +239,7 @@ def bench_pile(sizes, arch, with_pymunk):
         if with_pymunk and n == sizes.pymunk_pile:
             theirs = run_pymunk(specs, steps, window, cell_size=0.75)
             theirs["scene"] = ours["scene"]
-        rows += _pair(ours, theirs)
+        rows += _pair([ours], theirs)
     return rows
 
 

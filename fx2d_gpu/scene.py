@@ -147,8 +147,9 @@ class Scene:
     """
 
     def __init__(self, gravity=(0.0, -9.81), substeps: int = 11, n_worlds: int = 1,
-                 arch: str = "auto"):
+                 arch: str = "auto", enable_sleep: bool = True):
         self._gravity = as_vector2(gravity, "gravity")
+        self.enable_sleep = _as_bool(enable_sleep, "enable_sleep")  # False: never sleep
         if isinstance(substeps, bool) or not isinstance(substeps, (int, np.integer)):
             raise TypeError(f"substeps must be an int, got {type(substeps).__name__}")
         if substeps < 1:
@@ -685,7 +686,8 @@ class Scene:
         for i in range(self.substeps):
             run_substep(pool, n_slots, n_bodies, n_pairs, n_joints, gravity, h, dt, i == 0,
                         i == self.substeps - 1, self.n_colors, self.n_overflow)
-        update_sleep(pool, n_slots, n_bodies, dt)
+        if self.enable_sleep:
+            update_sleep(pool, n_slots, n_bodies, dt)
         if self._forces_on_device:
             clear_forces(pool, n_slots)
             self._forces_on_device = False

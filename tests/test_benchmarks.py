@@ -23,6 +23,7 @@ def test_quick_suite_runs_every_scene_and_writes_csv_and_plots(tmp_path, arch):
     assert pyramid["fx2d_gpu"]["stands"] is True  # 7 steps: nothing can have fallen yet
     assert pyramid["fx2d_gpu"]["contact_points"] > 0
     assert pyramid["fx2d_gpu"]["ratio_to_pymunk"] > 0
+    assert pyramid["fx2d_gpu (no sleep)"]["bodies"] == pyramid["fx2d_gpu"]["bodies"]
     grid, grid_base = sizes.grid, sizes.grid_base
     assert by_scene["many_pyramids"]["fx2d_gpu"]["bodies"] == (
         grid * grid * grid_base * (grid_base + 1) // 2 + grid)

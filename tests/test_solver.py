@@ -41,6 +41,17 @@ def test_box_resting_on_ground_is_still_and_sleeps(arch):
     assert scene.get_state().sleeping[0, box]
 
 
+def test_with_sleep_disabled_a_resting_box_stays_awake_and_still(arch):
+    scene = fx.Scene(arch=arch, enable_sleep=False)
+    scene.add_box((0.0, -0.5), (20.0, 1.0), mass=0, static_friction=0.6, dynamic_friction=0.6)
+    box = scene.add_box((0.0, 0.5), (1.0, 1.0), static_friction=0.6, dynamic_friction=0.6)
+    positions, speeds = run(scene, 2.0, box)
+    assert not scene.get_state().sleeping.any()
+    assert np.abs(positions[-1] - [0.0, 0.5]).max() < 1e-3
+    with pytest.raises(TypeError, match="enable_sleep"):
+        fx.Scene(arch=arch, enable_sleep="no")
+
+
 def test_three_box_stack_keeps_its_heights(arch):
     scene = ground_scene(arch)
     boxes = [scene.add_box((0.0, 0.5 + i), (1.0, 1.0)) for i in range(3)]
