@@ -201,13 +201,15 @@ def build_body_contacts(p: ti.template(), n_slots: ti.i32, n_pairs: ti.i32):
     for k in range(n_pairs):
         p.body_contacts[ti.atomic_add(p.body_wake[p.pair_body_a[k]], 1)] = k
         p.body_contacts[ti.atomic_add(p.body_wake[p.pair_body_b[k]], 1)] = k
+    # Sorted by each pair's broad-phase index (deterministic), not by its storage index,
+    # which follows the colouring's atomics within a colour.
     for slot in range(n_slots):
         start, end = p.body_contact_start[slot], p.body_contact_start[slot + 1]
         for i in range(start + 1, end):
             key = p.body_contacts[i]
             j = i - 1
             while j >= start:
-                if p.body_contacts[j] <= key:
+                if p.pair_origin[p.body_contacts[j]] <= p.pair_origin[key]:
                     break
                 p.body_contacts[j + 1] = p.body_contacts[j]
                 j -= 1
