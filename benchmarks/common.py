@@ -35,17 +35,28 @@ def device_name(backend: str) -> str:
     return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in name).strip("_")
 
 
-def timed(fn, repeats: int, windows: int = 5) -> float:
-    """Median over `windows` of the mean time (ms) of `repeats` calls, device synced."""
-    per_window = []
-    for _ in range(windows):
-        ti.sync()
+def time_windows(step, sync, steps: int, window: int) -> tuple[float, list[float]]:
+    """Call step() `steps` times: (the first call in s, ms per call of each later window of
+    `window` calls); sync() (the device sync) ends every timed stretch."""
+    start = time.perf_counter()
+    step()
+    sync()
+    first = time.perf_counter() - start
+    times, done = [], 1
+    while done < steps:
+        n = min(window, steps - done)
         start = time.perf_counter()
-        for _ in range(repeats):
-            fn()
-        ti.sync()
-        per_window.append((time.perf_counter() - start) * 1000.0 / repeats)
-    return statistics.median(per_window)
+        for _ in range(n):
+            step()
+        sync()
+        times.append((time.perf_counter() - start) * 1000.0 / n)
+        done += n
+    return first, times
+
+
+def timed(fn, repeats: int, windows: int = 5) -> float:
+    """Median over `windows` of the mean time (ms) of `repeats` calls after a first call."""
+    return statistics.median(time_windows(fn, ti.sync, 1 + repeats * windows, repeats)[1])
 
 
 def save_csv(backend: str, name: str, rows: list[dict], results=None):

@@ -18,6 +18,17 @@ def _number(text):
         return None
 
 
+def _save(fig, ax, path: Path) -> Path:
+    import matplotlib.pyplot as plt
+
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 def plot_results(folder: Path) -> list[Path]:
     """scaling.png and batched.png in `folder` from the CSVs there; returns the paths."""
     import matplotlib
@@ -48,13 +59,7 @@ def plot_results(folder: Path) -> list[Path]:
         ax.set(xscale="log", yscale="log", xlabel="bodies", ylabel="ms per step (dt 1/60)",
                title=f"ms/step (median over the run) against bodies, {device} "
                      f"({rows[0]['date']})")
-        ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=8)
-        path = folder / "scaling.png"
-        fig.tight_layout()
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        written.append(path)
+        written.append(_save(fig, ax, folder / "scaling.png"))
     batched = _read(folder / "batched_small.csv")
     if batched:
         fig, ax = plt.subplots(figsize=(7, 4.5))
@@ -64,11 +69,5 @@ def plot_results(folder: Path) -> list[Path]:
         ax.set(xscale="log", yscale="log", xlabel="worlds (8 bodies, 1 joint each)",
                ylabel="world-steps per second",
                title=f"batched_small, {batched[0]['device']} ({batched[0]['date']})")
-        ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=8)
-        path = folder / "batched.png"
-        fig.tight_layout()
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        written.append(path)
+        written.append(_save(fig, ax, folder / "batched.png"))
     return written

@@ -29,14 +29,13 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
 
-from fx2d_gpu import runtime, scenes
+from fx2d_gpu import device, runtime, scenes
 
-from .common import RESULTS, device_name, print_table, save_csv
+from .common import RESULTS, device_name, print_table, save_csv, time_windows
 
 DT = 1.0 / 60.0
 SUBSTEPS = 11
@@ -105,24 +104,6 @@ def _gpu_mem_mb(backend: str) -> str:
     return ""
 
 
-def _timed_steps(step, sync, steps: int, window: int) -> tuple[float, list[float]]:
-    """(first step in s, ms/step of each later window)."""
-    start = time.perf_counter()
-    step()
-    sync()
-    first = time.perf_counter() - start
-    times, done = [], 1
-    while done < steps:
-        n = min(window, steps - done)
-        start = time.perf_counter()
-        for _ in range(n):
-            step()
-        sync()
-        times.append((time.perf_counter() - start) * 1000.0 / n)
-        done += n
-    return first, times
-
-
 def _summaries(times: list[float], window: int) -> tuple[float, float]:
     """(median ms/step after the warm-up window, median over the awake windows)."""
     warm = times[1:] or times
@@ -136,20 +117,21 @@ def run_fx2d(scene, steps: int, window: int, tops=()) -> dict:
 
     tops = list(tops)
     y0 = scene.get_state().position[:, tops, 1] if tops else None
-    first, times = _timed_steps(lambda: scene.step(DT), ti.sync, steps, window)
+    first, times = time_windows(lambda: scene.step(DT), ti.sync, steps, window)
     ms, awake = _summaries(times, window)
     state = scene.get_state()
     if not np.isfinite(state.position).all():
         raise RuntimeError("the simulation produced non-finite positions")
     contacts = scene.contacts(None)
-    pool = scene._device()
     result = {"engine": "fx2d_gpu", "bodies": scene.n_bodies * scene.n_worlds,
               "joints": scene.n_joints * scene.n_worlds, "worlds": scene.n_worlds,
               "substeps": scene.substeps, "steps": steps, "ms_per_step": round(ms, 3),
               "ms_per_step_awake": round(awake, 3), "first_step_s": round(first, 2),
-              "pairs": scene._n_pairs, "contact_points": int(contacts.point_count.sum()),
+              "pairs": len(scene.candidate_pairs()),
+              "contact_points": int(contacts.point_count.sum()),
               "colors": scene.n_colors, "overflow": scene.n_overflow,
-              "pool_mb": round(pool.nbytes / 2**20, 1), "peak_rss_mb": round(_now_rss_mb()),
+              "pool_mb": round(device.current_pool().nbytes / 2**20, 1),
+              "peak_rss_mb": round(_now_rss_mb()),
               "gpu_mem_mb": _gpu_mem_mb(scene.backend)}
     if tops:
         drop = float((y0 - state.position[:, tops, 1]).max())
@@ -162,7 +144,7 @@ def run_pymunk(specs, steps: int, window: int, tops=(), cell_size: float = 1.0) 
 
     space, bodies = build_space(specs, iterations=10, cell_size=cell_size)
     y0 = [bodies[i].position.y for i in tops]
-    first, times = _timed_steps(lambda: space.step(DT), lambda: None, steps, window)
+    first, times = time_windows(lambda: space.step(DT), lambda: None, steps, window)
     ms, awake = _summaries(times, window)
     result = {"engine": "pymunk", "backend": "cpu", "bodies": len(specs), "joints": 0,
               "worlds": 1, "substeps": "10 iterations", "steps": steps,
@@ -321,7 +303,7 @@ def run(names, arch="auto", quick=False, with_pymunk=True, results=None, plot=Tr
             row.setdefault("scene", name)
             row.setdefault("backend", backend)
             row.update(date=date, device=device)
-        columns = [c for c in COLUMNS] + [k for k in rows[0] if k not in COLUMNS]
+        columns = list(COLUMNS) + [k for k in rows[0] if k not in COLUMNS]
         rows = [{c: row.get(c, "") for c in columns} for row in rows]
         print_table([{k: r[k] for k in ("engine", "scene", "bodies", "joints", "worlds",
                                         "ms_per_step", "ms_per_step_awake",

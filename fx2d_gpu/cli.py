@@ -164,7 +164,7 @@ def cmd_view(args):
                          f"Render to a file instead: fx2d run {args.scene} --gif out.gif") from None
 
 
-def cmd_bench(args, bench_args):
+def cmd_bench(bench_args):
     try:
         from benchmarks import suite
     except ImportError:
@@ -196,7 +196,7 @@ def main(argv=None):
                    help="run the benchmarks (from a source checkout): fx2d bench --help")
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["bench"]:  # everything after "bench" is the benchmark runner's
-        cmd_bench(None, argv[1:])
+        cmd_bench(argv[1:])
         return 0
     args = parser.parse_args(argv)
     {"run": cmd_run, "demo": cmd_demo, "view": cmd_view}[args.command](args)

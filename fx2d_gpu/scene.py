@@ -173,13 +173,8 @@ class Scene:
         self._weakref = weakref.ref(self, lambda _: None)
         self._built_bodies = 0  # bodies present in the device arrays (0: not built)
         self._host_state: dict[str, np.ndarray] | None = None  # state while not resident
-        self._host_pairs: dict[str, np.ndarray] | None = None
         self._model: dict[str, np.ndarray] | None = None
-        self._n_pairs = 0
-        self._pairs_ordered = False  # pairs in colour order (pair_origin maps them back)
-        self._coloring_valid = False  # last step's colouring may be reused
-        self._colored_pairs = 0
-        self._contacts_current = False
+        self._forget_pairs()
         self._pending_forces: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._forces_on_device = False
         self._pair_need = 0
@@ -599,14 +594,18 @@ class Scene:
         self._host_joint_state = joint_state
         self._built_joints = nj
         self._host_state = state
-        self._host_pairs = None
-        self._n_pairs = 0
-        self._pairs_ordered = False  # pairs in colour order (pair_origin maps them back)
-        self._coloring_valid = False  # last step's colouring may be reused
-        self._colored_pairs = 0
-        self._contacts_current = False
+        self._forget_pairs()
         self._built_bodies = self.n_bodies
         device.release(self)
+
+    def _forget_pairs(self):
+        """No candidate pairs, contacts or colouring yet (a new scene or rebuilt arrays)."""
+        self._host_pairs: dict[str, np.ndarray] | None = None  # pairs while not resident
+        self._n_pairs = 0
+        self._pairs_ordered = False  # pairs in colour order (pair_origin maps them back)
+        self._coloring_valid = False  # the last colouring may be reused
+        self._colored_pairs = 0  # pairs when it was made
+        self._contacts_current = False
 
     def _read_joint_arrays(self) -> dict[str, np.ndarray]:
         if device.is_resident(self):

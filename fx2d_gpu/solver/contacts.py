@@ -66,6 +66,13 @@ def warm_start_body(p: ti.template(), slot, n_bodies):
 
 
 @ti.func
+def pair_masses(p: ti.template(), pair):
+    """(w_a, I_a, w_b, I_b) of a pair for this step (see prepare_pair)."""
+    masses = p.pair_solver_mass[pair]
+    return masses[0], masses[1], masses[2], masses[3]
+
+
+@ti.func
 def moved_depth(p: ti.template(), pair, i, slot_a, slot_b, position_a, angle_a, position_b,
                 angle_b):
     """A point's depth (m) with bodies a and b at the given poses, tracked from the poses the
@@ -91,8 +98,7 @@ def resolve_penetration(p: ti.template(), pair, n_bodies, h):
     count = p.contact_point_count[pair]
     if count > 0:
         slot_a, slot_b = p.pair_body_a[pair], p.pair_body_b[pair]
-        masses = p.pair_solver_mass[pair]
-        wa, ia, wb, ib = masses[0], masses[1], masses[2], masses[3]
+        wa, ia, wb, ib = pair_masses(p, pair)
         normal = p.contact_normal[pair]
         position_a, angle_a = p.body_position[slot_a], p.body_angle[slot_a]
         position_b, angle_b = p.body_position[slot_b], p.body_angle[slot_b]
@@ -126,14 +132,24 @@ def resolve_penetration(p: ti.template(), pair, n_bodies, h):
 
 
 @ti.func
-def prepare_point(p: ti.template(), pair, i, slot_a, slot_b, n_bodies, ra, rb, slide_speed):
-    """Per-step constants of a point for the solver (Box2D's prepare stage): lever arms, the
-    inverse effective masses along the normal and the tangent, the friction coefficient
-    (mu_s while the point does not slide, else mu_k); and of its pair: the bodies' inverse
-    masses as the solver sees them and the mixed restitution."""
+def prepare_pair(p: ti.template(), pair, slot_a, slot_b, n_bodies):
+    """Per-step constants of a pair (sleep flags only change between steps): the bodies'
+    inverse masses as the solver sees them, into pair_solver_mass, and the mixed restitution;
+    returns the mixed (static, kinetic) friction coefficients."""
     wa, ia = solver_mass(p, slot_a, n_bodies)
     wb, ib = solver_mass(p, slot_b, n_bodies)
     body_a, body_b = slot_a % n_bodies, slot_b % n_bodies
+    p.pair_solver_mass[pair] = ti.math.vec4(wa, ia, wb, ib)
+    p.pair_restitution[pair] = ti.min(p.body_elasticity[body_a], p.body_elasticity[body_b])
+    return (ti.min(p.body_static_friction[body_a], p.body_static_friction[body_b]),
+            ti.min(p.body_dynamic_friction[body_a], p.body_dynamic_friction[body_b]))
+
+
+@ti.func
+def prepare_point(p: ti.template(), pair, i, ra, rb):
+    """Per-step constants of a point for the solver (Box2D's prepare stage): lever arms and
+    the inverse effective masses along the normal and the tangent (after prepare_pair)."""
+    wa, ia, wb, ib = pair_masses(p, pair)
     normal = p.contact_normal[pair]
     tangent = tangent_of(normal)
     p.contact_arm_a[pair, i] = ra
@@ -144,18 +160,26 @@ def prepare_point(p: ti.template(), pair, i, slot_a, slot_b, n_bodies, ra, rb, s
     k_tangent = wa + wb + ia * rta * rta + ib * rtb * rtb
     p.contact_normal_mass[pair, i] = 1.0 / k_normal if k_normal > 0.0 else 0.0
     p.contact_tangent_mass[pair, i] = 1.0 / k_tangent if k_tangent > 0.0 else 0.0
-    friction = ti.min(p.body_dynamic_friction[body_a], p.body_dynamic_friction[body_b])
-    if slide_speed < STICK_SPEED:
-        friction = ti.min(p.body_static_friction[body_a], p.body_static_friction[body_b])
-    p.contact_friction[pair, i] = friction
-    p.pair_solver_mass[pair] = ti.math.vec4(wa, ia, wb, ib)
-    p.pair_restitution[pair] = ti.min(p.body_elasticity[body_a], p.body_elasticity[body_b])
+
+
+@ti.func
+def point_velocity(velocity_a, spin_a, velocity_b, spin_b, ra, rb):
+    """Velocity (m/s) of b's material point at rb relative to a's at ra."""
+    return velocity_b + cross_sv(spin_b, rb) - velocity_a - cross_sv(spin_a, ra)
 
 
 @ti.func
 def relative_velocity(p: ti.template(), slot_a, slot_b, ra, rb):
-    return ((p.body_velocity[slot_b] + cross_sv(p.body_angular_velocity[slot_b], rb))
-            - (p.body_velocity[slot_a] + cross_sv(p.body_angular_velocity[slot_a], ra)))
+    return point_velocity(p.body_velocity[slot_a], p.body_angular_velocity[slot_a],
+                          p.body_velocity[slot_b], p.body_angular_velocity[slot_b], ra, rb)
+
+
+@ti.func
+def exchange(velocity_a, spin_a, velocity_b, spin_b, masses, ra, rb, impulse):
+    """The two bodies' velocities after an equal and opposite impulse (N s): -impulse on a
+    at ra, +impulse on b at rb; masses = (w_a, I_a, w_b, I_b)."""
+    return (velocity_a - masses[0] * impulse, spin_a - masses[1] * cross(ra, impulse),
+            velocity_b + masses[2] * impulse, spin_b + masses[3] * cross(rb, impulse))
 
 
 @ti.func
@@ -174,14 +198,13 @@ def solve_velocity(p: ti.template(), pair, n_bodies, h):
     if count > 0:
         slot_a, slot_b = p.pair_body_a[pair], p.pair_body_b[pair]
         masses = p.pair_solver_mass[pair]
-        wa, ia, wb, ib = masses[0], masses[1], masses[2], masses[3]
         normal = p.contact_normal[pair]
         tangent = tangent_of(normal)
         velocity_a, spin_a = p.body_velocity[slot_a], p.body_angular_velocity[slot_a]
         velocity_b, spin_b = p.body_velocity[slot_b], p.body_angular_velocity[slot_b]
         position_a, angle_a = p.body_position[slot_a], p.body_angle[slot_a]
         position_b, angle_b = p.body_position[slot_b], p.body_angle[slot_b]
-        # Per point (row i): lever arms, targets, masses, impulses, friction limit factor.
+        # Per point (row i): lever arms, targets, masses, impulses, friction coefficient.
         arm_a = ti.Matrix.zero(ti.f32, 2, 2)
         arm_b = ti.Matrix.zero(ti.f32, 2, 2)
         target, normal_mass, tangent_mass = vec2(0.0), vec2(0.0), vec2(0.0)
@@ -189,8 +212,9 @@ def solve_velocity(p: ti.template(), pair, n_bodies, h):
         friction = vec2(0.0)
         for i in ti.static(range(2)):
             if i < count:
-                arm_a[i, 0], arm_a[i, 1] = p.contact_arm_a[pair, i].x, p.contact_arm_a[pair, i].y
-                arm_b[i, 0], arm_b[i, 1] = p.contact_arm_b[pair, i].x, p.contact_arm_b[pair, i].y
+                ra, rb = p.contact_arm_a[pair, i], p.contact_arm_b[pair, i]
+                arm_a[i, 0], arm_a[i, 1] = ra.x, ra.y
+                arm_b[i, 0], arm_b[i, 1] = rb.x, rb.y
                 # Touching: stop closing. Apart: close at most the gap in this substep.
                 depth = moved_depth(p, pair, i, slot_a, slot_b, position_a, angle_a,
                                     position_b, angle_b)
@@ -205,28 +229,24 @@ def solve_velocity(p: ti.template(), pair, n_bodies, h):
             for i in ti.static(range(2)):
                 if i < count:
                     ra, rb = vec2(arm_a[i, 0], arm_a[i, 1]), vec2(arm_b[i, 0], arm_b[i, 1])
-                    dv = velocity_b + cross_sv(spin_b, rb) - velocity_a - cross_sv(spin_a, ra)
+                    dv = point_velocity(velocity_a, spin_a, velocity_b, spin_b, ra, rb)
                     old = normal_impulse[i]
                     new = ti.max(old + (target[i] - dv.dot(normal)) * normal_mass[i], 0.0)
                     normal_impulse[i] = new
                     max_impulse[i] = ti.max(max_impulse[i], new)
-                    impulse = (new - old) * normal
-                    velocity_a -= wa * impulse
-                    spin_a -= ia * cross(ra, impulse)
-                    velocity_b += wb * impulse
-                    spin_b += ib * cross(rb, impulse)
+                    velocity_a, spin_a, velocity_b, spin_b = exchange(
+                        velocity_a, spin_a, velocity_b, spin_b, masses, ra, rb,
+                        (new - old) * normal)
 
-                    dv = velocity_b + cross_sv(spin_b, rb) - velocity_a - cross_sv(spin_a, ra)
+                    dv = point_velocity(velocity_a, spin_a, velocity_b, spin_b, ra, rb)
                     old_t = tangent_impulse[i]
                     limit = friction[i] * new
                     new_t = ti.math.clamp(old_t - dv.dot(tangent) * tangent_mass[i], -limit,
                                           limit)
                     tangent_impulse[i] = new_t
-                    impulse = (new_t - old_t) * tangent
-                    velocity_a -= wa * impulse
-                    spin_a -= ia * cross(ra, impulse)
-                    velocity_b += wb * impulse
-                    spin_b += ib * cross(rb, impulse)
+                    velocity_a, spin_a, velocity_b, spin_b = exchange(
+                        velocity_a, spin_a, velocity_b, spin_b, masses, ra, rb,
+                        (new_t - old_t) * tangent)
         # Restitution, once per step after the last substep's solve (as Box2D v3), for points
         # that closed faster than the threshold when the step began and pushed during it.
         restitution = p.pair_restitution[pair]
@@ -235,22 +255,19 @@ def solve_velocity(p: ti.template(), pair, n_bodies, h):
                 approach = p.contact_approach_speed[pair, i]
                 if i < count and approach < -RESTITUTION_THRESHOLD and max_impulse[i] > 0.0:
                     ra, rb = vec2(arm_a[i, 0], arm_a[i, 1]), vec2(arm_b[i, 0], arm_b[i, 1])
-                    dv = velocity_b + cross_sv(spin_b, rb) - velocity_a - cross_sv(spin_a, ra)
-                    vn = dv.dot(normal)
+                    vn = point_velocity(velocity_a, spin_a, velocity_b, spin_b, ra, rb).dot(normal)
                     if vn < -restitution * approach:
-                        impulse = (-restitution * approach - vn) * normal_mass[i] * normal
-                        velocity_a -= wa * impulse
-                        spin_a -= ia * cross(ra, impulse)
-                        velocity_b += wb * impulse
-                        spin_b += ib * cross(rb, impulse)
+                        velocity_a, spin_a, velocity_b, spin_b = exchange(
+                            velocity_a, spin_a, velocity_b, spin_b, masses, ra, rb,
+                            (-restitution * approach - vn) * normal_mass[i] * normal)
         for i in ti.static(range(2)):
             if i < count:
                 p.contact_normal_impulse[pair, i] = normal_impulse[i]
                 p.contact_tangent_impulse[pair, i] = tangent_impulse[i]
                 p.contact_max_impulse[pair, i] = max_impulse[i]
-        if wa > 0.0 or ia > 0.0:
+        if masses[0] > 0.0 or masses[1] > 0.0:
             p.body_velocity[slot_a] = velocity_a
             p.body_angular_velocity[slot_a] = spin_a
-        if wb > 0.0 or ib > 0.0:
+        if masses[2] > 0.0 or masses[3] > 0.0:
             p.body_velocity[slot_b] = velocity_b
             p.body_angular_velocity[slot_b] = spin_b

@@ -18,6 +18,8 @@ from ..integrate import integrate_position, integrate_velocity, moves
 from ..math2d import exclusive_scan
 from .contacts import (
     SPECULATIVE_DISTANCE,
+    STICK_SPEED,
+    prepare_pair,
     prepare_point,
     relative_velocity,
     resolve_penetration,
@@ -166,6 +168,7 @@ def refresh_contacts(p: ti.template(), pair, n_bodies, dt):
                + ti.abs(p.body_angular_velocity[slot_a]) * bounding_radius(p, slot_a % n_bodies)
                + ti.abs(p.body_angular_velocity[slot_b]) * bounding_radius(p, slot_b % n_bodies))
     collide_pair(p, pair, n_bodies, SPECULATIVE_DISTANCE + closing * dt)
+    mu_static, mu_kinetic = prepare_pair(p, pair, slot_a, slot_b, n_bodies)
     normal = p.contact_normal[pair]
     for i in range(p.contact_point_count[pair]):
         feature = p.contact_feature[pair, i]
@@ -182,8 +185,10 @@ def refresh_contacts(p: ti.template(), pair, n_bodies, dt):
         rb = point - p.body_position[slot_b]
         velocity = relative_velocity(p, slot_a, slot_b, ra, rb)
         p.contact_approach_speed[pair, i] = velocity.dot(normal)
-        slide_speed = ti.abs(velocity.dot(vec2(-normal.y, normal.x)))
-        prepare_point(p, pair, i, slot_a, slot_b, n_bodies, ra, rb, slide_speed)
+        # Not sliding when the step begins: static friction holds it.
+        sliding = ti.abs(velocity.dot(vec2(-normal.y, normal.x))) >= STICK_SPEED
+        p.contact_friction[pair, i] = mu_kinetic if sliding else mu_static
+        prepare_point(p, pair, i, ra, rb)
 
 
 @ti.kernel
