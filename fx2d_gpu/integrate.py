@@ -2,6 +2,8 @@
 
 import taichi as ti
 
+from .launching import quick
+
 vec2 = ti.math.vec2
 
 
@@ -38,6 +40,7 @@ def integrate_position(p: ti.template(), slot, h):
     p.body_angle[slot] += h * p.body_angular_velocity[slot]
 
 
+@quick
 @ti.kernel
 def clear_forces(p: ti.template(), n_slots: ti.i32):
     for slot in range(n_slots):

@@ -16,6 +16,7 @@ partners sorted), with no floating-point atomics: the same input gives the same 
 import taichi as ti
 
 from ..device import STATUS_ENTRIES, STATUS_NONFINITE, STATUS_PAIRS
+from ..launching import quick
 from ..math2d import exclusive_scan, rotate
 from ..shapes import SHAPE_CIRCLE, SHAPE_NONE
 
@@ -140,6 +141,7 @@ def visit_partners(p: ti.template(), slot, n_bodies, cell_size, table_mask,
     return found
 
 
+@quick
 @ti.kernel
 def find_pairs(p: ti.template(), n_worlds: ti.i32, n_bodies: ti.i32, cell_size: ti.f32,
                table_mask: ti.i32, margin: ti.f32, motion_time: ti.f32) -> ti.math.ivec3:

@@ -14,6 +14,7 @@ precision does not depend on how far the bodies are from the world origin.
 
 import taichi as ti
 
+from ..launching import quick
 from ..math2d import rotate, rotate_inv
 from ..shapes import SHAPE_CIRCLE, SHAPE_POLYGON
 
@@ -225,6 +226,7 @@ def collide_pair(p: ti.template(), pair, n_bodies, margin):
         p.contact_point_count[pair] = 0
 
 
+@quick
 @ti.kernel
 def compute_manifolds(p: ti.template(), n_pairs: ti.i32, n_bodies: ti.i32, margin: ti.f32):
     """Contact manifolds of pairs [0, n_pairs); margin (m) keeps points up to that far apart."""

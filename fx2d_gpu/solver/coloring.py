@@ -14,6 +14,7 @@ dropped and nothing is solved Jacobi-style by accident.
 import taichi as ti
 
 from ..device import MAX_COLORS
+from ..launching import quick
 
 _NO_CLAIM = 2147483647
 _SUB_ROUNDS = 4
@@ -60,6 +61,7 @@ def is_dynamic(p: ti.template(), slot, n_bodies):
     return p.body_inv_mass[slot % n_bodies] > 0.0 and p.body_sleeping[slot] == 0
 
 
+@quick
 @ti.kernel
 def coloring_still_valid(p: ti.template(), n_slots: ti.i32, n_pairs: ti.i32,
                          n_bodies: ti.i32) -> ti.i32:
@@ -78,6 +80,7 @@ def coloring_still_valid(p: ti.template(), n_slots: ti.i32, n_pairs: ti.i32,
     return 1 if changed == 0 else 0
 
 
+@quick
 @ti.kernel
 def reset_colors(p: ti.template(), n_slots: ti.i32, n_constraints: ti.i32, n_bodies: ti.i32):
     for slot in range(n_slots):
@@ -88,6 +91,7 @@ def reset_colors(p: ti.template(), n_slots: ti.i32, n_constraints: ti.i32, n_bod
         p.pair_color[k] = -1
 
 
+@quick
 @ti.kernel
 def color_round(p: ti.template(), n_constraints: ti.i32, n_bodies: ti.i32,
                 color: ti.i32) -> ti.i32:
@@ -130,6 +134,7 @@ def color_round(p: ti.template(), n_constraints: ti.i32, n_bodies: ti.i32,
     return remaining
 
 
+@quick
 @ti.kernel
 def build_color_lists(p: ti.template(), n_constraints: ti.i32) -> ti.math.ivec2:
     """Group constraint indices by colour into color_list; returns (colours used, overflow)."""

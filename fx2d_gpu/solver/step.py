@@ -15,6 +15,7 @@ from ..collision.broad_phase import bounding_radius
 from ..collision.narrow_phase import collide_pair
 from ..device import MAX_COLORS, MAX_MANIFOLD_POINTS
 from ..integrate import integrate_position, integrate_velocity, moves
+from ..launching import quick
 from ..math2d import exclusive_scan
 from .contacts import (
     SPECULATIVE_DISTANCE,
@@ -52,6 +53,7 @@ def copy_manifold(p: ti.template(), to: ti.template(), from_: ti.template(), dst
             ti.static(getattr(p, to + name))[dst, i] = ti.static(getattr(p, from_ + name))[src, i]
 
 
+@quick
 @ti.kernel
 def save_previous_pairs(p: ti.template(), n_slots: ti.i32, n_pairs: ti.i32, ordered: ti.i32):
     """Copy this step's pairs and manifolds aside, in the broad phase's order (`ordered`: the
@@ -66,6 +68,7 @@ def save_previous_pairs(p: ti.template(), n_slots: ti.i32, n_pairs: ti.i32, orde
         copy_manifold(p, "prev_", "", j, k)
 
 
+@quick
 @ti.kernel
 def order_pairs_by_color(p: ti.template(), n_pairs: ti.i32, n_constraints: ti.i32):
     """Plan storing the pairs in colour order: pair_origin[n] = the broad-phase index of the
@@ -87,6 +90,7 @@ def order_pairs_by_color(p: ti.template(), n_pairs: ti.i32, n_constraints: ti.i3
         p.pair_color[p.color_list[i]] = color
 
 
+@quick
 @ti.kernel
 def gather_pairs(p: ti.template(), n_pairs: ti.i32):
     """Store the pairs in colour order (after carry_contacts, before the first refresh), so
@@ -117,6 +121,7 @@ def find_previous(p: ti.template(), owner, a, b):
     return found
 
 
+@quick
 @ti.kernel
 def carry_contacts(p: ti.template(), n_slots: ti.i32, n_pairs: ti.i32, n_bodies: ti.i32,
                    n_joints: ti.i32):
@@ -191,6 +196,7 @@ def refresh_contacts(p: ti.template(), pair, n_bodies, dt):
         prepare_point(p, pair, i, ra, rb)
 
 
+@quick
 @ti.kernel
 def build_body_contacts(p: ti.template(), n_slots: ti.i32, n_pairs: ti.i32):
     """Per body, the pairs it belongs to (sorted), so warm starting can gather impulses per
@@ -221,6 +227,7 @@ def build_body_contacts(p: ti.template(), n_slots: ti.i32, n_pairs: ti.i32):
             p.body_contacts[j + 1] = key
 
 
+@quick
 @ti.kernel
 def begin_substep(p: ti.template(), n_slots: ti.i32, n_bodies: ti.i32, n_pairs: ti.i32,
                   n_joints: ti.i32, gravity: vec2, h: ti.f32, dt: ti.f32, refresh: ti.i32,
@@ -256,6 +263,7 @@ def begin_substep(p: ti.template(), n_slots: ti.i32, n_bodies: ti.i32, n_pairs: 
             integrate_position(p, slot, h)
 
 
+@quick
 @ti.kernel
 def derive_velocities(p: ti.template(), n_slots: ti.i32, n_bodies: ti.i32, h: ti.f32):
     """v = (x - x_prev) / h, w = (theta - theta_prev) / h for bodies that have joints.
@@ -293,6 +301,7 @@ def solve_velocity_constraint(p: ti.template(), k, n_bodies, h):
 COLORS_PER_LAUNCH = 4
 
 
+@quick
 @ti.kernel
 def solve_colors(p: ti.template(), stage: ti.template(), first_color: ti.i32,
                  n_bodies: ti.i32, h: ti.f32):
@@ -306,6 +315,7 @@ def solve_colors(p: ti.template(), stage: ti.template(), first_color: ti.i32,
             stage(p, p.color_list[i], n_bodies, h)
 
 
+@quick
 @ti.kernel
 def solve_overflow(p: ti.template(), stage: ti.template(), n_bodies: ti.i32, h: ti.f32):
     """stage for the overflow colour: one thread, in constraint order."""
@@ -335,6 +345,7 @@ def run_substep(pool, n_slots, n_bodies, n_pairs, n_joints, gravity, h, dt, firs
         solve_pass(pool, solve_velocity_constraint, n_bodies, h, n_colors, overflow)
 
 
+@quick
 @ti.kernel
 def update_sleep(p: ti.template(), n_slots: ti.i32, n_bodies: ti.i32, dt: ti.f32):
     for slot in range(n_slots):

@@ -1,0 +1,80 @@
+"""The short kernel-launch path gives what Taichi's own call gives."""
+
+import gc
+
+import numpy as np
+import taichi as ti
+
+from fx2d_gpu.launching import QuickKernel, quick
+
+
+class Holder:
+    """Fields passed as one template argument, like the device pool."""
+
+    def __init__(self, n):
+        self.values = ti.field(ti.f32, n)
+        self.count = ti.field(ti.i32, ())
+
+
+@ti.func
+def add_scaled(h: ti.template(), i, scale):
+    h.values[i] += scale * i
+
+
+@quick
+@ti.kernel
+def accumulate(h: ti.template(), stage: ti.template(), n: ti.i32, scale: ti.f32,
+               offset: ti.math.vec2) -> ti.f32:
+    total = 0.0
+    for i in range(n):
+        stage(h, i, scale)
+        total += h.values[i]
+    h.count[None] += 1
+    return total + offset.x + offset.y
+
+
+@quick
+@ti.kernel
+def take_array(h: ti.template(), data: ti.types.ndarray(dtype=ti.f32, ndim=1)):
+    for i in range(data.shape[0]):
+        h.values[i] = data[i]
+
+
+def reference(n, scales, size):
+    values = np.zeros(size, np.float64)
+    totals = []
+    for scale in scales:
+        values[:n] += scale * np.arange(n)
+        totals.append(values[:n].sum())
+    return values, totals
+
+
+def test_repeated_calls_match_numpy():
+    holder = Holder(64)
+    scales = [0.5, 1.25, -2.0, 3.0]
+    totals = [accumulate(holder, add_scaled, 40, s, ti.math.vec2(1.0, 2.0)) for s in scales]
+    values, expected = reference(40, scales, 64)
+    np.testing.assert_allclose(holder.values.to_numpy(), values, rtol=1e-6)
+    np.testing.assert_allclose(totals, np.array(expected) + 3.0, rtol=1e-5)
+    assert holder.count[None] == len(scales)
+    assert isinstance(accumulate, QuickKernel) and accumulate._entries  # the short path ran
+
+
+def test_new_template_objects_are_not_confused():
+    """A new holder (even at a freed one's address) gets its own compiled kernel."""
+    for size in (8, 16, 8, 32):
+        holder = Holder(size)
+        accumulate(holder, add_scaled, size, 1.0, ti.math.vec2(0.0, 0.0))
+        accumulate(holder, add_scaled, size, 2.0, ti.math.vec2(0.0, 0.0))
+        np.testing.assert_allclose(holder.values.to_numpy(), 3.0 * np.arange(size))
+        del holder
+        gc.collect()
+
+
+def test_ndarray_kernel_falls_back_to_taichi():
+    holder = Holder(5)
+    data = np.arange(5, dtype=np.float32) * 2
+    take_array(holder, data)
+    take_array(holder, data + 1)
+    np.testing.assert_array_equal(holder.values.to_numpy(), data + 1)
+    assert take_array._kinds is None
