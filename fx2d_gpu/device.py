@@ -198,7 +198,12 @@ class DevicePool:
         self.body_contacts = field(i32, 2 * P)  # pair indices by body, sorted per body
         self.body_wake = field(i32, N)  # set when a new contact wakes the body
         self.body_claim = field(i32, N)  # lowest pair index bidding for the body this round
-        self.body_color_taken = field(i32, N)  # last colour that took the body
+        self.body_color_mask = field(i32, N)  # bit c: a constraint of colour c has the body
+        self.prev_pair_color = field(i32, P)  # last step's colours, broad-phase order, -1: none
+        self.pair_kept_color = field(i32, P)  # the colour the pair had last step, or -1
+        self.joint_color = field(i32, JS)  # per joint slot, from the last colouring
+        self.uncolored = field(i32, C)  # constraints that bid for colours this step
+        self.uncolored_count = field(i32, 1)
         self.body_colored_dynamic = field(i32, N)  # 1: dynamic and awake when last coloured
 
         self._tree = fb.finalize()

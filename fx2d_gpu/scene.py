@@ -184,6 +184,7 @@ class Scene:
         self.n_colors = 0  # parallel colours used by the last step
         self.n_overflow = 0  # constraints the last step solved serially (overflow colour)
         self.colorings = 0  # steps that coloured their constraints (others reused the last)
+        self.scratch_colorings = 0  # of those, the ones that did not start from the last
         self.lost_bodies = 0  # bodies left out of collision for a non-finite pose
 
     # ------------------------------------------------------------------ building
@@ -658,7 +659,8 @@ class Scene:
         pool = self._device()
         n_slots, n_bodies = self._n_worlds * self.n_bodies, self.n_bodies
         self._upload_forces(pool)
-        save_previous_pairs(pool, n_slots, self._n_pairs, int(self._pairs_ordered))
+        save_previous_pairs(pool, n_slots, self._n_pairs, int(self._pairs_ordered),
+                            int(self._coloring_valid))
         # Pairs for the whole step: AABBs grown by what each body can cover in dt.
         pool = self._broad_phase(SPECULATIVE_DISTANCE, dt)
         n_pairs = self._n_pairs
@@ -667,11 +669,15 @@ class Scene:
         n_constraints = n_pairs + self._n_worlds * n_joints
         # Colour again only when the pairs changed or a fixed body started to move (a pile
         # at rest keeps its pairs for many steps); then store the pairs in colour order.
+        # Otherwise start from last step's colours, pair by pair. With an overflow, colour
+        # again anyway: its pairs may find a colour now.
         reuse = (self._coloring_valid and n_pairs == self._colored_pairs
+                 and self.n_overflow == 0
                  and coloring_still_valid(pool, n_slots, n_pairs, n_bodies) == 1)
         if not reuse:
-            self.n_colors, self.n_overflow = color_constraints(pool, n_slots, n_constraints,
-                                                               n_bodies)
+            self.n_colors, self.n_overflow, scratch = color_constraints(
+                pool, n_slots, n_constraints, n_bodies, keep=self._coloring_valid)
+            self.scratch_colorings += int(scratch)
             if n_pairs:
                 order_pairs_by_color(pool, n_pairs, n_constraints)
         self.colorings += 0 if reuse else 1

@@ -8,7 +8,7 @@ import pytest
 import fx2d_gpu as fx
 from fx2d_gpu import device
 from fx2d_gpu.device import MAX_COLORS
-from fx2d_gpu.scenes import pyramid, random_pile
+from fx2d_gpu.scenes import batched_small, pyramid, random_pile
 
 DT = 1.0 / 60.0
 G = 9.81
@@ -128,35 +128,65 @@ def coloring(scene):
     n = scene._n_pairs
     a = pool.pair_body_a.to_numpy()[:n]
     b = pool.pair_body_b.to_numpy()[:n]
-    color = pool.pair_color.to_numpy()[:n]
+    color = pool.pair_color.to_numpy()[: n + scene.n_worlds * scene.n_joints]
     starts = pool.color_start.to_numpy()
     listed = pool.color_list.to_numpy()[: starts[MAX_COLORS + 1]]
     return a, b, color, starts, listed
+
+
+def assert_valid_coloring(scene):
+    """Every pair listed once under its own colour; no colour holds two constraints on one
+    moving body (checked by brute force against the scene's state)."""
+    a, b, color, starts, listed = coloring(scene)
+    n = len(a)
+    assert sorted(listed) == list(range(len(color)))  # pairs, then joint slots
+    for c in range(MAX_COLORS + 1):
+        assert np.all(color[listed[starts[c]:starts[c + 1]]] == c)
+    state = scene.get_state()
+    nb = scene.n_bodies
+    dynamic = np.array([scene.body_mass(i) > 0 for i in range(nb)])
+    # Per body slot: dynamic and awake (static or sleeping bodies may be shared).
+    moving = np.tile(dynamic, scene.n_worlds) & ~state.sleeping.reshape(-1)
+    parents = np.array([joint.parent for joint in scene._joints], int)
+    children = np.array([joint.child for joint in scene._joints], int)
+    for c in range(MAX_COLORS):
+        members = listed[starts[c]:starts[c + 1]]
+        pairs, joints = members[members < n], members[members >= n] - n
+        worlds = joints // max(scene.n_joints, 1)
+        ends = [a[pairs], b[pairs]]
+        if len(joints):
+            ends += [worlds * nb + parents[joints % scene.n_joints],
+                     worlds * nb + children[joints % scene.n_joints]]
+        bodies = np.concatenate([e[moving[e]] for e in ends])
+        assert len(bodies) == len(np.unique(bodies)), f"colour {c} shares a body"
+    assert scene.n_colors <= MAX_COLORS
+    return n
 
 
 def test_graph_coloring_is_valid_on_dense_piles(arch):
     for seed in range(3):
         scene = random_pile(3000, arch=arch, seed=seed, n_worlds=2)
         scene.step(DT)
-        a, b, color, starts, listed = coloring(scene)
-        n = len(a)
-        assert n > 3000
-        # Every pair is listed exactly once, under its own colour (or the overflow).
-        assert sorted(listed) == list(range(n))
-        for c in range(MAX_COLORS + 1):
-            assert np.all(color[listed[starts[c]:starts[c + 1]]] == c)
-        # No colour holds two pairs on one dynamic body (static/asleep bodies are shared).
-        state = scene.get_state()
-        nb = scene.n_bodies
-        dynamic = np.array([scene.body_mass(i) > 0 for i in range(nb)])
-        # Per body slot: dynamic and awake (static or sleeping bodies may be shared).
-        moving = np.tile(dynamic, scene.n_worlds) & ~state.sleeping.reshape(-1)
-        for c in range(MAX_COLORS):
-            members = listed[starts[c]:starts[c + 1]]
-            bodies = np.concatenate([a[members][moving[a[members]]],
-                                     b[members][moving[b[members]]]])
-            assert len(bodies) == len(np.unique(bodies)), f"colour {c} shares a body"
-        assert scene.n_colors <= MAX_COLORS
+        assert assert_valid_coloring(scene) > 3000
+
+
+def test_colours_kept_from_last_step_stay_valid_in_a_falling_pile(arch):
+    """A falling, tumbling pile gains and loses pairs every step; each step starts from the
+    last step's colours (only new pairs bid), and the result must still be a valid
+    colouring, also after bodies fall asleep and wake up."""
+    scene = random_pile(600, arch=arch, seed=7)
+    for step in range(150):
+        scene.step(DT)
+        if step % 10 == 0 or step > 140:
+            assert_valid_coloring(scene)
+    assert scene.colorings - scene.scratch_colorings > 20  # most steps kept the colours
+    # With joints (kept per joint slot) in many worlds of thrown bodies:
+    scene = batched_small(32, arch=arch)
+    for step in range(60):
+        scene.step(DT)
+        if step % 5 == 0:
+            assert_valid_coloring(scene)
+    assert scene.colorings - scene.scratch_colorings > 5
 
 
 def test_repeat_runs_are_bitwise_identical(arch):

@@ -9,6 +9,10 @@ bodies do not count: they never move, so any number of constraints may read them
 Integer atomics only, so the colouring is the same on every run. Constraints still uncoloured
 after MAX_COLORS rounds form the overflow colour, solved serially in index order: nothing is
 dropped and nothing is solved Jacobi-style by accident.
+
+From one step to the next most pairs persist (a pile in motion gains and loses a few pairs a
+step), so a step starts from the last step's colours (keep_colors) and only new pairs bid:
+each body keeps a bit mask of the colours its constraints hold.
 """
 
 import taichi as ti
@@ -61,6 +65,12 @@ def is_dynamic(p: ti.template(), slot, n_bodies):
     return p.body_inv_mass[slot % n_bodies] > 0.0 and p.body_sleeping[slot] == 0
 
 
+@ti.func
+def woke(p: ti.template(), slot, n_bodies):
+    """The body moves now but was static or asleep when the colours were last made."""
+    return p.body_colored_dynamic[slot] == 0 and is_dynamic(p, slot, n_bodies)
+
+
 @quick
 @ti.kernel
 def coloring_still_valid(p: ti.template(), n_slots: ti.i32, n_pairs: ti.i32,
@@ -68,16 +78,33 @@ def coloring_still_valid(p: ti.template(), n_slots: ti.i32, n_pairs: ti.i32,
     """1 when last step's colouring still holds: the broad phase found the same pairs in the
     same order (prev_* hold last step's, in broad-phase order) and no body that the
     colouring treated as fixed (static or asleep) moves now. A colouring stays valid when
-    bodies fall asleep: that only removes conflicts."""
+    bodies fall asleep: that only removes conflicts.
+
+    Bodies that fell asleep are marked fixed now, as keep_colors would mark them, so
+    whether a step reused the colouring or kept it pair by pair, the next step sees the same
+    flags (a world colours the same alone or in a batch)."""
     changed = 0
     for k in range(n_pairs):
         if (p.pair_body_a[k] != p.prev_pair_body_a[k]
                 or p.pair_body_b[k] != p.prev_pair_body_b[k]):
             changed += 1
     for slot in range(n_slots):
-        if p.body_colored_dynamic[slot] == 0 and is_dynamic(p, slot, n_bodies):
+        if woke(p, slot, n_bodies):
             changed += 1
+    for slot in range(n_slots):  # after the check above: lowering never hides a wake-up
+        if not is_dynamic(p, slot, n_bodies):
+            p.body_colored_dynamic[slot] = 0
     return 1 if changed == 0 else 0
+
+
+@ti.func
+def mark_color(p: ti.template(), slot, color):
+    ti.atomic_or(p.body_color_mask[slot], 1 << color)
+
+
+@ti.func
+def color_free(p: ti.template(), slot, dynamic, color):
+    return not dynamic or (p.body_color_mask[slot] >> color) & 1 == 0
 
 
 @quick
@@ -85,51 +112,88 @@ def coloring_still_valid(p: ti.template(), n_slots: ti.i32, n_pairs: ti.i32,
 def reset_colors(p: ti.template(), n_slots: ti.i32, n_constraints: ti.i32, n_bodies: ti.i32):
     for slot in range(n_slots):
         p.body_claim[slot] = _NO_CLAIM
-        p.body_color_taken[slot] = -1
+        p.body_color_mask[slot] = 0
         p.body_colored_dynamic[slot] = 1 if is_dynamic(p, slot, n_bodies) else 0
     for k in range(n_constraints):
         p.pair_color[k] = -1
+        p.uncolored[k] = k
 
 
 @quick
 @ti.kernel
-def color_round(p: ti.template(), n_constraints: ti.i32, n_bodies: ti.i32,
+def keep_colors(p: ti.template(), n_slots: ti.i32, n_constraints: ti.i32,
+                n_bodies: ti.i32) -> ti.i32:
+    """Give each constraint the colour it had last step (pair_kept_color, joint_color), unless
+    it was in the overflow or one of its bodies woke since (two constraints of one colour may
+    share a body that was fixed then); returns how many are left uncoloured."""
+    n_pairs = p.step_counts[0]
+    for slot in range(n_slots):
+        p.body_claim[slot] = _NO_CLAIM
+        p.body_color_mask[slot] = 0
+    for k in range(n_constraints):
+        color = p.pair_kept_color[k] if k < n_pairs else p.joint_color[k - n_pairs]
+        a, b = constraint_bodies(p, k, n_bodies)
+        if color >= MAX_COLORS or woke(p, a, n_bodies) or woke(p, b, n_bodies):
+            color = -1
+        p.pair_color[k] = color
+    for k in range(n_constraints):
+        color = p.pair_color[k]
+        if color >= 0:
+            a, b = constraint_bodies(p, k, n_bodies)
+            mark_color(p, a, color)
+            mark_color(p, b, color)
+    for slot in range(n_slots):
+        p.body_colored_dynamic[slot] = 1 if is_dynamic(p, slot, n_bodies) else 0
+    p.uncolored_count[0] = 0
+    for k in range(n_constraints):  # the order is free: bids are atomic minima
+        if p.pair_color[k] < 0:
+            p.uncolored[ti.atomic_add(p.uncolored_count[0], 1)] = k
+    return p.uncolored_count[0]
+
+
+@quick
+@ti.kernel
+def color_round(p: ti.template(), n_uncolored: ti.i32, n_bodies: ti.i32,
                 color: ti.i32) -> ti.i32:
-    """Give `color` to a maximal-ish set of uncoloured constraints sharing no dynamic body;
-    returns how many constraints are still uncoloured."""
+    """Give `color` to a maximal-ish set of uncoloured constraints sharing no dynamic body
+    with each other or with a constraint that has it already; returns how many constraints
+    are still uncoloured. Only the constraints in uncolored[:n_uncolored] take part (the
+    others have their colour).
+    """
     for _ in ti.static(range(_SUB_ROUNDS)):
-        for k in range(n_constraints):
+        for i in range(n_uncolored):
+            k = p.uncolored[i]
             if p.pair_color[k] < 0:
                 a, b = constraint_bodies(p, k, n_bodies)
                 dyn_a, dyn_b = is_dynamic(p, a, n_bodies), is_dynamic(p, b, n_bodies)
-                free = ((not dyn_a or p.body_color_taken[a] != color)
-                        and (not dyn_b or p.body_color_taken[b] != color))
-                if free:
+                if color_free(p, a, dyn_a, color) and color_free(p, b, dyn_b, color):
                     bid = priority(p, k, n_bodies)
                     if dyn_a:
                         ti.atomic_min(p.body_claim[a], bid)
                     if dyn_b:
                         ti.atomic_min(p.body_claim[b], bid)
-        for k in range(n_constraints):
+        for i in range(n_uncolored):
+            k = p.uncolored[i]
             if p.pair_color[k] < 0:
                 a, b = constraint_bodies(p, k, n_bodies)
                 dyn_a, dyn_b = is_dynamic(p, a, n_bodies), is_dynamic(p, b, n_bodies)
                 bid = priority(p, k, n_bodies)
-                won_a = not dyn_a or (p.body_claim[a] == bid and p.body_color_taken[a] != color)
-                won_b = not dyn_b or (p.body_claim[b] == bid and p.body_color_taken[b] != color)
+                won_a = not dyn_a or (p.body_claim[a] == bid and color_free(p, a, dyn_a, color))
+                won_b = not dyn_b or (p.body_claim[b] == bid and color_free(p, b, dyn_b, color))
                 if won_a and won_b:
                     p.pair_color[k] = color
-        for k in range(n_constraints):
+        for i in range(n_uncolored):
             # Mark the winners' bodies and clear every bid for the next sub-round.
+            k = p.uncolored[i]
             a, b = constraint_bodies(p, k, n_bodies)
             if p.pair_color[k] == color:
-                p.body_color_taken[a] = color
-                p.body_color_taken[b] = color
+                mark_color(p, a, color)
+                mark_color(p, b, color)
             p.body_claim[a] = _NO_CLAIM
             p.body_claim[b] = _NO_CLAIM
     remaining = 0
-    for k in range(n_constraints):
-        if p.pair_color[k] < 0:
+    for i in range(n_uncolored):
+        if p.pair_color[p.uncolored[i]] < 0:
             remaining += 1
     return remaining
 
@@ -161,6 +225,8 @@ def build_color_lists(p: ti.template(), n_constraints: ti.i32) -> ti.math.ivec2:
         c = p.pair_color[k]
         if c < MAX_COLORS:
             p.color_list[ti.atomic_add(p.color_cursor[c], 1)] = k
+    for joint_slot in range(n_constraints - p.step_counts[0]):  # kept for the next step
+        p.joint_color[joint_slot] = p.pair_color[p.step_counts[0] + joint_slot]
     # ... but the overflow colour is solved serially, so it keeps index order.
     for _ in range(1):
         cursor = p.color_cursor[MAX_COLORS]
@@ -171,14 +237,21 @@ def build_color_lists(p: ti.template(), n_constraints: ti.i32) -> ti.math.ivec2:
     return ti.math.ivec2(used, overflow)
 
 
-def color_constraints(pool, n_slots: int, n_constraints: int, n_bodies: int) -> tuple[int, int]:
+def color_constraints(pool, n_slots: int, n_constraints: int, n_bodies: int,
+                      keep: bool = False) -> tuple[int, int, bool]:
     """Colour the step's constraints (step_counts must be set); returns (parallel colours
-    used, constraints in the overflow)."""
+    used, constraints in the overflow, whether it coloured from scratch). keep: start from
+    last step's colours (carry_contacts found them; the pool still holds that colouring's
+    joint colours and body flags)."""
     if n_constraints == 0:
-        return 0, 0
-    reset_colors(pool, n_slots, n_constraints, n_bodies)
-    for color in range(MAX_COLORS):
-        if color_round(pool, n_constraints, n_bodies, color) == 0:
+        return 0, 0, True
+    if keep:
+        uncolored = keep_colors(pool, n_slots, n_constraints, n_bodies)
+    else:
+        reset_colors(pool, n_slots, n_constraints, n_bodies)
+        uncolored = n_constraints
+    for color in range(MAX_COLORS if uncolored else 0):
+        if color_round(pool, uncolored, n_bodies, color) == 0:
             break  # everything has a colour: the remaining rounds would do nothing
     used, overflow = build_color_lists(pool, n_constraints)
-    return int(used), int(overflow)
+    return int(used), int(overflow), not keep

@@ -55,16 +55,18 @@ def copy_manifold(p: ti.template(), to: ti.template(), from_: ti.template(), dst
 
 @quick
 @ti.kernel
-def save_previous_pairs(p: ti.template(), n_slots: ti.i32, n_pairs: ti.i32, ordered: ti.i32):
+def save_previous_pairs(p: ti.template(), n_slots: ti.i32, n_pairs: ti.i32, ordered: ti.i32,
+                        colored: ti.i32):
     """Copy this step's pairs and manifolds aside, in the broad phase's order (`ordered`: the
     pairs were reordered by colour, pair_origin maps them back), to be matched after the
-    next broad phase."""
+    next broad phase; with their colours if `colored` (pair_color holds this step's)."""
     for slot in range(n_slots + 1):
         p.prev_body_pair_start[slot] = p.body_pair_start[slot] if n_pairs > 0 else 0
     for k in range(n_pairs):
         j = p.pair_origin[k] if ordered else k
         p.prev_pair_body_a[j] = p.pair_body_a[k]
         p.prev_pair_body_b[j] = p.pair_body_b[k]
+        p.prev_pair_color[j] = p.pair_color[k] if colored else -1
         copy_manifold(p, "prev_", "", j, k)
 
 
@@ -125,7 +127,8 @@ def find_previous(p: ti.template(), owner, a, b):
 @ti.kernel
 def carry_contacts(p: ti.template(), n_slots: ti.i32, n_pairs: ti.i32, n_bodies: ti.i32,
                    n_joints: ti.i32):
-    """Give each new pair last step's manifold and impulses (warm starting), if it had one.
+    """Give each new pair last step's manifold and impulses (warm starting) and colour, if it
+    had them.
 
     A pair that is new this step and joins an awake dynamic body to a sleeping one wakes the
     sleeper. Decisions read the sleep flags before any is changed, so the order of threads
@@ -140,6 +143,7 @@ def carry_contacts(p: ti.template(), n_slots: ti.i32, n_pairs: ti.i32, n_bodies:
         j = find_previous(p, a, a, b)
         if j < 0:
             j = find_previous(p, b, a, b)
+        p.pair_kept_color[k] = p.prev_pair_color[j] if j >= 0 else -1
         if j >= 0:
             copy_manifold(p, "", "prev_", k, j)
         else:
