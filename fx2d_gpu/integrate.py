@@ -15,6 +15,13 @@ def moves(p: ti.template(), slot, body):
 
 
 @ti.func
+def awake_dynamic(p: ti.template(), slot, n_bodies):
+    """True for a dynamic body that is awake: contacts and joints can move it (static,
+    kinematic and sleeping bodies act as fixed)."""
+    return p.body_inv_mass[slot % n_bodies] > 0.0 and p.body_sleeping[slot] == 0
+
+
+@ti.func
 def integrate_velocity(p: ti.template(), slot, body, gravity, h, extra_force, extra_torque):
     """v += h (g * gravity_scale + F/m), w += h tau/I, both divided by (1 + h c) for damping c.
 

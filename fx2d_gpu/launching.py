@@ -81,9 +81,9 @@ class QuickKernel:
         self.__name__ = getattr(kernel, "__name__", "kernel")
         self.__wrapped__ = kernel
 
-    def __call__(self, *args):
-        if self._kinds is None or len(args) != len(self._kinds):
-            return self._kernel(*args)
+    def __call__(self, *args, **kwargs):
+        if kwargs or self._kinds is None or len(args) != len(self._kinds):
+            return self._kernel(*args, **kwargs)
         templates = tuple(args[i] for i in self._template_positions)
         program = impl.get_runtime().prog
         entry = self._entries.get(tuple(map(id, templates)))

@@ -226,11 +226,7 @@ class Scene:
             inertia = mass * shapes.unit_inertia(shape)
         else:
             inertia = as_real(inertia, "inertia", positive=True)
-        if name is not None:
-            if not isinstance(name, str):
-                raise TypeError(f"name must be a string, got {type(name).__name__}")
-            if name in self._names:
-                raise ValueError(f"name {name!r} is already used by body {self._names[name]}")
+        _check_new_name(name, self._names, "body")
         body = _Body(
             shape=shape, position=position, angle=as_real(angle, "angle"),
             velocity=as_vector2(velocity, "velocity"),
@@ -252,9 +248,7 @@ class Scene:
 
     def body_index(self, name: str) -> int:
         """Index of the body added with `name`."""
-        if name not in self._names:
-            raise ValueError(f"name {name!r}: no body has this name")
-        return self._names[name]
+        return _lookup_name(name, self._names, "body")
 
     def body_inertia(self, body: int) -> float:
         """Moment of inertia about the centre of mass, kg m² (inf for static bodies)."""
@@ -316,16 +310,13 @@ class Scene:
                                control_mode, target, pid, max_effort, name, collide_connected)
 
     def _check_joint_bodies(self, parent, child):
-        for value, label in ((parent, "parent"), (child, "child")):
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-                raise TypeError(f"{label} must be a body index, got {type(value).__name__}")
-            if not 0 <= value < self.n_bodies:
-                raise ValueError(f"{label} {value} out of range ({self.n_bodies} bodies)")
+        parent = _as_index(parent, "parent", self.n_bodies, "bodies")
+        child = _as_index(child, "child", self.n_bodies, "bodies")
         if parent == child:
             raise ValueError("parent and child must be different bodies")
         if self._bodies[parent].mass == 0 and self._bodies[child].mass == 0:
             raise ValueError("parent and child are both static")
-        return int(parent), int(child)
+        return parent, child
 
     def _add_joint(self, kind, parent, child, anchor_parent, anchor_child, axis, reference,
                    lower, upper, control_mode, target, pid, max_effort, name,
@@ -344,11 +335,7 @@ class Scene:
             raise TypeError(f"max_effort must be a number, got {type(max_effort).__name__}")
         if not max_effort > 0:
             raise ValueError(f"max_effort must be positive, got {max_effort}")
-        if name is not None:
-            if not isinstance(name, str):
-                raise TypeError(f"name must be a string, got {type(name).__name__}")
-            if name in self._joint_names:
-                raise ValueError(f"joint name {name!r} is already used")
+        _check_new_name(name, self._joint_names, "joint")
         self._joints.append(_Joint(kind, parent, child, np.asarray(anchor_parent, float),
                                    np.asarray(anchor_child, float), np.asarray(axis, float),
                                    float(reference), lower, upper, MOTOR_MODES[control_mode],
@@ -359,16 +346,11 @@ class Scene:
         return len(self._joints) - 1
 
     def joint_index(self, name: str) -> int:
-        if name not in self._joint_names:
-            raise ValueError(f"joint name {name!r}: no joint has this name")
-        return self._joint_names[name]
+        """Index of the joint added with `name`."""
+        return _lookup_name(name, self._joint_names, "joint")
 
     def _check_joint(self, joint) -> int:
-        if isinstance(joint, bool) or not isinstance(joint, (int, np.integer)):
-            raise TypeError(f"joint must be an int index, got {type(joint).__name__}")
-        if not 0 <= joint < self.n_joints:
-            raise ValueError(f"joint {joint} out of range (scene has {self.n_joints} joints)")
-        return int(joint)
+        return _as_index(joint, "joint", self.n_joints, "joints")
 
     def set_joint_target(self, joint: int, target):
         """The motor's target: rad, rad/s or N m (revolute); m, m/s or N (prismatic).
@@ -667,17 +649,17 @@ class Scene:
         n_joints = self.n_joints
         carry_contacts(pool, n_slots, n_pairs, n_bodies, n_joints)
         n_constraints = n_pairs + self._n_worlds * n_joints
-        # Colour again only when the pairs changed or a fixed body started to move (a pile
-        # at rest keeps its pairs for many steps); then store the pairs in colour order.
-        # Otherwise start from last step's colours, pair by pair. With an overflow, colour
-        # again anyway: its pairs may find a colour now.
+        # Keep last step's colouring while the broad phase finds the same pairs, no fixed
+        # body started to move and nothing overflowed (a pile at rest keeps its pairs for
+        # many steps); otherwise colour again, starting from last step's colours pair by
+        # pair. Then store the pairs in colour order.
         reuse = (self._coloring_valid and n_pairs == self._colored_pairs
                  and self.n_overflow == 0
                  and coloring_still_valid(pool, n_slots, n_pairs, n_bodies) == 1)
         if not reuse:
-            self.n_colors, self.n_overflow, scratch = color_constraints(
+            self.n_colors, self.n_overflow = color_constraints(
                 pool, n_slots, n_constraints, n_bodies, keep=self._coloring_valid)
-            self.scratch_colorings += int(scratch)
+            self.scratch_colorings += 0 if self._coloring_valid else 1
             if n_pairs:
                 order_pairs_by_color(pool, n_pairs, n_constraints)
         self.colorings += 0 if reuse else 1
@@ -733,11 +715,7 @@ class Scene:
 
     # ------------------------------------------------------------------ forces
     def _check_body(self, body) -> int:
-        if isinstance(body, bool) or not isinstance(body, (int, np.integer)):
-            raise TypeError(f"body must be an int index, got {type(body).__name__}")
-        if not 0 <= body < self.n_bodies:
-            raise ValueError(f"body {body} out of range (scene has {self.n_bodies} bodies)")
-        return int(body)
+        return _as_index(body, "body", self.n_bodies, "bodies")
 
     def apply_force(self, body: int, force, torque=0.0):
         """Add a force (N, at the centre of mass) and a torque (N m) for the next step().
@@ -855,6 +833,31 @@ class Scene:
     def __repr__(self) -> str:
         return (f"Scene(n_bodies={self.n_bodies}, n_worlds={self._n_worlds}, "
                 f"substeps={self.substeps}, backend={self.backend!r})")
+
+
+def _as_index(value, label: str, count: int, plural: str) -> int:
+    """`value` as an index below `count`, else TypeError / ValueError naming `label`."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{label} must be an int index, got {type(value).__name__}")
+    if not 0 <= value < count:
+        raise ValueError(f"{label} {value} out of range (scene has {count} {plural})")
+    return int(value)
+
+
+def _check_new_name(name, taken: dict, kind: str):
+    """A new body or joint name: None, or a string no other `kind` uses."""
+    if name is None:
+        return
+    if not isinstance(name, str):
+        raise TypeError(f"name must be a string, got {type(name).__name__}")
+    if name in taken:
+        raise ValueError(f"{kind} name {name!r} is already used (by {kind} {taken[name]})")
+
+
+def _lookup_name(name, taken: dict, kind: str) -> int:
+    if name not in taken:
+        raise ValueError(f"{kind} name {name!r}: no {kind} has this name")
+    return taken[name]
 
 
 def _as_bool(value, name: str) -> bool:

@@ -16,6 +16,7 @@ partners sorted), with no floating-point atomics: the same input gives the same 
 import taichi as ti
 
 from ..device import STATUS_ENTRIES, STATUS_NONFINITE, STATUS_PAIRS
+from ..integrate import awake_dynamic
 from ..launching import quick
 from ..math2d import exclusive_scan, rotate
 from ..shapes import SHAPE_CIRCLE, SHAPE_NONE
@@ -87,12 +88,6 @@ def jointed(p: ti.template(), body, other_body):
 
 
 @ti.func
-def is_active(p: ti.template(), slot, body):
-    """True for a dynamic body that is awake (it can move)."""
-    return p.body_inv_mass[body] > 0.0 and p.body_sleeping[slot] == 0
-
-
-@ti.func
 def visit_partners(p: ti.template(), slot, n_bodies, cell_size, table_mask,
                    fill: ti.template(), write_at):
     """Count (fill=False) or write (fill=True, from index write_at) the pairs `slot` owns."""
@@ -103,7 +98,7 @@ def visit_partners(p: ti.template(), slot, n_bodies, cell_size, table_mask,
         body = slot % n_bodies
         lower = p.body_aabb_lower[slot]
         upper = p.body_aabb_upper[slot]
-        active = is_active(p, slot, body)
+        active = awake_dynamic(p, slot, n_bodies)
         mask = p.world_level_mask[world] >> level
         grid_level = level
         while mask != 0:
@@ -129,7 +124,7 @@ def visit_partners(p: ti.template(), slot, n_bodies, cell_size, table_mask,
                                 if (corner.x <= overlap_upper.x and corner.y <= overlap_upper.y
                                         and cell_coord(corner.x, inv_cell) == cx
                                         and cell_coord(corner.y, inv_cell) == cy
-                                        and (active or is_active(p, other, other_body))
+                                        and (active or awake_dynamic(p, other, n_bodies))
                                         and not jointed(p, body, other_body)):
                                     if ti.static(fill):
                                         index = write_at + found

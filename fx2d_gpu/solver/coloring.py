@@ -11,13 +11,14 @@ after MAX_COLORS rounds form the overflow colour, solved serially in index order
 dropped and nothing is solved Jacobi-style by accident.
 
 From one step to the next most pairs persist (a pile in motion gains and loses a few pairs a
-step), so a step starts from the last step's colours (keep_colors) and only new pairs bid:
+step), so a step starts from the last step's colours (start_coloring) and only new pairs bid:
 each body keeps a bit mask of the colours its constraints hold.
 """
 
 import taichi as ti
 
 from ..device import MAX_COLORS
+from ..integrate import awake_dynamic
 from ..launching import quick
 
 _NO_CLAIM = 2147483647
@@ -61,14 +62,9 @@ def priority(p: ti.template(), k, n_bodies):
 
 
 @ti.func
-def is_dynamic(p: ti.template(), slot, n_bodies):
-    return p.body_inv_mass[slot % n_bodies] > 0.0 and p.body_sleeping[slot] == 0
-
-
-@ti.func
 def woke(p: ti.template(), slot, n_bodies):
     """The body moves now but was static or asleep when the colours were last made."""
-    return p.body_colored_dynamic[slot] == 0 and is_dynamic(p, slot, n_bodies)
+    return p.body_colored_dynamic[slot] == 0 and awake_dynamic(p, slot, n_bodies)
 
 
 @quick
@@ -80,7 +76,7 @@ def coloring_still_valid(p: ti.template(), n_slots: ti.i32, n_pairs: ti.i32,
     colouring treated as fixed (static or asleep) moves now. A colouring stays valid when
     bodies fall asleep: that only removes conflicts.
 
-    Bodies that fell asleep are marked fixed now, as keep_colors would mark them, so
+    Bodies that fell asleep are marked fixed now, as start_coloring would mark them, so
     whether a step reused the colouring or kept it pair by pair, the next step sees the same
     flags (a world colours the same alone or in a batch)."""
     changed = 0
@@ -92,7 +88,7 @@ def coloring_still_valid(p: ti.template(), n_slots: ti.i32, n_pairs: ti.i32,
         if woke(p, slot, n_bodies):
             changed += 1
     for slot in range(n_slots):  # after the check above: lowering never hides a wake-up
-        if not is_dynamic(p, slot, n_bodies):
+        if not awake_dynamic(p, slot, n_bodies):
             p.body_colored_dynamic[slot] = 0
     return 1 if changed == 0 else 0
 
@@ -109,32 +105,23 @@ def color_free(p: ti.template(), slot, dynamic, color):
 
 @quick
 @ti.kernel
-def reset_colors(p: ti.template(), n_slots: ti.i32, n_constraints: ti.i32, n_bodies: ti.i32):
-    for slot in range(n_slots):
-        p.body_claim[slot] = _NO_CLAIM
-        p.body_color_mask[slot] = 0
-        p.body_colored_dynamic[slot] = 1 if is_dynamic(p, slot, n_bodies) else 0
-    for k in range(n_constraints):
-        p.pair_color[k] = -1
-        p.uncolored[k] = k
-
-
-@quick
-@ti.kernel
-def keep_colors(p: ti.template(), n_slots: ti.i32, n_constraints: ti.i32,
-                n_bodies: ti.i32) -> ti.i32:
-    """Give each constraint the colour it had last step (pair_kept_color, joint_color), unless
-    it was in the overflow or one of its bodies woke since (two constraints of one colour may
-    share a body that was fixed then); returns how many are left uncoloured."""
+def start_coloring(p: ti.template(), n_slots: ti.i32, n_constraints: ti.i32,
+                   n_bodies: ti.i32, keep: ti.i32) -> ti.i32:
+    """Clear the bids and masks; with `keep`, give each constraint the colour it had last
+    step (pair_kept_color, joint_color) unless it was in the overflow or one of its bodies
+    woke since (two constraints of one colour may share a body that was fixed then).
+    Lists the constraints left without a colour in uncolored and returns their count."""
     n_pairs = p.step_counts[0]
     for slot in range(n_slots):
         p.body_claim[slot] = _NO_CLAIM
         p.body_color_mask[slot] = 0
     for k in range(n_constraints):
-        color = p.pair_kept_color[k] if k < n_pairs else p.joint_color[k - n_pairs]
-        a, b = constraint_bodies(p, k, n_bodies)
-        if color >= MAX_COLORS or woke(p, a, n_bodies) or woke(p, b, n_bodies):
-            color = -1
+        color = -1
+        if keep:
+            color = p.pair_kept_color[k] if k < n_pairs else p.joint_color[k - n_pairs]
+            a, b = constraint_bodies(p, k, n_bodies)
+            if color >= MAX_COLORS or woke(p, a, n_bodies) or woke(p, b, n_bodies):
+                color = -1
         p.pair_color[k] = color
     for k in range(n_constraints):
         color = p.pair_color[k]
@@ -143,7 +130,7 @@ def keep_colors(p: ti.template(), n_slots: ti.i32, n_constraints: ti.i32,
             mark_color(p, a, color)
             mark_color(p, b, color)
     for slot in range(n_slots):
-        p.body_colored_dynamic[slot] = 1 if is_dynamic(p, slot, n_bodies) else 0
+        p.body_colored_dynamic[slot] = 1 if awake_dynamic(p, slot, n_bodies) else 0
     p.uncolored_count[0] = 0
     for k in range(n_constraints):  # the order is free: bids are atomic minima
         if p.pair_color[k] < 0:
@@ -165,7 +152,7 @@ def color_round(p: ti.template(), n_uncolored: ti.i32, n_bodies: ti.i32,
             k = p.uncolored[i]
             if p.pair_color[k] < 0:
                 a, b = constraint_bodies(p, k, n_bodies)
-                dyn_a, dyn_b = is_dynamic(p, a, n_bodies), is_dynamic(p, b, n_bodies)
+                dyn_a, dyn_b = awake_dynamic(p, a, n_bodies), awake_dynamic(p, b, n_bodies)
                 if color_free(p, a, dyn_a, color) and color_free(p, b, dyn_b, color):
                     bid = priority(p, k, n_bodies)
                     if dyn_a:
@@ -176,7 +163,7 @@ def color_round(p: ti.template(), n_uncolored: ti.i32, n_bodies: ti.i32,
             k = p.uncolored[i]
             if p.pair_color[k] < 0:
                 a, b = constraint_bodies(p, k, n_bodies)
-                dyn_a, dyn_b = is_dynamic(p, a, n_bodies), is_dynamic(p, b, n_bodies)
+                dyn_a, dyn_b = awake_dynamic(p, a, n_bodies), awake_dynamic(p, b, n_bodies)
                 bid = priority(p, k, n_bodies)
                 won_a = not dyn_a or (p.body_claim[a] == bid and color_free(p, a, dyn_a, color))
                 won_b = not dyn_b or (p.body_claim[b] == bid and color_free(p, b, dyn_b, color))
@@ -238,20 +225,16 @@ def build_color_lists(p: ti.template(), n_constraints: ti.i32) -> ti.math.ivec2:
 
 
 def color_constraints(pool, n_slots: int, n_constraints: int, n_bodies: int,
-                      keep: bool = False) -> tuple[int, int, bool]:
+                      keep: bool = False) -> tuple[int, int]:
     """Colour the step's constraints (step_counts must be set); returns (parallel colours
-    used, constraints in the overflow, whether it coloured from scratch). keep: start from
+    used, constraints in the overflow). keep: start from
     last step's colours (carry_contacts found them; the pool still holds that colouring's
     joint colours and body flags)."""
     if n_constraints == 0:
-        return 0, 0, True
-    if keep:
-        uncolored = keep_colors(pool, n_slots, n_constraints, n_bodies)
-    else:
-        reset_colors(pool, n_slots, n_constraints, n_bodies)
-        uncolored = n_constraints
+        return 0, 0
+    uncolored = start_coloring(pool, n_slots, n_constraints, n_bodies, int(keep))
     for color in range(MAX_COLORS if uncolored else 0):
         if color_round(pool, uncolored, n_bodies, color) == 0:
             break  # everything has a colour: the remaining rounds would do nothing
     used, overflow = build_color_lists(pool, n_constraints)
-    return int(used), int(overflow), not keep
+    return int(used), int(overflow)

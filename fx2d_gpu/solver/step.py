@@ -1,11 +1,13 @@
 """The XPBD substep pipeline (seed 003), as device kernels.
 
 Per step:   keep last step's contacts -> broad phase (AABBs grown by the step's motion)
-            -> carry impulses to the new pairs, wake bodies hit by new contacts -> colour pairs
-Per substep: integrate velocities -> refresh contacts (narrow phase) -> warm start ->
-            integrate positions (one kernel, motors first) ->
-            penetration and joint constraints (a kernel per colour) -> derive velocities ->
-            velocity pass (a kernel per colour)
+            -> carry impulses and colours to the new pairs, wake bodies hit by new contacts
+            -> colour the constraints (or keep last step's colouring) -> store the pairs in
+            colour order
+Per substep: motors, integrate velocities -> (first substep: refresh contacts, narrow
+            phase) -> warm start -> integrate positions (one kernel) ->
+            penetration and joint constraints (COLORS_PER_LAUNCH colours per kernel) ->
+            derive velocities -> velocity pass (COLORS_PER_LAUNCH colours per kernel)
 Per step:   sleep bookkeeping.
 """
 
@@ -14,7 +16,7 @@ import taichi as ti
 from ..collision.broad_phase import bounding_radius
 from ..collision.narrow_phase import collide_pair
 from ..device import MAX_COLORS, MAX_MANIFOLD_POINTS
-from ..integrate import integrate_position, integrate_velocity, moves
+from ..integrate import awake_dynamic, integrate_position, integrate_velocity, moves
 from ..launching import quick
 from ..math2d import exclusive_scan
 from .contacts import (
@@ -148,8 +150,7 @@ def carry_contacts(p: ti.template(), n_slots: ti.i32, n_pairs: ti.i32, n_bodies:
             copy_manifold(p, "", "prev_", k, j)
         else:
             p.contact_point_count[k] = 0
-            awake_a = p.body_inv_mass[a % n_bodies] > 0.0 and p.body_sleeping[a] == 0
-            awake_b = p.body_inv_mass[b % n_bodies] > 0.0 and p.body_sleeping[b] == 0
+            awake_a, awake_b = awake_dynamic(p, a, n_bodies), awake_dynamic(p, b, n_bodies)
             if awake_a and p.body_sleeping[b] == 1:
                 p.body_wake[b] = 1
             if awake_b and p.body_sleeping[a] == 1:
