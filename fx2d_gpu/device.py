@@ -103,16 +103,21 @@ class DevicePool:
         # --- state: per body slot (world first) --------------------------------------------
         self.body_position = vfield(2, f32, N)  # centre of mass, m
         self.body_angle = field(f32, N)  # rad
-        self.body_prev_position = vfield(2, f32, N)  # pose at the start of the substep
-        self.body_prev_angle = field(f32, N)
+        # Displacement since the step began (body_anchor_*), kept apart from the pose so that
+        # velocities derived from it and joint errors keep float32 precision far from the
+        # origin (at x = 300 m a pose holds 3e-5 m steps, a substep may move 1e-6 m).
+        self.body_delta_position = vfield(2, f32, N)  # m
+        self.body_delta_angle = field(f32, N)  # rad
+        self.body_prev_delta_position = vfield(2, f32, N)  # displacement when the substep began
+        self.body_prev_delta_angle = field(f32, N)
         self.body_velocity = vfield(2, f32, N)  # m/s
         self.body_angular_velocity = field(f32, N)  # rad/s
         self.body_force = vfield(2, f32, N)  # N, applied for the next step
         self.body_torque = field(f32, N)  # N m
         self.body_sleeping = field(i32, N)  # 1 while asleep
         self.body_sleep_time = field(f32, N)  # s spent below the sleep thresholds
-        self.body_anchor_position = vfield(2, f32, N)  # pose when the contacts were refreshed
-        self.body_anchor_angle = field(f32, N)
+        self.body_anchor_position = vfield(2, f32, N)  # pose when the step began, m
+        self.body_anchor_angle = field(f32, N)  # rad
 
         # --- broad phase: multi-level grid hash -------------------------------------------
         self.body_aabb_lower = vfield(2, f32, N)  # m
@@ -147,9 +152,13 @@ class DevicePool:
         self.pair_solver_mass = vfield(4, f32, P)  # (w_a, I_a, w_b, I_b) this step, see
         # contacts.solver_mass (sleep flags only change between steps)
         self.pair_restitution = field(f32, P)
+        self.pair_slop = field(f32, P)  # penetration the position pass leaves alone, m
         self.contact_max_impulse = field(f32, (P, M))  # largest normal impulse this step
         self.contact_arm_a = vfield(2, f32, (P, M))  # point - body a's centre at refresh, m
         self.contact_arm_b = vfield(2, f32, (P, M))
+        self.pair_ref_shift = vfield(4, f32, P)  # (delta a, delta b) at the last refresh, m
+        self.pair_ref_turn = vfield(2, f32, P)  # (delta angle a, delta angle b) then, rad
+        self.pair_refresh = field(i32, P)  # 1: the narrow phase runs again every substep
         self.contact_normal_mass = field(f32, (P, M))  # 1 / effective mass along the normal
         self.contact_tangent_mass = field(f32, (P, M))
 
@@ -181,6 +190,9 @@ class DevicePool:
         self.body_joint_start = field(i32, B + 1)  # per body: its joints in body_joints
         self.body_joints = field(i32, 2 * J)
         self.body_has_joint = field(i32, B)
+        # Pairs that never collide (Scene.disable_collision): per body, the other bodies.
+        self.body_filter_start = field(i32, B + 1)
+        self.body_filters = field(i32, capacities["filters"])
         self.joint_target = field(f32, JS)  # per world
         self.joint_integral = field(f32, JS)  # PID state
         self.joint_prev_error = field(f32, JS)
@@ -250,7 +262,7 @@ _pool: dict = {"pool": None, "resident": None}
 
 #: Smallest capacities of a pool: enough that typical scenes of a process share one compile.
 MIN_CAPACITIES = {"bodies": 16384, "models": 16384, "worlds": 1024, "pairs": 65536,
-                  "entries": 65536, "joints": 1024, "joint_slots": 16384}
+                  "entries": 65536, "joints": 1024, "joint_slots": 16384, "filters": 1024}
 
 
 def acquire_pool(scene, needs: dict) -> DevicePool:
@@ -334,9 +346,7 @@ def write_state(p: ti.template(), position: _vec2, angle: _f32, velocity: _vec2,
     ti.loop_config(serialize=p.serial)
     for slot in range(position.shape[0]):
         p.body_position[slot] = position[slot]
-        p.body_prev_position[slot] = position[slot]
         p.body_angle[slot] = angle[slot]
-        p.body_prev_angle[slot] = angle[slot]
         p.body_velocity[slot] = velocity[slot]
         p.body_angular_velocity[slot] = angular_velocity[slot]
         p.body_sleeping[slot] = sleeping[slot]

@@ -39,12 +39,38 @@ def integrate_velocity(p: ti.template(), slot, body, gravity, h, extra_force, ex
 
 
 @ti.func
+def begin_step_pose(p: ti.template(), slot):
+    """The step's displacements start from the current pose (body_anchor_*)."""
+    p.body_anchor_position[slot] = p.body_position[slot]
+    p.body_anchor_angle[slot] = p.body_angle[slot]
+    p.body_delta_position[slot] = vec2(0.0, 0.0)
+    p.body_delta_angle[slot] = 0.0
+    p.body_prev_delta_position[slot] = vec2(0.0, 0.0)
+    p.body_prev_delta_angle[slot] = 0.0
+
+
+@ti.func
+def displace(p: ti.template(), slot, shift, turn):
+    """Move a body by shift (m) and turn (rad) within the step.
+
+    The displacement since the step began is accumulated on its own and the pose is rebuilt
+    from it, so the small numbers the solver works with never round against a large
+    coordinate (see body_delta_position).
+    """
+    delta = p.body_delta_position[slot] + shift
+    p.body_delta_position[slot] = delta
+    p.body_position[slot] = p.body_anchor_position[slot] + delta
+    delta_angle = p.body_delta_angle[slot] + turn
+    p.body_delta_angle[slot] = delta_angle
+    p.body_angle[slot] = p.body_anchor_angle[slot] + delta_angle
+
+
+@ti.func
 def integrate_position(p: ti.template(), slot, h):
-    """x += h v, theta += h w; the pose before the move becomes the previous pose."""
-    p.body_prev_position[slot] = p.body_position[slot]
-    p.body_prev_angle[slot] = p.body_angle[slot]
-    p.body_position[slot] += h * p.body_velocity[slot]
-    p.body_angle[slot] += h * p.body_angular_velocity[slot]
+    """x += h v, theta += h w; the displacement before the move becomes the previous one."""
+    p.body_prev_delta_position[slot] = p.body_delta_position[slot]
+    p.body_prev_delta_angle[slot] = p.body_delta_angle[slot]
+    displace(p, slot, h * p.body_velocity[slot], h * p.body_angular_velocity[slot])
 
 
 @quick

@@ -32,9 +32,8 @@ MIN_DT = 1e-3
 MAX_DT = 0.06
 
 # Device fields that make up a scene's dynamic state, saved when another scene takes the pool.
-_STATE_FIELDS = ("body_position", "body_angle", "body_prev_position", "body_prev_angle",
-                 "body_velocity", "body_angular_velocity", "body_force", "body_torque",
-                 "body_sleeping", "body_sleep_time")
+_STATE_FIELDS = ("body_position", "body_angle", "body_velocity", "body_angular_velocity",
+                 "body_force", "body_torque", "body_sleeping", "body_sleep_time")
 _JOINT_STATE_FIELDS = ("joint_target", "joint_integral", "joint_prev_error",
                        "joint_pid_started")
 _PAIR_FIELDS = ("pair_origin", "pair_body_a", "pair_body_b", "contact_point_count",
@@ -166,6 +165,8 @@ class Scene:
         self._joints: list[_Joint] = []
         self._joint_names: dict[str, int] = {}
         self._built_joints = 0
+        self._no_collision: set[tuple[int, int]] = set()  # pairs from disable_collision
+        self._built_no_collision = 0  # of those, how many the device arrays hold
         self._pending_targets: dict[int, np.ndarray] = {}  # set before the arrays exist
         self.meta: dict = {}  # viewer data from a scene file: size (m), background
         self.visuals: list | None = None  # per body, from a scene file (see io.scene_yaml)
@@ -308,6 +309,15 @@ class Scene:
         return self._add_joint(JOINT_PRISMATIC, parent, child, anchor_parent, np.zeros(2),
                                axis / np.hypot(*axis), bc.angle - bp.angle, lower, upper,
                                control_mode, target, pid, max_effort, name, collide_connected)
+
+    def disable_collision(self, body_a: int, body_b: int):
+        """The two bodies never collide (in every world), as joined bodies do not; for rigs
+        whose parts overlap or touch by design. Takes effect from the next step()."""
+        a = _as_index(body_a, "body_a", self.n_bodies, "bodies")
+        b = _as_index(body_b, "body_b", self.n_bodies, "bodies")
+        if a == b:
+            raise ValueError(f"body_a and body_b must be different bodies, got {a} twice")
+        self._no_collision.add((min(a, b), max(a, b)))
 
     def _check_joint_bodies(self, parent, child):
         parent = _as_index(parent, "parent", self.n_bodies, "bodies")
@@ -502,6 +512,12 @@ class Scene:
         model["body_joint_start"] = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
         model["body_joints"] = np.array([k for _, k in ends], np.int32)
         model["body_has_joint"] = (counts > 0).astype(np.int32)
+        # Per body, the bodies it never collides with (disable_collision), sorted.
+        ends = sorted([(a, b) for a, b in self._no_collision]
+                      + [(b, a) for a, b in self._no_collision])
+        counts = np.bincount([a for a, _ in ends], minlength=n)
+        model["body_filter_start"] = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
+        model["body_filters"] = np.array([b for _, b in ends], np.int32)
 
     def _initial_state(self, bodies: list[_Body]) -> dict[str, np.ndarray]:
         """Host state arrays (n_worlds * len(bodies) slots) from the bodies' initial values."""
@@ -515,7 +531,6 @@ class Scene:
         n = w * len(bodies)
         return {
             "body_position": tile2(pos), "body_angle": tile1(ang),
-            "body_prev_position": tile2(pos), "body_prev_angle": tile1(ang),
             "body_velocity": tile2(vel), "body_angular_velocity": tile1(omega),
             "body_force": np.zeros((n, 2), np.float32), "body_torque": np.zeros(n, np.float32),
             "body_sleeping": np.zeros(n, np.int32), "body_sleep_time": np.zeros(n, np.float32),
@@ -531,13 +546,15 @@ class Scene:
         return {"bodies": slots, "models": max(self.n_bodies, 1), "worlds": self._n_worlds,
                 "pairs": max(self._pair_need, self._n_pairs),
                 "entries": max(4 * slots, self._entry_need),
-                "joints": self.n_joints, "joint_slots": self._n_worlds * self.n_joints}
+                "joints": self.n_joints, "joint_slots": self._n_worlds * self.n_joints,
+                "filters": 2 * len(self._no_collision)}
 
     def _device(self) -> device.DevicePool:
         """The pool with this scene resident and up to date (built on first use)."""
         if self.n_bodies == 0:
             raise RuntimeError("the scene has no bodies")
-        if self._built_bodies != self.n_bodies or self._built_joints != self.n_joints:
+        if (self._built_bodies != self.n_bodies or self._built_joints != self.n_joints
+                or self._built_no_collision != len(self._no_collision)):
             self._rebuild()
         return device.acquire_pool(self, self._needs())
 
@@ -576,6 +593,7 @@ class Scene:
                 joint_state[key] = new.reshape(-1)
         self._host_joint_state = joint_state
         self._built_joints = nj
+        self._built_no_collision = len(self._no_collision)
         self._host_state = state
         self._forget_pairs()
         self._built_bodies = self.n_bodies

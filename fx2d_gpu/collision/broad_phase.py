@@ -76,13 +76,17 @@ def bounding_radius(p: ti.template(), body):
 
 
 @ti.func
-def jointed(p: ti.template(), body, other_body):
-    """True when a joint links the two bodies (joined bodies do not collide)."""
+def never_collide(p: ti.template(), body, other_body):
+    """True when a joint links the two bodies (joined bodies do not collide) or their
+    collision was disabled (Scene.disable_collision)."""
     linked = False
     for k in range(p.body_joint_start[body], p.body_joint_start[body + 1]):
         joint = p.body_joints[k]
         if p.joint_collide[joint] == 0 and (p.joint_parent[joint] == other_body
                                             or p.joint_child[joint] == other_body):
+            linked = True
+    for k in range(p.body_filter_start[body], p.body_filter_start[body + 1]):
+        if p.body_filters[k] == other_body:
             linked = True
     return linked
 
@@ -125,7 +129,7 @@ def visit_partners(p: ti.template(), slot, n_bodies, cell_size, table_mask,
                                         and cell_coord(corner.x, inv_cell) == cx
                                         and cell_coord(corner.y, inv_cell) == cy
                                         and (active or awake_dynamic(p, other, n_bodies))
-                                        and not jointed(p, body, other_body)):
+                                        and not never_collide(p, body, other_body)):
                                     if ti.static(fill):
                                         index = write_at + found
                                         p.pair_body_a[index] = ti.min(slot, other)

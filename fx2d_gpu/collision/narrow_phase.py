@@ -17,12 +17,16 @@ import taichi as ti
 from ..launching import quick
 from ..math2d import rotate, rotate_inv
 from ..shapes import SHAPE_CIRCLE, SHAPE_POLYGON
+from .broad_phase import bounding_radius
 
 vec2 = ti.math.vec2
 
 #: A polygon's edge must beat the other's separation by this much (m) to become the reference;
 #: the bias keeps the reference face from flickering between two nearly equal candidates.
+#: Bodies smaller than REFERENCE_FACE_TOLERANCE / REFERENCE_FACE_FRACTION use that fraction
+#: of the smaller bounding radius (half a millimetre is half a 1 mm box).
 REFERENCE_FACE_TOLERANCE = 0.0005
+REFERENCE_FACE_FRACTION = 0.01
 
 
 @ti.func
@@ -201,7 +205,8 @@ def collide_polygons(p: ti.template(), pair, slot_a, body_a, slot_b, body_b, mar
     sep_b, edge_b = max_separation(p, body_b, body_a, ab_pos, ab_c, ab_s)
     if sep_a > margin or sep_b > margin:
         p.contact_point_count[pair] = 0
-    elif sep_b > sep_a + REFERENCE_FACE_TOLERANCE:
+    elif sep_b > sep_a + ti.min(REFERENCE_FACE_TOLERANCE, REFERENCE_FACE_FRACTION * ti.min(
+            bounding_radius(p, body_a), bounding_radius(p, body_b))):
         clip_polygons(p, pair, body_b, body_a, edge_b, pos_b, cb, sb, ab_pos, ab_c, ab_s, 1,
                       margin)
     else:

@@ -7,19 +7,32 @@ static ones (zero inverse mass).
 
 import taichi as ti
 
+from ..collision.broad_phase import bounding_radius
+from ..integrate import displace
 from ..math2d import cross, cross_sv
 
 vec2 = ti.math.vec2
 
-#: Penetration left alone by the position pass, m (avoids fighting contact noise).
+#: Penetration left alone by the position pass, m (avoids fighting contact noise); pairs
+#: with a body smaller than LINEAR_SLOP / SLOP_FRACTION use SLOP_FRACTION of its radius
+#: (a 2 mm slop let a stack of 1 mm boxes sink into each other and topple).
 LINEAR_SLOP = 0.002
+SLOP_FRACTION = 0.05
+#: Fastest a substep's position pass pushes overlapping bodies apart, m/s (Box2D v3's
+#: contact push-out limit is 3 m/s).
+MAX_PUSHOUT_SPEED = 3.0
 #: XPBD compliance of contacts (seed: 1e-8), m/N.
 CONTACT_COMPLIANCE = 1e-8
 #: Restitution applies only to contacts closing faster than this, m/s (no micro-bounces).
 RESTITUTION_THRESHOLD = 0.5
-#: Points this far apart (m) are kept as speculative contacts: the velocity pass lets the
-#: bodies close the gap but no more, so they land without overshooting.
-SPECULATIVE_DISTANCE = 4.0 * LINEAR_SLOP
+#: Points this many slops apart are kept as speculative contacts (besides the distance the
+#: bodies can travel, see step.refresh_contacts): the velocity pass lets the bodies close
+#: the gap but no more, so they land without overshooting.
+SPECULATIVE_SLOPS = 4.0
+SPECULATIVE_DISTANCE = SPECULATIVE_SLOPS * LINEAR_SLOP
+#: A pair whose bodies can move more than this (m) in a step gets its manifold computed
+#: again every substep; slower pairs (resting piles) keep the step's manifold.
+FAST_MOTION = SPECULATIVE_DISTANCE
 #: Points slipping slower than this (m/s) when the substep starts are held by static
 #: friction (mu_s); faster ones slide with kinetic friction (mu_k). It is above the speed
 #: gravity adds in one substep, so a body at rest stays at rest while mu_s allows.
@@ -54,13 +67,17 @@ def warm_start_body(p: ti.template(), slot, n_bodies):
     inv_mass, inv_inertia = solver_mass(p, slot, n_bodies)
     for j in range(p.body_contact_start[slot], p.body_contact_start[slot + 1]):
         pair = p.body_contacts[j]
-        sign = 1.0 if p.pair_body_b[pair] == slot else -1.0  # b receives +impulse
+        is_b = p.pair_body_b[pair] == slot
+        sign = 1.0 if is_b else -1.0  # b receives +impulse
         normal = p.contact_normal[pair]
         tangent = tangent_of(normal)
         for i in range(p.contact_point_count[pair]):
             impulse = sign * (p.contact_normal_impulse[pair, i] * normal
                               + p.contact_tangent_impulse[pair, i] * tangent)
-            r = p.contact_point[pair, i] - p.body_position[slot]
+            # The lever arms the velocity pass uses (fixed for the step): an arm to the
+            # world point from the body's moving centre would turn normal impulses into
+            # torque as the body travels (a rolling disk sped up by 12 %).
+            r = p.contact_arm_b[pair, i] if is_b else p.contact_arm_a[pair, i]
             p.body_velocity[slot] += inv_mass * impulse
             p.body_angular_velocity[slot] += inv_inertia * cross(r, impulse)
 
@@ -73,17 +90,24 @@ def pair_masses(p: ti.template(), pair):
 
 
 @ti.func
-def moved_depth(p: ti.template(), pair, i, slot_a, slot_b, position_a, angle_a, position_b,
-                angle_b):
-    """A point's depth (m) with bodies a and b at the given poses, tracked from the poses the
-    contacts were refreshed at (body_anchor_*) instead of running the narrow phase again."""
-    point = p.contact_point[pair, i]
-    ra = point - p.body_anchor_position[slot_a]
-    rb = point - p.body_anchor_position[slot_b]
-    moved_a = (position_a - p.body_anchor_position[slot_a]
-               + cross_sv(angle_a - p.body_anchor_angle[slot_a], ra))
-    moved_b = (position_b - p.body_anchor_position[slot_b]
-               + cross_sv(angle_b - p.body_anchor_angle[slot_b], rb))
+def turned(angle, r):
+    """How far the point at r (m, from the centre) moves when the body turns by angle (rad):
+    R(angle) r - r, exact for any angle (a spinning box's corner follows its arc)."""
+    half = ti.sin(0.5 * angle)
+    return -2.0 * half * half * r + ti.sin(angle) * vec2(-r.y, r.x)
+
+
+@ti.func
+def moved_depth(p: ti.template(), pair, i, delta_a, turn_a, delta_b, turn_b):
+    """A point's depth (m) once bodies a and b are displaced by (delta, turn) since the step
+    began: the depth found at the last refresh, minus how far the two material points at the
+    contact moved apart along the normal since then (rigid motion, Box2D v3's rule)."""
+    shift_ref = p.pair_ref_shift[pair]
+    turn_ref = p.pair_ref_turn[pair]
+    moved_a = (delta_a - vec2(shift_ref[0], shift_ref[1])
+               + turned(turn_a - turn_ref[0], p.contact_arm_a[pair, i]))
+    moved_b = (delta_b - vec2(shift_ref[2], shift_ref[3])
+               + turned(turn_b - turn_ref[1], p.contact_arm_b[pair, i]))
     return p.contact_depth[pair, i] - p.contact_normal[pair].dot(moved_b - moved_a)
 
 
@@ -93,42 +117,43 @@ def resolve_penetration(p: ti.template(), pair, n_bodies, h):
 
     lambda = (d - slop) / (n_points K), K = w_a + w_b + I_a (r_a x n)^2 + I_b (r_b x n)^2
     + compliance / h^2; pose and previous pose move together, so no velocity is created.
-    The two poses are read once and written once (only for bodies that can move).
+    Both points of a manifold are corrected from the same poses (the seed's division by
+    the point count): one after the other would tilt a box resting on two corners.
+    A substep pushes out at most MAX_PUSHOUT_SPEED * h: deep overlap (bodies created inside
+    each other, a contact found late) comes apart over several substeps instead of shooting
+    a body through a wall.
     """
     count = p.contact_point_count[pair]
     if count > 0:
         slot_a, slot_b = p.pair_body_a[pair], p.pair_body_b[pair]
         wa, ia, wb, ib = pair_masses(p, pair)
         normal = p.contact_normal[pair]
-        position_a, angle_a = p.body_position[slot_a], p.body_angle[slot_a]
-        position_b, angle_b = p.body_position[slot_b], p.body_angle[slot_b]
+        delta_a, angle_a = p.body_delta_position[slot_a], p.body_delta_angle[slot_a]
+        delta_b, angle_b = p.body_delta_position[slot_b], p.body_delta_angle[slot_b]
         shift_a, turn_a = vec2(0.0, 0.0), 0.0
         shift_b, turn_b = vec2(0.0, 0.0), 0.0
+        slop = p.pair_slop[pair]
         for i in ti.static(range(2)):
             if i < count:
-                depth = moved_depth(p, pair, i, slot_a, slot_b, position_a + shift_a,
-                                    angle_a + turn_a, position_b + shift_b, angle_b + turn_b)
-                if depth > LINEAR_SLOP:
-                    point = p.contact_point[pair, i]
-                    ra = point - (position_a + shift_a)
-                    rb = point - (position_b + shift_b)
+                depth = moved_depth(p, pair, i, delta_a, angle_a, delta_b, angle_b)
+                if depth > slop:
+                    ra, rb = p.contact_arm_a[pair, i], p.contact_arm_b[pair, i]
                     rna, rnb = cross(ra, normal), cross(rb, normal)
                     k = wa + wb + ia * rna * rna + ib * rnb * rnb + CONTACT_COMPLIANCE / (h * h)
-                    lam = (depth - LINEAR_SLOP) / (count * k)
+                    correction = ti.min(depth - slop, MAX_PUSHOUT_SPEED * h)
+                    lam = correction / (count * k)
                     shift_a -= wa * lam * normal
                     turn_a -= ia * lam * rna
                     shift_b += wb * lam * normal
                     turn_b += ib * lam * rnb
         if wa > 0.0 or ia > 0.0:
-            p.body_position[slot_a] = position_a + shift_a
-            p.body_prev_position[slot_a] += shift_a
-            p.body_angle[slot_a] = angle_a + turn_a
-            p.body_prev_angle[slot_a] += turn_a
+            displace(p, slot_a, shift_a, turn_a)
+            p.body_prev_delta_position[slot_a] += shift_a
+            p.body_prev_delta_angle[slot_a] += turn_a
         if wb > 0.0 or ib > 0.0:
-            p.body_position[slot_b] = position_b + shift_b
-            p.body_prev_position[slot_b] += shift_b
-            p.body_angle[slot_b] = angle_b + turn_b
-            p.body_prev_angle[slot_b] += turn_b
+            displace(p, slot_b, shift_b, turn_b)
+            p.body_prev_delta_position[slot_b] += shift_b
+            p.body_prev_delta_angle[slot_b] += turn_b
 
 
 @ti.func
@@ -141,6 +166,8 @@ def prepare_pair(p: ti.template(), pair, slot_a, slot_b, n_bodies):
     body_a, body_b = slot_a % n_bodies, slot_b % n_bodies
     p.pair_solver_mass[pair] = ti.math.vec4(wa, ia, wb, ib)
     p.pair_restitution[pair] = ti.min(p.body_elasticity[body_a], p.body_elasticity[body_b])
+    smallest = ti.min(bounding_radius(p, body_a), bounding_radius(p, body_b))
+    p.pair_slop[pair] = ti.min(LINEAR_SLOP, SLOP_FRACTION * smallest)
     return (ti.min(p.body_static_friction[body_a], p.body_static_friction[body_b]),
             ti.min(p.body_dynamic_friction[body_a], p.body_dynamic_friction[body_b]))
 
@@ -182,6 +209,53 @@ def exchange(velocity_a, spin_a, velocity_b, spin_b, masses, ra, rb, impulse):
             velocity_b + masses[2] * impulse, spin_b + masses[3] * cross(rb, impulse))
 
 
+#: The block solver is used while its 2x2 matrix is this well conditioned (Box2D's bound);
+#: two nearly coincident points fall back to one point after the other.
+MAX_CONDITION_NUMBER = 1000.0
+
+
+@ti.func
+def block_normal_impulses(masses, normal, ra0, rb0, ra1, rb1, vn0, vn1, target, old):
+    """New accumulated normal impulses (x0, x1) of a 2-point manifold, solved together.
+
+    Finds x >= 0 with K (x - old) + vn - target >= 0 and complementarity (the 2x2 linear
+    complementarity problem, by trying its four cases: both points push, only the first,
+    only the second, neither). K_ij = w_a + w_b + I_a (r_ai x n)(r_aj x n)
+    + I_b (r_bi x n)(r_bj x n); vn: normal relative velocities now, m/s; target: the
+    normal velocities each point should reach (0 touching, gap / h apart).
+    Returns (x, solved); solved is False when K is ill-conditioned or no case fits.
+    """
+    wa, ia, wb, ib = masses[0], masses[1], masses[2], masses[3]
+    rna0, rnb0 = cross(ra0, normal), cross(rb0, normal)
+    rna1, rnb1 = cross(ra1, normal), cross(rb1, normal)
+    k11 = wa + wb + ia * rna0 * rna0 + ib * rnb0 * rnb0
+    k22 = wa + wb + ia * rna1 * rna1 + ib * rnb1 * rnb1
+    k12 = wa + wb + ia * rna0 * rna1 + ib * rnb0 * rnb1
+    det = k11 * k22 - k12 * k12
+    x = old
+    solved = False
+    if k11 > 0.0 and k22 > 0.0 and k11 * k11 < MAX_CONDITION_NUMBER * det:
+        # vn_new - target = K x + b
+        b0 = vn0 - target[0] - (k11 * old[0] + k12 * old[1])
+        b1 = vn1 - target[1] - (k12 * old[0] + k22 * old[1])
+        # Both push: x = -K^-1 b.
+        x0 = -(k22 * b0 - k12 * b1) / det
+        x1 = -(k11 * b1 - k12 * b0) / det
+        if x0 >= 0.0 and x1 >= 0.0:
+            x, solved = vec2(x0, x1), True
+        else:
+            x0 = -b0 / k11  # the first alone
+            if x0 >= 0.0 and k12 * x0 + b1 >= 0.0:
+                x, solved = vec2(x0, 0.0), True
+            else:
+                x1 = -b1 / k22  # the second alone
+                if x1 >= 0.0 and k12 * x1 + b0 >= 0.0:
+                    x, solved = vec2(0.0, x1), True
+                elif b0 >= 0.0 and b1 >= 0.0:  # neither
+                    x, solved = vec2(0.0, 0.0), True
+    return x, solved
+
+
 @ti.func
 def solve_velocity(p: ti.template(), pair, n_bodies, h):
     """Normal impulses (accumulated, >= 0), Coulomb friction (mu_s while the point sticks,
@@ -202,8 +276,8 @@ def solve_velocity(p: ti.template(), pair, n_bodies, h):
         tangent = tangent_of(normal)
         velocity_a, spin_a = p.body_velocity[slot_a], p.body_angular_velocity[slot_a]
         velocity_b, spin_b = p.body_velocity[slot_b], p.body_angular_velocity[slot_b]
-        position_a, angle_a = p.body_position[slot_a], p.body_angle[slot_a]
-        position_b, angle_b = p.body_position[slot_b], p.body_angle[slot_b]
+        delta_a, turn_a = p.body_delta_position[slot_a], p.body_delta_angle[slot_a]
+        delta_b, turn_b = p.body_delta_position[slot_b], p.body_delta_angle[slot_b]
         # Per point (row i): lever arms, targets, masses, impulses, friction coefficient.
         arm_a = ti.Matrix.zero(ti.f32, 2, 2)
         arm_b = ti.Matrix.zero(ti.f32, 2, 2)
@@ -216,8 +290,7 @@ def solve_velocity(p: ti.template(), pair, n_bodies, h):
                 arm_a[i, 0], arm_a[i, 1] = ra.x, ra.y
                 arm_b[i, 0], arm_b[i, 1] = rb.x, rb.y
                 # Touching: stop closing. Apart: close at most the gap in this substep.
-                depth = moved_depth(p, pair, i, slot_a, slot_b, position_a, angle_a,
-                                    position_b, angle_b)
+                depth = moved_depth(p, pair, i, delta_a, turn_a, delta_b, turn_b)
                 target[i] = ti.min(depth, 0.0) / h
                 normal_mass[i] = p.contact_normal_mass[pair, i]
                 tangent_mass[i] = p.contact_tangent_mass[pair, i]
@@ -226,21 +299,49 @@ def solve_velocity(p: ti.template(), pair, n_bodies, h):
                 max_impulse[i] = p.contact_max_impulse[pair, i]
                 friction[i] = p.contact_friction[pair, i]
         for _ in ti.static(range(VELOCITY_ITERATIONS)):
+            # Normal impulses: both points of a manifold at once (Box2D v2's block solver),
+            # so a box resting on two corners gets the same push at each whatever the order;
+            # one point after the other tilts it, and under a heavy load the tilt squeezes
+            # the box out sideways.
+            solved = False
+            if count == 2:
+                ra0, rb0 = vec2(arm_a[0, 0], arm_a[0, 1]), vec2(arm_b[0, 0], arm_b[0, 1])
+                ra1, rb1 = vec2(arm_a[1, 0], arm_a[1, 1]), vec2(arm_b[1, 0], arm_b[1, 1])
+                old = normal_impulse
+                new, solved = block_normal_impulses(
+                    masses, normal, ra0, rb0, ra1, rb1,
+                    point_velocity(velocity_a, spin_a, velocity_b, spin_b, ra0, rb0).dot(normal),
+                    point_velocity(velocity_a, spin_a, velocity_b, spin_b, ra1, rb1).dot(normal),
+                    target, old)
+                if solved:
+                    normal_impulse = new
+                    for i in ti.static(range(2)):
+                        max_impulse[i] = ti.max(max_impulse[i], new[i])
+                    velocity_a, spin_a, velocity_b, spin_b = exchange(
+                        velocity_a, spin_a, velocity_b, spin_b, masses, ra0, rb0,
+                        (new[0] - old[0]) * normal)
+                    velocity_a, spin_a, velocity_b, spin_b = exchange(
+                        velocity_a, spin_a, velocity_b, spin_b, masses, ra1, rb1,
+                        (new[1] - old[1]) * normal)
+            if not solved:
+                for i in ti.static(range(2)):
+                    if i < count:
+                        ra, rb = vec2(arm_a[i, 0], arm_a[i, 1]), vec2(arm_b[i, 0], arm_b[i, 1])
+                        dv = point_velocity(velocity_a, spin_a, velocity_b, spin_b, ra, rb)
+                        old_n = normal_impulse[i]
+                        new_n = ti.max(old_n + (target[i] - dv.dot(normal)) * normal_mass[i],
+                                       0.0)
+                        normal_impulse[i] = new_n
+                        max_impulse[i] = ti.max(max_impulse[i], new_n)
+                        velocity_a, spin_a, velocity_b, spin_b = exchange(
+                            velocity_a, spin_a, velocity_b, spin_b, masses, ra, rb,
+                            (new_n - old_n) * normal)
             for i in ti.static(range(2)):
                 if i < count:
                     ra, rb = vec2(arm_a[i, 0], arm_a[i, 1]), vec2(arm_b[i, 0], arm_b[i, 1])
                     dv = point_velocity(velocity_a, spin_a, velocity_b, spin_b, ra, rb)
-                    old = normal_impulse[i]
-                    new = ti.max(old + (target[i] - dv.dot(normal)) * normal_mass[i], 0.0)
-                    normal_impulse[i] = new
-                    max_impulse[i] = ti.max(max_impulse[i], new)
-                    velocity_a, spin_a, velocity_b, spin_b = exchange(
-                        velocity_a, spin_a, velocity_b, spin_b, masses, ra, rb,
-                        (new - old) * normal)
-
-                    dv = point_velocity(velocity_a, spin_a, velocity_b, spin_b, ra, rb)
                     old_t = tangent_impulse[i]
-                    limit = friction[i] * new
+                    limit = friction[i] * normal_impulse[i]
                     new_t = ti.math.clamp(old_t - dv.dot(tangent) * tangent_mass[i], -limit,
                                           limit)
                     tangent_impulse[i] = new_t

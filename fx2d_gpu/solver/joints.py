@@ -11,6 +11,7 @@ import math
 
 import taichi as ti
 
+from ..integrate import displace
 from ..math2d import cross, rotate
 
 vec2 = ti.math.vec2
@@ -61,10 +62,8 @@ def xpbd_update(p: ti.template(), slot1, body1, slot2, body2, violation, grad1, 
              + i2 * angular2 * angular2 + JOINT_COMPLIANCE / (h * h))
     if denom > 0.0:
         dlambda = -violation / denom
-        p.body_position[slot1] += w1 * dlambda * grad1
-        p.body_angle[slot1] += i1 * dlambda * angular1
-        p.body_position[slot2] += w2 * dlambda * grad2
-        p.body_angle[slot2] += i2 * dlambda * angular2
+        displace(p, slot1, w1 * dlambda * grad1, i1 * dlambda * angular1)
+        displace(p, slot2, w2 * dlambda * grad2, i2 * dlambda * angular2)
 
 
 @ti.func
@@ -84,10 +83,28 @@ def relative_angle(p: ti.template(), slot1, slot2, joint):
 
 
 @ti.func
+def centre_offset(p: ti.template(), slot1, slot2):
+    """Child centre minus parent centre (m), from the step's starting poses and the small
+    displacements since: differences of large coordinates are exact once per step, and the
+    substeps' corrections never round against a coordinate like 300 m."""
+    return ((p.body_anchor_position[slot2] - p.body_anchor_position[slot1])
+            + (p.body_delta_position[slot2] - p.body_delta_position[slot1]))
+
+
+@ti.func
+def solver_relative_angle(p: ti.template(), slot1, slot2, joint):
+    """relative_angle inside a step, from the step's starting angles and the small turns
+    since (a wheel that has turned 1000 rad keeps its joint's precision)."""
+    return ((p.body_anchor_angle[slot2] - p.body_anchor_angle[slot1])
+            + (p.body_delta_angle[slot2] - p.body_delta_angle[slot1])
+            - p.joint_reference_angle[joint])
+
+
+@ti.func
 def anchor_constraint(p: ti.template(), slot1, body1, slot2, body2, joint, h):
     """C = |a1 - a2| with n = (a1 - a2)/|a1 - a2|: g1 = n, g2 = -n, g_theta = r x n."""
     r1, r2, _, _ = joint_frame(p, slot1, slot2, joint)
-    gap = (p.body_position[slot1] + r1) - (p.body_position[slot2] + r2)
+    gap = r1 - r2 - centre_offset(p, slot1, slot2)
     length = gap.norm()
     if length > 1e-9:
         n = gap / length
@@ -97,7 +114,7 @@ def anchor_constraint(p: ti.template(), slot1, body1, slot2, body2, joint, h):
 @ti.func
 def angle_constraint(p: ti.template(), slot1, body1, slot2, body2, joint, lower, upper, h):
     """Angle lock (lower == upper == 0) or angular limit on the wrapped relative angle."""
-    angle = wrap_angle(relative_angle(p, slot1, slot2, joint))
+    angle = wrap_angle(solver_relative_angle(p, slot1, slot2, joint))
     violation = 0.0
     if angle > upper:
         violation = angle - upper
@@ -114,9 +131,9 @@ def axis_constraints(p: ti.template(), slot1, body1, slot2, body2, joint, h):
     r1, r2, c1, s1 = joint_frame(p, slot1, slot2, joint)
     axis = rotate(p.joint_axis[joint], c1, s1)
     across = vec2(-axis.y, axis.x)
-    offset = (p.body_position[slot2] + r2) - (p.body_position[slot1] + r1)
+    offset = centre_offset(p, slot1, slot2) + r2 - r1
     xpbd_update(p, slot1, body1, slot2, body2, across.dot(offset), -across, across, 0.0, 0.0, h)
-    offset = (p.body_position[slot2] + r2) - (p.body_position[slot1] + r1)
+    offset = centre_offset(p, slot1, slot2) + r2 - r1
     travel = axis.dot(offset)
     violation = 0.0
     if travel > p.joint_upper[joint]:

@@ -4,10 +4,10 @@ Per step:   keep last step's contacts -> broad phase (AABBs grown by the step's 
             -> carry impulses and colours to the new pairs, wake bodies hit by new contacts
             -> colour the constraints (or keep last step's colouring) -> store the pairs in
             colour order
-Per substep: motors, integrate velocities -> (first substep: refresh contacts, narrow
-            phase) -> warm start -> integrate positions (one kernel) ->
-            penetration and joint constraints (COLORS_PER_LAUNCH colours per kernel) ->
-            derive velocities -> velocity pass (COLORS_PER_LAUNCH colours per kernel)
+Per substep: motors, integrate velocities -> refresh contacts (narrow phase: every pair on
+            the first substep, fast pairs on every substep) -> warm start -> integrate
+            positions (one kernel) -> penetration and joint constraints (COLORS_PER_LAUNCH
+            colours per kernel) -> derive velocities -> velocity pass
 Per step:   sleep bookkeeping.
 """
 
@@ -16,11 +16,18 @@ import taichi as ti
 from ..collision.broad_phase import bounding_radius
 from ..collision.narrow_phase import collide_pair
 from ..device import MAX_COLORS, MAX_MANIFOLD_POINTS
-from ..integrate import awake_dynamic, integrate_position, integrate_velocity, moves
+from ..integrate import (
+    awake_dynamic,
+    begin_step_pose,
+    integrate_position,
+    integrate_velocity,
+    moves,
+)
 from ..launching import quick
 from ..math2d import exclusive_scan
 from .contacts import (
-    SPECULATIVE_DISTANCE,
+    FAST_MOTION,
+    SPECULATIVE_SLOPS,
     STICK_SPEED,
     prepare_pair,
     prepare_point,
@@ -172,42 +179,79 @@ def carry_contacts(p: ti.template(), n_slots: ti.i32, n_pairs: ti.i32, n_bodies:
 
 
 @ti.func
-def refresh_contacts(p: ti.template(), pair, n_bodies, dt):
+def motion_bound(p: ti.template(), slot, n_bodies, time):
+    """How far (m) any point of the body can travel in `time` (s) at its current speeds."""
+    return time * (p.body_velocity[slot].norm()
+                   + ti.abs(p.body_angular_velocity[slot]) * bounding_radius(p, slot % n_bodies))
+
+
+@ti.func
+def refresh_contacts(p: ti.template(), pair, n_bodies, dt, h, first):
     """Narrow phase at the current poses, carrying impulses of points with the same feature.
 
-    Points are kept up to SPECULATIVE_DISTANCE plus the distance the two bodies can close in
-    dt (s), so the manifold found once per step covers every substep of it.
+    On the step's first substep (`first`) every pair is refreshed. A pair whose bodies can
+    move less than FAST_MOTION in the step keeps that manifold for the whole step (each
+    point's depth tracked through the bodies' rigid motion, as Box2D v3 does): its margin
+    covers the step's motion. Faster pairs are refreshed every substep with a margin that
+    covers one substep, so a fast body's contacts follow its true geometry: points tracked
+    over a whole step would slide off their faces and turn fast tangential motion into
+    false, deep penetrations. The margin adds up both bodies' own motion, not their
+    relative motion: bodies falling side by side can close the gap once one of them is
+    stopped by something else.
     """
     old_count = p.contact_point_count[pair]
-    old_feature0, old_feature1 = p.contact_feature[pair, 0], p.contact_feature[pair, 1]
-    old_normal0, old_normal1 = p.contact_normal_impulse[pair, 0], p.contact_normal_impulse[pair, 1]
-    old_tangent0 = p.contact_tangent_impulse[pair, 0]
-    old_tangent1 = p.contact_tangent_impulse[pair, 1]
+    old_feature = ti.Vector([p.contact_feature[pair, 0], p.contact_feature[pair, 1]])
+    old_normal = ti.Vector([p.contact_normal_impulse[pair, 0], p.contact_normal_impulse[pair, 1]])
+    old_tangent = ti.Vector([p.contact_tangent_impulse[pair, 0],
+                             p.contact_tangent_impulse[pair, 1]])
+    old_approach = ti.Vector([p.contact_approach_speed[pair, 0],
+                              p.contact_approach_speed[pair, 1]])
+    old_max = ti.Vector([p.contact_max_impulse[pair, 0], p.contact_max_impulse[pair, 1]])
+    old_friction = ti.Vector([p.contact_friction[pair, 0], p.contact_friction[pair, 1]])
     slot_a, slot_b = p.pair_body_a[pair], p.pair_body_b[pair]
-    closing = ((p.body_velocity[slot_b] - p.body_velocity[slot_a]).norm()
-               + ti.abs(p.body_angular_velocity[slot_a]) * bounding_radius(p, slot_a % n_bodies)
-               + ti.abs(p.body_angular_velocity[slot_b]) * bounding_radius(p, slot_b % n_bodies))
-    collide_pair(p, pair, n_bodies, SPECULATIVE_DISTANCE + closing * dt)
     mu_static, mu_kinetic = prepare_pair(p, pair, slot_a, slot_b, n_bodies)
+    margin = 0.0
+    if first:
+        reach = motion_bound(p, slot_a, n_bodies, dt) + motion_bound(p, slot_b, n_bodies, dt)
+        p.pair_refresh[pair] = 1 if reach > FAST_MOTION else 0
+        margin = reach
+        if reach > FAST_MOTION:
+            margin = motion_bound(p, slot_a, n_bodies, h) + motion_bound(p, slot_b, n_bodies, h)
+    else:
+        margin = motion_bound(p, slot_a, n_bodies, h) + motion_bound(p, slot_b, n_bodies, h)
+    collide_pair(p, pair, n_bodies, SPECULATIVE_SLOPS * p.pair_slop[pair] + margin)
+    delta_a, delta_b = p.body_delta_position[slot_a], p.body_delta_position[slot_b]
+    p.pair_ref_shift[pair] = ti.math.vec4(delta_a.x, delta_a.y, delta_b.x, delta_b.y)
+    p.pair_ref_turn[pair] = vec2(p.body_delta_angle[slot_a], p.body_delta_angle[slot_b])
     normal = p.contact_normal[pair]
     for i in range(p.contact_point_count[pair]):
         feature = p.contact_feature[pair, i]
-        jn, jt = 0.0, 0.0
-        if old_count > 0 and old_feature0 == feature:
-            jn, jt = old_normal0, old_tangent0
-        elif old_count > 1 and old_feature1 == feature:
-            jn, jt = old_normal1, old_tangent1
-        p.contact_normal_impulse[pair, i] = jn
-        p.contact_tangent_impulse[pair, i] = jt
-        p.contact_max_impulse[pair, i] = 0.0
+        match = -1
+        if old_count > 0 and old_feature[0] == feature:
+            match = 0
+        elif old_count > 1 and old_feature[1] == feature:
+            match = 1
         point = p.contact_point[pair, i]
         ra = point - p.body_position[slot_a]
         rb = point - p.body_position[slot_b]
-        velocity = relative_velocity(p, slot_a, slot_b, ra, rb)
-        p.contact_approach_speed[pair, i] = velocity.dot(normal)
-        # Not sliding when the step begins: static friction holds it.
-        sliding = ti.abs(velocity.dot(vec2(-normal.y, normal.x))) >= STICK_SPEED
-        p.contact_friction[pair, i] = mu_kinetic if sliding else mu_static
+        jn, jt = 0.0, 0.0
+        if match >= 0:
+            jn, jt = old_normal[match], old_tangent[match]
+        p.contact_normal_impulse[pair, i] = jn
+        p.contact_tangent_impulse[pair, i] = jt
+        if first or match < 0:
+            # A point's approach speed (restitution) and its friction regime are those of
+            # the moment it is first found in the step, before the solver acts on it.
+            velocity = relative_velocity(p, slot_a, slot_b, ra, rb)
+            p.contact_approach_speed[pair, i] = velocity.dot(normal)
+            p.contact_max_impulse[pair, i] = 0.0
+            # Not sliding when the step begins: static friction holds it.
+            sliding = ti.abs(velocity.dot(vec2(-normal.y, normal.x))) >= STICK_SPEED
+            p.contact_friction[pair, i] = mu_kinetic if sliding else mu_static
+        else:
+            p.contact_approach_speed[pair, i] = old_approach[match]
+            p.contact_max_impulse[pair, i] = old_max[match]
+            p.contact_friction[pair, i] = old_friction[match]
         prepare_point(p, pair, i, ra, rb)
 
 
@@ -255,10 +299,11 @@ def begin_substep(p: ti.template(), n_slots: ti.i32, n_bodies: ti.i32, n_pairs: 
     """The substep's first stages: motors, integrate velocities, (first substep of the step:
     refresh the contacts), warm start, integrate positions.
 
-    Contacts are found once per step, at the poses before the first move, with a margin that
-    covers the step's motion; each point's depth is then tracked through the bodies' motion
-    (current_depth) in every substep, as Box2D v3 does. Measured on the awake large pyramid
-    (CPU), this saves the narrow phase's 28% of the step that refreshing every substep cost.
+    Contacts are found at the poses before the first move; slow pairs keep that manifold for
+    the step, each point's depth tracked through the bodies' rigid motion (moved_depth), as
+    Box2D v3 does, while fast pairs run the narrow phase again every substep (see
+    refresh_contacts). Measured on the awake large pyramid (CPU), keeping resting contacts
+    saves the narrow phase's 28% of the step that refreshing every pair every substep cost.
     Warm starting re-applies each point's impulse before the move, so resting bodies do not
     creep.
     """
@@ -275,11 +320,11 @@ def begin_substep(p: ti.template(), n_slots: ti.i32, n_bodies: ti.i32, n_pairs: 
                 force, torque = motor_load(p, slot, body, n_joints, n_bodies)
             integrate_velocity(p, slot, body, gravity, h, force, torque)
         if refresh:
-            p.body_anchor_position[slot] = p.body_position[slot]
-            p.body_anchor_angle[slot] = p.body_angle[slot]
+            begin_step_pose(p, slot)
     ti.loop_config(serialize=p.serial)
-    for pair in range(n_pairs if refresh else 0):
-        refresh_contacts(p, pair, n_bodies, dt)
+    for pair in range(n_pairs):
+        if refresh or p.pair_refresh[pair] == 1:
+            refresh_contacts(p, pair, n_bodies, dt, h, refresh)
     ti.loop_config(serialize=p.serial)
     for slot in range(n_slots):
         if moves(p, slot, slot % n_bodies):
@@ -300,8 +345,10 @@ def derive_velocities(p: ti.template(), n_slots: ti.i32, n_bodies: ti.i32, h: ti
     for slot in range(n_slots):
         body = slot % n_bodies
         if p.body_has_joint[body] and moves(p, slot, body):
-            p.body_velocity[slot] = (p.body_position[slot] - p.body_prev_position[slot]) / h
-            p.body_angular_velocity[slot] = (p.body_angle[slot] - p.body_prev_angle[slot]) / h
+            p.body_velocity[slot] = (p.body_delta_position[slot]
+                                     - p.body_prev_delta_position[slot]) / h
+            p.body_angular_velocity[slot] = (p.body_delta_angle[slot]
+                                             - p.body_prev_delta_angle[slot]) / h
 
 
 @ti.func
