@@ -689,7 +689,7 @@ class Scene:
         gravity = self._gravity.astype(np.float32).tolist()
         h = dt / self.substeps
         for i in range(self.substeps):
-            run_substep(pool, n_slots, n_bodies, n_pairs, n_joints, gravity, h, dt, i == 0,
+            run_substep(pool, n_slots, n_bodies, n_pairs, n_joints, gravity, h, dt, i,
                         i == self.substeps - 1, self.n_colors, self.n_overflow)
         if self.enable_sleep:
             update_sleep(pool, n_slots, n_bodies, dt)

@@ -26,9 +26,10 @@ from ..integrate import (
 from ..launching import quick
 from ..math2d import exclusive_scan
 from .contacts import (
-    FAST_MOTION,
+    FAST_MOTION_FRACTION,
     SPECULATIVE_SLOPS,
     STICK_SPEED,
+    mixed_friction,
     prepare_pair,
     prepare_point,
     relative_velocity,
@@ -190,8 +191,9 @@ def refresh_contacts(p: ti.template(), pair, n_bodies, dt, h, first):
     """Narrow phase at the current poses, carrying impulses of points with the same feature.
 
     On the step's first substep (`first`) every pair is refreshed. A pair whose bodies can
-    move less than FAST_MOTION in the step keeps that manifold for the whole step (each
-    point's depth tracked through the bodies' rigid motion, as Box2D v3 does): its margin
+    move less than FAST_MOTION_FRACTION of the smaller one's size in the step keeps that
+    manifold for the whole step (each point's depth tracked through the bodies' rigid
+    motion, as Box2D v3 does): its margin
     covers the step's motion. Faster pairs are refreshed every substep with a margin that
     covers one substep, so a fast body's contacts follow its true geometry: points tracked
     over a whole step would slide off their faces and turn fast tangential motion into
@@ -209,13 +211,15 @@ def refresh_contacts(p: ti.template(), pair, n_bodies, dt, h, first):
     old_max = ti.Vector([p.contact_max_impulse[pair, 0], p.contact_max_impulse[pair, 1]])
     old_friction = ti.Vector([p.contact_friction[pair, 0], p.contact_friction[pair, 1]])
     slot_a, slot_b = p.pair_body_a[pair], p.pair_body_b[pair]
-    mu_static, mu_kinetic = prepare_pair(p, pair, slot_a, slot_b, n_bodies)
+    smallest = prepare_pair(p, pair, slot_a, slot_b, n_bodies)
+    mu_static, mu_kinetic = mixed_friction(p, slot_a % n_bodies, slot_b % n_bodies)
     margin = 0.0
     if first:
         reach = motion_bound(p, slot_a, n_bodies, dt) + motion_bound(p, slot_b, n_bodies, dt)
-        p.pair_refresh[pair] = 1 if reach > FAST_MOTION else 0
+        fast = reach > FAST_MOTION_FRACTION * smallest
+        p.pair_refresh[pair] = 1 if fast else 0
         margin = reach
-        if reach > FAST_MOTION:
+        if fast:
             margin = motion_bound(p, slot_a, n_bodies, h) + motion_bound(p, slot_b, n_bodies, h)
     else:
         margin = motion_bound(p, slot_a, n_bodies, h) + motion_bound(p, slot_b, n_bodies, h)
@@ -294,7 +298,7 @@ def build_body_contacts(p: ti.template(), n_slots: ti.i32, n_pairs: ti.i32):
 @quick
 @ti.kernel
 def begin_substep(p: ti.template(), n_slots: ti.i32, n_bodies: ti.i32, n_pairs: ti.i32,
-                  n_joints: ti.i32, gravity: vec2, h: ti.f32, dt: ti.f32, refresh: ti.i32,
+                  n_joints: ti.i32, gravity: vec2, h: ti.f32, dt: ti.f32, substep: ti.i32,
                   last: ti.i32):
     """The substep's first stages: motors, integrate velocities, (first substep of the step:
     refresh the contacts), warm start, integrate positions.
@@ -319,12 +323,12 @@ def begin_substep(p: ti.template(), n_slots: ti.i32, n_bodies: ti.i32, n_pairs: 
             if p.body_has_joint[body]:
                 force, torque = motor_load(p, slot, body, n_joints, n_bodies)
             integrate_velocity(p, slot, body, gravity, h, force, torque)
-        if refresh:
+        if substep == 0:
             begin_step_pose(p, slot)
     ti.loop_config(serialize=p.serial)
     for pair in range(n_pairs):
-        if refresh or p.pair_refresh[pair] == 1:
-            refresh_contacts(p, pair, n_bodies, dt, h, refresh)
+        if substep == 0 or p.pair_refresh[pair] == 1:
+            refresh_contacts(p, pair, n_bodies, dt, h, substep == 0)
     ti.loop_config(serialize=p.serial)
     for slot in range(n_slots):
         if moves(p, slot, slot % n_bodies):
@@ -405,11 +409,11 @@ def solve_pass(pool, stage, n_bodies, h, n_colors, overflow):
         solve_overflow(pool, stage, n_bodies, h)
 
 
-def run_substep(pool, n_slots, n_bodies, n_pairs, n_joints, gravity, h, dt, first, last,
+def run_substep(pool, n_slots, n_bodies, n_pairs, n_joints, gravity, h, dt, substep, last,
                 n_colors, overflow):
-    """One XPBD substep of length h (s) of a step of dt (s) for every world; `first`: the
-    step's first substep (the contacts are refreshed), `last`: its last (restitution)."""
-    begin_substep(pool, n_slots, n_bodies, n_pairs, n_joints, gravity, h, dt, int(first),
+    """One XPBD substep of length h (s) of a step of dt (s) for every world; `substep`: its
+    index in the step (0: every contact is refreshed), `last`: the step's last (restitution)."""
+    begin_substep(pool, n_slots, n_bodies, n_pairs, n_joints, gravity, h, dt, substep,
                   int(last))
     solve_pass(pool, solve_position_constraint, n_bodies, h, n_colors, overflow)
     if n_joints:
