@@ -19,11 +19,20 @@ _PALETTE = np.array([[66, 133, 244], [219, 68, 55], [244, 180, 0], [15, 157, 88]
 _BACKGROUND = np.array([250, 250, 248], np.uint8)
 
 
+def drawn(scene, body: int) -> bool:
+    """False for bodies that are not scene content: the boundary walls a scene file gets
+    (io.scene_yaml marks their visuals entry `boundary`)."""
+    visual = scene.visuals[body] if scene.visuals else None
+    return not (visual is not None and visual.get("boundary"))
+
+
 def frame_bounds(scene, world: int = 0, padding: float = 0.05):
     """(xmin, ymin, xmax, ymax), m: the box around every body of `world`."""
     state = scene.get_state()
     lo, hi = np.full(2, np.inf), np.full(2, -np.inf)
     for b in range(scene.n_bodies):
+        if not drawn(scene, b):
+            continue
         shape = scene.body_shape(b)
         p, angle = state.position[world, b], state.angle[world, b]
         if shape.kind == SHAPE_POLYGON:
@@ -88,6 +97,8 @@ def render(scene, world: int = 0, size=(800, 600), bounds=None, contacts: bool =
     state = scene.get_state() if state is None else state
     visuals = scene.visuals or [None] * scene.n_bodies
     for b in range(scene.n_bodies):
+        if not drawn(scene, b):
+            continue
         shape = scene.body_shape(b)
         colour = _STATIC if scene.body_mass(b) == 0 else _PALETTE[b % len(_PALETTE)]
         border = colour // 2

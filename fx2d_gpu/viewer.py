@@ -14,7 +14,7 @@ import sys
 
 import numpy as np
 
-from .render import _PALETTE, _STATIC, default_bounds
+from .render import _PALETTE, _STATIC, default_bounds, drawn
 from .shapes import SHAPE_CIRCLE, SHAPE_POLYGON
 
 CIRCLE_SEGMENTS = 20
@@ -59,6 +59,8 @@ def build_mesh(scene, state, world=0, bounds=None, rect=(0.0, 0.0, 1.0, 1.0), as
     tris, tri_cols, lines, line_cols = [], [], [], []
     ring = np.linspace(0, 2 * np.pi, CIRCLE_SEGMENTS, endpoint=False)
     for b in range(scene.n_bodies):
+        if not drawn(scene, b):
+            continue
         shape = scene.body_shape(b)
         visual = scene.visuals[b] if scene.visuals else None
         if visual is not None and visual["shape"] is not None:

@@ -1,9 +1,19 @@
 """Fx2D's YAML scene format (shared/SCENE_FORMAT.md) -> Scene.
 
-Poses are [x, y, theta] with theta in degrees, joint angles in radians (Fx2D's own mix).
-The body's centre of mass goes to the centroid of its collision shape (of its visual shape
-when it has none); shapes are stored relative to it. Every error is a ValueError (TypeError
-for a wrong type) naming the entity or joint, the key and, when known, the line.
+Poses are [x, y, theta] with theta in degrees, joint angles in radians (SCENE_FORMAT.md).
+Shapes land where Fx2D's loader puts them: a polygon's vertices are first re-centred on
+their vertex mean (Fx2D's FxShape does `verts - verts.mean()`), so the mean sits at the
+entity pose plus the block's pose offset. The body's centre of mass then goes to the area
+centroid of its collision shape (of its visual shape when it has none), and shapes are
+stored relative to it, so every vertex keeps the world position Fx2D gives it.
+
+Fx2D keeps every entity inside the scene rectangle [0, W] x [0, H] (FxScene::step, with
+W, H = scene.size truncated to whole metres, as Fx2D stores it): load_scene(boundary=True)
+gives the scene that rectangle as four static, frictionless, non-bouncing walls just
+outside it (see _add_boundary and docs/fx2d_differences.md for how that differs).
+
+Every error is a ValueError (TypeError for a wrong type) naming the entity or joint, the key
+and, when known, the line.
 """
 
 import math
@@ -27,6 +37,10 @@ _JOINT_KEYS = {"type", "parent", "child", "anchor", "angle_min", "angle_max", "a
                "position_min", "position_max", "control_mode", "target", "pid", "max_effort",
                "max_torque", "max_force", "entities_collide"}
 DEFAULT_COLOR = (150, 150, 160, 255)
+#: The boundary walls' thickness: this fraction of the rectangle's larger side, at least
+#: BOUNDARY_MIN_THICKNESS (m). Thick enough that a substep's motion cannot cross a wall.
+BOUNDARY_THICKNESS_FRACTION = 0.25
+BOUNDARY_MIN_THICKNESS = 1.0
 
 
 class _Map(dict):
@@ -149,10 +163,17 @@ def _geometry(where: _Where, block, prefix):
     else:
         raw = geometry["polygon"]
         if not isinstance(raw, list) or not all(
-                isinstance(v, list) and len(v) == 2 for v in raw):
+                isinstance(v, list) and len(v) == 2
+                and all(isinstance(c, (int, float)) and not isinstance(c, bool) for c in v)
+                for v in raw):
             raise sub.error(f"{prefix}.geometry.polygon", "must be a list of [x, y] points",
                             TypeError)
+        if len(raw) < 3:
+            raise sub.error(f"{prefix}.geometry.polygon",
+                            f"needs at least 3 vertices, got {len(raw)}")
         verts = np.array(raw, float)
+        # Fx2D re-centres a polygon on its vertex mean: the mean is what sits at the pose.
+        verts = verts - verts.mean(axis=0)
     return "polygon", verts @ rot.T + offset[:2]
 
 
@@ -187,12 +208,53 @@ def _color(where, mapping, key, base_dir):
     return tuple(int(v) for v in value) + ((255,) if len(value) == 3 else ())
 
 
-def load_scene(path_or_yaml_text, n_worlds: int = 1, arch: str = "auto", substeps=None):
+def _boundary_walls(width, height):
+    """(centre, size) of the four walls around [0, width] x [0, height] (left, right, bottom,
+    top; the side walls run past the corners), and their thickness."""
+    t = max(BOUNDARY_MIN_THICKNESS, BOUNDARY_THICKNESS_FRACTION * max(width, height))
+    tall = height + 2 * t
+    walls = [((-t / 2, height / 2), (t, tall)), ((width + t / 2, height / 2), (t, tall)),
+             ((width / 2, -t / 2), (width, t)), ((width / 2, height + t / 2), (width, t))]
+    return walls, t
+
+
+def _add_boundary(scene, where, size, background, visuals):
+    """Fx2D's scene rectangle as four static walls appended after the entities' bodies.
+
+    Fx2D (FxScene::step) stops an entity's pose at the rectangle [0, W] x [0, H], with the
+    scene size stored as unsigned ints (truncated), and the velocity it derives from the
+    pose afterwards leaves no bounce and no friction: hence walls of elasticity 0 and
+    friction 0 (contacts mix both by min). The walls have no names (body_index does not see
+    them); scene.meta["boundary"] lists their indices.
+    """
+    width, height = (float(int(v)) for v in size)  # Fx2D's FxVec2ui: whole metres
+    walls, thickness = _boundary_walls(width, height)
+    bodies = []
+    for centre, wall_size in walls:
+        bodies.append(scene.add_box(centre, wall_size, mass=0.0, elasticity=0.0,
+                                    static_friction=0.0, dynamic_friction=0.0))
+        # Not scene content: the renderer and the viewer skip it (render.drawn).
+        visuals.append(dict(shape=None, fill=background, border=None, border_thickness=0.0,
+                            boundary=True))
+    return {"rectangle": (0.0, 0.0, width, height), "bodies": tuple(bodies),
+            "thickness": thickness}
+
+
+def load_scene(path_or_yaml_text, n_worlds: int = 1, arch: str = "auto", substeps=None,
+               boundary: bool = True):
     """A Scene from an Fx2D YAML scene file (a path) or YAML text.
 
-    Entity names become body names, joint names joint names. `scene.size` and the viewer's
-    keys are kept on `scene.meta` and `scene.visuals`.
+    Entity names become body names, joint names joint names; entity i is body i. `scene.size`
+    and the viewer's keys are kept on `scene.meta` and `scene.visuals`.
+
+    boundary: True (the default, as in Fx2D): bodies are kept inside the scene rectangle
+    [0, int(W)] x [0, int(H)] by four unnamed static walls (elasticity 0, no friction) added
+    after the entities' bodies, so `n_bodies` is the entity count + 4;
+    `scene.meta["boundary"]` holds the rectangle, the walls' body indices and thickness.
+    False: no walls, `scene.meta["boundary"]` is None.
     """
+    if not isinstance(boundary, bool):
+        raise TypeError(f"boundary must be True or False, got {boundary!r}")
     base_dir = None
     if isinstance(path_or_yaml_text, Path) or (
             isinstance(path_or_yaml_text, str) and "\n" not in path_or_yaml_text
@@ -217,6 +279,12 @@ def load_scene(path_or_yaml_text, n_worlds: int = 1, arch: str = "auto", substep
     block = top.mapping(document, "scene", required=True)
     scene_where = _Where("scene", block)
     size = scene_where.vector(block, "size", 2)
+    if np.any(size <= 0):
+        raise scene_where.error("size", f"must be positive, got {list(size)}")
+    if boundary and np.any(size < 1):
+        raise scene_where.error("size", "Fx2D keeps bodies inside [0, int(width)] x [0, "
+                                f"int(height)], which is empty for {list(size)}: use a size "
+                                "of at least 1 m, or load_scene(..., boundary=False)")
     gravity = scene_where.vector(block, "gravity", 2, [0.0, 0.0])
     background = _color(scene_where, block, "background", base_dir) or (255, 255, 255, 255)
 
@@ -336,11 +404,13 @@ def load_scene(path_or_yaml_text, n_worlds: int = 1, arch: str = "auto", substep
                 scene.add_prismatic_joint(parent, child, **specific, **common)
         except (ValueError, TypeError) as exc:
             raise where.error("(joint)", str(exc)) from None
-    scene.meta = {"size": tuple(size), "background": background}
-    scene.visuals = visuals
     for v in visuals:
         if isinstance(v["fill"], dict):  # an image: the viewer shows a plain colour instead
             v["fill"] = DEFAULT_COLOR
+    scene.meta = {"size": tuple(size), "background": background,
+                  "boundary": _add_boundary(scene, scene_where, size, background, visuals)
+                  if boundary else None}
+    scene.visuals = visuals
     return scene
 
 
