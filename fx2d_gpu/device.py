@@ -116,6 +116,13 @@ class DevicePool:
         self.body_torque = field(f32, N)  # N m
         self.body_sleeping = field(i32, N)  # 1 while asleep
         self.body_sleep_time = field(f32, N)  # s spent below the sleep thresholds
+        # Sleep islands (solver/sleep.py): the smallest slot of the body's island (dynamic
+        # bodies joined by touching contacts and joints), its own slot for other bodies.
+        self.body_island = field(i32, N)
+        self.island_prev = field(i32, N)  # labelling scratch: a sleeping body's old label
+        self.island_parent = field(i32, N)  # labelling scratch: union-find parent (a key)
+        self.island_wake = field(i32, N)  # per island: a mark that it must wake (see sleep.py)
+        self.island_status = field(i32, 3)  # labelling not converged, bodies woken, wake stamp
         self.body_anchor_position = vfield(2, f32, N)  # pose when the step began, m
         self.body_anchor_angle = field(f32, N)  # rad
 
@@ -209,7 +216,7 @@ class DevicePool:
         self.step_counts = field(i32, 4)  # (n_pairs, n_joints, last substep?) of the step
         self.body_contact_start = field(i32, N + 1)  # per body: its pairs in body_contacts
         self.body_contacts = field(i32, 2 * P)  # pair indices by body, sorted per body
-        self.body_wake = field(i32, N)  # set when a new contact wakes the body
+        self.body_contact_cursor = field(i32, N)  # scratch: fill cursor of body_contacts
         self.body_claim = field(i32, N)  # lowest pair index bidding for the body this round
         self.body_color_mask = field(i32, N)  # bit c: a constraint of colour c has the body
         self.prev_pair_color = field(i32, P)  # last step's colours, broad-phase order, -1: none

@@ -17,6 +17,7 @@ from .shapes import MAX_POLYGON_VERTICES, as_real, as_vector2
 from .solver.coloring import color_constraints, coloring_still_valid
 from .solver.contacts import SPECULATIVE_DISTANCE
 from .solver.joints import JOINT_PRISMATIC, JOINT_REVOLUTE, MOTOR_MODES
+from .solver.sleep import update_sleep, wake_islands
 from .solver.step import (
     build_body_contacts,
     carry_contacts,
@@ -24,7 +25,6 @@ from .solver.step import (
     order_pairs_by_color,
     run_substep,
     save_previous_pairs,
-    update_sleep,
 )
 
 #: Fx2D's time-step bounds, s: below MIN_DT step() raises, above MAX_DT it is clamped.
@@ -33,7 +33,7 @@ MAX_DT = 0.06
 
 # Device fields that make up a scene's dynamic state, saved when another scene takes the pool.
 _STATE_FIELDS = ("body_position", "body_angle", "body_velocity", "body_angular_velocity",
-                 "body_force", "body_torque", "body_sleeping", "body_sleep_time")
+                 "body_force", "body_torque", "body_sleeping", "body_sleep_time", "body_island")
 _JOINT_STATE_FIELDS = ("joint_target", "joint_integral", "joint_prev_error",
                        "joint_pid_started")
 _PAIR_FIELDS = ("pair_origin", "pair_body_a", "pair_body_b", "contact_point_count",
@@ -534,6 +534,7 @@ class Scene:
             "body_velocity": tile2(vel), "body_angular_velocity": tile1(omega),
             "body_force": np.zeros((n, 2), np.float32), "body_torque": np.zeros(n, np.float32),
             "body_sleeping": np.zeros(n, np.int32), "body_sleep_time": np.zeros(n, np.float32),
+            "body_island": np.arange(n, dtype=np.int32),  # each body its own island
         }
 
     def _cell_size(self) -> float:
@@ -568,6 +569,8 @@ class Scene:
             # Keep the simulated state of the bodies that already existed.
             w, nb_old, nb = self._n_worlds, self._built_bodies, self.n_bodies
             for key, old in old_state.items():
+                if key == "body_island":  # labels are slots: renumber them to the new layout
+                    old = (old.reshape(w, nb_old) % nb_old + nb * np.arange(w)[:, None]).ravel()
                 new = state[key].reshape(w, nb, *state[key].shape[1:])
                 new[:, :nb_old] = old.reshape(w, nb_old, *old.shape[1:])
                 state[key] = new.reshape(state[key].shape)
@@ -663,6 +666,10 @@ class Scene:
                             int(self._coloring_valid))
         # Pairs for the whole step: AABBs grown by what each body can cover in dt.
         pool = self._broad_phase(SPECULATIVE_DISTANCE, dt)
+        if wake_islands(pool, n_slots, n_bodies, self._n_pairs, self.n_joints):
+            # The broad phase pairs no two sleeping bodies: pair the woken ones now, so they
+            # meet each other this step.
+            pool = self._broad_phase(SPECULATIVE_DISTANCE, dt)
         n_pairs = self._n_pairs
         n_joints = self.n_joints
         carry_contacts(pool, n_slots, n_pairs, n_bodies, n_joints)
@@ -692,7 +699,7 @@ class Scene:
             run_substep(pool, n_slots, n_bodies, n_pairs, n_joints, gravity, h, dt, i,
                         i == self.substeps - 1, self.n_colors, self.n_overflow)
         if self.enable_sleep:
-            update_sleep(pool, n_slots, n_bodies, dt)
+            update_sleep(pool, n_slots, n_bodies, n_pairs, n_joints, dt)
         if self._forces_on_device:
             clear_forces(pool, n_slots)
             self._forces_on_device = False

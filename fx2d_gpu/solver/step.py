@@ -8,7 +8,7 @@ Per substep: motors, integrate velocities -> refresh contacts (narrow phase: eve
             the first substep, fast pairs on every substep) -> warm start -> integrate
             positions (one kernel) -> penetration and joint constraints (COLORS_PER_LAUNCH
             colours per kernel) -> derive velocities -> velocity pass
-Per step:   sleep bookkeeping.
+Per step:   sleep by islands (sleep.py).
 """
 
 import taichi as ti
@@ -17,7 +17,6 @@ from ..collision.broad_phase import bounding_radius
 from ..collision.narrow_phase import collide_pair
 from ..device import MAX_COLORS, MAX_MANIFOLD_POINTS
 from ..integrate import (
-    awake_dynamic,
     begin_step_pose,
     integrate_position,
     integrate_velocity,
@@ -41,10 +40,6 @@ from .joints import motor_load, solve_joint, update_motor
 
 vec2 = ti.math.vec2
 
-#: Fx2D's sleep rule: below both speeds for SLEEP_TIME seconds, a body sleeps.
-SLEEP_LINEAR_SPEED = 0.05  # m/s
-SLEEP_ANGULAR_SPEED = 0.05  # rad/s
-SLEEP_TIME = 0.5  # s
 
 
 _PAIR_FIELDS = ("contact_point_count", "contact_normal")
@@ -147,15 +142,11 @@ def carry_contacts(p: ti.template(), n_slots: ti.i32, n_pairs: ti.i32, n_bodies:
     """Give each new pair last step's manifold and impulses (warm starting) and colour, if it
     had them.
 
-    A pair that is new this step and joins an awake dynamic body to a sleeping one wakes the
-    sleeper. Decisions read the sleep flags before any is changed, so the order of threads
-    does not matter. Also records the step's constraint counts in step_counts.
+    (Waking sleepers touched by new pairs is sleep.wake_islands'.) Also records the step's
+    constraint counts in step_counts.
     """
     p.step_counts[0] = n_pairs
     p.step_counts[1] = n_joints
-    ti.loop_config(serialize=p.serial)
-    for slot in range(n_slots):
-        p.body_wake[slot] = 0
     ti.loop_config(serialize=p.serial)
     for k in range(n_pairs):
         a, b = p.pair_body_a[k], p.pair_body_b[k]
@@ -167,16 +158,6 @@ def carry_contacts(p: ti.template(), n_slots: ti.i32, n_pairs: ti.i32, n_bodies:
             copy_manifold(p, "", "prev_", k, j)
         else:
             p.contact_point_count[k] = 0
-            awake_a, awake_b = awake_dynamic(p, a, n_bodies), awake_dynamic(p, b, n_bodies)
-            if awake_a and p.body_sleeping[b] == 1:
-                p.body_wake[b] = 1
-            if awake_b and p.body_sleeping[a] == 1:
-                p.body_wake[a] = 1
-    ti.loop_config(serialize=p.serial)
-    for slot in range(n_slots):
-        if p.body_wake[slot] == 1:
-            p.body_sleeping[slot] = 0
-            p.body_sleep_time[slot] = 0.0
 
 
 @ti.func
@@ -274,11 +255,11 @@ def build_body_contacts(p: ti.template(), n_slots: ti.i32, n_pairs: ti.i32):
     exclusive_scan(p.scan_blocks, p.body_contact_start, n_slots, p.serial)
     ti.loop_config(serialize=p.serial)
     for slot in range(n_slots):
-        p.body_wake[slot] = p.body_contact_start[slot]  # fill cursor
+        p.body_contact_cursor[slot] = p.body_contact_start[slot]
     ti.loop_config(serialize=p.serial)
     for k in range(n_pairs):
-        p.body_contacts[ti.atomic_add(p.body_wake[p.pair_body_a[k]], 1)] = k
-        p.body_contacts[ti.atomic_add(p.body_wake[p.pair_body_b[k]], 1)] = k
+        p.body_contacts[ti.atomic_add(p.body_contact_cursor[p.pair_body_a[k]], 1)] = k
+        p.body_contacts[ti.atomic_add(p.body_contact_cursor[p.pair_body_b[k]], 1)] = k
     # Sorted by each pair's broad-phase index (deterministic), not by its storage index,
     # which follows the colouring's atomics within a colour.
     ti.loop_config(serialize=p.serial)
@@ -420,21 +401,3 @@ def run_substep(pool, n_slots, n_bodies, n_pairs, n_joints, gravity, h, dt, subs
         derive_velocities(pool, n_slots, n_bodies, h)
     if n_pairs:
         solve_pass(pool, solve_velocity_constraint, n_bodies, h, n_colors, overflow)
-
-
-@quick
-@ti.kernel
-def update_sleep(p: ti.template(), n_slots: ti.i32, n_bodies: ti.i32, dt: ti.f32):
-    ti.loop_config(serialize=p.serial)
-    for slot in range(n_slots):
-        if moves(p, slot, slot % n_bodies):
-            slow = (p.body_velocity[slot].norm() < SLEEP_LINEAR_SPEED
-                    and ti.abs(p.body_angular_velocity[slot]) < SLEEP_ANGULAR_SPEED)
-            if slow:
-                p.body_sleep_time[slot] += dt
-                if p.body_sleep_time[slot] >= SLEEP_TIME:
-                    p.body_sleeping[slot] = 1
-                    p.body_velocity[slot] = vec2(0.0, 0.0)
-                    p.body_angular_velocity[slot] = 0.0
-            else:
-                p.body_sleep_time[slot] = 0.0

@@ -1,0 +1,411 @@
+"""Sleep by islands, on the device (as Box2D does it).
+
+Rules
+-----
+* Per-body timer (Fx2D's rule): after each step a moving body (awake, dynamic or kinematic)
+  slower than SLEEP_LINEAR_SPEED and SLEEP_ANGULAR_SPEED adds dt to body_sleep_time; a
+  faster one resets it to 0.
+* Islands: the nodes are the dynamic body slots (inverse mass > 0, not kinematic), awake or
+  asleep, shape-less ones included. Edges join two nodes through
+    - a candidate pair whose manifold touches: a point within TOUCH_DISTANCE (depth as of the
+      step's first substep);
+    - a joint slot;
+    - a sleeping body and the island it fell asleep with (body_island from the last
+      labelling). The broad phase finds no pair between two sleeping bodies, so a sleeping
+      pile has no contacts of its own: it keeps its island until it wakes.
+  Static, kinematic and shape-less bodies never join islands through contacts (static and
+  kinematic ones are no nodes; shape-less ones have no contacts, only joints). A body that
+  is no node is its own island. The label of an island (body_island) is the smallest slot
+  in it, whatever the order of the threads.
+* Falling asleep (update_sleep, once per step after the substeps): an island sleeps only when
+  every body in it is ready (asleep already, or body_sleep_time >= SLEEP_TIME); its bodies
+  then get body_sleeping = 1 and zero velocities. An island with a body that is not ready
+  stays awake, and its sleeping bodies wake (timer 0): an awake body touching a sleeping one
+  wakes it unless both are slow long enough, and a body resting on an awake body never
+  sleeps.
+* Waking (wake_islands, once per step right after the broad phase): a sleeping body's whole
+  island wakes (body_sleeping = 0, body_sleep_time = 0) when
+    - a candidate pair joins it to an awake dynamic body that moves faster than the sleep
+      thresholds (its timer was reset at the end of the last step) or is pushed by a force,
+      or that moves at all and whose pair with it is new this step (carry_contacts' rule),
+      or to an awake kinematic body that moves. Not the timer itself: a body just woken
+      has its timer at 0 too, and would wake every island near it, one ring a step;
+    - a joint joins it to an awake dynamic body or to a moving kinematic one;
+    - it has a non-zero applied force or torque.
+  Marks are taken from the flags before any flag changes, so the result does not depend on
+  the order of threads. The broad phase pairs no two sleeping bodies, so a step in which
+  bodies woke runs the broad phase again: the woken bodies then meet each other in the same
+  step, and a sleeping row hit by a ball behaves exactly as an awake one would.
+
+Per step: save_previous_pairs -> broad phase -> wake_islands (> 0: broad phase again) ->
+carry_contacts ... substeps ... -> update_sleep.
+
+Fields (device.py): body_island (the labels); scratch: island_prev (a sleeping body's label
+before the labelling), island_parent (the union-find forest), island_wake (marks per island:
+-1 in update_sleep, an island that stays awake; in wake_islands, the call's stamp,
+island_status[2], an island to wake), island_status (labelling not converged, bodies woken,
+stamp).
+
+Labelling is a parallel connected-components pass over a union-find forest (island_parent).
+Each edge joins the roots of its two ends with atomic_min (a lock-free union: when the root
+it hooks has been hooked meanwhile, the union goes on with its new parent), then every
+body's parent is compressed to its root. The forest orders bodies by a key, a fixed
+scrambling of the slots, not by slot: hooking by slot builds a tree as deep as a chain whose
+bodies were added in order (a rope, a row of a pile), which GPU threads then walk one link
+at a time (measured on an H100: 0.97 ms for a chain of 16,000 bodies in slot order, 0.15 ms
+with keys, as for a shuffled chain). Each launch runs a round (every edge hooked, then every
+parent compressed to its root) and a check (every edge hooked again); launches repeat until
+a check changes nothing (read back from island_status[0]). One round normally joins
+everything, so a step needs one launch (a chain of 10,000 bodies too). Last, each island's
+label is its smallest slot (atomic_min into the root, then read back by every member): the
+result does not depend on the order of threads.
+"""
+
+import taichi as ti
+
+from ..device import MAX_MANIFOLD_POINTS
+from ..launching import quick
+
+vec2 = ti.math.vec2
+
+#: Fx2D's sleep rule: below both speeds for SLEEP_TIME seconds, a body sleeps.
+SLEEP_LINEAR_SPEED = 0.05  # m/s
+SLEEP_ANGULAR_SPEED = 0.05  # rad/s
+SLEEP_TIME = 0.5  # s
+
+#: A manifold joins two bodies' islands when one of its points is closer than this, m
+#: (depth > -TOUCH_DISTANCE). It is above the speculative distance of resting contacts
+#: (contacts.SPECULATIVE_DISTANCE, 8 mm): every point a resting pair keeps counts, as in
+#: Box2D v3, where a manifold with any point (speculative ones included) is touching.
+TOUCH_DISTANCE = 0.01
+
+_NO_LABEL = (1 << 31) - 1
+
+#: More launches than this means the labelling does not converge: a bug.
+MAX_LABEL_LAUNCHES = 1000
+
+
+@ti.func
+def _is_node(p: ti.template(), slot, n_bodies):
+    """A dynamic body (awake or asleep): it belongs to islands."""
+    body = slot % n_bodies
+    return p.body_inv_mass[body] > 0.0 and p.body_kinematic[body] == 0
+
+
+@ti.func
+def _can_sleep(p: ti.template(), slot, n_bodies):
+    """A dynamic or kinematic body: it has a sleep timer (static bodies never sleep)."""
+    body = slot % n_bodies
+    return p.body_inv_mass[body] > 0.0 or p.body_kinematic[body] == 1
+
+
+@ti.func
+def _touching(p: ti.template(), pair):
+    count = p.contact_point_count[pair]
+    touching = False
+    for i in ti.static(range(MAX_MANIFOLD_POINTS)):
+        if i < count and p.contact_depth[pair, i] > -TOUCH_DISTANCE:
+            touching = True
+    return touching
+
+
+@ti.func
+def _island_of(p: ti.template(), slot, n_bodies):
+    """body_island[slot] if it is a plausible label (a root in the same world, not above the
+    slot), else the slot itself: labels left by another scene or an older layout of this
+    one must not index out of range or across worlds."""
+    label = p.body_island[slot]
+    result = slot
+    if label >= 0 and label <= slot:
+        if label // n_bodies == slot // n_bodies and p.body_island[label] == label:
+            result = label
+    return result
+
+
+#: Keys: slot * _KEY_MUL modulo 2**31, a permutation of the slots that scatters neighbours.
+_KEY_MUL = 0x2545F491
+_KEY_INV = pow(_KEY_MUL, -1, 1 << 31)
+_KEY_MASK = (1 << 31) - 1
+
+
+@ti.func
+def _key(slot):
+    return ti.cast((ti.cast(slot, ti.u32) * ti.cast(_KEY_MUL, ti.u32))
+                   & ti.cast(_KEY_MASK, ti.u32), ti.i32)
+
+
+@ti.func
+def _slot(key):
+    return ti.cast((ti.cast(key, ti.u32) * ti.cast(_KEY_INV, ti.u32))
+                   & ti.cast(_KEY_MASK, ti.u32), ti.i32)
+
+
+@ti.func
+def _root(p: ti.template(), x):
+    """The root slot of x's tree, halving the path on the way. island_parent holds the
+    parent's key, which is below the body's own key except at a root (parent = own key);
+    keys only ever decrease and stay in the component, so concurrent halving is safe."""
+    r = x
+    while p.island_parent[r] != _key(r):
+        parent_key = p.island_parent[r]
+        grand_key = p.island_parent[_slot(parent_key)]
+        if grand_key != parent_key:
+            ti.atomic_min(p.island_parent[r], grand_key)
+        r = _slot(grand_key)
+    return r
+
+
+@ti.func
+def _union(p: ti.template(), a, b):
+    """Join a's and b's trees; 1 if a parent changed."""
+    changed = 0
+    x, y = a, b
+    busy = 1
+    while busy:
+        rx, ry = _root(p, x), _root(p, y)
+        if rx == ry:
+            busy = 0
+        else:
+            kx, ky = _key(rx), _key(ry)
+            hi = rx if kx > ky else ry
+            lo_key = ti.min(kx, ky)
+            old = ti.atomic_min(p.island_parent[hi], lo_key)
+            if old > lo_key:
+                changed = 1
+            if old == _key(hi):
+                busy = 0  # hi was a root: now under lo
+            else:
+                # hi was hooked under `old` meanwhile; it points to min(old, lo) now, so
+                # join old's and lo's trees as well.
+                x, y = _slot(old), _slot(lo_key)
+    return changed
+
+
+@ti.func
+def _joint_ends(p: ti.template(), joint_slot, n_bodies, n_joints):
+    world, joint = joint_slot // n_joints, joint_slot % n_joints
+    return world * n_bodies + p.joint_parent[joint], world * n_bodies + p.joint_child[joint]
+
+
+@ti.func
+def _edge(p: ti.template(), e, n_bodies, n_pairs, n_joints, n_joint_slots):
+    """Edge e of the island graph as (u, v), or (-1, -1): candidate pairs [0, n_pairs), joint
+    slots next, then one per body slot (a sleeping body to its previous island)."""
+    u, v = -1, -1
+    if e < n_pairs:
+        a, b = p.pair_body_a[e], p.pair_body_b[e]
+        if _is_node(p, a, n_bodies) and _is_node(p, b, n_bodies) and _touching(p, e):
+            u, v = a, b
+    elif e < n_pairs + n_joint_slots:
+        a, b = _joint_ends(p, e - n_pairs, n_bodies, n_joints)
+        if _is_node(p, a, n_bodies) and _is_node(p, b, n_bodies):
+            u, v = a, b
+    else:
+        slot = e - n_pairs - n_joint_slots
+        previous = p.island_prev[slot]
+        if previous != slot:
+            u, v = slot, previous
+    return u, v
+
+
+@quick
+@ti.kernel
+def _label_launch(p: ti.template(), n_slots: ti.i32, n_bodies: ti.i32, n_pairs: ti.i32,
+                  n_joints: ti.i32, dt: ti.f32, begin: ti.i32, settle: ti.i32) -> ti.i32:
+    """One launch of the island pass; returns 1 while the labelling has not converged.
+
+    begin (first launch of a pass): with `settle`, the sleep timers; each sleeping body's
+    old label kept in island_prev; every body a tree of its own. Then a round (every edge
+    hooked, every parent compressed to its root) and a check (every edge hooked again: a
+    change means another launch). Once the check changed nothing: the labels (smallest
+    slots), and with `settle`, ready islands fall asleep and the others wake.
+
+    Five loops: each parallel loop costs ~50-70 us to start on the CPU backend (2-core
+    machine, Taichi 1.7.4, even empty), so stages share loops where they can.
+    """
+    n_joint_slots = n_joints * (n_slots // ti.max(n_bodies, 1))
+    first_slot_edge = n_pairs + n_joint_slots
+    n_edges = first_slot_edge + n_slots
+    ti.loop_config(serialize=p.serial)
+    for slot in range(n_slots * begin):
+        if settle == 1 and p.body_sleeping[slot] == 0 and _can_sleep(p, slot, n_bodies):
+            slow = (p.body_velocity[slot].norm() < SLEEP_LINEAR_SPEED
+                    and ti.abs(p.body_angular_velocity[slot]) < SLEEP_ANGULAR_SPEED)
+            if slow:
+                p.body_sleep_time[slot] += dt
+            else:
+                p.body_sleep_time[slot] = 0.0
+        previous = slot
+        if p.body_sleeping[slot] == 1 and _is_node(p, slot, n_bodies):
+            label = _island_of(p, slot, n_bodies)  # other bodies' labels: not written here
+            if _is_node(p, label, n_bodies):
+                previous = label
+        p.island_prev[slot] = previous
+        p.island_parent[slot] = _key(slot)
+    ti.loop_config(serialize=p.serial)
+    for e in range(n_edges):
+        u, v = _edge(p, e, n_bodies, n_pairs, n_joints, n_joint_slots)
+        if u >= 0:
+            _union(p, u, v)
+    ti.loop_config(serialize=p.serial)
+    for slot in range(n_slots):
+        p.island_parent[slot] = _key(_root(p, slot))
+        p.body_island[slot] = _NO_LABEL  # for the labels' atomic_min below
+        p.island_wake[slot] = 0
+    p.island_status[0] = 0
+    # The check, and meanwhile (as if it will change nothing, so that every parent is a
+    # root) each root gathers its island's smallest slot and whether a body in it is not
+    # ready to sleep (such an island stays, or wakes, up). When the check changes something,
+    # the next launch redoes all of it. Serial loops check only the last edges (one per
+    # slot): with no concurrent hooks, one round is exact.
+    ti.loop_config(serialize=p.serial)
+    for e in range(first_slot_edge if ti.static(p.serial) else 0, n_edges):
+        u, v = _edge(p, e, n_bodies, n_pairs, n_joints, n_joint_slots)
+        if u >= 0:
+            if _union(p, u, v):
+                p.island_status[0] = 1
+        if e >= first_slot_edge:
+            slot = e - first_slot_edge
+            root = _slot(p.island_parent[slot])
+            ti.atomic_min(p.body_island[root], slot)
+            if (settle == 1 and _can_sleep(p, slot, n_bodies) and p.body_sleeping[slot] == 0
+                    and p.body_sleep_time[slot] < SLEEP_TIME):
+                p.island_wake[root] = -1
+    ti.loop_config(serialize=p.serial)
+    for slot in range(n_slots * (1 - p.island_status[0])):
+        root = _slot(p.island_parent[slot])
+        p.body_island[slot] = p.body_island[root]
+        if settle == 1 and _can_sleep(p, slot, n_bodies):
+            if p.island_wake[root] == -1:
+                if p.body_sleeping[slot] == 1:
+                    p.body_sleeping[slot] = 0
+                    p.body_sleep_time[slot] = 0.0
+            elif p.body_sleeping[slot] == 0:
+                p.body_sleeping[slot] = 1
+                p.body_velocity[slot] = vec2(0.0, 0.0)
+                p.body_angular_velocity[slot] = 0.0
+    return p.island_status[0]
+
+
+def _island_pass(pool, n_slots, n_bodies, n_pairs, n_joints, dt, settle) -> int:
+    begin = 1
+    for launches in range(1, MAX_LABEL_LAUNCHES + 1):
+        if _label_launch(pool, n_slots, n_bodies, n_pairs, n_joints, dt, begin, settle) == 0:
+            return launches
+        begin = 0
+    raise RuntimeError(f"island labelling did not converge in {MAX_LABEL_LAUNCHES} launches")
+
+
+def label_islands(pool, n_slots: int, n_bodies: int, n_pairs: int, n_joints: int) -> int:
+    """Label the islands into body_island (see the module docstring); returns the number of
+    kernel launches it took. Reads the candidate pairs [0, n_pairs) and their manifolds
+    (contact_point_count, contact_depth), the joints, and the sleeping bodies' labels from
+    the last labelling. update_sleep calls it (fused); it is public for tests and tools.
+    """
+    return _island_pass(pool, n_slots, n_bodies, n_pairs, n_joints, 0.0, 0)
+
+
+def update_sleep(pool, n_slots: int, n_bodies: int, n_pairs: int, n_joints: int,
+                 dt: float) -> int:
+    """After the step's substeps: sleep timers, island labels, then every island sleeps
+    whole or stays awake whole (see the module docstring). Returns the kernel launches it
+    took (usually 1).
+
+    n_pairs: the step's candidate pairs, with the manifolds of the step (any order, e.g.
+    after gather_pairs); n_joints: joints per world.
+    """
+    return _island_pass(pool, n_slots, n_bodies, n_pairs, n_joints, dt, 1)
+
+
+#: How an awake body meets a sleeping one (_pushes).
+_OLD_PAIR, _NEW_PAIR, _JOINT = 0, 1, 2
+
+
+@ti.func
+def _pushes(p: ti.template(), slot, n_bodies, link: ti.template()):
+    """Whether the awake body at `slot` wakes a sleeping body it meets through `link`
+    (_OLD_PAIR, _NEW_PAIR or _JOINT; see the module docstring). The velocity is the one the
+    timer was judged by at the end of the last step."""
+    body = slot % n_bodies
+    result = False
+    if p.body_sleeping[slot] == 0:
+        speed, spin = p.body_velocity[slot].norm(), ti.abs(p.body_angular_velocity[slot])
+        if p.body_inv_mass[body] > 0.0:
+            if ti.static(link == _JOINT):
+                result = True
+            else:
+                result = (speed >= SLEEP_LINEAR_SPEED or spin >= SLEEP_ANGULAR_SPEED
+                          or p.body_force[slot].norm() > 0.0 or p.body_torque[slot] != 0.0)
+                if ti.static(link == _NEW_PAIR):
+                    result = result or speed > 0.0 or spin > 0.0
+        elif p.body_kinematic[body] == 1:
+            result = speed > 0.0 or spin > 0.0 or p.body_sleep_time[slot] == 0.0
+    return result
+
+
+@ti.func
+def _had_pair(p: ti.template(), a, b):
+    """Whether last step's broad phase had the pair (a, b) (step.find_previous's lookup in
+    the prev_* arrays, which save_previous_pairs fills)."""
+    found = False
+    for owner in ti.static(range(2)):
+        slot = a if owner == 0 else b
+        for j in range(p.prev_body_pair_start[slot], p.prev_body_pair_start[slot + 1]):
+            if p.prev_pair_body_a[j] == a and p.prev_pair_body_b[j] == b:
+                found = True
+    return found
+
+
+@quick
+@ti.kernel
+def _wake_launch(p: ti.template(), n_slots: ti.i32, n_bodies: ti.i32, n_pairs: ti.i32,
+                 n_joints: ti.i32) -> ti.i32:
+    n_joint_slots = n_joints * (n_slots // ti.max(n_bodies, 1))
+    p.island_status[1] = 0
+    # Marks are this call's stamp (> 0, one more each call), so none needs clearing:
+    # older stamps and update_sleep's marks (0, -1) read as unmarked.
+    p.island_status[2] = ti.max(p.island_status[2], 0) + 1
+    stamp = p.island_status[2]
+    ti.loop_config(serialize=p.serial)
+    for e in range(n_pairs + n_joint_slots + n_slots):
+        if e < n_pairs:
+            a, b = p.pair_body_a[e], p.pair_body_b[e]
+            sleeping_a, sleeping_b = p.body_sleeping[a] == 1, p.body_sleeping[b] == 1
+            if sleeping_a != sleeping_b:
+                pushed = False
+                if _had_pair(p, a, b):
+                    pushed = _pushes(p, b if sleeping_a else a, n_bodies, _OLD_PAIR)
+                else:
+                    pushed = _pushes(p, b if sleeping_a else a, n_bodies, _NEW_PAIR)
+                if pushed:
+                    p.island_wake[_island_of(p, a if sleeping_a else b, n_bodies)] = stamp
+        elif e < n_pairs + n_joint_slots:
+            a, b = _joint_ends(p, e - n_pairs, n_bodies, n_joints)
+            if p.body_sleeping[b] == 1 and _pushes(p, a, n_bodies, _JOINT):
+                p.island_wake[_island_of(p, b, n_bodies)] = stamp
+            if p.body_sleeping[a] == 1 and _pushes(p, b, n_bodies, _JOINT):
+                p.island_wake[_island_of(p, a, n_bodies)] = stamp
+        else:
+            slot = e - n_pairs - n_joint_slots
+            if p.body_sleeping[slot] == 1 and (p.body_force[slot].norm() > 0.0
+                                               or p.body_torque[slot] != 0.0):
+                p.island_wake[_island_of(p, slot, n_bodies)] = stamp
+    ti.loop_config(serialize=p.serial)
+    for slot in range(n_slots):
+        if p.body_sleeping[slot] == 1 and p.island_wake[_island_of(p, slot, n_bodies)] == stamp:
+            p.body_sleeping[slot] = 0
+            p.body_sleep_time[slot] = 0.0
+            ti.atomic_add(p.island_status[1], 1)
+    return p.island_status[1]
+
+
+def wake_islands(pool, n_slots: int, n_bodies: int, n_pairs: int, n_joints: int) -> int:
+    """Wake the sleeping islands that awake bodies are about to push (see the module
+    docstring); returns how many bodies woke.
+
+    Call it every step right after the broad phase, before gather_pairs (it tells new pairs
+    by last step's pairs, prev_*, as carry_contacts does). The broad phase pairs no two
+    sleeping bodies, so when bodies woke (the result is > 0) the broad phase must run again
+    to pair them with each other before the substeps.
+    """
+    return _wake_launch(pool, n_slots, n_bodies, n_pairs, n_joints)

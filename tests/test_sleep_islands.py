@@ -1,0 +1,425 @@
+"""Sleep by islands (fx2d_gpu/solver/sleep.py): island labels, falling asleep and waking.
+
+The kernels are driven on hand-built data: a Scene supplies the bodies (dynamic, static,
+kinematic, shape-less) and the joints, then the candidate pairs and manifolds are written
+into the shared device pool. Scene-level tests run the issue-12 scene (a ball into four
+sleeping balls).
+"""
+
+from collections import deque
+
+import numpy as np
+import pytest
+
+import fx2d_gpu as fx
+import fx2d_gpu.solver.sleep as sleep
+from fx2d_gpu import device
+
+DT = 1.0 / 60.0
+
+
+# ----------------------------------------------------------------------------- helpers
+def put(field, values):
+    """field[:len(values)] = values."""
+    full = field.to_numpy()
+    values = np.asarray(values, full.dtype)
+    full[: len(values)] = values
+    field.from_numpy(full)
+
+
+def get(field, n):
+    return field.to_numpy()[:n]
+
+
+def resident_pool(scene, serial):
+    """The shared pool with `scene` resident (its serial view if `serial`)."""
+    scene.get_state()
+    pool = device.current_pool()
+    return pool.serial_view if serial else pool
+
+
+def write_pairs(pool, a, b, count, depth):
+    """Candidate pairs (slots a < b) with manifolds of count points of the given depths."""
+    put(pool.pair_body_a, np.minimum(a, b))
+    put(pool.pair_body_b, np.maximum(a, b))
+    put(pool.contact_point_count, count)
+    put(pool.contact_depth, depth)
+
+
+def write_previous_pairs(pool, n_slots, a, b):
+    """Last step's pairs as save_previous_pairs leaves them (grouped by body a)."""
+    a, b = np.minimum(a, b), np.maximum(a, b)
+    order = np.argsort(a, kind="stable")
+    put(pool.prev_pair_body_a, a[order])
+    put(pool.prev_pair_body_b, b[order])
+    counts = np.bincount(a, minlength=n_slots)
+    put(pool.prev_body_pair_start, np.concatenate([[0], np.cumsum(counts)]))
+
+
+def component_labels(n_slots, edges):
+    """Per slot, the smallest slot of its connected component (breadth-first search)."""
+    neighbours = [[] for _ in range(n_slots)]
+    for u, v in edges:
+        neighbours[u].append(v)
+        neighbours[v].append(u)
+    labels = np.full(n_slots, -1)
+    for start in range(n_slots):
+        if labels[start] >= 0:
+            continue
+        members, queue = [start], deque([start])
+        labels[start] = start
+        while queue:
+            for v in neighbours[queue.popleft()]:
+                if labels[v] < 0:
+                    labels[v] = start
+                    members.append(v)
+                    queue.append(v)
+        labels[members] = min(members)
+    return labels
+
+
+KINDS = ("dynamic", "static", "kinematic", "shapeless")
+
+
+def mixed_scene(rng, n_worlds, n_bodies, n_joints):
+    """Bodies of every kind, far apart (nothing touches by itself), and random joints."""
+    scene = fx.Scene(gravity=(0.0, 0.0), n_worlds=n_worlds)
+    kinds = rng.choice(KINDS, p=[0.6, 0.2, 0.1, 0.1], size=n_bodies)
+    for b, kind in enumerate(kinds):
+        options = {"static": {"mass": 0.0}, "kinematic": {"external_forces_enabled": False},
+                   "shapeless": {"collides": False}}.get(kind, {})
+        scene.add_circle((3.0 * b, 0.0), 0.5, **options)
+    joints = []
+    while len(joints) < n_joints:
+        parent, child = (int(x) for x in rng.choice(n_bodies, 2, replace=False))
+        if kinds[parent] == "static" and kinds[child] == "static":
+            continue
+        scene.add_revolute_joint(parent, child)
+        joints.append((parent, child))
+    # Island nodes: bodies that contacts and joints move (dynamic, with a shape or not).
+    node = np.isin(kinds, ("dynamic", "shapeless"))
+    return scene, np.tile(node, n_worlds), joints
+
+
+def random_pairs(rng, n_worlds, n_bodies, per_world):
+    """Pairs within each world, shuffled, with 0-2 points of depths around -TOUCH_DISTANCE;
+    points past the count get depths that would touch (they must be ignored)."""
+    a, b = [], []
+    for world in range(n_worlds):
+        ends = rng.integers(0, n_bodies, size=(per_world, 2))
+        ends = ends[ends[:, 0] != ends[:, 1]]
+        a.append(world * n_bodies + ends.min(1))
+        b.append(world * n_bodies + ends.max(1))
+    a, b = np.concatenate(a), np.concatenate(b)
+    order = rng.permutation(len(a))
+    a, b = a[order], b[order]
+    count = rng.integers(0, 3, size=len(a))
+    depth = rng.uniform(-3 * sleep.TOUCH_DISTANCE, 0.02, size=(len(a), 2))
+    depth[np.arange(2)[None, :] >= count[:, None]] = 0.05
+    return a, b, count, depth.astype(np.float32)
+
+
+def reference_edges(node, n_bodies, n_worlds, a, b, count, depth, joints):
+    edges = []
+    for k in range(len(a)):
+        touching = any(depth[k, i] > -sleep.TOUCH_DISTANCE for i in range(count[k]))
+        if touching and node[a[k]] and node[b[k]]:
+            edges.append((a[k], b[k]))
+    for world in range(n_worlds):
+        for parent, child in joints:
+            u, v = world * n_bodies + parent, world * n_bodies + child
+            if node[u] and node[v]:
+                edges.append((u, v))
+    return edges
+
+
+# ----------------------------------------------------------------------------- labels
+@pytest.mark.parametrize("serial", [False, True], ids=["parallel", "serial"])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_labels_match_a_reference_union_find(serial, seed):
+    rng = np.random.default_rng(seed)
+    n_worlds, n_bodies = 4, 60
+    scene, node, joints = mixed_scene(rng, n_worlds, n_bodies, n_joints=12)
+    pool = resident_pool(scene, serial)
+    n_slots = n_worlds * n_bodies
+    a, b, count, depth = random_pairs(rng, n_worlds, n_bodies, per_world=50)
+    write_pairs(pool, a, b, count, depth)
+    launches = sleep.label_islands(pool, n_slots, n_bodies, len(a), len(joints))
+    expected = component_labels(
+        n_slots, reference_edges(node, n_bodies, n_worlds, a, b, count, depth, joints))
+    np.testing.assert_array_equal(get(pool.body_island, n_slots), expected)
+    assert 1 <= launches <= 2
+    assert len(np.unique(expected)) < n_slots - 20  # the graphs do join islands
+
+    # Whole islands fall asleep; with no pairs left (the broad phase pairs no two sleeping
+    # bodies) a sleeping body stays in the island it fell asleep with, awake bodies keep
+    # only their joints.
+    roots = np.unique(expected[node])
+    asleep = np.isin(expected, rng.choice(roots, len(roots) // 2, replace=False)) & node
+    put(pool.body_sleeping, asleep.astype(np.int32))
+    sleep.label_islands(pool, n_slots, n_bodies, 0, len(joints))
+    edges = reference_edges(node, n_bodies, n_worlds, a[:0], b[:0], count[:0], depth[:0],
+                            joints)
+    edges += [(s, expected[s]) for s in np.nonzero(asleep)[0]]
+    np.testing.assert_array_equal(get(pool.body_island, n_slots),
+                                  component_labels(n_slots, edges))
+    put(pool.body_sleeping, np.zeros(n_slots, np.int32))
+
+
+@pytest.mark.parametrize("shuffled", [False, True], ids=["in_order", "shuffled"])
+def test_a_chain_of_10000_bodies_is_one_island_in_few_launches(shuffled):
+    n = 10_000
+    scene = fx.Scene(gravity=(0.0, 0.0))
+    for i in range(n):
+        scene.add_circle((3.0 * i, 0.0), 0.5)
+    pool = resident_pool(scene, serial=False)
+    rng = np.random.default_rng(7)
+    chain = rng.permutation(n) if shuffled else np.arange(n)
+    order = rng.permutation(n - 1) if shuffled else np.arange(n - 1)
+    a, b = chain[:-1][order], chain[1:][order]
+    write_pairs(pool, a, b, np.ones(n - 1, np.int32), np.zeros((n - 1, 2), np.float32))
+    launches = sleep.label_islands(pool, n, n, n - 1, 0)
+    assert (get(pool.body_island, n) == 0).all()
+    assert launches <= 2
+    # Cut the chain in the middle of the pair list: two islands.
+    cut = (n - 1) // 2
+    put(pool.contact_point_count, np.where(np.arange(n - 1) == cut, 0, 1))
+    sleep.label_islands(pool, n, n, n - 1, 0)
+    labels = get(pool.body_island, n)
+    expected = component_labels(n, [(u, v) for k, (u, v) in enumerate(zip(a, b, strict=True))
+                                    if k != cut])
+    np.testing.assert_array_equal(labels, expected)
+
+
+# ----------------------------------------------------------------------------- sleeping
+def row_scene(n_balls, **body):
+    """n_balls touching balls in a row (centres 1 m apart), then a static ground far away."""
+    scene = fx.Scene(gravity=(0.0, 0.0))
+    for i in range(n_balls):
+        scene.add_circle((float(i), 0.0), 0.5, **body)
+    scene.add_box((0.0, -50.0), (1.0, 1.0), mass=0.0)
+    return scene
+
+
+def touch(pool, pairs, depth=0.0):
+    a = np.array([p[0] for p in pairs])
+    b = np.array([p[1] for p in pairs])
+    write_pairs(pool, a, b, np.ones(len(pairs), np.int32),
+                np.full((len(pairs), 2), depth, np.float32))
+    return len(pairs)
+
+
+@pytest.mark.parametrize("serial", [False, True], ids=["parallel", "serial"])
+def test_an_island_sleeps_only_when_every_body_is_ready(serial):
+    scene = row_scene(4)
+    pool = resident_pool(scene, serial)
+    n = scene.n_bodies  # balls 0-3, the ground 4
+    n_pairs = touch(pool, [(0, 1), (1, 2), (2, 3), (3, 4)])  # ball 3 also on the ground
+    velocity = np.zeros((n, 2), np.float32)
+    velocity[3] = (0.3, 0.0)  # ball 3 moves: nothing that touches it may sleep
+    put(pool.body_velocity, velocity)
+    for _ in range(5):
+        assert sleep.update_sleep(pool, n, n, n_pairs, 0, 0.3) == 1
+        assert not get(pool.body_sleeping, n).any()
+    np.testing.assert_allclose(get(pool.body_sleep_time, 4), [1.5, 1.5, 1.5, 0.0], rtol=1e-6)
+    np.testing.assert_array_equal(get(pool.body_island, n), [0, 0, 0, 0, 4])  # static: no link
+
+    # Balls 1 and 2 apart by more than TOUCH_DISTANCE: balls 0 and 1 sleep on their own.
+    depth = np.zeros((n_pairs, 2), np.float32)
+    depth[1] = -2 * sleep.TOUCH_DISTANCE
+    put(pool.contact_depth, depth)
+    sleep.update_sleep(pool, n, n, n_pairs, 0, 0.3)
+    np.testing.assert_array_equal(get(pool.body_sleeping, n), [1, 1, 0, 0, 0])
+
+    # Ball 3 slows down: once it was slow for SLEEP_TIME, balls 2 and 3 sleep, velocities 0.
+    velocity[3] = (0.01, 0.0)
+    put(pool.body_velocity, velocity)
+    sleep.update_sleep(pool, n, n, n_pairs, 0, 0.3)
+    np.testing.assert_array_equal(get(pool.body_sleeping, n), [1, 1, 0, 0, 0])
+    sleep.update_sleep(pool, n, n, n_pairs, 0, 0.3)
+    np.testing.assert_array_equal(get(pool.body_sleeping, n), [1, 1, 1, 1, 0])
+    assert not get(pool.body_velocity, n).any()
+    np.testing.assert_array_equal(get(pool.body_island, n), [0, 0, 2, 2, 4])
+
+
+@pytest.mark.parametrize("serial", [False, True], ids=["parallel", "serial"])
+def test_an_awake_body_that_is_not_ready_wakes_the_sleeping_island_it_touches(serial):
+    scene = row_scene(5)
+    pool = resident_pool(scene, serial)
+    n = scene.n_bodies  # balls 0-4, the ground 5
+    touch(pool, [(0, 1), (1, 2), (2, 3)])
+    sleep.update_sleep(pool, n, n, 3, 0, 0.6)  # all slow long enough: asleep
+    np.testing.assert_array_equal(get(pool.body_sleeping, n), [1, 1, 1, 1, 1, 0])
+    put(pool.body_sleeping, [1, 1, 1, 1, 0])  # ball 4 woke (a push)
+    put(pool.body_sleep_time, [0.6, 0.6, 0.6, 0.6, 0.0])
+    # The broad phase pairs no two sleeping bodies: only ball 4 with ball 3.
+    n_pairs = touch(pool, [(3, 4)])
+    sleep.update_sleep(pool, n, n, n_pairs, 0, DT)
+    np.testing.assert_array_equal(get(pool.body_sleeping, n), [0, 0, 0, 0, 0, 0])
+    np.testing.assert_allclose(get(pool.body_sleep_time, 5), [0, 0, 0, 0, DT], atol=1e-7)
+
+
+# ----------------------------------------------------------------------------- waking
+def sleeping_row(serial, extra=()):
+    """Four touching balls (0-3) asleep as one island, the ground (4), then one ball per x
+    in `extra`, far away, awake (timer 0); no pairs last step."""
+    scene = row_scene(4)
+    for x in extra:
+        scene.add_circle((x, 0.0), 0.5)
+    pool = resident_pool(scene, serial)
+    n = scene.n_bodies
+    touch(pool, [(0, 1), (1, 2), (2, 3)])
+    sleep.update_sleep(pool, n, n, 3, 0, 0.6)
+    np.testing.assert_array_equal(get(pool.body_sleeping, n), [1, 1, 1, 1, 0] + [1] * len(extra))
+    np.testing.assert_array_equal(get(pool.body_island, n), [0, 0, 0, 0] + list(range(4, n)))
+    put(pool.body_sleeping, [1, 1, 1, 1, 0] + [0] * len(extra))
+    put(pool.body_sleep_time, [0.6] * 4 + [0.0] * (1 + len(extra)))
+    write_previous_pairs(pool, n, np.zeros(0, int), np.zeros(0, int))
+    return pool, n
+
+
+def pair(pool, a, b, depth):
+    return touch(pool, [(a, b)], depth)
+
+
+@pytest.mark.parametrize("serial", [False, True], ids=["parallel", "serial"])
+def test_a_moving_body_wakes_the_whole_island_it_may_hit(serial):
+    pool, n = sleeping_row(serial, extra=[-3.0, 20.0])
+    striker = 5
+    put(pool.body_sleeping, [1, 1, 1, 1, 0, 0, 1])  # ball 6: another island, asleep, apart
+    velocity = np.zeros((n, 2), np.float32)
+    velocity[striker] = (6.0, 0.0)
+    put(pool.body_velocity, velocity)
+    n_pairs = pair(pool, 0, striker, depth=-0.05)  # a candidate pair: they may touch
+    assert sleep.wake_islands(pool, n, n, n_pairs, 0) == 4
+    np.testing.assert_array_equal(get(pool.body_sleeping, n), [0, 0, 0, 0, 0, 0, 1])
+    np.testing.assert_array_equal(get(pool.body_sleep_time, 4), [0, 0, 0, 0])
+
+
+@pytest.mark.parametrize("serial", [False, True], ids=["parallel", "serial"])
+def test_a_slow_body_wakes_an_island_only_through_a_new_pair(serial):
+    pool, n = sleeping_row(serial, extra=[-3.0])
+    ball = 5
+    velocity = np.zeros((n, 2), np.float32)
+    velocity[ball] = (0.02, 0.0)  # below the sleep threshold: drifting, not moving fast
+    put(pool.body_velocity, velocity)
+    put(pool.body_sleep_time, [0.6] * 4 + [0.0, 0.2])
+    n_pairs = pair(pool, 0, ball, depth=-0.005)
+    write_previous_pairs(pool, n, np.array([0]), np.array([ball]))
+    assert sleep.wake_islands(pool, n, n, n_pairs, 0) == 0  # an old pair
+    assert get(pool.body_sleeping, 4).all()
+    write_previous_pairs(pool, n, np.zeros(0, int), np.zeros(0, int))
+    assert sleep.wake_islands(pool, n, n, n_pairs, 0) == 4  # a new pair (carry_contacts' rule)
+    assert not get(pool.body_sleeping, n).any()
+
+
+@pytest.mark.parametrize("serial", [False, True], ids=["parallel", "serial"])
+def test_a_body_just_woken_does_not_wake_the_islands_near_it(serial):
+    """Woken bodies are at rest with their timers at 0; they meet their sleeping neighbours
+    through new pairs (no two sleeping bodies were paired): no chain of wakes through a pile
+    of islands, one ring a step."""
+    pool, n = sleeping_row(serial, extra=[-3.0])
+    ball = 5  # woken at the end of the last step: timer 0, velocity 0
+    n_pairs = pair(pool, 0, ball, depth=-0.005)
+    assert sleep.wake_islands(pool, n, n, n_pairs, 0) == 0
+    assert get(pool.body_sleeping, 4).all()
+
+
+@pytest.mark.parametrize("serial", [False, True], ids=["parallel", "serial"])
+def test_forces_and_joints_wake_islands(serial):
+    pool, n = sleeping_row(serial)
+    force = np.zeros((n, 2), np.float32)
+    force[2] = (0.0, 1.0)
+    put(pool.body_force, force)
+    assert sleep.wake_islands(pool, n, n, 0, 0) == 4
+    put(pool.body_force, np.zeros((n, 2), np.float32))
+
+    scene = row_scene(4)
+    scene.add_circle((10.0, 0.0), 0.5)
+    scene.add_revolute_joint(3, 5)  # the joint puts ball 5 in the row's island
+    pool = resident_pool(scene, serial)
+    n = scene.n_bodies
+    touch(pool, [(0, 1), (1, 2), (2, 3)])
+    sleep.update_sleep(pool, n, n, 3, 1, 0.6)
+    np.testing.assert_array_equal(get(pool.body_island, n), [0, 0, 0, 0, 4, 0])
+    np.testing.assert_array_equal(get(pool.body_sleeping, n), [1, 1, 1, 1, 0, 1])
+    put(pool.body_sleeping, [1, 1, 1, 1, 0, 0])  # ball 5 woken (e.g. a new motor target)
+    write_previous_pairs(pool, n, np.zeros(0, int), np.zeros(0, int))
+    assert sleep.wake_islands(pool, n, n, 0, 1) == 4
+    assert not get(pool.body_sleeping, n).any()
+
+
+def test_labels_from_elsewhere_never_index_out_of_range():
+    pool, n = sleeping_row(False, extra=[-3.0])
+    put(pool.body_island, [10**6, -5, 3, 2])  # garbage: each ball counts as its own island
+    velocity = np.zeros((n, 2), np.float32)
+    velocity[5] = (0.0, 1.0)
+    put(pool.body_velocity, velocity)
+    n_pairs = pair(pool, 1, 5, depth=-0.05)
+    assert sleep.wake_islands(pool, n, n, n_pairs, 0) == 1
+    np.testing.assert_array_equal(get(pool.body_sleeping, n), [1, 0, 1, 1, 0, 0])
+
+
+# ----------------------------------------------------------------------------- the scene
+def test_a_push_on_a_sleeping_stack_wakes_the_whole_stack(arch):
+    scene = fx.Scene(arch=arch)
+    scene.add_box((0.0, -0.5), (20.0, 1.0), mass=0.0)
+    boxes = [scene.add_box((0.0, 0.5 + i), (1.0, 1.0)) for i in range(3)]
+    for _ in range(180):
+        scene.step(DT)
+    assert scene.get_state().sleeping[0, boxes].all()
+    scene.apply_force(boxes[-1], (5.0, 0.0))
+    scene.step(DT)
+    assert not scene.get_state().sleeping[0, boxes].any()
+
+
+def ball_into_a_row(arch, enable_sleep, settle_steps=None):
+    """Issue 12 item 2: four touching balls (r 0.5, 1 kg, e 1, no friction, no gravity) at
+    rest; once they sleep (or after settle_steps), a fifth arrives from 3 m at 6 m/s.
+
+    Returns the steps waited, the final x velocities (striker last), the striker's lowest x
+    velocity and the deepest overlap of two balls over 2 s.
+    """
+    scene = fx.Scene(gravity=(0.0, 0.0), arch=arch, enable_sleep=enable_sleep)
+    ball = {"mass": 1.0, "elasticity": 1.0, "static_friction": 0.0, "dynamic_friction": 0.0}
+    row = [scene.add_circle((float(i), 0.0), 0.5, **ball) for i in range(4)]
+    steps = 0
+    while steps < (settle_steps or 120):
+        scene.step(DT)
+        steps += 1
+        if settle_steps is None and scene.get_state().sleeping[0, row].all():
+            break
+    if settle_steps is None:
+        assert scene.get_state().sleeping[0, row].all()
+    striker = scene.add_circle((-3.0, 0.0), 0.5, velocity=(6.0, 0.0), **ball)
+    lowest, overlap = 6.0, 0.0
+    for _ in range(round(2.0 / DT)):
+        scene.step(DT)
+        state = scene.get_state()
+        lowest = min(lowest, state.velocity[0, striker, 0])
+        x = np.sort(state.position[0, :, 0])
+        overlap = max(overlap, 1.0 - np.diff(x).min())
+    return steps, scene.get_state().velocity[0, :, 0], lowest, overlap
+
+
+def test_sleeping_balls_are_hit_as_if_they_were_awake(arch):
+    """The sleeping row wakes as a whole before the striker reaches it: the impact conserves
+    momentum and ends as it does with sleep disabled, and no ball is pushed into another."""
+    steps, velocity, _, overlap = ball_into_a_row(arch, enable_sleep=True)
+    _, awake_velocity, _, _ = ball_into_a_row(arch, enable_sleep=False, settle_steps=steps)
+    assert velocity.sum() == pytest.approx(6.0, rel=1e-4)
+    np.testing.assert_allclose(velocity, awake_velocity, atol=1e-3)
+    assert overlap < 0.01
+
+
+def test_a_ball_into_four_sleeping_balls_conserves_momentum(arch):
+    """The issue's scene: total momentum stays +6 to 1e-4 relative (it went to -7.5 when the
+    sleeping balls acted as a wall) and the impact creates no kinetic energy.
+
+    Not reached yet: the issue's "last ball leaves near 6 m/s". The row's resting contacts
+    have approach speed 0 when the step begins, below the restitution threshold, so the
+    impact spreads through the row inelastically (velocities 0, 2.25, 2.81, 2.81, striker
+    -1.875), sleeping or awake alike."""
+    _, velocity, _, _ = ball_into_a_row(arch, enable_sleep=True)
+    assert velocity.sum() == pytest.approx(6.0, rel=1e-4)
+    assert 0.5 * np.sum(velocity**2) <= 0.5 * 6.0**2 * 1.01
