@@ -154,13 +154,12 @@ class DevicePool:
         self.contact_feature = field(i32, (P, M))  # id matching points across steps
         self.contact_normal_impulse = field(f32, (P, M))  # accumulated this substep, N s
         self.contact_tangent_impulse = field(f32, (P, M))  # along (-n.y, n.x), N s
-        self.contact_approach_speed = field(f32, (P, M))  # normal relative speed, m/s
+        self.contact_bounced = field(i32, (P, M))  # 1: the point bounced this step
         self.contact_friction = field(f32, (P, M))  # mu_s if the point sticks, else mu_k
         self.pair_solver_mass = vfield(4, f32, P)  # (w_a, I_a, w_b, I_b) this step, see
         # contacts.solver_mass (sleep flags only change between steps)
         self.pair_restitution = field(f32, P)
         self.pair_slop = field(f32, P)  # penetration the position pass leaves alone, m
-        self.contact_max_impulse = field(f32, (P, M))  # largest normal impulse this step
         self.contact_arm_a = vfield(2, f32, (P, M))  # point - body a's centre at refresh, m
         self.contact_arm_b = vfield(2, f32, (P, M))
         self.pair_ref_shift = vfield(4, f32, P)  # (delta a, delta b) at the last refresh, m
@@ -213,7 +212,7 @@ class DevicePool:
         self.color_list = field(i32, C)  # constraint indices grouped by colour
         self.constraint_rank = field(i32, C + 1)  # pairs before each color_list entry
         self.pair_origin = field(i32, P)  # broad-phase index of the pair stored at k
-        self.step_counts = field(i32, 4)  # (n_pairs, n_joints, last substep?) of the step
+        self.step_counts = field(i32, 2)  # (n_pairs, n_joints) of the step
         self.body_contact_start = field(i32, N + 1)  # per body: its pairs in body_contacts
         self.body_contacts = field(i32, 2 * P)  # pair indices by body, sorted per body
         self.body_contact_cursor = field(i32, N)  # scratch: fill cursor of body_contacts

@@ -697,7 +697,7 @@ class Scene:
         h = dt / self.substeps
         for i in range(self.substeps):
             run_substep(pool, n_slots, n_bodies, n_pairs, n_joints, gravity, h, dt, i,
-                        i == self.substeps - 1, self.n_colors, self.n_overflow)
+                        self.n_colors, self.n_overflow)
         if self.enable_sleep:
             update_sleep(pool, n_slots, n_bodies, n_pairs, n_joints, dt)
         if self._forces_on_device:

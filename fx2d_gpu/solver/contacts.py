@@ -272,8 +272,8 @@ def block_normal_impulses(masses, normal, ra0, rb0, ra1, rb1, vn0, vn1, target, 
 @ti.func
 def solve_velocity(p: ti.template(), pair, n_bodies, h):
     """Normal impulses (accumulated, >= 0), Coulomb friction (mu_s while the point sticks,
-    mu_k once it slides), then (last substep) restitution for points that closed faster than
-    RESTITUTION_THRESHOLD.
+    mu_k once it slides), then restitution for points that closed faster than
+    RESTITUTION_THRESHOLD when the pass began and had to be pushed apart.
 
     Speculative points (still apart) only stop the bodies from closing more than the gap.
     The accumulated impulses are kept for the next substep's warm start (restitution is not:
@@ -295,7 +295,7 @@ def solve_velocity(p: ti.template(), pair, n_bodies, h):
         arm_a = ti.Matrix.zero(ti.f32, 2, 2)
         arm_b = ti.Matrix.zero(ti.f32, 2, 2)
         target, normal_mass, tangent_mass = vec2(0.0), vec2(0.0), vec2(0.0)
-        normal_impulse, tangent_impulse, max_impulse = vec2(0.0), vec2(0.0), vec2(0.0)
+        normal_impulse, tangent_impulse = vec2(0.0), vec2(0.0)
         friction = vec2(0.0)
         for i in ti.static(range(2)):
             if i < count:
@@ -309,8 +309,14 @@ def solve_velocity(p: ti.template(), pair, n_bodies, h):
                 tangent_mass[i] = p.contact_tangent_mass[pair, i]
                 normal_impulse[i] = p.contact_normal_impulse[pair, i]
                 tangent_impulse[i] = p.contact_tangent_impulse[pair, i]
-                max_impulse[i] = p.contact_max_impulse[pair, i]
                 friction[i] = p.contact_friction[pair, i]
+        # Each point's normal velocity before this pass, for restitution (below).
+        approach, carried = vec2(0.0), normal_impulse
+        for i in ti.static(range(2)):
+            if i < count:
+                approach[i] = point_velocity(
+                    velocity_a, spin_a, velocity_b, spin_b,
+                    vec2(arm_a[i, 0], arm_a[i, 1]), vec2(arm_b[i, 0], arm_b[i, 1])).dot(normal)
         for _ in ti.static(range(VELOCITY_ITERATIONS)):
             # Where one body is heavier than the other (a static one included), both
             # normal impulses of a 2-point manifold are solved at once (Box2D v2's block
@@ -332,8 +338,6 @@ def solve_velocity(p: ti.template(), pair, n_bodies, h):
                     target, old)
                 if solved:
                     normal_impulse = new
-                    for i in ti.static(range(2)):
-                        max_impulse[i] = ti.max(max_impulse[i], new[i])
                     velocity_a, spin_a, velocity_b, spin_b = exchange(
                         velocity_a, spin_a, velocity_b, spin_b, masses, ra0, rb0,
                         (new[0] - old[0]) * normal)
@@ -349,7 +353,6 @@ def solve_velocity(p: ti.template(), pair, n_bodies, h):
                         new_n = ti.max(old_n + (target[i] - dv.dot(normal)) * normal_mass[i],
                                        0.0)
                         normal_impulse[i] = new_n
-                        max_impulse[i] = ti.max(max_impulse[i], new_n)
                         velocity_a, spin_a, velocity_b, spin_b = exchange(
                             velocity_a, spin_a, velocity_b, spin_b, masses, ra, rb,
                             (new_n - old_n) * normal)
@@ -362,24 +365,32 @@ def solve_velocity(p: ti.template(), pair, n_bodies, h):
                     velocity_a, spin_a, velocity_b, spin_b = exchange(
                         velocity_a, spin_a, velocity_b, spin_b, masses, ra, rb,
                         (new_t - old_t) * tangent)
-        # Restitution, once per step after the last substep's solve (as Box2D v3), for points
-        # that closed faster than the threshold when the step began and pushed during it.
+        # Restitution in the substep where the impact happens (seed 000: per substep, on the
+        # normal velocity before the solve), at most once per point and step. A step-level
+        # bounce (Box2D v3, on the speed when the step began) misses impacts passed on within
+        # the step: a ball hitting a resting row of balls starts it with approach speed 0.
         restitution = p.pair_restitution[pair]
-        if p.step_counts[2] == 1 and restitution > 0.0:
+        if restitution > 0.0:
             for i in ti.static(range(2)):
-                approach = p.contact_approach_speed[pair, i]
-                if i < count and approach < -RESTITUTION_THRESHOLD and max_impulse[i] > 0.0:
+                if (i < count and approach[i] < -RESTITUTION_THRESHOLD and normal_impulse[i] > 0.0
+                        and p.contact_bounced[pair, i] == 0):
                     ra, rb = vec2(arm_a[i, 0], arm_a[i, 1]), vec2(arm_b[i, 0], arm_b[i, 1])
                     vn = point_velocity(velocity_a, spin_a, velocity_b, spin_b, ra, rb).dot(normal)
-                    if vn < -restitution * approach:
+                    if vn < -restitution * approach[i]:
                         velocity_a, spin_a, velocity_b, spin_b = exchange(
                             velocity_a, spin_a, velocity_b, spin_b, masses, ra, rb,
-                            (-restitution * approach - vn) * normal_mass[i] * normal)
+                            (-restitution * approach[i] - vn) * normal_mass[i] * normal)
+                    # A bounce is a one-off: warm starting the impulse that stopped the
+                    # impact (or the bounce) would push again next substep; only the load the
+                    # point carried into the substep is kept.
+                    normal_impulse[i] = ti.min(normal_impulse[i], carried[i])
+                    limit = friction[i] * normal_impulse[i]
+                    tangent_impulse[i] = ti.math.clamp(tangent_impulse[i], -limit, limit)
+                    p.contact_bounced[pair, i] = 1
         for i in ti.static(range(2)):
             if i < count:
                 p.contact_normal_impulse[pair, i] = normal_impulse[i]
                 p.contact_tangent_impulse[pair, i] = tangent_impulse[i]
-                p.contact_max_impulse[pair, i] = max_impulse[i]
         if masses[0] > 0.0 or masses[1] > 0.0:
             p.body_velocity[slot_a] = velocity_a
             p.body_angular_velocity[slot_a] = spin_a
