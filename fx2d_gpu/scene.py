@@ -41,6 +41,12 @@ _PAIR_FIELDS = ("pair_origin", "pair_body_a", "pair_body_b", "contact_point_coun
                 "contact_normal_impulse", "contact_tangent_impulse")
 
 
+#: Smallest mass (kg) and moment of inertia (kg m^2) of a dynamic body: their inverses, and
+#: the impulses they scale, must stay inside float32 on the device.
+MIN_MASS = 1e-12
+MIN_INERTIA = 1e-30
+
+
 @dataclass
 class State:
     """A copy of the scene's dynamic state, world first.
@@ -223,10 +229,16 @@ class Scene:
              dynamic_friction=0.0, gravity_scale=1.0, vel_damping=0.0, name=None,
              external_forces_enabled=True) -> int:
         mass = as_real(mass, "mass", minimum=0.0)
+        # By its bits: once Taichi's kernels have run, the CPU may treat subnormal floats
+        # as zero (DAZ), and 1e-320 > 0 is then False.
+        if mass < MIN_MASS and np.float64(mass).view(np.uint64) & ~np.uint64(1 << 63):
+            raise ValueError(f"mass must be 0 (static) or >= {MIN_MASS} kg, got {mass}")
         if inertia is None:
             inertia = mass * shapes.unit_inertia(shape)
         else:
             inertia = as_real(inertia, "inertia", positive=True)
+        if mass > 0.0 and inertia < MIN_INERTIA:
+            raise ValueError(f"inertia must be >= {MIN_INERTIA} kg m^2, got {inertia}")
         _check_new_name(name, self._names, "body")
         body = _Body(
             shape=shape, position=position, angle=as_real(angle, "angle"),
@@ -331,25 +343,13 @@ class Scene:
     def _add_joint(self, kind, parent, child, anchor_parent, anchor_child, axis, reference,
                    lower, upper, control_mode, target, pid, max_effort, name,
                    collide_connected) -> int:
-        if control_mode not in MOTOR_MODES:
-            raise ValueError(f"control_mode must be one of {list(MOTOR_MODES)}, "
-                             f"got {control_mode!r}")
+        mode, gains, max_effort = _motor_settings(control_mode, pid, max_effort)
         target = as_real(target, "target")
-        try:
-            gains = tuple(float(g) for g in pid)
-        except (TypeError, ValueError):
-            raise TypeError(f"pid must be three numbers (p, i, d), got {pid!r}") from None
-        if len(gains) != 3 or not all(np.isfinite(gains)):
-            raise ValueError(f"pid must be three finite numbers (p, i, d), got {pid!r}")
-        if isinstance(max_effort, bool) or not isinstance(max_effort, (int, float, np.number)):
-            raise TypeError(f"max_effort must be a number, got {type(max_effort).__name__}")
-        if not max_effort > 0:
-            raise ValueError(f"max_effort must be positive, got {max_effort}")
         _check_new_name(name, self._joint_names, "joint")
         self._joints.append(_Joint(kind, parent, child, np.asarray(anchor_parent, float),
                                    np.asarray(anchor_child, float), np.asarray(axis, float),
-                                   float(reference), lower, upper, MOTOR_MODES[control_mode],
-                                   gains, float(min(max_effort, 3e38)), target, name,
+                                   float(reference), lower, upper, mode, gains, max_effort,
+                                   target, name,
                                    _as_bool(collide_connected, "collide_connected")))
         if name is not None:
             self._joint_names[name] = len(self._joints) - 1
@@ -387,20 +387,12 @@ class Scene:
         """Change a motor's mode (None | "position" | "velocity" | "effort") and optionally its
         gains; the PID's integral and derivative state restart in every world."""
         joint = self._check_joint(joint)
-        if control_mode not in MOTOR_MODES:
-            raise ValueError(f"control_mode must be one of {list(MOTOR_MODES)}, "
-                             f"got {control_mode!r}")
         j = self._joints[joint]
-        if pid is not None:
-            gains = tuple(float(g) for g in pid)
-            if len(gains) != 3 or not all(np.isfinite(gains)):
-                raise ValueError(f"pid must be three finite numbers, got {pid!r}")
-            j.pid = gains
-        if max_effort is not None:
-            if not max_effort > 0:
-                raise ValueError(f"max_effort must be positive, got {max_effort}")
-            j.max_effort = float(min(max_effort, 3e38))
-        j.mode = MOTOR_MODES[control_mode]
+        # Everything is checked before anything changes: a refused call leaves the joint as
+        # it was.
+        mode, gains, effort = _motor_settings(control_mode, j.pid if pid is None else pid,
+                                              j.max_effort if max_effort is None else max_effort)
+        j.mode, j.pid, j.max_effort = mode, gains, effort
         if self._model is not None and self._built_joints == self.n_joints:
             self._model["joint_mode"][joint] = j.mode  # what a reload of the model uploads
             self._model["joint_pid"][joint] = j.pid
@@ -761,6 +753,9 @@ class Scene:
             raise ValueError(f"torque must be a scalar or have shape ({w},), got {t.shape}")
         if not (np.all(np.isfinite(f)) and np.all(np.isfinite(t))):
             raise ValueError("force and torque must be finite")
+        if max(np.abs(f).max(initial=0.0), np.abs(t).max(initial=0.0)) > shapes.FLOAT32_MAX:
+            raise ValueError("force and torque must be within float32's range "
+                             f"(|x| <= {shapes.FLOAT32_MAX:g})")
         old_f, old_t = self._pending_forces.get(body, (0.0, 0.0))
         self._pending_forces[body] = (old_f + f, old_t + t)
 
@@ -804,6 +799,9 @@ class Scene:
                 raise ValueError(f"state.{key} must have shape {shape}, got {value.shape}")
             if key != "sleeping" and not np.all(np.isfinite(value)):
                 raise ValueError(f"state.{key} must be finite")
+            if key != "sleeping" and np.abs(value).max(initial=0.0) > shapes.FLOAT32_MAX:
+                raise ValueError(f"state.{key} must be within float32's range "
+                                 f"(|x| <= {shapes.FLOAT32_MAX:g})")
             arrays[key] = value
         pool = self._device()
         n = w * nb
@@ -867,6 +865,25 @@ def _as_index(value, label: str, count: int, plural: str) -> int:
     if not 0 <= value < count:
         raise ValueError(f"{label} {value} out of range (scene has {count} {plural})")
     return int(value)
+
+
+def _motor_settings(control_mode, pid, max_effort) -> tuple[int, tuple, float]:
+    """(mode, (p, i, d), max effort) of a motor, checked; TypeError/ValueError naming the
+    argument otherwise. max_effort is capped at 3e38 (float32 on the device)."""
+    if control_mode not in MOTOR_MODES:
+        raise ValueError(f"control_mode must be one of {list(MOTOR_MODES)}, "
+                         f"got {control_mode!r}")
+    try:
+        gains = tuple(float(g) for g in pid)
+    except (TypeError, ValueError):
+        raise TypeError(f"pid must be three numbers (p, i, d), got {pid!r}") from None
+    if len(gains) != 3 or not all(np.isfinite(gains)):
+        raise ValueError(f"pid must be three finite numbers (p, i, d), got {pid!r}")
+    if isinstance(max_effort, bool) or not isinstance(max_effort, (int, float, np.number)):
+        raise TypeError(f"max_effort must be a number, got {type(max_effort).__name__}")
+    if not max_effort > 0:
+        raise ValueError(f"max_effort must be positive, got {max_effort}")
+    return MOTOR_MODES[control_mode], gains, float(min(max_effort, 3e38))
 
 
 def _check_new_name(name, taken: dict, kind: str):

@@ -11,6 +11,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+#: Smallest circle radius or box side, m: below it float32 contact geometry and inertia
+#: (m r^2, ~1e-23 kg m^2 here) lose their meaning.
+MIN_SIZE = 1e-5
+#: Largest magnitude of any input number: float32's range on the device.
+FLOAT32_MAX = 3.4e38
 #: Most vertices a convex polygon may have (Box2D uses the same bound).
 MAX_POLYGON_VERTICES = 8
 
@@ -57,6 +62,9 @@ def as_vector2(value, name: str) -> np.ndarray:
         raise ValueError(f"{name} must have 2 components, got shape {arr.shape}")
     if not np.all(np.isfinite(arr)):
         raise ValueError(f"{name} must be finite, got {value!r}")
+    if np.any(np.abs(arr) > FLOAT32_MAX):
+        raise ValueError(f"{name} must be within float32's range (|x| <= {FLOAT32_MAX:g}), "
+                         f"got {value!r}")
     return arr
 
 
@@ -67,6 +75,9 @@ def as_real(value, name: str, *, minimum: float | None = None, positive: bool = 
     value = float(value)
     if not np.isfinite(value):
         raise ValueError(f"{name} must be finite, got {value}")
+    if abs(value) > FLOAT32_MAX:
+        raise ValueError(f"{name} must be within float32's range (|x| <= {FLOAT32_MAX:g}), "
+                         f"got {value}")
     if positive and value <= 0.0:
         raise ValueError(f"{name} must be positive, got {value}")
     if minimum is not None and value < minimum:
@@ -75,7 +86,7 @@ def as_real(value, name: str, *, minimum: float | None = None, positive: bool = 
 
 
 def circle(radius: float, center=(0.0, 0.0)) -> Shape:
-    radius = as_real(radius, "radius", positive=True)
+    radius = as_real(radius, "radius", minimum=MIN_SIZE)
     empty = np.zeros((0, 2))
     return Shape(SHAPE_CIRCLE, radius, as_vector2(center, "center"), empty, empty)
 
@@ -127,8 +138,8 @@ def polygon(vertices, name: str = "vertices") -> tuple[Shape, np.ndarray]:
 
 def box(size) -> Shape:
     size = as_vector2(size, "size")
-    if np.any(size <= 0.0):
-        raise ValueError(f"size must be positive, got {tuple(size)}")
+    if np.any(size < MIN_SIZE):
+        raise ValueError(f"size must be >= {MIN_SIZE} m on both axes, got {tuple(size)}")
     hw, hh = 0.5 * size
     shape, _ = polygon([[-hw, -hh], [hw, -hh], [hw, hh], [-hw, hh]], "size")
     return shape

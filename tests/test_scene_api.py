@@ -57,6 +57,17 @@ def test_clockwise_polygon_is_reoriented():
     (lambda s: s.apply_force(0, (1.0, 0.0, 0.0)), ValueError, "force"),
     (lambda s: s.body_index("nobody"), ValueError, "nobody"),
     (lambda s: s.contacts(world=3), ValueError, "world"),
+    # Issue 14 item 5: numbers float32 or the solver cannot represent.
+    (lambda s: s.add_circle((0, 0), 1e-200), ValueError, "radius"),
+    (lambda s: s.add_box((0, 0), (1.0, 1e-9)), ValueError, "size"),
+    # 1e-320 built from its bits: once Taichi runs, the CPU may parse such literals as 0.
+    (lambda s: s.add_circle((0, 0), 1.0, mass=np.uint64(2024).view(np.float64)), ValueError,
+     "mass"),
+    (lambda s: s.add_circle((0, 0), 1.0, mass=1e-20), ValueError, "mass"),
+    (lambda s: s.add_circle((0, 0), 1.0, inertia=1e-35), ValueError, "inertia"),
+    (lambda s: s.add_circle((1e39, 0), 1.0), ValueError, "position"),
+    (lambda s: s.add_circle((0, 0), 1.0, velocity=(0.0, -1e39)), ValueError, "velocity"),
+    (lambda s: s.apply_force(0, (1e39, 0.0)), ValueError, "force"),
 ])
 def test_bad_input_raises_and_leaves_scene_unchanged(arch, call, exc, word):
     scene = fx.Scene(arch=arch)
@@ -122,3 +133,41 @@ def test_two_scenes_alternate_in_the_device_pool(arch):
     expected = -10 * 0.05**2 * (1 + 2 + 3)
     assert ya == pytest.approx(expected, abs=1e-6)
     np.testing.assert_allclose(yb, -expected, atol=1e-6)
+
+
+def test_gravity_and_state_outside_float32_are_refused(arch):
+    with pytest.raises(ValueError, match="gravity"):
+        fx.Scene(gravity=(0.0, -1e39), arch=arch)
+    scene = fx.Scene(arch=arch)
+    scene.add_circle((0, 0), 1.0)
+    state = scene.get_state()
+    state.position[0, 0, 0] = 1e39
+    with pytest.raises(ValueError, match="state.position"):
+        scene.set_state(state)
+    np.testing.assert_array_equal(scene.get_state().position[0, 0], (0.0, 0.0))
+
+
+def test_a_refused_set_joint_mode_changes_nothing(arch):
+    """set_joint_mode(..., max_effort=-1) is refused and the joint keeps its gains: the
+    scene then runs exactly as one that never saw the call."""
+    def arm():
+        scene = fx.Scene(gravity=(0.0, 0.0), arch=arch)
+        base = scene.add_box((0.0, 0.0), (0.4, 0.4), mass=0)
+        link = scene.add_box((1.0, 0.0), (2.0, 0.25), mass=1.0, inertia=0.5)
+        joint = scene.add_revolute_joint(base, link, control_mode="velocity", target=3.0,
+                                         pid=(6.0, 0.0, 0.0))
+        return scene, link, joint
+
+    refused, link, joint = arm()
+    with pytest.raises(ValueError, match="max_effort"):
+        refused.set_joint_mode(joint, "position", pid=(50.0, 5.0, 5.0), max_effort=-1.0)
+    with pytest.raises(TypeError, match="pid"):
+        refused.set_joint_mode(joint, "position", pid=("a", 0, 0))
+    with pytest.raises(ValueError, match="control_mode"):
+        refused.set_joint_mode(joint, "fast", pid=(50.0, 5.0, 5.0))
+    reference, _, _ = arm()
+    for _ in range(30):
+        refused.step(1.0 / 60.0)
+        reference.step(1.0 / 60.0)
+    assert refused.get_state().angle[0, link] > 0.5  # the velocity motor still drives it
+    np.testing.assert_array_equal(refused.get_state().angle, reference.get_state().angle)

@@ -244,6 +244,12 @@ BAD = [
     ("scene: {size: [-4, 4]}\n", "scene", "size"),
     # Fx2D keeps bodies in [0, int(w)] x [0, int(h)]: empty for a size below 1 m.
     ("scene: {size: [0.5, 4]}\n", "scene", "size"),
+    # Issue 14 item 5: a .nan pose was accepted; two entities of one name became one body.
+    ("scene: {size: [4, 4]}\nentities:\n  a: {pose: [.nan, 1, 0], collision: {geometry: "
+     "{circle: 1}}}\n", "'a'", "pose"),
+    ("scene:\n  size: [4, 4]\nentities:\n  a: {pose: [1, 1, 0], collision: {geometry: "
+     "{circle: 0.5}}}\n  a: {pose: [3, 1, 0], collision: {geometry: {circle: 0.5}}}\n",
+     "'a'", "lines 4 and 5"),
 ]
 
 

@@ -55,6 +55,16 @@ class _Loader(yaml.SafeLoader):
 
 
 def _construct_mapping(loader, node):
+    # PyYAML keeps the last of two equal keys; two entities named alike would silently
+    # become one body, so a repeated key is an error.
+    seen = {}
+    for key_node, _ in node.value:
+        key = getattr(key_node, "value", None)
+        if key in seen:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"key {key!r} appears twice in one mapping (lines {seen[key]} and "
+                f"{key_node.start_mark.line + 1})", key_node.start_mark)
+        seen[key] = key_node.start_mark.line + 1
     mapping = _Map(loader.construct_mapping(node, deep=True))
     mapping.line = node.start_mark.line + 1
     mapping.key_lines = {k.value: k.start_mark.line + 1 for k, _ in node.value
@@ -105,6 +115,8 @@ class _Where:
                 or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
                            for v in value)):
             raise self.error(key, f"must be a list of {size} numbers, got {value!r}", TypeError)
+        if not all(math.isfinite(v) for v in value):
+            raise self.error(key, f"must be finite, got {value!r}")
         return np.array(value, float)
 
     def boolean(self, mapping, key, default):
