@@ -112,3 +112,49 @@ def test_dense_pile_grows_buffers_and_loses_nothing(arch):
     # And the contacts of those pairs are all there: every overlapping circle pair has one.
     contacts = scene.contacts()
     assert len(contacts) > 0.5 * len(got)
+
+
+_EXTREMES = """
+import json, sys
+import fx2d_gpu as fx
+out = {}
+for speed in (1e15, 1e20, 3e38):
+    scene = fx.Scene(arch="cpu")
+    scene.add_box((0, -0.5), (20, 1), mass=0)
+    boxes = [scene.add_box((1.1 * i, 0.5), (1, 1)) for i in range(5)]
+    scene.add_circle((-5, 0.5), 0.3, velocity=(speed, 0))
+    for _ in range(3):
+        scene.step(1 / 60)
+    out[f"{speed:g}"] = [scene.lost_bodies,
+                       float(abs(scene.get_state().position[0, boxes] - [[1.1 * i, 0.5] for i in
+                                                                          range(5)]).max())]
+scene = fx.Scene(gravity=(0, 0), arch="cpu")
+base = scene.add_box((0, 0), (0.4, 0.4), mass=0)
+arm = scene.add_box((1, 0), (2, 0.25), mass=1, inertia=0.5)
+scene.add_revolute_joint(base, arm, control_mode="velocity", target=3.0, pid=(1e30, 0, 0))
+for _ in range(10):
+    scene.step(1 / 60)
+out["pid"] = [scene.lost_bodies, 0.0]
+print(json.dumps(out))
+"""
+
+
+def test_extreme_speeds_and_gains_neither_crash_nor_hang():
+    """Issue 14 item 3: a body at 1e20 m/s crashed the interpreter in its first step (its
+    swept AABB spanned ~1e18 cells) and 1e15 m/s hung a step for minutes; a PID gain of 1e30
+    crashed in the third step. In a child process (a crash fails the test, not pytest): each
+    step returns, the runaway body is left out of collision (lost_bodies), and the resting
+    boxes it flies past are not moved."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    run = subprocess.run([sys.executable, "-c", _EXTREMES], capture_output=True, text=True,
+                         timeout=300, env=dict(os.environ, PYTHONPATH=os.getcwd()))
+    assert run.returncode == 0, run.stderr[-2000:]
+    figures = json.loads(run.stdout.strip().splitlines()[-1])
+    for speed in ("1e+15", "1e+20", "3e+38"):
+        lost, moved = figures[speed]
+        assert lost == 1 and moved < 1e-3, (speed, lost, moved)
+    assert figures["pid"][0] == 1

@@ -192,13 +192,20 @@ def find_pairs(p: ti.template(), n_worlds: ti.i32, n_bodies: ti.i32, cell_size: 
                 while cell < extent and level < MAX_LEVEL:
                     cell *= 2.0
                     level += 1
-                inv_cell = 1.0 / cell
-                nx = cell_coord(upper.x, inv_cell) - cell_coord(lower.x, inv_cell) + 1
-                ny = cell_coord(upper.y, inv_cell) - cell_coord(lower.y, inv_cell) + 1
-                count = nx * ny
-                p.body_aabb_lower[slot] = lower
-                p.body_aabb_upper[slot] = upper
-                ti.atomic_or(p.world_level_mask[slot // n_bodies], 1 << level)
+                if not cell >= extent:
+                    # Wider than the coarsest cell (a body at ~1e11 m/s sweeps that far in a
+                    # step): it would span billions of cells (a hang, or a crash once the
+                    # count overflows), so it is left out like a body at a non-finite pose.
+                    ti.atomic_add(p.status[STATUS_NONFINITE], 1)
+                    level = -1
+                else:
+                    inv_cell = 1.0 / cell
+                    nx = cell_coord(upper.x, inv_cell) - cell_coord(lower.x, inv_cell) + 1
+                    ny = cell_coord(upper.y, inv_cell) - cell_coord(lower.y, inv_cell) + 1
+                    count = nx * ny
+                    p.body_aabb_lower[slot] = lower
+                    p.body_aabb_upper[slot] = upper
+                    ti.atomic_or(p.world_level_mask[slot // n_bodies], 1 << level)
         p.body_level[slot] = level
         p.body_entry_start[slot] = count
 
