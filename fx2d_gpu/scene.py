@@ -869,7 +869,7 @@ def _as_index(value, label: str, count: int, plural: str) -> int:
 
 def _motor_settings(control_mode, pid, max_effort) -> tuple[int, tuple, float]:
     """(mode, (p, i, d), max effort) of a motor, checked; TypeError/ValueError naming the
-    argument otherwise. max_effort is capped at 3e38 (float32 on the device)."""
+    argument otherwise. max_effort (inf: unlimited) is capped at float32's range."""
     if control_mode not in MOTOR_MODES:
         raise ValueError(f"control_mode must be one of {list(MOTOR_MODES)}, "
                          f"got {control_mode!r}")
@@ -883,7 +883,7 @@ def _motor_settings(control_mode, pid, max_effort) -> tuple[int, tuple, float]:
         raise TypeError(f"max_effort must be a number, got {type(max_effort).__name__}")
     if not max_effort > 0:
         raise ValueError(f"max_effort must be positive, got {max_effort}")
-    return MOTOR_MODES[control_mode], gains, float(min(max_effort, 3e38))
+    return MOTOR_MODES[control_mode], gains, float(min(max_effort, shapes.FLOAT32_MAX))
 
 
 def _check_new_name(name, taken: dict, kind: str):

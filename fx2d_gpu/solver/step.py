@@ -161,20 +161,23 @@ def carry_contacts(p: ti.template(), n_slots: ti.i32, n_pairs: ti.i32, n_bodies:
 
 
 @ti.func
+def turning_speed(p: ti.template(), slot, n_bodies):
+    """Fastest a point of the body moves about its centre, m/s."""
+    return ti.abs(p.body_angular_velocity[slot]) * bounding_radius(p, slot % n_bodies)
+
+
+@ti.func
 def motion_bound(p: ti.template(), slot, n_bodies, time):
     """How far (m) any point of the body can travel in `time` (s) at its current speeds."""
-    return time * (p.body_velocity[slot].norm()
-                   + ti.abs(p.body_angular_velocity[slot]) * bounding_radius(p, slot % n_bodies))
+    return time * (p.body_velocity[slot].norm() + turning_speed(p, slot, n_bodies))
 
 
 @ti.func
 def relative_motion_bound(p: ti.template(), slot_a, slot_b, n_bodies, time):
     """How far (m) a point of body a can move relative to body b in `time` (s) at their
     current speeds (their centres' relative motion plus both bodies' turning)."""
-    turning_a = ti.abs(p.body_angular_velocity[slot_a]) * bounding_radius(p, slot_a % n_bodies)
-    turning_b = ti.abs(p.body_angular_velocity[slot_b]) * bounding_radius(p, slot_b % n_bodies)
-    return time * ((p.body_velocity[slot_a] - p.body_velocity[slot_b]).norm() + turning_a
-                   + turning_b)
+    return time * ((p.body_velocity[slot_a] - p.body_velocity[slot_b]).norm()
+                   + turning_speed(p, slot_a, n_bodies) + turning_speed(p, slot_b, n_bodies))
 
 
 @ti.func
@@ -207,10 +210,7 @@ def refresh_contacts(p: ti.template(), pair, n_bodies, dt, h, first):
     if first:
         reach = motion_bound(p, slot_a, n_bodies, dt) + motion_bound(p, slot_b, n_bodies, dt)
         relative = relative_motion_bound(p, slot_a, slot_b, n_bodies, dt)
-        # Fast: the bodies move against each other by a sizeable part of the smaller one in
-        # the step, so a manifold tracked rigidly would slide off its faces. Bodies moving
-        # together (a falling pile) are slow, whatever their speed.
-        fast = relative > FAST_MOTION_FRACTION * smallest
+        fast = relative > FAST_MOTION_FRACTION * smallest  # see the docstring
         p.pair_refresh[pair] = 1 if fast else 0
         margin = reach
         if fast:
