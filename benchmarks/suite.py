@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from fx2d_gpu import device, runtime, scenes
+from fx2d_gpu import residency, runtime, scenes
 
 from .common import RESULTS, device_name, print_table, save_csv, time_windows
 
@@ -130,7 +130,7 @@ def run_fx2d(scene, steps: int, window: int, tops=()) -> dict:
               "pairs": len(scene.candidate_pairs()),
               "contact_points": int(contacts.point_count.sum()),
               "colors": scene.n_colors, "overflow": scene.n_overflow,
-              "pool_mb": round(device.current_pool().nbytes / 2**20, 1),
+              "pool_mb": round(residency.current_pool().nbytes / 2**20, 1),
               "peak_rss_mb": round(_now_rss_mb()),
               "gpu_mem_mb": _gpu_mem_mb(scene.backend)}
     if tops:

@@ -62,8 +62,7 @@ def _rgb(color, background):
         np.uint8)
 
 
-def render(scene, world: int = 0, size=(800, 600), bounds=None, contacts: bool = False,
-           state=None):
+def render(scene, world: int = 0, size=(800, 600), bounds=None, contacts: bool = False, state=None):
     """(height, width, 3) uint8 image of `world`; bounds (xmin, ymin, xmax, ymax) in m.
 
     state: a State to draw (default: the scene's current one).

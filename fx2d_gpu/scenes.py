@@ -46,8 +46,8 @@ def build_scene(specs: list[BodySpec], **scene_kwargs) -> Scene:
     return scene
 
 
-def pyramid_specs(base: int, box_size: float = 1.0, x: float = 0.0, y: float = 0.0,
-                  ) -> list[BodySpec]:
+def pyramid_specs(base: int, box_size: float = 1.0, x: float = 0.0,
+                  y: float = 0.0,) -> list[BodySpec]:
     """Rows of base, base - 1, ..., 1 boxes of box_size (m), the bottom row centred on x
     and resting on height y; the last box is the top one."""
     specs = []
@@ -66,8 +66,8 @@ def pyramid_layout(base: int, box_size: float = 1.0) -> tuple[list[BodySpec], li
     return specs, [len(specs) - 1]
 
 
-def many_pyramids_layout(grid: int = 20, base: int = 10, box_size: float = 1.0,
-                         ) -> tuple[list[BodySpec], list[int]]:
+def many_pyramids_layout(grid: int = 20, base: int = 10,
+                         box_size: float = 1.0,) -> tuple[list[BodySpec], list[int]]:
     """Box2D's "many pyramids": grid x grid pyramids of `base`, each row of pyramids on its
     own static ground slab (one body per row). Returns (specs, top box of each pyramid).
 
@@ -141,8 +141,8 @@ def pile(n_bodies: int, seed: int = 0, **scene_kwargs) -> Scene:
     return build_scene(pile_layout(n_bodies, seed), **scene_kwargs)
 
 
-def joint_grid(rows: int = 100, columns: int = 100, spacing: float = 1.0,
-               radius: float = 0.4, **scene_kwargs) -> Scene:
+def joint_grid(rows: int = 100, columns: int = 100, spacing: float = 1.0, radius: float = 0.4,
+               **scene_kwargs) -> Scene:
     """rows x columns circles, each joined by a revolute joint to its left and upper
     neighbours; the top row is pinned (static). 100 x 100: 10,000 bodies, 19,701 joints.
 

@@ -108,7 +108,7 @@ def test_dense_pile_grows_buffers_and_loses_nothing(arch):
     scene.set_state(state)
     got = assert_same_pairs(scene)
     assert len(got) > device.MIN_CAPACITIES["pairs"]
-    assert device.current_pool().pair_capacity >= len(got)
+    assert scene.step_context().pool.pair_capacity >= len(got)
     # And the contacts of those pairs are all there: every overlapping circle pair has one.
     contacts = scene.contacts()
     assert len(contacts) > 0.5 * len(got)

@@ -96,7 +96,7 @@ entities:
     # The centre of mass is the collision box's centre: 0.5 m along the rotated x axis.
     np.testing.assert_allclose(s.position[0, 0], [1.0, 2.5], atol=1e-6)
     assert scene.gravity == (0.0, 0.0)  # gravity defaults to zero in the format
-    assert scene._bodies[0].vel_damping == pytest.approx(0.1)
+    assert scene.body_damping(0) == pytest.approx(0.1)
     # Inertia from the visual 2 x 1 box about the centre of mass 0.5 m off its centre.
     assert scene.body_inertia(0) == pytest.approx(2 * ((4 + 1) / 12 + 0.25))
     assert scene.visuals[0]["fill"] == fx.io.scene_yaml.DEFAULT_COLOR  # missing image
@@ -213,7 +213,7 @@ def test_boundary_walls_are_unnamed_bodies_after_the_entities_and_not_drawn(arch
     walls = scene.meta["boundary"]["bodies"]
     assert scene.n_bodies == 3 + WALLS and walls == (3, 4, 5, 6)
     assert [scene.body_index(n) for n in ("ball", "crate", "drone")] == [0, 1, 2]
-    assert all(scene.body_mass(b) == 0 and scene._bodies[b].name is None for b in walls)
+    assert all(scene.body_mass(b) == 0 and scene.body_name(b) is None for b in walls)
     assert all(scene.visuals[b]["boundary"] for b in walls)
     assert scene.meta["boundary"]["thickness"] >= 1.0
     # The rendered frame (the scene's size, 8.5 m wide, so it shows the right wall's inner

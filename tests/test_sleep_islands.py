@@ -1,8 +1,9 @@
 """Sleep by islands (fx2d_gpu/solver/sleep.py): island labels, falling asleep and waking.
 
-The kernels are driven on hand-built data: a Scene supplies the bodies (dynamic, static,
+The stages are driven on hand-built data: a Scene supplies the bodies (dynamic, static,
 kinematic, shape-less) and the joints, then the candidate pairs and manifolds are written
-into the shared device pool. Scene-level tests run the issue-12 scene (a ball into four
+into the device groups of its StepContext (Scene.step_context) and the stage launchers of
+fx2d_gpu.solver.sleep run on them. Scene-level tests run the issue-12 scene (a ball into four
 sleeping balls).
 """
 
@@ -13,7 +14,6 @@ import pytest
 
 import fx2d_gpu as fx
 import fx2d_gpu.solver.sleep as sleep
-from fx2d_gpu import device
 
 DT = 1.0 / 60.0
 
@@ -31,29 +31,49 @@ def get(field, n):
     return field.to_numpy()[:n]
 
 
-def resident_pool(scene, serial):
-    """The shared pool with `scene` resident (its serial view if `serial`)."""
-    scene.get_state()
-    pool = device.current_pool()
-    return pool.serial_view if serial else pool
+def stage_context(scene, serial):
+    """The scene's StepContext, its kernels' loops serial if `serial`."""
+    ctx = scene.step_context()
+    ctx.serial = serial
+    return ctx
 
 
-def write_pairs(pool, a, b, count, depth):
+def label(ctx, n_pairs):
+    """sleep.label_islands over the first n_pairs pairs written into ctx."""
+    ctx.cache.n_pairs = n_pairs
+    return sleep.label_islands(ctx)
+
+
+def settle(ctx, n_pairs, dt):
+    """sleep.update_sleep after a step of dt (s) with n_pairs pairs."""
+    ctx.cache.n_pairs, ctx.dt = n_pairs, dt
+    return sleep.update_sleep(ctx)
+
+
+def wake(ctx, n_pairs):
+    """sleep.wake_islands after a broad phase that found n_pairs pairs."""
+    ctx.cache.n_pairs = n_pairs
+    return sleep.wake_islands(ctx)
+
+
+def write_pairs(ctx, a, b, count, depth):
     """Candidate pairs (slots a < b) with manifolds of count points of the given depths."""
-    put(pool.pair_body_a, np.minimum(a, b))
-    put(pool.pair_body_b, np.maximum(a, b))
-    put(pool.contact_point_count, count)
-    put(pool.contact_depth, depth)
+    pool = ctx.pool
+    put(pool.contacts.body_a, np.minimum(a, b))
+    put(pool.contacts.body_b, np.maximum(a, b))
+    put(pool.contacts.point_count, count)
+    put(pool.contacts.depth, depth)
 
 
-def write_previous_pairs(pool, n_slots, a, b):
+def write_previous_pairs(ctx, n_slots, a, b):
     """Last step's pairs as save_previous_pairs leaves them (grouped by body a)."""
+    pool = ctx.pool
     a, b = np.minimum(a, b), np.maximum(a, b)
     order = np.argsort(a, kind="stable")
-    put(pool.prev_pair_body_a, a[order])
-    put(pool.prev_pair_body_b, b[order])
+    put(pool.previous.body_a, a[order])
+    put(pool.previous.body_b, b[order])
     counts = np.bincount(a, minlength=n_slots)
-    put(pool.prev_body_pair_start, np.concatenate([[0], np.cumsum(counts)]))
+    put(pool.previous.pair_start, np.concatenate([[0], np.cumsum(counts)]))
 
 
 def component_labels(n_slots, edges):
@@ -140,14 +160,14 @@ def test_labels_match_a_reference_union_find(serial, seed):
     rng = np.random.default_rng(seed)
     n_worlds, n_bodies = 4, 60
     scene, node, joints = mixed_scene(rng, n_worlds, n_bodies, n_joints=12)
-    pool = resident_pool(scene, serial)
+    ctx = stage_context(scene, serial)
     n_slots = n_worlds * n_bodies
     a, b, count, depth = random_pairs(rng, n_worlds, n_bodies, per_world=50)
-    write_pairs(pool, a, b, count, depth)
-    launches = sleep.label_islands(pool, n_slots, n_bodies, len(a), len(joints))
+    write_pairs(ctx, a, b, count, depth)
+    launches = label(ctx, len(a))
     expected = component_labels(
         n_slots, reference_edges(node, n_bodies, n_worlds, a, b, count, depth, joints))
-    np.testing.assert_array_equal(get(pool.body_island, n_slots), expected)
+    np.testing.assert_array_equal(get(ctx.pool.bodies.island, n_slots), expected)
     assert 1 <= launches <= 2
     assert len(np.unique(expected)) < n_slots - 20  # the graphs do join islands
 
@@ -156,14 +176,14 @@ def test_labels_match_a_reference_union_find(serial, seed):
     # only their joints.
     roots = np.unique(expected[node])
     asleep = np.isin(expected, rng.choice(roots, len(roots) // 2, replace=False)) & node
-    put(pool.body_sleeping, asleep.astype(np.int32))
-    sleep.label_islands(pool, n_slots, n_bodies, 0, len(joints))
+    put(ctx.pool.bodies.sleeping, asleep.astype(np.int32))
+    label(ctx, 0)
     edges = reference_edges(node, n_bodies, n_worlds, a[:0], b[:0], count[:0], depth[:0],
                             joints)
     edges += [(s, expected[s]) for s in np.nonzero(asleep)[0]]
-    np.testing.assert_array_equal(get(pool.body_island, n_slots),
+    np.testing.assert_array_equal(get(ctx.pool.bodies.island, n_slots),
                                   component_labels(n_slots, edges))
-    put(pool.body_sleeping, np.zeros(n_slots, np.int32))
+    put(ctx.pool.bodies.sleeping, np.zeros(n_slots, np.int32))
 
 
 @pytest.mark.parametrize("shuffled", [False, True], ids=["in_order", "shuffled"])
@@ -172,20 +192,20 @@ def test_a_chain_of_10000_bodies_is_one_island_in_few_launches(shuffled):
     scene = fx.Scene(gravity=(0.0, 0.0))
     for i in range(n):
         scene.add_circle((3.0 * i, 0.0), 0.5)
-    pool = resident_pool(scene, serial=False)
+    ctx = stage_context(scene, serial=False)
     rng = np.random.default_rng(7)
     chain = rng.permutation(n) if shuffled else np.arange(n)
     order = rng.permutation(n - 1) if shuffled else np.arange(n - 1)
     a, b = chain[:-1][order], chain[1:][order]
-    write_pairs(pool, a, b, np.ones(n - 1, np.int32), np.zeros((n - 1, 2), np.float32))
-    launches = sleep.label_islands(pool, n, n, n - 1, 0)
-    assert (get(pool.body_island, n) == 0).all()
+    write_pairs(ctx, a, b, np.ones(n - 1, np.int32), np.zeros((n - 1, 2), np.float32))
+    launches = label(ctx, n - 1)
+    assert (get(ctx.pool.bodies.island, n) == 0).all()
     assert launches <= 2
     # Cut the chain in the middle of the pair list: two islands.
     cut = (n - 1) // 2
-    put(pool.contact_point_count, np.where(np.arange(n - 1) == cut, 0, 1))
-    sleep.label_islands(pool, n, n, n - 1, 0)
-    labels = get(pool.body_island, n)
+    put(ctx.pool.contacts.point_count, np.where(np.arange(n - 1) == cut, 0, 1))
+    label(ctx, n - 1)
+    labels = get(ctx.pool.bodies.island, n)
     expected = component_labels(n, [(u, v) for k, (u, v) in enumerate(zip(a, b, strict=True))
                                     if k != cut])
     np.testing.assert_array_equal(labels, expected)
@@ -201,10 +221,10 @@ def row_scene(n_balls, **body):
     return scene
 
 
-def touch(pool, pairs, depth=0.0):
+def touch(ctx, pairs, depth=0.0):
     a = np.array([p[0] for p in pairs])
     b = np.array([p[1] for p in pairs])
-    write_pairs(pool, a, b, np.ones(len(pairs), np.int32),
+    write_pairs(ctx, a, b, np.ones(len(pairs), np.int32),
                 np.full((len(pairs), 2), depth, np.float32))
     return len(pairs)
 
@@ -212,51 +232,52 @@ def touch(pool, pairs, depth=0.0):
 @pytest.mark.parametrize("serial", [False, True], ids=["parallel", "serial"])
 def test_an_island_sleeps_only_when_every_body_is_ready(serial):
     scene = row_scene(4)
-    pool = resident_pool(scene, serial)
+    ctx = stage_context(scene, serial)
     n = scene.n_bodies  # balls 0-3, the ground 4
-    n_pairs = touch(pool, [(0, 1), (1, 2), (2, 3), (3, 4)])  # ball 3 also on the ground
+    n_pairs = touch(ctx, [(0, 1), (1, 2), (2, 3), (3, 4)])  # ball 3 also on the ground
     velocity = np.zeros((n, 2), np.float32)
     velocity[3] = (0.3, 0.0)  # ball 3 moves: nothing that touches it may sleep
-    put(pool.body_velocity, velocity)
+    put(ctx.pool.bodies.velocity, velocity)
     for _ in range(5):
-        assert sleep.update_sleep(pool, n, n, n_pairs, 0, 0.3) == 1
-        assert not get(pool.body_sleeping, n).any()
-    np.testing.assert_allclose(get(pool.body_sleep_time, 4), [1.5, 1.5, 1.5, 0.0], rtol=1e-6)
-    np.testing.assert_array_equal(get(pool.body_island, n), [0, 0, 0, 0, 4])  # static: no link
+        assert settle(ctx, n_pairs, 0.3) == 1
+        assert not get(ctx.pool.bodies.sleeping, n).any()
+    np.testing.assert_allclose(get(ctx.pool.bodies.sleep_time, 4), [1.5, 1.5, 1.5, 0.0], rtol=1e-6)
+    # The static ground links no island.
+    np.testing.assert_array_equal(get(ctx.pool.bodies.island, n), [0, 0, 0, 0, 4])
 
     # Balls 1 and 2 apart by more than TOUCH_DISTANCE: balls 0 and 1 sleep on their own.
     depth = np.zeros((n_pairs, 2), np.float32)
     depth[1] = -2 * sleep.TOUCH_DISTANCE
-    put(pool.contact_depth, depth)
-    sleep.update_sleep(pool, n, n, n_pairs, 0, 0.3)
-    np.testing.assert_array_equal(get(pool.body_sleeping, n), [1, 1, 0, 0, 0])
+    put(ctx.pool.contacts.depth, depth)
+    settle(ctx, n_pairs, 0.3)
+    np.testing.assert_array_equal(get(ctx.pool.bodies.sleeping, n), [1, 1, 0, 0, 0])
 
     # Ball 3 slows down: once it was slow for SLEEP_TIME, balls 2 and 3 sleep, velocities 0.
     velocity[3] = (0.01, 0.0)
-    put(pool.body_velocity, velocity)
-    sleep.update_sleep(pool, n, n, n_pairs, 0, 0.3)
-    np.testing.assert_array_equal(get(pool.body_sleeping, n), [1, 1, 0, 0, 0])
-    sleep.update_sleep(pool, n, n, n_pairs, 0, 0.3)
-    np.testing.assert_array_equal(get(pool.body_sleeping, n), [1, 1, 1, 1, 0])
-    assert not get(pool.body_velocity, n).any()
-    np.testing.assert_array_equal(get(pool.body_island, n), [0, 0, 2, 2, 4])
+    put(ctx.pool.bodies.velocity, velocity)
+    settle(ctx, n_pairs, 0.3)
+    np.testing.assert_array_equal(get(ctx.pool.bodies.sleeping, n), [1, 1, 0, 0, 0])
+    settle(ctx, n_pairs, 0.3)
+    np.testing.assert_array_equal(get(ctx.pool.bodies.sleeping, n), [1, 1, 1, 1, 0])
+    assert not get(ctx.pool.bodies.velocity, n).any()
+    np.testing.assert_array_equal(get(ctx.pool.bodies.island, n), [0, 0, 2, 2, 4])
 
 
 @pytest.mark.parametrize("serial", [False, True], ids=["parallel", "serial"])
 def test_an_awake_body_that_is_not_ready_wakes_the_sleeping_island_it_touches(serial):
     scene = row_scene(5)
-    pool = resident_pool(scene, serial)
+    ctx = stage_context(scene, serial)
     n = scene.n_bodies  # balls 0-4, the ground 5
-    touch(pool, [(0, 1), (1, 2), (2, 3)])
-    sleep.update_sleep(pool, n, n, 3, 0, 0.6)  # all slow long enough: asleep
-    np.testing.assert_array_equal(get(pool.body_sleeping, n), [1, 1, 1, 1, 1, 0])
-    put(pool.body_sleeping, [1, 1, 1, 1, 0])  # ball 4 woke (a push)
-    put(pool.body_sleep_time, [0.6, 0.6, 0.6, 0.6, 0.0])
+    touch(ctx, [(0, 1), (1, 2), (2, 3)])
+    settle(ctx, 3, 0.6)  # all slow long enough: asleep
+    np.testing.assert_array_equal(get(ctx.pool.bodies.sleeping, n), [1, 1, 1, 1, 1, 0])
+    put(ctx.pool.bodies.sleeping, [1, 1, 1, 1, 0])  # ball 4 woke (a push)
+    put(ctx.pool.bodies.sleep_time, [0.6, 0.6, 0.6, 0.6, 0.0])
     # The broad phase pairs no two sleeping bodies: only ball 4 with ball 3.
-    n_pairs = touch(pool, [(3, 4)])
-    sleep.update_sleep(pool, n, n, n_pairs, 0, DT)
-    np.testing.assert_array_equal(get(pool.body_sleeping, n), [0, 0, 0, 0, 0, 0])
-    np.testing.assert_allclose(get(pool.body_sleep_time, 5), [0, 0, 0, 0, DT], atol=1e-7)
+    n_pairs = touch(ctx, [(3, 4)])
+    settle(ctx, n_pairs, DT)
+    np.testing.assert_array_equal(get(ctx.pool.bodies.sleeping, n), [0, 0, 0, 0, 0, 0])
+    np.testing.assert_allclose(get(ctx.pool.bodies.sleep_time, 5), [0, 0, 0, 0, DT], atol=1e-7)
 
 
 # ----------------------------------------------------------------------------- waking
@@ -266,51 +287,52 @@ def sleeping_row(serial, extra=()):
     scene = row_scene(4)
     for x in extra:
         scene.add_circle((x, 0.0), 0.5)
-    pool = resident_pool(scene, serial)
+    ctx = stage_context(scene, serial)
     n = scene.n_bodies
-    touch(pool, [(0, 1), (1, 2), (2, 3)])
-    sleep.update_sleep(pool, n, n, 3, 0, 0.6)
-    np.testing.assert_array_equal(get(pool.body_sleeping, n), [1, 1, 1, 1, 0] + [1] * len(extra))
-    np.testing.assert_array_equal(get(pool.body_island, n), [0, 0, 0, 0] + list(range(4, n)))
-    put(pool.body_sleeping, [1, 1, 1, 1, 0] + [0] * len(extra))
-    put(pool.body_sleep_time, [0.6] * 4 + [0.0] * (1 + len(extra)))
-    write_previous_pairs(pool, n, np.zeros(0, int), np.zeros(0, int))
-    return pool, n
+    touch(ctx, [(0, 1), (1, 2), (2, 3)])
+    settle(ctx, 3, 0.6)
+    np.testing.assert_array_equal(get(ctx.pool.bodies.sleeping, n),
+                                  [1, 1, 1, 1, 0] + [1] * len(extra))
+    np.testing.assert_array_equal(get(ctx.pool.bodies.island, n), [0, 0, 0, 0] + list(range(4, n)))
+    put(ctx.pool.bodies.sleeping, [1, 1, 1, 1, 0] + [0] * len(extra))
+    put(ctx.pool.bodies.sleep_time, [0.6] * 4 + [0.0] * (1 + len(extra)))
+    write_previous_pairs(ctx, n, np.zeros(0, int), np.zeros(0, int))
+    return ctx, n
 
 
-def pair(pool, a, b, depth):
-    return touch(pool, [(a, b)], depth)
+def pair(ctx, a, b, depth):
+    return touch(ctx, [(a, b)], depth)
 
 
 @pytest.mark.parametrize("serial", [False, True], ids=["parallel", "serial"])
 def test_a_moving_body_wakes_the_whole_island_it_may_hit(serial):
-    pool, n = sleeping_row(serial, extra=[-3.0, 20.0])
+    ctx, n = sleeping_row(serial, extra=[-3.0, 20.0])
     striker = 5
-    put(pool.body_sleeping, [1, 1, 1, 1, 0, 0, 1])  # ball 6: another island, asleep, apart
+    put(ctx.pool.bodies.sleeping, [1, 1, 1, 1, 0, 0, 1])  # ball 6: another island, asleep, apart
     velocity = np.zeros((n, 2), np.float32)
     velocity[striker] = (6.0, 0.0)
-    put(pool.body_velocity, velocity)
-    n_pairs = pair(pool, 0, striker, depth=-0.05)  # a candidate pair: they may touch
-    assert sleep.wake_islands(pool, n, n, n_pairs, 0) == 4
-    np.testing.assert_array_equal(get(pool.body_sleeping, n), [0, 0, 0, 0, 0, 0, 1])
-    np.testing.assert_array_equal(get(pool.body_sleep_time, 4), [0, 0, 0, 0])
+    put(ctx.pool.bodies.velocity, velocity)
+    n_pairs = pair(ctx, 0, striker, depth=-0.05)  # a candidate pair: they may touch
+    assert wake(ctx, n_pairs) == 4
+    np.testing.assert_array_equal(get(ctx.pool.bodies.sleeping, n), [0, 0, 0, 0, 0, 0, 1])
+    np.testing.assert_array_equal(get(ctx.pool.bodies.sleep_time, 4), [0, 0, 0, 0])
 
 
 @pytest.mark.parametrize("serial", [False, True], ids=["parallel", "serial"])
 def test_a_slow_body_wakes_an_island_only_through_a_new_pair(serial):
-    pool, n = sleeping_row(serial, extra=[-3.0])
+    ctx, n = sleeping_row(serial, extra=[-3.0])
     ball = 5
     velocity = np.zeros((n, 2), np.float32)
     velocity[ball] = (0.02, 0.0)  # below the sleep threshold: drifting, not moving fast
-    put(pool.body_velocity, velocity)
-    put(pool.body_sleep_time, [0.6] * 4 + [0.0, 0.2])
-    n_pairs = pair(pool, 0, ball, depth=-0.005)
-    write_previous_pairs(pool, n, np.array([0]), np.array([ball]))
-    assert sleep.wake_islands(pool, n, n, n_pairs, 0) == 0  # an old pair
-    assert get(pool.body_sleeping, 4).all()
-    write_previous_pairs(pool, n, np.zeros(0, int), np.zeros(0, int))
-    assert sleep.wake_islands(pool, n, n, n_pairs, 0) == 4  # a new pair (carry_contacts' rule)
-    assert not get(pool.body_sleeping, n).any()
+    put(ctx.pool.bodies.velocity, velocity)
+    put(ctx.pool.bodies.sleep_time, [0.6] * 4 + [0.0, 0.2])
+    n_pairs = pair(ctx, 0, ball, depth=-0.005)
+    write_previous_pairs(ctx, n, np.array([0]), np.array([ball]))
+    assert wake(ctx, n_pairs) == 0  # an old pair
+    assert get(ctx.pool.bodies.sleeping, 4).all()
+    write_previous_pairs(ctx, n, np.zeros(0, int), np.zeros(0, int))
+    assert wake(ctx, n_pairs) == 4  # a new pair (carry_contacts' rule)
+    assert not get(ctx.pool.bodies.sleeping, n).any()
 
 
 @pytest.mark.parametrize("serial", [False, True], ids=["parallel", "serial"])
@@ -318,46 +340,46 @@ def test_a_body_just_woken_does_not_wake_the_islands_near_it(serial):
     """Woken bodies are at rest with their timers at 0; they meet their sleeping neighbours
     through new pairs (no two sleeping bodies were paired): no chain of wakes through a pile
     of islands, one ring a step."""
-    pool, n = sleeping_row(serial, extra=[-3.0])
+    ctx, n = sleeping_row(serial, extra=[-3.0])
     ball = 5  # woken at the end of the last step: timer 0, velocity 0
-    n_pairs = pair(pool, 0, ball, depth=-0.005)
-    assert sleep.wake_islands(pool, n, n, n_pairs, 0) == 0
-    assert get(pool.body_sleeping, 4).all()
+    n_pairs = pair(ctx, 0, ball, depth=-0.005)
+    assert wake(ctx, n_pairs) == 0
+    assert get(ctx.pool.bodies.sleeping, 4).all()
 
 
 @pytest.mark.parametrize("serial", [False, True], ids=["parallel", "serial"])
 def test_forces_and_joints_wake_islands(serial):
-    pool, n = sleeping_row(serial)
+    ctx, n = sleeping_row(serial)
     force = np.zeros((n, 2), np.float32)
     force[2] = (0.0, 1.0)
-    put(pool.body_force, force)
-    assert sleep.wake_islands(pool, n, n, 0, 0) == 4
-    put(pool.body_force, np.zeros((n, 2), np.float32))
+    put(ctx.pool.bodies.force, force)
+    assert wake(ctx, 0) == 4
+    put(ctx.pool.bodies.force, np.zeros((n, 2), np.float32))
 
     scene = row_scene(4)
     scene.add_circle((10.0, 0.0), 0.5)
     scene.add_revolute_joint(3, 5)  # the joint puts ball 5 in the row's island
-    pool = resident_pool(scene, serial)
+    ctx = stage_context(scene, serial)
     n = scene.n_bodies
-    touch(pool, [(0, 1), (1, 2), (2, 3)])
-    sleep.update_sleep(pool, n, n, 3, 1, 0.6)
-    np.testing.assert_array_equal(get(pool.body_island, n), [0, 0, 0, 0, 4, 0])
-    np.testing.assert_array_equal(get(pool.body_sleeping, n), [1, 1, 1, 1, 0, 1])
-    put(pool.body_sleeping, [1, 1, 1, 1, 0, 0])  # ball 5 woken (e.g. a new motor target)
-    write_previous_pairs(pool, n, np.zeros(0, int), np.zeros(0, int))
-    assert sleep.wake_islands(pool, n, n, 0, 1) == 4
-    assert not get(pool.body_sleeping, n).any()
+    touch(ctx, [(0, 1), (1, 2), (2, 3)])
+    settle(ctx, 3, 0.6)
+    np.testing.assert_array_equal(get(ctx.pool.bodies.island, n), [0, 0, 0, 0, 4, 0])
+    np.testing.assert_array_equal(get(ctx.pool.bodies.sleeping, n), [1, 1, 1, 1, 0, 1])
+    put(ctx.pool.bodies.sleeping, [1, 1, 1, 1, 0, 0])  # ball 5 woken (e.g. a new motor target)
+    write_previous_pairs(ctx, n, np.zeros(0, int), np.zeros(0, int))
+    assert wake(ctx, 0) == 4
+    assert not get(ctx.pool.bodies.sleeping, n).any()
 
 
 def test_labels_from_elsewhere_never_index_out_of_range():
-    pool, n = sleeping_row(False, extra=[-3.0])
-    put(pool.body_island, [10**6, -5, 3, 2])  # garbage: each ball counts as its own island
+    ctx, n = sleeping_row(False, extra=[-3.0])
+    put(ctx.pool.bodies.island, [10**6, -5, 3, 2])  # garbage: each ball counts as its own island
     velocity = np.zeros((n, 2), np.float32)
     velocity[5] = (0.0, 1.0)
-    put(pool.body_velocity, velocity)
-    n_pairs = pair(pool, 1, 5, depth=-0.05)
-    assert sleep.wake_islands(pool, n, n, n_pairs, 0) == 1
-    np.testing.assert_array_equal(get(pool.body_sleeping, n), [1, 0, 1, 1, 0, 0])
+    put(ctx.pool.bodies.velocity, velocity)
+    n_pairs = pair(ctx, 1, 5, depth=-0.05)
+    assert wake(ctx, n_pairs) == 1
+    np.testing.assert_array_equal(get(ctx.pool.bodies.sleeping, n), [1, 0, 1, 1, 0, 0])
 
 
 # ----------------------------------------------------------------------------- the scene

@@ -124,13 +124,15 @@ def test_kinetic_friction_on_a_35_degree_incline(arch):
 
 
 def coloring(scene):
-    pool = device.current_pool()
-    n = scene._n_pairs
-    a = pool.pair_body_a.to_numpy()[:n]
-    b = pool.pair_body_b.to_numpy()[:n]
-    color = pool.pair_color.to_numpy()[: n + scene.n_worlds * scene.n_joints]
-    starts = pool.color_start.to_numpy()
-    listed = pool.color_list.to_numpy()[: starts[MAX_COLORS + 1]]
+    """The last step's pairs and colouring, from the scene's device groups."""
+    ctx = scene.step_context()
+    n = ctx.n_pairs
+    contacts, groups = ctx.pool.contacts, ctx.pool.coloring
+    a = contacts.body_a.to_numpy()[:n]
+    b = contacts.body_b.to_numpy()[:n]
+    color = groups.color.to_numpy()[: ctx.n_constraints]
+    starts = groups.color_start.to_numpy()
+    listed = groups.color_list.to_numpy()[: starts[MAX_COLORS + 1]]
     return a, b, color, starts, listed
 
 
@@ -147,8 +149,9 @@ def assert_valid_coloring(scene):
     dynamic = np.array([scene.body_mass(i) > 0 for i in range(nb)])
     # Per body slot: dynamic and awake (static or sleeping bodies may be shared).
     moving = np.tile(dynamic, scene.n_worlds) & ~state.sleeping.reshape(-1)
-    parents = np.array([joint.parent for joint in scene._joints], int)
-    children = np.array([joint.child for joint in scene._joints], int)
+    ends_of_joints = np.array([scene.joint_bodies(j) for j in range(scene.n_joints)],
+                              int).reshape(-1, 2)
+    parents, children = ends_of_joints[:, 0], ends_of_joints[:, 1]
     for c in range(MAX_COLORS):
         members = listed[starts[c]:starts[c + 1]]
         pairs, joints = members[members < n], members[members >= n] - n
@@ -204,7 +207,7 @@ def test_repeat_runs_are_bitwise_identical(arch):
 def test_batched_worlds_equal_single_runs(arch):
     batch = random_pile(150, arch=arch, seed=5, n_worlds=4)
     # On the CPU the batch is large enough for the kernels' parallel variant and each single
-    # world small enough for their serial one (device.SerialPoolView): both must agree.
+    # world small enough for their serial one (device.SERIAL_SLOTS): both must agree.
     assert batch.n_bodies <= device.SERIAL_SLOTS < batch.n_worlds * batch.n_bodies
     state = batch.get_state()
     rng = np.random.default_rng(0)

@@ -15,10 +15,11 @@ partners sorted), with no floating-point atomics: the same input gives the same 
 
 import taichi as ti
 
-from ..device import STATUS_ENTRIES, STATUS_NONFINITE, STATUS_PAIRS
-from ..integrate import awake_dynamic
+from ..bodies import awake_dynamic, bounding_radius
+from ..device import next_pow2
 from ..launching import quick
-from ..math2d import exclusive_scan, rotate
+from ..math2d import rotate
+from ..scan import exclusive_scan
 from ..shapes import SHAPE_CIRCLE, SHAPE_NONE
 
 vec2 = ti.math.vec2
@@ -42,68 +43,57 @@ def cell_slot(world, level, cx, cy, table_mask):
 
 
 @ti.func
-def body_aabb(p: ti.template(), slot, body):
+def body_aabb(model: ti.template(), bodies: ti.template(), slot, body):
     """World AABB (lower, upper) of a body's shape, m."""
-    position = p.body_position[slot]
-    c, s = ti.cos(p.body_angle[slot]), ti.sin(p.body_angle[slot])
+    position = bodies.position[slot]
+    c, s = ti.cos(bodies.angle[slot]), ti.sin(bodies.angle[slot])
     lower = vec2(0.0, 0.0)
     upper = vec2(0.0, 0.0)
-    if p.shape_kind[body] == SHAPE_CIRCLE:
-        center = position + rotate(p.shape_center[body], c, s)
-        r = p.shape_radius[body]
+    if model.shape_kind[body] == SHAPE_CIRCLE:
+        center = position + rotate(model.shape_center[body], c, s)
+        r = model.shape_radius[body]
         lower = center - r
         upper = center + r
     else:
         lower = vec2(ti.math.inf, ti.math.inf)
         upper = -lower
-        for i in range(p.shape_vertex_count[body]):
-            v = position + rotate(p.shape_vertices[body, i], c, s)
+        for i in range(model.shape_vertex_count[body]):
+            v = position + rotate(model.shape_vertices[body, i], c, s)
             lower = ti.min(lower, v)
             upper = ti.max(upper, v)
     return lower, upper
 
 
 @ti.func
-def bounding_radius(p: ti.template(), body):
-    """Largest distance from the body origin to its shape, m."""
-    r = 0.0
-    if p.shape_kind[body] == SHAPE_CIRCLE:
-        r = p.shape_center[body].norm() + p.shape_radius[body]
-    else:
-        for i in range(p.shape_vertex_count[body]):
-            r = ti.max(r, p.shape_vertices[body, i].norm())
-    return r
-
-
-@ti.func
-def never_collide(p: ti.template(), body, other_body):
+def never_collide(model: ti.template(), joints: ti.template(), body, other_body):
     """True when a joint links the two bodies (joined bodies do not collide) or their
     collision was disabled (Scene.disable_collision)."""
     linked = False
-    for k in range(p.body_joint_start[body], p.body_joint_start[body + 1]):
-        joint = p.body_joints[k]
-        if p.joint_collide[joint] == 0 and (p.joint_parent[joint] == other_body
-                                            or p.joint_child[joint] == other_body):
+    for k in range(joints.body_joint_start[body], joints.body_joint_start[body + 1]):
+        joint = joints.body_joints[k]
+        if joints.collide[joint] == 0 and (joints.parent[joint] == other_body
+                                            or joints.child[joint] == other_body):
             linked = True
-    for k in range(p.body_filter_start[body], p.body_filter_start[body + 1]):
-        if p.body_filters[k] == other_body:
+    for k in range(model.filter_start[body], model.filter_start[body + 1]):
+        if model.filters[k] == other_body:
             linked = True
     return linked
 
 
 @ti.func
-def visit_partners(p: ti.template(), slot, n_bodies, cell_size, table_mask,
-                   fill: ti.template(), write_at):
+def visit_partners(model: ti.template(), bodies: ti.template(), joints: ti.template(),
+                   contacts: ti.template(), broad: ti.template(), slot, n_bodies, cell_size,
+                   table_mask, fill: ti.template(), write_at):
     """Count (fill=False) or write (fill=True, from index write_at) the pairs `slot` owns."""
     found = 0
-    level = p.body_level[slot]
+    level = broad.level[slot]
     if level >= 0:
         world = slot // n_bodies
         body = slot % n_bodies
-        lower = p.body_aabb_lower[slot]
-        upper = p.body_aabb_upper[slot]
-        active = awake_dynamic(p, slot, n_bodies)
-        mask = p.world_level_mask[world] >> level
+        lower = broad.aabb_lower[slot]
+        upper = broad.aabb_upper[slot]
+        active = awake_dynamic(model, bodies, slot, n_bodies)
+        mask = broad.world_level_mask[world] >> level
         grid_level = level
         while mask != 0:
             if mask & 1:
@@ -113,27 +103,29 @@ def visit_partners(p: ti.template(), slot, n_bodies, cell_size, table_mask,
                 for cx in range(cx0, cx1 + 1):
                     for cy in range(cy0, cy1 + 1):
                         table_slot = cell_slot(world, grid_level, cx, cy, table_mask)
-                        for k in range(p.grid_start[table_slot], p.grid_start[table_slot + 1]):
-                            entry = p.grid_entries[k]
-                            other = p.entry_body[entry]
-                            cell = p.entry_cell[entry]
+                        for k in range(broad.grid_start[table_slot],
+                                       broad.grid_start[table_slot + 1]):
+                            entry = broad.grid_entries[k]
+                            other = broad.entry_body[entry]
+                            cell = broad.entry_cell[entry]
                             if (cell.x == cx and cell.y == cy and cell.z == grid_level
                                     and other // n_bodies == world
                                     and (grid_level > level or other > slot)):
                                 other_body = other % n_bodies
-                                other_lower = p.body_aabb_lower[other]
-                                other_upper = p.body_aabb_upper[other]
+                                other_lower = broad.aabb_lower[other]
+                                other_upper = broad.aabb_upper[other]
                                 corner = ti.max(lower, other_lower)
                                 overlap_upper = ti.min(upper, other_upper)
                                 if (corner.x <= overlap_upper.x and corner.y <= overlap_upper.y
                                         and cell_coord(corner.x, inv_cell) == cx
                                         and cell_coord(corner.y, inv_cell) == cy
-                                        and (active or awake_dynamic(p, other, n_bodies))
-                                        and not never_collide(p, body, other_body)):
+                                        and (active
+                                             or awake_dynamic(model, bodies, other, n_bodies))
+                                        and not never_collide(model, joints, body, other_body)):
                                     if ti.static(fill):
                                         index = write_at + found
-                                        p.pair_body_a[index] = ti.min(slot, other)
-                                        p.pair_body_b[index] = ti.max(slot, other)
+                                        contacts.body_a[index] = ti.min(slot, other)
+                                        contacts.body_b[index] = ti.max(slot, other)
                                     found += 1
             mask >>= 1
             grid_level += 1
@@ -142,47 +134,48 @@ def visit_partners(p: ti.template(), slot, n_bodies, cell_size, table_mask,
 
 @quick
 @ti.kernel
-def find_pairs(p: ti.template(), n_worlds: ti.i32, n_bodies: ti.i32, cell_size: ti.f32,
-               table_mask: ti.i32, margin: ti.f32, motion_time: ti.f32) -> ti.math.ivec3:
-    """Candidate pairs of all worlds into pair_body_a/b; status holds the counts.
+def _find_pairs(model: ti.template(), bodies: ti.template(), joints: ti.template(),
+                contacts: ti.template(), broad: ti.template(), counts: ti.template(),
+                scan: ti.template(), serial: ti.template(), n_worlds: ti.i32, n_bodies: ti.i32,
+                cell_size: ti.f32, table_mask: ti.i32, margin: ti.f32,
+                motion_time: ti.f32) -> ti.math.ivec3:
+    """Candidate pairs of all worlds into contacts.body_a/b, each body's range in
+    contacts.pair_start; counts holds what the grid and the pair list needed.
 
     cell_size: level-0 cell edge, m. table_mask: hash-table size - 1 (a power of two - 1).
     Each AABB is enlarged by margin (m) plus the distance the body covers in motion_time (s)
     at its current speed, so the pairs found stay valid for a whole step.
-    If the pairs exceed the pair capacity nothing is written and status[STATUS_PAIRS] says
-    how many are needed. Returns (status[STATUS_ENTRIES], status[STATUS_PAIRS],
-    status[STATUS_NONFINITE]).
+    If the pairs exceed the pair capacity nothing is written and counts.pairs_needed says
+    how many are needed. Returns (entries_needed, pairs_needed, lost_bodies).
     """
     n_slots = n_worlds * n_bodies
     table_size = table_mask + 1
-    ti.loop_config(serialize=p.serial)
+    ti.loop_config(serialize=serial)
     for world in range(n_worlds):
-        p.world_level_mask[world] = 0
-    ti.loop_config(serialize=p.serial)
+        broad.world_level_mask[world] = 0
+    ti.loop_config(serialize=serial)
     for t in range(table_size):
-        p.grid_start[t] = 0
-    ti.loop_config(serialize=p.serial)
-    for i in range(4):
-        p.status[i] = 0
+        broad.grid_start[t] = 0
+    counts.lost_bodies[None] = 0
 
     # AABBs and grid levels; each body will occupy (nx * ny) <= 4 cells.
-    ti.loop_config(serialize=p.serial)
+    ti.loop_config(serialize=serial)
     for slot in range(n_slots):
         body = slot % n_bodies
         count = 0
         level = -1
-        if p.shape_kind[body] != SHAPE_NONE:
-            position = p.body_position[slot]
+        if model.shape_kind[body] != SHAPE_NONE:
+            position = bodies.position[slot]
             # NaN fails every comparison, so this rejects NaN and infinities alike.
             finite = (ti.abs(position.x) < _POSITION_LIMIT and ti.abs(position.y) < _POSITION_LIMIT
-                      and ti.abs(p.body_angle[slot]) < _POSITION_LIMIT)
+                      and ti.abs(bodies.angle[slot]) < _POSITION_LIMIT)
             if not finite:
-                ti.atomic_add(p.status[STATUS_NONFINITE], 1)
+                ti.atomic_add(counts.lost_bodies[None], 1)
             else:
-                lower, upper = body_aabb(p, slot, body)
+                lower, upper = body_aabb(model, bodies, slot, body)
                 reach = margin + motion_time * (
-                    p.body_velocity[slot].norm()
-                    + ti.abs(p.body_angular_velocity[slot]) * bounding_radius(p, body))
+                    bodies.velocity[slot].norm()
+                    + ti.abs(bodies.angular_velocity[slot]) * bounding_radius(model, body))
                 lower -= reach
                 upper += reach
                 # 1% headroom absorbs rounding in x / cell, so a box spans <= 2 cells per axis.
@@ -196,80 +189,104 @@ def find_pairs(p: ti.template(), n_worlds: ti.i32, n_bodies: ti.i32, cell_size: 
                     # Wider than the coarsest cell (a body at ~1e11 m/s sweeps that far in a
                     # step): it would span billions of cells (a hang, or a crash once the
                     # count overflows), so it is left out like a body at a non-finite pose.
-                    ti.atomic_add(p.status[STATUS_NONFINITE], 1)
+                    ti.atomic_add(counts.lost_bodies[None], 1)
                     level = -1
                 else:
                     inv_cell = 1.0 / cell
                     nx = cell_coord(upper.x, inv_cell) - cell_coord(lower.x, inv_cell) + 1
                     ny = cell_coord(upper.y, inv_cell) - cell_coord(lower.y, inv_cell) + 1
                     count = nx * ny
-                    p.body_aabb_lower[slot] = lower
-                    p.body_aabb_upper[slot] = upper
-                    ti.atomic_or(p.world_level_mask[slot // n_bodies], 1 << level)
-        p.body_level[slot] = level
-        p.body_entry_start[slot] = count
+                    broad.aabb_lower[slot] = lower
+                    broad.aabb_upper[slot] = upper
+                    ti.atomic_or(broad.world_level_mask[slot // n_bodies], 1 << level)
+        broad.level[slot] = level
+        broad.entry_start[slot] = count
 
-    exclusive_scan(p.scan_blocks, p.body_entry_start, n_slots, p.serial)
+    exclusive_scan(scan, broad.entry_start, n_slots, serial)
 
-    p.status[STATUS_ENTRIES] = p.body_entry_start[n_slots]
+    counts.entries_needed[None] = broad.entry_start[n_slots]
     # Past the entry capacity nothing more is done: the host grows the pool and runs again.
-    entry_fits = p.body_entry_start[n_slots] <= p.entry_body.shape[0]
+    entry_fits = broad.entry_start[n_slots] <= broad.entry_body.shape[0]
     write_slots = n_slots if entry_fits else 0
-    ti.loop_config(serialize=p.serial)
+    ti.loop_config(serialize=serial)
     for slot in range(write_slots):
-        level = p.body_level[slot]
+        level = broad.level[slot]
         if level >= 0:
             world = slot // n_bodies
             inv_cell = 1.0 / (cell_size * ti.cast(1 << level, ti.f32))
-            lower = p.body_aabb_lower[slot]
-            upper = p.body_aabb_upper[slot]
-            entry = p.body_entry_start[slot]
+            lower = broad.aabb_lower[slot]
+            upper = broad.aabb_upper[slot]
+            entry = broad.entry_start[slot]
             for cx in range(cell_coord(lower.x, inv_cell), cell_coord(upper.x, inv_cell) + 1):
                 for cy in range(cell_coord(lower.y, inv_cell), cell_coord(upper.y, inv_cell) + 1):
                     table_slot = cell_slot(world, level, cx, cy, table_mask)
-                    p.entry_body[entry] = slot
-                    p.entry_cell[entry] = ivec3(cx, cy, level)
-                    p.entry_slot[entry] = table_slot
-                    ti.atomic_add(p.grid_start[table_slot], 1)
+                    broad.entry_body[entry] = slot
+                    broad.entry_cell[entry] = ivec3(cx, cy, level)
+                    broad.entry_slot[entry] = table_slot
+                    ti.atomic_add(broad.grid_start[table_slot], 1)
                     entry += 1
 
-    exclusive_scan(p.scan_blocks, p.grid_start, table_size, p.serial)
+    exclusive_scan(scan, broad.grid_start, table_size, serial)
 
-    ti.loop_config(serialize=p.serial)
+    ti.loop_config(serialize=serial)
     for t in range(table_size):
-        p.grid_cursor[t] = p.grid_start[t]
-    ti.loop_config(serialize=p.serial)
-    for entry in range(p.body_entry_start[write_slots]):
+        broad.grid_cursor[t] = broad.grid_start[t]
+    ti.loop_config(serialize=serial)
+    for entry in range(broad.entry_start[write_slots]):
         # The order inside a table slot depends on thread timing; nothing below depends on it.
-        p.grid_entries[ti.atomic_add(p.grid_cursor[p.entry_slot[entry]], 1)] = entry
+        broad.grid_entries[ti.atomic_add(broad.grid_cursor[broad.entry_slot[entry]], 1)] = entry
 
-    ti.loop_config(serialize=p.serial)
+    ti.loop_config(serialize=serial)
     for slot in range(write_slots):
-        p.body_pair_start[slot] = visit_partners(p, slot, n_bodies, cell_size, table_mask,
+        contacts.pair_start[slot] = visit_partners(model, bodies, joints, contacts, broad, slot,
+                                                   n_bodies, cell_size, table_mask,
                                                  False, 0)
 
-    exclusive_scan(p.scan_blocks, p.body_pair_start, write_slots, p.serial)
+    exclusive_scan(scan, contacts.pair_start, write_slots, serial)
 
-    p.status[STATUS_PAIRS] = p.body_pair_start[write_slots]
+    counts.pairs_needed[None] = contacts.pair_start[write_slots]
     fill_count = 0
-    if entry_fits and p.body_pair_start[write_slots] <= p.pair_body_a.shape[0]:
+    if entry_fits and contacts.pair_start[write_slots] <= contacts.body_a.shape[0]:
         fill_count = n_slots
-    ti.loop_config(serialize=p.serial)
+    ti.loop_config(serialize=serial)
     for slot in range(fill_count):
-        start = p.body_pair_start[slot]
-        n = visit_partners(p, slot, n_bodies, cell_size, table_mask, True, start)
+        start = contacts.pair_start[slot]
+        n = visit_partners(model, bodies, joints, contacts, broad, slot, n_bodies, cell_size,
+                           table_mask, True, start)
         # Sort this body's pairs by partner so the list does not depend on the grid order.
         for i in range(start + 1, start + n):
-            a, b = p.pair_body_a[i], p.pair_body_b[i]
+            a, b = contacts.body_a[i], contacts.body_b[i]
             key = a + b  # the owner is common to all, so the partner orders them
             j = i - 1
             while j >= start:
-                if p.pair_body_a[j] + p.pair_body_b[j] <= key:
+                if contacts.body_a[j] + contacts.body_b[j] <= key:
                     break
-                p.pair_body_a[j + 1] = p.pair_body_a[j]
-                p.pair_body_b[j + 1] = p.pair_body_b[j]
+                contacts.body_a[j + 1] = contacts.body_a[j]
+                contacts.body_b[j + 1] = contacts.body_b[j]
                 j -= 1
-            p.pair_body_a[j + 1] = a
-            p.pair_body_b[j + 1] = b
-    return ti.math.ivec3(p.status[STATUS_ENTRIES], p.status[STATUS_PAIRS],
-                         p.status[STATUS_NONFINITE])
+            contacts.body_a[j + 1] = a
+            contacts.body_b[j + 1] = b
+    return ti.math.ivec3(counts.entries_needed[None], counts.pairs_needed[None],
+                         counts.lost_bodies[None])
+
+
+def find_candidate_pairs(ctx, margin: float = 0.0, motion_time: float = 0.0):
+    """Candidate pairs of every world at the current poses into `contacts` (AABBs grown by
+    margin (m) plus what each body covers in motion_time (s)); sets ctx.cache.n_pairs and
+    lost_bodies. A grid or pair list too small for the scene grows the pool (ctx.grow keeps
+    the scene's state bitwise) and the broad phase runs again."""
+    cache = ctx.cache
+    while True:
+        pool = ctx.pool
+        table_size = min(next_pow2(max(4 * ctx.n_slots, 1024)), pool.table_capacity)
+        needed = _find_pairs(pool.model, pool.bodies, pool.joints, pool.contacts, pool.broad,
+                             pool.counts, pool.scan, ctx.serial, ctx.n_worlds, ctx.n_bodies,
+                             ctx.cell_size, table_size - 1, margin, motion_time)
+        entries, pairs, lost = (int(v) for v in needed)
+        if entries <= pool.entry_capacity and pairs <= pool.pair_capacity:
+            break
+        cache.entry_need = max(cache.entry_need, entries)
+        cache.pair_need = max(cache.pair_need, pairs + pairs // 4)
+        ctx.pool = ctx.grow()
+    cache.lost_bodies = lost
+    cache.n_pairs = pairs

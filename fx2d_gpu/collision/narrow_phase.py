@@ -14,10 +14,10 @@ precision does not depend on how far the bodies are from the world origin.
 
 import taichi as ti
 
+from ..bodies import bounding_radius
 from ..launching import quick
 from ..math2d import rotate, rotate_inv
 from ..shapes import SHAPE_CIRCLE, SHAPE_POLYGON
-from .broad_phase import bounding_radius
 
 vec2 = ti.math.vec2
 
@@ -30,25 +30,26 @@ REFERENCE_FACE_FRACTION = 0.01
 
 
 @ti.func
-def body_frame(p: ti.template(), slot):
-    angle = p.body_angle[slot]
-    return p.body_position[slot], ti.cos(angle), ti.sin(angle)
+def body_frame(bodies: ti.template(), slot):
+    angle = bodies.angle[slot]
+    return bodies.position[slot], ti.cos(angle), ti.sin(angle)
 
 
 @ti.func
-def set_point(p: ti.template(), pair, index, point, depth, feature):
-    p.contact_point[pair, index] = point
-    p.contact_depth[pair, index] = depth
-    p.contact_feature[pair, index] = feature
+def set_point(contacts: ti.template(), pair, index, point, depth, feature):
+    contacts.point[pair, index] = point
+    contacts.depth[pair, index] = depth
+    contacts.feature[pair, index] = feature
 
 
 @ti.func
-def collide_circles(p: ti.template(), pair, slot_a, body_a, slot_b, body_b, margin):
-    pos_a, ca, sa = body_frame(p, slot_a)
-    pos_b, cb, sb = body_frame(p, slot_b)
-    center_a = pos_a + rotate(p.shape_center[body_a], ca, sa)
-    center_b = pos_b + rotate(p.shape_center[body_b], cb, sb)
-    ra, rb = p.shape_radius[body_a], p.shape_radius[body_b]
+def collide_circles(model: ti.template(), bodies: ti.template(), contacts: ti.template(), pair,
+                    slot_a, body_a, slot_b, body_b, margin):
+    pos_a, ca, sa = body_frame(bodies, slot_a)
+    pos_b, cb, sb = body_frame(bodies, slot_b)
+    center_a = pos_a + rotate(model.shape_center[body_a], ca, sa)
+    center_b = pos_b + rotate(model.shape_center[body_b], cb, sb)
+    ra, rb = model.shape_radius[body_a], model.shape_radius[body_b]
     d = center_b - center_a
     distance = d.norm()
     depth = ra + rb - distance
@@ -57,32 +58,34 @@ def collide_circles(p: ti.template(), pair, slot_a, body_a, slot_b, body_b, marg
         normal = vec2(0.0, 1.0)  # concentric circles: any direction separates them
         if distance > 1e-9:
             normal = d / distance
-        p.contact_normal[pair] = normal
-        set_point(p, pair, 0, center_a + normal * (ra - 0.5 * depth), depth, 0)
+        contacts.normal[pair] = normal
+        set_point(contacts, pair, 0, center_a + normal * (ra - 0.5 * depth), depth, 0)
         count = 1
-    p.contact_point_count[pair] = count
+    contacts.point_count[pair] = count
 
 
 @ti.func
-def collide_polygon_circle(p: ti.template(), pair, slot_poly, body_poly, slot_circle,
-                           body_circle, polygon_is_a, margin):
+def collide_polygon_circle(model: ti.template(), bodies: ti.template(), contacts: ti.template(),
+                           pair, slot_poly, body_poly, slot_circle, body_circle, polygon_is_a,
+                           margin):
     """Polygon against circle; normal from a to b whichever of the two is body a."""
-    pos, c, s = body_frame(p, slot_poly)
-    pos_c, cc, sc = body_frame(p, slot_circle)
-    radius = p.shape_radius[body_circle]
+    pos, c, s = body_frame(bodies, slot_poly)
+    pos_c, cc, sc = body_frame(bodies, slot_circle)
+    radius = model.shape_radius[body_circle]
     # Circle centre in the polygon's frame.
-    center = rotate_inv(pos_c + rotate(p.shape_center[body_circle], cc, sc) - pos, c, s)
-    n_verts = p.shape_vertex_count[body_poly]
+    center = rotate_inv(pos_c + rotate(model.shape_center[body_circle], cc, sc) - pos, c, s)
+    n_verts = model.shape_vertex_count[body_poly]
     best_separation = -ti.math.inf
     best_edge = 0
     for i in range(n_verts):
-        separation = p.shape_normals[body_poly, i].dot(center - p.shape_vertices[body_poly, i])
+        separation = model.shape_normals[body_poly, i].dot(
+            center - model.shape_vertices[body_poly, i])
         if separation > best_separation:
             best_separation = separation
             best_edge = i
     count = 0
     if best_separation <= radius + margin:
-        outward = p.shape_normals[body_poly, best_edge]  # polygon -> circle, polygon frame
+        outward = model.shape_normals[body_poly, best_edge]  # polygon -> circle, polygon frame
         surface = center - best_separation * outward
         distance = best_separation
         feature = best_edge
@@ -90,8 +93,8 @@ def collide_polygon_circle(p: ti.template(), pair, slot_poly, body_poly, slot_ci
             # Centre outside: the nearest boundary point over all edges (exact for convex).
             best_d2 = ti.math.inf
             for i in range(n_verts):
-                v1 = p.shape_vertices[body_poly, i]
-                edge = p.shape_vertices[body_poly, (i + 1) % n_verts] - v1
+                v1 = model.shape_vertices[body_poly, i]
+                edge = model.shape_vertices[body_poly, (i + 1) % n_verts] - v1
                 t = ti.math.clamp((center - v1).dot(edge) / edge.dot(edge), 0.0, 1.0)
                 q = v1 + t * edge
                 d2 = (center - q).norm_sqr()
@@ -103,8 +106,8 @@ def collide_polygon_circle(p: ti.template(), pair, slot_poly, body_poly, slot_ci
             if feature < 8:
                 # Face region: the face normal is exact; (center - surface) / distance would
                 # lose precision when the centre is close to the face.
-                outward = p.shape_normals[body_poly, feature]
-                distance = outward.dot(center - p.shape_vertices[body_poly, feature])
+                outward = model.shape_normals[body_poly, feature]
+                distance = outward.dot(center - model.shape_vertices[body_poly, feature])
             elif distance > 1e-9:
                 outward = (center - surface) / distance
         depth = radius - distance
@@ -113,26 +116,26 @@ def collide_polygon_circle(p: ti.template(), pair, slot_poly, body_poly, slot_ci
             normal = rotate(outward, c, s)
             if not polygon_is_a:
                 normal = -normal
-            p.contact_normal[pair] = normal
-            set_point(p, pair, 0, pos + rotate(midpoint, c, s), depth, feature)
+            contacts.normal[pair] = normal
+            set_point(contacts, pair, 0, pos + rotate(midpoint, c, s), depth, feature)
             count = 1
-    p.contact_point_count[pair] = count
+    contacts.point_count[pair] = count
 
 
 @ti.func
-def max_separation(p: ti.template(), body1, body2, rel_pos, rel_c, rel_s):
+def max_separation(model: ti.template(), body1, body2, rel_pos, rel_c, rel_s):
     """Largest separation of body2's polygon from one of body1's edges, and that edge.
 
     body2's vertices are mapped into body1's frame by the relative pose (rel_pos, rel_c, rel_s).
     """
     best = -ti.math.inf
     best_edge = 0
-    for i in range(p.shape_vertex_count[body1]):
-        n = p.shape_normals[body1, i]
-        v = p.shape_vertices[body1, i]
+    for i in range(model.shape_vertex_count[body1]):
+        n = model.shape_normals[body1, i]
+        v = model.shape_vertices[body1, i]
         separation = ti.math.inf
-        for j in range(p.shape_vertex_count[body2]):
-            w = rel_pos + rotate(p.shape_vertices[body2, j], rel_c, rel_s)
+        for j in range(model.shape_vertex_count[body2]):
+            w = rel_pos + rotate(model.shape_vertices[body2, j], rel_c, rel_s)
             separation = ti.min(separation, n.dot(w - v))
         if separation > best:
             best = separation
@@ -141,28 +144,28 @@ def max_separation(p: ti.template(), body1, body2, rel_pos, rel_c, rel_s):
 
 
 @ti.func
-def clip_polygons(p: ti.template(), pair, ref_body, inc_body, ref_edge, ref_pos, ref_c, ref_s,
-                  rel_pos, rel_c, rel_s, flip, margin):
+def clip_polygons(model: ti.template(), contacts: ti.template(), pair, ref_body, inc_body, ref_edge,
+                  ref_pos, ref_c, ref_s, rel_pos, rel_c, rel_s, flip, margin):
     """Clip the incident edge against the reference edge; write up to 2 points.
 
     Everything is in the reference body's frame; rel_* maps the incident body into it.
     """
-    n_ref = p.shape_vertex_count[ref_body]
-    n_inc = p.shape_vertex_count[inc_body]
-    v1 = p.shape_vertices[ref_body, ref_edge]
-    v2 = p.shape_vertices[ref_body, (ref_edge + 1) % n_ref]
-    normal = p.shape_normals[ref_body, ref_edge]
+    n_ref = model.shape_vertex_count[ref_body]
+    n_inc = model.shape_vertex_count[inc_body]
+    v1 = model.shape_vertices[ref_body, ref_edge]
+    v2 = model.shape_vertices[ref_body, (ref_edge + 1) % n_ref]
+    normal = model.shape_normals[ref_body, ref_edge]
     tangent = vec2(-normal.y, normal.x)  # along v1 -> v2 for counter-clockwise polygons
     # Incident edge: the one whose normal is most anti-parallel to the reference normal.
     inc_edge = 0
     best = ti.math.inf
     for j in range(n_inc):
-        d = normal.dot(rotate(p.shape_normals[inc_body, j], rel_c, rel_s))
+        d = normal.dot(rotate(model.shape_normals[inc_body, j], rel_c, rel_s))
         if d < best:
             best = d
             inc_edge = j
-    w1 = rel_pos + rotate(p.shape_vertices[inc_body, inc_edge], rel_c, rel_s)
-    w2 = rel_pos + rotate(p.shape_vertices[inc_body, (inc_edge + 1) % n_inc], rel_c, rel_s)
+    w1 = rel_pos + rotate(model.shape_vertices[inc_body, inc_edge], rel_c, rel_s)
+    w2 = rel_pos + rotate(model.shape_vertices[inc_body, (inc_edge + 1) % n_inc], rel_c, rel_s)
     length = tangent.dot(v2 - v1)
     # Side planes: 0 <= tangent.(w - v1) <= length.
     u1, u2 = tangent.dot(w1 - v1), tangent.dot(w2 - v1)
@@ -179,62 +182,78 @@ def clip_polygons(p: ti.template(), pair, ref_body, inc_body, ref_edge, ref_pos,
         elif u2 > length:
             q2 = w2 + (w1 - w2) * ((u2 - length) / (u2 - u1))
         world_normal = rotate(normal, ref_c, ref_s)
-        p.contact_normal[pair] = -world_normal if flip else world_normal
+        contacts.normal[pair] = -world_normal if flip else world_normal
         base_feature = (flip * 8 + ref_edge) * 16 + inc_edge * 2
         for k in ti.static(range(2)):
             q = q1 if k == 0 else q2
             separation = normal.dot(q - v1)
             if separation <= margin:
                 midpoint = q - 0.5 * separation * normal
-                set_point(p, pair, count, ref_pos + rotate(midpoint, ref_c, ref_s), -separation,
+                set_point(contacts, pair, count, ref_pos + rotate(midpoint, ref_c, ref_s),
+                          -separation,
                           base_feature + k)
                 count += 1
-    p.contact_point_count[pair] = count
+    contacts.point_count[pair] = count
 
 
 @ti.func
-def collide_polygons(p: ti.template(), pair, slot_a, body_a, slot_b, body_b, margin):
-    pos_a, ca, sa = body_frame(p, slot_a)
-    pos_b, cb, sb = body_frame(p, slot_b)
+def collide_polygons(model: ti.template(), bodies: ti.template(), contacts: ti.template(), pair,
+                     slot_a, body_a, slot_b, body_b, margin):
+    pos_a, ca, sa = body_frame(bodies, slot_a)
+    pos_b, cb, sb = body_frame(bodies, slot_b)
     # b in a's frame and a in b's frame.
     ba_pos = rotate_inv(pos_b - pos_a, ca, sa)
     ba_c, ba_s = ca * cb + sa * sb, ca * sb - sa * cb
     ab_pos = rotate_inv(pos_a - pos_b, cb, sb)
     ab_c, ab_s = ba_c, -ba_s
-    sep_a, edge_a = max_separation(p, body_a, body_b, ba_pos, ba_c, ba_s)
-    sep_b, edge_b = max_separation(p, body_b, body_a, ab_pos, ab_c, ab_s)
+    sep_a, edge_a = max_separation(model, body_a, body_b, ba_pos, ba_c, ba_s)
+    sep_b, edge_b = max_separation(model, body_b, body_a, ab_pos, ab_c, ab_s)
     if sep_a > margin or sep_b > margin:
-        p.contact_point_count[pair] = 0
+        contacts.point_count[pair] = 0
     elif sep_b > sep_a + ti.min(REFERENCE_FACE_TOLERANCE, REFERENCE_FACE_FRACTION * ti.min(
-            bounding_radius(p, body_a), bounding_radius(p, body_b))):
-        clip_polygons(p, pair, body_b, body_a, edge_b, pos_b, cb, sb, ab_pos, ab_c, ab_s, 1,
+            bounding_radius(model, body_a), bounding_radius(model, body_b))):
+        clip_polygons(model, contacts, pair, body_b, body_a, edge_b, pos_b, cb, sb, ab_pos, ab_c,
+                      ab_s, 1,
                       margin)
     else:
-        clip_polygons(p, pair, body_a, body_b, edge_a, pos_a, ca, sa, ba_pos, ba_c, ba_s, 0,
+        clip_polygons(model, contacts, pair, body_a, body_b, edge_a, pos_a, ca, sa, ba_pos, ba_c,
+                      ba_s, 0,
                       margin)
 
 
 @ti.func
-def collide_pair(p: ti.template(), pair, n_bodies, margin):
-    slot_a, slot_b = p.pair_body_a[pair], p.pair_body_b[pair]
+def collide_pair(model: ti.template(), bodies: ti.template(), contacts: ti.template(), pair,
+                 n_bodies, margin):
+    slot_a, slot_b = contacts.body_a[pair], contacts.body_b[pair]
     body_a, body_b = slot_a % n_bodies, slot_b % n_bodies
-    kind_a, kind_b = p.shape_kind[body_a], p.shape_kind[body_b]
+    kind_a, kind_b = model.shape_kind[body_a], model.shape_kind[body_b]
     if kind_a == SHAPE_CIRCLE and kind_b == SHAPE_CIRCLE:
-        collide_circles(p, pair, slot_a, body_a, slot_b, body_b, margin)
+        collide_circles(model, bodies, contacts, pair, slot_a, body_a, slot_b, body_b, margin)
     elif kind_a == SHAPE_POLYGON and kind_b == SHAPE_CIRCLE:
-        collide_polygon_circle(p, pair, slot_a, body_a, slot_b, body_b, True, margin)
+        collide_polygon_circle(model, bodies, contacts, pair, slot_a, body_a, slot_b, body_b, True,
+                               margin)
     elif kind_a == SHAPE_CIRCLE and kind_b == SHAPE_POLYGON:
-        collide_polygon_circle(p, pair, slot_b, body_b, slot_a, body_a, False, margin)
+        collide_polygon_circle(model, bodies, contacts, pair, slot_b, body_b, slot_a, body_a, False,
+                               margin)
     elif kind_a == SHAPE_POLYGON and kind_b == SHAPE_POLYGON:
-        collide_polygons(p, pair, slot_a, body_a, slot_b, body_b, margin)
+        collide_polygons(model, bodies, contacts, pair, slot_a, body_a, slot_b, body_b, margin)
     else:
-        p.contact_point_count[pair] = 0
+        contacts.point_count[pair] = 0
 
 
 @quick
 @ti.kernel
-def compute_manifolds(p: ti.template(), n_pairs: ti.i32, n_bodies: ti.i32, margin: ti.f32):
+def _compute_manifolds(model: ti.template(), bodies: ti.template(), contacts: ti.template(),
+                       serial: ti.template(), n_pairs: ti.i32, n_bodies: ti.i32, margin: ti.f32):
     """Contact manifolds of pairs [0, n_pairs); margin (m) keeps points up to that far apart."""
-    ti.loop_config(serialize=p.serial)
+    ti.loop_config(serialize=serial)
     for pair in range(n_pairs):
-        collide_pair(p, pair, n_bodies, margin)
+        collide_pair(model, bodies, contacts, pair, n_bodies, margin)
+
+
+def compute_manifolds(ctx, margin: float = 0.0):
+    """Contact manifolds of the candidate pairs [0, ctx.n_pairs) at the current poses, into
+    `contacts`; margin (m) keeps points up to that far apart."""
+    pool = ctx.pool
+    _compute_manifolds(pool.model, pool.bodies, pool.contacts, ctx.serial, ctx.n_pairs,
+                       ctx.n_bodies, margin)

@@ -404,8 +404,8 @@ def load_scene(path_or_yaml_text, n_worlds: int = 1, arch: str = "auto", substep
                                     "elasticity", "static_friction", "dynamic_friction",
                                     "gravity_scale", "vel_damping", "name",
                                     "external_forces_enabled")}
-        scene._add(b["shape"], np.asarray(b["position"], float), collides=b["collides"],
-                   **kwargs)
+        scene.add_shape(np.asarray(b["position"], float), b["shape"], collides=b["collides"],
+                        **kwargs)
     for kind, (parent, child), specific, common, where in parsed_joints:
         # The anchor is in the parent's entity frame; the engine's body frame is at the COM.
         try:

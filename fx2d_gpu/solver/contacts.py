@@ -7,9 +7,12 @@ static ones (zero inverse mass).
 
 import taichi as ti
 
-from ..collision.broad_phase import bounding_radius
+from ..bodies import bounding_radius, solver_mass
+from ..collision.narrow_phase import collide_pair
 from ..integrate import displace
+from ..launching import quick
 from ..math2d import cross, cross_sv
+from ..scan import exclusive_scan
 
 vec2 = ti.math.vec2
 
@@ -43,50 +46,40 @@ VELOCITY_ITERATIONS = 1
 
 
 @ti.func
-def solver_mass(p: ti.template(), slot, n_bodies):
-    """(inverse mass, inverse inertia) as the solver sees them: 0 when static or asleep."""
-    body = slot % n_bodies
-    inv_mass, inv_inertia = 0.0, 0.0
-    if p.body_sleeping[slot] == 0:
-        inv_mass = p.body_inv_mass[body]
-        inv_inertia = p.body_inv_inertia[body]
-    return inv_mass, inv_inertia
-
-
-@ti.func
 def tangent_of(normal):
     return vec2(-normal.y, normal.x)
 
 
 @ti.func
-def warm_start_body(p: ti.template(), slot, n_bodies):
+def warm_start_body(model: ti.template(), bodies: ti.template(), contacts: ti.template(),
+                    solver: ti.template(), slot, n_bodies):
     """Re-apply to one body the impulses its contacts carried at the end of the last substep.
 
     Gathered per body over its pairs in a fixed order (body_contacts), so the sum is the same
     on every run.
     """
-    inv_mass, inv_inertia = solver_mass(p, slot, n_bodies)
-    for j in range(p.body_contact_start[slot], p.body_contact_start[slot + 1]):
-        pair = p.body_contacts[j]
-        is_b = p.pair_body_b[pair] == slot
+    inv_mass, inv_inertia = solver_mass(model, bodies, slot, slot % n_bodies)
+    for j in range(solver.body_contact_start[slot], solver.body_contact_start[slot + 1]):
+        pair = solver.body_contacts[j]
+        is_b = contacts.body_b[pair] == slot
         sign = 1.0 if is_b else -1.0  # b receives +impulse
-        normal = p.contact_normal[pair]
+        normal = contacts.normal[pair]
         tangent = tangent_of(normal)
-        for i in range(p.contact_point_count[pair]):
-            impulse = sign * (p.contact_normal_impulse[pair, i] * normal
-                              + p.contact_tangent_impulse[pair, i] * tangent)
+        for i in range(contacts.point_count[pair]):
+            impulse = sign * (contacts.normal_impulse[pair, i] * normal
+                              + contacts.tangent_impulse[pair, i] * tangent)
             # The lever arms the velocity pass uses (fixed for the step): an arm to the
             # world point from the body's moving centre would turn normal impulses into
             # torque as the body travels (a rolling disk sped up by 12 %).
-            r = p.contact_arm_b[pair, i] if is_b else p.contact_arm_a[pair, i]
-            p.body_velocity[slot] += inv_mass * impulse
-            p.body_angular_velocity[slot] += inv_inertia * cross(r, impulse)
+            r = solver.arm_b[pair, i] if is_b else solver.arm_a[pair, i]
+            bodies.velocity[slot] += inv_mass * impulse
+            bodies.angular_velocity[slot] += inv_inertia * cross(r, impulse)
 
 
 @ti.func
-def pair_masses(p: ti.template(), pair):
+def pair_masses(solver: ti.template(), pair):
     """(w_a, I_a, w_b, I_b) of a pair for this step (see prepare_pair)."""
-    masses = p.pair_solver_mass[pair]
+    masses = solver.solver_mass[pair]
     return masses[0], masses[1], masses[2], masses[3]
 
 
@@ -101,21 +94,23 @@ def turned(angle, r):
 
 
 @ti.func
-def moved_depth(p: ti.template(), pair, i, delta_a, turn_a, delta_b, turn_b):
+def moved_depth(contacts: ti.template(), solver: ti.template(), pair, i, delta_a, turn_a, delta_b,
+                turn_b):
     """A point's depth (m) once bodies a and b are displaced by (delta, turn) since the step
     began: the depth found at the last refresh, minus how far the two material points at the
     contact moved apart along the normal since then (rigid motion, Box2D v3's rule)."""
-    shift_ref = p.pair_ref_shift[pair]
-    turn_ref = p.pair_ref_turn[pair]
+    shift_ref = solver.ref_shift[pair]
+    turn_ref = solver.ref_turn[pair]
     moved_a = (delta_a - vec2(shift_ref[0], shift_ref[1])
-               + turned(turn_a - turn_ref[0], p.contact_arm_a[pair, i]))
+               + turned(turn_a - turn_ref[0], solver.arm_a[pair, i]))
     moved_b = (delta_b - vec2(shift_ref[2], shift_ref[3])
-               + turned(turn_b - turn_ref[1], p.contact_arm_b[pair, i]))
-    return p.contact_depth[pair, i] - p.contact_normal[pair].dot(moved_b - moved_a)
+               + turned(turn_b - turn_ref[1], solver.arm_b[pair, i]))
+    return contacts.depth[pair, i] - contacts.normal[pair].dot(moved_b - moved_a)
 
 
 @ti.func
-def resolve_penetration(p: ti.template(), pair, n_bodies, h):
+def resolve_penetration(bodies: ti.template(), contacts: ti.template(), solver: ti.template(), pair,
+                        n_bodies, h):
     """XPBD position correction of each point deeper than the slop (seed 000).
 
     lambda = (d - slop) / (n_points K), K = w_a + w_b + I_a (r_a x n)^2 + I_b (r_b x n)^2
@@ -126,21 +121,21 @@ def resolve_penetration(p: ti.template(), pair, n_bodies, h):
     each other, a contact found late) comes apart over several substeps instead of shooting
     a body through a wall.
     """
-    count = p.contact_point_count[pair]
+    count = contacts.point_count[pair]
     if count > 0:
-        slot_a, slot_b = p.pair_body_a[pair], p.pair_body_b[pair]
-        wa, ia, wb, ib = pair_masses(p, pair)
-        normal = p.contact_normal[pair]
-        delta_a, angle_a = p.body_delta_position[slot_a], p.body_delta_angle[slot_a]
-        delta_b, angle_b = p.body_delta_position[slot_b], p.body_delta_angle[slot_b]
+        slot_a, slot_b = contacts.body_a[pair], contacts.body_b[pair]
+        wa, ia, wb, ib = pair_masses(solver, pair)
+        normal = contacts.normal[pair]
+        delta_a, angle_a = bodies.delta_position[slot_a], bodies.delta_angle[slot_a]
+        delta_b, angle_b = bodies.delta_position[slot_b], bodies.delta_angle[slot_b]
         shift_a, turn_a = vec2(0.0, 0.0), 0.0
         shift_b, turn_b = vec2(0.0, 0.0), 0.0
-        slop = p.pair_slop[pair]
+        slop = solver.slop[pair]
         for i in ti.static(range(2)):
             if i < count:
-                depth = moved_depth(p, pair, i, delta_a, angle_a, delta_b, angle_b)
+                depth = moved_depth(contacts, solver, pair, i, delta_a, angle_a, delta_b, angle_b)
                 if depth > slop:
-                    ra, rb = p.contact_arm_a[pair, i], p.contact_arm_b[pair, i]
+                    ra, rb = solver.arm_a[pair, i], solver.arm_b[pair, i]
                     rna, rnb = cross(ra, normal), cross(rb, normal)
                     k = wa + wb + ia * rna * rna + ib * rnb * rnb + CONTACT_COMPLIANCE / (h * h)
                     correction = ti.min(depth - slop, MAX_PUSHOUT_SPEED * h)
@@ -150,52 +145,53 @@ def resolve_penetration(p: ti.template(), pair, n_bodies, h):
                     shift_b += wb * lam * normal
                     turn_b += ib * lam * rnb
         if wa > 0.0 or ia > 0.0:
-            displace(p, slot_a, shift_a, turn_a)
-            p.body_prev_delta_position[slot_a] += shift_a
-            p.body_prev_delta_angle[slot_a] += turn_a
+            displace(bodies, slot_a, shift_a, turn_a)
+            bodies.prev_delta_position[slot_a] += shift_a
+            bodies.prev_delta_angle[slot_a] += turn_a
         if wb > 0.0 or ib > 0.0:
-            displace(p, slot_b, shift_b, turn_b)
-            p.body_prev_delta_position[slot_b] += shift_b
-            p.body_prev_delta_angle[slot_b] += turn_b
+            displace(bodies, slot_b, shift_b, turn_b)
+            bodies.prev_delta_position[slot_b] += shift_b
+            bodies.prev_delta_angle[slot_b] += turn_b
 
 
 @ti.func
-def prepare_pair(p: ti.template(), pair, slot_a, slot_b, n_bodies):
+def prepare_pair(model: ti.template(), bodies: ti.template(), solver: ti.template(), pair, slot_a,
+                 slot_b, n_bodies):
     """Per-step constants of a pair (sleep flags only change between steps): the bodies'
     inverse masses as the solver sees them, into pair_solver_mass, the mixed restitution and
     the slop; returns the smaller bounding radius (m)."""
-    wa, ia = solver_mass(p, slot_a, n_bodies)
-    wb, ib = solver_mass(p, slot_b, n_bodies)
+    wa, ia = solver_mass(model, bodies, slot_a, slot_a % n_bodies)
+    wb, ib = solver_mass(model, bodies, slot_b, slot_b % n_bodies)
     body_a, body_b = slot_a % n_bodies, slot_b % n_bodies
-    p.pair_solver_mass[pair] = ti.math.vec4(wa, ia, wb, ib)
-    p.pair_restitution[pair] = ti.min(p.body_elasticity[body_a], p.body_elasticity[body_b])
-    smallest = ti.min(bounding_radius(p, body_a), bounding_radius(p, body_b))
-    p.pair_slop[pair] = ti.min(LINEAR_SLOP, SLOP_FRACTION * smallest)
+    solver.solver_mass[pair] = ti.math.vec4(wa, ia, wb, ib)
+    solver.restitution[pair] = ti.min(model.elasticity[body_a], model.elasticity[body_b])
+    smallest = ti.min(bounding_radius(model, body_a), bounding_radius(model, body_b))
+    solver.slop[pair] = ti.min(LINEAR_SLOP, SLOP_FRACTION * smallest)
     return smallest
 
 
 @ti.func
-def mixed_friction(p: ti.template(), body_a, body_b):
+def mixed_friction(model: ti.template(), body_a, body_b):
     """The (static, kinetic) friction coefficients of a pair: the smaller of each (seed 000)."""
-    return (ti.min(p.body_static_friction[body_a], p.body_static_friction[body_b]),
-            ti.min(p.body_dynamic_friction[body_a], p.body_dynamic_friction[body_b]))
+    return (ti.min(model.static_friction[body_a], model.static_friction[body_b]),
+            ti.min(model.dynamic_friction[body_a], model.dynamic_friction[body_b]))
 
 
 @ti.func
-def prepare_point(p: ti.template(), pair, i, ra, rb):
+def prepare_point(contacts: ti.template(), solver: ti.template(), pair, i, ra, rb):
     """Per-step constants of a point for the solver (Box2D's prepare stage): lever arms and
     the inverse effective masses along the normal and the tangent (after prepare_pair)."""
-    wa, ia, wb, ib = pair_masses(p, pair)
-    normal = p.contact_normal[pair]
+    wa, ia, wb, ib = pair_masses(solver, pair)
+    normal = contacts.normal[pair]
     tangent = tangent_of(normal)
-    p.contact_arm_a[pair, i] = ra
-    p.contact_arm_b[pair, i] = rb
+    solver.arm_a[pair, i] = ra
+    solver.arm_b[pair, i] = rb
     rna, rnb = cross(ra, normal), cross(rb, normal)
     rta, rtb = cross(ra, tangent), cross(rb, tangent)
     k_normal = wa + wb + ia * rna * rna + ib * rnb * rnb
     k_tangent = wa + wb + ia * rta * rta + ib * rtb * rtb
-    p.contact_normal_mass[pair, i] = 1.0 / k_normal if k_normal > 0.0 else 0.0
-    p.contact_tangent_mass[pair, i] = 1.0 / k_tangent if k_tangent > 0.0 else 0.0
+    solver.normal_mass[pair, i] = 1.0 / k_normal if k_normal > 0.0 else 0.0
+    solver.tangent_mass[pair, i] = 1.0 / k_tangent if k_tangent > 0.0 else 0.0
 
 
 @ti.func
@@ -205,9 +201,9 @@ def point_velocity(velocity_a, spin_a, velocity_b, spin_b, ra, rb):
 
 
 @ti.func
-def relative_velocity(p: ti.template(), slot_a, slot_b, ra, rb):
-    return point_velocity(p.body_velocity[slot_a], p.body_angular_velocity[slot_a],
-                          p.body_velocity[slot_b], p.body_angular_velocity[slot_b], ra, rb)
+def relative_velocity(bodies: ti.template(), slot_a, slot_b, ra, rb):
+    return point_velocity(bodies.velocity[slot_a], bodies.angular_velocity[slot_a],
+                          bodies.velocity[slot_b], bodies.angular_velocity[slot_b], ra, rb)
 
 
 @ti.func
@@ -270,7 +266,8 @@ def block_normal_impulses(masses, normal, ra0, rb0, ra1, rb1, vn0, vn1, target, 
 
 
 @ti.func
-def solve_velocity(p: ti.template(), pair, n_bodies, h):
+def solve_velocity(bodies: ti.template(), contacts: ti.template(), solver: ti.template(), pair,
+                   n_bodies, h):
     """Normal impulses (accumulated, >= 0), Coulomb friction (mu_s while the point sticks,
     mu_k once it slides), then restitution for points that closed faster than
     RESTITUTION_THRESHOLD when the pass began and had to be pushed apart.
@@ -281,16 +278,16 @@ def solve_velocity(p: ti.template(), pair, n_bodies, h):
     impulses live in registers for the whole solve (read once, written once): this pass is
     the hot loop of a step.
     """
-    count = p.contact_point_count[pair]
+    count = contacts.point_count[pair]
     if count > 0:
-        slot_a, slot_b = p.pair_body_a[pair], p.pair_body_b[pair]
-        masses = p.pair_solver_mass[pair]
-        normal = p.contact_normal[pair]
+        slot_a, slot_b = contacts.body_a[pair], contacts.body_b[pair]
+        masses = solver.solver_mass[pair]
+        normal = contacts.normal[pair]
         tangent = tangent_of(normal)
-        velocity_a, spin_a = p.body_velocity[slot_a], p.body_angular_velocity[slot_a]
-        velocity_b, spin_b = p.body_velocity[slot_b], p.body_angular_velocity[slot_b]
-        delta_a, turn_a = p.body_delta_position[slot_a], p.body_delta_angle[slot_a]
-        delta_b, turn_b = p.body_delta_position[slot_b], p.body_delta_angle[slot_b]
+        velocity_a, spin_a = bodies.velocity[slot_a], bodies.angular_velocity[slot_a]
+        velocity_b, spin_b = bodies.velocity[slot_b], bodies.angular_velocity[slot_b]
+        delta_a, turn_a = bodies.delta_position[slot_a], bodies.delta_angle[slot_a]
+        delta_b, turn_b = bodies.delta_position[slot_b], bodies.delta_angle[slot_b]
         # Per point (row i): lever arms, targets, masses, impulses, friction coefficient.
         arm_a = ti.Matrix.zero(ti.f32, 2, 2)
         arm_b = ti.Matrix.zero(ti.f32, 2, 2)
@@ -299,17 +296,17 @@ def solve_velocity(p: ti.template(), pair, n_bodies, h):
         friction = vec2(0.0)
         for i in ti.static(range(2)):
             if i < count:
-                ra, rb = p.contact_arm_a[pair, i], p.contact_arm_b[pair, i]
+                ra, rb = solver.arm_a[pair, i], solver.arm_b[pair, i]
                 arm_a[i, 0], arm_a[i, 1] = ra.x, ra.y
                 arm_b[i, 0], arm_b[i, 1] = rb.x, rb.y
                 # Touching: stop closing. Apart: close at most the gap in this substep.
-                depth = moved_depth(p, pair, i, delta_a, turn_a, delta_b, turn_b)
+                depth = moved_depth(contacts, solver, pair, i, delta_a, turn_a, delta_b, turn_b)
                 target[i] = ti.min(depth, 0.0) / h
-                normal_mass[i] = p.contact_normal_mass[pair, i]
-                tangent_mass[i] = p.contact_tangent_mass[pair, i]
-                normal_impulse[i] = p.contact_normal_impulse[pair, i]
-                tangent_impulse[i] = p.contact_tangent_impulse[pair, i]
-                friction[i] = p.contact_friction[pair, i]
+                normal_mass[i] = solver.normal_mass[pair, i]
+                tangent_mass[i] = solver.tangent_mass[pair, i]
+                normal_impulse[i] = contacts.normal_impulse[pair, i]
+                tangent_impulse[i] = contacts.tangent_impulse[pair, i]
+                friction[i] = solver.friction[pair, i]
         # Each point's normal velocity before this pass, for restitution (below).
         approach, carried = vec2(0.0), normal_impulse
         for i in ti.static(range(2)):
@@ -329,7 +326,7 @@ def solve_velocity(p: ti.template(), pair, n_bodies, h):
             # tilt one sweep leaves grows as 1 / size (0.21 rad in the first step for a
             # 1 mm box, 0.0002 rad for a 1 m one) and toppled stacks of 1 mm and 1 cm boxes.
             solved = False
-            if count == 2 and (p.pair_slop[pair] < LINEAR_SLOP or ti.max(
+            if count == 2 and (solver.slop[pair] < LINEAR_SLOP or ti.max(
                     masses[0], masses[2]) > BLOCK_MASS_RATIO * ti.min(masses[0], masses[2])):
                 ra0, rb0 = vec2(arm_a[0, 0], arm_a[0, 1]), vec2(arm_b[0, 0], arm_b[0, 1])
                 ra1, rb1 = vec2(arm_a[1, 0], arm_a[1, 1]), vec2(arm_b[1, 0], arm_b[1, 1])
@@ -372,11 +369,11 @@ def solve_velocity(p: ti.template(), pair, n_bodies, h):
         # normal velocity before the solve), at most once per point and step. A step-level
         # bounce (Box2D v3, on the speed when the step began) misses impacts passed on within
         # the step: a ball hitting a resting row of balls starts it with approach speed 0.
-        restitution = p.pair_restitution[pair]
+        restitution = solver.restitution[pair]
         if restitution > 0.0:
             for i in ti.static(range(2)):
                 if (i < count and approach[i] < -RESTITUTION_THRESHOLD and normal_impulse[i] > 0.0
-                        and p.contact_bounced[pair, i] == 0):
+                        and solver.bounced[pair, i] == 0):
                     ra, rb = vec2(arm_a[i, 0], arm_a[i, 1]), vec2(arm_b[i, 0], arm_b[i, 1])
                     vn = point_velocity(velocity_a, spin_a, velocity_b, spin_b, ra, rb).dot(normal)
                     if vn < -restitution * approach[i]:
@@ -389,14 +386,163 @@ def solve_velocity(p: ti.template(), pair, n_bodies, h):
                     normal_impulse[i] = ti.min(normal_impulse[i], carried[i])
                     limit = friction[i] * normal_impulse[i]
                     tangent_impulse[i] = ti.math.clamp(tangent_impulse[i], -limit, limit)
-                    p.contact_bounced[pair, i] = 1
+                    solver.bounced[pair, i] = 1
         for i in ti.static(range(2)):
             if i < count:
-                p.contact_normal_impulse[pair, i] = normal_impulse[i]
-                p.contact_tangent_impulse[pair, i] = tangent_impulse[i]
+                contacts.normal_impulse[pair, i] = normal_impulse[i]
+                contacts.tangent_impulse[pair, i] = tangent_impulse[i]
         if masses[0] > 0.0 or masses[1] > 0.0:
-            p.body_velocity[slot_a] = velocity_a
-            p.body_angular_velocity[slot_a] = spin_a
+            bodies.velocity[slot_a] = velocity_a
+            bodies.angular_velocity[slot_a] = spin_a
         if masses[2] > 0.0 or masses[3] > 0.0:
-            p.body_velocity[slot_b] = velocity_b
-            p.body_angular_velocity[slot_b] = spin_b
+            bodies.velocity[slot_b] = velocity_b
+            bodies.angular_velocity[slot_b] = spin_b
+
+
+@ti.func
+def turning_speed(model: ti.template(), bodies: ti.template(), slot, n_bodies):
+    """Fastest a point of the body moves about its centre, m/s."""
+    return ti.abs(bodies.angular_velocity[slot]) * bounding_radius(model, slot % n_bodies)
+
+
+@ti.func
+def motion_bound(model: ti.template(), bodies: ti.template(), slot, n_bodies, time):
+    """How far (m) any point of the body can travel in `time` (s) at its current speeds."""
+    return time * (bodies.velocity[slot].norm() + turning_speed(model, bodies, slot, n_bodies))
+
+
+@ti.func
+def pair_motion_bound(model: ti.template(), bodies: ti.template(), slot_a, slot_b, n_bodies, time):
+    """motion_bound of body a plus that of body b, m."""
+    return (motion_bound(model, bodies, slot_a, n_bodies, time)
+            + motion_bound(model, bodies, slot_b, n_bodies, time))
+
+
+@ti.func
+def relative_motion_bound(model: ti.template(), bodies: ti.template(), slot_a, slot_b, n_bodies,
+                          time):
+    """How far (m) a point of body a can move relative to body b in `time` (s) at their
+    current speeds (their centres' relative motion plus both bodies' turning)."""
+    return time * ((bodies.velocity[slot_a] - bodies.velocity[slot_b]).norm()
+                   + turning_speed(model, bodies, slot_a, n_bodies)
+                   + turning_speed(model, bodies, slot_b, n_bodies))
+
+
+@ti.func
+def refresh_contacts(model: ti.template(), bodies: ti.template(), contacts: ti.template(),
+                     solver: ti.template(), pair, n_bodies, dt, h, first):
+    """Narrow phase at the current poses, carrying impulses of points with the same feature.
+
+    On the step's first substep (`first`) every pair is refreshed. A pair whose bodies can
+    move against each other by less than FAST_MOTION_FRACTION of the smaller one's size in
+    the step keeps that manifold for the whole step (each point's depth tracked through the
+    bodies' rigid motion, as Box2D v3 does): its margin covers the step's motion. Faster
+    pairs are refreshed every substep with a margin that covers one substep, so a fast
+    body's contacts follow its true geometry: points tracked over a whole step would slide
+    off their faces and turn fast tangential motion into false, deep penetrations. Bodies
+    moving together (a falling pile) are slow, whatever their speed: in a 100k pile in free
+    fall, refreshing them every substep was 60 % of the step. The margin adds up both
+    bodies' own motion, not their relative motion: bodies falling side by side can close
+    the gap once one of them is stopped by something else.
+    """
+    old_count = contacts.point_count[pair]
+    old_feature = ti.Vector([contacts.feature[pair, 0], contacts.feature[pair, 1]])
+    old_normal = ti.Vector([contacts.normal_impulse[pair, 0], contacts.normal_impulse[pair, 1]])
+    old_tangent = ti.Vector([contacts.tangent_impulse[pair, 0],
+                             contacts.tangent_impulse[pair, 1]])
+    old_bounced = ti.Vector([solver.bounced[pair, 0], solver.bounced[pair, 1]])
+    old_friction = ti.Vector([solver.friction[pair, 0], solver.friction[pair, 1]])
+    slot_a, slot_b = contacts.body_a[pair], contacts.body_b[pair]
+    smallest = prepare_pair(model, bodies, solver, pair, slot_a, slot_b, n_bodies)
+    mu_static, mu_kinetic = mixed_friction(model, slot_a % n_bodies, slot_b % n_bodies)
+    margin = 0.0
+    if first:
+        reach = pair_motion_bound(model, bodies, slot_a, slot_b, n_bodies, dt)
+        relative = relative_motion_bound(model, bodies, slot_a, slot_b, n_bodies, dt)
+        fast = relative > FAST_MOTION_FRACTION * smallest  # see the docstring
+        solver.refresh[pair] = 1 if fast else 0
+        margin = reach
+        if fast:
+            margin = pair_motion_bound(model, bodies, slot_a, slot_b, n_bodies, h)
+    else:
+        margin = pair_motion_bound(model, bodies, slot_a, slot_b, n_bodies, h)
+    collide_pair(model, bodies, contacts, pair, n_bodies,
+                 SPECULATIVE_SLOPS * solver.slop[pair] + margin)
+    delta_a, delta_b = bodies.delta_position[slot_a], bodies.delta_position[slot_b]
+    solver.ref_shift[pair] = ti.math.vec4(delta_a.x, delta_a.y, delta_b.x, delta_b.y)
+    solver.ref_turn[pair] = vec2(bodies.delta_angle[slot_a], bodies.delta_angle[slot_b])
+    normal = contacts.normal[pair]
+    for i in range(contacts.point_count[pair]):
+        feature = contacts.feature[pair, i]
+        match = -1
+        if old_count > 0 and old_feature[0] == feature:
+            match = 0
+        elif old_count > 1 and old_feature[1] == feature:
+            match = 1
+        point = contacts.point[pair, i]
+        ra = point - bodies.position[slot_a]
+        rb = point - bodies.position[slot_b]
+        jn, jt = 0.0, 0.0
+        if match >= 0:
+            jn, jt = old_normal[match], old_tangent[match]
+        contacts.normal_impulse[pair, i] = jn
+        contacts.tangent_impulse[pair, i] = jt
+        if first or match < 0:
+            # A point's friction regime is that of the moment it is first found in the
+            # step, before the solver acts on it; it may bounce once in the step.
+            velocity = relative_velocity(bodies, slot_a, slot_b, ra, rb)
+            solver.bounced[pair, i] = 0
+            # Not sliding when the step begins: static friction holds it.
+            sliding = ti.abs(velocity.dot(vec2(-normal.y, normal.x))) >= STICK_SPEED
+            solver.friction[pair, i] = mu_kinetic if sliding else mu_static
+        else:
+            solver.bounced[pair, i] = old_bounced[match]
+            solver.friction[pair, i] = old_friction[match]
+        prepare_point(contacts, solver, pair, i, ra, rb)
+
+
+@quick
+@ti.kernel
+def _build_body_contacts(contacts: ti.template(), solver: ti.template(), coloring: ti.template(),
+                         scan: ti.template(), serial: ti.template(), n_slots: ti.i32,
+                         n_pairs: ti.i32):
+    """Per body, the pairs it belongs to (sorted), so warm starting can gather impulses per
+    body in a fixed order instead of scattering them with floating-point atomics."""
+    ti.loop_config(serialize=serial)
+    for slot in range(n_slots + 1):
+        solver.body_contact_start[slot] = 0
+    ti.loop_config(serialize=serial)
+    for k in range(n_pairs):
+        ti.atomic_add(solver.body_contact_start[contacts.body_a[k]], 1)
+        ti.atomic_add(solver.body_contact_start[contacts.body_b[k]], 1)
+    exclusive_scan(scan, solver.body_contact_start, n_slots, serial)
+    ti.loop_config(serialize=serial)
+    for slot in range(n_slots):
+        solver.body_contact_cursor[slot] = solver.body_contact_start[slot]
+    ti.loop_config(serialize=serial)
+    for k in range(n_pairs):
+        solver.body_contacts[ti.atomic_add(solver.body_contact_cursor[contacts.body_a[k]], 1)] = k
+        solver.body_contacts[ti.atomic_add(solver.body_contact_cursor[contacts.body_b[k]], 1)] = k
+    # Sorted by each pair's broad-phase index (deterministic), not by its storage index,
+    # which follows the colouring's atomics within a colour.
+    ti.loop_config(serialize=serial)
+    for slot in range(n_slots):
+        start, end = solver.body_contact_start[slot], solver.body_contact_start[slot + 1]
+        for i in range(start + 1, end):
+            key = solver.body_contacts[i]
+            j = i - 1
+            while j >= start:
+                if coloring.pair_origin[solver.body_contacts[j]] <= coloring.pair_origin[key]:
+                    break
+                solver.body_contacts[j + 1] = solver.body_contacts[j]
+                j -= 1
+            solver.body_contacts[j + 1] = key
+
+
+def build_body_lists(ctx):
+    """Per body, the pairs it belongs to (solver.body_contacts), sorted by the pairs'
+    broad-phase order, so warm starting can gather impulses per body in a fixed order
+    instead of scattering them with floating-point atomics."""
+    pool = ctx.pool
+    _build_body_contacts(pool.contacts, pool.solver, pool.coloring, pool.scan, ctx.serial,
+                         ctx.n_slots, ctx.n_pairs)

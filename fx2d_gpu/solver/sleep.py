@@ -65,6 +65,7 @@ import taichi as ti
 
 from ..device import MAX_MANIFOLD_POINTS
 from ..launching import quick
+from .pairs import previous_pair
 
 vec2 = ti.math.vec2
 
@@ -86,38 +87,38 @@ MAX_LABEL_LAUNCHES = 1000
 
 
 @ti.func
-def _is_node(p: ti.template(), slot, n_bodies):
+def _is_node(model: ti.template(), slot, n_bodies):
     """A dynamic body (awake or asleep): it belongs to islands."""
     body = slot % n_bodies
-    return p.body_inv_mass[body] > 0.0 and p.body_kinematic[body] == 0
+    return model.inv_mass[body] > 0.0 and model.kinematic[body] == 0
 
 
 @ti.func
-def _can_sleep(p: ti.template(), slot, n_bodies):
+def _can_sleep(model: ti.template(), slot, n_bodies):
     """A dynamic or kinematic body: it has a sleep timer (static bodies never sleep)."""
     body = slot % n_bodies
-    return p.body_inv_mass[body] > 0.0 or p.body_kinematic[body] == 1
+    return model.inv_mass[body] > 0.0 or model.kinematic[body] == 1
 
 
 @ti.func
-def _touching(p: ti.template(), pair):
-    count = p.contact_point_count[pair]
+def _touching(contacts: ti.template(), pair):
+    count = contacts.point_count[pair]
     touching = False
     for i in ti.static(range(MAX_MANIFOLD_POINTS)):
-        if i < count and p.contact_depth[pair, i] > -TOUCH_DISTANCE:
+        if i < count and contacts.depth[pair, i] > -TOUCH_DISTANCE:
             touching = True
     return touching
 
 
 @ti.func
-def _island_of(p: ti.template(), slot, n_bodies):
+def _island_of(bodies: ti.template(), slot, n_bodies):
     """body_island[slot] if it is a plausible label (a root in the same world, not above the
     slot), else the slot itself: labels left by another scene or an older layout of this
     one must not index out of range or across worlds."""
-    label = p.body_island[slot]
+    label = bodies.island[slot]
     result = slot
     if label >= 0 and label <= slot:
-        if label // n_bodies == slot // n_bodies and p.body_island[label] == label:
+        if label // n_bodies == slot // n_bodies and bodies.island[label] == label:
             result = label
     return result
 
@@ -141,35 +142,35 @@ def _slot(key):
 
 
 @ti.func
-def _root(p: ti.template(), x):
+def _root(islands: ti.template(), x):
     """The root slot of x's tree, halving the path on the way. island_parent holds the
     parent's key, which is below the body's own key except at a root (parent = own key);
     keys only ever decrease and stay in the component, so concurrent halving is safe."""
     r = x
-    while p.island_parent[r] != _key(r):
-        parent_key = p.island_parent[r]
-        grand_key = p.island_parent[_slot(parent_key)]
+    while islands.parent[r] != _key(r):
+        parent_key = islands.parent[r]
+        grand_key = islands.parent[_slot(parent_key)]
         if grand_key != parent_key:
-            ti.atomic_min(p.island_parent[r], grand_key)
+            ti.atomic_min(islands.parent[r], grand_key)
         r = _slot(grand_key)
     return r
 
 
 @ti.func
-def _union(p: ti.template(), a, b):
+def _union(islands: ti.template(), a, b):
     """Join a's and b's trees; 1 if a parent changed."""
     changed = 0
     x, y = a, b
     busy = 1
     while busy:
-        rx, ry = _root(p, x), _root(p, y)
+        rx, ry = _root(islands, x), _root(islands, y)
         if rx == ry:
             busy = 0
         else:
             kx, ky = _key(rx), _key(ry)
             hi = rx if kx > ky else ry
             lo_key = ti.min(kx, ky)
-            old = ti.atomic_min(p.island_parent[hi], lo_key)
+            old = ti.atomic_min(islands.parent[hi], lo_key)
             if old > lo_key:
                 changed = 1
             if old == _key(hi):
@@ -182,27 +183,28 @@ def _union(p: ti.template(), a, b):
 
 
 @ti.func
-def _joint_ends(p: ti.template(), joint_slot, n_bodies, n_joints):
+def _joint_ends(joints: ti.template(), joint_slot, n_bodies, n_joints):
     world, joint = joint_slot // n_joints, joint_slot % n_joints
-    return world * n_bodies + p.joint_parent[joint], world * n_bodies + p.joint_child[joint]
+    return world * n_bodies + joints.parent[joint], world * n_bodies + joints.child[joint]
 
 
 @ti.func
-def _edge(p: ti.template(), e, n_bodies, n_pairs, n_joints, n_joint_slots):
+def _edge(model: ti.template(), joints: ti.template(), contacts: ti.template(),
+          islands: ti.template(), e, n_bodies, n_pairs, n_joints, n_joint_slots):
     """Edge e of the island graph as (u, v), or (-1, -1): candidate pairs [0, n_pairs), joint
     slots next, then one per body slot (a sleeping body to its previous island)."""
     u, v = -1, -1
     if e < n_pairs:
-        a, b = p.pair_body_a[e], p.pair_body_b[e]
-        if _is_node(p, a, n_bodies) and _is_node(p, b, n_bodies) and _touching(p, e):
+        a, b = contacts.body_a[e], contacts.body_b[e]
+        if _is_node(model, a, n_bodies) and _is_node(model, b, n_bodies) and _touching(contacts, e):
             u, v = a, b
     elif e < n_pairs + n_joint_slots:
-        a, b = _joint_ends(p, e - n_pairs, n_bodies, n_joints)
-        if _is_node(p, a, n_bodies) and _is_node(p, b, n_bodies):
+        a, b = _joint_ends(joints, e - n_pairs, n_bodies, n_joints)
+        if _is_node(model, a, n_bodies) and _is_node(model, b, n_bodies):
             u, v = a, b
     else:
         slot = e - n_pairs - n_joint_slots
-        previous = p.island_prev[slot]
+        previous = islands.previous_label[slot]
         if previous != slot:
             u, v = slot, previous
     return u, v
@@ -210,8 +212,10 @@ def _edge(p: ti.template(), e, n_bodies, n_pairs, n_joints, n_joint_slots):
 
 @quick
 @ti.kernel
-def _label_launch(p: ti.template(), n_slots: ti.i32, n_bodies: ti.i32, n_pairs: ti.i32,
-                  n_joints: ti.i32, dt: ti.f32, begin: ti.i32, settle: ti.i32) -> ti.i32:
+def _label_launch(model: ti.template(), bodies: ti.template(), joints: ti.template(),
+                  contacts: ti.template(), islands: ti.template(), serial: ti.template(),
+                  n_slots: ti.i32, n_bodies: ti.i32, n_pairs: ti.i32, n_joints: ti.i32, dt: ti.f32,
+                  begin: ti.i32, settle: ti.i32) -> ti.i32:
     """One launch of the island pass; returns 1 while the labelling has not converged.
 
     begin (first launch of a pass): with `settle`, the sleep timers; each sleeping body's
@@ -226,95 +230,95 @@ def _label_launch(p: ti.template(), n_slots: ti.i32, n_bodies: ti.i32, n_pairs: 
     n_joint_slots = n_joints * (n_slots // ti.max(n_bodies, 1))
     first_slot_edge = n_pairs + n_joint_slots
     n_edges = first_slot_edge + n_slots
-    ti.loop_config(serialize=p.serial)
+    ti.loop_config(serialize=serial)
     for slot in range(n_slots * begin):
-        if settle == 1 and p.body_sleeping[slot] == 0 and _can_sleep(p, slot, n_bodies):
-            slow = (p.body_velocity[slot].norm() < SLEEP_LINEAR_SPEED
-                    and ti.abs(p.body_angular_velocity[slot]) < SLEEP_ANGULAR_SPEED)
+        if settle == 1 and bodies.sleeping[slot] == 0 and _can_sleep(model, slot, n_bodies):
+            slow = (bodies.velocity[slot].norm() < SLEEP_LINEAR_SPEED
+                    and ti.abs(bodies.angular_velocity[slot]) < SLEEP_ANGULAR_SPEED)
             if slow:
-                p.body_sleep_time[slot] += dt
+                bodies.sleep_time[slot] += dt
             else:
-                p.body_sleep_time[slot] = 0.0
+                bodies.sleep_time[slot] = 0.0
         previous = slot
-        if p.body_sleeping[slot] == 1 and _is_node(p, slot, n_bodies):
-            label = _island_of(p, slot, n_bodies)  # other bodies' labels: not written here
-            if _is_node(p, label, n_bodies):
+        if bodies.sleeping[slot] == 1 and _is_node(model, slot, n_bodies):
+            label = _island_of(bodies, slot, n_bodies)  # other bodies' labels: not written here
+            if _is_node(model, label, n_bodies):
                 previous = label
-        p.island_prev[slot] = previous
-        p.island_parent[slot] = _key(slot)
-    ti.loop_config(serialize=p.serial)
+        islands.previous_label[slot] = previous
+        islands.parent[slot] = _key(slot)
+    ti.loop_config(serialize=serial)
     for e in range(n_edges):
-        u, v = _edge(p, e, n_bodies, n_pairs, n_joints, n_joint_slots)
+        u, v = _edge(model, joints, contacts, islands, e, n_bodies, n_pairs, n_joints,
+                     n_joint_slots)
         if u >= 0:
-            _union(p, u, v)
-    ti.loop_config(serialize=p.serial)
+            _union(islands, u, v)
+    ti.loop_config(serialize=serial)
     for slot in range(n_slots):
-        p.island_parent[slot] = _key(_root(p, slot))
-        p.body_island[slot] = _NO_LABEL  # for the labels' atomic_min below
-        p.island_wake[slot] = 0
-    p.island_status[0] = 0
+        islands.parent[slot] = _key(_root(islands, slot))
+        bodies.island[slot] = _NO_LABEL  # for the labels' atomic_min below
+        islands.wake[slot] = 0
+    islands.not_converged[None] = 0
     # The check, and meanwhile (as if it will change nothing, so that every parent is a
     # root) each root gathers its island's smallest slot and whether a body in it is not
     # ready to sleep (such an island stays, or wakes, up). When the check changes something,
     # the next launch redoes all of it. Serial loops check only the last edges (one per
     # slot): with no concurrent hooks, one round is exact.
-    ti.loop_config(serialize=p.serial)
-    for e in range(first_slot_edge if ti.static(p.serial) else 0, n_edges):
-        u, v = _edge(p, e, n_bodies, n_pairs, n_joints, n_joint_slots)
+    ti.loop_config(serialize=serial)
+    for e in range(first_slot_edge if ti.static(serial) else 0, n_edges):
+        u, v = _edge(model, joints, contacts, islands, e, n_bodies, n_pairs, n_joints,
+                     n_joint_slots)
         if u >= 0:
-            if _union(p, u, v):
-                p.island_status[0] = 1
+            if _union(islands, u, v):
+                islands.not_converged[None] = 1
         if e >= first_slot_edge:
             slot = e - first_slot_edge
-            root = _slot(p.island_parent[slot])
-            ti.atomic_min(p.body_island[root], slot)
-            if (settle == 1 and _can_sleep(p, slot, n_bodies) and p.body_sleeping[slot] == 0
-                    and p.body_sleep_time[slot] < SLEEP_TIME):
-                p.island_wake[root] = -1
-    ti.loop_config(serialize=p.serial)
-    for slot in range(n_slots * (1 - p.island_status[0])):
-        root = _slot(p.island_parent[slot])
-        p.body_island[slot] = p.body_island[root]
-        if settle == 1 and _can_sleep(p, slot, n_bodies):
-            if p.island_wake[root] == -1:
-                if p.body_sleeping[slot] == 1:
-                    p.body_sleeping[slot] = 0
-                    p.body_sleep_time[slot] = 0.0
-            elif p.body_sleeping[slot] == 0:
-                p.body_sleeping[slot] = 1
-                p.body_velocity[slot] = vec2(0.0, 0.0)
-                p.body_angular_velocity[slot] = 0.0
-    return p.island_status[0]
+            root = _slot(islands.parent[slot])
+            ti.atomic_min(bodies.island[root], slot)
+            if (settle == 1 and _can_sleep(model, slot, n_bodies) and bodies.sleeping[slot] == 0
+                    and bodies.sleep_time[slot] < SLEEP_TIME):
+                islands.wake[root] = -1
+    ti.loop_config(serialize=serial)
+    for slot in range(n_slots * (1 - islands.not_converged[None])):
+        root = _slot(islands.parent[slot])
+        bodies.island[slot] = bodies.island[root]
+        if settle == 1 and _can_sleep(model, slot, n_bodies):
+            if islands.wake[root] == -1:
+                if bodies.sleeping[slot] == 1:
+                    bodies.sleeping[slot] = 0
+                    bodies.sleep_time[slot] = 0.0
+            elif bodies.sleeping[slot] == 0:
+                bodies.sleeping[slot] = 1
+                bodies.velocity[slot] = vec2(0.0, 0.0)
+                bodies.angular_velocity[slot] = 0.0
+    return islands.not_converged[None]
 
 
-def _island_pass(pool, n_slots, n_bodies, n_pairs, n_joints, dt, settle) -> int:
+def _island_pass(ctx, dt: float, settle: int) -> int:
+    pool = ctx.pool
+    groups = (pool.model, pool.bodies, pool.joints, pool.contacts, pool.islands, ctx.serial)
     begin = 1
     for launches in range(1, MAX_LABEL_LAUNCHES + 1):
-        if _label_launch(pool, n_slots, n_bodies, n_pairs, n_joints, dt, begin, settle) == 0:
+        if _label_launch(*groups, ctx.n_slots, ctx.n_bodies, ctx.n_pairs, ctx.n_joints, dt,
+                         begin, settle) == 0:
             return launches
         begin = 0
     raise RuntimeError(f"island labelling did not converge in {MAX_LABEL_LAUNCHES} launches")
 
 
-def label_islands(pool, n_slots: int, n_bodies: int, n_pairs: int, n_joints: int) -> int:
-    """Label the islands into body_island (see the module docstring); returns the number of
-    kernel launches it took. Reads the candidate pairs [0, n_pairs) and their manifolds
-    (contact_point_count, contact_depth), the joints, and the sleeping bodies' labels from
-    the last labelling. update_sleep calls it (fused); it is public for tests and tools.
+def label_islands(ctx) -> int:
+    """Label the islands into bodies.island (see the module docstring); returns the number
+    of kernel launches it took. Reads the candidate pairs [0, n_pairs) and their manifolds
+    (point_count, depth), the joints, and the sleeping bodies' labels from the last
+    labelling. update_sleep does the same (fused); this is for tests and tools.
     """
-    return _island_pass(pool, n_slots, n_bodies, n_pairs, n_joints, 0.0, 0)
+    return _island_pass(ctx, 0.0, 0)
 
 
-def update_sleep(pool, n_slots: int, n_bodies: int, n_pairs: int, n_joints: int,
-                 dt: float) -> int:
-    """After the step's substeps: sleep timers, island labels, then every island sleeps
-    whole or stays awake whole (see the module docstring). Returns the kernel launches it
-    took (usually 1).
-
-    n_pairs: the step's candidate pairs, with the manifolds of the step (any order, e.g.
-    after gather_pairs); n_joints: joints per world.
-    """
-    return _island_pass(pool, n_slots, n_bodies, n_pairs, n_joints, dt, 1)
+def update_sleep(ctx) -> int:
+    """After the step's substeps: sleep timers (ctx.dt), island labels, then every island
+    sleeps whole or stays awake whole (see the module docstring). Returns the kernel
+    launches it took (usually 1). Reads the step's pairs and manifolds in any order."""
+    return _island_pass(ctx, ctx.dt, 1)
 
 
 #: How an awake body meets a sleeping one (_pushes).
@@ -322,90 +326,82 @@ _OLD_PAIR, _NEW_PAIR, _JOINT = 0, 1, 2
 
 
 @ti.func
-def _pushes(p: ti.template(), slot, n_bodies, link: ti.template()):
+def _pushes(model: ti.template(), bodies: ti.template(), slot, n_bodies, link: ti.template()):
     """Whether the awake body at `slot` wakes a sleeping body it meets through `link`
     (_OLD_PAIR, _NEW_PAIR or _JOINT; see the module docstring). The velocity is the one the
     timer was judged by at the end of the last step."""
     body = slot % n_bodies
     result = False
-    if p.body_sleeping[slot] == 0:
-        speed, spin = p.body_velocity[slot].norm(), ti.abs(p.body_angular_velocity[slot])
-        if p.body_inv_mass[body] > 0.0:
+    if bodies.sleeping[slot] == 0:
+        speed, spin = bodies.velocity[slot].norm(), ti.abs(bodies.angular_velocity[slot])
+        if model.inv_mass[body] > 0.0:
             if ti.static(link == _JOINT):
                 result = True
             else:
                 result = (speed >= SLEEP_LINEAR_SPEED or spin >= SLEEP_ANGULAR_SPEED
-                          or p.body_force[slot].norm() > 0.0 or p.body_torque[slot] != 0.0)
+                          or bodies.force[slot].norm() > 0.0 or bodies.torque[slot] != 0.0)
                 if ti.static(link == _NEW_PAIR):
                     result = result or speed > 0.0 or spin > 0.0
-        elif p.body_kinematic[body] == 1:
-            result = speed > 0.0 or spin > 0.0 or p.body_sleep_time[slot] == 0.0
+        elif model.kinematic[body] == 1:
+            result = speed > 0.0 or spin > 0.0 or bodies.sleep_time[slot] == 0.0
     return result
-
-
-@ti.func
-def _had_pair(p: ti.template(), a, b):
-    """Whether last step's broad phase had the pair (a, b) (step.find_previous's lookup in
-    the prev_* arrays, which save_previous_pairs fills)."""
-    found = False
-    for owner in ti.static(range(2)):
-        slot = a if owner == 0 else b
-        for j in range(p.prev_body_pair_start[slot], p.prev_body_pair_start[slot + 1]):
-            if p.prev_pair_body_a[j] == a and p.prev_pair_body_b[j] == b:
-                found = True
-    return found
 
 
 @quick
 @ti.kernel
-def _wake_launch(p: ti.template(), n_slots: ti.i32, n_bodies: ti.i32, n_pairs: ti.i32,
+def _wake_launch(model: ti.template(), bodies: ti.template(), joints: ti.template(),
+                 contacts: ti.template(), previous: ti.template(), islands: ti.template(),
+                 serial: ti.template(), n_slots: ti.i32, n_bodies: ti.i32, n_pairs: ti.i32,
                  n_joints: ti.i32) -> ti.i32:
     n_joint_slots = n_joints * (n_slots // ti.max(n_bodies, 1))
-    p.island_status[1] = 0
+    islands.woken[None] = 0
     # Marks are this call's stamp (> 0, one more each call), so none needs clearing:
     # older stamps and update_sleep's marks (0, -1) read as unmarked.
-    p.island_status[2] = ti.max(p.island_status[2], 0) + 1
-    stamp = p.island_status[2]
-    ti.loop_config(serialize=p.serial)
+    islands.stamp[None] = ti.max(islands.stamp[None], 0) + 1
+    stamp = islands.stamp[None]
+    ti.loop_config(serialize=serial)
     for e in range(n_pairs + n_joint_slots + n_slots):
         if e < n_pairs:
-            a, b = p.pair_body_a[e], p.pair_body_b[e]
-            sleeping_a, sleeping_b = p.body_sleeping[a] == 1, p.body_sleeping[b] == 1
+            a, b = contacts.body_a[e], contacts.body_b[e]
+            sleeping_a, sleeping_b = bodies.sleeping[a] == 1, bodies.sleeping[b] == 1
             if sleeping_a != sleeping_b:
                 pushed = False
-                if _had_pair(p, a, b):
-                    pushed = _pushes(p, b if sleeping_a else a, n_bodies, _OLD_PAIR)
+                if previous_pair(previous, a, b) >= 0:
+                    pushed = _pushes(model, bodies, b if sleeping_a else a, n_bodies, _OLD_PAIR)
                 else:
-                    pushed = _pushes(p, b if sleeping_a else a, n_bodies, _NEW_PAIR)
+                    pushed = _pushes(model, bodies, b if sleeping_a else a, n_bodies, _NEW_PAIR)
                 if pushed:
-                    p.island_wake[_island_of(p, a if sleeping_a else b, n_bodies)] = stamp
+                    islands.wake[_island_of(bodies, a if sleeping_a else b, n_bodies)] = stamp
         elif e < n_pairs + n_joint_slots:
-            a, b = _joint_ends(p, e - n_pairs, n_bodies, n_joints)
-            if p.body_sleeping[b] == 1 and _pushes(p, a, n_bodies, _JOINT):
-                p.island_wake[_island_of(p, b, n_bodies)] = stamp
-            if p.body_sleeping[a] == 1 and _pushes(p, b, n_bodies, _JOINT):
-                p.island_wake[_island_of(p, a, n_bodies)] = stamp
+            a, b = _joint_ends(joints, e - n_pairs, n_bodies, n_joints)
+            if bodies.sleeping[b] == 1 and _pushes(model, bodies, a, n_bodies, _JOINT):
+                islands.wake[_island_of(bodies, b, n_bodies)] = stamp
+            if bodies.sleeping[a] == 1 and _pushes(model, bodies, b, n_bodies, _JOINT):
+                islands.wake[_island_of(bodies, a, n_bodies)] = stamp
         else:
             slot = e - n_pairs - n_joint_slots
-            if p.body_sleeping[slot] == 1 and (p.body_force[slot].norm() > 0.0
-                                               or p.body_torque[slot] != 0.0):
-                p.island_wake[_island_of(p, slot, n_bodies)] = stamp
-    ti.loop_config(serialize=p.serial)
+            if bodies.sleeping[slot] == 1 and (bodies.force[slot].norm() > 0.0
+                                               or bodies.torque[slot] != 0.0):
+                islands.wake[_island_of(bodies, slot, n_bodies)] = stamp
+    ti.loop_config(serialize=serial)
     for slot in range(n_slots):
-        if p.body_sleeping[slot] == 1 and p.island_wake[_island_of(p, slot, n_bodies)] == stamp:
-            p.body_sleeping[slot] = 0
-            p.body_sleep_time[slot] = 0.0
-            ti.atomic_add(p.island_status[1], 1)
-    return p.island_status[1]
+        if bodies.sleeping[slot] == 1 and islands.wake[_island_of(bodies, slot, n_bodies)] == stamp:
+            bodies.sleeping[slot] = 0
+            bodies.sleep_time[slot] = 0.0
+            ti.atomic_add(islands.woken[None], 1)
+    return islands.woken[None]
 
 
-def wake_islands(pool, n_slots: int, n_bodies: int, n_pairs: int, n_joints: int) -> int:
+def wake_islands(ctx) -> int:
     """Wake the sleeping islands that awake bodies are about to push (see the module
     docstring); returns how many bodies woke.
 
-    Call it every step right after the broad phase, before gather_pairs (it tells new pairs
-    by last step's pairs, prev_*, as carry_contacts does). The broad phase pairs no two
-    sleeping bodies, so when bodies woke (the result is > 0) the broad phase must run again
-    to pair them with each other before the substeps.
+    Call it every step right after the broad phase, before pairs.carry_contacts (it tells
+    new pairs by last step's, `previous`, as carry_contacts does). The broad phase pairs no
+    two sleeping bodies, so when bodies woke (the result is > 0) the broad phase must run
+    again to pair them with each other before the substeps.
     """
-    return _wake_launch(pool, n_slots, n_bodies, n_pairs, n_joints)
+    pool = ctx.pool
+    return _wake_launch(pool.model, pool.bodies, pool.joints, pool.contacts, pool.previous,
+                        pool.islands, ctx.serial, ctx.n_slots, ctx.n_bodies, ctx.n_pairs,
+                        ctx.n_joints)

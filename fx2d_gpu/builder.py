@@ -1,0 +1,342 @@
+"""The scene's model on the host: bodies, joints and collision filters, every argument
+checked before anything changes, and the device arrays built from them."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import shapes
+from .shapes import MAX_POLYGON_VERTICES, as_real, as_vector2
+from .solver.joints import JOINT_PRISMATIC, JOINT_REVOLUTE, MOTOR_MODES
+
+#: Smallest mass (kg) and moment of inertia (kg m^2) of a dynamic body: their inverses, and
+#: the impulses they scale, must stay inside float32 on the device.
+MIN_MASS = 1e-12
+MIN_INERTIA = 1e-30
+
+
+@dataclass
+class Body:
+    shape: shapes.Shape
+    position: np.ndarray
+    angle: float
+    velocity: np.ndarray
+    angular_velocity: float
+    mass: float
+    inertia: float  # about the centre of mass, kg m²; inf for static bodies
+    elasticity: float
+    static_friction: float
+    dynamic_friction: float
+    gravity_scale: float
+    vel_damping: float
+    name: str | None
+    external_forces: bool = True
+    collides: bool = True  # False: a body with no collision shape (visual only)
+
+
+@dataclass
+class Joint:
+    kind: int
+    parent: int
+    child: int
+    anchor_parent: np.ndarray  # parent frame, m
+    anchor_child: np.ndarray  # child frame, m
+    axis: np.ndarray  # prismatic axis, parent frame
+    reference_angle: float
+    lower: float
+    upper: float
+    mode: int
+    pid: tuple
+    max_effort: float
+    target: float
+    name: str | None
+    collide_connected: bool = False
+
+
+class ModelBuilder:
+    """Bodies, joints and disabled pairs of a scene, in the order they were added."""
+
+    def __init__(self):
+        self.bodies: list[Body] = []
+        self.joints: list[Joint] = []
+        self.no_collision: set[tuple[int, int]] = set()  # pairs from disable_collision
+        self._body_names: dict[str, int] = {}
+        self._joint_names: dict[str, int] = {}
+
+    # ------------------------------------------------------------------ bodies
+    def add_body(self, shape, position, *, collides=True, angle=0.0, velocity=(0.0, 0.0),
+                 angular_velocity=0.0, mass=1.0, inertia=None, elasticity=0.1, static_friction=0.0,
+                 dynamic_friction=0.0, gravity_scale=1.0, vel_damping=0.0, name=None,
+                 external_forces_enabled=True) -> int:
+        mass = as_real(mass, "mass", minimum=0.0)
+        # By its bits: once Taichi's kernels have run, the CPU may treat subnormal floats
+        # as zero (DAZ), and 1e-320 > 0 is then False.
+        if mass < MIN_MASS and np.float64(mass).view(np.uint64) & ~np.uint64(1 << 63):
+            raise ValueError(f"mass must be 0 (static) or >= {MIN_MASS} kg, got {mass}")
+        if inertia is None:
+            inertia = mass * shapes.unit_inertia(shape)
+        else:
+            inertia = as_real(inertia, "inertia", positive=True)
+        if mass > 0.0 and inertia < MIN_INERTIA:
+            raise ValueError(f"inertia must be >= {MIN_INERTIA} kg m^2, got {inertia}")
+        _check_new_name(name, self._body_names, "body")
+        body = Body(
+            shape=shape, position=position, angle=as_real(angle, "angle"),
+            velocity=as_vector2(velocity, "velocity"),
+            angular_velocity=as_real(angular_velocity, "angular_velocity"),
+            mass=mass, inertia=inertia if mass > 0.0 else math.inf,
+            elasticity=as_real(elasticity, "elasticity", minimum=0.0),
+            static_friction=as_real(static_friction, "static_friction", minimum=0.0),
+            dynamic_friction=as_real(dynamic_friction, "dynamic_friction", minimum=0.0),
+            gravity_scale=as_real(gravity_scale, "gravity_scale"),
+            vel_damping=as_real(vel_damping, "vel_damping", minimum=0.0),
+            name=name, external_forces=as_bool(external_forces_enabled,
+                                               "external_forces_enabled"),
+            collides=collides,
+        )
+        self.bodies.append(body)
+        if name is not None:
+            self._body_names[name] = len(self.bodies) - 1
+        return len(self.bodies) - 1
+
+    def body_index(self, name: str) -> int:
+        return _lookup_name(name, self._body_names, "body")
+
+    def check_body(self, body, label: str = "body") -> int:
+        return as_index(body, label, len(self.bodies), "bodies")
+
+    def disable_collision(self, body_a, body_b):
+        a = self.check_body(body_a, "body_a")
+        b = self.check_body(body_b, "body_b")
+        if a == b:
+            raise ValueError(f"body_a and body_b must be different bodies, got {a} twice")
+        self.no_collision.add((min(a, b), max(a, b)))
+
+    # ------------------------------------------------------------------ joints
+    def add_revolute(self, parent, child, anchor, angle_min, angle_max, control_mode, target, pid,
+                     max_effort, name, collide_connected) -> int:
+        parent, child = self._check_joint_bodies(parent, child)
+        anchor = as_vector2(anchor, "anchor")
+        lower = as_real(angle_min, "angle_min")
+        upper = as_real(angle_max, "angle_max")
+        if lower > upper:
+            raise ValueError(f"angle_min ({lower}) must be <= angle_max ({upper})")
+        bp, bc = self.bodies[parent], self.bodies[child]
+        world_anchor = bp.position + rotation(bp.angle) @ anchor
+        anchor_child = rotation(bc.angle).T @ (world_anchor - bc.position)
+        return self._add_joint(JOINT_REVOLUTE, parent, child, anchor, anchor_child,
+                               np.array([1.0, 0.0]), bc.angle - bp.angle, lower, upper,
+                               control_mode, target, pid, max_effort, name, collide_connected)
+
+    def add_prismatic(self, parent, child, axis, position_min, position_max, control_mode, target,
+                      pid, max_effort, name, collide_connected) -> int:
+        parent, child = self._check_joint_bodies(parent, child)
+        axis = as_vector2(axis, "axis")
+        if np.hypot(*axis) < 1e-9:
+            raise ValueError("axis must not be zero")
+        lower = as_real(position_min, "position_min")
+        upper = as_real(position_max, "position_max")
+        if lower > upper:
+            raise ValueError(f"position_min ({lower}) must be <= position_max ({upper})")
+        bp, bc = self.bodies[parent], self.bodies[child]
+        anchor_parent = rotation(bp.angle).T @ (bc.position - bp.position)
+        return self._add_joint(JOINT_PRISMATIC, parent, child, anchor_parent, np.zeros(2),
+                               axis / np.hypot(*axis), bc.angle - bp.angle, lower, upper,
+                               control_mode, target, pid, max_effort, name, collide_connected)
+
+    def _check_joint_bodies(self, parent, child):
+        parent = self.check_body(parent, "parent")
+        child = self.check_body(child, "child")
+        if parent == child:
+            raise ValueError("parent and child must be different bodies")
+        if self.bodies[parent].mass == 0 and self.bodies[child].mass == 0:
+            raise ValueError("parent and child are both static")
+        return parent, child
+
+    def _add_joint(self, kind, parent, child, anchor_parent, anchor_child, axis, reference, lower,
+                   upper, control_mode, target, pid, max_effort, name, collide_connected) -> int:
+        mode, gains, max_effort = motor_settings(control_mode, pid, max_effort)
+        target = as_real(target, "target")
+        _check_new_name(name, self._joint_names, "joint")
+        collide_connected = as_bool(collide_connected, "collide_connected")
+        self.joints.append(Joint(kind, parent, child, np.asarray(anchor_parent, float),
+                                 np.asarray(anchor_child, float), np.asarray(axis, float),
+                                 float(reference), lower, upper, mode, gains, max_effort,
+                                 target, name, collide_connected))
+        if name is not None:
+            self._joint_names[name] = len(self.joints) - 1
+        return len(self.joints) - 1
+
+    def joint_index(self, name: str) -> int:
+        return _lookup_name(name, self._joint_names, "joint")
+
+    def check_joint(self, joint) -> int:
+        return as_index(joint, "joint", len(self.joints), "joints")
+
+    def set_motor(self, joint: int, control_mode, pid=None, max_effort=None) -> Joint:
+        """Change a joint's motor (checked whole first: a refused call changes nothing)."""
+        j = self.joints[joint]
+        mode, gains, effort = motor_settings(control_mode, j.pid if pid is None else pid,
+                                             j.max_effort if max_effort is None else max_effort)
+        j.mode, j.pid, j.max_effort = mode, gains, effort
+        return j
+
+    # ------------------------------------------------------------------ device arrays
+    def build_model(self) -> dict[str, dict[str, np.ndarray]]:
+        """The model's device arrays by group and field (device.BodyModel, device.Joints)."""
+        n = len(self.bodies)
+        V = MAX_POLYGON_VERTICES
+        model = {name: np.zeros(n, np.float32) for name in (
+            "inv_mass", "inv_inertia", "gravity_scale", "damping", "elasticity",
+            "static_friction", "dynamic_friction", "shape_radius")}
+        model.update(kinematic=np.zeros(n, np.int32), shape_kind=np.zeros(n, np.int32),
+                     shape_center=np.zeros((n, 2), np.float32),
+                     shape_vertex_count=np.zeros(n, np.int32),
+                     shape_vertices=np.zeros((n, V, 2), np.float32),
+                     shape_normals=np.zeros((n, V, 2), np.float32))
+        for i, b in enumerate(self.bodies):
+            if b.mass > 0.0 and b.external_forces:
+                model["inv_mass"][i] = 1.0 / b.mass
+                model["inv_inertia"][i] = 1.0 / b.inertia
+            model["kinematic"][i] = int(b.mass > 0.0 and not b.external_forces)
+            model["gravity_scale"][i] = b.gravity_scale
+            model["damping"][i] = b.vel_damping
+            model["elasticity"][i] = b.elasticity
+            model["static_friction"][i] = b.static_friction
+            model["dynamic_friction"][i] = b.dynamic_friction
+            s = b.shape
+            model["shape_kind"][i] = s.kind if b.collides else shapes.SHAPE_NONE
+            model["shape_radius"][i] = s.radius
+            model["shape_center"][i] = s.center
+            k = len(s.vertices)
+            model["shape_vertex_count"][i] = k
+            model["shape_vertices"][i, :k] = s.vertices
+            model["shape_normals"][i, :k] = s.normals
+        # Per body, the bodies it never collides with (disable_collision), sorted.
+        ends = sorted([(a, b) for a, b in self.no_collision]
+                      + [(b, a) for a, b in self.no_collision])
+        model["filter_start"] = _starts([a for a, _ in ends], n)
+        model["filters"] = np.array([b for _, b in ends], np.int32)
+        return {"model": model, "joints": self._build_joints()}
+
+    def _build_joints(self) -> dict[str, np.ndarray]:
+        joints, n = self.joints, len(self.bodies)
+
+        def column(attribute, dtype, width=None):
+            values = np.array([getattr(j, attribute) for j in joints], dtype)
+            return values if width is None else values.reshape(-1, width)
+
+        arrays = {
+            "kind": column("kind", np.int32), "parent": column("parent", np.int32),
+            "child": column("child", np.int32),
+            "anchor_parent": column("anchor_parent", np.float32, 2),
+            "anchor_child": column("anchor_child", np.float32, 2),
+            "axis": column("axis", np.float32, 2),
+            "reference_angle": column("reference_angle", np.float32),
+            "lower": column("lower", np.float32), "upper": column("upper", np.float32),
+            "mode": column("mode", np.int32), "pid": column("pid", np.float32, 3),
+            "max_effort": column("max_effort", np.float32),
+            "collide": column("collide_connected", np.int32),
+        }
+        # Per body, its joints (for motor loads and for skipping joined pairs).
+        ends = sorted([(j.parent, k) for k, j in enumerate(joints)]
+                      + [(j.child, k) for k, j in enumerate(joints)])
+        arrays["body_joint_start"] = _starts([b for b, _ in ends], n)
+        arrays["body_joints"] = np.array([k for _, k in ends], np.int32)
+        arrays["body_has_joint"] = (np.diff(arrays["body_joint_start"]) > 0).astype(np.int32)
+        return arrays
+
+    def initial_state(self, n_worlds: int) -> dict[str, dict[str, np.ndarray]]:
+        """Saved device state (device.BodyState, device.Joints) of every world at the bodies'
+        and joints' initial values."""
+        bodies, w = self.bodies, n_worlds
+        pos = np.array([b.position for b in bodies], np.float32).reshape(-1, 2)
+        ang = np.array([b.angle for b in bodies], np.float32)
+        vel = np.array([b.velocity for b in bodies], np.float32).reshape(-1, 2)
+        omega = np.array([b.angular_velocity for b in bodies], np.float32)
+        n = w * len(bodies)
+        state = {
+            "position": np.tile(pos[None], (w, 1, 1)).reshape(-1, 2),
+            "angle": np.tile(ang[None], (w, 1)).reshape(-1),
+            "velocity": np.tile(vel[None], (w, 1, 1)).reshape(-1, 2),
+            "angular_velocity": np.tile(omega[None], (w, 1)).reshape(-1),
+            "force": np.zeros((n, 2), np.float32), "torque": np.zeros(n, np.float32),
+            "sleeping": np.zeros(n, np.int32), "sleep_time": np.zeros(n, np.float32),
+            "island": np.arange(n, dtype=np.int32),  # each body its own island
+        }
+        nj = len(self.joints)
+        targets = np.tile(np.array([j.target for j in self.joints], np.float32), (w, 1))
+        joint_state = {"target": targets.reshape(-1),
+                       "integral": np.zeros(w * nj, np.float32),
+                       "prev_error": np.zeros(w * nj, np.float32),
+                       "pid_started": np.zeros(w * nj, np.int32)}
+        return {"bodies": state, "joints": joint_state}
+
+    def cell_size(self) -> float:
+        """Level-0 grid cell, m: the median shape diameter (sizes far from it go up levels)."""
+        diameters = [2.0 * b.shape.bounding_radius for b in self.bodies]
+        return float(np.median(diameters)) if diameters else 1.0
+
+
+def _starts(owners: list[int], n: int) -> np.ndarray:
+    """(n + 1,) exclusive prefix sum of how many entries each of n owners has (sorted)."""
+    counts = np.bincount(np.asarray(owners, np.int64), minlength=n)
+    return np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
+
+
+def as_index(value, label: str, count: int, plural: str) -> int:
+    """`value` as an index below `count`, else TypeError / ValueError naming `label`."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{label} must be an int index, got {type(value).__name__}")
+    if not 0 <= value < count:
+        raise ValueError(f"{label} {value} out of range (scene has {count} {plural})")
+    return int(value)
+
+
+def motor_settings(control_mode, pid, max_effort) -> tuple[int, tuple, float]:
+    """(mode, (p, i, d), max effort) of a motor, checked; TypeError/ValueError naming the
+    argument otherwise. max_effort (inf: unlimited) is capped at float32's range."""
+    if control_mode not in MOTOR_MODES:
+        raise ValueError(f"control_mode must be one of {list(MOTOR_MODES)}, "
+                         f"got {control_mode!r}")
+    try:
+        gains = tuple(float(g) for g in pid)
+    except (TypeError, ValueError):
+        raise TypeError(f"pid must be three numbers (p, i, d), got {pid!r}") from None
+    if len(gains) != 3 or not all(np.isfinite(gains)):
+        raise ValueError(f"pid must be three finite numbers (p, i, d), got {pid!r}")
+    if isinstance(max_effort, bool) or not isinstance(max_effort, (int, float, np.number)):
+        raise TypeError(f"max_effort must be a number, got {type(max_effort).__name__}")
+    if not max_effort > 0:
+        raise ValueError(f"max_effort must be positive, got {max_effort}")
+    return MOTOR_MODES[control_mode], gains, float(min(max_effort, shapes.FLOAT32_MAX))
+
+
+def _check_new_name(name, taken: dict, kind: str):
+    """A new body or joint name: None, or a string no other `kind` uses."""
+    if name is None:
+        return
+    if not isinstance(name, str):
+        raise TypeError(f"name must be a string, got {type(name).__name__}")
+    if name in taken:
+        raise ValueError(f"{kind} name {name!r} is already used (by {kind} {taken[name]})")
+
+
+def _lookup_name(name, taken: dict, kind: str) -> int:
+    if name not in taken:
+        raise ValueError(f"{kind} name {name!r}: no {kind} has this name")
+    return taken[name]
+
+
+def as_bool(value, name: str) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be a bool, got {type(value).__name__}")
+    return bool(value)
+
+
+def rotation(angle: float) -> np.ndarray:
+    c, s = math.cos(angle), math.sin(angle)
+    return np.array([[c, -s], [s, c]])

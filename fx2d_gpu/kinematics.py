@@ -1,0 +1,44 @@
+"""Joint coordinates and anchors from a state, on the host (NumPy, every world at once)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .solver.joints import JOINT_REVOLUTE
+
+
+def _rotate(angle: np.ndarray, local: np.ndarray) -> np.ndarray:
+    """(n, 2): the body-frame vector `local` (2,) turned by each angle (n,)."""
+    c, s = np.cos(angle), np.sin(angle)
+    return np.stack([c * local[0] - s * local[1], s * local[0] + c * local[1]], axis=1)
+
+
+def joint_anchors(joints, state) -> np.ndarray:
+    """(n_worlds, n_joints, 2, 2) world positions (m) of each joint's parent anchor and
+    child anchor. joints: builder.Joint list; state: a State."""
+    out = np.zeros((state.angle.shape[0], len(joints), 2, 2))
+    for j, joint in enumerate(joints):
+        for k, (body, local) in enumerate(((joint.parent, joint.anchor_parent),
+                                           (joint.child, joint.anchor_child))):
+            out[:, j, k] = state.position[:, body] + _rotate(state.angle[:, body], local)
+    return out
+
+
+def joint_coordinates(joints, state) -> tuple[np.ndarray, np.ndarray]:
+    """(position, rate), each (n_worlds, n_joints): relative angle (rad) and its rate for a
+    revolute joint, travel along the axis (m) and its rate for a prismatic one."""
+    w = state.angle.shape[0]
+    position, rate = np.zeros((w, len(joints))), np.zeros((w, len(joints)))
+    for j, joint in enumerate(joints):
+        pa, ca = state.angle[:, joint.parent], state.angle[:, joint.child]
+        if joint.kind == JOINT_REVOLUTE:
+            position[:, j] = ca - pa - joint.reference_angle
+            rate[:, j] = (state.angular_velocity[:, joint.child]
+                          - state.angular_velocity[:, joint.parent])
+        else:
+            axis = _rotate(pa, joint.axis)
+            anchor = _rotate(pa, joint.anchor_parent) + state.position[:, joint.parent]
+            position[:, j] = ((state.position[:, joint.child] - anchor) * axis).sum(1)
+            rate[:, j] = ((state.velocity[:, joint.child] - state.velocity[:, joint.parent])
+                          * axis).sum(1)
+    return position, rate

@@ -1,0 +1,188 @@
+"""Which scene's state is in the shared pool, and where the other scenes' state waits.
+
+One DevicePool serves every scene of a process (device.py). One scene is *resident* in it at
+a time; switching saves the resident scene's saved fields (FieldGroup.saved_fields: poses,
+velocities, forces, sleep timers and islands, PID state, the step's pairs and manifolds with
+their warm-start impulses, the colouring) to the host as a Snapshot and loads the next
+scene's. Everything a later step reads is in the snapshot, so any interleaving of scenes,
+and any reads between their steps, leave every scene's results bitwise as if it ran alone.
+
+A scene talks to this module through its Binding (no calls back into the scene). When a
+scene outgrows the pool, a bigger pool is made (capacities at least doubled, so growth
+compiles rarely) and the resident scene's fields are copied into it whole, which is exact
+even in the middle of a step.
+"""
+
+from __future__ import annotations
+
+import weakref
+
+import numpy as np
+
+from .device import MIN_CAPACITIES, DevicePool
+
+#: Groups whose fields are the scene's model (built on the host, uploaded on load).
+MODEL_GROUPS = ("model", "joints")
+
+
+class Snapshot:
+    """Host copies of a scene's saved fields: arrays[group][field], each the first
+    `extent` entries of the field (see device.EXTENTS)."""
+
+    def __init__(self, arrays: dict[str, dict[str, np.ndarray]]):
+        self.arrays = arrays
+
+    @classmethod
+    def take(cls, pool: DevicePool, extents: dict[str, int]) -> Snapshot:
+        arrays = {}
+        for group_name, group in pool.groups().items():
+            saved = group.saved_fields()
+            if saved:
+                arrays[group_name] = {
+                    name: _read(getattr(group, name), extents.get(extent))
+                    for name, extent in saved.items()}
+        return cls(arrays)
+
+    def restore(self, pool: DevicePool):
+        for group_name, fields in self.arrays.items():
+            group = getattr(pool, group_name)
+            for name, value in fields.items():
+                upload(getattr(group, name), value)
+
+
+class Binding:
+    """A scene's claim on the pool: the layout its device arrays were built for, its
+    StepCache (for the pair count), its model and, while it is not resident, its state.
+
+    n_worlds, n_bodies, n_joints (per world), n_filters (disable_collision pairs): the
+    layout (n_bodies 0: not built yet); model: {group: {field: array}} of the MODEL_GROUPS
+    fields; saved: the scene's state while it is not resident (a Snapshot).
+    """
+
+    def __init__(self, cache, n_worlds: int):
+        self.cache = cache
+        self.n_worlds = n_worlds
+        self.n_bodies = 0
+        self.n_joints = 0
+        self.n_filters = 0
+        self.model: dict[str, dict[str, np.ndarray]] | None = None
+        self.saved: Snapshot | None = None
+
+    def needs(self) -> dict:
+        """Capacities the scene needs (keys of device.MIN_CAPACITIES)."""
+        slots, cache = self.n_worlds * self.n_bodies, self.cache
+        return {"bodies": slots, "models": max(self.n_bodies, 1), "worlds": self.n_worlds,
+                "pairs": max(cache.pair_need, cache.n_pairs),
+                "entries": max(4 * slots, cache.entry_need),
+                "joints": self.n_joints, "joint_slots": self.n_worlds * self.n_joints,
+                "filters": 2 * self.n_filters}
+
+    def extents(self) -> dict:
+        """Entries of the scene's saved fields, by extent name (device.EXTENTS)."""
+        slots, joint_slots = self.n_worlds * self.n_bodies, self.n_worlds * self.n_joints
+        return {"slots": slots, "slots+1": slots + 1, "pairs": self.cache.n_pairs,
+                "joint_slots": joint_slots, "constraints": self.cache.n_pairs + joint_slots}
+
+
+_state: dict = {"pool": None, "resident": None}
+
+
+def _resident() -> Binding | None:
+    ref = _state["resident"]
+    return ref() if ref is not None else None
+
+
+def is_resident(binding: Binding) -> bool:
+    return _resident() is binding
+
+
+def current_pool() -> DevicePool | None:
+    return _state["pool"]
+
+
+def acquire(binding: Binding) -> DevicePool:
+    """The shared pool with `binding`'s scene resident in it, grown if its needs exceed it;
+    the previously resident scene, if another, is saved to the host first."""
+    pool, resident = _state["pool"], _resident()
+    needs = binding.needs()
+    if pool is not None and pool.fits(needs):
+        if resident is not binding:
+            if resident is not None:
+                _evict(resident, pool)
+            _load(binding, pool)
+        return pool
+    capacities = {}
+    for key, floor in MIN_CAPACITIES.items():
+        cap = pool.capacities[key] if pool is not None else floor
+        while cap < needs.get(key, 0):
+            cap *= 2
+        capacities[key] = cap
+    grown = DevicePool(capacities)
+    if pool is not None and resident is binding:
+        _copy_pool(pool, grown)  # exact even in the middle of a step
+    else:
+        if resident is not None:
+            _evict(resident, pool)
+        _load(binding, grown)
+    if pool is not None:
+        pool.destroy()
+    _state["pool"] = grown
+    _state["resident"] = weakref.ref(binding)
+    return grown
+
+
+def current_state(binding: Binding) -> Snapshot:
+    """The scene's saved state now: taken from the pool if it is resident."""
+    if is_resident(binding):
+        return Snapshot.take(_state["pool"], binding.extents())
+    return binding.saved
+
+
+def release(binding: Binding):
+    """Forget `binding` as the resident one, without saving: the scene has replaced its
+    state (binding.saved) and the next acquire loads it."""
+    if _resident() is binding:
+        _state["resident"] = None
+
+
+def _evict(binding: Binding, pool: DevicePool):
+    binding.saved = Snapshot.take(pool, binding.extents())
+    _state["resident"] = None
+
+
+def _load(binding: Binding, pool: DevicePool):
+    for group_name, fields in (binding.model or {}).items():
+        group = getattr(pool, group_name)
+        for name, value in fields.items():
+            upload(getattr(group, name), value)
+    if binding.saved is not None:
+        binding.saved.restore(pool)
+        binding.saved = None
+    _state["resident"] = weakref.ref(binding)
+
+
+def _copy_pool(old: DevicePool, new: DevicePool):
+    """Every field of `old` into the start of the same field of `new` (capacities only
+    grow, and a slot's index does not depend on them)."""
+    for group_name, group in old.groups().items():
+        target = getattr(new, group_name)
+        for name in group.field_names():
+            upload(getattr(target, name), _read(getattr(group, name), None))
+
+
+def _read(field, extent: int | None) -> np.ndarray:
+    """A copy of field[:extent] (the whole field for None; a 0-d field's value)."""
+    if field.shape == ():
+        return np.array(field[None])
+    value = field.to_numpy()
+    return value if extent is None else value[:extent].copy()
+
+
+def upload(field, value: np.ndarray):
+    """field[:len(value)] = value (from_numpy needs the field's whole shape)."""
+    if field.shape == ():
+        field[None] = value.item()
+        return
+    full = np.zeros(field.shape + ((field.n,) if hasattr(field, "n") else ()), value.dtype)
+    full[: len(value)] = value
+    field.from_numpy(full)

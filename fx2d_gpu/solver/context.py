@@ -1,0 +1,97 @@
+"""What the stages of a step share: StepContext (built once per step) and StepCache (what
+survives on the host from one step to the next)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ..device import DevicePool
+
+
+@dataclass
+class StepCache:
+    """Host-side facts that outlive a step (the device side is the pool's saved fields).
+
+    n_pairs: candidate pairs of the last broad phase (the pairs in `contacts`);
+    pairs_ordered: they are stored in colour order (coloring.pair_origin maps them back to
+    the broad phase's order); coloring_valid: the last colouring may be reused or kept pair
+    by pair; colored_pairs: n_pairs when it was made; n_colors, n_overflow: its parallel
+    colours and the constraints in its overflow colour; contacts_current: the manifolds
+    match the current poses (else a query runs the narrow phase first); pair_need,
+    entry_need: the largest pair list and grid the scene has needed (pool capacities);
+    lost_bodies: bodies the last broad phase left out of collision; colorings: steps that
+    coloured (the others reused the last colouring); scratch_colorings: of those, the ones
+    that did not start from the last colours; forces_on_device: applied forces wait on the
+    device for the next step.
+    """
+
+    n_pairs: int = 0
+    pairs_ordered: bool = False
+    coloring_valid: bool = False
+    colored_pairs: int = 0
+    n_colors: int = 0
+    n_overflow: int = 0
+    contacts_current: bool = False
+    pair_need: int = 0
+    entry_need: int = 0
+    lost_bodies: int = 0
+    colorings: int = 0
+    scratch_colorings: int = 0
+    forces_on_device: bool = False
+
+    def forget_pairs(self):
+        """No candidate pairs, contacts or colouring (a new scene, or rebuilt arrays)."""
+        self.n_pairs = 0
+        self.pairs_ordered = False
+        self.coloring_valid = False
+        self.colored_pairs = 0
+        self.contacts_current = False
+
+
+@dataclass
+class StepContext:
+    """One scene's view of the pool for a step (or a query).
+
+    pool: the device groups (a bigger pool replaces it if a buffer must grow, see grow);
+    serial: kernels run their loops on one thread (device.SERIAL_SLOTS); n_worlds,
+    n_bodies, n_joints: the layout (n_joints per world); cell_size: the broad phase's
+    level-0 cell, m; cache: the scene's StepCache; grow: returns a pool with room for what
+    the cache says the scene needs (pair_need, entry_need), this scene's state in it
+    bitwise unchanged. dt (s), substeps, gravity (m/s^2) and enable_sleep are
+    the step's settings (unused by queries).
+    """
+
+    pool: DevicePool
+    serial: bool
+    n_worlds: int
+    n_bodies: int
+    n_joints: int
+    cell_size: float
+    cache: StepCache
+    grow: Callable[[], DevicePool]
+    dt: float = 0.0
+    substeps: int = 1
+    gravity: tuple[float, float] = (0.0, 0.0)
+    enable_sleep: bool = True
+
+    @property
+    def n_slots(self) -> int:
+        return self.n_worlds * self.n_bodies
+
+    @property
+    def n_joint_slots(self) -> int:
+        return self.n_worlds * self.n_joints
+
+    @property
+    def n_pairs(self) -> int:
+        return self.cache.n_pairs
+
+    @property
+    def n_constraints(self) -> int:
+        return self.cache.n_pairs + self.n_joint_slots
+
+    @property
+    def h(self) -> float:
+        """Substep length, s."""
+        return self.dt / self.substeps

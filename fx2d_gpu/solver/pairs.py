@@ -1,0 +1,152 @@
+"""Contacts across steps: last step's pairs kept aside, matched to the new ones (warm
+starting), and the step's pairs stored in colour order.
+
+Per step: save_previous_pairs (before the broad phase) -> broad phase -> carry_contacts ->
+colouring -> store_in_color_order.
+"""
+
+import taichi as ti
+
+from ..device import MAX_MANIFOLD_POINTS
+from ..launching import quick
+from ..scan import exclusive_scan
+
+#: Manifold fields carried from one step to the next (per pair, then per point); depths
+#: are not: the first substep's narrow phase finds them again.
+_CARRIED_PAIR_FIELDS = ("body_a", "body_b", "color", "point_count", "normal")
+_CARRIED_POINT_FIELDS = ("point", "feature", "normal_impulse", "tangent_impulse")
+
+
+@ti.func
+def copy_manifold(dst: ti.template(), src: ti.template(), dst_pair, src_pair):
+    """dst's pair dst_pair = src's pair src_pair (two Manifolds instances): bodies, colour,
+    and what warm starting needs."""
+    for name in ti.static(_CARRIED_PAIR_FIELDS):
+        ti.static(getattr(dst, name))[dst_pair] = ti.static(getattr(src, name))[src_pair]
+    for name in ti.static(_CARRIED_POINT_FIELDS):
+        for i in ti.static(range(MAX_MANIFOLD_POINTS)):
+            ti.static(getattr(dst, name))[dst_pair, i] = (
+                ti.static(getattr(src, name))[src_pair, i])
+
+
+@quick
+@ti.kernel
+def _save_previous_pairs(contacts: ti.template(), previous: ti.template(), coloring: ti.template(),
+                         serial: ti.template(), n_slots: ti.i32, n_pairs: ti.i32, ordered: ti.i32,
+                         colored: ti.i32):
+    ti.loop_config(serialize=serial)
+    for slot in range(n_slots + 1):
+        previous.pair_start[slot] = contacts.pair_start[slot] if n_pairs > 0 else 0
+    ti.loop_config(serialize=serial)
+    for k in range(n_pairs):
+        j = coloring.pair_origin[k] if ordered else k
+        copy_manifold(previous, contacts, j, k)
+        previous.color[j] = coloring.color[k] if colored else -1
+
+
+def save_previous_pairs(ctx):
+    """Copy the last step's pairs and manifolds into `previous`, in the broad phase's order
+    (pairs stored in colour order go back through pair_origin), with their colours when the
+    colouring is valid; the next broad phase then overwrites `contacts`."""
+    cache, pool = ctx.cache, ctx.pool
+    _save_previous_pairs(pool.contacts, pool.previous, pool.coloring, ctx.serial, ctx.n_slots,
+                         cache.n_pairs, int(cache.pairs_ordered), int(cache.coloring_valid))
+
+
+@ti.func
+def find_previous(previous: ti.template(), owner, a, b):
+    """Index of last step's pair (a, b) among the pairs `owner` found then, or -1."""
+    found = -1
+    for j in range(previous.pair_start[owner], previous.pair_start[owner + 1]):
+        if previous.body_a[j] == a and previous.body_b[j] == b:
+            found = j
+    return found
+
+
+@ti.func
+def previous_pair(previous: ti.template(), a, b):
+    """Index of last step's pair (a, b) (slots a < b) in `previous`, or -1 if it had none."""
+    found = find_previous(previous, a, a, b)
+    if found < 0:
+        found = find_previous(previous, b, a, b)
+    return found
+
+
+@quick
+@ti.kernel
+def _carry_contacts(contacts: ti.template(), previous: ti.template(), counts: ti.template(),
+                    serial: ti.template(), n_pairs: ti.i32, n_joints: ti.i32):
+    counts.n_pairs[None] = n_pairs
+    counts.n_joints[None] = n_joints
+    ti.loop_config(serialize=serial)
+    for k in range(n_pairs):
+        j = previous_pair(previous, contacts.body_a[k], contacts.body_b[k])
+        if j >= 0:
+            copy_manifold(contacts, previous, k, j)
+        else:
+            contacts.color[k] = -1
+            contacts.point_count[k] = 0
+
+
+def carry_contacts(ctx):
+    """Give each new pair last step's manifold, impulses (warm starting) and colour
+    (contacts.color, -1 if none), if it had them; records the step's constraint counts
+    (counts.n_pairs, counts.n_joints). Waking sleepers touched by new pairs is
+    sleep.wake_islands'."""
+    pool = ctx.pool
+    _carry_contacts(pool.contacts, pool.previous, pool.counts, ctx.serial, ctx.n_pairs,
+                    ctx.n_joints)
+
+
+@quick
+@ti.kernel
+def _plan_color_order(coloring: ti.template(), scan: ti.template(), serial: ti.template(),
+                      n_pairs: ti.i32, n_constraints: ti.i32):
+    """pair_origin[n] = the broad-phase index of the pair to be stored at n; color_list and
+    color rewritten for the new indices."""
+    ti.loop_config(serialize=serial)
+    for i in range(n_constraints):
+        coloring.rank[i] = 1 if coloring.color_list[i] < n_pairs else 0
+    exclusive_scan(scan, coloring.rank, n_constraints, serial)
+    ti.loop_config(serialize=serial)
+    for i in range(n_constraints):
+        k = coloring.color_list[i]
+        if k < n_pairs:
+            n = coloring.rank[i]
+            coloring.pair_origin[n] = k
+            coloring.color_list[i] = n
+    ti.loop_config(serialize=serial)
+    for i in range(n_constraints):
+        color = 0
+        while coloring.color_start[color + 1] <= i:
+            color += 1
+        coloring.color[coloring.color_list[i]] = color
+
+
+@quick
+@ti.kernel
+def _gather_pairs(contacts: ti.template(), staging: ti.template(), coloring: ti.template(),
+                  serial: ti.template(), n_pairs: ti.i32):
+    """Move the pairs to the order _plan_color_order chose, through `staging`."""
+    ti.loop_config(serialize=serial)
+    for n in range(n_pairs):
+        copy_manifold(staging, contacts, n, coloring.pair_origin[n])
+    ti.loop_config(serialize=serial)
+    for n in range(n_pairs):
+        copy_manifold(contacts, staging, n, n)
+
+
+def store_in_color_order(ctx, recolored: bool):
+    """Store the pairs in colour order (after the colouring, before the first refresh), so
+    each colour's solve reads its contacts from consecutive memory instead of scattered
+    across the pair arrays (on the CPU this made the solver passes ~30% faster).
+
+    recolored: the step made a new colouring (else the pairs are in the broad phase's order
+    and the reused colouring's plan, pair_origin, still applies)."""
+    ctx.cache.pairs_ordered = True
+    if ctx.n_pairs == 0:
+        return
+    pool = ctx.pool
+    if recolored:
+        _plan_color_order(pool.coloring, pool.scan, ctx.serial, ctx.n_pairs, ctx.n_constraints)
+    _gather_pairs(pool.contacts, pool.staging, pool.coloring, ctx.serial, ctx.n_pairs)
