@@ -9,10 +9,11 @@ step() reads as the pipeline (Box2D v3's solver stage list, made batched):
     colour          coloring.color_constraints     or keep last step's colouring
     order           pairs.store_in_color_order     a colour's pairs in consecutive memory
     per-body lists  contacts.build_body_lists      for warm starting in a fixed order
-    substeps        _substep x substeps            motors, integrate velocities, refresh
-                                                   contacts, warm start, integrate positions;
-                                                   position pass by colour; derive
-                                                   velocities; velocity pass by colour
+    substeps        begin_substep                  motors, integrate velocities, refresh
+                                                   contacts, warm start, integrate positions
+                    position_pass                  contacts and joints by colour, then
+                                                   velocities derived for jointed bodies
+                    velocity_pass                  contacts by colour
     sleep           sleep.update_sleep             timers, islands, sleep or wake whole
     clear forces    integrate.clear_forces
 
@@ -65,14 +66,33 @@ def step(ctx):
 def _substep(ctx, substep: int):
     """One XPBD substep of length ctx.h (s) for every world; `substep`: its index in the
     step (0: every contact is refreshed)."""
-    pool, serial, h, n_bodies = ctx.pool, ctx.serial, ctx.h, ctx.n_bodies
-    _begin_substep(pool.model, pool.bodies, pool.joints, pool.contacts, pool.solver, serial,
-                   ctx.n_slots, n_bodies, ctx.n_pairs, ctx.n_joints, ctx.gravity, h, ctx.dt,
-                   substep)
+    begin_substep(ctx, substep)
+    position_pass(ctx)
+    velocity_pass(ctx)
+
+
+def begin_substep(ctx, substep: int):
+    """Motors, integrate velocities, refresh the contacts (every pair on substep 0, fast
+    pairs on every substep), warm start, integrate positions (see _begin_substep)."""
+    pool = ctx.pool
+    _begin_substep(pool.model, pool.bodies, pool.joints, pool.contacts, pool.solver,
+                   ctx.serial, ctx.n_slots, ctx.n_bodies, ctx.n_pairs, ctx.n_joints,
+                   ctx.gravity, ctx.h, ctx.dt, substep)
+
+
+def position_pass(ctx):
+    """Penetration and joint constraints, colour after colour, then velocities of the
+    bodies with joints derived from their displacement."""
     _solve_pass(ctx, _position_stage)
     if ctx.n_joints:
-        _derive_velocities(pool.model, pool.bodies, pool.joints, serial, ctx.n_slots, n_bodies,
-                           h)
+        pool = ctx.pool
+        _derive_velocities(pool.model, pool.bodies, pool.joints, ctx.serial, ctx.n_slots,
+                           ctx.n_bodies, ctx.h)
+
+
+def velocity_pass(ctx):
+    """Contact velocity constraints (normal impulses, friction, restitution), colour after
+    colour."""
     if ctx.n_pairs:
         _solve_pass(ctx, _velocity_stage)
 
