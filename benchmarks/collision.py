@@ -37,8 +37,7 @@ def main(argv=None):
         ctx = scene.step_context()
 
         def collide(ctx=ctx):
-            find_candidate_pairs(ctx)
-            compute_manifolds(ctx)
+            compute_manifolds(ctx, find_candidate_pairs(ctx, into="staging"), into="staging")
 
         ms = timed(collide, repeats)
         pairs = len(scene.candidate_pairs())

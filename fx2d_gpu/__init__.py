@@ -1,7 +1,8 @@
 """fx2d_gpu: a batched 2D rigid-body physics engine on Taichi, after Fx2D's XPBD design."""
 
 from .io.scene_yaml import load_scene
-from .scene import Contacts, JointState, Scene, State
+from .records import Contacts, JointState, State
+from .scene import Scene
 from .shapes import MAX_POLYGON_VERTICES
 
 __all__ = ["Contacts", "JointState", "MAX_POLYGON_VERTICES", "Scene", "State", "load_scene"]

@@ -281,6 +281,61 @@ class ModelBuilder:
         return float(np.median(diameters)) if diameters else 1.0
 
 
+def check_targets(target, n_worlds: int) -> np.ndarray:
+    """Motor targets (n_worlds,) from a scalar or an array of that shape, finite."""
+    values = np.asarray(target, dtype=np.float64)
+    if values.shape == ():
+        values = np.full(n_worlds, float(values))
+    if values.shape != (n_worlds,):
+        raise ValueError(f"target must be a scalar or have shape ({n_worlds},), "
+                         f"got {values.shape}")
+    if not np.all(np.isfinite(values)):
+        raise ValueError("target must be finite")
+    return values
+
+
+def check_forces(force, torque, n_worlds: int) -> tuple[np.ndarray, np.ndarray]:
+    """(force (n_worlds, 2) N, torque (n_worlds,) N m) from one value for every world or one
+    per world, finite and within float32's range."""
+    w = n_worlds
+    f = np.asarray(force, dtype=np.float64)
+    if f.shape == (2,):
+        f = np.broadcast_to(f, (w, 2))
+    if f.shape != (w, 2):
+        raise ValueError(f"force must have shape (2,) or ({w}, 2), got {f.shape}")
+    t = np.asarray(torque, dtype=np.float64)
+    if t.shape == ():
+        t = np.broadcast_to(t, (w,))
+    if t.shape != (w,):
+        raise ValueError(f"torque must be a scalar or have shape ({w},), got {t.shape}")
+    if not (np.all(np.isfinite(f)) and np.all(np.isfinite(t))):
+        raise ValueError("force and torque must be finite")
+    if max(np.abs(f).max(initial=0.0), np.abs(t).max(initial=0.0)) > shapes.FLOAT32_MAX:
+        raise ValueError("force and torque must be within float32's range "
+                         f"(|x| <= {shapes.FLOAT32_MAX:g})")
+    return f, t
+
+
+def check_state(state, n_worlds: int, n_bodies: int) -> dict[str, np.ndarray]:
+    """The arrays of a State (see records.State) checked against the layout: shapes,
+    finite, within float32's range (sleeping excepted)."""
+    w, nb = n_worlds, n_bodies
+    expected = {"position": (w, nb, 2), "angle": (w, nb), "velocity": (w, nb, 2),
+                "angular_velocity": (w, nb), "sleeping": (w, nb)}
+    arrays = {}
+    for key, shape in expected.items():
+        value = np.asarray(getattr(state, key))
+        if value.shape != shape:
+            raise ValueError(f"state.{key} must have shape {shape}, got {value.shape}")
+        if key != "sleeping" and not np.all(np.isfinite(value)):
+            raise ValueError(f"state.{key} must be finite")
+        if key != "sleeping" and np.abs(value).max(initial=0.0) > shapes.FLOAT32_MAX:
+            raise ValueError(f"state.{key} must be within float32's range "
+                             f"(|x| <= {shapes.FLOAT32_MAX:g})")
+        arrays[key] = value
+    return arrays
+
+
 def _starts(owners: list[int], n: int) -> np.ndarray:
     """(n + 1,) exclusive prefix sum of how many entries each of n owners has (sorted)."""
     counts = np.bincount(np.asarray(owners, np.int64), minlength=n)

@@ -209,16 +209,15 @@ class Manifolds(FieldGroup):
 
     Three instances: `contacts` (the step's pairs, in colour order once coloured; saved;
     color: the colour the pair had last step, -1 if none), `previous` (last step's, in
-    broad-phase order, for warm starting; color: its colour then) and `staging` (scratch
-    of the reorder by colour; no pair_start).
+    broad-phase order, for warm starting; color: its colour then) and `staging` (scratch:
+    the reorder by colour, and queries between steps, which must not touch `contacts`).
     """
 
-    def __init__(self, builder, n_slots: int, n_pairs: int, saved: bool, body_ranges: bool = True):
+    def __init__(self, builder, n_slots: int, n_pairs: int, saved: bool):
         super().__init__(builder)
         P, M = n_pairs, MAX_MANIFOLD_POINTS
         pairs = "pairs" if saved else None
-        if body_ranges:
-            self._field("pair_start", i32, n_slots + 1, saved="slots+1" if saved else None)
+        self._field("pair_start", i32, n_slots + 1, saved="slots+1" if saved else None)
         self._field("body_a", i32, P, saved=pairs)
         self._field("body_b", i32, P, saved=pairs)
         self._field("color", i32, P)
@@ -391,7 +390,7 @@ class DevicePool:
         self.joints = Joints(builder, capacities["models"], capacities["joints"], JS)
         self.contacts = Manifolds(builder, N, P, saved=True)
         self.previous = Manifolds(builder, N, P, saved=False)
-        self.staging = Manifolds(builder, N, P, saved=False, body_ranges=False)
+        self.staging = Manifolds(builder, N, P, saved=False)
         self.solver = ContactSolver(builder, N, P)
         self.coloring = Coloring(builder, N, P, JS)
         self.broad = BroadPhaseScratch(builder, N, capacities["worlds"], self.entry_capacity,

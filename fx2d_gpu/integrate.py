@@ -27,7 +27,7 @@ def integrate_velocity(model: ti.template(), bodies: ti.template(), slot, body, 
 
 @ti.func
 def begin_step_pose(bodies: ti.template(), slot):
-    """The step's displacements start from the current pose (body_anchor_*)."""
+    """The step's displacements start from the current pose (bodies.anchor_*)."""
     bodies.anchor_position[slot] = bodies.position[slot]
     bodies.anchor_angle[slot] = bodies.angle[slot]
     bodies.delta_position[slot] = vec2(0.0, 0.0)
@@ -42,7 +42,7 @@ def displace(bodies: ti.template(), slot, shift, turn):
 
     The displacement since the step began is accumulated on its own and the pose is rebuilt
     from it, so the small numbers the solver works with never round against a large
-    coordinate (see body_delta_position).
+    coordinate (see device.BodyState).
     """
     delta = bodies.delta_position[slot] + shift
     bodies.delta_position[slot] = delta

@@ -38,7 +38,7 @@ def ensure_initialized(arch: str = "auto") -> str:
             )
         return _state["arch"]
     # fast_math off: with it, LLVM may reassociate a kernel's arithmetic differently in the
-    # serial and parallel variants (device.SerialPoolView), so a world stepped alone and the
+    # serial and parallel variants (device.SERIAL_SLOTS), so a world stepped alone and the
     # same world in a batch drift apart by rounding. Measured on the CPU it saves nothing
     # (large pyramid 27.4 ms/step either way).
     options = dict(offline_cache=True, fast_math=False, default_fp=ti.f32, default_ip=ti.i32,

@@ -7,15 +7,15 @@ device.py and residency.py; Scene ties them together.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 
 from . import kinematics, residency, runtime, shapes, transfer
-from .builder import ModelBuilder, as_bool, as_index
+from .builder import ModelBuilder, as_bool, as_index, check_forces, check_state, check_targets
 from .collision.broad_phase import find_candidate_pairs
 from .collision.narrow_phase import compute_manifolds
-from .device import MAX_MANIFOLD_POINTS, SERIAL_SLOTS
+from .device import SERIAL_SLOTS
+from .records import Contacts, JointState, State
 from .residency import Binding, Snapshot
 from .shapes import as_real, as_vector2
 from .solver.context import StepCache, StepContext
@@ -24,65 +24,6 @@ from .solver.step import step as run_step
 #: Fx2D's time-step bounds, s: below MIN_DT step() raises, above MAX_DT it is clamped.
 MIN_DT = 1e-3
 MAX_DT = 0.06
-
-
-@dataclass
-class State:
-    """A copy of the scene's dynamic state, world first.
-
-    position: (n_worlds, n_bodies, 2) centre of mass, m. angle: (n_worlds, n_bodies), rad.
-    velocity: (n_worlds, n_bodies, 2), m/s. angular_velocity: (n_worlds, n_bodies), rad/s.
-    sleeping: (n_worlds, n_bodies) bool.
-    """
-
-    position: np.ndarray
-    angle: np.ndarray
-    velocity: np.ndarray
-    angular_velocity: np.ndarray
-    sleeping: np.ndarray
-
-    def copy(self) -> State:
-        return State(*(np.array(a, copy=True) for a in
-                       (self.position, self.angle, self.velocity, self.angular_velocity,
-                        self.sleeping)))
-
-
-@dataclass
-class Contacts:
-    """Contact manifolds of one world, one row per touching pair.
-
-    body_a, body_b: (m,) body indices, body_a < body_b. normal: (m, 2) unit, from a to b.
-    point_count: (m,) 1 or 2. points: (m, 2, 2) world points, m (rows past point_count are
-    unused). depths: (m, 2) penetration per point, m. features: (m, 2) feature ids.
-    """
-
-    world: np.ndarray
-    body_a: np.ndarray
-    body_b: np.ndarray
-    normal: np.ndarray
-    point_count: np.ndarray
-    points: np.ndarray
-    depths: np.ndarray
-    features: np.ndarray
-
-    def __len__(self) -> int:
-        return len(self.body_a)
-
-    @property
-    def depth(self) -> np.ndarray:
-        """(m,) deepest penetration of each manifold, m."""
-        masked = np.where(np.arange(MAX_MANIFOLD_POINTS)[None, :] < self.point_count[:, None],
-                          self.depths, -np.inf)
-        return masked.max(axis=1) if len(self) else np.zeros(0)
-
-
-@dataclass
-class JointState:
-    """Joint coordinates per world: position (n_worlds, n_joints) is the relative angle (rad,
-    revolute) or the travel along the axis (m, prismatic); rate is its time derivative."""
-
-    position: np.ndarray
-    rate: np.ndarray
 
 
 class Scene:
@@ -228,14 +169,7 @@ class Scene:
         target: a scalar for every world, or an array of shape (n_worlds,).
         """
         joint = self._builder.check_joint(joint)
-        values = np.asarray(target, dtype=np.float64)
-        if values.shape == ():
-            values = np.full(self._n_worlds, float(values))
-        if values.shape != (self._n_worlds,):
-            raise ValueError(f"target must be a scalar or have shape ({self._n_worlds},), "
-                             f"got {values.shape}")
-        if not np.all(np.isfinite(values)):
-            raise ValueError("target must be finite")
+        values = check_targets(target, self._n_worlds)
         if not self._is_built():
             self._pending_targets[joint] = values  # applied when the arrays are built
             return
@@ -352,14 +286,6 @@ class Scene:
         self._cache.forget_pairs()
         residency.release(binding)
 
-    def _collide(self, ctx: StepContext):
-        """Broad and narrow phase at the current poses, exact (no margins)."""
-        find_candidate_pairs(ctx)
-        compute_manifolds(ctx, 0.0)
-        cache = self._cache
-        cache.pairs_ordered = cache.coloring_valid = False
-        cache.contacts_current = True
-
     # ------------------------------------------------------------------ forces
     def apply_force(self, body: int, force, torque=0.0):
         """Add a force (N, at the centre of mass) and a torque (N m) for the next step().
@@ -367,22 +293,7 @@ class Scene:
         force: (2,) for every world or (n_worlds, 2); torque: scalar or (n_worlds,).
         """
         body = self._builder.check_body(body)
-        w = self._n_worlds
-        f = np.asarray(force, dtype=np.float64)
-        if f.shape == (2,):
-            f = np.broadcast_to(f, (w, 2))
-        if f.shape != (w, 2):
-            raise ValueError(f"force must have shape (2,) or ({w}, 2), got {f.shape}")
-        t = np.asarray(torque, dtype=np.float64)
-        if t.shape == ():
-            t = np.broadcast_to(t, (w,))
-        if t.shape != (w,):
-            raise ValueError(f"torque must be a scalar or have shape ({w},), got {t.shape}")
-        if not (np.all(np.isfinite(f)) and np.all(np.isfinite(t))):
-            raise ValueError("force and torque must be finite")
-        if max(np.abs(f).max(initial=0.0), np.abs(t).max(initial=0.0)) > shapes.FLOAT32_MAX:
-            raise ValueError("force and torque must be within float32's range "
-                             f"(|x| <= {shapes.FLOAT32_MAX:g})")
+        f, t = check_forces(force, torque, self._n_worlds)
         old_f, old_t = self._pending_forces.get(body, (0.0, 0.0))
         self._pending_forces[body] = (old_f + f, old_t + t)
 
@@ -420,21 +331,8 @@ class Scene:
         """Restore a state taken from this scene (shapes must match); previous pose = pose."""
         if not isinstance(state, State):
             raise TypeError(f"state must be a fx2d_gpu.State, got {type(state).__name__}")
-        w, nb = self._n_worlds, self.n_bodies
-        expected = {"position": (w, nb, 2), "angle": (w, nb), "velocity": (w, nb, 2),
-                    "angular_velocity": (w, nb), "sleeping": (w, nb)}
-        arrays = {}
-        for key, shape in expected.items():
-            value = np.asarray(getattr(state, key))
-            if value.shape != shape:
-                raise ValueError(f"state.{key} must have shape {shape}, got {value.shape}")
-            if key != "sleeping" and not np.all(np.isfinite(value)):
-                raise ValueError(f"state.{key} must be finite")
-            if key != "sleeping" and np.abs(value).max(initial=0.0) > shapes.FLOAT32_MAX:
-                raise ValueError(f"state.{key} must be within float32's range "
-                                 f"(|x| <= {shapes.FLOAT32_MAX:g})")
-            arrays[key] = value
-        n = w * nb
+        arrays = check_state(state, self._n_worlds, self.n_bodies)
+        n = self._n_worlds * self.n_bodies
         transfer.write_state(
             self._context(), arrays["position"].reshape(n, 2).astype(np.float32),
             arrays["angle"].reshape(n).astype(np.float32),
@@ -445,11 +343,15 @@ class Scene:
 
     # ------------------------------------------------------------------ contacts
     def _current_contacts(self):
-        """The pool's manifolds for the current poses (the narrow phase runs if they are not)."""
+        """(Manifolds group, pair count) for the current poses: the last step's, or, after
+        set_state, a broad and narrow phase (exact, no margins) into the scratch group,
+        which no later step reads: a query never changes the simulation."""
         ctx = self._context()
-        if not self._cache.contacts_current:
-            self._collide(ctx)
-        return ctx.pool.contacts, self._cache.n_pairs
+        if self._cache.contacts_current:
+            return ctx.pool.contacts, self._cache.n_pairs
+        n_pairs = find_candidate_pairs(ctx, into="staging")
+        compute_manifolds(ctx, n_pairs, 0.0, into="staging")
+        return ctx.pool.staging, n_pairs
 
     def contacts(self, world: int | None = 0) -> Contacts:
         """Contact manifolds of `world` (None: all worlds) at the current state."""

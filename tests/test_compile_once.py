@@ -46,7 +46,7 @@ def hub_scene(arch, extra=0):
 
 def test_fifty_scenes_compile_once(arch):
     # The first scenes may compile: a small one (on the CPU, small scenes run the kernels'
-    # serial variant, device.SerialPoolView) and a large one.
+    # serial variant, device.SERIAL_SLOTS) and a large one.
     hub_scene(arch)
     hub_scene(arch, extra=device.SERIAL_SLOTS)
     compiled = device.compiled_kernel_count()

@@ -270,23 +270,28 @@ def _find_pairs(model: ti.template(), bodies: ti.template(), joints: ti.template
                          counts.lost_bodies[None])
 
 
-def find_candidate_pairs(ctx, margin: float = 0.0, motion_time: float = 0.0):
-    """Candidate pairs of every world at the current poses into `contacts` (AABBs grown by
-    margin (m) plus what each body covers in motion_time (s)); sets ctx.cache.n_pairs and
-    lost_bodies. A grid or pair list too small for the scene grows the pool (ctx.grow keeps
+def find_candidate_pairs(ctx, margin: float = 0.0, motion_time: float = 0.0,
+                         into: str = "contacts") -> int:
+    """Candidate pairs of every world at the current poses (AABBs grown by margin (m) plus
+    what each body covers in motion_time (s)) into the Manifolds group `into`; returns their
+    number. Into `contacts` (the step's pairs) it also sets ctx.cache.n_pairs and
+    lost_bodies; a query between steps uses `staging`, so that it changes nothing a later
+    step reads. A grid or pair list too small for the scene grows the pool (ctx.grow keeps
     the scene's state bitwise) and the broad phase runs again."""
     cache = ctx.cache
     while True:
         pool = ctx.pool
         table_size = min(next_pow2(max(4 * ctx.n_slots, 1024)), pool.table_capacity)
-        needed = _find_pairs(pool.model, pool.bodies, pool.joints, pool.contacts, pool.broad,
-                             pool.counts, pool.scan, ctx.serial, ctx.n_worlds, ctx.n_bodies,
-                             ctx.cell_size, table_size - 1, margin, motion_time)
+        needed = _find_pairs(pool.model, pool.bodies, pool.joints, getattr(pool, into),
+                             pool.broad, pool.counts, pool.scan, ctx.serial, ctx.n_worlds,
+                             ctx.n_bodies, ctx.cell_size, table_size - 1, margin, motion_time)
         entries, pairs, lost = (int(v) for v in needed)
         if entries <= pool.entry_capacity and pairs <= pool.pair_capacity:
             break
         cache.entry_need = max(cache.entry_need, entries)
         cache.pair_need = max(cache.pair_need, pairs + pairs // 4)
         ctx.pool = ctx.grow()
-    cache.lost_bodies = lost
-    cache.n_pairs = pairs
+    if into == "contacts":
+        cache.lost_bodies = lost
+        cache.n_pairs = pairs
+    return pairs

@@ -251,9 +251,9 @@ def _compute_manifolds(model: ti.template(), bodies: ti.template(), contacts: ti
         collide_pair(model, bodies, contacts, pair, n_bodies, margin)
 
 
-def compute_manifolds(ctx, margin: float = 0.0):
-    """Contact manifolds of the candidate pairs [0, ctx.n_pairs) at the current poses, into
-    `contacts`; margin (m) keeps points up to that far apart."""
+def compute_manifolds(ctx, n_pairs: int, margin: float = 0.0, into: str = "contacts"):
+    """Contact manifolds of the candidate pairs [0, n_pairs) of the Manifolds group `into`
+    at the current poses; margin (m) keeps points up to that far apart."""
     pool = ctx.pool
-    _compute_manifolds(pool.model, pool.bodies, pool.contacts, ctx.serial, ctx.n_pairs,
+    _compute_manifolds(pool.model, pool.bodies, getattr(pool, into), ctx.serial, n_pairs,
                        ctx.n_bodies, margin)

@@ -74,7 +74,7 @@ def _coloring_still_valid(model: ti.template(), bodies: ti.template(), contacts:
                           previous: ti.template(), coloring: ti.template(), serial: ti.template(),
                           n_slots: ti.i32, n_pairs: ti.i32, n_bodies: ti.i32) -> ti.i32:
     """1 when last step's colouring still holds: the broad phase found the same pairs in the
-    same order (prev_* hold last step's, in broad-phase order) and no body that the
+    same order (`previous` holds last step's, in broad-phase order) and no body that the
     colouring treated as fixed (static or asleep) moves now. A colouring stays valid when
     bodies fall asleep: that only removes conflicts.
 
@@ -115,7 +115,7 @@ def _start_coloring(model: ti.template(), bodies: ti.template(), joints: ti.temp
                     serial: ti.template(), n_slots: ti.i32, n_constraints: ti.i32, n_bodies: ti.i32,
                     keep: ti.i32) -> ti.i32:
     """Clear the bids and masks; with `keep`, give each constraint the colour it had last
-    step (pair_kept_color, joint_color) unless it was in the overflow or one of its bodies
+    step (contacts.color, coloring.joint_color) unless it was in the overflow or one of its bodies
     woke since (two constraints of one colour may share a body that was fixed then).
     Lists the constraints left without a colour in uncolored and returns their count."""
     n_pairs = counts.n_pairs[None]

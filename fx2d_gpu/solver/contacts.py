@@ -55,7 +55,7 @@ def warm_start_body(model: ti.template(), bodies: ti.template(), contacts: ti.te
                     solver: ti.template(), slot, n_bodies):
     """Re-apply to one body the impulses its contacts carried at the end of the last substep.
 
-    Gathered per body over its pairs in a fixed order (body_contacts), so the sum is the same
+    Gathered per body over its pairs in a fixed order (solver.body_contacts), so the sum is the same
     on every run.
     """
     inv_mass, inv_inertia = solver_mass(model, bodies, slot, slot % n_bodies)
@@ -158,7 +158,7 @@ def resolve_penetration(bodies: ti.template(), contacts: ti.template(), solver: 
 def prepare_pair(model: ti.template(), bodies: ti.template(), solver: ti.template(), pair, slot_a,
                  slot_b, n_bodies):
     """Per-step constants of a pair (sleep flags only change between steps): the bodies'
-    inverse masses as the solver sees them, into pair_solver_mass, the mixed restitution and
+    inverse masses as the solver sees them, into solver.solver_mass, the mixed restitution and
     the slop; returns the smaller bounding radius (m)."""
     wa, ia = solver_mass(model, bodies, slot_a, slot_a % n_bodies)
     wb, ib = solver_mass(model, bodies, slot_b, slot_b % n_bodies)

@@ -10,12 +10,12 @@ Rules
     - a candidate pair whose manifold touches: a point within TOUCH_DISTANCE (depth as of the
       step's first substep);
     - a joint slot;
-    - a sleeping body and the island it fell asleep with (body_island from the last
+    - a sleeping body and the island it fell asleep with (bodies.island from the last
       labelling). The broad phase finds no pair between two sleeping bodies, so a sleeping
       pile has no contacts of its own: it keeps its island until it wakes.
   Static, kinematic and shape-less bodies never join islands through contacts (static and
   kinematic ones are no nodes; shape-less ones have no contacts, only joints). A body that
-  is no node is its own island. The label of an island (body_island) is the smallest slot
+  is no node is its own island. The label of an island (bodies.island) is the smallest slot
   in it, whatever the order of the threads.
 * Falling asleep (update_sleep, once per step after the substeps): an island sleeps only when
   every body in it is ready (asleep already, or body_sleep_time >= SLEEP_TIME); its bodies
@@ -40,13 +40,12 @@ Rules
 Per step: save_previous_pairs -> broad phase -> wake_islands (> 0: broad phase again) ->
 carry_contacts ... substeps ... -> update_sleep.
 
-Fields (device.py): body_island (the labels); scratch: island_prev (a sleeping body's label
-before the labelling), island_parent (the union-find forest), island_wake (marks per island:
+Fields (device.py): bodies.island (the labels); IslandScratch: previous_label (a sleeping
+body's label before the labelling), parent (the union-find forest), wake (marks per island:
 -1 in update_sleep, an island that stays awake; in wake_islands, the call's stamp,
-island_status[2], an island to wake), island_status (labelling not converged, bodies woken,
-stamp).
+islands.stamp, an island to wake), and the scalars not_converged, woken and stamp.
 
-Labelling is a parallel connected-components pass over a union-find forest (island_parent).
+Labelling is a parallel connected-components pass over a union-find forest (islands.parent).
 Each edge joins the roots of its two ends with atomic_min (a lock-free union: when the root
 it hooks has been hooked meanwhile, the union goes on with its new parent), then every
 body's parent is compressed to its root. The forest orders bodies by a key, a fixed
@@ -55,7 +54,7 @@ bodies were added in order (a rope, a row of a pile), which GPU threads then wal
 at a time (measured on an H100: 0.97 ms for a chain of 16,000 bodies in slot order, 0.15 ms
 with keys, as for a shuffled chain). Each launch runs a round (every edge hooked, then every
 parent compressed to its root) and a check (every edge hooked again); launches repeat until
-a check changes nothing (read back from island_status[0]). One round normally joins
+a check changes nothing (read back from islands.not_converged). One round normally joins
 everything, so a step needs one launch (a chain of 10,000 bodies too). Last, each island's
 label is its smallest slot (atomic_min into the root, then read back by every member): the
 result does not depend on the order of threads.
@@ -112,7 +111,7 @@ def _touching(contacts: ti.template(), pair):
 
 @ti.func
 def _island_of(bodies: ti.template(), slot, n_bodies):
-    """body_island[slot] if it is a plausible label (a root in the same world, not above the
+    """bodies.island[slot] if it is a plausible label (a root in the same world, not above the
     slot), else the slot itself: labels left by another scene or an older layout of this
     one must not index out of range or across worlds."""
     label = bodies.island[slot]
@@ -143,7 +142,7 @@ def _slot(key):
 
 @ti.func
 def _root(islands: ti.template(), x):
-    """The root slot of x's tree, halving the path on the way. island_parent holds the
+    """The root slot of x's tree, halving the path on the way. islands.parent holds the
     parent's key, which is below the body's own key except at a root (parent = own key);
     keys only ever decrease and stay in the component, so concurrent halving is safe."""
     r = x
@@ -219,7 +218,7 @@ def _label_launch(model: ti.template(), bodies: ti.template(), joints: ti.templa
     """One launch of the island pass; returns 1 while the labelling has not converged.
 
     begin (first launch of a pass): with `settle`, the sleep timers; each sleeping body's
-    old label kept in island_prev; every body a tree of its own. Then a round (every edge
+    old label kept in islands.previous_label; every body a tree of its own. Then a round (every edge
     hooked, every parent compressed to its root) and a check (every edge hooked again: a
     change means another launch). Once the check changed nothing: the labels (smallest
     slots), and with `settle`, ready islands fall asleep and the others wake.
