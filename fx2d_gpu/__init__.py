@@ -4,6 +4,8 @@ from .io.scene_yaml import load_scene
 from .records import Contacts, JointState, State
 from .scene import Scene
 from .shapes import MAX_POLYGON_VERTICES
+from .snapshots import SceneSnapshot
 
-__all__ = ["Contacts", "JointState", "MAX_POLYGON_VERTICES", "Scene", "State", "load_scene"]
+__all__ = ["Contacts", "JointState", "MAX_POLYGON_VERTICES", "Scene", "SceneSnapshot", "State",
+           "load_scene"]
 __version__ = "0.1.0"

@@ -44,24 +44,25 @@ def next_pow2(n: int) -> int:
 
 
 class _Builder:
-    """Places fields in one FieldsBuilder (one SNode tree) and counts their bytes."""
+    """Places fields in one FieldsBuilder (one SNode tree) and counts their bytes; with
+    `dry_run` it only counts (to refuse a pool too big before allocating any of it)."""
 
-    def __init__(self):
-        self.fields_builder = ti.FieldsBuilder()
+    def __init__(self, dry_run: bool = False):
+        self.fields_builder = None if dry_run else ti.FieldsBuilder()
         self.nbytes = 0
 
     def place(self, n: int, dtype, shape):
+        elements = 1 if shape == () else shape if isinstance(shape, int) else shape[0] * shape[1]
+        self.nbytes += elements * n * 4  # every field is 32-bit
+        if self.fields_builder is None:
+            return None
         f = ti.field(dtype) if n == 1 else ti.Vector.field(n, dtype)
         if shape == ():
             self.fields_builder.place(f)
-            elements = 1
         elif isinstance(shape, int):
             self.fields_builder.dense(ti.i, shape).place(f)
-            elements = shape
         else:
             self.fields_builder.dense(ti.ij, shape).place(f)
-            elements = shape[0] * shape[1]
-        self.nbytes += elements * n * 4  # every field is 32-bit
         return f
 
 
@@ -374,7 +375,7 @@ class DevicePool:
     joint_slots: n_worlds * joints; filters: disable_collision entries.
     """
 
-    def __init__(self, capacities: dict):
+    def __init__(self, capacities: dict, dry_run: bool = False):
         self.capacities = dict(capacities)
         self.body_capacity = capacities["bodies"]
         self.pair_capacity = capacities["pairs"]
@@ -384,7 +385,7 @@ class DevicePool:
         self.table_capacity = next_pow2(4 * self.body_capacity)
         N, P, JS = self.body_capacity, self.pair_capacity, capacities["joint_slots"]
         scan_len = max(self.table_capacity, N, P + JS) + 1
-        builder = _Builder()
+        builder = _Builder(dry_run)
         self.model = BodyModel(builder, capacities["models"], capacities["filters"])
         self.bodies = BodyState(builder, N)
         self.joints = Joints(builder, capacities["models"], capacities["joints"], JS)
@@ -399,7 +400,12 @@ class DevicePool:
         self.counts = StepCounts(builder)
         self.scan = ScanScratch(builder, (scan_len + SCAN_BLOCK - 1) // SCAN_BLOCK + 1)
         self.nbytes = builder.nbytes  # device memory of all the fields
-        self._tree = builder.fields_builder.finalize()
+        self._tree = None if dry_run else builder.fields_builder.finalize()
+
+    @classmethod
+    def bytes_needed(cls, capacities: dict) -> int:
+        """Device memory (bytes) a pool of these capacities takes; allocates nothing."""
+        return cls(capacities, dry_run=True).nbytes
 
     def groups(self) -> dict[str, FieldGroup]:
         return {name: getattr(self, name) for name in GROUP_NAMES}

@@ -81,6 +81,16 @@ class QuickKernel:
         self.__name__ = getattr(kernel, "__name__", "kernel")
         self.__wrapped__ = kernel
 
+    @property
+    def short_path(self) -> bool:
+        """False once the kernel's arguments turned out unsupported (Taichi's path always)."""
+        return self._kinds is not None
+
+    @property
+    def remembered(self) -> int:
+        """Template instantiations that launch through the short path."""
+        return len(self._entries)
+
     def __call__(self, *args, **kwargs):
         if kwargs or self._kinds is None or len(args) != len(self._kinds):
             return self._kernel(*args, **kwargs)

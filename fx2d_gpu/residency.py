@@ -19,6 +19,7 @@ import weakref
 
 import numpy as np
 
+from . import runtime
 from .device import MIN_CAPACITIES, DevicePool
 
 #: Groups whose fields are the scene's model (built on the host, uploaded on load).
@@ -101,8 +102,9 @@ def current_pool() -> DevicePool | None:
 
 
 def acquire(binding: Binding) -> DevicePool:
-    """The shared pool with `binding`'s scene resident in it, grown if its needs exceed it;
-    the previously resident scene, if another, is saved to the host first."""
+    """The shared pool with `binding`'s scene resident in it, grown if its needs exceed it
+    (ValueError first if the grown pool cannot be had, see check_fits); the previously
+    resident scene, if another, is saved to the host first."""
     pool, resident = _state["pool"], _resident()
     needs = binding.needs()
     if pool is not None and pool.fits(needs):
@@ -111,13 +113,8 @@ def acquire(binding: Binding) -> DevicePool:
                 _evict(resident, pool)
             _load(binding, pool)
         return pool
-    capacities = {}
-    for key, floor in MIN_CAPACITIES.items():
-        cap = pool.capacities[key] if pool is not None else floor
-        while cap < needs.get(key, 0):
-            cap *= 2
-        capacities[key] = cap
-    grown = DevicePool(capacities)
+    check_fits(binding)
+    grown = DevicePool(_grown_capacities(pool, needs))
     if pool is not None and resident is binding:
         _copy_pool(pool, grown)  # exact even in the middle of a step
     else:
@@ -136,6 +133,44 @@ def current_state(binding: Binding) -> Snapshot:
     if is_resident(binding):
         return Snapshot.take(_state["pool"], binding.extents())
     return binding.saved
+
+
+def _grown_capacities(pool: DevicePool | None, needs: dict) -> dict:
+    """Capacities of the pool that replaces `pool` for `needs`: each at least doubled until
+    it fits, so that growth compiles rarely."""
+    capacities = {}
+    for key, floor in MIN_CAPACITIES.items():
+        cap = pool.capacities[key] if pool is not None else floor
+        while cap < needs.get(key, 0):
+            cap *= 2
+        capacities[key] = cap
+    return capacities
+
+
+#: Most body slots (n_worlds * n_bodies) and candidate pairs a pool holds: every index
+#: on the device is a 32-bit integer (the grid's hash table has 4 slots per body).
+MAX_SLOTS = 1 << 28
+MAX_PAIRS = 1 << 30
+
+
+def check_fits(binding: Binding):
+    """ValueError, before anything is allocated, if the pool the scene needs is past the
+    32-bit index range or larger than the memory available (runtime.available_memory)."""
+    needs = binding.needs()
+    layout = (f"n_worlds={binding.n_worlds} x n_bodies={binding.n_bodies} = "
+              f"{needs['bodies']:,} body slots")
+    if needs["bodies"] > MAX_SLOTS or needs["pairs"] > MAX_PAIRS:
+        raise ValueError(f"{layout}: more than the {MAX_SLOTS:,} body slots (or "
+                         f"{MAX_PAIRS:,} pairs) one scene can index; use fewer worlds")
+    pool = _state["pool"]
+    if pool is not None and pool.fits(needs):
+        return
+    needed = DevicePool.bytes_needed(_grown_capacities(pool, needs))
+    available_bytes = runtime.available_memory()
+    if available_bytes is not None and needed > available_bytes:
+        raise ValueError(f"{layout}: the device arrays would need {needed / 2**30:.1f} GiB, "
+                         f"{available_bytes / 2**30:.1f} GiB of memory are available; use "
+                         "fewer worlds or bodies")
 
 
 def release(binding: Binding):

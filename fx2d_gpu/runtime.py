@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import os
 import subprocess
 import sys
 
@@ -57,6 +58,24 @@ def ensure_initialized(arch: str = "auto") -> str:
     return _state["arch"]
 
 
+def available_memory() -> int | None:
+    """Bytes the device arrays may take: the host's available memory on CPU backends (from
+    /proc/meminfo, else the physical memory); None on GPU backends (not known here)."""
+    if not on_cpu():
+        return None
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
 def on_cpu() -> bool:
     """True when Taichi runs on a CPU backend (after ensure_initialized)."""
     return _state["arch"] is not None and _matches("cpu", _state["arch"])
@@ -78,6 +97,12 @@ def _loadable(*names: str) -> bool:
         except OSError:
             continue
     return False
+
+
+def gpu_available() -> bool:
+    """Whether Taichi starts on a GPU backend of this machine (each tried in a child
+    process)."""
+    return any(_probe(name) for name in _gpu_candidates())
 
 
 def _gpu_candidates() -> list[str]:

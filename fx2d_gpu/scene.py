@@ -18,6 +18,7 @@ from .device import SERIAL_SLOTS
 from .records import Contacts, JointState, State
 from .residency import Binding, Snapshot
 from .shapes import as_real, as_vector2
+from .snapshots import MOTOR_FIELDS, SceneSnapshot, cache_fields, model_fingerprint
 from .solver.context import StepCache, StepContext
 from .solver.step import step as run_step
 
@@ -52,6 +53,7 @@ class Scene:
         self._cache = StepCache()
         self._binding = Binding(self._cache, self._n_worlds)
         self._cell = 1.0
+        self._fingerprint_value: str | None = None  # of the built model (snapshots)
         self._pending_targets: dict[int, np.ndarray] = {}  # set before the arrays exist
         self._pending_forces: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self.meta: dict = {}  # viewer data from a scene file: size (m), background
@@ -283,6 +285,7 @@ class Scene:
         binding.n_bodies, binding.n_joints = self.n_bodies, self.n_joints
         binding.n_filters = len(builder.no_collision)
         self._cell = builder.cell_size()
+        self._fingerprint_value = None
         self._cache.forget_pairs()
         residency.release(binding)
 
@@ -340,6 +343,62 @@ class Scene:
             arrays["angular_velocity"].reshape(n).astype(np.float32),
             arrays["sleeping"].reshape(n).astype(np.int32))
         self._cache.contacts_current = False
+
+    # ------------------------------------------------------------------ snapshots
+    def snapshot(self) -> SceneSnapshot:
+        """Everything that affects this scene's future (fx2d_gpu.snapshots.SceneSnapshot):
+        poses, velocities, warm-start impulses and pairs, colours, sleep timers and islands,
+        PID state, motor targets and settings, forces applied for the next step, the clock.
+        restore() it and step: the run from here repeats bitwise."""
+        self._context()
+        binding, cache = self._binding, self._cache
+        device = residency.current_state(binding).arrays
+        return SceneSnapshot(
+            self._fingerprint(), self._n_worlds, self.n_bodies, self.n_joints,
+            {group: {k: v.copy() for k, v in fields.items()} for group, fields in device.items()},
+            {k: binding.model["joints"][k].copy() for k in MOTOR_FIELDS}, cache_fields(cache),
+            {b: (np.array(f), np.array(t)) for b, (f, t) in self._pending_forces.items()},
+            self.time, self.step_count)
+
+    def restore(self, snapshot: SceneSnapshot):
+        """Return to a snapshot taken from this scene (or one with the same bodies, joints
+        and n_worlds); ValueError for another scene's, and the scene is left unchanged."""
+        if not isinstance(snapshot, SceneSnapshot):
+            raise TypeError(f"snapshot must be a fx2d_gpu.SceneSnapshot, got "
+                            f"{type(snapshot).__name__}")
+        self._context()
+        if snapshot.fingerprint != self._fingerprint():
+            raise ValueError("snapshot is of another scene (its bodies, joints, disabled pairs "
+                             "or n_worlds differ)")
+        snapshot = snapshot.copy()
+        binding = self._binding
+        joints = binding.model["joints"]
+        for key in MOTOR_FIELDS:
+            joints[key][...] = snapshot.motors[key]
+        for j, joint in enumerate(self._builder.joints):
+            joint.mode = int(joints["mode"][j])
+            joint.pid = tuple(float(g) for g in joints["pid"][j])
+            joint.max_effort = float(joints["max_effort"][j])
+        binding.saved = snapshot.device_snapshot()
+        for key, value in snapshot.cache.items():
+            setattr(self._cache, key, value)
+        self._pending_forces = dict(snapshot.forces)
+        self.time, self.step_count = snapshot.time, snapshot.step_count
+        residency.release(binding)  # the next use loads the snapshot and the motor settings
+
+    def save_state(self, path):
+        """Write snapshot() to a .npz file (with a format version)."""
+        self.snapshot().save(path)
+
+    def load_state(self, path):
+        """restore() a file written by save_state; ValueError if it is not one or belongs to
+        another scene."""
+        self.restore(SceneSnapshot.load(path))
+
+    def _fingerprint(self) -> str:
+        if self._fingerprint_value is None:
+            self._fingerprint_value = model_fingerprint(self._binding.model, self._n_worlds)
+        return self._fingerprint_value
 
     # ------------------------------------------------------------------ contacts
     def _current_contacts(self):

@@ -97,9 +97,8 @@ _GROWTH = textwrap.dedent("""
     runtime.ensure_initialized("{arch}")
     device.MIN_CAPACITIES.update(pairs=256, entries=1024)  # a pool far too small
 
-    def run():
-        scene = random_pile(400, arch="{arch}", seed=2)
-        for step in range(25):
+    def steps(scene, first, last):
+        for step in range(first, last):
             if step == 10:
                 scene.apply_force(5, (0.0, 30.0))
             scene.step(1 / 60)
@@ -107,17 +106,26 @@ _GROWTH = textwrap.dedent("""
         digest = hashlib.sha1()
         for a in (s.position, s.angle, s.velocity, s.angular_velocity, s.sleeping):
             digest.update(np.ascontiguousarray(a).tobytes())
-        return digest.hexdigest(), scene.step_context().pool.pair_capacity
+        return digest.hexdigest()
 
-    first, grown_capacity = run()  # grows the pair buffer and the grid in its first steps
-    second, capacity = run()  # the same scene in the grown pool: nothing grows
-    print(first == second, grown_capacity, capacity)
+    scene = random_pile(400, arch="{arch}", seed=2)
+    first = steps(scene, 0, 25)  # grows the pair buffer and the grid in its first steps
+    grown_capacity = scene.step_context().pool.pair_capacity
+    scene = random_pile(400, arch="{arch}", seed=2)
+    steps(scene, 0, 8)
+    snapshot = scene.snapshot()  # more pairs than the first pool could hold
+    second = steps(scene, 8, 25)  # the same scene in the grown pool: nothing grows
+    scene.restore(snapshot)
+    restored = steps(scene, 8, 25)
+    capacity = scene.step_context().pool.pair_capacity
+    print(first == second == restored, grown_capacity, capacity)
 """)
 
 
 def test_growing_buffers_mid_run_does_not_change_results(arch):
     """Issue 14's scenario: a run that grew the pair buffer mid-step must equal a run that
-    found it big enough (the pool's fields are copied whole into the grown pool)."""
+    found it big enough (the pool's fields are copied whole into the grown pool); a snapshot
+    of the scene with its grown pair list restores exactly."""
     out = subprocess.run([sys.executable, "-c", _GROWTH.format(arch=arch)],
                          capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
@@ -162,3 +170,35 @@ def test_reads_after_set_state_change_nothing(arch):
     for read in ("contacts", "candidate_pairs", "get_state", "joint_state"):
         assert_bitwise_equal(run(lambda scene, read=read: getattr(scene, read)()), reference,
                              read)
+
+
+_TOO_BIG = textwrap.dedent("""
+    import fx2d_gpu as fx
+    small = fx.Scene(arch="{arch}")
+    small.add_circle((0.0, 0.0), 0.5)
+    small.step(0.01)
+    for n_worlds, words in ((10**8, "GiB"), (3 * 10**8, "index")):
+        huge = fx.Scene(n_worlds=n_worlds, arch="{arch}")
+        huge.add_circle((0.0, 0.0), 0.5)
+        try:
+            huge.step(0.01)
+        except ValueError as error:
+            assert words in str(error) and "n_worlds" in str(error), error
+            print("refused:", error)
+        else:
+            raise AssertionError("accepted")
+    small.step(0.01)  # the process and its other scenes are unharmed
+    fresh = fx.Scene(arch="{arch}")
+    fresh.add_box((0.0, 0.0), (1.0, 1.0))
+    fresh.step(0.01)
+    print("ok", small.get_state().position[0, 0, 1] < 0)
+""")
+
+
+def test_a_scene_too_big_for_memory_is_refused_before_allocating(arch):
+    """Issue 14: Scene(n_worlds=10**8) used to fail allocating 67 GB in its first step and
+    leave every scene of the process broken."""
+    out = subprocess.run([sys.executable, "-c", _TOO_BIG.format(arch=arch)],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.count("refused:") == 2 and "ok True" in out.stdout, out.stdout

@@ -1,4 +1,14 @@
-"""Contact constraints (seed 000): warm start, XPBD penetration resolution, velocity pass.
+"""The whole contact constraint (seed 000), stage by stage:
+
+- prepare (refresh_contacts, on the step's first substep and for fast pairs every substep):
+  narrow phase with margins, impulses carried by feature id, the pair's solver masses,
+  restitution and slop, each point's lever arms, effective masses and friction regime
+  (mu_s while it sticks, mu_k once it slides; mixed_friction);
+- per-body contact lists (build_body_lists, once per step) for warm starting;
+- warm start (warm_start_body), before the substep's position integration;
+- position pass (resolve_penetration): XPBD penetration resolution;
+- velocity pass (solve_velocity): normal impulses (a 2-point block solve where it helps),
+  Coulomb friction, restitution in the substep of an impact.
 
 All functions handle one pair's manifold (up to 2 points) in one thread; the colouring
 guarantees no other thread touches the same dynamic bodies meanwhile. Sleeping bodies act as
@@ -29,7 +39,7 @@ CONTACT_COMPLIANCE = 1e-8
 #: Restitution applies only to contacts closing faster than this, m/s (no micro-bounces).
 RESTITUTION_THRESHOLD = 0.5
 #: Points this many slops apart are kept as speculative contacts (besides the distance the
-#: bodies can travel, see step.refresh_contacts): the velocity pass lets the bodies close
+#: bodies can travel, see refresh_contacts): the velocity pass lets the bodies close
 #: the gap but no more, so they land without overshooting.
 SPECULATIVE_SLOPS = 4.0
 SPECULATIVE_DISTANCE = SPECULATIVE_SLOPS * LINEAR_SLOP

@@ -1,0 +1,562 @@
+"""Single stages of the step pipeline (fx2d_gpu/solver/step.py) against NumPy references.
+
+Each test builds a small Scene, takes its StepContext (Scene.step_context), writes or lets
+the earlier stages produce the stage's input, runs one stage launcher and compares its
+output with a reference computed here from hand-derived inputs:
+
+- colouring (coloring.color_constraints): brute-force validity of the colour lists, and the
+  colours the documented bidding rule gives, on a star, a chain and a 20-spoke hub;
+- one contact position pass (resolve_penetration's XPBD formula) for a circle and for boxes
+  whose manifold is computed by hand;
+- one contact velocity pass: accumulated normal impulses, speculative contacts, Coulomb
+  friction (static / kinetic regime) and the two-point block solve;
+- one joint position pass: JOINT_ITERATIONS XPBD anchor updates of a revolute joint.
+
+Only public API is used: Scene methods, the stage launchers and the pool's fields.
+"""
+
+import math
+
+import numpy as np
+import pytest
+
+import fx2d_gpu as fx
+import fx2d_gpu.solver.coloring as coloring
+import fx2d_gpu.solver.pairs as pairs
+from fx2d_gpu.collision.broad_phase import find_candidate_pairs
+from fx2d_gpu.device import MAX_COLORS
+from fx2d_gpu.solver.contacts import (
+    CONTACT_COMPLIANCE,
+    LINEAR_SLOP,
+    MAX_PUSHOUT_SPEED,
+    SLOP_FRACTION,
+    SPECULATIVE_DISTANCE,
+    STICK_SPEED,
+    build_body_lists,
+)
+from fx2d_gpu.solver.joints import JOINT_ITERATIONS
+from fx2d_gpu.solver.step import begin_substep, position_pass, velocity_pass
+
+SERIAL = pytest.mark.parametrize("serial", [False, True], ids=["parallel", "serial"])
+
+
+# ----------------------------------------------------------------------------- helpers
+def put(field, values):
+    """field[:len(values)] = values."""
+    full = field.to_numpy()
+    values = np.asarray(values, full.dtype)
+    full[: len(values)] = values
+    field.from_numpy(full)
+
+
+def get(field, n):
+    return field.to_numpy()[:n].astype(np.float64)
+
+
+def stage_context(scene, serial, dt=1.0 / 60.0, substeps=1):
+    """The scene's StepContext for a step of dt (s) in `substeps`, no gravity, its kernels'
+    loops serial if `serial`."""
+    ctx = scene.step_context(dt)
+    ctx.serial, ctx.substeps, ctx.gravity = serial, substeps, (0.0, 0.0)
+    return ctx
+
+
+def first_substep(ctx):
+    """The step's stages up to begin_substep(ctx, 0), as solver.step.step runs them."""
+    pairs.save_previous_pairs(ctx)
+    find_candidate_pairs(ctx, SPECULATIVE_DISTANCE, ctx.dt)
+    pairs.carry_contacts(ctx)
+    recolored = coloring.color_constraints(ctx)
+    pairs.store_in_color_order(ctx, recolored)
+    build_body_lists(ctx)
+    begin_substep(ctx, 0)
+
+
+def manifold(ctx, pair=0):
+    """(normal, points (count, 2), depths (count,)) of stored pair `pair`."""
+    contacts = ctx.pool.contacts
+    count = int(contacts.point_count.to_numpy()[pair])
+    return (contacts.normal.to_numpy()[pair].astype(np.float64),
+            contacts.point.to_numpy()[pair, :count].astype(np.float64),
+            contacts.depth.to_numpy()[pair, :count].astype(np.float64))
+
+
+def cross(r, v):
+    return r[0] * v[1] - r[1] * v[0]
+
+
+def perp(r):
+    return np.array([-r[1], r[0]])
+
+
+def inverse_mass(scene, body):
+    """(1/m, 1/I) of a body, 0 for static ones."""
+    mass = scene.body_mass(body)
+    return (1.0 / mass, 1.0 / scene.body_inertia(body)) if mass > 0.0 else (0.0, 0.0)
+
+
+def slop_of(scene, body_a, body_b):
+    smallest = min(scene.body_shape(b).bounding_radius for b in (body_a, body_b))
+    return min(LINEAR_SLOP, SLOP_FRACTION * smallest)
+
+
+# ----------------------------------------------------------------------------- colouring
+#: Sub-rounds per colour of the bidding rule (coloring.py's module docstring: "a few
+#: sub-rounds per colour let the losers try bodies still free"). Only the chain's and the
+#: star's exact colours depend on it; the hubs' do not (one bid per round wins the hub).
+SUB_ROUNDS = 4
+
+
+def bid_priority(local):
+    """coloring.priority's documented permutation of a pair's index within its world."""
+    return (np.asarray(local, np.uint64) * np.uint64(2654435761)) & np.uint64(0x7FFFFFFF)
+
+
+def rule_colors(a, b, dynamic, priority):
+    """Colours (MAX_COLORS: overflow) of the documented bidding rule, simulated one
+    constraint at a time: in round c, SUB_ROUNDS times, every uncoloured constraint whose
+    dynamic bodies hold no colour-c constraint bids its priority on them (lowest wins);
+    those that win all their dynamic bodies take colour c."""
+    color = np.full(len(a), -1)
+    for c in range(MAX_COLORS):
+        holding = set()  # bodies with a colour-c constraint
+        for _ in range(SUB_ROUNDS):
+            claim = {}
+            free = [k for k in range(len(a)) if color[k] < 0
+                    and all(not dynamic[x] or x not in holding for x in (a[k], b[k]))]
+            for k in free:
+                for x in (a[k], b[k]):
+                    if dynamic[x]:
+                        claim[x] = min(claim.get(x, priority[k]), priority[k])
+            winners = [k for k in free
+                       if all(not dynamic[x] or claim[x] == priority[k] for x in (a[k], b[k]))]
+            for k in winners:
+                color[k] = c
+                holding.update((a[k], b[k]))
+    color[color < 0] = MAX_COLORS
+    return color
+
+
+def colour_graph(serial, n_bodies, edges, static=(), n_worlds=1):
+    """Colour the contact pairs `edges` (body pairs, repeated in every world) of a scene of
+    n_bodies circles (those in `static` with mass 0), written by hand into the pool as the
+    broad phase leaves them (grouped by lower slot, partners ascending, pair_start per
+    slot), after carry_contacts found no pairs last step. Returns (ctx, a, b, dynamic)."""
+    scene = fx.Scene(gravity=(0.0, 0.0), n_worlds=n_worlds)
+    for body in range(n_bodies):
+        scene.add_circle((3.0 * body, 0.0), 0.5, mass=0.0 if body in static else 1.0)
+    ctx = stage_context(scene, serial)
+    pairs.save_previous_pairs(ctx)  # a new scene has no pairs: `previous` is left empty
+    edges = np.array(edges)
+    world = np.repeat(np.arange(n_worlds), len(edges)) * n_bodies
+    a = np.tile(edges.min(1), n_worlds) + world
+    b = np.tile(edges.max(1), n_worlds) + world
+    order = np.lexsort((b, a))
+    a, b = a[order], b[order]
+    n_slots = n_worlds * n_bodies
+    pool = ctx.pool
+    put(pool.contacts.body_a, a)
+    put(pool.contacts.body_b, b)
+    put(pool.contacts.pair_start,
+        np.concatenate([[0], np.cumsum(np.bincount(a, minlength=n_slots))]))
+    ctx.cache.n_pairs = len(a)
+    pairs.carry_contacts(ctx)
+    assert coloring.color_constraints(ctx)  # a new colouring, from scratch
+    dynamic = np.tile([body not in static for body in range(n_bodies)], n_worlds)
+    return ctx, a, b, dynamic
+
+
+def check_coloring(ctx, a, b, dynamic):
+    """Brute-force checks of the colouring of pairs (a, b); returns (color, color_list,
+    color_start) as the device holds them."""
+    n = len(a)
+    pool, cache = ctx.pool, ctx.cache
+    color = pool.coloring.color.to_numpy()[:n]
+    start = pool.coloring.color_start.to_numpy()
+    listed = pool.coloring.color_list.to_numpy()[:n]
+    assert start[0] == 0 and start[MAX_COLORS + 1] == n and (np.diff(start) >= 0).all()
+    np.testing.assert_array_equal(np.sort(listed), np.arange(n))  # each pair exactly once
+    used = 0
+    for c in range(MAX_COLORS + 1):
+        members = listed[start[c]:start[c + 1]]
+        assert (color[members] == c).all(), c  # listed under its own colour
+        if c < MAX_COLORS and len(members):
+            used = c + 1
+            ends = np.concatenate([a[members], b[members]])
+            moving = ends[dynamic[ends]]
+            assert len(np.unique(moving)) == len(moving), f"colour {c} shares a dynamic body"
+    # A colour round always colours the lowest-priority pair left (every body is free of
+    # the new colour when the round starts): no empty colour below the last one used.
+    assert all(start[c + 1] > start[c] for c in range(used))
+    assert cache.n_colors == used
+    overflow = listed[start[MAX_COLORS]:]
+    assert cache.n_overflow == len(overflow)
+    # The overflow colour is solved serially in pair order.
+    np.testing.assert_array_equal(overflow, np.sort(overflow))
+    return color, listed, start
+
+
+def check_color_order(ctx, a, b, color):
+    """store_in_color_order: pair n now holds the broad phase's pair pair_origin[n], pairs
+    ascend by colour, and color_list / color follow the new indices."""
+    n = len(a)
+    pairs.store_in_color_order(ctx, True)
+    pool = ctx.pool
+    origin = pool.coloring.pair_origin.to_numpy()[:n]
+    np.testing.assert_array_equal(np.sort(origin), np.arange(n))
+    np.testing.assert_array_equal(pool.contacts.body_a.to_numpy()[:n], a[origin])
+    np.testing.assert_array_equal(pool.contacts.body_b.to_numpy()[:n], b[origin])
+    stored = pool.coloring.color.to_numpy()[:n]
+    np.testing.assert_array_equal(stored, color[origin])
+    assert (np.diff(stored) >= 0).all()
+    np.testing.assert_array_equal(pool.coloring.color_list.to_numpy()[:n], np.arange(n))
+
+
+@SERIAL
+def test_coloring_a_star_with_a_shared_static_body(serial):
+    """A dynamic hub (0) touching leaves 1-8; leaf 8 is static, a ground under a row of six
+    touching dynamic balls (9-14). The hub's 8 pairs need 8 colours, one each, taken in
+    priority order (each round the hub goes to the lowest bid on it: its leaves 1-7 have no
+    other pair, and static 8 takes no bids). Static bodies never count as taken, so a colour
+    holds several pairs on the ground, some won in later sub-rounds of that colour."""
+    row = list(range(9, 15))
+    edges = ([(0, leaf) for leaf in range(1, 9)] + [(8, ball) for ball in row]
+             + [(ball, ball + 1) for ball in row[:-1]])
+    ctx, a, b, dynamic = colour_graph(serial, 15, edges, static={8})
+    color, _, _ = check_coloring(ctx, a, b, dynamic)
+    hub = np.nonzero(a == 0)[0]
+    by_bid = hub[np.argsort(bid_priority(hub))]
+    np.testing.assert_array_equal(color[by_bid], np.arange(8))
+    on_ground = np.nonzero(a == 8)[0]
+    assert np.bincount(color[on_ground]).max() >= 2  # a static body shared in a colour
+    assert ctx.cache.n_colors == 8 and ctx.cache.n_overflow == 0
+    np.testing.assert_array_equal(color,
+                                  rule_colors(a, b, dynamic, bid_priority(np.arange(len(a)))))
+    check_color_order(ctx, a, b, color)
+
+
+@SERIAL
+def test_coloring_a_chain(serial):
+    """30 dynamic bodies, pair i-(i+1): adjacent pairs share a body, so at least 2 colours.
+    Rounds that each took a maximal set of pairs would need at most 3 (a pair has 2
+    neighbours); the rule does not promise maximal rounds, but on this chain it uses 3
+    colours, nothing in the overflow, exactly as the rule simulated in NumPy pair by pair."""
+    ctx, a, b, dynamic = colour_graph(serial, 30, [(i, i + 1) for i in range(29)])
+    color, _, _ = check_coloring(ctx, a, b, dynamic)
+    assert (color[:-1] != color[1:]).all()
+    assert 2 <= ctx.cache.n_colors <= 3
+    assert ctx.cache.n_overflow == 0
+    np.testing.assert_array_equal(color, rule_colors(a, b, dynamic, bid_priority(np.arange(29))))
+    check_color_order(ctx, a, b, color)
+
+
+@SERIAL
+@pytest.mark.parametrize("n_worlds", [1, 2])
+def test_coloring_a_20_spoke_hub_overflows(serial, n_worlds):
+    """One dynamic body in 20 pairs: a colour holds at most one of them, so MAX_COLORS (12)
+    colours hold 12 and the other 20 - 12 = 8 go to the overflow colour, per world. Round c
+    gives the hub to its c-th lowest bid; bids are priorities of the pair's index within
+    its world, so every world of a batch colours the same as one alone."""
+    spokes = 20
+    ctx, a, b, dynamic = colour_graph(serial, spokes + 1, [(0, s) for s in range(1, spokes + 1)],
+                                      n_worlds=n_worlds)
+    color, _, _ = check_coloring(ctx, a, b, dynamic)
+    assert ctx.cache.n_colors == MAX_COLORS
+    assert ctx.cache.n_overflow == (spokes - MAX_COLORS) * n_worlds
+    local = np.arange(spokes)
+    expected = np.full(spokes, MAX_COLORS)
+    expected[np.argsort(bid_priority(local))[:MAX_COLORS]] = np.arange(MAX_COLORS)
+    np.testing.assert_array_equal(color, np.tile(expected, n_worlds))
+    np.testing.assert_array_equal(
+        color, rule_colors(a, b, dynamic, bid_priority(np.tile(local, n_worlds))))
+    check_color_order(ctx, a, b, color)
+
+
+# ----------------------------------------------------------------------------- position pass
+def reference_push(slop, h, normal, depths, arms_a, arms_b, wa, ia, wb, ib):
+    """resolve_penetration's docstring in NumPy: each point deeper than the slop gets
+    lambda = min(d - slop, MAX_PUSHOUT_SPEED h) / (count K), K = w_a + w_b + I_a (r_a x n)^2
+    + I_b (r_b x n)^2 + compliance / h^2, all from the same poses. Returns
+    (shift_a, turn_a, shift_b, turn_b)."""
+    count = len(depths)
+    shift_a, turn_a, shift_b, turn_b = np.zeros(2), 0.0, np.zeros(2), 0.0
+    for depth, ra, rb in zip(depths, arms_a, arms_b, strict=True):
+        if depth > slop:
+            rna, rnb = cross(ra, normal), cross(rb, normal)
+            k = wa + wb + ia * rna**2 + ib * rnb**2 + CONTACT_COMPLIANCE / h**2
+            lam = min(depth - slop, MAX_PUSHOUT_SPEED * h) / (count * k)
+            shift_a -= wa * lam * normal
+            turn_a -= ia * lam * rna
+            shift_b += wb * lam * normal
+            turn_b += ib * lam * rnb
+    return shift_a, turn_a, shift_b, turn_b
+
+
+def box_on_box(lower_x, lower_top, upper_x, upper_bottom, width_lower, width_upper):
+    """The manifold of an axis-aligned box resting on a wider one, by hand: normal up (from
+    the lower box, body a, to the upper one), points at both ends of the overlap of their
+    faces, halfway between the faces, depth = overlap of the faces."""
+    left = max(lower_x - width_lower / 2, upper_x - width_upper / 2)
+    right = min(lower_x + width_lower / 2, upper_x + width_upper / 2)
+    y = 0.5 * (lower_top + upper_bottom)
+    depth = lower_top - upper_bottom
+    return (np.array([0.0, 1.0]), np.array([[left, y], [right, y]]), np.array([depth, depth]))
+
+
+POSITION_CASES = {
+    # circle r 0.5 on a static box, 5 cm deep: one point under the centre (no turn)
+    "circle_on_static_box": ("circle", 0.0, 0.0),
+    # a unit box overhanging a static box's edge by 0.3 m: two points, net turn
+    "box_overhanging_static_box": ("box", 0.0, 0.8),
+    # the same on a dynamic 2 kg box: both bodies move and turn
+    "box_on_dynamic_box": ("box", 2.0, 0.8),
+}
+
+
+@SERIAL
+@pytest.mark.parametrize("case", POSITION_CASES)
+@pytest.mark.parametrize("substeps", [1, 11], ids=["h=dt", "h=dt/11"])
+def test_position_pass_resolves_penetration_like_xpbd(serial, case, substeps):
+    """One position_pass after begin_substep(ctx, 0): the bodies' displacement equals the
+    XPBD formula evaluated in NumPy on the hand-computed manifold (no gravity, no velocity,
+    so begin_substep moves nothing). With h = dt/11 the push-out limit MAX_PUSHOUT_SPEED h
+    (4.5 mm) caps every point's correction; with h = dt it does not (48 mm < 50 mm).
+    Pose and previous pose move together: the pass creates no velocity."""
+    shape, lower_mass, upper_x = POSITION_CASES[case]
+    d = 0.05
+    scene = fx.Scene(gravity=(0.0, 0.0))
+    lower_width = 2.0
+    scene.add_box((0.0, -0.5), (lower_width, 1.0), mass=lower_mass)  # top face at y = 0
+    if shape == "circle":
+        upper = scene.add_circle((upper_x, 0.5 - d), 0.5)
+        normal = np.array([0.0, 1.0])
+        points, depths = np.array([[upper_x, -d / 2]]), np.array([d])
+    else:
+        upper = scene.add_box((upper_x, 0.5 - d), (1.0, 1.0))
+        normal, points, depths = box_on_box(0.0, 0.0, upper_x, -d, lower_width, 1.0)
+    ctx = stage_context(scene, serial, substeps=substeps)
+    first_substep(ctx)
+    assert ctx.cache.n_pairs == 1
+    got_normal, got_points, got_depths = manifold(ctx)
+    np.testing.assert_allclose(got_normal, normal, atol=1e-7)
+    order = np.argsort(got_points[:, 0])
+    np.testing.assert_allclose(got_points[order], points, atol=1e-6)
+    np.testing.assert_allclose(got_depths[order], depths, atol=1e-6)
+
+    position_pass(ctx)
+    bodies = ctx.pool.bodies
+    delta = get(bodies.delta_position, 2)
+    turn = get(bodies.delta_angle, 2)
+    centres = np.array([[0.0, -0.5], [upper_x, 0.5 - d]])
+    wa, ia = inverse_mass(scene, 0)
+    wb, ib = inverse_mass(scene, upper)
+    shift_a, turn_a, shift_b, turn_b = reference_push(
+        slop_of(scene, 0, upper), ctx.h, normal, depths, points - centres[0],
+        points - centres[1], wa, ia, wb, ib)
+    scale = np.abs(shift_b).max()
+    np.testing.assert_allclose(delta, [shift_a, shift_b], rtol=2e-6, atol=2e-6 * scale)
+    np.testing.assert_allclose(turn, [turn_a, turn_b], rtol=2e-6, atol=2e-6 * scale)
+    if substeps == 11:  # each point's correction is capped at MAX_PUSHOUT_SPEED h
+        assert scale < MAX_PUSHOUT_SPEED * ctx.h
+    np.testing.assert_array_equal(get(bodies.prev_delta_position, 2), delta)
+    np.testing.assert_array_equal(get(bodies.prev_delta_angle, 2), turn)
+    state = scene.get_state()
+    np.testing.assert_allclose(state.position[0], centres + delta, atol=1e-7)
+
+
+# ----------------------------------------------------------------------------- velocity pass
+def sequential_impulse(v, w, r, normal, wb, ib, target, mu):
+    """One point of a body against a static one (a point of b at arm r), Box2D's sequential
+    impulses: normal jn = max((target - vn) m_n, 0) applied, then the tangent impulse
+    jt = clamp(-vt m_t, -mu jn, mu jn) (Coulomb); tangent = (-n.y, n.x).
+    Returns (v, w, jn, jt)."""
+    tangent = perp(normal)
+    vn = (v + w * perp(r)) @ normal
+    jn = max((target - vn) / (wb + ib * cross(r, normal) ** 2), 0.0)
+    v, w = v + wb * jn * normal, w + ib * cross(r, jn * normal)
+    vt = (v + w * perp(r)) @ tangent
+    limit = mu * jn
+    jt = min(max(-vt / (wb + ib * cross(r, tangent) ** 2), -limit), limit)
+    return v + wb * jt * tangent, w + ib * cross(r, jt * tangent), jn, jt
+
+
+VELOCITY_CASES = {
+    # (gap m, tangential speed m/s, mu_s, mu_k)
+    "touching": (0.0, 0.0, 0.0, 0.0),
+    "speculative": (0.0078125, 0.0, 0.0, 0.0),  # 2^-7 m: exact in float32
+    "sliding_unclamped": (0.0, 0.5, 0.9, 0.4),
+    "sliding_clamped": (0.0, 3.0, 0.9, 0.4),
+    "sliding_clamped_backwards": (0.0, -3.0, 0.9, 0.4),
+    "sticking_static_friction": (0.0, 0.04, 0.5, 0.001),
+    "speculative_sliding": (0.0078125, 1.0, 0.9, 0.4),
+}
+
+
+@SERIAL
+@pytest.mark.parametrize("case", VELOCITY_CASES)
+def test_velocity_pass_of_a_circle_landing(serial, case):
+    """A circle (r 0.5, 1 kg) reaching a static box at 2 m/s down, `gap` above it, sliding
+    at u m/s, elasticity 0; begin_substep(ctx, 0) (no gravity: velocities unchanged, the
+    circle moves by h v) then velocity_pass. Reference: the sequential impulse above with
+    the target normal velocity min(depth after the move, 0) / h (0 while touching: the
+    normal velocity must vanish; a speculative contact only stops the circle from closing
+    more than the gap), and mu = mu_k if the point slid faster than STICK_SPEED when the
+    substep began, else mu_s."""
+    gap, u, mu_s, mu_k = VELOCITY_CASES[case]
+    v0 = np.array([u, -2.0])
+    dt, substeps = 1.0 / 60.0, 8  # h v = 4.2 mm: the gap is not closed in one substep
+    scene = fx.Scene(gravity=(0.0, 0.0))
+    scene.add_box((0.0, -0.5), (20.0, 1.0), mass=0.0, static_friction=mu_s,
+                  dynamic_friction=mu_k)
+    ball = scene.add_circle((0.0, 0.5 + gap), 0.5, velocity=v0, elasticity=0.0,
+                            static_friction=mu_s, dynamic_friction=mu_k)
+    ctx = stage_context(scene, serial, dt, substeps)
+    first_substep(ctx)
+    assert ctx.cache.n_pairs == 1
+    normal, points, depths = manifold(ctx)
+    np.testing.assert_allclose(normal, [0.0, 1.0], atol=1e-7)
+    np.testing.assert_allclose(points, [[0.0, gap / 2]], atol=1e-7)
+    np.testing.assert_allclose(depths, [-gap], atol=1e-7)
+    velocity_pass(ctx)
+
+    h = dt / substeps
+    target = min(-gap - v0[1] * h, 0.0) / h  # depth after the move by h v0, over h
+    mu = mu_k if abs(u) >= STICK_SPEED else mu_s
+    wb, ib = inverse_mass(scene, ball)
+    r = np.array([0.0, gap / 2]) - np.array([0.0, 0.5 + gap])
+    v, w, jn, jt = sequential_impulse(v0, 0.0, r, normal, wb, ib, target, mu)
+    state = scene.get_state()
+    np.testing.assert_allclose(state.velocity[0, ball], v, atol=2e-5)
+    np.testing.assert_allclose(state.angular_velocity[0, ball], w, atol=4e-5)
+    contacts = ctx.pool.contacts
+    np.testing.assert_allclose(contacts.normal_impulse.to_numpy()[0, 0], jn, rtol=1e-5)
+    np.testing.assert_allclose(contacts.tangent_impulse.to_numpy()[0, 0], jt, atol=2e-6)
+    if gap == 0.0:  # touching: the accumulated normal impulse stops the approach
+        vn = (state.velocity[0, ball] + state.angular_velocity[0, ball] * perp(r)) @ normal
+        assert abs(vn) < 1e-5
+    if case.startswith("sliding_clamped"):
+        assert abs(jt) == pytest.approx(mu_k * jn, rel=1e-6)
+    if case == "sticking_static_friction":  # mu_k would have let it slide
+        assert abs(jt) > mu_k * jn
+        slip = (state.velocity[0, ball] + state.angular_velocity[0, ball] * perp(r)) @ perp(normal)
+        assert abs(slip) < 1e-5
+
+
+@SERIAL
+def test_velocity_pass_block_solves_a_two_point_landing(serial):
+    """A unit box lands flat at 2 m/s on a static box's edge, overhanging it by 0.3 m (two
+    points, x = 0.3 and 1.0, unequal arms), no friction. Against a static body the two
+    normal impulses are solved together (block solver): x = K^-1 (target - vn), K_ij =
+    w + I (r_i x n)(r_j x n); the reference is numpy.linalg.solve, and both points'
+    normal velocities must vanish (one point after the other would leave one closing)."""
+    v0 = np.array([0.0, -2.0])
+    scene = fx.Scene(gravity=(0.0, 0.0))
+    scene.add_box((0.0, -0.5), (2.0, 1.0), mass=0.0)
+    box = scene.add_box((0.8, 0.5), (1.0, 1.0), velocity=v0, elasticity=0.0)
+    ctx = stage_context(scene, serial, substeps=4)
+    first_substep(ctx)
+    normal, points, depths = manifold(ctx)
+    order = np.argsort(points[:, 0])
+    np.testing.assert_allclose(points[order], [[0.3, 0.0], [1.0, 0.0]], atol=1e-6)
+    np.testing.assert_allclose(depths, [0.0, 0.0], atol=1e-6)
+    velocity_pass(ctx)
+
+    wb, ib = inverse_mass(scene, box)
+    arms = points[order] - np.array([0.8, 0.5])
+    rn = np.array([cross(r, normal) for r in arms])
+    k = wb + ib * np.outer(rn, rn)
+    vn = np.full(2, v0 @ normal)
+    x = np.linalg.solve(k, -vn)  # target 0: touching after the move
+    assert (x > 0).all()
+    got = ctx.pool.contacts.normal_impulse.to_numpy()[0, :2][order]
+    np.testing.assert_allclose(got, x, rtol=1e-5)
+    state = scene.get_state()
+    v, w = state.velocity[0, box], state.angular_velocity[0, box]
+    for r in arms:
+        assert abs((v + w * perp(r)) @ normal) < 1e-5
+    np.testing.assert_allclose(v, v0 + wb * x.sum() * normal, atol=2e-6)
+    np.testing.assert_allclose(w, ib * (rn @ x), atol=2e-5)
+
+
+# ----------------------------------------------------------------------------- joints
+def rotation(angle):
+    c, s = math.cos(angle), math.sin(angle)
+    return np.array([[c, -s], [s, c]])
+
+
+def reference_revolute(x1, a1, x2, a2, anchor1, anchor2, w1, i1, w2, i2):
+    """JOINT_ITERATIONS XPBD updates of C = |a1 - a2| (joints.anchor_constraint, compliance
+    0), each from the poses the last one left: n = gap / |gap|, gradients n and -n,
+    angular r1 x n and -(r2 x n), dlambda = -C / (w1 + w2 + I1 (r1 x n)^2 + I2 (r2 x n)^2).
+    Returns the new (x1, a1, x2, a2)."""
+    for _ in range(JOINT_ITERATIONS):
+        r1, r2 = rotation(a1) @ anchor1, rotation(a2) @ anchor2
+        gap = r1 - r2 - (x2 - x1)
+        length = np.linalg.norm(gap)
+        if length <= 1e-9:
+            break
+        n = gap / length
+        g1, g2 = cross(r1, n), -cross(r2, n)
+        dlam = -length / (w1 + w2 + i1 * g1**2 + i2 * g2**2)
+        x1, a1 = x1 + w1 * dlam * n, a1 + i1 * dlam * g1
+        x2, a2 = x2 - w2 * dlam * n, a2 + i2 * dlam * g2
+    return x1, a1, x2, a2
+
+
+def revolute_gap(x1, a1, x2, a2):
+    """Distance (m) between the test joint's anchors, (0.5, 0) on the parent and (-0.5, 0)
+    on the child, at the given poses."""
+    return np.linalg.norm(x1 + rotation(a1) @ (0.5, 0.0) - x2 - rotation(a2) @ (-0.5, 0.0))
+
+
+@SERIAL
+@pytest.mark.parametrize("parent_mass", [0.0, 3.0], ids=["static_parent", "dynamic_parent"])
+def test_position_pass_closes_a_revolute_joint_like_xpbd(serial, parent_mass):
+    """A revolute joint at (0.5, 0) between a parent box (static or 3 kg) and a 1.5 kg bar,
+    whose poses are then moved so that the anchors are 0.22 m (0.25 m) apart and the bar
+    is turned by 0.3 rad: far enough that the linearised update leaves a gap each pass, so
+    the number of passes and the order of their updates matter. After begin_substep(ctx, 0)
+    (no gravity, no velocity) and one position_pass the poses equal JOINT_ITERATIONS anchor
+    updates computed in NumPy, and the velocities derived for jointed bodies are their
+    displacement over h."""
+    scene = fx.Scene(gravity=(0.0, 0.0))
+    parent = scene.add_box((0.0, 0.0), (0.5, 0.5), mass=parent_mass)
+    child = scene.add_box((1.0, 0.0), (1.0, 0.2), mass=1.5)
+    scene.add_revolute_joint(parent, child, anchor=(0.5, 0.0))  # child anchor (-0.5, 0)
+    state = scene.get_state()
+    state.position[0, parent] = (0.02, -0.01) if parent_mass else (0.0, 0.0)
+    state.angle[0, parent] = 0.1 if parent_mass else 0.0
+    state.position[0, child] = (1.07, -0.05)
+    state.angle[0, child] = 0.3
+    scene.set_state(state)
+    start = scene.get_state()  # float32-rounded
+    ctx = stage_context(scene, serial, substeps=4)
+    first_substep(ctx)
+    assert ctx.cache.n_pairs == 0  # joined bodies do not collide
+    position_pass(ctx)
+
+    w1, i1 = inverse_mass(scene, parent)
+    w2, i2 = inverse_mass(scene, child)
+    x1, a1, x2, a2 = reference_revolute(
+        start.position[0, parent], start.angle[0, parent], start.position[0, child],
+        start.angle[0, child], np.array([0.5, 0.0]), np.array([-0.5, 0.0]), w1, i1, w2, i2)
+    got = scene.get_state()
+    np.testing.assert_allclose(got.position[0, child], x2, atol=1e-6)
+    np.testing.assert_allclose(got.angle[0, child], a2, atol=1e-6)
+    np.testing.assert_allclose(got.position[0, parent], x1, atol=1e-6)
+    np.testing.assert_allclose(got.angle[0, parent], a1, atol=1e-6)
+    # The four linearised updates close the gap from 0.22 m to 5.3 mm (static parent) or
+    # from 0.25 m to 3.3 mm (dynamic parent); joint_anchors (kinematics.py, float64 on the
+    # host) sees the gap the reference leaves.
+    before = revolute_gap(start.position[0, parent], start.angle[0, parent],
+                          start.position[0, child], start.angle[0, child])
+    after = revolute_gap(x1, a1, x2, a2)
+    assert before > 0.2 and after < 0.03 * before
+    anchors = scene.joint_anchors()[0, 0]
+    assert np.linalg.norm(anchors[0] - anchors[1]) == pytest.approx(after, abs=2e-6)
+    h = ctx.h
+    for body, x, a in ((parent, x1, a1), (child, x2, a2)):
+        np.testing.assert_allclose(got.velocity[0, body], (x - start.position[0, body]) / h,
+                                   rtol=2e-5, atol=1e-4)
+        np.testing.assert_allclose(got.angular_velocity[0, body],
+                                   (a - start.angle[0, body]) / h, rtol=2e-5, atol=1e-4)
