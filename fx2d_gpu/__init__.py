@@ -5,7 +5,8 @@ from .records import Contacts, JointState, State
 from .scene import Scene
 from .shapes import MAX_POLYGON_VERTICES
 from .snapshots import SceneSnapshot
+from .solver.faults import SimulationError
 
-__all__ = ["Contacts", "JointState", "MAX_POLYGON_VERTICES", "Scene", "SceneSnapshot", "State",
-           "load_scene"]
+__all__ = ["Contacts", "JointState", "MAX_POLYGON_VERTICES", "Scene", "SceneSnapshot",
+           "SimulationError", "State", "load_scene"]
 __version__ = "0.1.0"

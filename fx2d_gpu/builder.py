@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import shapes
-from .shapes import MAX_POLYGON_VERTICES, as_real, as_vector2
+from .shapes import MAX_COORDINATE, MAX_POLYGON_VERTICES, MAX_SPEED, as_real, as_vector2
 from .solver.joints import JOINT_PRISMATIC, JOINT_REVOLUTE, MOTOR_MODES
 
 #: Smallest mass (kg) and moment of inertia (kg m^2) of a dynamic body: their inverses, and
@@ -84,9 +84,9 @@ class ModelBuilder:
             raise ValueError(f"inertia must be >= {MIN_INERTIA} kg m^2, got {inertia}")
         _check_new_name(name, self._body_names, "body")
         body = Body(
-            shape=shape, position=position, angle=as_real(angle, "angle"),
-            velocity=as_vector2(velocity, "velocity"),
-            angular_velocity=as_real(angular_velocity, "angular_velocity"),
+            shape=shape, position=position, angle=as_real(angle, "angle", limit=MAX_COORDINATE),
+            velocity=as_vector2(velocity, "velocity", MAX_SPEED),
+            angular_velocity=as_real(angular_velocity, "angular_velocity", limit=MAX_SPEED),
             mass=mass, inertia=inertia if mass > 0.0 else math.inf,
             elasticity=as_real(elasticity, "elasticity", minimum=0.0),
             static_friction=as_real(static_friction, "static_friction", minimum=0.0),
@@ -322,6 +322,8 @@ def check_state(state, n_worlds: int, n_bodies: int) -> dict[str, np.ndarray]:
     w, nb = n_worlds, n_bodies
     expected = {"position": (w, nb, 2), "angle": (w, nb), "velocity": (w, nb, 2),
                 "angular_velocity": (w, nb), "sleeping": (w, nb)}
+    limits = {"position": MAX_COORDINATE, "angle": MAX_COORDINATE, "velocity": MAX_SPEED,
+              "angular_velocity": MAX_SPEED}
     arrays = {}
     for key, shape in expected.items():
         value = np.asarray(getattr(state, key))
@@ -329,9 +331,8 @@ def check_state(state, n_worlds: int, n_bodies: int) -> dict[str, np.ndarray]:
             raise ValueError(f"state.{key} must have shape {shape}, got {value.shape}")
         if key != "sleeping" and not np.all(np.isfinite(value)):
             raise ValueError(f"state.{key} must be finite")
-        if key != "sleeping" and np.abs(value).max(initial=0.0) > shapes.FLOAT32_MAX:
-            raise ValueError(f"state.{key} must be within float32's range "
-                             f"(|x| <= {shapes.FLOAT32_MAX:g})")
+        if key != "sleeping" and np.abs(value).max(initial=0.0) >= limits[key]:
+            raise ValueError(f"state.{key} must be within +-{limits[key]:g}")
         arrays[key] = value
     return arrays
 

@@ -354,6 +354,17 @@ class StepCounts(FieldGroup):
 
 
 @ti.data_oriented
+class Faults(FieldGroup):
+    """Per world (n_worlds,), after a step: first_slot, the first body slot found faulty
+    (solver/faults.py; NO_FAULT if none); count: how many worlds have one."""
+
+    def __init__(self, builder, n_worlds: int):
+        super().__init__(builder)
+        self._field("first_slot", i32, n_worlds)
+        self._field("count", i32, ())
+
+
+@ti.data_oriented
 class ScanScratch(FieldGroup):
     """Block sums of the device prefix sum (scan.exclusive_scan), (n_scan_blocks,)."""
 
@@ -364,7 +375,7 @@ class ScanScratch(FieldGroup):
 
 #: The groups of a pool, by attribute name, in the order kernels take them.
 GROUP_NAMES = ("model", "bodies", "joints", "contacts", "previous", "staging", "solver",
-               "coloring", "broad", "islands", "counts", "scan")
+               "coloring", "broad", "islands", "counts", "faults", "scan")
 
 
 class DevicePool:
@@ -398,6 +409,7 @@ class DevicePool:
                                        self.table_capacity)
         self.islands = IslandScratch(builder, N)
         self.counts = StepCounts(builder)
+        self.faults = Faults(builder, capacities["worlds"])
         self.scan = ScanScratch(builder, (scan_len + SCAN_BLOCK - 1) // SCAN_BLOCK + 1)
         self.nbytes = builder.nbytes  # device memory of all the fields
         self._tree = None if dry_run else builder.fields_builder.finalize()

@@ -17,9 +17,17 @@ from .collision.narrow_phase import compute_manifolds
 from .device import SERIAL_SLOTS
 from .records import Contacts, JointState, State
 from .residency import Binding, Snapshot
-from .shapes import as_real, as_vector2
+from .shapes import MAX_COORDINATE, as_real, as_vector2
 from .snapshots import MOTOR_FIELDS, SceneSnapshot, cache_fields, model_fingerprint
 from .solver.context import StepCache, StepContext
+from .solver.faults import (
+    NO_FAULT,
+    ON_FAULT,
+    SimulationError,
+    describe_fault,
+    find_faults,
+    reset_faulty_worlds,
+)
 from .solver.step import step as run_step
 
 #: Fx2D's time-step bounds, s: below MIN_DT step() raises, above MAX_DT it is clamped.
@@ -32,10 +40,13 @@ class Scene:
 
     Bodies are added with add_circle / add_box / add_polygon; the device arrays are built
     from them on the first step (bodies added later rebuild them, keeping the state).
+    After every step each world is checked for non-finite or absurd state: on_fault="raise"
+    (default) raises fx2d_gpu.SimulationError naming the worlds and bodies; "reset" puts
+    only those worlds back to their initial state (see faulted_worlds).
     """
 
     def __init__(self, gravity=(0.0, -9.81), substeps: int = 11, n_worlds: int = 1,
-                 arch: str = "auto", enable_sleep: bool = True):
+                 arch: str = "auto", enable_sleep: bool = True, on_fault: str = "raise"):
         self._gravity = as_vector2(gravity, "gravity")
         self.enable_sleep = as_bool(enable_sleep, "enable_sleep")  # False: never sleep
         if isinstance(substeps, bool) or not isinstance(substeps, (int, np.integer)):
@@ -46,6 +57,12 @@ class Scene:
             raise TypeError(f"n_worlds must be an int, got {type(n_worlds).__name__}")
         if n_worlds < 1:
             raise ValueError(f"n_worlds must be >= 1, got {n_worlds}")
+        if on_fault not in ON_FAULT:
+            raise ValueError(f"on_fault must be one of {ON_FAULT}, got {on_fault!r}")
+        # What step() does when a world's state goes non-finite or absurd (solver/faults.py):
+        # "raise" a SimulationError naming worlds and bodies, or "reset" those worlds.
+        self.on_fault = on_fault
+        self._faulted_worlds = np.zeros(0, np.int64)
         self.backend = runtime.ensure_initialized(arch)
         self.substeps = int(substeps)
         self._n_worlds = int(n_worlds)
@@ -54,6 +71,7 @@ class Scene:
         self._binding = Binding(self._cache, self._n_worlds)
         self._cell = 1.0
         self._fingerprint_value: str | None = None  # of the built model (snapshots)
+        self._initial_world: dict | None = None  # one world's initial state (fault reset)
         self._pending_targets: dict[int, np.ndarray] = {}  # set before the arrays exist
         self._pending_forces: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self.meta: dict = {}  # viewer data from a scene file: size (m), background
@@ -80,13 +98,11 @@ class Scene:
 
     def add_circle(self, position, radius, **body) -> int:
         """A solid disc of `radius` (m) centred at `position` (m). Returns its body index."""
-        return self._builder.add_body(shapes.circle(radius), as_vector2(position, "position"),
-                                      **body)
+        return self._builder.add_body(shapes.circle(radius), _position(position), **body)
 
     def add_box(self, position, size, **body) -> int:
         """A box of size (width, height) (m) centred at `position`. Returns its body index."""
-        return self._builder.add_body(shapes.box(size), as_vector2(position, "position"),
-                                      **body)
+        return self._builder.add_body(shapes.box(size), _position(position), **body)
 
     def add_polygon(self, position, vertices, **body) -> int:
         """A convex polygon; `vertices` (k, 2) in the body frame, 3 <= k <= 8, either winding.
@@ -94,7 +110,7 @@ class Scene:
         The vertices are re-centred on the polygon's centroid, which goes to `position`.
         """
         shape, _ = shapes.polygon(vertices)
-        return self._builder.add_body(shape, as_vector2(position, "position"), **body)
+        return self._builder.add_body(shape, _position(position), **body)
 
     def add_shape(self, position, shape: shapes.Shape, *, collides: bool = True, **body) -> int:
         """A body with a prepared shape (fx2d_gpu.shapes: circle, box, polygon), its centre
@@ -102,7 +118,7 @@ class Scene:
         (Fx2D's scene files have such bodies). Returns its body index."""
         if not isinstance(shape, shapes.Shape):
             raise TypeError(f"shape must be a fx2d_gpu.shapes.Shape, got {type(shape).__name__}")
-        return self._builder.add_body(shape, as_vector2(position, "position"),
+        return self._builder.add_body(shape, _position(position),
                                       collides=as_bool(collides, "collides"), **body)
 
     def body_index(self, name: str) -> int:
@@ -236,6 +252,38 @@ class Scene:
         run_step(ctx)
         self.time += dt
         self.step_count += 1
+        self._contain_faults(ctx)
+
+    @property
+    def faulted_worlds(self) -> np.ndarray:
+        """(k,) the worlds the last step found faulty (and, with on_fault="reset", reset)."""
+        return self._faulted_worlds.copy()
+
+    def _contain_faults(self, ctx: StepContext):
+        self._faulted_worlds = np.zeros(0, np.int64)
+        if find_faults(ctx) == 0:
+            return
+        first = ctx.pool.faults.first_slot.to_numpy()[: self._n_worlds]
+        worlds = np.nonzero(first != NO_FAULT)[0]
+        slots = first[worlds]
+        self._faulted_worlds = worlds.astype(np.int64)
+        if self.on_fault == "reset":
+            if self._initial_world is None:
+                self._initial_world = self._builder.initial_state(1)
+            reset_faulty_worlds(ctx, self._initial_world)
+            return
+        bodies = ctx.pool.bodies
+        slot = int(slots[0])
+        what = describe_fault(*(field.to_numpy()[slot] for field in (
+            bodies.position, bodies.angle, bodies.velocity, bodies.angular_velocity)))
+        body = slot % self.n_bodies
+        name = self._builder.bodies[body].name
+        more = f" (and {len(worlds) - 1} more worlds)" if len(worlds) > 1 else ""
+        raise SimulationError(
+            f"step {self.step_count}: world {worlds[0]}, body {body}"
+            f"{f' ({name!r})' if name else ''}: {what}{more}; the scene keeps this state "
+            "(restore a snapshot, or use on_fault='reset')",
+            worlds.astype(np.int64), (slots % self.n_bodies).astype(np.int64))
 
     def step_context(self, dt: float = 0.0) -> StepContext:
         """This scene resident in the device pool and up to date (built on first use), as
@@ -286,6 +334,7 @@ class Scene:
         binding.n_filters = len(builder.no_collision)
         self._cell = builder.cell_size()
         self._fingerprint_value = None
+        self._initial_world = None
         self._cache.forget_pairs()
         residency.release(binding)
 
@@ -449,6 +498,10 @@ class Scene:
     def __repr__(self) -> str:
         return (f"Scene(n_bodies={self.n_bodies}, n_worlds={self._n_worlds}, "
                 f"substeps={self.substeps}, backend={self.backend!r})")
+
+
+def _position(position) -> np.ndarray:
+    return as_vector2(position, "position", MAX_COORDINATE)
 
 
 def _keep_old_rows(new: dict, old: dict, n_worlds: int, old_rows: int, rows: int):

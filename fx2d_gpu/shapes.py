@@ -16,6 +16,11 @@ import numpy as np
 MIN_SIZE = 1e-5
 #: Largest magnitude of any input number: float32's range on the device.
 FLOAT32_MAX = 3.4e38
+#: Largest coordinate (m) and speed (m/s, rad/s) the engine simulates: beyond them a body
+#: would leave collision (its grid cells past 32-bit range) or cross the world in a
+#: substep. Inputs beyond them are refused; a state beyond them after a step is a fault.
+MAX_COORDINATE = 1e15
+MAX_SPEED = 1e10
 #: Most vertices a convex polygon may have (Box2D uses the same bound).
 MAX_POLYGON_VERTICES = 8
 
@@ -52,8 +57,9 @@ class Shape:
         return float(np.max(np.hypot(self.vertices[:, 0], self.vertices[:, 1])))
 
 
-def as_vector2(value, name: str) -> np.ndarray:
-    """(2,) float64 from any 2-sequence; TypeError/ValueError naming `name` otherwise."""
+def as_vector2(value, name: str, limit: float = FLOAT32_MAX) -> np.ndarray:
+    """(2,) float64 from any 2-sequence with components within +-limit; TypeError or
+    ValueError naming `name` otherwise."""
     try:
         arr = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError):
@@ -65,11 +71,14 @@ def as_vector2(value, name: str) -> np.ndarray:
     if np.any(np.abs(arr) > FLOAT32_MAX):
         raise ValueError(f"{name} must be within float32's range (|x| <= {FLOAT32_MAX:g}), "
                          f"got {value!r}")
+    if np.any(np.abs(arr) >= limit):
+        raise ValueError(f"{name} must be within +-{limit:g}, got {value!r}")
     return arr
 
 
-def as_real(value, name: str, *, minimum: float | None = None, positive: bool = False) -> float:
-    """A finite float; TypeError/ValueError naming `name` otherwise."""
+def as_real(value, name: str, *, minimum: float | None = None, positive: bool = False,
+            limit: float = FLOAT32_MAX) -> float:
+    """A finite float within +-limit; TypeError/ValueError naming `name` otherwise."""
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise TypeError(f"{name} must be a number, got {type(value).__name__}")
     value = float(value)
@@ -78,6 +87,8 @@ def as_real(value, name: str, *, minimum: float | None = None, positive: bool = 
     if abs(value) > FLOAT32_MAX:
         raise ValueError(f"{name} must be within float32's range (|x| <= {FLOAT32_MAX:g}), "
                          f"got {value}")
+    if abs(value) >= limit:
+        raise ValueError(f"{name} must be within +-{limit:g}, got {value}")
     if positive and value <= 0.0:
         raise ValueError(f"{name} must be positive, got {value}")
     if minimum is not None and value < minimum:

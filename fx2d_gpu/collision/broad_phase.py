@@ -20,14 +20,13 @@ from ..device import next_pow2
 from ..launching import quick
 from ..math2d import rotate
 from ..scan import exclusive_scan
-from ..shapes import SHAPE_CIRCLE, SHAPE_NONE
+from ..shapes import MAX_COORDINATE, SHAPE_CIRCLE, SHAPE_NONE
 
 vec2 = ti.math.vec2
 ivec3 = ti.math.ivec3
 
 MAX_LEVEL = 30
 _COORD_LIMIT = 1.0e9  # cell coordinates are clamped to this (int32 range)
-_POSITION_LIMIT = 1.0e15  # m; beyond it a body is treated as lost (left out of collision)
 
 
 @ti.func
@@ -167,8 +166,8 @@ def _find_pairs(model: ti.template(), bodies: ti.template(), joints: ti.template
         if model.shape_kind[body] != SHAPE_NONE:
             position = bodies.position[slot]
             # NaN fails every comparison, so this rejects NaN and infinities alike.
-            finite = (ti.abs(position.x) < _POSITION_LIMIT and ti.abs(position.y) < _POSITION_LIMIT
-                      and ti.abs(bodies.angle[slot]) < _POSITION_LIMIT)
+            finite = (ti.abs(position.x) < MAX_COORDINATE and ti.abs(position.y) < MAX_COORDINATE
+                      and ti.abs(bodies.angle[slot]) < MAX_COORDINATE)
             if not finite:
                 ti.atomic_add(counts.lost_bodies[None], 1)
             else:

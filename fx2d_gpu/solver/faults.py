@@ -1,0 +1,134 @@
+"""Faults: worlds whose state went non-finite or absurd, found after every step and
+contained per world.
+
+A body is faulty when its pose or velocity is not finite, or past what the engine can
+simulate: a coordinate beyond shapes.MAX_COORDINATE (the broad phase would leave it out of
+collision) or a speed beyond shapes.MAX_SPEED. One kernel finds, per world, the first
+faulty body slot (faults.first_slot); Scene.step then raises naming them (the default) or
+resets only those worlds to their initial state (on_fault="reset"), so one bad world of a
+batch of thousands leaves the others exactly as they would have run.
+"""
+
+import numpy as np
+import taichi as ti
+
+from ..launching import quick
+from ..shapes import MAX_COORDINATE, MAX_SPEED
+
+#: faults.first_slot of a world with no faulty body.
+NO_FAULT = 2147483647
+#: What Scene.step does with faulty worlds (Scene's on_fault).
+ON_FAULT = ("raise", "reset")
+
+
+class SimulationError(RuntimeError):
+    """A step left worlds with non-finite or absurd state. worlds, bodies: (k,) the faulty
+    worlds and the first faulty body of each (body indices within the world)."""
+
+    def __init__(self, message: str, worlds: np.ndarray, bodies: np.ndarray):
+        super().__init__(message)
+        self.worlds = worlds
+        self.bodies = bodies
+
+
+def describe_fault(position, angle, velocity, angular_velocity) -> str:
+    """What is wrong with one body's state (host values)."""
+    values = {"position": (position, MAX_COORDINATE), "angle": (angle, MAX_COORDINATE),
+              "velocity": (velocity, MAX_SPEED), "angular velocity": (angular_velocity,
+                                                                      MAX_SPEED)}
+    for name, (value, _) in values.items():
+        if not np.all(np.isfinite(value)):
+            return f"non-finite {name} {np.asarray(value).tolist()}"
+    for name, (value, limit) in values.items():
+        if np.any(np.abs(value) >= limit):
+            return f"{name} {np.asarray(value).tolist()} beyond +-{limit:g}"
+    return "no fault"
+
+
+@ti.func
+def _faulty(bodies: ti.template(), slot):
+    position, velocity = bodies.position[slot], bodies.velocity[slot]
+    # NaN fails every comparison, so "not below the limit" also catches NaN and infinities.
+    within = (ti.abs(position.x) < MAX_COORDINATE and ti.abs(position.y) < MAX_COORDINATE
+              and ti.abs(bodies.angle[slot]) < MAX_COORDINATE
+              and ti.abs(velocity.x) < MAX_SPEED and ti.abs(velocity.y) < MAX_SPEED
+              and ti.abs(bodies.angular_velocity[slot]) < MAX_SPEED)
+    return not within
+
+
+@quick
+@ti.kernel
+def _find_faults(bodies: ti.template(), faults: ti.template(), serial: ti.template(),
+                 n_worlds: ti.i32, n_bodies: ti.i32) -> ti.i32:
+    ti.loop_config(serialize=serial)
+    for world in range(n_worlds):
+        faults.first_slot[world] = NO_FAULT
+    faults.count[None] = 0
+    ti.loop_config(serialize=serial)
+    for slot in range(n_worlds * n_bodies):
+        if _faulty(bodies, slot):
+            ti.atomic_min(faults.first_slot[slot // n_bodies], slot)
+    ti.loop_config(serialize=serial)
+    for world in range(n_worlds):
+        if faults.first_slot[world] != NO_FAULT:
+            ti.atomic_add(faults.count[None], 1)
+    return faults.count[None]
+
+
+def find_faults(ctx) -> int:
+    """Mark, per world, its first faulty body slot (pool.faults.first_slot, NO_FAULT if
+    none); returns how many worlds have one."""
+    return _find_faults(ctx.pool.bodies, ctx.pool.faults, ctx.serial, ctx.n_worlds,
+                        ctx.n_bodies)
+
+
+_NO_TARGETS = np.zeros(1, np.float32)  # an ndarray argument must not be empty
+_vec2 = ti.types.ndarray(dtype=ti.math.vec2, ndim=1)
+_f32 = ti.types.ndarray(dtype=ti.f32, ndim=1)
+
+
+@ti.kernel
+def _reset_worlds(bodies: ti.template(), joints: ti.template(), contacts: ti.template(),
+                  faults: ti.template(), serial: ti.template(), n_worlds: ti.i32,
+                  n_bodies: ti.i32, n_joints: ti.i32, n_pairs: ti.i32, position: _vec2,
+                  angle: _f32, velocity: _vec2, angular_velocity: _f32, target: _f32):
+    ti.loop_config(serialize=serial)
+    for slot in range(n_worlds * n_bodies):
+        if faults.first_slot[slot // n_bodies] != NO_FAULT:
+            body = slot % n_bodies
+            bodies.position[slot] = position[body]
+            bodies.angle[slot] = angle[body]
+            bodies.velocity[slot] = velocity[body]
+            bodies.angular_velocity[slot] = angular_velocity[body]
+            bodies.force[slot] = ti.math.vec2(0.0, 0.0)
+            bodies.torque[slot] = 0.0
+            bodies.sleeping[slot] = 0
+            bodies.sleep_time[slot] = 0.0
+            bodies.island[slot] = slot
+    ti.loop_config(serialize=serial)
+    for joint_slot in range(n_worlds * n_joints):
+        if faults.first_slot[joint_slot // n_joints] != NO_FAULT:
+            joints.target[joint_slot] = target[joint_slot % n_joints]
+            joints.integral[joint_slot] = 0.0
+            joints.prev_error[joint_slot] = 0.0
+            joints.pid_started[joint_slot] = 0
+    ti.loop_config(serialize=serial)
+    for pair in range(n_pairs):  # the world's contacts and their (maybe NaN) impulses go
+        if faults.first_slot[contacts.body_a[pair] // n_bodies] != NO_FAULT:
+            contacts.point_count[pair] = 0
+            for i in ti.static(range(2)):
+                contacts.normal_impulse[pair, i] = 0.0
+                contacts.tangent_impulse[pair, i] = 0.0
+
+
+def reset_faulty_worlds(ctx, initial: dict):
+    """Every world find_faults marked back to its initial state (`initial`: one world's
+    rows of the builder's initial state): poses, velocities, motor targets and PID state,
+    no forces, awake, its contacts forgotten. The other worlds are not touched."""
+    bodies, joints = initial["bodies"], initial["joints"]
+    pool = ctx.pool
+    _reset_worlds(pool.bodies, pool.joints, pool.contacts, pool.faults, ctx.serial,
+                  ctx.n_worlds, ctx.n_bodies, ctx.n_joints, ctx.n_pairs, bodies["position"],
+                  bodies["angle"], bodies["velocity"], bodies["angular_velocity"],
+                  joints["target"] if len(joints["target"]) else _NO_TARGETS)
+

@@ -1,0 +1,95 @@
+"""Non-finite or absurd state is found after every step and contained per world (issue 14):
+by default step() raises naming world and body; with on_fault="reset" the bad worlds go
+back to their initial state and every other world runs on exactly as without them."""
+
+import numpy as np
+import pytest
+
+import fx2d_gpu as fx
+
+DT = 1.0 / 60.0
+
+
+def pendulums(arch, n_worlds, on_fault="raise"):
+    """Per world: a bar on a hinge, driven by an effort motor, and a box falling onto a
+    floor (contacts, warm starting, sleep)."""
+    scene = fx.Scene(n_worlds=n_worlds, arch=arch, on_fault=on_fault)
+    scene.add_box((0.0, -0.5), (10.0, 1.0), mass=0)
+    pivot = scene.add_box((0.0, 4.0), (0.2, 0.2), mass=0)
+    bar = scene.add_box((0.5, 4.0), (1.0, 0.1))
+    scene.add_revolute_joint(pivot, bar, anchor=(0.0, 0.0), control_mode="effort",
+                             target=0.0, name="motor")
+    scene.add_box((3.0, 1.0), (0.5, 0.5), angle=0.3)
+    return scene
+
+
+def efforts(n_worlds, poisoned):
+    """Per world motor torques: a little in every world, 3e38 N m (finite in float32) in
+    the poisoned ones, which overflows their bar's spin in the first substep."""
+    values = np.linspace(0.0, 2.0, n_worlds)
+    values[list(poisoned)] = 3e38
+    return values
+
+
+def test_a_poisoned_world_raises_naming_world_and_body(arch):
+    scene = pendulums(arch, 8)
+    for _ in range(3):
+        scene.step(DT)
+    scene.set_joint_target(0, efforts(8, [5]))
+    with pytest.raises(fx.SimulationError, match=r"world 5, body 2") as caught:
+        scene.step(DT)
+    assert list(caught.value.worlds) == [5] and list(caught.value.bodies) == [2]
+    assert "non-finite" in str(caught.value) or "beyond" in str(caught.value)
+
+
+def test_4096_worlds_with_three_poisoned_reset_and_the_others_run_on_exactly(arch):
+    n, poisoned = 4096, [5, 1000, 4095]
+    clean, scene = pendulums(arch, n), pendulums(arch, n, on_fault="reset")
+    initial = scene.get_state()
+    for s in (clean, scene):
+        for _ in range(10):
+            s.step(DT)
+    clean.set_joint_target(0, efforts(n, []))
+    scene.set_joint_target(0, efforts(n, poisoned))
+    clean.step(DT)
+    scene.step(DT)
+    assert list(scene.faulted_worlds) == poisoned
+    got, expected = scene.get_state(), clean.get_state()
+    good = np.setdiff1d(np.arange(n), poisoned)
+    for key in ("position", "angle", "velocity", "angular_velocity", "sleeping"):
+        np.testing.assert_array_equal(getattr(got, key)[good], getattr(expected, key)[good])
+        np.testing.assert_array_equal(getattr(got, key)[poisoned],
+                                      getattr(initial, key)[poisoned])
+    np.testing.assert_array_equal(scene.joint_state().position[poisoned], 0.0)
+    for s in (clean, scene):
+        for _ in range(20):
+            s.step(DT)
+    assert len(scene.faulted_worlds) == 0
+    got, expected = scene.get_state(), clean.get_state()
+    np.testing.assert_array_equal(got.position[good], expected.position[good])
+    assert np.isfinite(got.position).all()
+    # The reset worlds restarted: their bars swing from rest under gravity alone.
+    assert (np.abs(scene.joint_state().position[poisoned]) > 0.01).all()
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(position=(1e16, 0.0)), "position"),
+    (dict(velocity=(0.0, 2e10)), "velocity"),
+    (dict(angular_velocity=-2e10), "angular_velocity"),
+])
+def test_positions_and_speeds_the_engine_cannot_simulate_are_refused(arch, kwargs, message):
+    scene = fx.Scene(arch=arch)
+    position = kwargs.pop("position", (0.0, 0.0))
+    with pytest.raises(ValueError, match=message):
+        scene.add_circle(position, 0.5, **kwargs)
+    assert scene.n_bodies == 0
+    scene.add_circle((0.0, 0.0), 0.5)
+    state = scene.get_state()
+    state.position[0, 0] = (0.0, -1e16)
+    with pytest.raises(ValueError, match="position"):
+        scene.set_state(state)
+
+
+def test_on_fault_is_checked(arch):
+    with pytest.raises(ValueError, match="on_fault"):
+        fx.Scene(arch=arch, on_fault="ignore")
