@@ -38,11 +38,11 @@ def rig(arch):
 
 def builders(arch):
     """Three scenes of different sizes and kinds: a rain into a bucket (sleeping bodies,
-    restitution), a pile of 600 bodies in two worlds (parallel kernels, many colours) and the
+    restitution), a pile of 526 bodies in two worlds (parallel kernels, many colours) and the
     motor rig."""
     return {
         "rain": lambda: demo_rain(arch=arch, bodies=60),
-        "pile": lambda: random_pile(300, n_worlds=2, arch=arch, seed=4),
+        "pile": lambda: random_pile(260, n_worlds=2, arch=arch, seed=4),
         "rig": lambda: rig(arch),
     }
 
@@ -60,7 +60,7 @@ def assert_bitwise_equal(got, expected, label):
         assert np.array_equal(g, e), f"{label}: differs by up to {np.abs(g - e).max()}"
 
 
-STEPS = {"rain": 150, "pile": 40, "rig": 120}
+STEPS = {"rain": 90, "pile": 20, "rig": 60}
 
 
 def test_interleaved_scenes_and_reads_equal_each_scene_alone(arch):
@@ -138,12 +138,12 @@ def test_growing_buffers_mid_run_does_not_change_results(arch):
 def test_a_read_of_another_scene_between_steps_changes_nothing(arch, read):
     """Issue 14's scenario: reading scene B between A's steps makes B resident, so A is
     saved to the host and loaded back every step."""
-    reference = demo_rain(arch=arch, bodies=60)
-    for _ in range(120):
+    reference = demo_rain(arch=arch, bodies=40)
+    for _ in range(80):
         reference.step(DT)
-    scene, other = demo_rain(arch=arch, bodies=60), rig(arch)
+    scene, other = demo_rain(arch=arch, bodies=40), rig(arch)
     other.step(DT)
-    for _ in range(120):
+    for _ in range(80):
         scene.step(DT)
         getattr(other, read)()
     assert_bitwise_equal(fingerprint(scene), fingerprint(reference), read)
