@@ -108,6 +108,8 @@ def polygon_area_centroid(vertices: np.ndarray) -> tuple[float, np.ndarray]:
     xn, yn = np.roll(x, -1), np.roll(y, -1)
     cross = x * yn - xn * y
     area = 0.5 * cross.sum()
+    if area == 0.0:
+        return 0.0, vertices.mean(axis=0)
     centroid = np.array([((x + xn) * cross).sum(), ((y + yn) * cross).sum()]) / (6.0 * area)
     return float(area), centroid
 
@@ -129,6 +131,8 @@ def polygon(vertices, name: str = "vertices") -> tuple[Shape, np.ndarray]:
         raise ValueError(f"{name} must have 3 to {MAX_POLYGON_VERTICES} vertices, got {k}")
     if not np.all(np.isfinite(verts)):
         raise ValueError(f"{name} must be finite")
+    if np.abs(verts).max() >= MAX_COORDINATE:
+        raise ValueError(f"{name} must be within +-{MAX_COORDINATE:g}")
     area, centroid = polygon_area_centroid(verts)
     if abs(area) < 1e-12:
         raise ValueError(f"{name} encloses no area")
