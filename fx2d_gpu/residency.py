@@ -68,6 +68,7 @@ class Binding:
         self.n_filters = 0
         self.model: dict[str, dict[str, np.ndarray]] | None = None
         self.saved: Snapshot | None = None
+        self.fingerprint: str | None = None  # of the model, for snapshots (snapshots.py)
 
     def needs(self) -> dict:
         """Capacities the scene needs (keys of device.MIN_CAPACITIES)."""

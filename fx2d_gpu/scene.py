@@ -18,16 +18,9 @@ from .device import SERIAL_SLOTS
 from .records import Contacts, JointState, State
 from .residency import Binding, Snapshot
 from .shapes import MAX_COORDINATE, as_real, as_vector2
-from .snapshots import MOTOR_FIELDS, SceneSnapshot, cache_fields, model_fingerprint
+from .snapshots import SceneSnapshot, restore_snapshot, take_snapshot
 from .solver.context import StepCache, StepContext
-from .solver.faults import (
-    NO_FAULT,
-    ON_FAULT,
-    SimulationError,
-    describe_fault,
-    find_faults,
-    reset_faulty_worlds,
-)
+from .solver.faults import ON_FAULT, contain_faults
 from .solver.step import step as run_step
 
 #: Fx2D's time-step bounds, s: below MIN_DT step() raises, above MAX_DT it is clamped.
@@ -70,8 +63,6 @@ class Scene:
         self._cache = StepCache()
         self._binding = Binding(self._cache, self._n_worlds)
         self._cell = 1.0
-        self._fingerprint_value: str | None = None  # of the built model (snapshots)
-        self._initial_world: dict | None = None  # one world's initial state (fault reset)
         self._pending_targets: dict[int, np.ndarray] = {}  # set before the arrays exist
         self._pending_forces: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self.meta: dict = {}  # viewer data from a scene file: size (m), background
@@ -252,38 +243,13 @@ class Scene:
         run_step(ctx)
         self.time += dt
         self.step_count += 1
-        self._contain_faults(ctx)
+        self._faulted_worlds = contain_faults(ctx, self.on_fault, self._builder,
+                                              self.step_count)
 
     @property
     def faulted_worlds(self) -> np.ndarray:
         """(k,) the worlds the last step found faulty (and, with on_fault="reset", reset)."""
         return self._faulted_worlds.copy()
-
-    def _contain_faults(self, ctx: StepContext):
-        self._faulted_worlds = np.zeros(0, np.int64)
-        if find_faults(ctx) == 0:
-            return
-        first = ctx.pool.faults.first_slot.to_numpy()[: self._n_worlds]
-        worlds = np.nonzero(first != NO_FAULT)[0]
-        slots = first[worlds]
-        self._faulted_worlds = worlds.astype(np.int64)
-        if self.on_fault == "reset":
-            if self._initial_world is None:
-                self._initial_world = self._builder.initial_state(1)
-            reset_faulty_worlds(ctx, self._initial_world)
-            return
-        bodies = ctx.pool.bodies
-        slot = int(slots[0])
-        what = describe_fault(*(field.to_numpy()[slot] for field in (
-            bodies.position, bodies.angle, bodies.velocity, bodies.angular_velocity)))
-        body = slot % self.n_bodies
-        name = self._builder.bodies[body].name
-        more = f" (and {len(worlds) - 1} more worlds)" if len(worlds) > 1 else ""
-        raise SimulationError(
-            f"step {self.step_count}: world {worlds[0]}, body {body}"
-            f"{f' ({name!r})' if name else ''}: {what}{more}; the scene keeps this state "
-            "(restore a snapshot, or use on_fault='reset')",
-            worlds.astype(np.int64), (slots % self.n_bodies).astype(np.int64))
 
     def step_context(self, dt: float = 0.0) -> StepContext:
         """This scene resident in the device pool and up to date (built on first use), as
@@ -342,8 +308,7 @@ class Scene:
         binding.n_bodies, binding.n_joints = self.n_bodies, self.n_joints
         binding.n_filters = len(builder.no_collision)
         self._cell = builder.cell_size()
-        self._fingerprint_value = None
-        self._initial_world = None
+        binding.fingerprint = None
         self._cache.forget_pairs()
         residency.release(binding)
 
@@ -409,40 +374,16 @@ class Scene:
         PID state, motor targets and settings, forces applied for the next step, the clock.
         restore() it and step: the run from here repeats bitwise."""
         self._context()
-        binding, cache = self._binding, self._cache
-        device = residency.current_state(binding).arrays
-        return SceneSnapshot(
-            self._fingerprint(), self._n_worlds, self.n_bodies, self.n_joints,
-            {group: {k: v.copy() for k, v in fields.items()} for group, fields in device.items()},
-            {k: binding.model["joints"][k].copy() for k in MOTOR_FIELDS}, cache_fields(cache),
-            {b: (np.array(f), np.array(t)) for b, (f, t) in self._pending_forces.items()},
-            self.time, self.step_count)
+        return take_snapshot(self._binding, self._cache, self._pending_forces, self.time,
+                             self.step_count)
 
     def restore(self, snapshot: SceneSnapshot):
         """Return to a snapshot taken from this scene (or one with the same bodies, joints
         and n_worlds); ValueError for another scene's, and the scene is left unchanged."""
-        if not isinstance(snapshot, SceneSnapshot):
-            raise TypeError(f"snapshot must be a fx2d_gpu.SceneSnapshot, got "
-                            f"{type(snapshot).__name__}")
         self._context()
-        if snapshot.fingerprint != self._fingerprint():
-            raise ValueError("snapshot is of another scene (its bodies, joints, disabled pairs "
-                             "or n_worlds differ)")
-        snapshot = snapshot.copy()
-        binding = self._binding
-        joints = binding.model["joints"]
-        for key in MOTOR_FIELDS:
-            joints[key][...] = snapshot.motors[key]
-        for j, joint in enumerate(self._builder.joints):
-            joint.mode = int(joints["mode"][j])
-            joint.pid = tuple(float(g) for g in joints["pid"][j])
-            joint.max_effort = float(joints["max_effort"][j])
-        binding.saved = snapshot.device_snapshot()
-        for key, value in snapshot.cache.items():
-            setattr(self._cache, key, value)
-        self._pending_forces = dict(snapshot.forces)
-        self.time, self.step_count = snapshot.time, snapshot.step_count
-        residency.release(binding)  # the next use loads the snapshot and the motor settings
+        forces, self.time, self.step_count = restore_snapshot(
+            snapshot, self._binding, self._cache, self._builder.joints)
+        self._pending_forces = forces
 
     def save_state(self, path):
         """Write snapshot() to a .npz file (with a format version)."""
@@ -452,11 +393,6 @@ class Scene:
         """restore() a file written by save_state; ValueError if it is not one or belongs to
         another scene."""
         self.restore(SceneSnapshot.load(path))
-
-    def _fingerprint(self) -> str:
-        if self._fingerprint_value is None:
-            self._fingerprint_value = model_fingerprint(self._binding.model, self._n_worlds)
-        return self._fingerprint_value
 
     # ------------------------------------------------------------------ contacts
     def _current_contacts(self):

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from . import residency
 from .residency import Snapshot
 from .solver.context import StepCache
 
@@ -114,5 +115,45 @@ def model_fingerprint(model: dict, n_worlds: int) -> str:
     return digest.hexdigest()
 
 
-def cache_fields(cache: StepCache) -> dict:
-    return dataclasses.asdict(cache)
+def _fingerprint(binding) -> str:
+    if binding.fingerprint is None:
+        binding.fingerprint = model_fingerprint(binding.model, binding.n_worlds)
+    return binding.fingerprint
+
+
+def take_snapshot(binding, cache: StepCache, forces: dict, time: float,
+                  step_count: int) -> SceneSnapshot:
+    """A SceneSnapshot of a built scene: its binding (residency.Binding), step cache,
+    pending forces {body: (force, torque)} and clock."""
+    device = residency.current_state(binding).arrays
+    return SceneSnapshot(
+        _fingerprint(binding), binding.n_worlds, binding.n_bodies, binding.n_joints,
+        {group: {k: v.copy() for k, v in fields.items()} for group, fields in device.items()},
+        {k: binding.model["joints"][k].copy() for k in MOTOR_FIELDS},
+        dataclasses.asdict(cache),
+        {b: (np.array(f), np.array(t)) for b, (f, t) in forces.items()}, time, step_count)
+
+
+def restore_snapshot(snapshot, binding, cache: StepCache, joints: list):
+    """Put a snapshot back into a built scene (its binding, step cache and builder.Joint
+    list); returns (pending forces, time, step_count). TypeError / ValueError, with nothing
+    changed, for what is not a snapshot of this scene's model."""
+    if not isinstance(snapshot, SceneSnapshot):
+        raise TypeError(f"snapshot must be a fx2d_gpu.SceneSnapshot, got "
+                        f"{type(snapshot).__name__}")
+    if snapshot.fingerprint != _fingerprint(binding):
+        raise ValueError("snapshot is of another scene (its bodies, joints, disabled pairs "
+                         "or n_worlds differ)")
+    snapshot = snapshot.copy()
+    model = binding.model["joints"]
+    for key in MOTOR_FIELDS:
+        model[key][...] = snapshot.motors[key]
+    for j, joint in enumerate(joints):
+        joint.mode = int(model["mode"][j])
+        joint.pid = tuple(float(g) for g in model["pid"][j])
+        joint.max_effort = float(model["max_effort"][j])
+    binding.saved = snapshot.device_snapshot()
+    for key, value in snapshot.cache.items():
+        setattr(cache, key, value)
+    residency.release(binding)  # the next use loads the snapshot and the motor settings
+    return dict(snapshot.forces), snapshot.time, snapshot.step_count

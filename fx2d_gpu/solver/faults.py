@@ -132,3 +132,27 @@ def reset_faulty_worlds(ctx, initial: dict):
                   bodies["angle"], bodies["velocity"], bodies["angular_velocity"],
                   joints["target"] if len(joints["target"]) else _NO_TARGETS)
 
+
+
+def contain_faults(ctx, on_fault: str, builder, step_count: int) -> np.ndarray:
+    """After a step: find the faulty worlds and raise a SimulationError naming the first
+    (on_fault "raise"), or reset them to the initial state of `builder` (builder.ModelBuilder,
+    on_fault "reset"); returns the faulty worlds (k,)."""
+    if find_faults(ctx) == 0:
+        return np.zeros(0, np.int64)
+    first = ctx.pool.faults.first_slot.to_numpy()[: ctx.n_worlds]
+    worlds = np.nonzero(first != NO_FAULT)[0].astype(np.int64)
+    slots = first[worlds]
+    if on_fault == "reset":
+        reset_faulty_worlds(ctx, builder.initial_state(1))
+        return worlds
+    bodies, slot = ctx.pool.bodies, int(slots[0])
+    what = describe_fault(*(field.to_numpy()[slot] for field in (
+        bodies.position, bodies.angle, bodies.velocity, bodies.angular_velocity)))
+    body = slot % ctx.n_bodies
+    name = builder.bodies[body].name
+    more = f" (and {len(worlds) - 1} more worlds)" if len(worlds) > 1 else ""
+    raise SimulationError(
+        f"step {step_count}: world {worlds[0]}, body {body}{f' ({name!r})' if name else ''}: "
+        f"{what}{more}; the scene keeps this state (restore a snapshot, or use "
+        "on_fault='reset')", worlds, (slots % ctx.n_bodies).astype(np.int64))
