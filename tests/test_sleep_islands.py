@@ -15,18 +15,12 @@ import pytest
 import fx2d_gpu as fx
 import fx2d_gpu.solver.sleep as sleep
 
+from .fields import put
+
 DT = 1.0 / 60.0
 
 
 # ----------------------------------------------------------------------------- helpers
-def put(field, values):
-    """field[:len(values)] = values."""
-    full = field.to_numpy()
-    values = np.asarray(values, full.dtype)
-    full[: len(values)] = values
-    field.from_numpy(full)
-
-
 def get(field, n):
     return field.to_numpy()[:n]
 

@@ -37,18 +37,12 @@ from fx2d_gpu.solver.contacts import (
 from fx2d_gpu.solver.joints import JOINT_ITERATIONS
 from fx2d_gpu.solver.step import begin_substep, position_pass, velocity_pass
 
+from .fields import put
+
 SERIAL = pytest.mark.parametrize("serial", [False, True], ids=["parallel", "serial"])
 
 
 # ----------------------------------------------------------------------------- helpers
-def put(field, values):
-    """field[:len(values)] = values."""
-    full = field.to_numpy()
-    values = np.asarray(values, full.dtype)
-    full[: len(values)] = values
-    field.from_numpy(full)
-
-
 def get(field, n):
     return field.to_numpy()[:n].astype(np.float64)
 

@@ -99,6 +99,15 @@ def _coloring_still_valid(model: ti.template(), bodies: ti.template(), contacts:
 
 
 @ti.func
+def _bodies_of(model: ti.template(), bodies: ti.template(), joints: ti.template(),
+               contacts: ti.template(), counts: ti.template(), k, n_bodies):
+    """Body slots (a, b) of constraint k and whether each is dynamic and awake."""
+    a, b = constraint_bodies(joints, contacts, counts, k, n_bodies)
+    return a, b, awake_dynamic(model, bodies, a, n_bodies), awake_dynamic(model, bodies, b,
+                                                                          n_bodies)
+
+
+@ti.func
 def mark_color(coloring: ti.template(), slot, color):
     ti.atomic_or(coloring.body_color_mask[slot], 1 << color)
 
@@ -168,9 +177,8 @@ def _color_round(model: ti.template(), bodies: ti.template(), joints: ti.templat
         for i in range(n_uncolored):
             k = coloring.uncolored[i]
             if coloring.color[k] < 0:
-                a, b = constraint_bodies(joints, contacts, counts, k, n_bodies)
-                dyn_a = awake_dynamic(model, bodies, a, n_bodies)
-                dyn_b = awake_dynamic(model, bodies, b, n_bodies)
+                a, b, dyn_a, dyn_b = _bodies_of(model, bodies, joints, contacts, counts, k,
+                                                n_bodies)
                 if color_free(coloring, a, dyn_a, color) and color_free(coloring, b, dyn_b, color):
                     bid = priority(joints, contacts, counts, k, n_bodies)
                     if dyn_a:
@@ -181,9 +189,8 @@ def _color_round(model: ti.template(), bodies: ti.template(), joints: ti.templat
         for i in range(n_uncolored):
             k = coloring.uncolored[i]
             if coloring.color[k] < 0:
-                a, b = constraint_bodies(joints, contacts, counts, k, n_bodies)
-                dyn_a = awake_dynamic(model, bodies, a, n_bodies)
-                dyn_b = awake_dynamic(model, bodies, b, n_bodies)
+                a, b, dyn_a, dyn_b = _bodies_of(model, bodies, joints, contacts, counts, k,
+                                                n_bodies)
                 bid = priority(joints, contacts, counts, k, n_bodies)
                 won_a = not dyn_a or (coloring.body_claim[a] == bid
                                       and color_free(coloring, a, dyn_a, color))
