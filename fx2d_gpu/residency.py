@@ -15,6 +15,8 @@ even in the middle of a step.
 
 from __future__ import annotations
 
+import functools
+import threading
 import weakref
 
 import numpy as np
@@ -87,6 +89,22 @@ class Binding:
 
 
 _state: dict = {"pool": None, "resident": None}
+
+#: Taichi runs one program per process and is not thread-safe: every Scene call that
+#: touches the device holds this lock, so scenes used from several threads take turns
+#: (correct, not parallel). Reentrant: a Scene method may call another.
+DEVICE_LOCK = threading.RLock()
+
+
+def serialized(method):
+    """Decorator: run a Scene method holding DEVICE_LOCK."""
+
+    @functools.wraps(method)
+    def locked(*args, **kwargs):
+        with DEVICE_LOCK:
+            return method(*args, **kwargs)
+
+    return locked
 
 
 def _resident() -> Binding | None:

@@ -16,7 +16,7 @@ from .collision.broad_phase import find_candidate_pairs
 from .collision.narrow_phase import compute_manifolds
 from .device import SERIAL_SLOTS
 from .records import Contacts, JointState, State
-from .residency import Binding, Snapshot
+from .residency import Binding, Snapshot, serialized
 from .shapes import MAX_COORDINATE, as_real, as_vector2
 from .snapshots import SceneSnapshot, restore_snapshot, take_snapshot
 from .solver.context import StepCache, StepContext
@@ -172,6 +172,7 @@ class Scene:
         j = self._builder.joints[self._builder.check_joint(joint)]
         return j.parent, j.child
 
+    @serialized
     def set_joint_target(self, joint: int, target):
         """The motor's target: rad, rad/s or N m (revolute); m, m/s or N (prismatic).
 
@@ -184,6 +185,7 @@ class Scene:
             return
         transfer.write_joint_target(self._context(), joint, values.astype(np.float32))
 
+    @serialized
     def set_joint_mode(self, joint: int, control_mode, pid=None, max_effort=None):
         """Change a motor's mode (None | "position" | "velocity" | "effort") and optionally its
         gains; the PID's integral and derivative state restart in every world."""
@@ -197,11 +199,13 @@ class Scene:
         if self._is_built():
             transfer.write_joint_mode(self._context(), joint, j.mode, list(j.pid), j.max_effort)
 
+    @serialized
     def joint_anchors(self) -> np.ndarray:
         """(n_worlds, n_joints, 2, 2) world positions (m) of each joint's parent anchor and
         child anchor; they coincide while a revolute joint holds."""
         return kinematics.joint_anchors(self._builder.joints, self.get_state())
 
+    @serialized
     def joint_state(self) -> JointState:
         """Joint coordinates and rates of every world (see JointState)."""
         return JointState(*kinematics.joint_coordinates(self._builder.joints, self.get_state()))
@@ -232,6 +236,7 @@ class Scene:
         """Bodies the last broad phase left out of collision for a non-finite pose."""
         return self._cache.lost_bodies
 
+    @serialized
     def step(self, dt: float):
         """Advance every world by dt seconds (`substeps` substeps); dt > 0.06 s is clamped."""
         dt = as_real(dt, "dt")
@@ -251,6 +256,7 @@ class Scene:
         """(k,) the worlds the last step found faulty (and, with on_fault="reset", reset)."""
         return self._faulted_worlds.copy()
 
+    @serialized
     def step_context(self, dt: float = 0.0) -> StepContext:
         """This scene resident in the device pool and up to date (built on first use), as
         the StepContext the stages of solver/step.py take: for tools and tests that drive
@@ -313,6 +319,7 @@ class Scene:
         residency.release(binding)
 
     # ------------------------------------------------------------------ forces
+    @serialized
     def apply_force(self, body: int, force, torque=0.0):
         """Add a force (N, at the centre of mass) and a torque (N m) for the next step().
 
@@ -336,6 +343,7 @@ class Scene:
         self._pending_forces.clear()
 
     # ------------------------------------------------------------------ state
+    @serialized
     def get_state(self) -> State:
         """A copy of all worlds' state (see State for shapes and units)."""
         bodies = self._context().pool.bodies
@@ -353,6 +361,7 @@ class Scene:
             sleeping=read(bodies.sleeping, (w, nb)).astype(bool),
         )
 
+    @serialized
     def set_state(self, state: State):
         """Restore a state taken from this scene (shapes must match); previous pose = pose."""
         if not isinstance(state, State):
@@ -368,6 +377,7 @@ class Scene:
         self._cache.contacts_current = False
 
     # ------------------------------------------------------------------ snapshots
+    @serialized
     def snapshot(self) -> SceneSnapshot:
         """Everything that affects this scene's future (fx2d_gpu.snapshots.SceneSnapshot):
         poses, velocities, warm-start impulses and pairs, colours, sleep timers and islands,
@@ -377,6 +387,7 @@ class Scene:
         return take_snapshot(self._binding, self._cache, self._pending_forces, self.time,
                              self.step_count)
 
+    @serialized
     def restore(self, snapshot: SceneSnapshot):
         """Return to a snapshot taken from this scene (or one with the same bodies, joints
         and n_worlds); ValueError for another scene's, and the scene is left unchanged."""
@@ -385,10 +396,12 @@ class Scene:
             snapshot, self._binding, self._cache, self._builder.joints)
         self._pending_forces = forces
 
+    @serialized
     def save_state(self, path):
         """Write snapshot() to a .npz file (with a format version)."""
         self.snapshot().save(path)
 
+    @serialized
     def load_state(self, path):
         """restore() a file written by save_state; ValueError if it is not one or belongs to
         another scene."""
@@ -406,6 +419,7 @@ class Scene:
         compute_manifolds(ctx, n_pairs, 0.0, into="staging")
         return ctx.pool.staging, n_pairs
 
+    @serialized
     def contacts(self, world: int | None = 0) -> Contacts:
         """Contact manifolds of `world` (None: all worlds) at the current state."""
         if world is not None:
@@ -429,6 +443,7 @@ class Scene:
             features=manifolds.feature.to_numpy()[:n][keep].astype(np.int64),
         )
 
+    @serialized
     def candidate_pairs(self) -> np.ndarray:
         """(k, 3) int array of (world, body_a, body_b) from the last broad phase, a < b."""
         manifolds, n = self._current_contacts()
@@ -439,6 +454,31 @@ class Scene:
 
     def _check_world(self, world) -> int:
         return as_index(world, "world", self._n_worlds, "worlds")
+
+    # ------------------------------------------------------------------ copies and pickling
+    @serialized
+    def __getstate__(self) -> dict:
+        """What copy.deepcopy and pickle keep: the settings, the model, the pending inputs,
+        and (once built) a snapshot; the copy continues bitwise like the original."""
+        return {"settings": dict(gravity=self.gravity, substeps=self.substeps,
+                                 n_worlds=self._n_worlds, enable_sleep=self.enable_sleep,
+                                 on_fault=self.on_fault,
+                                 arch="cpu" if self.backend in ("x64", "arm64") else "auto"),
+                "builder": self._builder, "pending_targets": self._pending_targets,
+                "meta": self.meta, "visuals": self.visuals, "time": self.time,
+                "step_count": self.step_count,
+                "snapshot": self.snapshot() if self._binding.n_bodies else None,
+                "pending_forces": self._pending_forces}
+
+    def __setstate__(self, state: dict):
+        self.__init__(**state["settings"])
+        self._builder = state["builder"]
+        self._pending_targets = state["pending_targets"]
+        self.meta, self.visuals = state["meta"], state["visuals"]
+        if state["snapshot"] is not None:
+            self.restore(state["snapshot"])  # builds the arrays of the same model first
+        self._pending_forces = state["pending_forces"]
+        self.time, self.step_count = state["time"], state["step_count"]
 
     def __repr__(self) -> str:
         return (f"Scene(n_bodies={self.n_bodies}, n_worlds={self._n_worlds}, "
