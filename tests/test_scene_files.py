@@ -272,3 +272,44 @@ def test_error_names_the_line(arch):
            "    collision: {geometry: {circle: 1}}\n"
     with pytest.raises(ValueError, match="line 6"):
         fx.load_scene(text, arch=arch)
+
+
+_ALIAS_BOMB = """
+import time
+import fx2d_gpu as fx
+anchors = ["a0: &a0 [1, 2]"] + [f"a{i}: &a{i} [*a{i - 1}, *a{i - 1}]" for i in range(1, 40)]
+text = ("x:\\n" + "\\n".join("  " + a for a in anchors) + "\\nscene:\\n  size: [10, 10]\\n"
+        "entities:\\n  box:\\n    collision:\\n      geometry:\\n        polygon: *a39\\n")
+start = time.time()
+try:
+    fx.load_scene(text, arch="cpu")
+except ValueError as error:
+    print(round(time.time() - start, 3), error)
+"""
+
+
+def test_an_alias_bomb_is_refused_at_once_naming_entity_and_key():
+    """Issue 18: 407 bytes of nested aliases inside polygon: took 42 s and 3.25 GB, doubling
+    with each level; 40 levels (2**40 values) must be refused in well under a second. In a
+    child process, so a hang fails the test instead of stalling CI."""
+    import subprocess
+    import sys
+
+    run = subprocess.run([sys.executable, "-c", _ALIAS_BOMB], capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    seconds, message = run.stdout.strip().splitlines()[-1].split(" ", 1)
+    assert float(seconds) < 1.0
+    assert message.startswith("entities / box / collision / geometry / polygon"), message
+    assert "aliases are expanded" in message
+
+
+def test_unknown_scene_keys_and_overlong_lists_are_refused():
+    with pytest.raises(ValueError, match="graviti"):
+        fx.load_scene("scene:\n  size: [10, 10]\n  graviti: [0, -10]\n", arch="cpu")
+    points = ", ".join(["*p"] * 100_001)  # aliases: each item a list of its own
+    text = ("p: &p [0, 0]\nscene:\n  size: [10, 10]\nentities:\n  box:\n    collision:\n"
+            f"      geometry:\n        polygon: [{points}]\n")
+    with pytest.raises(ValueError, match=r"entities / box / collision / geometry / polygon .*"
+                                         r"a list of 100,001 items"):
+        fx.load_scene(text, arch="cpu")

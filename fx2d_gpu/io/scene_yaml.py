@@ -17,6 +17,7 @@ and, when known, the line.
 """
 
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -50,8 +51,107 @@ class _Map(dict):
     key_lines: dict = {}
 
 
-class _Loader(yaml.SafeLoader):
+# libyaml's parser when PyYAML was built with it (10x faster on large files).
+class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
     pass
+
+
+#: Most values a scene file may hold once its aliases are expanded, and most items in any
+#: one list: a few hundred bytes of nested aliases would otherwise expand to billions of
+#: values (PyYAML builds them once, but every check of the numbers walks them all).
+MAX_EXPANDED_VALUES = 20_000_000
+MAX_LIST_LENGTH = 100_000
+
+
+def _expanded_sizes(root) -> dict:
+    """{id(node): values under it with aliases expanded}, in one pass over the node graph
+    (each node's size is computed once); ValueError for an alias that contains itself."""
+    sizes, on_path = {}, set()
+    stack = [(root, False)]
+    while stack:
+        node, children_done = stack.pop()
+        key = id(node)
+        if key in sizes:
+            continue
+        children = [n for pair in node.value for n in pair] if isinstance(
+            node, yaml.MappingNode) else node.value if isinstance(node, yaml.SequenceNode) \
+            else []
+        if children_done:
+            on_path.discard(key)
+            sizes[key] = 1 + sum(sizes[id(child)] for child in children)
+            continue
+        if key in on_path:
+            raise ValueError(f"line {node.start_mark.line + 1}: an alias refers to a node "
+                             "that contains it (an endless value)")
+        on_path.add(key)
+        stack.append((node, True))
+        stack.extend((child, False) for child in children if id(child) not in sizes)
+    return sizes
+
+
+def _check_size(root):
+    """ValueError naming the entity and key where the file holds a list past
+    MAX_LIST_LENGTH or, aliases expanded, more than MAX_EXPANDED_VALUES values."""
+    paths, queue = {id(root): []}, [root]  # each distinct node, with the first path to it
+    for node in queue:
+        if isinstance(node, yaml.SequenceNode) and len(node.value) > MAX_LIST_LENGTH:
+            raise ValueError(f"{_where(paths[id(node)])} (line {node.start_mark.line + 1}): a "
+                             f"list of {len(node.value):,} items; at most {MAX_LIST_LENGTH:,}")
+        for label, child in _labelled_children(node):
+            if id(child) not in paths:
+                paths[id(child)] = paths[id(node)] + [label]
+                queue.append(child)
+    sizes = _expanded_sizes(root)
+    node, path = root, []
+    while sizes[id(node)] > MAX_EXPANDED_VALUES:
+        big = [(label, child) for label, child in _labelled_children(node)
+               if sizes[id(child)] > MAX_EXPANDED_VALUES]
+        if not big:
+            raise ValueError(f"{_where(path)} (line {node.start_mark.line + 1}): "
+                             f"{sizes[id(node)]:,} values once its aliases are expanded; a "
+                             f"scene file may hold at most {MAX_EXPANDED_VALUES:,}")
+        # The last: an anchor is defined before its aliases, so the last large child is
+        # where the aliases are used (an entity's key rather than the anchors' home).
+        label, node = big[-1]
+        path = path + [label]
+
+
+def _where(path) -> str:
+    """'entities / box / collision' for a path of keys."""
+    return " / ".join(path) or "the file"
+
+
+def _children(node):
+    if isinstance(node, yaml.MappingNode):
+        return [value for _, value in node.value]
+    return node.value if isinstance(node, yaml.SequenceNode) else []
+
+
+def _labelled_children(node):
+    if isinstance(node, yaml.MappingNode):
+        return [(str(getattr(key, "value", "?")), value) for key, value in node.value]
+    if isinstance(node, yaml.SequenceNode):
+        return [(f"[{i}]", value) for i, value in enumerate(node.value)]
+    return []
+
+
+#: An alias (*name) in YAML text: after a space, a bracket, a comma, a colon or a dash.
+_ALIAS = re.compile(r"(?:^|[\s\[,{:-])\*[^\s\]},]", re.MULTILINE)
+
+
+def _parse(text: str):
+    """The YAML document of `text`. With aliases, its expanded size is checked before
+    anything is built from it; without, the text's length already bounds it."""
+    loader = _Loader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        if _ALIAS.search(text):
+            _check_size(node)
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
 
 
 def _construct_mapping(loader, node):
@@ -281,7 +381,7 @@ def load_scene(path_or_yaml_text, n_worlds: int = 1, arch: str = "auto", substep
         raise TypeError("path_or_yaml_text must be a path or YAML text, got "
                         f"{type(path_or_yaml_text).__name__}")
     try:
-        document = yaml.load(text, Loader=_Loader)
+        document = _parse(text)
     except yaml.YAMLError as exc:
         raise ValueError(f"not valid YAML: {exc}") from None
     if not isinstance(document, dict):
@@ -290,6 +390,9 @@ def load_scene(path_or_yaml_text, n_worlds: int = 1, arch: str = "auto", substep
     top.known(document, {"scene", "entities", "joints"})
     block = top.mapping(document, "scene", required=True)
     scene_where = _Where("scene", block)
+    # Fx2D's loader ignores other keys here; a typo (graviti:) would then silently run with
+    # the default, so they are refused as everywhere else in the file.
+    scene_where.known(block, {"size", "gravity", "background"})
     size = scene_where.vector(block, "size", 2)
     if np.any(size <= 0):
         raise scene_where.error("size", f"must be positive, got {list(size)}")
