@@ -102,10 +102,15 @@ def circle(radius: float, center=(0.0, 0.0)) -> Shape:
     return Shape(SHAPE_CIRCLE, radius, as_vector2(center, "center"), empty, empty)
 
 
+def _next(values: np.ndarray) -> np.ndarray:
+    """values[i + 1] at i, cyclically (np.roll(values, -1, axis=0), without its overhead)."""
+    return np.concatenate([values[1:], values[:1]])
+
+
 def polygon_area_centroid(vertices: np.ndarray) -> tuple[float, np.ndarray]:
     """Signed area (positive for counter-clockwise) and centroid of a simple polygon."""
     x, y = vertices[:, 0], vertices[:, 1]
-    xn, yn = np.roll(x, -1), np.roll(y, -1)
+    xn, yn = _next(x), _next(y)
     cross = x * yn - xn * y
     area = 0.5 * cross.sum()
     if area == 0.0:
@@ -138,12 +143,12 @@ def polygon(vertices, name: str = "vertices") -> tuple[Shape, np.ndarray]:
         raise ValueError(f"{name} encloses no area")
     if area < 0.0:
         verts = verts[::-1].copy()
-    edges = np.roll(verts, -1, axis=0) - verts
+    edges = _next(verts) - verts
     lengths = np.hypot(edges[:, 0], edges[:, 1])
     if np.any(lengths < _MIN_EDGE_LENGTH):
         raise ValueError(f"{name} has repeated vertices")
-    turn = edges[:, 0] * np.roll(edges[:, 1], -1) - edges[:, 1] * np.roll(edges[:, 0], -1)
-    if np.any(turn <= 1e-12 * lengths * np.roll(lengths, -1)):
+    turn = edges[:, 0] * _next(edges[:, 1]) - edges[:, 1] * _next(edges[:, 0])
+    if np.any(turn <= 1e-12 * lengths * _next(lengths)):
         raise ValueError(f"{name} must be strictly convex (no reflex or collinear vertices)")
     local = verts - centroid
     normals = np.stack([edges[:, 1], -edges[:, 0]], axis=1) / lengths[:, None]
@@ -165,7 +170,7 @@ def unit_inertia(shape: Shape) -> float:
     if shape.kind == SHAPE_CIRCLE:
         return 0.5 * shape.radius**2 + float(shape.center @ shape.center)
     # Second moment of a polygon about the origin, by triangles (origin, v_i, v_i+1).
-    v, vn = shape.vertices, np.roll(shape.vertices, -1, axis=0)
+    v, vn = shape.vertices, _next(shape.vertices)
     cross = v[:, 0] * vn[:, 1] - vn[:, 0] * v[:, 1]
     second = (cross * ((v * v).sum(1) + (v * vn).sum(1) + (vn * vn).sum(1))).sum() / 12.0
     area = 0.5 * cross.sum()

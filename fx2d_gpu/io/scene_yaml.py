@@ -53,7 +53,21 @@ class _Map(dict):
 
 # libyaml's parser when PyYAML was built with it (10x faster on large files).
 class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
-    pass
+    #: Tags of plain scalars already resolved. A scalar's implicit tag depends only on its
+    #: text, and a scene file repeats the same keys ("pose", "physics", ...) thousands of
+    #: times: resolving each again by regular expressions was a fifth of a large load.
+    _tags: dict = {}
+
+    def resolve(self, kind, value, implicit):
+        if kind is not yaml.ScalarNode:
+            return super().resolve(kind, value, implicit)
+        key = (value, implicit)
+        tag = self._tags.get(key)
+        if tag is None:
+            tag = super().resolve(kind, value, implicit)
+            if len(self._tags) < 100_000:
+                self._tags[key] = tag
+        return tag
 
 
 #: Most values a scene file may hold once its aliases are expanded, and most items in any
