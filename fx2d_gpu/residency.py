@@ -24,9 +24,6 @@ import numpy as np
 from . import runtime
 from .device import MIN_CAPACITIES, DevicePool
 
-#: Groups whose fields are the scene's model (built on the host, uploaded on load).
-MODEL_GROUPS = ("model", "joints")
-
 
 class Snapshot:
     """Host copies of a scene's saved fields: arrays[group][field], each the first
@@ -58,8 +55,9 @@ class Binding:
     StepCache (for the pair count), its model and, while it is not resident, its state.
 
     n_worlds, n_bodies, n_joints (per world), n_filters (disable_collision pairs): the
-    layout (n_bodies 0: not built yet); model: {group: {field: array}} of the MODEL_GROUPS
-    fields; saved: the scene's state while it is not resident (a Snapshot).
+    layout (n_bodies 0: not built yet); model: {group: {field: array}} of the model's
+    fields (groups `model` and `joints`, built on the host, uploaded on every load);
+    saved: the scene's state while it is not resident (a Snapshot).
     """
 
     def __init__(self, cache, n_worlds: int):
@@ -72,14 +70,19 @@ class Binding:
         self.saved: Snapshot | None = None
         self.fingerprint: str | None = None  # of the model, for snapshots (snapshots.py)
 
-    def needs(self) -> dict:
-        """Capacities the scene needs (keys of device.MIN_CAPACITIES)."""
-        slots, cache = self.n_worlds * self.n_bodies, self.cache
-        return {"bodies": slots, "models": max(self.n_bodies, 1), "worlds": self.n_worlds,
+    def needs(self, n_bodies: int | None = None, n_joints: int | None = None,
+              n_filters: int | None = None) -> dict:
+        """Capacities (keys of device.MIN_CAPACITIES) the scene needs as built, or for the
+        layout given (a build about to happen)."""
+        n_bodies = self.n_bodies if n_bodies is None else n_bodies
+        n_joints = self.n_joints if n_joints is None else n_joints
+        n_filters = self.n_filters if n_filters is None else n_filters
+        slots, cache = self.n_worlds * n_bodies, self.cache
+        return {"bodies": slots, "models": max(n_bodies, 1), "worlds": self.n_worlds,
                 "pairs": max(cache.pair_need, cache.n_pairs),
                 "entries": max(4 * slots, cache.entry_need),
-                "joints": self.n_joints, "joint_slots": self.n_worlds * self.n_joints,
-                "filters": 2 * self.n_filters}
+                "joints": n_joints, "joint_slots": self.n_worlds * n_joints,
+                "filters": 2 * n_filters}
 
     def extents(self) -> dict:
         """Entries of the scene's saved fields, by extent name (device.EXTENTS)."""
@@ -132,8 +135,9 @@ def acquire(binding: Binding) -> DevicePool:
                 _evict(resident, pool)
             _load(binding, pool)
         return pool
-    check_fits(binding)
-    grown = DevicePool(_grown_capacities(pool, needs))
+    capacities = _grown_capacities(pool, needs)
+    check_fits(binding.n_worlds, needs, capacities)
+    grown = DevicePool(capacities)
     if pool is not None and resident is binding:
         _copy_pool(pool, grown)  # exact even in the middle of a step
     else:
@@ -172,19 +176,22 @@ MAX_SLOTS = 1 << 28
 MAX_PAIRS = 1 << 30
 
 
-def check_fits(binding: Binding):
-    """ValueError, before anything is allocated, if the pool the scene needs is past the
-    32-bit index range or larger than the memory available (runtime.available_memory)."""
-    needs = binding.needs()
-    layout = (f"n_worlds={binding.n_worlds} x n_bodies={binding.n_bodies} = "
+def check_fits(n_worlds: int, needs: dict, capacities: dict | None = None):
+    """ValueError, before anything is allocated, if a scene of n_worlds worlds and these
+    needs (Binding.needs) is past the 32-bit index range, or if the pool it would take
+    (`capacities`; by default what the current pool would grow to) is larger than the
+    memory available (runtime.available_memory)."""
+    layout = (f"n_worlds={n_worlds} x n_bodies={needs['bodies'] // n_worlds} = "
               f"{needs['bodies']:,} body slots")
     if needs["bodies"] > MAX_SLOTS or needs["pairs"] > MAX_PAIRS:
         raise ValueError(f"{layout}: more than the {MAX_SLOTS:,} body slots (or "
                          f"{MAX_PAIRS:,} pairs) one scene can index; use fewer worlds")
     pool = _state["pool"]
-    if pool is not None and pool.fits(needs):
-        return
-    needed = DevicePool.bytes_needed(_grown_capacities(pool, needs))
+    if capacities is None:
+        if pool is not None and pool.fits(needs):
+            return
+        capacities = _grown_capacities(pool, needs)
+    needed = DevicePool.bytes_needed(capacities)
     available_bytes = runtime.available_memory()
     if available_bytes is not None and needed > available_bytes:
         raise ValueError(f"{layout}: the device arrays would need {needed / 2**30:.1f} GiB, "

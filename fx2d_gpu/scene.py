@@ -293,13 +293,8 @@ class Scene:
         binding, builder, w = self._binding, self._builder, self._n_worlds
         # Refuse a layout the device cannot hold before building its host arrays (a scene of
         # 10**8 worlds would fill the host first); a refused build changes nothing.
-        built = (binding.n_bodies, binding.n_joints, binding.n_filters)
-        binding.n_bodies, binding.n_joints = self.n_bodies, self.n_joints
-        binding.n_filters = len(builder.no_collision)
-        try:
-            residency.check_fits(binding)
-        finally:
-            binding.n_bodies, binding.n_joints, binding.n_filters = built
+        residency.check_fits(w, binding.needs(self.n_bodies, self.n_joints,
+                                              len(builder.no_collision)))
         old = residency.current_state(binding).arrays if binding.n_bodies else None
         binding.model = builder.build_model()
         state = builder.initial_state(w)

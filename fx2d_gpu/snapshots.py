@@ -57,9 +57,6 @@ class SceneSnapshot:
     def device_snapshot(self) -> Snapshot:
         return Snapshot(self.copy().device)
 
-    def step_cache(self) -> StepCache:
-        return StepCache(**self.cache)
-
     def save(self, path):
         """Write the snapshot as a NumPy .npz file (format FORMAT_VERSION)."""
         arrays = {f"device/{g}/{k}": v for g, fields in self.device.items()

@@ -118,30 +118,31 @@ _EXTREMES = """
 import json
 import numpy as np
 import fx2d_gpu as fx
+
+
+def run(scene, steps):  # "stepped", or "raised " and the SimulationError's message
+    try:
+        for _ in range(steps):
+            scene.step(1 / 60)
+    except fx.SimulationError as error:
+        return "raised " + str(error)
+    return "stepped"
+
+
 out = {}
 for speed in (1e9, 9.9e9):  # just under shapes.MAX_SPEED
     scene = fx.Scene(arch="cpu")
     scene.add_box((0, -0.5), (20, 1), mass=0)
     boxes = [scene.add_box((1.1 * i, 0.5), (1, 1)) for i in range(5)]
     scene.add_circle((-5, 0.5), 0.3, velocity=(speed, 0))
-    outcome = "stepped"
-    try:
-        for _ in range(3):
-            scene.step(1 / 60)
-    except fx.SimulationError as error:
-        outcome = "raised " + str(error)
+    outcome = run(scene, 3)
     out[f"{speed:g}"] = [outcome, bool(np.isfinite(scene.get_state().position).all())]
 for on_fault in ("raise", "reset"):
     scene = fx.Scene(gravity=(0, 0), arch="cpu", on_fault=on_fault)
     base = scene.add_box((0, 0), (0.4, 0.4), mass=0)
     arm = scene.add_box((1, 0), (2, 0.25), mass=1, inertia=0.5)
     scene.add_revolute_joint(base, arm, control_mode="velocity", target=3.0, pid=(1e30, 0, 0))
-    outcome = "stepped"
-    try:
-        for _ in range(10):
-            scene.step(1 / 60)
-    except fx.SimulationError as error:
-        outcome = "raised " + str(error)
+    outcome = run(scene, 10)
     out[on_fault] = [outcome, list(map(int, scene.faulted_worlds)),
                      bool(np.isfinite(scene.get_state().angle).all())]
 print(json.dumps(out))

@@ -87,9 +87,7 @@ def _expanded_sizes(root) -> dict:
         key = id(node)
         if key in sizes:
             continue
-        children = [n for pair in node.value for n in pair] if isinstance(
-            node, yaml.MappingNode) else node.value if isinstance(node, yaml.SequenceNode) \
-            else []
+        children = _children(node)
         if children_done:
             on_path.discard(key)
             sizes[key] = 1 + sum(sizes[id(child)] for child in children)
@@ -136,8 +134,9 @@ def _where(path) -> str:
 
 
 def _children(node):
+    """The nodes directly under `node`: a mapping's keys and values, a list's items."""
     if isinstance(node, yaml.MappingNode):
-        return [value for _, value in node.value]
+        return [child for pair in node.value for child in pair]
     return node.value if isinstance(node, yaml.SequenceNode) else []
 
 
