@@ -8,7 +8,7 @@ import pytest
 
 from benchmarks import suite
 from benchmarks.pymunk_scenes import build_space
-from fx2d_gpu import scenes
+from fx2d_gpu import load_scene, scenes
 
 
 def test_quick_suite_runs_every_scene_and_writes_csv_and_plots(tmp_path, arch):
@@ -87,3 +87,20 @@ def test_pymunk_space_matches_the_specs():
         assert body.angle == pytest.approx(spec.angle)
         if spec.mass > 0:
             assert body.mass == pytest.approx(spec.mass)
+
+
+def test_scene_load_benchmark_runs_and_its_bodies_get_their_own_shapes(tmp_path):
+    from benchmarks import scene_load
+
+    rows = scene_load.main(["--bodies", "30", "--arch", "cpu", "--results", str(tmp_path)])
+    assert [r["scene"] for r in rows] == ["repeated", "repeated_no_visual", "distinct"]
+    assert all(r["bodies"] == 34 and r["load_s"] > 0 for r in rows)
+    assert next(tmp_path.rglob("scene_load.csv")).stat().st_size > 0
+    # The loader shares one Shape among identical blocks: each body must still get the
+    # inertia of its own size and kind (mass 1 kg): box s²/6, disc s²/8 (radius s/2),
+    # right triangle with legs s: s²/9 about its centroid.
+    scene = load_scene(scene_load.scene_text(30, distinct=False), arch="cpu")
+    for i in range(30):
+        side = (0.3, 0.4, 0.5)[i // 3 % 3]
+        expected = (side**2 / 6, side**2 / 8, side**2 / 9)[i % 3]
+        assert scene.body_inertia(i) == pytest.approx(expected, rel=1e-9), i

@@ -313,3 +313,45 @@ def test_unknown_scene_keys_and_overlong_lists_are_refused():
     with pytest.raises(ValueError, match=r"entities / box / collision / geometry / polygon .*"
                                          r"a list of 100,001 items"):
         fx.load_scene(text, arch="cpu")
+
+
+# Scalars whose YAML 1.1 reading is easy to get wrong (octal, hex, binary, underscores,
+# sexagesimal, exponents without a dot, booleans, dates, explicit tags). PyYAML's
+# pure-Python SafeLoader, a separate implementation of the same rules, is the reference.
+TRICKY_SCALARS = ["2", "+2", "-0", "010", "0x1F", "0b101", "1_000", "1.5", "2.", ".5",
+                  "1.5e+3", "3.0e-2", "1e3", "1_0.5", "1:30", "1:30.5", ".inf", "-.Inf",
+                  ".nan", "yes", "No", "on", "~", "null", "'3'", '"3.5"', "!!float 3",
+                  "!!int '7'", "!!str 4", "2020-01-01", "0.0", "00", "-1"]
+
+
+@pytest.mark.parametrize("scalar", TRICKY_SCALARS)
+def test_numbers_read_as_pyyaml_reads_them(scalar):
+    text = (f"scene:\n  size: [10, 10]\nentities:\n  ball:\n    physics:\n      mass: {scalar}\n"
+            "    collision:\n      geometry:\n        circle: 0.5\n")
+    expected = yaml.load(text, Loader=yaml.SafeLoader)["entities"]["ball"]["physics"]["mass"]
+    if isinstance(expected, bool) or not isinstance(expected, (int, float)):
+        with pytest.raises(TypeError, match="ball.*physics.mass.*must be a number"):
+            fx.load_scene(text, arch="cpu")
+    elif not math.isfinite(expected) or expected < 0:
+        with pytest.raises(ValueError, match="ball.*physics.mass"):
+            fx.load_scene(text, arch="cpu")
+    else:
+        assert fx.load_scene(text, arch="cpu").body_mass(0) == float(expected)
+
+
+def test_merge_keys_aliases_and_repeated_names():
+    text = ("scene:\n  size: [10, 10]\nentities:\n"
+            "  a:\n    physics: &base {mass: 2.0, elasticity: 0.5, static_friction: 0.7}\n"
+            "    collision: &ball {geometry: {circle: 0.5}}\n"
+            "  b:\n    pose: [3, 3, 0]\n    physics: {<<: *base, mass: 3.0}\n"
+            "    collision: *ball\n")
+    scene = fx.load_scene(text, arch="cpu")
+    assert [scene.body_mass(i) for i in (0, 1)] == [2.0, 3.0]
+    assert scene.body_shape(1).radius == 0.5
+    assert yaml.safe_load(text)["entities"]["b"]["physics"] == {
+        "mass": 3.0, "elasticity": 0.5, "static_friction": 0.7}
+    state = scene.get_state()
+    assert state.position[0, 1].tolist() == [3.0, 3.0]
+    twice = text + "  a:\n    collision: *ball\n"
+    with pytest.raises(ValueError, match=r"key 'a' appears twice in one mapping \(lines 4 and 11"):
+        fx.load_scene(twice, arch="cpu")

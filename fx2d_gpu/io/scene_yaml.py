@@ -16,6 +16,8 @@ Every error is a ValueError (TypeError for a wrong type) naming the entity or jo
 and, when known, the line.
 """
 
+import functools
+import gc
 import math
 import re
 from pathlib import Path
@@ -51,6 +53,17 @@ class _Map(dict):
     key_lines: dict = {}
 
 
+#: Plain decimal numbers, the bulk of a scene file: YAML 1.1 (PyYAML's resolver) reads them
+#: as these tags, and int()/float() read them as its constructor does. Anything else (octal,
+#: hex, underscores, sexagesimal, .inf) goes through PyYAML's own rules.
+_DECIMAL_INT = re.compile(r"[-+]?(?:0|[1-9][0-9]*)")
+_DECIMAL_FLOAT = re.compile(r"[-+]?[0-9]+\.[0-9]*(?:[eE][-+][0-9]+)?")
+_INT_TAG, _FLOAT_TAG = "tag:yaml.org,2002:int", "tag:yaml.org,2002:float"
+_STR_TAG, _BOOL_TAG = "tag:yaml.org,2002:str", "tag:yaml.org,2002:bool"
+_NULL_TAG, _MAP_TAG = "tag:yaml.org,2002:null", "tag:yaml.org,2002:map"
+_SEQ_TAG, _MERGE_TAG = "tag:yaml.org,2002:seq", "tag:yaml.org,2002:merge"
+
+
 # libyaml's parser when PyYAML was built with it (10x faster on large files).
 class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
     #: Tags of plain scalars already resolved. A scalar's implicit tag depends only on its
@@ -63,11 +76,80 @@ class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
             return super().resolve(kind, value, implicit)
         key = (value, implicit)
         tag = self._tags.get(key)
-        if tag is None:
-            tag = super().resolve(kind, value, implicit)
-            if len(self._tags) < 100_000:
-                self._tags[key] = tag
+        if tag is not None:
+            return tag
+        # Numbers are mostly unique: told apart without PyYAML's dozen patterns, not cached.
+        if implicit[0] and _DECIMAL_FLOAT.fullmatch(value):
+            return _FLOAT_TAG
+        if implicit[0] and _DECIMAL_INT.fullmatch(value):
+            return _INT_TAG
+        tag = super().resolve(kind, value, implicit)
+        if len(self._tags) < 100_000:
+            self._tags[key] = tag
         return tag
+
+
+def _construct(loader, root):
+    """The Python value of the node graph under `root`, as PyYAML's safe constructor gives
+    it (mappings as _Map with their lines, repeated keys refused), without its per-node
+    generator machinery: a third of a large file's load. Nodes it does not handle simply
+    (merge keys, explicit tags, timestamps) are left to PyYAML."""
+    built = {}  # id(node) -> value: an alias's node is built once, as PyYAML does
+
+    def build(node):
+        tag = node.tag
+        if isinstance(node, yaml.ScalarNode):
+            value = node.value
+            if tag == _FLOAT_TAG and _DECIMAL_FLOAT.fullmatch(value):
+                return float(value)
+            if tag == _INT_TAG and _DECIMAL_INT.fullmatch(value):
+                return int(value)
+            if tag == _STR_TAG:
+                return value
+            if tag == _NULL_TAG:
+                return None
+            return loader.construct_object(node, deep=True)
+        key = id(node)
+        if key in built:
+            return built[key]
+        if tag == _SEQ_TAG and isinstance(node, yaml.SequenceNode):
+            value = built[key] = [build(item) for item in node.value]
+            return value
+        if tag != _MAP_TAG or not isinstance(node, yaml.MappingNode) or any(
+                k.tag == _MERGE_TAG for k, _ in node.value):
+            value = built[key] = loader.construct_object(node, deep=True)
+            return value
+        mapping = built[key] = _Map()
+        mapping.line = node.start_mark.line + 1
+        mapping.key_lines, seen = {}, {}
+        for key_node, value_node in node.value:
+            name = build(key_node)
+            try:
+                hash(name)
+            except TypeError:
+                raise yaml.constructor.ConstructorError(
+                    "while constructing a mapping", node.start_mark,
+                    "found an unhashable key", key_node.start_mark) from None
+            _check_repeated(seen, name, key_node)
+            seen[name] = key_node.start_mark.line + 1
+            mapping[name] = build(value_node)
+            if hasattr(key_node, "value"):
+                mapping.key_lines[key_node.value] = key_node.start_mark.line + 1
+        return mapping
+
+    try:
+        return build(root)
+    except RecursionError:
+        raise ValueError("the file's values are nested too deeply") from None
+
+
+def _check_repeated(lines: dict, key, key_node):
+    """PyYAML keeps the last of two equal keys; two entities named alike would silently
+    become one body, so a repeated key is an error."""
+    if key in lines:
+        raise yaml.constructor.ConstructorError(
+            None, None, f"key {key!r} appears twice in one mapping (lines {lines[key]} and "
+            f"{key_node.start_mark.line + 1})", key_node.start_mark)
 
 
 #: Most values a scene file may hold once its aliases are expanded, and most items in any
@@ -160,24 +242,20 @@ def _parse(text: str):
         node = loader.get_single_node()
         if node is None:
             return None
-        if _ALIAS.search(text):
+        if "*" in text and _ALIAS.search(text):  # the regex alone: 0.7 s on 19 MB
             _check_size(node)
-        return loader.construct_document(node)
+        return _construct(loader, node)
     finally:
         loader.dispose()
 
 
 def _construct_mapping(loader, node):
-    # PyYAML keeps the last of two equal keys; two entities named alike would silently
-    # become one body, so a repeated key is an error.
-    seen = {}
+    # PyYAML's route (mappings with merge keys, or under an explicit tag).
+    lines = {}
     for key_node, _ in node.value:
         key = getattr(key_node, "value", None)
-        if key in seen:
-            raise yaml.constructor.ConstructorError(
-                None, None, f"key {key!r} appears twice in one mapping (lines {seen[key]} and "
-                f"{key_node.start_mark.line + 1})", key_node.start_mark)
-        seen[key] = key_node.start_mark.line + 1
+        _check_repeated(lines, key, key_node)
+        lines[key] = key_node.start_mark.line + 1
     mapping = _Map(loader.construct_mapping(node, deep=True))
     mapping.line = node.start_mark.line + 1
     mapping.key_lines = {k.value: k.start_mark.line + 1 for k, _ in node.value
@@ -191,15 +269,17 @@ _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _constru
 class _Where:
     """Builds error messages that name where in the file a value came from."""
 
-    def __init__(self, what: str, node=None):
-        self.what, self.node = what, node
+    def __init__(self, what: str, node=None, prefix: str = ""):
+        """what: the entity or joint ("entity 'box'"); node: the mapping whose keys are
+        checked (for line numbers); prefix: its path inside the entity ("physics.")."""
+        self.what, self.node, self.prefix = what, node, prefix
 
     def error(self, key, message, kind=ValueError):
         line = None
         if isinstance(self.node, _Map):
             line = self.node.key_lines.get(str(key).split(".")[-1], self.node.line)
         where = f" (line {line})" if line else ""
-        return kind(f"{self.what}, key '{key}'{where}: {message}")
+        return kind(f"{self.what}, key '{self.prefix}{key}'{where}: {message}")
 
     def number(self, mapping, key, default=None, *, minimum=None, positive=False):
         if key not in mapping:
@@ -248,10 +328,10 @@ class _Where:
             raise self.error(key, f"must be a mapping, got {value!r}", TypeError)
         return value
 
-    def known(self, mapping, allowed, prefix=""):
+    def known(self, mapping, allowed):
         for key in mapping:
             if key not in allowed:
-                raise self.error(f"{prefix}{key}", f"unknown key (expected one of "
+                raise self.error(key, f"unknown key (expected one of "
                                  f"{sorted(allowed)})")
 
 
@@ -260,21 +340,66 @@ def _rotation(angle):
     return np.array([[c, -s], [s, c]])
 
 
-def _geometry(where: _Where, block, prefix):
-    """(kind, data) of a geometry block in the frame given by the block's pose."""
-    geometry = where.mapping(block, "geometry", required=True)
-    sub = _Where(where.what, geometry)
+class _Geometry:
+    """A scene file's geometry blocks as shapes, each distinct block worked out once.
+
+    Large scene files repeat a handful of blocks (50,000 identical boxes): checking and
+    measuring each again was most of their load. The results are immutable (Shape's
+    arrays are read-only), so bodies share them.
+    """
+
+    def __init__(self):
+        self._blocks, self._shapes, self._centroids, self._inertias = {}, {}, {}, {}
+
+    def of(self, where: "_Where", block):
+        """(kind, data) of a geometry block in the frame given by the block's pose: kind
+        "circle" with data (centre, radius), or "polygon" with data the (k, 2) vertices."""
+        geometry = where.mapping(block, "geometry", required=True)
+        # repr tells True from 1 and 1 from 1.0 where a tuple's equality would not.
+        key = (repr(geometry), repr(block.get("pose")))
+        if key not in self._blocks:
+            self._blocks[key] = _geometry(where, block, geometry)
+        return self._blocks[key]
+
+    def centroid(self, kind, data):
+        """The area centroid of a (kind, data) geometry, in its frame."""
+        key = (kind, _bytes(data))
+        if key not in self._centroids:
+            self._centroids[key] = _centroid(kind, data)
+        return self._centroids[key]
+
+    def unit_inertia(self, shape):
+        """shapes.unit_inertia of a shape this object made."""
+        if id(shape) not in self._inertias:  # a shape here lives as long as this object
+            self._inertias[id(shape)] = shapes.unit_inertia(shape)
+        return self._inertias[id(shape)]
+
+    def shape(self, where, kind, data, origin):
+        """_shape, once per distinct (geometry, origin)."""
+        key = (kind, _bytes(data), origin.tobytes())
+        if key not in self._shapes:
+            self._shapes[key] = _shape(where, kind, data, origin)
+        return self._shapes[key]
+
+
+def _bytes(data):
+    return data[0].tobytes() + np.float64(data[1]).tobytes() if isinstance(data, tuple) \
+        else data.tobytes()
+
+
+def _geometry(where: _Where, block, geometry):
+    """_Geometry.of, worked out (`where`: the visual or collision block's)."""
+    sub = _Where(where.what, geometry, where.prefix + "geometry.")
     kind = next((k for k in GEOMETRY_KEYS if k in geometry), None)
     unknown = [k for k in geometry if k not in GEOMETRY_KEYS and k != "radius"]
     if kind is None or unknown:
-        key = unknown[0] if unknown else "geometry"
-        raise sub.error(f"{prefix}.geometry.{key}" if unknown else f"{prefix}.geometry",
-                        f"unknown geometry (expected one of {list(GEOMETRY_KEYS)})")
+        expected = f"unknown geometry (expected one of {list(GEOMETRY_KEYS)})"
+        raise sub.error(unknown[0], expected) if unknown else where.error("geometry", expected)
     if kind in _NOT_YET:
-        raise sub.error(f"{prefix}.geometry.{kind}", "this shape is not supported yet")
+        raise sub.error(kind, "this shape is not supported yet")
     if "radius" in geometry and geometry["radius"] not in (0, 0.0):
-        raise sub.error(f"{prefix}.geometry.radius", "rounded polygons are not supported yet")
-    offset = _Where(where.what, block).vector(block, "pose", 3, [0.0, 0.0, 0.0])
+        raise sub.error("radius", "rounded polygons are not supported yet")
+    offset = where.vector(block, "pose", 3, [0.0, 0.0, 0.0])
     rot = _rotation(math.radians(offset[2]))
     if kind == "circle":
         radius = sub.number(geometry, "circle", positive=True)
@@ -282,7 +407,7 @@ def _geometry(where: _Where, block, prefix):
     if kind == "rectangle":
         size = sub.vector(geometry, "rectangle", 2)
         if np.any(size <= 0):
-            raise sub.error(f"{prefix}.geometry.rectangle", f"must be positive, got {list(size)}")
+            raise sub.error("rectangle", f"must be positive, got {list(size)}")
         hw, hh = size / 2
         verts = np.array([[-hw, -hh], [hw, -hh], [hw, hh], [-hw, hh]])
     else:
@@ -291,10 +416,10 @@ def _geometry(where: _Where, block, prefix):
                 isinstance(v, list) and len(v) == 2
                 and all(isinstance(c, (int, float)) and not isinstance(c, bool) for c in v)
                 for v in raw):
-            raise sub.error(f"{prefix}.geometry.polygon", "must be a list of [x, y] points",
+            raise sub.error("polygon", "must be a list of [x, y] points",
                             TypeError)
         if len(raw) < 3:
-            raise sub.error(f"{prefix}.geometry.polygon",
+            raise sub.error("polygon",
                             f"needs at least 3 vertices, got {len(raw)}")
         verts = np.array(raw, float)
         # Fx2D re-centres a polygon on its vertex mean: the mean is what sits at the pose.
@@ -365,6 +490,26 @@ def _add_boundary(scene, where, size, background, visuals):
             "thickness": thickness}
 
 
+def _without_cyclic_gc(function):
+    """Runs `function` with Python's cyclic garbage collector paused. A scene file makes
+    millions of small containers that live until the load ends; the collector walked them
+    all again and again as they piled up (22 s of a 19 MB file's 31 s parse). Nothing a
+    load makes is cyclic garbage, and reference counting still frees everything else."""
+
+    @functools.wraps(function)
+    def paused(*args, **kwargs):
+        was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            if was_enabled:
+                gc.enable()
+
+    return paused
+
+
+@_without_cyclic_gc
 def load_scene(path_or_yaml_text, n_worlds: int = 1, arch: str = "auto", substeps=None,
                boundary: bool = True):
     """A Scene from an Fx2D YAML scene file (a path) or YAML text.
@@ -418,7 +563,7 @@ def load_scene(path_or_yaml_text, n_worlds: int = 1, arch: str = "auto", substep
 
     entities = top.mapping(document, "entities")
     joints = top.mapping(document, "joints")
-    bodies, visuals = [], []
+    bodies, visuals, geometry = [], [], _Geometry()
     for name, entity in entities.items():
         where = _Where(f"entity '{name}'", entity)
         if not isinstance(entity, dict):
@@ -427,34 +572,34 @@ def load_scene(path_or_yaml_text, n_worlds: int = 1, arch: str = "auto", substep
         pose = where.vector(entity, "pose", 3, [0.0, 0.0, 0.0])
         velocity = where.vector(entity, "init_velocity", 3, [0.0, 0.0, 0.0])
         physics = where.mapping(entity, "physics")
-        pw = _Where(f"entity '{name}'", physics)
-        pw.known(physics, _PHYSICS_KEYS, "physics.")
+        pw = _Where(f"entity '{name}'", physics, "physics.")
+        pw.known(physics, _PHYSICS_KEYS)
         mass = pw.number(physics, "mass", 1.0, minimum=0.0)
         if pw.boolean(physics, "sensor", False):
-            raise pw.error("physics.sensor", "sensors are not supported yet")
+            raise pw.error("sensor", "sensors are not supported yet")
         pw.boolean(physics, "ccd", False)  # always on: speculative contacts, swept AABBs
         visual = where.mapping(entity, "visual")
-        vw = _Where(f"entity '{name}'", visual)
-        vw.known(visual, _VISUAL_KEYS, "visual.")
+        vw = _Where(f"entity '{name}'", visual, "visual.")
+        vw.known(visual, _VISUAL_KEYS)
         collision = where.mapping(entity, "collision")
-        cw = _Where(f"entity '{name}'", collision)
-        cw.known(collision, _COLLISION_KEYS, "collision.")
-        visual_geometry = _geometry(vw, visual, "visual") if "geometry" in visual else None
-        collision_geometry = (_geometry(cw, collision, "collision")
+        cw = _Where(f"entity '{name}'", collision, "collision.")
+        cw.known(collision, _COLLISION_KEYS)
+        visual_geometry = geometry.of(vw, visual) if "geometry" in visual else None
+        collision_geometry = (geometry.of(cw, collision)
                               if "geometry" in collision else None)
         reference = collision_geometry or visual_geometry
         if reference is None:
             raise where.error("visual.geometry", "an entity needs a visual or collision geometry")
-        com = _centroid(*reference)  # body frame (the entity pose)
+        com = geometry.centroid(*reference)  # body frame (the entity pose)
         inertia = None
         if "inertia" in physics:
             inertia = pw.number(physics, "inertia", positive=True)
         elif mass > 0:
             source = visual_geometry or collision_geometry
-            inertia = mass * shapes.unit_inertia(_shape(vw, *source, com))
+            inertia = mass * geometry.unit_inertia(geometry.shape(vw, *source, com))
         rot = _rotation(math.radians(pose[2]))
         bodies.append(dict(
-            name=name, shape=_shape(cw if collision_geometry else vw, *reference, com),
+            name=name, shape=geometry.shape(cw if collision_geometry else vw, *reference, com),
             collides=collision_geometry is not None,
             position=pose[:2] + rot @ com, angle=math.radians(pose[2]),
             velocity=velocity[:2], angular_velocity=math.radians(velocity[2]),
@@ -469,7 +614,7 @@ def load_scene(path_or_yaml_text, n_worlds: int = 1, arch: str = "auto", substep
             external_forces_enabled=pw.boolean(physics, "external_forces_enabled", True),
             origin=pose, com=com))
         visuals.append(dict(
-            shape=_shape(vw, *visual_geometry, com) if visual_geometry else None,
+            shape=geometry.shape(vw, *visual_geometry, com) if visual_geometry else None,
             fill=_color(vw, visual, "texture", base_dir),
             border=_color(vw, visual, "border_color", base_dir),
             border_thickness=vw.number(visual, "border_thickness", 0.0, minimum=0.0)))
