@@ -44,12 +44,17 @@ def ensure_initialized(arch: str = "auto") -> str:
     # (large pyramid 27.4 ms/step either way).
     options = dict(offline_cache=True, fast_math=False, default_fp=ti.f32, default_ip=ti.i32,
                    log_level=ti.WARN)
-    if arch == "auto":
+    if arch in ("auto", "gpu"):
+        # Not Taichi's own ti.gpu: it would take a software Vulkan device (Mesa's llvmpipe)
+        # for a GPU, and run slower than the CPU backend.
         chosen = next((name for name in _gpu_candidates() if _probe(name)), None)
         if chosen is None:
             print("fx2d_gpu: no GPU backend available, running on the CPU", file=sys.stderr)
         ti.init(arch=_TI_ARCH[chosen or "cpu"], **options)
     else:
+        if arch == "vulkan" and _software_vulkan_only():
+            print("fx2d_gpu: arch='vulkan' runs on a software Vulkan driver (no GPU): it "
+                  "tests the GPU code path and is slower than arch='cpu'", file=sys.stderr)
         ti.init(arch=_TI_ARCH[arch], **options)
         if arch != "cpu" and ti.lang.impl.current_cfg().arch in (ti.cpu, ti.x64, ti.arm64):
             print(f"fx2d_gpu: backend {arch!r} unavailable, running on the CPU", file=sys.stderr)
@@ -118,15 +123,79 @@ def _gpu_candidates() -> list[str]:
 
 
 def _probe(arch: str) -> bool:
-    """Whether Taichi starts on `arch`, tried in a child process.
+    """Whether Taichi starts on `arch` on a GPU (for Vulkan: a hardware device, not a
+    software driver), tried in a child process.
 
     A broken driver can crash ti.init outright (seen with arch=ti.gpu on machines without a
     GPU), so the attempt must not happen in the user's process.
     """
-    code = (f"import taichi as ti; ti.init(arch=ti.{arch}, log_level=ti.ERROR); "
-            f"import sys; sys.exit(0 if ti.lang.impl.current_cfg().arch == ti.{arch} else 1)")
+    hardware = ("from fx2d_gpu.runtime import vulkan_device_types, VULKAN_GPU_TYPES; "
+                "sys.exit(0 if set(vulkan_device_types()) & VULKAN_GPU_TYPES else 1); "
+                if arch == "vulkan" else "")
+    code = (f"import sys; {hardware}import taichi as ti; ti.init(arch=ti.{arch}, "
+            f"log_level=ti.ERROR); sys.exit(0 if ti.lang.impl.current_cfg().arch == ti.{arch} "
+            "else 1)")
     try:
         result = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=120)
     except (OSError, subprocess.SubprocessError):
         return False
     return result.returncode == 0
+
+
+#: VkPhysicalDeviceType values of real GPUs: integrated, discrete, virtual (a VM's GPU).
+#: Type 4 is a CPU (Mesa's llvmpipe, SwiftShader), 0 "other".
+VULKAN_GPU_TYPES = frozenset({1, 2, 3})
+
+
+def vulkan_device_types() -> list[int]:
+    """The VkPhysicalDeviceType of each Vulkan device the loader lists ([] without a Vulkan
+    loader or driver). Calls the Vulkan API through ctypes: may crash with a broken driver,
+    so fx2d_gpu calls it in a child process (_probe, _software_vulkan_only)."""
+    for name in ("libvulkan.so.1", "libvulkan.so", "vulkan-1.dll", "libvulkan.1.dylib"):
+        try:
+            vulkan = ctypes.CDLL(name)
+            break
+        except OSError:
+            continue
+    else:
+        return []
+
+    class InstanceCreateInfo(ctypes.Structure):
+        _fields_ = [("sType", ctypes.c_int), ("pNext", ctypes.c_void_p),
+                    ("flags", ctypes.c_uint32), ("pApplicationInfo", ctypes.c_void_p),
+                    ("enabledLayerCount", ctypes.c_uint32),
+                    ("ppEnabledLayerNames", ctypes.c_void_p),
+                    ("enabledExtensionCount", ctypes.c_uint32),
+                    ("ppEnabledExtensionNames", ctypes.c_void_p)]
+
+    info = InstanceCreateInfo(sType=1)  # VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO
+    instance = ctypes.c_void_p()
+    if vulkan.vkCreateInstance(ctypes.byref(info), None, ctypes.byref(instance)) != 0:
+        return []
+    try:
+        count = ctypes.c_uint32(0)
+        vulkan.vkEnumeratePhysicalDevices(instance, ctypes.byref(count), None)
+        devices = (ctypes.c_void_p * count.value)()
+        vulkan.vkEnumeratePhysicalDevices(instance, ctypes.byref(count), devices)
+        types = []
+        for device in devices[:count.value]:
+            # VkPhysicalDeviceProperties: apiVersion, driverVersion, vendorID, deviceID
+            # (uint32 each), then deviceType; the struct is under 1 KiB.
+            properties = ctypes.create_string_buffer(4096)
+            vulkan.vkGetPhysicalDeviceProperties(ctypes.c_void_p(device), properties)
+            types.append(int.from_bytes(properties.raw[16:20], "little"))
+        return types
+    finally:
+        vulkan.vkDestroyInstance(instance, None)
+
+
+def _software_vulkan_only() -> bool:
+    """Vulkan devices exist and none is a GPU (asked in a child process)."""
+    code = ("import sys; from fx2d_gpu.runtime import vulkan_device_types, VULKAN_GPU_TYPES; "
+            "t = vulkan_device_types(); sys.exit(0 if t and not set(t) & VULKAN_GPU_TYPES "
+            "else 1)")
+    try:
+        return subprocess.run([sys.executable, "-c", code], capture_output=True,
+                              timeout=120).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Mesa's software Vulkan driver (lavapipe), so that CI runs Taichi's SPIR-V backend (the
+# code path of Vulkan and Metal GPUs) without a GPU. Exits non-zero, saying why, where it
+# cannot be installed; the Vulkan tests then skip.
+#
+# Debian 12's own Mesa (22.3) runs any atomic inside an inner loop of a shader wrong (the
+# broad phase finds no pairs), so on Debian 12 Mesa comes from bookworm-backports (25.0).
+set -uo pipefail
+sudo=""
+if [ "$(id -u)" != 0 ]; then
+    if sudo -n true 2>/dev/null; then sudo="sudo -n"; else
+        echo "software Vulkan: not root and no sudo: not installed"; exit 1; fi
+fi
+if ! command -v apt-get >/dev/null; then
+    echo "software Vulkan: no apt-get on this machine: not installed"; exit 1
+fi
+codename=$(. /etc/os-release 2>/dev/null && echo "${VERSION_CODENAME:-}")
+target=()
+if [ "$codename" = bookworm ]; then
+    echo "deb http://deb.debian.org/debian bookworm-backports main" |
+        $sudo tee /etc/apt/sources.list.d/fx2d-bookworm-backports.list >/dev/null
+    target=(-t bookworm-backports)
+fi
+if ! $sudo apt-get update -qq >/dev/null 2>&1 ||
+   ! DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${target[@]}" \
+        mesa-vulkan-drivers libvulkan1 >/dev/null 2>&1; then
+    echo "software Vulkan: apt-get could not install mesa-vulkan-drivers"; exit 1
+fi
+echo "software Vulkan: $(dpkg-query -W -f '${Package} ${Version}' mesa-vulkan-drivers)"

@@ -1,0 +1,125 @@
+"""The GPU code path on this machine: Taichi's SPIR-V backend (what Vulkan and Metal GPUs
+run) on a software Vulkan driver (Mesa's lavapipe), against the CPU backend.
+
+Taichi runs one backend per process, so each side runs in a child process. Skipped, with the
+reason, where no Vulkan driver is installed (.ci/run installs Mesa's). Mesa 22.3 (Debian 12's
+own) runs any atomic inside an inner loop wrong, so the broad phase finds no pairs there;
+.ci/run installs Mesa 25 from bookworm-backports.
+"""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+#: Steps of each scene, few: the software driver runs ~50 kernels a step at ~1-3 ms each.
+STEPS = {"pyramid": 40, "rain": 40, "batched_small": 30, "joint_grid": 30, "pile": 15}
+
+_CHILD = """
+import json, sys
+import numpy as np
+import fx2d_gpu as fx
+from fx2d_gpu import runtime, scenes
+
+arch, steps = sys.argv[1], json.loads(sys.argv[2])
+backend = runtime.ensure_initialized(arch)
+if backend != ("vulkan" if arch == "vulkan" else "x64"):
+    print("BACKEND", backend)
+    sys.exit(3)
+
+
+def rain(arch):
+    scene = fx.Scene(n_worlds=2, arch=arch, gravity=(0.0, -9.81))
+    scene.add_box((0.0, -0.5), (12.0, 1.0), mass=0.0, static_friction=0.5,
+                  dynamic_friction=0.4)
+    for i in range(24):
+        x, y = -4.0 + 0.7 * (i % 12), 1.0 + 0.8 * (i // 12)
+        if i % 2:
+            scene.add_circle((x, y), 0.25, elasticity=0.3, static_friction=0.5,
+                             dynamic_friction=0.4)
+        else:
+            scene.add_box((x, y), (0.4, 0.3), angle=0.1 * i, static_friction=0.5,
+                          dynamic_friction=0.4)
+    state = scene.get_state()
+    state.velocity[1, 1:, 0] = 1.5  # the second world differs
+    scene.set_state(state)
+    return scene
+
+
+builders = {
+    "pyramid": lambda: scenes.pyramid(6, arch=arch),
+    "rain": lambda: rain(arch),
+    "batched_small": lambda: scenes.batched_small(5, arch=arch),
+    "joint_grid": lambda: scenes.joint_grid(4, 4, arch=arch),
+    "pile": lambda: scenes.random_pile(600, arch=arch, seed=3),
+}
+out = {}
+for name, n in steps.items():
+    scene = builders[name]()
+    for _ in range(n):
+        scene.step(1.0 / 60.0)
+    s = scene.get_state()
+    out[name + ".position"] = s.position
+    out[name + ".angle"] = s.angle
+    out[name + ".velocity"] = s.velocity
+    out[name + ".pairs"] = np.array([len(scene.candidate_pairs())])
+    if scene.n_joints:
+        out[name + ".joint_position"] = scene.joint_state().position
+np.savez(sys.argv[3], **out)
+"""
+
+
+def _run(arch, path, steps=STEPS):
+    return subprocess.run([sys.executable, "-c", _CHILD, arch, json.dumps(steps), str(path)],
+                          capture_output=True, text=True, timeout=1500)
+
+
+def _vulkan_devices() -> list[int]:
+    code = "from fx2d_gpu.runtime import vulkan_device_types as t; print(t())"
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=300)
+    return json.loads(run.stdout.strip().splitlines()[-1]) if run.returncode == 0 else []
+
+
+@pytest.fixture(scope="module")
+def vulkan_devices():
+    devices = _vulkan_devices()
+    if not devices:
+        pytest.skip("no Vulkan driver on this machine (install Mesa's mesa-vulkan-drivers, "
+                    "as .ci/run does, to test the GPU code path)")
+    return devices
+
+
+def test_scenes_on_vulkan_match_the_cpu_backend(vulkan_devices, tmp_path):
+    vulkan = _run("vulkan", tmp_path / "vulkan.npz")
+    assert vulkan.returncode == 0, vulkan.stdout[-2000:] + vulkan.stderr[-4000:]
+    cpu = _run("cpu", tmp_path / "cpu.npz")
+    assert cpu.returncode == 0, cpu.stderr[-4000:]
+    got, expected = np.load(tmp_path / "vulkan.npz"), np.load(tmp_path / "cpu.npz")
+    assert sorted(got.files) == sorted(expected.files)
+    for key in expected.files:
+        name, what = key.split(".")
+        # The same float32 arithmetic, compiled by different compilers (SPIR-V through
+        # Mesa's LLVM, x64 through Taichi's): rounding differs, and impacts amplify it over
+        # a few dozen steps (measured: rain 0.6 mm, 2.2e-3 rad, 2.5 cm/s; the others far
+        # less). A wrong stage is off by centimetres and metres per second.
+        tolerance = {"pairs": 0, "angle": 1e-2, "velocity": 5e-2}.get(what, 2e-3)
+        difference = np.abs(got[key] - expected[key]).max()
+        assert difference <= tolerance, f"{key}: Vulkan and CPU differ by {difference}"
+    # The scenes did something: bodies landed and touch.
+    assert expected["rain.pairs"][0] > 0 and expected["pile.pairs"][0] > 0
+    assert expected["rain.position"][:, 1:, 1].min() < 0.9
+
+
+def test_auto_never_takes_a_software_vulkan_device_for_a_gpu(vulkan_devices):
+    if set(vulkan_devices) & {1, 2, 3}:
+        pytest.skip(f"this machine has a Vulkan GPU (device types {vulkan_devices})")
+    code = ("from fx2d_gpu import runtime; print(runtime.ensure_initialized('auto')); "
+            "print(runtime.on_cpu())")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=600)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.split()[-2:] == ["x64", "True"], run.stdout
+    assert "no GPU backend available" in run.stderr
