@@ -58,6 +58,12 @@ class Shape:
             array.setflags(write=False)
             object.__setattr__(self, name, array)
 
+    def __setstate__(self, state: dict):
+        # Unpickled arrays come back writeable: freeze them again.
+        for name, value in state.items():
+            object.__setattr__(self, name, value)
+        self.__post_init__()
+
     @property
     def bounding_radius(self) -> float:
         """Largest distance from the body origin to the shape's surface, m."""

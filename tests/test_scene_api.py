@@ -1,6 +1,7 @@
 """The Scene API: mass properties, naming, validation that leaves the scene unchanged."""
 
 import math
+import pickle
 
 import numpy as np
 import pytest
@@ -24,6 +25,10 @@ def test_mass_properties_from_shapes(arch):
     assert scene.body_inertia(h) == pytest.approx(5.0 / 12.0)
     # The triangle was re-centred: its centre of mass is where we put it.
     assert np.allclose(scene.body_shape(t).vertices.mean(axis=0), 0.0)
+    # Shapes are immutable (scene files share one among bodies), pickled ones too.
+    for shape in (scene.body_shape(t), pickle.loads(pickle.dumps(scene.body_shape(t)))):
+        with pytest.raises(ValueError, match="read-only"):
+            shape.vertices[0, 0] = 9.0
     assert np.allclose(scene.get_state().position[0, t], [5, 5])
     static = scene.add_box((0, 0), (1, 1), mass=0)
     assert scene.body_inertia(static) == math.inf
