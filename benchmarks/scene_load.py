@@ -89,7 +89,7 @@ def main(argv=None):
                 "date": datetime.date.today().isoformat(), "device": device_name(backend),
                 "backend": backend, "scene": kind, "bodies": scene.n_bodies,
                 "megabytes": round(path.stat().st_size / 1e6, 2),
-                "load_s": round(seconds, 2), "bodies_per_s": round(scene.n_bodies / seconds),
+                "load_s": round(seconds, 3), "bodies_per_s": round(scene.n_bodies / seconds),
                 "pyyaml_c_loader_s": round(plain, 2),
             })
             print_table(rows[-1:])

@@ -94,7 +94,7 @@ def test_scene_load_benchmark_runs_and_its_bodies_get_their_own_shapes(tmp_path)
 
     rows = scene_load.main(["--bodies", "30", "--arch", "cpu", "--results", str(tmp_path)])
     assert [r["scene"] for r in rows] == ["repeated", "repeated_no_visual", "distinct"]
-    assert all(r["bodies"] == 34 and r["load_s"] > 0 for r in rows)
+    assert all(r["bodies"] == 34 and r["bodies_per_s"] > 0 for r in rows)
     assert next(tmp_path.rglob("scene_load.csv")).stat().st_size > 0
     # The loader shares one Shape among identical blocks: each body must still get the
     # inertia of its own size and kind (mass 1 kg): box s²/6, disc s²/8 (radius s/2),

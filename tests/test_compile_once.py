@@ -28,12 +28,13 @@ def build_and_step(arch, n_bodies, n_worlds, seed):
 
 
 def hub_scene(arch, extra=0):
-    """A scene that takes every path once: 16 circles around one hub overflow the colours.
-    `extra` apart circles make it large (on the CPU: the kernels' parallel variant)."""
+    """A scene that takes every path once: MAX_COLORS + 9 small circles touching one hub
+    overflow the colours. `extra` apart circles make it large (on the CPU: the kernels'
+    parallel variant)."""
     scene = fx.Scene(gravity=(0, 0), arch=arch)
     scene.add_circle((0, 0), 1.0)
-    for angle in np.linspace(0, 2 * np.pi, 16, endpoint=False):
-        scene.add_circle((1.15 * np.cos(angle), 1.15 * np.sin(angle)), 0.2)
+    for angle in np.linspace(0, 2 * np.pi, device.MAX_COLORS + 9, endpoint=False):
+        scene.add_circle((1.07 * np.cos(angle), 1.07 * np.sin(angle)), 0.08)
     for i in range(extra):
         scene.add_circle((10.0 + i % 40, 10.0 + i // 40), 0.2)
     scene.contacts()

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import fx2d_gpu as fx
+from fx2d_gpu.device import MAX_COLORS
 
 DT = 1.0 / 60.0
 G = 9.81
@@ -249,13 +250,14 @@ def test_joined_bodies_do_not_collide(arch):
 
 
 def test_hub_with_many_joints_solves_every_joint(arch):
-    # 20 spokes on one dynamic hub: more constraints on one body than there are colours.
+    # MAX_COLORS + 9 spokes on one dynamic hub: more constraints on one body than there are
+    # colours.
     scene = fx.Scene(gravity=(0.0, -G), arch=arch)
     hub = scene.add_circle((0.0, 0.0), 0.3, mass=2.0)
     pin = scene.add_box((0.0, 0.0), (0.1, 0.1), mass=0)
     scene.add_revolute_joint(pin, hub)
     spokes = []
-    for angle in np.linspace(0, 2 * np.pi, 20, endpoint=False):
+    for angle in np.linspace(0, 2 * np.pi, MAX_COLORS + 9, endpoint=False):
         direction = np.array([np.cos(angle), np.sin(angle)])
         spoke = scene.add_box(tuple(direction * 0.8), (0.2, 0.05), angle=angle, mass=0.1)
         scene.add_revolute_joint(hub, spoke, anchor=tuple(direction * 0.5))

@@ -252,16 +252,17 @@ def test_a_sleeping_box_wakes_when_hit_or_pushed(arch):
 
 
 def test_overflow_colour_is_solved_not_dropped(arch):
-    # 16 circles all overlapping one hub: 16 pairs share the hub, more than the colours.
+    # MAX_COLORS + 9 circles all overlapping one hub: more pairs share the hub than there
+    # are colours.
     scene = fx.Scene(gravity=(0.0, 0.0), arch=arch)
     scene.add_circle((0.0, 0.0), 1.0, mass=5.0)
-    for angle in np.linspace(0, 2 * np.pi, 16, endpoint=False):
-        scene.add_circle((1.1 * np.cos(angle), 1.1 * np.sin(angle)), 0.2)
+    for angle in np.linspace(0, 2 * np.pi, MAX_COLORS + 9, endpoint=False):
+        scene.add_circle((1.05 * np.cos(angle), 1.05 * np.sin(angle)), 0.08)
     scene.step(DT)
     assert scene.n_colors == MAX_COLORS and scene.n_overflow > 0
     for _ in range(60):
         scene.step(DT)
     s = scene.get_state()
     distance = np.linalg.norm(s.position[0, 1:] - s.position[0, 0], axis=1)
-    # Every small circle was pushed out to the hub's surface (1.2 m), overflow ones too.
-    assert distance.min() > 1.2 - 0.005
+    # Every small circle was pushed out to the hub's surface (1.08 m), overflow ones too.
+    assert distance.min() > 1.08 - 0.005

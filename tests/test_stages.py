@@ -5,7 +5,7 @@ the earlier stages produce the stage's input, runs one stage launcher and compar
 output with a reference computed here from hand-derived inputs:
 
 - colouring (coloring.color_constraints): brute-force validity of the colour lists, and the
-  colours the documented bidding rule gives, on a star, a chain and a 20-spoke hub;
+  colours the documented bidding rule gives, on a star, a chain and a hub of MAX_COLORS + 8 spokes;
 - one contact position pass (resolve_penetration's XPBD formula) for a circle and for boxes
   whose manifold is computed by hand;
 - one contact velocity pass: accumulated normal impulses, speculative contacts, Coulomb
@@ -246,12 +246,12 @@ def test_coloring_a_chain(serial):
 
 @SERIAL
 @pytest.mark.parametrize("n_worlds", [1, 2])
-def test_coloring_a_20_spoke_hub_overflows(serial, n_worlds):
-    """One dynamic body in 20 pairs: a colour holds at most one of them, so MAX_COLORS (12)
-    colours hold 12 and the other 20 - 12 = 8 go to the overflow colour, per world. Round c
-    gives the hub to its c-th lowest bid; bids are priorities of the pair's index within
-    its world, so every world of a batch colours the same as one alone."""
-    spokes = 20
+def test_coloring_a_hub_overflows(serial, n_worlds):
+    """One dynamic body in MAX_COLORS + 8 pairs: a colour holds at most one of them, so the
+    MAX_COLORS colours hold MAX_COLORS and the other 8 go to the overflow colour, per world.
+    Round c gives the hub to its c-th lowest bid; bids are priorities of the pair's index
+    within its world, so every world of a batch colours the same as one alone."""
+    spokes = MAX_COLORS + 8
     ctx, a, b, dynamic = colour_graph(serial, spokes + 1, [(0, s) for s in range(1, spokes + 1)],
                                       n_worlds=n_worlds)
     color, _, _ = check_coloring(ctx, a, b, dynamic)

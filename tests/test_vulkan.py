@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 #: Steps of each scene, few: the software driver runs ~50 kernels a step at ~1-3 ms each.
-STEPS = {"pyramid": 40, "rain": 40, "batched_small": 30, "joint_grid": 30, "pile": 15}
+STEPS = {"pyramid": 40, "rain": 40, "batched_small": 30, "joint_grid": 30, "pile": 30}
 
 _CHILD = """
 import json, sys
@@ -53,7 +53,7 @@ builders = {
     "rain": lambda: rain(arch),
     "batched_small": lambda: scenes.batched_small(5, arch=arch),
     "joint_grid": lambda: scenes.joint_grid(4, 4, arch=arch),
-    "pile": lambda: scenes.random_pile(600, arch=arch, seed=3),
+    "pile": lambda: scenes.pile(600, arch=arch),
 }
 out = {}
 for name, n in steps.items():
