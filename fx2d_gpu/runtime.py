@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import json
 import os
 import subprocess
 import sys
@@ -13,6 +14,8 @@ ARCHS = ("auto", "cpu", "gpu", "cuda", "vulkan", "metal")
 _TI_ARCH = {"cpu": ti.cpu, "gpu": ti.gpu, "cuda": ti.cuda, "vulkan": ti.vulkan, "metal": ti.metal}
 
 _state = {"arch": None, "requested": None}
+#: The Vulkan loader's names (Linux, Windows, macOS).
+_VULKAN_LIBRARIES = ("libvulkan.so.1", "libvulkan.so", "vulkan-1.dll", "libvulkan.1.dylib")
 
 
 def backend_name() -> str | None:
@@ -117,7 +120,7 @@ def _gpu_candidates() -> list[str]:
         candidates.append("metal")
     if _loadable("libcuda.so.1", "libcuda.so", "nvcuda.dll"):
         candidates.append("cuda")
-    if _loadable("libvulkan.so.1", "libvulkan.so", "vulkan-1.dll", "libvulkan.1.dylib"):
+    if _loadable(*_VULKAN_LIBRARIES):
         candidates.append("vulkan")
     return candidates
 
@@ -129,12 +132,10 @@ def _probe(arch: str) -> bool:
     A broken driver can crash ti.init outright (seen with arch=ti.gpu on machines without a
     GPU), so the attempt must not happen in the user's process.
     """
-    hardware = ("from fx2d_gpu.runtime import vulkan_device_types, VULKAN_GPU_TYPES; "
-                "sys.exit(0 if set(vulkan_device_types()) & VULKAN_GPU_TYPES else 1); "
-                if arch == "vulkan" else "")
-    code = (f"import sys; {hardware}import taichi as ti; ti.init(arch=ti.{arch}, "
-            f"log_level=ti.ERROR); sys.exit(0 if ti.lang.impl.current_cfg().arch == ti.{arch} "
-            "else 1)")
+    if arch == "vulkan" and not set(probe_vulkan_device_types()) & VULKAN_GPU_TYPES:
+        return False
+    code = (f"import taichi as ti; ti.init(arch=ti.{arch}, log_level=ti.ERROR); "
+            f"import sys; sys.exit(0 if ti.lang.impl.current_cfg().arch == ti.{arch} else 1)")
     try:
         result = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=120)
     except (OSError, subprocess.SubprocessError):
@@ -150,8 +151,8 @@ VULKAN_GPU_TYPES = frozenset({1, 2, 3})
 def vulkan_device_types() -> list[int]:
     """The VkPhysicalDeviceType of each Vulkan device the loader lists ([] without a Vulkan
     loader or driver). Calls the Vulkan API through ctypes: may crash with a broken driver,
-    so fx2d_gpu calls it in a child process (_probe, _software_vulkan_only)."""
-    for name in ("libvulkan.so.1", "libvulkan.so", "vulkan-1.dll", "libvulkan.1.dylib"):
+    so fx2d_gpu calls it in a child process (probe_vulkan_device_types)."""
+    for name in _VULKAN_LIBRARIES:
         try:
             vulkan = ctypes.CDLL(name)
             break
@@ -189,13 +190,18 @@ def vulkan_device_types() -> list[int]:
         vulkan.vkDestroyInstance(instance, None)
 
 
-def _software_vulkan_only() -> bool:
-    """Vulkan devices exist and none is a GPU (asked in a child process)."""
-    code = ("import sys; from fx2d_gpu.runtime import vulkan_device_types, VULKAN_GPU_TYPES; "
-            "t = vulkan_device_types(); sys.exit(0 if t and not set(t) & VULKAN_GPU_TYPES "
-            "else 1)")
+def probe_vulkan_device_types() -> list[int]:
+    """vulkan_device_types(), asked in a child process ([] if that fails or crashes)."""
+    code = "from fx2d_gpu.runtime import vulkan_device_types; print(vulkan_device_types())"
     try:
-        return subprocess.run([sys.executable, "-c", code], capture_output=True,
-                              timeout=120).returncode == 0
-    except (OSError, subprocess.SubprocessError):
-        return False
+        run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             timeout=120)
+        return json.loads(run.stdout.strip().splitlines()[-1]) if run.returncode == 0 else []
+    except (OSError, subprocess.SubprocessError, IndexError, ValueError):
+        return []
+
+
+def _software_vulkan_only() -> bool:
+    """Vulkan devices exist and none is a GPU."""
+    types = set(probe_vulkan_device_types())
+    return bool(types) and not types & VULKAN_GPU_TYPES

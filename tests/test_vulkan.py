@@ -14,6 +14,8 @@ import sys
 import numpy as np
 import pytest
 
+from fx2d_gpu import runtime
+
 #: Steps of each scene, few: the software driver runs ~50 kernels a step at ~1-3 ms each.
 STEPS = {"pyramid": 40, "rain": 40, "batched_small": 30, "joint_grid": 30, "pile": 30}
 
@@ -76,16 +78,9 @@ def _run(arch, path, steps=STEPS):
                           capture_output=True, text=True, timeout=1500)
 
 
-def _vulkan_devices() -> list[int]:
-    code = "from fx2d_gpu.runtime import vulkan_device_types as t; print(t())"
-    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=300)
-    return json.loads(run.stdout.strip().splitlines()[-1]) if run.returncode == 0 else []
-
-
 @pytest.fixture(scope="module")
 def vulkan_devices():
-    devices = _vulkan_devices()
+    devices = runtime.probe_vulkan_device_types()
     if not devices:
         pytest.skip("no Vulkan driver on this machine (install Mesa's mesa-vulkan-drivers, "
                     "as .ci/run does, to test the GPU code path)")

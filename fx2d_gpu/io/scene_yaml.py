@@ -21,6 +21,7 @@ import gc
 import math
 import re
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import yaml
@@ -59,8 +60,8 @@ class _Map(dict):
 _DECIMAL_INT = re.compile(r"[-+]?(?:0|[1-9][0-9]*)")
 _DECIMAL_FLOAT = re.compile(r"[-+]?[0-9]+\.[0-9]*(?:[eE][-+][0-9]+)?")
 _INT_TAG, _FLOAT_TAG = "tag:yaml.org,2002:int", "tag:yaml.org,2002:float"
-_STR_TAG, _BOOL_TAG = "tag:yaml.org,2002:str", "tag:yaml.org,2002:bool"
-_NULL_TAG, _MAP_TAG = "tag:yaml.org,2002:null", "tag:yaml.org,2002:map"
+_STR_TAG, _NULL_TAG = "tag:yaml.org,2002:str", "tag:yaml.org,2002:null"
+_MAP_TAG = "tag:yaml.org,2002:map"
 _SEQ_TAG, _MERGE_TAG = "tag:yaml.org,2002:seq", "tag:yaml.org,2002:merge"
 
 
@@ -133,8 +134,7 @@ def _construct(loader, root):
             _check_repeated(seen, name, key_node)
             seen[name] = key_node.start_mark.line + 1
             mapping[name] = build(value_node)
-            if hasattr(key_node, "value"):
-                mapping.key_lines[key_node.value] = key_node.start_mark.line + 1
+            mapping.key_lines[key_node.value] = key_node.start_mark.line + 1
         return mapping
 
     try:
@@ -340,6 +340,16 @@ def _rotation(angle):
     return np.array([[c, -s], [s, c]])
 
 
+class _Block(NamedTuple):
+    """A geometry block worked out: kind "circle" with data (centre, radius) or "polygon"
+    with data the (k, 2) vertices, in the frame given by the block's pose; centroid: its
+    area centroid in that frame, m."""
+
+    kind: str
+    data: object
+    centroid: np.ndarray
+
+
 class _Geometry:
     """A scene file's geometry blocks as shapes, each distinct block worked out once.
 
@@ -349,46 +359,32 @@ class _Geometry:
     """
 
     def __init__(self):
-        self._blocks, self._shapes, self._centroids, self._inertias = {}, {}, {}, {}
+        self._blocks = {}  # (repr(geometry), repr(pose)) -> _Block
+        self._shapes = {}  # (id(block), origin) -> (Shape, unit inertia); blocks stay alive
 
-    def of(self, where: "_Where", block):
-        """(kind, data) of a geometry block in the frame given by the block's pose: kind
-        "circle" with data (centre, radius), or "polygon" with data the (k, 2) vertices."""
+    def of(self, where: "_Where", block) -> _Block:
+        """The geometry block of a visual or collision mapping (`where` names it)."""
         geometry = where.mapping(block, "geometry", required=True)
         # repr tells True from 1 and 1 from 1.0 where a tuple's equality would not.
         key = (repr(geometry), repr(block.get("pose")))
         if key not in self._blocks:
-            self._blocks[key] = _geometry(where, block, geometry)
+            kind, data = _geometry(where, block, geometry)
+            self._blocks[key] = _Block(kind, data, _centroid(kind, data))
         return self._blocks[key]
 
-    def centroid(self, kind, data):
-        """The area centroid of a (kind, data) geometry, in its frame."""
-        key = (kind, _bytes(data))
-        if key not in self._centroids:
-            self._centroids[key] = _centroid(kind, data)
-        return self._centroids[key]
-
-    def unit_inertia(self, shape):
-        """shapes.unit_inertia of a shape this object made."""
-        if id(shape) not in self._inertias:  # a shape here lives as long as this object
-            self._inertias[id(shape)] = shapes.unit_inertia(shape)
-        return self._inertias[id(shape)]
-
-    def shape(self, where, kind, data, origin):
-        """_shape, once per distinct (geometry, origin)."""
-        key = (kind, _bytes(data), origin.tobytes())
+    def shape(self, where, block: _Block, origin) -> tuple[shapes.Shape, float]:
+        """The block's Shape relative to `origin` (the body's centre of mass in the entity
+        frame) and its moment of inertia per unit mass about it, m²."""
+        key = (id(block), origin.tobytes())
         if key not in self._shapes:
-            self._shapes[key] = _shape(where, kind, data, origin)
+            shape = _shape(where, block.kind, block.data, origin)
+            self._shapes[key] = (shape, shapes.unit_inertia(shape))
         return self._shapes[key]
 
 
-def _bytes(data):
-    return data[0].tobytes() + np.float64(data[1]).tobytes() if isinstance(data, tuple) \
-        else data.tobytes()
-
-
 def _geometry(where: _Where, block, geometry):
-    """_Geometry.of, worked out (`where`: the visual or collision block's)."""
+    """(kind, data) of a geometry block (see _Block; `where`: the visual or collision
+    block's)."""
     sub = _Where(where.what, geometry, where.prefix + "geometry.")
     kind = next((k for k in GEOMETRY_KEYS if k in geometry), None)
     unknown = [k for k in geometry if k not in GEOMETRY_KEYS and k != "radius"]
@@ -433,11 +429,10 @@ def _shape(where, kind, data, origin):
         center, radius = data
         return shapes.circle(radius, center - origin)
     try:
-        shape, _ = shapes.polygon(data - origin)
+        shape, centroid = shapes.polygon(data - origin)
     except ValueError as exc:
         raise where.error("geometry.polygon", str(exc)) from None
     # polygon() re-centres on the centroid; shift back so the shape sits at its true offset.
-    centroid = shapes.polygon_area_centroid(data - origin)[1]
     return shapes.Shape(shape.kind, 0.0, shape.center, shape.vertices + centroid, shape.normals)
 
 
@@ -590,16 +585,16 @@ def load_scene(path_or_yaml_text, n_worlds: int = 1, arch: str = "auto", substep
         reference = collision_geometry or visual_geometry
         if reference is None:
             raise where.error("visual.geometry", "an entity needs a visual or collision geometry")
-        com = geometry.centroid(*reference)  # body frame (the entity pose)
+        com = reference.centroid  # body frame (the entity pose)
         inertia = None
         if "inertia" in physics:
             inertia = pw.number(physics, "inertia", positive=True)
         elif mass > 0:
             source = visual_geometry or collision_geometry
-            inertia = mass * geometry.unit_inertia(geometry.shape(vw, *source, com))
+            inertia = mass * geometry.shape(vw, source, com)[1]
         rot = _rotation(math.radians(pose[2]))
         bodies.append(dict(
-            name=name, shape=geometry.shape(cw if collision_geometry else vw, *reference, com),
+            name=name, shape=geometry.shape(cw if collision_geometry else vw, reference, com)[0],
             collides=collision_geometry is not None,
             position=pose[:2] + rot @ com, angle=math.radians(pose[2]),
             velocity=velocity[:2], angular_velocity=math.radians(velocity[2]),
@@ -614,7 +609,7 @@ def load_scene(path_or_yaml_text, n_worlds: int = 1, arch: str = "auto", substep
             external_forces_enabled=pw.boolean(physics, "external_forces_enabled", True),
             origin=pose, com=com))
         visuals.append(dict(
-            shape=geometry.shape(vw, *visual_geometry, com) if visual_geometry else None,
+            shape=geometry.shape(vw, visual_geometry, com)[0] if visual_geometry else None,
             fill=_color(vw, visual, "texture", base_dir),
             border=_color(vw, visual, "border_color", base_dir),
             border_thickness=vw.number(visual, "border_thickness", 0.0, minimum=0.0)))
