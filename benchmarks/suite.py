@@ -48,7 +48,8 @@ STANDING_DROP = 0.5
 COLUMNS = ("date", "device", "backend", "engine", "scene", "bodies", "joints", "worlds",
            "substeps", "steps", "ms_per_step", "ms_per_step_awake", "world_steps_per_s",
            "ratio_to_pymunk", "first_step_s", "pairs", "contact_points", "colors",
-           "overflow", "pool_mb", "peak_rss_mb", "gpu_mem_mb", "top_drop_m", "stands")
+           "overflow", "colors_max", "overflow_max", "pool_mb", "peak_rss_mb", "gpu_mem_mb",
+           "top_drop_m", "stands")
 
 
 class Sizes:
@@ -117,7 +118,14 @@ def run_fx2d(scene, steps: int, window: int, tops=()) -> dict:
 
     tops = list(tops)
     y0 = scene.get_state().position[:, tops, 1] if tops else None
-    first, times = time_windows(lambda: scene.step(DT), ti.sync, steps, window)
+    peaks = {"colors": 0, "overflow": 0}
+
+    def step():  # colours and overflow are host-side counts: reading them costs nothing
+        scene.step(DT)
+        peaks["colors"] = max(peaks["colors"], scene.n_colors)
+        peaks["overflow"] = max(peaks["overflow"], scene.n_overflow)
+
+    first, times = time_windows(step, ti.sync, steps, window)
     ms, awake = _summaries(times, window)
     state = scene.get_state()
     if not np.isfinite(state.position).all():
@@ -130,6 +138,7 @@ def run_fx2d(scene, steps: int, window: int, tops=()) -> dict:
               "pairs": len(scene.candidate_pairs()),
               "contact_points": int(contacts.point_count.sum()),
               "colors": scene.n_colors, "overflow": scene.n_overflow,
+              "colors_max": peaks["colors"], "overflow_max": peaks["overflow"],
               "pool_mb": round(residency.current_pool().nbytes / 2**20, 1),
               "peak_rss_mb": round(_now_rss_mb()),
               "gpu_mem_mb": _gpu_mem_mb(scene.backend)}
@@ -308,7 +317,8 @@ def run(names, arch="auto", quick=False, with_pymunk=True, results=None, plot=Tr
         print_table([{k: r[k] for k in ("engine", "scene", "bodies", "joints", "worlds",
                                         "ms_per_step", "ms_per_step_awake",
                                         "world_steps_per_s", "ratio_to_pymunk",
-                                        "first_step_s", "colors", "top_drop_m", "stands")}
+                                        "first_step_s", "colors_max", "overflow_max",
+                                        "top_drop_m", "stands")}
                      for r in rows])
         print("  saved", save_csv(backend, name, rows, results), flush=True)
         out[name] = rows

@@ -246,7 +246,10 @@ class ContactSolver(FieldGroup):
     effective mass), friction (mu_s if the point sticks, else mu_k), bounced (1: bounced
     this step). Per body (n_slots + 1, 2 n_pairs): its pairs, sorted, in
     body_contacts[body_contact_start[g]:body_contact_start[g + 1]]; body_contact_cursor:
-    fill cursor (scratch).
+    fill cursor (scratch). jacobi_delta (2 n_pairs,) vec3: what overflow pair i of a
+    Jacobi pass (solver/overflow.py) would do to its body a (entry 2 i) and b (2 i + 1):
+    (dx, dy, dtheta) m and rad in the position pass, (dvx, dvy, dw) m/s and rad/s in the
+    velocity pass.
     """
 
     def __init__(self, builder, n_slots: int, n_pairs: int):
@@ -267,6 +270,7 @@ class ContactSolver(FieldGroup):
         self._field("body_contact_start", i32, n_slots + 1)
         self._field("body_contacts", i32, 2 * P)
         self._field("body_contact_cursor", i32, n_slots)
+        self._field("jacobi_delta", f32, 2 * n_pairs, 3)
 
 
 @ti.data_oriented
@@ -278,6 +282,14 @@ class Coloring(FieldGroup):
     color_list (n_constraints,) constraint indices by colour; pair_origin (n_pairs,) the
     broad-phase index of the pair stored at k; joint_color (n_joint_slots,);
     body_colored_dynamic (n_slots,) 1: dynamic and awake when last coloured.
+    n_overflow_pairs: how many of the overflow colour's constraints are pairs (they come
+    first). The overflow pairs' Jacobi lists (solver/overflow.py), rebuilt with every
+    colouring (a colouring with an overflow is never reused, so none is saved):
+    jacobi_bodies[:n_jacobi_bodies] the dynamic bodies in overflow pairs; per
+    slot jacobi_count (overflow pairs of the body) and jacobi_start; jacobi_entries
+    (2 n_pairs,) entries 2 i + side, each body's sorted, in
+    jacobi_entries[jacobi_start[g]:jacobi_start[g] + jacobi_count[g]]; jacobi_ticket per
+    entry and jacobi_cursor (scratch of the fill).
     Scratch: color_cursor, rank (pairs before each color_list entry), body_claim (lowest
     bid for the body this round), body_color_mask (bit c: a constraint of colour c has the
     body), uncolored (constraints that bid this step) and n_uncolored.
@@ -298,6 +310,12 @@ class Coloring(FieldGroup):
         self._field("body_color_mask", i32, n_slots)
         self._field("uncolored", i32, C)
         self._field("n_uncolored", i32, ())
+        for name in ("n_overflow_pairs", "n_jacobi_bodies", "jacobi_cursor"):
+            self._field(name, i32, ())
+        for name in ("jacobi_count", "jacobi_start", "jacobi_bodies"):
+            self._field(name, i32, n_slots)
+        for name in ("jacobi_entries", "jacobi_ticket"):
+            self._field(name, i32, 2 * n_pairs)
 
 
 @ti.data_oriented

@@ -266,3 +266,73 @@ def test_overflow_colour_is_solved_not_dropped(arch):
     distance = np.linalg.norm(s.position[0, 1:] - s.position[0, 0], axis=1)
     # Every small circle was pushed out to the hub's surface (1.08 m), overflow ones too.
     assert distance.min() > 1.08 - 0.005
+
+
+def plank_of_boxes(arch, n_worlds=1):
+    """MAX_COLORS + 9 boxes (0.5 m) resting apart on one dynamic plank on the ground: the
+    plank is in more pairs than there are colours (those and the ground's), so 10 of them
+    per world are solved in the overflow colour (Jacobi, solver/overflow.py)."""
+    n_boxes = MAX_COLORS + 9
+    scene = fx.Scene(gravity=(0.0, -G), arch=arch, n_worlds=n_worlds, enable_sleep=False)
+    scene.add_box((0.0, -0.5), (60.0, 1.0), mass=0)
+    plank = scene.add_box((0.0, 0.25), (0.6 * n_boxes + 1.0, 0.5), mass=20.0)
+    boxes = [scene.add_box((0.6 * (i - n_boxes / 2), 0.751), (0.5, 0.5), mass=1.0)
+             for i in range(n_boxes)]
+    return scene, plank, boxes
+
+
+def test_overflow_pairs_hold_a_plank_of_boxes(arch):
+    scene, plank, boxes = plank_of_boxes(arch)
+    overflow = []
+    for _ in range(120):
+        scene.step(DT)
+        overflow.append(scene.n_overflow)
+    assert min(overflow) == 10  # every step solved 10 pairs in the overflow colour
+    s = scene.get_state()
+    # The plank rests on the ground and every box on the plank, level and still.
+    assert s.position[0, plank, 1] == pytest.approx(0.25, abs=5e-3)
+    np.testing.assert_allclose(s.position[0, boxes, 1], 0.75, atol=1e-2)
+    assert np.abs(s.angle[0, boxes]).max() < 1e-3
+    assert np.abs(s.velocity[0, boxes]).max() < 1e-2
+    # Boxes solved in the overflow rest like the others (and do not sink into the plank).
+    heights = s.position[0, boxes, 1]
+    assert heights.max() - heights.min() < 5e-3
+
+
+def test_overflow_is_repeatable_and_the_same_in_a_batch(arch):
+    finals = []
+    for n_worlds, world in ((1, 0), (1, 0), (3, 2)):
+        scene, _, _ = plank_of_boxes(arch, n_worlds)
+        state = scene.get_state()
+        state.velocity[:, :, 0] = 0.3  # slide everything: friction in the overflow too
+        scene.set_state(state)
+        for _ in range(40):
+            scene.step(DT)
+        assert scene.n_overflow == 10 * n_worlds
+        s = scene.get_state()
+        finals.append(np.concatenate([s.position[world].ravel(), s.angle[world],
+                                      s.velocity[world].ravel()]))
+    np.testing.assert_array_equal(finals[0], finals[1])
+    np.testing.assert_array_equal(finals[0], finals[2])
+
+
+def test_dense_piles_of_circles_and_boxes_need_no_overflow(arch):
+    """A pile poured from high up packs ~6 neighbours a body: the colours hold every pair."""
+    for seed, kinds in ((0, "mixed"), (1, "circles")):
+        scene = random_pile(1500, arch=arch, seed=seed)
+        if kinds == "circles":
+            scene = fx.Scene(arch=arch)
+            rng = np.random.default_rng(seed)
+            scene.add_box((0.0, -0.5), (14.0, 1.0), mass=0)
+            for side in (-1, 1):
+                scene.add_box((side * 7.5, 10.0), (1.0, 22.0), mass=0)
+            for i in range(1500):
+                scene.add_circle((rng.uniform(-6.5, 6.5), 0.3 + 0.35 * i / 13 * 0.9),
+                                 rng.uniform(0.12, 0.25))
+        worst = 0
+        for _ in range(150):
+            scene.step(DT)
+            worst = max(worst, scene.n_overflow)
+        assert worst == 0, kinds
+        assert scene.n_colors >= 6  # dense: many colours, all of them parallel
+        assert_valid_coloring(scene)

@@ -185,9 +185,31 @@ def check_coloring(ctx, a, b, dynamic):
     assert cache.n_colors == used
     overflow = listed[start[MAX_COLORS]:]
     assert cache.n_overflow == len(overflow)
-    # The overflow colour is solved serially in pair order.
+    # The overflow colour is listed in constraint order (its entries are numbered by it).
     np.testing.assert_array_equal(overflow, np.sort(overflow))
+    check_jacobi_lists(ctx, a, b, dynamic, overflow)
     return color, listed, start
+
+
+def check_jacobi_lists(ctx, a, b, dynamic, overflow):
+    """solver/overflow.py's lists against NumPy: each dynamic body of an overflow pair has
+    the entries 2 i (its body a) or 2 i + 1 (body b) of overflow pairs i, ascending."""
+    groups = ctx.pool.coloring
+    overflow_pairs = overflow[overflow < len(a)]
+    assert groups.n_overflow_pairs[None] == len(overflow_pairs)
+    expected: dict[int, list[int]] = {}
+    for i, pair in enumerate(overflow_pairs):
+        for side, slot in enumerate((a[pair], b[pair])):
+            if dynamic[slot]:
+                expected.setdefault(int(slot), []).append(2 * i + side)
+    n_bodies = groups.n_jacobi_bodies[None] if len(overflow) else 0
+    listed = groups.jacobi_bodies.to_numpy()[:n_bodies]
+    assert sorted(listed.tolist()) == sorted(expected)
+    starts, counts = groups.jacobi_start.to_numpy(), groups.jacobi_count.to_numpy()
+    entries = groups.jacobi_entries.to_numpy()
+    for slot, mine in expected.items():
+        assert counts[slot] == len(mine)
+        assert entries[starts[slot]:starts[slot] + counts[slot]].tolist() == mine
 
 
 def check_color_order(ctx, a, b, color):

@@ -7,8 +7,8 @@ those that win all their bodies take the
 colour (a few sub-rounds per colour let the losers try bodies still free). Static and sleeping
 bodies do not count: they never move, so any number of constraints may read them at once.
 Integer atomics only, so the colouring is the same on every run. Constraints still uncoloured
-after MAX_COLORS rounds form the overflow colour, solved serially in index order: nothing is
-dropped and nothing is solved Jacobi-style by accident.
+after MAX_COLORS rounds form the overflow colour, solved in parallel after the colours
+(solver/overflow.py): nothing is dropped.
 
 From one step to the next most pairs persist (a pile in motion gains and loses a few pairs a
 step), so a step starts from the last step's colours (start_coloring) and only new pairs bid:
@@ -20,6 +20,8 @@ import taichi as ti
 from ..bodies import awake_dynamic
 from ..device import MAX_COLORS
 from ..launching import quick
+from ..scan import exclusive_scan
+from .overflow import build_jacobi_lists
 
 _NO_CLAIM = 2147483647
 _SUB_ROUNDS = 4
@@ -218,9 +220,11 @@ def _color_round(model: ti.template(), bodies: ti.template(), joints: ti.templat
 
 @quick
 @ti.kernel
-def _build_color_lists(coloring: ti.template(), counts: ti.template(), serial: ti.template(),
-                       n_constraints: ti.i32) -> ti.math.ivec2:
-    """Group constraint indices by colour into color_list; returns (colours used, overflow)."""
+def _build_color_lists(coloring: ti.template(), counts: ti.template(), scan: ti.template(),
+                       serial: ti.template(), n_constraints: ti.i32) -> ti.math.ivec2:
+    """Group constraint indices by colour into color_list, the overflow colour's in index
+    order (pairs first, then joint slots; n_overflow_pairs of them are pairs); returns
+    (colours used, overflow)."""
     ti.loop_config(serialize=serial)
     for c in range(MAX_COLORS + 2):
         coloring.color_start[c] = 0
@@ -245,18 +249,20 @@ def _build_color_lists(coloring: ti.template(), counts: ti.template(), serial: t
     ti.loop_config(serialize=serial)
     for k in range(n_constraints):
         c = coloring.color[k]
+        coloring.rank[k] = 1 if c == MAX_COLORS else 0
         if c < MAX_COLORS:
             coloring.color_list[ti.atomic_add(coloring.color_cursor[c], 1)] = k
     ti.loop_config(serialize=serial)
     for joint_slot in range(n_constraints - counts.n_pairs[None]):  # kept for the next step
         coloring.joint_color[joint_slot] = coloring.color[counts.n_pairs[None] + joint_slot]
-    # ... but the overflow colour is solved serially, so it keeps index order.
-    for _ in range(1):
-        cursor = coloring.color_cursor[MAX_COLORS]
-        for k in range(n_constraints):
-            if coloring.color[k] == MAX_COLORS:
-                coloring.color_list[cursor] = k
-                cursor += 1
+    # ... but the overflow colour keeps index order: its entries are numbered by it
+    # (solver/overflow.py), and its joints are solved in it.
+    exclusive_scan(scan, coloring.rank, n_constraints, serial)
+    ti.loop_config(serialize=serial)
+    for k in range(n_constraints):
+        if coloring.color[k] == MAX_COLORS:
+            coloring.color_list[coloring.color_start[MAX_COLORS] + coloring.rank[k]] = k
+    coloring.n_overflow_pairs[None] = coloring.rank[ti.min(counts.n_pairs[None], n_constraints)]
     return ti.math.ivec2(used, overflow)
 
 
@@ -297,5 +303,8 @@ def _color(ctx, keep: bool) -> tuple[int, int]:
     for color in range(MAX_COLORS if uncolored else 0):
         if _color_round(*groups, uncolored, ctx.n_bodies, color) == 0:
             break  # everything has a colour: the remaining rounds would do nothing
-    used, overflow = _build_color_lists(pool.coloring, pool.counts, serial, n_constraints)
+    used, overflow = _build_color_lists(pool.coloring, pool.counts, pool.scan, serial,
+                                        n_constraints)
+    if overflow:
+        build_jacobi_lists(ctx)
     return int(used), int(overflow)

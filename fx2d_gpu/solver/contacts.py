@@ -25,6 +25,7 @@ from ..math2d import cross, cross_sv
 from ..scan import exclusive_scan
 
 vec2 = ti.math.vec2
+vec3 = ti.math.vec3
 
 #: Penetration left alone by the position pass, m (avoids fighting contact noise); pairs
 #: with a body smaller than LINEAR_SLOP / SLOP_FRACTION use SLOP_FRACTION of its radius
@@ -120,7 +121,7 @@ def moved_depth(contacts: ti.template(), solver: ti.template(), pair, i, delta_a
 
 @ti.func
 def resolve_penetration(bodies: ti.template(), contacts: ti.template(), solver: ti.template(), pair,
-                        n_bodies, h):
+                        n_bodies, h, jacobi_entry):
     """XPBD position correction of each point deeper than the slop (seed 000).
 
     lambda = (d - slop) / (n_points K), K = w_a + w_b + I_a (r_a x n)^2 + I_b (r_b x n)^2
@@ -130,6 +131,9 @@ def resolve_penetration(bodies: ti.template(), contacts: ti.template(), solver: 
     A substep pushes out at most MAX_PUSHOUT_SPEED * h: deep overlap (bodies created inside
     each other, a contact found late) comes apart over several substeps instead of shooting
     a body through a wall.
+
+    jacobi_entry >= 0 (an overflow pair, solver/overflow.py): the bodies are left alone and
+    the corrections go to solver.jacobi_delta[jacobi_entry] (a) and [jacobi_entry + 1] (b).
     """
     count = contacts.point_count[pair]
     if count > 0:
@@ -154,14 +158,23 @@ def resolve_penetration(bodies: ti.template(), contacts: ti.template(), solver: 
                     turn_a -= ia * lam * rna
                     shift_b += wb * lam * normal
                     turn_b += ib * lam * rnb
-        if wa > 0.0 or ia > 0.0:
-            displace(bodies, slot_a, shift_a, turn_a)
-            bodies.prev_delta_position[slot_a] += shift_a
-            bodies.prev_delta_angle[slot_a] += turn_a
-        if wb > 0.0 or ib > 0.0:
-            displace(bodies, slot_b, shift_b, turn_b)
-            bodies.prev_delta_position[slot_b] += shift_b
-            bodies.prev_delta_angle[slot_b] += turn_b
+        if jacobi_entry >= 0:
+            solver.jacobi_delta[jacobi_entry] = vec3(shift_a, turn_a)
+            solver.jacobi_delta[jacobi_entry + 1] = vec3(shift_b, turn_b)
+        else:
+            if wa > 0.0 or ia > 0.0:
+                shift_body(bodies, slot_a, shift_a, turn_a)
+            if wb > 0.0 or ib > 0.0:
+                shift_body(bodies, slot_b, shift_b, turn_b)
+
+
+@ti.func
+def shift_body(bodies: ti.template(), slot, shift, turn):
+    """Move a body's pose and previous pose together by shift (m) and turn (rad): a contact's
+    position correction creates no velocity."""
+    displace(bodies, slot, shift, turn)
+    bodies.prev_delta_position[slot] += shift
+    bodies.prev_delta_angle[slot] += turn
 
 
 @ti.func
@@ -277,7 +290,7 @@ def block_normal_impulses(masses, normal, ra0, rb0, ra1, rb1, vn0, vn1, target, 
 
 @ti.func
 def solve_velocity(bodies: ti.template(), contacts: ti.template(), solver: ti.template(), pair,
-                   n_bodies, h):
+                   n_bodies, h, jacobi_entry):
     """Normal impulses (accumulated, >= 0), Coulomb friction (mu_s while the point sticks,
     mu_k once it slides), then restitution for points that closed faster than
     RESTITUTION_THRESHOLD when the pass began and had to be pushed apart.
@@ -287,6 +300,10 @@ def solve_velocity(bodies: ti.template(), contacts: ti.template(), solver: ti.te
     re-applying a bounce would bounce twice). The two bodies' velocities and the points'
     impulses live in registers for the whole solve (read once, written once): this pass is
     the hot loop of a step.
+
+    jacobi_entry >= 0 (an overflow pair, solver/overflow.py): the bodies are left alone and
+    the velocity changes go to solver.jacobi_delta[jacobi_entry] (a) and [jacobi_entry + 1]
+    (b).
     """
     count = contacts.point_count[pair]
     if count > 0:
@@ -401,12 +418,18 @@ def solve_velocity(bodies: ti.template(), contacts: ti.template(), solver: ti.te
             if i < count:
                 contacts.normal_impulse[pair, i] = normal_impulse[i]
                 contacts.tangent_impulse[pair, i] = tangent_impulse[i]
-        if masses[0] > 0.0 or masses[1] > 0.0:
-            bodies.velocity[slot_a] = velocity_a
-            bodies.angular_velocity[slot_a] = spin_a
-        if masses[2] > 0.0 or masses[3] > 0.0:
-            bodies.velocity[slot_b] = velocity_b
-            bodies.angular_velocity[slot_b] = spin_b
+        if jacobi_entry >= 0:
+            solver.jacobi_delta[jacobi_entry] = vec3(
+                velocity_a - bodies.velocity[slot_a], spin_a - bodies.angular_velocity[slot_a])
+            solver.jacobi_delta[jacobi_entry + 1] = vec3(
+                velocity_b - bodies.velocity[slot_b], spin_b - bodies.angular_velocity[slot_b])
+        else:
+            if masses[0] > 0.0 or masses[1] > 0.0:
+                bodies.velocity[slot_a] = velocity_a
+                bodies.angular_velocity[slot_a] = spin_a
+            if masses[2] > 0.0 or masses[3] > 0.0:
+                bodies.velocity[slot_b] = velocity_b
+                bodies.angular_velocity[slot_b] = spin_b
 
 
 @ti.func

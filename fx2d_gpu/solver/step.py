@@ -11,9 +11,10 @@ step() reads as the pipeline (Box2D v3's solver stage list, made batched):
     per-body lists  contacts.build_body_lists      for warm starting in a fixed order
     substeps        begin_substep                  motors, integrate velocities, refresh
                                                    contacts, warm start, integrate positions
-                    position_pass                  contacts and joints by colour, then
-                                                   velocities derived for jointed bodies
-                    velocity_pass                  contacts by colour
+                    position_pass                  contacts and joints by colour (the
+                                                   overflow colour: solver/overflow.py),
+                                                   then velocities derived for jointed bodies
+                    velocity_pass                  contacts by colour (and overflow)
     sleep           sleep.update_sleep             timers, islands, sleep or wake whole
     clear forces    integrate.clear_forces
 
@@ -37,6 +38,7 @@ from .contacts import (
     warm_start_body,
 )
 from .joints import motor_load, solve_joint, update_motor
+from .overflow import solve_overflow
 from .pairs import carry_contacts, save_previous_pairs, store_in_color_order
 from .sleep import update_sleep, wake_islands
 
@@ -83,7 +85,7 @@ def begin_substep(ctx, substep: int):
 def position_pass(ctx):
     """Penetration and joint constraints, colour after colour, then velocities of the
     bodies with joints derived from their displacement."""
-    _solve_pass(ctx, _position_stage)
+    _solve_pass(ctx, _position_stage, resolve_penetration, position=True)
     if ctx.n_joints:
         pool = ctx.pool
         _derive_velocities(pool.model, pool.bodies, pool.joints, ctx.serial, ctx.n_slots,
@@ -94,7 +96,7 @@ def velocity_pass(ctx):
     """Contact velocity constraints (normal impulses, friction, restitution), colour after
     colour."""
     if ctx.n_pairs:
-        _solve_pass(ctx, _velocity_stage)
+        _solve_pass(ctx, _velocity_stage, solve_velocity, position=False)
 
 
 @quick
@@ -164,7 +166,7 @@ def _position_stage(model: ti.template(), bodies: ti.template(), joints: ti.temp
                     n_bodies, h):
     """Position pass of constraint k: contact pairs first, then joint slots."""
     if k < counts.n_pairs[None]:
-        resolve_penetration(bodies, contacts, solver, k, n_bodies, h)
+        resolve_penetration(bodies, contacts, solver, k, n_bodies, h, -1)
     else:
         solve_joint(model, bodies, joints, counts, k - counts.n_pairs[None], n_bodies, h)
 
@@ -175,7 +177,7 @@ def _velocity_stage(model: ti.template(), bodies: ti.template(), joints: ti.temp
                     n_bodies, h):
     """Velocity pass of constraint k (contacts only)."""
     if k < counts.n_pairs[None]:  # joints are position-level only (seed 003)
-        solve_velocity(bodies, contacts, solver, k, n_bodies, h)
+        solve_velocity(bodies, contacts, solver, k, n_bodies, h, -1)
 
 
 #: Colours solved per kernel launch. Each colour is a top-level (parallel) loop of the
@@ -205,24 +207,13 @@ def _solve_colors(model: ti.template(), bodies: ti.template(), joints: ti.templa
                   n_bodies, h)
 
 
-@quick
-@ti.kernel
-def _solve_overflow(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-                    contacts: ti.template(), solver: ti.template(), coloring: ti.template(),
-                    counts: ti.template(), stage: ti.template(), n_bodies: ti.i32, h: ti.f32):
-    """stage for the overflow colour: one thread, in constraint order."""
-    for _ in range(1):
-        for i in range(coloring.color_start[MAX_COLORS], coloring.color_start[MAX_COLORS + 1]):
-            stage(model, bodies, joints, contacts, solver, counts, coloring.color_list[i],
-                  n_bodies, h)
-
-
-def _solve_pass(ctx, stage):
-    """stage over all constraints, colour after colour, then the overflow colour."""
+def _solve_pass(ctx, stage, pair_stage, position: bool):
+    """stage over all constraints, colour after colour, then the overflow colour in parallel
+    (solver/overflow.py; pair_stage: the pairs' stage function)."""
     pool, cache = ctx.pool, ctx.cache
     groups = (pool.model, pool.bodies, pool.joints, pool.contacts, pool.solver, pool.coloring,
               pool.counts)
     for first_color in range(0, cache.n_colors, COLORS_PER_LAUNCH):
         _solve_colors(*groups, ctx.serial, stage, first_color, ctx.n_bodies, ctx.h)
     if cache.n_overflow:
-        _solve_overflow(*groups, stage, ctx.n_bodies, ctx.h)
+        solve_overflow(ctx, pair_stage, position)
