@@ -160,14 +160,26 @@ def current_state(binding: Binding) -> Snapshot:
 
 def _grown_capacities(pool: DevicePool | None, needs: dict) -> dict:
     """Capacities of the pool that replaces `pool` for `needs`: each at least doubled until
-    it fits, so that growth compiles rarely."""
+    it fits, so that growth compiles rarely, and room for PAIRS_PER_SLOT pairs a body slot
+    from the start."""
     capacities = {}
     for key, floor in MIN_CAPACITIES.items():
         cap = pool.capacities[key] if pool is not None else floor
         while cap < needs.get(key, 0):
             cap *= 2
         capacities[key] = cap
+    while capacities["pairs"] < PAIRS_PER_SLOT * capacities["bodies"]:
+        capacities["pairs"] *= 2
     return capacities
+
+
+#: Candidate pairs a pool holds per body slot before it must grow. A growing pool compiles
+#: every kernel again (their fields' sizes are compiled in: ~30 s on the 2-core CPU with an
+#: empty offline cache), and a pile being poured gains pairs as it packs: a 30,000-body pour
+#: went from 65,536 to 131,072 pairs at step 57 (a 28.6 s step). Piles pack to ~2-4
+#: candidate pairs a body (the 100k pour: 362,964 at step 240), so 4 a slot leaves them
+#: room; each pair costs ~400 bytes of device memory (a body slot ~290).
+PAIRS_PER_SLOT = 4
 
 
 #: Most body slots (n_worlds * n_bodies) and candidate pairs a pool holds: every index

@@ -10,6 +10,8 @@ import sys
 
 import taichi as ti
 
+from . import launching
+
 ARCHS = ("auto", "cpu", "gpu", "cuda", "vulkan", "metal")
 _TI_ARCH = {"cpu": ti.cpu, "gpu": ti.gpu, "cuda": ti.cuda, "vulkan": ti.vulkan, "metal": ti.metal}
 
@@ -33,6 +35,7 @@ def ensure_initialized(arch: str = "auto") -> str:
         raise TypeError(f"arch must be a string, got {type(arch).__name__}")
     if arch not in ARCHS:
         raise ValueError(f"arch must be one of {ARCHS}, got {arch!r}")
+    launching.cache_source_positions()
     if _state["arch"] is not None:
         requested = _state["requested"]
         if arch not in ("auto", requested) and not _matches(arch, _state["arch"]):

@@ -78,3 +78,44 @@ def test_ndarray_kernel_falls_back_to_taichi():
     take_array(holder, data + 1)
     np.testing.assert_array_equal(holder.values.to_numpy(), data + 1)
     assert not take_array.short_path
+
+
+def undefined_name_here(i):
+    return i + not_defined_first  # noqa: F821
+
+
+def undefined_name_there(i):
+    return i * 2 + not_defined_second  # noqa: F821
+
+
+def test_source_positions_in_errors_are_each_nodes_own():
+    """Taichi's source-position text is memoised per place (launching.cache_source_positions,
+    installed with the backend): every error still points at its own line and column."""
+    import inspect
+
+    import pytest
+
+    from fx2d_gpu import runtime
+
+    runtime.ensure_initialized("cpu")
+    messages = []
+    for python_func, name in ((undefined_name_here, "not_defined_first"),
+                              (undefined_name_there, "not_defined_second")):
+        func = ti.func(python_func)
+        for _ in range(2):  # the second time from the memo
+
+            @ti.kernel
+            def broken(f: ti.template()) -> ti.i32:
+                return f(3)
+
+            with pytest.raises(ti.TaichiCompilationError) as error:
+                broken(func)
+            text = str(error.value)
+            lines, first = inspect.getsourcelines(python_func)
+            assert f'line {first + 1}, in {python_func.__name__}' in text
+            source = lines[1].rstrip("\n")
+            caret_line = text.split(source + "\n", 1)[1].splitlines()[0]
+            column = source.index(name)
+            assert caret_line[column:column + len(name)] == "^" * len(name)
+            messages.append(text)
+    assert messages[0] == messages[1] and messages[2] == messages[3]

@@ -182,10 +182,12 @@ def _velocity_stage(model: ti.template(), bodies: ti.template(), joints: ti.temp
 
 #: Colours solved per kernel launch. Each colour is a top-level (parallel) loop of the
 #: kernel, run one after the other; more per launch means fewer launches from Python
-#: (~30-60 us each on the CPU backend, 2 passes x colours x 11 substeps a step) but a longer
-#: first compile, which grows faster than linearly (CPU, cold cache: 1 colour 0.7 s,
-#: 2: 1.5 s, 4: 4 s, 13: 30 s per pass).
-COLORS_PER_LAUNCH = 4
+#: (~17 us each through launching.quick, 2 passes x colours / this x 11 substeps a step) but
+#: a first compile that grows faster than linearly: the first step of a small scene with an
+#: empty offline cache took 35 s with 4 (_solve_colors 23 s of it), 20 s with 2, 12 s with 1;
+#: the awake large pyramid's ms/step did not change measurably from 4 to 2 (within this
+#: machine's +-25 %), and grew by a quarter with 1 (2-core CPU).
+COLORS_PER_LAUNCH = 2
 
 
 @quick
