@@ -33,11 +33,11 @@ def solver_mass(model: ti.template(), bodies: ti.template(), slot, body):
 
 @ti.func
 def bounding_radius(model: ti.template(), body):
-    """Largest distance from the body origin to its shape, m."""
+    """Largest distance from the body origin to its shape (core and skin), m."""
     r = 0.0
     if model.shape_kind[body] == SHAPE_CIRCLE:
-        r = model.shape_center[body].norm() + model.shape_radius[body]
+        r = model.shape_center[body].norm()
     else:
         for i in range(model.shape_vertex_count[body]):
             r = ti.max(r, model.shape_vertices[body, i].norm())
-    return r
+    return r + model.shape_radius[body]

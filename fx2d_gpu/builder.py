@@ -76,6 +76,9 @@ class ModelBuilder:
         # as zero (DAZ), and 1e-320 > 0 is then False.
         if mass < MIN_MASS and np.float64(mass).view(np.uint64) & ~np.uint64(1 << 63):
             raise ValueError(f"mass must be 0 (static) or >= {MIN_MASS} kg, got {mass}")
+        if mass > 0.0 and shape.kind in shapes.AREALESS_KINDS:
+            raise ValueError(f"mass must be 0: an edge has no area and is static only, got "
+                             f"{mass}")
         if inertia is None:
             inertia = mass * shapes.unit_inertia(shape)
         else:
@@ -208,7 +211,7 @@ class ModelBuilder:
             model["static_friction"][i] = b.static_friction
             model["dynamic_friction"][i] = b.dynamic_friction
             s = b.shape
-            model["shape_kind"][i] = s.kind if b.collides else shapes.SHAPE_NONE
+            model["shape_kind"][i] = s.core_kind if b.collides else shapes.SHAPE_NONE
             model["shape_radius"][i] = s.radius
             model["shape_center"][i] = s.center
             k = len(s.vertices)

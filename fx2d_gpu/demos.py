@@ -127,6 +127,38 @@ def demo_large_pile(arch="auto", n_worlds=1, bodies=None, seed=3, **_):
     return random_pile(bodies, arch=arch, n_worlds=n_worlds, seed=seed, density=0.6)
 
 
+def demo_shapes(arch="auto", n_worlds=1, seed=4, **_):
+    """Every shape: capsules, rounded boxes and polygons, boxes, circles and triangles
+    tumble down ramps made of edges into a bin."""
+    rng = np.random.default_rng(seed)
+    scene = Scene(arch=arch, n_worlds=n_worlds)
+    grip = dict(static_friction=0.5, dynamic_friction=0.4)
+    # Level geometry: two edge ramps and a floor.
+    scene.add_edge((0.0, 0.0), (-9.0, 9.0), (-1.0, 5.0), **grip)
+    scene.add_edge((0.0, 0.0), (9.0, 6.0), (1.5, 2.5), **grip)
+    scene.add_edge((0.0, 0.0), (-9.0, 0.0), (9.0, 0.0), **grip)
+    scene.add_edge((0.0, 0.0), (-9.0, 0.0), (-9.0, 12.0), **grip)
+    scene.add_edge((0.0, 0.0), (9.0, 0.0), (9.0, 12.0), **grip)
+    makers = (
+        lambda p: scene.add_capsule(p, rng.uniform(0.4, 1.0), rng.uniform(0.15, 0.3), **grip),
+        lambda p: scene.add_box(p, rng.uniform(0.3, 0.7, 2), radius=0.08, **grip),
+        lambda p: scene.add_polygon(p, [[0, 0], [0.7, 0], [0.35, 0.6]], radius=0.06, **grip),
+        lambda p: scene.add_box(p, rng.uniform(0.3, 0.7, 2), **grip),
+        lambda p: scene.add_circle(p, rng.uniform(0.15, 0.35), **grip),
+        lambda p: scene.add_polygon(p, [[0, 0], [0.8, 0], [0.4, 0.7]], **grip),
+    )
+    for i in range(36):
+        x = -8.0 + 1.4 * (i % 6) + rng.uniform(-0.2, 0.2)
+        y = 10.0 + 1.1 * (i // 6)
+        makers[i % len(makers)]((x, y))
+    state = scene.get_state()
+    state.angle[:, 5:] = rng.uniform(-np.pi, np.pi, size=(n_worlds, scene.n_bodies - 5))
+    scene.set_state(state)
+    scene.meta["size"] = (19.0, 17.5)
+    scene.meta["origin"] = (-9.5, -0.5)
+    return scene
+
+
 DEMOS = {
     "pile": demo_pile,
     "pyramid": demo_pyramid,
@@ -136,4 +168,5 @@ DEMOS = {
     "car": demo_car,
     "batched": demo_batched,
     "large_pile": demo_large_pile,
+    "shapes": demo_shapes,
 }

@@ -11,7 +11,7 @@ import zlib
 
 import numpy as np
 
-from .shapes import SHAPE_CIRCLE, SHAPE_POLYGON
+from .shapes import SHAPE_CIRCLE, SHAPE_EDGE, outline
 
 _STATIC = np.array([90, 90, 100], np.uint8)
 _PALETTE = np.array([[66, 133, 244], [219, 68, 55], [244, 180, 0], [15, 157, 88],
@@ -35,9 +35,9 @@ def frame_bounds(scene, world: int = 0, padding: float = 0.05):
             continue
         shape = scene.body_shape(b)
         p, angle = state.position[world, b], state.angle[world, b]
-        if shape.kind == SHAPE_POLYGON:
+        if shape.kind != SHAPE_CIRCLE:
             c, s = np.cos(angle), np.sin(angle)
-            points = p + shape.vertices @ np.array([[c, -s], [s, c]]).T
+            points = p + outline(shape) @ np.array([[c, -s], [s, c]]).T
         else:
             points = p + np.array([[-1.0, -1.0], [1.0, 1.0]]) * shape.bounding_radius
         lo, hi = np.minimum(lo, points.min(0)), np.maximum(hi, points.max(0))
@@ -126,8 +126,12 @@ def render(scene, world: int = 0, size=(800, 600), bounds=None, contacts: bool =
             # Orientation mark: a spoke from the centre along the body's x axis.
             tip = to_pixels(pos + rot @ (shape.center + [shape.radius, 0.0]))[0]
             _line(image, centre, tip, border)
-        elif shape.kind == SHAPE_POLYGON:
-            verts = to_pixels(pos + shape.vertices @ rot.T)
+        elif shape.kind == SHAPE_EDGE:
+            ends = to_pixels(pos + shape.vertices @ rot.T)
+            for offset in (-0.5, 0.0, 0.5):  # a 2-pixel line: an edge has no inside
+                _line(image, ends[0] + offset, ends[1] + offset, border)
+        else:  # polygons, rounded or not, and capsules: their outline, filled
+            verts = to_pixels(pos + outline(shape) @ rot.T)
             grid = pixel_grid(verts.min(0), verts.max(0))
             if grid is None:
                 continue

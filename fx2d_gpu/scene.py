@@ -91,22 +91,41 @@ class Scene:
         """A solid disc of `radius` (m) centred at `position` (m). Returns its body index."""
         return self._builder.add_body(shapes.circle(radius), _position(position), **body)
 
-    def add_box(self, position, size, **body) -> int:
-        """A box of size (width, height) (m) centred at `position`. Returns its body index."""
-        return self._builder.add_body(shapes.box(size), _position(position), **body)
+    def add_box(self, position, size, radius=0.0, **body) -> int:
+        """A box of size (width, height) (m) centred at `position`; radius > 0 (m) rounds its
+        corners, adding `radius` all round (outer size: size + 2 radius, as in Fx2D).
+        Returns its body index."""
+        return self._builder.add_body(shapes.box(size, radius), _position(position), **body)
 
-    def add_polygon(self, position, vertices, **body) -> int:
-        """A convex polygon; `vertices` (k, 2) in the body frame, 3 <= k <= 8, either winding.
+    def add_polygon(self, position, vertices, radius=0.0, **body) -> int:
+        """A convex polygon; `vertices` (k, 2) in the body frame, 3 <= k <= 8, either winding;
+        radius > 0 (m) rounds it (every point within radius of the polygon).
 
-        The vertices are re-centred on the polygon's centroid, which goes to `position`.
+        The vertices are re-centred on the shape's centroid, which goes to `position`.
         """
-        shape, _ = shapes.polygon(vertices)
+        shape, _ = shapes.polygon(vertices, radius=radius)
+        return self._builder.add_body(shape, _position(position), **body)
+
+    def add_capsule(self, position, length, radius, **body) -> int:
+        """A capsule centred at `position` (m): a segment of `length` (m, between the two cap
+        centres) along the body's x axis, inflated by `radius` (m). Mass and inertia come
+        from its true area (a rectangle and two half discs). Returns its body index."""
+        return self._builder.add_body(shapes.capsule(length, radius), _position(position),
+                                      **body)
+
+    def add_edge(self, position, a, b, **body) -> int:
+        """A static segment from a to b (m, body frame, placed at `position`): level geometry
+        with no thickness. Static only: mass must be 0 (the default here). Bodies collide
+        with it from either side; edges never collide with each other. Returns its body
+        index."""
+        body.setdefault("mass", 0.0)
+        shape = shapes.edge(a, b)
         return self._builder.add_body(shape, _position(position), **body)
 
     def add_shape(self, position, shape: shapes.Shape, *, collides: bool = True, **body) -> int:
-        """A body with a prepared shape (fx2d_gpu.shapes: circle, box, polygon), its centre
-        of mass at `position` (m); collides=False: the shape is drawn but never collides
-        (Fx2D's scene files have such bodies). Returns its body index."""
+        """A body with a prepared shape (fx2d_gpu.shapes: circle, box, polygon, capsule,
+        edge), its centre of mass at `position` (m); collides=False: the shape is drawn but
+        never collides (Fx2D's scene files have such bodies). Returns its body index."""
         if not isinstance(shape, shapes.Shape):
             raise TypeError(f"shape must be a fx2d_gpu.shapes.Shape, got {type(shape).__name__}")
         return self._builder.add_body(shape, _position(position),

@@ -28,6 +28,10 @@ MAX_POLYGON_VERTICES = 8
 SHAPE_NONE = 0
 SHAPE_CIRCLE = 1
 SHAPE_POLYGON = 2
+SHAPE_CAPSULE = 3
+SHAPE_EDGE = 4
+#: Shapes with no area (static level geometry only: no mass, no inertia).
+AREALESS_KINDS = (SHAPE_EDGE,)
 
 # Edges shorter than this (m) make a polygon degenerate.
 _MIN_EDGE_LENGTH = 1e-6
@@ -35,13 +39,19 @@ _MIN_EDGE_LENGTH = 1e-6
 
 @dataclass(frozen=True)
 class Shape:
-    """One collision shape in the body frame.
+    """One collision shape in the body frame: a core (a point, a segment or a convex
+    polygon) and a skin `radius` around it (Fx2D's and Box2D's "core + radius"): the shape is
+    every point within `radius` of the core.
 
-    kind: SHAPE_CIRCLE or SHAPE_POLYGON.
-    radius: circle radius, m (0 for polygons).
+    kind: SHAPE_CIRCLE (a point core), SHAPE_POLYGON (k >= 3 vertices; radius > 0 rounds
+    it), SHAPE_CAPSULE (a segment along local x and its radius) or SHAPE_EDGE (a segment
+    with no skin: static level geometry).
+    radius: the skin, m (a circle's radius; 0 for sharp polygons and edges).
     center: (2,) circle centre in the body frame, m.
-    vertices: (k, 2) counter-clockwise polygon vertices in the body frame, m (empty for circles).
-    normals: (k, 2) outward unit normal of edge i = (v[i], v[i+1]).
+    vertices: (k, 2) the core's vertices in the body frame, m, counter-clockwise (a
+    segment's two ends; empty for circles).
+    normals: (k, 2) outward unit normal of core edge i = (v[i], v[i+1]) (a segment's two
+    sides: edge 0 runs v0 -> v1, edge 1 back).
     """
 
     kind: int
@@ -69,7 +79,13 @@ class Shape:
         """Largest distance from the body origin to the shape's surface, m."""
         if self.kind == SHAPE_CIRCLE:
             return float(np.hypot(*self.center) + self.radius)
-        return float(np.max(np.hypot(self.vertices[:, 0], self.vertices[:, 1])))
+        return float(np.max(np.hypot(self.vertices[:, 0], self.vertices[:, 1])) + self.radius)
+
+    @property
+    def core_kind(self) -> int:
+        """The kind the device's narrow phase sees: SHAPE_CIRCLE (a point core) or
+        SHAPE_POLYGON (a core of 2 or more vertices, with this shape's radius)."""
+        return SHAPE_CIRCLE if self.kind == SHAPE_CIRCLE else SHAPE_POLYGON
 
 
 def as_vector2(value, name: str, limit: float = FLOAT32_MAX) -> np.ndarray:
@@ -137,12 +153,14 @@ def polygon_area_centroid(vertices: np.ndarray) -> tuple[float, np.ndarray]:
     return float(area), centroid
 
 
-def polygon(vertices, name: str = "vertices") -> tuple[Shape, np.ndarray]:
-    """Validate a convex polygon, make it counter-clockwise and re-centre it on its centroid.
+def polygon(vertices, name: str = "vertices", radius=0.0) -> tuple[Shape, np.ndarray]:
+    """Validate a convex polygon, make it counter-clockwise and re-centre it on its centroid;
+    radius (m, >= 0) rounds it (the centroid is then the rounded shape's).
 
     Returns the shape and the centroid (in the frame the vertices were given in), so that the
     caller can place the body's centre of mass where the user asked.
     """
+    radius = as_real(radius, "radius", minimum=0.0)
     try:
         verts = np.asarray(vertices, dtype=np.float64)
     except (TypeError, ValueError):
@@ -168,28 +186,132 @@ def polygon(vertices, name: str = "vertices") -> tuple[Shape, np.ndarray]:
     turn = edges[:, 0] * _next(edges[:, 1]) - edges[:, 1] * _next(edges[:, 0])
     if np.any(turn <= 1e-12 * lengths * _next(lengths)):
         raise ValueError(f"{name} must be strictly convex (no reflex or collinear vertices)")
-    local = verts - centroid
     normals = np.stack([edges[:, 1], -edges[:, 0]], axis=1) / lengths[:, None]
-    shape = Shape(SHAPE_POLYGON, 0.0, np.zeros(2), local, normals)
+    if radius > 0.0:
+        area, first, _ = rounded_moments(verts, normals, radius)
+        centroid = first / area
+    shape = Shape(SHAPE_POLYGON, radius, np.zeros(2), verts - centroid, normals)
     return shape, centroid
 
 
-def box(size) -> Shape:
+def box(size, radius=0.0) -> Shape:
+    """A box of core size (width, height), m, centred on the origin; radius (m, >= 0) rounds
+    its corners and adds to its outside (Fx2D's rounded rectangle: outer size + 2 radius)."""
     size = as_vector2(size, "size")
     if np.any(size < MIN_SIZE):
         raise ValueError(f"size must be >= {MIN_SIZE} m on both axes, got {tuple(size)}")
     hw, hh = 0.5 * size
-    shape, _ = polygon([[-hw, -hh], [hw, -hh], [hw, hh], [-hw, hh]], "size")
+    shape, _ = polygon([[-hw, -hh], [hw, -hh], [hw, hh], [-hw, hh]], "size", radius)
     return shape
+
+
+def _segment_normals(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The two sides of segment a -> b as a 2-vertex core: edge 0 (a -> b) and edge 1 (b ->
+    a), outward unit normals as for a counter-clockwise polygon."""
+    d = (b - a) / np.hypot(*(b - a))
+    return np.array([[d[1], -d[0]], [-d[1], d[0]]])
+
+
+def capsule(length, radius) -> Shape:
+    """A capsule along local x: the segment between (-length/2, 0) and (length/2, 0), m,
+    inflated by radius (m). length 0 is a circle (as in Fx2D)."""
+    length = as_real(length, "length", minimum=0.0, limit=MAX_COORDINATE)
+    radius = as_real(radius, "radius", minimum=MIN_SIZE, limit=MAX_COORDINATE)
+    if length < MIN_SIZE:
+        return circle(radius)
+    ends = np.array([[-0.5 * length, 0.0], [0.5 * length, 0.0]])
+    return Shape(SHAPE_CAPSULE, radius, np.zeros(2), ends, _segment_normals(*ends))
+
+
+def edge(a, b) -> Shape:
+    """A segment from a to b (body frame, m) with no skin and no area: static level geometry.
+    Its ends are kept where they were given (the body origin is not moved to its middle),
+    as Fx2D does."""
+    a = as_vector2(a, "a", MAX_COORDINATE)
+    b = as_vector2(b, "b", MAX_COORDINATE)
+    if np.hypot(*(b - a)) < MIN_SIZE:
+        raise ValueError(f"a and b must be at least {MIN_SIZE} m apart, got {tuple(a)} and "
+                         f"{tuple(b)}")
+    ends = np.array([a, b])
+    return Shape(SHAPE_EDGE, 0.0, np.zeros(2), ends, _segment_normals(a, b))
+
+
+def _polygon_moments(vertices: np.ndarray) -> tuple[float, np.ndarray, float]:
+    """Signed area, first moment (2,) and polar second moment about the origin of a simple
+    polygon (by triangles (origin, v_i, v_i+1)); 0 for fewer than 3 vertices."""
+    if len(vertices) < 3:
+        return 0.0, np.zeros(2), 0.0
+    v, vn = vertices, _next(vertices)
+    cross = v[:, 0] * vn[:, 1] - vn[:, 0] * v[:, 1]
+    area = 0.5 * cross.sum()
+    first = (cross[:, None] * (v + vn)).sum(0) / 6.0
+    second = (cross * ((v * v).sum(1) + (v * vn).sum(1) + (vn * vn).sum(1))).sum() / 12.0
+    return float(area), first, float(second)
+
+
+def rounded_moments(vertices: np.ndarray, normals: np.ndarray,
+                    radius: float) -> tuple[float, np.ndarray, float]:
+    """Area m², first moment (2,) m³ and polar second moment about the origin m⁴ of the
+    points within `radius` of a convex core (counter-clockwise vertices (k, 2), k >= 2, and
+    the edges' outward normals): the core, a rectangle of depth `radius` outside each edge
+    and a circular sector at each vertex between its two edges' normals (the sectors add up
+    to one disc)."""
+    area, first, second = _polygon_moments(vertices)
+    for i in range(len(vertices)):
+        v, v_next, n = vertices[i], vertices[(i + 1) % len(vertices)], normals[i]
+        a, f, s = _polygon_moments(np.array([v, v_next, v_next + radius * n, v + radius * n]))
+        area, first, second = area + abs(a), first + np.sign(a) * f, second + np.sign(a) * s
+        # The sector at v_next, from this edge's normal to the next edge's.
+        n_after = normals[(i + 1) % len(vertices)]
+        start = math.atan2(n[1], n[0])
+        sweep = (math.atan2(n_after[1], n_after[0]) - start) % (2.0 * math.pi)
+        if len(vertices) == 2:
+            sweep = math.pi  # a segment's ends: half discs
+        sector = 0.5 * radius * radius * sweep
+        if sector == 0.0:
+            continue
+        # Centroid 4 r sin(s/2) / (3 s) from the apex along the bisector; J about the apex
+        # r^4 s / 4; moved to the origin by the parallel-axis rule.
+        bisector = start + 0.5 * sweep
+        offset = (4.0 * radius * math.sin(0.5 * sweep) / (3.0 * sweep)
+                  * np.array([math.cos(bisector), math.sin(bisector)]))
+        area += sector
+        first = first + sector * (v_next + offset)
+        second += (radius**4 * sweep / 4.0 + 2.0 * sector * float(v_next @ offset)
+                   + sector * float(v_next @ v_next))
+    return float(area), first, float(second)
 
 
 def unit_inertia(shape: Shape) -> float:
     """Moment of inertia about the body origin per unit mass, m² (uniform density)."""
     if shape.kind == SHAPE_CIRCLE:
         return 0.5 * shape.radius**2 + float(shape.center @ shape.center)
-    # Second moment of a polygon about the origin, by triangles (origin, v_i, v_i+1).
-    v, vn = shape.vertices, _next(shape.vertices)
-    cross = v[:, 0] * vn[:, 1] - vn[:, 0] * v[:, 1]
-    second = (cross * ((v * v).sum(1) + (v * vn).sum(1) + (vn * vn).sum(1))).sum() / 12.0
-    area = 0.5 * cross.sum()
+    if shape.kind in AREALESS_KINDS:
+        return 0.0
+    if shape.radius > 0.0:
+        area, _, second = rounded_moments(shape.vertices, shape.normals, shape.radius)
+    else:
+        area, _, second = _polygon_moments(shape.vertices)
     return float(second / area)
+
+
+def outline(shape: Shape, arc_segments: int = 6) -> np.ndarray:
+    """(m, 2) the boundary of a non-circle shape in its body frame, m, counter-clockwise, for
+    drawing: a sharp core's vertices; with a skin, an arc of `arc_segments` pieces around
+    each vertex (a capsule's ends become half circles); an edge's two ends."""
+    if shape.kind == SHAPE_CIRCLE:
+        raise ValueError("outline is for cores of 2 or more vertices; a circle is its radius")
+    if shape.radius == 0.0:
+        return np.array(shape.vertices)
+    points = []
+    k = len(shape.vertices)
+    for i in range(k):
+        before, after = shape.normals[i - 1], shape.normals[i]
+        start = math.atan2(before[1], before[0])
+        sweep = (math.atan2(after[1], after[0]) - start) % (2.0 * math.pi)
+        if k == 2:
+            sweep = math.pi
+        angles = start + sweep * np.linspace(0.0, 1.0, arc_segments + 1)
+        points.append(shape.vertices[i] + shape.radius * np.stack([np.cos(angles),
+                                                                  np.sin(angles)], 1))
+    return np.concatenate(points)

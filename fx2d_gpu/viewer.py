@@ -15,7 +15,7 @@ import sys
 import numpy as np
 
 from .render import _PALETTE, _STATIC, default_bounds, drawn
-from .shapes import SHAPE_CIRCLE, SHAPE_POLYGON
+from .shapes import SHAPE_CIRCLE, SHAPE_EDGE, outline
 
 CIRCLE_SEGMENTS = 20
 
@@ -71,21 +71,23 @@ def build_mesh(scene, state, world=0, bounds=None, rect=(0.0, 0.0, 1.0, 1.0), as
         pos = state.position[world, b]
         if shape.kind == SHAPE_CIRCLE:
             centre = pos + rot @ shape.center
-            outline = centre + shape.radius * np.stack([np.cos(ring), np.sin(ring)], 1)
+            boundary = centre + shape.radius * np.stack([np.cos(ring), np.sin(ring)], 1)
             mark = np.array([centre, centre + rot @ np.array([shape.radius, 0.0])])
             lines.append(to_window(mark))
             line_cols.append(np.tile(edge, (2, 1)))
-        elif shape.kind == SHAPE_POLYGON:
-            centre = pos + rot @ shape.vertices.mean(axis=0)
-            outline = pos + shape.vertices @ rot.T
-        else:
+        elif shape.kind == SHAPE_EDGE:  # a line: nothing to fill
+            lines.append(to_window(pos + shape.vertices @ rot.T))
+            line_cols.append(np.tile(edge, (2, 1)))
             continue
-        k = len(outline)
-        nxt = np.roll(outline, -1, axis=0)
-        fan = np.stack([np.tile(centre, (k, 1)), outline, nxt], axis=1).reshape(-1, 2)
+        else:  # polygons, rounded or not, and capsules
+            centre = pos + rot @ shape.vertices.mean(axis=0)
+            boundary = pos + outline(shape) @ rot.T
+        k = len(boundary)
+        nxt = np.roll(boundary, -1, axis=0)
+        fan = np.stack([np.tile(centre, (k, 1)), boundary, nxt], axis=1).reshape(-1, 2)
         tris.append(to_window(fan))
         tri_cols.append(np.tile(fill, (3 * k, 1)))
-        lines.append(to_window(np.stack([outline, nxt], axis=1).reshape(-1, 2)))
+        lines.append(to_window(np.stack([boundary, nxt], axis=1).reshape(-1, 2)))
         line_cols.append(np.tile(edge, (2 * k, 1)))
 
     def stack(parts, width):

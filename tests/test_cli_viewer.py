@@ -64,7 +64,7 @@ def test_view_without_a_display_says_why_and_suggests_a_gif(arch):
 def test_demo_list_and_a_demo_run(tmp_path, arch):
     result = fx2d("demo", "--list")
     for name in ("pyramid", "dominoes", "newtons_cradle", "rain", "car", "batched",
-                 "large_pile"):
+                 "large_pile", "shapes"):
         assert name in result.stdout
     result = fx2d("demo", "batched", "--steps", "4", "--every", "4", "--gif",
                   str(tmp_path / "b.gif"), "--size", "160x120", "--arch", arch)

@@ -47,6 +47,63 @@ def test_box_hanging_over_an_edge_clips_to_the_support(arch):
     np.testing.assert_allclose(c.depths[0], [0.01, 0.01], atol=1e-6)
 
 
+def test_capsule_lying_on_ground(arch):
+    # A capsule (segment 2 m, radius 0.25 m) lying 0.01 m into the ground (top y = 0): its
+    # core is parallel to the ground, so both ends of the segment give a point.
+    scene = fx.Scene(gravity=(0, 0), arch=arch)
+    scene.add_box((0.0, -0.5), (10.0, 1.0), mass=0)
+    scene.add_capsule((1.0, 0.24), 2.0, 0.25)
+    c = scene.contacts()
+    assert c.point_count[0] == 2
+    np.testing.assert_allclose(c.normal[0], [0, 1], atol=1e-6)
+    np.testing.assert_allclose(c.depths[0], [0.01, 0.01], atol=1e-6)
+    np.testing.assert_allclose(sorted(c.points[0, :, 0]), [0.0, 2.0], atol=1e-6)
+    np.testing.assert_allclose(c.points[0, :, 1], [-0.005, -0.005], atol=1e-6)
+
+
+def test_capsule_against_circle_and_capsule(arch):
+    scene = fx.Scene(gravity=(0, 0), arch=arch)
+    scene.add_capsule((0.0, 0.0), 2.0, 0.2, mass=0)
+    # A circle of radius 0.3 above the segment's interior, centre 0.45 m from it.
+    scene.add_circle((0.4, 0.45), 0.3)
+    # A vertical capsule whose lower cap centre is 0.35 m beyond the right end (1, 0).
+    scene.add_capsule((1.35, 0.5), 1.0, 0.2, angle=math.pi / 2)
+    c = scene.contacts()
+    pairs = {(a, b): i for i, (a, b) in enumerate(zip(c.body_a, c.body_b, strict=True))}
+    i = pairs[(0, 1)]
+    np.testing.assert_allclose(c.normal[i], [0, 1], atol=1e-6)
+    np.testing.assert_allclose(c.depths[i, 0], 0.05, atol=1e-6)
+    np.testing.assert_allclose(c.points[i, 0], [0.4, 0.175], atol=1e-6)
+    i = pairs[(0, 2)]  # cap end to cap end: along the line between the segment ends
+    assert c.point_count[i] == 1
+    np.testing.assert_allclose(c.normal[i], [1, 0], atol=1e-6)
+    np.testing.assert_allclose(c.depths[i, 0], 0.05, atol=1e-6)
+    np.testing.assert_allclose(c.points[i, 0], [1.175, 0.0], atol=1e-6)
+
+
+def test_box_on_an_edge_and_rounded_corners(arch):
+    scene = fx.Scene(gravity=(0, 0), arch=arch)
+    scene.add_edge((0.0, 0.0), (-3.0, 0.0), (3.0, 0.0))
+    scene.add_box((0.5, 0.49), (1.0, 1.0))  # 1 cm through the edge, from above
+    # Two 1 m boxes rounded by 0.1 m, diagonal to each other: the cores' nearest corners
+    # (4, 0.5) and (4.1, 0.6) are 0.1 sqrt(2) apart, the skins 0.2: one point on the
+    # diagonal, depth 0.2 - 0.1414.
+    scene.add_box((3.5, 0.0), (1.0, 1.0), radius=0.1, mass=0)
+    scene.add_box((4.6, 1.1), (1.0, 1.0), radius=0.1)
+    c = scene.contacts()
+    pairs = {(a, b): i for i, (a, b) in enumerate(zip(c.body_a, c.body_b, strict=True))}
+    i = pairs[(0, 1)]
+    assert c.point_count[i] == 2
+    np.testing.assert_allclose(c.normal[i], [0, 1], atol=1e-6)
+    np.testing.assert_allclose(c.depths[i], [0.01, 0.01], atol=1e-6)
+    np.testing.assert_allclose(sorted(c.points[i, :, 0]), [0.0, 1.0], atol=1e-6)
+    i = pairs[(2, 3)]
+    assert c.point_count[i] == 1
+    np.testing.assert_allclose(c.normal[i], [math.sqrt(0.5)] * 2, atol=1e-6)
+    np.testing.assert_allclose(c.depths[i, 0], 0.2 - 0.1 * math.sqrt(2), atol=1e-6)
+    np.testing.assert_allclose(c.points[i, 0], [4.05, 0.55], atol=1e-6)
+
+
 def test_rotated_box_corner_on_ground(arch):
     # A unit box rotated 45 deg; its lowest corner 0.05 m below the ground surface y = 0.
     half_diag = math.sqrt(0.5)
@@ -172,3 +229,62 @@ def test_random_poses_match_numpy_reference(arch, kind_a, kind_b):
         checked += 1
     assert checked > n_worlds // 6, (checked, skipped)
     assert skipped < n_worlds // 20
+
+
+SKIN_SHAPES = {
+    "circle": SHAPES["circle"],
+    "box": SHAPES["box"],
+    "capsule": lambda s, r: s.add_capsule((0, 0), r.uniform(0.2, 1.2), r.uniform(0.1, 0.4)),
+    "rounded_box": lambda s, r: s.add_box((0, 0), r.uniform(0.2, 1.0, size=2),
+                                          radius=r.uniform(0.05, 0.3)),
+    "rounded_polygon": lambda s, r: s.add_polygon((0, 0), 0.7 * _random_convex(r),
+                                                  radius=r.uniform(0.05, 0.3)),
+    "edge": lambda s, r: s.add_edge((0, 0), (-r.uniform(0.5, 1.5), 0.0),
+                                    (r.uniform(0.5, 1.5), 0.0)),
+}
+
+
+@pytest.mark.parametrize("kind_a,kind_b", [
+    ("capsule", "circle"), ("capsule", "box"), ("capsule", "capsule"),
+    ("rounded_box", "circle"), ("rounded_box", "box"), ("rounded_polygon", "rounded_box"),
+    ("capsule", "rounded_polygon"), ("edge", "circle"), ("edge", "box"), ("edge", "capsule"),
+    ("edge", "rounded_box")])
+def test_cores_with_skins_match_numpy_reference(arch, kind_a, kind_b):
+    """Capsules, rounded polygons and edges on random poses: the deepest point's depth and
+    the normal against tests/reference's brute-force core distance (apart) or least overlap
+    (overlapping), plus both skins."""
+    rng = np.random.default_rng(zlib.crc32(f"skin-{kind_a}-{kind_b}".encode()))
+    n_worlds = 400
+    scene = fx.Scene(gravity=(0, 0), n_worlds=n_worlds, arch=arch)
+    SKIN_SHAPES[kind_a](scene, rng)
+    SKIN_SHAPES[kind_b](scene, rng)
+    state = scene.get_state()
+    state.position[:, 0] = rng.uniform(-4, 4, size=(n_worlds, 2))
+    state.position[:, 1] = state.position[:, 0] + rng.uniform(-1.3, 1.3, size=(n_worlds, 2))
+    state.angle[:] = rng.uniform(-np.pi, np.pi, size=(n_worlds, 2))
+    scene.set_state(state)
+    state = scene.get_state()
+    c = scene.contacts(world=None)
+    got = {w: i for i, w in enumerate(c.world)}
+    shape_a, shape_b = scene.body_shape(0), scene.body_shape(1)
+    checked = skipped = 0
+    for w in range(n_worlds):
+        pose_a = (state.position[w, 0], state.angle[w, 0])
+        pose_b = (state.position[w, 1], state.angle[w, 1])
+        expected = ref.skin_contact(shape_a, pose_a, shape_b, pose_b)
+        if isinstance(expected, str):
+            skipped += 1
+            continue
+        if expected is None or expected[1] < 1e-4:
+            if w in got:  # only grazing contacts may differ
+                assert c.depths[got[w], :c.point_count[got[w]]].max() < 1e-4, f"world {w}"
+            continue
+        normal, depth = expected
+        assert w in got, f"world {w}: contact of depth {depth} missed"
+        i = got[w]
+        deepest = c.depths[i, :c.point_count[i]].max()
+        np.testing.assert_allclose(deepest, depth, atol=2e-4, err_msg=f"world {w}")
+        np.testing.assert_allclose(c.normal[i], normal, atol=2e-3, err_msg=f"world {w}")
+        checked += 1
+    assert checked > n_worlds // 8, checked
+    assert skipped < n_worlds // 20, skipped

@@ -36,6 +36,81 @@ def test_mass_properties_from_shapes(arch):
     assert scene.body_inertia(override) == 7.0
 
 
+def _rounded_box_inertia(w, h, r, mass):
+    """A w x h box rounded by r, about its centre, piece by piece: the core, four side strips
+    and four quarter discs (area pi r^2 / 4, centroid 4 r / (3 pi) from its corner on the
+    diagonal, polar moment pi r^4 / 8 about the corner), by the parallel-axis rule."""
+    pieces = [(w * h, (w * w + h * h) / 12.0, 0.0)]  # (area, J about own centroid, d^2)
+    for length, depth, offset in ((w, r, h / 2 + r / 2), (h, r, w / 2 + r / 2)):
+        area = length * depth
+        pieces += [(area, area * (length ** 2 + depth ** 2) / 12.0 / area, offset ** 2)] * 2
+    quarter = math.pi * r * r / 4.0
+    lever = 4.0 * r / (3.0 * math.pi)
+    corner = np.array([w / 2, h / 2])
+    centroid = corner + lever
+    about_corner = math.pi * r ** 4 / 8.0
+    about_centroid = about_corner - quarter * 2 * lever ** 2
+    pieces += [(quarter, about_centroid / quarter, float(centroid @ centroid))] * 4
+    total = sum(a for a, _, _ in pieces)
+    second = sum(a * (j + d2) for a, j, d2 in pieces)
+    return total, mass * second / total
+
+
+def test_mass_properties_of_capsules_and_rounded_shapes(arch):
+    """Capsules and rounded polygons get mass properties from their true areas (issue 16),
+    against the analytic formulas to 1e-6; edges have none and are static."""
+    scene = fx.Scene(arch=arch)
+    length, radius, mass = 2.0, 0.5, 3.0
+    capsule = scene.add_capsule((1, 2), length, radius, mass=mass)
+    # A rectangle L x 2r and two half discs; each half disc's centroid sits 4r / (3 pi)
+    # beyond its end of the segment: I = m_rect (L^2 + 4 r^2) / 12
+    # + m_caps (r^2 / 2 + L^2 / 4 + L 4 r / (3 pi)).
+    rect, caps = 2 * radius * length, math.pi * radius ** 2
+    m_rect, m_caps = mass * rect / (rect + caps), mass * caps / (rect + caps)
+    expected = (m_rect * (length ** 2 + 4 * radius ** 2) / 12.0
+                + m_caps * (radius ** 2 / 2 + length ** 2 / 4
+                            + length * 4 * radius / (3 * math.pi)))
+    assert scene.body_inertia(capsule) == pytest.approx(expected, rel=1e-6)
+    assert scene.body_shape(capsule).bounding_radius == pytest.approx(1.5)
+    w, h, r = 1.2, 0.6, 0.15
+    box = scene.add_box((0, 0), (w, h), radius=r, mass=2.0)
+    area, inertia = _rounded_box_inertia(w, h, r, 2.0)
+    assert area == pytest.approx(w * h + 2 * r * (w + h) + math.pi * r * r)
+    assert scene.body_inertia(box) == pytest.approx(inertia, rel=1e-6)
+    # A rounded right triangle (legs 3 and 6): its centroid moves towards the long sides'
+    # skin; checked against a fine grid (the area inside, the skin's outline included).
+    triangle = [[0, 0], [3, 0], [0, 6]]
+    t = scene.add_polygon((0, 0), triangle, radius=0.5, mass=1.0)
+    shape = scene.body_shape(t)
+    xs = np.linspace(-1.0, 4.0, 1201)
+    ys = np.linspace(-1.0, 7.0, 1921)
+    gx, gy = np.meshgrid(xs, ys)
+    points = np.stack([gx.ravel(), gy.ravel()], 1)
+    verts = np.array(triangle, float)
+    inside = np.all([(points - verts[i]) @ np.array([-(verts[(i + 1) % 3] - verts[i])[1],
+                                                      (verts[(i + 1) % 3] - verts[i])[0]])
+                     >= 0 for i in range(3)], axis=0)
+    near = np.min([np.linalg.norm(points - (verts[i] + np.clip(
+        ((points - verts[i]) @ (verts[(i + 1) % 3] - verts[i]))
+        / np.sum((verts[(i + 1) % 3] - verts[i]) ** 2), 0, 1)[:, None]
+        * (verts[(i + 1) % 3] - verts[i])), axis=1) for i in range(3)], axis=0)
+    solid = points[inside | (near <= 0.5)]
+    cell = (xs[1] - xs[0]) * (ys[1] - ys[0])
+    area, _, _ = shapes.rounded_moments(shape.vertices, shape.normals, 0.5)
+    assert area == pytest.approx(len(solid) * cell, rel=2e-3)
+    centroid = solid.mean(0)
+    # The body origin is the rounded shape's centroid: the core sits where it should.
+    _, core_centroid = shapes.polygon_area_centroid(verts)
+    np.testing.assert_allclose(shape.vertices.mean(0) + centroid,
+                               verts.mean(0), atol=2e-3)
+    grid_inertia = np.mean(np.sum((solid - centroid) ** 2, axis=1))
+    assert scene.body_inertia(t) == pytest.approx(grid_inertia, rel=2e-3)
+    assert not np.allclose(centroid, core_centroid, atol=1e-2)  # the skin moved it
+    edge = scene.add_edge((0, 0), (-2, 0), (3, 1))
+    assert scene.body_mass(edge) == 0 and scene.body_inertia(edge) == math.inf
+    np.testing.assert_allclose(scene.body_shape(edge).vertices, [[-2, 0], [3, 1]])
+
+
 def test_clockwise_polygon_is_reoriented():
     shape, centroid = shapes.polygon([[0, 0], [0, 1], [1, 1], [1, 0]])
     assert np.allclose(centroid, [0.5, 0.5])
@@ -73,6 +148,16 @@ def test_clockwise_polygon_is_reoriented():
     (lambda s: s.add_circle((1e39, 0), 1.0), ValueError, "position"),
     (lambda s: s.add_circle((0, 0), 1.0, velocity=(0.0, -1e39)), ValueError, "velocity"),
     (lambda s: s.apply_force(0, (1e39, 0.0)), ValueError, "force"),
+    # Issue 16: capsules, edges, rounded shapes.
+    (lambda s: s.add_capsule((0, 0), 1.0, 0.0), ValueError, "radius"),
+    (lambda s: s.add_capsule((0, 0), -1.0, 0.2), ValueError, "length"),
+    (lambda s: s.add_capsule((0, 0), "long", 0.2), TypeError, "length"),
+    (lambda s: s.add_edge((0, 0), (0, 0), (0, 0)), ValueError, "apart"),
+    (lambda s: s.add_edge((0, 0), (0, 0), (1, 0), mass=1.0), ValueError, "mass"),
+    (lambda s: s.add_edge((0, 0), (0, 0, 0), (1, 0)), ValueError, "a must"),
+    (lambda s: s.add_box((0, 0), (1, 1), radius=-0.1), ValueError, "radius"),
+    (lambda s: s.add_polygon((0, 0), [[0, 0], [1, 0], [0, 1]], radius=math.inf), ValueError,
+     "radius"),
 ])
 def test_bad_input_raises_and_leaves_scene_unchanged(arch, call, exc, word):
     scene = fx.Scene(arch=arch)

@@ -355,3 +355,59 @@ def test_merge_keys_aliases_and_repeated_names():
     twice = text + "  a:\n    collision: *ball\n"
     with pytest.raises(ValueError, match=r"key 'a' appears twice in one mapping \(lines 4 and 11"):
         fx.load_scene(twice, arch="cpu")
+
+
+def test_capsules_edges_and_rounded_shapes_load_as_fx2d_reads_them(arch):
+    """Fx2D's loader (src/YamlUtils.cpp buildShape): capsule [length, radius] or {length:,
+    radius:} along the block's local x; rectangle and polygon rounded by a sibling radius
+    (core size as given, skin outside); edge ends kept in the entity frame."""
+    text = """
+scene: {size: [20, 10], gravity: [0, -9.81]}
+entities:
+  floor:
+    pose: [10, 1, 0]
+    physics: {mass: 0}
+    collision: {geometry: {edge: [[-9, 0], [9, 0.5]]}}
+  pill:
+    pose: [5, 3, 90]
+    physics: {mass: 2}
+    collision: {geometry: {capsule: [1.0, 0.25]}}
+    visual: {geometry: {capsule: {length: 1.0, radius: 0.25}}}
+  rbox:
+    pose: [8, 3, 0]
+    collision: {geometry: {rectangle: [1, 0.5], radius: 0.1}}
+  rpoly:
+    pose: [12, 3, 0]
+    collision: {geometry: {polygon: [[0, 0], [1, 0], [0, 1]], radius: 0.05}}
+"""
+    scene = fx.load_scene(text, arch=arch)
+    floor, pill, rbox, rpoly = (scene.body_index(n) for n in ("floor", "pill", "rbox", "rpoly"))
+    same_points(world_vertices(scene, floor), [[1, 1], [19, 1.5]])
+    # The capsule's segment runs along the entity's x axis, turned 90 degrees: vertical.
+    same_points(world_vertices(scene, pill), [[5, 2.5], [5, 3.5]])
+    assert scene.body_shape(pill).radius == 0.25
+    assert scene.body_shape(rbox).radius == pytest.approx(0.1)
+    same_points(world_vertices(scene, rbox), [[7.5, 2.75], [8.5, 2.75], [8.5, 3.25],
+                                             [7.5, 3.25]])
+    # Fx2D centres a polygon's vertex mean on the pose; the body sits at its true (rounded)
+    # centroid, the core where Fx2D puts it.
+    same_points(world_vertices(scene, rpoly), np.array([[0, 0], [1, 0], [0, 1]]) - 1 / 3
+                + [12, 3])
+    for _ in range(120):
+        scene.step(1 / 60)
+    # The pill toppled onto the sloping edge: its segment's lower end rests a radius above
+    # the edge's line.
+    direction = np.array([18.0, 0.5]) / np.hypot(18.0, 0.5)
+    normal = np.array([-direction[1], direction[0]])
+    heights = (world_vertices(scene, pill) - [1.0, 1.0]) @ normal
+    assert heights.min() == pytest.approx(0.25, abs=0.01)
+    for bad, key in (("edge: [[0, 0], [1, 0]]\n    physics: {mass: 1}", "physics.mass"),
+                     ("capsule: [1.0]", "geometry.capsule"),
+                     ("capsule: {length: 1.0}", "radius"),
+                     ("edge: [[0, 0]]", "geometry.edge"),
+                     ("rectangle: [1, 1], radius: -0.1", "radius")):
+        geometry, _, physics = bad.partition("\n")
+        broken = ("scene: {size: [20, 10]}\nentities:\n  thing:\n    pose: [5, 5, 0]\n"
+                  f"    collision: {{geometry: {{{geometry}}}}}\n{physics}\n")
+        with pytest.raises((ValueError, TypeError), match=f"thing.*{key}"):
+            fx.load_scene(broken, arch=arch)

@@ -60,6 +60,9 @@ def body_aabb(model: ti.template(), bodies: ti.template(), slot, body):
             v = position + rotate(model.shape_vertices[body, i], c, s)
             lower = ti.min(lower, v)
             upper = ti.max(upper, v)
+        skin = model.shape_radius[body]  # rounded polygons and capsules
+        lower -= skin
+        upper += skin
     return lower, upper
 
 

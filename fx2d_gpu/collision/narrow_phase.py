@@ -7,9 +7,15 @@ Conventions (the solver relies on them):
 - each point has a feature id (reference edge, incident edge, clip end) that stays the same
   while the same features touch, so impulses can be matched from one step to the next.
 
-Polygon pairs use SAT over both polygons' edge normals, then clip the incident edge against
-the reference edge's side planes (seed 000). Work is done in the reference body's frame, so
-precision does not depend on how far the bodies are from the world origin.
+Every shape is a core and a skin radius around it (Fx2D's unified shape, as in Box2D): a
+circle is a point with a radius, a capsule a segment with one, an edge a segment without, a
+rounded polygon a polygon with one. Two routines cover every pair: a point core against any
+other core (collide_circles, collide_polygon_circle), and two cores of 2 or more vertices
+(collide_polygons): SAT over both cores' edge normals (a segment has two, one per side), then
+clip the incident edge against the reference edge's side planes (seed 000); the skins are
+added in one place, when a separation becomes a depth and a point is placed halfway between
+the two surfaces. Work is done in the reference body's frame, so precision does not depend
+on how far the bodies are from the world origin.
 """
 
 import taichi as ti
@@ -27,6 +33,11 @@ vec2 = ti.math.vec2
 #: of the smaller bounding radius (half a millimetre is half a 1 mm box).
 REFERENCE_FACE_TOLERANCE = 0.0005
 REFERENCE_FACE_FRACTION = 0.01
+#: Cores (without their skins) apart by more than this (m) can touch corner to corner
+#: through their skins (see clip_polygons); Box2D v3 uses 0.1 of its linear slop.
+DISJOINT_CORES = 0.0005
+#: Feature ids of corner-to-corner points start here (clipped points' ids are below 2^10).
+CORNER_FEATURE = 1 << 12
 
 
 @ti.func
@@ -68,10 +79,14 @@ def collide_circles(model: ti.template(), bodies: ti.template(), contacts: ti.te
 def collide_polygon_circle(model: ti.template(), bodies: ti.template(), contacts: ti.template(),
                            pair, slot_poly, body_poly, slot_circle, body_circle, polygon_is_a,
                            margin):
-    """Polygon against circle; normal from a to b whichever of the two is body a."""
+    """A polygon, capsule or edge core (2 or more vertices, with its skin) against a circle;
+    normal from a to b whichever of the two is body a. The skins add up: the circle's centre
+    is tested against the core inflated by both radii."""
     pos, c, s = body_frame(bodies, slot_poly)
     pos_c, cc, sc = body_frame(bodies, slot_circle)
-    radius = model.shape_radius[body_circle]
+    circle_radius = model.shape_radius[body_circle]
+    skin = model.shape_radius[body_poly]
+    radius = circle_radius + skin
     # Circle centre in the polygon's frame.
     center = rotate_inv(pos_c + rotate(model.shape_center[body_circle], cc, sc) - pos, c, s)
     n_verts = model.shape_vertex_count[body_poly]
@@ -89,8 +104,9 @@ def collide_polygon_circle(model: ti.template(), bodies: ti.template(), contacts
         surface = center - best_separation * outward
         distance = best_separation
         feature = best_edge
-        if best_separation > 0.0:
-            # Centre outside: the nearest boundary point over all edges (exact for convex).
+        if best_separation > 0.0 or n_verts == 2:
+            # Centre outside (a segment has no inside): the nearest core point over all
+            # edges (exact for convex cores).
             best_d2 = ti.math.inf
             for i in range(n_verts):
                 v1 = model.shape_vertices[body_poly, i]
@@ -105,14 +121,19 @@ def collide_polygon_circle(model: ti.template(), bodies: ti.template(), contacts
             distance = ti.sqrt(best_d2)
             if feature < 8:
                 # Face region: the face normal is exact; (center - surface) / distance would
-                # lose precision when the centre is close to the face.
+                # lose precision when the centre is close to the face. A segment's two
+                # faces are one edge: the side the centre is on is the one that separates
+                # most.
+                if n_verts == 2:
+                    feature = best_edge
                 outward = model.shape_normals[body_poly, feature]
                 distance = outward.dot(center - model.shape_vertices[body_poly, feature])
             elif distance > 1e-9:
                 outward = (center - surface) / distance
         depth = radius - distance
         if depth > -margin:
-            midpoint = 0.5 * (surface + center - radius * outward)
+            # Halfway between the polygon's skin and the circle's surface.
+            midpoint = 0.5 * (surface + skin * outward + center - circle_radius * outward)
             normal = rotate(outward, c, s)
             if not polygon_is_a:
                 normal = -normal
@@ -144,14 +165,41 @@ def max_separation(model: ti.template(), body1, body2, rel_pos, rel_c, rel_s):
 
 
 @ti.func
+def closest_on_segments(p1, q1, p2, q2):
+    """Closest points of segments p1-q1 and p2-q2: (s, t) with points p1 + s (q1 - p1) and
+    p2 + t (q2 - p2), s and t in [0, 1] (Ericson, Real-Time Collision Detection 5.1.9)."""
+    d1, d2, r = q1 - p1, q2 - p2, p1 - p2
+    a, e, f = d1.dot(d1), d2.dot(d2), d2.dot(r)
+    c, b = d1.dot(r), d1.dot(d2)
+    denom = a * e - b * b
+    s = 0.0
+    if denom > 1e-12 * a * e:
+        s = ti.math.clamp((b * f - c * e) / denom, 0.0, 1.0)
+    t = (b * s + f) / e
+    if t < 0.0:
+        t = 0.0
+        s = ti.math.clamp(-c / a, 0.0, 1.0)
+    elif t > 1.0:
+        t = 1.0
+        s = ti.math.clamp((b - c) / a, 0.0, 1.0)
+    return s, t
+
+
+@ti.func
 def clip_polygons(model: ti.template(), contacts: ti.template(), pair, ref_body, inc_body, ref_edge,
-                  ref_pos, ref_c, ref_s, rel_pos, rel_c, rel_s, flip, margin):
+                  ref_pos, ref_c, ref_s, rel_pos, rel_c, rel_s, flip, margin, core_separation):
     """Clip the incident edge against the reference edge; write up to 2 points.
 
     Everything is in the reference body's frame; rel_* maps the incident body into it.
+    Cores with skins (rounded polygons, capsules) that are apart by more than
+    DISJOINT_CORES may touch corner to corner, where the face normal is wrong: when the
+    closest points of the two edges are both ends, one point along the line between them is
+    written instead (Box2D v3's rule).
     """
     n_ref = model.shape_vertex_count[ref_body]
     n_inc = model.shape_vertex_count[inc_body]
+    ref_skin, inc_skin = model.shape_radius[ref_body], model.shape_radius[inc_body]
+    skins = ref_skin + inc_skin
     v1 = model.shape_vertices[ref_body, ref_edge]
     v2 = model.shape_vertices[ref_body, (ref_edge + 1) % n_ref]
     normal = model.shape_normals[ref_body, ref_edge]
@@ -166,39 +214,56 @@ def clip_polygons(model: ti.template(), contacts: ti.template(), pair, ref_body,
             inc_edge = j
     w1 = rel_pos + rotate(model.shape_vertices[inc_body, inc_edge], rel_c, rel_s)
     w2 = rel_pos + rotate(model.shape_vertices[inc_body, (inc_edge + 1) % n_inc], rel_c, rel_s)
-    length = tangent.dot(v2 - v1)
-    # Side planes: 0 <= tangent.(w - v1) <= length.
-    u1, u2 = tangent.dot(w1 - v1), tangent.dot(w2 - v1)
-    ok = not (u1 < 0.0 and u2 < 0.0) and not (u1 > length and u2 > length)
+    base_feature = (flip * 8 + ref_edge) * 16 + inc_edge * 2
     count = 0
-    if ok:
-        q1, q2 = w1, w2
-        if u1 < 0.0:
-            q1 = w1 + (w2 - w1) * (u1 / (u1 - u2))
-        elif u2 < 0.0:
-            q2 = w2 + (w1 - w2) * (u2 / (u2 - u1))
-        if u1 > length:
-            q1 = w1 + (w2 - w1) * ((u1 - length) / (u1 - u2))
-        elif u2 > length:
-            q2 = w2 + (w1 - w2) * ((u2 - length) / (u2 - u1))
-        world_normal = rotate(normal, ref_c, ref_s)
-        contacts.normal[pair] = -world_normal if flip else world_normal
-        base_feature = (flip * 8 + ref_edge) * 16 + inc_edge * 2
-        for k in ti.static(range(2)):
-            q = q1 if k == 0 else q2
-            separation = normal.dot(q - v1)
-            if separation <= margin:
-                midpoint = q - 0.5 * separation * normal
-                set_point(contacts, pair, count, ref_pos + rotate(midpoint, ref_c, ref_s),
-                          -separation,
-                          base_feature + k)
-                count += 1
+    corner = False
+    if skins > 0.0 and core_separation > DISJOINT_CORES:
+        s, t = closest_on_segments(v1, v2, w1, w2)
+        if (s == 0.0 or s == 1.0) and (t == 0.0 or t == 1.0):
+            corner = True
+            p, q = v1 + s * (v2 - v1), w1 + t * (w2 - w1)
+            gap = (q - p).norm()
+            if gap - skins <= margin and gap > 1e-9:
+                direction = (q - p) / gap
+                world_normal = rotate(direction, ref_c, ref_s)
+                contacts.normal[pair] = -world_normal if flip else world_normal
+                midpoint = 0.5 * (p + ref_skin * direction + q - inc_skin * direction)
+                set_point(contacts, pair, 0, ref_pos + rotate(midpoint, ref_c, ref_s),
+                          skins - gap, CORNER_FEATURE + base_feature + ti.cast(2 * s + t, ti.i32))
+                count = 1
+    if not corner:
+        length = tangent.dot(v2 - v1)
+        # Side planes: 0 <= tangent.(w - v1) <= length.
+        u1, u2 = tangent.dot(w1 - v1), tangent.dot(w2 - v1)
+        if not (u1 < 0.0 and u2 < 0.0) and not (u1 > length and u2 > length):
+            q1, q2 = w1, w2
+            if u1 < 0.0:
+                q1 = w1 + (w2 - w1) * (u1 / (u1 - u2))
+            elif u2 < 0.0:
+                q2 = w2 + (w1 - w2) * (u2 / (u2 - u1))
+            if u1 > length:
+                q1 = w1 + (w2 - w1) * ((u1 - length) / (u1 - u2))
+            elif u2 > length:
+                q2 = w2 + (w1 - w2) * ((u2 - length) / (u2 - u1))
+            world_normal = rotate(normal, ref_c, ref_s)
+            contacts.normal[pair] = -world_normal if flip else world_normal
+            for k in ti.static(range(2)):
+                q = q1 if k == 0 else q2
+                separation = normal.dot(q - v1)  # of the cores; the skins close it
+                if separation - skins <= margin:
+                    # Halfway between the reference skin and the incident skin.
+                    midpoint = q - 0.5 * (separation - ref_skin + inc_skin) * normal
+                    set_point(contacts, pair, count, ref_pos + rotate(midpoint, ref_c, ref_s),
+                              skins - separation, base_feature + k)
+                    count += 1
     contacts.point_count[pair] = count
 
 
 @ti.func
 def collide_polygons(model: ti.template(), bodies: ti.template(), contacts: ti.template(), pair,
                      slot_a, body_a, slot_b, body_b, margin):
+    """Two cores of 2 or more vertices (polygons, capsules, edges) with their skins: SAT on
+    the cores, contact when they are apart by less than the skins (plus margin)."""
     pos_a, ca, sa = body_frame(bodies, slot_a)
     pos_b, cb, sb = body_frame(bodies, slot_b)
     # b in a's frame and a in b's frame.
@@ -208,17 +273,16 @@ def collide_polygons(model: ti.template(), bodies: ti.template(), contacts: ti.t
     ab_c, ab_s = ba_c, -ba_s
     sep_a, edge_a = max_separation(model, body_a, body_b, ba_pos, ba_c, ba_s)
     sep_b, edge_b = max_separation(model, body_b, body_a, ab_pos, ab_c, ab_s)
-    if sep_a > margin or sep_b > margin:
+    reach = margin + model.shape_radius[body_a] + model.shape_radius[body_b]
+    if sep_a > reach or sep_b > reach:
         contacts.point_count[pair] = 0
     elif sep_b > sep_a + ti.min(REFERENCE_FACE_TOLERANCE, REFERENCE_FACE_FRACTION * ti.min(
             bounding_radius(model, body_a), bounding_radius(model, body_b))):
         clip_polygons(model, contacts, pair, body_b, body_a, edge_b, pos_b, cb, sb, ab_pos, ab_c,
-                      ab_s, 1,
-                      margin)
+                      ab_s, 1, margin, ti.max(sep_a, sep_b))
     else:
         clip_polygons(model, contacts, pair, body_a, body_b, edge_a, pos_a, ca, sa, ba_pos, ba_c,
-                      ba_s, 0,
-                      margin)
+                      ba_s, 0, margin, ti.max(sep_a, sep_b))
 
 
 @ti.func

@@ -29,8 +29,10 @@ import yaml
 from .. import shapes
 from ..scene import Scene
 
-GEOMETRY_KEYS = ("circle", "capsule", "rectangle", "polygon", "edge", "chain")
-_NOT_YET = ("capsule", "edge", "chain")
+#: In the order Fx2D's loader tries them (buildShape: chain before edge; its docs list edge
+#: first): the first present wins.
+GEOMETRY_KEYS = ("circle", "capsule", "rectangle", "polygon", "chain", "edge")
+_NOT_YET = ("chain",)
 _ENTITY_KEYS = {"pose", "init_velocity", "physics", "visual", "collision"}
 _PHYSICS_KEYS = {"mass", "inertia", "gravity_scale", "vel_damping", "velocity_damping",
                  "elasticity", "static_friction", "dynamic_friction",
@@ -341,9 +343,10 @@ def _rotation(angle):
 
 
 class _Block(NamedTuple):
-    """A geometry block worked out: kind "circle" with data (centre, radius) or "polygon"
-    with data the (k, 2) vertices, in the frame given by the block's pose; centroid: its
-    area centroid in that frame, m."""
+    """A geometry block worked out, in the frame given by the block's pose: kind "circle"
+    with data (centre, radius), "polygon" with data ((k, 2) vertices, skin radius),
+    "capsule" ((2, 2) segment ends, radius) or "edge" ((2, 2) ends); centroid: its area
+    centroid in that frame, m (an edge's: the frame's origin, where Fx2D keeps the body)."""
 
     kind: str
     data: object
@@ -369,7 +372,7 @@ class _Geometry:
         key = (repr(geometry), repr(block.get("pose")))
         if key not in self._blocks:
             kind, data = _geometry(where, block, geometry)
-            self._blocks[key] = _Block(kind, data, _centroid(kind, data))
+            self._blocks[key] = _Block(kind, data, _centroid(where, kind, data))
         return self._blocks[key]
 
     def shape(self, where, block: _Block, origin) -> tuple[shapes.Shape, float]:
@@ -393,13 +396,38 @@ def _geometry(where: _Where, block, geometry):
         raise sub.error(unknown[0], expected) if unknown else where.error("geometry", expected)
     if kind in _NOT_YET:
         raise sub.error(kind, "this shape is not supported yet")
-    if "radius" in geometry and geometry["radius"] not in (0, 0.0):
-        raise sub.error("radius", "rounded polygons are not supported yet")
     offset = where.vector(block, "pose", 3, [0.0, 0.0, 0.0])
     rot = _rotation(math.radians(offset[2]))
     if kind == "circle":
         radius = sub.number(geometry, "circle", positive=True)
         return "circle", (offset[:2], radius)
+    if kind == "capsule":
+        raw = geometry["capsule"]
+        if isinstance(raw, dict):
+            cw = _Where(where.what, raw, sub.prefix + "capsule.")
+            cw.known(raw, {"length", "radius"})
+            length = cw.number(raw, "length", minimum=0.0)
+            radius = cw.number(raw, "radius", positive=True)
+        elif isinstance(raw, list) and len(raw) == 2:
+            length, radius = sub.vector(geometry, "capsule", 2)
+            if length < 0 or radius <= 0:
+                raise sub.error("capsule", f"needs length >= 0 and radius > 0, got {raw}")
+        else:
+            raise sub.error("capsule", "must be [length, radius] or {length:, radius:}",
+                            TypeError)
+        if length < shapes.MIN_SIZE:  # Fx2D: a capsule of length 0 is a circle
+            return "circle", (offset[:2], radius)
+        ends = np.array([[-length / 2, 0.0], [length / 2, 0.0]])
+        return "capsule", (ends @ rot.T + offset[:2], radius)
+    if kind == "edge":
+        raw = geometry["edge"]
+        if not (isinstance(raw, list) and len(raw) == 2 and all(
+                isinstance(v, list) and len(v) == 2 for v in raw)):
+            raise sub.error("edge", "must be [[x1, y1], [x2, y2]]", TypeError)
+        ends = np.array([sub.vector({"edge": v}, "edge", 2) for v in raw])
+        return "edge", ends @ rot.T + offset[:2]
+    # Fx2D rounds rectangles and polygons by a sibling `radius:` (and ignores it elsewhere).
+    skin = sub.number(geometry, "radius", 0.0, minimum=0.0) if "radius" in geometry else 0.0
     if kind == "rectangle":
         size = sub.vector(geometry, "rectangle", 2)
         if np.any(size <= 0):
@@ -420,7 +448,7 @@ def _geometry(where: _Where, block, geometry):
         verts = np.array(raw, float)
         # Fx2D re-centres a polygon on its vertex mean: the mean is what sits at the pose.
         verts = verts - verts.mean(axis=0)
-    return "polygon", verts @ rot.T + offset[:2]
+    return "polygon", (verts @ rot.T + offset[:2], skin)
 
 
 def _shape(where, kind, data, origin):
@@ -428,16 +456,46 @@ def _shape(where, kind, data, origin):
     if kind == "circle":
         center, radius = data
         return shapes.circle(radius, center - origin)
+    if kind == "edge":
+        try:
+            return shapes.edge(data[0] - origin, data[1] - origin)
+        except ValueError as exc:
+            raise where.error("geometry.edge", str(exc)) from None
+    if kind == "capsule":
+        ends, radius = data
+        axis = np.arctan2(*(ends[1] - ends[0])[::-1])
+        length = float(np.hypot(*(ends[1] - ends[0])))
+        capsule = shapes.capsule(length, radius)
+        return _placed(capsule, _rotation(axis), (ends[0] + ends[1]) / 2 - origin)
+    verts, skin = data
     try:
-        shape, centroid = shapes.polygon(data - origin)
+        shape, centroid = shapes.polygon(verts - origin, radius=skin)
     except ValueError as exc:
         raise where.error("geometry.polygon", str(exc)) from None
     # polygon() re-centres on the centroid; shift back so the shape sits at its true offset.
-    return shapes.Shape(shape.kind, 0.0, shape.center, shape.vertices + centroid, shape.normals)
+    return _placed(shape, np.eye(2), centroid)
 
 
-def _centroid(kind, data):
-    return data[0] if kind == "circle" else shapes.polygon_area_centroid(data)[1]
+def _placed(shape, rotation, offset):
+    """`shape` turned by `rotation` (2, 2) and moved by `offset` (m) in its body frame."""
+    return shapes.Shape(shape.kind, shape.radius, rotation @ shape.center + offset,
+                        shape.vertices @ rotation.T + offset, shape.normals @ rotation.T)
+
+
+def _centroid(where, kind, data):
+    if kind == "circle":
+        return data[0]
+    if kind == "edge":
+        return np.zeros(2)
+    if kind == "capsule":
+        return data[0].mean(axis=0)
+    verts, skin = data
+    if skin > 0.0:
+        try:
+            return shapes.polygon(verts, radius=skin)[1]  # the rounded shape's
+        except ValueError as exc:
+            raise where.error("geometry.polygon", str(exc)) from None
+    return shapes.polygon_area_centroid(verts)[1]
 
 
 def _color(where, mapping, key, base_dir):
@@ -586,6 +644,8 @@ def load_scene(path_or_yaml_text, n_worlds: int = 1, arch: str = "auto", substep
         if reference is None:
             raise where.error("visual.geometry", "an entity needs a visual or collision geometry")
         com = reference.centroid  # body frame (the entity pose)
+        if mass > 0 and collision_geometry is not None and collision_geometry.kind == "edge":
+            raise pw.error("mass", f"must be 0: an edge is static level geometry, got {mass}")
         inertia = None
         if "inertia" in physics:
             inertia = pw.number(physics, "inertia", positive=True)
