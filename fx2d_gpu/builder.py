@@ -218,6 +218,8 @@ class ModelBuilder:
             model["shape_vertex_count"][i] = k
             model["shape_vertices"][i, :k] = s.vertices
             model["shape_normals"][i, :k] = s.normals
+            if len(s.cones):  # a chain link: its contact-normal bounds after its normals
+                model["shape_normals"][i, k:k + 2] = s.cones
         # Per body, the bodies it never collides with (disable_collision), sorted.
         ends = sorted([(a, b) for a, b in self.no_collision]
                       + [(b, a) for a, b in self.no_collision])

@@ -129,14 +129,15 @@ def demo_large_pile(arch="auto", n_worlds=1, bodies=None, seed=3, **_):
 
 def demo_shapes(arch="auto", n_worlds=1, seed=4, **_):
     """Every shape: capsules, rounded boxes and polygons, boxes, circles and triangles
-    tumble down ramps made of edges into a bin."""
+    tumble down ramps made of edges into a bin with a wavy chain for a floor."""
     rng = np.random.default_rng(seed)
     scene = Scene(arch=arch, n_worlds=n_worlds)
     grip = dict(static_friction=0.5, dynamic_friction=0.4)
     # Level geometry: two edge ramps and a floor.
     scene.add_edge((0.0, 0.0), (-9.0, 9.0), (-1.0, 5.0), **grip)
     scene.add_edge((0.0, 0.0), (9.0, 6.0), (1.5, 2.5), **grip)
-    scene.add_edge((0.0, 0.0), (-9.0, 0.0), (9.0, 0.0), **grip)
+    floor = [[x, 0.25 + 0.25 * math.cos(1.2 * x)] for x in np.linspace(-9.0, 9.0, 25)]
+    scene.add_chain((0.0, 0.0), floor, **grip)  # 24 links: bodies 2-25
     scene.add_edge((0.0, 0.0), (-9.0, 0.0), (-9.0, 12.0), **grip)
     scene.add_edge((0.0, 0.0), (9.0, 0.0), (9.0, 12.0), **grip)
     makers = (
@@ -152,7 +153,7 @@ def demo_shapes(arch="auto", n_worlds=1, seed=4, **_):
         y = 10.0 + 1.1 * (i // 6)
         makers[i % len(makers)]((x, y))
     state = scene.get_state()
-    state.angle[:, 5:] = rng.uniform(-np.pi, np.pi, size=(n_worlds, scene.n_bodies - 5))
+    state.angle[:, 28:] = rng.uniform(-np.pi, np.pi, size=(n_worlds, scene.n_bodies - 28))
     scene.set_state(state)
     scene.meta["size"] = (19.0, 17.5)
     scene.meta["origin"] = (-9.5, -0.5)

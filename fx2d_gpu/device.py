@@ -105,10 +105,11 @@ class BodyModel(FieldGroup):
     inv_mass 1/kg (0: static or kinematic), inv_inertia 1/(kg m^2), kinematic (1: moved by
     gravity alone, Fx2D's external_forces_enabled: false; 0 inverse mass for contacts,
     joints and forces), gravity_scale, damping 1/s (linear and angular), elasticity,
-    static_friction, dynamic_friction; shape_kind (SHAPE_NONE / _CIRCLE / _POLYGON),
+    static_friction, dynamic_friction; shape_kind (SHAPE_NONE / _CIRCLE / _POLYGON / _CHAIN),
     shape_radius m, shape_center vec2 m (body frame), shape_vertex_count,
     shape_vertices (n_bodies, MAX_POLYGON_VERTICES) vec2 m (counter-clockwise, body frame),
-    shape_normals (same) unit outward normal of edge (v_i, v_i+1); filter_start
+    shape_normals (same) unit outward normal of edge (v_i, v_i+1) (a chain link, kind
+    SHAPE_CHAIN: rows 2 and 3 hold its ends' contact-normal bounds, shapes.chain); filter_start
     (n_bodies + 1) and filters (n_filters): per body, the bodies it never collides with
     (Scene.disable_collision), sorted.
     """

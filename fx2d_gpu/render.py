@@ -11,7 +11,7 @@ import zlib
 
 import numpy as np
 
-from .shapes import SHAPE_CIRCLE, SHAPE_EDGE, outline
+from .shapes import AREALESS_KINDS, SHAPE_CIRCLE, outline
 
 _STATIC = np.array([90, 90, 100], np.uint8)
 _PALETTE = np.array([[66, 133, 244], [219, 68, 55], [244, 180, 0], [15, 157, 88],
@@ -19,10 +19,17 @@ _PALETTE = np.array([[66, 133, 244], [219, 68, 55], [244, 180, 0], [15, 157, 88]
 _BACKGROUND = np.array([250, 250, 248], np.uint8)
 
 
+def visual_of(scene, body: int) -> dict | None:
+    """The body's visuals entry from a scene file, or None (a scene built in code, or a body
+    added after the file was loaded)."""
+    visuals = scene.visuals or ()
+    return visuals[body] if body < len(visuals) else None
+
+
 def drawn(scene, body: int) -> bool:
     """False for bodies that are not scene content: the boundary walls a scene file gets
     (io.scene_yaml marks their visuals entry `boundary`)."""
-    visual = scene.visuals[body] if scene.visuals else None
+    visual = visual_of(scene, body)
     return not (visual is not None and visual.get("boundary"))
 
 
@@ -94,14 +101,13 @@ def render(scene, world: int = 0, size=(800, 600), bounds=None, contacts: bool =
         return (slice(y0, y1), slice(x0, x1)), xs + 0.5, ys + 0.5
 
     state = scene.get_state() if state is None else state
-    visuals = scene.visuals or [None] * scene.n_bodies
     for b in range(scene.n_bodies):
         if not drawn(scene, b):
             continue
         shape = scene.body_shape(b)
         colour = _STATIC if scene.body_mass(b) == 0 else _PALETTE[b % len(_PALETTE)]
         border = colour // 2
-        visual = visuals[b]
+        visual = visual_of(scene, b)
         if visual is not None:
             shape = visual["shape"] or shape
             if isinstance(visual["fill"], tuple):
@@ -126,7 +132,7 @@ def render(scene, world: int = 0, size=(800, 600), bounds=None, contacts: bool =
             # Orientation mark: a spoke from the centre along the body's x axis.
             tip = to_pixels(pos + rot @ (shape.center + [shape.radius, 0.0]))[0]
             _line(image, centre, tip, border)
-        elif shape.kind == SHAPE_EDGE:
+        elif shape.kind in AREALESS_KINDS:  # edges and chain links
             ends = to_pixels(pos + shape.vertices @ rot.T)
             for offset in (-0.5, 0.0, 0.5):  # a 2-pixel line: an edge has no inside
                 _line(image, ends[0] + offset, ends[1] + offset, border)

@@ -122,6 +122,28 @@ class Scene:
         shape = shapes.edge(a, b)
         return self._builder.add_body(shape, _position(position), **body)
 
+    def add_chain(self, position, points, loop=False, **body) -> int:
+        """Static terrain: a chain through `points` ((n, 2), m, body frame, n >= 3) placed at
+        `position`; loop=True joins the last point to the first. One-sided (its front is the
+        left of each link's direction: written left to right it holds bodies above it), and
+        smooth: bodies slide over its joints without catching (shapes.chain). Static only:
+        mass must be 0 (the default here).
+
+        Each link is a body of its own (one shape per body), at consecutive indices from
+        the one returned: n - 1 links (n with loop). `name` names the first; every link
+        takes the other keywords.
+        """
+        body.setdefault("mass", 0.0)
+        links = shapes.chain(points, as_bool(loop, "loop"))
+        position = _position(position)
+        builder = self._builder
+        # The first link checks the keywords (and refuses before anything is added); the
+        # others take the same ones, so they cannot fail.
+        first = builder.add_body(links[0], position, **body)
+        for link in links[1:]:
+            builder.add_body(link, position, **dict(body, name=None))
+        return first
+
     def add_shape(self, position, shape: shapes.Shape, *, collides: bool = True, **body) -> int:
         """A body with a prepared shape (fx2d_gpu.shapes: circle, box, polygon, capsule,
         edge), its centre of mass at `position` (m); collides=False: the shape is drawn but

@@ -8,7 +8,7 @@ body's origin at its centre of mass.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -30,8 +30,9 @@ SHAPE_CIRCLE = 1
 SHAPE_POLYGON = 2
 SHAPE_CAPSULE = 3
 SHAPE_EDGE = 4
+SHAPE_CHAIN = 5  # one link (segment) of a chain
 #: Shapes with no area (static level geometry only: no mass, no inertia).
-AREALESS_KINDS = (SHAPE_EDGE,)
+AREALESS_KINDS = (SHAPE_EDGE, SHAPE_CHAIN)
 
 # Edges shorter than this (m) make a polygon degenerate.
 _MIN_EDGE_LENGTH = 1e-6
@@ -44,14 +45,17 @@ class Shape:
     every point within `radius` of the core.
 
     kind: SHAPE_CIRCLE (a point core), SHAPE_POLYGON (k >= 3 vertices; radius > 0 rounds
-    it), SHAPE_CAPSULE (a segment along local x and its radius) or SHAPE_EDGE (a segment
-    with no skin: static level geometry).
+    it), SHAPE_CAPSULE (a segment along local x and its radius), SHAPE_EDGE (a segment
+    with no skin: static level geometry) or SHAPE_CHAIN (one link of a chain: a one-sided
+    segment, see `chain`).
     radius: the skin, m (a circle's radius; 0 for sharp polygons and edges).
     center: (2,) circle centre in the body frame, m.
     vertices: (k, 2) the core's vertices in the body frame, m, counter-clockwise (a
     segment's two ends; empty for circles).
     normals: (k, 2) outward unit normal of core edge i = (v[i], v[i+1]) (a segment's two
     sides: edge 0 runs v0 -> v1, edge 1 back).
+    cones: chain links only, (2, 2): at each end, the unit normal that bounds, with the
+    link's front normal (normals[1]), the contact normals allowed there (see `chain`).
     """
 
     kind: int
@@ -59,11 +63,12 @@ class Shape:
     center: np.ndarray
     vertices: np.ndarray
     normals: np.ndarray
+    cones: np.ndarray = field(default_factory=lambda: np.zeros((0, 2)))
 
     def __post_init__(self):
         # Frozen all the way down: one Shape may be shared by many bodies (a scene file's
         # identical boxes), so its arrays cannot be edited in place.
-        for name in ("center", "vertices", "normals"):
+        for name in ("center", "vertices", "normals", "cones"):
             array = np.array(getattr(self, name), dtype=np.float64)
             array.setflags(write=False)
             object.__setattr__(self, name, array)
@@ -83,9 +88,12 @@ class Shape:
 
     @property
     def core_kind(self) -> int:
-        """The kind the device's narrow phase sees: SHAPE_CIRCLE (a point core) or
-        SHAPE_POLYGON (a core of 2 or more vertices, with this shape's radius)."""
-        return SHAPE_CIRCLE if self.kind == SHAPE_CIRCLE else SHAPE_POLYGON
+        """The kind the device's narrow phase sees: SHAPE_CIRCLE (a point core),
+        SHAPE_CHAIN (a chain link) or SHAPE_POLYGON (any other core of 2 or more vertices,
+        with this shape's radius)."""
+        if self.kind in (SHAPE_CIRCLE, SHAPE_CHAIN):
+            return self.kind
+        return SHAPE_POLYGON
 
 
 def as_vector2(value, name: str, limit: float = FLOAT32_MAX) -> np.ndarray:
@@ -234,6 +242,58 @@ def edge(a, b) -> Shape:
                          f"{tuple(b)}")
     ends = np.array([a, b])
     return Shape(SHAPE_EDGE, 0.0, np.zeros(2), ends, _segment_normals(a, b))
+
+
+def chain(points, loop: bool = False, name: str = "points") -> list[Shape]:
+    """The links of a chain through `points` ((n, 2), m, body frame; n >= 3, consecutive
+    points distinct; `loop`: the last point joins the first): static terrain, kept where it
+    was given, as Fx2D does.
+
+    As in Fx2D (docs/collision_resolution.md), a chain is one-sided: its front is the left of
+    each link's direction, so a polyline written left to right holds bodies above it, and a
+    body whose centre is behind a link does not touch that link. Each link knows its
+    neighbours (Box2D's ghost vertices): a contact normal at a link's end must lie between
+    the link's front normal and the bound stored in `cones` there, the neighbour's front
+    normal where the chain bends away (a convex corner, which has a rounded outside) and the
+    front normal itself where it is flat or bends up (there the neighbour's face holds the
+    body). So a body sliding over the joints of a flat chain never catches on them. An open
+    end's bound is the link's own direction out of it.
+    """
+    try:
+        pts = np.asarray(points, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be a sequence of (x, y) pairs") from None
+    if pts.ndim != 2 or pts.shape[1] != 2:
+        raise ValueError(f"{name} must have shape (n, 2), got {pts.shape}")
+    if len(pts) < 3:
+        raise ValueError(f"{name} must have at least 3 points, got {len(pts)}")
+    if not np.all(np.isfinite(pts)) or np.abs(pts).max() >= MAX_COORDINATE:
+        raise ValueError(f"{name} must be finite and within +-{MAX_COORDINATE:g}")
+    ends = np.concatenate([pts, pts[:1]]) if loop else pts
+    directions = np.diff(ends, axis=0)
+    lengths = np.hypot(directions[:, 0], directions[:, 1])
+    if np.any(lengths < MIN_SIZE):
+        raise ValueError(f"{name}: consecutive points must be at least {MIN_SIZE} m apart")
+    directions = directions / lengths[:, None]
+    fronts = np.stack([-directions[:, 1], directions[:, 0]], axis=1)  # left of each link
+    n = len(directions)
+    links = []
+    for i in range(n):
+        bounds = []
+        for side, neighbour in ((0, i - 1), (1, i + 1)):
+            if not loop and not 0 <= neighbour < n:
+                bounds.append(-directions[i] if side == 0 else directions[i])
+                continue
+            neighbour %= n
+            first, second = (directions[neighbour], directions[i]) if side == 0 else (
+                directions[i], directions[neighbour])
+            turn = first[0] * second[1] - first[1] * second[0]
+            # A right turn (clockwise) bends the chain away from its front: a convex corner.
+            bounds.append(fronts[neighbour] if turn < -1e-9 else fronts[i])
+        a, b = ends[i], ends[i + 1]
+        links.append(Shape(SHAPE_CHAIN, 0.0, np.zeros(2), np.array([a, b]),
+                           _segment_normals(a, b), np.array(bounds)))
+    return links
 
 
 def _polygon_moments(vertices: np.ndarray) -> tuple[float, np.ndarray, float]:

@@ -14,8 +14,8 @@ import sys
 
 import numpy as np
 
-from .render import _PALETTE, _STATIC, default_bounds, drawn
-from .shapes import SHAPE_CIRCLE, SHAPE_EDGE, outline
+from .render import _PALETTE, _STATIC, default_bounds, drawn, visual_of
+from .shapes import AREALESS_KINDS, SHAPE_CIRCLE, outline
 
 CIRCLE_SEGMENTS = 20
 
@@ -26,7 +26,7 @@ class ViewerUnavailable(RuntimeError):
 
 def _body_colours(scene, b):
     fill = (_STATIC if scene.body_mass(b) == 0 else _PALETTE[b % len(_PALETTE)]) / 255.0
-    visual = scene.visuals[b] if scene.visuals else None
+    visual = visual_of(scene, b)
     if visual is not None and isinstance(visual["fill"], tuple):
         fill = np.array(visual["fill"][:3]) / 255.0
     return fill, fill * 0.5
@@ -62,7 +62,7 @@ def build_mesh(scene, state, world=0, bounds=None, rect=(0.0, 0.0, 1.0, 1.0), as
         if not drawn(scene, b):
             continue
         shape = scene.body_shape(b)
-        visual = scene.visuals[b] if scene.visuals else None
+        visual = visual_of(scene, b)
         if visual is not None and visual["shape"] is not None:
             shape = visual["shape"]
         fill, edge = _body_colours(scene, b)
@@ -75,7 +75,7 @@ def build_mesh(scene, state, world=0, bounds=None, rect=(0.0, 0.0, 1.0, 1.0), as
             mark = np.array([centre, centre + rot @ np.array([shape.radius, 0.0])])
             lines.append(to_window(mark))
             line_cols.append(np.tile(edge, (2, 1)))
-        elif shape.kind == SHAPE_EDGE:  # a line: nothing to fill
+        elif shape.kind in AREALESS_KINDS:  # edges, chain links: a line, nothing to fill
             lines.append(to_window(pos + shape.vertices @ rot.T))
             line_cols.append(np.tile(edge, (2, 1)))
             continue

@@ -23,7 +23,7 @@ import taichi as ti
 from ..bodies import bounding_radius
 from ..launching import quick
 from ..math2d import rotate, rotate_inv
-from ..shapes import SHAPE_CIRCLE, SHAPE_POLYGON
+from ..shapes import SHAPE_CHAIN, SHAPE_CIRCLE, SHAPE_POLYGON
 
 vec2 = ti.math.vec2
 
@@ -187,14 +187,16 @@ def closest_on_segments(p1, q1, p2, q2):
 
 @ti.func
 def clip_polygons(model: ti.template(), contacts: ti.template(), pair, ref_body, inc_body, ref_edge,
-                  ref_pos, ref_c, ref_s, rel_pos, rel_c, rel_s, flip, margin, core_separation):
+                  ref_pos, ref_c, ref_s, rel_pos, rel_c, rel_s, flip, margin, core_separation,
+                  allow_corner):
     """Clip the incident edge against the reference edge; write up to 2 points.
 
     Everything is in the reference body's frame; rel_* maps the incident body into it.
     Cores with skins (rounded polygons, capsules) that are apart by more than
     DISJOINT_CORES may touch corner to corner, where the face normal is wrong: when the
     closest points of the two edges are both ends, one point along the line between them is
-    written instead (Box2D v3's rule).
+    written instead (Box2D v3's rule), unless allow_corner is 0 (chain links: their ends'
+    normals are the links' business, see collide_link_polygon).
     """
     n_ref = model.shape_vertex_count[ref_body]
     n_inc = model.shape_vertex_count[inc_body]
@@ -217,7 +219,7 @@ def clip_polygons(model: ti.template(), contacts: ti.template(), pair, ref_body,
     base_feature = (flip * 8 + ref_edge) * 16 + inc_edge * 2
     count = 0
     corner = False
-    if skins > 0.0 and core_separation > DISJOINT_CORES:
+    if allow_corner and skins > 0.0 and core_separation > DISJOINT_CORES:
         s, t = closest_on_segments(v1, v2, w1, w2)
         if (s == 0.0 or s == 1.0) and (t == 0.0 or t == 1.0):
             corner = True
@@ -279,10 +281,113 @@ def collide_polygons(model: ti.template(), bodies: ti.template(), contacts: ti.t
     elif sep_b > sep_a + ti.min(REFERENCE_FACE_TOLERANCE, REFERENCE_FACE_FRACTION * ti.min(
             bounding_radius(model, body_a), bounding_radius(model, body_b))):
         clip_polygons(model, contacts, pair, body_b, body_a, edge_b, pos_b, cb, sb, ab_pos, ab_c,
-                      ab_s, 1, margin, ti.max(sep_a, sep_b))
+                      ab_s, 1, margin, ti.max(sep_a, sep_b), 1)
     else:
         clip_polygons(model, contacts, pair, body_a, body_b, edge_a, pos_a, ca, sa, ba_pos, ba_c,
-                      ba_s, 0, margin, ti.max(sep_a, sep_b))
+                      ba_s, 0, margin, ti.max(sep_a, sep_b), 1)
+
+
+@ti.func
+def cross2(u, v):
+    return u.x * v.y - u.y * v.x
+
+
+@ti.func
+def within_cone(front, bound, normal):
+    """True when unit `normal` lies between unit vectors `front` and `bound` (the angle
+    between them is under pi); when bound is front, only front itself (within ~1e-3 rad)."""
+    turn = cross2(front, bound)
+    inside = False
+    if ti.abs(turn) < 1e-6 and front.dot(bound) > 0.0:
+        inside = normal.dot(front) > 1.0 - 5e-7
+    else:
+        inside = (cross2(front, normal) * turn >= -1e-6
+                  and cross2(normal, bound) * turn >= -1e-6 and normal.dot(front) > -1e-6)
+    return inside
+
+
+@ti.func
+def collide_link_circle(model: ti.template(), bodies: ti.template(), contacts: ti.template(), pair,
+                        slot_link, body_link, slot_circle, body_circle, link_is_a, margin):
+    """A chain link (shapes.chain: one-sided, its ends' normals bounded by its neighbours)
+    against a circle: the face's normal over the link, the direction from an end beyond
+    it only where that end's cone allows it (a convex corner), nothing behind the link."""
+    pos, c, s = body_frame(bodies, slot_link)
+    pos_c, cc, sc = body_frame(bodies, slot_circle)
+    radius = model.shape_radius[body_circle]
+    center = rotate_inv(pos_c + rotate(model.shape_center[body_circle], cc, sc) - pos, c, s)
+    a, b = model.shape_vertices[body_link, 0], model.shape_vertices[body_link, 1]
+    front = model.shape_normals[body_link, 1]
+    count = 0
+    if front.dot(center - a) >= 0.0:
+        edge = b - a
+        t = (center - a).dot(edge) / edge.dot(edge)
+        found = False
+        outward, surface, distance, feature = front, a, 0.0, 0
+        if 0.0 < t < 1.0:
+            found = True
+            distance = front.dot(center - a)
+            surface = center - distance * front
+        else:
+            end = 0 if t <= 0.0 else 1
+            corner = a if end == 0 else b
+            offset = center - corner
+            distance = offset.norm()
+            if distance > 1e-9:
+                outward = offset / distance
+                found = within_cone(front, model.shape_normals[body_link, 2 + end], outward)
+                surface, feature = corner, 1 + end
+        depth = radius - distance
+        if found and depth > -margin:
+            midpoint = 0.5 * (surface + center - radius * outward)
+            normal = rotate(outward, c, s)
+            contacts.normal[pair] = normal if link_is_a else -normal
+            set_point(contacts, pair, 0, pos + rotate(midpoint, c, s), depth, feature)
+            count = 1
+    contacts.point_count[pair] = count
+
+
+@ti.func
+def collide_link_polygon(model: ti.template(), bodies: ti.template(), contacts: ti.template(),
+                         pair, slot_link, body_link, slot_other, body_other, link_is_a, margin):
+    """A chain link against a core of 2 or more vertices (polygon, capsule, rounded): the
+    link's front face is the reference, so a body sliding over flat or concave joints never
+    meets an end of a link (the ghost collision that makes boxes catch); one of the body's
+    faces is, instead, only where it separates more and its normal is one the link's convex
+    end allows. A body whose centre is behind the link does not touch it (one-sided)."""
+    pos_l, cl, sl = body_frame(bodies, slot_link)
+    pos_o, co, so = body_frame(bodies, slot_other)
+    other_pos = rotate_inv(pos_o - pos_l, cl, sl)  # the other body in the link's frame
+    other_c, other_s = cl * co + sl * so, cl * so - sl * co
+    link_pos = rotate_inv(pos_l - pos_o, co, so)  # the link in the other body's frame
+    link_c, link_s = other_c, -other_s
+    a = model.shape_vertices[body_link, 0]
+    front = model.shape_normals[body_link, 1]
+    count_written = False
+    if front.dot(other_pos - a) >= 0.0:
+        sep_front = ti.math.inf
+        for j in range(model.shape_vertex_count[body_other]):
+            w = other_pos + rotate(model.shape_vertices[body_other, j], other_c, other_s)
+            sep_front = ti.min(sep_front, front.dot(w - a))
+        if sep_front <= model.shape_radius[body_other] + margin:
+            sep_face, face = max_separation(model, body_other, body_link, link_pos, link_c,
+                                            link_s)
+            use_face = False
+            if sep_face > sep_front + REFERENCE_FACE_TOLERANCE:
+                normal = -rotate(model.shape_normals[body_other, face], other_c, other_s)
+                use_face = (within_cone(front, model.shape_normals[body_link, 2], normal)
+                            or within_cone(front, model.shape_normals[body_link, 3], normal))
+            if use_face:
+                clip_polygons(model, contacts, pair, body_other, body_link, face, pos_o, co, so,
+                              link_pos, link_c, link_s, 1 if link_is_a else 0, margin,
+                              ti.max(sep_face, sep_front), 0)
+            else:
+                clip_polygons(model, contacts, pair, body_link, body_other, 1, pos_l, cl, sl,
+                              other_pos, other_c, other_s, 0 if link_is_a else 1, margin,
+                              sep_front, 0)
+            count_written = True
+    if not count_written:
+        contacts.point_count[pair] = 0
 
 
 @ti.func
@@ -301,7 +406,19 @@ def collide_pair(model: ti.template(), bodies: ti.template(), contacts: ti.templ
                                margin)
     elif kind_a == SHAPE_POLYGON and kind_b == SHAPE_POLYGON:
         collide_polygons(model, bodies, contacts, pair, slot_a, body_a, slot_b, body_b, margin)
-    else:
+    elif kind_a == SHAPE_CHAIN and kind_b == SHAPE_CIRCLE:
+        collide_link_circle(model, bodies, contacts, pair, slot_a, body_a, slot_b, body_b, True,
+                            margin)
+    elif kind_a == SHAPE_CIRCLE and kind_b == SHAPE_CHAIN:
+        collide_link_circle(model, bodies, contacts, pair, slot_b, body_b, slot_a, body_a, False,
+                            margin)
+    elif kind_a == SHAPE_CHAIN and kind_b == SHAPE_POLYGON:
+        collide_link_polygon(model, bodies, contacts, pair, slot_a, body_a, slot_b, body_b, True,
+                             margin)
+    elif kind_a == SHAPE_POLYGON and kind_b == SHAPE_CHAIN:
+        collide_link_polygon(model, bodies, contacts, pair, slot_b, body_b, slot_a, body_a, False,
+                             margin)
+    else:  # chain-chain, chain-edge, edge-edge: never (and never paired: all static)
         contacts.point_count[pair] = 0
 
 

@@ -32,7 +32,7 @@ from ..scene import Scene
 #: In the order Fx2D's loader tries them (buildShape: chain before edge; its docs list edge
 #: first): the first present wins.
 GEOMETRY_KEYS = ("circle", "capsule", "rectangle", "polygon", "chain", "edge")
-_NOT_YET = ("chain",)
+_NOT_YET = ()
 _ENTITY_KEYS = {"pose", "init_velocity", "physics", "visual", "collision"}
 _PHYSICS_KEYS = {"mass", "inertia", "gravity_scale", "vel_damping", "velocity_damping",
                  "elasticity", "static_friction", "dynamic_friction",
@@ -346,7 +346,8 @@ class _Block(NamedTuple):
     """A geometry block worked out, in the frame given by the block's pose: kind "circle"
     with data (centre, radius), "polygon" with data ((k, 2) vertices, skin radius),
     "capsule" ((2, 2) segment ends, radius) or "edge" ((2, 2) ends); centroid: its area
-    centroid in that frame, m (an edge's: the frame's origin, where Fx2D keeps the body)."""
+    centroid in that frame, m (an edge's: the frame's origin, where Fx2D keeps the body);
+    "chain": data its (n, 2) points (a body per link, Scene.add_chain)."""
 
     kind: str
     data: object
@@ -394,8 +395,6 @@ def _geometry(where: _Where, block, geometry):
     if kind is None or unknown:
         expected = f"unknown geometry (expected one of {list(GEOMETRY_KEYS)})"
         raise sub.error(unknown[0], expected) if unknown else where.error("geometry", expected)
-    if kind in _NOT_YET:
-        raise sub.error(kind, "this shape is not supported yet")
     offset = where.vector(block, "pose", 3, [0.0, 0.0, 0.0])
     rot = _rotation(math.radians(offset[2]))
     if kind == "circle":
@@ -419,6 +418,18 @@ def _geometry(where: _Where, block, geometry):
             return "circle", (offset[:2], radius)
         ends = np.array([[-length / 2, 0.0], [length / 2, 0.0]])
         return "capsule", (ends @ rot.T + offset[:2], radius)
+    if kind == "chain":
+        raw = geometry["chain"]
+        if not (isinstance(raw, list) and len(raw) >= 3 and all(
+                isinstance(v, list) and len(v) == 2 for v in raw)):
+            raise sub.error("chain", "must be a list of at least 3 [x, y] points", TypeError)
+        points = np.array([sub.vector({"chain": v}, "chain", 2) for v in raw])
+        points = points @ rot.T + offset[:2]
+        try:
+            shapes.chain(points)
+        except ValueError as exc:
+            raise sub.error("chain", str(exc)) from None
+        return "chain", points
     if kind == "edge":
         raw = geometry["edge"]
         if not (isinstance(raw, list) and len(raw) == 2 and all(
@@ -485,7 +496,7 @@ def _placed(shape, rotation, offset):
 def _centroid(where, kind, data):
     if kind == "circle":
         return data[0]
-    if kind == "edge":
+    if kind in ("edge", "chain"):
         return np.zeros(2)
     if kind == "capsule":
         return data[0].mean(axis=0)
@@ -644,8 +655,13 @@ def load_scene(path_or_yaml_text, n_worlds: int = 1, arch: str = "auto", substep
         if reference is None:
             raise where.error("visual.geometry", "an entity needs a visual or collision geometry")
         com = reference.centroid  # body frame (the entity pose)
-        if mass > 0 and collision_geometry is not None and collision_geometry.kind == "edge":
-            raise pw.error("mass", f"must be 0: an edge is static level geometry, got {mass}")
+        if mass > 0 and reference.kind in ("edge", "chain"):
+            raise pw.error("mass", f"must be 0: an {reference.kind} is static level geometry, "
+                                   f"got {mass}")
+        kinds = {g.kind for g in (visual_geometry, collision_geometry) if g is not None}
+        if "chain" in kinds and len(kinds) > 1:
+            raise where.error("visual.geometry", "a chain entity's visual and collision "
+                              "geometry must both be chains (or one of them left out)")
         inertia = None
         if "inertia" in physics:
             inertia = pw.number(physics, "inertia", positive=True)
@@ -653,8 +669,11 @@ def load_scene(path_or_yaml_text, n_worlds: int = 1, arch: str = "auto", substep
             source = visual_geometry or collision_geometry
             inertia = mass * geometry.shape(vw, source, com)[1]
         rot = _rotation(math.radians(pose[2]))
+        chain_points = reference.data if reference.kind == "chain" else None
         bodies.append(dict(
-            name=name, shape=geometry.shape(cw if collision_geometry else vw, reference, com)[0],
+            name=name, chain=chain_points,
+            shape=None if chain_points is not None else
+            geometry.shape(cw if collision_geometry else vw, reference, com)[0],
             collides=collision_geometry is not None,
             position=pose[:2] + rot @ com, angle=math.radians(pose[2]),
             velocity=velocity[:2], angular_velocity=math.radians(velocity[2]),
@@ -668,11 +687,16 @@ def load_scene(path_or_yaml_text, n_worlds: int = 1, arch: str = "auto", substep
                                   minimum=0.0),
             external_forces_enabled=pw.boolean(physics, "external_forces_enabled", True),
             origin=pose, com=com))
-        visuals.append(dict(
-            shape=geometry.shape(vw, visual_geometry, com)[0] if visual_geometry else None,
-            fill=_color(vw, visual, "texture", base_dir),
-            border=_color(vw, visual, "border_color", base_dir),
-            border_thickness=vw.number(visual, "border_thickness", 0.0, minimum=0.0)))
+        look = dict(fill=_color(vw, visual, "texture", base_dir),
+                    border=_color(vw, visual, "border_color", base_dir),
+                    border_thickness=vw.number(visual, "border_thickness", 0.0, minimum=0.0))
+        if chain_points is not None:  # one entry per link, each drawn as itself
+            links = len(chain_points) - 1
+            visuals.extend(dict(shape=None, **look) for _ in range(links))
+        else:
+            visuals.append(dict(
+                shape=geometry.shape(vw, visual_geometry, com)[0] if visual_geometry else None,
+                **look))
 
     parsed_joints = []
     index = {b["name"]: i for i, b in enumerate(bodies)}
@@ -715,21 +739,30 @@ def load_scene(path_or_yaml_text, n_worlds: int = 1, arch: str = "auto", substep
     # Everything parsed and checked: only now build the scene.
     scene = Scene(gravity=tuple(gravity), n_worlds=n_worlds, arch=arch,
                   **({} if substeps is None else {"substeps": substeps}))
+    first_body = []  # per entity, its (first) body index: a chain has a body per link
     for b in bodies:
         kwargs = {k: b[k] for k in ("angle", "velocity", "angular_velocity", "mass", "inertia",
                                     "elasticity", "static_friction", "dynamic_friction",
                                     "gravity_scale", "vel_damping", "name",
                                     "external_forces_enabled")}
-        scene.add_shape(np.asarray(b["position"], float), b["shape"], collides=b["collides"],
-                        **kwargs)
+        position = np.asarray(b["position"], float)
+        if b["chain"] is not None:
+            kwargs.pop("inertia")
+            first_body.append(scene.add_chain(position, b["chain"], collides=b["collides"],
+                                              **kwargs))
+        else:
+            first_body.append(scene.add_shape(position, b["shape"], collides=b["collides"],
+                                              **kwargs))
     for kind, (parent, child), specific, common, where in parsed_joints:
         # The anchor is in the parent's entity frame; the engine's body frame is at the COM.
         try:
             if kind == "revolute":
                 specific["anchor"] = specific["anchor"] - bodies[parent]["com"]
-                scene.add_revolute_joint(parent, child, **specific, **common)
+                scene.add_revolute_joint(first_body[parent], first_body[child], **specific,
+                                         **common)
             else:
-                scene.add_prismatic_joint(parent, child, **specific, **common)
+                scene.add_prismatic_joint(first_body[parent], first_body[child], **specific,
+                                          **common)
         except (ValueError, TypeError) as exc:
             raise where.error("(joint)", str(exc)) from None
     for v in visuals:

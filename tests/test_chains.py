@@ -1,0 +1,180 @@
+"""Chains (issue 16): Fx2D's own chain scenarios (its tests/test_chain.cpp, figures as there),
+the smooth slide over joints that ghost vertices buy, and its chain_terrain scene."""
+
+import numpy as np
+import pytest
+
+import fx2d_gpu as fx
+from fx2d_gpu import shapes
+from tests.conftest import shared_dir
+
+DT = 1.0 / 60.0
+TERRAIN = [[0.5, 8.5], [3.0, 6.2], [5.5, 5.4], [7.5, 3.2], [10.0, 2.2], [12.5, 2.6],
+           [14.5, 4.4], [16.0, 3.6], [17.5, 4.6], [19.5, 4.2]]
+
+
+def make_scene(arch, gravity=-10.0):
+    return fx.Scene(gravity=(0.0, gravity), arch=arch)
+
+
+def add_chain(scene, points):
+    """Fx2D's test helper: a static chain, elasticity 0, friction 0.6 / 0.5."""
+    return scene.add_chain((0.0, 0.0), points, elasticity=0.0, static_friction=0.6,
+                           dynamic_friction=0.5)
+
+
+def run(scene, steps):
+    for _ in range(steps):
+        scene.step(DT)
+    return scene.get_state()
+
+
+def surface_y(x):
+    for (x0, y0), (x1, y1) in zip(TERRAIN[:-1], TERRAIN[1:], strict=True):
+        if x0 <= x <= x1:
+            return y0 + (x - x0) / (x1 - x0) * (y1 - y0)
+    return -100.0
+
+
+def test_chain_shape_properties_and_bad_input(arch):
+    links = shapes.chain([[0, 0], [2, 0], [4, 1], [6, 1]])
+    assert len(links) == 3  # 4 points, 3 segments
+    assert all(link.kind == shapes.SHAPE_CHAIN for link in links)
+    assert shapes.unit_inertia(links[0]) == 0.0
+    assert len(shapes.chain([[0, 0], [2, 0], [1, 1]], loop=True)) == 3
+    scene = make_scene(arch)
+    first = add_chain(scene, [[0, 0], [2, 0], [4, 1], [6, 1]])
+    assert scene.n_bodies == 3 and first == 0
+    assert all(scene.body_mass(b) == 0 for b in range(3))
+    for points, word in (([[0, 0], [1, 0]], "at least 3"), ([[0, 0], [1, 0], [1, 0]], "apart")):
+        with pytest.raises(ValueError, match=word):
+            scene.add_chain((0, 0), points)
+    with pytest.raises(ValueError, match="mass"):
+        scene.add_chain((0, 0), [[0, 0], [1, 0], [2, 0]], mass=1.0)
+    assert scene.n_bodies == 3  # refused calls added nothing
+
+
+def test_box_rests_on_flat_chain(arch):
+    scene = make_scene(arch)
+    add_chain(scene, [[2, 5], [12, 5], [22, 5], [32, 5]])
+    box = scene.add_box((12.0, 8.0), (1.0, 1.0), static_friction=0.6, dynamic_friction=0.5)
+    state = run(scene, 240)
+    assert state.position[0, box, 1] == pytest.approx(5.5, abs=0.05)
+    assert abs(state.position[0, box, 0] - 12.0) < 0.2
+
+
+def test_ball_settles_in_a_chain_valley(arch):
+    scene = make_scene(arch)
+    add_chain(scene, [[2, 12], [10, 4], [20, 4], [28, 12]])
+    ball = scene.add_circle((12.0, 14.0), 0.5, elasticity=0.1, static_friction=0.5,
+                            dynamic_friction=0.4)
+    state = run(scene, 600)
+    assert state.position[0, ball, 1] > 4.0
+    assert 9.0 < state.position[0, ball, 0] < 21.0
+    assert np.linalg.norm(state.velocity[0, ball]) < 0.5
+
+
+def test_body_crosses_segment_joints(arch):
+    scene = make_scene(arch)
+    add_chain(scene, [[2, 9], [14, 8], [26, 7.2], [40, 6.8]])
+    ball = scene.add_circle((4.0, 9.3), 0.4, elasticity=0.0, static_friction=0.02,
+                            dynamic_friction=0.02)
+    state = run(scene, 400)
+    assert state.position[0, ball, 0] > 4.0 + 8.0
+    assert state.position[0, ball, 1] > 6.0
+
+
+def test_chain_against_chain_is_skipped(arch):
+    scene = make_scene(arch, gravity=0.0)
+    add_chain(scene, [[2, 10], [12, 10], [22, 10]])
+    add_chain(scene, [[2, 10], [12, 10], [22, 10]])
+    scene.step(DT)
+    assert len(scene.contacts()) == 0
+
+
+@pytest.mark.parametrize("drop_x", [2.0, 9.0, 13.2, 16.0, 17.4])
+def test_steep_terrain_holds_dropped_balls(arch, drop_x):
+    scene = make_scene(arch)
+    add_chain(scene, TERRAIN)
+    ball = scene.add_circle((drop_x, surface_y(drop_x) + 2.0), 0.25, elasticity=0.25,
+                            static_friction=0.4, dynamic_friction=0.3)
+    state = run(scene, 300)
+    x, y = state.position[0, ball]
+    assert y > surface_y(x) - 0.3, (drop_x, x, y)
+
+
+def test_chain_is_one_sided(arch):
+    """Authored left to right, the front is up: a body resting above touches it; one just
+    below, inside the same overlap, does not (it would be pushed further through)."""
+    scene = make_scene(arch, gravity=0.0)
+    add_chain(scene, [[2, 10], [12, 10], [22, 10]])
+    above = scene.add_circle((12.0, 10.3), 0.4)
+    below = scene.add_circle((6.0, 9.7), 0.4)
+    box_below = scene.add_box((16.0, 9.8), (1.0, 1.0))
+    touching = {int(b) for b in scene.contacts().body_b}
+    assert above in touching
+    assert below not in touching and box_below not in touching
+
+
+def test_a_box_slides_along_a_flat_chain_without_catching(arch):
+    """Issue 16: a box slides 20 m along a 40-link flat chain with friction 0 and loses under
+    1 % of its speed, its vertical speed under 1 cm/s. (The same links as separate edges
+    stop it within 5 m: each joint's end catches the box's corner.)"""
+    scene = fx.Scene(arch=arch, enable_sleep=False)
+    scene.add_chain((0.0, 0.0), [[x, 0.0] for x in np.linspace(-2.0, 38.0, 41)])
+    box = scene.add_box((0.0, 0.25), (0.5, 0.5))
+    state = scene.get_state()
+    state.velocity[0, box] = (5.0, 0.0)
+    scene.set_state(state)
+    vertical = 0.0
+    for _ in range(240):  # 4 s at 5 m/s: 20 m
+        scene.step(DT)
+        vertical = max(vertical, abs(scene.get_state().velocity[0, box, 1]))
+    state = scene.get_state()
+    assert state.position[0, box, 0] == pytest.approx(20.0, abs=0.1)
+    assert state.velocity[0, box, 0] > 0.99 * 5.0
+    assert vertical < 0.01
+
+
+def test_chain_from_yaml_and_short_chains_refused(arch):
+    text = """
+scene: {size: [40, 20], gravity: [0, -10]}
+entities:
+  terrain:
+    pose: [0, 0, 0]
+    physics: {mass: 0.0, elasticity: 0.0, gravity_scale: 0.0, external_forces_enabled: false,
+              static_friction: 0.6, dynamic_friction: 0.5}
+    visual: {geometry: {chain: [[2, 5], [12, 5], [22, 6], [32, 6]]}}
+    collision: {geometry: {chain: [[2, 5], [12, 5], [22, 6], [32, 6]]}}
+  crate:
+    pose: [8, 9, 0]
+    physics: {mass: 1.0, elasticity: 0.0, static_friction: 0.6, dynamic_friction: 0.5}
+    visual: {geometry: {rectangle: [1.0, 1.0]}}
+    collision: {geometry: {rectangle: [1.0, 1.0]}}
+"""
+    scene = fx.load_scene(text, arch=arch)
+    terrain, crate = scene.body_index("terrain"), scene.body_index("crate")
+    assert (terrain, crate) == (0, 3)  # 4 authored points make 3 links, then the crate
+    assert len(scene.visuals) == scene.n_bodies
+    state = run(scene, 240)
+    assert state.position[0, crate, 1] == pytest.approx(5.5, abs=0.1)
+    short = text.replace("[[2, 5], [12, 5], [22, 6], [32, 6]]", "[[0, 0], [1, 0]]")
+    with pytest.raises((ValueError, TypeError), match="terrain.*chain"):
+        fx.load_scene(short, arch=arch)
+
+
+def test_fx2d_chain_terrain_scene_catches_balls(arch, tmp_path):
+    """Fx2D's examples/chain_terrain: its scene file, and balls dropped along the terrain as
+    its example spawns them (radius 0.18-0.38 m, elasticity 0.25): none falls through,
+    and they come to rest on the terrain (or its catch floor)."""
+    scene = fx.load_scene(shared_dir() / "fx2d-scenes" / "chain_terrain.yml", arch=arch)
+    balls = []
+    for i, x in enumerate(np.linspace(1.5, 19.0, 12)):
+        balls.append(scene.add_circle((x, surface_y(x) + 1.5 + 0.2 * i),
+                                      0.18 + 0.10 * (i % 3), elasticity=0.25,
+                                      static_friction=0.4, dynamic_friction=0.3))
+    state = run(scene, 600)
+    for ball in balls:
+        x, y = state.position[0, ball]
+        assert y > surface_y(x) - 0.05, (ball, x, y)  # above the terrain, never through
+    assert np.abs(state.velocity[0, balls]).max() < 0.05
