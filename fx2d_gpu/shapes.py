@@ -253,10 +253,10 @@ def chain(points, loop: bool = False, name: str = "points") -> list[Shape]:
     each link's direction, so a polyline written left to right holds bodies above it, and a
     body whose centre is behind a link does not touch that link. Each link knows its
     neighbours (Box2D's ghost vertices): a contact normal at a link's end must lie between
-    the link's front normal and the bound stored in `cones` there, the neighbour's front
-    normal where the chain bends away (a convex corner, which has a rounded outside) and the
-    front normal itself where it is flat or bends up (there the neighbour's face holds the
-    body). So a body sliding over the joints of a flat chain never catches on them. An open
+    the link's front normal and the bound stored in `cones` there: the next link's front
+    normal at a link's end where the chain bends away (a convex corner, whose rounded
+    outside the link ending there holds), else the front normal itself (where it is flat or
+    bends up the neighbour's face holds the body). So a body sliding over the joints of a flat chain never catches on them. An open
     end's bound is the link's own direction out of it.
     """
     try:
@@ -288,8 +288,11 @@ def chain(points, loop: bool = False, name: str = "points") -> list[Shape]:
             first, second = (directions[neighbour], directions[i]) if side == 0 else (
                 directions[i], directions[neighbour])
             turn = first[0] * second[1] - first[1] * second[0]
-            # A right turn (clockwise) bends the chain away from its front: a convex corner.
-            bounds.append(fronts[neighbour] if turn < -1e-9 else fronts[i])
+            # A right turn (clockwise) bends the chain away from its front: a convex corner,
+            # whose rounded outside belongs to the link that ends there (one link per corner,
+            # or both would report the same contact).
+            convex = turn < -1e-9 and side == 1
+            bounds.append(fronts[neighbour] if convex else fronts[i])
         a, b = ends[i], ends[i + 1]
         links.append(Shape(SHAPE_CHAIN, 0.0, np.zeros(2), np.array([a, b]),
                            _segment_normals(a, b), np.array(bounds)))

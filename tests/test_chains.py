@@ -178,3 +178,38 @@ def test_fx2d_chain_terrain_scene_catches_balls(arch, tmp_path):
         x, y = state.position[0, ball]
         assert y > surface_y(x) - 0.05, (ball, x, y)  # above the terrain, never through
     assert np.abs(state.velocity[0, balls]).max() < 0.05
+
+
+def test_chain_link_manifolds_by_hand(arch):
+    """A box across the flat joint at x = 0 gets one manifold per link, each clipped to its
+    link and pointing straight up; a circle over a convex corner (the chain bends down
+    there) gets the corner's direction; one over a concave joint only the faces' normals."""
+    scene = make_scene(arch, gravity=0.0)
+    # Links: (-4,0)-(0,0) | (0,0)-(4,0) flat | (4,0)-(8,-2) bends down (convex at x=4) |
+    # (8,-2)-(12,0) bends up (concave at x=8).
+    add_chain(scene, [[-4, 0], [0, 0], [4, 0], [8, -2], [12, 0]])
+    box = scene.add_box((0.2, 0.49), (1.0, 1.0))
+    # 0.4 m from the convex corner (4, 0), between the two links' normals (at 75 degrees).
+    direction = np.array([np.cos(np.radians(75)), np.sin(np.radians(75))])
+    corner_ball = scene.add_circle(tuple(np.array([4.0, 0.0]) + 0.4 * direction), 0.45)
+    valley_ball = scene.add_circle((8.0, -1.47), 0.5)
+    c = scene.contacts()
+    pairs = {(int(a), int(b)): i for i, (a, b) in enumerate(zip(c.body_a, c.body_b,
+                                                                 strict=True))}
+    for link, xs in ((0, [-0.3, 0.0]), (1, [0.0, 0.7])):
+        i = pairs[(link, box)]
+        assert c.point_count[i] == 2
+        np.testing.assert_allclose(c.normal[i], [0, 1], atol=1e-6)
+        np.testing.assert_allclose(sorted(c.points[i, :, 0]), xs, atol=1e-6)
+        np.testing.assert_allclose(c.depths[i], [0.01, 0.01], atol=1e-6)
+    # Over the convex corner: the direction from the corner, from the link ending there
+    # only (link 2, which starts there, leaves it to link 1).
+    i = pairs[(1, corner_ball)]
+    np.testing.assert_allclose(c.normal[i], direction, atol=1e-5)
+    np.testing.assert_allclose(c.depths[i, 0], 0.05, atol=1e-6)
+    assert (2, corner_ball) not in pairs
+    # In the valley (concave joint at (8, -2)): each link's face normal, never the joint's.
+    for link, slope in ((2, -0.5), (3, 0.5)):
+        i = pairs[(link, valley_ball)]
+        normal = np.array([-slope, 1.0]) / np.hypot(slope, 1.0)
+        np.testing.assert_allclose(c.normal[i], normal, atol=1e-6)
