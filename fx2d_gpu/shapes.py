@@ -256,8 +256,9 @@ def chain(points, loop: bool = False, name: str = "points") -> list[Shape]:
     the link's front normal and the bound stored in `cones` there: the next link's front
     normal at a link's end where the chain bends away (a convex corner, whose rounded
     outside the link ending there holds), else the front normal itself (where it is flat or
-    bends up the neighbour's face holds the body). So a body sliding over the joints of a flat chain never catches on them. An open
-    end's bound is the link's own direction out of it.
+    bends up the neighbour's face holds the body). So a body sliding over the joints of a
+    flat chain never catches on them. An open end's bound is the link's own direction out
+    of it.
     """
     try:
         pts = np.asarray(points, dtype=np.float64)

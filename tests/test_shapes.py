@@ -123,3 +123,56 @@ def test_shapes_demo_settles_on_its_edges(arch):
         column = int((x - x0) / (x1 - x0) * width)
         row = int((y1 - y) / (y1 - y0) * height)
         assert (image[row - 1:row + 2, column - 1:column + 2] != background).any(), body
+
+
+def _contact(scene, a, b):
+    """(normal a -> b, deepest depth) of the pair, or None."""
+    c = scene.contacts()
+    for i in range(len(c)):
+        if (c.body_a[i], c.body_b[i]) == (a, b):
+            return c.normal[i], c.depths[i, :c.point_count[i]].max()
+    return None
+
+
+@pytest.mark.parametrize("case", ["end_on", "side_by_side", "circle_apart", "circle_side",
+                                  "on_rectangle", "rounded_boxes", "zero_length"])
+def test_fx2d_capsule_collision_scenarios(arch, case):
+    """Fx2D's tests/test_capsule_collision.cpp, pair by pair, with its figures."""
+    scene = fx.Scene(gravity=(0.0, 0.0), arch=arch)
+    if case == "end_on":  # ends at -0.4 and 0.4, radius 0.5 each: 0.2 deep along +x
+        a = scene.add_capsule((-1.4, 0.0), 2.0, 0.5)
+        b = scene.add_capsule((1.4, 0.0), 2.0, 0.5)
+        normal, depth = _contact(scene, a, b)
+        assert depth == pytest.approx(0.2, abs=1e-3) and normal[0] == pytest.approx(1, abs=1e-2)
+    elif case == "side_by_side":
+        a = scene.add_capsule((0.0, 0.0), 2.0, 0.5)
+        b = scene.add_capsule((0.0, 0.8), 2.0, 0.5)
+        normal, depth = _contact(scene, a, b)
+        assert depth == pytest.approx(0.2, abs=1e-3) and normal[1] > 0.9
+    elif case == "circle_apart":
+        a = scene.add_capsule((0.0, 0.0), 2.0, 0.5)
+        b = scene.add_circle((10.0, 0.0), 0.5)
+        assert _contact(scene, a, b) is None
+    elif case == "circle_side":
+        a = scene.add_capsule((0.0, 0.0), 4.0, 0.5)
+        b = scene.add_circle((0.5, 0.8), 0.5)
+        normal, depth = _contact(scene, a, b)
+        assert depth == pytest.approx(0.2, abs=1e-3) and normal[1] > 0.9
+    elif case == "on_rectangle":  # the rectangle is body a here: normal +y from it
+        a = scene.add_box((0.0, 0.0), (10.0, 2.0))
+        b = scene.add_capsule((0.0, 1.4), 4.0, 0.5)
+        normal, depth = _contact(scene, a, b)
+        assert 0.05 < depth < 0.15 and normal[1] > 0.9
+    elif case == "rounded_boxes":  # cores 0.4 apart, skins 0.25 each: 0.1 deep along +x
+        a = scene.add_box((0.0, 0.0), (2.0, 2.0), radius=0.25)
+        b = scene.add_box((2.4, 0.0), (2.0, 2.0), radius=0.25)
+        normal, depth = _contact(scene, a, b)
+        assert depth == pytest.approx(0.1, abs=1e-2) and normal[0] > 0.9
+    else:  # a capsule of length 0 collides as the circle of its radius
+        capsule = scene.add_capsule((0.0, 0.0), 0.0, 0.5)
+        ball = scene.add_circle((3.0, 0.0), 0.5)
+        other = scene.add_circle((0.8, 0.0), 0.5)
+        twin = scene.add_circle((3.8, 0.0), 0.5)
+        assert scene.body_shape(capsule).kind == shapes.SHAPE_CIRCLE
+        assert _contact(scene, capsule, other)[1] == pytest.approx(
+            _contact(scene, ball, twin)[1], abs=1e-6)

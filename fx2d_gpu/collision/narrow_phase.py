@@ -258,6 +258,20 @@ def clip_polygons(model: ti.template(), contacts: ti.template(), pair, ref_body,
                     set_point(contacts, pair, count, ref_pos + rotate(midpoint, ref_c, ref_s),
                               skins - separation, base_feature + k)
                     count += 1
+        if count == 0 and allow_corner and skins > 0.0:
+            # Nothing between the side planes, yet the skins may touch beyond them: two
+            # segments end to end along one line (no face normal separates them).
+            s, t = closest_on_segments(v1, v2, w1, w2)
+            p, q = v1 + s * (v2 - v1), w1 + t * (w2 - w1)
+            gap = (q - p).norm()
+            if gap - skins <= margin and gap > 1e-9:
+                direction = (q - p) / gap
+                world_normal = rotate(direction, ref_c, ref_s)
+                contacts.normal[pair] = -world_normal if flip else world_normal
+                midpoint = 0.5 * (p + ref_skin * direction + q - inc_skin * direction)
+                set_point(contacts, pair, 0, ref_pos + rotate(midpoint, ref_c, ref_s),
+                          skins - gap, CORNER_FEATURE + base_feature + ti.cast(2 * s + t, ti.i32))
+                count = 1
     contacts.point_count[pair] = count
 
 
