@@ -262,10 +262,33 @@ print(json.dumps({"import_build_s": built - start, "first_step_s": first - built
 """
 
 
+_GROWTH_PROBE = """
+import json, sys, time
+import taichi as ti
+from fx2d_gpu import scenes
+small, large = int(sys.argv[2]), int(sys.argv[3])
+if sys.argv[4] == "pile":
+    first = scenes.random_pile(small, arch=sys.argv[1], seed=0)
+    first.step(1 / 60); ti.sync()
+    scene = scenes.random_pile(large, arch=sys.argv[1], seed=1)
+else:  # worlds of batched_small, as the compile probe (--quick: its kernels, cached)
+    first = scenes.batched_small(small, arch=sys.argv[1])
+    first.step(1 / 60); ti.sync()
+    scene = scenes.batched_small(large, arch=sys.argv[1])
+start = time.perf_counter()
+scene.step(1 / 60); ti.sync()
+print(json.dumps({"first_step_s": time.perf_counter() - start}))
+"""
+
+
 def bench_compile(sizes, arch, with_pymunk):
     """First step of a small scene with joints and contacts (every kernel of a step) in fresh
-    processes: with an empty offline cache, then with the cache it filled."""
+    processes: with an empty offline cache, then with the cache it filled. Then a scene 10x
+    larger than the one before it in the same process (a pile of 2,000 bodies, then 20,000:
+    the device pool grows, and its kernels compile for the new sizes)."""
     rows = []
+    # --quick: 2 then 20 small worlds, once, which only checks that the probe runs.
+    kind, small, large = ("batched", 2, 20) if sizes.quick else ("pile", 2000, 20000)
     with tempfile.TemporaryDirectory() as cache:
         env = dict(os.environ, TI_OFFLINE_CACHE_FILE_PATH=cache)
         for label in ("cold", "warm"):
@@ -279,6 +302,18 @@ def bench_compile(sizes, arch, with_pymunk):
                          "import_build_s": round(probe["import_build_s"], 2)})
             print(f"  compile ({label} cache): first step {probe['first_step_s']:.2f} s",
                   flush=True)
+        for label in ("warm",) if sizes.quick else ("cold", "warm"):
+            out = subprocess.run([sys.executable, "-c", _GROWTH_PROBE, arch, str(small),
+                                  str(large), kind], env=env, capture_output=True, text=True,
+                                 check=True).stdout
+            probe = json.loads(out.strip().splitlines()[-1])
+            rows.append({"engine": "fx2d_gpu", "scene": f"grow_10x_{label}_cache",
+                         "bodies": large + 3 if kind == "pile" else 8 * large,
+                         "worlds": 1 if kind == "pile" else large, "substeps": SUBSTEPS,
+                         "steps": 1,
+                         "first_step_s": round(probe["first_step_s"], 2)})
+            print(f"  a scene 10x the last ({label} cache): first step "
+                  f"{probe['first_step_s']:.2f} s", flush=True)
     return rows
 
 

@@ -186,6 +186,28 @@ def closest_on_segments(p1, q1, p2, q2):
 
 
 @ti.func
+def closest_point_contact(contacts: ti.template(), pair, v1, v2, w1, w2, ref_skin, inc_skin,
+                          ref_pos, ref_c, ref_s, flip, margin, base_feature):
+    """One point where the skins around segments v1-v2 (reference) and w1-w2 (incident,
+    both in the reference frame) overlap, along the line between their closest points;
+    returns the point count (0 when the skins are apart by more than margin)."""
+    s, t = closest_on_segments(v1, v2, w1, w2)
+    p, q = v1 + s * (v2 - v1), w1 + t * (w2 - w1)
+    gap = (q - p).norm()
+    count = 0
+    if gap - (ref_skin + inc_skin) <= margin and gap > 1e-9:
+        direction = (q - p) / gap
+        world_normal = rotate(direction, ref_c, ref_s)
+        contacts.normal[pair] = -world_normal if flip else world_normal
+        midpoint = 0.5 * (p + ref_skin * direction + q - inc_skin * direction)
+        set_point(contacts, pair, 0, ref_pos + rotate(midpoint, ref_c, ref_s),
+                  ref_skin + inc_skin - gap,
+                  CORNER_FEATURE + base_feature + ti.cast(2 * s + t, ti.i32))
+        count = 1
+    return count
+
+
+@ti.func
 def clip_polygons(model: ti.template(), contacts: ti.template(), pair, ref_body, inc_body, ref_edge,
                   ref_pos, ref_c, ref_s, rel_pos, rel_c, rel_s, flip, margin, core_separation,
                   allow_corner):
@@ -223,16 +245,8 @@ def clip_polygons(model: ti.template(), contacts: ti.template(), pair, ref_body,
         s, t = closest_on_segments(v1, v2, w1, w2)
         if (s == 0.0 or s == 1.0) and (t == 0.0 or t == 1.0):
             corner = True
-            p, q = v1 + s * (v2 - v1), w1 + t * (w2 - w1)
-            gap = (q - p).norm()
-            if gap - skins <= margin and gap > 1e-9:
-                direction = (q - p) / gap
-                world_normal = rotate(direction, ref_c, ref_s)
-                contacts.normal[pair] = -world_normal if flip else world_normal
-                midpoint = 0.5 * (p + ref_skin * direction + q - inc_skin * direction)
-                set_point(contacts, pair, 0, ref_pos + rotate(midpoint, ref_c, ref_s),
-                          skins - gap, CORNER_FEATURE + base_feature + ti.cast(2 * s + t, ti.i32))
-                count = 1
+            count = closest_point_contact(contacts, pair, v1, v2, w1, w2, ref_skin, inc_skin,
+                                          ref_pos, ref_c, ref_s, flip, margin, base_feature)
     if not corner:
         length = tangent.dot(v2 - v1)
         # Side planes: 0 <= tangent.(w - v1) <= length.
@@ -261,17 +275,8 @@ def clip_polygons(model: ti.template(), contacts: ti.template(), pair, ref_body,
         if count == 0 and allow_corner and skins > 0.0:
             # Nothing between the side planes, yet the skins may touch beyond them: two
             # segments end to end along one line (no face normal separates them).
-            s, t = closest_on_segments(v1, v2, w1, w2)
-            p, q = v1 + s * (v2 - v1), w1 + t * (w2 - w1)
-            gap = (q - p).norm()
-            if gap - skins <= margin and gap > 1e-9:
-                direction = (q - p) / gap
-                world_normal = rotate(direction, ref_c, ref_s)
-                contacts.normal[pair] = -world_normal if flip else world_normal
-                midpoint = 0.5 * (p + ref_skin * direction + q - inc_skin * direction)
-                set_point(contacts, pair, 0, ref_pos + rotate(midpoint, ref_c, ref_s),
-                          skins - gap, CORNER_FEATURE + base_feature + ti.cast(2 * s + t, ti.i32))
-                count = 1
+            count = closest_point_contact(contacts, pair, v1, v2, w1, w2, ref_skin, inc_skin,
+                                          ref_pos, ref_c, ref_s, flip, margin, base_feature)
     contacts.point_count[pair] = count
 
 
