@@ -46,14 +46,14 @@ def test_quick_suite_runs_every_scene_and_writes_csv_and_plots(tmp_path, arch):
     assert next(tmp_path.rglob("batched.png")).stat().st_size > 0
 
 
-def test_compile_benchmark_reports_cold_and_warm(arch, tmp_path):
+def test_compile_benchmark_runs_its_probes(arch, tmp_path):
     (rows,) = suite.run(["compile"], arch=arch, quick=True, results=tmp_path,
                         plot=False).values()
-    assert [r["scene"] for r in rows] == ["compile_cold_cache", "compile_warm_cache",
-                                          "grow_10x_warm_cache"]
-    assert all(r["first_step_s"] > 0 for r in rows[:2])
-    assert rows[2]["bodies"] == 160 and rows[2]["worlds"] == 20
-    assert rows[2]["first_step_s"] >= 0
+    # --quick runs the probes warm only (the full run times a cold cache too).
+    assert [r["scene"] for r in rows] == ["compile_warm_cache", "grow_10x_warm_cache"]
+    assert rows[0]["ms_per_step"] > 0 and rows[0]["first_step_s"] >= 0
+    assert rows[1]["bodies"] == 160 and rows[1]["worlds"] == 20
+    assert rows[1]["first_step_s"] >= 0
 
 
 def test_pile_layout_starts_without_overlaps(arch):

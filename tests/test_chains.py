@@ -116,13 +116,17 @@ def test_chain_is_one_sided(arch):
     assert below not in touching and box_below not in touching
 
 
-def test_a_box_slides_along_a_flat_chain_without_catching(arch):
+@pytest.mark.parametrize("kind", ["box", "capsule", "circle"])
+def test_a_box_slides_along_a_flat_chain_without_catching(arch, kind):
     """Issue 16: a box slides 20 m along a 40-link flat chain with friction 0 and loses under
-    1 % of its speed, its vertical speed under 1 cm/s. (The same links as separate edges
-    stop it within 5 m: each joint's end catches the box's corner.)"""
+    1 % of its speed, its vertical speed under 1 cm/s (a capsule and a circle too). (The
+    same links as separate edges stop a box within 5 m: each joint's end catches its
+    corner.)"""
     scene = fx.Scene(arch=arch, enable_sleep=False)
     scene.add_chain((0.0, 0.0), [[x, 0.0] for x in np.linspace(-2.0, 38.0, 41)])
-    box = scene.add_box((0.0, 0.25), (0.5, 0.5))
+    box = {"box": lambda: scene.add_box((0.0, 0.25), (0.5, 0.5)),
+           "capsule": lambda: scene.add_capsule((0.0, 0.2), 0.6, 0.2),
+           "circle": lambda: scene.add_circle((0.0, 0.25), 0.25)}[kind]()
     state = scene.get_state()
     state.velocity[0, box] = (5.0, 0.0)
     scene.set_state(state)

@@ -101,6 +101,25 @@ def test_viewer_mesh_covers_each_body(arch):
     assert len(lines) == 2 * (4 + 20) + 2  # outlines and the circle's orientation mark
 
 
+def test_viewer_mesh_of_capsules_rounded_boxes_edges_and_chains(arch):
+    """Issue 16's shapes in the GGUI mesh: a capsule and a rounded box filled from their
+    outlines (a point on the skin beyond the core is inside), an edge and a chain's links
+    as lines only."""
+    scene = fx.Scene(gravity=(0, 0), arch=arch)
+    scene.add_capsule((2.0, 3.0), 2.0, 0.5)
+    scene.add_box((6.0, 3.0), (1.0, 1.0), radius=0.25)
+    scene.add_edge((0.0, 0.0), (0.5, 0.5), (7.5, 0.5))
+    scene.add_chain((0.0, 0.0), [[0.5, 5.5], [4.0, 5.0], [7.5, 5.5]])
+    scene.meta["size"] = (8.0, 6.0)
+    tris, _, lines, _ = build_mesh(scene, scene.get_state(), aspect=8 / 6)
+    for inside in ((3.4, 3.0), (2.0, 3.45), (6.7, 3.0), (6.0, 3.7)):  # skin, past the core
+        assert len(point_in_triangles(np.array(inside) / [8.0, 6.0], tris)) > 0, inside
+    for outside in ((3.6, 3.0), (6.74, 3.74), (4.0, 0.5)):  # past the skin; the edge
+        assert len(point_in_triangles(np.array(outside) / [8.0, 6.0], tris)) == 0, outside
+    ends = {tuple(np.round(p * [8.0, 6.0], 6)) for p in lines}
+    assert {(0.5, 0.5), (7.5, 0.5), (0.5, 5.5), (4.0, 5.0), (7.5, 5.5)} <= ends
+
+
 def test_viewer_tiles_one_per_world(arch):
     scene = fx.Scene(gravity=(0, 0), n_worlds=4, arch=arch)
     scene.add_box((0.0, 0.0), (1.0, 1.0))
