@@ -161,6 +161,22 @@ def polygon_area_centroid(vertices: np.ndarray) -> tuple[float, np.ndarray]:
     return float(area), centroid
 
 
+def as_points(points, name: str) -> np.ndarray:
+    """(k, 2) float64 from a sequence of (x, y) pairs, finite and within +-MAX_COORDINATE;
+    TypeError or ValueError naming `name` otherwise."""
+    try:
+        array = np.asarray(points, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be a sequence of (x, y) pairs") from None
+    if array.ndim != 2 or array.shape[1] != 2:
+        raise ValueError(f"{name} must have shape (k, 2), got {array.shape}")
+    if not np.all(np.isfinite(array)):
+        raise ValueError(f"{name} must be finite")
+    if len(array) and np.abs(array).max() >= MAX_COORDINATE:
+        raise ValueError(f"{name} must be within +-{MAX_COORDINATE:g}")
+    return array
+
+
 def polygon(vertices, name: str = "vertices", radius=0.0) -> tuple[Shape, np.ndarray]:
     """Validate a convex polygon, make it counter-clockwise and re-centre it on its centroid;
     radius (m, >= 0) rounds it (the centroid is then the rounded shape's).
@@ -169,19 +185,10 @@ def polygon(vertices, name: str = "vertices", radius=0.0) -> tuple[Shape, np.nda
     caller can place the body's centre of mass where the user asked.
     """
     radius = as_real(radius, "radius", minimum=0.0)
-    try:
-        verts = np.asarray(vertices, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise TypeError(f"{name} must be a sequence of (x, y) pairs") from None
-    if verts.ndim != 2 or verts.shape[1] != 2:
-        raise ValueError(f"{name} must have shape (k, 2), got {verts.shape}")
+    verts = as_points(vertices, name)
     k = verts.shape[0]
     if not 3 <= k <= MAX_POLYGON_VERTICES:
         raise ValueError(f"{name} must have 3 to {MAX_POLYGON_VERTICES} vertices, got {k}")
-    if not np.all(np.isfinite(verts)):
-        raise ValueError(f"{name} must be finite")
-    if np.abs(verts).max() >= MAX_COORDINATE:
-        raise ValueError(f"{name} must be within +-{MAX_COORDINATE:g}")
     area, centroid = polygon_area_centroid(verts)
     if abs(area) < 1e-12:
         raise ValueError(f"{name} encloses no area")
@@ -260,16 +267,9 @@ def chain(points, loop: bool = False, name: str = "points") -> list[Shape]:
     flat chain never catches on them. An open end's bound is the link's own direction out
     of it.
     """
-    try:
-        pts = np.asarray(points, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise TypeError(f"{name} must be a sequence of (x, y) pairs") from None
-    if pts.ndim != 2 or pts.shape[1] != 2:
-        raise ValueError(f"{name} must have shape (n, 2), got {pts.shape}")
+    pts = as_points(points, name)
     if len(pts) < 3:
         raise ValueError(f"{name} must have at least 3 points, got {len(pts)}")
-    if not np.all(np.isfinite(pts)) or np.abs(pts).max() >= MAX_COORDINATE:
-        raise ValueError(f"{name} must be finite and within +-{MAX_COORDINATE:g}")
     ends = np.concatenate([pts, pts[:1]]) if loop else pts
     directions = np.diff(ends, axis=0)
     lengths = np.hypot(directions[:, 0], directions[:, 1])

@@ -179,26 +179,32 @@ def _random_convex(rng):
     return np.stack([np.cos(angles), np.sin(angles)], 1) * radius * rng.uniform(0.6, 1.4, 2)
 
 
+def random_pair_poses(arch, make_a, make_b, n_worlds, reach, seed_text):
+    """Bodies 0 and 1 (made by make_a, make_b) at random poses in each world, b within
+    `reach` (m, per axis) of a: (scene, the state the device holds, contacts of all worlds,
+    {world: its contact row}). Within a few metres of the origin float32 poses are exact to
+    ~5e-7 m; references evaluate the device's (float32) poses in float64."""
+    rng = np.random.default_rng(zlib.crc32(seed_text.encode()))
+    scene = fx.Scene(gravity=(0, 0), n_worlds=n_worlds, arch=arch)
+    make_a(scene, rng)
+    make_b(scene, rng)
+    state = scene.get_state()
+    state.position[:, 0] = rng.uniform(-4, 4, size=(n_worlds, 2))
+    state.position[:, 1] = state.position[:, 0] + rng.uniform(-reach, reach, size=(n_worlds, 2))
+    state.angle[:] = rng.uniform(-np.pi, np.pi, size=(n_worlds, 2))
+    scene.set_state(state)
+    c = scene.contacts(world=None)
+    return scene, scene.get_state(), c, {w: i for i, w in enumerate(c.world)}
+
+
 @pytest.mark.parametrize("kind_a,kind_b", [("circle", "circle"), ("circle", "box"),
                                            ("box", "circle"), ("polygon", "circle"),
                                            ("box", "box"), ("box", "polygon"),
                                            ("polygon", "polygon")])
 def test_random_poses_match_numpy_reference(arch, kind_a, kind_b):
-    rng = np.random.default_rng(zlib.crc32(f"{kind_a}-{kind_b}".encode()))
     n_worlds = 600
-    scene = fx.Scene(gravity=(0, 0), n_worlds=n_worlds, arch=arch)
-    SHAPES[kind_a](scene, rng)
-    SHAPES[kind_b](scene, rng)
-    state = scene.get_state()
-    # Within a few metres of the origin: float32 poses there are exact to ~5e-7 m.
-    state.position[:, 0] = rng.uniform(-4, 4, size=(n_worlds, 2))
-    state.position[:, 1] = state.position[:, 0] + rng.uniform(-1.1, 1.1, size=(n_worlds, 2))
-    state.angle[:] = rng.uniform(-np.pi, np.pi, size=(n_worlds, 2))
-    scene.set_state(state)
-    # Compare against the poses the device holds (float32), evaluated in float64.
-    state = scene.get_state()
-    c = scene.contacts(world=None)
-    got = {w: i for i, w in enumerate(c.world)}
+    scene, state, c, got = random_pair_poses(arch, SHAPES[kind_a], SHAPES[kind_b], n_worlds,
+                                             1.1, f"{kind_a}-{kind_b}")
     shape_a, shape_b = scene.body_shape(0), scene.body_shape(1)
     checked = skipped = 0
     for w in range(n_worlds):
@@ -253,19 +259,9 @@ def test_cores_with_skins_match_numpy_reference(arch, kind_a, kind_b):
     """Capsules, rounded polygons and edges on random poses: the deepest point's depth and
     the normal against tests/reference's brute-force core distance (apart) or least overlap
     (overlapping), plus both skins."""
-    rng = np.random.default_rng(zlib.crc32(f"skin-{kind_a}-{kind_b}".encode()))
     n_worlds = 400
-    scene = fx.Scene(gravity=(0, 0), n_worlds=n_worlds, arch=arch)
-    SKIN_SHAPES[kind_a](scene, rng)
-    SKIN_SHAPES[kind_b](scene, rng)
-    state = scene.get_state()
-    state.position[:, 0] = rng.uniform(-4, 4, size=(n_worlds, 2))
-    state.position[:, 1] = state.position[:, 0] + rng.uniform(-1.3, 1.3, size=(n_worlds, 2))
-    state.angle[:] = rng.uniform(-np.pi, np.pi, size=(n_worlds, 2))
-    scene.set_state(state)
-    state = scene.get_state()
-    c = scene.contacts(world=None)
-    got = {w: i for i, w in enumerate(c.world)}
+    scene, state, c, got = random_pair_poses(arch, SKIN_SHAPES[kind_a], SKIN_SHAPES[kind_b],
+                                             n_worlds, 1.3, f"skin-{kind_a}-{kind_b}")
     shape_a, shape_b = scene.body_shape(0), scene.body_shape(1)
     checked = skipped = 0
     for w in range(n_worlds):
