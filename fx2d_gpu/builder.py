@@ -77,8 +77,8 @@ class ModelBuilder:
         if mass < MIN_MASS and np.float64(mass).view(np.uint64) & ~np.uint64(1 << 63):
             raise ValueError(f"mass must be 0 (static) or >= {MIN_MASS} kg, got {mass}")
         if mass > 0.0 and shape.kind in shapes.AREALESS_KINDS:
-            raise ValueError(f"mass must be 0: an edge has no area and is static only, got "
-                             f"{mass}")
+            raise ValueError(f"mass must be 0: edges and chains have no area and are static "
+                             f"only, got {mass}")
         if inertia is None:
             inertia = mass * shapes.unit_inertia(shape)
         else:

@@ -27,7 +27,8 @@ from .shapes import MAX_POLYGON_VERTICES
 
 #: Points per contact manifold.
 MAX_MANIFOLD_POINTS = 2
-#: Graph colours solved in parallel; constraints left over go to one serial overflow colour.
+#: Graph colours solved one after the other, each in parallel; constraints left over go to
+#: the overflow colour (solver/overflow.py).
 #: 31, the most a body's 32-bit colour mask holds: a pile's candidate pairs (~16 a body)
 #: need ~25, and with 12 a 100,000-body pile put 46,280 pairs in the serial overflow.
 MAX_COLORS = 31
@@ -291,7 +292,8 @@ class Coloring(FieldGroup):
     (2 n_pairs,) entries 2 i + side, each body's sorted, in
     jacobi_entries[jacobi_start[g]:jacobi_start[g] + jacobi_count[g]]; jacobi_ticket per
     entry and jacobi_cursor (scratch of the fill).
-    Scratch: color_cursor, rank (pairs before each color_list entry), body_claim (lowest
+    Scratch: color_cursor, rank (pairs before each color_list entry; while the lists are
+    built, each constraint's place in the overflow colour), body_claim (lowest
     bid for the body this round), body_color_mask (bit c: a constraint of colour c has the
     body), uncolored (constraints that bid this step) and n_uncolored.
     """

@@ -259,7 +259,8 @@ class Scene:
 
     @property
     def n_overflow(self) -> int:
-        """Constraints the last step solved serially (overflow colour)."""
+        """Constraints the last step left to the overflow colour (more than MAX_COLORS on one
+        body; solved after the colours, solver/overflow.py)."""
         return self._cache.n_overflow
 
     @property

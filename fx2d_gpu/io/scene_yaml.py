@@ -32,7 +32,6 @@ from ..scene import Scene
 #: In the order Fx2D's loader tries them (buildShape: chain before edge; its docs list edge
 #: first): the first present wins.
 GEOMETRY_KEYS = ("circle", "capsule", "rectangle", "polygon", "chain", "edge")
-_NOT_YET = ()
 _ENTITY_KEYS = {"pose", "init_velocity", "physics", "visual", "collision"}
 _PHYSICS_KEYS = {"mass", "inertia", "gravity_scale", "vel_damping", "velocity_damping",
                  "elasticity", "static_friction", "dynamic_friction",

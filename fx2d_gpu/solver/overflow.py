@@ -24,8 +24,8 @@ import taichi as ti
 
 from ..bodies import awake_dynamic
 from ..device import MAX_COLORS
-from ..integrate import displace
 from ..launching import quick
+from .contacts import resolve_penetration, shift_body, solve_velocity
 from .joints import solve_joint
 
 vec2 = ti.math.vec2
@@ -106,24 +106,26 @@ def mean_delta(solver: ti.template(), coloring: ti.template(), slot):
 @ti.kernel
 def _solve_overflow(model: ti.template(), bodies: ti.template(), joints: ti.template(),
                     contacts: ti.template(), solver: ti.template(), coloring: ti.template(),
-                    counts: ti.template(), serial: ti.template(), pair_stage: ti.template(),
-                    position: ti.template(), n_bodies: ti.i32, h: ti.f32):
-    """One pass over the overflow colour: pair_stage(..., pair, n_bodies, h, entry) for every
-    overflow pair at once, each body's mean applied (position pass: pose and previous pose
-    moved together; velocity pass: velocities), then (position pass) the joints, one thread
-    per world."""
+                    counts: ti.template(), serial: ti.template(), position: ti.template(),
+                    n_bodies: ti.i32, h: ti.f32):
+    """One pass over the overflow colour: every overflow pair at once (position pass:
+    resolve_penetration, velocity pass: solve_velocity, each writing jacobi_delta), each
+    body's mean applied (position pass: pose and previous pose moved together; velocity
+    pass: velocities), then (position pass) the joints, one thread per world."""
     first = coloring.color_start[MAX_COLORS]
     ti.loop_config(serialize=serial)
     for i in range(coloring.n_overflow_pairs[None]):
-        pair_stage(bodies, contacts, solver, coloring.color_list[first + i], n_bodies, h, 2 * i)
+        pair = coloring.color_list[first + i]
+        if ti.static(position):
+            resolve_penetration(bodies, contacts, solver, pair, n_bodies, h, 2 * i)
+        else:
+            solve_velocity(bodies, contacts, solver, pair, n_bodies, h, 2 * i)
     ti.loop_config(serialize=serial)
     for i in range(coloring.n_jacobi_bodies[None]):
         slot = coloring.jacobi_bodies[i]
         mean = mean_delta(solver, coloring, slot)
         if ti.static(position):
-            displace(bodies, slot, vec2(mean[0], mean[1]), mean[2])
-            bodies.prev_delta_position[slot] += vec2(mean[0], mean[1])
-            bodies.prev_delta_angle[slot] += mean[2]
+            shift_body(bodies, slot, vec2(mean[0], mean[1]), mean[2])
         else:
             bodies.velocity[slot] += vec2(mean[0], mean[1])
             bodies.angular_velocity[slot] += mean[2]
@@ -151,10 +153,9 @@ def _solve_overflow_joints(model: ti.template(), bodies: ti.template(), joints: 
                 j += 1
 
 
-def solve_overflow(ctx, pair_stage, position: bool):
-    """The overflow colour's pass (see the module docstring); pair_stage:
-    contacts.resolve_penetration (position=True) or contacts.solve_velocity."""
+def solve_overflow(ctx, position: bool):
+    """The overflow colour's pass (see the module docstring): the position pass's
+    (position=True) or the velocity pass's."""
     pool = ctx.pool
     _solve_overflow(pool.model, pool.bodies, pool.joints, pool.contacts, pool.solver,
-                    pool.coloring, pool.counts, ctx.serial, pair_stage, position,
-                    ctx.n_bodies, ctx.h)
+                    pool.coloring, pool.counts, ctx.serial, position, ctx.n_bodies, ctx.h)

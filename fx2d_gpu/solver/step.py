@@ -85,7 +85,7 @@ def begin_substep(ctx, substep: int):
 def position_pass(ctx):
     """Penetration and joint constraints, colour after colour, then velocities of the
     bodies with joints derived from their displacement."""
-    _solve_pass(ctx, _position_stage, resolve_penetration, position=True)
+    _solve_pass(ctx, _position_stage, position=True)
     if ctx.n_joints:
         pool = ctx.pool
         _derive_velocities(pool.model, pool.bodies, pool.joints, ctx.serial, ctx.n_slots,
@@ -96,7 +96,7 @@ def velocity_pass(ctx):
     """Contact velocity constraints (normal impulses, friction, restitution), colour after
     colour."""
     if ctx.n_pairs:
-        _solve_pass(ctx, _velocity_stage, solve_velocity, position=False)
+        _solve_pass(ctx, _velocity_stage, position=False)
 
 
 @quick
@@ -209,13 +209,13 @@ def _solve_colors(model: ti.template(), bodies: ti.template(), joints: ti.templa
                   n_bodies, h)
 
 
-def _solve_pass(ctx, stage, pair_stage, position: bool):
+def _solve_pass(ctx, stage, position: bool):
     """stage over all constraints, colour after colour, then the overflow colour in parallel
-    (solver/overflow.py; pair_stage: the pairs' stage function)."""
+    (solver/overflow.py; `position`: which pass `stage` is)."""
     pool, cache = ctx.pool, ctx.cache
     groups = (pool.model, pool.bodies, pool.joints, pool.contacts, pool.solver, pool.coloring,
               pool.counts)
     for first_color in range(0, cache.n_colors, COLORS_PER_LAUNCH):
         _solve_colors(*groups, ctx.serial, stage, first_color, ctx.n_bodies, ctx.h)
     if cache.n_overflow:
-        solve_overflow(ctx, pair_stage, position)
+        solve_overflow(ctx, position)
