@@ -1,12 +1,23 @@
 """fx2d_gpu: a batched 2D rigid-body physics engine on Taichi, after Fx2D's XPBD design."""
 
 from .io.scene_yaml import load_scene
-from .records import Contacts, JointState, State
+from .records import (
+    ContactEventList,
+    ContactEvents,
+    Contacts,
+    JointState,
+    Overlaps,
+    RayHitList,
+    RayHits,
+    State,
+)
 from .scene import Scene
 from .shapes import MAX_POLYGON_VERTICES
 from .snapshots import SceneSnapshot
 from .solver.faults import SimulationError
 
-__all__ = ["Contacts", "JointState", "MAX_POLYGON_VERTICES", "Scene", "SceneSnapshot",
-           "SimulationError", "State", "load_scene"]
+__all__ = ["ContactEventList", "ContactEvents", "Contacts", "JointState",
+           "MAX_POLYGON_VERTICES", "Overlaps", "RayHitList", "RayHits", "Scene",
+           "SceneSnapshot", "SimulationError", "State",
+           "load_scene"]
 __version__ = "0.1.0"

@@ -7,25 +7,37 @@ from .shapes import SHAPE_CIRCLE
 
 
 @ti.func
+def active(bodies: ti.template(), slot):
+    """True for an awake, enabled body slot (a disabled one is out of the simulation)."""
+    return bodies.sleeping[slot] == 0 and bodies.enabled[slot] == 1
+
+
+@ti.func
 def moves(model: ti.template(), bodies: ti.template(), slot, body):
-    """True for an awake body that integration moves: dynamic or kinematic."""
-    return (model.inv_mass[body] > 0.0 or model.kinematic[body] == 1) and \
-        bodies.sleeping[slot] == 0
+    """True for an awake, enabled body that integration moves: dynamic or kinematic."""
+    return (model.inv_mass[body] > 0.0 or model.kinematic[body] == 1) and active(bodies, slot)
+
+
+@ti.func
+def can_move(model: ti.template(), body):
+    """True for a dynamic or kinematic body (awake or not): static bodies never move."""
+    return model.inv_mass[body] > 0.0 or model.kinematic[body] == 1
 
 
 @ti.func
 def awake_dynamic(model: ti.template(), bodies: ti.template(), slot, n_bodies):
-    """True for a dynamic body that is awake: contacts and joints can move it (static,
-    kinematic and sleeping bodies act as fixed)."""
-    return model.inv_mass[slot % n_bodies] > 0.0 and bodies.sleeping[slot] == 0
+    """True for a dynamic body that is awake and enabled: contacts and joints can move it
+    (static, kinematic, sleeping and disabled bodies act as fixed)."""
+    return model.inv_mass[slot % n_bodies] > 0.0 and active(bodies, slot)
 
 
 @ti.func
 def solver_mass(model: ti.template(), bodies: ti.template(), slot, body):
     """(inverse mass 1/kg, inverse inertia 1/(kg m^2)) of body slot `slot` (model row
-    `body`) as contacts and joints see them: 0 when static, kinematic or asleep."""
+    `body`) as contacts and joints see them: 0 when static, kinematic, asleep or
+    disabled."""
     inv_mass, inv_inertia = 0.0, 0.0
-    if bodies.sleeping[slot] == 0:
+    if active(bodies, slot):
         inv_mass = model.inv_mass[body]
         inv_inertia = model.inv_inertia[body]
     return inv_mass, inv_inertia
@@ -41,3 +53,26 @@ def bounding_radius(model: ti.template(), body):
         for i in range(model.shape_vertex_count[body]):
             r = ti.max(r, model.shape_vertices[body, i].norm())
     return r + model.shape_radius[body]
+
+
+@ti.func
+def should_collide(model: ti.template(), body_a, body_b):
+    """The collision filter of two bodies (model rows): Fx2D's collision_group (bodies
+    sharing a negative group never collide, a positive one always do, 0 is no group), else
+    Box2D's category and mask bits: each body's category must be in the other's mask."""
+    group = model.collision_group[body_a]
+    result = True
+    if group != 0 and group == model.collision_group[body_b]:
+        result = group > 0
+    else:
+        result = ((model.category_bits[body_a] & model.mask_bits[body_b]) != 0
+                  and (model.category_bits[body_b] & model.mask_bits[body_a]) != 0)
+    return result
+
+
+@ti.func
+def is_sensor_pair(model: ti.template(), contacts: ti.template(), pair, n_bodies):
+    """True when either body of the pair is a sensor: the pair is reported (contacts,
+    events) but exerts no force, never wakes a body and joins no island."""
+    return (model.sensor[contacts.body_a[pair] % n_bodies] == 1
+            or model.sensor[contacts.body_b[pair] % n_bodies] == 1)

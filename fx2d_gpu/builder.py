@@ -35,6 +35,11 @@ class Body:
     name: str | None
     external_forces: bool = True
     collides: bool = True  # False: a body with no collision shape (visual only)
+    sensor: bool = False  # detects overlaps (events), exerts and feels no contact force
+    collision_group: int = 0  # Fx2D's: a shared negative group never pairs, positive always
+    category_bits: int = 1  # Box2D's filter: which categories the body is in (32 bits)
+    mask_bits: int = 0xFFFFFFFF  # ... and which categories it collides with
+    enabled: bool = True  # False: removed from the simulation in every world, from the start
 
 
 @dataclass
@@ -65,12 +70,14 @@ class ModelBuilder:
         self.no_collision: set[tuple[int, int]] = set()  # pairs from disable_collision
         self._body_names: dict[str, int] = {}
         self._joint_names: dict[str, int] = {}
+        self.groups: dict[str, tuple[int, ...]] = {}  # entity groups: name -> members
 
     # ------------------------------------------------------------------ bodies
     def add_body(self, shape, position, *, collides=True, angle=0.0, velocity=(0.0, 0.0),
                  angular_velocity=0.0, mass=1.0, inertia=None, elasticity=0.1, static_friction=0.0,
                  dynamic_friction=0.0, gravity_scale=1.0, vel_damping=0.0, name=None,
-                 external_forces_enabled=True) -> int:
+                 external_forces_enabled=True, sensor=False, collision_group=0,
+                 category_bits=0x0001, mask_bits=0xFFFFFFFF, enabled=True) -> int:
         mass = as_real(mass, "mass", minimum=0.0)
         # By its bits: once Taichi's kernels have run, the CPU may treat subnormal floats
         # as zero (DAZ), and 1e-320 > 0 is then False.
@@ -98,7 +105,10 @@ class ModelBuilder:
             vel_damping=as_real(vel_damping, "vel_damping", minimum=0.0),
             name=name, external_forces=as_bool(external_forces_enabled,
                                                "external_forces_enabled"),
-            collides=collides,
+            collides=collides, sensor=as_bool(sensor, "sensor"),
+            collision_group=as_int32(collision_group, "collision_group"),
+            category_bits=as_bits(category_bits, "category_bits"),
+            mask_bits=as_bits(mask_bits, "mask_bits"), enabled=as_bool(enabled, "enabled"),
         )
         self.bodies.append(body)
         if name is not None:
@@ -117,6 +127,39 @@ class ModelBuilder:
         if a == b:
             raise ValueError(f"body_a and body_b must be different bodies, got {a} twice")
         self.no_collision.add((min(a, b), max(a, b)))
+
+    def set_filter(self, body: int, collision_group=None, category_bits=None,
+                   mask_bits=None) -> Body:
+        """Change a body's collision filter (None keeps a setting; all checked first)."""
+        b = self.bodies[body]
+        group = b.collision_group if collision_group is None else as_int32(
+            collision_group, "collision_group")
+        category = b.category_bits if category_bits is None else as_bits(
+            category_bits, "category_bits")
+        mask = b.mask_bits if mask_bits is None else as_bits(mask_bits, "mask_bits")
+        b.collision_group, b.category_bits, b.mask_bits = group, category, mask
+        return b
+
+    def add_group(self, name, members, self_collide: bool) -> int | None:
+        """Register group `name`; returns the negative collision group its members share
+        (None for a self-colliding group): one below every group a body has."""
+        if not isinstance(name, str):
+            raise TypeError(f"name must be a string, got {type(name).__name__}")
+        if name in self.groups:
+            raise ValueError(f"group name {name!r} is already used")
+        self.groups[name] = tuple(int(m) for m in members)
+        if self_collide:
+            return None
+        return min([b.collision_group for b in self.bodies] + [0]) - 1
+
+    def group(self, name) -> tuple[int, ...]:
+        if name not in self.groups:
+            raise ValueError(f"group name {name!r}: no group has this name")
+        return self.groups[name]
+
+    def forget_group(self, name):
+        self.group(name)
+        del self.groups[name]
 
     # ------------------------------------------------------------------ joints
     def add_revolute(self, parent, child, anchor, angle_min, angle_max, control_mode, target, pid,
@@ -220,6 +263,11 @@ class ModelBuilder:
             model["shape_normals"][i, :k] = s.normals
             if len(s.cones):  # a chain link: its contact-normal bounds after its normals
                 model["shape_normals"][i, k:k + 2] = s.cones
+        model["sensor"] = np.array([b.sensor for b in self.bodies], np.int32)
+        model["collision_group"] = np.array([b.collision_group for b in self.bodies], np.int32)
+        for key in ("category_bits", "mask_bits"):  # the same 32 bits, as int32
+            model[key] = np.array([getattr(b, key) for b in self.bodies],
+                                  np.uint32).view(np.int32)
         # Per body, the bodies it never collides with (disable_collision), sorted.
         ends = sorted([(a, b) for a, b in self.no_collision]
                       + [(b, a) for a, b in self.no_collision])
@@ -271,6 +319,7 @@ class ModelBuilder:
             "force": np.zeros((n, 2), np.float32), "torque": np.zeros(n, np.float32),
             "sleeping": np.zeros(n, np.int32), "sleep_time": np.zeros(n, np.float32),
             "island": np.arange(n, dtype=np.int32),  # each body its own island
+            "enabled": np.tile(np.array([int(b.enabled) for b in bodies], np.int32), w),
         }
         nj = len(self.joints)
         targets = np.tile(np.array([j.target for j in self.joints], np.float32), (w, 1))
@@ -390,6 +439,24 @@ def _lookup_name(name, taken: dict, kind: str) -> int:
     if name not in taken:
         raise ValueError(f"{kind} name {name!r}: no {kind} has this name")
     return taken[name]
+
+
+def as_int32(value, name: str) -> int:
+    """An int within int32's range, else TypeError / ValueError naming `name`."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    if not -(1 << 31) <= value < (1 << 31):
+        raise ValueError(f"{name} must be within int32's range, got {value}")
+    return int(value)
+
+
+def as_bits(value, name: str) -> int:
+    """A 32-bit mask (an int in [0, 2**32)), else TypeError / ValueError naming `name`."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an int bit mask, got {type(value).__name__}")
+    if not 0 <= value < (1 << 32):
+        raise ValueError(f"{name} must be a 32-bit mask in [0, 2**32), got {value}")
+    return int(value)
 
 
 def as_bool(value, name: str) -> bool:

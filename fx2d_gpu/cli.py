@@ -63,17 +63,26 @@ def simulate(scene, args, label):
 
     if args.steps < 0 or args.every < 1:
         raise SystemExit("--steps must be >= 0 and --every >= 1")
+    from .demos import controller_of
+
     frames = []
     want_frames = bool(args.gif or args.png_dir)
+    # A demo may drive its scene every frame (the lidar demo's agents and their rays).
+    controller = controller_of(scene)
+
+    def overlay():
+        return None if controller is None else controller.rays
 
     def capture():
-        frames.append(render_worlds(scene, args.size, contacts=args.contacts))
+        frames.append(render_worlds(scene, args.size, contacts=args.contacts, rays=overlay()))
 
     if want_frames:
         capture()
     progress = _Progress(args.steps)
     step_times = []
     for i in range(args.steps):
+        if controller is not None:
+            controller.before_step(scene)
         start = time.perf_counter()
         scene.step(args.dt)
         step_times.append(time.perf_counter() - start)
@@ -93,7 +102,8 @@ def simulate(scene, args, label):
             write_png(folder / f"frame_{k:05d}.png", frame)
         written.append(f"{folder}/ ({len(frames)} frames)")
     elif args.png:
-        write_png(args.png, render_worlds(scene, args.size, contacts=args.contacts))
+        write_png(args.png, render_worlds(scene, args.size, contacts=args.contacts,
+                                          rays=overlay()))
         written.append(args.png)
     if args.save:
         s = scene.get_state()

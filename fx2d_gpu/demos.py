@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from . import runtime
+from . import runtime, shapes
 from .scene import Scene
 from .scenes import pyramid, random_pile
 
@@ -160,6 +160,95 @@ def demo_shapes(arch="auto", n_worlds=1, seed=4, **_):
     return scene
 
 
+class LidarController:
+    """Drives the lidar demo's agents and keeps each frame's lidar rays for drawing.
+
+    Every step: one Scene.ray_cast for all worlds (a fan of `n_rays` rays from each agent's
+    rim, `reach` m), then a force on each agent toward its next waypoint, pushed away from
+    obstacles the lidar sees closer than 1.5 m. rays: (starts, ends, hit) of the last cast,
+    (n_worlds, n_rays, 2), (n_worlds, n_rays, 2), (n_worlds, n_rays), for render_worlds."""
+
+    def __init__(self, agent: int, radius: float, waypoints: np.ndarray, n_rays: int = 32,
+                 reach: float = 8.0, speed: float = 3.0):
+        self.agent, self.radius, self.waypoints = agent, radius, waypoints  # (w, k, 2)
+        self.target = np.zeros(len(waypoints), np.int64)
+        angles = np.linspace(0.0, 2.0 * np.pi, n_rays, endpoint=False)
+        self.fan = np.stack([np.cos(angles), np.sin(angles)], 1)
+        self.reach, self.speed = reach, speed
+        self.rays = None
+        self.ranges = None  # (n_worlds, n_rays) m: the observation an RL agent would get
+
+    def before_step(self, scene):
+        state = scene.get_state()
+        position = state.position[:, self.agent]  # (w, 2)
+        origins = position[:, None, :] + (self.radius + 0.02) * self.fan[None]
+        hits = scene.ray_cast(origins, self.fan, self.reach)  # all worlds, one call
+        self.ranges = np.where(hits.hit, hits.distance, self.reach)
+        ends = origins + self.ranges[..., None] * self.fan[None]
+        self.rays = (origins, ends, hits.hit)
+        worlds = np.arange(len(position))
+        goal = self.waypoints[worlds, self.target]
+        arrived = np.linalg.norm(goal - position, axis=1) < 0.8
+        self.target = (self.target + arrived) % self.waypoints.shape[1]
+        goal = self.waypoints[worlds, self.target]
+        to_goal = goal - position
+        desired = self.speed * to_goal / np.maximum(np.linalg.norm(to_goal, axis=1), 1e-6)[:, None]
+        near = np.clip(1.5 - self.ranges, 0.0, None)  # (w, n_rays): closeness of obstacles
+        desired -= 4.0 * (near[..., None] * self.fan[None]).sum(1)
+        force = 6.0 * (desired - state.velocity[:, self.agent])
+        scene.apply_force(self.agent, force)
+
+
+_CONTROLLERS = {}
+
+
+def controller_of(scene):
+    """The per-frame controller a demo scene comes with (its before_step(scene) runs before
+    every step; its `rays` are drawn), or None."""
+    entry = _CONTROLLERS.get(id(scene))
+    return entry[1] if entry is not None and entry[0]() is scene else None
+
+
+def demo_lidar(arch="auto", n_worlds=16, seed=5, **_):
+    """Batched lidar: in each world an agent drives to waypoints among random obstacles,
+    seeing them through a 32-ray lidar fan (one ray_cast call for all worlds a frame)."""
+    import weakref
+
+    rng = np.random.default_rng(seed)
+    scene = Scene(gravity=(0.0, 0.0), arch=arch, n_worlds=n_worlds)
+    half = 10.0
+    for x, y, w, h in ((0, -half, 2 * half + 1, 1), (0, half, 2 * half + 1, 1),
+                       (-half, 0, 1, 2 * half + 1), (half, 0, 1, 2 * half + 1)):
+        scene.add_box((x, y), (w, h), mass=0)
+    n_obstacles = 10
+    for i in range(n_obstacles):
+        if i % 2:
+            scene.add_circle((0.0, 0.0), rng.uniform(0.4, 1.0), mass=0)
+        else:
+            scene.add_box((0.0, 0.0), rng.uniform(0.6, 2.2, 2), mass=0)
+    radius = 0.3
+    agent = scene.add_circle((0.0, 0.0), radius, mass=1.0, vel_damping=0.5)
+    state = scene.get_state()
+    obstacles = slice(4, 4 + n_obstacles)
+    state.position[:, obstacles] = rng.uniform(-half + 2, half - 2, (n_worlds, n_obstacles, 2))
+    state.angle[:, obstacles] = rng.uniform(-np.pi, np.pi, (n_worlds, n_obstacles))
+    state.position[:, agent] = rng.uniform(-half + 1.5, half - 1.5, (n_worlds, 2))
+    scene.set_state(state)
+    # Move agents that start inside an obstacle to a free spot.
+    for _ in range(50):
+        inside = scene.overlap_shape(shapes.circle(radius + 0.1), state.position[:, agent][:, None])
+        blocked = np.unique(inside.world[inside.body != agent])
+        if len(blocked) == 0:
+            break
+        state.position[blocked, agent] = rng.uniform(-half + 1.5, half - 1.5, (len(blocked), 2))
+        scene.set_state(state)
+    waypoints = rng.uniform(-half + 1.5, half - 1.5, (n_worlds, 4, 2))
+    _CONTROLLERS[id(scene)] = (weakref.ref(scene), LidarController(agent, radius, waypoints))
+    scene.meta["size"] = (2 * half + 2, 2 * half + 2)
+    scene.meta["origin"] = (-half - 1, -half - 1)
+    return scene
+
+
 DEMOS = {
     "pile": demo_pile,
     "pyramid": demo_pyramid,
@@ -170,4 +259,5 @@ DEMOS = {
     "batched": demo_batched,
     "large_pile": demo_large_pile,
     "shapes": demo_shapes,
+    "lidar": demo_lidar,
 }

@@ -37,9 +37,11 @@ SCAN_BLOCK = 256
 
 #: How many entries of a saved field hold a scene's state, by extent name (see
 #: FieldGroup._field): "slots" n_slots, "slots+1" n_slots + 1, "pairs" n_pairs,
-#: "joint_slots" n_worlds * n_joints, "constraints" n_pairs + joint slots, "all" the whole
-#: field.
-EXTENTS = ("slots", "slots+1", "pairs", "joint_slots", "constraints", "all")
+#: "joint_slots" n_worlds * n_joints, "constraints" n_pairs + joint slots, "reported" the
+#: touching pairs the last step reported, "begin_events" / "end_events" its events, "all"
+#: the whole field.
+EXTENTS = ("slots", "slots+1", "pairs", "joint_slots", "constraints", "reported",
+           "begin_events", "end_events", "all")
 
 
 def next_pow2(n: int) -> int:
@@ -112,7 +114,10 @@ class BodyModel(FieldGroup):
     shape_normals (same) unit outward normal of edge (v_i, v_i+1) (a chain link, kind
     SHAPE_CHAIN: rows 2 and 3 hold its ends' contact-normal bounds, shapes.chain); filter_start
     (n_bodies + 1) and filters (n_filters): per body, the bodies it never collides with
-    (Scene.disable_collision), sorted.
+    (Scene.disable_collision), sorted; collision filter (filtering.should_collide):
+    collision_group (Fx2D's: bodies sharing a negative group never pair, a positive one
+    always), category_bits and mask_bits (32-bit masks, Box2D's rule); sensor (1: detects
+    overlaps, exerts no force, solver/contacts.py).
     """
 
     def __init__(self, builder, n_bodies: int, n_filters: int):
@@ -129,6 +134,8 @@ class BodyModel(FieldGroup):
         self._field("shape_normals", f32, (B, V), 2)
         self._field("filter_start", i32, B + 1)
         self._field("filters", i32, n_filters)
+        for name in ("collision_group", "category_bits", "mask_bits", "sensor"):
+            self._field(name, i32, B)
 
 
 @ti.data_oriented
@@ -138,7 +145,9 @@ class BodyState(FieldGroup):
     Saved: position vec2 m (centre of mass), angle rad, velocity vec2 m/s,
     angular_velocity rad/s, force vec2 N and torque N m (applied for the next step),
     sleeping (1 while asleep), sleep_time s (spent below the sleep thresholds), island (the
-    smallest slot of the body's sleep island, solver/sleep.py; its own slot otherwise).
+    smallest slot of the body's sleep island, solver/sleep.py; its own slot otherwise),
+    enabled (0: disabled in this world: never moves, pairs, joins islands or answers a
+    query; Scene.set_enabled).
     Per step: anchor_position m / anchor_angle rad (the pose when the step began);
     delta_position m / delta_angle rad (displacement since then, kept apart from the pose
     so that velocities derived from it and joint errors keep float32 precision far from
@@ -158,6 +167,7 @@ class BodyState(FieldGroup):
         self._field("sleeping", i32, N, saved="slots")
         self._field("sleep_time", f32, N, saved="slots")
         self._field("island", i32, N, saved="slots")
+        self._field("enabled", i32, N, saved="slots")
         self._field("anchor_position", f32, N, 2)
         self._field("anchor_angle", f32, N)
         self._field("delta_position", f32, N, 2)
@@ -210,18 +220,23 @@ class Manifolds(FieldGroup):
     color (see the instance); point_count (0: the pair does not touch); normal vec2 unit
     from a to b; point vec2 m (world, halfway between the surfaces); depth m (> 0
     overlapping); feature (ids matching points across steps); normal_impulse and
-    tangent_impulse N s (accumulated, tangent along (-n.y, n.x)).
+    tangent_impulse N s (accumulated, tangent along (-n.y, n.x)); touching (1: the pair
+    touched in a substep of this step, contacts.solve_velocity); total_normal_impulse,
+    total_tangent_impulse N s (applied over the step's substeps).
 
-    Three instances: `contacts` (the step's pairs, in colour order once coloured; saved;
+    Four instances: `contacts` (the step's pairs, in colour order once coloured; saved;
     color: the colour the pair had last step, -1 if none), `previous` (last step's, in
-    broad-phase order, for warm starting; color: its colour then) and `staging` (scratch:
-    the reorder by colour, and queries between steps, which must not touch `contacts`).
+    broad-phase order, for warm starting; color: its colour then), `staging` (scratch:
+    the reorder by colour, the reported list being built, and queries between steps, which
+    must not touch `contacts`) and `reported` (saved: the pairs touching at the end of the
+    last step, solver/reporting.py; pair_start per lower slot, each slot's sorted by body_b).
+    `saved`: the extent of the saved fields (None: scratch).
     """
 
-    def __init__(self, builder, n_slots: int, n_pairs: int, saved: bool):
+    def __init__(self, builder, n_slots: int, n_pairs: int, saved: str | None):
         super().__init__(builder)
         P, M = n_pairs, MAX_MANIFOLD_POINTS
-        pairs = "pairs" if saved else None
+        pairs = saved
         self._field("pair_start", i32, n_slots + 1, saved="slots+1" if saved else None)
         self._field("body_a", i32, P, saved=pairs)
         self._field("body_b", i32, P, saved=pairs)
@@ -233,6 +248,25 @@ class Manifolds(FieldGroup):
         self._field("feature", i32, (P, M), saved=pairs)
         self._field("normal_impulse", f32, (P, M), saved=pairs)
         self._field("tangent_impulse", f32, (P, M), saved=pairs)
+        reported = "reported" if saved == "reported" else None
+        self._field("touching", i32, P)
+        self._field("total_normal_impulse", f32, (P, M), saved=reported)
+        self._field("total_tangent_impulse", f32, (P, M), saved=reported)
+
+
+@ti.data_oriented
+class ContactEvents(FieldGroup):
+    """The last step's begin and end contact events (solver/reporting.py), saved: body
+    slots (begin_a, begin_b) of the pairs that started touching, sorted, and (end_a, end_b)
+    of those that stopped; capacity n_pairs each (a list never outgrows the reported
+    pairs it comes from)."""
+
+    def __init__(self, builder, n_pairs: int):
+        super().__init__(builder)
+        for name in ("begin_a", "begin_b"):
+            self._field(name, i32, n_pairs, saved="begin_events")
+        for name in ("end_a", "end_b"):
+            self._field(name, i32, n_pairs, saved="end_events")
 
 
 @ti.data_oriented
@@ -330,7 +364,9 @@ class BroadPhaseScratch(FieldGroup):
     (n_worlds,): bit L set when level L holds a body. Per grid entry (n_entries,):
     entry_body (slot), entry_cell ivec3 (cx, cy, level), entry_slot (hash-table slot);
     grid_start (table + 1) entries per table slot, then prefix sum; grid_cursor (table);
-    grid_entries (n_entries,) entry ids grouped by table slot.
+    grid_entries (n_entries,) entry ids grouped by table slot. world_lower / world_upper
+    (n_worlds,) vec2 m: the box around a world's AABBs (spatial queries only,
+    collision/queries.py, which clip rays to it).
     """
 
     def __init__(self, builder, n_slots: int, n_worlds: int, n_entries: int, table_size: int):
@@ -347,6 +383,8 @@ class BroadPhaseScratch(FieldGroup):
         self._field("grid_start", i32, table_size + 1)
         self._field("grid_cursor", i32, table_size)
         self._field("grid_entries", i32, n_entries)
+        self._field("world_lower", f32, n_worlds, 2)
+        self._field("world_upper", f32, n_worlds, 2)
 
 
 @ti.data_oriented
@@ -397,8 +435,8 @@ class ScanScratch(FieldGroup):
 
 
 #: The groups of a pool, by attribute name, in the order kernels take them.
-GROUP_NAMES = ("model", "bodies", "joints", "contacts", "previous", "staging", "solver",
-               "coloring", "broad", "islands", "counts", "faults", "scan")
+GROUP_NAMES = ("model", "bodies", "joints", "contacts", "previous", "staging", "reported",
+               "events", "solver", "coloring", "broad", "islands", "counts", "faults", "scan")
 
 
 class DevicePool:
@@ -423,9 +461,11 @@ class DevicePool:
         self.model = BodyModel(builder, capacities["models"], capacities["filters"])
         self.bodies = BodyState(builder, N)
         self.joints = Joints(builder, capacities["models"], capacities["joints"], JS)
-        self.contacts = Manifolds(builder, N, P, saved=True)
-        self.previous = Manifolds(builder, N, P, saved=False)
-        self.staging = Manifolds(builder, N, P, saved=False)
+        self.contacts = Manifolds(builder, N, P, saved="pairs")
+        self.previous = Manifolds(builder, N, P, saved=None)
+        self.staging = Manifolds(builder, N, P, saved=None)
+        self.reported = Manifolds(builder, N, P, saved="reported")
+        self.events = ContactEvents(builder, P)
         self.solver = ContactSolver(builder, N, P)
         self.coloring = Coloring(builder, N, P, JS)
         self.broad = BroadPhaseScratch(builder, N, capacities["worlds"], self.entry_capacity,

@@ -17,6 +17,8 @@ _STATIC = np.array([90, 90, 100], np.uint8)
 _PALETTE = np.array([[66, 133, 244], [219, 68, 55], [244, 180, 0], [15, 157, 88],
                      [171, 71, 188], [0, 172, 193], [255, 112, 67]], np.uint8)
 _BACKGROUND = np.array([250, 250, 248], np.uint8)
+_RAY_HIT = np.array([220, 40, 40], np.uint8)
+_RAY_MISS = np.array([120, 200, 120], np.uint8)
 
 
 def visual_of(scene, body: int) -> dict | None:
@@ -69,10 +71,13 @@ def _rgb(color, background):
         np.uint8)
 
 
-def render(scene, world: int = 0, size=(800, 600), bounds=None, contacts: bool = False, state=None):
+def render(scene, world: int = 0, size=(800, 600), bounds=None, contacts: bool = False, state=None,
+           rays=None):
     """(height, width, 3) uint8 image of `world`; bounds (xmin, ymin, xmax, ymax) in m.
 
-    state: a State to draw (default: the scene's current one).
+    state: a State to draw (default: the scene's current one). rays: line segments drawn
+    over the bodies, (starts (n, 2) m, ends (n, 2) m, hit (n,) bool): e.g. rays from their
+    origins to where they hit (red) or to their full length (green, a miss).
     """
     width, height = size
     if bounds is None:
@@ -158,14 +163,28 @@ def render(scene, world: int = 0, size=(800, 600), bounds=None, contacts: bool =
                 tip = to_pixels(found.points[i, k] + found.normal[i] * 6 / scale)[0]
                 _line(image, p, tip, np.array([200, 0, 0], np.uint8))
                 _disc(image, p, 2.5, np.array([200, 0, 0], np.uint8))
+    if rays is not None:
+        starts, ends, hit = (np.asarray(a) for a in rays)
+        for a, b, struck in zip(to_pixels(starts), to_pixels(ends), hit, strict=True):
+            _line(image, a, b, _RAY_HIT if struck else _RAY_MISS)
+            if struck:
+                _disc(image, b, 2.0, _RAY_HIT)
     return image
 
 
-def render_worlds(scene, size=(800, 600), bounds=None, contacts=False, max_tiles=64):
-    """All worlds (up to max_tiles) as a grid of tiles in one (height, width, 3) image."""
+def render_worlds(scene, size=(800, 600), bounds=None, contacts=False, max_tiles=64,
+                  rays=None):
+    """All worlds (up to max_tiles) as a grid of tiles in one (height, width, 3) image.
+
+    rays: (starts (n_worlds, n, 2), ends (n_worlds, n, 2), hit (n_worlds, n)), each world's
+    segments drawn over its tile (see render)."""
     n = min(scene.n_worlds, max_tiles)
+
+    def world_rays(w):
+        return None if rays is None else tuple(np.asarray(a)[w] for a in rays)
+
     if n == 1:
-        return render(scene, 0, size, bounds, contacts)
+        return render(scene, 0, size, bounds, contacts, rays=world_rays(0))
     columns = int(np.ceil(np.sqrt(n)))
     rows = int(np.ceil(n / columns))
     tile = (size[0] // columns, size[1] // rows)
@@ -173,7 +192,7 @@ def render_worlds(scene, size=(800, 600), bounds=None, contacts=False, max_tiles
     state = scene.get_state()
     for w in range(n):
         r, c = divmod(w, columns)
-        picture = render(scene, w, tile, bounds, contacts, state=state)
+        picture = render(scene, w, tile, bounds, contacts, state=state, rays=world_rays(w))
         image[r * tile[1]:(r + 1) * tile[1] - 1, c * tile[0]:(c + 1) * tile[0] - 1] = \
             picture[:-1, :-1]
     return image

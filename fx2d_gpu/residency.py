@@ -79,7 +79,7 @@ class Binding:
         n_filters = self.n_filters if n_filters is None else n_filters
         slots, cache = self.n_worlds * n_bodies, self.cache
         return {"bodies": slots, "models": max(n_bodies, 1), "worlds": self.n_worlds,
-                "pairs": max(cache.pair_need, cache.n_pairs),
+                "pairs": max(cache.pair_need, cache.n_pairs, cache.n_reported),
                 "entries": max(4 * slots, cache.entry_need),
                 "joints": n_joints, "joint_slots": self.n_worlds * n_joints,
                 "filters": 2 * n_filters}
@@ -87,8 +87,11 @@ class Binding:
     def extents(self) -> dict:
         """Entries of the scene's saved fields, by extent name (device.EXTENTS)."""
         slots, joint_slots = self.n_worlds * self.n_bodies, self.n_worlds * self.n_joints
-        return {"slots": slots, "slots+1": slots + 1, "pairs": self.cache.n_pairs,
-                "joint_slots": joint_slots, "constraints": self.cache.n_pairs + joint_slots}
+        cache = self.cache
+        return {"slots": slots, "slots+1": slots + 1, "pairs": cache.n_pairs,
+                "joint_slots": joint_slots, "constraints": cache.n_pairs + joint_slots,
+                "reported": cache.n_reported, "begin_events": cache.n_begin_events,
+                "end_events": cache.n_end_events}
 
 
 _state: dict = {"pool": None, "resident": None}

@@ -12,10 +12,20 @@ import numpy as np
 
 from . import kinematics, residency, runtime, shapes, transfer
 from .builder import ModelBuilder, as_bool, as_index, check_forces, check_state, check_targets
+from .collision import queries
 from .collision.broad_phase import find_candidate_pairs
 from .collision.narrow_phase import compute_manifolds
-from .device import SERIAL_SLOTS
-from .records import Contacts, JointState, State
+from .device import MAX_MANIFOLD_POINTS, SERIAL_SLOTS
+from .records import (
+    ContactEventList,
+    ContactEvents,
+    Contacts,
+    JointState,
+    Overlaps,
+    RayHitList,
+    RayHits,
+    State,
+)
 from .residency import Binding, Snapshot, serialized
 from .shapes import MAX_COORDINATE, as_real, as_vector2
 from .snapshots import SceneSnapshot, restore_snapshot, take_snapshot
@@ -347,12 +357,18 @@ class Scene:
         for joint, values in self._pending_targets.items():
             targets[:, joint] = values
         self._pending_targets = {}
+        n_reported = 0
+        if old is not None and "reported" in old:
+            state["reported"] = _renumbered_reported(old["reported"], w, binding.n_bodies,
+                                                     self.n_bodies)
+            n_reported = len(state["reported"]["body_a"])
         binding.saved = Snapshot(state)
         binding.n_bodies, binding.n_joints = self.n_bodies, self.n_joints
         binding.n_filters = len(builder.no_collision)
         self._cell = builder.cell_size()
         binding.fingerprint = None
         self._cache.forget_pairs()
+        self._cache.n_reported = n_reported  # sleeping bodies keep their contacts
         residency.release(binding)
 
     # ------------------------------------------------------------------ forces
@@ -412,6 +428,8 @@ class Scene:
             arrays["angular_velocity"].reshape(n).astype(np.float32),
             arrays["sleeping"].reshape(n).astype(np.int32))
         self._cache.contacts_current = False
+        self._cache.forget_events()
+        self._cache.state_set = True  # resting contacts are checked again (reporting.py)
 
     # ------------------------------------------------------------------ snapshots
     @serialized
@@ -446,9 +464,10 @@ class Scene:
 
     # ------------------------------------------------------------------ contacts
     def _current_contacts(self):
-        """(Manifolds group, pair count) for the current poses: the last step's, or, after
-        set_state, a broad and narrow phase (exact, no margins) into the scratch group,
-        which no later step reads: a query never changes the simulation."""
+        """(Manifolds group, pair count) of the candidate pairs at the current poses: the
+        last step's, or, after set_state, a broad and narrow phase (exact, no margins) into
+        the scratch group, which no later step reads: a query never changes the
+        simulation."""
         ctx = self._context()
         if self._cache.contacts_current:
             return ctx.pool.contacts, self._cache.n_pairs
@@ -458,27 +477,71 @@ class Scene:
 
     @serialized
     def contacts(self, world: int | None = 0) -> Contacts:
-        """Contact manifolds of `world` (None: all worlds) at the current state."""
+        """The pairs touching in `world` (None: all worlds), one row per pair, sorted by
+        (world, body_a, body_b): after a step, every pair that touched in one of its
+        substeps (a point within a quarter slop, or pushing) and the contacts of sleeping
+        bodies, with the impulses the step applied (see Contacts); before the first step or
+        after set_state, the overlaps at the current poses (no impulses)."""
         if world is not None:
             world = self._check_world(world)
-        manifolds, n = self._current_contacts()
-        count = manifolds.point_count.to_numpy()[:n]
-        a = manifolds.body_a.to_numpy()[:n]
-        b = manifolds.body_b.to_numpy()[:n]
+        ctx = self._context()
+        if self._cache.contacts_current:
+            manifolds, n = ctx.pool.reported, self._cache.n_reported
+            keep = np.arange(n)
+        else:
+            manifolds, n = self._current_contacts()
+            keep = np.nonzero(manifolds.point_count.to_numpy()[:n] > 0)[0]
+        a = manifolds.body_a.to_numpy()[:n][keep].astype(np.int64)
+        b = manifolds.body_b.to_numpy()[:n][keep].astype(np.int64)
         nb = self.n_bodies
-        touching = count > 0
+        if not self._cache.contacts_current:  # the broad phase's order: sort
+            order = np.lexsort((b, a))
+            keep, a, b = keep[order], a[order], b[order]
         if world is not None:
-            touching &= a // nb == world
-        keep = np.nonzero(touching)[0]
+            mine = a // nb == world
+            keep, a, b = keep[mine], a[mine], b[mine]
+
+        def rows(field, dtype):
+            return field.to_numpy()[:n][keep].astype(dtype)
+
+        sensor = self._binding.model["model"]["sensor"].astype(bool)
+        count = rows(manifolds.point_count, np.int64)
+        used = np.arange(MAX_MANIFOLD_POINTS)[None, :] < count[:, None]
+
+        def impulses(field):  # 0 for points past the count, and when no step led here
+            if not self._cache.contacts_current:
+                return np.zeros((len(keep), MAX_MANIFOLD_POINTS))
+            return np.where(used, rows(field, np.float64), 0.0)
+
         return Contacts(
-            world=(a[keep] // nb).astype(np.int64),
-            body_a=(a[keep] % nb).astype(np.int64), body_b=(b[keep] % nb).astype(np.int64),
-            normal=manifolds.normal.to_numpy()[:n][keep].astype(np.float64),
-            point_count=count[keep].astype(np.int64),
-            points=manifolds.point.to_numpy()[:n][keep].astype(np.float64),
-            depths=manifolds.depth.to_numpy()[:n][keep].astype(np.float64),
-            features=manifolds.feature.to_numpy()[:n][keep].astype(np.int64),
+            world=a // nb, body_a=a % nb, body_b=b % nb,
+            normal=rows(manifolds.normal, np.float64),
+            point_count=count, points=rows(manifolds.point, np.float64),
+            depths=rows(manifolds.depth, np.float64),
+            features=rows(manifolds.feature, np.int64),
+            normal_impulse=impulses(manifolds.total_normal_impulse),
+            tangent_impulse=impulses(manifolds.total_tangent_impulse),
+            sensor=sensor[a % nb] | sensor[b % nb],
         )
+
+    @serialized
+    def contact_events(self) -> ContactEvents:
+        """The last step's begin and end contact events of every world (see ContactEvents):
+        pairs that started touching and pairs that stopped, each list sorted by (world,
+        body_a, body_b). A pair that stays in contact, asleep or awake, begins once. Empty
+        before the first step and after set_state."""
+        ctx = self._context()
+        events, cache, nb = ctx.pool.events, self._cache, self.n_bodies
+        sensor = self._binding.model["model"]["sensor"].astype(bool)
+
+        def listed(a_field, b_field, n):
+            a = a_field.to_numpy()[:n].astype(np.int64)
+            b = b_field.to_numpy()[:n].astype(np.int64)
+            return ContactEventList(world=a // nb, body_a=a % nb, body_b=b % nb,
+                                    sensor=sensor[a % nb] | sensor[b % nb])
+
+        return ContactEvents(begin=listed(events.begin_a, events.begin_b, cache.n_begin_events),
+                             end=listed(events.end_a, events.end_b, cache.n_end_events))
 
     @serialized
     def candidate_pairs(self) -> np.ndarray:
@@ -491,6 +554,215 @@ class Scene:
 
     def _check_world(self, world) -> int:
         return as_index(world, "world", self._n_worlds, "worlds")
+
+    # ------------------------------------------------------------------ filtering and removal
+    @serialized
+    def set_collision_filter(self, body: int, collision_group=None, category_bits=None,
+                             mask_bits=None):
+        """Change a body's collision filter in every world (None keeps a setting): two
+        bodies sharing a negative collision_group never collide, a positive one always do
+        (0: no group, Fx2D's rule); otherwise each body's category_bits must meet the
+        other's mask_bits (32-bit masks, Box2D's rule). Takes effect from the next step;
+        the body wakes."""
+        body = self._builder.check_body(body)
+        b = self._builder.set_filter(body, collision_group, category_bits, mask_bits)
+        bits = np.array([b.category_bits, b.mask_bits], np.uint32).view(np.int32)
+        if self._binding.model is not None and self._binding.n_bodies == self.n_bodies:
+            model = self._binding.model["model"]  # what a reload of the model uploads
+            model["collision_group"][body] = b.collision_group
+            model["category_bits"][body], model["mask_bits"][body] = bits
+        if self._is_built():
+            transfer.write_filter(self._context(), body, b.collision_group, int(bits[0]),
+                                  int(bits[1]))
+
+    @serialized
+    def set_enabled(self, bodies, enabled: bool, world=None):
+        """Take bodies out of the simulation (enabled=False) or put them back, in `world`
+        (an int, a sequence of worlds, or None: every world). A disabled body keeps its
+        index and state but never moves, collides, joins a joint's constraints or answers a
+        query, as if removed; enabled again, it goes on awake from where it was. `bodies`:
+        an index or a sequence of them."""
+        enabled = as_bool(enabled, "enabled")
+        indices = self._body_list(bodies)
+        worlds = self._world_list(world)
+        slots = (worlds[:, None] * self.n_bodies + indices[None, :]).reshape(-1)
+        transfer.write_enabled(self._context(), slots.astype(np.int32), enabled)
+
+    @serialized
+    def remove_body(self, body: int):
+        """Remove a body from every world: set_enabled(body, False). Its index stays (the
+        batch layout does not change) and it never pairs again unless enabled again."""
+        self.set_enabled(self._builder.check_body(body), False)
+
+    @serialized
+    def enabled(self) -> np.ndarray:
+        """(n_worlds, n_bodies) bool: which bodies take part in each world."""
+        n = self._n_worlds * self.n_bodies
+        flags = self._context().pool.bodies.enabled.to_numpy()[:n]
+        return flags.reshape(self._n_worlds, self.n_bodies).astype(bool)
+
+    def add_group(self, name: str, bodies, self_collide: bool = False):
+        """A named set of bodies (Fx2D's entity groups). Unless self_collide, its members
+        never collide with one another: they share a new negative collision_group (their
+        own groups are replaced). Enable, disable or remove them together with
+        set_group_enabled and remove_group."""
+        members = self._body_list(bodies)
+        group = self._builder.add_group(name, members, as_bool(self_collide, "self_collide"))
+        if group is not None:
+            for body in members:
+                self.set_collision_filter(int(body), collision_group=group)
+
+    def group_bodies(self, name: str) -> np.ndarray:
+        """The body indices of group `name`, in the order they were given."""
+        return np.array(self._builder.group(name), np.int64)
+
+    def set_group_enabled(self, name: str, enabled: bool, world=None):
+        """set_enabled for every member of group `name`."""
+        self.set_enabled(self.group_bodies(name), enabled, world)
+
+    def remove_group(self, name: str):
+        """Remove every member of group `name` (remove_body) and forget the group."""
+        members = self.group_bodies(name)
+        self.set_enabled(members, False)
+        self._builder.forget_group(name)
+
+    def _body_list(self, bodies) -> np.ndarray:
+        values = np.atleast_1d(np.asarray(bodies))
+        if values.ndim != 1 or values.size == 0:
+            raise ValueError(f"bodies must be a body index or a non-empty sequence of them, "
+                             f"got {bodies!r}")
+        return np.array([self._builder.check_body(v.item() if hasattr(v, "item") else v,
+                                                  "bodies") for v in values], np.int64)
+
+    def _world_list(self, world) -> np.ndarray:
+        if world is None:
+            return np.arange(self._n_worlds)
+        values = np.atleast_1d(np.asarray(world))
+        if values.ndim != 1 or values.size == 0:
+            raise ValueError(f"world must be None, an index or a sequence of them, got {world!r}")
+        return np.array([self._check_world(v.item()) for v in values], np.int64)
+
+    # ------------------------------------------------------------------ queries
+    def _rays(self, origins, directions, max_distance):
+        """Checked rays: (n_rays, flat origins, unit directions (n_worlds * n_rays, 2),
+        limits (n_worlds * n_rays,))."""
+        w = self._n_worlds
+        origins = queries.batch_vectors(origins, "origins", w)
+        directions = queries.batch_vectors(directions, "directions", w)
+        limits = queries.batch_scalars(max_distance, "max_distance", w)
+        if np.any(limits <= 0.0) or np.any(limits > shapes.FLOAT32_MAX):
+            raise ValueError("max_distance must be > 0 (and within float32's range)")
+        length = np.hypot(directions[..., 0], directions[..., 1])
+        if np.any(length == 0.0):
+            raise ValueError("directions must not be zero")
+        n, (origins, directions, limits) = queries.broadcast(
+            w, origins=origins, directions=directions / length[..., None],
+            max_distance=limits)
+        return n, origins.reshape(-1, 2), directions.reshape(-1, 2), limits.reshape(-1)
+
+    @serialized
+    def ray_cast(self, origins, directions, max_distance, *, sensors: bool = False) -> RayHits:
+        """The nearest body each ray hits, in every world (see RayHits).
+
+        origins (m) and directions (need not be unit; not zero): (2,) one ray for every
+        world, (n_rays, 2) the same rays in every world, or (n_worlds, n_rays, 2).
+        max_distance: m, > 0, a scalar or broadcastable to (n_worlds, n_rays). Sensors are
+        skipped unless sensors=True; disabled and shape-less bodies are never hit. Ties go
+        to the lowest body index. Changes nothing a later step reads.
+        """
+        sensors = as_bool(sensors, "sensors")
+        n, origins, directions, limits = self._rays(origins, directions, max_distance)
+        w = self._n_worlds
+        if n == 0:
+            return RayHits(np.zeros((w, 0), np.int64), np.zeros((w, 0)), np.zeros((w, 0, 2)),
+                           np.zeros((w, 0, 2)))
+        ctx = self._context()
+        body, distance, normal = queries.ray_cast(ctx, origins, directions, limits, sensors)
+        miss = body < 0
+        point = origins + np.where(miss, 0.0, distance)[:, None] * directions
+        point[miss] = np.nan
+        normal[miss] = np.nan
+        return RayHits(body.reshape(w, n), distance.reshape(w, n), point.reshape(w, n, 2),
+                       normal.reshape(w, n, 2))
+
+    @serialized
+    def ray_cast_all(self, origins, directions, max_distance, *,
+                     sensors: bool = False) -> RayHitList:
+        """Every body each ray crosses, nearest first (see RayHitList); the arguments are
+        ray_cast's."""
+        sensors = as_bool(sensors, "sensors")
+        n, origins, directions, limits = self._rays(origins, directions, max_distance)
+        if n == 0:
+            empty = np.zeros(0, np.int64)
+            return RayHitList(empty, empty, empty, np.zeros(0), np.zeros((0, 2)),
+                              np.zeros((0, 2)))
+        ctx = self._context()
+        ray, body, distance, normal = queries.ray_cast(ctx, origins, directions, limits,
+                                                       sensors, every=True)
+        point = origins[ray] + distance[:, None] * directions[ray]
+        return RayHitList(ray // n, ray % n, body, distance, point, normal)
+
+    def _overlaps(self, vertices, count, skins, n: int, sensors: bool) -> Overlaps:
+        """Overlaps of n queries per world: cores vertices (n_worlds, n, k, 2) m of `count`
+        vertices, skins (n_worlds, n) m."""
+        w = self._n_worlds
+        if n == 0:
+            empty = np.zeros(0, np.int64)
+            return Overlaps(empty, empty, empty)
+        ctx = self._context()
+        query, body = queries.overlap(ctx, vertices.reshape(w * n, -1, 2),
+                                      np.full(w * n, count), skins.reshape(-1), sensors)
+        return Overlaps(query // n, query % n, body)
+
+    @serialized
+    def query_point(self, points, *, sensors: bool = False) -> Overlaps:
+        """The bodies containing each point (boundary included), in every world.
+
+        points: m, (2,), (n_points, 2) or (n_worlds, n_points, 2). Sensors only with
+        sensors=True; disabled and shape-less bodies never. Changes nothing a later step
+        reads."""
+        sensors = as_bool(sensors, "sensors")
+        w = self._n_worlds
+        n, (points,) = queries.broadcast(w, points=queries.batch_vectors(points, "points", w))
+        return self._overlaps(points[:, :, None, :], 1, np.zeros((w, n)), n, sensors)
+
+    @serialized
+    def query_aabb(self, lower, upper, *, sensors: bool = False) -> Overlaps:
+        """The bodies whose shape overlaps or touches each axis-aligned box (exactly, not
+        just their bounding boxes), in every world.
+
+        lower, upper: the boxes' corners, m, (2,), (n_boxes, 2) or (n_worlds, n_boxes, 2);
+        lower <= upper."""
+        sensors = as_bool(sensors, "sensors")
+        w = self._n_worlds
+        n, (lower, upper) = queries.broadcast(
+            w, lower=queries.batch_vectors(lower, "lower", w),
+            upper=queries.batch_vectors(upper, "upper", w))
+        if np.any(lower > upper):
+            raise ValueError("lower must be <= upper on both axes")
+        corners = np.stack([lower, np.stack([upper[..., 0], lower[..., 1]], -1), upper,
+                            np.stack([lower[..., 0], upper[..., 1]], -1)], axis=2)
+        return self._overlaps(corners, 4, np.zeros((w, n)), n, sensors)
+
+    @serialized
+    def overlap_shape(self, shape: shapes.Shape, position, angle=0.0, *,
+                      sensors: bool = False) -> Overlaps:
+        """The bodies each placed copy of `shape` (fx2d_gpu.shapes: circle, box, polygon,
+        capsule, edge ...) overlaps or touches (full containment counts), in every world.
+
+        position: m, (2,), (n_queries, 2) or (n_worlds, n_queries, 2); angle: rad, a scalar
+        or broadcastable to (n_worlds, n_queries). Edges and chain links are two-sided
+        segments here."""
+        if not isinstance(shape, shapes.Shape):
+            raise TypeError(f"shape must be a fx2d_gpu.shapes.Shape, got "
+                            f"{type(shape).__name__}")
+        sensors = as_bool(sensors, "sensors")
+        w = self._n_worlds
+        n, (position, angle) = queries.broadcast(
+            w, position=queries.batch_vectors(position, "position", w),
+            angle=queries.batch_scalars(angle, "angle", w))
+        vertices, count, skin = queries.shape_cores(shape, position, angle)
+        return self._overlaps(vertices, count, np.full((w, n), skin), n, sensors)
 
     # ------------------------------------------------------------------ copies and pickling
     @serialized
@@ -535,3 +807,16 @@ def _keep_old_rows(new: dict, old: dict, n_worlds: int, old_rows: int, rows: int
                      + rows * np.arange(n_worlds)[:, None]).ravel()
         target = new[key].reshape(n_worlds, rows, *new[key].shape[1:])
         target[:, :old_rows] = value.reshape(n_worlds, old_rows, *value.shape[1:])
+
+
+def _renumbered_reported(old: dict, n_worlds: int, old_rows: int, rows: int) -> dict:
+    """The reported contacts (saved fields of pool.reported) in a layout of `rows` bodies
+    per world instead of old_rows: body slots renumbered (the order stays sorted), each
+    lower slot's range counted again."""
+    new = {key: value.copy() for key, value in old.items() if key != "pair_start"}
+    for key in ("body_a", "body_b"):
+        slots = old[key].astype(np.int64)
+        new[key] = (slots // old_rows * rows + slots % old_rows).astype(np.int32)
+    counts = np.bincount(new["body_a"], minlength=n_worlds * rows)
+    new["pair_start"] = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
+    return new

@@ -26,7 +26,7 @@ from .residency import Snapshot
 from .solver.context import StepCache
 
 #: Version of the .npz layout written by save; load refuses others.
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: enabled flags, reported contacts and events
 #: Joint fields that set_joint_mode changes: state of a snapshot, not part of the model.
 MOTOR_FIELDS = ("mode", "pid", "max_effort")
 

@@ -88,3 +88,40 @@ def write_joint_mode(ctx, joint: int, mode: int, pid, max_effort: float):
     every world."""
     _write_joint_mode(ctx.pool.joints, ctx.pool.bodies, ctx.serial, joint, ctx.n_joints,
                       ctx.n_worlds, ctx.n_bodies, mode, pid, max_effort)
+
+
+@ti.kernel
+def _write_enabled(bodies: ti.template(), serial: ti.template(), slots: _i32, enabled: ti.i32):
+    ti.loop_config(serialize=serial)
+    for i in range(slots.shape[0]):
+        slot = slots[i]
+        if bodies.enabled[slot] != enabled:
+            bodies.enabled[slot] = enabled
+            bodies.sleeping[slot] = 0  # a body comes back awake
+            bodies.sleep_time[slot] = 0.0
+
+
+def write_enabled(ctx, slots, enabled: bool):
+    """Enable or disable body slots (k,) int32; a body whose flag changes is awake."""
+    _write_enabled(ctx.pool.bodies, ctx.serial, slots, int(enabled))
+    ctx.cache.coloring_valid = False  # pairs of a disabled body vanish, an enabled one's appear
+
+
+@ti.kernel
+def _write_filter(model: ti.template(), bodies: ti.template(), serial: ti.template(),
+                  body: ti.i32, n_worlds: ti.i32, n_bodies: ti.i32, group: ti.i32,
+                  category: ti.i32, mask: ti.i32):
+    model.collision_group[body] = group
+    model.category_bits[body] = category
+    model.mask_bits[body] = mask
+    ti.loop_config(serialize=serial)
+    for world in range(n_worlds):  # a sleeping body meets what it may now touch
+        bodies.sleeping[world * n_bodies + body] = 0
+        bodies.sleep_time[world * n_bodies + body] = 0.0
+
+
+def write_filter(ctx, body: int, group: int, category: int, mask: int):
+    """A body's collision filter (model row; the bits as int32) in every world; the body
+    wakes."""
+    _write_filter(ctx.pool.model, ctx.pool.bodies, ctx.serial, body, ctx.n_worlds,
+                  ctx.n_bodies, group, category, mask)

@@ -107,3 +107,14 @@ def test_scene_load_benchmark_runs_and_its_bodies_get_their_own_shapes(tmp_path)
         side = (0.3, 0.4, 0.5)[i // 3 % 3]
         expected = (side**2 / 6, side**2 / 8, side**2 / 9)[i % 3]
         assert scene.body_inertia(i) == pytest.approx(expected, rel=1e-9), i
+
+
+def test_queries_benchmark_runs_quick(tmp_path):
+    from benchmarks import queries
+
+    rows = queries.main(["--arch", "cpu", "--quick", "--results", str(tmp_path)])
+    assert [(r["engine"], r["case"]) for r in rows] == [
+        ("fx2d_gpu", "rays_batched"), ("fx2d_gpu", "points_batched"),
+        ("fx2d_gpu", "aabb_batched"), ("fx2d_gpu", "rays_pile"), ("pymunk", "rays_pile")]
+    assert all(r["ms_per_call"] > 0 for r in rows)
+    assert next(tmp_path.rglob("queries.csv")).stat().st_size > 0

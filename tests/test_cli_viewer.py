@@ -64,12 +64,42 @@ def test_view_without_a_display_says_why_and_suggests_a_gif(arch):
 def test_demo_list_and_a_demo_run(tmp_path, arch):
     result = fx2d("demo", "--list")
     for name in ("pyramid", "dominoes", "newtons_cradle", "rain", "car", "batched",
-                 "large_pile", "shapes"):
+                 "large_pile", "shapes", "lidar"):
         assert name in result.stdout
     result = fx2d("demo", "batched", "--steps", "4", "--every", "4", "--gif",
                   str(tmp_path / "b.gif"), "--size", "160x120", "--arch", arch)
     assert result.returncode == 0, result.stderr
     assert "x 16 worlds" in result.stdout
+
+
+def test_lidar_demo_sees_what_is_there_and_draws_its_rays(tmp_path):
+    """The lidar demo's agents steer by one batched ray cast a frame: each range is the
+    distance to the first body along the ray (checked against query_point just before and
+    just past it), and the rays are drawn in the GIF."""
+    from fx2d_gpu.demos import controller_of, demo_lidar
+
+    scene = demo_lidar(arch="cpu", n_worlds=4)
+    lidar = controller_of(scene)
+    for _ in range(10):
+        lidar.before_step(scene)
+        scene.step(1 / 60)
+    lidar.before_step(scene)
+    starts, ends, hit = lidar.rays
+    assert hit.any() and (lidar.ranges <= lidar.reach + 1e-9).all()
+    direction = (ends - starts) / lidar.ranges[..., None]
+    agent = lidar.agent
+    for offset, expect_inside in ((-2e-3, False), (2e-3, True)):
+        probe = ends + offset * direction
+        found = scene.query_point(probe)  # query index = ray index, in every world
+        inside = np.zeros(hit.shape, bool)
+        other = found.body != agent
+        np.logical_or.at(inside, (found.world[other], found.query[other]), True)
+        assert (inside[hit] == expect_inside).all()
+    result = fx2d("demo", "lidar", "--steps", "4", "--every", "2", "--gif",
+                  str(tmp_path / "l.gif"), "--size", "160x120", "--arch", "cpu")
+    assert result.returncode == 0, result.stderr
+    frames = Image.open(tmp_path / "l.gif")
+    assert frames.n_frames == 3
 
 
 def point_in_triangles(point, triangles):

@@ -7,6 +7,7 @@ import pytest
 
 import fx2d_gpu as fx
 from fx2d_gpu.demos import demo_rain
+from fx2d_gpu.snapshots import FORMAT_VERSION
 
 from .test_residency import assert_bitwise_equal, fingerprint, rig
 
@@ -89,8 +90,8 @@ def test_another_scenes_snapshot_or_file_is_refused(arch, tmp_path):
     snap = scene.snapshot()
     snap.save(old)
     data = dict(np.load(old))
-    data["meta"] = np.array(str(data["meta"]).replace('"format_version": 1',
-                                                      '"format_version": 99'))
+    data["meta"] = np.array(str(data["meta"]).replace(
+        f'"format_version": {FORMAT_VERSION}', '"format_version": 99'))
     np.savez(old, **data)
     with pytest.raises(ValueError, match="format 99"):
         scene.load_state(old)

@@ -15,7 +15,7 @@ partners sorted), with no floating-point atomics: the same input gives the same 
 
 import taichi as ti
 
-from ..bodies import awake_dynamic, bounding_radius
+from ..bodies import awake_dynamic, bounding_radius, can_move, should_collide
 from ..device import next_pow2
 from ..launching import quick
 from ..math2d import rotate
@@ -68,9 +68,10 @@ def body_aabb(model: ti.template(), bodies: ti.template(), slot, body):
 
 @ti.func
 def never_collide(model: ti.template(), joints: ti.template(), body, other_body):
-    """True when a joint links the two bodies (joined bodies do not collide) or their
-    collision was disabled (Scene.disable_collision)."""
-    linked = False
+    """True when the collision filter keeps the two bodies apart (bodies.should_collide), a
+    joint links them (joined bodies do not collide) or their collision was disabled
+    (Scene.disable_collision)."""
+    linked = not should_collide(model, body, other_body)
     for k in range(joints.body_joint_start[body], joints.body_joint_start[body + 1]):
         joint = joints.body_joints[k]
         if joints.collide[joint] == 0 and (joints.parent[joint] == other_body
@@ -80,6 +81,15 @@ def never_collide(model: ti.template(), joints: ti.template(), body, other_body)
         if model.filters[k] == other_body:
             linked = True
     return linked
+
+
+@ti.func
+def sensed(model: ti.template(), sensor, movable, other_body):
+    """A pair with a sensor (`sensor`: this body is one) is found whatever the bodies' sleep,
+    unless neither can move (two static bodies never pair): a sensor never wakes a sleeper
+    but still reports it."""
+    return ((sensor == 1 or model.sensor[other_body] == 1)
+            and (movable or can_move(model, other_body)))
 
 
 @ti.func
@@ -95,6 +105,8 @@ def visit_partners(model: ti.template(), bodies: ti.template(), joints: ti.templ
         lower = broad.aabb_lower[slot]
         upper = broad.aabb_upper[slot]
         active = awake_dynamic(model, bodies, slot, n_bodies)
+        sensor = model.sensor[body]
+        movable = can_move(model, body)
         mask = broad.world_level_mask[world] >> level
         grid_level = level
         while mask != 0:
@@ -122,7 +134,8 @@ def visit_partners(model: ti.template(), bodies: ti.template(), joints: ti.templ
                                         and cell_coord(corner.x, inv_cell) == cx
                                         and cell_coord(corner.y, inv_cell) == cy
                                         and (active
-                                             or awake_dynamic(model, bodies, other, n_bodies))
+                                             or awake_dynamic(model, bodies, other, n_bodies)
+                                             or sensed(model, sensor, movable, other_body))
                                         and not never_collide(model, joints, body, other_body)):
                                     if ti.static(fill):
                                         index = write_at + found
@@ -134,21 +147,18 @@ def visit_partners(model: ti.template(), bodies: ti.template(), joints: ti.templ
     return found
 
 
-@quick
-@ti.kernel
-def _find_pairs(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-                contacts: ti.template(), broad: ti.template(), counts: ti.template(),
-                scan: ti.template(), serial: ti.template(), n_worlds: ti.i32, n_bodies: ti.i32,
-                cell_size: ti.f32, table_mask: ti.i32, margin: ti.f32,
-                motion_time: ti.f32) -> ti.math.ivec3:
-    """Candidate pairs of all worlds into contacts.body_a/b, each body's range in
-    contacts.pair_start; counts holds what the grid and the pair list needed.
-
-    cell_size: level-0 cell edge, m. table_mask: hash-table size - 1 (a power of two - 1).
-    Each AABB is enlarged by margin (m) plus the distance the body covers in motion_time (s)
-    at its current speed, so the pairs found stay valid for a whole step.
-    If the pairs exceed the pair capacity nothing is written and counts.pairs_needed says
-    how many are needed. Returns (entries_needed, pairs_needed, lost_bodies).
+@ti.func
+def build_grid(model: ti.template(), bodies: ti.template(), broad: ti.template(),
+               counts: ti.template(), scan: ti.template(), serial: ti.template(), n_worlds,
+               n_bodies, cell_size, table_mask, margin, motion_time):
+    """The grid of every world at the current poses (the first half of the broad phase,
+    shared with the spatial queries, collision/queries.py): each body's AABB (grown by
+    margin (m) plus what it covers in motion_time (s)) and level in broad.aabb_lower/upper
+    and broad.level (-1: no shape, disabled, or a non-finite or absurd pose, counted in
+    counts.lost_bodies), broad.world_level_mask, the entries and the hash table
+    (grid_start, grid_entries). Must be called at the top level of a kernel (its loops are
+    the kernel's). counts.entries_needed says how many entries the grid needed; returns the
+    slots whose entries were written (n_slots, or 0 when they exceed the entry capacity).
     """
     n_slots = n_worlds * n_bodies
     table_size = table_mask + 1
@@ -166,7 +176,7 @@ def _find_pairs(model: ti.template(), bodies: ti.template(), joints: ti.template
         body = slot % n_bodies
         count = 0
         level = -1
-        if model.shape_kind[body] != SHAPE_NONE:
+        if model.shape_kind[body] != SHAPE_NONE and bodies.enabled[slot] == 1:
             position = bodies.position[slot]
             # NaN fails every comparison, so this rejects NaN and infinities alike.
             finite = (ti.abs(position.x) < MAX_COORDINATE and ti.abs(position.y) < MAX_COORDINATE
@@ -237,6 +247,29 @@ def _find_pairs(model: ti.template(), bodies: ti.template(), joints: ti.template
     for entry in range(broad.entry_start[write_slots]):
         # The order inside a table slot depends on thread timing; nothing below depends on it.
         broad.grid_entries[ti.atomic_add(broad.grid_cursor[broad.entry_slot[entry]], 1)] = entry
+    return write_slots
+
+
+@quick
+@ti.kernel
+def _find_pairs(model: ti.template(), bodies: ti.template(), joints: ti.template(),
+                contacts: ti.template(), broad: ti.template(), counts: ti.template(),
+                scan: ti.template(), serial: ti.template(), n_worlds: ti.i32, n_bodies: ti.i32,
+                cell_size: ti.f32, table_mask: ti.i32, margin: ti.f32,
+                motion_time: ti.f32) -> ti.math.ivec3:
+    """Candidate pairs of all worlds into contacts.body_a/b, each body's range in
+    contacts.pair_start; counts holds what the grid and the pair list needed.
+
+    cell_size: level-0 cell edge, m. table_mask: hash-table size - 1 (a power of two - 1).
+    Each AABB is enlarged by margin (m) plus the distance the body covers in motion_time (s)
+    at its current speed, so the pairs found stay valid for a whole step.
+    If the pairs exceed the pair capacity nothing is written and counts.pairs_needed says
+    how many are needed. Returns (entries_needed, pairs_needed, lost_bodies).
+    """
+    n_slots = n_worlds * n_bodies
+    write_slots = build_grid(model, bodies, broad, counts, scan, serial, n_worlds, n_bodies,
+                             cell_size, table_mask, margin, motion_time)
+    entry_fits = write_slots == n_slots
 
     ti.loop_config(serialize=serial)
     for slot in range(write_slots):
@@ -272,6 +305,11 @@ def _find_pairs(model: ti.template(), bodies: ti.template(), joints: ti.template
                          counts.lost_bodies[None])
 
 
+def grid_table_size(pool, n_slots: int) -> int:
+    """Hash-table slots the grid of n_slots body slots uses (a power of two)."""
+    return min(next_pow2(max(4 * n_slots, 1024)), pool.table_capacity)
+
+
 def find_candidate_pairs(ctx, margin: float = 0.0, motion_time: float = 0.0,
                          into: str = "contacts") -> int:
     """Candidate pairs of every world at the current poses (AABBs grown by margin (m) plus
@@ -283,7 +321,7 @@ def find_candidate_pairs(ctx, margin: float = 0.0, motion_time: float = 0.0,
     cache = ctx.cache
     while True:
         pool = ctx.pool
-        table_size = min(next_pow2(max(4 * ctx.n_slots, 1024)), pool.table_capacity)
+        table_size = grid_table_size(pool, ctx.n_slots)
         needed = _find_pairs(pool.model, pool.bodies, pool.joints, getattr(pool, into),
                              pool.broad, pool.counts, pool.scan, ctx.serial, ctx.n_worlds,
                              ctx.n_bodies, ctx.cell_size, table_size - 1, margin, motion_time)

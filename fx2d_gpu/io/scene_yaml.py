@@ -638,8 +638,6 @@ def load_scene(path_or_yaml_text, n_worlds: int = 1, arch: str = "auto", substep
         pw = _Where(f"entity '{name}'", physics, "physics.")
         pw.known(physics, _PHYSICS_KEYS)
         mass = pw.number(physics, "mass", 1.0, minimum=0.0)
-        if pw.boolean(physics, "sensor", False):
-            raise pw.error("sensor", "sensors are not supported yet")
         pw.boolean(physics, "ccd", False)  # always on: speculative contacts, swept AABBs
         visual = where.mapping(entity, "visual")
         vw = _Where(f"entity '{name}'", visual, "visual.")
@@ -685,6 +683,7 @@ def load_scene(path_or_yaml_text, n_worlds: int = 1, arch: str = "auto", substep
                                   pw.number(physics, "velocity_damping", 0.0, minimum=0.0),
                                   minimum=0.0),
             external_forces_enabled=pw.boolean(physics, "external_forces_enabled", True),
+            sensor=pw.boolean(physics, "sensor", False),
             origin=pose, com=com))
         look = dict(fill=_color(vw, visual, "texture", base_dir),
                     border=_color(vw, visual, "border_color", base_dir),
@@ -743,7 +742,7 @@ def load_scene(path_or_yaml_text, n_worlds: int = 1, arch: str = "auto", substep
         kwargs = {k: b[k] for k in ("angle", "velocity", "angular_velocity", "mass", "inertia",
                                     "elasticity", "static_friction", "dynamic_friction",
                                     "gravity_scale", "vel_damping", "name",
-                                    "external_forces_enabled")}
+                                    "external_forces_enabled", "sensor")}
         position = np.asarray(b["position"], float)
         if b["chain"] is not None:
             kwargs.pop("inertia")

@@ -17,7 +17,7 @@ each body keeps a bit mask of the colours its constraints hold.
 
 import taichi as ti
 
-from ..bodies import awake_dynamic
+from ..bodies import awake_dynamic, is_sensor_pair
 from ..device import MAX_COLORS
 from ..launching import quick
 from ..scan import exclusive_scan
@@ -103,15 +103,23 @@ def _coloring_still_valid(model: ti.template(), bodies: ti.template(), contacts:
 @ti.func
 def _bodies_of(model: ti.template(), bodies: ti.template(), joints: ti.template(),
                contacts: ti.template(), counts: ti.template(), k, n_bodies):
-    """Body slots (a, b) of constraint k and whether each is dynamic and awake."""
+    """Body slots (a, b) of constraint k and whether the constraint moves each: dynamic and
+    awake, in a constraint that is not a sensor pair (a sensor pair moves nothing, so it
+    takes a colour without holding one on its bodies)."""
     a, b = constraint_bodies(joints, contacts, counts, k, n_bodies)
-    return a, b, awake_dynamic(model, bodies, a, n_bodies), awake_dynamic(model, bodies, b,
-                                                                          n_bodies)
+    dyn_a = awake_dynamic(model, bodies, a, n_bodies)
+    dyn_b = awake_dynamic(model, bodies, b, n_bodies)
+    if k < counts.n_pairs[None] and is_sensor_pair(model, contacts, k, n_bodies):
+        dyn_a, dyn_b = False, False
+    return a, b, dyn_a, dyn_b
 
 
 @ti.func
-def mark_color(coloring: ti.template(), slot, color):
-    ti.atomic_or(coloring.body_color_mask[slot], 1 << color)
+def mark_color(coloring: ti.template(), slot, dynamic, color):
+    """Record that a constraint of `color` moves the body (nothing for a body it does not
+    move: any number of constraints may read a fixed body)."""
+    if dynamic:
+        ti.atomic_or(coloring.body_color_mask[slot], 1 << color)
 
 
 @ti.func
@@ -148,9 +156,9 @@ def _start_coloring(model: ti.template(), bodies: ti.template(), joints: ti.temp
     for k in range(n_constraints):
         color = coloring.color[k]
         if color >= 0:
-            a, b = constraint_bodies(joints, contacts, counts, k, n_bodies)
-            mark_color(coloring, a, color)
-            mark_color(coloring, b, color)
+            a, b, dyn_a, dyn_b = _bodies_of(model, bodies, joints, contacts, counts, k, n_bodies)
+            mark_color(coloring, a, dyn_a, color)
+            mark_color(coloring, b, dyn_b, color)
     ti.loop_config(serialize=serial)
     for slot in range(n_slots):
         awake = awake_dynamic(model, bodies, slot, n_bodies)
@@ -204,10 +212,11 @@ def _color_round(model: ti.template(), bodies: ti.template(), joints: ti.templat
         for i in range(n_uncolored):
             # Mark the winners' bodies and clear every bid for the next sub-round.
             k = coloring.uncolored[i]
-            a, b = constraint_bodies(joints, contacts, counts, k, n_bodies)
+            a, b, dyn_a, dyn_b = _bodies_of(model, bodies, joints, contacts, counts, k,
+                                            n_bodies)
             if coloring.color[k] == color:
-                mark_color(coloring, a, color)
-                mark_color(coloring, b, color)
+                mark_color(coloring, a, dyn_a, color)
+                mark_color(coloring, b, dyn_b, color)
             coloring.body_claim[a] = _NO_CLAIM
             coloring.body_claim[b] = _NO_CLAIM
     remaining = 0

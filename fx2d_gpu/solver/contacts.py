@@ -17,7 +17,7 @@ static ones (zero inverse mass).
 
 import taichi as ti
 
-from ..bodies import bounding_radius, solver_mass
+from ..bodies import bounding_radius, is_sensor_pair, solver_mass
 from ..collision.narrow_phase import collide_pair
 from ..integrate import displace
 from ..launching import quick
@@ -52,6 +52,10 @@ FAST_MOTION_FRACTION = 0.05
 #: friction (mu_s); faster ones slide with kinetic friction (mu_k). It is above the speed
 #: gravity adds in one substep, so a body at rest stays at rest while mu_s allows.
 STICK_SPEED = 0.05
+#: A pair touches (contacts(), contact events) in a substep where a point is deeper than
+#: -TOUCH_FRACTION of its slop at the velocity pass, or pushes: resting contacts sit about
+#: one slop deep, speculative points far apart do not count.
+TOUCH_FRACTION = 0.25
 #: Velocity iterations over a manifold's points per substep (multi-point convergence).
 VELOCITY_ITERATIONS = 1
 
@@ -186,6 +190,8 @@ def prepare_pair(model: ti.template(), bodies: ti.template(), solver: ti.templat
     wa, ia = solver_mass(model, bodies, slot_a, slot_a % n_bodies)
     wb, ib = solver_mass(model, bodies, slot_b, slot_b % n_bodies)
     body_a, body_b = slot_a % n_bodies, slot_b % n_bodies
+    if model.sensor[body_a] == 1 or model.sensor[body_b] == 1:
+        wa, ia, wb, ib = 0.0, 0.0, 0.0, 0.0  # a sensor pair moves nothing
     solver.solver_mass[pair] = ti.math.vec4(wa, ia, wb, ib)
     solver.restitution[pair] = ti.min(model.elasticity[body_a], model.elasticity[body_b])
     smallest = ti.min(bounding_radius(model, body_a), bounding_radius(model, body_b))
@@ -315,6 +321,7 @@ def solve_velocity(bodies: ti.template(), contacts: ti.template(), solver: ti.te
         velocity_b, spin_b = bodies.velocity[slot_b], bodies.angular_velocity[slot_b]
         delta_a, turn_a = bodies.delta_position[slot_a], bodies.delta_angle[slot_a]
         delta_b, turn_b = bodies.delta_position[slot_b], bodies.delta_angle[slot_b]
+        touching = False
         # Per point (row i): lever arms, targets, masses, impulses, friction coefficient.
         arm_a = ti.Matrix.zero(ti.f32, 2, 2)
         arm_b = ti.Matrix.zero(ti.f32, 2, 2)
@@ -329,6 +336,8 @@ def solve_velocity(bodies: ti.template(), contacts: ti.template(), solver: ti.te
                 # Touching: stop closing. Apart: close at most the gap in this substep.
                 depth = moved_depth(contacts, solver, pair, i, delta_a, turn_a, delta_b, turn_b)
                 target[i] = ti.min(depth, 0.0) / h
+                if depth > -TOUCH_FRACTION * solver.slop[pair]:
+                    touching = True
                 normal_mass[i] = solver.normal_mass[pair, i]
                 tangent_mass[i] = solver.tangent_mass[pair, i]
                 normal_impulse[i] = contacts.normal_impulse[pair, i]
@@ -397,6 +406,7 @@ def solve_velocity(bodies: ti.template(), contacts: ti.template(), solver: ti.te
         # bounce (Box2D v3, on the speed when the step began) misses impacts passed on within
         # the step: a ball hitting a resting row of balls starts it with approach speed 0.
         restitution = solver.restitution[pair]
+        bounce = vec2(0.0)
         if restitution > 0.0:
             for i in ti.static(range(2)):
                 if (i < count and approach[i] < -RESTITUTION_THRESHOLD and normal_impulse[i] > 0.0
@@ -404,9 +414,10 @@ def solve_velocity(bodies: ti.template(), contacts: ti.template(), solver: ti.te
                     ra, rb = vec2(arm_a[i, 0], arm_a[i, 1]), vec2(arm_b[i, 0], arm_b[i, 1])
                     vn = point_velocity(velocity_a, spin_a, velocity_b, spin_b, ra, rb).dot(normal)
                     if vn < -restitution * approach[i]:
+                        bounce[i] = (-restitution * approach[i] - vn) * normal_mass[i]
                         velocity_a, spin_a, velocity_b, spin_b = exchange(
                             velocity_a, spin_a, velocity_b, spin_b, masses, ra, rb,
-                            (-restitution * approach[i] - vn) * normal_mass[i] * normal)
+                            bounce[i] * normal)
                     # A bounce is a one-off: warm starting the impulse that stopped the
                     # impact (or the bounce) would push again next substep; only the load the
                     # point carried into the substep is kept.
@@ -418,6 +429,13 @@ def solve_velocity(bodies: ti.template(), contacts: ti.template(), solver: ti.te
             if i < count:
                 contacts.normal_impulse[pair, i] = normal_impulse[i]
                 contacts.tangent_impulse[pair, i] = tangent_impulse[i]
+                # What the point applied in this substep (the warm start included).
+                contacts.total_normal_impulse[pair, i] += normal_impulse[i] + bounce[i]
+                contacts.total_tangent_impulse[pair, i] += tangent_impulse[i]
+                if normal_impulse[i] > 0.0:
+                    touching = True
+        if touching:
+            contacts.touching[pair] = 1
         if jacobi_entry >= 0:
             solver.jacobi_delta[jacobi_entry] = vec3(
                 velocity_a - bodies.velocity[slot_a], spin_a - bodies.angular_velocity[slot_a])
@@ -485,22 +503,31 @@ def refresh_contacts(model: ti.template(), bodies: ti.template(), contacts: ti.t
                              contacts.tangent_impulse[pair, 1]])
     old_bounced = ti.Vector([solver.bounced[pair, 0], solver.bounced[pair, 1]])
     old_friction = ti.Vector([solver.friction[pair, 0], solver.friction[pair, 1]])
+    old_total_normal = ti.Vector([contacts.total_normal_impulse[pair, 0],
+                                  contacts.total_normal_impulse[pair, 1]])
+    old_total_tangent = ti.Vector([contacts.total_tangent_impulse[pair, 0],
+                                   contacts.total_tangent_impulse[pair, 1]])
     slot_a, slot_b = contacts.body_a[pair], contacts.body_b[pair]
     smallest = prepare_pair(model, bodies, solver, pair, slot_a, slot_b, n_bodies)
     mu_static, mu_kinetic = mixed_friction(model, slot_a % n_bodies, slot_b % n_bodies)
+    # A sensor pair is looked at exactly (no margin) every substep: it reports overlaps.
+    sensor = is_sensor_pair(model, contacts, pair, n_bodies)
     margin = 0.0
     if first:
+        contacts.touching[pair] = 0
         reach = pair_motion_bound(model, bodies, slot_a, slot_b, n_bodies, dt)
         relative = relative_motion_bound(model, bodies, slot_a, slot_b, n_bodies, dt)
-        fast = relative > FAST_MOTION_FRACTION * smallest  # see the docstring
+        fast = relative > FAST_MOTION_FRACTION * smallest or sensor  # see the docstring
         solver.refresh[pair] = 1 if fast else 0
         margin = reach
         if fast:
             margin = pair_motion_bound(model, bodies, slot_a, slot_b, n_bodies, h)
     else:
         margin = pair_motion_bound(model, bodies, slot_a, slot_b, n_bodies, h)
-    collide_pair(model, bodies, contacts, pair, n_bodies,
-                 SPECULATIVE_SLOPS * solver.slop[pair] + margin)
+    kept_apart = SPECULATIVE_SLOPS * solver.slop[pair] + margin  # points this far apart
+    if sensor:
+        kept_apart = 0.0
+    collide_pair(model, bodies, contacts, pair, n_bodies, kept_apart)
     delta_a, delta_b = bodies.delta_position[slot_a], bodies.delta_position[slot_b]
     solver.ref_shift[pair] = ti.math.vec4(delta_a.x, delta_a.y, delta_b.x, delta_b.y)
     solver.ref_turn[pair] = vec2(bodies.delta_angle[slot_a], bodies.delta_angle[slot_b])
@@ -516,10 +543,15 @@ def refresh_contacts(model: ti.template(), bodies: ti.template(), contacts: ti.t
         ra = point - bodies.position[slot_a]
         rb = point - bodies.position[slot_b]
         jn, jt = 0.0, 0.0
+        total_n, total_t = 0.0, 0.0
         if match >= 0:
             jn, jt = old_normal[match], old_tangent[match]
+            if not first:  # what the point received earlier in the step
+                total_n, total_t = old_total_normal[match], old_total_tangent[match]
         contacts.normal_impulse[pair, i] = jn
         contacts.tangent_impulse[pair, i] = jt
+        contacts.total_normal_impulse[pair, i] = total_n
+        contacts.total_tangent_impulse[pair, i] = total_t
         if first or match < 0:
             # A point's friction regime is that of the moment it is first found in the
             # step, before the solver acts on it; it may bounce once in the step.

@@ -23,7 +23,9 @@ class StepCache:
     lost_bodies: bodies the last broad phase left out of collision; colorings: steps that
     coloured (the others reused the last colouring); scratch_colorings: of those, the ones
     that did not start from the last colours; forces_on_device: applied forces wait on the
-    device for the next step.
+    device for the next step; n_reported, n_begin_events, n_end_events: the touching pairs
+    and the contact events the last step reported (solver/reporting.py); state_set: the
+    state was set by hand since (Scene.set_state).
     """
 
     n_pairs: int = 0
@@ -39,14 +41,26 @@ class StepCache:
     colorings: int = 0
     scratch_colorings: int = 0
     forces_on_device: bool = False
+    n_reported: int = 0
+    n_begin_events: int = 0
+    n_end_events: int = 0
+    state_set: bool = False
 
     def forget_pairs(self):
-        """No candidate pairs, contacts or colouring (a new scene, or rebuilt arrays)."""
+        """No candidate pairs, contacts, reported pairs, events or colouring (a new scene,
+        or rebuilt arrays)."""
+        self.forget_events()
+        self.n_reported = 0
         self.n_pairs = 0
         self.pairs_ordered = False
         self.coloring_valid = False
         self.colored_pairs = 0
         self.contacts_current = False
+
+    def forget_events(self):
+        """No contact events (the state was set by hand: no step led to it)."""
+        self.n_begin_events = 0
+        self.n_end_events = 0
 
 
 @dataclass

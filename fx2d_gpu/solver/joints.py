@@ -161,7 +161,8 @@ def solve_joint(model: ti.template(), bodies: ti.template(), joints: ti.template
     world, joint = joint_slot // n_joints, joint_slot % n_joints
     body1, body2 = joints.parent[joint], joints.child[joint]
     slot1, slot2 = world * n_bodies + body1, world * n_bodies + body2
-    for _ in range(JOINT_ITERATIONS):
+    # A joint with a disabled body is out of the simulation with it.
+    for _ in range(JOINT_ITERATIONS * bodies.enabled[slot1] * bodies.enabled[slot2]):
         if joints.kind[joint] == JOINT_REVOLUTE:
             anchor_constraint(model, bodies, joints, slot1, body1, slot2, body2, joint, h)
             if joints.lower[joint] > -math.pi or joints.upper[joint] < math.pi:
@@ -195,9 +196,9 @@ def update_motor(bodies: ti.template(), joints: ti.template(), joint_slot, n_joi
     world, joint = joint_slot // n_joints, joint_slot % n_joints
     mode = joints.mode[joint]
     effort = 0.0
-    if mode != MOTOR_NONE:
-        slot1 = world * n_bodies + joints.parent[joint]
-        slot2 = world * n_bodies + joints.child[joint]
+    slot1 = world * n_bodies + joints.parent[joint]
+    slot2 = world * n_bodies + joints.child[joint]
+    if mode != MOTOR_NONE and bodies.enabled[slot1] == 1 and bodies.enabled[slot2] == 1:
         position, rate = joint_coordinate(bodies, joints, slot1, slot2, joint)
         target = joints.target[joint_slot]
         if mode == MOTOR_EFFORT:

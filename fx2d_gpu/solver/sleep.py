@@ -62,6 +62,7 @@ result does not depend on the order of threads.
 
 import taichi as ti
 
+from ..bodies import can_move, is_sensor_pair
 from ..device import MAX_MANIFOLD_POINTS
 from ..launching import quick
 from .pairs import previous_pair
@@ -86,22 +87,26 @@ MAX_LABEL_LAUNCHES = 1000
 
 
 @ti.func
-def _is_node(model: ti.template(), slot, n_bodies):
-    """A dynamic body (awake or asleep): it belongs to islands."""
+def _is_node(model: ti.template(), bodies: ti.template(), slot, n_bodies):
+    """An enabled dynamic body (awake or asleep): it belongs to islands."""
     body = slot % n_bodies
-    return model.inv_mass[body] > 0.0 and model.kinematic[body] == 0
+    return (model.inv_mass[body] > 0.0 and model.kinematic[body] == 0
+            and bodies.enabled[slot] == 1)
 
 
 @ti.func
-def _can_sleep(model: ti.template(), slot, n_bodies):
-    """A dynamic or kinematic body: it has a sleep timer (static bodies never sleep)."""
-    body = slot % n_bodies
-    return model.inv_mass[body] > 0.0 or model.kinematic[body] == 1
+def _can_sleep(model: ti.template(), bodies: ti.template(), slot, n_bodies):
+    """An enabled dynamic or kinematic body: it has a sleep timer (static and disabled
+    bodies never sleep)."""
+    return can_move(model, slot % n_bodies) and bodies.enabled[slot] == 1
 
 
 @ti.func
-def _touching(contacts: ti.template(), pair):
+def _touching(model: ti.template(), contacts: ti.template(), pair, n_bodies):
+    """A manifold that joins islands: a point within TOUCH_DISTANCE, no sensor."""
     count = contacts.point_count[pair]
+    if is_sensor_pair(model, contacts, pair, n_bodies):
+        count = 0
     touching = False
     for i in ti.static(range(MAX_MANIFOLD_POINTS)):
         if i < count and contacts.depth[pair, i] > -TOUCH_DISTANCE:
@@ -188,18 +193,20 @@ def _joint_ends(joints: ti.template(), joint_slot, n_bodies, n_joints):
 
 
 @ti.func
-def _edge(model: ti.template(), joints: ti.template(), contacts: ti.template(),
+def _edge(model: ti.template(), bodies: ti.template(), joints: ti.template(),
+          contacts: ti.template(),
           islands: ti.template(), e, n_bodies, n_pairs, n_joints, n_joint_slots):
     """Edge e of the island graph as (u, v), or (-1, -1): candidate pairs [0, n_pairs), joint
     slots next, then one per body slot (a sleeping body to its previous island)."""
     u, v = -1, -1
     if e < n_pairs:
         a, b = contacts.body_a[e], contacts.body_b[e]
-        if _is_node(model, a, n_bodies) and _is_node(model, b, n_bodies) and _touching(contacts, e):
+        if (_is_node(model, bodies, a, n_bodies) and _is_node(model, bodies, b, n_bodies)
+                and _touching(model, contacts, e, n_bodies)):
             u, v = a, b
     elif e < n_pairs + n_joint_slots:
         a, b = _joint_ends(joints, e - n_pairs, n_bodies, n_joints)
-        if _is_node(model, a, n_bodies) and _is_node(model, b, n_bodies):
+        if _is_node(model, bodies, a, n_bodies) and _is_node(model, bodies, b, n_bodies):
             u, v = a, b
     else:
         slot = e - n_pairs - n_joint_slots
@@ -231,7 +238,8 @@ def _label_launch(model: ti.template(), bodies: ti.template(), joints: ti.templa
     n_edges = first_slot_edge + n_slots
     ti.loop_config(serialize=serial)
     for slot in range(n_slots * begin):
-        if settle == 1 and bodies.sleeping[slot] == 0 and _can_sleep(model, slot, n_bodies):
+        if (settle == 1 and bodies.sleeping[slot] == 0
+                and _can_sleep(model, bodies, slot, n_bodies)):
             slow = (bodies.velocity[slot].norm() < SLEEP_LINEAR_SPEED
                     and ti.abs(bodies.angular_velocity[slot]) < SLEEP_ANGULAR_SPEED)
             if slow:
@@ -239,15 +247,15 @@ def _label_launch(model: ti.template(), bodies: ti.template(), joints: ti.templa
             else:
                 bodies.sleep_time[slot] = 0.0
         previous = slot
-        if bodies.sleeping[slot] == 1 and _is_node(model, slot, n_bodies):
+        if bodies.sleeping[slot] == 1 and _is_node(model, bodies, slot, n_bodies):
             label = _island_of(bodies, slot, n_bodies)  # other bodies' labels: not written here
-            if _is_node(model, label, n_bodies):
+            if _is_node(model, bodies, label, n_bodies):
                 previous = label
         islands.previous_label[slot] = previous
         islands.parent[slot] = _key(slot)
     ti.loop_config(serialize=serial)
     for e in range(n_edges):
-        u, v = _edge(model, joints, contacts, islands, e, n_bodies, n_pairs, n_joints,
+        u, v = _edge(model, bodies, joints, contacts, islands, e, n_bodies, n_pairs, n_joints,
                      n_joint_slots)
         if u >= 0:
             _union(islands, u, v)
@@ -264,7 +272,7 @@ def _label_launch(model: ti.template(), bodies: ti.template(), joints: ti.templa
     # slot): with no concurrent hooks, one round is exact.
     ti.loop_config(serialize=serial)
     for e in range(first_slot_edge if ti.static(serial) else 0, n_edges):
-        u, v = _edge(model, joints, contacts, islands, e, n_bodies, n_pairs, n_joints,
+        u, v = _edge(model, bodies, joints, contacts, islands, e, n_bodies, n_pairs, n_joints,
                      n_joint_slots)
         if u >= 0:
             if _union(islands, u, v):
@@ -273,14 +281,14 @@ def _label_launch(model: ti.template(), bodies: ti.template(), joints: ti.templa
             slot = e - first_slot_edge
             root = _slot(islands.parent[slot])
             ti.atomic_min(bodies.island[root], slot)
-            if (settle == 1 and _can_sleep(model, slot, n_bodies) and bodies.sleeping[slot] == 0
-                    and bodies.sleep_time[slot] < SLEEP_TIME):
+            if (settle == 1 and _can_sleep(model, bodies, slot, n_bodies)
+                    and bodies.sleeping[slot] == 0 and bodies.sleep_time[slot] < SLEEP_TIME):
                 islands.wake[root] = -1
     ti.loop_config(serialize=serial)
     for slot in range(n_slots * (1 - islands.not_converged[None])):
         root = _slot(islands.parent[slot])
         bodies.island[slot] = bodies.island[root]
-        if settle == 1 and _can_sleep(model, slot, n_bodies):
+        if settle == 1 and _can_sleep(model, bodies, slot, n_bodies):
             if islands.wake[root] == -1:
                 if bodies.sleeping[slot] == 1:
                     bodies.sleeping[slot] = 0
@@ -363,7 +371,8 @@ def _wake_launch(model: ti.template(), bodies: ti.template(), joints: ti.templat
         if e < n_pairs:
             a, b = contacts.body_a[e], contacts.body_b[e]
             sleeping_a, sleeping_b = bodies.sleeping[a] == 1, bodies.sleeping[b] == 1
-            if sleeping_a != sleeping_b:
+            # A sensor exerts no force: it never wakes a sleeper.
+            if sleeping_a != sleeping_b and not is_sensor_pair(model, contacts, e, n_bodies):
                 pushed = False
                 if previous_pair(previous, a, b) >= 0:
                     pushed = _pushes(model, bodies, b if sleeping_a else a, n_bodies, _OLD_PAIR)
@@ -373,7 +382,9 @@ def _wake_launch(model: ti.template(), bodies: ti.template(), joints: ti.templat
                     islands.wake[_island_of(bodies, a if sleeping_a else b, n_bodies)] = stamp
         elif e < n_pairs + n_joint_slots:
             a, b = _joint_ends(joints, e - n_pairs, n_bodies, n_joints)
-            if bodies.sleeping[b] == 1 and _pushes(model, bodies, a, n_bodies, _JOINT):
+            if bodies.enabled[a] == 0 or bodies.enabled[b] == 0:
+                pass  # a joint with a disabled body is out of the simulation
+            elif bodies.sleeping[b] == 1 and _pushes(model, bodies, a, n_bodies, _JOINT):
                 islands.wake[_island_of(bodies, b, n_bodies)] = stamp
             if bodies.sleeping[a] == 1 and _pushes(model, bodies, b, n_bodies, _JOINT):
                 islands.wake[_island_of(bodies, a, n_bodies)] = stamp

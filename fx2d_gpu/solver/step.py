@@ -15,6 +15,7 @@ step() reads as the pipeline (Box2D v3's solver stage list, made batched):
                                                    overflow colour: solver/overflow.py),
                                                    then velocities derived for jointed bodies
                     velocity_pass                  contacts by colour (and overflow)
+    report          reporting.report_contacts      touching pairs and begin/end events
     sleep           sleep.update_sleep             timers, islands, sleep or wake whole
     clear forces    integrate.clear_forces
 
@@ -40,6 +41,7 @@ from .contacts import (
 from .joints import motor_load, solve_joint, update_motor
 from .overflow import solve_overflow
 from .pairs import carry_contacts, save_previous_pairs, store_in_color_order
+from .reporting import report_contacts
 from .sleep import update_sleep, wake_islands
 
 vec2 = ti.math.vec2
@@ -59,6 +61,7 @@ def step(ctx):
     build_body_lists(ctx)
     for substep in range(ctx.substeps):
         _substep(ctx, substep)
+    report_contacts(ctx)
     if ctx.enable_sleep:
         update_sleep(ctx)
     clear_forces(ctx)

@@ -1,0 +1,203 @@
+"""What touched what: the step's touching pairs, kept for the user, and its begin/end events.
+
+After the substeps, `report_contacts` builds the *reported* list (pool.reported, saved with
+the scene): every pair that touched in a substep of this step (contacts.touching, set by
+the velocity pass), with its manifold and the impulses applied over the step, plus the
+pairs that stay touching without being looked at: the broad phase pairs no two bodies that
+are both asleep or static, so a sleeping pile keeps the contacts it had when it fell asleep
+(as Box2D keeps a sleeping island's contacts) until one of its bodies moves, is disabled,
+or the pair is filtered out (after Scene.set_state such pairs are checked again at the new
+poses). The list is sorted by (lower slot, upper slot), which is world
+first: the same order on every run and for a world alone or in a batch.
+
+Events compare it with the last step's list: a pair in the new list and not the old one
+began touching (begin), one in the old and not the new stopped (end). A pair that stays in
+contact reports begin once, whatever the sleep of its bodies.
+
+Everything is one kernel: count per lower slot, prefix sum, fill (in thread order), sort
+each slot's entries by their upper slot (through a permutation in staging.color), mark and
+place the events, then store the sorted list. Scratch used (all free after the substeps):
+staging (the new list), solver.body_contact_cursor (fill cursors), coloring.rank and
+coloring.uncolored (event flags and their prefix sums).
+"""
+
+import taichi as ti
+
+from ..bodies import moves
+from ..collision.broad_phase import never_collide
+from ..collision.narrow_phase import collide_pair
+from ..device import MAX_MANIFOLD_POINTS
+from ..launching import quick
+from ..scan import exclusive_scan
+
+#: A resting pair checked again after set_state still touches with points this far apart
+#: (m): about the quarter slop of a touching point (contacts.TOUCH_FRACTION).
+RESTING_MARGIN = 0.0005
+#: Manifold fields a reported pair keeps (per pair, then per point).
+_REPORTED_PAIR_FIELDS = ("body_a", "body_b", "point_count", "normal")
+_REPORTED_POINT_FIELDS = ("point", "depth", "feature", "total_normal_impulse",
+                          "total_tangent_impulse")
+
+
+@ti.func
+def copy_report(dst: ti.template(), src: ti.template(), dst_pair, src_pair):
+    """dst's pair dst_pair = src's pair src_pair: what the user is told about a contact."""
+    for name in ti.static(_REPORTED_PAIR_FIELDS):
+        ti.static(getattr(dst, name))[dst_pair] = ti.static(getattr(src, name))[src_pair]
+    for name in ti.static(_REPORTED_POINT_FIELDS):
+        for i in ti.static(range(MAX_MANIFOLD_POINTS)):
+            ti.static(getattr(dst, name))[dst_pair, i] = (
+                ti.static(getattr(src, name))[src_pair, i])
+
+
+@ti.func
+def _still_resting(model: ti.template(), bodies: ti.template(), joints: ti.template(),
+                   reported: ti.template(), j, n_bodies):
+    """Last step's reported pair j still touches without this step looking at it: neither
+    body moved this step (asleep or static: the broad phase did not pair them), both are
+    enabled, neither is a sensor (sensor pairs are always found again) and the filter still
+    lets them collide."""
+    a, b = reported.body_a[j], reported.body_b[j]
+    body_a, body_b = a % n_bodies, b % n_bodies
+    return (reported.point_count[j] > 0
+            and not moves(model, bodies, a, body_a) and not moves(model, bodies, b, body_b)
+            and bodies.enabled[a] == 1 and bodies.enabled[b] == 1
+            and model.sensor[body_a] == 0 and model.sensor[body_b] == 0
+            and not never_collide(model, joints, body_a, body_b))
+
+
+@ti.func
+def _listed(manifolds: ti.template(), a, b, n_listed):
+    """Whether pair (a, b) is in a list of n_listed pairs sorted into pair_start ranges."""
+    found = False
+    if n_listed > 0:
+        start = ti.max(manifolds.pair_start[a], 0)
+        end = ti.min(manifolds.pair_start[a + 1], n_listed)
+        for i in range(start, end):
+            if manifolds.body_b[i] == b:
+                found = True
+    return found
+
+
+@quick
+@ti.kernel
+def _report_contacts(model: ti.template(), bodies: ti.template(), joints: ti.template(),
+                     contacts: ti.template(), staging: ti.template(), reported: ti.template(),
+                     events: ti.template(), solver: ti.template(), coloring: ti.template(),
+                     scan: ti.template(), serial: ti.template(), n_slots: ti.i32,
+                     n_bodies: ti.i32, n_pairs: ti.i32, n_old: ti.i32,
+                     verify: ti.i32) -> ti.math.ivec3:
+    """The new reported list into `reported` and the events into `events` (see the module
+    docstring); returns (reported pairs, begin events, end events). If the new list does
+    not fit the pair capacity nothing is written and only its size is returned.
+
+    verify: the state was set by hand since the last step (Scene.set_state), so the pairs
+    that stay without being looked at are looked at: their manifolds are found again at
+    the current poses, and only those still touching stay."""
+    ti.loop_config(serialize=serial)
+    for j in range(n_old * verify):
+        collide_pair(model, bodies, reported, j, n_bodies, RESTING_MARGIN)
+    ti.loop_config(serialize=serial)
+    for slot in range(n_slots + 1):
+        staging.pair_start[slot] = 0
+    ti.loop_config(serialize=serial)
+    for k in range(n_pairs):
+        if contacts.touching[k] == 1 and contacts.point_count[k] > 0:
+            ti.atomic_add(staging.pair_start[contacts.body_a[k]], 1)
+    ti.loop_config(serialize=serial)
+    for j in range(n_old):
+        if _still_resting(model, bodies, joints, reported, j, n_bodies):
+            ti.atomic_add(staging.pair_start[reported.body_a[j]], 1)
+    exclusive_scan(scan, staging.pair_start, n_slots, serial)
+    n_new = staging.pair_start[n_slots]
+    fits = n_new <= staging.body_a.shape[0]
+    n_fill = n_slots if fits else 0
+
+    ti.loop_config(serialize=serial)
+    for slot in range(n_fill):
+        solver.body_contact_cursor[slot] = staging.pair_start[slot]
+    ti.loop_config(serialize=serial)
+    for k in range(n_pairs if fits else 0):
+        if contacts.touching[k] == 1 and contacts.point_count[k] > 0:
+            n = ti.atomic_add(solver.body_contact_cursor[contacts.body_a[k]], 1)
+            copy_report(staging, contacts, n, k)
+    ti.loop_config(serialize=serial)
+    for j in range(n_old if fits else 0):
+        if _still_resting(model, bodies, joints, reported, j, n_bodies):
+            n = ti.atomic_add(solver.body_contact_cursor[reported.body_a[j]], 1)
+            copy_report(staging, reported, n, j)
+    # Each slot's pairs by their upper slot (unique within the slot): staging.color[n] is
+    # the staging entry that goes to place n.
+    ti.loop_config(serialize=serial)
+    for slot in range(n_fill):
+        start, end = staging.pair_start[slot], staging.pair_start[slot + 1]
+        for i in range(start, end):
+            staging.color[i] = i
+        for i in range(start + 1, end):
+            entry = staging.color[i]
+            key = staging.body_b[entry]
+            j = i - 1
+            while j >= start:
+                if staging.body_b[staging.color[j]] <= key:
+                    break
+                staging.color[j + 1] = staging.color[j]
+                j -= 1
+            staging.color[j + 1] = entry
+
+    # Events: flags, prefix sums, then the pairs in list order.
+    n_events_new = n_new if fits else 0
+    n_events_old = n_old if fits else 0
+    ti.loop_config(serialize=serial)
+    for n in range(n_events_new):
+        entry = staging.color[n]
+        known = _listed(reported, staging.body_a[entry], staging.body_b[entry], n_old)
+        coloring.rank[n] = 0 if known else 1
+    ti.loop_config(serialize=serial)
+    for j in range(n_events_old):
+        kept = _listed(staging, reported.body_a[j], reported.body_b[j], n_new)
+        coloring.uncolored[j] = 0 if kept else 1
+    exclusive_scan(scan, coloring.rank, n_events_new, serial)
+    exclusive_scan(scan, coloring.uncolored, n_events_old, serial)
+    ti.loop_config(serialize=serial)
+    for n in range(n_events_new):
+        if coloring.rank[n + 1] > coloring.rank[n]:
+            entry = staging.color[n]
+            events.begin_a[coloring.rank[n]] = staging.body_a[entry]
+            events.begin_b[coloring.rank[n]] = staging.body_b[entry]
+    ti.loop_config(serialize=serial)
+    for j in range(n_events_old):
+        if coloring.uncolored[j + 1] > coloring.uncolored[j]:
+            events.end_a[coloring.uncolored[j]] = reported.body_a[j]
+            events.end_b[coloring.uncolored[j]] = reported.body_b[j]
+    n_begin = coloring.rank[n_events_new]
+    n_end = coloring.uncolored[n_events_old]
+
+    # The new list replaces the old one (read above), in sorted order.
+    ti.loop_config(serialize=serial)
+    for slot in range(n_fill + 1 if fits else 0):
+        reported.pair_start[slot] = staging.pair_start[slot]
+    ti.loop_config(serialize=serial)
+    for n in range(n_events_new):
+        copy_report(reported, staging, n, staging.color[n])
+    return ti.math.ivec3(n_new, n_begin, n_end)
+
+
+def report_contacts(ctx):
+    """After the substeps: the reported pairs and this step's events (module docstring);
+    sets ctx.cache.n_reported, n_begin_events and n_end_events. A list that outgrows the
+    pair capacity grows the pool (nothing is dropped) and is built again."""
+    cache = ctx.cache
+    while True:
+        pool = ctx.pool
+        counts = _report_contacts(pool.model, pool.bodies, pool.joints, pool.contacts,
+                                  pool.staging, pool.reported, pool.events, pool.solver,
+                                  pool.coloring, pool.scan, ctx.serial, ctx.n_slots,
+                                  ctx.n_bodies, ctx.n_pairs, cache.n_reported,
+                                  int(cache.state_set))
+        n_new, n_begin, n_end = (int(v) for v in counts)
+        if n_new <= pool.pair_capacity:
+            break
+        cache.pair_need = max(cache.pair_need, n_new + n_new // 4)
+        ctx.pool = ctx.grow()
+    cache.n_reported, cache.n_begin_events, cache.n_end_events = n_new, n_begin, n_end
+    cache.state_set = False

@@ -1,0 +1,260 @@
+"""Contacts with impulses, begin/end events and sensors: Fx2D's test_contact_events.cpp
+scenarios with its figures, plus what a batched engine adds (every world at once, events
+across sleep, impulses that measure load)."""
+
+import numpy as np
+import pytest
+
+import fx2d_gpu as fx
+
+FRAME = 1.0 / 60.0
+
+
+def landing_scene(n_worlds=1, box_y=2.0, arch="cpu", **box):
+    """Fx2D's: a static 8 x 0.5 ground at (6, 1) and a 0.5 box above it."""
+    scene = fx.Scene(n_worlds=n_worlds, arch=arch)
+    scene.add_box((6.0, 1.0), (8.0, 0.5), mass=0.0, name="ground")
+    scene.add_box((6.0, box_y), (0.5, 0.5), name="box", **box)
+    return scene
+
+
+def sensor_box(scene, position, size, **extra):
+    """Fx2D's sensor: static (mass 0), no gravity, is_sensor."""
+    return scene.add_box(position, size, mass=0.0, gravity_scale=0.0, sensor=True,
+                         name="trigger", **extra)
+
+
+def test_no_contacts_when_separated():
+    scene = landing_scene(box_y=6.0)
+    scene.step(FRAME)
+    assert len(scene.contacts()) == 0
+    events = scene.contact_events()
+    assert len(events.begin) == 0 and len(events.end) == 0
+
+
+def test_begin_fires_once_and_contact_reported_every_resting_step_asleep_too(arch):
+    scene = landing_scene(arch=arch)
+    begins, steps_with_contact, asleep_with_contact = 0, 0, 0
+    for _ in range(180):
+        scene.step(FRAME)
+        events = scene.contact_events()
+        begins += (0, 1) in events.begin.pairs()
+        assert (0, 1) not in events.end.pairs()
+        touching = len(scene.contacts()) == 1
+        steps_with_contact += touching
+        asleep_with_contact += touching and bool(scene.get_state().sleeping[0, 1])
+    assert begins == 1
+    assert steps_with_contact > 100  # Fx2D's figure
+    assert asleep_with_contact > 60  # the box sleeps on the ground, still touching it
+
+
+def test_end_event_on_separation():
+    scene = landing_scene()
+    for _ in range(120):
+        scene.step(FRAME)
+    assert len(scene.contacts()) == 1
+    state = scene.get_state()  # teleport the box away (Fx2D: pose set, woken)
+    state.position[0, 1] = (6.0, 8.0)
+    state.velocity[:] = 0.0
+    state.sleeping[:] = False
+    scene.set_state(state)
+    assert len(scene.contact_events().begin) == 0  # set_state is no step: no events
+    ends = 0
+    for _ in range(5):
+        scene.step(FRAME)
+        ends += (0, 1) in scene.contact_events().end.pairs()
+    assert ends == 1
+
+
+def test_contact_geometry_and_impulses_measure_impact_and_load():
+    scene = landing_scene()
+    peak, last = 0.0, None
+    for _ in range(120):
+        scene.step(FRAME)
+        contacts = scene.contacts()
+        for row in range(len(contacts)):
+            assert contacts.point_count[row] > 0
+            assert abs(np.linalg.norm(contacts.normal[row]) - 1.0) < 1e-5
+            assert np.all(np.isfinite(contacts.depths[row]))
+            peak = max(peak, contacts.normal_impulse[row].sum())
+        if len(contacts):
+            last = contacts
+    assert peak > 0.0  # Fx2D: a non-zero normal impulse at impact
+    # At rest the impulse over the step carries the weight: sum / dt = m g (1 kg box).
+    load = last.normal_impulse.sum() / FRAME
+    assert load == pytest.approx(9.81, rel=1e-3)
+    assert peak / FRAME > 1.5 * 9.81  # the impact is a spike above the load
+    # Normal from the ground (body a) to the box (b): up.
+    assert last.normal[0] == pytest.approx([0.0, 1.0], abs=1e-4)
+
+
+def test_sensor_detects_but_never_deflects(arch):
+    scene = fx.Scene(arch=arch)
+    sensor_box(scene, (6.0, 5.0), (1.0, 1.0))
+    faller = scene.add_box((6.0, 8.0), (0.4, 0.4), name="faller")
+    saw_begin = saw_end = saw_overlap = False
+    slowest = np.inf
+    for _ in range(200):
+        scene.step(FRAME)
+        events = scene.contact_events()
+        saw_begin |= (0, 1) in events.begin.pairs()
+        saw_end |= (0, 1) in events.end.pairs()
+        contacts = scene.contacts()
+        if len(contacts):
+            saw_overlap = True
+            assert contacts.sensor.all()
+            slowest = min(slowest, abs(scene.get_state().velocity[0, faller, 1]))
+        if scene.get_state().position[0, faller, 1] < 1.0:
+            break
+    assert saw_begin and saw_overlap and saw_end
+    assert scene.get_state().position[0, faller, 1] < 4.0
+    assert slowest > 0.5  # Fx2D's figure: a sensor does not slow what passes through
+
+
+def test_sensor_contacts_are_triggers_and_carry_no_impulse():
+    scene = fx.Scene(arch="cpu")
+    sensor_box(scene, (6.0, 5.0), (1.5, 1.5))
+    scene.add_box((6.0, 7.0), (0.4, 0.4), name="faller")
+    checked = False
+    for _ in range(200):
+        scene.step(FRAME)
+        for flag in scene.contact_events().begin.is_trigger:
+            assert flag
+        contacts = scene.contacts()
+        if len(contacts):
+            assert np.all(contacts.normal_impulse == 0.0)
+            assert np.all(contacts.tangent_impulse == 0.0)
+            checked = True
+            break
+    assert checked
+    # A free fall through the sensor: its speed is gravity's alone.
+    velocity = scene.get_state().velocity[0, 1, 1]
+    assert velocity == pytest.approx(-9.81 * scene.time, rel=1e-3)
+
+
+def test_sensor_does_not_wake_a_sleeper_but_reports_it():
+    scene = landing_scene(box_y=1.75)
+    for _ in range(240):
+        scene.step(FRAME)
+        if scene.get_state().sleeping[0, 1]:
+            break
+    assert scene.get_state().sleeping[0, 1]
+    trigger = sensor_box(scene, (6.0, 1.75), (1.0, 1.0))
+    for _ in range(30):
+        scene.step(FRAME)
+    assert scene.get_state().sleeping[0, 1]
+    pairs = scene.contacts().pairs()
+    assert (1, trigger) in pairs
+    assert (0, 1) in pairs  # the resting contact survived the scene's rebuild
+
+
+def test_dynamic_sensor_falls_through_and_wakes_nothing():
+    """A dynamic sensor falls under gravity through a resting box."""
+    scene = landing_scene(box_y=1.75)
+    for _ in range(60):
+        scene.step(FRAME)
+    sensor = scene.add_circle((6.0, 4.0), 0.3, sensor=True)
+    overlapped = False
+    for _ in range(80):
+        scene.step(FRAME)
+        overlapped |= (1, sensor) in scene.contacts().pairs()
+    state = scene.get_state()
+    assert overlapped
+    assert state.position[0, sensor, 1] < 0.0  # through the box and the ground, free fall
+    assert state.velocity[0, sensor, 1] == pytest.approx(-9.81 * 80 * FRAME, rel=1e-3)
+    assert state.position[0, 1, 1] == pytest.approx(1.5, abs=0.01)  # the box undisturbed
+    assert state.sleeping[0, 1]
+
+
+def test_events_sorted_and_batched_like_single_worlds():
+    """Four worlds with boxes dropped from different heights: each world's contacts and
+    events are those of the same scene alone, and every list is sorted."""
+    heights = [1.8, 2.4, 3.0, 1.6]
+    batch = fx.Scene(n_worlds=4, arch="cpu")
+    batch.add_box((6.0, 1.0), (8.0, 0.5), mass=0.0)
+    for k in range(3):
+        batch.add_box((4.0 + 2.0 * k, 2.0), (0.5, 0.5))
+    state = batch.get_state()
+    for w, h in enumerate(heights):
+        state.position[w, 1:, 1] = h + 0.3 * np.arange(3)
+    batch.set_state(state)
+    singles = []
+    for w in range(4):
+        single = fx.Scene(arch="cpu")
+        single.add_box((6.0, 1.0), (8.0, 0.5), mass=0.0)
+        for k in range(3):
+            single.add_box((4.0 + 2.0 * k, 2.0), (0.5, 0.5))
+        s = single.get_state()
+        s.position[0] = state.position[w]
+        single.set_state(s)
+        singles.append(single)
+    for _ in range(70):
+        batch.step(FRAME)
+        events = batch.contact_events()
+        for lst in (events.begin, events.end):
+            keys = list(zip(lst.world, lst.body_a, lst.body_b, strict=True))
+            assert keys == sorted(keys)
+        everything = batch.contacts(None)
+        keys = list(zip(everything.world, everything.body_a, everything.body_b, strict=True))
+        assert keys == sorted(keys)
+        for w, single in enumerate(singles):
+            single.step(FRAME)
+            mine = single.contact_events()
+            assert mine.begin.pairs() == events.begin.pairs(w)
+            assert mine.end.pairs() == events.end.pairs(w)
+            ours, theirs = single.contacts(), batch.contacts(w)
+            np.testing.assert_array_equal(ours.normal_impulse, theirs.normal_impulse)
+
+
+def test_events_and_contacts_survive_snapshots_and_another_scene():
+    scene = landing_scene()
+    for _ in range(10):
+        scene.step(FRAME)
+    snap = scene.snapshot()
+    steps = 0
+    while not scene.contact_events().begin.pairs():
+        scene.step(FRAME)
+        steps += 1
+    other = landing_scene(box_y=3.0)  # another scene takes the pool meanwhile
+    other.step(FRAME)
+    assert scene.contact_events().begin.pairs() == {(0, 1)}
+    impulses = scene.contacts().normal_impulse
+    scene.restore(snap)
+    for _ in range(steps):
+        scene.step(FRAME)
+    assert scene.contact_events().begin.pairs() == {(0, 1)}
+    np.testing.assert_array_equal(scene.contacts().normal_impulse, impulses)
+
+
+def test_set_state_checks_sleeping_contacts_again():
+    """A sleeping box teleported by set_state (still asleep) ends its contact; a set_state
+    that changes nothing keeps the sleeping pile's contacts without events."""
+    scene = landing_scene(box_y=1.75)
+    while not scene.get_state().sleeping[0, 1]:
+        scene.step(FRAME)
+    scene.step(FRAME)
+    scene.set_state(scene.get_state())  # nothing changes
+    scene.step(FRAME)
+    events = scene.contact_events()
+    assert len(events.begin) == 0 and len(events.end) == 0
+    assert scene.contacts().pairs() == {(0, 1)}
+    state = scene.get_state()
+    state.position[0, 1] = (6.0, 8.0)  # away, and still asleep
+    scene.set_state(state)
+    scene.step(FRAME)
+    assert scene.get_state().sleeping[0, 1]
+    assert scene.contact_events().end.pairs() == {(0, 1)}
+    assert len(scene.contacts()) == 0
+
+
+def test_restoring_the_start_clears_contacts_and_events():
+    """Fx2D's reset(): back at the start, no contacts and no events."""
+    scene = landing_scene()
+    start = scene.snapshot()
+    for _ in range(120):
+        scene.step(FRAME)
+    assert len(scene.contacts()) == 1
+    scene.restore(start)
+    assert len(scene.contacts()) == 0
+    events = scene.contact_events()
+    assert len(events.begin) == 0 and len(events.end) == 0
