@@ -246,8 +246,9 @@ class Manifolds(FieldGroup):
         self._field("point", f32, (P, M), 2, saved=pairs)
         self._field("depth", f32, (P, M), saved=pairs)
         self._field("feature", i32, (P, M), saved=pairs)
-        self._field("normal_impulse", f32, (P, M), saved=pairs)
-        self._field("tangent_impulse", f32, (P, M), saved=pairs)
+        warm = "pairs" if saved == "pairs" else None  # warm starting: the step's pairs only
+        self._field("normal_impulse", f32, (P, M), saved=warm)
+        self._field("tangent_impulse", f32, (P, M), saved=warm)
         reported = "reported" if saved == "reported" else None
         self._field("touching", i32, P)
         self._field("total_normal_impulse", f32, (P, M), saved=reported)

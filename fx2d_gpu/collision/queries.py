@@ -61,15 +61,17 @@ def _build_query_grid(model: ti.template(), bodies: ti.template(), broad: ti.tem
                table_mask, 0.0, 0.0)
     ti.loop_config(serialize=serial)
     for world in range(n_worlds):
-        lower = vec2(ti.math.inf, ti.math.inf)
-        upper = -lower
-        for body in range(n_bodies):
-            slot = world * n_bodies + body
-            if broad.level[slot] >= 0:
-                lower = ti.min(lower, broad.aabb_lower[slot])
-                upper = ti.max(upper, broad.aabb_upper[slot])
-        broad.world_lower[world] = lower
-        broad.world_upper[world] = upper
+        broad.world_lower[world] = vec2(ti.math.inf, ti.math.inf)
+        broad.world_upper[world] = vec2(-ti.math.inf, -ti.math.inf)
+    # A parallel reduction (min and max do not depend on the order of the threads): one
+    # world of a million bodies must not be one thread's loop on a GPU.
+    ti.loop_config(serialize=serial)
+    for slot in range(n_worlds * n_bodies):
+        if broad.level[slot] >= 0:
+            world = slot // n_bodies
+            for axis in ti.static(range(2)):
+                ti.atomic_min(broad.world_lower[world][axis], broad.aabb_lower[slot][axis])
+                ti.atomic_max(broad.world_upper[world][axis], broad.aabb_upper[slot][axis])
     return counts.entries_needed[None]
 
 
