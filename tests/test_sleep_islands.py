@@ -439,3 +439,24 @@ def test_a_ball_into_four_sleeping_balls_conserves_momentum(arch):
     assert 0.5 * np.sum(velocity**2) <= 0.5 * 6.0**2 * 1.01
     assert velocity[3] == pytest.approx(6.0, rel=0.05)  # the far end of the row
     np.testing.assert_allclose(velocity[[0, 1, 2, 4]], 0.0, atol=0.3)
+
+
+def test_a_moving_kinematic_body_wakes_and_pushes_a_sleeping_one():
+    """A kinematic pusher (external forces off, 2 m/s) reaches a box asleep on the ground:
+    the broad phase pairs them, the box wakes and is pushed ahead, never passed through."""
+    scene = fx.Scene(arch="cpu")
+    scene.add_box((0.0, -0.5), (20.0, 1.0), mass=0.0)
+    box = scene.add_box((0.0, 0.5), (1.0, 1.0))
+    for _ in range(90):
+        scene.step(1 / 60)
+    assert scene.get_state().sleeping[0, box]
+    pusher = scene.add_box((-3.0, 0.5), (1.0, 1.0), external_forces_enabled=False,
+                           gravity_scale=0.0, velocity=(2.0, 0.0))
+    gaps = []
+    for _ in range(90):
+        scene.step(1 / 60)
+        state = scene.get_state()
+        gaps.append(state.position[0, box, 0] - state.position[0, pusher, 0])
+    assert not scene.get_state().sleeping[0, box]
+    assert min(gaps) > 1.0 - 0.01  # side by side at most a slop deep, never through
+    assert scene.get_state().position[0, box, 0] > 1.0  # pushed ~1 m along

@@ -15,7 +15,7 @@ partners sorted), with no floating-point atomics: the same input gives the same 
 
 import taichi as ti
 
-from ..bodies import awake_dynamic, bounding_radius, can_move, should_collide
+from ..bodies import awake_dynamic, bounding_radius, can_move, moves, should_collide
 from ..device import next_pow2
 from ..launching import quick
 from ..math2d import rotate
@@ -93,6 +93,18 @@ def sensed(model: ti.template(), sensor, movable, other_body):
 
 
 @ti.func
+def pushes_sleeper(model: ti.template(), bodies: ti.template(), driven, body, other,
+                   other_body):
+    """A moving kinematic body (`driven`: this one) and a dynamic body asleep are paired,
+    so that sleep.wake_islands can wake the sleeper it is about to push (two bodies that
+    are neither awake nor dynamic are otherwise never paired)."""
+    other_driven = (model.kinematic[other_body] == 1
+                    and moves(model, bodies, other, other_body))
+    return ((driven and model.inv_mass[other_body] > 0.0)
+            or (other_driven and model.inv_mass[body] > 0.0))
+
+
+@ti.func
 def visit_partners(model: ti.template(), bodies: ti.template(), joints: ti.template(),
                    contacts: ti.template(), broad: ti.template(), slot, n_bodies, cell_size,
                    table_mask, fill: ti.template(), write_at):
@@ -107,6 +119,7 @@ def visit_partners(model: ti.template(), bodies: ti.template(), joints: ti.templ
         active = awake_dynamic(model, bodies, slot, n_bodies)
         sensor = model.sensor[body]
         movable = can_move(model, body)
+        driven = model.kinematic[body] == 1 and moves(model, bodies, slot, body)
         mask = broad.world_level_mask[world] >> level
         grid_level = level
         while mask != 0:
@@ -135,7 +148,9 @@ def visit_partners(model: ti.template(), bodies: ti.template(), joints: ti.templ
                                         and cell_coord(corner.y, inv_cell) == cy
                                         and (active
                                              or awake_dynamic(model, bodies, other, n_bodies)
-                                             or sensed(model, sensor, movable, other_body))
+                                             or sensed(model, sensor, movable, other_body)
+                                             or pushes_sleeper(model, bodies, driven,
+                                                               body, other, other_body))
                                         and not never_collide(model, joints, body, other_body)):
                                     if ti.static(fill):
                                         index = write_at + found
