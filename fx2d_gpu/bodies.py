@@ -19,6 +19,12 @@ def moves(model: ti.template(), bodies: ti.template(), slot, body):
 
 
 @ti.func
+def moving_kinematic(model: ti.template(), bodies: ti.template(), slot, body):
+    """True for an awake, enabled kinematic body: it moves whatever it meets."""
+    return model.kinematic[body] == 1 and active(bodies, slot)
+
+
+@ti.func
 def can_move(model: ti.template(), body):
     """True for a dynamic or kinematic body (awake or not): static bodies never move."""
     return model.inv_mass[body] > 0.0 or model.kinematic[body] == 1

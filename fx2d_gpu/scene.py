@@ -565,15 +565,24 @@ class Scene:
         other's mask_bits (32-bit masks, Box2D's rule). Takes effect from the next step;
         the body wakes."""
         body = self._builder.check_body(body)
-        b = self._builder.set_filter(body, collision_group, category_bits, mask_bits)
-        bits = np.array([b.category_bits, b.mask_bits], np.uint32).view(np.int32)
+        self._builder.set_filter(body, collision_group, category_bits, mask_bits)
+        self._upload_filters([body])
+
+    def _upload_filters(self, rows):
+        """The builder's collision filters of bodies `rows` into the model a reload uploads
+        and, once built, onto the device (one launch for all of them)."""
+        rows = np.asarray(rows, np.int64)
+        bodies = [self._builder.bodies[r] for r in rows]
+        groups = np.array([b.collision_group for b in bodies], np.int32)
+        categories = np.array([b.category_bits for b in bodies], np.uint32).view(np.int32)
+        masks = np.array([b.mask_bits for b in bodies], np.uint32).view(np.int32)
         if self._binding.model is not None and self._binding.n_bodies == self.n_bodies:
-            model = self._binding.model["model"]  # what a reload of the model uploads
-            model["collision_group"][body] = b.collision_group
-            model["category_bits"][body], model["mask_bits"][body] = bits
+            model = self._binding.model["model"]
+            model["collision_group"][rows] = groups
+            model["category_bits"][rows], model["mask_bits"][rows] = categories, masks
         if self._is_built():
-            transfer.write_filter(self._context(), body, b.collision_group, int(bits[0]),
-                                  int(bits[1]))
+            transfer.write_filters(self._context(), rows.astype(np.int32), groups,
+                                   categories, masks)
 
     @serialized
     def set_enabled(self, bodies, enabled: bool, world=None):
@@ -601,6 +610,7 @@ class Scene:
         flags = self._context().pool.bodies.enabled.to_numpy()[:n]
         return flags.reshape(self._n_worlds, self.n_bodies).astype(bool)
 
+    @serialized
     def add_group(self, name: str, bodies, self_collide: bool = False):
         """A named set of bodies (Fx2D's entity groups). Unless self_collide, its members
         never collide with one another: they share a new negative collision_group (their
@@ -610,16 +620,19 @@ class Scene:
         group = self._builder.add_group(name, members, as_bool(self_collide, "self_collide"))
         if group is not None:
             for body in members:
-                self.set_collision_filter(int(body), collision_group=group)
+                self._builder.set_filter(int(body), collision_group=group)
+            self._upload_filters(members)
 
     def group_bodies(self, name: str) -> np.ndarray:
         """The body indices of group `name`, in the order they were given."""
         return np.array(self._builder.group(name), np.int64)
 
+    @serialized
     def set_group_enabled(self, name: str, enabled: bool, world=None):
         """set_enabled for every member of group `name`."""
         self.set_enabled(self.group_bodies(name), enabled, world)
 
+    @serialized
     def remove_group(self, name: str):
         """Remove every member of group `name` (remove_body) and forget the group."""
         members = self.group_bodies(name)

@@ -102,26 +102,30 @@ def _write_enabled(bodies: ti.template(), serial: ti.template(), slots: _i32, en
 
 
 def write_enabled(ctx, slots, enabled: bool):
-    """Enable or disable body slots (k,) int32; a body whose flag changes is awake."""
+    """Enable or disable body slots (k,) int32; a body whose flag changes is awake (the
+    colouring then sees a woken body, and a disabled one's pairs are gone)."""
     _write_enabled(ctx.pool.bodies, ctx.serial, slots, int(enabled))
-    ctx.cache.coloring_valid = False  # pairs of a disabled body vanish, an enabled one's appear
 
 
 @ti.kernel
-def _write_filter(model: ti.template(), bodies: ti.template(), serial: ti.template(),
-                  body: ti.i32, n_worlds: ti.i32, n_bodies: ti.i32, group: ti.i32,
-                  category: ti.i32, mask: ti.i32):
-    model.collision_group[body] = group
-    model.category_bits[body] = category
-    model.mask_bits[body] = mask
+def _write_filters(model: ti.template(), bodies: ti.template(), serial: ti.template(),
+                   rows: _i32, n_worlds: ti.i32, n_bodies: ti.i32, groups: _i32,
+                   categories: _i32, masks: _i32):
     ti.loop_config(serialize=serial)
-    for world in range(n_worlds):  # a sleeping body meets what it may now touch
-        bodies.sleeping[world * n_bodies + body] = 0
-        bodies.sleep_time[world * n_bodies + body] = 0.0
+    for i in range(rows.shape[0]):
+        body = rows[i]
+        model.collision_group[body] = groups[i]
+        model.category_bits[body] = categories[i]
+        model.mask_bits[body] = masks[i]
+    ti.loop_config(serialize=serial)
+    for k in range(rows.shape[0] * n_worlds):  # a sleeping body meets what it may now touch
+        slot = (k // rows.shape[0]) * n_bodies + rows[k % rows.shape[0]]
+        bodies.sleeping[slot] = 0
+        bodies.sleep_time[slot] = 0.0
 
 
-def write_filter(ctx, body: int, group: int, category: int, mask: int):
-    """A body's collision filter (model row; the bits as int32) in every world; the body
-    wakes."""
-    _write_filter(ctx.pool.model, ctx.pool.bodies, ctx.serial, body, ctx.n_worlds,
-                  ctx.n_bodies, group, category, mask)
+def write_filters(ctx, rows, groups, categories, masks):
+    """The collision filters of model rows (k,) in every world (int32 arrays, the bits as
+    int32); the bodies wake."""
+    _write_filters(ctx.pool.model, ctx.pool.bodies, ctx.serial, rows, ctx.n_worlds,
+                   ctx.n_bodies, groups, categories, masks)

@@ -15,7 +15,13 @@ partners sorted), with no floating-point atomics: the same input gives the same 
 
 import taichi as ti
 
-from ..bodies import awake_dynamic, bounding_radius, can_move, moves, should_collide
+from ..bodies import (
+    awake_dynamic,
+    bounding_radius,
+    can_move,
+    moving_kinematic,
+    should_collide,
+)
 from ..device import next_pow2
 from ..launching import quick
 from ..math2d import rotate
@@ -98,10 +104,9 @@ def pushes_sleeper(model: ti.template(), bodies: ti.template(), driven, body, ot
     """A moving kinematic body (`driven`: this one) and a dynamic body asleep are paired,
     so that sleep.wake_islands can wake the sleeper it is about to push (two bodies that
     are neither awake nor dynamic are otherwise never paired)."""
-    other_driven = (model.kinematic[other_body] == 1
-                    and moves(model, bodies, other, other_body))
     return ((driven and model.inv_mass[other_body] > 0.0)
-            or (other_driven and model.inv_mass[body] > 0.0))
+            or (moving_kinematic(model, bodies, other, other_body)
+                and model.inv_mass[body] > 0.0))
 
 
 @ti.func
@@ -119,7 +124,7 @@ def visit_partners(model: ti.template(), bodies: ti.template(), joints: ti.templ
         active = awake_dynamic(model, bodies, slot, n_bodies)
         sensor = model.sensor[body]
         movable = can_move(model, body)
-        driven = model.kinematic[body] == 1 and moves(model, bodies, slot, body)
+        driven = moving_kinematic(model, bodies, slot, body)
         mask = broad.world_level_mask[world] >> level
         grid_level = level
         while mask != 0:

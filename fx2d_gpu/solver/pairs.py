@@ -18,15 +18,23 @@ _CARRIED_POINT_FIELDS = ("point", "feature", "normal_impulse", "tangent_impulse"
 
 
 @ti.func
-def copy_manifold(dst: ti.template(), src: ti.template(), dst_pair, src_pair):
-    """dst's pair dst_pair = src's pair src_pair (two Manifolds instances): bodies, colour,
-    and what warm starting needs."""
-    for name in ti.static(_CARRIED_PAIR_FIELDS):
+def copy_pair_fields(dst: ti.template(), src: ti.template(), dst_pair, src_pair,
+                     pair_fields: ti.template(), point_fields: ti.template()):
+    """dst's pair dst_pair = src's pair src_pair (two Manifolds instances), for the named
+    per-pair and per-point fields."""
+    for name in ti.static(pair_fields):
         ti.static(getattr(dst, name))[dst_pair] = ti.static(getattr(src, name))[src_pair]
-    for name in ti.static(_CARRIED_POINT_FIELDS):
+    for name in ti.static(point_fields):
         for i in ti.static(range(MAX_MANIFOLD_POINTS)):
             ti.static(getattr(dst, name))[dst_pair, i] = (
                 ti.static(getattr(src, name))[src_pair, i])
+
+
+@ti.func
+def copy_manifold(dst: ti.template(), src: ti.template(), dst_pair, src_pair):
+    """dst's pair dst_pair = src's pair src_pair: bodies, colour, and what warm starting
+    needs."""
+    copy_pair_fields(dst, src, dst_pair, src_pair, _CARRIED_PAIR_FIELDS, _CARRIED_POINT_FIELDS)
 
 
 @quick

@@ -26,9 +26,9 @@ import taichi as ti
 from ..bodies import moves
 from ..collision.broad_phase import never_collide
 from ..collision.narrow_phase import collide_pair
-from ..device import MAX_MANIFOLD_POINTS
 from ..launching import quick
 from ..scan import exclusive_scan
+from .pairs import copy_pair_fields
 
 #: A resting pair checked again after set_state still touches with points this far apart
 #: (m): about the quarter slop of a touching point (contacts.TOUCH_FRACTION).
@@ -42,12 +42,8 @@ _REPORTED_POINT_FIELDS = ("point", "depth", "feature", "total_normal_impulse",
 @ti.func
 def copy_report(dst: ti.template(), src: ti.template(), dst_pair, src_pair):
     """dst's pair dst_pair = src's pair src_pair: what the user is told about a contact."""
-    for name in ti.static(_REPORTED_PAIR_FIELDS):
-        ti.static(getattr(dst, name))[dst_pair] = ti.static(getattr(src, name))[src_pair]
-    for name in ti.static(_REPORTED_POINT_FIELDS):
-        for i in ti.static(range(MAX_MANIFOLD_POINTS)):
-            ti.static(getattr(dst, name))[dst_pair, i] = (
-                ti.static(getattr(src, name))[src_pair, i])
+    copy_pair_fields(dst, src, dst_pair, src_pair, _REPORTED_PAIR_FIELDS,
+                     _REPORTED_POINT_FIELDS)
 
 
 @ti.func
