@@ -46,10 +46,15 @@ def hub_scene(arch, extra=0):
 
 
 def test_fifty_scenes_compile_once(arch):
-    # The first scenes may compile: a small one (on the CPU, small scenes run the kernels'
-    # serial variant, device.SERIAL_SLOTS) and a large one.
+    # The first scenes may compile: one of each path. On the CPU, scenes of few body slots
+    # run the kernels' serial variant (device.SERIAL_SLOTS); worlds of few bodies take the
+    # small-world path (solver/context.BY_WORLD_MAX_BODIES) unless their colouring
+    # overflows (the hubs).
     hub_scene(arch)
     hub_scene(arch, extra=device.SERIAL_SLOTS)
+    build_and_step(arch, 20, 1, seed=100)  # small worlds, serial loops
+    build_and_step(arch, 20, 40, seed=101)  # small worlds, parallel loops
+    build_and_step(arch, 100, 1, seed=102)  # a large world, serial loops
     compiled = device.compiled_kernel_count()
     assert compiled > 0
     sizes = np.linspace(1, 2000, 49).astype(int)

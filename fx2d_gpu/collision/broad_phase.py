@@ -110,6 +110,20 @@ def pushes_sleeper(model: ti.template(), bodies: ti.template(), driven, body, ot
 
 
 @ti.func
+def pair_wanted(model: ti.template(), bodies: ti.template(), joints: ti.template(), body, other,
+                other_body, active, sensor, movable, driven, n_bodies):
+    """Whether body (of the visiting slot: `active` awake and dynamic, `sensor`, `movable`,
+    `driven` a moving kinematic body) and slot `other` (of body other_body), whose AABBs
+    overlap, make a candidate pair: one of them moves (or a sensor or a pusher is
+    involved), and nothing keeps them apart (never_collide)."""
+    return ((active
+             or awake_dynamic(model, bodies, other, n_bodies)
+             or sensed(model, sensor, movable, other_body)
+             or pushes_sleeper(model, bodies, driven, body, other, other_body))
+            and not never_collide(model, joints, body, other_body))
+
+
+@ti.func
 def visit_partners(model: ti.template(), bodies: ti.template(), joints: ti.template(),
                    contacts: ti.template(), broad: ti.template(), slot, n_bodies, cell_size,
                    table_mask, fill: ti.template(), write_at):
@@ -151,12 +165,9 @@ def visit_partners(model: ti.template(), bodies: ti.template(), joints: ti.templ
                                 if (corner.x <= overlap_upper.x and corner.y <= overlap_upper.y
                                         and cell_coord(corner.x, inv_cell) == cx
                                         and cell_coord(corner.y, inv_cell) == cy
-                                        and (active
-                                             or awake_dynamic(model, bodies, other, n_bodies)
-                                             or sensed(model, sensor, movable, other_body)
-                                             or pushes_sleeper(model, bodies, driven,
-                                                               body, other, other_body))
-                                        and not never_collide(model, joints, body, other_body)):
+                                        and pair_wanted(model, bodies, joints, body, other,
+                                                        other_body, active, sensor, movable,
+                                                        driven, n_bodies)):
                                     if ti.static(fill):
                                         index = write_at + found
                                         contacts.body_a[index] = ti.min(slot, other)
@@ -165,6 +176,55 @@ def visit_partners(model: ti.template(), bodies: ti.template(), joints: ti.templ
             mask >>= 1
             grid_level += 1
     return found
+
+
+@ti.func
+def place_body(model: ti.template(), bodies: ti.template(), broad: ti.template(),
+               counts: ti.template(), slot, n_bodies, cell_size, margin, motion_time):
+    """Body slot's AABB (grown by margin (m) plus what it covers in motion_time (s)) and
+    grid level into broad.aabb_lower/upper and broad.level (-1: no shape, disabled, or a
+    non-finite or absurd pose, counted in counts.lost_bodies), its level into
+    broad.world_level_mask; returns the grid cells it occupies (nx * ny <= 4)."""
+    body = slot % n_bodies
+    count = 0
+    level = -1
+    if model.shape_kind[body] != SHAPE_NONE and bodies.enabled[slot] == 1:
+        position = bodies.position[slot]
+        # NaN fails every comparison, so this rejects NaN and infinities alike.
+        finite = (ti.abs(position.x) < MAX_COORDINATE and ti.abs(position.y) < MAX_COORDINATE
+                  and ti.abs(bodies.angle[slot]) < MAX_COORDINATE)
+        if not finite:
+            ti.atomic_add(counts.lost_bodies[None], 1)
+        else:
+            lower, upper = body_aabb(model, bodies, slot, body)
+            reach = margin + motion_time * (
+                bodies.velocity[slot].norm()
+                + ti.abs(bodies.angular_velocity[slot]) * bounding_radius(model, body))
+            lower -= reach
+            upper += reach
+            # 1% headroom absorbs rounding in x / cell, so a box spans <= 2 cells per axis.
+            extent = 1.01 * ti.max(upper.x - lower.x, upper.y - lower.y)
+            level = 0
+            cell = cell_size
+            while cell < extent and level < MAX_LEVEL:
+                cell *= 2.0
+                level += 1
+            if not cell >= extent:
+                # Wider than the coarsest cell (a body at ~1e11 m/s sweeps that far in a
+                # step): it would span billions of cells (a hang, or a crash once the
+                # count overflows), so it is left out like a body at a non-finite pose.
+                ti.atomic_add(counts.lost_bodies[None], 1)
+                level = -1
+            else:
+                inv_cell = 1.0 / cell
+                nx = cell_coord(upper.x, inv_cell) - cell_coord(lower.x, inv_cell) + 1
+                ny = cell_coord(upper.y, inv_cell) - cell_coord(lower.y, inv_cell) + 1
+                count = nx * ny
+                broad.aabb_lower[slot] = lower
+                broad.aabb_upper[slot] = upper
+                ti.atomic_or(broad.world_level_mask[slot // n_bodies], 1 << level)
+    broad.level[slot] = level
+    return count
 
 
 @ti.func
@@ -193,46 +253,8 @@ def build_grid(model: ti.template(), bodies: ti.template(), broad: ti.template()
     # AABBs and grid levels; each body will occupy (nx * ny) <= 4 cells.
     ti.loop_config(serialize=serial)
     for slot in range(n_slots):
-        body = slot % n_bodies
-        count = 0
-        level = -1
-        if model.shape_kind[body] != SHAPE_NONE and bodies.enabled[slot] == 1:
-            position = bodies.position[slot]
-            # NaN fails every comparison, so this rejects NaN and infinities alike.
-            finite = (ti.abs(position.x) < MAX_COORDINATE and ti.abs(position.y) < MAX_COORDINATE
-                      and ti.abs(bodies.angle[slot]) < MAX_COORDINATE)
-            if not finite:
-                ti.atomic_add(counts.lost_bodies[None], 1)
-            else:
-                lower, upper = body_aabb(model, bodies, slot, body)
-                reach = margin + motion_time * (
-                    bodies.velocity[slot].norm()
-                    + ti.abs(bodies.angular_velocity[slot]) * bounding_radius(model, body))
-                lower -= reach
-                upper += reach
-                # 1% headroom absorbs rounding in x / cell, so a box spans <= 2 cells per axis.
-                extent = 1.01 * ti.max(upper.x - lower.x, upper.y - lower.y)
-                level = 0
-                cell = cell_size
-                while cell < extent and level < MAX_LEVEL:
-                    cell *= 2.0
-                    level += 1
-                if not cell >= extent:
-                    # Wider than the coarsest cell (a body at ~1e11 m/s sweeps that far in a
-                    # step): it would span billions of cells (a hang, or a crash once the
-                    # count overflows), so it is left out like a body at a non-finite pose.
-                    ti.atomic_add(counts.lost_bodies[None], 1)
-                    level = -1
-                else:
-                    inv_cell = 1.0 / cell
-                    nx = cell_coord(upper.x, inv_cell) - cell_coord(lower.x, inv_cell) + 1
-                    ny = cell_coord(upper.y, inv_cell) - cell_coord(lower.y, inv_cell) + 1
-                    count = nx * ny
-                    broad.aabb_lower[slot] = lower
-                    broad.aabb_upper[slot] = upper
-                    ti.atomic_or(broad.world_level_mask[slot // n_bodies], 1 << level)
-        broad.level[slot] = level
-        broad.entry_start[slot] = count
+        broad.entry_start[slot] = place_body(model, bodies, broad, counts, slot, n_bodies,
+                                             cell_size, margin, motion_time)
 
     exclusive_scan(scan, broad.entry_start, n_slots, serial)
 
@@ -325,6 +347,73 @@ def _find_pairs(model: ti.template(), bodies: ti.template(), joints: ti.template
                          counts.lost_bodies[None])
 
 
+@ti.func
+def world_partners(model: ti.template(), bodies: ti.template(), joints: ti.template(),
+                   contacts: ti.template(), broad: ti.template(), slot, n_bodies,
+                   fill: ti.template(), write_at):
+    """visit_partners without the grid, for small worlds: every body of the world is
+    checked. The same pairs in the same order: a pair belongs to the body on the finer
+    level, on one level to the lower slot, and a body's partners come in slot order."""
+    found = 0
+    level = broad.level[slot]
+    if level >= 0:
+        world = slot // n_bodies
+        body = slot % n_bodies
+        lower = broad.aabb_lower[slot]
+        upper = broad.aabb_upper[slot]
+        active = awake_dynamic(model, bodies, slot, n_bodies)
+        sensor = model.sensor[body]
+        movable = can_move(model, body)
+        driven = moving_kinematic(model, bodies, slot, body)
+        for other_body in range(n_bodies):
+            other = world * n_bodies + other_body
+            other_level = broad.level[other]
+            if other_level > level or (other_level == level and other > slot):
+                corner = ti.max(lower, broad.aabb_lower[other])
+                overlap_upper = ti.min(upper, broad.aabb_upper[other])
+                if (corner.x <= overlap_upper.x and corner.y <= overlap_upper.y
+                        and pair_wanted(model, bodies, joints, body, other, other_body, active,
+                                        sensor, movable, driven, n_bodies)):
+                    if ti.static(fill):
+                        contacts.body_a[write_at + found] = ti.min(slot, other)
+                        contacts.body_b[write_at + found] = ti.max(slot, other)
+                    found += 1
+    return found
+
+
+@quick
+@ti.kernel
+def _find_pairs_by_world(model: ti.template(), bodies: ti.template(), joints: ti.template(),
+                         contacts: ti.template(), broad: ti.template(), counts: ti.template(),
+                         scan: ti.template(), serial: ti.template(), n_worlds: ti.i32,
+                         n_bodies: ti.i32, cell_size: ti.f32, margin: ti.f32,
+                         motion_time: ti.f32) -> ti.math.ivec3:
+    """_find_pairs for small worlds (find_candidate_pairs): the same pairs, found by
+    checking every body of a world (world_partners) instead of through the grid. Returns
+    (0, pairs_needed, lost_bodies): no grid entries are needed."""
+    n_slots = n_worlds * n_bodies
+    counts.lost_bodies[None] = 0
+    counts.entries_needed[None] = 0
+    ti.loop_config(serialize=serial)
+    for world in range(n_worlds):
+        broad.world_level_mask[world] = 0
+    ti.loop_config(serialize=serial)
+    for slot in range(n_slots):
+        place_body(model, bodies, broad, counts, slot, n_bodies, cell_size, margin, motion_time)
+    ti.loop_config(serialize=serial)
+    for slot in range(n_slots):
+        contacts.pair_start[slot] = world_partners(model, bodies, joints, contacts, broad, slot,
+                                                   n_bodies, False, 0)
+    exclusive_scan(scan, contacts.pair_start, n_slots, serial)
+    counts.pairs_needed[None] = contacts.pair_start[n_slots]
+    fill_count = n_slots if contacts.pair_start[n_slots] <= contacts.body_a.shape[0] else 0
+    ti.loop_config(serialize=serial)
+    for slot in range(fill_count):
+        world_partners(model, bodies, joints, contacts, broad, slot, n_bodies, True,
+                       contacts.pair_start[slot])
+    return ti.math.ivec3(0, counts.pairs_needed[None], counts.lost_bodies[None])
+
+
 def grid_table_size(pool, n_slots: int) -> int:
     """Hash-table slots the grid of n_slots body slots uses (a power of two)."""
     return min(next_pow2(max(4 * n_slots, 1024)), pool.table_capacity)
@@ -337,14 +426,24 @@ def find_candidate_pairs(ctx, margin: float = 0.0, motion_time: float = 0.0,
     number. Into `contacts` (the step's pairs) it also sets ctx.cache.n_pairs and
     lost_bodies; a query between steps uses `staging`, so that it changes nothing a later
     step reads. A grid or pair list too small for the scene grows the pool (ctx.grow keeps
-    the scene's state bitwise) and the broad phase runs again."""
+    the scene's state bitwise) and the broad phase runs again.
+
+    Small worlds (ctx.small_worlds: at most BY_WORLD_MAX_BODIES bodies) skip the grid: each
+    body checks the AABBs of its world's bodies, which lie next to each other in memory
+    (at most 64 checks a body instead of hashing up to 4 cells on each level); the same
+    pairs in the same order, so nothing after it can tell."""
     cache = ctx.cache
     while True:
         pool = ctx.pool
-        table_size = grid_table_size(pool, ctx.n_slots)
-        needed = _find_pairs(pool.model, pool.bodies, pool.joints, getattr(pool, into),
-                             pool.broad, pool.counts, pool.scan, ctx.serial, ctx.n_worlds,
-                             ctx.n_bodies, ctx.cell_size, table_size - 1, margin, motion_time)
+        groups = (pool.model, pool.bodies, pool.joints, getattr(pool, into), pool.broad,
+                  pool.counts, pool.scan, ctx.serial)
+        if ctx.small_worlds:
+            needed = _find_pairs_by_world(*groups, ctx.n_worlds, ctx.n_bodies, ctx.cell_size,
+                                          margin, motion_time)
+        else:
+            table_size = grid_table_size(pool, ctx.n_slots)
+            needed = _find_pairs(*groups, ctx.n_worlds, ctx.n_bodies, ctx.cell_size,
+                                 table_size - 1, margin, motion_time)
         entries, pairs, lost = (int(v) for v in needed)
         if entries <= pool.entry_capacity and pairs <= pool.pair_capacity:
             break

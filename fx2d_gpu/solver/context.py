@@ -8,6 +8,9 @@ from dataclasses import dataclass
 
 from ..device import DevicePool
 
+#: Worlds of at most this many bodies are "small" (StepContext.small_worlds).
+BY_WORLD_MAX_BODIES = 64
+
 
 @dataclass
 class StepCache:
@@ -92,6 +95,13 @@ class StepContext:
     @property
     def n_slots(self) -> int:
         return self.n_worlds * self.n_bodies
+
+    @property
+    def small_worlds(self) -> bool:
+        """Worlds of at most BY_WORLD_MAX_BODIES bodies: the broad phase checks every body
+        of a world instead of hashing, and the substeps run one world per thread (each
+        giving the same results bit for bit)."""
+        return self.n_bodies <= BY_WORLD_MAX_BODIES
 
     @property
     def n_joint_slots(self) -> int:

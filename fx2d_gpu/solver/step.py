@@ -15,6 +15,8 @@ step() reads as the pipeline (Box2D v3's solver stage list, made batched):
                                                    overflow colour: solver/overflow.py),
                                                    then velocities derived for jointed bodies
                     velocity_pass                  contacts by colour (and overflow)
+                    (small worlds: all substeps in one launch, one world per thread,
+                    substeps_by_world; the same results bit for bit)
     report          reporting.report_contacts      touching pairs and begin/end events
     sleep           sleep.update_sleep             timers, islands, sleep or wake whole
     clear forces    integrate.clear_forces
@@ -59,8 +61,11 @@ def step(ctx):
     recolored = color_constraints(ctx)
     store_in_color_order(ctx, recolored)
     build_body_lists(ctx)
-    for substep in range(ctx.substeps):
-        _substep(ctx, substep)
+    if by_world(ctx):
+        substeps_by_world(ctx)
+    else:
+        for substep in range(ctx.substeps):
+            _substep(ctx, substep)
     report_contacts(ctx)
     if ctx.enable_sleep:
         update_sleep(ctx)
@@ -102,6 +107,47 @@ def velocity_pass(ctx):
         _solve_pass(ctx, _velocity_stage, position=False)
 
 
+@ti.func
+def _push_body(model: ti.template(), bodies: ti.template(), joints: ti.template(), slot,
+               n_bodies, n_joints, gravity, h, substep):
+    """Body slot's velocity integrated over the substep (gravity, damping, its motors'
+    loads); on the step's first substep its pose becomes the step's anchor."""
+    body = slot % n_bodies
+    if moves(model, bodies, slot, body):
+        force, torque = vec2(0.0, 0.0), 0.0
+        if joints.body_has_joint[body]:
+            force, torque = motor_load(bodies, joints, slot, body, n_joints, n_bodies)
+        integrate_velocity(model, bodies, slot, body, gravity, h, force, torque)
+    if substep == 0:
+        begin_step_pose(bodies, slot)
+
+
+@ti.func
+def _move_body(model: ti.template(), bodies: ti.template(), contacts: ti.template(),
+               solver: ti.template(), slot, n_bodies, h):
+    """Warm start body slot (its contacts' impulses) and move it by its velocity over h."""
+    if moves(model, bodies, slot, slot % n_bodies):
+        warm_start_body(model, bodies, contacts, solver, slot, n_bodies)
+        integrate_position(bodies, slot, h)
+
+
+@ti.func
+def _derive_velocity(model: ti.template(), bodies: ti.template(), joints: ti.template(), slot,
+                     n_bodies, h):
+    """v = (x - x_prev) / h, w = (theta - theta_prev) / h for body slot if it has joints.
+
+    Contacts move pose and previous pose together, so for other bodies this would return the
+    integrated velocity plus rounding noise (|x| * 1e-7 / h); joint corrections move the pose
+    alone, and this turns them into velocity.
+    """
+    body = slot % n_bodies
+    if joints.body_has_joint[body] and moves(model, bodies, slot, body):
+        bodies.velocity[slot] = (bodies.delta_position[slot]
+                                 - bodies.prev_delta_position[slot]) / h
+        bodies.angular_velocity[slot] = (bodies.delta_angle[slot]
+                                         - bodies.prev_delta_angle[slot]) / h
+
+
 @quick
 @ti.kernel
 def _begin_substep(model: ti.template(), bodies: ti.template(), joints: ti.template(),
@@ -124,43 +170,24 @@ def _begin_substep(model: ti.template(), bodies: ti.template(), joints: ti.templ
         update_motor(bodies, joints, joint_slot, n_joints, n_bodies, h)
     ti.loop_config(serialize=serial)
     for slot in range(n_slots):
-        body = slot % n_bodies
-        if moves(model, bodies, slot, body):
-            force, torque = vec2(0.0, 0.0), 0.0
-            if joints.body_has_joint[body]:
-                force, torque = motor_load(bodies, joints, slot, body, n_joints, n_bodies)
-            integrate_velocity(model, bodies, slot, body, gravity, h, force, torque)
-        if substep == 0:
-            begin_step_pose(bodies, slot)
+        _push_body(model, bodies, joints, slot, n_bodies, n_joints, gravity, h, substep)
     ti.loop_config(serialize=serial)
     for pair in range(n_pairs):
         if substep == 0 or solver.refresh[pair] == 1:
             refresh_contacts(model, bodies, contacts, solver, pair, n_bodies, dt, h, substep == 0)
     ti.loop_config(serialize=serial)
     for slot in range(n_slots):
-        if moves(model, bodies, slot, slot % n_bodies):
-            warm_start_body(model, bodies, contacts, solver, slot, n_bodies)
-            integrate_position(bodies, slot, h)
+        _move_body(model, bodies, contacts, solver, slot, n_bodies, h)
 
 
 @quick
 @ti.kernel
 def _derive_velocities(model: ti.template(), bodies: ti.template(), joints: ti.template(),
                        serial: ti.template(), n_slots: ti.i32, n_bodies: ti.i32, h: ti.f32):
-    """v = (x - x_prev) / h, w = (theta - theta_prev) / h for bodies that have joints.
-
-    Contacts move pose and previous pose together, so for other bodies this would return the
-    integrated velocity plus rounding noise (|x| * 1e-7 / h); joint corrections move the pose
-    alone, and this turns them into velocity.
-    """
+    """_derive_velocity for every body slot."""
     ti.loop_config(serialize=serial)
     for slot in range(n_slots):
-        body = slot % n_bodies
-        if joints.body_has_joint[body] and moves(model, bodies, slot, body):
-            bodies.velocity[slot] = (bodies.delta_position[slot]
-                                     - bodies.prev_delta_position[slot]) / h
-            bodies.angular_velocity[slot] = (bodies.delta_angle[slot]
-                                             - bodies.prev_delta_angle[slot]) / h
+        _derive_velocity(model, bodies, joints, slot, n_bodies, h)
 
 
 @ti.func
@@ -222,3 +249,80 @@ def _solve_pass(ctx, stage, position: bool):
         _solve_colors(*groups, ctx.serial, stage, first_color, ctx.n_bodies, ctx.h)
     if cache.n_overflow:
         solve_overflow(ctx, position)
+
+
+def by_world(ctx) -> bool:
+    """Whether the step's substeps run one world per thread (substeps_by_world): small
+    worlds (ctx.small_worlds) with no constraint in the overflow colour (whose Jacobi pass
+    is solved across worlds, solver/overflow.py)."""
+    return ctx.small_worlds and ctx.cache.n_overflow == 0
+
+
+def substeps_by_world(ctx):
+    """All of the step's substeps in one launch, one world per thread: the same stages as
+    _substep, in the same order, with the same results bit for bit.
+
+    A colour's constraints share no dynamic body, so solving them one after the other in
+    any order gives what solving them in parallel gives; a world's thread solves its own
+    constraints colour after colour. What it saves: the ~8 launches of each substep (~90 a
+    step at 11 substeps and 6 colours), which are most of a small scene's step, and the
+    trips through memory between them: a world's bodies and contacts stay in the thread's
+    cache for the whole step instead of being streamed once per stage.
+    """
+    pool = ctx.pool
+    _substeps_by_world(pool.model, pool.bodies, pool.joints, pool.contacts, pool.solver,
+                       pool.coloring, pool.counts, ctx.n_worlds, ctx.n_bodies, ctx.n_joints,
+                       ctx.substeps, ctx.gravity, ctx.h, ctx.dt)
+
+
+@quick
+@ti.kernel
+def _substeps_by_world(model: ti.template(), bodies: ti.template(), joints: ti.template(),
+                       contacts: ti.template(), solver: ti.template(), coloring: ti.template(),
+                       counts: ti.template(), n_worlds: ti.i32, n_bodies: ti.i32,
+                       n_joints: ti.i32, substeps: ti.i32, gravity: vec2, h: ti.f32,
+                       dt: ti.f32):
+    """See substeps_by_world. World w's constraints go to coloring.world_constraints (pairs
+    in the broad phase's order, through pair_origin, then its joint slots) and are sorted
+    there by colour."""
+    n_pairs = counts.n_pairs[None]
+    for pair in range(n_pairs):
+        world = contacts.body_a[pair] // n_bodies
+        coloring.world_constraints[coloring.pair_origin[pair] + world * n_joints] = pair
+    for world in range(n_worlds):
+        first_slot = world * n_bodies
+        pairs_end = contacts.pair_start[first_slot + n_bodies] + world * n_joints
+        begin = contacts.pair_start[first_slot] + world * n_joints
+        end = pairs_end + n_joints
+        for joint in range(n_joints):
+            coloring.world_constraints[pairs_end + joint] = n_pairs + world * n_joints + joint
+        for i in range(begin + 1, end):  # insertion sort by colour (a world's few)
+            constraint = coloring.world_constraints[i]
+            color = coloring.color[constraint]
+            j = i - 1
+            while j >= begin and coloring.color[coloring.world_constraints[j]] > color:
+                coloring.world_constraints[j + 1] = coloring.world_constraints[j]
+                j -= 1
+            coloring.world_constraints[j + 1] = constraint
+        for substep in range(substeps):
+            for joint in range(n_joints):
+                update_motor(bodies, joints, world * n_joints + joint, n_joints, n_bodies, h)
+            for body in range(n_bodies):
+                _push_body(model, bodies, joints, first_slot + body, n_bodies, n_joints,
+                           gravity, h, substep)
+            for i in range(begin, end):
+                pair = coloring.world_constraints[i]
+                if pair < n_pairs and (substep == 0 or solver.refresh[pair] == 1):
+                    refresh_contacts(model, bodies, contacts, solver, pair, n_bodies, dt, h,
+                                     substep == 0)
+            for body in range(n_bodies):
+                _move_body(model, bodies, contacts, solver, first_slot + body, n_bodies, h)
+            for i in range(begin, end):
+                _position_stage(model, bodies, joints, contacts, solver, counts,
+                                coloring.world_constraints[i], n_bodies, h)
+            if n_joints:
+                for body in range(n_bodies):
+                    _derive_velocity(model, bodies, joints, first_slot + body, n_bodies, h)
+            for i in range(begin, end):
+                _velocity_stage(model, bodies, joints, contacts, solver, counts,
+                                coloring.world_constraints[i], n_bodies, h)
