@@ -327,9 +327,6 @@ class Coloring(FieldGroup):
     (2 n_pairs,) entries 2 i + side, each body's sorted, in
     jacobi_entries[jacobi_start[g]:jacobi_start[g] + jacobi_count[g]]; jacobi_ticket per
     entry and jacobi_cursor (scratch of the fill).
-    world_constraints (n_constraints,), scratch of the step when worlds are solved one per
-    thread (solver/step.py, by_world): world w's constraints, sorted by colour, in
-    [pair_start[w n_bodies] + w n_joints, pair_start[(w + 1) n_bodies] + (w + 1) n_joints).
     Scratch: color_cursor, rank (pairs before each color_list entry; while the lists are
     built, each constraint's place in the overflow colour), body_claim (lowest
     bid for the body this round), body_color_mask (bit c: a constraint of colour c has the
@@ -357,7 +354,6 @@ class Coloring(FieldGroup):
             self._field(name, i32, n_slots)
         for name in ("jacobi_entries", "jacobi_ticket"):
             self._field(name, i32, 2 * n_pairs)
-        self._field("world_constraints", i32, C)
 
 
 @ti.data_oriented

@@ -1,9 +1,9 @@
-"""Small worlds (at most BY_WORLD_MAX_BODIES bodies) take their own path through a step:
-the broad phase checks every body of a world instead of hashing, and all substeps run in
-one launch, one world per thread. The general path (grid, one launch per stage and group of
-colours) is the independent reference: the two must agree bit for bit, because a colour's
-constraints share no dynamic body, so solving them in sequence or in parallel is the same
-arithmetic."""
+"""Small worlds (at most solver/context.BY_WORLD_MAX_BODIES bodies) take their own path
+through a step: the broad phase checks every body of a world instead of hashing, and all
+substeps run in one launch, one world per thread. The general path (grid, one launch per
+stage and group of colours) is the independent reference: the two must agree bit for bit,
+because a colour's constraints share no dynamic body, so solving them in sequence or in
+parallel is the same arithmetic."""
 
 import numpy as np
 import pytest
@@ -113,7 +113,8 @@ def test_an_overflowing_colouring_falls_back_to_the_general_path(arch, monkeypat
     def hub():
         scene = fx.Scene(gravity=(0.0, 0.0), arch=arch)
         scene.add_circle((0.0, 0.0), 1.0)
-        for angle in np.linspace(0.0, 2.0 * np.pi, 40, endpoint=False):
+        # 36 rim circles: more than MAX_COLORS (31), and a small world (37 bodies).
+        for angle in np.linspace(0.0, 2.0 * np.pi, 36, endpoint=False):
             scene.add_circle((1.07 * np.cos(angle), 1.07 * np.sin(angle)), 0.08,
                              velocity=(-np.cos(angle), -np.sin(angle)))
         return scene
@@ -123,6 +124,7 @@ def test_an_overflowing_colouring_falls_back_to_the_general_path(arch, monkeypat
     monkeypatch.setattr(step, "substeps_by_world",
                         lambda ctx: launches.append(1) or original(ctx))
     scene = hub()
+    assert scene.n_bodies <= context.BY_WORLD_MAX_BODIES
     first = run(scene, 1)
     assert scene.n_overflow > 0 and not launches
     small = run(scene, 20)

@@ -430,7 +430,7 @@ def find_candidate_pairs(ctx, margin: float = 0.0, motion_time: float = 0.0,
 
     Small worlds (ctx.small_worlds: at most BY_WORLD_MAX_BODIES bodies) skip the grid: each
     body checks the AABBs of its world's bodies, which lie next to each other in memory
-    (at most 64 checks a body instead of hashing up to 4 cells on each level); the same
+    (at most 40 checks a body instead of hashing up to 4 cells on each level); the same
     pairs in the same order, so nothing after it can tell."""
     cache = ctx.cache
     while True:

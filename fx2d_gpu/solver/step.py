@@ -61,7 +61,7 @@ def step(ctx):
     recolored = color_constraints(ctx)
     store_in_color_order(ctx, recolored)
     build_body_lists(ctx)
-    if by_world(ctx):
+    if ctx.solves_by_world:
         substeps_by_world(ctx)
     else:
         for substep in range(ctx.substeps):
@@ -251,28 +251,43 @@ def _solve_pass(ctx, stage, position: bool):
         solve_overflow(ctx, position)
 
 
-def by_world(ctx) -> bool:
-    """Whether the step's substeps run one world per thread (substeps_by_world): small
-    worlds (ctx.small_worlds) with no constraint in the overflow colour (whose Jacobi pass
-    is solved across worlds, solver/overflow.py)."""
-    return ctx.small_worlds and ctx.cache.n_overflow == 0
-
-
 def substeps_by_world(ctx):
     """All of the step's substeps in one launch, one world per thread: the same stages as
     _substep, in the same order, with the same results bit for bit.
 
     A colour's constraints share no dynamic body, so solving them one after the other in
     any order gives what solving them in parallel gives; a world's thread solves its own
-    constraints colour after colour. What it saves: the ~8 launches of each substep (~90 a
-    step at 11 substeps and 6 colours), which are most of a small scene's step, and the
-    trips through memory between them: a world's bodies and contacts stay in the thread's
-    cache for the whole step instead of being streamed once per stage.
+    constraints colour after colour (its pairs are stored in colour order in its own range,
+    pairs.store_in_color_order). What it saves: the ~8 launches of each substep (~90 a step
+    at 11 substeps and 6 colours), which are most of a small scene's step, and the trips
+    through memory between them: a world's bodies and contacts stay in the thread's cache
+    for the whole step instead of being streamed once per stage.
     """
     pool = ctx.pool
     _substeps_by_world(pool.model, pool.bodies, pool.joints, pool.contacts, pool.solver,
                        pool.coloring, pool.counts, ctx.n_worlds, ctx.n_bodies, ctx.n_joints,
-                       ctx.substeps, ctx.gravity, ctx.h, ctx.dt)
+                       ctx.cache.n_colors, ctx.substeps, ctx.gravity, ctx.h, ctx.dt)
+
+
+@ti.func
+def _world_stage(model: ti.template(), bodies: ti.template(), joints: ti.template(),
+                 contacts: ti.template(), solver: ti.template(), coloring: ti.template(),
+                 counts: ti.template(), stage: ti.template(), world, n_bodies, n_joints,
+                 n_colors, h):
+    """stage(...) over world's constraints, colour after colour: its pairs (stored in
+    colour order in [pair_start[world n_bodies], pair_start[(world + 1) n_bodies])) and its
+    joint slots, each in its colour's turn."""
+    n_pairs = counts.n_pairs[None]
+    pair = contacts.pair_start[world * n_bodies]
+    pairs_end = contacts.pair_start[(world + 1) * n_bodies]
+    for color in range(n_colors):
+        while pair < pairs_end and coloring.color[pair] == color:
+            stage(model, bodies, joints, contacts, solver, counts, pair, n_bodies, h)
+            pair += 1
+        for joint in range(n_joints):
+            constraint = n_pairs + world * n_joints + joint
+            if coloring.color[constraint] == color:
+                stage(model, bodies, joints, contacts, solver, counts, constraint, n_bodies, h)
 
 
 @quick
@@ -280,49 +295,28 @@ def substeps_by_world(ctx):
 def _substeps_by_world(model: ti.template(), bodies: ti.template(), joints: ti.template(),
                        contacts: ti.template(), solver: ti.template(), coloring: ti.template(),
                        counts: ti.template(), n_worlds: ti.i32, n_bodies: ti.i32,
-                       n_joints: ti.i32, substeps: ti.i32, gravity: vec2, h: ti.f32,
-                       dt: ti.f32):
-    """See substeps_by_world. World w's constraints go to coloring.world_constraints (pairs
-    in the broad phase's order, through pair_origin, then its joint slots) and are sorted
-    there by colour."""
-    n_pairs = counts.n_pairs[None]
-    for pair in range(n_pairs):
-        world = contacts.body_a[pair] // n_bodies
-        coloring.world_constraints[coloring.pair_origin[pair] + world * n_joints] = pair
+                       n_joints: ti.i32, n_colors: ti.i32, substeps: ti.i32, gravity: vec2,
+                       h: ti.f32, dt: ti.f32):
+    """See substeps_by_world."""
     for world in range(n_worlds):
         first_slot = world * n_bodies
-        pairs_end = contacts.pair_start[first_slot + n_bodies] + world * n_joints
-        begin = contacts.pair_start[first_slot] + world * n_joints
-        end = pairs_end + n_joints
-        for joint in range(n_joints):
-            coloring.world_constraints[pairs_end + joint] = n_pairs + world * n_joints + joint
-        for i in range(begin + 1, end):  # insertion sort by colour (a world's few)
-            constraint = coloring.world_constraints[i]
-            color = coloring.color[constraint]
-            j = i - 1
-            while j >= begin and coloring.color[coloring.world_constraints[j]] > color:
-                coloring.world_constraints[j + 1] = coloring.world_constraints[j]
-                j -= 1
-            coloring.world_constraints[j + 1] = constraint
         for substep in range(substeps):
             for joint in range(n_joints):
                 update_motor(bodies, joints, world * n_joints + joint, n_joints, n_bodies, h)
             for body in range(n_bodies):
                 _push_body(model, bodies, joints, first_slot + body, n_bodies, n_joints,
                            gravity, h, substep)
-            for i in range(begin, end):
-                pair = coloring.world_constraints[i]
-                if pair < n_pairs and (substep == 0 or solver.refresh[pair] == 1):
+            for pair in range(contacts.pair_start[first_slot],
+                              contacts.pair_start[first_slot + n_bodies]):
+                if substep == 0 or solver.refresh[pair] == 1:
                     refresh_contacts(model, bodies, contacts, solver, pair, n_bodies, dt, h,
                                      substep == 0)
             for body in range(n_bodies):
                 _move_body(model, bodies, contacts, solver, first_slot + body, n_bodies, h)
-            for i in range(begin, end):
-                _position_stage(model, bodies, joints, contacts, solver, counts,
-                                coloring.world_constraints[i], n_bodies, h)
+            _world_stage(model, bodies, joints, contacts, solver, coloring, counts,
+                         _position_stage, world, n_bodies, n_joints, n_colors, h)
             if n_joints:
                 for body in range(n_bodies):
                     _derive_velocity(model, bodies, joints, first_slot + body, n_bodies, h)
-            for i in range(begin, end):
-                _velocity_stage(model, bodies, joints, contacts, solver, counts,
-                                coloring.world_constraints[i], n_bodies, h)
+            _world_stage(model, bodies, joints, contacts, solver, coloring, counts,
+                         _velocity_stage, world, n_bodies, n_joints, n_colors, h)
