@@ -21,6 +21,7 @@ Index conventions, world first (symbolic shapes in the groups' docstrings):
     constraint  c in [0, n_pairs + n_joint_slots)  (pairs, then joint slots)
 """
 
+import numpy as np
 import taichi as ti
 
 from .shapes import MAX_POLYGON_VERTICES
@@ -96,6 +97,202 @@ class FieldGroup:
     def saved_fields(self) -> dict[str, str]:
         """{field name: extent} of the fields that carry state between steps."""
         return dict(self._saved)
+
+    def write(self, arrays: dict[str, np.ndarray]):
+        """For each named field: field[:len(value)] = value and 0 in the rest of it (a 0-d
+        field takes one value). One kernel launch for the whole set, compiled once per group
+        and set of names (Taichi's from_numpy compiles a kernel for every field it fills:
+        ~50 ms each with an empty offline cache, 40 of them in a small scene's first step)."""
+        names = tuple(arrays)
+        fields = [getattr(self, name) for name in names]
+        for name, field in zip(names, fields, strict=True):
+            value = np.asarray(arrays[name])
+            count = len(value) if field.shape else 1
+            if count > _entries(field) or value.size != count * _width(field):
+                raise ValueError(f"{type(self).__name__}.{name}: a value of shape "
+                                 f"{value.shape} does not fit the field's "
+                                 f"{(_entries(field),) + _element_shape(field)}")
+        floats, ints, layout = _pack(fields, [arrays[name] for name in names], None)
+        _write_fields(self, names, floats, ints, layout)
+
+    def read(self, extents: dict[str, int | None]) -> dict[str, np.ndarray]:
+        """{name: a copy of field[:extent]} (the whole field for None; a 0-d field's value
+        as a 0-d array), NumPy arrays of the field's dtype; one kernel launch (see write)."""
+        names = tuple(extents)
+        fields = [getattr(self, name) for name in names]
+        counts = [_entries(field) if extents[name] is None
+                  else min(int(extents[name]), _entries(field))
+                  for name, field in zip(names, fields, strict=True)]
+        floats, ints, layout = _pack(fields, None, counts)
+        _read_fields(self, names, floats, ints, layout)
+        out = {}
+        for f, (name, field) in enumerate(zip(names, fields, strict=True)):
+            flat = floats if field.dtype == ti.f32 else ints
+            start, count = int(layout[2 * f]), int(layout[2 * f + 1])
+            value = flat[start:start + count * _width(field)]
+            out[name] = (value.reshape((count,) + _element_shape(field)).copy() if field.shape
+                         else np.array(value.reshape(_element_shape(field))))
+        return out
+
+
+def _entries(field) -> int:
+    """Entries along a field's first dimension (1 for a 0-d field)."""
+    return field.shape[0] if field.shape else 1
+
+
+def _element_shape(field) -> tuple:
+    """The shape of one first-dimension entry of a field, as NumPy sees it."""
+    return tuple(field.shape[1:]) + ((field.n,) if hasattr(field, "n") else ())
+
+
+def _components(field) -> int:
+    """Numbers in one element of a field (a vector field's n, else 1)."""
+    return field.n if hasattr(field, "n") else 1
+
+
+def _columns(field) -> int:
+    """A 2-D field's second dimension (1 otherwise)."""
+    return field.shape[1] if len(field.shape) == 2 else 1
+
+
+def _width(field) -> int:
+    """Numbers in one first-dimension entry of a field."""
+    return int(np.prod(_element_shape(field), dtype=np.int64))
+
+
+def _pack(fields, values, counts):
+    """Flat float32 and int32 host arrays holding each field's value (values[f]; with
+    values None, zeros with room for counts[f] entries), each field in the array of its
+    dtype, one after the other, and layout: per field its offset in that array and its
+    entries."""
+    chunks = {np.float32: [], np.int32: []}
+    filled = {np.float32: 0, np.int32: 0}
+    layout = np.zeros(2 * len(fields), np.int32)
+    for f, field in enumerate(fields):
+        dtype = np.float32 if field.dtype == ti.f32 else np.int32
+        if values is None:
+            count = counts[f]
+            chunk = np.zeros(count * _width(field), dtype)
+        else:
+            value = np.asarray(values[f])
+            count = len(value) if field.shape else 1
+            chunk = value.astype(dtype, copy=False).reshape(-1)
+        chunks[dtype].append(chunk)
+        layout[2 * f], layout[2 * f + 1] = filled[dtype], count
+        filled[dtype] += chunk.size
+    # Taichi refuses an empty array argument: each holds at least one number.
+    floats = np.concatenate(chunks[np.float32] + [np.zeros(1, np.float32)])
+    ints = np.concatenate(chunks[np.int32] + [np.zeros(1, np.int32)])
+    return floats, ints, layout
+
+
+_F32_ARRAY = ti.types.ndarray(dtype=ti.f32, ndim=1)
+_I32_ARRAY = ti.types.ndarray(dtype=ti.i32, ndim=1)
+
+
+@ti.func
+def _fill_entry(field: ti.template(), flat: ti.template(), start, count, i):
+    """field's entry i (0-d: its value) = flat[start:...] if i < count (row-major,
+    components last), else 0."""
+    columns, components = ti.static(_columns(field), _components(field))
+    inside = i < count
+    for j in ti.static(range(columns)):
+        at = start + (i * columns + j) * components
+        for c in ti.static(range(components)):
+            value = ti.cast(0, field.dtype)
+            if inside:
+                value = flat[at + c]
+            _set(field, (i, j), c, value)
+
+
+@ti.func
+def _copy_entry(field: ti.template(), flat: ti.template(), start, count, i):
+    """flat[start:...] = field's entry i (0-d: its value) if i < count."""
+    columns, components = ti.static(_columns(field), _components(field))
+    if i < count:
+        for j in ti.static(range(columns)):
+            at = start + (i * columns + j) * components
+            for c in ti.static(range(components)):
+                flat[at + c] = _get(field, (i, j), c)
+
+
+@ti.func
+def _get(field: ti.template(), index: ti.template(), c: ti.template()):
+    """Component c of field's element `index` ((), (i, j) of which j is dropped for a 1-D
+    field)."""
+    value = ti.cast(0, field.dtype)
+    if ti.static(len(field.shape) == 0):
+        if ti.static(hasattr(field, "n")):
+            value = field[None][c]
+        else:
+            value = field[None]
+    elif ti.static(len(field.shape) == 1):
+        if ti.static(hasattr(field, "n")):
+            value = field[index[0]][c]
+        else:
+            value = field[index[0]]
+    else:
+        if ti.static(hasattr(field, "n")):
+            value = field[index][c]
+        else:
+            value = field[index]
+    return value
+
+
+@ti.func
+def _set(field: ti.template(), index: ti.template(), c: ti.template(), value):
+    """Component c of field's element `index` = value (index as in _get)."""
+    if ti.static(len(field.shape) == 0):
+        if ti.static(hasattr(field, "n")):
+            field[None][c] = value
+        else:
+            field[None] = value
+    elif ti.static(len(field.shape) == 1):
+        if ti.static(hasattr(field, "n")):
+            field[index[0]][c] = value
+        else:
+            field[index[0]] = value
+    else:
+        if ti.static(hasattr(field, "n")):
+            field[index][c] = value
+        else:
+            field[index] = value
+
+
+def _longest(group, names) -> int:
+    """The most entries of the named fields of group."""
+    return max(_entries(getattr(group, name)) for name in names)
+
+
+# One loop over the longest field's entries, every field's entry in its body: on the CPU
+# each top-level loop is compiled as a function of its own, ~10 ms apiece even from the
+# offline cache, and a group has up to 24 fields.
+@ti.kernel
+def _write_fields(group: ti.template(), names: ti.template(), floats: _F32_ARRAY,
+                  ints: _I32_ARRAY, layout: _I32_ARRAY):
+    """FieldGroup.write: each named field of group from the flat arrays (see _pack)."""
+    for i in range(ti.static(_longest(group, names))):
+        for f in ti.static(range(len(names))):
+            field = ti.static(getattr(group, names[f]))
+            if i < ti.static(_entries(field)):
+                if ti.static(field.dtype == ti.f32):
+                    _fill_entry(field, floats, layout[2 * f], layout[2 * f + 1], i)
+                else:
+                    _fill_entry(field, ints, layout[2 * f], layout[2 * f + 1], i)
+
+
+@ti.kernel
+def _read_fields(group: ti.template(), names: ti.template(), floats: _F32_ARRAY,
+                 ints: _I32_ARRAY, layout: _I32_ARRAY):
+    """FieldGroup.read: each named field of group into the flat arrays (see _pack)."""
+    for i in range(ti.static(_longest(group, names))):
+        for f in ti.static(range(len(names))):
+            field = ti.static(getattr(group, names[f]))
+            if i < ti.static(_entries(field)):
+                if ti.static(field.dtype == ti.f32):
+                    _copy_entry(field, floats, layout[2 * f], layout[2 * f + 1], i)
+                else:
+                    _copy_entry(field, ints, layout[2 * f], layout[2 * f + 1], i)
 
 
 f32, i32 = ti.f32, ti.i32

@@ -8,8 +8,8 @@ scene's. Everything a later step reads is in the snapshot, so any interleaving o
 and any reads between their steps, leave every scene's results bitwise as if it ran alone.
 
 A scene talks to this module through its Binding (no calls back into the scene). When a
-scene outgrows the pool, a bigger pool is made (capacities at least doubled, so growth
-compiles rarely) and the resident scene's fields are copied into it whole, which is exact
+scene outgrows the pool, a bigger pool is made (with headroom, so growth compiles
+rarely: _grown_capacities) and the resident scene's fields are copied into it whole, which is exact
 even in the middle of a step.
 """
 
@@ -22,7 +22,7 @@ import weakref
 import numpy as np
 
 from . import runtime
-from .device import MIN_CAPACITIES, DevicePool
+from .device import MIN_CAPACITIES, DevicePool, next_pow2
 
 
 class Snapshot:
@@ -38,16 +38,13 @@ class Snapshot:
         for group_name, group in pool.groups().items():
             saved = group.saved_fields()
             if saved:
-                arrays[group_name] = {
-                    name: _read(getattr(group, name), extents.get(extent))
-                    for name, extent in saved.items()}
+                arrays[group_name] = group.read(
+                    {name: extents.get(extent) for name, extent in saved.items()})
         return cls(arrays)
 
     def restore(self, pool: DevicePool):
         for group_name, fields in self.arrays.items():
-            group = getattr(pool, group_name)
-            for name, value in fields.items():
-                upload(getattr(group, name), value)
+            getattr(pool, group_name).write(fields)
 
 
 class Binding:
@@ -162,18 +159,38 @@ def current_state(binding: Binding) -> Snapshot:
 
 
 def _grown_capacities(pool: DevicePool | None, needs: dict) -> dict:
-    """Capacities of the pool that replaces `pool` for `needs`: each at least doubled until
-    it fits, so that growth compiles rarely, and room for PAIRS_PER_SLOT pairs a body slot
-    from the start."""
-    capacities = {}
-    for key, floor in MIN_CAPACITIES.items():
-        cap = pool.capacities[key] if pool is not None else floor
-        while cap < needs.get(key, 0):
-            cap *= 2
-        capacities[key] = cap
-    while capacities["pairs"] < PAIRS_PER_SLOT * capacities["bodies"]:
-        capacities["pairs"] *= 2
-    return capacities
+    """Capacities of the pool that replaces `pool` for `needs`: every capacity that must grow
+    takes GROWTH_HEADROOM times what is needed (powers of two), so that a process whose
+    scenes keep growing recompiles rarely, unless that pool would pass GROWTH_BUDGET_BYTES
+    (then a smaller headroom, down to the fit); room for PAIRS_PER_SLOT pairs a body slot."""
+    current = pool.capacities if pool is not None else MIN_CAPACITIES
+    headroom = GROWTH_HEADROOM
+    while True:
+        capacities = {}
+        for key, floor in MIN_CAPACITIES.items():
+            need = needs.get(key, 0)
+            capacities[key] = max(current[key], floor) if need <= current[key] else \
+                max(floor, next_pow2(need * headroom))
+        capacities["pairs"] = max(capacities["pairs"], PAIRS_PER_SLOT * capacities["bodies"])
+        if headroom == 1 or DevicePool.bytes_needed(capacities) <= _growth_budget():
+            return capacities
+        headroom //= 2
+
+
+#: A pool that grows takes this many times the needs that made it grow: growing compiles
+#: every kernel again (a field's size is compiled in), 4-9 s for a large scene's kernels on
+#: the 2-core CPU (warm and cold offline cache); a scene 2,000 -> 20,000 bodies -> 80,000
+#: then grows once instead of three times.
+GROWTH_HEADROOM = 4
+#: The most device memory a pool takes for headroom (bytes): past it, a pool grows to fit.
+GROWTH_BUDGET_BYTES = 1 << 30
+
+
+def _growth_budget() -> int:
+    """GROWTH_BUDGET_BYTES, or a quarter of the memory available if that is less."""
+    available = runtime.available_memory()
+    return GROWTH_BUDGET_BYTES if available is None else min(GROWTH_BUDGET_BYTES,
+                                                             available // 4)
 
 
 #: Candidate pairs a pool holds per body slot before it must grow. A growing pool compiles
@@ -228,9 +245,7 @@ def _evict(binding: Binding, pool: DevicePool):
 
 def _load(binding: Binding, pool: DevicePool):
     for group_name, fields in (binding.model or {}).items():
-        group = getattr(pool, group_name)
-        for name, value in fields.items():
-            upload(getattr(group, name), value)
+        getattr(pool, group_name).write(fields)
     if binding.saved is not None:
         binding.saved.restore(pool)
         binding.saved = None
@@ -241,24 +256,4 @@ def _copy_pool(old: DevicePool, new: DevicePool):
     """Every field of `old` into the start of the same field of `new` (capacities only
     grow, and a slot's index does not depend on them)."""
     for group_name, group in old.groups().items():
-        target = getattr(new, group_name)
-        for name in group.field_names():
-            upload(getattr(target, name), _read(getattr(group, name), None))
-
-
-def _read(field, extent: int | None) -> np.ndarray:
-    """A copy of field[:extent] (the whole field for None; a 0-d field's value)."""
-    if field.shape == ():
-        return np.array(field[None])
-    value = field.to_numpy()
-    return value if extent is None else value[:extent].copy()
-
-
-def upload(field, value: np.ndarray):
-    """field[:len(value)] = value (from_numpy needs the field's whole shape)."""
-    if field.shape == ():
-        field[None] = value.item()
-        return
-    full = np.zeros(field.shape + ((field.n,) if hasattr(field, "n") else ()), value.dtype)
-    full[: len(value)] = value
-    field.from_numpy(full)
+        getattr(new, group_name).write(group.read(dict.fromkeys(group.field_names())))

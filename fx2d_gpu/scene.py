@@ -35,6 +35,9 @@ from .solver.step import step as run_step
 
 #: Fx2D's time-step bounds, s: below MIN_DT step() raises, above MAX_DT it is clamped.
 MIN_DT = 1e-3
+#: Manifold fields Scene.contacts reads.
+_CONTACT_FIELDS = ("body_a", "body_b", "point_count", "normal", "point", "depth", "feature",
+                   "total_normal_impulse", "total_tangent_impulse")
 MAX_DT = 0.06
 
 
@@ -399,19 +402,15 @@ class Scene:
     @serialized
     def get_state(self) -> State:
         """A copy of all worlds' state (see State for shapes and units)."""
-        bodies = self._context().pool.bodies
         w, nb = self._n_worlds, self.n_bodies
-        n = w * nb
-
-        def read(field, shape):
-            return field.to_numpy()[:n].reshape(shape)
-
+        names = ("position", "angle", "velocity", "angular_velocity", "sleeping")
+        state = self._context().pool.bodies.read(dict.fromkeys(names, w * nb))
         return State(
-            position=read(bodies.position, (w, nb, 2)).astype(np.float64),
-            angle=read(bodies.angle, (w, nb)).astype(np.float64),
-            velocity=read(bodies.velocity, (w, nb, 2)).astype(np.float64),
-            angular_velocity=read(bodies.angular_velocity, (w, nb)).astype(np.float64),
-            sleeping=read(bodies.sleeping, (w, nb)).astype(bool),
+            position=state["position"].reshape(w, nb, 2).astype(np.float64),
+            angle=state["angle"].reshape(w, nb).astype(np.float64),
+            velocity=state["velocity"].reshape(w, nb, 2).astype(np.float64),
+            angular_velocity=state["angular_velocity"].reshape(w, nb).astype(np.float64),
+            sleeping=state["sleeping"].reshape(w, nb).astype(bool),
         )
 
     @serialized
@@ -487,12 +486,15 @@ class Scene:
         ctx = self._context()
         if self._cache.contacts_current:
             manifolds, n = ctx.pool.reported, self._cache.n_reported
-            keep = np.arange(n)
         else:
             manifolds, n = self._current_contacts()
-            keep = np.nonzero(manifolds.point_count.to_numpy()[:n] > 0)[0]
-        a = manifolds.body_a.to_numpy()[:n][keep].astype(np.int64)
-        b = manifolds.body_b.to_numpy()[:n][keep].astype(np.int64)
+        fields = manifolds.read(dict.fromkeys(_CONTACT_FIELDS, n))
+        if self._cache.contacts_current:
+            keep = np.arange(n)
+        else:
+            keep = np.nonzero(fields["point_count"] > 0)[0]
+        a = fields["body_a"][keep].astype(np.int64)
+        b = fields["body_b"][keep].astype(np.int64)
         nb = self.n_bodies
         if not self._cache.contacts_current:  # the broad phase's order: sort
             order = np.lexsort((b, a))
@@ -501,26 +503,26 @@ class Scene:
             mine = a // nb == world
             keep, a, b = keep[mine], a[mine], b[mine]
 
-        def rows(field, dtype):
-            return field.to_numpy()[:n][keep].astype(dtype)
+        def rows(name, dtype):
+            return fields[name][keep].astype(dtype)
 
         sensor = self._binding.model["model"]["sensor"].astype(bool)
-        count = rows(manifolds.point_count, np.int64)
+        count = rows("point_count", np.int64)
         used = np.arange(MAX_MANIFOLD_POINTS)[None, :] < count[:, None]
 
-        def impulses(field):  # 0 for points past the count, and when no step led here
+        def impulses(name):  # 0 for points past the count, and when no step led here
             if not self._cache.contacts_current:
                 return np.zeros((len(keep), MAX_MANIFOLD_POINTS))
-            return np.where(used, rows(field, np.float64), 0.0)
+            return np.where(used, rows(name, np.float64), 0.0)
 
         return Contacts(
             world=a // nb, body_a=a % nb, body_b=b % nb,
-            normal=rows(manifolds.normal, np.float64),
-            point_count=count, points=rows(manifolds.point, np.float64),
-            depths=rows(manifolds.depth, np.float64),
-            features=rows(manifolds.feature, np.int64),
-            normal_impulse=impulses(manifolds.total_normal_impulse),
-            tangent_impulse=impulses(manifolds.total_tangent_impulse),
+            normal=rows("normal", np.float64),
+            point_count=count, points=rows("point", np.float64),
+            depths=rows("depth", np.float64),
+            features=rows("feature", np.int64),
+            normal_impulse=impulses("total_normal_impulse"),
+            tangent_impulse=impulses("total_tangent_impulse"),
             sensor=sensor[a % nb] | sensor[b % nb],
         )
 
@@ -534,21 +536,22 @@ class Scene:
         events, cache, nb = ctx.pool.events, self._cache, self.n_bodies
         sensor = self._binding.model["model"]["sensor"].astype(bool)
 
-        def listed(a_field, b_field, n):
-            a = a_field.to_numpy()[:n].astype(np.int64)
-            b = b_field.to_numpy()[:n].astype(np.int64)
+        lists = events.read({"begin_a": cache.n_begin_events, "begin_b": cache.n_begin_events,
+                             "end_a": cache.n_end_events, "end_b": cache.n_end_events})
+
+        def listed(kind):
+            a, b = (lists[f"{kind}_{end}"].astype(np.int64) for end in ("a", "b"))
             return ContactEventList(world=a // nb, body_a=a % nb, body_b=b % nb,
                                     sensor=sensor[a % nb] | sensor[b % nb])
 
-        return ContactEvents(begin=listed(events.begin_a, events.begin_b, cache.n_begin_events),
-                             end=listed(events.end_a, events.end_b, cache.n_end_events))
+        return ContactEvents(begin=listed("begin"), end=listed("end"))
 
     @serialized
     def candidate_pairs(self) -> np.ndarray:
         """(k, 3) int array of (world, body_a, body_b) from the last broad phase, a < b."""
         manifolds, n = self._current_contacts()
-        a = manifolds.body_a.to_numpy()[:n].astype(np.int64)
-        b = manifolds.body_b.to_numpy()[:n].astype(np.int64)
+        pairs = manifolds.read({"body_a": n, "body_b": n})
+        a, b = pairs["body_a"].astype(np.int64), pairs["body_b"].astype(np.int64)
         nb = self.n_bodies
         return np.stack([a // nb, a % nb, b % nb], axis=1)
 
@@ -607,7 +610,7 @@ class Scene:
     def enabled(self) -> np.ndarray:
         """(n_worlds, n_bodies) bool: which bodies take part in each world."""
         n = self._n_worlds * self.n_bodies
-        flags = self._context().pool.bodies.enabled.to_numpy()[:n]
+        flags = self._context().pool.bodies.read({"enabled": n})["enabled"]
         return flags.reshape(self._n_worlds, self.n_bodies).astype(bool)
 
     @serialized

@@ -202,3 +202,39 @@ def test_a_scene_too_big_for_memory_is_refused_before_allocating(arch):
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.count("refused:") == 2 and "ok True" in out.stdout, out.stdout
+
+
+def test_group_reads_and_writes_match_taichis_own_copies(arch):
+    # FieldGroup.write / read move several fields of a group in one launch: checked against
+    # Taichi's own to_numpy, fields of every shape and dtype (scalar, vector, per point, 0-d).
+    from fx2d_gpu import residency
+
+    fx.Scene(arch=arch).add_circle((0, 0), 1.0)  # a pool exists
+    scene = fx.Scene(arch=arch)
+    scene.add_circle((0.0, 0.0), 1.0)
+    scene.step(DT)
+    pool = residency.current_pool()
+    group = pool.staging
+    rng = np.random.default_rng(7)
+    n = 37
+    values = {"body_a": rng.integers(-5, 1000, n).astype(np.int32),
+              "normal": rng.normal(size=(n, 2)).astype(np.float32),
+              "point": rng.normal(size=(n, 2, 2)).astype(np.float32),
+              "feature": rng.integers(0, 99, (n, 2)).astype(np.int32)}
+    for name in values:  # something to be overwritten with zeros past n
+        getattr(group, name).fill(3)
+    group.write(values)
+    for name, value in values.items():
+        full = getattr(group, name).to_numpy()
+        assert np.array_equal(full[:n], value), name
+        assert not full[n:].any(), name
+    back = group.read({"body_a": n, "normal": 5, "point": None, "feature": 0})
+    assert np.array_equal(back["body_a"], values["body_a"])
+    assert np.array_equal(back["normal"], values["normal"][:5])
+    assert np.array_equal(back["point"], group.point.to_numpy())
+    assert back["feature"].shape == (0, 2) and back["feature"].dtype == np.int32
+    pool.counts.write({"n_pairs": np.array(12)})
+    assert pool.counts.n_pairs[None] == 12
+    assert pool.counts.read({"n_pairs": None})["n_pairs"] == 12
+    with pytest.raises(ValueError, match="normal"):
+        group.write({"normal": np.zeros((4, 3), np.float32)})

@@ -243,10 +243,7 @@ def clip_polygons(model: ti.template(), contacts: ti.template(), pair, ref_body,
     corner = False
     if allow_corner and skins > 0.0 and core_separation > DISJOINT_CORES:
         s, t = closest_on_segments(v1, v2, w1, w2)
-        if (s == 0.0 or s == 1.0) and (t == 0.0 or t == 1.0):
-            corner = True
-            count = closest_point_contact(contacts, pair, v1, v2, w1, w2, ref_skin, inc_skin,
-                                          ref_pos, ref_c, ref_s, flip, margin, base_feature)
+        corner = (s == 0.0 or s == 1.0) and (t == 0.0 or t == 1.0)
     if not corner:
         length = tangent.dot(v2 - v1)
         # Side planes: 0 <= tangent.(w - v1) <= length.
@@ -272,11 +269,11 @@ def clip_polygons(model: ti.template(), contacts: ti.template(), pair, ref_body,
                     set_point(contacts, pair, count, ref_pos + rotate(midpoint, ref_c, ref_s),
                               skins - separation, base_feature + k)
                     count += 1
-        if count == 0 and allow_corner and skins > 0.0:
-            # Nothing between the side planes, yet the skins may touch beyond them: two
-            # segments end to end along one line (no face normal separates them).
-            count = closest_point_contact(contacts, pair, v1, v2, w1, w2, ref_skin, inc_skin,
-                                          ref_pos, ref_c, ref_s, flip, margin, base_feature)
+    # Corner to corner; or nothing between the side planes, yet the skins may touch beyond
+    # them: two segments end to end along one line (no face normal separates them).
+    if corner or (count == 0 and allow_corner and skins > 0.0):
+        count = closest_point_contact(contacts, pair, v1, v2, w1, w2, ref_skin, inc_skin,
+                                      ref_pos, ref_c, ref_s, flip, margin, base_feature)
     contacts.point_count[pair] = count
 
 
@@ -297,13 +294,17 @@ def collide_polygons(model: ti.template(), bodies: ti.template(), contacts: ti.t
     reach = margin + model.shape_radius[body_a] + model.shape_radius[body_b]
     if sep_a > reach or sep_b > reach:
         contacts.point_count[pair] = 0
-    elif sep_b > sep_a + ti.min(REFERENCE_FACE_TOLERANCE, REFERENCE_FACE_FRACTION * ti.min(
-            bounding_radius(model, body_a), bounding_radius(model, body_b))):
-        clip_polygons(model, contacts, pair, body_b, body_a, edge_b, pos_b, cb, sb, ab_pos, ab_c,
-                      ab_s, 1, margin, ti.max(sep_a, sep_b), 1)
     else:
-        clip_polygons(model, contacts, pair, body_a, body_b, edge_a, pos_a, ca, sa, ba_pos, ba_c,
-                      ba_s, 0, margin, ti.max(sep_a, sep_b), 1)
+        # a's face is the reference unless b's separates clearly more. One call of
+        # clip_polygons with the roles chosen here: every call site inlines all of it.
+        ref_body, inc_body, ref_edge, flip = body_a, body_b, edge_a, 0
+        ref_pos, ref_c, ref_s, rel_pos, rel_c, rel_s = pos_a, ca, sa, ba_pos, ba_c, ba_s
+        if sep_b > sep_a + ti.min(REFERENCE_FACE_TOLERANCE, REFERENCE_FACE_FRACTION * ti.min(
+                bounding_radius(model, body_a), bounding_radius(model, body_b))):
+            ref_body, inc_body, ref_edge, flip = body_b, body_a, edge_b, 1
+            ref_pos, ref_c, ref_s, rel_pos, rel_c, rel_s = pos_b, cb, sb, ab_pos, ab_c, ab_s
+        clip_polygons(model, contacts, pair, ref_body, inc_body, ref_edge, ref_pos, ref_c, ref_s,
+                      rel_pos, rel_c, rel_s, flip, margin, ti.max(sep_a, sep_b), 1)
 
 
 @ti.func
@@ -396,14 +397,20 @@ def collide_link_polygon(model: ti.template(), bodies: ti.template(), contacts: 
                 normal = -rotate(model.shape_normals[body_other, face], other_c, other_s)
                 use_face = (within_cone(front, model.shape_normals[body_link, 2], normal)
                             or within_cone(front, model.shape_normals[body_link, 3], normal))
+            # One call of clip_polygons (see collide_polygons): the link's front face as
+            # reference, or the other body's face.
+            ref_body, inc_body, ref_edge, separation = body_link, body_other, 1, sep_front
+            ref_pos, ref_c, ref_s = pos_l, cl, sl
+            rel_pos, rel_c, rel_s = other_pos, other_c, other_s
+            flip = 0 if link_is_a else 1
             if use_face:
-                clip_polygons(model, contacts, pair, body_other, body_link, face, pos_o, co, so,
-                              link_pos, link_c, link_s, 1 if link_is_a else 0, margin,
-                              ti.max(sep_face, sep_front), 0)
-            else:
-                clip_polygons(model, contacts, pair, body_link, body_other, 1, pos_l, cl, sl,
-                              other_pos, other_c, other_s, 0 if link_is_a else 1, margin,
-                              sep_front, 0)
+                ref_body, inc_body, ref_edge = body_other, body_link, face
+                separation = ti.max(sep_face, sep_front)
+                ref_pos, ref_c, ref_s = pos_o, co, so
+                rel_pos, rel_c, rel_s = link_pos, link_c, link_s
+                flip = 1 - flip
+            clip_polygons(model, contacts, pair, ref_body, inc_body, ref_edge, ref_pos, ref_c,
+                          ref_s, rel_pos, rel_c, rel_s, flip, margin, separation, 0)
             count_written = True
     if not count_written:
         contacts.point_count[pair] = 0
@@ -412,31 +419,32 @@ def collide_link_polygon(model: ti.template(), bodies: ti.template(), contacts: 
 @ti.func
 def collide_pair(model: ti.template(), bodies: ti.template(), contacts: ti.template(), pair,
                  n_bodies, margin):
+    """The manifold of candidate pair `pair` (contacts' body_a, body_b slots), normal from a
+    to b; point_count 0 when apart by more than margin (m)."""
     slot_a, slot_b = contacts.body_a[pair], contacts.body_b[pair]
-    body_a, body_b = slot_a % n_bodies, slot_b % n_bodies
-    kind_a, kind_b = model.shape_kind[body_a], model.shape_kind[body_b]
-    if kind_a == SHAPE_CIRCLE and kind_b == SHAPE_CIRCLE:
-        collide_circles(model, bodies, contacts, pair, slot_a, body_a, slot_b, body_b, margin)
-    elif kind_a == SHAPE_POLYGON and kind_b == SHAPE_CIRCLE:
-        collide_polygon_circle(model, bodies, contacts, pair, slot_a, body_a, slot_b, body_b, True,
-                               margin)
-    elif kind_a == SHAPE_CIRCLE and kind_b == SHAPE_POLYGON:
-        collide_polygon_circle(model, bodies, contacts, pair, slot_b, body_b, slot_a, body_a, False,
-                               margin)
-    elif kind_a == SHAPE_POLYGON and kind_b == SHAPE_POLYGON:
-        collide_polygons(model, bodies, contacts, pair, slot_a, body_a, slot_b, body_b, margin)
-    elif kind_a == SHAPE_CHAIN and kind_b == SHAPE_CIRCLE:
-        collide_link_circle(model, bodies, contacts, pair, slot_a, body_a, slot_b, body_b, True,
-                            margin)
-    elif kind_a == SHAPE_CIRCLE and kind_b == SHAPE_CHAIN:
-        collide_link_circle(model, bodies, contacts, pair, slot_b, body_b, slot_a, body_a, False,
-                            margin)
-    elif kind_a == SHAPE_CHAIN and kind_b == SHAPE_POLYGON:
-        collide_link_polygon(model, bodies, contacts, pair, slot_a, body_a, slot_b, body_b, True,
-                             margin)
-    elif kind_a == SHAPE_POLYGON and kind_b == SHAPE_CHAIN:
-        collide_link_polygon(model, bodies, contacts, pair, slot_b, body_b, slot_a, body_a, False,
-                             margin)
+    kind_a, kind_b = model.shape_kind[slot_a % n_bodies], model.shape_kind[slot_b % n_bodies]
+    # Each routine takes its shapes in one order (a chain link first, then a polygon, then a
+    # circle) and is called once: every call site inlines all of it, and the narrow phase
+    # is most of the compile time of each kernel that runs it.
+    first_is_a = not ((kind_a == SHAPE_CIRCLE and kind_b == SHAPE_POLYGON)
+                      or (kind_b == SHAPE_CHAIN and kind_a != SHAPE_CHAIN))
+    slot1, slot2, kind1, kind2 = slot_a, slot_b, kind_a, kind_b
+    if not first_is_a:
+        slot1, slot2, kind1, kind2 = slot_b, slot_a, kind_b, kind_a
+    body1, body2 = slot1 % n_bodies, slot2 % n_bodies
+    if kind1 == SHAPE_CIRCLE and kind2 == SHAPE_CIRCLE:
+        collide_circles(model, bodies, contacts, pair, slot1, body1, slot2, body2, margin)
+    elif kind1 == SHAPE_POLYGON and kind2 == SHAPE_CIRCLE:
+        collide_polygon_circle(model, bodies, contacts, pair, slot1, body1, slot2, body2,
+                               first_is_a, margin)
+    elif kind1 == SHAPE_POLYGON and kind2 == SHAPE_POLYGON:
+        collide_polygons(model, bodies, contacts, pair, slot1, body1, slot2, body2, margin)
+    elif kind1 == SHAPE_CHAIN and kind2 == SHAPE_CIRCLE:
+        collide_link_circle(model, bodies, contacts, pair, slot1, body1, slot2, body2,
+                            first_is_a, margin)
+    elif kind1 == SHAPE_CHAIN and kind2 == SHAPE_POLYGON:
+        collide_link_polygon(model, bodies, contacts, pair, slot1, body1, slot2, body2,
+                             first_is_a, margin)
     else:  # chain-chain, chain-edge, edge-edge: never (and never paired: all static)
         contacts.point_count[pair] = 0
 

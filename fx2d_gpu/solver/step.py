@@ -280,14 +280,25 @@ def _world_stage(model: ti.template(), bodies: ti.template(), joints: ti.templat
     n_pairs = counts.n_pairs[None]
     pair = contacts.pair_start[world * n_bodies]
     pairs_end = contacts.pair_start[(world + 1) * n_bodies]
+    first_joint = n_pairs + world * n_joints
     for color in range(n_colors):
-        while pair < pairs_end and coloring.color[pair] == color:
-            stage(model, bodies, joints, contacts, solver, counts, pair, n_bodies, h)
-            pair += 1
-        for joint in range(n_joints):
-            constraint = n_pairs + world * n_joints + joint
-            if coloring.color[constraint] == color:
-                stage(model, bodies, joints, contacts, solver, counts, constraint, n_bodies, h)
+        # The colour's pairs, then its joints, through one call of stage: each call site
+        # inlines the whole constraint solve, and this kernel's compile time grows with them.
+        joint = 0
+        while True:
+            constraint = -1
+            if pair < pairs_end and coloring.color[pair] == color:
+                constraint = pair
+                pair += 1
+            else:
+                while joint < n_joints and coloring.color[first_joint + joint] != color:
+                    joint += 1
+                if joint < n_joints:
+                    constraint = first_joint + joint
+                    joint += 1
+            if constraint < 0:
+                break
+            stage(model, bodies, joints, contacts, solver, counts, constraint, n_bodies, h)
 
 
 @quick
