@@ -109,3 +109,28 @@ def test_a_pool_that_grows_takes_headroom_and_does_not_grow_again_soon(arch):
     assert result["capacity"] >= 4 * 2500 * 8
     assert result["now"] == result["capacity"] and result["compiled"] > 0
     assert result["more"] == 0, result
+
+
+def test_a_stale_offline_cache_lock_is_cleared_and_the_cache_written(arch, tmp_path):
+    # A lock file left by a process that ended while holding it makes Taichi skip writing
+    # its offline cache in every later process; fx2d_gpu removes one older than
+    # runtime.STALE_LOCK_SECONDS when it starts Taichi, and leaves a fresh one alone.
+    import os
+    import time
+
+    from fx2d_gpu import runtime
+
+    stale = tmp_path / "ticache.lock"
+    stale.touch()
+    old = time.time() - 2 * runtime.STALE_LOCK_SECONDS
+    os.utime(stale, (old, old))
+    script = ("import fx2d_gpu as fx\n"
+              f"s = fx.Scene(arch={arch!r}); s.add_circle((0, 0), 0.5); s.step(1 / 60)\n")
+    env = {**os.environ, "TI_OFFLINE_CACHE_FILE_PATH": str(tmp_path)}
+    subprocess.run([sys.executable, "-c", script], env=env, check=True, capture_output=True)
+    assert not stale.exists()
+    assert any(p.suffix != ".lock" for p in tmp_path.iterdir()), "no cache written"
+    fresh = tmp_path / "other.lock"
+    fresh.touch()
+    assert runtime.clear_stale_cache_locks(str(tmp_path)) == []
+    assert fresh.exists()
