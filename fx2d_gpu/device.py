@@ -100,39 +100,75 @@ class FieldGroup:
 
     def write(self, arrays: dict[str, np.ndarray]):
         """For each named field: field[:len(value)] = value and 0 in the rest of it (a 0-d
-        field takes one value). One kernel launch for the whole set, compiled once per group
-        and set of names (Taichi's from_numpy compiles a kernel for every field it fills:
-        ~50 ms each with an empty offline cache, 40 of them in a small scene's first step)."""
-        names = tuple(arrays)
-        fields = [getattr(self, name) for name in names]
-        for name, field in zip(names, fields, strict=True):
-            value = np.asarray(arrays[name])
-            count = len(value) if field.shape else 1
-            if count > _entries(field) or value.size != count * _width(field):
-                raise ValueError(f"{type(self).__name__}.{name}: a value of shape "
-                                 f"{value.shape} does not fit the field's "
-                                 f"{(_entries(field),) + _element_shape(field)}")
-        floats, ints, layout = _pack(fields, [arrays[name] for name in names], None)
-        _write_fields(self, names, floats, ints, layout)
+        field takes one value); one kernel launch (see write_groups)."""
+        write_groups([(self, arrays)])
 
     def read(self, extents: dict[str, int | None]) -> dict[str, np.ndarray]:
         """{name: a copy of field[:extent]} (the whole field for None; a 0-d field's value
-        as a 0-d array), NumPy arrays of the field's dtype; one kernel launch (see write)."""
-        names = tuple(extents)
-        fields = [getattr(self, name) for name in names]
-        counts = [_entries(field) if extents[name] is None
-                  else min(int(extents[name]), _entries(field))
-                  for name, field in zip(names, fields, strict=True)]
-        floats, ints, layout = _pack(fields, None, counts)
-        _read_fields(self, names, floats, ints, layout)
-        out = {}
-        for f, (name, field) in enumerate(zip(names, fields, strict=True)):
+        as a 0-d array), NumPy arrays of the field's dtype; one kernel launch (see
+        read_groups)."""
+        return read_groups([(self, extents)])[0]
+
+
+def write_groups(arrays: list[tuple[FieldGroup, dict[str, np.ndarray]]]):
+    """For each (group, {name: value}): the group's field name [:len(value)] = value and 0 in
+    the rest of it (a 0-d field takes one value). One kernel launch for all of them,
+    compiled once per set of groups and names: Taichi's from_numpy compiles a kernel for
+    every field it fills (~50 ms each with an empty offline cache, 40 of them in a small
+    scene's first step), and every kernel instance costs its compile."""
+    fields, values = [], []
+    for group, named in arrays:
+        for name, value in named.items():
+            field, value = getattr(group, name), np.asarray(value)
+            count = len(value) if field.shape else 1
+            if count > _entries(field) or value.size != count * _width(field):
+                raise ValueError(f"{type(group).__name__}.{name}: a value of shape "
+                                 f"{value.shape} does not fit the field's "
+                                 f"{(_entries(field),) + _element_shape(field)}")
+            fields.append(field)
+            values.append(value)
+    if not fields:
+        return
+    floats, ints, layout = _pack(fields, values, None)
+    _write_fields(*_template_of(arrays), floats, ints, layout)
+
+
+def read_groups(extents: list[tuple[FieldGroup, dict[str, int | None]]]
+                ) -> list[dict[str, np.ndarray]]:
+    """For each (group, {name: extent}): {name: a copy of the field's [:extent]} (the whole
+    field for None; a 0-d field's value as a 0-d array), NumPy arrays of the fields'
+    dtypes; one kernel launch for all of them (see write_groups)."""
+    fields, counts = [], []
+    for group, named in extents:
+        for name, extent in named.items():
+            field = getattr(group, name)
+            fields.append(field)
+            counts.append(_entries(field) if extent is None
+                          else min(int(extent), _entries(field)))
+    if not fields:
+        return [{} for _ in extents]
+    floats, ints, layout = _pack(fields, None, counts)
+    _read_fields(*_template_of(extents), floats, ints, layout)
+    out, f = [], 0
+    for _, named in extents:
+        values = {}
+        for name in named:
+            field = fields[f]
             flat = floats if field.dtype == ti.f32 else ints
             start, count = int(layout[2 * f]), int(layout[2 * f + 1])
             value = flat[start:start + count * _width(field)]
-            out[name] = (value.reshape((count,) + _element_shape(field)).copy() if field.shape
-                         else np.array(value.reshape(_element_shape(field))))
-        return out
+            values[name] = (value.reshape((count,) + _element_shape(field)).copy()
+                            if field.shape else np.array(value.reshape(_element_shape(field))))
+            f += 1
+        out.append(values)
+    return out
+
+
+def _template_of(entries) -> tuple[tuple, tuple]:
+    """The kernels' template arguments for [(group, {name: ...})]: the groups and, per
+    group, its names."""
+    return (tuple(group for group, _ in entries),
+            tuple(tuple(named) for _, named in entries))
 
 
 def _entries(field) -> int:
@@ -259,21 +295,30 @@ def _set(field: ti.template(), index: ti.template(), c: ti.template(), value):
             field[index] = value
 
 
-def _longest(group, names) -> int:
-    """The most entries of the named fields of group."""
-    return max(_entries(getattr(group, name)) for name in names)
+def _longest(groups, names) -> int:
+    """The most entries of the named fields of the groups."""
+    return max(_entries(getattr(group, name))
+               for group, group_names in zip(groups, names, strict=True)
+               for name in group_names)
+
+
+def _fields_of(groups, names) -> tuple:
+    """The named fields of the groups, in order (the order of _pack's layout)."""
+    return tuple(getattr(group, name) for group, group_names in zip(groups, names, strict=True)
+                 for name in group_names)
 
 
 # One loop over the longest field's entries, every field's entry in its body: on the CPU
 # each top-level loop is compiled as a function of its own, ~10 ms apiece even from the
 # offline cache, and a group has up to 24 fields.
 @ti.kernel
-def _write_fields(group: ti.template(), names: ti.template(), floats: _F32_ARRAY,
+def _write_fields(groups: ti.template(), names: ti.template(), floats: _F32_ARRAY,
                   ints: _I32_ARRAY, layout: _I32_ARRAY):
-    """FieldGroup.write: each named field of group from the flat arrays (see _pack)."""
-    for i in range(ti.static(_longest(group, names))):
-        for f in ti.static(range(len(names))):
-            field = ti.static(getattr(group, names[f]))
+    """write_groups: the named fields of the groups from the flat arrays (see _pack)."""
+    fields = ti.static(_fields_of(groups, names))
+    for i in range(ti.static(_longest(groups, names))):
+        for f in ti.static(range(len(fields))):
+            field = ti.static(fields[f])
             if i < ti.static(_entries(field)):
                 if ti.static(field.dtype == ti.f32):
                     _fill_entry(field, floats, layout[2 * f], layout[2 * f + 1], i)
@@ -282,12 +327,13 @@ def _write_fields(group: ti.template(), names: ti.template(), floats: _F32_ARRAY
 
 
 @ti.kernel
-def _read_fields(group: ti.template(), names: ti.template(), floats: _F32_ARRAY,
+def _read_fields(groups: ti.template(), names: ti.template(), floats: _F32_ARRAY,
                  ints: _I32_ARRAY, layout: _I32_ARRAY):
-    """FieldGroup.read: each named field of group into the flat arrays (see _pack)."""
-    for i in range(ti.static(_longest(group, names))):
-        for f in ti.static(range(len(names))):
-            field = ti.static(getattr(group, names[f]))
+    """read_groups: the named fields of the groups into the flat arrays (see _pack)."""
+    fields = ti.static(_fields_of(groups, names))
+    for i in range(ti.static(_longest(groups, names))):
+        for f in ti.static(range(len(fields))):
+            field = ti.static(fields[f])
             if i < ti.static(_entries(field)):
                 if ti.static(field.dtype == ti.f32):
                     _copy_entry(field, floats, layout[2 * f], layout[2 * f + 1], i)

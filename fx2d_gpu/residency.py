@@ -22,7 +22,7 @@ import weakref
 import numpy as np
 
 from . import runtime
-from .device import MIN_CAPACITIES, DevicePool, next_pow2
+from .device import MIN_CAPACITIES, DevicePool, next_pow2, read_groups, write_groups
 
 
 class Snapshot:
@@ -34,17 +34,14 @@ class Snapshot:
 
     @classmethod
     def take(cls, pool: DevicePool, extents: dict[str, int]) -> Snapshot:
-        arrays = {}
-        for group_name, group in pool.groups().items():
-            saved = group.saved_fields()
-            if saved:
-                arrays[group_name] = group.read(
-                    {name: extents.get(extent) for name, extent in saved.items()})
-        return cls(arrays)
+        wanted = {name: {field: extents.get(extent) for field, extent in saved.items()}
+                  for name, group in pool.groups().items()
+                  if (saved := group.saved_fields())}
+        read = read_groups([(getattr(pool, name), fields) for name, fields in wanted.items()])
+        return cls(dict(zip(wanted, read, strict=True)))
 
     def restore(self, pool: DevicePool):
-        for group_name, fields in self.arrays.items():
-            getattr(pool, group_name).write(fields)
+        write_groups([(getattr(pool, name), fields) for name, fields in self.arrays.items()])
 
 
 class Binding:
@@ -244,16 +241,20 @@ def _evict(binding: Binding, pool: DevicePool):
 
 
 def _load(binding: Binding, pool: DevicePool):
-    for group_name, fields in (binding.model or {}).items():
-        getattr(pool, group_name).write(fields)
+    # The model and the saved state in one launch (write_groups).
+    arrays = list((binding.model or {}).items())
     if binding.saved is not None:
-        binding.saved.restore(pool)
-        binding.saved = None
+        arrays += list(binding.saved.arrays.items())
+    write_groups([(getattr(pool, name), fields) for name, fields in arrays])
+    binding.saved = None
     _state["resident"] = weakref.ref(binding)
 
 
 def _copy_pool(old: DevicePool, new: DevicePool):
     """Every field of `old` into the start of the same field of `new` (capacities only
     grow, and a slot's index does not depend on them)."""
-    for group_name, group in old.groups().items():
-        getattr(new, group_name).write(group.read(dict.fromkeys(group.field_names())))
+    groups = old.groups()
+    values = read_groups([(group, dict.fromkeys(group.field_names()))
+                          for group in groups.values()])
+    write_groups([(getattr(new, name), fields)
+                  for name, fields in zip(groups, values, strict=True)])
