@@ -130,7 +130,7 @@ def write_groups(arrays: list[tuple[FieldGroup, dict[str, np.ndarray]]]):
     if not fields:
         return
     floats, ints, layout = _pack(fields, values, None)
-    _write_fields(*_template_of(arrays), floats, ints, layout)
+    _move_fields(*_template_of(arrays), floats, ints, layout, True)
 
 
 def read_groups(extents: list[tuple[FieldGroup, dict[str, int | None]]]
@@ -148,7 +148,7 @@ def read_groups(extents: list[tuple[FieldGroup, dict[str, int | None]]]
     if not fields:
         return [{} for _ in extents]
     floats, ints, layout = _pack(fields, None, counts)
-    _read_fields(*_template_of(extents), floats, ints, layout)
+    _move_fields(*_template_of(extents), floats, ints, layout, False)
     out, f = [], 0
     for _, named in extents:
         values = {}
@@ -312,33 +312,20 @@ def _fields_of(groups, names) -> tuple:
 # each top-level loop is compiled as a function of its own, ~10 ms apiece even from the
 # offline cache, and a group has up to 24 fields.
 @ti.kernel
-def _write_fields(groups: ti.template(), names: ti.template(), floats: _F32_ARRAY,
-                  ints: _I32_ARRAY, layout: _I32_ARRAY):
-    """write_groups: the named fields of the groups from the flat arrays (see _pack)."""
+def _move_fields(groups: ti.template(), names: ti.template(), floats: _F32_ARRAY,
+                 ints: _I32_ARRAY, layout: _I32_ARRAY, to_device: ti.template()):
+    """The named fields of the groups from the flat arrays (to_device: write_groups) or into
+    them (read_groups); layout as _pack makes it."""
     fields = ti.static(_fields_of(groups, names))
     for i in range(ti.static(_longest(groups, names))):
         for f in ti.static(range(len(fields))):
             field = ti.static(fields[f])
+            flat = ti.static(floats if field.dtype == ti.f32 else ints)
             if i < ti.static(_entries(field)):
-                if ti.static(field.dtype == ti.f32):
-                    _fill_entry(field, floats, layout[2 * f], layout[2 * f + 1], i)
+                if ti.static(to_device):
+                    _fill_entry(field, flat, layout[2 * f], layout[2 * f + 1], i)
                 else:
-                    _fill_entry(field, ints, layout[2 * f], layout[2 * f + 1], i)
-
-
-@ti.kernel
-def _read_fields(groups: ti.template(), names: ti.template(), floats: _F32_ARRAY,
-                 ints: _I32_ARRAY, layout: _I32_ARRAY):
-    """read_groups: the named fields of the groups into the flat arrays (see _pack)."""
-    fields = ti.static(_fields_of(groups, names))
-    for i in range(ti.static(_longest(groups, names))):
-        for f in ti.static(range(len(fields))):
-            field = ti.static(fields[f])
-            if i < ti.static(_entries(field)):
-                if ti.static(field.dtype == ti.f32):
-                    _copy_entry(field, floats, layout[2 * f], layout[2 * f + 1], i)
-                else:
-                    _copy_entry(field, ints, layout[2 * f], layout[2 * f + 1], i)
+                    _copy_entry(field, flat, layout[2 * f], layout[2 * f + 1], i)
 
 
 f32, i32 = ti.f32, ti.i32
