@@ -8,7 +8,7 @@ import pytest
 import fx2d_gpu as fx
 from fx2d_gpu import device
 from fx2d_gpu.device import MAX_COLORS
-from fx2d_gpu.scenes import batched_small, pyramid, random_pile
+from fx2d_gpu.scenes import batched_small, pile, pile_layout, pyramid, random_pile
 
 DT = 1.0 / 60.0
 G = 9.81
@@ -190,6 +190,38 @@ def test_colours_kept_from_last_step_stay_valid_in_a_falling_pile(arch):
         if step % 5 == 0:
             assert_valid_coloring(scene)
     assert scene.colorings - scene.scratch_colorings > 5
+
+
+def _greedy_color_count(pairs, moving):
+    """Colours a sequential greedy colouring of `pairs` (k, 2) needs, where only bodies with
+    moving[body] conflict: the reference for how many colours a pile needs."""
+    masks = np.zeros(len(moving), np.int64)
+    used = 0
+    for a, b in pairs:
+        taken = (masks[a] if moving[a] else 0) | (masks[b] if moving[b] else 0)
+        color = 0
+        while (taken >> color) & 1:
+            color += 1
+        for body in (a, b):
+            if moving[body]:
+                masks[body] |= 1 << color
+        used = max(used, color + 1)
+    return used
+
+
+def test_a_poured_pile_keeps_few_colours(arch):
+    # Starting every step from the last step's colours fragments them as a pile is poured
+    # (14 colours where a greedy colouring of the same pairs needs 9); coloring from
+    # scratch every FRESH_COLORING_STEPS steps keeps the count at the greedy one's.
+    from fx2d_gpu.solver.coloring import FRESH_COLORING_STEPS
+
+    scene = pile(2000, arch=arch)
+    moving = np.array([spec.mass != 0 for spec in pile_layout(2000)], bool)
+    for step in range(1, 6 * FRESH_COLORING_STEPS + 1):
+        scene.step(DT)
+        if step > 4 * FRESH_COLORING_STEPS and step % 8 == 0:
+            reference = _greedy_color_count(scene.candidate_pairs()[:, 1:], moving)
+            assert scene.n_colors <= reference + 1, (step, scene.n_colors, reference)
 
 
 def test_repeat_runs_are_bitwise_identical(arch):

@@ -28,10 +28,11 @@ class StepCache:
     entry_need: the largest pair list and grid the scene has needed (pool capacities);
     lost_bodies: bodies the last broad phase left out of collision; colorings: steps that
     coloured (the others reused the last colouring); scratch_colorings: of those, the ones
-    that did not start from the last colours; forces_on_device: applied forces wait on the
-    device for the next step; n_reported, n_begin_events, n_end_events: the touching pairs
-    and the contact events the last step reported (solver/reporting.py); state_set: the
-    state was set by hand since (Scene.set_state).
+    that did not start from the last colours; steps_since_fresh_coloring: steps since the
+    last colouring from scratch (coloring.FRESH_COLORING_STEPS); forces_on_device: applied
+    forces wait on the device for the next step; n_reported, n_begin_events, n_end_events:
+    the touching pairs and the contact events the last step reported
+    (solver/reporting.py); state_set: the state was set by hand since (Scene.set_state).
     """
 
     n_pairs: int = 0
@@ -46,6 +47,7 @@ class StepCache:
     lost_bodies: int = 0
     colorings: int = 0
     scratch_colorings: int = 0
+    steps_since_fresh_coloring: int = 0
     forces_on_device: bool = False
     n_reported: int = 0
     n_begin_events: int = 0
