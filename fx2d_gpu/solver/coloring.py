@@ -284,14 +284,16 @@ def color_constraints(ctx) -> bool:
     started to move and nothing overflowed (a pile at rest keeps its pairs for many steps).
     Otherwise the constraints are coloured again, starting from last step's colours pair by
     pair when that colouring is valid (carry_contacts found them; the pool still holds its
-    joint colours and body flags) and the last colouring from scratch is fewer than
-    FRESH_COLORING_STEPS steps old. Sets ctx.cache's n_colors (parallel colours used) and
-    n_overflow (constraints in the overflow colour).
+    joint colours and body flags) and, in worlds of more than KEEP_COLORS_MAX_BODIES bodies,
+    the last colouring from scratch is fewer than FRESH_COLORING_STEPS steps old. Sets
+    ctx.cache's n_colors (parallel colours used) and n_overflow (constraints in the overflow
+    colour).
     """
     pool, cache, serial = ctx.pool, ctx.cache, ctx.serial
     groups = (pool.model, pool.bodies)
-    keep = (cache.coloring_valid
-            and cache.steps_since_fresh_coloring < FRESH_COLORING_STEPS)
+    keep = cache.coloring_valid and (
+        ctx.n_bodies <= KEEP_COLORS_MAX_BODIES
+        or cache.steps_since_fresh_coloring < FRESH_COLORING_STEPS)
     reuse = (keep and ctx.n_pairs == cache.colored_pairs
              and cache.n_overflow == 0
              and _coloring_still_valid(*groups, pool.contacts, pool.previous, pool.coloring,
@@ -316,6 +318,11 @@ def color_constraints(ctx) -> bool:
 #: in steps, which a world has the same alone or in a batch, so a world's colouring stays
 #: independent of the batch.
 FRESH_COLORING_STEPS = 32
+#: Worlds of at most this many bodies keep their colours: few pairs fragment little, most
+#: such worlds are solved one per thread (context.BY_WORLD_MAX_BODIES), where colours bring
+#: no parallelism, and a fresh colouring made 4,096 of them ~5 % slower. A constant of its
+#: own, not the solve path's: both paths must colour alike (they give the same results).
+KEEP_COLORS_MAX_BODIES = 40
 
 
 def _color(ctx, keep: bool) -> tuple[int, int]:
