@@ -8,9 +8,9 @@ scene's. Everything a later step reads is in the snapshot, so any interleaving o
 and any reads between their steps, leave every scene's results bitwise as if it ran alone.
 
 A scene talks to this module through its Binding (no calls back into the scene). When a
-scene outgrows the pool, a bigger pool is made (with headroom, so growth compiles
-rarely: _grown_capacities) and the resident scene's fields are copied into it whole, which is exact
-even in the middle of a step.
+scene outgrows the pool, a bigger pool is made (with headroom, so growth compiles rarely:
+_grown_capacities) and the resident scene's fields are copied into it whole, which is
+exact even in the middle of a step.
 """
 
 from __future__ import annotations

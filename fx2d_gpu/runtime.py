@@ -38,8 +38,6 @@ def ensure_initialized(arch: str = "auto") -> str:
         raise ValueError(f"arch must be one of {ARCHS}, got {arch!r}")
     launching.cache_source_positions()
     launching.cache_function_sources()
-    if _state["arch"] is None:
-        clear_stale_cache_locks(offline_cache_path())
     if _state["arch"] is not None:
         requested = _state["requested"]
         if arch not in ("auto", requested) and not _matches(arch, _state["arch"]):
@@ -62,6 +60,7 @@ def ensure_initialized(arch: str = "auto") -> str:
     # kernel on purpose (one kernel instead of one per field).
     options = dict(offline_cache=True, fast_math=False, advanced_optimization=False,
                    default_fp=ti.f32, default_ip=ti.i32, log_level=ti.WARN, unrolling_limit=0)
+    clear_stale_cache_locks(offline_cache_path())
     if arch in ("auto", "gpu"):
         # Not Taichi's own ti.gpu: it would take a software Vulkan device (Mesa's llvmpipe)
         # for a GPU, and run slower than the CPU backend.

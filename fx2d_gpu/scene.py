@@ -35,10 +35,10 @@ from .solver.step import step as run_step
 
 #: Fx2D's time-step bounds, s: below MIN_DT step() raises, above MAX_DT it is clamped.
 MIN_DT = 1e-3
+MAX_DT = 0.06
 #: Manifold fields Scene.contacts reads.
 _CONTACT_FIELDS = ("body_a", "body_b", "point_count", "normal", "point", "depth", "feature",
                    "total_normal_impulse", "total_tangent_impulse")
-MAX_DT = 0.06
 
 
 class Scene:

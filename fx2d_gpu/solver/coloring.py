@@ -12,8 +12,9 @@ after MAX_COLORS rounds form the overflow colour, solved in parallel after the c
 
 From one step to the next most pairs persist (a pile in motion gains and loses a few pairs a
 step), so a step starts from the last step's colours (start_coloring) and only new pairs bid:
-each body keeps a bit mask of the colours its constraints hold. Every FRESH_COLORING_STEPS
-steps the colouring starts from scratch, so the colours do not fragment.
+each body keeps a bit mask of the colours its constraints hold. In worlds of more than
+KEEP_COLORS_MAX_BODIES bodies the colouring starts from scratch every FRESH_COLORING_STEPS
+steps, so the colours do not fragment.
 """
 
 import taichi as ti
