@@ -33,6 +33,9 @@ MAX_MANIFOLD_POINTS = 2
 #: 31, the most a body's 32-bit colour mask holds: a pile's candidate pairs (~16 a body)
 #: need ~25, and with 12 a 100,000-body pile put 46,280 pairs in the serial overflow.
 MAX_COLORS = 31
+#: The colour of a pair the solver does not look at this step (no points, not fast): after
+#: the overflow colour in the colour lists, and never solved.
+UNSOLVED_COLOR = MAX_COLORS + 1
 #: Block length of the device prefix sum.
 SCAN_BLOCK = 256
 
@@ -545,7 +548,8 @@ class Coloring(FieldGroup):
     """Graph colouring of the constraints (pairs, then joint slots).
 
     Saved (a step may reuse the last colouring): color (n_constraints,) MAX_COLORS for the
-    overflow; color_start (MAX_COLORS + 2): colour c is color_list[start[c]:start[c + 1]];
+    overflow, UNSOLVED_COLOR for a pair not solved this step; color_start (MAX_COLORS + 3):
+    colour c is color_list[start[c]:start[c + 1]];
     color_list (n_constraints,) constraint indices by colour; pair_origin (n_pairs,) the
     broad-phase index of the pair stored at k; joint_color (n_joint_slots,);
     body_colored_dynamic (n_slots,) 1: dynamic and awake when last coloured.
@@ -557,6 +561,8 @@ class Coloring(FieldGroup):
     (2 n_pairs,) entries 2 i + side, each body's sorted, in
     jacobi_entries[jacobi_start[g]:jacobi_start[g] + jacobi_count[g]]; jacobi_ticket per
     entry and jacobi_cursor (scratch of the fill).
+    solve (n_pairs,): 1 where the solver must look at the pair this step (it has points or
+    is fast, step.begin_step); only those pairs take a colour.
     Scratch: color_cursor, rank (pairs before each color_list entry; while the lists are
     built, each constraint's place in the overflow colour), body_claim (lowest
     bid for the body this round), body_color_mask (bit c: a constraint of colour c has the
@@ -567,12 +573,13 @@ class Coloring(FieldGroup):
         super().__init__(builder)
         C = n_pairs + n_joint_slots
         self._field("color", i32, C, saved="constraints")
-        self._field("color_start", i32, MAX_COLORS + 2, saved="all")
+        self._field("color_start", i32, UNSOLVED_COLOR + 2, saved="all")
         self._field("color_list", i32, C, saved="constraints")
         self._field("pair_origin", i32, n_pairs, saved="pairs")
+        self._field("solve", i32, n_pairs)
         self._field("joint_color", i32, n_joint_slots, saved="joint_slots")
         self._field("body_colored_dynamic", i32, n_slots, saved="slots")
-        self._field("color_cursor", i32, MAX_COLORS + 1)
+        self._field("color_cursor", i32, UNSOLVED_COLOR + 1)
         self._field("rank", i32, C + 1)
         self._field("body_claim", i32, n_slots)
         self._field("body_color_mask", i32, n_slots)

@@ -7,7 +7,7 @@ import pytest
 
 import fx2d_gpu as fx
 from fx2d_gpu import device
-from fx2d_gpu.device import MAX_COLORS
+from fx2d_gpu.device import MAX_COLORS, UNSOLVED_COLOR
 from fx2d_gpu.scenes import batched_small, pile, pile_layout, pyramid, random_pile
 
 DT = 1.0 / 60.0
@@ -132,18 +132,25 @@ def coloring(scene):
     b = contacts.body_b.to_numpy()[:n]
     color = groups.color.to_numpy()[: ctx.n_constraints]
     starts = groups.color_start.to_numpy()
-    listed = groups.color_list.to_numpy()[: starts[MAX_COLORS + 1]]
+    listed = groups.color_list.to_numpy()[: starts[UNSOLVED_COLOR + 1]]
     return a, b, color, starts, listed
 
 
 def assert_valid_coloring(scene):
     """Every pair listed once under its own colour; no colour holds two constraints on one
-    moving body (checked by brute force against the scene's state)."""
+    moving body (checked by brute force against the scene's state); every pair with points
+    or refreshed every substep is solved (has a colour or is in the overflow). Returns how
+    many pairs the broad phase found."""
     a, b, color, starts, listed = coloring(scene)
     n = len(a)
     assert sorted(listed) == list(range(len(color)))  # pairs, then joint slots
-    for c in range(MAX_COLORS + 1):
+    for c in range(UNSOLVED_COLOR + 1):
         assert np.all(color[listed[starts[c]:starts[c + 1]]] == c)
+    ctx = scene.step_context()
+    points = ctx.pool.contacts.point_count.to_numpy()[:n]
+    fast = ctx.pool.solver.refresh.to_numpy()[:n]
+    unsolved = color[:n] == UNSOLVED_COLOR
+    assert not np.any(unsolved & ((points > 0) | (fast == 1)))
     state = scene.get_state()
     nb = scene.n_bodies
     dynamic = np.array([scene.body_mass(i) > 0 for i in range(nb)])
@@ -171,6 +178,28 @@ def test_graph_coloring_is_valid_on_dense_piles(arch):
         scene = random_pile(3000, arch=arch, seed=seed, n_worlds=2)
         scene.step(DT)
         assert assert_valid_coloring(scene) > 3000
+
+
+def test_only_pairs_with_points_take_a_colour(arch):
+    """Box2D v3 colours touching constraints only. In a settling pile many of the broad
+    phase's pairs (AABBs grown by the step's motion) are apart: those, and only those, are
+    left unsolved (no points with the margin of the motion the step can bring), and an
+    exact narrow phase at the poses the step ends with (Scene.contacts after set_state)
+    finds none of them touching."""
+    scene = pile(2000, arch=arch)
+    for _ in range(60):  # pouring: ~4,500 pairs, ~30 % of them apart
+        scene.step(DT)
+    a, b, color, _, _ = coloring(scene)
+    n = len(a)
+    unsolved = color[:n] == UNSOLVED_COLOR
+    assert 0.1 * n < unsolved.sum() < 0.9 * n, (unsolved.sum(), n)
+    assert_valid_coloring(scene)
+    nb = scene.n_bodies
+    apart = {(x % nb, y % nb) for x, y in zip(a[unsolved], b[unsolved], strict=True)}
+    scene.set_state(scene.get_state())  # contacts() now runs an exact narrow phase
+    found = scene.contacts()
+    touching = set(zip(found.body_a.tolist(), found.body_b.tolist(), strict=True))
+    assert not apart & touching
 
 
 def test_colours_kept_from_last_step_stay_valid_in_a_falling_pile(arch):

@@ -24,7 +24,7 @@ import fx2d_gpu as fx
 import fx2d_gpu.solver.coloring as coloring
 import fx2d_gpu.solver.pairs as pairs
 from fx2d_gpu.collision.broad_phase import find_candidate_pairs
-from fx2d_gpu.device import MAX_COLORS
+from fx2d_gpu.device import MAX_COLORS, UNSOLVED_COLOR
 from fx2d_gpu.solver.contacts import (
     CONTACT_COMPLIANCE,
     LINEAR_SLOP,
@@ -35,7 +35,7 @@ from fx2d_gpu.solver.contacts import (
     build_body_lists,
 )
 from fx2d_gpu.solver.joints import JOINT_ITERATIONS
-from fx2d_gpu.solver.step import begin_substep, position_pass, velocity_pass
+from fx2d_gpu.solver.step import begin_step, begin_substep, position_pass, velocity_pass
 
 from .fields import put
 
@@ -60,6 +60,7 @@ def first_substep(ctx):
     pairs.save_previous_pairs(ctx)
     find_candidate_pairs(ctx, SPECULATIVE_DISTANCE, ctx.dt)
     pairs.carry_contacts(ctx)
+    begin_step(ctx)
     recolored = coloring.color_constraints(ctx)
     pairs.store_in_color_order(ctx, recolored)
     build_body_lists(ctx)
@@ -106,12 +107,13 @@ def bid_priority(local):
     return (np.asarray(local, np.uint64) * np.uint64(2654435761)) & np.uint64(0x7FFFFFFF)
 
 
-def rule_colors(a, b, dynamic, priority):
-    """Colours (MAX_COLORS: overflow) of the documented bidding rule, simulated one
-    constraint at a time: in round c, SUB_ROUNDS times, every uncoloured constraint whose
-    dynamic bodies hold no colour-c constraint bids its priority on them (lowest wins);
-    those that win all their dynamic bodies take colour c."""
-    color = np.full(len(a), -1)
+def rule_colors(a, b, dynamic, priority, solved=None):
+    """Colours (MAX_COLORS: overflow, UNSOLVED_COLOR: not solved[k]) of the documented
+    bidding rule, simulated one constraint at a time: in round c, SUB_ROUNDS times, every
+    uncoloured constraint whose dynamic bodies hold no colour-c constraint bids its priority
+    on them (lowest wins); those that win all their dynamic bodies take colour c."""
+    solved = np.ones(len(a), bool) if solved is None else solved
+    color = np.where(solved, -1, UNSOLVED_COLOR)
     for c in range(MAX_COLORS):
         holding = set()  # bodies with a colour-c constraint
         for _ in range(SUB_ROUNDS):
@@ -131,11 +133,13 @@ def rule_colors(a, b, dynamic, priority):
     return color
 
 
-def colour_graph(serial, n_bodies, edges, static=(), n_worlds=1):
+def colour_graph(serial, n_bodies, edges, static=(), n_worlds=1, apart=()):
     """Colour the contact pairs `edges` (body pairs, repeated in every world) of a scene of
     n_bodies circles (those in `static` with mass 0), written by hand into the pool as the
     broad phase leaves them (grouped by lower slot, partners ascending, pair_start per
-    slot), after carry_contacts found no pairs last step. Returns (ctx, a, b, dynamic)."""
+    slot), after carry_contacts found no pairs last step; the solver looks at every pair
+    (coloring.solve, as step.begin_step leaves it) but those of `apart`. Returns (ctx, a,
+    b, dynamic, solved)."""
     scene = fx.Scene(gravity=(0.0, 0.0), n_worlds=n_worlds)
     for body in range(n_bodies):
         scene.add_circle((3.0 * body, 0.0), 0.5, mass=0.0 if body in static else 1.0)
@@ -154,10 +158,14 @@ def colour_graph(serial, n_bodies, edges, static=(), n_worlds=1):
     put(pool.contacts.pair_start,
         np.concatenate([[0], np.cumsum(np.bincount(a, minlength=n_slots))]))
     ctx.cache.n_pairs = len(a)
+    local = {(min(e), max(e)) for e in apart}
+    solved = np.array([(x % n_bodies, y % n_bodies) not in local
+                       for x, y in zip(a, b, strict=True)])
+    put(pool.coloring.solve, solved.astype(np.int32))
     pairs.carry_contacts(ctx)
     assert coloring.color_constraints(ctx)  # a new colouring, from scratch
     dynamic = np.tile([body not in static for body in range(n_bodies)], n_worlds)
-    return ctx, a, b, dynamic
+    return ctx, a, b, dynamic, solved
 
 
 def check_coloring(ctx, a, b, dynamic):
@@ -168,10 +176,10 @@ def check_coloring(ctx, a, b, dynamic):
     color = pool.coloring.color.to_numpy()[:n]
     start = pool.coloring.color_start.to_numpy()
     listed = pool.coloring.color_list.to_numpy()[:n]
-    assert start[0] == 0 and start[MAX_COLORS + 1] == n and (np.diff(start) >= 0).all()
+    assert start[0] == 0 and start[UNSOLVED_COLOR + 1] == n and (np.diff(start) >= 0).all()
     np.testing.assert_array_equal(np.sort(listed), np.arange(n))  # each pair exactly once
     used = 0
-    for c in range(MAX_COLORS + 1):
+    for c in range(UNSOLVED_COLOR + 1):
         members = listed[start[c]:start[c + 1]]
         assert (color[members] == c).all(), c  # listed under its own colour
         if c < MAX_COLORS and len(members):
@@ -183,7 +191,7 @@ def check_coloring(ctx, a, b, dynamic):
     # the new colour when the round starts): no empty colour below the last one used.
     assert all(start[c + 1] > start[c] for c in range(used))
     assert cache.n_colors == used
-    overflow = listed[start[MAX_COLORS]:]
+    overflow = listed[start[MAX_COLORS]:start[MAX_COLORS + 1]]
     assert cache.n_overflow == len(overflow)
     # The overflow colour is listed in constraint order (its entries are numbered by it).
     np.testing.assert_array_equal(overflow, np.sort(overflow))
@@ -238,7 +246,7 @@ def test_coloring_a_star_with_a_shared_static_body(serial):
     row = list(range(9, 15))
     edges = ([(0, leaf) for leaf in range(1, 9)] + [(8, ball) for ball in row]
              + [(ball, ball + 1) for ball in row[:-1]])
-    ctx, a, b, dynamic = colour_graph(serial, 15, edges, static={8})
+    ctx, a, b, dynamic, _ = colour_graph(serial, 15, edges, static={8})
     color, _, _ = check_coloring(ctx, a, b, dynamic)
     hub = np.nonzero(a == 0)[0]
     by_bid = hub[np.argsort(bid_priority(hub))]
@@ -257,12 +265,31 @@ def test_coloring_a_chain(serial):
     Rounds that each took a maximal set of pairs would need at most 3 (a pair has 2
     neighbours); the rule does not promise maximal rounds, but on this chain it uses 3
     colours, nothing in the overflow, exactly as the rule simulated in NumPy pair by pair."""
-    ctx, a, b, dynamic = colour_graph(serial, 30, [(i, i + 1) for i in range(29)])
+    ctx, a, b, dynamic, _ = colour_graph(serial, 30, [(i, i + 1) for i in range(29)])
     color, _, _ = check_coloring(ctx, a, b, dynamic)
     assert (color[:-1] != color[1:]).all()
     assert 2 <= ctx.cache.n_colors <= 3
     assert ctx.cache.n_overflow == 0
     np.testing.assert_array_equal(color, rule_colors(a, b, dynamic, bid_priority(np.arange(29))))
+    check_color_order(ctx, a, b, color)
+
+
+@SERIAL
+def test_pairs_apart_take_no_colour(serial):
+    """The chain of test_coloring_a_chain with every third pair apart (no points in the
+    step's narrow phase, not fast): those take UNSOLVED_COLOR, bid for nothing (the others
+    colour as if they were not there, by the rule simulated in NumPy) and are stored after
+    every solved pair, where no pass reaches them."""
+    apart = [(i, i + 1) for i in range(0, 29, 3)]
+    ctx, a, b, dynamic, solved = colour_graph(serial, 30, [(i, i + 1) for i in range(29)],
+                                              apart=apart)
+    color, _, start = check_coloring(ctx, a, b, dynamic)
+    np.testing.assert_array_equal(color == UNSOLVED_COLOR, ~solved)
+    assert start[UNSOLVED_COLOR + 1] - start[UNSOLVED_COLOR] == len(apart)
+    # With the pairs apart gone the chain falls into pieces of two pairs: 2 colours.
+    assert ctx.cache.n_colors == 2 and ctx.cache.n_overflow == 0
+    np.testing.assert_array_equal(
+        color, rule_colors(a, b, dynamic, bid_priority(np.arange(29)), solved))
     check_color_order(ctx, a, b, color)
 
 
@@ -274,7 +301,7 @@ def test_coloring_a_hub_overflows(serial, n_worlds):
     Round c gives the hub to its c-th lowest bid; bids are priorities of the pair's index
     within its world, so every world of a batch colours the same as one alone."""
     spokes = MAX_COLORS + 8
-    ctx, a, b, dynamic = colour_graph(serial, spokes + 1, [(0, s) for s in range(1, spokes + 1)],
+    ctx, a, b, dynamic, _ = colour_graph(serial, spokes + 1, [(0, s) for s in range(1, spokes + 1)],
                                       n_worlds=n_worlds)
     color, _, _ = check_coloring(ctx, a, b, dynamic)
     assert ctx.cache.n_colors == MAX_COLORS

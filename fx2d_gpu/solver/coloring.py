@@ -1,11 +1,14 @@
 """Graph colouring of the constraints on the device.
 
-Constraints (contact pairs now, joints later) that share a dynamic body must not be solved at
-the same time. Each round gives one colour: every uncoloured constraint bids for its dynamic
-bodies with an atomic minimum of its priority (a fixed permutation of its index), and
-those that win all their bodies take the
-colour (a few sub-rounds per colour let the losers try bodies still free). Static and sleeping
-bodies do not count: they never move, so any number of constraints may read them at once.
+Constraints (contact pairs with points, fast pairs, joints) that share a dynamic body must
+not be solved at the same time. Pairs the solver does not look at this step (no points
+from the step's narrow phase, not fast: coloring.solve, step.begin_step) take no colour
+(UNSOLVED_COLOR), as Box2D v3 colours only touching constraints: in a poured pile half the
+broad phase's pairs are apart. Each round gives one colour: every uncoloured constraint
+bids for its dynamic bodies with an atomic minimum of its priority (a fixed permutation of
+its index), and those that win all their bodies take the colour (a few sub-rounds per
+colour let the losers try bodies still free). Static and sleeping bodies do not count: they
+never move, so any number of constraints may read them at once.
 Integer atomics only, so the colouring is the same on every run. Constraints still uncoloured
 after MAX_COLORS rounds form the overflow colour, solved in parallel after the colours
 (solver/overflow.py): nothing is dropped.
@@ -20,7 +23,7 @@ steps, so the colours do not fragment.
 import taichi as ti
 
 from ..bodies import awake_dynamic, is_sensor_pair
-from ..device import MAX_COLORS
+from ..device import MAX_COLORS, UNSOLVED_COLOR
 from ..launching import quick
 from ..scan import exclusive_scan
 from .overflow import build_jacobi_lists
@@ -78,7 +81,8 @@ def _coloring_still_valid(model: ti.template(), bodies: ti.template(), contacts:
                           previous: ti.template(), coloring: ti.template(), serial: ti.template(),
                           n_slots: ti.i32, n_pairs: ti.i32, n_bodies: ti.i32) -> ti.i32:
     """1 when last step's colouring still holds: the broad phase found the same pairs in the
-    same order (`previous` holds last step's, in broad-phase order) and no body that the
+    same order (`previous` holds last step's, in broad-phase order), the solver looks at
+    the same ones (coloring.solve against last step's UNSOLVED_COLOR) and no body that the
     colouring treated as fixed (static or asleep) moves now. A colouring stays valid when
     bodies fall asleep: that only removes conflicts.
 
@@ -89,7 +93,8 @@ def _coloring_still_valid(model: ti.template(), bodies: ti.template(), contacts:
     ti.loop_config(serialize=serial)
     for k in range(n_pairs):
         if (contacts.body_a[k] != previous.body_a[k]
-                or contacts.body_b[k] != previous.body_b[k]):
+                or contacts.body_b[k] != previous.body_b[k]
+                or (previous.color[k] == UNSOLVED_COLOR) != (coloring.solve[k] == 0)):
             changed += 1
     ti.loop_config(serialize=serial)
     for slot in range(n_slots):
@@ -135,10 +140,11 @@ def _start_coloring(model: ti.template(), bodies: ti.template(), joints: ti.temp
                     contacts: ti.template(), coloring: ti.template(), counts: ti.template(),
                     serial: ti.template(), n_slots: ti.i32, n_constraints: ti.i32, n_bodies: ti.i32,
                     keep: ti.i32) -> ti.i32:
-    """Clear the bids and masks; with `keep`, give each constraint the colour it had last
-    step (contacts.color, coloring.joint_color) unless it was in the overflow or one of its bodies
-    woke since (two constraints of one colour may share a body that was fixed then).
-    Lists the constraints left without a colour in uncolored and returns their count."""
+    """Clear the bids and masks; give the pairs the solver does not look at UNSOLVED_COLOR;
+    with `keep`, give each other constraint the colour it had last step (contacts.color,
+    coloring.joint_color) unless it had none (overflow, unsolved) or one of its bodies woke
+    since (two constraints of one colour may share a body that was fixed then). Lists the
+    constraints left without a colour in uncolored and returns their count."""
     n_pairs = counts.n_pairs[None]
     ti.loop_config(serialize=serial)
     for slot in range(n_slots):
@@ -153,11 +159,13 @@ def _start_coloring(model: ti.template(), bodies: ti.template(), joints: ti.temp
             if (color >= MAX_COLORS or woke(model, bodies, coloring, a, n_bodies)
                     or woke(model, bodies, coloring, b, n_bodies)):
                 color = -1
+        if k < n_pairs and coloring.solve[k] == 0:
+            color = UNSOLVED_COLOR
         coloring.color[k] = color
     ti.loop_config(serialize=serial)
     for k in range(n_constraints):
         color = coloring.color[k]
-        if color >= 0:
+        if 0 <= color < MAX_COLORS:
             a, b, dyn_a, dyn_b = _bodies_of(model, bodies, joints, contacts, counts, k, n_bodies)
             mark_color(coloring, a, dyn_a, color)
             mark_color(coloring, b, dyn_b, color)
@@ -234,10 +242,10 @@ def _color_round(model: ti.template(), bodies: ti.template(), joints: ti.templat
 def _build_color_lists(coloring: ti.template(), counts: ti.template(), scan: ti.template(),
                        serial: ti.template(), n_constraints: ti.i32) -> ti.math.ivec2:
     """Group constraint indices by colour into color_list, the overflow colour's in index
-    order (pairs first, then joint slots; n_overflow_pairs of them are pairs); returns
-    (colours used, overflow)."""
+    order (pairs first, then joint slots; n_overflow_pairs of them are pairs), the unsolved
+    pairs last; returns (colours used, overflow)."""
     ti.loop_config(serialize=serial)
-    for c in range(MAX_COLORS + 2):
+    for c in range(UNSOLVED_COLOR + 2):
         coloring.color_start[c] = 0
     ti.loop_config(serialize=serial)
     for k in range(n_constraints):
@@ -247,21 +255,21 @@ def _build_color_lists(coloring: ti.template(), counts: ti.template(), scan: ti.
     used = 0
     for _ in range(1):
         running = 0
-        for c in range(MAX_COLORS + 1):
+        for c in range(UNSOLVED_COLOR + 1):
             count = coloring.color_start[c]
             if count > 0 and c < MAX_COLORS:
                 used = c + 1
             coloring.color_start[c] = running
             coloring.color_cursor[c] = running
             running += count
-        coloring.color_start[MAX_COLORS + 1] = running
+        coloring.color_start[UNSOLVED_COLOR + 1] = running
     overflow = coloring.color_start[MAX_COLORS + 1] - coloring.color_start[MAX_COLORS]
     # Inside a colour the order is free (its pairs touch disjoint bodies) ...
     ti.loop_config(serialize=serial)
     for k in range(n_constraints):
         c = coloring.color[k]
         coloring.rank[k] = 1 if c == MAX_COLORS else 0
-        if c < MAX_COLORS:
+        if c != MAX_COLORS:
             coloring.color_list[ti.atomic_add(coloring.color_cursor[c], 1)] = k
     ti.loop_config(serialize=serial)
     for joint_slot in range(n_constraints - counts.n_pairs[None]):  # kept for the next step

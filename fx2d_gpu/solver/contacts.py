@@ -1,9 +1,11 @@
 """The whole contact constraint (seed 000), stage by stage:
 
-- prepare (refresh_contacts, on the step's first substep and for fast pairs every substep):
-  narrow phase with margins, impulses carried by feature id, the pair's solver masses,
-  restitution and slop, each point's lever arms, effective masses and friction regime
-  (mu_s while it sticks, mu_k once it slides; mixed_friction);
+- the step's narrow phase with margins (find_step_manifold, before the colouring, which
+  colours only pairs with points or fast ones);
+- prepare (refresh_contacts, on the step's first substep with those manifolds, and for
+  fast pairs every substep with the narrow phase again): impulses carried by feature id,
+  the pair's solver masses, restitution and slop, each point's lever arms, effective
+  masses and friction regime (mu_s while it sticks, mu_k once it slides; mixed_friction);
 - per-body contact lists (build_body_lists, once per step) for warm starting;
 - warm start (warm_start_body), before the substep's position integration;
 - position pass (resolve_penetration): XPBD penetration resolution;
@@ -19,6 +21,7 @@ import taichi as ti
 
 from ..bodies import bounding_radius, is_sensor_pair, solver_mass
 from ..collision.narrow_phase import collide_pair
+from ..device import MAX_MANIFOLD_POINTS, UNSOLVED_COLOR
 from ..integrate import displace
 from ..launching import quick
 from ..math2d import cross, cross_sv
@@ -194,9 +197,21 @@ def prepare_pair(model: ti.template(), bodies: ti.template(), solver: ti.templat
         wa, ia, wb, ib = 0.0, 0.0, 0.0, 0.0  # a sensor pair moves nothing
     solver.solver_mass[pair] = ti.math.vec4(wa, ia, wb, ib)
     solver.restitution[pair] = ti.min(model.elasticity[body_a], model.elasticity[body_b])
-    smallest = ti.min(bounding_radius(model, body_a), bounding_radius(model, body_b))
-    solver.slop[pair] = ti.min(LINEAR_SLOP, SLOP_FRACTION * smallest)
+    smallest = smaller_radius(model, body_a, body_b)
+    solver.slop[pair] = pair_slop(smallest)
     return smallest
+
+
+@ti.func
+def smaller_radius(model: ti.template(), body_a, body_b):
+    """The smaller bounding radius of the pair's bodies (m)."""
+    return ti.min(bounding_radius(model, body_a), bounding_radius(model, body_b))
+
+
+@ti.func
+def pair_slop(smallest):
+    """The pair's slop (m) from its smaller bounding radius (see LINEAR_SLOP)."""
+    return ti.min(LINEAR_SLOP, SLOP_FRACTION * smallest)
 
 
 @ti.func
@@ -480,11 +495,59 @@ def relative_motion_bound(model: ti.template(), bodies: ti.template(), slot_a, s
 
 
 @ti.func
+def step_margin(model: ti.template(), bodies: ti.template(), contacts: ti.template(), pair,
+                n_bodies, dt, h):
+    """(kept_apart m, fast) of the step's first narrow phase of `pair`: points up to
+    kept_apart apart are kept, and a fast pair runs the narrow phase again every substep
+    (see refresh_contacts). The same numbers whether called before the colouring
+    (find_step_manifold) or in the first substep."""
+    slot_a, slot_b = contacts.body_a[pair], contacts.body_b[pair]
+    smallest = smaller_radius(model, slot_a % n_bodies, slot_b % n_bodies)
+    # A sensor pair is looked at exactly (no margin) every substep: it reports overlaps.
+    sensor = is_sensor_pair(model, contacts, pair, n_bodies)
+    relative = relative_motion_bound(model, bodies, slot_a, slot_b, n_bodies, dt)
+    fast = relative > FAST_MOTION_FRACTION * smallest or sensor  # see refresh_contacts
+    margin = pair_motion_bound(model, bodies, slot_a, slot_b, n_bodies, dt)
+    if fast:
+        margin = pair_motion_bound(model, bodies, slot_a, slot_b, n_bodies, h)
+    kept_apart = SPECULATIVE_SLOPS * pair_slop(smallest) + margin
+    if sensor:
+        kept_apart = 0.0
+    return kept_apart, fast
+
+
+@ti.func
+def find_step_manifold(model: ti.template(), bodies: ti.template(), contacts: ti.template(),
+                       found: ti.template(), pair, n_bodies, dt, h):
+    """The step's first narrow phase of `pair` (contacts' bodies) into found[pair], before
+    the colouring; returns whether the solver must look at the pair this step: it has
+    points, or it is fast (it may gain points in a later substep)."""
+    found.body_a[pair], found.body_b[pair] = contacts.body_a[pair], contacts.body_b[pair]
+    kept_apart, fast = step_margin(model, bodies, found, pair, n_bodies, dt, h)
+    collide_pair(model, bodies, found, pair, n_bodies, kept_apart)
+    return fast or found.point_count[pair] > 0
+
+
+@ti.func
+def _take_found(contacts: ti.template(), found: ti.template(), pair, found_pair):
+    """contacts' manifold of `pair` = found's of found_pair (find_step_manifold's)."""
+    contacts.point_count[pair] = found.point_count[found_pair]
+    contacts.normal[pair] = found.normal[found_pair]
+    for i in ti.static(range(MAX_MANIFOLD_POINTS)):
+        contacts.point[pair, i] = found.point[found_pair, i]
+        contacts.depth[pair, i] = found.depth[found_pair, i]
+        contacts.feature[pair, i] = found.feature[found_pair, i]
+
+
+@ti.func
 def refresh_contacts(model: ti.template(), bodies: ti.template(), contacts: ti.template(),
-                     solver: ti.template(), pair, n_bodies, dt, h, first):
+                     solver: ti.template(), found: ti.template(), pair, found_pair, n_bodies,
+                     dt, h, first):
     """Narrow phase at the current poses, carrying impulses of points with the same feature.
 
-    On the step's first substep (`first`) every pair is refreshed. A pair whose bodies can
+    On the step's first substep (`first`) every pair is refreshed, with the manifold found
+    before the colouring (find_step_manifold, at the same poses and velocities) taken from
+    found[found_pair] instead of computed again. A pair whose bodies can
     move against each other by less than FAST_MOTION_FRACTION of the smaller one's size in
     the step keeps that manifold for the whole step (each point's depth tracked through the
     bodies' rigid motion, as Box2D v3 does): its margin covers the step's motion. Faster
@@ -508,26 +571,19 @@ def refresh_contacts(model: ti.template(), bodies: ti.template(), contacts: ti.t
     old_total_tangent = ti.Vector([contacts.total_tangent_impulse[pair, 0],
                                    contacts.total_tangent_impulse[pair, 1]])
     slot_a, slot_b = contacts.body_a[pair], contacts.body_b[pair]
-    smallest = prepare_pair(model, bodies, solver, pair, slot_a, slot_b, n_bodies)
+    prepare_pair(model, bodies, solver, pair, slot_a, slot_b, n_bodies)
     mu_static, mu_kinetic = mixed_friction(model, slot_a % n_bodies, slot_b % n_bodies)
-    # A sensor pair is looked at exactly (no margin) every substep: it reports overlaps.
-    sensor = is_sensor_pair(model, contacts, pair, n_bodies)
-    margin = 0.0
     if first:
         contacts.touching[pair] = 0
-        reach = pair_motion_bound(model, bodies, slot_a, slot_b, n_bodies, dt)
-        relative = relative_motion_bound(model, bodies, slot_a, slot_b, n_bodies, dt)
-        fast = relative > FAST_MOTION_FRACTION * smallest or sensor  # see the docstring
+        _, fast = step_margin(model, bodies, contacts, pair, n_bodies, dt, h)
         solver.refresh[pair] = 1 if fast else 0
-        margin = reach
-        if fast:
-            margin = pair_motion_bound(model, bodies, slot_a, slot_b, n_bodies, h)
+        _take_found(contacts, found, pair, found_pair)
     else:
-        margin = pair_motion_bound(model, bodies, slot_a, slot_b, n_bodies, h)
-    kept_apart = SPECULATIVE_SLOPS * solver.slop[pair] + margin  # points this far apart
-    if sensor:
-        kept_apart = 0.0
-    collide_pair(model, bodies, contacts, pair, n_bodies, kept_apart)
+        kept_apart = SPECULATIVE_SLOPS * solver.slop[pair] + pair_motion_bound(
+            model, bodies, slot_a, slot_b, n_bodies, h)
+        if is_sensor_pair(model, contacts, pair, n_bodies):
+            kept_apart = 0.0
+        collide_pair(model, bodies, contacts, pair, n_bodies, kept_apart)
     delta_a, delta_b = bodies.delta_position[slot_a], bodies.delta_position[slot_b]
     solver.ref_shift[pair] = ti.math.vec4(delta_a.x, delta_a.y, delta_b.x, delta_b.y)
     solver.ref_turn[pair] = vec2(bodies.delta_angle[slot_a], bodies.delta_angle[slot_b])
@@ -578,16 +634,19 @@ def _build_body_contacts(contacts: ti.template(), solver: ti.template(), colorin
         solver.body_contact_start[slot] = 0
     ti.loop_config(serialize=serial)
     for k in range(n_pairs):
-        ti.atomic_add(solver.body_contact_start[contacts.body_a[k]], 1)
-        ti.atomic_add(solver.body_contact_start[contacts.body_b[k]], 1)
+        if coloring.color[k] != UNSOLVED_COLOR:  # no points all step: nothing to warm start
+            ti.atomic_add(solver.body_contact_start[contacts.body_a[k]], 1)
+            ti.atomic_add(solver.body_contact_start[contacts.body_b[k]], 1)
     exclusive_scan(scan, solver.body_contact_start, n_slots, serial)
     ti.loop_config(serialize=serial)
     for slot in range(n_slots):
         solver.body_contact_cursor[slot] = solver.body_contact_start[slot]
     ti.loop_config(serialize=serial)
     for k in range(n_pairs):
-        solver.body_contacts[ti.atomic_add(solver.body_contact_cursor[contacts.body_a[k]], 1)] = k
-        solver.body_contacts[ti.atomic_add(solver.body_contact_cursor[contacts.body_b[k]], 1)] = k
+        if coloring.color[k] != UNSOLVED_COLOR:
+            slot_a, slot_b = contacts.body_a[k], contacts.body_b[k]
+            solver.body_contacts[ti.atomic_add(solver.body_contact_cursor[slot_a], 1)] = k
+            solver.body_contacts[ti.atomic_add(solver.body_contact_cursor[slot_b], 1)] = k
     # Sorted by each pair's broad-phase index (deterministic), not by its storage index,
     # which follows the colouring's atomics within a colour.
     ti.loop_config(serialize=serial)

@@ -7,7 +7,7 @@ colouring -> store_in_color_order.
 
 import taichi as ti
 
-from ..device import MAX_MANIFOLD_POINTS
+from ..device import MAX_MANIFOLD_POINTS, UNSOLVED_COLOR
 from ..launching import quick
 from ..scan import exclusive_scan
 
@@ -139,14 +139,15 @@ def _plan_world_order(contacts: ti.template(), coloring: ti.template(), serial: 
     """_plan_color_order for worlds solved one per thread (StepContext.solves_by_world):
     each world's pairs stay in its own range of the broad phase's order, sorted there by
     colour, so a world's thread reads its pairs from consecutive memory, colour after
-    colour. color and color_list are rewritten for the new indices (`uncolored`, free
-    after the colouring, holds each old index's new one)."""
+    colour, the unsolved ones last. color and color_list are rewritten for the new indices
+    (`uncolored`, free after the colouring, holds each old index's new one)."""
     ti.loop_config(serialize=serial)
     for world in range(n_worlds):
         begin = contacts.pair_start[world * n_bodies]
         end = contacts.pair_start[(world + 1) * n_bodies]
         n = begin
-        for color in range(n_colors):  # no overflow here: every pair has a colour below
+        for c in range(n_colors + 1):  # no overflow here: every pair has a colour below
+            color = c if c < n_colors else UNSOLVED_COLOR
             for k in range(begin, end):
                 if coloring.color[k] == color:
                     coloring.pair_origin[n] = k
@@ -166,15 +167,15 @@ def _plan_world_order(contacts: ti.template(), coloring: ti.template(), serial: 
 
 @quick
 @ti.kernel
-def _gather_pairs(contacts: ti.template(), staging: ti.template(), coloring: ti.template(),
+def _gather_pairs(contacts: ti.template(), through: ti.template(), coloring: ti.template(),
                   serial: ti.template(), n_pairs: ti.i32):
-    """Move the pairs to the order _plan_color_order chose, through `staging`."""
+    """Move the pairs to the order _plan_color_order chose, through `through`."""
     ti.loop_config(serialize=serial)
     for n in range(n_pairs):
-        copy_manifold(staging, contacts, n, coloring.pair_origin[n])
+        copy_manifold(through, contacts, n, coloring.pair_origin[n])
     ti.loop_config(serialize=serial)
     for n in range(n_pairs):
-        copy_manifold(contacts, staging, n, n)
+        copy_manifold(contacts, through, n, n)
 
 
 def store_in_color_order(ctx, recolored: bool):
@@ -196,4 +197,6 @@ def store_in_color_order(ctx, recolored: bool):
                           ctx.n_bodies, ctx.n_pairs, ctx.n_constraints, ctx.cache.n_colors)
     elif recolored:
         _plan_color_order(pool.coloring, pool.scan, ctx.serial, ctx.n_pairs, ctx.n_constraints)
-    _gather_pairs(pool.contacts, pool.staging, pool.coloring, ctx.serial, ctx.n_pairs)
+    # Through `previous`, free once the colouring has checked against it: staging holds the
+    # step's manifolds (step.begin_step) until the first substep takes them.
+    _gather_pairs(pool.contacts, pool.previous, pool.coloring, ctx.serial, ctx.n_pairs)

@@ -6,11 +6,16 @@ step() reads as the pipeline (Box2D v3's solver stage list, made batched):
     find pairs      broad_phase.find_candidate_pairs  AABBs grown by the step's motion
     wake            sleep.wake_islands             (bodies woke: find pairs again)
     carry contacts  pairs.carry_contacts           impulses and colours to the new pairs
-    colour          coloring.color_constraints     or keep last step's colouring
+    begin step      begin_step                     the first substep's motors and
+                                                   velocities, the step's narrow phase
+                                                   (which pairs the solver must see)
+    colour          coloring.color_constraints     those pairs and the joints, or keep
+                                                   last step's colouring
     order           pairs.store_in_color_order     a colour's pairs in consecutive memory
     per-body lists  contacts.build_body_lists      for warm starting in a fixed order
-    substeps        begin_substep                  motors, integrate velocities, refresh
-                                                   contacts, warm start, integrate positions
+    substeps        begin_substep                  motors, integrate velocities (from the
+                                                   second substep), refresh contacts,
+                                                   warm start, integrate positions
                     position_pass                  contacts and joints by colour (the
                                                    overflow colour: solver/overflow.py),
                                                    then velocities derived for jointed bodies
@@ -35,6 +40,7 @@ from .coloring import color_constraints
 from .contacts import (
     SPECULATIVE_DISTANCE,
     build_body_lists,
+    find_step_manifold,
     refresh_contacts,
     resolve_penetration,
     solve_velocity,
@@ -58,6 +64,7 @@ def step(ctx):
         # meet each other this step.
         find_candidate_pairs(ctx, SPECULATIVE_DISTANCE, ctx.dt)
     carry_contacts(ctx)
+    begin_step(ctx)
     recolored = color_constraints(ctx)
     store_in_color_order(ctx, recolored)
     build_body_lists(ctx)
@@ -81,13 +88,24 @@ def _substep(ctx, substep: int):
     velocity_pass(ctx)
 
 
+def begin_step(ctx):
+    """The first substep's motors and velocity integration, and the step's narrow phase at
+    the poses the step starts from, before the colouring: which pairs have points (see
+    _begin_step)."""
+    pool = ctx.pool
+    _begin_step(pool.model, pool.bodies, pool.joints, pool.contacts, pool.staging,
+                pool.coloring, ctx.serial, ctx.n_slots, ctx.n_bodies, ctx.n_pairs,
+                ctx.n_joints, ctx.gravity, ctx.h, ctx.dt)
+
+
 def begin_substep(ctx, substep: int):
-    """Motors, integrate velocities, refresh the contacts (every pair on substep 0, fast
-    pairs on every substep), warm start, integrate positions (see _begin_substep)."""
+    """Motors and velocities (from the second substep: begin_step does the first's),
+    refresh the contacts (every pair on substep 0, fast pairs on every substep), warm start,
+    integrate positions (see _begin_substep)."""
     pool = ctx.pool
     _begin_substep(pool.model, pool.bodies, pool.joints, pool.contacts, pool.solver,
-                   ctx.serial, ctx.n_slots, ctx.n_bodies, ctx.n_pairs, ctx.n_joints,
-                   ctx.gravity, ctx.h, ctx.dt, substep)
+                   pool.staging, pool.coloring, ctx.serial, ctx.n_slots, ctx.n_bodies,
+                   ctx.n_pairs, ctx.n_joints, ctx.gravity, ctx.h, ctx.dt, substep)
 
 
 def position_pass(ctx):
@@ -150,12 +168,42 @@ def _derive_velocity(model: ti.template(), bodies: ti.template(), joints: ti.tem
 
 @quick
 @ti.kernel
+def _begin_step(model: ti.template(), bodies: ti.template(), joints: ti.template(),
+                contacts: ti.template(), found: ti.template(), coloring: ti.template(),
+                serial: ti.template(), n_slots: ti.i32, n_bodies: ti.i32, n_pairs: ti.i32,
+                n_joints: ti.i32, gravity: vec2, h: ti.f32, dt: ti.f32):
+    """The first substep's motors and velocity integration, then every pair's manifold
+    into `found` (staging, in the broad phase's order) and coloring.solve (1: the pair has
+    points or is fast, so the solver must look at it; see find_step_manifold).
+
+    The narrow phase runs here, before the colouring, so that only pairs with points take
+    a colour (Box2D v3 colours touching constraints only): in a poured pile half the
+    candidate pairs have none. The first substep's refresh takes these manifolds instead of
+    computing them again. The velocities are integrated first because the margins depend
+    on them (the motion the step can bring).
+    """
+    ti.loop_config(serialize=serial)
+    for joint_slot in range(n_joints * (n_slots // ti.max(n_bodies, 1))):
+        update_motor(bodies, joints, joint_slot, n_joints, n_bodies, h)
+    ti.loop_config(serialize=serial)
+    for slot in range(n_slots):
+        _push_body(model, bodies, joints, slot, n_bodies, n_joints, gravity, h, 0)
+    ti.loop_config(serialize=serial)
+    for pair in range(n_pairs):
+        solve = find_step_manifold(model, bodies, contacts, found, pair, n_bodies, dt, h)
+        coloring.solve[pair] = 1 if solve else 0
+
+
+@quick
+@ti.kernel
 def _begin_substep(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-                   contacts: ti.template(), solver: ti.template(), serial: ti.template(),
-                   n_slots: ti.i32, n_bodies: ti.i32, n_pairs: ti.i32, n_joints: ti.i32,
-                   gravity: vec2, h: ti.f32, dt: ti.f32, substep: ti.i32):
-    """The substep's first stages: motors, integrate velocities, (first substep of the step:
-    refresh the contacts), warm start, integrate positions.
+                   contacts: ti.template(), solver: ti.template(), found: ti.template(),
+                   coloring: ti.template(), serial: ti.template(), n_slots: ti.i32,
+                   n_bodies: ti.i32, n_pairs: ti.i32, n_joints: ti.i32, gravity: vec2,
+                   h: ti.f32, dt: ti.f32, substep: ti.i32):
+    """The substep's first stages: motors and velocities (from the second substep; the
+    first's are begin_step's), (first substep of the step: refresh the contacts, taking the
+    manifolds begin_step found), warm start, integrate positions.
 
     Contacts are found at the poses before the first move; slow pairs keep that manifold for
     the step, each point's depth tracked through the bodies' rigid motion (moved_depth), as
@@ -165,16 +213,18 @@ def _begin_substep(model: ti.template(), bodies: ti.template(), joints: ti.templ
     Warm starting re-applies each point's impulse before the move, so resting bodies do not
     creep.
     """
+    later = ti.min(substep, 1)  # 0 on the first substep: empty loops
     ti.loop_config(serialize=serial)
-    for joint_slot in range(n_joints * (n_slots // ti.max(n_bodies, 1))):
+    for joint_slot in range(later * n_joints * (n_slots // ti.max(n_bodies, 1))):
         update_motor(bodies, joints, joint_slot, n_joints, n_bodies, h)
     ti.loop_config(serialize=serial)
-    for slot in range(n_slots):
+    for slot in range(later * n_slots):
         _push_body(model, bodies, joints, slot, n_bodies, n_joints, gravity, h, substep)
     ti.loop_config(serialize=serial)
     for pair in range(n_pairs):
         if substep == 0 or solver.refresh[pair] == 1:
-            refresh_contacts(model, bodies, contacts, solver, pair, n_bodies, dt, h, substep == 0)
+            refresh_contacts(model, bodies, contacts, solver, found, pair,
+                             coloring.pair_origin[pair], n_bodies, dt, h, substep == 0)
     ti.loop_config(serialize=serial)
     for slot in range(n_slots):
         _move_body(model, bodies, contacts, solver, slot, n_bodies, h)
@@ -265,7 +315,8 @@ def substeps_by_world(ctx):
     """
     pool = ctx.pool
     _substeps_by_world(pool.model, pool.bodies, pool.joints, pool.contacts, pool.solver,
-                       pool.coloring, pool.counts, ctx.n_worlds, ctx.n_bodies, ctx.n_joints,
+                       pool.staging, pool.coloring, pool.counts, ctx.n_worlds, ctx.n_bodies,
+                       ctx.n_joints,
                        ctx.cache.n_colors, ctx.substeps, ctx.gravity, ctx.h, ctx.dt)
 
 
@@ -304,23 +355,27 @@ def _world_stage(model: ti.template(), bodies: ti.template(), joints: ti.templat
 @quick
 @ti.kernel
 def _substeps_by_world(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-                       contacts: ti.template(), solver: ti.template(), coloring: ti.template(),
-                       counts: ti.template(), n_worlds: ti.i32, n_bodies: ti.i32,
+                       contacts: ti.template(), solver: ti.template(), found: ti.template(),
+                       coloring: ti.template(), counts: ti.template(), n_worlds: ti.i32,
+                       n_bodies: ti.i32,
                        n_joints: ti.i32, n_colors: ti.i32, substeps: ti.i32, gravity: vec2,
                        h: ti.f32, dt: ti.f32):
     """See substeps_by_world."""
     for world in range(n_worlds):
         first_slot = world * n_bodies
         for substep in range(substeps):
-            for joint in range(n_joints):
-                update_motor(bodies, joints, world * n_joints + joint, n_joints, n_bodies, h)
-            for body in range(n_bodies):
-                _push_body(model, bodies, joints, first_slot + body, n_bodies, n_joints,
-                           gravity, h, substep)
+            if substep > 0:  # the first substep's are begin_step's
+                for joint in range(n_joints):
+                    update_motor(bodies, joints, world * n_joints + joint, n_joints,
+                                 n_bodies, h)
+                for body in range(n_bodies):
+                    _push_body(model, bodies, joints, first_slot + body, n_bodies, n_joints,
+                               gravity, h, substep)
             for pair in range(contacts.pair_start[first_slot],
                               contacts.pair_start[first_slot + n_bodies]):
                 if substep == 0 or solver.refresh[pair] == 1:
-                    refresh_contacts(model, bodies, contacts, solver, pair, n_bodies, dt, h,
+                    refresh_contacts(model, bodies, contacts, solver, found, pair,
+                                     coloring.pair_origin[pair], n_bodies, dt, h,
                                      substep == 0)
             for body in range(n_bodies):
                 _move_body(model, bodies, contacts, solver, first_slot + body, n_bodies, h)
