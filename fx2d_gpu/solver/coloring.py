@@ -1,17 +1,18 @@
 """Graph colouring of the constraints on the device.
 
 Constraints (contact pairs with points, fast pairs, joints) that share a dynamic body must
-not be solved at the same time. Pairs the solver does not look at this step (no points
-from the step's narrow phase, not fast: coloring.solve, step.begin_step) take no colour
-(UNSOLVED_COLOR), as Box2D v3 colours only touching constraints: in a poured pile half the
-broad phase's pairs are apart. Each round gives one colour: every uncoloured constraint
-bids for its dynamic bodies with an atomic minimum of its priority (a fixed permutation of
-its index), and those that win all their bodies take the colour (a few sub-rounds per
-colour let the losers try bodies still free). Static and sleeping bodies do not count: they
-never move, so any number of constraints may read them at once.
-Integer atomics only, so the colouring is the same on every run. Constraints still uncoloured
-after MAX_COLORS rounds form the overflow colour, solved in parallel after the colours
-(solver/overflow.py): nothing is dropped.
+not be solved at the same time. In worlds of more than COLOR_ALL_PAIRS_MAX_BODIES the pairs
+the solver does not look at this step (no points from the step's narrow phase, not fast:
+coloring.solve, step.begin_step) take no colour (UNSOLVED_COLOR), as Box2D v3 colours only
+touching constraints: in a poured pile half the broad phase's pairs are apart. Smaller
+worlds colour every pair (see step.begin_step). Each round gives one colour: every
+uncoloured constraint bids for its dynamic bodies with an atomic minimum of its priority (a
+fixed permutation of its index), and those that win all their bodies take the colour (a
+few sub-rounds per colour let the losers try bodies still free). Static and sleeping
+bodies do not count: they never move, so any number of constraints may read them at once.
+Integer atomics only, so the colouring is the same on every run. Constraints still
+uncoloured after MAX_COLORS rounds form the overflow colour, solved in parallel after the
+colours (solver/overflow.py): nothing is dropped.
 
 From one step to the next most pairs persist (a pile in motion gains and loses a few pairs a
 step), so a step starts from the last step's colours (start_coloring) and only new pairs bid:
@@ -79,10 +80,12 @@ def woke(model: ti.template(), bodies: ti.template(), coloring: ti.template(), s
 @ti.kernel
 def _coloring_still_valid(model: ti.template(), bodies: ti.template(), contacts: ti.template(),
                           previous: ti.template(), coloring: ti.template(), serial: ti.template(),
-                          n_slots: ti.i32, n_pairs: ti.i32, n_bodies: ti.i32) -> ti.i32:
+                          n_slots: ti.i32, n_pairs: ti.i32, n_bodies: ti.i32,
+                          all_pairs: ti.i32) -> ti.i32:
     """1 when last step's colouring still holds: the broad phase found the same pairs in the
     same order (`previous` holds last step's, in broad-phase order), the solver looks at
-    the same ones (coloring.solve against last step's UNSOLVED_COLOR) and no body that the
+    the same ones (coloring.solve against last step's UNSOLVED_COLOR, unless `all_pairs`
+    are coloured) and no body that the
     colouring treated as fixed (static or asleep) moves now. A colouring stays valid when
     bodies fall asleep: that only removes conflicts.
 
@@ -94,7 +97,8 @@ def _coloring_still_valid(model: ti.template(), bodies: ti.template(), contacts:
     for k in range(n_pairs):
         if (contacts.body_a[k] != previous.body_a[k]
                 or contacts.body_b[k] != previous.body_b[k]
-                or (previous.color[k] == UNSOLVED_COLOR) != (coloring.solve[k] == 0)):
+                or (all_pairs == 0
+                    and (previous.color[k] == UNSOLVED_COLOR) != (coloring.solve[k] == 0))):
             changed += 1
     ti.loop_config(serialize=serial)
     for slot in range(n_slots):
@@ -139,8 +143,9 @@ def color_free(coloring: ti.template(), slot, dynamic, color):
 def _start_coloring(model: ti.template(), bodies: ti.template(), joints: ti.template(),
                     contacts: ti.template(), coloring: ti.template(), counts: ti.template(),
                     serial: ti.template(), n_slots: ti.i32, n_constraints: ti.i32, n_bodies: ti.i32,
-                    keep: ti.i32) -> ti.i32:
-    """Clear the bids and masks; give the pairs the solver does not look at UNSOLVED_COLOR;
+                    keep: ti.i32, all_pairs: ti.i32) -> ti.i32:
+    """Clear the bids and masks; give the pairs the solver does not look at UNSOLVED_COLOR
+    (none with `all_pairs`);
     with `keep`, give each other constraint the colour it had last step (contacts.color,
     coloring.joint_color) unless it had none (overflow, unsolved) or one of its bodies woke
     since (two constraints of one colour may share a body that was fixed then). Lists the
@@ -159,7 +164,7 @@ def _start_coloring(model: ti.template(), bodies: ti.template(), joints: ti.temp
             if (color >= MAX_COLORS or woke(model, bodies, coloring, a, n_bodies)
                     or woke(model, bodies, coloring, b, n_bodies)):
                 color = -1
-        if k < n_pairs and coloring.solve[k] == 0:
+        if k < n_pairs and all_pairs == 0 and coloring.solve[k] == 0:
             color = UNSOLVED_COLOR
         coloring.color[k] = color
     ti.loop_config(serialize=serial)
@@ -306,7 +311,8 @@ def color_constraints(ctx) -> bool:
     reuse = (keep and ctx.n_pairs == cache.colored_pairs
              and cache.n_overflow == 0
              and _coloring_still_valid(*groups, pool.contacts, pool.previous, pool.coloring,
-                                       serial, ctx.n_slots, ctx.n_pairs, ctx.n_bodies) == 1)
+                                       serial, ctx.n_slots, ctx.n_pairs, ctx.n_bodies,
+                                       int(ctx.colors_all_pairs)) == 1)
     if not reuse:
         cache.n_colors, cache.n_overflow = _color(ctx, keep=keep)
         cache.colorings += 1
@@ -342,7 +348,8 @@ def _color(ctx, keep: bool) -> tuple[int, int]:
     pool, serial = ctx.pool, ctx.serial
     groups = (pool.model, pool.bodies, pool.joints, pool.contacts, pool.coloring, pool.counts,
               serial)
-    uncolored = _start_coloring(*groups, ctx.n_slots, n_constraints, ctx.n_bodies, int(keep))
+    uncolored = _start_coloring(*groups, ctx.n_slots, n_constraints, ctx.n_bodies, int(keep),
+                                int(ctx.colors_all_pairs))
     for color in range(MAX_COLORS if uncolored else 0):
         if _color_round(*groups, uncolored, ctx.n_bodies, color) == 0:
             break  # everything has a colour: the remaining rounds would do nothing

@@ -1,11 +1,12 @@
 """The whole contact constraint (seed 000), stage by stage:
 
-- the step's narrow phase with margins (find_step_manifold, before the colouring, which
-  colours only pairs with points or fast ones);
-- prepare (refresh_contacts, on the step's first substep with those manifolds, and for
-  fast pairs every substep with the narrow phase again): impulses carried by feature id,
-  the pair's solver masses, restitution and slop, each point's lever arms, effective
-  masses and friction regime (mu_s while it sticks, mu_k once it slides; mixed_friction);
+- narrow phase with margins (find_manifold: the step's first before the colouring, which
+  colours only pairs with points or fast ones; fast pairs again every substep), impulses
+  carried by feature id;
+- prepare (prepare_manifold, on the step's first substep and after each later narrow
+  phase): the pair's solver masses, restitution and slop, each point's lever arms,
+  effective masses and friction regime (mu_s while it sticks, mu_k once it slides;
+  mixed_friction);
 - per-body contact lists (build_body_lists, once per step) for warm starting;
 - warm start (warm_start_body), before the substep's position integration;
 - position pass (resolve_penetration): XPBD penetration resolution;
@@ -21,7 +22,7 @@ import taichi as ti
 
 from ..bodies import bounding_radius, is_sensor_pair, solver_mass
 from ..collision.narrow_phase import collide_pair
-from ..device import MAX_MANIFOLD_POINTS, UNSOLVED_COLOR
+from ..device import UNSOLVED_COLOR
 from ..integrate import displace
 from ..launching import quick
 from ..math2d import cross, cross_sv
@@ -43,7 +44,7 @@ CONTACT_COMPLIANCE = 1e-8
 #: Restitution applies only to contacts closing faster than this, m/s (no micro-bounces).
 RESTITUTION_THRESHOLD = 0.5
 #: Points this many slops apart are kept as speculative contacts (besides the distance the
-#: bodies can travel, see refresh_contacts): the velocity pass lets the bodies close
+#: bodies can travel, see find_manifold): the velocity pass lets the bodies close
 #: the gap but no more, so they land without overshooting.
 SPECULATIVE_SLOPS = 4.0
 SPECULATIVE_DISTANCE = SPECULATIVE_SLOPS * LINEAR_SLOP
@@ -495,21 +496,25 @@ def relative_motion_bound(model: ti.template(), bodies: ti.template(), slot_a, s
 
 
 @ti.func
-def step_margin(model: ti.template(), bodies: ti.template(), contacts: ti.template(), pair,
-                n_bodies, dt, h):
-    """(kept_apart m, fast) of the step's first narrow phase of `pair`: points up to
-    kept_apart apart are kept, and a fast pair runs the narrow phase again every substep
-    (see refresh_contacts). The same numbers whether called before the colouring
-    (find_step_manifold) or in the first substep."""
+def narrow_margin(model: ti.template(), bodies: ti.template(), contacts: ti.template(), pair,
+                  n_bodies, dt, h, first):
+    """(kept_apart m, fast) of a narrow phase of `pair`: points up to kept_apart apart are
+    kept. On the step's first (`first`) a pair is fast if its bodies can move against
+    each other by more than FAST_MOTION_FRACTION of the smaller one's size in the step:
+    then its narrow phase runs again every substep, and its margin covers one substep's
+    motion, else the whole step's (see find_manifold); later refreshes are of fast pairs
+    (fast is returned True)."""
     slot_a, slot_b = contacts.body_a[pair], contacts.body_b[pair]
     smallest = smaller_radius(model, slot_a % n_bodies, slot_b % n_bodies)
     # A sensor pair is looked at exactly (no margin) every substep: it reports overlaps.
     sensor = is_sensor_pair(model, contacts, pair, n_bodies)
-    relative = relative_motion_bound(model, bodies, slot_a, slot_b, n_bodies, dt)
-    fast = relative > FAST_MOTION_FRACTION * smallest or sensor  # see refresh_contacts
-    margin = pair_motion_bound(model, bodies, slot_a, slot_b, n_bodies, dt)
-    if fast:
-        margin = pair_motion_bound(model, bodies, slot_a, slot_b, n_bodies, h)
+    fast = True
+    if first:
+        relative = relative_motion_bound(model, bodies, slot_a, slot_b, n_bodies, dt)
+        fast = relative > FAST_MOTION_FRACTION * smallest or sensor
+    margin = pair_motion_bound(model, bodies, slot_a, slot_b, n_bodies, h)
+    if not fast:
+        margin = pair_motion_bound(model, bodies, slot_a, slot_b, n_bodies, dt)
     kept_apart = SPECULATIVE_SLOPS * pair_slop(smallest) + margin
     if sensor:
         kept_apart = 0.0
@@ -517,77 +522,39 @@ def step_margin(model: ti.template(), bodies: ti.template(), contacts: ti.templa
 
 
 @ti.func
-def find_step_manifold(model: ti.template(), bodies: ti.template(), contacts: ti.template(),
-                       found: ti.template(), pair, n_bodies, dt, h):
-    """The step's first narrow phase of `pair` (contacts' bodies) into found[pair], before
-    the colouring; returns whether the solver must look at the pair this step: it has
-    points, or it is fast (it may gain points in a later substep)."""
-    found.body_a[pair], found.body_b[pair] = contacts.body_a[pair], contacts.body_b[pair]
-    kept_apart, fast = step_margin(model, bodies, found, pair, n_bodies, dt, h)
-    collide_pair(model, bodies, found, pair, n_bodies, kept_apart)
-    return fast or found.point_count[pair] > 0
+def find_manifold(model: ti.template(), bodies: ti.template(), contacts: ti.template(), pair,
+                  n_bodies, dt, h, first):
+    """Narrow phase of `pair` at the current poses, carrying the impulses of points with
+    the same feature id as before; returns (whether the solver must look at the pair this
+    step: it has points or is fast, each new point's match among the old ones or -1).
 
-
-@ti.func
-def _take_found(contacts: ti.template(), found: ti.template(), pair, found_pair):
-    """contacts' manifold of `pair` = found's of found_pair (find_step_manifold's)."""
-    contacts.point_count[pair] = found.point_count[found_pair]
-    contacts.normal[pair] = found.normal[found_pair]
-    for i in ti.static(range(MAX_MANIFOLD_POINTS)):
-        contacts.point[pair, i] = found.point[found_pair, i]
-        contacts.depth[pair, i] = found.depth[found_pair, i]
-        contacts.feature[pair, i] = found.feature[found_pair, i]
-
-
-@ti.func
-def refresh_contacts(model: ti.template(), bodies: ti.template(), contacts: ti.template(),
-                     solver: ti.template(), found: ti.template(), pair, found_pair, n_bodies,
-                     dt, h, first):
-    """Narrow phase at the current poses, carrying impulses of points with the same feature.
-
-    On the step's first substep (`first`) every pair is refreshed, with the manifold found
-    before the colouring (find_step_manifold, at the same poses and velocities) taken from
-    found[found_pair] instead of computed again. A pair whose bodies can
-    move against each other by less than FAST_MOTION_FRACTION of the smaller one's size in
-    the step keeps that manifold for the whole step (each point's depth tracked through the
-    bodies' rigid motion, as Box2D v3 does): its margin covers the step's motion. Faster
-    pairs are refreshed every substep with a margin that covers one substep, so a fast
-    body's contacts follow its true geometry: points tracked over a whole step would slide
-    off their faces and turn fast tangential motion into false, deep penetrations. Bodies
-    moving together (a falling pile) are slow, whatever their speed: in a 100k pile in free
-    fall, refreshing them every substep was 60 % of the step. The margin adds up both
-    bodies' own motion, not their relative motion: bodies falling side by side can close
-    the gap once one of them is stopped by something else.
+    The step's first (`first`) runs before the colouring (step.begin_step), so only pairs
+    with points take a colour; with it, a pair whose bodies can move against each other by
+    less than FAST_MOTION_FRACTION of the smaller one's size in the step keeps that
+    manifold for the whole step (each point's depth tracked through the bodies' rigid
+    motion, as Box2D v3 does): its margin covers the step's motion. Faster pairs
+    (solver.refresh) run it again every substep with a margin that covers one substep, so
+    a fast body's contacts follow its true geometry: points tracked over a whole step would
+    slide off their faces and turn fast tangential motion into false, deep penetrations.
+    Bodies moving together (a falling pile) are slow, whatever their speed: in a 100k pile
+    in free fall, refreshing them every substep was 60 % of the step. The margin adds up
+    both bodies' own motion, not their relative motion: bodies falling side by side can
+    close the gap once one of them is stopped by something else.
     """
     old_count = contacts.point_count[pair]
     old_feature = ti.Vector([contacts.feature[pair, 0], contacts.feature[pair, 1]])
     old_normal = ti.Vector([contacts.normal_impulse[pair, 0], contacts.normal_impulse[pair, 1]])
     old_tangent = ti.Vector([contacts.tangent_impulse[pair, 0],
                              contacts.tangent_impulse[pair, 1]])
-    old_bounced = ti.Vector([solver.bounced[pair, 0], solver.bounced[pair, 1]])
-    old_friction = ti.Vector([solver.friction[pair, 0], solver.friction[pair, 1]])
     old_total_normal = ti.Vector([contacts.total_normal_impulse[pair, 0],
                                   contacts.total_normal_impulse[pair, 1]])
     old_total_tangent = ti.Vector([contacts.total_tangent_impulse[pair, 0],
                                    contacts.total_tangent_impulse[pair, 1]])
-    slot_a, slot_b = contacts.body_a[pair], contacts.body_b[pair]
-    prepare_pair(model, bodies, solver, pair, slot_a, slot_b, n_bodies)
-    mu_static, mu_kinetic = mixed_friction(model, slot_a % n_bodies, slot_b % n_bodies)
+    kept_apart, fast = narrow_margin(model, bodies, contacts, pair, n_bodies, dt, h, first)
     if first:
         contacts.touching[pair] = 0
-        _, fast = step_margin(model, bodies, contacts, pair, n_bodies, dt, h)
-        solver.refresh[pair] = 1 if fast else 0
-        _take_found(contacts, found, pair, found_pair)
-    else:
-        kept_apart = SPECULATIVE_SLOPS * solver.slop[pair] + pair_motion_bound(
-            model, bodies, slot_a, slot_b, n_bodies, h)
-        if is_sensor_pair(model, contacts, pair, n_bodies):
-            kept_apart = 0.0
-        collide_pair(model, bodies, contacts, pair, n_bodies, kept_apart)
-    delta_a, delta_b = bodies.delta_position[slot_a], bodies.delta_position[slot_b]
-    solver.ref_shift[pair] = ti.math.vec4(delta_a.x, delta_a.y, delta_b.x, delta_b.y)
-    solver.ref_turn[pair] = vec2(bodies.delta_angle[slot_a], bodies.delta_angle[slot_b])
-    normal = contacts.normal[pair]
+    collide_pair(model, bodies, contacts, pair, n_bodies, kept_apart)
+    matches = ti.Vector([-1, -1])
     for i in range(contacts.point_count[pair]):
         feature = contacts.feature[pair, i]
         match = -1
@@ -595,9 +562,7 @@ def refresh_contacts(model: ti.template(), bodies: ti.template(), contacts: ti.t
             match = 0
         elif old_count > 1 and old_feature[1] == feature:
             match = 1
-        point = contacts.point[pair, i]
-        ra = point - bodies.position[slot_a]
-        rb = point - bodies.position[slot_b]
+        matches[i] = match
         jn, jt = 0.0, 0.0
         total_n, total_t = 0.0, 0.0
         if match >= 0:
@@ -608,9 +573,39 @@ def refresh_contacts(model: ti.template(), bodies: ti.template(), contacts: ti.t
         contacts.tangent_impulse[pair, i] = jt
         contacts.total_normal_impulse[pair, i] = total_n
         contacts.total_tangent_impulse[pair, i] = total_t
+    return fast or contacts.point_count[pair] > 0, matches
+
+
+@ti.func
+def prepare_manifold(model: ti.template(), bodies: ti.template(), contacts: ti.template(),
+                     solver: ti.template(), pair, n_bodies, dt, h, first, matches):
+    """The solver's constants of `pair` after find_manifold (matches: its result): masses,
+    restitution, slop, whether the pair is fast (solver.refresh, on the step's first
+    substep, `first`), the poses of reference for moved_depth, each point's lever arms,
+    effective masses and friction regime: that of the moment the point is first found in
+    the step (every point on the first substep), kept while it persists.
+
+    Here and not in find_manifold, which on the step's first substep runs before the
+    colouring stores the pairs in colour order: only the manifolds are moved then."""
+    old_bounced = ti.Vector([solver.bounced[pair, 0], solver.bounced[pair, 1]])
+    old_friction = ti.Vector([solver.friction[pair, 0], solver.friction[pair, 1]])
+    slot_a, slot_b = contacts.body_a[pair], contacts.body_b[pair]
+    prepare_pair(model, bodies, solver, pair, slot_a, slot_b, n_bodies)
+    mu_static, mu_kinetic = mixed_friction(model, slot_a % n_bodies, slot_b % n_bodies)
+    if first:
+        _, fast = narrow_margin(model, bodies, contacts, pair, n_bodies, dt, h, True)
+        solver.refresh[pair] = 1 if fast else 0
+    delta_a, delta_b = bodies.delta_position[slot_a], bodies.delta_position[slot_b]
+    solver.ref_shift[pair] = ti.math.vec4(delta_a.x, delta_a.y, delta_b.x, delta_b.y)
+    solver.ref_turn[pair] = vec2(bodies.delta_angle[slot_a], bodies.delta_angle[slot_b])
+    normal = contacts.normal[pair]
+    for i in range(contacts.point_count[pair]):
+        point = contacts.point[pair, i]
+        ra = point - bodies.position[slot_a]
+        rb = point - bodies.position[slot_b]
+        match = matches[i]
         if first or match < 0:
-            # A point's friction regime is that of the moment it is first found in the
-            # step, before the solver acts on it; it may bounce once in the step.
+            # Before the solver acts on it; it may bounce once in the step.
             velocity = relative_velocity(bodies, slot_a, slot_b, ra, rb)
             solver.bounced[pair, i] = 0
             # Not sliding when the step begins: static friction holds it.

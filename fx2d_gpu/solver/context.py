@@ -13,6 +13,11 @@ from ..device import DevicePool
 #: (1,024 worlds) 73 vs 116 ms/step, 37 bodies (768 worlds) 91 vs 101, 56 bodies (512
 #: worlds) 142 vs 102.
 BY_WORLD_MAX_BODIES = 40
+#: Worlds of more than this many bodies run the step's narrow phase before the colouring
+#: and colour only the pairs with points (step.begin_step); smaller ones colour every
+#: candidate pair, and their narrow phase runs in the first substep. A constant of its own,
+#: not the solve path's: both paths must colour alike (they give the same results).
+COLOR_ALL_PAIRS_MAX_BODIES = 40
 
 
 @dataclass
@@ -107,6 +112,12 @@ class StepContext:
         of a world instead of hashing, and the substeps run one world per thread (each
         giving the same results bit for bit)."""
         return self.n_bodies <= BY_WORLD_MAX_BODIES
+
+    @property
+    def colors_all_pairs(self) -> bool:
+        """Worlds of at most COLOR_ALL_PAIRS_MAX_BODIES bodies: every candidate pair takes a
+        colour, and step.begin_step does not run."""
+        return self.n_bodies <= COLOR_ALL_PAIRS_MAX_BODIES
 
     @property
     def solves_by_world(self) -> bool:

@@ -15,6 +15,11 @@ from ..scan import exclusive_scan
 #: are not: the first substep's narrow phase finds them again.
 _CARRIED_PAIR_FIELDS = ("body_a", "body_b", "color", "point_count", "normal")
 _CARRIED_POINT_FIELDS = ("point", "feature", "normal_impulse", "tangent_impulse")
+#: Fields moved when the pairs are stored in colour order: the carried ones and the rest of
+#: what the step's first narrow phase wrote before the colouring (step.begin_step).
+_ORDERED_PAIR_FIELDS = _CARRIED_PAIR_FIELDS + ("touching",)
+_ORDERED_POINT_FIELDS = _CARRIED_POINT_FIELDS + ("depth", "total_normal_impulse",
+                                                 "total_tangent_impulse")
 
 
 @ti.func
@@ -167,15 +172,17 @@ def _plan_world_order(contacts: ti.template(), coloring: ti.template(), serial: 
 
 @quick
 @ti.kernel
-def _gather_pairs(contacts: ti.template(), through: ti.template(), coloring: ti.template(),
+def _gather_pairs(contacts: ti.template(), staging: ti.template(), coloring: ti.template(),
                   serial: ti.template(), n_pairs: ti.i32):
-    """Move the pairs to the order _plan_color_order chose, through `through`."""
+    """Move the pairs to the order _plan_color_order chose, through `staging`: what is
+    carried, and what the step's narrow phase found (step.begin_step)."""
     ti.loop_config(serialize=serial)
     for n in range(n_pairs):
-        copy_manifold(through, contacts, n, coloring.pair_origin[n])
+        copy_pair_fields(staging, contacts, n, coloring.pair_origin[n], _ORDERED_PAIR_FIELDS,
+                         _ORDERED_POINT_FIELDS)
     ti.loop_config(serialize=serial)
     for n in range(n_pairs):
-        copy_manifold(contacts, through, n, n)
+        copy_pair_fields(contacts, staging, n, n, _ORDERED_PAIR_FIELDS, _ORDERED_POINT_FIELDS)
 
 
 def store_in_color_order(ctx, recolored: bool):
@@ -197,6 +204,4 @@ def store_in_color_order(ctx, recolored: bool):
                           ctx.n_bodies, ctx.n_pairs, ctx.n_constraints, ctx.cache.n_colors)
     elif recolored:
         _plan_color_order(pool.coloring, pool.scan, ctx.serial, ctx.n_pairs, ctx.n_constraints)
-    # Through `previous`, free once the colouring has checked against it: staging holds the
-    # step's manifolds (step.begin_step) until the first substep takes them.
-    _gather_pairs(pool.contacts, pool.previous, pool.coloring, ctx.serial, ctx.n_pairs)
+    _gather_pairs(pool.contacts, pool.staging, pool.coloring, ctx.serial, ctx.n_pairs)

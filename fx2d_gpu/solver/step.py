@@ -6,16 +6,18 @@ step() reads as the pipeline (Box2D v3's solver stage list, made batched):
     find pairs      broad_phase.find_candidate_pairs  AABBs grown by the step's motion
     wake            sleep.wake_islands             (bodies woke: find pairs again)
     carry contacts  pairs.carry_contacts           impulses and colours to the new pairs
-    begin step      begin_step                     the first substep's motors and
-                                                   velocities, the step's narrow phase
-                                                   (which pairs the solver must see)
+    begin step      begin_step                     (worlds of more than 40 bodies) the
+                                                   first substep's motors and velocities,
+                                                   the step's narrow phase: which pairs
+                                                   the solver must see
     colour          coloring.color_constraints     those pairs and the joints, or keep
                                                    last step's colouring
     order           pairs.store_in_color_order     a colour's pairs in consecutive memory
     per-body lists  contacts.build_body_lists      for warm starting in a fixed order
-    substeps        begin_substep                  motors, integrate velocities (from the
-                                                   second substep), refresh contacts,
-                                                   warm start, integrate positions
+    substeps        begin_substep                  motors, integrate velocities, narrow
+                                                   phase (those begin_step did not do),
+                                                   prepare contacts, warm start,
+                                                   integrate positions
                     position_pass                  contacts and joints by colour (the
                                                    overflow colour: solver/overflow.py),
                                                    then velocities derived for jointed bodies
@@ -40,8 +42,8 @@ from .coloring import color_constraints
 from .contacts import (
     SPECULATIVE_DISTANCE,
     build_body_lists,
-    find_step_manifold,
-    refresh_contacts,
+    find_manifold,
+    prepare_manifold,
     resolve_penetration,
     solve_velocity,
     warm_start_body,
@@ -64,7 +66,8 @@ def step(ctx):
         # meet each other this step.
         find_candidate_pairs(ctx, SPECULATIVE_DISTANCE, ctx.dt)
     carry_contacts(ctx)
-    begin_step(ctx)
+    if not ctx.colors_all_pairs:
+        begin_step(ctx)
     recolored = color_constraints(ctx)
     store_in_color_order(ctx, recolored)
     build_body_lists(ctx)
@@ -89,23 +92,34 @@ def _substep(ctx, substep: int):
 
 
 def begin_step(ctx):
-    """The first substep's motors and velocity integration, and the step's narrow phase at
-    the poses the step starts from, before the colouring: which pairs have points (see
-    _begin_step)."""
-    pool = ctx.pool
-    _begin_step(pool.model, pool.bodies, pool.joints, pool.contacts, pool.staging,
-                pool.coloring, ctx.serial, ctx.n_slots, ctx.n_bodies, ctx.n_pairs,
-                ctx.n_joints, ctx.gravity, ctx.h, ctx.dt)
+    """Before the colouring (worlds of more than COLOR_ALL_PAIRS_MAX_BODIES): the first
+    substep's motors and velocity integration, and the step's narrow phase at the poses
+    the step starts from, which tells the colouring the pairs the solver must see
+    (coloring.solve: those with points, and fast ones). Box2D v3 colours touching
+    constraints only: in a poured pile half the candidate pairs have no points. The
+    velocities come first because the margins depend on them (the motion the step can
+    bring).
+
+    Small worlds colour every candidate pair instead (coloring.color_constraints): they are
+    mostly solved one per thread (substeps_by_world), where a pair without points costs a
+    check, and that one launch a step does the step's narrow phase too, so begin_step's
+    kernel, which holds the narrow phase as well, is not compiled for them."""
+    _launch_begin(ctx, 0, before_coloring=True)
 
 
 def begin_substep(ctx, substep: int):
-    """Motors and velocities (from the second substep: begin_step does the first's),
-    refresh the contacts (every pair on substep 0, fast pairs on every substep), warm start,
-    integrate positions (see _begin_substep)."""
+    """Motors and velocities (unless begin_step did the first substep's), the narrow phase
+    (every pair on substep 0 unless begin_step ran it, fast pairs on later substeps),
+    prepare the contacts, warm start, integrate positions (see _begin_substep)."""
+    _launch_begin(ctx, substep, before_coloring=False)
+
+
+def _launch_begin(ctx, substep: int, before_coloring: bool):
     pool = ctx.pool
     _begin_substep(pool.model, pool.bodies, pool.joints, pool.contacts, pool.solver,
-                   pool.staging, pool.coloring, ctx.serial, ctx.n_slots, ctx.n_bodies,
-                   ctx.n_pairs, ctx.n_joints, ctx.gravity, ctx.h, ctx.dt, substep)
+                   pool.coloring, ctx.serial, ctx.n_slots, ctx.n_bodies, ctx.n_pairs,
+                   ctx.n_joints, ctx.gravity, ctx.h, ctx.dt, substep,
+                   int(before_coloring), int(not ctx.colors_all_pairs))
 
 
 def position_pass(ctx):
@@ -166,67 +180,69 @@ def _derive_velocity(model: ti.template(), bodies: ti.template(), joints: ti.tem
                                          - bodies.prev_delta_angle[slot]) / h
 
 
-@quick
-@ti.kernel
-def _begin_step(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-                contacts: ti.template(), found: ti.template(), coloring: ti.template(),
-                serial: ti.template(), n_slots: ti.i32, n_bodies: ti.i32, n_pairs: ti.i32,
-                n_joints: ti.i32, gravity: vec2, h: ti.f32, dt: ti.f32):
-    """The first substep's motors and velocity integration, then every pair's manifold
-    into `found` (staging, in the broad phase's order) and coloring.solve (1: the pair has
-    points or is fast, so the solver must look at it; see find_step_manifold).
-
-    The narrow phase runs here, before the colouring, so that only pairs with points take
-    a colour (Box2D v3 colours touching constraints only): in a poured pile half the
-    candidate pairs have none. The first substep's refresh takes these manifolds instead of
-    computing them again. The velocities are integrated first because the margins depend
-    on them (the motion the step can bring).
-    """
-    ti.loop_config(serialize=serial)
-    for joint_slot in range(n_joints * (n_slots // ti.max(n_bodies, 1))):
-        update_motor(bodies, joints, joint_slot, n_joints, n_bodies, h)
-    ti.loop_config(serialize=serial)
-    for slot in range(n_slots):
-        _push_body(model, bodies, joints, slot, n_bodies, n_joints, gravity, h, 0)
-    ti.loop_config(serialize=serial)
-    for pair in range(n_pairs):
-        solve = find_step_manifold(model, bodies, contacts, found, pair, n_bodies, dt, h)
-        coloring.solve[pair] = 1 if solve else 0
+@ti.func
+def _pair_stages(model: ti.template(), bodies: ti.template(), contacts: ti.template(),
+                 solver: ti.template(), coloring: ti.template(), pair, n_bodies, dt, h,
+                 substep, before_coloring, begun):
+    """What `pair` needs at the start of substep `substep`: its narrow phase (the step's
+    first before the colouring where begin_step runs (`begun`), else in substep 0; later,
+    fast pairs again) and its solver constants (prepare_manifold: in substep 0 and after
+    every later narrow phase). One call of each, so a kernel that runs this inlines the
+    narrow phase once."""
+    first = substep == 0
+    find, prepare = False, False
+    if before_coloring:
+        find = True
+    elif first:
+        find, prepare = not begun, True
+    elif solver.refresh[pair] == 1:
+        find, prepare = True, True
+    matches = ti.Vector([-1, -1])
+    if find:
+        solve, found = find_manifold(model, bodies, contacts, pair, n_bodies, dt, h, first)
+        matches = found
+        if before_coloring:
+            coloring.solve[pair] = 1 if solve else 0
+    if prepare:
+        prepare_manifold(model, bodies, contacts, solver, pair, n_bodies, dt, h, first,
+                         matches)
 
 
 @quick
 @ti.kernel
 def _begin_substep(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-                   contacts: ti.template(), solver: ti.template(), found: ti.template(),
-                   coloring: ti.template(), serial: ti.template(), n_slots: ti.i32,
-                   n_bodies: ti.i32, n_pairs: ti.i32, n_joints: ti.i32, gravity: vec2,
-                   h: ti.f32, dt: ti.f32, substep: ti.i32):
-    """The substep's first stages: motors and velocities (from the second substep; the
-    first's are begin_step's), (first substep of the step: refresh the contacts, taking the
-    manifolds begin_step found), warm start, integrate positions.
+                   contacts: ti.template(), solver: ti.template(), coloring: ti.template(),
+                   serial: ti.template(), n_slots: ti.i32, n_bodies: ti.i32, n_pairs: ti.i32,
+                   n_joints: ti.i32, gravity: vec2, h: ti.f32, dt: ti.f32, substep: ti.i32,
+                   before_coloring: ti.i32, begun: ti.i32):
+    """The substep's first stages: motors and velocities, the pairs' narrow phase and
+    preparation (_pair_stages), warm start, integrate positions. begin_step is this kernel
+    with `before_coloring` (substep 0's motors, velocities and narrow phase only); `begun`:
+    begin_step ran this step, so substep 0 does not do them again.
 
     Contacts are found at the poses before the first move; slow pairs keep that manifold for
     the step, each point's depth tracked through the bodies' rigid motion (moved_depth), as
     Box2D v3 does, while fast pairs run the narrow phase again every substep (see
-    refresh_contacts). Measured on the awake large pyramid (CPU), keeping resting contacts
+    find_manifold). Measured on the awake large pyramid (CPU), keeping resting contacts
     saves the narrow phase's 28% of the step that refreshing every pair every substep cost.
     Warm starting re-applies each point's impulse before the move, so resting bodies do not
     creep.
     """
-    later = ti.min(substep, 1)  # 0 on the first substep: empty loops
+    # Loop lengths, not ifs around the loops: only a kernel's outermost loops run in
+    # parallel.
+    push = 1 if before_coloring == 1 or substep > 0 or begun == 0 else 0
     ti.loop_config(serialize=serial)
-    for joint_slot in range(later * n_joints * (n_slots // ti.max(n_bodies, 1))):
+    for joint_slot in range(push * n_joints * (n_slots // ti.max(n_bodies, 1))):
         update_motor(bodies, joints, joint_slot, n_joints, n_bodies, h)
     ti.loop_config(serialize=serial)
-    for slot in range(later * n_slots):
+    for slot in range(push * n_slots):
         _push_body(model, bodies, joints, slot, n_bodies, n_joints, gravity, h, substep)
     ti.loop_config(serialize=serial)
     for pair in range(n_pairs):
-        if substep == 0 or solver.refresh[pair] == 1:
-            refresh_contacts(model, bodies, contacts, solver, found, pair,
-                             coloring.pair_origin[pair], n_bodies, dt, h, substep == 0)
+        _pair_stages(model, bodies, contacts, solver, coloring, pair, n_bodies, dt, h,
+                     substep, before_coloring == 1, begun == 1)
     ti.loop_config(serialize=serial)
-    for slot in range(n_slots):
+    for slot in range((1 - before_coloring) * n_slots):
         _move_body(model, bodies, contacts, solver, slot, n_bodies, h)
 
 
@@ -315,9 +331,9 @@ def substeps_by_world(ctx):
     """
     pool = ctx.pool
     _substeps_by_world(pool.model, pool.bodies, pool.joints, pool.contacts, pool.solver,
-                       pool.staging, pool.coloring, pool.counts, ctx.n_worlds, ctx.n_bodies,
-                       ctx.n_joints,
-                       ctx.cache.n_colors, ctx.substeps, ctx.gravity, ctx.h, ctx.dt)
+                       pool.coloring, pool.counts, ctx.n_worlds, ctx.n_bodies, ctx.n_joints,
+                       ctx.cache.n_colors, ctx.substeps, ctx.gravity, ctx.h, ctx.dt,
+                       int(not ctx.colors_all_pairs))
 
 
 @ti.func
@@ -355,16 +371,15 @@ def _world_stage(model: ti.template(), bodies: ti.template(), joints: ti.templat
 @quick
 @ti.kernel
 def _substeps_by_world(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-                       contacts: ti.template(), solver: ti.template(), found: ti.template(),
-                       coloring: ti.template(), counts: ti.template(), n_worlds: ti.i32,
-                       n_bodies: ti.i32,
+                       contacts: ti.template(), solver: ti.template(), coloring: ti.template(),
+                       counts: ti.template(), n_worlds: ti.i32, n_bodies: ti.i32,
                        n_joints: ti.i32, n_colors: ti.i32, substeps: ti.i32, gravity: vec2,
-                       h: ti.f32, dt: ti.f32):
-    """See substeps_by_world."""
+                       h: ti.f32, dt: ti.f32, begun: ti.i32):
+    """See substeps_by_world (`begun`: as in _begin_substep)."""
     for world in range(n_worlds):
         first_slot = world * n_bodies
         for substep in range(substeps):
-            if substep > 0:  # the first substep's are begin_step's
+            if substep > 0 or begun == 0:
                 for joint in range(n_joints):
                     update_motor(bodies, joints, world * n_joints + joint, n_joints,
                                  n_bodies, h)
@@ -373,10 +388,8 @@ def _substeps_by_world(model: ti.template(), bodies: ti.template(), joints: ti.t
                                gravity, h, substep)
             for pair in range(contacts.pair_start[first_slot],
                               contacts.pair_start[first_slot + n_bodies]):
-                if substep == 0 or solver.refresh[pair] == 1:
-                    refresh_contacts(model, bodies, contacts, solver, found, pair,
-                                     coloring.pair_origin[pair], n_bodies, dt, h,
-                                     substep == 0)
+                _pair_stages(model, bodies, contacts, solver, coloring, pair, n_bodies, dt, h,
+                             substep, False, begun == 1)
             for body in range(n_bodies):
                 _move_body(model, bodies, contacts, solver, first_slot + body, n_bodies, h)
             _world_stage(model, bodies, joints, contacts, solver, coloring, counts,
