@@ -499,11 +499,11 @@ def relative_motion_bound(model: ti.template(), bodies: ti.template(), slot_a, s
 def narrow_margin(model: ti.template(), bodies: ti.template(), contacts: ti.template(), pair,
                   n_bodies, dt, h, first):
     """(kept_apart m, fast) of a narrow phase of `pair`: points up to kept_apart apart are
-    kept. On the step's first (`first`) a pair is fast if its bodies can move against
-    each other by more than FAST_MOTION_FRACTION of the smaller one's size in the step:
-    then its narrow phase runs again every substep, and its margin covers one substep's
-    motion, else the whole step's (see find_manifold); later refreshes are of fast pairs
-    (fast is returned True)."""
+    kept. In the step's first narrow phase (`first`) a pair is fast if its bodies can move
+    against each other by more than FAST_MOTION_FRACTION of the smaller one's size in the
+    step: then its narrow phase runs again every substep and its margin covers one
+    substep's motion, else the whole step's (see find_manifold); the later ones are of
+    fast pairs only (fast is returned True)."""
     slot_a, slot_b = contacts.body_a[pair], contacts.body_b[pair]
     smallest = smaller_radius(model, slot_a % n_bodies, slot_b % n_bodies)
     # A sensor pair is looked at exactly (no margin) every substep: it reports overlaps.
