@@ -151,7 +151,7 @@ def _plan_world_order(contacts: ti.template(), coloring: ti.template(), serial: 
         begin = contacts.pair_start[world * n_bodies]
         end = contacts.pair_start[(world + 1) * n_bodies]
         n = begin
-        for c in range(n_colors + 1):  # no overflow here: every pair has a colour below
+        for c in range(n_colors + 1):  # no overflow here: a colour below n_colors or unsolved
             color = c if c < n_colors else UNSOLVED_COLOR
             for k in range(begin, end):
                 if coloring.color[k] == color:
@@ -186,9 +186,10 @@ def _gather_pairs(contacts: ti.template(), staging: ti.template(), coloring: ti.
 
 
 def store_in_color_order(ctx, recolored: bool):
-    """Store the pairs in colour order (after the colouring, before the first refresh), so
-    each colour's solve reads its contacts from consecutive memory instead of scattered
-    across the pair arrays (on the CPU this made the solver passes ~30% faster).
+    """Store the pairs in colour order (after the colouring, before the first substep
+    prepares them), so each colour's solve reads its contacts from consecutive memory
+    instead of scattered across the pair arrays (on the CPU this made the solver passes
+    ~30% faster).
 
     recolored: the step made a new colouring (else the pairs are in the broad phase's order
     and the reused colouring's plan, pair_origin, still applies: a colouring is reused only

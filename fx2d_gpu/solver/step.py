@@ -85,7 +85,7 @@ def step(ctx):
 
 def _substep(ctx, substep: int):
     """One XPBD substep of length ctx.h (s) for every world; `substep`: its index in the
-    step (0: every contact is refreshed)."""
+    step (0: every pair is prepared)."""
     begin_substep(ctx, substep)
     position_pass(ctx)
     velocity_pass(ctx)
