@@ -25,8 +25,10 @@ from . import residency
 from .residency import Snapshot
 from .solver.context import StepCache
 
-#: Version of the .npz layout written by save; load refuses others.
-FORMAT_VERSION = 2  # 2: enabled flags, reported contacts and events
+#: Version of the .npz layout written by save; load refuses others. 2: enabled flags,
+#: reported contacts and events; 3: the colour lists end with the pairs left unsolved
+#: (device.UNSOLVED_COLOR: color_start has one entry more).
+FORMAT_VERSION = 3
 #: Joint fields that set_joint_mode changes: state of a snapshot, not part of the model.
 MOTOR_FIELDS = ("mode", "pid", "max_effort")
 
