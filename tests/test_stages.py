@@ -34,7 +34,7 @@ from fx2d_gpu.solver.contacts import (
     STICK_SPEED,
     build_body_lists,
 )
-from fx2d_gpu.solver.context import COLOR_ALL_PAIRS_MAX_BODIES
+from fx2d_gpu.solver.context import SMALL_COLORING_MAX_BODIES
 from fx2d_gpu.solver.joints import JOINT_ITERATIONS
 from fx2d_gpu.solver.step import begin_step, begin_substep, position_pass, velocity_pass
 
@@ -61,7 +61,7 @@ def first_substep(ctx):
     pairs.save_previous_pairs(ctx)
     find_candidate_pairs(ctx, SPECULATIVE_DISTANCE, ctx.dt)
     pairs.carry_contacts(ctx)
-    if not ctx.colors_all_pairs:
+    if not ctx.small_coloring:
         begin_step(ctx)
     recolored = coloring.color_constraints(ctx)
     pairs.store_in_color_order(ctx, recolored)
@@ -278,7 +278,7 @@ def test_coloring_a_chain(serial):
 
 @SERIAL
 def test_pairs_apart_take_no_colour(serial):
-    """A chain of 60 bodies (a world larger than COLOR_ALL_PAIRS_MAX_BODIES) with every third pair
+    """A chain of 60 bodies (a world larger than SMALL_COLORING_MAX_BODIES) with every third pair
     apart (no points in the step's narrow phase, not fast): those take UNSOLVED_COLOR, bid
     for nothing (the others colour as if they were not there, by the rule simulated in
     NumPy) and are stored after every solved pair, where no pass reaches them. In a small
@@ -286,7 +286,7 @@ def test_pairs_apart_take_no_colour(serial):
     chain = [(i, i + 1) for i in range(59)]
     apart = chain[::3]
     ctx, a, b, dynamic, solved = colour_graph(serial, 60, chain, apart=apart)
-    assert not ctx.colors_all_pairs
+    assert not ctx.small_coloring
     color, _, start = check_coloring(ctx, a, b, dynamic)
     np.testing.assert_array_equal(color == UNSOLVED_COLOR, ~solved)
     assert start[UNSOLVED_COLOR + 1] - start[UNSOLVED_COLOR] == len(apart)
@@ -295,10 +295,10 @@ def test_pairs_apart_take_no_colour(serial):
     np.testing.assert_array_equal(
         color, rule_colors(a, b, dynamic, bid_priority(np.arange(59)), solved))
     check_color_order(ctx, a, b, color)
-    small = chain[:COLOR_ALL_PAIRS_MAX_BODIES - 1]
-    ctx, a, b, dynamic, _ = colour_graph(serial, COLOR_ALL_PAIRS_MAX_BODIES, small,
+    small = chain[:SMALL_COLORING_MAX_BODIES - 1]
+    ctx, a, b, dynamic, _ = colour_graph(serial, SMALL_COLORING_MAX_BODIES, small,
                                          apart=small[::3])
-    assert ctx.colors_all_pairs
+    assert ctx.small_coloring
     color, _, _ = check_coloring(ctx, a, b, dynamic)
     assert (color < MAX_COLORS).all()
 

@@ -1,7 +1,7 @@
 """Graph colouring of the constraints on the device.
 
 Constraints (contact pairs with points, fast pairs, joints) that share a dynamic body must
-not be solved at the same time. In worlds of more than COLOR_ALL_PAIRS_MAX_BODIES the pairs
+not be solved at the same time. In worlds of more than SMALL_COLORING_MAX_BODIES the pairs
 the solver does not look at this step (no points from the step's narrow phase, not fast:
 coloring.solve, step.begin_step) take no colour (UNSOLVED_COLOR), as Box2D v3 colours only
 touching constraints: in a poured pile half the broad phase's pairs are apart. Smaller
@@ -17,7 +17,7 @@ colours (solver/overflow.py): nothing is dropped.
 From one step to the next most pairs persist (a pile in motion gains and loses a few pairs a
 step), so a step starts from the last step's colours (start_coloring) and only new pairs bid:
 each body keeps a bit mask of the colours its constraints hold. In worlds of more than
-KEEP_COLORS_MAX_BODIES bodies the colouring starts from scratch every FRESH_COLORING_STEPS
+SMALL_COLORING_MAX_BODIES bodies the colouring starts from scratch every FRESH_COLORING_STEPS
 steps, so the colours do not fragment.
 """
 
@@ -145,11 +145,11 @@ def _start_coloring(model: ti.template(), bodies: ti.template(), joints: ti.temp
                     serial: ti.template(), n_slots: ti.i32, n_constraints: ti.i32, n_bodies: ti.i32,
                     keep: ti.i32, all_pairs: ti.i32) -> ti.i32:
     """Clear the bids and masks; give the pairs the solver does not look at UNSOLVED_COLOR
-    (none with `all_pairs`);
-    with `keep`, give each other constraint the colour it had last step (contacts.color,
-    coloring.joint_color) unless it had none (overflow, unsolved) or one of its bodies woke
-    since (two constraints of one colour may share a body that was fixed then). Lists the
-    constraints left without a colour in uncolored and returns their count."""
+    (none with `all_pairs`); with `keep`, give each other constraint the colour it had last
+    step (contacts.color, coloring.joint_color) unless it had none (overflow, unsolved) or
+    one of its bodies woke since (two constraints of one colour may share a body that was
+    fixed then). Lists the constraints left without a colour in uncolored and returns their
+    count."""
     n_pairs = counts.n_pairs[None]
     ti.loop_config(serialize=serial)
     for slot in range(n_slots):
@@ -298,21 +298,20 @@ def color_constraints(ctx) -> bool:
     started to move and nothing overflowed (a pile at rest keeps its pairs for many steps).
     Otherwise the constraints are coloured again, starting from last step's colours pair by
     pair when that colouring is valid (carry_contacts found them; the pool still holds its
-    joint colours and body flags) and, in worlds of more than KEEP_COLORS_MAX_BODIES bodies,
-    the last colouring from scratch is fewer than FRESH_COLORING_STEPS steps old. Sets
+    joint colours and body flags) and, in worlds of more than SMALL_COLORING_MAX_BODIES
+    bodies, the last colouring from scratch is fewer than FRESH_COLORING_STEPS steps old. Sets
     ctx.cache's n_colors (parallel colours used) and n_overflow (constraints in the overflow
     colour).
     """
     pool, cache, serial = ctx.pool, ctx.cache, ctx.serial
     groups = (pool.model, pool.bodies)
     keep = cache.coloring_valid and (
-        ctx.n_bodies <= KEEP_COLORS_MAX_BODIES
-        or cache.steps_since_fresh_coloring < FRESH_COLORING_STEPS)
+        ctx.small_coloring or cache.steps_since_fresh_coloring < FRESH_COLORING_STEPS)
     reuse = (keep and ctx.n_pairs == cache.colored_pairs
              and cache.n_overflow == 0
              and _coloring_still_valid(*groups, pool.contacts, pool.previous, pool.coloring,
                                        serial, ctx.n_slots, ctx.n_pairs, ctx.n_bodies,
-                                       int(ctx.colors_all_pairs)) == 1)
+                                       int(ctx.small_coloring)) == 1)
     if not reuse:
         cache.n_colors, cache.n_overflow = _color(ctx, keep=keep)
         cache.colorings += 1
@@ -333,11 +332,6 @@ def color_constraints(ctx) -> bool:
 #: in steps, which a world has the same alone or in a batch, so a world's colouring stays
 #: independent of the batch.
 FRESH_COLORING_STEPS = 32
-#: Worlds of at most this many bodies keep their colours: few pairs fragment little, most
-#: such worlds are solved one per thread (context.BY_WORLD_MAX_BODIES), where colours bring
-#: no parallelism, and a fresh colouring made 4,096 of them ~5 % slower. A constant of its
-#: own, not the solve path's: both paths must colour alike (they give the same results).
-KEEP_COLORS_MAX_BODIES = 40
 
 
 def _color(ctx, keep: bool) -> tuple[int, int]:
@@ -349,7 +343,7 @@ def _color(ctx, keep: bool) -> tuple[int, int]:
     groups = (pool.model, pool.bodies, pool.joints, pool.contacts, pool.coloring, pool.counts,
               serial)
     uncolored = _start_coloring(*groups, ctx.n_slots, n_constraints, ctx.n_bodies, int(keep),
-                                int(ctx.colors_all_pairs))
+                                int(ctx.small_coloring))
     for color in range(MAX_COLORS if uncolored else 0):
         if _color_round(*groups, uncolored, ctx.n_bodies, color) == 0:
             break  # everything has a colour: the remaining rounds would do nothing

@@ -512,9 +512,7 @@ def narrow_margin(model: ti.template(), bodies: ti.template(), contacts: ti.temp
     if first:
         relative = relative_motion_bound(model, bodies, slot_a, slot_b, n_bodies, dt)
         fast = relative > FAST_MOTION_FRACTION * smallest or sensor
-    margin = pair_motion_bound(model, bodies, slot_a, slot_b, n_bodies, h)
-    if not fast:
-        margin = pair_motion_bound(model, bodies, slot_a, slot_b, n_bodies, dt)
+    margin = pair_motion_bound(model, bodies, slot_a, slot_b, n_bodies, h if fast else dt)
     kept_apart = SPECULATIVE_SLOPS * pair_slop(smallest) + margin
     if sensor:
         kept_apart = 0.0
@@ -592,7 +590,7 @@ def prepare_manifold(model: ti.template(), bodies: ti.template(), contacts: ti.t
     slot_a, slot_b = contacts.body_a[pair], contacts.body_b[pair]
     prepare_pair(model, bodies, solver, pair, slot_a, slot_b, n_bodies)
     mu_static, mu_kinetic = mixed_friction(model, slot_a % n_bodies, slot_b % n_bodies)
-    if first:
+    if first:  # found again (cheap): find_manifold ran before the pairs were reordered
         _, fast = narrow_margin(model, bodies, contacts, pair, n_bodies, dt, h, True)
         solver.refresh[pair] = 1 if fast else 0
     delta_a, delta_b = bodies.delta_position[slot_a], bodies.delta_position[slot_b]

@@ -12,7 +12,7 @@ from ..launching import quick
 from ..scan import exclusive_scan
 
 #: Manifold fields carried from one step to the next (per pair, then per point); depths
-#: are not: the first substep's narrow phase finds them again.
+#: are not: the step's first narrow phase finds them again.
 _CARRIED_PAIR_FIELDS = ("body_a", "body_b", "color", "point_count", "normal")
 _CARRIED_POINT_FIELDS = ("point", "feature", "normal_impulse", "tangent_impulse")
 #: Fields moved when the pairs are stored in colour order: the carried ones and the rest of

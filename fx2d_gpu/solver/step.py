@@ -66,7 +66,7 @@ def step(ctx):
         # meet each other this step.
         find_candidate_pairs(ctx, SPECULATIVE_DISTANCE, ctx.dt)
     carry_contacts(ctx)
-    if not ctx.colors_all_pairs:
+    if not ctx.small_coloring:
         begin_step(ctx)
     recolored = color_constraints(ctx)
     store_in_color_order(ctx, recolored)
@@ -92,7 +92,7 @@ def _substep(ctx, substep: int):
 
 
 def begin_step(ctx):
-    """Before the colouring (worlds of more than COLOR_ALL_PAIRS_MAX_BODIES): the first
+    """Before the colouring (worlds of more than SMALL_COLORING_MAX_BODIES): the first
     substep's motors and velocity integration, and the step's narrow phase at the poses
     the step starts from, which tells the colouring the pairs the solver must see
     (coloring.solve: those with points, and fast ones). Box2D v3 colours touching
@@ -119,7 +119,7 @@ def _launch_begin(ctx, substep: int, before_coloring: bool):
     _begin_substep(pool.model, pool.bodies, pool.joints, pool.contacts, pool.solver,
                    pool.coloring, ctx.serial, ctx.n_slots, ctx.n_bodies, ctx.n_pairs,
                    ctx.n_joints, ctx.gravity, ctx.h, ctx.dt, substep,
-                   int(before_coloring), int(not ctx.colors_all_pairs))
+                   int(before_coloring), int(not ctx.small_coloring))
 
 
 def position_pass(ctx):
@@ -333,7 +333,7 @@ def substeps_by_world(ctx):
     _substeps_by_world(pool.model, pool.bodies, pool.joints, pool.contacts, pool.solver,
                        pool.coloring, pool.counts, ctx.n_worlds, ctx.n_bodies, ctx.n_joints,
                        ctx.cache.n_colors, ctx.substeps, ctx.gravity, ctx.h, ctx.dt,
-                       int(not ctx.colors_all_pairs))
+                       int(not ctx.small_coloring))
 
 
 @ti.func
