@@ -38,6 +38,9 @@ MAX_COLORS = 31
 UNSOLVED_COLOR = MAX_COLORS + 1
 #: Block length of the device prefix sum.
 SCAN_BLOCK = 256
+#: Slots of a CPU team's barrier (StepCounts.barrier, solver/team.py): room to keep its
+#: counters in cache lines of their own.
+BARRIER_SLOTS = 64
 
 #: How many entries of a saved field hold a scene's state, by extent name (see
 #: FieldGroup._field): "slots" n_slots, "slots+1" n_slots + 1, "pairs" n_pairs,
@@ -644,12 +647,14 @@ class IslandScratch(FieldGroup):
 class StepCounts(FieldGroup):
     """Scalars of the step on the device: n_pairs and n_joints (joints per world) of the
     step's constraints; what the last broad phase needed (entries_needed, pairs_needed) and
-    lost_bodies (bodies left out of collision for a non-finite or absurd pose)."""
+    lost_bodies (bodies left out of collision for a non-finite or absurd pose); barrier
+    (BARRIER_SLOTS,): a CPU team's barrier."""
 
     def __init__(self, builder):
         super().__init__(builder)
         for name in ("n_pairs", "n_joints", "entries_needed", "pairs_needed", "lost_bodies"):
             self._field(name, i32, ())
+        self._field("barrier", i32, BARRIER_SLOTS)
 
 
 @ti.data_oriented

@@ -329,8 +329,9 @@ class Scene:
         binding = self._binding
         pool = residency.acquire(binding)
         n_slots = self._n_worlds * self.n_bodies
+        cpu = runtime.on_cpu()
         return StepContext(
-            pool=pool, serial=n_slots <= SERIAL_SLOTS and runtime.on_cpu(),
+            pool=pool, serial=n_slots <= SERIAL_SLOTS and cpu, cpu=cpu,
             n_worlds=self._n_worlds, n_bodies=self.n_bodies, n_joints=self.n_joints,
             cell_size=self._cell, cache=self._cache, grow=lambda: residency.acquire(binding),
             dt=dt, substeps=self.substeps,

@@ -56,6 +56,8 @@ def test_fifty_scenes_compile_once(arch):
     build_and_step(arch, 20, 1, seed=100)  # small worlds, serial loops
     build_and_step(arch, 20, 40, seed=101)  # small worlds, parallel loops
     build_and_step(arch, 100, 1, seed=102)  # a large world, serial loops
+    # A large world, parallel loops (on the CPU: a team of threads, solver/team.py).
+    build_and_step(arch, device.SERIAL_SLOTS + 100, 1, seed=103)
     compiled = device.compiled_kernel_count()
     assert compiled > 0
     sizes = np.linspace(1, 2000, 49).astype(int)

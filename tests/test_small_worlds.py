@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import fx2d_gpu as fx
-from fx2d_gpu.solver import context, step
+from fx2d_gpu.solver import context, step, team
 
 STATE_FIELDS = ("position", "angle", "velocity", "angular_velocity", "sleeping")
 
@@ -66,8 +66,10 @@ def run(scene: fx.Scene, steps: int) -> dict:
 
 
 def general_path(monkeypatch):
-    """Every world counts as large: the grid broad phase and one launch per stage."""
+    """Every world counts as large: the grid broad phase and one launch per stage (no CPU
+    team either, solver/team.py)."""
     monkeypatch.setattr(context, "BY_WORLD_MAX_BODIES", 0)
+    monkeypatch.setattr(team, "ENABLED", False)
 
 
 def assert_same(a: dict, b: dict):

@@ -86,7 +86,8 @@ class StepContext:
     """One scene's view of the pool for a step (or a query).
 
     pool: the device groups (a bigger pool replaces it if a buffer must grow, see grow);
-    serial: kernels run their loops on one thread (device.SERIAL_SLOTS); n_worlds,
+    serial: kernels run their loops on one thread (device.SERIAL_SLOTS); cpu: Taichi
+    runs on a CPU backend (a CPU team may run the substeps, solver/team.py); n_worlds,
     n_bodies, n_joints: the layout (n_joints per world); cell_size: the broad phase's
     level-0 cell, m; cache: the scene's StepCache; grow: returns a pool with room for what
     the cache says the scene needs (pair_need, entry_need), this scene's state in it
@@ -96,6 +97,7 @@ class StepContext:
 
     pool: DevicePool
     serial: bool
+    cpu: bool
     n_worlds: int
     n_bodies: int
     n_joints: int

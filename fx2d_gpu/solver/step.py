@@ -38,6 +38,7 @@ from ..collision.broad_phase import find_candidate_pairs
 from ..device import MAX_COLORS
 from ..integrate import begin_step_pose, clear_forces, integrate_position, integrate_velocity
 from ..launching import quick
+from . import team
 from .coloring import color_constraints
 from .contacts import (
     SPECULATIVE_DISTANCE,
@@ -71,8 +72,11 @@ def step(ctx):
     recolored = color_constraints(ctx)
     store_in_color_order(ctx, recolored)
     build_body_lists(ctx)
+    threads = 0 if ctx.solves_by_world else team_size(ctx)
     if ctx.solves_by_world:
         substeps_by_world(ctx)
+    elif threads:
+        substeps_by_team(ctx, threads)
     else:
         for substep in range(ctx.substeps):
             _substep(ctx, substep)
@@ -329,73 +333,144 @@ def substeps_by_world(ctx):
     through memory between them: a world's bodies and contacts stay in the thread's cache
     for the whole step instead of being streamed once per stage.
     """
+    _launch_team(ctx, by_world=True, n_members=ctx.n_worlds)
+
+
+def substeps_by_team(ctx, threads: int):
+    """All of the step's substeps in one launch on a team of `threads` CPU threads
+    (solver/team.py): each stage, and each colour of a pass, split between the threads,
+    with a barrier between them instead of a loop launch (~2 us, not ~35). The same stages
+    as _substep in the same order: the same results bit for bit."""
+    _launch_team(ctx, by_world=False, n_members=threads)
+    if threads > 1:
+        team.check(ctx.pool.counts)
+
+
+def team_size(ctx) -> int:
+    """Threads of the CPU team that runs this step's substeps (substeps_by_team); 0: launch
+    a kernel per stage instead (GPU backends, an overflow colour: its Jacobi pass has
+    kernels of its own, a CPU backend whose thread pool failed team.probe_threads).
+    Scenes small enough to run their loops serially (device.SERIAL_SLOTS) get a team of one
+    thread: one launch instead of ~100 serial ones."""
+    if not (ctx.cpu and team.ENABLED) or ctx.cache.n_overflow:
+        return 0
+    return 1 if ctx.serial else team.probe_threads(ctx.pool.counts)
+
+
+def _launch_team(ctx, by_world: bool, n_members: int):
     pool = ctx.pool
-    _substeps_by_world(pool.model, pool.bodies, pool.joints, pool.contacts, pool.solver,
-                       pool.coloring, pool.counts, ctx.n_worlds, ctx.n_bodies, ctx.n_joints,
-                       ctx.cache.n_colors, ctx.substeps, ctx.gravity, ctx.h, ctx.dt,
-                       int(not ctx.small_coloring))
+    _substeps_by_team(pool.model, pool.bodies, pool.joints, pool.contacts, pool.solver,
+                      pool.coloring, pool.counts, n_members, int(by_world), ctx.n_worlds,
+                      ctx.n_bodies, ctx.n_joints, ctx.n_pairs, ctx.cache.n_colors,
+                      ctx.substeps, ctx.gravity, ctx.h, ctx.dt, int(not ctx.small_coloring))
 
 
 @ti.func
-def _world_stage(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-                 contacts: ti.template(), solver: ti.template(), coloring: ti.template(),
-                 counts: ti.template(), stage: ti.template(), world, n_bodies, n_joints,
-                 n_colors, h):
-    """stage(...) over world's constraints, colour after colour: its pairs (stored in
-    colour order in [pair_start[world n_bodies], pair_start[(world + 1) n_bodies])) and its
-    joint slots, each in its colour's turn."""
-    n_pairs = counts.n_pairs[None]
-    pair = contacts.pair_start[world * n_bodies]
-    pairs_end = contacts.pair_start[(world + 1) * n_bodies]
-    first_joint = n_pairs + world * n_joints
+def _next_constraint(contacts: ti.template(), coloring: ti.template(), counts: ti.template(),
+                     by_world, world, n_joints, color, cursor):
+    """The next constraint of colour `color` for a team member and its cursor after it (-1:
+    none left). cursor = (next pair, next joint, end of the member's pairs).
+
+    By world: the world's pairs (stored in colour order, so a colour's are consecutive),
+    then its joint slots of that colour. On a team: the member's share of the colour's
+    list (cursor[0] to cursor[2])."""
+    constraint = -1
+    if by_world:
+        if cursor[0] < cursor[2] and coloring.color[cursor[0]] == color:
+            constraint = cursor[0]
+            cursor[0] += 1
+        else:
+            first_joint = counts.n_pairs[None] + world * n_joints
+            while cursor[1] < n_joints and coloring.color[first_joint + cursor[1]] != color:
+                cursor[1] += 1
+            if cursor[1] < n_joints:
+                constraint = first_joint + cursor[1]
+                cursor[1] += 1
+    elif cursor[0] < cursor[2]:
+        constraint = coloring.color_list[cursor[0]]
+        cursor[0] += 1
+    return constraint, cursor
+
+
+@ti.func
+def _team_pass(model: ti.template(), bodies: ti.template(), joints: ti.template(),
+               contacts: ti.template(), solver: ti.template(), coloring: ti.template(),
+               counts: ti.template(), stage: ti.template(), member, n_members, by_world,
+               n_bodies, n_joints, n_colors, h):
+    """stage(...) over a member's constraints, colour after colour (see _next_constraint),
+    the team waiting for each colour to end before the next."""
+    cursor = ti.Vector([0, 0, 0])
+    if by_world:
+        cursor = ti.Vector([contacts.pair_start[member * n_bodies], 0,
+                            contacts.pair_start[(member + 1) * n_bodies]])
     for color in range(n_colors):
-        # The colour's pairs, then its joints, through one call of stage: each call site
-        # inlines the whole constraint solve, and this kernel's compile time grows with them.
-        joint = 0
+        cursor[1] = 0  # a world's joints are searched from the first for every colour
+        if not by_world:
+            lo, hi = team.share(coloring.color_start[color], coloring.color_start[color + 1],
+                                member, n_members)
+            cursor = ti.Vector([lo, 0, hi])
+        # One call of stage: each call site inlines the whole constraint solve, and this
+        # kernel's compile time grows with them.
         while True:
-            constraint = -1
-            if pair < pairs_end and coloring.color[pair] == color:
-                constraint = pair
-                pair += 1
-            else:
-                while joint < n_joints and coloring.color[first_joint + joint] != color:
-                    joint += 1
-                if joint < n_joints:
-                    constraint = first_joint + joint
-                    joint += 1
+            constraint, cursor = _next_constraint(contacts, coloring, counts, by_world, member,
+                                                  n_joints, color, cursor)
             if constraint < 0:
                 break
             stage(model, bodies, joints, contacts, solver, counts, constraint, n_bodies, h)
+        team.barrier(counts, n_members, team.SPIN_LIMIT)
 
 
 @quick
 @ti.kernel
-def _substeps_by_world(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-                       contacts: ti.template(), solver: ti.template(), coloring: ti.template(),
-                       counts: ti.template(), n_worlds: ti.i32, n_bodies: ti.i32,
-                       n_joints: ti.i32, n_colors: ti.i32, substeps: ti.i32, gravity: vec2,
-                       h: ti.f32, dt: ti.f32, begun: ti.i32):
-    """See substeps_by_world (`begun`: as in _begin_substep)."""
-    for world in range(n_worlds):
-        first_slot = world * n_bodies
-        for substep in range(substeps):
-            if substep > 0 or begun == 0:
-                for joint in range(n_joints):
-                    update_motor(bodies, joints, world * n_joints + joint, n_joints,
-                                 n_bodies, h)
-                for body in range(n_bodies):
-                    _push_body(model, bodies, joints, first_slot + body, n_bodies, n_joints,
-                               gravity, h, substep)
-            for pair in range(contacts.pair_start[first_slot],
-                              contacts.pair_start[first_slot + n_bodies]):
-                _pair_stages(model, bodies, contacts, solver, coloring, pair, n_bodies, dt, h,
-                             substep, False, begun == 1)
-            for body in range(n_bodies):
-                _move_body(model, bodies, contacts, solver, first_slot + body, n_bodies, h)
-            _world_stage(model, bodies, joints, contacts, solver, coloring, counts,
-                         _position_stage, world, n_bodies, n_joints, n_colors, h)
-            if n_joints:
-                for body in range(n_bodies):
-                    _derive_velocity(model, bodies, joints, first_slot + body, n_bodies, h)
-            _world_stage(model, bodies, joints, contacts, solver, coloring, counts,
-                         _velocity_stage, world, n_bodies, n_joints, n_colors, h)
+def _substeps_by_team(model: ti.template(), bodies: ti.template(), joints: ti.template(),
+                      contacts: ti.template(), solver: ti.template(), coloring: ti.template(),
+                      counts: ti.template(), n_members: ti.i32, by_world: ti.i32,
+                      n_worlds: ti.i32, n_bodies: ti.i32, n_joints: ti.i32, n_pairs: ti.i32,
+                      n_colors: ti.i32, substeps: ti.i32, gravity: vec2, h: ti.f32,
+                      dt: ti.f32, begun: ti.i32):
+    """The step's substeps, one launch (substeps_by_world: a member per world; else
+    substeps_by_team: a CPU team of n_members threads sharing every stage); `begun`: as
+    in _begin_substep. A member's bodies, joint slots and pairs are its world's, or its
+    share of all of them; on a team, a barrier ends every stage (a team of one, or a
+    world, waits for nothing)."""
+    team_size = 1 if by_world == 1 else n_members
+    n_slots = n_worlds * n_bodies
+    for item in range(n_members if by_world == 1 else team.loop_items(n_members)):
+        member = item if by_world == 1 else team.member_of(item, n_members)
+        if member >= 0:
+            bodies_lo, bodies_hi = member * n_bodies, (member + 1) * n_bodies
+            joints_lo, joints_hi = member * n_joints, (member + 1) * n_joints
+            pairs_lo, pairs_hi = 0, 0
+            if by_world == 1:
+                pairs_lo = contacts.pair_start[bodies_lo]
+                pairs_hi = contacts.pair_start[bodies_hi]
+            else:
+                bodies_lo, bodies_hi = team.share(0, n_slots, member, n_members)
+                joints_lo, joints_hi = team.share(0, n_worlds * n_joints, member, n_members)
+                pairs_lo, pairs_hi = team.share(0, n_pairs, member, n_members)
+            for substep in range(substeps):
+                if substep > 0 or begun == 0:
+                    for joint_slot in range(joints_lo, joints_hi):
+                        update_motor(bodies, joints, joint_slot, n_joints, n_bodies, h)
+                    team.barrier(counts, team_size, team.SPIN_LIMIT)
+                    for slot in range(bodies_lo, bodies_hi):
+                        _push_body(model, bodies, joints, slot, n_bodies, n_joints, gravity,
+                                   h, substep)
+                    team.barrier(counts, team_size, team.SPIN_LIMIT)
+                for pair in range(pairs_lo, pairs_hi):
+                    _pair_stages(model, bodies, contacts, solver, coloring, pair, n_bodies,
+                                 dt, h, substep, False, begun == 1)
+                team.barrier(counts, team_size, team.SPIN_LIMIT)
+                for slot in range(bodies_lo, bodies_hi):
+                    _move_body(model, bodies, contacts, solver, slot, n_bodies, h)
+                team.barrier(counts, team_size, team.SPIN_LIMIT)
+                _team_pass(model, bodies, joints, contacts, solver, coloring, counts,
+                           _position_stage, member, team_size, by_world == 1, n_bodies,
+                           n_joints, n_colors, h)
+                if n_joints:
+                    for slot in range(bodies_lo, bodies_hi):
+                        _derive_velocity(model, bodies, joints, slot, n_bodies, h)
+                    team.barrier(counts, team_size, team.SPIN_LIMIT)
+                _team_pass(model, bodies, joints, contacts, solver, coloring, counts,
+                           _velocity_stage, member, team_size, by_world == 1, n_bodies,
+                           n_joints, n_colors, h)

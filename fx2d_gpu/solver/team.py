@@ -1,0 +1,144 @@
+"""A team of CPU threads that runs a whole step's substeps in one kernel launch.
+
+Why: on Taichi's CPU backend every top-level loop of a kernel is handed to the thread pool,
+which wakes its workers and waits for them: ~35 us a loop on the 2-core CPU machine
+(Taichi 1.7.4, measured: 10 loops of 1,500 trivial items took 290-420 us in one kernel, 21 us
+run serially). A substep of a large world runs ~25 such loops (its stages, then every colour
+of two passes), so the awake large pyramid spent ~10 of its ~34 ms a step starting loops.
+
+How: one top-level loop whose iterations are the team's threads. Each thread takes its
+share of a stage (share), then waits at a barrier (barrier) for the others before the next
+stage: the same order of stages as separate loops give, so the same results bit for bit. A
+barrier costs ~2 us (a spin on an atomic counter), not ~35.
+
+What it relies on (checked at run time by probe_threads, never assumed): Taichi's CPU
+backend splits a loop of n_threads * TASK_ITEMS items into tasks of TASK_ITEMS items and
+runs as many tasks at once as it has threads (cpu_max_num_threads), so the items
+0, TASK_ITEMS, 2 TASK_ITEMS ... (the members) run on different threads at the same time.
+Were two members on one thread, the first would wait forever for the second: every wait is
+bounded (SPIN_LIMIT), counted, and a step that hit the bound raises. GPU backends never use
+a team (their threads are not all resident at once; a serial loop there is one GPU thread).
+"""
+
+import taichi as ti
+
+from ..device import BARRIER_SLOTS
+from ..launching import quick
+
+#: Items per task of a CPU loop in Taichi 1.7.4 (measured: 512 items run on one thread,
+#: 513 on two).
+TASK_ITEMS = 512
+#: Most spins of one wait at a barrier (~1-10 s): a member that never arrives must not hang
+#: the process. A legitimate wait is one stage of one thread's share (milliseconds), longer
+#: only if the OS deschedules a member.
+SPIN_LIMIT = 200_000_000
+#: Spins a member of probe_threads waits before the probe counts the team as failed.
+PROBE_SPIN_LIMIT = 2_000_000
+#: Whether CPU scenes may run their substeps on a team (tests turn it off to compare with
+#: the launch-per-stage path).
+ENABLED = True
+#: counts.barrier slots: arrivals, generation (each alone in a 64-byte line, away from the
+#: step's other scalars, which every stage reads), waits that hit SPIN_LIMIT.
+_ARRIVED, _GENERATION, _TIMEOUTS = 16, 48, 0
+assert _GENERATION < BARRIER_SLOTS
+_state = {"threads": None}
+
+
+@ti.func
+def share(begin, end, member, n_members):
+    """[lo, hi): member's consecutive share of the items [begin, end)."""
+    count = end - begin
+    return begin + count * member // n_members, begin + count * (member + 1) // n_members
+
+
+@ti.func
+def barrier(counts: ti.template(), n_members, spin_limit):
+    """Wait until all n_members of the team arrive (nothing for a team of one).
+
+    A generation counter: the last to arrive resets the arrivals and starts the next
+    generation; the others spin until they see it. The atomics order every member's writes
+    before the barrier ahead of every member's reads after it."""
+    if n_members > 1:
+        generation = ti.atomic_add(counts.barrier[_GENERATION], 0)
+        if ti.atomic_add(counts.barrier[_ARRIVED], 1) == n_members - 1:
+            ti.atomic_sub(counts.barrier[_ARRIVED], n_members)
+            ti.atomic_add(counts.barrier[_GENERATION], 1)
+        else:
+            spins = 0
+            while ti.atomic_add(counts.barrier[_GENERATION], 0) == generation:
+                spins += 1
+                if spins >= spin_limit:
+                    ti.atomic_add(counts.barrier[_TIMEOUTS], 1)
+                    break
+
+
+@ti.func
+def loop_items(n_members):
+    """Items of the top-level loop that runs a team of n_members threads (see member_of)."""
+    return n_members if n_members == 1 else n_members * TASK_ITEMS
+
+
+@ti.func
+def member_of(item, n_members):
+    """The team member that loop item `item` is (-1: an item that does nothing)."""
+    member = -1
+    if n_members == 1:
+        member = item
+    elif item % TASK_ITEMS == 0:
+        member = item // TASK_ITEMS
+    return member
+
+
+@quick
+@ti.kernel
+def _probe(counts: ti.template(), n_members: ti.i32, rounds: ti.i32) -> ti.i32:
+    """`rounds` barriers of a team of n_members; returns the waits that hit their limit."""
+    for item in range(loop_items(n_members)):
+        if member_of(item, n_members) >= 0:
+            for _ in range(rounds):
+                barrier(counts, n_members, PROBE_SPIN_LIMIT)
+    return counts.barrier[_TIMEOUTS]
+
+
+@quick
+@ti.kernel
+def _clear(counts: ti.template()):
+    for slot in range(BARRIER_SLOTS):
+        counts.barrier[slot] = 0
+
+
+@quick
+@ti.kernel
+def _timeouts(counts: ti.template()) -> ti.i32:
+    return counts.barrier[_TIMEOUTS]
+
+
+def check(counts):
+    """After a team's launch: raise if a wait hit SPIN_LIMIT (a member never came; the step's
+    results are not to be trusted), and run later steps without a team."""
+    if _timeouts(counts):
+        _clear(counts)
+        disable()
+        raise RuntimeError(
+            "fx2d_gpu: a CPU thread of the step's team never reached a barrier (Taichi's "
+            "thread pool did not run the team's threads at once); this step's results are "
+            "unreliable, and later steps launch one kernel per stage")
+
+
+def probe_threads(counts) -> int:
+    """Threads of a team on this process's CPU backend: cpu_max_num_threads if a probe team
+    of that many passes 100 barriers together, else 0 (no team: one launch per stage)."""
+    if _state["threads"] is None:
+        threads = ti.lang.impl.current_cfg().cpu_max_num_threads
+        if threads > 1:
+            _clear(counts)
+            failed = _probe(counts, threads, 100)
+            _clear(counts)
+            threads = threads if failed == 0 else 0
+        _state["threads"] = threads
+    return _state["threads"]
+
+
+def disable():
+    """No team for the rest of the process."""
+    _state["threads"] = 0

@@ -1,0 +1,125 @@
+"""A CPU team (solver/team.py) runs a step's substeps in one launch, its threads meeting at
+barriers between stages. The independent reference is the path that launches one kernel per
+stage and group of colours: the two must agree bit for bit, since a barrier orders the
+stages exactly as separate loops do and a colour's constraints share no dynamic body."""
+
+import numpy as np
+import pytest
+
+import fx2d_gpu as fx
+from fx2d_gpu import device, runtime
+from fx2d_gpu.solver import context, step, team
+
+from .test_small_worlds import assert_same, general_path, machine_scene, run
+
+
+def hanging_chains_over_a_pile(arch: str, n_worlds: int = 1) -> fx.Scene:
+    """A world of more than device.SERIAL_SLOTS bodies (the kernels' parallel variant): a
+    pile of boxes and circles poured on the ground and two chains of 30 links, each hung
+    from a static anchor, swinging into the pile. A chain's joints alternate between two
+    colours out of joint order (each link shares a body with the joints on either side),
+    and the pile overlaps at the start, so contacts, joints and sleep all run."""
+    rng = np.random.default_rng(5)
+    scene = fx.Scene(n_worlds=n_worlds, arch=arch)
+    friction = dict(static_friction=0.6, dynamic_friction=0.5)
+    scene.add_box((0.0, -0.5), (60.0, 1.0), mass=0.0, **friction)
+    for i in range(560):
+        x, y = -14.0 + (i % 40) * 0.7, 0.4 + (i // 40) * 0.62 + rng.uniform(0.0, 0.05)
+        if i % 3:
+            scene.add_box((x, y), rng.uniform(0.3, 0.6, size=2), angle=rng.uniform(-0.3, 0.3),
+                          **friction)
+        else:
+            scene.add_circle((x, y), rng.uniform(0.15, 0.3), **friction)
+    for side in (-1.0, 1.0):
+        previous = scene.add_box((side * 16.0, 14.0), (0.2, 0.2), mass=0.0)
+        for link in range(30):
+            body = scene.add_box((side * (16.25 + 0.5 * link), 14.0), (0.5, 0.12), mass=0.3)
+            scene.add_revolute_joint(previous, body,
+                                     anchor=(0.0, 0.0) if link == 0 else (side * 0.25, 0.0))
+            previous = body
+    return scene
+
+
+def count_calls(monkeypatch, name: str) -> list:
+    """Each call of step.<name> from now on appends its arguments after the context."""
+    calls, original = [], getattr(step, name)
+    monkeypatch.setattr(step, name, lambda ctx, *a: calls.append(a) or original(ctx, *a))
+    return calls
+
+
+def expected_threads(scene: fx.Scene) -> int:
+    """The team a large scene gets: the CPU backend's threads if its probe passed; none on
+    a GPU backend, whose threads are not all resident at once (a barrier could wait
+    forever)."""
+    counts = scene.step_context().pool.counts
+    return team.probe_threads(counts) if runtime.on_cpu() else 0
+
+
+@pytest.mark.parametrize("n_worlds", [1, 2])
+def test_a_team_steps_bit_for_bit_like_one_launch_per_stage(arch, n_worlds, monkeypatch):
+    calls = count_calls(monkeypatch, "substeps_by_team")
+    scene = hanging_chains_over_a_pile(arch, n_worlds)
+    on_team = run(scene, 40)
+    threads = expected_threads(scene)
+    assert [c[0] for c in calls] == [threads] * (40 if threads else 0)
+    if runtime.on_cpu():
+        assert threads in (0, runtime.ti.lang.impl.current_cfg().cpu_max_num_threads)
+    assert scene.n_overflow == 0 and scene.n_colors >= 4  # every colour took its turn
+    assert on_team["events"][0][0] > 0  # contacts from the first step on
+
+    monkeypatch.setattr(team, "ENABLED", False)
+    calls.clear()
+    per_stage = run(hanging_chains_over_a_pile(arch, n_worlds), 40)
+    assert not calls
+    assert_same(on_team, per_stage)
+    # The chains held (the joints were solved in every colour): no anchor gap past 1 cm.
+    anchors = scene.joint_anchors()
+    assert np.linalg.norm(anchors[..., 0, :] - anchors[..., 1, :], axis=-1).max() < 0.01
+
+
+def test_a_team_of_one_thread_runs_a_serial_scene(arch, monkeypatch):
+    """Scenes of at most device.SERIAL_SLOTS body slots on a CPU: one launch on one thread,
+    with the results of their ~100 serial launches (the small-world machine, stepped as
+    large worlds)."""
+    calls = count_calls(monkeypatch, "substeps_by_team")
+    monkeypatch.setattr(context, "BY_WORLD_MAX_BODIES", 0)
+    scene = machine_scene(3, arch)
+    assert scene.n_bodies * 3 <= device.SERIAL_SLOTS
+    on_team = run(scene, 100)
+    assert [c[0] for c in calls] == [1] * (100 if runtime.on_cpu() else 0)
+    general_path(monkeypatch)  # no team either
+    calls.clear()
+    assert_same(on_team, run(machine_scene(3, arch), 100))
+    assert not calls
+
+
+def test_a_team_larger_than_the_thread_pool_times_out_instead_of_hanging(arch):
+    """One member more than Taichi has threads: the last cannot start until another one's
+    task ends, so the others' waits hit their limit: counted, never a hang."""
+    scene = hanging_chains_over_a_pile(arch)
+    if not runtime.on_cpu():
+        assert step.team_size(scene.step_context()) == 0
+        return
+    counts = scene.step_context().pool.counts
+    threads = runtime.ti.lang.impl.current_cfg().cpu_max_num_threads
+    team._clear(counts)
+    assert team._probe(counts, threads + 1, 2) > 0
+    team._clear(counts)
+    if threads > 1:  # a team that fits passes the same barriers
+        assert team._probe(counts, threads, 2) == 0
+
+
+def test_a_wait_past_its_limit_raises_and_later_steps_launch_per_stage(arch, monkeypatch):
+    scene = hanging_chains_over_a_pile(arch)
+    scene.step(1 / 60)
+    if expected_threads(scene) < 2:
+        assert step.team_size(scene.step_context()) in (0, 1)  # no barrier to wait at
+        return
+    monkeypatch.setitem(team._state, "threads", team._state["threads"])  # restored after
+    monkeypatch.setattr(team, "_timeouts", lambda counts: 1)
+    with pytest.raises(RuntimeError, match="never reached a barrier"):
+        scene.step(1 / 60)
+    assert team._state["threads"] == 0
+    calls = count_calls(monkeypatch, "substeps_by_team")
+    scene.step(1 / 60)
+    assert not calls
