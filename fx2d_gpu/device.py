@@ -738,10 +738,11 @@ class DevicePool:
 #: Scenes of at most this many body slots (n_worlds * n_bodies) run their kernels' loops
 #: serially on CPU backends.
 #:
-#: Why: on Taichi's CPU backend a parallel loop costs ~15 us to start, even when empty (the
-#: thread pool hands it to its workers and waits for them), and a loop of up to 512 items
-#: runs on one thread anyway (measured, Taichi 1.7.4). A small scene's step starts ~180 such
-#: loops: most of its time. A serial loop starts for free. Kernels take `serial` as a
+#: Why: on Taichi's CPU backend a parallel loop costs ~15-40 us to start, even when empty
+#: (the thread pool hands it to its workers and waits for them), and a loop of up to 512
+#: items runs on one thread anyway (measured, Taichi 1.7.4). A small scene's step starts
+#: ~180 such loops: most of its time. A serial loop starts for free. (Their substeps run in
+#: one launch on a team of one thread, solver/team.py.) Kernels take `serial` as a
 #: compile-time (template) argument read by ti.loop_config, so each kernel has a serial
 #: variant, compiled only if a small scene runs. The results are the same: no kernel's
 #: result depends on the order of its loop's iterations (the step is bitwise deterministic).

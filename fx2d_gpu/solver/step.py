@@ -107,8 +107,17 @@ def begin_step(ctx):
     Small worlds colour every candidate pair instead (coloring.color_constraints): they are
     mostly solved one per thread (substeps_by_world), where a pair without points costs a
     check, and that one launch a step does the step's narrow phase too, so begin_step's
-    kernel, which holds the narrow phase as well, is not compiled for them."""
-    _launch_begin(ctx, 0, before_coloring=True)
+    kernel, which holds the narrow phase as well, is not compiled for them.
+
+    Where a CPU team will run the substeps (team_size), the team's kernel does this too, so
+    the narrow phase is compiled into one kernel, not two."""
+    threads = team_size(ctx)
+    if threads:
+        _launch_team(ctx, by_world=False, n_members=threads, before_coloring=True)
+        if threads > 1:
+            team.check(ctx.pool.counts)
+    else:
+        _launch_begin(ctx, 0, before_coloring=True)
 
 
 def begin_substep(ctx, substep: int):
@@ -221,7 +230,8 @@ def _begin_substep(model: ti.template(), bodies: ti.template(), joints: ti.templ
                    before_coloring: ti.i32, begun: ti.i32):
     """The substep's first stages: motors and velocities, the pairs' narrow phase and
     preparation (_pair_stages), warm start, integrate positions. begin_step is this kernel
-    with `before_coloring` (substep 0's motors, velocities and narrow phase only); `begun`:
+    (or, where a CPU team runs the substeps, the team's) with `before_coloring` (substep
+    0's motors, velocities and narrow phase only); `begun`:
     begin_step ran this step, so substep 0 does not do them again.
 
     Contacts are found at the poses before the first move; slow pairs keep that manifold for
@@ -357,12 +367,13 @@ def team_size(ctx) -> int:
     return 1 if ctx.serial else team.probe_threads(ctx.pool.counts)
 
 
-def _launch_team(ctx, by_world: bool, n_members: int):
+def _launch_team(ctx, by_world: bool, n_members: int, before_coloring: bool = False):
     pool = ctx.pool
     _substeps_by_team(pool.model, pool.bodies, pool.joints, pool.contacts, pool.solver,
                       pool.coloring, pool.counts, n_members, int(by_world), ctx.n_worlds,
                       ctx.n_bodies, ctx.n_joints, ctx.n_pairs, ctx.cache.n_colors,
-                      ctx.substeps, ctx.gravity, ctx.h, ctx.dt, int(not ctx.small_coloring))
+                      ctx.substeps, ctx.gravity, ctx.h, ctx.dt, int(before_coloring),
+                      int(not ctx.small_coloring))
 
 
 @ti.func
@@ -427,12 +438,13 @@ def _substeps_by_team(model: ti.template(), bodies: ti.template(), joints: ti.te
                       counts: ti.template(), n_members: ti.i32, by_world: ti.i32,
                       n_worlds: ti.i32, n_bodies: ti.i32, n_joints: ti.i32, n_pairs: ti.i32,
                       n_colors: ti.i32, substeps: ti.i32, gravity: vec2, h: ti.f32,
-                      dt: ti.f32, begun: ti.i32):
+                      dt: ti.f32, before_coloring: ti.i32, begun: ti.i32):
     """The step's substeps, one launch (substeps_by_world: a member per world; else
-    substeps_by_team: a CPU team of n_members threads sharing every stage); `begun`: as
-    in _begin_substep. A member's bodies, joint slots and pairs are its world's, or its
-    share of all of them; on a team, a barrier ends every stage (a team of one, or a
-    world, waits for nothing)."""
+    substeps_by_team: a CPU team of n_members threads sharing every stage);
+    `before_coloring`, `begun`: as in _begin_substep (with before_coloring, only the first
+    substep's stages up to the narrow phase run: begin_step). A member's bodies, joint
+    slots and pairs are its world's, or its share of all of them; on a team, a barrier ends
+    every stage (a team of one, or a world, waits for nothing)."""
     team_size = 1 if by_world == 1 else n_members
     n_slots = n_worlds * n_bodies
     for item in range(n_members if by_world == 1 else team.loop_items(n_members)):
@@ -448,8 +460,8 @@ def _substeps_by_team(model: ti.template(), bodies: ti.template(), joints: ti.te
                 bodies_lo, bodies_hi = team.share(0, n_slots, member, n_members)
                 joints_lo, joints_hi = team.share(0, n_worlds * n_joints, member, n_members)
                 pairs_lo, pairs_hi = team.share(0, n_pairs, member, n_members)
-            for substep in range(substeps):
-                if substep > 0 or begun == 0:
+            for substep in range(1 if before_coloring == 1 else substeps):
+                if substep > 0 or begun == 0 or before_coloring == 1:
                     for joint_slot in range(joints_lo, joints_hi):
                         update_motor(bodies, joints, joint_slot, n_joints, n_bodies, h)
                     team.barrier(counts, team_size, team.SPIN_LIMIT)
@@ -459,7 +471,9 @@ def _substeps_by_team(model: ti.template(), bodies: ti.template(), joints: ti.te
                     team.barrier(counts, team_size, team.SPIN_LIMIT)
                 for pair in range(pairs_lo, pairs_hi):
                     _pair_stages(model, bodies, contacts, solver, coloring, pair, n_bodies,
-                                 dt, h, substep, False, begun == 1)
+                                 dt, h, substep, before_coloring == 1, begun == 1)
+                if before_coloring == 1:
+                    continue  # begin_step ends here
                 team.barrier(counts, team_size, team.SPIN_LIMIT)
                 for slot in range(bodies_lo, bodies_hi):
                     _move_body(model, bodies, contacts, solver, slot, n_bodies, h)
