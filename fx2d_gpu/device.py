@@ -569,7 +569,8 @@ class Coloring(FieldGroup):
     Scratch: color_cursor, rank (pairs before each color_list entry; while the lists are
     built, each constraint's place in the overflow colour), body_claim (lowest
     bid for the body this round), body_color_mask (bit c: a constraint of colour c has the
-    body), uncolored (constraints that bid this step) and n_uncolored.
+    body), uncolored (constraints that bid this step) and n_uncolored, round_left
+    (MAX_COLORS,): constraints left uncoloured after each round of a CPU team's colouring.
     """
 
     def __init__(self, builder, n_slots: int, n_pairs: int, n_joint_slots: int):
@@ -588,6 +589,7 @@ class Coloring(FieldGroup):
         self._field("body_color_mask", i32, n_slots)
         self._field("uncolored", i32, C)
         self._field("n_uncolored", i32, ())
+        self._field("round_left", i32, MAX_COLORS)
         for name in ("n_overflow_pairs", "n_jacobi_bodies", "jacobi_cursor"):
             self._field(name, i32, ())
         for name in ("jacobi_count", "jacobi_start", "jacobi_bodies"):

@@ -83,7 +83,7 @@ call = st.one_of(
        st.lists(st.one_of(valid_body(), valid_body(), body()), min_size=1, max_size=7),
        st.lists(st.tuples(st.integers(0, 6), st.integers(0, 6), st.sampled_from(
            ["revolute", "prismatic"]), st.one_of(wild, st.floats(-1, 1))), max_size=2),
-       st.lists(call, max_size=8))
+       st.lists(call, min_size=1, max_size=8))
 def hostile(settings_, bodies, joints, calls):
     (gravity, n_worlds) = settings_
     try:

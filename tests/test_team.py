@@ -63,7 +63,7 @@ def test_a_team_steps_bit_for_bit_like_one_launch_per_stage(arch, n_worlds, monk
     threads = expected_threads(scene)
     assert [c[0] for c in calls] == [threads] * (40 if threads else 0)
     if runtime.on_cpu():
-        assert threads in (0, runtime.ti.lang.impl.current_cfg().cpu_max_num_threads)
+        assert threads in (0, team.usable_threads())
     assert scene.n_overflow == 0 and scene.n_colors >= 4  # every colour took its turn
     assert on_team["events"][0][0] > 0  # contacts from the first step on
 
@@ -101,7 +101,7 @@ def test_a_team_larger_than_the_thread_pool_times_out_instead_of_hanging(arch):
         assert step.team_size(scene.step_context()) == 0
         return
     counts = scene.step_context().pool.counts
-    threads = runtime.ti.lang.impl.current_cfg().cpu_max_num_threads
+    threads = team.usable_threads()
     team._clear(counts)
     assert team._probe(counts, threads + 1, 2) > 0
     team._clear(counts)

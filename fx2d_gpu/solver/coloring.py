@@ -27,6 +27,7 @@ from ..bodies import awake_dynamic, is_sensor_pair
 from ..device import MAX_COLORS, UNSOLVED_COLOR
 from ..launching import quick
 from ..scan import exclusive_scan
+from . import team
 from .overflow import build_jacobi_lists
 
 _NO_CLAIM = 2147483647
@@ -186,6 +187,55 @@ def _start_coloring(model: ti.template(), bodies: ti.template(), joints: ti.temp
     return coloring.n_uncolored[None]
 
 
+@ti.func
+def _bid(model: ti.template(), bodies: ti.template(), joints: ti.template(),
+         contacts: ti.template(), coloring: ti.template(), counts: ti.template(), i, n_bodies,
+         color):
+    """Sub-round step 1 for uncolored[i]: if it has no colour and `color` is free on its
+    dynamic bodies, bid for them (atomic minimum of its priority)."""
+    k = coloring.uncolored[i]
+    if coloring.color[k] < 0:
+        a, b, dyn_a, dyn_b = _bodies_of(model, bodies, joints, contacts, counts, k, n_bodies)
+        if color_free(coloring, a, dyn_a, color) and color_free(coloring, b, dyn_b, color):
+            bid = priority(joints, contacts, counts, k, n_bodies)
+            if dyn_a:
+                ti.atomic_min(coloring.body_claim[a], bid)
+            if dyn_b:
+                ti.atomic_min(coloring.body_claim[b], bid)
+
+
+@ti.func
+def _take(model: ti.template(), bodies: ti.template(), joints: ti.template(),
+          contacts: ti.template(), coloring: ti.template(), counts: ti.template(), i, n_bodies,
+          color):
+    """Sub-round step 2: uncolored[i] takes `color` if it won all its dynamic bodies."""
+    k = coloring.uncolored[i]
+    if coloring.color[k] < 0:
+        a, b, dyn_a, dyn_b = _bodies_of(model, bodies, joints, contacts, counts, k, n_bodies)
+        bid = priority(joints, contacts, counts, k, n_bodies)
+        won_a = not dyn_a or (coloring.body_claim[a] == bid
+                              and color_free(coloring, a, dyn_a, color))
+        won_b = not dyn_b or (coloring.body_claim[b] == bid
+                              and color_free(coloring, b, dyn_b, color))
+        if won_a and won_b:
+            coloring.color[k] = color
+
+
+@ti.func
+def _settle(model: ti.template(), bodies: ti.template(), joints: ti.template(),
+            contacts: ti.template(), coloring: ti.template(), counts: ti.template(), i,
+            n_bodies, color):
+    """Sub-round step 3: mark the winners' bodies and clear every bid for the next
+    sub-round."""
+    k = coloring.uncolored[i]
+    a, b, dyn_a, dyn_b = _bodies_of(model, bodies, joints, contacts, counts, k, n_bodies)
+    if coloring.color[k] == color:
+        mark_color(coloring, a, dyn_a, color)
+        mark_color(coloring, b, dyn_b, color)
+    coloring.body_claim[a] = _NO_CLAIM
+    coloring.body_claim[b] = _NO_CLAIM
+
+
 @quick
 @ti.kernel
 def _color_round(model: ti.template(), bodies: ti.template(), joints: ti.template(),
@@ -193,53 +243,70 @@ def _color_round(model: ti.template(), bodies: ti.template(), joints: ti.templat
                  serial: ti.template(), n_uncolored: ti.i32, n_bodies: ti.i32,
                  color: ti.i32) -> ti.i32:
     """Give `color` to a maximal-ish set of uncoloured constraints sharing no dynamic body
-    with each other or with a constraint that has it already; returns how many constraints
-    are still uncoloured. Only the constraints in uncolored[:n_uncolored] take part (the
-    others have their colour).
+    with each other or with a constraint that has it already (_SUB_ROUNDS of _bid, _take,
+    _settle, each a loop); returns how many constraints are still uncoloured. Only the
+    constraints in uncolored[:n_uncolored] take part (the others have their colour).
     """
     for _ in ti.static(range(_SUB_ROUNDS)):
         ti.loop_config(serialize=serial)
         for i in range(n_uncolored):
-            k = coloring.uncolored[i]
-            if coloring.color[k] < 0:
-                a, b, dyn_a, dyn_b = _bodies_of(model, bodies, joints, contacts, counts, k,
-                                                n_bodies)
-                if color_free(coloring, a, dyn_a, color) and color_free(coloring, b, dyn_b, color):
-                    bid = priority(joints, contacts, counts, k, n_bodies)
-                    if dyn_a:
-                        ti.atomic_min(coloring.body_claim[a], bid)
-                    if dyn_b:
-                        ti.atomic_min(coloring.body_claim[b], bid)
+            _bid(model, bodies, joints, contacts, coloring, counts, i, n_bodies, color)
         ti.loop_config(serialize=serial)
         for i in range(n_uncolored):
-            k = coloring.uncolored[i]
-            if coloring.color[k] < 0:
-                a, b, dyn_a, dyn_b = _bodies_of(model, bodies, joints, contacts, counts, k,
-                                                n_bodies)
-                bid = priority(joints, contacts, counts, k, n_bodies)
-                won_a = not dyn_a or (coloring.body_claim[a] == bid
-                                      and color_free(coloring, a, dyn_a, color))
-                won_b = not dyn_b or (coloring.body_claim[b] == bid
-                                      and color_free(coloring, b, dyn_b, color))
-                if won_a and won_b:
-                    coloring.color[k] = color
+            _take(model, bodies, joints, contacts, coloring, counts, i, n_bodies, color)
         ti.loop_config(serialize=serial)
         for i in range(n_uncolored):
-            # Mark the winners' bodies and clear every bid for the next sub-round.
-            k = coloring.uncolored[i]
-            a, b, dyn_a, dyn_b = _bodies_of(model, bodies, joints, contacts, counts, k,
-                                            n_bodies)
-            if coloring.color[k] == color:
-                mark_color(coloring, a, dyn_a, color)
-                mark_color(coloring, b, dyn_b, color)
-            coloring.body_claim[a] = _NO_CLAIM
-            coloring.body_claim[b] = _NO_CLAIM
+            _settle(model, bodies, joints, contacts, coloring, counts, i, n_bodies, color)
     remaining = 0
     ti.loop_config(serialize=serial)
     for i in range(n_uncolored):
         if coloring.color[coloring.uncolored[i]] < 0:
             remaining += 1
     return remaining
+
+
+@quick
+@ti.kernel
+def _color_rounds_by_team(model: ti.template(), bodies: ti.template(), joints: ti.template(),
+                          contacts: ti.template(), coloring: ti.template(),
+                          counts: ti.template(), n_uncolored: ti.i32, n_bodies: ti.i32,
+                          n_members: ti.i32):
+    """Every round of _color_round, colour after colour until none is left uncoloured, in
+    one launch on a CPU team of n_members threads (solver/team.py): each loop of a round
+    split between the threads, a barrier after it. The same loops in the same order: the
+    same colours. The rounds' counts of constraints left go to coloring.round_left, every
+    member reads the round's total after a barrier, so all stop after the same round."""
+    items_per_member = 1 if n_members == 1 else team.TASK_ITEMS
+    for item in range(n_members * items_per_member):
+        member = team.member_of(item, items_per_member)
+        if member >= 0:
+            lo, hi = team.share(0, n_uncolored, member, n_members)
+            if member == 0:
+                for color in range(MAX_COLORS):
+                    coloring.round_left[color] = 0
+            team.barrier(counts, n_members, team.SPIN_LIMIT)
+            for color in range(MAX_COLORS):
+                for _ in ti.static(range(_SUB_ROUNDS)):
+                    for i in range(lo, hi):
+                        _bid(model, bodies, joints, contacts, coloring, counts, i, n_bodies,
+                             color)
+                    team.barrier(counts, n_members, team.SPIN_LIMIT)
+                    for i in range(lo, hi):
+                        _take(model, bodies, joints, contacts, coloring, counts, i, n_bodies,
+                              color)
+                    team.barrier(counts, n_members, team.SPIN_LIMIT)
+                    for i in range(lo, hi):
+                        _settle(model, bodies, joints, contacts, coloring, counts, i,
+                                n_bodies, color)
+                    team.barrier(counts, n_members, team.SPIN_LIMIT)
+                left = 0
+                for i in range(lo, hi):
+                    if coloring.color[coloring.uncolored[i]] < 0:
+                        left += 1
+                ti.atomic_add(coloring.round_left[color], left)
+                team.barrier(counts, n_members, team.SPIN_LIMIT)
+                if ti.atomic_add(coloring.round_left[color], 0) == 0:
+                    break  # everything has a colour: the remaining rounds would do nothing
 
 
 @quick
@@ -344,9 +411,15 @@ def _color(ctx, keep: bool) -> tuple[int, int]:
               serial)
     uncolored = _start_coloring(*groups, ctx.n_slots, n_constraints, ctx.n_bodies, int(keep),
                                 int(ctx.small_coloring))
-    for color in range(MAX_COLORS if uncolored else 0):
-        if _color_round(*groups, uncolored, ctx.n_bodies, color) == 0:
-            break  # everything has a colour: the remaining rounds would do nothing
+    threads = team.threads_for(ctx)
+    if uncolored and threads:
+        _color_rounds_by_team(*groups[:-1], uncolored, ctx.n_bodies, threads)
+        if threads > 1:
+            team.check(pool.counts)
+    else:
+        for color in range(MAX_COLORS if uncolored else 0):
+            if _color_round(*groups, uncolored, ctx.n_bodies, color) == 0:
+                break  # everything has a colour: the remaining rounds would do nothing
     used, overflow = _build_color_lists(pool.coloring, pool.counts, pool.scan, serial,
                                         n_constraints)
     if overflow:

@@ -362,18 +362,18 @@ def team_size(ctx) -> int:
     kernels of its own, a CPU backend whose thread pool failed team.probe_threads).
     Scenes small enough to run their loops serially (device.SERIAL_SLOTS) get a team of one
     thread: one launch instead of ~100 serial ones."""
-    if not (ctx.cpu and team.ENABLED) or ctx.cache.n_overflow:
-        return 0
-    return 1 if ctx.serial else team.probe_threads(ctx.pool.counts)
+    return 0 if ctx.cache.n_overflow else team.threads_for(ctx)
 
 
 def _launch_team(ctx, by_world: bool, n_members: int, before_coloring: bool = False):
     pool = ctx.pool
+    # A world per loop item; a team thread per task of the CPU backend's thread pool.
+    items_per_member = 1 if by_world else team.stride(n_members)
     _substeps_by_team(pool.model, pool.bodies, pool.joints, pool.contacts, pool.solver,
                       pool.coloring, pool.counts, n_members, int(by_world), ctx.n_worlds,
                       ctx.n_bodies, ctx.n_joints, ctx.n_pairs, ctx.cache.n_colors,
                       ctx.substeps, ctx.gravity, ctx.h, ctx.dt, int(before_coloring),
-                      int(not ctx.small_coloring))
+                      int(not ctx.small_coloring), items_per_member)
 
 
 @ti.func
@@ -438,17 +438,19 @@ def _substeps_by_team(model: ti.template(), bodies: ti.template(), joints: ti.te
                       counts: ti.template(), n_members: ti.i32, by_world: ti.i32,
                       n_worlds: ti.i32, n_bodies: ti.i32, n_joints: ti.i32, n_pairs: ti.i32,
                       n_colors: ti.i32, substeps: ti.i32, gravity: vec2, h: ti.f32,
-                      dt: ti.f32, before_coloring: ti.i32, begun: ti.i32):
+                      dt: ti.f32, before_coloring: ti.i32, begun: ti.i32,
+                      items_per_member: ti.i32):
     """The step's substeps, one launch (substeps_by_world: a member per world; else
     substeps_by_team: a CPU team of n_members threads sharing every stage);
     `before_coloring`, `begun`: as in _begin_substep (with before_coloring, only the first
     substep's stages up to the narrow phase run: begin_step). A member's bodies, joint
     slots and pairs are its world's, or its share of all of them; on a team, a barrier ends
-    every stage (a team of one, or a world, waits for nothing)."""
+    every stage (a team of one, or a world, waits for nothing). Member m is the loop's
+    item m * items_per_member (team.member_of)."""
     team_size = 1 if by_world == 1 else n_members
     n_slots = n_worlds * n_bodies
-    for item in range(n_members if by_world == 1 else team.loop_items(n_members)):
-        member = item if by_world == 1 else team.member_of(item, n_members)
+    for item in range(n_members * items_per_member):
+        member = team.member_of(item, items_per_member)
         if member >= 0:
             bodies_lo, bodies_hi = member * n_bodies, (member + 1) * n_bodies
             joints_lo, joints_hi = member * n_joints, (member + 1) * n_joints

@@ -4,7 +4,8 @@ Why: on Taichi's CPU backend every top-level loop of a kernel is handed to the t
 which wakes its workers and waits for them: ~35 us a loop on the 2-core CPU machine
 (Taichi 1.7.4, measured: 10 loops of 1,500 trivial items took 290-420 us in one kernel, 21 us
 run serially). A substep of a large world runs ~25 such loops (its stages, then every colour
-of two passes), so the awake large pyramid spent ~10 of its ~34 ms a step starting loops.
+of two passes): ~300 a step in the awake large pyramid, whose step took 34 ms with them
+and 20 ms on a team.
 
 How: one top-level loop whose iterations are the team's threads. Each thread takes its
 share of a stage (share), then waits at a barrier (barrier) for the others before the next
@@ -20,6 +21,9 @@ bounded (SPIN_LIMIT), counted, and a step that hit the bound raises. GPU backend
 a team (their threads are not all resident at once; a serial loop there is one GPU thread).
 """
 
+import os
+import time
+
 import taichi as ti
 
 from ..device import BARRIER_SLOTS
@@ -34,6 +38,11 @@ TASK_ITEMS = 512
 SPIN_LIMIT = 200_000_000
 #: Spins a member of probe_threads waits before the probe counts the team as failed.
 PROBE_SPIN_LIMIT = 2_000_000
+#: Barriers a probe team passes (probe_threads), and the most one may take on average: a
+#: loop launch costs ~35 us on the 2-core CPU machine, a barrier ~2 us (the probe's 1,000
+#: there: ~2-5 us each, its launch included).
+PROBE_ROUNDS = 1000
+MAX_BARRIER_S = 20e-6
 #: Whether CPU scenes may run their substeps on a team (tests turn it off to compare with
 #: the launch-per-stage path).
 ENABLED = True
@@ -72,20 +81,19 @@ def barrier(counts: ti.template(), n_members, spin_limit):
                     break
 
 
-@ti.func
-def loop_items(n_members):
-    """Items of the top-level loop that runs a team of n_members threads (see member_of)."""
-    return n_members if n_members == 1 else n_members * TASK_ITEMS
+def stride(n_members: int) -> int:
+    """Loop items per member of a team of n_members threads (see member_of): a member
+    alone in a task of TASK_ITEMS items, so that members run on different threads."""
+    return 1 if n_members == 1 else TASK_ITEMS
 
 
 @ti.func
-def member_of(item, n_members):
-    """The team member that loop item `item` is (-1: an item that does nothing)."""
+def member_of(item, items_per_member):
+    """The member (team thread or world) that item `item` of a loop of n_members *
+    items_per_member items is; -1: an item that does nothing."""
     member = -1
-    if n_members == 1:
-        member = item
-    elif item % TASK_ITEMS == 0:
-        member = item // TASK_ITEMS
+    if item % items_per_member == 0:
+        member = item // items_per_member
     return member
 
 
@@ -93,8 +101,9 @@ def member_of(item, n_members):
 @ti.kernel
 def _probe(counts: ti.template(), n_members: ti.i32, rounds: ti.i32) -> ti.i32:
     """`rounds` barriers of a team of n_members; returns the waits that hit their limit."""
-    for item in range(loop_items(n_members)):
-        if member_of(item, n_members) >= 0:
+    items_per_member = 1 if n_members == 1 else TASK_ITEMS
+    for item in range(n_members * items_per_member):
+        if member_of(item, items_per_member) >= 0:
             for _ in range(rounds):
                 barrier(counts, n_members, PROBE_SPIN_LIMIT)
     return counts.barrier[_TIMEOUTS]
@@ -125,18 +134,46 @@ def check(counts):
             "unreliable, and later steps launch one kernel per stage")
 
 
+def usable_threads() -> int:
+    """Threads a team may have: Taichi's CPU threads (cpu_max_num_threads), at most the CPUs
+    this process may run on. A member without a CPU of its own would keep the others
+    spinning at every barrier until the OS schedules it."""
+    threads = ti.lang.impl.current_cfg().cpu_max_num_threads
+    try:
+        threads = min(threads, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # no affinity on this OS (macOS, Windows)
+        pass
+    return max(threads, 1)
+
+
 def probe_threads(counts) -> int:
-    """Threads of a team on this process's CPU backend: cpu_max_num_threads if a probe team
-    of that many passes 100 barriers together, else 0 (no team: one launch per stage)."""
+    """Threads of a team on this process's CPU backend (usable_threads), if a probe team of
+    that many passes PROBE_ROUNDS barriers together, each in under MAX_BARRIER_S on average
+    (more means the threads do not run at once: a CPU quota below the CPU count, a busy
+    machine); else 0: no team, one launch per stage. Probed once per process."""
     if _state["threads"] is None:
-        threads = ti.lang.impl.current_cfg().cpu_max_num_threads
+        threads = usable_threads()
         if threads > 1:
             _clear(counts)
-            failed = _probe(counts, threads, 100)
+            _probe(counts, threads, 1)  # compiled, and the pool's threads awake
             _clear(counts)
-            threads = threads if failed == 0 else 0
+            start = time.perf_counter()
+            failed = _probe(counts, threads, PROBE_ROUNDS)
+            per_barrier = (time.perf_counter() - start) / PROBE_ROUNDS
+            _clear(counts)
+            _state["probe_barrier_s"] = per_barrier
+            threads = threads if failed == 0 and per_barrier < MAX_BARRIER_S else 0
         _state["threads"] = threads
     return _state["threads"]
+
+
+def threads_for(ctx) -> int:
+    """Threads of the CPU team that may run a stage of ctx's scene in one launch: 1 for a
+    scene whose loops run serially anyway (device.SERIAL_SLOTS), probe_threads for others;
+    0 (no team) on GPU backends or when ENABLED is off."""
+    if not (ctx.cpu and ENABLED):
+        return 0
+    return 1 if ctx.serial else probe_threads(ctx.pool.counts)
 
 
 def disable():
