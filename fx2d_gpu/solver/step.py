@@ -349,7 +349,7 @@ def substeps_by_world(ctx):
 def substeps_by_team(ctx, threads: int):
     """All of the step's substeps in one launch on a team of `threads` CPU threads
     (solver/team.py): each stage, and each colour of a pass, split between the threads,
-    with a barrier between them instead of a loop launch (~2 us, not ~35). The same stages
+    with a barrier between them instead of a loop launch (2-10 us, not ~35). The same stages
     as _substep in the same order: the same results bit for bit."""
     _launch_team(ctx, by_world=False, n_members=threads)
     if threads > 1:
