@@ -23,7 +23,9 @@ step() reads as the pipeline (Box2D v3's solver stage list, made batched):
                                                    then velocities derived for jointed bodies
                     velocity_pass                  contacts by colour (and overflow)
                     (small worlds: all substeps in one launch, one world per thread,
-                    substeps_by_world; the same results bit for bit)
+                    substeps_by_world; other scenes on a CPU backend: all substeps in
+                    one launch on a team of CPU threads meeting at barriers,
+                    substeps_by_team, solver/team.py; the same results bit for bit)
     report          reporting.report_contacts      touching pairs and begin/end events
     sleep           sleep.update_sleep             timers, islands, sleep or wake whole
     clear forces    integrate.clear_forces
