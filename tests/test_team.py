@@ -115,11 +115,33 @@ def test_a_wait_past_its_limit_raises_and_later_steps_launch_per_stage(arch, mon
     if expected_threads(scene) < 2:
         assert step.team_size(scene.step_context()) in (0, 1)  # no barrier to wait at
         return
-    monkeypatch.setitem(team._state, "threads", team._state["threads"])  # restored after
+    monkeypatch.setitem(team._state, "broken", False)  # restored after
     monkeypatch.setattr(team, "_timeouts", lambda counts: 1)
     with pytest.raises(RuntimeError, match="never reached a barrier"):
         scene.step(1 / 60)
-    assert team._state["threads"] == 0
+    assert team.probe_threads(scene.step_context().pool.counts) == 0
     calls = count_calls(monkeypatch, "substeps_by_team")
     scene.step(1 / 60)
     assert not calls
+
+
+def test_a_busy_machine_stops_using_the_team_and_a_quiet_one_takes_it_back(arch, monkeypatch):
+    """Probed again every REPROBE_REQUESTS calls: barriers slower than MAX_BARRIER_S (here
+    made impossible to meet) turn the team off, and it comes back once they are fast."""
+    scene = hanging_chains_over_a_pile(arch)
+    scene.step(1 / 60)
+    if expected_threads(scene) < 2:
+        assert step.team_size(scene.step_context()) in (0, 1)
+        return
+    calls = count_calls(monkeypatch, "substeps_by_team")
+    monkeypatch.setattr(team, "REPROBE_REQUESTS", 4)
+    monkeypatch.setitem(team._state, "requests", 0)
+    monkeypatch.setattr(team, "MAX_BARRIER_S", 0.0)  # every barrier counts as too slow
+    for _ in range(4):
+        scene.step(1 / 60)
+    busy = len(calls)
+    assert busy < 4 and team._state["threads"] == 0
+    monkeypatch.setattr(team, "MAX_BARRIER_S", 1.0)
+    for _ in range(4):
+        scene.step(1 / 60)
+    assert len(calls) > busy and team._state["threads"] == team.usable_threads()

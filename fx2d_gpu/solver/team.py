@@ -40,9 +40,15 @@ SPIN_LIMIT = 200_000_000
 PROBE_SPIN_LIMIT = 2_000_000
 #: Barriers a probe team passes (probe_threads), and the most one may take on average: a
 #: loop launch costs ~35 us on the 2-core CPU machine, a barrier 2-10 us (2.4 us between
-#: stages that do work; the probe's 1,000 back to back: ~10 us each, its launch included).
-PROBE_ROUNDS = 1000
+#: stages that do work, under 1 us back to back). With other processes busy on the same
+#: CPUs a barrier took 1-4 ms (a member waits for a turn on a core), so the probe is short.
+PROBE_ROUNDS = 20
 MAX_BARRIER_S = 30e-6
+#: probe_threads calls (~3 a step) after which the team is probed again. A machine that
+#: gets busy stops using the team (the awake large pyramid beside one busy process: 87 ms a
+#: step on a team, 33 ms launching a kernel per stage; alone: 20 and 34 ms), and one that
+#: gets quiet takes it back. The results are bitwise the same on either path.
+REPROBE_REQUESTS = 300
 #: Whether CPU scenes may run their substeps on a team (tests turn it off to compare with
 #: the launch-per-stage path).
 ENABLED = True
@@ -50,7 +56,9 @@ ENABLED = True
 #: step's other scalars, which every stage reads), waits that hit SPIN_LIMIT.
 _ARRIVED, _GENERATION, _TIMEOUTS = 16, 48, 0
 assert _GENERATION < BARRIER_SLOTS
-_state = {"threads": None}
+#: threads: the last probe's team (None: not probed yet); requests: probe_threads calls
+#: since; broken: a wait ran out (check), no team any more.
+_state = {"threads": None, "requests": 0, "broken": False}
 
 
 @ti.func
@@ -146,24 +154,42 @@ def usable_threads() -> int:
     return max(threads, 1)
 
 
+def _barrier_seconds(counts, threads: int) -> float:
+    """Seconds one barrier of a team of `threads` takes: a launch of PROBE_ROUNDS barriers
+    less a launch of none (what waking the pool's threads costs, ~35 us to ms, is not the
+    barrier's), the least of 3 tries; infinite if a wait ran out."""
+    best = float("inf")
+    for _ in range(3):
+        _clear(counts)
+        start = time.perf_counter()
+        _probe(counts, threads, 0)
+        launched = time.perf_counter()
+        failed = _probe(counts, threads, PROBE_ROUNDS)
+        done = time.perf_counter()
+        _clear(counts)
+        if failed:
+            return float("inf")
+        best = min(best, max(0.0, (done - launched) - (launched - start)) / PROBE_ROUNDS)
+    return best
+
+
 def probe_threads(counts) -> int:
     """Threads of a team on this process's CPU backend (usable_threads), if a probe team of
     that many passes PROBE_ROUNDS barriers together, each in under MAX_BARRIER_S on average
     (more means the threads do not run at once: a CPU quota below the CPU count, a busy
-    machine); else 0: no team, one launch per stage. Probed once per process."""
-    if _state["threads"] is None:
+    machine); else 0: no team, one launch per stage. Probed again every REPROBE_REQUESTS
+    calls, never again once a wait ran out (check)."""
+    if _state["broken"]:
+        return 0
+    if _state["threads"] is None or _state["requests"] >= REPROBE_REQUESTS:
+        _state["requests"] = 0
         threads = usable_threads()
         if threads > 1:
-            _clear(counts)
-            _probe(counts, threads, 1)  # compiled, and the pool's threads awake
-            _clear(counts)
-            start = time.perf_counter()
-            failed = _probe(counts, threads, PROBE_ROUNDS)
-            per_barrier = (time.perf_counter() - start) / PROBE_ROUNDS
-            _clear(counts)
+            per_barrier = _barrier_seconds(counts, threads)
             _state["probe_barrier_s"] = per_barrier
-            threads = threads if failed == 0 and per_barrier < MAX_BARRIER_S else 0
+            threads = threads if per_barrier < MAX_BARRIER_S else 0
         _state["threads"] = threads
+    _state["requests"] += 1
     return _state["threads"]
 
 
@@ -178,4 +204,4 @@ def threads_for(ctx) -> int:
 
 def disable():
     """No team for the rest of the process."""
-    _state["threads"] = 0
+    _state["broken"] = True
