@@ -276,9 +276,9 @@ def _color_rounds_by_team(model: ti.template(), bodies: ti.template(), joints: t
     split between the threads, a barrier after it. The same loops in the same order: the
     same colours. The rounds' counts of constraints left go to coloring.round_left, every
     member reads the round's total after a barrier, so all stop after the same round."""
-    items_per_member = 1 if n_members == 1 else team.TASK_ITEMS
-    for item in range(n_members * items_per_member):
-        member = team.member_of(item, items_per_member)
+    stride = team.items_per_member(n_members)
+    for item in range(n_members * stride):
+        member = team.member_of(item, stride)
         if member >= 0:
             lo, hi = team.share(0, n_uncolored, member, n_members)
             if member == 0:
@@ -414,8 +414,6 @@ def _color(ctx, keep: bool) -> tuple[int, int]:
     threads = team.threads_for(ctx)
     if uncolored and threads:
         _color_rounds_by_team(*groups[:-1], uncolored, ctx.n_bodies, threads)
-        if threads > 1:
-            team.check(pool.counts)
     else:
         for color in range(MAX_COLORS if uncolored else 0):
             if _color_round(*groups, uncolored, ctx.n_bodies, color) == 0:

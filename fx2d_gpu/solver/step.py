@@ -74,14 +74,15 @@ def step(ctx):
     recolored = color_constraints(ctx)
     store_in_color_order(ctx, recolored)
     build_body_lists(ctx)
-    threads = 0 if ctx.solves_by_world else team_size(ctx)
     if ctx.solves_by_world:
         substeps_by_world(ctx)
-    elif threads:
+    elif threads := team_size(ctx):
         substeps_by_team(ctx, threads)
     else:
         for substep in range(ctx.substeps):
             _substep(ctx, substep)
+    if ctx.cpu and not ctx.serial:  # a team of several threads may have run a stage
+        team.check(ctx.pool.counts)
     report_contacts(ctx)
     if ctx.enable_sleep:
         update_sleep(ctx)
@@ -113,11 +114,8 @@ def begin_step(ctx):
 
     Where a CPU team will run the substeps (team_size), the team's kernel does this too, so
     the narrow phase is compiled into one kernel, not two."""
-    threads = team_size(ctx)
-    if threads:
+    if threads := team_size(ctx):
         _launch_team(ctx, by_world=False, n_members=threads, before_coloring=True)
-        if threads > 1:
-            team.check(ctx.pool.counts)
     else:
         _launch_begin(ctx, 0, before_coloring=True)
 
@@ -352,10 +350,9 @@ def substeps_by_team(ctx, threads: int):
     """All of the step's substeps in one launch on a team of `threads` CPU threads
     (solver/team.py): each stage, and each colour of a pass, split between the threads,
     with a barrier between them instead of a loop launch (2-10 us, not ~35). The same stages
-    as _substep in the same order: the same results bit for bit."""
+    as _substep in the same order: the same results bit for bit. (step() checks the
+    barrier's waits once, after the substeps: team.check.)"""
     _launch_team(ctx, by_world=False, n_members=threads)
-    if threads > 1:
-        team.check(ctx.pool.counts)
 
 
 def team_size(ctx) -> int:
@@ -369,13 +366,11 @@ def team_size(ctx) -> int:
 
 def _launch_team(ctx, by_world: bool, n_members: int, before_coloring: bool = False):
     pool = ctx.pool
-    # A world per loop item; a team thread per task of the CPU backend's thread pool.
-    items_per_member = 1 if by_world else team.stride(n_members)
     _substeps_by_team(pool.model, pool.bodies, pool.joints, pool.contacts, pool.solver,
                       pool.coloring, pool.counts, n_members, int(by_world), ctx.n_worlds,
                       ctx.n_bodies, ctx.n_joints, ctx.n_pairs, ctx.cache.n_colors,
                       ctx.substeps, ctx.gravity, ctx.h, ctx.dt, int(before_coloring),
-                      int(not ctx.small_coloring), items_per_member)
+                      int(not ctx.small_coloring))
 
 
 @ti.func
@@ -440,19 +435,19 @@ def _substeps_by_team(model: ti.template(), bodies: ti.template(), joints: ti.te
                       counts: ti.template(), n_members: ti.i32, by_world: ti.i32,
                       n_worlds: ti.i32, n_bodies: ti.i32, n_joints: ti.i32, n_pairs: ti.i32,
                       n_colors: ti.i32, substeps: ti.i32, gravity: vec2, h: ti.f32,
-                      dt: ti.f32, before_coloring: ti.i32, begun: ti.i32,
-                      items_per_member: ti.i32):
+                      dt: ti.f32, before_coloring: ti.i32, begun: ti.i32):
     """The step's substeps, one launch (substeps_by_world: a member per world; else
     substeps_by_team: a CPU team of n_members threads sharing every stage);
     `before_coloring`, `begun`: as in _begin_substep (with before_coloring, only the first
     substep's stages up to the narrow phase run: begin_step). A member's bodies, joint
     slots and pairs are its world's, or its share of all of them; on a team, a barrier ends
-    every stage (a team of one, or a world, waits for nothing). Member m is the loop's
-    item m * items_per_member (team.member_of)."""
+    every stage (a team of one, or a world, waits for nothing). A world per loop item; a
+    team thread per task of the CPU backend's thread pool (team.member_of)."""
     team_size = 1 if by_world == 1 else n_members
     n_slots = n_worlds * n_bodies
-    for item in range(n_members * items_per_member):
-        member = team.member_of(item, items_per_member)
+    stride = 1 if by_world == 1 else team.items_per_member(n_members)
+    for item in range(n_members * stride):
+        member = team.member_of(item, stride)
         if member >= 0:
             bodies_lo, bodies_hi = member * n_bodies, (member + 1) * n_bodies
             joints_lo, joints_hi = member * n_joints, (member + 1) * n_joints

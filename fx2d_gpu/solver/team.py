@@ -57,8 +57,9 @@ ENABLED = True
 _ARRIVED, _GENERATION, _TIMEOUTS = 16, 48, 0
 assert _GENERATION < BARRIER_SLOTS
 #: threads: the last probe's team (None: not probed yet); requests: probe_threads calls
-#: since; broken: a wait ran out (check), no team any more.
-_state = {"threads": None, "requests": 0, "broken": False}
+#: since; broken: a wait ran out (check), no team any more; probe_barrier_s: the last
+#: probe's seconds a barrier (for diagnostics).
+_state = {"threads": None, "requests": 0, "broken": False, "probe_barrier_s": None}
 
 
 @ti.func
@@ -89,19 +90,20 @@ def barrier(counts: ti.template(), n_members, spin_limit):
                     break
 
 
-def stride(n_members: int) -> int:
+@ti.func
+def items_per_member(n_members):
     """Loop items per member of a team of n_members threads (see member_of): a member
     alone in a task of TASK_ITEMS items, so that members run on different threads."""
     return 1 if n_members == 1 else TASK_ITEMS
 
 
 @ti.func
-def member_of(item, items_per_member):
-    """The member (team thread or world) that item `item` of a loop of n_members *
-    items_per_member items is; -1: an item that does nothing."""
+def member_of(item, stride):
+    """The member (team thread or world) that item `item` of a loop of n_members * stride
+    items is (members at every stride-th item); -1: an item that does nothing."""
     member = -1
-    if item % items_per_member == 0:
-        member = item // items_per_member
+    if item % stride == 0:
+        member = item // stride
     return member
 
 
@@ -109,9 +111,9 @@ def member_of(item, items_per_member):
 @ti.kernel
 def _probe(counts: ti.template(), n_members: ti.i32, rounds: ti.i32) -> ti.i32:
     """`rounds` barriers of a team of n_members; returns the waits that hit their limit."""
-    items_per_member = 1 if n_members == 1 else TASK_ITEMS
-    for item in range(n_members * items_per_member):
-        if member_of(item, items_per_member) >= 0:
+    stride = items_per_member(n_members)
+    for item in range(n_members * stride):
+        if member_of(item, stride) >= 0:
             for _ in range(rounds):
                 barrier(counts, n_members, PROBE_SPIN_LIMIT)
     return counts.barrier[_TIMEOUTS]
@@ -131,9 +133,10 @@ def _timeouts(counts: ti.template()) -> ti.i32:
 
 
 def check(counts):
-    """After a team's launch: raise if a wait hit SPIN_LIMIT (a member never came; the step's
-    results are not to be trusted), and run later steps without a team."""
-    if _timeouts(counts):
+    """After a step that may have used a team (its begin, colouring or substeps): raise if a
+    wait hit SPIN_LIMIT (a member never came; the step's results are not to be trusted),
+    and run later steps without a team (after which there is nothing to check)."""
+    if not _state["broken"] and _timeouts(counts):
         _clear(counts)
         disable()
         raise RuntimeError(
