@@ -156,29 +156,37 @@ def current_state(binding: Binding) -> Snapshot:
 
 
 def _grown_capacities(pool: DevicePool | None, needs: dict) -> dict:
-    """Capacities of the pool that replaces `pool` for `needs`: every capacity that must grow
-    takes GROWTH_HEADROOM times what is needed (powers of two), so that a process whose
-    scenes keep growing recompiles rarely, unless that pool would pass GROWTH_BUDGET_BYTES
-    (then a smaller headroom, down to the fit); room for PAIRS_PER_SLOT pairs a body slot."""
+    """Capacities of the pool that replaces `pool` for `needs` (the first pool where `pool`
+    is None): every capacity that must grow, and every capacity of a first pool, takes
+    GROWTH_HEADROOM times what is needed (powers of two, at least MIN_CAPACITIES), so that a
+    process whose scenes keep growing recompiles rarely, unless that pool would pass
+    GROWTH_BUDGET_BYTES (then a smaller headroom, down to the fit); room for PAIRS_PER_SLOT
+    pairs a body slot."""
     current = pool.capacities if pool is not None else MIN_CAPACITIES
     headroom = GROWTH_HEADROOM
     while True:
         capacities = {}
         for key, floor in MIN_CAPACITIES.items():
             need = needs.get(key, 0)
-            capacities[key] = max(current[key], floor) if need <= current[key] else \
-                max(floor, next_pow2(need * headroom))
+            if pool is not None and need <= current[key]:
+                capacities[key] = max(current[key], floor)
+            else:
+                capacities[key] = max(floor, next_pow2(need * headroom))
         capacities["pairs"] = max(capacities["pairs"], PAIRS_PER_SLOT * capacities["bodies"])
         if headroom == 1 or DevicePool.bytes_needed(capacities) <= _growth_budget():
             return capacities
         headroom //= 2
 
 
-#: A pool that grows takes this many times the needs that made it grow: growing compiles
-#: every kernel again (a field's size is compiled in), 4-9 s for a large scene's kernels on
-#: the 2-core CPU (warm and cold offline cache); a scene 2,000 -> 20,000 bodies -> 80,000
-#: then grows once instead of three times.
-GROWTH_HEADROOM = 4
+#: A pool takes this many times the needs that made it (the first scene's, or those that
+#: made it grow): growing compiles every kernel again (a field's size is compiled in),
+#: 4-10 s for a large scene's kernels on the 2-core CPU (warm and cold offline cache). With
+#: 10, a scene up to 10x the size of the one before it fits without a compile (measured: a
+#: 2,000-body pile, then a 20,000-body one, first step 10.4 s cold / 4.3 s warm with 4,
+#: 0.4-0.55 s with 16), as long as the pool stays within GROWTH_BUDGET_BYTES. A step's cost
+#: does not depend on the pool's size (2,000-body pile: 17.0-18.4 ms a step in pools of
+#: 16,384, 32,768 and 131,072 body slots): the kernels loop over the scene, not the pool.
+GROWTH_HEADROOM = 10
 #: The most device memory a pool takes for headroom (bytes): past it, a pool grows to fit.
 GROWTH_BUDGET_BYTES = 1 << 30
 

@@ -286,7 +286,9 @@ def _color_rounds_by_team(model: ti.template(), bodies: ti.template(), joints: t
                     coloring.round_left[color] = 0
             team.barrier(counts, n_members, team.SPIN_LIMIT)
             for color in range(MAX_COLORS):
-                for _ in ti.static(range(_SUB_ROUNDS)):
+                # A loop, not an unrolled one: unrolled, the kernel's machine code took
+                # ~0.35 s more to build in every new process, offline cache or not.
+                for _ in range(_SUB_ROUNDS):
                     for i in range(lo, hi):
                         _bid(model, bodies, joints, contacts, coloring, counts, i, n_bodies,
                              color)
