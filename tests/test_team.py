@@ -47,6 +47,14 @@ def count_calls(monkeypatch, name: str) -> list:
     return calls
 
 
+def no_duel(monkeypatch):
+    """No trials (team.DUEL_STEPS): every step of a large scene takes the team the probe
+    gives, whatever this machine's timing noise."""
+    monkeypatch.setattr(team, "DUEL_SLOW", float("inf"))
+    monkeypatch.setitem(team._duel, "interval", 10**9)
+    monkeypatch.setitem(team._duel, "many", True)
+
+
 def expected_threads(scene: fx.Scene) -> int:
     """The team a large scene gets: the CPU backend's threads if its probe passed; none on
     a GPU backend, whose threads are not all resident at once (a barrier could wait
@@ -57,6 +65,7 @@ def expected_threads(scene: fx.Scene) -> int:
 
 @pytest.mark.parametrize("n_worlds", [1, 2])
 def test_a_team_steps_bit_for_bit_like_one_launch_per_stage(arch, n_worlds, monkeypatch):
+    no_duel(monkeypatch)
     calls = count_calls(monkeypatch, "substeps_by_team")
     scene = hanging_chains_over_a_pile(arch, n_worlds)
     on_team = run(scene, 40)
@@ -127,21 +136,75 @@ def test_a_wait_past_its_limit_raises_and_later_steps_launch_per_stage(arch, mon
 
 def test_a_busy_machine_stops_using_the_team_and_a_quiet_one_takes_it_back(arch, monkeypatch):
     """Probed again every REPROBE_REQUESTS calls: barriers slower than MAX_BARRIER_S (here
-    made impossible to meet) turn the team off, and it comes back once they are fast."""
+    made impossible to meet) leave a team of one thread (no barrier to wait at, no kernel
+    to compile), and the team comes back once they are fast."""
+    no_duel(monkeypatch)
     scene = hanging_chains_over_a_pile(arch)
     scene.step(1 / 60)
     if expected_threads(scene) < 2:
         assert step.team_size(scene.step_context()) in (0, 1)
         return
     calls = count_calls(monkeypatch, "substeps_by_team")
+    compiled = device.compiled_kernel_count()
     monkeypatch.setattr(team, "REPROBE_REQUESTS", 4)
     monkeypatch.setitem(team._state, "requests", 0)
     monkeypatch.setattr(team, "MAX_BARRIER_S", 0.0)  # every barrier counts as too slow
     for _ in range(4):
         scene.step(1 / 60)
-    busy = len(calls)
-    assert busy < 4 and team._state["threads"] == 0
+    assert team._state["threads"] == 1 and calls[-1] == (1,)
+    assert device.compiled_kernel_count() == compiled
     monkeypatch.setattr(team, "MAX_BARRIER_S", 1.0)
     for _ in range(4):
         scene.step(1 / 60)
-    assert len(calls) > busy and team._state["threads"] == team.usable_threads()
+    assert team._state["threads"] == team.usable_threads()
+    assert calls[-1] == (team.usable_threads(),)
+
+
+def test_steps_slowed_by_other_processes_move_to_a_team_of_one_and_back(arch, monkeypatch):
+    """The duel (team.DUEL_STEPS): a step's wall time shows what the barrier probe cannot,
+    a machine busy with other processes. Here a clock stands in for the machine: a step on
+    a team of several threads takes 1 s while the machine is busy, 0.1 s when it is quiet;
+    one on a team of one thread 0.4 s. Two slow steps call a trial of the team of one,
+    which wins; the periodic trial of the team wins once the machine is quiet; bit for bit the
+    same states all along."""
+    scene = hanging_chains_over_a_pile(arch)
+    scene.step(1 / 60)
+    if expected_threads(scene) < 2:
+        assert step.team_size(scene.step_context()) in (0, 1)
+        return
+    reference = hanging_chains_over_a_pile(arch)
+    reference.step(1 / 60)
+    calls = count_calls(monkeypatch, "substeps_by_team")
+    machine = {"busy": False, "now": 0.0, "calls": 0}
+
+    def clock():
+        # Called when a duelling step starts, then when it ends: its duration is charged at
+        # its end, on the team the duel gave it.
+        machine["calls"] += 1
+        if machine["calls"] % 2 == 0:
+            many = team._duel["now"]
+            machine["now"] += (1.0 if machine["busy"] else 0.1) if many else 0.4
+        return machine["now"]
+
+    monkeypatch.setattr(team, "_clock", clock)
+    monkeypatch.setattr(team, "DUEL_STEPS", 6)
+    monkeypatch.setattr(team, "DUEL_MAX_STEPS", 6)
+    monkeypatch.setitem(team._duel, "many", True)
+    monkeypatch.setitem(team._duel, "interval", 100)  # no periodic trial before the busy steps
+    monkeypatch.setitem(team._duel, "scene", None)
+    states = []
+    for i in range(26):
+        machine["busy"] = 4 <= i < 14
+        scene.step(1 / 60)
+        states.append(scene.get_state().position)
+    threads = team.usable_threads()
+    sizes = [call[0] for call in calls]
+    assert sizes[:6] == [threads] * 6  # quiet, then the first two busy steps: the team
+    assert sizes[6] == 1  # the trial the two slow steps called: a team of one, which wins
+    assert sizes[7:14].count(threads) <= 1  # busy: a team of one (the team on a trial)
+    assert sizes[18:22] == [threads] * 4 and team._duel["many"]  # quiet: the team is back
+    assert team._duel["switches"] >= 2
+    monkeypatch.setattr(team, "ENABLED", False)  # the reference: a launch per stage
+    for i in range(26):
+        reference.step(1 / 60)
+        np.testing.assert_array_equal(reference.get_state().position, states[i])

@@ -61,7 +61,13 @@ vec2 = ti.math.vec2
 
 
 def step(ctx):
-    """Advance every world of ctx's scene by ctx.dt (s) in ctx.substeps substeps."""
+    """Advance every world of ctx's scene by ctx.dt (s) in ctx.substeps substeps (on a CPU
+    team of threads or with a launch per stage, as the team's duel chooses: team.duel)."""
+    with team.duel(ctx):
+        _step(ctx)
+
+
+def _step(ctx):
     save_previous_pairs(ctx)
     find_candidate_pairs(ctx, SPECULATIVE_DISTANCE, ctx.dt)
     if wake_islands(ctx):

@@ -21,6 +21,7 @@ bounded (SPIN_LIMIT), counted, and a step that hit the bound raises. GPU backend
 a team (their threads are not all resident at once; a serial loop there is one GPU thread).
 """
 
+import contextlib
 import os
 import time
 
@@ -44,11 +45,28 @@ PROBE_SPIN_LIMIT = 2_000_000
 #: CPUs a barrier took 1-4 ms (a member waits for a turn on a core), so the probe is short.
 PROBE_ROUNDS = 20
 MAX_BARRIER_S = 30e-6
-#: probe_threads calls (~3 a step) after which the team is probed again. A machine that
-#: gets busy stops using the team (the awake large pyramid beside one busy process: 87 ms a
-#: step on a team, 33 ms launching a kernel per stage; alone: 20 and 34 ms), and one that
-#: gets quiet takes it back. The results are bitwise the same on either path.
+#: probe_threads calls (~3 a step) after which the team is probed again: a machine whose
+#: barriers got slow gets a team of one thread, one whose barriers are fast again takes the
+#: team back. The results are bitwise the same either way.
 REPROBE_REQUESTS = 300
+#: The duel (duel, choose_for_step, record_step). The barrier probe cannot see a machine
+#: busy with other processes (its 20 barriers pass within one time slice), but a step's
+#: wall time can: on the 2-core machine the awake large pyramid took 20-40 ms a step on a
+#: team of 2 alone, 120-150 ms beside one busy process and ~1 s beside two (a member waits
+#: a time slice at every barrier), where a team of one thread (no barrier to wait at, the
+#: same kernel, so nothing to compile) took 32-46 and 33-79 ms. So a scene that may have a
+#: team of several threads now and then runs one step the other way (a trial: a team of
+#: one, or of several when it runs on one), and keeps that way if the trial took less than
+#: DUEL_MARGIN times the median of the scene's last DUEL_HISTORY steps. A trial comes every
+#: DUEL_STEPS steps (doubled after each trial that changed nothing, up to
+#: DUEL_MAX_STEPS; a few steps after one that changed the choice), and at once after two
+#: steps in a row DUEL_SLOW times slower than that median. The two ways give bitwise the
+#: same results.
+DUEL_STEPS = 50
+DUEL_MAX_STEPS = 800
+DUEL_MARGIN = 0.8
+DUEL_SLOW = 2.0
+DUEL_HISTORY = 3
 #: Whether CPU scenes may run their substeps on a team (tests turn it off to compare with
 #: the launch-per-stage path).
 ENABLED = True
@@ -60,6 +78,17 @@ assert _GENERATION < BARRIER_SLOTS
 #: since; broken: a wait ran out (check), no team any more; probe_barrier_s: the last
 #: probe's seconds a barrier (for diagnostics).
 _state = {"threads": None, "requests": 0, "broken": False, "probe_barrier_s": None}
+#: many: the duel's choice (teams of several threads, else of one); now: this step's
+#: (None outside a step that duels); trial: this step runs against the choice; scene: the
+#: StepCache of the scene whose steps are compared; steps: its duelling steps since the
+#: last trial; interval: steps between trials now; seconds: its last DUEL_HISTORY steps'
+#: wall times on the choice; reference: the slow steps' time that called the next trial
+#: (None: the trial is measured against the history's median); slow: the last step's time
+#: if it was slow (DUEL_SLOW), else None; start: when this step began (_clock); switches:
+#: changes of choice (diagnostics).
+_duel = {"many": True, "now": None, "trial": False, "scene": None, "steps": 0,
+         "interval": DUEL_STEPS, "seconds": [], "reference": None, "slow": None,
+         "start": 0.0, "switches": 0}
 
 
 @ti.func
@@ -180,8 +209,10 @@ def probe_threads(counts) -> int:
     """Threads of a team on this process's CPU backend (usable_threads), if a probe team of
     that many passes PROBE_ROUNDS barriers together, each in under MAX_BARRIER_S on average
     (more means the threads do not run at once: a CPU quota below the CPU count, a busy
-    machine); else 0: no team, one launch per stage. Probed again every REPROBE_REQUESTS
-    calls, never again once a wait ran out (check)."""
+    machine); else 1: a team of one thread, which waits for nobody (and runs the same
+    kernel: a launch per stage would compile kernels of its own, ~1 s with the offline
+    cache warm, in the middle of a run). Probed again every REPROBE_REQUESTS calls. 0 (one
+    launch per stage, on all the pool's threads) once a wait ran out (check)."""
     if _state["broken"]:
         return 0
     if _state["threads"] is None or _state["requests"] >= REPROBE_REQUESTS:
@@ -190,7 +221,7 @@ def probe_threads(counts) -> int:
         if threads > 1:
             per_barrier = _barrier_seconds(counts, threads)
             _state["probe_barrier_s"] = per_barrier
-            threads = threads if per_barrier < MAX_BARRIER_S else 0
+            threads = threads if per_barrier < MAX_BARRIER_S else 1
         _state["threads"] = threads
     _state["requests"] += 1
     return _state["threads"]
@@ -198,11 +229,86 @@ def probe_threads(counts) -> int:
 
 def threads_for(ctx) -> int:
     """Threads of the CPU team that may run a stage of ctx's scene in one launch: 1 for a
-    scene whose loops run serially anyway (device.SERIAL_SLOTS), probe_threads for others;
-    0 (no team) on GPU backends or when ENABLED is off."""
+    scene whose loops run serially anyway (device.SERIAL_SLOTS), probe_threads for others
+    (1 where the duel chose a team of one); 0 (no team) on GPU backends or when ENABLED is
+    off."""
     if not (ctx.cpu and ENABLED):
         return 0
-    return 1 if ctx.serial else probe_threads(ctx.pool.counts)
+    if ctx.serial:
+        return 1
+    threads = probe_threads(ctx.pool.counts)
+    many = _duel["many"] if _duel["now"] is None else _duel["now"]
+    return threads if many else min(threads, 1)
+
+
+def _clock() -> float:
+    return time.perf_counter()
+
+
+@contextlib.contextmanager
+def duel(ctx):
+    """Around a step of ctx's scene: choose_for_step before, record_step after (a step that
+    raised is not timed)."""
+    choose_for_step(ctx)
+    try:
+        yield
+    except BaseException:
+        _duel["now"] = None
+        raise
+    record_step()
+
+
+def choose_for_step(ctx):
+    """At the start of a step of ctx's scene: whether its stages may run on a team of
+    several threads (see DUEL_STEPS). Steps that could not have one (GPU, serial scenes,
+    ENABLED off, no team since a wait ran out) take no part."""
+    _duel["now"] = None
+    if not (ctx.cpu and ENABLED) or ctx.serial or _state["broken"]:
+        return
+    if _duel["scene"] is not ctx.cache:  # another scene's times are not comparable
+        _duel.update(scene=ctx.cache, steps=0, seconds=[], reference=None, slow=None)
+    _duel["steps"] += 1
+    _duel["trial"] = _duel["steps"] >= _duel["interval"] and (
+        _duel["reference"] is not None or len(_duel["seconds"]) == DUEL_HISTORY)
+    _duel["now"] = _duel["many"] != _duel["trial"]
+    _duel["start"] = _clock()
+
+
+def record_step():
+    """At the end of a step that choose_for_step let duel: a trial decides the choice,
+    other steps join the scene's history (one DUEL_SLOW times slower than its median calls a
+    trial at the next step, measured against it)."""
+    if _duel["now"] is None:
+        return
+    elapsed = _clock() - _duel["start"]
+    _duel["now"] = None
+    history = _duel["seconds"]
+    typical = sorted(history)[len(history) // 2] if len(history) == DUEL_HISTORY else None
+    if _duel["trial"]:
+        _duel["steps"] = 0
+        reference = _duel["reference"] or typical
+        if elapsed < DUEL_MARGIN * reference:
+            # The next trial soon (once the history is learnt again), so a switch that a
+            # passing slowdown caused is undone within a few steps.
+            _duel.update(many=not _duel["many"], interval=DUEL_HISTORY + 2,
+                         switches=_duel["switches"] + 1)
+        else:
+            _duel["interval"] = min(2 * _duel["interval"], DUEL_MAX_STEPS)
+        _duel["reference"] = None
+        history.clear()  # learnt again, on the choice as it is now
+    elif typical is not None and elapsed > DUEL_SLOW * typical:
+        # Two slow steps in a row call a trial at the next step, measured against the
+        # faster of them (one slow step is more often a compile or a recolouring than a
+        # busy machine).
+        if _duel["slow"] is None:
+            _duel["slow"] = elapsed
+        else:
+            _duel.update(steps=_duel["interval"], reference=min(_duel["slow"], elapsed),
+                         slow=None)
+    else:
+        _duel["slow"] = None
+        history.append(elapsed)
+        del history[:-DUEL_HISTORY]
 
 
 def disable():
