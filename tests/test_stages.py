@@ -19,12 +19,14 @@ import math
 
 import numpy as np
 import pytest
+import taichi as ti
 
 import fx2d_gpu as fx
 import fx2d_gpu.solver.coloring as coloring
 import fx2d_gpu.solver.pairs as pairs
 from fx2d_gpu.collision.broad_phase import find_candidate_pairs
-from fx2d_gpu.device import MAX_COLORS, UNSOLVED_COLOR
+from fx2d_gpu.device import MAX_COLORS, SCAN_BLOCK, UNSOLVED_COLOR
+from fx2d_gpu.scan import exclusive_scan
 from fx2d_gpu.solver.contacts import (
     CONTACT_COMPLIANCE,
     LINEAR_SLOP,
@@ -613,3 +615,37 @@ def test_position_pass_closes_a_revolute_joint_like_xpbd(serial, parent_mass):
                                    rtol=2e-5, atol=1e-4)
         np.testing.assert_allclose(got.angular_velocity[0, body],
                                    (a - start.angle[0, body]) / h, rtol=2e-5, atol=1e-4)
+
+
+@ti.kernel
+def _scan_kernel(scratch: ti.template(), data: ti.template(), n: ti.i32,
+                 serial: ti.template()):
+    exclusive_scan(scratch, data, n, serial)
+
+
+@pytest.mark.parametrize("serial", [False, True])
+def test_exclusive_scan_matches_numpy(arch, serial):
+    """scan.exclusive_scan, blocked (parallel) and one loop (serial kernels), against
+    NumPy's cumulative sum: lengths of none, less than a block, exactly blocks and not."""
+    from fx2d_gpu import runtime
+
+    fx.Scene(arch=arch)  # Taichi started on this test's backend
+    if serial and not runtime.on_cpu():
+        pytest.skip("serial kernels run on the CPU backend only")
+
+    class Scratch:
+        def __init__(self, n_blocks):
+            self.blocks = ti.field(ti.i32, n_blocks)
+
+    rng = np.random.default_rng(3)
+    size = 5 * SCAN_BLOCK + 1
+    data = ti.field(ti.i32, size + 1)
+    scratch = Scratch(size // SCAN_BLOCK + 2)
+    for n in (0, 1, SCAN_BLOCK - 1, SCAN_BLOCK, 3 * SCAN_BLOCK + 17, size):
+        values = rng.integers(0, 50, size + 1).astype(np.int32)
+        data.from_numpy(values)
+        _scan_kernel(scratch, data, n, serial)
+        got = data.to_numpy()
+        expected = np.concatenate([[0], np.cumsum(values[:n])]).astype(np.int32)
+        np.testing.assert_array_equal(got[:n + 1], expected)
+        np.testing.assert_array_equal(got[n + 1:], values[n + 1:])  # past n: untouched
