@@ -373,7 +373,7 @@ def team_size(ctx) -> int:
 def _launch_team(ctx, by_world: bool, n_members: int, before_coloring: bool = False):
     pool = ctx.pool
     _substeps_by_team(pool.model, pool.bodies, pool.joints, pool.contacts, pool.solver,
-                      pool.coloring, pool.counts, n_members, int(by_world), ctx.n_worlds,
+                      pool.coloring, pool.counts, n_members, bool(by_world), ctx.n_worlds,
                       ctx.n_bodies, ctx.n_joints, ctx.n_pairs, ctx.cache.n_colors,
                       ctx.substeps, ctx.gravity, ctx.h, ctx.dt, int(before_coloring),
                       int(not ctx.small_coloring))
@@ -381,7 +381,7 @@ def _launch_team(ctx, by_world: bool, n_members: int, before_coloring: bool = Fa
 
 @ti.func
 def _next_constraint(contacts: ti.template(), coloring: ti.template(), counts: ti.template(),
-                     by_world, world, n_joints, color, cursor):
+                     by_world: ti.template(), world, n_joints, color, cursor):
     """The next constraint of colour `color` for a team member and its cursor after it (-1:
     none left). cursor = (next pair, next joint, end of the member's pairs).
 
@@ -389,7 +389,7 @@ def _next_constraint(contacts: ti.template(), coloring: ti.template(), counts: t
     then its joint slots of that colour. On a team: the member's share of the colour's
     list (cursor[0] to cursor[2])."""
     constraint = -1
-    if by_world:
+    if ti.static(by_world):
         if cursor[0] < cursor[2] and coloring.color[cursor[0]] == color:
             constraint = cursor[0]
             cursor[0] += 1
@@ -400,26 +400,27 @@ def _next_constraint(contacts: ti.template(), coloring: ti.template(), counts: t
             if cursor[1] < n_joints:
                 constraint = first_joint + cursor[1]
                 cursor[1] += 1
-    elif cursor[0] < cursor[2]:
-        constraint = coloring.color_list[cursor[0]]
-        cursor[0] += 1
+    else:
+        if cursor[0] < cursor[2]:
+            constraint = coloring.color_list[cursor[0]]
+            cursor[0] += 1
     return constraint, cursor
 
 
 @ti.func
 def _team_pass(model: ti.template(), bodies: ti.template(), joints: ti.template(),
                contacts: ti.template(), solver: ti.template(), coloring: ti.template(),
-               counts: ti.template(), stage: ti.template(), member, n_members, by_world,
-               n_bodies, n_joints, n_colors, h):
+               counts: ti.template(), stage: ti.template(), member, n_members,
+               by_world: ti.template(), n_bodies, n_joints, n_colors, h):
     """stage(...) over a member's constraints, colour after colour (see _next_constraint),
     the team waiting for each colour to end before the next."""
     cursor = ti.Vector([0, 0, 0])
-    if by_world:
+    if ti.static(by_world):
         cursor = ti.Vector([contacts.pair_start[member * n_bodies], 0,
                             contacts.pair_start[(member + 1) * n_bodies]])
     for color in range(n_colors):
         cursor[1] = 0  # a world's joints are searched from the first for every colour
-        if not by_world:
+        if ti.static(not by_world):
             lo, hi = team.share(coloring.color_start[color], coloring.color_start[color + 1],
                                 member, n_members)
             cursor = ti.Vector([lo, 0, hi])
@@ -438,7 +439,7 @@ def _team_pass(model: ti.template(), bodies: ti.template(), joints: ti.template(
 @ti.kernel
 def _substeps_by_team(model: ti.template(), bodies: ti.template(), joints: ti.template(),
                       contacts: ti.template(), solver: ti.template(), coloring: ti.template(),
-                      counts: ti.template(), n_members: ti.i32, by_world: ti.i32,
+                      counts: ti.template(), n_members: ti.i32, by_world: ti.template(),
                       n_worlds: ti.i32, n_bodies: ti.i32, n_joints: ti.i32, n_pairs: ti.i32,
                       n_colors: ti.i32, substeps: ti.i32, gravity: vec2, h: ti.f32,
                       dt: ti.f32, before_coloring: ti.i32, begun: ti.i32):
@@ -448,17 +449,19 @@ def _substeps_by_team(model: ti.template(), bodies: ti.template(), joints: ti.te
     substep's stages up to the narrow phase run: begin_step). A member's bodies, joint
     slots and pairs are its world's, or its share of all of them; on a team, a barrier ends
     every stage (a team of one, or a world, waits for nothing). A world per loop item; a
-    team thread per task of the CPU backend's thread pool (team.member_of)."""
-    team_size = 1 if by_world == 1 else n_members
+    team thread per task of the CPU backend's thread pool (team.member_of). `by_world` is
+    compiled in: a process of small worlds (or of large ones) compiles only its mode."""
+    team_size, stride = 1, 1
+    if ti.static(not by_world):
+        team_size, stride = n_members, team.items_per_member(n_members)
     n_slots = n_worlds * n_bodies
-    stride = 1 if by_world == 1 else team.items_per_member(n_members)
     for item in range(n_members * stride):
         member = team.member_of(item, stride)
         if member >= 0:
             bodies_lo, bodies_hi = member * n_bodies, (member + 1) * n_bodies
             joints_lo, joints_hi = member * n_joints, (member + 1) * n_joints
             pairs_lo, pairs_hi = 0, 0
-            if by_world == 1:
+            if ti.static(by_world):
                 pairs_lo = contacts.pair_start[bodies_lo]
                 pairs_hi = contacts.pair_start[bodies_hi]
             else:
@@ -484,12 +487,12 @@ def _substeps_by_team(model: ti.template(), bodies: ti.template(), joints: ti.te
                     _move_body(model, bodies, contacts, solver, slot, n_bodies, h)
                 team.barrier(counts, team_size, team.SPIN_LIMIT)
                 _team_pass(model, bodies, joints, contacts, solver, coloring, counts,
-                           _position_stage, member, team_size, by_world == 1, n_bodies,
+                           _position_stage, member, team_size, by_world, n_bodies,
                            n_joints, n_colors, h)
                 if n_joints:
                     for slot in range(bodies_lo, bodies_hi):
                         _derive_velocity(model, bodies, joints, slot, n_bodies, h)
                     team.barrier(counts, team_size, team.SPIN_LIMIT)
                 _team_pass(model, bodies, joints, contacts, solver, coloring, counts,
-                           _velocity_stage, member, team_size, by_world == 1, n_bodies,
+                           _velocity_stage, member, team_size, by_world, n_bodies,
                            n_joints, n_colors, h)
