@@ -181,9 +181,9 @@ def _grown_capacities(pool: DevicePool | None, needs: dict) -> dict:
 #: A pool takes this many times the needs that made it (the first scene's, or those that
 #: made it grow): growing compiles every kernel again (a field's size is compiled in),
 #: 4-10 s for a large scene's kernels on the 2-core CPU (warm and cold offline cache). With
-#: 10, a scene up to 10x the size of the one before it fits without a compile (measured: a
+#: 10, a scene up to 10x the one that made the pool fits without a compile (measured: a
 #: 2,000-body pile, then a 20,000-body one, first step 10.4 s cold / 4.3 s warm with 4,
-#: 0.4-0.55 s with 16), as long as the pool stays within GROWTH_BUDGET_BYTES. A step's cost
+#: 0.36-0.58 s with 10), as long as the pool stays within GROWTH_BUDGET_BYTES. A step's cost
 #: does not depend on the pool's size (2,000-body pile: 17.0-18.4 ms a step in pools of
 #: 16,384, 32,768 and 131,072 body slots): the kernels loop over the scene, not the pool.
 GROWTH_HEADROOM = 10
