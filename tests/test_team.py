@@ -51,6 +51,7 @@ def no_duel(monkeypatch):
     """No trials (team.DUEL_STEPS): every step of a large scene takes the team the probe
     gives, whatever this machine's timing noise."""
     monkeypatch.setattr(team, "DUEL_SLOW", float("inf"))
+    monkeypatch.setattr(team, "DUEL_STEPS", 10**9)
     monkeypatch.setitem(team._duel, "interval", 10**9)
     monkeypatch.setitem(team._duel, "many", True)
 
@@ -187,11 +188,9 @@ def test_steps_slowed_by_other_processes_move_to_a_team_of_one_and_back(arch, mo
         return machine["now"]
 
     monkeypatch.setattr(team, "_clock", clock)
-    monkeypatch.setattr(team, "DUEL_STEPS", 6)
-    monkeypatch.setattr(team, "DUEL_MAX_STEPS", 6)
-    monkeypatch.setitem(team._duel, "many", True)
-    monkeypatch.setitem(team._duel, "interval", 100)  # no periodic trial before the busy steps
-    monkeypatch.setitem(team._duel, "scene", None)
+    monkeypatch.setattr(team, "DUEL_STEPS", 100)  # no periodic trial before the busy steps
+    monkeypatch.setattr(team, "DUEL_MAX_STEPS", 6)  # then one every 5-6 steps
+    monkeypatch.setitem(team._duel, "scene", None)  # a new scene: the duel starts afresh
     states = []
     for i in range(26):
         machine["busy"] = 4 <= i < 14

@@ -57,7 +57,8 @@ REPROBE_REQUESTS = 300
 #: same kernel, so nothing to compile) took 32-46 and 33-79 ms. So a scene that may have a
 #: team of several threads now and then runs one step the other way (a trial: a team of
 #: one, or of several when it runs on one), and keeps that way if the trial took less than
-#: DUEL_MARGIN times the median of the scene's last DUEL_HISTORY steps. A trial comes every
+#: DUEL_MARGIN times the median of the scene's last DUEL_HISTORY steps (a team of several
+#: threads: no more than that median). A trial comes every
 #: DUEL_STEPS steps (doubled after each trial that changed nothing, up to
 #: DUEL_MAX_STEPS; a few steps after one that changed the choice), and at once after two
 #: steps in a row DUEL_SLOW times slower than that median. The two ways give bitwise the
@@ -265,8 +266,11 @@ def choose_for_step(ctx):
     _duel["now"] = None
     if not (ctx.cpu and ENABLED) or ctx.serial or _state["broken"]:
         return
-    if _duel["scene"] is not ctx.cache:  # another scene's times are not comparable
-        _duel.update(scene=ctx.cache, steps=0, seconds=[], reference=None, slow=None)
+    if _duel["scene"] is not ctx.cache:
+        # Another scene: its times are not comparable, and a choice made on the last one (a
+        # scene falling asleep can make a team of one look as fast) starts again.
+        _duel.update(scene=ctx.cache, many=True, steps=0, interval=DUEL_STEPS, seconds=[],
+                     reference=None, slow=None)
     _duel["steps"] += 1
     _duel["trial"] = _duel["steps"] >= _duel["interval"] and (
         _duel["reference"] is not None or len(_duel["seconds"]) == DUEL_HISTORY)
@@ -280,14 +284,18 @@ def record_step():
     trial at the next step, measured against it)."""
     if _duel["now"] is None:
         return
-    elapsed = _clock() - _duel["start"]
+    elapsed, many = _clock() - _duel["start"], _duel["now"]
     _duel["now"] = None
     history = _duel["seconds"]
     typical = sorted(history)[len(history) // 2] if len(history) == DUEL_HISTORY else None
     if _duel["trial"]:
         _duel["steps"] = 0
         reference = _duel["reference"] or typical
-        if elapsed < DUEL_MARGIN * reference:
+        # A team of several threads comes back if it is no slower (it is the default, and
+        # the one that scales with the CPUs); a team of one replaces it only if clearly
+        # faster.
+        margin = 1.0 if many else DUEL_MARGIN
+        if elapsed <= margin * reference:
             # The next trial soon (once the history is learnt again), so a switch that a
             # passing slowdown caused is undone within a few steps.
             _duel.update(many=not _duel["many"], interval=DUEL_HISTORY + 2,
