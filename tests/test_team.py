@@ -122,6 +122,7 @@ def test_a_team_larger_than_the_thread_pool_times_out_instead_of_hanging(arch):
 
 
 def test_a_wait_past_its_limit_raises_and_later_steps_launch_per_stage(arch, monkeypatch):
+    steady_team(monkeypatch)
     scene = hanging_chains_over_a_pile(arch)
     scene.step(1 / 60)
     if expected_threads(scene) < 2:

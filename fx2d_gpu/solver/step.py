@@ -87,8 +87,7 @@ def _step(ctx):
     else:
         for substep in range(ctx.substeps):
             _substep(ctx, substep)
-    if ctx.cpu and not ctx.serial:  # a team of several threads may have run a stage
-        team.check(ctx.pool.counts)
+    team.check(ctx.pool.counts)  # reads the device only if a team of several threads ran
     report_contacts(ctx)
     if ctx.enable_sleep:
         update_sleep(ctx)

@@ -76,9 +76,11 @@ ENABLED = True
 _ARRIVED, _GENERATION, _TIMEOUTS = 16, 48, 0
 assert _GENERATION < BARRIER_SLOTS
 #: threads: the last probe's team (None: not probed yet); requests: probe_threads calls
-#: since; broken: a wait ran out (check), no team any more; probe_barrier_s: the last
-#: probe's seconds a barrier (for diagnostics).
-_state = {"threads": None, "requests": 0, "broken": False, "probe_barrier_s": None}
+#: since; broken: a wait ran out (check), no team any more; handed: threads_for gave out a
+#: team of several threads since the last check; probe_barrier_s: the last probe's seconds
+#: a barrier (for diagnostics).
+_state = {"threads": None, "requests": 0, "broken": False, "handed": False,
+          "probe_barrier_s": None}
 #: many: the duel's choice (teams of several threads, else of one); now: this step's
 #: (None outside a step that duels); trial: this step runs against the choice; scene: the
 #: StepCache of the scene whose steps are compared; steps: its duelling steps since the
@@ -163,9 +165,13 @@ def _timeouts(counts: ti.template()) -> ti.i32:
 
 
 def check(counts):
-    """After a step that may have used a team (its begin, colouring or substeps): raise if a
-    wait hit SPIN_LIMIT (a member never came; the step's results are not to be trusted),
-    and run later steps without a team (after which there is nothing to check)."""
+    """After a step: if a team of several threads may have run a stage of it (its begin,
+    colouring or substeps; threads_for gave one out), raise if a wait hit SPIN_LIMIT (a
+    member never came; the step's results are not to be trusted), and run later steps
+    without a team. Nothing is read from the device otherwise."""
+    if not _state["handed"]:
+        return
+    _state["handed"] = False
     if not _state["broken"] and _timeouts(counts):
         _clear(counts)
         disable()
@@ -239,7 +245,9 @@ def threads_for(ctx) -> int:
         return 1
     threads = probe_threads(ctx.pool.counts)
     many = _duel["many"] if _duel["now"] is None else _duel["now"]
-    return threads if many else min(threads, 1)
+    threads = threads if many else min(threads, 1)
+    _state["handed"] = _state["handed"] or threads > 1
+    return threads
 
 
 def _clock() -> float:
