@@ -78,6 +78,10 @@ def warm_start_body(model: ti.template(), bodies: ti.template(), contacts: ti.te
     on every run.
     """
     inv_mass, inv_inertia = solver_mass(model, bodies, slot, slot % n_bodies)
+    # Summed in registers (from the stored value, in the same order: the same floats) and
+    # stored once: `field[i] += x` in a parallel loop is an atomic add, a compare-and-swap
+    # loop per component on a CPU, and the colouring already keeps other threads away.
+    velocity, spin = bodies.velocity[slot], bodies.angular_velocity[slot]
     for j in range(solver.body_contact_start[slot], solver.body_contact_start[slot + 1]):
         pair = solver.body_contacts[j]
         is_b = contacts.body_b[pair] == slot
@@ -91,8 +95,10 @@ def warm_start_body(model: ti.template(), bodies: ti.template(), contacts: ti.te
             # world point from the body's moving centre would turn normal impulses into
             # torque as the body travels (a rolling disk sped up by 12 %).
             r = solver.arm_b[pair, i] if is_b else solver.arm_a[pair, i]
-            bodies.velocity[slot] += inv_mass * impulse
-            bodies.angular_velocity[slot] += inv_inertia * cross(r, impulse)
+            velocity += inv_mass * impulse
+            spin += inv_inertia * cross(r, impulse)
+    bodies.velocity[slot] = velocity
+    bodies.angular_velocity[slot] = spin
 
 
 @ti.func
@@ -181,8 +187,9 @@ def shift_body(bodies: ti.template(), slot, shift, turn):
     """Move a body's pose and previous pose together by shift (m) and turn (rad): a contact's
     position correction creates no velocity."""
     displace(bodies, slot, shift, turn)
-    bodies.prev_delta_position[slot] += shift
-    bodies.prev_delta_angle[slot] += turn
+    # Not `+=`: that is an atomic add in a parallel loop (see warm_start_body).
+    bodies.prev_delta_position[slot] = bodies.prev_delta_position[slot] + shift
+    bodies.prev_delta_angle[slot] = bodies.prev_delta_angle[slot] + turn
 
 
 @ti.func
@@ -446,8 +453,11 @@ def solve_velocity(bodies: ti.template(), contacts: ti.template(), solver: ti.te
                 contacts.normal_impulse[pair, i] = normal_impulse[i]
                 contacts.tangent_impulse[pair, i] = tangent_impulse[i]
                 # What the point applied in this substep (the warm start included).
-                contacts.total_normal_impulse[pair, i] += normal_impulse[i] + bounce[i]
-                contacts.total_tangent_impulse[pair, i] += tangent_impulse[i]
+                # Not `+=` (an atomic add, see warm_start_body): one thread owns the pair.
+                contacts.total_normal_impulse[pair, i] = (contacts.total_normal_impulse[pair, i]
+                                                          + normal_impulse[i] + bounce[i])
+                contacts.total_tangent_impulse[pair, i] = (
+                    contacts.total_tangent_impulse[pair, i] + tangent_impulse[i])
                 if normal_impulse[i] > 0.0:
                     touching = True
         if touching:

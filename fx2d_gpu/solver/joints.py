@@ -209,7 +209,7 @@ def update_motor(bodies: ti.template(), joints: ti.template(), joint_slot, n_joi
                 joints.prev_error[joint_slot] = error
                 joints.integral[joint_slot] = 0.0
                 joints.pid_started[joint_slot] = 1
-            joints.integral[joint_slot] += error * h
+            joints.integral[joint_slot] = joints.integral[joint_slot] + error * h  # not atomic
             derivative = (error - joints.prev_error[joint_slot]) / h
             joints.prev_error[joint_slot] = error
             gains = joints.pid[joint]

@@ -127,8 +127,9 @@ def _solve_overflow(model: ti.template(), bodies: ti.template(), joints: ti.temp
         if ti.static(position):
             shift_body(bodies, slot, vec2(mean[0], mean[1]), mean[2])
         else:
-            bodies.velocity[slot] += vec2(mean[0], mean[1])
-            bodies.angular_velocity[slot] += mean[2]
+            # Not `+=`, an atomic add: each slot is listed once.
+            bodies.velocity[slot] = bodies.velocity[slot] + vec2(mean[0], mean[1])
+            bodies.angular_velocity[slot] = bodies.angular_velocity[slot] + mean[2]
     if ti.static(position):
         _solve_overflow_joints(model, bodies, joints, coloring, counts, n_bodies, h, serial)
 

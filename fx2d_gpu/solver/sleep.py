@@ -243,7 +243,7 @@ def _label_launch(model: ti.template(), bodies: ti.template(), joints: ti.templa
             slow = (bodies.velocity[slot].norm() < SLEEP_LINEAR_SPEED
                     and ti.abs(bodies.angular_velocity[slot]) < SLEEP_ANGULAR_SPEED)
             if slow:
-                bodies.sleep_time[slot] += dt
+                bodies.sleep_time[slot] = bodies.sleep_time[slot] + dt  # not atomic
             else:
                 bodies.sleep_time[slot] = 0.0
         previous = slot
