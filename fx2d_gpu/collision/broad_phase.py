@@ -15,6 +15,7 @@ partners sorted), with no floating-point atomics: the same input gives the same 
 
 import taichi as ti
 
+from ..bodies import active as awake_and_enabled
 from ..bodies import (
     awake_dynamic,
     bounding_radius,
@@ -117,7 +118,7 @@ def pair_wanted(model: ti.template(), bodies: ti.template(), joints: ti.template
     overlap, make a candidate pair: one of them moves (or a sensor or a pusher is
     involved), and nothing keeps them apart (never_collide)."""
     return ((active
-             or awake_dynamic(model, bodies, other, n_bodies)
+             or (model.inv_mass[other_body] > 0.0 and awake_and_enabled(bodies, other))
              or sensed(model, sensor, movable, other_body)
              or pushes_sleeper(model, bodies, driven, body, other, other_body))
             and not never_collide(model, joints, body, other_body))
@@ -139,6 +140,9 @@ def visit_partners(model: ti.template(), bodies: ti.template(), joints: ti.templ
         sensor = model.sensor[body]
         movable = can_move(model, body)
         driven = moving_kinematic(model, bodies, slot, body)
+        # The world's slots are [first_slot, first_slot + n_bodies): compared, not divided
+        # (an integer division per grid entry looked at was a tenth of the broad phase).
+        first_slot = slot - body
         mask = broad.world_level_mask[world] >> level
         grid_level = level
         while mask != 0:
@@ -155,9 +159,9 @@ def visit_partners(model: ti.template(), bodies: ti.template(), joints: ti.templ
                             other = broad.entry_body[entry]
                             cell = broad.entry_cell[entry]
                             if (cell.x == cx and cell.y == cy and cell.z == grid_level
-                                    and other // n_bodies == world
+                                    and first_slot <= other < first_slot + n_bodies
                                     and (grid_level > level or other > slot)):
-                                other_body = other % n_bodies
+                                other_body = other - first_slot
                                 other_lower = broad.aabb_lower[other]
                                 other_upper = broad.aabb_upper[other]
                                 corner = ti.max(lower, other_lower)
@@ -222,7 +226,11 @@ def place_body(model: ti.template(), bodies: ti.template(), broad: ti.template()
                 count = nx * ny
                 broad.aabb_lower[slot] = lower
                 broad.aabb_upper[slot] = upper
-                ti.atomic_or(broad.world_level_mask[slot // n_bodies], 1 << level)
+                # Most bodies find their level's bit set: reading first spares the threads
+                # an atomic on one shared word per body.
+                world = slot // n_bodies
+                if (broad.world_level_mask[world] >> level) & 1 == 0:
+                    ti.atomic_or(broad.world_level_mask[world], 1 << level)
     broad.level[slot] = level
     return count
 
