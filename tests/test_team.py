@@ -89,6 +89,51 @@ def test_a_team_steps_bit_for_bit_like_one_launch_per_stage(arch, n_worlds, monk
     assert np.linalg.norm(anchors[..., 0, :] - anchors[..., 1, :], axis=-1).max() < 0.01
 
 
+def with_overflow(scene: fx.Scene) -> fx.Scene:
+    """scene plus, far from the rest, more constraints on one body than there are colours:
+    MAX_COLORS + 9 boxes resting on a dynamic plank (pairs in the overflow colour) and a
+    pinned hub with MAX_COLORS + 9 spokes (joints in it)."""
+    n = device.MAX_COLORS + 9
+    scene.add_box((100.0, -0.5), (60.0, 1.0), mass=0.0)
+    friction = dict(static_friction=0.5, dynamic_friction=0.4)
+    scene.add_box((100.0, 0.25), (0.6 * n + 1.0, 0.5), mass=20.0, **friction)
+    for i in range(n):
+        scene.add_box((100.0 + 0.6 * (i - n / 2), 0.751), (0.5, 0.5), mass=1.0,
+                      velocity=(0.3, 0.0), **friction)  # sliding: friction in the overflow
+    pin = scene.add_box((100.0, 10.0), (0.1, 0.1), mass=0.0)
+    hub = scene.add_circle((100.0, 10.0), 0.3, mass=2.0, angular_velocity=3.0)
+    scene.add_revolute_joint(pin, hub)
+    for angle in np.linspace(0.0, 2.0 * np.pi, n, endpoint=False):
+        direction = np.array([np.cos(angle), np.sin(angle)])
+        spoke = scene.add_box(tuple(direction * 0.8 + (100.0, 10.0)), (0.2, 0.05),
+                              angle=angle, mass=0.1)
+        scene.add_revolute_joint(hub, spoke, anchor=tuple(direction * 0.5 + (100.0, 10.0)))
+    return scene
+
+
+def test_a_team_solves_the_overflow_colour_bit_for_bit_like_its_kernels(arch, monkeypatch):
+    """The overflow colour (Jacobi pairs, joints in order) inside the team's launch, on a
+    scene large enough for a team of several threads: the same results as the overflow's
+    own kernels (solver/overflow.py) between one launch per stage."""
+    steady_team(monkeypatch)
+    calls = count_calls(monkeypatch, "substeps_by_team")
+    scene = with_overflow(hanging_chains_over_a_pile(arch))
+    overflow = []
+    monkeypatch.setattr(scene, "contact_events", lambda original=scene.contact_events: (
+        overflow.append(scene.n_overflow) or original()))  # run() asks once a step
+    on_team = run(scene, 30)
+    threads = expected_threads(scene)
+    assert [c[0] for c in calls] == [threads] * (30 if threads else 0)
+    assert min(overflow) >= 20  # 10 pairs on the plank, 10 spokes' joints
+    assert min(overflow) > 0 and scene.n_colors == device.MAX_COLORS
+
+    monkeypatch.setattr(team, "ENABLED", False)
+    calls.clear()
+    per_stage = run(with_overflow(hanging_chains_over_a_pile(arch)), 30)
+    assert not calls
+    assert_same(on_team, per_stage)
+
+
 def test_a_team_of_one_thread_runs_a_serial_scene(arch, monkeypatch):
     """Scenes of at most device.SERIAL_SLOTS body slots on a CPU: one launch on one thread,
     with the results of their ~100 serial launches (the small-world machine, stepped as

@@ -102,6 +102,20 @@ def mean_delta(solver: ti.template(), coloring: ti.template(), slot):
     return total / ti.max(count, 1)
 
 
+@ti.func
+def apply_mean_delta(bodies: ti.template(), solver: ti.template(), coloring: ti.template(), slot,
+                     position: ti.template()):
+    """Body slot takes the mean of its overflow entries: a move of pose and previous pose
+    together (the position pass) or a change of velocity (the velocity pass)."""
+    mean = mean_delta(solver, coloring, slot)
+    if ti.static(position):
+        shift_body(bodies, slot, vec2(mean[0], mean[1]), mean[2])
+    else:
+        # Not `+=`, an atomic add: each slot is listed once.
+        bodies.velocity[slot] = bodies.velocity[slot] + vec2(mean[0], mean[1])
+        bodies.angular_velocity[slot] = bodies.angular_velocity[slot] + mean[2]
+
+
 @quick
 @ti.kernel
 def _solve_overflow(model: ti.template(), bodies: ti.template(), joints: ti.template(),
@@ -122,14 +136,7 @@ def _solve_overflow(model: ti.template(), bodies: ti.template(), joints: ti.temp
             solve_velocity(bodies, contacts, solver, pair, n_bodies, h, 2 * i)
     ti.loop_config(serialize=serial)
     for i in range(coloring.n_jacobi_bodies[None]):
-        slot = coloring.jacobi_bodies[i]
-        mean = mean_delta(solver, coloring, slot)
-        if ti.static(position):
-            shift_body(bodies, slot, vec2(mean[0], mean[1]), mean[2])
-        else:
-            # Not `+=`, an atomic add: each slot is listed once.
-            bodies.velocity[slot] = bodies.velocity[slot] + vec2(mean[0], mean[1])
-            bodies.angular_velocity[slot] = bodies.angular_velocity[slot] + mean[2]
+        apply_mean_delta(bodies, solver, coloring, coloring.jacobi_bodies[i], position)
     if ti.static(position):
         _solve_overflow_joints(model, bodies, joints, coloring, counts, n_bodies, h, serial)
 

@@ -52,7 +52,7 @@ from .contacts import (
     warm_start_body,
 )
 from .joints import motor_load, solve_joint, update_motor
-from .overflow import solve_overflow
+from .overflow import apply_mean_delta, solve_overflow
 from .pairs import carry_contacts, save_previous_pairs, store_in_color_order
 from .reporting import report_contacts
 from .sleep import update_sleep, wake_islands
@@ -278,10 +278,11 @@ def _derive_velocities(model: ti.template(), bodies: ti.template(), joints: ti.t
 @ti.func
 def _position_stage(model: ti.template(), bodies: ti.template(), joints: ti.template(),
                     contacts: ti.template(), solver: ti.template(), counts: ti.template(), k,
-                    n_bodies, h):
-    """Position pass of constraint k: contact pairs first, then joint slots."""
+                    n_bodies, h, jacobi_entry):
+    """Position pass of constraint k: contact pairs first, then joint slots; jacobi_entry
+    >= 0: an overflow pair, whose corrections go there (solver/overflow.py)."""
     if k < counts.n_pairs[None]:
-        resolve_penetration(bodies, contacts, solver, k, n_bodies, h, -1)
+        resolve_penetration(bodies, contacts, solver, k, n_bodies, h, jacobi_entry)
     else:
         solve_joint(model, bodies, joints, counts, k - counts.n_pairs[None], n_bodies, h)
 
@@ -289,10 +290,10 @@ def _position_stage(model: ti.template(), bodies: ti.template(), joints: ti.temp
 @ti.func
 def _velocity_stage(model: ti.template(), bodies: ti.template(), joints: ti.template(),
                     contacts: ti.template(), solver: ti.template(), counts: ti.template(), k,
-                    n_bodies, h):
-    """Velocity pass of constraint k (contacts only)."""
+                    n_bodies, h, jacobi_entry):
+    """Velocity pass of constraint k (contacts only; jacobi_entry as in _position_stage)."""
     if k < counts.n_pairs[None]:  # joints are position-level only (seed 003)
-        solve_velocity(bodies, contacts, solver, k, n_bodies, h, -1)
+        solve_velocity(bodies, contacts, solver, k, n_bodies, h, jacobi_entry)
 
 
 #: Colours solved per kernel launch. Each colour is a top-level (parallel) loop of the
@@ -321,7 +322,7 @@ def _solve_colors(model: ti.template(), bodies: ti.template(), joints: ti.templa
         ti.loop_config(serialize=serial)
         for i in range(coloring.color_start[color], end):
             stage(model, bodies, joints, contacts, solver, counts, coloring.color_list[i],
-                  n_bodies, h)
+                  n_bodies, h, -1)
 
 
 def _solve_pass(ctx, stage, position: bool):
@@ -361,12 +362,12 @@ def substeps_by_team(ctx, threads: int):
 
 
 def team_size(ctx) -> int:
-    """Threads of the CPU team that runs this step's substeps (substeps_by_team); 0: launch
-    a kernel per stage instead (GPU backends, an overflow colour: its Jacobi pass has
-    kernels of its own, a CPU backend whose thread pool failed team.probe_threads).
+    """Threads of the CPU team that runs this step's substeps (substeps_by_team, the
+    overflow colour included); 0: launch a kernel per stage instead (GPU backends, a CPU
+    backend whose thread pool is broken, see team.threads_for).
     Scenes small enough to run their loops serially (device.SERIAL_SLOTS) get a team of one
     thread: one launch instead of ~100 serial ones."""
-    return 0 if ctx.cache.n_overflow else team.threads_for(ctx)
+    return team.threads_for(ctx)
 
 
 def _launch_team(ctx, by_world: bool, n_members: int, before_coloring: bool = False):
@@ -374,8 +375,8 @@ def _launch_team(ctx, by_world: bool, n_members: int, before_coloring: bool = Fa
     _substeps_by_team(pool.model, pool.bodies, pool.joints, pool.contacts, pool.solver,
                       pool.coloring, pool.counts, n_members, bool(by_world), ctx.n_worlds,
                       ctx.n_bodies, ctx.n_joints, ctx.n_pairs, ctx.cache.n_colors,
-                      ctx.substeps, ctx.gravity, ctx.h, ctx.dt, int(before_coloring),
-                      int(not ctx.small_coloring))
+                      int(ctx.cache.n_overflow > 0), ctx.substeps, ctx.gravity, ctx.h, ctx.dt,
+                      int(before_coloring), int(not ctx.small_coloring))
 
 
 @ti.func
@@ -409,29 +410,61 @@ def _next_constraint(contacts: ti.template(), coloring: ti.template(), counts: t
 @ti.func
 def _team_pass(model: ti.template(), bodies: ti.template(), joints: ti.template(),
                contacts: ti.template(), solver: ti.template(), coloring: ti.template(),
-               counts: ti.template(), stage: ti.template(), member, n_members,
-               by_world: ti.template(), n_bodies, n_joints, n_colors, h):
+               counts: ti.template(), stage: ti.template(), position: ti.template(), member,
+               n_members, by_world: ti.template(), n_bodies, n_joints, n_colors, overflow, h):
     """stage(...) over a member's constraints, colour after colour (see _next_constraint),
-    the team waiting for each colour to end before the next."""
+    the team waiting for each colour to end before the next; on a team, then the overflow
+    colour as solver/overflow.py solves it (the same steps in the same order): its pairs
+    at once (Jacobi, a share each), the team waits, each body's mean applied (a share
+    each), and in the position pass its joints, in order, on member 0 (a hub's surplus:
+    few). `overflow`: the colouring has an overflow colour (its ranges in coloring are
+    this step's only then). Worlds solved one per thread have none
+    (StepContext.solves_by_world)."""
+    n_rounds = n_colors
+    first_overflow, overflow_pairs, overflow_end = 0, 0, 0
+    if ti.static(not by_world) and overflow == 1:
+        first_overflow = coloring.color_start[MAX_COLORS]
+        overflow_pairs = coloring.n_overflow_pairs[None]
+        overflow_end = coloring.color_start[MAX_COLORS + 1]
+        n_rounds = n_colors + 2  # the overflow's pairs, then its joints
     cursor = ti.Vector([0, 0, 0])
     if ti.static(by_world):
         cursor = ti.Vector([contacts.pair_start[member * n_bodies], 0,
                             contacts.pair_start[(member + 1) * n_bodies]])
-    for color in range(n_colors):
+    for color in range(n_rounds):
         cursor[1] = 0  # a world's joints are searched from the first for every colour
         if ti.static(not by_world):
-            lo, hi = team.share(coloring.color_start[color], coloring.color_start[color + 1],
-                                member, n_members)
+            begin, end = 0, 0
+            if color < n_colors:
+                begin, end = coloring.color_start[color], coloring.color_start[color + 1]
+            elif color == n_colors:  # the overflow's pairs
+                begin, end = first_overflow, first_overflow + overflow_pairs
+            lo, hi = team.share(begin, end, member, n_members)
+            if color == n_colors + 1:  # its joints, in order, on one member
+                lo, hi = first_overflow + overflow_pairs, first_overflow + overflow_pairs
+                if ti.static(position) and member == 0:
+                    hi = overflow_end
             cursor = ti.Vector([lo, 0, hi])
         # One call of stage: each call site inlines the whole constraint solve, and this
         # kernel's compile time grows with them.
         while True:
+            jacobi_entry = -1
+            if color == n_colors:
+                jacobi_entry = 2 * (cursor[0] - first_overflow)
             constraint, cursor = _next_constraint(contacts, coloring, counts, by_world, member,
                                                   n_joints, color, cursor)
             if constraint < 0:
                 break
-            stage(model, bodies, joints, contacts, solver, counts, constraint, n_bodies, h)
+            stage(model, bodies, joints, contacts, solver, counts, constraint, n_bodies, h,
+                  jacobi_entry)
         team.barrier(counts, n_members, team.SPIN_LIMIT)
+        if ti.static(not by_world):
+            if color == n_colors:
+                lo, hi = team.share(0, coloring.n_jacobi_bodies[None], member, n_members)
+                for i in range(lo, hi):
+                    apply_mean_delta(bodies, solver, coloring, coloring.jacobi_bodies[i],
+                                     position)
+                team.barrier(counts, n_members, team.SPIN_LIMIT)
 
 
 @quick
@@ -440,8 +473,8 @@ def _substeps_by_team(model: ti.template(), bodies: ti.template(), joints: ti.te
                       contacts: ti.template(), solver: ti.template(), coloring: ti.template(),
                       counts: ti.template(), n_members: ti.i32, by_world: ti.template(),
                       n_worlds: ti.i32, n_bodies: ti.i32, n_joints: ti.i32, n_pairs: ti.i32,
-                      n_colors: ti.i32, substeps: ti.i32, gravity: vec2, h: ti.f32,
-                      dt: ti.f32, before_coloring: ti.i32, begun: ti.i32):
+                      n_colors: ti.i32, overflow: ti.i32, substeps: ti.i32, gravity: vec2,
+                      h: ti.f32, dt: ti.f32, before_coloring: ti.i32, begun: ti.i32):
     """The step's substeps, one launch (substeps_by_world: a member per world; else
     substeps_by_team: a CPU team of n_members threads sharing every stage);
     `before_coloring`, `begun`: as in _begin_substep (with before_coloring, only the first
@@ -486,12 +519,12 @@ def _substeps_by_team(model: ti.template(), bodies: ti.template(), joints: ti.te
                     _move_body(model, bodies, contacts, solver, slot, n_bodies, h)
                 team.barrier(counts, team_size, team.SPIN_LIMIT)
                 _team_pass(model, bodies, joints, contacts, solver, coloring, counts,
-                           _position_stage, member, team_size, by_world, n_bodies,
-                           n_joints, n_colors, h)
+                           _position_stage, True, member, team_size, by_world, n_bodies,
+                           n_joints, n_colors, overflow, h)
                 if n_joints:
                     for slot in range(bodies_lo, bodies_hi):
                         _derive_velocity(model, bodies, joints, slot, n_bodies, h)
                     team.barrier(counts, team_size, team.SPIN_LIMIT)
                 _team_pass(model, bodies, joints, contacts, solver, coloring, counts,
-                           _velocity_stage, member, team_size, by_world, n_bodies,
-                           n_joints, n_colors, h)
+                           _velocity_stage, False, member, team_size, by_world, n_bodies,
+                           n_joints, n_colors, overflow, h)
