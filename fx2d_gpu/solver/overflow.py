@@ -15,6 +15,9 @@ put a single GPU thread in every pass. Instead, after the colours of a pass:
   anchor of the next): one thread per world walks that world's overflow joints in order, so
   a batch stays parallel over worlds.
 
+A CPU team (solver/team.py) runs these same steps inside its one launch per step
+(step._team_pass), with the kernels here for the other paths.
+
 Determinism: a body's entries are summed in entry order (the overflow list is in constraint
 index order, and each body's list is sorted), so the result does not depend on thread
 timing, and a world gives the same result alone or in a batch.
