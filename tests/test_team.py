@@ -66,16 +66,28 @@ def expected_threads(scene: fx.Scene) -> int:
     return team.probe_threads(counts) if runtime.on_cpu() else 0
 
 
+def team_of_every_step(calls: list, n_steps: int) -> int:
+    """The team size all n_steps steps ran on (calls: count_calls' of substeps_by_team): one
+    size throughout, the CPUs this process may use or one thread (a probe that found the
+    barriers slow); no team off a CPU. Read from the steps, not probed again: a probe
+    after the steps can meet a busier machine."""
+    if not runtime.on_cpu():
+        assert not calls
+        return 0
+    sizes = {c[0] for c in calls}
+    assert len(calls) == n_steps and len(sizes) == 1, sizes
+    threads = sizes.pop()
+    assert threads in (1, team.usable_threads())
+    return threads
+
+
 @pytest.mark.parametrize("n_worlds", [1, 2])
 def test_a_team_steps_bit_for_bit_like_one_launch_per_stage(arch, n_worlds, monkeypatch):
     steady_team(monkeypatch)
     calls = count_calls(monkeypatch, "substeps_by_team")
     scene = hanging_chains_over_a_pile(arch, n_worlds)
     on_team = run(scene, 40)
-    threads = expected_threads(scene)
-    assert [c[0] for c in calls] == [threads] * (40 if threads else 0)
-    if runtime.on_cpu():  # the CPUs this process may use, or one where barriers were slow
-        assert threads in (1, team.usable_threads())
+    team_of_every_step(calls, 40)
     assert scene.n_overflow == 0 and scene.n_colors >= 4  # every colour took its turn
     assert on_team["events"][0][0] > 0  # contacts from the first step on
 
@@ -122,8 +134,7 @@ def test_a_team_solves_the_overflow_colour_bit_for_bit_like_its_kernels(arch, mo
     monkeypatch.setattr(scene, "contact_events", lambda original=scene.contact_events: (
         overflow.append(scene.n_overflow) or original()))  # run() asks once a step
     on_team = run(scene, 30)
-    threads = expected_threads(scene)
-    assert [c[0] for c in calls] == [threads] * (30 if threads else 0)
+    team_of_every_step(calls, 30)
     assert min(overflow) >= 20  # 10 pairs on the plank, 10 spokes' joints
     assert min(overflow) > 0 and scene.n_colors == device.MAX_COLORS
 
