@@ -34,7 +34,13 @@ def can_move(model: ti.template(), body):
 def awake_dynamic(model: ti.template(), bodies: ti.template(), slot, n_bodies):
     """True for a dynamic body that is awake and enabled: contacts and joints can move it
     (static, kinematic, sleeping and disabled bodies act as fixed)."""
-    return model.inv_mass[slot % n_bodies] > 0.0 and active(bodies, slot)
+    return awake_dynamic_body(model, bodies, slot, slot % n_bodies)
+
+
+@ti.func
+def awake_dynamic_body(model: ti.template(), bodies: ti.template(), slot, body):
+    """awake_dynamic for slot `slot` of model row `body`, known already (no division)."""
+    return model.inv_mass[body] > 0.0 and active(bodies, slot)
 
 
 @ti.func

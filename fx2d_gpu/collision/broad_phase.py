@@ -15,9 +15,9 @@ partners sorted), with no floating-point atomics: the same input gives the same 
 
 import taichi as ti
 
-from ..bodies import active as awake_and_enabled
 from ..bodies import (
     awake_dynamic,
+    awake_dynamic_body,
     bounding_radius,
     can_move,
     moving_kinematic,
@@ -118,7 +118,7 @@ def pair_wanted(model: ti.template(), bodies: ti.template(), joints: ti.template
     overlap, make a candidate pair: one of them moves (or a sensor or a pusher is
     involved), and nothing keeps them apart (never_collide)."""
     return ((active
-             or (model.inv_mass[other_body] > 0.0 and awake_and_enabled(bodies, other))
+             or awake_dynamic_body(model, bodies, other, other_body)
              or sensed(model, sensor, movable, other_body)
              or pushes_sleeper(model, bodies, driven, body, other, other_body))
             and not never_collide(model, joints, body, other_body))

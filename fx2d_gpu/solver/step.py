@@ -434,23 +434,23 @@ def _team_pass(model: ti.template(), bodies: ti.template(), joints: ti.template(
     for color in range(n_rounds):
         cursor[1] = 0  # a world's joints are searched from the first for every colour
         if ti.static(not by_world):
-            begin, end = 0, 0
+            lo, hi = 0, 0
             if color < n_colors:
-                begin, end = coloring.color_start[color], coloring.color_start[color + 1]
+                lo, hi = team.share(coloring.color_start[color], coloring.color_start[color + 1],
+                                    member, n_members)
             elif color == n_colors:  # the overflow's pairs
-                begin, end = first_overflow, first_overflow + overflow_pairs
-            lo, hi = team.share(begin, end, member, n_members)
-            if color == n_colors + 1:  # its joints, in order, on one member
-                lo, hi = first_overflow + overflow_pairs, first_overflow + overflow_pairs
-                if ti.static(position) and member == 0:
-                    hi = overflow_end
+                lo, hi = team.share(first_overflow, first_overflow + overflow_pairs, member,
+                                    n_members)
+            elif ti.static(position) and member == 0:  # its joints, in order, on one member
+                lo, hi = first_overflow + overflow_pairs, overflow_end
             cursor = ti.Vector([lo, 0, hi])
         # One call of stage: each call site inlines the whole constraint solve, and this
         # kernel's compile time grows with them.
         while True:
             jacobi_entry = -1
-            if color == n_colors:
-                jacobi_entry = 2 * (cursor[0] - first_overflow)
+            if ti.static(not by_world):
+                if color == n_colors:  # overflow pair i writes entries 2i and 2i + 1
+                    jacobi_entry = 2 * (cursor[0] - first_overflow)
             constraint, cursor = _next_constraint(contacts, coloring, counts, by_world, member,
                                                   n_joints, color, cursor)
             if constraint < 0:
