@@ -600,7 +600,7 @@ class Coloring(FieldGroup):
 
 @ti.data_oriented
 class BroadPhaseScratch(FieldGroup):
-    """The multi-level grid hash, rebuilt every step.
+    """The multi-level grid hash, rebuilt every step, and the fat boxes it is built from.
 
     Per slot (n_slots,): aabb_lower / aabb_upper vec2 m, level (-1: no shape);
     entry_start (n_slots + 1) counts, then exclusive prefix sum. world_level_mask
@@ -610,6 +610,11 @@ class BroadPhaseScratch(FieldGroup):
     grid_entries (n_entries,) entry ids grouped by table slot. world_lower / world_upper
     (n_worlds,) vec2 m: the box around a world's AABBs (spatial queries only,
     collision/queries.py, which clip rays to it).
+
+    Saved, per slot: fat_lower / fat_upper vec2 m, the fat box the step's pairs are found
+    with (broad_phase.refit_fat_boxes), and fat_key, the body's pairing state when it was
+    made (broad_phase.pairing_key); world_sleeps (n_worlds,): 1 where a body of the world
+    sleeps (its pairs come from the swept boxes instead).
     """
 
     def __init__(self, builder, n_slots: int, n_worlds: int, n_entries: int, table_size: int):
@@ -628,6 +633,10 @@ class BroadPhaseScratch(FieldGroup):
         self._field("grid_entries", i32, n_entries)
         self._field("world_lower", f32, n_worlds, 2)
         self._field("world_upper", f32, n_worlds, 2)
+        self._field("world_sleeps", i32, n_worlds)
+        self._field("fat_lower", f32, N, 2, saved="slots")
+        self._field("fat_upper", f32, N, 2, saved="slots")
+        self._field("fat_key", i32, N, saved="slots")
 
 
 @ti.data_oriented

@@ -287,6 +287,12 @@ class Scene:
         return self._cache.scratch_colorings
 
     @property
+    def pair_reuses(self) -> int:
+        """Steps that kept the last step's candidate pairs: no body left its fat box
+        (worlds of more than 40 bodies, solver/pairs.find_step_pairs)."""
+        return self._cache.pair_reuses
+
+    @property
     def lost_bodies(self) -> int:
         """Bodies the last broad phase left out of collision for a non-finite pose."""
         return self._cache.lost_bodies
@@ -587,6 +593,7 @@ class Scene:
         if self._is_built():
             transfer.write_filters(self._context(), rows.astype(np.int32), groups,
                                    categories, masks)
+            self._cache.pairs_fat = False  # the filter decides pairs: find them afresh
 
     @serialized
     def set_enabled(self, bodies, enabled: bool, world=None):

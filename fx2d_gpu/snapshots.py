@@ -152,6 +152,8 @@ def restore_snapshot(snapshot, binding, cache: StepCache, joints: list):
         joint.pid = tuple(float(g) for g in model["pid"][j])
         joint.max_effort = float(model["max_effort"][j])
     binding.saved = snapshot.device_snapshot()
+    # A file from before fat boxes were saved has none: its pairs are found afresh.
+    cache.pairs_fat = False
     for key, value in snapshot.cache.items():
         setattr(cache, key, value)
     residency.release(binding)  # the next use loads the snapshot and the motor settings

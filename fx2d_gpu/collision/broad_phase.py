@@ -33,6 +33,12 @@ vec2 = ti.math.vec2
 ivec3 = ti.math.ivec3
 
 MAX_LEVEL = 30
+#: A moving body's fat box is its swept box grown by this fraction of its bounding radius
+#: (refit_fat_boxes; Box2D grows its AABBs by a fixed 0.1 m, b2_aabbMargin). The step's
+#: pairs are those of the fat boxes, which change only when a body leaves its box, so a
+#: world at rest (an awake pyramid jitters by micrometres) keeps its pairs step after step
+#: and skips the broad phase. Larger: fewer refits, more pairs without points.
+FAT_FRACTION = 0.1
 _COORD_LIMIT = 1.0e9  # cell coordinates are clamped to this (int32 range)
 
 
@@ -183,29 +189,44 @@ def visit_partners(model: ti.template(), bodies: ti.template(), joints: ti.templ
 
 
 @ti.func
+def finite_pose(bodies: ti.template(), slot):
+    """Whether body slot's pose is finite and within MAX_COORDINATE (NaN fails every
+    comparison, so this rejects NaN and infinities alike)."""
+    position = bodies.position[slot]
+    return (ti.abs(position.x) < MAX_COORDINATE and ti.abs(position.y) < MAX_COORDINATE
+            and ti.abs(bodies.angle[slot]) < MAX_COORDINATE)
+
+
+@ti.func
+def swept_box(model: ti.template(), bodies: ti.template(), slot, body, margin, motion_time):
+    """Body slot's AABB grown by margin (m) plus what it covers in motion_time (s) at its
+    current speed: (lower, upper), m."""
+    lower, upper = body_aabb(model, bodies, slot, body)
+    reach = margin + motion_time * (
+        bodies.velocity[slot].norm()
+        + ti.abs(bodies.angular_velocity[slot]) * bounding_radius(model, body))
+    return lower - reach, upper + reach
+
+
+@ti.func
 def place_body(model: ti.template(), bodies: ti.template(), broad: ti.template(),
-               counts: ti.template(), slot, n_bodies, cell_size, margin, motion_time):
-    """Body slot's AABB (grown by margin (m) plus what it covers in motion_time (s)) and
-    grid level into broad.aabb_lower/upper and broad.level (-1: no shape, disabled, or a
-    non-finite or absurd pose, counted in counts.lost_bodies), its level into
-    broad.world_level_mask; returns the grid cells it occupies (nx * ny <= 4)."""
+               counts: ti.template(), slot, n_bodies, cell_size, margin, motion_time, fat):
+    """Body slot's box (fat == 1: its fat box, refit_fat_boxes, unless a body of its world
+    sleeps; else its swept_box with margin (m) and motion_time (s)) and grid level into
+    broad.aabb_lower/upper and broad.level (-1: no shape, disabled, or a non-finite or
+    absurd pose, counted in counts.lost_bodies), its level into broad.world_level_mask;
+    returns the grid cells it occupies (nx * ny <= 4)."""
     body = slot % n_bodies
     count = 0
     level = -1
     if model.shape_kind[body] != SHAPE_NONE and bodies.enabled[slot] == 1:
-        position = bodies.position[slot]
-        # NaN fails every comparison, so this rejects NaN and infinities alike.
-        finite = (ti.abs(position.x) < MAX_COORDINATE and ti.abs(position.y) < MAX_COORDINATE
-                  and ti.abs(bodies.angle[slot]) < MAX_COORDINATE)
-        if not finite:
+        if not finite_pose(bodies, slot):
             ti.atomic_add(counts.lost_bodies[None], 1)
         else:
-            lower, upper = body_aabb(model, bodies, slot, body)
-            reach = margin + motion_time * (
-                bodies.velocity[slot].norm()
-                + ti.abs(bodies.angular_velocity[slot]) * bounding_radius(model, body))
-            lower -= reach
-            upper += reach
+            world = slot // n_bodies
+            lower, upper = broad.fat_lower[slot], broad.fat_upper[slot]
+            if fat == 0 or broad.world_sleeps[world] == 1:
+                lower, upper = swept_box(model, bodies, slot, body, margin, motion_time)
             # 1% headroom absorbs rounding in x / cell, so a box spans <= 2 cells per axis.
             extent = 1.01 * ti.max(upper.x - lower.x, upper.y - lower.y)
             level = 0
@@ -228,7 +249,6 @@ def place_body(model: ti.template(), bodies: ti.template(), broad: ti.template()
                 broad.aabb_upper[slot] = upper
                 # Most bodies find their level's bit set: reading first spares the threads
                 # an atomic on one shared word per body.
-                world = slot // n_bodies
                 if (broad.world_level_mask[world] >> level) & 1 == 0:
                     ti.atomic_or(broad.world_level_mask[world], 1 << level)
     broad.level[slot] = level
@@ -236,14 +256,87 @@ def place_body(model: ti.template(), bodies: ti.template(), broad: ti.template()
 
 
 @ti.func
+def pairing_key(model: ti.template(), bodies: ti.template(), slot, body):
+    """What, besides its box, decides which pairs body slot is in: whether the broad phase
+    places it (a shape, enabled, a finite pose) and whether it sleeps (pair_wanted pairs
+    no two bodies that are both asleep or static). A bit each."""
+    placed = (model.shape_kind[body] != SHAPE_NONE and bodies.enabled[slot] == 1
+              and finite_pose(bodies, slot))
+    return (1 if placed else 0) | (2 * bodies.sleeping[slot])
+
+
+@quick
+@ti.kernel
+def _refit_fat_boxes(model: ti.template(), bodies: ti.template(), broad: ti.template(),
+                     serial: ti.template(), n_slots: ti.i32, n_bodies: ti.i32, margin: ti.f32,
+                     motion_time: ti.f32, reset: ti.i32) -> ti.math.ivec2:
+    """refit_fat_boxes' kernel; returns (slots refitted, sleeping slots)."""
+    refitted, sleepers = 0, 0
+    ti.loop_config(serialize=serial)
+    for world in range(n_slots // ti.max(n_bodies, 1)):
+        broad.world_sleeps[world] = 0
+    ti.loop_config(serialize=serial)
+    for slot in range(n_slots):
+        body = slot % n_bodies
+        if bodies.sleeping[slot] == 1:
+            broad.world_sleeps[slot // n_bodies] = 1
+            sleepers += 1
+        key = pairing_key(model, bodies, slot, body)
+        stale = reset == 1 or key != broad.fat_key[slot]
+        if key & 1:
+            lower, upper = swept_box(model, bodies, slot, body, margin, motion_time)
+            # Static and sleeping bodies stay in their box: a margin would only add pairs
+            # (a sleeper that wakes changes its key).
+            grow = 0.0
+            if can_move(model, body) and bodies.sleeping[slot] == 0:
+                grow = FAT_FRACTION * bounding_radius(model, body)
+            fat_lower, fat_upper = broad.fat_lower[slot], broad.fat_upper[slot]
+            # Refitted when the swept box leaves the fat box, and when the fat box is over
+            # twice the margin too large on a side (a body that slowed down, or landed,
+            # would otherwise keep the box of its fall and the pairs it brings).
+            inside = (lower.x >= fat_lower.x and lower.y >= fat_lower.y
+                      and upper.x <= fat_upper.x and upper.y <= fat_upper.y)
+            tight = (fat_lower.x >= lower.x - 2.0 * grow and fat_lower.y >= lower.y - 2.0 * grow
+                     and fat_upper.x <= upper.x + 2.0 * grow
+                     and fat_upper.y <= upper.y + 2.0 * grow)
+            if stale or not (inside and tight):
+                broad.fat_lower[slot] = lower - grow
+                broad.fat_upper[slot] = upper + grow
+                stale = True
+        if stale:
+            broad.fat_key[slot] = key
+            refitted += 1
+    return ti.math.ivec2(refitted, sleepers)
+
+
+def refit_fat_boxes(ctx, margin: float, motion_time: float, reset: bool) -> tuple[int, int]:
+    """Give every body slot whose swept_box (margin (m), motion_time (s)) left its fat box,
+    or whose fat box grew too loose, or whose pairing_key changed, a new fat box: the swept
+    box grown by FAT_FRACTION of its bounding radius (0 for static and sleeping bodies);
+    `reset`: every slot. Marks the worlds with a sleeping body (broad.world_sleeps).
+    Returns (slots refitted, sleeping slots).
+
+    A world with a sleeping body pairs the swept boxes (_find_pairs with fat pairs them
+    only in worlds where nothing sleeps): sleep.wake_islands wakes a sleeper when a pair
+    with a moving body appears, and a fat box would make such pairs appear earlier. So where
+    nothing was refitted and nothing sleeps, the step's candidate pairs are last step's."""
+    pool = ctx.pool
+    refitted, sleepers = _refit_fat_boxes(pool.model, pool.bodies, pool.broad, ctx.serial,
+                                          ctx.n_slots, ctx.n_bodies, margin, motion_time,
+                                          int(reset))
+    return int(refitted), int(sleepers)
+
+
+@ti.func
 def build_grid(model: ti.template(), bodies: ti.template(), broad: ti.template(),
                counts: ti.template(), scan: ti.template(), serial: ti.template(), n_worlds,
-               n_bodies, cell_size, table_mask, margin, motion_time):
+               n_bodies, cell_size, table_mask, margin, motion_time, fat):
     """The grid of every world at the current poses (the first half of the broad phase,
     shared with the spatial queries, collision/queries.py): each body's AABB (grown by
-    margin (m) plus what it covers in motion_time (s)) and level in broad.aabb_lower/upper
-    and broad.level (-1: no shape, disabled, or a non-finite or absurd pose, counted in
-    counts.lost_bodies), broad.world_level_mask, the entries and the hash table
+    margin (m) plus what it covers in motion_time (s); fat == 1: its fat box where
+    place_body says) and level in broad.aabb_lower/upper and broad.level (-1: no shape,
+    disabled, or a non-finite or absurd pose, counted in counts.lost_bodies),
+    broad.world_level_mask, the entries and the hash table
     (grid_start, grid_entries). Must be called at the top level of a kernel (its loops are
     the kernel's). counts.entries_needed says how many entries the grid needed; returns the
     slots whose entries were written (n_slots, or 0 when they exceed the entry capacity).
@@ -262,7 +355,7 @@ def build_grid(model: ti.template(), bodies: ti.template(), broad: ti.template()
     ti.loop_config(serialize=serial)
     for slot in range(n_slots):
         broad.entry_start[slot] = place_body(model, bodies, broad, counts, slot, n_bodies,
-                                             cell_size, margin, motion_time)
+                                             cell_size, margin, motion_time, fat)
 
     exclusive_scan(scan, broad.entry_start, n_slots, serial)
 
@@ -306,19 +399,20 @@ def _find_pairs(model: ti.template(), bodies: ti.template(), joints: ti.template
                 contacts: ti.template(), broad: ti.template(), counts: ti.template(),
                 scan: ti.template(), serial: ti.template(), n_worlds: ti.i32, n_bodies: ti.i32,
                 cell_size: ti.f32, table_mask: ti.i32, margin: ti.f32,
-                motion_time: ti.f32) -> ti.math.ivec3:
+                motion_time: ti.f32, fat: ti.i32) -> ti.math.ivec3:
     """Candidate pairs of all worlds into contacts.body_a/b, each body's range in
     contacts.pair_start; counts holds what the grid and the pair list needed.
 
     cell_size: level-0 cell edge, m. table_mask: hash-table size - 1 (a power of two - 1).
     Each AABB is enlarged by margin (m) plus the distance the body covers in motion_time (s)
-    at its current speed, so the pairs found stay valid for a whole step.
+    at its current speed, so the pairs found stay valid for a whole step (fat == 1: each
+    body's fat box instead, refit_fat_boxes).
     If the pairs exceed the pair capacity nothing is written and counts.pairs_needed says
     how many are needed. Returns (entries_needed, pairs_needed, lost_bodies).
     """
     n_slots = n_worlds * n_bodies
     write_slots = build_grid(model, bodies, broad, counts, scan, serial, n_worlds, n_bodies,
-                             cell_size, table_mask, margin, motion_time)
+                             cell_size, table_mask, margin, motion_time, fat)
     entry_fits = write_slots == n_slots
 
     ti.loop_config(serialize=serial)
@@ -395,7 +489,7 @@ def _find_pairs_by_world(model: ti.template(), bodies: ti.template(), joints: ti
                          contacts: ti.template(), broad: ti.template(), counts: ti.template(),
                          scan: ti.template(), serial: ti.template(), n_worlds: ti.i32,
                          n_bodies: ti.i32, cell_size: ti.f32, margin: ti.f32,
-                         motion_time: ti.f32) -> ti.math.ivec3:
+                         motion_time: ti.f32, fat: ti.i32) -> ti.math.ivec3:
     """_find_pairs for small worlds (find_candidate_pairs): the same pairs, found by
     checking every body of a world (world_partners) instead of through the grid. Returns
     (0, pairs_needed, lost_bodies): no grid entries are needed."""
@@ -407,7 +501,8 @@ def _find_pairs_by_world(model: ti.template(), bodies: ti.template(), joints: ti
         broad.world_level_mask[world] = 0
     ti.loop_config(serialize=serial)
     for slot in range(n_slots):
-        place_body(model, bodies, broad, counts, slot, n_bodies, cell_size, margin, motion_time)
+        place_body(model, bodies, broad, counts, slot, n_bodies, cell_size, margin, motion_time,
+                   fat)
     ti.loop_config(serialize=serial)
     for slot in range(n_slots):
         contacts.pair_start[slot] = world_partners(model, bodies, joints, contacts, broad, slot,
@@ -428,13 +523,14 @@ def grid_table_size(pool, n_slots: int) -> int:
 
 
 def find_candidate_pairs(ctx, margin: float = 0.0, motion_time: float = 0.0,
-                         into: str = "contacts") -> int:
+                         into: str = "contacts", fat: bool = False) -> int:
     """Candidate pairs of every world at the current poses (AABBs grown by margin (m) plus
-    what each body covers in motion_time (s)) into the Manifolds group `into`; returns their
-    number. Into `contacts` (the step's pairs) it also sets ctx.cache.n_pairs and
-    lost_bodies; a query between steps uses `staging`, so that it changes nothing a later
-    step reads. A grid or pair list too small for the scene grows the pool (ctx.grow keeps
-    the scene's state bitwise) and the broad phase runs again.
+    what each body covers in motion_time (s); `fat`: each body's fat box instead,
+    refit_fat_boxes) into the Manifolds group `into`; returns their number. Into `contacts`
+    (the step's pairs) it also sets ctx.cache.n_pairs and lost_bodies; a query between
+    steps uses `staging`, so that it changes nothing a later step reads. A grid or pair
+    list too small for the scene grows the pool (ctx.grow keeps the scene's state bitwise)
+    and the broad phase runs again.
 
     Small worlds (ctx.small_worlds: at most BY_WORLD_MAX_BODIES bodies) skip the grid: each
     body checks the AABBs of its world's bodies, which lie next to each other in memory
@@ -447,11 +543,11 @@ def find_candidate_pairs(ctx, margin: float = 0.0, motion_time: float = 0.0,
                   pool.counts, pool.scan, ctx.serial)
         if ctx.small_worlds:
             needed = _find_pairs_by_world(*groups, ctx.n_worlds, ctx.n_bodies, ctx.cell_size,
-                                          margin, motion_time)
+                                          margin, motion_time, int(fat))
         else:
             table_size = grid_table_size(pool, ctx.n_slots)
             needed = _find_pairs(*groups, ctx.n_worlds, ctx.n_bodies, ctx.cell_size,
-                                 table_size - 1, margin, motion_time)
+                                 table_size - 1, margin, motion_time, int(fat))
         entries, pairs, lost = (int(v) for v in needed)
         if entries <= pool.entry_capacity and pairs <= pool.pair_capacity:
             break

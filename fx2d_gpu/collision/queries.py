@@ -58,7 +58,7 @@ def _build_query_grid(model: ti.template(), bodies: ti.template(), broad: ti.tem
     (broad.world_lower/upper: the box around its AABBs, +inf/-inf when it has none).
     Returns the grid entries needed (the grid is complete when they fit)."""
     build_grid(model, bodies, broad, counts, scan, serial, n_worlds, n_bodies, cell_size,
-               table_mask, 0.0, 0.0)
+               table_mask, 0.0, 0.0, 0)
     ti.loop_config(serialize=serial)
     for world in range(n_worlds):
         broad.world_lower[world] = vec2(ti.math.inf, ti.math.inf)

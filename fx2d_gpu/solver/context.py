@@ -23,6 +23,12 @@ BY_WORLD_MAX_BODIES = 40
 #: narrow phase. A constant of its own, not the solve path's: both paths must colour alike
 #: (they give the same results).
 SMALL_COLORING_MAX_BODIES = 40
+#: Worlds of more than this many bodies pair fat boxes and keep last step's pairs when no
+#: box moved (StepContext.fat_boxes, pairs.find_step_pairs); smaller ones pair the step's
+#: swept boxes every step (a batch of small worlds nearly always has one in motion, and
+#: their broad phase is cheap). A constant of its own, not the solve path's: both paths
+#: must find the same pairs (they give the same results).
+EXACT_PAIRS_MAX_BODIES = 40
 
 
 @dataclass
@@ -42,7 +48,10 @@ class StepCache:
     last colouring from scratch (coloring.FRESH_COLORING_STEPS); forces_on_device: applied
     forces wait on the device for the next step; n_reported, n_begin_events, n_end_events:
     the touching pairs and the contact events the last step reported
-    (solver/reporting.py); state_set: the state was set by hand since (Scene.set_state).
+    (solver/reporting.py); state_set: the state was set by hand since (Scene.set_state);
+    pairs_fat: the pairs in `contacts` are those of the bodies' fat boxes (large worlds,
+    pairs.find_step_pairs; else every fat box is refitted before the next broad phase);
+    pair_reuses: steps that kept the last step's pairs (no fat box moved).
     """
 
     n_pairs: int = 0
@@ -63,6 +72,8 @@ class StepCache:
     n_begin_events: int = 0
     n_end_events: int = 0
     state_set: bool = False
+    pairs_fat: bool = False
+    pair_reuses: int = 0
 
     def forget_pairs(self):
         """No candidate pairs, contacts, reported pairs, events or colouring (a new scene,
@@ -71,6 +82,7 @@ class StepCache:
         self.n_reported = 0
         self.n_pairs = 0
         self.pairs_ordered = False
+        self.pairs_fat = False
         self.coloring_valid = False
         self.colored_pairs = 0
         self.contacts_current = False
@@ -125,6 +137,12 @@ class StepContext:
         """Worlds of at most SMALL_COLORING_MAX_BODIES bodies: every candidate pair takes a
         colour (step.begin_step does not run), and colours are kept between steps."""
         return self.n_bodies <= SMALL_COLORING_MAX_BODIES
+
+    @property
+    def fat_boxes(self) -> bool:
+        """Worlds of more than EXACT_PAIRS_MAX_BODIES bodies: the step's pairs are those of
+        fat boxes (pairs.find_step_pairs)."""
+        return self.n_bodies > EXACT_PAIRS_MAX_BODIES
 
     @property
     def solves_by_world(self) -> bool:

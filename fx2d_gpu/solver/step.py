@@ -3,7 +3,9 @@
 step() reads as the pipeline (Box2D v3's solver stage list, made batched):
 
     save pairs      pairs.save_previous_pairs      last step's manifolds kept aside
-    find pairs      broad_phase.find_candidate_pairs  AABBs grown by the step's motion
+    find pairs      pairs.find_step_pairs      AABBs grown by the step's motion (large
+                                                   worlds: fat boxes, and last step's
+                                                   pairs if none moved)
     wake            sleep.wake_islands             (bodies woke: find pairs again)
     carry contacts  pairs.carry_contacts           impulses and colours to the new pairs
     begin step      begin_step                     (worlds of more than 40 bodies) the
@@ -36,7 +38,6 @@ Every stage is a launcher taking the StepContext (solver/context.py); kernels ar
 import taichi as ti
 
 from ..bodies import moves
-from ..collision.broad_phase import find_candidate_pairs
 from ..device import MAX_COLORS
 from ..integrate import begin_step_pose, clear_forces, integrate_position, integrate_velocity
 from ..launching import quick
@@ -53,7 +54,7 @@ from .contacts import (
 )
 from .joints import motor_load, solve_joint, update_motor
 from .overflow import apply_mean_delta, solve_overflow
-from .pairs import carry_contacts, save_previous_pairs, store_in_color_order
+from .pairs import carry_contacts, find_step_pairs, save_previous_pairs, store_in_color_order
 from .reporting import report_contacts
 from .sleep import update_sleep, wake_islands
 
@@ -69,11 +70,11 @@ def step(ctx):
 
 def _step(ctx):
     save_previous_pairs(ctx)
-    find_candidate_pairs(ctx, SPECULATIVE_DISTANCE, ctx.dt)
+    find_step_pairs(ctx, SPECULATIVE_DISTANCE, ctx.dt)
     if wake_islands(ctx):
         # The broad phase pairs no two sleeping bodies: pair the woken ones now, so they
         # meet each other this step.
-        find_candidate_pairs(ctx, SPECULATIVE_DISTANCE, ctx.dt)
+        find_step_pairs(ctx, SPECULATIVE_DISTANCE, ctx.dt)
     carry_contacts(ctx)
     if not ctx.small_coloring:
         begin_step(ctx)
