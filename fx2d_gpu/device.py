@@ -729,6 +729,10 @@ class DevicePool:
         self.faults = Faults(builder, capacities["worlds"])
         self.scan = ScanScratch(builder, (scan_len + SCAN_BLOCK - 1) // SCAN_BLOCK + 1)
         self.nbytes = builder.nbytes  # device memory of all the fields
+        # The StepCache of the scene whose per-body contact lists (solver.body_contacts,
+        # scratch) the pool holds; None after a load of saved fields, whose pairs may be
+        # others (contacts.build_body_lists).
+        self.body_lists_of = None
         self._tree = None if dry_run else builder.fields_builder.finalize()
 
     @classmethod

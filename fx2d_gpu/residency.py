@@ -254,6 +254,7 @@ def _load(binding: Binding, pool: DevicePool):
     if binding.saved is not None:
         arrays += list(binding.saved.arrays.items())
     write_groups([(getattr(pool, name), fields) for name, fields in arrays])
+    pool.body_lists_of = None  # the loaded pairs may not be the ones the lists were made of
     binding.saved = None
     _state["resident"] = weakref.ref(binding)
 

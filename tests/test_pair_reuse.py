@@ -170,3 +170,38 @@ def test_filters_and_set_state_find_the_pairs_again(arch):
     scene.set_state(state)
     scene.step(DT)
     assert not any(top in (a, b) for _, a, b in step_pairs(scene))
+
+
+def test_kept_pairs_survive_snapshots_and_other_scenes(arch):
+    # The fat boxes are saved with the scene; the per-body contact lists a kept step reuses
+    # are scratch, so a restored snapshot or another scene in the pool must rebuild them.
+    scene = pyramid(arch, base=10)
+    for _ in range(30):
+        scene.step(DT)
+    snapshot = scene.snapshot()
+    for _ in range(30):
+        scene.step(DT)
+    straight = state_of(scene)
+    # Other pairs and lists: the top box thrown up, then the snapshot restored.
+    state = scene.get_state()
+    state.velocity[0, -1] = (3.0, 6.0)
+    scene.set_state(state)
+    for _ in range(20):
+        scene.step(DT)
+    scene.restore(snapshot)
+    reuses = scene.pair_reuses
+    for _ in range(30):
+        scene.step(DT)
+    assert scene.pair_reuses > reuses
+    np.testing.assert_array_equal(state_of(scene), straight)
+    # Two scenes stepped in turn, each as if alone.
+    scene.restore(snapshot)
+    other = pyramid(arch, base=11)
+    for _ in range(30):
+        scene.step(DT)
+        other.step(DT)
+    np.testing.assert_array_equal(state_of(scene), straight)
+    alone = pyramid(arch, base=11)
+    for _ in range(30):
+        alone.step(DT)
+    np.testing.assert_array_equal(state_of(other), state_of(alone))

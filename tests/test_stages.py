@@ -67,7 +67,7 @@ def first_substep(ctx):
         begin_step(ctx)
     recolored = coloring.color_constraints(ctx)
     pairs.store_in_color_order(ctx, recolored)
-    build_body_lists(ctx)
+    build_body_lists(ctx, recolored)
     begin_substep(ctx, 0)
 
 

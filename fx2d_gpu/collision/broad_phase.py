@@ -557,4 +557,5 @@ def find_candidate_pairs(ctx, margin: float = 0.0, motion_time: float = 0.0,
     if into == "contacts":
         cache.lost_bodies = lost
         cache.n_pairs = pairs
+        cache.pairs_fat = fat  # (solver/pairs.find_step_pairs)
     return pairs

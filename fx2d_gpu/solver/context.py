@@ -51,7 +51,8 @@ class StepCache:
     (solver/reporting.py); state_set: the state was set by hand since (Scene.set_state);
     pairs_fat: the pairs in `contacts` are those of the bodies' fat boxes (large worlds,
     pairs.find_step_pairs; else every fat box is refitted before the next broad phase);
-    pair_reuses: steps that kept the last step's pairs (no fat box moved).
+    pair_reuses: steps that kept the last step's pairs (no fat box moved); pairs_kept: this
+    step kept them.
     """
 
     n_pairs: int = 0
@@ -74,6 +75,7 @@ class StepCache:
     state_set: bool = False
     pairs_fat: bool = False
     pair_reuses: int = 0
+    pairs_kept: bool = False
 
     def forget_pairs(self):
         """No candidate pairs, contacts, reported pairs, events or colouring (a new scene,
@@ -83,6 +85,7 @@ class StepCache:
         self.n_pairs = 0
         self.pairs_ordered = False
         self.pairs_fat = False
+        self.pairs_kept = False
         self.coloring_valid = False
         self.colored_pairs = 0
         self.contacts_current = False

@@ -97,6 +97,7 @@ def find_step_pairs(ctx, margin: float, motion_time: float):
     (REUSE_PAIRS off: the tests check it), so the results do not depend on the reuse.
     """
     cache = ctx.cache
+    cache.pairs_kept = False
     if not ctx.fat_boxes:
         find_candidate_pairs(ctx, margin, motion_time)
         return
@@ -106,9 +107,9 @@ def find_step_pairs(ctx, margin: float, motion_time: float):
             pool = ctx.pool
             _restore_pair_bodies(pool.contacts, pool.previous, ctx.serial, cache.n_pairs)
         cache.pair_reuses += 1
+        cache.pairs_kept = True
         return
     find_candidate_pairs(ctx, margin, motion_time, fat=True)
-    cache.pairs_fat = True
 
 
 @ti.func

@@ -80,7 +80,7 @@ def _step(ctx):
         begin_step(ctx)
     recolored = color_constraints(ctx)
     store_in_color_order(ctx, recolored)
-    build_body_lists(ctx)
+    build_body_lists(ctx, recolored)
     if ctx.solves_by_world:
         substeps_by_world(ctx)
     elif threads := team_size(ctx):
