@@ -17,8 +17,10 @@ contact reports begin once, whatever the sleep of its bodies.
 Everything is one kernel: count per lower slot, prefix sum, fill (in thread order), sort
 each slot's entries by their upper slot (through a permutation in staging.color), mark and
 place the events, then store the sorted list. Scratch used (all free after the substeps):
-staging (the new list), solver.body_contact_cursor (fill cursors), coloring.rank and
-coloring.uncolored (event flags and their prefix sums).
+staging (the new list: each entry's bodies, and in staging.touching the step's pair it
+comes from, or -1 for a pair of the old list copied there whole),
+solver.body_contact_cursor (fill cursors), coloring.rank and coloring.uncolored (event
+flags and their prefix sums).
 """
 
 import taichi as ti
@@ -75,6 +77,12 @@ def _listed(manifolds: ti.template(), a, b, n_listed):
     return found
 
 
+@ti.func
+def _touching(contacts: ti.template(), k):
+    """Whether the step's pair k touched in a substep (contacts.solve_velocity)."""
+    return contacts.touching[k] == 1 and contacts.point_count[k] > 0
+
+
 @quick
 @ti.kernel
 def _report_contacts(model: ti.template(), bodies: ti.template(), joints: ti.template(),
@@ -87,18 +95,21 @@ def _report_contacts(model: ti.template(), bodies: ti.template(), joints: ti.tem
     not fit the pair capacity nothing is written and only its size is returned.
 
     After Scene.set_state, _recheck_resting has found last step's manifolds again at the
-    current poses, so that only those still touching stay."""
+    current poses, so that only those still touching stay.
+
+    Each loop takes the step's pairs and last step's list as one range (the step's first),
+    so that a CPU starts a loop for both at once (a loop start costs ~20-35 us there)."""
+    n_both = n_pairs + n_old
     ti.loop_config(serialize=serial)
     for slot in range(n_slots + 1):
         staging.pair_start[slot] = 0
     ti.loop_config(serialize=serial)
-    for k in range(n_pairs):
-        if contacts.touching[k] == 1 and contacts.point_count[k] > 0:
-            ti.atomic_add(staging.pair_start[contacts.body_a[k]], 1)
-    ti.loop_config(serialize=serial)
-    for j in range(n_old):
-        if _still_resting(model, bodies, joints, reported, j, n_bodies):
-            ti.atomic_add(staging.pair_start[reported.body_a[j]], 1)
+    for e in range(n_both):
+        if e < n_pairs:
+            if _touching(contacts, e):
+                ti.atomic_add(staging.pair_start[contacts.body_a[e]], 1)
+        elif _still_resting(model, bodies, joints, reported, e - n_pairs, n_bodies):
+            ti.atomic_add(staging.pair_start[reported.body_a[e - n_pairs]], 1)
     exclusive_scan(scan, staging.pair_start, n_slots, serial)
     n_new = staging.pair_start[n_slots]
     fits = n_new <= staging.body_a.shape[0]
@@ -107,16 +118,21 @@ def _report_contacts(model: ti.template(), bodies: ti.template(), joints: ti.tem
     ti.loop_config(serialize=serial)
     for slot in range(n_fill):
         solver.body_contact_cursor[slot] = staging.pair_start[slot]
+    # An entry of the step's pairs keeps its bodies and its pair (staging.touching); one of
+    # last step's list is copied whole, as `reported` is overwritten at the end.
     ti.loop_config(serialize=serial)
-    for k in range(n_pairs if fits else 0):
-        if contacts.touching[k] == 1 and contacts.point_count[k] > 0:
-            n = ti.atomic_add(solver.body_contact_cursor[contacts.body_a[k]], 1)
-            copy_report(staging, contacts, n, k)
-    ti.loop_config(serialize=serial)
-    for j in range(n_old if fits else 0):
-        if _still_resting(model, bodies, joints, reported, j, n_bodies):
+    for e in range(n_both if fits else 0):
+        if e < n_pairs:
+            if _touching(contacts, e):
+                n = ti.atomic_add(solver.body_contact_cursor[contacts.body_a[e]], 1)
+                staging.body_a[n] = contacts.body_a[e]
+                staging.body_b[n] = contacts.body_b[e]
+                staging.touching[n] = e
+        elif _still_resting(model, bodies, joints, reported, e - n_pairs, n_bodies):
+            j = e - n_pairs
             n = ti.atomic_add(solver.body_contact_cursor[reported.body_a[j]], 1)
             copy_report(staging, reported, n, j)
+            staging.touching[n] = -1
     # Each slot's pairs by their upper slot (unique within the slot): staging.color[n] is
     # the staging entry that goes to place n.
     ti.loop_config(serialize=serial)
@@ -135,41 +151,50 @@ def _report_contacts(model: ti.template(), bodies: ti.template(), joints: ti.tem
                 j -= 1
             staging.color[j + 1] = entry
 
-    # Events: flags, prefix sums, then the pairs in list order.
+    # Events: flags (coloring.rank for the new list, coloring.uncolored for the old one),
+    # prefix sums, then the pairs in list order.
     n_events_new = n_new if fits else 0
     n_events_old = n_old if fits else 0
     ti.loop_config(serialize=serial)
-    for n in range(n_events_new):
-        entry = staging.color[n]
-        known = _listed(reported, staging.body_a[entry], staging.body_b[entry], n_old)
-        coloring.rank[n] = 0 if known else 1
-    ti.loop_config(serialize=serial)
-    for j in range(n_events_old):
-        kept = _listed(staging, reported.body_a[j], reported.body_b[j], n_new)
-        coloring.uncolored[j] = 0 if kept else 1
+    for e in range(n_events_new + n_events_old):
+        if e < n_events_new:
+            entry = staging.color[e]
+            known = _listed(reported, staging.body_a[entry], staging.body_b[entry], n_old)
+            coloring.rank[e] = 0 if known else 1
+        else:
+            j = e - n_events_new
+            kept = _listed(staging, reported.body_a[j], reported.body_b[j], n_new)
+            coloring.uncolored[j] = 0 if kept else 1
     exclusive_scan(scan, coloring.rank, n_events_new, serial)
     exclusive_scan(scan, coloring.uncolored, n_events_old, serial)
     ti.loop_config(serialize=serial)
-    for n in range(n_events_new):
-        if coloring.rank[n + 1] > coloring.rank[n]:
-            entry = staging.color[n]
-            events.begin_a[coloring.rank[n]] = staging.body_a[entry]
-            events.begin_b[coloring.rank[n]] = staging.body_b[entry]
-    ti.loop_config(serialize=serial)
-    for j in range(n_events_old):
-        if coloring.uncolored[j + 1] > coloring.uncolored[j]:
-            events.end_a[coloring.uncolored[j]] = reported.body_a[j]
-            events.end_b[coloring.uncolored[j]] = reported.body_b[j]
+    for e in range(n_events_new + n_events_old):
+        if e < n_events_new:
+            if coloring.rank[e + 1] > coloring.rank[e]:
+                entry = staging.color[e]
+                events.begin_a[coloring.rank[e]] = staging.body_a[entry]
+                events.begin_b[coloring.rank[e]] = staging.body_b[entry]
+        else:
+            j = e - n_events_new
+            if coloring.uncolored[j + 1] > coloring.uncolored[j]:
+                events.end_a[coloring.uncolored[j]] = reported.body_a[j]
+                events.end_b[coloring.uncolored[j]] = reported.body_b[j]
     n_begin = coloring.rank[n_events_new]
     n_end = coloring.uncolored[n_events_old]
 
-    # The new list replaces the old one (read above), in sorted order.
+    # The new list replaces the old one (read above), in sorted order: each entry from the
+    # step's pair it came from, or from its copy in staging.
     ti.loop_config(serialize=serial)
-    for slot in range(n_fill + 1 if fits else 0):
-        reported.pair_start[slot] = staging.pair_start[slot]
-    ti.loop_config(serialize=serial)
-    for n in range(n_events_new):
-        copy_report(reported, staging, n, staging.color[n])
+    for i in range(ti.max(n_fill + 1, n_events_new) if fits else 0):
+        if i <= n_fill:
+            reported.pair_start[i] = staging.pair_start[i]
+        if i < n_events_new:
+            entry = staging.color[i]
+            pair = staging.touching[entry]
+            if pair >= 0:
+                copy_report(reported, contacts, i, pair)
+            else:
+                copy_report(reported, staging, i, entry)
     return ti.math.ivec3(n_new, n_begin, n_end)
 
 
