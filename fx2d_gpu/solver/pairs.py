@@ -81,10 +81,11 @@ def _restore_pair_bodies(contacts: ti.template(), previous: ti.template(),
         contacts.body_b[k] = previous.body_b[k]
 
 
-def find_step_pairs(ctx, margin: float, motion_time: float):
+def find_step_pairs(ctx, margin: float, motion_time: float) -> int:
     """The step's candidate pairs into `contacts` (broad phase order, each body's range in
     contacts.pair_start; sets ctx.cache.n_pairs), for AABBs grown by margin (m) plus what
-    each body covers in motion_time (s).
+    each body covers in motion_time (s). Returns the sleeping body slots where it counted
+    them (worlds with fat boxes), else -1.
 
     Small worlds (not ctx.fat_boxes) run the broad phase on those boxes every step. Larger
     worlds pair fat boxes where no body sleeps (broad_phase.refit_fat_boxes: a body's box
@@ -100,7 +101,7 @@ def find_step_pairs(ctx, margin: float, motion_time: float):
     cache.pairs_kept = False
     if not ctx.fat_boxes:
         find_candidate_pairs(ctx, margin, motion_time)
-        return
+        return -1
     refitted, sleepers = refit_fat_boxes(ctx, margin, motion_time, reset=not cache.pairs_fat)
     if refitted == 0 and sleepers == 0 and cache.pairs_fat and REUSE_PAIRS:
         if cache.n_pairs:
@@ -108,8 +109,9 @@ def find_step_pairs(ctx, margin: float, motion_time: float):
             _restore_pair_bodies(pool.contacts, pool.previous, ctx.serial, cache.n_pairs)
         cache.pair_reuses += 1
         cache.pairs_kept = True
-        return
+        return 0
     find_candidate_pairs(ctx, margin, motion_time, fat=True)
+    return sleepers
 
 
 @ti.func

@@ -70,8 +70,9 @@ def step(ctx):
 
 def _step(ctx):
     save_previous_pairs(ctx)
-    find_step_pairs(ctx, SPECULATIVE_DISTANCE, ctx.dt)
-    if wake_islands(ctx):
+    sleepers = find_step_pairs(ctx, SPECULATIVE_DISTANCE, ctx.dt)
+    # Where no body sleeps (refit_fat_boxes counted them) there is nothing to wake.
+    if sleepers != 0 and wake_islands(ctx):
         # The broad phase pairs no two sleeping bodies: pair the woken ones now, so they
         # meet each other this step.
         find_step_pairs(ctx, SPECULATIVE_DISTANCE, ctx.dt)
