@@ -39,6 +39,10 @@ MAX_LEVEL = 30
 #: world at rest (an awake pyramid jitters by micrometres) keeps its pairs step after step
 #: and skips the broad phase. Larger: fewer refits, more pairs without points.
 FAT_FRACTION = 0.1
+#: A body that can cover its margin in fewer steps than this at its current speed gets none
+#: (a falling pile: +3 % pairs and ~20 % more time a step with margins, measured on a
+#: 100k pile's pour).
+FAT_STEPS = 4
 _COORD_LIMIT = 1.0e9  # cell coordinates are clamped to this (int32 range)
 
 
@@ -198,13 +202,18 @@ def finite_pose(bodies: ti.template(), slot):
 
 
 @ti.func
+def motion_reach(model: ti.template(), bodies: ti.template(), slot, body, motion_time):
+    """How far any point of body slot can move in motion_time (s) at its current speed, m."""
+    return motion_time * (bodies.velocity[slot].norm()
+                          + ti.abs(bodies.angular_velocity[slot]) * bounding_radius(model, body))
+
+
+@ti.func
 def swept_box(model: ti.template(), bodies: ti.template(), slot, body, margin, motion_time):
     """Body slot's AABB grown by margin (m) plus what it covers in motion_time (s) at its
     current speed: (lower, upper), m."""
     lower, upper = body_aabb(model, bodies, slot, body)
-    reach = margin + motion_time * (
-        bodies.velocity[slot].norm()
-        + ti.abs(bodies.angular_velocity[slot]) * bounding_radius(model, body))
+    reach = margin + motion_reach(model, bodies, slot, body, motion_time)
     return lower - reach, upper + reach
 
 
@@ -285,11 +294,14 @@ def _refit_fat_boxes(model: ti.template(), bodies: ti.template(), broad: ti.temp
         stale = reset == 1 or key != broad.fat_key[slot]
         if key & 1:
             lower, upper = swept_box(model, bodies, slot, body, margin, motion_time)
-            # Static and sleeping bodies stay in their box: a margin would only add pairs
-            # (a sleeper that wakes changes its key).
+            # Static and sleeping bodies stay in their box, and a body fast enough to leave
+            # it within FAT_STEPS steps would: for them a margin would only add pairs (a
+            # sleeper that wakes changes its key).
             grow = 0.0
             if can_move(model, body) and bodies.sleeping[slot] == 0:
                 grow = FAT_FRACTION * bounding_radius(model, body)
+                if FAT_STEPS * motion_reach(model, bodies, slot, body, motion_time) > grow:
+                    grow = 0.0
             fat_lower, fat_upper = broad.fat_lower[slot], broad.fat_upper[slot]
             # Refitted when the swept box leaves the fat box, and when the fat box is over
             # twice the margin too large on a side (a body that slowed down, or landed,
