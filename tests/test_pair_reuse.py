@@ -120,7 +120,7 @@ def test_a_moving_body_stops_the_reuse_and_a_batch_matches_worlds_alone(arch):
         batch.step(DT)
         for scene in alone:
             scene.step(DT)
-    assert alone[0].pair_reuses > 40
+    assert alone[0].pair_reuses > 20  # once its ball (dropped from 3 m) lies still
     assert alone[1].pair_reuses < alone[0].pair_reuses
     together = batch.get_state()
     for world, scene in enumerate(alone):
