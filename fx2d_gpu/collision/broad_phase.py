@@ -324,8 +324,9 @@ def _refit_fat_boxes(model: ti.template(), bodies: ti.template(), broad: ti.temp
 def refit_fat_boxes(ctx, margin: float, motion_time: float, reset: bool) -> tuple[int, int]:
     """Give every body slot whose swept_box (margin (m), motion_time (s)) left its fat box,
     or whose fat box grew too loose, or whose pairing_key changed, a new fat box: the swept
-    box grown by FAT_FRACTION of its bounding radius (0 for static and sleeping bodies);
-    `reset`: every slot. Marks the worlds with a sleeping body (broad.world_sleeps).
+    box grown by FAT_FRACTION of its bounding radius (0 for static and sleeping bodies, and
+    for bodies that would cover that within FAT_STEPS steps); `reset`: every slot. Marks
+    the worlds with a sleeping body (broad.world_sleeps).
     Returns (slots refitted, sleeping slots).
 
     A world with a sleeping body pairs the swept boxes (_find_pairs with fat pairs them

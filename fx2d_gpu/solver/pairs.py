@@ -89,13 +89,13 @@ def find_step_pairs(ctx, margin: float, motion_time: float) -> int:
 
     Small worlds (not ctx.fat_boxes) run the broad phase on those boxes every step. Larger
     worlds pair fat boxes where no body sleeps (broad_phase.refit_fat_boxes: a body's box
-    is refitted only when it leaves it, or its sleep, enabled flag or pose validity
-    changes); when no box was refitted and nothing sleeps, the pairs are last step's,
-    which save_previous_pairs has put back in the
-    broad phase's order in `previous`: only their bodies are copied back (pair_start was
-    not changed since), and the broad phase does not run (~10 % of an awake pyramid's
-    step on the 2-core CPU). Running it anyway finds the same pairs in the same order
-    (REUSE_PAIRS off: the tests check it), so the results do not depend on the reuse.
+    is made again only when it leaves it or grows loose, or its sleep, enabled flag or
+    pose validity changes). When no box was made again and nothing sleeps, the pairs are
+    last step's, which save_previous_pairs has put back in the broad phase's order in
+    `previous`: only their bodies are copied back (pair_start has not changed since), and
+    the broad phase does not run (~10 % of an awake pyramid's step on the 2-core CPU).
+    Running it anyway finds the same pairs in the same order (REUSE_PAIRS off: the tests
+    check it), so the results do not depend on the reuse.
     """
     cache = ctx.cache
     cache.pairs_kept = False

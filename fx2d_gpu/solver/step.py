@@ -3,7 +3,7 @@
 step() reads as the pipeline (Box2D v3's solver stage list, made batched):
 
     save pairs      pairs.save_previous_pairs      last step's manifolds kept aside
-    find pairs      pairs.find_step_pairs      AABBs grown by the step's motion (large
+    find pairs      pairs.find_step_pairs          AABBs grown by the step's motion (large
                                                    worlds: fat boxes, and last step's
                                                    pairs if none moved)
     wake            sleep.wake_islands             (bodies woke: find pairs again)
