@@ -613,8 +613,8 @@ class BroadPhaseScratch(FieldGroup):
 
     Saved, per slot: fat_lower / fat_upper vec2 m, the fat box the step's pairs are found
     with (broad_phase.refit_fat_boxes), and fat_key, the body's pairing state when it was
-    made (broad_phase.pairing_key); world_sleeps (n_worlds,): 1 where a body of the world
-    sleeps (its pairs come from the swept boxes instead).
+    made (broad_phase.pairing_key). Scratch, world_sleeps (n_worlds,): 1 where a body of
+    the world sleeps (its pairs come from the swept boxes instead).
     """
 
     def __init__(self, builder, n_slots: int, n_worlds: int, n_entries: int, table_size: int):

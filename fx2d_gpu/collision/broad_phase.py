@@ -287,10 +287,10 @@ def _refit_fat_boxes(model: ti.template(), bodies: ti.template(), broad: ti.temp
     ti.loop_config(serialize=serial)
     for slot in range(n_slots):
         body = slot % n_bodies
-        if bodies.sleeping[slot] == 1:
+        key = pairing_key(model, bodies, slot, body)
+        if key & 2:  # asleep
             broad.world_sleeps[slot // n_bodies] = 1
             sleepers += 1
-        key = pairing_key(model, bodies, slot, body)
         stale = reset == 1 or key != broad.fat_key[slot]
         if key & 1:
             lower, upper = swept_box(model, bodies, slot, body, margin, motion_time)
@@ -298,7 +298,7 @@ def _refit_fat_boxes(model: ti.template(), bodies: ti.template(), broad: ti.temp
             # it within FAT_STEPS steps would: for them a margin would only add pairs (a
             # sleeper that wakes changes its key).
             grow = 0.0
-            if can_move(model, body) and bodies.sleeping[slot] == 0:
+            if can_move(model, body) and key & 2 == 0:
                 grow = FAT_FRACTION * bounding_radius(model, body)
                 if FAT_STEPS * motion_reach(model, bodies, slot, body, motion_time) > grow:
                     grow = 0.0

@@ -77,8 +77,7 @@ def _restore_pair_bodies(contacts: ti.template(), previous: ti.template(),
                          serial: ti.template(), n_pairs: ti.i32):
     ti.loop_config(serialize=serial)
     for k in range(n_pairs):
-        contacts.body_a[k] = previous.body_a[k]
-        contacts.body_b[k] = previous.body_b[k]
+        copy_pair_fields(contacts, previous, k, k, ("body_a", "body_b"), ())
 
 
 def find_step_pairs(ctx, margin: float, motion_time: float) -> int:
