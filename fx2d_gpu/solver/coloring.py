@@ -77,6 +77,27 @@ def woke(model: ti.template(), bodies: ti.template(), coloring: ti.template(), s
     return coloring.body_colored_dynamic[slot] == 0 and awake_dynamic(model, bodies, slot, n_bodies)
 
 
+@ti.func
+def _count_woken(model: ti.template(), bodies: ti.template(), coloring: ti.template(),
+                 serial: ti.template(), n_slots, n_bodies):
+    """Bodies that the colouring treated as fixed (static or asleep) and that move now
+    (the colouring no longer holds if any); then the bodies that fell asleep are marked
+    fixed, as start_coloring would mark them, so whether a step reused the colouring or
+    kept it pair by pair, the next step sees the same flags (a world colours the same
+    alone or in a batch). A colouring stays valid when bodies fall asleep: that only
+    removes conflicts. Called at the top level of a kernel (its loops are the kernel's)."""
+    woken = 0
+    ti.loop_config(serialize=serial)
+    for slot in range(n_slots):
+        if woke(model, bodies, coloring, slot, n_bodies):
+            woken += 1
+    ti.loop_config(serialize=serial)
+    for slot in range(n_slots):  # after the check above: lowering never hides a wake-up
+        if not awake_dynamic(model, bodies, slot, n_bodies):
+            coloring.body_colored_dynamic[slot] = 0
+    return woken
+
+
 @quick
 @ti.kernel
 def _coloring_still_valid(model: ti.template(), bodies: ti.template(), contacts: ti.template(),
@@ -86,13 +107,8 @@ def _coloring_still_valid(model: ti.template(), bodies: ti.template(), contacts:
     """1 when last step's colouring still holds: the broad phase found the same pairs in the
     same order (`previous` holds last step's, in broad-phase order), the solver looks at
     the same ones (coloring.solve against last step's UNSOLVED_COLOR, unless `all_pairs`
-    are coloured) and no body that the
-    colouring treated as fixed (static or asleep) moves now. A colouring stays valid when
-    bodies fall asleep: that only removes conflicts.
-
-    Bodies that fell asleep are marked fixed now, as start_coloring would mark them, so
-    whether a step reused the colouring or kept it pair by pair, the next step sees the same
-    flags (a world colours the same alone or in a batch)."""
+    are coloured) and no body that the colouring treated as fixed moves now
+    (_count_woken)."""
     changed = 0
     ti.loop_config(serialize=serial)
     for k in range(n_pairs):
@@ -101,14 +117,29 @@ def _coloring_still_valid(model: ti.template(), bodies: ti.template(), contacts:
                 or (all_pairs == 0
                     and (previous.color[k] == UNSOLVED_COLOR) != (coloring.solve[k] == 0))):
             changed += 1
+    changed += _count_woken(model, bodies, coloring, serial, n_slots, n_bodies)
+    return 1 if changed == 0 else 0
+
+
+@quick
+@ti.kernel
+def _coloring_holds_in_order(model: ti.template(), bodies: ti.template(),
+                             coloring: ti.template(), counts: ti.template(),
+                             serial: ti.template(), n_slots: ti.i32, n_pairs: ti.i32,
+                             n_joints: ti.i32, n_bodies: ti.i32) -> ti.i32:
+    """_coloring_still_valid for a step that kept last step's pairs in colour order
+    (step._keep_pairs): the pairs are the same, so what is left to check is that the
+    solver looks at the same ones (coloring.solve, found in colour order, against each
+    pair's colour) and that no fixed body woke. Records the step's constraint counts
+    (counts.n_pairs, counts.n_joints), as carry_contacts does."""
+    counts.n_pairs[None] = n_pairs
+    counts.n_joints[None] = n_joints
+    changed = 0
     ti.loop_config(serialize=serial)
-    for slot in range(n_slots):
-        if woke(model, bodies, coloring, slot, n_bodies):
+    for n in range(n_pairs):
+        if (coloring.color[n] == UNSOLVED_COLOR) != (coloring.solve[n] == 0):
             changed += 1
-    ti.loop_config(serialize=serial)
-    for slot in range(n_slots):  # after the check above: lowering never hides a wake-up
-        if not awake_dynamic(model, bodies, slot, n_bodies):
-            coloring.body_colored_dynamic[slot] = 0
+    changed += _count_woken(model, bodies, coloring, serial, n_slots, n_bodies)
     return 1 if changed == 0 else 0
 
 
@@ -359,9 +390,36 @@ def _build_color_lists(coloring: ti.template(), counts: ti.template(), scan: ti.
     return ti.math.ivec2(used, overflow)
 
 
-def color_constraints(ctx) -> bool:
+def _keeps_colors(ctx) -> bool:
+    """Whether a new colouring may start from last step's colours (see color_constraints)."""
+    cache = ctx.cache
+    return cache.coloring_valid and (
+        ctx.small_coloring or cache.steps_since_fresh_coloring < FRESH_COLORING_STEPS)
+
+
+def may_reuse_coloring(ctx) -> bool:
+    """What the host knows of whether last step's colouring may be reused: it may be kept
+    (_keeps_colors), it coloured as many pairs as the step has, and nothing overflowed.
+    The device checks the rest (_coloring_still_valid)."""
+    cache = ctx.cache
+    return (_keeps_colors(ctx) and ctx.n_pairs == cache.colored_pairs
+            and cache.n_overflow == 0)
+
+
+def coloring_holds_in_order(ctx) -> bool:
+    """For a step that kept last step's pairs in colour order (step._keep_pairs, where
+    may_reuse_coloring): whether last step's colouring still holds
+    (_coloring_holds_in_order)."""
+    pool = ctx.pool
+    return _coloring_holds_in_order(pool.model, pool.bodies, pool.coloring, pool.counts,
+                                    ctx.serial, ctx.n_slots, ctx.n_pairs, ctx.n_joints,
+                                    ctx.n_bodies) == 1
+
+
+def color_constraints(ctx, holds: bool | None = None) -> bool:
     """Colour the step's constraints (after pairs.carry_contacts), or keep last step's
-    colouring; returns whether it coloured.
+    colouring; returns whether it coloured. `holds`: whether last step's colouring still
+    holds, where the caller checked it (coloring_holds_in_order); None: checked here.
 
     The last colouring is kept while the broad phase finds the same pairs, no fixed body
     started to move and nothing overflowed (a pile at rest keeps its pairs for many steps).
@@ -373,15 +431,12 @@ def color_constraints(ctx) -> bool:
     colour).
     """
     pool, cache, serial = ctx.pool, ctx.cache, ctx.serial
-    groups = (pool.model, pool.bodies)
-    keep = cache.coloring_valid and (
-        ctx.small_coloring or cache.steps_since_fresh_coloring < FRESH_COLORING_STEPS)
-    reuse = (keep and ctx.n_pairs == cache.colored_pairs
-             and cache.n_overflow == 0
-             and _coloring_still_valid(*groups, pool.contacts, pool.previous, pool.coloring,
-                                       serial, ctx.n_slots, ctx.n_pairs, ctx.n_bodies,
-                                       int(ctx.small_coloring)) == 1)
-    if not reuse:
+    if holds is None:
+        holds = may_reuse_coloring(ctx) and _coloring_still_valid(
+            pool.model, pool.bodies, pool.contacts, pool.previous, pool.coloring, serial,
+            ctx.n_slots, ctx.n_pairs, ctx.n_bodies, int(ctx.small_coloring)) == 1
+    if not holds:
+        keep = _keeps_colors(ctx)
         cache.n_colors, cache.n_overflow = _color(ctx, keep=keep)
         cache.colorings += 1
         if not keep:
@@ -389,7 +444,7 @@ def color_constraints(ctx) -> bool:
             cache.steps_since_fresh_coloring = 0
     cache.steps_since_fresh_coloring += 1
     cache.coloring_valid, cache.colored_pairs = True, ctx.n_pairs
-    return not reuse
+    return not holds
 
 
 #: Steps after which the constraints are coloured from scratch again. Starting from last

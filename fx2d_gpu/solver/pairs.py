@@ -80,37 +80,62 @@ def _restore_pair_bodies(contacts: ti.template(), previous: ti.template(),
         copy_pair_fields(contacts, previous, k, k, ("body_a", "body_b"), ())
 
 
-def find_step_pairs(ctx, margin: float, motion_time: float) -> int:
+def refit_step_boxes(ctx, margin: float, motion_time: float) -> tuple[int, int] | None:
+    """Worlds with fat boxes (ctx.fat_boxes): refit them for AABBs grown by margin (m) plus
+    what each body covers in motion_time (s) (broad_phase.refit_fat_boxes; all of them
+    when the pairs in `contacts` are not fat boxes' pairs); returns (slots refitted,
+    sleeping slots). Small worlds: None (no fat boxes)."""
+    if not ctx.fat_boxes:
+        return None
+    return refit_fat_boxes(ctx, margin, motion_time, reset=not ctx.cache.pairs_fat)
+
+
+def keeps_pairs(ctx, refit: tuple[int, int] | None) -> bool:
+    """Whether the step keeps last step's pairs (refit: refit_step_boxes's answer): worlds
+    with fat boxes, when no box was made again and nothing sleeps (see find_step_pairs)."""
+    return (refit is not None and refit == (0, 0) and ctx.cache.pairs_fat
+            and REUSE_PAIRS)
+
+
+def count_kept_pairs(ctx):
+    """Record that this step keeps last step's pairs (Scene.pair_reuses)."""
+    ctx.cache.pair_reuses += 1
+    ctx.cache.pairs_kept = True
+
+
+def find_step_pairs(ctx, margin: float, motion_time: float,
+                    refit: tuple[int, int] | None = None) -> int:
     """The step's candidate pairs into `contacts` (broad phase order, each body's range in
     contacts.pair_start; sets ctx.cache.n_pairs), for AABBs grown by margin (m) plus what
     each body covers in motion_time (s). Returns the sleeping body slots where it counted
-    them (worlds with fat boxes), else -1.
+    them (worlds with fat boxes), else -1. `refit`: refit_step_boxes's answer for this
+    margin and time, if it already ran.
 
     Small worlds (not ctx.fat_boxes) run the broad phase on those boxes every step. Larger
     worlds pair fat boxes where no body sleeps (broad_phase.refit_fat_boxes: a body's box
     is made again only when it leaves it or grows loose, or its sleep, enabled flag or
-    pose validity changes). When no box was made again and nothing sleeps, the pairs are
-    last step's, which save_previous_pairs has put back in the broad phase's order in
-    `previous`: only their bodies are copied back (pair_start has not changed since), and
-    the broad phase does not run (~10 % of an awake pyramid's step on the 2-core CPU).
-    Running it anyway finds the same pairs in the same order (REUSE_PAIRS off: the tests
-    check it), so the results do not depend on the reuse.
+    pose validity changes). When no box was made again and nothing sleeps (keeps_pairs),
+    the pairs are last step's, which save_previous_pairs has put back in the broad phase's
+    order in `previous`: only their bodies are copied back (pair_start has not changed
+    since), and the broad phase does not run (~10 % of an awake pyramid's step on the
+    2-core CPU). Running it anyway finds the same pairs in the same order (REUSE_PAIRS off:
+    the tests check it), so the results do not depend on the reuse.
     """
     cache = ctx.cache
     cache.pairs_kept = False
     if not ctx.fat_boxes:
         find_candidate_pairs(ctx, margin, motion_time)
         return -1
-    refitted, sleepers = refit_fat_boxes(ctx, margin, motion_time, reset=not cache.pairs_fat)
-    if refitted == 0 and sleepers == 0 and cache.pairs_fat and REUSE_PAIRS:
+    if refit is None:
+        refit = refit_step_boxes(ctx, margin, motion_time)
+    if keeps_pairs(ctx, refit):
         if cache.n_pairs:
             pool = ctx.pool
             _restore_pair_bodies(pool.contacts, pool.previous, ctx.serial, cache.n_pairs)
-        cache.pair_reuses += 1
-        cache.pairs_kept = True
+        count_kept_pairs(ctx)
         return 0
     find_candidate_pairs(ctx, margin, motion_time, fat=True)
-    return sleepers
+    return refit[1]
 
 
 @ti.func
@@ -230,6 +255,36 @@ def _gather_pairs(contacts: ti.template(), staging: ti.template(), coloring: ti.
     ti.loop_config(serialize=serial)
     for n in range(n_pairs):
         copy_pair_fields(contacts, staging, n, n, _ORDERED_PAIR_FIELDS, _ORDERED_POINT_FIELDS)
+
+
+@quick
+@ti.kernel
+def _scatter_to_broad_order(contacts: ti.template(), staging: ti.template(),
+                            coloring: ti.template(), serial: ti.template(), n_pairs: ti.i32):
+    """_gather_pairs undone: each pair back at its broad-phase index (pair_origin), its
+    colour (coloring.color) in contacts.color, as carry_contacts gives it, and its solve
+    flag with it."""
+    ti.loop_config(serialize=serial)
+    for n in range(n_pairs):
+        k = coloring.pair_origin[n]
+        copy_pair_fields(staging, contacts, k, n, _ORDERED_PAIR_FIELDS, _ORDERED_POINT_FIELDS)
+        staging.color[k] = coloring.color[n]
+        coloring.rank[k] = coloring.solve[n]  # rank: the colouring's scratch
+    ti.loop_config(serialize=serial)
+    for k in range(n_pairs):
+        copy_pair_fields(contacts, staging, k, k, _ORDERED_PAIR_FIELDS, _ORDERED_POINT_FIELDS)
+        coloring.solve[k] = coloring.rank[k]
+
+
+def restore_broad_order(ctx):
+    """Pairs kept in colour order (a step that kept last step's pairs, step._keep_pairs)
+    whose colouring no longer holds: put them back in the broad phase's order, as
+    save_previous_pairs, carry_contacts and begin_step would have left them, for a new
+    colouring and store_in_color_order."""
+    if ctx.n_pairs:
+        pool = ctx.pool
+        _scatter_to_broad_order(pool.contacts, pool.staging, pool.coloring, ctx.serial,
+                                ctx.n_pairs)
 
 
 def store_in_color_order(ctx, recolored: bool):

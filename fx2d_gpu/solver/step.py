@@ -42,7 +42,7 @@ from ..device import MAX_COLORS
 from ..integrate import begin_step_pose, clear_forces, integrate_position, integrate_velocity
 from ..launching import quick
 from . import team
-from .coloring import color_constraints
+from .coloring import color_constraints, coloring_holds_in_order, may_reuse_coloring
 from .contacts import (
     SPECULATIVE_DISTANCE,
     build_body_lists,
@@ -54,7 +54,16 @@ from .contacts import (
 )
 from .joints import motor_load, solve_joint, update_motor
 from .overflow import apply_mean_delta, solve_overflow
-from .pairs import carry_contacts, find_step_pairs, save_previous_pairs, store_in_color_order
+from .pairs import (
+    carry_contacts,
+    count_kept_pairs,
+    find_step_pairs,
+    keeps_pairs,
+    refit_step_boxes,
+    restore_broad_order,
+    save_previous_pairs,
+    store_in_color_order,
+)
 from .reporting import report_contacts
 from .sleep import update_sleep, wake_islands
 
@@ -69,18 +78,11 @@ def step(ctx):
 
 
 def _step(ctx):
-    save_previous_pairs(ctx)
-    sleepers = find_step_pairs(ctx, SPECULATIVE_DISTANCE, ctx.dt)
-    # Where no body sleeps (refit_fat_boxes counted them) there is nothing to wake.
-    if sleepers != 0 and wake_islands(ctx):
-        # The broad phase pairs no two sleeping bodies: pair the woken ones now, so they
-        # meet each other this step.
-        find_step_pairs(ctx, SPECULATIVE_DISTANCE, ctx.dt)
-    carry_contacts(ctx)
-    if not ctx.small_coloring:
-        begin_step(ctx)
-    recolored = color_constraints(ctx)
-    store_in_color_order(ctx, recolored)
+    refit = refit_step_boxes(ctx, SPECULATIVE_DISTANCE, ctx.dt)
+    if _keeps_ordered_pairs(ctx, refit):
+        recolored = _keep_pairs(ctx)
+    else:
+        recolored = _find_pairs(ctx, refit)
     build_body_lists(ctx, recolored)
     if ctx.solves_by_world:
         substeps_by_world(ctx)
@@ -95,6 +97,54 @@ def _step(ctx):
         update_sleep(ctx)
     clear_forces(ctx)
     ctx.cache.contacts_current = True
+
+
+def _find_pairs(ctx, refit) -> bool:
+    """The step's pairs, matched to last step's, coloured and stored in colour order (the
+    stages from "save pairs" to "order"; refit: pairs.refit_step_boxes's answer); returns
+    whether it coloured."""
+    save_previous_pairs(ctx)
+    sleepers = find_step_pairs(ctx, SPECULATIVE_DISTANCE, ctx.dt, refit)
+    # Where no body sleeps (refit_fat_boxes counted them) there is nothing to wake.
+    if sleepers != 0 and wake_islands(ctx):
+        # The broad phase pairs no two sleeping bodies: pair the woken ones now, so they
+        # meet each other this step.
+        find_step_pairs(ctx, SPECULATIVE_DISTANCE, ctx.dt)
+    carry_contacts(ctx)
+    if not ctx.small_coloring:
+        begin_step(ctx)
+    recolored = color_constraints(ctx)
+    store_in_color_order(ctx, recolored)
+    return recolored
+
+
+def _keeps_ordered_pairs(ctx, refit) -> bool:
+    """Whether the step keeps last step's pairs (pairs.keeps_pairs) where they lie, in last
+    step's colour order (_keep_pairs): they are stored in colour order, the colouring may be
+    reused as far as the host knows (coloring.may_reuse_coloring) and the step's narrow
+    phase runs before the colouring (not ctx.small_coloring)."""
+    return (keeps_pairs(ctx, refit) and ctx.cache.pairs_ordered
+            and not ctx.small_coloring and not ctx.solves_by_world
+            and may_reuse_coloring(ctx))
+
+
+def _keep_pairs(ctx) -> bool:
+    """_find_pairs for a step that keeps last step's pairs and their colour order: the
+    step's narrow phase runs on the pairs where they lie, and if the colouring still holds
+    nothing moves. What it saves (~10 % of an awake pyramid's step on the 2-core CPU): last
+    step's pairs copied aside, their bodies copied back, each pair's search for its old
+    self, and the move to colour order, which would put every pair back where it was.
+    Otherwise the pairs go back to the broad phase's order for a new colouring. The results
+    are bitwise those of _find_pairs (the tests compare them). Returns whether it
+    coloured."""
+    count_kept_pairs(ctx)
+    begin_step(ctx)
+    if coloring_holds_in_order(ctx):
+        return color_constraints(ctx, holds=True)
+    restore_broad_order(ctx)
+    recolored = color_constraints(ctx, holds=False)
+    store_in_color_order(ctx, recolored)
+    return recolored
 
 
 def _substep(ctx, substep: int):
@@ -494,14 +544,16 @@ def _substeps_by_team(model: ti.template(), bodies: ti.template(), joints: ti.te
         if member >= 0:
             bodies_lo, bodies_hi = member * n_bodies, (member + 1) * n_bodies
             joints_lo, joints_hi = member * n_joints, (member + 1) * n_joints
-            pairs_lo, pairs_hi = 0, 0
+            pairs_lo, pairs_hi, team_member = 0, 0, 0
             if ti.static(by_world):
                 pairs_lo = contacts.pair_start[bodies_lo]
                 pairs_hi = contacts.pair_start[bodies_hi]
             else:
                 bodies_lo, bodies_hi = team.share(0, n_slots, member, n_members)
                 joints_lo, joints_hi = team.share(0, n_worlds * n_joints, member, n_members)
-                pairs_lo, pairs_hi = team.share(0, n_pairs, member, n_members)
+                pairs_lo, pairs_hi, team_member = 0, n_pairs, member
+            first_pair_block, n_pair_blocks = team.dealt_blocks(pairs_lo, pairs_hi,
+                                                                 team_member, team_size)
             for substep in range(1 if before_coloring == 1 else substeps):
                 if substep > 0 or begun == 0 or before_coloring == 1:
                     for joint_slot in range(joints_lo, joints_hi):
@@ -511,9 +563,16 @@ def _substeps_by_team(model: ti.template(), bodies: ti.template(), joints: ti.te
                         _push_body(model, bodies, joints, slot, n_bodies, n_joints, gravity,
                                    h, substep)
                     team.barrier(counts, team_size, team.SPIN_LIMIT)
-                for pair in range(pairs_lo, pairs_hi):
-                    _pair_stages(model, bodies, contacts, solver, coloring, pair, n_bodies,
-                                 dt, h, substep, before_coloring == 1, begun == 1)
+                # The pairs in blocks dealt round the team (team.dealt_blocks): in colour
+                # order the pairs without points, cheap here, lie at the end.
+                block = first_pair_block
+                while block < n_pair_blocks:
+                    lo = pairs_lo + block * team.PAIR_BLOCK
+                    for pair in range(lo, ti.min(lo + team.PAIR_BLOCK, pairs_hi)):
+                        _pair_stages(model, bodies, contacts, solver, coloring, pair,
+                                     n_bodies, dt, h, substep, before_coloring == 1,
+                                     begun == 1)
+                    block += team_size
                 if before_coloring == 1:
                     continue  # begin_step ends here
                 team.barrier(counts, team_size, team.SPIN_LIMIT)

@@ -101,6 +101,20 @@ def share(begin, end, member, n_members):
     return begin + count * member // n_members, begin + count * (member + 1) // n_members
 
 
+#: Pairs per block of a stage whose items cost unevenly (dealt_blocks): enough to keep a
+#: member's reads and writes in lines of its own, few enough to even out the work.
+PAIR_BLOCK = 64
+
+
+@ti.func
+def dealt_blocks(begin, end, member, n_members):
+    """(first block, number of blocks) of the items [begin, end) in blocks of PAIR_BLOCK,
+    member taking every n_members-th block from its first. For pairs in colour order,
+    where halves would give one member the pairs with points and the other those without
+    (5 % of a step of the awake large pyramid), a share each of both."""
+    return member, (end - begin + PAIR_BLOCK - 1) // PAIR_BLOCK
+
+
 @ti.func
 def barrier(counts: ti.template(), n_members, spin_limit):
     """Wait until all n_members of the team arrive (nothing for a team of one).
