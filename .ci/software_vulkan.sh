@@ -27,3 +27,14 @@ if ! $sudo apt-get update -qq >/dev/null 2>&1 ||
     echo "software Vulkan: apt-get could not install mesa-vulkan-drivers"; exit 1
 fi
 echo "software Vulkan: $(dpkg-query -W -f '${Package} ${Version}' mesa-vulkan-drivers)"
+# The driver keeps a memory mapping for every kernel launch (fx2d_gpu.runtime's
+# check_mapping_headroom): at Linux's default vm.max_map_count (65,530) a process crashes
+# after ~20,000-60,000 launches (~120 steps of a 79-body pyramid). Room for longer runs:
+limit=$(cat /proc/sys/vm/max_map_count 2>/dev/null || echo 0)
+if [ "$limit" -lt 16777216 ]; then
+    if $sudo sysctl -q -w vm.max_map_count=16777216 >/dev/null 2>&1; then
+        echo "software Vulkan: vm.max_map_count $limit -> 16777216"
+    else
+        echo "software Vulkan: vm.max_map_count stays $limit (sysctl refused): long runs stop with a RuntimeError"
+    fi
+fi

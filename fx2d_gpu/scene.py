@@ -304,6 +304,7 @@ class Scene:
         if dt < MIN_DT:
             raise ValueError(f"dt must be >= {MIN_DT} s, got {dt}")
         dt = min(dt, MAX_DT)
+        runtime.check_mapping_headroom()  # software Vulkan: a clear error, not a crash
         ctx = self._context(dt)
         self._upload_forces(ctx)
         run_step(ctx)
