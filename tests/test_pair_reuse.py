@@ -8,7 +8,8 @@ import pytest
 
 from fx2d_gpu import scenes
 from fx2d_gpu.collision import broad_phase
-from fx2d_gpu.solver import pairs, step
+from fx2d_gpu.solver import pairs
+from fx2d_gpu.solver import step as solver_step
 from fx2d_gpu.solver.contacts import SPECULATIVE_DISTANCE
 from tests.reference import geometry as ref
 
@@ -78,8 +79,8 @@ def test_kept_pairs_whose_colouring_fails_match_finding_them(arch, monkeypatch):
     # and the colouring no longer holds (coloring_holds_in_order): the kept pairs go back
     # to the broad phase's order for a new colouring. Bit for bit as finding them.
     fallbacks = []
-    restore = step.restore_broad_order
-    monkeypatch.setattr(step, "restore_broad_order",
+    restore = solver_step.restore_broad_order
+    monkeypatch.setattr(solver_step, "restore_broad_order",
                         lambda ctx: (fallbacks.append(1), restore(ctx))[1])
 
     def run():

@@ -599,8 +599,8 @@ def prepare_manifold(model: ti.template(), bodies: ti.template(), contacts: ti.t
     old_friction = ti.Vector([solver.friction[pair, 0], solver.friction[pair, 1]])
     slot_a, slot_b = contacts.body_a[pair], contacts.body_b[pair]
     if first:
-        # The step's constants: a fast pair's later refreshes keep them (~5 % of a step of
-        # 4,096 small worlds, whose thrown balls refresh every substep).
+        # The step's constants (they read both bodies' model and shape): a fast pair's
+        # refreshes on later substeps keep them.
         prepare_pair(model, bodies, solver, pair, slot_a, slot_b, n_bodies)
         # Found again (cheap): find_manifold ran before the pairs were reordered.
         _, fast = narrow_margin(model, bodies, contacts, pair, n_bodies, dt, h, True)

@@ -107,11 +107,12 @@ PAIR_BLOCK = 64
 
 
 @ti.func
-def dealt_blocks(begin, end, member, n_members):
-    """(first block, number of blocks) of the items [begin, end) in blocks of PAIR_BLOCK,
-    member taking every n_members-th block from its first. For pairs in colour order,
-    where halves would give one member the pairs with points and the other those without
-    (5 % of a step of the awake large pyramid), a share each of both."""
+def dealt_blocks(begin, end, member):
+    """(member's first block, number of blocks) of the items [begin, end) in blocks of
+    PAIR_BLOCK; a member of a team of n takes every n-th block from its first. For pairs
+    in colour order, where halves gave one member the pairs with points and the other those
+    without, a share each of both (awake large pyramid: the step's narrow phase 2.4 ms in
+    halves, 1.7 ms dealt)."""
     return member, (end - begin + PAIR_BLOCK - 1) // PAIR_BLOCK
 
 
