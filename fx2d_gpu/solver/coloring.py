@@ -29,6 +29,7 @@ from ..launching import quick
 from ..scan import exclusive_scan
 from . import team
 from .overflow import build_jacobi_lists
+from .pairs import record_constraint_counts
 
 _NO_CLAIM = 2147483647
 _SUB_ROUNDS = 4
@@ -132,8 +133,7 @@ def _coloring_holds_in_order(model: ti.template(), bodies: ti.template(),
     solver looks at the same ones (coloring.solve, found in colour order, against each
     pair's colour) and that no fixed body woke. Records the step's constraint counts
     (counts.n_pairs, counts.n_joints), as carry_contacts does."""
-    counts.n_pairs[None] = n_pairs
-    counts.n_joints[None] = n_joints
+    record_constraint_counts(counts, n_pairs, n_joints)
     changed = 0
     ti.loop_config(serialize=serial)
     for n in range(n_pairs):

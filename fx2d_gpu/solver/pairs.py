@@ -2,7 +2,9 @@
 matched to last step's (warm starting), and stored in colour order.
 
 Per step: save_previous_pairs (before the broad phase) -> find_step_pairs (the broad
-phase, or last step's pairs) -> carry_contacts -> colouring -> store_in_color_order.
+phase) -> carry_contacts -> colouring -> store_in_color_order; or, where last step's pairs
+are kept (keeps_pairs), they stay in colour order (step._keep_pairs), and go back to the
+broad phase's order (restore_broad_order) only for a new colouring.
 """
 
 import taichi as ti
@@ -71,15 +73,6 @@ def save_previous_pairs(ctx):
                          cache.n_pairs, int(cache.pairs_ordered), int(cache.coloring_valid))
 
 
-@quick
-@ti.kernel
-def _restore_pair_bodies(contacts: ti.template(), previous: ti.template(),
-                         serial: ti.template(), n_pairs: ti.i32):
-    ti.loop_config(serialize=serial)
-    for k in range(n_pairs):
-        copy_pair_fields(contacts, previous, k, k, ("body_a", "body_b"), ())
-
-
 def refit_step_boxes(ctx, margin: float, motion_time: float) -> tuple[int, int] | None:
     """Worlds with fat boxes (ctx.fat_boxes): refit them for AABBs grown by margin (m) plus
     what each body covers in motion_time (s) (broad_phase.refit_fat_boxes; all of them
@@ -91,8 +84,9 @@ def refit_step_boxes(ctx, margin: float, motion_time: float) -> tuple[int, int] 
 
 
 def keeps_pairs(ctx, refit: tuple[int, int] | None) -> bool:
-    """Whether the step keeps last step's pairs (refit: refit_step_boxes's answer): worlds
-    with fat boxes, when no box was made again and nothing sleeps (see find_step_pairs)."""
+    """Whether the step may keep last step's pairs (refit: refit_step_boxes's answer): worlds
+    with fat boxes whose pairs are fat boxes' pairs, when no box was made again and nothing
+    sleeps (the broad phase would find the same pairs in the same order)."""
     return (refit is not None and refit == (0, 0) and ctx.cache.pairs_fat
             and REUSE_PAIRS)
 
@@ -105,35 +99,25 @@ def count_kept_pairs(ctx):
 
 def find_step_pairs(ctx, margin: float, motion_time: float,
                     refit: tuple[int, int] | None = None) -> int:
-    """The step's candidate pairs into `contacts` (broad phase order, each body's range in
-    contacts.pair_start; sets ctx.cache.n_pairs), for AABBs grown by margin (m) plus what
-    each body covers in motion_time (s). Returns the sleeping body slots where it counted
-    them (worlds with fat boxes), else -1. `refit`: refit_step_boxes's answer for this
-    margin and time, if it already ran.
+    """The broad phase: the step's candidate pairs into `contacts` (broad phase order, each
+    body's range in contacts.pair_start; sets ctx.cache.n_pairs), for AABBs grown by margin
+    (m) plus what each body covers in motion_time (s). Returns the sleeping body slots
+    where it counted them (worlds with fat boxes), else -1. `refit`: refit_step_boxes's
+    answer for this margin and time, if it already ran.
 
-    Small worlds (not ctx.fat_boxes) run the broad phase on those boxes every step. Larger
-    worlds pair fat boxes where no body sleeps (broad_phase.refit_fat_boxes: a body's box
-    is made again only when it leaves it or grows loose, or its sleep, enabled flag or
-    pose validity changes). When no box was made again and nothing sleeps (keeps_pairs),
-    the pairs are last step's, which save_previous_pairs has put back in the broad phase's
-    order in `previous`: only their bodies are copied back (pair_start has not changed
-    since), and the broad phase does not run (~10 % of an awake pyramid's step on the
-    2-core CPU). Running it anyway finds the same pairs in the same order (REUSE_PAIRS off:
-    the tests check it), so the results do not depend on the reuse.
+    Small worlds (not ctx.fat_boxes) pair those boxes. Larger worlds pair fat boxes where
+    no body sleeps (broad_phase.refit_fat_boxes: a body's box is made again only when it
+    leaves it or grows loose, or its sleep, enabled flag or pose validity changes). A step
+    in which no box was made again and nothing sleeps (keeps_pairs) does not call this: it
+    keeps last step's pairs where they lie (step._keep_pairs), which this would find again
+    in the same order (REUSE_PAIRS off: the tests check it).
     """
-    cache = ctx.cache
-    cache.pairs_kept = False
+    ctx.cache.pairs_kept = False
     if not ctx.fat_boxes:
         find_candidate_pairs(ctx, margin, motion_time)
         return -1
     if refit is None:
         refit = refit_step_boxes(ctx, margin, motion_time)
-    if keeps_pairs(ctx, refit):
-        if cache.n_pairs:
-            pool = ctx.pool
-            _restore_pair_bodies(pool.contacts, pool.previous, ctx.serial, cache.n_pairs)
-        count_kept_pairs(ctx)
-        return 0
     find_candidate_pairs(ctx, margin, motion_time, fat=True)
     return refit[1]
 
@@ -157,12 +141,19 @@ def previous_pair(previous: ti.template(), a, b):
     return found
 
 
+@ti.func
+def record_constraint_counts(counts: ti.template(), n_pairs, n_joints):
+    """The step's contact pairs and joints per world, for the kernels that read them from
+    the device (counts.n_pairs, counts.n_joints)."""
+    counts.n_pairs[None] = n_pairs
+    counts.n_joints[None] = n_joints
+
+
 @quick
 @ti.kernel
 def _carry_contacts(contacts: ti.template(), previous: ti.template(), counts: ti.template(),
                     serial: ti.template(), n_pairs: ti.i32, n_joints: ti.i32):
-    counts.n_pairs[None] = n_pairs
-    counts.n_joints[None] = n_joints
+    record_constraint_counts(counts, n_pairs, n_joints)
     ti.loop_config(serialize=serial)
     for k in range(n_pairs):
         j = previous_pair(previous, contacts.body_a[k], contacts.body_b[k])
@@ -260,10 +251,12 @@ def _gather_pairs(contacts: ti.template(), staging: ti.template(), coloring: ti.
 @quick
 @ti.kernel
 def _scatter_to_broad_order(contacts: ti.template(), staging: ti.template(),
-                            coloring: ti.template(), serial: ti.template(), n_pairs: ti.i32):
+                            coloring: ti.template(), counts: ti.template(),
+                            serial: ti.template(), n_pairs: ti.i32, n_joints: ti.i32):
     """_gather_pairs undone: each pair back at its broad-phase index (pair_origin), its
     colour (coloring.color) in contacts.color, as carry_contacts gives it, and its solve
-    flag with it."""
+    flag with it; the constraint counts recorded, as carry_contacts does."""
+    record_constraint_counts(counts, n_pairs, n_joints)
     ti.loop_config(serialize=serial)
     for n in range(n_pairs):
         k = coloring.pair_origin[n]
@@ -278,13 +271,12 @@ def _scatter_to_broad_order(contacts: ti.template(), staging: ti.template(),
 
 def restore_broad_order(ctx):
     """Pairs kept in colour order (a step that kept last step's pairs, step._keep_pairs)
-    whose colouring no longer holds: put them back in the broad phase's order, as
+    whose colouring is not reused: put them back in the broad phase's order, as
     save_previous_pairs, carry_contacts and begin_step would have left them, for a new
     colouring and store_in_color_order."""
-    if ctx.n_pairs:
-        pool = ctx.pool
-        _scatter_to_broad_order(pool.contacts, pool.staging, pool.coloring, ctx.serial,
-                                ctx.n_pairs)
+    pool = ctx.pool
+    _scatter_to_broad_order(pool.contacts, pool.staging, pool.coloring, pool.counts,
+                            ctx.serial, ctx.n_pairs, ctx.n_joints)
 
 
 def store_in_color_order(ctx, recolored: bool):

@@ -17,7 +17,7 @@ step() reads as the pipeline (Box2D v3's solver stage list, made batched):
     order           pairs.store_in_color_order     a colour's pairs in consecutive memory
     per-body lists  contacts.build_body_lists      for warm starting in a fixed order
     (a step of worlds over 40 bodies that keeps last step's pairs, still stored in colour
-    order, skips save, carry and order: _keep_pairs runs begin step and checks the
+    order, skips save, find, carry and order: _keep_pairs runs begin step and checks the
     colouring where the pairs lie)
     substeps        begin_substep                  motors, integrate velocities, narrow
                                                    phase (those begin_step did not do),
@@ -123,32 +123,31 @@ def _find_pairs(ctx, refit) -> bool:
 
 def _keeps_ordered_pairs(ctx, refit) -> bool:
     """Whether the step keeps last step's pairs (pairs.keeps_pairs) where they lie, in last
-    step's colour order (_keep_pairs): they are stored in colour order, the colouring may be
-    reused as far as the host knows (coloring.may_reuse_coloring) and the step's narrow
-    phase runs before the colouring (not ctx.small_coloring)."""
+    step's colour order (_keep_pairs): they are stored in colour order and the step's
+    narrow phase runs before the colouring (not ctx.small_coloring)."""
     return (keeps_pairs(ctx, refit) and ctx.cache.pairs_ordered
-            and not ctx.small_coloring and not ctx.solves_by_world
-            and may_reuse_coloring(ctx))
+            and not ctx.small_coloring)
 
 
 def _keep_pairs(ctx) -> bool:
     """_find_pairs for a step that keeps last step's pairs and their colour order: the
-    step's narrow phase runs on the pairs where they lie, and if the colouring still holds
-    nothing moves. What it saves: last step's pairs copied aside, their bodies copied back,
-    each pair's search for its old self, and the move to colour order, which would put
-    every pair back where it was (2-core CPU, on and off in turns in one process: awake
-    large pyramid 14.8 -> 13.9 ms a step, many pyramids awake 51.0 -> 48.2 ms).
-    Otherwise the pairs go back to the broad phase's order for a new colouring. The results
-    are bitwise those of _find_pairs (the tests compare them). Returns whether it
+    step's narrow phase runs on the pairs where they lie, and where the colouring may be
+    reused and still holds nothing moves. What it saves: last step's pairs copied aside,
+    their bodies copied back, each pair's search for its old self, and the move to colour
+    order, which would put every pair back where it was (2-core CPU, on and off in turns
+    in one process: awake large pyramid 14.8 -> 13.9 ms a step, many pyramids awake
+    51.0 -> 48.2 ms). Otherwise (the colouring fails, is due to start from scratch, or
+    overflowed) the pairs go back to the broad phase's order for a new colouring. The
+    results are bitwise those of _find_pairs (the tests compare them). Returns whether it
     coloured."""
     count_kept_pairs(ctx)
     begin_step(ctx)
-    if coloring_holds_in_order(ctx):
+    if may_reuse_coloring(ctx) and coloring_holds_in_order(ctx):
         return color_constraints(ctx, holds=True)
     restore_broad_order(ctx)
-    recolored = color_constraints(ctx, holds=False)
-    store_in_color_order(ctx, recolored)
-    return recolored
+    color_constraints(ctx, holds=False)
+    store_in_color_order(ctx, recolored=True)
+    return True
 
 
 def _substep(ctx, substep: int):
