@@ -54,6 +54,43 @@ def time_windows(step, sync, steps: int, window: int) -> tuple[float, list[float
     return first, times
 
 
+def time_windows_side_by_side(runs, steps: int, window: int) -> list[tuple[float, list[float]]]:
+    """time_windows for several engines at once: runs = [(step, sync), ...]. Each takes its
+    first call, then the engines take turns, a window of `window` calls each (the engine
+    that starts a round changes from round to round), so that every engine's window k ran
+    within seconds of the others': this machine's speed drifts by +-30 % over minutes, and
+    a ratio of two runs made minutes apart measures the drift as much as the engines.
+    Returns [(first call s, [ms per call of each window])] in the order of `runs`."""
+    firsts, times = [], [[] for _ in runs]
+    for step, sync in runs:
+        start = time.perf_counter()
+        step()
+        sync()
+        firsts.append(time.perf_counter() - start)
+    done, round_index = 1, 0
+    while done < steps:
+        n = min(window, steps - done)
+        for offset in range(len(runs)):
+            i = (round_index + offset) % len(runs)
+            step, sync = runs[i]
+            start = time.perf_counter()
+            for _ in range(n):
+                step()
+            sync()
+            times[i].append((time.perf_counter() - start) * 1000.0 / n)
+        done += n
+        round_index += 1
+    return list(zip(firsts, times, strict=True))
+
+
+def paired_ratio(times: list[float], reference: list[float]) -> float:
+    """The median over windows of times[k] / reference[k] (windows run side by side,
+    time_windows_side_by_side), the warm-up window left out as in the suite's medians."""
+    ratios = [a / b for a, b in zip(times[1:] or times, reference[1:] or reference,
+                                    strict=True)]
+    return statistics.median(ratios)
+
+
 def timed(fn, repeats: int, windows: int = 5) -> float:
     """Median over `windows` of the mean time (ms) of `repeats` calls after a first call."""
     return statistics.median(time_windows(fn, ti.sync, 1 + repeats * windows, repeats)[1])

@@ -15,9 +15,10 @@ Scenes (dt 1/60 s, 11 substeps; built once in fx2d_gpu.scenes, shared with demos
 
 ms/step is the median of timed windows after a warm-up window (each window ends with a
 device sync); the first step (compilation) is timed on its own. pymunk (10 iterations, its
-spatial hash) runs the same bodies in the same process, one after the other, and the ratio
-fx2d_gpu/pymunk of their ms/step is printed. CSV per scene and plots go to
-benchmarks/results/<device>/.
+spatial hash) runs the same bodies in the same process side by side with fx2d_gpu (sleep
+off for the pyramids): the two take turns, a window each, and the ratio fx2d_gpu/pymunk is
+the median of the windows' ratios (this machine's speed drifts by +-30 % over minutes).
+CSV per scene and plots go to benchmarks/results/<device>/.
 """
 
 import argparse
@@ -37,7 +38,15 @@ import numpy as np
 
 from fx2d_gpu import residency, runtime, scenes
 
-from .common import RESULTS, device_name, print_table, save_csv, time_windows
+from .common import (
+    RESULTS,
+    device_name,
+    paired_ratio,
+    print_table,
+    save_csv,
+    time_windows,
+    time_windows_side_by_side,
+)
 
 DT = 1.0 / 60.0
 SUBSTEPS = 11
@@ -116,6 +125,13 @@ def _summaries(times: list[float], window: int) -> tuple[float, float]:
 
 def run_fx2d(scene, steps: int, window: int, tops=()) -> dict:
     """Step `scene` `steps` times at DT; timings, sizes and (tops: top boxes) the drop."""
+    step, sync, finish = _fx2d_runner(scene, tops)
+    return finish(*time_windows(step, sync, steps, window), steps, window)
+
+
+def _fx2d_runner(scene, tops=()):
+    """(step, sync, finish) for `scene`: finish(first s, window times ms, steps, window)
+    is run_fx2d's row (tops: top boxes, whose drop it measures)."""
     import taichi as ti
 
     tops = list(tops)
@@ -127,46 +143,64 @@ def run_fx2d(scene, steps: int, window: int, tops=()) -> dict:
         peaks["colors"] = max(peaks["colors"], scene.n_colors)
         peaks["overflow"] = max(peaks["overflow"], scene.n_overflow)
 
-    first, times = time_windows(step, ti.sync, steps, window)
-    ms, awake = _summaries(times, window)
-    state = scene.get_state()
-    if not np.isfinite(state.position).all():
-        raise RuntimeError("the simulation produced non-finite positions")
-    contacts = scene.contacts(None)
-    result = {"engine": "fx2d_gpu", "bodies": scene.n_bodies * scene.n_worlds,
-              "joints": scene.n_joints * scene.n_worlds, "worlds": scene.n_worlds,
-              "substeps": scene.substeps, "steps": steps, "ms_per_step": round(ms, 3),
-              "ms_per_step_awake": round(awake, 3), "first_step_s": round(first, 2),
-              "pairs": len(scene.candidate_pairs()),
-              "contact_points": int(contacts.point_count.sum()),
-              "colors": scene.n_colors, "overflow": scene.n_overflow,
-              "colors_max": peaks["colors"], "overflow_max": peaks["overflow"],
-              "pool_mb": round(residency.current_pool().nbytes / 2**20, 1),
-              "peak_rss_mb": round(_now_rss_mb()),
-              "gpu_mem_mb": _gpu_mem_mb(scene.backend)}
-    if tops:
-        drop = float((y0 - state.position[:, tops, 1]).max())
-        result.update(top_drop_m=round(drop, 3), stands=drop < STANDING_DROP)
-    return result
+    def finish(first: float, times: list[float], steps: int, window: int) -> dict:
+        ms, awake = _summaries(times, window)
+        state = scene.get_state()
+        if not np.isfinite(state.position).all():
+            raise RuntimeError("the simulation produced non-finite positions")
+        contacts = scene.contacts(None)
+        result = {"engine": "fx2d_gpu", "bodies": scene.n_bodies * scene.n_worlds,
+                  "joints": scene.n_joints * scene.n_worlds, "worlds": scene.n_worlds,
+                  "substeps": scene.substeps, "steps": steps, "ms_per_step": round(ms, 3),
+                  "ms_per_step_awake": round(awake, 3), "first_step_s": round(first, 2),
+                  "pairs": len(scene.candidate_pairs()),
+                  "contact_points": int(contacts.point_count.sum()),
+                  "colors": scene.n_colors, "overflow": scene.n_overflow,
+                  "colors_max": peaks["colors"], "overflow_max": peaks["overflow"],
+                  "pool_mb": round(residency.current_pool().nbytes / 2**20, 1),
+                  "peak_rss_mb": round(_now_rss_mb()),
+                  "gpu_mem_mb": _gpu_mem_mb(scene.backend)}
+        if tops:
+            drop = float((y0 - state.position[:, tops, 1]).max())
+            result.update(top_drop_m=round(drop, 3), stands=drop < STANDING_DROP)
+        return result
+
+    return step, ti.sync, finish
 
 
-def run_pymunk(specs, steps: int, window: int, tops=(), cell_size: float = 1.0) -> dict:
+def _pymunk_runner(specs, tops=(), cell_size: float = 1.0):
+    """(step, sync, finish) for pymunk (10 iterations, its spatial hash) on `specs`, as
+    _fx2d_runner."""
     from .pymunk_scenes import build_space
 
     space, bodies = build_space(specs, iterations=10, cell_size=cell_size)
     y0 = [bodies[i].position.y for i in tops]
-    first, times = time_windows(lambda: space.step(DT), lambda: None, steps, window)
-    ms, awake = _summaries(times, window)
-    result = {"engine": "pymunk", "backend": "cpu", "bodies": len(specs), "joints": 0,
-              "worlds": 1, "substeps": "10 iterations", "steps": steps,
-              "ms_per_step": round(ms, 3), "ms_per_step_awake": round(awake, 3),
-              "first_step_s": round(first, 3),
-              "contact_points": sum(len(a.contact_point_set.points)
-                                    for a in _arbiters(space))}
-    if tops:
-        drop = max(y - bodies[i].position.y for y, i in zip(y0, tops, strict=True))
-        result.update(top_drop_m=round(drop, 3), stands=drop < STANDING_DROP)
-    return result
+
+    def finish(first: float, times: list[float], steps: int, window: int) -> dict:
+        ms, awake = _summaries(times, window)
+        result = {"engine": "pymunk", "backend": "cpu", "bodies": len(specs), "joints": 0,
+                  "worlds": 1, "substeps": "10 iterations", "steps": steps,
+                  "ms_per_step": round(ms, 3), "ms_per_step_awake": round(awake, 3),
+                  "first_step_s": round(first, 3),
+                  "contact_points": sum(len(a.contact_point_set.points)
+                                        for a in _arbiters(space))}
+        if tops:
+            drop = max(y - bodies[i].position.y for y, i in zip(y0, tops, strict=True))
+            result.update(top_drop_m=round(drop, 3), stands=drop < STANDING_DROP)
+        return result
+
+    return lambda: space.step(DT), lambda: None, finish
+
+
+def _side_by_side(ours_runner, theirs_runner, steps: int, window: int) -> list[dict]:
+    """fx2d_gpu's row and pymunk's, run side by side (time_windows_side_by_side); the
+    ratio is the median of the windows' ratios (paired_ratio)."""
+    (first_a, times_a), (first_b, times_b) = time_windows_side_by_side(
+        [ours_runner[:2], theirs_runner[:2]], steps, window)
+    ours = ours_runner[2](first_a, times_a, steps, window)
+    theirs = theirs_runner[2](first_b, times_b, steps, window)
+    ours["ratio_to_pymunk"] = round(paired_ratio(times_a, times_b), 3)
+    return [ours, theirs]
 
 
 def _arbiters(space):
@@ -176,30 +210,25 @@ def _arbiters(space):
     return arbiters
 
 
-def _pair(ours: list[dict], pymunk: dict | None) -> list[dict]:
-    """fx2d_gpu's rows, each with its time ratio to pymunk's, then pymunk's row."""
-    if pymunk is None:
-        return ours
-    for row in ours:
-        row["ratio_to_pymunk"] = round(row["ms_per_step"] / pymunk["ms_per_step"], 3)
-    return ours + [pymunk]
-
-
 def _bench_pyramids(name, specs, tops, sizes, arch, with_pymunk):
-    """fx2d_gpu as it runs by default (bodies fall asleep once at rest), fx2d_gpu with
-    sleeping off (every box solved in every step, as pymunk does by default), pymunk."""
+    """fx2d_gpu as it runs by default (bodies fall asleep once at rest), then fx2d_gpu with
+    sleeping off (every box solved in every step, as pymunk does by default) and pymunk
+    side by side (_side_by_side: their ratio is the median of their windows' ratios; the
+    default run's is the ratio of its median to pymunk's, minutes apart)."""
     steps, window = sizes.steps(name, len(specs))
-    ours = []
-    for enable_sleep in (True, False):
-        scene = scenes.build_scene(specs, arch=arch, substeps=SUBSTEPS,
-                                   enable_sleep=enable_sleep)
-        row = run_fx2d(scene, steps, window, tops)
-        if not enable_sleep:
-            row["engine"] = "fx2d_gpu (no sleep)"
-        ours.append(row)
-        del scene
-    theirs = run_pymunk(specs, steps, window, tops) if with_pymunk else None
-    return _pair(ours, theirs)
+    scene = scenes.build_scene(specs, arch=arch, substeps=SUBSTEPS, enable_sleep=True)
+    ours = run_fx2d(scene, steps, window, tops)
+    del scene
+    scene = scenes.build_scene(specs, arch=arch, substeps=SUBSTEPS, enable_sleep=False)
+    awake = _fx2d_runner(scene, tops)
+    if not with_pymunk:
+        row = awake[2](*time_windows(*awake[:2], steps, window), steps, window)
+        row["engine"] = "fx2d_gpu (no sleep)"
+        return [ours, row]
+    rows = _side_by_side(awake, _pymunk_runner(specs, tops), steps, window)
+    rows[0]["engine"] = "fx2d_gpu (no sleep)"
+    ours["ratio_to_pymunk"] = round(ours["ms_per_step"] / rows[1]["ms_per_step"], 3)
+    return [ours] + rows
 
 
 def bench_large_pyramid(sizes, arch, with_pymunk):
@@ -225,14 +254,15 @@ def bench_pile(sizes, arch, with_pymunk):
         specs = scenes.pile_layout(n)
         steps, window = sizes.steps("pile", n)
         scene = scenes.build_scene(specs, arch=arch, substeps=SUBSTEPS)
-        ours = run_fx2d(scene, steps, window)
-        del scene
-        ours["scene"] = f"pile_{_count(n)}"
-        theirs = None
         if with_pymunk and n == sizes.pymunk_pile:
-            theirs = run_pymunk(specs, steps, window, cell_size=0.75)
-            theirs["scene"] = ours["scene"]
-        rows += _pair([ours], theirs)
+            pair = _side_by_side(_fx2d_runner(scene), _pymunk_runner(specs, cell_size=0.75),
+                                 steps, window)
+        else:
+            pair = [run_fx2d(scene, steps, window)]
+        del scene
+        for row in pair:
+            row["scene"] = f"pile_{_count(n)}"
+        rows += pair
     return rows
 
 

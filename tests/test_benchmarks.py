@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from benchmarks import suite
+from benchmarks.common import paired_ratio, time_windows_side_by_side
 from benchmarks.pymunk_scenes import build_space
 from fx2d_gpu import load_scene, scenes
 
@@ -24,6 +25,7 @@ def test_quick_suite_runs_every_scene_and_writes_csv_and_plots(tmp_path, arch):
     assert pyramid["fx2d_gpu"]["contact_points"] > 0
     assert pyramid["fx2d_gpu"]["ratio_to_pymunk"] > 0
     assert pyramid["fx2d_gpu (no sleep)"]["bodies"] == pyramid["fx2d_gpu"]["bodies"]
+    assert pyramid["fx2d_gpu (no sleep)"]["ratio_to_pymunk"] > 0
     grid, grid_base = sizes.grid, sizes.grid_base
     assert by_scene["many_pyramids"]["fx2d_gpu"]["bodies"] == (
         grid * grid * grid_base * (grid_base + 1) // 2 + grid)
@@ -44,6 +46,22 @@ def test_quick_suite_runs_every_scene_and_writes_csv_and_plots(tmp_path, arch):
             assert len(list(csv.DictReader(f))) == len(out[name])
     assert next(tmp_path.rglob("scaling.png")).stat().st_size > 0
     assert next(tmp_path.rglob("batched.png")).stat().st_size > 0
+
+
+def test_engines_side_by_side_take_turns_a_window_each():
+    calls = []
+    runs = [(lambda name=name: calls.append(name), lambda: None) for name in "ab"]
+    (first_a, times_a), (first_b, times_b) = time_windows_side_by_side(runs, 8, 3)
+    # First calls, then windows of 3, 3 and the last 1 (8 calls each), the engine that
+    # starts a round alternating.
+    assert "".join(calls) == "ab" + "aaabbb" + "bbbaaa" + "ab"
+    assert len(times_a) == len(times_b) == 3 and first_a >= 0 and first_b >= 0
+
+
+def test_paired_ratio_is_the_median_of_the_windows_ratios_after_the_first():
+    ours, theirs = [50.0, 10.0, 30.0, 12.0, 9.0], [1.0, 20.0, 20.0, 8.0, 10.0]
+    assert paired_ratio(ours, theirs) == pytest.approx(
+        np.median(np.array(ours[1:]) / np.array(theirs[1:])))  # 0.5, 1.5, 1.5, 0.9
 
 
 def test_compile_benchmark_runs_its_probes(arch, tmp_path):
