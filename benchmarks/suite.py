@@ -220,14 +220,13 @@ def _bench_pyramids(name, specs, tops, sizes, arch, with_pymunk):
     ours = run_fx2d(scene, steps, window, tops)
     del scene
     scene = scenes.build_scene(specs, arch=arch, substeps=SUBSTEPS, enable_sleep=False)
-    awake = _fx2d_runner(scene, tops)
-    if not with_pymunk:
-        row = awake[2](*time_windows(*awake[:2], steps, window), steps, window)
-        row["engine"] = "fx2d_gpu (no sleep)"
-        return [ours, row]
-    rows = _side_by_side(awake, _pymunk_runner(specs, tops), steps, window)
+    if with_pymunk:
+        rows = _side_by_side(_fx2d_runner(scene, tops), _pymunk_runner(specs, tops), steps,
+                             window)
+        ours["ratio_to_pymunk"] = round(ours["ms_per_step"] / rows[1]["ms_per_step"], 3)
+    else:
+        rows = [run_fx2d(scene, steps, window, tops)]
     rows[0]["engine"] = "fx2d_gpu (no sleep)"
-    ours["ratio_to_pymunk"] = round(ours["ms_per_step"] / rows[1]["ms_per_step"], 3)
     return [ours] + rows
 
 

@@ -87,8 +87,7 @@ def keeps_pairs(ctx, refit: tuple[int, int] | None) -> bool:
     """Whether the step may keep last step's pairs (refit: refit_step_boxes's answer): worlds
     with fat boxes whose pairs are fat boxes' pairs, when no box was made again and nothing
     sleeps (the broad phase would find the same pairs in the same order)."""
-    return (refit is not None and refit == (0, 0) and ctx.cache.pairs_fat
-            and REUSE_PAIRS)
+    return refit == (0, 0) and ctx.cache.pairs_fat and REUSE_PAIRS
 
 
 def count_kept_pairs(ctx):
