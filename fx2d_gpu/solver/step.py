@@ -254,9 +254,9 @@ def _derive_velocity(model: ti.template(), bodies: ti.template(), joints: ti.tem
 
 
 @ti.func
-def _pair_stages(model: ti.template(), bodies: ti.template(), contacts: ti.template(),
-                 solver: ti.template(), coloring: ti.template(), pair, n_bodies, dt, h,
-                 substep, before_coloring, begun):
+def _pair_stages(model: ti.template(), bodies: ti.template(), joints: ti.template(),
+                 contacts: ti.template(), solver: ti.template(), coloring: ti.template(), pair,
+                 n_bodies, dt, h, substep, before_coloring, begun):
     """What `pair` needs at the start of substep `substep`: its narrow phase (the step's
     first before the colouring where begin_step runs (`begun`), else in substep 0; later,
     fast pairs again) and its solver constants (prepare_manifold: in substep 0 and after
@@ -272,13 +272,14 @@ def _pair_stages(model: ti.template(), bodies: ti.template(), contacts: ti.templ
         find, prepare = True, True
     matches = ti.Vector([-1, -1])
     if find:
-        solve, found = find_manifold(model, bodies, contacts, pair, n_bodies, dt, h, first)
+        solve, found = find_manifold(model, bodies, joints, contacts, pair, n_bodies, dt, h,
+                                     first)
         matches = found
         if before_coloring:
             coloring.solve[pair] = 1 if solve else 0
     if prepare:
-        prepare_manifold(model, bodies, contacts, solver, pair, n_bodies, dt, h, first,
-                         matches)
+        prepare_manifold(model, bodies, joints, contacts, solver, pair, n_bodies, dt, h,
+                         first, matches)
 
 
 @quick
@@ -313,7 +314,7 @@ def _begin_substep(model: ti.template(), bodies: ti.template(), joints: ti.templ
         _push_body(model, bodies, joints, slot, n_bodies, n_joints, gravity, h, substep)
     ti.loop_config(serialize=serial)
     for pair in range(n_pairs):
-        _pair_stages(model, bodies, contacts, solver, coloring, pair, n_bodies, dt, h,
+        _pair_stages(model, bodies, joints, contacts, solver, coloring, pair, n_bodies, dt, h,
                      substep, before_coloring == 1, begun == 1)
     ti.loop_config(serialize=serial)
     for slot in range((1 - before_coloring) * n_slots):
@@ -572,7 +573,7 @@ def _substeps_by_team(model: ti.template(), bodies: ti.template(), joints: ti.te
                 while block < n_pair_blocks:
                     lo = pairs_lo + block * team.PAIR_BLOCK
                     for pair in range(lo, ti.min(lo + team.PAIR_BLOCK, pairs_hi)):
-                        _pair_stages(model, bodies, contacts, solver, coloring, pair,
+                        _pair_stages(model, bodies, joints, contacts, solver, coloring, pair,
                                      n_bodies, dt, h, substep, before_coloring == 1,
                                      begun == 1)
                     block += team_size
