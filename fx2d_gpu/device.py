@@ -458,7 +458,9 @@ class Manifolds(FieldGroup):
     overlapping); feature (ids matching points across steps); normal_impulse and
     tangent_impulse N s (accumulated, tangent along (-n.y, n.x)); touching (1: the pair
     touched in a substep of this step, contacts.solve_velocity); total_normal_impulse,
-    total_tangent_impulse N s (applied over the step's substeps).
+    total_tangent_impulse N s (applied over the step's substeps); origin (in `reported`:
+    the step's pair each entry was copied from, -1 for a resting pair copied from the list
+    before, solver/reporting.py).
 
     Four instances: `contacts` (the step's pairs, in colour order once coloured; saved;
     color: the colour the pair had last step, -1 if none), `previous` (last step's, in
@@ -489,6 +491,7 @@ class Manifolds(FieldGroup):
         self._field("touching", i32, P)
         self._field("total_normal_impulse", f32, (P, M), saved=reported)
         self._field("total_tangent_impulse", f32, (P, M), saved=reported)
+        self._field("origin", i32, P, saved=reported)
 
 
 @ti.data_oriented

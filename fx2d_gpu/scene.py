@@ -293,6 +293,12 @@ class Scene:
         return self._cache.pair_reuses
 
     @property
+    def report_refreshes(self) -> int:
+        """Steps whose contact report only refreshed the last step's list: their pairs stayed
+        where they were and the same pairs touched (solver/reporting.refresh_report)."""
+        return self._cache.report_refreshes
+
+    @property
     def lost_bodies(self) -> int:
         """Bodies the last broad phase left out of collision for a non-finite pose."""
         return self._cache.lost_bodies

@@ -154,6 +154,7 @@ def restore_snapshot(snapshot, binding, cache: StepCache, joints: list):
     binding.saved = snapshot.device_snapshot()
     # A file from before fat boxes were saved has none: its pairs are found afresh.
     cache.pairs_fat = False
+    cache.report_mapped = False  # (nor its reported list's origins)
     for key, value in snapshot.cache.items():
         setattr(cache, key, value)
     residency.release(binding)  # the next use loads the snapshot and the motor settings

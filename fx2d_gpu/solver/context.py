@@ -52,7 +52,11 @@ class StepCache:
     pairs_fat: the pairs in `contacts` are those of the bodies' fat boxes (large worlds,
     pairs.find_step_pairs; else every fat box is refitted before the next broad phase);
     pair_reuses: steps that kept the last step's pairs (no fat box moved); pairs_kept: this
-    step kept them.
+    step kept them; pairs_in_place: kept where they lie, with their colouring (nothing
+    moved them); report_mapped: every pair of the reported list came from the step's
+    pairs (reported.origin, solver/reporting.py); report_refreshes: steps whose report
+    only refreshed the last list (reporting.refresh_report); refresh_backoff,
+    refresh_skips: steps between its tries while they fail, and those left to skip.
     """
 
     n_pairs: int = 0
@@ -76,6 +80,11 @@ class StepCache:
     pairs_fat: bool = False
     pair_reuses: int = 0
     pairs_kept: bool = False
+    pairs_in_place: bool = False
+    report_mapped: bool = False
+    report_refreshes: int = 0
+    refresh_backoff: int = 0
+    refresh_skips: int = 0
 
     def forget_pairs(self):
         """No candidate pairs, contacts, reported pairs, events or colouring (a new scene,
@@ -86,6 +95,8 @@ class StepCache:
         self.pairs_ordered = False
         self.pairs_fat = False
         self.pairs_kept = False
+        self.pairs_in_place = False
+        self.report_mapped = False
         self.coloring_valid = False
         self.colored_pairs = 0
         self.contacts_current = False

@@ -86,6 +86,7 @@ def _step(ctx):
         recolored = _keep_pairs(ctx)
     else:
         recolored = _find_pairs(ctx, refit)
+    ctx.cache.pairs_in_place = ctx.cache.pairs_kept and not recolored
     build_body_lists(ctx, recolored)
     if ctx.solves_by_world:
         substeps_by_world(ctx)
