@@ -67,7 +67,8 @@ def first_substep(ctx):
         begin_step(ctx)
     recolored = coloring.color_constraints(ctx)
     pairs.store_in_color_order(ctx, recolored)
-    build_body_lists(ctx, recolored)
+    ctx.cache.pairs_in_place = False  # found here, not kept (solver.step._step decides)
+    build_body_lists(ctx)
     begin_substep(ctx, 0)
 
 

@@ -527,22 +527,33 @@ def relative_motion_bound(model: ti.template(), bodies: ti.template(), slot_a, s
 
 
 @ti.func
+def fast_pair(model: ti.template(), bodies: ti.template(), contacts: ti.template(), pair,
+              n_bodies, dt):
+    """Whether `pair` is fast this step (its narrow phase runs again every substep): its
+    bodies can move against each other by more than FAST_MOTION_FRACTION of the smaller
+    one's size in the step (dt, s), or it has a sensor, which is looked at exactly (no
+    margin) every substep, as it reports overlaps."""
+    slot_a, slot_b = contacts.body_a[pair], contacts.body_b[pair]
+    smallest = smaller_radius(model, slot_a % n_bodies, slot_b % n_bodies)
+    relative = relative_motion_bound(model, bodies, slot_a, slot_b, n_bodies, dt)
+    return (relative > FAST_MOTION_FRACTION * smallest
+            or is_sensor_pair(model, contacts, pair, n_bodies))
+
+
+@ti.func
 def narrow_margin(model: ti.template(), bodies: ti.template(), joints: ti.template(),
                   contacts: ti.template(), pair, n_bodies, dt, h, first):
     """(kept_apart m, fast) of a narrow phase of `pair`: points up to kept_apart apart are
-    kept. In the step's first narrow phase (`first`) a pair is fast if its bodies can move
-    against each other by more than FAST_MOTION_FRACTION of the smaller one's size in the
-    step: then its narrow phase runs again every substep and its margin covers one
-    substep's motion, else the whole step's (see find_manifold); the later ones are of
-    fast pairs only (fast is returned True)."""
+    kept. In the step's first narrow phase (`first`) the pair is found fast or not
+    (fast_pair): a fast pair's margin covers one substep's motion, a slow one's the whole
+    step's (see find_manifold); the later ones are of fast pairs only (fast is returned
+    True)."""
     slot_a, slot_b = contacts.body_a[pair], contacts.body_b[pair]
     smallest = smaller_radius(model, slot_a % n_bodies, slot_b % n_bodies)
-    # A sensor pair is looked at exactly (no margin) every substep: it reports overlaps.
     sensor = is_sensor_pair(model, contacts, pair, n_bodies)
     fast = True
     if first:
-        relative = relative_motion_bound(model, bodies, slot_a, slot_b, n_bodies, dt)
-        fast = relative > FAST_MOTION_FRACTION * smallest or sensor
+        fast = fast_pair(model, bodies, contacts, pair, n_bodies, dt)
     margin = closing_bound(model, bodies, joints, slot_a, slot_b, n_bodies, h if fast else dt)
     kept_apart = SPECULATIVE_SLOPS * pair_slop(smallest) + margin
     if sensor:
@@ -606,9 +617,8 @@ def find_manifold(model: ti.template(), bodies: ti.template(), joints: ti.templa
 
 
 @ti.func
-def prepare_manifold(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-                     contacts: ti.template(), solver: ti.template(), pair, n_bodies, dt, h,
-                     first, matches):
+def prepare_manifold(model: ti.template(), bodies: ti.template(), contacts: ti.template(),
+                     solver: ti.template(), pair, n_bodies, dt, h, first, matches):
     """The solver's constants of `pair` after find_manifold (matches: its result): masses,
     restitution, slop, whether the pair is fast (solver.refresh, on the step's first
     substep, `first`), the poses of reference for moved_depth, each point's lever arms,
@@ -625,8 +635,7 @@ def prepare_manifold(model: ti.template(), bodies: ti.template(), joints: ti.tem
         # refreshes on later substeps keep them.
         prepare_pair(model, bodies, solver, pair, slot_a, slot_b, n_bodies)
         # Found again (cheap): find_manifold ran before the pairs were reordered.
-        _, fast = narrow_margin(model, bodies, joints, contacts, pair, n_bodies, dt, h, True)
-        solver.refresh[pair] = 1 if fast else 0
+        solver.refresh[pair] = 1 if fast_pair(model, bodies, contacts, pair, n_bodies, dt) else 0
     delta_a, delta_b = bodies.delta_position[slot_a], bodies.delta_position[slot_b]
     solver.ref_shift[pair] = ti.math.vec4(delta_a.x, delta_a.y, delta_b.x, delta_b.y)
     solver.ref_turn[pair] = vec2(bodies.delta_angle[slot_a], bodies.delta_angle[slot_b])
@@ -691,18 +700,17 @@ def _build_body_contacts(contacts: ti.template(), solver: ti.template(), colorin
             solver.body_contacts[j + 1] = key
 
 
-def build_body_lists(ctx, recolored: bool):
+def build_body_lists(ctx):
     """Per body, the pairs it belongs to (solver.body_contacts), sorted by the pairs'
     broad-phase order, so warm starting can gather impulses per body in a fixed order
     instead of scattering them with floating-point atomics.
 
-    A step that kept last step's pairs (pairs.find_step_pairs) and colouring (not
-    `recolored`) stores them where they were, with the same colours: its lists are last
-    step's, still in the pool if this scene built them there and no saved state was loaded
-    since (DevicePool.body_lists_of). Then nothing runs (~4 % of an awake pyramid's step on
-    the 2-core CPU)."""
+    A step that kept last step's pairs and colouring where they lie
+    (StepCache.pairs_in_place) has last step's lists, still in the pool if this scene built
+    them there and no saved state was loaded since (DevicePool.body_lists_of). Then nothing
+    runs (~4 % of an awake pyramid's step on the 2-core CPU)."""
     pool = ctx.pool
-    if ctx.cache.pairs_kept and not recolored and pool.body_lists_of is ctx.cache:
+    if ctx.cache.pairs_in_place and pool.body_lists_of is ctx.cache:
         return
     _build_body_contacts(pool.contacts, pool.solver, pool.coloring, pool.scan, ctx.serial,
                          ctx.n_slots, ctx.n_pairs)

@@ -86,8 +86,10 @@ def _step(ctx):
         recolored = _keep_pairs(ctx)
     else:
         recolored = _find_pairs(ctx, refit)
+    # Kept where they lie with their colouring: last step's per-body lists and reported
+    # list still match them (build_body_lists, reporting.refresh_report).
     ctx.cache.pairs_in_place = ctx.cache.pairs_kept and not recolored
-    build_body_lists(ctx, recolored)
+    build_body_lists(ctx)
     if ctx.solves_by_world:
         substeps_by_world(ctx)
     elif threads := team_size(ctx):
@@ -279,8 +281,8 @@ def _pair_stages(model: ti.template(), bodies: ti.template(), joints: ti.templat
         if before_coloring:
             coloring.solve[pair] = 1 if solve else 0
     if prepare:
-        prepare_manifold(model, bodies, joints, contacts, solver, pair, n_bodies, dt, h,
-                         first, matches)
+        prepare_manifold(model, bodies, contacts, solver, pair, n_bodies, dt, h, first,
+                         matches)
 
 
 @quick
