@@ -153,11 +153,12 @@ def max_separation(model: ti.template(), body1, body2, rel_pos, rel_c, rel_s):
     best_edge = 0
     for i in range(model.shape_vertex_count[body1]):
         n = model.shape_normals[body1, i]
-        v = model.shape_vertices[body1, i]
-        separation = ti.math.inf
+        # n.(rel_pos + R w_j - v) = n.(rel_pos - v) + (R^T n).w_j: one rotation per edge.
+        n2 = rotate_inv(n, rel_c, rel_s)
+        deepest = ti.math.inf
         for j in range(model.shape_vertex_count[body2]):
-            w = rel_pos + rotate(model.shape_vertices[body2, j], rel_c, rel_s)
-            separation = ti.min(separation, n.dot(w - v))
+            deepest = ti.min(deepest, n2.dot(model.shape_vertices[body2, j]))
+        separation = n.dot(rel_pos - model.shape_vertices[body1, i]) + deepest
         if separation > best:
             best = separation
             best_edge = i
