@@ -3,8 +3,6 @@ its size. One rule each, shared by integration, contacts, joints, colouring and 
 
 import taichi as ti
 
-from .shapes import SHAPE_CIRCLE
-
 
 @ti.func
 def active(bodies: ti.template(), slot):
@@ -58,13 +56,7 @@ def solver_mass(model: ti.template(), bodies: ti.template(), slot, body):
 @ti.func
 def bounding_radius(model: ti.template(), body):
     """Largest distance from the body origin to its shape (core and skin), m."""
-    r = 0.0
-    if model.shape_kind[body] == SHAPE_CIRCLE:
-        r = model.shape_center[body].norm()
-    else:
-        for i in range(model.shape_vertex_count[body]):
-            r = ti.max(r, model.shape_vertices[body, i].norm())
-    return r + model.shape_radius[body]
+    return model.bounding_radius[body]
 
 
 @ti.func

@@ -237,7 +237,7 @@ class ModelBuilder:
         V = MAX_POLYGON_VERTICES
         model = {name: np.zeros(n, np.float32) for name in (
             "inv_mass", "inv_inertia", "gravity_scale", "damping", "elasticity",
-            "static_friction", "dynamic_friction", "shape_radius")}
+            "static_friction", "dynamic_friction", "shape_radius", "bounding_radius")}
         model.update(kinematic=np.zeros(n, np.int32), shape_kind=np.zeros(n, np.int32),
                      shape_center=np.zeros((n, 2), np.float32),
                      shape_vertex_count=np.zeros(n, np.int32),
@@ -256,6 +256,7 @@ class ModelBuilder:
             s = b.shape
             model["shape_kind"][i] = s.core_kind if b.collides else shapes.SHAPE_NONE
             model["shape_radius"][i] = s.radius
+            model["bounding_radius"][i] = s.bounding_radius
             model["shape_center"][i] = s.center
             k = len(s.vertices)
             model["shape_vertex_count"][i] = k

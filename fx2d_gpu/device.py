@@ -345,7 +345,9 @@ class BodyModel(FieldGroup):
     gravity alone, Fx2D's external_forces_enabled: false; 0 inverse mass for contacts,
     joints and forces), gravity_scale, damping 1/s (linear and angular), elasticity,
     static_friction, dynamic_friction; shape_kind (SHAPE_NONE / _CIRCLE / _POLYGON / _CHAIN),
-    shape_radius m, shape_center vec2 m (body frame), shape_vertex_count,
+    shape_radius m, bounding_radius m (Shape.bounding_radius: read by every pair's margins,
+    where computing it took a square root per vertex), shape_center vec2 m (body frame),
+    shape_vertex_count,
     shape_vertices (n_bodies, MAX_POLYGON_VERTICES) vec2 m (counter-clockwise, body frame),
     shape_normals (same) unit outward normal of edge (v_i, v_i+1) (a chain link, kind
     SHAPE_CHAIN: rows 2 and 3 hold its ends' contact-normal bounds, shapes.chain); filter_start
@@ -360,7 +362,8 @@ class BodyModel(FieldGroup):
         super().__init__(builder)
         B, V = n_bodies, MAX_POLYGON_VERTICES
         for name in ("inv_mass", "inv_inertia", "gravity_scale", "damping", "elasticity",
-                     "static_friction", "dynamic_friction", "shape_radius"):
+                     "static_friction", "dynamic_friction", "shape_radius",
+                     "bounding_radius"):
             self._field(name, f32, B)
         self._field("kinematic", i32, B)
         self._field("shape_kind", i32, B)
