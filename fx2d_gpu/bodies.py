@@ -55,7 +55,8 @@ def solver_mass(model: ti.template(), bodies: ti.template(), slot, body):
 
 @ti.func
 def bounding_radius(model: ti.template(), body):
-    """Largest distance from the body origin to its shape (core and skin), m."""
+    """Largest distance from the body origin to its shape (core and skin), m: stored per
+    body when the model is built (Shape.bounding_radius)."""
     return model.bounding_radius[body]
 
 

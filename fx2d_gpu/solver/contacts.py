@@ -410,8 +410,8 @@ def solve_velocity(bodies: ti.template(), contacts: ti.template(), solver: ti.te
                     # normal impulse dn changes the point's slip by dn K_nt, K_nt =
                     # I_a (r_a x n)(r_a x t) + I_b (r_b x n)(r_b x t), so the slip comes from
                     # the same point velocity and both impulses go in one exchange: the same
-                    # Gauss-Seidel sweep with one of its two dependent velocity updates per
-                    # point (many pyramids: 64 -> 53 ns a pair, one thread).
+                    # Gauss-Seidel sweep with one dependent velocity update per point instead
+                    # of two (many pyramids: 64 -> 53 ns a pair, one thread).
                     dv = point_velocity(velocity_a, spin_a, velocity_b, spin_b, ra, rb)
                     slip = dv.dot(tangent)
                     change_n = 0.0
