@@ -460,7 +460,8 @@ class Manifolds(FieldGroup):
     from a to b; point vec2 m (world, halfway between the surfaces); depth m (> 0
     overlapping); feature (ids matching points across steps); normal_impulse and
     tangent_impulse N s (accumulated, tangent along (-n.y, n.x)); touching (1: the pair
-    touched in a substep of this step, contacts.solve_velocity); total_normal_impulse,
+    touched in a substep of this step, 2: came within the hold distance only, 0: neither;
+    contacts.solve_velocity, TOUCHED / HELD); total_normal_impulse,
     total_tangent_impulse N s (applied over the step's substeps); origin (in `reported`:
     the step's pair each entry was copied from, -1 for a resting pair copied from the list
     before, solver/reporting.py).

@@ -275,9 +275,11 @@ def _same(x, y):
 def test_a_refreshed_report_is_the_report_built_from_scratch(arch):
     """A row of 50 boxes resting awake (a world whose steps keep their pairs) where a box
     hops a few millimetres every 10 steps: its contact ends and begins again while no fat
-    box moves. Steps in which the same pairs touch refresh the last list
-    (reporting.refresh_report); the others build it. Contacts and events after every step
-    equal those of the same run with every list built from scratch."""
+    box moves, or (the smaller hops, within the hold distance) is held. Steps in which the
+    same pairs touch refresh the last list (reporting.refresh_report); the others build
+    it. Contacts and events after every step equal those of the same run with every list
+    built from scratch."""
+    from fx2d_gpu.solver import contacts as solver_contacts
     from fx2d_gpu.solver import reporting
 
     def run(refresh):
@@ -285,24 +287,114 @@ def test_a_refreshed_report_is_the_report_built_from_scratch(arch):
         scene = fx.Scene(arch=arch, enable_sleep=False)
         scene.add_box((0.0, -0.5), (60.0, 1.0), mass=0.0)
         boxes = [scene.add_box((-25.0 + 1.0 * i, 0.25), (0.5, 0.5)) for i in range(50)]
-        records, kept_with_events = [], 0
+        records, kept_with_events, refreshed_held = [], 0, 0
         for step in range(150):
             if step % 10 == 5:
-                scene.apply_force(boxes[step // 10], (0.0, 22.0))  # a hop of ~2 mm
-            reuses = scene.pair_reuses
+                # Hops of ~3.7 mm, ~0.8 mm (held throughout) and ~2.5 mm (falling back
+                # through the hold distance while not reported) above the resting height.
+                force = (22.0, 15.0, 19.0)[(step // 10) % 3]
+                scene.apply_force(boxes[step // 10], (0.0, force))
+            reuses, refreshes = scene.pair_reuses, scene.report_refreshes
             scene.step(FRAME)
             events = scene.contact_events()
             if scene.pair_reuses > reuses and len(events.begin.body_a) + len(events.end.body_a):
                 kept_with_events += 1
+            touching = scene._context().pool.contacts.touching.to_numpy()[:scene._cache.n_pairs]
+            if scene.report_refreshes > refreshes and np.any(touching == solver_contacts.HELD):
+                refreshed_held += 1
             records.append((scene.contacts(), events))
-        return scene, records, kept_with_events
+        return scene, records, kept_with_events, refreshed_held
 
     try:
-        refreshed, records, kept_with_events = run(True)
-        built, reference, _ = run(False)
+        refreshed, records, kept_with_events, refreshed_held = run(True)
+        built, reference, _, _ = run(False)
     finally:
         reporting.REFRESH = True
     assert refreshed.report_refreshes >= 50 and built.report_refreshes == 0
-    assert kept_with_events >= 20  # hops changed what touched in steps that kept their pairs
+    assert kept_with_events >= 10  # hops changed what touched in steps that kept their pairs
+    assert refreshed_held >= 3  # and held pairs were refreshed (one step of each small hop)
     for step, (got, want) in enumerate(zip(records, reference, strict=True)):
         assert _same(got[0], want[0]) and _same(got[1], want[1]), step
+
+
+def _drifting_pair(gap, speed, arch="cpu"):
+    """No gravity: a static 1 m box at the origin and a 1 m box `gap` m to its right moving
+    along x at `speed` m/s, frictionless (nothing but the contact acts on it)."""
+    scene = fx.Scene(gravity=(0.0, 0.0), arch=arch, enable_sleep=False)
+    scene.add_box((0.0, 0.0), (1.0, 1.0), mass=0.0, static_friction=0.0, dynamic_friction=0.0)
+    scene.add_box((1.0 + gap, 0.0), (1.0, 1.0), static_friction=0.0, dynamic_friction=0.0)
+    state = scene.get_state()
+    state.velocity[0, 1] = (speed, 0.0)
+    scene.set_state(state)
+    return scene
+
+
+def _gap(scene):
+    return float(scene.get_state().position[0, 1, 0]) - 1.0
+
+
+def test_touching_has_hysteresis_between_a_quarter_and_half_a_slop():
+    """A pair begins touching within a quarter slop (contacts.TOUCH_FRACTION) and, once
+    reported, stays touching until it is half a slop apart (HOLD_FRACTION): neighbours
+    resting a quarter slop apart do not begin and end every few steps. The gaps are the
+    box's positions (frictionless, no rotation), at 0.1 mm a step: a pair is touching in a
+    step if a substep's velocity pass, after a substep's motion, finds it close enough."""
+    from fx2d_gpu.solver import contacts as solver_contacts
+
+    slop = solver_contacts.LINEAR_SLOP  # 1 m boxes: the full slop
+    touch, hold = solver_contacts.TOUCH_FRACTION * slop, solver_contacts.HOLD_FRACTION * slop
+    per_step = 1e-4
+    speed = per_step / FRAME
+
+    scene = _drifting_pair(0.0, speed)  # in contact, drifting apart
+    gaps, ended = [], None
+    for step in range(30):
+        before = _gap(scene)
+        scene.step(FRAME)
+        events = scene.contact_events()
+        if step == 0:
+            assert events.begin.pairs() == {(0, 1)}
+        if events.end.pairs():
+            ended = before
+            break
+        gaps.append(_gap(scene))
+        assert scene.contacts().pairs() == {(0, 1)}
+    assert ended is not None
+    substep = per_step / 11
+    # Its first substep's velocity pass (after one substep's motion) is past the hold
+    # distance, the last step's was not: reported past the touch distance, until the hold.
+    assert hold - substep - 1e-6 <= ended < hold - substep + per_step + 1e-6
+    assert max(gaps) > touch + 3 * per_step
+
+    scene = _drifting_pair(3 * slop, -speed)  # apart, closing
+    for _ in range(80):
+        before = _gap(scene)
+        scene.step(FRAME)
+        if scene.contact_events().begin.pairs():
+            break
+        assert len(scene.contacts()) == 0
+    else:
+        pytest.fail("never began")
+    # Begins in the first step whose last substep comes within the touch distance (not the
+    # hold one): the gap is past it at the start of the step, within at its end.
+    assert touch - 1e-6 <= before < touch + per_step + 1e-6
+    assert _gap(scene) < touch
+
+
+def test_set_state_holds_no_pair_by_the_last_list():
+    """After set_state the report is the new poses' alone: a pair put between the touch and
+    the hold distance, still, is not touching (an end event), though it was reported."""
+    from fx2d_gpu.solver import contacts as solver_contacts
+
+    slop = solver_contacts.LINEAR_SLOP
+    between = 0.5 * (solver_contacts.TOUCH_FRACTION + solver_contacts.HOLD_FRACTION) * slop
+    scene = _drifting_pair(0.0, 0.0)
+    scene.step(FRAME)
+    assert scene.contacts().pairs() == {(0, 1)}
+    moved = _drifting_pair(between, 0.0)  # the same pair, still, between the distances
+    scene.set_state(moved.get_state())
+    scene.step(FRAME)
+    assert scene.contact_events().end.pairs() == {(0, 1)}
+    assert len(scene.contacts()) == 0
+    # Stepped on without set_state from a touching start it would be held: the same
+    # distance reached by drifting stays reported (the hysteresis test above).

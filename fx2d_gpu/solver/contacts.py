@@ -60,6 +60,14 @@ STICK_SPEED = 0.05
 #: -TOUCH_FRACTION of its slop at the velocity pass, or pushes: resting contacts sit about
 #: one slop deep, speculative points far apart do not count.
 TOUCH_FRACTION = 0.25
+#: A pair reported touching last step keeps touching while a point stays deeper than
+#: -HOLD_FRACTION of its slop (hysteresis): neighbours resting a quarter slop apart, as in
+#: a pyramid's rows, would otherwise begin and end touching every few steps.
+HOLD_FRACTION = 0.5
+#: contacts.touching values, set by the velocity pass: TOUCHED (within TOUCH_FRACTION, or
+#: pushing, in a substep of this step), HELD (within HOLD_FRACTION only: touching if the
+#: pair was reported last step, solver/reporting.py), 0 (neither).
+TOUCHED, HELD = 1, 2
 #: Velocity iterations over a manifold's points per substep (multi-point convergence).
 VELOCITY_ITERATIONS = 1
 
@@ -344,7 +352,7 @@ def solve_velocity(bodies: ti.template(), contacts: ti.template(), solver: ti.te
         velocity_b, spin_b = bodies.velocity[slot_b], bodies.angular_velocity[slot_b]
         delta_a, turn_a = bodies.delta_position[slot_a], bodies.delta_angle[slot_a]
         delta_b, turn_b = bodies.delta_position[slot_b], bodies.delta_angle[slot_b]
-        touching = False
+        touched, held = False, False
         # Per point (row i): lever arms, targets, masses, impulses, friction coefficient.
         arm_a = ti.Matrix.zero(ti.f32, 2, 2)
         arm_b = ti.Matrix.zero(ti.f32, 2, 2)
@@ -360,7 +368,9 @@ def solve_velocity(bodies: ti.template(), contacts: ti.template(), solver: ti.te
                 depth = moved_depth(contacts, solver, pair, i, delta_a, turn_a, delta_b, turn_b)
                 target[i] = ti.min(depth, 0.0) / h
                 if depth > -TOUCH_FRACTION * solver.slop[pair]:
-                    touching = True
+                    touched = True
+                elif depth > -HOLD_FRACTION * solver.slop[pair]:
+                    held = True
                 normal_mass[i] = solver.normal_mass[pair, i]
                 tangent_mass[i] = solver.tangent_mass[pair, i]
                 normal_impulse[i] = contacts.normal_impulse[pair, i]
@@ -465,9 +475,11 @@ def solve_velocity(bodies: ti.template(), contacts: ti.template(), solver: ti.te
                 contacts.total_tangent_impulse[pair, i] = (
                     contacts.total_tangent_impulse[pair, i] + tangent_impulse[i])
                 if normal_impulse[i] > 0.0:
-                    touching = True
-        if touching:
-            contacts.touching[pair] = 1
+                    touched = True
+        if touched:
+            contacts.touching[pair] = TOUCHED
+        elif held and contacts.touching[pair] == 0:  # TOUCHED in an earlier substep stays
+            contacts.touching[pair] = HELD
         if jacobi_entry >= 0:
             solver.jacobi_delta[jacobi_entry] = vec3(
                 velocity_a - bodies.velocity[slot_a], spin_a - bodies.angular_velocity[slot_a])

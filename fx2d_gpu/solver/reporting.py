@@ -2,7 +2,8 @@
 
 After the substeps, `report_contacts` builds the *reported* list (pool.reported, saved with
 the scene): every pair that touched in a substep of this step (contacts.touching, set by
-the velocity pass), with its manifold and the impulses applied over the step, plus the
+the velocity pass: TOUCHED, or HELD where last step's list has the pair, a hysteresis
+that keeps resting neighbours from flickering), with its manifold and the impulses applied over the step, plus the
 pairs that stay touching without being looked at: the broad phase pairs no two bodies that
 are both asleep or static, so a sleeping pile keeps the contacts it had when it fell asleep
 (as Box2D keeps a sleeping island's contacts) until one of its bodies moves, is disabled,
@@ -30,6 +31,7 @@ from ..collision.broad_phase import never_collide
 from ..collision.narrow_phase import collide_pair
 from ..launching import quick
 from ..scan import exclusive_scan
+from .contacts import HELD, TOUCHED
 from .pairs import copy_pair_fields
 
 #: Whether a step whose pairs stayed in place may refresh the last reported list instead of
@@ -83,9 +85,18 @@ def _listed(manifolds: ti.template(), a, b, n_listed):
 
 
 @ti.func
-def _touching(contacts: ti.template(), k):
-    """Whether the step's pair k touched in a substep (contacts.solve_velocity)."""
-    return contacts.touching[k] == 1 and contacts.point_count[k] > 0
+def _touching(contacts: ti.template(), reported: ti.template(), k, n_held):
+    """Whether the step's pair k touches: it touched in a substep (contacts.solve_velocity:
+    TOUCHED), or it came within the hold distance (HELD) and is among the first n_held
+    pairs of the last reported list (the whole list, or none after Scene.set_state)."""
+    touching = contacts.touching[k]
+    result = False
+    if contacts.point_count[k] > 0:
+        if touching == TOUCHED:
+            result = True
+        elif touching == HELD:
+            result = _listed(reported, contacts.body_a[k], contacts.body_b[k], n_held)
+    return result
 
 
 @quick
@@ -94,14 +105,16 @@ def _report_contacts(model: ti.template(), bodies: ti.template(), joints: ti.tem
                      contacts: ti.template(), staging: ti.template(), reported: ti.template(),
                      events: ti.template(), solver: ti.template(), coloring: ti.template(),
                      scan: ti.template(), serial: ti.template(), n_slots: ti.i32,
-                     n_bodies: ti.i32, n_pairs: ti.i32, n_old: ti.i32) -> ti.math.ivec4:
+                     n_bodies: ti.i32, n_pairs: ti.i32, n_old: ti.i32,
+                     n_held: ti.i32) -> ti.math.ivec4:
     """The new reported list into `reported` and the events into `events` (see the module
     docstring); returns (reported pairs, begin events, end events, resting pairs copied from
     the old list). If the new list does not fit the pair capacity nothing is written and
     only its size is returned.
 
     After Scene.set_state, _recheck_resting has found last step's manifolds again at the
-    current poses, so that only those still touching stay.
+    current poses, so that only those still touching stay, and no pair is held by its
+    place in the old list (n_held 0; else n_old).
 
     Each loop takes the step's pairs and last step's list as one range (the step's first),
     so that a CPU starts a loop for both at once (a loop start costs ~20-35 us there)."""
@@ -112,7 +125,7 @@ def _report_contacts(model: ti.template(), bodies: ti.template(), joints: ti.tem
     ti.loop_config(serialize=serial)
     for e in range(n_both):
         if e < n_pairs:
-            if _touching(contacts, e):
+            if _touching(contacts, reported, e, n_held):
                 ti.atomic_add(staging.pair_start[contacts.body_a[e]], 1)
         elif _still_resting(model, bodies, joints, reported, e - n_pairs, n_bodies):
             ti.atomic_add(staging.pair_start[reported.body_a[e - n_pairs]], 1)
@@ -129,7 +142,7 @@ def _report_contacts(model: ti.template(), bodies: ti.template(), joints: ti.tem
     ti.loop_config(serialize=serial)
     for e in range(n_both if fits else 0):
         if e < n_pairs:
-            if _touching(contacts, e):
+            if _touching(contacts, reported, e, n_held):
                 n = ti.atomic_add(solver.body_contact_cursor[contacts.body_a[e]], 1)
                 staging.body_a[n] = contacts.body_a[e]
                 staging.body_b[n] = contacts.body_b[e]
@@ -212,16 +225,23 @@ def _report_contacts(model: ti.template(), bodies: ti.template(), joints: ti.tem
 def _refresh_report(contacts: ti.template(), reported: ti.template(), serial: ti.template(),
                     n_pairs: ti.i32, n_old: ti.i32) -> ti.i32:
     """refresh_report's kernel: whether the step's touching pairs are those the reported
-    list came from (then each entry is copied again from its pair)."""
-    n_touching, n_gone = 0, 0
+    list came from (then each entry is copied again from its pair). They are where every
+    pair of the list still touches (TOUCHED, or HELD: it is listed) and the TOUCHED pairs
+    are all in the list: as many TOUCHED pairs among the list's origins as among all
+    pairs (the origins are distinct pairs)."""
+    n_touched, n_touched_listed, n_gone = 0, 0, 0
     ti.loop_config(serialize=serial)
     for e in range(n_pairs + n_old):
         if e < n_pairs:
-            if _touching(contacts, e):
-                n_touching += 1
-        elif not _touching(contacts, reported.origin[e - n_pairs]):
-            n_gone += 1
-    same = n_touching == n_old and n_gone == 0
+            if contacts.point_count[e] > 0 and contacts.touching[e] == TOUCHED:
+                n_touched += 1
+        else:
+            pair = reported.origin[e - n_pairs]
+            if contacts.point_count[pair] == 0 or contacts.touching[pair] == 0:
+                n_gone += 1
+            elif contacts.touching[pair] == TOUCHED:
+                n_touched_listed += 1
+    same = n_touched == n_touched_listed and n_gone == 0
     ti.loop_config(serialize=serial)
     for i in range(n_old if same else 0):
         copy_report(reported, contacts, i, reported.origin[i])
@@ -280,6 +300,8 @@ def report_contacts(ctx):
     cache = ctx.cache
     if refresh_report(ctx):
         return
+    # After set_state the list reflects the new poses alone (no pair held by the old list).
+    n_held = 0 if cache.state_set else cache.n_reported
     if cache.state_set and cache.n_reported:
         pool = ctx.pool
         _recheck_resting(pool.model, pool.bodies, pool.reported, ctx.serial, cache.n_reported,
@@ -289,7 +311,7 @@ def report_contacts(ctx):
         counts = _report_contacts(pool.model, pool.bodies, pool.joints, pool.contacts,
                                   pool.staging, pool.reported, pool.events, pool.solver,
                                   pool.coloring, pool.scan, ctx.serial, ctx.n_slots,
-                                  ctx.n_bodies, ctx.n_pairs, cache.n_reported)
+                                  ctx.n_bodies, ctx.n_pairs, cache.n_reported, n_held)
         n_new, n_begin, n_end, n_resting = (int(v) for v in counts)
         if n_new <= pool.pair_capacity:
             break
