@@ -216,6 +216,12 @@ def gpu_available() -> bool:
     return any(_probe(name) for name in _gpu_candidates())
 
 
+def gpu_backend_available(arch: str) -> bool:
+    """Whether Taichi starts on GPU backend `arch` ("cuda", "vulkan", "metal") here: its
+    driver library loads and a child process starts on it (Vulkan: on a hardware device)."""
+    return arch in _gpu_candidates() and _probe(arch)
+
+
 def _gpu_candidates() -> list[str]:
     """GPU backends whose driver library is present, best first."""
     candidates = []

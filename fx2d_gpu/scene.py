@@ -492,8 +492,8 @@ class Scene:
     def contacts(self, world: int | None = 0) -> Contacts:
         """The pairs touching in `world` (None: all worlds), one row per pair, sorted by
         (world, body_a, body_b): after a step, every pair that touched in one of its
-        substeps (a point within a quarter slop, or pushing; once reported, within half a
-        slop: solver/contacts.HOLD_FRACTION) and the contacts of sleeping
+        substeps (a point within a quarter slop, or pushing; once reported, within a slop:
+        solver/contacts.HOLD_FRACTION) and the contacts of sleeping
         bodies, with the impulses the step applied (see Contacts); before the first step or
         after set_state, the overlaps at the current poses (no impulses)."""
         if world is not None:

@@ -20,6 +20,14 @@ def arch():
     return ARCH
 
 
+def pytest_collection_modifyitems(config, items):
+    """Tests that take the `arch` fixture run on FX2D_TEST_ARCH's backend: marked `backend`,
+    so that a GPU run can select them (`-m backend`; the others name the CPU backend)."""
+    for item in items:
+        if "arch" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.backend)
+
+
 def shared_dir() -> Path:
     """The project's shared/ folder: $FX2D_SHARED, else beside the checkout (as CI has it),
     else inside it (as a device run carries it)."""

@@ -1,5 +1,6 @@
 """The GPU code path on this machine: Taichi's SPIR-V backend (what Vulkan and Metal GPUs
-run) on a software Vulkan driver (Mesa's lavapipe), against the CPU backend.
+run) on a software Vulkan driver (Mesa's lavapipe), against the CPU backend; on a machine
+with an NVIDIA GPU, Taichi's CUDA backend against it too (skipped without one).
 
 Taichi runs one backend per process, so each side runs in a child process. Skipped, with the
 reason, where no Vulkan driver is installed (.ci/run installs Mesa's). Mesa 22.3 (Debian 12's
@@ -31,7 +32,7 @@ from fx2d_gpu import runtime, scenes
 
 arch, steps = sys.argv[1], json.loads(sys.argv[2])
 backend = runtime.ensure_initialized(arch)
-if backend != ("vulkan" if arch == "vulkan" else "x64"):
+if backend != {"vulkan": "vulkan", "cuda": "cuda"}.get(arch, "x64"):
     print("BACKEND", backend)
     sys.exit(3)
 
@@ -91,25 +92,37 @@ def vulkan_devices():
     return devices
 
 
-def test_scenes_on_vulkan_match_the_cpu_backend(vulkan_devices, tmp_path):
-    vulkan = _run("vulkan", tmp_path / "vulkan.npz")
-    assert vulkan.returncode == 0, vulkan.stdout[-2000:] + vulkan.stderr[-4000:]
+def _compare_with_cpu(arch, tmp_path):
+    """The STEPS scenes stepped on `arch` and on the CPU backend, within float tolerance."""
+    gpu = _run(arch, tmp_path / f"{arch}.npz")
+    assert gpu.returncode == 0, gpu.stdout[-2000:] + gpu.stderr[-4000:]
     cpu = _run("cpu", tmp_path / "cpu.npz")
     assert cpu.returncode == 0, cpu.stderr[-4000:]
-    got, expected = np.load(tmp_path / "vulkan.npz"), np.load(tmp_path / "cpu.npz")
+    got, expected = np.load(tmp_path / f"{arch}.npz"), np.load(tmp_path / "cpu.npz")
     assert sorted(got.files) == sorted(expected.files)
     for key in expected.files:
         name, what = key.split(".")
         # The same float32 arithmetic, compiled by different compilers (SPIR-V through
-        # Mesa's LLVM, x64 through Taichi's): rounding differs, and impacts amplify it over
-        # a few dozen steps (measured: pile 0.4 mm, 5.6e-4 rad, 1.9 cm/s; the others far
-        # less). A wrong stage is off by centimetres and metres per second.
+        # Mesa's LLVM, PTX with fused multiply-adds, x64 through Taichi's): rounding
+        # differs, and impacts amplify it over a few dozen steps (measured on Vulkan: pile
+        # 0.4 mm, 5.6e-4 rad, 1.9 cm/s; the others far less). A wrong stage is off by
+        # centimetres and metres per second.
         tolerance = {"pairs": 0, "angle": 1e-2, "velocity": 5e-2}.get(what, 2e-3)
         difference = np.abs(got[key] - expected[key]).max()
-        assert difference <= tolerance, f"{key}: Vulkan and CPU differ by {difference}"
+        assert difference <= tolerance, f"{key}: {arch} and CPU differ by {difference}"
     # The scenes did something: bodies landed and touch.
     assert expected["rain.pairs"][0] > 0 and expected["pile.pairs"][0] > 0
     assert expected["rain.position"][:, 1:, 1].min() < 0.9
+
+
+def test_scenes_on_vulkan_match_the_cpu_backend(vulkan_devices, tmp_path):
+    _compare_with_cpu("vulkan", tmp_path)
+
+
+def test_scenes_on_cuda_match_the_cpu_backend(tmp_path):
+    if not runtime.gpu_backend_available("cuda"):
+        pytest.skip("no CUDA GPU on this machine")
+    _compare_with_cpu("cuda", tmp_path)
 
 
 def test_auto_never_takes_a_software_vulkan_device_for_a_gpu(vulkan_devices):

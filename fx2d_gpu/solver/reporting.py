@@ -2,14 +2,14 @@
 
 After the substeps, `report_contacts` builds the *reported* list (pool.reported, saved with
 the scene): every pair that touched in a substep of this step (contacts.touching, set by
-the velocity pass: TOUCHED, or HELD where last step's list has the pair, a hysteresis
-that keeps resting neighbours from flickering), with its manifold and the impulses applied over the step, plus the
-pairs that stay touching without being looked at: the broad phase pairs no two bodies that
-are both asleep or static, so a sleeping pile keeps the contacts it had when it fell asleep
-(as Box2D keeps a sleeping island's contacts) until one of its bodies moves, is disabled,
-or the pair is filtered out (after Scene.set_state such pairs are checked again at the new
-poses). The list is sorted by (lower slot, upper slot), which is world
-first: the same order on every run and for a world alone or in a batch.
+the velocity pass: TOUCHED, or HELD where last step's list has the pair, a hysteresis that
+keeps resting neighbours from flickering), with its manifold and the impulses applied over
+the step, plus the pairs that stay touching without being looked at: the broad phase pairs
+no two bodies that are both asleep or static, so a sleeping pile keeps the contacts it had
+when it fell asleep (as Box2D keeps a sleeping island's contacts) until one of its bodies
+moves, is disabled, or the pair is filtered out (after Scene.set_state such pairs are
+checked again at the new poses). The list is sorted by (lower slot, upper slot), which is
+world first: the same order on every run and for a world alone or in a batch.
 
 Events compare it with the last step's list: a pair in the new list and not the old one
 began touching (begin), one in the old and not the new stopped (end). A pair that stays in

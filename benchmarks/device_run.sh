@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# What a lent GPU machine runs, in parts that each fit one device command (10 minutes):
+#
+#   check          the GPU against the CPU backend: tests/test_vulkan.py's scenes on CUDA
+#                  compared with the CPU (float tolerance), then the backend tests (those
+#                  taking the arch fixture, `-m backend`) of the CI's Vulkan subset's files,
+#                  contacts, small worlds, kept pairs and the solver (repeatability, batch =
+#                  single, colouring) with FX2D_TEST_ARCH=$FX2D_DEVICE_ARCH
+#   tests          every backend test with FX2D_TEST_ARCH=$FX2D_DEVICE_ARCH (pytest-xdist
+#                  where it is installed), stopped at 9 minutes, each result in the log
+#   bench SCENE... python -m benchmarks --arch $FX2D_DEVICE_ARCH --no-pymunk SCENE...
+#                  (none: all), its CSVs and plots packed into one archive
+#
+# Logs and results go to $OUT (the device tool brings back at most 8 files): <part>.log,
+# gpu.txt (nvidia-smi), results.tgz (bench: benchmarks/results/<device>/). Unpack with
+# `tar -xzf results.tgz -C benchmarks/results` and commit the CSVs.
+#
+# Here, once (the wheels the machine lacks, and Fx2D's scene files, which do not travel):
+#   bash ../shared/gpu/wheels.sh
+#   mkdir -p .shared && cp -r ../shared/fx2d-scenes .shared/ && echo /.shared/ >> .git/info/exclude
+# Then each device run: carry [".whl", ".shared"], command
+#   <the line wheels.sh prints> bash benchmarks/device_run.sh check
+set -uo pipefail
+cd "$(dirname "$0")/.."
+part=${1:?usage: bash benchmarks/device_run.sh check | tests | bench [SCENE ...]}
+shift
+arch=${FX2D_DEVICE_ARCH:-cuda}
+out=${OUT:-/tmp/fx2d_device_run}
+mkdir -p "$out"
+export PYTHONUNBUFFERED=1
+# Fx2D's scene files where a run carried them; else ../shared, as here.
+[ -d .shared/fx2d-scenes ] && export FX2D_SHARED=${FX2D_SHARED:-$PWD/.shared}
+python=${PYTHON:-python3}
+nvidia-smi >"$out/gpu.txt" 2>&1 || echo "no nvidia-smi" >"$out/gpu.txt"
+log="$out/$part.log"
+
+case "$part" in
+check)
+    {
+        echo "== $arch against the CPU backend (tests/test_vulkan.py)"
+        timeout 240 "$python" -m pytest -q -rs -p no:cacheprovider \
+            "tests/test_vulkan.py::test_scenes_on_${arch}_match_the_cpu_backend"
+        echo "== the CI's Vulkan subset, repeatability, batch = single (FX2D_TEST_ARCH=$arch)"
+        FX2D_TEST_ARCH=$arch timeout 300 "$python" -m pytest -v -rs -p no:cacheprovider \
+            -m backend tests/test_stages.py tests/test_narrow_phase.py \
+            tests/test_broad_phase.py tests/test_chains.py tests/test_contact_events.py \
+            tests/test_small_worlds.py tests/test_residency.py tests/test_pair_reuse.py \
+            tests/test_solver.py
+    } 2>&1 | tee "$log"
+    ;;
+tests)
+    workers=()
+    "$python" -c "import xdist" 2>/dev/null && workers=(-n 8)
+    FX2D_TEST_ARCH=$arch timeout 540 "$python" -m pytest -v -rs -p no:cacheprovider \
+        -m backend "${workers[@]}" --durations=20 2>&1 | tee "$log"
+    ;;
+bench)
+    results=$(mktemp -d)
+    timeout 560 "$python" -m benchmarks --arch "$arch" --no-pymunk --results "$results" "$@" \
+        2>&1 | tee "$log"
+    tar -czf "$out/results.tgz" -C "$results" .
+    ;;
+*)
+    echo "unknown part: $part (check | tests | bench)" >&2
+    exit 2
+    ;;
+esac
