@@ -8,12 +8,15 @@
 #                  single, colouring) with FX2D_TEST_ARCH=$FX2D_DEVICE_ARCH
 #   tests          every backend test with FX2D_TEST_ARCH=$FX2D_DEVICE_ARCH (pytest-xdist
 #                  where it is installed), stopped at 9 minutes, each result in the log
-#   bench SCENE... python -m benchmarks --arch $FX2D_DEVICE_ARCH --no-pymunk SCENE...
-#                  (none: all), its CSVs and plots packed into one archive
+#   bench [SCENE... OPTION...]
+#                  python -m benchmarks --arch $FX2D_DEVICE_ARCH --no-pymunk SCENE...
+#                  (none: all), its CSVs and plots packed into one archive named after the
+#                  arguments; e.g. `bench large_pyramid --colors-per-launch 8` measures
+#                  fewer launches a pass (solver/step.COLORS_PER_LAUNCH, default 2)
 #
 # Logs and results go to $OUT (the device tool brings back at most 8 files): <part>.log,
-# gpu.txt (nvidia-smi), results.tgz (bench: benchmarks/results/<device>/). Unpack with
-# `tar -xzf results.tgz -C benchmarks/results` and commit the CSVs.
+# gpu.txt (nvidia-smi), results<_arguments>.tgz (bench: benchmarks/results/<device>/).
+# Unpack with `tar -xzf results.tgz -C benchmarks/results` and commit the CSVs.
 #
 # Here, once (the wheels the machine lacks, and Fx2D's scene files, which do not travel):
 #   bash ../shared/gpu/wheels.sh
@@ -56,9 +59,11 @@ tests)
     ;;
 bench)
     results=$(mktemp -d)
+    tag=$(printf '_%s' "$@" | tr -c 'A-Za-z0-9._\n-' '_')
+    log="$out/bench$tag.log"
     timeout 560 "$python" -m benchmarks --arch "$arch" --no-pymunk --results "$results" "$@" \
         2>&1 | tee "$log"
-    tar -czf "$out/results.tgz" -C "$results" .
+    tar -czf "$out/results$tag.tgz" -C "$results" .
     ;;
 *)
     echo "unknown part: $part (check | tests | bench)" >&2

@@ -37,6 +37,8 @@ from pathlib import Path
 import numpy as np
 
 from fx2d_gpu import residency, runtime, scenes
+from fx2d_gpu.device import MAX_COLORS
+from fx2d_gpu.solver import step
 
 from .common import (
     RESULTS,
@@ -60,7 +62,7 @@ COLUMNS = ("date", "device", "backend", "engine", "scene", "bodies", "joints", "
            "substeps", "steps", "ms_per_step", "ms_per_step_awake", "world_steps_per_s",
            "ratio_to_pymunk", "first_step_s", "pairs", "contact_points", "colors",
            "overflow", "colors_max", "overflow_max", "pool_mb", "peak_rss_mb", "gpu_mem_mb",
-           "top_drop_m", "stands")
+           "top_drop_m", "stands", "colors_per_launch")
 
 
 class Sizes:
@@ -376,14 +378,22 @@ BENCHES = {"large_pyramid": bench_large_pyramid, "many_pyramids": bench_many_pyr
            "batched_small": bench_batched_small, "compile": bench_compile}
 
 
-def run(names, arch="auto", quick=False, with_pymunk=True, results=None, plot=True):
-    """Run the named benchmarks; returns {name: rows} and writes CSV (and plots)."""
+def run(names, arch="auto", quick=False, with_pymunk=True, results=None, plot=True,
+        colors_per_launch=None):
+    """Run the named benchmarks; returns {name: rows} and writes CSV (and plots).
+    colors_per_launch: solver.step.COLORS_PER_LAUNCH for this process's scenes (None: the
+    default; the compile probes' fresh processes keep it): the colours one kernel launch
+    solves where the substeps launch a kernel per stage (GPU backends)."""
+    if colors_per_launch is not None:
+        step.COLORS_PER_LAUNCH = colors_per_launch
+        step.colors_per_launch()  # checked before anything runs
     backend = runtime.ensure_initialized(arch)
     gpu = not runtime.on_cpu()
     sizes = Sizes(quick, gpu)
     device = device_name(backend)
     date = datetime.date.today().isoformat()
-    print(f"fx2d_gpu benchmarks on {device} ({backend}), dt {DT:.4f} s, {SUBSTEPS} substeps"
+    print(f"fx2d_gpu benchmarks on {device} ({backend}), dt {DT:.4f} s, {SUBSTEPS} substeps, "
+          f"{step.COLORS_PER_LAUNCH} colours a launch where stages launch one by one"
           + (" [quick sizes]" if quick else ""), flush=True)
     out = {}
     for name in names:
@@ -393,6 +403,8 @@ def run(names, arch="auto", quick=False, with_pymunk=True, results=None, plot=Tr
             row.setdefault("scene", name)
             row.setdefault("backend", backend)
             row.update(date=date, device=device)
+            if row.get("engine", "").startswith("fx2d_gpu"):
+                row.setdefault("colors_per_launch", step.COLORS_PER_LAUNCH)
         columns = list(COLUMNS) + [k for k in rows[0] if k not in COLUMNS]
         rows = [{c: row.get(c, "") for c in columns} for row in rows]
         print_table([{k: r[k] for k in ("engine", "scene", "bodies", "joints", "worlds",
@@ -421,12 +433,18 @@ def main(argv=None):
     parser.add_argument("--no-pymunk", action="store_true", help="skip the pymunk runs")
     parser.add_argument("--no-plot", action="store_true")
     parser.add_argument("--results", default=None, help="folder for <device>/*.csv")
+    parser.add_argument("--colors-per-launch", type=int, default=None, metavar="N",
+                        help="colours solved per kernel launch where the substeps launch a "
+                             f"kernel per stage (GPU backends; default "
+                             f"{step.COLORS_PER_LAUNCH})")
     args = parser.parse_args(argv)
     bad = [s for s in args.scenes if s not in SCENES]
     if bad:
         parser.error(f"unknown scene(s) {bad}; choose from {SCENES}")
+    if args.colors_per_launch is not None and not 1 <= args.colors_per_launch <= MAX_COLORS:
+        parser.error(f"--colors-per-launch must be in [1, {MAX_COLORS}]")
     return run(args.scenes or list(SCENES), args.arch, args.quick, not args.no_pymunk,
-               args.results, not args.no_plot)
+               args.results, not args.no_plot, args.colors_per_launch)
 
 
 if __name__ == "__main__":

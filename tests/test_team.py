@@ -101,6 +101,28 @@ def test_a_team_steps_bit_for_bit_like_one_launch_per_stage(arch, n_worlds, monk
     assert np.linalg.norm(anchors[..., 0, :] - anchors[..., 1, :], axis=-1).max() < 0.01
 
 
+def test_colours_per_launch_change_no_bit(arch, monkeypatch):
+    """One launch per stage solves step.COLORS_PER_LAUNCH colours a launch (a GPU's way):
+    3 a launch (the last launch's colours past the scene's left empty) steps bit for bit
+    like the default 2, as colours run in the same order whatever the launches."""
+    monkeypatch.setattr(team, "ENABLED", False)
+    launches = count_calls(monkeypatch, "_solve_colors")
+    default = run(hanging_chains_over_a_pile(arch), 25)
+    per_default = len(launches)
+    monkeypatch.setattr(step, "COLORS_PER_LAUNCH", 3)
+    launches.clear()
+    three = run(hanging_chains_over_a_pile(arch), 25)
+    assert_same(default, three)
+    assert len(launches) < per_default  # fewer launches did the same work
+    scene = hanging_chains_over_a_pile(arch)
+    before = scene.get_state().position
+    monkeypatch.setattr(step, "COLORS_PER_LAUNCH", 0)
+    with pytest.raises(ValueError, match="COLORS_PER_LAUNCH"):
+        scene.step(1 / 60)
+    np.testing.assert_array_equal(scene.get_state().position, before)
+    assert scene.step_count == 0
+
+
 def with_overflow(scene: fx.Scene) -> fx.Scene:
     """scene plus, far from the rest, more constraints on one body than there are colours:
     MAX_COLORS + 9 boxes resting on a dynamic plank (pairs in the overflow colour) and a

@@ -76,6 +76,7 @@ vec2 = ti.math.vec2
 def step(ctx):
     """Advance every world of ctx's scene by ctx.dt (s) in ctx.substeps substeps (on a CPU
     team of threads or with a launch per stage, as the team's duel chooses: team.duel)."""
+    colors_per_launch()  # a bad setting raises before anything changes
     with team.duel(ctx):
         _step(ctx)
 
@@ -355,13 +356,18 @@ def _velocity_stage(model: ti.template(), bodies: ti.template(), joints: ti.temp
         solve_velocity(bodies, contacts, solver, k, n_bodies, h, jacobi_entry)
 
 
-#: Colours solved per kernel launch. Each colour is a top-level (parallel) loop of the
+#: Colours solved per kernel launch where the substeps launch a kernel per stage (GPU
+#: backends; CPU scenes without a team). Each colour is a top-level (parallel) loop of the
 #: kernel, run one after the other; more per launch means fewer launches from Python
-#: (~17 us each through launching.quick, 2 passes x colours / this x 11 substeps a step) but
-#: a first compile that grows faster than linearly: the first step of a small scene with an
-#: empty offline cache took 35 s with 4 (_solve_colors 23 s of it), 20 s with 2, 12 s with 1;
-#: the awake large pyramid's ms/step did not change measurably from 4 to 2 (within this
-#: machine's +-25 %), and grew by a quarter with 1 (2-core CPU).
+#: (~17 us each through launching.quick, 2 passes x colours / this x 11 substeps a step:
+#: 110 of the awake large pyramid's 131 launches a step with 10 colours) but a first compile
+#: that grows faster than linearly: the first step of a small scene with an empty offline
+#: cache took 35 s with 4 (_solve_colors 23 s of it), 20 s with 2, 12 s with 1; the awake
+#: large pyramid's ms/step did not change measurably from 4 to 2 (within this machine's
+#: +-25 %), and grew by a quarter with 1 (2-core CPU). Read at each launch (a new value
+#: compiles its own kernel): on a GPU, where the launches from Python may be most of a
+#: step, `python -m benchmarks --colors-per-launch N` measures other values. The results
+#: are the same bit for bit whatever it is (the colours run in the same order).
 COLORS_PER_LAUNCH = 2
 
 
@@ -370,11 +376,11 @@ COLORS_PER_LAUNCH = 2
 def _solve_colors(model: ti.template(), bodies: ti.template(), joints: ti.template(),
                   contacts: ti.template(), solver: ti.template(), coloring: ti.template(),
                   counts: ti.template(), serial: ti.template(), stage: ti.template(),
-                  first_color: ti.i32, n_bodies: ti.i32, h: ti.f32):
+                  per_launch: ti.template(), first_color: ti.i32, n_bodies: ti.i32, h: ti.f32):
     """stage(..., constraint, n_bodies, h) for every constraint of colours first_color ...
-    first_color + COLORS_PER_LAUNCH - 1 (those below MAX_COLORS): one colour's constraints in
+    first_color + per_launch - 1 (those below MAX_COLORS): one colour's constraints in
     parallel, colours in sequence."""
-    for j in ti.static(range(COLORS_PER_LAUNCH)):
+    for j in ti.static(range(per_launch)):
         color = ti.min(first_color + j, MAX_COLORS)  # MAX_COLORS: an empty range
         end = coloring.color_start[color + 1] if color < MAX_COLORS else \
             coloring.color_start[color]
@@ -384,14 +390,25 @@ def _solve_colors(model: ti.template(), bodies: ti.template(), joints: ti.templa
                   n_bodies, h, -1)
 
 
+def colors_per_launch() -> int:
+    """COLORS_PER_LAUNCH, checked (a whole number from 1 to MAX_COLORS)."""
+    value = COLORS_PER_LAUNCH
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"COLORS_PER_LAUNCH must be an int, got {type(value).__name__}")
+    if not 1 <= value <= MAX_COLORS:
+        raise ValueError(f"COLORS_PER_LAUNCH must be in [1, {MAX_COLORS}], got {value}")
+    return value
+
+
 def _solve_pass(ctx, stage, position: bool):
     """stage over all constraints, colour after colour, then the overflow colour in parallel
     (solver/overflow.py; `position`: which pass `stage` is)."""
     pool, cache = ctx.pool, ctx.cache
     groups = (pool.model, pool.bodies, pool.joints, pool.contacts, pool.solver, pool.coloring,
               pool.counts)
-    for first_color in range(0, cache.n_colors, COLORS_PER_LAUNCH):
-        _solve_colors(*groups, ctx.serial, stage, first_color, ctx.n_bodies, ctx.h)
+    per_launch = colors_per_launch()
+    for first_color in range(0, cache.n_colors, per_launch):
+        _solve_colors(*groups, ctx.serial, stage, per_launch, first_color, ctx.n_bodies, ctx.h)
     if cache.n_overflow:
         solve_overflow(ctx, position)
 
