@@ -406,7 +406,7 @@ def _solve_pass(ctx, stage, position: bool):
     pool, cache = ctx.pool, ctx.cache
     groups = (pool.model, pool.bodies, pool.joints, pool.contacts, pool.solver, pool.coloring,
               pool.counts)
-    per_launch = colors_per_launch()
+    per_launch = COLORS_PER_LAUNCH  # checked when the step began (step)
     for first_color in range(0, cache.n_colors, per_launch):
         _solve_colors(*groups, ctx.serial, stage, per_launch, first_color, ctx.n_bodies, ctx.h)
     if cache.n_overflow:
