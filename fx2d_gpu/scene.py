@@ -166,6 +166,40 @@ class Scene:
         return self._builder.add_body(shape, _position(position),
                                       collides=as_bool(collides, "collides"), **body)
 
+    def add_circles(self, positions, radii, **body) -> np.ndarray:
+        """n discs at once: centres `positions` ((n, 2) m), radii (m) one for all or (n,).
+        Every keyword of add_circle but `name`, each one value for all bodies or one per
+        body ((n,); velocity (2,) or (n, 2)). The same bodies as n add_circle calls, to the
+        bit, in a small fraction of the time (a million in seconds); all checked before any
+        is added. Returns their indices, (n,) int64."""
+        n = _count_rows(positions)
+        return self._builder.add_bodies(shapes.circles(radii, n), positions, **body)
+
+    def add_boxes(self, positions, sizes, radius=0.0, **body) -> np.ndarray:
+        """n boxes at once: centres `positions` ((n, 2) m), sizes (width, height) (m) one
+        for all or (n, 2), `radius` (rounded corners, m) one or (n,). Keywords as
+        add_circles. The same bodies as n add_box calls, to the bit. Returns their
+        indices, (n,) int64."""
+        n = _count_rows(positions)
+        return self._builder.add_bodies(shapes.boxes(sizes, n, radius), positions, **body)
+
+    def add_shapes(self, positions, body_shapes, **body) -> np.ndarray:
+        """n bodies at once, body i of prepared shape body_shapes[i] (fx2d_gpu.shapes:
+        circles and boxes build many at once; one Shape may serve several bodies) at
+        positions[i] ((n, 2) m): a pile of mixed shapes in the order given. Keywords as
+        add_circles, and collides (one or (n,) bools) as add_shape. Returns their
+        indices, (n,) int64."""
+        n = _count_rows(positions)
+        body_shapes = list(body_shapes) if not isinstance(body_shapes, list) else body_shapes
+        if len(body_shapes) != n:
+            raise ValueError(f"body_shapes must have one shape per position ({n}), got "
+                             f"{len(body_shapes)}")
+        for i, shape in enumerate(body_shapes):
+            if not isinstance(shape, shapes.Shape):
+                raise TypeError(f"body_shapes[{i}] must be a fx2d_gpu.shapes.Shape, got "
+                                f"{type(shape).__name__}")
+        return self._builder.add_bodies(body_shapes, positions, **body)
+
     def body_index(self, name: str) -> int:
         """Index of the body added with `name`."""
         return self._builder.body_index(name)
@@ -824,6 +858,17 @@ class Scene:
     def __repr__(self) -> str:
         return (f"Scene(n_bodies={self.n_bodies}, n_worlds={self._n_worlds}, "
                 f"substeps={self.substeps}, backend={self.backend!r})")
+
+
+def _count_rows(positions) -> int:
+    """How many bodies a bulk add places: the rows of `positions` ((n, 2))."""
+    try:
+        shape = np.shape(positions)
+    except ValueError:
+        raise TypeError("positions must be (n, 2) numbers") from None
+    if len(shape) != 2 or shape[1] != 2:
+        raise ValueError(f"positions must have shape (n, 2), got {shape}")
+    return shape[0]
 
 
 def _position(position) -> np.ndarray:

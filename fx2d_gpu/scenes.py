@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import shapes
 from .scene import Scene
 
 #: Friction of the benchmark scenes (Box2D's samples use 0.6).
@@ -34,15 +35,26 @@ class BodySpec:
 
 
 def build_scene(specs: list[BodySpec], **scene_kwargs) -> Scene:
-    """A Scene holding `specs` in order (body i = specs[i])."""
+    """A Scene holding `specs` in order (body i = specs[i]), added in bulk
+    (Scene.add_shapes): the same bodies as an add_circle or add_box call each."""
     scene = Scene(**scene_kwargs)
-    for spec in specs:
-        body = dict(angle=spec.angle, mass=spec.mass, velocity=spec.velocity,
-                    static_friction=spec.friction, dynamic_friction=spec.friction)
-        if spec.kind == "circle":
-            scene.add_circle(spec.position, spec.size[0], **body)
-        else:
-            scene.add_box(spec.position, spec.size, **body)
+    n = len(specs)
+    is_circle = np.array([spec.kind == "circle" for spec in specs], bool)
+    sizes = np.array([spec.size for spec in specs], np.float64).reshape(n, 2)
+    body_shapes = [None] * n
+    for where, made in ((np.flatnonzero(is_circle),
+                         shapes.circles(sizes[is_circle, 0], int(is_circle.sum()))),
+                        (np.flatnonzero(~is_circle),
+                         shapes.boxes(sizes[~is_circle], int((~is_circle).sum())))):
+        for i, shape in zip(where.tolist(), made, strict=True):
+            body_shapes[i] = shape
+    friction = np.array([spec.friction for spec in specs], np.float64)
+    scene.add_shapes(np.array([spec.position for spec in specs], np.float64).reshape(n, 2),
+                     body_shapes, angle=np.array([spec.angle for spec in specs], np.float64),
+                     mass=np.array([spec.mass for spec in specs], np.float64),
+                     velocity=np.array([spec.velocity for spec in specs],
+                                       np.float64).reshape(n, 2),
+                     static_friction=friction, dynamic_friction=friction)
     return scene
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -79,12 +80,20 @@ class Shape:
             object.__setattr__(self, name, value)
         self.__post_init__()
 
-    @property
+    # Cached (the instance's __dict__, which a frozen dataclass still has): a scene of a
+    # million bodies asks each shape for these more than once while it is built, and the
+    # bulk constructors (circles, boxes) fill them in for a whole array of shapes at once.
+    @cached_property
     def bounding_radius(self) -> float:
         """Largest distance from the body origin to the shape's surface, m."""
         if self.kind == SHAPE_CIRCLE:
             return float(np.hypot(*self.center) + self.radius)
         return float(np.max(np.hypot(self.vertices[:, 0], self.vertices[:, 1])) + self.radius)
+
+    @cached_property
+    def unit_inertia(self) -> float:
+        """Moment of inertia about the body origin per unit mass, m² (see unit_inertia)."""
+        return unit_inertia(self)
 
     @property
     def core_kind(self) -> int:
@@ -136,6 +145,55 @@ def as_real(value, name: str, *, minimum: float | None = None, positive: bool = 
     if minimum is not None and value < minimum:
         raise ValueError(f"{name} must be >= {minimum}, got {value}")
     return value
+
+
+def as_reals(values, name: str, n: int, *, minimum: float | None = None,
+             positive: bool = False, limit: float = FLOAT32_MAX) -> np.ndarray:
+    """(n,) float64 from one number (for all n) or n numbers, each held to as_real's rules;
+    the first that breaks one raises as_real's error, named `name[i]`."""
+    if np.ndim(values) == 0:
+        return np.full(n, as_real(values, name, minimum=minimum, positive=positive,
+                                  limit=limit))
+    array = as_numbers(values, name, (n,))
+    ok = np.isfinite(array) & (np.abs(array) <= FLOAT32_MAX) & (np.abs(array) < limit)
+    if positive:
+        ok &= array > 0.0
+    if minimum is not None:
+        ok &= array >= minimum
+    for i in np.flatnonzero(~ok)[:1]:
+        as_real(float(array[i]), f"{name}[{i}]", minimum=minimum, positive=positive,
+                limit=limit)
+    return array
+
+
+def as_vectors2(values, name: str, n: int, limit: float = FLOAT32_MAX) -> np.ndarray:
+    """(n, 2) float64 from one pair (for all n) or n pairs, each held to as_vector2's rules;
+    the first that breaks one raises as_vector2's error, named `name[i]`."""
+    try:
+        shape = np.shape(values)
+    except ValueError:
+        raise TypeError(f"{name} must be a pair of numbers or ({n}, 2) numbers") from None
+    if shape == (2,):
+        return np.tile(as_vector2(values, name, limit), (n, 1))
+    array = as_numbers(values, name, (n, 2))
+    ok = (np.isfinite(array) & (np.abs(array) <= FLOAT32_MAX) & (np.abs(array) < limit)).all(1)
+    for i in np.flatnonzero(~ok)[:1]:
+        as_vector2(array[i], f"{name}[{i}]", limit)
+    return array
+
+
+def as_numbers(values, name: str, shape: tuple) -> np.ndarray:
+    """A float64 copy of an array of numbers (ints or floats: not bools) of `shape`;
+    TypeError or ValueError naming `name` otherwise."""
+    try:
+        array = np.asarray(values)
+    except ValueError:
+        raise TypeError(f"{name} must be numbers, got a ragged sequence") from None
+    if array.dtype.kind not in "iuf":
+        raise TypeError(f"{name} must be numbers, got an array of dtype {array.dtype}")
+    if array.shape != shape:
+        raise ValueError(f"{name} must be one value or have shape {shape}, got {array.shape}")
+    return array.astype(np.float64)
 
 
 def circle(radius: float, center=(0.0, 0.0)) -> Shape:
@@ -218,6 +276,87 @@ def box(size, radius=0.0) -> Shape:
     hw, hh = 0.5 * size
     shape, _ = polygon([[-hw, -hh], [hw, -hh], [hw, hh], [-hw, hh]], "size", radius)
     return shape
+
+
+def circles(radii, n: int) -> list[Shape]:
+    """n circle shapes, each what circle(radius) makes, from one radius (m, for all) or n;
+    radii held to circle's rules (the first that breaks one raises, named radii[i]).
+    Built as a whole: a million circles take a second, not a minute."""
+    radii = as_reals(radii, "radii", n, minimum=MIN_SIZE)
+    return [_prepared(SHAPE_CIRCLE, r, _ORIGIN, _NO_POINTS, _NO_POINTS,
+                      bounding_radius=r, unit_inertia=0.5 * r**2)
+            for r in radii.tolist()]
+
+
+def boxes(sizes, n: int, radius=0.0) -> list[Shape]:
+    """n box shapes, each what box(size, radius) makes, from one size (width, height) (m,
+    for all) or n, and one radius (m) or n; held to box's rules (the first that breaks one
+    raises, named sizes[i] or radius[i]). Sharp boxes are built as a whole (a million
+    take seconds, not a minute); rounded ones one at a time."""
+    sizes = as_vectors2(sizes, "sizes", n)
+    small = np.flatnonzero((sizes < MIN_SIZE).any(1))[:1]
+    for i in small:
+        raise ValueError(f"sizes[{i}] must be >= {MIN_SIZE} m on both axes, "
+                         f"got {tuple(sizes[i])}")
+    radii = as_reals(radius, "radius", n, minimum=0.0)
+    half = 0.5 * sizes
+    hw, hh = half[:, 0], half[:, 1]
+    # polygon()'s steps for (-hw, -hh), (hw, -hh), (hw, hh), (-hw, hh), as arrays: the
+    # centroid is exactly 0 (its terms cancel in pairs), so the vertices stay as given.
+    vertices = np.stack([np.stack([-hw, -hh], 1), np.stack([hw, -hh], 1),
+                         np.stack([hw, hh], 1), np.stack([-hw, hh], 1)], 1)
+    following = np.roll(vertices, -1, axis=1)
+    edges = following - vertices
+    lengths = np.hypot(edges[..., 0], edges[..., 1])
+    normals = np.stack([edges[..., 1], -edges[..., 0]], axis=2) / lengths[..., None]
+    cross = (vertices[..., 0] * following[..., 1] - following[..., 0] * vertices[..., 1])
+    squares = ((vertices * vertices).sum(2) + (vertices * following).sum(2)
+               + (following * following).sum(2))
+    area = 0.5 * _sum_in_order(cross)
+    unit = (_sum_in_order(cross * squares) / 12.0) / area
+    reach = (np.hypot(hw, hh) + 0.0).tolist()
+    vertices.setflags(write=False)
+    normals.setflags(write=False)
+    shapes = []
+    # Iterating the arrays gives each box its rows as read-only views.
+    for size, r, corners, sides, far, inertia in zip(sizes, radii.tolist(), vertices, normals,
+                                                     reach, unit.tolist(), strict=True):
+        if r > 0.0:
+            shapes.append(box(size, r))
+        else:
+            shapes.append(_prepared(SHAPE_POLYGON, 0.0, _ORIGIN, corners, sides,
+                                    bounding_radius=far, unit_inertia=inertia))
+    return shapes
+
+
+def _sum_in_order(terms: np.ndarray) -> np.ndarray:
+    """Row sums of (n, k) terms added left to right, as NumPy sums one short row: the bulk
+    constructors give each shape the very floats the one-shape functions give."""
+    total = np.zeros(len(terms))
+    for column in terms.T:
+        total = total + column
+    return total
+
+
+def _prepared(kind: int, radius: float, center: np.ndarray, vertices: np.ndarray,
+              normals: np.ndarray, **cached) -> Shape:
+    """A Shape from arrays that are already float64 and read-only (not copied: a bulk
+    constructor's rows), with its cached properties filled in."""
+    shape = object.__new__(Shape)
+    # Frozen: its fields are set in its __dict__, as dataclasses' own __init__ does.
+    shape.__dict__.update(kind=kind, radius=radius, center=center, vertices=vertices,
+                          normals=normals, cones=_NO_POINTS, **cached)
+    return shape
+
+
+def _frozen(array) -> np.ndarray:
+    array = np.array(array, dtype=np.float64)
+    array.setflags(write=False)
+    return array
+
+
+_ORIGIN = _frozen(np.zeros(2))
+_NO_POINTS = _frozen(np.zeros((0, 2)))
 
 
 def _segment_normals(a: np.ndarray, b: np.ndarray) -> np.ndarray:

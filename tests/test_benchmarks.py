@@ -6,6 +6,7 @@ import csv
 import numpy as np
 import pytest
 
+import fx2d_gpu
 from benchmarks import suite
 from benchmarks.common import paired_ratio, time_windows_side_by_side
 from benchmarks.pymunk_scenes import build_space
@@ -125,6 +126,27 @@ def test_scene_load_benchmark_runs_and_its_bodies_get_their_own_shapes(tmp_path)
         side = (0.3, 0.4, 0.5)[i // 3 % 3]
         expected = (side**2 / 6, side**2 / 8, side**2 / 9)[i % 3]
         assert scene.body_inertia(i) == pytest.approx(expected, rel=1e-9), i
+
+
+def test_scene_build_benchmark_builds_the_same_bodies_both_ways(tmp_path):
+    from benchmarks import scene_build
+
+    rows = scene_build.main(["--sizes", "40", "--arch", "cpu", "--results", str(tmp_path)])
+    assert [(r["way"], r["bodies"]) for r in rows] == [("one_by_one", 40), ("bulk", 40)]
+    assert next(tmp_path.rglob("scene_build.csv")).stat().st_size > 0
+    pile = scene_build.pile_arrays(40)
+    scenes_built = []
+    for add in (scene_build.add_one_by_one, scene_build.add_in_bulk):
+        scene = fx2d_gpu.Scene(arch="cpu")
+        add(scene, pile)
+        scenes_built.append(scene._builder.build_model()["model"])
+    for key, array in scenes_built[0].items():
+        assert array.tobytes() == scenes_built[1][key].tobytes(), key
+    # Half discs (inertia m r^2 / 2), half boxes (m (w^2 + h^2) / 12), 1 kg each.
+    model = scenes_built[1]
+    radii, sizes = pile["radii"], pile["sizes"]
+    assert np.allclose(1.0 / model["inv_inertia"][:20], radii**2 / 2, rtol=1e-6)
+    assert np.allclose(1.0 / model["inv_inertia"][20:], (sizes**2).sum(1) / 12, rtol=1e-6)
 
 
 def test_queries_benchmark_runs_quick(tmp_path):
