@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import math
+import operator
 from dataclasses import dataclass
 
 import numpy as np
@@ -324,28 +325,26 @@ class ModelBuilder:
         # elements one by one took 5 us a body: 5 s for a million).
         bodies = self.bodies
 
-        def column(read, dtype):
-            return np.fromiter(map(read, bodies), dtype, n)
+        def column(items, attribute, dtype):
+            return np.fromiter(map(operator.attrgetter(attribute), items), dtype, n)
 
-        mass = column(lambda b: b.mass, np.float64)
-        driven = column(lambda b: b.external_forces, bool)
+        mass = column(bodies, "mass", np.float64)
+        driven = column(bodies, "external_forces", bool)
         dynamic = (mass > 0.0) & driven
         model["inv_mass"][dynamic] = 1.0 / mass[dynamic]
-        model["inv_inertia"][dynamic] = 1.0 / column(lambda b: b.inertia, np.float64)[dynamic]
+        model["inv_inertia"][dynamic] = 1.0 / column(bodies, "inertia", np.float64)[dynamic]
         model["kinematic"][:] = (mass > 0.0) & ~driven
         for key, attribute in (("gravity_scale", "gravity_scale"), ("damping", "vel_damping"),
                                ("elasticity", "elasticity"),
                                ("static_friction", "static_friction"),
                                ("dynamic_friction", "dynamic_friction")):
-            model[key][:] = column(lambda b, a=attribute: getattr(b, a), np.float64)
-        body_shapes = [b.shape for b in bodies]
-        collides = column(lambda b: b.collides, bool)
-        model["shape_kind"][:] = np.where(
-            collides, np.fromiter((s.core_kind for s in body_shapes), np.int32, n),
-            shapes.SHAPE_NONE)
-        model["shape_radius"][:] = np.fromiter((s.radius for s in body_shapes), np.float64, n)
-        model["bounding_radius"][:] = np.fromiter((s.bounding_radius for s in body_shapes),
-                                                  np.float64, n)
+            model[key][:] = column(bodies, attribute, np.float64)
+        body_shapes = column(bodies, "shape", object)
+        collides = column(bodies, "collides", bool)
+        model["shape_kind"][:] = np.where(collides, column(body_shapes, "core_kind", np.int32),
+                                          shapes.SHAPE_NONE)
+        model["shape_radius"][:] = column(body_shapes, "radius", np.float64)
+        model["bounding_radius"][:] = column(body_shapes, "bounding_radius", np.float64)
         model["shape_center"][:] = np.array([s.center for s in body_shapes]).reshape(n, 2)
         counts = np.fromiter((len(s.vertices) for s in body_shapes), np.int64, n)
         model["shape_vertex_count"][:] = counts
@@ -356,11 +355,10 @@ class ModelBuilder:
         for i, s in enumerate(body_shapes):
             if len(s.cones):  # a chain link: its contact-normal bounds after its normals
                 model["shape_normals"][i, counts[i]:counts[i] + 2] = s.cones
-        model["sensor"] = np.array([b.sensor for b in self.bodies], np.int32)
-        model["collision_group"] = np.array([b.collision_group for b in self.bodies], np.int32)
+        model["sensor"] = column(bodies, "sensor", np.int32)
+        model["collision_group"] = column(bodies, "collision_group", np.int32)
         for key in ("category_bits", "mask_bits"):  # the same 32 bits, as int32
-            model[key] = np.array([getattr(b, key) for b in self.bodies],
-                                  np.uint32).view(np.int32)
+            model[key] = column(bodies, key, np.uint32).view(np.int32)
         # Per body, the bodies it never collides with (disable_collision), sorted.
         ends = sorted([(a, b) for a, b in self.no_collision]
                       + [(b, a) for a, b in self.no_collision])

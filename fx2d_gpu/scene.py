@@ -190,7 +190,7 @@ class Scene:
         add_circles, and collides (one or (n,) bools) as add_shape. Returns their
         indices, (n,) int64."""
         n = _count_rows(positions)
-        body_shapes = list(body_shapes) if not isinstance(body_shapes, list) else body_shapes
+        body_shapes = list(body_shapes)
         if len(body_shapes) != n:
             raise ValueError(f"body_shapes must have one shape per position ({n}), got "
                              f"{len(body_shapes)}")

@@ -283,6 +283,8 @@ def circles(radii, n: int) -> list[Shape]:
     radii held to circle's rules (the first that breaks one raises, named radii[i]).
     Built as a whole: a million circles take a second, not a minute."""
     radii = as_reals(radii, "radii", n, minimum=MIN_SIZE)
+    # A disc centred on the origin: Shape.bounding_radius is its radius, and unit_inertia's
+    # r^2 / 2 + |centre|^2 is r^2 / 2 (the same floats: tests/test_bulk_add.py).
     return [_prepared(SHAPE_CIRCLE, r, _ORIGIN, _NO_POINTS, _NO_POINTS,
                       bounding_radius=r, unit_inertia=0.5 * r**2)
             for r in radii.tolist()]
@@ -305,15 +307,11 @@ def boxes(sizes, n: int, radius=0.0) -> list[Shape]:
     # centroid is exactly 0 (its terms cancel in pairs), so the vertices stay as given.
     vertices = np.stack([np.stack([-hw, -hh], 1), np.stack([hw, -hh], 1),
                          np.stack([hw, hh], 1), np.stack([-hw, hh], 1)], 1)
-    following = np.roll(vertices, -1, axis=1)
-    edges = following - vertices
+    edges = np.roll(vertices, -1, axis=1) - vertices
     lengths = np.hypot(edges[..., 0], edges[..., 1])
     normals = np.stack([edges[..., 1], -edges[..., 0]], axis=2) / lengths[..., None]
-    cross = (vertices[..., 0] * following[..., 1] - following[..., 0] * vertices[..., 1])
-    squares = ((vertices * vertices).sum(2) + (vertices * following).sum(2)
-               + (following * following).sum(2))
-    area = 0.5 * _sum_in_order(cross)
-    unit = (_sum_in_order(cross * squares) / 12.0) / area
+    area, _, second = _polygon_moments(vertices)
+    unit = second / area  # unit_inertia's rule for a sharp polygon
     reach = (np.hypot(hw, hh) + 0.0).tolist()
     vertices.setflags(write=False)
     normals.setflags(write=False)
@@ -327,15 +325,6 @@ def boxes(sizes, n: int, radius=0.0) -> list[Shape]:
             shapes.append(_prepared(SHAPE_POLYGON, 0.0, _ORIGIN, corners, sides,
                                     bounding_radius=far, unit_inertia=inertia))
     return shapes
-
-
-def _sum_in_order(terms: np.ndarray) -> np.ndarray:
-    """Row sums of (n, k) terms added left to right, as NumPy sums one short row: the bulk
-    constructors give each shape the very floats the one-shape functions give."""
-    total = np.zeros(len(terms))
-    for column in terms.T:
-        total = total + column
-    return total
 
 
 def _prepared(kind: int, radius: float, center: np.ndarray, vertices: np.ndarray,
@@ -439,17 +428,22 @@ def chain(points, loop: bool = False, name: str = "points") -> list[Shape]:
     return links
 
 
-def _polygon_moments(vertices: np.ndarray) -> tuple[float, np.ndarray, float]:
+def _polygon_moments(vertices: np.ndarray) -> tuple:
     """Signed area, first moment (2,) and polar second moment about the origin of a simple
-    polygon (by triangles (origin, v_i, v_i+1)); 0 for fewer than 3 vertices."""
-    if len(vertices) < 3:
+    polygon (by triangles (origin, v_i, v_i+1)); 0 for fewer than 3 vertices. Vertices (k,
+    2) give floats; (n, k, 2), n polygons of k vertices, give arrays (n,), (n, 2), (n,)
+    (shapes.boxes: each row's sums come out as the one polygon's)."""
+    if vertices.shape[-2] < 3:
         return 0.0, np.zeros(2), 0.0
-    v, vn = vertices, _next(vertices)
-    cross = v[:, 0] * vn[:, 1] - vn[:, 0] * v[:, 1]
-    area = 0.5 * cross.sum()
-    first = (cross[:, None] * (v + vn)).sum(0) / 6.0
-    second = (cross * ((v * v).sum(1) + (v * vn).sum(1) + (vn * vn).sum(1))).sum() / 12.0
-    return float(area), first, float(second)
+    v = vertices
+    vn = np.concatenate([v[..., 1:, :], v[..., :1, :]], axis=-2)  # v[i + 1], cyclically
+    cross = v[..., 0] * vn[..., 1] - vn[..., 0] * v[..., 1]
+    area = 0.5 * cross.sum(-1)
+    first = (cross[..., None] * (v + vn)).sum(-2) / 6.0
+    second = (cross * ((v * v).sum(-1) + (v * vn).sum(-1) + (vn * vn).sum(-1))).sum(-1) / 12.0
+    if vertices.ndim == 2:
+        return float(area), first, float(second)
+    return area, first, second
 
 
 def rounded_moments(vertices: np.ndarray, normals: np.ndarray,

@@ -363,7 +363,7 @@ class _Geometry:
 
     def __init__(self):
         self._blocks = {}  # (repr(geometry), repr(pose)) -> _Block
-        self._shapes = {}  # (id(block), origin) -> (Shape, unit inertia); blocks stay alive
+        self._shapes = {}  # (id(block), origin) -> Shape; blocks stay alive
 
     def of(self, where: "_Where", block) -> _Block:
         """The geometry block of a visual or collision mapping (`where` names it)."""
@@ -375,13 +375,13 @@ class _Geometry:
             self._blocks[key] = _Block(kind, data, _centroid(where, kind, data))
         return self._blocks[key]
 
-    def shape(self, where, block: _Block, origin) -> tuple[shapes.Shape, float]:
+    def shape(self, where, block: _Block, origin) -> shapes.Shape:
         """The block's Shape relative to `origin` (the body's centre of mass in the entity
-        frame) and its moment of inertia per unit mass about it, m²."""
+        frame; its moment of inertia per unit mass about it, m², is Shape.unit_inertia,
+        computed once per shared Shape)."""
         key = (id(block), origin.tobytes())
         if key not in self._shapes:
-            shape = _shape(where, block.kind, block.data, origin)
-            self._shapes[key] = (shape, shapes.unit_inertia(shape))
+            self._shapes[key] = _shape(where, block.kind, block.data, origin)
         return self._shapes[key]
 
 
@@ -664,13 +664,13 @@ def load_scene(path_or_yaml_text, n_worlds: int = 1, arch: str = "auto", substep
             inertia = pw.number(physics, "inertia", positive=True)
         elif mass > 0:
             source = visual_geometry or collision_geometry
-            inertia = mass * geometry.shape(vw, source, com)[1]
+            inertia = mass * geometry.shape(vw, source, com).unit_inertia
         rot = _rotation(math.radians(pose[2]))
         chain_points = reference.data if reference.kind == "chain" else None
         bodies.append(dict(
             name=name, chain=chain_points,
             shape=None if chain_points is not None else
-            geometry.shape(cw if collision_geometry else vw, reference, com)[0],
+            geometry.shape(cw if collision_geometry else vw, reference, com),
             collides=collision_geometry is not None,
             position=pose[:2] + rot @ com, angle=math.radians(pose[2]),
             velocity=velocity[:2], angular_velocity=math.radians(velocity[2]),
@@ -693,7 +693,7 @@ def load_scene(path_or_yaml_text, n_worlds: int = 1, arch: str = "auto", substep
             visuals.extend(dict(shape=None, **look) for _ in range(links))
         else:
             visuals.append(dict(
-                shape=geometry.shape(vw, visual_geometry, com)[0] if visual_geometry else None,
+                shape=geometry.shape(vw, visual_geometry, com) if visual_geometry else None,
                 **look))
 
     parsed_joints = []
