@@ -13,6 +13,9 @@
 #                  (none: all), its CSVs and plots packed into one archive named after the
 #                  arguments; e.g. `bench large_pyramid --colors-per-launch 8` measures
 #                  fewer launches a pass (solver/step.COLORS_PER_LAUNCH, default 2)
+#   session        for a 15-minute lease, one 10-minute command: the GPU against the CPU
+#                  (2.5 min), the solver's and small worlds' backend tests (1.5 min), then the
+#                  benchmark scenes, most wanted first, in what is left (5.5 min)
 #
 # Logs and results go to $OUT (the device tool brings back at most 8 files): <part>.log,
 # gpu.txt (nvidia-smi), results<_arguments>.tgz (bench: benchmarks/results/<device>/).
@@ -25,7 +28,7 @@
 #   <the line wheels.sh prints> bash benchmarks/device_run.sh check
 set -uo pipefail
 cd "$(dirname "$0")/.."
-part=${1:?usage: bash benchmarks/device_run.sh check | tests | bench [SCENE ...]}
+part=${1:?usage: bash benchmarks/device_run.sh check | tests | bench [SCENE ...] | session}
 shift
 arch=${FX2D_DEVICE_ARCH:-cuda}
 out=${OUT:-/tmp/fx2d_device_run}
@@ -65,8 +68,26 @@ bench)
         2>&1 | tee "$log"
     tar -czf "$out/results$tag.tgz" -C "$results" .
     ;;
+session)
+    {
+        echo "== $arch against the CPU backend (tests/test_vulkan.py)"
+        timeout 150 "$python" -m pytest -q -rs -p no:cacheprovider \
+            "tests/test_vulkan.py::test_scenes_on_${arch}_match_the_cpu_backend"
+        echo "== backend tests of the solver, stages and small worlds (FX2D_TEST_ARCH=$arch)"
+        workers=()
+        "$python" -c "import xdist" 2>/dev/null && workers=(-n 8)
+        FX2D_TEST_ARCH=$arch timeout 90 "$python" -m pytest -q -rs -p no:cacheprovider \
+            -m backend "${workers[@]}" tests/test_solver.py tests/test_stages.py \
+            tests/test_small_worlds.py tests/test_narrow_phase.py
+    } 2>&1 | tee "$log"
+    results=$(mktemp -d)
+    timeout 330 "$python" -m benchmarks --arch "$arch" --no-pymunk --results "$results" \
+        large_pyramid pile batched_small many_pyramids joint_grid compile 2>&1 \
+        | tee "$out/bench.log"
+    tar -czf "$out/results.tgz" -C "$results" .
+    ;;
 *)
-    echo "unknown part: $part (check | tests | bench)" >&2
+    echo "unknown part: $part (check | tests | bench | session)" >&2
     exit 2
     ;;
 esac
