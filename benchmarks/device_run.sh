@@ -21,11 +21,14 @@
 # gpu.txt (nvidia-smi), results<_arguments>.tgz (bench: benchmarks/results/<device>/).
 # Unpack with `tar -xzf results.tgz -C benchmarks/results` and commit the CSVs.
 #
-# Here, once (the wheels the machine lacks, and Fx2D's scene files, which do not travel):
-#   bash ../shared/gpu/wheels.sh
-#   mkdir -p .shared && cp -r ../shared/fx2d-scenes .shared/ && echo /.shared/ >> .git/info/exclude
-# Then each device run: carry [".whl", ".shared"], command
-#   <the line wheels.sh prints> bash benchmarks/device_run.sh check
+# Everything it reads is in the repository (the scene files are fx2d_gpu/examples/). Here,
+# once, the wheels the machine lacks (it has no network), into .whl/ (git-ignored):
+#   python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
+#       --platform manylinux_2_27_x86_64 --platform manylinux2014_x86_64 -d .whl \
+#       taichi==1.7.4 dill
+# Then each device run: carry [".whl"], command
+#   python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl &&
+#   export PYTHONPATH=/tmp/site:$PWD && bash benchmarks/device_run.sh check
 set -uo pipefail
 cd "$(dirname "$0")/.."
 part=${1:?usage: bash benchmarks/device_run.sh check | tests | bench [SCENE ...] | session}
@@ -34,8 +37,6 @@ arch=${FX2D_DEVICE_ARCH:-cuda}
 out=${OUT:-/tmp/fx2d_device_run}
 mkdir -p "$out"
 export PYTHONUNBUFFERED=1
-# Fx2D's scene files where a run carried them; else ../shared, as here.
-[ -d .shared/fx2d-scenes ] && export FX2D_SHARED=${FX2D_SHARED:-$PWD/.shared}
 python=${PYTHON:-python3}
 nvidia-smi >"$out/gpu.txt" 2>&1 || echo "no nvidia-smi" >"$out/gpu.txt"
 log="$out/$part.log"

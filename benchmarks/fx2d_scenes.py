@@ -1,9 +1,9 @@
 """Fx2D's example scenes run in fx2d_gpu, with figures to set beside Fx2D's C++ engine.
 
     python -m benchmarks.fx2d_scenes [SCENE ...] [--arch auto|cpu|cuda|...]
-        [--fx2d-root PATH] [--cpp-results FILE] [--substeps 14] [--results DIR] [--no-save]
+        [--cpp-results FILE] [--substeps 14] [--results DIR] [--no-save]
 
-Each scenario loads the example's Scene.yml with fx2d_gpu.load_scene, does to it what the
+Each scenario loads the example's scene file with fx2d_gpu.load_scene, does to it what the
 example's main.cpp does (constraints, spawns, motor phases, the slingshot shot), steps it
 with the dt the example uses and returns a few figures that show whether the physics agree:
 
@@ -13,11 +13,11 @@ with the dt the example uses and returns a few figures that show whether the phy
     joint_control_demo  joint angle / slider position / rates at the end of each motor phase
     stacked_boxes       top box drop, boxes off the floor, ball's final x, energy rise
 
-Scene files: shared/fx2d-scenes/<scene>.yml where it exists, else Fx2D's own
-examples/<scene>/Scene.yml under --fx2d-root (default: $FX2D_ROOT, else ../fx2d_ref beside
-the checkout); a scene with no file is skipped with a message. --cpp-results takes the JSON
-lines Fx2D's engine printed for the same scenarios (one object per scene: {"scene": ...,
-"figures": {...}}) and prints them beside fx2d_gpu's. A CSV goes to
+Scene files: the package's own, fx2d_gpu/examples/<scene>.yml (fx2d_gpu.examples.path),
+which have the bodies, joints and numbers of Fx2D's examples/<scene>/Scene.yml. Nothing
+outside the repository is read, except the file given to --cpp-results: the JSON lines
+Fx2D's engine printed for the same scenarios (one object per scene: {"scene": ...,
+"figures": {...}}), printed beside fx2d_gpu's figures. A CSV goes to
 benchmarks/results/<device>/fx2d_scenes.csv.
 
 Fx2D's FxScene runs 14 substeps per step by default (Scene.h), which none of the examples
@@ -28,7 +28,6 @@ import argparse
 import datetime
 import json
 import math
-import os
 import sys
 import time
 from pathlib import Path
@@ -36,7 +35,7 @@ from pathlib import Path
 import numpy as np
 
 import fx2d_gpu as fx
-from fx2d_gpu import runtime
+from fx2d_gpu import examples, runtime
 
 from .common import device_name, print_table, save_csv
 
@@ -48,7 +47,6 @@ FRAME_DT = 1.0 / 60.0
 FIRST_DT = 1e-3
 
 SCENES = ("angry_boxes", "bucket_fill", "truck", "joint_control_demo", "stacked_boxes")
-CHECKOUT = Path(__file__).resolve().parents[1]
 
 
 # ---------------------------------------------------------------------- helpers
@@ -314,26 +312,11 @@ SCENARIOS = {"angry_boxes": angry_boxes, "bucket_fill": bucket_fill, "truck": tr
 
 
 # ---------------------------------------------------------------------- files
-def shared_scenes_dir() -> Path | None:
-    """shared/fx2d-scenes: $FX2D_SHARED, else beside the checkout, else inside it."""
-    for candidate in (os.environ.get("FX2D_SHARED"), CHECKOUT.parent / "shared",
-                      CHECKOUT / "shared"):
-        if candidate and (Path(candidate) / "fx2d-scenes").is_dir():
-            return Path(candidate) / "fx2d-scenes"
-    return None
-
-
-def default_fx2d_root() -> Path:
-    return Path(os.environ.get("FX2D_ROOT") or CHECKOUT.parent / "fx2d_ref")
-
-
-def scene_path(name: str, fx2d_root: Path | None = None) -> Path | None:
-    """The scene file of `name`: shared/fx2d-scenes/<name>.yml, else
-    <fx2d_root>/examples/<name>/Scene.yml; None if neither exists."""
-    shared = shared_scenes_dir()
-    candidates = [shared / f"{name}.yml"] if shared else []
-    candidates.append(Path(fx2d_root or default_fx2d_root()) / "examples" / name / "Scene.yml")
-    return next((p for p in candidates if p.is_file()), None)
+def scene_path(name: str) -> Path:
+    """The scene file of the scenario `name`: fx2d_gpu/examples/<name>.yml."""
+    if name not in SCENARIOS:
+        raise ValueError(f"name: no scenario {name!r}; choose from {', '.join(SCENES)}")
+    return examples.path(name)
 
 
 def read_cpp_results(path) -> dict[str, dict]:
@@ -356,20 +339,17 @@ def _fmt(value) -> str:
 
 
 # ---------------------------------------------------------------------- main
-def run(names, arch="auto", fx2d_root=None, cpp_results=None, substeps=SUBSTEPS,
-        results_dir=None, save=True) -> list[dict]:
+def run(names, arch="auto", cpp_results=None, substeps=SUBSTEPS, results_dir=None,
+        save=True) -> list[dict]:
+    """Run the scenarios `names`, print their figures (beside Fx2D's, read from the JSON
+    lines file `cpp_results`, where given), save a CSV unless `save` is False; the rows."""
     backend = runtime.ensure_initialized(arch)
     cpp = read_cpp_results(cpp_results) if cpp_results else {}
     date = datetime.date.today().isoformat()
     device = device_name(backend)
     rows = []
     for name in names:
-        path = scene_path(name, fx2d_root)
-        if path is None:
-            print(f"{name}: skipped, no scene file (shared/fx2d-scenes/{name}.yml or "
-                  f"{Path(fx2d_root or default_fx2d_root()) / 'examples' / name / 'Scene.yml'}"
-                  "; set --fx2d-root or FX2D_ROOT)", file=sys.stderr)
-            continue
+        path = scene_path(name)
         start = time.perf_counter()
         result = SCENARIOS[name](path, arch=arch, substeps=substeps)
         wall = time.perf_counter() - start
@@ -409,9 +389,6 @@ def main(argv=None):
     parser.add_argument("scenes", nargs="*", default=[], metavar="SCENE",
                         help=f"any of {', '.join(SCENES)} (default: all)")
     parser.add_argument("--arch", default="auto", help="auto | cpu | gpu | cuda | vulkan | ...")
-    parser.add_argument("--fx2d-root", default=None, type=Path,
-                        help="Fx2D's source tree, for examples/<scene>/Scene.yml "
-                             "(default: $FX2D_ROOT, else ../fx2d_ref beside the checkout)")
     parser.add_argument("--cpp-results", default=None, type=Path,
                         help="JSON lines of Fx2D's figures for the same scenarios")
     parser.add_argument("--substeps", default=SUBSTEPS, type=int,
@@ -424,8 +401,8 @@ def main(argv=None):
         parser.error(f"unknown scene(s) {bad}; choose from {SCENES}")
     if args.cpp_results and not args.cpp_results.is_file():
         parser.error(f"--cpp-results {args.cpp_results} does not exist")
-    run(args.scenes or list(SCENES), args.arch, args.fx2d_root, args.cpp_results,
-        args.substeps, args.results, not args.no_save)
+    run(args.scenes or list(SCENES), args.arch, args.cpp_results, args.substeps, args.results,
+        not args.no_save)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,12 @@
-"""`fx2d` command line: run | view | demo | bench."""
+"""`fx2d` command line: run | view | demo | bench.
+
+    fx2d run SCENE.yml [options]          simulate a scene file
+    fx2d run --example NAME [options]     ... or one of the package's example scenes
+    fx2d view SCENE.yml | --example NAME | --demo NAME
+    fx2d demo NAME [options]              a built-in demo
+    fx2d demo --list                      the demos and the example scenes
+    fx2d bench [options]                  the benchmarks (from a source checkout)
+"""
 
 import argparse
 import sys
@@ -16,6 +24,44 @@ def _size(text):
     if w < 16 or h < 16:
         raise argparse.ArgumentTypeError("size must be at least 16x16")
     return (w, h)
+
+
+def _example_name(text):
+    """--example's argument: the name of one of the package's example scenes."""
+    from . import examples
+
+    if text not in examples.names():
+        raise argparse.ArgumentTypeError(
+            f"no example scene named {text!r}; the examples are {', '.join(examples.names())} "
+            "(fx2d demo --list)")
+    return text
+
+
+def _add_scene_source(parser, what):
+    """A scene file (positional, optional) or --example NAME: exactly one, checked by
+    _scene_source once parsed."""
+    parser.add_argument("scene", nargs="?", default=None, help=what)
+    parser.add_argument("--example", type=_example_name, default=None, metavar="NAME",
+                        help="one of the example scene files shipped with fx2d_gpu, instead "
+                             "of a file (fx2d demo --list names them)")
+
+
+def _scene_source(parser, args, others=()):
+    """(path, label) of the scene file to load: args.scene or the example args.example.
+    Exactly one of them (and of `others`, the names of further sources given) must be set;
+    otherwise a usage error that says so."""
+    given = [name for name, value in (("a scene file", args.scene),
+                                      ("--example", args.example), *others) if value]
+    if len(given) != 1:
+        choices = " or ".join(["a scene file", "--example NAME",
+                               *(name for name, _ in others)])
+        parser.error(f"give {choices}" if not given else
+                     f"give one of {choices}, not {' and '.join(given)} together")
+    if args.example:
+        from . import examples
+
+        return examples.path(args.example), f"example {args.example}"
+    return args.scene, Path(args.scene).name
 
 
 def _add_run_options(parser, steps_default):
@@ -122,23 +168,44 @@ def simulate(scene, args, label):
         print(f"wrote {item}")
 
 
-def cmd_run(args):
+def cmd_run(args, parser):
     from .io.scene_yaml import load_scene
 
+    path, label = _scene_source(parser, args)
     try:
-        scene = load_scene(args.scene, n_worlds=args.worlds or 1, arch=args.arch,
+        scene = load_scene(path, n_worlds=args.worlds or 1, arch=args.arch,
                            substeps=args.substeps)
     except (ValueError, TypeError) as exc:
         raise SystemExit(f"fx2d: {exc}") from None
-    simulate(scene, args, Path(args.scene).name)
+    simulate(scene, args, label)
 
 
-def cmd_demo(args):
+def _list_demos_and_examples():
+    """`fx2d demo --list`: each demo and each example scene, a line each, under a heading
+    that says how to run them."""
+    from . import examples
+    from .demos import DEMOS
+
+    def first_sentence(text):
+        paragraph = " ".join(text.strip().split("\n\n")[0].split())
+        end = paragraph.find(". ")
+        sentence = paragraph if end < 0 else paragraph[:end + 1]
+        return sentence[:1].upper() + sentence[1:]
+
+    print("Demos (fx2d demo NAME [--gif OUT.gif ...], or fx2d view --demo NAME):")
+    for name, builder in DEMOS.items():
+        print(f"  {name:20s} {first_sentence(builder.__doc__)}")
+    print("\nExample scenes (fx2d run --example NAME [--gif OUT.gif ...], or "
+          "fx2d view --example NAME):")
+    for name in examples.names():
+        print(f"  {name:20s} {first_sentence(examples.description(name))}")
+
+
+def cmd_demo(args, parser):
     from .demos import DEMOS
 
     if args.list or args.name is None:
-        for name, builder in DEMOS.items():
-            print(f"{name:16s} {builder.__doc__.splitlines()[0]}")
+        _list_demos_and_examples()
         return
     if args.name not in DEMOS:
         raise SystemExit(f"fx2d: no demo named {args.name!r} (fx2d demo --list)")
@@ -155,23 +222,33 @@ def cmd_demo(args):
     simulate(scene, args, f"demo {args.name}")
 
 
-def cmd_view(args):
+def cmd_view(args, parser):
     from .viewer import ViewerUnavailable, run_viewer
 
     if args.demo:
         from .demos import DEMOS
 
-        scene_factory = lambda: DEMOS[args.scene](arch=args.arch)  # noqa: E731
+        if args.scene or args.example:
+            parser.error("give one of a scene file or --example NAME or --demo NAME, not "
+                         f"{'--example' if args.example else 'a scene file'} and --demo "
+                         "together")
+        if args.demo not in DEMOS:
+            parser.error(f"no demo named {args.demo!r} (fx2d demo --list)")
+        scene_factory = lambda: DEMOS[args.demo](arch=args.arch)  # noqa: E731
+        instead = f"fx2d demo {args.demo} --gif out.gif"
     else:
         from .io.scene_yaml import load_scene
 
-        scene_factory = lambda: load_scene(args.scene, n_worlds=args.worlds or 1,  # noqa: E731
+        path, _ = _scene_source(parser, args, others=(("--demo NAME", args.demo),))
+        scene_factory = lambda: load_scene(path, n_worlds=args.worlds or 1,  # noqa: E731
                                            arch=args.arch)
+        instead = (f"fx2d run --example {args.example} --gif out.gif" if args.example
+                   else f"fx2d run {args.scene} --gif out.gif")
     try:
         run_viewer(scene_factory, dt=args.dt, size=args.size)
     except ViewerUnavailable as exc:
         raise SystemExit(f"fx2d view: cannot open a window: {exc}\n"
-                         f"Render to a file instead: fx2d run {args.scene} --gif out.gif") from None
+                         f"Render to a file instead: {instead}") from None
 
 
 def cmd_bench(bench_args):
@@ -186,19 +263,22 @@ def cmd_bench(bench_args):
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="fx2d", description="fx2d_gpu command line")
     sub = parser.add_subparsers(dest="command", required=True)
-    run = sub.add_parser("run", help="simulate a scene file")
-    run.add_argument("scene", help="Fx2D YAML scene file")
+    run = sub.add_parser("run", help="simulate a scene file (or --example NAME)")
+    _add_scene_source(run, "Fx2D YAML scene file (or --example NAME)")
     _add_run_options(run, 600)
     view = sub.add_parser("view", help="watch a scene file in a window (GGUI)")
-    view.add_argument("scene", help="scene file, or a demo name with --demo")
-    view.add_argument("--demo", action="store_true", help="scene is a demo name")
+    _add_scene_source(view, "Fx2D YAML scene file (or --example NAME, or --demo NAME)")
+    view.add_argument("--demo", default=None, metavar="NAME",
+                      help="a built-in demo instead of a file (fx2d demo --list)")
     view.add_argument("--worlds", type=int, default=None)
     view.add_argument("--arch", default="auto")
     view.add_argument("--dt", type=float, default=1 / 60)
     view.add_argument("--size", type=_size, default=(1024, 768))
-    demo = sub.add_parser("demo", help="run a built-in demo (--list to see them)")
+    demo = sub.add_parser("demo", help="run a built-in demo (--list: the demos and the "
+                                        "example scenes)")
     demo.add_argument("name", nargs="?")
-    demo.add_argument("--list", action="store_true", help="list the demos")
+    demo.add_argument("--list", action="store_true",
+                      help="list the demos and the example scenes, and how to run each")
     demo.add_argument("--bodies", type=int, default=None, help="bodies, where the demo has some")
     demo.add_argument("--base", type=int, default=None, help="pyramid base (boxes)")
     _add_run_options(demo, 180)
@@ -209,7 +289,9 @@ def main(argv=None):
         cmd_bench(argv[1:])
         return 0
     args = parser.parse_args(argv)
-    {"run": cmd_run, "demo": cmd_demo, "view": cmd_view}[args.command](args)
+    command = {"run": (cmd_run, run), "demo": (cmd_demo, demo), "view": (cmd_view, view)}
+    handler, subparser = command[args.command]
+    handler(args, subparser)
     return 0
 
 

@@ -1,5 +1,11 @@
-"""What Scene hands back and takes: State, Contacts, JointState (host NumPy arrays, world
-first)."""
+"""The records Scene hands back and takes: host NumPy arrays, world first.
+
+State (Scene.get_state, Scene.set_state), Contacts (Scene.contacts), ContactEvents and
+ContactEventList (Scene.contact_events), JointState (Scene.joint_state), RayHits
+(Scene.ray_cast), RayHitList (Scene.ray_cast_all) and Overlaps (Scene.query_point,
+query_aabb, overlap_shape). Each is a dataclass of arrays, copies of the device's: changing
+one changes nothing in the scene.
+"""
 
 from __future__ import annotations
 
@@ -12,11 +18,17 @@ from .device import MAX_MANIFOLD_POINTS
 
 @dataclass
 class State:
-    """A copy of the scene's dynamic state, world first.
+    """A copy of every world's dynamic state, world first (Scene.get_state, Scene.set_state).
 
-    position: (n_worlds, n_bodies, 2) centre of mass, m. angle: (n_worlds, n_bodies), rad.
-    velocity: (n_worlds, n_bodies, 2), m/s. angular_velocity: (n_worlds, n_bodies), rad/s.
-    sleeping: (n_worlds, n_bodies) bool.
+    Float64 arrays (sleeping: bool). To give each world its own initial conditions, change
+    the arrays of Scene.get_state() and pass the State to Scene.set_state.
+
+    Attributes:
+        position: (n_worlds, n_bodies, 2) centre of mass, m.
+        angle: (n_worlds, n_bodies) orientation, rad, counter-clockwise.
+        velocity: (n_worlds, n_bodies, 2) velocity of the centre of mass, m/s.
+        angular_velocity: (n_worlds, n_bodies) rad/s, counter-clockwise.
+        sleeping: (n_worlds, n_bodies) bool: True where the body is asleep.
     """
 
     position: np.ndarray
@@ -26,6 +38,7 @@ class State:
     sleeping: np.ndarray
 
     def copy(self) -> State:
+        """A deep copy: the same values in new arrays."""
         return State(*(np.array(a, copy=True) for a in
                        (self.position, self.angle, self.velocity, self.angular_velocity,
                         self.sleeping)))
@@ -35,17 +48,28 @@ class State:
 class Contacts:
     """Touching pairs, one row per pair (Scene.contacts), sorted by (world, body_a, body_b).
 
-    world: (m,) the world of each pair. body_a, body_b: (m,) body indices, body_a < body_b.
-    normal: (m, 2) unit, from a to b. point_count: (m,) 1 or 2. points: (m, 2, 2) world
-    points, m, halfway between the surfaces (rows past point_count are unused). depths:
-    (m, 2) penetration per point when the step's manifold was found, m. features: (m, 2)
-    feature ids. sensor: (m,) True where either body is a sensor (no impulses).
+    One row per pair, m rows; each pair has one or two contact points (the entries past
+    point_count are unused, and their impulses are 0).
 
-    normal_impulse, tangent_impulse: (m, 2) N s, what each point applied to body b over
-    the step's substeps (a gets the opposite), tangent along (-normal.y, normal.x). Unlike
-    Fx2D's (the velocity-level impulse of the last substep, which decays to 0 at rest), they
-    measure load: a body resting on the ground has sum(normal_impulse) / dt = its weight,
-    and an impact shows as a spike. Zero before the first step and after set_state.
+    The impulses measure load: a body resting on the ground has sum(normal_impulse) / dt =
+    its weight, and an impact shows as a spike. Fx2D reports instead the velocity-level
+    impulse of the last substep, which decays to 0 at rest.
+
+    Attributes:
+        world: (m,) int64, the world of each pair.
+        body_a: (m,) int64 body index, body_a < body_b.
+        body_b: (m,) int64 body index.
+        normal: (m, 2) unit contact normal, from a to b.
+        point_count: (m,) int64, 1 or 2: the contact points of each pair.
+        points: (m, 2, 2) world points, m, halfway between the two surfaces.
+        depths: (m, 2) penetration at each point when the step's manifold was found, m.
+        features: (m, 2) int64 feature ids of the points.
+        normal_impulse: (m, 2) N s per point: what the point applied to body b over the
+            step's substeps, along the normal (body a gets the opposite). Zero before the
+            first step and after set_state.
+        tangent_impulse: (m, 2) N s per point, as normal_impulse along the tangent
+            (-normal.y, normal.x).
+        sensor: (m,) bool: True where either body is a sensor (no impulses).
     """
 
     world: np.ndarray
@@ -64,12 +88,12 @@ class Contacts:
         return len(self.body_a)
 
     def pairs(self, world: int = 0) -> set[tuple[int, int]]:
-        """{(body_a, body_b)} of the rows of `world`."""
+        """The pairs touching in `world`: a set of (body_a, body_b) tuples."""
         return _pairs_of(self, world)
 
     @property
     def depth(self) -> np.ndarray:
-        """(m,) deepest penetration of each manifold, m."""
+        """(m,) float64: the deepest penetration of each pair's points, m."""
         masked = np.where(np.arange(MAX_MANIFOLD_POINTS)[None, :] < self.point_count[:, None],
                           self.depths, -np.inf)
         return masked.max(axis=1) if len(self) else np.zeros(0)
@@ -77,9 +101,14 @@ class Contacts:
 
 @dataclass
 class ContactEventList:
-    """Pairs of one kind of contact event, sorted by (world, body_a, body_b): world, body_a,
-    body_b (k,) int64 (body_a < body_b); sensor (k,) bool, True where either body is a
-    sensor (Fx2D's is_trigger)."""
+    """Pairs of one kind of contact event (begin or end), sorted by (world, body_a, body_b).
+
+    Attributes:
+        world: (k,) int64, the world of each pair.
+        body_a: (k,) int64 body index, body_a < body_b.
+        body_b: (k,) int64 body index.
+        sensor: (k,) bool: True where either body is a sensor (Fx2D's is_trigger).
+    """
 
     world: np.ndarray
     body_a: np.ndarray
@@ -95,14 +124,18 @@ class ContactEventList:
         return self.sensor
 
     def pairs(self, world: int = 0) -> set[tuple[int, int]]:
-        """{(body_a, body_b)} of `world`."""
+        """The pairs of `world`: a set of (body_a, body_b) tuples."""
         return _pairs_of(self, world)
 
 
 @dataclass
 class ContactEvents:
-    """The last step's contact events (Scene.contact_events): `begin`, pairs that touch now
-    and did not at the end of the step before; `end`, pairs that did and do not now."""
+    """The last step's contact events (Scene.contact_events), in every world.
+
+    Attributes:
+        begin: pairs that touch now and did not at the end of the step before.
+        end: pairs that did and do not now.
+    """
 
     begin: ContactEventList
     end: ContactEventList
@@ -110,8 +143,14 @@ class ContactEvents:
 
 @dataclass
 class JointState:
-    """Joint coordinates per world: position (n_worlds, n_joints) is the relative angle (rad,
-    revolute) or the travel along the axis (m, prismatic); rate is its time derivative."""
+    """Joint coordinates and rates, in every world (Scene.joint_state).
+
+    Attributes:
+        position: (n_worlds, n_joints) float64: the relative angle, rad, of a revolute
+            joint (0 where its bodies started); the travel along the axis, m, of a prismatic
+            one (0 where its child started).
+        rate: (n_worlds, n_joints) float64: position's time derivative, rad/s or m/s.
+    """
 
     position: np.ndarray
     rate: np.ndarray
@@ -127,13 +166,14 @@ def _pairs_of(rows, world: int) -> set[tuple[int, int]]:
 class RayHits:
     """The nearest hit of each ray (Scene.ray_cast), world first.
 
-    body: (n_worlds, n_rays) int64, the body hit, -1 where the ray hits nothing.
-    distance: (n_worlds, n_rays) float64, m along the ray to the hit (0 when the ray
-    starts inside the body); inf on a miss.
-    point: (n_worlds, n_rays, 2) float64, the hit point, m (the origin when it starts
-    inside); NaN on a miss.
-    normal: (n_worlds, n_rays, 2) float64, unit surface normal at the hit, facing back
-    along the ray (-direction when the ray starts inside); NaN on a miss.
+    Attributes:
+        body: (n_worlds, n_rays) int64, the body hit; -1 where the ray hits nothing.
+        distance: (n_worlds, n_rays) float64, m along the ray to the hit (0 when the ray
+            starts inside the body); inf on a miss.
+        point: (n_worlds, n_rays, 2) float64, the hit point, m (the origin when the ray
+            starts inside); NaN on a miss.
+        normal: (n_worlds, n_rays, 2) float64, the unit surface normal at the hit, facing
+            back along the ray (-direction when the ray starts inside); NaN on a miss.
     """
 
     body: np.ndarray
@@ -143,17 +183,24 @@ class RayHits:
 
     @property
     def hit(self) -> np.ndarray:
-        """(n_worlds, n_rays) bool: the ray hit something."""
+        """(n_worlds, n_rays) bool: True where the ray hit a body."""
         return self.body >= 0
 
 
 @dataclass
 class RayHitList:
-    """Every body each ray crosses (Scene.ray_cast_all), one row per (ray, body), sorted by
-    (world, ray, distance, body); each body once per ray (where the ray enters it).
+    """Every body each ray crosses (Scene.ray_cast_all), one row per (ray, body).
 
-    world, ray, body: (k,) int64. distance: (k,) float64 m. point, normal: (k, 2) float64:
-    the entry point, m, and the unit normal there facing back along the ray.
+    Rows are sorted by (world, ray, distance, body); each body appears once per ray, where the
+    ray enters it.
+
+    Attributes:
+        world: (k,) int64, the world of each hit.
+        ray: (k,) int64, the ray's index in the call (the same in every world).
+        body: (k,) int64, the body crossed.
+        distance: (k,) float64, m along the ray to where it enters the body.
+        point: (k, 2) float64, that entry point, m.
+        normal: (k, 2) float64, the unit surface normal there, facing back along the ray.
     """
 
     world: np.ndarray
@@ -167,17 +214,20 @@ class RayHitList:
         return len(self.body)
 
     def bodies(self, world: int = 0, ray: int = 0) -> np.ndarray:
-        """The bodies ray `ray` of `world` crosses, nearest first."""
+        """The bodies ray `ray` of `world` crosses, nearest first: (j,) int64."""
         return self.body[(self.world == world) & (self.ray == ray)]
 
 
 @dataclass
 class Overlaps:
-    """What overlap queries found (Scene.query_point, query_aabb, overlap_shape): one row
-    per (query, body), sorted by (world, query, body).
+    """What an overlap query found, one row per (query, body), sorted by (world, query, body).
 
-    world, query, body: (k,) int64 (query: the query's index in the call, the same in
-    every world).
+    Scene.query_point, Scene.query_aabb and Scene.overlap_shape return one.
+
+    Attributes:
+        world: (k,) int64, the world of each row.
+        query: (k,) int64, the query's index in the call (the same in every world).
+        body: (k,) int64, the body found.
     """
 
     world: np.ndarray
@@ -188,5 +238,5 @@ class Overlaps:
         return len(self.body)
 
     def bodies(self, world: int = 0, query: int = 0) -> np.ndarray:
-        """(m,) int64: the bodies query `query` of `world` overlaps, sorted."""
+        """The bodies query `query` of `world` found: (j,) int64, sorted."""
         return self.body[(self.world == world) & (self.query == query)]

@@ -1,7 +1,8 @@
-"""Scene: the user's entry point (../shared/API.md): building, stepping, state in and out.
+"""Scene, the user's entry point: build a scene, step it, read and write its state.
 
-The model and its checks live in builder.py, the step in solver/step.py, the device state in
-device.py and residency.py; Scene ties them together.
+The API reference (docs/api.md) documents Scene's methods. Inside the package, the model and
+its checks live in builder.py, the step in solver/step.py, the device state in device.py and
+residency.py; Scene ties them together.
 """
 
 from __future__ import annotations
@@ -44,11 +45,73 @@ _CONTACT_FIELDS = ("body_a", "body_b", "point_count", "normal", "point", "depth"
 class Scene:
     """A 2D rigid-body scene, simulated as `n_worlds` independent copies on one device.
 
-    Bodies are added with add_circle / add_box / add_polygon; the device arrays are built
-    from them on the first step (bodies added later rebuild them, keeping the state).
-    After every step each world is checked for non-finite or absurd state: on_fault="raise"
-    (default) raises fx2d_gpu.SimulationError naming the worlds and bodies; "reset" puts
-    only those worlds back to their initial state (see faulted_worlds).
+    Every world holds the same bodies and joints, at the same indices, each with its own state.
+    Bodies never interact across worlds: world `w` of a batch evolves exactly as the same scene
+    built with `n_worlds=1` and given world `w`'s state. Add bodies one at a time (add_circle,
+    add_box, add_polygon, add_capsule, add_edge, add_chain, add_shape) or many at once
+    (add_circles, add_boxes, add_shapes). The device arrays are built from them on the first
+    step or query; bodies added later rebuild them, keeping the state of those that existed.
+
+    After every step each world is checked for non-finite or absurd state (a coordinate beyond
+    shapes.MAX_COORDINATE, a speed beyond shapes.MAX_SPEED). With on_fault="raise" (the
+    default) step() raises fx2d_gpu.SimulationError naming the worlds and bodies; with "reset"
+    it puts only those worlds back to their initial state (see faulted_worlds).
+
+    The add_* methods take these body keywords (`**body`), with Fx2D's defaults:
+
+    | keyword | default | meaning |
+    |---|---|---|
+    | `angle` | `0.0` | initial orientation, rad (counter-clockwise) |
+    | `velocity` | `(0.0, 0.0)` | initial linear velocity, m/s |
+    | `angular_velocity` | `0.0` | initial angular velocity, rad/s |
+    | `mass` | `1.0` | kg; 0 makes the body static (it never moves) |
+    | `inertia` | `None` | kg m² about the centre of mass; None: from the shape and mass |
+    | `elasticity` | `0.1` | coefficient of restitution; a pair takes the smaller |
+    | `static_friction` | `0.0` | Coulomb static coefficient; a pair takes the smaller |
+    | `dynamic_friction` | `0.0` | Coulomb kinetic coefficient; a pair takes the smaller |
+    | `gravity_scale` | `1.0` | multiplier on the scene's gravity |
+    | `vel_damping` | `0.0` | linear and angular velocity damping, 1/s |
+    | `name` | `None` | a unique name, for body_index(name) |
+    | `external_forces_enabled` | `True` | False: moved by gravity alone (Fx2D's) |
+    | `sensor` | `False` | reports contacts, exerts and feels no contact force |
+    | `collision_group` | `0` | a shared negative group never collides, a positive one always |
+    | `category_bits` | `0x0001` | the categories the body is in (32-bit mask) |
+    | `mask_bits` | `0xFFFFFFFF` | the categories it collides with (32-bit mask) |
+    | `enabled` | `True` | False: added out of the simulation (see set_enabled) |
+
+    A body with `external_forces_enabled=False` is unaffected by contacts, joints and
+    apply_force. Two bodies collide when neither's collision_group decides (see
+    set_collision_filter) and each one's category_bits meet the other's mask_bits.
+
+    Args:
+        gravity (array_like): (2,) gravitational acceleration, m/s², the same in every world.
+        substeps: XPBD substeps per step(), >= 1 (Fx2D's default: 11).
+        n_worlds: independent copies of the scene, simulated together, >= 1.
+        arch: the Taichi backend: "auto" (the first GPU backend that starts, else the CPU
+            with a one-line notice), "cpu", "gpu", "cuda", "vulkan" or "metal". Taichi runs
+            one backend per process: a later Scene must name the same one, or "auto".
+        enable_sleep: let bodies at rest fall asleep (the solver skips them until something
+            wakes them); False: bodies never sleep.
+        on_fault: what step() does with a faulty world: "raise" or "reset" (see above).
+
+    Attributes:
+        backend (str): the Taichi backend this process runs on, e.g. "x64", "cuda" or
+            "vulkan".
+        substeps (int): XPBD substeps per step().
+        enable_sleep (bool): whether bodies at rest fall asleep.
+        on_fault (str): "raise" or "reset": what step() does with a faulty world.
+        time (float): simulated time, s: the sum of every step()'s (clamped) dt.
+        step_count (int): the number of steps taken.
+        meta (dict): a scene file's data for the viewer (see load_scene): its size (m),
+            background colour and boundary walls; empty for a scene built in code.
+        visuals (list | None): per body, how a scene file draws it (fill, border, visual
+            shape); None for a scene built in code.
+
+    Raises:
+        TypeError: substeps or n_worlds is not an int, gravity not a pair of numbers,
+            enable_sleep not a bool or arch not a string.
+        ValueError: substeps or n_worlds below 1, gravity not finite, on_fault or arch not
+            one of the names above, or arch other than the backend this process runs.
     """
 
     def __init__(self, gravity=(0.0, -9.81), substeps: int = 11, n_worlds: int = 1,
@@ -86,65 +149,169 @@ class Scene:
     # ------------------------------------------------------------------ building
     @property
     def n_bodies(self) -> int:
+        """The number of bodies (every world holds them all; a chain counts one per link)."""
         return len(self._builder.bodies)
 
     @property
     def n_worlds(self) -> int:
+        """The number of independent copies of the scene simulated together."""
         return self._n_worlds
 
     @property
     def n_joints(self) -> int:
+        """The number of joints (every world holds them all)."""
         return len(self._builder.joints)
 
     @property
     def gravity(self) -> tuple[float, float]:
+        """(gx, gy) gravitational acceleration, m/s², the same in every world."""
         return (float(self._gravity[0]), float(self._gravity[1]))
 
     def add_circle(self, position, radius, **body) -> int:
-        """A solid disc of `radius` (m) centred at `position` (m). Returns its body index."""
+        """Add a solid disc of `radius` centred at `position`.
+
+        Args:
+            position (array_like): (2,) centre, m.
+            radius (float): m, >= 1e-5 (shapes.MIN_SIZE).
+            **body (Any): body keywords (angle, velocity, mass, name, ...: see Scene).
+
+        Returns:
+            The new body's index (0, 1, 2 ... in the order added; the same in every world).
+
+        Raises:
+            TypeError: an argument or keyword of the wrong type, or an unknown keyword (each
+                named in the message).
+            ValueError: an argument or keyword out of range or not finite, or a name already
+                used (each named in the message); nothing is added.
+        """
         return self._builder.add_body(shapes.circle(radius), _position(position), **body)
 
     def add_box(self, position, size, radius=0.0, **body) -> int:
-        """A box of size (width, height) (m) centred at `position`; radius > 0 (m) rounds its
-        corners, adding `radius` all round (outer size: size + 2 radius, as in Fx2D).
-        Returns its body index."""
+        """Add a box of core `size` (width, height) centred at `position`.
+
+        A box is a 4-vertex polygon. `radius` > 0 rounds its corners and adds to its outside, as
+        Fx2D's rounded rectangles do: the outer size is size + 2 radius.
+
+        Args:
+            position (array_like): (2,) centre, m.
+            size (array_like): (width, height), m, each >= 1e-5.
+            radius (float): corner rounding, m, >= 0.
+            **body (Any): body keywords (angle, velocity, mass, name, ...: see Scene).
+
+        Returns:
+            The new body's index (0, 1, 2 ... in the order added; the same in every world).
+
+        Raises:
+            TypeError: an argument or keyword of the wrong type, or an unknown keyword (each
+                named in the message).
+            ValueError: an argument or keyword out of range or not finite, or a name already
+                used (each named in the message); nothing is added.
+        """
         return self._builder.add_body(shapes.box(size, radius), _position(position), **body)
 
     def add_polygon(self, position, vertices, radius=0.0, **body) -> int:
-        """A convex polygon; `vertices` (k, 2) in the body frame, 3 <= k <= 8, either winding;
-        radius > 0 (m) rounds it (every point within radius of the polygon).
+        """Add a convex polygon, its centroid (the body's centre of mass) at `position`.
 
-        The vertices are re-centred on the shape's centroid, which goes to `position`.
+        The vertices, in either winding, are re-centred on the shape's centroid (the rounded
+        shape's when radius > 0); the body's frame has its origin there.
+
+        Args:
+            position (array_like): (2,) where the centroid goes, m.
+            vertices (array_like): (k, 2) in the body frame, m; 3 <= k <= 8
+                (MAX_POLYGON_VERTICES), strictly convex (no reflex or collinear vertices), either
+                winding.
+            radius (float): m, >= 0: rounds the polygon (the shape is every point within
+                `radius` of it).
+            **body (Any): body keywords (angle, velocity, mass, name, ...: see Scene).
+
+        Returns:
+            The new body's index (0, 1, 2 ... in the order added; the same in every world).
+
+        Raises:
+            TypeError: an argument or keyword of the wrong type, or an unknown keyword (each
+                named in the message).
+            ValueError: an argument or keyword out of range or not finite, or a name already
+                used (each named in the message); nothing is added.
         """
         shape, _ = shapes.polygon(vertices, radius=radius)
         return self._builder.add_body(shape, _position(position), **body)
 
     def add_capsule(self, position, length, radius, **body) -> int:
-        """A capsule centred at `position` (m): a segment of `length` (m, between the two cap
-        centres) along the body's x axis, inflated by `radius` (m). Mass and inertia come
-        from its true area (a rectangle and two half discs). Returns its body index."""
+        """Add a capsule centred at `position`, along the body's x axis.
+
+        A capsule is a segment of `length` (between the two cap centres) inflated by `radius`.
+        Its mass and inertia come from its true area (a rectangle and two half discs); length 0
+        makes a circle, as in Fx2D.
+
+        Args:
+            position (array_like): (2,) centre, m.
+            length (float): distance between the cap centres, m, >= 0.
+            radius (float): m, >= 1e-5.
+            **body (Any): body keywords (angle, velocity, mass, name, ...: see Scene).
+
+        Returns:
+            The new body's index (0, 1, 2 ... in the order added; the same in every world).
+
+        Raises:
+            TypeError: an argument or keyword of the wrong type, or an unknown keyword (each
+                named in the message).
+            ValueError: an argument or keyword out of range or not finite, or a name already
+                used (each named in the message); nothing is added.
+        """
         return self._builder.add_body(shapes.capsule(length, radius), _position(position),
                                       **body)
 
     def add_edge(self, position, a, b, **body) -> int:
-        """A static segment from a to b (m, body frame, placed at `position`): level geometry
-        with no thickness. Static only: mass must be 0 (the default here). Bodies collide
-        with it from either side; edges never collide with each other. Returns its body
-        index."""
+        """Add a static segment from `a` to `b`: level geometry with no thickness.
+
+        Bodies collide with an edge from either side; edges never collide with each other. Static
+        only: mass must be 0 (the default here). The ends stay where they are given: the body's
+        origin is not moved to the segment's middle.
+
+        Args:
+            position (array_like): (2,) where the body frame's origin goes, m.
+            a (array_like): (2,) one end in the body frame, m.
+            b (array_like): (2,) the other end in the body frame, m, at least 1e-5 m from `a`.
+            **body (Any): body keywords (see Scene); mass must be 0.
+
+        Returns:
+            The new body's index (0, 1, 2 ... in the order added; the same in every world).
+
+        Raises:
+            TypeError: an argument or keyword of the wrong type, or an unknown keyword (each
+                named in the message).
+            ValueError: an argument or keyword out of range or not finite, or a name already
+                used (each named in the message); nothing is added.
+        """
         body.setdefault("mass", 0.0)
         shape = shapes.edge(a, b)
         return self._builder.add_body(shape, _position(position), **body)
 
     def add_chain(self, position, points, loop=False, **body) -> int:
-        """Static terrain: a chain through `points` ((n, 2), m, body frame, n >= 3) placed at
-        `position`; loop=True joins the last point to the first. One-sided (its front is the
-        left of each link's direction: written left to right it holds bodies above it), and
-        smooth: bodies slide over its joints without catching (shapes.chain). Static only:
-        mass must be 0 (the default here).
+        """Add static terrain: a chain of segments through `points`.
 
-        Each link is a body of its own (one shape per body), at consecutive indices from
-        the one returned: n - 1 links (n with loop). `name` names the first; every link
+        A chain is one-sided: its front is the left of each link's direction, so points written
+        left to right hold bodies above it. It is smooth: bodies slide over its joints without
+        catching (see shapes.chain). Static only: mass must be 0 (the default here).
+
+        Each link is a body of its own (one shape per body), at consecutive indices from the one
+        returned: n - 1 links, n with `loop`. The `name` keyword names the first link; every link
         takes the other keywords.
+
+        Args:
+            position (array_like): (2,) where the body frame's origin goes, m.
+            points (array_like): (n, 2) in the body frame, m; n >= 3, consecutive points at least
+                1e-5 m apart.
+            loop (bool): True joins the last point to the first.
+            **body (Any): body keywords (see Scene); mass must be 0.
+
+        Returns:
+            The index of the first link's body.
+
+        Raises:
+            TypeError: an argument or keyword of the wrong type, or an unknown keyword.
+            ValueError: too few points, points too close, a mass other than 0, or another value
+                out of range (each named in the message); nothing is added.
         """
         body.setdefault("mass", 0.0)
         links = shapes.chain(points, as_bool(loop, "loop"))
@@ -158,37 +325,103 @@ class Scene:
         return first
 
     def add_shape(self, position, shape: shapes.Shape, *, collides: bool = True, **body) -> int:
-        """A body with a prepared shape (fx2d_gpu.shapes: circle, box, polygon, capsule,
-        edge), its centre of mass at `position` (m); collides=False: the shape is drawn but
-        never collides (Fx2D's scene files have such bodies). Returns its body index."""
+        """Add a body of a prepared shape, the shape's body frame placed at `position`.
+
+        Shapes with area (circle, box, polygon, capsule) have their frame's origin at their centre
+        of mass; edges and chain links are kept where they were given.
+
+        Args:
+            position (array_like): (2,) where the shape's body-frame origin goes, m.
+            shape: from fx2d_gpu.shapes (circle, box, polygon, capsule, edge, chain ...); one
+                Shape may serve several bodies.
+            collides: False: the shape is drawn but never collides or answers a query (Fx2D's
+                scene files have such bodies).
+            **body (Any): body keywords (angle, velocity, mass, name, ...: see Scene).
+
+        Returns:
+            The new body's index (0, 1, 2 ... in the order added; the same in every world).
+
+        Raises:
+            TypeError: `shape` is not a fx2d_gpu.shapes.Shape, or another argument or keyword
+                is of the wrong type or unknown.
+            ValueError: an argument or keyword out of range (named in the message); nothing is
+                added.
+        """
         if not isinstance(shape, shapes.Shape):
             raise TypeError(f"shape must be a fx2d_gpu.shapes.Shape, got {type(shape).__name__}")
         return self._builder.add_body(shape, _position(position),
                                       collides=as_bool(collides, "collides"), **body)
 
     def add_circles(self, positions, radii, **body) -> np.ndarray:
-        """n discs at once: centres `positions` ((n, 2) m), radii (m) one for all or (n,).
-        Every keyword of add_circle but `name`, each one value for all bodies or one per
-        body ((n,); velocity (2,) or (n, 2)). The same bodies as n add_circle calls, to the
-        bit, in a small fraction of the time (a million in seconds); all checked before any
-        is added. Returns their indices, (n,) int64."""
+        """Add n discs at once: the same bodies as n add_circle calls, to the bit.
+
+        Built as arrays, a million discs take seconds. Everything is checked before any body is
+        added.
+
+        Args:
+            positions (array_like): (n, 2) centres, m.
+            radii (float | array_like): m, one for all or (n,).
+            **body (Any): every body keyword of Scene but `name`, each one value for all bodies
+                or one per body ((n,); velocity (2,) or (n, 2)).
+
+        Returns:
+            The new bodies' indices, consecutive, (n,) int64.
+
+        Raises:
+            TypeError: an argument of the wrong type, an unknown keyword, or `name` (bodies
+                added together have no names).
+            ValueError: positions not of shape (n, 2), or a value out of range, named
+                `keyword[i]` for the first body that breaks add_circle's rules; nothing is added.
+        """
         n = _count_rows(positions)
         return self._builder.add_bodies(shapes.circles(radii, n), positions, **body)
 
     def add_boxes(self, positions, sizes, radius=0.0, **body) -> np.ndarray:
-        """n boxes at once: centres `positions` ((n, 2) m), sizes (width, height) (m) one
-        for all or (n, 2), `radius` (rounded corners, m) one or (n,). Keywords as
-        add_circles. The same bodies as n add_box calls, to the bit. Returns their
-        indices, (n,) int64."""
+        """Add n boxes at once: the same bodies as n add_box calls, to the bit.
+
+        Sharp boxes are built as arrays (a million take seconds), rounded ones one at a time.
+        Everything is checked before any body is added.
+
+        Args:
+            positions (array_like): (n, 2) centres, m.
+            sizes (array_like): (width, height), m, one for all or (n, 2).
+            radius (float | array_like): corner rounding, m, one for all or (n,).
+            **body (Any): body keywords, as add_circles takes them.
+
+        Returns:
+            The new bodies' indices, consecutive, (n,) int64.
+
+        Raises:
+            TypeError: an argument of the wrong type, an unknown keyword, or `name` (bodies
+                added together have no names).
+            ValueError: positions not of shape (n, 2), or a value out of range, named
+                `keyword[i]` for the first body that breaks add_circle's rules; nothing is added.
+        """
         n = _count_rows(positions)
         return self._builder.add_bodies(shapes.boxes(sizes, n, radius), positions, **body)
 
     def add_shapes(self, positions, body_shapes, **body) -> np.ndarray:
-        """n bodies at once, body i of prepared shape body_shapes[i] (fx2d_gpu.shapes:
-        circles and boxes build many at once; one Shape may serve several bodies) at
-        positions[i] ((n, 2) m): a pile of mixed shapes in the order given. Keywords as
-        add_circles, and collides (one or (n,) bools) as add_shape. Returns their
-        indices, (n,) int64."""
+        """Add n bodies of prepared shapes at once, in the order given: a pile of mixed shapes.
+
+        Body i has shape body_shapes[i] at positions[i], as add_shape would place it.
+        fx2d_gpu.shapes.circles and boxes build many shapes at once; one Shape may serve
+        several bodies.
+
+        Args:
+            positions (array_like): (n, 2) where each shape's body-frame origin goes, m.
+            body_shapes (Sequence[Shape]): n fx2d_gpu.shapes.Shape.
+            **body (Any): body keywords, as add_circles takes them, and `collides` (one bool
+                or (n,)) as add_shape takes it.
+
+        Returns:
+            The new bodies' indices, consecutive, (n,) int64.
+
+        Raises:
+            TypeError: an entry of body_shapes that is not a Shape, or an argument of the
+                wrong type, an unknown keyword or `name`.
+            ValueError: body_shapes and positions of different lengths, or a value out of
+                range (named `keyword[i]`); nothing is added.
+        """
         n = _count_rows(positions)
         body_shapes = list(body_shapes)
         if len(body_shapes) != n:
@@ -201,42 +434,105 @@ class Scene:
         return self._builder.add_bodies(body_shapes, positions, **body)
 
     def body_index(self, name: str) -> int:
-        """Index of the body added with `name`."""
+        """The index of the body added with `name`.
+
+        Raises:
+            ValueError: no body has this name.
+        """
         return self._builder.body_index(name)
 
     def body_name(self, body: int) -> str | None:
-        """The name the body was added with (None if it has none)."""
+        """The name `body` was added with, or None if it has none.
+
+        Raises:
+            TypeError: `body` is not an int.
+            ValueError: `body` is not a body of this scene.
+        """
         return self._builder.bodies[self._builder.check_body(body)].name
 
     def body_inertia(self, body: int) -> float:
-        """Moment of inertia about the centre of mass, kg m² (inf for static bodies)."""
+        """The moment of inertia of `body` about its centre of mass, kg m² (inf for static bodies).
+
+        Raises:
+            TypeError: `body` is not an int.
+            ValueError: `body` is not a body of this scene.
+        """
         return self._builder.bodies[self._builder.check_body(body)].inertia
 
     def body_shape(self, body: int) -> shapes.Shape:
-        """The body's collision shape in its body frame (see fx2d_gpu.shapes.Shape)."""
+        """The collision shape of `body`, in its body frame (see fx2d_gpu.shapes.Shape).
+
+        Raises:
+            TypeError: `body` is not an int.
+            ValueError: `body` is not a body of this scene.
+        """
         return self._builder.bodies[self._builder.check_body(body)].shape
 
     def body_mass(self, body: int) -> float:
-        """Mass, kg (0 for static bodies)."""
+        """The mass of `body`, kg (0 for static bodies).
+
+        Raises:
+            TypeError: `body` is not an int.
+            ValueError: `body` is not a body of this scene.
+        """
         return self._builder.bodies[self._builder.check_body(body)].mass
 
     def body_damping(self, body: int) -> float:
-        """Velocity damping, 1/s (linear and angular)."""
+        """The velocity damping of `body` (linear and angular), 1/s.
+
+        Raises:
+            TypeError: `body` is not an int.
+            ValueError: `body` is not a body of this scene.
+        """
         return self._builder.bodies[self._builder.check_body(body)].vel_damping
 
     def disable_collision(self, body_a: int, body_b: int):
-        """The two bodies never collide (in every world), as joined bodies do not; for rigs
-        whose parts overlap or touch by design. Takes effect from the next step()."""
+        """Never let `body_a` and `body_b` collide, in every world, as joined bodies do not.
+
+        For rigs whose parts overlap or touch by design. Takes effect from the next step().
+
+        Raises:
+            TypeError: a body index that is not an int.
+            ValueError: a body index out of range, or body_a and body_b the same body.
+        """
         self._builder.disable_collision(body_a, body_b)
 
     # ------------------------------------------------------------------ joints
     def add_revolute_joint(self, parent, child, anchor=(0.0, 0.0), angle_min=-math.pi,
                            angle_max=math.pi, control_mode=None, target=0.0, pid=(1.0, 0.0, 0.0),
                            max_effort=math.inf, name=None, collide_connected=False) -> int:
-        """A hinge at `anchor` (parent frame, m); relative angle limited to [min, max] (rad).
+        """Join `child` to `parent` with a hinge at `anchor`, optionally driven by a motor.
 
-        Limits of +-pi (the default) leave the rotation free. A motor (control_mode
-        "position" | "velocity" | "effort") drives the child's angle relative to the parent.
+        The child turns about the anchor relative to the parent. Its relative angle (0 where the
+        bodies start) is held within [angle_min, angle_max]; the default, +-pi, leaves the
+        rotation free. A motor drives that angle: control_mode "position" (target in rad) or
+        "velocity" (target in rad/s) runs a PID on the error, its torque clamped to max_effort;
+        "effort" applies the target (N m, clamped to max_effort) directly. Joined bodies do not
+        collide with each other unless collide_connected.
+
+        Args:
+            parent (int): a body index.
+            child (int): another body index.
+            anchor (array_like): (2,) the hinge in the parent's body frame, m.
+            angle_min (float): the relative angle's lower limit, rad.
+            angle_max (float): its upper limit, rad, >= angle_min.
+            control_mode (str | None): None (no motor), "position", "velocity" or "effort".
+            target (float): the motor's target, rad, rad/s or N m; set_joint_target changes it,
+                per world.
+            pid (tuple[float, float, float]): (p, i, d) gains of the position and velocity
+                modes.
+            max_effort (float): the most torque the motor applies, N m, > 0 (inf: no limit).
+            name (str | None): a unique name, for joint_index(name).
+            collide_connected (bool): let the two bodies collide with each other.
+
+        Returns:
+            The new joint's index (0, 1, 2 ... in the order added).
+
+        Raises:
+            TypeError: an argument of the wrong type (named in the message).
+            ValueError: an argument out of range or not finite (named in the message), parent
+                and child the same body or both static, a lower limit above the upper, or a
+                name already used; nothing is added.
         """
         return self._builder.add_revolute(parent, child, anchor, angle_min, angle_max,
                                           control_mode, target, pid, max_effort, name,
@@ -245,26 +541,75 @@ class Scene:
     def add_prismatic_joint(self, parent, child, axis=(1.0, 0.0), position_min=-1000.0,
                             position_max=1000.0, control_mode=None, target=0.0, pid=(1.0, 0.0, 0.0),
                             max_effort=math.inf, name=None, collide_connected=False) -> int:
-        """A slider: the child moves along `axis` (parent frame) without turning relative to
-        the parent; travel (m, 0 where the child starts) limited to [min, max]."""
+        """Join `child` to `parent` with a slider along `axis`, optionally driven by a motor.
+
+        The child moves along the axis without turning relative to the parent. Its travel (m,
+        0 where the child starts) is held within [position_min, position_max]. A motor drives the
+        travel: control_mode "position" (target in m) or "velocity" (target in m/s) runs a PID on
+        the error, its force clamped to max_effort; "effort" applies the target (N, clamped to
+        max_effort) directly. Joined bodies do not collide with each other unless
+        collide_connected.
+
+        Args:
+            parent (int): a body index.
+            child (int): another body index.
+            axis (array_like): (2,) the direction of travel in the parent's body frame, not
+                zero (its length does not matter).
+            position_min (float): the travel's lower limit, m.
+            position_max (float): its upper limit, m, >= position_min.
+            control_mode (str | None): None (no motor), "position", "velocity" or "effort".
+            target (float): the motor's target, m, m/s or N; set_joint_target changes it, per
+                world.
+            pid (tuple[float, float, float]): (p, i, d) gains of the position and velocity
+                modes.
+            max_effort (float): the most force the motor applies, N, > 0 (inf: no limit).
+            name (str | None): a unique name, for joint_index(name).
+            collide_connected (bool): let the two bodies collide with each other.
+
+        Returns:
+            The new joint's index (0, 1, 2 ... in the order added).
+
+        Raises:
+            TypeError: an argument of the wrong type (named in the message).
+            ValueError: an argument out of range or not finite (named in the message), parent
+                and child the same body or both static, a lower limit above the upper, or a
+                name already used; nothing is added.
+        """
         return self._builder.add_prismatic(parent, child, axis, position_min, position_max,
                                            control_mode, target, pid, max_effort, name,
                                            collide_connected)
 
     def joint_index(self, name: str) -> int:
-        """Index of the joint added with `name`."""
+        """The index of the joint added with `name`.
+
+        Raises:
+            ValueError: no joint has this name.
+        """
         return self._builder.joint_index(name)
 
     def joint_bodies(self, joint: int) -> tuple[int, int]:
-        """(parent, child) body indices of a joint."""
+        """The (parent, child) body indices of `joint`.
+
+        Raises:
+            TypeError: `joint` is not an int.
+            ValueError: `joint` is not a joint of this scene.
+        """
         j = self._builder.joints[self._builder.check_joint(joint)]
         return j.parent, j.child
 
     @serialized
     def set_joint_target(self, joint: int, target):
-        """The motor's target: rad, rad/s or N m (revolute); m, m/s or N (prismatic).
+        """Set the target of `joint`'s motor, in every world or per world.
 
-        target: a scalar for every world, or an array of shape (n_worlds,).
+        Args:
+            joint: a joint index.
+            target (float | array_like): rad, rad/s or N m (revolute); m, m/s or N
+                (prismatic), as the motor's control_mode reads it: a scalar for every world, or
+                (n_worlds,).
+
+        Raises:
+            TypeError: `joint` is not an int.
+            ValueError: `joint` out of range, or target not finite or of another shape.
         """
         joint = self._builder.check_joint(joint)
         values = check_targets(target, self._n_worlds)
@@ -275,8 +620,22 @@ class Scene:
 
     @serialized
     def set_joint_mode(self, joint: int, control_mode, pid=None, max_effort=None):
-        """Change a motor's mode (None | "position" | "velocity" | "effort") and optionally its
-        gains; the PID's integral and derivative state restart in every world."""
+        """Change `joint`'s motor: its mode and, optionally, its gains and effort limit.
+
+        The PID's integral and derivative state restart in every world. The call is checked
+        whole first: a refused one changes nothing.
+
+        Args:
+            joint: a joint index.
+            control_mode (str | None): None (no motor), "position", "velocity" or "effort".
+            pid (tuple[float, float, float] | None): new (p, i, d) gains; None keeps them.
+            max_effort (float | None): the new limit, N m or N, > 0; None keeps it.
+
+        Raises:
+            TypeError: `joint` is not an int, pid not three numbers or max_effort not a number.
+            ValueError: `joint` out of range, control_mode not one of the modes, pid not finite
+                or max_effort not positive.
+        """
         joint = self._builder.check_joint(joint)
         j = self._builder.set_motor(joint, control_mode, pid, max_effort)
         binding = self._binding
@@ -289,57 +648,84 @@ class Scene:
 
     @serialized
     def joint_anchors(self) -> np.ndarray:
-        """(n_worlds, n_joints, 2, 2) world positions (m) of each joint's parent anchor and
-        child anchor; they coincide while a revolute joint holds."""
+        """World positions of every joint's two anchors, in every world.
+
+        Returns:
+            Per world and joint, the parent's anchor and the child's, m, (n_worlds, n_joints,
+                2, 2); they coincide while a revolute joint holds.
+        """
         return kinematics.joint_anchors(self._builder.joints, self.get_state())
 
     @serialized
     def joint_state(self) -> JointState:
-        """Joint coordinates and rates of every world (see JointState)."""
+        """Joint coordinates and their rates, in every world (see JointState)."""
         return JointState(*kinematics.joint_coordinates(self._builder.joints, self.get_state()))
 
     # ------------------------------------------------------------------ stepping
     @property
     def n_colors(self) -> int:
-        """Parallel colours used by the last step."""
+        """The parallel colours the last step's constraint solve used (a diagnostic)."""
         return self._cache.n_colors
 
     @property
     def n_overflow(self) -> int:
-        """Constraints the last step left to the overflow colour (more than MAX_COLORS on one
-        body; solved after the colours, solver/overflow.py)."""
+        """Constraints the last step left to the overflow colour (a diagnostic).
+
+        Those are constraints on a body that has more than MAX_COLORS of them; they are solved
+        after the colours, one at a time (solver/overflow.py).
+        """
         return self._cache.n_overflow
 
     @property
     def colorings(self) -> int:
-        """Steps that coloured their constraints (the others reused the last colouring)."""
+        """Steps that coloured their constraints; the others reused the last colouring (a
+        diagnostic).
+        """
         return self._cache.colorings
 
     @property
     def scratch_colorings(self) -> int:
-        """Colourings that did not start from the last step's colours."""
+        """Colourings that did not start from the last step's colours (a diagnostic)."""
         return self._cache.scratch_colorings
 
     @property
     def pair_reuses(self) -> int:
-        """Steps that kept the last step's candidate pairs: no body left its fat box
-        (worlds of more than 40 bodies, solver/pairs.find_step_pairs)."""
+        """Steps that kept the last step's candidate pairs, no body having left its fat box (a
+        diagnostic; worlds of more than 40 bodies, solver/pairs.find_step_pairs).
+        """
         return self._cache.pair_reuses
 
     @property
     def report_refreshes(self) -> int:
-        """Steps whose contact report only refreshed the last step's list: their pairs stayed
-        where they were and the same pairs touched (solver/reporting.refresh_report)."""
+        """Steps whose contact report only refreshed the last step's list (a diagnostic).
+
+        Those steps' pairs stayed where they were and the same pairs touched
+        (solver/reporting.refresh_report).
+        """
         return self._cache.report_refreshes
 
     @property
     def lost_bodies(self) -> int:
-        """Bodies the last broad phase left out of collision for a non-finite pose."""
+        """Bodies the last broad phase left out for a non-finite pose (a diagnostic)."""
         return self._cache.lost_bodies
 
     @serialized
     def step(self, dt: float):
-        """Advance every world by dt seconds (`substeps` substeps); dt > 0.06 s is clamped."""
+        """Advance every world by `dt` seconds, in `substeps` substeps.
+
+        Forces given to apply_force since the last step act over this one. After it each world is
+        checked for faults (see Scene's on_fault).
+
+        Args:
+            dt: the step, s, >= 1e-3; above 0.06 s it is clamped to 0.06 s (Fx2D's bounds).
+
+        Raises:
+            TypeError: dt is not a number.
+            ValueError: dt below 1e-3 s or not finite.
+            RuntimeError: the scene has no bodies.
+            SimulationError: with on_fault="raise", a world's state went non-finite or absurd;
+                the scene keeps that state (restore a snapshot to go on).
+        """
         dt = as_real(dt, "dt")
         if dt < MIN_DT:
             raise ValueError(f"dt must be >= {MIN_DT} s, got {dt}")
@@ -355,15 +741,23 @@ class Scene:
 
     @property
     def faulted_worlds(self) -> np.ndarray:
-        """(k,) the worlds the last step found faulty (and, with on_fault="reset", reset)."""
+        """(k,) int64: the worlds the last step found faulty (with on_fault="reset", and reset)."""
         return self._faulted_worlds.copy()
 
     @serialized
     def step_context(self, dt: float = 0.0) -> StepContext:
-        """This scene resident in the device pool and up to date (built on first use), as
-        the StepContext the stages of solver/step.py take: for tools and tests that drive
-        one stage on their own data. Its pool holds every scene's arrays; what a stage
-        writes there changes this scene."""
+        """This scene resident in the device pool and up to date, as a solver StepContext.
+
+        For tools and tests that drive one stage of solver/step.py on their own data. The scene
+        is built on first use. Its pool holds every scene's arrays: what a stage writes there
+        changes this scene.
+
+        Args:
+            dt: the step length (s) the context is for; 0 for a query.
+
+        Raises:
+            RuntimeError: the scene has no bodies.
+        """
         return self._context(dt)
 
     def _context(self, dt: float = 0.0) -> StepContext:
@@ -425,9 +819,21 @@ class Scene:
     # ------------------------------------------------------------------ forces
     @serialized
     def apply_force(self, body: int, force, torque=0.0):
-        """Add a force (N, at the centre of mass) and a torque (N m) for the next step().
+        """Add a force at `body`'s centre of mass, and a torque, for the next step() only.
 
-        force: (2,) for every world or (n_worlds, 2); torque: scalar or (n_worlds,).
+        Calls before one step add up. Static bodies and bodies with
+        `external_forces_enabled=False` are unaffected.
+
+        Args:
+            body: a body index.
+            force (array_like): N, (2,) for every world or (n_worlds, 2).
+            torque (float | array_like): N m, counter-clockwise positive, a scalar for every
+                world or (n_worlds,).
+
+        Raises:
+            TypeError: `body` is not an int.
+            ValueError: `body` out of range, or force or torque of another shape, not finite or
+                beyond float32's range.
         """
         body = self._builder.check_body(body)
         f, t = check_forces(force, torque, self._n_worlds)
@@ -449,7 +855,11 @@ class Scene:
     # ------------------------------------------------------------------ state
     @serialized
     def get_state(self) -> State:
-        """A copy of all worlds' state (see State for shapes and units)."""
+        """A copy of every world's state: poses, velocities, sleep flags (see State).
+
+        Raises:
+            RuntimeError: the scene has no bodies.
+        """
         w, nb = self._n_worlds, self.n_bodies
         names = ("position", "angle", "velocity", "angular_velocity", "sleeping")
         state = self._context().pool.bodies.read(dict.fromkeys(names, w * nb))
@@ -463,7 +873,20 @@ class Scene:
 
     @serialized
     def set_state(self, state: State):
-        """Restore a state taken from this scene (shapes must match); previous pose = pose."""
+        """Put `state` into the scene: every body's pose, velocity and sleep flag, in every world.
+
+        The way to give each world different initial conditions: take get_state(), change its
+        arrays, set it. The previous pose is set to the new pose, contacts are found afresh at
+        the new poses, and the last step's contact events are forgotten.
+
+        Args:
+            state: a State of this scene's shapes (n_worlds, n_bodies, ...).
+
+        Raises:
+            TypeError: `state` is not a fx2d_gpu.State.
+            ValueError: an array of another shape, not finite, or beyond the coordinates and
+                speeds the engine simulates (naming it, e.g. state.position).
+        """
         if not isinstance(state, State):
             raise TypeError(f"state must be a fx2d_gpu.State, got {type(state).__name__}")
         arrays = check_state(state, self._n_worlds, self.n_bodies)
@@ -481,18 +904,33 @@ class Scene:
     # ------------------------------------------------------------------ snapshots
     @serialized
     def snapshot(self) -> SceneSnapshot:
-        """Everything that affects this scene's future (fx2d_gpu.snapshots.SceneSnapshot):
-        poses, velocities, warm-start impulses and pairs, colours, sleep timers and islands,
-        PID state, motor targets and settings, forces applied for the next step, the clock.
-        restore() it and step: the run from here repeats bitwise."""
+        """Everything that affects this scene's future, as a SceneSnapshot.
+
+        Poses, velocities, warm-start impulses and pairs, colours, sleep timers and islands, PID
+        state, motor targets and settings, forces applied for the next step, and the clock.
+        restore() it and step: the run from here repeats bitwise.
+
+        Raises:
+            RuntimeError: the scene has no bodies.
+        """
         self._context()
         return take_snapshot(self._binding, self._cache, self._pending_forces, self.time,
                              self.step_count)
 
     @serialized
     def restore(self, snapshot: SceneSnapshot):
-        """Return to a snapshot taken from this scene (or one with the same bodies, joints
-        and n_worlds); ValueError for another scene's, and the scene is left unchanged."""
+        """Return to `snapshot`, taken from this scene or one with the same model.
+
+        The scene's bodies, joints, disabled pairs and n_worlds must be the snapshot's; its clock
+        (time, step_count) goes back too.
+
+        Args:
+            snapshot: from snapshot() or SceneSnapshot.load.
+
+        Raises:
+            TypeError: `snapshot` is not a SceneSnapshot.
+            ValueError: the snapshot is of another scene; the scene is left unchanged.
+        """
         self._context()
         forces, self.time, self.step_count = restore_snapshot(
             snapshot, self._binding, self._cache, self._builder.joints)
@@ -500,13 +938,27 @@ class Scene:
 
     @serialized
     def save_state(self, path):
-        """Write snapshot() to a .npz file (with a format version)."""
+        """Write snapshot() to a NumPy .npz file at `path` (with a format version).
+
+        Args:
+            path (str | os.PathLike): the file to write.
+
+        Raises:
+            OSError: the file cannot be written.
+        """
         self.snapshot().save(path)
 
     @serialized
     def load_state(self, path):
-        """restore() a file written by save_state; ValueError if it is not one or belongs to
-        another scene."""
+        """Restore the snapshot in the file at `path`, written by save_state.
+
+        Args:
+            path (str | os.PathLike): the file to read.
+
+        Raises:
+            ValueError: the file is not a fx2d_gpu state file, is of another format version,
+                or belongs to another scene.
+        """
         self.restore(SceneSnapshot.load(path))
 
     # ------------------------------------------------------------------ contacts
@@ -524,12 +976,21 @@ class Scene:
 
     @serialized
     def contacts(self, world: int | None = 0) -> Contacts:
-        """The pairs touching in `world` (None: all worlds), one row per pair, sorted by
-        (world, body_a, body_b): after a step, every pair that touched in one of its
-        substeps (a point within a quarter slop, or pushing; once reported, within a slop:
-        solver/contacts.HOLD_FRACTION) and the contacts of sleeping
-        bodies, with the impulses the step applied (see Contacts); before the first step or
-        after set_state, the overlaps at the current poses (no impulses)."""
+        """The pairs of bodies touching, one row per pair, sorted by (world, body_a, body_b).
+
+        After a step: every pair that touched in one of its substeps (a point within a quarter of
+        the slop, or pushing; once reported, within a slop: solver/contacts.HOLD_FRACTION) and
+        the contacts of sleeping bodies, with the impulses the step applied (see Contacts).
+        Before the first step or after set_state: the overlaps at the current poses, with zero
+        impulses.
+
+        Args:
+            world: the world to report, or None for every world.
+
+        Raises:
+            TypeError: `world` is not an int or None.
+            ValueError: `world` out of range.
+        """
         if world is not None:
             world = self._check_world(world)
         ctx = self._context()
@@ -577,10 +1038,12 @@ class Scene:
 
     @serialized
     def contact_events(self) -> ContactEvents:
-        """The last step's begin and end contact events of every world (see ContactEvents):
-        pairs that started touching and pairs that stopped, each list sorted by (world,
-        body_a, body_b). A pair that stays in contact, asleep or awake, begins once. Empty
-        before the first step and after set_state."""
+        """The last step's begin and end contact events of every world (see ContactEvents).
+
+        Begin: pairs that started touching; end: pairs that stopped; each list sorted by
+        (world, body_a, body_b). A pair that stays in contact, asleep or awake, begins once.
+        Empty before the first step and after set_state.
+        """
         ctx = self._context()
         events, cache, nb = ctx.pool.events, self._cache, self.n_bodies
         sensor = self._binding.model["model"]["sensor"].astype(bool)
@@ -597,7 +1060,9 @@ class Scene:
 
     @serialized
     def candidate_pairs(self) -> np.ndarray:
-        """(k, 3) int array of (world, body_a, body_b) from the last broad phase, a < b."""
+        """The last broad phase's candidate pairs: a (k, 3) int64 array of (world, body_a, body_b),
+        body_a < body_b.
+        """
         manifolds, n = self._current_contacts()
         pairs = manifolds.read({"body_a": n, "body_b": n})
         a, b = pairs["body_a"].astype(np.int64), pairs["body_b"].astype(np.int64)
@@ -611,11 +1076,22 @@ class Scene:
     @serialized
     def set_collision_filter(self, body: int, collision_group=None, category_bits=None,
                              mask_bits=None):
-        """Change a body's collision filter in every world (None keeps a setting): two
-        bodies sharing a negative collision_group never collide, a positive one always do
-        (0: no group, Fx2D's rule); otherwise each body's category_bits must meet the
-        other's mask_bits (32-bit masks, Box2D's rule). Takes effect from the next step;
-        the body wakes."""
+        """Change `body`'s collision filter, in every world; None keeps a setting.
+
+        Two bodies sharing a negative collision_group never collide, and sharing a positive one
+        always do (0: no group; Fx2D's rule). Otherwise each body's category_bits must meet the
+        other's mask_bits (Box2D's rule). Takes effect from the next step; the body wakes.
+
+        Args:
+            body: a body index.
+            collision_group (int | None): a group within int32's range.
+            category_bits (int | None): the categories the body is in, a 32-bit mask.
+            mask_bits (int | None): the categories it collides with, a 32-bit mask.
+
+        Raises:
+            TypeError: an argument that is not an int (or None).
+            ValueError: `body` out of range, or a value beyond its range.
+        """
         body = self._builder.check_body(body)
         self._builder.set_filter(body, collision_group, category_bits, mask_bits)
         self._upload_filters([body])
@@ -639,11 +1115,22 @@ class Scene:
 
     @serialized
     def set_enabled(self, bodies, enabled: bool, world=None):
-        """Take bodies out of the simulation (enabled=False) or put them back, in `world`
-        (an int, a sequence of worlds, or None: every world). A disabled body keeps its
-        index and state but never moves, collides, joins a joint's constraints or answers a
-        query, as if removed; enabled again, it goes on awake from where it was. `bodies`:
-        an index or a sequence of them."""
+        """Take `bodies` out of the simulation (enabled=False) or put them back, in `world`.
+
+        A disabled body keeps its index and state but never moves, collides, joins a joint's
+        constraints or answers a query, as if removed; enabled again, it goes on awake from where
+        it was.
+
+        Args:
+            bodies (int | array_like): a body index or a sequence of them.
+            enabled: False takes the bodies out, True puts them back.
+            world (int | array_like | None): a world, a sequence of worlds, or None for every
+                world.
+
+        Raises:
+            TypeError: enabled is not a bool, or an index is not an int.
+            ValueError: no bodies given, or an index out of range.
+        """
         enabled = as_bool(enabled, "enabled")
         indices = self._body_list(bodies)
         worlds = self._world_list(world)
@@ -652,23 +1139,41 @@ class Scene:
 
     @serialized
     def remove_body(self, body: int):
-        """Remove a body from every world: set_enabled(body, False). Its index stays (the
-        batch layout does not change) and it never pairs again unless enabled again."""
+        """Remove `body` from every world: set_enabled(body, False).
+
+        Its index stays (the batch layout does not change) and it never pairs again unless
+        enabled again.
+
+        Raises:
+            TypeError: `body` is not an int.
+            ValueError: `body` out of range.
+        """
         self.set_enabled(self._builder.check_body(body), False)
 
     @serialized
     def enabled(self) -> np.ndarray:
-        """(n_worlds, n_bodies) bool: which bodies take part in each world."""
+        """(n_worlds, n_bodies) bool: which bodies take part in each world (see set_enabled)."""
         n = self._n_worlds * self.n_bodies
         flags = self._context().pool.bodies.read({"enabled": n})["enabled"]
         return flags.reshape(self._n_worlds, self.n_bodies).astype(bool)
 
     @serialized
     def add_group(self, name: str, bodies, self_collide: bool = False):
-        """A named set of bodies (Fx2D's entity groups). Unless self_collide, its members
-        never collide with one another: they share a new negative collision_group (their
-        own groups are replaced). Enable, disable or remove them together with
-        set_group_enabled and remove_group."""
+        """Make a named group of `bodies` (Fx2D's entity groups).
+
+        Unless self_collide, its members never collide with one another: they share a new
+        negative collision_group (replacing their own). Enable, disable or remove them together
+        with set_group_enabled and remove_group.
+
+        Args:
+            name: the group's name, unique among groups.
+            bodies (int | array_like): a body index or a sequence of them.
+            self_collide: let the members collide with one another.
+
+        Raises:
+            TypeError: name is not a str, self_collide not a bool, or an index not an int.
+            ValueError: the name is already used, no bodies given, or an index out of range.
+        """
         members = self._body_list(bodies)
         group = self._builder.add_group(name, members, as_bool(self_collide, "self_collide"))
         if group is not None:
@@ -677,17 +1182,37 @@ class Scene:
             self._upload_filters(members)
 
     def group_bodies(self, name: str) -> np.ndarray:
-        """The body indices of group `name`, in the order they were given."""
+        """The body indices of group `name`, (k,) int64, in the order they were given.
+
+        Raises:
+            ValueError: no group has this name.
+        """
         return np.array(self._builder.group(name), np.int64)
 
     @serialized
     def set_group_enabled(self, name: str, enabled: bool, world=None):
-        """set_enabled for every member of group `name`."""
+        """Take every member of group `name` out of the simulation, or put them back.
+
+        set_enabled(group_bodies(name), enabled, world).
+
+        Args:
+            name: the group's name.
+            enabled: False takes the members out, True puts them back.
+            world (int | array_like | None): a world, a sequence of worlds, or None for every
+                world.
+
+        Raises:
+            ValueError: no group has this name, or a world out of range.
+        """
         self.set_enabled(self.group_bodies(name), enabled, world)
 
     @serialized
     def remove_group(self, name: str):
-        """Remove every member of group `name` (remove_body) and forget the group."""
+        """Remove every member of group `name` from every world (remove_body), and forget the group.
+
+        Raises:
+            ValueError: no group has this name.
+        """
         members = self.group_bodies(name)
         self.set_enabled(members, False)
         self._builder.forget_group(name)
@@ -730,11 +1255,20 @@ class Scene:
     def ray_cast(self, origins, directions, max_distance, *, sensors: bool = False) -> RayHits:
         """The nearest body each ray hits, in every world (see RayHits).
 
-        origins (m) and directions (need not be unit; not zero): (2,) one ray for every
-        world, (n_rays, 2) the same rays in every world, or (n_worlds, n_rays, 2).
-        max_distance: m, > 0, a scalar or broadcastable to (n_worlds, n_rays). Sensors are
-        skipped unless sensors=True; disabled and shape-less bodies are never hit. Ties go
-        to the lowest body index. Changes nothing a later step reads.
+        Disabled and shape-less bodies are never hit; ties go to the lowest body index. A query
+        changes nothing a later step reads.
+
+        Args:
+            origins (array_like): ray starts, m: (2,) one ray for every world, (n_rays, 2)
+                the same rays in every world, or (n_worlds, n_rays, 2).
+            directions (array_like): as origins; need not be unit length, must not be zero.
+            max_distance (float | array_like): how far each ray reaches, m, > 0: a scalar or
+                broadcastable to (n_worlds, n_rays).
+            sensors: also hit sensors (skipped by default).
+
+        Raises:
+            TypeError: an argument of the wrong type.
+            ValueError: an argument of the wrong shape, not finite or out of range.
         """
         sensors = as_bool(sensors, "sensors")
         n, origins, directions, limits = self._rays(origins, directions, max_distance)
@@ -754,8 +1288,23 @@ class Scene:
     @serialized
     def ray_cast_all(self, origins, directions, max_distance, *,
                      sensors: bool = False) -> RayHitList:
-        """Every body each ray crosses, nearest first (see RayHitList); the arguments are
-        ray_cast's."""
+        """Every body each ray crosses, nearest first, in every world (see RayHitList).
+
+        Each body is reported once per ray, where the ray enters it. Disabled and shape-less
+        bodies are never hit. A query changes nothing a later step reads.
+
+        Args:
+            origins (array_like): ray starts, m: (2,) one ray for every world, (n_rays, 2)
+                the same rays in every world, or (n_worlds, n_rays, 2).
+            directions (array_like): as origins; need not be unit length, must not be zero.
+            max_distance (float | array_like): how far each ray reaches, m, > 0: a scalar or
+                broadcastable to (n_worlds, n_rays).
+            sensors: also hit sensors (skipped by default).
+
+        Raises:
+            TypeError: an argument of the wrong type.
+            ValueError: an argument of the wrong shape, not finite or out of range.
+        """
         sensors = as_bool(sensors, "sensors")
         n, origins, directions, limits = self._rays(origins, directions, max_distance)
         if n == 0:
@@ -782,11 +1331,19 @@ class Scene:
 
     @serialized
     def query_point(self, points, *, sensors: bool = False) -> Overlaps:
-        """The bodies containing each point (boundary included), in every world.
+        """The bodies containing each point (boundary included), in every world (see Overlaps).
 
-        points: m, (2,), (n_points, 2) or (n_worlds, n_points, 2). Sensors only with
-        sensors=True; disabled and shape-less bodies never. Changes nothing a later step
-        reads."""
+        Disabled and shape-less bodies never count. A query changes nothing a later step reads.
+
+        Args:
+            points (array_like): m: (2,) one point for every world, (n_points, 2) the same
+                points in every world, or (n_worlds, n_points, 2).
+            sensors: also report sensors (left out by default).
+
+        Raises:
+            TypeError: an argument of the wrong type.
+            ValueError: an argument of the wrong shape, not finite or out of range.
+        """
         sensors = as_bool(sensors, "sensors")
         w = self._n_worlds
         n, (points,) = queries.broadcast(w, points=queries.batch_vectors(points, "points", w))
@@ -794,11 +1351,24 @@ class Scene:
 
     @serialized
     def query_aabb(self, lower, upper, *, sensors: bool = False) -> Overlaps:
-        """The bodies whose shape overlaps or touches each axis-aligned box (exactly, not
-        just their bounding boxes), in every world.
+        """The bodies whose shape overlaps or touches each axis-aligned box, in every world.
 
-        lower, upper: the boxes' corners, m, (2,), (n_boxes, 2) or (n_worlds, n_boxes, 2);
-        lower <= upper."""
+        Exact: a body counts when its shape meets the box, not merely its bounding box. Disabled
+        and shape-less bodies never count. A query changes nothing a later step reads.
+
+        Args:
+            lower (array_like): the boxes' lower corners, m: (2,), (n_boxes, 2) or
+                (n_worlds, n_boxes, 2).
+            upper (array_like): their upper corners, as lower; lower <= upper on both axes.
+            sensors: also report sensors (left out by default).
+
+        Returns:
+            One row per (box, body) found (see Overlaps).
+
+        Raises:
+            TypeError: an argument of the wrong type.
+            ValueError: an argument of the wrong shape, not finite or out of range.
+        """
         sensors = as_bool(sensors, "sensors")
         w = self._n_worlds
         n, (lower, upper) = queries.broadcast(
@@ -813,12 +1383,27 @@ class Scene:
     @serialized
     def overlap_shape(self, shape: shapes.Shape, position, angle=0.0, *,
                       sensors: bool = False) -> Overlaps:
-        """The bodies each placed copy of `shape` (fx2d_gpu.shapes: circle, box, polygon,
-        capsule, edge ...) overlaps or touches (full containment counts), in every world.
+        """The bodies each placed copy of `shape` overlaps or touches, in every world.
 
-        position: m, (2,), (n_queries, 2) or (n_worlds, n_queries, 2); angle: rad, a scalar
-        or broadcastable to (n_worlds, n_queries). Edges and chain links are two-sided
-        segments here."""
+        Full containment counts. Edges and chain links are two-sided segments here. Disabled and
+        shape-less bodies never count. A query changes nothing a later step reads.
+
+        Args:
+            shape: from fx2d_gpu.shapes (circle, box, polygon, capsule, edge ...).
+            position (array_like): where the shape's body-frame origin goes, m: (2,),
+                (n_queries, 2) or (n_worlds, n_queries, 2).
+            angle (float | array_like): its rotation, rad: a scalar or broadcastable to
+                (n_worlds, n_queries).
+            sensors: also report sensors (left out by default).
+
+        Returns:
+            One row per (query, body) found (see Overlaps).
+
+        Raises:
+            TypeError: `shape` is not a fx2d_gpu.shapes.Shape, or another argument of the wrong
+                type.
+            ValueError: an argument of the wrong shape, not finite or out of range.
+        """
         if not isinstance(shape, shapes.Shape):
             raise TypeError(f"shape must be a fx2d_gpu.shapes.Shape, got "
                             f"{type(shape).__name__}")

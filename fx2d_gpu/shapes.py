@@ -1,8 +1,14 @@
-"""Host-side shape geometry: validation, re-centring and mass properties.
+"""Shapes: collision geometry in the body frame, its checks, and its mass properties.
 
-Everything here runs once per added body, in NumPy float64; the results are uploaded to the
-device when the scene is built. Shapes are described in the body frame (metres), with the
-body's origin at its centre of mass.
+Build a Shape here (circle, box, polygon, capsule, edge, chain; circles and boxes build
+many at once) to pass to Scene.add_shape, Scene.add_shapes or Scene.overlap_shape;
+Scene.body_shape hands one back. Shapes are described in the body frame (m), with the body's
+origin at the centre of mass of shapes with area; edges and chains stay where they were
+given.
+
+Everything here runs on the host in NumPy float64, once per added body; the results go to
+the device when the scene is built. The as_* functions check inputs: they raise TypeError
+or ValueError naming the argument.
 """
 
 from __future__ import annotations
@@ -13,27 +19,37 @@ from functools import cached_property
 
 import numpy as np
 
-#: Smallest circle radius or box side, m: below it float32 contact geometry and inertia
-#: (m r^2, ~1e-23 kg m^2 here) lose their meaning.
+# (Each constant's docstring follows it: the API reference shows it.)
 MIN_SIZE = 1e-5
-#: Largest magnitude of any input number: float32's range on the device.
+"""Smallest circle radius, capsule radius or box side, m: below it float32 contact geometry
+and inertia (m r², ~1e-23 kg m² here) lose their meaning."""
 FLOAT32_MAX = 3.4e38
-#: Largest coordinate (m) and speed (m/s, rad/s) the engine simulates: beyond them a body
-#: would leave collision (its grid cells past 32-bit range) or cross the world in a
-#: substep. Inputs beyond them are refused; a state beyond them after a step is a fault.
+"""Largest magnitude of any input number: float32's range on the device."""
 MAX_COORDINATE = 1e15
+"""Largest coordinate the engine simulates, m: beyond it a body would leave collision (its
+grid cells past 32-bit range). Inputs beyond it are refused; a state beyond it after a step
+is a fault (fx2d_gpu.SimulationError)."""
 MAX_SPEED = 1e10
-#: Most vertices a convex polygon may have (Box2D uses the same bound).
+"""Largest speed the engine simulates, m/s or rad/s: beyond it a body would cross the world
+in a substep. Inputs beyond it are refused; a state beyond it after a step is a fault."""
 MAX_POLYGON_VERTICES = 8
+"""Most vertices a convex polygon may have (Box2D uses the same bound)."""
 
 SHAPE_NONE = 0
+"""Shape kind code (device side) of a body with no collision shape (added with
+collides=False): it never collides or answers a query."""
 SHAPE_CIRCLE = 1
+"""Shape.kind of a circle: a point core and its radius."""
 SHAPE_POLYGON = 2
+"""Shape.kind of a convex polygon (a box is one), sharp or rounded by its radius."""
 SHAPE_CAPSULE = 3
+"""Shape.kind of a capsule: a segment core along local x and its radius."""
 SHAPE_EDGE = 4
-SHAPE_CHAIN = 5  # one link (segment) of a chain
-#: Shapes with no area (static level geometry only: no mass, no inertia).
+"""Shape.kind of an edge: a two-sided segment with no skin (static level geometry)."""
+SHAPE_CHAIN = 5
+"""Shape.kind of one link (segment) of a chain: one-sided static terrain (see chain)."""
 AREALESS_KINDS = (SHAPE_EDGE, SHAPE_CHAIN)
+"""Shape kinds with no area: static level geometry only (no mass, no inertia)."""
 
 # Edges shorter than this (m) make a polygon degenerate.
 _MIN_EDGE_LENGTH = 1e-6
@@ -41,22 +57,26 @@ _MIN_EDGE_LENGTH = 1e-6
 
 @dataclass(frozen=True)
 class Shape:
-    """One collision shape in the body frame: a core (a point, a segment or a convex
-    polygon) and a skin `radius` around it (Fx2D's and Box2D's "core + radius"): the shape is
-    every point within `radius` of the core.
+    """One collision shape in the body frame: a core and a skin of `radius` around it.
 
-    kind: SHAPE_CIRCLE (a point core), SHAPE_POLYGON (k >= 3 vertices; radius > 0 rounds
-    it), SHAPE_CAPSULE (a segment along local x and its radius), SHAPE_EDGE (a segment
-    with no skin: static level geometry) or SHAPE_CHAIN (one link of a chain: a one-sided
-    segment, see `chain`).
-    radius: the skin, m (a circle's radius; 0 for sharp polygons and edges).
-    center: (2,) circle centre in the body frame, m.
-    vertices: (k, 2) the core's vertices in the body frame, m, counter-clockwise (a
-    segment's two ends; empty for circles).
-    normals: (k, 2) outward unit normal of core edge i = (v[i], v[i+1]) (a segment's two
-    sides: edge 0 runs v0 -> v1, edge 1 back).
-    cones: chain links only, (2, 2): at each end, the unit normal that bounds, with the
-    link's front normal (normals[1]), the contact normals allowed there (see `chain`).
+    The core is a point, a segment or a convex polygon; the shape is every point within
+    `radius` of it (Fx2D's and Box2D's "core + radius"). A Shape is frozen, its arrays
+    read-only, so that one Shape may serve many bodies. Build one with circle, box, polygon,
+    capsule, edge or chain rather than by hand.
+
+    Attributes:
+        kind: SHAPE_CIRCLE (a point core), SHAPE_POLYGON (k >= 3 vertices; radius > 0
+            rounds it), SHAPE_CAPSULE (a segment along local x and its radius), SHAPE_EDGE
+            (a segment with no skin: static level geometry) or SHAPE_CHAIN (one link of a
+            chain: a one-sided segment, see chain).
+        radius: the skin, m (a circle's radius; 0 for sharp polygons and edges).
+        center: (2,) the circle's centre in the body frame, m.
+        vertices: (k, 2) the core's vertices in the body frame, m, counter-clockwise (a
+            segment's two ends; empty for circles).
+        normals: (k, 2) the outward unit normal of core edge i = (v[i], v[i+1]) (a segment's
+            two sides: edge 0 runs v0 -> v1, edge 1 back).
+        cones: chain links only, (2, 2): at each end, the unit normal that bounds, with the
+            link's front normal (normals[1]), the contact normals allowed there (see chain).
     """
 
     kind: int
@@ -85,29 +105,43 @@ class Shape:
     # bulk constructors (circles, boxes) fill them in for a whole array of shapes at once.
     @cached_property
     def bounding_radius(self) -> float:
-        """Largest distance from the body origin to the shape's surface, m."""
+        """The largest distance from the body origin to the shape's surface, m."""
         if self.kind == SHAPE_CIRCLE:
             return float(np.hypot(*self.center) + self.radius)
         return float(np.max(np.hypot(self.vertices[:, 0], self.vertices[:, 1])) + self.radius)
 
     @cached_property
     def unit_inertia(self) -> float:
-        """Moment of inertia about the body origin per unit mass, m² (see unit_inertia)."""
+        """The moment of inertia about the body origin per unit mass, m² (see unit_inertia)."""
         return unit_inertia(self)
 
     @property
     def core_kind(self) -> int:
-        """The kind the device's narrow phase sees: SHAPE_CIRCLE (a point core),
-        SHAPE_CHAIN (a chain link) or SHAPE_POLYGON (any other core of 2 or more vertices,
-        with this shape's radius)."""
+        """The kind the device's narrow phase sees.
+
+        SHAPE_CIRCLE (a point core), SHAPE_CHAIN (a chain link) or SHAPE_POLYGON (any other core
+        of 2 or more vertices, with this shape's radius).
+        """
         if self.kind in (SHAPE_CIRCLE, SHAPE_CHAIN):
             return self.kind
         return SHAPE_POLYGON
 
 
 def as_vector2(value, name: str, limit: float = FLOAT32_MAX) -> np.ndarray:
-    """(2,) float64 from any 2-sequence with components within +-limit; TypeError or
-    ValueError naming `name` otherwise."""
+    """Check a 2-vector: `value` as a (2,) float64 array, components finite and within +-limit.
+
+    Args:
+        value (array_like): two numbers.
+        name: the argument's name, for the error messages.
+        limit: the bound on each component's magnitude (float32's range by default).
+
+    Returns:
+        A new (2,) float64 array.
+
+    Raises:
+        TypeError: `value` is not a pair of numbers.
+        ValueError: `value` has another shape, is not finite, or is beyond the limit.
+    """
     try:
         arr = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError):
@@ -129,7 +163,20 @@ def as_vector2(value, name: str, limit: float = FLOAT32_MAX) -> np.ndarray:
 
 def as_real(value, name: str, *, minimum: float | None = None, positive: bool = False,
             limit: float = FLOAT32_MAX) -> float:
-    """A finite float within +-limit; TypeError/ValueError naming `name` otherwise."""
+    """Check a number: `value` as a finite float within +-limit.
+
+    Args:
+        value (float): a number (a bool is not one).
+        name: the argument's name, for the error messages.
+        minimum: if given, the least value allowed.
+        positive: require value > 0.
+        limit: the bound on its magnitude (float32's range by default).
+
+    Raises:
+        TypeError: `value` is not a number.
+        ValueError: `value` is not finite, beyond the limit, not positive (if required) or
+            below the minimum.
+    """
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise TypeError(f"{name} must be a number, got {type(value).__name__}")
     value = float(value)
@@ -149,8 +196,23 @@ def as_real(value, name: str, *, minimum: float | None = None, positive: bool = 
 
 def as_reals(values, name: str, n: int, *, minimum: float | None = None,
              positive: bool = False, limit: float = FLOAT32_MAX) -> np.ndarray:
-    """(n,) float64 from one number (for all n) or n numbers, each held to as_real's rules;
-    the first that breaks one raises as_real's error, named `name[i]`."""
+    """Check n numbers: (n,) float64 from one number (for all n) or n numbers.
+
+    Each is held to as_real's rules (`minimum`, `positive`, `limit`); the first that breaks
+    one raises as_real's error, named `name[i]`.
+
+    Args:
+        values (float | array_like): one number or (n,).
+        name: the argument's name, for the error messages.
+        n: how many numbers.
+        minimum: if given, the least value allowed.
+        positive: require every value > 0.
+        limit: the bound on their magnitude.
+
+    Raises:
+        TypeError: values are not numbers.
+        ValueError: values of another shape, or a value that breaks a rule.
+    """
     if np.ndim(values) == 0:
         return np.full(n, as_real(values, name, minimum=minimum, positive=positive,
                                   limit=limit))
@@ -167,8 +229,21 @@ def as_reals(values, name: str, n: int, *, minimum: float | None = None,
 
 
 def as_vectors2(values, name: str, n: int, limit: float = FLOAT32_MAX) -> np.ndarray:
-    """(n, 2) float64 from one pair (for all n) or n pairs, each held to as_vector2's rules;
-    the first that breaks one raises as_vector2's error, named `name[i]`."""
+    """Check n 2-vectors: (n, 2) float64 from one pair (for all n) or n pairs.
+
+    Each is held to as_vector2's rules; the first that breaks one raises as_vector2's error,
+    named `name[i]`.
+
+    Args:
+        values (array_like): one pair, (2,), or (n, 2).
+        name: the argument's name, for the error messages.
+        n: how many pairs.
+        limit: the bound on each component's magnitude.
+
+    Raises:
+        TypeError: values are not numbers, or ragged.
+        ValueError: values of another shape, or a pair that breaks a rule.
+    """
     try:
         shape = np.shape(values)
     except ValueError:
@@ -183,8 +258,17 @@ def as_vectors2(values, name: str, n: int, limit: float = FLOAT32_MAX) -> np.nda
 
 
 def as_numbers(values, name: str, shape: tuple) -> np.ndarray:
-    """A float64 copy of an array of numbers (ints or floats: not bools) of `shape`;
-    TypeError or ValueError naming `name` otherwise."""
+    """Check an array of numbers: a float64 copy of `values`, of exactly `shape`.
+
+    Args:
+        values (array_like): ints or floats (not bools).
+        name: the argument's name, for the error messages.
+        shape: the shape required.
+
+    Raises:
+        TypeError: values are not numbers, or ragged.
+        ValueError: values of another shape.
+    """
     try:
         array = np.asarray(values)
     except ValueError:
@@ -197,6 +281,16 @@ def as_numbers(values, name: str, shape: tuple) -> np.ndarray:
 
 
 def circle(radius: float, center=(0.0, 0.0)) -> Shape:
+    """A circle of `radius`, its centre at `center` in the body frame.
+
+    Args:
+        radius (float): m, >= MIN_SIZE (1e-5 m).
+        center (array_like): (2,) the centre in the body frame, m.
+
+    Raises:
+        TypeError: radius not a number, or center not a pair of numbers.
+        ValueError: radius below MIN_SIZE, or a value not finite.
+    """
     radius = as_real(radius, "radius", minimum=MIN_SIZE)
     empty = np.zeros((0, 2))
     return Shape(SHAPE_CIRCLE, radius, as_vector2(center, "center"), empty, empty)
@@ -208,7 +302,14 @@ def _next(values: np.ndarray) -> np.ndarray:
 
 
 def polygon_area_centroid(vertices: np.ndarray) -> tuple[float, np.ndarray]:
-    """Signed area (positive for counter-clockwise) and centroid of a simple polygon."""
+    """The signed area (positive for counter-clockwise) and centroid of a simple polygon.
+
+    Args:
+        vertices: (k, 2) float64, m, in order, either winding.
+
+    Returns:
+        (area m², centroid (2,) m); for zero area, the vertices' mean as the centroid.
+    """
     x, y = vertices[:, 0], vertices[:, 1]
     xn, yn = _next(x), _next(y)
     cross = x * yn - xn * y
@@ -220,8 +321,16 @@ def polygon_area_centroid(vertices: np.ndarray) -> tuple[float, np.ndarray]:
 
 
 def as_points(points, name: str) -> np.ndarray:
-    """(k, 2) float64 from a sequence of (x, y) pairs, finite and within +-MAX_COORDINATE;
-    TypeError or ValueError naming `name` otherwise."""
+    """Check a list of points: (k, 2) float64, finite and within +-MAX_COORDINATE.
+
+    Args:
+        points (array_like): a sequence of (x, y) pairs.
+        name: the argument's name, for the error messages.
+
+    Raises:
+        TypeError: points are not numbers.
+        ValueError: points not of shape (k, 2), not finite, or beyond MAX_COORDINATE.
+    """
     try:
         array = np.asarray(points, dtype=np.float64)
     except (TypeError, ValueError):
@@ -236,11 +345,23 @@ def as_points(points, name: str) -> np.ndarray:
 
 
 def polygon(vertices, name: str = "vertices", radius=0.0) -> tuple[Shape, np.ndarray]:
-    """Validate a convex polygon, make it counter-clockwise and re-centre it on its centroid;
-    radius (m, >= 0) rounds it (the centroid is then the rounded shape's).
+    """Check a convex polygon, make it counter-clockwise and re-centre it on its centroid.
 
-    Returns the shape and the centroid (in the frame the vertices were given in), so that the
-    caller can place the body's centre of mass where the user asked.
+    Args:
+        vertices (array_like): (k, 2), m, 3 <= k <= MAX_POLYGON_VERTICES, strictly convex (no
+            reflex or collinear vertices), either winding.
+        name: the argument's name, for the error messages.
+        radius (float): m, >= 0: rounds the polygon; the centroid is then the rounded
+            shape's.
+
+    Returns:
+        The shape and the centroid (2,) m, in the frame the vertices were given in, so that
+            the caller can place the body's centre of mass where the user asked.
+
+    Raises:
+        TypeError: vertices or radius not numbers.
+        ValueError: the wrong number of vertices, no area, repeated vertices, a polygon not
+            strictly convex, or a negative radius.
     """
     radius = as_real(radius, "radius", minimum=0.0)
     verts = as_points(vertices, name)
@@ -268,8 +389,17 @@ def polygon(vertices, name: str = "vertices", radius=0.0) -> tuple[Shape, np.nda
 
 
 def box(size, radius=0.0) -> Shape:
-    """A box of core size (width, height), m, centred on the origin; radius (m, >= 0) rounds
-    its corners and adds to its outside (Fx2D's rounded rectangle: outer size + 2 radius)."""
+    """A box of core `size` (width, height) centred on the origin: a 4-vertex polygon.
+
+    Args:
+        size (array_like): (width, height), m, each >= MIN_SIZE.
+        radius (float): m, >= 0: rounds the corners and adds to the outside (Fx2D's rounded
+            rectangle: the outer size is size + 2 radius).
+
+    Raises:
+        TypeError: size or radius not numbers.
+        ValueError: a side below MIN_SIZE, a negative radius, or a value not finite.
+    """
     size = as_vector2(size, "size")
     if np.any(size < MIN_SIZE):
         raise ValueError(f"size must be >= {MIN_SIZE} m on both axes, got {tuple(size)}")
@@ -279,9 +409,18 @@ def box(size, radius=0.0) -> Shape:
 
 
 def circles(radii, n: int) -> list[Shape]:
-    """n circle shapes, each what circle(radius) makes, from one radius (m, for all) or n;
-    radii held to circle's rules (the first that breaks one raises, named radii[i]).
-    Built as a whole: a million circles take a second, not a minute."""
+    """n circles centred on the origin, each what circle(radius) makes, built as a whole.
+
+    A million circles take a second, not a minute.
+
+    Args:
+        radii (float | array_like): m, one for all or (n,), each >= MIN_SIZE; the first that
+            breaks circle's rules raises, named radii[i].
+        n: how many circles.
+
+    Returns:
+        A list of n Shapes.
+    """
     radii = as_reals(radii, "radii", n, minimum=MIN_SIZE)
     # A disc centred on the origin: Shape.bounding_radius is its radius, and unit_inertia's
     # r^2 / 2 + |centre|^2 is r^2 / 2 (the same floats: tests/test_bulk_add.py).
@@ -291,10 +430,19 @@ def circles(radii, n: int) -> list[Shape]:
 
 
 def boxes(sizes, n: int, radius=0.0) -> list[Shape]:
-    """n box shapes, each what box(size, radius) makes, from one size (width, height) (m,
-    for all) or n, and one radius (m) or n; held to box's rules (the first that breaks one
-    raises, named sizes[i] or radius[i]). Sharp boxes are built as a whole (a million
-    take seconds, not a minute); rounded ones one at a time."""
+    """n boxes centred on the origin, each what box(size, radius) makes.
+
+    Sharp boxes are built as a whole (a million take seconds, not a minute), rounded ones one
+    at a time. The first value that breaks box's rules raises, named sizes[i] or radius[i].
+
+    Args:
+        sizes (array_like): (width, height), m: one for all, (2,), or (n, 2).
+        n: how many boxes.
+        radius (float | array_like): m, one for all or (n,), each >= 0.
+
+    Returns:
+        A list of n Shapes.
+    """
     sizes = as_vectors2(sizes, "sizes", n)
     small = np.flatnonzero((sizes < MIN_SIZE).any(1))[:1]
     for i in small:
@@ -356,8 +504,19 @@ def _segment_normals(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def capsule(length, radius) -> Shape:
-    """A capsule along local x: the segment between (-length/2, 0) and (length/2, 0), m,
-    inflated by radius (m). length 0 is a circle (as in Fx2D)."""
+    """A capsule along local x: a segment of `length` centred on the origin, inflated by `radius`.
+
+    The segment runs from (-length/2, 0) to (length/2, 0) in the body frame.
+
+    Args:
+        length (float): m, >= 0; below MIN_SIZE the capsule is a circle (as in Fx2D).
+        radius (float): m, >= MIN_SIZE.
+
+    Raises:
+        TypeError: length or radius not a number.
+        ValueError: length negative, radius below MIN_SIZE, or a value not finite or beyond
+            MAX_COORDINATE.
+    """
     length = as_real(length, "length", minimum=0.0, limit=MAX_COORDINATE)
     radius = as_real(radius, "radius", minimum=MIN_SIZE, limit=MAX_COORDINATE)
     if length < MIN_SIZE:
@@ -367,9 +526,19 @@ def capsule(length, radius) -> Shape:
 
 
 def edge(a, b) -> Shape:
-    """A segment from a to b (body frame, m) with no skin and no area: static level geometry.
-    Its ends are kept where they were given (the body origin is not moved to its middle),
-    as Fx2D does."""
+    """A segment from `a` to `b` with no skin and no area: static level geometry.
+
+    Its ends are kept where they were given (the body origin is not moved to its middle), as
+    Fx2D does.
+
+    Args:
+        a (array_like): (2,) one end in the body frame, m.
+        b (array_like): (2,) the other end, m, at least MIN_SIZE from `a`.
+
+    Raises:
+        TypeError: a or b not a pair of numbers.
+        ValueError: the ends too close, or not finite or beyond MAX_COORDINATE.
+    """
     a = as_vector2(a, "a", MAX_COORDINATE)
     b = as_vector2(b, "b", MAX_COORDINATE)
     if np.hypot(*(b - a)) < MIN_SIZE:
@@ -380,20 +549,35 @@ def edge(a, b) -> Shape:
 
 
 def chain(points, loop: bool = False, name: str = "points") -> list[Shape]:
-    """The links of a chain through `points` ((n, 2), m, body frame; n >= 3, consecutive
-    points distinct; `loop`: the last point joins the first): static terrain, kept where it
-    was given, as Fx2D does.
+    """The links of a chain through `points`: one-sided, smooth static terrain.
 
-    As in Fx2D (docs/collision_resolution.md), a chain is one-sided: its front is the left of
-    each link's direction, so a polyline written left to right holds bodies above it, and a
-    body whose centre is behind a link does not touch that link. Each link knows its
-    neighbours (Box2D's ghost vertices): a contact normal at a link's end must lie between
-    the link's front normal and the bound stored in `cones` there: the next link's front
-    normal at a link's end where the chain bends away (a convex corner, whose rounded
-    outside the link ending there holds), else the front normal itself (where it is flat or
-    bends up the neighbour's face holds the body). So a body sliding over the joints of a
-    flat chain never catches on them. An open end's bound is the link's own direction out
-    of it.
+    The chain is kept where it was given, as Fx2D does.
+
+    As in Fx2D (its docs/collision_resolution.md), a chain is one-sided: its front is the
+    left of each link's direction, so a polyline written left to right holds bodies above it,
+    and a body whose centre is behind a link does not touch that link.
+
+    Each link knows its neighbours (Box2D's ghost vertices): a contact normal at a link's end
+    must lie between the link's front normal and the bound stored in `cones` there. Where the
+    chain bends away (a convex corner, whose rounded outside the link ending there holds) the
+    bound is the next link's front normal; where it is flat or bends up (the neighbour's face
+    holds the body) it is the front normal itself. So a body sliding over the joints of a
+    flat chain never catches on them. An open end's bound is the link's own direction out of
+    it.
+
+    Args:
+        points (array_like): (n, 2) in the body frame, m; n >= 3, consecutive points at least
+            MIN_SIZE apart.
+        loop: True joins the last point to the first (n links instead of n - 1).
+        name: the argument's name, for the error messages.
+
+    Returns:
+        The links, one SHAPE_CHAIN Shape each, in order.
+
+    Raises:
+        TypeError: points are not numbers.
+        ValueError: fewer than 3 points, consecutive points too close, or points not finite
+            or beyond MAX_COORDINATE.
     """
     pts = as_points(points, name)
     if len(pts) < 3:
@@ -448,11 +632,20 @@ def _polygon_moments(vertices: np.ndarray) -> tuple:
 
 def rounded_moments(vertices: np.ndarray, normals: np.ndarray,
                     radius: float) -> tuple[float, np.ndarray, float]:
-    """Area m², first moment (2,) m³ and polar second moment about the origin m⁴ of the
-    points within `radius` of a convex core (counter-clockwise vertices (k, 2), k >= 2, and
-    the edges' outward normals): the core, a rectangle of depth `radius` outside each edge
-    and a circular sector at each vertex between its two edges' normals (the sectors add up
-    to one disc)."""
+    """Area, first moment and polar second moment about the origin of a rounded convex core.
+
+    The shape is every point within `radius` of the core: the core, a rectangle of depth
+    `radius` outside each edge, and a circular sector at each vertex between its two edges'
+    normals (the sectors add up to one disc).
+
+    Args:
+        vertices: (k, 2) the core's vertices, m, counter-clockwise, k >= 2.
+        normals: (k, 2) the outward unit normals of its edges (as Shape.normals).
+        radius: the skin, m.
+
+    Returns:
+        (area m², first moment (2,) m³, polar second moment m⁴).
+    """
     area, first, second = _polygon_moments(vertices)
     for i in range(len(vertices)):
         v, v_next, n = vertices[i], vertices[(i + 1) % len(vertices)], normals[i]
@@ -480,7 +673,10 @@ def rounded_moments(vertices: np.ndarray, normals: np.ndarray,
 
 
 def unit_inertia(shape: Shape) -> float:
-    """Moment of inertia about the body origin per unit mass, m² (uniform density)."""
+    """The moment of inertia of `shape` about the body origin per unit mass, m².
+
+    Uniform density; 0 for edges and chain links (no area).
+    """
     if shape.kind == SHAPE_CIRCLE:
         return 0.5 * shape.radius**2 + float(shape.center @ shape.center)
     if shape.kind in AREALESS_KINDS:
@@ -493,9 +689,18 @@ def unit_inertia(shape: Shape) -> float:
 
 
 def outline(shape: Shape, arc_segments: int = 6) -> np.ndarray:
-    """(m, 2) the boundary of a non-circle shape in its body frame, m, counter-clockwise, for
-    drawing: a sharp core's vertices; with a skin, an arc of `arc_segments` pieces around
-    each vertex (a capsule's ends become half circles); an edge's two ends."""
+    """The boundary of a non-circle shape, for drawing: (m, 2), body frame, counter-clockwise.
+
+    A sharp core gives its vertices; with a skin, an arc of `arc_segments` pieces around each
+    vertex (a capsule's ends become half circles); an edge gives its two ends.
+
+    Args:
+        shape: any shape but a circle.
+        arc_segments: pieces per rounded corner.
+
+    Raises:
+        ValueError: `shape` is a circle (a circle is its radius).
+    """
     if shape.kind == SHAPE_CIRCLE:
         raise ValueError("outline is for cores of 2 or more vertices; a circle is its radius")
     if shape.radius == 0.0:

@@ -35,9 +35,29 @@ MOTOR_FIELDS = ("mode", "pid", "max_effort")
 
 @dataclass
 class SceneSnapshot:
-    """See the module docstring. device: {group: {field: array}}; motors: {field: array}
-    (MOTOR_FIELDS); forces: {body: (force (n_worlds, 2), torque (n_worlds,))} applied for
-    the next step; cache: StepCache fields; time (s), step_count."""
+    """An exact snapshot of a scene: everything that affects its future (Scene.snapshot).
+
+    Restore it (Scene.restore) and step, and the original run repeats bitwise. It holds the
+    scene's saved device fields (poses, previous pairs and their warm-start impulses, colours,
+    sleep timers and islands, PID state and motor targets), its motor settings, its host-side
+    step cache, the forces applied for the next step, and its clock. A snapshot belongs to one
+    scene model: restoring it into a scene with other bodies, joints, disabled pairs or
+    n_worlds is refused. save writes it to a file, load reads it back.
+
+    Attributes:
+        fingerprint: a hash of the model's device arrays and layout, which restoring checks.
+        n_worlds: the scene's number of worlds.
+        n_bodies: its number of bodies.
+        n_joints: its number of joints.
+        device: {group: {field: array}}, the saved device fields.
+        motors: {field: array} of the motor settings set_joint_mode changes (mode, pid,
+            max_effort: MOTOR_FIELDS).
+        cache: the host-side step cache's fields (pair counts, colouring state).
+        forces: {body: (force (n_worlds, 2) N, torque (n_worlds,) N m)} applied for the next
+            step.
+        time: the scene's clock, s.
+        step_count: the steps it had taken.
+    """
 
     fingerprint: str
     n_worlds: int
@@ -51,16 +71,25 @@ class SceneSnapshot:
     step_count: int
 
     def copy(self) -> SceneSnapshot:
+        """A deep copy: every array copied, so neither changes the other."""
         return dataclasses.replace(
             self, device={g: {k: v.copy() for k, v in f.items()} for g, f in self.device.items()},
             motors={k: v.copy() for k, v in self.motors.items()}, cache=dict(self.cache),
             forces={b: (f.copy(), t.copy()) for b, (f, t) in self.forces.items()})
 
     def device_snapshot(self) -> Snapshot:
+        """A copy of the saved device fields, as the residency.Snapshot the device pool loads."""
         return Snapshot(self.copy().device)
 
     def save(self, path):
-        """Write the snapshot as a NumPy .npz file (format FORMAT_VERSION)."""
+        """Write the snapshot to a compressed NumPy .npz file (format FORMAT_VERSION).
+
+        Args:
+            path (str | os.PathLike): the file to write (replaced if it exists).
+
+        Raises:
+            OSError: the file cannot be written.
+        """
         arrays = {f"device/{g}/{k}": v for g, fields in self.device.items()
                   for k, v in fields.items()}
         arrays.update({f"motors/{k}": v for k, v in self.motors.items()})
@@ -75,7 +104,18 @@ class SceneSnapshot:
 
     @classmethod
     def load(cls, path) -> SceneSnapshot:
-        """Read a file written by save; ValueError if it is not one, or of another version."""
+        """Read a snapshot from a file written by save.
+
+        Args:
+            path (str | os.PathLike): the file to read.
+
+        Returns:
+            The snapshot, to pass to Scene.restore.
+
+        Raises:
+            ValueError: the file is missing, not a fx2d_gpu state file, or of another format
+                version.
+        """
         try:
             with np.load(Path(path), allow_pickle=False) as data:
                 meta = json.loads(str(data["meta"]))

@@ -1,5 +1,4 @@
 import os
-from pathlib import Path
 
 import pytest
 
@@ -27,14 +26,3 @@ def pytest_collection_modifyitems(config, items):
         if "arch" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.backend)
 
-
-def shared_dir() -> Path:
-    """The project's shared/ folder: $FX2D_SHARED, else beside the checkout (as CI has it),
-    else inside it (as a device run carries it)."""
-    root = Path(__file__).resolve().parents[1]
-    candidates = [os.environ.get("FX2D_SHARED"), root.parent / "shared", root / "shared"]
-    for candidate in candidates:
-        if candidate and (Path(candidate) / "fx2d-scenes").is_dir():
-            return Path(candidate)
-    raise FileNotFoundError("shared/ (with fx2d-scenes/) not found beside or inside the "
-                            "checkout; set FX2D_SHARED")

@@ -5,8 +5,7 @@ import numpy as np
 import pytest
 
 import fx2d_gpu as fx
-from fx2d_gpu import shapes
-from tests.conftest import shared_dir
+from fx2d_gpu import examples, shapes
 
 DT = 1.0 / 60.0
 TERRAIN = [[0.5, 8.5], [3.0, 6.2], [5.5, 5.4], [7.5, 3.2], [10.0, 2.2], [12.5, 2.6],
@@ -168,10 +167,11 @@ entities:
 
 
 def test_fx2d_chain_terrain_scene_catches_balls(arch, tmp_path):
-    """Fx2D's examples/chain_terrain: its scene file, and balls dropped along the terrain as
-    its example spawns them (radius 0.18-0.38 m, elasticity 0.25): none falls through,
-    and they come to rest on the terrain (or its catch floor)."""
-    scene = fx.load_scene(shared_dir() / "fx2d-scenes" / "chain_terrain.yml", arch=arch)
+    """Fx2D's examples/chain_terrain: its scene (fx2d_gpu/examples/chain_terrain.yml), and
+    balls dropped along the terrain as its example spawns them (radius 0.18-0.38 m,
+    elasticity 0.25): none falls through, and they come to rest on the terrain (or its
+    catch floor)."""
+    scene = fx.load_scene(examples.path("chain_terrain"), arch=arch)
     balls = []
     for i, x in enumerate(np.linspace(1.5, 19.0, 12)):
         balls.append(scene.add_circle((x, surface_y(x) + 1.5 + 0.2 * i),

@@ -8,10 +8,8 @@ import numpy as np
 from PIL import Image
 
 import fx2d_gpu as fx
+from fx2d_gpu import examples
 from fx2d_gpu.viewer import build_mesh, build_tiles
-from tests.conftest import shared_dir
-
-SCENES = shared_dir() / "fx2d-scenes"
 
 
 def fx2d(*args, env=None):
@@ -21,11 +19,11 @@ def fx2d(*args, env=None):
 
 def test_run_writes_a_gif_that_shows_the_bodies(tmp_path, arch):
     gif, npz = tmp_path / "demo.gif", tmp_path / "state.npz"
-    result = fx2d("run", str(SCENES / "joint_control_demo.yml"), "--steps", "20", "--every",
-                  "2", "--gif", str(gif), "--size", "240x160", "--arch", arch, "--save",
-                  str(npz))
+    result = fx2d("run", "--example", "joint_control_demo", "--steps", "20", "--every", "2",
+                  "--gif", str(gif), "--size", "240x160", "--arch", arch, "--save", str(npz))
     assert result.returncode == 0, result.stderr
-    assert "20 steps" in result.stdout and "ms/step" in result.stdout
+    assert "example joint_control_demo: 20 steps" in result.stdout
+    assert "ms/step" in result.stdout
     image = Image.open(gif)
     assert image.n_frames == 11  # the first frame, then one every 2 steps
     image.seek(10)
@@ -44,7 +42,7 @@ def test_run_writes_a_gif_that_shows_the_bodies(tmp_path, arch):
 
 
 def test_run_png_dir_and_bad_file(tmp_path, arch):
-    result = fx2d("run", str(SCENES / "truck.yml"), "--steps", "4", "--every", "2",
+    result = fx2d("run", str(examples.path("truck")), "--steps", "4", "--every", "2",
                   "--png-dir", str(tmp_path / "frames"), "--size", "64x48", "--arch", arch)
     assert result.returncode == 0, result.stderr
     assert len(list((tmp_path / "frames").glob("*.png"))) == 3
@@ -54,18 +52,75 @@ def test_run_png_dir_and_bad_file(tmp_path, arch):
     assert result.returncode != 0 and "'a'" in result.stderr and "blob" in result.stderr
 
 
+def test_run_takes_a_file_or_an_example_exactly_one(tmp_path, arch):
+    """`fx2d run --example NAME` runs the package's scene file of that name, the same run as
+    the file's path gives; a file and --example together, neither, or an unknown example
+    are usage errors that say what to give."""
+    saved = []
+    for source, label in ((["--example", "stacked_boxes"], "example stacked_boxes"),
+                          ([str(examples.path("stacked_boxes"))], "stacked_boxes.yml")):
+        saved.append(tmp_path / f"state{len(saved)}.npz")
+        result = fx2d("run", *source, "--steps", "5", "--arch", arch, "--save",
+                      str(saved[-1]))
+        assert result.returncode == 0, result.stderr
+        assert f"{label}: 5 steps, 13 bodies" in result.stdout
+    by_name, by_path = (np.load(path) for path in saved)
+    np.testing.assert_array_equal(by_name["position"], by_path["position"])
+    both = fx2d("run", str(examples.path("truck")), "--example", "truck", "--arch", arch)
+    assert both.returncode == 2 and "not a scene file and --example together" in both.stderr
+    neither = fx2d("run", "--steps", "3", "--arch", arch)
+    assert neither.returncode == 2 and "give a scene file or --example NAME" in neither.stderr
+    unknown = fx2d("run", "--example", "lorry", "--arch", arch)
+    assert unknown.returncode == 2 and "'lorry'" in unknown.stderr
+    assert all(name in unknown.stderr for name in examples.names())
+
+
+def test_main_runs_an_example_in_process(tmp_path, arch, capsys):
+    from fx2d_gpu.cli import main
+
+    png = tmp_path / "truck.png"
+    assert main(["run", "--example", "truck", "--steps", "3", "--png", str(png), "--size",
+                 "64x48", "--arch", arch]) == 0
+    assert png.is_file() and Image.open(png).size == (64, 48)
+    assert "example truck: 3 steps, 11 bodies" in capsys.readouterr().out
+
+
 def test_view_without_a_display_says_why_and_suggests_a_gif(arch):
     env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
-    result = fx2d("view", str(SCENES / "truck.yml"), "--arch", arch, env=env)
+    result = fx2d("view", str(examples.path("truck")), "--arch", arch, env=env)
     assert result.returncode != 0
     assert "cannot open a window" in result.stderr and "--gif" in result.stderr
+    result = fx2d("view", "--example", "truck", "--arch", arch, env=env)
+    assert result.returncode != 0 and "cannot open a window" in result.stderr
+    assert "fx2d run --example truck --gif" in result.stderr
+    result = fx2d("view", "--demo", "dominoes", "--arch", arch, env=env)
+    assert result.returncode != 0 and "fx2d demo dominoes --gif" in result.stderr
+
+
+def test_view_takes_a_file_an_example_or_a_demo_exactly_one(arch):
+    for args, said in ((["--example", "truck", "--demo", "pile"], "--example and --demo"),
+                       ([str(examples.path("truck")), "--example", "truck"],
+                        "a scene file and --example"),
+                       ([], "give a scene file or --example NAME or --demo NAME"),
+                       (["--demo", "no_such_demo"], "no demo named 'no_such_demo'")):
+        result = fx2d("view", *args, "--arch", arch)
+        assert result.returncode == 2 and said in result.stderr, (args, result.stderr)
 
 
 def test_demo_list_and_a_demo_run(tmp_path, arch):
     result = fx2d("demo", "--list")
+    assert result.returncode == 0, result.stderr
     for name in ("pyramid", "dominoes", "newtons_cradle", "rain", "car", "batched",
                  "large_pile", "shapes", "lidar"):
-        assert name in result.stdout
+        assert f"\n  {name} " in result.stdout
+    # The example scenes too, each with its one-line description, and how to run both kinds.
+    assert "fx2d demo NAME" in result.stdout and "fx2d view --demo NAME" in result.stdout
+    assert "fx2d run --example NAME" in result.stdout
+    assert "fx2d view --example NAME" in result.stdout
+    for name in examples.names():
+        line = next(line for line in result.stdout.splitlines()
+                    if line.split()[:1] == [name])
+        assert examples.description(name)[1:] in line
     result = fx2d("demo", "batched", "--steps", "4", "--every", "4", "--gif",
                   str(tmp_path / "b.gif"), "--size", "160x120", "--arch", arch)
     assert result.returncode == 0, result.stderr

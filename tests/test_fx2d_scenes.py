@@ -1,5 +1,6 @@
 """benchmarks/fx2d_scenes.py, Fx2D's example scenes, on a few steps: its scenario functions
-run and return finite figures (no physics is asserted here), and its file handling."""
+run on the package's example scene files and return finite figures (no physics is asserted
+here), and its file handling."""
 
 import json
 import math
@@ -7,15 +8,16 @@ import math
 import pytest
 
 from benchmarks import fx2d_scenes
-from tests.conftest import shared_dir
+from fx2d_gpu import examples
 
-SCENES = shared_dir() / "fx2d-scenes"
-SHIPPED = [name for name in fx2d_scenes.SCENES if (SCENES / f"{name}.yml").is_file()]
+#: A few steps of each: bucket_fill's 2,100 frames shortened to 21 still spawn three balls.
+SCALE = {"bucket_fill": 0.01}
 
 
-@pytest.mark.parametrize("name", SHIPPED)
+@pytest.mark.parametrize("name", fx2d_scenes.SCENES)
 def test_scenario_runs_a_few_steps_and_returns_finite_figures(name, arch):
-    result = fx2d_scenes.SCENARIOS[name](SCENES / f"{name}.yml", arch=arch, scale=0.03)
+    result = fx2d_scenes.SCENARIOS[name](examples.path(name), arch=arch,
+                                         scale=SCALE.get(name, 0.03))
     assert result["scene"] == name
     assert 0 < result["steps"] < 40
     assert result["figures"]
@@ -23,17 +25,33 @@ def test_scenario_runs_a_few_steps_and_returns_finite_figures(name, arch):
         assert math.isfinite(value), f"{name}: {key} = {value}"
 
 
-def test_shipped_scenes_include_the_three_of_shared():
-    assert {"truck", "joint_control_demo", "stacked_boxes"} <= set(SHIPPED)
+def test_every_scenario_takes_its_scene_file_from_the_package():
+    assert set(fx2d_scenes.SCENES) == set(fx2d_scenes.SCENARIOS)
+    assert set(fx2d_scenes.SCENES) <= set(examples.names())
+    for name in fx2d_scenes.SCENES:
+        path = fx2d_scenes.scene_path(name)
+        assert path == examples.path(name) and path.is_file()
+    with pytest.raises(ValueError, match="no scenario 'bucket'.*truck"):
+        fx2d_scenes.scene_path("bucket")
 
 
-def test_a_scene_without_a_file_is_skipped_with_a_message(tmp_path, arch, capsys):
-    assert fx2d_scenes.scene_path("bucket_fill", tmp_path) in (
-        None, fx2d_scenes.shared_scenes_dir() / "bucket_fill.yml")
-    if fx2d_scenes.scene_path("bucket_fill", tmp_path) is None:
-        rows = fx2d_scenes.run(["bucket_fill"], arch=arch, fx2d_root=tmp_path, save=False)
-        assert rows == []
-        assert "bucket_fill: skipped" in capsys.readouterr().err
+def test_run_prints_and_returns_a_scenes_figures_beside_fx2ds(tmp_path, arch, capsys,
+                                                              monkeypatch):
+    """run() on one scene (shortened), with a --cpp-results file: a row per figure, each
+    with Fx2D's value and the difference where the file has one."""
+    short = fx2d_scenes.SCENARIOS["joint_control_demo"]
+    monkeypatch.setitem(fx2d_scenes.SCENARIOS, "joint_control_demo",
+                        lambda path, **kw: short(path, scale=0.02, **kw))
+    cpp = tmp_path / "cpp.jsonl"
+    cpp.write_text(json.dumps({"scene": "joint_control_demo", "figures": {"theta_2s": 1.0}})
+                   + "\n")
+    rows = fx2d_scenes.run(["joint_control_demo"], arch=arch, cpp_results=cpp, save=False)
+    assert rows and {row["scene"] for row in rows} == {"joint_control_demo"}
+    theta = next(row for row in rows if row["figure"] == "theta_2s")
+    assert theta["fx2d_cpp"] == 1.0 and theta["diff"] == pytest.approx(theta["fx2d_gpu"] - 1.0)
+    assert all(row["fx2d_cpp"] is None for row in rows if row["figure"] != "theta_2s")
+    out = capsys.readouterr().out
+    assert "joint_control_demo" in out and "joint_control_demo.yml" in out
 
 
 def test_cpp_results_are_read_by_scene(tmp_path):

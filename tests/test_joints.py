@@ -117,7 +117,7 @@ def test_hanging_chain_stays_connected(arch):
 
 
 def joint_control_demo(arch, n_worlds=1):
-    """shared/fx2d-scenes/joint_control_demo.yml, built through the API."""
+    """fx2d_gpu/examples/joint_control_demo.yml, built through the API."""
     scene = fx.Scene(gravity=(0.0, -10.0), n_worlds=n_worlds, arch=arch)
     base = scene.add_box((6.0, 4.0), (0.4, 0.4), mass=0, gravity_scale=0.0)
     arm = scene.add_box((7.0, 4.0), (2.0, 0.25), mass=1.0, inertia=0.5, gravity_scale=0.0)

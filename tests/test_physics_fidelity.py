@@ -399,14 +399,14 @@ def test_truck_rig_rests_on_flat_ground(arch):
 
 
 def test_fx2d_truck_rolls_down_its_ramp_upright_as_in_fx2d(arch):
-    """Fx2D's truck example (its scene file and main.cpp's rig, 600 steps of 5 ms): it rolls
-    down the ramp, stops against the box and stays upright. Fx2D's C++ engine, built headless,
-    gives head x = 4.539 m, y = 2.539 m at 3 s, chassis pitch at most 0.108 rad, no energy
-    gained; fx2d_gpu tipped over (1.68 rad, +30 J)."""
+    """Fx2D's truck example (fx2d_gpu/examples/truck.yml and main.cpp's rig, 600 steps of
+    5 ms): it rolls down the ramp, stops against the box and stays upright. Fx2D's C++
+    engine, built headless, gives head x = 4.539 m, y = 2.539 m at 3 s, chassis pitch at
+    most 0.108 rad, no energy gained; fx2d_gpu tipped over (1.68 rad, +30 J)."""
     from benchmarks import fx2d_scenes
-    from tests.conftest import shared_dir
+    from fx2d_gpu import examples
 
-    figures = fx2d_scenes.truck(shared_dir() / "fx2d-scenes" / "truck.yml", arch=arch)["figures"]
+    figures = fx2d_scenes.truck(examples.path("truck"), arch=arch)["figures"]
     assert figures["head_x_end"] == pytest.approx(4.539, abs=0.3)
     assert figures["head_y_end"] == pytest.approx(2.539, abs=0.1)
     assert figures["head_theta_max"] < 0.2

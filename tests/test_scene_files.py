@@ -1,5 +1,6 @@
-"""Fx2D scene files: the real ones in shared/fx2d-scenes, placement and boundary as Fx2D's
-loader does them (src/YamlUtils.cpp, include/Fx2D/Geometry.h, src/Scene.cpp), bad input."""
+"""Fx2D scene files: the package's examples (fx2d_gpu/examples, the bodies and numbers of
+Fx2D's own), placement and boundary as Fx2D's loader does them (src/YamlUtils.cpp,
+include/Fx2D/Geometry.h, src/Scene.cpp), bad input."""
 
 import math
 
@@ -8,11 +9,10 @@ import pytest
 import yaml
 
 import fx2d_gpu as fx
+from fx2d_gpu import examples
 from fx2d_gpu.render import render
-from tests.conftest import shared_dir
 from tests.test_joints import joint_control_demo
 
-SCENES = shared_dir() / "fx2d-scenes"
 WALLS = 4  # load_scene's boundary: four static walls after the entities' bodies
 
 
@@ -33,13 +33,32 @@ def same_points(a, b, atol=1e-5):
 
 
 def scene_files():
-    files = sorted(SCENES.glob("*.yml"))
-    assert files, f"no scene files under {SCENES}"
+    files = [examples.path(name) for name in examples.names()]
+    assert files, "no example scene files in fx2d_gpu/examples"
     return files
 
 
+def test_examples_are_named_and_found():
+    names = examples.names()
+    assert names == sorted(names)
+    assert {"angry_boxes", "bucket_fill", "chain_terrain", "joint_control_demo",
+            "stacked_boxes", "truck"} <= set(names)
+    for name in names:
+        path = examples.path(name)
+        assert path.is_file() and path.name == f"{name}.yml"
+        assert path.parent == examples.path(names[0]).parent
+    with pytest.raises(ValueError, match=r"name.*'lorry'.*angry_boxes.*truck"):
+        examples.path("lorry")
+    with pytest.raises(ValueError, match="truck"):
+        examples.path("truck.yml")
+    with pytest.raises(TypeError, match="name must be a str"):
+        examples.path(examples.path("truck"))
+    for function in (examples.names, examples.path):
+        assert function.__doc__ and function.__doc__.strip()
+
+
 @pytest.mark.parametrize("path", scene_files(), ids=lambda p: p.name)
-def test_shared_scene_files_load_and_run(arch, path):
+def test_example_scene_files_load_and_run(arch, path):
     scene = fx.load_scene(path, arch=arch)
     document = yaml.safe_load(path.read_text())["entities"]
     entities = list(document)
@@ -66,7 +85,7 @@ def test_shared_scene_files_load_and_run(arch, path):
 
 
 def test_yaml_joint_demo_equals_the_api_scene(arch):
-    from_file = fx.load_scene(SCENES / "joint_control_demo.yml", arch=arch)
+    from_file = fx.load_scene(examples.path("joint_control_demo"), arch=arch)
     from_api, _, _ = joint_control_demo(arch)
     for _ in range(120):
         from_file.step(1 / 60)
@@ -107,8 +126,8 @@ def test_truck_ramp_vertices_land_where_fx2d_puts_them(arch):
     """Fx2D's FxShape re-centres a polygon on its vertex mean (`verts - verts.mean()`), and
     the mean goes to the entity pose: truck.yml's ramp `plane`, pose [10.6, 1.8, 0], polygon
     (0, 0), (8, 0), (8, 0.85), has its vertex mean (16/3, 0.85/3) at (10.6, 1.8). Fx2D's
-    own loader, run on this file, prints these vertices."""
-    scene = fx.load_scene(SCENES / "truck.yml", arch=arch)
+    own loader, run on Fx2D's file of the same numbers, prints these vertices."""
+    scene = fx.load_scene(examples.path("truck"), arch=arch)
     ramp = scene.body_index("plane")
     mean = np.array([16 / 3, 0.85 / 3])
     expected = np.array([[0.0, 0.0], [8.0, 0.0], [8.0, 0.85]]) - mean + [10.6, 1.8]

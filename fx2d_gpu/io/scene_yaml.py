@@ -1,16 +1,16 @@
-"""Fx2D's YAML scene format (shared/SCENE_FORMAT.md) -> Scene.
+"""Load scenes written in Fx2D's YAML scene format (see docs/scene-files.md) as a Scene.
 
-Poses are [x, y, theta] with theta in degrees, joint angles in radians (SCENE_FORMAT.md).
-Shapes land where Fx2D's loader puts them: a polygon's vertices are first re-centred on
-their vertex mean (Fx2D's FxShape does `verts - verts.mean()`), so the mean sits at the
-entity pose plus the block's pose offset. The body's centre of mass then goes to the area
-centroid of its collision shape (of its visual shape when it has none), and shapes are
-stored relative to it, so every vertex keeps the world position Fx2D gives it.
+Poses are [x, y, theta] with theta in degrees; joint angles are in radians. Shapes land
+where Fx2D's loader puts them: a polygon's vertices are first re-centred on their vertex
+mean (Fx2D's FxShape does `verts - verts.mean()`), so the mean sits at the entity pose plus
+the block's pose offset. The body's centre of mass then goes to the area centroid of its
+collision shape (of its visual shape when it has none), and shapes are stored relative to
+it, so every vertex keeps the world position Fx2D gives it.
 
 Fx2D keeps every entity inside the scene rectangle [0, W] x [0, H] (FxScene::step, with
 W, H = scene.size truncated to whole metres, as Fx2D stores it): load_scene(boundary=True)
 gives the scene that rectangle as four static, frictionless, non-bouncing walls just
-outside it (see _add_boundary and docs/fx2d_differences.md for how that differs).
+outside it (see docs/fx2d-differences.md for how that differs).
 
 Every error is a ValueError (TypeError for a wrong type) naming the entity or joint, the key
 and, when known, the line.
@@ -577,14 +577,31 @@ def load_scene(path_or_yaml_text, n_worlds: int = 1, arch: str = "auto", substep
                boundary: bool = True):
     """A Scene from an Fx2D YAML scene file (a path) or YAML text.
 
-    Entity names become body names, joint names joint names; entity i is body i. `scene.size`
-    and the viewer's keys are kept on `scene.meta` and `scene.visuals`.
+    Entity names become body names and joint names joint names; entity i is body i (a chain
+    entity takes one body per link). The file's `scene.size`, background and per-entity
+    visual keys are kept on `scene.meta` and `scene.visuals` for the viewer.
 
-    boundary: True (the default, as in Fx2D): bodies are kept inside the scene rectangle
-    [0, int(W)] x [0, int(H)] by four unnamed static walls (elasticity 0, no friction) added
-    after the entities' bodies, so `n_bodies` is the entity count + 4;
-    `scene.meta["boundary"]` holds the rectangle, the walls' body indices and thickness.
-    False: no walls, `scene.meta["boundary"]` is None.
+    Args:
+        path_or_yaml_text (str | pathlib.Path): a path to a .yml or .yaml file, or the YAML
+            text itself (a string with a newline, or not ending in .yml / .yaml).
+        n_worlds (int): independent copies of the scene (see Scene).
+        arch (str): the Taichi backend (see Scene).
+        substeps (int | None): XPBD substeps per step; None: Scene's default (11).
+        boundary (bool): True (the default, as in Fx2D): bodies are kept inside the scene
+            rectangle [0, int(W)] x [0, int(H)] by four unnamed static walls (elasticity 0,
+            no friction) added after the entities' bodies, so `n_bodies` is the entity
+            count + 4, and `scene.meta["boundary"]` holds the rectangle, the walls' body
+            indices and thickness. False: no walls, and `scene.meta["boundary"]` is None.
+
+    Returns:
+        scene (Scene): the new scene, ready to step.
+
+    Raises:
+        TypeError: path_or_yaml_text is neither a path nor a string, boundary not a bool, or
+            a value in the file of the wrong type (naming the entity or joint and the key).
+        ValueError: the file does not exist, is not valid YAML, or breaks the format: an
+            unknown key, a missing or out-of-range value, a joint naming no entity ... (the
+            message names the entity or joint, the key and, when known, the line).
     """
     if not isinstance(boundary, bool):
         raise TypeError(f"boundary must be True or False, got {boundary!r}")

@@ -22,8 +22,24 @@ ON_FAULT = ("raise", "reset")
 
 
 class SimulationError(RuntimeError):
-    """A step left worlds with non-finite or absurd state. worlds, bodies: (k,) the faulty
-    worlds and the first faulty body of each (body indices within the world)."""
+    """A step left worlds with non-finite or absurd state (raised by Scene.step).
+
+    A body is faulty when its pose or velocity is not finite, or beyond what the engine
+    simulates: a coordinate past shapes.MAX_COORDINATE or a speed past shapes.MAX_SPEED.
+    Raised after the step, with on_fault="raise" (the default); the scene keeps the faulty
+    state (restore a snapshot to go on). With on_fault="reset" the step instead puts only
+    those worlds back to their initial state (Scene.faulted_worlds).
+
+    Args:
+        message: what went wrong: the step, the first faulty world and body, and the fault.
+        worlds: (k,) the faulty worlds.
+        bodies: (k,) the first faulty body of each.
+
+    Attributes:
+        worlds (numpy.ndarray): (k,) int64, the faulty worlds.
+        bodies (numpy.ndarray): (k,) int64, the first faulty body of each, a body index
+            within its world.
+    """
 
     def __init__(self, message: str, worlds: np.ndarray, bodies: np.ndarray):
         super().__init__(message)
