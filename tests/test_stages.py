@@ -10,7 +10,7 @@ output with a reference computed here from hand-derived inputs:
   whose manifold is computed by hand;
 - one contact velocity pass: accumulated normal impulses, speculative contacts, Coulomb
   friction (static / kinetic regime) and the two-point block solve;
-- one joint position pass: JOINT_ITERATIONS XPBD anchor updates of a revolute joint.
+- one joint position pass: JOINT_ITERATIONS x JOINT_SWEEPS XPBD anchor updates of a revolute joint.
 
 Only public API is used: Scene methods, the stage launchers and the pool's fields.
 """
@@ -37,7 +37,7 @@ from fx2d_gpu.solver.contacts import (
     build_body_lists,
 )
 from fx2d_gpu.solver.context import SMALL_COLORING_MAX_BODIES
-from fx2d_gpu.solver.joints import JOINT_ITERATIONS
+from fx2d_gpu.solver.joints import JOINT_ITERATIONS, JOINT_SWEEPS
 from fx2d_gpu.solver.step import begin_step, begin_substep, position_pass, velocity_pass
 
 from .fields import put
@@ -541,21 +541,24 @@ def rotation(angle):
 
 
 def reference_revolute(x1, a1, x2, a2, anchor1, anchor2, w1, i1, w2, i2):
-    """JOINT_ITERATIONS XPBD updates of C = |a1 - a2| (joints.anchor_constraint, compliance
-    0), each from the poses the last one left: n = gap / |gap|, gradients n and -n,
-    angular r1 x n and -(r2 x n), dlambda = -C / (w1 + w2 + I1 (r1 x n)^2 + I2 (r2 x n)^2).
+    """JOINT_ITERATIONS x JOINT_SWEEPS XPBD updates of C = |a1 - a2|
+    (joints.anchor_constraint, compliance 0), each from the poses the last one left:
+    n = gap / |gap|, gradients n and -n; each body turns about its lever arm at the start
+    of the substep (here the poses given: no velocity), s1 = r1_start x n and
+    s2 = -(r2_start x n), dlambda = -C / (w1 + w2 + I1 (r1 x n) s1 + I2 (-(r2 x n)) s2).
     Returns the new (x1, a1, x2, a2)."""
-    for _ in range(JOINT_ITERATIONS):
+    start1, start2 = rotation(a1) @ anchor1, rotation(a2) @ anchor2
+    for _ in range(JOINT_ITERATIONS * JOINT_SWEEPS):
         r1, r2 = rotation(a1) @ anchor1, rotation(a2) @ anchor2
         gap = r1 - r2 - (x2 - x1)
         length = np.linalg.norm(gap)
         if length <= 1e-9:
             break
         n = gap / length
-        g1, g2 = cross(r1, n), -cross(r2, n)
-        dlam = -length / (w1 + w2 + i1 * g1**2 + i2 * g2**2)
-        x1, a1 = x1 + w1 * dlam * n, a1 + i1 * dlam * g1
-        x2, a2 = x2 - w2 * dlam * n, a2 + i2 * dlam * g2
+        s1, s2 = cross(start1, n), -cross(start2, n)
+        dlam = -length / (w1 + w2 + i1 * cross(r1, n) * s1 - i2 * cross(r2, n) * s2)
+        x1, a1 = x1 + w1 * dlam * n, a1 + i1 * dlam * s1
+        x2, a2 = x2 - w2 * dlam * n, a2 + i2 * dlam * s2
     return x1, a1, x2, a2
 
 
@@ -572,7 +575,7 @@ def test_position_pass_closes_a_revolute_joint_like_xpbd(serial, parent_mass):
     whose poses are then moved so that the anchors are 0.22 m (0.25 m) apart and the bar
     is turned by 0.3 rad: far enough that the linearised update leaves a gap each pass, so
     the number of passes and the order of their updates matter. After begin_substep(ctx, 0)
-    (no gravity, no velocity) and one position_pass the poses equal JOINT_ITERATIONS anchor
+    (no gravity, no velocity) and one position_pass the poses equal the reference's anchor
     updates computed in NumPy, and the velocities derived for jointed bodies are their
     displacement over h."""
     scene = fx.Scene(gravity=(0.0, 0.0))

@@ -141,7 +141,7 @@ def with_overflow(scene: fx.Scene) -> fx.Scene:
         direction = np.array([np.cos(angle), np.sin(angle)])
         spoke = scene.add_box(tuple(direction * 0.8 + (100.0, 10.0)), (0.2, 0.05),
                               angle=angle, mass=0.1)
-        scene.add_revolute_joint(hub, spoke, anchor=tuple(direction * 0.5 + (100.0, 10.0)))
+        scene.add_revolute_joint(hub, spoke, anchor=tuple(direction * 0.5))  # hub frame
     return scene
 
 

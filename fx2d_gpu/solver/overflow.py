@@ -124,21 +124,23 @@ def apply_mean_delta(bodies: ti.template(), solver: ti.template(), coloring: ti.
 def _solve_overflow(model: ti.template(), bodies: ti.template(), joints: ti.template(),
                     contacts: ti.template(), solver: ti.template(), coloring: ti.template(),
                     counts: ti.template(), serial: ti.template(), position: ti.template(),
-                    n_bodies: ti.i32, h: ti.f32):
+                    joints_only: ti.i32, n_bodies: ti.i32, h: ti.f32):
     """One pass over the overflow colour: every overflow pair at once (position pass:
     resolve_penetration, velocity pass: solve_velocity, each writing jacobi_delta), each
     body's mean applied (position pass: pose and previous pose moved together; velocity
-    pass: velocities), then (position pass) the joints, one thread per world."""
+    pass: velocities), then (position pass) the joints, one thread per world;
+    `joints_only` (a later sweep over the joints): the joints alone."""
     first = coloring.color_start[MAX_COLORS]
+    solved = 1 - joints_only  # ranges of 0 (not an if) keep the loops top-level: parallel
     ti.loop_config(serialize=serial)
-    for i in range(coloring.n_overflow_pairs[None]):
+    for i in range(coloring.n_overflow_pairs[None] * solved):
         pair = coloring.color_list[first + i]
         if ti.static(position):
             resolve_penetration(bodies, contacts, solver, pair, n_bodies, h, 2 * i)
         else:
             solve_velocity(bodies, contacts, solver, pair, n_bodies, h, 2 * i)
     ti.loop_config(serialize=serial)
-    for i in range(coloring.n_jacobi_bodies[None]):
+    for i in range(coloring.n_jacobi_bodies[None] * solved):
         apply_mean_delta(bodies, solver, coloring, coloring.jacobi_bodies[i], position)
     if ti.static(position):
         _solve_overflow_joints(model, bodies, joints, coloring, counts, n_bodies, h, serial)
@@ -164,9 +166,10 @@ def _solve_overflow_joints(model: ti.template(), bodies: ti.template(), joints: 
                 j += 1
 
 
-def solve_overflow(ctx, position: bool):
+def solve_overflow(ctx, position: bool, joints_only: bool = False):
     """The overflow colour's pass (see the module docstring): the position pass's
-    (position=True) or the velocity pass's."""
+    (position=True) or the velocity pass's; joints_only: a later sweep's, its joints."""
     pool = ctx.pool
     _solve_overflow(pool.model, pool.bodies, pool.joints, pool.contacts, pool.solver,
-                    pool.coloring, pool.counts, ctx.serial, position, ctx.n_bodies, ctx.h)
+                    pool.coloring, pool.counts, ctx.serial, position, int(joints_only),
+                    ctx.n_bodies, ctx.h)

@@ -55,7 +55,7 @@ from .contacts import (
     solve_velocity,
     warm_start_body,
 )
-from .joints import motor_load, solve_joint, update_motor
+from .joints import JOINT_SWEEPS, motor_load, solve_joint, update_motor
 from .overflow import apply_mean_delta, solve_overflow
 from .pairs import (
     carry_contacts,
@@ -200,10 +200,13 @@ def _launch_begin(ctx, substep: int, before_coloring: bool):
 
 
 def position_pass(ctx):
-    """Penetration and joint constraints, colour after colour, then velocities of the
-    bodies with joints derived from their displacement."""
+    """Penetration and joint constraints, colour after colour, the joints again in
+    JOINT_SWEEPS - 1 more sweeps, then velocities of the bodies with joints derived from
+    their displacement."""
     _solve_pass(ctx, _position_stage, position=True)
     if ctx.n_joints:
+        for _ in range(JOINT_SWEEPS - 1):
+            _solve_pass(ctx, _position_stage, position=True, joints_only=True)
         pool = ctx.pool
         _derive_velocities(pool.model, pool.bodies, pool.joints, ctx.serial, ctx.n_slots,
                            ctx.n_bodies, ctx.h)
@@ -376,18 +379,22 @@ COLORS_PER_LAUNCH = 2
 def _solve_colors(model: ti.template(), bodies: ti.template(), joints: ti.template(),
                   contacts: ti.template(), solver: ti.template(), coloring: ti.template(),
                   counts: ti.template(), serial: ti.template(), stage: ti.template(),
-                  per_launch: ti.template(), first_color: ti.i32, n_bodies: ti.i32, h: ti.f32):
+                  per_launch: ti.template(), first_color: ti.i32, n_bodies: ti.i32, h: ti.f32,
+                  joints_only: ti.i32):
     """stage(..., constraint, n_bodies, h) for every constraint of colours first_color ...
     first_color + per_launch - 1 (those below MAX_COLORS): one colour's constraints in
-    parallel, colours in sequence."""
+    parallel, colours in sequence. joints_only: the joints alone (a later sweep of the
+    position pass, joints.JOINT_SWEEPS)."""
     for j in ti.static(range(per_launch)):
         color = ti.min(first_color + j, MAX_COLORS)  # MAX_COLORS: an empty range
         end = coloring.color_start[color + 1] if color < MAX_COLORS else \
             coloring.color_start[color]
         ti.loop_config(serialize=serial)
         for i in range(coloring.color_start[color], end):
-            stage(model, bodies, joints, contacts, solver, counts, coloring.color_list[i],
-                  n_bodies, h, -1)
+            constraint = coloring.color_list[i]
+            if joints_only == 0 or constraint >= counts.n_pairs[None]:
+                stage(model, bodies, joints, contacts, solver, counts, constraint, n_bodies,
+                      h, -1)
 
 
 def colors_per_launch() -> int:
@@ -400,17 +407,19 @@ def colors_per_launch() -> int:
     return value
 
 
-def _solve_pass(ctx, stage, position: bool):
+def _solve_pass(ctx, stage, position: bool, joints_only: bool = False):
     """stage over all constraints, colour after colour, then the overflow colour in parallel
-    (solver/overflow.py; `position`: which pass `stage` is)."""
+    (solver/overflow.py; `position`: which pass `stage` is; `joints_only`: a later sweep of
+    the position pass, over the joints alone)."""
     pool, cache = ctx.pool, ctx.cache
     groups = (pool.model, pool.bodies, pool.joints, pool.contacts, pool.solver, pool.coloring,
               pool.counts)
     per_launch = COLORS_PER_LAUNCH  # checked when the step began (step)
     for first_color in range(0, cache.n_colors, per_launch):
-        _solve_colors(*groups, ctx.serial, stage, per_launch, first_color, ctx.n_bodies, ctx.h)
+        _solve_colors(*groups, ctx.serial, stage, per_launch, first_color, ctx.n_bodies, ctx.h,
+                      int(joints_only))
     if cache.n_overflow:
-        solve_overflow(ctx, position)
+        solve_overflow(ctx, position, joints_only)
 
 
 def substeps_by_world(ctx):
@@ -487,7 +496,8 @@ def _next_constraint(contacts: ti.template(), coloring: ti.template(), counts: t
 def _team_pass(model: ti.template(), bodies: ti.template(), joints: ti.template(),
                contacts: ti.template(), solver: ti.template(), coloring: ti.template(),
                counts: ti.template(), stage: ti.template(), position: ti.template(), member,
-               n_members, by_world: ti.template(), n_bodies, n_joints, n_colors, overflow, h):
+               n_members, by_world: ti.template(), n_bodies, n_joints, n_colors, overflow, h,
+               sweeps):
     """stage(...) over a member's constraints, colour after colour (see _next_constraint),
     the team waiting for each colour to end before the next; on a team, then the overflow
     colour as solver/overflow.py solves it (the same steps in the same order): its pairs
@@ -495,7 +505,9 @@ def _team_pass(model: ti.template(), bodies: ti.template(), joints: ti.template(
     each), and in the position pass its joints, in order, on member 0 (a hub's surplus:
     few). `overflow`: the colouring has an overflow colour (its ranges in coloring are
     this step's only then). Worlds solved one per thread have none
-    (StepContext.solves_by_world)."""
+    (StepContext.solves_by_world). `sweeps`: how many times over the colours; after the
+    first, the joints alone (joints.JOINT_SWEEPS): pairs are skipped, and the overflow's
+    pairs' means are not applied again."""
     n_rounds = n_colors
     first_overflow, overflow_pairs, overflow_end = 0, 0, 0
     if ti.static(not by_world) and overflow == 1:
@@ -503,44 +515,48 @@ def _team_pass(model: ti.template(), bodies: ti.template(), joints: ti.template(
         overflow_pairs = coloring.n_overflow_pairs[None]
         overflow_end = coloring.color_start[MAX_COLORS + 1]
         n_rounds = n_colors + 2  # the overflow's pairs, then its joints
-    cursor = ti.Vector([0, 0, 0])
-    if ti.static(by_world):
-        cursor = ti.Vector([contacts.pair_start[member * n_bodies], 0,
-                            contacts.pair_start[(member + 1) * n_bodies]])
-    for color in range(n_rounds):
-        cursor[1] = 0  # a world's joints are searched from the first for every colour
-        if ti.static(not by_world):
-            lo, hi = 0, 0
-            if color < n_colors:
-                lo, hi = team.share(coloring.color_start[color], coloring.color_start[color + 1],
-                                    member, n_members)
-            elif color == n_colors:  # the overflow's pairs
-                lo, hi = team.share(first_overflow, first_overflow + overflow_pairs, member,
-                                    n_members)
-            elif ti.static(position) and member == 0:  # its joints, in order, on one member
-                lo, hi = first_overflow + overflow_pairs, overflow_end
-            cursor = ti.Vector([lo, 0, hi])
-        # One call of stage: each call site inlines the whole constraint solve, and this
-        # kernel's compile time grows with them.
-        while True:
-            jacobi_entry = -1
+    for sweep in range(sweeps):
+        cursor = ti.Vector([0, 0, 0])
+        if ti.static(by_world):
+            cursor = ti.Vector([contacts.pair_start[member * n_bodies], 0,
+                                contacts.pair_start[(member + 1) * n_bodies]])
+            if sweep > 0:
+                cursor[0] = cursor[2]  # a later sweep: the world's joints alone
+        for color in range(n_rounds):
+            cursor[1] = 0  # a world's joints are searched from the first for every colour
             if ti.static(not by_world):
-                if color == n_colors:  # overflow pair i writes entries 2i and 2i + 1
-                    jacobi_entry = 2 * (cursor[0] - first_overflow)
-            constraint, cursor = _next_constraint(contacts, coloring, counts, by_world, member,
-                                                  n_joints, color, cursor)
-            if constraint < 0:
-                break
-            stage(model, bodies, joints, contacts, solver, counts, constraint, n_bodies, h,
-                  jacobi_entry)
-        team.barrier(counts, n_members, team.SPIN_LIMIT)
-        if ti.static(not by_world):
-            if color == n_colors:
-                lo, hi = team.share(0, coloring.n_jacobi_bodies[None], member, n_members)
-                for i in range(lo, hi):
-                    apply_mean_delta(bodies, solver, coloring, coloring.jacobi_bodies[i],
-                                     position)
-                team.barrier(counts, n_members, team.SPIN_LIMIT)
+                lo, hi = 0, 0
+                if color < n_colors:
+                    lo, hi = team.share(coloring.color_start[color],
+                                        coloring.color_start[color + 1], member, n_members)
+                elif color == n_colors:  # the overflow's pairs
+                    lo, hi = team.share(first_overflow, first_overflow + overflow_pairs, member,
+                                        n_members)
+                elif ti.static(position) and member == 0:  # its joints, in order, on one
+                    lo, hi = first_overflow + overflow_pairs, overflow_end
+                cursor = ti.Vector([lo, 0, hi])
+            # One call of stage: each call site inlines the whole constraint solve, and this
+            # kernel's compile time grows with them.
+            while True:
+                jacobi_entry = -1
+                if ti.static(not by_world):
+                    if color == n_colors:  # overflow pair i writes entries 2i and 2i + 1
+                        jacobi_entry = 2 * (cursor[0] - first_overflow)
+                constraint, cursor = _next_constraint(contacts, coloring, counts, by_world,
+                                                      member, n_joints, color, cursor)
+                if constraint < 0:
+                    break
+                if sweep == 0 or constraint >= counts.n_pairs[None]:
+                    stage(model, bodies, joints, contacts, solver, counts, constraint,
+                          n_bodies, h, jacobi_entry)
+            team.barrier(counts, n_members, team.SPIN_LIMIT)
+            if ti.static(not by_world):
+                if color == n_colors and sweep == 0:
+                    lo, hi = team.share(0, coloring.n_jacobi_bodies[None], member, n_members)
+                    for i in range(lo, hi):
+                        apply_mean_delta(bodies, solver, coloring, coloring.jacobi_bodies[i],
+                                         position)
+                    team.barrier(counts, n_members, team.SPIN_LIMIT)
 
 
 @quick
@@ -605,11 +621,12 @@ def _substeps_by_team(model: ti.template(), bodies: ti.template(), joints: ti.te
                 team.barrier(counts, team_size, team.SPIN_LIMIT)
                 _team_pass(model, bodies, joints, contacts, solver, coloring, counts,
                            _position_stage, True, member, team_size, by_world, n_bodies,
-                           n_joints, n_colors, overflow, h)
+                           n_joints, n_colors, overflow, h,
+                           JOINT_SWEEPS if n_joints > 0 else 1)
                 if n_joints:
                     for slot in range(bodies_lo, bodies_hi):
                         _derive_velocity(model, bodies, joints, slot, n_bodies, h)
                     team.barrier(counts, team_size, team.SPIN_LIMIT)
                 _team_pass(model, bodies, joints, contacts, solver, coloring, counts,
                            _velocity_stage, False, member, team_size, by_world, n_bodies,
-                           n_joints, n_colors, overflow, h)
+                           n_joints, n_colors, overflow, h, 1)
