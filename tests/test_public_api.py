@@ -150,28 +150,27 @@ def _mentions(doc: str, name: str) -> bool:
 
 
 # ---------------------------------------------------------------------------- the API
+def _public_objects(kind) -> dict:
+    """Qualified name -> object, for every public object of the API that `kind` accepts
+    (inspect.isclass or inspect.isfunction): those of __all__, and those each API module
+    defines itself."""
+    found = {f"{PACKAGE}.{name}": getattr(fx2d_gpu, name) for name in fx2d_gpu.__all__
+             if kind(getattr(fx2d_gpu, name, None))}
+    for module_name in API_MODULES:
+        for name, obj in vars(_module(module_name)).items():
+            if _is_public(name) and kind(obj) and obj.__module__ == module_name:
+                found[f"{module_name}.{name}"] = obj
+    return found
+
+
 def public_classes() -> dict[str, type]:
     """Qualified name -> class, for every public class of the API."""
-    classes = {f"{PACKAGE}.{name}": getattr(fx2d_gpu, name) for name in fx2d_gpu.__all__
-               if inspect.isclass(getattr(fx2d_gpu, name, None))}
-    for module_name in API_MODULES:
-        module = _module(module_name)
-        for name, obj in vars(module).items():
-            if _is_public(name) and inspect.isclass(obj) and obj.__module__ == module_name:
-                classes[f"{module_name}.{name}"] = obj
-    return classes
+    return _public_objects(inspect.isclass)
 
 
 def public_functions() -> dict[str, types.FunctionType]:
     """Qualified name -> function, for every public module-level function of the API."""
-    functions = {f"{PACKAGE}.{name}": getattr(fx2d_gpu, name) for name in fx2d_gpu.__all__
-                 if inspect.isfunction(getattr(fx2d_gpu, name, None))}
-    for module_name in API_MODULES:
-        module = _module(module_name)
-        for name, obj in vars(module).items():
-            if _is_public(name) and inspect.isfunction(obj) and obj.__module__ == module_name:
-                functions[f"{module_name}.{name}"] = obj
-    return functions
+    return _public_objects(inspect.isfunction)
 
 
 def public_constants() -> dict[str, str]:
