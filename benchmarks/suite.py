@@ -379,17 +379,20 @@ BENCHES = {"large_pyramid": bench_large_pyramid, "many_pyramids": bench_many_pyr
 
 
 def run(names, arch="auto", quick=False, with_pymunk=True, results=None, plot=True,
-        colors_per_launch=None):
+        colors_per_launch=None, piles=None):
     """Run the named benchmarks; returns {name: rows} and writes CSV (and plots).
     colors_per_launch: solver.step.COLORS_PER_LAUNCH for this process's scenes (None: the
     default; the compile probes' fresh processes keep it): the colours one kernel launch
-    solves where the substeps launch a kernel per stage (GPU backends)."""
+    solves where the substeps launch a kernel per stage (GPU backends). piles: the pile
+    sizes (bodies poured) instead of the default ones."""
     if colors_per_launch is not None:
         step.COLORS_PER_LAUNCH = colors_per_launch
         step.colors_per_launch()  # checked before anything runs
     backend = runtime.ensure_initialized(arch)
     gpu = not runtime.on_cpu()
     sizes = Sizes(quick, gpu)
+    if piles:
+        sizes.piles = list(piles)
     device = device_name(backend)
     date = datetime.date.today().isoformat()
     print(f"fx2d_gpu benchmarks on {device} ({backend}), dt {DT:.4f} s, {SUBSTEPS} substeps, "
@@ -437,14 +440,19 @@ def main(argv=None):
                         help="colours solved per kernel launch where the substeps launch a "
                              f"kernel per stage (GPU backends; default "
                              f"{step.COLORS_PER_LAUNCH})")
+    parser.add_argument("--piles", type=int, nargs="+", default=None, metavar="N",
+                        help="pile sizes to pour (default: 10,000 and 100,000, and 1,000,000 "
+                             "on a GPU)")
     args = parser.parse_args(argv)
     bad = [s for s in args.scenes if s not in SCENES]
     if bad:
         parser.error(f"unknown scene(s) {bad}; choose from {SCENES}")
     if args.colors_per_launch is not None and not 1 <= args.colors_per_launch <= MAX_COLORS:
         parser.error(f"--colors-per-launch must be in [1, {MAX_COLORS}]")
+    if args.piles and min(args.piles) < 1:
+        parser.error("--piles must be positive")
     return run(args.scenes or list(SCENES), args.arch, args.quick, not args.no_pymunk,
-               args.results, not args.no_plot, args.colors_per_launch)
+               args.results, not args.no_plot, args.colors_per_launch, args.piles)
 
 
 if __name__ == "__main__":

@@ -51,6 +51,7 @@ class Body:
     category_bits: int = 1  # Box2D's filter: which categories the body is in (32 bits)
     mask_bits: int = 0xFFFFFFFF  # ... and which categories it collides with
     enabled: bool = True  # False: removed from the simulation in every world, from the start
+    bullet: bool = False  # swept against dynamic bodies too (collision/continuous.py)
 
 
 @dataclass
@@ -88,7 +89,8 @@ class ModelBuilder:
                  angular_velocity=0.0, mass=1.0, inertia=None, elasticity=0.1, static_friction=0.0,
                  dynamic_friction=0.0, gravity_scale=1.0, vel_damping=0.0, name=None,
                  external_forces_enabled=True, sensor=False, collision_group=0,
-                 category_bits=0x0001, mask_bits=0xFFFFFFFF, enabled=True) -> int:
+                 category_bits=0x0001, mask_bits=0xFFFFFFFF, enabled=True,
+                 bullet=False) -> int:
         mass = as_real(mass, "mass", minimum=0.0)
         # By its bits: once Taichi's kernels have run, the CPU may treat subnormal floats
         # as zero (DAZ), and 1e-320 > 0 is then False.
@@ -120,6 +122,7 @@ class ModelBuilder:
             collision_group=as_int32(collision_group, "collision_group"),
             category_bits=as_bits(category_bits, "category_bits"),
             mask_bits=as_bits(mask_bits, "mask_bits"), enabled=as_bool(enabled, "enabled"),
+            bullet=as_bool(bullet, "bullet"),
         )
         self.bodies.append(body)
         if name is not None:
@@ -179,6 +182,7 @@ class ModelBuilder:
                                     0, 1 << 32),
             mask_bits=_integers(values["mask_bits"], "mask_bits", n, as_bits, 0, 1 << 32),
             enabled=_flags(values["enabled"], "enabled", n),
+            bullet=_flags(values["bullet"], "bullet", n),
         )
         velocity = as_vectors2(values["velocity"], "velocity", n, MAX_SPEED)
         # Rows of read-only arrays: one allocation, not two small arrays a body.
@@ -356,6 +360,7 @@ class ModelBuilder:
             if len(s.cones):  # a chain link: its contact-normal bounds after its normals
                 model["shape_normals"][i, counts[i]:counts[i] + 2] = s.cones
         model["sensor"] = column(bodies, "sensor", np.int32)
+        model["bullet"] = column(bodies, "bullet", np.int32)
         model["collision_group"] = column(bodies, "collision_group", np.int32)
         for key in ("category_bits", "mask_bits"):  # the same 32 bits, as int32
             model[key] = column(bodies, key, np.uint32).view(np.int32)

@@ -355,7 +355,8 @@ class BodyModel(FieldGroup):
     (Scene.disable_collision), sorted; collision filter (filtering.should_collide):
     collision_group (Fx2D's: bodies sharing a negative group never pair, a positive one
     always), category_bits and mask_bits (32-bit masks, Box2D's rule); sensor (1: detects
-    overlaps, exerts no force, solver/contacts.py).
+    overlaps, exerts no force, solver/contacts.py); bullet (1: swept against dynamic bodies
+    too, collision/continuous.py).
     """
 
     def __init__(self, builder, n_bodies: int, n_filters: int):
@@ -373,7 +374,7 @@ class BodyModel(FieldGroup):
         self._field("shape_normals", f32, (B, V), 2)
         self._field("filter_start", i32, B + 1)
         self._field("filters", i32, n_filters)
-        for name in ("collision_group", "category_bits", "mask_bits", "sensor"):
+        for name in ("collision_group", "category_bits", "mask_bits", "sensor", "bullet"):
             self._field(name, i32, B)
 
 
@@ -678,11 +679,13 @@ class StepCounts(FieldGroup):
 @ti.data_oriented
 class Faults(FieldGroup):
     """Per world (n_worlds,), after a step: first_slot, the first body slot found faulty
-    (solver/faults.py; NO_FAULT if none); count: how many worlds have one."""
+    (solver/faults.py; NO_FAULT if none; a torn joint's child counts), first_joint, its
+    first torn joint (NO_FAULT if none); count: how many worlds have a fault."""
 
     def __init__(self, builder, n_worlds: int):
         super().__init__(builder)
         self._field("first_slot", i32, n_worlds)
+        self._field("first_joint", i32, n_worlds)
         self._field("count", i32, ())
 
 

@@ -42,3 +42,21 @@ def joint_coordinates(joints, state) -> tuple[np.ndarray, np.ndarray]:
             rate[:, j] = ((state.velocity[:, joint.child] - state.velocity[:, joint.parent])
                           * axis).sum(1)
     return position, rate
+
+
+def joint_errors(joints, state) -> np.ndarray:
+    """(n_worlds, n_joints) how far each joint is from holding, m: a revolute joint's anchors
+    apart; a prismatic joint's child anchor off the parent's axis, plus its travel past a
+    limit. joints: builder.Joint list; state: anything with position (n_worlds, n_bodies, 2)
+    and angle (n_worlds, n_bodies)."""
+    anchors = joint_anchors(joints, state)
+    offset = anchors[:, :, 1] - anchors[:, :, 0]
+    errors = np.hypot(offset[..., 0], offset[..., 1])
+    for j, joint in enumerate(joints):
+        if joint.kind != JOINT_REVOLUTE:
+            axis = _rotate(state.angle[:, joint.parent], joint.axis)
+            travel = (offset[:, j] * axis).sum(1)
+            across = np.abs(offset[:, j, 1] * axis[:, 0] - offset[:, j, 0] * axis[:, 1])
+            errors[:, j] = across + np.maximum.reduce(
+                [travel - joint.upper, joint.lower - travel, np.zeros_like(travel)])
+    return errors

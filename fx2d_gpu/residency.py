@@ -63,6 +63,7 @@ class Binding:
         self.model: dict[str, dict[str, np.ndarray]] | None = None
         self.saved: Snapshot | None = None
         self.fingerprint: str | None = None  # of the model, for snapshots (snapshots.py)
+        self.solver_flags: dict = {}  # StepContext's flags from the model (scene.py)
 
     def needs(self, n_bodies: int | None = None, n_joints: int | None = None,
               n_filters: int | None = None) -> dict:

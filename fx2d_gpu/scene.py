@@ -30,6 +30,7 @@ from .records import (
 from .residency import Binding, Snapshot, serialized
 from .shapes import MAX_COORDINATE, as_real, as_vector2
 from .snapshots import SceneSnapshot, restore_snapshot, take_snapshot
+from .solver.contacts import IMMOVABLE_SWEEP_RATIO
 from .solver.context import StepCache, StepContext
 from .solver.faults import ON_FAULT, contain_faults
 from .solver.step import step as run_step
@@ -78,6 +79,7 @@ class Scene:
     | `category_bits` | `0x0001` | the categories the body is in (32-bit mask) |
     | `mask_bits` | `0xFFFFFFFF` | the categories it collides with (32-bit mask) |
     | `enabled` | `True` | False: added out of the simulation (see set_enabled) |
+    | `bullet` | `False` | swept against dynamic bodies too, not only immovable ones (Box2D's) |
 
     A body with `external_forces_enabled=False` is unaffected by contacts, joints and
     apply_force. Two bodies collide when neither's collision_group decides (see
@@ -657,6 +659,19 @@ class Scene:
         return kinematics.joint_anchors(self._builder.joints, self.get_state())
 
     @serialized
+    def joint_errors(self) -> np.ndarray:
+        """How far every joint is from holding, in every world: the solver's residual.
+
+        Returns:
+            (n_worlds, n_joints) float64, m: a revolute joint's two anchors apart; a
+            prismatic joint's child anchor off the parent's axis, plus its travel past a
+            limit. Joints that hold are off by micrometres to millimetres; a step that
+            leaves one beyond the smaller bounding radius of its bodies is a fault (a torn
+            joint: SimulationError, or the world reset with on_fault="reset").
+        """
+        return kinematics.joint_errors(self._builder.joints, self.get_state())
+
+    @serialized
     def joint_state(self) -> JointState:
         """Joint coordinates and their rates, in every world (see JointState)."""
         return JointState(*kinematics.joint_coordinates(self._builder.joints, self.get_state()))
@@ -777,7 +792,7 @@ class Scene:
             cell_size=self._cell, cache=self._cache, grow=lambda: residency.acquire(binding),
             dt=dt, substeps=self.substeps,
             gravity=tuple(self._gravity.astype(np.float32).tolist()),
-            enable_sleep=self.enable_sleep)
+            enable_sleep=self.enable_sleep, **self._binding.solver_flags)
 
     def _is_built(self) -> bool:
         binding = self._binding
@@ -794,6 +809,7 @@ class Scene:
                                               len(builder.no_collision)))
         old = residency.current_state(binding).arrays if binding.n_bodies else None
         binding.model = builder.build_model()
+        binding.solver_flags = solver_flags(binding.model["model"])
         state = builder.initial_state(w)
         if old is not None:
             _keep_old_rows(state["bodies"], old["bodies"], w, binding.n_bodies, self.n_bodies)
@@ -1458,6 +1474,16 @@ def _count_rows(positions) -> int:
 
 def _position(position) -> np.ndarray:
     return as_vector2(position, "position", MAX_COORDINATE)
+
+
+def solver_flags(model: dict) -> dict:
+    """StepContext's flags that follow from the model (group `model` of build_model):
+    has_bullets, and immovable_sweep (the dynamic bodies' masses differ by more than
+    contacts.IMMOVABLE_SWEEP_RATIO)."""
+    inverse = model["inv_mass"][model["inv_mass"] > 0.0]
+    uneven = bool(len(inverse)) and float(inverse.max()) > IMMOVABLE_SWEEP_RATIO * float(
+        inverse.min())
+    return {"has_bullets": bool(model["bullet"].any()), "immovable_sweep": uneven}
 
 
 def _keep_old_rows(new: dict, old: dict, n_worlds: int, old_rows: int, rows: int):

@@ -1,11 +1,16 @@
-"""Chains (issue 16): Fx2D's own chain scenarios (its tests/test_chain.cpp, figures as there),
-the smooth slide over joints that ghost vertices buy, and its chain_terrain scene."""
+"""Chains (issue 16): Fx2D's own chain scenarios (its tests/test_chain.cpp, each with bounds
+derived for the scene built here, not Fx2D's figures), the smooth slide over joints that
+ghost vertices buy, and its chain_terrain scene."""
+
+import math
 
 import numpy as np
 import pytest
 
 import fx2d_gpu as fx
 from fx2d_gpu import examples, shapes
+from fx2d_gpu.solver.contacts import LINEAR_SLOP
+from fx2d_gpu.solver.sleep import SLEEP_LINEAR_SPEED
 
 DT = 1.0 / 60.0
 TERRAIN = [[0.5, 8.5], [3.0, 6.2], [5.5, 5.4], [7.5, 3.2], [10.0, 2.2], [12.5, 2.6],
@@ -58,8 +63,12 @@ def test_box_rests_on_flat_chain(arch):
     add_chain(scene, [[2, 5], [12, 5], [22, 5], [32, 5]])
     box = scene.add_box((12.0, 8.0), (1.0, 1.0), static_friction=0.6, dynamic_friction=0.5)
     state = run(scene, 240)
-    assert state.position[0, box, 1] == pytest.approx(5.5, abs=0.05)
-    assert abs(state.position[0, box, 0] - 12.0) < 0.2
+    # It falls 2.5 m flat onto the chain, e = min(0.1, 0) = 0: no bounce, and rests on the
+    # chain (y = 5) half its 1 m up, at most a slop deep. Nothing pushes it sideways (it
+    # lands square, across the joint at x = 12): x stays 12 but for rounding. (Fx2D's
+    # figures, 5 cm and 20 cm, were its own scene's.)
+    assert state.position[0, box, 1] == pytest.approx(5.5, abs=LINEAR_SLOP)
+    assert abs(state.position[0, box, 0] - 12.0) < 1e-3
 
 
 def test_ball_settles_in_a_chain_valley(arch):
@@ -68,9 +77,13 @@ def test_ball_settles_in_a_chain_valley(arch):
     ball = scene.add_circle((12.0, 14.0), 0.5, elasticity=0.1, static_friction=0.5,
                             dynamic_friction=0.4)
     state = run(scene, 600)
-    assert state.position[0, ball, 1] > 4.0
-    assert 9.0 < state.position[0, ball, 0] < 21.0
-    assert np.linalg.norm(state.velocity[0, ball]) < 0.5
+    # Dropped over the valley's flat floor (y = 4 for x in 10..20) at x = 12, it falls
+    # straight onto it (e = min(0.1, 0) = 0: no bounce) and rests there, its centre r = 0.5
+    # up, at most a slop deep, below the sleep speed. (Fx2D's figures, y > 4, 9 < x < 21
+    # and 0.5 m/s, let it be anywhere in the valley, half sunk, still rolling.)
+    assert state.position[0, ball, 1] == pytest.approx(4.5, abs=LINEAR_SLOP)
+    assert abs(state.position[0, ball, 0] - 12.0) < 1e-3
+    assert np.linalg.norm(state.velocity[0, ball]) < SLEEP_LINEAR_SPEED
 
 
 def test_body_crosses_segment_joints(arch):
@@ -79,8 +92,19 @@ def test_body_crosses_segment_joints(arch):
     ball = scene.add_circle((4.0, 9.3), 0.4, elasticity=0.0, static_friction=0.02,
                             dynamic_friction=0.02)
     state = run(scene, 400)
-    assert state.position[0, ball, 0] > 4.0 + 8.0
-    assert state.position[0, ball, 1] > 6.0
+    # It slides the whole way: rolling would take mu >= tan(theta) / 3 = 0.028 > 0.02 on
+    # the first link (theta = atan(1 / 12)), 0.022 on the second. It drops 7 cm onto the
+    # first link (0.11 s, e = 0), slides at g (sin - mu cos) = 0.631 m/s^2, reaches the
+    # joint at x = 14 after 5.63 s at 3.55 m/s, then at 0.466 m/s^2 on the second link:
+    # at 6.67 s its centre is at x = 17.89 (5 cm for the landing and the substeps). Over
+    # the joint it keeps to the chain: its centre r / cos(theta) above the second link's
+    # line at its x, at most a slop deep. (Fx2D's figures, x > 12 and y > 6, held before
+    # the first joint and 1 m under the chain.)
+    x, y = state.position[0, ball]
+    assert x == pytest.approx(17.89, abs=0.05)
+    theta = math.atan2(0.8, 12.0)
+    line = 8.0 - (x - 14.0) * math.tan(theta)
+    assert y == pytest.approx(line + 0.4 / math.cos(theta), abs=LINEAR_SLOP)
 
 
 def test_chain_against_chain_is_skipped(arch):
@@ -99,7 +123,11 @@ def test_steep_terrain_holds_dropped_balls(arch, drop_x):
                             static_friction=0.4, dynamic_friction=0.3)
     state = run(scene, 300)
     x, y = state.position[0, ball]
-    assert y > surface_y(x) - 0.3, (drop_x, x, y)
+    # On the terrain (moving or at rest) the centre is at least r from the chain, less the
+    # slop it may sink, so at least that far above the chain's height at its x (the
+    # vertical is no shorter than the distance). (Fx2D's figure, 0.3 m below the chain,
+    # would pass a ball of r 0.25 that fell through.)
+    assert y > surface_y(x) + 0.25 - LINEAR_SLOP, (drop_x, x, y)
 
 
 def test_chain_is_one_sided(arch):
@@ -160,7 +188,9 @@ entities:
     assert (terrain, crate) == (0, 3)  # 4 authored points make 3 links, then the crate
     assert len(scene.visuals) == scene.n_bodies
     state = run(scene, 240)
-    assert state.position[0, crate, 1] == pytest.approx(5.5, abs=0.1)
+    # Dropped at x = 8 over the flat first link (y = 5), e = 0: it rests half its 1 m up,
+    # at most a slop deep.
+    assert state.position[0, crate, 1] == pytest.approx(5.5, abs=LINEAR_SLOP)
     short = text.replace("[[2, 5], [12, 5], [22, 6], [32, 6]]", "[[0, 0], [1, 0]]")
     with pytest.raises((ValueError, TypeError), match="terrain.*chain"):
         fx.load_scene(short, arch=arch)
@@ -172,16 +202,20 @@ def test_fx2d_chain_terrain_scene_catches_balls(arch, tmp_path):
     elasticity 0.25): none falls through, and they come to rest on the terrain (or its
     catch floor)."""
     scene = fx.load_scene(examples.path("chain_terrain"), arch=arch)
-    balls = []
+    balls, radii = [], [0.18 + 0.10 * (i % 3) for i in range(12)]
     for i, x in enumerate(np.linspace(1.5, 19.0, 12)):
-        balls.append(scene.add_circle((x, surface_y(x) + 1.5 + 0.2 * i),
-                                      0.18 + 0.10 * (i % 3), elasticity=0.25,
-                                      static_friction=0.4, dynamic_friction=0.3))
+        balls.append(scene.add_circle((x, surface_y(x) + 1.5 + 0.2 * i), radii[i],
+                                      elasticity=0.25, static_friction=0.4,
+                                      dynamic_friction=0.3))
     state = run(scene, 600)
-    for ball in balls:
+    for ball, radius in zip(balls, radii, strict=True):
+        # Above the terrain, never through: the centre at least its radius, less a slop,
+        # above the chain at its x (on the terrain or on other balls; beyond the ends,
+        # surface_y is -100: the floor).
         x, y = state.position[0, ball]
-        assert y > surface_y(x) - 0.05, (ball, x, y)  # above the terrain, never through
-    assert np.abs(state.velocity[0, balls]).max() < 0.05
+        assert y > surface_y(x) + radius - LINEAR_SLOP, (ball, x, y)
+    # At rest: below the sleep speed.
+    assert np.abs(state.velocity[0, balls]).max() < SLEEP_LINEAR_SPEED
 
 
 def test_chain_link_manifolds_by_hand(arch):

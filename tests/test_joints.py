@@ -184,7 +184,12 @@ def test_motorised_cart_drives_at_its_wheel_speed(arch):
     x0 = scene.get_state().position[0, chassis, 0]
     steps(scene, 2.0)
     speed = (scene.get_state().position[0, chassis, 0] - x0) / 2.0
-    assert speed == pytest.approx(-omega * radius, rel=0.10)
+    # With mu = 1 the wheels roll without slipping, and on flat ground nothing loads the
+    # motors once at speed, so their P control holds the target: the cart runs at
+    # -omega r = 1.8 m/s. It gets there in ~0.01 s (each wheel's 30 N m s/rad against its
+    # own 0.045 kg m^2 and half the 6 kg rig at r: 0.32 kg m^2), long before the timing
+    # starts at 2 s. 1 % for the substeps. (The bound was 10 %.)
+    assert speed == pytest.approx(-omega * radius, rel=0.01)
 
 
 def test_batched_worlds_reach_their_own_targets(arch):

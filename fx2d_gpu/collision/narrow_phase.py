@@ -47,6 +47,24 @@ def body_frame(bodies: ti.template(), slot):
 
 
 @ti.func
+def shape_extent(model: ti.template(), bodies: ti.template(), slot, body, axis):
+    """(lowest, highest) projection (m) of body slot's shape, core and skin, on the unit
+    world axis `axis`."""
+    position, c, s = body_frame(bodies, slot)
+    lowest, highest = ti.math.inf, -ti.math.inf
+    if model.shape_kind[body] == SHAPE_CIRCLE:
+        lowest = (position + rotate(model.shape_center[body], c, s)).dot(axis)
+        highest = lowest
+    else:
+        for i in range(model.shape_vertex_count[body]):
+            projection = (position + rotate(model.shape_vertices[body, i], c, s)).dot(axis)
+            lowest = ti.min(lowest, projection)
+            highest = ti.max(highest, projection)
+    skin = model.shape_radius[body]
+    return lowest - skin, highest + skin
+
+
+@ti.func
 def set_point(contacts: ti.template(), pair, index, point, depth, feature):
     contacts.point[pair, index] = point
     contacts.depth[pair, index] = depth

@@ -160,6 +160,7 @@ def ray_segment(origin, direction, a, b, t_max):
 
 @ti.func
 def point_segment_distance(p, a, b):
+    """Distance (m) from point p to the segment a-b."""
     e = b - a
     t = 0.0
     ee = e.dot(e)

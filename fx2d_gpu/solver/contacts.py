@@ -20,13 +20,14 @@ static ones (zero inverse mass).
 
 import taichi as ti
 
-from ..bodies import bounding_radius, is_sensor_pair, solver_mass
-from ..collision.narrow_phase import collide_pair
+from ..bodies import bounding_radius, is_sensor_pair, moves, solver_mass
+from ..collision.narrow_phase import collide_pair, shape_extent
 from ..device import UNSOLVED_COLOR
 from ..integrate import displace
 from ..launching import quick
 from ..math2d import cross, cross_sv
 from ..scan import exclusive_scan
+from ..shapes import SHAPE_CHAIN
 
 vec2 = ti.math.vec2
 vec3 = ti.math.vec3
@@ -52,6 +53,16 @@ SPECULATIVE_DISTANCE = SPECULATIVE_SLOPS * LINEAR_SLOP
 #: in a step gets its manifold computed again every substep; slower pairs (settling piles)
 #: keep the step's manifold, tracked through the bodies' rigid motion.
 FAST_MOTION_FRACTION = 0.05
+#: A fast pair's speculative margin covers this many substeps of motion. The narrow phase
+#: runs before the substep's position integration and the velocity pass that limits the
+#: closing speed to the gap after it, so the limit first acts on the next substep's motion:
+#: with 2 (and the broad phase looking as far ahead, step.pair_window) a fast body is
+#: stopped short of what it meets, dynamic bodies included, a substep earlier; but every
+#: falling body's pairs grow, and the poured 100k pile took 604 -> 800 ms a step (2-core
+#: CPU; its overflow colour 59 -> 1,033 constraints). Continuous collision
+#: (collision/continuous.py) keeps fast bodies out of static ones, and bullets out of
+#: dynamic ones, whatever this is.
+FAST_MARGIN_SUBSTEPS = 1.0
 #: Points slipping slower than this (m/s) when the substep starts are held by static
 #: friction (mu_s); faster ones slide with kinetic friction (mu_k). It is above the speed
 #: gravity adds in one substep, so a body at rest stays at rest while mu_s allows.
@@ -72,6 +83,39 @@ HOLD_FRACTION = 1.0
 TOUCHED, HELD = 1, 2
 #: Velocity iterations over a manifold's points per substep (multi-point convergence).
 VELOCITY_ITERATIONS = 1
+#: Iterations over a manifold with an immovable body (static, kinematic, asleep) in each
+#: velocity sweep (solve_velocity). The friction row changes the normal velocities the
+#: block solve left (through the body's turn), and a second iteration puts them right:
+#: with one, a 1 m box set spinning at 15 rad/s on the ground (Fx2D's scene: mu_s 0.6,
+#: mu_k 0.5) leapt to 2.45 m, the frictionless answer; with two, 2.261 against the 2.266
+#: that friction allows. Such manifolds are few (a pile's floor and walls, a pyramid's
+#: bottom row).
+IMMOVABLE_ITERATIONS = 2
+#: In scenes whose dynamic bodies' masses differ by more than this factor, the velocity
+#: pass ends with a sweep over the contacts that have an immovable body (static, kinematic
+#: or asleep: against_immovable), colour after colour, so the last word on a body resting
+#: on the ground is the ground's. Between a heavy body and the ground a
+#: light one is otherwise pushed through: a Gauss-Seidel sweep moves the light body, not
+#: the heavy one, and the ground's contact, solved before, cannot answer (1 kg under
+#: 10,000 kg: its centre at y = -0.77 after 5 s, 1.3 m down; 100,000 kg: -108 m; with the
+#: sweep 0.493 for 1e3 to 1e6 kg). The position pass needs none: a contact's correction
+#: is bounded (MAX_PUSHOUT_SPEED), and the ground's takes back what the heavy body's gave.
+#: Overflow pairs (solver/overflow.py) are not swept again. Between bodies of about the same
+#: mass the sweep changes little and costs a pass over the colours (on a GPU, a launch per
+#: two colours: the awake large pyramid took 5.5 -> 7.9 ms a step on an H200 with it and
+#: continuous collision's launch), so it runs where a scene needs it
+#: (StepContext.immovable_sweep).
+IMMOVABLE_SWEEP_RATIO = 10.0
+#: solve_velocity's jacobi_entry for a pair's second solve in a pass (the immovable sweep).
+REPEAT_SOLVE = -2
+
+
+@ti.func
+def against_immovable(solver: ti.template(), pair):
+    """Whether one of the pair's bodies is immovable this step (zero inverse mass and
+    inertia as the solver sees it: static, kinematic or asleep; prepare_pair)."""
+    masses = solver.solver_mass[pair]
+    return ((masses[0] == 0.0 and masses[1] == 0.0) or (masses[2] == 0.0 and masses[3] == 0.0))
 
 
 @ti.func
@@ -342,7 +386,9 @@ def solve_velocity(bodies: ti.template(), contacts: ti.template(), solver: ti.te
 
     jacobi_entry >= 0 (an overflow pair, solver/overflow.py): the bodies are left alone and
     the velocity changes go to solver.jacobi_delta[jacobi_entry] (a) and [jacobi_entry + 1]
-    (b).
+    (b). jacobi_entry == REPEAT_SOLVE: the pair's second solve in this pass (the sweep over
+    contacts with an immovable body, IMMOVABLE_SWEEP_RATIO): the impulses it reports for the
+    substep replace the first solve's.
     """
     count = contacts.point_count[pair]
     if count > 0:
@@ -379,13 +425,17 @@ def solve_velocity(bodies: ti.template(), contacts: ti.template(), solver: ti.te
                 tangent_impulse[i] = contacts.tangent_impulse[pair, i]
                 friction[i] = solver.friction[pair, i]
         # Each point's normal velocity before this pass, for restitution (below).
-        approach, carried = vec2(0.0), normal_impulse
+        approach, carried, carried_tangent = vec2(0.0), normal_impulse, tangent_impulse
         for i in ti.static(range(2)):
             if i < count:
                 approach[i] = point_velocity(
                     velocity_a, spin_a, velocity_b, spin_b,
                     vec2(arm_a[i, 0], arm_a[i, 1]), vec2(arm_b[i, 0], arm_b[i, 1])).dot(normal)
-        for _ in ti.static(range(VELOCITY_ITERATIONS)):
+        # IMMOVABLE_ITERATIONS for a manifold with an immovable body: a runtime loop, the
+        # solve inlined once (it is most of a kernel's compile time).
+        iterations = IMMOVABLE_ITERATIONS if against_immovable(solver, pair) else \
+            VELOCITY_ITERATIONS
+        for _ in range(iterations):
             # Where one body is heavier than the other (a static one included), both
             # normal impulses of a 2-point manifold are solved at once (Box2D v2's block
             # solver): one point after the other gives the first point most of the push and
@@ -448,13 +498,44 @@ def solve_velocity(bodies: ti.template(), contacts: ti.template(), solver: ti.te
         # the step: a ball hitting a resting row of balls starts it with approach speed 0.
         restitution = solver.restitution[pair]
         bounce = vec2(0.0)
+        # What the points applied in this substep: a bounce's point keeps less for the next
+        # substep's warm start (below), but it did apply this.
+        applied = normal_impulse
         if restitution > 0.0:
+            bounces = ti.Vector([0, 0])
             for i in ti.static(range(2)):
                 if (i < count and approach[i] < -RESTITUTION_THRESHOLD and normal_impulse[i] > 0.0
                         and solver.bounced[pair, i] == 0):
+                    bounces[i] = 1
+            # Both points of a manifold bounce together (the block solver with the bounce
+            # velocities as targets): one after the other, the first point's bounce turns
+            # the body and the second's undoes the first's lift. That mattered little while
+            # points bounced only once they touched (their normal velocity already ~0), but
+            # a speculative point stops the approach a substep before the bodies meet, from
+            # the full speed: a 1 m box landing flat at 40 m/s left at -1 m/s, spinning,
+            # instead of at e * 40 = 4 m/s.
+            paired = False
+            if count == 2 and bounces[0] == 1 and bounces[1] == 1:
+                ra0, rb0 = vec2(arm_a[0, 0], arm_a[0, 1]), vec2(arm_b[0, 0], arm_b[0, 1])
+                ra1, rb1 = vec2(arm_a[1, 0], arm_a[1, 1]), vec2(arm_b[1, 0], arm_b[1, 1])
+                both, paired = block_normal_impulses(
+                    masses, normal, ra0, rb0, ra1, rb1,
+                    point_velocity(velocity_a, spin_a, velocity_b, spin_b, ra0, rb0).dot(normal),
+                    point_velocity(velocity_a, spin_a, velocity_b, spin_b, ra1, rb1).dot(normal),
+                    -restitution * approach, vec2(0.0))
+                if paired:
+                    bounce = both
+                    velocity_a, spin_a, velocity_b, spin_b = exchange(
+                        velocity_a, spin_a, velocity_b, spin_b, masses, ra0, rb0,
+                        both[0] * normal)
+                    velocity_a, spin_a, velocity_b, spin_b = exchange(
+                        velocity_a, spin_a, velocity_b, spin_b, masses, ra1, rb1,
+                        both[1] * normal)
+            for i in ti.static(range(2)):
+                if bounces[i] == 1:
                     ra, rb = vec2(arm_a[i, 0], arm_a[i, 1]), vec2(arm_b[i, 0], arm_b[i, 1])
                     vn = point_velocity(velocity_a, spin_a, velocity_b, spin_b, ra, rb).dot(normal)
-                    if vn < -restitution * approach[i]:
+                    if not paired and vn < -restitution * approach[i]:
                         bounce[i] = (-restitution * approach[i] - vn) * normal_mass[i]
                         velocity_a, spin_a, velocity_b, spin_b = exchange(
                             velocity_a, spin_a, velocity_b, spin_b, masses, ra, rb,
@@ -472,11 +553,17 @@ def solve_velocity(bodies: ti.template(), contacts: ti.template(), solver: ti.te
                 contacts.tangent_impulse[pair, i] = tangent_impulse[i]
                 # What the point applied in this substep (the warm start included).
                 # Not `+=` (an atomic add, see warm_start_body): one thread owns the pair.
+                # A repeated solve (REPEAT_SOLVE) replaces what the first one added.
+                carried_n, carried_t = 0.0, 0.0
+                if jacobi_entry == REPEAT_SOLVE:
+                    carried_n, carried_t = carried[i], carried_tangent[i]
                 contacts.total_normal_impulse[pair, i] = (contacts.total_normal_impulse[pair, i]
-                                                          + normal_impulse[i] + bounce[i])
+                                                          + applied[i] + bounce[i] - carried_n)
                 contacts.total_tangent_impulse[pair, i] = (
-                    contacts.total_tangent_impulse[pair, i] + tangent_impulse[i])
-                if normal_impulse[i] > 0.0:
+                    contacts.total_tangent_impulse[pair, i] + tangent_impulse[i] - carried_t)
+                # A bounce touches: a speculative point bounces its bodies apart a substep
+                # before they meet (the landing's whole impulse would go unreported).
+                if normal_impulse[i] > 0.0 or bounce[i] > 0.0:
                     touched = True
         if touched:
             contacts.touching[pair] = TOUCHED
@@ -561,6 +648,68 @@ def fast_pair(model: ti.template(), bodies: ti.template(), contacts: ti.template
 
 
 @ti.func
+def acceleration(model: ti.template(), bodies: ti.template(), slot, body, gravity):
+    """Body slot's acceleration from gravity and its applied force, m/s^2 (0 if it does not
+    move)."""
+    result = vec2(0.0, 0.0)
+    if moves(model, bodies, slot, body):
+        result = gravity * model.gravity_scale[body] + bodies.force[slot] * model.inv_mass[body]
+    return result
+
+
+@ti.func
+def sweep_reaches(model: ti.template(), bodies: ti.template(), joints: ti.template(), slot_a,
+                  slot_b, n_bodies, window, gravity, slack):
+    """Whether bodies a and b can come within slack (m) of each other in the next `window`
+    (s) on their present motion (velocities, gravity, applied forces): the smaller body's
+    bounding circle swept along the relative motion, against the other's shape on two
+    axes, along the motion and across it (a separating axis of the swept shapes proves
+    they cannot meet). The other's turning is added to the slack. Bodies with joints are
+    swung by them, so they always may.
+
+    Speculative points of a pair that cannot meet are ghosts: built with the normal of the
+    closest features, such a point reads a fast fly-by as closing along a slanted normal
+    and throws bodies that the flier never comes near (a 0.25 m ball 3.75 m above a row of
+    boxes at 3,000 m/s threw them at 1,116 m/s).
+
+    Chain links always may: a link's points have its face normal wherever its neighbour
+    continues it (shapes.chain), so they stand for the terrain's surface beyond the link's
+    end, where the swept body will meet the neighbour. A bullet slanting onto a straight
+    chain is in front of the next link while still above this one's end, where this link
+    has no point (its end's cone forbids the corner's normal): without the neighbour's
+    point it was first seen within one substep and passed through (3,000 m/s).
+    """
+    body_a, body_b = slot_a % n_bodies, slot_b % n_bodies
+    reaches = True
+    if not (joints.body_has_joint[body_a] or joints.body_has_joint[body_b]
+            or model.shape_kind[body_a] == SHAPE_CHAIN or model.shape_kind[body_b] == SHAPE_CHAIN):
+        mover, other, mover_body, other_body = slot_a, slot_b, body_a, body_b
+        if bounding_radius(model, body_b) < bounding_radius(model, body_a):
+            mover, other, mover_body, other_body = slot_b, slot_a, body_b, body_a
+        relative_acceleration = (acceleration(model, bodies, mover, mover_body, gravity)
+                                 - acceleration(model, bodies, other, other_body, gravity))
+        # The parabola's chord; the parabola strays from it by at most a T^2 / 8.
+        motion = ((bodies.velocity[mover] - bodies.velocity[other]) * window
+                  + 0.5 * window * window * relative_acceleration)
+        grow = (slack + 0.125 * window * window * relative_acceleration.norm()
+                + turning_speed(model, bodies, other, n_bodies) * window)
+        length = motion.norm()
+        radius = bounding_radius(model, mover_body) + grow
+        if length > radius:  # shorter: the swept circle is nearly the circle
+            along = motion / length
+            across = vec2(-along.y, along.x)
+            centre = bodies.position[mover]
+            low_across, high_across = shape_extent(model, bodies, other, other_body, across)
+            low_along, high_along = shape_extent(model, bodies, other, other_body, along)
+            centre_across, centre_along = centre.dot(across), centre.dot(along)
+            reaches = not (centre_across - radius > high_across
+                           or centre_across + radius < low_across
+                           or centre_along - radius > high_along
+                           or centre_along + length + radius < low_along)
+    return reaches
+
+
+@ti.func
 def narrow_margin(model: ti.template(), bodies: ti.template(), joints: ti.template(),
                   contacts: ti.template(), pair, n_bodies, dt, h, first):
     """(kept_apart m, fast) of a narrow phase of `pair`: points up to kept_apart apart are
@@ -574,7 +723,8 @@ def narrow_margin(model: ti.template(), bodies: ti.template(), joints: ti.templa
     fast = True
     if first:
         fast = fast_pair(model, bodies, contacts, pair, n_bodies, dt)
-    margin = closing_bound(model, bodies, joints, slot_a, slot_b, n_bodies, h if fast else dt)
+    margin = closing_bound(model, bodies, joints, slot_a, slot_b, n_bodies,
+                           FAST_MARGIN_SUBSTEPS * h if fast else dt)
     kept_apart = SPECULATIVE_SLOPS * pair_slop(smallest) + margin
     if sensor:
         kept_apart = 0.0
@@ -583,7 +733,7 @@ def narrow_margin(model: ti.template(), bodies: ti.template(), joints: ti.templa
 
 @ti.func
 def find_manifold(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-                  contacts: ti.template(), pair, n_bodies, dt, h, first):
+                  contacts: ti.template(), pair, n_bodies, dt, h, first, gravity):
     """Narrow phase of `pair` at the current poses, carrying the impulses of points with
     the same feature id as before; returns (whether the solver must look at the pair this
     step: it has points or is fast, each new point's match among the old ones or -1).
@@ -614,6 +764,21 @@ def find_manifold(model: ti.template(), bodies: ti.template(), joints: ti.templa
     if first:
         contacts.touching[pair] = 0
     collide_pair(model, bodies, contacts, pair, n_bodies, kept_apart)
+    # Only a margin wider than the smaller body can hold a ghost worth the check: a slanted
+    # normal misleads the velocity pass by at most the margin's reach across the body.
+    if (fast and contacts.point_count[pair] > 0
+            and kept_apart > smaller_radius(model, contacts.body_a[pair] % n_bodies,
+                                            contacts.body_b[pair] % n_bodies)):
+        apart = contacts.depth[pair, 0] < 0.0
+        if contacts.point_count[pair] > 1:
+            apart = apart and contacts.depth[pair, 1] < 0.0
+        if apart and not sweep_reaches(model, bodies, joints, contacts.body_a[pair],
+                                       contacts.body_b[pair], n_bodies,
+                                       FAST_MARGIN_SUBSTEPS * h, gravity,
+                                       SPECULATIVE_SLOPS * pair_slop(smaller_radius(
+                                           model, contacts.body_a[pair] % n_bodies,
+                                           contacts.body_b[pair] % n_bodies))):
+            contacts.point_count[pair] = 0  # a ghost (sweep_reaches)
     matches = ti.Vector([-1, -1])
     for i in range(contacts.point_count[pair]):
         feature = contacts.feature[pair, i]

@@ -118,7 +118,10 @@ class StepContext:
     level-0 cell, m; cache: the scene's StepCache; grow: returns a pool with room for what
     the cache says the scene needs (pair_need, entry_need), this scene's state in it
     bitwise unchanged. dt (s), substeps, gravity (m/s^2) and enable_sleep are
-    the step's settings (unused by queries).
+    the step's settings (unused by queries); has_bullets: a body is a bullet
+    (collision/continuous.py's second pass runs); immovable_sweep: the dynamic bodies'
+    masses differ by more than contacts.IMMOVABLE_SWEEP_RATIO (the velocity pass sweeps
+    the contacts with immovable bodies again).
     """
 
     pool: DevicePool
@@ -134,6 +137,8 @@ class StepContext:
     substeps: int = 1
     gravity: tuple[float, float] = (0.0, 0.0)
     enable_sleep: bool = True
+    has_bullets: bool = False
+    immovable_sweep: bool = False
 
     @property
     def n_slots(self) -> int:

@@ -3,10 +3,13 @@ contained per world.
 
 A body is faulty when its pose or velocity is not finite, or past what the engine can
 simulate: a coordinate beyond shapes.MAX_COORDINATE (the broad phase would leave it out of
-collision) or a speed beyond shapes.MAX_SPEED. One kernel finds, per world, the first
-faulty body slot (faults.first_slot); Scene.step then raises naming them (the default) or
-resets only those worlds to their initial state (on_fault="reset"), so one bad world of a
-batch of thousands leaves the others exactly as they would have run.
+collision) or a speed beyond shapes.MAX_SPEED. A joint is faulty when it is torn, out of
+place by more than its bodies' size (joints.torn): a load no solver holds (a chain pulled
+by 1e6 N) would otherwise go on as a stretched chain, silently. One kernel finds, per
+world, the first faulty body slot (faults.first_slot) and torn joint (first_joint);
+Scene.step then raises naming them (the default) or resets only those worlds to their
+initial state (on_fault="reset"), so one bad world of a batch of thousands leaves the
+others exactly as they would have run.
 """
 
 import numpy as np
@@ -14,6 +17,7 @@ import taichi as ti
 
 from ..launching import quick
 from ..shapes import MAX_COORDINATE, MAX_SPEED
+from .joints import JOINT_TORN_FRACTION, torn
 
 #: faults.first_slot of a world with no faulty body.
 NO_FAULT = 2147483647
@@ -74,16 +78,24 @@ def _faulty(bodies: ti.template(), slot):
 
 @quick
 @ti.kernel
-def _find_faults(bodies: ti.template(), faults: ti.template(), serial: ti.template(),
-                 n_worlds: ti.i32, n_bodies: ti.i32) -> ti.i32:
+def _find_faults(model: ti.template(), bodies: ti.template(), joints: ti.template(),
+                 faults: ti.template(), serial: ti.template(), n_worlds: ti.i32,
+                 n_bodies: ti.i32, n_joints: ti.i32) -> ti.i32:
     ti.loop_config(serialize=serial)
     for world in range(n_worlds):
         faults.first_slot[world] = NO_FAULT
+        faults.first_joint[world] = NO_FAULT
     faults.count[None] = 0
     ti.loop_config(serialize=serial)
     for slot in range(n_worlds * n_bodies):
         if _faulty(bodies, slot):
             ti.atomic_min(faults.first_slot[slot // n_bodies], slot)
+    ti.loop_config(serialize=serial)
+    for joint_slot in range(n_worlds * n_joints):
+        if torn(model, bodies, joints, joint_slot, n_joints, n_bodies):
+            world, joint = joint_slot // n_joints, joint_slot % n_joints
+            ti.atomic_min(faults.first_joint[world], joint)
+            ti.atomic_min(faults.first_slot[world], world * n_bodies + joints.child[joint])
     ti.loop_config(serialize=serial)
     for world in range(n_worlds):
         if faults.first_slot[world] != NO_FAULT:
@@ -94,8 +106,9 @@ def _find_faults(bodies: ti.template(), faults: ti.template(), serial: ti.templa
 def find_faults(ctx) -> int:
     """Mark, per world, its first faulty body slot (pool.faults.first_slot, NO_FAULT if
     none); returns how many worlds have one."""
-    return _find_faults(ctx.pool.bodies, ctx.pool.faults, ctx.serial, ctx.n_worlds,
-                        ctx.n_bodies)
+    pool = ctx.pool
+    return _find_faults(pool.model, pool.bodies, pool.joints, pool.faults, ctx.serial,
+                        ctx.n_worlds, ctx.n_bodies, ctx.n_joints)
 
 
 _NO_TARGETS = np.zeros(1, np.float32)  # an ndarray argument must not be empty
@@ -150,6 +163,26 @@ def reset_faulty_worlds(ctx, initial: dict):
 
 
 
+def describe_torn_joint(builder, joint: int, world: int, ctx) -> str:
+    """What is wrong with torn joint `joint` of `world` (host values)."""
+    from types import SimpleNamespace
+
+    from ..kinematics import joint_errors
+
+    bodies = ctx.pool.bodies
+    rows = slice(world * ctx.n_bodies, (world + 1) * ctx.n_bodies)
+    state = SimpleNamespace(position=bodies.position.to_numpy()[rows][None],
+                            angle=bodies.angle.to_numpy()[rows][None])
+    error = float(joint_errors(builder.joints, state)[0, joint])
+    spec = builder.joints[joint]
+    size = min(builder.bodies[spec.parent].shape.bounding_radius,
+               builder.bodies[spec.child].shape.bounding_radius)
+    name = f" ({spec.name!r})" if spec.name else ""
+    return (f"joint {joint}{name} torn: {error:.4g} m out of place, beyond "
+            f"{JOINT_TORN_FRACTION * size:.4g} m (the smaller bounding radius of its bodies): "
+            "a load the solver does not hold at this step size")
+
+
 def contain_faults(ctx, on_fault: str, builder, step_count: int) -> np.ndarray:
     """After a step: find the faulty worlds and raise a SimulationError naming the first
     (on_fault "raise"), or reset them to the initial state of `builder` (builder.ModelBuilder,
@@ -167,6 +200,9 @@ def contain_faults(ctx, on_fault: str, builder, step_count: int) -> np.ndarray:
         bodies.position, bodies.angle, bodies.velocity, bodies.angular_velocity)))
     body = slot % ctx.n_bodies
     name = builder.bodies[body].name
+    joint = int(ctx.pool.faults.first_joint.to_numpy()[worlds[0]])
+    if what == "no fault" and joint != NO_FAULT:
+        what = describe_torn_joint(builder, joint, int(worlds[0]), ctx)
     more = f" (and {len(worlds) - 1} more worlds)" if len(worlds) > 1 else ""
     raise SimulationError(
         f"step {step_count}: world {worlds[0]}, body {body}{f' ({name!r})' if name else ''}: "

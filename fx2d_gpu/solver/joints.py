@@ -38,6 +38,10 @@ JOINT_ITERATIONS = 2
 #: of 40 spokes blew up within 60 steps that way, and keeps its energy with 4 sweeps of 1
 #: pass (the same work per joint). Joint-free scenes never sweep again.
 JOINT_SWEEPS = 2
+#: A joint is torn (a fault, solver/faults.py) once its error is beyond this fraction of the
+#: smaller bounding radius of its bodies. Joints that hold are off by micrometres to
+#: millimetres (a 500-link chain of 0.2 m links pulled by 1e3 N: 9 mm at most).
+JOINT_TORN_FRACTION = 1.0
 
 
 @ti.func
@@ -207,6 +211,41 @@ def solve_joint(model: ti.template(), bodies: ti.template(), joints: ti.template
         else:
             angle_constraint(model, bodies, joints, slot1, body1, slot2, body2, joint, 0.0, 0.0, h)
             axis_constraints(model, bodies, joints, slot1, body1, slot2, body2, joint, h)
+
+
+@ti.func
+def joint_error(bodies: ti.template(), joints: ti.template(), slot1, slot2, joint):
+    """How far joint `joint` is from holding at the current poses, m: a revolute joint's
+    anchors apart; a prismatic one's child anchor off the parent's axis plus its travel
+    past a limit (the same rule as kinematics.joint_errors, on the device)."""
+    r1, r2, c1, s1 = joint_frame(bodies, joints, slot1, slot2, joint)
+    offset = bodies.position[slot2] + r2 - bodies.position[slot1] - r1
+    error = offset.norm()
+    if joints.kind[joint] != JOINT_REVOLUTE:
+        axis = rotate(joints.axis[joint], c1, s1)
+        travel = axis.dot(offset)
+        past = ti.max(travel - joints.upper[joint], joints.lower[joint] - travel, 0.0)
+        error = ti.abs(vec2(-axis.y, axis.x).dot(offset)) + past
+    return error
+
+
+@ti.func
+def torn(model: ti.template(), bodies: ti.template(), joints: ti.template(), joint_slot,
+         n_joints, n_bodies):
+    """Whether the joint in slot joint_slot no longer holds: its error (joint_error) is
+    beyond JOINT_TORN_FRACTION of the smaller bounding radius of its two bodies (a chain
+    whose end is pulled by 1e6 N: gaps of 10 m, the chain 17 times its length). Joints of a
+    disabled body are out of the simulation and never torn."""
+    world, joint = joint_slot // n_joints, joint_slot % n_joints
+    body1, body2 = joints.parent[joint], joints.child[joint]
+    slot1, slot2 = world * n_bodies + body1, world * n_bodies + body2
+    result = False
+    if bodies.enabled[slot1] == 1 and bodies.enabled[slot2] == 1:
+        size = ti.min(model.bounding_radius[body1], model.bounding_radius[body2])
+        # "not <=": a NaN error is torn too.
+        result = not (joint_error(bodies, joints, slot1, slot2, joint)
+                      <= JOINT_TORN_FRACTION * size)
+    return result
 
 
 @ti.func

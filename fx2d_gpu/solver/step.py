@@ -41,13 +41,17 @@ Every stage is a launcher taking the StepContext (solver/context.py); kernels ar
 import taichi as ti
 
 from ..bodies import moves
+from ..collision.continuous import sweep_body
 from ..device import MAX_COLORS
 from ..integrate import begin_step_pose, clear_forces, integrate_position, integrate_velocity
 from ..launching import quick
 from . import team
 from .coloring import color_constraints, coloring_holds_in_order, may_reuse_coloring
 from .contacts import (
+    FAST_MARGIN_SUBSTEPS,
+    REPEAT_SOLVE,
     SPECULATIVE_DISTANCE,
+    against_immovable,
     build_body_lists,
     find_manifold,
     prepare_manifold,
@@ -82,7 +86,7 @@ def step(ctx):
 
 
 def _step(ctx):
-    refit = refit_step_boxes(ctx, SPECULATIVE_DISTANCE, ctx.dt)
+    refit = refit_step_boxes(ctx, SPECULATIVE_DISTANCE, pair_window(ctx))
     if _keeps_ordered_pairs(ctx, refit):
         recolored = _keep_pairs(ctx)
     else:
@@ -106,17 +110,25 @@ def _step(ctx):
     ctx.cache.contacts_current = True
 
 
+def pair_window(ctx) -> float:
+    """How far ahead (s) the broad phase looks for pairs: the step, and as far beyond it as
+    the fast pairs' speculative margin looks past one substep (contacts.FAST_MARGIN_SUBSTEPS),
+    so that a body which will reach something early in the next step is paired in this
+    one's last substeps."""
+    return ctx.dt + (FAST_MARGIN_SUBSTEPS - 1.0) * ctx.h
+
+
 def _find_pairs(ctx, refit) -> bool:
     """The step's pairs, matched to last step's, coloured and stored in colour order (the
     stages from "save pairs" to "order"; refit: pairs.refit_step_boxes's answer); returns
     whether it coloured."""
     save_previous_pairs(ctx)
-    sleepers = find_step_pairs(ctx, SPECULATIVE_DISTANCE, ctx.dt, refit)
+    sleepers = find_step_pairs(ctx, SPECULATIVE_DISTANCE, pair_window(ctx), refit)
     # Where no body sleeps (refit_fat_boxes counted them) there is nothing to wake.
     if sleepers != 0 and wake_islands(ctx):
         # The broad phase pairs no two sleeping bodies: pair the woken ones now, so they
         # meet each other this step.
-        find_step_pairs(ctx, SPECULATIVE_DISTANCE, ctx.dt)
+        find_step_pairs(ctx, SPECULATIVE_DISTANCE, pair_window(ctx))
     carry_contacts(ctx)
     if not ctx.small_coloring:
         begin_step(ctx)
@@ -201,22 +213,30 @@ def _launch_begin(ctx, substep: int, before_coloring: bool):
 
 def position_pass(ctx):
     """Penetration and joint constraints, colour after colour, the joints again in
-    JOINT_SWEEPS - 1 more sweeps, then velocities of the bodies with joints derived from
-    their displacement."""
+    JOINT_SWEEPS - 1 more sweeps. Its last stages, fast bodies swept
+    (collision/continuous.py) and velocities of the bodies with joints derived from their
+    displacement (_end_position_pass), run in the velocity pass's first launch."""
     _solve_pass(ctx, _position_stage, position=True)
     if ctx.n_joints:
         for _ in range(JOINT_SWEEPS - 1):
-            _solve_pass(ctx, _position_stage, position=True, joints_only=True)
-        pool = ctx.pool
-        _derive_velocities(pool.model, pool.bodies, pool.joints, ctx.serial, ctx.n_slots,
-                           ctx.n_bodies, ctx.h)
+            _solve_pass(ctx, _position_stage, position=True, subset=JOINTS_ALONE)
 
 
 def velocity_pass(ctx):
-    """Contact velocity constraints (normal impulses, friction, restitution), colour after
-    colour."""
+    """The position pass's last stages (_position_pass_end: in the first colours' launch,
+    one launch fewer a substep, unless the scene has bullets), then contact velocity
+    constraints (normal impulses, friction, restitution), colour after colour, then, in
+    scenes of uneven masses (ctx.immovable_sweep), those with an immovable body again."""
+    fused = bool(ctx.n_pairs and ctx.cache.n_colors and not ctx.has_bullets)
+    if not fused:
+        pool = ctx.pool
+        _end_position_pass(pool.model, pool.bodies, pool.joints, pool.contacts, pool.solver,
+                           ctx.serial, ctx.n_slots, ctx.n_bodies, ctx.h, ctx.has_bullets,
+                           int(ctx.n_joints > 0))
     if ctx.n_pairs:
-        _solve_pass(ctx, _velocity_stage, position=False)
+        _solve_pass(ctx, _velocity_stage, position=False, lead_in=fused)
+        if ctx.immovable_sweep:
+            _solve_pass(ctx, _velocity_stage, position=False, subset=IMMOVABLE)
 
 
 @ti.func
@@ -263,7 +283,7 @@ def _derive_velocity(model: ti.template(), bodies: ti.template(), joints: ti.tem
 @ti.func
 def _pair_stages(model: ti.template(), bodies: ti.template(), joints: ti.template(),
                  contacts: ti.template(), solver: ti.template(), coloring: ti.template(), pair,
-                 n_bodies, dt, h, substep, before_coloring, begun):
+                 n_bodies, dt, h, substep, before_coloring, begun, gravity):
     """What `pair` needs at the start of substep `substep`: its narrow phase (the step's
     first before the colouring where begin_step runs (`begun`), else in substep 0; later,
     fast pairs again) and its solver constants (prepare_manifold: in substep 0 and after
@@ -280,7 +300,7 @@ def _pair_stages(model: ti.template(), bodies: ti.template(), joints: ti.templat
     matches = ti.Vector([-1, -1])
     if find:
         solve, found = find_manifold(model, bodies, joints, contacts, pair, n_bodies, dt, h,
-                                     first)
+                                     first, gravity)
         matches = found
         if before_coloring:
             coloring.solve[pair] = 1 if solve else 0
@@ -322,20 +342,40 @@ def _begin_substep(model: ti.template(), bodies: ti.template(), joints: ti.templ
     ti.loop_config(serialize=serial)
     for pair in range(n_pairs):
         _pair_stages(model, bodies, joints, contacts, solver, coloring, pair, n_bodies, dt, h,
-                     substep, before_coloring == 1, begun == 1)
+                     substep, before_coloring == 1, begun == 1, gravity)
     ti.loop_config(serialize=serial)
     for slot in range((1 - before_coloring) * n_slots):
         _move_body(model, bodies, contacts, solver, slot, n_bodies, h)
 
 
+@ti.func
+def _position_pass_end(model: ti.template(), bodies: ti.template(), joints: ti.template(),
+                       contacts: ti.template(), solver: ti.template(), serial: ti.template(),
+                       n_slots, n_bodies, h, bullets: ti.template(), jointed):
+    """The fast bodies swept against what they must not pass (continuous.sweep_body: every
+    one against immovable bodies, then bullets against dynamic ones where the scene has
+    bullets), then _derive_velocity for every body slot where the scene has joints; each a
+    top-level loop of the calling kernel. `bullets` is compiled in: sweep_body is a good
+    part of a kernel's compile time, and scenes without bullets inline it once."""
+    for sweep in ti.static(range(2 if bullets else 1)):
+        ti.loop_config(serialize=serial)
+        for slot in range(n_slots):
+            sweep_body(model, bodies, contacts, solver, slot, n_bodies, sweep == 1)
+    ti.loop_config(serialize=serial)
+    for slot in range(n_slots * jointed):
+        _derive_velocity(model, bodies, joints, slot, n_bodies, h)
+
+
 @quick
 @ti.kernel
-def _derive_velocities(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-                       serial: ti.template(), n_slots: ti.i32, n_bodies: ti.i32, h: ti.f32):
-    """_derive_velocity for every body slot."""
-    ti.loop_config(serialize=serial)
-    for slot in range(n_slots):
-        _derive_velocity(model, bodies, joints, slot, n_bodies, h)
+def _end_position_pass(model: ti.template(), bodies: ti.template(), joints: ti.template(),
+                       contacts: ti.template(), solver: ti.template(), serial: ti.template(),
+                       n_slots: ti.i32, n_bodies: ti.i32, h: ti.f32, bullets: ti.template(),
+                       jointed: ti.i32):
+    """_position_pass_end on its own: where the velocity pass has no colour to launch, or
+    the scene has bullets (whose pass is not compiled into the velocity pass's kernel)."""
+    _position_pass_end(model, bodies, joints, contacts, solver, serial, n_slots, n_bodies, h,
+                       bullets, jointed)
 
 
 @ti.func
@@ -380,11 +420,19 @@ def _solve_colors(model: ti.template(), bodies: ti.template(), joints: ti.templa
                   contacts: ti.template(), solver: ti.template(), coloring: ti.template(),
                   counts: ti.template(), serial: ti.template(), stage: ti.template(),
                   per_launch: ti.template(), first_color: ti.i32, n_bodies: ti.i32, h: ti.f32,
-                  joints_only: ti.i32):
+                  subset: ti.i32, velocity: ti.template(), lead_in: ti.i32, n_slots: ti.i32,
+                  jointed: ti.i32):
     """stage(..., constraint, n_bodies, h) for every constraint of colours first_color ...
     first_color + per_launch - 1 (those below MAX_COLORS): one colour's constraints in
-    parallel, colours in sequence. joints_only: the joints alone (a later sweep of the
-    position pass, joints.JOINT_SWEEPS)."""
+    parallel, colours in sequence. subset: which constraints (ALL, JOINTS_ALONE: a later
+    sweep of the position pass, joints.JOINT_SWEEPS; IMMOVABLE: the contacts with an
+    immovable body, again, contacts.IMMOVABLE_SWEEP_RATIO). lead_in (1): the position
+    pass's last stages first (_position_pass_end with n_slots, jointed; no bullets),
+    compiled into the velocity pass's kernel (`velocity`: stage is _velocity_stage) only,
+    one kernel for all its launches (each variant compiles the whole constraint solve)."""
+    if ti.static(velocity):
+        _position_pass_end(model, bodies, joints, contacts, solver, serial, n_slots * lead_in,
+                           n_bodies, h, False, jointed * lead_in)
     for j in ti.static(range(per_launch)):
         color = ti.min(first_color + j, MAX_COLORS)  # MAX_COLORS: an empty range
         end = coloring.color_start[color + 1] if color < MAX_COLORS else \
@@ -392,9 +440,11 @@ def _solve_colors(model: ti.template(), bodies: ti.template(), joints: ti.templa
         ti.loop_config(serialize=serial)
         for i in range(coloring.color_start[color], end):
             constraint = coloring.color_list[i]
-            if joints_only == 0 or constraint >= counts.n_pairs[None]:
+            is_pair = constraint < counts.n_pairs[None]
+            if (subset == ALL or (subset == JOINTS_ALONE and not is_pair)
+                    or (subset == IMMOVABLE and is_pair and against_immovable(solver, constraint))):
                 stage(model, bodies, joints, contacts, solver, counts, constraint, n_bodies,
-                      h, -1)
+                      h, REPEAT_SOLVE if subset == IMMOVABLE else -1)
 
 
 def colors_per_launch() -> int:
@@ -407,19 +457,26 @@ def colors_per_launch() -> int:
     return value
 
 
-def _solve_pass(ctx, stage, position: bool, joints_only: bool = False):
-    """stage over all constraints, colour after colour, then the overflow colour in parallel
-    (solver/overflow.py; `position`: which pass `stage` is; `joints_only`: a later sweep of
-    the position pass, over the joints alone)."""
+#: _solve_pass's subsets: every constraint; the joints alone (the position pass's later
+#: sweeps); the contacts with an immovable body (the velocity pass's last sweep, its
+#: overflow colour excepted).
+ALL, JOINTS_ALONE, IMMOVABLE = 0, 1, 2
+
+
+def _solve_pass(ctx, stage, position: bool, subset: int = ALL, lead_in: bool = False):
+    """stage over the constraints of `subset`, colour after colour, then the overflow colour
+    in parallel (solver/overflow.py; `position`: which pass `stage` is; lead_in: the first
+    launch begins with the position pass's last stages, _position_pass_end)."""
     pool, cache = ctx.pool, ctx.cache
     groups = (pool.model, pool.bodies, pool.joints, pool.contacts, pool.solver, pool.coloring,
               pool.counts)
     per_launch = COLORS_PER_LAUNCH  # checked when the step began (step)
     for first_color in range(0, cache.n_colors, per_launch):
         _solve_colors(*groups, ctx.serial, stage, per_launch, first_color, ctx.n_bodies, ctx.h,
-                      int(joints_only))
-    if cache.n_overflow:
-        solve_overflow(ctx, position, joints_only)
+                      subset, not position, int(lead_in and first_color == 0), ctx.n_slots,
+                      int(ctx.n_joints > 0))
+    if cache.n_overflow and subset != IMMOVABLE:
+        solve_overflow(ctx, position, joints_only=subset == JOINTS_ALONE)
 
 
 def substeps_by_world(ctx):
@@ -461,7 +518,8 @@ def _launch_team(ctx, by_world: bool, n_members: int, before_coloring: bool = Fa
                       pool.coloring, pool.counts, n_members, bool(by_world), ctx.n_worlds,
                       ctx.n_bodies, ctx.n_joints, ctx.n_pairs, ctx.cache.n_colors,
                       int(ctx.cache.n_overflow > 0), ctx.substeps, ctx.gravity, ctx.h, ctx.dt,
-                      int(before_coloring), int(not ctx.small_coloring))
+                      int(before_coloring), int(not ctx.small_coloring), int(ctx.has_bullets),
+                      int(ctx.immovable_sweep))
 
 
 @ti.func
@@ -497,7 +555,7 @@ def _team_pass(model: ti.template(), bodies: ti.template(), joints: ti.template(
                contacts: ti.template(), solver: ti.template(), coloring: ti.template(),
                counts: ti.template(), stage: ti.template(), position: ti.template(), member,
                n_members, by_world: ti.template(), n_bodies, n_joints, n_colors, overflow, h,
-               sweeps):
+               sweeps, uneven):
     """stage(...) over a member's constraints, colour after colour (see _next_constraint),
     the team waiting for each colour to end before the next; on a team, then the overflow
     colour as solver/overflow.py solves it (the same steps in the same order): its pairs
@@ -507,7 +565,9 @@ def _team_pass(model: ti.template(), bodies: ti.template(), joints: ti.template(
     this step's only then). Worlds solved one per thread have none
     (StepContext.solves_by_world). `sweeps`: how many times over the colours; after the
     first, the joints alone (joints.JOINT_SWEEPS): pairs are skipped, and the overflow's
-    pairs' means are not applied again."""
+    pairs' means are not applied again. `uneven` (the velocity pass of a scene of uneven
+    masses, StepContext.immovable_sweep): a last sweep over the contacts with an immovable
+    body, the overflow's excepted."""
     n_rounds = n_colors
     first_overflow, overflow_pairs, overflow_end = 0, 0, 0
     if ti.static(not by_world) and overflow == 1:
@@ -515,20 +575,31 @@ def _team_pass(model: ti.template(), bodies: ti.template(), joints: ti.template(
         overflow_pairs = coloring.n_overflow_pairs[None]
         overflow_end = coloring.color_start[MAX_COLORS + 1]
         n_rounds = n_colors + 2  # the overflow's pairs, then its joints
-    for sweep in range(sweeps):
+    immovable_sweep = 0
+    if ti.static(not position):
+        immovable_sweep = uneven
+    for sweep in range(sweeps + immovable_sweep):
+        # sweep 0: everything; then the joints alone; the last (`uneven`): the
+        # contacts with an immovable body, the overflow's excepted.
+        immovable = immovable_sweep == 1 and sweep == sweeps
+        joints_alone = sweep > 0 and not immovable
         cursor = ti.Vector([0, 0, 0])
         if ti.static(by_world):
             cursor = ti.Vector([contacts.pair_start[member * n_bodies], 0,
                                 contacts.pair_start[(member + 1) * n_bodies]])
-            if sweep > 0:
-                cursor[0] = cursor[2]  # a later sweep: the world's joints alone
+            if joints_alone:
+                cursor[0] = cursor[2]  # the world's joints alone
         for color in range(n_rounds):
-            cursor[1] = 0  # a world's joints are searched from the first for every colour
+            # A world's joints are searched from the first for every colour (none in the
+            # immovable sweep).
+            cursor[1] = n_joints if immovable else 0
             if ti.static(not by_world):
                 lo, hi = 0, 0
                 if color < n_colors:
                     lo, hi = team.share(coloring.color_start[color],
                                         coloring.color_start[color + 1], member, n_members)
+                elif immovable:
+                    pass
                 elif color == n_colors:  # the overflow's pairs
                     lo, hi = team.share(first_overflow, first_overflow + overflow_pairs, member,
                                         n_members)
@@ -546,7 +617,11 @@ def _team_pass(model: ti.template(), bodies: ti.template(), joints: ti.template(
                                                       member, n_joints, color, cursor)
                 if constraint < 0:
                     break
-                if sweep == 0 or constraint >= counts.n_pairs[None]:
+                is_pair = constraint < counts.n_pairs[None]
+                if immovable and is_pair:
+                    jacobi_entry = REPEAT_SOLVE
+                if (sweep == 0 or (joints_alone and not is_pair)
+                        or (immovable and is_pair and against_immovable(solver, constraint))):
                     stage(model, bodies, joints, contacts, solver, counts, constraint,
                           n_bodies, h, jacobi_entry)
             team.barrier(counts, n_members, team.SPIN_LIMIT)
@@ -566,7 +641,8 @@ def _substeps_by_team(model: ti.template(), bodies: ti.template(), joints: ti.te
                       counts: ti.template(), n_members: ti.i32, by_world: ti.template(),
                       n_worlds: ti.i32, n_bodies: ti.i32, n_joints: ti.i32, n_pairs: ti.i32,
                       n_colors: ti.i32, overflow: ti.i32, substeps: ti.i32, gravity: vec2,
-                      h: ti.f32, dt: ti.f32, before_coloring: ti.i32, begun: ti.i32):
+                      h: ti.f32, dt: ti.f32, before_coloring: ti.i32, begun: ti.i32,
+                      bullets: ti.i32, uneven: ti.i32):
     """The step's substeps, one launch (substeps_by_world: a member per world; else
     substeps_by_team: a CPU team of n_members threads sharing every stage);
     `before_coloring`, `begun`: as in _begin_substep (with before_coloring, only the first
@@ -611,7 +687,7 @@ def _substeps_by_team(model: ti.template(), bodies: ti.template(), joints: ti.te
                     for pair in range(lo, ti.min(lo + team.PAIR_BLOCK, pairs_hi)):
                         _pair_stages(model, bodies, joints, contacts, solver, coloring, pair,
                                      n_bodies, dt, h, substep, before_coloring == 1,
-                                     begun == 1)
+                                     begun == 1, gravity)
                     block += team_size
                 if before_coloring == 1:
                     continue  # begin_step ends here
@@ -622,11 +698,16 @@ def _substeps_by_team(model: ti.template(), bodies: ti.template(), joints: ti.te
                 _team_pass(model, bodies, joints, contacts, solver, coloring, counts,
                            _position_stage, True, member, team_size, by_world, n_bodies,
                            n_joints, n_colors, overflow, h,
-                           JOINT_SWEEPS if n_joints > 0 else 1)
-                if n_joints:
+                           JOINT_SWEEPS if n_joints > 0 else 1, 0)
+                # _position_pass_end's stages: a body's sweep (bullets: a second, after
+                # every body's first, the team waiting in between), then its velocity
+                # derived. One inlined sweep_body (compile time).
+                for sweep in range(1 + bullets):
                     for slot in range(bodies_lo, bodies_hi):
-                        _derive_velocity(model, bodies, joints, slot, n_bodies, h)
+                        sweep_body(model, bodies, contacts, solver, slot, n_bodies, sweep == 1)
+                        if n_joints > 0 and sweep == bullets:
+                            _derive_velocity(model, bodies, joints, slot, n_bodies, h)
                     team.barrier(counts, team_size, team.SPIN_LIMIT)
                 _team_pass(model, bodies, joints, contacts, solver, coloring, counts,
                            _velocity_stage, False, member, team_size, by_world, n_bodies,
-                           n_joints, n_colors, overflow, h, 1)
+                           n_joints, n_colors, overflow, h, 1, uneven)
