@@ -215,7 +215,7 @@ def position_pass(ctx):
     """Penetration and joint constraints, colour after colour, the joints again in
     JOINT_SWEEPS - 1 more sweeps. Its last stages, fast bodies swept
     (collision/continuous.py) and velocities of the bodies with joints derived from their
-    displacement (_end_position_pass), run in the velocity pass's first launch."""
+    displacement (_end_position_pass), begin the velocity pass."""
     _solve_pass(ctx, _position_stage, position=True)
     if ctx.n_joints:
         for _ in range(JOINT_SWEEPS - 1):
@@ -223,18 +223,17 @@ def position_pass(ctx):
 
 
 def velocity_pass(ctx):
-    """The position pass's last stages (_position_pass_end: in the first colours' launch,
-    one launch fewer a substep, unless the scene has bullets), then contact velocity
-    constraints (normal impulses, friction, restitution), colour after colour, then, in
-    scenes of uneven masses (ctx.immovable_sweep), those with an immovable body again."""
-    fused = bool(ctx.n_pairs and ctx.cache.n_colors and not ctx.has_bullets)
-    if not fused:
-        pool = ctx.pool
-        _end_position_pass(pool.model, pool.bodies, pool.joints, pool.contacts, pool.solver,
-                           ctx.serial, ctx.n_slots, ctx.n_bodies, ctx.h, ctx.has_bullets,
-                           int(ctx.n_joints > 0))
+    """The position pass's last stages (_end_position_pass: a kernel of its own; compiled
+    into each colour launch's kernel it tripled the Vulkan tests' compile time), then
+    contact velocity constraints (normal impulses, friction, restitution), colour after
+    colour, then, in scenes of uneven masses (ctx.immovable_sweep), those with an immovable
+    body again."""
+    pool = ctx.pool
+    _end_position_pass(pool.model, pool.bodies, pool.joints, pool.contacts, pool.solver,
+                       ctx.serial, ctx.n_slots, ctx.n_bodies, ctx.h, ctx.has_bullets,
+                       int(ctx.n_joints > 0))
     if ctx.n_pairs:
-        _solve_pass(ctx, _velocity_stage, position=False, lead_in=fused)
+        _solve_pass(ctx, _velocity_stage, position=False)
         if ctx.immovable_sweep:
             _solve_pass(ctx, _velocity_stage, position=False, subset=IMMOVABLE)
 
@@ -420,19 +419,12 @@ def _solve_colors(model: ti.template(), bodies: ti.template(), joints: ti.templa
                   contacts: ti.template(), solver: ti.template(), coloring: ti.template(),
                   counts: ti.template(), serial: ti.template(), stage: ti.template(),
                   per_launch: ti.template(), first_color: ti.i32, n_bodies: ti.i32, h: ti.f32,
-                  subset: ti.i32, velocity: ti.template(), lead_in: ti.i32, n_slots: ti.i32,
-                  jointed: ti.i32):
+                  subset: ti.i32):
     """stage(..., constraint, n_bodies, h) for every constraint of colours first_color ...
     first_color + per_launch - 1 (those below MAX_COLORS): one colour's constraints in
     parallel, colours in sequence. subset: which constraints (ALL, JOINTS_ALONE: a later
     sweep of the position pass, joints.JOINT_SWEEPS; IMMOVABLE: the contacts with an
-    immovable body, again, contacts.IMMOVABLE_SWEEP_RATIO). lead_in (1): the position
-    pass's last stages first (_position_pass_end with n_slots, jointed; no bullets),
-    compiled into the velocity pass's kernel (`velocity`: stage is _velocity_stage) only,
-    one kernel for all its launches (each variant compiles the whole constraint solve)."""
-    if ti.static(velocity):
-        _position_pass_end(model, bodies, joints, contacts, solver, serial, n_slots * lead_in,
-                           n_bodies, h, False, jointed * lead_in)
+    immovable body, again, contacts.IMMOVABLE_SWEEP_RATIO)."""
     for j in ti.static(range(per_launch)):
         color = ti.min(first_color + j, MAX_COLORS)  # MAX_COLORS: an empty range
         end = coloring.color_start[color + 1] if color < MAX_COLORS else \
@@ -463,18 +455,16 @@ def colors_per_launch() -> int:
 ALL, JOINTS_ALONE, IMMOVABLE = 0, 1, 2
 
 
-def _solve_pass(ctx, stage, position: bool, subset: int = ALL, lead_in: bool = False):
+def _solve_pass(ctx, stage, position: bool, subset: int = ALL):
     """stage over the constraints of `subset`, colour after colour, then the overflow colour
-    in parallel (solver/overflow.py; `position`: which pass `stage` is; lead_in: the first
-    launch begins with the position pass's last stages, _position_pass_end)."""
+    in parallel (solver/overflow.py; `position`: which pass `stage` is)."""
     pool, cache = ctx.pool, ctx.cache
     groups = (pool.model, pool.bodies, pool.joints, pool.contacts, pool.solver, pool.coloring,
               pool.counts)
     per_launch = COLORS_PER_LAUNCH  # checked when the step began (step)
     for first_color in range(0, cache.n_colors, per_launch):
         _solve_colors(*groups, ctx.serial, stage, per_launch, first_color, ctx.n_bodies, ctx.h,
-                      subset, not position, int(lead_in and first_color == 0), ctx.n_slots,
-                      int(ctx.n_joints > 0))
+                      subset)
     if cache.n_overflow and subset != IMMOVABLE:
         solve_overflow(ctx, position, joints_only=subset == JOINTS_ALONE)
 
