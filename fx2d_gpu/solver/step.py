@@ -347,15 +347,17 @@ def _begin_substep(model: ti.template(), bodies: ti.template(), joints: ti.templ
         _move_body(model, bodies, contacts, solver, slot, n_bodies, h)
 
 
-@ti.func
-def _position_pass_end(model: ti.template(), bodies: ti.template(), joints: ti.template(),
+@quick
+@ti.kernel
+def _end_position_pass(model: ti.template(), bodies: ti.template(), joints: ti.template(),
                        contacts: ti.template(), solver: ti.template(), serial: ti.template(),
-                       n_slots, n_bodies, h, bullets: ti.template(), jointed):
-    """The fast bodies swept against what they must not pass (continuous.sweep_body: every
-    one against immovable bodies, then bullets against dynamic ones where the scene has
-    bullets), then _derive_velocity for every body slot where the scene has joints; each a
-    top-level loop of the calling kernel. `bullets` is compiled in: sweep_body is a good
-    part of a kernel's compile time, and scenes without bullets inline it once."""
+                       n_slots: ti.i32, n_bodies: ti.i32, h: ti.f32, bullets: ti.template(),
+                       jointed: ti.i32):
+    """The position pass's last stages: the fast bodies swept against what they must not
+    pass (continuous.sweep_body: every one against immovable bodies, then bullets against
+    dynamic ones where the scene has bullets), then _derive_velocity for every body slot
+    where the scene has joints. `bullets` is compiled in: sweep_body is a good part of the
+    kernel's compile time, and scenes without bullets inline it once."""
     for sweep in ti.static(range(2 if bullets else 1)):
         ti.loop_config(serialize=serial)
         for slot in range(n_slots):
@@ -363,18 +365,6 @@ def _position_pass_end(model: ti.template(), bodies: ti.template(), joints: ti.t
     ti.loop_config(serialize=serial)
     for slot in range(n_slots * jointed):
         _derive_velocity(model, bodies, joints, slot, n_bodies, h)
-
-
-@quick
-@ti.kernel
-def _end_position_pass(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-                       contacts: ti.template(), solver: ti.template(), serial: ti.template(),
-                       n_slots: ti.i32, n_bodies: ti.i32, h: ti.f32, bullets: ti.template(),
-                       jointed: ti.i32):
-    """_position_pass_end on its own: where the velocity pass has no colour to launch, or
-    the scene has bullets (whose pass is not compiled into the velocity pass's kernel)."""
-    _position_pass_end(model, bodies, joints, contacts, solver, serial, n_slots, n_bodies, h,
-                       bullets, jointed)
 
 
 @ti.func
@@ -689,7 +679,7 @@ def _substeps_by_team(model: ti.template(), bodies: ti.template(), joints: ti.te
                            _position_stage, True, member, team_size, by_world, n_bodies,
                            n_joints, n_colors, overflow, h,
                            JOINT_SWEEPS if n_joints > 0 else 1, 0)
-                # _position_pass_end's stages: a body's sweep (bullets: a second, after
+                # _end_position_pass's stages: a body's sweep (bullets: a second, after
                 # every body's first, the team waiting in between), then its velocity
                 # derived. One inlined sweep_body (compile time).
                 for sweep in range(1 + bullets):
