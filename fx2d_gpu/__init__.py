@@ -11,12 +11,13 @@ from .records import (
     RayHits,
     State,
 )
+from .residency import CapacityError
 from .scene import Scene
 from .shapes import MAX_POLYGON_VERTICES
 from .snapshots import SceneSnapshot
 from .solver.faults import SimulationError
 
-__all__ = ["ContactEventList", "ContactEvents", "Contacts", "JointState",
+__all__ = ["CapacityError", "ContactEventList", "ContactEvents", "Contacts", "JointState",
            "MAX_POLYGON_VERTICES", "Overlaps", "RayHitList", "RayHits", "Scene",
            "SceneSnapshot", "SimulationError", "State",
            "load_scene"]

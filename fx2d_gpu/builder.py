@@ -13,20 +13,38 @@ import numpy as np
 
 from . import shapes
 from .shapes import (
+    FLOAT32_MAX,
     MAX_COORDINATE,
     MAX_POLYGON_VERTICES,
     MAX_SPEED,
+    as_numbers,
     as_real,
     as_reals,
     as_vector2,
     as_vectors2,
 )
-from .solver.joints import JOINT_PRISMATIC, JOINT_REVOLUTE, MOTOR_MODES
+from .solver.joints import (
+    JOINT_PRISMATIC,
+    JOINT_REVOLUTE,
+    MOTOR_EFFORT,
+    MOTOR_MODES,
+    MOTOR_NONE,
+    MOTOR_POSITION,
+    MOTOR_VELOCITY,
+)
 
 #: Smallest mass (kg) and moment of inertia (kg m^2) of a dynamic body: their inverses, and
 #: the impulses they scale, must stay inside float32 on the device.
 MIN_MASS = 1e-12
 MIN_INERTIA = 1e-30
+#: The largest motor target of each control mode (a target's magnitude must be below it).
+#: A position target is a coordinate (rad or m) and a velocity target a speed: beyond
+#: MAX_COORDINATE / MAX_SPEED the motor drives toward a state the engine refuses as a fault,
+#: and its PID integral (error x time, float32) toward float32's end, where 0 x inf makes
+#: the effort NaN. An effort target is clamped by max_effort, and an idle motor's target
+#: is not read: float32's range is their only bound.
+TARGET_LIMITS = {MOTOR_NONE: FLOAT32_MAX, MOTOR_POSITION: MAX_COORDINATE,
+                 MOTOR_VELOCITY: MAX_SPEED, MOTOR_EFFORT: FLOAT32_MAX}
 
 
 @dataclass
@@ -287,7 +305,7 @@ class ModelBuilder:
     def _add_joint(self, kind, parent, child, anchor_parent, anchor_child, axis, reference, lower,
                    upper, control_mode, target, pid, max_effort, name, collide_connected) -> int:
         mode, gains, max_effort = motor_settings(control_mode, pid, max_effort)
-        target = as_real(target, "target")
+        target = as_real(target, "target", limit=TARGET_LIMITS[mode])
         _check_new_name(name, self._joint_names, "joint")
         collide_connected = as_bool(collide_connected, "collide_connected")
         self.joints.append(Joint(kind, parent, child, np.asarray(anchor_parent, float),
@@ -426,49 +444,79 @@ class ModelBuilder:
         return {"bodies": state, "joints": joint_state}
 
     def cell_size(self) -> float:
-        """Level-0 grid cell, m: the median shape diameter (sizes far from it go up levels)."""
-        diameters = [2.0 * b.shape.bounding_radius for b in self.bodies]
+        """Level-0 grid cell, m: the median shape diameter (Shape.diameter; sizes far from it
+        go up levels)."""
+        diameters = [b.shape.diameter for b in self.bodies]
         return float(np.median(diameters)) if diameters else 1.0
 
 
-def check_targets(target, n_worlds: int) -> np.ndarray:
-    """Motor targets (n_worlds,) from a scalar or an array of that shape, finite."""
-    values = np.asarray(target, dtype=np.float64)
-    if values.shape == ():
-        values = np.full(n_worlds, float(values))
-    if values.shape != (n_worlds,):
-        raise ValueError(f"target must be a scalar or have shape ({n_worlds},), "
-                         f"got {values.shape}")
-    if not np.all(np.isfinite(values)):
-        raise ValueError("target must be finite")
-    return values
+def check_targets(target, n_worlds: int, mode: int = MOTOR_NONE) -> np.ndarray:
+    """Motor targets (n_worlds,) float64 from one number (for every world) or (n_worlds,).
+
+    Args:
+        target (float | array_like): rad, rad/s, N m, m, m/s or N, as the motor reads it.
+        n_worlds: the scene's worlds.
+        mode: the joint's control mode (solver.joints.MOTOR_*): the bound on the target's
+            magnitude is TARGET_LIMITS[mode] (MAX_COORDINATE for position, MAX_SPEED for
+            velocity, float32's range for effort and for no motor).
+
+    Raises:
+        TypeError: a target that is not a real number (a bool, complex number or string).
+        ValueError: targets of another shape, not finite, or beyond the mode's bound; the
+            first such world's value is named `target[i]`.
+    """
+    return as_reals(_scalar(target), "target", n_worlds, limit=TARGET_LIMITS[mode])
 
 
 def check_forces(force, torque, n_worlds: int) -> tuple[np.ndarray, np.ndarray]:
     """(force (n_worlds, 2) N, torque (n_worlds,) N m) from one value for every world or one
-    per world, finite and within float32's range."""
-    w = n_worlds
-    f = np.asarray(force, dtype=np.float64)
-    if f.shape == (2,):
-        f = np.broadcast_to(f, (w, 2))
-    if f.shape != (w, 2):
-        raise ValueError(f"force must have shape (2,) or ({w}, 2), got {f.shape}")
-    t = np.asarray(torque, dtype=np.float64)
-    if t.shape == ():
-        t = np.broadcast_to(t, (w,))
-    if t.shape != (w,):
-        raise ValueError(f"torque must be a scalar or have shape ({w},), got {t.shape}")
-    if not (np.all(np.isfinite(f)) and np.all(np.isfinite(t))):
-        raise ValueError("force and torque must be finite")
-    if max(np.abs(f).max(initial=0.0), np.abs(t).max(initial=0.0)) > shapes.FLOAT32_MAX:
-        raise ValueError("force and torque must be within float32's range "
-                         f"(|x| <= {shapes.FLOAT32_MAX:g})")
-    return f, t
+    per world, real numbers, finite and within float32's range.
+
+    Raises:
+        TypeError: a value that is not a real number (a bool, complex number or string).
+        ValueError: a value of another shape, not finite or beyond float32's range.
+    """
+    # as_real_array first: as_vectors2 takes one pair through NumPy's float conversion,
+    # which parses strings and drops imaginary parts.
+    f = as_vectors2(as_real_array(force, "force"), "force", n_worlds)
+    return f, as_reals(_scalar(torque), "torque", n_worlds)
+
+
+def _scalar(value):
+    """A 0-d array's element (as_real takes numbers, not arrays); anything else as it is."""
+    return value[()] if isinstance(value, np.ndarray) and value.ndim == 0 else value
+
+
+def add_forces(pending: tuple, force: np.ndarray, torque: np.ndarray, body: int
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """The sums of the forces and torques pending for `body` (pending: (force, torque), or
+    (0.0, 0.0)) and these (from check_forces).
+
+    The sum goes to the device as float32: beyond its range it would arrive as inf and
+    the step fault, so the call whose sum would leave it is refused, and nothing is added.
+
+    Raises:
+        ValueError: a component of the sum beyond float32's range, naming force or torque.
+    """
+    total_f, total_t = pending[0] + force, pending[1] + torque
+    for name, total in (("force", total_f), ("torque", total_t)):
+        if np.abs(total).max(initial=0.0) > FLOAT32_MAX:
+            raise ValueError(f"{name}: the {name}s applied to body {body} before the next "
+                             f"step would add up beyond float32's range "
+                             f"(|x| <= {FLOAT32_MAX:g})")
+    return total_f, total_t
 
 
 def check_state(state, n_worlds: int, n_bodies: int) -> dict[str, np.ndarray]:
-    """The arrays of a State (see records.State) checked against the layout: shapes,
-    finite, within float32's range (sleeping excepted)."""
+    """The arrays of a State (see records.State) checked against the layout: shapes, real
+    numbers (not complex, strings or bools), finite and within MAX_COORDINATE (position,
+    angle) or MAX_SPEED (velocities); sleeping as bools (see as_flags).
+
+    Raises:
+        TypeError: an array that is not of real numbers, or sleeping not of flags.
+        ValueError: an array of another shape, not finite or beyond its bound, or a
+            sleeping flag other than 0 and 1; each named, e.g. state.position.
+    """
     w, nb = n_worlds, n_bodies
     expected = {"position": (w, nb, 2), "angle": (w, nb), "velocity": (w, nb, 2),
                 "angular_velocity": (w, nb), "sleeping": (w, nb)}
@@ -476,15 +524,65 @@ def check_state(state, n_worlds: int, n_bodies: int) -> dict[str, np.ndarray]:
               "angular_velocity": MAX_SPEED}
     arrays = {}
     for key, shape in expected.items():
-        value = np.asarray(getattr(state, key))
+        name = f"state.{key}"
+        try:
+            value = np.asarray(getattr(state, key))
+        except ValueError:
+            raise TypeError(f"{name} must be an array, got a ragged sequence") from None
         if value.shape != shape:
-            raise ValueError(f"state.{key} must have shape {shape}, got {value.shape}")
-        if key != "sleeping" and not np.all(np.isfinite(value)):
-            raise ValueError(f"state.{key} must be finite")
-        if key != "sleeping" and np.abs(value).max(initial=0.0) >= limits[key]:
-            raise ValueError(f"state.{key} must be within +-{limits[key]:g}")
+            raise ValueError(f"{name} must have shape {shape}, got {value.shape}")
+        if key == "sleeping":
+            arrays[key] = as_flags(value, name)
+            continue
+        value = as_real_array(value, name)
+        if not np.all(np.isfinite(value)):
+            raise ValueError(f"{name} must be finite")
+        if np.abs(value).max(initial=0.0) >= limits[key]:
+            raise ValueError(f"{name} must be within +-{limits[key]:g}")
         arrays[key] = value
     return arrays
+
+
+def as_real_array(values, name: str) -> np.ndarray:
+    """`values` as a float64 array of any shape, of real numbers: shapes.as_numbers' rule
+    (ints or floats, not bools, complex numbers or strings, which NumPy would convert: a
+    complex number losing its imaginary part with a mere warning).
+
+    Raises:
+        TypeError: values not real numbers, or ragged, naming `name`.
+    """
+    try:
+        shape = np.shape(values)
+    except ValueError:
+        raise TypeError(f"{name} must be numbers, got a ragged sequence") from None
+    return as_numbers(values, name, shape)
+
+
+def as_flags(values, name: str) -> np.ndarray:
+    """`values` as a bool array of the same shape: bools, or integers that are all 0 or 1
+    (the device's own encoding, as a flag read back as int would arrive).
+
+    Any other value is refused: the kernels test a flag == 1 and == 0, so a 7 (or a NaN)
+    would be neither, e.g. a body neither asleep nor awake that never moves again.
+
+    Raises:
+        TypeError: values neither bools nor integers (floats, NaN, strings ...).
+        ValueError: an integer other than 0 and 1.
+    """
+    try:
+        array = np.asarray(values)
+    except ValueError:
+        raise TypeError(f"{name} must be bools, got a ragged sequence") from None
+    if array.dtype.kind == "b":
+        return array.astype(bool)
+    if array.dtype.kind not in "iu":
+        raise TypeError(f"{name} must be bools (or integers 0 and 1), got an array of "
+                        f"dtype {array.dtype}")
+    wrong = np.flatnonzero((array != 0) & (array != 1))
+    if len(wrong):
+        raise ValueError(f"{name} must be bools (or integers 0 and 1), got "
+                         f"{array.reshape(-1)[wrong[0]]}")
+    return array.astype(bool)
 
 
 def _starts(owners: list[int], n: int) -> np.ndarray:
@@ -527,32 +625,37 @@ def _integers(values, name: str, n: int, check, low: int, high: int) -> list[int
     return array.astype(np.int64).tolist()
 
 
-def as_index(value, label: str, count: int, plural: str) -> int:
-    """`value` as an index below `count`, else TypeError / ValueError naming `label`."""
+def as_index(value, label: str, count: int, plural: str, owner: str = "scene") -> int:
+    """`value` as an index below `count`, else TypeError / ValueError naming `label`
+    ("{label} 9 out of range ({owner} has {count} {plural})")."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise TypeError(f"{label} must be an int index, got {type(value).__name__}")
     if not 0 <= value < count:
-        raise ValueError(f"{label} {value} out of range (scene has {count} {plural})")
+        raise ValueError(f"{label} {value} out of range ({owner} has {count} {plural})")
     return int(value)
 
 
 def motor_settings(control_mode, pid, max_effort) -> tuple[int, tuple, float]:
     """(mode, (p, i, d), max effort) of a motor, checked; TypeError/ValueError naming the
-    argument otherwise. max_effort (inf: unlimited) is capped at float32's range."""
+    argument otherwise. The gains are real numbers within float32's range (beyond it a
+    gain is inf on the device, and inf x 0 error a NaN effort); max_effort (inf:
+    unlimited) is capped at float32's range."""
     if control_mode not in MOTOR_MODES:
         raise ValueError(f"control_mode must be one of {list(MOTOR_MODES)}, "
                          f"got {control_mode!r}")
     try:
-        gains = tuple(float(g) for g in pid)
-    except (TypeError, ValueError):
+        gains = tuple(pid)
+    except TypeError:
         raise TypeError(f"pid must be three numbers (p, i, d), got {pid!r}") from None
-    if len(gains) != 3 or not all(np.isfinite(gains)):
-        raise ValueError(f"pid must be three finite numbers (p, i, d), got {pid!r}")
-    if isinstance(max_effort, bool) or not isinstance(max_effort, (int, float, np.number)):
+    if len(gains) != 3:
+        raise ValueError(f"pid must be three numbers (p, i, d), got {pid!r}")
+    gains = tuple(as_real(g, f"pid[{i}]") for i, g in enumerate(gains))
+    if isinstance(max_effort, bool) or not isinstance(max_effort,
+                                                      (int, float, np.integer, np.floating)):
         raise TypeError(f"max_effort must be a number, got {type(max_effort).__name__}")
     if not max_effort > 0:
         raise ValueError(f"max_effort must be positive, got {max_effort}")
-    return MOTOR_MODES[control_mode], gains, float(min(max_effort, shapes.FLOAT32_MAX))
+    return MOTOR_MODES[control_mode], gains, float(min(max_effort, FLOAT32_MAX))
 
 
 def _check_new_name(name, taken: dict, kind: str):

@@ -9,10 +9,12 @@ one changes nothing in the scene.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 
 import numpy as np
 
+from .builder import as_index
 from .device import MAX_MANIFOLD_POINTS
 
 
@@ -28,7 +30,8 @@ class State:
         angle: (n_worlds, n_bodies) orientation, rad, counter-clockwise.
         velocity: (n_worlds, n_bodies, 2) velocity of the centre of mass, m/s.
         angular_velocity: (n_worlds, n_bodies) rad/s, counter-clockwise.
-        sleeping: (n_worlds, n_bodies) bool: True where the body is asleep.
+        sleeping: (n_worlds, n_bodies) bool: True where the body is asleep (set_state also
+            takes integers that are all 0 or 1, and refuses any other value).
     """
 
     position: np.ndarray
@@ -70,6 +73,8 @@ class Contacts:
         tangent_impulse: (m, 2) N s per point, as normal_impulse along the tangent
             (-normal.y, normal.x).
         sensor: (m,) bool: True where either body is a sensor (no impulses).
+        n_worlds: the scene's worlds (None: not known, and pairs checks only that a world
+            is an int >= 0).
     """
 
     world: np.ndarray
@@ -83,12 +88,18 @@ class Contacts:
     normal_impulse: np.ndarray
     tangent_impulse: np.ndarray
     sensor: np.ndarray
+    n_worlds: int | None = None
 
     def __len__(self) -> int:
         return len(self.body_a)
 
     def pairs(self, world: int = 0) -> set[tuple[int, int]]:
-        """The pairs touching in `world`: a set of (body_a, body_b) tuples."""
+        """The pairs touching in `world`: a set of (body_a, body_b) tuples.
+
+        Raises:
+            TypeError: `world` is not an int.
+            ValueError: `world` out of range (below 0, or n_worlds or more).
+        """
         return _pairs_of(self, world)
 
     @property
@@ -108,12 +119,15 @@ class ContactEventList:
         body_a: (k,) int64 body index, body_a < body_b.
         body_b: (k,) int64 body index.
         sensor: (k,) bool: True where either body is a sensor (Fx2D's is_trigger).
+        n_worlds: the scene's worlds (None: not known, and pairs checks only that a world
+            is an int >= 0).
     """
 
     world: np.ndarray
     body_a: np.ndarray
     body_b: np.ndarray
     sensor: np.ndarray
+    n_worlds: int | None = None
 
     def __len__(self) -> int:
         return len(self.body_a)
@@ -124,7 +138,12 @@ class ContactEventList:
         return self.sensor
 
     def pairs(self, world: int = 0) -> set[tuple[int, int]]:
-        """The pairs of `world`: a set of (body_a, body_b) tuples."""
+        """The pairs of `world`: a set of (body_a, body_b) tuples.
+
+        Raises:
+            TypeError: `world` is not an int.
+            ValueError: `world` out of range (below 0, or n_worlds or more).
+        """
         return _pairs_of(self, world)
 
 
@@ -158,8 +177,22 @@ class JointState:
 
 def _pairs_of(rows, world: int) -> set[tuple[int, int]]:
     """{(body_a, body_b)} of the rows (world, body_a, body_b arrays) of one world."""
-    mine = rows.world == world
+    mine = rows.world == _checked(world, "world", rows.n_worlds, "worlds")
     return set(zip(rows.body_a[mine].tolist(), rows.body_b[mine].tolist(), strict=True))
+
+
+def _checked(index, label: str, count: int | None, plural: str, owner: str = "scene"
+             ) -> int:
+    """A record's world, query or ray index, held to the scene's rule for one
+    (builder.as_index): an index past the record's range would select no rows, an answer
+    that reads as "none found" to a question never asked. count None (a record built
+    without it): an int >= 0."""
+    try:
+        return as_index(index, label, sys.maxsize if count is None else count, plural, owner)
+    except ValueError:
+        if count is None:
+            raise ValueError(f"{label} {index} out of range (an index is >= 0)") from None
+        raise
 
 
 @dataclass
@@ -201,6 +234,9 @@ class RayHitList:
         distance: (k,) float64, m along the ray to where it enters the body.
         point: (k, 2) float64, that entry point, m.
         normal: (k, 2) float64, the unit surface normal there, facing back along the ray.
+        n_worlds: the scene's worlds (None: not known, and bodies checks only that a world
+            is an int >= 0).
+        n_rays: the rays of the call, in each world (None: not known, as n_worlds).
     """
 
     world: np.ndarray
@@ -209,12 +245,22 @@ class RayHitList:
     distance: np.ndarray
     point: np.ndarray
     normal: np.ndarray
+    n_worlds: int | None = None
+    n_rays: int | None = None
 
     def __len__(self) -> int:
         return len(self.body)
 
     def bodies(self, world: int = 0, ray: int = 0) -> np.ndarray:
-        """The bodies ray `ray` of `world` crosses, nearest first: (j,) int64."""
+        """The bodies ray `ray` of `world` crosses, nearest first: (j,) int64.
+
+        Raises:
+            TypeError: `world` or `ray` is not an int.
+            ValueError: `world` or `ray` out of range (below 0, or n_worlds / n_rays or
+                more).
+        """
+        world = _checked(world, "world", self.n_worlds, "worlds")
+        ray = _checked(ray, "ray", self.n_rays, "rays", "the call")
         return self.body[(self.world == world) & (self.ray == ray)]
 
 
@@ -228,15 +274,28 @@ class Overlaps:
         world: (k,) int64, the world of each row.
         query: (k,) int64, the query's index in the call (the same in every world).
         body: (k,) int64, the body found.
+        n_worlds: the scene's worlds (None: not known, and bodies checks only that a world
+            is an int >= 0).
+        n_queries: the queries of the call, in each world (None: not known, as n_worlds).
     """
 
     world: np.ndarray
     query: np.ndarray
     body: np.ndarray
+    n_worlds: int | None = None
+    n_queries: int | None = None
 
     def __len__(self) -> int:
         return len(self.body)
 
     def bodies(self, world: int = 0, query: int = 0) -> np.ndarray:
-        """The bodies query `query` of `world` found: (j,) int64, sorted."""
+        """The bodies query `query` of `world` found: (j,) int64, sorted.
+
+        Raises:
+            TypeError: `world` or `query` is not an int.
+            ValueError: `world` or `query` out of range (below 0, or n_worlds / n_queries
+                or more).
+        """
+        world = _checked(world, "world", self.n_worlds, "worlds")
+        query = _checked(query, "query", self.n_queries, "queries", "the call")
         return self.body[(self.world == world) & (self.query == query)]

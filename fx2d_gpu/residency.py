@@ -214,15 +214,22 @@ MAX_SLOTS = 1 << 28
 MAX_PAIRS = 1 << 30
 
 
+class CapacityError(ValueError):
+    """A scene needs more than the device can give it: more memory than is available, more
+    slots than 32-bit indices reach, or (collision/broad_phase.MAX_PAIRS_PER_BODY) more
+    candidate pairs than its bodies can sensibly have. Raised before anything is allocated;
+    a step refused for it leaves the scene as it was (Scene.step)."""
+
+
 def check_fits(n_worlds: int, needs: dict, capacities: dict | None = None):
-    """ValueError, before anything is allocated, if a scene of n_worlds worlds and these
+    """CapacityError, before anything is allocated, if a scene of n_worlds worlds and these
     needs (Binding.needs) is past the 32-bit index range, or if the pool it would take
     (`capacities`; by default what the current pool would grow to) is larger than the
     memory available (runtime.available_memory)."""
     layout = (f"n_worlds={n_worlds} x n_bodies={needs['bodies'] // n_worlds} = "
               f"{needs['bodies']:,} body slots")
     if needs["bodies"] > MAX_SLOTS or needs["pairs"] > MAX_PAIRS:
-        raise ValueError(f"{layout}: more than the {MAX_SLOTS:,} body slots (or "
+        raise CapacityError(f"{layout}: more than the {MAX_SLOTS:,} body slots (or "
                          f"{MAX_PAIRS:,} pairs) one scene can index; use fewer worlds")
     pool = _state["pool"]
     if capacities is None:
@@ -232,7 +239,7 @@ def check_fits(n_worlds: int, needs: dict, capacities: dict | None = None):
     needed = DevicePool.bytes_needed(capacities)
     available_bytes = runtime.available_memory()
     if available_bytes is not None and needed > available_bytes:
-        raise ValueError(f"{layout}: the device arrays would need {needed / 2**30:.1f} GiB, "
+        raise CapacityError(f"{layout}: the device arrays would need {needed / 2**30:.1f} GiB, "
                          f"{available_bytes / 2**30:.1f} GiB of memory are available; use "
                          "fewer worlds or bodies")
 

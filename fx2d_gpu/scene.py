@@ -7,12 +7,21 @@ residency.py; Scene ties them together.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
 
 from . import kinematics, residency, runtime, shapes, transfer
-from .builder import ModelBuilder, as_bool, as_index, check_forces, check_state, check_targets
+from .builder import (
+    ModelBuilder,
+    add_forces,
+    as_bool,
+    as_index,
+    check_forces,
+    check_state,
+    check_targets,
+)
 from .collision import queries
 from .collision.broad_phase import find_candidate_pairs
 from .collision.narrow_phase import compute_manifolds
@@ -29,7 +38,7 @@ from .records import (
 )
 from .residency import Binding, Snapshot, serialized
 from .shapes import MAX_COORDINATE, as_real, as_vector2
-from .snapshots import SceneSnapshot, restore_snapshot, take_snapshot
+from .snapshots import SceneSnapshot, read_state_file, restore_snapshot, take_snapshot
 from .solver.contacts import IMMOVABLE_SWEEP_RATIO
 from .solver.context import StepCache, StepContext
 from .solver.faults import ON_FAULT, contain_faults
@@ -603,6 +612,13 @@ class Scene:
     def set_joint_target(self, joint: int, target):
         """Set the target of `joint`'s motor, in every world or per world.
 
+        Each target's magnitude must be below the bound of the motor's current control_mode
+        (builder.TARGET_LIMITS): a position target within +-shapes.MAX_COORDINATE (1e15 rad
+        or m), a velocity target within +-shapes.MAX_SPEED (1e10 rad/s or m/s), an effort
+        target (and that of a joint without a motor) within float32's range (3.4e38): the
+        device holds targets as float32, and beyond the coordinates and speeds the engine
+        simulates a motor would only drive its bodies into a fault.
+
         Args:
             joint: a joint index.
             target (float | array_like): rad, rad/s or N m (revolute); m, m/s or N
@@ -610,11 +626,14 @@ class Scene:
                 (n_worlds,).
 
         Raises:
-            TypeError: `joint` is not an int.
-            ValueError: `joint` out of range, or target not finite or of another shape.
+            TypeError: `joint` is not an int, or a target is not a real number (a bool,
+                complex number or string).
+            ValueError: `joint` out of range, or a target not finite, beyond its mode's
+                bound, or of another shape; the scene is left unchanged.
         """
         joint = self._builder.check_joint(joint)
-        values = check_targets(target, self._n_worlds)
+        mode = self._builder.joints[joint].mode
+        values = check_targets(target, self._n_worlds, mode)
         if not self._is_built():
             self._pending_targets[joint] = values  # applied when the arrays are built
             return
@@ -737,6 +756,11 @@ class Scene:
         Raises:
             TypeError: dt is not a number.
             ValueError: dt below 1e-3 s or not finite.
+            CapacityError: (a ValueError) the step needs more device memory than is
+                available, or its bodies overlap so much that they would make more candidate
+                pairs than broad_phase.MAX_PAIRS_PER_BODY a body (thousands spawned at one
+                point); the scene is left as it was (spread the bodies with set_state, or
+                remove some, and step again).
             RuntimeError: the scene has no bodies.
             SimulationError: with on_fault="raise", a world's state went non-finite or absurd;
                 the scene keeps that state (restore a snapshot to go on).
@@ -748,7 +772,15 @@ class Scene:
         runtime.check_mapping_headroom()  # software Vulkan: a clear error, not a crash
         ctx = self._context(dt)
         self._upload_forces(ctx)
-        run_step(ctx)
+        before = dataclasses.replace(self._cache)
+        try:
+            run_step(ctx)
+        except residency.CapacityError:
+            # Refused in the broad phase, before the substeps: the poses, velocities and
+            # forces (still pending on the device) are as they were; the cache goes back
+            # too, so that the scene does not keep asking for the pool it could not have.
+            self._cache.refuse_step(before)
+            raise
         self.time += dt
         self.step_count += 1
         self._faulted_worlds = contain_faults(ctx, self.on_fault, self._builder,
@@ -837,7 +869,9 @@ class Scene:
     def apply_force(self, body: int, force, torque=0.0):
         """Add a force at `body`'s centre of mass, and a torque, for the next step() only.
 
-        Calls before one step add up. Static bodies and bodies with
+        Calls before one step add up; their sum, like each call's values, must stay within
+        float32's range (|x| <= 3.4e38, what the device holds): the call that would take it
+        beyond is refused and leaves the sum as it was. Static bodies and bodies with
         `external_forces_enabled=False` are unaffected.
 
         Args:
@@ -847,14 +881,16 @@ class Scene:
                 world or (n_worlds,).
 
         Raises:
-            TypeError: `body` is not an int.
+            TypeError: `body` is not an int, or force or torque not real numbers (bools,
+                complex numbers or strings).
             ValueError: `body` out of range, or force or torque of another shape, not finite or
-                beyond float32's range.
+                beyond float32's range, alone or summed with this body's earlier calls since
+                the last step; nothing is added.
         """
         body = self._builder.check_body(body)
         f, t = check_forces(force, torque, self._n_worlds)
-        old_f, old_t = self._pending_forces.get(body, (0.0, 0.0))
-        self._pending_forces[body] = (old_f + f, old_t + t)
+        self._pending_forces[body] = add_forces(self._pending_forces.get(body, (0.0, 0.0)),
+                                                f, t, body)
 
     def _upload_forces(self, ctx: StepContext):
         if not self._pending_forces:
@@ -895,13 +931,19 @@ class Scene:
         arrays, set it. The previous pose is set to the new pose, contacts are found afresh at
         the new poses, and the last step's contact events are forgotten.
 
+        state.sleeping must hold bools, or integers that are all 0 or 1 (read as False and
+        True); the other arrays real numbers (ints or floats).
+
         Args:
             state: a State of this scene's shapes (n_worlds, n_bodies, ...).
 
         Raises:
-            TypeError: `state` is not a fx2d_gpu.State.
+            TypeError: `state` is not a fx2d_gpu.State, an array is not of real numbers
+                (complex numbers, strings, bools), or state.sleeping is neither bools nor
+                integers (e.g. floats or NaN); each named, e.g. state.sleeping.
             ValueError: an array of another shape, not finite, or beyond the coordinates and
-                speeds the engine simulates (naming it, e.g. state.position).
+                speeds the engine simulates, or state.sleeping holding an integer other than 0
+                and 1 (naming it, e.g. state.position); the scene is left unchanged.
         """
         if not isinstance(state, State):
             raise TypeError(f"state must be a fx2d_gpu.State, got {type(state).__name__}")
@@ -943,9 +985,14 @@ class Scene:
         Args:
             snapshot: from snapshot() or SceneSnapshot.load.
 
+        The snapshot is checked whole before anything changes (a snapshot is untrusted input:
+        see snapshots.check_snapshot): its layout and fingerprint, step cache, clock, every
+        array's dtype, shape and values, and the forces.
+
         Raises:
             TypeError: `snapshot` is not a SceneSnapshot.
-            ValueError: the snapshot is of another scene; the scene is left unchanged.
+            ValueError: the snapshot is of another scene, or a field of it does not fit this
+                scene (named in the message); the scene is left unchanged.
         """
         self._context()
         forces, self.time, self.step_count = restore_snapshot(
@@ -968,14 +1015,24 @@ class Scene:
     def load_state(self, path):
         """Restore the snapshot in the file at `path`, written by save_state.
 
+        A state file is untrusted input: it is checked whole against this scene before anything
+        changes (see restore, and docs/batched-worlds.md for the list), and read no further
+        than this scene's state can need (a file, member count or member larger than that is
+        refused from its headers, before anything is decompressed).
+
         Args:
             path (str | os.PathLike): the file to read.
 
         Raises:
-            ValueError: the file is not a fx2d_gpu state file, is of another format version,
-                or belongs to another scene.
+            ValueError: the file is missing or not a fx2d_gpu state file (damaged, truncated),
+                is of another format version, belongs to another scene, or holds a field that
+                does not fit this scene (named in the message); the scene is left unchanged.
         """
-        self.restore(SceneSnapshot.load(path))
+        self._context()  # built and resident: the file is read against its layout
+        forces, self.time, self.step_count = restore_snapshot(
+            read_state_file(path, self._binding), self._binding, self._cache,
+            self._builder.joints, checked=True)
+        self._pending_forces = forces
 
     # ------------------------------------------------------------------ contacts
     def _current_contacts(self):
@@ -1049,7 +1106,7 @@ class Scene:
             features=rows("feature", np.int64),
             normal_impulse=impulses("total_normal_impulse"),
             tangent_impulse=impulses("total_tangent_impulse"),
-            sensor=sensor[a % nb] | sensor[b % nb],
+            sensor=sensor[a % nb] | sensor[b % nb], n_worlds=self._n_worlds,
         )
 
     @serialized
@@ -1070,7 +1127,8 @@ class Scene:
         def listed(kind):
             a, b = (lists[f"{kind}_{end}"].astype(np.int64) for end in ("a", "b"))
             return ContactEventList(world=a // nb, body_a=a % nb, body_b=b % nb,
-                                    sensor=sensor[a % nb] | sensor[b % nb])
+                                    sensor=sensor[a % nb] | sensor[b % nb],
+                                    n_worlds=self._n_worlds)
 
         return ContactEvents(begin=listed("begin"), end=listed("end"))
 
@@ -1275,16 +1333,20 @@ class Scene:
         changes nothing a later step reads.
 
         Args:
-            origins (array_like): ray starts, m: (2,) one ray for every world, (n_rays, 2)
-                the same rays in every world, or (n_worlds, n_rays, 2).
+            origins (array_like): ray starts, m, within +-shapes.MAX_COORDINATE (1e15 m, the
+                engine's coordinates): (2,) one ray for every world, (n_rays, 2) the same
+                rays in every world, or (n_worlds, n_rays, 2). A ray from far away hits as
+                exactly as one from beside the bodies (it is moved to them in float64).
             directions (array_like): as origins; need not be unit length, must not be zero.
-            max_distance (float | array_like): how far each ray reaches, m, > 0: a scalar or
-                broadcastable to (n_worlds, n_rays).
+            max_distance (float | array_like): how far each ray reaches, m, > 0 and within
+                float32's range: a scalar or broadcastable to (n_worlds, n_rays).
             sensors: also hit sensors (skipped by default).
 
         Raises:
-            TypeError: an argument of the wrong type.
-            ValueError: an argument of the wrong shape, not finite or out of range.
+            TypeError: an argument that is not real numbers (complex numbers, strings and
+                bools are not), or sensors not a bool; named in the message.
+            ValueError: an argument of the wrong shape, not finite or out of range (named in
+                the message).
         """
         sensors = as_bool(sensors, "sensors")
         n, origins, directions, limits = self._rays(origins, directions, max_distance)
@@ -1310,28 +1372,32 @@ class Scene:
         bodies are never hit. A query changes nothing a later step reads.
 
         Args:
-            origins (array_like): ray starts, m: (2,) one ray for every world, (n_rays, 2)
-                the same rays in every world, or (n_worlds, n_rays, 2).
+            origins (array_like): ray starts, m, within +-shapes.MAX_COORDINATE (1e15 m, the
+                engine's coordinates): (2,) one ray for every world, (n_rays, 2) the same
+                rays in every world, or (n_worlds, n_rays, 2). A ray from far away hits as
+                exactly as one from beside the bodies (it is moved to them in float64).
             directions (array_like): as origins; need not be unit length, must not be zero.
-            max_distance (float | array_like): how far each ray reaches, m, > 0: a scalar or
-                broadcastable to (n_worlds, n_rays).
+            max_distance (float | array_like): how far each ray reaches, m, > 0 and within
+                float32's range: a scalar or broadcastable to (n_worlds, n_rays).
             sensors: also hit sensors (skipped by default).
 
         Raises:
-            TypeError: an argument of the wrong type.
-            ValueError: an argument of the wrong shape, not finite or out of range.
+            TypeError: an argument that is not real numbers (complex numbers, strings and
+                bools are not), or sensors not a bool; named in the message.
+            ValueError: an argument of the wrong shape, not finite or out of range (named in
+                the message).
         """
         sensors = as_bool(sensors, "sensors")
         n, origins, directions, limits = self._rays(origins, directions, max_distance)
         if n == 0:
             empty = np.zeros(0, np.int64)
             return RayHitList(empty, empty, empty, np.zeros(0), np.zeros((0, 2)),
-                              np.zeros((0, 2)))
+                              np.zeros((0, 2)), self._n_worlds, 0)
         ctx = self._context()
         ray, body, distance, normal = queries.ray_cast(ctx, origins, directions, limits,
                                                        sensors, every=True)
         point = origins[ray] + distance[:, None] * directions[ray]
-        return RayHitList(ray // n, ray % n, body, distance, point, normal)
+        return RayHitList(ray // n, ray % n, body, distance, point, normal, self._n_worlds, n)
 
     def _overlaps(self, vertices, count, skins, n: int, sensors: bool) -> Overlaps:
         """Overlaps of n queries per world: cores vertices (n_worlds, n, k, 2) m of `count`
@@ -1339,11 +1405,11 @@ class Scene:
         w = self._n_worlds
         if n == 0:
             empty = np.zeros(0, np.int64)
-            return Overlaps(empty, empty, empty)
+            return Overlaps(empty, empty, empty, w, 0)
         ctx = self._context()
         query, body = queries.overlap(ctx, vertices.reshape(w * n, -1, 2),
                                       np.full(w * n, count), skins.reshape(-1), sensors)
-        return Overlaps(query // n, query % n, body)
+        return Overlaps(query // n, query % n, body, w, n)
 
     @serialized
     def query_point(self, points, *, sensors: bool = False) -> Overlaps:
@@ -1357,8 +1423,10 @@ class Scene:
             sensors: also report sensors (left out by default).
 
         Raises:
-            TypeError: an argument of the wrong type.
-            ValueError: an argument of the wrong shape, not finite or out of range.
+            TypeError: an argument that is not real numbers (complex numbers, strings and
+                bools are not), or sensors not a bool; named in the message.
+            ValueError: an argument of the wrong shape, not finite or out of range (beyond
+                +-shapes.MAX_COORDINATE for coordinates; named in the message).
         """
         sensors = as_bool(sensors, "sensors")
         w = self._n_worlds
@@ -1382,8 +1450,10 @@ class Scene:
             One row per (box, body) found (see Overlaps).
 
         Raises:
-            TypeError: an argument of the wrong type.
-            ValueError: an argument of the wrong shape, not finite or out of range.
+            TypeError: an argument that is not real numbers (complex numbers, strings and
+                bools are not), or sensors not a bool; named in the message.
+            ValueError: an argument of the wrong shape, not finite or out of range (beyond
+                +-shapes.MAX_COORDINATE for coordinates; named in the message).
         """
         sensors = as_bool(sensors, "sensors")
         w = self._n_worlds
@@ -1416,9 +1486,11 @@ class Scene:
             One row per (query, body) found (see Overlaps).
 
         Raises:
-            TypeError: `shape` is not a fx2d_gpu.shapes.Shape, or another argument of the wrong
-                type.
-            ValueError: an argument of the wrong shape, not finite or out of range.
+            TypeError: `shape` is not a fx2d_gpu.shapes.Shape, another argument not real
+                numbers (complex numbers, strings and bools are not), or sensors not a bool;
+                named in the message.
+            ValueError: an argument of the wrong shape, not finite or out of range (beyond
+                +-shapes.MAX_COORDINATE for position; named in the message).
         """
         if not isinstance(shape, shapes.Shape):
             raise TypeError(f"shape must be a fx2d_gpu.shapes.Shape, got "
@@ -1452,7 +1524,12 @@ class Scene:
         self._pending_targets = state["pending_targets"]
         self.meta, self.visuals = state["meta"], state["visuals"]
         if state["snapshot"] is not None:
-            self.restore(state["snapshot"])  # builds the arrays of the same model first
+            # Not restore(): a copy's own snapshot is not checked as a state file from
+            # elsewhere would be (unpickling runs code anyway), so that a scene kept in the
+            # state a fault left it (on_fault="raise") can still be copied and looked at.
+            self._context()  # builds the arrays of the same model first
+            restore_snapshot(state["snapshot"], self._binding, self._cache,
+                             self._builder.joints, checked=True)
         self._pending_forces = state["pending_forces"]
         self.time, self.step_count = state["time"], state["step_count"]
 

@@ -111,6 +111,24 @@ class Shape:
         return float(np.max(np.hypot(self.vertices[:, 0], self.vertices[:, 1])) + self.radius)
 
     @cached_property
+    def diameter(self) -> float:
+        """The shape's own size, m: the diameter of the smallest circle about its centre that
+        holds it (2 radius for a circle, the length of an edge or chain link, 2
+        bounding_radius for the other shapes, which are built about the body origin).
+
+        Not bounding_radius: an edge or a chain link is kept where it was given, far from its
+        body's origin, and the grid's cell size (builder.cell_size) must not take a 1 km
+        terrain's offsets for its links' size (a chain of n links would share one cell: a
+        broad phase of n^2 checks).
+        """
+        if self.kind == SHAPE_CIRCLE:
+            return 2.0 * self.radius
+        if self.kind in (SHAPE_EDGE, SHAPE_CHAIN):
+            a, b = self.vertices
+            return float(np.hypot(*(b - a)) + 2.0 * self.radius)
+        return 2.0 * self.bounding_radius
+
+    @cached_property
     def unit_inertia(self) -> float:
         """The moment of inertia about the body origin per unit mass, m² (see unit_inertia)."""
         return unit_inertia(self)
@@ -125,6 +143,19 @@ class Shape:
         if self.kind in (SHAPE_CIRCLE, SHAPE_CHAIN):
             return self.kind
         return SHAPE_POLYGON
+
+
+def _real_array(value, name: str, what: str) -> np.ndarray:
+    """`value` as a new float64 array, if it holds ints or floats: TypeError (saying `what`
+    was expected) for strings, complex numbers, bools, objects and ragged sequences, which
+    a float conversion would turn into numbers (\"1\" -> 1.0) or truncate (1+5j -> 1.0)."""
+    try:
+        raw = np.asarray(value)
+    except ValueError:
+        raise TypeError(f"{name} must be {what}, got a ragged sequence") from None
+    if raw.dtype.kind not in "iuf":
+        raise TypeError(f"{name} must be {what}, got {value!r}")
+    return raw.astype(np.float64)
 
 
 def as_vector2(value, name: str, limit: float = FLOAT32_MAX) -> np.ndarray:
@@ -142,10 +173,7 @@ def as_vector2(value, name: str, limit: float = FLOAT32_MAX) -> np.ndarray:
         TypeError: `value` is not a pair of numbers.
         ValueError: `value` has another shape, is not finite, or is beyond the limit.
     """
-    try:
-        arr = np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise TypeError(f"{name} must be a pair of numbers, got {value!r}") from None
+    arr = _real_array(value, name, "a pair of numbers")
     if arr.shape != (2,):
         raise ValueError(f"{name} must have 2 components, got shape {arr.shape}")
     # Two Python floats: a scene file calls this for every body, and NumPy's reductions
@@ -331,10 +359,7 @@ def as_points(points, name: str) -> np.ndarray:
         TypeError: points are not numbers.
         ValueError: points not of shape (k, 2), not finite, or beyond MAX_COORDINATE.
     """
-    try:
-        array = np.asarray(points, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise TypeError(f"{name} must be a sequence of (x, y) pairs") from None
+    array = _real_array(points, name, "a sequence of (x, y) pairs")
     if array.ndim != 2 or array.shape[1] != 2:
         raise ValueError(f"{name} must have shape (k, 2), got {array.shape}")
     if not np.all(np.isfinite(array)):
@@ -590,6 +615,11 @@ def chain(points, loop: bool = False, name: str = "points") -> list[Shape]:
     directions = directions / lengths[:, None]
     fronts = np.stack([-directions[:, 1], directions[:, 0]], axis=1)  # left of each link
     n = len(directions)
+    # The cached properties, for every link at once (each one's own NumPy calls took 2.5 s
+    # of a 100,000-link chain's first step): no skin, no area.
+    reach = np.hypot(ends[:, 0], ends[:, 1])
+    far = np.maximum(reach[:-1], reach[1:]).tolist()
+    sizes = lengths.tolist()
     links = []
     for i in range(n):
         bounds = []
@@ -607,8 +637,10 @@ def chain(points, loop: bool = False, name: str = "points") -> list[Shape]:
             convex = turn < -1e-9 and side == 1
             bounds.append(fronts[neighbour] if convex else fronts[i])
         a, b = ends[i], ends[i + 1]
-        links.append(Shape(SHAPE_CHAIN, 0.0, np.zeros(2), np.array([a, b]),
-                           _segment_normals(a, b), np.array(bounds)))
+        link = Shape(SHAPE_CHAIN, 0.0, np.zeros(2), np.array([a, b]), _segment_normals(a, b),
+                     np.array(bounds))
+        link.__dict__.update(bounding_radius=far[i], diameter=sizes[i], unit_inertia=0.0)
+        links.append(link)
     return links
 
 

@@ -2,6 +2,9 @@
 by default step() raises naming world and body; with on_fault="reset" the bad worlds go
 back to their initial state and every other world runs on exactly as without them."""
 
+import copy
+import pickle
+
 import numpy as np
 import pytest
 
@@ -93,3 +96,21 @@ def test_positions_and_speeds_the_engine_cannot_simulate_are_refused(arch, kwarg
 def test_on_fault_is_checked(arch):
     with pytest.raises(ValueError, match="on_fault"):
         fx.Scene(arch=arch, on_fault="ignore")
+
+
+def test_a_faulted_scene_can_still_be_copied_and_pickled(arch):
+    # The scene keeps the state a fault left it in (on_fault="raise"), to be looked at: its
+    # copies must hold that state too, although a state file with it would be refused
+    # (snapshots.check_snapshot: speeds past 1e10, as for set_state).
+    scene = pendulums(arch, 2)
+    scene.step(DT)
+    scene.set_joint_target(0, efforts(2, [1]))
+    with pytest.raises(fx.SimulationError):
+        scene.step(DT)
+    kept = scene.get_state()
+    assert np.abs(kept.angular_velocity).max() > 1e10
+    for twin in (copy.deepcopy(scene), pickle.loads(pickle.dumps(scene))):
+        state = twin.get_state()
+        for key in ("position", "angle", "velocity", "angular_velocity"):
+            np.testing.assert_array_equal(getattr(state, key), getattr(kept, key))
+        assert twin.step_count == scene.step_count

@@ -150,11 +150,19 @@ def test_overlapping_circles_in_a_closed_box_stay_inside(arch):
     box of 1 m thick static walls, no gravity: every circle stays inside, no speed above the
     push-out's cap (deep overlap is pushed out at a bounded speed, not through a wall).
 
-    Bounds: a circle against a wall has its centre r = 0.5 from it, less the slop it may
-    sink. Nothing moves at the start and nothing pulls: the push-out, at most
-    MAX_PUSHOUT_SPEED (3 m/s) a contact, is all that moves them, so no circle may be faster
-    (the position pass moves poses, not velocities: measured 0; the bound was 10 m/s)."""
+    Bounds: a circle against a wall has its centre r = 0.5 from it, less the slop, less
+    what its inner neighbours push it in by in a substep before the wall's contact takes it
+    back: the box is overfull (625 circles of 1 m need 541 m^2 packed hexagonally, the box
+    has 390), so the overlaps never resolve, the circles stay awake (sleep.OVERLAP_DEPTH)
+    and the jam presses on the walls for good. Each contact's correction is capped at
+    MAX_PUSHOUT_SPEED * h, and a circle touches at most three equal circles on its inner
+    side: at most three caps past the slop (15.6 mm; measured 11 mm; 2 mm while the jam
+    fell asleep half-resolved, before the overlap rule). Nothing moves at the start
+    and nothing pulls: the push-out, at most MAX_PUSHOUT_SPEED (3 m/s) a contact, is all
+    that moves them, so no circle may be faster (the position pass moves poses, not
+    velocities: measured 0; the bound was 10 m/s)."""
     width, height = 20.0, 19.5
+    jam_give = LINEAR_SLOP + 3 * MAX_PUSHOUT_SPEED * DT / 11
     scene = fx.Scene(gravity=(0.0, 0.0), arch=arch)
     scene.add_box((0.0, -height / 2 - 0.5), (width + 2, 1.0), mass=0)
     scene.add_box((0.0, height / 2 + 0.5), (width + 2, 1.0), mass=0)
@@ -167,8 +175,8 @@ def test_overlapping_circles_in_a_closed_box_stay_inside(arch):
         scene.step(DT)
         state = scene.get_state()
         centres = state.position[0, 4:]
-        assert np.all(np.abs(centres[:, 0]) <= width / 2 - 0.5 + LINEAR_SLOP)
-        assert np.all(np.abs(centres[:, 1]) <= height / 2 - 0.5 + LINEAR_SLOP)
+        assert np.all(np.abs(centres[:, 0]) <= width / 2 - 0.5 + jam_give)
+        assert np.all(np.abs(centres[:, 1]) <= height / 2 - 0.5 + jam_give)
         assert np.linalg.norm(state.velocity[0, 4:], axis=1).max() <= MAX_PUSHOUT_SPEED
 
 

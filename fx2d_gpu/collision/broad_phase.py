@@ -26,6 +26,7 @@ from ..bodies import (
 from ..device import next_pow2
 from ..launching import quick
 from ..math2d import rotate
+from ..residency import CapacityError
 from ..scan import exclusive_scan
 from ..shapes import MAX_COORDINATE, SHAPE_CIRCLE, SHAPE_NONE
 
@@ -44,6 +45,17 @@ FAT_FRACTION = 0.1
 #: 100k pile's pour).
 FAT_STEPS = 4
 _COORD_LIMIT = 1.0e9  # cell coordinates are clamped to this (int32 range)
+#: Candidate pairs a body slot may have on average, past PAIR_LIMIT_FLOOR pairs, before a
+#: broad phase is refused (residency.CapacityError). A pile packs to 2-4 pairs a body
+#: (residency.PAIRS_PER_SLOT); only bodies spawned on top of each other reach dozens: n
+#: circles at one point make n (n - 1) / 2 pairs, which the colouring cannot spread over
+#: its colours (measured, 2-core CPU: 1,000 at one point 5 s a step, 2,000 41 s for the
+#: first step, 5,000 177 s; 10,000 wanted a 37 GiB pool). Refused, they are spread by the
+#: caller instead (Scene.set_state).
+MAX_PAIRS_PER_BODY = 32
+#: Pairs always allowed, whatever the body count (a few hundred bodies at one point cost
+#: under a second a step and separate in a few steps).
+PAIR_LIMIT_FLOOR = 1 << 16
 
 
 @ti.func
@@ -530,6 +542,19 @@ def _find_pairs_by_world(model: ti.template(), bodies: ti.template(), joints: ti
     return ti.math.ivec3(0, counts.pairs_needed[None], counts.lost_bodies[None])
 
 
+def check_pair_count(pairs: int, n_slots: int):
+    """CapacityError if `pairs` candidate pairs among n_slots body slots are more than
+    MAX_PAIRS_PER_BODY a slot (and PAIR_LIMIT_FLOOR): bodies piled on top of each other,
+    refused before the pool grows for them or a step spends minutes on them."""
+    limit = max(MAX_PAIRS_PER_BODY * n_slots, PAIR_LIMIT_FLOOR)
+    if pairs > limit:
+        raise CapacityError(
+            f"{pairs:,} candidate pairs among {n_slots:,} body slots ({pairs / n_slots:,.0f} a "
+            f"body; at most {MAX_PAIRS_PER_BODY} a body or {PAIR_LIMIT_FLOOR:,} in all): the "
+            "bodies overlap each other heavily (many spawned at one point?); spread them "
+            "with set_state or remove some, then step again")
+
+
 def grid_table_size(pool, n_slots: int) -> int:
     """Hash-table slots the grid of n_slots body slots uses (a power of two)."""
     return min(next_pow2(max(4 * n_slots, 1024)), pool.table_capacity)
@@ -562,6 +587,7 @@ def find_candidate_pairs(ctx, margin: float = 0.0, motion_time: float = 0.0,
             needed = _find_pairs(*groups, ctx.n_worlds, ctx.n_bodies, ctx.cell_size,
                                  table_size - 1, margin, motion_time, int(fat))
         entries, pairs, lost = (int(v) for v in needed)
+        check_pair_count(pairs, ctx.n_slots)
         if entries <= pool.entry_capacity and pairs <= pool.pair_capacity:
             break
         cache.entry_need = max(cache.entry_need, entries)

@@ -72,6 +72,28 @@ def set_point(contacts: ti.template(), pair, index, point, depth, feature):
 
 
 @ti.func
+def spawn_direction(body):
+    """A unit vector of its own for each body (its index hashed to an angle): where two
+    circles share a centre (n bodies spawned at one point), each is pushed out along its own
+    direction, so that the pile spreads over the plane; one fixed direction for every pair
+    would only stack them into a column."""
+    angle = ti.cast(ti.cast(body, ti.u32) * ti.u32(2654435761) >> ti.u32(8), ti.f32) * (
+        2.0 * ti.math.pi / 16777216.0)
+    return vec2(ti.cos(angle), ti.sin(angle))
+
+
+@ti.func
+def concentric_normal(body_a, body_b):
+    """The normal (from a to b) of two circles with the same centre: from body a's
+    spawn_direction to body b's (any direction separates them; these spread a pile)."""
+    chord = spawn_direction(body_b) - spawn_direction(body_a)
+    normal = vec2(0.0, 1.0)
+    if chord.norm() > 1e-6:
+        normal = chord.normalized()
+    return normal
+
+
+@ti.func
 def collide_circles(model: ti.template(), bodies: ti.template(), contacts: ti.template(), pair,
                     slot_a, body_a, slot_b, body_b, margin):
     pos_a, ca, sa = body_frame(bodies, slot_a)
@@ -84,7 +106,7 @@ def collide_circles(model: ti.template(), bodies: ti.template(), contacts: ti.te
     depth = ra + rb - distance
     count = 0
     if depth > -margin:
-        normal = vec2(0.0, 1.0)  # concentric circles: any direction separates them
+        normal = concentric_normal(body_a, body_b)
         if distance > 1e-9:
             normal = d / distance
         contacts.normal[pair] = normal

@@ -8,12 +8,16 @@ at a non-finite pose) are never reported; sensors only when a query asks for the
 
 - Rays walk each grid level the world uses with a 2D DDA (Amanatides & Woo) from the
   origin, clipped to the box around the world's bodies, so a huge max_distance never walks
-  empty cells; the nearest-hit walk stops once its cells start beyond the best hit. Every
-  shape is a core and a skin (shapes.py): a sharp polygon is clipped by its edges' slabs;
-  a core with a skin (capsule, rounded polygon) is its edges pushed out by the skin plus a
-  circle at each vertex, the nearest of them (exact for convex cores); edges are two-sided
-  segments, chain links one-sided (hit only from the front, as their collisions). A ray
-  that starts inside a shape hits it at distance 0.
+  empty cells; the nearest-hit walk stops once its cells start beyond the best hit. A ray
+  that starts outside that box is first moved on the host, in float64, to just outside it
+  (approach): in float32 an origin at 1e15 m is rounded by tens of thousands of km, and
+  every hit with it; moved, a hit is as exact as the bodies' own coordinates, wherever the
+  ray starts within MAX_COORDINATE. Every shape is a core and a skin (shapes.py): a sharp
+  polygon is clipped by its edges' slabs; a core with a skin (capsule, rounded polygon) is
+  its edges pushed out by the skin plus a circle at each vertex, the nearest of them
+  (exact for convex cores); edges are two-sided segments, chain links one-sided (hit only
+  from the front, as their collisions). A ray that starts inside a shape hits it at
+  distance 0.
 - Overlaps are exact: two cores (a point, a segment or a convex polygon) overlap with
   their skins when the distance between them (0 when one crosses or holds the other) is at
   most the sum of the skins; touching counts. A query's candidates come from the grid
@@ -30,6 +34,7 @@ import numpy as np
 import taichi as ti
 
 from .. import runtime
+from ..builder import as_real_array
 from ..device import SERIAL_SLOTS
 from ..launching import quick
 from ..math2d import cross, rotate
@@ -534,11 +539,12 @@ def ray_cast(ctx, origins: np.ndarray, directions: np.ndarray, limits: np.ndarra
     """
     n = len(limits)
     n_rays = n // ctx.n_worlds
-    origins = np.ascontiguousarray(origins, np.float32)
-    directions = np.ascontiguousarray(directions, np.float32)
-    limits = np.ascontiguousarray(limits, np.float32)
     table_mask = refresh_grid(ctx)
     pool = ctx.pool
+    skipped = approach(pool, ctx.n_worlds, origins, directions, limits)
+    origins = np.ascontiguousarray(origins + skipped[:, None] * directions, np.float32)
+    directions = np.ascontiguousarray(directions, np.float32)
+    limits = np.ascontiguousarray(limits - skipped, np.float32)
     serial = _serial(ctx, n)
     common = (origins, directions, limits, n_rays, ctx.n_bodies, ctx.cell_size, table_mask,
               int(sensors))
@@ -549,7 +555,7 @@ def ray_cast(ctx, origins: np.ndarray, directions: np.ndarray, limits: np.ndarra
     if not every:
         _ray_cast(pool.model, pool.bodies, pool.broad, serial, NEAREST, *common, offsets, body,
                   distance, normal)
-        distance = np.where(body >= 0, distance.astype(np.float64), np.inf)
+        distance = np.where(body >= 0, distance.astype(np.float64) + skipped, np.inf)
         return body.astype(np.int64), distance, normal.astype(np.float64)
     _ray_cast(pool.model, pool.bodies, pool.broad, serial, COUNT, *common, offsets, body,
               distance, normal)
@@ -564,8 +570,40 @@ def ray_cast(ctx, origins: np.ndarray, directions: np.ndarray, limits: np.ndarra
     ray = np.repeat(np.arange(n), counts)
     out_body, out_distance = out_body[:total].astype(np.int64), out_distance[:total]
     order = np.lexsort((out_body, out_distance, ray))
-    return (ray[order], out_body[order], out_distance[order].astype(np.float64),
+    ray = ray[order]
+    return (ray, out_body[order], out_distance[order].astype(np.float64) + skipped[ray],
             out_normal[:total][order].astype(np.float64))
+
+
+def approach(pool, n_worlds: int, origins: np.ndarray, directions: np.ndarray,
+             limits: np.ndarray) -> np.ndarray:
+    """How far (m, float64, (q,)) to move each ray (q = world * n_rays + ray; origins and
+    unit directions float64, limits m) before the device casts it: to where it enters its
+    world's box (broad.world_lower/upper, as refresh_grid left it) grown by a pad, when it
+    starts outside and reaches the box within its limit; 0 otherwise (the ray then starts
+    near or in the box, or misses it, as the kernel finds).
+
+    The pad (1 m + 1e-6 of the box's largest coordinate) exceeds float32's rounding of
+    the coordinates there many times over, so the moved origin never starts inside a body
+    (a hit at distance 0, normal -direction), and is small against the box's distance
+    from 0: the origin's rounding is then the bodies' own."""
+    box = pool.broad.read({"world_lower": n_worlds, "world_upper": n_worlds})
+    world = np.arange(len(limits)) // (len(limits) // n_worlds)
+    lower = box["world_lower"].reshape(n_worlds, 2).astype(np.float64)[world]
+    upper = box["world_upper"].reshape(n_worlds, 2).astype(np.float64)[world]
+    filled = np.isfinite(lower).all(1) & np.isfinite(upper).all(1)  # empty: +inf / -inf
+    lower[~filled], upper[~filled] = 0.0, 0.0
+    pad = 1.0 + 1e-6 * np.maximum(np.abs(lower), np.abs(upper)).max(1, initial=0.0)
+    lower -= pad[:, None]
+    upper += pad[:, None]
+    moving = directions != 0.0
+    step = np.where(moving, directions, 1.0)
+    ta, tb = (lower - origins) / step, (upper - origins) / step
+    between = (lower <= origins) & (origins <= upper)  # an axis the ray does not move on
+    near = np.where(moving, np.minimum(ta, tb), np.where(between, -np.inf, np.inf))
+    far = np.where(moving, np.maximum(ta, tb), np.where(between, np.inf, -np.inf))
+    t_in, t_out = near.max(1), far.min(1)
+    return np.where(filled & (t_in > 0.0) & (t_in <= t_out) & (t_in < limits), t_in, 0.0)
 
 
 def overlap(ctx, vertices: np.ndarray, counts: np.ndarray, skins: np.ndarray,
@@ -600,12 +638,9 @@ def overlap(ctx, vertices: np.ndarray, counts: np.ndarray, skins: np.ndarray,
 # ----------------------------------------------------------------------------- inputs
 def batch_vectors(value, name: str, n_worlds: int) -> np.ndarray:
     """(1 or n_worlds, 1 or n, 2) float64 from (2,), (n, 2) or (n_worlds, n, 2): finite,
-    within +-MAX_COORDINATE m; TypeError/ValueError naming `name` otherwise."""
-    try:
-        array = np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise TypeError(f"{name} must be an array of (x, y) pairs, got "
-                        f"{type(value).__name__}") from None
+    within +-MAX_COORDINATE m; TypeError/ValueError naming `name` otherwise (TypeError for
+    anything but real numbers: builder.as_real_array)."""
+    array = as_real_array(value, name)
     if not 1 <= array.ndim <= 3 or array.shape[-1] != 2:
         raise ValueError(f"{name} must have shape (2,), (n, 2) or (n_worlds, n, 2), got "
                          f"{array.shape}")
@@ -621,14 +656,10 @@ def batch_vectors(value, name: str, n_worlds: int) -> np.ndarray:
 
 
 def batch_scalars(value, name: str, n_worlds: int) -> np.ndarray:
-    """(1 or n_worlds, 1 or n) float64 from a scalar, (n,) or (n_worlds, n), finite."""
-    if isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name} must be a number or an array of numbers, got bool")
-    try:
-        array = np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise TypeError(f"{name} must be a number or an array of numbers, got "
-                        f"{type(value).__name__}") from None
+    """(1 or n_worlds, 1 or n) float64 from a scalar, (n,) or (n_worlds, n), finite;
+    TypeError/ValueError naming `name` otherwise (TypeError for anything but real numbers:
+    builder.as_real_array)."""
+    array = as_real_array(value, name)
     if array.ndim > 2:
         raise ValueError(f"{name} must be a scalar, (n,) or (n_worlds, n), got {array.shape}")
     array = array.reshape((1,) * (2 - array.ndim) + array.shape)

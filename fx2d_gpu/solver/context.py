@@ -3,6 +3,7 @@ survives on the host from one step to the next)."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -91,6 +92,21 @@ class StepCache:
         or rebuilt arrays)."""
         self.forget_events()
         self.n_reported = 0
+        self.forget_candidates()
+
+    def refuse_step(self, before: StepCache):
+        """Back to `before`, this cache as a step found it, after the step was refused
+        (residency.CapacityError: its broad phase needed more than the pool could grow to).
+        The candidate pairs go too: the refused broad phase may have written over them on
+        the device, so the next step finds them afresh (its warm starts are lost); the
+        reported pairs and events, which come later in a step, are kept."""
+        for name in dataclasses.fields(self):
+            setattr(self, name.name, getattr(before, name.name))
+        self.forget_candidates()
+
+    def forget_candidates(self):
+        """No candidate pairs, contacts or colouring (forget_pairs without the reported
+        list)."""
         self.n_pairs = 0
         self.pairs_ordered = False
         self.pairs_fat = False
