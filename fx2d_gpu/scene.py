@@ -14,6 +14,7 @@ import numpy as np
 
 from . import kinematics, residency, runtime, shapes, transfer
 from .builder import (
+    TARGET_LIMITS,
     ModelBuilder,
     add_forces,
     as_bool,
@@ -42,6 +43,7 @@ from .snapshots import SceneSnapshot, read_state_file, restore_snapshot, take_sn
 from .solver.contacts import IMMOVABLE_SWEEP_RATIO
 from .solver.context import StepCache, StepContext
 from .solver.faults import ON_FAULT, contain_faults
+from .solver.joints import MOTOR_MODES
 from .solver.step import step as run_step
 
 #: Fx2D's time-step bounds, s: below MIN_DT step() raises, above MAX_DT it is clamped.
@@ -639,6 +641,17 @@ class Scene:
             return
         transfer.write_joint_target(self._context(), joint, values.astype(np.float32))
 
+    def _joint_targets(self, joint: int) -> np.ndarray:
+        """(n_worlds,) float64: `joint`'s motor target in every world, as the next step
+        reads it (the device's, the one waiting for the build, or the joint's own)."""
+        if self._is_built():
+            n = self._n_worlds * self.n_joints
+            targets = self._context().pool.joints.read({"target": n})["target"]
+            return targets.reshape(self._n_worlds, self.n_joints)[:, joint].astype(np.float64)
+        if joint in self._pending_targets:
+            return np.asarray(self._pending_targets[joint], np.float64)
+        return np.full(self._n_worlds, float(self._builder.joints[joint].target))
+
     @serialized
     def set_joint_mode(self, joint: int, control_mode, pid=None, max_effort=None):
         """Change `joint`'s motor: its mode and, optionally, its gains and effort limit.
@@ -655,9 +668,18 @@ class Scene:
         Raises:
             TypeError: `joint` is not an int, pid not three numbers or max_effort not a number.
             ValueError: `joint` out of range, control_mode not one of the modes, pid not finite
-                or max_effort not positive.
+                or max_effort not positive, or the joint's target (kept) beyond what the new
+                mode's motor may be given (builder.TARGET_LIMITS: a 1e30 N m effort target
+                is no position); set_joint_target first.
         """
         joint = self._builder.check_joint(joint)
+        if control_mode in MOTOR_MODES:  # (else set_motor refuses it, naming it)
+            limit = TARGET_LIMITS[MOTOR_MODES[control_mode]]
+            largest = float(np.abs(self._joint_targets(joint)).max(initial=0.0))
+            if largest >= limit:
+                raise ValueError(
+                    f"joint {joint}'s target {largest:g} is beyond what a {control_mode} "
+                    f"motor may be given (+-{limit:g}); set_joint_target first")
         j = self._builder.set_motor(joint, control_mode, pid, max_effort)
         binding = self._binding
         if binding.model is not None and binding.n_joints == self.n_joints:

@@ -39,6 +39,7 @@ from pathlib import Path
 import numpy as np
 
 from . import residency
+from .builder import TARGET_LIMITS
 from .device import MAX_COLORS, MAX_MANIFOLD_POINTS, MIN_CAPACITIES, UNSOLVED_COLOR, f32
 from .residency import Snapshot
 from .shapes import FLOAT32_MAX, MAX_COORDINATE, MAX_SPEED
@@ -614,6 +615,15 @@ def _check_values(arrays: dict, layout: _Layout, cache: dict, where: str):
     if (effort <= 0).any():
         i = np.flatnonzero(effort <= 0)[0]
         _refuse(where, "motors/max_effort", i, effort[i], "> 0 (N m or N)")
+    # Each joint's targets within what its mode's motor may be given, as set_joint_target
+    # holds them (builder.TARGET_LIMITS; the modes were range-checked above).
+    target = arrays["device/joints/target"].reshape(layout.n_worlds, -1)
+    limits = np.array([TARGET_LIMITS[int(mode)] for mode in arrays["motors/mode"]])
+    beyond = np.argwhere(np.abs(target) >= limits[None, :])
+    if beyond.size:
+        world, joint = beyond[0]
+        _refuse(where, "device/joints/target", world * target.shape[1] + joint,
+                target[world, joint], f"within +-{limits[joint]:g} (its motor's mode)")
     _check_structures(arrays, layout, cache, where)
 
 

@@ -288,6 +288,9 @@ def test_indices_are_checked_against_their_ranges(ref):
         ("motors/max_effort", 0, 0.0, r"motors/max_effort\[0\] is 0.0, expected > 0"),
         ("device/bodies/velocity", (0, 0), 2.0**40, r"bodies/velocity\[0, 0\] is "
                                                    r"1099511627776.0, expected within \+-1e\+10"),
+        # The joint's motor is a velocity motor: its target is a speed (TARGET_LIMITS).
+        ("device/joints/target", 1, 2e10, r"joints/target\[1\] is 20000000000\.0, expected "
+                                          r"within \+-1e\+10 \(its motor's mode\)"),
     ]
     for key, index, value, match in cases:
         refused(ref, entry(ref, key, index, value), match)

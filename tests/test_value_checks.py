@@ -10,6 +10,7 @@ import pytest
 
 import fx2d_gpu as fx
 from fx2d_gpu import shapes
+from fx2d_gpu.solver.joints import MOTOR_EFFORT
 
 
 def assert_same_state(a: fx.State, b: fx.State):
@@ -81,6 +82,13 @@ def test_joint_target_must_fit_float32_and_its_mode(arch):
         refused.set_joint_target(joint, np.array([1 + 1j]))
     refused.set_joint_mode(joint, "effort")
     refused.set_joint_target(joint, 1e30)  # an effort is clamped by max_effort
+    # A mode change keeps each world's target: 1e30 N m is no position (it was taken as
+    # one, unchecked); the refused change leaves the effort motor as it was.
+    with pytest.raises(ValueError, match=r"target 1e\+30 is beyond what a position motor"):
+        refused.set_joint_mode(joint, "position")
+    assert refused._builder.joints[joint].mode == MOTOR_EFFORT
+    refused.set_joint_target(joint, 0.5)
+    refused.set_joint_mode(joint, "position")
     a, b = refused.joint_bodies(joint)
     with pytest.raises(ValueError, match="target"):
         refused.add_revolute_joint(a, b, control_mode="position", target=1e20)
