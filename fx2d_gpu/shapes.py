@@ -154,7 +154,10 @@ def _real_array(value, name: str, what: str) -> np.ndarray:
     except ValueError:
         raise TypeError(f"{name} must be {what}, got a ragged sequence") from None
     if raw.dtype.kind not in "iuf":
-        raise TypeError(f"{name} must be {what}, got {value!r}")
+        # An array's dtype, not its repr: a million strings would fill the message.
+        got = (f"an array of dtype {raw.dtype}" if isinstance(value, np.ndarray) or raw.size > 8
+               else repr(value))
+        raise TypeError(f"{name} must be {what}, got {got}")
     return raw.astype(np.float64)
 
 
@@ -297,15 +300,10 @@ def as_numbers(values, name: str, shape: tuple) -> np.ndarray:
         TypeError: values are not numbers, or ragged.
         ValueError: values of another shape.
     """
-    try:
-        array = np.asarray(values)
-    except ValueError:
-        raise TypeError(f"{name} must be numbers, got a ragged sequence") from None
-    if array.dtype.kind not in "iuf":
-        raise TypeError(f"{name} must be numbers, got an array of dtype {array.dtype}")
+    array = _real_array(values, name, "numbers")
     if array.shape != shape:
         raise ValueError(f"{name} must be one value or have shape {shape}, got {array.shape}")
-    return array.astype(np.float64)
+    return array
 
 
 def circle(radius: float, center=(0.0, 0.0)) -> Shape:

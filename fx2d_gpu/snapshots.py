@@ -800,7 +800,7 @@ def read_state_file(path, binding=None) -> SceneSnapshot:
     except (_Damaged, OSError, EOFError, zipfile.BadZipFile, zlib.error, struct.error,
             ValueError, LookupError, OverflowError, RuntimeError, TypeError) as error:
         # Anything the zip, zlib or NumPy header readers raise is damage (RuntimeError:
-        # an encrypted member, NotImplementedError: an unknown compression).
+        # an encrypted member, or a compression method zipfile cannot read).
         raise ValueError(f"{path}: not a fx2d_gpu state file ({error})") from None
     if binding is not None:
         _plainly(check_snapshot, snapshot, binding, where, "meta.")
