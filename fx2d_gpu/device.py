@@ -3,8 +3,8 @@
 Taichi compiles a kernel once per distinct set of fields. A process builds many scenes (a test
 suite, a parameter sweep), so scenes do not own fields: they share one `DevicePool` whose
 capacities cover them, and the kernels compile once per pool. The pool's fields are split
-into groups by concept (BodyModel, BodyState, Joints, Manifolds, ContactSolver, Coloring,
-BroadPhaseScratch, IslandScratch, StepCounts, ScanScratch); a kernel takes only the groups
+into groups by concept (BodyModel, BodyState, Joints, Manifolds, PreparedContacts, Coloring,
+BroadPhaseGrid, IslandScratch, StepCounts, ScanScratch); a kernel takes only the groups
 it uses. Which scene is *resident* in the pool, and how the others wait on the host, is
 residency.py's business.
 
@@ -515,7 +515,7 @@ class ContactEvents(FieldGroup):
 
 
 @ti.data_oriented
-class ContactSolver(FieldGroup):
+class PreparedContacts(FieldGroup):
     """Per pair, what the solver prepares each step; shape (n_pairs,), points
     (n_pairs, MAX_MANIFOLD_POINTS).
 
@@ -607,7 +607,7 @@ class Coloring(FieldGroup):
 
 
 @ti.data_oriented
-class BroadPhaseScratch(FieldGroup):
+class BroadPhaseGrid(FieldGroup):
     """The multi-level grid hash, rebuilt every step, and the fat boxes it is built from.
 
     Per slot (n_slots,): aabb_lower / aabb_upper vec2 m, level (-1: no shape);
@@ -699,8 +699,12 @@ class ScanScratch(FieldGroup):
 
 
 #: The groups of a pool, by attribute name, in the order kernels take them.
-GROUP_NAMES = ("model", "bodies", "joints", "contacts", "previous", "staging", "reported",
-               "events", "solver", "coloring", "broad", "islands", "counts", "faults", "scan")
+GROUP_NAMES = ("model", "bodies", "joints", "manifolds", "previous", "staging", "reported",
+               "events", "prepared", "coloring", "grid", "islands", "counts", "faults", "scan")
+
+#: The names state files and snapshots give a group where they differ from its attribute
+#: (the file format is older than the attribute names, and files written before load).
+FILE_NAMES = {"manifolds": "contacts", "grid": "broad"}
 
 
 class DevicePool:
@@ -725,14 +729,14 @@ class DevicePool:
         self.model = BodyModel(builder, capacities["models"], capacities["filters"])
         self.bodies = BodyState(builder, N)
         self.joints = Joints(builder, capacities["models"], capacities["joints"], JS)
-        self.contacts = Manifolds(builder, N, P, saved="pairs")
+        self.manifolds = Manifolds(builder, N, P, saved="pairs")
         self.previous = Manifolds(builder, N, P, saved=None)
         self.staging = Manifolds(builder, N, P, saved=None)
         self.reported = Manifolds(builder, N, P, saved="reported")
         self.events = ContactEvents(builder, P)
-        self.solver = ContactSolver(builder, N, P)
+        self.prepared = PreparedContacts(builder, N, P)
         self.coloring = Coloring(builder, N, P, JS)
-        self.broad = BroadPhaseScratch(builder, N, capacities["worlds"], self.entry_capacity,
+        self.grid = BroadPhaseGrid(builder, N, capacities["worlds"], self.entry_capacity,
                                        self.table_capacity)
         self.islands = IslandScratch(builder, N)
         self.counts = StepCounts(builder)
@@ -751,7 +755,12 @@ class DevicePool:
         return cls(capacities, dry_run=True).nbytes
 
     def groups(self) -> dict[str, FieldGroup]:
-        return {name: getattr(self, name) for name in GROUP_NAMES}
+        """{name in state files and snapshots (FILE_NAMES): group}, every group."""
+        return {FILE_NAMES.get(name, name): getattr(self, name) for name in GROUP_NAMES}
+
+    def group(self, file_name: str) -> FieldGroup:
+        """The group that state files and snapshots name `file_name` (see groups)."""
+        return self.groups()[file_name]
 
     def fits(self, needs: dict) -> bool:
         return all(needs[key] <= self.capacities[key] for key in needs)

@@ -37,11 +37,11 @@ class Snapshot:
         wanted = {name: {field: extents.get(extent) for field, extent in saved.items()}
                   for name, group in pool.groups().items()
                   if (saved := group.saved_fields())}
-        read = read_groups([(getattr(pool, name), fields) for name, fields in wanted.items()])
+        read = read_groups([(pool.group(name), fields) for name, fields in wanted.items()])
         return cls(dict(zip(wanted, read, strict=True)))
 
     def restore(self, pool: DevicePool):
-        write_groups([(getattr(pool, name), fields) for name, fields in self.arrays.items()])
+        write_groups([(pool.group(name), fields) for name, fields in self.arrays.items()])
 
 
 class Binding:
@@ -261,7 +261,7 @@ def _load(binding: Binding, pool: DevicePool):
     arrays = list((binding.model or {}).items())
     if binding.saved is not None:
         arrays += list(binding.saved.arrays.items())
-    write_groups([(getattr(pool, name), fields) for name, fields in arrays])
+    write_groups([(pool.group(name), fields) for name, fields in arrays])
     pool.body_lists_of = None  # the loaded pairs may not be the ones the lists were made of
     binding.saved = None
     _state["resident"] = weakref.ref(binding)
@@ -273,5 +273,5 @@ def _copy_pool(old: DevicePool, new: DevicePool):
     groups = old.groups()
     values = read_groups([(group, dict.fromkeys(group.field_names()))
                           for group in groups.values()])
-    write_groups([(getattr(new, name), fields)
+    write_groups([(new.group(name), fields)
                   for name, fields in zip(groups, values, strict=True)])

@@ -1064,7 +1064,7 @@ class Scene:
         simulation."""
         ctx = self._context()
         if self._cache.contacts_current:
-            return ctx.pool.contacts, self._cache.n_pairs
+            return ctx.pool.manifolds, self._cache.n_pairs
         n_pairs = find_candidate_pairs(ctx, into="staging")
         compute_manifolds(ctx, n_pairs, 0.0, into="staging")
         return ctx.pool.staging, n_pairs

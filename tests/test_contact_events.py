@@ -332,7 +332,7 @@ def test_a_refreshed_report_is_the_report_built_from_scratch(arch):
             events = scene.contact_events()
             if scene.pair_reuses > reuses and len(events.begin.body_a) + len(events.end.body_a):
                 kept_with_events += 1
-            touching = scene._context().pool.contacts.touching.to_numpy()[:scene._cache.n_pairs]
+            touching = scene._context().pool.manifolds.touching.to_numpy()[:scene._cache.n_pairs]
             if scene.report_refreshes > refreshes and np.any(touching == solver_contacts.HELD):
                 refreshed_held += 1
             records.append((scene.contacts(), events))

@@ -37,8 +37,8 @@ def step_pairs(scene) -> set:
     """The last step's candidate pairs, {(world, body_a, body_b)}, read from the device."""
     ctx = scene.step_context(DT)
     n, nb = ctx.cache.n_pairs, scene.n_bodies
-    a = ctx.pool.contacts.body_a.to_numpy()[:n]
-    b = ctx.pool.contacts.body_b.to_numpy()[:n]
+    a = ctx.pool.manifolds.body_a.to_numpy()[:n]
+    b = ctx.pool.manifolds.body_b.to_numpy()[:n]
     found = {(int(x) // nb, int(x) % nb, int(y) % nb) for x, y in zip(a, b, strict=True)}
     assert len(found) == n, "a pair was found twice"
     return found

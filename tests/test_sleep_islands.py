@@ -53,10 +53,10 @@ def wake(ctx, n_pairs):
 def write_pairs(ctx, a, b, count, depth):
     """Candidate pairs (slots a < b) with manifolds of count points of the given depths."""
     pool = ctx.pool
-    put(pool.contacts.body_a, np.minimum(a, b))
-    put(pool.contacts.body_b, np.maximum(a, b))
-    put(pool.contacts.point_count, count)
-    put(pool.contacts.depth, depth)
+    put(pool.manifolds.body_a, np.minimum(a, b))
+    put(pool.manifolds.body_b, np.maximum(a, b))
+    put(pool.manifolds.point_count, count)
+    put(pool.manifolds.depth, depth)
 
 
 def write_previous_pairs(ctx, n_slots, a, b):
@@ -197,7 +197,7 @@ def test_a_chain_of_10000_bodies_is_one_island_in_few_launches(shuffled):
     assert launches <= 2
     # Cut the chain in the middle of the pair list: two islands.
     cut = (n - 1) // 2
-    put(ctx.pool.contacts.point_count, np.where(np.arange(n - 1) == cut, 0, 1))
+    put(ctx.pool.manifolds.point_count, np.where(np.arange(n - 1) == cut, 0, 1))
     label(ctx, n - 1)
     labels = get(ctx.pool.bodies.island, n)
     expected = component_labels(n, [(u, v) for k, (u, v) in enumerate(zip(a, b, strict=True))
@@ -242,7 +242,7 @@ def test_an_island_sleeps_only_when_every_body_is_ready(serial):
     # Balls 1 and 2 apart by more than TOUCH_DISTANCE: balls 0 and 1 sleep on their own.
     depth = np.zeros((n_pairs, 2), np.float32)
     depth[1] = -2 * sleep.TOUCH_DISTANCE
-    put(ctx.pool.contacts.depth, depth)
+    put(ctx.pool.manifolds.depth, depth)
     settle(ctx, n_pairs, 0.3)
     np.testing.assert_array_equal(get(ctx.pool.bodies.sleeping, n), [1, 1, 0, 0, 0])
 

@@ -127,7 +127,7 @@ def coloring(scene):
     """The last step's pairs and colouring, from the scene's device groups."""
     ctx = scene.step_context()
     n = ctx.n_pairs
-    contacts, groups = ctx.pool.contacts, ctx.pool.coloring
+    contacts, groups = ctx.pool.manifolds, ctx.pool.coloring
     a = contacts.body_a.to_numpy()[:n]
     b = contacts.body_b.to_numpy()[:n]
     color = groups.color.to_numpy()[: ctx.n_constraints]
@@ -147,8 +147,8 @@ def assert_valid_coloring(scene):
     for c in range(UNSOLVED_COLOR + 1):
         assert np.all(color[listed[starts[c]:starts[c + 1]]] == c)
     ctx = scene.step_context()
-    points = ctx.pool.contacts.point_count.to_numpy()[:n]
-    fast = ctx.pool.solver.refresh.to_numpy()[:n]
+    points = ctx.pool.manifolds.point_count.to_numpy()[:n]
+    fast = ctx.pool.prepared.refresh.to_numpy()[:n]
     unsolved = color[:n] == UNSOLVED_COLOR
     assert not np.any(unsolved & ((points > 0) | (fast == 1)))
     state = scene.get_state()

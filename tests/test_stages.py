@@ -74,7 +74,7 @@ def first_substep(ctx):
 
 def manifold(ctx, pair=0):
     """(normal, points (count, 2), depths (count,)) of stored pair `pair`."""
-    contacts = ctx.pool.contacts
+    contacts = ctx.pool.manifolds
     count = int(contacts.point_count.to_numpy()[pair])
     return (contacts.normal.to_numpy()[pair].astype(np.float64),
             contacts.point.to_numpy()[pair, :count].astype(np.float64),
@@ -158,9 +158,9 @@ def colour_graph(serial, n_bodies, edges, static=(), n_worlds=1, apart=()):
     a, b = a[order], b[order]
     n_slots = n_worlds * n_bodies
     pool = ctx.pool
-    put(pool.contacts.body_a, a)
-    put(pool.contacts.body_b, b)
-    put(pool.contacts.pair_start,
+    put(pool.manifolds.body_a, a)
+    put(pool.manifolds.body_b, b)
+    put(pool.manifolds.pair_start,
         np.concatenate([[0], np.cumsum(np.bincount(a, minlength=n_slots))]))
     ctx.cache.n_pairs = len(a)
     local = {(min(e), max(e)) for e in apart}
@@ -233,8 +233,8 @@ def check_color_order(ctx, a, b, color):
     pool = ctx.pool
     origin = pool.coloring.pair_origin.to_numpy()[:n]
     np.testing.assert_array_equal(np.sort(origin), np.arange(n))
-    np.testing.assert_array_equal(pool.contacts.body_a.to_numpy()[:n], a[origin])
-    np.testing.assert_array_equal(pool.contacts.body_b.to_numpy()[:n], b[origin])
+    np.testing.assert_array_equal(pool.manifolds.body_a.to_numpy()[:n], a[origin])
+    np.testing.assert_array_equal(pool.manifolds.body_b.to_numpy()[:n], b[origin])
     stored = pool.coloring.color.to_numpy()[:n]
     np.testing.assert_array_equal(stored, color[origin])
     assert (np.diff(stored) >= 0).all()
@@ -484,7 +484,7 @@ def test_velocity_pass_of_a_circle_landing(serial, case):
     state = scene.get_state()
     np.testing.assert_allclose(state.velocity[0, ball], v, atol=2e-5)
     np.testing.assert_allclose(state.angular_velocity[0, ball], w, atol=4e-5)
-    contacts = ctx.pool.contacts
+    contacts = ctx.pool.manifolds
     np.testing.assert_allclose(contacts.normal_impulse.to_numpy()[0, 0], jn, rtol=1e-5)
     np.testing.assert_allclose(contacts.tangent_impulse.to_numpy()[0, 0], jt, atol=2e-6)
     if gap == 0.0:  # touching: the accumulated normal impulse stops the approach
@@ -524,7 +524,7 @@ def test_velocity_pass_block_solves_a_two_point_landing(serial):
     vn = np.full(2, v0 @ normal)
     x = np.linalg.solve(k, -vn)  # target 0: touching after the move
     assert (x > 0).all()
-    got = ctx.pool.contacts.normal_impulse.to_numpy()[0, :2][order]
+    got = ctx.pool.manifolds.normal_impulse.to_numpy()[0, :2][order]
     np.testing.assert_allclose(got, x, rtol=1e-5)
     state = scene.get_state()
     v, w = state.velocity[0, box], state.angular_velocity[0, box]

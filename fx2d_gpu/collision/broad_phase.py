@@ -346,7 +346,7 @@ def refit_fat_boxes(ctx, margin: float, motion_time: float, reset: bool) -> tupl
     with a moving body appears, and a fat box would make such pairs appear earlier. So where
     nothing was refitted and nothing sleeps, the step's candidate pairs are last step's."""
     pool = ctx.pool
-    refitted, sleepers = _refit_fat_boxes(pool.model, pool.bodies, pool.broad, ctx.serial,
+    refitted, sleepers = _refit_fat_boxes(pool.model, pool.bodies, pool.grid, ctx.serial,
                                           ctx.n_slots, ctx.n_bodies, margin, motion_time,
                                           int(reset))
     return int(refitted), int(sleepers)
@@ -561,10 +561,10 @@ def grid_table_size(pool, n_slots: int) -> int:
 
 
 def find_candidate_pairs(ctx, margin: float = 0.0, motion_time: float = 0.0,
-                         into: str = "contacts", fat: bool = False) -> int:
+                         into: str = "manifolds", fat: bool = False) -> int:
     """Candidate pairs of every world at the current poses (AABBs grown by margin (m) plus
     what each body covers in motion_time (s); `fat`: each body's fat box instead,
-    refit_fat_boxes) into the Manifolds group `into`; returns their number. Into `contacts`
+    refit_fat_boxes) into the Manifolds group `into`; returns their number. Into `manifolds`
     (the step's pairs) it also sets ctx.cache.n_pairs and lost_bodies; a query between
     steps uses `staging`, so that it changes nothing a later step reads. A grid or pair
     list too small for the scene grows the pool (ctx.grow keeps the scene's state bitwise)
@@ -577,7 +577,7 @@ def find_candidate_pairs(ctx, margin: float = 0.0, motion_time: float = 0.0,
     cache = ctx.cache
     while True:
         pool = ctx.pool
-        groups = (pool.model, pool.bodies, pool.joints, getattr(pool, into), pool.broad,
+        groups = (pool.model, pool.bodies, pool.joints, getattr(pool, into), pool.grid,
                   pool.counts, pool.scan, ctx.serial)
         if ctx.small_worlds:
             needed = _find_pairs_by_world(*groups, ctx.n_worlds, ctx.n_bodies, ctx.cell_size,
@@ -593,7 +593,7 @@ def find_candidate_pairs(ctx, margin: float = 0.0, motion_time: float = 0.0,
         cache.entry_need = max(cache.entry_need, entries)
         cache.pair_need = max(cache.pair_need, pairs + pairs // 4)
         ctx.pool = ctx.grow()
-    if into == "contacts":
+    if into == "manifolds":
         cache.lost_bodies = lost
         cache.n_pairs = pairs
         cache.pairs_fat = fat  # (solver/pairs.find_step_pairs)

@@ -500,7 +500,7 @@ def _compute_manifolds(model: ti.template(), bodies: ti.template(), contacts: ti
         collide_pair(model, bodies, contacts, pair, n_bodies, margin)
 
 
-def compute_manifolds(ctx, n_pairs: int, margin: float = 0.0, into: str = "contacts"):
+def compute_manifolds(ctx, n_pairs: int, margin: float = 0.0, into: str = "manifolds"):
     """Contact manifolds of the candidate pairs [0, n_pairs) of the Manifolds group `into`
     at the current poses; margin (m) keeps points up to that far apart."""
     pool = ctx.pool

@@ -87,7 +87,7 @@ def refresh_grid(ctx) -> int:
     while True:
         pool = ctx.pool
         table_mask = grid_table_size(pool, ctx.n_slots) - 1
-        needed = int(_build_query_grid(pool.model, pool.bodies, pool.broad, pool.counts,
+        needed = int(_build_query_grid(pool.model, pool.bodies, pool.grid, pool.counts,
                                        pool.scan, ctx.serial, ctx.n_worlds, ctx.n_bodies,
                                        ctx.cell_size, table_mask))
         if needed <= pool.entry_capacity:
@@ -553,11 +553,11 @@ def ray_cast(ctx, origins: np.ndarray, directions: np.ndarray, limits: np.ndarra
     normal = np.empty((n, 2), np.float32)
     offsets = np.zeros(1, np.int32)
     if not every:
-        _ray_cast(pool.model, pool.bodies, pool.broad, serial, NEAREST, *common, offsets, body,
+        _ray_cast(pool.model, pool.bodies, pool.grid, serial, NEAREST, *common, offsets, body,
                   distance, normal)
         distance = np.where(body >= 0, distance.astype(np.float64) + skipped, np.inf)
         return body.astype(np.int64), distance, normal.astype(np.float64)
-    _ray_cast(pool.model, pool.bodies, pool.broad, serial, COUNT, *common, offsets, body,
+    _ray_cast(pool.model, pool.bodies, pool.grid, serial, COUNT, *common, offsets, body,
               distance, normal)
     counts = body.astype(np.int64)
     offsets = np.concatenate([[0], np.cumsum(counts)])
@@ -565,7 +565,7 @@ def ray_cast(ctx, origins: np.ndarray, directions: np.ndarray, limits: np.ndarra
     out_body = np.empty(max(total, 1), np.int32)
     out_distance = np.empty(max(total, 1), np.float32)
     out_normal = np.empty((max(total, 1), 2), np.float32)
-    _ray_cast(pool.model, pool.bodies, pool.broad, serial, FILL, *common,
+    _ray_cast(pool.model, pool.bodies, pool.grid, serial, FILL, *common,
               offsets[:-1].astype(np.int32), out_body, out_distance, out_normal)
     ray = np.repeat(np.arange(n), counts)
     out_body, out_distance = out_body[:total].astype(np.int64), out_distance[:total]
@@ -587,7 +587,7 @@ def approach(pool, n_worlds: int, origins: np.ndarray, directions: np.ndarray,
     the coordinates there many times over, so the moved origin never starts inside a body
     (a hit at distance 0, normal -direction), and is small against the box's distance
     from 0: the origin's rounding is then the bodies' own."""
-    box = pool.broad.read({"world_lower": n_worlds, "world_upper": n_worlds})
+    box = pool.grid.read({"world_lower": n_worlds, "world_upper": n_worlds})
     world = np.arange(len(limits)) // (len(limits) // n_worlds)
     lower = box["world_lower"].reshape(n_worlds, 2).astype(np.float64)[world]
     upper = box["world_upper"].reshape(n_worlds, 2).astype(np.float64)[world]
@@ -622,12 +622,12 @@ def overlap(ctx, vertices: np.ndarray, counts: np.ndarray, skins: np.ndarray,
     found = np.empty(n, np.int32)
     common = (vertices, counts, skins, n_queries, ctx.n_bodies, ctx.cell_size, table_mask,
               int(sensors))
-    _overlap(pool.model, pool.bodies, pool.broad, serial, False, *common, np.zeros(1, np.int32),
+    _overlap(pool.model, pool.bodies, pool.grid, serial, False, *common, np.zeros(1, np.int32),
              found)
     offsets = np.concatenate([[0], np.cumsum(found, dtype=np.int64)])
     total = int(offsets[-1])
     bodies = np.empty(max(total, 1), np.int32)
-    _overlap(pool.model, pool.bodies, pool.broad, serial, True, *common,
+    _overlap(pool.model, pool.bodies, pool.grid, serial, True, *common,
              offsets[:-1].astype(np.int32), bodies)
     query = np.repeat(np.arange(n), found)
     bodies = bodies[:total].astype(np.int64)

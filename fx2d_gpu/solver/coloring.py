@@ -433,7 +433,7 @@ def color_constraints(ctx, holds: bool | None = None) -> bool:
     pool, cache, serial = ctx.pool, ctx.cache, ctx.serial
     if holds is None:
         holds = may_reuse_coloring(ctx) and _coloring_still_valid(
-            pool.model, pool.bodies, pool.contacts, pool.previous, pool.coloring, serial,
+            pool.model, pool.bodies, pool.manifolds, pool.previous, pool.coloring, serial,
             ctx.n_slots, ctx.n_pairs, ctx.n_bodies, int(ctx.small_coloring)) == 1
     if not holds:
         keep = _keeps_colors(ctx)
@@ -464,7 +464,7 @@ def _color(ctx, keep: bool) -> tuple[int, int]:
     if n_constraints == 0:
         return 0, 0
     pool, serial = ctx.pool, ctx.serial
-    groups = (pool.model, pool.bodies, pool.joints, pool.contacts, pool.coloring, pool.counts,
+    groups = (pool.model, pool.bodies, pool.joints, pool.manifolds, pool.coloring, pool.counts,
               serial)
     uncolored = _start_coloring(*groups, ctx.n_slots, n_constraints, ctx.n_bodies, int(keep),
                                 int(ctx.small_coloring))

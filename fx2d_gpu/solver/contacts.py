@@ -897,6 +897,6 @@ def build_body_lists(ctx):
     pool = ctx.pool
     if ctx.cache.pairs_in_place and pool.body_lists_of is ctx.cache:
         return
-    _build_body_contacts(pool.contacts, pool.solver, pool.coloring, pool.scan, ctx.serial,
+    _build_body_contacts(pool.manifolds, pool.prepared, pool.coloring, pool.scan, ctx.serial,
                          ctx.n_slots, ctx.n_pairs)
     pool.body_lists_of = ctx.cache

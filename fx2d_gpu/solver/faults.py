@@ -156,7 +156,7 @@ def reset_faulty_worlds(ctx, initial: dict):
     no forces, awake, its contacts forgotten. The other worlds are not touched."""
     bodies, joints = initial["bodies"], initial["joints"]
     pool = ctx.pool
-    _reset_worlds(pool.bodies, pool.joints, pool.contacts, pool.faults, ctx.serial,
+    _reset_worlds(pool.bodies, pool.joints, pool.manifolds, pool.faults, ctx.serial,
                   ctx.n_worlds, ctx.n_bodies, ctx.n_joints, ctx.n_pairs, bodies["position"],
                   bodies["angle"], bodies["velocity"], bodies["angular_velocity"],
                   joints["target"] if len(joints["target"]) else _NO_TARGETS)

@@ -91,7 +91,7 @@ def build_jacobi_lists(ctx):
     """After a colouring with an overflow: each overflow body's entries (see the module
     docstring)."""
     pool = ctx.pool
-    _build_jacobi_lists(pool.model, pool.bodies, pool.contacts, pool.coloring, ctx.serial,
+    _build_jacobi_lists(pool.model, pool.bodies, pool.manifolds, pool.coloring, ctx.serial,
                         ctx.n_bodies)
 
 
@@ -170,6 +170,6 @@ def solve_overflow(ctx, position: bool, joints_only: bool = False):
     """The overflow colour's pass (see the module docstring): the position pass's
     (position=True) or the velocity pass's; joints_only: a later sweep's, its joints."""
     pool = ctx.pool
-    _solve_overflow(pool.model, pool.bodies, pool.joints, pool.contacts, pool.solver,
+    _solve_overflow(pool.model, pool.bodies, pool.joints, pool.manifolds, pool.prepared,
                     pool.coloring, pool.counts, ctx.serial, position, int(joints_only),
                     ctx.n_bodies, ctx.h)

@@ -69,7 +69,7 @@ def save_previous_pairs(ctx):
     (pairs stored in colour order go back through pair_origin), with their colours when the
     colouring is valid; the next broad phase then overwrites `contacts`."""
     cache, pool = ctx.cache, ctx.pool
-    _save_previous_pairs(pool.contacts, pool.previous, pool.coloring, ctx.serial, ctx.n_slots,
+    _save_previous_pairs(pool.manifolds, pool.previous, pool.coloring, ctx.serial, ctx.n_slots,
                          cache.n_pairs, int(cache.pairs_ordered), int(cache.coloring_valid))
 
 
@@ -169,7 +169,7 @@ def carry_contacts(ctx):
     (counts.n_pairs, counts.n_joints). Waking sleepers touched by new pairs is
     sleep.wake_islands'."""
     pool = ctx.pool
-    _carry_contacts(pool.contacts, pool.previous, pool.counts, ctx.serial, ctx.n_pairs,
+    _carry_contacts(pool.manifolds, pool.previous, pool.counts, ctx.serial, ctx.n_pairs,
                     ctx.n_joints)
 
 
@@ -274,7 +274,7 @@ def restore_broad_order(ctx):
     save_previous_pairs, carry_contacts and begin_step would have left them, for a new
     colouring and store_in_color_order."""
     pool = ctx.pool
-    _scatter_to_broad_order(pool.contacts, pool.staging, pool.coloring, pool.counts,
+    _scatter_to_broad_order(pool.manifolds, pool.staging, pool.coloring, pool.counts,
                             ctx.serial, ctx.n_pairs, ctx.n_joints)
 
 
@@ -294,8 +294,8 @@ def store_in_color_order(ctx, recolored: bool):
         return
     pool = ctx.pool
     if recolored and ctx.solves_by_world:
-        _plan_world_order(pool.contacts, pool.coloring, ctx.serial, ctx.n_worlds,
+        _plan_world_order(pool.manifolds, pool.coloring, ctx.serial, ctx.n_worlds,
                           ctx.n_bodies, ctx.n_pairs, ctx.n_constraints, ctx.cache.n_colors)
     elif recolored:
         _plan_color_order(pool.coloring, pool.scan, ctx.serial, ctx.n_pairs, ctx.n_constraints)
-    _gather_pairs(pool.contacts, pool.staging, pool.coloring, ctx.serial, ctx.n_pairs)
+    _gather_pairs(pool.manifolds, pool.staging, pool.coloring, ctx.serial, ctx.n_pairs)

@@ -265,7 +265,7 @@ def refresh_report(ctx) -> bool:
         cache.refresh_skips -= 1
         return False
     pool = ctx.pool
-    if not _refresh_report(pool.contacts, pool.reported, ctx.serial, ctx.n_pairs,
+    if not _refresh_report(pool.manifolds, pool.reported, ctx.serial, ctx.n_pairs,
                            cache.n_reported):
         # Where contacts begin or end every step (a pile settling; the awake large pyramid
         # had dozens of events a step before touching had hysteresis, 5 since) the check
@@ -308,8 +308,8 @@ def report_contacts(ctx):
                          ctx.n_bodies)
     while True:
         pool = ctx.pool
-        counts = _report_contacts(pool.model, pool.bodies, pool.joints, pool.contacts,
-                                  pool.staging, pool.reported, pool.events, pool.solver,
+        counts = _report_contacts(pool.model, pool.bodies, pool.joints, pool.manifolds,
+                                  pool.staging, pool.reported, pool.events, pool.prepared,
                                   pool.coloring, pool.scan, ctx.serial, ctx.n_slots,
                                   ctx.n_bodies, ctx.n_pairs, cache.n_reported, n_held)
         n_new, n_begin, n_end, n_resting = (int(v) for v in counts)

@@ -333,7 +333,7 @@ def _label_launch(model: ti.template(), bodies: ti.template(), joints: ti.templa
 
 def _island_pass(ctx, dt: float, settle: int) -> int:
     pool = ctx.pool
-    groups = (pool.model, pool.bodies, pool.joints, pool.contacts, pool.islands, ctx.serial)
+    groups = (pool.model, pool.bodies, pool.joints, pool.manifolds, pool.islands, ctx.serial)
     begin = 1
     for launches in range(1, MAX_LABEL_LAUNCHES + 1):
         if _label_launch(*groups, ctx.n_slots, ctx.n_bodies, ctx.n_pairs, ctx.n_joints, dt,
@@ -443,6 +443,6 @@ def wake_islands(ctx) -> int:
     again to pair them with each other before the substeps.
     """
     pool = ctx.pool
-    return _wake_launch(pool.model, pool.bodies, pool.joints, pool.contacts, pool.previous,
+    return _wake_launch(pool.model, pool.bodies, pool.joints, pool.manifolds, pool.previous,
                         pool.islands, ctx.serial, ctx.n_slots, ctx.n_bodies, ctx.n_pairs,
                         ctx.n_joints)

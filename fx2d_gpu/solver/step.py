@@ -205,7 +205,7 @@ def begin_substep(ctx, substep: int):
 
 def _launch_begin(ctx, substep: int, before_coloring: bool):
     pool = ctx.pool
-    _begin_substep(pool.model, pool.bodies, pool.joints, pool.contacts, pool.solver,
+    _begin_substep(pool.model, pool.bodies, pool.joints, pool.manifolds, pool.prepared,
                    pool.coloring, ctx.serial, ctx.n_slots, ctx.n_bodies, ctx.n_pairs,
                    ctx.n_joints, ctx.gravity, ctx.h, ctx.dt, substep,
                    int(before_coloring), int(not ctx.small_coloring))
@@ -229,7 +229,7 @@ def velocity_pass(ctx):
     colour, then, in scenes of uneven masses (ctx.immovable_sweep), those with an immovable
     body again."""
     pool = ctx.pool
-    _end_position_pass(pool.model, pool.bodies, pool.joints, pool.contacts, pool.solver,
+    _end_position_pass(pool.model, pool.bodies, pool.joints, pool.manifolds, pool.prepared,
                        ctx.serial, ctx.n_slots, ctx.n_bodies, ctx.h, ctx.has_bullets,
                        int(ctx.n_joints > 0))
     if ctx.n_pairs:
@@ -449,7 +449,7 @@ def _solve_pass(ctx, stage, position: bool, subset: int = ALL):
     """stage over the constraints of `subset`, colour after colour, then the overflow colour
     in parallel (solver/overflow.py; `position`: which pass `stage` is)."""
     pool, cache = ctx.pool, ctx.cache
-    groups = (pool.model, pool.bodies, pool.joints, pool.contacts, pool.solver, pool.coloring,
+    groups = (pool.model, pool.bodies, pool.joints, pool.manifolds, pool.prepared, pool.coloring,
               pool.counts)
     per_launch = COLORS_PER_LAUNCH  # checked when the step began (step)
     for first_color in range(0, cache.n_colors, per_launch):
@@ -494,7 +494,7 @@ def team_size(ctx) -> int:
 
 def _launch_team(ctx, by_world: bool, n_members: int, before_coloring: bool = False):
     pool = ctx.pool
-    _substeps_by_team(pool.model, pool.bodies, pool.joints, pool.contacts, pool.solver,
+    _substeps_by_team(pool.model, pool.bodies, pool.joints, pool.manifolds, pool.prepared,
                       pool.coloring, pool.counts, n_members, bool(by_world), ctx.n_worlds,
                       ctx.n_bodies, ctx.n_joints, ctx.n_pairs, ctx.cache.n_colors,
                       int(ctx.cache.n_overflow > 0), ctx.substeps, ctx.gravity, ctx.h, ctx.dt,
