@@ -12,7 +12,7 @@
 #                  python -m benchmarks --arch $FX2D_DEVICE_ARCH --no-pymunk SCENE...
 #                  (none: all), its CSVs and plots packed into one archive named after the
 #                  arguments; e.g. `bench large_pyramid --colors-per-launch 8` measures
-#                  fewer launches a pass (solver/step.COLORS_PER_LAUNCH, default 2)
+#                  fewer launches a pass (solver/staged.COLORS_PER_LAUNCH, default 2)
 #   session        for a 15-minute lease, one 10-minute command: the GPU against the CPU
 #                  (2.5 min), the solver's and small worlds' backend tests (1.5 min), then the
 #                  benchmark scenes, most wanted first, in what is left (5.5 min)

@@ -2,6 +2,7 @@
 
     python -m benchmarks [SCENE ...] [--arch auto|cpu|cuda|vulkan] [--quick] [--no-pymunk]
     fx2d bench [same options]
+    fx2d bench --profile [SCENE ...]    milliseconds per stage (benchmarks/profile.py)
 
 Scenes (dt 1/60 s, 11 substeps; built once in fx2d_gpu.scenes, shared with demos and tests):
     large_pyramid   Box2D's: base 100, 5,050 boxes of 1 m on a ground           (+ pymunk)
@@ -38,7 +39,7 @@ import numpy as np
 
 from fx2d_gpu import residency, runtime, scenes
 from fx2d_gpu.device import MAX_COLORS
-from fx2d_gpu.solver import step
+from fx2d_gpu.solver import staged
 
 from .common import (
     RESULTS,
@@ -381,13 +382,13 @@ BENCHES = {"large_pyramid": bench_large_pyramid, "many_pyramids": bench_many_pyr
 def run(names, arch="auto", quick=False, with_pymunk=True, results=None, plot=True,
         colors_per_launch=None, piles=None):
     """Run the named benchmarks; returns {name: rows} and writes CSV (and plots).
-    colors_per_launch: solver.step.COLORS_PER_LAUNCH for this process's scenes (None: the
+    colors_per_launch: solver.staged.COLORS_PER_LAUNCH for this process's scenes (None: the
     default; the compile probes' fresh processes keep it): the colours one kernel launch
     solves where the substeps launch a kernel per stage (GPU backends). piles: the pile
     sizes (bodies poured) instead of the default ones."""
     if colors_per_launch is not None:
-        step.COLORS_PER_LAUNCH = colors_per_launch
-        step.colors_per_launch()  # checked before anything runs
+        staged.COLORS_PER_LAUNCH = colors_per_launch
+        staged.colors_per_launch()  # checked before anything runs
     backend = runtime.ensure_initialized(arch)
     gpu = not runtime.on_cpu()
     sizes = Sizes(quick, gpu)
@@ -396,7 +397,7 @@ def run(names, arch="auto", quick=False, with_pymunk=True, results=None, plot=Tr
     device = device_name(backend)
     date = datetime.date.today().isoformat()
     print(f"fx2d_gpu benchmarks on {device} ({backend}), dt {DT:.4f} s, {SUBSTEPS} substeps, "
-          f"{step.COLORS_PER_LAUNCH} colours a launch where stages launch one by one"
+          f"{staged.COLORS_PER_LAUNCH} colours a launch where stages launch one by one"
           + (" [quick sizes]" if quick else ""), flush=True)
     out = {}
     for name in names:
@@ -407,7 +408,7 @@ def run(names, arch="auto", quick=False, with_pymunk=True, results=None, plot=Tr
             row.setdefault("backend", backend)
             row.update(date=date, device=device)
             if row.get("engine", "").startswith("fx2d_gpu"):
-                row.setdefault("colors_per_launch", step.COLORS_PER_LAUNCH)
+                row.setdefault("colors_per_launch", staged.COLORS_PER_LAUNCH)
         columns = list(COLUMNS) + [k for k in rows[0] if k not in COLUMNS]
         rows = [{c: row.get(c, "") for c in columns} for row in rows]
         print_table([{k: r[k] for k in ("engine", "scene", "bodies", "joints", "worlds",
@@ -439,11 +440,22 @@ def main(argv=None):
     parser.add_argument("--colors-per-launch", type=int, default=None, metavar="N",
                         help="colours solved per kernel launch where the substeps launch a "
                              f"kernel per stage (GPU backends; default "
-                             f"{step.COLORS_PER_LAUNCH})")
+                             f"{staged.COLORS_PER_LAUNCH})")
+    parser.add_argument("--profile", action="store_true",
+                        help="milliseconds per stage of the named scenes instead (default: "
+                             "large_pyramid; benchmarks/profile.py)")
     parser.add_argument("--piles", type=int, nargs="+", default=None, metavar="N",
                         help="pile sizes to pour (default: 10,000 and 100,000, and 1,000,000 "
                              "on a GPU)")
     args = parser.parse_args(argv)
+    if args.profile:
+        from . import profile
+
+        bad = [s for s in args.scenes if s not in profile.SCENES]
+        if bad:
+            parser.error(f"--profile: unknown scene(s) {bad}; choose from {profile.SCENES}")
+        return profile.run(args.scenes or ["large_pyramid"], args.arch, args.quick,
+                           args.results)
     bad = [s for s in args.scenes if s not in SCENES]
     if bad:
         parser.error(f"unknown scene(s) {bad}; choose from {SCENES}")

@@ -1,6 +1,6 @@
 """fx2d_gpu: a batched 2D rigid-body physics engine on Taichi, after Fx2D's XPBD design."""
 
-from .io.scene_yaml import load_scene
+from .io.scene_loader import load_scene
 from .records import (
     ContactEventList,
     ContactEvents,
@@ -16,9 +16,10 @@ from .scene import Scene
 from .shapes import MAX_POLYGON_VERTICES
 from .snapshots import SceneSnapshot
 from .solver.faults import SimulationError
+from .solver.profile import StepProfile
 
 __all__ = ["CapacityError", "ContactEventList", "ContactEvents", "Contacts", "JointState",
            "MAX_POLYGON_VERTICES", "Overlaps", "RayHitList", "RayHits", "Scene",
-           "SceneSnapshot", "SimulationError", "State",
+           "SceneSnapshot", "SimulationError", "State", "StepProfile",
            "load_scene"]
 __version__ = "0.1.0"

@@ -3,27 +3,34 @@ checked before anything changes, and the device arrays built from them."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-import inspect
+import functools
 import math
 import operator
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
 from . import shapes
-from .shapes import (
+from .checks import (
     FLOAT32_MAX,
-    MAX_COORDINATE,
-    MAX_POLYGON_VERTICES,
-    MAX_SPEED,
-    as_numbers,
+    as_bits,
+    as_bool,
+    as_bools,
+    as_flags,
+    as_index,
+    as_int32,
+    as_integers,
     as_real,
+    as_real_array,
     as_reals,
+    as_scalar,
     as_vector2,
     as_vectors2,
 )
-from .solver.joints import (
+from .enums import (
     JOINT_PRISMATIC,
     JOINT_REVOLUTE,
     MOTOR_EFFORT,
@@ -32,6 +39,7 @@ from .solver.joints import (
     MOTOR_POSITION,
     MOTOR_VELOCITY,
 )
+from .shapes import MAX_COORDINATE, MAX_POLYGON_VERTICES, MAX_SPEED, rotation
 
 #: Smallest mass (kg) and moment of inertia (kg m^2) of a dynamic body: their inverses, and
 #: the impulses they scale, must stay inside float32 on the device.
@@ -72,6 +80,138 @@ class Body:
     bullet: bool = False  # swept against dynamic bodies too (collision/continuous.py)
 
 
+def _mass(value, name: str) -> float:
+    """A body's mass, kg: 0 (static) or from MIN_MASS up."""
+    mass = as_real(value, name, minimum=0.0)
+    # By its bits: once Taichi's kernels have run, the CPU may treat subnormal floats as
+    # zero (DAZ), and 1e-320 > 0 is then False.
+    if mass < MIN_MASS and np.float64(mass).view(np.uint64) & ~np.uint64(1 << 63):
+        raise ValueError(f"{name} must be 0 (static) or >= {MIN_MASS} kg, got {mass}")
+    return mass
+
+
+def _masses(values, name: str, n: int) -> np.ndarray:
+    """n masses (kg), each held to _mass's rule, from one (for all) or n."""
+    if np.ndim(values) == 0:  # one for all: refused as add_body refuses it, unindexed
+        return np.full(n, _mass(values, name))
+    mass = as_reals(values, name, n, minimum=0.0)
+    tiny = (mass < MIN_MASS) & (mass.view(np.uint64) & ~np.uint64(1 << 63) != 0)
+    for i in np.flatnonzero(tiny)[:1]:
+        _mass(float(mass[i]), f"{name}[{i}]")
+    return mass
+
+
+def _inertia(value, name: str) -> float | None:
+    """A moment of inertia (kg m^2, positive) given by the user, or None: from the shape."""
+    return None if value is None else as_real(value, name, positive=True)
+
+
+def _inertias(values, name: str, n: int) -> np.ndarray | None:
+    return None if values is None else as_reals(values, name, n, positive=True)
+
+
+def _name(value, name: str) -> str | None:
+    """A body's name: None or a string (whether another body has it is the builder's to say)."""
+    if value is not None and not isinstance(value, str):
+        raise TypeError(f"{name} must be a string, got {type(value).__name__}")
+    return value
+
+
+def _no_names(values, name: str, n: int):
+    raise TypeError("bodies added together have no names: add a named body alone")
+
+
+@dataclass(frozen=True)
+class BodyRule:
+    """How one body keyword (the table in Scene's docstring) is taken: its default, the Body
+    field it sets, and its check, for one body and for n bodies at once.
+
+    check_one(value, keyword) returns the value add_body stores; check_many(values,
+    keyword, n) takes one value for all n bodies or one per body and returns what
+    add_bodies stores for each (an array or list of n; None for inertia from the shapes),
+    naming the first bad value `keyword[i]`. Both raise the same message for the same bad
+    value, so that Scene's one-body and many-body methods and the scene-file loader (which
+    checks a file's values with check_one before building anything) cannot drift apart.
+    """
+
+    default: object
+    check_one: Callable
+    check_many: Callable
+    field: str | None = None  # the Body field: the keyword where None
+
+
+def _real_rule(default, **bounds) -> BodyRule:
+    """A number's rule: as_real's and as_reals' `bounds` (minimum, positive, limit)."""
+    return BodyRule(default, functools.partial(as_real, **bounds),
+                    functools.partial(as_reals, **bounds))
+
+
+def _flag_rule(default) -> BodyRule:
+    return BodyRule(default, as_bool, as_bools)
+
+
+def _integer_rule(default, check) -> BodyRule:
+    """An integer's rule: `check` (as_int32 or as_bits) for each."""
+    return BodyRule(default, check, functools.partial(as_integers, check=check))
+
+
+#: Every body keyword of ModelBuilder.add_body / add_bodies (and so of Scene's add_*
+#: methods), in the order they are checked. Scene's docstring lists their meanings.
+BODY_RULES = {
+    "angle": _real_rule(0.0, limit=MAX_COORDINATE),
+    "velocity": BodyRule((0.0, 0.0), functools.partial(as_vector2, limit=MAX_SPEED),
+                         functools.partial(as_vectors2, limit=MAX_SPEED)),
+    "angular_velocity": _real_rule(0.0, limit=MAX_SPEED),
+    "mass": BodyRule(1.0, _mass, _masses),
+    "inertia": BodyRule(None, _inertia, _inertias),
+    "elasticity": _real_rule(0.1, minimum=0.0),
+    "static_friction": _real_rule(0.0, minimum=0.0),
+    "dynamic_friction": _real_rule(0.0, minimum=0.0),
+    "gravity_scale": _real_rule(1.0),
+    "vel_damping": _real_rule(0.0, minimum=0.0),
+    "name": BodyRule(None, _name, _no_names),
+    "external_forces_enabled": dataclasses.replace(_flag_rule(True), field="external_forces"),
+    "sensor": _flag_rule(False),
+    "collision_group": _integer_rule(0, as_int32),
+    "category_bits": _integer_rule(0x0001, as_bits),
+    "mask_bits": _integer_rule(0xFFFFFFFF, as_bits),
+    "enabled": _flag_rule(True),
+    "bullet": _flag_rule(False),
+    # Not in Scene's table: add_shape's and add_shapes' own argument.
+    "collides": _flag_rule(True),
+}
+
+
+def _field(keyword: str) -> str:
+    """The Body field body keyword `keyword` sets."""
+    return BODY_RULES[keyword].field or keyword
+
+
+@contextlib.contextmanager
+def blamed_on(keyword: str):
+    """Marks a TypeError or ValueError raised inside as caused by body keyword `keyword`:
+    its `body_keyword` attribute, read by callers that name where a value came from (the
+    scene-file loader names the file's key)."""
+    try:
+        yield
+    except (TypeError, ValueError) as exc:
+        exc.body_keyword = keyword
+        raise
+
+
+def _keyword_values(body: dict, bulk: bool) -> dict:
+    """Every body keyword's value, `body`'s or the default, in BODY_RULES' order; TypeError
+    for an unknown keyword, or a name given to bodies added together (`bulk`)."""
+    unknown = sorted(set(body) - set(BODY_RULES))
+    if unknown:
+        raise TypeError(f"unexpected keyword argument {unknown[0]!r}")
+    if bulk and "name" in body:
+        with blamed_on("name"):
+            _no_names(body["name"], "name", 0)
+    return {keyword: body.get(keyword, rule.default) for keyword, rule in BODY_RULES.items()
+            if not (bulk and keyword == "name")}
+
+
 @dataclass
 class Joint:
     kind: int
@@ -103,48 +243,34 @@ class ModelBuilder:
         self.groups: dict[str, tuple[int, ...]] = {}  # entity groups: name -> members
 
     # ------------------------------------------------------------------ bodies
-    def add_body(self, shape, position, *, collides=True, angle=0.0, velocity=(0.0, 0.0),
-                 angular_velocity=0.0, mass=1.0, inertia=None, elasticity=0.1, static_friction=0.0,
-                 dynamic_friction=0.0, gravity_scale=1.0, vel_damping=0.0, name=None,
-                 external_forces_enabled=True, sensor=False, collision_group=0,
-                 category_bits=0x0001, mask_bits=0xFFFFFFFF, enabled=True,
-                 bullet=False) -> int:
-        mass = as_real(mass, "mass", minimum=0.0)
-        # By its bits: once Taichi's kernels have run, the CPU may treat subnormal floats
-        # as zero (DAZ), and 1e-320 > 0 is then False.
-        if mass < MIN_MASS and np.float64(mass).view(np.uint64) & ~np.uint64(1 << 63):
-            raise ValueError(f"mass must be 0 (static) or >= {MIN_MASS} kg, got {mass}")
-        if mass > 0.0 and shape.kind in shapes.AREALESS_KINDS:
-            raise ValueError(f"mass must be 0: edges and chains have no area and are static "
-                             f"only, got {mass}")
-        if inertia is None:
-            inertia = mass * shape.unit_inertia
-        else:
-            inertia = as_real(inertia, "inertia", positive=True)
-        if mass > 0.0 and inertia < MIN_INERTIA:
-            raise ValueError(f"inertia must be >= {MIN_INERTIA} kg m^2, got {inertia}")
-        _check_new_name(name, self._body_names, "body")
-        body = Body(
-            shape=shape, position=position, angle=as_real(angle, "angle", limit=MAX_COORDINATE),
-            velocity=as_vector2(velocity, "velocity", MAX_SPEED),
-            angular_velocity=as_real(angular_velocity, "angular_velocity", limit=MAX_SPEED),
-            mass=mass, inertia=inertia if mass > 0.0 else math.inf,
-            elasticity=as_real(elasticity, "elasticity", minimum=0.0),
-            static_friction=as_real(static_friction, "static_friction", minimum=0.0),
-            dynamic_friction=as_real(dynamic_friction, "dynamic_friction", minimum=0.0),
-            gravity_scale=as_real(gravity_scale, "gravity_scale"),
-            vel_damping=as_real(vel_damping, "vel_damping", minimum=0.0),
-            name=name, external_forces=as_bool(external_forces_enabled,
-                                               "external_forces_enabled"),
-            collides=collides, sensor=as_bool(sensor, "sensor"),
-            collision_group=as_int32(collision_group, "collision_group"),
-            category_bits=as_bits(category_bits, "category_bits"),
-            mask_bits=as_bits(mask_bits, "mask_bits"), enabled=as_bool(enabled, "enabled"),
-            bullet=as_bool(bullet, "bullet"),
-        )
-        self.bodies.append(body)
-        if name is not None:
-            self._body_names[name] = len(self.bodies) - 1
+    def add_body(self, shape, position, **body) -> int:
+        """A body of `shape` at `position` ((2,) m, checked by the caller); `body`: the body
+        keywords of BODY_RULES, each checked by its rule before anything is added.
+
+        Returns the new body's index. Raises add_body's TypeError / ValueError naming the
+        keyword (its `body_keyword` attribute too: see blamed_on)."""
+        values = _keyword_values(body, bulk=False)
+        for keyword, value in values.items():
+            with blamed_on(keyword):
+                values[keyword] = BODY_RULES[keyword].check_one(value, keyword)
+        mass = values["mass"]
+        with blamed_on("mass"):
+            if mass > 0.0 and shape.kind in shapes.AREALESS_KINDS:
+                raise ValueError(f"mass must be 0: edges and chains have no area and are "
+                                 f"static only, got {mass}")
+        with blamed_on("inertia"):
+            if values["inertia"] is None:
+                values["inertia"] = mass * shape.unit_inertia
+            if mass > 0.0 and values["inertia"] < MIN_INERTIA:
+                raise ValueError(f"inertia must be >= {MIN_INERTIA} kg m^2, got "
+                                 f"{values['inertia']}")
+            values["inertia"] = values["inertia"] if mass > 0.0 else math.inf  # static
+        with blamed_on("name"):
+            _check_new_name(values["name"], self._body_names, "body")
+        fields = {_field(keyword): value for keyword, value in values.items()}
+        self.bodies.append(Body(shape=shape, position=position, **fields))
+        if values["name"] is not None:
+            self._body_names[values["name"]] = len(self.bodies) - 1
         return len(self.bodies) - 1
 
     def add_bodies(self, body_shapes: list, positions, **body) -> np.ndarray:
@@ -157,59 +283,33 @@ class ModelBuilder:
         Built as arrays: a million bodies take seconds where add_body took over a minute.
         Returns the new bodies' indices, (n,) int64."""
         n = len(body_shapes)
-        if "name" in body:
-            raise TypeError("bodies added together have no names: add a named body alone")
-        unknown = sorted(set(body) - set(_BODY_DEFAULTS))
-        if unknown:
-            raise TypeError(f"unexpected keyword argument {unknown[0]!r}")
-        values = {**_BODY_DEFAULTS, **body}
+        values = _keyword_values(body, bulk=True)
         positions = as_vectors2(positions, "positions", n, MAX_COORDINATE)
-        mass = as_reals(values["mass"], "mass", n, minimum=0.0)
-        tiny = (mass < MIN_MASS) & (mass.view(np.uint64) & ~np.uint64(1 << 63) != 0)
-        for i in np.flatnonzero(tiny)[:1]:
-            raise ValueError(f"mass[{i}] must be 0 (static) or >= {MIN_MASS} kg, got {mass[i]}")
+        for keyword, value in values.items():
+            with blamed_on(keyword):
+                values[keyword] = BODY_RULES[keyword].check_many(value, keyword, n)
+        mass = values["mass"]
         kinds = np.fromiter((s.kind for s in body_shapes), np.int64, n)
         for i in np.flatnonzero(np.isin(kinds, shapes.AREALESS_KINDS) & (mass > 0.0))[:1]:
-            raise ValueError(f"mass[{i}] must be 0: edges and chains have no area and are "
-                             f"static only, got {mass[i]}")
-        if values["inertia"] is None:
+            with blamed_on("mass"):
+                raise ValueError(f"mass[{i}] must be 0: edges and chains have no area and "
+                                 f"are static only, got {mass[i]}")
+        inertia = values["inertia"]
+        if inertia is None:
             inertia = mass * np.fromiter((s.unit_inertia for s in body_shapes), np.float64, n)
-        else:
-            inertia = as_reals(values["inertia"], "inertia", n, positive=True)
         for i in np.flatnonzero((mass > 0.0) & (inertia < MIN_INERTIA))[:1]:
-            raise ValueError(f"inertia[{i}] must be >= {MIN_INERTIA} kg m^2, got {inertia[i]}")
-        inertia = np.where(mass > 0.0, inertia, math.inf)
-        columns = dict(
-            angle=as_reals(values["angle"], "angle", n, limit=MAX_COORDINATE),
-            angular_velocity=as_reals(values["angular_velocity"], "angular_velocity", n,
-                                      limit=MAX_SPEED),
-            elasticity=as_reals(values["elasticity"], "elasticity", n, minimum=0.0),
-            static_friction=as_reals(values["static_friction"], "static_friction", n,
-                                     minimum=0.0),
-            dynamic_friction=as_reals(values["dynamic_friction"], "dynamic_friction", n,
-                                      minimum=0.0),
-            gravity_scale=as_reals(values["gravity_scale"], "gravity_scale", n),
-            vel_damping=as_reals(values["vel_damping"], "vel_damping", n, minimum=0.0),
-            external_forces=_flags(values["external_forces_enabled"],
-                                   "external_forces_enabled", n),
-            collides=_flags(values["collides"], "collides", n),
-            sensor=_flags(values["sensor"], "sensor", n),
-            collision_group=_integers(values["collision_group"], "collision_group", n,
-                                      as_int32, -(1 << 31), 1 << 31),
-            category_bits=_integers(values["category_bits"], "category_bits", n, as_bits,
-                                    0, 1 << 32),
-            mask_bits=_integers(values["mask_bits"], "mask_bits", n, as_bits, 0, 1 << 32),
-            enabled=_flags(values["enabled"], "enabled", n),
-            bullet=_flags(values["bullet"], "bullet", n),
-        )
-        velocity = as_vectors2(values["velocity"], "velocity", n, MAX_SPEED)
+            with blamed_on("inertia"):
+                raise ValueError(f"inertia[{i}] must be >= {MIN_INERTIA} kg m^2, got "
+                                 f"{inertia[i]}")
+        values["inertia"] = np.where(mass > 0.0, inertia, math.inf)
         # Rows of read-only arrays: one allocation, not two small arrays a body.
         positions.setflags(write=False)
-        velocity.setflags(write=False)
-        columns = {key: column if isinstance(column, list) else column.tolist()
-                   for key, column in columns.items()}
-        columns.update(shape=body_shapes, position=positions, velocity=velocity,
-                       mass=mass.tolist(), inertia=inertia.tolist(), name=[None] * n)
+        values["velocity"].setflags(write=False)
+        # Python lists, as add_body stores Python floats (velocity stays (n, 2): its rows).
+        columns = {_field(keyword): column.tolist()
+                   if isinstance(column, np.ndarray) and column.ndim == 1 else column
+                   for keyword, column in values.items()}
+        columns.update(shape=body_shapes, position=positions, name=[None] * n)
         first = len(self.bodies)
         # Positional, in Body's field order, through map: a body costs a microsecond or two.
         self.bodies.extend(map(Body, *(columns[f.name] for f in dataclasses.fields(Body))))
@@ -456,7 +556,7 @@ def check_targets(target, n_worlds: int, mode: int = MOTOR_NONE) -> np.ndarray:
     Args:
         target (float | array_like): rad, rad/s, N m, m, m/s or N, as the motor reads it.
         n_worlds: the scene's worlds.
-        mode: the joint's control mode (solver.joints.MOTOR_*): the bound on the target's
+        mode: the joint's control mode (enums.MOTOR_*): the bound on the target's
             magnitude is TARGET_LIMITS[mode] (MAX_COORDINATE for position, MAX_SPEED for
             velocity, float32's range for effort and for no motor).
 
@@ -465,7 +565,7 @@ def check_targets(target, n_worlds: int, mode: int = MOTOR_NONE) -> np.ndarray:
         ValueError: targets of another shape, not finite, or beyond the mode's bound; the
             first such world's value is named `target[i]`.
     """
-    return as_reals(_scalar(target), "target", n_worlds, limit=TARGET_LIMITS[mode])
+    return as_reals(as_scalar(target), "target", n_worlds, limit=TARGET_LIMITS[mode])
 
 
 def check_forces(force, torque, n_worlds: int) -> tuple[np.ndarray, np.ndarray]:
@@ -479,12 +579,7 @@ def check_forces(force, torque, n_worlds: int) -> tuple[np.ndarray, np.ndarray]:
     # as_real_array first: as_vectors2 takes one pair through NumPy's float conversion,
     # which parses strings and drops imaginary parts.
     f = as_vectors2(as_real_array(force, "force"), "force", n_worlds)
-    return f, as_reals(_scalar(torque), "torque", n_worlds)
-
-
-def _scalar(value):
-    """A 0-d array's element (as_real takes numbers, not arrays); anything else as it is."""
-    return value[()] if isinstance(value, np.ndarray) and value.ndim == 0 else value
+    return f, as_reals(as_scalar(torque), "torque", n_worlds)
 
 
 def add_forces(pending: tuple, force: np.ndarray, torque: np.ndarray, body: int
@@ -543,96 +638,10 @@ def check_state(state, n_worlds: int, n_bodies: int) -> dict[str, np.ndarray]:
     return arrays
 
 
-def as_real_array(values, name: str) -> np.ndarray:
-    """`values` as a float64 array of any shape, of real numbers: shapes.as_numbers' rule
-    (ints or floats, not bools, complex numbers or strings, which NumPy would convert: a
-    complex number losing its imaginary part with a mere warning).
-
-    Raises:
-        TypeError: values not real numbers, or ragged, naming `name`.
-    """
-    try:
-        shape = np.shape(values)
-    except ValueError:
-        raise TypeError(f"{name} must be numbers, got a ragged sequence") from None
-    return as_numbers(values, name, shape)
-
-
-def as_flags(values, name: str) -> np.ndarray:
-    """`values` as a bool array of the same shape: bools, or integers that are all 0 or 1
-    (the device's own encoding, as a flag read back as int would arrive).
-
-    Any other value is refused: the kernels test a flag == 1 and == 0, so a 7 (or a NaN)
-    would be neither, e.g. a body neither asleep nor awake that never moves again.
-
-    Raises:
-        TypeError: values neither bools nor integers (floats, NaN, strings ...).
-        ValueError: an integer other than 0 and 1.
-    """
-    try:
-        array = np.asarray(values)
-    except ValueError:
-        raise TypeError(f"{name} must be bools, got a ragged sequence") from None
-    if array.dtype.kind == "b":
-        return array.astype(bool)
-    if array.dtype.kind not in "iu":
-        raise TypeError(f"{name} must be bools (or integers 0 and 1), got an array of "
-                        f"dtype {array.dtype}")
-    wrong = np.flatnonzero((array != 0) & (array != 1))
-    if len(wrong):
-        raise ValueError(f"{name} must be bools (or integers 0 and 1), got "
-                         f"{array.reshape(-1)[wrong[0]]}")
-    return array.astype(bool)
-
-
 def _starts(owners: list[int], n: int) -> np.ndarray:
     """(n + 1,) exclusive prefix sum of how many entries each of n owners has (sorted)."""
     counts = np.bincount(np.asarray(owners, np.int64), minlength=n)
     return np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
-
-
-#: add_body's keywords and their defaults (add_bodies takes the same).
-_BODY_DEFAULTS = {key: parameter.default for key, parameter in
-                  inspect.signature(ModelBuilder.add_body).parameters.items()
-                  if parameter.kind is parameter.KEYWORD_ONLY and key != "name"}
-
-
-def _flags(values, name: str, n: int) -> list[bool]:
-    """n bools from one bool (for all) or n (an array of bools), as as_bool takes them."""
-    if np.ndim(values) == 0:
-        return [as_bool(values, name)] * n
-    array = np.asarray(values)
-    if array.dtype.kind != "b":
-        raise TypeError(f"{name} must be bools, got an array of dtype {array.dtype}")
-    if array.shape != (n,):
-        raise ValueError(f"{name} must be one value or have shape ({n},), got {array.shape}")
-    return array.tolist()
-
-
-def _integers(values, name: str, n: int, check, low: int, high: int) -> list[int]:
-    """n ints in [low, high) from one (for all) or n, held to `check`'s rules (as_int32,
-    as_bits): the first that breaks them raises its error, named `name[i]`."""
-    if np.ndim(values) == 0:
-        return [check(values, name)] * n
-    array = np.asarray(values)
-    if array.dtype.kind not in "iu":
-        raise TypeError(f"{name} must be ints, got an array of dtype {array.dtype}")
-    if array.shape != (n,):
-        raise ValueError(f"{name} must be one value or have shape ({n},), got {array.shape}")
-    out = np.flatnonzero((array < low) | (array >= high))[:1]
-    for i in out:
-        check(int(array[i]), f"{name}[{i}]")
-    return array.astype(np.int64).tolist()
-
-
-def as_index(value, label: str, count: int, plural: str, owner: str = "scene") -> int:
-    """`value` as an index below `count`, else TypeError / ValueError naming `label`
-    ("{label} 9 out of range ({owner} has {count} {plural})")."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{label} must be an int index, got {type(value).__name__}")
-    if not 0 <= value < count:
-        raise ValueError(f"{label} {value} out of range ({owner} has {count} {plural})")
-    return int(value)
 
 
 def motor_settings(control_mode, pid, max_effort) -> tuple[int, tuple, float]:
@@ -674,30 +683,3 @@ def _lookup_name(name, taken: dict, kind: str) -> int:
     return taken[name]
 
 
-def as_int32(value, name: str) -> int:
-    """An int within int32's range, else TypeError / ValueError naming `name`."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if not -(1 << 31) <= value < (1 << 31):
-        raise ValueError(f"{name} must be within int32's range, got {value}")
-    return int(value)
-
-
-def as_bits(value, name: str) -> int:
-    """A 32-bit mask (an int in [0, 2**32)), else TypeError / ValueError naming `name`."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an int bit mask, got {type(value).__name__}")
-    if not 0 <= value < (1 << 32):
-        raise ValueError(f"{name} must be a 32-bit mask in [0, 2**32), got {value}")
-    return int(value)
-
-
-def as_bool(value, name: str) -> bool:
-    if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name} must be a bool, got {type(value).__name__}")
-    return bool(value)
-
-
-def rotation(angle: float) -> np.ndarray:
-    c, s = math.cos(angle), math.sin(angle)
-    return np.array([[c, -s], [s, c]])

@@ -169,7 +169,7 @@ def simulate(scene, args, label):
 
 
 def cmd_run(args, parser):
-    from .io.scene_yaml import load_scene
+    from .io.scene_loader import load_scene
 
     path, label = _scene_source(parser, args)
     try:
@@ -237,7 +237,7 @@ def cmd_view(args, parser):
         scene_factory = lambda: DEMOS[args.demo](arch=args.arch)  # noqa: E731
         instead = f"fx2d demo {args.demo} --gif out.gif"
     else:
-        from .io.scene_yaml import load_scene
+        from .io.scene_loader import load_scene
 
         path, _ = _scene_source(parser, args, others=(("--demo NAME", args.demo),))
         scene_factory = lambda: load_scene(path, n_worlds=args.worlds or 1,  # noqa: E731

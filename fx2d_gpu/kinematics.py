@@ -4,13 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .solver.joints import JOINT_REVOLUTE
-
-
-def _rotate(angle: np.ndarray, local: np.ndarray) -> np.ndarray:
-    """(n, 2): the body-frame vector `local` (2,) turned by each angle (n,)."""
-    c, s = np.cos(angle), np.sin(angle)
-    return np.stack([c * local[0] - s * local[1], s * local[0] + c * local[1]], axis=1)
+from .enums import JOINT_REVOLUTE
+from .shapes import rotation
 
 
 def joint_anchors(joints, state) -> np.ndarray:
@@ -20,7 +15,7 @@ def joint_anchors(joints, state) -> np.ndarray:
     for j, joint in enumerate(joints):
         for k, (body, local) in enumerate(((joint.parent, joint.anchor_parent),
                                            (joint.child, joint.anchor_child))):
-            out[:, j, k] = state.position[:, body] + _rotate(state.angle[:, body], local)
+            out[:, j, k] = state.position[:, body] + rotation(state.angle[:, body]) @ local
     return out
 
 
@@ -36,8 +31,8 @@ def joint_coordinates(joints, state) -> tuple[np.ndarray, np.ndarray]:
             rate[:, j] = (state.angular_velocity[:, joint.child]
                           - state.angular_velocity[:, joint.parent])
         else:
-            axis = _rotate(pa, joint.axis)
-            anchor = _rotate(pa, joint.anchor_parent) + state.position[:, joint.parent]
+            axis = rotation(pa) @ joint.axis
+            anchor = rotation(pa) @ joint.anchor_parent + state.position[:, joint.parent]
             position[:, j] = ((state.position[:, joint.child] - anchor) * axis).sum(1)
             rate[:, j] = ((state.velocity[:, joint.child] - state.velocity[:, joint.parent])
                           * axis).sum(1)
@@ -54,7 +49,7 @@ def joint_errors(joints, state) -> np.ndarray:
     errors = np.hypot(offset[..., 0], offset[..., 1])
     for j, joint in enumerate(joints):
         if joint.kind != JOINT_REVOLUTE:
-            axis = _rotate(state.angle[:, joint.parent], joint.axis)
+            axis = rotation(state.angle[:, joint.parent]) @ joint.axis
             travel = (offset[:, j] * axis).sum(1)
             across = np.abs(offset[:, j, 1] * axis[:, 0] - offset[:, j, 0] * axis[:, 1])
             errors[:, j] = across + np.maximum.reduce(

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .builder import as_index
+from .checks import as_index
 from .device import MAX_MANIFOLD_POINTS
 
 
@@ -184,7 +184,7 @@ def _pairs_of(rows, world: int) -> set[tuple[int, int]]:
 def _checked(index, label: str, count: int | None, plural: str, owner: str = "scene"
              ) -> int:
     """A record's world, query or ray index, held to the scene's rule for one
-    (builder.as_index): an index past the record's range would select no rows, an answer
+    (checks.as_index): an index past the record's range would select no rows, an answer
     that reads as "none found" to a question never asked. count None (a record built
     without it): an int >= 0."""
     try:

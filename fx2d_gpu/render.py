@@ -11,7 +11,8 @@ import zlib
 
 import numpy as np
 
-from .shapes import AREALESS_KINDS, SHAPE_CIRCLE, outline
+from .enums import SHAPE_CIRCLE
+from .shapes import AREALESS_KINDS, outline, rotation
 
 _STATIC = np.array([90, 90, 100], np.uint8)
 _PALETTE = np.array([[66, 133, 244], [219, 68, 55], [244, 180, 0], [15, 157, 88],
@@ -30,7 +31,7 @@ def visual_of(scene, body: int) -> dict | None:
 
 def drawn(scene, body: int) -> bool:
     """False for bodies that are not scene content: the boundary walls a scene file gets
-    (io.scene_yaml marks their visuals entry `boundary`)."""
+    (io.fx2d_geometry marks their visuals entry `boundary`)."""
     visual = visual_of(scene, body)
     return not (visual is not None and visual.get("boundary"))
 
@@ -45,8 +46,7 @@ def frame_bounds(scene, world: int = 0, padding: float = 0.05):
         shape = scene.body_shape(b)
         p, angle = state.position[world, b], state.angle[world, b]
         if shape.kind != SHAPE_CIRCLE:
-            c, s = np.cos(angle), np.sin(angle)
-            points = p + outline(shape) @ np.array([[c, -s], [s, c]]).T
+            points = p + outline(shape) @ rotation(angle).T
         else:
             points = p + np.array([[-1.0, -1.0], [1.0, 1.0]]) * shape.bounding_radius
         lo, hi = np.minimum(lo, points.min(0)), np.maximum(hi, points.max(0))
@@ -71,6 +71,35 @@ def _rgb(color, background):
         np.uint8)
 
 
+class _Canvas:
+    """An image and the view onto it: bounds (xmin, ymin, xmax, ymax) m fitted into it,
+    centred, y up."""
+
+    def __init__(self, image: np.ndarray, bounds):
+        self.image = image
+        self.height, self.width = image.shape[:2]
+        xmin, ymin, xmax, ymax = bounds
+        self.scale = min(self.width / (xmax - xmin), self.height / (ymax - ymin))  # px per m
+        self.centre = ((xmin + xmax) / 2, (ymin + ymax) / 2)
+
+    def to_pixels(self, points) -> np.ndarray:
+        """(n, 2) pixel coordinates (x right, y down) of points (n, 2) m."""
+        points = np.atleast_2d(points)
+        return np.stack([(points[:, 0] - self.centre[0]) * self.scale + self.width / 2,
+                         self.height / 2 - (points[:, 1] - self.centre[1]) * self.scale],
+                        axis=1)
+
+    def pixel_grid(self, lo, hi):
+        """(window, xs, ys): the image's pixels in the box lo..hi (pixels), their centres'
+        coordinates; None if the box is off the image."""
+        x0, y0 = np.maximum(np.floor(lo).astype(int), 0)
+        x1, y1 = np.minimum(np.ceil(hi).astype(int) + 1, [self.width, self.height])
+        if x0 >= x1 or y0 >= y1:
+            return None
+        ys, xs = np.mgrid[y0:y1, x0:x1]
+        return (slice(y0, y1), slice(x0, x1)), xs + 0.5, ys + 0.5
+
+
 def render(scene, world: int = 0, size=(800, 600), bounds=None, contacts: bool = False, state=None,
            rays=None):
     """(height, width, 3) uint8 image of `world`; bounds (xmin, ymin, xmax, ymax) in m.
@@ -80,96 +109,93 @@ def render(scene, world: int = 0, size=(800, 600), bounds=None, contacts: bool =
     origins to where they hit (red) or to their full length (green, a miss).
     """
     width, height = size
-    if bounds is None:
-        bounds = default_bounds(scene, world)
-    xmin, ymin, xmax, ymax = bounds
-    scale = min(width / (xmax - xmin), height / (ymax - ymin))  # pixels per metre
-    cx, cy = (xmin + xmax) / 2, (ymin + ymax) / 2
     background = scene.meta.get("background", _BACKGROUND)
     if not isinstance(background, tuple | list | np.ndarray):
         background = _BACKGROUND  # an image: plain colour instead
     background = _rgb(background, (255, 255, 255))
     image = np.empty((height, width, 3), np.uint8)
     image[:] = background
-
-    def to_pixels(points):
-        points = np.atleast_2d(points)
-        return np.stack([(points[:, 0] - cx) * scale + width / 2,
-                         height / 2 - (points[:, 1] - cy) * scale], axis=1)
-
-    def pixel_grid(lo, hi):
-        x0, y0 = np.maximum(np.floor(lo).astype(int), 0)
-        x1, y1 = np.minimum(np.ceil(hi).astype(int) + 1, [width, height])
-        if x0 >= x1 or y0 >= y1:
-            return None
-        ys, xs = np.mgrid[y0:y1, x0:x1]
-        return (slice(y0, y1), slice(x0, x1)), xs + 0.5, ys + 0.5
-
+    canvas = _Canvas(image, default_bounds(scene, world) if bounds is None else bounds)
     state = scene.get_state() if state is None else state
     for b in range(scene.n_bodies):
-        if not drawn(scene, b):
-            continue
-        shape = scene.body_shape(b)
-        colour = _STATIC if scene.body_mass(b) == 0 else _PALETTE[b % len(_PALETTE)]
-        border = colour // 2
-        visual = visual_of(scene, b)
-        if visual is not None:
-            shape = visual["shape"] or shape
-            if isinstance(visual["fill"], tuple):
-                colour = _rgb(visual["fill"], background)
-                border = colour // 2
-            if isinstance(visual["border"], tuple) and visual["border_thickness"] > 0:
-                border = _rgb(visual["border"], background)
-        angle = state.angle[world, b]
-        c, s = np.cos(angle), np.sin(angle)
-        rot = np.array([[c, -s], [s, c]])
-        pos = state.position[world, b]
-        if shape.kind == SHAPE_CIRCLE:
-            centre = to_pixels(pos + rot @ shape.center)[0]
-            r = shape.radius * scale
-            grid = pixel_grid(centre - r, centre + r)
-            if grid is None:
-                continue
-            window, xs, ys = grid
-            d2 = (xs - centre[0]) ** 2 + (ys - centre[1]) ** 2
-            image[window][d2 <= r * r] = colour
-            image[window][(d2 <= r * r) & (d2 >= (r - max(1.0, 0.08 * r)) ** 2)] = border
-            # Orientation mark: a spoke from the centre along the body's x axis.
-            tip = to_pixels(pos + rot @ (shape.center + [shape.radius, 0.0]))[0]
-            _line(image, centre, tip, border)
-        elif shape.kind in AREALESS_KINDS:  # edges and chain links
-            ends = to_pixels(pos + shape.vertices @ rot.T)
-            for offset in (-0.5, 0.0, 0.5):  # a 2-pixel line: an edge has no inside
-                _line(image, ends[0] + offset, ends[1] + offset, border)
-        else:  # polygons, rounded or not, and capsules: their outline, filled
-            verts = to_pixels(pos + outline(shape) @ rot.T)
-            grid = pixel_grid(verts.min(0), verts.max(0))
-            if grid is None:
-                continue
-            window, xs, ys = grid
-            inside = np.ones(xs.shape, bool)
-            k = len(verts)
-            for i in range(k):  # screen y points down, so the winding is clockwise here
-                a, e = verts[i], verts[(i + 1) % k] - verts[i]
-                inside &= (e[0] * (ys - a[1]) - e[1] * (xs - a[0])) <= 0
-            image[window][inside] = colour
-            for i in range(k):
-                _line(image, verts[i], verts[(i + 1) % k], border)
+        if drawn(scene, b):
+            shape, colour, border = _look(scene, b, background)
+            _draw_body(canvas, shape, state.position[world, b], rotation(state.angle[world, b]),
+                       colour, border)
     if contacts:
-        found = scene.contacts(world)
-        for i in range(len(found)):
-            for k in range(found.point_count[i]):
-                p = to_pixels(found.points[i, k])[0]
-                tip = to_pixels(found.points[i, k] + found.normal[i] * 6 / scale)[0]
-                _line(image, p, tip, np.array([200, 0, 0], np.uint8))
-                _disc(image, p, 2.5, np.array([200, 0, 0], np.uint8))
+        _draw_contacts(canvas, scene.contacts(world))
     if rays is not None:
         starts, ends, hit = (np.asarray(a) for a in rays)
-        for a, b, struck in zip(to_pixels(starts), to_pixels(ends), hit, strict=True):
+        for a, b, struck in zip(canvas.to_pixels(starts), canvas.to_pixels(ends), hit,
+                                strict=True):
             _line(image, a, b, _RAY_HIT if struck else _RAY_MISS)
             if struck:
                 _disc(image, b, 2.0, _RAY_HIT)
     return image
+
+
+def _look(scene, body: int, background) -> tuple:
+    """(shape drawn, fill colour, border colour) of a body: a scene file's visual where it
+    has one, else its collision shape in the palette (static bodies grey)."""
+    shape = scene.body_shape(body)
+    colour = _STATIC if scene.body_mass(body) == 0 else _PALETTE[body % len(_PALETTE)]
+    border = colour // 2
+    visual = visual_of(scene, body)
+    if visual is not None:
+        shape = visual["shape"] or shape
+        if isinstance(visual["fill"], tuple):
+            colour = _rgb(visual["fill"], background)
+            border = colour // 2
+        if isinstance(visual["border"], tuple) and visual["border_thickness"] > 0:
+            border = _rgb(visual["border"], background)
+    return shape, colour, border
+
+
+def _draw_body(canvas: _Canvas, shape, position, rot, colour, border):
+    """A body's shape at position (2,) m turned by rot (2, 2): a disc with a spoke along
+    its x axis, a 2-pixel line (edges and chain links: no inside), or a filled outline."""
+    image, scale = canvas.image, canvas.scale
+    if shape.kind == SHAPE_CIRCLE:
+        centre = canvas.to_pixels(position + rot @ shape.center)[0]
+        r = shape.radius * scale
+        grid = canvas.pixel_grid(centre - r, centre + r)
+        if grid is None:
+            return
+        window, xs, ys = grid
+        d2 = (xs - centre[0]) ** 2 + (ys - centre[1]) ** 2
+        image[window][d2 <= r * r] = colour
+        image[window][(d2 <= r * r) & (d2 >= (r - max(1.0, 0.08 * r)) ** 2)] = border
+        tip = canvas.to_pixels(position + rot @ (shape.center + [shape.radius, 0.0]))[0]
+        _line(image, centre, tip, border)
+    elif shape.kind in AREALESS_KINDS:
+        ends = canvas.to_pixels(position + shape.vertices @ rot.T)
+        for offset in (-0.5, 0.0, 0.5):
+            _line(image, ends[0] + offset, ends[1] + offset, border)
+    else:  # polygons, rounded or not, and capsules
+        verts = canvas.to_pixels(position + outline(shape) @ rot.T)
+        grid = canvas.pixel_grid(verts.min(0), verts.max(0))
+        if grid is None:
+            return
+        window, xs, ys = grid
+        inside = np.ones(xs.shape, bool)
+        k = len(verts)
+        for i in range(k):  # screen y points down, so the winding is clockwise here
+            a, e = verts[i], verts[(i + 1) % k] - verts[i]
+            inside &= (e[0] * (ys - a[1]) - e[1] * (xs - a[0])) <= 0
+        image[window][inside] = colour
+        for i in range(k):
+            _line(image, verts[i], verts[(i + 1) % k], border)
+
+
+def _draw_contacts(canvas: _Canvas, found):
+    """Each contact point of `found` (a Contacts) as a red dot with its normal (6 px)."""
+    red = np.array([200, 0, 0], np.uint8)
+    for i in range(len(found)):
+        for k in range(found.point_count[i]):
+            p = canvas.to_pixels(found.points[i, k])[0]
+            tip = canvas.to_pixels(found.points[i, k] + found.normal[i] * 6 / canvas.scale)[0]
+            _line(canvas.image, p, tip, red)
+            _disc(canvas.image, p, 2.5, red)
 
 
 def render_worlds(scene, size=(800, 600), bounds=None, contacts=False, max_tiles=64,

@@ -7,10 +7,12 @@ their warm-start impulses, the colouring) to the host as a Snapshot and loads th
 scene's. Everything a later step reads is in the snapshot, so any interleaving of scenes,
 and any reads between their steps, leave every scene's results bitwise as if it ran alone.
 
-A scene talks to this module through its Binding (no calls back into the scene). When a
-scene outgrows the pool, a bigger pool is made (with headroom, so growth compiles rarely:
-_grown_capacities) and the resident scene's fields are copied into it whole, which is
-exact even in the middle of a step.
+A scene talks to this module through its Binding (no calls back into the scene): the
+Binding builds the scene's host model and state anew when bodies or joints are added
+(rebuild, keeping the state of those that existed) and is the one writer of the host
+model's fields (edit). When a scene outgrows the pool, a bigger pool is made (with
+headroom, so growth compiles rarely: _grown_capacities) and the resident scene's fields
+are copied into it whole, which is exact even in the middle of a step.
 """
 
 from __future__ import annotations
@@ -22,7 +24,9 @@ import weakref
 import numpy as np
 
 from . import runtime
-from .device import MIN_CAPACITIES, DevicePool, next_pow2, read_groups, write_groups
+from .device import MIN_CAPACITIES, DevicePool, next_pow2
+from .solver.contacts import IMMOVABLE_SWEEP_RATIO
+from .transfer import read_groups, write_groups
 
 
 class Snapshot:
@@ -63,7 +67,7 @@ class Binding:
         self.model: dict[str, dict[str, np.ndarray]] | None = None
         self.saved: Snapshot | None = None
         self.fingerprint: str | None = None  # of the model, for snapshots (snapshots.py)
-        self.solver_flags: dict = {}  # StepContext's flags from the model (scene.py)
+        self.solver_flags: dict = {}  # StepContext's flags from the model (solver_flags)
 
     def needs(self, n_bodies: int | None = None, n_joints: int | None = None,
               n_filters: int | None = None) -> dict:
@@ -87,6 +91,91 @@ class Binding:
                 "joint_slots": joint_slots, "constraints": cache.n_pairs + joint_slots,
                 "reported": cache.n_reported, "begin_events": cache.n_begin_events,
                 "end_events": cache.n_end_events}
+
+    def matches(self, builder) -> bool:
+        """Whether the device arrays were built for `builder`'s model as it is now (its
+        bodies, joints and disabled pairs; a body or joint added since needs a rebuild)."""
+        return (self.n_bodies == len(builder.bodies) and self.n_joints == len(builder.joints)
+                and self.n_filters == len(builder.no_collision))
+
+    def edit(self, group: str, rows, **values: np.ndarray):
+        """Write `values` (field: one value per row) into `rows` of the host model's `group`
+        ("model": per body, "joints": per joint), the arrays every load uploads (the device's
+        copy is the caller's to write). The model must be built for the current layout
+        (matches)."""
+        fields = self.model[group]
+        for field, value in values.items():
+            fields[field][rows] = value
+
+    def rebuild(self, builder, pending_targets: dict[int, np.ndarray]):
+        """Build the host model and initial state of `builder`'s current model, keeping, in
+        every world, the state of the bodies and joints that existed (pairs and colours start
+        over) and the contacts reported between them; motor targets `pending_targets` (joint:
+        (n_worlds,)) set before the build go in. Loaded on the next acquire.
+
+        Raises:
+            CapacityError: the device cannot hold the new layout; nothing changes.
+        """
+        n_bodies, n_joints, w = len(builder.bodies), len(builder.joints), self.n_worlds
+        # Refuse a layout the device cannot hold before building its host arrays (a scene of
+        # 10**8 worlds would fill the host first); a refused build changes nothing.
+        check_fits(w, self.needs(n_bodies, n_joints, len(builder.no_collision)))
+        old = current_state(self).arrays if self.n_bodies else None
+        self.model = builder.build_model()
+        self.solver_flags = solver_flags(self.model["model"])
+        state = builder.initial_state(w)
+        if old is not None:
+            _keep_old_rows(state["bodies"], old["bodies"], w, self.n_bodies, n_bodies)
+            _keep_old_rows(state["joints"], old["joints"], w, self.n_joints, n_joints)
+        targets = state["joints"]["target"].reshape(w, n_joints)
+        for joint, values in pending_targets.items():
+            targets[:, joint] = values
+        n_reported = 0
+        if old is not None and "reported" in old:
+            state["reported"] = _renumbered_reported(old["reported"], w, self.n_bodies,
+                                                     n_bodies)
+            n_reported = len(state["reported"]["body_a"])
+        self.saved = Snapshot(state)
+        self.n_bodies, self.n_joints = n_bodies, n_joints
+        self.n_filters = len(builder.no_collision)
+        self.fingerprint = None
+        self.cache.forget_pairs()
+        self.cache.n_reported = n_reported  # sleeping bodies keep their contacts
+        release(self)
+
+
+def solver_flags(model: dict) -> dict:
+    """StepContext's flags that follow from the model (group `model` of build_model):
+    has_bullets, and immovable_sweep (the dynamic bodies' masses differ by more than
+    contacts.IMMOVABLE_SWEEP_RATIO)."""
+    inverse = model["inv_mass"][model["inv_mass"] > 0.0]
+    uneven = bool(len(inverse)) and float(inverse.max()) > IMMOVABLE_SWEEP_RATIO * float(
+        inverse.min())
+    return {"has_bullets": bool(model["bullet"].any()), "immovable_sweep": uneven}
+
+
+def _keep_old_rows(new: dict, old: dict, n_worlds: int, old_rows: int, rows: int):
+    """Copy each world's first old_rows rows (bodies or joints) of the old arrays into the
+    new layout of `rows` per world (island labels are slots: renumbered to the new layout)."""
+    for key, value in old.items():
+        if key == "island":
+            value = (value.reshape(n_worlds, old_rows) % max(old_rows, 1)
+                     + rows * np.arange(n_worlds)[:, None]).ravel()
+        target = new[key].reshape(n_worlds, rows, *new[key].shape[1:])
+        target[:, :old_rows] = value.reshape(n_worlds, old_rows, *value.shape[1:])
+
+
+def _renumbered_reported(old: dict, n_worlds: int, old_rows: int, rows: int) -> dict:
+    """The reported contacts (saved fields of pool.reported) in a layout of `rows` bodies
+    per world instead of old_rows: body slots renumbered (the order stays sorted), each
+    lower slot's range counted again."""
+    new = {key: value.copy() for key, value in old.items() if key != "pair_start"}
+    for key in ("body_a", "body_b"):
+        slots = old[key].astype(np.int64)
+        new[key] = (slots // old_rows * rows + slots % old_rows).astype(np.int32)
+    counts = np.bincount(new["body_a"], minlength=n_worlds * rows)
+    new["pair_start"] = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
+    return new
 
 
 _state: dict = {"pool": None, "resident": None}

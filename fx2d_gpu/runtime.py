@@ -56,7 +56,7 @@ def ensure_initialized(arch: str = "auto") -> str:
     # offline cache 99 s -> 16 s, the large pyramid's 57 s -> 21 s; steps ~5% slower
     # (large pyramid 38.7 -> 41.7 ms, 4,096 small worlds 58 -> 61 ms) and bitwise the same.
     # unrolling_limit 0: no warning for static loops over more than 32 items; the grouped
-    # transfers (device.write_groups) unroll one copy per field, up to ~80 of them in one
+    # transfers (transfer.write_groups) unroll one copy per field, up to ~80 of them in one
     # kernel on purpose (one kernel instead of one per field).
     options = dict(offline_cache=True, fast_math=False, advanced_optimization=False,
                    default_fp=ti.f32, default_ip=ti.i32, log_level=ti.WARN, unrolling_limit=0)

@@ -9,49 +9,34 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import time
 
 import numpy as np
 
-from . import kinematics, residency, runtime, shapes, transfer
+from . import edits, kinematics, readout, residency, runtime, shapes, spatial_queries, transfer
 from .builder import (
     TARGET_LIMITS,
     ModelBuilder,
     add_forces,
-    as_bool,
-    as_index,
     check_forces,
     check_state,
     check_targets,
 )
-from .collision import queries
-from .collision.broad_phase import find_candidate_pairs
-from .collision.narrow_phase import compute_manifolds
-from .device import MAX_MANIFOLD_POINTS, SERIAL_SLOTS
-from .records import (
-    ContactEventList,
-    ContactEvents,
-    Contacts,
-    JointState,
-    Overlaps,
-    RayHitList,
-    RayHits,
-    State,
-)
-from .residency import Binding, Snapshot, serialized
-from .shapes import MAX_COORDINATE, as_real, as_vector2
+from .checks import as_bool, as_count, as_index, as_real, as_vector2
+from .device import SERIAL_SLOTS
+from .enums import MOTOR_MODES
+from .records import ContactEvents, Contacts, JointState, Overlaps, RayHitList, RayHits, State
+from .residency import Binding, serialized
+from .shapes import MAX_COORDINATE
 from .snapshots import SceneSnapshot, read_state_file, restore_snapshot, take_snapshot
-from .solver.contacts import IMMOVABLE_SWEEP_RATIO
 from .solver.context import StepCache, StepContext
 from .solver.faults import ON_FAULT, contain_faults
-from .solver.joints import MOTOR_MODES
+from .solver.profile import NO_PROFILE, StageTimer, StepProfile
 from .solver.step import step as run_step
 
 #: Fx2D's time-step bounds, s: below MIN_DT step() raises, above MAX_DT it is clamped.
 MIN_DT = 1e-3
 MAX_DT = 0.06
-#: Manifold fields Scene.contacts reads.
-_CONTACT_FIELDS = ("body_a", "body_b", "point_count", "normal", "point", "depth", "feature",
-                   "total_normal_impulse", "total_tangent_impulse")
 
 
 class Scene:
@@ -131,14 +116,8 @@ class Scene:
                  arch: str = "auto", enable_sleep: bool = True, on_fault: str = "raise"):
         self._gravity = as_vector2(gravity, "gravity")
         self.enable_sleep = as_bool(enable_sleep, "enable_sleep")  # False: never sleep
-        if isinstance(substeps, bool) or not isinstance(substeps, (int, np.integer)):
-            raise TypeError(f"substeps must be an int, got {type(substeps).__name__}")
-        if substeps < 1:
-            raise ValueError(f"substeps must be >= 1, got {substeps}")
-        if isinstance(n_worlds, bool) or not isinstance(n_worlds, (int, np.integer)):
-            raise TypeError(f"n_worlds must be an int, got {type(n_worlds).__name__}")
-        if n_worlds < 1:
-            raise ValueError(f"n_worlds must be >= 1, got {n_worlds}")
+        substeps = as_count(substeps, "substeps")
+        n_worlds = as_count(n_worlds, "n_worlds")
         if on_fault not in ON_FAULT:
             raise ValueError(f"on_fault must be one of {ON_FAULT}, got {on_fault!r}")
         # What step() does when a world's state goes non-finite or absurd (solver/faults.py):
@@ -146,8 +125,8 @@ class Scene:
         self.on_fault = on_fault
         self._faulted_worlds = np.zeros(0, np.int64)
         self.backend = runtime.ensure_initialized(arch)
-        self.substeps = int(substeps)
-        self._n_worlds = int(n_worlds)
+        self.substeps = substeps
+        self._n_worlds = n_worlds
         self._builder = ModelBuilder()
         self._cache = StepCache()
         self._binding = Binding(self._cache, self._n_worlds)
@@ -155,7 +134,7 @@ class Scene:
         self._pending_targets: dict[int, np.ndarray] = {}  # set before the arrays exist
         self._pending_forces: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self.meta: dict = {}  # viewer data from a scene file: size (m), background
-        self.visuals: list | None = None  # per body, from a scene file (see io.scene_yaml)
+        self.visuals: list | None = None  # per body, from a scene file (see io.scene_loader)
         self.time = 0.0
         self.step_count = 0
 
@@ -636,18 +615,16 @@ class Scene:
         joint = self._builder.check_joint(joint)
         mode = self._builder.joints[joint].mode
         values = check_targets(target, self._n_worlds, mode)
-        if not self._is_built():
+        if self._is_built():
+            transfer.write_joint_target(self._context(), joint, values.astype(np.float32))
+        else:
             self._pending_targets[joint] = values  # applied when the arrays are built
-            return
-        transfer.write_joint_target(self._context(), joint, values.astype(np.float32))
 
     def _joint_targets(self, joint: int) -> np.ndarray:
         """(n_worlds,) float64: `joint`'s motor target in every world, as the next step
         reads it (the device's, the one waiting for the build, or the joint's own)."""
         if self._is_built():
-            n = self._n_worlds * self.n_joints
-            targets = self._context().pool.joints.read({"target": n})["target"]
-            return targets.reshape(self._n_worlds, self.n_joints)[:, joint].astype(np.float64)
+            return readout.joint_targets(self._context(), joint)
         if joint in self._pending_targets:
             return np.asarray(self._pending_targets[joint], np.float64)
         return np.full(self._n_worlds, float(self._builder.joints[joint].target))
@@ -680,14 +657,9 @@ class Scene:
                 raise ValueError(
                     f"joint {joint}'s target {largest:g} is beyond what a {control_mode} "
                     f"motor may be given (+-{limit:g}); set_joint_target first")
-        j = self._builder.set_motor(joint, control_mode, pid, max_effort)
-        binding = self._binding
-        if binding.model is not None and binding.n_joints == self.n_joints:
-            joints = binding.model["joints"]  # what a reload of the model uploads
-            joints["mode"][joint], joints["pid"][joint] = j.mode, j.pid
-            joints["max_effort"][joint] = j.max_effort
-        if self._is_built():
-            transfer.write_joint_mode(self._context(), joint, j.mode, list(j.pid), j.max_effort)
+        motor = self._builder.set_motor(joint, control_mode, pid, max_effort)
+        if self._is_built():  # else the build takes the builder's motor
+            edits.upload_motor(self._context(), self._binding, joint, motor)
 
     @serialized
     def joint_anchors(self) -> np.ndarray:
@@ -787,16 +759,49 @@ class Scene:
             SimulationError: with on_fault="raise", a world's state went non-finite or absurd;
                 the scene keeps that state (restore a snapshot to go on).
         """
+        self._advance(dt, NO_PROFILE)
+
+    def profile(self, dt: float, steps: int = 1) -> StepProfile:
+        """Advance every world by `steps` steps of `dt` seconds as step() does, timing each
+        stage of each step: where a step's time goes (Box2D's b2Profile).
+
+        The stages run in the same order with the same results bit for bit as step()'s,
+        but each as launches of its own with the device synchronised before and after:
+        scenes whose substeps normally run in one launch (small worlds, a CPU team) add up
+        to more than their normal step's time. `fx2d bench --profile` prints it for the
+        benchmark scenes.
+
+        Args:
+            dt: the step, s, as in step().
+            steps: how many steps to profile, >= 1.
+
+        Returns:
+            StepProfile: ms per step of each stage ("find pairs", "colour", the substep's
+            stages of solver/stages.py summed over the substeps, "report", ...), averaged
+            over the steps, and the profiled steps' wall time.
+
+        Raises:
+            TypeError, ValueError: as step(), or steps not an int >= 1.
+        """
+        steps = as_count(steps, "steps")
+        timer = StageTimer()
+        start = time.perf_counter()
+        for _ in range(steps):
+            self._advance(dt, timer)
+        return timer.profile(steps, time.perf_counter() - start)
+
+    def _advance(self, dt, profile):
+        """step(dt), its stages timed into `profile` (solver/profile.py)."""
         dt = as_real(dt, "dt")
         if dt < MIN_DT:
             raise ValueError(f"dt must be >= {MIN_DT} s, got {dt}")
         dt = min(dt, MAX_DT)
         runtime.check_mapping_headroom()  # software Vulkan: a clear error, not a crash
         ctx = self._context(dt)
-        self._upload_forces(ctx)
+        edits.upload_forces(ctx, self._pending_forces)
         before = dataclasses.replace(self._cache)
         try:
-            run_step(ctx)
+            run_step(ctx, profile)
         except residency.CapacityError:
             # Refused in the broad phase, before the substeps: the poses, velocities and
             # forces (still pending on the device) are as they were; the cache goes back
@@ -835,7 +840,10 @@ class Scene:
         if self.n_bodies == 0:
             raise RuntimeError("the scene has no bodies")
         if not self._is_built():
-            self._rebuild()
+            # Bodies and joints that existed keep their state in every world.
+            self._binding.rebuild(self._builder, self._pending_targets)
+            self._pending_targets = {}
+            self._cell = self._builder.cell_size()
         binding = self._binding
         pool = residency.acquire(binding)
         n_slots = self._n_worlds * self.n_bodies
@@ -846,45 +854,10 @@ class Scene:
             cell_size=self._cell, cache=self._cache, grow=lambda: residency.acquire(binding),
             dt=dt, substeps=self.substeps,
             gravity=tuple(self._gravity.astype(np.float32).tolist()),
-            enable_sleep=self.enable_sleep, **self._binding.solver_flags)
+            enable_sleep=self.enable_sleep, **binding.solver_flags)
 
     def _is_built(self) -> bool:
-        binding = self._binding
-        return (binding.n_bodies == self.n_bodies and binding.n_joints == self.n_joints
-                and binding.n_filters == len(self._builder.no_collision))
-
-    def _rebuild(self):
-        """Device arrays for the current model; bodies and joints that existed keep their
-        state in every world, pairs and colours start over."""
-        binding, builder, w = self._binding, self._builder, self._n_worlds
-        # Refuse a layout the device cannot hold before building its host arrays (a scene of
-        # 10**8 worlds would fill the host first); a refused build changes nothing.
-        residency.check_fits(w, binding.needs(self.n_bodies, self.n_joints,
-                                              len(builder.no_collision)))
-        old = residency.current_state(binding).arrays if binding.n_bodies else None
-        binding.model = builder.build_model()
-        binding.solver_flags = solver_flags(binding.model["model"])
-        state = builder.initial_state(w)
-        if old is not None:
-            _keep_old_rows(state["bodies"], old["bodies"], w, binding.n_bodies, self.n_bodies)
-            _keep_old_rows(state["joints"], old["joints"], w, binding.n_joints, self.n_joints)
-        targets = state["joints"]["target"].reshape(w, self.n_joints)
-        for joint, values in self._pending_targets.items():
-            targets[:, joint] = values
-        self._pending_targets = {}
-        n_reported = 0
-        if old is not None and "reported" in old:
-            state["reported"] = _renumbered_reported(old["reported"], w, binding.n_bodies,
-                                                     self.n_bodies)
-            n_reported = len(state["reported"]["body_a"])
-        binding.saved = Snapshot(state)
-        binding.n_bodies, binding.n_joints = self.n_bodies, self.n_joints
-        binding.n_filters = len(builder.no_collision)
-        self._cell = builder.cell_size()
-        binding.fingerprint = None
-        self._cache.forget_pairs()
-        self._cache.n_reported = n_reported  # sleeping bodies keep their contacts
-        residency.release(binding)
+        return self._binding.matches(self._builder)
 
     # ------------------------------------------------------------------ forces
     @serialized
@@ -914,18 +887,6 @@ class Scene:
         self._pending_forces[body] = add_forces(self._pending_forces.get(body, (0.0, 0.0)),
                                                 f, t, body)
 
-    def _upload_forces(self, ctx: StepContext):
-        if not self._pending_forces:
-            return
-        bodies = np.array(sorted(self._pending_forces), np.int32)
-        w, nb = self._n_worlds, self.n_bodies
-        slots = (np.arange(w, dtype=np.int32)[:, None] * nb + bodies[None, :]).reshape(-1)
-        forces = np.stack([self._pending_forces[b][0] for b in bodies], axis=1).reshape(-1, 2)
-        torques = np.stack([self._pending_forces[b][1] for b in bodies], axis=1).reshape(-1)
-        transfer.scatter_forces(ctx, slots, forces.astype(np.float32),
-                                torques.astype(np.float32))
-        self._pending_forces.clear()
-
     # ------------------------------------------------------------------ state
     @serialized
     def get_state(self) -> State:
@@ -934,16 +895,7 @@ class Scene:
         Raises:
             RuntimeError: the scene has no bodies.
         """
-        w, nb = self._n_worlds, self.n_bodies
-        names = ("position", "angle", "velocity", "angular_velocity", "sleeping")
-        state = self._context().pool.bodies.read(dict.fromkeys(names, w * nb))
-        return State(
-            position=state["position"].reshape(w, nb, 2).astype(np.float64),
-            angle=state["angle"].reshape(w, nb).astype(np.float64),
-            velocity=state["velocity"].reshape(w, nb, 2).astype(np.float64),
-            angular_velocity=state["angular_velocity"].reshape(w, nb).astype(np.float64),
-            sleeping=state["sleeping"].reshape(w, nb).astype(bool),
-        )
+        return readout.body_state(self._context())
 
     @serialized
     def set_state(self, state: State):
@@ -970,16 +922,7 @@ class Scene:
         if not isinstance(state, State):
             raise TypeError(f"state must be a fx2d_gpu.State, got {type(state).__name__}")
         arrays = check_state(state, self._n_worlds, self.n_bodies)
-        n = self._n_worlds * self.n_bodies
-        transfer.write_state(
-            self._context(), arrays["position"].reshape(n, 2).astype(np.float32),
-            arrays["angle"].reshape(n).astype(np.float32),
-            arrays["velocity"].reshape(n, 2).astype(np.float32),
-            arrays["angular_velocity"].reshape(n).astype(np.float32),
-            arrays["sleeping"].reshape(n).astype(np.int32))
-        self._cache.contacts_current = False
-        self._cache.forget_events()
-        self._cache.state_set = True  # resting contacts are checked again (reporting.py)
+        edits.write_state(self._context(), arrays)
 
     # ------------------------------------------------------------------ snapshots
     @serialized
@@ -1008,7 +951,7 @@ class Scene:
             snapshot: from snapshot() or SceneSnapshot.load.
 
         The snapshot is checked whole before anything changes (a snapshot is untrusted input:
-        see snapshots.check_snapshot): its layout and fingerprint, step cache, clock, every
+        see state_files.check_snapshot): its layout and fingerprint, step cache, clock, every
         array's dtype, shape and values, and the forces.
 
         Raises:
@@ -1057,18 +1000,6 @@ class Scene:
         self._pending_forces = forces
 
     # ------------------------------------------------------------------ contacts
-    def _current_contacts(self):
-        """(Manifolds group, pair count) of the candidate pairs at the current poses: the
-        last step's, or, after set_state, a broad and narrow phase (exact, no margins) into
-        the scratch group, which no later step reads: a query never changes the
-        simulation."""
-        ctx = self._context()
-        if self._cache.contacts_current:
-            return ctx.pool.manifolds, self._cache.n_pairs
-        n_pairs = find_candidate_pairs(ctx, into="staging")
-        compute_manifolds(ctx, n_pairs, 0.0, into="staging")
-        return ctx.pool.staging, n_pairs
-
     @serialized
     def contacts(self, world: int | None = 0) -> Contacts:
         """The pairs of bodies touching, one row per pair, sorted by (world, body_a, body_b).
@@ -1087,49 +1018,8 @@ class Scene:
             ValueError: `world` out of range.
         """
         if world is not None:
-            world = self._check_world(world)
-        ctx = self._context()
-        if self._cache.contacts_current:
-            manifolds, n = ctx.pool.reported, self._cache.n_reported
-        else:
-            manifolds, n = self._current_contacts()
-        fields = manifolds.read(dict.fromkeys(_CONTACT_FIELDS, n))
-        if self._cache.contacts_current:
-            keep = np.arange(n)
-        else:
-            keep = np.nonzero(fields["point_count"] > 0)[0]
-        a = fields["body_a"][keep].astype(np.int64)
-        b = fields["body_b"][keep].astype(np.int64)
-        nb = self.n_bodies
-        if not self._cache.contacts_current:  # the broad phase's order: sort
-            order = np.lexsort((b, a))
-            keep, a, b = keep[order], a[order], b[order]
-        if world is not None:
-            mine = a // nb == world
-            keep, a, b = keep[mine], a[mine], b[mine]
-
-        def rows(name, dtype):
-            return fields[name][keep].astype(dtype)
-
-        sensor = self._binding.model["model"]["sensor"].astype(bool)
-        count = rows("point_count", np.int64)
-        used = np.arange(MAX_MANIFOLD_POINTS)[None, :] < count[:, None]
-
-        def impulses(name):  # 0 for points past the count, and when no step led here
-            if not self._cache.contacts_current:
-                return np.zeros((len(keep), MAX_MANIFOLD_POINTS))
-            return np.where(used, rows(name, np.float64), 0.0)
-
-        return Contacts(
-            world=a // nb, body_a=a % nb, body_b=b % nb,
-            normal=rows("normal", np.float64),
-            point_count=count, points=rows("point", np.float64),
-            depths=rows("depth", np.float64),
-            features=rows("feature", np.int64),
-            normal_impulse=impulses("total_normal_impulse"),
-            tangent_impulse=impulses("total_tangent_impulse"),
-            sensor=sensor[a % nb] | sensor[b % nb], n_worlds=self._n_worlds,
-        )
+            world = as_index(world, "world", self._n_worlds, "worlds")
+        return readout.contacts(self._context(), self._sensors(), world)
 
     @serialized
     def contact_events(self) -> ContactEvents:
@@ -1139,34 +1029,18 @@ class Scene:
         (world, body_a, body_b). A pair that stays in contact, asleep or awake, begins once.
         Empty before the first step and after set_state.
         """
-        ctx = self._context()
-        events, cache, nb = ctx.pool.events, self._cache, self.n_bodies
-        sensor = self._binding.model["model"]["sensor"].astype(bool)
-
-        lists = events.read({"begin_a": cache.n_begin_events, "begin_b": cache.n_begin_events,
-                             "end_a": cache.n_end_events, "end_b": cache.n_end_events})
-
-        def listed(kind):
-            a, b = (lists[f"{kind}_{end}"].astype(np.int64) for end in ("a", "b"))
-            return ContactEventList(world=a // nb, body_a=a % nb, body_b=b % nb,
-                                    sensor=sensor[a % nb] | sensor[b % nb],
-                                    n_worlds=self._n_worlds)
-
-        return ContactEvents(begin=listed("begin"), end=listed("end"))
+        return readout.contact_events(self._context(), self._sensors())
 
     @serialized
     def candidate_pairs(self) -> np.ndarray:
         """The last broad phase's candidate pairs: a (k, 3) int64 array of (world, body_a, body_b),
         body_a < body_b.
         """
-        manifolds, n = self._current_contacts()
-        pairs = manifolds.read({"body_a": n, "body_b": n})
-        a, b = pairs["body_a"].astype(np.int64), pairs["body_b"].astype(np.int64)
-        nb = self.n_bodies
-        return np.stack([a // nb, a % nb, b % nb], axis=1)
+        return readout.candidate_pairs(self._context())
 
-    def _check_world(self, world) -> int:
-        return as_index(world, "world", self._n_worlds, "worlds")
+    def _sensors(self) -> np.ndarray:
+        """(n_bodies,) bool: which bodies are sensors (of the built model)."""
+        return self._binding.model["model"]["sensor"].astype(bool)
 
     # ------------------------------------------------------------------ filtering and removal
     @serialized
@@ -1193,21 +1067,10 @@ class Scene:
         self._upload_filters([body])
 
     def _upload_filters(self, rows):
-        """The builder's collision filters of bodies `rows` into the model a reload uploads
-        and, once built, onto the device (one launch for all of them)."""
-        rows = np.asarray(rows, np.int64)
-        bodies = [self._builder.bodies[r] for r in rows]
-        groups = np.array([b.collision_group for b in bodies], np.int32)
-        categories = np.array([b.category_bits for b in bodies], np.uint32).view(np.int32)
-        masks = np.array([b.mask_bits for b in bodies], np.uint32).view(np.int32)
-        if self._binding.model is not None and self._binding.n_bodies == self.n_bodies:
-            model = self._binding.model["model"]
-            model["collision_group"][rows] = groups
-            model["category_bits"][rows], model["mask_bits"][rows] = categories, masks
+        """The builder's collision filters of bodies `rows` onto a built scene (else the
+        build takes them)."""
         if self._is_built():
-            transfer.write_filters(self._context(), rows.astype(np.int32), groups,
-                                   categories, masks)
-            self._cache.pairs_fat = False  # the filter decides pairs: find them afresh
+            edits.upload_filters(self._context(), self._binding, self._builder, rows)
 
     @serialized
     def set_enabled(self, bodies, enabled: bool, world=None):
@@ -1228,10 +1091,9 @@ class Scene:
             ValueError: no bodies given, or an index out of range.
         """
         enabled = as_bool(enabled, "enabled")
-        indices = self._body_list(bodies)
-        worlds = self._world_list(world)
-        slots = (worlds[:, None] * self.n_bodies + indices[None, :]).reshape(-1)
-        transfer.write_enabled(self._context(), slots.astype(np.int32), enabled)
+        indices = spatial_queries.body_indices(bodies, self.n_bodies)
+        worlds = spatial_queries.world_indices(world, self._n_worlds)
+        edits.write_enabled(self._context(), indices, worlds, enabled)
 
     @serialized
     def remove_body(self, body: int):
@@ -1249,9 +1111,7 @@ class Scene:
     @serialized
     def enabled(self) -> np.ndarray:
         """(n_worlds, n_bodies) bool: which bodies take part in each world (see set_enabled)."""
-        n = self._n_worlds * self.n_bodies
-        flags = self._context().pool.bodies.read({"enabled": n})["enabled"]
-        return flags.reshape(self._n_worlds, self.n_bodies).astype(bool)
+        return readout.enabled_flags(self._context())
 
     @serialized
     def add_group(self, name: str, bodies, self_collide: bool = False):
@@ -1270,7 +1130,7 @@ class Scene:
             TypeError: name is not a str, self_collide not a bool, or an index not an int.
             ValueError: the name is already used, no bodies given, or an index out of range.
         """
-        members = self._body_list(bodies)
+        members = spatial_queries.body_indices(bodies, self.n_bodies)
         group = self._builder.add_group(name, members, as_bool(self_collide, "self_collide"))
         if group is not None:
             for body in members:
@@ -1313,40 +1173,7 @@ class Scene:
         self.set_enabled(members, False)
         self._builder.forget_group(name)
 
-    def _body_list(self, bodies) -> np.ndarray:
-        values = np.atleast_1d(np.asarray(bodies))
-        if values.ndim != 1 or values.size == 0:
-            raise ValueError(f"bodies must be a body index or a non-empty sequence of them, "
-                             f"got {bodies!r}")
-        return np.array([self._builder.check_body(v.item() if hasattr(v, "item") else v,
-                                                  "bodies") for v in values], np.int64)
-
-    def _world_list(self, world) -> np.ndarray:
-        if world is None:
-            return np.arange(self._n_worlds)
-        values = np.atleast_1d(np.asarray(world))
-        if values.ndim != 1 or values.size == 0:
-            raise ValueError(f"world must be None, an index or a sequence of them, got {world!r}")
-        return np.array([self._check_world(v.item()) for v in values], np.int64)
-
     # ------------------------------------------------------------------ queries
-    def _rays(self, origins, directions, max_distance):
-        """Checked rays: (n_rays, flat origins, unit directions (n_worlds * n_rays, 2),
-        limits (n_worlds * n_rays,))."""
-        w = self._n_worlds
-        origins = queries.batch_vectors(origins, "origins", w)
-        directions = queries.batch_vectors(directions, "directions", w)
-        limits = queries.batch_scalars(max_distance, "max_distance", w)
-        if np.any(limits <= 0.0) or np.any(limits > shapes.FLOAT32_MAX):
-            raise ValueError("max_distance must be > 0 (and within float32's range)")
-        length = np.hypot(directions[..., 0], directions[..., 1])
-        if np.any(length == 0.0):
-            raise ValueError("directions must not be zero")
-        n, (origins, directions, limits) = queries.broadcast(
-            w, origins=origins, directions=directions / length[..., None],
-            max_distance=limits)
-        return n, origins.reshape(-1, 2), directions.reshape(-1, 2), limits.reshape(-1)
-
     @serialized
     def ray_cast(self, origins, directions, max_distance, *, sensors: bool = False) -> RayHits:
         """The nearest body each ray hits, in every world (see RayHits).
@@ -1370,20 +1197,8 @@ class Scene:
             ValueError: an argument of the wrong shape, not finite or out of range (named in
                 the message).
         """
-        sensors = as_bool(sensors, "sensors")
-        n, origins, directions, limits = self._rays(origins, directions, max_distance)
-        w = self._n_worlds
-        if n == 0:
-            return RayHits(np.zeros((w, 0), np.int64), np.zeros((w, 0)), np.zeros((w, 0, 2)),
-                           np.zeros((w, 0, 2)))
-        ctx = self._context()
-        body, distance, normal = queries.ray_cast(ctx, origins, directions, limits, sensors)
-        miss = body < 0
-        point = origins + np.where(miss, 0.0, distance)[:, None] * directions
-        point[miss] = np.nan
-        normal[miss] = np.nan
-        return RayHits(body.reshape(w, n), distance.reshape(w, n), point.reshape(w, n, 2),
-                       normal.reshape(w, n, 2))
+        return spatial_queries.ray_cast(self._context, self._n_worlds, origins, directions,
+                                        max_distance, sensors)
 
     @serialized
     def ray_cast_all(self, origins, directions, max_distance, *,
@@ -1409,29 +1224,8 @@ class Scene:
             ValueError: an argument of the wrong shape, not finite or out of range (named in
                 the message).
         """
-        sensors = as_bool(sensors, "sensors")
-        n, origins, directions, limits = self._rays(origins, directions, max_distance)
-        if n == 0:
-            empty = np.zeros(0, np.int64)
-            return RayHitList(empty, empty, empty, np.zeros(0), np.zeros((0, 2)),
-                              np.zeros((0, 2)), self._n_worlds, 0)
-        ctx = self._context()
-        ray, body, distance, normal = queries.ray_cast(ctx, origins, directions, limits,
-                                                       sensors, every=True)
-        point = origins[ray] + distance[:, None] * directions[ray]
-        return RayHitList(ray // n, ray % n, body, distance, point, normal, self._n_worlds, n)
-
-    def _overlaps(self, vertices, count, skins, n: int, sensors: bool) -> Overlaps:
-        """Overlaps of n queries per world: cores vertices (n_worlds, n, k, 2) m of `count`
-        vertices, skins (n_worlds, n) m."""
-        w = self._n_worlds
-        if n == 0:
-            empty = np.zeros(0, np.int64)
-            return Overlaps(empty, empty, empty, w, 0)
-        ctx = self._context()
-        query, body = queries.overlap(ctx, vertices.reshape(w * n, -1, 2),
-                                      np.full(w * n, count), skins.reshape(-1), sensors)
-        return Overlaps(query // n, query % n, body, w, n)
+        return spatial_queries.ray_cast_all(self._context, self._n_worlds, origins, directions,
+                                            max_distance, sensors)
 
     @serialized
     def query_point(self, points, *, sensors: bool = False) -> Overlaps:
@@ -1450,10 +1244,7 @@ class Scene:
             ValueError: an argument of the wrong shape, not finite or out of range (beyond
                 +-shapes.MAX_COORDINATE for coordinates; named in the message).
         """
-        sensors = as_bool(sensors, "sensors")
-        w = self._n_worlds
-        n, (points,) = queries.broadcast(w, points=queries.batch_vectors(points, "points", w))
-        return self._overlaps(points[:, :, None, :], 1, np.zeros((w, n)), n, sensors)
+        return spatial_queries.query_point(self._context, self._n_worlds, points, sensors)
 
     @serialized
     def query_aabb(self, lower, upper, *, sensors: bool = False) -> Overlaps:
@@ -1477,16 +1268,7 @@ class Scene:
             ValueError: an argument of the wrong shape, not finite or out of range (beyond
                 +-shapes.MAX_COORDINATE for coordinates; named in the message).
         """
-        sensors = as_bool(sensors, "sensors")
-        w = self._n_worlds
-        n, (lower, upper) = queries.broadcast(
-            w, lower=queries.batch_vectors(lower, "lower", w),
-            upper=queries.batch_vectors(upper, "upper", w))
-        if np.any(lower > upper):
-            raise ValueError("lower must be <= upper on both axes")
-        corners = np.stack([lower, np.stack([upper[..., 0], lower[..., 1]], -1), upper,
-                            np.stack([lower[..., 0], upper[..., 1]], -1)], axis=2)
-        return self._overlaps(corners, 4, np.zeros((w, n)), n, sensors)
+        return spatial_queries.query_aabb(self._context, self._n_worlds, lower, upper, sensors)
 
     @serialized
     def overlap_shape(self, shape: shapes.Shape, position, angle=0.0, *,
@@ -1514,16 +1296,8 @@ class Scene:
             ValueError: an argument of the wrong shape, not finite or out of range (beyond
                 +-shapes.MAX_COORDINATE for position; named in the message).
         """
-        if not isinstance(shape, shapes.Shape):
-            raise TypeError(f"shape must be a fx2d_gpu.shapes.Shape, got "
-                            f"{type(shape).__name__}")
-        sensors = as_bool(sensors, "sensors")
-        w = self._n_worlds
-        n, (position, angle) = queries.broadcast(
-            w, position=queries.batch_vectors(position, "position", w),
-            angle=queries.batch_scalars(angle, "angle", w))
-        vertices, count, skin = queries.shape_cores(shape, position, angle)
-        return self._overlaps(vertices, count, np.full((w, n), skin), n, sensors)
+        return spatial_queries.overlap_shape(self._context, self._n_worlds, shape, position,
+                                             angle, sensors)
 
     # ------------------------------------------------------------------ copies and pickling
     @serialized
@@ -1573,37 +1347,3 @@ def _count_rows(positions) -> int:
 
 def _position(position) -> np.ndarray:
     return as_vector2(position, "position", MAX_COORDINATE)
-
-
-def solver_flags(model: dict) -> dict:
-    """StepContext's flags that follow from the model (group `model` of build_model):
-    has_bullets, and immovable_sweep (the dynamic bodies' masses differ by more than
-    contacts.IMMOVABLE_SWEEP_RATIO)."""
-    inverse = model["inv_mass"][model["inv_mass"] > 0.0]
-    uneven = bool(len(inverse)) and float(inverse.max()) > IMMOVABLE_SWEEP_RATIO * float(
-        inverse.min())
-    return {"has_bullets": bool(model["bullet"].any()), "immovable_sweep": uneven}
-
-
-def _keep_old_rows(new: dict, old: dict, n_worlds: int, old_rows: int, rows: int):
-    """Copy each world's first old_rows rows (bodies or joints) of the old arrays into the
-    new layout of `rows` per world (island labels are slots: renumbered to the new layout)."""
-    for key, value in old.items():
-        if key == "island":
-            value = (value.reshape(n_worlds, old_rows) % max(old_rows, 1)
-                     + rows * np.arange(n_worlds)[:, None]).ravel()
-        target = new[key].reshape(n_worlds, rows, *new[key].shape[1:])
-        target[:, :old_rows] = value.reshape(n_worlds, old_rows, *value.shape[1:])
-
-
-def _renumbered_reported(old: dict, n_worlds: int, old_rows: int, rows: int) -> dict:
-    """The reported contacts (saved fields of pool.reported) in a layout of `rows` bodies
-    per world instead of old_rows: body slots renumbered (the order stays sorted), each
-    lower slot's range counted again."""
-    new = {key: value.copy() for key, value in old.items() if key != "pair_start"}
-    for key in ("body_a", "body_b"):
-        slots = old[key].astype(np.int64)
-        new[key] = (slots // old_rows * rows + slots % old_rows).astype(np.int32)
-    counts = np.bincount(new["body_a"], minlength=n_worlds * rows)
-    new["pair_start"] = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
-    return new

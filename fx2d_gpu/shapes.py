@@ -7,8 +7,8 @@ origin at the centre of mass of shapes with area; edges and chains stay where th
 given.
 
 Everything here runs on the host in NumPy float64, once per added body; the results go to
-the device when the scene is built. The as_* functions check inputs: they raise TypeError
-or ValueError naming the argument.
+the device when the scene is built. Inputs are checked by fx2d_gpu.checks' rules: a bad
+one raises TypeError or ValueError naming the argument.
 """
 
 from __future__ import annotations
@@ -19,12 +19,18 @@ from functools import cached_property
 
 import numpy as np
 
+from . import checks
+from .checks import as_points, as_real, as_reals, as_vector2, as_vectors2
+from .enums import SHAPE_CAPSULE, SHAPE_CHAIN, SHAPE_CIRCLE, SHAPE_EDGE, SHAPE_POLYGON
+from .enums import SHAPE_NONE as SHAPE_NONE  # public here with the other kinds (Shape.kind)
+
 # (Each constant's docstring follows it: the API reference shows it.)
 MIN_SIZE = 1e-5
 """Smallest circle radius, capsule radius or box side, m: below it float32 contact geometry
 and inertia (m r², ~1e-23 kg m² here) lose their meaning."""
-FLOAT32_MAX = 3.4e38
-"""Largest magnitude of any input number: float32's range on the device."""
+FLOAT32_MAX = checks.FLOAT32_MAX
+"""Largest magnitude of any input number: float32's range on the device (the bound of
+every number fx2d_gpu.checks takes)."""
 MAX_COORDINATE = 1e15
 """Largest coordinate the engine simulates, m: beyond it a body would leave collision (its
 grid cells past 32-bit range). Inputs beyond it are refused; a state beyond it after a step
@@ -35,19 +41,6 @@ in a substep. Inputs beyond it are refused; a state beyond it after a step is a 
 MAX_POLYGON_VERTICES = 8
 """Most vertices a convex polygon may have (Box2D uses the same bound)."""
 
-SHAPE_NONE = 0
-"""Shape kind code (device side) of a body with no collision shape (added with
-collides=False): it never collides or answers a query."""
-SHAPE_CIRCLE = 1
-"""Shape.kind of a circle: a point core and its radius."""
-SHAPE_POLYGON = 2
-"""Shape.kind of a convex polygon (a box is one), sharp or rounded by its radius."""
-SHAPE_CAPSULE = 3
-"""Shape.kind of a capsule: a segment core along local x and its radius."""
-SHAPE_EDGE = 4
-"""Shape.kind of an edge: a two-sided segment with no skin (static level geometry)."""
-SHAPE_CHAIN = 5
-"""Shape.kind of one link (segment) of a chain: one-sided static terrain (see chain)."""
 AREALESS_KINDS = (SHAPE_EDGE, SHAPE_CHAIN)
 """Shape kinds with no area: static level geometry only (no mass, no inertia)."""
 
@@ -145,167 +138,6 @@ class Shape:
         return SHAPE_POLYGON
 
 
-def _real_array(value, name: str, what: str) -> np.ndarray:
-    """`value` as a new float64 array, if it holds ints or floats: TypeError (saying `what`
-    was expected) for strings, complex numbers, bools, objects and ragged sequences, which
-    a float conversion would turn into numbers (\"1\" -> 1.0) or truncate (1+5j -> 1.0)."""
-    try:
-        raw = np.asarray(value)
-    except ValueError:
-        raise TypeError(f"{name} must be {what}, got a ragged sequence") from None
-    if raw.dtype.kind not in "iuf":
-        # An array's dtype, not its repr: a million strings would fill the message.
-        got = (f"an array of dtype {raw.dtype}" if isinstance(value, np.ndarray) or raw.size > 8
-               else repr(value))
-        raise TypeError(f"{name} must be {what}, got {got}")
-    return raw.astype(np.float64)
-
-
-def as_vector2(value, name: str, limit: float = FLOAT32_MAX) -> np.ndarray:
-    """Check a 2-vector: `value` as a (2,) float64 array, components finite and within +-limit.
-
-    Args:
-        value (array_like): two numbers.
-        name: the argument's name, for the error messages.
-        limit: the bound on each component's magnitude (float32's range by default).
-
-    Returns:
-        A new (2,) float64 array.
-
-    Raises:
-        TypeError: `value` is not a pair of numbers.
-        ValueError: `value` has another shape, is not finite, or is beyond the limit.
-    """
-    arr = _real_array(value, name, "a pair of numbers")
-    if arr.shape != (2,):
-        raise ValueError(f"{name} must have 2 components, got shape {arr.shape}")
-    # Two Python floats: a scene file calls this for every body, and NumPy's reductions
-    # cost microseconds each on two numbers.
-    x, y = float(arr[0]), float(arr[1])
-    if not (math.isfinite(x) and math.isfinite(y)):
-        raise ValueError(f"{name} must be finite, got {value!r}")
-    if max(abs(x), abs(y)) > FLOAT32_MAX:
-        raise ValueError(f"{name} must be within float32's range (|x| <= {FLOAT32_MAX:g}), "
-                         f"got {value!r}")
-    if max(abs(x), abs(y)) >= limit:
-        raise ValueError(f"{name} must be within +-{limit:g}, got {value!r}")
-    return arr
-
-
-def as_real(value, name: str, *, minimum: float | None = None, positive: bool = False,
-            limit: float = FLOAT32_MAX) -> float:
-    """Check a number: `value` as a finite float within +-limit.
-
-    Args:
-        value (float): a number (a bool is not one).
-        name: the argument's name, for the error messages.
-        minimum: if given, the least value allowed.
-        positive: require value > 0.
-        limit: the bound on its magnitude (float32's range by default).
-
-    Raises:
-        TypeError: `value` is not a number.
-        ValueError: `value` is not finite, beyond the limit, not positive (if required) or
-            below the minimum.
-    """
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise TypeError(f"{name} must be a number, got {type(value).__name__}")
-    value = float(value)
-    if not np.isfinite(value):
-        raise ValueError(f"{name} must be finite, got {value}")
-    if abs(value) > FLOAT32_MAX:
-        raise ValueError(f"{name} must be within float32's range (|x| <= {FLOAT32_MAX:g}), "
-                         f"got {value}")
-    if abs(value) >= limit:
-        raise ValueError(f"{name} must be within +-{limit:g}, got {value}")
-    if positive and value <= 0.0:
-        raise ValueError(f"{name} must be positive, got {value}")
-    if minimum is not None and value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
-    return value
-
-
-def as_reals(values, name: str, n: int, *, minimum: float | None = None,
-             positive: bool = False, limit: float = FLOAT32_MAX) -> np.ndarray:
-    """Check n numbers: (n,) float64 from one number (for all n) or n numbers.
-
-    Each is held to as_real's rules (`minimum`, `positive`, `limit`); the first that breaks
-    one raises as_real's error, named `name[i]`.
-
-    Args:
-        values (float | array_like): one number or (n,).
-        name: the argument's name, for the error messages.
-        n: how many numbers.
-        minimum: if given, the least value allowed.
-        positive: require every value > 0.
-        limit: the bound on their magnitude.
-
-    Raises:
-        TypeError: values are not numbers.
-        ValueError: values of another shape, or a value that breaks a rule.
-    """
-    if np.ndim(values) == 0:
-        return np.full(n, as_real(values, name, minimum=minimum, positive=positive,
-                                  limit=limit))
-    array = as_numbers(values, name, (n,))
-    ok = np.isfinite(array) & (np.abs(array) <= FLOAT32_MAX) & (np.abs(array) < limit)
-    if positive:
-        ok &= array > 0.0
-    if minimum is not None:
-        ok &= array >= minimum
-    for i in np.flatnonzero(~ok)[:1]:
-        as_real(float(array[i]), f"{name}[{i}]", minimum=minimum, positive=positive,
-                limit=limit)
-    return array
-
-
-def as_vectors2(values, name: str, n: int, limit: float = FLOAT32_MAX) -> np.ndarray:
-    """Check n 2-vectors: (n, 2) float64 from one pair (for all n) or n pairs.
-
-    Each is held to as_vector2's rules; the first that breaks one raises as_vector2's error,
-    named `name[i]`.
-
-    Args:
-        values (array_like): one pair, (2,), or (n, 2).
-        name: the argument's name, for the error messages.
-        n: how many pairs.
-        limit: the bound on each component's magnitude.
-
-    Raises:
-        TypeError: values are not numbers, or ragged.
-        ValueError: values of another shape, or a pair that breaks a rule.
-    """
-    try:
-        shape = np.shape(values)
-    except ValueError:
-        raise TypeError(f"{name} must be a pair of numbers or ({n}, 2) numbers") from None
-    if shape == (2,):
-        return np.tile(as_vector2(values, name, limit), (n, 1))
-    array = as_numbers(values, name, (n, 2))
-    ok = (np.isfinite(array) & (np.abs(array) <= FLOAT32_MAX) & (np.abs(array) < limit)).all(1)
-    for i in np.flatnonzero(~ok)[:1]:
-        as_vector2(array[i], f"{name}[{i}]", limit)
-    return array
-
-
-def as_numbers(values, name: str, shape: tuple) -> np.ndarray:
-    """Check an array of numbers: a float64 copy of `values`, of exactly `shape`.
-
-    Args:
-        values (array_like): ints or floats (not bools).
-        name: the argument's name, for the error messages.
-        shape: the shape required.
-
-    Raises:
-        TypeError: values are not numbers, or ragged.
-        ValueError: values of another shape.
-    """
-    array = _real_array(values, name, "numbers")
-    if array.shape != shape:
-        raise ValueError(f"{name} must be one value or have shape {shape}, got {array.shape}")
-    return array
-
-
 def circle(radius: float, center=(0.0, 0.0)) -> Shape:
     """A circle of `radius`, its centre at `center` in the body frame.
 
@@ -320,6 +152,20 @@ def circle(radius: float, center=(0.0, 0.0)) -> Shape:
     radius = as_real(radius, "radius", minimum=MIN_SIZE)
     empty = np.zeros((0, 2))
     return Shape(SHAPE_CIRCLE, radius, as_vector2(center, "center"), empty, empty)
+
+
+def rotation(angle) -> np.ndarray:
+    """The matrix that turns body-frame vectors by `angle` (rad, counter-clockwise) into the
+    world frame: (2, 2) for one angle, (..., 2, 2) for an array of angles (shape (...)).
+
+    One angle is computed in Python floats, so a body's pose is turned the same to the bit
+    wherever the host does it (the builder's joint anchors, the scene-file loader).
+    """
+    if np.ndim(angle) == 0:
+        c, s = math.cos(angle), math.sin(angle)
+        return np.array([[c, -s], [s, c]])
+    c, s = np.cos(angle), np.sin(angle)
+    return np.stack([np.stack([c, -s], axis=-1), np.stack([s, c], axis=-1)], axis=-2)
 
 
 def _next(values: np.ndarray) -> np.ndarray:
@@ -346,27 +192,6 @@ def polygon_area_centroid(vertices: np.ndarray) -> tuple[float, np.ndarray]:
     return float(area), centroid
 
 
-def as_points(points, name: str) -> np.ndarray:
-    """Check a list of points: (k, 2) float64, finite and within +-MAX_COORDINATE.
-
-    Args:
-        points (array_like): a sequence of (x, y) pairs.
-        name: the argument's name, for the error messages.
-
-    Raises:
-        TypeError: points are not numbers.
-        ValueError: points not of shape (k, 2), not finite, or beyond MAX_COORDINATE.
-    """
-    array = _real_array(points, name, "a sequence of (x, y) pairs")
-    if array.ndim != 2 or array.shape[1] != 2:
-        raise ValueError(f"{name} must have shape (k, 2), got {array.shape}")
-    if not np.all(np.isfinite(array)):
-        raise ValueError(f"{name} must be finite")
-    if len(array) and np.abs(array).max() >= MAX_COORDINATE:
-        raise ValueError(f"{name} must be within +-{MAX_COORDINATE:g}")
-    return array
-
-
 def polygon(vertices, name: str = "vertices", radius=0.0) -> tuple[Shape, np.ndarray]:
     """Check a convex polygon, make it counter-clockwise and re-centre it on its centroid.
 
@@ -387,7 +212,7 @@ def polygon(vertices, name: str = "vertices", radius=0.0) -> tuple[Shape, np.nda
             strictly convex, or a negative radius.
     """
     radius = as_real(radius, "radius", minimum=0.0)
-    verts = as_points(vertices, name)
+    verts = as_points(vertices, name, MAX_COORDINATE)
     k = verts.shape[0]
     if not 3 <= k <= MAX_POLYGON_VERTICES:
         raise ValueError(f"{name} must have 3 to {MAX_POLYGON_VERTICES} vertices, got {k}")
@@ -602,7 +427,7 @@ def chain(points, loop: bool = False, name: str = "points") -> list[Shape]:
         ValueError: fewer than 3 points, consecutive points too close, or points not finite
             or beyond MAX_COORDINATE.
     """
-    pts = as_points(points, name)
+    pts = as_points(points, name, MAX_COORDINATE)
     if len(pts) < 3:
         raise ValueError(f"{name} must have at least 3 points, got {len(pts)}")
     ends = np.concatenate([pts, pts[:1]]) if loop else pts

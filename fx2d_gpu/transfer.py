@@ -1,16 +1,241 @@
-"""Kernels that take NumPy arrays from the host (ndarray arguments: compiled once), for
-Scene's writes between steps: applied forces, a new state, motor targets and modes."""
+"""Moving data between NumPy arrays on the host and the pool's fields on the device.
 
+Group transfers (write_groups, read_groups): any named fields of any groups (device.py)
+written or read in one kernel launch, for residency's loads and saves and Scene's reads.
+Scatter kernels: NumPy arrays taken as ndarray arguments (compiled once), for Scene's writes
+between steps: applied forces, a new state, motor targets and modes, enabled flags, filters.
+"""
+
+from typing import TYPE_CHECKING
+
+import numpy as np
 import taichi as ti
 
-_vec2 = ti.types.ndarray(dtype=ti.math.vec2, ndim=1)
-_f32 = ti.types.ndarray(dtype=ti.f32, ndim=1)
-_i32 = ti.types.ndarray(dtype=ti.i32, ndim=1)
+if TYPE_CHECKING:
+    from .device import FieldGroup
+
+_F32_ARRAY = ti.types.ndarray(dtype=ti.f32, ndim=1)
+_I32_ARRAY = ti.types.ndarray(dtype=ti.i32, ndim=1)
+_VEC2_ARRAY = ti.types.ndarray(dtype=ti.math.vec2, ndim=1)
+
+
+def write_groups(arrays: list[tuple["FieldGroup", dict[str, np.ndarray]]]):
+    """For each (group, {name: value}): the group's field name [:len(value)] = value and 0 in
+    the rest of it (a 0-d field takes one value). One kernel launch for all of them,
+    compiled once per set of groups and names: Taichi's from_numpy compiles a kernel for
+    every field it fills (~50 ms each with an empty offline cache, 40 of them in a small
+    scene's first step), and every kernel instance costs its compile."""
+    fields, values = [], []
+    for group, named in arrays:
+        for name, value in named.items():
+            field, value = getattr(group, name), np.asarray(value)
+            count = len(value) if field.shape else 1
+            if count > _entries(field) or value.size != count * _width(field):
+                raise ValueError(f"{type(group).__name__}.{name}: a value of shape "
+                                 f"{value.shape} does not fit the field's "
+                                 f"{(_entries(field),) + _element_shape(field)}")
+            fields.append(field)
+            values.append(value)
+    if not fields:
+        return
+    floats, ints, layout = _pack(fields, values, None)
+    _move_fields(*_template_of(arrays), floats, ints, layout, True)
+
+
+def read_groups(extents: list[tuple["FieldGroup", dict[str, int | None]]]
+                ) -> list[dict[str, np.ndarray]]:
+    """For each (group, {name: extent}): {name: a copy of the field's [:extent]} (the whole
+    field for None; a 0-d field's value as a 0-d array), NumPy arrays of the fields'
+    dtypes; one kernel launch for all of them (see write_groups)."""
+    fields, counts = [], []
+    for group, named in extents:
+        for name, extent in named.items():
+            field = getattr(group, name)
+            fields.append(field)
+            counts.append(_entries(field) if extent is None
+                          else min(int(extent), _entries(field)))
+    if not fields:
+        return [{} for _ in extents]
+    floats, ints, layout = _pack(fields, None, counts)
+    _move_fields(*_template_of(extents), floats, ints, layout, False)
+    out, f = [], 0
+    for _, named in extents:
+        values = {}
+        for name in named:
+            field = fields[f]
+            flat = floats if field.dtype == ti.f32 else ints
+            start, count = int(layout[2 * f]), int(layout[2 * f + 1])
+            value = flat[start:start + count * _width(field)]
+            values[name] = (value.reshape((count,) + _element_shape(field)).copy()
+                            if field.shape else np.array(value.reshape(_element_shape(field))))
+            f += 1
+        out.append(values)
+    return out
+
+
+def _template_of(entries) -> tuple[tuple, tuple]:
+    """The kernels' template arguments for [(group, {name: ...})]: the groups and, per
+    group, its names."""
+    return (tuple(group for group, _ in entries),
+            tuple(tuple(named) for _, named in entries))
+
+
+def _entries(field) -> int:
+    """Entries along a field's first dimension (1 for a 0-d field)."""
+    return field.shape[0] if field.shape else 1
+
+
+def _element_shape(field) -> tuple:
+    """The shape of one first-dimension entry of a field, as NumPy sees it."""
+    return tuple(field.shape[1:]) + ((field.n,) if hasattr(field, "n") else ())
+
+
+def _components(field) -> int:
+    """Numbers in one element of a field (a vector field's n, else 1)."""
+    return field.n if hasattr(field, "n") else 1
+
+
+def _columns(field) -> int:
+    """A 2-D field's second dimension (1 otherwise)."""
+    return field.shape[1] if len(field.shape) == 2 else 1
+
+
+def _width(field) -> int:
+    """Numbers in one first-dimension entry of a field."""
+    return int(np.prod(_element_shape(field), dtype=np.int64))
+
+
+def _pack(fields, values, counts):
+    """Flat float32 and int32 host arrays holding each field's value (values[f]; with
+    values None, zeros with room for counts[f] entries), each field in the array of its
+    dtype, one after the other, and layout: per field its offset in that array and its
+    entries."""
+    chunks = {np.float32: [], np.int32: []}
+    filled = {np.float32: 0, np.int32: 0}
+    layout = np.zeros(2 * len(fields), np.int32)
+    for f, field in enumerate(fields):
+        dtype = np.float32 if field.dtype == ti.f32 else np.int32
+        if values is None:
+            count = counts[f]
+            chunk = np.zeros(count * _width(field), dtype)
+        else:
+            value = np.asarray(values[f])
+            count = len(value) if field.shape else 1
+            chunk = value.astype(dtype, copy=False).reshape(-1)
+        chunks[dtype].append(chunk)
+        layout[2 * f], layout[2 * f + 1] = filled[dtype], count
+        filled[dtype] += chunk.size
+    # Taichi refuses an empty array argument: each holds at least one number.
+    floats = np.concatenate(chunks[np.float32] + [np.zeros(1, np.float32)])
+    ints = np.concatenate(chunks[np.int32] + [np.zeros(1, np.int32)])
+    return floats, ints, layout
+
+
+@ti.func
+def _fill_entry(field: ti.template(), flat: ti.template(), start, count, i):
+    """field's entry i (0-d: its value) = flat[start:...] if i < count (row-major,
+    components last), else 0."""
+    columns, components = ti.static(_columns(field), _components(field))
+    inside = i < count
+    for j in ti.static(range(columns)):
+        at = start + (i * columns + j) * components
+        for c in ti.static(range(components)):
+            value = ti.cast(0, field.dtype)
+            if inside:
+                value = flat[at + c]
+            _set(field, (i, j), c, value)
+
+
+@ti.func
+def _copy_entry(field: ti.template(), flat: ti.template(), start, count, i):
+    """flat[start:...] = field's entry i (0-d: its value) if i < count."""
+    columns, components = ti.static(_columns(field), _components(field))
+    if i < count:
+        for j in ti.static(range(columns)):
+            at = start + (i * columns + j) * components
+            for c in ti.static(range(components)):
+                flat[at + c] = _get(field, (i, j), c)
+
+
+@ti.func
+def _get(field: ti.template(), index: ti.template(), c: ti.template()):
+    """Component c of field's element `index` ((), (i, j) of which j is dropped for a 1-D
+    field)."""
+    value = ti.cast(0, field.dtype)
+    if ti.static(len(field.shape) == 0):
+        if ti.static(hasattr(field, "n")):
+            value = field[None][c]
+        else:
+            value = field[None]
+    elif ti.static(len(field.shape) == 1):
+        if ti.static(hasattr(field, "n")):
+            value = field[index[0]][c]
+        else:
+            value = field[index[0]]
+    else:
+        if ti.static(hasattr(field, "n")):
+            value = field[index][c]
+        else:
+            value = field[index]
+    return value
+
+
+@ti.func
+def _set(field: ti.template(), index: ti.template(), c: ti.template(), value):
+    """Component c of field's element `index` = value (index as in _get)."""
+    if ti.static(len(field.shape) == 0):
+        if ti.static(hasattr(field, "n")):
+            field[None][c] = value
+        else:
+            field[None] = value
+    elif ti.static(len(field.shape) == 1):
+        if ti.static(hasattr(field, "n")):
+            field[index[0]][c] = value
+        else:
+            field[index[0]] = value
+    else:
+        if ti.static(hasattr(field, "n")):
+            field[index][c] = value
+        else:
+            field[index] = value
+
+
+def _longest(groups, names) -> int:
+    """The most entries of the named fields of the groups."""
+    return max(_entries(getattr(group, name))
+               for group, group_names in zip(groups, names, strict=True)
+               for name in group_names)
+
+
+def _fields_of(groups, names) -> tuple:
+    """The named fields of the groups, in order (the order of _pack's layout)."""
+    return tuple(getattr(group, name) for group, group_names in zip(groups, names, strict=True)
+                 for name in group_names)
+
+
+# One loop over the longest field's entries, every field's entry in its body: on the CPU
+# each top-level loop is compiled as a function of its own, ~10 ms apiece even from the
+# offline cache, and a group has up to 24 fields.
+@ti.kernel
+def _move_fields(groups: ti.template(), names: ti.template(), floats: _F32_ARRAY,
+                 ints: _I32_ARRAY, layout: _I32_ARRAY, to_device: ti.template()):
+    """The named fields of the groups from the flat arrays (to_device: write_groups) or into
+    them (read_groups); layout as _pack makes it."""
+    fields = ti.static(_fields_of(groups, names))
+    for i in range(ti.static(_longest(groups, names))):
+        for f in ti.static(range(len(fields))):
+            field = ti.static(fields[f])
+            flat = ti.static(floats if field.dtype == ti.f32 else ints)
+            if i < ti.static(_entries(field)):
+                if ti.static(to_device):
+                    _fill_entry(field, flat, layout[2 * f], layout[2 * f + 1], i)
+                else:
+                    _copy_entry(field, flat, layout[2 * f], layout[2 * f + 1], i)
 
 
 @ti.kernel
-def _scatter_forces(bodies: ti.template(), serial: ti.template(), slots: _i32, forces: _vec2,
-                    torques: _f32):
+def _scatter_forces(bodies: ti.template(), serial: ti.template(), slots: _I32_ARRAY,
+                    forces: _VEC2_ARRAY, torques: _F32_ARRAY):
     ti.loop_config(serialize=serial)
     for i in range(slots.shape[0]):
         bodies.force[slots[i]] += forces[i]
@@ -28,8 +253,9 @@ def scatter_forces(ctx, slots, forces, torques):
 
 
 @ti.kernel
-def _write_state(bodies: ti.template(), serial: ti.template(), position: _vec2, angle: _f32,
-                 velocity: _vec2, angular_velocity: _f32, sleeping: _i32):
+def _write_state(bodies: ti.template(), serial: ti.template(), position: _VEC2_ARRAY,
+                 angle: _F32_ARRAY, velocity: _VEC2_ARRAY, angular_velocity: _F32_ARRAY,
+                 sleeping: _I32_ARRAY):
     ti.loop_config(serialize=serial)
     for slot in range(position.shape[0]):
         bodies.position[slot] = position[slot]
@@ -57,7 +283,7 @@ def _wake_joint_bodies(joints: ti.template(), bodies: ti.template(), joint, worl
 
 @ti.kernel
 def _write_joint_target(joints: ti.template(), bodies: ti.template(), serial: ti.template(),
-                        joint: ti.i32, n_joints: ti.i32, n_bodies: ti.i32, values: _f32):
+                        joint: ti.i32, n_joints: ti.i32, n_bodies: ti.i32, values: _F32_ARRAY):
     ti.loop_config(serialize=serial)
     for world in range(values.shape[0]):
         joints.target[world * n_joints + joint] = values[world]
@@ -86,12 +312,14 @@ def _write_joint_mode(joints: ti.template(), bodies: ti.template(), serial: ti.t
 def write_joint_mode(ctx, joint: int, mode: int, pid, max_effort: float):
     """A motor's mode, gains and effort limit; its PID restarts and its bodies wake in
     every world."""
-    _write_joint_mode(ctx.pool.joints, ctx.pool.bodies, ctx.serial, joint, ctx.n_joints,
-                      ctx.n_worlds, ctx.n_bodies, mode, pid, max_effort)
+    _write_joint_mode(joints=ctx.pool.joints, bodies=ctx.pool.bodies, serial=ctx.serial,
+                      joint=joint, n_joints=ctx.n_joints, n_worlds=ctx.n_worlds,
+                      n_bodies=ctx.n_bodies, mode=mode, pid=pid, max_effort=max_effort)
 
 
 @ti.kernel
-def _write_enabled(bodies: ti.template(), serial: ti.template(), slots: _i32, enabled: ti.i32):
+def _write_enabled(bodies: ti.template(), serial: ti.template(), slots: _I32_ARRAY,
+                   enabled: ti.i32):
     ti.loop_config(serialize=serial)
     for i in range(slots.shape[0]):
         slot = slots[i]
@@ -109,8 +337,8 @@ def write_enabled(ctx, slots, enabled: bool):
 
 @ti.kernel
 def _write_filters(model: ti.template(), bodies: ti.template(), serial: ti.template(),
-                   rows: _i32, n_worlds: ti.i32, n_bodies: ti.i32, groups: _i32,
-                   categories: _i32, masks: _i32):
+                   rows: _I32_ARRAY, n_worlds: ti.i32, n_bodies: ti.i32, groups: _I32_ARRAY,
+                   categories: _I32_ARRAY, masks: _I32_ARRAY):
     ti.loop_config(serialize=serial)
     for i in range(rows.shape[0]):
         body = rows[i]
@@ -127,5 +355,6 @@ def _write_filters(model: ti.template(), bodies: ti.template(), serial: ti.templ
 def write_filters(ctx, rows, groups, categories, masks):
     """The collision filters of model rows (k,) in every world (int32 arrays, the bits as
     int32); the bodies wake."""
-    _write_filters(ctx.pool.model, ctx.pool.bodies, ctx.serial, rows, ctx.n_worlds,
-                   ctx.n_bodies, groups, categories, masks)
+    _write_filters(model=ctx.pool.model, bodies=ctx.pool.bodies, serial=ctx.serial, rows=rows,
+                   n_worlds=ctx.n_worlds, n_bodies=ctx.n_bodies, groups=groups,
+                   categories=categories, masks=masks)

@@ -14,8 +14,9 @@ import sys
 
 import numpy as np
 
+from .enums import SHAPE_CIRCLE
 from .render import _PALETTE, _STATIC, default_bounds, drawn, visual_of
-from .shapes import AREALESS_KINDS, SHAPE_CIRCLE, outline
+from .shapes import AREALESS_KINDS, outline, rotation
 
 CIRCLE_SEGMENTS = 20
 
@@ -66,8 +67,7 @@ def build_mesh(scene, state, world=0, bounds=None, rect=(0.0, 0.0, 1.0, 1.0), as
         if visual is not None and visual["shape"] is not None:
             shape = visual["shape"]
         fill, edge = _body_colours(scene, b)
-        c, s = np.cos(state.angle[world, b]), np.sin(state.angle[world, b])
-        rot = np.array([[c, -s], [s, c]])
+        rot = rotation(state.angle[world, b])
         pos = state.position[world, b]
         if shape.kind == SHAPE_CIRCLE:
             centre = pos + rot @ shape.center

@@ -1,29 +1,11 @@
-"""Broad phase against brute-force AABB overlap (tests/reference/geometry.py)."""
+"""Broad phase against brute-force AABB overlap (tests/reference/broad_phase.py)."""
 
 import numpy as np
 
 import fx2d_gpu as fx
 from fx2d_gpu import device
-from tests.reference import geometry as ref
 
-
-def reference_pairs(scene):
-    state = scene.get_state()
-    lower, upper, world, active = [], [], [], []
-    for w in range(scene.n_worlds):
-        for b in range(scene.n_bodies):
-            lo, hi = ref.aabb(ref.world_shape(scene.body_shape(b), state.position[w, b],
-                                              state.angle[w, b]))
-            lower.append(lo)
-            upper.append(hi)
-            world.append(w)
-            active.append(scene.body_mass(b) > 0 and not state.sleeping[w, b])
-    expected, near = ref.brute_force_pairs(np.array(lower), np.array(upper), np.array(world),
-                                           np.array(active))
-    n = scene.n_bodies
-    expected = {(w, a % n, b % n) for w, a, b in expected}
-    near = {(w, a % n, b % n) for w, a, b in near}
-    return expected, near
+from .reference.broad_phase import scene_pairs
 
 
 def device_pairs(scene):
@@ -34,7 +16,7 @@ def device_pairs(scene):
 
 
 def assert_same_pairs(scene):
-    expected, near = reference_pairs(scene)
+    expected, near = scene_pairs(scene)
     got = device_pairs(scene)
     # Boxes that touch within 1e-4 m may round either way in float32.
     assert (got ^ expected) <= near, sorted(got ^ expected)[:10]

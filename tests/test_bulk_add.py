@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import fx2d_gpu as fx
-from fx2d_gpu import shapes
+from fx2d_gpu import checks, shapes
 from fx2d_gpu.builder import Body
 
 N = 60
@@ -232,26 +232,26 @@ def test_vector_checks_hold_the_one_value_rules():
     for rule in rules:
         for value in values:
             try:
-                shapes.as_real(value, "x", **rule)
+                checks.as_real(value, "x", **rule)
                 alone = True
             except ValueError:
                 alone = False
             try:
-                shapes.as_reals(np.array([1e-3, value]) if rule.get("minimum") != 1e-5
+                checks.as_reals(np.array([1e-3, value]) if rule.get("minimum") != 1e-5
                                 else np.array([1.0, value]), "x", 2, **rule)
                 together = True
             except ValueError:
                 together = False
             assert alone == together, (rule, value)
-    for limit in (shapes.FLOAT32_MAX, 1e10):
+    for limit in (checks.FLOAT32_MAX, 1e10):
         for value in values:
             try:
-                shapes.as_vector2((0.0, value), "v", limit)
+                checks.as_vector2((0.0, value), "v", limit)
                 alone = True
             except ValueError:
                 alone = False
             try:
-                shapes.as_vectors2(np.array([[0.0, 0.0], [0.0, value]]), "v", 2, limit)
+                checks.as_vectors2(np.array([[0.0, 0.0], [0.0, value]]), "v", 2, limit)
                 together = True
             except ValueError:
                 together = False

@@ -12,7 +12,8 @@ from fx2d_gpu import examples, shapes
 from fx2d_gpu.solver.contacts import LINEAR_SLOP
 from fx2d_gpu.solver.sleep import SLEEP_LINEAR_SPEED
 
-DT = 1.0 / 60.0
+from .helpers import DT, run
+
 TERRAIN = [[0.5, 8.5], [3.0, 6.2], [5.5, 5.4], [7.5, 3.2], [10.0, 2.2], [12.5, 2.6],
            [14.5, 4.4], [16.0, 3.6], [17.5, 4.6], [19.5, 4.2]]
 
@@ -25,12 +26,6 @@ def add_chain(scene, points):
     """Fx2D's test helper: a static chain, elasticity 0, friction 0.6 / 0.5."""
     return scene.add_chain((0.0, 0.0), points, elasticity=0.0, static_friction=0.6,
                            dynamic_friction=0.5)
-
-
-def run(scene, steps):
-    for _ in range(steps):
-        scene.step(DT)
-    return scene.get_state()
 
 
 def surface_y(x):
@@ -62,7 +57,7 @@ def test_box_rests_on_flat_chain(arch):
     scene = make_scene(arch)
     add_chain(scene, [[2, 5], [12, 5], [22, 5], [32, 5]])
     box = scene.add_box((12.0, 8.0), (1.0, 1.0), static_friction=0.6, dynamic_friction=0.5)
-    state = run(scene, 240)
+    state = run(scene, 240).get_state()
     # It falls 2.5 m flat onto the chain, e = min(0.1, 0) = 0: no bounce, and rests on the
     # chain (y = 5) half its 1 m up, at most a slop deep. Nothing pushes it sideways (it
     # lands square, across the joint at x = 12): x stays 12 but for rounding. (Fx2D's
@@ -76,7 +71,7 @@ def test_ball_settles_in_a_chain_valley(arch):
     add_chain(scene, [[2, 12], [10, 4], [20, 4], [28, 12]])
     ball = scene.add_circle((12.0, 14.0), 0.5, elasticity=0.1, static_friction=0.5,
                             dynamic_friction=0.4)
-    state = run(scene, 600)
+    state = run(scene, 600).get_state()
     # Dropped over the valley's flat floor (y = 4 for x in 10..20) at x = 12, it falls
     # straight onto it (e = min(0.1, 0) = 0: no bounce) and rests there, its centre r = 0.5
     # up, at most a slop deep, below the sleep speed. (Fx2D's figures, y > 4, 9 < x < 21
@@ -91,7 +86,7 @@ def test_body_crosses_segment_joints(arch):
     add_chain(scene, [[2, 9], [14, 8], [26, 7.2], [40, 6.8]])
     ball = scene.add_circle((4.0, 9.3), 0.4, elasticity=0.0, static_friction=0.02,
                             dynamic_friction=0.02)
-    state = run(scene, 400)
+    state = run(scene, 400).get_state()
     # It slides the whole way: rolling would take mu >= tan(theta) / 3 = 0.028 > 0.02 on
     # the first link (theta = atan(1 / 12)), 0.022 on the second. It drops 7 cm onto the
     # first link (0.11 s, e = 0), slides at g (sin - mu cos) = 0.631 m/s^2, reaches the
@@ -121,7 +116,7 @@ def test_steep_terrain_holds_dropped_balls(arch, drop_x):
     add_chain(scene, TERRAIN)
     ball = scene.add_circle((drop_x, surface_y(drop_x) + 2.0), 0.25, elasticity=0.25,
                             static_friction=0.4, dynamic_friction=0.3)
-    state = run(scene, 300)
+    state = run(scene, 300).get_state()
     x, y = state.position[0, ball]
     # On the terrain (moving or at rest) the centre is at least r from the chain, less the
     # slop it may sink, so at least that far above the chain's height at its x (the
@@ -187,7 +182,7 @@ entities:
     terrain, crate = scene.body_index("terrain"), scene.body_index("crate")
     assert (terrain, crate) == (0, 3)  # 4 authored points make 3 links, then the crate
     assert len(scene.visuals) == scene.n_bodies
-    state = run(scene, 240)
+    state = run(scene, 240).get_state()
     # Dropped at x = 8 over the flat first link (y = 5), e = 0: it rests half its 1 m up,
     # at most a slop deep.
     assert state.position[0, crate, 1] == pytest.approx(5.5, abs=LINEAR_SLOP)
@@ -207,7 +202,7 @@ def test_fx2d_chain_terrain_scene_catches_balls(arch, tmp_path):
         balls.append(scene.add_circle((x, surface_y(x) + 1.5 + 0.2 * i), radii[i],
                                       elasticity=0.25, static_friction=0.4,
                                       dynamic_friction=0.3))
-    state = run(scene, 600)
+    state = run(scene, 600).get_state()
     for ball, radius in zip(balls, radii, strict=True):
         # Above the terrain, never through: the centre at least its radius, less a slop,
         # above the chain at its x (on the terrain or on other balls; beyond the ends,

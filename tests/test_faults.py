@@ -101,7 +101,7 @@ def test_on_fault_is_checked(arch):
 def test_a_faulted_scene_can_still_be_copied_and_pickled(arch):
     # The scene keeps the state a fault left it in (on_fault="raise"), to be looked at: its
     # copies must hold that state too, although a state file with it would be refused
-    # (snapshots.check_snapshot: speeds past 1e10, as for set_state).
+    # (state_files.check_snapshot: speeds past 1e10, as for set_state).
     scene = pendulums(arch, 2)
     scene.step(DT)
     scene.set_joint_target(0, efforts(2, [1]))

@@ -13,9 +13,7 @@ import numpy as np
 
 from fx2d_gpu.demos import demo_rain
 
-from .test_residency import assert_bitwise_equal, fingerprint, rig
-
-DT = 1.0 / 60.0
+from .helpers import DT, assert_bitwise_equal, fingerprint, rig
 
 
 def test_deepcopy_and_pickle_give_independent_scenes_that_continue_bitwise(arch):

@@ -8,15 +8,10 @@ import pytest
 import fx2d_gpu as fx
 from fx2d_gpu.device import MAX_COLORS
 
-DT = 1.0 / 60.0
+from .helpers import DT, joint_control_demo, run
+from .reference.joints import pid_arm_angles
+
 G = 9.81
-
-
-def steps(scene, seconds, each=None):
-    for _ in range(round(seconds / DT)):
-        scene.step(DT)
-        if each is not None:
-            each()
 
 
 def test_pendulum_period(arch):
@@ -32,7 +27,7 @@ def test_pendulum_period(arch):
         xs.append(s.position[0, bob, 0])
         lengths.append(np.linalg.norm(s.position[0, bob]))
 
-    steps(scene, 10.0, record)
+    run(scene, seconds=10.0, each=record)
     xs = np.array(xs)
     # Downward zero crossings, interpolated between frames.
     crossings = [i - 1 + xs[i - 1] / (xs[i - 1] - xs[i]) for i in range(1, len(xs))
@@ -108,7 +103,7 @@ def test_hanging_chain_stays_connected(arch):
         worst_gap = max(worst_gap, np.linalg.norm(anchors[:, 0] - anchors[:, 1], axis=1).max())
         most_energy = max(most_energy, energy())
 
-    steps(scene, 10.0, record)
+    run(scene, seconds=10.0, each=record)
     assert worst_gap < 0.01
     # No explosion: the chain never has more energy than it was released with (the tip may
     # whip faster than free fall, but energy only leaves the system).
@@ -116,46 +111,13 @@ def test_hanging_chain_stays_connected(arch):
     assert scene.get_state().position[0, links[-1], 1] < -5.0  # it did swing down
 
 
-def joint_control_demo(arch, n_worlds=1):
-    """fx2d_gpu/examples/joint_control_demo.yml, built through the API."""
-    scene = fx.Scene(gravity=(0.0, -10.0), n_worlds=n_worlds, arch=arch)
-    base = scene.add_box((6.0, 4.0), (0.4, 0.4), mass=0, gravity_scale=0.0)
-    arm = scene.add_box((7.0, 4.0), (2.0, 0.25), mass=1.0, inertia=0.5, gravity_scale=0.0)
-    rail = scene.add_box((6.0, 1.5), (10.0, 0.4), mass=0, gravity_scale=0.0)
-    slider = scene.add_box((6.0, 1.5), (0.8, 0.8), mass=1.0, inertia=0.1, gravity_scale=0.0)
-    arm_motor = scene.add_revolute_joint(base, arm, anchor=(0.0, 0.0), angle_min=-3.14159,
-                                         angle_max=3.14159, control_mode="position",
-                                         target=1.0, max_effort=25.0, pid=(6.0, 0.05, 0.4))
-    slider_motor = scene.add_prismatic_joint(rail, slider, axis=(1.0, 0.0), position_min=-4.0,
-                                             position_max=4.0, control_mode="position",
-                                             target=0.0, max_effort=20.0, pid=(8.0, 0.2, 5.0))
-    return scene, arm_motor, slider_motor
-
-
-def reference_pid_arm(seconds, inertia, target, gains, max_effort, substeps=11):
-    """The arm's angle under the same discrete PID, as a 1-DOF rotor (NumPy, float64)."""
-    h = DT / substeps
-    theta = rate = integral = 0.0
-    previous = target - theta
-    angles = []
-    for _ in range(round(seconds / DT)):
-        for _ in range(substeps):
-            error = target - theta
-            integral += error * h
-            torque = gains[0] * error + gains[1] * integral + gains[2] * (error - previous) / h
-            previous = error
-            rate += h * np.clip(torque, -max_effort, max_effort) / inertia
-            theta += h * rate
-        angles.append(theta)
-    return np.array(angles)
-
-
 def test_joint_control_demo_follows_its_pid(arch):
     scene, arm_motor, slider_motor = joint_control_demo(arch)
     angles = []
-    steps(scene, 30.0, lambda: angles.append(scene.joint_state().position[0, arm_motor]))
+    run(scene, seconds=30.0,
+        each=lambda: angles.append(scene.joint_state().position[0, arm_motor]))
     # Pinned at the base, the arm turns with inertia I + m d^2 = 0.5 + 1 * 1^2 about it.
-    expected = reference_pid_arm(30.0, 1.5, 1.0, (6.0, 0.05, 0.4), 25.0)
+    expected = pid_arm_angles(30.0, 1.5, 1.0, (6.0, 0.05, 0.4), 25.0)
     np.testing.assert_allclose(angles[:300], expected[:300], atol=0.05)  # the first 5 s
     # These gains are far below critical damping (D = 0.4 vs 2 sqrt(P I) = 6): the arm rings
     # and is within 0.05 rad of its 1 rad target only after ~20 s, in both.
@@ -164,7 +126,7 @@ def test_joint_control_demo_follows_its_pid(arch):
     # The slider held its position target, and follows a new one.
     assert abs(scene.joint_state().position[0, slider_motor]) < 0.01
     scene.set_joint_target(slider_motor, 1.5)
-    steps(scene, 5.0)
+    run(scene, seconds=5.0)
     assert abs(scene.joint_state().position[0, slider_motor] - 1.5) < 0.05
 
 
@@ -180,9 +142,9 @@ def test_motorised_cart_drives_at_its_wheel_speed(arch):
         scene.add_revolute_joint(chassis, wheel, anchor=(x, radius - 0.7),
                                  control_mode="velocity", target=omega, pid=(30.0, 0.0, 0.0),
                                  max_effort=60.0)
-    steps(scene, 2.0)
+    run(scene, seconds=2.0)
     x0 = scene.get_state().position[0, chassis, 0]
-    steps(scene, 2.0)
+    run(scene, seconds=2.0)
     speed = (scene.get_state().position[0, chassis, 0] - x0) / 2.0
     # With mu = 1 the wheels roll without slipping, and on flat ground nothing loads the
     # motors once at speed, so their P control holds the target: the cart runs at
@@ -201,7 +163,7 @@ def test_batched_worlds_reach_their_own_targets(arch):
                                      max_effort=50.0)
     targets = np.linspace(-1.5, 1.5, n)
     scene.set_joint_target(joint, targets)
-    steps(scene, 5.0)
+    run(scene, seconds=5.0)
     np.testing.assert_allclose(scene.joint_state().position[:, joint], targets, atol=0.02)
 
 
@@ -231,16 +193,16 @@ def test_switching_motor_mode(arch):
     wheel = scene.add_circle((0.0, 0.0), 0.5, mass=1.0)
     joint = scene.add_revolute_joint(base, wheel, control_mode="position", target=0.5,
                                      pid=(20.0, 0.0, 4.0), max_effort=50.0)
-    steps(scene, 3.0)
+    run(scene, seconds=3.0)
     assert abs(scene.joint_state().position[0, joint] - 0.5) < 0.02
     scene.set_joint_mode(joint, "velocity", pid=(10.0, 0.0, 0.0))
     scene.set_joint_target(joint, 3.0)
-    steps(scene, 2.0)
+    run(scene, seconds=2.0)
     assert scene.joint_state().rate[0, joint] == pytest.approx(3.0, rel=0.02)
     scene.set_joint_mode(joint, "effort")
     scene.set_joint_target(joint, 1.0)  # N m on I = 0.125 kg m^2: 8 rad/s^2
     rate0 = scene.joint_state().rate[0, joint]
-    steps(scene, 0.5)
+    run(scene, seconds=0.5)
     assert scene.joint_state().rate[0, joint] - rate0 == pytest.approx(4.0, rel=0.02)
 
 
@@ -278,7 +240,7 @@ def test_hub_with_many_joints_solves_every_joint(arch):
     state = scene.get_state()
     state.angular_velocity[0, hub] = 3.0  # spin it, so nothing sleeps for a while
     scene.set_state(state)
-    steps(scene, 3.0, record)
+    run(scene, seconds=3.0, each=record)
     assert overflow > 0  # some joints were solved in the overflow colour (per world)
     assert worst < 0.01
 
@@ -315,7 +277,7 @@ def test_a_free_pendulum_keeps_its_swing_and_energy(arch):
         x, y = state.position[0, bob]
         angles.append(math.degrees(math.atan2(x, -y)))
 
-    steps(scene, 10.0, record)
+    run(scene, seconds=10.0, each=record)
     assert max(abs(e - energy0) for e in energies) < 0.01 * swing
     assert abs(max(abs(a) for a in angles[-120:]) - 10.0) < 0.05  # the last 2 s: a period
 
@@ -339,8 +301,8 @@ def test_a_double_pendulum_of_rods_keeps_its_energy(arch, start_degrees):
     energy0 = mechanical_energy(scene, rods, scene.get_state())
     swing = energy0 - (-G * 0.5 - G * 1.5)
     energies = []
-    steps(scene, 10.0, lambda: energies.append(mechanical_energy(scene, rods,
-                                                                 scene.get_state())))
+    run(scene, seconds=10.0,
+        each=lambda: energies.append(mechanical_energy(scene, rods, scene.get_state())))
     assert max(abs(e - energy0) for e in energies) < 0.01 * swing
     anchors = scene.joint_anchors()[0]
     assert np.linalg.norm(anchors[:, 0] - anchors[:, 1], axis=1).max() < 1e-3  # m

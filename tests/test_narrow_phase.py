@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 import fx2d_gpu as fx
-from tests.reference import geometry as ref
+
+from .reference import geometry as ref
 
 
 def contact_scene(arch, make_a, make_b, n_worlds=1, poses=None):

@@ -11,7 +11,8 @@ from fx2d_gpu.collision import broad_phase
 from fx2d_gpu.solver import pairs
 from fx2d_gpu.solver import step as solver_step
 from fx2d_gpu.solver.contacts import SPECULATIVE_DISTANCE
-from tests.reference import geometry as ref
+
+from .reference.broad_phase import exact_boxes
 
 DT = 1 / 60
 
@@ -42,19 +43,6 @@ def step_pairs(scene) -> set:
     found = {(int(x) // nb, int(x) % nb, int(y) % nb) for x, y in zip(a, b, strict=True)}
     assert len(found) == n, "a pair was found twice"
     return found
-
-
-def boxes(scene):
-    """Each body's exact AABB (NumPy reference geometry) and bounding radius, per world."""
-    state = scene.get_state()
-    lower = np.zeros((scene.n_worlds, scene.n_bodies, 2))
-    upper = np.zeros_like(lower)
-    for w in range(scene.n_worlds):
-        for body in range(scene.n_bodies):
-            shape = ref.world_shape(scene.body_shape(body), state.position[w, body],
-                                    state.angle[w, body])
-            lower[w, body], upper[w, body] = ref.aabb(shape)
-    return lower, upper, state
 
 
 def test_kept_pairs_are_the_pairs_the_broad_phase_finds(arch, monkeypatch):
@@ -113,7 +101,7 @@ def test_fat_pairs_cover_every_touching_pair_and_no_far_one(arch):
         if step % 6:
             continue
         got = step_pairs(scene)
-        lower, upper, state = boxes(scene)
+        lower, upper, state = exact_boxes(scene)
         speed = np.linalg.norm(state.velocity[0], axis=1) + np.abs(
             state.angular_velocity[0]) * radius
         moving = np.array([scene.body_mass(b) > 0 for b in range(scene.n_bodies)])
@@ -171,7 +159,7 @@ def test_sleeping_worlds_pair_swept_boxes_and_wake_as_before(arch, always_find):
     woke_at = None
     for step in range(240):
         scene.step(DT)
-        lower, upper, state = boxes(scene)
+        lower, upper, state = exact_boxes(scene)
         if woke_at is None and not state.sleeping[0, 1:ball].all():
             woke_at = step
             gap = np.max(np.maximum(lower[0, 1:ball] - upper[0, ball],

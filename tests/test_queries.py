@@ -1,6 +1,7 @@
-"""Spatial queries (collision/queries.py): Fx2D's scenarios (tests/test_queries.cpp), a
-brute-force float64 reference (tests/reference/queries.py) on random mixed scenes, the
-narrow phase's verdicts, batches, and that a query never disturbs the simulation."""
+"""Spatial queries (spatial_queries.py; collision/ray_casts.py and overlaps.py): Fx2D's
+scenarios (tests/test_queries.cpp), a brute-force float64 reference
+(tests/reference/queries.py) on random mixed scenes, the narrow phase's verdicts, batches,
+and that a query never disturbs the simulation."""
 
 import math
 
@@ -9,9 +10,10 @@ import pytest
 
 import fx2d_gpu as fx
 from fx2d_gpu import shapes
-from fx2d_gpu.shapes import SHAPE_CHAIN
-from tests.reference import geometry as ref_geometry
-from tests.reference import queries as ref
+from fx2d_gpu.enums import SHAPE_CHAIN
+
+from .reference import geometry as ref_geometry
+from .reference import queries as ref
 
 
 def make_scene(arch, **kwargs):

@@ -15,25 +15,7 @@ import fx2d_gpu as fx
 from fx2d_gpu.demos import demo_rain
 from fx2d_gpu.scenes import random_pile
 
-DT = 1.0 / 60.0
-
-
-def rig(arch):
-    """A motor-driven pendulum chain over a static floor, with a box resting on the floor:
-    joints, PID state and sleep timers all carry from step to step."""
-    scene = fx.Scene(arch=arch)
-    floor = scene.add_box((0.0, -0.5), (20.0, 1.0), mass=0, static_friction=0.5,
-                          dynamic_friction=0.4)
-    scene.add_box((4.0, 0.5), (1.0, 1.0))
-    previous = scene.add_box((0.0, 4.0), (0.4, 0.4), mass=0)
-    for i in range(4):
-        link = scene.add_box((0.5 + i, 4.0), (0.8, 0.2))
-        scene.add_revolute_joint(previous, link, anchor=(0.5 if i else 0.0, 0.0),
-                                 control_mode="velocity" if i == 0 else None, target=2.0,
-                                 pid=(5.0, 0.5, 0.0), max_effort=50.0)
-        previous = link
-    assert floor == 0
-    return scene
+from .helpers import DT, assert_bitwise_equal, fingerprint, rig
 
 
 def builders(arch):
@@ -45,19 +27,6 @@ def builders(arch):
         "pile": lambda: random_pile(260, n_worlds=2, arch=arch, seed=4),
         "rig": lambda: rig(arch),
     }
-
-
-def fingerprint(scene) -> list[np.ndarray]:
-    s = scene.get_state()
-    arrays = [s.position, s.angle, s.velocity, s.angular_velocity, s.sleeping]
-    if scene.n_joints:
-        arrays += list(scene.joint_state().__dict__.values())
-    return [a.copy() for a in arrays]
-
-
-def assert_bitwise_equal(got, expected, label):
-    for g, e in zip(got, expected, strict=True):
-        assert np.array_equal(g, e), f"{label}: differs by up to {np.abs(g - e).max()}"
 
 
 STEPS = {"rain": 90, "pile": 20, "rig": 60}

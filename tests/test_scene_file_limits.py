@@ -1,6 +1,6 @@
 """Scene files of bounded cost, and errors that say where (issue 42, items 3 and 6).
 
-Limits (fx2d_gpu.io.scene_yaml: MAX_FILE_BYTES, MAX_NODES, MAX_LIST_LENGTH, MAX_DEPTH,
+Limits (fx2d_gpu.io.yaml_reader: MAX_FILE_BYTES, MAX_NODES, MAX_LIST_LENGTH, MAX_DEPTH,
 MAX_EXPANDED_VALUES, and a polygon's 3 to 8 vertices) are checked before or while the file is
 parsed, whatever its aliases: a file past them is refused at once, not after gigabytes. Every
 error about a file's content is a ValueError (TypeError for a value of the wrong type) naming
@@ -17,7 +17,7 @@ import tracemalloc
 import pytest
 
 import fx2d_gpu as fx
-from fx2d_gpu.io import scene_yaml
+from fx2d_gpu.io import scene_loader, yaml_reader
 
 V, T = ValueError, TypeError
 HEAD = "scene:\n  size: [20, 20]\nentities:\n"  # entities from line 4
@@ -66,7 +66,7 @@ NODES = HEAD + "".join(f"  b{i}: {{{BALL}}}\n" for i in range(6))  # 8 nodes an 
 
 #: (id, broken YAML, error type, entity or joint, key, line[, limits to set]). The message
 #: must contain f"{what}, key '{key}' (line {line}): ".
-#: A CORPUS case's limit that is no constant of scene_yaml: the frames of recursion left to
+#: A CORPUS case's limit that is no constant of yaml_reader: the frames of recursion left to
 #: the load (sys.setrecursionlimit, from the test's own depth).
 RECURSION_HEADROOM = "recursion headroom"
 
@@ -339,7 +339,7 @@ def _load_error(text: str, limits: dict, monkeypatch) -> Exception:
     limits = dict(limits)
     headroom = limits.pop(RECURSION_HEADROOM, None)
     for name, value in limits.items():
-        monkeypatch.setattr(scene_yaml, name, value)
+        monkeypatch.setattr(yaml_reader, name, value)
     old_limit = sys.getrecursionlimit()
     if headroom is not None:
         sys.setrecursionlimit(_stack_depth() + headroom)
@@ -399,16 +399,16 @@ def test_colours_in_range_load():
     name_too_long = "x" * 5000 + ".png"  # the file system refuses to look: no such image
     scene = fx.load_scene(entity("visual: {geometry: {circle: 0.5}, texture: " + name_too_long
                                  + "}"), arch="cpu", boundary=False)
-    assert scene.visuals[0]["fill"] == scene_yaml.DEFAULT_COLOR
+    assert scene.visuals[0]["fill"] == scene_loader.DEFAULT_COLOR
 
 
 # ------------------------------------------------------------------ bounded cost
 def test_the_limits_are_named_constants():
-    assert scene_yaml.MAX_FILE_BYTES == 64 * 2**20
-    assert scene_yaml.MAX_LIST_LENGTH == 100_000
-    assert scene_yaml.MAX_NODES >= 4_000_000  # 50,000 entities with distinct polygons: 3.25M
-    assert 8 < scene_yaml.MAX_DEPTH <= 64
-    assert scene_yaml.MAX_EXPANDED_VALUES >= scene_yaml.MAX_NODES
+    assert yaml_reader.MAX_FILE_BYTES == 64 * 2**20
+    assert yaml_reader.MAX_LIST_LENGTH == 100_000
+    assert yaml_reader.MAX_NODES >= 4_000_000  # 50,000 entities with distinct polygons: 3.25M
+    assert 8 < yaml_reader.MAX_DEPTH <= 64
+    assert yaml_reader.MAX_EXPANDED_VALUES >= yaml_reader.MAX_NODES
 
 
 def test_a_chain_of_100001_points_is_refused_as_it_is_parsed():
@@ -460,9 +460,9 @@ def test_bytes_not_characters_are_counted(monkeypatch):
     text = entity(BALL) + "# " + "é" * 60 + "\n"
     size = len(text.encode())
     assert size == len(text) + 60
-    monkeypatch.setattr(scene_yaml, "MAX_FILE_BYTES", size)
+    monkeypatch.setattr(yaml_reader, "MAX_FILE_BYTES", size)
     assert fx.load_scene(text, arch="cpu").n_bodies == 5
-    monkeypatch.setattr(scene_yaml, "MAX_FILE_BYTES", size - 1)
+    monkeypatch.setattr(yaml_reader, "MAX_FILE_BYTES", size - 1)
     with pytest.raises(ValueError, match=f"YAML text: {size} bytes; a scene file may have at "
                                          f"most {size - 1}"):
         fx.load_scene(text, arch="cpu")
@@ -496,7 +496,7 @@ def test_files_that_cannot_be_read(tmp_path):
 def test_a_device_is_read_no_further_than_the_limit(tmp_path, monkeypatch):
     zeros = tmp_path / "zeros.yml"
     zeros.symlink_to("/dev/zero")  # its size says 0
-    monkeypatch.setattr(scene_yaml, "MAX_FILE_BYTES", 1000)
+    monkeypatch.setattr(yaml_reader, "MAX_FILE_BYTES", 1000)
     with pytest.raises(ValueError, match="zeros.yml': 1,001 bytes; a scene file may have at "
                                          "most 1,000"):
         fx.load_scene(zeros, arch="cpu")
@@ -511,24 +511,24 @@ def test_neither_a_path_nor_text():
 def test_a_file_within_the_limits_loads_from_a_path(tmp_path, monkeypatch):
     path = tmp_path / "ok.yml"
     path.write_text(entity(BALL))
-    monkeypatch.setattr(scene_yaml, "MAX_FILE_BYTES", path.stat().st_size)
+    monkeypatch.setattr(yaml_reader, "MAX_FILE_BYTES", path.stat().st_size)
     assert fx.load_scene(path, arch="cpu").n_bodies == 5
-    monkeypatch.setattr(scene_yaml, "MAX_FILE_BYTES", path.stat().st_size - 1)
+    monkeypatch.setattr(yaml_reader, "MAX_FILE_BYTES", path.stat().st_size - 1)
     with pytest.raises(ValueError, match="ok.yml'.*a scene file may have at most"):
         fx.load_scene(path, arch="cpu")
 
 
 def test_the_node_and_depth_limits_hold_exactly(monkeypatch):
-    monkeypatch.setattr(scene_yaml, "MAX_NODES", 17)  # the scene block and one entity
+    monkeypatch.setattr(yaml_reader, "MAX_NODES", 17)  # the scene block and one entity
     assert fx.load_scene(entity(BALL), arch="cpu").n_bodies == 5
-    monkeypatch.setattr(scene_yaml, "MAX_NODES", 16)
+    monkeypatch.setattr(yaml_reader, "MAX_NODES", 16)
     with pytest.raises(ValueError, match="more than 16 YAML nodes"):
         fx.load_scene(entity(BALL), arch="cpu")
     monkeypatch.undo()
     deepest = shape("polygon: [[0, 0], [1, 0], [0, 1]]")  # a coordinate is at depth 8
-    monkeypatch.setattr(scene_yaml, "MAX_DEPTH", 8)
+    monkeypatch.setattr(yaml_reader, "MAX_DEPTH", 8)
     assert fx.load_scene(deepest, arch="cpu").n_bodies == 5
-    monkeypatch.setattr(scene_yaml, "MAX_DEPTH", 7)
+    monkeypatch.setattr(yaml_reader, "MAX_DEPTH", 7)
     with pytest.raises(ValueError, match=r"key 'collision.geometry.polygon\[0\]\[0\]' "
                                          r"\(line 4\): values nested more than 7 deep"):
         fx.load_scene(deepest, arch="cpu")
@@ -563,7 +563,7 @@ def test_memory_and_recursion_errors_become_value_errors(failure, monkeypatch):
     def fail(text):
         raise failure()
 
-    monkeypatch.setattr(scene_yaml, "_parse", fail)
+    monkeypatch.setattr(scene_loader, "parse_yaml", fail)
     with pytest.raises(ValueError, match=r"scene file, key '\(document\)' \(line 1\): .*at "
                                          r"most 67,108,864 bytes, 5,000,000 YAML nodes"):
         fx.load_scene(entity(BALL), arch="cpu")

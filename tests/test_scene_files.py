@@ -11,7 +11,8 @@ import yaml
 import fx2d_gpu as fx
 from fx2d_gpu import examples
 from fx2d_gpu.render import render
-from tests.test_joints import joint_control_demo
+
+from .helpers import joint_control_demo
 
 WALLS = 4  # load_scene's boundary: four static walls after the entities' bodies
 
@@ -119,7 +120,7 @@ entities:
     assert scene.body_damping(0) == pytest.approx(0.1)
     # Inertia from the visual 2 x 1 box about the centre of mass 0.5 m off its centre.
     assert scene.body_inertia(0) == pytest.approx(2 * ((4 + 1) / 12 + 0.25))
-    assert scene.visuals[0]["fill"] == fx.io.scene_yaml.DEFAULT_COLOR  # missing image
+    assert scene.visuals[0]["fill"] == fx.io.scene_loader.DEFAULT_COLOR  # missing image
 
 
 def test_truck_ramp_vertices_land_where_fx2d_puts_them(arch):

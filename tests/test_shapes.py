@@ -9,14 +9,9 @@ import pytest
 import fx2d_gpu as fx
 from fx2d_gpu import shapes
 
-DT = 1.0 / 60.0
+from .helpers import DT, run
+
 G = 9.81
-
-
-def run(scene, seconds):
-    for _ in range(round(seconds / DT)):
-        scene.step(DT)
-    return scene.get_state()
 
 
 def test_capsule_pendulum_swings_at_its_inertia(arch):
@@ -68,8 +63,8 @@ def test_capsule_stack_and_rounded_pyramid_stand(arch):
             boxes.append(scene.add_box((x, outer / 2 + row * outer), (size, size),
                                        radius=radius, **friction))
     start = scene.get_state()
-    settled = run(scene, 5.0)
-    state = run(scene, 5.0)
+    settled = run(scene, seconds=5.0).get_state()
+    state = run(scene, seconds=5.0).get_state()
     # Settling sinks each contact by about the solver's slop (2 mm) and may shift a layer
     # sideways by a centimetre or two; after that nothing moves, nothing tilts.
     for group, drop in ((capsules, 0.03), (boxes, 0.03)):
@@ -91,7 +86,7 @@ def test_bodies_rest_on_an_edge_from_above(arch):
     ball = scene.add_circle((0.0, 1.5), 0.25, static_friction=0.5, dynamic_friction=0.4)
     pill = scene.add_capsule((2.0, 2.0), 1.0, 0.15, static_friction=0.5,
                              dynamic_friction=0.4)
-    state = run(scene, 3.0)
+    state = run(scene, seconds=3.0).get_state()
     np.testing.assert_allclose(state.position[0, [box, ball, pill], 1], [0.2, 0.25, 0.15],
                                atol=0.01)
     assert np.abs(state.velocity[0, [box, ball, pill]]).max() < 0.02
@@ -107,7 +102,7 @@ def test_shapes_demo_settles_on_its_edges(arch):
     from fx2d_gpu.render import default_bounds, render
 
     scene = demo_shapes(arch=arch)
-    state = run(scene, 12.0)
+    state = run(scene, seconds=12.0).get_state()
     level = scene.n_bodies - 36  # the edges and the chain's links come first
     bodies = state.position[0, level:]
     assert bodies[:, 1].min() > 0.1

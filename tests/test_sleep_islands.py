@@ -7,8 +7,6 @@ fx2d_gpu.solver.sleep run on them. Scene-level tests run the issue-12 scene (a b
 sleeping balls).
 """
 
-from collections import deque
-
 import numpy as np
 import pytest
 
@@ -16,6 +14,7 @@ import fx2d_gpu as fx
 import fx2d_gpu.solver.sleep as sleep
 
 from .fields import put
+from .reference.sleep import component_labels, island_edges
 
 DT = 1.0 / 60.0
 
@@ -70,28 +69,6 @@ def write_previous_pairs(ctx, n_slots, a, b):
     put(pool.previous.pair_start, np.concatenate([[0], np.cumsum(counts)]))
 
 
-def component_labels(n_slots, edges):
-    """Per slot, the smallest slot of its connected component (breadth-first search)."""
-    neighbours = [[] for _ in range(n_slots)]
-    for u, v in edges:
-        neighbours[u].append(v)
-        neighbours[v].append(u)
-    labels = np.full(n_slots, -1)
-    for start in range(n_slots):
-        if labels[start] >= 0:
-            continue
-        members, queue = [start], deque([start])
-        labels[start] = start
-        while queue:
-            for v in neighbours[queue.popleft()]:
-                if labels[v] < 0:
-                    labels[v] = start
-                    members.append(v)
-                    queue.append(v)
-        labels[members] = min(members)
-    return labels
-
-
 KINDS = ("dynamic", "static", "kinematic", "shapeless")
 
 
@@ -133,20 +110,6 @@ def random_pairs(rng, n_worlds, n_bodies, per_world):
     return a, b, count, depth.astype(np.float32)
 
 
-def reference_edges(node, n_bodies, n_worlds, a, b, count, depth, joints):
-    edges = []
-    for k in range(len(a)):
-        touching = any(depth[k, i] > -sleep.TOUCH_DISTANCE for i in range(count[k]))
-        if touching and node[a[k]] and node[b[k]]:
-            edges.append((a[k], b[k]))
-    for world in range(n_worlds):
-        for parent, child in joints:
-            u, v = world * n_bodies + parent, world * n_bodies + child
-            if node[u] and node[v]:
-                edges.append((u, v))
-    return edges
-
-
 # ----------------------------------------------------------------------------- labels
 @pytest.mark.parametrize("serial", [False, True], ids=["parallel", "serial"])
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -160,7 +123,7 @@ def test_labels_match_a_reference_union_find(serial, seed):
     write_pairs(ctx, a, b, count, depth)
     launches = label(ctx, len(a))
     expected = component_labels(
-        n_slots, reference_edges(node, n_bodies, n_worlds, a, b, count, depth, joints))
+        n_slots, island_edges(node, n_bodies, n_worlds, a, b, count, depth, joints))
     np.testing.assert_array_equal(get(ctx.pool.bodies.island, n_slots), expected)
     assert 1 <= launches <= 2
     assert len(np.unique(expected)) < n_slots - 20  # the graphs do join islands
@@ -172,8 +135,8 @@ def test_labels_match_a_reference_union_find(serial, seed):
     asleep = np.isin(expected, rng.choice(roots, len(roots) // 2, replace=False)) & node
     put(ctx.pool.bodies.sleeping, asleep.astype(np.int32))
     label(ctx, 0)
-    edges = reference_edges(node, n_bodies, n_worlds, a[:0], b[:0], count[:0], depth[:0],
-                            joints)
+    edges = island_edges(node, n_bodies, n_worlds, a[:0], b[:0], count[:0], depth[:0],
+                         joints)
     edges += [(s, expected[s]) for s in np.nonzero(asleep)[0]]
     np.testing.assert_array_equal(get(ctx.pool.bodies.island, n_slots),
                                   component_labels(n_slots, edges))

@@ -9,17 +9,12 @@ import fx2d_gpu as fx
 from fx2d_gpu.demos import demo_rain
 from fx2d_gpu.snapshots import FORMAT_VERSION
 
-from .test_residency import assert_bitwise_equal, fingerprint, rig
-
-DT = 1.0 / 60.0
+from .helpers import Push, assert_bitwise_equal, fingerprint, rig, run
 
 
-def run(scene, steps, push=None):
-    for step in range(steps):
-        if push is not None and step == 5:
-            scene.apply_force(push, (0.0, 40.0), torque=3.0)
-        scene.step(DT)
-    return fingerprint(scene)
+def push_up(body):
+    """The push of a repeated run: 40 N up and 3 N m on `body` before its sixth step."""
+    return Push(body, (0.0, 40.0), torque=3.0, at_step=5)
 
 
 @pytest.mark.parametrize("build", ["rain", "rig"])
@@ -34,12 +29,12 @@ def test_restore_then_step_repeats_the_run_bitwise(arch, build):
         scene.set_joint_target(0, 3.0)
     scene.apply_force(1 if build == "rig" else 10, (5.0, 0.0))  # pending: part of the state
     snap = scene.snapshot()
-    push = scene.n_bodies - 1
-    first = run(scene, 100, push=push)
+    push = push_up(scene.n_bodies - 1)
+    first = fingerprint(run(scene, 100, push=push))
     time, steps = scene.time, scene.step_count
     scene.restore(snap)
     assert scene.step_count == steps - 100
-    assert_bitwise_equal(run(scene, 100, push=push), first, build)
+    assert_bitwise_equal(fingerprint(run(scene, 100, push=push)), first, build)
     assert (scene.time, scene.step_count) == (time, steps)
 
 
@@ -47,13 +42,13 @@ def test_restore_undoes_motor_changes(arch):
     scene = rig(arch)
     run(scene, 30)
     snap = scene.snapshot()
-    expected = run(scene, 40)
+    expected = fingerprint(run(scene, 40))
     scene.restore(snap)
     scene.set_joint_mode(0, "position", pid=(50.0, 0.0, 5.0), max_effort=5.0)
     scene.set_joint_target(1, 0.5)
     run(scene, 20)
     scene.restore(snap)
-    assert_bitwise_equal(run(scene, 40), expected, "motors")
+    assert_bitwise_equal(fingerprint(run(scene, 40)), expected, "motors")
 
 
 def test_a_state_file_restores_into_a_new_scene(arch, tmp_path):
@@ -61,11 +56,11 @@ def test_a_state_file_restores_into_a_new_scene(arch, tmp_path):
     run(scene, 50)
     path = tmp_path / "rig.npz"
     scene.save_state(path)
-    expected = run(scene, 50)
+    expected = fingerprint(run(scene, 50))
     other = rig(arch)  # a new scene of the same model, never stepped
     other.load_state(path)
     assert other.step_count == 50
-    assert_bitwise_equal(run(other, 50), expected, "file")
+    assert_bitwise_equal(fingerprint(run(other, 50)), expected, "file")
 
 
 def test_another_scenes_snapshot_or_file_is_refused(arch, tmp_path):

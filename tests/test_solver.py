@@ -10,7 +10,10 @@ from fx2d_gpu import device
 from fx2d_gpu.device import MAX_COLORS, UNSOLVED_COLOR
 from fx2d_gpu.scenes import batched_small, pile, pile_layout, pyramid, random_pile
 
-DT = 1.0 / 60.0
+from .helpers import DT, run, track
+from .reference.coloring import colors_sharing_a_body, greedy_color_count
+from .reference.contacts import closing_speed as reference_closing_speed
+
 G = 9.81
 
 
@@ -20,21 +23,10 @@ def ground_scene(arch, **ground):
     return scene
 
 
-def run(scene, seconds, body):
-    """Positions (frames, 2) and speeds (frames,) of `body` after each step."""
-    positions, speeds = [], []
-    for _ in range(round(seconds / DT)):
-        scene.step(DT)
-        s = scene.get_state()
-        positions.append(s.position[0, body].copy())
-        speeds.append(np.linalg.norm(s.velocity[0, body]))
-    return np.array(positions), np.array(speeds)
-
-
 def test_box_resting_on_ground_is_still_and_sleeps(arch):
     scene = ground_scene(arch)
     box = scene.add_box((0.0, 0.5), (1.0, 1.0))
-    positions, speeds = run(scene, 3.0, box)
+    positions, speeds = track(scene, box, seconds=3.0)
     assert np.ptp(positions[:, 1]) < 0.5e-3
     assert speeds.max() < 0.02
     assert np.abs(positions[-1] - [0.0, 0.5]).max() < 1e-3  # creep
@@ -45,7 +37,7 @@ def test_with_sleep_disabled_a_resting_box_stays_awake_and_still(arch):
     scene = fx.Scene(arch=arch, enable_sleep=False)
     scene.add_box((0.0, -0.5), (20.0, 1.0), mass=0, static_friction=0.6, dynamic_friction=0.6)
     box = scene.add_box((0.0, 0.5), (1.0, 1.0), static_friction=0.6, dynamic_friction=0.6)
-    positions, speeds = run(scene, 2.0, box)
+    positions, speeds = track(scene, box, seconds=2.0)
     assert not scene.get_state().sleeping.any()
     assert np.abs(positions[-1] - [0.0, 0.5]).max() < 1e-3
     with pytest.raises(TypeError, match="enable_sleep"):
@@ -68,7 +60,7 @@ def test_ten_box_stack_stands(arch):
     boxes = [scene.add_box((0.0, 0.5 + i), (1.0, 1.0), static_friction=0.6,
                            dynamic_friction=0.6) for i in range(10)]
     top0 = scene.get_state().position[0, boxes[-1]]
-    positions, _ = run(scene, 10.0, boxes[-1])
+    positions, _ = track(scene, boxes[-1], seconds=10.0)
     assert np.linalg.norm(positions - top0, axis=1).max() < 0.05
 
 
@@ -76,8 +68,7 @@ def test_pyramid_of_210_boxes_stands(arch):
     scene = pyramid(20, arch=arch)
     top = scene.n_bodies - 1
     top0 = scene.get_state().position[0, top]
-    for _ in range(round(10.0 / DT)):
-        scene.step(DT)
+    run(scene, seconds=10.0)
     assert np.linalg.norm(scene.get_state().position[0, top] - top0) < 0.05
 
 
@@ -86,7 +77,7 @@ def test_circle_bounces_to_e_squared_of_its_drop(arch, e):
     scene = ground_scene(arch, elasticity=1.0)
     r = 0.25
     ball = scene.add_circle((0.0, 1.0 + r), r, elasticity=e)
-    positions, _ = run(scene, 1.5, ball)
+    positions, _ = track(scene, ball, seconds=1.5)
     heights = positions[:, 1] - r
     velocities = np.diff(positions[:, 1])
     impact = np.argmax(velocities > 0)  # first frame moving up again
@@ -107,7 +98,7 @@ def incline_scene(arch, degrees, mu_s, mu_k):
 
 def test_static_friction_holds_a_box_on_a_30_degree_incline(arch):
     scene, box, _ = incline_scene(arch, 30.0, 0.7, 0.5)
-    positions, _ = run(scene, 3.0, box)
+    positions, _ = track(scene, box, seconds=3.0)
     assert np.linalg.norm(positions[-1] - positions[0]) < 0.01
 
 
@@ -117,7 +108,7 @@ def test_kinetic_friction_on_a_35_degree_incline(arch):
     for _ in range(10):  # settle onto the slope
         scene.step(DT)
     v0 = scene.get_state().velocity[0, box] @ downhill
-    run(scene, 1.5, box)
+    run(scene, seconds=1.5)
     v1 = scene.get_state().velocity[0, box] @ downhill
     expected = G * (math.sin(theta) - 0.3 * math.cos(theta))
     assert (v1 - v0) / 1.5 == pytest.approx(expected, rel=0.05)
@@ -156,19 +147,15 @@ def assert_valid_coloring(scene):
     dynamic = np.array([scene.body_mass(i) > 0 for i in range(nb)])
     # Per body slot: dynamic and awake (static or sleeping bodies may be shared).
     moving = np.tile(dynamic, scene.n_worlds) & ~state.sleeping.reshape(-1)
+    # Each constraint's body slots: pairs (a, b), then joint slots (world by world).
     ends_of_joints = np.array([scene.joint_bodies(j) for j in range(scene.n_joints)],
                               int).reshape(-1, 2)
-    parents, children = ends_of_joints[:, 0], ends_of_joints[:, 1]
-    for c in range(MAX_COLORS):
-        members = listed[starts[c]:starts[c + 1]]
-        pairs, joints = members[members < n], members[members >= n] - n
-        worlds = joints // max(scene.n_joints, 1)
-        ends = [a[pairs], b[pairs]]
-        if len(joints):
-            ends += [worlds * nb + parents[joints % scene.n_joints],
-                     worlds * nb + children[joints % scene.n_joints]]
-        bodies = np.concatenate([e[moving[e]] for e in ends])
-        assert len(bodies) == len(np.unique(bodies)), f"colour {c} shares a body"
+    joints = np.arange(len(color) - n) if scene.n_joints else np.zeros(0, int)
+    worlds = joints // max(scene.n_joints, 1)
+    ends = np.concatenate([np.stack([a, b], 1),
+                           worlds[:, None] * nb + ends_of_joints[joints % max(scene.n_joints, 1)]])
+    shared = colors_sharing_a_body(listed, starts, ends, moving, MAX_COLORS)
+    assert not shared, f"colours {shared} share a body"
     assert scene.n_colors <= MAX_COLORS
     return n
 
@@ -219,23 +206,6 @@ def test_colours_kept_from_last_step_stay_valid_in_a_falling_pile(arch):
         if step % 5 == 0:
             assert_valid_coloring(scene)
     assert scene.colorings - scene.scratch_colorings > 5
-
-
-def _greedy_color_count(pairs, moving):
-    """Colours a sequential greedy colouring of `pairs` (k, 2) needs, where only bodies with
-    moving[body] conflict: the reference for how many colours a pile needs."""
-    masks = np.zeros(len(moving), np.int64)
-    used = 0
-    for a, b in pairs:
-        taken = (masks[a] if moving[a] else 0) | (masks[b] if moving[b] else 0)
-        color = 0
-        while (taken >> color) & 1:
-            color += 1
-        for body in (a, b):
-            if moving[body]:
-                masks[body] |= 1 << color
-        used = max(used, color + 1)
-    return used
 
 
 @pytest.mark.parametrize("filler", [0, 60], ids=["small world", "large world"])
@@ -296,7 +266,7 @@ def test_a_poured_pile_keeps_few_colours(arch):
     for step in range(1, 6 * FRESH_COLORING_STEPS + 1):
         scene.step(DT)
         if step > 4 * FRESH_COLORING_STEPS and step % 8 == 0:
-            reference = _greedy_color_count(scene.candidate_pairs()[:, 1:], moving)
+            reference = greedy_color_count(scene.candidate_pairs()[:, 1:], moving)
             assert scene.n_colors <= reference + 1, (step, scene.n_colors, reference)
 
 
@@ -447,10 +417,11 @@ def test_dense_piles_of_circles_and_boxes_need_no_overflow(arch):
 
 
 def test_closing_speed_bounds_every_single_impact_and_is_tight():
-    """contacts.closing_speed against brute force: each body keeps its velocity or takes one
-    impact of restitution e with a surface of any normal m (v - (1 + e)(v.m)m, m against
-    v); the fastest the two can then close along any direction is the largest |a' - b'|
-    over a fine sweep of both normals. The bound holds and is attained."""
+    """contacts.closing_speed against brute force (tests/reference/contacts.py): each body
+    keeps its velocity or takes one impact of restitution e with a surface of any normal m
+    (v - (1 + e)(v.m)m, m against v); the fastest the two can then close along any
+    direction is the largest |a' - b'| over a fine sweep of both normals. The bound holds
+    and is attained."""
     import taichi as ti
 
     from fx2d_gpu.solver.contacts import closing_speed
@@ -475,19 +446,8 @@ def test_closing_speed_bounds_every_single_impact_and_is_tight():
 
     evaluate()
     got = bounds.to_numpy()
-    angles = np.linspace(0.0, 2.0 * np.pi, 721)
-    normals = np.stack([np.cos(angles), np.sin(angles)], 1)
-
-    def after_impacts(velocity, restitution):
-        along = normals @ velocity
-        hit = along < 0.0  # a surface the body moves into
-        out = velocity - (1.0 + restitution) * along[hit, None] * normals[hit]
-        return np.vstack([velocity[None], out])
-
     for i in range(cases):
-        a = after_impacts(v[i, 0].astype(np.float64), float(e[i, 0]))
-        b = after_impacts(v[i, 1].astype(np.float64), float(e[i, 1]))
-        brute = np.linalg.norm(a[:, None] - b[None], axis=2).max()
+        brute = reference_closing_speed(v[i, 0], e[i, 0], v[i, 1], e[i, 1])
         scale = 1e-4 * (1.0 + np.abs(v[i]).sum())
         assert got[i] >= brute - scale, (i, got[i], brute)
         assert got[i] <= brute * 1.001 + scale, (i, got[i], brute)

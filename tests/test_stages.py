@@ -12,10 +12,15 @@ output with a reference computed here from hand-derived inputs:
   friction (static / kinetic regime) and the two-point block solve;
 - one joint position pass: JOINT_ITERATIONS x JOINT_SWEEPS XPBD anchor updates of a revolute joint.
 
+The stages run as the per-stage executor runs them (solver/staged.py), walked from the
+stage list (solver/stages.py's SUBSTEP_STAGES); before the first substep's stages run,
+every field they declare they write (Stage.writes) is filled with NaN (ints with a
+garbage value), as mujoco_warp's tests do: a stage that forgets to write one leaves the
+garbage for the next stage to read, and the comparison fails.
+
 Only public API is used: Scene methods, the stage launchers and the pool's fields.
 """
 
-import math
 
 import numpy as np
 import pytest
@@ -24,23 +29,24 @@ import taichi as ti
 import fx2d_gpu as fx
 import fx2d_gpu.solver.coloring as coloring
 import fx2d_gpu.solver.pairs as pairs
-from fx2d_gpu.collision.broad_phase import find_candidate_pairs
 from fx2d_gpu.device import MAX_COLORS, SCAN_BLOCK, UNSOLVED_COLOR
 from fx2d_gpu.scan import exclusive_scan
 from fx2d_gpu.solver.contacts import (
-    CONTACT_COMPLIANCE,
     LINEAR_SLOP,
     MAX_PUSHOUT_SPEED,
     SLOP_FRACTION,
-    SPECULATIVE_DISTANCE,
     STICK_SPEED,
     build_body_lists,
 )
 from fx2d_gpu.solver.context import SMALL_COLORING_MAX_BODIES
-from fx2d_gpu.solver.joints import JOINT_ITERATIONS, JOINT_SWEEPS
-from fx2d_gpu.solver.step import begin_step, begin_substep, position_pass, velocity_pass
+from fx2d_gpu.solver.staged import colour_pass, run_items
+from fx2d_gpu.solver.stages import SUBSTEP_STAGES
+from fx2d_gpu.solver.step import find_pairs
 
 from .fields import put
+from .reference.coloring import bid_priority, rule_colors
+from .reference.contacts import cross, perp, reference_push, sequential_impulse
+from .reference.joints import reference_revolute, rotation
 
 SERIAL = pytest.mark.parametrize("serial", [False, True], ids=["parallel", "serial"])
 
@@ -58,18 +64,55 @@ def stage_context(scene, serial, dt=1.0 / 60.0, substeps=1):
     return ctx
 
 
+#: Integer fields a test fills before a stage that must write them (floats get NaN).
+GARBAGE = -123_456_789
+
+
+def poison(ctx, stages):
+    """Fill every field the stages declare they write (Stage.writes) with NaN, or GARBAGE
+    for an int field."""
+    for stage in stages:
+        for name in stage.writes:
+            group, field_name = name.split(".")
+            field = getattr(getattr(ctx.pool, group), field_name)
+            field.fill(GARBAGE if field.dtype == ti.i32 else float("nan"))
+
+
+def run_stages(ctx, first: str, last: str, substep: int = 0):
+    """SUBSTEP_STAGES from the stage named `first` to the one named `last` (included) of
+    substep `substep`, as the per-stage executor runs them (the item stages between two
+    colour passes in one launch)."""
+    names = [stage.name for stage in SUBSTEP_STAGES]
+    index, end = names.index(first), names.index(last) + 1
+    while index < end:
+        if SUBSTEP_STAGES[index].is_pass:
+            colour_pass(ctx, SUBSTEP_STAGES[index])
+            index += 1
+        else:
+            items_end = index
+            while items_end < end and not SUBSTEP_STAGES[items_end].is_pass:
+                items_end += 1
+            run_items(ctx, index, items_end, substep, before_coloring=False)
+            index = items_end
+
+
 def first_substep(ctx):
-    """The step's stages up to begin_substep(ctx, 0), as solver.step.step runs them."""
-    pairs.save_previous_pairs(ctx)
-    find_candidate_pairs(ctx, SPECULATIVE_DISTANCE, ctx.dt)
-    pairs.carry_contacts(ctx)
-    if not ctx.small_coloring:
-        begin_step(ctx)
-    recolored = coloring.color_constraints(ctx)
-    pairs.store_in_color_order(ctx, recolored)
+    """The step's stages up to the first substep's position pass, as solver.step.step runs
+    them, the fields they write filled with NaN first (poison)."""
+    poison(ctx, SUBSTEP_STAGES)
+    find_pairs(ctx)
     ctx.cache.pairs_in_place = False  # found here, not kept (solver.step._step decides)
     build_body_lists(ctx)
-    begin_substep(ctx, 0)
+    run_stages(ctx, "motors", "integrate positions")
+
+
+def position_pass(ctx):
+    run_stages(ctx, "position pass", "position pass")
+
+
+def velocity_pass(ctx):
+    """The stages after the position pass: continuous, derive velocities, velocity pass."""
+    run_stages(ctx, "continuous", "velocity pass")
 
 
 def manifold(ctx, pair=0):
@@ -79,14 +122,6 @@ def manifold(ctx, pair=0):
     return (contacts.normal.to_numpy()[pair].astype(np.float64),
             contacts.point.to_numpy()[pair, :count].astype(np.float64),
             contacts.depth.to_numpy()[pair, :count].astype(np.float64))
-
-
-def cross(r, v):
-    return r[0] * v[1] - r[1] * v[0]
-
-
-def perp(r):
-    return np.array([-r[1], r[0]])
 
 
 def inverse_mass(scene, body):
@@ -101,41 +136,6 @@ def slop_of(scene, body_a, body_b):
 
 
 # ----------------------------------------------------------------------------- colouring
-#: Sub-rounds per colour of the bidding rule (coloring.py's module docstring: "a few
-#: sub-rounds per colour let the losers try bodies still free"). Only the chain's and the
-#: star's exact colours depend on it; the hubs' do not (one bid per round wins the hub).
-SUB_ROUNDS = 4
-
-
-def bid_priority(local):
-    """coloring.priority's documented permutation of a pair's index within its world."""
-    return (np.asarray(local, np.uint64) * np.uint64(2654435761)) & np.uint64(0x7FFFFFFF)
-
-
-def rule_colors(a, b, dynamic, priority, solved=None):
-    """Colours (MAX_COLORS: overflow, UNSOLVED_COLOR: not solved[k]) of the documented
-    bidding rule, simulated one constraint at a time: in round c, SUB_ROUNDS times, every
-    uncoloured constraint whose dynamic bodies hold no colour-c constraint bids its priority
-    on them (lowest wins); those that win all their dynamic bodies take colour c."""
-    solved = np.ones(len(a), bool) if solved is None else solved
-    color = np.where(solved, -1, UNSOLVED_COLOR)
-    for c in range(MAX_COLORS):
-        holding = set()  # bodies with a colour-c constraint
-        for _ in range(SUB_ROUNDS):
-            claim = {}
-            free = [k for k in range(len(a)) if color[k] < 0
-                    and all(not dynamic[x] or x not in holding for x in (a[k], b[k]))]
-            for k in free:
-                for x in (a[k], b[k]):
-                    if dynamic[x]:
-                        claim[x] = min(claim.get(x, priority[k]), priority[k])
-            winners = [k for k in free
-                       if all(not dynamic[x] or claim[x] == priority[k] for x in (a[k], b[k]))]
-            for k in winners:
-                color[k] = c
-                holding.update((a[k], b[k]))
-    color[color < 0] = MAX_COLORS
-    return color
 
 
 def colour_graph(serial, n_bodies, edges, static=(), n_worlds=1, apart=()):
@@ -329,23 +329,6 @@ def test_coloring_a_hub_overflows(serial, n_worlds):
 
 
 # ----------------------------------------------------------------------------- position pass
-def reference_push(slop, h, normal, depths, arms_a, arms_b, wa, ia, wb, ib):
-    """resolve_penetration's docstring in NumPy: each point deeper than the slop gets
-    lambda = min(d - slop, MAX_PUSHOUT_SPEED h) / (count K), K = w_a + w_b + I_a (r_a x n)^2
-    + I_b (r_b x n)^2 + compliance / h^2, all from the same poses. Returns
-    (shift_a, turn_a, shift_b, turn_b)."""
-    count = len(depths)
-    shift_a, turn_a, shift_b, turn_b = np.zeros(2), 0.0, np.zeros(2), 0.0
-    for depth, ra, rb in zip(depths, arms_a, arms_b, strict=True):
-        if depth > slop:
-            rna, rnb = cross(ra, normal), cross(rb, normal)
-            k = wa + wb + ia * rna**2 + ib * rnb**2 + CONTACT_COMPLIANCE / h**2
-            lam = min(depth - slop, MAX_PUSHOUT_SPEED * h) / (count * k)
-            shift_a -= wa * lam * normal
-            turn_a -= ia * lam * rna
-            shift_b += wb * lam * normal
-            turn_b += ib * lam * rnb
-    return shift_a, turn_a, shift_b, turn_b
 
 
 def box_on_box(lower_x, lower_top, upper_x, upper_bottom, width_lower, width_upper):
@@ -373,7 +356,7 @@ POSITION_CASES = {
 @pytest.mark.parametrize("case", POSITION_CASES)
 @pytest.mark.parametrize("substeps", [1, 11], ids=["h=dt", "h=dt/11"])
 def test_position_pass_resolves_penetration_like_xpbd(serial, case, substeps):
-    """One position_pass after begin_substep(ctx, 0): the bodies' displacement equals the
+    """One position_pass after the first substep's stages: the bodies' displacement equals the
     XPBD formula evaluated in NumPy on the hand-computed manifold (no gravity, no velocity,
     so begin_substep moves nothing). With h = dt/11 the push-out limit MAX_PUSHOUT_SPEED h
     (4.5 mm) caps every point's correction; with h = dt it does not (48 mm < 50 mm).
@@ -421,19 +404,6 @@ def test_position_pass_resolves_penetration_like_xpbd(serial, case, substeps):
 
 
 # ----------------------------------------------------------------------------- velocity pass
-def sequential_impulse(v, w, r, normal, wb, ib, target, mu):
-    """One point of a body against a static one (a point of b at arm r), Box2D's sequential
-    impulses: normal jn = max((target - vn) m_n, 0) applied, then the tangent impulse
-    jt = clamp(-vt m_t, -mu jn, mu jn) (Coulomb); tangent = (-n.y, n.x).
-    Returns (v, w, jn, jt)."""
-    tangent = perp(normal)
-    vn = (v + w * perp(r)) @ normal
-    jn = max((target - vn) / (wb + ib * cross(r, normal) ** 2), 0.0)
-    v, w = v + wb * jn * normal, w + ib * cross(r, jn * normal)
-    vt = (v + w * perp(r)) @ tangent
-    limit = mu * jn
-    jt = min(max(-vt / (wb + ib * cross(r, tangent) ** 2), -limit), limit)
-    return v + wb * jt * tangent, w + ib * cross(r, jt * tangent), jn, jt
 
 
 VELOCITY_CASES = {
@@ -452,7 +422,7 @@ VELOCITY_CASES = {
 @pytest.mark.parametrize("case", VELOCITY_CASES)
 def test_velocity_pass_of_a_circle_landing(serial, case):
     """A circle (r 0.5, 1 kg) reaching a static box at 2 m/s down, `gap` above it, sliding
-    at u m/s, elasticity 0; begin_substep(ctx, 0) (no gravity: velocities unchanged, the
+    at u m/s, elasticity 0; the first substep's stages (no gravity: velocities unchanged, the
     circle moves by h v) then velocity_pass. Reference: the sequential impulse above with
     the target normal velocity min(depth after the move, 0) / h (0 while touching: the
     normal velocity must vanish; a speculative contact only stops the circle from closing
@@ -535,31 +505,6 @@ def test_velocity_pass_block_solves_a_two_point_landing(serial):
 
 
 # ----------------------------------------------------------------------------- joints
-def rotation(angle):
-    c, s = math.cos(angle), math.sin(angle)
-    return np.array([[c, -s], [s, c]])
-
-
-def reference_revolute(x1, a1, x2, a2, anchor1, anchor2, w1, i1, w2, i2):
-    """JOINT_ITERATIONS x JOINT_SWEEPS XPBD updates of C = |a1 - a2|
-    (joints.anchor_constraint, compliance 0), each from the poses the last one left:
-    n = gap / |gap|, gradients n and -n; each body turns about its lever arm at the start
-    of the substep (here the poses given: no velocity), s1 = r1_start x n and
-    s2 = -(r2_start x n), dlambda = -C / (w1 + w2 + I1 (r1 x n) s1 + I2 (-(r2 x n)) s2).
-    Returns the new (x1, a1, x2, a2)."""
-    start1, start2 = rotation(a1) @ anchor1, rotation(a2) @ anchor2
-    for _ in range(JOINT_ITERATIONS * JOINT_SWEEPS):
-        r1, r2 = rotation(a1) @ anchor1, rotation(a2) @ anchor2
-        gap = r1 - r2 - (x2 - x1)
-        length = np.linalg.norm(gap)
-        if length <= 1e-9:
-            break
-        n = gap / length
-        s1, s2 = cross(start1, n), -cross(start2, n)
-        dlam = -length / (w1 + w2 + i1 * cross(r1, n) * s1 - i2 * cross(r2, n) * s2)
-        x1, a1 = x1 + w1 * dlam * n, a1 + i1 * dlam * s1
-        x2, a2 = x2 - w2 * dlam * n, a2 + i2 * dlam * s2
-    return x1, a1, x2, a2
 
 
 def revolute_gap(x1, a1, x2, a2):
@@ -574,7 +519,7 @@ def test_position_pass_closes_a_revolute_joint_like_xpbd(serial, parent_mass):
     """A revolute joint at (0.5, 0) between a parent box (static or 3 kg) and a 1.5 kg bar,
     whose poses are then moved so that the anchors are 0.22 m (0.25 m) apart and the bar
     is turned by 0.3 rad: far enough that the linearised update leaves a gap each pass, so
-    the number of passes and the order of their updates matter. After begin_substep(ctx, 0)
+    the number of passes and the order of their updates matter. After the first substep's stages
     (no gravity, no velocity) and one position_pass the poses equal the reference's anchor
     updates computed in NumPy, and the velocities derived for jointed bodies (at the start of
     the velocity pass) are their displacement over h."""
@@ -593,8 +538,8 @@ def test_position_pass_closes_a_revolute_joint_like_xpbd(serial, parent_mass):
     first_substep(ctx)
     assert ctx.cache.n_pairs == 0  # joined bodies do not collide
     position_pass(ctx)
-    # Its last stages (velocities derived for jointed bodies) run at the velocity pass's
-    # start (step._position_pass_end); with no pairs, that is all the velocity pass does.
+    # Velocities are derived for jointed bodies after it ("derive velocities"); with no
+    # pairs, that is all the velocity_pass helper's stages do.
     velocity_pass(ctx)
 
     w1, i1 = inverse_mass(scene, parent)

@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 
 import fx2d_gpu as fx
 from fx2d_gpu.device import MAX_COLORS, UNSOLVED_COLOR
-from fx2d_gpu.snapshots import MAX_META_CHARS, SceneSnapshot
+from fx2d_gpu.snapshots import SceneSnapshot
+from fx2d_gpu.state_files import MAX_META_CHARS
 
 DT = 1.0 / 60.0
 N_WORLDS, N_BODIES = 2, 4

@@ -8,9 +8,9 @@ import pytest
 
 import fx2d_gpu as fx
 from fx2d_gpu import device, runtime
-from fx2d_gpu.solver import context, step, team
+from fx2d_gpu.solver import context, fused, staged, team
 
-from .test_small_worlds import assert_same, general_path, machine_scene, run
+from .helpers import assert_same_trace, general_path, machine_scene, trace
 
 
 def hanging_chains_over_a_pile(arch: str, n_worlds: int = 1) -> fx.Scene:
@@ -40,10 +40,11 @@ def hanging_chains_over_a_pile(arch: str, n_worlds: int = 1) -> fx.Scene:
     return scene
 
 
-def count_calls(monkeypatch, name: str) -> list:
-    """Each call of step.<name> from now on appends its arguments after the context."""
-    calls, original = [], getattr(step, name)
-    monkeypatch.setattr(step, name, lambda ctx, *a: calls.append(a) or original(ctx, *a))
+def count_calls(monkeypatch, module, name: str) -> list:
+    """Each call of module.<name> from now on appends its positional arguments after the
+    first (the context)."""
+    calls, original = [], getattr(module, name)
+    monkeypatch.setattr(module, name, lambda *a, **k: calls.append(a[1:]) or original(*a, **k))
     return calls
 
 
@@ -84,39 +85,39 @@ def team_of_every_step(calls: list, n_steps: int) -> int:
 @pytest.mark.parametrize("n_worlds", [1, 2])
 def test_a_team_steps_bit_for_bit_like_one_launch_per_stage(arch, n_worlds, monkeypatch):
     steady_team(monkeypatch)
-    calls = count_calls(monkeypatch, "substeps_by_team")
+    calls = count_calls(monkeypatch, fused, "substeps_by_team")
     scene = hanging_chains_over_a_pile(arch, n_worlds)
-    on_team = run(scene, 40)
+    on_team = trace(scene, 40)
     team_of_every_step(calls, 40)
     assert scene.n_overflow == 0 and scene.n_colors >= 4  # every colour took its turn
     assert on_team["events"][0][0] > 0  # contacts from the first step on
 
     monkeypatch.setattr(team, "ENABLED", False)
     calls.clear()
-    per_stage = run(hanging_chains_over_a_pile(arch, n_worlds), 40)
+    per_stage = trace(hanging_chains_over_a_pile(arch, n_worlds), 40)
     assert not calls
-    assert_same(on_team, per_stage)
+    assert_same_trace(on_team, per_stage)
     # The chains held (the joints were solved in every colour): no anchor gap past 1 cm.
     anchors = scene.joint_anchors()
     assert np.linalg.norm(anchors[..., 0, :] - anchors[..., 1, :], axis=-1).max() < 0.01
 
 
 def test_colours_per_launch_change_no_bit(arch, monkeypatch):
-    """One launch per stage solves step.COLORS_PER_LAUNCH colours a launch (a GPU's way):
+    """One launch per stage solves staged.COLORS_PER_LAUNCH colours a launch (a GPU's way):
     3 a launch (the last launch's colours past the scene's left empty) steps bit for bit
     like the default 2, as colours run in the same order whatever the launches."""
     monkeypatch.setattr(team, "ENABLED", False)
-    launches = count_calls(monkeypatch, "_solve_colors")
-    default = run(hanging_chains_over_a_pile(arch), 25)
+    launches = count_calls(monkeypatch, staged, "_solve_colors")
+    default = trace(hanging_chains_over_a_pile(arch), 25)
     per_default = len(launches)
-    monkeypatch.setattr(step, "COLORS_PER_LAUNCH", 3)
+    monkeypatch.setattr(staged, "COLORS_PER_LAUNCH", 3)
     launches.clear()
-    three = run(hanging_chains_over_a_pile(arch), 25)
-    assert_same(default, three)
+    three = trace(hanging_chains_over_a_pile(arch), 25)
+    assert_same_trace(default, three)
     assert len(launches) < per_default  # fewer launches did the same work
     scene = hanging_chains_over_a_pile(arch)
     before = scene.get_state().position
-    monkeypatch.setattr(step, "COLORS_PER_LAUNCH", 0)
+    monkeypatch.setattr(staged, "COLORS_PER_LAUNCH", 0)
     with pytest.raises(ValueError, match="COLORS_PER_LAUNCH"):
         scene.step(1 / 60)
     np.testing.assert_array_equal(scene.get_state().position, before)
@@ -150,36 +151,36 @@ def test_a_team_solves_the_overflow_colour_bit_for_bit_like_its_kernels(arch, mo
     scene large enough for a team of several threads: the same results as the overflow's
     own kernels (solver/overflow.py) between one launch per stage."""
     steady_team(monkeypatch)
-    calls = count_calls(monkeypatch, "substeps_by_team")
+    calls = count_calls(monkeypatch, fused, "substeps_by_team")
     scene = with_overflow(hanging_chains_over_a_pile(arch))
     overflow = []
     monkeypatch.setattr(scene, "contact_events", lambda original=scene.contact_events: (
-        overflow.append(scene.n_overflow) or original()))  # run() asks once a step
-    on_team = run(scene, 30)
+        overflow.append(scene.n_overflow) or original()))  # trace() asks once a step
+    on_team = trace(scene, 30)
     team_of_every_step(calls, 30)
     assert min(overflow) >= 20  # 10 pairs on the plank, 10 spokes' joints
     assert min(overflow) > 0 and scene.n_colors == device.MAX_COLORS
 
     monkeypatch.setattr(team, "ENABLED", False)
     calls.clear()
-    per_stage = run(with_overflow(hanging_chains_over_a_pile(arch)), 30)
+    per_stage = trace(with_overflow(hanging_chains_over_a_pile(arch)), 30)
     assert not calls
-    assert_same(on_team, per_stage)
+    assert_same_trace(on_team, per_stage)
 
 
 def test_a_team_of_one_thread_runs_a_serial_scene(arch, monkeypatch):
     """Scenes of at most device.SERIAL_SLOTS body slots on a CPU: one launch on one thread,
     with the results of their ~100 serial launches (the small-world machine, stepped as
     large worlds)."""
-    calls = count_calls(monkeypatch, "substeps_by_team")
+    calls = count_calls(monkeypatch, fused, "substeps_by_team")
     monkeypatch.setattr(context, "BY_WORLD_MAX_BODIES", 0)
     scene = machine_scene(3, arch)
     assert scene.n_bodies * 3 <= device.SERIAL_SLOTS
-    on_team = run(scene, 100)
+    on_team = trace(scene, 100)
     assert [c[0] for c in calls] == [1] * (100 if runtime.on_cpu() else 0)
     general_path(monkeypatch)  # no team either
     calls.clear()
-    assert_same(on_team, run(machine_scene(3, arch), 100))
+    assert_same_trace(on_team, trace(machine_scene(3, arch), 100))
     assert not calls
 
 
@@ -188,7 +189,7 @@ def test_a_team_larger_than_the_thread_pool_times_out_instead_of_hanging(arch):
     task ends, so the others' waits hit their limit: counted, never a hang."""
     scene = hanging_chains_over_a_pile(arch)
     if not runtime.on_cpu():
-        assert step.team_size(scene.step_context()) == 0
+        assert team.threads_for(scene.step_context()) == 0
         return
     counts = scene.step_context().pool.counts
     threads = team.usable_threads()
@@ -204,14 +205,14 @@ def test_a_wait_past_its_limit_raises_and_later_steps_launch_per_stage(arch, mon
     scene = hanging_chains_over_a_pile(arch)
     scene.step(1 / 60)
     if expected_threads(scene) < 2:
-        assert step.team_size(scene.step_context()) in (0, 1)  # no barrier to wait at
+        assert team.threads_for(scene.step_context()) in (0, 1)  # no barrier to wait at
         return
     monkeypatch.setitem(team._state, "broken", False)  # restored after
     monkeypatch.setattr(team, "_timeouts", lambda counts: 1)
     with pytest.raises(RuntimeError, match="never reached a barrier"):
         scene.step(1 / 60)
     assert team.probe_threads(scene.step_context().pool.counts) == 0
-    calls = count_calls(monkeypatch, "substeps_by_team")
+    calls = count_calls(monkeypatch, fused, "substeps_by_team")
     scene.step(1 / 60)
     assert not calls
 
@@ -224,9 +225,9 @@ def test_a_busy_machine_stops_using_the_team_and_a_quiet_one_takes_it_back(arch,
     scene = hanging_chains_over_a_pile(arch)
     scene.step(1 / 60)
     if expected_threads(scene) < 2:
-        assert step.team_size(scene.step_context()) in (0, 1)
+        assert team.threads_for(scene.step_context()) in (0, 1)
         return
-    calls = count_calls(monkeypatch, "substeps_by_team")
+    calls = count_calls(monkeypatch, fused, "substeps_by_team")
     compiled = device.compiled_kernel_count()
     monkeypatch.setattr(team, "REPROBE_REQUESTS", 4)
     monkeypatch.setitem(team._state, "requests", 0)
@@ -252,11 +253,11 @@ def test_steps_slowed_by_other_processes_move_to_a_team_of_one_and_back(arch, mo
     scene = hanging_chains_over_a_pile(arch)
     scene.step(1 / 60)
     if expected_threads(scene) < 2:
-        assert step.team_size(scene.step_context()) in (0, 1)
+        assert team.threads_for(scene.step_context()) in (0, 1)
         return
     reference = hanging_chains_over_a_pile(arch)
     reference.step(1 / 60)
-    calls = count_calls(monkeypatch, "substeps_by_team")
+    calls = count_calls(monkeypatch, fused, "substeps_by_team")
     machine = {"busy": False, "now": 0.0, "calls": 0}
 
     def clock():

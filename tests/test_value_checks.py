@@ -10,7 +10,7 @@ import pytest
 
 import fx2d_gpu as fx
 from fx2d_gpu import shapes
-from fx2d_gpu.solver.joints import MOTOR_EFFORT
+from fx2d_gpu.enums import MOTOR_EFFORT
 
 
 def assert_same_state(a: fx.State, b: fx.State):

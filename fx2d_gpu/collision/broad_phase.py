@@ -24,11 +24,12 @@ from ..bodies import (
     should_collide,
 )
 from ..device import next_pow2
+from ..enums import SHAPE_CIRCLE, SHAPE_NONE
 from ..launching import quick
 from ..math2d import rotate
 from ..residency import CapacityError
 from ..scan import exclusive_scan
-from ..shapes import MAX_COORDINATE, SHAPE_CIRCLE, SHAPE_NONE
+from ..shapes import MAX_COORDINATE
 
 vec2 = ti.math.vec2
 ivec3 = ti.math.ivec3
@@ -346,9 +347,10 @@ def refit_fat_boxes(ctx, margin: float, motion_time: float, reset: bool) -> tupl
     with a moving body appears, and a fat box would make such pairs appear earlier. So where
     nothing was refitted and nothing sleeps, the step's candidate pairs are last step's."""
     pool = ctx.pool
-    refitted, sleepers = _refit_fat_boxes(pool.model, pool.bodies, pool.grid, ctx.serial,
-                                          ctx.n_slots, ctx.n_bodies, margin, motion_time,
-                                          int(reset))
+    refitted, sleepers = _refit_fat_boxes(model=pool.model, bodies=pool.bodies, broad=pool.grid,
+                                          serial=ctx.serial, n_slots=ctx.n_slots,
+                                          n_bodies=ctx.n_bodies, margin=margin,
+                                          motion_time=motion_time, reset=int(reset))
     return int(refitted), int(sleepers)
 
 
@@ -357,7 +359,7 @@ def build_grid(model: ti.template(), bodies: ti.template(), broad: ti.template()
                counts: ti.template(), scan: ti.template(), serial: ti.template(), n_worlds,
                n_bodies, cell_size, table_mask, margin, motion_time, fat):
     """The grid of every world at the current poses (the first half of the broad phase,
-    shared with the spatial queries, collision/queries.py): each body's AABB (grown by
+    shared with the spatial queries, collision/query_grid.py): each body's AABB (grown by
     margin (m) plus what it covers in motion_time (s); fat == 1: its fat box where
     place_body says) and level in broad.aabb_lower/upper and broad.level (-1: no shape,
     disabled, or a non-finite or absurd pose, counted in counts.lost_bodies),

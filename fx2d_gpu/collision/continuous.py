@@ -28,9 +28,9 @@ partners that are not bullets, at their poses after the first pass.
 import taichi as ti
 
 from ..bodies import moves
+from ..enums import SHAPE_CHAIN, SHAPE_CIRCLE
 from ..integrate import displace
 from ..math2d import rotate_inv
-from ..shapes import SHAPE_CHAIN, SHAPE_CIRCLE
 from .queries import point_segment_distance
 
 vec2 = ti.math.vec2

@@ -21,9 +21,9 @@ on how far the bodies are from the world origin.
 import taichi as ti
 
 from ..bodies import bounding_radius
+from ..enums import SHAPE_CHAIN, SHAPE_CIRCLE, SHAPE_POLYGON
 from ..launching import quick
 from ..math2d import rotate, rotate_inv
-from ..shapes import SHAPE_CHAIN, SHAPE_CIRCLE, SHAPE_POLYGON
 
 vec2 = ti.math.vec2
 

@@ -411,9 +411,10 @@ def coloring_holds_in_order(ctx) -> bool:
     may_reuse_coloring): whether last step's colouring still holds
     (_coloring_holds_in_order)."""
     pool = ctx.pool
-    return _coloring_holds_in_order(pool.model, pool.bodies, pool.coloring, pool.counts,
-                                    ctx.serial, ctx.n_slots, ctx.n_pairs, ctx.n_joints,
-                                    ctx.n_bodies) == 1
+    return _coloring_holds_in_order(model=pool.model, bodies=pool.bodies, coloring=pool.coloring,
+                                    counts=pool.counts, serial=ctx.serial, n_slots=ctx.n_slots,
+                                    n_pairs=ctx.n_pairs, n_joints=ctx.n_joints,
+                                    n_bodies=ctx.n_bodies) == 1
 
 
 def color_constraints(ctx, holds: bool | None = None) -> bool:
@@ -433,8 +434,9 @@ def color_constraints(ctx, holds: bool | None = None) -> bool:
     pool, cache, serial = ctx.pool, ctx.cache, ctx.serial
     if holds is None:
         holds = may_reuse_coloring(ctx) and _coloring_still_valid(
-            pool.model, pool.bodies, pool.manifolds, pool.previous, pool.coloring, serial,
-            ctx.n_slots, ctx.n_pairs, ctx.n_bodies, int(ctx.small_coloring)) == 1
+            model=pool.model, bodies=pool.bodies, contacts=pool.manifolds,
+            previous=pool.previous, coloring=pool.coloring, serial=serial, n_slots=ctx.n_slots,
+            n_pairs=ctx.n_pairs, n_bodies=ctx.n_bodies, all_pairs=int(ctx.small_coloring)) == 1
     if not holds:
         keep = _keeps_colors(ctx)
         cache.n_colors, cache.n_overflow = _color(ctx, keep=keep)

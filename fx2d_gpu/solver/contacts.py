@@ -23,11 +23,11 @@ import taichi as ti
 from ..bodies import bounding_radius, is_sensor_pair, moves, solver_mass
 from ..collision.narrow_phase import collide_pair, shape_extent
 from ..device import UNSOLVED_COLOR
+from ..enums import HELD, SHAPE_CHAIN, TOUCHED
 from ..integrate import displace
 from ..launching import quick
 from ..math2d import cross, cross_sv
 from ..scan import exclusive_scan
-from ..shapes import SHAPE_CHAIN
 
 vec2 = ti.math.vec2
 vec3 = ti.math.vec3
@@ -77,10 +77,6 @@ TOUCH_FRACTION = 0.25
 #: awake large pyramid: 66 begin events a step with none, 24 with half a slop, 5 with one).
 #: Box2D v3 counts a pair touching while its manifold has points, up to 4 slops apart.
 HOLD_FRACTION = 1.0
-#: contacts.touching values, set by the velocity pass: TOUCHED (within TOUCH_FRACTION, or
-#: pushing, in a substep of this step), HELD (within HOLD_FRACTION only: touching if the
-#: pair was reported last step, solver/reporting.py), 0 (neither).
-TOUCHED, HELD = 1, 2
 #: Velocity iterations over a manifold's points per substep (multi-point convergence).
 VELOCITY_ITERATIONS = 1
 #: Iterations over a manifold with an immovable body (static, kinematic, asleep) in each

@@ -15,12 +15,11 @@ others exactly as they would have run.
 import numpy as np
 import taichi as ti
 
+from ..enums import NO_FAULT
 from ..launching import quick
 from ..shapes import MAX_COORDINATE, MAX_SPEED
 from .joints import JOINT_TORN_FRACTION, torn
 
-#: faults.first_slot of a world with no faulty body.
-NO_FAULT = 2147483647
 #: What Scene.step does with faulty worlds (Scene's on_fault).
 ON_FAULT = ("raise", "reset")
 
@@ -156,10 +155,12 @@ def reset_faulty_worlds(ctx, initial: dict):
     no forces, awake, its contacts forgotten. The other worlds are not touched."""
     bodies, joints = initial["bodies"], initial["joints"]
     pool = ctx.pool
-    _reset_worlds(pool.bodies, pool.joints, pool.manifolds, pool.faults, ctx.serial,
-                  ctx.n_worlds, ctx.n_bodies, ctx.n_joints, ctx.n_pairs, bodies["position"],
-                  bodies["angle"], bodies["velocity"], bodies["angular_velocity"],
-                  joints["target"] if len(joints["target"]) else _NO_TARGETS)
+    _reset_worlds(bodies=pool.bodies, joints=pool.joints, contacts=pool.manifolds,
+                  faults=pool.faults, serial=ctx.serial, n_worlds=ctx.n_worlds,
+                  n_bodies=ctx.n_bodies, n_joints=ctx.n_joints, n_pairs=ctx.n_pairs,
+                  position=bodies["position"], angle=bodies["angle"], velocity=bodies["velocity"],
+                  angular_velocity=bodies["angular_velocity"],
+                  target=joints["target"] if len(joints["target"]) else _NO_TARGETS)
 
 
 

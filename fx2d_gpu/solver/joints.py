@@ -12,19 +12,11 @@ import math
 import taichi as ti
 
 from ..bodies import solver_mass
+from ..enums import JOINT_REVOLUTE, MOTOR_EFFORT, MOTOR_NONE, MOTOR_POSITION
 from ..integrate import displace
 from ..math2d import cross, rotate
 
 vec2 = ti.math.vec2
-
-JOINT_REVOLUTE = 0
-JOINT_PRISMATIC = 1
-MOTOR_NONE = 0
-MOTOR_POSITION = 1
-MOTOR_VELOCITY = 2
-MOTOR_EFFORT = 3
-MOTOR_MODES = {None: MOTOR_NONE, "position": MOTOR_POSITION, "velocity": MOTOR_VELOCITY,
-               "effort": MOTOR_EFFORT}
 
 #: Joints are rigid (Fx2D's default compliance 0).
 JOINT_COMPLIANCE = 0.0

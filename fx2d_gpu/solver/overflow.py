@@ -170,6 +170,7 @@ def solve_overflow(ctx, position: bool, joints_only: bool = False):
     """The overflow colour's pass (see the module docstring): the position pass's
     (position=True) or the velocity pass's; joints_only: a later sweep's, its joints."""
     pool = ctx.pool
-    _solve_overflow(pool.model, pool.bodies, pool.joints, pool.manifolds, pool.prepared,
-                    pool.coloring, pool.counts, ctx.serial, position, int(joints_only),
-                    ctx.n_bodies, ctx.h)
+    _solve_overflow(model=pool.model, bodies=pool.bodies, joints=pool.joints,
+                    contacts=pool.manifolds, solver=pool.prepared, coloring=pool.coloring,
+                    counts=pool.counts, serial=ctx.serial, position=position,
+                    joints_only=int(joints_only), n_bodies=ctx.n_bodies, h=ctx.h)

@@ -29,9 +29,9 @@ import taichi as ti
 from ..bodies import moves
 from ..collision.broad_phase import never_collide
 from ..collision.narrow_phase import collide_pair
+from ..enums import HELD, TOUCHED
 from ..launching import quick
 from ..scan import exclusive_scan
-from .contacts import HELD, TOUCHED
 from .pairs import copy_pair_fields
 
 #: Whether a step whose pairs stayed in place may refresh the last reported list instead of
@@ -308,10 +308,12 @@ def report_contacts(ctx):
                          ctx.n_bodies)
     while True:
         pool = ctx.pool
-        counts = _report_contacts(pool.model, pool.bodies, pool.joints, pool.manifolds,
-                                  pool.staging, pool.reported, pool.events, pool.prepared,
-                                  pool.coloring, pool.scan, ctx.serial, ctx.n_slots,
-                                  ctx.n_bodies, ctx.n_pairs, cache.n_reported, n_held)
+        counts = _report_contacts(model=pool.model, bodies=pool.bodies, joints=pool.joints,
+                                  contacts=pool.manifolds, staging=pool.staging,
+                                  reported=pool.reported, events=pool.events, solver=pool.prepared,
+                                  coloring=pool.coloring, scan=pool.scan, serial=ctx.serial,
+                                  n_slots=ctx.n_slots, n_bodies=ctx.n_bodies, n_pairs=ctx.n_pairs,
+                                  n_old=cache.n_reported, n_held=n_held)
         n_new, n_begin, n_end, n_resting = (int(v) for v in counts)
         if n_new <= pool.pair_capacity:
             break

@@ -443,6 +443,7 @@ def wake_islands(ctx) -> int:
     again to pair them with each other before the substeps.
     """
     pool = ctx.pool
-    return _wake_launch(pool.model, pool.bodies, pool.joints, pool.manifolds, pool.previous,
-                        pool.islands, ctx.serial, ctx.n_slots, ctx.n_bodies, ctx.n_pairs,
-                        ctx.n_joints)
+    return _wake_launch(model=pool.model, bodies=pool.bodies, joints=pool.joints,
+                        contacts=pool.manifolds, previous=pool.previous, islands=pool.islands,
+                        serial=ctx.serial, n_slots=ctx.n_slots, n_bodies=ctx.n_bodies,
+                        n_pairs=ctx.n_pairs, n_joints=ctx.n_joints)

@@ -1,8 +1,9 @@
-"""Reference broad and narrow phase in float64 NumPy, written for clarity, not speed."""
+"""Reference shapes (at their poses, AABBs) and narrow phase in float64 NumPy, written for
+clarity, not speed. (The broad phase's brute-force pairs: broad_phase.py.)"""
 
 import numpy as np
 
-from fx2d_gpu.shapes import SHAPE_CIRCLE
+from fx2d_gpu.enums import SHAPE_CIRCLE
 
 REFERENCE_FACE_TOLERANCE = 0.0005
 
@@ -24,26 +25,6 @@ def aabb(ws):
     if ws[0] == "circle":
         return ws[1] - ws[2], ws[1] + ws[2]
     return ws[1].min(axis=0), ws[1].max(axis=0)
-
-
-def brute_force_pairs(lower, upper, world, active):
-    """All (world, a, b), a < b, whose AABBs overlap in the same world, with one side active.
-
-    lower, upper: (n, 2); world: (n,); active: (n,) bool. Also returns the overlap slack of
-    each pair (how far from touching), for tolerance at the boundary.
-    """
-    pairs, slack = [], []
-    n = len(lower)
-    for a in range(n):
-        b = np.arange(a + 1, n)
-        gap = np.minimum(upper[a], upper[b]) - np.maximum(lower[a], lower[b])  # (m, 2)
-        ok = (gap.min(axis=1) >= 0) & (world[b] == world[a]) & (active[a] | active[b])
-        near = (np.abs(gap).min(axis=1) < 1e-4) & (world[b] == world[a])
-        for j in b[ok]:
-            pairs.append((world[a], a, j))
-        for j in b[near]:
-            slack.append((world[a], a, j))
-    return set(pairs), set(slack)
 
 
 def _closest_on_segment(p, a, b):

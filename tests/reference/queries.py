@@ -9,7 +9,7 @@ tests can skip cases float32 may round either way.
 
 import numpy as np
 
-from fx2d_gpu.shapes import SHAPE_CHAIN, SHAPE_CIRCLE
+from fx2d_gpu.enums import SHAPE_CHAIN, SHAPE_CIRCLE
 
 from .geometry import _closest, _segments, core, core_distance
 

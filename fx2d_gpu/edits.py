@@ -1,0 +1,74 @@
+"""Scene's edits of a built scene: written onto the device (transfer.py) and, for the
+model's fields, into the host model every load uploads (Binding.edit), so that an edit
+survives the scene leaving the pool and coming back.
+
+Body slots are world-major: slot = world * n_bodies + body.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import transfer
+from .residency import Binding
+from .solver.context import StepContext
+
+
+def upload_filters(ctx: StepContext, binding: Binding, builder, rows):
+    """The builder's collision filters of bodies `rows` ((k,) indices) into the host model
+    and onto the device (one launch for all of them); the candidate pairs are found afresh,
+    as the filter decides them."""
+    rows = np.asarray(rows, np.int64)
+    bodies = [builder.bodies[r] for r in rows]
+    groups = np.array([b.collision_group for b in bodies], np.int32)
+    categories = np.array([b.category_bits for b in bodies], np.uint32).view(np.int32)
+    masks = np.array([b.mask_bits for b in bodies], np.uint32).view(np.int32)
+    binding.edit("model", rows, collision_group=groups, category_bits=categories,
+                 mask_bits=masks)
+    transfer.write_filters(ctx, rows.astype(np.int32), groups, categories, masks)
+    ctx.cache.pairs_fat = False
+
+
+def upload_motor(ctx: StepContext, binding: Binding, joint: int, motor):
+    """`motor` (a builder.Joint's mode, pid and max_effort) as joint `joint`'s, in the host
+    model and on the device."""
+    binding.edit("joints", joint, mode=motor.mode, pid=motor.pid,
+                 max_effort=motor.max_effort)
+    transfer.write_joint_mode(ctx, joint, motor.mode, list(motor.pid), motor.max_effort)
+
+
+def upload_forces(ctx: StepContext, pending: dict[int, tuple[np.ndarray, np.ndarray]]):
+    """The forces applied since the last step (body: (force (n_worlds, 2) N, torque
+    (n_worlds,) N m)) onto the device, for the next step; `pending` is emptied."""
+    if not pending:
+        return
+    bodies = np.array(sorted(pending), np.int32)
+    slots = (np.arange(ctx.n_worlds, dtype=np.int32)[:, None] * ctx.n_bodies
+             + bodies[None, :]).reshape(-1)
+    forces = np.stack([pending[b][0] for b in bodies], axis=1).reshape(-1, 2)
+    torques = np.stack([pending[b][1] for b in bodies], axis=1).reshape(-1)
+    transfer.scatter_forces(ctx, slots, forces.astype(np.float32), torques.astype(np.float32))
+    pending.clear()
+
+
+def write_state(ctx: StepContext, arrays: dict[str, np.ndarray]):
+    """A checked State's arrays (builder.check_state) onto the device: poses (the previous
+    pose too), velocities and sleep flags; contacts are found afresh at the new poses and
+    the last step's events are forgotten."""
+    n = ctx.n_slots
+    transfer.write_state(
+        ctx, arrays["position"].reshape(n, 2).astype(np.float32),
+        arrays["angle"].reshape(n).astype(np.float32),
+        arrays["velocity"].reshape(n, 2).astype(np.float32),
+        arrays["angular_velocity"].reshape(n).astype(np.float32),
+        arrays["sleeping"].reshape(n).astype(np.int32))
+    ctx.cache.contacts_current = False
+    ctx.cache.forget_events()
+    ctx.cache.state_set = True  # resting contacts are checked again (reporting.py)
+
+
+def write_enabled(ctx: StepContext, bodies: np.ndarray, worlds: np.ndarray, enabled: bool):
+    """Bodies `bodies` ((k,) indices) in worlds `worlds` ((m,) indices) in or out of the
+    simulation."""
+    slots = (worlds[:, None] * ctx.n_bodies + bodies[None, :]).reshape(-1)
+    transfer.write_enabled(ctx, slots.astype(np.int32), enabled)

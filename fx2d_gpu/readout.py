@@ -1,0 +1,133 @@
+"""Reading a scene's device state into the records Scene hands back (records.py): body
+state, enabled flags, motor targets, contacts, contact events and candidate pairs.
+
+Each function takes the scene's StepContext (resident and up to date, Scene._context) and
+reads world-major device fields (slot = world * n_bodies + body) into (n_worlds, ...) host
+arrays. Reading changes nothing a later step reads.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .collision.broad_phase import find_candidate_pairs
+from .collision.narrow_phase import compute_manifolds
+from .device import MAX_MANIFOLD_POINTS, FieldGroup
+from .records import ContactEventList, ContactEvents, Contacts, State
+from .solver.context import StepContext
+
+#: Manifold fields contacts() reads.
+_CONTACT_FIELDS = ("body_a", "body_b", "point_count", "normal", "point", "depth", "feature",
+                   "total_normal_impulse", "total_tangent_impulse")
+#: Body fields body_state() reads.
+_STATE_FIELDS = ("position", "angle", "velocity", "angular_velocity", "sleeping")
+
+
+def body_state(ctx: StepContext) -> State:
+    """Every world's poses, velocities and sleep flags (float64, sleeping bool)."""
+    w, nb = ctx.n_worlds, ctx.n_bodies
+    state = ctx.pool.bodies.read(dict.fromkeys(_STATE_FIELDS, w * nb))
+    return State(
+        position=state["position"].reshape(w, nb, 2).astype(np.float64),
+        angle=state["angle"].reshape(w, nb).astype(np.float64),
+        velocity=state["velocity"].reshape(w, nb, 2).astype(np.float64),
+        angular_velocity=state["angular_velocity"].reshape(w, nb).astype(np.float64),
+        sleeping=state["sleeping"].reshape(w, nb).astype(bool),
+    )
+
+
+def enabled_flags(ctx: StepContext) -> np.ndarray:
+    """(n_worlds, n_bodies) bool: which bodies take part in each world."""
+    flags = ctx.pool.bodies.read({"enabled": ctx.n_slots})["enabled"]
+    return flags.reshape(ctx.n_worlds, ctx.n_bodies).astype(bool)
+
+
+def joint_targets(ctx: StepContext, joint: int) -> np.ndarray:
+    """(n_worlds,) float64: `joint`'s motor target in every world, as the device holds it."""
+    n = ctx.n_worlds * ctx.n_joints
+    targets = ctx.pool.joints.read({"target": n})["target"]
+    return targets.reshape(ctx.n_worlds, ctx.n_joints)[:, joint].astype(np.float64)
+
+
+def current_contacts(ctx: StepContext) -> tuple[FieldGroup, int]:
+    """(manifolds group, pair count) of the candidate pairs at the current poses: the last
+    step's, or, after set_state, a broad and narrow phase (exact, no margins) into the
+    scratch group, which no later step reads: a query never changes the simulation."""
+    if ctx.cache.contacts_current:
+        return ctx.pool.manifolds, ctx.cache.n_pairs
+    n_pairs = find_candidate_pairs(ctx, into="staging")
+    compute_manifolds(ctx, n_pairs, 0.0, into="staging")
+    return ctx.pool.staging, n_pairs
+
+
+def contacts(ctx: StepContext, sensor: np.ndarray, world: int | None) -> Contacts:
+    """Scene.contacts: the touching pairs of `world` (None: every world), sorted by
+    (world, body_a, body_b); `sensor` (n_bodies,) bool marks the sensors.
+
+    After a step they are the step's reported contacts, with its impulses; otherwise the
+    manifolds at the current poses that have points, with zero impulses.
+    """
+    stepped = ctx.cache.contacts_current
+    if stepped:
+        manifolds, n = ctx.pool.reported, ctx.cache.n_reported
+    else:
+        manifolds, n = current_contacts(ctx)
+    fields = manifolds.read(dict.fromkeys(_CONTACT_FIELDS, n))
+    keep = np.arange(n) if stepped else np.nonzero(fields["point_count"] > 0)[0]
+    a = fields["body_a"][keep].astype(np.int64)
+    b = fields["body_b"][keep].astype(np.int64)
+    nb = ctx.n_bodies
+    if not stepped:  # the broad phase's order: sort
+        order = np.lexsort((b, a))
+        keep, a, b = keep[order], a[order], b[order]
+    if world is not None:
+        mine = a // nb == world
+        keep, a, b = keep[mine], a[mine], b[mine]
+
+    def rows(name, dtype):
+        return fields[name][keep].astype(dtype)
+
+    count = rows("point_count", np.int64)
+    used = np.arange(MAX_MANIFOLD_POINTS)[None, :] < count[:, None]
+
+    def impulses(name):  # 0 for points past the count, and when no step led here
+        if not stepped:
+            return np.zeros((len(keep), MAX_MANIFOLD_POINTS))
+        return np.where(used, rows(name, np.float64), 0.0)
+
+    return Contacts(
+        world=a // nb, body_a=a % nb, body_b=b % nb,
+        normal=rows("normal", np.float64),
+        point_count=count, points=rows("point", np.float64),
+        depths=rows("depth", np.float64),
+        features=rows("feature", np.int64),
+        normal_impulse=impulses("total_normal_impulse"),
+        tangent_impulse=impulses("total_tangent_impulse"),
+        sensor=sensor[a % nb] | sensor[b % nb], n_worlds=ctx.n_worlds,
+    )
+
+
+def contact_events(ctx: StepContext, sensor: np.ndarray) -> ContactEvents:
+    """Scene.contact_events: the last step's begin and end events, each list sorted by
+    (world, body_a, body_b); `sensor` (n_bodies,) bool marks the sensors."""
+    cache, nb = ctx.cache, ctx.n_bodies
+    lists = ctx.pool.events.read({"begin_a": cache.n_begin_events,
+                                  "begin_b": cache.n_begin_events,
+                                  "end_a": cache.n_end_events, "end_b": cache.n_end_events})
+
+    def listed(kind):
+        a, b = (lists[f"{kind}_{end}"].astype(np.int64) for end in ("a", "b"))
+        return ContactEventList(world=a // nb, body_a=a % nb, body_b=b % nb,
+                                sensor=sensor[a % nb] | sensor[b % nb],
+                                n_worlds=ctx.n_worlds)
+
+    return ContactEvents(begin=listed("begin"), end=listed("end"))
+
+
+def candidate_pairs(ctx: StepContext) -> np.ndarray:
+    """Scene.candidate_pairs: (k, 3) int64 rows of (world, body_a, body_b), body_a < body_b."""
+    manifolds, n = current_contacts(ctx)
+    pairs = manifolds.read({"body_a": n, "body_b": n})
+    a, b = pairs["body_a"].astype(np.int64), pairs["body_b"].astype(np.int64)
+    nb = ctx.n_bodies
+    return np.stack([a // nb, a % nb, b % nb], axis=1)

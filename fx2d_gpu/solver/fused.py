@@ -1,0 +1,280 @@
+"""All of a step's substeps in one launch: a world per thread, or a CPU team of threads.
+
+It walks solver/stages.py's SUBSTEP_STAGES like the per-stage executor (solver/staged.py),
+in the same order, with the same results bit for bit:
+
+- substeps_by_world (small worlds): a member per world. A colour's constraints share no
+  dynamic body, so solving them one after the other in any order gives what solving them in
+  parallel gives; a world's thread solves its own constraints colour after colour (its
+  pairs are stored in colour order in its own range, pairs.store_in_color_order). What it
+  saves: the ~8 launches of each substep (~90 a step at 11 substeps and 6 colours), which
+  are most of a small scene's step, and the trips through memory between them: a world's
+  bodies and contacts stay in the thread's cache for the whole step.
+- substeps_by_team (other scenes on a CPU backend, solver/team.py): a team of threads, each
+  stage and each colour of a pass split between them, with a barrier after each instead of
+  a loop launch (2-10 us, not ~35); the overflow colour included.
+
+A member runs an item stage over its share of the stage's domain (its world's items, or its
+share of all of them) and waits at a barrier (a team of one, or a world, waits for
+nothing).
+"""
+
+
+import taichi as ti
+
+from ..device import MAX_COLORS
+from ..launching import quick
+from . import team
+from .contacts import REPEAT_SOLVE, against_immovable
+from .joints import JOINT_SWEEPS
+from .overflow import apply_mean_delta
+from .stages import (
+    BEGIN_STEP_STAGES,
+    BODY_SLOTS,
+    JOINT_SLOTS,
+    PAIRS,
+    SUBSTEP_STAGES,
+    Substep,
+    runs,
+)
+
+vec2 = ti.math.vec2
+
+
+def substeps_by_world(ctx):
+    """All of the step's substeps in one launch, one world per thread."""
+    _launch(ctx, by_world=True, n_members=ctx.n_worlds)
+
+
+def substeps_by_team(ctx, threads: int):
+    """All of the step's substeps in one launch on a team of `threads` CPU threads. (step()
+    checks the barrier's waits once, after the substeps: team.check.)"""
+    _launch(ctx, by_world=False, n_members=threads)
+
+
+def begin_step_by_team(ctx, threads: int):
+    """begin_step's stages (stages.BEGIN_STEP_STAGES) on a team of `threads` CPU threads:
+    the narrow phase is compiled into the team's kernel, not into a second one."""
+    _launch(ctx, by_world=False, n_members=threads, before_coloring=True)
+
+
+def _launch(ctx, by_world: bool, n_members: int, before_coloring: bool = False):
+    pool = ctx.pool
+    _substeps(model=pool.model, bodies=pool.bodies, joints=pool.joints,
+              manifolds=pool.manifolds, prepared=pool.prepared, coloring=pool.coloring,
+              counts=pool.counts, n_members=n_members, by_world=bool(by_world),
+              n_worlds=ctx.n_worlds, n_bodies=ctx.n_bodies, n_joints=ctx.n_joints,
+              n_pairs=ctx.n_pairs, n_colors=ctx.cache.n_colors,
+              overflow=int(ctx.cache.n_overflow > 0), substeps=ctx.substeps,
+              gravity=ctx.gravity, h=ctx.h, dt=ctx.dt, before_coloring=int(before_coloring),
+              begun=int(not ctx.small_coloring), bullets=int(ctx.has_bullets),
+              uneven=int(ctx.immovable_sweep))
+
+
+@ti.func
+def _next_constraint(manifolds: ti.template(), coloring: ti.template(), counts: ti.template(),
+                     by_world: ti.template(), world, n_joints, color, cursor):
+    """The next constraint of colour `color` for a team member and its cursor after it (-1:
+    none left). cursor = (next pair, next joint, end of the member's pairs).
+
+    By world: the world's pairs (stored in colour order, so a colour's are consecutive),
+    then its joint slots of that colour. On a team: the member's share of the colour's
+    list (cursor[0] to cursor[2])."""
+    constraint = -1
+    if ti.static(by_world):
+        if cursor[0] < cursor[2] and coloring.color[cursor[0]] == color:
+            constraint = cursor[0]
+            cursor[0] += 1
+        else:
+            first_joint = counts.n_pairs[None] + world * n_joints
+            while cursor[1] < n_joints and coloring.color[first_joint + cursor[1]] != color:
+                cursor[1] += 1
+            if cursor[1] < n_joints:
+                constraint = first_joint + cursor[1]
+                cursor[1] += 1
+    else:
+        if cursor[0] < cursor[2]:
+            constraint = coloring.color_list[cursor[0]]
+            cursor[0] += 1
+    return constraint, cursor
+
+
+@ti.func
+def _member_pass(model: ti.template(), bodies: ti.template(), joints: ti.template(),
+                 manifolds: ti.template(), prepared: ti.template(), coloring: ti.template(),
+                 counts: ti.template(), constraint_of: ti.template(), position: ti.template(),
+                 member, n_members, by_world: ti.template(), n_bodies, n_joints, n_colors,
+                 overflow, h, sweeps, uneven):
+    """A colour pass over a member's constraints, colour after colour (see
+    _next_constraint), the team waiting for each colour to end before the next; on a team,
+    then the overflow colour as solver/overflow.py solves it (the same steps in the same
+    order): its pairs at once (Jacobi, a share each), the team waits, each body's mean
+    applied (a share each), and in the position pass its joints, in order, on member 0 (a
+    hub's surplus: few). `overflow`: the colouring has an overflow colour (its ranges in
+    coloring are this step's only then). Worlds solved one per thread have none
+    (StepContext.solves_by_world). `sweeps`: how many times over the colours; after the
+    first, the joints alone (joints.JOINT_SWEEPS): pairs are skipped, and the overflow's
+    pairs' means are not applied again. `uneven` (the velocity pass of a scene of uneven
+    masses, StepContext.immovable_sweep): a last sweep over the contacts with an immovable
+    body, the overflow's excepted."""
+    n_rounds = n_colors
+    first_overflow, overflow_pairs, overflow_end = 0, 0, 0
+    if ti.static(not by_world) and overflow == 1:
+        first_overflow = coloring.color_start[MAX_COLORS]
+        overflow_pairs = coloring.n_overflow_pairs[None]
+        overflow_end = coloring.color_start[MAX_COLORS + 1]
+        n_rounds = n_colors + 2  # the overflow's pairs, then its joints
+    immovable_sweep = 0
+    if ti.static(not position):
+        immovable_sweep = uneven
+    for sweep in range(sweeps + immovable_sweep):
+        # sweep 0: everything; then the joints alone; the last (`uneven`): the
+        # contacts with an immovable body, the overflow's excepted.
+        immovable = immovable_sweep == 1 and sweep == sweeps
+        joints_alone = sweep > 0 and not immovable
+        cursor = ti.Vector([0, 0, 0])
+        if ti.static(by_world):
+            cursor = ti.Vector([manifolds.pair_start[member * n_bodies], 0,
+                                manifolds.pair_start[(member + 1) * n_bodies]])
+            if joints_alone:
+                cursor[0] = cursor[2]  # the world's joints alone
+        for color in range(n_rounds):
+            # A world's joints are searched from the first for every colour (none in the
+            # immovable sweep).
+            cursor[1] = n_joints if immovable else 0
+            if ti.static(not by_world):
+                lo, hi = 0, 0
+                if color < n_colors:
+                    lo, hi = team.share(coloring.color_start[color],
+                                        coloring.color_start[color + 1], member, n_members)
+                elif immovable:
+                    pass
+                elif color == n_colors:  # the overflow's pairs
+                    lo, hi = team.share(first_overflow, first_overflow + overflow_pairs, member,
+                                        n_members)
+                elif ti.static(position) and member == 0:  # its joints, in order, on one
+                    lo, hi = first_overflow + overflow_pairs, overflow_end
+                cursor = ti.Vector([lo, 0, hi])
+            # One call of constraint_of: each call site inlines the whole constraint solve,
+            # and this kernel's compile time grows with them.
+            while True:
+                jacobi_entry = -1
+                if ti.static(not by_world):
+                    if color == n_colors:  # overflow pair i writes entries 2i and 2i + 1
+                        jacobi_entry = 2 * (cursor[0] - first_overflow)
+                k, cursor = _next_constraint(manifolds, coloring, counts, by_world, member,
+                                             n_joints, color, cursor)
+                if k < 0:
+                    break
+                is_pair = k < counts.n_pairs[None]
+                if immovable and is_pair:
+                    jacobi_entry = REPEAT_SOLVE
+                if (sweep == 0 or (joints_alone and not is_pair)
+                        or (immovable and is_pair and against_immovable(prepared, k))):
+                    constraint_of(model, bodies, joints, manifolds, prepared, counts, k,
+                                  n_bodies, h, jacobi_entry)
+            team.barrier(counts, n_members, team.SPIN_LIMIT)
+            if ti.static(not by_world):
+                if color == n_colors and sweep == 0:
+                    lo, hi = team.share(0, coloring.n_jacobi_bodies[None], member, n_members)
+                    for i in range(lo, hi):
+                        apply_mean_delta(bodies, prepared, coloring, coloring.jacobi_bodies[i],
+                                         position)
+                    team.barrier(counts, n_members, team.SPIN_LIMIT)
+
+
+@ti.func
+def _member_items(model: ti.template(), bodies: ti.template(), joints: ti.template(),
+                  manifolds: ti.template(), prepared: ti.template(), coloring: ti.template(),
+                  counts: ti.template(), stage: ti.template(), s: ti.template(), team_size,
+                  joint_range, body_range, pair_range, pair_blocks):
+    """An item stage over a member's items (joint_range, body_range: [lo, hi); pairs: in
+    blocks dealt round the team, team.dealt_blocks: in colour order the pairs without
+    points, cheap here, lie at the end), then the team's barrier; twice for bullets where
+    the stage sweeps them (the team waiting in between). One call of stage.run (compile
+    time: a call site inlines the stage)."""
+    if runs(stage.when, s) == 1:
+        n_rounds = 1
+        if ti.static(stage.sweeps_bullets):
+            n_rounds += s.bullets
+        for round in range(n_rounds):
+            if ti.static(stage.domain == JOINT_SLOTS):
+                for joint_slot in range(joint_range[0], joint_range[1]):
+                    stage.run(model, bodies, joints, manifolds, prepared, coloring, counts,
+                              joint_slot, s, round)
+            elif ti.static(stage.domain == BODY_SLOTS):
+                for slot in range(body_range[0], body_range[1]):
+                    stage.run(model, bodies, joints, manifolds, prepared, coloring, counts,
+                              slot, s, round)
+            else:
+                ti.static_assert(stage.domain == PAIRS)
+                block = pair_blocks[0]
+                while block < pair_blocks[1]:
+                    lo = pair_range[0] + block * team.PAIR_BLOCK
+                    for pair in range(lo, ti.min(lo + team.PAIR_BLOCK, pair_range[1])):
+                        stage.run(model, bodies, joints, manifolds, prepared, coloring,
+                                  counts, pair, s, round)
+                    block += team_size
+            team.barrier(counts, team_size, team.SPIN_LIMIT)
+
+
+@quick
+@ti.kernel
+def _substeps(model: ti.template(), bodies: ti.template(), joints: ti.template(),
+              manifolds: ti.template(), prepared: ti.template(), coloring: ti.template(),
+              counts: ti.template(), n_members: ti.i32, by_world: ti.template(),
+              n_worlds: ti.i32, n_bodies: ti.i32, n_joints: ti.i32, n_pairs: ti.i32,
+              n_colors: ti.i32, overflow: ti.i32, substeps: ti.i32, gravity: vec2, h: ti.f32,
+              dt: ti.f32, before_coloring: ti.i32, begun: ti.i32, bullets: ti.i32,
+              uneven: ti.i32):
+    """The step's substeps, one launch (a member per world, or a CPU team of n_members
+    threads sharing every stage); `before_coloring`, `begun`: see stages.Substep (with
+    before_coloring, only substep 0's stages up to the narrow phase run: begin_step). A
+    member's bodies, joint slots and pairs are its world's, or its share of all of them. A
+    world per loop item; a team thread per task of the CPU backend's thread pool
+    (team.member_of). `by_world` is compiled in: a process of small worlds (or of large
+    ones) compiles only its mode."""
+    team_size, stride = 1, 1
+    if ti.static(not by_world):
+        team_size, stride = n_members, team.items_per_member(n_members)
+    n_slots = n_worlds * n_bodies
+    for item in range(n_members * stride):
+        member = team.member_of(item, stride)
+        if member >= 0:
+            body_range = ti.Vector([member * n_bodies, (member + 1) * n_bodies])
+            joint_range = ti.Vector([member * n_joints, (member + 1) * n_joints])
+            pair_range, team_member = ti.Vector([0, 0]), 0
+            if ti.static(by_world):
+                pair_range = ti.Vector([manifolds.pair_start[body_range[0]],
+                                        manifolds.pair_start[body_range[1]]])
+            else:
+                body_range = ti.Vector(team.share(0, n_slots, member, n_members))
+                joint_range = ti.Vector(team.share(0, n_worlds * n_joints, member, n_members))
+                pair_range, team_member = ti.Vector([0, n_pairs]), member
+            pair_blocks = ti.Vector(team.dealt_blocks(pair_range[0], pair_range[1],
+                                                      team_member))
+            s = Substep(n_bodies=n_bodies, n_joints=n_joints, gravity=gravity, h=h, dt=dt,
+                        substep=0, before_coloring=before_coloring, begun=begun,
+                        bullets=bullets, jointed=1 if n_joints > 0 else 0)
+            for substep in range(1 if before_coloring == 1 else substeps):
+                s.substep = substep
+                for stage in ti.static(SUBSTEP_STAGES):
+                    if ti.static(SUBSTEP_STAGES.index(stage) < BEGIN_STEP_STAGES):
+                        _member_items(model, bodies, joints, manifolds, prepared, coloring,
+                                      counts, stage, s, team_size, joint_range, body_range,
+                                      pair_range, pair_blocks)
+                    elif before_coloring == 0:
+                        if ti.static(stage.is_pass):
+                            sweeps, stage_uneven = 1, 0
+                            if ti.static(stage.position):
+                                sweeps = JOINT_SWEEPS if n_joints > 0 else 1
+                            else:
+                                stage_uneven = uneven
+                            _member_pass(model, bodies, joints, manifolds, prepared,
+                                         coloring, counts, stage.run, stage.position, member,
+                                         team_size, by_world, n_bodies, n_joints, n_colors,
+                                         overflow, h, sweeps, stage_uneven)
+                        else:
+                            _member_items(model, bodies, joints, manifolds, prepared,
+                                          coloring, counts, stage, s, team_size, joint_range,
+                                          body_range, pair_range, pair_blocks)

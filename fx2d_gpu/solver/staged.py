@@ -1,0 +1,196 @@
+"""The substeps with a launch per stage group (GPU backends; CPU scenes without a team).
+
+It walks solver/stages.py's SUBSTEP_STAGES: the item stages between two colour passes run
+in one kernel, each a parallel loop over its domain (stages.stage_groups: motors to
+integrate positions, then continuous and derive velocities); a colour pass launches a
+kernel per COLORS_PER_LAUNCH colours, then the overflow colour (solver/overflow.py).
+Profiled (solver/profile.py), every stage is a launch of its own, timed.
+"""
+
+
+import taichi as ti
+
+from ..device import MAX_COLORS
+from ..launching import quick
+from .contacts import REPEAT_SOLVE, against_immovable
+from .joints import JOINT_SWEEPS
+from .overflow import solve_overflow
+from .profile import NO_PROFILE
+from .stages import (
+    BEGIN_STEP_STAGES,
+    BODY_SLOTS,
+    JOINT_SLOTS,
+    PAIRS,
+    SUBSTEP_STAGES,
+    Substep,
+    runs,
+    stage_groups,
+)
+
+vec2 = ti.math.vec2
+
+#: Colours solved per kernel launch of a colour pass. Each colour is a top-level (parallel)
+#: loop of the kernel, run one after the other; more per launch means fewer launches from
+#: Python (~17 us each through launching.quick, 2 passes x colours / this x 11 substeps a
+#: step: 110 of the awake large pyramid's 131 launches a step with 10 colours) but a first
+#: compile that grows faster than linearly: the first step of a small scene with an empty
+#: offline cache took 35 s with 4 (_solve_colors 23 s of it), 20 s with 2, 12 s with 1; the
+#: awake large pyramid's ms/step did not change measurably from 4 to 2 (within this
+#: machine's +-25 %), and grew by a quarter with 1 (2-core CPU). Read at each launch (a new
+#: value compiles its own kernel): on a GPU, where the launches from Python may be most of a
+#: step, `python -m benchmarks --colors-per-launch N` measures other values. The results
+#: are the same bit for bit whatever it is (the colours run in the same order).
+COLORS_PER_LAUNCH = 2
+
+#: solve_pass's subsets: every constraint; the joints alone (the position pass's later
+#: sweeps); the contacts with an immovable body (the velocity pass's last sweep, its
+#: overflow colour excepted).
+ALL, JOINTS_ALONE, IMMOVABLE = 0, 1, 2
+
+
+def colors_per_launch() -> int:
+    """COLORS_PER_LAUNCH, checked (a whole number from 1 to MAX_COLORS)."""
+    value = COLORS_PER_LAUNCH
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"COLORS_PER_LAUNCH must be an int, got {type(value).__name__}")
+    if not 1 <= value <= MAX_COLORS:
+        raise ValueError(f"COLORS_PER_LAUNCH must be in [1, {MAX_COLORS}], got {value}")
+    return value
+
+
+def substep(ctx, index: int, profile=NO_PROFILE):
+    """Substep `index` (0: the step's first) of ctx's step, a launch per stage group (one
+    per stage, timed, where `profile` records)."""
+    groups = stage_groups()
+    if profile.records:
+        groups = [(i, i + 1) for i in range(len(SUBSTEP_STAGES))]
+    for first, last in groups:
+        with profile.stage(SUBSTEP_STAGES[first].name if last == first + 1 else None):
+            if SUBSTEP_STAGES[first].is_pass:
+                colour_pass(ctx, SUBSTEP_STAGES[first])
+            else:
+                run_items(ctx, first, last, index, before_coloring=False)
+
+
+def begin_step(ctx, profile=NO_PROFILE):
+    """begin_step's stages (stages.BEGIN_STEP_STAGES: substep 0's up to the narrow phase,
+    before the colouring) in one launch (one per stage where `profile` records)."""
+    groups = [(0, BEGIN_STEP_STAGES)]
+    if profile.records:
+        groups = [(i, i + 1) for i in range(BEGIN_STEP_STAGES)]
+    for first, last in groups:
+        with profile.stage("begin step: " + SUBSTEP_STAGES[first].name
+                           if last == first + 1 else None):
+            run_items(ctx, first, last, 0, before_coloring=True)
+
+
+def run_items(ctx, first: int, last: int, index: int, before_coloring: bool):
+    """The item stages SUBSTEP_STAGES[first:last] of substep `index`, one launch."""
+    pool = ctx.pool
+    bullets = ctx.has_bullets and any(stage.sweeps_bullets
+                                      for stage in SUBSTEP_STAGES[first:last])
+    _item_stages(model=pool.model, bodies=pool.bodies, joints=pool.joints,
+                 manifolds=pool.manifolds, prepared=pool.prepared, coloring=pool.coloring,
+                 counts=pool.counts, serial=ctx.serial, first=first, last=last,
+                 bullets=bullets, n_slots=ctx.n_slots, n_pairs=ctx.n_pairs,
+                 n_bodies=ctx.n_bodies, n_joints=ctx.n_joints, gravity=ctx.gravity, h=ctx.h,
+                 dt=ctx.dt, substep=index, before_coloring=int(before_coloring),
+                 begun=int(not ctx.small_coloring), jointed=int(ctx.n_joints > 0))
+
+
+@ti.func
+def _domain_size(domain: ti.template(), n_slots, n_pairs, n_bodies, n_joints):
+    """Items of a stage's domain over every world."""
+    size = n_pairs
+    if ti.static(domain == JOINT_SLOTS):
+        size = n_joints * (n_slots // ti.max(n_bodies, 1))
+    elif ti.static(domain == BODY_SLOTS):
+        size = n_slots
+    else:
+        ti.static_assert(domain == PAIRS)
+    return size
+
+
+@quick
+@ti.kernel
+def _item_stages(model: ti.template(), bodies: ti.template(), joints: ti.template(),
+                 manifolds: ti.template(), prepared: ti.template(), coloring: ti.template(),
+                 counts: ti.template(), serial: ti.template(), first: ti.template(),
+                 last: ti.template(), bullets: ti.template(), n_slots: ti.i32, n_pairs: ti.i32,
+                 n_bodies: ti.i32, n_joints: ti.i32, gravity: vec2, h: ti.f32, dt: ti.f32,
+                 substep: ti.i32, before_coloring: ti.i32, begun: ti.i32, jointed: ti.i32):
+    """SUBSTEP_STAGES[first:last] (item stages), each a parallel loop over its domain in
+    every world, one after the other; a stage that sweeps bullets twice where the scene has
+    bullets (`bullets`, compiled in: the sweep is a good part of the kernel's compile time,
+    and scenes without bullets inline it once). `before_coloring`, `begun`: see
+    stages.Substep."""
+    s = Substep(n_bodies=n_bodies, n_joints=n_joints, gravity=gravity, h=h, dt=dt,
+                substep=substep, before_coloring=before_coloring, begun=begun, bullets=0,
+                jointed=jointed)
+    for stage in ti.static(SUBSTEP_STAGES[first:last]):
+        for round in ti.static(range(2 if stage.sweeps_bullets and bullets else 1)):
+            # Loop lengths, not ifs around the loops: only a kernel's outermost loops run
+            # in parallel.
+            ti.loop_config(serialize=serial)
+            for item in range(runs(stage.when, s)
+                              * _domain_size(stage.domain, n_slots, n_pairs, n_bodies,
+                                             n_joints)):
+                stage.run(model, bodies, joints, manifolds, prepared, coloring, counts, item,
+                          s, round)
+
+
+def colour_pass(ctx, stage):
+    """A colour pass of SUBSTEP_STAGES (stage.run over the constraints, colour after colour,
+    then the overflow colour): the position pass's joints again in JOINT_SWEEPS - 1 more
+    sweeps; in scenes of uneven masses (ctx.immovable_sweep) the velocity pass's contacts
+    with an immovable body again."""
+    if stage.position:
+        solve_pass(ctx, stage.run, position=True)
+        if ctx.n_joints:
+            for _ in range(JOINT_SWEEPS - 1):
+                solve_pass(ctx, stage.run, position=True, subset=JOINTS_ALONE)
+    elif ctx.n_pairs:
+        solve_pass(ctx, stage.run, position=False)
+        if ctx.immovable_sweep:
+            solve_pass(ctx, stage.run, position=False, subset=IMMOVABLE)
+
+
+def solve_pass(ctx, constraint, position: bool, subset: int = ALL):
+    """constraint over those of `subset`, colour after colour, then the overflow colour in
+    parallel (solver/overflow.py; `position`: which pass `constraint` is)."""
+    pool, cache = ctx.pool, ctx.cache
+    per_launch = COLORS_PER_LAUNCH  # checked when the step began (step.step)
+    for first_color in range(0, cache.n_colors, per_launch):
+        _solve_colors(model=pool.model, bodies=pool.bodies, joints=pool.joints,
+                      manifolds=pool.manifolds, prepared=pool.prepared,
+                      coloring=pool.coloring, counts=pool.counts, serial=ctx.serial,
+                      constraint=constraint, per_launch=per_launch, first_color=first_color,
+                      n_bodies=ctx.n_bodies, h=ctx.h, subset=subset)
+    if cache.n_overflow and subset != IMMOVABLE:
+        solve_overflow(ctx, position, joints_only=subset == JOINTS_ALONE)
+
+
+@quick
+@ti.kernel
+def _solve_colors(model: ti.template(), bodies: ti.template(), joints: ti.template(),
+                  manifolds: ti.template(), prepared: ti.template(), coloring: ti.template(),
+                  counts: ti.template(), serial: ti.template(), constraint: ti.template(),
+                  per_launch: ti.template(), first_color: ti.i32, n_bodies: ti.i32, h: ti.f32,
+                  subset: ti.i32):
+    """constraint(..., k, n_bodies, h, jacobi_entry) for every constraint k of colours
+    first_color ... first_color + per_launch - 1 (those below MAX_COLORS): one colour's
+    constraints in parallel, colours in sequence. subset: which constraints (ALL,
+    JOINTS_ALONE: a later sweep of the position pass, joints.JOINT_SWEEPS; IMMOVABLE: the
+    contacts with an immovable body, again, contacts.IMMOVABLE_SWEEP_RATIO)."""
+    for j in ti.static(range(per_launch)):
+        color = ti.min(first_color + j, MAX_COLORS)  # MAX_COLORS: an empty range
+        end = coloring.color_start[color + 1] if color < MAX_COLORS else \
+            coloring.color_start[color]
+        ti.loop_config(serialize=serial)
+        for i in range(coloring.color_start[color], end):
+            k = coloring.color_list[i]
+            is_pair = k < counts.n_pairs[None]
+            if (subset == ALL or (subset == JOINTS_ALONE and not is_pair)
+                    or (subset == IMMOVABLE and is_pair and against_immovable(prepared, k))):
+                constraint(model, bodies, joints, manifolds, prepared, counts, k, n_bodies, h,
+                           REPEAT_SOLVE if subset == IMMOVABLE else -1)

@@ -1,0 +1,266 @@
+"""The substep's stages, declared once: SUBSTEP_STAGES.
+
+Box2D v3 writes its solver as a list of stage types (b2SolverStageType) that every worker
+walks; here the list is data both executors walk at compile time (ti.static):
+
+- one launch per stage group (solver/staged.py): the consecutive item stages of the list
+  in one kernel (each a parallel loop), the two colour passes a launch per colours;
+- all substeps in one launch (solver/fused.py): a world per thread, or a CPU team of
+  threads sharing every stage and meeting at a barrier after it.
+
+A stage is an item stage (a function of one joint slot, body slot or pair, run for every
+item of its domain) or a colour pass (a constraint function run colour after colour, the
+overflow colour last). In order:
+
+    motors                  PID output of every joint slot's motor
+    integrate velocities    gravity, damping and motor loads; the step's anchor pose
+    narrow phase            a pair's manifold (substep 0, or begin_step; fast pairs later)
+                            and its solver constants (contacts.prepare_manifold)
+    integrate positions     warm start (a body's contact impulses), then move by velocity
+    position pass           penetration and joints, colour after colour (joints again,
+                            joints.JOINT_SWEEPS)
+    continuous              fast bodies swept against what they must not pass (bullets: a
+                            second sweep against dynamic bodies)
+    derive velocities       v = displacement / h for the bodies with joints
+    velocity pass           contact impulses, friction, restitution, colour after colour
+                            (contacts with an immovable body again where masses are uneven)
+
+begin_step (the step's narrow phase before the colouring, step.begin_step) runs the stages
+up to the narrow phase of substep 0 (BEGIN_STEP_STAGES). Adding a stage is one entry here:
+both executors, the profile (solver/profile.py) and the stage tests follow.
+
+Every item stage function takes (model, bodies, joints, manifolds, prepared, coloring,
+counts, item, s, round): the pool's groups, the item's index, the substep's scalars `s`
+(a Substep struct) and the round (0, or 1 for the second sweep of `continuous`).
+"""
+
+
+from typing import NamedTuple
+
+import taichi as ti
+
+from ..bodies import moves
+from ..collision.continuous import sweep_body
+from ..integrate import begin_step_pose, integrate_position, integrate_velocity
+from .contacts import (
+    find_manifold,
+    prepare_manifold,
+    resolve_penetration,
+    solve_velocity,
+    warm_start_body,
+)
+from .joints import motor_load, solve_joint, update_motor
+
+vec2 = ti.math.vec2
+
+#: A stage's domain: what its items are.
+JOINT_SLOTS, BODY_SLOTS, PAIRS, COLORS = "joint slots", "body slots", "pairs", "colours"
+#: When an item stage runs (Stage.when): always; where the substep pushes velocities (not in
+#: substep 0 when begin_step already did); in the substeps proper (not in begin_step); in
+#: scenes with joints.
+ALWAYS, PUSH, AFTER_COLORING, JOINTED = 0, 1, 2, 3
+
+#: The substep's scalars, as every stage function reads them: the layout (n_bodies per
+#: world, n_joints per world), gravity m/s^2, substep length h s, step dt s, the substep's
+#: index, and the step's flags: before_coloring (begin_step: substep 0's stages up to the
+#: narrow phase), begun (begin_step ran: substep 0 does not repeat them), bullets (the scene
+#: has bullets), jointed (it has joints).
+Substep = ti.types.struct(n_bodies=ti.i32, n_joints=ti.i32, gravity=vec2, h=ti.f32,
+                          dt=ti.f32, substep=ti.i32, before_coloring=ti.i32, begun=ti.i32,
+                          bullets=ti.i32, jointed=ti.i32)
+
+
+class Stage(NamedTuple):
+    """One stage of the substep. name: the profile's label; domain: JOINT_SLOTS, BODY_SLOTS
+    or PAIRS (an item stage) or COLORS (a colour pass); run: the ti.func (item stages: of
+    one item; colour passes: of one constraint, see _position_constraint); when: ALWAYS,
+    PUSH, AFTER_COLORING or JOINTED; sweeps_bullets: the stage runs a second round for
+    bullets (Substep.bullets); position: a colour pass of the position pass (else the
+    velocity pass); writes: the fields ("group.field" of the pool) the stage writes for
+    every item of its domain on the step's first substep before anything reads them (the
+    stage tests fill them with NaN first, so a stage that forgets one fails)."""
+
+    name: str
+    domain: str
+    run: object
+    when: int = ALWAYS
+    sweeps_bullets: bool = False
+    position: bool = False
+    writes: tuple = ()
+
+    @property
+    def is_pass(self) -> bool:
+        return self.domain == COLORS
+
+
+@ti.func
+def runs(when: ti.template(), s: ti.template()):
+    """1 where a stage of this `when` runs in the substep `s`, else 0."""
+    result = 1
+    if ti.static(when == PUSH):
+        result = 1 if s.before_coloring == 1 or s.substep > 0 or s.begun == 0 else 0
+    elif ti.static(when == AFTER_COLORING):
+        result = 1 - s.before_coloring
+    elif ti.static(when == JOINTED):
+        result = s.jointed
+    return result
+
+
+@ti.func
+def _motors(model: ti.template(), bodies: ti.template(), joints: ti.template(),
+            manifolds: ti.template(), prepared: ti.template(), coloring: ti.template(),
+            counts: ti.template(), joint_slot, s: ti.template(), round):
+    update_motor(bodies, joints, joint_slot, s.n_joints, s.n_bodies, s.h)
+
+
+@ti.func
+def _integrate_velocity(model: ti.template(), bodies: ti.template(), joints: ti.template(),
+                        manifolds: ti.template(), prepared: ti.template(),
+                        coloring: ti.template(), counts: ti.template(), slot, s: ti.template(),
+                        round):
+    """Body slot's velocity integrated over the substep (gravity, damping, its motors'
+    loads); on the step's first substep its pose becomes the step's anchor."""
+    body = slot % s.n_bodies
+    if moves(model, bodies, slot, body):
+        force, torque = vec2(0.0, 0.0), 0.0
+        if joints.body_has_joint[body]:
+            force, torque = motor_load(bodies, joints, slot, body, s.n_joints, s.n_bodies)
+        integrate_velocity(model, bodies, slot, body, s.gravity, s.h, force, torque)
+    if s.substep == 0:
+        begin_step_pose(bodies, slot)
+
+
+@ti.func
+def _narrow_phase(model: ti.template(), bodies: ti.template(), joints: ti.template(),
+                  manifolds: ti.template(), prepared: ti.template(), coloring: ti.template(),
+                  counts: ti.template(), pair, s: ti.template(), round):
+    """What `pair` needs at the start of the substep: its narrow phase (the step's first
+    before the colouring where begin_step runs, else in substep 0; later, fast pairs again)
+    and its solver constants (prepare_manifold: in substep 0 and after every later narrow
+    phase). One call of each, so a kernel that runs this inlines the narrow phase once."""
+    first = s.substep == 0
+    find, prepare = False, False
+    if s.before_coloring == 1:
+        find = True
+    elif first:
+        find, prepare = s.begun == 0, True
+    elif prepared.refresh[pair] == 1:
+        find, prepare = True, True
+    matches = ti.Vector([-1, -1])
+    if find:
+        solve, found = find_manifold(model, bodies, joints, manifolds, pair, s.n_bodies, s.dt,
+                                     s.h, first, s.gravity)
+        matches = found
+        if s.before_coloring == 1:
+            coloring.solve[pair] = 1 if solve else 0
+    if prepare:
+        prepare_manifold(model, bodies, manifolds, prepared, pair, s.n_bodies, s.dt, s.h,
+                         first, matches)
+
+
+@ti.func
+def _integrate_position(model: ti.template(), bodies: ti.template(), joints: ti.template(),
+                        manifolds: ti.template(), prepared: ti.template(),
+                        coloring: ti.template(), counts: ti.template(), slot, s: ti.template(),
+                        round):
+    """Warm start body slot (its contacts' impulses) and move it by its velocity over h."""
+    if moves(model, bodies, slot, slot % s.n_bodies):
+        warm_start_body(model, bodies, manifolds, prepared, slot, s.n_bodies)
+        integrate_position(bodies, slot, s.h)
+
+
+@ti.func
+def _sweep(model: ti.template(), bodies: ti.template(), joints: ti.template(),
+           manifolds: ti.template(), prepared: ti.template(), coloring: ti.template(),
+           counts: ti.template(), slot, s: ti.template(), round):
+    """Round 0: a fast body swept against immovable bodies; round 1: a bullet against
+    dynamic ones (collision/continuous.py)."""
+    sweep_body(model, bodies, manifolds, prepared, slot, s.n_bodies, round == 1)
+
+
+@ti.func
+def _derive_velocity(model: ti.template(), bodies: ti.template(), joints: ti.template(),
+                     manifolds: ti.template(), prepared: ti.template(), coloring: ti.template(),
+                     counts: ti.template(), slot, s: ti.template(), round):
+    """v = (x - x_prev) / h, w = (theta - theta_prev) / h for body slot if it has joints.
+
+    Contacts move pose and previous pose together, so for other bodies this would return the
+    integrated velocity plus rounding noise (|x| * 1e-7 / h); joint corrections move the pose
+    alone, and this turns them into velocity.
+    """
+    body = slot % s.n_bodies
+    if joints.body_has_joint[body] and moves(model, bodies, slot, body):
+        bodies.velocity[slot] = (bodies.delta_position[slot]
+                                 - bodies.prev_delta_position[slot]) / s.h
+        bodies.angular_velocity[slot] = (bodies.delta_angle[slot]
+                                         - bodies.prev_delta_angle[slot]) / s.h
+
+
+@ti.func
+def _position_constraint(model: ti.template(), bodies: ti.template(), joints: ti.template(),
+                         manifolds: ti.template(), prepared: ti.template(),
+                         counts: ti.template(), k, n_bodies, h, jacobi_entry):
+    """Position pass of constraint k: contact pairs first, then joint slots; jacobi_entry
+    >= 0: an overflow pair, whose corrections go there (solver/overflow.py)."""
+    if k < counts.n_pairs[None]:
+        resolve_penetration(bodies, manifolds, prepared, k, n_bodies, h, jacobi_entry)
+    else:
+        solve_joint(model, bodies, joints, counts, k - counts.n_pairs[None], n_bodies, h)
+
+
+@ti.func
+def _velocity_constraint(model: ti.template(), bodies: ti.template(), joints: ti.template(),
+                         manifolds: ti.template(), prepared: ti.template(),
+                         counts: ti.template(), k, n_bodies, h, jacobi_entry):
+    """Velocity pass of constraint k (contacts only; jacobi_entry as in
+    _position_constraint)."""
+    if k < counts.n_pairs[None]:  # joints are position-level only (seed 003)
+        solve_velocity(bodies, manifolds, prepared, k, n_bodies, h, jacobi_entry)
+
+
+SUBSTEP_STAGES = (
+    Stage("motors", JOINT_SLOTS, _motors, when=PUSH, writes=("joints.effort",)),
+    Stage("integrate velocities", BODY_SLOTS, _integrate_velocity, when=PUSH,
+          writes=tuple(f"bodies.{name}" for name in (
+              "anchor_position", "anchor_angle", "delta_position", "delta_angle",
+              "prev_delta_position", "prev_delta_angle"))),
+    Stage("narrow phase", PAIRS, _narrow_phase,
+          writes=("manifolds.touching",) + tuple(f"prepared.{name}" for name in (
+              "solver_mass", "restitution", "slop", "refresh", "ref_shift", "ref_turn",
+              "arm_a", "arm_b", "normal_mass", "tangent_mass", "friction", "bounced"))),
+    Stage("integrate positions", BODY_SLOTS, _integrate_position, when=AFTER_COLORING),
+    Stage("position pass", COLORS, _position_constraint, position=True),
+    Stage("continuous", BODY_SLOTS, _sweep, sweeps_bullets=True),
+    Stage("derive velocities", BODY_SLOTS, _derive_velocity, when=JOINTED),
+    Stage("velocity pass", COLORS, _velocity_constraint),
+)
+
+#: begin_step's stages: SUBSTEP_STAGES up to the narrow phase, of substep 0.
+BEGIN_STEP_STAGES = 1 + [stage.name for stage in SUBSTEP_STAGES].index("narrow phase")
+
+
+def stage_groups() -> list[tuple[int, int]]:
+    """[first, last) index ranges of SUBSTEP_STAGES launched together by the per-stage
+    executor: each colour pass alone, the item stages between two passes in one kernel."""
+    groups, first = [], 0
+    for index, stage in enumerate(SUBSTEP_STAGES):
+        if stage.is_pass:
+            if first < index:
+                groups.append((first, index))
+            groups.append((index, index + 1))
+            first = index + 1
+    if first < len(SUBSTEP_STAGES):
+        groups.append((first, len(SUBSTEP_STAGES)))
+    return groups
+
+
+def _check_declaration():
+    """The list's own rules (checked at import): item stages before begin_step's end run
+    in begin_step (their `when` must not be AFTER_COLORING), those after do not."""
+    for index, stage in enumerate(SUBSTEP_STAGES):
+        if index < BEGIN_STEP_STAGES:
+            assert not stage.is_pass and stage.when != AFTER_COLORING, stage.name
+        assert stage.domain in (JOINT_SLOTS, BODY_SLOTS, PAIRS, COLORS), stage.name
+
+
+_check_declaration()

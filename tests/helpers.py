@@ -1,0 +1,181 @@
+"""What several test files share: stepping a scene (run, record, track), the scenes more
+than one file builds, and bitwise comparisons of runs. The NumPy oracles the kernels are
+tested against are in tests/reference/; writing device fields by hand, in tests/fields.py."""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+import fx2d_gpu as fx
+from fx2d_gpu.solver import context, team
+
+DT = 1.0 / 60.0  # the tests' frame, s
+
+
+# ----------------------------------------------------------------------------- stepping
+@dataclass(frozen=True)
+class Push:
+    """scene.apply_force(body, force, torque=torque) just before step at_step (0-based) of
+    a run."""
+
+    body: int
+    force: tuple = (0.0, 0.0)
+    torque: float = 0.0
+    at_step: int = 0
+
+
+def _count(steps, seconds, dt):
+    if (steps is None) == (seconds is None):
+        raise TypeError("give steps or seconds, not both")
+    return steps if seconds is None else round(seconds / dt)
+
+
+def run(scene, steps=None, *, seconds=None, dt=DT, push=None, each=None):
+    """Step `scene` `steps` times, or for `seconds` (round(seconds / dt) steps), at dt (s).
+    push: a Push applied before its step; each: called (no arguments) after every step.
+    Returns the scene, so that a reading can follow: run(scene, 60).get_state()."""
+    for step in range(_count(steps, seconds, dt)):
+        if push is not None and step == push.at_step:
+            scene.apply_force(push.body, push.force, torque=push.torque)
+        scene.step(dt)
+        if each is not None:
+            each()
+    return scene
+
+
+def record(scene, what, steps=None, *, seconds=None, dt=DT, push=None) -> list:
+    """what(scene) after every step of run(scene, steps, seconds=, dt=, push=)."""
+    out = []
+    run(scene, steps, seconds=seconds, dt=dt, push=push, each=lambda: out.append(what(scene)))
+    return out
+
+
+def track(scene, body, steps=None, *, seconds=None, dt=DT):
+    """Positions (frames, 2) and speeds (frames,) of `body` (world 0) after every step of
+    run(scene, steps, seconds=, dt=)."""
+    states = record(scene, lambda s: s.get_state(), steps, seconds=seconds, dt=dt)
+    return (np.array([s.position[0, body].copy() for s in states]),
+            np.array([np.linalg.norm(s.velocity[0, body]) for s in states]))
+
+
+# ----------------------------------------------------------------------------- scenes
+def rig(arch):
+    """A motor-driven pendulum chain over a static floor, with a box resting on the floor:
+    joints, PID state and sleep timers all carry from step to step."""
+    scene = fx.Scene(arch=arch)
+    floor = scene.add_box((0.0, -0.5), (20.0, 1.0), mass=0, static_friction=0.5,
+                          dynamic_friction=0.4)
+    scene.add_box((4.0, 0.5), (1.0, 1.0))
+    previous = scene.add_box((0.0, 4.0), (0.4, 0.4), mass=0)
+    for i in range(4):
+        link = scene.add_box((0.5 + i, 4.0), (0.8, 0.2))
+        scene.add_revolute_joint(previous, link, anchor=(0.5 if i else 0.0, 0.0),
+                                 control_mode="velocity" if i == 0 else None, target=2.0,
+                                 pid=(5.0, 0.5, 0.0), max_effort=50.0)
+        previous = link
+    assert floor == 0
+    return scene
+
+
+def joint_control_demo(arch, n_worlds=1):
+    """fx2d_gpu/examples/joint_control_demo.yml, built through the API: (scene, the arm's
+    motor, the slider's motor)."""
+    scene = fx.Scene(gravity=(0.0, -10.0), n_worlds=n_worlds, arch=arch)
+    base = scene.add_box((6.0, 4.0), (0.4, 0.4), mass=0, gravity_scale=0.0)
+    arm = scene.add_box((7.0, 4.0), (2.0, 0.25), mass=1.0, inertia=0.5, gravity_scale=0.0)
+    rail = scene.add_box((6.0, 1.5), (10.0, 0.4), mass=0, gravity_scale=0.0)
+    slider = scene.add_box((6.0, 1.5), (0.8, 0.8), mass=1.0, inertia=0.1, gravity_scale=0.0)
+    arm_motor = scene.add_revolute_joint(base, arm, anchor=(0.0, 0.0), angle_min=-3.14159,
+                                         angle_max=3.14159, control_mode="position",
+                                         target=1.0, max_effort=25.0, pid=(6.0, 0.05, 0.4))
+    slider_motor = scene.add_prismatic_joint(rail, slider, axis=(1.0, 0.0), position_min=-4.0,
+                                             position_max=4.0, control_mode="position",
+                                             target=0.0, max_effort=20.0, pid=(8.0, 0.2, 5.0))
+    return scene, arm_motor, slider_motor
+
+
+def machine_scene(n_worlds: int, arch: str) -> fx.Scene:
+    """One of every kind of constraint and body a small world may hold: a chain ground,
+    a box stack, circles and a triangle thrown at it (a different throw in each world),
+    a capsule, a motorised hinge (velocity mode), a slider driven to a position (with
+    limits), a kinematic pusher, a sensor, a bouncy ball."""
+    scene = fx.Scene(n_worlds=n_worlds, arch=arch)
+    friction = dict(static_friction=0.6, dynamic_friction=0.5)
+    scene.add_chain((0.0, 0.0), [(-12.0, 2.0), (-6.0, 0.0), (12.0, 0.0)], **friction)
+    for level in range(4):
+        scene.add_box((2.0, 0.25 + 0.5 * level), (0.5, 0.5), **friction)
+    thrown = [scene.add_circle((-4.0 + i, 1.0 + 0.5 * i), 0.25, **friction) for i in range(3)]
+    thrown.append(scene.add_polygon((-1.0, 3.0), [(-0.3, -0.2), (0.3, -0.2), (0.0, 0.3)],
+                                    **friction))
+    scene.add_capsule((5.0, 0.5), 0.8, 0.2, angle=0.3, **friction)
+    base = scene.add_box((8.0, 3.0), (0.4, 0.4), mass=0.0)
+    arm = scene.add_box((8.8, 3.0), (1.6, 0.1), **friction)
+    scene.add_revolute_joint(base, arm, anchor=(0.0, 0.0), control_mode="velocity",
+                             target=2.0, pid=(4.0, 0.0, 0.0), max_effort=40.0)
+    rail = scene.add_box((-8.0, 4.0), (0.2, 0.2), mass=0.0)
+    slider = scene.add_box((-8.0, 4.5), (0.6, 0.3), **friction)
+    scene.add_prismatic_joint(rail, slider, axis=(1.0, 0.0), position_min=-2.0,
+                              position_max=1.5, control_mode="position", target=3.0,
+                              pid=(60.0, 0.0, 8.0), max_effort=200.0)
+    scene.add_box((-10.0, 0.9), (0.5, 0.5), external_forces_enabled=False, gravity_scale=0.0,
+                  velocity=(1.5, 0.0))
+    scene.add_box((0.0, 1.0), (1.0, 1.0), sensor=True, mass=0.0)
+    scene.add_circle((3.5, 4.0), 0.3, elasticity=0.8)
+    state = scene.get_state()
+    for world in range(n_worlds):  # world w's throw does not depend on n_worlds
+        rng = np.random.default_rng([7, world])
+        state.velocity[world, thrown] = rng.uniform([1.0, -1.0], [7.0, 4.0],
+                                                    size=(len(thrown), 2))
+    scene.set_state(state)
+    return scene
+
+
+def general_path(monkeypatch):
+    """Every world counts as large: the grid broad phase and one launch per stage (no CPU
+    team either, solver/team.py)."""
+    monkeypatch.setattr(context, "BY_WORLD_MAX_BODIES", 0)
+    monkeypatch.setattr(team, "ENABLED", False)
+
+
+# ----------------------------------------------------------------------------- comparisons
+def fingerprint(scene) -> list[np.ndarray]:
+    """Copies of the scene's state arrays, and its joints' state if it has joints."""
+    s = scene.get_state()
+    arrays = [s.position, s.angle, s.velocity, s.angular_velocity, s.sleeping]
+    if scene.n_joints:
+        arrays += list(scene.joint_state().__dict__.values())
+    return [a.copy() for a in arrays]
+
+
+def assert_bitwise_equal(got, expected, label):
+    """Two fingerprints are equal bit for bit."""
+    for g, e in zip(got, expected, strict=True):
+        assert np.array_equal(g, e), f"{label}: differs by up to {np.abs(g - e).max()}"
+
+
+TRACE_FIELDS = ("position", "angle", "velocity", "angular_velocity", "sleeping")
+
+
+def trace(scene: fx.Scene, steps: int) -> dict:
+    """What `steps` steps produced: the state, and every step's touching pairs (with their
+    impulses) and begin/end events."""
+    contacts, events = [], []
+    for _ in range(steps):
+        scene.step(DT)
+        c = scene.contacts(world=None)
+        contacts.append((c.world, c.body_a, c.body_b, c.normal_impulse, c.tangent_impulse))
+        e = scene.contact_events()
+        events.append((len(e.begin.world), len(e.end.world)))
+    state = scene.get_state()
+    return {"state": {name: getattr(state, name) for name in TRACE_FIELDS},
+            "contacts": contacts, "events": events}
+
+
+def assert_same_trace(a: dict, b: dict):
+    """Two traces are equal bit for bit."""
+    for name in TRACE_FIELDS:
+        np.testing.assert_array_equal(a["state"][name], b["state"][name], err_msg=name)
+    assert a["events"] == b["events"]
+    for step_a, step_b in zip(a["contacts"], b["contacts"], strict=True):
+        for column_a, column_b in zip(step_a, step_b, strict=True):
+            np.testing.assert_array_equal(column_a, column_b)
