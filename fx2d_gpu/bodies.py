@@ -76,8 +76,8 @@ def should_collide(model: ti.template(), body_a, body_b):
 
 
 @ti.func
-def is_sensor_pair(model: ti.template(), contacts: ti.template(), pair, n_bodies):
+def is_sensor_pair(model: ti.template(), manifolds: ti.template(), pair, n_bodies):
     """True when either body of the pair is a sensor: the pair is reported (contacts,
     events) but exerts no force, never wakes a body and joins no island."""
-    return (model.sensor[contacts.body_a[pair] % n_bodies] == 1
-            or model.sensor[contacts.body_b[pair] % n_bodies] == 1)
+    return (model.sensor[manifolds.body_a[pair] % n_bodies] == 1
+            or model.sensor[manifolds.body_b[pair] % n_bodies] == 1)

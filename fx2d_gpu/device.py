@@ -637,7 +637,7 @@ class DevicePool:
         self.scan = ScanScratch(
             builder, Dim("n_scan_blocks", (scan_len + SCAN_BLOCK - 1) // SCAN_BLOCK + 1))
         self.nbytes = builder.nbytes  # device memory of all the fields
-        # The StepCache of the scene whose per-body contact lists (solver.body_contacts,
+        # The StepCache of the scene whose per-body contact lists (prepared.body_contacts,
         # scratch) the pool holds; None after a load of saved fields, whose pairs may be
         # others (contacts.build_body_lists).
         self.body_lists_of = None

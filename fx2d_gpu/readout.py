@@ -90,17 +90,23 @@ def contacts(ctx: StepContext, sensor: np.ndarray, world: int | None) -> Contact
     count = rows("point_count", np.int64)
     used = np.arange(MAX_MANIFOLD_POINTS)[None, :] < count[:, None]
 
+    def per_point(name, dtype, unused):
+        """The field's rows, `unused` past each pair's count: the device leaves whatever an
+        earlier pair (or scene) wrote there."""
+        values = rows(name, dtype)
+        return np.where(used.reshape(used.shape + (1,) * (values.ndim - 2)), values, unused)
+
     def impulses(name):  # 0 for points past the count, and when no step led here
         if not stepped:
             return np.zeros((len(keep), MAX_MANIFOLD_POINTS))
-        return np.where(used, rows(name, np.float64), 0.0)
+        return per_point(name, np.float64, 0.0)
 
     return Contacts(
         world=a // nb, body_a=a % nb, body_b=b % nb,
         normal=rows("normal", np.float64),
-        point_count=count, points=rows("point", np.float64),
-        depths=rows("depth", np.float64),
-        features=rows("feature", np.int64),
+        point_count=count, points=per_point("point", np.float64, 0.0),
+        depths=per_point("depth", np.float64, 0.0),
+        features=per_point("feature", np.int64, -1),
         normal_impulse=impulses("total_normal_impulse"),
         tangent_impulse=impulses("total_tangent_impulse"),
         sensor=sensor[a % nb] | sensor[b % nb], n_worlds=ctx.n_worlds,

@@ -52,7 +52,7 @@ class Contacts:
     """Touching pairs, one row per pair (Scene.contacts), sorted by (world, body_a, body_b).
 
     One row per pair, m rows; each pair has one or two contact points (the entries past
-    point_count are unused, and their impulses are 0).
+    point_count are unused: points, depths and impulses 0, features -1).
 
     The impulses measure load: a body resting on the ground has sum(normal_impulse) / dt =
     its weight, and an impact shows as a spike. Fx2D reports instead the velocity-level

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import fx2d_gpu as fx
+from fx2d_gpu import scenes
 
 FRAME = 1.0 / 60.0
 G = 9.81  # the scenes' gravity (the engine's default), m/s^2
@@ -431,3 +432,25 @@ def test_set_state_holds_no_pair_by_the_last_list(arch):
     assert len(scene.contacts()) == 0
     # Stepped on without set_state from a touching start it would be held: the same
     # distance reached by drifting stays reported (the hysteresis test above).
+
+
+def test_unused_points_read_the_same_whatever_ran_before(arch):
+    """A pair of one point leaves its second slot on the device holding whatever an
+    earlier pair or scene wrote there: the read-out gives 0 (points, depths, impulses) and
+    -1 (features) past point_count, so the same scene built twice reads the same, bit for
+    bit."""
+    def contacts_after(steps):
+        scene = scenes.random_pile(150, n_worlds=2, arch=arch)
+        dt = 1.0 / 60.0
+        for _ in range(steps):
+            scene.step(dt)
+        return scene.contacts(None)
+
+    first, second = contacts_after(40), contacts_after(40)
+    one_point = first.point_count == 1
+    assert one_point.any() and (first.point_count == 2).any()
+    for name in ("world", "body_a", "body_b", "normal", "point_count", "points", "depths",
+                 "features", "normal_impulse", "tangent_impulse"):
+        np.testing.assert_array_equal(getattr(first, name), getattr(second, name), name)
+    assert (first.points[one_point, 1] == 0.0).all() and (first.depths[one_point, 1] == 0.0).all()
+    assert (first.features[one_point, 1] == -1).all()

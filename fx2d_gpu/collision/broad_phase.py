@@ -149,16 +149,16 @@ def pair_wanted(model: ti.template(), bodies: ti.template(), joints: ti.template
 
 @ti.func
 def visit_partners(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-                   contacts: ti.template(), broad: ti.template(), slot, n_bodies, cell_size,
+                   manifolds: ti.template(), grid: ti.template(), slot, n_bodies, cell_size,
                    table_mask, fill: ti.template(), write_at):
     """Count (fill=False) or write (fill=True, from index write_at) the pairs `slot` owns."""
     found = 0
-    level = broad.level[slot]
+    level = grid.level[slot]
     if level >= 0:
         world = slot // n_bodies
         body = slot % n_bodies
-        lower = broad.aabb_lower[slot]
-        upper = broad.aabb_upper[slot]
+        lower = grid.aabb_lower[slot]
+        upper = grid.aabb_upper[slot]
         active = awake_dynamic(model, bodies, slot, n_bodies)
         sensor = model.sensor[body]
         movable = can_move(model, body)
@@ -166,7 +166,7 @@ def visit_partners(model: ti.template(), bodies: ti.template(), joints: ti.templ
         # The world's slots are [first_slot, first_slot + n_bodies): compared, not divided
         # (an integer division per grid entry looked at was a tenth of the broad phase).
         first_slot = slot - body
-        mask = broad.world_level_mask[world] >> level
+        mask = grid.world_level_mask[world] >> level
         grid_level = level
         while mask != 0:
             if mask & 1:
@@ -176,17 +176,17 @@ def visit_partners(model: ti.template(), bodies: ti.template(), joints: ti.templ
                 for cx in range(cx0, cx1 + 1):
                     for cy in range(cy0, cy1 + 1):
                         table_slot = cell_slot(world, grid_level, cx, cy, table_mask)
-                        for k in range(broad.grid_start[table_slot],
-                                       broad.grid_start[table_slot + 1]):
-                            entry = broad.grid_entries[k]
-                            other = broad.entry_body[entry]
-                            cell = broad.entry_cell[entry]
+                        for k in range(grid.grid_start[table_slot],
+                                       grid.grid_start[table_slot + 1]):
+                            entry = grid.grid_entries[k]
+                            other = grid.entry_body[entry]
+                            cell = grid.entry_cell[entry]
                             if (cell.x == cx and cell.y == cy and cell.z == grid_level
                                     and first_slot <= other < first_slot + n_bodies
                                     and (grid_level > level or other > slot)):
                                 other_body = other - first_slot
-                                other_lower = broad.aabb_lower[other]
-                                other_upper = broad.aabb_upper[other]
+                                other_lower = grid.aabb_lower[other]
+                                other_upper = grid.aabb_upper[other]
                                 corner = ti.max(lower, other_lower)
                                 overlap_upper = ti.min(upper, other_upper)
                                 if (corner.x <= overlap_upper.x and corner.y <= overlap_upper.y
@@ -197,8 +197,8 @@ def visit_partners(model: ti.template(), bodies: ti.template(), joints: ti.templ
                                                         driven, n_bodies)):
                                     if ti.static(fill):
                                         index = write_at + found
-                                        contacts.body_a[index] = ti.min(slot, other)
-                                        contacts.body_b[index] = ti.max(slot, other)
+                                        manifolds.body_a[index] = ti.min(slot, other)
+                                        manifolds.body_b[index] = ti.max(slot, other)
                                     found += 1
             mask >>= 1
             grid_level += 1
@@ -231,12 +231,12 @@ def swept_box(model: ti.template(), bodies: ti.template(), slot, body, margin, m
 
 
 @ti.func
-def place_body(model: ti.template(), bodies: ti.template(), broad: ti.template(),
+def place_body(model: ti.template(), bodies: ti.template(), grid: ti.template(),
                counts: ti.template(), slot, n_bodies, cell_size, margin, motion_time, fat):
     """Body slot's box (fat == 1: its fat box, refit_fat_boxes, unless a body of its world
     sleeps; else its swept_box with margin (m) and motion_time (s)) and grid level into
-    broad.aabb_lower/upper and broad.level (-1: no shape, disabled, or a non-finite or
-    absurd pose, counted in counts.lost_bodies), its level into broad.world_level_mask;
+    grid.aabb_lower/upper and grid.level (-1: no shape, disabled, or a non-finite or
+    absurd pose, counted in counts.lost_bodies), its level into grid.world_level_mask;
     returns the grid cells it occupies (nx * ny <= 4)."""
     body = slot % n_bodies
     count = 0
@@ -246,8 +246,8 @@ def place_body(model: ti.template(), bodies: ti.template(), broad: ti.template()
             ti.atomic_add(counts.lost_bodies[None], 1)
         else:
             world = slot // n_bodies
-            lower, upper = broad.fat_lower[slot], broad.fat_upper[slot]
-            if fat == 0 or broad.world_sleeps[world] == 1:
+            lower, upper = grid.fat_lower[slot], grid.fat_upper[slot]
+            if fat == 0 or grid.world_sleeps[world] == 1:
                 lower, upper = swept_box(model, bodies, slot, body, margin, motion_time)
             # 1% headroom absorbs rounding in x / cell, so a box spans <= 2 cells per axis.
             extent = 1.01 * ti.max(upper.x - lower.x, upper.y - lower.y)
@@ -267,13 +267,13 @@ def place_body(model: ti.template(), bodies: ti.template(), broad: ti.template()
                 nx = cell_coord(upper.x, inv_cell) - cell_coord(lower.x, inv_cell) + 1
                 ny = cell_coord(upper.y, inv_cell) - cell_coord(lower.y, inv_cell) + 1
                 count = nx * ny
-                broad.aabb_lower[slot] = lower
-                broad.aabb_upper[slot] = upper
+                grid.aabb_lower[slot] = lower
+                grid.aabb_upper[slot] = upper
                 # Most bodies find their level's bit set: reading first spares the threads
                 # an atomic on one shared word per body.
-                if (broad.world_level_mask[world] >> level) & 1 == 0:
-                    ti.atomic_or(broad.world_level_mask[world], 1 << level)
-    broad.level[slot] = level
+                if (grid.world_level_mask[world] >> level) & 1 == 0:
+                    ti.atomic_or(grid.world_level_mask[world], 1 << level)
+    grid.level[slot] = level
     return count
 
 
@@ -289,22 +289,22 @@ def pairing_key(model: ti.template(), bodies: ti.template(), slot, body):
 
 @quick
 @ti.kernel
-def _refit_fat_boxes(model: ti.template(), bodies: ti.template(), broad: ti.template(),
+def _refit_fat_boxes(model: ti.template(), bodies: ti.template(), grid: ti.template(),
                      serial: ti.template(), n_slots: ti.i32, n_bodies: ti.i32, margin: ti.f32,
                      motion_time: ti.f32, reset: ti.i32) -> ti.math.ivec2:
     """refit_fat_boxes' kernel; returns (slots refitted, sleeping slots)."""
     refitted, sleepers = 0, 0
     ti.loop_config(serialize=serial)
     for world in range(n_slots // ti.max(n_bodies, 1)):
-        broad.world_sleeps[world] = 0
+        grid.world_sleeps[world] = 0
     ti.loop_config(serialize=serial)
     for slot in range(n_slots):
         body = slot % n_bodies
         key = pairing_key(model, bodies, slot, body)
         if key & 2:  # asleep
-            broad.world_sleeps[slot // n_bodies] = 1
+            grid.world_sleeps[slot // n_bodies] = 1
             sleepers += 1
-        stale = reset == 1 or key != broad.fat_key[slot]
+        stale = reset == 1 or key != grid.fat_key[slot]
         if key & 1:
             lower, upper = swept_box(model, bodies, slot, body, margin, motion_time)
             # Static and sleeping bodies stay in their box, and a body fast enough to leave
@@ -315,7 +315,7 @@ def _refit_fat_boxes(model: ti.template(), bodies: ti.template(), broad: ti.temp
                 grow = FAT_FRACTION * bounding_radius(model, body)
                 if FAT_STEPS * motion_reach(model, bodies, slot, body, motion_time) > grow:
                     grow = 0.0
-            fat_lower, fat_upper = broad.fat_lower[slot], broad.fat_upper[slot]
+            fat_lower, fat_upper = grid.fat_lower[slot], grid.fat_upper[slot]
             # Refitted when the swept box leaves the fat box, and when the fat box is over
             # twice the margin too large on a side (a body that slowed down, or landed,
             # would otherwise keep the box of its fall and the pairs it brings).
@@ -325,11 +325,11 @@ def _refit_fat_boxes(model: ti.template(), bodies: ti.template(), broad: ti.temp
                      and fat_upper.x <= upper.x + 2.0 * grow
                      and fat_upper.y <= upper.y + 2.0 * grow)
             if stale or not (inside and tight):
-                broad.fat_lower[slot] = lower - grow
-                broad.fat_upper[slot] = upper + grow
+                grid.fat_lower[slot] = lower - grow
+                grid.fat_upper[slot] = upper + grow
                 stale = True
         if stale:
-            broad.fat_key[slot] = key
+            grid.fat_key[slot] = key
             refitted += 1
     return ti.math.ivec2(refitted, sleepers)
 
@@ -339,7 +339,7 @@ def refit_fat_boxes(ctx, margin: float, motion_time: float, reset: bool) -> tupl
     or whose fat box grew too loose, or whose pairing_key changed, a new fat box: the swept
     box grown by FAT_FRACTION of its bounding radius (0 for static and sleeping bodies, and
     for bodies that would cover that within FAT_STEPS steps); `reset`: every slot. Marks
-    the worlds with a sleeping body (broad.world_sleeps).
+    the worlds with a sleeping body (grid.world_sleeps).
     Returns (slots refitted, sleeping slots).
 
     A world with a sleeping body pairs the swept boxes (_find_pairs with fat pairs them
@@ -347,7 +347,7 @@ def refit_fat_boxes(ctx, margin: float, motion_time: float, reset: bool) -> tupl
     with a moving body appears, and a fat box would make such pairs appear earlier. So where
     nothing was refitted and nothing sleeps, the step's candidate pairs are last step's."""
     pool = ctx.pool
-    refitted, sleepers = _refit_fat_boxes(model=pool.model, bodies=pool.bodies, broad=pool.grid,
+    refitted, sleepers = _refit_fat_boxes(model=pool.model, bodies=pool.bodies, grid=pool.grid,
                                           serial=ctx.serial, n_slots=ctx.n_slots,
                                           n_bodies=ctx.n_bodies, margin=margin,
                                           motion_time=motion_time, reset=int(reset))
@@ -355,15 +355,15 @@ def refit_fat_boxes(ctx, margin: float, motion_time: float, reset: bool) -> tupl
 
 
 @ti.func
-def build_grid(model: ti.template(), bodies: ti.template(), broad: ti.template(),
+def build_grid(model: ti.template(), bodies: ti.template(), grid: ti.template(),
                counts: ti.template(), scan: ti.template(), serial: ti.template(), n_worlds,
                n_bodies, cell_size, table_mask, margin, motion_time, fat):
     """The grid of every world at the current poses (the first half of the broad phase,
     shared with the spatial queries, collision/query_grid.py): each body's AABB (grown by
     margin (m) plus what it covers in motion_time (s); fat == 1: its fat box where
-    place_body says) and level in broad.aabb_lower/upper and broad.level (-1: no shape,
+    place_body says) and level in grid.aabb_lower/upper and grid.level (-1: no shape,
     disabled, or a non-finite or absurd pose, counted in counts.lost_bodies),
-    broad.world_level_mask, the entries and the hash table
+    grid.world_level_mask, the entries and the hash table
     (grid_start, grid_entries). Must be called at the top level of a kernel (its loops are
     the kernel's). counts.entries_needed says how many entries the grid needed; returns the
     slots whose entries were written (n_slots, or 0 when they exceed the entry capacity).
@@ -372,63 +372,63 @@ def build_grid(model: ti.template(), bodies: ti.template(), broad: ti.template()
     table_size = table_mask + 1
     ti.loop_config(serialize=serial)
     for world in range(n_worlds):
-        broad.world_level_mask[world] = 0
+        grid.world_level_mask[world] = 0
     ti.loop_config(serialize=serial)
     for t in range(table_size):
-        broad.grid_start[t] = 0
+        grid.grid_start[t] = 0
     counts.lost_bodies[None] = 0
 
     # AABBs and grid levels; each body will occupy (nx * ny) <= 4 cells.
     ti.loop_config(serialize=serial)
     for slot in range(n_slots):
-        broad.entry_start[slot] = place_body(model, bodies, broad, counts, slot, n_bodies,
+        grid.entry_start[slot] = place_body(model, bodies, grid, counts, slot, n_bodies,
                                              cell_size, margin, motion_time, fat)
 
-    exclusive_scan(scan, broad.entry_start, n_slots, serial)
+    exclusive_scan(scan, grid.entry_start, n_slots, serial)
 
-    counts.entries_needed[None] = broad.entry_start[n_slots]
+    counts.entries_needed[None] = grid.entry_start[n_slots]
     # Past the entry capacity nothing more is done: the host grows the pool and runs again.
-    entry_fits = broad.entry_start[n_slots] <= broad.entry_body.shape[0]
+    entry_fits = grid.entry_start[n_slots] <= grid.entry_body.shape[0]
     write_slots = n_slots if entry_fits else 0
     ti.loop_config(serialize=serial)
     for slot in range(write_slots):
-        level = broad.level[slot]
+        level = grid.level[slot]
         if level >= 0:
             world = slot // n_bodies
             inv_cell = 1.0 / (cell_size * ti.cast(1 << level, ti.f32))
-            lower = broad.aabb_lower[slot]
-            upper = broad.aabb_upper[slot]
-            entry = broad.entry_start[slot]
+            lower = grid.aabb_lower[slot]
+            upper = grid.aabb_upper[slot]
+            entry = grid.entry_start[slot]
             for cx in range(cell_coord(lower.x, inv_cell), cell_coord(upper.x, inv_cell) + 1):
                 for cy in range(cell_coord(lower.y, inv_cell), cell_coord(upper.y, inv_cell) + 1):
                     table_slot = cell_slot(world, level, cx, cy, table_mask)
-                    broad.entry_body[entry] = slot
-                    broad.entry_cell[entry] = ivec3(cx, cy, level)
-                    broad.entry_slot[entry] = table_slot
-                    ti.atomic_add(broad.grid_start[table_slot], 1)
+                    grid.entry_body[entry] = slot
+                    grid.entry_cell[entry] = ivec3(cx, cy, level)
+                    grid.entry_slot[entry] = table_slot
+                    ti.atomic_add(grid.grid_start[table_slot], 1)
                     entry += 1
 
-    exclusive_scan(scan, broad.grid_start, table_size, serial)
+    exclusive_scan(scan, grid.grid_start, table_size, serial)
 
     ti.loop_config(serialize=serial)
     for t in range(table_size):
-        broad.grid_cursor[t] = broad.grid_start[t]
+        grid.grid_cursor[t] = grid.grid_start[t]
     ti.loop_config(serialize=serial)
-    for entry in range(broad.entry_start[write_slots]):
+    for entry in range(grid.entry_start[write_slots]):
         # The order inside a table slot depends on thread timing; nothing below depends on it.
-        broad.grid_entries[ti.atomic_add(broad.grid_cursor[broad.entry_slot[entry]], 1)] = entry
+        grid.grid_entries[ti.atomic_add(grid.grid_cursor[grid.entry_slot[entry]], 1)] = entry
     return write_slots
 
 
 @quick
 @ti.kernel
 def _find_pairs(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-                contacts: ti.template(), broad: ti.template(), counts: ti.template(),
+                manifolds: ti.template(), grid: ti.template(), counts: ti.template(),
                 scan: ti.template(), serial: ti.template(), n_worlds: ti.i32, n_bodies: ti.i32,
                 cell_size: ti.f32, table_mask: ti.i32, margin: ti.f32,
                 motion_time: ti.f32, fat: ti.i32) -> ti.math.ivec3:
-    """Candidate pairs of all worlds into contacts.body_a/b, each body's range in
-    contacts.pair_start; counts holds what the grid and the pair list needed.
+    """Candidate pairs of all worlds into manifolds.body_a/b, each body's range in
+    manifolds.pair_start; counts holds what the grid and the pair list needed.
 
     cell_size: level-0 cell edge, m. table_mask: hash-table size - 1 (a power of two - 1).
     Each AABB is enlarged by margin (m) plus the distance the body covers in motion_time (s)
@@ -438,74 +438,74 @@ def _find_pairs(model: ti.template(), bodies: ti.template(), joints: ti.template
     how many are needed. Returns (entries_needed, pairs_needed, lost_bodies).
     """
     n_slots = n_worlds * n_bodies
-    write_slots = build_grid(model, bodies, broad, counts, scan, serial, n_worlds, n_bodies,
+    write_slots = build_grid(model, bodies, grid, counts, scan, serial, n_worlds, n_bodies,
                              cell_size, table_mask, margin, motion_time, fat)
     entry_fits = write_slots == n_slots
 
     ti.loop_config(serialize=serial)
     for slot in range(write_slots):
-        contacts.pair_start[slot] = visit_partners(model, bodies, joints, contacts, broad, slot,
+        manifolds.pair_start[slot] = visit_partners(model, bodies, joints, manifolds, grid, slot,
                                                    n_bodies, cell_size, table_mask,
                                                  False, 0)
 
-    exclusive_scan(scan, contacts.pair_start, write_slots, serial)
+    exclusive_scan(scan, manifolds.pair_start, write_slots, serial)
 
-    counts.pairs_needed[None] = contacts.pair_start[write_slots]
+    counts.pairs_needed[None] = manifolds.pair_start[write_slots]
     fill_count = 0
-    if entry_fits and contacts.pair_start[write_slots] <= contacts.body_a.shape[0]:
+    if entry_fits and manifolds.pair_start[write_slots] <= manifolds.body_a.shape[0]:
         fill_count = n_slots
     ti.loop_config(serialize=serial)
     for slot in range(fill_count):
-        start = contacts.pair_start[slot]
-        n = visit_partners(model, bodies, joints, contacts, broad, slot, n_bodies, cell_size,
+        start = manifolds.pair_start[slot]
+        n = visit_partners(model, bodies, joints, manifolds, grid, slot, n_bodies, cell_size,
                            table_mask, True, start)
         # Sort this body's pairs by partner so the list does not depend on the grid order.
         for i in range(start + 1, start + n):
-            a, b = contacts.body_a[i], contacts.body_b[i]
+            a, b = manifolds.body_a[i], manifolds.body_b[i]
             key = a + b  # the owner is common to all, so the partner orders them
             j = i - 1
             while j >= start:
-                if contacts.body_a[j] + contacts.body_b[j] <= key:
+                if manifolds.body_a[j] + manifolds.body_b[j] <= key:
                     break
-                contacts.body_a[j + 1] = contacts.body_a[j]
-                contacts.body_b[j + 1] = contacts.body_b[j]
+                manifolds.body_a[j + 1] = manifolds.body_a[j]
+                manifolds.body_b[j + 1] = manifolds.body_b[j]
                 j -= 1
-            contacts.body_a[j + 1] = a
-            contacts.body_b[j + 1] = b
+            manifolds.body_a[j + 1] = a
+            manifolds.body_b[j + 1] = b
     return ti.math.ivec3(counts.entries_needed[None], counts.pairs_needed[None],
                          counts.lost_bodies[None])
 
 
 @ti.func
 def world_partners(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-                   contacts: ti.template(), broad: ti.template(), slot, n_bodies,
+                   manifolds: ti.template(), grid: ti.template(), slot, n_bodies,
                    fill: ti.template(), write_at):
     """visit_partners without the grid, for small worlds: every body of the world is
     checked. The same pairs in the same order: a pair belongs to the body on the finer
     level, on one level to the lower slot, and a body's partners come in slot order."""
     found = 0
-    level = broad.level[slot]
+    level = grid.level[slot]
     if level >= 0:
         world = slot // n_bodies
         body = slot % n_bodies
-        lower = broad.aabb_lower[slot]
-        upper = broad.aabb_upper[slot]
+        lower = grid.aabb_lower[slot]
+        upper = grid.aabb_upper[slot]
         active = awake_dynamic(model, bodies, slot, n_bodies)
         sensor = model.sensor[body]
         movable = can_move(model, body)
         driven = moving_kinematic(model, bodies, slot, body)
         for other_body in range(n_bodies):
             other = world * n_bodies + other_body
-            other_level = broad.level[other]
+            other_level = grid.level[other]
             if other_level > level or (other_level == level and other > slot):
-                corner = ti.max(lower, broad.aabb_lower[other])
-                overlap_upper = ti.min(upper, broad.aabb_upper[other])
+                corner = ti.max(lower, grid.aabb_lower[other])
+                overlap_upper = ti.min(upper, grid.aabb_upper[other])
                 if (corner.x <= overlap_upper.x and corner.y <= overlap_upper.y
                         and pair_wanted(model, bodies, joints, body, other, other_body, active,
                                         sensor, movable, driven, n_bodies)):
                     if ti.static(fill):
-                        contacts.body_a[write_at + found] = ti.min(slot, other)
-                        contacts.body_b[write_at + found] = ti.max(slot, other)
+                        manifolds.body_a[write_at + found] = ti.min(slot, other)
+                        manifolds.body_b[write_at + found] = ti.max(slot, other)
                     found += 1
     return found
 
@@ -513,7 +513,7 @@ def world_partners(model: ti.template(), bodies: ti.template(), joints: ti.templ
 @quick
 @ti.kernel
 def _find_pairs_by_world(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-                         contacts: ti.template(), broad: ti.template(), counts: ti.template(),
+                         manifolds: ti.template(), grid: ti.template(), counts: ti.template(),
                          scan: ti.template(), serial: ti.template(), n_worlds: ti.i32,
                          n_bodies: ti.i32, cell_size: ti.f32, margin: ti.f32,
                          motion_time: ti.f32, fat: ti.i32) -> ti.math.ivec3:
@@ -525,22 +525,22 @@ def _find_pairs_by_world(model: ti.template(), bodies: ti.template(), joints: ti
     counts.entries_needed[None] = 0
     ti.loop_config(serialize=serial)
     for world in range(n_worlds):
-        broad.world_level_mask[world] = 0
+        grid.world_level_mask[world] = 0
     ti.loop_config(serialize=serial)
     for slot in range(n_slots):
-        place_body(model, bodies, broad, counts, slot, n_bodies, cell_size, margin, motion_time,
+        place_body(model, bodies, grid, counts, slot, n_bodies, cell_size, margin, motion_time,
                    fat)
     ti.loop_config(serialize=serial)
     for slot in range(n_slots):
-        contacts.pair_start[slot] = world_partners(model, bodies, joints, contacts, broad, slot,
+        manifolds.pair_start[slot] = world_partners(model, bodies, joints, manifolds, grid, slot,
                                                    n_bodies, False, 0)
-    exclusive_scan(scan, contacts.pair_start, n_slots, serial)
-    counts.pairs_needed[None] = contacts.pair_start[n_slots]
-    fill_count = n_slots if contacts.pair_start[n_slots] <= contacts.body_a.shape[0] else 0
+    exclusive_scan(scan, manifolds.pair_start, n_slots, serial)
+    counts.pairs_needed[None] = manifolds.pair_start[n_slots]
+    fill_count = n_slots if manifolds.pair_start[n_slots] <= manifolds.body_a.shape[0] else 0
     ti.loop_config(serialize=serial)
     for slot in range(fill_count):
-        world_partners(model, bodies, joints, contacts, broad, slot, n_bodies, True,
-                       contacts.pair_start[slot])
+        world_partners(model, bodies, joints, manifolds, grid, slot, n_bodies, True,
+                       manifolds.pair_start[slot])
     return ti.math.ivec3(0, counts.pairs_needed[None], counts.lost_bodies[None])
 
 

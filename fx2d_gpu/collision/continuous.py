@@ -136,8 +136,8 @@ def time_of_impact(model: ti.template(), body, start, motion, core, other_start,
 
 
 @ti.func
-def sweep_body(model: ti.template(), bodies: ti.template(), contacts: ti.template(),
-               solver: ti.template(), slot, n_bodies, bullets):
+def sweep_body(model: ti.template(), bodies: ti.template(), manifolds: ti.template(),
+               prepared: ti.template(), slot, n_bodies, bullets):
     """Put body slot back to where its core first meets what it must not pass in this
     substep (see the module docstring); `bullets`: the second pass (bullets against dynamic
     bodies that are not bullets) instead of the first (every fast body against immovable
@@ -154,12 +154,13 @@ def sweep_body(model: ti.template(), bodies: ti.template(), contacts: ti.templat
         if distance > core and core > 0.0:
             start = bodies.position[slot] - motion
             earliest = 1.0
-            for j in range(solver.body_contact_start[slot], solver.body_contact_start[slot + 1]):
-                pair = solver.body_contacts[j]
-                is_a = contacts.body_a[pair] == slot
-                other = contacts.body_b[pair] if is_a else contacts.body_a[pair]
+            for j in range(prepared.body_contact_start[slot],
+                           prepared.body_contact_start[slot + 1]):
+                pair = prepared.body_contacts[j]
+                is_a = manifolds.body_a[pair] == slot
+                other = manifolds.body_b[pair] if is_a else manifolds.body_a[pair]
                 other_body = other % n_bodies
-                masses = solver.solver_mass[pair]
+                masses = prepared.solver_mass[pair]
                 immovable = (masses[2] == 0.0 and masses[3] == 0.0) if is_a else \
                     (masses[0] == 0.0 and masses[1] == 0.0)
                 considered = immovable and not bullets

@@ -65,10 +65,10 @@ def shape_extent(model: ti.template(), bodies: ti.template(), slot, body, axis):
 
 
 @ti.func
-def set_point(contacts: ti.template(), pair, index, point, depth, feature):
-    contacts.point[pair, index] = point
-    contacts.depth[pair, index] = depth
-    contacts.feature[pair, index] = feature
+def set_point(manifolds: ti.template(), pair, index, point, depth, feature):
+    manifolds.point[pair, index] = point
+    manifolds.depth[pair, index] = depth
+    manifolds.feature[pair, index] = feature
 
 
 @ti.func
@@ -94,7 +94,7 @@ def concentric_normal(body_a, body_b):
 
 
 @ti.func
-def collide_circles(model: ti.template(), bodies: ti.template(), contacts: ti.template(), pair,
+def collide_circles(model: ti.template(), bodies: ti.template(), manifolds: ti.template(), pair,
                     slot_a, body_a, slot_b, body_b, margin):
     pos_a, ca, sa = body_frame(bodies, slot_a)
     pos_b, cb, sb = body_frame(bodies, slot_b)
@@ -109,14 +109,14 @@ def collide_circles(model: ti.template(), bodies: ti.template(), contacts: ti.te
         normal = concentric_normal(body_a, body_b)
         if distance > 1e-9:
             normal = d / distance
-        contacts.normal[pair] = normal
-        set_point(contacts, pair, 0, center_a + normal * (ra - 0.5 * depth), depth, 0)
+        manifolds.normal[pair] = normal
+        set_point(manifolds, pair, 0, center_a + normal * (ra - 0.5 * depth), depth, 0)
         count = 1
-    contacts.point_count[pair] = count
+    manifolds.point_count[pair] = count
 
 
 @ti.func
-def collide_polygon_circle(model: ti.template(), bodies: ti.template(), contacts: ti.template(),
+def collide_polygon_circle(model: ti.template(), bodies: ti.template(), manifolds: ti.template(),
                            pair, slot_poly, body_poly, slot_circle, body_circle, polygon_is_a,
                            margin):
     """A polygon, capsule or edge core (2 or more vertices, with its skin) against a circle;
@@ -177,10 +177,10 @@ def collide_polygon_circle(model: ti.template(), bodies: ti.template(), contacts
             normal = rotate(outward, c, s)
             if not polygon_is_a:
                 normal = -normal
-            contacts.normal[pair] = normal
-            set_point(contacts, pair, 0, pos + rotate(midpoint, c, s), depth, feature)
+            manifolds.normal[pair] = normal
+            set_point(manifolds, pair, 0, pos + rotate(midpoint, c, s), depth, feature)
             count = 1
-    contacts.point_count[pair] = count
+    manifolds.point_count[pair] = count
 
 
 @ti.func
@@ -227,7 +227,7 @@ def closest_on_segments(p1, q1, p2, q2):
 
 
 @ti.func
-def closest_point_contact(contacts: ti.template(), pair, v1, v2, w1, w2, ref_skin, inc_skin,
+def closest_point_contact(manifolds: ti.template(), pair, v1, v2, w1, w2, ref_skin, inc_skin,
                           ref_pos, ref_c, ref_s, flip, margin, base_feature):
     """One point where the skins around segments v1-v2 (reference) and w1-w2 (incident,
     both in the reference frame) overlap, along the line between their closest points;
@@ -239,9 +239,9 @@ def closest_point_contact(contacts: ti.template(), pair, v1, v2, w1, w2, ref_ski
     if gap - (ref_skin + inc_skin) <= margin and gap > 1e-9:
         direction = (q - p) / gap
         world_normal = rotate(direction, ref_c, ref_s)
-        contacts.normal[pair] = -world_normal if flip else world_normal
+        manifolds.normal[pair] = -world_normal if flip else world_normal
         midpoint = 0.5 * (p + ref_skin * direction + q - inc_skin * direction)
-        set_point(contacts, pair, 0, ref_pos + rotate(midpoint, ref_c, ref_s),
+        set_point(manifolds, pair, 0, ref_pos + rotate(midpoint, ref_c, ref_s),
                   ref_skin + inc_skin - gap,
                   CORNER_FEATURE + base_feature + ti.cast(2 * s + t, ti.i32))
         count = 1
@@ -249,9 +249,9 @@ def closest_point_contact(contacts: ti.template(), pair, v1, v2, w1, w2, ref_ski
 
 
 @ti.func
-def clip_polygons(model: ti.template(), contacts: ti.template(), pair, ref_body, inc_body, ref_edge,
-                  ref_pos, ref_c, ref_s, rel_pos, rel_c, rel_s, flip, margin, core_separation,
-                  allow_corner):
+def clip_polygons(model: ti.template(), manifolds: ti.template(), pair, ref_body, inc_body,
+                  ref_edge, ref_pos, ref_c, ref_s, rel_pos, rel_c, rel_s, flip, margin,
+                  core_separation, allow_corner):
     """Clip the incident edge against the reference edge; write up to 2 points.
 
     Everything is in the reference body's frame; rel_* maps the incident body into it.
@@ -300,26 +300,26 @@ def clip_polygons(model: ti.template(), contacts: ti.template(), pair, ref_body,
             elif u2 > length:
                 q2 = w2 + (w1 - w2) * ((u2 - length) / (u2 - u1))
             world_normal = rotate(normal, ref_c, ref_s)
-            contacts.normal[pair] = -world_normal if flip else world_normal
+            manifolds.normal[pair] = -world_normal if flip else world_normal
             for k in ti.static(range(2)):
                 q = q1 if k == 0 else q2
                 separation = normal.dot(q - v1)  # of the cores; the skins close it
                 if separation - skins <= margin:
                     # Halfway between the reference skin and the incident skin.
                     midpoint = q - 0.5 * (separation - ref_skin + inc_skin) * normal
-                    set_point(contacts, pair, count, ref_pos + rotate(midpoint, ref_c, ref_s),
+                    set_point(manifolds, pair, count, ref_pos + rotate(midpoint, ref_c, ref_s),
                               skins - separation, base_feature + k)
                     count += 1
     # Corner to corner; or nothing between the side planes, yet the skins may touch beyond
     # them: two segments end to end along one line (no face normal separates them).
     if corner or (count == 0 and allow_corner and skins > 0.0):
-        count = closest_point_contact(contacts, pair, v1, v2, w1, w2, ref_skin, inc_skin,
+        count = closest_point_contact(manifolds, pair, v1, v2, w1, w2, ref_skin, inc_skin,
                                       ref_pos, ref_c, ref_s, flip, margin, base_feature)
-    contacts.point_count[pair] = count
+    manifolds.point_count[pair] = count
 
 
 @ti.func
-def collide_polygons(model: ti.template(), bodies: ti.template(), contacts: ti.template(), pair,
+def collide_polygons(model: ti.template(), bodies: ti.template(), manifolds: ti.template(), pair,
                      slot_a, body_a, slot_b, body_b, margin):
     """Two cores of 2 or more vertices (polygons, capsules, edges) with their skins: SAT on
     the cores, contact when they are apart by less than the skins (plus margin)."""
@@ -334,7 +334,7 @@ def collide_polygons(model: ti.template(), bodies: ti.template(), contacts: ti.t
     sep_b, edge_b = max_separation(model, body_b, body_a, ab_pos, ab_c, ab_s)
     reach = margin + model.shape_radius[body_a] + model.shape_radius[body_b]
     if sep_a > reach or sep_b > reach:
-        contacts.point_count[pair] = 0
+        manifolds.point_count[pair] = 0
     else:
         # a's face is the reference unless b's separates clearly more. One call of
         # clip_polygons with the roles chosen here: every call site inlines all of it.
@@ -344,7 +344,7 @@ def collide_polygons(model: ti.template(), bodies: ti.template(), contacts: ti.t
                 bounding_radius(model, body_a), bounding_radius(model, body_b))):
             ref_body, inc_body, ref_edge, flip = body_b, body_a, edge_b, 1
             ref_pos, ref_c, ref_s, rel_pos, rel_c, rel_s = pos_b, cb, sb, ab_pos, ab_c, ab_s
-        clip_polygons(model, contacts, pair, ref_body, inc_body, ref_edge, ref_pos, ref_c, ref_s,
+        clip_polygons(model, manifolds, pair, ref_body, inc_body, ref_edge, ref_pos, ref_c, ref_s,
                       rel_pos, rel_c, rel_s, flip, margin, ti.max(sep_a, sep_b), 1)
 
 
@@ -368,7 +368,7 @@ def within_cone(front, bound, normal):
 
 
 @ti.func
-def collide_link_circle(model: ti.template(), bodies: ti.template(), contacts: ti.template(), pair,
+def collide_link_circle(model: ti.template(), bodies: ti.template(), manifolds: ti.template(), pair,
                         slot_link, body_link, slot_circle, body_circle, link_is_a, margin):
     """A chain link (shapes.chain: one-sided, its ends' normals bounded by its neighbours)
     against a circle: the face's normal over the link, the direction from an end beyond
@@ -402,14 +402,14 @@ def collide_link_circle(model: ti.template(), bodies: ti.template(), contacts: t
         if found and depth > -margin:
             midpoint = 0.5 * (surface + center - radius * outward)
             normal = rotate(outward, c, s)
-            contacts.normal[pair] = normal if link_is_a else -normal
-            set_point(contacts, pair, 0, pos + rotate(midpoint, c, s), depth, feature)
+            manifolds.normal[pair] = normal if link_is_a else -normal
+            set_point(manifolds, pair, 0, pos + rotate(midpoint, c, s), depth, feature)
             count = 1
-    contacts.point_count[pair] = count
+    manifolds.point_count[pair] = count
 
 
 @ti.func
-def collide_link_polygon(model: ti.template(), bodies: ti.template(), contacts: ti.template(),
+def collide_link_polygon(model: ti.template(), bodies: ti.template(), manifolds: ti.template(),
                          pair, slot_link, body_link, slot_other, body_other, link_is_a, margin):
     """A chain link against a core of 2 or more vertices (polygon, capsule, rounded): the
     link's front face is the reference, so a body sliding over flat or concave joints never
@@ -450,19 +450,19 @@ def collide_link_polygon(model: ti.template(), bodies: ti.template(), contacts: 
                 ref_pos, ref_c, ref_s = pos_o, co, so
                 rel_pos, rel_c, rel_s = link_pos, link_c, link_s
                 flip = 1 - flip
-            clip_polygons(model, contacts, pair, ref_body, inc_body, ref_edge, ref_pos, ref_c,
+            clip_polygons(model, manifolds, pair, ref_body, inc_body, ref_edge, ref_pos, ref_c,
                           ref_s, rel_pos, rel_c, rel_s, flip, margin, separation, 0)
             count_written = True
     if not count_written:
-        contacts.point_count[pair] = 0
+        manifolds.point_count[pair] = 0
 
 
 @ti.func
-def collide_pair(model: ti.template(), bodies: ti.template(), contacts: ti.template(), pair,
+def collide_pair(model: ti.template(), bodies: ti.template(), manifolds: ti.template(), pair,
                  n_bodies, margin):
     """The manifold of candidate pair `pair` (contacts' body_a, body_b slots), normal from a
     to b; point_count 0 when apart by more than margin (m)."""
-    slot_a, slot_b = contacts.body_a[pair], contacts.body_b[pair]
+    slot_a, slot_b = manifolds.body_a[pair], manifolds.body_b[pair]
     kind_a, kind_b = model.shape_kind[slot_a % n_bodies], model.shape_kind[slot_b % n_bodies]
     # Each routine takes its shapes in one order (a chain link first, then a polygon, then a
     # circle) and is called once: every call site inlines all of it, and the narrow phase
@@ -474,30 +474,30 @@ def collide_pair(model: ti.template(), bodies: ti.template(), contacts: ti.templ
         slot1, slot2, kind1, kind2 = slot_b, slot_a, kind_b, kind_a
     body1, body2 = slot1 % n_bodies, slot2 % n_bodies
     if kind1 == SHAPE_CIRCLE and kind2 == SHAPE_CIRCLE:
-        collide_circles(model, bodies, contacts, pair, slot1, body1, slot2, body2, margin)
+        collide_circles(model, bodies, manifolds, pair, slot1, body1, slot2, body2, margin)
     elif kind1 == SHAPE_POLYGON and kind2 == SHAPE_CIRCLE:
-        collide_polygon_circle(model, bodies, contacts, pair, slot1, body1, slot2, body2,
+        collide_polygon_circle(model, bodies, manifolds, pair, slot1, body1, slot2, body2,
                                first_is_a, margin)
     elif kind1 == SHAPE_POLYGON and kind2 == SHAPE_POLYGON:
-        collide_polygons(model, bodies, contacts, pair, slot1, body1, slot2, body2, margin)
+        collide_polygons(model, bodies, manifolds, pair, slot1, body1, slot2, body2, margin)
     elif kind1 == SHAPE_CHAIN and kind2 == SHAPE_CIRCLE:
-        collide_link_circle(model, bodies, contacts, pair, slot1, body1, slot2, body2,
+        collide_link_circle(model, bodies, manifolds, pair, slot1, body1, slot2, body2,
                             first_is_a, margin)
     elif kind1 == SHAPE_CHAIN and kind2 == SHAPE_POLYGON:
-        collide_link_polygon(model, bodies, contacts, pair, slot1, body1, slot2, body2,
+        collide_link_polygon(model, bodies, manifolds, pair, slot1, body1, slot2, body2,
                              first_is_a, margin)
     else:  # chain-chain, chain-edge, edge-edge: never (and never paired: all static)
-        contacts.point_count[pair] = 0
+        manifolds.point_count[pair] = 0
 
 
 @quick
 @ti.kernel
-def _compute_manifolds(model: ti.template(), bodies: ti.template(), contacts: ti.template(),
+def _compute_manifolds(model: ti.template(), bodies: ti.template(), manifolds: ti.template(),
                        serial: ti.template(), n_pairs: ti.i32, n_bodies: ti.i32, margin: ti.f32):
     """Contact manifolds of pairs [0, n_pairs); margin (m) keeps points up to that far apart."""
     ti.loop_config(serialize=serial)
     for pair in range(n_pairs):
-        collide_pair(model, bodies, contacts, pair, n_bodies, margin)
+        collide_pair(model, bodies, manifolds, pair, n_bodies, margin)
 
 
 def compute_manifolds(ctx, n_pairs: int, margin: float = 0.0, into: str = "manifolds"):

@@ -90,7 +90,7 @@ def overlaps_body(model: ti.template(), bodies: ti.template(), slot, body,
 
 
 @ti.func
-def visit_overlaps(model: ti.template(), bodies: ti.template(), broad: ti.template(), world,
+def visit_overlaps(model: ti.template(), bodies: ti.template(), grid: ti.template(), world,
                    vertices: ti.template(), q, n_query, query_skin, n_bodies, cell_size,
                    table_mask, sensors, fill: ti.template(), write_at, out_body: ti.template()):
     """Count (fill=False) or write (from write_at) the bodies query q overlaps."""
@@ -104,7 +104,7 @@ def visit_overlaps(model: ti.template(), bodies: ti.template(), broad: ti.templa
     upper += query_skin
     found = 0
     # Cells the query's box covers on the world's levels (a float: it may be huge).
-    mask = broad.world_level_mask[world]
+    mask = grid.world_level_mask[world]
     cells = 0.0
     level = 0
     while mask != 0:
@@ -117,8 +117,8 @@ def visit_overlaps(model: ti.template(), bodies: ti.template(), broad: ti.templa
     if cells > n_bodies:  # fewer bodies than cells: test the world's bodies directly
         for body in range(n_bodies):
             slot = world * n_bodies + body
-            if broad.level[slot] >= 0 and reported(model, body, sensors):
-                lo, hi = broad.aabb_lower[slot], broad.aabb_upper[slot]
+            if grid.level[slot] >= 0 and reported(model, body, sensors):
+                lo, hi = grid.aabb_lower[slot], grid.aabb_upper[slot]
                 if (lo.x <= upper.x and lo.y <= upper.y and lower.x <= hi.x and lower.y <= hi.y
                         and overlaps_body(model, bodies, slot, body, vertices, q, n_query,
                                           query_skin)):
@@ -126,7 +126,7 @@ def visit_overlaps(model: ti.template(), bodies: ti.template(), broad: ti.templa
                         out_body[write_at + found] = body
                     found += 1
     else:
-        mask = broad.world_level_mask[world]
+        mask = grid.world_level_mask[world]
         level = 0
         while mask != 0:
             if mask & 1:
@@ -135,17 +135,17 @@ def visit_overlaps(model: ti.template(), bodies: ti.template(), broad: ti.templa
                     for cy in range(cell_coord(lower.y, inv_cell),
                                     cell_coord(upper.y, inv_cell) + 1):
                         table_slot = cell_slot(world, level, cx, cy, table_mask)
-                        for k in range(broad.grid_start[table_slot],
-                                       broad.grid_start[table_slot + 1]):
-                            entry = broad.grid_entries[k]
-                            other = broad.entry_body[entry]
-                            key = broad.entry_cell[entry]
+                        for k in range(grid.grid_start[table_slot],
+                                       grid.grid_start[table_slot + 1]):
+                            entry = grid.grid_entries[k]
+                            other = grid.entry_body[entry]
+                            key = grid.entry_cell[entry]
                             body = other % n_bodies
                             if (key.x == cx and key.y == cy and key.z == level
                                     and other // n_bodies == world
                                     and reported(model, body, sensors)):
-                                corner = ti.max(lower, broad.aabb_lower[other])
-                                top = ti.min(upper, broad.aabb_upper[other])
+                                corner = ti.max(lower, grid.aabb_lower[other])
+                                top = ti.min(upper, grid.aabb_upper[other])
                                 # Each body once: in the cell of the boxes' overlap's corner.
                                 if (corner.x <= top.x and corner.y <= top.y
                                         and cell_coord(corner.x, inv_cell) == cx
@@ -161,7 +161,7 @@ def visit_overlaps(model: ti.template(), bodies: ti.template(), broad: ti.templa
 
 
 @ti.kernel
-def _overlap(model: ti.template(), bodies: ti.template(), broad: ti.template(),
+def _overlap(model: ti.template(), bodies: ti.template(), grid: ti.template(),
              serial: ti.template(), fill: ti.template(), vertices: f32_3d, counts: i32_1d,
              skins: f32_1d, n_queries: ti.i32, n_bodies: ti.i32, cell_size: ti.f32,
              table_mask: ti.i32, sensors: ti.i32, offsets: i32_1d, out_body: i32_1d):
@@ -173,7 +173,7 @@ def _overlap(model: ti.template(), bodies: ti.template(), broad: ti.template(),
         write_at = 0
         if ti.static(fill):
             write_at = offsets[q]
-        found = visit_overlaps(model, bodies, broad, q // n_queries, vertices, q, counts[q],
+        found = visit_overlaps(model, bodies, grid, q // n_queries, vertices, q, counts[q],
                                skins[q], n_bodies, cell_size, table_mask, sensors, fill,
                                write_at, out_body)
         if ti.static(not fill):
@@ -198,7 +198,7 @@ def overlap(ctx, vertices: np.ndarray, counts: np.ndarray, skins: np.ndarray,
     in_serial = serial(ctx, n)
 
     def launch(fill: bool, offsets: np.ndarray, out_body: np.ndarray):
-        _overlap(model=pool.model, bodies=pool.bodies, broad=pool.grid, serial=in_serial,
+        _overlap(model=pool.model, bodies=pool.bodies, grid=pool.grid, serial=in_serial,
                  fill=fill, **queries, n_queries=n // ctx.n_worlds, n_bodies=ctx.n_bodies,
                  cell_size=ctx.cell_size, table_mask=table_mask, sensors=int(sensors),
                  offsets=offsets, out_body=out_body)

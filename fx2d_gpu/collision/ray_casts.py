@@ -149,18 +149,11 @@ def ray_shape(model: ti.template(), bodies: ti.template(), slot, body, origin, d
 
 
 @ti.func
-def walk_ray(model: ti.template(), bodies: ti.template(), broad: ti.template(), world,
-             origin, direction, t_limit, n_bodies, cell_size, table_mask, sensors,
-             mode: ti.template(), query, write_at, out_body: ti.template(),
-             out_distance: ti.template(), out_normal: ti.template()):
-    """Walk the grid cells a ray (origin m, unit direction) crosses up to t_limit (m) on
-    each level of its world. NEAREST: returns the nearest hit (body, t, normal; ties to the
-    lowest body, -1 if none); COUNT: how many bodies it crosses (each once); FILL: the same,
-    written from index write_at of the out arrays."""
-    best_body, best_t, best_normal = -1, t_limit, vec2(0.0, 0.0)
-    found = 0
-    lower, upper = broad.world_lower[world], broad.world_upper[world]
-    # Clip to the box around the world's bodies (empty worlds have lower = +inf).
+def _clip_to_world(grid: ti.template(), world, origin, direction, t_limit):
+    """(t0, t1) m: the part [t0, t1] of a ray (origin m, unit direction) up to t_limit (m)
+    inside the box around the world's bodies; t0 > t1 where it misses the box (empty
+    worlds have lower = +inf)."""
+    lower, upper = grid.world_lower[world], grid.world_upper[world]
     t0, t1 = 0.0, t_limit
     for axis in ti.static(range(2)):
         if direction[axis] != 0.0:
@@ -170,83 +163,135 @@ def walk_ray(model: ti.template(), bodies: ti.template(), broad: ti.template(), 
             t1 = ti.min(t1, ti.max(ta, tb))
         elif not (lower[axis] <= origin[axis] <= upper[axis]):
             t1 = -1.0
-    mask = broad.world_level_mask[world] if t0 <= t1 else 0
+    return t0, t1
+
+
+@ti.func
+def _seen_in_previous_cell(grid: ti.template(), other, inv_cell, prev_x, prev_y):
+    """Whether body slot `other` also lies in the previous cell (prev_x, prev_y) of the
+    walk (cells of size 1 / inv_cell m)."""
+    lo, hi = grid.aabb_lower[other], grid.aabb_upper[other]
+    return (cell_coord(lo.x, inv_cell) <= prev_x <= cell_coord(hi.x, inv_cell)
+            and cell_coord(lo.y, inv_cell) <= prev_y <= cell_coord(hi.y, inv_cell))
+
+
+@ti.func
+def _visit_cell(model: ti.template(), bodies: ti.template(), grid: ti.template(), world,
+                level, cx, cy, inv_cell, prev_x, prev_y, has_prev, origin, direction,
+                n_bodies, table_mask, sensors, mode: ti.template(), write_at,
+                out_body: ti.template(), out_distance: ti.template(),
+                out_normal: ti.template(), best_body, best_t, best_normal, found):
+    """The ray against the bodies in grid cell (cx, cy) of `level`: returns the walk's
+    (best_body, best_t, best_normal, found) updated as walk_ray describes."""
+    table_slot = cell_slot(world, level, cx, cy, table_mask)
+    for k in range(grid.grid_start[table_slot], grid.grid_start[table_slot + 1]):
+        entry = grid.grid_entries[k]
+        other = grid.entry_body[entry]
+        key = grid.entry_cell[entry]
+        body = other % n_bodies
+        if (key.x == cx and key.y == cy and key.z == level
+                and other // n_bodies == world and reported(model, body, sensors)):
+            fresh = True
+            if ti.static(mode != NEAREST) and has_prev:
+                # Each body once: skip it if the previous cell also holds it
+                # (the cells a ray crosses in a body's 2 x 2 are consecutive).
+                fresh = not _seen_in_previous_cell(grid, other, inv_cell, prev_x, prev_y)
+            if fresh:
+                hit, t, normal = ray_shape(model, bodies, other, body, origin, direction,
+                                           best_t)
+                if hit:
+                    if ti.static(mode == NEAREST):
+                        if t < best_t or best_body < 0 or body < best_body:
+                            best_body, best_t, best_normal = body, t, normal
+                    else:
+                        if ti.static(mode == FILL):
+                            index = write_at + found
+                            out_body[index] = body
+                            out_distance[index] = t
+                            out_normal[index, 0] = normal.x
+                            out_normal[index, 1] = normal.y
+                        found += 1
+    return best_body, best_t, best_normal, found
+
+
+@ti.func
+def _walk_level(model: ti.template(), bodies: ti.template(), grid: ti.template(), world,
+                level, origin, direction, t0, t1, n_bodies, cell_size, table_mask, sensors,
+                mode: ti.template(), write_at, out_body: ti.template(),
+                out_distance: ti.template(), out_normal: ti.template(), best_body, best_t,
+                best_normal, found):
+    """The cells of grid `level` (cells of cell_size * 2**level m) that the ray crosses over
+    [t0, t1] m, in order (2D DDA); NEAREST stops at the first cell beyond best_t. Returns
+    (best_body, best_t, best_normal, found) updated as walk_ray describes."""
+    cell = cell_size * ti.cast(1 << level, ti.f32)
+    inv_cell = 1.0 / cell
+    start = origin + t0 * direction
+    end = origin + t1 * direction
+    cx, cy = cell_coord(start.x, inv_cell), cell_coord(start.y, inv_cell)
+    n_cells = (ti.abs(cell_coord(end.x, inv_cell) - cx)
+               + ti.abs(cell_coord(end.y, inv_cell) - cy) + 2)
+    step_x = 1 if direction.x > 0.0 else -1
+    step_y = 1 if direction.y > 0.0 else -1
+    next_x, next_y = ti.math.inf, ti.math.inf  # t of the next cell boundary
+    delta_x, delta_y = ti.math.inf, ti.math.inf
+    if direction.x != 0.0:
+        edge = ti.cast(cx + (1 if step_x > 0 else 0), ti.f32) * cell
+        next_x = (edge - origin.x) / direction.x
+        delta_x = cell / ti.abs(direction.x)
+    if direction.y != 0.0:
+        edge = ti.cast(cy + (1 if step_y > 0 else 0), ti.f32) * cell
+        next_y = (edge - origin.y) / direction.y
+        delta_y = cell / ti.abs(direction.y)
+    t_enter = t0
+    prev_x, prev_y, has_prev = 0, 0, False
+    for _ in range(n_cells):
+        reach = best_t if ti.static(mode == NEAREST) else t1
+        if t_enter > reach:
+            break
+        best_body, best_t, best_normal, found = _visit_cell(
+            model, bodies, grid, world, level, cx, cy, inv_cell, prev_x, prev_y, has_prev,
+            origin, direction, n_bodies, table_mask, sensors, mode, write_at, out_body,
+            out_distance, out_normal, best_body, best_t, best_normal, found)
+        prev_x, prev_y, has_prev = cx, cy, True
+        if next_x < next_y:
+            cx += step_x
+            t_enter = next_x
+            next_x += delta_x
+        else:
+            cy += step_y
+            t_enter = next_y
+            next_y += delta_y
+    return best_body, best_t, best_normal, found
+
+
+@ti.func
+def walk_ray(model: ti.template(), bodies: ti.template(), grid: ti.template(), world,
+             origin, direction, t_limit, n_bodies, cell_size, table_mask, sensors,
+             mode: ti.template(), query, write_at, out_body: ti.template(),
+             out_distance: ti.template(), out_normal: ti.template()):
+    """Walk the grid cells a ray (origin m, unit direction) crosses up to t_limit (m) on
+    each level of its world. NEAREST: returns the nearest hit (body, t, normal; ties to the
+    lowest body, -1 if none); COUNT: how many bodies it crosses (each once); FILL: the same,
+    written from index write_at of the out arrays."""
+    best_body, best_t, best_normal = -1, t_limit, vec2(0.0, 0.0)
+    found = 0
+    # Clipped to the box around the world's bodies, so a huge t_limit walks no empty cells.
+    t0, t1 = _clip_to_world(grid, world, origin, direction, t_limit)
+    mask = grid.world_level_mask[world] if t0 <= t1 else 0
     level = 0
     while mask != 0:
         if mask & 1:
-            cell = cell_size * ti.cast(1 << level, ti.f32)
-            inv_cell = 1.0 / cell
-            start = origin + t0 * direction
-            end = origin + t1 * direction
-            cx, cy = cell_coord(start.x, inv_cell), cell_coord(start.y, inv_cell)
-            n_cells = (ti.abs(cell_coord(end.x, inv_cell) - cx)
-                       + ti.abs(cell_coord(end.y, inv_cell) - cy) + 2)
-            step_x = 1 if direction.x > 0.0 else -1
-            step_y = 1 if direction.y > 0.0 else -1
-            next_x, next_y = ti.math.inf, ti.math.inf  # t of the next cell boundary
-            delta_x, delta_y = ti.math.inf, ti.math.inf
-            if direction.x != 0.0:
-                edge = ti.cast(cx + (1 if step_x > 0 else 0), ti.f32) * cell
-                next_x = (edge - origin.x) / direction.x
-                delta_x = cell / ti.abs(direction.x)
-            if direction.y != 0.0:
-                edge = ti.cast(cy + (1 if step_y > 0 else 0), ti.f32) * cell
-                next_y = (edge - origin.y) / direction.y
-                delta_y = cell / ti.abs(direction.y)
-            t_enter = t0
-            prev_x, prev_y, has_prev = 0, 0, False
-            for _ in range(n_cells):
-                reach = best_t if ti.static(mode == NEAREST) else t1
-                if t_enter > reach:
-                    break
-                table_slot = cell_slot(world, level, cx, cy, table_mask)
-                for k in range(broad.grid_start[table_slot], broad.grid_start[table_slot + 1]):
-                    entry = broad.grid_entries[k]
-                    other = broad.entry_body[entry]
-                    key = broad.entry_cell[entry]
-                    body = other % n_bodies
-                    if (key.x == cx and key.y == cy and key.z == level
-                            and other // n_bodies == world and reported(model, body, sensors)):
-                        fresh = True
-                        if ti.static(mode != NEAREST) and has_prev:
-                            # Each body once: skip it if the previous cell also holds it
-                            # (the cells a ray crosses in a body's 2 x 2 are consecutive).
-                            lo, hi = broad.aabb_lower[other], broad.aabb_upper[other]
-                            fresh = not (cell_coord(lo.x, inv_cell) <= prev_x
-                                         <= cell_coord(hi.x, inv_cell)
-                                         and cell_coord(lo.y, inv_cell) <= prev_y
-                                         <= cell_coord(hi.y, inv_cell))
-                        if fresh:
-                            hit, t, normal = ray_shape(model, bodies, other, body, origin,
-                                                       direction, best_t)
-                            if hit:
-                                if ti.static(mode == NEAREST):
-                                    if t < best_t or best_body < 0 or body < best_body:
-                                        best_body, best_t, best_normal = body, t, normal
-                                else:
-                                    if ti.static(mode == FILL):
-                                        index = write_at + found
-                                        out_body[index] = body
-                                        out_distance[index] = t
-                                        out_normal[index, 0] = normal.x
-                                        out_normal[index, 1] = normal.y
-                                    found += 1
-                prev_x, prev_y, has_prev = cx, cy, True
-                if next_x < next_y:
-                    cx += step_x
-                    t_enter = next_x
-                    next_x += delta_x
-                else:
-                    cy += step_y
-                    t_enter = next_y
-                    next_y += delta_y
+            best_body, best_t, best_normal, found = _walk_level(
+                model, bodies, grid, world, level, origin, direction, t0, t1, n_bodies,
+                cell_size, table_mask, sensors, mode, write_at, out_body, out_distance,
+                out_normal, best_body, best_t, best_normal, found)
         mask >>= 1
         level += 1
     return best_body, best_t, best_normal, found
 
 
 @ti.kernel
-def _ray_cast(model: ti.template(), bodies: ti.template(), broad: ti.template(),
+def _ray_cast(model: ti.template(), bodies: ti.template(), grid: ti.template(),
               serial: ti.template(), mode: ti.template(), origins: f32_2d, directions: f32_2d,
               limits: f32_1d, n_rays: ti.i32, n_bodies: ti.i32, cell_size: ti.f32,
               table_mask: ti.i32, sensors: ti.i32, offsets: i32_1d, out_body: i32_1d,
@@ -262,7 +307,7 @@ def _ray_cast(model: ti.template(), bodies: ti.template(), broad: ti.template(),
         write_at = 0
         if ti.static(mode == FILL):
             write_at = offsets[q]
-        body, t, normal, found = walk_ray(model, bodies, broad, world, origin, direction,
+        body, t, normal, found = walk_ray(model, bodies, grid, world, origin, direction,
                                           limits[q], n_bodies, cell_size, table_mask, sensors,
                                           mode, q, write_at, out_body, out_distance,
                                           out_normal)
@@ -340,7 +385,7 @@ def _prepare(ctx, origins: np.ndarray, directions: np.ndarray, limits: np.ndarra
     in_serial = serial(ctx, n)
 
     def launch(mode, offsets, out_body, out_distance, out_normal):
-        _ray_cast(model=pool.model, bodies=pool.bodies, broad=pool.grid, serial=in_serial,
+        _ray_cast(model=pool.model, bodies=pool.bodies, grid=pool.grid, serial=in_serial,
                   mode=mode, **moved, n_rays=n // ctx.n_worlds, n_bodies=ctx.n_bodies,
                   cell_size=ctx.cell_size, table_mask=table_mask, sensors=int(sensors),
                   offsets=offsets, out_body=out_body, out_distance=out_distance,
@@ -353,7 +398,7 @@ def approach(pool, n_worlds: int, origins: np.ndarray, directions: np.ndarray,
              limits: np.ndarray) -> np.ndarray:
     """How far (m, float64, (q,)) to move each ray (q = world * n_rays + ray; origins and
     unit directions float64, limits m) before the device casts it: to where it enters its
-    world's box (broad.world_lower/upper, as refresh_grid left it) grown by a pad, when it
+    world's box (grid.world_lower/upper, as refresh_grid left it) grown by a pad, when it
     starts outside and reaches the box within its limit; 0 otherwise (the ray then starts
     near or in the box, or misses it, as the kernel finds).
 

@@ -36,13 +36,13 @@ _SUB_ROUNDS = 4
 
 
 @ti.func
-def constraint_bodies(joints: ti.template(), contacts: ti.template(), counts: ti.template(), k,
+def constraint_bodies(joints: ti.template(), manifolds: ti.template(), counts: ti.template(), k,
                       n_bodies):
     """Body slots (a, b) of constraint k: a contact pair below n_pairs, else a joint slot."""
     n_pairs, n_joints = counts.n_pairs[None], counts.n_joints[None]
     a, b = 0, 0
     if k < n_pairs:
-        a, b = contacts.body_a[k], contacts.body_b[k]
+        a, b = manifolds.body_a[k], manifolds.body_b[k]
     else:
         joint_slot = k - n_pairs
         world, joint = joint_slot // n_joints, joint_slot % n_joints
@@ -52,7 +52,7 @@ def constraint_bodies(joints: ti.template(), contacts: ti.template(), counts: ti
 
 
 @ti.func
-def priority(joints: ti.template(), contacts: ti.template(), counts: ti.template(), k, n_bodies):
+def priority(joints: ti.template(), manifolds: ti.template(), counts: ti.template(), k, n_bodies):
     """The pair's bid: a fixed pseudo-random permutation of its index within its world.
 
     Bidding in this order instead of index order breaks the long chains (box i beats box i+1
@@ -62,12 +62,12 @@ def priority(joints: ti.template(), contacts: ti.template(), counts: ti.template
     2^31, so no two pairs of a world bid the same.
     """
     n_pairs, n_joints = counts.n_pairs[None], counts.n_joints[None]
-    a, _ = constraint_bodies(joints, contacts, counts, k, n_bodies)
+    a, _ = constraint_bodies(joints, manifolds, counts, k, n_bodies)
     world = a // n_bodies
-    first_pair = contacts.pair_start[world * n_bodies]
+    first_pair = manifolds.pair_start[world * n_bodies]
     local = k - first_pair  # the pair's index among its world's pairs
     if k >= n_pairs:  # joints come after the world's pairs
-        world_pairs = contacts.pair_start[(world + 1) * n_bodies] - first_pair
+        world_pairs = manifolds.pair_start[(world + 1) * n_bodies] - first_pair
         local = world_pairs + (k - n_pairs) % n_joints
     return ti.cast((ti.cast(local, ti.u32) * ti.u32(2654435761)) & ti.u32(0x7FFFFFFF), ti.i32)
 
@@ -101,7 +101,7 @@ def _count_woken(model: ti.template(), bodies: ti.template(), coloring: ti.templ
 
 @quick
 @ti.kernel
-def _coloring_still_valid(model: ti.template(), bodies: ti.template(), contacts: ti.template(),
+def _coloring_still_valid(model: ti.template(), bodies: ti.template(), manifolds: ti.template(),
                           previous: ti.template(), coloring: ti.template(), serial: ti.template(),
                           n_slots: ti.i32, n_pairs: ti.i32, n_bodies: ti.i32,
                           all_pairs: ti.i32) -> ti.i32:
@@ -113,8 +113,8 @@ def _coloring_still_valid(model: ti.template(), bodies: ti.template(), contacts:
     changed = 0
     ti.loop_config(serialize=serial)
     for k in range(n_pairs):
-        if (contacts.body_a[k] != previous.body_a[k]
-                or contacts.body_b[k] != previous.body_b[k]
+        if (manifolds.body_a[k] != previous.body_a[k]
+                or manifolds.body_b[k] != previous.body_b[k]
                 or (all_pairs == 0
                     and (previous.color[k] == UNSOLVED_COLOR) != (coloring.solve[k] == 0))):
             changed += 1
@@ -145,14 +145,14 @@ def _coloring_holds_in_order(model: ti.template(), bodies: ti.template(),
 
 @ti.func
 def _bodies_of(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-               contacts: ti.template(), counts: ti.template(), k, n_bodies):
+               manifolds: ti.template(), counts: ti.template(), k, n_bodies):
     """Body slots (a, b) of constraint k and whether the constraint moves each: dynamic and
     awake, in a constraint that is not a sensor pair (a sensor pair moves nothing, so it
     takes a colour without holding one on its bodies)."""
-    a, b = constraint_bodies(joints, contacts, counts, k, n_bodies)
+    a, b = constraint_bodies(joints, manifolds, counts, k, n_bodies)
     dyn_a = awake_dynamic(model, bodies, a, n_bodies)
     dyn_b = awake_dynamic(model, bodies, b, n_bodies)
-    if k < counts.n_pairs[None] and is_sensor_pair(model, contacts, k, n_bodies):
+    if k < counts.n_pairs[None] and is_sensor_pair(model, manifolds, k, n_bodies):
         dyn_a, dyn_b = False, False
     return a, b, dyn_a, dyn_b
 
@@ -173,12 +173,12 @@ def color_free(coloring: ti.template(), slot, dynamic, color):
 @quick
 @ti.kernel
 def _start_coloring(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-                    contacts: ti.template(), coloring: ti.template(), counts: ti.template(),
+                    manifolds: ti.template(), coloring: ti.template(), counts: ti.template(),
                     serial: ti.template(), n_slots: ti.i32, n_constraints: ti.i32, n_bodies: ti.i32,
                     keep: ti.i32, all_pairs: ti.i32) -> ti.i32:
     """Clear the bids and masks; give the pairs the solver does not look at UNSOLVED_COLOR
     (none with `all_pairs`); with `keep`, give each other constraint the colour it had last
-    step (contacts.color, coloring.joint_color) unless it had none (overflow, unsolved) or
+    step (manifolds.color, coloring.joint_color) unless it had none (overflow, unsolved) or
     one of its bodies woke since (two constraints of one colour may share a body that was
     fixed then). Lists the constraints left without a colour in uncolored and returns their
     count."""
@@ -191,8 +191,8 @@ def _start_coloring(model: ti.template(), bodies: ti.template(), joints: ti.temp
     for k in range(n_constraints):
         color = -1
         if keep:
-            color = contacts.color[k] if k < n_pairs else coloring.joint_color[k - n_pairs]
-            a, b = constraint_bodies(joints, contacts, counts, k, n_bodies)
+            color = manifolds.color[k] if k < n_pairs else coloring.joint_color[k - n_pairs]
+            a, b = constraint_bodies(joints, manifolds, counts, k, n_bodies)
             if (color >= MAX_COLORS or woke(model, bodies, coloring, a, n_bodies)
                     or woke(model, bodies, coloring, b, n_bodies)):
                 color = -1
@@ -203,7 +203,7 @@ def _start_coloring(model: ti.template(), bodies: ti.template(), joints: ti.temp
     for k in range(n_constraints):
         color = coloring.color[k]
         if 0 <= color < MAX_COLORS:
-            a, b, dyn_a, dyn_b = _bodies_of(model, bodies, joints, contacts, counts, k, n_bodies)
+            a, b, dyn_a, dyn_b = _bodies_of(model, bodies, joints, manifolds, counts, k, n_bodies)
             mark_color(coloring, a, dyn_a, color)
             mark_color(coloring, b, dyn_b, color)
     ti.loop_config(serialize=serial)
@@ -220,15 +220,15 @@ def _start_coloring(model: ti.template(), bodies: ti.template(), joints: ti.temp
 
 @ti.func
 def _bid(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-         contacts: ti.template(), coloring: ti.template(), counts: ti.template(), i, n_bodies,
+         manifolds: ti.template(), coloring: ti.template(), counts: ti.template(), i, n_bodies,
          color):
     """Sub-round step 1 for uncolored[i]: if it has no colour and `color` is free on its
     dynamic bodies, bid for them (atomic minimum of its priority)."""
     k = coloring.uncolored[i]
     if coloring.color[k] < 0:
-        a, b, dyn_a, dyn_b = _bodies_of(model, bodies, joints, contacts, counts, k, n_bodies)
+        a, b, dyn_a, dyn_b = _bodies_of(model, bodies, joints, manifolds, counts, k, n_bodies)
         if color_free(coloring, a, dyn_a, color) and color_free(coloring, b, dyn_b, color):
-            bid = priority(joints, contacts, counts, k, n_bodies)
+            bid = priority(joints, manifolds, counts, k, n_bodies)
             if dyn_a:
                 ti.atomic_min(coloring.body_claim[a], bid)
             if dyn_b:
@@ -237,13 +237,13 @@ def _bid(model: ti.template(), bodies: ti.template(), joints: ti.template(),
 
 @ti.func
 def _take(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-          contacts: ti.template(), coloring: ti.template(), counts: ti.template(), i, n_bodies,
+          manifolds: ti.template(), coloring: ti.template(), counts: ti.template(), i, n_bodies,
           color):
     """Sub-round step 2: uncolored[i] takes `color` if it won all its dynamic bodies."""
     k = coloring.uncolored[i]
     if coloring.color[k] < 0:
-        a, b, dyn_a, dyn_b = _bodies_of(model, bodies, joints, contacts, counts, k, n_bodies)
-        bid = priority(joints, contacts, counts, k, n_bodies)
+        a, b, dyn_a, dyn_b = _bodies_of(model, bodies, joints, manifolds, counts, k, n_bodies)
+        bid = priority(joints, manifolds, counts, k, n_bodies)
         won_a = not dyn_a or (coloring.body_claim[a] == bid
                               and color_free(coloring, a, dyn_a, color))
         won_b = not dyn_b or (coloring.body_claim[b] == bid
@@ -254,12 +254,12 @@ def _take(model: ti.template(), bodies: ti.template(), joints: ti.template(),
 
 @ti.func
 def _settle(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-            contacts: ti.template(), coloring: ti.template(), counts: ti.template(), i,
+            manifolds: ti.template(), coloring: ti.template(), counts: ti.template(), i,
             n_bodies, color):
     """Sub-round step 3: mark the winners' bodies and clear every bid for the next
     sub-round."""
     k = coloring.uncolored[i]
-    a, b, dyn_a, dyn_b = _bodies_of(model, bodies, joints, contacts, counts, k, n_bodies)
+    a, b, dyn_a, dyn_b = _bodies_of(model, bodies, joints, manifolds, counts, k, n_bodies)
     if coloring.color[k] == color:
         mark_color(coloring, a, dyn_a, color)
         mark_color(coloring, b, dyn_b, color)
@@ -270,7 +270,7 @@ def _settle(model: ti.template(), bodies: ti.template(), joints: ti.template(),
 @quick
 @ti.kernel
 def _color_round(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-                 contacts: ti.template(), coloring: ti.template(), counts: ti.template(),
+                 manifolds: ti.template(), coloring: ti.template(), counts: ti.template(),
                  serial: ti.template(), n_uncolored: ti.i32, n_bodies: ti.i32,
                  color: ti.i32) -> ti.i32:
     """Give `color` to a maximal-ish set of uncoloured constraints sharing no dynamic body
@@ -281,13 +281,13 @@ def _color_round(model: ti.template(), bodies: ti.template(), joints: ti.templat
     for _ in ti.static(range(_SUB_ROUNDS)):
         ti.loop_config(serialize=serial)
         for i in range(n_uncolored):
-            _bid(model, bodies, joints, contacts, coloring, counts, i, n_bodies, color)
+            _bid(model, bodies, joints, manifolds, coloring, counts, i, n_bodies, color)
         ti.loop_config(serialize=serial)
         for i in range(n_uncolored):
-            _take(model, bodies, joints, contacts, coloring, counts, i, n_bodies, color)
+            _take(model, bodies, joints, manifolds, coloring, counts, i, n_bodies, color)
         ti.loop_config(serialize=serial)
         for i in range(n_uncolored):
-            _settle(model, bodies, joints, contacts, coloring, counts, i, n_bodies, color)
+            _settle(model, bodies, joints, manifolds, coloring, counts, i, n_bodies, color)
     remaining = 0
     ti.loop_config(serialize=serial)
     for i in range(n_uncolored):
@@ -299,7 +299,7 @@ def _color_round(model: ti.template(), bodies: ti.template(), joints: ti.templat
 @quick
 @ti.kernel
 def _color_rounds_by_team(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-                          contacts: ti.template(), coloring: ti.template(),
+                          manifolds: ti.template(), coloring: ti.template(),
                           counts: ti.template(), n_uncolored: ti.i32, n_bodies: ti.i32,
                           n_members: ti.i32):
     """Every round of _color_round, colour after colour until none is left uncoloured, in
@@ -321,15 +321,15 @@ def _color_rounds_by_team(model: ti.template(), bodies: ti.template(), joints: t
                 # ~0.35 s more to build in every new process, offline cache or not.
                 for _ in range(_SUB_ROUNDS):
                     for i in range(lo, hi):
-                        _bid(model, bodies, joints, contacts, coloring, counts, i, n_bodies,
+                        _bid(model, bodies, joints, manifolds, coloring, counts, i, n_bodies,
                              color)
                     team.barrier(counts, n_members, team.SPIN_LIMIT)
                     for i in range(lo, hi):
-                        _take(model, bodies, joints, contacts, coloring, counts, i, n_bodies,
+                        _take(model, bodies, joints, manifolds, coloring, counts, i, n_bodies,
                               color)
                     team.barrier(counts, n_members, team.SPIN_LIMIT)
                     for i in range(lo, hi):
-                        _settle(model, bodies, joints, contacts, coloring, counts, i,
+                        _settle(model, bodies, joints, manifolds, coloring, counts, i,
                                 n_bodies, color)
                     team.barrier(counts, n_members, team.SPIN_LIMIT)
                 left = 0
@@ -434,7 +434,7 @@ def color_constraints(ctx, holds: bool | None = None) -> bool:
     pool, cache, serial = ctx.pool, ctx.cache, ctx.serial
     if holds is None:
         holds = may_reuse_coloring(ctx) and _coloring_still_valid(
-            model=pool.model, bodies=pool.bodies, contacts=pool.manifolds,
+            model=pool.model, bodies=pool.bodies, manifolds=pool.manifolds,
             previous=pool.previous, coloring=pool.coloring, serial=serial, n_slots=ctx.n_slots,
             n_pairs=ctx.n_pairs, n_bodies=ctx.n_bodies, all_pairs=int(ctx.small_coloring)) == 1
     if not holds:

@@ -107,10 +107,10 @@ REPEAT_SOLVE = -2
 
 
 @ti.func
-def against_immovable(solver: ti.template(), pair):
+def against_immovable(prepared: ti.template(), pair):
     """Whether one of the pair's bodies is immovable this step (zero inverse mass and
     inertia as the solver sees it: static, kinematic or asleep; prepare_pair)."""
-    masses = solver.solver_mass[pair]
+    masses = prepared.solver_mass[pair]
     return ((masses[0] == 0.0 and masses[1] == 0.0) or (masses[2] == 0.0 and masses[3] == 0.0))
 
 
@@ -120,31 +120,31 @@ def tangent_of(normal):
 
 
 @ti.func
-def warm_start_body(model: ti.template(), bodies: ti.template(), contacts: ti.template(),
-                    solver: ti.template(), slot, n_bodies):
+def warm_start_body(model: ti.template(), bodies: ti.template(), manifolds: ti.template(),
+                    prepared: ti.template(), slot, n_bodies):
     """Re-apply to one body the impulses its contacts carried at the end of the last substep.
 
-    Gathered per body over its pairs in a fixed order (solver.body_contacts), so the sum is the same
-    on every run.
+    Gathered per body over its pairs in a fixed order (prepared.body_contacts), so the sum is
+    the same on every run.
     """
     inv_mass, inv_inertia = solver_mass(model, bodies, slot, slot % n_bodies)
     # Summed in registers (from the stored value, in the same order: the same floats) and
     # stored once: `field[i] += x` in a parallel loop is an atomic add, a compare-and-swap
     # loop per component on a CPU, and the colouring already keeps other threads away.
     velocity, spin = bodies.velocity[slot], bodies.angular_velocity[slot]
-    for j in range(solver.body_contact_start[slot], solver.body_contact_start[slot + 1]):
-        pair = solver.body_contacts[j]
-        is_b = contacts.body_b[pair] == slot
+    for j in range(prepared.body_contact_start[slot], prepared.body_contact_start[slot + 1]):
+        pair = prepared.body_contacts[j]
+        is_b = manifolds.body_b[pair] == slot
         sign = 1.0 if is_b else -1.0  # b receives +impulse
-        normal = contacts.normal[pair]
+        normal = manifolds.normal[pair]
         tangent = tangent_of(normal)
-        for i in range(contacts.point_count[pair]):
-            impulse = sign * (contacts.normal_impulse[pair, i] * normal
-                              + contacts.tangent_impulse[pair, i] * tangent)
+        for i in range(manifolds.point_count[pair]):
+            impulse = sign * (manifolds.normal_impulse[pair, i] * normal
+                              + manifolds.tangent_impulse[pair, i] * tangent)
             # The lever arms the velocity pass uses (fixed for the step): an arm to the
             # world point from the body's moving centre would turn normal impulses into
             # torque as the body travels (a rolling disk sped up by 12 %).
-            r = solver.arm_b[pair, i] if is_b else solver.arm_a[pair, i]
+            r = prepared.arm_b[pair, i] if is_b else prepared.arm_a[pair, i]
             velocity += inv_mass * impulse
             spin += inv_inertia * cross(r, impulse)
     bodies.velocity[slot] = velocity
@@ -152,9 +152,9 @@ def warm_start_body(model: ti.template(), bodies: ti.template(), contacts: ti.te
 
 
 @ti.func
-def pair_masses(solver: ti.template(), pair):
+def pair_masses(prepared: ti.template(), pair):
     """(w_a, I_a, w_b, I_b) of a pair for this step (see prepare_pair)."""
-    masses = solver.solver_mass[pair]
+    masses = prepared.solver_mass[pair]
     return masses[0], masses[1], masses[2], masses[3]
 
 
@@ -169,23 +169,23 @@ def turned(angle, r):
 
 
 @ti.func
-def moved_depth(contacts: ti.template(), solver: ti.template(), pair, i, delta_a, turn_a, delta_b,
-                turn_b):
+def moved_depth(manifolds: ti.template(), prepared: ti.template(), pair, i, delta_a, turn_a,
+                delta_b, turn_b):
     """A point's depth (m) once bodies a and b are displaced by (delta, turn) since the step
     began: the depth found at the last refresh, minus how far the two material points at the
     contact moved apart along the normal since then (rigid motion, Box2D v3's rule)."""
-    shift_ref = solver.ref_shift[pair]
-    turn_ref = solver.ref_turn[pair]
+    shift_ref = prepared.ref_shift[pair]
+    turn_ref = prepared.ref_turn[pair]
     moved_a = (delta_a - vec2(shift_ref[0], shift_ref[1])
-               + turned(turn_a - turn_ref[0], solver.arm_a[pair, i]))
+               + turned(turn_a - turn_ref[0], prepared.arm_a[pair, i]))
     moved_b = (delta_b - vec2(shift_ref[2], shift_ref[3])
-               + turned(turn_b - turn_ref[1], solver.arm_b[pair, i]))
-    return contacts.depth[pair, i] - contacts.normal[pair].dot(moved_b - moved_a)
+               + turned(turn_b - turn_ref[1], prepared.arm_b[pair, i]))
+    return manifolds.depth[pair, i] - manifolds.normal[pair].dot(moved_b - moved_a)
 
 
 @ti.func
-def resolve_penetration(bodies: ti.template(), contacts: ti.template(), solver: ti.template(), pair,
-                        n_bodies, h, jacobi_entry):
+def resolve_penetration(bodies: ti.template(), manifolds: ti.template(),
+                        prepared: ti.template(), pair, n_bodies, h, jacobi_entry):
     """XPBD position correction of each point deeper than the slop (seed 000).
 
     lambda = (d - slop) / (n_points K), K = w_a + w_b + I_a (r_a x n)^2 + I_b (r_b x n)^2
@@ -197,23 +197,24 @@ def resolve_penetration(bodies: ti.template(), contacts: ti.template(), solver: 
     a body through a wall.
 
     jacobi_entry >= 0 (an overflow pair, solver/overflow.py): the bodies are left alone and
-    the corrections go to solver.jacobi_delta[jacobi_entry] (a) and [jacobi_entry + 1] (b).
+    the corrections go to prepared.jacobi_delta[jacobi_entry] (a) and [jacobi_entry + 1] (b).
     """
-    count = contacts.point_count[pair]
+    count = manifolds.point_count[pair]
     if count > 0:
-        slot_a, slot_b = contacts.body_a[pair], contacts.body_b[pair]
-        wa, ia, wb, ib = pair_masses(solver, pair)
-        normal = contacts.normal[pair]
+        slot_a, slot_b = manifolds.body_a[pair], manifolds.body_b[pair]
+        wa, ia, wb, ib = pair_masses(prepared, pair)
+        normal = manifolds.normal[pair]
         delta_a, angle_a = bodies.delta_position[slot_a], bodies.delta_angle[slot_a]
         delta_b, angle_b = bodies.delta_position[slot_b], bodies.delta_angle[slot_b]
         shift_a, turn_a = vec2(0.0, 0.0), 0.0
         shift_b, turn_b = vec2(0.0, 0.0), 0.0
-        slop = solver.slop[pair]
+        slop = prepared.slop[pair]
         for i in ti.static(range(2)):
             if i < count:
-                depth = moved_depth(contacts, solver, pair, i, delta_a, angle_a, delta_b, angle_b)
+                depth = moved_depth(manifolds, prepared, pair, i, delta_a, angle_a, delta_b,
+                                    angle_b)
                 if depth > slop:
-                    ra, rb = solver.arm_a[pair, i], solver.arm_b[pair, i]
+                    ra, rb = prepared.arm_a[pair, i], prepared.arm_b[pair, i]
                     rna, rnb = cross(ra, normal), cross(rb, normal)
                     k = wa + wb + ia * rna * rna + ib * rnb * rnb + CONTACT_COMPLIANCE / (h * h)
                     correction = ti.min(depth - slop, MAX_PUSHOUT_SPEED * h)
@@ -223,8 +224,8 @@ def resolve_penetration(bodies: ti.template(), contacts: ti.template(), solver: 
                     shift_b += wb * lam * normal
                     turn_b += ib * lam * rnb
         if jacobi_entry >= 0:
-            solver.jacobi_delta[jacobi_entry] = vec3(shift_a, turn_a)
-            solver.jacobi_delta[jacobi_entry + 1] = vec3(shift_b, turn_b)
+            prepared.jacobi_delta[jacobi_entry] = vec3(shift_a, turn_a)
+            prepared.jacobi_delta[jacobi_entry + 1] = vec3(shift_b, turn_b)
         else:
             if wa > 0.0 or ia > 0.0:
                 shift_body(bodies, slot_a, shift_a, turn_a)
@@ -243,20 +244,20 @@ def shift_body(bodies: ti.template(), slot, shift, turn):
 
 
 @ti.func
-def prepare_pair(model: ti.template(), bodies: ti.template(), solver: ti.template(), pair, slot_a,
+def prepare_pair(model: ti.template(), bodies: ti.template(), prepared: ti.template(), pair, slot_a,
                  slot_b, n_bodies):
     """Per-step constants of a pair (sleep flags only change between steps): the bodies'
-    inverse masses as the solver sees them, into solver.solver_mass, the mixed restitution and
+    inverse masses as the solver sees them, into prepared.solver_mass, the mixed restitution and
     the slop; returns the smaller bounding radius (m)."""
     wa, ia = solver_mass(model, bodies, slot_a, slot_a % n_bodies)
     wb, ib = solver_mass(model, bodies, slot_b, slot_b % n_bodies)
     body_a, body_b = slot_a % n_bodies, slot_b % n_bodies
     if model.sensor[body_a] == 1 or model.sensor[body_b] == 1:
         wa, ia, wb, ib = 0.0, 0.0, 0.0, 0.0  # a sensor pair moves nothing
-    solver.solver_mass[pair] = ti.math.vec4(wa, ia, wb, ib)
-    solver.restitution[pair] = ti.min(model.elasticity[body_a], model.elasticity[body_b])
+    prepared.solver_mass[pair] = ti.math.vec4(wa, ia, wb, ib)
+    prepared.restitution[pair] = ti.min(model.elasticity[body_a], model.elasticity[body_b])
     smallest = smaller_radius(model, body_a, body_b)
-    solver.slop[pair] = pair_slop(smallest)
+    prepared.slop[pair] = pair_slop(smallest)
     return smallest
 
 
@@ -280,20 +281,20 @@ def mixed_friction(model: ti.template(), body_a, body_b):
 
 
 @ti.func
-def prepare_point(contacts: ti.template(), solver: ti.template(), pair, i, ra, rb):
+def prepare_point(manifolds: ti.template(), prepared: ti.template(), pair, i, ra, rb):
     """Per-step constants of a point for the solver (Box2D's prepare stage): lever arms and
     the inverse effective masses along the normal and the tangent (after prepare_pair)."""
-    wa, ia, wb, ib = pair_masses(solver, pair)
-    normal = contacts.normal[pair]
+    wa, ia, wb, ib = pair_masses(prepared, pair)
+    normal = manifolds.normal[pair]
     tangent = tangent_of(normal)
-    solver.arm_a[pair, i] = ra
-    solver.arm_b[pair, i] = rb
+    prepared.arm_a[pair, i] = ra
+    prepared.arm_b[pair, i] = rb
     rna, rnb = cross(ra, normal), cross(rb, normal)
     rta, rtb = cross(ra, tangent), cross(rb, tangent)
     k_normal = wa + wb + ia * rna * rna + ib * rnb * rnb
     k_tangent = wa + wb + ia * rta * rta + ib * rtb * rtb
-    solver.normal_mass[pair, i] = 1.0 / k_normal if k_normal > 0.0 else 0.0
-    solver.tangent_mass[pair, i] = 1.0 / k_tangent if k_tangent > 0.0 else 0.0
+    prepared.normal_mass[pair, i] = 1.0 / k_normal if k_normal > 0.0 else 0.0
+    prepared.tangent_mass[pair, i] = 1.0 / k_tangent if k_tangent > 0.0 else 0.0
 
 
 @ti.func
@@ -368,7 +369,7 @@ def block_normal_impulses(masses, normal, ra0, rb0, ra1, rb1, vn0, vn1, target, 
 
 
 @ti.func
-def solve_velocity(bodies: ti.template(), contacts: ti.template(), solver: ti.template(), pair,
+def solve_velocity(bodies: ti.template(), manifolds: ti.template(), prepared: ti.template(), pair,
                    n_bodies, h, jacobi_entry):
     """Normal impulses (accumulated, >= 0), Coulomb friction (mu_s while the point sticks,
     mu_k once it slides), then restitution for points that closed faster than
@@ -381,46 +382,21 @@ def solve_velocity(bodies: ti.template(), contacts: ti.template(), solver: ti.te
     the hot loop of a step.
 
     jacobi_entry >= 0 (an overflow pair, solver/overflow.py): the bodies are left alone and
-    the velocity changes go to solver.jacobi_delta[jacobi_entry] (a) and [jacobi_entry + 1]
+    the velocity changes go to prepared.jacobi_delta[jacobi_entry] (a) and [jacobi_entry + 1]
     (b). jacobi_entry == REPEAT_SOLVE: the pair's second solve in this pass (the sweep over
     contacts with an immovable body, IMMOVABLE_SWEEP_RATIO): the impulses it reports for the
     substep replace the first solve's.
     """
-    count = contacts.point_count[pair]
+    count = manifolds.point_count[pair]
     if count > 0:
-        slot_a, slot_b = contacts.body_a[pair], contacts.body_b[pair]
-        masses = solver.solver_mass[pair]
-        normal = contacts.normal[pair]
-        tangent = tangent_of(normal)
+        slot_a, slot_b = manifolds.body_a[pair], manifolds.body_b[pair]
+        masses = prepared.solver_mass[pair]
+        normal = manifolds.normal[pair]
         velocity_a, spin_a = bodies.velocity[slot_a], bodies.angular_velocity[slot_a]
         velocity_b, spin_b = bodies.velocity[slot_b], bodies.angular_velocity[slot_b]
-        delta_a, turn_a = bodies.delta_position[slot_a], bodies.delta_angle[slot_a]
-        delta_b, turn_b = bodies.delta_position[slot_b], bodies.delta_angle[slot_b]
-        touched, held = False, False
-        # Per point (row i): lever arms, targets, masses, impulses, friction coefficient.
-        arm_a = ti.Matrix.zero(ti.f32, 2, 2)
-        arm_b = ti.Matrix.zero(ti.f32, 2, 2)
-        target, normal_mass, tangent_mass = vec2(0.0), vec2(0.0), vec2(0.0)
-        normal_impulse, tangent_impulse = vec2(0.0), vec2(0.0)
-        friction = vec2(0.0)
-        for i in ti.static(range(2)):
-            if i < count:
-                ra, rb = solver.arm_a[pair, i], solver.arm_b[pair, i]
-                arm_a[i, 0], arm_a[i, 1] = ra.x, ra.y
-                arm_b[i, 0], arm_b[i, 1] = rb.x, rb.y
-                # Touching: stop closing. Apart: close at most the gap in this substep.
-                depth = moved_depth(contacts, solver, pair, i, delta_a, turn_a, delta_b, turn_b)
-                target[i] = ti.min(depth, 0.0) / h
-                if depth > -TOUCH_FRACTION * solver.slop[pair]:
-                    touched = True
-                elif depth > -HOLD_FRACTION * solver.slop[pair]:
-                    held = True
-                normal_mass[i] = solver.normal_mass[pair, i]
-                tangent_mass[i] = solver.tangent_mass[pair, i]
-                normal_impulse[i] = contacts.normal_impulse[pair, i]
-                tangent_impulse[i] = contacts.tangent_impulse[pair, i]
-                friction[i] = solver.friction[pair, i]
-        # Each point's normal velocity before this pass, for restitution (below).
+        (arm_a, arm_b, target, normal_mass, tangent_mass, normal_impulse, tangent_impulse,
+         friction, touched, held) = _velocity_rows(bodies, manifolds, prepared, pair, count, h)
+        # Each point's normal velocity before this pass, for restitution (_bounce).
         approach, carried, carried_tangent = vec2(0.0), normal_impulse, tangent_impulse
         for i in ti.static(range(2)):
             if i < count:
@@ -429,146 +405,35 @@ def solve_velocity(bodies: ti.template(), contacts: ti.template(), solver: ti.te
                     vec2(arm_a[i, 0], arm_a[i, 1]), vec2(arm_b[i, 0], arm_b[i, 1])).dot(normal)
         # IMMOVABLE_ITERATIONS for a manifold with an immovable body: a runtime loop, the
         # solve inlined once (it is most of a kernel's compile time).
-        iterations = IMMOVABLE_ITERATIONS if against_immovable(solver, pair) else \
+        iterations = IMMOVABLE_ITERATIONS if against_immovable(prepared, pair) else \
             VELOCITY_ITERATIONS
         for _ in range(iterations):
-            # Where one body is heavier than the other (a static one included), both
-            # normal impulses of a 2-point manifold are solved at once (Box2D v2's block
-            # solver): one point after the other gives the first point most of the push and
-            # tilts the light body, and under a heavy load the tilt squeezes it out sideways
-            # (1,000 kg on 1 kg, 10 kg on 1 kg). Between equal bodies the points are solved
-            # one after the other, each with its friction: there the block solver rang
-            # through the 100 rows of the large pyramid (its top bobbed 5-14 cm for seconds).
-            # Small bodies (slop scaled down, below 4 cm) always get the block solver: the
-            # tilt one sweep leaves grows as 1 / size (0.21 rad in the first step for a
-            # 1 mm box, 0.0002 rad for a 1 m one) and toppled stacks of 1 mm and 1 cm boxes.
-            solved = False
-            if count == 2 and (solver.slop[pair] < LINEAR_SLOP or ti.max(
-                    masses[0], masses[2]) > BLOCK_MASS_RATIO * ti.min(masses[0], masses[2])):
-                ra0, rb0 = vec2(arm_a[0, 0], arm_a[0, 1]), vec2(arm_b[0, 0], arm_b[0, 1])
-                ra1, rb1 = vec2(arm_a[1, 0], arm_a[1, 1]), vec2(arm_b[1, 0], arm_b[1, 1])
-                old = normal_impulse
-                new, solved = block_normal_impulses(
-                    masses, normal, ra0, rb0, ra1, rb1,
-                    point_velocity(velocity_a, spin_a, velocity_b, spin_b, ra0, rb0).dot(normal),
-                    point_velocity(velocity_a, spin_a, velocity_b, spin_b, ra1, rb1).dot(normal),
-                    target, old)
-                if solved:
-                    normal_impulse = new
-                    velocity_a, spin_a, velocity_b, spin_b = exchange(
-                        velocity_a, spin_a, velocity_b, spin_b, masses, ra0, rb0,
-                        (new[0] - old[0]) * normal)
-                    velocity_a, spin_a, velocity_b, spin_b = exchange(
-                        velocity_a, spin_a, velocity_b, spin_b, masses, ra1, rb1,
-                        (new[1] - old[1]) * normal)
-            for i in ti.static(range(2)):
-                if i < count:
-                    ra, rb = vec2(arm_a[i, 0], arm_a[i, 1]), vec2(arm_b[i, 0], arm_b[i, 1])
-                    # The normal row, then the friction row on the velocities it left. Its
-                    # normal impulse dn changes the point's slip by dn K_nt, K_nt =
-                    # I_a (r_a x n)(r_a x t) + I_b (r_b x n)(r_b x t), so the slip comes from
-                    # the same point velocity and both impulses go in one exchange: the same
-                    # Gauss-Seidel sweep with one dependent velocity update per point instead
-                    # of two (many pyramids: 64 -> 53 ns a pair, one thread).
-                    dv = point_velocity(velocity_a, spin_a, velocity_b, spin_b, ra, rb)
-                    slip = dv.dot(tangent)
-                    change_n = 0.0
-                    if not solved:
-                        old_n = normal_impulse[i]
-                        new_n = ti.max(old_n + (target[i] - dv.dot(normal)) * normal_mass[i],
-                                       0.0)
-                        normal_impulse[i] = new_n
-                        change_n = new_n - old_n
-                        slip += change_n * (masses[1] * cross(ra, normal) * cross(ra, tangent)
-                                            + masses[3] * cross(rb, normal) * cross(rb, tangent))
-                    old_t = tangent_impulse[i]
-                    limit = friction[i] * normal_impulse[i]
-                    new_t = ti.math.clamp(old_t - slip * tangent_mass[i], -limit, limit)
-                    tangent_impulse[i] = new_t
-                    velocity_a, spin_a, velocity_b, spin_b = exchange(
-                        velocity_a, spin_a, velocity_b, spin_b, masses, ra, rb,
-                        change_n * normal + (new_t - old_t) * tangent)
-        # Restitution in the substep where the impact happens (seed 000: per substep, on the
-        # normal velocity before the solve), at most once per point and step. A step-level
-        # bounce (Box2D v3, on the speed when the step began) misses impacts passed on within
-        # the step: a ball hitting a resting row of balls starts it with approach speed 0.
-        restitution = solver.restitution[pair]
-        bounce = vec2(0.0)
+            (velocity_a, spin_a, velocity_b, spin_b, normal_impulse,
+             tangent_impulse) = _sweep_points(
+                velocity_a, spin_a, velocity_b, spin_b, masses, normal, arm_a, arm_b, target,
+                normal_mass, tangent_mass, friction, normal_impulse, tangent_impulse, count,
+                prepared.slop[pair])
         # What the points applied in this substep: a bounce's point keeps less for the next
-        # substep's warm start (below), but it did apply this.
+        # substep's warm start (_bounce), but it did apply this.
         applied = normal_impulse
+        bounce = vec2(0.0)
+        restitution = prepared.restitution[pair]
         if restitution > 0.0:
-            bounces = ti.Vector([0, 0])
-            for i in ti.static(range(2)):
-                if (i < count and approach[i] < -RESTITUTION_THRESHOLD and normal_impulse[i] > 0.0
-                        and solver.bounced[pair, i] == 0):
-                    bounces[i] = 1
-            # Both points of a manifold bounce together (the block solver with the bounce
-            # velocities as targets): one after the other, the first point's bounce turns
-            # the body and the second's undoes the first's lift. That mattered little while
-            # points bounced only once they touched (their normal velocity already ~0), but
-            # a speculative point stops the approach a substep before the bodies meet, from
-            # the full speed: a 1 m box landing flat at 40 m/s left at -1 m/s, spinning,
-            # instead of at e * 40 = 4 m/s.
-            paired = False
-            if count == 2 and bounces[0] == 1 and bounces[1] == 1:
-                ra0, rb0 = vec2(arm_a[0, 0], arm_a[0, 1]), vec2(arm_b[0, 0], arm_b[0, 1])
-                ra1, rb1 = vec2(arm_a[1, 0], arm_a[1, 1]), vec2(arm_b[1, 0], arm_b[1, 1])
-                both, paired = block_normal_impulses(
-                    masses, normal, ra0, rb0, ra1, rb1,
-                    point_velocity(velocity_a, spin_a, velocity_b, spin_b, ra0, rb0).dot(normal),
-                    point_velocity(velocity_a, spin_a, velocity_b, spin_b, ra1, rb1).dot(normal),
-                    -restitution * approach, vec2(0.0))
-                if paired:
-                    bounce = both
-                    velocity_a, spin_a, velocity_b, spin_b = exchange(
-                        velocity_a, spin_a, velocity_b, spin_b, masses, ra0, rb0,
-                        both[0] * normal)
-                    velocity_a, spin_a, velocity_b, spin_b = exchange(
-                        velocity_a, spin_a, velocity_b, spin_b, masses, ra1, rb1,
-                        both[1] * normal)
-            for i in ti.static(range(2)):
-                if bounces[i] == 1:
-                    ra, rb = vec2(arm_a[i, 0], arm_a[i, 1]), vec2(arm_b[i, 0], arm_b[i, 1])
-                    vn = point_velocity(velocity_a, spin_a, velocity_b, spin_b, ra, rb).dot(normal)
-                    if not paired and vn < -restitution * approach[i]:
-                        bounce[i] = (-restitution * approach[i] - vn) * normal_mass[i]
-                        velocity_a, spin_a, velocity_b, spin_b = exchange(
-                            velocity_a, spin_a, velocity_b, spin_b, masses, ra, rb,
-                            bounce[i] * normal)
-                    # A bounce is a one-off: warm starting the impulse that stopped the
-                    # impact (or the bounce) would push again next substep; only the load the
-                    # point carried into the substep is kept.
-                    normal_impulse[i] = ti.min(normal_impulse[i], carried[i])
-                    limit = friction[i] * normal_impulse[i]
-                    tangent_impulse[i] = ti.math.clamp(tangent_impulse[i], -limit, limit)
-                    solver.bounced[pair, i] = 1
-        for i in ti.static(range(2)):
-            if i < count:
-                contacts.normal_impulse[pair, i] = normal_impulse[i]
-                contacts.tangent_impulse[pair, i] = tangent_impulse[i]
-                # What the point applied in this substep (the warm start included).
-                # Not `+=` (an atomic add, see warm_start_body): one thread owns the pair.
-                # A repeated solve (REPEAT_SOLVE) replaces what the first one added.
-                carried_n, carried_t = 0.0, 0.0
-                if jacobi_entry == REPEAT_SOLVE:
-                    carried_n, carried_t = carried[i], carried_tangent[i]
-                contacts.total_normal_impulse[pair, i] = (contacts.total_normal_impulse[pair, i]
-                                                          + applied[i] + bounce[i] - carried_n)
-                contacts.total_tangent_impulse[pair, i] = (
-                    contacts.total_tangent_impulse[pair, i] + tangent_impulse[i] - carried_t)
-                # A bounce touches: a speculative point bounces its bodies apart a substep
-                # before they meet (the landing's whole impulse would go unreported).
-                if normal_impulse[i] > 0.0 or bounce[i] > 0.0:
-                    touched = True
+            (velocity_a, spin_a, velocity_b, spin_b, normal_impulse, tangent_impulse,
+             bounce) = _bounce(prepared, pair, velocity_a, spin_a, velocity_b, spin_b, masses,
+                               normal, arm_a, arm_b, normal_mass, friction, normal_impulse,
+                               tangent_impulse, approach, carried, restitution, count)
+        if _store_impulses(manifolds, pair, count, normal_impulse, tangent_impulse, applied,
+                           bounce, carried, carried_tangent, jacobi_entry):
+            touched = True
         if touched:
-            contacts.touching[pair] = TOUCHED
-        elif held and contacts.touching[pair] == 0:  # TOUCHED in an earlier substep stays
-            contacts.touching[pair] = HELD
+            manifolds.touching[pair] = TOUCHED
+        elif held and manifolds.touching[pair] == 0:  # TOUCHED in an earlier substep stays
+            manifolds.touching[pair] = HELD
         if jacobi_entry >= 0:
-            solver.jacobi_delta[jacobi_entry] = vec3(
+            prepared.jacobi_delta[jacobi_entry] = vec3(
                 velocity_a - bodies.velocity[slot_a], spin_a - bodies.angular_velocity[slot_a])
-            solver.jacobi_delta[jacobi_entry + 1] = vec3(
+            prepared.jacobi_delta[jacobi_entry + 1] = vec3(
                 velocity_b - bodies.velocity[slot_b], spin_b - bodies.angular_velocity[slot_b])
         else:
             if masses[0] > 0.0 or masses[1] > 0.0:
@@ -577,6 +442,190 @@ def solve_velocity(bodies: ti.template(), contacts: ti.template(), solver: ti.te
             if masses[2] > 0.0 or masses[3] > 0.0:
                 bodies.velocity[slot_b] = velocity_b
                 bodies.angular_velocity[slot_b] = spin_b
+
+
+@ti.func
+def _velocity_rows(bodies: ti.template(), manifolds: ti.template(), prepared: ti.template(),
+                   pair, count, h):
+    """The velocity solve's rows of `pair`'s points (row i = point i): lever arms arm_a,
+    arm_b (2 x 2, m), target normal velocities (m/s: touching, stop closing; apart, close
+    at most the gap in this substep), normal and tangent masses, the accumulated normal and
+    tangent impulses (N s), friction coefficients; and whether a point touches or is
+    held (manifolds.touching)."""
+    slot_a, slot_b = manifolds.body_a[pair], manifolds.body_b[pair]
+    delta_a, turn_a = bodies.delta_position[slot_a], bodies.delta_angle[slot_a]
+    delta_b, turn_b = bodies.delta_position[slot_b], bodies.delta_angle[slot_b]
+    touched, held = False, False
+    arm_a = ti.Matrix.zero(ti.f32, 2, 2)
+    arm_b = ti.Matrix.zero(ti.f32, 2, 2)
+    target, normal_mass, tangent_mass = vec2(0.0), vec2(0.0), vec2(0.0)
+    normal_impulse, tangent_impulse = vec2(0.0), vec2(0.0)
+    friction = vec2(0.0)
+    for i in ti.static(range(2)):
+        if i < count:
+            ra, rb = prepared.arm_a[pair, i], prepared.arm_b[pair, i]
+            arm_a[i, 0], arm_a[i, 1] = ra.x, ra.y
+            arm_b[i, 0], arm_b[i, 1] = rb.x, rb.y
+            depth = moved_depth(manifolds, prepared, pair, i, delta_a, turn_a, delta_b, turn_b)
+            target[i] = ti.min(depth, 0.0) / h
+            if depth > -TOUCH_FRACTION * prepared.slop[pair]:
+                touched = True
+            elif depth > -HOLD_FRACTION * prepared.slop[pair]:
+                held = True
+            normal_mass[i] = prepared.normal_mass[pair, i]
+            tangent_mass[i] = prepared.tangent_mass[pair, i]
+            normal_impulse[i] = manifolds.normal_impulse[pair, i]
+            tangent_impulse[i] = manifolds.tangent_impulse[pair, i]
+            friction[i] = prepared.friction[pair, i]
+    return (arm_a, arm_b, target, normal_mass, tangent_mass, normal_impulse, tangent_impulse,
+            friction, touched, held)
+
+
+@ti.func
+def _sweep_points(velocity_a, spin_a, velocity_b, spin_b, masses, normal, arm_a, arm_b,
+                  target, normal_mass, tangent_mass, friction, normal_impulse,
+                  tangent_impulse, count, slop):
+    """One Gauss-Seidel iteration over a manifold's points (rows as in _velocity_rows):
+    normal impulses (the block solver where it applies), each point's friction; returns
+    the bodies' velocities and the points' impulses after it.
+
+    Where one body is heavier than the other (a static one included), both normal impulses
+    of a 2-point manifold are solved at once (Box2D v2's block solver): one point after the
+    other gives the first point most of the push and tilts the light body, and under a
+    heavy load the tilt squeezes it out sideways (1,000 kg on 1 kg, 10 kg on 1 kg). Between
+    equal bodies the points are solved one after the other, each with its friction: there
+    the block solver rang through the 100 rows of the large pyramid (its top bobbed 5-14 cm
+    for seconds). Small bodies (slop scaled down, below 4 cm) always get the block solver:
+    the tilt one sweep leaves grows as 1 / size (0.21 rad in the first step for a 1 mm box,
+    0.0002 rad for a 1 m one) and toppled stacks of 1 mm and 1 cm boxes."""
+    tangent = tangent_of(normal)
+    solved = False
+    if count == 2 and (slop < LINEAR_SLOP or ti.max(
+            masses[0], masses[2]) > BLOCK_MASS_RATIO * ti.min(masses[0], masses[2])):
+        ra0, rb0 = vec2(arm_a[0, 0], arm_a[0, 1]), vec2(arm_b[0, 0], arm_b[0, 1])
+        ra1, rb1 = vec2(arm_a[1, 0], arm_a[1, 1]), vec2(arm_b[1, 0], arm_b[1, 1])
+        old = normal_impulse
+        new, solved = block_normal_impulses(
+            masses, normal, ra0, rb0, ra1, rb1,
+            point_velocity(velocity_a, spin_a, velocity_b, spin_b, ra0, rb0).dot(normal),
+            point_velocity(velocity_a, spin_a, velocity_b, spin_b, ra1, rb1).dot(normal),
+            target, old)
+        if solved:
+            normal_impulse = new
+            velocity_a, spin_a, velocity_b, spin_b = exchange(
+                velocity_a, spin_a, velocity_b, spin_b, masses, ra0, rb0,
+                (new[0] - old[0]) * normal)
+            velocity_a, spin_a, velocity_b, spin_b = exchange(
+                velocity_a, spin_a, velocity_b, spin_b, masses, ra1, rb1,
+                (new[1] - old[1]) * normal)
+    for i in ti.static(range(2)):
+        if i < count:
+            ra, rb = vec2(arm_a[i, 0], arm_a[i, 1]), vec2(arm_b[i, 0], arm_b[i, 1])
+            # The normal row, then the friction row on the velocities it left. Its normal
+            # impulse dn changes the point's slip by dn K_nt, K_nt = I_a (r_a x n)(r_a x t)
+            # + I_b (r_b x n)(r_b x t), so the slip comes from the same point velocity and
+            # both impulses go in one exchange: the same Gauss-Seidel sweep with one
+            # dependent velocity update per point instead of two (many pyramids: 64 -> 53 ns
+            # a pair, one thread).
+            dv = point_velocity(velocity_a, spin_a, velocity_b, spin_b, ra, rb)
+            slip = dv.dot(tangent)
+            change_n = 0.0
+            if not solved:
+                old_n = normal_impulse[i]
+                new_n = ti.max(old_n + (target[i] - dv.dot(normal)) * normal_mass[i], 0.0)
+                normal_impulse[i] = new_n
+                change_n = new_n - old_n
+                slip += change_n * (masses[1] * cross(ra, normal) * cross(ra, tangent)
+                                    + masses[3] * cross(rb, normal) * cross(rb, tangent))
+            old_t = tangent_impulse[i]
+            limit = friction[i] * normal_impulse[i]
+            new_t = ti.math.clamp(old_t - slip * tangent_mass[i], -limit, limit)
+            tangent_impulse[i] = new_t
+            velocity_a, spin_a, velocity_b, spin_b = exchange(
+                velocity_a, spin_a, velocity_b, spin_b, masses, ra, rb,
+                change_n * normal + (new_t - old_t) * tangent)
+    return velocity_a, spin_a, velocity_b, spin_b, normal_impulse, tangent_impulse
+
+
+@ti.func
+def _bounce(prepared: ti.template(), pair, velocity_a, spin_a, velocity_b, spin_b, masses,
+            normal, arm_a, arm_b, normal_mass, friction, normal_impulse, tangent_impulse,
+            approach, carried, restitution, count):
+    """Restitution in the substep where the impact happens (seed 000: per substep, on the
+    normal velocity before the solve, `approach`), at most once per point and step
+    (prepared.bounced); returns the velocities and impulses after it, and each point's
+    bounce impulse (N s). A step-level bounce (Box2D v3, on the speed when the step began)
+    misses impacts passed on within the step: a ball hitting a resting row of balls starts
+    it with approach speed 0."""
+    bounce = vec2(0.0)
+    bounces = ti.Vector([0, 0])
+    for i in ti.static(range(2)):
+        if (i < count and approach[i] < -RESTITUTION_THRESHOLD and normal_impulse[i] > 0.0
+                and prepared.bounced[pair, i] == 0):
+            bounces[i] = 1
+    # Both points of a manifold bounce together (the block solver with the bounce
+    # velocities as targets): one after the other, the first point's bounce turns the body
+    # and the second's undoes the first's lift. That mattered little while points bounced
+    # only once they touched (their normal velocity already ~0), but a speculative point
+    # stops the approach a substep before the bodies meet, from the full speed: a 1 m box
+    # landing flat at 40 m/s left at -1 m/s, spinning, instead of at e * 40 = 4 m/s.
+    paired = False
+    if count == 2 and bounces[0] == 1 and bounces[1] == 1:
+        ra0, rb0 = vec2(arm_a[0, 0], arm_a[0, 1]), vec2(arm_b[0, 0], arm_b[0, 1])
+        ra1, rb1 = vec2(arm_a[1, 0], arm_a[1, 1]), vec2(arm_b[1, 0], arm_b[1, 1])
+        both, paired = block_normal_impulses(
+            masses, normal, ra0, rb0, ra1, rb1,
+            point_velocity(velocity_a, spin_a, velocity_b, spin_b, ra0, rb0).dot(normal),
+            point_velocity(velocity_a, spin_a, velocity_b, spin_b, ra1, rb1).dot(normal),
+            -restitution * approach, vec2(0.0))
+        if paired:
+            bounce = both
+            velocity_a, spin_a, velocity_b, spin_b = exchange(
+                velocity_a, spin_a, velocity_b, spin_b, masses, ra0, rb0, both[0] * normal)
+            velocity_a, spin_a, velocity_b, spin_b = exchange(
+                velocity_a, spin_a, velocity_b, spin_b, masses, ra1, rb1, both[1] * normal)
+    for i in ti.static(range(2)):
+        if bounces[i] == 1:
+            ra, rb = vec2(arm_a[i, 0], arm_a[i, 1]), vec2(arm_b[i, 0], arm_b[i, 1])
+            vn = point_velocity(velocity_a, spin_a, velocity_b, spin_b, ra, rb).dot(normal)
+            if not paired and vn < -restitution * approach[i]:
+                bounce[i] = (-restitution * approach[i] - vn) * normal_mass[i]
+                velocity_a, spin_a, velocity_b, spin_b = exchange(
+                    velocity_a, spin_a, velocity_b, spin_b, masses, ra, rb, bounce[i] * normal)
+            # A bounce is a one-off: warm starting the impulse that stopped the impact (or
+            # the bounce) would push again next substep; only the load the point carried
+            # into the substep is kept.
+            normal_impulse[i] = ti.min(normal_impulse[i], carried[i])
+            limit = friction[i] * normal_impulse[i]
+            tangent_impulse[i] = ti.math.clamp(tangent_impulse[i], -limit, limit)
+            prepared.bounced[pair, i] = 1
+    return velocity_a, spin_a, velocity_b, spin_b, normal_impulse, tangent_impulse, bounce
+
+
+@ti.func
+def _store_impulses(manifolds: ti.template(), pair, count, normal_impulse, tangent_impulse,
+                    applied, bounce, carried, carried_tangent, jacobi_entry):
+    """The points' accumulated impulses kept for the next substep's warm start, and what
+    they applied in this substep added to the step's totals (the warm start included; a
+    repeated solve, REPEAT_SOLVE, replaces what the first one added). Returns whether a
+    point pushed or bounced: a bounce touches (a speculative point bounces its bodies apart
+    a substep before they meet, and the landing's whole impulse would go unreported)."""
+    touched = False
+    for i in ti.static(range(2)):
+        if i < count:
+            manifolds.normal_impulse[pair, i] = normal_impulse[i]
+            manifolds.tangent_impulse[pair, i] = tangent_impulse[i]
+            # Not `+=` (an atomic add, see warm_start_body): one thread owns the pair.
+            carried_n, carried_t = 0.0, 0.0
+            if jacobi_entry == REPEAT_SOLVE:
+                carried_n, carried_t = carried[i], carried_tangent[i]
+            manifolds.total_normal_impulse[pair, i] = (manifolds.total_normal_impulse[pair, i]
+                                                      + applied[i] + bounce[i] - carried_n)
+            manifolds.total_tangent_impulse[pair, i] = (
+                manifolds.total_tangent_impulse[pair, i] + tangent_impulse[i] - carried_t)
+            if normal_impulse[i] > 0.0 or bounce[i] > 0.0:
+                touched = True
+    return touched
 
 
 @ti.func
@@ -630,17 +679,17 @@ def relative_motion_bound(model: ti.template(), bodies: ti.template(), slot_a, s
 
 
 @ti.func
-def fast_pair(model: ti.template(), bodies: ti.template(), contacts: ti.template(), pair,
+def fast_pair(model: ti.template(), bodies: ti.template(), manifolds: ti.template(), pair,
               n_bodies, dt):
     """Whether `pair` is fast this step (its narrow phase runs again every substep): its
     bodies can move against each other by more than FAST_MOTION_FRACTION of the smaller
     one's size in the step (dt, s), or it has a sensor, which is looked at exactly (no
     margin) every substep, as it reports overlaps."""
-    slot_a, slot_b = contacts.body_a[pair], contacts.body_b[pair]
+    slot_a, slot_b = manifolds.body_a[pair], manifolds.body_b[pair]
     smallest = smaller_radius(model, slot_a % n_bodies, slot_b % n_bodies)
     relative = relative_motion_bound(model, bodies, slot_a, slot_b, n_bodies, dt)
     return (relative > FAST_MOTION_FRACTION * smallest
-            or is_sensor_pair(model, contacts, pair, n_bodies))
+            or is_sensor_pair(model, manifolds, pair, n_bodies))
 
 
 @ti.func
@@ -707,18 +756,18 @@ def sweep_reaches(model: ti.template(), bodies: ti.template(), joints: ti.templa
 
 @ti.func
 def narrow_margin(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-                  contacts: ti.template(), pair, n_bodies, dt, h, first):
+                  manifolds: ti.template(), pair, n_bodies, dt, h, first):
     """(kept_apart m, fast) of a narrow phase of `pair`: points up to kept_apart apart are
     kept. In the step's first narrow phase (`first`) the pair is found fast or not
     (fast_pair): a fast pair's margin covers one substep's motion, a slow one's the whole
     step's (see find_manifold); the later ones are of fast pairs only (fast is returned
     True)."""
-    slot_a, slot_b = contacts.body_a[pair], contacts.body_b[pair]
+    slot_a, slot_b = manifolds.body_a[pair], manifolds.body_b[pair]
     smallest = smaller_radius(model, slot_a % n_bodies, slot_b % n_bodies)
-    sensor = is_sensor_pair(model, contacts, pair, n_bodies)
+    sensor = is_sensor_pair(model, manifolds, pair, n_bodies)
     fast = True
     if first:
-        fast = fast_pair(model, bodies, contacts, pair, n_bodies, dt)
+        fast = fast_pair(model, bodies, manifolds, pair, n_bodies, dt)
     margin = closing_bound(model, bodies, joints, slot_a, slot_b, n_bodies,
                            FAST_MARGIN_SUBSTEPS * h if fast else dt)
     kept_apart = SPECULATIVE_SLOPS * pair_slop(smallest) + margin
@@ -729,7 +778,7 @@ def narrow_margin(model: ti.template(), bodies: ti.template(), joints: ti.templa
 
 @ti.func
 def find_manifold(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-                  contacts: ti.template(), pair, n_bodies, dt, h, first, gravity):
+                  manifolds: ti.template(), pair, n_bodies, dt, h, first, gravity):
     """Narrow phase of `pair` at the current poses, carrying the impulses of points with
     the same feature id as before; returns (whether the solver must look at the pair this
     step: it has points or is fast, each new point's match among the old ones or -1).
@@ -739,7 +788,7 @@ def find_manifold(model: ti.template(), bodies: ti.template(), joints: ti.templa
     less than FAST_MOTION_FRACTION of the smaller one's size in the step keeps that
     manifold for the whole step (each point's depth tracked through the bodies' rigid
     motion, as Box2D v3 does): its margin covers the step's motion. Faster pairs
-    (solver.refresh) run it again every substep with a margin that covers one substep, so
+    (prepared.refresh) run it again every substep with a margin that covers one substep, so
     a fast body's contacts follow its true geometry: points tracked over a whole step would
     slide off their faces and turn fast tangential motion into false, deep penetrations.
     Bodies moving together (a falling pile) are slow, whatever their speed: in a 100k pile
@@ -747,37 +796,37 @@ def find_manifold(model: ti.template(), bodies: ti.template(), joints: ti.templa
     their relative motion alone: bodies falling side by side can close the gap once one of
     them is stopped or deflected by something else (closing_bound).
     """
-    old_count = contacts.point_count[pair]
-    old_feature = ti.Vector([contacts.feature[pair, 0], contacts.feature[pair, 1]])
-    old_normal = ti.Vector([contacts.normal_impulse[pair, 0], contacts.normal_impulse[pair, 1]])
-    old_tangent = ti.Vector([contacts.tangent_impulse[pair, 0],
-                             contacts.tangent_impulse[pair, 1]])
-    old_total_normal = ti.Vector([contacts.total_normal_impulse[pair, 0],
-                                  contacts.total_normal_impulse[pair, 1]])
-    old_total_tangent = ti.Vector([contacts.total_tangent_impulse[pair, 0],
-                                   contacts.total_tangent_impulse[pair, 1]])
-    kept_apart, fast = narrow_margin(model, bodies, joints, contacts, pair, n_bodies, dt, h, first)
+    old_count = manifolds.point_count[pair]
+    old_feature = ti.Vector([manifolds.feature[pair, 0], manifolds.feature[pair, 1]])
+    old_normal = ti.Vector([manifolds.normal_impulse[pair, 0], manifolds.normal_impulse[pair, 1]])
+    old_tangent = ti.Vector([manifolds.tangent_impulse[pair, 0],
+                             manifolds.tangent_impulse[pair, 1]])
+    old_total_normal = ti.Vector([manifolds.total_normal_impulse[pair, 0],
+                                  manifolds.total_normal_impulse[pair, 1]])
+    old_total_tangent = ti.Vector([manifolds.total_tangent_impulse[pair, 0],
+                                   manifolds.total_tangent_impulse[pair, 1]])
+    kept_apart, fast = narrow_margin(model, bodies, joints, manifolds, pair, n_bodies, dt, h, first)
     if first:
-        contacts.touching[pair] = 0
-    collide_pair(model, bodies, contacts, pair, n_bodies, kept_apart)
+        manifolds.touching[pair] = 0
+    collide_pair(model, bodies, manifolds, pair, n_bodies, kept_apart)
     # Only a margin wider than the smaller body can hold a ghost worth the check: a slanted
     # normal misleads the velocity pass by at most the margin's reach across the body.
-    if (fast and contacts.point_count[pair] > 0
-            and kept_apart > smaller_radius(model, contacts.body_a[pair] % n_bodies,
-                                            contacts.body_b[pair] % n_bodies)):
-        apart = contacts.depth[pair, 0] < 0.0
-        if contacts.point_count[pair] > 1:
-            apart = apart and contacts.depth[pair, 1] < 0.0
-        if apart and not sweep_reaches(model, bodies, joints, contacts.body_a[pair],
-                                       contacts.body_b[pair], n_bodies,
+    if (fast and manifolds.point_count[pair] > 0
+            and kept_apart > smaller_radius(model, manifolds.body_a[pair] % n_bodies,
+                                            manifolds.body_b[pair] % n_bodies)):
+        apart = manifolds.depth[pair, 0] < 0.0
+        if manifolds.point_count[pair] > 1:
+            apart = apart and manifolds.depth[pair, 1] < 0.0
+        if apart and not sweep_reaches(model, bodies, joints, manifolds.body_a[pair],
+                                       manifolds.body_b[pair], n_bodies,
                                        FAST_MARGIN_SUBSTEPS * h, gravity,
                                        SPECULATIVE_SLOPS * pair_slop(smaller_radius(
-                                           model, contacts.body_a[pair] % n_bodies,
-                                           contacts.body_b[pair] % n_bodies))):
-            contacts.point_count[pair] = 0  # a ghost (sweep_reaches)
+                                           model, manifolds.body_a[pair] % n_bodies,
+                                           manifolds.body_b[pair] % n_bodies))):
+            manifolds.point_count[pair] = 0  # a ghost (sweep_reaches)
     matches = ti.Vector([-1, -1])
-    for i in range(contacts.point_count[pair]):
-        feature = contacts.feature[pair, i]
+    for i in range(manifolds.point_count[pair]):
+        feature = manifolds.feature[pair, i]
         match = -1
         if old_count > 0 and old_feature[0] == feature:
             match = 0
@@ -790,39 +839,39 @@ def find_manifold(model: ti.template(), bodies: ti.template(), joints: ti.templa
             jn, jt = old_normal[match], old_tangent[match]
             if not first:  # what the point received earlier in the step
                 total_n, total_t = old_total_normal[match], old_total_tangent[match]
-        contacts.normal_impulse[pair, i] = jn
-        contacts.tangent_impulse[pair, i] = jt
-        contacts.total_normal_impulse[pair, i] = total_n
-        contacts.total_tangent_impulse[pair, i] = total_t
-    return fast or contacts.point_count[pair] > 0, matches
+        manifolds.normal_impulse[pair, i] = jn
+        manifolds.tangent_impulse[pair, i] = jt
+        manifolds.total_normal_impulse[pair, i] = total_n
+        manifolds.total_tangent_impulse[pair, i] = total_t
+    return fast or manifolds.point_count[pair] > 0, matches
 
 
 @ti.func
-def prepare_manifold(model: ti.template(), bodies: ti.template(), contacts: ti.template(),
-                     solver: ti.template(), pair, n_bodies, dt, h, first, matches):
+def prepare_manifold(model: ti.template(), bodies: ti.template(), manifolds: ti.template(),
+                     prepared: ti.template(), pair, n_bodies, dt, h, first, matches):
     """The solver's constants of `pair` after find_manifold (matches: its result): masses,
-    restitution, slop, whether the pair is fast (solver.refresh, on the step's first
+    restitution, slop, whether the pair is fast (prepared.refresh, on the step's first
     substep, `first`), the poses of reference for moved_depth, each point's lever arms,
     effective masses and friction regime: that of the moment the point is first found in
     the step (every point on the first substep), kept while it persists.
 
     Here and not in find_manifold, which on the step's first substep runs before the
     colouring stores the pairs in colour order: only the manifolds are moved then."""
-    old_bounced = ti.Vector([solver.bounced[pair, 0], solver.bounced[pair, 1]])
-    old_friction = ti.Vector([solver.friction[pair, 0], solver.friction[pair, 1]])
-    slot_a, slot_b = contacts.body_a[pair], contacts.body_b[pair]
+    old_bounced = ti.Vector([prepared.bounced[pair, 0], prepared.bounced[pair, 1]])
+    old_friction = ti.Vector([prepared.friction[pair, 0], prepared.friction[pair, 1]])
+    slot_a, slot_b = manifolds.body_a[pair], manifolds.body_b[pair]
     if first:
         # The step's constants (they read both bodies' model and shape): a fast pair's
         # refreshes on later substeps keep them.
-        prepare_pair(model, bodies, solver, pair, slot_a, slot_b, n_bodies)
+        prepare_pair(model, bodies, prepared, pair, slot_a, slot_b, n_bodies)
         # Found again (cheap): find_manifold ran before the pairs were reordered.
-        solver.refresh[pair] = 1 if fast_pair(model, bodies, contacts, pair, n_bodies, dt) else 0
+        prepared.refresh[pair] = 1 if fast_pair(model, bodies, manifolds, pair, n_bodies, dt) else 0
     delta_a, delta_b = bodies.delta_position[slot_a], bodies.delta_position[slot_b]
-    solver.ref_shift[pair] = ti.math.vec4(delta_a.x, delta_a.y, delta_b.x, delta_b.y)
-    solver.ref_turn[pair] = vec2(bodies.delta_angle[slot_a], bodies.delta_angle[slot_b])
-    normal = contacts.normal[pair]
-    for i in range(contacts.point_count[pair]):
-        point = contacts.point[pair, i]
+    prepared.ref_shift[pair] = ti.math.vec4(delta_a.x, delta_a.y, delta_b.x, delta_b.y)
+    prepared.ref_turn[pair] = vec2(bodies.delta_angle[slot_a], bodies.delta_angle[slot_b])
+    normal = manifolds.normal[pair]
+    for i in range(manifolds.point_count[pair]):
+        point = manifolds.point[pair, i]
         ra = point - bodies.position[slot_a]
         rb = point - bodies.position[slot_b]
         match = matches[i]
@@ -830,59 +879,59 @@ def prepare_manifold(model: ti.template(), bodies: ti.template(), contacts: ti.t
             # Before the solver acts on it; it may bounce once in the step.
             mu_static, mu_kinetic = mixed_friction(model, slot_a % n_bodies, slot_b % n_bodies)
             velocity = relative_velocity(bodies, slot_a, slot_b, ra, rb)
-            solver.bounced[pair, i] = 0
+            prepared.bounced[pair, i] = 0
             # Not sliding when the step begins: static friction holds it.
             sliding = ti.abs(velocity.dot(vec2(-normal.y, normal.x))) >= STICK_SPEED
-            solver.friction[pair, i] = mu_kinetic if sliding else mu_static
+            prepared.friction[pair, i] = mu_kinetic if sliding else mu_static
         else:
-            solver.bounced[pair, i] = old_bounced[match]
-            solver.friction[pair, i] = old_friction[match]
-        prepare_point(contacts, solver, pair, i, ra, rb)
+            prepared.bounced[pair, i] = old_bounced[match]
+            prepared.friction[pair, i] = old_friction[match]
+        prepare_point(manifolds, prepared, pair, i, ra, rb)
 
 
 @quick
 @ti.kernel
-def _build_body_contacts(contacts: ti.template(), solver: ti.template(), coloring: ti.template(),
+def _build_body_contacts(manifolds: ti.template(), prepared: ti.template(), coloring: ti.template(),
                          scan: ti.template(), serial: ti.template(), n_slots: ti.i32,
                          n_pairs: ti.i32):
     """Per body, the pairs it belongs to (sorted), so warm starting can gather impulses per
     body in a fixed order instead of scattering them with floating-point atomics."""
     ti.loop_config(serialize=serial)
     for slot in range(n_slots + 1):
-        solver.body_contact_start[slot] = 0
+        prepared.body_contact_start[slot] = 0
     ti.loop_config(serialize=serial)
     for k in range(n_pairs):
         if coloring.color[k] != UNSOLVED_COLOR:  # no points all step: nothing to warm start
-            ti.atomic_add(solver.body_contact_start[contacts.body_a[k]], 1)
-            ti.atomic_add(solver.body_contact_start[contacts.body_b[k]], 1)
-    exclusive_scan(scan, solver.body_contact_start, n_slots, serial)
+            ti.atomic_add(prepared.body_contact_start[manifolds.body_a[k]], 1)
+            ti.atomic_add(prepared.body_contact_start[manifolds.body_b[k]], 1)
+    exclusive_scan(scan, prepared.body_contact_start, n_slots, serial)
     ti.loop_config(serialize=serial)
     for slot in range(n_slots):
-        solver.body_contact_cursor[slot] = solver.body_contact_start[slot]
+        prepared.body_contact_cursor[slot] = prepared.body_contact_start[slot]
     ti.loop_config(serialize=serial)
     for k in range(n_pairs):
         if coloring.color[k] != UNSOLVED_COLOR:
-            slot_a, slot_b = contacts.body_a[k], contacts.body_b[k]
-            solver.body_contacts[ti.atomic_add(solver.body_contact_cursor[slot_a], 1)] = k
-            solver.body_contacts[ti.atomic_add(solver.body_contact_cursor[slot_b], 1)] = k
+            slot_a, slot_b = manifolds.body_a[k], manifolds.body_b[k]
+            prepared.body_contacts[ti.atomic_add(prepared.body_contact_cursor[slot_a], 1)] = k
+            prepared.body_contacts[ti.atomic_add(prepared.body_contact_cursor[slot_b], 1)] = k
     # Sorted by each pair's broad-phase index (deterministic), not by its storage index,
     # which follows the colouring's atomics within a colour.
     ti.loop_config(serialize=serial)
     for slot in range(n_slots):
-        start, end = solver.body_contact_start[slot], solver.body_contact_start[slot + 1]
+        start, end = prepared.body_contact_start[slot], prepared.body_contact_start[slot + 1]
         for i in range(start + 1, end):
-            key = solver.body_contacts[i]
+            key = prepared.body_contacts[i]
             j = i - 1
             while j >= start:
-                if coloring.pair_origin[solver.body_contacts[j]] <= coloring.pair_origin[key]:
+                if coloring.pair_origin[prepared.body_contacts[j]] <= coloring.pair_origin[key]:
                     break
-                solver.body_contacts[j + 1] = solver.body_contacts[j]
+                prepared.body_contacts[j + 1] = prepared.body_contacts[j]
                 j -= 1
-            solver.body_contacts[j + 1] = key
+            prepared.body_contacts[j + 1] = key
 
 
 def build_body_lists(ctx):
-    """Per body, the pairs it belongs to (solver.body_contacts), sorted by the pairs'
+    """Per body, the pairs it belongs to (prepared.body_contacts), sorted by the pairs'
     broad-phase order, so warm starting can gather impulses per body in a fixed order
     instead of scattering them with floating-point atomics.
 

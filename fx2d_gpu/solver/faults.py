@@ -116,7 +116,7 @@ _f32 = ti.types.ndarray(dtype=ti.f32, ndim=1)
 
 
 @ti.kernel
-def _reset_worlds(bodies: ti.template(), joints: ti.template(), contacts: ti.template(),
+def _reset_worlds(bodies: ti.template(), joints: ti.template(), manifolds: ti.template(),
                   faults: ti.template(), serial: ti.template(), n_worlds: ti.i32,
                   n_bodies: ti.i32, n_joints: ti.i32, n_pairs: ti.i32, position: _vec2,
                   angle: _f32, velocity: _vec2, angular_velocity: _f32, target: _f32):
@@ -142,11 +142,11 @@ def _reset_worlds(bodies: ti.template(), joints: ti.template(), contacts: ti.tem
             joints.pid_started[joint_slot] = 0
     ti.loop_config(serialize=serial)
     for pair in range(n_pairs):  # the world's contacts and their (maybe NaN) impulses go
-        if faults.first_slot[contacts.body_a[pair] // n_bodies] != NO_FAULT:
-            contacts.point_count[pair] = 0
+        if faults.first_slot[manifolds.body_a[pair] // n_bodies] != NO_FAULT:
+            manifolds.point_count[pair] = 0
             for i in ti.static(range(2)):
-                contacts.normal_impulse[pair, i] = 0.0
-                contacts.tangent_impulse[pair, i] = 0.0
+                manifolds.normal_impulse[pair, i] = 0.0
+                manifolds.tangent_impulse[pair, i] = 0.0
 
 
 def reset_faulty_worlds(ctx, initial: dict):
@@ -155,7 +155,7 @@ def reset_faulty_worlds(ctx, initial: dict):
     no forces, awake, its contacts forgotten. The other worlds are not touched."""
     bodies, joints = initial["bodies"], initial["joints"]
     pool = ctx.pool
-    _reset_worlds(bodies=pool.bodies, joints=pool.joints, contacts=pool.manifolds,
+    _reset_worlds(bodies=pool.bodies, joints=pool.joints, manifolds=pool.manifolds,
                   faults=pool.faults, serial=ctx.serial, n_worlds=ctx.n_worlds,
                   n_bodies=ctx.n_bodies, n_joints=ctx.n_joints, n_pairs=ctx.n_pairs,
                   position=bodies["position"], angle=bodies["angle"], velocity=bodies["velocity"],

@@ -100,6 +100,27 @@ def _next_constraint(manifolds: ti.template(), coloring: ti.template(), counts: 
 
 
 @ti.func
+def _member_share(coloring: ti.template(), position: ti.template(), color, n_colors,
+                  immovable, first_overflow, overflow_pairs, overflow_end, member, n_members):
+    """A team member's cursor (see _next_constraint) over round `color` of a colour pass:
+    its share of colour `color`'s list; after the colours, its share of the overflow's
+    pairs, then (position pass) the overflow's joints, in order, on member 0; nothing in
+    the immovable sweep's overflow rounds."""
+    lo, hi = 0, 0
+    if color < n_colors:
+        lo, hi = team.share(coloring.color_start[color], coloring.color_start[color + 1],
+                            member, n_members)
+    elif immovable:
+        pass
+    elif color == n_colors:  # the overflow's pairs
+        lo, hi = team.share(first_overflow, first_overflow + overflow_pairs, member,
+                            n_members)
+    elif ti.static(position) and member == 0:  # its joints, in order, on one
+        lo, hi = first_overflow + overflow_pairs, overflow_end
+    return ti.Vector([lo, 0, hi])
+
+
+@ti.func
 def _member_pass(model: ti.template(), bodies: ti.template(), joints: ti.template(),
                  manifolds: ti.template(), prepared: ti.template(), coloring: ti.template(),
                  counts: ti.template(), constraint_of: ti.template(), position: ti.template(),
@@ -143,18 +164,9 @@ def _member_pass(model: ti.template(), bodies: ti.template(), joints: ti.templat
             # immovable sweep).
             cursor[1] = n_joints if immovable else 0
             if ti.static(not by_world):
-                lo, hi = 0, 0
-                if color < n_colors:
-                    lo, hi = team.share(coloring.color_start[color],
-                                        coloring.color_start[color + 1], member, n_members)
-                elif immovable:
-                    pass
-                elif color == n_colors:  # the overflow's pairs
-                    lo, hi = team.share(first_overflow, first_overflow + overflow_pairs, member,
-                                        n_members)
-                elif ti.static(position) and member == 0:  # its joints, in order, on one
-                    lo, hi = first_overflow + overflow_pairs, overflow_end
-                cursor = ti.Vector([lo, 0, hi])
+                cursor = _member_share(coloring, position, color, n_colors, immovable,
+                                       first_overflow, overflow_pairs, overflow_end, member,
+                                       n_members)
             # One call of constraint_of: each call site inlines the whole constraint solve,
             # and this kernel's compile time grows with them.
             while True:

@@ -6,7 +6,7 @@ dynamic body under dozens of small ones. Solving the leftovers one after the oth
 put a single GPU thread in every pass. Instead, after the colours of a pass:
 
 - **Pairs, Jacobi with averaging.** Every overflow pair is solved at once from the same
-  body state, writing what it would do to each body (solver.jacobi_delta, one entry per
+  body state, writing what it would do to each body (prepared.jacobi_delta, one entry per
   side) instead of doing it; then every body in overflow pairs takes the mean of its
   entries. The mean, not the sum: n constraints that each remove all of one overlap would
   push it out n times over. Averaging converges more slowly than Gauss-Seidel, which is why
@@ -35,27 +35,27 @@ vec2 = ti.math.vec2
 
 
 @ti.func
-def jacobi_side_slot(contacts: ti.template(), coloring: ti.template(), entry):
+def jacobi_side_slot(manifolds: ti.template(), coloring: ti.template(), entry):
     """Body slot of overflow entry `entry` (2 i: pair i's body a, 2 i + 1: its body b)."""
     pair = coloring.color_list[coloring.color_start[MAX_COLORS] + entry // 2]
-    return contacts.body_a[pair] if entry % 2 == 0 else contacts.body_b[pair]
+    return manifolds.body_a[pair] if entry % 2 == 0 else manifolds.body_b[pair]
 
 
 @quick
 @ti.kernel
-def _build_jacobi_lists(model: ti.template(), bodies: ti.template(), contacts: ti.template(),
+def _build_jacobi_lists(model: ti.template(), bodies: ti.template(), manifolds: ti.template(),
                         coloring: ti.template(), serial: ti.template(), n_bodies: ti.i32):
     """Per dynamic body of the overflow pairs, its entries, sorted: jacobi_bodies,
     jacobi_count, jacobi_start, jacobi_entries (see device.Coloring)."""
     n_entries = 2 * coloring.n_overflow_pairs[None]
     ti.loop_config(serialize=serial)
     for entry in range(n_entries):
-        coloring.jacobi_count[jacobi_side_slot(contacts, coloring, entry)] = 0
+        coloring.jacobi_count[jacobi_side_slot(manifolds, coloring, entry)] = 0
     coloring.n_jacobi_bodies[None] = 0
     coloring.jacobi_cursor[None] = 0
     ti.loop_config(serialize=serial)
     for entry in range(n_entries):
-        slot = jacobi_side_slot(contacts, coloring, entry)
+        slot = jacobi_side_slot(manifolds, coloring, entry)
         ticket = -1
         if awake_dynamic(model, bodies, slot, n_bodies):
             ticket = ti.atomic_add(coloring.jacobi_count[slot], 1)
@@ -63,7 +63,7 @@ def _build_jacobi_lists(model: ti.template(), bodies: ti.template(), contacts: t
     ti.loop_config(serialize=serial)
     for entry in range(n_entries):
         if coloring.jacobi_ticket[entry] == 0:  # the body's first entry places the body
-            slot = jacobi_side_slot(contacts, coloring, entry)
+            slot = jacobi_side_slot(manifolds, coloring, entry)
             coloring.jacobi_start[slot] = ti.atomic_add(coloring.jacobi_cursor[None],
                                                         coloring.jacobi_count[slot])
             coloring.jacobi_bodies[ti.atomic_add(coloring.n_jacobi_bodies[None], 1)] = slot
@@ -71,7 +71,7 @@ def _build_jacobi_lists(model: ti.template(), bodies: ti.template(), contacts: t
     for entry in range(n_entries):
         ticket = coloring.jacobi_ticket[entry]
         if ticket >= 0:
-            slot = jacobi_side_slot(contacts, coloring, entry)
+            slot = jacobi_side_slot(manifolds, coloring, entry)
             coloring.jacobi_entries[coloring.jacobi_start[slot] + ticket] = entry
     ti.loop_config(serialize=serial)
     for i in range(coloring.n_jacobi_bodies[None]):
@@ -96,21 +96,21 @@ def build_jacobi_lists(ctx):
 
 
 @ti.func
-def mean_delta(solver: ti.template(), coloring: ti.template(), slot):
+def mean_delta(prepared: ti.template(), coloring: ti.template(), slot):
     """The mean of the body's overflow entries' jacobi_delta, summed in entry order."""
     start, count = coloring.jacobi_start[slot], coloring.jacobi_count[slot]
     total = ti.math.vec3(0.0)
     for j in range(start, start + count):
-        total += solver.jacobi_delta[coloring.jacobi_entries[j]]
+        total += prepared.jacobi_delta[coloring.jacobi_entries[j]]
     return total / ti.max(count, 1)
 
 
 @ti.func
-def apply_mean_delta(bodies: ti.template(), solver: ti.template(), coloring: ti.template(), slot,
+def apply_mean_delta(bodies: ti.template(), prepared: ti.template(), coloring: ti.template(), slot,
                      position: ti.template()):
     """Body slot takes the mean of its overflow entries: a move of pose and previous pose
     together (the position pass) or a change of velocity (the velocity pass)."""
-    mean = mean_delta(solver, coloring, slot)
+    mean = mean_delta(prepared, coloring, slot)
     if ti.static(position):
         shift_body(bodies, slot, vec2(mean[0], mean[1]), mean[2])
     else:
@@ -122,7 +122,7 @@ def apply_mean_delta(bodies: ti.template(), solver: ti.template(), coloring: ti.
 @quick
 @ti.kernel
 def _solve_overflow(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-                    contacts: ti.template(), solver: ti.template(), coloring: ti.template(),
+                    manifolds: ti.template(), prepared: ti.template(), coloring: ti.template(),
                     counts: ti.template(), serial: ti.template(), position: ti.template(),
                     joints_only: ti.i32, n_bodies: ti.i32, h: ti.f32):
     """One pass over the overflow colour: every overflow pair at once (position pass:
@@ -136,12 +136,12 @@ def _solve_overflow(model: ti.template(), bodies: ti.template(), joints: ti.temp
     for i in range(coloring.n_overflow_pairs[None] * solved):
         pair = coloring.color_list[first + i]
         if ti.static(position):
-            resolve_penetration(bodies, contacts, solver, pair, n_bodies, h, 2 * i)
+            resolve_penetration(bodies, manifolds, prepared, pair, n_bodies, h, 2 * i)
         else:
-            solve_velocity(bodies, contacts, solver, pair, n_bodies, h, 2 * i)
+            solve_velocity(bodies, manifolds, prepared, pair, n_bodies, h, 2 * i)
     ti.loop_config(serialize=serial)
     for i in range(coloring.n_jacobi_bodies[None] * solved):
-        apply_mean_delta(bodies, solver, coloring, coloring.jacobi_bodies[i], position)
+        apply_mean_delta(bodies, prepared, coloring, coloring.jacobi_bodies[i], position)
     if ti.static(position):
         _solve_overflow_joints(model, bodies, joints, coloring, counts, n_bodies, h, serial)
 
@@ -171,6 +171,6 @@ def solve_overflow(ctx, position: bool, joints_only: bool = False):
     (position=True) or the velocity pass's; joints_only: a later sweep's, its joints."""
     pool = ctx.pool
     _solve_overflow(model=pool.model, bodies=pool.bodies, joints=pool.joints,
-                    contacts=pool.manifolds, solver=pool.prepared, coloring=pool.coloring,
+                    manifolds=pool.manifolds, prepared=pool.prepared, coloring=pool.coloring,
                     counts=pool.counts, serial=ctx.serial, position=position,
                     joints_only=int(joints_only), n_bodies=ctx.n_bodies, h=ctx.h)

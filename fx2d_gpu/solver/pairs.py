@@ -51,16 +51,16 @@ def copy_manifold(dst: ti.template(), src: ti.template(), dst_pair, src_pair):
 
 @quick
 @ti.kernel
-def _save_previous_pairs(contacts: ti.template(), previous: ti.template(), coloring: ti.template(),
+def _save_previous_pairs(manifolds: ti.template(), previous: ti.template(), coloring: ti.template(),
                          serial: ti.template(), n_slots: ti.i32, n_pairs: ti.i32, ordered: ti.i32,
                          colored: ti.i32):
     ti.loop_config(serialize=serial)
     for slot in range(n_slots + 1):
-        previous.pair_start[slot] = contacts.pair_start[slot] if n_pairs > 0 else 0
+        previous.pair_start[slot] = manifolds.pair_start[slot] if n_pairs > 0 else 0
     ti.loop_config(serialize=serial)
     for k in range(n_pairs):
         j = coloring.pair_origin[k] if ordered else k
-        copy_manifold(previous, contacts, j, k)
+        copy_manifold(previous, manifolds, j, k)
         previous.color[j] = coloring.color[k] if colored else -1
 
 
@@ -99,7 +99,7 @@ def count_kept_pairs(ctx):
 def find_step_pairs(ctx, margin: float, motion_time: float,
                     refit: tuple[int, int] | None = None) -> int:
     """The broad phase: the step's candidate pairs into `contacts` (broad phase order, each
-    body's range in contacts.pair_start; sets ctx.cache.n_pairs), for AABBs grown by margin
+    body's range in manifolds.pair_start; sets ctx.cache.n_pairs), for AABBs grown by margin
     (m) plus what each body covers in motion_time (s). Returns the sleeping body slots
     where it counted them (worlds with fat boxes), else -1. `refit`: refit_step_boxes's
     answer for this margin and time, if it already ran.
@@ -150,22 +150,22 @@ def record_constraint_counts(counts: ti.template(), n_pairs, n_joints):
 
 @quick
 @ti.kernel
-def _carry_contacts(contacts: ti.template(), previous: ti.template(), counts: ti.template(),
+def _carry_contacts(manifolds: ti.template(), previous: ti.template(), counts: ti.template(),
                     serial: ti.template(), n_pairs: ti.i32, n_joints: ti.i32):
     record_constraint_counts(counts, n_pairs, n_joints)
     ti.loop_config(serialize=serial)
     for k in range(n_pairs):
-        j = previous_pair(previous, contacts.body_a[k], contacts.body_b[k])
+        j = previous_pair(previous, manifolds.body_a[k], manifolds.body_b[k])
         if j >= 0:
-            copy_manifold(contacts, previous, k, j)
+            copy_manifold(manifolds, previous, k, j)
         else:
-            contacts.color[k] = -1
-            contacts.point_count[k] = 0
+            manifolds.color[k] = -1
+            manifolds.point_count[k] = 0
 
 
 def carry_contacts(ctx):
     """Give each new pair last step's manifold, impulses (warm starting) and colour
-    (contacts.color, -1 if none), if it had them; records the step's constraint counts
+    (manifolds.color, -1 if none), if it had them; records the step's constraint counts
     (counts.n_pairs, counts.n_joints). Waking sleepers touched by new pairs is
     sleep.wake_islands'."""
     pool = ctx.pool
@@ -200,7 +200,7 @@ def _plan_color_order(coloring: ti.template(), scan: ti.template(), serial: ti.t
 
 @quick
 @ti.kernel
-def _plan_world_order(contacts: ti.template(), coloring: ti.template(), serial: ti.template(),
+def _plan_world_order(manifolds: ti.template(), coloring: ti.template(), serial: ti.template(),
                       n_worlds: ti.i32, n_bodies: ti.i32, n_pairs: ti.i32,
                       n_constraints: ti.i32, n_colors: ti.i32):
     """_plan_color_order for worlds solved one per thread (StepContext.solves_by_world):
@@ -210,8 +210,8 @@ def _plan_world_order(contacts: ti.template(), coloring: ti.template(), serial: 
     (`uncolored`, free after the colouring, holds each old index's new one)."""
     ti.loop_config(serialize=serial)
     for world in range(n_worlds):
-        begin = contacts.pair_start[world * n_bodies]
-        end = contacts.pair_start[(world + 1) * n_bodies]
+        begin = manifolds.pair_start[world * n_bodies]
+        end = manifolds.pair_start[(world + 1) * n_bodies]
         n = begin
         for c in range(n_colors + 1):  # no overflow here: a colour below n_colors or unsolved
             color = c if c < n_colors else UNSOLVED_COLOR
@@ -234,37 +234,37 @@ def _plan_world_order(contacts: ti.template(), coloring: ti.template(), serial: 
 
 @quick
 @ti.kernel
-def _gather_pairs(contacts: ti.template(), staging: ti.template(), coloring: ti.template(),
+def _gather_pairs(manifolds: ti.template(), staging: ti.template(), coloring: ti.template(),
                   serial: ti.template(), n_pairs: ti.i32):
     """Move the pairs to the order _plan_color_order chose, through `staging`: what is
     carried, and what the step's narrow phase found (step.begin_step)."""
     ti.loop_config(serialize=serial)
     for n in range(n_pairs):
-        copy_pair_fields(staging, contacts, n, coloring.pair_origin[n], _ORDERED_PAIR_FIELDS,
+        copy_pair_fields(staging, manifolds, n, coloring.pair_origin[n], _ORDERED_PAIR_FIELDS,
                          _ORDERED_POINT_FIELDS)
     ti.loop_config(serialize=serial)
     for n in range(n_pairs):
-        copy_pair_fields(contacts, staging, n, n, _ORDERED_PAIR_FIELDS, _ORDERED_POINT_FIELDS)
+        copy_pair_fields(manifolds, staging, n, n, _ORDERED_PAIR_FIELDS, _ORDERED_POINT_FIELDS)
 
 
 @quick
 @ti.kernel
-def _scatter_to_broad_order(contacts: ti.template(), staging: ti.template(),
+def _scatter_to_broad_order(manifolds: ti.template(), staging: ti.template(),
                             coloring: ti.template(), counts: ti.template(),
                             serial: ti.template(), n_pairs: ti.i32, n_joints: ti.i32):
     """_gather_pairs undone: each pair back at its broad-phase index (pair_origin), its
-    colour (coloring.color) in contacts.color, as carry_contacts gives it, and its solve
+    colour (coloring.color) in manifolds.color, as carry_contacts gives it, and its solve
     flag with it; the constraint counts recorded, as carry_contacts does."""
     record_constraint_counts(counts, n_pairs, n_joints)
     ti.loop_config(serialize=serial)
     for n in range(n_pairs):
         k = coloring.pair_origin[n]
-        copy_pair_fields(staging, contacts, k, n, _ORDERED_PAIR_FIELDS, _ORDERED_POINT_FIELDS)
+        copy_pair_fields(staging, manifolds, k, n, _ORDERED_PAIR_FIELDS, _ORDERED_POINT_FIELDS)
         staging.color[k] = coloring.color[n]
         coloring.rank[k] = coloring.solve[n]  # rank: the colouring's scratch
     ti.loop_config(serialize=serial)
     for k in range(n_pairs):
-        copy_pair_fields(contacts, staging, k, k, _ORDERED_PAIR_FIELDS, _ORDERED_POINT_FIELDS)
+        copy_pair_fields(manifolds, staging, k, k, _ORDERED_PAIR_FIELDS, _ORDERED_POINT_FIELDS)
         coloring.solve[k] = coloring.rank[k]
 
 

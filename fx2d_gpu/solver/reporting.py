@@ -1,7 +1,7 @@
 """What touched what: the step's touching pairs, kept for the user, and its begin/end events.
 
 After the substeps, `report_contacts` builds the *reported* list (pool.reported, saved with
-the scene): every pair that touched in a substep of this step (contacts.touching, set by
+the scene): every pair that touched in a substep of this step (manifolds.touching, set by
 the velocity pass: TOUCHED, or HELD where last step's list has the pair, a hysteresis that
 keeps resting neighbours from flickering), with its manifold and the impulses applied over
 the step, plus the pairs that stay touching without being looked at: the broad phase pairs
@@ -20,7 +20,7 @@ each slot's entries by their upper slot (through a permutation in staging.color)
 place the events, then store the sorted list. Scratch used (all free after the substeps):
 staging (the new list: each entry's bodies, and in staging.touching the step's pair it
 comes from, or -1 for a pair of the old list copied there whole),
-solver.body_contact_cursor (fill cursors), coloring.rank and coloring.uncolored (event
+prepared.body_contact_cursor (fill cursors), coloring.rank and coloring.uncolored (event
 flags and their prefix sums).
 """
 
@@ -85,50 +85,145 @@ def _listed(manifolds: ti.template(), a, b, n_listed):
 
 
 @ti.func
-def _touching(contacts: ti.template(), reported: ti.template(), k, n_held):
+def _touching(manifolds: ti.template(), reported: ti.template(), k, n_held):
     """Whether the step's pair k touches: it touched in a substep (contacts.solve_velocity:
     TOUCHED), or it came within the hold distance (HELD) and is among the first n_held
     pairs of the last reported list (the whole list, or none after Scene.set_state)."""
-    touching = contacts.touching[k]
+    touching = manifolds.touching[k]
     result = False
-    if contacts.point_count[k] > 0:
+    if manifolds.point_count[k] > 0:
         if touching == TOUCHED:
             result = True
         elif touching == HELD:
-            result = _listed(reported, contacts.body_a[k], contacts.body_b[k], n_held)
+            result = _listed(reported, manifolds.body_a[k], manifolds.body_b[k], n_held)
     return result
+
+
+@ti.func
+def _count_entry(model: ti.template(), bodies: ti.template(), joints: ti.template(),
+                 manifolds: ti.template(), staging: ti.template(), reported: ti.template(),
+                 e, n_pairs, n_bodies, n_held):
+    """Entry e of the step's pairs then last step's list, if it goes into the new list:
+    counted on its lower slot (staging.pair_start)."""
+    if e < n_pairs:
+        if _touching(manifolds, reported, e, n_held):
+            ti.atomic_add(staging.pair_start[manifolds.body_a[e]], 1)
+    elif _still_resting(model, bodies, joints, reported, e - n_pairs, n_bodies):
+        ti.atomic_add(staging.pair_start[reported.body_a[e - n_pairs]], 1)
+
+
+@ti.func
+def _fill_entry(model: ti.template(), bodies: ti.template(), joints: ti.template(),
+                manifolds: ti.template(), staging: ti.template(), reported: ti.template(),
+                prepared: ti.template(), e, n_pairs, n_bodies, n_held):
+    """Entry e (as _count_entry) placed at its lower slot's cursor in staging. One of the
+    step's pairs keeps its bodies and its pair (staging.touching); one of last step's list
+    is copied whole (touching -1), as `reported` is overwritten at the end."""
+    if e < n_pairs:
+        if _touching(manifolds, reported, e, n_held):
+            n = ti.atomic_add(prepared.body_contact_cursor[manifolds.body_a[e]], 1)
+            staging.body_a[n] = manifolds.body_a[e]
+            staging.body_b[n] = manifolds.body_b[e]
+            staging.touching[n] = e
+    elif _still_resting(model, bodies, joints, reported, e - n_pairs, n_bodies):
+        j = e - n_pairs
+        n = ti.atomic_add(prepared.body_contact_cursor[reported.body_a[j]], 1)
+        copy_report(staging, reported, n, j)
+        staging.touching[n] = -1
+
+
+@ti.func
+def _sort_slot(staging: ti.template(), slot):
+    """Slot's staging entries ordered by their upper slot (unique within the slot), by
+    insertion sort of a permutation: staging.color[n] is the entry that goes to place n."""
+    start, end = staging.pair_start[slot], staging.pair_start[slot + 1]
+    for i in range(start, end):
+        staging.color[i] = i
+    for i in range(start + 1, end):
+        entry = staging.color[i]
+        key = staging.body_b[entry]
+        j = i - 1
+        while j >= start:
+            if staging.body_b[staging.color[j]] <= key:
+                break
+            staging.color[j + 1] = staging.color[j]
+            j -= 1
+        staging.color[j + 1] = entry
+
+
+@ti.func
+def _flag_event(staging: ti.template(), reported: ti.template(), coloring: ti.template(),
+                e, n_new, n_old, n_events_new):
+    """Event flag e (1: an event): for e < n_events_new, whether the new list's place e is
+    missing from the old list (begin, into coloring.rank); after it, whether the old list's
+    pair e - n_events_new is missing from the new one (end, into coloring.uncolored)."""
+    if e < n_events_new:
+        entry = staging.color[e]
+        known = _listed(reported, staging.body_a[entry], staging.body_b[entry], n_old)
+        coloring.rank[e] = 0 if known else 1
+    else:
+        j = e - n_events_new
+        kept = _listed(staging, reported.body_a[j], reported.body_b[j], n_new)
+        coloring.uncolored[j] = 0 if kept else 1
+
+
+@ti.func
+def _place_event(staging: ti.template(), reported: ti.template(), events: ti.template(),
+                 coloring: ti.template(), e, n_events_new):
+    """Flagged event e (numbered as in _flag_event) written at its flags' prefix sum."""
+    if e < n_events_new:
+        if coloring.rank[e + 1] > coloring.rank[e]:
+            entry = staging.color[e]
+            events.begin_a[coloring.rank[e]] = staging.body_a[entry]
+            events.begin_b[coloring.rank[e]] = staging.body_b[entry]
+    else:
+        j = e - n_events_new
+        if coloring.uncolored[j + 1] > coloring.uncolored[j]:
+            events.end_a[coloring.uncolored[j]] = reported.body_a[j]
+            events.end_b[coloring.uncolored[j]] = reported.body_b[j]
+
+
+@ti.func
+def _store_entry(manifolds: ti.template(), staging: ti.template(), reported: ti.template(),
+                 i):
+    """The new list's place i (sorted) into `reported`: from the step's pair it came from,
+    or from its copy in staging. Returns whether it is a resting pair of the old list."""
+    entry = staging.color[i]
+    pair = staging.touching[entry]
+    reported.origin[i] = pair
+    resting = False
+    if pair >= 0:
+        copy_report(reported, manifolds, i, pair)
+    else:
+        copy_report(reported, staging, i, entry)
+        resting = True
+    return resting
 
 
 @quick
 @ti.kernel
 def _report_contacts(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-                     contacts: ti.template(), staging: ti.template(), reported: ti.template(),
-                     events: ti.template(), solver: ti.template(), coloring: ti.template(),
+                     manifolds: ti.template(), staging: ti.template(), reported: ti.template(),
+                     events: ti.template(), prepared: ti.template(), coloring: ti.template(),
                      scan: ti.template(), serial: ti.template(), n_slots: ti.i32,
                      n_bodies: ti.i32, n_pairs: ti.i32, n_old: ti.i32,
                      n_held: ti.i32) -> ti.math.ivec4:
-    """The new reported list into `reported` and the events into `events` (see the module
+    """The new reported list into `reported` and the events into `events` (module
     docstring); returns (reported pairs, begin events, end events, resting pairs copied from
-    the old list). If the new list does not fit the pair capacity nothing is written and
-    only its size is returned.
+    the old list). A new list over the pair capacity writes nothing: only its size returns.
 
     After Scene.set_state, _recheck_resting has found last step's manifolds again at the
-    current poses, so that only those still touching stay, and no pair is held by its
-    place in the old list (n_held 0; else n_old).
-
-    Each loop takes the step's pairs and last step's list as one range (the step's first),
-    so that a CPU starts a loop for both at once (a loop start costs ~20-35 us there)."""
+    current poses (only those still touching stay), and no pair is held by its place in the
+    old list (n_held 0; else n_old). Each loop takes the step's pairs then last step's list
+    as one range, so that a CPU starts one loop for both (a start costs ~20-35 us there)."""
     n_both = n_pairs + n_old
     ti.loop_config(serialize=serial)
     for slot in range(n_slots + 1):
         staging.pair_start[slot] = 0
     ti.loop_config(serialize=serial)
     for e in range(n_both):
-        if e < n_pairs:
-            if _touching(contacts, reported, e, n_held):
-                ti.atomic_add(staging.pair_start[contacts.body_a[e]], 1)
-        elif _still_resting(model, bodies, joints, reported, e - n_pairs, n_bodies):
-            ti.atomic_add(staging.pair_start[reported.body_a[e - n_pairs]], 1)
+        _count_entry(model, bodies, joints, manifolds, staging, reported, e, n_pairs, n_bodies,
+                     n_held)
     exclusive_scan(scan, staging.pair_start, n_slots, serial)
     n_new = staging.pair_start[n_slots]
     fits = n_new <= staging.body_a.shape[0]
@@ -136,39 +231,14 @@ def _report_contacts(model: ti.template(), bodies: ti.template(), joints: ti.tem
 
     ti.loop_config(serialize=serial)
     for slot in range(n_fill):
-        solver.body_contact_cursor[slot] = staging.pair_start[slot]
-    # An entry of the step's pairs keeps its bodies and its pair (staging.touching); one of
-    # last step's list is copied whole, as `reported` is overwritten at the end.
+        prepared.body_contact_cursor[slot] = staging.pair_start[slot]
     ti.loop_config(serialize=serial)
     for e in range(n_both if fits else 0):
-        if e < n_pairs:
-            if _touching(contacts, reported, e, n_held):
-                n = ti.atomic_add(solver.body_contact_cursor[contacts.body_a[e]], 1)
-                staging.body_a[n] = contacts.body_a[e]
-                staging.body_b[n] = contacts.body_b[e]
-                staging.touching[n] = e
-        elif _still_resting(model, bodies, joints, reported, e - n_pairs, n_bodies):
-            j = e - n_pairs
-            n = ti.atomic_add(solver.body_contact_cursor[reported.body_a[j]], 1)
-            copy_report(staging, reported, n, j)
-            staging.touching[n] = -1
-    # Each slot's pairs by their upper slot (unique within the slot): staging.color[n] is
-    # the staging entry that goes to place n.
+        _fill_entry(model, bodies, joints, manifolds, staging, reported, prepared, e, n_pairs,
+                    n_bodies, n_held)
     ti.loop_config(serialize=serial)
     for slot in range(n_fill):
-        start, end = staging.pair_start[slot], staging.pair_start[slot + 1]
-        for i in range(start, end):
-            staging.color[i] = i
-        for i in range(start + 1, end):
-            entry = staging.color[i]
-            key = staging.body_b[entry]
-            j = i - 1
-            while j >= start:
-                if staging.body_b[staging.color[j]] <= key:
-                    break
-                staging.color[j + 1] = staging.color[j]
-                j -= 1
-            staging.color[j + 1] = entry
+        _sort_slot(staging, slot)
 
     # Events: flags (coloring.rank for the new list, coloring.uncolored for the old one),
     # prefix sums, then the pairs in list order.
@@ -176,53 +246,30 @@ def _report_contacts(model: ti.template(), bodies: ti.template(), joints: ti.tem
     n_events_old = n_old if fits else 0
     ti.loop_config(serialize=serial)
     for e in range(n_events_new + n_events_old):
-        if e < n_events_new:
-            entry = staging.color[e]
-            known = _listed(reported, staging.body_a[entry], staging.body_b[entry], n_old)
-            coloring.rank[e] = 0 if known else 1
-        else:
-            j = e - n_events_new
-            kept = _listed(staging, reported.body_a[j], reported.body_b[j], n_new)
-            coloring.uncolored[j] = 0 if kept else 1
+        _flag_event(staging, reported, coloring, e, n_new, n_old, n_events_new)
     exclusive_scan(scan, coloring.rank, n_events_new, serial)
     exclusive_scan(scan, coloring.uncolored, n_events_old, serial)
     ti.loop_config(serialize=serial)
     for e in range(n_events_new + n_events_old):
-        if e < n_events_new:
-            if coloring.rank[e + 1] > coloring.rank[e]:
-                entry = staging.color[e]
-                events.begin_a[coloring.rank[e]] = staging.body_a[entry]
-                events.begin_b[coloring.rank[e]] = staging.body_b[entry]
-        else:
-            j = e - n_events_new
-            if coloring.uncolored[j + 1] > coloring.uncolored[j]:
-                events.end_a[coloring.uncolored[j]] = reported.body_a[j]
-                events.end_b[coloring.uncolored[j]] = reported.body_b[j]
+        _place_event(staging, reported, events, coloring, e, n_events_new)
     n_begin = coloring.rank[n_events_new]
     n_end = coloring.uncolored[n_events_old]
 
-    # The new list replaces the old one (read above), in sorted order: each entry from the
-    # step's pair it came from, or from its copy in staging.
+    # The new list replaces the old one (read above), in sorted order.
     n_resting = 0
     ti.loop_config(serialize=serial)
     for i in range(ti.max(n_fill + 1, n_events_new) if fits else 0):
         if i <= n_fill:
             reported.pair_start[i] = staging.pair_start[i]
         if i < n_events_new:
-            entry = staging.color[i]
-            pair = staging.touching[entry]
-            reported.origin[i] = pair
-            if pair >= 0:
-                copy_report(reported, contacts, i, pair)
-            else:
-                copy_report(reported, staging, i, entry)
-                n_resting += 1
+            if _store_entry(manifolds, staging, reported, i):
+                n_resting += 1  # a kernel-wide sum: it stays in the loop that sums it
     return ti.math.ivec4(n_new, n_begin, n_end, n_resting)
 
 
 @quick
 @ti.kernel
-def _refresh_report(contacts: ti.template(), reported: ti.template(), serial: ti.template(),
+def _refresh_report(manifolds: ti.template(), reported: ti.template(), serial: ti.template(),
                     n_pairs: ti.i32, n_old: ti.i32) -> ti.i32:
     """refresh_report's kernel: whether the step's touching pairs are those the reported
     list came from (then each entry is copied again from its pair). They are where every
@@ -233,18 +280,18 @@ def _refresh_report(contacts: ti.template(), reported: ti.template(), serial: ti
     ti.loop_config(serialize=serial)
     for e in range(n_pairs + n_old):
         if e < n_pairs:
-            if contacts.point_count[e] > 0 and contacts.touching[e] == TOUCHED:
+            if manifolds.point_count[e] > 0 and manifolds.touching[e] == TOUCHED:
                 n_touched += 1
         else:
             pair = reported.origin[e - n_pairs]
-            if contacts.point_count[pair] == 0 or contacts.touching[pair] == 0:
+            if manifolds.point_count[pair] == 0 or manifolds.touching[pair] == 0:
                 n_gone += 1
-            elif contacts.touching[pair] == TOUCHED:
+            elif manifolds.touching[pair] == TOUCHED:
                 n_touched_listed += 1
     same = n_touched == n_touched_listed and n_gone == 0
     ti.loop_config(serialize=serial)
     for i in range(n_old if same else 0):
-        copy_report(reported, contacts, i, reported.origin[i])
+        copy_report(reported, manifolds, i, reported.origin[i])
     return 1 if same else 0
 
 
@@ -309,8 +356,9 @@ def report_contacts(ctx):
     while True:
         pool = ctx.pool
         counts = _report_contacts(model=pool.model, bodies=pool.bodies, joints=pool.joints,
-                                  contacts=pool.manifolds, staging=pool.staging,
-                                  reported=pool.reported, events=pool.events, solver=pool.prepared,
+                                  manifolds=pool.manifolds, staging=pool.staging,
+                                  reported=pool.reported, events=pool.events,
+                                  prepared=pool.prepared,
                                   coloring=pool.coloring, scan=pool.scan, serial=ctx.serial,
                                   n_slots=ctx.n_slots, n_bodies=ctx.n_bodies, n_pairs=ctx.n_pairs,
                                   n_old=cache.n_reported, n_held=n_held)

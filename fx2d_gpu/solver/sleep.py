@@ -111,31 +111,31 @@ def _can_sleep(model: ti.template(), bodies: ti.template(), slot, n_bodies):
 
 
 @ti.func
-def _touching(model: ti.template(), contacts: ti.template(), pair, n_bodies):
+def _touching(model: ti.template(), manifolds: ti.template(), pair, n_bodies):
     """A manifold that joins islands: a point within TOUCH_DISTANCE, no sensor."""
-    count = contacts.point_count[pair]
-    if is_sensor_pair(model, contacts, pair, n_bodies):
+    count = manifolds.point_count[pair]
+    if is_sensor_pair(model, manifolds, pair, n_bodies):
         count = 0
     touching = False
     for i in ti.static(range(MAX_MANIFOLD_POINTS)):
-        if i < count and contacts.depth[pair, i] > -TOUCH_DISTANCE:
+        if i < count and manifolds.depth[pair, i] > -TOUCH_DISTANCE:
             touching = True
     return touching
 
 
 @ti.func
-def _overlaps(model: ti.template(), contacts: ti.template(), pair, n_bodies):
+def _overlaps(model: ti.template(), manifolds: ti.template(), pair, n_bodies):
     """Whether pair's manifold has a point deeper than OVERLAP_DEPTH (or OVERLAP_FRACTION of
     its smaller body), as of the step's first substep: its bodies are being pushed apart."""
-    slot_a, slot_b = contacts.body_a[pair], contacts.body_b[pair]
+    slot_a, slot_b = manifolds.body_a[pair], manifolds.body_b[pair]
     size = ti.min(model.bounding_radius[slot_a % n_bodies],
                   model.bounding_radius[slot_b % n_bodies])
     limit = ti.max(OVERLAP_DEPTH, OVERLAP_FRACTION * size)
     deep = False
     for i in ti.static(range(MAX_MANIFOLD_POINTS)):
-        if i < contacts.point_count[pair] and contacts.depth[pair, i] > limit:
+        if i < manifolds.point_count[pair] and manifolds.depth[pair, i] > limit:
             deep = True
-    return deep and not is_sensor_pair(model, contacts, pair, n_bodies)
+    return deep and not is_sensor_pair(model, manifolds, pair, n_bodies)
 
 
 @ti.func
@@ -218,15 +218,15 @@ def _joint_ends(joints: ti.template(), joint_slot, n_bodies, n_joints):
 
 @ti.func
 def _edge(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-          contacts: ti.template(),
+          manifolds: ti.template(),
           islands: ti.template(), e, n_bodies, n_pairs, n_joints, n_joint_slots):
     """Edge e of the island graph as (u, v), or (-1, -1): candidate pairs [0, n_pairs), joint
     slots next, then one per body slot (a sleeping body to its previous island)."""
     u, v = -1, -1
     if e < n_pairs:
-        a, b = contacts.body_a[e], contacts.body_b[e]
+        a, b = manifolds.body_a[e], manifolds.body_b[e]
         if (_is_node(model, bodies, a, n_bodies) and _is_node(model, bodies, b, n_bodies)
-                and _touching(model, contacts, e, n_bodies)):
+                and _touching(model, manifolds, e, n_bodies)):
             u, v = a, b
     elif e < n_pairs + n_joint_slots:
         a, b = _joint_ends(joints, e - n_pairs, n_bodies, n_joints)
@@ -240,10 +240,99 @@ def _edge(model: ti.template(), bodies: ti.template(), joints: ti.template(),
     return u, v
 
 
+@ti.func
+def _begin_slot(model: ti.template(), bodies: ti.template(), islands: ti.template(), slot,
+                n_bodies, dt, settle):
+    """A pass's first launch, per body slot: with `settle`, its sleep timer (dt s); its old
+    label kept in islands.previous_label if it sleeps; then a tree of its own."""
+    if (settle == 1 and bodies.sleeping[slot] == 0
+            and _can_sleep(model, bodies, slot, n_bodies)):
+        slow = (bodies.velocity[slot].norm() < SLEEP_LINEAR_SPEED
+                and ti.abs(bodies.angular_velocity[slot]) < SLEEP_ANGULAR_SPEED)
+        if slow:
+            bodies.sleep_time[slot] = bodies.sleep_time[slot] + dt  # not atomic
+        else:
+            bodies.sleep_time[slot] = 0.0
+    previous = slot
+    if bodies.sleeping[slot] == 1 and _is_node(model, bodies, slot, n_bodies):
+        label = _island_of(bodies, slot, n_bodies)  # other bodies' labels: not written here
+        if _is_node(model, bodies, label, n_bodies):
+            previous = label
+    islands.previous_label[slot] = previous
+    islands.parent[slot] = _key(slot)
+
+
+@ti.func
+def _hook_edge(model: ti.template(), bodies: ti.template(), joints: ti.template(),
+               manifolds: ti.template(), islands: ti.template(), e, n_bodies, n_pairs,
+               n_joints, n_joint_slots, begin, settle):
+    """The round's union of edge e's ends; on a settling pass's first launch, a pair pushing
+    an overlap out also restarts its bodies' sleep timers."""
+    u, v = _edge(model, bodies, joints, manifolds, islands, e, n_bodies, n_pairs, n_joints,
+                 n_joint_slots)
+    if u >= 0:
+        _union(islands, u, v)
+    # After the timers (the loop before): an overlap being pushed out restarts its
+    # bodies' (several threads may write the same 0).
+    if settle == 1 and begin == 1 and e < n_pairs and _overlaps(model, manifolds, e,
+                                                                n_bodies):
+        for slot in ti.static((manifolds.body_a[e], manifolds.body_b[e])):
+            if bodies.sleeping[slot] == 0 and _can_sleep(model, bodies, slot, n_bodies):
+                bodies.sleep_time[slot] = 0.0
+
+
+@ti.func
+def _compress_slot(bodies: ti.template(), islands: ti.template(), slot):
+    """Slot's parent compressed to its root; its label and island mark cleared for the
+    check's gathering (_NO_LABEL: the labels' atomic_min starts above every slot)."""
+    islands.parent[slot] = _key(_root(islands, slot))
+    bodies.island[slot] = _NO_LABEL
+    islands.wake[slot] = 0
+
+
+@ti.func
+def _check_edge(model: ti.template(), bodies: ti.template(), joints: ti.template(),
+                manifolds: ti.template(), islands: ti.template(), e, n_bodies, n_pairs,
+                n_joints, n_joint_slots, first_slot_edge, settle):
+    """The check's union of edge e's ends (a change: not converged); a slot's edge also
+    gathers into its root the island's smallest slot and, with `settle`, whether the slot
+    is not ready to sleep (islands.wake -1)."""
+    u, v = _edge(model, bodies, joints, manifolds, islands, e, n_bodies, n_pairs, n_joints,
+                 n_joint_slots)
+    if u >= 0:
+        if _union(islands, u, v):
+            islands.not_converged[None] = 1
+    if e >= first_slot_edge:
+        slot = e - first_slot_edge
+        root = _slot(islands.parent[slot])
+        ti.atomic_min(bodies.island[root], slot)
+        if (settle == 1 and _can_sleep(model, bodies, slot, n_bodies)
+                and bodies.sleeping[slot] == 0 and bodies.sleep_time[slot] < SLEEP_TIME):
+            islands.wake[root] = -1
+
+
+@ti.func
+def _settle_slot(model: ti.template(), bodies: ti.template(), islands: ti.template(), slot,
+                 n_bodies, settle):
+    """Slot's label read from its root; with `settle`, it wakes with an island that has a
+    body not ready, else falls asleep (zero velocities)."""
+    root = _slot(islands.parent[slot])
+    bodies.island[slot] = bodies.island[root]
+    if settle == 1 and _can_sleep(model, bodies, slot, n_bodies):
+        if islands.wake[root] == -1:
+            if bodies.sleeping[slot] == 1:
+                bodies.sleeping[slot] = 0
+                bodies.sleep_time[slot] = 0.0
+        elif bodies.sleeping[slot] == 0:
+            bodies.sleeping[slot] = 1
+            bodies.velocity[slot] = vec2(0.0, 0.0)
+            bodies.angular_velocity[slot] = 0.0
+
+
 @quick
 @ti.kernel
 def _label_launch(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-                  contacts: ti.template(), islands: ti.template(), serial: ti.template(),
+                  manifolds: ti.template(), islands: ti.template(), serial: ti.template(),
                   n_slots: ti.i32, n_bodies: ti.i32, n_pairs: ti.i32, n_joints: ti.i32, dt: ti.f32,
                   begin: ti.i32, settle: ti.i32) -> ti.i32:
     """One launch of the island pass; returns 1 while the labelling has not converged.
@@ -262,39 +351,14 @@ def _label_launch(model: ti.template(), bodies: ti.template(), joints: ti.templa
     n_edges = first_slot_edge + n_slots
     ti.loop_config(serialize=serial)
     for slot in range(n_slots * begin):
-        if (settle == 1 and bodies.sleeping[slot] == 0
-                and _can_sleep(model, bodies, slot, n_bodies)):
-            slow = (bodies.velocity[slot].norm() < SLEEP_LINEAR_SPEED
-                    and ti.abs(bodies.angular_velocity[slot]) < SLEEP_ANGULAR_SPEED)
-            if slow:
-                bodies.sleep_time[slot] = bodies.sleep_time[slot] + dt  # not atomic
-            else:
-                bodies.sleep_time[slot] = 0.0
-        previous = slot
-        if bodies.sleeping[slot] == 1 and _is_node(model, bodies, slot, n_bodies):
-            label = _island_of(bodies, slot, n_bodies)  # other bodies' labels: not written here
-            if _is_node(model, bodies, label, n_bodies):
-                previous = label
-        islands.previous_label[slot] = previous
-        islands.parent[slot] = _key(slot)
+        _begin_slot(model, bodies, islands, slot, n_bodies, dt, settle)
     ti.loop_config(serialize=serial)
     for e in range(n_edges):
-        u, v = _edge(model, bodies, joints, contacts, islands, e, n_bodies, n_pairs, n_joints,
-                     n_joint_slots)
-        if u >= 0:
-            _union(islands, u, v)
-        # After the timers (the loop above): an overlap being pushed out restarts its
-        # bodies' (several threads may write the same 0).
-        if settle == 1 and begin == 1 and e < n_pairs and _overlaps(model, contacts, e,
-                                                                    n_bodies):
-            for slot in ti.static((contacts.body_a[e], contacts.body_b[e])):
-                if bodies.sleeping[slot] == 0 and _can_sleep(model, bodies, slot, n_bodies):
-                    bodies.sleep_time[slot] = 0.0
+        _hook_edge(model, bodies, joints, manifolds, islands, e, n_bodies, n_pairs, n_joints,
+                   n_joint_slots, begin, settle)
     ti.loop_config(serialize=serial)
     for slot in range(n_slots):
-        islands.parent[slot] = _key(_root(islands, slot))
-        bodies.island[slot] = _NO_LABEL  # for the labels' atomic_min below
-        islands.wake[slot] = 0
+        _compress_slot(bodies, islands, slot)
     islands.not_converged[None] = 0
     # The check, and meanwhile (as if it will change nothing, so that every parent is a
     # root) each root gathers its island's smallest slot and whether a body in it is not
@@ -303,31 +367,11 @@ def _label_launch(model: ti.template(), bodies: ti.template(), joints: ti.templa
     # slot): with no concurrent hooks, one round is exact.
     ti.loop_config(serialize=serial)
     for e in range(first_slot_edge if ti.static(serial) else 0, n_edges):
-        u, v = _edge(model, bodies, joints, contacts, islands, e, n_bodies, n_pairs, n_joints,
-                     n_joint_slots)
-        if u >= 0:
-            if _union(islands, u, v):
-                islands.not_converged[None] = 1
-        if e >= first_slot_edge:
-            slot = e - first_slot_edge
-            root = _slot(islands.parent[slot])
-            ti.atomic_min(bodies.island[root], slot)
-            if (settle == 1 and _can_sleep(model, bodies, slot, n_bodies)
-                    and bodies.sleeping[slot] == 0 and bodies.sleep_time[slot] < SLEEP_TIME):
-                islands.wake[root] = -1
+        _check_edge(model, bodies, joints, manifolds, islands, e, n_bodies, n_pairs, n_joints,
+                    n_joint_slots, first_slot_edge, settle)
     ti.loop_config(serialize=serial)
     for slot in range(n_slots * (1 - islands.not_converged[None])):
-        root = _slot(islands.parent[slot])
-        bodies.island[slot] = bodies.island[root]
-        if settle == 1 and _can_sleep(model, bodies, slot, n_bodies):
-            if islands.wake[root] == -1:
-                if bodies.sleeping[slot] == 1:
-                    bodies.sleeping[slot] = 0
-                    bodies.sleep_time[slot] = 0.0
-            elif bodies.sleeping[slot] == 0:
-                bodies.sleeping[slot] = 1
-                bodies.velocity[slot] = vec2(0.0, 0.0)
-                bodies.angular_velocity[slot] = 0.0
+        _settle_slot(model, bodies, islands, slot, n_bodies, settle)
     return islands.not_converged[None]
 
 
@@ -388,7 +432,7 @@ def _pushes(model: ti.template(), bodies: ti.template(), slot, n_bodies, link: t
 @quick
 @ti.kernel
 def _wake_launch(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-                 contacts: ti.template(), previous: ti.template(), islands: ti.template(),
+                 manifolds: ti.template(), previous: ti.template(), islands: ti.template(),
                  serial: ti.template(), n_slots: ti.i32, n_bodies: ti.i32, n_pairs: ti.i32,
                  n_joints: ti.i32) -> ti.i32:
     n_joint_slots = n_joints * (n_slots // ti.max(n_bodies, 1))
@@ -400,10 +444,10 @@ def _wake_launch(model: ti.template(), bodies: ti.template(), joints: ti.templat
     ti.loop_config(serialize=serial)
     for e in range(n_pairs + n_joint_slots + n_slots):
         if e < n_pairs:
-            a, b = contacts.body_a[e], contacts.body_b[e]
+            a, b = manifolds.body_a[e], manifolds.body_b[e]
             sleeping_a, sleeping_b = bodies.sleeping[a] == 1, bodies.sleeping[b] == 1
             # A sensor exerts no force: it never wakes a sleeper.
-            if sleeping_a != sleeping_b and not is_sensor_pair(model, contacts, e, n_bodies):
+            if sleeping_a != sleeping_b and not is_sensor_pair(model, manifolds, e, n_bodies):
                 pushed = False
                 if previous_pair(previous, a, b) >= 0:
                     pushed = _pushes(model, bodies, b if sleeping_a else a, n_bodies, _OLD_PAIR)
@@ -444,6 +488,6 @@ def wake_islands(ctx) -> int:
     """
     pool = ctx.pool
     return _wake_launch(model=pool.model, bodies=pool.bodies, joints=pool.joints,
-                        contacts=pool.manifolds, previous=pool.previous, islands=pool.islands,
+                        manifolds=pool.manifolds, previous=pool.previous, islands=pool.islands,
                         serial=ctx.serial, n_slots=ctx.n_slots, n_bodies=ctx.n_bodies,
                         n_pairs=ctx.n_pairs, n_joints=ctx.n_joints)
