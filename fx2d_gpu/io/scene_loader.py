@@ -236,14 +236,20 @@ def _scene_settings(top: Where, document, base_dir, boundary: bool) -> _Settings
     return _Settings(where, size, gravity, background)
 
 
-def _read_entity(where: Where, name, entity, geometry: GeometryBlocks, base_dir):
-    """(the _EntityBody of entity `name`, its visuals entries: one, or one per chain link)."""
+def _check_entry(where: Where, name, entry, label: str, keys):
+    """An entity's or joint's name (a string) and body (a mapping of known `keys`), else
+    the error naming where they are (`label`: "(entity)" or "(joint)")."""
     if not isinstance(name, str):
         raise where.error("(name)", f"must be a string, got the {type(name).__name__} "
                           f"{name!r} (write it in quotes)", TypeError)
-    if not isinstance(entity, dict):
-        raise where.error("(entity)", "must be a mapping", TypeError)
-    where.known(entity, _ENTITY_KEYS)
+    if not isinstance(entry, dict):
+        raise where.error(label, "must be a mapping", TypeError)
+    where.known(entry, keys)
+
+
+def _read_entity(where: Where, name, entity, geometry: GeometryBlocks, base_dir):
+    """(the _EntityBody of entity `name`, its visuals entries: one, or one per chain link)."""
+    _check_entry(where, name, entity, "(entity)", _ENTITY_KEYS)
     pose = where.vector(entity, "pose", 3, [0.0, 0.0, 0.0])
     velocity = where.vector(entity, "init_velocity", 3, [0.0, 0.0, 0.0])
     physics = where.mapping(entity, "physics")
@@ -361,12 +367,7 @@ def _color(where, mapping, key, base_dir):
 
 def _read_joint(where: Where, name, joint, index: dict, bodies: list) -> _ParsedJoint:
     """Joint `name`, read and checked (index: entity name -> its position in `bodies`)."""
-    if not isinstance(name, str):
-        raise where.error("(name)", f"must be a string, got the {type(name).__name__} "
-                          f"{name!r} (write it in quotes)", TypeError)
-    if not isinstance(joint, dict):
-        raise where.error("(joint)", "must be a mapping", TypeError)
-    where.known(joint, _JOINT_KEYS)
+    _check_entry(where, name, joint, "(joint)", _JOINT_KEYS)
     kind = joint.get("type")
     if kind not in ("revolute", "prismatic"):
         raise where.error("type", f"must be 'revolute' or 'prismatic', got {kind!r}")
