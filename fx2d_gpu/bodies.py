@@ -42,14 +42,33 @@ def awake_dynamic_body(model: ti.template(), bodies: ti.template(), slot, body):
 
 
 @ti.func
+def material_row(model: ti.template(), slot, body):
+    """The row of body slot `slot` (model row `body`) in the material fields (mass,
+    inertia, friction, restitution, damping, gravity scale: device.BodyModel): the model
+    row, shared by every world, or the slot itself once a world has values of its own
+    (Scene.set_body_params)."""
+    row = body
+    if model.per_world[None] == 1:
+        row = slot
+    return row
+
+
+@ti.func
+def world_gravity(model: ti.template(), slot, n_bodies):
+    """The gravity of body slot `slot`'s world, m/s^2 (Scene.set_gravity)."""
+    return model.gravity[slot // n_bodies]
+
+
+@ti.func
 def solver_mass(model: ti.template(), bodies: ti.template(), slot, body):
     """(inverse mass 1/kg, inverse inertia 1/(kg m^2)) of body slot `slot` (model row
     `body`) as contacts and joints see them: 0 when static, kinematic, asleep or
     disabled."""
     inv_mass, inv_inertia = 0.0, 0.0
     if active(bodies, slot):
-        inv_mass = model.inv_mass[body]
-        inv_inertia = model.inv_inertia[body]
+        row = material_row(model, slot, body)
+        inv_mass = model.inv_mass[row]
+        inv_inertia = model.inv_inertia[row]
     return inv_mass, inv_inertia
 
 

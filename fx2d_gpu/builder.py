@@ -452,15 +452,10 @@ class ModelBuilder:
 
         mass = column(bodies, "mass", np.float64)
         driven = column(bodies, "external_forces", bool)
-        dynamic = (mass > 0.0) & driven
-        model["inv_mass"][dynamic] = 1.0 / mass[dynamic]
-        model["inv_inertia"][dynamic] = 1.0 / column(bodies, "inertia", np.float64)[dynamic]
         model["kinematic"][:] = (mass > 0.0) & ~driven
-        for key, attribute in (("gravity_scale", "gravity_scale"), ("damping", "vel_damping"),
-                               ("elasticity", "elasticity"),
-                               ("static_friction", "static_friction"),
-                               ("dynamic_friction", "dynamic_friction")):
-            model[key][:] = column(bodies, attribute, np.float64)
+        model.update(material_rows({key: column(bodies, key, np.float64) for key in (
+            "mass", "inertia", "gravity_scale", "vel_damping", "elasticity", "static_friction",
+            "dynamic_friction")}, driven))
         body_shapes = column(bodies, "shape", object)
         collides = column(bodies, "collides", bool)
         model["shape_kind"][:] = np.where(collides, column(body_shapes, "core_kind", np.int32),
@@ -548,6 +543,26 @@ class ModelBuilder:
         go up levels)."""
         diameters = [b.shape.diameter for b in self.bodies]
         return float(np.median(diameters)) if diameters else 1.0
+
+
+def material_rows(values: dict[str, np.ndarray], driven: np.ndarray) -> dict[str, np.ndarray]:
+    """The material fields of device.BodyModel (float32 rows) from the bodies' values
+    (`values`: mass, inertia, gravity_scale, vel_damping, elasticity, static_friction,
+    dynamic_friction, each (rows,) float64 in the user's units; `driven`: (rows,) bool,
+    external forces enabled). One rule for a built scene's model rows and for per-world
+    rows (world_params.py), so that they agree to the bit."""
+    mass = values["mass"]
+    dynamic = (mass > 0.0) & driven
+    rows = {key: np.zeros(len(mass), np.float32) for key in (
+        "inv_mass", "inv_inertia", "gravity_scale", "damping", "elasticity",
+        "static_friction", "dynamic_friction")}
+    rows["inv_mass"][dynamic] = 1.0 / mass[dynamic]
+    rows["inv_inertia"][dynamic] = 1.0 / values["inertia"][dynamic]
+    for key, param in (("gravity_scale", "gravity_scale"), ("damping", "vel_damping"),
+                       ("elasticity", "elasticity"), ("static_friction", "static_friction"),
+                       ("dynamic_friction", "dynamic_friction")):
+        rows[key][:] = values[param]
+    return rows
 
 
 def check_targets(target, n_worlds: int, mode: int = MOTOR_NONE) -> np.ndarray:

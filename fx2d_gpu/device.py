@@ -18,6 +18,7 @@ is generated from these declarations (`field_table`).
 Index conventions, world first:
     body slot   g = world * n_bodies + body        (n_slots = n_worlds * n_bodies)
     model row   b = body                           (shared by all worlds)
+    material    b, or g once a world has values of its own (bodies.material_row)
     joint slot  s = world * n_joints + joint
     pair        k in [0, n_pairs)                  (candidate pairs of the step)
     constraint  c in [0, n_pairs + n_joint_slots)  (pairs, then joint slots)
@@ -202,21 +203,36 @@ f32, i32 = ti.f32, ti.i32
 
 @ti.data_oriented
 class BodyModel(FieldGroup):
-    """Constant per body (model row), shared by all worlds: mass, material, collision shape
-    and filters; (n_bodies,) unless noted. Written when a scene is loaded (residency.py)
-    and by Scene's filter changes (transfer.write_filters)."""
+    """Constant per body (model row), shared by all worlds: collision shape and filters,
+    (n_bodies,); mass and material by *material row* (bodies.material_row: the model row,
+    or the body slot once Scene.set_body_params gave a world values of its own, so that a
+    scene without per-world values reads and uploads n_bodies rows, as before); gravity per
+    world. Written when a scene is loaded (residency.py) and by Scene's edits (edits.py).
+    Rows 0 .. n_bodies - 1 hold world 0's materials either way, and a body is static or
+    dynamic in every world: `inv_mass[body] > 0` tells a dynamic body in any world."""
 
-    def __init__(self, builder, n_bodies: Dim, n_filters: Dim):
+    def __init__(self, builder, n_bodies: Dim, n_slots: Dim, n_worlds: Dim, n_filters: Dim):
         super().__init__(builder)
-        B = n_bodies
-        self._field("inv_mass", f32, B, doc="1/kg; 0: static or kinematic")
-        self._field("inv_inertia", f32, B, doc="1/(kg m^2), about the centre of mass")
-        self._field("gravity_scale", f32, B, doc="factor on the world's gravity")
-        self._field("damping", f32, B, doc="1/s, of linear and angular velocity")
-        self._field("elasticity", f32, B,
-                    doc="a pair's restitution is the smaller of its bodies' elasticity")
-        self._field("static_friction", f32, B, doc="mu_s, held while a point sticks")
-        self._field("dynamic_friction", f32, B, doc="mu_k, while a point slides")
+        B, R = n_bodies, n_slots
+        self._field("inv_mass", f32, R, doc="1/kg, by material row; 0: static or kinematic")
+        self._field("inv_inertia", f32, R,
+                    doc="1/(kg m^2), about the centre of mass, by material row")
+        self._field("gravity_scale", f32, R, doc="factor on the world's gravity, by material row")
+        self._field("damping", f32, R,
+                    doc="1/s, of linear and angular velocity, by material row")
+        self._field("elasticity", f32, R,
+                    doc="by material row; a pair's restitution is the smaller of its bodies'")
+        self._field("static_friction", f32, R,
+                    doc="mu_s, held while a point sticks, by material row")
+        self._field("dynamic_friction", f32, R, doc="mu_k, while a point slides, by material row")
+        self._field("per_world", i32, (),
+                    doc="1: material rows are body slots (per-world values); 0: model rows")
+        self._field("gravity", f32, n_worlds, 2,
+                    doc="m/s^2, each world's gravity (Scene.set_gravity)")
+        self._field("uneven", i32, n_worlds,
+                    doc="1: the world's dynamic masses differ by more than "
+                        "contacts.IMMOVABLE_SWEEP_RATIO (its contacts with an immovable body "
+                        "are swept again)")
         self._field("shape_radius", f32, B,
                     doc="m, of a circle or capsule, or a polygon's rounding")
         self._field("bounding_radius", f32, B,
@@ -315,7 +331,8 @@ class Joints(FieldGroup):
         self._field("anchor_parent", f32, J, 2, doc="m, the anchor in the parent's frame")
         self._field("anchor_child", f32, J, 2, doc="m, the anchor in the child's frame")
         self._field("axis", f32, J, 2, doc="unit, parent frame (prismatic)")
-        self._field("pid", f32, J, 3, doc="the motor's PID gains")
+        self._field("pid", f32, JS, 3,
+                    doc="the motor's PID gains, by joint slot (Scene.set_joint_params)")
         self._field("body_joint_start", i32, n_bodies + 1,
                     doc="model row b's joints are "
                         "body_joints[body_joint_start[b]:body_joint_start[b + 1]]")
@@ -619,7 +636,8 @@ class DevicePool:
         worlds = Dim("n_worlds", capacities["worlds"])
         scan_len = max(self.table_capacity, N.length, P.length + JS.length) + 1
         builder = _Builder(dry_run)
-        self.model = BodyModel(builder, models, Dim("n_filters", capacities["filters"]))
+        self.model = BodyModel(builder, models, N, worlds,
+                               Dim("n_filters", capacities["filters"]))
         self.bodies = BodyState(builder, N)
         self.joints = Joints(builder, models, Dim("n_joints", capacities["joints"]), JS)
         self.manifolds = Manifolds(builder, N, P, saved="pairs")

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import transfer
+from . import transfer, world_resets
 from .residency import Binding
 from .solver.context import StepContext
+from .world_params import WorldParams
 
 
 def upload_filters(ctx: StepContext, binding: Binding, builder, rows):
@@ -29,12 +30,23 @@ def upload_filters(ctx: StepContext, binding: Binding, builder, rows):
     ctx.cache.pairs_fat = False
 
 
-def upload_motor(ctx: StepContext, binding: Binding, joint: int, motor):
+def upload_motor(ctx: StepContext, binding: Binding, builder, params: WorldParams,
+                 joint: int, motor):
     """`motor` (a builder.Joint's mode, pid and max_effort) as joint `joint`'s, in the host
-    model and on the device."""
+    model and on the device (its gains, per joint slot, with the per-world values
+    `params`)."""
     binding.edit("joints", joint, mode=motor.mode, pid=motor.pid,
                  max_effort=motor.max_effort)
-    transfer.write_joint_mode(ctx, joint, motor.mode, list(motor.pid), motor.max_effort)
+    upload_params(ctx, binding, builder, params)
+    transfer.write_joint_mode(ctx, joint, motor.mode, motor.max_effort)
+
+
+def upload_params(ctx: StepContext, binding: Binding, builder, params: WorldParams):
+    """The model rows that follow from the per-world values `params` (materials, gravity,
+    PID gains) into the host model and onto the device (one launch)."""
+    arrays = binding.apply_params(builder, params)
+    transfer.write_groups([(getattr(ctx.pool, group), fields)
+                           for group, fields in arrays.items()])
 
 
 def upload_forces(ctx: StepContext, pending: dict[int, tuple[np.ndarray, np.ndarray]]):
@@ -62,6 +74,20 @@ def write_state(ctx: StepContext, arrays: dict[str, np.ndarray]):
         arrays["velocity"].reshape(n, 2).astype(np.float32),
         arrays["angular_velocity"].reshape(n).astype(np.float32),
         arrays["sleeping"].reshape(n).astype(np.int32))
+    ctx.cache.contacts_current = False
+    ctx.cache.forget_events()
+    ctx.cache.state_set = True  # resting contacts are checked again (reporting.py)
+
+
+def write_world_rows(ctx: StepContext, worlds: np.ndarray, arrays: dict[str, np.ndarray],
+                     targets: np.ndarray | None = None):
+    """Checked rows of a State (world_resets.state_rows: k or 1 rows) into `worlds` only;
+    with `targets` ((rows, n_joints) float32) a reset (Scene.reset_worlds: no pending
+    forces, targets and PID state restarted, contacts forgotten). Contacts are then found
+    afresh at the new poses and the last step's events are forgotten, as after set_state."""
+    if len(worlds) == 0:
+        return
+    world_resets.write_worlds(ctx, worlds, arrays, reset=targets is not None, targets=targets)
     ctx.cache.contacts_current = False
     ctx.cache.forget_events()
     ctx.cache.state_set = True  # resting contacts are checked again (reporting.py)

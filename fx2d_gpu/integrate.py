@@ -2,6 +2,7 @@
 
 import taichi as ti
 
+from .bodies import material_row
 from .launching import quick
 from .shapes import MAX_SPEED
 
@@ -21,15 +22,17 @@ def integrate_velocity(model: ti.template(), bodies: ti.template(), slot, body, 
     |w| then held to MAX_ROTATION / h (unless beyond shapes.MAX_SPEED or not finite: a
     fault, solver/faults.py).
 
-    F and tau are the applied force and torque plus extra_force / extra_torque (motors).
+    F and tau are the applied force and torque plus extra_force / extra_torque (motors);
+    gravity is the body's world's (m/s^2).
     """
-    damping = 1.0 / (1.0 + h * model.damping[body])
-    inv_mass = model.inv_mass[body]
+    row = material_row(model, slot, body)
+    damping = 1.0 / (1.0 + h * model.damping[row])
+    inv_mass = model.inv_mass[row]
     force = bodies.force[slot] + extra_force
     torque = bodies.torque[slot] + extra_torque
-    accel = gravity * model.gravity_scale[body] + force * inv_mass
+    accel = gravity * model.gravity_scale[row] + force * inv_mass
     bodies.velocity[slot] = (bodies.velocity[slot] + h * accel) * damping
-    spin = (bodies.angular_velocity[slot] + h * torque * model.inv_inertia[body]) * damping
+    spin = (bodies.angular_velocity[slot] + h * torque * model.inv_inertia[row]) * damping
     if ti.abs(spin) < MAX_SPEED:  # beyond (or NaN): left for the fault check to report
         spin = ti.math.clamp(spin, -MAX_ROTATION / h, MAX_ROTATION / h)
     bodies.angular_velocity[slot] = spin

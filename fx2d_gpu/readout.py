@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import gather
 from .collision.broad_phase import find_candidate_pairs
 from .collision.narrow_phase import compute_manifolds
 from .device import MAX_MANIFOLD_POINTS, FieldGroup
@@ -23,17 +24,51 @@ _CONTACT_FIELDS = ("body_a", "body_b", "point_count", "normal", "point", "depth"
 _STATE_FIELDS = ("position", "angle", "velocity", "angular_velocity", "sleeping")
 
 
-def body_state(ctx: StepContext) -> State:
-    """Every world's poses, velocities and sleep flags (float64, sleeping bool)."""
+def float_dtype(dtype) -> np.dtype:
+    """np.float32 or np.float64 from `dtype` (a NumPy dtype or its name), else TypeError."""
+    try:
+        value = np.dtype(dtype)
+    except TypeError:
+        value = None
+    if value not in (np.dtype(np.float32), np.dtype(np.float64)):
+        raise TypeError(f"dtype must be np.float32 or np.float64, got {dtype!r}")
+    return value
+
+
+def body_state(ctx: StepContext, rows: np.ndarray | None = None,
+               dtype=np.float64) -> State:
+    """Every world's poses, velocities and sleep flags (floats of `dtype`, sleeping bool)
+    of the bodies `rows` ((k,) indices; None: all), new arrays (n_worlds, k, ...)."""
     w, nb = ctx.n_worlds, ctx.n_bodies
     state = ctx.pool.bodies.read(dict.fromkeys(_STATE_FIELDS, w * nb))
+
+    def field(name, width=()):
+        value = state[name].reshape(w, nb, *width)
+        return value if rows is None else value[:, rows]
+
     return State(
-        position=state["position"].reshape(w, nb, 2).astype(np.float64),
-        angle=state["angle"].reshape(w, nb).astype(np.float64),
-        velocity=state["velocity"].reshape(w, nb, 2).astype(np.float64),
-        angular_velocity=state["angular_velocity"].reshape(w, nb).astype(np.float64),
-        sleeping=state["sleeping"].reshape(w, nb).astype(bool),
+        position=field("position", (2,)).astype(dtype),
+        angle=field("angle").astype(dtype),
+        velocity=field("velocity", (2,)).astype(dtype),
+        angular_velocity=field("angular_velocity").astype(dtype),
+        sleeping=field("sleeping").astype(bool),
     )
+
+
+#: The State fields gather_state fills, with their trailing shape.
+_GATHERED = (("position", (2,)), ("angle", ()), ("velocity", (2,)),
+             ("angular_velocity", ()), ("sleeping", ()))
+
+
+def gather_state(ctx: StepContext, rows: np.ndarray | None, out: State) -> State:
+    """Scene.get_state(out=...): the bodies `rows` ((k,) indices; None: all) of every world
+    gathered straight into `out`'s arrays (NumPy arrays or torch tensors, checked: see
+    gather.check_out), one kernel launch; fields of `out` left None are skipped."""
+    k = ctx.n_bodies if rows is None else len(rows)
+    targets = gather.check_out(out, _GATHERED, (ctx.n_worlds, k), ctx)
+    indices = np.arange(ctx.n_bodies, dtype=np.int32) if rows is None else rows.astype(np.int32)
+    gather.gather_bodies(ctx, indices, targets)
+    return out
 
 
 def enabled_flags(ctx: StepContext) -> np.ndarray:

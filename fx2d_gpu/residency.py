@@ -25,8 +25,8 @@ import numpy as np
 
 from . import runtime
 from .device import MIN_CAPACITIES, DevicePool, next_pow2
-from .solver.contacts import IMMOVABLE_SWEEP_RATIO
 from .transfer import read_groups, write_groups
+from .world_params import DERIVED_FIELDS, WorldParams
 
 
 class Snapshot:
@@ -67,6 +67,9 @@ class Binding:
         self.model: dict[str, dict[str, np.ndarray]] | None = None
         self.saved: Snapshot | None = None
         self.fingerprint: str | None = None  # of the model, for snapshots (snapshots.py)
+        # The model as built, before per-world values (world_params.DERIVED_FIELDS) went
+        # in: what the fingerprint hashes, and where apply_params starts from.
+        self.base_model: dict[str, dict[str, np.ndarray]] | None = None
         self.solver_flags: dict = {}  # StepContext's flags from the model (solver_flags)
 
     def needs(self, n_bodies: int | None = None, n_joints: int | None = None,
@@ -99,19 +102,37 @@ class Binding:
                 and self.n_filters == len(builder.no_collision))
 
     def edit(self, group: str, rows, **values: np.ndarray):
-        """Write `values` (field: one value per row) into `rows` of the host model's `group`
-        ("model": per body, "joints": per joint), the arrays every load uploads (the device's
-        copy is the caller's to write). The model must be built for the current layout
+        """Write `values` (field: one value per row) into `rows` of the model as built
+        (base_model; group "model": per body, "joints": per joint), and so into the arrays
+        every load uploads, which share them, except the fields that follow from per-world
+        values (world_params.DERIVED_FIELDS: apply_params recomputes those). The device's
+        copy is the caller's to write. The model must be built for the current layout
         (matches)."""
-        fields = self.model[group]
+        fields = self.base_model[group]
         for field, value in values.items():
             fields[field][rows] = value
 
-    def rebuild(self, builder, pending_targets: dict[int, np.ndarray]):
+    def apply_params(self, builder, params: WorldParams) -> dict[str, dict[str, np.ndarray]]:
+        """Recompute the model's fields that follow from the per-world values `params`
+        (world_params.DERIVED_FIELDS) from the model as built; returns them ({group: {field:
+        array}}), for the caller to write to the device if the scene is resident (every load
+        uploads them)."""
+        model = self.model
+        for group, fields in DERIVED_FIELDS.items():
+            for name in fields:
+                if name in self.base_model[group]:
+                    model[group][name] = self.base_model[group][name]
+        params.device_rows(builder, model)
+        self.solver_flags = solver_flags(model["model"])
+        return {group: {name: model[group][name] for name in fields}
+                for group, fields in DERIVED_FIELDS.items()}
+
+    def rebuild(self, builder, pending_targets: dict[int, np.ndarray], params: WorldParams):
         """Build the host model and initial state of `builder`'s current model, keeping, in
         every world, the state of the bodies and joints that existed (pairs and colours start
         over) and the contacts reported between them; motor targets `pending_targets` (joint:
-        (n_worlds,)) set before the build go in. Loaded on the next acquire.
+        (n_worlds,)) set before the build go in, and the per-world values `params`. Loaded on
+        the next acquire.
 
         Raises:
             CapacityError: the device cannot hold the new layout; nothing changes.
@@ -122,7 +143,8 @@ class Binding:
         check_fits(w, self.needs(n_bodies, n_joints, len(builder.no_collision)))
         old = current_state(self).arrays if self.n_bodies else None
         self.model = builder.build_model()
-        self.solver_flags = solver_flags(self.model["model"])
+        self.base_model = {group: dict(fields) for group, fields in self.model.items()}
+        self.apply_params(builder, params)
         state = builder.initial_state(w)
         if old is not None:
             _keep_old_rows(state["bodies"], old["bodies"], w, self.n_bodies, n_bodies)
@@ -145,13 +167,11 @@ class Binding:
 
 
 def solver_flags(model: dict) -> dict:
-    """StepContext's flags that follow from the model (group `model` of build_model):
-    has_bullets, and immovable_sweep (the dynamic bodies' masses differ by more than
-    contacts.IMMOVABLE_SWEEP_RATIO)."""
-    inverse = model["inv_mass"][model["inv_mass"] > 0.0]
-    uneven = bool(len(inverse)) and float(inverse.max()) > IMMOVABLE_SWEEP_RATIO * float(
-        inverse.min())
-    return {"has_bullets": bool(model["bullet"].any()), "immovable_sweep": uneven}
+    """StepContext's flags that follow from the model (group `model` of build_model, with
+    the per-world rows): has_bullets, and immovable_sweep (in some world the dynamic
+    bodies' masses differ by more than contacts.IMMOVABLE_SWEEP_RATIO: BodyModel.uneven)."""
+    return {"has_bullets": bool(model["bullet"].any()),
+            "immovable_sweep": bool(model["uneven"].any())}
 
 
 def _keep_old_rows(new: dict, old: dict, n_worlds: int, old_rows: int, rows: int):

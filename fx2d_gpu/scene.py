@@ -13,7 +13,17 @@ import time
 
 import numpy as np
 
-from . import edits, kinematics, readout, residency, runtime, shapes, spatial_queries, transfer
+from . import (
+    edits,
+    kinematics,
+    readout,
+    residency,
+    runtime,
+    shapes,
+    spatial_queries,
+    transfer,
+    world_resets,
+)
 from .builder import (
     TARGET_LIMITS,
     ModelBuilder,
@@ -33,6 +43,8 @@ from .solver.context import StepCache, StepContext
 from .solver.faults import ON_FAULT, contain_faults
 from .solver.profile import NO_PROFILE, StageTimer, StepProfile
 from .solver.step import step as run_step
+from .world_params import BODY_PARAMS, WorldParams, world_selection
+from .world_resets import state_rows
 
 #: Fx2D's time-step bounds, s: below MIN_DT step() raises, above MAX_DT it is clamped.
 MIN_DT = 1e-3
@@ -42,9 +54,10 @@ MAX_DT = 0.06
 class Scene:
     """A 2D rigid-body scene, simulated as `n_worlds` independent copies on one device.
 
-    Every world holds the same bodies and joints, at the same indices, each with its own state.
-    Bodies never interact across worlds: world `w` of a batch evolves exactly as the same scene
-    built with `n_worlds=1` and given world `w`'s state. Add bodies one at a time (add_circle,
+    Every world holds the same bodies and joints, at the same indices, each with its own
+    state and, if given (set_body_params, set_gravity, set_joint_params), its own physical
+    values. Bodies never interact across worlds: world `w` of a batch evolves exactly as the
+    same scene built with `n_worlds=1` and given world `w`'s state and values. Add bodies one at a time (add_circle,
     add_box, add_polygon, add_capsule, add_edge, add_chain, add_shape) or many at once
     (add_circles, add_boxes, add_shapes). The device arrays are built from them on the first
     step or query; bodies added later rebuild them, keeping the state of those that existed.
@@ -133,6 +146,7 @@ class Scene:
         self._cell = 1.0
         self._pending_targets: dict[int, np.ndarray] = {}  # set before the arrays exist
         self._pending_forces: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._params = WorldParams(n_worlds, self._gravity)  # per-world values
         self.meta: dict = {}  # viewer data from a scene file: size (m), background
         self.visuals: list | None = None  # per body, from a scene file (see io.scene_loader)
         self.time = 0.0
@@ -156,7 +170,8 @@ class Scene:
 
     @property
     def gravity(self) -> tuple[float, float]:
-        """(gx, gy) gravitational acceleration, m/s², the same in every world."""
+        """(gx, gy) gravitational acceleration, m/s²: Scene(gravity=), or the last
+        set_gravity of one value for every world (get_gravity: each world's)."""
         return (float(self._gravity[0]), float(self._gravity[1]))
 
     def add_circle(self, position, radius, **body) -> int:
@@ -658,8 +673,11 @@ class Scene:
                     f"joint {joint}'s target {largest:g} is beyond what a {control_mode} "
                     f"motor may be given (+-{limit:g}); set_joint_target first")
         motor = self._builder.set_motor(joint, control_mode, pid, max_effort)
+        if pid is not None and self._params.pid is not None:  # new gains in every world
+            self._params.joint_gains(self._builder)[:, joint] = motor.pid
         if self._is_built():  # else the build takes the builder's motor
-            edits.upload_motor(self._context(), self._binding, joint, motor)
+            edits.upload_motor(self._context(), self._binding, self._builder, self._params,
+                               joint, motor)
 
     @serialized
     def joint_anchors(self) -> np.ndarray:
@@ -841,7 +859,7 @@ class Scene:
             raise RuntimeError("the scene has no bodies")
         if not self._is_built():
             # Bodies and joints that existed keep their state in every world.
-            self._binding.rebuild(self._builder, self._pending_targets)
+            self._binding.rebuild(self._builder, self._pending_targets, self._params)
             self._pending_targets = {}
             self._cell = self._builder.cell_size()
         binding = self._binding
@@ -852,9 +870,7 @@ class Scene:
             pool=pool, serial=n_slots <= SERIAL_SLOTS and cpu, cpu=cpu,
             n_worlds=self._n_worlds, n_bodies=self.n_bodies, n_joints=self.n_joints,
             cell_size=self._cell, cache=self._cache, grow=lambda: residency.acquire(binding),
-            dt=dt, substeps=self.substeps,
-            gravity=tuple(self._gravity.astype(np.float32).tolist()),
-            enable_sleep=self.enable_sleep, **binding.solver_flags)
+            dt=dt, substeps=self.substeps, enable_sleep=self.enable_sleep, **binding.solver_flags)
 
     def _is_built(self) -> bool:
         return self._binding.matches(self._builder)
@@ -887,19 +903,169 @@ class Scene:
         self._pending_forces[body] = add_forces(self._pending_forces.get(body, (0.0, 0.0)),
                                                 f, t, body)
 
+    # ------------------------------------------------------------------ per-world values
+    @serialized
+    def set_body_params(self, bodies, *, mass=None, inertia=None, static_friction=None,
+                        dynamic_friction=None, elasticity=None, vel_damping=None,
+                        gravity_scale=None, world=None):
+        """Give bodies new physical values, in every world or per world (domain
+        randomisation, parameter sweeps). Parameters left None keep their values.
+
+        Each value is a scalar (every addressed world), one value per addressed world
+        ((k_worlds,)), or (k_worlds, k_bodies). The units and rules are the add_*
+        keywords' (see the table above): mass kg, > 0; inertia kg m², > 0 (left None while
+        mass changes, an inertia from the shape follows the new mass, as add_* computes it,
+        and one given by hand stays); friction coefficients, elasticity and vel_damping
+        (1/s) >= 0; gravity_scale any finite number. A body is static or dynamic in every
+        world: a static body (mass 0) takes no mass or inertia, and a dynamic one no mass 0.
+        World w then steps bit for bit as a one-world scene built with world w's values.
+        Bodies asleep stay asleep until something wakes them (reset_worlds does).
+
+        While every world holds the same values the device keeps one row per body, as a
+        scene that never called this does; once a world differs, one per body slot.
+        Snapshots, state files and pickles carry the values.
+
+        Args:
+            bodies (int | array_like): a body index or a sequence of them.
+            mass, inertia, static_friction, dynamic_friction, elasticity, vel_damping,
+                gravity_scale (float | array_like | None): the new values.
+            world (int | array_like | None): None (every world), a world index, a bool mask
+                (n_worlds,) or a sequence of indices.
+
+        Raises:
+            TypeError: an index that is not an int, or a value that is not real numbers.
+            ValueError: an index out of range, a value of another shape, not finite or out
+                of its range, or a mass or inertia for a static body; nothing changes.
+        """
+        rows = spatial_queries.body_indices(bodies, self.n_bodies)
+        worlds = world_selection(world, self._n_worlds)
+        given = {name: value for name, value in (
+            ("mass", mass), ("inertia", inertia), ("static_friction", static_friction),
+            ("dynamic_friction", dynamic_friction), ("elasticity", elasticity),
+            ("vel_damping", vel_damping), ("gravity_scale", gravity_scale))
+            if value is not None}
+        checked = self._params.check_body_values(self._builder, rows, worlds, given)
+        if given and len(worlds):
+            self._params.set_body_values(self._builder, rows, worlds, checked)
+            self._upload_params()
+
+    @serialized
+    def get_body_params(self, bodies=None) -> dict[str, np.ndarray]:
+        """Every world's values of `bodies` (None: all), as set_body_params takes them.
+
+        Returns:
+            {name: (n_worlds, k) float64} for mass (kg), inertia (kg m², inf for a static
+            body), static_friction, dynamic_friction, elasticity, vel_damping (1/s) and
+            gravity_scale: copies.
+        """
+        rows = (np.arange(self.n_bodies) if bodies is None
+                else spatial_queries.body_indices(bodies, self.n_bodies))
+        values = self._params.body_values(self._builder)
+        return {name: values[name][:, rows].copy() for name in BODY_PARAMS}
+
+    @serialized
+    def set_gravity(self, gravity):
+        """Set the gravity of every world, or of each world.
+
+        Bodies asleep stay asleep until something wakes them.
+
+        Args:
+            gravity (array_like): m/s², (2,) for every world (scene.gravity becomes it) or
+                (n_worlds, 2).
+
+        Raises:
+            TypeError: not real numbers.
+            ValueError: another shape, or not finite; nothing changes.
+        """
+        values = self._params.check_gravity(gravity)
+        self._params.gravity = values
+        if np.ndim(gravity) <= 1:
+            self._gravity = values[0].copy()
+        self._upload_params()
+
+    @serialized
+    def get_gravity(self) -> np.ndarray:
+        """(n_worlds, 2) float64, m/s²: each world's gravity (a copy)."""
+        return self._params.gravity.copy()
+
+    @serialized
+    def set_joint_params(self, joints, *, pid=None, world=None):
+        """Give joints' motors new PID gains, in every world or per world.
+
+        set_joint_mode(pid=...) sets a joint's gains in every world; this sets them per
+        world. The PID's integral and derivative state go on (reset_worlds restarts them).
+
+        Args:
+            joints (int | array_like): a joint index or a sequence of them.
+            pid (array_like | None): (p, i, d) gains: (3,) for every addressed world,
+                (k_worlds, 3) one set per world, or (k_worlds, k_joints, 3).
+            world (int | array_like | None): None (every world), a world index, a bool mask
+                (n_worlds,) or a sequence of indices.
+
+        Raises:
+            TypeError: an index that is not an int, or gains that are not real numbers.
+            ValueError: an index out of range, gains of another shape or not finite.
+        """
+        rows = spatial_queries.joint_indices(joints, self.n_joints)
+        worlds = world_selection(world, self._n_worlds)
+        if pid is None:
+            return
+        gains = self._params.check_gains(rows, worlds, pid)
+        if len(worlds):
+            self._params.set_gains(self._builder, rows, worlds, gains)
+            self._upload_params()
+
+    @serialized
+    def get_joint_params(self, joints=None) -> dict[str, np.ndarray]:
+        """Every world's PID gains of `joints` (None: all): {"pid": (n_worlds, k, 3)
+        float64}, a copy."""
+        rows = (np.arange(self.n_joints) if joints is None
+                else spatial_queries.joint_indices(joints, self.n_joints))
+        return {"pid": self._params.joint_gains(self._builder)[:, rows].copy()}
+
+    def _upload_params(self):
+        """The per-world values into the model rows, and onto the device if the arrays are
+        built (else the build takes them)."""
+        if self.n_bodies and self._is_built():
+            edits.upload_params(self._context(), self._binding, self._builder, self._params)
+
     # ------------------------------------------------------------------ state
     @serialized
-    def get_state(self) -> State:
-        """A copy of every world's state: poses, velocities, sleep flags (see State).
+    def get_state(self, bodies=None, dtype=np.float64, out: State | None = None) -> State:
+        """Every world's state, or that of some bodies: poses, velocities, sleep flags.
+
+        For observations: `bodies` gathers a subset, `dtype` float32 halves the bytes, and
+        `out` writes into arrays the caller keeps (NumPy arrays, or torch tensors: CPU ones,
+        or CUDA ones on Taichi's CUDA backend) in one kernel launch, with no new arrays.
+
+        Args:
+            bodies (int | array_like | None): None (every body) or body indices (k of them).
+            dtype: np.float64 (the default) or np.float32, of the float arrays (sleeping is
+                bool either way); with `out`, its arrays' dtype rules.
+            out (State | None): a State of C-contiguous, writable arrays of shapes
+                (n_worlds, k, 2), (n_worlds, k), (n_worlds, k, 2), (n_worlds, k) and
+                (n_worlds, k) (sleeping bool, the others one float dtype); a field left None
+                is not gathered.
+
+        Returns:
+            A State: new NumPy arrays, or `out` filled in.
 
         Raises:
             RuntimeError: the scene has no bodies.
+            TypeError: dtype neither float32 nor float64, out not a State or holding
+                something other than NumPy arrays or torch tensors.
+            ValueError: an index out of range, or an array of `out` of the wrong shape,
+                dtype or device, not contiguous or not writable (naming it).
         """
-        return readout.body_state(self._context())
+        rows = None if bodies is None else spatial_queries.body_indices(bodies, self.n_bodies)
+        if out is not None:
+            return readout.gather_state(self._context(), rows, out)
+        return readout.body_state(self._context(), rows, readout.float_dtype(dtype))
 
     @serialized
-    def set_state(self, state: State):
-        """Put `state` into the scene: every body's pose, velocity and sleep flag, in every world.
+    def set_state(self, state: State, worlds=None):
+        """Put `state` into the scene: every body's pose, velocity and sleep flag, in every
+        world or in the given worlds only (the others bitwise untouched).
 
         The way to give each world different initial conditions: take get_state(), change its
         arrays, set it. The previous pose is set to the new pose, contacts are found afresh at
@@ -909,7 +1075,10 @@ class Scene:
         True); the other arrays real numbers (ints or floats).
 
         Args:
-            state: a State of this scene's shapes (n_worlds, n_bodies, ...).
+            state: a State of this scene's shapes (n_worlds, n_bodies, ...); with `worlds`,
+                also one of k rows, one per world given, in order.
+            worlds (int | array_like | None): None (every world), a world index, a bool
+                mask (n_worlds,) or a sequence of indices: only these worlds change.
 
         Raises:
             TypeError: `state` is not a fx2d_gpu.State, an array is not of real numbers
@@ -919,10 +1088,52 @@ class Scene:
                 speeds the engine simulates, or state.sleeping holding an integer other than 0
                 and 1 (naming it, e.g. state.position); the scene is left unchanged.
         """
+        if worlds is not None:
+            chosen = world_selection(worlds, self._n_worlds, "worlds")
+            arrays = state_rows(state, chosen, self._n_worlds, self.n_bodies)
+            edits.write_world_rows(self._context(), chosen, arrays)
+            return
         if not isinstance(state, State):
             raise TypeError(f"state must be a fx2d_gpu.State, got {type(state).__name__}")
         arrays = check_state(state, self._n_worlds, self.n_bodies)
         edits.write_state(self._context(), arrays)
+
+    @serialized
+    def reset_worlds(self, worlds, state=None):
+        """Start the given worlds over (an episode's end), on the device, leaving every other
+        world bitwise untouched.
+
+        Each given world takes the scene's built initial state (the bodies' add_* poses and
+        velocities, the joints' targets), or its rows of `state`: poses and velocities,
+        awake; its pending forces (apply_force since the last step) are dropped, its motors'
+        targets start over (the joints' own, or the snapshot's) with their PID integral and
+        derivative, and its contacts are forgotten (no warm start). Enabled flags
+        (set_enabled) and per-world values (set_body_params) stay.
+
+        Args:
+            worlds (int | array_like): a world index, a bool mask (n_worlds,) or a sequence
+                of indices; an empty mask or sequence resets nothing.
+            state (State | SceneSnapshot | None): None (the built initial state), a State of
+                n_worlds rows (each given world takes its own row) or of one row per given
+                world, or a SceneSnapshot of this scene (each given world takes its row of
+                the snapshot's poses, velocities and motor targets).
+
+        Raises:
+            TypeError: worlds not indices or a bool mask, or state of another type.
+            ValueError: an index out of range, or a state that does not fit (naming it);
+                nothing changes.
+        """
+        if worlds is None:
+            raise TypeError("worlds must be a world index, a bool mask or indices, got None")
+        chosen = world_selection(worlds, self._n_worlds, "worlds")
+        ctx = self._context()
+        rows, targets = world_resets.reset_rows(state, chosen, ctx, self._builder,
+                                                self._binding)
+        if len(chosen) == 0:
+            return
+        for force, torque in self._pending_forces.values():
+            force[chosen], torque[chosen] = 0.0, 0.0
+        edits.write_world_rows(ctx, chosen, rows, targets=targets)
 
     # ------------------------------------------------------------------ snapshots
     @serialized
@@ -937,7 +1148,8 @@ class Scene:
             RuntimeError: the scene has no bodies.
         """
         self._context()
-        return take_snapshot(self._binding, self._cache, self._pending_forces, self.time,
+        return take_snapshot(self._binding, self._cache, self._params, self._pending_forces,
+                             self.time,
                              self.step_count)
 
     @serialized
@@ -960,8 +1172,8 @@ class Scene:
                 scene (named in the message); the scene is left unchanged.
         """
         self._context()
-        forces, self.time, self.step_count = restore_snapshot(
-            snapshot, self._binding, self._cache, self._builder.joints)
+        forces, self.time, self.step_count, self._params = restore_snapshot(
+            snapshot, self._binding, self._cache, self._builder, self._gravity)
         self._pending_forces = forces
 
     @serialized
@@ -994,9 +1206,9 @@ class Scene:
                 does not fit this scene (named in the message); the scene is left unchanged.
         """
         self._context()  # built and resident: the file is read against its layout
-        forces, self.time, self.step_count = restore_snapshot(
+        forces, self.time, self.step_count, self._params = restore_snapshot(
             read_state_file(path, self._binding), self._binding, self._cache,
-            self._builder.joints, checked=True)
+            self._builder, self._gravity, checked=True)
         self._pending_forces = forces
 
     # ------------------------------------------------------------------ contacts
@@ -1310,7 +1522,7 @@ class Scene:
                                  arch="cpu" if self.backend in ("x64", "arm64") else "auto"),
                 "builder": self._builder, "pending_targets": self._pending_targets,
                 "meta": self.meta, "visuals": self.visuals, "time": self.time,
-                "step_count": self.step_count,
+                "step_count": self.step_count, "params": self._params.copy(),
                 "snapshot": self.snapshot() if self._binding.n_bodies else None,
                 "pending_forces": self._pending_forces}
 
@@ -1318,14 +1530,15 @@ class Scene:
         self.__init__(**state["settings"])
         self._builder = state["builder"]
         self._pending_targets = state["pending_targets"]
+        self._params = state["params"]
         self.meta, self.visuals = state["meta"], state["visuals"]
         if state["snapshot"] is not None:
             # Not restore(): a copy's own snapshot is not checked as a state file from
             # elsewhere would be (unpickling runs code anyway), so that a scene kept in the
             # state a fault left it (on_fault="raise") can still be copied and looked at.
             self._context()  # builds the arrays of the same model first
-            restore_snapshot(state["snapshot"], self._binding, self._cache,
-                             self._builder.joints, checked=True)
+            *_, self._params = restore_snapshot(state["snapshot"], self._binding, self._cache,
+                                                self._builder, self._gravity, checked=True)
         self._pending_forces = state["pending_forces"]
         self.time, self.step_count = state["time"], state["step_count"]
 

@@ -34,6 +34,7 @@ from .state_files import (
     plainly,
     scene_fingerprint,
 )
+from .world_params import WorldParams
 
 
 @dataclass
@@ -60,6 +61,11 @@ class SceneSnapshot:
         motors: {field: array} of the motor settings set_joint_mode changes (MOTOR_FIELDS):
             mode (n_joints,) int32 (enums.MOTOR_*), pid (n_joints, 3) float32
             gains, max_effort (n_joints,) float32, N m or N.
+        params: {name: float64 array} of the per-world values (Scene.set_body_params,
+            set_gravity, set_joint_params; world_params.WorldParams.arrays): gravity
+            (n_worlds, 2) m/s^2; where some world has its own, each body parameter
+            (n_worlds, n_bodies) and pid (n_worlds, n_joints, 3). Empty (a format 3 file):
+            the scene's own values in every world.
         cache: the host-side step cache's fields (solver/context.StepCache: pair counts,
             colouring state), {name: int or bool}.
         forces: {body: (force (n_worlds, 2) float64 N, torque (n_worlds,) float64 N m)}
@@ -74,6 +80,7 @@ class SceneSnapshot:
     n_joints: int
     device: dict
     motors: dict
+    params: dict
     cache: dict
     forces: dict
     time: float
@@ -83,7 +90,8 @@ class SceneSnapshot:
         """A deep copy: every array copied, so neither changes the other."""
         return dataclasses.replace(
             self, device={g: {k: v.copy() for k, v in f.items()} for g, f in self.device.items()},
-            motors={k: v.copy() for k, v in self.motors.items()}, cache=dict(self.cache),
+            motors={k: v.copy() for k, v in self.motors.items()},
+            params={k: v.copy() for k, v in self.params.items()}, cache=dict(self.cache),
             forces={b: (f.copy(), t.copy()) for b, (f, t) in self.forces.items()})
 
     def device_snapshot(self) -> Snapshot:
@@ -94,8 +102,8 @@ class SceneSnapshot:
         """Write the snapshot to a compressed NumPy .npz file (format FORMAT_VERSION).
 
         Members: meta (a JSON string: format_version, fingerprint, n_worlds, n_bodies,
-        n_joints, cache, time, step_count), device/<group>/<field>, motors/<field>, and
-        forces/<body>/force and forces/<body>/torque.
+        n_joints, cache, time, step_count), device/<group>/<field>, motors/<field>,
+        params/<name>, and forces/<body>/force and forces/<body>/torque.
 
         Args:
             path (str | os.PathLike): the file to write (replaced if it exists).
@@ -106,6 +114,7 @@ class SceneSnapshot:
         arrays = {f"device/{g}/{k}": v for g, fields in self.device.items()
                   for k, v in fields.items()}
         arrays.update({f"motors/{k}": v for k, v in self.motors.items()})
+        arrays.update({f"params/{k}": v for k, v in self.params.items()})
         for body, (force, torque) in self.forces.items():
             arrays[f"forces/{body}/force"], arrays[f"forces/{body}/torque"] = force, torque
         meta = {"format_version": FORMAT_VERSION, "fingerprint": self.fingerprint,
@@ -141,26 +150,28 @@ class SceneSnapshot:
         return read_state_file(path)
 
 
-def take_snapshot(binding, cache: StepCache, forces: dict, time: float,
+def take_snapshot(binding, cache: StepCache, params: WorldParams, forces: dict, time: float,
                   step_count: int) -> SceneSnapshot:
     """A SceneSnapshot of a built scene: its binding (residency.Binding), step cache,
-    pending forces {body: (force, torque)} and clock."""
+    per-world values, pending forces {body: (force, torque)} and clock."""
     device = residency.current_state(binding).arrays
     return SceneSnapshot(
         scene_fingerprint(binding), binding.n_worlds, binding.n_bodies, binding.n_joints,
         {group: {k: v.copy() for k, v in fields.items()} for group, fields in device.items()},
-        {k: binding.model["joints"][k].copy() for k in MOTOR_FIELDS},
+        {k: binding.base_model["joints"][k].copy() for k in MOTOR_FIELDS}, params.arrays(),
         dataclasses.asdict(cache),
         {b: (np.array(f), np.array(t)) for b, (f, t) in forces.items()}, time, step_count)
 
 
-def restore_snapshot(snapshot, binding, cache: StepCache, joints: list, *,
+def restore_snapshot(snapshot, binding, cache: StepCache, builder, gravity, *,
                      checked: bool = False):
-    """Put a snapshot back into a built scene, resident in the pool (its binding, step cache
-    and builder.Joint list); returns (pending forces, time, step_count).
+    """Put a snapshot back into a built scene, resident in the pool (its binding, step cache,
+    builder.ModelBuilder, and its own gravity (2,), for a snapshot without per-world
+    values); returns (pending forces, time, step_count, WorldParams).
 
-    The snapshot is copied and checked whole first (check_snapshot; `checked`: the caller
-    has just checked this very copy, read_state_file), so a refusal changes nothing.
+    The snapshot is copied and checked whole first (check_snapshot, and its per-world
+    values by WorldParams.from_arrays; `checked`: the caller has just checked this very
+    copy's arrays, read_state_file), so a refusal changes nothing.
 
     Raises:
         TypeError: `snapshot` is not a SceneSnapshot.
@@ -175,12 +186,17 @@ def restore_snapshot(snapshot, binding, cache: StepCache, joints: list, *,
         # arrays change later.
         snapshot = snapshot.copy()
         plainly(check_snapshot, vars(snapshot), binding, "snapshot")
+    if snapshot.params:
+        params = WorldParams.from_arrays(snapshot.params, builder, binding.n_worlds)
+    else:
+        params = WorldParams(binding.n_worlds, gravity)
     binding.edit("joints", slice(None), **{key: snapshot.motors[key] for key in MOTOR_FIELDS})
-    model = binding.model["joints"]
-    for j, joint in enumerate(joints):
+    model = binding.base_model["joints"]
+    for j, joint in enumerate(builder.joints):
         joint.mode = int(model["mode"][j])
         joint.pid = tuple(float(g) for g in model["pid"][j])
         joint.max_effort = float(model["max_effort"][j])
+    binding.apply_params(builder, params)
     binding.saved = Snapshot(snapshot.device)
     defaults = StepCache()
     for key, value in snapshot.cache.items():
@@ -189,7 +205,7 @@ def restore_snapshot(snapshot, binding, cache: StepCache, joints: list, *,
         setattr(cache, key, type(getattr(defaults, key))(value))
     residency.release(binding)  # the next use loads the snapshot and the motor settings
     forces = {int(b): (f, t) for b, (f, t) in snapshot.forces.items()}
-    return forces, float(snapshot.time), int(snapshot.step_count)
+    return forces, float(snapshot.time), int(snapshot.step_count), params
 
 
 def read_state_file(path, binding=None) -> SceneSnapshot:

@@ -194,6 +194,17 @@ def body_indices(bodies, n_bodies: int) -> np.ndarray:
                               "bodies") for v in values], np.int64)
 
 
+def joint_indices(joints, n_joints: int) -> np.ndarray:
+    """(k,) int64 from a joint index or a non-empty sequence of them, each below n_joints;
+    TypeError/ValueError naming `joints` otherwise."""
+    values = np.atleast_1d(np.asarray(joints))
+    if values.ndim != 1 or values.size == 0:
+        raise ValueError(f"joints must be a joint index or a non-empty sequence of them, "
+                         f"got {joints!r}")
+    return np.array([as_index(v.item() if hasattr(v, "item") else v, "joints", n_joints,
+                              "joints") for v in values], np.int64)
+
+
 def world_indices(world, n_worlds: int) -> np.ndarray:
     """(k,) int64 from None (every world), a world index or a non-empty sequence of them;
     TypeError/ValueError naming `world` otherwise."""

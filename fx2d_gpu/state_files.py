@@ -35,11 +35,15 @@ from .enums import MOTOR_MODES
 from .shapes import FLOAT32_MAX, MAX_COORDINATE, MAX_SPEED
 from .solver.context import StepCache
 from .solver.reporting import MAX_REFRESH_BACKOFF
+from .world_params import BODY_PARAMS
 
 #: Version of the .npz layout written by save; load refuses others. 2: enabled flags,
 #: reported contacts and events; 3: the colour lists end with the pairs left unsolved
-#: (device.UNSOLVED_COLOR: color_start has one entry more).
-FORMAT_VERSION = 3
+#: (device.UNSOLVED_COLOR: color_start has one entry more); 4: per-world values
+#: (params/<name>, world_params.WorldParams.arrays). Format 3 files load, with the scene's
+#: own values in every world.
+FORMAT_VERSION = 4
+READABLE_VERSIONS = (3, 4)
 #: Joint fields that set_joint_mode changes: state of a snapshot, not part of the model.
 MOTOR_FIELDS = ("mode", "pid", "max_effort")
 
@@ -65,10 +69,13 @@ _MAX_COUNTER = (1 << 63) - 1
 #: forces/<body>/force and forces/<body>/torque (each with np.savez's ".npy").
 _FORCE_KEY = re.compile(r"forces/(0|[1-9][0-9]{0,9})/(force|torque)")
 _DEVICE_KEY = re.compile(r"device/([a-z_][a-z0-9_]*)/([a-z_][a-z0-9_]*)")
+_PARAMS_KEY = re.compile(r"params/(gravity|pid|" + "|".join(BODY_PARAMS) + ")")
 
 
 def model_fingerprint(model: dict, n_worlds: int) -> str:
-    """A hash of the model's device arrays (motor settings left out) and the world count."""
+    """A hash of the model's device arrays as built (Binding.base_model: the bodies' own
+    materials, not the per-world values, which a snapshot carries; motor settings left
+    out) and the world count."""
     digest = hashlib.sha1(str(n_worlds).encode())
     for group in sorted(model):
         for name in sorted(model[group]):
@@ -83,7 +90,7 @@ def model_fingerprint(model: dict, n_worlds: int) -> str:
 def scene_fingerprint(binding) -> str:
     """The fingerprint of a built scene's model (its residency.Binding), computed once."""
     if binding.fingerprint is None:
-        binding.fingerprint = model_fingerprint(binding.model, binding.n_worlds)
+        binding.fingerprint = model_fingerprint(binding.base_model, binding.n_worlds)
     return binding.fingerprint
 
 
@@ -301,6 +308,12 @@ def check_containers(snapshot: dict, where: str):
     for name, value in snapshot["motors"].items():
         if not isinstance(value, np.ndarray):
             raise _Refused(f"{where}: motors/{name} must be a NumPy array, got "
+                           f"{type(value).__name__}")
+    if not isinstance(snapshot["params"], dict):
+        raise _Refused(f"{where}: params must be a dict of arrays")
+    for name, value in snapshot["params"].items():
+        if not isinstance(value, np.ndarray):
+            raise _Refused(f"{where}: params/{name} must be a NumPy array, got "
                            f"{type(value).__name__}")
     if not isinstance(snapshot["cache"], dict):
         raise _Refused(f"{where}: cache must be a dict of StepCache's fields, got "
@@ -665,9 +678,9 @@ def _read_archive(path: Path, where: str, binding) -> dict:
             raise _Damaged("no meta")
         meta = _read_meta(archive, members.pop("meta"))
         version = meta.get("format_version")
-        if type(version) is not int or version != FORMAT_VERSION:
+        if type(version) is not int or version not in READABLE_VERSIONS:
             raise _Refused(f"{path}: state file format {version!r}, this fx2d_gpu reads "
-                           f"format {FORMAT_VERSION}")
+                           f"formats {' and '.join(map(str, READABLE_VERSIONS))}")
         for key in meta:
             if key not in _META_KEYS:
                 raise _Refused(f"{where}: meta has an unknown field {key!r}")
@@ -684,18 +697,20 @@ def _read_archive(path: Path, where: str, binding) -> dict:
                                f"array can take ({expected[key][2]:,})")
         arrays = {key: _read_array(archive, info, expected[key], where, key)
                   for key, info in members.items()}
-    device, motors, forces = {}, {}, {}
+    device, motors, params, forces = {}, {}, {}, {}
     for key, value in arrays.items():
         kind, *rest = key.split("/")
         if kind == "device":
             device.setdefault(rest[0], {})[rest[1]] = value
         elif kind == "motors":
             motors[rest[0]] = value
+        elif kind == "params":
+            params[rest[0]] = value
         else:
             forces.setdefault(int(rest[0]), [None, None])[rest[1] == "torque"] = value
     return {"fingerprint": meta["fingerprint"], "n_worlds": layout.n_worlds,
             "n_bodies": layout.n_bodies, "n_joints": layout.n_joints, "device": device,
-            "motors": motors, "cache": dict(meta["cache"]),
+            "motors": motors, "params": params, "cache": dict(meta["cache"]),
             "forces": {b: tuple(v) for b, v in forces.items()}, "time": float(meta["time"]),
             "step_count": int(meta["step_count"])}
 
@@ -767,6 +782,8 @@ def _member_shapes(members: dict, layout: _Layout, cache: dict, spec: dict | Non
                 raise _Refused(f"{where}: {key} without {other}")
             shape = (layout.n_worlds, 2) if name == "force" else (layout.n_worlds,)
             expected[key] = (np.dtype(np.float64), shape)
+        elif _PARAMS_KEY.fullmatch(key):  # checked whole by WorldParams.from_arrays
+            expected[key] = (np.dtype(np.float64), _params_shapes(layout)[key])
     required = _expected_arrays(layout, cache, spec or {})
     expected.update(required)
     # (color_start, of extent "all", is of a fixed size.)
@@ -841,11 +858,19 @@ def _read_data(fp, dtype: np.dtype, shape: tuple, fortran: bool) -> np.ndarray:
     return np.array(value, order="C")
 
 
+def _params_shapes(layout: _Layout) -> dict[str, tuple]:
+    """{member: shape} of the per-world values a state file may hold (float64 each)."""
+    w = layout.n_worlds
+    shapes = {f"params/{name}": (w, layout.n_bodies) for name in BODY_PARAMS}
+    shapes.update({"params/gravity": (w, 2), "params/pid": (w, layout.n_joints, 3)})
+    return shapes
+
+
 def _most_members(layout: _Layout, spec: dict) -> int:
     """Members of the largest state file of this scene: meta, its saved fields, the motor
-    settings, and a force and a torque per body."""
+    settings, the per-world values, and a force and a torque per body."""
     return 1 + sum(len(fields) for fields in spec.values()) + len(MOTOR_FIELDS) \
-        + 2 * layout.n_bodies
+        + len(_params_shapes(layout)) + 2 * layout.n_bodies
 
 
 def _file_bound(layout: _Layout, spec: dict) -> int:
@@ -858,6 +883,7 @@ def _file_bound(layout: _Layout, spec: dict) -> int:
     data = sum(int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
                for dtype, shape in _expected_arrays(layout, cache, spec).values())
     data += 2 * layout.n_bodies * layout.n_worlds * 3 * 8  # forces and torques, float64
+    data += sum(8 * int(np.prod(shape)) for shape in _params_shapes(layout).values())
     data += 4 * MAX_META_CHARS
     members = _most_members(layout, spec)
     return data + data // 512 + members * (_NPY_HEADER_MAX + _ZIP_MEMBER_OVERHEAD) + (1 << 17)

@@ -299,9 +299,8 @@ def write_joint_target(ctx, joint: int, values):
 @ti.kernel
 def _write_joint_mode(joints: ti.template(), bodies: ti.template(), serial: ti.template(),
                       joint: ti.i32, n_joints: ti.i32, n_worlds: ti.i32, n_bodies: ti.i32,
-                      mode: ti.i32, pid: ti.math.vec3, max_effort: ti.f32):
+                      mode: ti.i32, max_effort: ti.f32):
     joints.mode[joint] = mode
-    joints.pid[joint] = pid
     joints.max_effort[joint] = max_effort
     ti.loop_config(serialize=serial)
     for world in range(n_worlds):
@@ -309,12 +308,12 @@ def _write_joint_mode(joints: ti.template(), bodies: ti.template(), serial: ti.t
         _wake_joint_bodies(joints, bodies, joint, world, n_bodies)
 
 
-def write_joint_mode(ctx, joint: int, mode: int, pid, max_effort: float):
-    """A motor's mode, gains and effort limit; its PID restarts and its bodies wake in
-    every world."""
+def write_joint_mode(ctx, joint: int, mode: int, max_effort: float):
+    """A motor's mode and effort limit; its PID restarts and its bodies wake in every world
+    (its gains, per joint slot, are written with the other model rows: edits.py)."""
     _write_joint_mode(joints=ctx.pool.joints, bodies=ctx.pool.bodies, serial=ctx.serial,
                       joint=joint, n_joints=ctx.n_joints, n_worlds=ctx.n_worlds,
-                      n_bodies=ctx.n_bodies, mode=mode, pid=pid, max_effort=max_effort)
+                      n_bodies=ctx.n_bodies, mode=mode, max_effort=max_effort)
 
 
 @ti.kernel

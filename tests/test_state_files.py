@@ -224,7 +224,8 @@ META_EDITS = {
     "n_bodies 5": ({"n_bodies": 5}, r"meta\.n_bodies is 5, this scene has 4"),
     "n_worlds '2'": ({"n_worlds": "2"}, r"meta\.n_worlds must be an int"),
     "another fingerprint": ({"fingerprint": "0" * 40}, r"of another scene"),
-    "format 2": ({"format_version": 2}, r"state file format 2, this fx2d_gpu reads format 3"),
+    "format 2": ({"format_version": 2},
+                 r"state file format 2, this fx2d_gpu reads formats 3 and 4"),
     "an extra key": ({"extra": 1}, r"meta has an unknown field 'extra'"),
 }
 

@@ -20,7 +20,14 @@ static ones (zero inverse mass).
 
 import taichi as ti
 
-from ..bodies import bounding_radius, is_sensor_pair, moves, solver_mass
+from ..bodies import (
+    bounding_radius,
+    is_sensor_pair,
+    material_row,
+    moves,
+    solver_mass,
+    world_gravity,
+)
 from ..collision.narrow_phase import collide_pair, shape_extent
 from ..device import UNSOLVED_COLOR
 from ..enums import HELD, SHAPE_CHAIN, TOUCHED
@@ -112,6 +119,16 @@ def against_immovable(prepared: ti.template(), pair):
     inertia as the solver sees it: static, kinematic or asleep; prepare_pair)."""
     masses = prepared.solver_mass[pair]
     return ((masses[0] == 0.0 and masses[1] == 0.0) or (masses[2] == 0.0 and masses[3] == 0.0))
+
+
+@ti.func
+def swept_again(model: ti.template(), manifolds: ti.template(), prepared: ti.template(), pair,
+                n_bodies):
+    """Whether the immovable sweep (IMMOVABLE_SWEEP_RATIO) solves `pair` again: a contact
+    with an immovable body in a world of uneven masses (BodyModel.uneven: per world, so that
+    a world of a batch is solved as it would be alone)."""
+    return (against_immovable(prepared, pair)
+            and model.uneven[manifolds.body_a[pair] // n_bodies] == 1)
 
 
 @ti.func
@@ -255,7 +272,8 @@ def prepare_pair(model: ti.template(), bodies: ti.template(), prepared: ti.templ
     if model.sensor[body_a] == 1 or model.sensor[body_b] == 1:
         wa, ia, wb, ib = 0.0, 0.0, 0.0, 0.0  # a sensor pair moves nothing
     prepared.solver_mass[pair] = ti.math.vec4(wa, ia, wb, ib)
-    prepared.restitution[pair] = ti.min(model.elasticity[body_a], model.elasticity[body_b])
+    prepared.restitution[pair] = ti.min(model.elasticity[material_row(model, slot_a, body_a)],
+                                        model.elasticity[material_row(model, slot_b, body_b)])
     smallest = smaller_radius(model, body_a, body_b)
     prepared.slop[pair] = pair_slop(smallest)
     return smallest
@@ -274,10 +292,13 @@ def pair_slop(smallest):
 
 
 @ti.func
-def mixed_friction(model: ti.template(), body_a, body_b):
-    """The (static, kinetic) friction coefficients of a pair: the smaller of each (seed 000)."""
-    return (ti.min(model.static_friction[body_a], model.static_friction[body_b]),
-            ti.min(model.dynamic_friction[body_a], model.dynamic_friction[body_b]))
+def mixed_friction(model: ti.template(), slot_a, slot_b, n_bodies):
+    """The (static, kinetic) friction coefficients of a pair of body slots: the smaller of
+    each (seed 000)."""
+    row_a = material_row(model, slot_a, slot_a % n_bodies)
+    row_b = material_row(model, slot_b, slot_b % n_bodies)
+    return (ti.min(model.static_friction[row_a], model.static_friction[row_b]),
+            ti.min(model.dynamic_friction[row_a], model.dynamic_friction[row_b]))
 
 
 @ti.func
@@ -660,8 +681,10 @@ def closing_bound(model: ti.template(), bodies: ti.template(), joints: ti.templa
     322k to 223k (speculative points far apart, solved every substep), the step from 457
     to 366 ms (2-core CPU)."""
     body_a, body_b = slot_a % n_bodies, slot_b % n_bodies
-    e_a = 1.0 if joints.body_has_joint[body_a] else model.elasticity[body_a]
-    e_b = 1.0 if joints.body_has_joint[body_b] else model.elasticity[body_b]
+    e_a = 1.0 if joints.body_has_joint[body_a] else \
+        model.elasticity[material_row(model, slot_a, body_a)]
+    e_b = 1.0 if joints.body_has_joint[body_b] else \
+        model.elasticity[material_row(model, slot_b, body_b)]
     speed = (closing_speed(bodies.velocity[slot_a], bodies.velocity[slot_b], e_a, e_b)
              + turning_speed(model, bodies, slot_a, n_bodies)
              + turning_speed(model, bodies, slot_b, n_bodies))
@@ -693,18 +716,20 @@ def fast_pair(model: ti.template(), bodies: ti.template(), manifolds: ti.templat
 
 
 @ti.func
-def acceleration(model: ti.template(), bodies: ti.template(), slot, body, gravity):
-    """Body slot's acceleration from gravity and its applied force, m/s^2 (0 if it does not
-    move)."""
+def acceleration(model: ti.template(), bodies: ti.template(), slot, body, n_bodies):
+    """Body slot's acceleration from its world's gravity and its applied force, m/s^2 (0 if
+    it does not move)."""
     result = vec2(0.0, 0.0)
     if moves(model, bodies, slot, body):
-        result = gravity * model.gravity_scale[body] + bodies.force[slot] * model.inv_mass[body]
+        row = material_row(model, slot, body)
+        result = (world_gravity(model, slot, n_bodies) * model.gravity_scale[row]
+                  + bodies.force[slot] * model.inv_mass[row])
     return result
 
 
 @ti.func
 def sweep_reaches(model: ti.template(), bodies: ti.template(), joints: ti.template(), slot_a,
-                  slot_b, n_bodies, window, gravity, slack):
+                  slot_b, n_bodies, window, slack):
     """Whether bodies a and b can come within slack (m) of each other in the next `window`
     (s) on their present motion (velocities, gravity, applied forces): the smaller body's
     bounding circle swept along the relative motion, against the other's shape on two
@@ -731,8 +756,8 @@ def sweep_reaches(model: ti.template(), bodies: ti.template(), joints: ti.templa
         mover, other, mover_body, other_body = slot_a, slot_b, body_a, body_b
         if bounding_radius(model, body_b) < bounding_radius(model, body_a):
             mover, other, mover_body, other_body = slot_b, slot_a, body_b, body_a
-        relative_acceleration = (acceleration(model, bodies, mover, mover_body, gravity)
-                                 - acceleration(model, bodies, other, other_body, gravity))
+        relative_acceleration = (acceleration(model, bodies, mover, mover_body, n_bodies)
+                                 - acceleration(model, bodies, other, other_body, n_bodies))
         # The parabola's chord; the parabola strays from it by at most a T^2 / 8.
         motion = ((bodies.velocity[mover] - bodies.velocity[other]) * window
                   + 0.5 * window * window * relative_acceleration)
@@ -778,7 +803,7 @@ def narrow_margin(model: ti.template(), bodies: ti.template(), joints: ti.templa
 
 @ti.func
 def find_manifold(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-                  manifolds: ti.template(), pair, n_bodies, dt, h, first, gravity):
+                  manifolds: ti.template(), pair, n_bodies, dt, h, first):
     """Narrow phase of `pair` at the current poses, carrying the impulses of points with
     the same feature id as before; returns (whether the solver must look at the pair this
     step: it has points or is fast, each new point's match among the old ones or -1).
@@ -819,7 +844,7 @@ def find_manifold(model: ti.template(), bodies: ti.template(), joints: ti.templa
             apart = apart and manifolds.depth[pair, 1] < 0.0
         if apart and not sweep_reaches(model, bodies, joints, manifolds.body_a[pair],
                                        manifolds.body_b[pair], n_bodies,
-                                       FAST_MARGIN_SUBSTEPS * h, gravity,
+                                       FAST_MARGIN_SUBSTEPS * h,
                                        SPECULATIVE_SLOPS * pair_slop(smaller_radius(
                                            model, manifolds.body_a[pair] % n_bodies,
                                            manifolds.body_b[pair] % n_bodies))):
@@ -877,7 +902,7 @@ def prepare_manifold(model: ti.template(), bodies: ti.template(), manifolds: ti.
         match = matches[i]
         if first or match < 0:
             # Before the solver acts on it; it may bounce once in the step.
-            mu_static, mu_kinetic = mixed_friction(model, slot_a % n_bodies, slot_b % n_bodies)
+            mu_static, mu_kinetic = mixed_friction(model, slot_a, slot_b, n_bodies)
             velocity = relative_velocity(bodies, slot_a, slot_b, ra, rb)
             prepared.bounced[pair, i] = 0
             # Not sliding when the step begins: static friction holds it.

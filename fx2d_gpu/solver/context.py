@@ -133,10 +133,11 @@ class StepContext:
     n_bodies, n_joints: the layout (n_joints per world); cell_size: the broad phase's
     level-0 cell, m; cache: the scene's StepCache; grow: returns a pool with room for what
     the cache says the scene needs (pair_need, entry_need), this scene's state in it
-    bitwise unchanged. dt (s), substeps, gravity (m/s^2) and enable_sleep are
-    the step's settings (unused by queries); has_bullets: a body is a bullet
-    (collision/continuous.py's second pass runs); immovable_sweep: the dynamic bodies'
-    masses differ by more than contacts.IMMOVABLE_SWEEP_RATIO (the velocity pass sweeps
+    bitwise unchanged. dt (s), substeps and enable_sleep are the step's settings
+    (unused by queries; gravity is per world, device.BodyModel.gravity); has_bullets: a
+    body is a bullet (collision/continuous.py's second pass runs); immovable_sweep: in some
+    world the dynamic bodies' masses differ by more than contacts.IMMOVABLE_SWEEP_RATIO
+    (BodyModel.uneven; that world's velocity pass sweeps
     the contacts with immovable bodies again).
     """
 
@@ -151,7 +152,6 @@ class StepContext:
     grow: Callable[[], DevicePool]
     dt: float = 0.0
     substeps: int = 1
-    gravity: tuple[float, float] = (0.0, 0.0)
     enable_sleep: bool = True
     has_bullets: bool = False
     immovable_sweep: bool = False

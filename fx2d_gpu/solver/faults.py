@@ -18,6 +18,7 @@ import taichi as ti
 from ..enums import NO_FAULT
 from ..launching import quick
 from ..shapes import MAX_COORDINATE, MAX_SPEED
+from ..world_resets import write_worlds
 from .joints import JOINT_TORN_FRACTION, torn
 
 #: What Scene.step does with faulty worlds (Scene's on_fault).
@@ -110,58 +111,18 @@ def find_faults(ctx) -> int:
                         ctx.n_worlds, ctx.n_bodies, ctx.n_joints)
 
 
-_NO_TARGETS = np.zeros(1, np.float32)  # an ndarray argument must not be empty
-_vec2 = ti.types.ndarray(dtype=ti.math.vec2, ndim=1)
-_f32 = ti.types.ndarray(dtype=ti.f32, ndim=1)
-
-
-@ti.kernel
-def _reset_worlds(bodies: ti.template(), joints: ti.template(), manifolds: ti.template(),
-                  faults: ti.template(), serial: ti.template(), n_worlds: ti.i32,
-                  n_bodies: ti.i32, n_joints: ti.i32, n_pairs: ti.i32, position: _vec2,
-                  angle: _f32, velocity: _vec2, angular_velocity: _f32, target: _f32):
-    ti.loop_config(serialize=serial)
-    for slot in range(n_worlds * n_bodies):
-        if faults.first_slot[slot // n_bodies] != NO_FAULT:
-            body = slot % n_bodies
-            bodies.position[slot] = position[body]
-            bodies.angle[slot] = angle[body]
-            bodies.velocity[slot] = velocity[body]
-            bodies.angular_velocity[slot] = angular_velocity[body]
-            bodies.force[slot] = ti.math.vec2(0.0, 0.0)
-            bodies.torque[slot] = 0.0
-            bodies.sleeping[slot] = 0
-            bodies.sleep_time[slot] = 0.0
-            bodies.island[slot] = slot
-    ti.loop_config(serialize=serial)
-    for joint_slot in range(n_worlds * n_joints):
-        if faults.first_slot[joint_slot // n_joints] != NO_FAULT:
-            joints.target[joint_slot] = target[joint_slot % n_joints]
-            joints.integral[joint_slot] = 0.0
-            joints.prev_error[joint_slot] = 0.0
-            joints.pid_started[joint_slot] = 0
-    ti.loop_config(serialize=serial)
-    for pair in range(n_pairs):  # the world's contacts and their (maybe NaN) impulses go
-        if faults.first_slot[manifolds.body_a[pair] // n_bodies] != NO_FAULT:
-            manifolds.point_count[pair] = 0
-            for i in ti.static(range(2)):
-                manifolds.normal_impulse[pair, i] = 0.0
-                manifolds.tangent_impulse[pair, i] = 0.0
-
-
-def reset_faulty_worlds(ctx, initial: dict):
-    """Every world find_faults marked back to its initial state (`initial`: one world's
+def reset_faulty_worlds(ctx, worlds: np.ndarray, initial: dict):
+    """Worlds `worlds` ((k,) indices) back to their initial state (`initial`: one world's
     rows of the builder's initial state): poses, velocities, motor targets and PID state,
     no forces, awake, its contacts forgotten. The other worlds are not touched."""
-    bodies, joints = initial["bodies"], initial["joints"]
-    pool = ctx.pool
-    _reset_worlds(bodies=pool.bodies, joints=pool.joints, manifolds=pool.manifolds,
-                  faults=pool.faults, serial=ctx.serial, n_worlds=ctx.n_worlds,
-                  n_bodies=ctx.n_bodies, n_joints=ctx.n_joints, n_pairs=ctx.n_pairs,
-                  position=bodies["position"], angle=bodies["angle"], velocity=bodies["velocity"],
-                  angular_velocity=bodies["angular_velocity"],
-                  target=joints["target"] if len(joints["target"]) else _NO_TARGETS)
-
+    bodies, nb = initial["bodies"], ctx.n_bodies
+    rows = {"position": bodies["position"].reshape(1, nb, 2),
+            "angle": bodies["angle"].reshape(1, nb),
+            "velocity": bodies["velocity"].reshape(1, nb, 2),
+            "angular_velocity": bodies["angular_velocity"].reshape(1, nb),
+            "sleeping": np.zeros((1, nb), np.int32)}
+    write_worlds(ctx, worlds, rows, reset=True,
+                 targets=initial["joints"]["target"].reshape(1, -1))
 
 
 def describe_torn_joint(builder, joint: int, world: int, ctx) -> str:
@@ -194,7 +155,7 @@ def contain_faults(ctx, on_fault: str, builder, step_count: int) -> np.ndarray:
     worlds = np.nonzero(first != NO_FAULT)[0].astype(np.int64)
     slots = first[worlds]
     if on_fault == "reset":
-        reset_faulty_worlds(ctx, builder.initial_state(1))
+        reset_faulty_worlds(ctx, worlds, builder.initial_state(1))
         return worlds
     bodies, slot = ctx.pool.bodies, int(slots[0])
     what = describe_fault(*(field.to_numpy()[slot] for field in (

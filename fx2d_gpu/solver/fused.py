@@ -25,7 +25,7 @@ import taichi as ti
 from ..device import MAX_COLORS
 from ..launching import quick
 from . import team
-from .contacts import REPEAT_SOLVE, against_immovable
+from .contacts import REPEAT_SOLVE, swept_again
 from .joints import JOINT_SWEEPS
 from .overflow import apply_mean_delta
 from .stages import (
@@ -66,7 +66,7 @@ def _launch(ctx, by_world: bool, n_members: int, before_coloring: bool = False):
               n_worlds=ctx.n_worlds, n_bodies=ctx.n_bodies, n_joints=ctx.n_joints,
               n_pairs=ctx.n_pairs, n_colors=ctx.cache.n_colors,
               overflow=int(ctx.cache.n_overflow > 0), substeps=ctx.substeps,
-              gravity=ctx.gravity, h=ctx.h, dt=ctx.dt, before_coloring=int(before_coloring),
+              h=ctx.h, dt=ctx.dt, before_coloring=int(before_coloring),
               begun=int(not ctx.small_coloring), bullets=int(ctx.has_bullets),
               uneven=int(ctx.immovable_sweep))
 
@@ -182,7 +182,8 @@ def _member_pass(model: ti.template(), bodies: ti.template(), joints: ti.templat
                 if immovable and is_pair:
                     jacobi_entry = REPEAT_SOLVE
                 if (sweep == 0 or (joints_alone and not is_pair)
-                        or (immovable and is_pair and against_immovable(prepared, k))):
+                        or (immovable and is_pair
+                            and swept_again(model, manifolds, prepared, k, n_bodies))):
                     constraint_of(model, bodies, joints, manifolds, prepared, counts, k,
                                   n_bodies, h, jacobi_entry)
             team.barrier(counts, n_members, team.SPIN_LIMIT)
@@ -236,7 +237,7 @@ def _substeps(model: ti.template(), bodies: ti.template(), joints: ti.template()
               manifolds: ti.template(), prepared: ti.template(), coloring: ti.template(),
               counts: ti.template(), n_members: ti.i32, by_world: ti.template(),
               n_worlds: ti.i32, n_bodies: ti.i32, n_joints: ti.i32, n_pairs: ti.i32,
-              n_colors: ti.i32, overflow: ti.i32, substeps: ti.i32, gravity: vec2, h: ti.f32,
+              n_colors: ti.i32, overflow: ti.i32, substeps: ti.i32, h: ti.f32,
               dt: ti.f32, before_coloring: ti.i32, begun: ti.i32, bullets: ti.i32,
               uneven: ti.i32):
     """The step's substeps, one launch (a member per world, or a CPU team of n_members
@@ -265,7 +266,7 @@ def _substeps(model: ti.template(), bodies: ti.template(), joints: ti.template()
                 pair_range, team_member = ti.Vector([0, n_pairs]), member
             pair_blocks = ti.Vector(team.dealt_blocks(pair_range[0], pair_range[1],
                                                       team_member))
-            s = Substep(n_bodies=n_bodies, n_joints=n_joints, gravity=gravity, h=h, dt=dt,
+            s = Substep(n_bodies=n_bodies, n_joints=n_joints, h=h, dt=dt,
                         substep=0, before_coloring=before_coloring, begun=begun,
                         bullets=bullets, jointed=1 if n_joints > 0 else 0)
             for substep in range(1 if before_coloring == 1 else substeps):

@@ -278,7 +278,7 @@ def update_motor(bodies: ti.template(), joints: ti.template(), joint_slot, n_joi
             joints.integral[joint_slot] = joints.integral[joint_slot] + error * h  # not atomic
             derivative = (error - joints.prev_error[joint_slot]) / h
             joints.prev_error[joint_slot] = error
-            gains = joints.pid[joint]
+            gains = joints.pid[joint_slot]
             effort = (gains[0] * error + gains[1] * joints.integral[joint_slot]
                       + gains[2] * derivative)
         limit = joints.max_effort[joint]

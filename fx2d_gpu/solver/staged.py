@@ -12,7 +12,7 @@ import taichi as ti
 
 from ..device import MAX_COLORS
 from ..launching import quick
-from .contacts import REPEAT_SOLVE, against_immovable
+from .contacts import REPEAT_SOLVE, swept_again
 from .joints import JOINT_SWEEPS
 from .overflow import solve_overflow
 from .profile import NO_PROFILE
@@ -98,7 +98,7 @@ def run_items(ctx, first: int, last: int, index: int, before_coloring: bool):
                  manifolds=pool.manifolds, prepared=pool.prepared, coloring=pool.coloring,
                  counts=pool.counts, serial=ctx.serial, first=first, last=last,
                  bullets=bullets, n_slots=ctx.n_slots, n_pairs=ctx.n_pairs,
-                 n_bodies=ctx.n_bodies, n_joints=ctx.n_joints, gravity=ctx.gravity, h=ctx.h,
+                 n_bodies=ctx.n_bodies, n_joints=ctx.n_joints, h=ctx.h,
                  dt=ctx.dt, substep=index, before_coloring=int(before_coloring),
                  begun=int(not ctx.small_coloring), jointed=int(ctx.n_joints > 0))
 
@@ -122,14 +122,14 @@ def _item_stages(model: ti.template(), bodies: ti.template(), joints: ti.templat
                  manifolds: ti.template(), prepared: ti.template(), coloring: ti.template(),
                  counts: ti.template(), serial: ti.template(), first: ti.template(),
                  last: ti.template(), bullets: ti.template(), n_slots: ti.i32, n_pairs: ti.i32,
-                 n_bodies: ti.i32, n_joints: ti.i32, gravity: vec2, h: ti.f32, dt: ti.f32,
+                 n_bodies: ti.i32, n_joints: ti.i32, h: ti.f32, dt: ti.f32,
                  substep: ti.i32, before_coloring: ti.i32, begun: ti.i32, jointed: ti.i32):
     """SUBSTEP_STAGES[first:last] (item stages), each a parallel loop over its domain in
     every world, one after the other; a stage that sweeps bullets twice where the scene has
     bullets (`bullets`, compiled in: the sweep is a good part of the kernel's compile time,
     and scenes without bullets inline it once). `before_coloring`, `begun`: see
     stages.Substep."""
-    s = Substep(n_bodies=n_bodies, n_joints=n_joints, gravity=gravity, h=h, dt=dt,
+    s = Substep(n_bodies=n_bodies, n_joints=n_joints, h=h, dt=dt,
                 substep=substep, before_coloring=before_coloring, begun=begun, bullets=0,
                 jointed=jointed)
     for stage in ti.static(SUBSTEP_STAGES[first:last]):
@@ -196,6 +196,7 @@ def _solve_colors(model: ti.template(), bodies: ti.template(), joints: ti.templa
             k = coloring.color_list[i]
             is_pair = k < counts.n_pairs[None]
             if (subset == ALL or (subset == JOINTS_ALONE and not is_pair)
-                    or (subset == IMMOVABLE and is_pair and against_immovable(prepared, k))):
+                    or (subset == IMMOVABLE and is_pair
+                        and swept_again(model, manifolds, prepared, k, n_bodies))):
                 constraint(model, bodies, joints, manifolds, prepared, counts, k, n_bodies, h,
                            REPEAT_SOLVE if subset == IMMOVABLE else -1)

@@ -39,7 +39,7 @@ from typing import NamedTuple
 
 import taichi as ti
 
-from ..bodies import moves
+from ..bodies import moves, world_gravity
 from ..collision.continuous import sweep_body
 from ..integrate import begin_step_pose, integrate_position, integrate_velocity
 from .contacts import (
@@ -61,11 +61,11 @@ JOINT_SLOTS, BODY_SLOTS, PAIRS, COLORS = "joint slots", "body slots", "pairs", "
 ALWAYS, PUSH, AFTER_COLORING, JOINTED = 0, 1, 2, 3
 
 #: The substep's scalars, as every stage function reads them: the layout (n_bodies per
-#: world, n_joints per world), gravity m/s^2, substep length h s, step dt s, the substep's
+#: world, n_joints per world), substep length h s, step dt s, the substep's
 #: index, and the step's flags: before_coloring (begin_step: substep 0's stages up to the
 #: narrow phase), begun (begin_step ran: substep 0 does not repeat them), bullets (the scene
 #: has bullets), jointed (it has joints).
-Substep = ti.types.struct(n_bodies=ti.i32, n_joints=ti.i32, gravity=vec2, h=ti.f32,
+Substep = ti.types.struct(n_bodies=ti.i32, n_joints=ti.i32, h=ti.f32,
                           dt=ti.f32, substep=ti.i32, before_coloring=ti.i32, begun=ti.i32,
                           bullets=ti.i32, jointed=ti.i32)
 
@@ -125,7 +125,8 @@ def _integrate_velocity(model: ti.template(), bodies: ti.template(), joints: ti.
         force, torque = vec2(0.0, 0.0), 0.0
         if joints.body_has_joint[body]:
             force, torque = motor_load(bodies, joints, slot, body, s.n_joints, s.n_bodies)
-        integrate_velocity(model, bodies, slot, body, s.gravity, s.h, force, torque)
+        integrate_velocity(model, bodies, slot, body, world_gravity(model, slot, s.n_bodies),
+                           s.h, force, torque)
     if s.substep == 0:
         begin_step_pose(bodies, slot)
 
@@ -149,7 +150,7 @@ def _narrow_phase(model: ti.template(), bodies: ti.template(), joints: ti.templa
     matches = ti.Vector([-1, -1])
     if find:
         solve, found = find_manifold(model, bodies, joints, manifolds, pair, s.n_bodies, s.dt,
-                                     s.h, first, s.gravity)
+                                     s.h, first)
         matches = found
         if s.before_coloring == 1:
             coloring.solve[pair] = 1 if solve else 0
