@@ -59,8 +59,9 @@ class Scene:
     values. Bodies never interact across worlds: world `w` of a batch evolves exactly as the
     same scene built with `n_worlds=1` and given world `w`'s state and values. Add bodies
     one at a time (add_circle, add_box, add_polygon, add_capsule, add_edge, add_chain,
-    add_shape) or many at once (add_circles, add_boxes, add_shapes). The device arrays are built from them on the first
-    step or query; bodies added later rebuild them, keeping the state of those that existed.
+    add_shape) or many at once (add_circles, add_boxes, add_shapes). The device arrays are
+    built from them on the first step or query; bodies added later rebuild them, keeping the
+    state of those that existed.
 
     After every step each world is checked for non-finite or absurd state (a coordinate beyond
     shapes.MAX_COORDINATE, a speed beyond shapes.MAX_SPEED). With on_fault="raise" (the
