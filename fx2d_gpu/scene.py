@@ -928,8 +928,13 @@ class Scene:
 
         Args:
             bodies (int | array_like): a body index or a sequence of them.
-            mass, inertia, static_friction, dynamic_friction, elasticity, vel_damping,
-                gravity_scale (float | array_like | None): the new values.
+            mass (float | array_like | None): kg.
+            inertia (float | array_like | None): kg m².
+            static_friction (float | array_like | None): Coulomb static coefficient.
+            dynamic_friction (float | array_like | None): Coulomb kinetic coefficient.
+            elasticity (float | array_like | None): coefficient of restitution.
+            vel_damping (float | array_like | None): 1/s.
+            gravity_scale (float | array_like | None): factor on the world's gravity.
             world (int | array_like | None): None (every world), a world index, a bool mask
                 (n_worlds,) or a sequence of indices.
 
@@ -1041,8 +1046,8 @@ class Scene:
 
         Args:
             bodies (int | array_like | None): None (every body) or body indices (k of them).
-            dtype: np.float64 (the default) or np.float32, of the float arrays (sleeping is
-                bool either way); with `out`, its arrays' dtype rules.
+            dtype (numpy dtype): np.float64 (the default) or np.float32, of the float arrays
+                (sleeping is bool either way); with `out`, its arrays' dtype rules.
             out (State | None): a State of C-contiguous, writable arrays of shapes
                 (n_worlds, k, 2), (n_worlds, k), (n_worlds, k, 2), (n_worlds, k) and
                 (n_worlds, k) (sleeping bool, the others one float dtype); a field left None

@@ -178,3 +178,24 @@ def test_profile_benchmark_writes_a_row_per_stage(arch, tmp_path, capsys):
     total = sum(float(row["ms_per_step"]) for row in rows)
     assert 0.0 < total <= float(rows[0]["profiled_step_ms"]) * 1.01
     assert float(rows[0]["normal_step_ms"]) > 0.0
+
+
+def test_quick_env_benchmark_writes_every_env_side_by_side(tmp_path, arch):
+    """benchmarks/envs.py on tiny sizes: fx2d's vector envs beside Gymnasium's own (its
+    LunarLander where Box2D is installed), env-steps/s consistent with the step times."""
+    pytest.importorskip("gymnasium")
+    from benchmarks import envs
+
+    rows = envs.run((1, 4), arch=arch, quick=True, results=tmp_path)
+    found = {(r["env"], r["envs"]) for r in rows}
+    expected = {"fx2d/CartPole-v0", "CartPole-v1", "fx2d/Lander-v0"}
+    if envs._box2d_available():
+        expected.add("LunarLander-v3")
+    assert found == {(env, n) for env in expected for n in (1, 4)}
+    for r in rows:
+        assert r["env_steps_per_s"] == pytest.approx(r["envs"] * 1000.0 / r["ms_per_vector_step"],
+                                                     rel=1e-3)
+    (path,) = tmp_path.rglob("envs.csv")
+    with open(path) as f:
+        assert len(list(csv.DictReader(f))) == len(rows)
+    assert next(tmp_path.rglob("envs.png")).stat().st_size > 0

@@ -1,0 +1,50 @@
+"""Gymnasium 1.x environments simulated by fx2d_gpu, many worlds in one scene.
+
+Importing this package registers the tasks with Gymnasium:
+
+| id | one world (`gymnasium.make`) | vector (`gymnasium.make_vec`) |
+|---|---|---|
+| `fx2d/CartPole-v0` | CartPoleEnv | CartPoleVectorEnv |
+| `fx2d/Lander-v0` | LanderEnv | LanderVectorEnv |
+
+```python
+import gymnasium
+import fx2d_gpu.envs  # registers the ids
+
+envs = gymnasium.make_vec("fx2d/CartPole-v0", num_envs=256,
+                          vectorization_mode="vector_entry_point", arch="cpu")
+observations, infos = envs.reset(seed=0)          # world i seeded 0 + i
+observations, rewards, terminations, truncations, infos = envs.step(
+    envs.action_space.sample())
+```
+
+A vector env is one `fx2d_gpu.Scene(n_worlds=num_envs)`: one scene.step advances every
+sub-environment (see Fx2DVectorEnv for autoreset, seeding and domain randomisation).
+
+Needs gymnasium >= 1.0 (`pip install fx2d_gpu[rl]`); `import fx2d_gpu` does not.
+"""
+
+try:
+    import gymnasium
+    from gymnasium.vector import AutoresetMode  # noqa: F401  (gymnasium 1.x only)
+except ImportError as error:  # gymnasium missing, or a 0.x version
+    raise ImportError("fx2d_gpu.envs needs gymnasium >= 1.0: pip install fx2d_gpu[rl]") \
+        from error
+
+from .base import Fx2DEnv, Fx2DVectorEnv, WorldStreams, parse_randomize
+from .cartpole import CartPoleEnv, CartPoleVectorEnv
+from .lander import LanderEnv, LanderVectorEnv
+
+__all__ = ["CartPoleEnv", "CartPoleVectorEnv", "Fx2DEnv", "Fx2DVectorEnv", "LanderEnv",
+           "LanderVectorEnv", "REGISTERED_IDS", "WorldStreams", "parse_randomize"]
+
+#: The ids registered with Gymnasium, and their truncation lengths (steps).
+REGISTERED_IDS = {"fx2d/CartPole-v0": 500, "fx2d/Lander-v0": 1000}
+
+for _id, _module, _name in (("fx2d/CartPole-v0", "cartpole", "CartPole"),
+                            ("fx2d/Lander-v0", "lander", "Lander")):
+    if _id not in gymnasium.registry:  # a reload must not re-register (Gymnasium warns)
+        gymnasium.register(
+            id=_id, entry_point=f"fx2d_gpu.envs.{_module}:{_name}Env",
+            vector_entry_point=f"fx2d_gpu.envs.{_module}:{_name}VectorEnv",
+            max_episode_steps=REGISTERED_IDS[_id])
