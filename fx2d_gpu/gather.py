@@ -25,10 +25,6 @@ def _is_torch(value) -> bool:
     return type(value).__module__.split(".")[0] == "torch"
 
 
-def _describe_dtype(value) -> str:
-    return str(value.dtype)
-
-
 def check_out(out, fields, leading: tuple[int, int], ctx) -> dict:
     """The arrays of `out` to fill, checked: {field: array as the kernel takes it} for each
     of `fields` ((name, trailing shape)) that is not None. Floats share one dtype (float32
@@ -54,7 +50,7 @@ def check_out(out, fields, leading: tuple[int, int], ctx) -> dict:
         shape = leading + trailing
         if tuple(value.shape) != shape:
             raise ValueError(f"{label} must have shape {shape}, got {tuple(value.shape)}")
-        dtype = _describe_dtype(value)
+        dtype = str(value.dtype)  # "float32", or a tensor's "torch.float32"
         if name == "sleeping":
             if dtype not in ("bool", "torch.bool"):
                 raise ValueError(f"{label} must be of dtype bool, got {dtype}")
@@ -69,8 +65,7 @@ def check_out(out, fields, leading: tuple[int, int], ctx) -> dict:
             float_dtype = kind
         if torch:
             _check_tensor(value, label)
-            arrays[name] = value.view(value.new_empty(0, dtype=_torch_uint8()).dtype) \
-                if name == "sleeping" else value
+            arrays[name] = value.view(_torch_uint8()) if name == "sleeping" else value
         else:
             if not value.flags.c_contiguous:
                 raise ValueError(f"{label} must be C-contiguous (np.ascontiguousarray)")
@@ -81,7 +76,7 @@ def check_out(out, fields, leading: tuple[int, int], ctx) -> dict:
 
 
 def _torch_uint8():
-    import torch
+    import torch  # only where the caller passed a tensor: torch is an optional extra
 
     return torch.uint8
 

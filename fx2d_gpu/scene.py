@@ -1536,7 +1536,8 @@ class Scene:
         self.__init__(**state["settings"])
         self._builder = state["builder"]
         self._pending_targets = state["pending_targets"]
-        self._params = state["params"]
+        if "params" in state:  # (a pickle from before per-world values has none)
+            self._params = state["params"]
         self.meta, self.visuals = state["meta"], state["visuals"]
         if state["snapshot"] is not None:
             # Not restore(): a copy's own snapshot is not checked as a state file from

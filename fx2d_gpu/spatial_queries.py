@@ -183,26 +183,25 @@ def shape_cores(shape: Shape, position: np.ndarray, angle: np.ndarray):
     return vertices, len(local), float(shape.radius)
 
 
+def _indices(values, count: int, singular: str, plural: str) -> np.ndarray:
+    """(k,) int64 from an index or a non-empty sequence of them, each below `count`;
+    TypeError/ValueError naming `plural` (the argument: "bodies", "joints") otherwise."""
+    array = np.atleast_1d(np.asarray(values))
+    if array.ndim != 1 or array.size == 0:
+        raise ValueError(f"{plural} must be a {singular} index or a non-empty sequence of "
+                         f"them, got {values!r}")
+    return np.array([as_index(v.item() if hasattr(v, "item") else v, plural, count, plural)
+                     for v in array], np.int64)
+
+
 def body_indices(bodies, n_bodies: int) -> np.ndarray:
-    """(k,) int64 from a body index or a non-empty sequence of them, each below n_bodies;
-    TypeError/ValueError naming `bodies` otherwise."""
-    values = np.atleast_1d(np.asarray(bodies))
-    if values.ndim != 1 or values.size == 0:
-        raise ValueError(f"bodies must be a body index or a non-empty sequence of them, "
-                         f"got {bodies!r}")
-    return np.array([as_index(v.item() if hasattr(v, "item") else v, "bodies", n_bodies,
-                              "bodies") for v in values], np.int64)
+    """(k,) int64 body indices (see _indices), each below n_bodies."""
+    return _indices(bodies, n_bodies, "body", "bodies")
 
 
 def joint_indices(joints, n_joints: int) -> np.ndarray:
-    """(k,) int64 from a joint index or a non-empty sequence of them, each below n_joints;
-    TypeError/ValueError naming `joints` otherwise."""
-    values = np.atleast_1d(np.asarray(joints))
-    if values.ndim != 1 or values.size == 0:
-        raise ValueError(f"joints must be a joint index or a non-empty sequence of them, "
-                         f"got {joints!r}")
-    return np.array([as_index(v.item() if hasattr(v, "item") else v, "joints", n_joints,
-                              "joints") for v in values], np.int64)
+    """(k,) int64 joint indices (see _indices), each below n_joints."""
+    return _indices(joints, n_joints, "joint", "joints")
 
 
 def world_indices(world, n_worlds: int) -> np.ndarray:

@@ -293,7 +293,7 @@ def _extents(layout: _Layout, cache: dict) -> dict[str, int]:
 
 def check_containers(snapshot: dict, where: str):
     """The types of a snapshot's containers (`snapshot`: its fields, vars(SceneSnapshot)):
-    device {str: {str: ndarray}}, motors {str: ndarray}, cache a dict, forces {int:
+    device {str: {str: ndarray}}, motors and params {str: ndarray}, cache a dict, forces {int:
     (ndarray, ndarray)}; what copy() needs."""
     if not isinstance(snapshot["device"], dict) or not all(
             isinstance(fields, dict) for fields in snapshot["device"].values()):
@@ -303,18 +303,13 @@ def check_containers(snapshot: dict, where: str):
             if not isinstance(value, np.ndarray):
                 raise _Refused(f"{where}: device/{group}/{name} must be a NumPy array, got "
                                f"{type(value).__name__}")
-    if not isinstance(snapshot["motors"], dict):
-        raise _Refused(f"{where}: motors must be a dict of arrays")
-    for name, value in snapshot["motors"].items():
-        if not isinstance(value, np.ndarray):
-            raise _Refused(f"{where}: motors/{name} must be a NumPy array, got "
-                           f"{type(value).__name__}")
-    if not isinstance(snapshot["params"], dict):
-        raise _Refused(f"{where}: params must be a dict of arrays")
-    for name, value in snapshot["params"].items():
-        if not isinstance(value, np.ndarray):
-            raise _Refused(f"{where}: params/{name} must be a NumPy array, got "
-                           f"{type(value).__name__}")
+    for section in ("motors", "params"):
+        if not isinstance(snapshot[section], dict):
+            raise _Refused(f"{where}: {section} must be a dict of arrays")
+        for name, value in snapshot[section].items():
+            if not isinstance(value, np.ndarray):
+                raise _Refused(f"{where}: {section}/{name} must be a NumPy array, got "
+                               f"{type(value).__name__}")
     if not isinstance(snapshot["cache"], dict):
         raise _Refused(f"{where}: cache must be a dict of StepCache's fields, got "
                        f"{type(snapshot['cache']).__name__}")
