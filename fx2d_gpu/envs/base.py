@@ -14,6 +14,7 @@ world's draws depend only on its own seed and how many it has drawn, never on nu
 
 from __future__ import annotations
 
+import abc
 import math
 from typing import Any
 
@@ -174,7 +175,7 @@ def _render_size(value) -> tuple[int, int]:
     return int(width), int(height)
 
 
-class Fx2DVectorEnv(gymnasium.vector.VectorEnv):
+class Fx2DVectorEnv(gymnasium.vector.VectorEnv, metaclass=abc.ABCMeta):
     """A Gymnasium 1.x vector environment whose sub-environments are the worlds of one Scene.
 
     Subclasses (the tasks) build the scene and define spaces, initial states, actions,
@@ -288,14 +289,15 @@ class Fx2DVectorEnv(gymnasium.vector.VectorEnv):
         self._observations: np.ndarray | None = None
 
     # ------------------------------------------------------------------ task hooks
+    @abc.abstractmethod
     def _build_scene(self) -> None:
         """Add the task's bodies and joints to self.scene (the same in every world)."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def _make_spaces(self) -> tuple[gymnasium.Space, gymnasium.Space]:
         """(single observation space, single action space)."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def _initial_states(self, draws: np.ndarray) -> fx.State:
         """The first state of k worlds being reset, from their uniform draws.
 
@@ -306,8 +308,8 @@ class Fx2DVectorEnv(gymnasium.vector.VectorEnv):
             A State with one row per world: (k, n_bodies, ...), built from
             self._built_state.
         """
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def _apply_actions(self, actions: np.ndarray, active: np.ndarray) -> None:
         """Give the scene every world's action for the next step (apply_force, joint
         targets); worlds where `active` is False (being reset) get none.
@@ -316,7 +318,6 @@ class Fx2DVectorEnv(gymnasium.vector.VectorEnv):
             actions: checked, as _check_actions returns them, (num_envs, ...).
             active: (num_envs,) bool.
         """
-        raise NotImplementedError
 
     def _check_actions(self, actions) -> np.ndarray:
         """`actions` as an array of action_space's shape, or TypeError / ValueError."""
@@ -345,10 +346,11 @@ class Fx2DVectorEnv(gymnasium.vector.VectorEnv):
             raise ValueError("actions must be finite")
         return np.clip(array, space.low, space.high)  # like Gymnasium's continuous tasks
 
+    @abc.abstractmethod
     def _observe(self) -> np.ndarray:
         """(num_envs, obs_dim) float32: every world's observation, read from the scene."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def _score(self, observations: np.ndarray, actions: np.ndarray,
                active: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(rewards (num_envs,) float64, terminated (num_envs,) bool) of the step just taken.
@@ -359,7 +361,6 @@ class Fx2DVectorEnv(gymnasium.vector.VectorEnv):
             active: (num_envs,) bool: False where the action was ignored (a world starting
                 over, whose rows of the result are discarded).
         """
-        raise NotImplementedError
 
     def _start_episodes(self, worlds: np.ndarray, observations: np.ndarray) -> None:
         """Reset the task's per-world bookkeeping of `worlds` ((num_envs,) bool), given the
