@@ -150,9 +150,10 @@ def test_a_heavier_box_on_a_slope_accelerates_as_newton_says():
     g_world = -gravity[:, 1]
     expected = force / masses - g_world * (math.sin(theta) + mu * math.cos(theta))
     assert (expected > 0.5).all()  # every box slides up
-    # Euler integration of a constant acceleration is exact; contact and friction are
-    # solved to within the solver's tolerance: 2 % of the acceleration.
-    np.testing.assert_allclose(measured, expected, rtol=0.02)
+    # Euler integration of a constant acceleration is exact, and a sliding contact's
+    # kinetic friction is mu times its normal impulse: what is left is float32 rounding
+    # and the contact's position correction (measured: 5e-6 of the acceleration).
+    np.testing.assert_allclose(measured, expected, rtol=1e-3)
     # The one-world scene built with the mass as a keyword moves the same, bit for bit.
     alone, box_alone, _ = _slope_scene(1, theta, mu, mass=3.0)
     pushed(alone, box_alone, 10 + round(seconds / DT), force * up)
