@@ -13,6 +13,10 @@
 #                  (none: all), its CSVs and plots packed into one archive named after the
 #                  arguments; e.g. `bench large_pyramid --colors-per-launch 8` measures
 #                  fewer launches a pass (solver/staged.COLORS_PER_LAUNCH, default 2)
+#   envs           python -m benchmarks.envs --arch $FX2D_DEVICE_ARCH: env-steps/s of
+#                  fx2d_gpu.envs beside Gymnasium's CartPole (LunarLander needs Box2D, which
+#                  the machine lacks), then the per-world values' and resets' backend tests;
+#                  its CSV and plot packed into results_envs.tgz
 #   session        for a 15-minute lease, one 10-minute command: the GPU against the CPU
 #                  (2.5 min), the solver's and small worlds' backend tests (1.5 min), then the
 #                  benchmark scenes, most wanted first, in what is left (5.5 min)
@@ -25,13 +29,13 @@
 # once, the wheels the machine lacks (it has no network), into .whl/ (git-ignored):
 #   python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
 #       --platform manylinux_2_27_x86_64 --platform manylinux2014_x86_64 -d .whl \
-#       taichi==1.7.4 dill
+#       taichi==1.7.4 dill gymnasium cloudpickle farama-notifications typing_extensions
 # Then each device run: carry [".whl"], command
 #   python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl &&
 #   export PYTHONPATH=/tmp/site:$PWD && bash benchmarks/device_run.sh check
 set -uo pipefail
 cd "$(dirname "$0")/.."
-part=${1:?usage: bash benchmarks/device_run.sh check | tests | bench [SCENE ...] | session}
+part=${1:?usage: bash benchmarks/device_run.sh check | tests | bench [SCENE ...] | envs | session}
 shift
 arch=${FX2D_DEVICE_ARCH:-cuda}
 out=${OUT:-/tmp/fx2d_device_run}
@@ -69,6 +73,14 @@ bench)
         2>&1 | tee "$log"
     tar -czf "$out/results$tag.tgz" -C "$results" .
     ;;
+envs)
+    results=$(mktemp -d)
+    timeout 420 "$python" -m benchmarks.envs --arch "$arch" --results "$results" 2>&1 \
+        | tee "$log"
+    FX2D_TEST_ARCH=$arch timeout 120 "$python" -m pytest -q -rs -p no:cacheprovider \
+        -m backend tests/test_world_params.py tests/test_world_resets.py 2>&1 | tee -a "$log"
+    tar -czf "$out/results_envs.tgz" -C "$results" .
+    ;;
 session)
     {
         echo "== $arch against the CPU backend (tests/test_vulkan.py)"
@@ -88,7 +100,7 @@ session)
     tar -czf "$out/results.tgz" -C "$results" .
     ;;
 *)
-    echo "unknown part: $part (check | tests | bench | session)" >&2
+    echo "unknown part: $part (check | tests | bench | envs | session)" >&2
     exit 2
     ;;
 esac

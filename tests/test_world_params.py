@@ -60,10 +60,10 @@ def _give(scene, values: dict, bodies, world=None):
 
 
 @pytest.mark.parametrize("path", ["small worlds", "general"])
-def test_each_world_steps_as_a_one_world_scene_given_its_values(path, monkeypatch):
+def test_each_world_steps_as_a_one_world_scene_given_its_values(path, monkeypatch, arch):
     if path == "general":
         general_path(monkeypatch)
-    batch = machine_scene(N_WORLDS, "cpu")
+    batch = machine_scene(N_WORLDS, arch)
     bodies = _dynamic_bodies(batch)
     values = _randomised(N_WORLDS)
     _give(batch, values, bodies)
@@ -73,7 +73,7 @@ def test_each_world_steps_as_a_one_world_scene_given_its_values(path, monkeypatc
     got = fingerprint(batch)
     assert batch.step_context().pool.model.per_world[None] == 1
     for world in range(N_WORLDS):
-        alone = machine_scene(1, "cpu")
+        alone = machine_scene(1, arch)
         alone.set_state(fx.State(*(getattr(start, k)[world:world + 1] for k in (
             "position", "angle", "velocity", "angular_velocity", "sleeping"))))
         _give(alone, {k: v[world:world + 1] for k, v in values.items()}, bodies)

@@ -11,8 +11,8 @@ N_WORLDS = 5
 RESET = np.array([False, True, False, False, True])
 
 
-def _stepped(steps: int) -> fx.Scene:
-    scene = machine_scene(N_WORLDS, "cpu")
+def _stepped(steps: int, arch: str = "cpu") -> fx.Scene:
+    scene = machine_scene(N_WORLDS, arch)
     for _ in range(steps):
         scene.step(DT)
     return scene
@@ -23,17 +23,17 @@ def _rows(state: fx.State, worlds) -> list[np.ndarray]:
                                                   "angular_velocity", "sleeping")]
 
 
-def test_reset_worlds_leaves_the_other_worlds_bitwise_untouched():
+def test_reset_worlds_leaves_the_other_worlds_bitwise_untouched(arch):
     """The same run twice, once with worlds 1 and 4 reset at step 20 (after a push that
     the reset must drop in them and keep in the others): the other worlds step on bit for
     bit; the reset ones hold the built initial state, awake, with their motors' PID
     restarted."""
-    plain, reset = _stepped(20), _stepped(20)
+    plain, reset = _stepped(20, arch), _stepped(20, arch)
     push = np.zeros((N_WORLDS, 2))
     push[:, 0] = 50.0
     for scene in (plain, reset):
         scene.apply_force(3, push)
-    initial = machine_scene(N_WORLDS, "cpu")  # its built state (before machine's throws)
+    initial = machine_scene(N_WORLDS, arch)  # its built state (before machine's throws)
     reset.reset_worlds(RESET)
     state = reset.get_state()
     for world in np.flatnonzero(RESET):
@@ -149,8 +149,8 @@ def _out(library, dtype, n_worlds, k):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_get_state_fills_numpy_arrays_in_place(dtype):
-    scene = _stepped(12)
+def test_get_state_fills_numpy_arrays_in_place(dtype, arch):
+    scene = _stepped(12, arch)
     full = scene.get_state()
     out = _out(np, dtype, N_WORLDS, 3)
     kept = out.position
@@ -190,17 +190,27 @@ def test_get_state_refuses_arrays_it_cannot_fill():
 
 
 @pytest.mark.parametrize("dtype_name", ["float32", "float64"])
-def test_get_state_fills_torch_tensors_in_place(dtype_name):
+def test_get_state_fills_torch_tensors_in_place(dtype_name, arch):
+    """Into CPU tensors on a CPU backend, CUDA tensors on CUDA (the kernel writes the
+    tensor's own memory: its data pointer stays)."""
     torch = pytest.importorskip("torch")
     dtype = getattr(torch, dtype_name)
-    scene = _stepped(12)
+    scene = _stepped(12, arch)
+    device = "cuda" if scene.backend == "cuda" else "cpu"
+    if device == "cpu" and scene.backend not in ("x64", "arm64"):
+        pytest.skip(f"torch tensors are written on the CPU and CUDA backends, not {arch}")
     full = scene.get_state()
-    out = _out(torch, dtype, N_WORLDS, 2)
+    out = fx.State(*(t.to(device) for t in _rows(_out(torch, dtype, N_WORLDS, 2),
+                                                  slice(None))))
     pointer = out.position.data_ptr()
     scene.get_state(bodies=[3, 1], out=out)
     assert out.position.data_ptr() == pointer
     for got, want in zip(_rows(out, slice(None)), _rows(full, slice(None)), strict=True):
-        np.testing.assert_array_equal(got.numpy(), want[:, [3, 1]].astype(got.numpy().dtype))
+        got = got.cpu().numpy()
+        np.testing.assert_array_equal(got, want[:, [3, 1]].astype(got.dtype))
+    if device == "cuda":  # a CPU tensor on the CUDA backend: refused by name
+        with pytest.raises(ValueError, match="out.position"):
+            scene.get_state(bodies=[3, 1], out=_out(torch, dtype, N_WORLDS, 2))
     bad = _out(torch, dtype, N_WORLDS, 2)
     bad.position = bad.position.transpose(0, 1)
     with pytest.raises(ValueError, match="out.position"):
