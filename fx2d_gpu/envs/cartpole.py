@@ -15,6 +15,8 @@ import math
 import numpy as np
 from gymnasium import spaces
 
+import fx2d_gpu as fx
+
 from .base import AutoresetMode, Fx2DEnv, Fx2DVectorEnv
 
 __all__ = ["CartPoleEnv", "CartPoleVectorEnv"]
@@ -86,6 +88,13 @@ class CartPoleVectorEnv(Fx2DVectorEnv):
                          render_mode=render_mode, render_size=render_size,
                          render_tiles=render_tiles, arch=arch, substeps=substeps)
         self._forces = np.zeros((self.num_envs, 2))
+        # The cart's and the pole's state (rows 0 and 1), gathered into these arrays at
+        # every step by one kernel (Scene.get_state(out=...)): no new arrays.
+        n = self.num_envs
+        self._state = fx.State(position=np.zeros((n, 2, 2), np.float32),
+                               angle=np.zeros((n, 2), np.float32),
+                               velocity=np.zeros((n, 2, 2), np.float32),
+                               angular_velocity=np.zeros((n, 2), np.float32), sleeping=None)
 
     def _build_scene(self):
         scene = self.scene
@@ -137,7 +146,7 @@ class CartPoleVectorEnv(Fx2DVectorEnv):
         self.scene.apply_force(self.cart, self._forces)
 
     def _observe(self):
-        state = self.scene.get_state(bodies=[self.cart, self.pole], dtype=np.float32)
+        state = self.scene.get_state(bodies=[self.cart, self.pole], out=self._state)
         observations = np.empty((self.num_envs, 4), np.float32)
         observations[:, 0] = state.position[:, 0, 0]
         observations[:, 1] = state.velocity[:, 0, 0]
