@@ -3,7 +3,8 @@
 #
 #   check          the GPU against the CPU backend: tests/test_vulkan.py's scenes on CUDA
 #                  compared with the CPU (float tolerance), then the backend tests (those
-#                  taking the arch fixture, `-m backend`) of the CI's Vulkan subset's files,
+#                  taking the arch fixture, `-m backend`; not the serial variants, which a
+#                  GPU never runs) of the CI's Vulkan subset's files,
 #                  contacts, small worlds, kept pairs and the solver (repeatability, batch =
 #                  single, colouring) with FX2D_TEST_ARCH=$FX2D_DEVICE_ARCH
 #   tests          every backend test with FX2D_TEST_ARCH=$FX2D_DEVICE_ARCH (pytest-xdist
@@ -53,7 +54,7 @@ check)
             "tests/test_vulkan.py::test_scenes_on_${arch}_match_the_cpu_backend"
         echo "== the CI's Vulkan subset, repeatability, batch = single (FX2D_TEST_ARCH=$arch)"
         FX2D_TEST_ARCH=$arch timeout 300 "$python" -m pytest -v -rs -p no:cacheprovider \
-            -m backend tests/test_stages.py tests/test_narrow_phase.py \
+            -m backend -k "not serial" tests/test_stages.py tests/test_narrow_phase.py \
             tests/test_broad_phase.py tests/test_chains.py tests/test_contact_events.py \
             tests/test_small_worlds.py tests/test_residency.py tests/test_pair_reuse.py \
             tests/test_solver.py
@@ -90,7 +91,7 @@ session)
         workers=()
         "$python" -c "import xdist" 2>/dev/null && workers=(-n 8)
         FX2D_TEST_ARCH=$arch timeout 90 "$python" -m pytest -q -rs -p no:cacheprovider \
-            -m backend "${workers[@]}" tests/test_solver.py tests/test_stages.py \
+            -m backend -k "not serial" "${workers[@]}" tests/test_solver.py tests/test_stages.py \
             tests/test_small_worlds.py tests/test_narrow_phase.py
     } 2>&1 | tee "$log"
     results=$(mktemp -d)

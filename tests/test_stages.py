@@ -57,10 +57,11 @@ def get(field, n):
 
 
 def stage_context(scene, serial, dt=1.0 / 60.0, substeps=1):
-    """The scene's StepContext for a step of dt (s) in `substeps`, no gravity, its kernels'
-    loops serial if `serial`."""
+    """The scene's StepContext for a step of dt (s) in `substeps`, its kernels' loops serial
+    if `serial` (the tests' scenes are built without gravity: it is the scene's, per
+    world)."""
     ctx = scene.step_context(dt)
-    ctx.serial, ctx.substeps, ctx.gravity = serial, substeps, (0.0, 0.0)
+    ctx.serial, ctx.substeps = serial, substeps
     return ctx
 
 
