@@ -86,8 +86,11 @@ def _check_tensor(value, label: str):
         raise ValueError(f"{label} must be contiguous (tensor.contiguous())")
     if value.requires_grad:
         raise ValueError(f"{label} must not require grad (use a tensor of its own)")
-    on_cuda = value.device.type == "cuda"
     backend = runtime.backend_name()
+    if backend != "cuda" and not runtime.on_cpu():  # Vulkan, Metal: not the tensor's memory
+        raise ValueError(f"{label}: torch tensors are written on Taichi's CPU and CUDA "
+                         f"backends, the engine runs on {backend}: pass NumPy arrays")
+    on_cuda = value.device.type == "cuda"
     if on_cuda != (backend == "cuda"):
         raise ValueError(f"{label} is on {value.device}, the engine runs on Taichi's "
                          f"{backend} backend: pass a {'CUDA' if backend == 'cuda' else 'CPU'} "

@@ -1061,7 +1061,8 @@ class Scene:
             TypeError: dtype neither float32 nor float64, out not a State or holding
                 something other than NumPy arrays or torch tensors.
             ValueError: an index out of range, or an array of `out` of the wrong shape,
-                dtype or device, not contiguous or not writable (naming it).
+                dtype or device, not contiguous or not writable, or a torch tensor on a
+                backend other than the CPU and CUDA (naming it).
         """
         rows = None if bodies is None else spatial_queries.body_indices(bodies, self.n_bodies)
         if out is not None:
