@@ -19,8 +19,9 @@
 #                  the machine lacks), then the per-world values' and resets' backend tests;
 #                  its CSV and plot packed into results_envs.tgz
 #   session        for a 15-minute lease, one 10-minute command: the GPU against the CPU
-#                  (2.5 min), the solver's and small worlds' backend tests (1.5 min), then the
-#                  benchmark scenes, most wanted first, in what is left (5.5 min)
+#                  beside every backend test (3.3 min, pytest-xdist), the benchmark scenes
+#                  (3.2 min), the large pyramid's stage profile and the vector envs
+#                  (gymnasium's wheel carried in .whl) in what is left
 #
 # Logs and results go to $OUT (the device tool brings back at most 8 files): <part>.log,
 # gpu.txt (nvidia-smi), results<_arguments>.tgz (bench: benchmarks/results/<device>/).
@@ -83,21 +84,25 @@ envs)
     tar -czf "$out/results_envs.tgz" -C "$results" .
     ;;
 session)
-    {
-        echo "== $arch against the CPU backend (tests/test_vulkan.py)"
-        timeout 150 "$python" -m pytest -q -rs -p no:cacheprovider \
-            "tests/test_vulkan.py::test_scenes_on_${arch}_match_the_cpu_backend"
-        echo "== backend tests of the solver, stages and small worlds (FX2D_TEST_ARCH=$arch)"
-        workers=()
-        "$python" -c "import xdist" 2>/dev/null && workers=(-n 8)
-        FX2D_TEST_ARCH=$arch timeout 90 "$python" -m pytest -q -rs -p no:cacheprovider \
-            -m backend -k "not serial" "${workers[@]}" tests/test_solver.py tests/test_stages.py \
-            tests/test_small_worlds.py tests/test_narrow_phase.py
-    } 2>&1 | tee "$log"
+    # Everything at once on a 16-core machine: the CUDA-vs-CPU scenes beside every backend
+    # test (pytest-xdist), then the benchmark scenes, the stage profile of the large
+    # pyramid, and the vector envs, each capped so the whole fits one 10-minute command.
+    workers=()
+    "$python" -c "import xdist" 2>/dev/null && workers=(-n 12)
+    timeout 200 "$python" -m pytest -q -rs -p no:cacheprovider \
+        "tests/test_vulkan.py::test_scenes_on_${arch}_match_the_cpu_backend" \
+        >"$out/check.log" 2>&1 &
+    FX2D_TEST_ARCH=$arch timeout 200 "$python" -m pytest -q -rs -p no:cacheprovider \
+        -m backend -k "not serial" "${workers[@]}" --durations=15 tests/ >"$log" 2>&1
+    wait
     results=$(mktemp -d)
-    timeout 330 "$python" -m benchmarks --arch "$arch" --no-pymunk --results "$results" \
-        large_pyramid pile batched_small many_pyramids joint_grid compile 2>&1 \
-        | tee "$out/bench.log"
+    timeout 190 "$python" -m benchmarks --arch "$arch" --no-pymunk --results "$results" \
+        --piles 10000 100000 large_pyramid batched_small pile many_pyramids joint_grid \
+        >"$out/bench.log" 2>&1
+    timeout 45 "$python" -m benchmarks --arch "$arch" --profile large_pyramid \
+        >"$out/profile.log" 2>&1
+    timeout 75 "$python" -m benchmarks.envs --arch "$arch" --results "$results" \
+        --envs 1,256,4096,16384 >"$out/envs.log" 2>&1
     tar -czf "$out/results.tgz" -C "$results" .
     ;;
 *)
