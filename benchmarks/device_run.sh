@@ -18,6 +18,9 @@
 #                  fx2d_gpu.envs beside Gymnasium's CartPole (LunarLander needs Box2D, which
 #                  the machine lacks), then the per-world values' and resets' backend tests;
 #                  its CSV and plot packed into results_envs.tgz
+#   compare [SCENE... OPTION...]
+#                  the scenes benchmarked at before/ (a git worktree of an older revision,
+#                  carried) and at this tree, in turn, twice: a change's cost on one GPU
 #   session        for a 15-minute lease, one 10-minute command: the GPU against the CPU
 #                  beside every backend test (3.3 min, pytest-xdist), the benchmark scenes
 #                  (3.2 min), the large pyramid's stage profile and the vector envs
@@ -37,7 +40,7 @@
 #   export PYTHONPATH=/tmp/site:$PWD && bash benchmarks/device_run.sh check
 set -uo pipefail
 cd "$(dirname "$0")/.."
-part=${1:?usage: bash benchmarks/device_run.sh check | tests | bench [SCENE ...] | envs | session}
+part=${1:?usage: bash benchmarks/device_run.sh check | tests | bench [SCENE ...] | envs | session | compare [SCENE ...]}
 shift
 arch=${FX2D_DEVICE_ARCH:-cuda}
 out=${OUT:-/tmp/fx2d_device_run}
@@ -105,8 +108,23 @@ session)
         --envs 1,256,4096,16384 >"$out/envs.log" 2>&1
     tar -czf "$out/results.tgz" -C "$results" .
     ;;
+compare)
+    # The named scenes (after --: benchmark options) at an older revision and at this
+    # tree, in turn, twice: a change's cost measured on one machine. Here, first:
+    #   git worktree add before REV    (before/ is git-ignored: carry ["before", ".whl"])
+    results=$(mktemp -d)
+    for round in 1 2; do
+        for tree in before .; do
+            echo "== ${tree/./this tree} (round $round)" | tee -a "$log"
+            (cd "$tree" && PYTHONPATH="$PWD:${PYTHONPATH:-}" timeout 150 "$python" -m benchmarks \
+                --arch "$arch" --no-pymunk --no-plot --results "$results/${tree/./after}_$round" \
+                "$@") 2>&1 | tee -a "$log"
+        done
+    done
+    tar -czf "$out/results_compare.tgz" -C "$results" .
+    ;;
 *)
-    echo "unknown part: $part (check | tests | bench | envs | session)" >&2
+    echo "unknown part: $part (check | tests | bench | envs | session | compare)" >&2
     exit 2
     ;;
 esac

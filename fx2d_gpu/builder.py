@@ -528,6 +528,7 @@ class ModelBuilder:
             "force": np.zeros((n, 2), np.float32), "torque": np.zeros(n, np.float32),
             "sleeping": np.zeros(n, np.int32), "sleep_time": np.zeros(n, np.float32),
             "island": np.arange(n, dtype=np.int32),  # each body its own island
+            "support": np.zeros(n, np.int32),  # none counted before the first step
             "enabled": np.tile(np.array([int(b.enabled) for b in bodies], np.int32), w),
         }
         nj = len(self.joints)

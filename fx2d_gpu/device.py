@@ -290,6 +290,11 @@ class BodyState(FieldGroup):
         self._field("island", i32, N, saved="slots",
                     doc="the smallest slot of the body's sleep island (solver/sleep.py); its "
                         "own slot otherwise")
+        self._field("support", i32, N, saved="slots",
+                    doc="in a world of uneven masses, how many touching contacts the body "
+                        "was from an immovable body in the last step (1: on one; 0: none "
+                        "found): contacts.prepare_pair holds the lower of two bodies still "
+                        "for the upper one where it is much lighter (SHOCK_RATIO)")
         self._field("enabled", i32, N, saved="slots",
                     doc="0: disabled in this world: never moves, pairs, joins islands or "
                         "answers a query (Scene.set_enabled)")
@@ -433,6 +438,9 @@ class PreparedContacts(FieldGroup):
         self._field("restitution", f32, P, doc="the smaller of the bodies' elasticity")
         self._field("slop", f32, P, doc="m, penetration the position pass leaves alone")
         self._field("refresh", i32, P, doc="1: the narrow phase runs again every substep")
+        self._field("held", i32, P,
+                    doc="-1: not a world of uneven masses; 0: both bodies as they are; 1 (2): "
+                        "body a (b) held still for the other this step (contacts.prepare_pair)")
         self._field("ref_shift", f32, P, 4,
                     doc="m, (delta a, delta b): the bodies' displacement at the last refresh")
         self._field("ref_turn", f32, P, 2,

@@ -171,7 +171,10 @@ def clear_stale_cache_locks(path: str) -> list[str]:
 
 def available_memory() -> int | None:
     """Bytes the device arrays may take: the host's available memory on CPU backends (from
-    /proc/meminfo, else the physical memory); None on GPU backends (not known here)."""
+    /proc/meminfo, else the physical memory); on CUDA the device's free memory (the CUDA
+    driver's cuMemGetInfo in Taichi's context); None on other GPU backends (not known)."""
+    if _state["arch"] == "cuda":
+        return _cuda_free_memory()
     if not on_cpu():
         return None
     try:
@@ -185,6 +188,19 @@ def available_memory() -> int | None:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):
         return None
+
+
+def _cuda_free_memory() -> int | None:
+    """Free bytes of the CUDA device in the calling thread's current context (Taichi makes
+    its context current in the thread that started it), or None where the driver cannot
+    say (no libcuda, or another thread with no current context)."""
+    try:
+        driver = ctypes.CDLL("libcuda.so.1" if sys.platform.startswith("linux") else "nvcuda")
+        free, total = ctypes.c_size_t(0), ctypes.c_size_t(0)
+        status = driver.cuMemGetInfo_v2(ctypes.byref(free), ctypes.byref(total))
+    except (OSError, AttributeError):
+        return None
+    return int(free.value) if status == 0 else None
 
 
 def on_cpu() -> bool:

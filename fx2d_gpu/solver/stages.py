@@ -43,6 +43,7 @@ from ..bodies import moves, world_gravity
 from ..collision.continuous import sweep_body
 from ..integrate import begin_step_pose, integrate_position, integrate_velocity
 from .contacts import (
+    UNSUPPORTED,
     find_manifold,
     prepare_manifold,
     resolve_penetration,
@@ -164,10 +165,14 @@ def _integrate_position(model: ti.template(), bodies: ti.template(), joints: ti.
                         manifolds: ti.template(), prepared: ti.template(),
                         coloring: ti.template(), counts: ti.template(), slot, s: ti.template(),
                         round):
-    """Warm start body slot (its contacts' impulses) and move it by its velocity over h."""
+    """Warm start body slot (its contacts' impulses) and move it by its velocity over h. On
+    the step's first substep, after the pairs' constants read it (contacts.prepare_pair),
+    the body's support is counted afresh (contacts.count_support)."""
     if moves(model, bodies, slot, slot % s.n_bodies):
         warm_start_body(model, bodies, manifolds, prepared, slot, s.n_bodies)
         integrate_position(bodies, slot, s.h)
+    if s.substep == 0:
+        bodies.support[slot] = UNSUPPORTED
 
 
 @ti.func
