@@ -12,6 +12,7 @@ import numpy as np
 from . import transfer, world_resets
 from .residency import Binding
 from .solver.context import StepContext
+from .solver.sleep import wake_what_disabled_bodies_held
 from .world_params import WorldParams
 
 
@@ -98,3 +99,5 @@ def write_enabled(ctx: StepContext, bodies: np.ndarray, worlds: np.ndarray, enab
     simulation."""
     slots = (worlds[:, None] * ctx.n_bodies + bodies[None, :]).reshape(-1)
     transfer.write_enabled(ctx, slots.astype(np.int32), enabled)
+    if not enabled:
+        wake_what_disabled_bodies_held(ctx)

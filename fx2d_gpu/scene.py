@@ -1297,7 +1297,8 @@ class Scene:
 
         A disabled body keeps its index and state but never moves, collides, joins a joint's
         constraints or answers a query, as if removed; enabled again, it goes on awake from where
-        it was.
+        it was. Sleeping bodies that touched it or were jointed to it wake (boxes asleep on a
+        floor that is disabled fall).
 
         Args:
             bodies (int | array_like): a body index or a sequence of them.

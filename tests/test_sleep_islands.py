@@ -17,6 +17,7 @@ from .fields import put
 from .reference.sleep import component_labels, island_edges
 
 DT = 1.0 / 60.0
+G = 9.81
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -429,3 +430,29 @@ def test_a_moving_kinematic_body_wakes_and_pushes_a_sleeping_one():
     # slides for the last 0.5 s: x = 1.1 (1 cm for the impact's substep). (The bound was
     # x > 1.)
     assert scene.get_state().position[0, box, 0] == pytest.approx(1.1, abs=0.01)
+
+
+def test_bodies_asleep_on_a_floor_that_is_disabled_fall(arch):
+    """A row of boxes asleep on a static floor, and a pendulum asleep on a static pivot:
+    disabling the floor and the pivot wakes them (they touched it, or were jointed to it),
+    and they fall freely: y = y0 - g t^2 / 2 (symplectic Euler's g t h / 2 more), where
+    before they hung asleep in the air."""
+    scene = fx.Scene(gravity=(0.0, -G), arch=arch)
+    floor = scene.add_box((0.0, -0.5), (20.0, 1.0), mass=0)
+    boxes = [scene.add_box((2.0 * i - 4.0, 0.5), (1.0, 1.0)) for i in range(5)]
+    pivot = scene.add_box((8.0, 6.0), (0.2, 0.2), mass=0)
+    bob = scene.add_circle((8.0, 5.0), 0.2)
+    scene.add_revolute_joint(pivot, bob, anchor=(0.0, 0.0))  # at the pivot (its frame)
+    for _ in range(120):
+        scene.step(DT)
+    state = scene.get_state()
+    assert state.sleeping[0, boxes + [bob]].all()
+    start = state.position[0, boxes + [bob], 1].copy()
+    scene.set_enabled([floor, pivot], False)
+    steps = 30
+    for _ in range(steps):
+        scene.step(DT)
+    state = scene.get_state()
+    t, h = steps * DT, DT / scene.substeps
+    fallen = start - state.position[0, boxes + [bob], 1]
+    np.testing.assert_allclose(fallen, 0.5 * G * t * t + 0.5 * G * t * h, rtol=1e-3)

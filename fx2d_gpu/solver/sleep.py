@@ -491,3 +491,48 @@ def wake_islands(ctx) -> int:
                         manifolds=pool.manifolds, previous=pool.previous, islands=pool.islands,
                         serial=ctx.serial, n_slots=ctx.n_slots, n_bodies=ctx.n_bodies,
                         n_pairs=ctx.n_pairs, n_joints=ctx.n_joints)
+
+
+@quick
+@ti.kernel
+def _wake_launch_disabled(bodies: ti.template(), joints: ti.template(),
+                          manifolds: ti.template(), islands: ti.template(),
+                          serial: ti.template(), n_slots: ti.i32, n_bodies: ti.i32,
+                          n_pairs: ti.i32, n_joints: ti.i32) -> ti.i32:
+    n_joint_slots = n_joints * (n_slots // ti.max(n_bodies, 1))
+    islands.woken[None] = 0
+    islands.stamp[None] = ti.max(islands.stamp[None], 0) + 1  # (as in _wake_launch)
+    stamp = islands.stamp[None]
+    ti.loop_config(serialize=serial)
+    for e in range(n_pairs + n_joint_slots):
+        a, b = -1, -1
+        if e < n_pairs:
+            a, b = manifolds.body_a[e], manifolds.body_b[e]
+        else:
+            a, b = _joint_ends(joints, e - n_pairs, n_bodies, n_joints)
+        off_a, off_b = bodies.enabled[a] == 0, bodies.enabled[b] == 0
+        if off_a != off_b:
+            other = b if off_a else a
+            if bodies.sleeping[other] == 1:
+                islands.wake[_island_of(bodies, other, n_bodies)] = stamp
+    ti.loop_config(serialize=serial)
+    for slot in range(n_slots):
+        if bodies.sleeping[slot] == 1 and islands.wake[_island_of(bodies, slot, n_bodies)] == stamp:
+            bodies.sleeping[slot] = 0
+            bodies.sleep_time[slot] = 0.0
+            ti.atomic_add(islands.woken[None], 1)
+    return islands.woken[None]
+
+
+def wake_what_disabled_bodies_held(ctx) -> int:
+    """Wake the sleeping islands that touched (the pairs reported touching at the end of the
+    last step, which keep a sleeping body's contacts: the broad phase pairs no sleeping
+    body with a static one) or were jointed to a body now disabled: a box asleep on a floor
+    that is taken away falls (a disabled body pairs with nothing, so wake_islands never sees
+    it go). Returns how many bodies woke."""
+    pool = ctx.pool
+    return _wake_launch_disabled(bodies=pool.bodies, joints=pool.joints,
+                                 manifolds=pool.reported, islands=pool.islands,
+                                 serial=ctx.serial, n_slots=ctx.n_slots,
+                                 n_bodies=ctx.n_bodies, n_pairs=ctx.cache.n_reported,
+                                 n_joints=ctx.n_joints)
