@@ -27,6 +27,13 @@ if ! $sudo apt-get update -qq >/dev/null 2>&1 ||
     echo "software Vulkan: apt-get could not install mesa-vulkan-drivers"; exit 1
 fi
 echo "software Vulkan: $(dpkg-query -W -f '${Package} ${Version}' mesa-vulkan-drivers)"
+# An X server without a display, for the viewer's smoke test of a real window
+# (tests/test_viewer_gui.py, skipped without xvfb-run).
+if DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq xvfb xauth >/dev/null 2>&1; then
+    echo "software Vulkan: xvfb-run installed"
+else
+    echo "software Vulkan: xvfb could not be installed (the viewer's window test skips)"
+fi
 # The driver keeps a memory mapping for every kernel launch (fx2d_gpu.runtime's
 # check_mapping_headroom): at Linux's default vm.max_map_count (65,530) a process crashes
 # after ~20,000-60,000 launches (~120 steps of a 79-body pyramid). Room for longer runs:

@@ -2,7 +2,8 @@
 
     fx2d run SCENE.yml [options]          simulate a scene file
     fx2d run --example NAME [options]     ... or one of the package's example scenes
-    fx2d view SCENE.yml | --example NAME | --demo NAME
+    fx2d view SCENE.yml | --example NAME | --demo NAME    watch it in a window (GGUI)
+    fx2d view ... --offscreen --frames N --gif OUT.gif     ... or record it without one
     fx2d demo NAME [options]              a built-in demo
     fx2d demo --list                      the demos and the example scenes
     fx2d bench [options]                  the benchmarks (from a source checkout)
@@ -223,7 +224,7 @@ def cmd_demo(args, parser):
 
 
 def cmd_view(args, parser):
-    from .viewer import ViewerUnavailable, run_viewer
+    from .viewer import Overlays, ViewerUnavailable, run_viewer
 
     if args.demo:
         from .demos import DEMOS
@@ -234,8 +235,12 @@ def cmd_view(args, parser):
                          "together")
         if args.demo not in DEMOS:
             parser.error(f"no demo named {args.demo!r} (fx2d demo --list)")
-        scene_factory = lambda: DEMOS[args.demo](arch=args.arch)  # noqa: E731
+        kwargs = {"arch": args.arch}
+        if args.worlds:
+            kwargs["n_worlds"] = args.worlds
+        scene_factory = lambda: DEMOS[args.demo](**kwargs)  # noqa: E731
         instead = f"fx2d demo {args.demo} --gif out.gif"
+        source = f"--demo {args.demo}"
     else:
         from .io.scene_loader import load_scene
 
@@ -244,11 +249,32 @@ def cmd_view(args, parser):
                                            arch=args.arch)
         instead = (f"fx2d run --example {args.example} --gif out.gif" if args.example
                    else f"fx2d run {args.scene} --gif out.gif")
+        source = f"--example {args.example}" if args.example else str(args.scene)
+    if args.frames is not None and args.frames < 1:
+        parser.error("--frames must be >= 1")
+    if args.offscreen:
+        if args.frames is None:
+            parser.error("--offscreen needs --frames N (how many frames to record)")
+        if not (args.png_dir or args.gif or args.screenshot):
+            parser.error("--offscreen needs somewhere to write: --png-dir DIR, --gif PATH or "
+                         "--screenshot PATH")
+    overlays = Overlays(contacts=args.contacts, aabbs=args.aabbs, joints=args.joints,
+                        sleeping=args.sleeping, hud=not args.no_hud)
     try:
-        run_viewer(scene_factory, dt=args.dt, size=args.size)
+        written = run_viewer(scene_factory, dt=args.dt, size=args.size, offscreen=args.offscreen,
+                             frames=args.frames, png_dir=args.png_dir, gif=args.gif,
+                             screenshot=args.screenshot, world=args.world or 0,
+                             tiled=(False if args.world is not None else None),
+                             overlays=overlays, paused=args.paused)
     except ViewerUnavailable as exc:
         raise SystemExit(f"fx2d view: cannot open a window: {exc}\n"
-                         f"Render to a file instead: {instead}") from None
+                         f"Render to a file instead: {instead}\n"
+                         f"or record through GGUI without a display (needs Vulkan): "
+                         f"fx2d view {source} --offscreen --frames 300 --gif out.gif") from None
+    except ValueError as exc:  # e.g. --world out of range
+        raise SystemExit(f"fx2d view: {exc}") from None
+    for item in written:
+        print(f"wrote {item}")
 
 
 def cmd_bench(bench_args):
@@ -270,10 +296,29 @@ def main(argv=None):
     _add_scene_source(view, "Fx2D YAML scene file (or --example NAME, or --demo NAME)")
     view.add_argument("--demo", default=None, metavar="NAME",
                       help="a built-in demo instead of a file (fx2d demo --list)")
-    view.add_argument("--worlds", type=int, default=None)
-    view.add_argument("--arch", default="auto")
-    view.add_argument("--dt", type=float, default=1 / 60)
-    view.add_argument("--size", type=_size, default=(1024, 768))
+    view.add_argument("--worlds", type=int, default=None, help="copies stepped together")
+    view.add_argument("--arch", default="auto", help="auto | cpu | gpu | cuda | vulkan | metal")
+    view.add_argument("--dt", type=float, default=1 / 60, help="step length, s (a step a frame)")
+    view.add_argument("--size", type=_size, default=(1024, 768), help="window size, WxH")
+    view.add_argument("--world", type=int, default=None,
+                      help="show this world alone (default: tiles of the first 64 worlds of a "
+                           "batched scene)")
+    view.add_argument("--frames", type=int, default=None,
+                      help="stop after N frames (the window closes)")
+    view.add_argument("--offscreen", action="store_true",
+                      help="no window: draw through GGUI offscreen (Vulkan, no display; the "
+                           "image renderer where GGUI cannot start) into --png-dir, --gif or "
+                           "--screenshot; needs --frames")
+    recording = view.add_mutually_exclusive_group()
+    recording.add_argument("--gif", help="write every frame into an animated GIF")
+    recording.add_argument("--png-dir", help="write every frame as a PNG into this folder")
+    view.add_argument("--screenshot", help="write the last frame as a PNG")
+    for flag, what in (("contacts", "contact points and normals"), ("aabbs", "AABBs"),
+                       ("joints", "joints"), ("sleeping", "sleeping bodies")):
+        view.add_argument(f"--{flag}", action="store_true", help=f"start showing {what}")
+    view.add_argument("--no-hud", action="store_true", help="no heads-up text")
+    view.add_argument("--paused", action="store_true",
+                      help="start paused (space runs, n steps once)")
     demo = sub.add_parser("demo", help="run a built-in demo (--list: the demos and the "
                                         "example scenes)")
     demo.add_argument("name", nargs="?")

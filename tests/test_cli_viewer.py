@@ -9,7 +9,7 @@ from PIL import Image
 
 import fx2d_gpu as fx
 from fx2d_gpu import examples
-from fx2d_gpu.viewer import build_mesh, build_tiles
+from fx2d_gpu.frame_geometry import FrameGeometry
 
 
 def fx2d(*args, env=None):
@@ -170,13 +170,18 @@ def point_in_triangles(point, triangles):
     return np.nonzero(inside)[0]
 
 
+def build_mesh(scene, aspect):
+    """The viewer's geometry of world 0 in the scene's default frame (the device kernel's,
+    copied to NumPy): (triangles, colours, lines, line colours)."""
+    return FrameGeometry(scene).update(worlds=[0], aspect=aspect).arrays()
+
+
 def test_viewer_mesh_covers_each_body(arch):
     scene = fx.Scene(gravity=(0, 0), arch=arch)
     scene.add_box((2.0, 1.0), (1.0, 0.5), angle=0.3)
     scene.add_circle((6.0, 3.0), 0.5)
     scene.meta["size"] = (8.0, 6.0)
-    state = scene.get_state()
-    tris, colours, lines, _ = build_mesh(scene, state, aspect=8 / 6)
+    tris, colours, lines, _ = build_mesh(scene, aspect=8 / 6)
     assert len(tris) == 3 * (4 + 20) and len(colours) == len(tris)
     # Window coordinates are metres / size here (the aspect matches the frame).
     # The box's 4 fan triangles come first, then the circle's 20.
@@ -198,7 +203,7 @@ def test_viewer_mesh_of_capsules_rounded_boxes_edges_and_chains(arch):
     scene.add_edge((0.0, 0.0), (0.5, 0.5), (7.5, 0.5))
     scene.add_chain((0.0, 0.0), [[0.5, 5.5], [4.0, 5.0], [7.5, 5.5]])
     scene.meta["size"] = (8.0, 6.0)
-    tris, _, lines, _ = build_mesh(scene, scene.get_state(), aspect=8 / 6)
+    tris, _, lines, _ = build_mesh(scene, aspect=8 / 6)
     for inside in ((3.4, 3.0), (2.0, 3.45), (6.7, 3.0), (6.0, 3.7)):  # skin, past the core
         assert len(point_in_triangles(np.array(inside) / [8.0, 6.0], tris)) > 0, inside
     for outside in ((3.6, 3.0), (6.74, 3.74), (4.0, 0.5)):  # past the skin; the edge
@@ -210,7 +215,7 @@ def test_viewer_mesh_of_capsules_rounded_boxes_edges_and_chains(arch):
 def test_viewer_tiles_one_per_world(arch):
     scene = fx.Scene(gravity=(0, 0), n_worlds=4, arch=arch)
     scene.add_box((0.0, 0.0), (1.0, 1.0))
-    tris, _, _, _ = build_tiles(scene, scene.get_state())
+    tris, _, _, _ = FrameGeometry(scene).update().arrays()
     assert len(tris) == 4 * 3 * 4
     # Four tiles: the box of each world lies in its own quarter of the window.
     centres = tris.reshape(4, -1, 2).mean(axis=1)
