@@ -465,3 +465,25 @@ def test_interactive_fx2d_view_under_xvfb_opens_a_window_and_screenshots_it(tmp_
         assert np.abs(image[at] - _PALETTE[ball]).sum() < 12, (ball, image[at])
     assert np.abs(image[3, 3] - [41, 74, 122]).sum() < 12
     assert not (tmp_path / "imgui.ini").exists()
+
+
+def test_fx2d_view_offscreen_draws_every_demo_and_example(tmp_path, arch, monkeypatch):
+    """`fx2d view` of every demo and every example scene, one offscreen GGUI frame each: a
+    picture with the scene in it (pixels neither the background nor all one colour)."""
+    from fx2d_gpu import examples
+    from fx2d_gpu.cli import main
+    from fx2d_gpu.demos import DEMOS
+
+    monkeypatch.chdir(tmp_path)
+    ggui_window((32, 32)).destroy()  # skips where GGUI cannot start
+    sources = [("--demo", name) for name in sorted(DEMOS)]
+    sources += [("--example", name) for name in examples.names()]
+    for flag, name in sources:
+        shot = tmp_path / f"{name}.png"
+        assert main(["view", flag, name, "--offscreen", "--frames", "1", "--screenshot",
+                     str(shot), "--size", "160x120", "--no-hud", "--arch", arch]) == 0, name
+        image = np.asarray(Image.open(shot).convert("RGB")).astype(int).reshape(-1, 3)
+        background = np.median(image, axis=0)
+        drawn = np.abs(image - background).sum(1) > 30
+        assert drawn.sum() > 40, (name, drawn.sum())
+        assert len(np.unique(image[drawn], axis=0)) > 1, name  # fills and their borders
