@@ -29,6 +29,21 @@ def _save(fig, ax, path: Path) -> Path:
     return path
 
 
+#: A colour per engine of the suite; others (a new one) take matplotlib's first.
+_COLORS = {"fx2d_gpu": "C3", "fx2d_gpu (no sleep)": "C1", "pymunk": "k",
+           "box2d (1 thread)": "C2", "box2d (2 threads)": "C4",
+           "box2d (1 thread, no sleep)": "C8", "box2d (2 threads, no sleep)": "C9"}
+
+
+def _color(engine: str) -> str:
+    return _COLORS.get(engine, "C0")
+
+
+def _marker(engine: str) -> str:
+    """Circles for fx2d_gpu, squares for pymunk, triangles for Box2D."""
+    return "s" if engine == "pymunk" else "^" if engine.startswith("box2d") else "o"
+
+
 def plot_results(folder: Path) -> list[Path]:
     """scaling.png and batched.png in `folder` from the CSVs there; returns the paths."""
     import matplotlib
@@ -41,24 +56,31 @@ def plot_results(folder: Path) -> list[Path]:
     rows = [r for name in ("pile", "large_pyramid", "many_pyramids", "joint_grid")
             for r in _read(folder / f"{name}.csv")]
     if rows:
-        fig, ax = plt.subplots(figsize=(7, 4.5))
-        for engine, marker in (("fx2d_gpu", "o"), ("pymunk", "s")):
+        # An engine's piles are a line; every other scene a point, named once, beside the
+        # first engine's: with up to seven engines a name per point would hide the points.
+        fig, ax = plt.subplots(figsize=(8, 5))
+        engines = dict.fromkeys(r["engine"] for r in rows)  # in the CSVs' order
+        for engine in engines:
             piles = sorted((_number(r["bodies"]), _number(r["ms_per_step"])) for r in rows
                            if r["engine"] == engine and r["scene"].startswith("pile"))
+            points = [(_number(r["bodies"]), _number(r["ms_per_step"])) for r in rows
+                      if r["engine"] == engine and not r["scene"].startswith("pile")]
+            style = dict(marker=_marker(engine), color=_color(engine), label=engine)
             if piles:
-                ax.plot(*zip(*piles, strict=True), marker=marker, label=f"{engine}: pile")
-        colors = {"fx2d_gpu": "C3", "fx2d_gpu (no sleep)": "C1", "pymunk": "k"}
+                ax.plot(*zip(*piles, strict=True), **style)
+                style.pop("label")
+            if points:
+                ax.plot(*zip(*points, strict=True), linestyle="none", **style)
+        named = set()
         for r in rows:
-            if not r["scene"].startswith("pile"):
-                x, y = _number(r["bodies"]), _number(r["ms_per_step"])
-                ax.plot([x], [y], marker="s" if r["engine"] == "pymunk" else "o",
-                        color=colors.get(r["engine"], "C0"), linestyle="none")
-                ax.annotate(f"{r['scene']} ({r['engine']})", (x, y), fontsize=7,
-                            xytext=(4, 4), textcoords="offset points")
+            if not r["scene"].startswith("pile") and r["scene"] not in named:
+                named.add(r["scene"])
+                ax.annotate(r["scene"], (_number(r["bodies"]), _number(r["ms_per_step"])),
+                            fontsize=7, xytext=(4, 4), textcoords="offset points")
         device = rows[0]["device"]
-        ax.set(xscale="log", yscale="log", xlabel="bodies", ylabel="ms per step (dt 1/60)",
-               title=f"ms/step (median over the run) against bodies, {device} "
-                     f"({rows[0]['date']})")
+        ax.set(xscale="log", yscale="log", xlabel="bodies (piles: lines)",
+               ylabel="ms per step (dt 1/60)",
+               title=f"ms/step (median over the run), {device} ({rows[0]['date']})")
         written.append(_save(fig, ax, folder / "scaling.png"))
     batched = _read(folder / "batched_small.csv")
     if batched:

@@ -1,30 +1,36 @@
-"""fx2d_gpu's benchmark suite: Box2D's scenes beside pymunk, scaling, batched throughput.
+"""fx2d_gpu's benchmark suite: Box2D's scenes beside Box2D v3 and pymunk, scaling, batching.
 
     python -m benchmarks [SCENE ...] [--arch auto|cpu|cuda|vulkan] [--quick] [--no-pymunk]
+                         [--no-box2d]
     fx2d bench [same options]
     fx2d bench --profile [SCENE ...]    milliseconds per stage (benchmarks/profile.py)
 
 Scenes (dt 1/60 s, 11 substeps; built once in fx2d_gpu.scenes, shared with demos and tests):
-    large_pyramid   Box2D's: base 100, 5,050 boxes of 1 m on a ground           (+ pymunk)
-    many_pyramids   Box2D's: 20 x 20 pyramids of base 10, 22,000 boxes          (+ pymunk)
+    large_pyramid   Box2D's: base 100, 5,050 boxes of 1 m on a ground   (+ box2d, pymunk)
+    many_pyramids   Box2D's: 20 x 20 pyramids of base 10, 22,000 boxes  (+ box2d, pymunk)
     joint_grid      100 x 100 circles, revolute joints to their neighbours, top row pinned
+                                                                        (+ box2d)
     pile            N circles and boxes poured into a container, N = 10k, 100k (1M on a
-                    GPU)                                                        (+ pymunk 10k)
+                    GPU)                                                (+ box2d, pymunk 10k)
     batched_small   W worlds of 8 bodies and a joint, W = 1 ... 65,536 (4,096 on a CPU):
                     world-steps per second (Jax2D's measure)
     compile         JIT time of a first step, cold (empty offline cache) and warm
 
 ms/step is the median of timed windows after a warm-up window (each window ends with a
-device sync); the first step (compilation) is timed on its own. pymunk (10 iterations, its
-spatial hash) runs the same bodies in the same process side by side with fx2d_gpu (sleep
-off for the pyramids): the two take turns, a window each, and the ratio fx2d_gpu/pymunk is
-the median of the windows' ratios (this machine's speed drifts by +-30 % over minutes).
-CSV per scene and plots go to benchmarks/results/<device>/.
+device sync); the first step (compilation) is timed on its own. The other engines run the
+same bodies in the same process side by side with fx2d_gpu, taking turns a window each, and
+each ratio fx2d_gpu/other is the median of the windows' ratios (this machine's speed drifts
+by +-30 % over minutes): Box2D v3 (pyb2d3, 4 substeps, its default) on 1 and on 2 threads,
+sleeping as the fx2d_gpu run beside it does, and pymunk (10 iterations, its spatial hash,
+never sleeping) beside the sleep-off pyramids and the 10k pile. Where pyb2d3 or pymunk is
+not installed its column is left out. CSV per scene and plots go to
+benchmarks/results/<device>/.
 """
 
 import argparse
 import contextlib
 import datetime
+import importlib.util
 import io
 import json
 import os
@@ -41,6 +47,7 @@ from fx2d_gpu import residency, runtime, scenes
 from fx2d_gpu.device import MAX_COLORS
 from fx2d_gpu.solver import staged
 
+from . import box2d_scenes
 from .common import (
     RESULTS,
     device_name,
@@ -56,12 +63,19 @@ SUBSTEPS = 11
 SCENES = ("large_pyramid", "many_pyramids", "joint_grid", "pile", "batched_small", "compile")
 #: Windows ending by this step are "awake": before anything in a pyramid can fall asleep.
 AWAKE_STEPS = 90
-#: A pyramid stands when no top box dropped more than this (m) in the run.
-STANDING_DROP = 0.5
+#: A pyramid stands when no top box dropped a box's height (1 m) or more in the run: a top
+#: box that slid off its row, or a pyramid that collapsed, drops at least that. Contacts
+#: that settle drop less: Box2D v3's large pyramid sinks 0.72 m in its first 200 steps,
+#: ~7 mm at each of its 100 layers (its linear slop is 5 mm), then holds, no box 8 cm off
+#: its place (2-core CPU, 2026-11-26).
+STANDING_DROP = 1.0
+#: The Box2D v3 thread counts run beside fx2d_gpu (engines "box2d (1 thread)", ...).
+BOX2D_THREADS = (1, 2)
 
 COLUMNS = ("date", "device", "backend", "engine", "scene", "bodies", "joints", "worlds",
            "substeps", "steps", "ms_per_step", "ms_per_step_awake", "world_steps_per_s",
-           "ratio_to_pymunk", "first_step_s", "pairs", "contact_points", "colors",
+           "ratio_to_pymunk", "ratio_to_box2d_1_thread", "ratio_to_box2d_2_threads",
+           "first_step_s", "pairs", "contact_points", "colors",
            "overflow", "colors_max", "overflow_max", "pool_mb", "peak_rss_mb", "gpu_mem_mb",
            "top_drop_m", "stands", "colors_per_launch")
 
@@ -75,7 +89,8 @@ class Sizes:
         self.grid, self.grid_base = (2, 3) if quick else (20, 10)
         self.joint_grid = (4, 5) if quick else (100, 100)
         self.piles = [60] if quick else [10_000, 100_000] + ([1_000_000] if gpu else [])
-        self.pymunk_pile = 60 if quick else 10_000
+        #: The pile the other engines (Box2D, pymunk) pour beside fx2d_gpu.
+        self.reference_pile = 60 if quick else 10_000
         top = 4 if quick else (65536 if gpu else 4096)
         self.worlds = [4**k for k in range(10) if 4**k <= top]
         if not quick and self.worlds[-1] != top:
@@ -195,15 +210,50 @@ def _pymunk_runner(specs, tops=(), cell_size: float = 1.0):
     return lambda: space.step(DT), lambda: None, finish
 
 
-def _side_by_side(ours_runner, theirs_runner, steps: int, window: int) -> list[dict]:
-    """fx2d_gpu's row and pymunk's, run side by side (time_windows_side_by_side); the
-    ratio is the median of the windows' ratios (paired_ratio)."""
-    (first_a, times_a), (first_b, times_b) = time_windows_side_by_side(
-        [ours_runner[:2], theirs_runner[:2]], steps, window)
-    ours = ours_runner[2](first_a, times_a, steps, window)
-    theirs = theirs_runner[2](first_b, times_b, steps, window)
-    ours["ratio_to_pymunk"] = round(paired_ratio(times_a, times_b), 3)
-    return [ours, theirs]
+def _box2d_runner(world: box2d_scenes.Box2DWorld, tops=()):
+    """(step, sync, finish) for a Box2D v3 world (box2d_scenes), as _fx2d_runner: the top
+    boxes' drop from their positions the same way."""
+    tops = list(tops)
+    y0 = world.heights(tops)
+
+    def finish(first: float, times: list[float], steps: int, window: int) -> dict:
+        ms, awake = _summaries(times, window)
+        if not np.isfinite(world.positions()).all():
+            raise RuntimeError("Box2D produced non-finite positions")
+        result = {"engine": box2d_scenes.engine_name(world.threads, world.enable_sleep),
+                  "backend": "cpu", "bodies": len(world.bodies), "joints": world.n_joints,
+                  "worlds": 1, "substeps": box2d_scenes.SUBSTEPS, "steps": steps,
+                  "ms_per_step": round(ms, 3), "ms_per_step_awake": round(awake, 3),
+                  "first_step_s": round(first, 3)}
+        if tops:
+            drop = float((y0 - world.heights(tops)).max())
+            result.update(top_drop_m=round(drop, 3), stands=drop < STANDING_DROP)
+        return result
+
+    return lambda: world.step(DT), lambda: None, finish
+
+
+def _box2d_references(others, build, tops=()) -> list[tuple]:
+    """[(ratio column, runner)] of Box2D v3 at each of BOX2D_THREADS, where `others` holds
+    "box2d"; build(threads) makes the Box2DWorld."""
+    if "box2d" not in others:
+        return []
+    return [(f"ratio_to_box2d_{threads}_thread{'' if threads == 1 else 's'}",
+             _box2d_runner(build(threads), tops)) for threads in BOX2D_THREADS]
+
+
+def _side_by_side(ours_runner, references, steps: int, window: int) -> list[dict]:
+    """fx2d_gpu's row, then each reference engine's, run side by side
+    (time_windows_side_by_side). references: [(ratio column, runner)]; fx2d_gpu's row gets
+    each ratio column, the median of the windows' ratios (paired_ratio)."""
+    runners = [ours_runner] + [runner for _, runner in references]
+    timings = time_windows_side_by_side([runner[:2] for runner in runners], steps, window)
+    rows = [runner[2](first, times, steps, window)
+            for runner, (first, times) in zip(runners, timings, strict=True)]
+    ours_times = timings[0][1]
+    for (column, _), (_, times) in zip(references, timings[1:], strict=True):
+        rows[0][column] = round(paired_ratio(ours_times, times), 3)
+    return rows
 
 
 def _arbiters(space):
@@ -213,62 +263,74 @@ def _arbiters(space):
     return arbiters
 
 
-def _bench_pyramids(name, specs, tops, sizes, arch, with_pymunk):
-    """fx2d_gpu as it runs by default (bodies fall asleep once at rest), then fx2d_gpu with
-    sleeping off (every box solved in every step, as pymunk does by default) and pymunk
-    side by side (_side_by_side: their ratio is the median of their windows' ratios; the
-    default run's is the ratio of its median to pymunk's, minutes apart)."""
+def _bench_pyramids(name, specs, tops, sizes, arch, others):
+    """fx2d_gpu as it runs by default (bodies fall asleep once at rest) beside Box2D v3
+    sleeping too, then fx2d_gpu with sleeping off (every box solved in every step, as
+    pymunk does by default) beside pymunk and Box2D v3 with sleeping off (_side_by_side:
+    each ratio is the median of the windows' ratios; the default run's ratio to pymunk is
+    the ratio of its median to pymunk's, minutes apart)."""
     steps, window = sizes.steps(name, len(specs))
-    scene = scenes.build_scene(specs, arch=arch, substeps=SUBSTEPS, enable_sleep=True)
-    ours = run_fx2d(scene, steps, window, tops)
-    del scene
-    scene = scenes.build_scene(specs, arch=arch, substeps=SUBSTEPS, enable_sleep=False)
-    if with_pymunk:
-        rows = _side_by_side(_fx2d_runner(scene, tops), _pymunk_runner(specs, tops), steps,
-                             window)
-        ours["ratio_to_pymunk"] = round(ours["ms_per_step"] / rows[1]["ms_per_step"], 3)
-    else:
-        rows = [run_fx2d(scene, steps, window, tops)]
-    rows[0]["engine"] = "fx2d_gpu (no sleep)"
-    return [ours] + rows
+    rows = []
+    for enable_sleep in (True, False):
+        scene = scenes.build_scene(specs, arch=arch, substeps=SUBSTEPS,
+                                   enable_sleep=enable_sleep)
+        references = [] if enable_sleep or "pymunk" not in others else [
+            ("ratio_to_pymunk", _pymunk_runner(specs, tops))]
+        references += _box2d_references(
+            others, lambda threads, sleep=enable_sleep: box2d_scenes.build_world(
+                specs, threads, enable_sleep=sleep), tops)
+        run_rows = _side_by_side(_fx2d_runner(scene, tops), references, steps, window)
+        del scene, references  # free both engines' worlds before the next run
+        if not enable_sleep:
+            run_rows[0]["engine"] = "fx2d_gpu (no sleep)"
+        rows += run_rows
+    pymunk = [row for row in rows if row["engine"] == "pymunk"]
+    if pymunk:
+        rows[0]["ratio_to_pymunk"] = round(rows[0]["ms_per_step"] / pymunk[0]["ms_per_step"], 3)
+    return rows
 
 
-def bench_large_pyramid(sizes, arch, with_pymunk):
+def bench_large_pyramid(sizes, arch, others):
     specs, tops = scenes.pyramid_layout(sizes.pyramid_base)
-    return _bench_pyramids("large_pyramid", specs, tops, sizes, arch, with_pymunk)
+    return _bench_pyramids("large_pyramid", specs, tops, sizes, arch, others)
 
 
-def bench_many_pyramids(sizes, arch, with_pymunk):
+def bench_many_pyramids(sizes, arch, others):
     specs, tops = scenes.many_pyramids_layout(sizes.grid, sizes.grid_base)
-    return _bench_pyramids("many_pyramids", specs, tops, sizes, arch, with_pymunk)
+    return _bench_pyramids("many_pyramids", specs, tops, sizes, arch, others)
 
 
-def bench_joint_grid(sizes, arch, with_pymunk):
+def bench_joint_grid(sizes, arch, others):
     rows, columns = sizes.joint_grid
     scene = scenes.joint_grid(rows, columns, arch=arch, substeps=SUBSTEPS)
     steps, window = sizes.steps("joint_grid", scene.n_bodies)
-    return [run_fx2d(scene, steps, window)]
+    references = _box2d_references(
+        others, lambda threads: box2d_scenes.joint_grid_world(rows, columns, threads=threads))
+    return _side_by_side(_fx2d_runner(scene), references, steps, window)
 
 
-def bench_pile(sizes, arch, with_pymunk):
+def bench_pile(sizes, arch, others):
     rows = []
     for n in sizes.piles:
         specs = scenes.pile_layout(n)
         steps, window = sizes.steps("pile", n)
         scene = scenes.build_scene(specs, arch=arch, substeps=SUBSTEPS)
-        if with_pymunk and n == sizes.pymunk_pile:
-            pair = _side_by_side(_fx2d_runner(scene), _pymunk_runner(specs, cell_size=0.75),
-                                 steps, window)
-        else:
-            pair = [run_fx2d(scene, steps, window)]
-        del scene
-        for row in pair:
+        references = []
+        if n == sizes.reference_pile:
+            if "pymunk" in others:
+                references.append(("ratio_to_pymunk",
+                                   _pymunk_runner(specs, cell_size=0.75)))
+            references += _box2d_references(
+                others, lambda threads, specs=specs: box2d_scenes.build_world(specs, threads))
+        pile_rows = _side_by_side(_fx2d_runner(scene), references, steps, window)
+        del scene, references
+        for row in pile_rows:
             row["scene"] = f"pile_{_count(n)}"
-        rows += pair
+        rows += pile_rows
     return rows
 
 
-def bench_batched_small(sizes, arch, with_pymunk):
+def bench_batched_small(sizes, arch, others):
     rows = []
     for worlds in sizes.worlds:
         scene = scenes.batched_small(worlds, arch=arch, substeps=SUBSTEPS)
@@ -334,7 +396,7 @@ def _run_probe(script: str, args: list[str], env: dict, in_process: bool) -> dic
     return json.loads(printed.getvalue().strip().splitlines()[-1])
 
 
-def bench_compile(sizes, arch, with_pymunk):
+def bench_compile(sizes, arch, others):
     """First step of a small scene with joints and contacts (every kernel of a step) in fresh
     processes: with an empty offline cache, then with the cache it filled. Then a scene 10x
     larger than the one before it in the same process (a pile of 2,000 bodies, then 20,000:
@@ -379,13 +441,30 @@ BENCHES = {"large_pyramid": bench_large_pyramid, "many_pyramids": bench_many_pyr
            "batched_small": bench_batched_small, "compile": bench_compile}
 
 
+def _other_engines(with_pymunk: bool, with_box2d: bool) -> frozenset[str]:
+    """The engines to run beside fx2d_gpu ("pymunk", "box2d"): those asked for and
+    installed; one asked for but missing is left out with a note."""
+    others = set()
+    for name, module, wanted, extra in (("pymunk", "pymunk", with_pymunk, "pymunk"),
+                                        ("box2d", "pyb2d3", with_box2d, "pyb2d3")):
+        if not wanted:
+            continue
+        if importlib.util.find_spec(module) is None:
+            print(f"  {module} is not installed: the {name} column is left out "
+                  f"(pip install {extra}, or the bench extra)", flush=True)
+        else:
+            others.add(name)
+    return frozenset(others)
+
+
 def run(names, arch="auto", quick=False, with_pymunk=True, results=None, plot=True,
-        colors_per_launch=None, piles=None):
+        colors_per_launch=None, piles=None, with_box2d=True):
     """Run the named benchmarks; returns {name: rows} and writes CSV (and plots).
     colors_per_launch: solver.staged.COLORS_PER_LAUNCH for this process's scenes (None: the
     default; the compile probes' fresh processes keep it): the colours one kernel launch
     solves where the substeps launch a kernel per stage (GPU backends). piles: the pile
-    sizes (bodies poured) instead of the default ones."""
+    sizes (bodies poured) instead of the default ones. with_pymunk, with_box2d: run those
+    engines beside fx2d_gpu where installed."""
     if colors_per_launch is not None:
         staged.COLORS_PER_LAUNCH = colors_per_launch
         staged.colors_per_launch()  # checked before anything runs
@@ -399,10 +478,11 @@ def run(names, arch="auto", quick=False, with_pymunk=True, results=None, plot=Tr
     print(f"fx2d_gpu benchmarks on {device} ({backend}), dt {DT:.4f} s, {SUBSTEPS} substeps, "
           f"{staged.COLORS_PER_LAUNCH} colours a launch where stages launch one by one"
           + (" [quick sizes]" if quick else ""), flush=True)
+    others = _other_engines(with_pymunk, with_box2d)
     out = {}
     for name in names:
         print(f"- {name}", flush=True)
-        rows = BENCHES[name](sizes, arch, with_pymunk)
+        rows = BENCHES[name](sizes, arch, others)
         for row in rows:
             row.setdefault("scene", name)
             row.setdefault("backend", backend)
@@ -414,8 +494,10 @@ def run(names, arch="auto", quick=False, with_pymunk=True, results=None, plot=Tr
         print_table([{k: r[k] for k in ("engine", "scene", "bodies", "joints", "worlds",
                                         "ms_per_step", "ms_per_step_awake",
                                         "world_steps_per_s", "ratio_to_pymunk",
-                                        "first_step_s", "colors_max", "overflow_max",
-                                        "top_drop_m", "stands")}
+                                        "ratio_to_box2d_1_thread",
+                                        "ratio_to_box2d_2_threads", "first_step_s",
+                                        "colors_max", "overflow_max", "top_drop_m",
+                                        "stands")}
                      for r in rows])
         print("  saved", save_csv(backend, name, rows, results), flush=True)
         out[name] = rows
@@ -435,6 +517,7 @@ def main(argv=None):
     parser.add_argument("--arch", default="auto", help="auto | cpu | gpu | cuda | vulkan | ...")
     parser.add_argument("--quick", action="store_true", help="tiny sizes (a smoke test)")
     parser.add_argument("--no-pymunk", action="store_true", help="skip the pymunk runs")
+    parser.add_argument("--no-box2d", action="store_true", help="skip the Box2D v3 runs")
     parser.add_argument("--no-plot", action="store_true")
     parser.add_argument("--results", default=None, help="folder for <device>/*.csv")
     parser.add_argument("--colors-per-launch", type=int, default=None, metavar="N",
@@ -464,7 +547,8 @@ def main(argv=None):
     if args.piles and min(args.piles) < 1:
         parser.error("--piles must be positive")
     return run(args.scenes or list(SCENES), args.arch, args.quick, not args.no_pymunk,
-               args.results, not args.no_plot, args.colors_per_launch, args.piles)
+               args.results, not args.no_plot, args.colors_per_launch, args.piles,
+               not args.no_box2d)
 
 
 if __name__ == "__main__":

@@ -2,12 +2,13 @@
 benchmark scenes against their definitions."""
 
 import csv
+import importlib.util
 
 import numpy as np
 import pytest
 
 import fx2d_gpu
-from benchmarks import suite
+from benchmarks import box2d_scenes, suite
 from benchmarks.common import paired_ratio, time_windows_side_by_side
 from benchmarks.pymunk_scenes import build_space
 from fx2d_gpu import load_scene, scenes
@@ -34,8 +35,10 @@ def test_quick_suite_runs_every_scene_and_writes_csv_and_plots(tmp_path, arch):
     assert by_scene["joint_grid"]["fx2d_gpu"]["joints"] == (
         (rows - 1) * columns + (rows - 1) * (columns - 1))
     piles = out["pile"]
-    assert {r["engine"] for r in piles} == {"fx2d_gpu", "pymunk"}
+    assert {"fx2d_gpu", "pymunk"} <= {r["engine"] for r in piles}
     assert piles[0]["bodies"] == sizes.piles[0] + 3
+    if box2d_scenes.available():
+        _check_box2d_column(by_scene, sizes)
     batched = out["batched_small"]
     assert [r["worlds"] for r in batched] == sizes.worlds
     for r in batched:
@@ -47,6 +50,99 @@ def test_quick_suite_runs_every_scene_and_writes_csv_and_plots(tmp_path, arch):
             assert len(list(csv.DictReader(f))) == len(out[name])
     assert next(tmp_path.rglob("scaling.png")).stat().st_size > 0
     assert next(tmp_path.rglob("batched.png")).stat().st_size > 0
+
+
+def _check_box2d_column(by_scene: dict, sizes: suite.Sizes):
+    """The quick suite's Box2D v3 rows: every thread count beside every fx2d_gpu run of the
+    four comparison scenes, the same bodies, a paired ratio on fx2d_gpu's row, and the
+    pyramids' apex drop."""
+    for threads in suite.BOX2D_THREADS:
+        column = f"ratio_to_box2d_{threads}_thread{'' if threads == 1 else 's'}"
+        runs = [("large_pyramid", "fx2d_gpu", True), ("large_pyramid", "fx2d_gpu (no sleep)",
+                                                      False),
+                ("many_pyramids", "fx2d_gpu", True), ("joint_grid", "fx2d_gpu", True),
+                ("pile", "fx2d_gpu", True)]
+        for scene, ours, enable_sleep in runs:
+            rows = by_scene[scene]
+            theirs = rows[box2d_scenes.engine_name(threads, enable_sleep)]
+            assert theirs["bodies"] == rows[ours]["bodies"], (scene, threads)
+            assert theirs["joints"] == rows[ours]["joints"], (scene, threads)
+            assert theirs["substeps"] == box2d_scenes.SUBSTEPS
+            assert theirs["ms_per_step"] > 0 and rows[ours][column] > 0, (scene, column)
+            if "pyramid" in scene:
+                assert theirs["stands"] is True  # 7 steps: nothing can have fallen yet
+                assert 0.0 <= theirs["top_drop_m"] < suite.STANDING_DROP
+
+
+def test_quick_suite_leaves_out_what_is_not_asked_for(tmp_path, arch):
+    (rows,) = suite.run(["large_pyramid"], arch=arch, quick=True, results=tmp_path,
+                        plot=False, with_pymunk=False, with_box2d=False).values()
+    assert [r["engine"] for r in rows] == ["fx2d_gpu", "fx2d_gpu (no sleep)"]
+    assert all(r["ratio_to_box2d_1_thread"] == "" for r in rows)
+
+
+def test_an_engine_not_installed_is_left_out_with_a_note(monkeypatch, capsys):
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *args: None
+                        if name == "pyb2d3" else real_find_spec(name, *args))
+    assert suite._other_engines(with_pymunk=True, with_box2d=True) == {"pymunk"}
+    assert "pyb2d3 is not installed: the box2d column is left out" in capsys.readouterr().out
+
+
+def test_box2d_world_matches_the_specs():
+    pytest.importorskip("pyb2d3")
+    specs = scenes.pile_layout(40, seed=2)
+    world = box2d_scenes.build_world(specs)
+    assert len(world.bodies) == len(specs)
+    np.testing.assert_allclose(world.positions(), [spec.position for spec in specs],
+                               atol=1e-5)  # Box2D keeps float32
+    for spec, body in zip(specs, world.bodies, strict=True):
+        assert body.angle == pytest.approx(spec.angle, abs=1e-4)
+        if spec.mass > 0:
+            assert body.mass == pytest.approx(spec.mass, rel=1e-5)
+    grid = box2d_scenes.joint_grid_world(4, 5)
+    assert len(grid.bodies) == 20 and grid.n_joints == 3 * 5 + 3 * 4
+
+
+def test_box2d_counts_a_pyramids_contacts_from_its_events():
+    """Box2D's contacts touching in a resting pyramid of base 4 (10 boxes on a ground): 4
+    on the ground, 2 under each of the 6 upper boxes, 3 + 2 + 1 side by side, 2 points
+    each."""
+    pytest.importorskip("pyb2d3")
+    specs, _ = scenes.pyramid_layout(4)
+    world = box2d_scenes.build_world(specs, enable_sleep=False, contact_events=True)
+    for _ in range(3):
+        world.step(1 / 60)
+        world.track_contacts()
+    assert world.touching() == (4 + 12 + 6, 2 * (4 + 12 + 6))
+
+
+def test_per_pass_benchmark_divides_the_passes_by_the_contacts(arch, tmp_path):
+    """benchmarks/per_pass.py on a pyramid of base 5: fx2d_gpu's passes (11 substeps x 2)
+    and Box2D's (4 x 2 + 1, where pyb2d3 is installed) over the same pyramid's contacts."""
+    from benchmarks import per_pass
+
+    rows = per_pass.main(["--quick", "--rounds", "1", "--arch", arch,
+                          "--results", str(tmp_path)])
+    ours = [r for r in rows if r["engine"] == "fx2d_gpu"]
+    assert [r["measure"] for r in ours] == ["position pass (profiled)",
+                                            "velocity pass (profiled)",
+                                            "both passes (profiled)", "whole step / passes"]
+    assert [r["passes_per_step"] for r in ours] == [11, 11, 22, 22]
+    # Base 5: 15 boxes, 5 on the ground, 2 under each of the 10 upper ones, 10 side by side.
+    assert ours[0]["manifolds"] == 35 and ours[0]["contact_points"] >= 35
+    for r in ours:
+        assert r["ns_per_point_per_pass"] == pytest.approx(
+            r["ms_passes_per_step"] * 1e6 / (r["passes_per_step"] * r["contact_points"]),
+            rel=1e-2)
+    theirs = [r for r in rows if r["engine"].startswith("box2d")]
+    if box2d_scenes.available():
+        assert [r["passes_per_step"] for r in theirs] == [9, 8, 9, 8]
+        assert all(r["manifolds"] == 35 and r["contact_points"] == 70 for r in theirs)
+        assert all(r["ms_per_step"] > 0 for r in theirs)
+    else:
+        assert theirs == []
+    assert next(tmp_path.rglob("per_pass.csv")).stat().st_size > 0
 
 
 def test_engines_side_by_side_take_turns_a_window_each():
