@@ -429,6 +429,26 @@ def _pushes(model: ti.template(), bodies: ti.template(), slot, n_bodies, link: t
     return result
 
 
+@ti.func
+def _new_stamp(islands: ti.template()):
+    """A wake call's mark (and its woken count set to 0): one more than the last call's,
+    > 0, so no mark needs clearing: older stamps and update_sleep's marks (0, -1) read as
+    unmarked."""
+    islands.woken[None] = 0
+    islands.stamp[None] = ti.max(islands.stamp[None], 0) + 1
+    return islands.stamp[None]
+
+
+@ti.func
+def _wake_if_marked(bodies: ti.template(), islands: ti.template(), slot, n_bodies, stamp):
+    """Wake body slot if it sleeps in an island marked with this call's stamp (counted in
+    islands.woken)."""
+    if bodies.sleeping[slot] == 1 and islands.wake[_island_of(bodies, slot, n_bodies)] == stamp:
+        bodies.sleeping[slot] = 0
+        bodies.sleep_time[slot] = 0.0
+        ti.atomic_add(islands.woken[None], 1)
+
+
 @quick
 @ti.kernel
 def _wake_launch(model: ti.template(), bodies: ti.template(), joints: ti.template(),
@@ -436,11 +456,7 @@ def _wake_launch(model: ti.template(), bodies: ti.template(), joints: ti.templat
                  serial: ti.template(), n_slots: ti.i32, n_bodies: ti.i32, n_pairs: ti.i32,
                  n_joints: ti.i32) -> ti.i32:
     n_joint_slots = n_joints * (n_slots // ti.max(n_bodies, 1))
-    islands.woken[None] = 0
-    # Marks are this call's stamp (> 0, one more each call), so none needs clearing:
-    # older stamps and update_sleep's marks (0, -1) read as unmarked.
-    islands.stamp[None] = ti.max(islands.stamp[None], 0) + 1
-    stamp = islands.stamp[None]
+    stamp = _new_stamp(islands)
     ti.loop_config(serialize=serial)
     for e in range(n_pairs + n_joint_slots + n_slots):
         if e < n_pairs:
@@ -470,10 +486,7 @@ def _wake_launch(model: ti.template(), bodies: ti.template(), joints: ti.templat
                 islands.wake[_island_of(bodies, slot, n_bodies)] = stamp
     ti.loop_config(serialize=serial)
     for slot in range(n_slots):
-        if bodies.sleeping[slot] == 1 and islands.wake[_island_of(bodies, slot, n_bodies)] == stamp:
-            bodies.sleeping[slot] = 0
-            bodies.sleep_time[slot] = 0.0
-            ti.atomic_add(islands.woken[None], 1)
+        _wake_if_marked(bodies, islands, slot, n_bodies, stamp)
     return islands.woken[None]
 
 
@@ -500,9 +513,7 @@ def _wake_launch_disabled(bodies: ti.template(), joints: ti.template(),
                           serial: ti.template(), n_slots: ti.i32, n_bodies: ti.i32,
                           n_pairs: ti.i32, n_joints: ti.i32) -> ti.i32:
     n_joint_slots = n_joints * (n_slots // ti.max(n_bodies, 1))
-    islands.woken[None] = 0
-    islands.stamp[None] = ti.max(islands.stamp[None], 0) + 1  # (as in _wake_launch)
-    stamp = islands.stamp[None]
+    stamp = _new_stamp(islands)
     ti.loop_config(serialize=serial)
     for e in range(n_pairs + n_joint_slots):
         a, b = -1, -1
@@ -517,10 +528,7 @@ def _wake_launch_disabled(bodies: ti.template(), joints: ti.template(),
                 islands.wake[_island_of(bodies, other, n_bodies)] = stamp
     ti.loop_config(serialize=serial)
     for slot in range(n_slots):
-        if bodies.sleeping[slot] == 1 and islands.wake[_island_of(bodies, slot, n_bodies)] == stamp:
-            bodies.sleeping[slot] = 0
-            bodies.sleep_time[slot] = 0.0
-            ti.atomic_add(islands.woken[None], 1)
+        _wake_if_marked(bodies, islands, slot, n_bodies, stamp)
     return islands.woken[None]
 
 
