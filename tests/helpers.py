@@ -179,3 +179,32 @@ def assert_same_trace(a: dict, b: dict):
     for step_a, step_b in zip(a["contacts"], b["contacts"], strict=True):
         for column_a, column_b in zip(step_a, step_b, strict=True):
             np.testing.assert_array_equal(column_a, column_b)
+
+
+def every_shape_kind(arch, n_worlds: int, joint: bool = False, steps: int = 0):
+    """A static ground, one body of every shape kind (a circle off its body's origin, a
+    turned box, a triangle, a rounded box, a capsule), a static edge and a 3-link chain,
+    and with `joint` a revolute joint; each world's bodies thrown differently (poses differ
+    by world), then `steps` steps of 1/60 s. For the frame geometry's and the renderer's
+    tests."""
+    from fx2d_gpu import shapes
+
+    scene = fx.Scene(n_worlds=n_worlds, arch=arch)
+    scene.add_box((0.0, -0.5), (20.0, 1.0), mass=0.0)
+    scene.add_shape((-4.0, 2.0), shapes.circle(0.4, center=(0.15, -0.1)), angle=0.4)
+    scene.add_box((-2.0, 2.0), (1.0, 0.5), angle=0.3)
+    scene.add_polygon((0.0, 2.0), [[0.0, 0.0], [1.0, 0.0], [0.3, 0.8]], angle=-0.2)
+    scene.add_box((2.0, 2.0), (0.8, 0.6), radius=0.15, angle=0.7)
+    scene.add_capsule((4.0, 2.0), 1.0, 0.25, angle=1.1)
+    scene.add_edge((0.0, 0.0), (-9.0, 3.0), (-7.0, 0.2))
+    scene.add_chain((0.0, 0.0), [[6.0, 0.3], [7.5, 0.8], [9.0, 0.2], [9.5, 2.0]])
+    if joint:
+        scene.add_revolute_joint(2, 3, anchor=(-1.0, 2.0))
+    state = scene.get_state()
+    for w in range(n_worlds):
+        state.velocity[w, :, 0] += 1.5 * (w - 1)
+        state.angular_velocity[w] += 2.0 * w
+    scene.set_state(state)
+    for _ in range(steps):
+        scene.step(1 / 60)
+    return scene

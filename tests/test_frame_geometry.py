@@ -17,6 +17,8 @@ from fx2d_gpu.enums import SHAPE_CIRCLE
 from fx2d_gpu.frame_geometry import FrameGeometry, FrameView, tile_views
 from fx2d_gpu.render import default_bounds, drawn, visual_of
 
+from .helpers import every_shape_kind
+
 CIRCLE_SEGMENTS = 20
 PALETTE = np.array([[66, 133, 244], [219, 68, 55], [244, 180, 0], [15, 157, 88],
                     [171, 71, 188], [0, 172, 193], [255, 112, 67]], float)
@@ -143,25 +145,8 @@ def assert_frame_matches(frame, scene, views, aspect):
 
 # ---------------------------------------------------------------------------- scenes
 def every_kind(arch, n_worlds=3):
-    """A static ground, one body of every shape kind (a circle off its body's origin, a
-    turned box, a triangle, a rounded box, a capsule), a static edge and a 3-link chain, a
-    revolute joint; each world's bodies thrown differently."""
-    scene = fx.Scene(n_worlds=n_worlds, arch=arch)
-    scene.add_box((0.0, -0.5), (20.0, 1.0), mass=0.0)
-    scene.add_shape((-4.0, 2.0), shapes.circle(0.4, center=(0.15, -0.1)), angle=0.4)
-    scene.add_box((-2.0, 2.0), (1.0, 0.5), angle=0.3)
-    scene.add_polygon((0.0, 2.0), [[0.0, 0.0], [1.0, 0.0], [0.3, 0.8]], angle=-0.2)
-    scene.add_box((2.0, 2.0), (0.8, 0.6), radius=0.15, angle=0.7)
-    scene.add_capsule((4.0, 2.0), 1.0, 0.25, angle=1.1)
-    scene.add_edge((0.0, 0.0), (-9.0, 3.0), (-7.0, 0.2))
-    scene.add_chain((0.0, 0.0), [[6.0, 0.3], [7.5, 0.8], [9.0, 0.2], [9.5, 2.0]])
-    scene.add_revolute_joint(2, 3, anchor=(-1.0, 2.0))
-    state = scene.get_state()
-    for w in range(n_worlds):  # each world thrown its own way: poses differ by world
-        state.velocity[w, :, 0] += 1.5 * (w - 1)
-        state.angular_velocity[w] += 2.0 * w
-    scene.set_state(state)
-    return scene
+    """helpers.every_shape_kind with a revolute joint (the joints overlay), not stepped."""
+    return every_shape_kind(arch, n_worlds, joint=True)
 
 
 BOUNDS = (-10.0, -1.0, 10.0, 6.0)

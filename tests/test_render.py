@@ -17,6 +17,8 @@ from fx2d_gpu.render import (
     write_png,
 )
 
+from .helpers import every_shape_kind
+
 PALETTE = np.array([[66, 133, 244], [219, 68, 55], [244, 180, 0], [15, 157, 88],
                     [171, 71, 188], [0, 172, 193], [255, 112, 67]], np.uint8)
 BACKGROUND = (250, 250, 248)
@@ -57,23 +59,8 @@ def test_fills_borders_marks_and_background_where_the_state_puts_them(arch):
 
 
 def every_kind(arch, n_worlds=1):
-    scene = fx.Scene(n_worlds=n_worlds, arch=arch)
-    scene.add_box((0.0, -0.5), (20.0, 1.0), mass=0.0)
-    scene.add_shape((-4.0, 2.0), shapes.circle(0.4, center=(0.15, -0.1)), angle=0.4)
-    scene.add_box((-2.0, 2.0), (1.0, 0.5), angle=0.3)
-    scene.add_polygon((0.0, 2.0), [[0.0, 0.0], [1.0, 0.0], [0.3, 0.8]], angle=-0.2)
-    scene.add_box((2.0, 2.0), (0.8, 0.6), radius=0.15, angle=0.7)
-    scene.add_capsule((4.0, 2.0), 1.0, 0.25, angle=1.1)
-    scene.add_edge((0.0, 0.0), (-9.0, 3.0), (-7.0, 0.2))
-    scene.add_chain((0.0, 0.0), [[6.0, 0.3], [7.5, 0.8], [9.0, 0.2], [9.5, 2.0]])
-    state = scene.get_state()
-    for w in range(n_worlds):
-        state.velocity[w, :, 0] += 1.5 * (w - 1)
-        state.angular_velocity[w] += 2.0 * w
-    scene.set_state(state)
-    for _ in range(50):
-        scene.step(1 / 60)
-    return scene
+    """helpers.every_shape_kind, 50 steps after each world was thrown."""
+    return every_shape_kind(arch, n_worlds, steps=50)
 
 
 def assert_nearly_equal(image, expected, share=1e-3):
