@@ -1,11 +1,12 @@
 """fx2d_gpu's benchmark suite: Box2D's scenes beside Box2D v3 and pymunk, scaling, batching.
 
     python -m benchmarks [SCENE ...] [--arch auto|cpu|cuda|vulkan] [--quick] [--no-pymunk]
-                         [--no-box2d]
+                         [--no-box2d] [--solver xpbd|soft_step]
     fx2d bench [same options]
     fx2d bench --profile [SCENE ...]    milliseconds per stage (benchmarks/profile.py)
 
-Scenes (dt 1/60 s, 11 substeps; built once in fx2d_gpu.scenes, shared with demos and tests):
+Scenes (dt 1/60 s; XPBD at 11 substeps, or with --solver soft_step the soft step at 4; built
+once in fx2d_gpu.scenes, shared with demos and tests):
     large_pyramid   Box2D's: base 100, 5,050 boxes of 1 m on a ground   (+ box2d, pymunk)
     many_pyramids   Box2D's: 20 x 20 pyramids of base 10, 22,000 boxes  (+ box2d, pymunk)
     joint_grid      100 x 100 circles, revolute joints to their neighbours, top row pinned
@@ -23,8 +24,9 @@ each ratio fx2d_gpu/other is the median of the windows' ratios (this machine's s
 by +-30 % over minutes): Box2D v3 (pyb2d3, 4 substeps, its default) on 1 and on 2 threads,
 sleeping as the fx2d_gpu run beside it does, and pymunk (10 iterations, its spatial hash,
 never sleeping) beside the sleep-off pyramids and the 10k pile. Where pyb2d3 or pymunk is
-not installed its column is left out. CSV per scene and plots go to
-benchmarks/results/<device>/.
+not installed its column is left out. launches_per_step: fx2d_gpu's kernel launches a step
+(launching.launch_count; the GPU's cost in small and medium scenes). CSV per scene (the soft
+step's: <scene>_soft_step.csv) and plots go to benchmarks/results/<device>/.
 """
 
 import argparse
@@ -43,9 +45,10 @@ from pathlib import Path
 
 import numpy as np
 
-from fx2d_gpu import residency, runtime, scenes
+from fx2d_gpu import launching, residency, runtime, scenes
 from fx2d_gpu.device import MAX_COLORS
 from fx2d_gpu.solver import staged
+from fx2d_gpu.solver.stages import DEFAULT_SUBSTEPS
 
 from . import box2d_scenes
 from .common import (
@@ -60,6 +63,15 @@ from .common import (
 
 DT = 1.0 / 60.0
 SUBSTEPS = 11
+#: The solver fx2d_gpu's scenes run ("xpbd" or "soft_step"; run(solver=...)), and its
+#: substeps (SUBSTEPS for XPBD).
+SOLVER = "xpbd"
+
+
+def _solver_settings() -> dict:
+    """The Scene keywords of SOLVER's scenes: the solver and its default substeps."""
+    return {"solver": SOLVER, "substeps": SUBSTEPS if SOLVER == "xpbd"
+            else DEFAULT_SUBSTEPS[SOLVER]}
 SCENES = ("large_pyramid", "many_pyramids", "joint_grid", "pile", "batched_small", "compile")
 #: Windows ending by this step are "awake": before anything in a pyramid can fall asleep.
 AWAKE_STEPS = 90
@@ -77,7 +89,7 @@ COLUMNS = ("date", "device", "backend", "engine", "scene", "bodies", "joints", "
            "ratio_to_pymunk", "ratio_to_box2d_1_thread", "ratio_to_box2d_2_threads",
            "first_step_s", "pairs", "contact_points", "colors",
            "overflow", "colors_max", "overflow_max", "pool_mb", "peak_rss_mb", "gpu_mem_mb",
-           "top_drop_m", "stands", "colors_per_launch")
+           "top_drop_m", "stands", "colors_per_launch", "launches_per_step")
 
 
 class Sizes:
@@ -154,10 +166,13 @@ def _fx2d_runner(scene, tops=()):
 
     tops = list(tops)
     y0 = scene.get_state().position[:, tops, 1] if tops else None
-    peaks = {"colors": 0, "overflow": 0}
+    peaks = {"colors": 0, "overflow": 0, "launches": 0, "steps": 0}
 
     def step():  # colours and overflow are host-side counts: reading them costs nothing
+        before = launching.launch_count()
         scene.step(DT)
+        peaks["launches"] += launching.launch_count() - before
+        peaks["steps"] += 1
         peaks["colors"] = max(peaks["colors"], scene.n_colors)
         peaks["overflow"] = max(peaks["overflow"], scene.n_overflow)
 
@@ -167,7 +182,8 @@ def _fx2d_runner(scene, tops=()):
         if not np.isfinite(state.position).all():
             raise RuntimeError("the simulation produced non-finite positions")
         contacts = scene.contacts(None)
-        result = {"engine": "fx2d_gpu", "bodies": scene.n_bodies * scene.n_worlds,
+        engine = "fx2d_gpu" if scene.solver == "xpbd" else f"fx2d_gpu {scene.solver}"
+        result = {"engine": engine, "bodies": scene.n_bodies * scene.n_worlds,
                   "joints": scene.n_joints * scene.n_worlds, "worlds": scene.n_worlds,
                   "substeps": scene.substeps, "steps": steps, "ms_per_step": round(ms, 3),
                   "ms_per_step_awake": round(awake, 3), "first_step_s": round(first, 2),
@@ -175,6 +191,7 @@ def _fx2d_runner(scene, tops=()):
                   "contact_points": int(contacts.point_count.sum()),
                   "colors": scene.n_colors, "overflow": scene.n_overflow,
                   "colors_max": peaks["colors"], "overflow_max": peaks["overflow"],
+                  "launches_per_step": round(peaks["launches"] / max(peaks["steps"], 1), 1),
                   "pool_mb": round(residency.current_pool().nbytes / 2**20, 1),
                   "peak_rss_mb": round(_now_rss_mb()),
                   "gpu_mem_mb": _gpu_mem_mb(scene.backend)}
@@ -272,8 +289,8 @@ def _bench_pyramids(name, specs, tops, sizes, arch, others):
     steps, window = sizes.steps(name, len(specs))
     rows = []
     for enable_sleep in (True, False):
-        scene = scenes.build_scene(specs, arch=arch, substeps=SUBSTEPS,
-                                   enable_sleep=enable_sleep)
+        scene = scenes.build_scene(specs, arch=arch, enable_sleep=enable_sleep,
+                                   **_solver_settings())
         references = [] if enable_sleep or "pymunk" not in others else [
             ("ratio_to_pymunk", _pymunk_runner(specs, tops))]
         references += _box2d_references(
@@ -282,7 +299,7 @@ def _bench_pyramids(name, specs, tops, sizes, arch, others):
         run_rows = _side_by_side(_fx2d_runner(scene, tops), references, steps, window)
         del scene, references  # free both engines' worlds before the next run
         if not enable_sleep:
-            run_rows[0]["engine"] = "fx2d_gpu (no sleep)"
+            run_rows[0]["engine"] += " (no sleep)"
         rows += run_rows
     pymunk = [row for row in rows if row["engine"] == "pymunk"]
     if pymunk:
@@ -302,7 +319,7 @@ def bench_many_pyramids(sizes, arch, others):
 
 def bench_joint_grid(sizes, arch, others):
     rows, columns = sizes.joint_grid
-    scene = scenes.joint_grid(rows, columns, arch=arch, substeps=SUBSTEPS)
+    scene = scenes.joint_grid(rows, columns, arch=arch, **_solver_settings())
     steps, window = sizes.steps("joint_grid", scene.n_bodies)
     references = _box2d_references(
         others, lambda threads: box2d_scenes.joint_grid_world(rows, columns, threads=threads))
@@ -314,7 +331,7 @@ def bench_pile(sizes, arch, others):
     for n in sizes.piles:
         specs = scenes.pile_layout(n)
         steps, window = sizes.steps("pile", n)
-        scene = scenes.build_scene(specs, arch=arch, substeps=SUBSTEPS)
+        scene = scenes.build_scene(specs, arch=arch, **_solver_settings())
         references = []
         if n == sizes.reference_pile:
             if "pymunk" in others:
@@ -333,7 +350,7 @@ def bench_pile(sizes, arch, others):
 def bench_batched_small(sizes, arch, others):
     rows = []
     for worlds in sizes.worlds:
-        scene = scenes.batched_small(worlds, arch=arch, substeps=SUBSTEPS)
+        scene = scenes.batched_small(worlds, arch=arch, **_solver_settings())
         steps, window = sizes.steps("batched_small", scene.n_bodies * worlds)
         row = run_fx2d(scene, steps, window)
         row["world_steps_per_s"] = round(worlds * 1000.0 / row["ms_per_step"])
@@ -458,13 +475,16 @@ def _other_engines(with_pymunk: bool, with_box2d: bool) -> frozenset[str]:
 
 
 def run(names, arch="auto", quick=False, with_pymunk=True, results=None, plot=True,
-        colors_per_launch=None, piles=None, with_box2d=True):
+        colors_per_launch=None, piles=None, with_box2d=True, solver="xpbd"):
     """Run the named benchmarks; returns {name: rows} and writes CSV (and plots).
     colors_per_launch: solver.staged.COLORS_PER_LAUNCH for this process's scenes (None: the
     default; the compile probes' fresh processes keep it): the colours one kernel launch
     solves where the substeps launch a kernel per stage (GPU backends). piles: the pile
     sizes (bodies poured) instead of the default ones. with_pymunk, with_box2d: run those
-    engines beside fx2d_gpu where installed."""
+    engines beside fx2d_gpu where installed. solver: fx2d_gpu's ("xpbd" or "soft_step", at
+    its default substeps); the soft step's CSVs are <scene>_soft_step.csv."""
+    global SOLVER
+    SOLVER = solver
     if colors_per_launch is not None:
         staged.COLORS_PER_LAUNCH = colors_per_launch
         staged.colors_per_launch()  # checked before anything runs
@@ -475,7 +495,8 @@ def run(names, arch="auto", quick=False, with_pymunk=True, results=None, plot=Tr
         sizes.piles = list(piles)
     device = device_name(backend)
     date = datetime.date.today().isoformat()
-    print(f"fx2d_gpu benchmarks on {device} ({backend}), dt {DT:.4f} s, {SUBSTEPS} substeps, "
+    print(f"fx2d_gpu benchmarks on {device} ({backend}), dt {DT:.4f} s, solver {solver}, "
+          f"{_solver_settings()['substeps']} substeps, "
           f"{staged.COLORS_PER_LAUNCH} colours a launch where stages launch one by one"
           + (" [quick sizes]" if quick else ""), flush=True)
     others = _other_engines(with_pymunk, with_box2d)
@@ -496,10 +517,12 @@ def run(names, arch="auto", quick=False, with_pymunk=True, results=None, plot=Tr
                                         "world_steps_per_s", "ratio_to_pymunk",
                                         "ratio_to_box2d_1_thread",
                                         "ratio_to_box2d_2_threads", "first_step_s",
+                                        "launches_per_step",
                                         "colors_max", "overflow_max", "top_drop_m",
                                         "stands")}
                      for r in rows])
-        print("  saved", save_csv(backend, name, rows, results), flush=True)
+        csv_name = name if solver == "xpbd" else f"{name}_{solver}"
+        print("  saved", save_csv(backend, csv_name, rows, results), flush=True)
         out[name] = rows
     if plot:
         from .plots import plot_results
@@ -519,6 +542,8 @@ def main(argv=None):
     parser.add_argument("--no-pymunk", action="store_true", help="skip the pymunk runs")
     parser.add_argument("--no-box2d", action="store_true", help="skip the Box2D v3 runs")
     parser.add_argument("--no-plot", action="store_true")
+    parser.add_argument("--solver", default="xpbd", choices=("xpbd", "soft_step"),
+                        help="fx2d_gpu's solver (default xpbd, 11 substeps; soft_step: 4)")
     parser.add_argument("--results", default=None, help="folder for <device>/*.csv")
     parser.add_argument("--colors-per-launch", type=int, default=None, metavar="N",
                         help="colours solved per kernel launch where the substeps launch a "
@@ -548,7 +573,7 @@ def main(argv=None):
         parser.error("--piles must be positive")
     return run(args.scenes or list(SCENES), args.arch, args.quick, not args.no_pymunk,
                args.results, not args.no_plot, args.colors_per_launch, args.piles,
-               not args.no_box2d)
+               not args.no_box2d, args.solver)
 
 
 if __name__ == "__main__":

@@ -536,7 +536,8 @@ class ModelBuilder:
         joint_state = {"target": targets.reshape(-1),
                        "integral": np.zeros(w * nj, np.float32),
                        "prev_error": np.zeros(w * nj, np.float32),
-                       "pid_started": np.zeros(w * nj, np.int32)}
+                       "pid_started": np.zeros(w * nj, np.int32),
+                       "soft_impulse": np.zeros((w * nj, 4), np.float32)}
         return {"bodies": state, "joints": joint_state}
 
     def cell_size(self) -> float:

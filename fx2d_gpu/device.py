@@ -354,6 +354,10 @@ class Joints(FieldGroup):
                     doc="PID state: 0 until its first update (integral and derivative "
                         "restart)")
         self._field("effort", f32, JS, doc="the motor's output this substep, N m or N")
+        self._field("soft_impulse", f32, JS, 4, saved="joint_slots",
+                    doc="the soft-step solver's accumulated impulses (solver/soft_joints.py), "
+                        "warm started: revolute (anchor x, anchor y, lower, upper limit), N s "
+                        "and N m s; prismatic (across the axis, angle lock, lower, upper)")
 
 
 @ti.data_oriented
@@ -453,6 +457,9 @@ class PreparedContacts(FieldGroup):
         self._field("tangent_mass", f32, (P, M), doc="1 / effective mass along the tangent")
         self._field("friction", f32, (P, M), doc="mu_s if the point sticks, else mu_k")
         self._field("bounced", i32, (P, M), doc="1: bounced this step")
+        self._field("approach", f32, (P, M),
+                    doc="m/s, the point's normal velocity when first found in the step "
+                        "(< 0 closing; the soft step's restitution)")
         self._field("body_contact_start", i32, n_slots + 1,
                     doc="slot g's pairs are "
                         "body_contacts[body_contact_start[g]:body_contact_start[g + 1]]")

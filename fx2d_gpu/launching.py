@@ -25,6 +25,15 @@ from taichi.lang.matrix import MatrixType
 from taichi.types import primitive_types
 
 _FLOAT, _INT, _MATRIX = 0, 1, 2
+#: Kernel launches made through `quick` kernels in this process (launch_count).
+_launches = 0
+
+
+def launch_count() -> int:
+    """Kernel launches made through `quick` kernels in this process so far (every kernel of
+    a step is one): the benchmarks' launches per step, the figure that decides a GPU's step
+    time in small and medium scenes."""
+    return _launches
 
 
 def _argument_kinds(primal):
@@ -96,6 +105,8 @@ class QuickKernel:
 
     def launch(self, args: tuple):
         """Launch with every argument in parameter order (what __call__ binds)."""
+        global _launches
+        _launches += 1
         if self._kinds is None or len(args) != len(self._kinds):
             return self._kernel(*args)
         templates = tuple(args[i] for i in self._template_positions)

@@ -42,6 +42,8 @@ from .snapshots import SceneSnapshot, read_state_file, restore_snapshot, take_sn
 from .solver.context import StepCache, StepContext
 from .solver.faults import ON_FAULT, contain_faults
 from .solver.profile import NO_PROFILE, StageTimer, StepProfile
+from .solver.stages import DEFAULT_SUBSTEPS
+from .solver.stages import STAGES as SOLVERS
 from .solver.step import step as run_step
 from .world_params import BODY_PARAMS, WorldParams, world_selection
 from .world_resets import state_rows
@@ -97,7 +99,8 @@ class Scene:
 
     Args:
         gravity (array_like): (2,) gravitational acceleration, m/s², the same in every world.
-        substeps: XPBD substeps per step(), >= 1 (Fx2D's default: 11).
+        substeps: substeps per step(), >= 1; None: the solver's default (XPBD: Fx2D's 11,
+            the soft step: Box2D v3's 4).
         n_worlds: independent copies of the scene, simulated together, >= 1.
         arch: the Taichi backend: "auto" (the first GPU backend that starts, else the CPU
             with a one-line notice), "cpu", "gpu", "cuda", "vulkan" or "metal". Taichi runs
@@ -105,11 +108,17 @@ class Scene:
         enable_sleep: let bodies at rest fall asleep (the solver skips them until something
             wakes them); False: bodies never sleep.
         on_fault: what step() does with a faulty world: "raise" or "reset" (see above).
+        solver: "xpbd" (the default: Fx2D's substeps of position-based contacts and joints,
+            seed 003) or "soft_step" (Box2D v3's soft step: soft contacts and joints solved
+            and relaxed at the velocity level, a restitution pass; Box2D's mixing rules, a
+            pair's friction the geometric mean and its restitution the larger; see
+            docs/solvers.md).
 
     Attributes:
         backend (str): the Taichi backend this process runs on, e.g. "x64", "cuda" or
             "vulkan".
-        substeps (int): XPBD substeps per step().
+        substeps (int): substeps per step().
+        solver (str): "xpbd" or "soft_step".
         enable_sleep (bool): whether bodies at rest fall asleep.
         on_fault (str): "raise" or "reset": what step() does with a faulty world.
         time (float): simulated time, s: the sum of every step()'s (clamped) dt.
@@ -122,15 +131,23 @@ class Scene:
     Raises:
         TypeError: substeps or n_worlds is not an int, gravity not a pair of numbers,
             enable_sleep not a bool or arch not a string.
-        ValueError: substeps or n_worlds below 1, gravity not finite, on_fault or arch not
-            one of the names above, or arch other than the backend this process runs.
+        ValueError: substeps or n_worlds below 1, gravity not finite, on_fault, solver or
+            arch not one of the names above, or arch other than the backend this process
+            runs.
     """
 
-    def __init__(self, gravity=(0.0, -9.81), substeps: int = 11, n_worlds: int = 1,
-                 arch: str = "auto", enable_sleep: bool = True, on_fault: str = "raise"):
+    def __init__(self, gravity=(0.0, -9.81), substeps: int | None = None, n_worlds: int = 1,
+                 arch: str = "auto", enable_sleep: bool = True, on_fault: str = "raise",
+                 solver: str = "xpbd"):
         self._gravity = as_vector2(gravity, "gravity")
         self.enable_sleep = as_bool(enable_sleep, "enable_sleep")  # False: never sleep
-        substeps = as_count(substeps, "substeps")
+        if not isinstance(solver, str):
+            raise TypeError(f"solver must be a string, got {type(solver).__name__}")
+        if solver not in SOLVERS:
+            raise ValueError(f"solver must be one of {tuple(SOLVERS)}, got {solver!r}")
+        self.solver = solver
+        substeps = as_count(DEFAULT_SUBSTEPS[solver] if substeps is None else substeps,
+                            "substeps")
         n_worlds = as_count(n_worlds, "n_worlds")
         if on_fault not in ON_FAULT:
             raise ValueError(f"on_fault must be one of {ON_FAULT}, got {on_fault!r}")
@@ -871,7 +888,8 @@ class Scene:
             pool=pool, serial=n_slots <= SERIAL_SLOTS and cpu, cpu=cpu,
             n_worlds=self._n_worlds, n_bodies=self.n_bodies, n_joints=self.n_joints,
             cell_size=self._cell, cache=self._cache, grow=lambda: residency.acquire(binding),
-            dt=dt, substeps=self.substeps, enable_sleep=self.enable_sleep, **binding.solver_flags)
+            dt=dt, substeps=self.substeps, enable_sleep=self.enable_sleep, solver=self.solver,
+            **binding.solver_flags)
 
     def _is_built(self) -> bool:
         return self._binding.matches(self._builder)
@@ -1526,7 +1544,7 @@ class Scene:
         and (once built) a snapshot; the copy continues bitwise like the original."""
         return {"settings": dict(gravity=self.gravity, substeps=self.substeps,
                                  n_worlds=self._n_worlds, enable_sleep=self.enable_sleep,
-                                 on_fault=self.on_fault,
+                                 on_fault=self.on_fault, solver=self.solver,
                                  arch="cpu" if self.backend in ("x64", "arm64") else "auto"),
                 "builder": self._builder, "pending_targets": self._pending_targets,
                 "meta": self.meta, "visuals": self.visuals, "time": self.time,
@@ -1553,7 +1571,8 @@ class Scene:
 
     def __repr__(self) -> str:
         return (f"Scene(n_bodies={self.n_bodies}, n_worlds={self._n_worlds}, "
-                f"substeps={self.substeps}, backend={self.backend!r})")
+                f"substeps={self.substeps}, solver={self.solver!r}, "
+                f"backend={self.backend!r})")
 
 
 def _count_rows(positions) -> int:

@@ -41,13 +41,16 @@ from .world_params import BODY_PARAMS
 #: reported contacts and events; 3: the colour lists end with the pairs left unsolved
 #: (device.UNSOLVED_COLOR: color_start has one entry more); 4: per-world values
 #: (params/<name>, world_params.WorldParams.arrays); 5: the bodies' support
-#: (device.BodyState.support). Format 3 files load, with the scene's own values in every
-#: world; format 3 and 4 files with no support counted (as before a scene's first step).
-FORMAT_VERSION = 5
-READABLE_VERSIONS = (3, 4, 5)
-#: Saved fields that older formats lack, and the format that added each: such a file loads
-#: with the field zero.
-_ADDED_FIELDS = {"device/bodies/support": 5}
+#: (device.BodyState.support); 6: the soft-step solver's joint impulses
+#: (device.Joints.soft_impulse). Format 3 files load, with the scene's own values in every
+#: world; format 3 and 4 files with no support counted (as before a scene's first step);
+#: format 3 to 5 files with no joint impulses carried.
+FORMAT_VERSION = 6
+READABLE_VERSIONS = (3, 4, 5, 6)
+#: Saved fields that older formats lack, the format that added each and the shape of one
+#: entry and its extent: such a file loads with the field zero.
+_ADDED_FIELDS = {"device/bodies/support": (5, "slots", (), np.int32),
+                 "device/joints/soft_impulse": (6, "joint_slots", (4,), np.float32)}
 #: Joint fields that set_joint_mode changes: state of a snapshot, not part of the model.
 MOTOR_FIELDS = ("mode", "pid", "max_effort")
 
@@ -697,9 +700,10 @@ def _read_archive(path: Path, where: str, binding) -> dict:
                                f"array can take ({expected[key][2]:,})")
         arrays = {key: _read_array(archive, info, expected[key], where, key)
                   for key, info in members.items()}
-    for key, added in _ADDED_FIELDS.items():
-        if version < added:  # (every added field so far is per body slot)
-            arrays[key] = np.zeros(layout.n_worlds * layout.n_bodies, np.int32)
+    for key, (added, extent, entry, dtype) in _ADDED_FIELDS.items():
+        if version < added:
+            per_world = layout.n_bodies if extent == "slots" else layout.n_joints
+            arrays[key] = np.zeros((layout.n_worlds * per_world,) + entry, dtype)
     device, motors, params, forces = {}, {}, {}, {}
     for key, value in arrays.items():
         kind, *rest = key.split("/")
@@ -800,7 +804,7 @@ def _member_shapes(members: dict, layout: _Layout, cache: dict, spec: dict | Non
         else:
             raise _Refused(f"{where}: {key} is not a field this scene saves")
     for key in required:
-        if key not in members and version >= _ADDED_FIELDS.get(key, 0):
+        if key not in members and version >= _ADDED_FIELDS.get(key, (0,))[0]:
             raise _Refused(f"{where}: {key} is missing")
     sized = {}
     for key, (dtype, shape) in expected.items():

@@ -57,6 +57,7 @@ def _write_worlds(bodies: ti.template(), joints: ti.template(), manifolds: ti.te
                 joints.integral[joint_slot] = 0.0
                 joints.prev_error[joint_slot] = 0.0
                 joints.pid_started[joint_slot] = 0
+                joints.soft_impulse[joint_slot] = ti.math.vec4(0.0)
         ti.loop_config(serialize=serial)
         for pair in range(n_pairs):  # the world's contacts and their (maybe NaN) impulses go
             if source_row[manifolds.body_a[pair] // n_bodies] >= 0:

@@ -94,12 +94,12 @@ def joint_control_demo(arch, n_worlds=1):
     return scene, arm_motor, slider_motor
 
 
-def machine_scene(n_worlds: int, arch: str) -> fx.Scene:
+def machine_scene(n_worlds: int, arch: str, **scene_kwargs) -> fx.Scene:
     """One of every kind of constraint and body a small world may hold: a chain ground,
     a box stack, circles and a triangle thrown at it (a different throw in each world),
     a capsule, a motorised hinge (velocity mode), a slider driven to a position (with
-    limits), a kinematic pusher, a sensor, a bouncy ball."""
-    scene = fx.Scene(n_worlds=n_worlds, arch=arch)
+    limits), a kinematic pusher, a sensor, a bouncy ball. scene_kwargs: Scene's (solver)."""
+    scene = fx.Scene(n_worlds=n_worlds, arch=arch, **scene_kwargs)
     friction = dict(static_friction=0.6, dynamic_friction=0.5)
     scene.add_chain((0.0, 0.0), [(-12.0, 2.0), (-6.0, 0.0), (12.0, 0.0)], **friction)
     for level in range(4):

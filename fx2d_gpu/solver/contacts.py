@@ -279,10 +279,11 @@ def shift_body(bodies: ti.template(), slot, shift, turn):
 
 @ti.func
 def prepare_pair(model: ti.template(), bodies: ti.template(), prepared: ti.template(), pair, slot_a,
-                 slot_b, n_bodies):
+                 slot_b, n_bodies, soft: ti.template()):
     """Per-step constants of a pair (sleep flags only change between steps): the bodies'
-    inverse masses as the solver sees them, into prepared.solver_mass, the mixed restitution and
-    the slop; returns the smaller bounding radius (m)."""
+    inverse masses as the solver sees them, into prepared.solver_mass, the mixed restitution
+    (mixed_restitution) and the slop; returns the smaller bounding radius (m). `soft`: the
+    soft-step solver's (Box2D's) mixing rules."""
     wa, ia = solver_mass(model, bodies, slot_a, slot_a % n_bodies)
     wb, ib = solver_mass(model, bodies, slot_b, slot_b % n_bodies)
     body_a, body_b = slot_a % n_bodies, slot_b % n_bodies
@@ -302,8 +303,9 @@ def prepare_pair(model: ti.template(), bodies: ti.template(), prepared: ti.templ
                 wb, ib, held = 0.0, 0.0, 2
     prepared.held[pair] = held
     prepared.solver_mass[pair] = ti.math.vec4(wa, ia, wb, ib)
-    prepared.restitution[pair] = ti.min(model.elasticity[material_row(model, slot_a, body_a)],
-                                        model.elasticity[material_row(model, slot_b, body_b)])
+    prepared.restitution[pair] = mixed_restitution(
+        model.elasticity[material_row(model, slot_a, body_a)],
+        model.elasticity[material_row(model, slot_b, body_b)], soft)
     smallest = smaller_radius(model, body_a, body_b)
     prepared.slop[pair] = pair_slop(smallest)
     return smallest
@@ -322,13 +324,33 @@ def pair_slop(smallest):
 
 
 @ti.func
-def mixed_friction(model: ti.template(), slot_a, slot_b, n_bodies):
-    """The (static, kinetic) friction coefficients of a pair of body slots: the smaller of
-    each (seed 000)."""
+def mixed_restitution(e_a, e_b, soft: ti.template()):
+    """A pair's restitution from its bodies' elasticities: the smaller (seed 000); with
+    `soft` (the soft-step solver) the larger, Box2D's rule (b2MixRestitution)."""
+    result = ti.min(e_a, e_b)
+    if ti.static(soft):
+        result = ti.max(e_a, e_b)
+    return result
+
+
+@ti.func
+def mix_friction(mu_a, mu_b, soft: ti.template()):
+    """A pair's friction coefficient from its bodies': the smaller (seed 000); with `soft`
+    the geometric mean, Box2D's rule (b2MixFriction)."""
+    result = ti.min(mu_a, mu_b)
+    if ti.static(soft):
+        result = ti.sqrt(mu_a * mu_b)
+    return result
+
+
+@ti.func
+def mixed_friction(model: ti.template(), slot_a, slot_b, n_bodies, soft: ti.template()):
+    """The (static, kinetic) friction coefficients of a pair of body slots, each mixed by
+    mix_friction."""
     row_a = material_row(model, slot_a, slot_a % n_bodies)
     row_b = material_row(model, slot_b, slot_b % n_bodies)
-    return (ti.min(model.static_friction[row_a], model.static_friction[row_b]),
-            ti.min(model.dynamic_friction[row_a], model.dynamic_friction[row_b]))
+    return (mix_friction(model.static_friction[row_a], model.static_friction[row_b], soft),
+            mix_friction(model.dynamic_friction[row_a], model.dynamic_friction[row_b], soft))
 
 
 @ti.func
@@ -925,22 +947,25 @@ def find_manifold(model: ti.template(), bodies: ti.template(), joints: ti.templa
 
 @ti.func
 def prepare_manifold(model: ti.template(), bodies: ti.template(), manifolds: ti.template(),
-                     prepared: ti.template(), pair, n_bodies, dt, h, first, matches):
+                     prepared: ti.template(), pair, n_bodies, dt, h, first, matches,
+                     soft: ti.template()):
     """The solver's constants of `pair` after find_manifold (matches: its result): masses,
     restitution, slop, whether the pair is fast (prepared.refresh, on the step's first
     substep, `first`), the poses of reference for moved_depth, each point's lever arms,
-    effective masses and friction regime: that of the moment the point is first found in
-    the step (every point on the first substep), kept while it persists.
+    effective masses and friction regime and its normal velocity (prepared.approach): those
+    of the moment the point is first found in the step (every point on the first substep),
+    kept while it persists. `soft`: the soft-step solver's mixing rules (prepare_pair).
 
     Here and not in find_manifold, which on the step's first substep runs before the
     colouring stores the pairs in colour order: only the manifolds are moved then."""
     old_bounced = ti.Vector([prepared.bounced[pair, 0], prepared.bounced[pair, 1]])
     old_friction = ti.Vector([prepared.friction[pair, 0], prepared.friction[pair, 1]])
+    old_approach = ti.Vector([prepared.approach[pair, 0], prepared.approach[pair, 1]])
     slot_a, slot_b = manifolds.body_a[pair], manifolds.body_b[pair]
     if first:
         # The step's constants (they read both bodies' model and shape): a fast pair's
         # refreshes on later substeps keep them.
-        prepare_pair(model, bodies, prepared, pair, slot_a, slot_b, n_bodies)
+        prepare_pair(model, bodies, prepared, pair, slot_a, slot_b, n_bodies, soft)
         if prepared.held[pair] == 0:
             wa, _, wb, _ = pair_masses(prepared, pair)
             if wa > SHOCK_RATIO * wb > 0.0 or wb > SHOCK_RATIO * wa > 0.0:
@@ -964,15 +989,17 @@ def prepare_manifold(model: ti.template(), bodies: ti.template(), manifolds: ti.
         match = matches[i]
         if first or match < 0:
             # Before the solver acts on it; it may bounce once in the step.
-            mu_static, mu_kinetic = mixed_friction(model, slot_a, slot_b, n_bodies)
+            mu_static, mu_kinetic = mixed_friction(model, slot_a, slot_b, n_bodies, soft)
             velocity = relative_velocity(bodies, slot_a, slot_b, ra, rb)
             prepared.bounced[pair, i] = 0
+            prepared.approach[pair, i] = velocity.dot(normal)
             # Not sliding when the step begins: static friction holds it.
             sliding = ti.abs(velocity.dot(vec2(-normal.y, normal.x))) >= STICK_SPEED
             prepared.friction[pair, i] = mu_kinetic if sliding else mu_static
         else:
             prepared.bounced[pair, i] = old_bounced[match]
             prepared.friction[pair, i] = old_friction[match]
+            prepared.approach[pair, i] = old_approach[match]
         prepare_point(manifolds, prepared, pair, i, ra, rb)
 
 

@@ -138,7 +138,8 @@ class StepContext:
     body is a bullet (collision/continuous.py's second pass runs); immovable_sweep: in some
     world the dynamic bodies' masses differ by more than contacts.IMMOVABLE_SWEEP_RATIO
     (BodyModel.uneven; that world's velocity pass sweeps
-    the contacts with immovable bodies again).
+    the contacts with immovable bodies again); solver: "xpbd" or "soft_step", the
+    substep's stage list (solver/stages.py's STAGES).
     """
 
     pool: DevicePool
@@ -155,6 +156,7 @@ class StepContext:
     enable_sleep: bool = True
     has_bullets: bool = False
     immovable_sweep: bool = False
+    solver: str = "xpbd"
 
     @property
     def n_slots(self) -> int:

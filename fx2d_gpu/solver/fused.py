@@ -1,6 +1,7 @@
 """All of a step's substeps in one launch: a world per thread, or a CPU team of threads.
 
-It walks solver/stages.py's SUBSTEP_STAGES like the per-stage executor (solver/staged.py),
+It walks the scene's solver's stage list (solver/stages.py's STAGES) like the per-stage
+executor (solver/staged.py),
 in the same order, with the same results bit for bit:
 
 - substeps_by_world (small worlds): a member per world. A colour's constraints share no
@@ -33,7 +34,7 @@ from .stages import (
     BODY_SLOTS,
     JOINT_SLOTS,
     PAIRS,
-    SUBSTEP_STAGES,
+    STAGES,
     Substep,
     runs,
 )
@@ -62,7 +63,8 @@ def _launch(ctx, by_world: bool, n_members: int, before_coloring: bool = False):
     pool = ctx.pool
     _substeps(model=pool.model, bodies=pool.bodies, joints=pool.joints,
               manifolds=pool.manifolds, prepared=pool.prepared, coloring=pool.coloring,
-              counts=pool.counts, n_members=n_members, by_world=bool(by_world),
+              counts=pool.counts, solver=ctx.solver, n_members=n_members,
+              by_world=bool(by_world),
               n_worlds=ctx.n_worlds, n_bodies=ctx.n_bodies, n_joints=ctx.n_joints,
               n_pairs=ctx.n_pairs, n_colors=ctx.cache.n_colors,
               overflow=int(ctx.cache.n_overflow > 0), substeps=ctx.substeps,
@@ -100,12 +102,12 @@ def _next_constraint(manifolds: ti.template(), coloring: ti.template(), counts: 
 
 
 @ti.func
-def _member_share(coloring: ti.template(), position: ti.template(), color, n_colors,
+def _member_share(coloring: ti.template(), with_joints: ti.template(), color, n_colors,
                   immovable, first_overflow, overflow_pairs, overflow_end, member, n_members):
     """A team member's cursor (see _next_constraint) over round `color` of a colour pass:
     its share of colour `color`'s list; after the colours, its share of the overflow's
-    pairs, then (position pass) the overflow's joints, in order, on member 0; nothing in
-    the immovable sweep's overflow rounds."""
+    pairs, then (a pass that solves joints) the overflow's joints, in order, on member 0;
+    nothing in the immovable sweep's overflow rounds."""
     lo, hi = 0, 0
     if color < n_colors:
         lo, hi = team.share(coloring.color_start[color], coloring.color_start[color + 1],
@@ -115,7 +117,7 @@ def _member_share(coloring: ti.template(), position: ti.template(), color, n_col
     elif color == n_colors:  # the overflow's pairs
         lo, hi = team.share(first_overflow, first_overflow + overflow_pairs, member,
                             n_members)
-    elif ti.static(position) and member == 0:  # its joints, in order, on one
+    elif ti.static(with_joints) and member == 0:  # its joints, in order, on one
         lo, hi = first_overflow + overflow_pairs, overflow_end
     return ti.Vector([lo, 0, hi])
 
@@ -124,15 +126,16 @@ def _member_share(coloring: ti.template(), position: ti.template(), color, n_col
 def _member_pass(model: ti.template(), bodies: ti.template(), joints: ti.template(),
                  manifolds: ti.template(), prepared: ti.template(), coloring: ti.template(),
                  counts: ti.template(), constraint_of: ti.template(), position: ti.template(),
-                 member, n_members, by_world: ti.template(), n_bodies, n_joints, n_colors,
-                 overflow, h, sweeps, uneven):
+                 with_joints: ti.template(), member, n_members, by_world: ti.template(),
+                 n_bodies, n_joints, n_colors, overflow, h, sweeps, uneven):
     """A colour pass over a member's constraints, colour after colour (see
     _next_constraint), the team waiting for each colour to end before the next; on a team,
     then the overflow colour as solver/overflow.py solves it (the same steps in the same
     order): its pairs at once (Jacobi, a share each), the team waits, each body's mean
-    applied (a share each), and in the position pass its joints, in order, on member 0 (a
-    hub's surplus: few). `overflow`: the colouring has an overflow colour (its ranges in
-    coloring are this step's only then). Worlds solved one per thread have none
+    applied (a share each; `position`: as moves, else as velocities), and where the pass
+    solves joints (`with_joints`) its joints, in order, on member 0 (a hub's surplus:
+    few). `overflow`: the colouring has an overflow colour (its ranges in coloring are this
+    step's only then). Worlds solved one per thread have none
     (StepContext.solves_by_world). `sweeps`: how many times over the colours; after the
     first, the joints alone (joints.JOINT_SWEEPS): pairs are skipped, and the overflow's
     pairs' means are not applied again. `uneven` (the velocity pass of a scene of uneven
@@ -145,9 +148,7 @@ def _member_pass(model: ti.template(), bodies: ti.template(), joints: ti.templat
         overflow_pairs = coloring.n_overflow_pairs[None]
         overflow_end = coloring.color_start[MAX_COLORS + 1]
         n_rounds = n_colors + 2  # the overflow's pairs, then its joints
-    immovable_sweep = 0
-    if ti.static(not position):
-        immovable_sweep = uneven
+    immovable_sweep = uneven
     for sweep in range(sweeps + immovable_sweep):
         # sweep 0: everything; then the joints alone; the last (`uneven`): the
         # contacts with an immovable body, the overflow's excepted.
@@ -164,7 +165,7 @@ def _member_pass(model: ti.template(), bodies: ti.template(), joints: ti.templat
             # immovable sweep).
             cursor[1] = n_joints if immovable else 0
             if ti.static(not by_world):
-                cursor = _member_share(coloring, position, color, n_colors, immovable,
+                cursor = _member_share(coloring, with_joints, color, n_colors, immovable,
                                        first_overflow, overflow_pairs, overflow_end, member,
                                        n_members)
             # One call of constraint_of: each call site inlines the whole constraint solve,
@@ -235,7 +236,8 @@ def _member_items(model: ti.template(), bodies: ti.template(), joints: ti.templa
 @ti.kernel
 def _substeps(model: ti.template(), bodies: ti.template(), joints: ti.template(),
               manifolds: ti.template(), prepared: ti.template(), coloring: ti.template(),
-              counts: ti.template(), n_members: ti.i32, by_world: ti.template(),
+              counts: ti.template(), solver: ti.template(), n_members: ti.i32,
+              by_world: ti.template(),
               n_worlds: ti.i32, n_bodies: ti.i32, n_joints: ti.i32, n_pairs: ti.i32,
               n_colors: ti.i32, overflow: ti.i32, substeps: ti.i32, h: ti.f32,
               dt: ti.f32, before_coloring: ti.i32, begun: ti.i32, bullets: ti.i32,
@@ -267,26 +269,30 @@ def _substeps(model: ti.template(), bodies: ti.template(), joints: ti.template()
             pair_blocks = ti.Vector(team.dealt_blocks(pair_range[0], pair_range[1],
                                                       team_member))
             s = Substep(n_bodies=n_bodies, n_joints=n_joints, h=h, dt=dt,
-                        substep=0, before_coloring=before_coloring, begun=begun,
-                        bullets=bullets, jointed=1 if n_joints > 0 else 0)
+                        substep=0, substeps=substeps, before_coloring=before_coloring,
+                        begun=begun, bullets=bullets, jointed=1 if n_joints > 0 else 0)
+            stages = ti.static(STAGES[solver])
             for substep in range(1 if before_coloring == 1 else substeps):
                 s.substep = substep
-                for stage in ti.static(SUBSTEP_STAGES):
-                    if ti.static(SUBSTEP_STAGES.index(stage) < BEGIN_STEP_STAGES):
+                for index in ti.static(range(len(stages))):
+                    stage = ti.static(stages[index])
+                    if ti.static(index < BEGIN_STEP_STAGES):
                         _member_items(model, bodies, joints, manifolds, prepared, coloring,
                                       counts, stage, s, team_size, joint_range, body_range,
                                       pair_range, pair_blocks)
                     elif before_coloring == 0:
                         if ti.static(stage.is_pass):
-                            sweeps, stage_uneven = 1, 0
-                            if ti.static(stage.position):
-                                sweeps = JOINT_SWEEPS if n_joints > 0 else 1
-                            else:
-                                stage_uneven = uneven
-                            _member_pass(model, bodies, joints, manifolds, prepared,
-                                         coloring, counts, stage.run, stage.position, member,
-                                         team_size, by_world, n_bodies, n_joints, n_colors,
-                                         overflow, h, sweeps, stage_uneven)
+                            if runs(stage.when, s) == 1:
+                                sweeps, stage_uneven = 1, 0
+                                if ti.static(stage.joint_sweeps):
+                                    sweeps = JOINT_SWEEPS if n_joints > 0 else 1
+                                if ti.static(stage.immovable_sweep):
+                                    stage_uneven = uneven
+                                _member_pass(model, bodies, joints, manifolds, prepared,
+                                             coloring, counts, stage.run, stage.position,
+                                             stage.joints, member, team_size, by_world,
+                                             n_bodies, n_joints, n_colors, overflow, h, sweeps,
+                                             stage_uneven)
                         else:
                             _member_items(model, bodies, joints, manifolds, prepared,
                                           coloring, counts, stage, s, team_size, joint_range,

@@ -28,8 +28,7 @@ import taichi as ti
 from ..bodies import awake_dynamic
 from ..device import MAX_COLORS
 from ..launching import quick
-from .contacts import resolve_penetration, shift_body, solve_velocity
-from .joints import solve_joint
+from .contacts import shift_body
 
 vec2 = ti.math.vec2
 
@@ -123,33 +122,33 @@ def apply_mean_delta(bodies: ti.template(), prepared: ti.template(), coloring: t
 @ti.kernel
 def _solve_overflow(model: ti.template(), bodies: ti.template(), joints: ti.template(),
                     manifolds: ti.template(), prepared: ti.template(), coloring: ti.template(),
-                    counts: ti.template(), serial: ti.template(), position: ti.template(),
-                    joints_only: ti.i32, n_bodies: ti.i32, h: ti.f32):
-    """One pass over the overflow colour: every overflow pair at once (position pass:
-    resolve_penetration, velocity pass: solve_velocity, each writing jacobi_delta), each
-    body's mean applied (position pass: pose and previous pose moved together; velocity
-    pass: velocities), then (position pass) the joints, one thread per world;
-    `joints_only` (a later sweep over the joints): the joints alone."""
+                    counts: ti.template(), serial: ti.template(), constraint: ti.template(),
+                    position: ti.template(), with_joints: ti.template(), joints_only: ti.i32,
+                    n_bodies: ti.i32, h: ti.f32):
+    """One pass over the overflow colour: every overflow pair at once (`constraint`, a colour
+    pass's constraint function, writing jacobi_delta), each body's mean applied (`position`:
+    pose and previous pose moved together; else velocities), then (`with_joints`: the pass
+    solves joints) the joints, one thread per world; `joints_only` (a later sweep over the
+    joints): the joints alone."""
     first = coloring.color_start[MAX_COLORS]
     solved = 1 - joints_only  # ranges of 0 (not an if) keep the loops top-level: parallel
     ti.loop_config(serialize=serial)
     for i in range(coloring.n_overflow_pairs[None] * solved):
         pair = coloring.color_list[first + i]
-        if ti.static(position):
-            resolve_penetration(bodies, manifolds, prepared, pair, n_bodies, h, 2 * i)
-        else:
-            solve_velocity(bodies, manifolds, prepared, pair, n_bodies, h, 2 * i)
+        constraint(model, bodies, joints, manifolds, prepared, counts, pair, n_bodies, h, 2 * i)
     ti.loop_config(serialize=serial)
     for i in range(coloring.n_jacobi_bodies[None] * solved):
         apply_mean_delta(bodies, prepared, coloring, coloring.jacobi_bodies[i], position)
-    if ti.static(position):
-        _solve_overflow_joints(model, bodies, joints, coloring, counts, n_bodies, h, serial)
+    if ti.static(with_joints):
+        _solve_overflow_joints(model, bodies, joints, manifolds, prepared, coloring, counts,
+                               constraint, n_bodies, h, serial)
 
 
 @ti.func
 def _solve_overflow_joints(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-                           coloring: ti.template(), counts: ti.template(), n_bodies, h,
-                           serial: ti.template()):
+                           manifolds: ti.template(), prepared: ti.template(),
+                           coloring: ti.template(), counts: ti.template(),
+                           constraint: ti.template(), n_bodies, h, serial: ti.template()):
     """The overflow joints (after the pairs, in joint-slot order, so grouped by world): the
     thread of each world's first one solves that world's in order."""
     n_pairs, n_joints = counts.n_pairs[None], counts.n_joints[None]
@@ -161,16 +160,17 @@ def _solve_overflow_joints(model: ti.template(), bodies: ti.template(), joints: 
         if i == begin or (coloring.color_list[i - 1] - n_pairs) // n_joints != world:
             j = i
             while j < end and (coloring.color_list[j] - n_pairs) // n_joints == world:
-                solve_joint(model, bodies, joints, counts, coloring.color_list[j] - n_pairs,
-                            n_bodies, h)
+                constraint(model, bodies, joints, manifolds, prepared, counts,
+                           coloring.color_list[j], n_bodies, h, -1)
                 j += 1
 
 
-def solve_overflow(ctx, position: bool, joints_only: bool = False):
-    """The overflow colour's pass (see the module docstring): the position pass's
-    (position=True) or the velocity pass's; joints_only: a later sweep's, its joints."""
+def solve_overflow(ctx, stage, joints_only: bool = False):
+    """The overflow colour's pass of a colour pass `stage` (solver/stages.py's Stage; see
+    the module docstring); joints_only: a later sweep's, its joints."""
     pool = ctx.pool
     _solve_overflow(model=pool.model, bodies=pool.bodies, joints=pool.joints,
                     manifolds=pool.manifolds, prepared=pool.prepared, coloring=pool.coloring,
-                    counts=pool.counts, serial=ctx.serial, position=position,
+                    counts=pool.counts, serial=ctx.serial, constraint=stage.run,
+                    position=stage.position, with_joints=stage.joints,
                     joints_only=int(joints_only), n_bodies=ctx.n_bodies, h=ctx.h)

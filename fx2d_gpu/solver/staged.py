@@ -1,6 +1,7 @@
 """The substeps with a launch per stage group (GPU backends; CPU scenes without a team).
 
-It walks solver/stages.py's SUBSTEP_STAGES: the item stages between two colour passes run
+It walks the scene's solver's stage list (solver/stages.py's STAGES: SUBSTEP_STAGES for
+XPBD, SOFT_STEP_STAGES for the soft step): the item stages between two colour passes run
 in one kernel, each a parallel loop over its domain (stages.stage_groups: motors to
 integrate positions, then continuous and derive velocities); a colour pass launches a
 kernel per COLORS_PER_LAUNCH colours, then the overflow colour (solver/overflow.py).
@@ -21,9 +22,10 @@ from .stages import (
     BODY_SLOTS,
     JOINT_SLOTS,
     PAIRS,
-    SUBSTEP_STAGES,
+    STAGES,
     Substep,
     runs,
+    runs_on_host,
     stage_groups,
 )
 
@@ -61,13 +63,15 @@ def colors_per_launch() -> int:
 def substep(ctx, index: int, profile=NO_PROFILE):
     """Substep `index` (0: the step's first) of ctx's step, a launch per stage group (one
     per stage, timed, where `profile` records)."""
-    groups = stage_groups()
+    stages = STAGES[ctx.solver]
+    groups = stage_groups(stages)
     if profile.records:
-        groups = [(i, i + 1) for i in range(len(SUBSTEP_STAGES))]
+        groups = [(i, i + 1) for i in range(len(stages))]
     for first, last in groups:
-        with profile.stage(SUBSTEP_STAGES[first].name if last == first + 1 else None):
-            if SUBSTEP_STAGES[first].is_pass:
-                colour_pass(ctx, SUBSTEP_STAGES[first])
+        with profile.stage(stages[first].name if last == first + 1 else None):
+            if stages[first].is_pass:
+                if runs_on_host(stages[first], index, ctx.substeps):
+                    colour_pass(ctx, stages[first])
             else:
                 run_items(ctx, first, last, index, before_coloring=False)
 
@@ -78,28 +82,31 @@ def begin_step(ctx, profile=NO_PROFILE):
     is the substeps' first group's kernel, its later stages off (they run AFTER_COLORING):
     a kernel of its own would compile the narrow phase a second time (on lavapipe's Vulkan,
     a small pyramid's first step 88 -> 136 s)."""
-    first_group = stage_groups()[0]
+    stages = STAGES[ctx.solver]
+    first_group = stage_groups(stages)[0]
     assert first_group[0] == 0 and first_group[1] >= BEGIN_STEP_STAGES
     groups = [first_group]
     if profile.records:
         groups = [(i, i + 1) for i in range(BEGIN_STEP_STAGES)]
     for first, last in groups:
-        with profile.stage("begin step: " + SUBSTEP_STAGES[first].name
+        with profile.stage("begin step: " + stages[first].name
                            if last == first + 1 else None):
             run_items(ctx, first, last, 0, before_coloring=True)
 
 
 def run_items(ctx, first: int, last: int, index: int, before_coloring: bool):
-    """The item stages SUBSTEP_STAGES[first:last] of substep `index`, one launch."""
+    """The item stages [first:last] of the solver's list (STAGES[ctx.solver]) of substep
+    `index`, one launch."""
     pool = ctx.pool
     bullets = ctx.has_bullets and any(stage.sweeps_bullets
-                                      for stage in SUBSTEP_STAGES[first:last])
+                                      for stage in STAGES[ctx.solver][first:last])
     _item_stages(model=pool.model, bodies=pool.bodies, joints=pool.joints,
                  manifolds=pool.manifolds, prepared=pool.prepared, coloring=pool.coloring,
-                 counts=pool.counts, serial=ctx.serial, first=first, last=last,
-                 bullets=bullets, n_slots=ctx.n_slots, n_pairs=ctx.n_pairs,
+                 counts=pool.counts, serial=ctx.serial, solver=ctx.solver, first=first,
+                 last=last, bullets=bullets, n_slots=ctx.n_slots, n_pairs=ctx.n_pairs,
                  n_bodies=ctx.n_bodies, n_joints=ctx.n_joints, h=ctx.h,
-                 dt=ctx.dt, substep=index, before_coloring=int(before_coloring),
+                 dt=ctx.dt, substep=index, substeps=ctx.substeps,
+                 before_coloring=int(before_coloring),
                  begun=int(not ctx.small_coloring), jointed=int(ctx.n_joints > 0))
 
 
@@ -120,19 +127,20 @@ def _domain_size(domain: ti.template(), n_slots, n_pairs, n_bodies, n_joints):
 @ti.kernel
 def _item_stages(model: ti.template(), bodies: ti.template(), joints: ti.template(),
                  manifolds: ti.template(), prepared: ti.template(), coloring: ti.template(),
-                 counts: ti.template(), serial: ti.template(), first: ti.template(),
-                 last: ti.template(), bullets: ti.template(), n_slots: ti.i32, n_pairs: ti.i32,
-                 n_bodies: ti.i32, n_joints: ti.i32, h: ti.f32, dt: ti.f32,
-                 substep: ti.i32, before_coloring: ti.i32, begun: ti.i32, jointed: ti.i32):
-    """SUBSTEP_STAGES[first:last] (item stages), each a parallel loop over its domain in
+                 counts: ti.template(), serial: ti.template(), solver: ti.template(),
+                 first: ti.template(), last: ti.template(), bullets: ti.template(),
+                 n_slots: ti.i32, n_pairs: ti.i32, n_bodies: ti.i32, n_joints: ti.i32, h: ti.f32,
+                 dt: ti.f32, substep: ti.i32, substeps: ti.i32, before_coloring: ti.i32,
+                 begun: ti.i32, jointed: ti.i32):
+    """STAGES[solver][first:last] (item stages), each a parallel loop over its domain in
     every world, one after the other; a stage that sweeps bullets twice where the scene has
     bullets (`bullets`, compiled in: the sweep is a good part of the kernel's compile time,
     and scenes without bullets inline it once). `before_coloring`, `begun`: see
     stages.Substep."""
     s = Substep(n_bodies=n_bodies, n_joints=n_joints, h=h, dt=dt,
-                substep=substep, before_coloring=before_coloring, begun=begun, bullets=0,
-                jointed=jointed)
-    for stage in ti.static(SUBSTEP_STAGES[first:last]):
+                substep=substep, substeps=substeps, before_coloring=before_coloring,
+                begun=begun, bullets=0, jointed=jointed)
+    for stage in ti.static(STAGES[solver][first:last]):
         for round in ti.static(range(2 if stage.sweeps_bullets and bullets else 1)):
             # Loop lengths, not ifs around the loops: only a kernel's outermost loops run
             # in parallel.
@@ -145,24 +153,24 @@ def _item_stages(model: ti.template(), bodies: ti.template(), joints: ti.templat
 
 
 def colour_pass(ctx, stage):
-    """A colour pass of SUBSTEP_STAGES (stage.run over the constraints, colour after colour,
-    then the overflow colour): the position pass's joints again in JOINT_SWEEPS - 1 more
-    sweeps; in scenes of uneven masses (ctx.immovable_sweep) the velocity pass's contacts
-    with an immovable body again."""
-    if stage.position:
-        solve_pass(ctx, stage.run, position=True)
-        if ctx.n_joints:
-            for _ in range(JOINT_SWEEPS - 1):
-                solve_pass(ctx, stage.run, position=True, subset=JOINTS_ALONE)
-    elif ctx.n_pairs:
-        solve_pass(ctx, stage.run, position=False)
-        if ctx.immovable_sweep:
-            solve_pass(ctx, stage.run, position=False, subset=IMMOVABLE)
+    """A colour pass (stage.run over the constraints, colour after colour, then the overflow
+    colour; a pass of contacts alone only where there are pairs): the joints again in
+    JOINT_SWEEPS - 1 more sweeps where stage.joint_sweeps (XPBD's position pass); in scenes
+    of uneven masses (ctx.immovable_sweep) the contacts with an immovable body again where
+    stage.immovable_sweep (XPBD's velocity pass)."""
+    if stage.joints or ctx.n_pairs:
+        solve_pass(ctx, stage)
+    if stage.joint_sweeps and ctx.n_joints:
+        for _ in range(JOINT_SWEEPS - 1):
+            solve_pass(ctx, stage, subset=JOINTS_ALONE)
+    if stage.immovable_sweep and ctx.n_pairs and ctx.immovable_sweep:
+        solve_pass(ctx, stage, subset=IMMOVABLE)
 
 
-def solve_pass(ctx, constraint, position: bool, subset: int = ALL):
-    """constraint over those of `subset`, colour after colour, then the overflow colour in
-    parallel (solver/overflow.py; `position`: which pass `constraint` is)."""
+def solve_pass(ctx, stage, subset: int = ALL):
+    """stage.run over the constraints of `subset`, colour after colour, then the overflow
+    colour in parallel (solver/overflow.py)."""
+    constraint = stage.run
     pool, cache = ctx.pool, ctx.cache
     per_launch = COLORS_PER_LAUNCH  # checked when the step began (step.step)
     for first_color in range(0, cache.n_colors, per_launch):
@@ -172,7 +180,7 @@ def solve_pass(ctx, constraint, position: bool, subset: int = ALL):
                       constraint=constraint, per_launch=per_launch, first_color=first_color,
                       n_bodies=ctx.n_bodies, h=ctx.h, subset=subset)
     if cache.n_overflow and subset != IMMOVABLE:
-        solve_overflow(ctx, position, joints_only=subset == JOINTS_ALONE)
+        solve_overflow(ctx, stage, joints_only=subset == JOINTS_ALONE)
 
 
 @quick

@@ -51,24 +51,27 @@ from .contacts import (
     warm_start_body,
 )
 from .joints import motor_load, solve_joint, update_motor
+from .soft_contacts import apply_restitution, solve_soft_contact
+from .soft_joints import solve_soft_joint
 
 vec2 = ti.math.vec2
 
 #: A stage's domain: what its items are.
 JOINT_SLOTS, BODY_SLOTS, PAIRS, COLORS = "joint slots", "body slots", "pairs", "colours"
-#: When an item stage runs (Stage.when): always; where the substep pushes velocities (not in
+#: When a stage runs (Stage.when): always; where the substep pushes velocities (not in
 #: substep 0 when begin_step already did); in the substeps proper (not in begin_step); in
-#: scenes with joints.
-ALWAYS, PUSH, AFTER_COLORING, JOINTED = 0, 1, 2, 3
+#: scenes with joints; in the step's last substep (a colour pass only: the soft step's
+#: restitution).
+ALWAYS, PUSH, AFTER_COLORING, JOINTED, LAST_SUBSTEP = 0, 1, 2, 3, 4
 
 #: The substep's scalars, as every stage function reads them: the layout (n_bodies per
-#: world, n_joints per world), substep length h s, step dt s, the substep's
-#: index, and the step's flags: before_coloring (begin_step: substep 0's stages up to the
-#: narrow phase), begun (begin_step ran: substep 0 does not repeat them), bullets (the scene
+#: world, n_joints per world), substep length h s, step dt s, the substep's index, the
+#: step's substeps, and the step's flags: before_coloring (begin_step: substep 0's stages up
+#: to the narrow phase), begun (begin_step ran: substep 0 does not repeat them), bullets (the scene
 #: has bullets), jointed (it has joints).
 Substep = ti.types.struct(n_bodies=ti.i32, n_joints=ti.i32, h=ti.f32,
-                          dt=ti.f32, substep=ti.i32, before_coloring=ti.i32, begun=ti.i32,
-                          bullets=ti.i32, jointed=ti.i32)
+                          dt=ti.f32, substep=ti.i32, substeps=ti.i32, before_coloring=ti.i32,
+                          begun=ti.i32, bullets=ti.i32, jointed=ti.i32)
 
 
 class Stage(NamedTuple):
@@ -79,7 +82,12 @@ class Stage(NamedTuple):
     bullets (Substep.bullets); position: a colour pass of the position pass (else the
     velocity pass); writes: the fields ("group.field" of the pool) the stage writes for
     every item of its domain on the step's first substep before anything reads them (the
-    stage tests fill them with NaN first, so a stage that forgets one fails)."""
+    stage tests fill them with NaN first, so a stage that forgets one fails). A colour
+    pass's flags: joints, its constraint function solves joints too (the overflow colour's
+    joints are then solved after its pairs); joint_sweeps, JOINT_SWEEPS - 1 more sweeps over
+    the joints alone follow (XPBD's position pass); immovable_sweep, the contacts with an
+    immovable body are solved again in worlds of uneven masses (XPBD's velocity pass,
+    contacts.IMMOVABLE_SWEEP_RATIO)."""
 
     name: str
     domain: str
@@ -88,6 +96,9 @@ class Stage(NamedTuple):
     sweeps_bullets: bool = False
     position: bool = False
     writes: tuple = ()
+    joints: bool = False
+    joint_sweeps: bool = False
+    immovable_sweep: bool = False
 
     @property
     def is_pass(self) -> bool:
@@ -104,7 +115,15 @@ def runs(when: ti.template(), s: ti.template()):
         result = 1 - s.before_coloring
     elif ti.static(when == JOINTED):
         result = s.jointed
+    elif ti.static(when == LAST_SUBSTEP):
+        result = 1 if s.substep == s.substeps - 1 else 0
     return result
+
+
+def runs_on_host(stage: "Stage", substep: int, substeps: int) -> bool:
+    """runs() for a colour pass, read on the host (the per-stage executor's launches):
+    whether `stage` runs in substep `substep` of `substeps`."""
+    return stage.when != LAST_SUBSTEP or substep == substeps - 1
 
 
 @ti.func
@@ -136,10 +155,27 @@ def _integrate_velocity(model: ti.template(), bodies: ti.template(), joints: ti.
 def _narrow_phase(model: ti.template(), bodies: ti.template(), joints: ti.template(),
                   manifolds: ti.template(), prepared: ti.template(), coloring: ti.template(),
                   counts: ti.template(), pair, s: ti.template(), round):
+    """_find_and_prepare with XPBD's (the seeds') mixing rules."""
+    _find_and_prepare(model, bodies, joints, manifolds, prepared, coloring, pair, s, False)
+
+
+@ti.func
+def _soft_narrow_phase(model: ti.template(), bodies: ti.template(), joints: ti.template(),
+                       manifolds: ti.template(), prepared: ti.template(), coloring: ti.template(),
+                       counts: ti.template(), pair, s: ti.template(), round):
+    """_find_and_prepare with the soft step's (Box2D's) mixing rules."""
+    _find_and_prepare(model, bodies, joints, manifolds, prepared, coloring, pair, s, True)
+
+
+@ti.func
+def _find_and_prepare(model: ti.template(), bodies: ti.template(), joints: ti.template(),
+                      manifolds: ti.template(), prepared: ti.template(), coloring: ti.template(),
+                      pair, s: ti.template(), soft: ti.template()):
     """What `pair` needs at the start of the substep: its narrow phase (the step's first
     before the colouring where begin_step runs, else in substep 0; later, fast pairs again)
     and its solver constants (prepare_manifold: in substep 0 and after every later narrow
-    phase). One call of each, so a kernel that runs this inlines the narrow phase once."""
+    phase; `soft`: contacts.prepare_pair's mixing rules). One call of each, so a kernel
+    that runs this inlines the narrow phase once."""
     first = s.substep == 0
     find, prepare = False, False
     if s.before_coloring == 1:
@@ -157,7 +193,7 @@ def _narrow_phase(model: ti.template(), bodies: ti.template(), joints: ti.templa
             coloring.solve[pair] = 1 if solve else 0
     if prepare:
         prepare_manifold(model, bodies, manifolds, prepared, pair, s.n_bodies, s.dt, s.h,
-                         first, matches)
+                         first, matches, soft)
 
 
 @ti.func
@@ -233,40 +269,126 @@ SUBSTEP_STAGES = (
     Stage("narrow phase", PAIRS, _narrow_phase,
           writes=("manifolds.touching",) + tuple(f"prepared.{name}" for name in (
               "solver_mass", "restitution", "slop", "refresh", "ref_shift", "ref_turn",
-              "arm_a", "arm_b", "normal_mass", "tangent_mass", "friction", "bounced"))),
+              "arm_a", "arm_b", "normal_mass", "tangent_mass", "friction", "bounced",
+              "approach"))),
     Stage("integrate positions", BODY_SLOTS, _integrate_position, when=AFTER_COLORING),
-    Stage("position pass", COLORS, _position_constraint, position=True),
+    Stage("position pass", COLORS, _position_constraint, position=True, joints=True,
+          joint_sweeps=True),
     Stage("continuous", BODY_SLOTS, _sweep, sweeps_bullets=True),
     Stage("derive velocities", BODY_SLOTS, _derive_velocity, when=JOINTED),
-    Stage("velocity pass", COLORS, _velocity_constraint),
+    Stage("velocity pass", COLORS, _velocity_constraint, immovable_sweep=True),
 )
 
-#: begin_step's stages: SUBSTEP_STAGES up to the narrow phase, of substep 0.
+# ---------------------------------------------------------------- the soft step
+@ti.func
+def _warm_start(model: ti.template(), bodies: ti.template(), joints: ti.template(),
+                manifolds: ti.template(), prepared: ti.template(), coloring: ti.template(),
+                counts: ti.template(), slot, s: ti.template(), round):
+    """Body slot takes its contacts' accumulated impulses (the joints' are warm started by
+    the solve); on the step's first substep, after the pairs' constants read it, its support
+    is counted afresh (contacts.count_support)."""
+    if moves(model, bodies, slot, slot % s.n_bodies):
+        warm_start_body(model, bodies, manifolds, prepared, slot, s.n_bodies)
+    if s.substep == 0:
+        bodies.support[slot] = UNSUPPORTED
+
+
+@ti.func
+def _move(model: ti.template(), bodies: ti.template(), joints: ti.template(),
+          manifolds: ti.template(), prepared: ti.template(), coloring: ti.template(),
+          counts: ti.template(), slot, s: ti.template(), round):
+    """Body slot moved by its (biased) velocity over h."""
+    if moves(model, bodies, slot, slot % s.n_bodies):
+        integrate_position(bodies, slot, s.h)
+
+
+@ti.func
+def _soft_solve(model: ti.template(), bodies: ti.template(), joints: ti.template(),
+                manifolds: ti.template(), prepared: ti.template(), counts: ti.template(), k,
+                n_bodies, h, jacobi_entry):
+    """The soft step's solve of constraint k (contact pairs, then joint slots): soft, with
+    bias (soft_contacts.py, soft_joints.py)."""
+    if k < counts.n_pairs[None]:
+        solve_soft_contact(bodies, manifolds, prepared, k, n_bodies, h, jacobi_entry, True)
+    else:
+        solve_soft_joint(model, bodies, joints, counts, k - counts.n_pairs[None], n_bodies, h,
+                         True)
+
+
+@ti.func
+def _soft_relax(model: ti.template(), bodies: ti.template(), joints: ti.template(),
+                manifolds: ti.template(), prepared: ti.template(), counts: ti.template(), k,
+                n_bodies, h, jacobi_entry):
+    """The soft step's relax of constraint k: rigid, without bias."""
+    if k < counts.n_pairs[None]:
+        solve_soft_contact(bodies, manifolds, prepared, k, n_bodies, h, jacobi_entry, False)
+    else:
+        solve_soft_joint(model, bodies, joints, counts, k - counts.n_pairs[None], n_bodies, h,
+                         False)
+
+
+@ti.func
+def _restitution(model: ti.template(), bodies: ti.template(), joints: ti.template(),
+                 manifolds: ti.template(), prepared: ti.template(), counts: ti.template(), k,
+                 n_bodies, h, jacobi_entry):
+    """The soft step's restitution of constraint k (contacts only)."""
+    if k < counts.n_pairs[None]:
+        apply_restitution(bodies, manifolds, prepared, k, n_bodies, h, jacobi_entry)
+
+
+#: The soft step's substep (Scene(solver="soft_step"), Box2D v3's scheme): the same first
+#: stages, then warm start, a soft solve with bias, positions, the relax without bias, and
+#: after the last substep the restitution pass: 2 passes a substep, at 4 substeps where XPBD
+#: needs 11.
+SOFT_STEP_STAGES = (
+    SUBSTEP_STAGES[0],
+    SUBSTEP_STAGES[1],
+    Stage("narrow phase", PAIRS, _soft_narrow_phase, writes=SUBSTEP_STAGES[2].writes),
+    Stage("warm start", BODY_SLOTS, _warm_start, when=AFTER_COLORING),
+    Stage("solve", COLORS, _soft_solve, joints=True),
+    Stage("integrate positions", BODY_SLOTS, _move, when=AFTER_COLORING),
+    Stage("continuous", BODY_SLOTS, _sweep, sweeps_bullets=True),
+    Stage("relax", COLORS, _soft_relax, joints=True),
+    Stage("restitution", COLORS, _restitution, when=LAST_SUBSTEP),
+)
+
+#: Each solver's substep: Scene(solver=...) -> its stage list.
+STAGES = {"xpbd": SUBSTEP_STAGES, "soft_step": SOFT_STEP_STAGES}
+#: The substeps each solver takes by default (Scene(substeps=None)): Fx2D's 11 (seed 003)
+#: and Box2D v3's 4.
+DEFAULT_SUBSTEPS = {"xpbd": 11, "soft_step": 4}
+
+#: begin_step's stages: SUBSTEP_STAGES up to the narrow phase, of substep 0 (the same in
+#: every solver's list).
 BEGIN_STEP_STAGES = 1 + [stage.name for stage in SUBSTEP_STAGES].index("narrow phase")
 
 
-def stage_groups() -> list[tuple[int, int]]:
-    """[first, last) index ranges of SUBSTEP_STAGES launched together by the per-stage
+def stage_groups(stages=SUBSTEP_STAGES) -> list[tuple[int, int]]:
+    """[first, last) index ranges of `stages` launched together by the per-stage
     executor: each colour pass alone, the item stages between two passes in one kernel."""
     groups, first = [], 0
-    for index, stage in enumerate(SUBSTEP_STAGES):
+    for index, stage in enumerate(stages):
         if stage.is_pass:
             if first < index:
                 groups.append((first, index))
             groups.append((index, index + 1))
             first = index + 1
-    if first < len(SUBSTEP_STAGES):
-        groups.append((first, len(SUBSTEP_STAGES)))
+    if first < len(stages):
+        groups.append((first, len(stages)))
     return groups
 
 
 def _check_declaration():
     """The list's own rules (checked at import): item stages before begin_step's end run
     in begin_step (their `when` must not be AFTER_COLORING), those after do not."""
-    for index, stage in enumerate(SUBSTEP_STAGES):
-        if index < BEGIN_STEP_STAGES:
-            assert not stage.is_pass and stage.when != AFTER_COLORING, stage.name
-        assert stage.domain in (JOINT_SLOTS, BODY_SLOTS, PAIRS, COLORS), stage.name
+    for stages in STAGES.values():
+        assert [s.name for s in stages[:BEGIN_STEP_STAGES]] == [
+            s.name for s in SUBSTEP_STAGES[:BEGIN_STEP_STAGES]]
+        for index, stage in enumerate(stages):
+            if index < BEGIN_STEP_STAGES:
+                assert not stage.is_pass and stage.when != AFTER_COLORING, stage.name
+            assert stage.domain in (JOINT_SLOTS, BODY_SLOTS, PAIRS, COLORS), stage.name
+            assert stage.when != LAST_SUBSTEP or stage.is_pass, stage.name
 
 
 _check_declaration()

@@ -1,0 +1,291 @@
+"""The soft step's contact constraint (Scene(solver="soft_step")): Box2D v3's scheme of soft
+constraints and relaxation (Erin Catto, "Solver2D", 2024), written for this engine.
+
+XPBD (solver/contacts.py) corrects penetration with a position pass and then solves
+velocities: 2 passes over the constraints a substep, and its stacks need many substeps (11)
+to stand. The soft step makes 2 passes a substep as well, but needs fewer substeps (4): each
+contact is a stiff, heavily damped spring, solved at the velocity level.
+
+Per substep (solver/stages.py's SOFT_STEP_STAGES):
+
+- warm start: each body takes its contacts' accumulated impulses (contacts.warm_start_body);
+- solve (solve_soft_contact with bias): a penetrating point pushes its bodies apart at the
+  speed of a spring of CONTACT_HERTZ and damping ratio CONTACT_DAMPING_RATIO (softness),
+  at most MAX_PUSHOUT_SPEED; a point still apart lets them close the gap but no more (a
+  speculative contact);
+- integrate positions with the biased velocities;
+- relax (solve_soft_contact without bias): the velocities the bias added are taken out
+  again, so no push-out survives as velocity (no bounce from overlap);
+- after the last substep, restitution (apply_restitution): a point that closed faster than
+  RESTITUTION_THRESHOLD when the step began and pushed is given the separation speed its
+  restitution asks for.
+
+The depth of a point is tracked through the bodies' displacements since the step's narrow
+phase (contacts.moved_depth), so no position pass is needed. The soft constraint, for a
+spring of angular frequency w = 2 pi hertz and damping ratio z over a substep h (implicit):
+with a1 = 2 z + h w, a2 = h w a1, a3 = 1 / (1 + a2), the impulse is
+
+    d lambda = -m_eff mass_scale (v_n + bias_rate C) - impulse_scale lambda,
+    bias_rate = w / a1, mass_scale = a2 a3, impulse_scale = a3,
+
+where C < 0 is the penetration. At rest under a load, lambda = m_eff g h a substep and the
+impulse change is 0: C = -g / w^2, the spring's static deflection (tests/test_soft_step.py
+checks a disc's rest depth against it).
+"""
+
+import math
+
+import taichi as ti
+
+from ..enums import HELD, TOUCHED
+from ..math2d import cross
+from .contacts import (
+    HOLD_FRACTION,
+    MAX_CONDITION_NUMBER,
+    MAX_PUSHOUT_SPEED,
+    TOUCH_FRACTION,
+    against_immovable,
+    count_support,
+    exchange,
+    moved_depth,
+    point_velocity,
+    tangent_of,
+)
+
+vec2 = ti.math.vec2
+vec3 = ti.math.vec3
+
+#: Contact stiffness, Hz, and damping ratio (Box2D v3's defaults: b2WorldDef.contactHertz
+#: and contactDampingRatio). A resting body sinks g / (2 pi hertz)^2 per unit of effective
+#: mass ratio (softness): 0.28 mm at 30 Hz, 0.07 mm against an immovable body.
+CONTACT_HERTZ = 30.0
+CONTACT_DAMPING_RATIO = 10.0
+#: A spring is at most this fraction of the substep rate (1 / h) stiff: stiffer ones are
+#: not resolved by the substep and would ring (Box2D's rule: a quarter).
+STIFFEST_FRACTION = 0.25
+#: Contacts with an immovable body (static, kinematic, asleep) are this many times stiffer:
+#: nothing on the other side gives way (Box2D's static softness: twice the hertz).
+IMMOVABLE_STIFFNESS = 2.0
+#: Restitution applies to points that closed faster than this when the step began, m/s
+#: (Box2D v3's restitutionThreshold).
+RESTITUTION_THRESHOLD = 1.0
+
+
+@ti.func
+def softness(hertz, damping_ratio, h):
+    """(bias_rate 1/s, mass_scale, impulse_scale) of a soft constraint of `hertz` (Hz;
+    0: rigid, (0, 1, 0)) and `damping_ratio` over a substep of h s (see the module
+    docstring)."""
+    result = vec3(0.0, 1.0, 0.0)
+    if hertz > 0.0:
+        omega = 2.0 * math.pi * hertz
+        a1 = 2.0 * damping_ratio + h * omega
+        a2 = h * omega * a1
+        a3 = 1.0 / (1.0 + a2)
+        result = vec3(omega / a1, a2 * a3, a3)
+    return result
+
+
+@ti.func
+def contact_hertz(immovable, h):
+    """The contact spring's frequency, Hz: CONTACT_HERTZ, at most STIFFEST_FRACTION of the
+    substep rate, times IMMOVABLE_STIFFNESS against an immovable body."""
+    hertz = ti.min(CONTACT_HERTZ, STIFFEST_FRACTION / h)
+    if immovable:
+        hertz *= IMMOVABLE_STIFFNESS
+    return hertz
+
+
+@ti.func
+def solve_soft_contact(bodies: ti.template(), manifolds: ti.template(), prepared: ti.template(),
+                       pair, n_bodies, h, jacobi_entry, use_bias: ti.template()):
+    """One Gauss-Seidel sweep over `pair`'s points: normal impulses (accumulated, >= 0),
+    soft where `use_bias` (the solve) and rigid without (the relax), then each point's
+    Coulomb friction (mu_s while it sticks, mu_k once it slides: prepared.friction).
+
+    The relax, the substep's last word on the contact, reports it: touching, the impulses
+    it applied in the substep added to the step's totals, and the bodies' support (shock
+    propagation, contacts.SHOCK_RATIO). jacobi_entry >= 0: an overflow pair
+    (solver/overflow.py), whose velocity changes go to prepared.jacobi_delta."""
+    count = manifolds.point_count[pair]
+    if count > 0:
+        slot_a, slot_b = manifolds.body_a[pair], manifolds.body_b[pair]
+        masses = prepared.solver_mass[pair]
+        normal = manifolds.normal[pair]
+        tangent = tangent_of(normal)
+        velocity_a, spin_a = bodies.velocity[slot_a], bodies.angular_velocity[slot_a]
+        velocity_b, spin_b = bodies.velocity[slot_b], bodies.angular_velocity[slot_b]
+        delta_a, turn_a = bodies.delta_position[slot_a], bodies.delta_angle[slot_a]
+        delta_b, turn_b = bodies.delta_position[slot_b], bodies.delta_angle[slot_b]
+        soft = softness(contact_hertz(against_immovable(prepared, pair), h),
+                        CONTACT_DAMPING_RATIO, h)
+        slop = prepared.slop[pair]
+        touched, held = False, False
+        # Each point's bias velocity (m/s) and soft scales, and its depth.
+        bias, mass_scale, impulse_scale = vec2(0.0), vec2(1.0), vec2(0.0)
+        depth = vec2(0.0)
+        for i in ti.static(range(2)):
+            if i < count:
+                depth[i] = moved_depth(manifolds, prepared, pair, i, delta_a, turn_a, delta_b,
+                                       turn_b)
+                if depth[i] < 0.0:  # apart: close the gap in this substep, no more
+                    bias[i] = -depth[i] / h
+                elif ti.static(use_bias):
+                    bias[i] = ti.max(-soft[0] * depth[i], -MAX_PUSHOUT_SPEED)
+                    mass_scale[i], impulse_scale[i] = soft[1], soft[2]
+                if ti.static(not use_bias):
+                    if depth[i] > -TOUCH_FRACTION * slop:
+                        touched = True
+                    elif depth[i] > -HOLD_FRACTION * slop:
+                        held = True
+        # Two points both pushing are solved together (a 2 x 2 block), so that neither
+        # pushes first: one after the other tilts the upper body every substep, and a
+        # frictionless column of ten boxes walked sideways and fell (sequential points
+        # where the block's answer would pull, as Box2D v3 solves every manifold).
+        blocked = False
+        if count == 2:
+            (blocked, velocity_a, spin_a, velocity_b,
+             spin_b) = _block_normal(manifolds, prepared, pair, masses, normal, velocity_a,
+                                     spin_a, velocity_b, spin_b, bias, mass_scale,
+                                     impulse_scale)
+        if not blocked:
+            for i in ti.static(range(2)):
+                if i < count:
+                    ra, rb = prepared.arm_a[pair, i], prepared.arm_b[pair, i]
+                    vn = point_velocity(velocity_a, spin_a, velocity_b, spin_b, ra,
+                                        rb).dot(normal)
+                    old = manifolds.normal_impulse[pair, i]
+                    new = ti.max(old - prepared.normal_mass[pair, i] * mass_scale[i]
+                                 * (vn + bias[i]) - impulse_scale[i] * old, 0.0)
+                    manifolds.normal_impulse[pair, i] = new
+                    velocity_a, spin_a, velocity_b, spin_b = exchange(
+                        velocity_a, spin_a, velocity_b, spin_b, masses, ra, rb,
+                        (new - old) * normal)
+        if ti.static(not use_bias):
+            for i in ti.static(range(2)):
+                if i < count and manifolds.normal_impulse[pair, i] > 0.0:
+                    touched = True
+        for i in ti.static(range(2)):
+            if i < count:
+                ra, rb = prepared.arm_a[pair, i], prepared.arm_b[pair, i]
+                slip = point_velocity(velocity_a, spin_a, velocity_b, spin_b, ra, rb).dot(tangent)
+                old = manifolds.tangent_impulse[pair, i]
+                limit = prepared.friction[pair, i] * manifolds.normal_impulse[pair, i]
+                new = ti.math.clamp(old - slip * prepared.tangent_mass[pair, i], -limit, limit)
+                manifolds.tangent_impulse[pair, i] = new
+                velocity_a, spin_a, velocity_b, spin_b = exchange(
+                    velocity_a, spin_a, velocity_b, spin_b, masses, ra, rb, (new - old) * tangent)
+        if ti.static(not use_bias):
+            # What the points applied in this substep: the warm start gave last substep's
+            # impulses, solve and relax brought them to these.
+            for i in ti.static(range(2)):
+                if i < count:
+                    # Not `+=` (an atomic add in a parallel loop): one thread owns the pair.
+                    manifolds.total_normal_impulse[pair, i] = (
+                        manifolds.total_normal_impulse[pair, i]
+                        + manifolds.normal_impulse[pair, i])
+                    manifolds.total_tangent_impulse[pair, i] = (
+                        manifolds.total_tangent_impulse[pair, i]
+                        + manifolds.tangent_impulse[pair, i])
+            if touched:
+                manifolds.touching[pair] = TOUCHED
+                if prepared.held[pair] >= 0 and jacobi_entry < 0:
+                    count_support(bodies, prepared, pair, slot_a, slot_b, masses)
+            elif held and manifolds.touching[pair] == 0:  # TOUCHED earlier stays
+                manifolds.touching[pair] = HELD
+        _store_velocities(bodies, prepared, slot_a, slot_b, masses, velocity_a, spin_a,
+                          velocity_b, spin_b, jacobi_entry)
+
+
+@ti.func
+def _block_normal(manifolds: ti.template(), prepared: ti.template(), pair, masses, normal,
+                  velocity_a, spin_a, velocity_b, spin_b, bias, mass_scale, impulse_scale):
+    """Both normal impulses of a 2-point manifold at once: the soft update of each row
+    with the 2 x 2 effective-mass matrix K in place of the points' own masses,
+    lambda_new = lambda - mass_scale (K^-1 (v_n + bias)) - impulse_scale lambda. Taken
+    where both results push (>= 0) and K is well conditioned (contacts.MAX_CONDITION_NUMBER);
+    returns (taken, the bodies' velocities after it)."""
+    wa, ia, wb, ib = masses[0], masses[1], masses[2], masses[3]
+    ra0, rb0 = prepared.arm_a[pair, 0], prepared.arm_b[pair, 0]
+    ra1, rb1 = prepared.arm_a[pair, 1], prepared.arm_b[pair, 1]
+    rna0, rnb0 = cross(ra0, normal), cross(rb0, normal)
+    rna1, rnb1 = cross(ra1, normal), cross(rb1, normal)
+    k11 = wa + wb + ia * rna0 * rna0 + ib * rnb0 * rnb0
+    k22 = wa + wb + ia * rna1 * rna1 + ib * rnb1 * rnb1
+    k12 = wa + wb + ia * rna0 * rna1 + ib * rnb0 * rnb1
+    det = k11 * k22 - k12 * k12
+    taken = False
+    if k11 > 0.0 and k22 > 0.0 and k11 * k11 < MAX_CONDITION_NUMBER * det:
+        old = vec2(manifolds.normal_impulse[pair, 0], manifolds.normal_impulse[pair, 1])
+        rhs = vec2(point_velocity(velocity_a, spin_a, velocity_b, spin_b, ra0, rb0).dot(normal),
+                   point_velocity(velocity_a, spin_a, velocity_b, spin_b, ra1, rb1).dot(normal)
+                   ) + bias
+        solved = vec2(k22 * rhs[0] - k12 * rhs[1], k11 * rhs[1] - k12 * rhs[0]) / det
+        new = old - mass_scale * solved - impulse_scale * old
+        if new[0] >= 0.0 and new[1] >= 0.0:
+            taken = True
+            manifolds.normal_impulse[pair, 0] = new[0]
+            manifolds.normal_impulse[pair, 1] = new[1]
+            velocity_a, spin_a, velocity_b, spin_b = exchange(
+                velocity_a, spin_a, velocity_b, spin_b, masses, ra0, rb0,
+                (new[0] - old[0]) * normal)
+            velocity_a, spin_a, velocity_b, spin_b = exchange(
+                velocity_a, spin_a, velocity_b, spin_b, masses, ra1, rb1,
+                (new[1] - old[1]) * normal)
+    return taken, velocity_a, spin_a, velocity_b, spin_b
+
+
+@ti.func
+def apply_restitution(bodies: ti.template(), manifolds: ti.template(), prepared: ti.template(),
+                      pair, n_bodies, h, jacobi_entry):
+    """After the step's last relax (Box2D v3's restitution pass): each point that closed
+    faster than RESTITUTION_THRESHOLD when the step began (prepared.approach) and pushed in
+    the step is given a normal velocity of -restitution times that approach, by an impulse
+    that keeps its accumulated impulse >= 0 (a point already leaving fast enough gets
+    none). The impulse counts in the step's totals and is warm started, as Box2D does."""
+    count = manifolds.point_count[pair]
+    restitution = prepared.restitution[pair]
+    if count > 0 and restitution > 0.0:
+        slot_a, slot_b = manifolds.body_a[pair], manifolds.body_b[pair]
+        masses = prepared.solver_mass[pair]
+        normal = manifolds.normal[pair]
+        velocity_a, spin_a = bodies.velocity[slot_a], bodies.angular_velocity[slot_a]
+        velocity_b, spin_b = bodies.velocity[slot_b], bodies.angular_velocity[slot_b]
+        for i in ti.static(range(2)):
+            if i < count:
+                approach = prepared.approach[pair, i]
+                if (approach < -RESTITUTION_THRESHOLD
+                        and manifolds.total_normal_impulse[pair, i] > 0.0):
+                    ra, rb = prepared.arm_a[pair, i], prepared.arm_b[pair, i]
+                    vn = point_velocity(velocity_a, spin_a, velocity_b, spin_b, ra,
+                                        rb).dot(normal)
+                    old = manifolds.normal_impulse[pair, i]
+                    new = ti.max(old - prepared.normal_mass[pair, i]
+                                 * (vn + restitution * approach), 0.0)
+                    manifolds.normal_impulse[pair, i] = new
+                    manifolds.total_normal_impulse[pair, i] = (
+                        manifolds.total_normal_impulse[pair, i] + new - old)
+                    velocity_a, spin_a, velocity_b, spin_b = exchange(
+                        velocity_a, spin_a, velocity_b, spin_b, masses, ra, rb,
+                        (new - old) * normal)
+        _store_velocities(bodies, prepared, slot_a, slot_b, masses, velocity_a, spin_a,
+                          velocity_b, spin_b, jacobi_entry)
+
+
+@ti.func
+def _store_velocities(bodies: ti.template(), prepared: ti.template(), slot_a, slot_b, masses,
+                      velocity_a, spin_a, velocity_b, spin_b, jacobi_entry):
+    """The pair's bodies take their new velocities (those that move), or (jacobi_entry >=
+    0, an overflow pair) the changes go to prepared.jacobi_delta."""
+    if jacobi_entry >= 0:
+        prepared.jacobi_delta[jacobi_entry] = vec3(
+            velocity_a - bodies.velocity[slot_a], spin_a - bodies.angular_velocity[slot_a])
+        prepared.jacobi_delta[jacobi_entry + 1] = vec3(
+            velocity_b - bodies.velocity[slot_b], spin_b - bodies.angular_velocity[slot_b])
+    else:
+        if masses[0] > 0.0 or masses[1] > 0.0:
+            bodies.velocity[slot_a] = velocity_a
+            bodies.angular_velocity[slot_a] = spin_a
+        if masses[2] > 0.0 or masses[3] > 0.0:
+            bodies.velocity[slot_b] = velocity_b
+            bodies.angular_velocity[slot_b] = spin_b

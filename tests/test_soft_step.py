@@ -1,0 +1,229 @@
+"""The soft-step solver (Scene(solver="soft_step"), solver/soft_contacts.py and
+solver/soft_joints.py) against independent answers: the soft contact's static deflection in
+closed form (a spring of the contact's hertz, g / w^2 per unit of effective-mass ratio), a
+column's compression summed from it, a pendulum's period, a ball's bounce, Box2D's mixing
+rules, and its executors against each other bit for bit.
+
+The rest depth of a point carrying an impulse lambda a substep, with effective mass m_eff,
+under a soft constraint of angular frequency w (soft_contacts' docstring): at rest the
+solve changes no impulse, so m_eff mass_scale bias_rate C = -impulse_scale lambda, i.e.
+C = -lambda / (m_eff h w^2); with lambda = (load) g h, C = -(load / m_eff) g / w^2. The damping
+ratio drops out of the rest depth (it sets how fast the body gets there).
+"""
+
+import math
+
+import numpy as np
+import pytest
+
+import fx2d_gpu as fx
+
+from .helpers import DT, assert_same_trace, general_path, machine_scene, run, trace
+
+G = 9.81
+#: Box2D v3's contact hertz, the cap at a quarter of the substep rate, and the doubling
+#: against immovable bodies, restated here (soft_contacts.contact_hertz).
+HERTZ, RATE_FRACTION, IMMOVABLE = 30.0, 0.25, 2.0
+
+
+def contact_hertz(substeps: int, immovable: bool) -> float:
+    h = DT / substeps
+    return min(HERTZ, RATE_FRACTION / h) * (IMMOVABLE if immovable else 1.0)
+
+
+def deflection(hertz: float) -> float:
+    """A spring's static deflection under 1 g, m: g / w^2."""
+    return G / (2.0 * math.pi * hertz) ** 2
+
+
+@pytest.mark.parametrize("substeps", [4, 1])  # 30 Hz; capped at 15 Hz by the substep
+def test_discs_rest_at_the_soft_contacts_static_deflection(arch, substeps):
+    """A disc on the ground sinks g / w^2 at twice the hertz (immovable ground); a 1 kg
+    disc on a 4 kg box sinks (1 + 1/4) g / w^2 into it (1/m_eff = 1/1 + 1/4 kg: both lever
+    arms along the normal)."""
+    scene = fx.Scene(arch=arch, solver="soft_step", substeps=substeps, enable_sleep=False)
+    scene.add_box((0.0, -0.5), (20.0, 1.0), mass=0.0)
+    alone = scene.add_circle((4.0, 0.5), 0.5)
+    box = scene.add_box((0.0, 0.5), (1.0, 1.0), mass=4.0)
+    top = scene.add_circle((0.0, 1.5), 0.5, mass=1.0)
+    run(scene, seconds=3.0)
+    position = scene.get_state().position[0]
+    on_ground = 0.5 - position[alone, 1]
+    expected = deflection(contact_hertz(substeps, immovable=True))
+    assert on_ground == pytest.approx(expected, rel=0.01)
+    on_box = (position[box, 1] + 0.5) - (position[top, 1] - 0.5)
+    expected = 1.25 * deflection(contact_hertz(substeps, immovable=False))
+    assert on_box == pytest.approx(expected, rel=0.01)
+
+
+def test_a_column_compresses_by_its_summed_deflections(arch):
+    """Ten frictionless 1 m, 1 kg boxes: the contact under box k from the top carries k
+    boxes, pressed straight (its two points solved together, so no box turns): 1/m_eff =
+    1/m + 1/m, and it closes 2 k g / w^2 (30 Hz); the ground's, 1/m_eff = 1/m, closes
+    n g / w^2 at 60 Hz. The top box's drop is their sum: 25.5 mm; the column stays straight
+    (a point solved before the other would tilt each box and walk the column over)."""
+    n = 10
+    scene = fx.Scene(arch=arch, solver="soft_step", enable_sleep=False)
+    scene.add_box((0.0, -0.5), (20.0, 1.0), mass=0.0)
+    column = [scene.add_box((0.0, 0.5 + k), (1.0, 1.0)) for k in range(n)]
+    run(scene, seconds=6.0)
+    state = scene.get_state()
+    drop = (n - 0.5) - state.position[0, column[-1], 1]
+    expected = (sum(2.0 * k * deflection(contact_hertz(4, False)) for k in range(1, n))
+                + n * deflection(contact_hertz(4, True)))
+    assert drop == pytest.approx(expected, rel=0.02)
+    assert np.abs(state.angle[0, column]).max() < 1e-4
+    assert np.abs(state.position[0, column, 0]).max() < 1e-4
+
+
+def test_a_pendulum_swings_at_its_period_and_keeps_its_swing(arch):
+    """A 1 kg disc (r = 5 cm) on a 1 m arm, released from 10 degrees: T = 2 pi
+    sqrt(I_pivot / (m g L)) (1 + theta^2 / 16), I_pivot = m r^2 / 2 + m L^2 (2.0101 s); the
+    soft joint's damping must not drain the swing (>= 9.8 degrees after 10 s) and the anchor
+    holds to a millimetre."""
+    scene = fx.Scene(arch=arch, solver="soft_step", enable_sleep=False)
+    pivot = scene.add_circle((0.0, 2.0), 0.05, mass=0.0)
+    start = math.radians(10.0)
+    bob = scene.add_circle((math.sin(start), 2.0 - math.cos(start)), 0.05)
+    scene.add_revolute_joint(pivot, bob, anchor=(0.0, 0.0))
+    scene.disable_collision(pivot, bob)
+    xs, gaps = [], []
+    for _ in range(600):
+        scene.step(DT)
+        p = scene.get_state().position[0]
+        xs.append(p[bob, 0])
+        gaps.append(abs(np.hypot(*(p[bob] - p[pivot])) - 1.0))
+    xs = np.array(xs)
+    crossings = [i + xs[i] / (xs[i] - xs[i + 1]) for i in range(len(xs) - 1)
+                 if xs[i] > 0.0 >= xs[i + 1]]  # downward zero crossings, in steps
+    period = np.mean(np.diff(crossings)) * DT
+    inertia = 0.5 * 0.05 ** 2 + 1.0
+    expected = 2.0 * math.pi * math.sqrt(inertia / G) * (1.0 + start ** 2 / 16.0)
+    assert period == pytest.approx(expected, rel=0.005)
+    last_swing = np.abs(xs[-120:]).max()  # the last 2 s: about one period
+    assert math.degrees(math.asin(last_swing)) >= 9.8
+    assert max(gaps) < 1e-3
+
+
+def test_a_slider_stops_at_its_limit_on_its_axis(arch):
+    """A box on a vertical prismatic joint falls to position_min and rests there, on the
+    axis and unturned, though it starts off centre on a tilted parent."""
+    scene = fx.Scene(arch=arch, solver="soft_step", enable_sleep=False)
+    rail = scene.add_box((0.0, 3.0), (0.2, 0.2), mass=0.0, angle=0.2)
+    slider = scene.add_box((0.0, 3.0), (0.4, 0.4), mass=2.0, angle=0.2)
+    axis = (math.sin(-0.2), math.cos(-0.2))  # the rail's local y, turned by 0.2 rad
+    scene.add_prismatic_joint(rail, slider, axis=(0.0, 1.0), position_min=-1.5,
+                              position_max=1.0)
+    scene.disable_collision(rail, slider)
+    run(scene, seconds=2.0)
+    state = scene.get_state()
+    offset = state.position[0, slider] - state.position[0, rail]
+    assert offset @ np.array(axis) == pytest.approx(-1.5, abs=2e-3)
+    assert abs(offset @ np.array([axis[1], -axis[0]])) < 1e-3
+    assert abs(state.angle[0, slider] - 0.2) < 1e-3
+    assert np.abs(state.velocity[0, slider]).max() < 1e-2
+
+
+@pytest.mark.parametrize("elasticity", [0.5, 0.8])
+def test_a_ball_bounces_at_its_restitution(arch, elasticity):
+    """Dropped from 3 m onto the ground, a ball leaves at e times its landing speed (Box2D's
+    restitution pass: the pair takes the larger elasticity, the ground's 0), and rises to
+    e^2 of its drop."""
+    scene = fx.Scene(arch=arch, solver="soft_step", enable_sleep=False)
+    scene.add_box((0.0, -0.5), (20.0, 1.0), mass=0.0, elasticity=0.0)
+    ball = scene.add_circle((0.0, 3.25), 0.25, elasticity=elasticity)
+    heights, speeds = [], []
+    for _ in range(150):
+        scene.step(DT)
+        state = scene.get_state()
+        heights.append(state.position[0, ball, 1] - 0.25)
+        speeds.append(state.velocity[0, ball, 1])
+    landing = min(speeds)
+    assert max(speeds) == pytest.approx(-elasticity * landing, rel=0.03)
+    bounce = int(np.argmax(speeds))
+    assert max(heights[bounce:]) == pytest.approx(elasticity ** 2 * 3.0, rel=0.05)
+
+
+def test_friction_mixes_by_the_geometric_mean(arch):
+    """On a 20 degree incline (tan 0.364), a box of mu 0.8 on a slope of mu 0.2 holds with
+    Box2D's mixing (sqrt(0.16) = 0.4) and slides with the seeds' (the smaller, 0.2)."""
+    moved = {}
+    for solver in ("soft_step", "xpbd"):
+        scene = fx.Scene(arch=arch, solver=solver, enable_sleep=False)
+        angle = math.radians(20.0)
+        scene.add_box((0.0, 0.0), (20.0, 1.0), mass=0.0, angle=angle, static_friction=0.2,
+                      dynamic_friction=0.2)
+        up = np.array([-math.sin(angle), math.cos(angle)])
+        box = scene.add_box(tuple(0.5 * up + 0.5 * up), (1.0, 1.0), angle=angle,
+                            static_friction=0.8, dynamic_friction=0.8)
+        start = scene.get_state().position[0, box].copy()
+        run(scene, seconds=1.0)
+        moved[solver] = np.hypot(*(scene.get_state().position[0, box] - start))
+    assert moved["soft_step"] < 0.01
+    assert moved["xpbd"] > 0.5  # g (sin - 0.2 cos) t^2 / 2 = 0.76 m
+
+
+def test_the_soft_step_makes_fewer_passes_than_xpbd(arch):
+    """The soft step's default substeps (Box2D's 4) and its stages: a solve and a relax
+    over the colours each substep and one restitution pass, 9 passes a step to XPBD's 22."""
+    from fx2d_gpu.solver.stages import COLORS, STAGES
+
+    for solver, substeps, passes in (("soft_step", 4, 9), ("xpbd", 11, 22)):
+        scene = fx.Scene(arch=arch, solver=solver)
+        assert scene.substeps == substeps
+        per_substep = [s for s in STAGES[solver] if s.domain == COLORS and s.when == 0]
+        last_only = [s for s in STAGES[solver] if s.domain == COLORS and s.when != 0]
+        assert len(per_substep) * substeps + len(last_only) == passes
+
+
+def test_soft_step_small_worlds_are_bitwise_the_general_path(arch, monkeypatch):
+    """The machine scene (a chain ground, a stack, throws, a motorised hinge, a driven
+    slider with limits, a kinematic pusher, a sensor, a bouncy ball) on the small-world path
+    (a world per thread) and on the general one (a launch per stage): the same bits."""
+    small = trace(machine_scene(3, arch, solver="soft_step"), 90)
+    assert small["state"]["velocity"].any()
+    general_path(monkeypatch)
+    assert_same_trace(small, trace(machine_scene(3, arch, solver="soft_step"), 90))
+
+
+def test_soft_step_team_and_profiled_steps_agree_bitwise(arch):
+    """A large world (a 12-row pyramid, a jointed chain, a bouncy ball: past the small-world
+    size) stepped by step() (a CPU team) and by profile() (a launch per stage): the same
+    bits; and a batch of two worlds equals each alone."""
+
+    def build(n_worlds=1):
+        scene = fx.Scene(arch=arch, solver="soft_step", n_worlds=n_worlds)
+        scene.add_box((0.0, -0.5), (40.0, 1.0), mass=0.0)
+        for row in range(12):
+            for i in range(12 - row):
+                scene.add_box((i - 0.5 * (11 - row), 0.5 + row), (0.95, 0.95),
+                              static_friction=0.6, dynamic_friction=0.5)
+        anchor = scene.add_box((10.0, 8.0), (0.2, 0.2), mass=0.0)
+        previous = anchor
+        for k in range(6):
+            link = scene.add_box((10.5 + 0.5 * k, 8.0), (0.5, 0.1))
+            scene.add_revolute_joint(previous, link, anchor=(0.25 if k else 0.0, 0.0))
+            previous = link
+        scene.add_circle((-3.0, 16.0), 0.3, elasticity=0.8)
+        return scene
+
+    stepped, profiled = build(), build()
+    for _ in range(40):
+        stepped.step(DT)
+    profiled.profile(DT, steps=40)
+    for a, b in zip(stepped.get_state().__dict__.values(), profiled.get_state().__dict__.values(),
+                    strict=True):
+        np.testing.assert_array_equal(a, b)
+    batch = build(2)
+    run(batch, 40)
+    for name in ("position", "angle", "velocity", "angular_velocity"):
+        np.testing.assert_array_equal(getattr(batch.get_state(), name)[0],
+                                      getattr(stepped.get_state(), name)[0], err_msg=name)
+
+
+def test_solver_is_checked(arch):
+    with pytest.raises(ValueError, match="solver must be one of"):
+        fx.Scene(arch=arch, solver="pgs")
+    with pytest.raises(TypeError, match="solver must be a string"):
+        fx.Scene(arch=arch, solver=1)
+    assert fx.Scene(arch=arch, solver="soft_step", substeps=6).substeps == 6
