@@ -187,7 +187,7 @@ def bucket_fill(path, arch="auto", substeps=SUBSTEPS, scale=1.0) -> dict:
         "outside_scene": int(np.count_nonzero(outside))})
 
 
-def truck(path, arch="auto", substeps=SUBSTEPS, scale=1.0) -> dict:
+def truck(path, arch="auto", substeps=SUBSTEPS, scale=1.0, solver="xpbd") -> dict:
     """Fx2D's examples/truck: a two-part truck on two wheels dropped beside a ramp, which it
     rolls back down, and a heavy box on the ground to the left.
 
@@ -205,7 +205,7 @@ def truck(path, arch="auto", substeps=SUBSTEPS, scale=1.0) -> dict:
     flip?), box_y_end (m), box_dx (m), energy_rise_max (J, the most the five bodies' kinetic
     + potential energy rose above its start).
     """
-    scene = fx.load_scene(path, arch=arch, substeps=substeps)
+    scene = fx.load_scene(path, arch=arch, substeps=substeps, solver=solver)
     head, back = scene.body_index("truck_head"), scene.body_index("truck_back")
     wheel1, wheel2 = scene.body_index("wheel1"), scene.body_index("wheel2")
     box = scene.body_index("box")

@@ -6,9 +6,11 @@ Box2D's large pyramid (base 100, 5,050 boxes on a ground, sleep off), on the CPU
 by default. The two engines solve different numbers of passes a step, so their step times
 do not compare per contact directly:
 
-- fx2d_gpu: 11 substeps, each a position pass and a velocity pass over the coloured
-  contacts: 22 passes a step. Their times are the "position pass" and "velocity pass"
-  stages of Scene.profile (benchmarks/profile.py: 30 warm-up steps, then profiled steps;
+- fx2d_gpu, XPBD: 11 substeps, each a position pass and a velocity pass over the coloured
+  contacts: 22 passes a step; the soft step (Scene(solver="soft_step")): 4 substeps, each
+  a solve and a relax, and one restitution pass: 9, as Box2D. Their times are the pass
+  stages ("position pass", "velocity pass"; "solve", "relax", "restitution") of
+  Scene.profile (benchmarks/profile.py: 30 warm-up steps, then profiled steps;
   each stage its own launches with a device sync around it, so a pass's figure includes
   its kernel launches, a few per pass).
 - Box2D v3 (pyb2d3): 4 substeps, each a solve (with bias) and a relax (without), and one
@@ -37,14 +39,13 @@ import numpy as np
 import taichi as ti
 
 from fx2d_gpu import runtime, scenes
+from fx2d_gpu.solver.stages import LAST_SUBSTEP, STAGES
 
 from . import box2d_scenes
 from .common import device_name, print_table, save_csv, time_windows_side_by_side
 from .profile import WARMUP_STEPS
 
 DT = 1.0 / 60.0
-#: fx2d_gpu's passes over the contacts a step: 11 substeps x (position + velocity).
-FX2D_PASSES_PER_SUBSTEP = 2
 #: Box2D's substep counts whose step times give the marginal cost of a substep (a fit's
 #: slope; Box2D's default, box2d_scenes.SUBSTEPS, must be one of them).
 BOX2D_SUBSTEP_COUNTS = (4, 8, 16, 32)
@@ -63,14 +64,22 @@ def _per_pass_ns(ms: float, passes: int, count: int) -> float:
 
 
 class Fx2dPasses:
-    """The awake large pyramid in fx2d_gpu, warmed up; measure() profiles `steps` steps."""
+    """The awake large pyramid in fx2d_gpu with `solver`, warmed up; measure() profiles
+    `steps` steps."""
 
-    def __init__(self, base: int, quick: bool):
-        self.scene = scenes.pyramid(base, enable_sleep=False)
+    def __init__(self, base: int, quick: bool, solver: str = "xpbd"):
+        self.solver = solver
+        self.scene = scenes.pyramid(base, enable_sleep=False, solver=solver, substeps=None)
         for _ in range(2 if quick else WARMUP_STEPS):
             self.scene.step(DT)
         self.scene.profile(DT, 1)  # compiles the kernels a profiled step launches
         self.substeps = self.scene.substeps
+
+    def passes(self) -> dict[str, int]:
+        """{colour pass stage: passes a step}: each stage's passes (every substep, or the
+        last one's)."""
+        return {stage.name: 1 if stage.when == LAST_SUBSTEP else self.substeps
+                for stage in STAGES[self.solver] if stage.is_pass}
 
     def measure(self, steps: int) -> dict:
         """{stage: ms per step} of `steps` profiled steps and "step", a normal step's ms
@@ -82,8 +91,7 @@ class Fx2dPasses:
             self.scene.step(DT)
         ti.sync()
         step_ms = (time.perf_counter() - start) * 1e3 / steps
-        return {"position pass": profile.stages["position pass"],
-                "velocity pass": profile.stages["velocity pass"], "step": step_ms}
+        return {**{name: profile.stages[name] for name in self.passes()}, "step": step_ms}
 
     def contacts(self) -> tuple[int, int]:
         """(touching pairs with points, contact points) now."""
@@ -140,21 +148,25 @@ def run(arch: str = "cpu", rounds: int = 3, quick: bool = False, results=None) -
     specs, _ = scenes.pyramid_layout(base)
     print(f"per-pass cost, large pyramid of base {base} awake, on {device} ({backend}), "
           f"{rounds} round(s)", flush=True)
-    ours = Fx2dPasses(base, quick)
+    ours = [Fx2dPasses(base, quick, solver) for solver in STAGES]
     theirs = Box2DPasses(specs, quick) if box2d_scenes.available() else None
     if theirs is None:
         print("  pyb2d3 is not installed: Box2D's rows are left out (pip install pyb2d3)")
-    ours_rounds, theirs_rounds = [], []
+    ours_rounds, theirs_rounds = [[] for _ in ours], []
     for index in range(rounds):
-        ours_rounds.append(ours.measure(steps))
+        for solver, measured in zip(ours, ours_rounds, strict=True):
+            measured.append(solver.measure(steps))
         if theirs is not None:
             theirs_rounds.append(theirs.measure(1 + 2 * steps, window))  # 8 windows
-        print(f"  round {index + 1}: fx2d_gpu step {ours_rounds[-1]['step']:.2f} ms"
+        print(f"  round {index + 1}: fx2d_gpu step "
+              + ", ".join(f"{solver.solver} {measured[-1]['step']:.2f} ms"
+                          for solver, measured in zip(ours, ours_rounds, strict=True))
               + (f", Box2D 1 thread {theirs_rounds[-1][1, box2d_scenes.SUBSTEPS]:.2f} ms"
                  if theirs is not None else ""), flush=True)
     date = datetime.date.today().isoformat()
     common = {"date": date, "device": device, "bodies": len(specs), "rounds": rounds}
-    rows = _fx2d_rows(ours, ours_rounds, common, backend)
+    rows = [row for solver, measured in zip(ours, ours_rounds, strict=True)
+            for row in _fx2d_rows(solver, measured, common, backend)]
     if theirs is not None:
         rows += _box2d_rows(theirs, theirs_rounds, common)
     rows = [{c: row.get(c, "") for c in COLUMNS} for row in rows]
@@ -169,17 +181,17 @@ def run(arch: str = "cpu", rounds: int = 3, quick: bool = False, results=None) -
 def _fx2d_rows(ours: Fx2dPasses, measured: list[dict], common: dict, backend: str):
     manifolds, points = ours.contacts()
     median = {key: statistics.median(m[key] for m in measured) for key in measured[0]}
-    substeps = ours.substeps
-    passes = FX2D_PASSES_PER_SUBSTEP * substeps
-    base = dict(common, engine="fx2d_gpu", backend=backend, substeps=substeps,
+    stage_passes = ours.passes()
+    passes = sum(stage_passes.values())
+    engine = "fx2d_gpu" if ours.solver == "xpbd" else f"fx2d_gpu {ours.solver}"
+    base = dict(common, engine=engine, backend=backend, substeps=ours.substeps,
                 manifolds=manifolds, contact_points=points,
                 ms_per_step=round(median["step"], 3))
     rows = []
     for measure, ms, count in (
-            ("position pass (profiled)", median["position pass"], substeps),
-            ("velocity pass (profiled)", median["velocity pass"], substeps),
-            ("both passes (profiled)", median["position pass"] + median["velocity pass"],
-             passes),
+            *((f"{name} (profiled)", median[name], count)
+              for name, count in stage_passes.items()),
+            ("all passes (profiled)", sum(median[name] for name in stage_passes), passes),
             ("whole step / passes", median["step"], passes)):
         rows.append(dict(base, measure=measure, passes_per_step=count,
                          ms_passes_per_step=round(ms, 3),

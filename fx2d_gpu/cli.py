@@ -68,7 +68,10 @@ def _scene_source(parser, args, others=()):
 def _add_run_options(parser, steps_default):
     parser.add_argument("--steps", type=int, default=steps_default, help="steps to simulate")
     parser.add_argument("--dt", type=float, default=1 / 60, help="step length, s")
-    parser.add_argument("--substeps", type=int, default=None, help="XPBD substeps per step")
+    parser.add_argument("--substeps", type=int, default=None,
+                        help="substeps per step (default: the solver's, 11 or 4)")
+    parser.add_argument("--solver", default="xpbd", choices=("xpbd", "soft_step"),
+                        help="xpbd (Fx2D's, the default) or soft_step (Box2D v3's)")
     parser.add_argument("--worlds", type=int, default=None, help="copies stepped together")
     parser.add_argument("--arch", default="auto", help="auto | cpu | gpu | cuda | vulkan | metal")
     out = parser.add_mutually_exclusive_group()
@@ -164,7 +167,7 @@ def simulate(scene, args, label):
     first = f", first step {step_times[0]:.2f} s" if step_times else ""
     print(f"{label}: {args.steps} steps, {scene.n_bodies} bodies x {scene.n_worlds} worlds, "
           f"{contacts} contact manifolds, {ms:.2f} ms/step (median{first}), "
-          f"substeps {scene.substeps}, backend {scene.backend}")
+          f"substeps {scene.substeps}, solver {scene.solver}, backend {scene.backend}")
     for item in written:
         print(f"wrote {item}")
 
@@ -175,7 +178,7 @@ def cmd_run(args, parser):
     path, label = _scene_source(parser, args)
     try:
         scene = load_scene(path, n_worlds=args.worlds or 1, arch=args.arch,
-                           substeps=args.substeps)
+                           substeps=args.substeps, solver=args.solver)
     except (ValueError, TypeError) as exc:
         raise SystemExit(f"fx2d: {exc}") from None
     simulate(scene, args, label)
@@ -218,6 +221,11 @@ def cmd_demo(args, parser):
     if args.base:
         kwargs["base"] = args.base
     scene = DEMOS[args.name](**kwargs)
+    from .solver.stages import DEFAULT_SUBSTEPS
+
+    if args.solver != scene.solver:  # before its first step: nothing solved yet
+        scene.solver = args.solver
+        scene.substeps = DEFAULT_SUBSTEPS[args.solver]
     if args.substeps:
         scene.substeps = args.substeps
     simulate(scene, args, f"demo {args.name}")

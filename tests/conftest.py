@@ -26,3 +26,14 @@ def pytest_collection_modifyitems(config, items):
         if "arch" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.backend)
 
+
+
+#: The contact and joint solvers (Scene(solver=...)): a physics test that takes the `solver`
+#: fixture runs for each, within bounds that hold for both or, where they differ, each
+#: solver's own (derived in the test).
+SOLVERS = ("xpbd", "soft_step")
+
+
+@pytest.fixture(params=SOLVERS)
+def solver(request):
+    return request.param

@@ -5,6 +5,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 from PIL import Image
 
 import fx2d_gpu as fx
@@ -83,6 +84,21 @@ def test_main_runs_an_example_in_process(tmp_path, arch, capsys):
                  "64x48", "--arch", arch]) == 0
     assert png.is_file() and Image.open(png).size == (64, 48)
     assert "example truck: 3 steps, 11 bodies" in capsys.readouterr().out
+
+
+def test_run_and_demo_take_the_soft_step_solver(arch, capsys):
+    """--solver soft_step: the scene file's or the demo's scene on the soft step, at its 4
+    substeps unless --substeps says otherwise."""
+    from fx2d_gpu.cli import main
+
+    assert main(["run", "--example", "truck", "--steps", "3", "--solver", "soft_step",
+                 "--arch", arch]) == 0
+    assert "substeps 4, solver soft_step" in capsys.readouterr().out
+    assert main(["demo", "pyramid", "--base", "4", "--steps", "3", "--solver", "soft_step",
+                 "--substeps", "6", "--arch", arch]) == 0
+    assert "substeps 6, solver soft_step" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        main(["run", "--example", "truck", "--solver", "pgs", "--arch", arch])
 
 
 def test_view_without_a_display_says_why_and_suggests_a_gif(arch):

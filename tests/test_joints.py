@@ -14,8 +14,8 @@ from .reference.joints import pid_arm_angles
 G = 9.81
 
 
-def test_pendulum_period(arch):
-    scene = fx.Scene(gravity=(0.0, -G), arch=arch)
+def test_pendulum_period(arch, solver):
+    scene = fx.Scene(gravity=(0.0, -G), arch=arch, solver=solver)
     pivot = scene.add_box((0.0, 0.0), (0.1, 0.1), mass=0)
     amplitude = 0.05  # rad: small, so the period is 2 pi sqrt(L / g)
     bob = scene.add_circle((math.sin(amplitude), -math.cos(amplitude)), 0.05, mass=1.0)
@@ -38,8 +38,8 @@ def test_pendulum_period(arch):
     assert xs.max() == pytest.approx(math.sin(amplitude), rel=0.05)  # little damping
 
 
-def test_revolute_limit_holds_under_strong_torque(arch):
-    scene = fx.Scene(gravity=(0.0, 0.0), arch=arch)
+def test_revolute_limit_holds_under_strong_torque(arch, solver):
+    scene = fx.Scene(gravity=(0.0, 0.0), arch=arch, solver=solver)
     base = scene.add_box((0.0, 0.0), (0.2, 0.2), mass=0)
     arm = scene.add_box((1.0, 0.0), (2.0, 0.2))
     joint = scene.add_revolute_joint(base, arm, angle_min=-math.radians(30),
@@ -56,8 +56,8 @@ def test_revolute_limit_holds_under_strong_torque(arch):
     assert gap < 0.01
 
 
-def test_prismatic_travel_limits_hold(arch):
-    scene = fx.Scene(gravity=(0.0, -G), arch=arch)
+def test_prismatic_travel_limits_hold(arch, solver):
+    scene = fx.Scene(gravity=(0.0, -G), arch=arch, solver=solver)
     rail = scene.add_box((0.0, 0.0), (10.0, 0.2), mass=0, angle=0.3)
     start = np.array([math.cos(0.3), math.sin(0.3)]) * 0.5
     slider = scene.add_box(tuple(start), (0.4, 0.4), angle=0.3)

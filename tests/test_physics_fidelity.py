@@ -47,11 +47,11 @@ def mechanical_energy(scene, state, bodies, gravity=G):
 # --- 1. rolling ------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("origin", [(0.0, 0.0), (50.0, 50.0)])
-def test_disk_rolls_down_an_incline_at_the_textbook_acceleration(arch, origin):
+def test_disk_rolls_down_an_incline_at_the_textbook_acceleration(arch, origin, solver):
     """a = g sin(theta) / (1 + I / (m r^2)) = 2.237 m/s^2 for a disk on 20 degrees, rolling
     without slipping, wherever the scene sits in the plane."""
     theta, radius = math.radians(20.0), 0.5
-    scene = fx.Scene(gravity=(0.0, -G), arch=arch)
+    scene = fx.Scene(gravity=(0.0, -G), arch=arch, solver=solver)
     normal, downhill = incline(scene, theta, origin, 0.6)
     start = np.asarray(origin) + radius * normal - 20.0 * downhill
     disk = scene.add_circle(tuple(start), radius, static_friction=0.6, dynamic_friction=0.6,
@@ -70,13 +70,13 @@ def test_disk_rolls_down_an_incline_at_the_textbook_acceleration(arch, origin):
     assert abs(state.angular_velocity[0, disk]) * radius == pytest.approx(speed, rel=0.01)
 
 
-def wheel_cart(arch, origin, substeps, cart):
+def wheel_cart(arch, origin, substeps, cart, solver="xpbd"):
     """A wheel (r 0.4, 0.25 kg) or a 2 kg cart on two such wheels (revolute joints) rolling
     from rest down a 6 degree ramp for 3 s. Returns (speed along the ramp / the rolling
     speed g sin(theta) t / (1 + sum I / (M r^2)), largest rise of the mechanical energy
     as a fraction of the final kinetic energy)."""
     theta, radius, wheel_mass = math.radians(6.0), 0.4, 0.25
-    scene = fx.Scene(gravity=(0.0, -G), substeps=substeps, arch=arch)
+    scene = fx.Scene(gravity=(0.0, -G), substeps=substeps, arch=arch, solver=solver)
     normal, downhill = incline(scene, theta, origin, 0.9)
     o = np.asarray(origin, float)
     wheel = dict(mass=wheel_mass, static_friction=0.9, dynamic_friction=0.9, elasticity=0.0)
@@ -108,9 +108,10 @@ def wheel_cart(arch, origin, substeps, cart):
 
 @pytest.mark.parametrize("cart", [False, True], ids=["wheel", "cart"])
 @pytest.mark.parametrize("origin", [(0.0, 0.0), (50.0, 50.0)])
-@pytest.mark.parametrize("substeps", [4, 11, 22])
-def test_wheel_and_cart_roll_at_the_rolling_speed(arch, cart, origin, substeps):
-    ratio, rise = wheel_cart(arch, origin, substeps, cart)
+@pytest.mark.parametrize("solver, substeps", [("xpbd", 4), ("xpbd", 11), ("xpbd", 22),
+                                              ("soft_step", 4)])
+def test_wheel_and_cart_roll_at_the_rolling_speed(arch, cart, origin, solver, substeps):
+    ratio, rise = wheel_cart(arch, origin, substeps, cart, solver)
     assert ratio == pytest.approx(1.0, abs=0.01)
     assert rise <= 0.01
 
@@ -482,13 +483,13 @@ def test_disable_collision_refuses_bad_bodies(arch):
 
 
 
-def test_prismatic_weld_conserves_momentum_and_angular_momentum(arch):
+def test_prismatic_weld_conserves_momentum_and_angular_momentum(arch, solver):
     """Two boxes welded by a prismatic joint of travel [0, 0], side by side, no gravity; the
     child starts moving across the axis. The joint's pushes act at the child's anchor on both
     bodies, so linear and angular momentum (about the origin) stay what they were, and the
     pair turns as one body (the weld's corrections pushed each body at its own centre, a
     couple that spun the rig)."""
-    scene = fx.Scene(gravity=(0.0, 0.0), arch=arch)
+    scene = fx.Scene(gravity=(0.0, 0.0), arch=arch, solver=solver)
     parent = scene.add_box((0.0, 0.0), (1.25, 1.5), mass=2.0)
     child = scene.add_box((1.72, -0.175), (2.25, 1.0), mass=3.0, velocity=(0.0, 1.0))
     scene.add_prismatic_joint(parent, child, axis=(1.0, 0.0), position_min=0.0,
@@ -551,7 +552,7 @@ def test_truck_rig_rests_on_flat_ground(arch):
     np.testing.assert_allclose(state.position[0, 1:], start.position[0, 1:], atol=LINEAR_SLOP)
 
 
-def test_fx2d_truck_rolls_down_its_ramp_upright_as_in_fx2d(arch):
+def test_fx2d_truck_rolls_down_its_ramp_upright_as_in_fx2d(arch, solver):
     """Fx2D's truck example (fx2d_gpu/examples/truck.yml and main.cpp's rig, 600 steps of
     5 ms): it rolls down the ramp, stops against the box and stays upright. Fx2D's C++
     engine, built headless, gives head x = 4.539 m, y = 2.539 m at 3 s, chassis pitch at
@@ -559,7 +560,9 @@ def test_fx2d_truck_rolls_down_its_ramp_upright_as_in_fx2d(arch):
     from benchmarks import fx2d_scenes
     from fx2d_gpu import examples
 
-    figures = fx2d_scenes.truck(examples.path("truck"), arch=arch)["figures"]
+    substeps = fx2d_scenes.SUBSTEPS if solver == "xpbd" else None  # the solver's default
+    figures = fx2d_scenes.truck(examples.path("truck"), arch=arch, substeps=substeps,
+                                solver=solver)["figures"]
     assert figures["head_x_end"] == pytest.approx(4.539, abs=0.3)
     assert figures["head_y_end"] == pytest.approx(2.539, abs=0.1)
     assert figures["head_theta_max"] < 0.2

@@ -133,7 +133,7 @@ def _without_cyclic_gc(function):
 
 @_without_cyclic_gc
 def load_scene(path_or_yaml_text, n_worlds: int = 1, arch: str = "auto", substeps=None,
-               boundary: bool = True):
+               boundary: bool = True, solver: str = "xpbd"):
     """A Scene from an Fx2D YAML scene file (a path) or YAML text.
 
     Entity names become body names and joint names joint names; entity i is body i (a chain
@@ -145,12 +145,13 @@ def load_scene(path_or_yaml_text, n_worlds: int = 1, arch: str = "auto", substep
             text itself (a string with a newline, or not ending in .yml / .yaml).
         n_worlds (int): independent copies of the scene (see Scene).
         arch (str): the Taichi backend (see Scene).
-        substeps (int | None): XPBD substeps per step; None: Scene's default (11).
+        substeps (int | None): substeps per step; None: the solver's default (Scene).
         boundary (bool): True (the default, as in Fx2D): bodies are kept inside the scene
             rectangle [0, int(W)] x [0, int(H)] by four unnamed static walls (elasticity 0,
             no friction) added after the entities' bodies, so `n_bodies` is the entity
             count + 4, and `scene.meta["boundary"]` holds the rectangle, the walls' body
             indices and thickness. False: no walls, and `scene.meta["boundary"]` is None.
+        solver (str): "xpbd" (Fx2D's, the default) or "soft_step" (see Scene).
 
     Returns:
         scene (Scene): the new scene, ready to step.
@@ -163,13 +164,13 @@ def load_scene(path_or_yaml_text, n_worlds: int = 1, arch: str = "auto", substep
             is not valid YAML, or breaks the format: an unknown key, a missing or
             out-of-range value, a joint naming no entity ... The errors about the file's
             content name the entity or joint, the key and the line: "entity 'box', key
-            'physics.mass' (line 7): ...". n_worlds, substeps and arch raise as Scene's.
+            'physics.mass' (line 7): ...". n_worlds, substeps, solver and arch raise as Scene's.
     """
     if not isinstance(boundary, bool):
         raise TypeError(f"boundary must be True or False, got {boundary!r}")
     try:
         text, base_dir = read_source(path_or_yaml_text)
-        return _load(text, base_dir, n_worlds, arch, substeps, boundary)
+        return _load(text, base_dir, n_worlds, arch, substeps, boundary, solver)
     except MemoryError:
         raise located_error([], 1, "this machine ran out of memory loading it "
                             f"({limits_summary()})") from None
@@ -177,7 +178,7 @@ def load_scene(path_or_yaml_text, n_worlds: int = 1, arch: str = "auto", substep
         raise located_error([], 1, f"nested too deeply to load ({limits_summary()})") from None
 
 
-def _load(text, base_dir, n_worlds, arch, substeps, boundary):
+def _load(text, base_dir, n_worlds, arch, substeps, boundary, solver):
     """load_scene's work on the file's text (base_dir: image paths are relative to it)."""
     document = parse_yaml(text)
     if not isinstance(document, dict):
@@ -206,7 +207,7 @@ def _load(text, base_dir, n_worlds, arch, substeps, boundary):
     # (float32's range, the largest coordinate and speed ...) raise naming their argument,
     # told here as the entity or joint, the key it came from and its line.
     scene = Scene(gravity=tuple(settings.gravity), n_worlds=n_worlds, arch=arch,
-                  **({} if substeps is None else {"substeps": substeps}))
+                  substeps=substeps, solver=solver)
     first_body = _add_bodies(scene, bodies)
     _add_joints(scene, parsed_joints, bodies, first_body)
     _finish(scene, settings, visuals, boundary)

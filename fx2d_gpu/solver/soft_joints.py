@@ -26,15 +26,17 @@ from ..bodies import solver_mass
 from ..enums import JOINT_REVOLUTE
 from ..math2d import cross, cross_sv, rotate
 from .joints import centre_offset, solver_relative_angle, wrap_angle
-from .soft_contacts import STIFFEST_FRACTION, softness
+from .soft_contacts import softness
 
 vec2 = ti.math.vec2
 vec4 = ti.math.vec4
 
-#: Joint stiffness, Hz, and damping ratio (Box2D v3.0's b2WorldDef.jointHertz and
-#: jointDampingRatio), the stiffness at most STIFFEST_FRACTION of the substep rate.
+#: Joint stiffness, Hz, and damping ratio (Box2D v3's b2WorldDef.jointHertz and
+#: jointDampingRatio), the stiffness at most JOINT_STIFFEST_FRACTION of the substep rate
+#: (Box2D's: an eighth; 30 Hz at 4 substeps of 1/60 s).
 JOINT_HERTZ = 60.0
 JOINT_DAMPING_RATIO = 2.0
+JOINT_STIFFEST_FRACTION = 0.125
 
 
 @ti.func
@@ -89,7 +91,7 @@ def solve_soft_joint(model: ti.template(), bodies: ti.template(), joints: ti.tem
         r2 = rotate(joints.anchor_child[joint], c2, n2)
         d = centre_offset(bodies, slot1, slot2) + r2 - r1  # child anchor - parent anchor
         impulse = joints.soft_impulse[joint_slot]
-        soft = softness(ti.min(JOINT_HERTZ, STIFFEST_FRACTION / h), JOINT_DAMPING_RATIO, h)
+        soft = softness(ti.min(JOINT_HERTZ, JOINT_STIFFEST_FRACTION / h), JOINT_DAMPING_RATIO, h)
         if joints.kind[joint] == JOINT_REVOLUTE:
             if ti.static(use_bias):  # warm start
                 point = vec2(impulse[0], impulse[1])
