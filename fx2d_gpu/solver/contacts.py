@@ -400,6 +400,19 @@ BLOCK_MASS_RATIO = 2.0
 
 
 @ti.func
+def normal_block(masses, normal, ra0, rb0, ra1, rb1):
+    """(K_11, K_12, K_22) of a 2-point manifold's normal rows, masses = (w_a, I_a, w_b,
+    I_b): K_ij = w_a + w_b + I_a (r_ai x n)(r_aj x n) + I_b (r_bi x n)(r_bj x n)."""
+    wa, ia, wb, ib = masses[0], masses[1], masses[2], masses[3]
+    rna0, rnb0 = cross(ra0, normal), cross(rb0, normal)
+    rna1, rnb1 = cross(ra1, normal), cross(rb1, normal)
+    k11 = wa + wb + ia * rna0 * rna0 + ib * rnb0 * rnb0
+    k22 = wa + wb + ia * rna1 * rna1 + ib * rnb1 * rnb1
+    k12 = wa + wb + ia * rna0 * rna1 + ib * rnb0 * rnb1
+    return k11, k12, k22
+
+
+@ti.func
 def block_normal_impulses(masses, normal, ra0, rb0, ra1, rb1, vn0, vn1, target, old):
     """New accumulated normal impulses (x0, x1) of a 2-point manifold, solved together.
 
@@ -410,12 +423,7 @@ def block_normal_impulses(masses, normal, ra0, rb0, ra1, rb1, vn0, vn1, target, 
     normal velocities each point should reach (0 touching, gap / h apart).
     Returns (x, solved); solved is False when K is ill-conditioned or no case fits.
     """
-    wa, ia, wb, ib = masses[0], masses[1], masses[2], masses[3]
-    rna0, rnb0 = cross(ra0, normal), cross(rb0, normal)
-    rna1, rnb1 = cross(ra1, normal), cross(rb1, normal)
-    k11 = wa + wb + ia * rna0 * rna0 + ib * rnb0 * rnb0
-    k22 = wa + wb + ia * rna1 * rna1 + ib * rnb1 * rnb1
-    k12 = wa + wb + ia * rna0 * rna1 + ib * rnb0 * rnb1
+    k11, k12, k22 = normal_block(masses, normal, ra0, rb0, ra1, rb1)
     det = k11 * k22 - k12 * k12
     x = old
     solved = False
@@ -505,18 +513,27 @@ def solve_velocity(bodies: ti.template(), manifolds: ti.template(), prepared: ti
                 count_support(bodies, prepared, pair, slot_a, slot_b, masses)
         elif held and manifolds.touching[pair] == 0:  # TOUCHED in an earlier substep stays
             manifolds.touching[pair] = HELD
-        if jacobi_entry >= 0:
-            prepared.jacobi_delta[jacobi_entry] = vec3(
-                velocity_a - bodies.velocity[slot_a], spin_a - bodies.angular_velocity[slot_a])
-            prepared.jacobi_delta[jacobi_entry + 1] = vec3(
-                velocity_b - bodies.velocity[slot_b], spin_b - bodies.angular_velocity[slot_b])
-        else:
-            if masses[0] > 0.0 or masses[1] > 0.0:
-                bodies.velocity[slot_a] = velocity_a
-                bodies.angular_velocity[slot_a] = spin_a
-            if masses[2] > 0.0 or masses[3] > 0.0:
-                bodies.velocity[slot_b] = velocity_b
-                bodies.angular_velocity[slot_b] = spin_b
+        store_velocities(bodies, prepared, slot_a, slot_b, masses, velocity_a, spin_a,
+                         velocity_b, spin_b, jacobi_entry)
+
+
+@ti.func
+def store_velocities(bodies: ti.template(), prepared: ti.template(), slot_a, slot_b, masses,
+                     velocity_a, spin_a, velocity_b, spin_b, jacobi_entry):
+    """A pair's bodies take their new velocities (those that move), or (jacobi_entry >=
+    0, an overflow pair, solver/overflow.py) the changes go to prepared.jacobi_delta."""
+    if jacobi_entry >= 0:
+        prepared.jacobi_delta[jacobi_entry] = vec3(
+            velocity_a - bodies.velocity[slot_a], spin_a - bodies.angular_velocity[slot_a])
+        prepared.jacobi_delta[jacobi_entry + 1] = vec3(
+            velocity_b - bodies.velocity[slot_b], spin_b - bodies.angular_velocity[slot_b])
+    else:
+        if masses[0] > 0.0 or masses[1] > 0.0:
+            bodies.velocity[slot_a] = velocity_a
+            bodies.angular_velocity[slot_a] = spin_a
+        if masses[2] > 0.0 or masses[3] > 0.0:
+            bodies.velocity[slot_b] = velocity_b
+            bodies.angular_velocity[slot_b] = spin_b
 
 
 @ti.func

@@ -38,7 +38,6 @@ import math
 import taichi as ti
 
 from ..enums import HELD, TOUCHED
-from ..math2d import cross
 from .contacts import (
     HOLD_FRACTION,
     MAX_CONDITION_NUMBER,
@@ -49,7 +48,9 @@ from .contacts import (
     count_support,
     exchange,
     moved_depth,
+    normal_block,
     point_velocity,
+    store_velocities,
     tangent_of,
 )
 
@@ -195,8 +196,8 @@ def solve_soft_contact(bodies: ti.template(), manifolds: ti.template(), prepared
                     count_support(bodies, prepared, pair, slot_a, slot_b, masses)
             elif held and manifolds.touching[pair] == 0:  # TOUCHED earlier stays
                 manifolds.touching[pair] = HELD
-        _store_velocities(bodies, prepared, slot_a, slot_b, masses, velocity_a, spin_a,
-                          velocity_b, spin_b, jacobi_entry)
+        store_velocities(bodies, prepared, slot_a, slot_b, masses, velocity_a, spin_a,
+                         velocity_b, spin_b, jacobi_entry)
 
 
 @ti.func
@@ -213,14 +214,9 @@ def _block_normal(manifolds: ti.template(), prepared: ti.template(), pair, masse
     4 substeps), so applying both points' at once does not overshoot. Taken where both
     results push (>= 0) and K is well conditioned (contacts.MAX_CONDITION_NUMBER); returns
     (taken, the bodies' velocities after it)."""
-    wa, ia, wb, ib = masses[0], masses[1], masses[2], masses[3]
     ra0, rb0 = prepared.arm_a[pair, 0], prepared.arm_b[pair, 0]
     ra1, rb1 = prepared.arm_a[pair, 1], prepared.arm_b[pair, 1]
-    rna0, rnb0 = cross(ra0, normal), cross(rb0, normal)
-    rna1, rnb1 = cross(ra1, normal), cross(rb1, normal)
-    k11 = wa + wb + ia * rna0 * rna0 + ib * rnb0 * rnb0
-    k22 = wa + wb + ia * rna1 * rna1 + ib * rnb1 * rnb1
-    k12 = wa + wb + ia * rna0 * rna1 + ib * rnb0 * rnb1
+    k11, k12, k22 = normal_block(masses, normal, ra0, rb0, ra1, rb1)
     det = k11 * k22 - k12 * k12
     taken = False
     if k11 > 0.0 and k22 > 0.0 and k11 * k11 < MAX_CONDITION_NUMBER * det:
@@ -307,24 +303,5 @@ def apply_restitution(bodies: ti.template(), manifolds: ti.template(), prepared:
                     velocity_a, spin_a, velocity_b, spin_b = exchange(
                         velocity_a, spin_a, velocity_b, spin_b, masses, ra, rb,
                         (new - old) * normal)
-        _store_velocities(bodies, prepared, slot_a, slot_b, masses, velocity_a, spin_a,
-                          velocity_b, spin_b, jacobi_entry)
-
-
-@ti.func
-def _store_velocities(bodies: ti.template(), prepared: ti.template(), slot_a, slot_b, masses,
-                      velocity_a, spin_a, velocity_b, spin_b, jacobi_entry):
-    """The pair's bodies take their new velocities (those that move), or (jacobi_entry >=
-    0, an overflow pair) the changes go to prepared.jacobi_delta."""
-    if jacobi_entry >= 0:
-        prepared.jacobi_delta[jacobi_entry] = vec3(
-            velocity_a - bodies.velocity[slot_a], spin_a - bodies.angular_velocity[slot_a])
-        prepared.jacobi_delta[jacobi_entry + 1] = vec3(
-            velocity_b - bodies.velocity[slot_b], spin_b - bodies.angular_velocity[slot_b])
-    else:
-        if masses[0] > 0.0 or masses[1] > 0.0:
-            bodies.velocity[slot_a] = velocity_a
-            bodies.angular_velocity[slot_a] = spin_a
-        if masses[2] > 0.0 or masses[3] > 0.0:
-            bodies.velocity[slot_b] = velocity_b
-            bodies.angular_velocity[slot_b] = spin_b
+        store_velocities(bodies, prepared, slot_a, slot_b, masses, velocity_a, spin_a,
+                         velocity_b, spin_b, jacobi_entry)
