@@ -118,8 +118,9 @@ def test_box2d_counts_a_pyramids_contacts_from_its_events():
 
 
 def test_per_pass_benchmark_divides_the_passes_by_the_contacts(arch, tmp_path):
-    """benchmarks/per_pass.py on a pyramid of base 5: fx2d_gpu's passes (11 substeps x 2)
-    and Box2D's (4 x 2 + 1, where pyb2d3 is installed) over the same pyramid's contacts."""
+    """benchmarks/per_pass.py on a pyramid of base 5: fx2d_gpu's passes (XPBD: 11 substeps x
+    2; the soft step: 4 x 2 + 1) and Box2D's (4 x 2 + 1, where pyb2d3 is installed) over the
+    same pyramid's contacts."""
     from benchmarks import per_pass
 
     rows = per_pass.main(["--quick", "--rounds", "1", "--arch", arch,
@@ -127,11 +128,17 @@ def test_per_pass_benchmark_divides_the_passes_by_the_contacts(arch, tmp_path):
     ours = [r for r in rows if r["engine"] == "fx2d_gpu"]
     assert [r["measure"] for r in ours] == ["position pass (profiled)",
                                             "velocity pass (profiled)",
-                                            "both passes (profiled)", "whole step / passes"]
+                                            "all passes (profiled)", "whole step / passes"]
     assert [r["passes_per_step"] for r in ours] == [11, 11, 22, 22]
+    soft = [r for r in rows if r["engine"] == "fx2d_gpu soft_step"]
+    assert [r["measure"] for r in soft] == ["solve (profiled)", "relax (profiled)",
+                                            "restitution (profiled)", "all passes (profiled)",
+                                            "whole step / passes"]
+    assert [r["passes_per_step"] for r in soft] == [4, 4, 1, 9, 9]
     # Base 5: 15 boxes, 5 on the ground, 2 under each of the 10 upper ones, 10 side by side.
     assert ours[0]["manifolds"] == 35 and ours[0]["contact_points"] >= 35
-    for r in ours:
+    assert soft[0]["contact_points"] >= 35
+    for r in ours + soft:
         assert r["ns_per_point_per_pass"] == pytest.approx(
             r["ms_passes_per_step"] * 1e6 / (r["passes_per_step"] * r["contact_points"]),
             rel=1e-2)
