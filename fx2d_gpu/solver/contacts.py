@@ -390,6 +390,18 @@ def exchange(velocity_a, spin_a, velocity_b, spin_b, masses, ra, rb, impulse):
             velocity_b + masses[2] * impulse, spin_b + masses[3] * cross(rb, impulse))
 
 
+@ti.func
+def exchange_normal(velocity_a, spin_a, velocity_b, spin_b, masses, ra0, rb0, ra1, rb1,
+                    normal, change):
+    """exchange of both points of a 2-point manifold along `normal`, the first point's
+    then the second's: normal impulses change[0] at (ra0, rb0) and change[1] at (ra1, rb1),
+    N s."""
+    velocity_a, spin_a, velocity_b, spin_b = exchange(
+        velocity_a, spin_a, velocity_b, spin_b, masses, ra0, rb0, change[0] * normal)
+    return exchange(velocity_a, spin_a, velocity_b, spin_b, masses, ra1, rb1,
+                    change[1] * normal)
+
+
 #: The block solver is used while its 2x2 matrix is this well conditioned (Box2D's bound);
 #: two nearly coincident points fall back to one point after the other.
 MAX_CONDITION_NUMBER = 1000.0
@@ -624,12 +636,9 @@ def _sweep_points(velocity_a, spin_a, velocity_b, spin_b, masses, normal, arm_a,
             target, old)
         if solved:
             normal_impulse = new
-            velocity_a, spin_a, velocity_b, spin_b = exchange(
-                velocity_a, spin_a, velocity_b, spin_b, masses, ra0, rb0,
-                (new[0] - old[0]) * normal)
-            velocity_a, spin_a, velocity_b, spin_b = exchange(
-                velocity_a, spin_a, velocity_b, spin_b, masses, ra1, rb1,
-                (new[1] - old[1]) * normal)
+            velocity_a, spin_a, velocity_b, spin_b = exchange_normal(
+                velocity_a, spin_a, velocity_b, spin_b, masses, ra0, rb0, ra1, rb1, normal,
+                new - old)
     for i in ti.static(range(2)):
         if i < count:
             ra, rb = vec2(arm_a[i, 0], arm_a[i, 1]), vec2(arm_b[i, 0], arm_b[i, 1])
@@ -692,10 +701,9 @@ def _bounce(prepared: ti.template(), pair, velocity_a, spin_a, velocity_b, spin_
             -restitution * approach, vec2(0.0))
         if paired:
             bounce = both
-            velocity_a, spin_a, velocity_b, spin_b = exchange(
-                velocity_a, spin_a, velocity_b, spin_b, masses, ra0, rb0, both[0] * normal)
-            velocity_a, spin_a, velocity_b, spin_b = exchange(
-                velocity_a, spin_a, velocity_b, spin_b, masses, ra1, rb1, both[1] * normal)
+            velocity_a, spin_a, velocity_b, spin_b = exchange_normal(
+                velocity_a, spin_a, velocity_b, spin_b, masses, ra0, rb0, ra1, rb1, normal,
+                both)
     for i in ti.static(range(2)):
         if bounces[i] == 1:
             ra, rb = vec2(arm_a[i, 0], arm_a[i, 1]), vec2(arm_b[i, 0], arm_b[i, 1])

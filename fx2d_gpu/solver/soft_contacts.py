@@ -47,6 +47,7 @@ from .contacts import (
     block_normal_impulses,
     count_support,
     exchange,
+    exchange_normal,
     moved_depth,
     normal_block,
     point_velocity,
@@ -230,12 +231,9 @@ def _block_normal(manifolds: ti.template(), prepared: ti.template(), pair, masse
             taken = True
             manifolds.normal_impulse[pair, 0] = new[0]
             manifolds.normal_impulse[pair, 1] = new[1]
-            velocity_a, spin_a, velocity_b, spin_b = exchange(
-                velocity_a, spin_a, velocity_b, spin_b, masses, ra0, rb0,
-                (new[0] - old[0]) * normal)
-            velocity_a, spin_a, velocity_b, spin_b = exchange(
-                velocity_a, spin_a, velocity_b, spin_b, masses, ra1, rb1,
-                (new[1] - old[1]) * normal)
+            velocity_a, spin_a, velocity_b, spin_b = exchange_normal(
+                velocity_a, spin_a, velocity_b, spin_b, masses, ra0, rb0, ra1, rb1, normal,
+                new - old)
     return taken, velocity_a, spin_a, velocity_b, spin_b
 
 
@@ -281,12 +279,9 @@ def apply_restitution(bodies: ti.template(), manifolds: ti.template(), prepared:
                     manifolds.normal_impulse[pair, i] = new[i]
                     manifolds.total_normal_impulse[pair, i] = (
                         manifolds.total_normal_impulse[pair, i] + new[i] - old[i])
-                velocity_a, spin_a, velocity_b, spin_b = exchange(
-                    velocity_a, spin_a, velocity_b, spin_b, masses, ra0, rb0,
-                    (new[0] - old[0]) * normal)
-                velocity_a, spin_a, velocity_b, spin_b = exchange(
-                    velocity_a, spin_a, velocity_b, spin_b, masses, ra1, rb1,
-                    (new[1] - old[1]) * normal)
+                velocity_a, spin_a, velocity_b, spin_b = exchange_normal(
+                    velocity_a, spin_a, velocity_b, spin_b, masses, ra0, rb0, ra1, rb1, normal,
+                    new - old)
         for i in ti.static(range(2)):
             if i < count and not paired:
                 approach = prepared.approach[pair, i]
