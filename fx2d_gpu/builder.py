@@ -585,6 +585,23 @@ def check_targets(target, n_worlds: int, mode: int = MOTOR_NONE) -> np.ndarray:
     return as_reals(as_scalar(target), "target", n_worlds, limit=TARGET_LIMITS[mode])
 
 
+def check_mode_targets(joint: int, control_mode, targets: np.ndarray):
+    """Refuse a change of `joint`'s motor to `control_mode` while a world's target
+    (targets: (n_worlds,)) is beyond what that mode's motor may be given (TARGET_LIMITS: a
+    1e30 N m effort target is no position); a mode that is not one is left to set_motor.
+
+    Raises:
+        ValueError: naming the joint, its largest target and the mode's bound.
+    """
+    if control_mode not in MOTOR_MODES:
+        return
+    limit = TARGET_LIMITS[MOTOR_MODES[control_mode]]
+    largest = float(np.abs(targets).max(initial=0.0))
+    if largest >= limit:
+        raise ValueError(f"joint {joint}'s target {largest:g} is beyond what a {control_mode} "
+                         f"motor may be given (+-{limit:g}); set_joint_target first")
+
+
 def check_forces(force, torque, n_worlds: int) -> tuple[np.ndarray, np.ndarray]:
     """(force (n_worlds, 2) N, torque (n_worlds,) N m) from one value for every world or one
     per world, real numbers, finite and within float32's range.

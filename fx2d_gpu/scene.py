@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
+from copy import deepcopy
 
 import numpy as np
 
@@ -25,16 +26,16 @@ from . import (
     world_resets,
 )
 from .builder import (
-    TARGET_LIMITS,
     ModelBuilder,
     add_forces,
     check_forces,
+    check_mode_targets,
     check_state,
     check_targets,
 )
 from .checks import as_bool, as_count, as_index, as_real, as_vector2
 from .device import SERIAL_SLOTS
-from .enums import MOTOR_MODES
+from .model_queries import ModelQueries
 from .records import ContactEvents, Contacts, JointState, Overlaps, RayHitList, RayHits, State
 from .residency import Binding, serialized
 from .shapes import MAX_COORDINATE
@@ -53,7 +54,7 @@ MIN_DT = 1e-3
 MAX_DT = 0.06
 
 
-class Scene:
+class Scene(ModelQueries):
     """A 2D rigid-body scene, simulated as `n_worlds` independent copies on one device.
 
     Every world holds the same bodies and joints, at the same indices, each with its own
@@ -172,19 +173,9 @@ class Scene:
 
     # ------------------------------------------------------------------ building
     @property
-    def n_bodies(self) -> int:
-        """The number of bodies (every world holds them all; a chain counts one per link)."""
-        return len(self._builder.bodies)
-
-    @property
     def n_worlds(self) -> int:
         """The number of independent copies of the scene simulated together."""
         return self._n_worlds
-
-    @property
-    def n_joints(self) -> int:
-        """The number of joints (every world holds them all)."""
-        return len(self._builder.joints)
 
     @property
     def gravity(self) -> tuple[float, float]:
@@ -458,59 +449,6 @@ class Scene:
                                 f"{type(shape).__name__}")
         return self._builder.add_bodies(body_shapes, positions, **body)
 
-    def body_index(self, name: str) -> int:
-        """The index of the body added with `name`.
-
-        Raises:
-            ValueError: no body has this name.
-        """
-        return self._builder.body_index(name)
-
-    def body_name(self, body: int) -> str | None:
-        """The name `body` was added with, or None if it has none.
-
-        Raises:
-            TypeError: `body` is not an int.
-            ValueError: `body` is not a body of this scene.
-        """
-        return self._builder.bodies[self._builder.check_body(body)].name
-
-    def body_inertia(self, body: int) -> float:
-        """The moment of inertia of `body` about its centre of mass, kg m² (inf for static bodies).
-
-        Raises:
-            TypeError: `body` is not an int.
-            ValueError: `body` is not a body of this scene.
-        """
-        return self._builder.bodies[self._builder.check_body(body)].inertia
-
-    def body_shape(self, body: int) -> shapes.Shape:
-        """The collision shape of `body`, in its body frame (see fx2d_gpu.shapes.Shape).
-
-        Raises:
-            TypeError: `body` is not an int.
-            ValueError: `body` is not a body of this scene.
-        """
-        return self._builder.bodies[self._builder.check_body(body)].shape
-
-    def body_mass(self, body: int) -> float:
-        """The mass of `body`, kg (0 for static bodies).
-
-        Raises:
-            TypeError: `body` is not an int.
-            ValueError: `body` is not a body of this scene.
-        """
-        return self._builder.bodies[self._builder.check_body(body)].mass
-
-    def body_damping(self, body: int) -> float:
-        """The velocity damping of `body` (linear and angular), 1/s.
-
-        Raises:
-            TypeError: `body` is not an int.
-            ValueError: `body` is not a body of this scene.
-        """
-        return self._builder.bodies[self._builder.check_body(body)].vel_damping
-
     def disable_collision(self, body_a: int, body_b: int):
         """Never let `body_a` and `body_b` collide, in every world, as joined bodies do not.
 
@@ -604,24 +542,6 @@ class Scene:
                                            control_mode, target, pid, max_effort, name,
                                            collide_connected)
 
-    def joint_index(self, name: str) -> int:
-        """The index of the joint added with `name`.
-
-        Raises:
-            ValueError: no joint has this name.
-        """
-        return self._builder.joint_index(name)
-
-    def joint_bodies(self, joint: int) -> tuple[int, int]:
-        """The (parent, child) body indices of `joint`.
-
-        Raises:
-            TypeError: `joint` is not an int.
-            ValueError: `joint` is not a joint of this scene.
-        """
-        j = self._builder.joints[self._builder.check_joint(joint)]
-        return j.parent, j.child
-
     @serialized
     def set_joint_target(self, joint: int, target):
         """Set the target of `joint`'s motor, in every world or per world.
@@ -683,13 +603,7 @@ class Scene:
                 is no position); set_joint_target first.
         """
         joint = self._builder.check_joint(joint)
-        if control_mode in MOTOR_MODES:  # (else set_motor refuses it, naming it)
-            limit = TARGET_LIMITS[MOTOR_MODES[control_mode]]
-            largest = float(np.abs(self._joint_targets(joint)).max(initial=0.0))
-            if largest >= limit:
-                raise ValueError(
-                    f"joint {joint}'s target {largest:g} is beyond what a {control_mode} "
-                    f"motor may be given (+-{limit:g}); set_joint_target first")
+        check_mode_targets(joint, control_mode, self._joint_targets(joint))
         motor = self._builder.set_motor(joint, control_mode, pid, max_effort)
         if pid is not None and self._params.pid is not None:  # new gains in every world
             self._params.joint_gains(self._builder)[:, joint] = motor.pid
@@ -1537,20 +1451,69 @@ class Scene:
         return spatial_queries.overlap_shape(self._context, self._n_worlds, shape, position,
                                              angle, sensors)
 
+    @serialized
+    def replicate(self, n_worlds: int) -> Scene:
+        """A new scene of `n_worlds` copies of this one-world scene (the template of a batch
+        or of distributed.ShardedScene's shards).
+
+        The copy has this scene's bodies, joints, settings, per-world values (set_body_params,
+        set_gravity, set_joint_params) and clock; each of its worlds starts from this
+        world's poses, velocities, sleep flags, enabled flags and motor targets, and takes
+        its forces pending for the next step. Contacts, warm-start impulses, sleep timers
+        and PID state are not copied: they start over, as after set_state. Every world of
+        the copy steps bit for bit as the others, and as any other copy made the same way.
+
+        Args:
+            n_worlds: the copy's worlds, >= 1.
+
+        Raises:
+            TypeError: n_worlds is not an int.
+            ValueError: n_worlds below 1, or this scene has more than one world.
+        """
+        n_worlds = as_count(n_worlds, "n_worlds")
+        if self._n_worlds != 1:
+            raise ValueError(f"replicate copies a one-world scene; this one has "
+                             f"{self._n_worlds} worlds")
+        copy = Scene(**dict(self._settings(), n_worlds=n_worlds))
+        copy._builder = deepcopy(self._builder)
+        copy._params = self._params.repeated(n_worlds)
+        copy.meta, copy.visuals = deepcopy(self.meta), deepcopy(self.visuals)
+        copy.time, copy.step_count = self.time, self.step_count
+        for joint, values in self._pending_targets.items():
+            copy._pending_targets[joint] = np.repeat(values[:1], n_worlds)
+        if self._is_built():
+            state = self.get_state()
+            copy.set_state(State(*(np.repeat(a, n_worlds, axis=0) for a in (
+                state.position, state.angle, state.velocity, state.angular_velocity,
+                state.sleeping))))
+            for joint in range(self.n_joints):
+                copy.set_joint_target(joint, float(self._joint_targets(joint)[0]))
+            disabled = np.flatnonzero(~self.enabled()[0])
+            if len(disabled):
+                copy.set_enabled(disabled, False)
+        copy._pending_forces = {body: (np.repeat(force[:1], n_worlds, axis=0),
+                                       np.repeat(torque[:1], n_worlds))
+                                for body, (force, torque) in self._pending_forces.items()}
+        return copy
+
     # ------------------------------------------------------------------ copies and pickling
     @serialized
     def __getstate__(self) -> dict:
         """What copy.deepcopy and pickle keep: the settings, the model, the pending inputs,
         and (once built) a snapshot; the copy continues bitwise like the original."""
-        return {"settings": dict(gravity=self.gravity, substeps=self.substeps,
-                                 n_worlds=self._n_worlds, enable_sleep=self.enable_sleep,
-                                 on_fault=self.on_fault, solver=self.solver,
-                                 arch="cpu" if self.backend in ("x64", "arm64") else "auto"),
+        return {"settings": self._settings(),
                 "builder": self._builder, "pending_targets": self._pending_targets,
                 "meta": self.meta, "visuals": self.visuals, "time": self.time,
                 "step_count": self.step_count, "params": self._params.copy(),
                 "snapshot": self.snapshot() if self._binding.n_bodies else None,
                 "pending_forces": self._pending_forces}
+
+    def _settings(self) -> dict:
+        """Scene()'s arguments that make a scene like this one (the backend this process
+        runs: "cpu", or "auto" for the GPU it found)."""
+        return dict(gravity=self.gravity, substeps=self.substeps, n_worlds=self._n_worlds,
+                    enable_sleep=self.enable_sleep, on_fault=self.on_fault, solver=self.solver,
+                    arch="cpu" if self.backend in ("x64", "arm64") else "auto")
 
     def __setstate__(self, state: dict):
         self.__init__(**state["settings"])

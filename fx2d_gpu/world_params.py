@@ -134,6 +134,36 @@ class WorldParams:
         params.pid = None if self.pid is None else self.pid.copy()
         return params
 
+    def repeated(self, n_worlds: int) -> WorldParams:
+        """World 0's values in `n_worlds` worlds (Scene.replicate)."""
+        params = WorldParams(n_worlds, self.gravity[0])
+        params.bodies = None if self.bodies is None else {
+            k: np.repeat(v[:1], n_worlds, axis=0) for k, v in self.bodies.items()}
+        params.pid = None if self.pid is None else np.repeat(self.pid[:1], n_worlds, axis=0)
+        return params
+
+    @classmethod
+    def stacked(cls, parts: list[WorldParams], builder) -> WorldParams:
+        """The values of several scenes' worlds, one after another (distributed: the
+        shards' worlds as one scene's)."""
+        params = cls(sum(p.n_worlds for p in parts), (0.0, 0.0))
+        params.gravity = np.concatenate([p.gravity for p in parts])
+        if any(p.bodies is not None for p in parts):
+            values = [p.body_values(builder) for p in parts]
+            params.bodies = {k: np.concatenate([v[k] for v in values]) for k in values[0]}
+        if any(p.pid is not None for p in parts):
+            params.pid = np.concatenate([p.joint_gains(builder) for p in parts])
+        return params
+
+    def rows(self, worlds: np.ndarray) -> WorldParams:
+        """The values of `worlds` ((k,) indices) as a k-world WorldParams (a copy)."""
+        params = WorldParams(len(worlds), (0.0, 0.0))
+        params.gravity = self.gravity[worlds]
+        params.bodies = None if self.bodies is None else {
+            k: v[worlds] for k, v in self.bodies.items()}
+        params.pid = None if self.pid is None else self.pid[worlds]
+        return params
+
     # ------------------------------------------------------------------ reading
     def body_values(self, builder) -> dict[str, np.ndarray]:
         """{param: (n_worlds, n_bodies) float64}, every body's value in every world (a

@@ -215,9 +215,15 @@ class Fx2DVectorEnv(gymnasium.vector.VectorEnv, metaclass=abc.ABCMeta):
         render_tiles: how many worlds render() draws, as a grid of tiles, >= 1.
         arch: the Taichi backend (see fx2d_gpu.Scene): "auto", "cpu", "cuda", ...
         substeps: the scene's XPBD substeps per step, >= 1.
+        shards: None (one Scene in this process) or the number of Ray actors the worlds are
+            split over (a fx2d_gpu.distributed.ShardedScene built from a one-world scene of
+            the task; the `distributed` extra): the same episodes bit for bit, on a cluster.
+        shard_options (dict | None): Ray actor options for each shard (e.g. {"num_gpus": 1});
+            only with shards.
 
     Attributes:
-        scene (fx2d_gpu.Scene): the scene; world i is sub-environment i.
+        scene (fx2d_gpu.Scene | fx2d_gpu.distributed.ShardedScene): the scene; world i is
+            sub-environment i.
         num_envs (int): the number of sub-environments.
         dt (float): seconds of simulated time per step().
         max_episode_steps (int | None): the truncation length.
@@ -248,8 +254,14 @@ class Fx2DVectorEnv(gymnasium.vector.VectorEnv, metaclass=abc.ABCMeta):
     def __init__(self, num_envs: int = 1, *, autoreset_mode=AutoresetMode.NEXT_STEP,
                  max_episode_steps: int | None = None, randomize=False,
                  render_mode: str | None = None, render_size=(600, 400),
-                 render_tiles: int = 4, arch: str = "auto", substeps: int = 11):
+                 render_tiles: int = 4, arch: str = "auto", substeps: int = 11,
+                 shards: int | None = None, shard_options: dict | None = None):
         self.num_envs = _count(num_envs, "num_envs")
+        shards = _count(shards, "shards", allow_none=True)
+        if shards is not None and shards > self.num_envs:
+            raise ValueError(f"shards ({shards}) must not exceed num_envs ({self.num_envs})")
+        if shard_options is not None and shards is None:
+            raise ValueError("shard_options needs shards")
         self.autoreset_mode = _autoreset_mode(autoreset_mode)
         self.max_episode_steps = _count(max_episode_steps, "max_episode_steps",
                                         allow_none=True)
@@ -263,9 +275,11 @@ class Fx2DVectorEnv(gymnasium.vector.VectorEnv, metaclass=abc.ABCMeta):
         self.metadata = {**type(self).metadata, "autoreset_mode": self.autoreset_mode}
 
         # Sleep off: a balanced pole or a hovering lander is slow but must keep moving, and
-        # a world at rest must still answer the next action.
-        self.scene = fx.Scene(gravity=self.nominal_gravity, n_worlds=self.num_envs, arch=arch,
-                              substeps=substeps, enable_sleep=False)
+        # a world at rest must still answer the next action. Sharded: the task is built in
+        # one world here, and each shard's actor replicates it (Scene.replicate).
+        self.scene = fx.Scene(gravity=self.nominal_gravity, arch=arch, substeps=substeps,
+                              n_worlds=self.num_envs if shards is None else 1,
+                              enable_sleep=False)
         self._build_scene()
         # The state the bodies were added with (world 0: every world is built the same),
         # float64 (n_bodies, ...): each reset starts from it.
@@ -273,6 +287,11 @@ class Fx2DVectorEnv(gymnasium.vector.VectorEnv, metaclass=abc.ABCMeta):
         self._built_state = fx.State(*(np.array(a[0]) for a in (
             built.position, built.angle, built.velocity, built.angular_velocity,
             built.sleeping)))
+        if shards is not None:
+            from fx2d_gpu.distributed import ShardedScene
+
+            self.scene = ShardedScene(self.num_envs, template=self.scene, n_shards=shards,
+                                      shard_options=shard_options)
         self._nominal_mass = np.array([self.scene.body_mass(b) for b in self._mass_bodies()])
         self._gravity = np.tile(np.asarray(self.nominal_gravity, np.float64),
                                 (self.num_envs, 1))
@@ -483,9 +502,13 @@ class Fx2DVectorEnv(gymnasium.vector.VectorEnv, metaclass=abc.ABCMeta):
             gymnasium.logger.warn("render() called with render_mode=None: pass "
                                   "render_mode='rgb_array' to the constructor")
             return None
-        return fx_render.render_worlds(self.scene, size=self.render_size,
-                                       bounds=self.render_bounds, max_tiles=self.render_tiles,
-                                       rays=self._render_rays())
+        options = dict(size=self.render_size, bounds=self.render_bounds,
+                       max_tiles=self.render_tiles, rays=self._render_rays())
+        if isinstance(self.scene, fx.Scene):
+            return fx_render.render_worlds(self.scene, **options)
+        # Sharded: the first shard draws its first worlds (world w there is world w here).
+        options["max_tiles"] = min(self.render_tiles, len(self.scene.shard_worlds[0]))
+        return self.scene.inspect(fx_render.render_worlds, **options)
 
     def close_extras(self, **kwargs: Any) -> None:
         """Release the scene (its device memory goes with it); close() calls it once.
@@ -493,6 +516,8 @@ class Fx2DVectorEnv(gymnasium.vector.VectorEnv, metaclass=abc.ABCMeta):
         Args:
             **kwargs (Any): close()'s keywords (none are used).
         """
+        if self.scene is not None and not isinstance(self.scene, fx.Scene):
+            self.scene.close()  # the shards' actors
         self.scene = None
 
     # ------------------------------------------------------------------ internals

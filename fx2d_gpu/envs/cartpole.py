@@ -51,6 +51,8 @@ class CartPoleVectorEnv(Fx2DVectorEnv):
         render_tiles (int): see Fx2DVectorEnv.
         arch (str): see Fx2DVectorEnv.
         substeps (int): see Fx2DVectorEnv.
+        shards (int | None): see Fx2DVectorEnv (worlds over Ray actors).
+        shard_options (dict | None): see Fx2DVectorEnv.
 
     Attributes:
         continuous (bool): whether actions are a Box.
@@ -79,14 +81,16 @@ class CartPoleVectorEnv(Fx2DVectorEnv):
     def __init__(self, num_envs: int = 1, *, continuous: bool = False,
                  autoreset_mode=AutoresetMode.NEXT_STEP, max_episode_steps: int | None = 500,
                  randomize=False, render_mode: str | None = None, render_size=(600, 400),
-                 render_tiles: int = 4, arch: str = "auto", substeps: int = 11):
+                 render_tiles: int = 4, arch: str = "auto", substeps: int = 11,
+                 shards: int | None = None, shard_options: dict | None = None):
         if not isinstance(continuous, bool):
             raise TypeError(f"continuous must be a bool, got {type(continuous).__name__}")
         self.continuous = continuous
         super().__init__(num_envs, autoreset_mode=autoreset_mode,
                          max_episode_steps=max_episode_steps, randomize=randomize,
                          render_mode=render_mode, render_size=render_size,
-                         render_tiles=render_tiles, arch=arch, substeps=substeps)
+                         render_tiles=render_tiles, arch=arch, substeps=substeps,
+                         shards=shards, shard_options=shard_options)
         self._forces = np.zeros((self.num_envs, 2))
         # The cart's and the pole's state (rows 0 and 1), gathered into these arrays at
         # every step by one kernel (Scene.get_state(out=...)): no new arrays.

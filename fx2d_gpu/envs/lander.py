@@ -97,6 +97,8 @@ class LanderVectorEnv(Fx2DVectorEnv):
         render_tiles (int): see Fx2DVectorEnv.
         arch (str): see Fx2DVectorEnv.
         substeps (int): see Fx2DVectorEnv.
+        shards (int | None): see Fx2DVectorEnv (worlds over Ray actors).
+        shard_options (dict | None): see Fx2DVectorEnv.
 
     Attributes:
         continuous (bool): whether actions are a Box.
@@ -132,7 +134,8 @@ class LanderVectorEnv(Fx2DVectorEnv):
                  terrain_seed: int | None = 0, autoreset_mode=AutoresetMode.NEXT_STEP,
                  max_episode_steps: int | None = 1000, randomize=False,
                  render_mode: str | None = None, render_size=(600, 400),
-                 render_tiles: int = 4, arch: str = "auto", substeps: int = 11):
+                 render_tiles: int = 4, arch: str = "auto", substeps: int = 11,
+                 shards: int | None = None, shard_options: dict | None = None):
         if not isinstance(continuous, bool):
             raise TypeError(f"continuous must be a bool, got {type(continuous).__name__}")
         if terrain_seed is not None and (isinstance(terrain_seed, bool) or
@@ -146,7 +149,8 @@ class LanderVectorEnv(Fx2DVectorEnv):
         super().__init__(num_envs, autoreset_mode=autoreset_mode,
                          max_episode_steps=max_episode_steps, randomize=randomize,
                          render_mode=render_mode, render_size=render_size,
-                         render_tiles=render_tiles, arch=arch, substeps=substeps)
+                         render_tiles=render_tiles, arch=arch, substeps=substeps,
+                         shards=shards, shard_options=shard_options)
         n = self.num_envs
         self._previous_shaping = np.zeros(n)
         self._steps_at_rest = np.zeros(n, np.int64)
