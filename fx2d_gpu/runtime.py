@@ -60,6 +60,9 @@ def ensure_initialized(arch: str = "auto") -> str:
     # kernel on purpose (one kernel instead of one per field).
     options = dict(offline_cache=True, fast_math=False, advanced_optimization=False,
                    default_fp=ti.f32, default_ip=ti.i32, log_level=ti.WARN, unrolling_limit=0)
+    threads = cpu_threads_setting()
+    if threads is not None:  # (Taichi's default: every hardware thread)
+        options["cpu_max_num_threads"] = threads
     clear_stale_cache_locks(offline_cache_path())
     if arch in ("auto", "gpu"):
         # Not Taichi's own ti.gpu: it would take a software Vulkan device (Mesa's llvmpipe)
@@ -79,6 +82,30 @@ def ensure_initialized(arch: str = "auto") -> str:
     _state["arch"] = ti.lang.impl.current_cfg().arch.name
     _state["requested"] = arch
     return _state["arch"]
+
+
+#: The environment variable that caps the CPU backend's threads (a shard of
+#: fx2d_gpu.distributed sets it to the CPUs Ray gave it).
+CPU_THREADS_VARIABLE = "FX2D_CPU_THREADS"
+
+
+def cpu_threads_setting() -> int | None:
+    """The CPU backend's thread count FX2D_CPU_THREADS asks for (read when Taichi starts), or
+    None (unset: Taichi's default, every hardware thread).
+
+    Raises:
+        ValueError: the variable is set to something other than an int >= 1.
+    """
+    value = os.environ.get(CPU_THREADS_VARIABLE)
+    if value is None or value == "":
+        return None
+    try:
+        threads = int(value)
+    except ValueError:
+        threads = 0
+    if threads < 1:
+        raise ValueError(f"{CPU_THREADS_VARIABLE} must be an int >= 1, got {value!r}")
+    return threads
 
 
 #: check_mapping_headroom reads the process's memory mappings every this many calls.

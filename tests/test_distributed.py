@@ -22,6 +22,7 @@ from fx2d_gpu.distributed import (  # noqa: E402
     ShardedScene,
     ShardedSnapshot,
     ShardLostError,
+    cpu_threads_env,
     shard_ranges,
     visible_device_env,
 )
@@ -57,6 +58,13 @@ def build(n_worlds: int) -> fx.Scene:
     scene.add_revolute_joint(ground, rod, anchor=(2.5, 2.5), control_mode="velocity",
                              target=0.5)
     return scene
+
+
+def taichi_threads(scene: fx.Scene) -> int:
+    """The CPU threads Taichi runs with in the scene's process."""
+    import taichi as ti
+
+    return ti.lang.impl.current_cfg().cpu_max_num_threads
 
 
 def build_wrong_count(n_worlds: int) -> fx.Scene:
@@ -128,6 +136,14 @@ def test_visible_device_env_points_vulkan_at_rays_gpu():
     assert visible_device_env(["0"], {"CUDA_VISIBLE_DEVICES": "0",
                                       "TI_VISIBLE_DEVICE": "2"}) == {}
     assert visible_device_env([], {}) == {}
+
+
+def test_cpu_threads_follow_the_cpus_ray_gave():
+    assert cpu_threads_env(1.0, {}) == {"FX2D_CPU_THREADS": "1"}
+    assert cpu_threads_env(0.5, {}) == {"FX2D_CPU_THREADS": "1"}
+    assert cpu_threads_env(3.0, {}) == {"FX2D_CPU_THREADS": "3"}
+    assert cpu_threads_env(0.0, {}) == {}  # no CPUs asked: Taichi's default
+    assert cpu_threads_env(2.0, {"FX2D_CPU_THREADS": "8"}) == {}  # the user's stands
 
 
 def test_two_shards_step_as_one_scene_bitwise():
@@ -322,11 +338,14 @@ def test_each_shard_sees_the_gpu_ray_gave_it():
     with ShardedScene(4, build, n_shards=2,
                       shard_options={"num_gpus": 1, "num_cpus": 1}) as sharded:
         info = sharded.shard_info()
+        threads = [sharded.inspect(taichi_threads, shard=k) for k in range(2)]
+    assert threads == [1, 1]  # Taichi's CPU threads: the one CPU each shard was given
     ids = sorted(i["gpu_ids"][0] for i in info)
     assert ids == ["0", "1"]
     for shard in info:
         (gpu,) = shard["gpu_ids"]
-        assert shard["env"] == {"CUDA_VISIBLE_DEVICES": gpu, "TI_VISIBLE_DEVICE": gpu}
+        assert shard["env"] == {"CUDA_VISIBLE_DEVICES": gpu, "TI_VISIBLE_DEVICE": gpu,
+                                "FX2D_CPU_THREADS": "1"}  # the one CPU it was given
 
 
 def test_vector_env_on_shards_runs_the_same_episodes():

@@ -23,7 +23,10 @@ import fx2d_gpu
 
 PACKAGE = "fx2d_gpu"
 #: Modules whose public functions, classes and constants are API (beyond __all__).
-API_MODULES = ("fx2d_gpu.shapes", "fx2d_gpu.enums", "fx2d_gpu.examples")
+#: (Not fx2d_gpu.distributed.worker's ShardWorker: Ray rewrites the signatures of an actor
+#: class's methods in place, and it is the package's own.)
+API_MODULES = ("fx2d_gpu.shapes", "fx2d_gpu.enums", "fx2d_gpu.examples",
+               "fx2d_gpu.distributed.sharded_scene")
 #: Modules the reference renders whole, or whose docstring introduces an API name.
 DOCUMENTED_MODULES = ("fx2d_gpu", "fx2d_gpu.records", "fx2d_gpu.shapes", "fx2d_gpu.scene",
                       "fx2d_gpu.snapshots", "fx2d_gpu.io.scene_loader", "fx2d_gpu.examples",

@@ -214,3 +214,16 @@ def test_other_inputs_with_the_same_holes(arch):
     with pytest.raises(TypeError, match="state.angle"):
         scene.set_state(state)
     assert_same_state(scene.get_state(), before)
+
+
+def test_cpu_threads_variable_is_an_int_of_at_least_one(monkeypatch):
+    from fx2d_gpu import runtime
+
+    monkeypatch.delenv("FX2D_CPU_THREADS", raising=False)
+    assert runtime.cpu_threads_setting() is None
+    monkeypatch.setenv("FX2D_CPU_THREADS", "3")
+    assert runtime.cpu_threads_setting() == 3
+    for bad in ("0", "-1", "two", "1.5"):
+        monkeypatch.setenv("FX2D_CPU_THREADS", bad)
+        with pytest.raises(ValueError, match="FX2D_CPU_THREADS"):
+            runtime.cpu_threads_setting()

@@ -19,7 +19,8 @@ from .sharded_scene import (
     ShardLostError,
     shard_ranges,
 )
-from .worker import ShardWorker, build_shard_scene, visible_device_env
+from .worker import build_shard_scene, cpu_threads_env, visible_device_env
 
-__all__ = ["ON_WORKER_LOSS", "ShardLostError", "ShardWorker", "ShardedScene",
-           "ShardedSnapshot", "build_shard_scene", "shard_ranges", "visible_device_env"]
+__all__ = ["ON_WORKER_LOSS", "ShardLostError", "ShardedScene",
+           "ShardedSnapshot", "build_shard_scene", "cpu_threads_env", "shard_ranges",
+           "visible_device_env"]

@@ -39,6 +39,8 @@ from .worker import ShardWorker, Source
 
 #: What a lost shard does to the call that found it lost.
 ON_WORKER_LOSS = ("recover", "raise")
+"""The values of ShardedScene's on_worker_loss: rebuild a lost shard and finish the call, or
+raise ShardLostError."""
 
 
 class ShardLostError(RuntimeError):
@@ -47,6 +49,11 @@ class ShardLostError(RuntimeError):
     The call that found it did its work on the other shards; ShardedScene.recover() rebuilds
     the lost shard from its last snapshot, replaying everything since (that call's changes
     included), after which the scene goes on as if nothing had happened.
+
+    Args:
+        message: what happened, naming the shard and its worlds.
+        shard: the shard's index.
+        worlds: its global worlds.
 
     Attributes:
         shard (int): the shard's index.
@@ -148,6 +155,16 @@ class ShardedScene(ModelQueries):
         timeout: seconds to wait for the shards' actors to start (TimeoutError: the
             cluster lacks the resources shard_options asks for n_shards times) or for a
             lost one to restart (ShardLostError).
+
+    Attributes:
+        on_worker_loss (str): "recover" or "raise".
+        snapshot_every (int | None): steps between recovery snapshots.
+        timeout (float): seconds to wait for an actor to start or restart.
+        settings (dict): the shards' Scene() arguments but n_worlds (gravity, substeps,
+            solver, enable_sleep, on_fault, arch).
+        backends (list[str]): each shard's Taichi backend ("x64", "cuda", "vulkan", ...).
+        time (float): simulated time, s, as Scene.time.
+        step_count (int): steps taken.
 
     Raises:
         TypeError: neither or both of builder and template, a builder that is not callable,
@@ -316,7 +333,14 @@ class ShardedScene(ModelQueries):
 
     def set_joint_mode(self, joint: int, control_mode, pid=None, max_effort=None):
         """Change `joint`'s motor in every world (Scene.set_joint_mode): one round trip, to
-        read every world's target first."""
+        read every world's target first.
+
+        Args:
+            joint: a joint index.
+            control_mode (str | None): None, "position", "velocity" or "effort".
+            pid (tuple[float, float, float] | None): new (p, i, d) gains; None keeps them.
+            max_effort (float | None): the new limit, N m or N, > 0; None keeps it.
+        """
         joint = self._builder.check_joint(joint)
         targets = self._query_all(("_joint_targets", (joint,), {}))
         check_mode_targets(joint, control_mode, np.concatenate(targets))
@@ -355,7 +379,13 @@ class ShardedScene(ModelQueries):
                                        {}))
 
     def set_joint_params(self, joints, *, pid=None, world=None):
-        """Give joints' motors new PID gains per world (Scene.set_joint_params)."""
+        """Give joints' motors new PID gains per world (Scene.set_joint_params).
+
+        Args:
+            joints (int | array_like): joint indices.
+            pid (array_like | None): (3,), (k_worlds, 3) or (k_worlds, k_joints, 3) gains.
+            world (int | array_like | None): global worlds (None: every world).
+        """
         rows = joint_indices(joints, self.n_joints)
         worlds = world_selection(world, self._n_worlds)
         if pid is None:
@@ -420,8 +450,13 @@ class ShardedScene(ModelQueries):
             shard.pending.append(("reset_worlds", (local, source), {}))
 
     def set_enabled(self, bodies, enabled: bool, world=None):
-        """Take bodies out of the simulation or put them back, in global `world`(s) or every
-        world (Scene.set_enabled)."""
+        """Take bodies out of the simulation or put them back (Scene.set_enabled).
+
+        Args:
+            bodies (int | array_like): body indices.
+            enabled: False takes them out, True puts them back.
+            world (int | array_like | None): global worlds (None: every world).
+        """
         enabled = as_bool(enabled, "enabled")
         indices = body_indices(bodies, self.n_bodies)
         worlds = world_indices(world, self._n_worlds)
@@ -433,7 +468,14 @@ class ShardedScene(ModelQueries):
 
     def set_collision_filter(self, body: int, collision_group=None, category_bits=None,
                              mask_bits=None):
-        """Change `body`'s collision filter in every world (Scene.set_collision_filter)."""
+        """Change `body`'s collision filter in every world (Scene.set_collision_filter).
+
+        Args:
+            body: a body index.
+            collision_group (int | None): the body's group; None keeps it.
+            category_bits (int | None): its categories, a 32-bit mask; None keeps them.
+            mask_bits (int | None): the categories it collides with; None keeps them.
+        """
         body = self._builder.check_body(body)
         self._builder.set_filter(body, collision_group, category_bits, mask_bits)
         self._queue_all(("set_collision_filter", (body, collision_group, category_bits,
@@ -441,8 +483,15 @@ class ShardedScene(ModelQueries):
 
     # ------------------------------------------------------------------ reading
     def get_state(self, bodies=None, dtype=np.float64, out: State | None = None) -> State:
-        """Every world's state, or that of some bodies (Scene.get_state): gathered from the
-        shards; `out` (NumPy arrays or CPU torch tensors of every world's rows) is filled in.
+        """Every world's state, or that of some bodies (Scene.get_state), gathered from the
+        shards.
+
+        Args:
+            bodies (int | array_like | None): None (every body) or body indices.
+            dtype (numpy dtype): np.float64 or np.float32 of the float arrays (with `out`,
+                its arrays' dtype).
+            out (State | None): arrays (NumPy, or CPU torch tensors) of every world's rows
+                to fill in; a field left None is not gathered.
         """
         if bodies is not None:
             bodies = body_indices(bodies, self.n_bodies)
@@ -516,33 +565,58 @@ class ShardedScene(ModelQueries):
 
     # ------------------------------------------------------------------ queries
     def ray_cast(self, origins, directions, max_distance, *, sensors: bool = False):
-        """The nearest body each ray hits, in every world (Scene.ray_cast: origins and
-        directions (2,), (n_rays, 2) or (n_worlds, n_rays, 2); max_distance a scalar or
-        broadcastable to (n_worlds, n_rays))."""
+        """The nearest body each ray hits, in every world (Scene.ray_cast).
+
+        Args:
+            origins (array_like): (2,), (n_rays, 2) or (n_worlds, n_rays, 2), m.
+            directions (array_like): as origins.
+            max_distance (float | array_like): a scalar or broadcastable to (n_worlds,
+                n_rays), m.
+            sensors: also hit sensors.
+        """
         return _stacked(self._split_query("ray_cast", {
             "origins": (origins, 3), "directions": (directions, 3),
             "max_distance": (max_distance, 2)}, {"sensors": sensors}))
 
     def ray_cast_all(self, origins, directions, max_distance, *, sensors: bool = False):
-        """Every body each ray crosses, in every world (Scene.ray_cast_all; world column
-        global)."""
+        """Every body each ray crosses, in every world (Scene.ray_cast_all), the world
+        column global; origins, directions, max_distance and sensors as ray_cast's."""
         return self._joined(self._split_query("ray_cast_all", {
             "origins": (origins, 3), "directions": (directions, 3),
             "max_distance": (max_distance, 2)}, {"sensors": sensors}))
 
     def query_point(self, points, *, sensors: bool = False):
-        """The bodies containing each point, in every world (Scene.query_point)."""
+        """The bodies containing each point, in every world (Scene.query_point).
+
+        Args:
+            points (array_like): (2,), (n_points, 2) or (n_worlds, n_points, 2), m.
+            sensors: also report sensors.
+        """
         return self._joined(self._split_query("query_point", {"points": (points, 3)},
                                               {"sensors": sensors}))
 
     def query_aabb(self, lower, upper, *, sensors: bool = False):
-        """The bodies overlapping each axis-aligned box, in every world (Scene.query_aabb)."""
+        """The bodies overlapping each axis-aligned box, in every world (Scene.query_aabb).
+
+        Args:
+            lower (array_like): lower corners, (2,), (n_boxes, 2) or (n_worlds, n_boxes, 2).
+            upper (array_like): upper corners, as lower.
+            sensors: also report sensors.
+        """
         return self._joined(self._split_query("query_aabb", {
             "lower": (lower, 3), "upper": (upper, 3)}, {"sensors": sensors}))
 
     def overlap_shape(self, shape, position, angle=0.0, *, sensors: bool = False):
         """The bodies each placed copy of `shape` overlaps, in every world
-        (Scene.overlap_shape)."""
+        (Scene.overlap_shape).
+
+        Args:
+            shape: a fx2d_gpu.shapes.Shape.
+            position (array_like): (2,), (n_queries, 2) or (n_worlds, n_queries, 2), m.
+            angle (float | array_like): rad, a scalar or broadcastable to (n_worlds,
+                n_queries).
+            sensors: also report sensors.
+        """
         return self._joined(self._split_query("overlap_shape", {
             "shape": (shape, None), "position": (position, 3), "angle": (angle, 2)},
             {"sensors": sensors}))

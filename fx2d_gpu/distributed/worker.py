@@ -8,11 +8,13 @@ rebuilds a lost shard from them (see ShardedScene). Nothing here talks to other 
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable
 
 import numpy as np
 
+from .. import runtime
 from ..scene import Scene
 from ..snapshots import SceneSnapshot
 
@@ -49,6 +51,20 @@ def visible_device_env(gpu_ids, environ) -> dict[str, str]:
     return {name: value for name, value in wanted.items() if environ.get(name) != value}
 
 
+def cpu_threads_env(cpus: float, environ) -> dict[str, str]:
+    """The environment variable that caps a shard's CPU-backend threads at the CPUs Ray gave
+    it (rounded up; none for an actor given no CPUs, or where the user set it): two shards
+    of one CPU each on a 2-core machine then run a thread each, not two each.
+
+    Args:
+        cpus: the actor's CPU resource (Ray's num_cpus, may be fractional).
+        environ (Mapping[str, str]): the process's environment as it is.
+    """
+    if cpus <= 0 or runtime.CPU_THREADS_VARIABLE in environ:
+        return {}
+    return {runtime.CPU_THREADS_VARIABLE: str(max(1, math.ceil(cpus)))}
+
+
 def build_shard_scene(source: Source, n_worlds: int) -> Scene:
     """The shard's scene of `n_worlds` worlds from `source` (see Source).
 
@@ -75,6 +91,12 @@ class ShardWorker:
             restarted actor builds its scene from it again.
         n_worlds: this shard's worlds.
         first_world: the global index of its world 0 (for messages).
+
+    Attributes:
+        scene (Scene): the shard's scene.
+        gpu_ids (list[str]): the GPU ids Ray gave the actor (empty on a CPU shard).
+        failure (Exception | None): what building the scene raised (re-raised by every
+            call), or None.
     """
 
     def __init__(self, source: Source, n_worlds: int, first_world: int):
@@ -82,6 +104,8 @@ class ShardWorker:
 
         self.gpu_ids = [str(i) for i in ray.get_gpu_ids()]
         os.environ.update(visible_device_env(self.gpu_ids, os.environ))
+        cpus = ray.get_runtime_context().get_assigned_resources().get("CPU", 0.0)
+        os.environ.update(cpu_threads_env(cpus, os.environ))
         self.first_world = first_world
         # A source that fails (a bad builder) is reported by the first call, as the error
         # it raised: Ray would report a constructor's error as the actor's death.
@@ -109,7 +133,8 @@ class ShardWorker:
                 "settings": scene._settings(), "backend": scene.backend, "time": scene.time,
                 "step_count": scene.step_count, "pid": os.getpid(), "gpu_ids": self.gpu_ids,
                 "env": {name: os.environ.get(name)
-                        for name in ("CUDA_VISIBLE_DEVICES", "TI_VISIBLE_DEVICE")}}
+                        for name in ("CUDA_VISIBLE_DEVICES", "TI_VISIBLE_DEVICE",
+                                     runtime.CPU_THREADS_VARIABLE)}}
 
     def ping(self) -> int:
         """The actor's process id (the driver waits on it after a restart)."""
