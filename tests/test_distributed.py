@@ -235,6 +235,7 @@ def test_lost_shard_raises_naming_it_then_recovers():
             sharded.get_state()
         sharded.recover()
         assert same_state(reference.get_state(), sharded.get_state())
+        assert (sharded.step_count, sharded.time) == (reference.step_count, reference.time)
         drive([reference, sharded], 10, seed=5)
         assert same_state(reference.get_state(), sharded.get_state())
 
@@ -313,6 +314,24 @@ def test_bad_input_is_refused_before_any_shard_changes():
         # Nothing of the refused calls reached a shard: the two still step alike.
         drive([reference, sharded], 10)
         assert same_state(reference.get_state(), sharded.get_state())
+        # Several steps a round trip: the same states and clock as step by step.
+        sharded.step(DT, n=5)
+        for _ in range(5):
+            reference.step(DT)
+        assert same_state(reference.get_state(), sharded.get_state())
+        assert sharded.time == reference.time
+        # A world that faults (a body flung past the engine's coordinates) is named by its
+        # global index and its shard; the shards no longer agree, so stepping is refused.
+        state = sharded.get_state()
+        state.position[4, 1] = (0.99e15, 0.0)
+        state.velocity[4, 1] = (1e9, 0.0)
+        sharded.set_state(state, worlds=[4])
+        with pytest.raises(fx.SimulationError, match=r"shard 1 \(worlds 3-5") as fault:
+            sharded.step(DT)
+        assert fault.value.worlds.tolist() == [4]
+        with pytest.raises(RuntimeError, match="restore"):
+            sharded.step(DT)
+        assert sharded.get_state().position.shape == (N_WORLDS, reference.n_bodies, 2)
 
 
 def test_bad_sources_are_refused():

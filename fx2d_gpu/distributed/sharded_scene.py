@@ -191,13 +191,15 @@ class ShardedScene(ModelQueries):
         self.on_worker_loss = on_worker_loss
         self.snapshot_every = None if snapshot_every is None else as_count(
             snapshot_every, "snapshot_every")
-        if isinstance(max_restarts, bool) or not isinstance(max_restarts, int) or \
-                max_restarts < -1:
-            raise ValueError(f"max_restarts must be an int >= -1, got {max_restarts!r}")
+        if isinstance(max_restarts, bool) or not isinstance(max_restarts, int):
+            raise TypeError(f"max_restarts must be an int, got {type(max_restarts).__name__}")
+        if max_restarts < -1:
+            raise ValueError(f"max_restarts must be >= -1, got {max_restarts}")
         self.timeout = as_real(timeout, "timeout")
+        if shard_options is not None and not isinstance(shard_options, dict):
+            raise TypeError(f"shard_options must be a dict of Ray actor options, got "
+                            f"{type(shard_options).__name__}")
         options = {"num_cpus": 1, **(shard_options or {})}
-        if not isinstance(options, dict):
-            raise TypeError("shard_options must be a dict of Ray actor options")
         self._actor_class = ray.remote(ShardWorker).options(
             max_restarts=max_restarts, max_task_retries=0, **options)
         self._source = source
@@ -214,8 +216,10 @@ class ShardedScene(ModelQueries):
             except ray.exceptions.RayTaskError as error:
                 raise (getattr(error, "cause", None) or error) from None
             first = described[0]
+            # (The backend may differ: shards on nodes with and without a GPU.)
+            same = {"n_worlds": 0, "arch": ""}
             for i, d in enumerate(described[1:], 1):
-                if d["settings"] | {"n_worlds": 0} != first["settings"] | {"n_worlds": 0} or \
+                if d["settings"] | same != first["settings"] | same or \
                         len(d["builder"].bodies) != len(first["builder"].bodies) or \
                         len(d["builder"].joints) != len(first["builder"].joints):
                     raise ValueError(f"the builder made shard {i} a scene unlike shard 0's "
@@ -303,16 +307,24 @@ class ShardedScene(ModelQueries):
         try:
             results = self._run_batches({i: ([], []) for i in range(self.n_shards)},
                                         snapshot=snapshot)
-        except SimulationError:
-            self._broken = "a shard's world faulted"
+        except ShardLostError:
+            self._advance_clock(dt, n)  # the other shards stepped; recover() replays it
             raise
-        self.time += min(dt, MAX_DT) * n
-        self.step_count += n
+        except Exception as error:  # a shard refused or faulted: the others stepped
+            self._broken = f"a shard raised {type(error).__name__} in a step"
+            raise
+        self._advance_clock(dt, n)
         if snapshot:
             self._snapshot_step = self.step_count
         self._faulted_worlds = np.concatenate([
             shard.worlds.start + np.asarray(results[i][-1], np.int64)
             for i, shard in enumerate(self._shards)])
+
+    def _advance_clock(self, dt: float, n: int):
+        """time and step_count after n steps of dt, summed step by step as Scene's."""
+        for _ in range(n):
+            self.time += min(dt, MAX_DT)
+        self.step_count += n
 
     # ------------------------------------------------------------------ changes (queued)
     def apply_force(self, body: int, force, torque=0.0):
@@ -611,7 +623,7 @@ class ShardedScene(ModelQueries):
         (Scene.overlap_shape).
 
         Args:
-            shape: a fx2d_gpu.shapes.Shape.
+            shape (fx2d_gpu.shapes.Shape): the shape placed at each position.
             position (array_like): (2,), (n_queries, 2) or (n_worlds, n_queries, 2), m.
             angle (float | array_like): rad, a scalar or broadcastable to (n_worlds,
                 n_queries).
