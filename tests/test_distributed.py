@@ -320,15 +320,16 @@ def test_bad_input_is_refused_before_any_shard_changes():
             reference.step(DT)
         assert same_state(reference.get_state(), sharded.get_state())
         assert sharded.time == reference.time
-        # A world that faults (a body flung past the engine's coordinates) is named by its
-        # global index and its shard; the shards no longer agree, so stepping is refused.
-        state = sharded.get_state()
-        state.position[4, 1] = (0.99e15, 0.0)
-        state.velocity[4, 1] = (1e9, 0.0)
-        sharded.set_state(state, worlds=[4])
+        # A world that faults (its ball pushed with 3e38 N, past the speeds the engine
+        # simulates) is named by its global index and its shard; the shards no longer
+        # agree, so stepping is refused.
+        push = np.zeros((N_WORLDS, 2))
+        push[4] = (3e38, 0.0)
+        sharded.apply_force(sharded.body_index("ball"), push)
         with pytest.raises(fx.SimulationError, match=r"shard 1 \(worlds 3-5") as fault:
             sharded.step(DT)
         assert fault.value.worlds.tolist() == [4]
+        assert fault.value.bodies.tolist() == [sharded.body_index("ball")]
         with pytest.raises(RuntimeError, match="restore"):
             sharded.step(DT)
         assert sharded.get_state().position.shape == (N_WORLDS, reference.n_bodies, 2)

@@ -105,8 +105,12 @@ def test_a_faulted_scene_can_still_be_copied_and_pickled(arch):
     scene = pendulums(arch, 2)
     scene.step(DT)
     scene.set_joint_target(0, efforts(2, [1]))
-    with pytest.raises(fx.SimulationError):
+    with pytest.raises(fx.SimulationError) as caught:
         scene.step(DT)
+    # The error pickles with its worlds and bodies (it crosses processes: a Ray shard's).
+    copied = pickle.loads(pickle.dumps(caught.value))
+    assert str(copied) == str(caught.value)
+    assert copied.worlds.tolist() == [1] and copied.bodies.tolist() == [2]
     kept = scene.get_state()
     assert np.abs(kept.angular_velocity).max() > 1e10
     for twin in (copy.deepcopy(scene), pickle.loads(pickle.dumps(scene))):

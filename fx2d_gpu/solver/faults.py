@@ -50,6 +50,11 @@ class SimulationError(RuntimeError):
         self.worlds = worlds
         self.bodies = bodies
 
+    def __reduce__(self):
+        # Pickled with its worlds and bodies (by default only the message would travel,
+        # and unpickling would fail): it crosses processes, e.g. from a Ray shard.
+        return type(self), (self.args[0], self.worlds, self.bodies)
+
 
 def describe_fault(position, angle, velocity, angular_velocity) -> str:
     """What is wrong with one body's state (host values)."""
