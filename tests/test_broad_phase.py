@@ -3,7 +3,7 @@
 import numpy as np
 
 import fx2d_gpu as fx
-from fx2d_gpu import device
+from fx2d_gpu import device, shapes
 
 from .reference.broad_phase import scene_pairs
 
@@ -79,11 +79,10 @@ def test_dense_pile_grows_buffers_and_loses_nothing(arch):
     rng = np.random.default_rng(7)
     n = 20000
     scene = fx.Scene(gravity=(0, 0), arch=arch)
-    for i in range(n):
-        if i % 2:
-            scene.add_circle((0, 0), rng.uniform(0.3, 0.6))
-        else:
-            scene.add_box((0, 0), rng.uniform(0.4, 1.0, size=2))
+    # Boxes and circles in turn, added in one call (the same bodies as one by one).
+    scene.add_shapes(np.zeros((n, 2)), [
+        shapes.circle(rng.uniform(0.3, 0.6)) if i % 2 else shapes.box(rng.uniform(0.4, 1.0, 2))
+        for i in range(n)])
     state = scene.get_state()
     state.position[0] = rng.uniform(0, 45, size=(n, 2))
     state.angle[0] = rng.uniform(-np.pi, np.pi, size=n)

@@ -46,6 +46,28 @@ def local_cluster():
     ray.shutdown()
 
 
+@pytest.fixture(scope="module")
+def shared_start():
+    """One 2-shard scene of `build` for the tests below, and its snapshot at the start:
+    starting shards (processes, imports, kernels) is what such a test spends most on. Its
+    actors hold no CPU of Ray's (num_cpus 0), so that the other tests' shards find both."""
+    with ShardedScene(N_WORLDS, build, n_shards=2, shard_options={"num_cpus": 0}) as sharded:
+        yield sharded, sharded.snapshot()
+
+
+@pytest.fixture
+def two_shards(shared_start):
+    """The shared 2-shard scene as it started (restore), with the given recovery options."""
+    sharded, start = shared_start
+
+    def at_start(snapshot_every=100, on_worker_loss="recover"):
+        sharded.restore(start)
+        sharded.snapshot_every, sharded.on_worker_loss = snapshot_every, on_worker_loss
+        return sharded
+
+    return at_start
+
+
 def build(n_worlds: int) -> fx.Scene:
     """Boxes stacked on a ground, a ball thrown at them, a motorised rod on a hinge."""
     scene = fx.Scene(n_worlds=n_worlds, arch="cpu")
@@ -146,98 +168,97 @@ def test_cpu_threads_follow_the_cpus_ray_gave():
     assert cpu_threads_env(2.0, {"FX2D_CPU_THREADS": "8"}) == {}  # the user's stands
 
 
-def test_two_shards_step_as_one_scene_bitwise():
+def test_two_shards_step_as_one_scene_bitwise(two_shards):
     """100 steps of per-world forces, targets, values and resets: state, contacts, events,
     ray casts and overlap queries equal one Scene's bit for bit."""
     reference = build(N_WORLDS)
-    with ShardedScene(N_WORLDS, build, n_shards=2, snapshot_every=30) as sharded:
-        assert sharded.shard_worlds == [range(0, 3), range(3, 6)]
-        assert (sharded.n_bodies, sharded.n_joints) == (reference.n_bodies, 1)
-        assert sharded.body_mass(sharded.body_index("ball")) == 1.0
-        throw([reference, sharded])
-        masses = np.linspace(0.5, 3.0, N_WORLDS)
-        gravity = np.stack([np.zeros(N_WORLDS), -np.linspace(8.0, 11.0, N_WORLDS)], axis=1)
-        for scene in (reference, sharded):
-            scene.set_body_params([1, 2], mass=masses[[0, 2, 5]][:, None].repeat(2, 1),
-                                  world=[0, 2, 5])
-            scene.set_gravity(gravity)
-        np.testing.assert_array_equal(sharded.get_body_params()["mass"],
-                                      reference.get_body_params()["mass"])
-        checked = []
+    sharded = two_shards(snapshot_every=30)
+    assert sharded.shard_worlds == [range(0, 3), range(3, 6)]
+    assert (sharded.n_bodies, sharded.n_joints) == (reference.n_bodies, 1)
+    assert sharded.body_mass(sharded.body_index("ball")) == 1.0
+    throw([reference, sharded])
+    masses = np.linspace(0.5, 3.0, N_WORLDS)
+    gravity = np.stack([np.zeros(N_WORLDS), -np.linspace(8.0, 11.0, N_WORLDS)], axis=1)
+    for scene in (reference, sharded):
+        scene.set_body_params([1, 2], mass=masses[[0, 2, 5]][:, None].repeat(2, 1),
+                              world=[0, 2, 5])
+        scene.set_gravity(gravity)
+    np.testing.assert_array_equal(sharded.get_body_params()["mass"],
+                                  reference.get_body_params()["mass"])
+    checked = []
 
-        def compare(k):
-            if k % 10 == 9:
-                assert same_state(reference.get_state(), sharded.get_state()), k
-                assert same_record(reference.contact_events().begin,
-                                   sharded.contact_events().begin), k
-                checked.append(k)
+    def compare(k):
+        if k % 10 == 9:
+            assert same_state(reference.get_state(), sharded.get_state()), k
+            assert same_record(reference.contact_events().begin,
+                               sharded.contact_events().begin), k
+            checked.append(k)
 
-        drive([reference, sharded], 100, on_step=compare)
-        assert len(checked) == 10
-        assert sharded.step_count == reference.step_count == 100
-        assert sharded.time == reference.time
-        contacts = reference.contacts(None)
-        assert len(contacts) > N_WORLDS  # the stacks stand on the ground in every world
-        assert same_record(contacts, sharded.contacts(None))
-        assert same_record(reference.contacts(4), sharded.contacts(4))
-        assert set(sharded.contacts(4).world.tolist()) == {4}
-        rng = np.random.default_rng(3)
-        origins = np.stack([rng.uniform(-3, 3, (N_WORLDS, 5)), np.full((N_WORLDS, 5), 4.0)],
-                           axis=2)
-        down = np.array([0.0, -1.0])
-        hits = reference.ray_cast(origins, down, 10.0)
-        assert hits.hit.all()
-        assert same_record(hits, sharded.ray_cast(origins, down, 10.0))
-        assert same_record(reference.ray_cast_all(origins, down, 10.0),
-                           sharded.ray_cast_all(origins, down, 10.0))
-        points = reference.get_state().position[:, :4]  # (n_worlds, 4, 2): per world
-        assert same_record(reference.query_point(points), sharded.query_point(points))
-        assert same_record(reference.joint_state(), sharded.joint_state())
-        np.testing.assert_array_equal(reference.joint_errors(), sharded.joint_errors())
+    drive([reference, sharded], 100, on_step=compare)
+    assert len(checked) == 10
+    assert sharded.step_count == reference.step_count == 100
+    assert sharded.time == reference.time
+    contacts = reference.contacts(None)
+    assert len(contacts) > N_WORLDS  # the stacks stand on the ground in every world
+    assert same_record(contacts, sharded.contacts(None))
+    assert same_record(reference.contacts(4), sharded.contacts(4))
+    assert set(sharded.contacts(4).world.tolist()) == {4}
+    rng = np.random.default_rng(3)
+    origins = np.stack([rng.uniform(-3, 3, (N_WORLDS, 5)), np.full((N_WORLDS, 5), 4.0)],
+                       axis=2)
+    down = np.array([0.0, -1.0])
+    hits = reference.ray_cast(origins, down, 10.0)
+    assert hits.hit.all()
+    assert same_record(hits, sharded.ray_cast(origins, down, 10.0))
+    assert same_record(reference.ray_cast_all(origins, down, 10.0),
+                       sharded.ray_cast_all(origins, down, 10.0))
+    points = reference.get_state().position[:, :4]  # (n_worlds, 4, 2): per world
+    assert same_record(reference.query_point(points), sharded.query_point(points))
+    assert same_record(reference.joint_state(), sharded.joint_state())
+    np.testing.assert_array_equal(reference.joint_errors(), sharded.joint_errors())
 
 
-def test_killed_actor_is_rebuilt_and_the_run_goes_on_bitwise():
+def test_killed_actor_is_rebuilt_and_the_run_goes_on_bitwise(two_shards):
     """SIGKILL one shard's process mid-run: Ray restarts the actor, the driver restores the
     shard's last snapshot and replays the steps since; the run equals an uninterrupted one."""
     reference = build(N_WORLDS)
-    with ShardedScene(N_WORLDS, build, n_shards=2, snapshot_every=25) as sharded:
-        throw([reference, sharded])
-        killed = []
+    sharded = two_shards(snapshot_every=10)
+    throw([reference, sharded])
+    killed = []
 
-        def kill(k):
-            if k == 60:  # 10 steps after the snapshot at 50: those are replayed
-                pid = sharded.shard_info()[1]["pid"]
-                os.kill(pid, signal.SIGKILL)
-                assert wait_gone(pid)
-                killed.append(pid)
+    def kill(k):
+        if k == 26:  # 7 steps after the snapshot at 20: those are replayed
+            pid = sharded.shard_info()[1]["pid"]
+            os.kill(pid, signal.SIGKILL)
+            assert wait_gone(pid)
+            killed.append(pid)
 
-        drive([reference, sharded], 80, on_step=kill)
-        assert same_state(reference.get_state(), sharded.get_state())
-        assert same_record(reference.contacts(None), sharded.contacts(None))
-        new_pid = sharded.shard_info()[1]["pid"]
-        assert killed and new_pid != killed[0]
+    drive([reference, sharded], 35, on_step=kill)  # the reset at step 30 replayed too
+    assert same_state(reference.get_state(), sharded.get_state())
+    assert same_record(reference.contacts(None), sharded.contacts(None))
+    new_pid = sharded.shard_info()[1]["pid"]
+    assert killed and new_pid != killed[0]
 
 
-def test_lost_shard_raises_naming_it_then_recovers():
+def test_lost_shard_raises_naming_it_then_recovers(two_shards):
     reference = build(N_WORLDS)
-    with ShardedScene(N_WORLDS, build, n_shards=2, on_worker_loss="raise",
-                      snapshot_every=None) as sharded:
-        throw([reference, sharded])
-        drive([reference, sharded], 20)
-        pid = sharded.shard_info()[0]["pid"]
-        os.kill(pid, signal.SIGKILL)
-        assert wait_gone(pid)
-        reference.step(DT)
-        with pytest.raises(ShardLostError, match=r"shard 0 \(worlds 0-2\)") as lost:
-            sharded.step(DT)  # shard 1 took the step; shard 0 is to replay it
-        assert lost.value.shard == 0 and lost.value.worlds == range(0, 3)
-        with pytest.raises(ShardLostError, match="recover"):
-            sharded.get_state()
-        sharded.recover()
-        assert same_state(reference.get_state(), sharded.get_state())
-        assert (sharded.step_count, sharded.time) == (reference.step_count, reference.time)
-        drive([reference, sharded], 10, seed=5)
-        assert same_state(reference.get_state(), sharded.get_state())
+    sharded = two_shards(snapshot_every=None, on_worker_loss="raise")
+    throw([reference, sharded])
+    drive([reference, sharded], 20)
+    pid = sharded.shard_info()[0]["pid"]
+    os.kill(pid, signal.SIGKILL)
+    assert wait_gone(pid)
+    reference.step(DT)
+    with pytest.raises(ShardLostError, match=r"shard 0 \(worlds 0-2\)") as lost:
+        sharded.step(DT)  # shard 1 took the step; shard 0 is to replay it
+    assert lost.value.shard == 0 and lost.value.worlds == range(0, 3)
+    with pytest.raises(ShardLostError, match="recover"):
+        sharded.get_state()
+    sharded.recover()
+    assert same_state(reference.get_state(), sharded.get_state())
+    assert (sharded.step_count, sharded.time) == (reference.step_count, reference.time)
+    drive([reference, sharded], 10, seed=5)
+    assert same_state(reference.get_state(), sharded.get_state())
 
 
 def test_close_leaves_no_actor_or_process():
@@ -289,50 +310,50 @@ def test_template_snapshot_and_restore_repeat_bitwise():
                                           getattr(at_snapshot, key)[2:4])
 
 
-def test_bad_input_is_refused_before_any_shard_changes():
+def test_bad_input_is_refused_before_any_shard_changes(two_shards):
     reference = build(N_WORLDS)
-    with ShardedScene(N_WORLDS, build, n_shards=2) as sharded:
-        with pytest.raises(ValueError, match="force"):
-            sharded.apply_force(1, np.ones((N_WORLDS + 1, 2)))
-        with pytest.raises(ValueError, match="force"):
-            sharded.apply_force(1, [[np.nan, 0.0]] * N_WORLDS)
-        with pytest.raises(TypeError, match="body"):
-            sharded.apply_force("ball", (1.0, 0.0))
-        with pytest.raises(ValueError, match="world"):
-            sharded.set_body_params([1], mass=2.0, world=[0, N_WORLDS])
-        with pytest.raises(ValueError, match="mass"):
-            sharded.set_body_params([1], mass=[1.0, 1.0, 1.0, -1.0, 1.0, 1.0])
-        with pytest.raises(ValueError, match="target"):
-            sharded.set_joint_target(0, np.zeros(N_WORLDS - 1))
-        with pytest.raises(ValueError, match="state"):
-            sharded.reset_worlds([0, 5], fx.State(*(a[:3] for a in dataclasses.astuple(
-                reference.get_state()))))
-        with pytest.raises(ValueError, match="origins"):
-            sharded.ray_cast(np.zeros((N_WORLDS - 1, 2, 2)), (0.0, -1.0), 1.0)
-        with pytest.raises(ValueError, match="dt"):
-            sharded.step(0.0)
-        # Nothing of the refused calls reached a shard: the two still step alike.
-        drive([reference, sharded], 10)
-        assert same_state(reference.get_state(), sharded.get_state())
-        # Several steps a round trip: the same states and clock as step by step.
-        sharded.step(DT, n=5)
-        for _ in range(5):
-            reference.step(DT)
-        assert same_state(reference.get_state(), sharded.get_state())
-        assert sharded.time == reference.time
-        # A world that faults (its ball pushed with 3e38 N, past the speeds the engine
-        # simulates) is named by its global index and its shard; the shards no longer
-        # agree, so stepping is refused.
-        push = np.zeros((N_WORLDS, 2))
-        push[4] = (3e38, 0.0)
-        sharded.apply_force(sharded.body_index("ball"), push)
-        with pytest.raises(fx.SimulationError, match=r"shard 1 \(worlds 3-5") as fault:
-            sharded.step(DT)
-        assert fault.value.worlds.tolist() == [4]
-        assert fault.value.bodies.tolist() == [sharded.body_index("ball")]
-        with pytest.raises(RuntimeError, match="restore"):
-            sharded.step(DT)
-        assert sharded.get_state().position.shape == (N_WORLDS, reference.n_bodies, 2)
+    sharded = two_shards()
+    with pytest.raises(ValueError, match="force"):
+        sharded.apply_force(1, np.ones((N_WORLDS + 1, 2)))
+    with pytest.raises(ValueError, match="force"):
+        sharded.apply_force(1, [[np.nan, 0.0]] * N_WORLDS)
+    with pytest.raises(TypeError, match="body"):
+        sharded.apply_force("ball", (1.0, 0.0))
+    with pytest.raises(ValueError, match="world"):
+        sharded.set_body_params([1], mass=2.0, world=[0, N_WORLDS])
+    with pytest.raises(ValueError, match="mass"):
+        sharded.set_body_params([1], mass=[1.0, 1.0, 1.0, -1.0, 1.0, 1.0])
+    with pytest.raises(ValueError, match="target"):
+        sharded.set_joint_target(0, np.zeros(N_WORLDS - 1))
+    with pytest.raises(ValueError, match="state"):
+        sharded.reset_worlds([0, 5], fx.State(*(a[:3] for a in dataclasses.astuple(
+            reference.get_state()))))
+    with pytest.raises(ValueError, match="origins"):
+        sharded.ray_cast(np.zeros((N_WORLDS - 1, 2, 2)), (0.0, -1.0), 1.0)
+    with pytest.raises(ValueError, match="dt"):
+        sharded.step(0.0)
+    # Nothing of the refused calls reached a shard: the two still step alike.
+    drive([reference, sharded], 10)
+    assert same_state(reference.get_state(), sharded.get_state())
+    # Several steps a round trip: the same states and clock as step by step.
+    sharded.step(DT, n=5)
+    for _ in range(5):
+        reference.step(DT)
+    assert same_state(reference.get_state(), sharded.get_state())
+    assert sharded.time == reference.time
+    # A world that faults (its ball pushed with 3e38 N, past the speeds the engine
+    # simulates) is named by its global index and its shard; the shards no longer
+    # agree, so stepping is refused.
+    push = np.zeros((N_WORLDS, 2))
+    push[4] = (3e38, 0.0)
+    sharded.apply_force(sharded.body_index("ball"), push)
+    with pytest.raises(fx.SimulationError, match=r"shard 1 \(worlds 3-5") as fault:
+        sharded.step(DT)
+    assert fault.value.worlds.tolist() == [4]
+    assert fault.value.bodies.tolist() == [sharded.body_index("ball")]
+    with pytest.raises(RuntimeError, match="restore"):
+        sharded.step(DT)
+    assert sharded.get_state().position.shape == (N_WORLDS, reference.n_bodies, 2)
 
 
 def test_bad_sources_are_refused():

@@ -220,7 +220,7 @@ def test_get_state_fills_torch_tensors_in_place(dtype_name, arch):
 
 
 def test_replicate_copies_a_one_world_scene_into_every_world():
-    """replicate(4) of a one-world machine scene 15 steps in (per-world values, a motor
+    """replicate(4) of a one-world machine scene 10 steps in (per-world values, a motor
     target, a disabled body and a pending push carried over): every world of the copy steps
     bit for bit as a one-world copy does, and as a 4-world scene given the same values,
     state, targets and push by hand (no contacts remembered: as after set_state)."""
@@ -228,12 +228,12 @@ def test_replicate_copies_a_one_world_scene_into_every_world():
     one.set_body_params([2], mass=3.0, elasticity=0.5)
     one.set_gravity((0.5, -9.0))
     one.set_joint_target(0, 1.25)
-    for _ in range(15):
+    for _ in range(10):
         one.step(DT)
     one.set_enabled(5, False)
     one.apply_force(4, (30.0, 0.0))
     copies, single = one.replicate(4), one.replicate(1)
-    assert copies.n_worlds == 4 and copies.step_count == one.step_count == 15
+    assert copies.n_worlds == 4 and copies.step_count == one.step_count == 10
     np.testing.assert_array_equal(copies.get_body_params()["mass"][:, 2], 3.0)
     np.testing.assert_array_equal(copies.get_gravity(), [[0.5, -9.0]] * 4)
     by_hand = machine_scene(4, "cpu")
@@ -243,7 +243,7 @@ def test_replicate_copies_a_one_world_scene_into_every_world():
     by_hand.set_joint_target(0, 1.25)
     by_hand.set_enabled(5, False)
     by_hand.apply_force(4, (30.0, 0.0))
-    for _ in range(40):
+    for _ in range(25):
         for scene in (copies, single, by_hand):
             scene.step(DT)
     final = copies.get_state()
