@@ -375,12 +375,8 @@ class ShardedScene(ModelQueries):
         if not given or not len(worlds):
             return
         self._params.set_body_values(self._builder, rows, worlds, checked)
-        for shard in self._shards:
-            mine = (worlds >= shard.worlds.start) & (worlds < shard.worlds.stop)
-            if mine.any():
-                shard.pending.append(("set_body_params", (rows,), {
-                    "world": worlds[mine] - shard.worlds.start,
-                    **{name: value[mine] for name, value in checked.items()}}))
+        self._queue_worlds(worlds, lambda _, mine, local: ("set_body_params", (rows,), {
+            "world": local, **{name: value[mine] for name, value in checked.items()}}))
 
     def set_gravity(self, gravity):
         """Set the gravity of every world, (2,), or of each, (n_worlds, 2) (Scene.set_gravity)."""
@@ -406,11 +402,8 @@ class ShardedScene(ModelQueries):
         if not len(worlds):
             return
         self._params.set_gains(self._builder, rows, worlds, gains)
-        for shard in self._shards:
-            mine = (worlds >= shard.worlds.start) & (worlds < shard.worlds.stop)
-            if mine.any():
-                shard.pending.append(("set_joint_params", (rows,), {
-                    "pid": gains[mine], "world": worlds[mine] - shard.worlds.start}))
+        self._queue_worlds(worlds, lambda _, mine, local: (
+            "set_joint_params", (rows,), {"pid": gains[mine], "world": local}))
 
     def set_state(self, state: State, worlds=None):
         """Put `state` into every world, or into the given global worlds (Scene.set_state)."""
@@ -422,13 +415,8 @@ class ShardedScene(ModelQueries):
         else:
             chosen = world_selection(worlds, self._n_worlds, "worlds")
             arrays = state_rows(state, chosen, self._n_worlds, self.n_bodies)
-        for shard in self._shards:
-            mine = (chosen >= shard.worlds.start) & (chosen < shard.worlds.stop)
-            if mine.any():
-                rows = State(*(arrays[key][mine] for key in (
-                    "position", "angle", "velocity", "angular_velocity", "sleeping")))
-                shard.pending.append(("set_state", (rows,),
-                                      {"worlds": chosen[mine] - shard.worlds.start}))
+        self._queue_worlds(chosen, lambda _, mine, local: (
+            "set_state", (_state_rows(arrays, mine),), {"worlds": local}))
 
     def reset_worlds(self, worlds, state=None):
         """Start the given global worlds over (Scene.reset_worlds): from the built initial
@@ -442,9 +430,7 @@ class ShardedScene(ModelQueries):
                 self._check_snapshot(state)
             rows = None
         elif isinstance(state, State):
-            arrays = state_rows(state, chosen, self._n_worlds, self.n_bodies)
-            rows = [arrays[key] for key in ("position", "angle", "velocity",
-                                            "angular_velocity", "sleeping")]
+            rows = state_rows(state, chosen, self._n_worlds, self.n_bodies)
         else:
             raise TypeError(f"state must be None, a fx2d_gpu.State or a ShardedSnapshot, got "
                             f"{type(state).__name__}")
@@ -452,14 +438,9 @@ class ShardedScene(ModelQueries):
             return
         for force, torque in self._pending_forces.values():
             force[chosen], torque[chosen] = 0.0, 0.0
-        for index, shard in enumerate(self._shards):
-            mine = (chosen >= shard.worlds.start) & (chosen < shard.worlds.stop)
-            if not mine.any():
-                continue
-            local = chosen[mine] - shard.worlds.start
-            source = (state.shards[index] if isinstance(state, ShardedSnapshot) else
-                      None if rows is None else State(*(a[mine] for a in rows)))
-            shard.pending.append(("reset_worlds", (local, source), {}))
+        self._queue_worlds(chosen, lambda index, mine, local: ("reset_worlds", (
+            local, state.shards[index] if isinstance(state, ShardedSnapshot) else
+            None if rows is None else _state_rows(rows, mine)), {}))
 
     def set_enabled(self, bodies, enabled: bool, world=None):
         """Take bodies out of the simulation or put them back (Scene.set_enabled).
@@ -472,11 +453,8 @@ class ShardedScene(ModelQueries):
         enabled = as_bool(enabled, "enabled")
         indices = body_indices(bodies, self.n_bodies)
         worlds = world_indices(world, self._n_worlds)
-        for shard in self._shards:
-            mine = worlds[(worlds >= shard.worlds.start) & (worlds < shard.worlds.stop)]
-            if len(mine):
-                shard.pending.append(("set_enabled", (indices, enabled),
-                                      {"world": mine - shard.worlds.start}))
+        self._queue_worlds(worlds, lambda _, mine, local: (
+            "set_enabled", (indices, enabled), {"world": local}))
 
     def set_collision_filter(self, body: int, collision_group=None, category_bits=None,
                              mask_bits=None):
@@ -748,6 +726,14 @@ class ShardedScene(ModelQueries):
         for shard in self._shards:
             shard.pending.append(command(slice(shard.worlds.start, shard.worlds.stop)))
 
+    def _queue_worlds(self, worlds: np.ndarray, command: Callable):
+        """Queue command(index, mine, local) on each shard holding some of global `worlds`
+        ((k,) indices): mine, the (k,) mask of those it holds; local, their indices there."""
+        for index, shard in enumerate(self._shards):
+            mine = (worlds >= shard.worlds.start) & (worlds < shard.worlds.stop)
+            if mine.any():
+                shard.pending.append(command(index, mine, worlds[mine] - shard.worlds.start))
+
     def _queue_all(self, command: tuple):
         for shard in self._shards:
             shard.pending.append(command)
@@ -923,6 +909,11 @@ def _stacked(parts: list):
             value = np.concatenate([getattr(p, field.name) for p in parts])
         values[field.name] = value
     return type(first)(**values)
+
+
+def _state_rows(arrays: dict, mine: np.ndarray) -> State:
+    """The rows `mine` of checked state arrays (builder.check_state's dict) as a State."""
+    return State(*(arrays[field.name][mine] for field in dataclasses.fields(State)))
 
 
 def _out_dtype(out) -> type:
