@@ -22,9 +22,9 @@
 #                  the scenes benchmarked at before/ (a git worktree of an older revision,
 #                  carried) and at this tree, in turn, twice: a change's cost on one GPU
 #   session        for a 15-minute lease, one 10-minute command: the GPU against the CPU
-#                  beside every backend test (3.3 min, pytest-xdist), the benchmark scenes
-#                  (3.2 min), the large pyramid's stage profile and the vector envs
-#                  (gymnasium's wheel carried in .whl) in what is left
+#                  beside every backend test (4 min, pytest-xdist), three benchmark
+#                  scenes with each solver (1.7 min each), the viewer benchmark (carry .gl
+#                  for GGUI) and the large pyramid's stage profile
 #
 # Logs and results go to $OUT (the device tool brings back at most 8 files): <part>.log,
 # gpu.txt (nvidia-smi), results<_arguments>.tgz (bench: benchmarks/results/<device>/).
@@ -87,26 +87,36 @@ envs)
     tar -czf "$out/results_envs.tgz" -C "$results" .
     ;;
 session)
-    # Everything at once on a 16-core machine: the CUDA-vs-CPU scenes beside every backend
-    # test (pytest-xdist), then the benchmark scenes, the stage profile of the large
-    # pyramid, and the vector envs, each capped so the whole fits one 10-minute command.
+    # Everything at once on a 16-core machine, in one 10-minute command: the CUDA-vs-CPU
+    # scenes beside every backend test (pytest-xdist, -v: each result is in the log even
+    # where the cap stops the run), then the large pyramid, many pyramids and small worlds
+    # for both solvers, the viewer's frame geometry and offscreen GGUI frames (GGUI needs
+    # the Vulkan loader: carry .gl, see the device tool's README), and the large pyramid's
+    # stage profile, each capped so the whole fits; results.tgz is packed after each part.
+    # (Measured on an H200: the backend tests take 3.5 min at -n 14, the benchmarks 1.3 min
+    # a solver, the viewer 35 s.)
     workers=()
-    "$python" -c "import xdist" 2>/dev/null && workers=(-n 12)
-    timeout 200 "$python" -m pytest -q -rs -p no:cacheprovider \
+    "$python" -c "import xdist" 2>/dev/null && workers=(-n 14)
+    timeout 240 "$python" -m pytest -q -rs -p no:cacheprovider \
         "tests/test_vulkan.py::test_scenes_on_${arch}_match_the_cpu_backend" \
         >"$out/check.log" 2>&1 &
-    FX2D_TEST_ARCH=$arch timeout 200 "$python" -m pytest -q -rs -p no:cacheprovider \
+    FX2D_TEST_ARCH=$arch timeout 240 "$python" -m pytest -v -rfs -p no:cacheprovider \
         -m backend -k "not serial" "${workers[@]}" --durations=15 tests/ >"$log" 2>&1
     wait
     results=$(mktemp -d)
-    timeout 190 "$python" -m benchmarks --arch "$arch" --no-pymunk --results "$results" \
-        --piles 10000 100000 large_pyramid batched_small pile many_pyramids joint_grid \
-        >"$out/bench.log" 2>&1
-    timeout 45 "$python" -m benchmarks --arch "$arch" --profile large_pyramid \
-        >"$out/profile.log" 2>&1
-    timeout 75 "$python" -m benchmarks.envs --arch "$arch" --results "$results" \
-        --envs 1,256,4096,16384 >"$out/envs.log" 2>&1
-    tar -czf "$out/results.tgz" -C "$results" .
+    pack() { tar -czf "$out/results.tgz" -C "$results" .; }
+    for solver in xpbd soft_step; do
+        timeout 100 "$python" -m benchmarks --arch "$arch" --no-pymunk --no-plot \
+            --solver $solver --results "$results" large_pyramid many_pyramids \
+            batched_small >>"$out/bench.log" 2>&1
+        pack
+    done
+    timeout 50 "$python" -m benchmarks.viewer --arch "$arch" --legacy-max 1000 \
+        --results "$results" >"$out/viewer.log" 2>&1
+    pack
+    timeout 30 "$python" -m benchmarks --arch "$arch" --profile --results "$results" \
+        large_pyramid >"$out/profile.log" 2>&1
+    pack
     ;;
 compare)
     # The named scenes (after --: benchmark options) at an older revision and at this

@@ -14,8 +14,8 @@ falling), per N (the median timed window after a first call):
     geometry_step   the same after a step, the view kept (bodies at rest are skipped)
     render          render.render, an 800 x 600 image of the scene
     ggui_frame      an offscreen GGUI window (1024 x 768): update, draw and read the
-                    image back (get_image_buffer_as_numpy; software Vulkan here), where
-                    GGUI can start
+                    image back (get_image_buffer_as_numpy; software Vulkan on a machine
+                    without a GPU), where GGUI can start
 and "before" rows where N <= --legacy-max (they take seconds a frame; the brief's
 measurements at 100,000 bodies: build_mesh 16.9 s, render 26.4 s): the NumPy build_mesh
 and renderer as they were (copied below), and a GGUI frame of the old viewer (build_mesh,
@@ -357,7 +357,7 @@ def _ggui_frames(scene, window, views, aspect, legacy: bool, quick: bool, row):
             window.get_image_buffer_as_numpy()
 
         row("ggui_frame", f"device ({layout})", _timed(frame, repeats, windows),
-            f"{WINDOW_SIZE[0]}x{WINDOW_SIZE[1]} offscreen, software Vulkan: update, draw, "
+            f"{WINDOW_SIZE[0]}x{WINDOW_SIZE[1]} offscreen GGUI (Vulkan): update, draw, "
             "image read back")
     if legacy:
         fields = {}

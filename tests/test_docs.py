@@ -2,6 +2,7 @@
 written (each page's examples in order, in one namespace, as a reader would paste them),
 and `mkdocs build --strict` passes where the docs extra is installed."""
 
+import importlib.util
 import os
 import re
 import shutil
@@ -46,9 +47,36 @@ def test_every_guide_page_has_examples():
     assert {p.name for p in PAGES} - {p.name for p in EXAMPLE_PAGES} == {"api.md"}
 
 
+#: The optional extras an example may import, by module: a page that imports one that is
+#: not installed is skipped (the extra is missing, not the docs wrong).
+OPTIONAL_MODULES = {"ray": "distributed", "gymnasium": "rl", "torch": "torch",
+                    "matplotlib": "bench", "pymunk": "bench", "pyb2d3": "bench"}
+IMPORT = re.compile(r"^\s*(?:import|from)\s+(\w+)", re.M)
+
+
+def missing_extras(blocks: list[str]) -> list[str]:
+    """'extra (module)' for each optional module the blocks import that is not installed."""
+    imported = {name for block in blocks for name in IMPORT.findall(block)}
+    return [f"{OPTIONAL_MODULES[name]} ({name})" for name in sorted(imported)
+            if name in OPTIONAL_MODULES and importlib.util.find_spec(name) is None]
+
+
+def test_missing_extras_are_named_by_the_modules_a_page_imports():
+    blocks = ["import numpy as np\nimport fx2d_gpu as fx", "    from no_such_module_x import a"]
+    assert missing_extras(blocks) == []
+    OPTIONAL_MODULES["no_such_module_x"] = "x"
+    try:
+        assert missing_extras(blocks) == ["x (no_such_module_x)"]
+    finally:
+        del OPTIONAL_MODULES["no_such_module_x"]
+
+
 @pytest.mark.parametrize("page", EXAMPLE_PAGES, ids=lambda p: p.name)
 def test_examples_run(page, arch, tmp_path, monkeypatch):
     blocks = python_blocks(page.read_text())
+    missing = missing_extras(blocks)
+    if missing:
+        pytest.skip(f"{page.name} imports what these extras install: {', '.join(missing)}")
     monkeypatch.chdir(tmp_path)  # files an example writes land here
     namespace = {"__name__": f"docs_{page.stem}"}
     for number, block in enumerate(blocks, 1):
