@@ -563,7 +563,7 @@ def main(argv=None):
         if bad:
             parser.error(f"--profile: unknown scene(s) {bad}; choose from {profile.SCENES}")
         return profile.run(args.scenes or ["large_pyramid"], args.arch, args.quick,
-                           args.results)
+                           args.results, args.solver)
     bad = [s for s in args.scenes if s not in SCENES]
     if bad:
         parser.error(f"unknown scene(s) {bad}; choose from {SCENES}")

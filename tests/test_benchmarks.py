@@ -263,21 +263,25 @@ def test_queries_benchmark_runs_quick(tmp_path):
     assert next(tmp_path.rglob("queries.csv")).stat().st_size > 0
 
 
-def test_profile_benchmark_writes_a_row_per_stage(arch, tmp_path, capsys):
-    """fx2d bench --profile (suite.main): the stage table printed and a CSV of a row per
-    stage; every substep stage of the list is there, its times add up to at most the
-    profiled step."""
-    from fx2d_gpu.solver.stages import SUBSTEP_STAGES
+@pytest.mark.parametrize("solver", ["xpbd", "soft_step"])
+def test_profile_benchmark_writes_a_row_per_stage(arch, tmp_path, capsys, solver):
+    """fx2d bench --profile [--solver soft_step] (suite.main): the stage table printed and
+    a CSV of a row per stage; every substep stage of the solver's list is there, its times
+    add up to at most the profiled step."""
+    from fx2d_gpu.solver.stages import DEFAULT_SUBSTEPS, STAGES
 
     out = suite.main(["batched_small", "--profile", "--quick", "--arch", arch,
-                      "--results", str(tmp_path)])
+                      "--results", str(tmp_path), "--solver", solver])
     profile = out["batched_small"]
-    assert "position pass" in capsys.readouterr().out
-    (path,) = tmp_path.rglob("profile_batched_small.csv")
+    assert STAGES[solver][-2].name in capsys.readouterr().out
+    suffix = "" if solver == "xpbd" else f"_{solver}"
+    (path,) = tmp_path.rglob(f"profile_batched_small{suffix}.csv")
     with open(path) as f:
         rows = list(csv.DictReader(f))
     assert [row["stage"] for row in rows] == list(profile.stages)
-    assert {stage.name for stage in SUBSTEP_STAGES} <= set(profile.stages)
+    assert {row["solver"] for row in rows} == {solver}
+    assert {int(row["substeps"]) for row in rows} == {DEFAULT_SUBSTEPS[solver]}
+    assert {stage.name for stage in STAGES[solver]} <= set(profile.stages)
     total = sum(float(row["ms_per_step"]) for row in rows)
     assert 0.0 < total <= float(rows[0]["profiled_step_ms"]) * 1.01
     assert float(rows[0]["normal_step_ms"]) > 0.0
