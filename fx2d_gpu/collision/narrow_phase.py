@@ -229,8 +229,9 @@ def closest_on_segments(p1, q1, p2, q2):
 
 @ti.func
 def vertex_pair_feature(ref_vertex, inc_vertex, flip):
-    """A clipped point's feature id: (body a's vertex, body b's vertex) near it, whichever
-    is the reference (flip: b's face is)."""
+    """A clipped point's feature id from the reference and incident edges' vertices that end
+    the overlap on its side: (body a's, body b's), whichever is the reference (flip: b's
+    face is)."""
     a_vertex, b_vertex = ref_vertex, inc_vertex
     if flip:
         a_vertex, b_vertex = inc_vertex, ref_vertex
@@ -291,13 +292,13 @@ def clip_polygons(model: ti.template(), manifolds: ti.template(), pair, ref_body
     w1 = rel_pos + rotate(model.shape_vertices[inc_body, inc_edge], rel_c, rel_s)
     w2 = rel_pos + rotate(model.shape_vertices[inc_body, (inc_edge + 1) % n_inc], rel_c, rel_s)
     base_feature = (flip * 8 + ref_edge) * 16 + inc_edge * 2
-    # A clipped point is named by the vertex of body a and the vertex of body b nearest it
-    # (Box2D v3's rule), not by which body's face is the reference: point 0 starts from
-    # the incident edge's first vertex, at the reference edge's far end; point 1 from its
-    # second, at the near end. Two nearly equal faces (a loaded stack, the boxes tilted a
-    # milliradian) trade the reference role from step to step; the points keep their ids,
-    # and so their warm-started impulses (they restarted cold at every trade, and a
-    # 30-row pyramid kept rocking at 1 mm/s under the soft step instead of settling).
+    # A clipped point is named by the vertices of body a and of body b that end the
+    # overlap on its side (Box2D v3's rule), not by which body's face is the reference:
+    # point 0 starts from the incident edge's first vertex, at the reference edge's far
+    # end; point 1 from its second, at the near end. Two nearly equal faces (a loaded
+    # stack, the boxes tilted a milliradian) trade the reference role from step to step;
+    # the points keep their ids, and so their warm-started impulses (they restarted cold
+    # at every trade, and a 30-row pyramid kept rocking at 1 mm/s under the soft step).
     ref_vertices = ti.Vector([(ref_edge + 1) % n_ref, ref_edge])
     inc_vertices = ti.Vector([inc_edge, (inc_edge + 1) % n_inc])
     count = 0
