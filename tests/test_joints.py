@@ -76,8 +76,8 @@ def test_prismatic_travel_limits_hold(arch, solver):
         assert abs(across) < 0.01 and abs(s.angle[0, slider] - 0.3) < 0.01
 
 
-def test_hanging_chain_stays_connected(arch):
-    scene = fx.Scene(gravity=(0.0, -G), arch=arch)
+def test_hanging_chain_stays_connected(arch, solver):
+    scene = fx.Scene(gravity=(0.0, -G), arch=arch, solver=solver)
     anchor = scene.add_box((0.0, 0.0), (0.2, 0.2), mass=0)
     previous = anchor
     links = []
@@ -104,7 +104,10 @@ def test_hanging_chain_stays_connected(arch):
         most_energy = max(most_energy, energy())
 
     run(scene, seconds=10.0, each=record)
-    assert worst_gap < 0.01
+    # XPBD's joints hold within 1 cm. The soft step's are springs (60 Hz, damping ratio 2):
+    # Box2D v3's (pyb2d3), the same springs, open up to 23 mm in this chain as it whips
+    # down; 4 cm here (warm started one by one before their own solve, they opened 16 cm).
+    assert worst_gap < (0.01 if solver == "xpbd" else 0.04)
     # No explosion: the chain never has more energy than it was released with (the tip may
     # whip faster than free fall, but energy only leaves the system).
     assert most_energy < start_energy + 0.02 * mass.sum() * G * 10.0
@@ -130,8 +133,8 @@ def test_joint_control_demo_follows_its_pid(arch):
     assert abs(scene.joint_state().position[0, slider_motor] - 1.5) < 0.05
 
 
-def test_motorised_cart_drives_at_its_wheel_speed(arch):
-    scene = fx.Scene(gravity=(0.0, -G), arch=arch)
+def test_motorised_cart_drives_at_its_wheel_speed(arch, solver):
+    scene = fx.Scene(gravity=(0.0, -G), arch=arch, solver=solver)
     grip = dict(static_friction=1.0, dynamic_friction=1.0)
     scene.add_box((0.0, -0.5), (200.0, 1.0), mass=0, **grip)
     radius = 0.3
@@ -283,12 +286,16 @@ def test_a_free_pendulum_keeps_its_swing_and_energy(arch):
 
 
 @pytest.mark.parametrize("start_degrees", [30.0, 90.0])
-def test_a_double_pendulum_of_rods_keeps_its_energy(arch, start_degrees):
+def test_a_double_pendulum_of_rods_keeps_its_energy(arch, start_degrees, solver):
     """Two 1 m rods of 1 kg (0.1 m wide), hinged end to end below a static pivot, released
     with both at start_degrees from the vertical: chaotic, but its energy is constant (it
     lost 12.5 % of its swing energy in 10 s from 30 degrees, 30 % from 90, before). Bound:
-    1 % of the swing energy, the energy above both rods hanging straight down."""
-    scene = fx.Scene(gravity=(0.0, -G), arch=arch, enable_sleep=False)
+    1 % of the swing energy, the energy above both rods hanging straight down, with XPBD.
+    The soft step's joints are springs (60 Hz, damping ratio 2) that stretch and give back
+    energy: Box2D v3 (pyb2d3) with the same joints keeps this scene within 1.9 % from 90
+    degrees; 3 % here (its joints warm started one by one before their own solve lost
+    7.8 %, and 28 % at 30 Hz)."""
+    scene = fx.Scene(gravity=(0.0, -G), arch=arch, enable_sleep=False, solver=solver)
     pivot = scene.add_circle((0.0, 0.0), 0.02, mass=0)
     angle = math.radians(start_degrees)
     down = np.array([math.sin(angle), -math.cos(angle)])
@@ -303,6 +310,7 @@ def test_a_double_pendulum_of_rods_keeps_its_energy(arch, start_degrees):
     energies = []
     run(scene, seconds=10.0,
         each=lambda: energies.append(mechanical_energy(scene, rods, scene.get_state())))
-    assert max(abs(e - energy0) for e in energies) < 0.01 * swing
+    bound = 0.01 if solver == "xpbd" else 0.03
+    assert max(abs(e - energy0) for e in energies) < bound * swing
     anchors = scene.joint_anchors()[0]
     assert np.linalg.norm(anchors[:, 0] - anchors[:, 1], axis=1).max() < 1e-3  # m

@@ -15,7 +15,11 @@ soft_contacts.softness at JOINT_HERTZ and JOINT_DAMPING_RATIO in the solve, and 
 relax; a limit not yet reached lets the joint close on it in this substep but no further (a
 speculative row, as contacts do). The motors' PID efforts are loads applied with gravity
 (joints.motor_load), as in XPBD. The accumulated impulses (device.Joints.soft_impulse) are
-warm started by the solve, before it solves the joint, in each substep.
+warm started with the contacts' at the start of each substep, body by body
+(warm_start_joints_of_body), before any constraint is solved: a joint warm started just
+before its own solve met bodies that the joints solved before it had corrected without
+the impulses still to come, and a double pendulum lost 7 % of its swing energy in 10 s at
+Box2D's stiffness (Box2D, which warm starts everything first: 1 %).
 """
 
 import math
@@ -31,12 +35,14 @@ from .soft_contacts import softness
 vec2 = ti.math.vec2
 vec4 = ti.math.vec4
 
-#: Joint stiffness, Hz, and damping ratio (Box2D v3's b2WorldDef.jointHertz and
-#: jointDampingRatio), the stiffness at most JOINT_STIFFEST_FRACTION of the substep rate
-#: (Box2D's: an eighth; 30 Hz at 4 substeps of 1/60 s).
+#: Joint stiffness, Hz, and damping ratio (Box2D v3's jointHertz and jointDampingRatio),
+#: the stiffness at most JOINT_STIFFEST_FRACTION of the substep rate (60 Hz at 4 substeps
+#: of 1/60 s). Box2D v3 3.1 (pyb2d3) measured here: a box hanging from a joint at its
+#: centre sags 0.0690 mm, g / (2 pi 60 Hz)^2, and a kicked one comes back along the same
+#: positions as with these values, step for step (Box2D 3.0's cap was an eighth: 30 Hz).
 JOINT_HERTZ = 60.0
 JOINT_DAMPING_RATIO = 2.0
-JOINT_STIFFEST_FRACTION = 0.125
+JOINT_STIFFEST_FRACTION = 0.25
 
 
 @ti.func
@@ -74,8 +80,7 @@ def _solve_block(k11, k12, k22, rate, error, accumulated, soft, use_bias: ti.tem
 def solve_soft_joint(model: ti.template(), bodies: ti.template(), joints: ti.template(),
                      counts: ti.template(), joint_slot, n_bodies, h, use_bias: ti.template()):
     """One sweep over the rows of the joint in slot joint_slot (= world * n_joints + joint):
-    with `use_bias` (the substep's solve) its accumulated impulses are applied first (the
-    warm start) and the rows are soft; without (the relax), rigid and unbiased."""
+    soft with `use_bias` (the substep's solve), rigid and unbiased without (the relax)."""
     n_joints = counts.n_joints[None]
     world, joint = joint_slot // n_joints, joint_slot % n_joints
     body1, body2 = joints.parent[joint], joints.child[joint]
@@ -93,13 +98,6 @@ def solve_soft_joint(model: ti.template(), bodies: ti.template(), joints: ti.tem
         impulse = joints.soft_impulse[joint_slot]
         soft = softness(ti.min(JOINT_HERTZ, JOINT_STIFFEST_FRACTION / h), JOINT_DAMPING_RATIO, h)
         if joints.kind[joint] == JOINT_REVOLUTE:
-            if ti.static(use_bias):  # warm start
-                point = vec2(impulse[0], impulse[1])
-                axial = impulse[2] - impulse[3]
-                v1 -= w1 * point
-                s1 -= i1 * (cross(r1, point) + axial)
-                v2 += w2 * point
-                s2 += i2 * (cross(r2, point) + axial)
             lower, upper = joints.lower[joint], joints.upper[joint]
             if (lower > -math.pi or upper < math.pi) and i1 + i2 > 0.0:
                 angle = wrap_angle(solver_relative_angle(bodies, joints, slot1, slot2, joint))
@@ -132,13 +130,6 @@ def solve_soft_joint(model: ti.template(), bodies: ti.template(), joints: ti.tem
             # Each row's angular terms: the parent turns the axis and moves its anchor.
             a1, a2 = cross(d + r1, axis), cross(r2, axis)
             b1, b2 = cross(d + r1, across), cross(r2, across)
-            if ti.static(use_bias):  # warm start
-                axial = impulse[2] - impulse[3]
-                push = impulse[0] * across + axial * axis
-                v1 -= w1 * push
-                s1 -= i1 * (impulse[0] * b1 + impulse[1] + axial * a1)
-                v2 += w2 * push
-                s2 += i2 * (impulse[0] * b2 + impulse[1] + axial * a2)
             travel = axis.dot(d)
             axial_k = w1 + w2 + i1 * a1 * a1 + i2 * a2 * a2
             if axial_k > 0.0:
@@ -184,3 +175,59 @@ def solve_soft_joint(model: ti.template(), bodies: ti.template(), joints: ti.tem
         if w2 > 0.0 or i2 > 0.0:
             bodies.velocity[slot2] = v2
             bodies.angular_velocity[slot2] = s2
+
+
+@ti.func
+def _warm_impulse(bodies: ti.template(), joints: ti.template(), joint, joint_slot, slot1,
+                  slot2):
+    """The joint's accumulated impulses as (linear impulse on the child (the parent takes
+    minus it), N s; angular impulse on the parent, to subtract; on the child, to add, N m
+    s), with the lever arms of the bodies' current poses, as the solve applies them."""
+    impulse = joints.soft_impulse[joint_slot]
+    c1, n1 = ti.cos(bodies.angle[slot1]), ti.sin(bodies.angle[slot1])
+    c2, n2 = ti.cos(bodies.angle[slot2]), ti.sin(bodies.angle[slot2])
+    r1 = rotate(joints.anchor_parent[joint], c1, n1)
+    r2 = rotate(joints.anchor_child[joint], c2, n2)
+    axial = impulse[2] - impulse[3]
+    linear = vec2(0.0, 0.0)
+    turn_parent, turn_child = 0.0, 0.0
+    if joints.kind[joint] == JOINT_REVOLUTE:
+        linear = vec2(impulse[0], impulse[1])
+        turn_parent = cross(r1, linear) + axial
+        turn_child = cross(r2, linear) + axial
+    else:
+        axis = rotate(joints.axis[joint], c1, n1)
+        across = vec2(-axis.y, axis.x)
+        d = centre_offset(bodies, slot1, slot2) + r2 - r1
+        linear = impulse[0] * across + axial * axis
+        turn_parent = (impulse[0] * cross(d + r1, across) + impulse[1]
+                       + axial * cross(d + r1, axis))
+        turn_child = impulse[0] * cross(r2, across) + impulse[1] + axial * cross(r2, axis)
+    return linear, turn_parent, turn_child
+
+
+@ti.func
+def warm_start_joints_of_body(model: ti.template(), bodies: ti.template(),
+                              joints: ti.template(), counts: ti.template(), slot, n_bodies):
+    """Re-apply to body `slot` the impulses its joints carried at the end of the last
+    substep (the soft step's warm start), gathered over its joints in a fixed order
+    (joints.body_joints), so the sum is the same on every run."""
+    n_joints = counts.n_joints[None]
+    world, body = slot // n_bodies, slot % n_bodies
+    inv_mass, inv_inertia = solver_mass(model, bodies, slot, body)
+    velocity, spin = bodies.velocity[slot], bodies.angular_velocity[slot]
+    for k in range(joints.body_joint_start[body], joints.body_joint_start[body + 1]):
+        joint = joints.body_joints[k]
+        slot1 = world * n_bodies + joints.parent[joint]
+        slot2 = world * n_bodies + joints.child[joint]
+        if bodies.enabled[slot1] == 1 and bodies.enabled[slot2] == 1:
+            linear, turn_parent, turn_child = _warm_impulse(
+                bodies, joints, joint, world * n_joints + joint, slot1, slot2)
+            if joints.child[joint] == body:
+                velocity += inv_mass * linear
+                spin += inv_inertia * turn_child
+            else:
+                velocity -= inv_mass * linear
+                spin -= inv_inertia * turn_parent
+    bodies.velocity[slot] = velocity
+    bodies.angular_velocity[slot] = spin

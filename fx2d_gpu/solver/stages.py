@@ -52,7 +52,7 @@ from .contacts import (
 )
 from .joints import motor_load, solve_joint, update_motor
 from .soft_contacts import apply_restitution, solve_soft_contact
-from .soft_joints import solve_soft_joint
+from .soft_joints import solve_soft_joint, warm_start_joints_of_body
 
 vec2 = ti.math.vec2
 
@@ -284,11 +284,13 @@ SUBSTEP_STAGES = (
 def _warm_start(model: ti.template(), bodies: ti.template(), joints: ti.template(),
                 manifolds: ti.template(), prepared: ti.template(), coloring: ti.template(),
                 counts: ti.template(), slot, s: ti.template(), round):
-    """Body slot takes its contacts' accumulated impulses (the joints' are warm started by
-    the solve); on the step's first substep, after the pairs' constants read it, its support
-    is counted afresh (contacts.count_support)."""
+    """Body slot takes its contacts' and its joints' accumulated impulses, before any
+    constraint is solved; on the step's first substep, after the pairs' constants read it,
+    its support is counted afresh (contacts.count_support)."""
     if moves(model, bodies, slot, slot % s.n_bodies):
         warm_start_body(model, bodies, manifolds, prepared, slot, s.n_bodies)
+        if joints.body_has_joint[slot % s.n_bodies] == 1:
+            warm_start_joints_of_body(model, bodies, joints, counts, slot, s.n_bodies)
     if s.substep == 0:
         bodies.support[slot] = UNSUPPORTED
 
