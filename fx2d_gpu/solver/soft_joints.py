@@ -77,6 +77,19 @@ def _solve_block(k11, k12, k22, rate, error, accumulated, soft, use_bias: ti.tem
 
 
 @ti.func
+def _joint_frame(bodies: ti.template(), joints: ti.template(), joint, slot1, slot2):
+    """The joint's geometry at the bodies' current poses: the lever arms r1 (parent) and r2
+    (child) of its anchors, m; d, the child's anchor minus the parent's, m; and the axis a
+    prismatic joint slides along (unit, turned with the parent)."""
+    c1, n1 = ti.cos(bodies.angle[slot1]), ti.sin(bodies.angle[slot1])
+    c2, n2 = ti.cos(bodies.angle[slot2]), ti.sin(bodies.angle[slot2])
+    r1 = rotate(joints.anchor_parent[joint], c1, n1)
+    r2 = rotate(joints.anchor_child[joint], c2, n2)
+    d = centre_offset(bodies, slot1, slot2) + r2 - r1
+    return r1, r2, d, rotate(joints.axis[joint], c1, n1)
+
+
+@ti.func
 def solve_soft_joint(model: ti.template(), bodies: ti.template(), joints: ti.template(),
                      counts: ti.template(), joint_slot, n_bodies, h, use_bias: ti.template()):
     """One sweep over the rows of the joint in slot joint_slot (= world * n_joints + joint):
@@ -90,11 +103,7 @@ def solve_soft_joint(model: ti.template(), bodies: ti.template(), joints: ti.tem
         w2, i2 = solver_mass(model, bodies, slot2, body2)
         v1, s1 = bodies.velocity[slot1], bodies.angular_velocity[slot1]
         v2, s2 = bodies.velocity[slot2], bodies.angular_velocity[slot2]
-        c1, n1 = ti.cos(bodies.angle[slot1]), ti.sin(bodies.angle[slot1])
-        c2, n2 = ti.cos(bodies.angle[slot2]), ti.sin(bodies.angle[slot2])
-        r1 = rotate(joints.anchor_parent[joint], c1, n1)
-        r2 = rotate(joints.anchor_child[joint], c2, n2)
-        d = centre_offset(bodies, slot1, slot2) + r2 - r1  # child anchor - parent anchor
+        r1, r2, d, axis = _joint_frame(bodies, joints, joint, slot1, slot2)
         impulse = joints.soft_impulse[joint_slot]
         soft = softness(ti.min(JOINT_HERTZ, JOINT_STIFFEST_FRACTION / h), JOINT_DAMPING_RATIO, h)
         if joints.kind[joint] == JOINT_REVOLUTE:
@@ -125,7 +134,6 @@ def solve_soft_joint(model: ti.template(), bodies: ti.template(), joints: ti.tem
             v2 += w2 * change
             s2 += i2 * cross(r2, change)
         else:
-            axis = rotate(joints.axis[joint], c1, n1)
             across = vec2(-axis.y, axis.x)
             # Each row's angular terms: the parent turns the axis and moves its anchor.
             a1, a2 = cross(d + r1, axis), cross(r2, axis)
@@ -184,10 +192,7 @@ def _warm_impulse(bodies: ti.template(), joints: ti.template(), joint, joint_slo
     minus it), N s; angular impulse on the parent, to subtract; on the child, to add, N m
     s), with the lever arms of the bodies' current poses, as the solve applies them."""
     impulse = joints.soft_impulse[joint_slot]
-    c1, n1 = ti.cos(bodies.angle[slot1]), ti.sin(bodies.angle[slot1])
-    c2, n2 = ti.cos(bodies.angle[slot2]), ti.sin(bodies.angle[slot2])
-    r1 = rotate(joints.anchor_parent[joint], c1, n1)
-    r2 = rotate(joints.anchor_child[joint], c2, n2)
+    r1, r2, d, axis = _joint_frame(bodies, joints, joint, slot1, slot2)
     axial = impulse[2] - impulse[3]
     linear = vec2(0.0, 0.0)
     turn_parent, turn_child = 0.0, 0.0
@@ -196,9 +201,7 @@ def _warm_impulse(bodies: ti.template(), joints: ti.template(), joint, joint_slo
         turn_parent = cross(r1, linear) + axial
         turn_child = cross(r2, linear) + axial
     else:
-        axis = rotate(joints.axis[joint], c1, n1)
         across = vec2(-axis.y, axis.x)
-        d = centre_offset(bodies, slot1, slot2) + r2 - r1
         linear = impulse[0] * across + axial * axis
         turn_parent = (impulse[0] * cross(d + r1, across) + impulse[1]
                        + axial * cross(d + r1, axis))
