@@ -693,7 +693,7 @@ class ShardedScene(ModelQueries):
 
     # ------------------------------------------------------------------ internals
     def _start_actor(self, worlds: range):
-        return self._actor_class.remote(self._source, len(worlds), worlds.start)
+        return self._actor_class.remote(self._source, len(worlds))
 
     def _check_usable(self, changing: bool = False):
         """Refuse a call on a closed scene or one with a lost shard, and a step or snapshot

@@ -90,7 +90,6 @@ class ShardWorker:
         source: a one-world template Scene or a builder (see Source); Ray keeps it, and a
             restarted actor builds its scene from it again.
         n_worlds: this shard's worlds.
-        first_world: the global index of its world 0 (for messages).
 
     Attributes:
         scene (Scene): the shard's scene.
@@ -99,14 +98,13 @@ class ShardWorker:
             call), or None.
     """
 
-    def __init__(self, source: Source, n_worlds: int, first_world: int):
+    def __init__(self, source: Source, n_worlds: int):
         import ray  # (in the actor's process, where Ray runs)
 
         self.gpu_ids = [str(i) for i in ray.get_gpu_ids()]
         os.environ.update(visible_device_env(self.gpu_ids, os.environ))
         cpus = ray.get_runtime_context().get_assigned_resources().get("CPU", 0.0)
         os.environ.update(cpu_threads_env(cpus, os.environ))
-        self.first_world = first_world
         # A source that fails (a bad builder) is reported by the first call, as the error
         # it raised: Ray would report a constructor's error as the actor's death.
         self.failure: Exception | None = None
