@@ -600,9 +600,15 @@ def overlay_geometry(controller: ViewerController, state, outlines: _LocalOutlin
                      ) -> OverlayGeometry:
     """What the overlay toggles ask for, over every view: contact points with their normals,
     AABBs, joints (centre -> anchor -> anchor -> centre), sleeping bodies' centres; and always
-    tile borders, a demo's rays (the lidar's) and the drag spring (grabbed point -> cursor)."""
+    tile borders, a demo's rays (the lidar's) and the drag spring (grabbed point -> cursor).
+    `state`: the scene's get_state(), or None to read it only where an overlay needs it (a
+    frame without AABBs, joints, sleeping bodies or a held body copies no body state to the
+    host)."""
     scene, overlays = controller.scene, controller.overlays
     views = controller.views()
+    if state is None and (overlays.aabbs or overlays.sleeping or controller.drag is not None
+                          or (overlays.joints and scene.n_joints)):
+        state = scene.get_state()
     lines, line_colours, dots, dot_colours = [], [], [], []
 
     def add_lines(view, segments, colour):  # segments (2l, 2) m
@@ -724,10 +730,9 @@ class GGUIPainter:
     def draw(self):
         """The current frame: background, bodies, overlays, heads-up text."""
         controller = self.controller
-        state = controller.scene.get_state()
         self.canvas.set_background_color(self.background)
-        self.draw_bodies(state, controller.views())
-        extra = overlay_geometry(controller, state, self.outlines)
+        self.draw_bodies(controller.views())
+        extra = overlay_geometry(controller, None, self.outlines)
         self._lines("overlay", extra.lines, extra.line_colours)
         if len(extra.dots):
             self.canvas.circles(self.buffers.upload("dots", extra.dots), radius=self.DOT_RADIUS,
@@ -739,11 +744,10 @@ class GGUIPainter:
             if controller.overlays.keys:
                 self._panel("keys", controller.key_lines(), self._height(text))
 
-    def draw_bodies(self, state, views: list[View]):
-        """The bodies of every view, filled on the device by one kernel
-        (frame_geometry.FrameGeometry, made again when the controller's scene is another
-        object) and drawn from its buffers: nothing per body on the host."""
-        del state  # the kernel reads the device's state
+    def draw_bodies(self, views: list[View]):
+        """The bodies of every view, filled on the device by one kernel from the device's
+        state (frame_geometry.FrameGeometry, made again when the controller's scene is
+        another object) and drawn from its buffers: nothing per body on the host."""
         scene = self.controller.scene
         if self._geometry is None or self._geometry.scene is not scene:
             self._geometry = FrameGeometry(scene)

@@ -510,26 +510,55 @@ def world_partners(model: ti.template(), bodies: ti.template(), joints: ti.templ
     return found
 
 
-@quick
-@ti.kernel
-def _find_pairs_by_world(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-                         manifolds: ti.template(), grid: ti.template(), counts: ti.template(),
-                         scan: ti.template(), serial: ti.template(), n_worlds: ti.i32,
-                         n_bodies: ti.i32, cell_size: ti.f32, margin: ti.f32,
-                         motion_time: ti.f32, fat: ti.i32) -> ti.math.ivec3:
-    """_find_pairs for small worlds (find_candidate_pairs): the same pairs, found by
-    checking every body of a world (world_partners) instead of through the grid. Returns
-    (0, pairs_needed, lost_bodies): no grid entries are needed."""
-    n_slots = n_worlds * n_bodies
+@ti.func
+def world_pair_found(model: ti.template(), bodies: ti.template(), joints: ti.template(),
+                     grid: ti.template(), slot, other, n_bodies):
+    """Whether world_partners finds the pair of body slots `slot` and `other` (of one
+    world, after place_world_bodies), whichever of the two owns it."""
+    level, other_level = grid.level[slot], grid.level[other]
+    found = False
+    if level >= 0 and other_level >= 0 and other != slot:
+        owner, partner = slot, other
+        if other_level < level or (other_level == level and other < slot):
+            owner, partner = other, slot
+        body, partner_body = owner % n_bodies, partner % n_bodies
+        corner = ti.max(grid.aabb_lower[owner], grid.aabb_lower[partner])
+        overlap_upper = ti.min(grid.aabb_upper[owner], grid.aabb_upper[partner])
+        found = (corner.x <= overlap_upper.x and corner.y <= overlap_upper.y
+                 and pair_wanted(model, bodies, joints, body, partner, partner_body,
+                                 awake_dynamic(model, bodies, owner, n_bodies),
+                                 model.sensor[body], can_move(model, body),
+                                 moving_kinematic(model, bodies, owner, body), n_bodies))
+    return found
+
+
+@ti.func
+def place_world_bodies(model: ti.template(), bodies: ti.template(), grid: ti.template(),
+                       counts: ti.template(), serial: ti.template(), n_worlds, n_bodies,
+                       cell_size, margin, motion_time, fat):
+    """The first half of the small worlds' broad phase (_find_pairs_by_world): every body's
+    box and level (place_body). Called at a kernel's top level: its loops are the kernel's
+    parallel loops."""
     counts.lost_bodies[None] = 0
     counts.entries_needed[None] = 0
     ti.loop_config(serialize=serial)
     for world in range(n_worlds):
         grid.world_level_mask[world] = 0
     ti.loop_config(serialize=serial)
-    for slot in range(n_slots):
+    for slot in range(n_worlds * n_bodies):
         place_body(model, bodies, grid, counts, slot, n_bodies, cell_size, margin, motion_time,
                    fat)
+
+
+@ti.func
+def pair_world_bodies(model: ti.template(), bodies: ti.template(), joints: ti.template(),
+                      manifolds: ti.template(), grid: ti.template(), counts: ti.template(),
+                      scan: ti.template(), serial: ti.template(), n_worlds, n_bodies):
+    """The second half (after place_world_bodies): each body's pairs counted, their ranges
+    by a prefix sum, the pairs written (if they fit); returns (0, pairs_needed,
+    lost_bodies), as _find_pairs does (no grid entries are needed). Called at a kernel's
+    top level."""
+    n_slots = n_worlds * n_bodies
     ti.loop_config(serialize=serial)
     for slot in range(n_slots):
         manifolds.pair_start[slot] = world_partners(model, bodies, joints, manifolds, grid, slot,
@@ -542,6 +571,27 @@ def _find_pairs_by_world(model: ti.template(), bodies: ti.template(), joints: ti
         world_partners(model, bodies, joints, manifolds, grid, slot, n_bodies, True,
                        manifolds.pair_start[slot])
     return ti.math.ivec3(0, counts.pairs_needed[None], counts.lost_bodies[None])
+
+
+@quick
+@ti.kernel
+def _find_pairs_by_world(model: ti.template(), bodies: ti.template(), joints: ti.template(),
+                         manifolds: ti.template(), grid: ti.template(), counts: ti.template(),
+                         scan: ti.template(), serial: ti.template(), n_worlds: ti.i32,
+                         n_bodies: ti.i32, cell_size: ti.f32, margin: ti.f32,
+                         motion_time: ti.f32, fat: ti.i32) -> ti.math.ivec3:
+    """_find_pairs for small worlds (find_candidate_pairs): the same pairs, found by
+    checking every body of a world (world_partners) instead of through the grid."""
+    place_world_bodies(model, bodies, grid, counts, serial, n_worlds, n_bodies, cell_size,
+                       margin, motion_time, fat)
+    return pair_world_bodies(model, bodies, joints, manifolds, grid, counts, scan, serial,
+                             n_worlds, n_bodies)
+
+
+def _launch_pairs_by_world(ctx, groups, margin: float, motion_time: float, fat: bool):
+    """find_candidate_pairs' launch for small worlds: _find_pairs_by_world."""
+    return _find_pairs_by_world(*groups, ctx.n_worlds, ctx.n_bodies, ctx.cell_size, margin,
+                                motion_time, int(fat))
 
 
 def check_pair_count(pairs: int, n_slots: int):
@@ -563,7 +613,8 @@ def grid_table_size(pool, n_slots: int) -> int:
 
 
 def find_candidate_pairs(ctx, margin: float = 0.0, motion_time: float = 0.0,
-                         into: str = "manifolds", fat: bool = False) -> int:
+                         into: str = "manifolds", fat: bool = False,
+                         by_world=_launch_pairs_by_world) -> int:
     """Candidate pairs of every world at the current poses (AABBs grown by margin (m) plus
     what each body covers in motion_time (s); `fat`: each body's fat box instead,
     refit_fat_boxes) into the Manifolds group `into`; returns their number. Into `manifolds`
@@ -575,15 +626,16 @@ def find_candidate_pairs(ctx, margin: float = 0.0, motion_time: float = 0.0,
     Small worlds (ctx.small_worlds: at most BY_WORLD_MAX_BODIES bodies) skip the grid: each
     body checks the AABBs of its world's bodies, which lie next to each other in memory
     (at most 40 checks a body instead of hashing up to 4 cells on each level); the same
-    pairs in the same order, so nothing after it can tell."""
+    pairs in the same order, so nothing after it can tell. `by_world`: their launch,
+    (ctx, groups, margin, motion_time, fat) -> (entries, pairs, lost bodies) needed
+    (sleep.find_pairs_waking_by_world also wakes the islands the pairs push)."""
     cache = ctx.cache
     while True:
         pool = ctx.pool
         groups = (pool.model, pool.bodies, pool.joints, getattr(pool, into), pool.grid,
                   pool.counts, pool.scan, ctx.serial)
         if ctx.small_worlds:
-            needed = _find_pairs_by_world(*groups, ctx.n_worlds, ctx.n_bodies, ctx.cell_size,
-                                          margin, motion_time, int(fat))
+            needed = by_world(ctx, groups, margin, motion_time, fat)
         else:
             table_size = grid_table_size(pool, ctx.n_slots)
             needed = _find_pairs(*groups, ctx.n_worlds, ctx.n_bodies, ctx.cell_size,

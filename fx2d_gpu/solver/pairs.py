@@ -97,12 +97,13 @@ def count_kept_pairs(ctx):
 
 
 def find_step_pairs(ctx, margin: float, motion_time: float,
-                    refit: tuple[int, int] | None = None) -> int:
+                    refit: tuple[int, int] | None = None, by_world=None) -> int:
     """The broad phase: the step's candidate pairs into `contacts` (broad phase order, each
     body's range in manifolds.pair_start; sets ctx.cache.n_pairs), for AABBs grown by margin
     (m) plus what each body covers in motion_time (s). Returns the sleeping body slots
     where it counted them (worlds with fat boxes), else -1. `refit`: refit_step_boxes's
-    answer for this margin and time, if it already ran.
+    answer for this margin and time, if it already ran. `by_world`: the small worlds' launch
+    (broad_phase.find_candidate_pairs), None for its own.
 
     Small worlds (not ctx.fat_boxes) pair those boxes. Larger worlds pair fat boxes where
     no body sleeps (broad_phase.refit_fat_boxes: a body's box is made again only when it
@@ -113,7 +114,10 @@ def find_step_pairs(ctx, margin: float, motion_time: float,
     """
     ctx.cache.pairs_kept = False
     if not ctx.fat_boxes:
-        find_candidate_pairs(ctx, margin, motion_time)
+        if by_world is None:
+            find_candidate_pairs(ctx, margin, motion_time)
+        else:
+            find_candidate_pairs(ctx, margin, motion_time, by_world=by_world)
         return -1
     if refit is None:
         refit = refit_step_boxes(ctx, margin, motion_time)

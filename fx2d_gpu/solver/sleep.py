@@ -38,7 +38,9 @@ Rules
   step, and a sleeping row hit by a ball behaves exactly as an awake one would.
 
 Per step: save_previous_pairs -> broad phase -> wake_islands (> 0: broad phase again) ->
-carry_contacts ... substeps ... -> update_sleep.
+carry_contacts ... substeps ... -> update_sleep. Small worlds (broad_phase's by-world pairs)
+wake inside their broad phase's one launch instead (find_pairs_waking_by_world): the same
+marks, between placing the bodies and pairing them.
 
 Fields (device.py): bodies.island (the labels); IslandScratch: previous_label (a sleeping
 body's label before the labelling), parent (the union-find forest), wake (marks per island:
@@ -63,6 +65,7 @@ result does not depend on the order of threads.
 import taichi as ti
 
 from ..bodies import can_move, is_sensor_pair
+from ..collision.broad_phase import pair_world_bodies, place_world_bodies, world_pair_found
 from ..device import MAX_MANIFOLD_POINTS
 from ..launching import quick
 from .pairs import previous_pair
@@ -449,30 +452,35 @@ def _wake_if_marked(bodies: ti.template(), islands: ti.template(), slot, n_bodie
         ti.atomic_add(islands.woken[None], 1)
 
 
-@quick
-@ti.kernel
-def _wake_launch(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-                 manifolds: ti.template(), previous: ti.template(), islands: ti.template(),
-                 serial: ti.template(), n_slots: ti.i32, n_bodies: ti.i32, n_pairs: ti.i32,
-                 n_joints: ti.i32) -> ti.i32:
+@ti.func
+def _mark_pushed_sleeper(model: ti.template(), bodies: ti.template(), previous: ti.template(),
+                         islands: ti.template(), a, b, n_bodies, stamp):
+    """Mark, for waking, the island of whichever of candidate pair (a, b) (slots, a < b)
+    sleeps when the other, awake, pushes it (_pushes: as a pair last step had or a new
+    one). A sensor exerts no force: it never wakes a sleeper."""
+    sleeping_a, sleeping_b = bodies.sleeping[a] == 1, bodies.sleeping[b] == 1
+    if sleeping_a != sleeping_b and not (model.sensor[a % n_bodies] == 1
+                                         or model.sensor[b % n_bodies] == 1):
+        pushed = False
+        if previous_pair(previous, a, b) >= 0:
+            pushed = _pushes(model, bodies, b if sleeping_a else a, n_bodies, _OLD_PAIR)
+        else:
+            pushed = _pushes(model, bodies, b if sleeping_a else a, n_bodies, _NEW_PAIR)
+        if pushed:
+            islands.wake[_island_of(bodies, a if sleeping_a else b, n_bodies)] = stamp
+
+
+@ti.func
+def _mark_joint_and_force_wakes(model: ti.template(), bodies: ti.template(), joints: ti.template(),
+                                islands: ti.template(), serial: ti.template(), n_slots, n_bodies,
+                                n_joints, stamp):
+    """Mark the islands that a joint to an awake body or an applied force wakes. Called at
+    a kernel's top level: its loop is a parallel loop of the kernel."""
     n_joint_slots = n_joints * (n_slots // ti.max(n_bodies, 1))
-    stamp = _new_stamp(islands)
     ti.loop_config(serialize=serial)
-    for e in range(n_pairs + n_joint_slots + n_slots):
-        if e < n_pairs:
-            a, b = manifolds.body_a[e], manifolds.body_b[e]
-            sleeping_a, sleeping_b = bodies.sleeping[a] == 1, bodies.sleeping[b] == 1
-            # A sensor exerts no force: it never wakes a sleeper.
-            if sleeping_a != sleeping_b and not is_sensor_pair(model, manifolds, e, n_bodies):
-                pushed = False
-                if previous_pair(previous, a, b) >= 0:
-                    pushed = _pushes(model, bodies, b if sleeping_a else a, n_bodies, _OLD_PAIR)
-                else:
-                    pushed = _pushes(model, bodies, b if sleeping_a else a, n_bodies, _NEW_PAIR)
-                if pushed:
-                    islands.wake[_island_of(bodies, a if sleeping_a else b, n_bodies)] = stamp
-        elif e < n_pairs + n_joint_slots:
-            a, b = _joint_ends(joints, e - n_pairs, n_bodies, n_joints)
+    for e in range(n_joint_slots + n_slots):
+        if e < n_joint_slots:
+            a, b = _joint_ends(joints, e, n_bodies, n_joints)
             if bodies.enabled[a] == 0 or bodies.enabled[b] == 0:
                 pass  # a joint with a disabled body is out of the simulation
             elif bodies.sleeping[b] == 1 and _pushes(model, bodies, a, n_bodies, _JOINT):
@@ -480,14 +488,83 @@ def _wake_launch(model: ti.template(), bodies: ti.template(), joints: ti.templat
             if bodies.sleeping[a] == 1 and _pushes(model, bodies, b, n_bodies, _JOINT):
                 islands.wake[_island_of(bodies, a, n_bodies)] = stamp
         else:
-            slot = e - n_pairs - n_joint_slots
+            slot = e - n_joint_slots
             if bodies.sleeping[slot] == 1 and (bodies.force[slot].norm() > 0.0
                                                or bodies.torque[slot] != 0.0):
                 islands.wake[_island_of(bodies, slot, n_bodies)] = stamp
+
+
+@ti.func
+def _wake_marked(bodies: ti.template(), islands: ti.template(), serial: ti.template(), n_slots,
+                 n_bodies, stamp):
+    """Wake every body of the islands marked with this call's stamp; returns how many woke.
+    Called at a kernel's top level, after the marks."""
     ti.loop_config(serialize=serial)
     for slot in range(n_slots):
         _wake_if_marked(bodies, islands, slot, n_bodies, stamp)
     return islands.woken[None]
+
+
+@quick
+@ti.kernel
+def _wake_launch(model: ti.template(), bodies: ti.template(), joints: ti.template(),
+                 manifolds: ti.template(), previous: ti.template(), islands: ti.template(),
+                 serial: ti.template(), n_slots: ti.i32, n_bodies: ti.i32, n_pairs: ti.i32,
+                 n_joints: ti.i32) -> ti.i32:
+    stamp = _new_stamp(islands)
+    ti.loop_config(serialize=serial)
+    for e in range(n_pairs):
+        _mark_pushed_sleeper(model, bodies, previous, islands, manifolds.body_a[e],
+                             manifolds.body_b[e], n_bodies, stamp)
+    _mark_joint_and_force_wakes(model, bodies, joints, islands, serial, n_slots, n_bodies,
+                                n_joints, stamp)
+    return _wake_marked(bodies, islands, serial, n_slots, n_bodies, stamp)
+
+
+@quick
+@ti.kernel
+def _find_pairs_waking_by_world(model: ti.template(), bodies: ti.template(),
+                                joints: ti.template(), manifolds: ti.template(),
+                                grid: ti.template(), counts: ti.template(), scan: ti.template(),
+                                serial: ti.template(), previous: ti.template(),
+                                islands: ti.template(), n_worlds: ti.i32, n_bodies: ti.i32,
+                                n_joints: ti.i32, cell_size: ti.f32, margin: ti.f32,
+                                motion_time: ti.f32, fat: ti.i32) -> ti.math.ivec3:
+    """The small worlds' broad phase (broad_phase._find_pairs_by_world) with wake_islands
+    between its halves: the bodies placed, the islands that the pairs found now would wake
+    woken (_wake_launch's marks: each sleeping body checks the bodies of its world, as the
+    pair's owner would), then the pairs counted and written. Waking changes no box (a
+    sleeping body has no velocity), only which pairs are wanted, so the pairs are those
+    of a broad phase, wake_islands and a second broad phase: one pass over the bodies
+    instead of two."""
+    n_slots = n_worlds * n_bodies
+    place_world_bodies(model, bodies, grid, counts, serial, n_worlds, n_bodies, cell_size,
+                       margin, motion_time, fat)
+    stamp = _new_stamp(islands)
+    ti.loop_config(serialize=serial)
+    for slot in range(n_slots):
+        if bodies.sleeping[slot] == 1:
+            first_slot = slot - slot % n_bodies
+            for other in range(first_slot, first_slot + n_bodies):
+                if world_pair_found(model, bodies, joints, grid, slot, other, n_bodies):
+                    _mark_pushed_sleeper(model, bodies, previous, islands,
+                                         ti.min(slot, other), ti.max(slot, other), n_bodies,
+                                         stamp)
+    _mark_joint_and_force_wakes(model, bodies, joints, islands, serial, n_slots, n_bodies,
+                                n_joints, stamp)
+    _wake_marked(bodies, islands, serial, n_slots, n_bodies, stamp)
+    return pair_world_bodies(model, bodies, joints, manifolds, grid, counts, scan, serial,
+                             n_worlds, n_bodies)
+
+
+def find_pairs_waking_by_world(ctx, groups, margin: float, motion_time: float, fat: bool):
+    """broad_phase.find_candidate_pairs' launch for small worlds (its `by_world`) in a
+    step: their pairs found and the islands those pairs push woken, in one launch
+    (_find_pairs_waking_by_world; the step then needs no wake_islands)."""
+    pool = ctx.pool
+    return _find_pairs_waking_by_world(*groups, pool.previous, pool.islands, ctx.n_worlds,
+                                       ctx.n_bodies, ctx.n_joints, ctx.cell_size, margin,
+                                       motion_time, int(fat))
 
 
 def wake_islands(ctx) -> int:

@@ -7,7 +7,9 @@ step() reads as the pipeline (Box2D v3's solver stage list, made batched):
                                                    phase over AABBs grown by the step's
                                                    motion (large worlds: fat boxes, and
                                                    last step's pairs if none moved), woken
-                                                   islands paired, impulses and colours
+                                                   islands paired (small worlds: woken in
+                                                   the broad phase's launch), impulses and
+                                                   colours
                                                    carried to the new pairs
     begin step      begin_step                     (worlds of more than 40 bodies) the
                                                    first substep's motors and velocities,
@@ -53,7 +55,7 @@ from .pairs import (
 )
 from .profile import NO_PROFILE
 from .reporting import report_contacts
-from .sleep import update_sleep, wake_islands
+from .sleep import find_pairs_waking_by_world, update_sleep, wake_islands
 
 
 def step(ctx, profile=NO_PROFILE):
@@ -115,12 +117,17 @@ def find_pairs(ctx, refit=None, profile=NO_PROFILE) -> bool:
     if refit is None:
         refit = refit_step_boxes(ctx, SPECULATIVE_DISTANCE, pair_window(ctx))
     save_previous_pairs(ctx)
-    sleepers = find_step_pairs(ctx, SPECULATIVE_DISTANCE, pair_window(ctx), refit)
-    # Where no body sleeps (refit_fat_boxes counted them) there is nothing to wake.
-    if sleepers != 0 and wake_islands(ctx):
-        # The broad phase pairs no two sleeping bodies: pair the woken ones now, so they
-        # meet each other this step.
-        find_step_pairs(ctx, SPECULATIVE_DISTANCE, pair_window(ctx))
+    if ctx.small_worlds:
+        # One launch finds the pairs and wakes the islands they push, between its halves.
+        find_step_pairs(ctx, SPECULATIVE_DISTANCE, pair_window(ctx), refit,
+                        by_world=find_pairs_waking_by_world)
+    else:
+        sleepers = find_step_pairs(ctx, SPECULATIVE_DISTANCE, pair_window(ctx), refit)
+        # Where no body sleeps (refit_fat_boxes counted them) there is nothing to wake.
+        if sleepers != 0 and wake_islands(ctx):
+            # The broad phase pairs no two sleeping bodies: pair the woken ones now, so
+            # they meet each other this step.
+            find_step_pairs(ctx, SPECULATIVE_DISTANCE, pair_window(ctx))
     carry_contacts(ctx)
     if not ctx.small_coloring:
         begin_step(ctx, profile)
