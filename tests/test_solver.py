@@ -24,8 +24,8 @@ def ground_scene(arch, solver="xpbd", **ground):
     return scene
 
 
-def test_box_resting_on_ground_is_still_and_sleeps(arch):
-    scene = ground_scene(arch)
+def test_box_resting_on_ground_is_still_and_sleeps(arch, solver):
+    scene = ground_scene(arch, solver)
     box = scene.add_box((0.0, 0.5), (1.0, 1.0))
     positions, speeds = track(scene, box, seconds=3.0)
     assert np.ptp(positions[:, 1]) < 0.5e-3
@@ -317,8 +317,8 @@ def test_batched_worlds_equal_single_runs(arch, solver):
         np.testing.assert_array_equal(got.angle[0], end.angle[w])
 
 
-def test_a_sleeping_box_wakes_when_hit_or_pushed(arch):
-    scene = ground_scene(arch)
+def test_a_sleeping_box_wakes_when_hit_or_pushed(arch, solver):
+    scene = ground_scene(arch, solver)
     box = scene.add_box((0.0, 0.5), (1.0, 1.0))
     other = scene.add_box((5.0, 0.5), (1.0, 1.0))
     for _ in range(90):
