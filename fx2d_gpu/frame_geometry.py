@@ -23,9 +23,12 @@ again when the scene's bodies change). Every frame one kernel, run over (view, b
 each body's pose from the device pool and writes its vertices; a body whose pose is the one
 it was last drawn at, in an unchanged view, is skipped (static and sleeping bodies are not
 drawn again until the view changes), and its colours are written only when its look changes
-(dimmed while asleep, with dim_sleeping). Vertex counts are known on the host from the
-templates, so no count is read back and each buffer holds exactly what GGUI is to draw
-(GGUI 1.7.4 draws every vertex of what it is given).
+(dimmed while asleep, with dim_sleeping). Each point is written once: a fan of b triangles
+has b + 1 vertices and an outline of b segments b, which index arrays, built once on the
+host, turn into 3 b and 2 b corners (GGUI draws through them), so a frame writes and hands
+to GGUI 2.2-2.5 times fewer vertices than drawing every corner (a disc: 21 + 22 vertices
+for 60 + 42 corners). Vertex counts are known on the host from the templates, so no count
+is read back.
 
 The buffers are NumPy arrays on the CPU backends (the kernel writes them in place) and device
 ndarrays elsewhere, in one of two layouts (VertexBuffer): "ggui" (the default), GGUI's own
@@ -150,7 +153,9 @@ def _to_host(array, width: int) -> np.ndarray:
 
 class VertexBuffer:
     """`count` vertices: window coordinates and RGB 0-1 colours, float32, held in one of two
-    layouts (flat NumPy arrays on the CPU backends, device ndarrays elsewhere):
+    layouts (flat NumPy arrays on the CPU backends, device ndarrays elsewhere), and
+    `indices` (int32 on the host, 3 a triangle or 2 a segment; None: the vertices in
+    order), which GGUI draws them through:
 
     "ggui": one array of count rows of VERTEX_FLOATS, GGUI's own vertex layout (alpha 1; z,
         normal and texture 0): `draw` hands it to GGUI as it is; a frame writes 8 of every
@@ -165,10 +170,12 @@ class VertexBuffer:
     backends: copy them to keep them).
     """
 
-    def __init__(self, count: int, colour=None, layout: str = "ggui"):
+    def __init__(self, count: int, colour=None, layout: str = "ggui",
+                 indices: np.ndarray | None = None):
         if layout not in ("ggui", "compact"):
             raise ValueError(f"layout must be 'ggui' or 'compact', got {layout!r}")
         self.count = count
+        self.indices = indices
         self.layout = layout
         self._packed = None
         if layout == "ggui":
@@ -183,12 +190,21 @@ class VertexBuffer:
             self.rgb = _to_device(rgb)
             self.xy_stride, self.rgb_stride, self.colour_offset = 2, 3, 0
 
+    @property
+    def corners(self) -> int:
+        """What is drawn: the indices' count (3 a triangle, 2 a segment), else count."""
+        return self.count if self.indices is None else len(self.indices)
+
     def positions(self) -> np.ndarray:
         return _to_host(self.xy, self.xy_stride)[: self.count, :2]
 
     def colours(self) -> np.ndarray:
         start = self.colour_offset
         return _to_host(self.rgb, self.rgb_stride)[: self.count, start:start + 3]
+
+    def drawn(self, values: np.ndarray) -> np.ndarray:
+        """positions() or colours() as drawn: a row per corner (through the indices)."""
+        return values if self.indices is None else values[self.indices]
 
     def ggui_vertices(self) -> np.ndarray:
         """(count, VERTEX_FLOATS) float32 in GGUI's layout, on the host: the array itself
@@ -212,28 +228,32 @@ def _ggui_rows(count: int, colour) -> np.ndarray:
 
 
 def _draw_lines(canvas, buffer: VertexBuffer | None, width: float):
-    if buffer is not None and buffer.count:
-        _canvas_call(canvas, "lines", buffer.ggui_vertices(), width)
+    if buffer is not None and buffer.corners:
+        _canvas_call(canvas, "lines", buffer.ggui_vertices(), width, buffer.indices)
 
 
-def _canvas_call(canvas, kind: str, vertices: np.ndarray, size: float = 0.0):
+def _canvas_call(canvas, kind: str, vertices: np.ndarray, size: float = 0.0,
+                 indices: np.ndarray | None = None):
     """Hand a vertex array in GGUI's layout (host memory) to the canvas: "triangles",
-    "lines" (size: the width) or "circles" (size: the radius), coloured per vertex. This is
-    GGUI 1.7.4's own call behind ti.ui.Canvas.triangles / lines / circles, which first copy
-    a field into a new such array every frame; where GGUI's internals differ, the frame is
-    copied into fields and drawn with the public calls instead."""
+    "lines" (size: the width) or "circles" (size: the radius), coloured per vertex, drawn
+    through `indices` (int32, host; None: in order). This is GGUI 1.7.4's own call behind
+    ti.ui.Canvas.triangles / lines / circles, which first copy a field into a new such
+    array every frame; where GGUI's internals differ, the frame is copied into fields and
+    drawn with the public calls instead."""
     try:
         from taichi.ui.utils import get_field_info
 
-        info, no_indices = get_field_info(vertices), get_field_info(None)
+        info, index_info = get_field_info(vertices), get_field_info(indices)
         grey = (0.5, 0.5, 0.5)
         if kind == "triangles":
-            canvas.canvas.triangles(info, no_indices, True, grey)
+            canvas.canvas.triangles(info, index_info, True, grey)
         elif kind == "lines":
-            canvas.canvas.lines(info, no_indices, True, grey, size)
+            canvas.canvas.lines(info, index_info, True, grey, size)
         else:
             canvas.canvas.circles(info, True, False, grey, size)
     except (ImportError, AttributeError, TypeError):
+        if indices is not None:
+            vertices = vertices[indices]
         positions, colours = _fields(vertices)
         if kind == "triangles":
             canvas.triangles(positions, per_vertex_color=colours)
@@ -258,6 +278,42 @@ def _fields(vertices: np.ndarray):
     return positions, colours
 
 
+def _body_indices(kind: np.ndarray, boundary: np.ndarray, triangle_start: np.ndarray,
+                  line_start: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(triangle indices (3 a triangle), line indices (2 a segment)), int32, of one view's
+    bodies into the vertices _fill_bodies writes (triangle_start and line_start: each
+    body's first). A body of boundary b: the fan (centre, boundary n, boundary n + 1) for
+    n < b, from the centre at its first vertex; the outline's segments (boundary n,
+    boundary n + 1) after a circle's mark (its first two vertices); a segment, its two
+    ends. The same corners, in the same order, as viewer.build_mesh writes out."""
+    filled = kind != KIND_SEGMENT
+    mark = (kind == KIND_CIRCLE).astype(np.int64)
+    fan = np.where(filled, boundary, 0)
+    body = np.repeat(np.arange(len(kind)), fan)
+    n = np.arange(len(body)) - np.repeat(np.cumsum(fan) - fan, fan)
+    ring = triangle_start[body] + 1
+    triangles = np.stack([triangle_start[body], ring + n, ring + (n + 1) % boundary[body]], 1)
+    # Segments a body draws: the circle's mark, then its boundary's (or the segment).
+    segments = np.where(filled, boundary + mark, 1)
+    body = np.repeat(np.arange(len(kind)), segments)
+    n = np.arange(len(body)) - np.repeat(np.cumsum(segments) - segments, segments)
+    first = line_start[body]
+    edge = n - mark[body]  # the boundary's segment n (-1: the mark)
+    ring = first + 2 * mark[body]
+    size = np.maximum(boundary[body], 1)
+    lines = np.where((filled[body] & (edge >= 0))[:, None],
+                     np.stack([ring + edge, ring + (edge + 1) % size], 1),
+                     np.stack([first, first + 1], 1))
+    return triangles.reshape(-1).astype(np.int32), lines.reshape(-1).astype(np.int32)
+
+
+def _per_view(indices: np.ndarray, n_views: int, vertices_per_view: int) -> np.ndarray:
+    """One view's indices repeated for n_views views, view v's offset by v times a view's
+    vertices."""
+    offsets = np.repeat(np.arange(n_views, dtype=np.int64) * vertices_per_view, len(indices))
+    return (np.tile(indices, n_views) + offsets).astype(np.int32)
+
+
 @dataclass
 class Frame:
     """One frame's geometry (FrameGeometry.update): the buffers GGUI draws, in order.
@@ -278,15 +334,18 @@ class Frame:
         """(triangles (3t, 2), triangle colours (3t, 3), lines (2l, 2), line colours (2l,
         3)), float32 copies: what viewer.build_mesh returns (for tests and other
         renderers)."""
-        return (self.triangles.positions().copy(), self.triangles.colours().copy(),
-                self.lines.positions().copy(), self.lines.colours().copy())
+        triangles, lines = self.triangles, self.lines
+        return (triangles.drawn(triangles.positions()).copy(),
+                triangles.drawn(triangles.colours()).copy(),
+                lines.drawn(lines.positions()).copy(), lines.drawn(lines.colours()).copy())
 
     def draw(self, canvas, line_width: float = 0.002, point_radius: float = 0.004):
         """Draw the frame on a GGUI canvas (ti.ui.Window.get_canvas()): the bodies' fans,
         their outlines, then the overlays. line_width: a fraction of the window height, as
         canvas.lines takes it; point_radius: the contact points', likewise."""
-        if self.triangles.count:
-            _canvas_call(canvas, "triangles", self.triangles.ggui_vertices())
+        if self.triangles.corners:
+            _canvas_call(canvas, "triangles", self.triangles.ggui_vertices(),
+                         indices=self.triangles.indices)
         _draw_lines(canvas, self.lines, line_width)
         for overlay in (self.boxes, self.joints, self.contact_lines):
             _draw_lines(canvas, overlay, line_width)
@@ -335,8 +394,11 @@ def _fill_bodies(bodies: ti.template(), n_bodies: ti.i32, view_world: _I1, trans
     or TRANSFORM_COLUMNS), write the body's vertices where its pose (bodies.position and
     angle of slot view_world[v] * n_bodies + body[d]) differs from drawn_pose (or
     `redraw`), and its colours where its look (1: dimmed, asleep with dim_sleeping)
-    differs from drawn_look. Buffers as VertexBuffer lays them out; boxes: 8 line vertices
-    (GGUI's layout) a body's AABB, when with_boxes."""
+    differs from drawn_look. Buffers as VertexBuffer lays them out, each vertex written
+    once: the triangles' fan centre then its boundary, the lines' circle mark (centre,
+    rim) then the boundary, or a segment's two ends (the triangles and segments index
+    them: _body_indices); boxes: 8 line vertices (GGUI's layout) a body's AABB, when
+    with_boxes."""
     n_drawn = body.shape[0]
     for v, d in ti.ndrange(view_world.shape[0], n_drawn):
         slot = view_world[v] * n_bodies + body[d]
@@ -383,11 +445,11 @@ def _fill_bodies(bodies: ti.template(), n_bodies: ti.i32, view_world: _I1, trans
                     reach = ti.Vector([r * view[2], r * view[3]])
                     at = _to_window(view, ox, oy, 0)
                     lo, hi = at - reach, at + reach
-                # Boundary vertex i: a circle's ring (not turned with the body, as build_mesh
-                # draws it), else the outline's point i; each is computed once.
-                here = ti.Vector([0.0, 0.0])
-                for i in range(boundary + 1):
-                    j = i % boundary
+                # Boundary vertex j: a circle's ring (not turned with the body, as build_mesh
+                # draws it), else the outline's point j; each is written once, and the
+                # fan's triangles and the outline's segments index them.
+                _put(triangles, xy_stride, t0, middle)
+                for j in range(boundary):
                     q = ti.Vector([0.0, 0.0])
                     if kd == KIND_CIRCLE:
                         q = _to_window(view, ox + r * ring[2 * j], oy + r * ring[2 * j + 1],
@@ -397,14 +459,8 @@ def _fill_bodies(bodies: ti.template(), n_bodies: ti.i32, view_world: _I1, trans
                         ly = points[2 * (first[d] + j) + 1]
                         q = _to_window(view, rx + c * lx - s * ly, ry + s * lx + c * ly, clamp)
                         lo, hi = ti.min(lo, q), ti.max(hi, q)
-                    if i > 0:
-                        n = i - 1
-                        _put(triangles, xy_stride, t0 + 3 * n, middle)
-                        _put(triangles, xy_stride, t0 + 3 * n + 1, here)
-                        _put(triangles, xy_stride, t0 + 3 * n + 2, q)
-                        _put(lines, xy_stride, line + 2 * n, here)
-                        _put(lines, xy_stride, line + 2 * n + 1, q)
-                    here = q
+                    _put(triangles, xy_stride, t0 + 1 + j, q)
+                    _put(lines, xy_stride, line + j, q)
             if with_boxes != 0:
                 if clamp:
                     for axis in ti.static(range(2)):
@@ -426,7 +482,7 @@ def _fill_bodies(bodies: ti.template(), n_bodies: ti.i32, view_world: _I1, trans
             body_edge = ti.Vector([edge[3 * d], edge[3 * d + 1], edge[3 * d + 2]])
             body_fill += (dim_to - body_fill) * amount
             body_edge += (dim_to - body_edge) * amount
-            n_triangle_vertices, n_line_vertices = 3 * boundary, 2 * boundary
+            n_triangle_vertices, n_line_vertices = boundary + 1, boundary
             if kd == KIND_SEGMENT:
                 n_triangle_vertices, n_line_vertices = 0, 2
             elif kd == KIND_CIRCLE:
@@ -532,8 +588,12 @@ class FrameGeometry:
         fill, edge = _looks(scene, outlines, background)
         kind, count = outlines.kind, outlines.count
         boundary = np.where(kind == KIND_CIRCLE, CIRCLE_SEGMENTS, count)
-        triangle_counts = np.where(kind == KIND_SEGMENT, 0, 3 * boundary)
-        line_counts = np.where(kind == KIND_SEGMENT, 2, 2 * boundary + 2 * (kind == KIND_CIRCLE))
+        # Vertices a body writes (its fan's centre and boundary; its outline's boundary, a
+        # circle's mark, a segment's ends); the triangles and segments index them.
+        triangle_counts = np.where(kind == KIND_SEGMENT, 0, boundary + 1)
+        line_counts = np.where(kind == KIND_SEGMENT, 2, boundary + 2 * (kind == KIND_CIRCLE))
+        triangle_start = (np.cumsum(triangle_counts) - triangle_counts).astype(np.int32)
+        line_start = (np.cumsum(line_counts) - line_counts).astype(np.int32)
         joints = scene._builder.joints
         self._templates = {
             "n_drawn": len(outlines),
@@ -545,9 +605,9 @@ class FrameGeometry:
             "centre": _to_device(outlines.centre.astype(np.float32)),
             "radius": _to_device(outlines.radius.astype(np.float32)),
             "points": _to_device(outlines.points.reshape(-1, 2).astype(np.float32)),
-            "triangle_start": _to_device((np.cumsum(triangle_counts) - triangle_counts)
-                                         .astype(np.int32)),
-            "line_start": _to_device((np.cumsum(line_counts) - line_counts).astype(np.int32)),
+            "triangle_start": _to_device(triangle_start),
+            "line_start": _to_device(line_start),
+            "indices": _body_indices(kind, boundary, triangle_start, line_start),
             "triangles_per_view": int(triangle_counts.sum()),
             "lines_per_view": int(line_counts.sum()),
             "fill": _to_device((fill / 255.0).astype(np.float32)),
@@ -577,8 +637,12 @@ class FrameGeometry:
         if self._layout_key == n_views:
             return
         n_keys = n_views * t["n_drawn"]
-        self._triangles = VertexBuffer(n_views * t["triangles_per_view"], layout=self.layout)
-        self._lines = VertexBuffer(n_views * t["lines_per_view"], layout=self.layout)
+        triangle_indices, line_indices = t["indices"]
+        self._triangles = VertexBuffer(n_views * t["triangles_per_view"], layout=self.layout,
+                                       indices=_per_view(triangle_indices, n_views,
+                                                         t["triangles_per_view"]))
+        self._lines = VertexBuffer(n_views * t["lines_per_view"], layout=self.layout,
+                                   indices=_per_view(line_indices, n_views, t["lines_per_view"]))
         self._box_buffer = None
         self._joint_buffer = None
         # Never drawn yet: NaN poses differ from every pose, -1 from every look.
@@ -590,13 +654,14 @@ class FrameGeometry:
     # ------------------------------------------------------------------ frames
     @property
     def n_triangle_vertices(self) -> int:
-        """Triangle vertices of the last update (3 per triangle)."""
-        return self._triangles.count if self._layout_key is not None else 0
+        """Triangle corners of the last update (3 per triangle; drawn from fewer vertices,
+        by index: VertexBuffer.count)."""
+        return self._triangles.corners if self._layout_key is not None else 0
 
     @property
     def n_line_vertices(self) -> int:
-        """Body line vertices of the last update (2 per segment)."""
-        return self._lines.count if self._layout_key is not None else 0
+        """Body line ends of the last update (2 per segment; by index, as the triangles)."""
+        return self._lines.corners if self._layout_key is not None else 0
 
     def update(self, views=None, aspect: float = 4 / 3, *, bounds=None, worlds=None,
                max_tiles: int = 64) -> Frame:

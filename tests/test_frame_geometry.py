@@ -179,6 +179,19 @@ def test_convenience_views_a_world_and_default_bounds(arch):
     assert_frame_matches(frame, scene, views, 1.5)
     assert geometry.n_triangle_vertices == len(frame.arrays()[0])
     assert geometry.n_line_vertices == len(frame.arrays()[2])
+    # Each point is written once and the triangles and segments index it: a fan of b
+    # triangles has b + 1 vertices (3 b corners), an outline of b segments b vertices
+    # (2 b ends), a circle's outline 2 more for its mark, a segment 2 ends of its own.
+    from fx2d_gpu.frame_geometry import CIRCLE_SEGMENTS
+    from fx2d_gpu.render import KIND_CIRCLE, KIND_SEGMENT, body_outlines
+
+    outlines = body_outlines(scene)
+    boundary = np.where(outlines.kind == KIND_CIRCLE, CIRCLE_SEGMENTS, outlines.count)
+    filled = outlines.kind != KIND_SEGMENT
+    assert frame.triangles.count == np.sum(np.where(filled, boundary + 1, 0))
+    assert frame.lines.count == np.sum(np.where(filled, boundary, 2)
+                                       + 2 * (outlines.kind == KIND_CIRCLE))
+    assert geometry.n_triangle_vertices == 3 * np.sum(np.where(filled, boundary, 0))
 
 
 def test_a_changed_view_draws_static_and_resting_bodies_again(arch):
