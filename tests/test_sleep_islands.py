@@ -353,14 +353,14 @@ def test_a_push_on_a_sleeping_stack_wakes_the_whole_stack(arch):
     assert not scene.get_state().sleeping[0, boxes].any()
 
 
-def ball_into_a_row(arch, enable_sleep, settle_steps=None):
+def ball_into_a_row(arch, enable_sleep, settle_steps=None, solver="xpbd"):
     """Issue 12 item 2: four touching balls (r 0.5, 1 kg, e 1, no friction, no gravity) at
     rest; once they sleep (or after settle_steps), a fifth arrives from 3 m at 6 m/s.
 
     Returns the steps waited, the final x velocities (striker last), the striker's lowest x
     velocity and the deepest overlap of two balls over 2 s.
     """
-    scene = fx.Scene(gravity=(0.0, 0.0), arch=arch, enable_sleep=enable_sleep)
+    scene = fx.Scene(gravity=(0.0, 0.0), arch=arch, enable_sleep=enable_sleep, solver=solver)
     ball = {"mass": 1.0, "elasticity": 1.0, "static_friction": 0.0, "dynamic_friction": 0.0}
     row = [scene.add_circle((float(i), 0.0), 0.5, **ball) for i in range(4)]
     steps = 0
@@ -382,27 +382,32 @@ def ball_into_a_row(arch, enable_sleep, settle_steps=None):
     return steps, scene.get_state().velocity[0, :, 0], lowest, overlap
 
 
-def test_sleeping_balls_are_hit_as_if_they_were_awake(arch):
+def test_sleeping_balls_are_hit_as_if_they_were_awake(arch, solver):
     """The sleeping row wakes as a whole before the striker reaches it: the impact conserves
     momentum and ends as it does with sleep disabled, and no ball is pushed into another."""
-    steps, velocity, _, overlap = ball_into_a_row(arch, enable_sleep=True)
-    _, awake_velocity, _, _ = ball_into_a_row(arch, enable_sleep=False, settle_steps=steps)
+    steps, velocity, _, overlap = ball_into_a_row(arch, enable_sleep=True, solver=solver)
+    _, awake_velocity, _, _ = ball_into_a_row(arch, enable_sleep=False, settle_steps=steps,
+                                              solver=solver)
     assert velocity.sum() == pytest.approx(6.0, rel=1e-4)
     np.testing.assert_allclose(velocity, awake_velocity, atol=1e-3)
     assert overlap < 0.01
 
 
-def test_a_ball_into_four_sleeping_balls_conserves_momentum(arch):
+def test_a_ball_into_four_sleeping_balls_conserves_momentum(arch, solver):
     """The issue's scene: total momentum stays +6 to 1e-4 relative (it went to -7.5 when the
-    sleeping balls acted as a wall), the impact creates no kinetic energy, and as in a
-    Newton's cradle of equal elastic balls the last ball leaves near 6 m/s while the others
-    stay (restitution in the substep of each impact: a step-level bounce spread the impact
-    through the row inelastically, 0, 2.25, 2.81, 2.81 and the striker -1.875)."""
-    _, velocity, _, _ = ball_into_a_row(arch, enable_sleep=True)
+    sleeping balls acted as a wall) and the impact creates no kinetic energy, with either
+    solver. With XPBD, as in a Newton's cradle of equal elastic balls, the last ball leaves
+    near 6 m/s while the others stay (restitution in the substep of each impact: a
+    step-level bounce spread the impact through the row inelastically, 0, 2.25, 2.81, 2.81
+    and the striker -1.875). The soft step's one restitution pass a step spreads it as
+    Box2D v3 does (docs/solvers.md: 0, 0.86, 2.69, 3.92 and -1.47 here; Box2D v3, pyb2d3,
+    4 substeps: 0.85, 1.90, 2.75, 2.75 and -2.26), so only the first two hold for it."""
+    _, velocity, _, _ = ball_into_a_row(arch, enable_sleep=True, solver=solver)
     assert velocity.sum() == pytest.approx(6.0, rel=1e-4)
     assert 0.5 * np.sum(velocity**2) <= 0.5 * 6.0**2 * 1.01
-    assert velocity[3] == pytest.approx(6.0, rel=0.05)  # the far end of the row
-    np.testing.assert_allclose(velocity[[0, 1, 2, 4]], 0.0, atol=0.3)
+    if solver == "xpbd":
+        assert velocity[3] == pytest.approx(6.0, rel=0.05)  # the far end of the row
+        np.testing.assert_allclose(velocity[[0, 1, 2, 4]], 0.0, atol=0.3)
 
 
 def test_a_moving_kinematic_body_wakes_and_pushes_a_sleeping_one():
