@@ -613,8 +613,7 @@ def grid_table_size(pool, n_slots: int) -> int:
 
 
 def find_candidate_pairs(ctx, margin: float = 0.0, motion_time: float = 0.0,
-                         into: str = "manifolds", fat: bool = False,
-                         by_world=_launch_pairs_by_world) -> int:
+                         into: str = "manifolds", fat: bool = False, by_world=None) -> int:
     """Candidate pairs of every world at the current poses (AABBs grown by margin (m) plus
     what each body covers in motion_time (s); `fat`: each body's fat box instead,
     refit_fat_boxes) into the Manifolds group `into`; returns their number. Into `manifolds`
@@ -627,8 +626,10 @@ def find_candidate_pairs(ctx, margin: float = 0.0, motion_time: float = 0.0,
     body checks the AABBs of its world's bodies, which lie next to each other in memory
     (at most 40 checks a body instead of hashing up to 4 cells on each level); the same
     pairs in the same order, so nothing after it can tell. `by_world`: their launch,
-    (ctx, groups, margin, motion_time, fat) -> (entries, pairs, lost bodies) needed
-    (sleep.find_pairs_waking_by_world also wakes the islands the pairs push)."""
+    (ctx, groups, margin, motion_time, fat) -> (entries, pairs, lost bodies) needed; None:
+    _find_pairs_by_world's (sleep.find_pairs_waking_by_world also wakes the islands the
+    pairs push)."""
+    by_world = by_world or _launch_pairs_by_world
     cache = ctx.cache
     while True:
         pool = ctx.pool

@@ -103,7 +103,7 @@ def find_step_pairs(ctx, margin: float, motion_time: float,
     (m) plus what each body covers in motion_time (s). Returns the sleeping body slots
     where it counted them (worlds with fat boxes), else -1. `refit`: refit_step_boxes's
     answer for this margin and time, if it already ran. `by_world`: the small worlds' launch
-    (broad_phase.find_candidate_pairs), None for its own.
+    (broad_phase.find_candidate_pairs'; None: its own).
 
     Small worlds (not ctx.fat_boxes) pair those boxes. Larger worlds pair fat boxes where
     no body sleeps (broad_phase.refit_fat_boxes: a body's box is made again only when it
@@ -114,10 +114,7 @@ def find_step_pairs(ctx, margin: float, motion_time: float,
     """
     ctx.cache.pairs_kept = False
     if not ctx.fat_boxes:
-        if by_world is None:
-            find_candidate_pairs(ctx, margin, motion_time)
-        else:
-            find_candidate_pairs(ctx, margin, motion_time, by_world=by_world)
+        find_candidate_pairs(ctx, margin, motion_time, by_world=by_world)
         return -1
     if refit is None:
         refit = refit_step_boxes(ctx, margin, motion_time)
