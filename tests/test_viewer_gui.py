@@ -250,6 +250,31 @@ def test_overlay_toggles_draw_contacts_aabbs_joints_and_sleepers(arch):
 
 
 # ---------------------------------------------------------------------------- pause, reset
+def test_overlays_read_the_state_back_only_when_they_need_it(arch, monkeypatch):
+    """overlay_geometry(controller, None) reads the bodies' state (a host copy of every
+    body) only for AABBs, joints, sleeping bodies or a held body; a plain frame reads none
+    (GGUIPainter.draw passes None), and the overlays it draws are those drawn from a state
+    read beforehand."""
+    from fx2d_gpu.viewer import _LocalOutlines
+
+    scene = open_scene(arch)
+    scene.add_box((0.0, 0.0), (1.0, 1.0))
+    controller = ViewerController(scene, size=SIZE)
+    reads = []
+    get_state = scene.get_state
+    monkeypatch.setattr(scene, "get_state", lambda *a, **k: reads.append(1) or get_state(*a, **k))
+    outlines = _LocalOutlines(scene)
+    overlay_geometry(controller, None, outlines)
+    controller.press("c")  # contacts come from Scene.contacts, not the state
+    overlay_geometry(controller, None, outlines)
+    assert reads == []
+    controller.press("a")
+    lazy = overlay_geometry(controller, None, outlines)
+    assert reads == [1]
+    eager = overlay_geometry(controller, get_state(), outlines)
+    np.testing.assert_array_equal(lazy.lines, eager.lines)
+
+
 def test_pause_single_step_reset_and_heads_up_text(arch):
     scene = open_scene(arch, gravity=(0.0, -9.81))
     scene.add_box((0.0, -0.5), (12.0, 1.0), mass=0)
