@@ -98,5 +98,10 @@ def should_collide(model: ti.template(), body_a, body_b):
 def is_sensor_pair(model: ti.template(), manifolds: ti.template(), pair, n_bodies):
     """True when either body of the pair is a sensor: the pair is reported (contacts,
     events) but exerts no force, never wakes a body and joins no island."""
-    return (model.sensor[manifolds.body_a[pair] % n_bodies] == 1
-            or model.sensor[manifolds.body_b[pair] % n_bodies] == 1)
+    return has_sensor(model, manifolds.body_a[pair], manifolds.body_b[pair], n_bodies)
+
+
+@ti.func
+def has_sensor(model: ti.template(), slot_a, slot_b, n_bodies):
+    """is_sensor_pair for body slots slot_a and slot_b (a pair not yet stored)."""
+    return model.sensor[slot_a % n_bodies] == 1 or model.sensor[slot_b % n_bodies] == 1

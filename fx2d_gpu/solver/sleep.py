@@ -64,7 +64,7 @@ result does not depend on the order of threads.
 
 import taichi as ti
 
-from ..bodies import can_move, is_sensor_pair
+from ..bodies import can_move, has_sensor, is_sensor_pair
 from ..collision.broad_phase import pair_world_bodies, place_world_bodies, world_pair_found
 from ..device import MAX_MANIFOLD_POINTS
 from ..launching import quick
@@ -459,8 +459,7 @@ def _mark_pushed_sleeper(model: ti.template(), bodies: ti.template(), previous: 
     sleeps when the other, awake, pushes it (_pushes: as a pair last step had or a new
     one). A sensor exerts no force: it never wakes a sleeper."""
     sleeping_a, sleeping_b = bodies.sleeping[a] == 1, bodies.sleeping[b] == 1
-    if sleeping_a != sleeping_b and not (model.sensor[a % n_bodies] == 1
-                                         or model.sensor[b % n_bodies] == 1):
+    if sleeping_a != sleeping_b and not has_sensor(model, a, b, n_bodies):
         pushed = False
         if previous_pair(previous, a, b) >= 0:
             pushed = _pushes(model, bodies, b if sleeping_a else a, n_bodies, _OLD_PAIR)
