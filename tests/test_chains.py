@@ -53,8 +53,8 @@ def test_chain_shape_properties_and_bad_input(arch):
     assert scene.n_bodies == 3  # refused calls added nothing
 
 
-def test_box_rests_on_flat_chain(arch):
-    scene = make_scene(arch)
+def test_box_rests_on_flat_chain(arch, solver):
+    scene = fx.Scene(gravity=(0.0, -10.0), arch=arch, solver=solver)
     add_chain(scene, [[2, 5], [12, 5], [22, 5], [32, 5]])
     box = scene.add_box((12.0, 8.0), (1.0, 1.0), static_friction=0.6, dynamic_friction=0.5)
     state = run(scene, 240).get_state()

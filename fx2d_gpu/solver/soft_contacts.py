@@ -141,16 +141,33 @@ def solve_soft_contact(bodies: ti.template(), manifolds: ti.template(), prepared
                         touched = True
                     elif depth[i] > -HOLD_FRACTION * slop:
                         held = True
-        # Two overlapping frictionless points are solved together (a 2 x 2 block,
-        # _block_normal), so that neither pushes first: one after the other tilts the upper
-        # body every substep, nothing holds the tilt's slide, and a frictionless column of
-        # ten boxes walked sideways and fell, as it does in Box2D v3. With friction (which
-        # holds it), and where a point is apart or the block's answer would pull, one point
-        # after the other, as Box2D v3 solves every manifold: solved as blocks, a loaded
-        # pyramid's contacts kept it swaying (100 rows: 2-5 cm/s after 10 s, where the
-        # point-by-point solve and Box2D both settle below 1 mm/s in 10 s).
+        # A manifold's two normal impulses are solved together where solving one point
+        # after the other would decide the outcome:
+        # - both points apart (a speculative catch) and, in the relax, an impact (both
+        #   points closed faster than RESTITUTION_THRESHOLD when they were found): the
+        #   exact 2-point answer (contacts.block_normal_impulses). One after the other, the
+        #   first point stops the body's near side and sets it turning: a 1 m box dropped
+        #   flat onto the seam of two static boxes left its landing at up to 1 m/s and
+        #   rested up to 72 mm aside (e = 0, friction 0.55, drops of 1.1-5 m), where Box2D
+        #   v3, which happens to find the point under the centre first, rests within
+        #   0.01 mm. Resting contacts are not impacts: they stay point by point (below).
+        # - two overlapping frictionless points (_block_normal), so that neither pushes
+        #   first: one after the other tilts the upper body every substep, nothing holds
+        #   the tilt's slide, and a frictionless column of ten boxes walked sideways and
+        #   fell, as it does in Box2D v3.
+        # Otherwise one point after the other, as Box2D v3 solves every manifold: with the
+        # relax's touching points solved as blocks, a loaded pyramid's contacts kept it
+        # swaying (100 rows: 2-5 cm/s after 10 s, where the point-by-point solve and
+        # Box2D both settle below 1 mm/s in 10 s).
         blocked = False
-        if (count == 2 and depth[0] >= 0.0 and depth[1] >= 0.0
+        impact = (ti.static(not use_bias)
+                  and prepared.approach[pair, 0] < -RESTITUTION_THRESHOLD
+                  and prepared.approach[pair, 1] < -RESTITUTION_THRESHOLD)
+        if count == 2 and ((depth[0] < 0.0 and depth[1] < 0.0) or impact):
+            (blocked, velocity_a, spin_a, velocity_b,
+             spin_b) = _block_catch(manifolds, prepared, pair, masses, normal, velocity_a,
+                                    spin_a, velocity_b, spin_b, bias)
+        elif (count == 2 and depth[0] >= 0.0 and depth[1] >= 0.0
                 and prepared.friction[pair, 0] == 0.0 and prepared.friction[pair, 1] == 0.0):
             (blocked, velocity_a, spin_a, velocity_b,
              spin_b) = _block_normal(manifolds, prepared, pair, masses, normal, velocity_a,
@@ -203,6 +220,31 @@ def solve_soft_contact(bodies: ti.template(), manifolds: ti.template(), prepared
                 manifolds.touching[pair] = HELD
         store_velocities(bodies, prepared, slot_a, slot_b, masses, velocity_a, spin_a,
                          velocity_b, spin_b, jacobi_entry)
+
+
+@ti.func
+def _block_catch(manifolds: ti.template(), prepared: ti.template(), pair, masses, normal,
+                 velocity_a, spin_a, velocity_b, spin_b, bias):
+    """Both normal impulses of a 2-point manifold at once, rigid (no softness): each point's
+    normal velocity brought to -bias_i (closing its gap, or 0 where it touches) or left
+    faster apart with no impulse, the exact answer of the 2 x 2 linear complementarity
+    problem (contacts.block_normal_impulses). Returns (taken: it had an answer, the
+    bodies' velocities after it)."""
+    ra0, rb0 = prepared.arm_a[pair, 0], prepared.arm_b[pair, 0]
+    ra1, rb1 = prepared.arm_a[pair, 1], prepared.arm_b[pair, 1]
+    old = vec2(manifolds.normal_impulse[pair, 0], manifolds.normal_impulse[pair, 1])
+    new, taken = block_normal_impulses(
+        masses, normal, ra0, rb0, ra1, rb1,
+        point_velocity(velocity_a, spin_a, velocity_b, spin_b, ra0, rb0).dot(normal),
+        point_velocity(velocity_a, spin_a, velocity_b, spin_b, ra1, rb1).dot(normal),
+        -bias, old)
+    if taken:
+        manifolds.normal_impulse[pair, 0] = new[0]
+        manifolds.normal_impulse[pair, 1] = new[1]
+        velocity_a, spin_a, velocity_b, spin_b = exchange_normal(
+            velocity_a, spin_a, velocity_b, spin_b, masses, ra0, rb0, ra1, rb1, normal,
+            new - old)
+    return taken, velocity_a, spin_a, velocity_b, spin_b
 
 
 @ti.func
