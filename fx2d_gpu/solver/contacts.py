@@ -312,6 +312,14 @@ def prepare_pair(model: ti.template(), bodies: ti.template(), prepared: ti.templ
 
 
 @ti.func
+def rests_on(support_upper, support_lower):
+    """Whether a body of support count support_upper (BodyState.support, last step's) rests
+    on one of support_lower: the lower is nearer an immovable body."""
+    return support_lower != UNSUPPORTED and (support_upper == UNSUPPORTED
+                                             or support_lower < support_upper)
+
+
+@ti.func
 def smaller_radius(model: ti.template(), body_a, body_b):
     """The smaller bounding radius of the pair's bodies (m)."""
     return ti.min(bounding_radius(model, body_a), bounding_radius(model, body_b))
@@ -993,11 +1001,17 @@ def prepare_manifold(model: ti.template(), bodies: ti.template(), manifolds: ti.
         prepare_pair(model, bodies, prepared, pair, slot_a, slot_b, n_bodies, soft)
         if prepared.held[pair] == 0:
             wa, _, wb, _ = pair_masses(prepared, pair)
-            if wa > SHOCK_RATIO * wb > 0.0 or wb > SHOCK_RATIO * wa > 0.0:
-                # Two dynamic bodies of very uneven masses, neither held: their impulses
-                # start cold. Carried over from a step where the light one was held (the
-                # heavy one's whole weight, which it never felt), they would hit it with
-                # ratio * g * h (1e5 kg on 1 kg: 1,500 m/s) once it is not.
+            light, heavy = (slot_a, slot_b) if wa > wb else (slot_b, slot_a)
+            if ((wa > SHOCK_RATIO * wb > 0.0 or wb > SHOCK_RATIO * wa > 0.0)
+                    and not rests_on(bodies.support[light], bodies.support[heavy])):
+                # Two dynamic bodies of very uneven masses, neither held, the light one not
+                # resting on the heavy one: their impulses start cold. Carried over from a
+                # step where the light one was held (the heavy one's whole weight, which it
+                # never felt), they would hit it with ratio * g * h (1e5 kg on 1 kg:
+                # 1,500 m/s) once it is not. A light body on a heavy one is never held
+                # (shock propagation holds the lower body) and keeps its warm start: started
+                # cold every step, 1 kg on 10 kg on 100 kg sank 2.5 mm with the soft step
+                # and 4.1 mm with XPBD (Box2D v3 and the summed static deflections: 0.89).
                 for i in range(MAX_MANIFOLD_POINTS):
                     manifolds.normal_impulse[pair, i] = 0.0
                     manifolds.tangent_impulse[pair, i] = 0.0
