@@ -344,11 +344,11 @@ def _color_rounds_by_team(model: ti.template(), bodies: ti.template(), joints: t
 
 @quick
 @ti.kernel
-def _build_color_lists(coloring: ti.template(), counts: ti.template(), scan: ti.template(),
-                       serial: ti.template(), n_constraints: ti.i32) -> ti.math.ivec2:
-    """Group constraint indices by colour into color_list, the overflow colour's in index
-    order (pairs first, then joint slots; n_overflow_pairs of them are pairs), the unsolved
-    pairs last; returns (colours used, overflow)."""
+def _build_color_lists(coloring: ti.template(), counts: ti.template(), serial: ti.template(),
+                       n_constraints: ti.i32) -> ti.math.ivec2:
+    """Group constraint indices by colour into color_list, the unsolved pairs last (the
+    overflow colour's range is left for _order_overflow); returns (colours used,
+    overflow)."""
     ti.loop_config(serialize=serial)
     for c in range(UNSOLVED_COLOR + 2):
         coloring.color_start[c] = 0
@@ -369,25 +369,38 @@ def _build_color_lists(coloring: ti.template(), counts: ti.template(), scan: ti.
             running += count
         coloring.color_start[UNSOLVED_COLOR + 1] = running
     overflow = coloring.color_start[MAX_COLORS + 1] - coloring.color_start[MAX_COLORS]
-    # Inside a colour the order is free (its pairs touch disjoint bodies) ...
+    # Inside a colour the order is free (its pairs touch disjoint bodies), but not in the
+    # overflow colour (_order_overflow).
     ti.loop_config(serialize=serial)
     for k in range(n_constraints):
         c = coloring.color[k]
-        coloring.rank[k] = 1 if c == MAX_COLORS else 0
         if c != MAX_COLORS:
             coloring.color_list[ti.atomic_add(coloring.color_cursor[c], 1)] = k
     ti.loop_config(serialize=serial)
     for joint_slot in range(n_constraints - counts.n_pairs[None]):  # kept for the next step
         coloring.joint_color[joint_slot] = coloring.color[counts.n_pairs[None] + joint_slot]
-    # ... but the overflow colour keeps index order: its entries are numbered by it
-    # (solver/overflow.py), and its joints are solved in it.
+    coloring.n_overflow_pairs[None] = 0
+    return ti.math.ivec2(used, overflow)
+
+
+@quick
+@ti.kernel
+def _order_overflow(coloring: ti.template(), counts: ti.template(), scan: ti.template(),
+                    serial: ti.template(), n_constraints: ti.i32):
+    """The overflow colour's range of color_list (after _build_color_lists, where it has
+    any constraint): in index order (pairs first, then joint slots; n_overflow_pairs of them
+    are pairs), since its entries are numbered by it (solver/overflow.py) and its joints are
+    solved in it. A kernel of its own: its scan over every constraint was a third of
+    _build_color_lists's time (4,096 small worlds), and most colourings overflow nothing."""
+    ti.loop_config(serialize=serial)
+    for k in range(n_constraints):
+        coloring.rank[k] = 1 if coloring.color[k] == MAX_COLORS else 0
     exclusive_scan(scan, coloring.rank, n_constraints, serial)
     ti.loop_config(serialize=serial)
     for k in range(n_constraints):
         if coloring.color[k] == MAX_COLORS:
             coloring.color_list[coloring.color_start[MAX_COLORS] + coloring.rank[k]] = k
     coloring.n_overflow_pairs[None] = coloring.rank[ti.min(counts.n_pairs[None], n_constraints)]
-    return ti.math.ivec2(used, overflow)
 
 
 def _keeps_colors(ctx) -> bool:
@@ -477,8 +490,8 @@ def _color(ctx, keep: bool) -> tuple[int, int]:
         for color in range(MAX_COLORS if uncolored else 0):
             if _color_round(*groups, uncolored, ctx.n_bodies, color) == 0:
                 break  # everything has a colour: the remaining rounds would do nothing
-    used, overflow = _build_color_lists(pool.coloring, pool.counts, pool.scan, serial,
-                                        n_constraints)
+    used, overflow = _build_color_lists(pool.coloring, pool.counts, serial, n_constraints)
     if overflow:
+        _order_overflow(pool.coloring, pool.counts, pool.scan, serial, n_constraints)
         build_jacobi_lists(ctx)
     return int(used), int(overflow)
