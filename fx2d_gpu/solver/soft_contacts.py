@@ -239,12 +239,21 @@ def _block_catch(manifolds: ti.template(), prepared: ti.template(), pair, masses
         point_velocity(velocity_a, spin_a, velocity_b, spin_b, ra1, rb1).dot(normal),
         -bias, old)
     if taken:
-        manifolds.normal_impulse[pair, 0] = new[0]
-        manifolds.normal_impulse[pair, 1] = new[1]
-        velocity_a, spin_a, velocity_b, spin_b = exchange_normal(
-            velocity_a, spin_a, velocity_b, spin_b, masses, ra0, rb0, ra1, rb1, normal,
-            new - old)
+        velocity_a, spin_a, velocity_b, spin_b = _take_block(
+            manifolds, pair, masses, normal, velocity_a, spin_a, velocity_b, spin_b, ra0, rb0,
+            ra1, rb1, old, new)
     return taken, velocity_a, spin_a, velocity_b, spin_b
+
+
+@ti.func
+def _take_block(manifolds: ti.template(), pair, masses, normal, velocity_a, spin_a,
+                velocity_b, spin_b, ra0, rb0, ra1, rb1, old, new):
+    """A block solve's answer taken: the manifold's two normal impulses old -> new (N s),
+    and the bodies' velocities after that change (returned)."""
+    manifolds.normal_impulse[pair, 0] = new[0]
+    manifolds.normal_impulse[pair, 1] = new[1]
+    return exchange_normal(velocity_a, spin_a, velocity_b, spin_b, masses, ra0, rb0, ra1, rb1,
+                           normal, new - old)
 
 
 @ti.func
@@ -275,11 +284,9 @@ def _block_normal(manifolds: ti.template(), prepared: ti.template(), pair, masse
         new = old - mass_scale * (solved + own_mass * bias) - impulse_scale * old
         if new[0] >= 0.0 and new[1] >= 0.0:
             taken = True
-            manifolds.normal_impulse[pair, 0] = new[0]
-            manifolds.normal_impulse[pair, 1] = new[1]
-            velocity_a, spin_a, velocity_b, spin_b = exchange_normal(
-                velocity_a, spin_a, velocity_b, spin_b, masses, ra0, rb0, ra1, rb1, normal,
-                new - old)
+            velocity_a, spin_a, velocity_b, spin_b = _take_block(
+                manifolds, pair, masses, normal, velocity_a, spin_a, velocity_b, spin_b, ra0,
+                rb0, ra1, rb1, old, new)
     return taken, velocity_a, spin_a, velocity_b, spin_b
 
 
