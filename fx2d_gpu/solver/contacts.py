@@ -278,6 +278,14 @@ def shift_body(bodies: ti.template(), slot, shift, turn):
 
 
 @ti.func
+def rests_on(support_upper, support_lower):
+    """Whether a body of support count support_upper (BodyState.support, last step's) rests
+    on one of support_lower: the lower is nearer an immovable body."""
+    return support_lower != UNSUPPORTED and (support_upper == UNSUPPORTED
+                                             or support_lower < support_upper)
+
+
+@ti.func
 def prepare_pair(model: ti.template(), bodies: ti.template(), prepared: ti.template(), pair, slot_a,
                  slot_b, n_bodies, soft: ti.template()):
     """Per-step constants of a pair (sleep flags only change between steps): the bodies'
@@ -294,12 +302,9 @@ def prepare_pair(model: ti.template(), bodies: ti.template(), prepared: ti.templ
         held = 0
         if (wa > 0.0 or ia > 0.0) and (wb > 0.0 or ib > 0.0):
             support_a, support_b = bodies.support[slot_a], bodies.support[slot_b]
-            if (support_a != UNSUPPORTED and (support_b == UNSUPPORTED or support_a < support_b)
-                    and wa > SHOCK_RATIO * wb):
+            if rests_on(support_b, support_a) and wa > SHOCK_RATIO * wb:
                 wa, ia, held = 0.0, 0.0, 1
-            elif (support_b != UNSUPPORTED
-                  and (support_a == UNSUPPORTED or support_b < support_a)
-                  and wb > SHOCK_RATIO * wa):
+            elif rests_on(support_a, support_b) and wb > SHOCK_RATIO * wa:
                 wb, ib, held = 0.0, 0.0, 2
     prepared.held[pair] = held
     prepared.solver_mass[pair] = ti.math.vec4(wa, ia, wb, ib)
@@ -309,14 +314,6 @@ def prepare_pair(model: ti.template(), bodies: ti.template(), prepared: ti.templ
     smallest = smaller_radius(model, body_a, body_b)
     prepared.slop[pair] = pair_slop(smallest)
     return smallest
-
-
-@ti.func
-def rests_on(support_upper, support_lower):
-    """Whether a body of support count support_upper (BodyState.support, last step's) rests
-    on one of support_lower: the lower is nearer an immovable body."""
-    return support_lower != UNSUPPORTED and (support_upper == UNSUPPORTED
-                                             or support_lower < support_upper)
 
 
 @ti.func
