@@ -148,7 +148,7 @@ def solve_soft_contact(bodies: ti.template(), manifolds: ti.template(), prepared
         #   exact 2-point answer (contacts.block_normal_impulses). One after the other, the
         #   first point stops the body's near side and sets it turning: a 1 m box dropped
         #   flat onto the seam of two static boxes left its landing at up to 1 m/s and
-        #   rested up to 72 mm aside (e = 0, friction 0.55, drops of 1.1-5 m), where Box2D
+        #   rested up to 72 mm aside (e = 0, friction 0.55, drops of 0.1-4 m), where Box2D
         #   v3, which happens to find the point under the centre first, rests within
         #   0.01 mm. Resting contacts are not impacts: they stay point by point (below).
         # - two overlapping frictionless points (_block_normal), so that neither pushes
