@@ -25,23 +25,30 @@ def get(field, n):
     return field.to_numpy()[:n]
 
 
-def stage_context(scene, serial):
-    """The scene's StepContext, its kernels' loops serial if `serial`."""
+#: How the island pass runs: parallel loops, serial loops, or a world per thread
+#: (sleep._label_by_world, for pairs stored world by world).
+MODES = ("parallel", "serial", "by_world")
+
+
+def stage_context(scene, mode):
+    """The scene's StepContext, its kernels' loops serial in the "serial" mode; the island
+    pass (label, settle) labels a world per thread in the "by_world" mode."""
     ctx = scene.step_context()
-    ctx.serial = serial
+    ctx.serial = mode == "serial"
+    ctx.test_by_world = mode == "by_world"
     return ctx
 
 
 def label(ctx, n_pairs):
     """sleep.label_islands over the first n_pairs pairs written into ctx."""
     ctx.cache.n_pairs = n_pairs
-    return sleep.label_islands(ctx)
+    return sleep.label_islands(ctx, by_world=ctx.test_by_world)
 
 
 def settle(ctx, n_pairs, dt):
     """sleep.update_sleep after a step of dt (s) with n_pairs pairs."""
     ctx.cache.n_pairs, ctx.dt = n_pairs, dt
-    return sleep.update_sleep(ctx)
+    return sleep.update_sleep(ctx, by_world=ctx.test_by_world)
 
 
 def wake(ctx, n_pairs):
@@ -51,12 +58,17 @@ def wake(ctx, n_pairs):
 
 
 def write_pairs(ctx, a, b, count, depth):
-    """Candidate pairs (slots a < b) with manifolds of count points of the given depths."""
+    """Candidate pairs (slots a < b) with manifolds of count points of the given depths,
+    and each slot's range of them (manifolds.pair_start, as the broad phase writes it: the
+    ranges hold the pairs where they are sorted by their lower slot)."""
     pool = ctx.pool
-    put(pool.manifolds.body_a, np.minimum(a, b))
+    low = np.minimum(a, b)
+    put(pool.manifolds.body_a, low)
     put(pool.manifolds.body_b, np.maximum(a, b))
     put(pool.manifolds.point_count, count)
     put(pool.manifolds.depth, depth)
+    counts = np.bincount(low, minlength=ctx.n_slots)
+    put(pool.manifolds.pair_start, np.concatenate([[0], np.cumsum(counts)]).astype(np.int32))
 
 
 def write_previous_pairs(ctx, n_slots, a, b):
@@ -112,15 +124,18 @@ def random_pairs(rng, n_worlds, n_bodies, per_world):
 
 
 # ----------------------------------------------------------------------------- labels
-@pytest.mark.parametrize("serial", [False, True], ids=["parallel", "serial"])
+@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_labels_match_a_reference_union_find(serial, seed):
+def test_labels_match_a_reference_union_find(mode, seed):
     rng = np.random.default_rng(seed)
     n_worlds, n_bodies = 4, 60
     scene, node, joints = mixed_scene(rng, n_worlds, n_bodies, n_joints=12)
-    ctx = stage_context(scene, serial)
+    ctx = stage_context(scene, mode)
     n_slots = n_worlds * n_bodies
     a, b, count, depth = random_pairs(rng, n_worlds, n_bodies, per_world=50)
+    if mode == "by_world":  # stored world by world (by lower slot), as the step stores them
+        order = np.argsort(a, kind="stable")
+        a, b, count, depth = a[order], b[order], count[order], depth[order]
     write_pairs(ctx, a, b, count, depth)
     launches = label(ctx, len(a))
     expected = component_labels(
@@ -150,7 +165,7 @@ def test_a_chain_of_10000_bodies_is_one_island_in_few_launches(shuffled):
     scene = fx.Scene(gravity=(0.0, 0.0))
     for i in range(n):
         scene.add_circle((3.0 * i, 0.0), 0.5)
-    ctx = stage_context(scene, serial=False)
+    ctx = stage_context(scene, "parallel")
     rng = np.random.default_rng(7)
     chain = rng.permutation(n) if shuffled else np.arange(n)
     order = rng.permutation(n - 1) if shuffled else np.arange(n - 1)
@@ -187,10 +202,10 @@ def touch(ctx, pairs, depth=0.0):
     return len(pairs)
 
 
-@pytest.mark.parametrize("serial", [False, True], ids=["parallel", "serial"])
-def test_an_island_sleeps_only_when_every_body_is_ready(serial):
+@pytest.mark.parametrize("mode", MODES)
+def test_an_island_sleeps_only_when_every_body_is_ready(mode):
     scene = row_scene(4)
-    ctx = stage_context(scene, serial)
+    ctx = stage_context(scene, mode)
     n = scene.n_bodies  # balls 0-3, the ground 4
     n_pairs = touch(ctx, [(0, 1), (1, 2), (2, 3), (3, 4)])  # ball 3 also on the ground
     velocity = np.zeros((n, 2), np.float32)
@@ -221,10 +236,10 @@ def test_an_island_sleeps_only_when_every_body_is_ready(serial):
     np.testing.assert_array_equal(get(ctx.pool.bodies.island, n), [0, 0, 2, 2, 4])
 
 
-@pytest.mark.parametrize("serial", [False, True], ids=["parallel", "serial"])
-def test_an_awake_body_that_is_not_ready_wakes_the_sleeping_island_it_touches(serial):
+@pytest.mark.parametrize("mode", MODES)
+def test_an_awake_body_that_is_not_ready_wakes_the_sleeping_island_it_touches(mode):
     scene = row_scene(5)
-    ctx = stage_context(scene, serial)
+    ctx = stage_context(scene, mode)
     n = scene.n_bodies  # balls 0-4, the ground 5
     touch(ctx, [(0, 1), (1, 2), (2, 3)])
     settle(ctx, 3, 0.6)  # all slow long enough: asleep
@@ -239,13 +254,13 @@ def test_an_awake_body_that_is_not_ready_wakes_the_sleeping_island_it_touches(se
 
 
 # ----------------------------------------------------------------------------- waking
-def sleeping_row(serial, extra=()):
+def sleeping_row(mode, extra=()):
     """Four touching balls (0-3) asleep as one island, the ground (4), then one ball per x
     in `extra`, far away, awake (timer 0); no pairs last step."""
     scene = row_scene(4)
     for x in extra:
         scene.add_circle((x, 0.0), 0.5)
-    ctx = stage_context(scene, serial)
+    ctx = stage_context(scene, mode)
     n = scene.n_bodies
     touch(ctx, [(0, 1), (1, 2), (2, 3)])
     settle(ctx, 3, 0.6)
@@ -262,9 +277,9 @@ def pair(ctx, a, b, depth):
     return touch(ctx, [(a, b)], depth)
 
 
-@pytest.mark.parametrize("serial", [False, True], ids=["parallel", "serial"])
-def test_a_moving_body_wakes_the_whole_island_it_may_hit(serial):
-    ctx, n = sleeping_row(serial, extra=[-3.0, 20.0])
+@pytest.mark.parametrize("mode", MODES)
+def test_a_moving_body_wakes_the_whole_island_it_may_hit(mode):
+    ctx, n = sleeping_row(mode, extra=[-3.0, 20.0])
     striker = 5
     put(ctx.pool.bodies.sleeping, [1, 1, 1, 1, 0, 0, 1])  # ball 6: another island, asleep, apart
     velocity = np.zeros((n, 2), np.float32)
@@ -276,9 +291,9 @@ def test_a_moving_body_wakes_the_whole_island_it_may_hit(serial):
     np.testing.assert_array_equal(get(ctx.pool.bodies.sleep_time, 4), [0, 0, 0, 0])
 
 
-@pytest.mark.parametrize("serial", [False, True], ids=["parallel", "serial"])
-def test_a_slow_body_wakes_an_island_only_through_a_new_pair(serial):
-    ctx, n = sleeping_row(serial, extra=[-3.0])
+@pytest.mark.parametrize("mode", MODES)
+def test_a_slow_body_wakes_an_island_only_through_a_new_pair(mode):
+    ctx, n = sleeping_row(mode, extra=[-3.0])
     ball = 5
     velocity = np.zeros((n, 2), np.float32)
     velocity[ball] = (0.02, 0.0)  # below the sleep threshold: drifting, not moving fast
@@ -293,21 +308,21 @@ def test_a_slow_body_wakes_an_island_only_through_a_new_pair(serial):
     assert not get(ctx.pool.bodies.sleeping, n).any()
 
 
-@pytest.mark.parametrize("serial", [False, True], ids=["parallel", "serial"])
-def test_a_body_just_woken_does_not_wake_the_islands_near_it(serial):
+@pytest.mark.parametrize("mode", MODES)
+def test_a_body_just_woken_does_not_wake_the_islands_near_it(mode):
     """Woken bodies are at rest with their timers at 0; they meet their sleeping neighbours
     through new pairs (no two sleeping bodies were paired): no chain of wakes through a pile
     of islands, one ring a step."""
-    ctx, n = sleeping_row(serial, extra=[-3.0])
+    ctx, n = sleeping_row(mode, extra=[-3.0])
     ball = 5  # woken at the end of the last step: timer 0, velocity 0
     n_pairs = pair(ctx, 0, ball, depth=-0.005)
     assert wake(ctx, n_pairs) == 0
     assert get(ctx.pool.bodies.sleeping, 4).all()
 
 
-@pytest.mark.parametrize("serial", [False, True], ids=["parallel", "serial"])
-def test_forces_and_joints_wake_islands(serial):
-    ctx, n = sleeping_row(serial)
+@pytest.mark.parametrize("mode", MODES)
+def test_forces_and_joints_wake_islands(mode):
+    ctx, n = sleeping_row(mode)
     force = np.zeros((n, 2), np.float32)
     force[2] = (0.0, 1.0)
     put(ctx.pool.bodies.force, force)
@@ -317,7 +332,7 @@ def test_forces_and_joints_wake_islands(serial):
     scene = row_scene(4)
     scene.add_circle((10.0, 0.0), 0.5)
     scene.add_revolute_joint(3, 5)  # the joint puts ball 5 in the row's island
-    ctx = stage_context(scene, serial)
+    ctx = stage_context(scene, mode)
     n = scene.n_bodies
     touch(ctx, [(0, 1), (1, 2), (2, 3)])
     settle(ctx, 3, 0.6)

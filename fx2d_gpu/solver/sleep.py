@@ -40,7 +40,9 @@ Rules
 Per step: save_previous_pairs -> broad phase -> wake_islands (> 0: broad phase again) ->
 carry_contacts ... substeps ... -> update_sleep. Small worlds (broad_phase's by-world pairs)
 wake inside their broad phase's one launch instead (find_pairs_waking_by_world): the same
-marks, between placing the bodies and pairing them.
+marks, between placing the bodies and pairing them; and where their pairs are stored world
+by world (StepContext.solves_by_world), a world per thread labels its islands and settles
+them (_label_by_world: a serial launch's steps, world by world, the same answer).
 
 Fields (device.py): bodies.island (the labels); IslandScratch: previous_label (a sleeping
 body's label before the labelling), parent (the union-find forest), wake (marks per island:
@@ -378,9 +380,57 @@ def _label_launch(model: ti.template(), bodies: ti.template(), joints: ti.templa
     return islands.not_converged[None]
 
 
-def _island_pass(ctx, dt: float, settle: int) -> int:
+@quick
+@ti.kernel
+def _label_by_world(model: ti.template(), bodies: ti.template(), joints: ti.template(),
+                    manifolds: ti.template(), islands: ti.template(), serial: ti.template(),
+                    n_worlds: ti.i32, n_bodies: ti.i32, n_pairs: ti.i32, n_joints: ti.i32,
+                    dt: ti.f32, settle: ti.i32):
+    """_label_launch's whole pass for worlds whose pairs are stored world by world (each
+    world's in its bodies' pair_start range: StepContext.solves_by_world), a world per
+    thread: the same steps in the same order as a serial launch (timers and trees, every
+    edge hooked, parents compressed, the slots' edges checked, labels and sleep), each
+    world's alone. Worlds share no body, so this is the serial launch's answer bit for bit
+    (labels, timers, flags), in one launch of one loop instead of five loops over every
+    slot and edge (4,096 small worlds, the soft step, 2-core CPU, old and new in turns:
+    update_sleep 1.49-1.61 -> 0.97-1.08 ms a step)."""
+    n_joint_slots = n_joints * n_worlds
+    first_slot_edge = n_pairs + n_joint_slots
+    ti.loop_config(serialize=serial)
+    for world in range(n_worlds):
+        first_slot, end_slot = world * n_bodies, (world + 1) * n_bodies
+        first_pair = ti.min(manifolds.pair_start[first_slot], n_pairs)
+        end_pair = ti.min(manifolds.pair_start[end_slot], n_pairs)
+        for slot in range(first_slot, end_slot):
+            _begin_slot(model, bodies, islands, slot, n_bodies, dt, settle)
+        # The world's edges, in the launch's order: pairs, joint slots, body slots.
+        for e in range(first_pair, end_pair):
+            _hook_edge(model, bodies, joints, manifolds, islands, e, n_bodies, n_pairs,
+                       n_joints, n_joint_slots, 1, settle)
+        for e in range(n_pairs + world * n_joints, n_pairs + (world + 1) * n_joints):
+            _hook_edge(model, bodies, joints, manifolds, islands, e, n_bodies, n_pairs,
+                       n_joints, n_joint_slots, 1, settle)
+        for slot in range(first_slot, end_slot):
+            _hook_edge(model, bodies, joints, manifolds, islands, first_slot_edge + slot,
+                       n_bodies, n_pairs, n_joints, n_joint_slots, 1, settle)
+        for slot in range(first_slot, end_slot):
+            _compress_slot(bodies, islands, slot)
+        # One thread hooked every edge of the world: one round is exact (as in a serial
+        # launch, only the slots' edges are checked, to gather the labels and marks).
+        for slot in range(first_slot, end_slot):
+            _check_edge(model, bodies, joints, manifolds, islands, first_slot_edge + slot,
+                        n_bodies, n_pairs, n_joints, n_joint_slots, first_slot_edge, settle)
+        for slot in range(first_slot, end_slot):
+            _settle_slot(model, bodies, islands, slot, n_bodies, settle)
+
+
+def _island_pass(ctx, dt: float, settle: int, by_world: bool = False) -> int:
     pool = ctx.pool
     groups = (pool.model, pool.bodies, pool.joints, pool.manifolds, pool.islands, ctx.serial)
+    if by_world:
+        _label_by_world(*groups, ctx.n_worlds, ctx.n_bodies, ctx.n_pairs, ctx.n_joints, dt,
+                        settle)
+        return 1
     begin = 1
     for launches in range(1, MAX_LABEL_LAUNCHES + 1):
         if _label_launch(*groups, ctx.n_slots, ctx.n_bodies, ctx.n_pairs, ctx.n_joints, dt,
@@ -390,20 +440,23 @@ def _island_pass(ctx, dt: float, settle: int) -> int:
     raise RuntimeError(f"island labelling did not converge in {MAX_LABEL_LAUNCHES} launches")
 
 
-def label_islands(ctx) -> int:
+def label_islands(ctx, by_world: bool = False) -> int:
     """Label the islands into bodies.island (see the module docstring); returns the number
     of kernel launches it took. Reads the candidate pairs [0, n_pairs) and their manifolds
     (point_count, depth), the joints, and the sleeping bodies' labels from the last
-    labelling. update_sleep does the same (fused); this is for tests and tools.
+    labelling; `by_world` as in update_sleep. update_sleep does the same (fused); this is
+    for tests and tools.
     """
-    return _island_pass(ctx, 0.0, 0)
+    return _island_pass(ctx, 0.0, 0, by_world)
 
 
-def update_sleep(ctx) -> int:
+def update_sleep(ctx, by_world: bool = False) -> int:
     """After the step's substeps: sleep timers (ctx.dt), island labels, then every island
     sleeps whole or stays awake whole (see the module docstring). Returns the kernel
-    launches it took (usually 1). Reads the step's pairs and manifolds in any order."""
-    return _island_pass(ctx, ctx.dt, 1)
+    launches it took (usually 1). Reads the step's pairs and manifolds in any order;
+    `by_world`: they are stored world by world (StepContext.solves_by_world), and a world
+    per thread labels its own islands (_label_by_world: the same answer, one launch)."""
+    return _island_pass(ctx, ctx.dt, 1, by_world)
 
 
 #: How an awake body meets a sleeping one (_pushes).

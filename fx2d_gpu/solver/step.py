@@ -31,6 +31,7 @@ step() reads as the pipeline (Box2D v3's solver stage list, made batched):
                     (solver/staged.py). The same results bit for bit.
     report          reporting.report_contacts      touching pairs and begin/end events
     sleep           sleep.update_sleep             timers, islands, sleep or wake whole
+                                                   (small worlds: a world per thread)
     clear forces    integrate.clear_forces
 
 Every stage is a launcher taking the StepContext (solver/context.py); kernels are private.
@@ -95,7 +96,7 @@ def _step(ctx, profile):
         report_contacts(ctx)
     if ctx.enable_sleep:
         with profile.stage("sleep"):
-            update_sleep(ctx)
+            update_sleep(ctx, by_world=ctx.solves_by_world)
     with profile.stage("clear forces"):
         clear_forces(ctx)
     ctx.cache.contacts_current = True
