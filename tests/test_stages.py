@@ -228,12 +228,25 @@ def check_jacobi_lists(ctx, a, b, dynamic, overflow):
 
 def check_color_order(ctx, a, b, color):
     """store_in_color_order: pair n now holds the broad phase's pair pair_origin[n], pairs
-    ascend by colour, and color_list / color follow the new indices."""
+    ascend by colour, and color_list / color follow the new indices. Worlds solved one per
+    thread (ctx.solves_by_world) keep the broad phase's order instead, and pair_origin
+    lists each world's pairs (in its own range) in colour order, the order its thread
+    solves them in."""
     n = len(a)
     pairs.store_in_color_order(ctx, True)
     pool = ctx.pool
     origin = pool.coloring.pair_origin.to_numpy()[:n]
     np.testing.assert_array_equal(np.sort(origin), np.arange(n))
+    if ctx.solves_by_world:
+        assert not ctx.cache.pairs_ordered
+        np.testing.assert_array_equal(pool.manifolds.body_a.to_numpy()[:n], a)
+        np.testing.assert_array_equal(pool.coloring.color.to_numpy()[:n], color)
+        world = a // ctx.n_bodies
+        np.testing.assert_array_equal(world[origin], world)  # each world's in its range
+        solved = color[origin]
+        same_world = world[1:] == world[:-1]
+        assert (np.diff(solved)[same_world] >= 0).all()
+        return
     np.testing.assert_array_equal(pool.manifolds.body_a.to_numpy()[:n], a[origin])
     np.testing.assert_array_equal(pool.manifolds.body_b.to_numpy()[:n], b[origin])
     stored = pool.coloring.color.to_numpy()[:n]

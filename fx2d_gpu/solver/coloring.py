@@ -19,6 +19,10 @@ step), so a step starts from the last step's colours (start_coloring) and only n
 each body keeps a bit mask of the colours its constraints hold. In worlds of more than
 SMALL_COLORING_MAX_BODIES bodies the colouring starts from scratch every FRESH_COLORING_STEPS
 steps, so the colours do not fragment.
+
+Small worlds (StepContext.small_worlds) colour a world per thread (_color_worlds: the same
+rounds on the world's own constraints, so the same colours), and every step: starting from
+last step's colours gives what reusing them would.
 """
 
 import taichi as ti
@@ -220,11 +224,10 @@ def _start_coloring(model: ti.template(), bodies: ti.template(), joints: ti.temp
 
 @ti.func
 def _bid(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-         manifolds: ti.template(), coloring: ti.template(), counts: ti.template(), i, n_bodies,
+         manifolds: ti.template(), coloring: ti.template(), counts: ti.template(), k, n_bodies,
          color):
-    """Sub-round step 1 for uncolored[i]: if it has no colour and `color` is free on its
+    """Sub-round step 1 for constraint k: if it has no colour and `color` is free on its
     dynamic bodies, bid for them (atomic minimum of its priority)."""
-    k = coloring.uncolored[i]
     if coloring.color[k] < 0:
         a, b, dyn_a, dyn_b = _bodies_of(model, bodies, joints, manifolds, counts, k, n_bodies)
         if color_free(coloring, a, dyn_a, color) and color_free(coloring, b, dyn_b, color):
@@ -237,10 +240,9 @@ def _bid(model: ti.template(), bodies: ti.template(), joints: ti.template(),
 
 @ti.func
 def _take(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-          manifolds: ti.template(), coloring: ti.template(), counts: ti.template(), i, n_bodies,
+          manifolds: ti.template(), coloring: ti.template(), counts: ti.template(), k, n_bodies,
           color):
-    """Sub-round step 2: uncolored[i] takes `color` if it won all its dynamic bodies."""
-    k = coloring.uncolored[i]
+    """Sub-round step 2: constraint k takes `color` if it won all its dynamic bodies."""
     if coloring.color[k] < 0:
         a, b, dyn_a, dyn_b = _bodies_of(model, bodies, joints, manifolds, counts, k, n_bodies)
         bid = priority(joints, manifolds, counts, k, n_bodies)
@@ -254,11 +256,10 @@ def _take(model: ti.template(), bodies: ti.template(), joints: ti.template(),
 
 @ti.func
 def _settle(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-            manifolds: ti.template(), coloring: ti.template(), counts: ti.template(), i,
+            manifolds: ti.template(), coloring: ti.template(), counts: ti.template(), k,
             n_bodies, color):
-    """Sub-round step 3: mark the winners' bodies and clear every bid for the next
-    sub-round."""
-    k = coloring.uncolored[i]
+    """Sub-round step 3 for constraint k: mark the winners' bodies and clear every bid for
+    the next sub-round."""
     a, b, dyn_a, dyn_b = _bodies_of(model, bodies, joints, manifolds, counts, k, n_bodies)
     if coloring.color[k] == color:
         mark_color(coloring, a, dyn_a, color)
@@ -281,13 +282,16 @@ def _color_round(model: ti.template(), bodies: ti.template(), joints: ti.templat
     for _ in ti.static(range(_SUB_ROUNDS)):
         ti.loop_config(serialize=serial)
         for i in range(n_uncolored):
-            _bid(model, bodies, joints, manifolds, coloring, counts, i, n_bodies, color)
+            _bid(model, bodies, joints, manifolds, coloring, counts, coloring.uncolored[i],
+               n_bodies, color)
         ti.loop_config(serialize=serial)
         for i in range(n_uncolored):
-            _take(model, bodies, joints, manifolds, coloring, counts, i, n_bodies, color)
+            _take(model, bodies, joints, manifolds, coloring, counts, coloring.uncolored[i],
+               n_bodies, color)
         ti.loop_config(serialize=serial)
         for i in range(n_uncolored):
-            _settle(model, bodies, joints, manifolds, coloring, counts, i, n_bodies, color)
+            _settle(model, bodies, joints, manifolds, coloring, counts, coloring.uncolored[i],
+               n_bodies, color)
     remaining = 0
     ti.loop_config(serialize=serial)
     for i in range(n_uncolored):
@@ -321,16 +325,16 @@ def _color_rounds_by_team(model: ti.template(), bodies: ti.template(), joints: t
                 # ~0.35 s more to build in every new process, offline cache or not.
                 for _ in range(_SUB_ROUNDS):
                     for i in range(lo, hi):
-                        _bid(model, bodies, joints, manifolds, coloring, counts, i, n_bodies,
-                             color)
+                        _bid(model, bodies, joints, manifolds, coloring, counts,
+                             coloring.uncolored[i], n_bodies, color)
                     team.barrier(counts, n_members, team.SPIN_LIMIT)
                     for i in range(lo, hi):
-                        _take(model, bodies, joints, manifolds, coloring, counts, i, n_bodies,
-                              color)
+                        _take(model, bodies, joints, manifolds, coloring, counts,
+                              coloring.uncolored[i], n_bodies, color)
                     team.barrier(counts, n_members, team.SPIN_LIMIT)
                     for i in range(lo, hi):
-                        _settle(model, bodies, joints, manifolds, coloring, counts, i,
-                                n_bodies, color)
+                        _settle(model, bodies, joints, manifolds, coloring, counts,
+                                coloring.uncolored[i], n_bodies, color)
                     team.barrier(counts, n_members, team.SPIN_LIMIT)
                 left = 0
                 for i in range(lo, hi):
@@ -340,6 +344,87 @@ def _color_rounds_by_team(model: ti.template(), bodies: ti.template(), joints: t
                 team.barrier(counts, n_members, team.SPIN_LIMIT)
                 if ti.atomic_add(coloring.round_left[color], 0) == 0:
                     break  # everything has a colour: the remaining rounds would do nothing
+
+
+@ti.func
+def _world_constraint(first_pair, end_pair, first_joint, i):
+    """A small world's constraint i: its pairs [first_pair, end_pair), then its joint slots
+    from first_joint."""
+    n_world_pairs = end_pair - first_pair
+    return first_pair + i if i < n_world_pairs else first_joint + i - n_world_pairs
+
+
+@quick
+@ti.kernel
+def _color_worlds(model: ti.template(), bodies: ti.template(), joints: ti.template(),
+                  manifolds: ti.template(), coloring: ti.template(), counts: ti.template(),
+                  serial: ti.template(), n_worlds: ti.i32, n_bodies: ti.i32, keep: ti.i32):
+    """_start_coloring and the rounds of _color_round for small worlds, a world per thread
+    (StepContext.small_worlds: their pairs lie world by world, in their bodies' pair_start
+    ranges, and every pair takes a colour): the same steps on the world's constraints, in
+    the same order, so the same colours (bids and claims are a world's own: its bodies and
+    constraints are no other world's). No list of the uncoloured: a constraint coloured
+    before the round makes no bid and is not settled (its bodies' claims, if any, are its
+    bidding neighbours', which settle). One launch
+    of one loop instead of _start_coloring's five loops and a launch (or a team's
+    barriers) for each of every sub-round's three."""
+    n_pairs, n_joints = counts.n_pairs[None], counts.n_joints[None]
+    ti.loop_config(serialize=serial)
+    for world in range(n_worlds):
+        first_slot, end_slot = world * n_bodies, (world + 1) * n_bodies
+        first_pair = manifolds.pair_start[first_slot]
+        end_pair = manifolds.pair_start[end_slot]
+        first_joint = n_pairs + world * n_joints
+        n_world = end_pair - first_pair + n_joints  # its pairs, then its joint slots
+        for slot in range(first_slot, end_slot):
+            coloring.body_claim[slot] = _NO_CLAIM
+            coloring.body_color_mask[slot] = 0
+        for i in range(n_world):
+            k = _world_constraint(first_pair, end_pair, first_joint, i)
+            color = -1
+            if keep:
+                color = manifolds.color[k] if k < n_pairs else coloring.joint_color[k - n_pairs]
+                a, b = constraint_bodies(joints, manifolds, counts, k, n_bodies)
+                if (color >= MAX_COLORS or woke(model, bodies, coloring, a, n_bodies)
+                        or woke(model, bodies, coloring, b, n_bodies)):
+                    color = -1
+            coloring.color[k] = color
+        left = 0
+        for i in range(n_world):
+            k = _world_constraint(first_pair, end_pair, first_joint, i)
+            color = coloring.color[k]
+            if 0 <= color < MAX_COLORS:
+                a, b, dyn_a, dyn_b = _bodies_of(model, bodies, joints, manifolds, counts, k,
+                                                n_bodies)
+                mark_color(coloring, a, dyn_a, color)
+                mark_color(coloring, b, dyn_b, color)
+            else:
+                left += 1
+        for slot in range(first_slot, end_slot):
+            awake = awake_dynamic(model, bodies, slot, n_bodies)
+            coloring.body_colored_dynamic[slot] = 1 if awake else 0
+        color = 0
+        while left > 0 and color < MAX_COLORS:
+            for _ in range(_SUB_ROUNDS):
+                for i in range(n_world):
+                    _bid(model, bodies, joints, manifolds, coloring, counts,
+                         _world_constraint(first_pair, end_pair, first_joint, i), n_bodies,
+                         color)
+                for i in range(n_world):
+                    _take(model, bodies, joints, manifolds, coloring, counts,
+                          _world_constraint(first_pair, end_pair, first_joint, i), n_bodies,
+                          color)
+                for i in range(n_world):
+                    k = _world_constraint(first_pair, end_pair, first_joint, i)
+                    # The sub-round's bidders: uncoloured, or just won this colour.
+                    if coloring.color[k] < 0 or coloring.color[k] == color:
+                        _settle(model, bodies, joints, manifolds, coloring, counts, k,
+                                n_bodies, color)
+            left = 0
+            for i in range(n_world):
+                if coloring.color[_world_constraint(first_pair, end_pair, first_joint, i)] < 0:
+                    left += 1
+            color += 1
 
 
 @quick
@@ -403,6 +488,15 @@ def _order_overflow(coloring: ti.template(), counts: ti.template(), scan: ti.tem
     coloring.n_overflow_pairs[None] = coloring.rank[ti.min(counts.n_pairs[None], n_constraints)]
 
 
+def _colors_by_world(ctx) -> bool:
+    """Whether ctx's worlds colour a world per thread (_color_worlds): small worlds, whose
+    pairs lie world by world. They colour every step, starting from last step's colours
+    (the answer the reused colouring would give: every pair keeps its colour where none of
+    its bodies woke), so their solve order (pairs.store_in_color_order) is always this
+    step's."""
+    return ctx.small_worlds and ctx.small_coloring
+
+
 def _keeps_colors(ctx) -> bool:
     """Whether a new colouring may start from last step's colours (see color_constraints)."""
     cache = ctx.cache
@@ -446,7 +540,7 @@ def color_constraints(ctx, holds: bool | None = None) -> bool:
     """
     pool, cache, serial = ctx.pool, ctx.cache, ctx.serial
     if holds is None:
-        holds = may_reuse_coloring(ctx) and _coloring_still_valid(
+        holds = not _colors_by_world(ctx) and may_reuse_coloring(ctx) and _coloring_still_valid(
             model=pool.model, bodies=pool.bodies, manifolds=pool.manifolds,
             previous=pool.previous, coloring=pool.coloring, serial=serial, n_slots=ctx.n_slots,
             n_pairs=ctx.n_pairs, n_bodies=ctx.n_bodies, all_pairs=int(ctx.small_coloring)) == 1
@@ -481,8 +575,12 @@ def _color(ctx, keep: bool) -> tuple[int, int]:
     pool, serial = ctx.pool, ctx.serial
     groups = (pool.model, pool.bodies, pool.joints, pool.manifolds, pool.coloring, pool.counts,
               serial)
-    uncolored = _start_coloring(*groups, ctx.n_slots, n_constraints, ctx.n_bodies, int(keep),
-                                int(ctx.small_coloring))
+    if _colors_by_world(ctx):
+        _color_worlds(*groups, ctx.n_worlds, ctx.n_bodies, int(keep))
+        uncolored = 0
+    else:
+        uncolored = _start_coloring(*groups, ctx.n_slots, n_constraints, ctx.n_bodies,
+                                    int(keep), int(ctx.small_coloring))
     threads = team.threads_for(ctx)
     if uncolored and threads:
         _color_rounds_by_team(*groups[:-1], uncolored, ctx.n_bodies, threads)

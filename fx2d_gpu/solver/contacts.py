@@ -1043,9 +1043,11 @@ def prepare_manifold(model: ti.template(), bodies: ti.template(), manifolds: ti.
 @ti.kernel
 def _build_body_contacts(manifolds: ti.template(), prepared: ti.template(), coloring: ti.template(),
                          scan: ti.template(), serial: ti.template(), n_slots: ti.i32,
-                         n_pairs: ti.i32):
+                         n_pairs: ti.i32, ordered: ti.i32):
     """Per body, the pairs it belongs to (sorted), so warm starting can gather impulses per
-    body in a fixed order instead of scattering them with floating-point atomics."""
+    body in a fixed order instead of scattering them with floating-point atomics.
+    `ordered`: the pairs are stored in colour order (pair_origin: their broad-phase
+    indices), else in the broad phase's."""
     ti.loop_config(serialize=serial)
     for slot in range(n_slots + 1):
         prepared.body_contact_start[slot] = 0
@@ -1071,9 +1073,13 @@ def _build_body_contacts(manifolds: ti.template(), prepared: ti.template(), colo
         start, end = prepared.body_contact_start[slot], prepared.body_contact_start[slot + 1]
         for i in range(start + 1, end):
             key = prepared.body_contacts[i]
+            key_origin = coloring.pair_origin[key] if ordered else key
             j = i - 1
             while j >= start:
-                if coloring.pair_origin[prepared.body_contacts[j]] <= coloring.pair_origin[key]:
+                before = prepared.body_contacts[j]
+                if ordered:
+                    before = coloring.pair_origin[before]
+                if before <= key_origin:
                     break
                 prepared.body_contacts[j + 1] = prepared.body_contacts[j]
                 j -= 1
@@ -1093,5 +1099,5 @@ def build_body_lists(ctx):
     if ctx.cache.pairs_in_place and pool.body_lists_of is ctx.cache:
         return
     _build_body_contacts(pool.manifolds, pool.prepared, pool.coloring, pool.scan, ctx.serial,
-                         ctx.n_slots, ctx.n_pairs)
+                         ctx.n_slots, ctx.n_pairs, int(ctx.cache.pairs_ordered))
     pool.body_lists_of = ctx.cache

@@ -7,7 +7,8 @@ in the same order, with the same results bit for bit:
 - substeps_by_world (small worlds): a member per world. A colour's constraints share no
   dynamic body, so solving them one after the other in any order gives what solving them in
   parallel gives; a world's thread solves its own constraints colour after colour (its
-  pairs are stored in colour order in its own range, pairs.store_in_color_order). What it
+  pairs lie in its own range of the broad phase's order, and pair_origin lists them there
+  in colour order: pairs.store_in_color_order). What it
   saves: the ~8 launches of each substep (~90 a step at 11 substeps and 6 colours), which
   are most of a small scene's step, and the trips through memory between them: a world's
   bodies and contacts stay in the thread's cache for the whole step.
@@ -79,13 +80,17 @@ def _next_constraint(manifolds: ti.template(), coloring: ti.template(), counts: 
     """The next constraint of colour `color` for a team member and its cursor after it (-1:
     none left). cursor = (next pair, next joint, end of the member's pairs).
 
-    By world: the world's pairs (stored in colour order, so a colour's are consecutive),
-    then its joint slots of that colour. On a team: the member's share of the colour's
-    list (cursor[0] to cursor[2])."""
+    By world: the world's pairs in its solve order (pair_origin over the world's range:
+    colour after colour, so a colour's are consecutive there), then its joint slots of
+    that colour. On a team: the member's share of the colour's list (cursor[0] to
+    cursor[2])."""
     constraint = -1
     if ti.static(by_world):
-        if cursor[0] < cursor[2] and coloring.color[cursor[0]] == color:
-            constraint = cursor[0]
+        pair = -1
+        if cursor[0] < cursor[2]:
+            pair = coloring.pair_origin[cursor[0]]
+        if pair >= 0 and coloring.color[pair] == color:
+            constraint = pair
             cursor[0] += 1
         else:
             first_joint = counts.n_pairs[None] + world * n_joints

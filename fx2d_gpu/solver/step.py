@@ -18,6 +18,8 @@ step() reads as the pipeline (Box2D v3's solver stage list, made batched):
     colour          coloring.color_constraints     those pairs and the joints, or keep
                                                    last step's colouring
     order           pairs.store_in_color_order     a colour's pairs in consecutive memory
+                                                   (small worlds: each world's solve
+                                                   order, its pairs left in place)
     (a step of worlds over 40 bodies that keeps last step's pairs, still stored in colour
     order, skips the broad phase, the carry and the order: _keep_pairs runs begin step and
     checks the colouring where the pairs lie)
