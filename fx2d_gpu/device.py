@@ -538,6 +538,9 @@ class BroadPhaseGrid(FieldGroup):
         self._field("aabb_lower", f32, N, 2, doc="m, world frame, the body's box")
         self._field("aabb_upper", f32, N, 2, doc="m, world frame, the body's box")
         self._field("level", i32, N, doc="the body's grid level; -1: no shape")
+        self._field("partner_mask", i32, N, 2,
+                    doc="small worlds: the bodies of its world the slot owns a pair with, "
+                        "a bit each (broad_phase.world_partners)")
         self._field("entry_start", i32, N + 1,
                     doc="grid entries per slot, then their exclusive prefix sum")
         self._field("world_level_mask", i32, W, doc="bit L set when level L holds a body")

@@ -478,12 +478,14 @@ def _find_pairs(model: ti.template(), bodies: ti.template(), joints: ti.template
 
 @ti.func
 def world_partners(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-                   manifolds: ti.template(), grid: ti.template(), slot, n_bodies,
-                   fill: ti.template(), write_at):
+                   grid: ti.template(), slot, n_bodies):
     """visit_partners without the grid, for small worlds: every body of the world is
-    checked. The same pairs in the same order: a pair belongs to the body on the finer
-    level, on one level to the lower slot, and a body's partners come in slot order."""
+    checked. The same pairs: a pair belongs to the body on the finer level, on one level
+    to the lower slot. Returns how many the slot owns, and which (a bit per body of the
+    world: bit i of word i // 32, BY_WORLD_MAX_BODIES <= 64), so that writing them
+    (write_world_partners, in slot order) need not check them again."""
     found = 0
+    mask = ti.Vector([0, 0])
     level = grid.level[slot]
     if level >= 0:
         world = slot // n_bodies
@@ -503,11 +505,30 @@ def world_partners(model: ti.template(), bodies: ti.template(), joints: ti.templ
                 if (corner.x <= overlap_upper.x and corner.y <= overlap_upper.y
                         and pair_wanted(model, bodies, joints, body, other, other_body, active,
                                         sensor, movable, driven, n_bodies)):
-                    if ti.static(fill):
-                        manifolds.body_a[write_at + found] = ti.min(slot, other)
-                        manifolds.body_b[write_at + found] = ti.max(slot, other)
+                    if other_body < 32:
+                        mask[0] |= 1 << other_body
+                    else:
+                        mask[1] |= 1 << (other_body - 32)
                     found += 1
-    return found
+    return found, mask
+
+
+@ti.func
+def write_world_partners(manifolds: ti.template(), grid: ti.template(), slot, n_bodies,
+                         write_at):
+    """The pairs world_partners found for `slot` (grid.partner_mask) written from write_at
+    on, partners in slot order."""
+    first = slot - slot % n_bodies
+    mask = grid.partner_mask[slot]
+    low, high = mask[0], mask[1]
+    n = write_at
+    for other_body in range(n_bodies):
+        word = low if other_body < 32 else high
+        if (word >> (other_body % 32)) & 1 == 1:
+            other = first + other_body
+            manifolds.body_a[n] = ti.min(slot, other)
+            manifolds.body_b[n] = ti.max(slot, other)
+            n += 1
 
 
 @ti.func
@@ -561,15 +582,15 @@ def pair_world_bodies(model: ti.template(), bodies: ti.template(), joints: ti.te
     n_slots = n_worlds * n_bodies
     ti.loop_config(serialize=serial)
     for slot in range(n_slots):
-        manifolds.pair_start[slot] = world_partners(model, bodies, joints, manifolds, grid, slot,
-                                                   n_bodies, False, 0)
+        found, mask = world_partners(model, bodies, joints, grid, slot, n_bodies)
+        manifolds.pair_start[slot] = found
+        grid.partner_mask[slot] = mask
     exclusive_scan(scan, manifolds.pair_start, n_slots, serial)
     counts.pairs_needed[None] = manifolds.pair_start[n_slots]
     fill_count = n_slots if manifolds.pair_start[n_slots] <= manifolds.body_a.shape[0] else 0
     ti.loop_config(serialize=serial)
     for slot in range(fill_count):
-        world_partners(model, bodies, joints, manifolds, grid, slot, n_bodies, True,
-                       manifolds.pair_start[slot])
+        write_world_partners(manifolds, grid, slot, n_bodies, manifolds.pair_start[slot])
     return ti.math.ivec3(0, counts.pairs_needed[None], counts.lost_bodies[None])
 
 

@@ -14,6 +14,8 @@ from ..device import DevicePool
 #: (1,024 worlds) 73 vs 116 ms/step, 37 bodies (768 worlds) 91 vs 101, 56 bodies (512
 #: worlds) 142 vs 102.
 BY_WORLD_MAX_BODIES = 40
+# The small worlds' broad phase keeps a bit per body of the world (broad_phase.world_partners).
+assert BY_WORLD_MAX_BODIES <= 64
 #: Worlds of at most this many bodies colour as small worlds (StepContext.small_coloring):
 #: every candidate pair takes a colour (larger worlds run the step's narrow phase before
 #: the colouring and colour only the pairs with points, step.begin_step), and they keep
