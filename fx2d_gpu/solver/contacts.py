@@ -1086,17 +1086,48 @@ def _build_body_contacts(manifolds: ti.template(), prepared: ti.template(), colo
             prepared.body_contacts[j + 1] = key
 
 
+@ti.func
+def build_world_body_lists(manifolds: ti.template(), prepared: ti.template(), first_slot,
+                           end_slot, first_pair, end_pair):
+    """_build_body_contacts for one small world, on one thread: its pairs [first_pair,
+    end_pair) stay in the broad phase's order and every one of them takes a colour (none
+    is UNSOLVED_COLOR: StepContext.small_coloring), so the pairs of the worlds before it
+    fill the first 2 first_pair entries, and each slot's list, filled in pair order, is
+    sorted as it is filled."""
+    for slot in range(first_slot, end_slot):
+        prepared.body_contact_cursor[slot] = 0
+    for k in range(first_pair, end_pair):  # each slot's count, in its cursor
+        for slot in ti.static((manifolds.body_a[k], manifolds.body_b[k])):
+            prepared.body_contact_cursor[slot] = prepared.body_contact_cursor[slot] + 1
+    running = 2 * first_pair
+    for slot in range(first_slot, end_slot):
+        count = prepared.body_contact_cursor[slot]
+        prepared.body_contact_start[slot] = running
+        prepared.body_contact_cursor[slot] = running
+        running += count
+    prepared.body_contact_start[end_slot] = running  # the next world's first, or the end
+    for k in range(first_pair, end_pair):
+        for slot in ti.static((manifolds.body_a[k], manifolds.body_b[k])):
+            prepared.body_contacts[prepared.body_contact_cursor[slot]] = k
+            prepared.body_contact_cursor[slot] = prepared.body_contact_cursor[slot] + 1
+
+
 def build_body_lists(ctx):
     """Per body, the pairs it belongs to (prepared.body_contacts), sorted by the pairs'
     broad-phase order, so warm starting can gather impulses per body in a fixed order
     instead of scattering them with floating-point atomics.
 
-    A step that kept last step's pairs and colouring where they lie
-    (StepCache.pairs_in_place) has last step's lists, still in the pool if this scene built
+    Small worlds solved one per thread have theirs from the step's order
+    (pairs.store_in_color_order, StepCache.body_lists_by_world). A step that kept last
+    step's pairs and colouring where they lie (StepCache.pairs_in_place) has last step's
+    lists, still in the pool if this scene built
     them there and no saved state was loaded since (DevicePool.body_lists_of). Then nothing
     runs (~4 % of an awake pyramid's step on the 2-core CPU)."""
     pool = ctx.pool
     if ctx.cache.pairs_in_place and pool.body_lists_of is ctx.cache:
+        return
+    if ctx.cache.body_lists_by_world:  # small worlds: pairs.store_in_color_order built them
+        pool.body_lists_of = ctx.cache
         return
     _build_body_contacts(pool.manifolds, pool.prepared, pool.coloring, pool.scan, ctx.serial,
                          ctx.n_slots, ctx.n_pairs, int(ctx.cache.pairs_ordered))

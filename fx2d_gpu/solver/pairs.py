@@ -13,6 +13,7 @@ from ..collision.broad_phase import find_candidate_pairs, refit_fat_boxes
 from ..device import MAX_MANIFOLD_POINTS, UNSOLVED_COLOR
 from ..launching import quick
 from ..scan import exclusive_scan
+from .contacts import build_world_body_lists
 
 #: Whether large worlds may keep last step's pairs when no fat box moved (find_step_pairs;
 #: tests turn it off to check that keeping them changes nothing).
@@ -201,17 +202,21 @@ def _plan_color_order(coloring: ti.template(), scan: ti.template(), serial: ti.t
 
 @quick
 @ti.kernel
-def _plan_world_order(manifolds: ti.template(), coloring: ti.template(), serial: ti.template(),
+def _plan_world_order(manifolds: ti.template(), prepared: ti.template(),
+                      coloring: ti.template(), serial: ti.template(),
                       n_worlds: ti.i32, n_bodies: ti.i32, n_colors: ti.i32):
     """The solve order of worlds solved one per thread (StepContext.solves_by_world): in
     each world's range of the broad phase's order, pair_origin[n] is the pair its thread
     solves n-th, colour after colour, the unsolved ones last. The pairs stay where the broad
     phase put them: a world's lie in consecutive memory already, and moving them (as
-    _gather_pairs does for a colour's) cost 4,096 small worlds ~0.9 ms a step."""
+    _gather_pairs does for a colour's) cost 4,096 small worlds ~0.9 ms a step. The same
+    thread builds the world's per-body lists (contacts.build_world_body_lists)."""
     ti.loop_config(serialize=serial)
     for world in range(n_worlds):
         begin = manifolds.pair_start[world * n_bodies]
         end = manifolds.pair_start[(world + 1) * n_bodies]
+        build_world_body_lists(manifolds, prepared, world * n_bodies, (world + 1) * n_bodies,
+                               begin, end)
         n = begin
         for c in range(n_colors + 1):  # no overflow here: a colour below n_colors or unsolved
             color = c if c < n_colors else UNSOLVED_COLOR
@@ -278,14 +283,15 @@ def store_in_color_order(ctx, recolored: bool):
     without overflow, so for the same kind of solve). Worlds solved one per thread
     (ctx.solves_by_world, which colour every step: coloring.color_constraints) keep their
     pairs in the broad phase's order, each world's in its own range, and pair_origin holds
-    the order each world's thread solves them in (_plan_world_order)."""
+    the order each world's thread solves them in (_plan_world_order, which builds their
+    per-body lists too: StepCache.body_lists_by_world)."""
     cache, pool = ctx.cache, ctx.pool
+    cache.body_lists_by_world = ctx.solves_by_world
     if ctx.solves_by_world:
         assert recolored, "small worlds colour every step"
         cache.pairs_ordered = False
-        if ctx.n_pairs:
-            _plan_world_order(pool.manifolds, pool.coloring, ctx.serial, ctx.n_worlds,
-                              ctx.n_bodies, cache.n_colors)
+        _plan_world_order(pool.manifolds, pool.prepared, pool.coloring, ctx.serial,
+                          ctx.n_worlds, ctx.n_bodies, cache.n_colors)
         return
     cache.pairs_ordered = True
     if ctx.n_pairs == 0:
