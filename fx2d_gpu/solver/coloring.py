@@ -174,6 +174,53 @@ def color_free(coloring: ti.template(), slot, dynamic, color):
     return not dynamic or (coloring.body_color_mask[slot] >> color) & 1 == 0
 
 
+@ti.func
+def _clear_claims(coloring: ti.template(), slot):
+    """A new colouring's start for body slot: no bid on it, no colour held."""
+    coloring.body_claim[slot] = _NO_CLAIM
+    coloring.body_color_mask[slot] = 0
+
+
+@ti.func
+def _kept_color(model: ti.template(), bodies: ti.template(), joints: ti.template(),
+                manifolds: ti.template(), coloring: ti.template(), counts: ti.template(), k,
+                n_bodies, keep):
+    """Constraint k's colour at a new colouring's start: with `keep`, the one it had last
+    step (manifolds.color, coloring.joint_color) unless it had none (overflow, unsolved) or
+    one of its bodies woke since (two constraints of one colour may share a body that was
+    fixed then); else -1 (it bids)."""
+    n_pairs = counts.n_pairs[None]
+    color = -1
+    if keep:
+        color = manifolds.color[k] if k < n_pairs else coloring.joint_color[k - n_pairs]
+        a, b = constraint_bodies(joints, manifolds, counts, k, n_bodies)
+        if (color >= MAX_COLORS or woke(model, bodies, coloring, a, n_bodies)
+                or woke(model, bodies, coloring, b, n_bodies)):
+            color = -1
+    return color
+
+
+@ti.func
+def _mark_kept(model: ti.template(), bodies: ti.template(), joints: ti.template(),
+               manifolds: ti.template(), coloring: ti.template(), counts: ti.template(), k,
+               n_bodies):
+    """Constraint k's colour, if it kept one, marked on its dynamic bodies; returns whether
+    it has none yet (it bids)."""
+    color = coloring.color[k]
+    if 0 <= color < MAX_COLORS:
+        a, b, dyn_a, dyn_b = _bodies_of(model, bodies, joints, manifolds, counts, k, n_bodies)
+        mark_color(coloring, a, dyn_a, color)
+        mark_color(coloring, b, dyn_b, color)
+    return color < 0
+
+
+@ti.func
+def _flag_colored_dynamic(model: ti.template(), bodies: ti.template(), coloring: ti.template(),
+                          slot, n_bodies):
+    """Whether body slot is dynamic and awake as the colouring sees it (see woke)."""
+    coloring.body_colored_dynamic[slot] = 1 if awake_dynamic(model, bodies, slot, n_bodies) else 0
+
+
 @quick
 @ti.kernel
 def _start_coloring(model: ti.template(), bodies: ti.template(), joints: ti.template(),
@@ -189,31 +236,20 @@ def _start_coloring(model: ti.template(), bodies: ti.template(), joints: ti.temp
     n_pairs = counts.n_pairs[None]
     ti.loop_config(serialize=serial)
     for slot in range(n_slots):
-        coloring.body_claim[slot] = _NO_CLAIM
-        coloring.body_color_mask[slot] = 0
+        _clear_claims(coloring, slot)
     ti.loop_config(serialize=serial)
     for k in range(n_constraints):
-        color = -1
-        if keep:
-            color = manifolds.color[k] if k < n_pairs else coloring.joint_color[k - n_pairs]
-            a, b = constraint_bodies(joints, manifolds, counts, k, n_bodies)
-            if (color >= MAX_COLORS or woke(model, bodies, coloring, a, n_bodies)
-                    or woke(model, bodies, coloring, b, n_bodies)):
-                color = -1
+        color = _kept_color(model, bodies, joints, manifolds, coloring, counts, k, n_bodies,
+                            keep)
         if k < n_pairs and all_pairs == 0 and coloring.solve[k] == 0:
             color = UNSOLVED_COLOR
         coloring.color[k] = color
     ti.loop_config(serialize=serial)
     for k in range(n_constraints):
-        color = coloring.color[k]
-        if 0 <= color < MAX_COLORS:
-            a, b, dyn_a, dyn_b = _bodies_of(model, bodies, joints, manifolds, counts, k, n_bodies)
-            mark_color(coloring, a, dyn_a, color)
-            mark_color(coloring, b, dyn_b, color)
+        _mark_kept(model, bodies, joints, manifolds, coloring, counts, k, n_bodies)
     ti.loop_config(serialize=serial)
     for slot in range(n_slots):
-        awake = awake_dynamic(model, bodies, slot, n_bodies)
-        coloring.body_colored_dynamic[slot] = 1 if awake else 0
+        _flag_colored_dynamic(model, bodies, coloring, slot, n_bodies)
     coloring.n_uncolored[None] = 0
     ti.loop_config(serialize=serial)
     for k in range(n_constraints):  # the order is free: bids are atomic minima
@@ -283,15 +319,15 @@ def _color_round(model: ti.template(), bodies: ti.template(), joints: ti.templat
         ti.loop_config(serialize=serial)
         for i in range(n_uncolored):
             _bid(model, bodies, joints, manifolds, coloring, counts, coloring.uncolored[i],
-               n_bodies, color)
+                 n_bodies, color)
         ti.loop_config(serialize=serial)
         for i in range(n_uncolored):
             _take(model, bodies, joints, manifolds, coloring, counts, coloring.uncolored[i],
-               n_bodies, color)
+                  n_bodies, color)
         ti.loop_config(serialize=serial)
         for i in range(n_uncolored):
             _settle(model, bodies, joints, manifolds, coloring, counts, coloring.uncolored[i],
-               n_bodies, color)
+                    n_bodies, color)
     remaining = 0
     ti.loop_config(serialize=serial)
     for i in range(n_uncolored):
@@ -365,9 +401,9 @@ def _color_worlds(model: ti.template(), bodies: ti.template(), joints: ti.templa
     the same order, so the same colours (bids and claims are a world's own: its bodies and
     constraints are no other world's). No list of the uncoloured: a constraint coloured
     before the round makes no bid and is not settled (its bodies' claims, if any, are its
-    bidding neighbours', which settle). One launch
-    of one loop instead of _start_coloring's five loops and a launch (or a team's
-    barriers) for each of every sub-round's three."""
+    bidding neighbours', which settle). One launch of one loop instead of
+    _start_coloring's five loops and a launch (or a team's barriers) for each of every
+    sub-round's three."""
     n_pairs, n_joints = counts.n_pairs[None], counts.n_joints[None]
     ti.loop_config(serialize=serial)
     for world in range(n_worlds):
@@ -377,32 +413,18 @@ def _color_worlds(model: ti.template(), bodies: ti.template(), joints: ti.templa
         first_joint = n_pairs + world * n_joints
         n_world = end_pair - first_pair + n_joints  # its pairs, then its joint slots
         for slot in range(first_slot, end_slot):
-            coloring.body_claim[slot] = _NO_CLAIM
-            coloring.body_color_mask[slot] = 0
+            _clear_claims(coloring, slot)
         for i in range(n_world):
             k = _world_constraint(first_pair, end_pair, first_joint, i)
-            color = -1
-            if keep:
-                color = manifolds.color[k] if k < n_pairs else coloring.joint_color[k - n_pairs]
-                a, b = constraint_bodies(joints, manifolds, counts, k, n_bodies)
-                if (color >= MAX_COLORS or woke(model, bodies, coloring, a, n_bodies)
-                        or woke(model, bodies, coloring, b, n_bodies)):
-                    color = -1
-            coloring.color[k] = color
+            coloring.color[k] = _kept_color(model, bodies, joints, manifolds, coloring, counts,
+                                            k, n_bodies, keep)
         left = 0
         for i in range(n_world):
-            k = _world_constraint(first_pair, end_pair, first_joint, i)
-            color = coloring.color[k]
-            if 0 <= color < MAX_COLORS:
-                a, b, dyn_a, dyn_b = _bodies_of(model, bodies, joints, manifolds, counts, k,
-                                                n_bodies)
-                mark_color(coloring, a, dyn_a, color)
-                mark_color(coloring, b, dyn_b, color)
-            else:
+            if _mark_kept(model, bodies, joints, manifolds, coloring, counts,
+                          _world_constraint(first_pair, end_pair, first_joint, i), n_bodies):
                 left += 1
         for slot in range(first_slot, end_slot):
-            awake = awake_dynamic(model, bodies, slot, n_bodies)
-            coloring.body_colored_dynamic[slot] = 1 if awake else 0
+            _flag_colored_dynamic(model, bodies, coloring, slot, n_bodies)
         color = 0
         while left > 0 and color < MAX_COLORS:
             for _ in range(_SUB_ROUNDS):

@@ -1118,7 +1118,7 @@ def build_body_lists(ctx):
     instead of scattering them with floating-point atomics.
 
     Small worlds solved one per thread have theirs from the step's order
-    (pairs.store_in_color_order, StepCache.body_lists_by_world). A step that kept last
+    (pairs.store_in_color_order). A step that kept last
     step's pairs and colouring where they lie (StepCache.pairs_in_place) has last step's
     lists, still in the pool if this scene built
     them there and no saved state was loaded since (DevicePool.body_lists_of). Then nothing
@@ -1126,7 +1126,7 @@ def build_body_lists(ctx):
     pool = ctx.pool
     if ctx.cache.pairs_in_place and pool.body_lists_of is ctx.cache:
         return
-    if ctx.cache.body_lists_by_world:  # small worlds: pairs.store_in_color_order built them
+    if ctx.solves_by_world:  # the step's pairs.store_in_color_order built them
         pool.body_lists_of = ctx.cache
         return
     _build_body_contacts(pool.manifolds, pool.prepared, pool.coloring, pool.scan, ctx.serial,

@@ -59,9 +59,7 @@ class StepCache:
     moved them); report_mapped: every pair of the reported list came from the step's
     pairs (reported.origin, solver/reporting.py); report_refreshes: steps whose report
     only refreshed the last list (reporting.refresh_report); refresh_backoff,
-    refresh_skips: steps between its tries while they fail, and those left to skip;
-    body_lists_by_world: the step's order built the per-body contact lists too (small
-    worlds, pairs.store_in_color_order; contacts.build_body_lists has nothing to do).
+    refresh_skips: steps between its tries while they fail, and those left to skip.
     """
 
     n_pairs: int = 0
@@ -90,7 +88,6 @@ class StepCache:
     report_refreshes: int = 0
     refresh_backoff: int = 0
     refresh_skips: int = 0
-    body_lists_by_world: bool = False
 
     def forget_pairs(self):
         """No candidate pairs, contacts, reported pairs, events or colouring (a new scene,
@@ -118,7 +115,6 @@ class StepCache:
         self.pairs_kept = False
         self.pairs_in_place = False
         self.report_mapped = False
-        self.body_lists_by_world = False
         self.coloring_valid = False
         self.colored_pairs = 0
         self.contacts_current = False

@@ -284,9 +284,8 @@ def store_in_color_order(ctx, recolored: bool):
     (ctx.solves_by_world, which colour every step: coloring.color_constraints) keep their
     pairs in the broad phase's order, each world's in its own range, and pair_origin holds
     the order each world's thread solves them in (_plan_world_order, which builds their
-    per-body lists too: StepCache.body_lists_by_world)."""
+    per-body lists too: contacts.build_body_lists)."""
     cache, pool = ctx.cache, ctx.pool
-    cache.body_lists_by_world = ctx.solves_by_world
     if ctx.solves_by_world:
         assert recolored, "small worlds colour every step"
         cache.pairs_ordered = False
