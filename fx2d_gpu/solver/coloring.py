@@ -33,7 +33,7 @@ from ..launching import quick
 from ..scan import exclusive_scan
 from . import team
 from .overflow import build_jacobi_lists
-from .pairs import record_constraint_counts
+from .pairs import record_constraint_counts, world_pairs
 
 _NO_CLAIM = 2147483647
 _SUB_ROUNDS = 4
@@ -408,8 +408,7 @@ def _color_worlds(model: ti.template(), bodies: ti.template(), joints: ti.templa
     ti.loop_config(serialize=serial)
     for world in range(n_worlds):
         first_slot, end_slot = world * n_bodies, (world + 1) * n_bodies
-        first_pair = manifolds.pair_start[first_slot]
-        end_pair = manifolds.pair_start[end_slot]
+        first_pair, end_pair = world_pairs(manifolds, world, n_bodies, n_pairs)
         first_joint = n_pairs + world * n_joints
         n_world = end_pair - first_pair + n_joints  # its pairs, then its joint slots
         for slot in range(first_slot, end_slot):

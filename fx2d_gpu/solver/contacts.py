@@ -1118,9 +1118,9 @@ def build_body_lists(ctx):
     instead of scattering them with floating-point atomics.
 
     Small worlds solved one per thread have theirs from the step's order
-    (pairs.store_in_color_order). A step that kept last
-    step's pairs and colouring where they lie (StepCache.pairs_in_place) has last step's
-    lists, still in the pool if this scene built
+    (pairs.store_in_color_order). A step that kept last step's pairs and colouring where
+    they lie (StepCache.pairs_in_place) has last step's lists, still in the pool if this
+    scene built
     them there and no saved state was loaded since (DevicePool.body_lists_of). Then nothing
     runs (~4 % of an awake pyramid's step on the 2-core CPU)."""
     pool = ctx.pool

@@ -124,6 +124,14 @@ def find_step_pairs(ctx, margin: float, motion_time: float,
 
 
 @ti.func
+def world_pairs(manifolds: ti.template(), world, n_bodies, n_pairs):
+    """[first, end) of `world`'s candidate pairs where they lie world by world (the broad
+    phase's order: each body slot's range in pair_start), within the step's n_pairs."""
+    return (ti.min(manifolds.pair_start[world * n_bodies], n_pairs),
+            ti.min(manifolds.pair_start[(world + 1) * n_bodies], n_pairs))
+
+
+@ti.func
 def find_previous(previous: ti.template(), owner, a, b):
     """Index of last step's pair (a, b) among the pairs `owner` found then, or -1."""
     found = -1
@@ -204,7 +212,8 @@ def _plan_color_order(coloring: ti.template(), scan: ti.template(), serial: ti.t
 @ti.kernel
 def _plan_world_order(manifolds: ti.template(), prepared: ti.template(),
                       coloring: ti.template(), serial: ti.template(),
-                      n_worlds: ti.i32, n_bodies: ti.i32, n_colors: ti.i32):
+                      n_worlds: ti.i32, n_bodies: ti.i32, n_pairs: ti.i32,
+                      n_colors: ti.i32):
     """The solve order of worlds solved one per thread (StepContext.solves_by_world): in
     each world's range of the broad phase's order, pair_origin[n] is the pair its thread
     solves n-th, colour after colour, the unsolved ones last. The pairs stay where the broad
@@ -213,8 +222,7 @@ def _plan_world_order(manifolds: ti.template(), prepared: ti.template(),
     thread builds the world's per-body lists (contacts.build_world_body_lists)."""
     ti.loop_config(serialize=serial)
     for world in range(n_worlds):
-        begin = manifolds.pair_start[world * n_bodies]
-        end = manifolds.pair_start[(world + 1) * n_bodies]
+        begin, end = world_pairs(manifolds, world, n_bodies, n_pairs)
         build_world_body_lists(manifolds, prepared, world * n_bodies, (world + 1) * n_bodies,
                                begin, end)
         n = begin
@@ -290,7 +298,7 @@ def store_in_color_order(ctx, recolored: bool):
         assert recolored, "small worlds colour every step"
         cache.pairs_ordered = False
         _plan_world_order(pool.manifolds, pool.prepared, pool.coloring, ctx.serial,
-                          ctx.n_worlds, ctx.n_bodies, cache.n_colors)
+                          ctx.n_worlds, ctx.n_bodies, ctx.n_pairs, cache.n_colors)
         return
     cache.pairs_ordered = True
     if ctx.n_pairs == 0:

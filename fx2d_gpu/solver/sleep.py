@@ -70,7 +70,7 @@ from ..bodies import can_move, has_sensor, is_sensor_pair
 from ..collision.broad_phase import pair_world_bodies, place_world_bodies, world_pair_found
 from ..device import MAX_MANIFOLD_POINTS
 from ..launching import quick
-from .pairs import previous_pair
+from .pairs import previous_pair, world_pairs
 
 vec2 = ti.math.vec2
 
@@ -399,8 +399,7 @@ def _label_by_world(model: ti.template(), bodies: ti.template(), joints: ti.temp
     ti.loop_config(serialize=serial)
     for world in range(n_worlds):
         first_slot, end_slot = world * n_bodies, (world + 1) * n_bodies
-        first_pair = ti.min(manifolds.pair_start[first_slot], n_pairs)
-        end_pair = ti.min(manifolds.pair_start[end_slot], n_pairs)
+        first_pair, end_pair = world_pairs(manifolds, world, n_bodies, n_pairs)
         for slot in range(first_slot, end_slot):
             _begin_slot(model, bodies, islands, slot, n_bodies, dt, settle)
         # The world's edges, in the launch's order: pairs, joint slots, body slots.
