@@ -776,6 +776,16 @@ def field_table() -> str:
 #: variant, compiled only if a small scene runs. The results are the same: no kernel's
 #: result depends on the order of its loop's iterations (the step is bitwise deterministic).
 SERIAL_SLOTS = 512
+#: Scenes of small worlds (solver/context.BY_WORLD_MAX_BODIES) run their loops serially up
+#: to this many worlds, whatever their body slots (solver/context.loops_run_serially).
+#:
+#: Why: most of their loops go a world per item, and those of at most 512 worlds run on one
+#: thread anyway, while the ~10-20 parallel loops a step starts cost ~15-40 us each, plus
+#: the loops over slots and pairs, whose work per item is a few ns. Measured on the 2-core
+#: CPU (soft step, batched_small, parallel against serial loops, medians of 50 steps, two
+#: rounds): 256 worlds 3.6-4.9 -> 2.6-2.9 ms a step. The substeps, the heavy per-world
+#: loop, still spread over the CPU's threads (solver/team.world_stride).
+SERIAL_WORLDS = 512
 
 #: Smallest capacities of a pool: enough that typical scenes of a process share one compile.
 #: Worlds and joint slots are cheap (65,536 worlds: 1.5 MiB; 65,536 joint slots: ~2.3 MiB)

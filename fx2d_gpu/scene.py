@@ -34,13 +34,12 @@ from .builder import (
     check_targets,
 )
 from .checks import as_bool, as_count, as_index, as_real, as_vector2
-from .device import SERIAL_SLOTS
 from .model_queries import ModelQueries
 from .records import ContactEvents, Contacts, JointState, Overlaps, RayHitList, RayHits, State
 from .residency import Binding, serialized
 from .shapes import MAX_COORDINATE
 from .snapshots import SceneSnapshot, read_state_file, restore_snapshot, take_snapshot
-from .solver.context import StepCache, StepContext
+from .solver.context import StepCache, StepContext, loops_run_serially
 from .solver.faults import ON_FAULT, contain_faults
 from .solver.profile import NO_PROFILE, StageTimer, StepProfile
 from .solver.stages import DEFAULT_SUBSTEPS
@@ -796,10 +795,10 @@ class Scene(ModelQueries):
             self._cell = self._builder.cell_size()
         binding = self._binding
         pool = residency.acquire(binding)
-        n_slots = self._n_worlds * self.n_bodies
         cpu = runtime.on_cpu()
         return StepContext(
-            pool=pool, serial=n_slots <= SERIAL_SLOTS and cpu, cpu=cpu,
+            pool=pool, serial=cpu and loops_run_serially(self._n_worlds, self.n_bodies),
+            cpu=cpu,
             n_worlds=self._n_worlds, n_bodies=self.n_bodies, n_joints=self.n_joints,
             cell_size=self._cell, cache=self._cache, grow=lambda: residency.acquire(binding),
             dt=dt, substeps=self.substeps, enable_sleep=self.enable_sleep, solver=self.solver,

@@ -52,13 +52,15 @@ def hub_scene(arch, extra=0):
 
 def test_fifty_scenes_compile_once(arch):
     # The first scenes may compile: one of each path. On the CPU, scenes of few body slots
-    # run the kernels' serial variant (device.SERIAL_SLOTS); worlds of few bodies take the
+    # or few small worlds run the kernels' serial variant (device.SERIAL_SLOTS,
+    # SERIAL_WORLDS); worlds of few bodies take the
     # small-world path (solver/context.BY_WORLD_MAX_BODIES) unless their colouring
     # overflows (the hubs).
     hub_scene(arch)
     hub_scene(arch, extra=device.SERIAL_SLOTS)
     build_and_step(arch, 20, 1, seed=100)  # small worlds, serial loops
-    build_and_step(arch, 20, 40, seed=101)  # small worlds, parallel loops
+    # Small worlds, parallel loops (more of them than device.SERIAL_WORLDS).
+    build_and_step(arch, 20, device.SERIAL_WORLDS + 1, seed=101)
     build_and_step(arch, 100, 1, seed=102)  # a large world, serial loops
     # A large world, parallel loops (on the CPU: a team of threads, solver/team.py).
     build_and_step(arch, device.SERIAL_SLOTS + 100, 1, seed=103)

@@ -7,16 +7,22 @@ parallel is the same arithmetic."""
 
 import numpy as np
 import pytest
+import taichi as ti
 
 import fx2d_gpu as fx
-from fx2d_gpu.solver import context, fused
+from fx2d_gpu import device
+from fx2d_gpu.scenes import batched_small
+from fx2d_gpu.solver import context, fused, team
 
 from .helpers import TRACE_FIELDS, assert_same_trace, general_path, machine_scene, trace
 
 
-@pytest.mark.parametrize("n_worlds", [3, 40])  # serial loops on the CPU; parallel ones
+# Serial loops on the CPU; parallel ones (more worlds than device.SERIAL_WORLDS).
+@pytest.mark.parametrize("n_worlds", [3, device.SERIAL_WORLDS + 8])
 def test_small_worlds_step_bitwise_like_the_general_path(arch, n_worlds, monkeypatch):
     scene = machine_scene(n_worlds, arch)
+    ctx = scene.step_context()
+    assert ctx.serial == (ctx.cpu and n_worlds <= device.SERIAL_WORLDS)
     launches = []
     original = fused.substeps_by_world
     monkeypatch.setattr(fused, "substeps_by_world",
@@ -67,3 +73,43 @@ def test_an_overflowing_colouring_falls_back_to_the_general_path(arch, monkeypat
     general = hub()
     assert_same_trace(first, trace(general, 1))
     assert_same_trace(small, trace(general, 20))
+
+
+@ti.kernel
+def _first_and_last_meet(counts: ti.template(), n_worlds: ti.i32, stride: ti.i32) -> ti.i32:
+    """A loop a world per item as the substeps' (team.member_of over n_worlds * stride
+    items) where the first and the last world wait for each other at a barrier; returns the
+    waits that ran out (0: the two ran at the same time, on different threads)."""
+    for item in range(n_worlds * stride):
+        world = team.member_of(item, stride)
+        if world == 0 or world == n_worlds - 1:
+            team.barrier(counts, 2, team.PROBE_SPIN_LIMIT)
+    return counts.barrier[team._TIMEOUTS]
+
+
+def test_a_few_hundred_worlds_solve_on_every_cpu_thread(arch, monkeypatch):
+    """Taichi's CPU backend runs a loop in tasks of team.TASK_ITEMS items, a task on one
+    thread: the substeps of 256 worlds, an item each, were one task on one thread. Their
+    loop strides the worlds (team.world_stride) so that the first and the last world lie in
+    tasks that run at once: they meet at a barrier, where with an item a world the first
+    waits for the last in vain. A GPU runs a world per thread (stride 1)."""
+    scene = batched_small(256, arch=arch)
+    ctx = scene.step_context()
+    stride = team.world_stride(ctx)
+    if not ctx.cpu:
+        assert stride == 1
+        return
+    assert ctx.serial  # the other loops of so few small worlds run serially
+    counts = ctx.pool.counts
+    try:
+        if team.usable_threads() > 1:
+            team._clear(counts)
+            assert _first_and_last_meet(counts, 256, stride) == 0
+        team._clear(counts)
+        assert _first_and_last_meet(counts, 256, 1) == 1  # one task: one thread
+    finally:
+        team._clear(counts)
+    # And the results are the same whatever the stride (a world stays on one thread).
+    strided = trace(scene, 30)
+    monkeypatch.setattr(team, "world_stride", lambda ctx: 1)
+    assert_same_trace(strided, trace(batched_small(256, arch=arch), 30))

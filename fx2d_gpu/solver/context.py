@@ -7,6 +7,7 @@ import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from .. import device
 from ..device import DevicePool
 
 #: Worlds of at most this many bodies are "small" (StepContext.small_worlds). Measured on
@@ -32,6 +33,14 @@ SMALL_COLORING_MAX_BODIES = 40
 #: their broad phase is cheap). A constant of its own, not the solve path's: both paths
 #: must find the same pairs (they give the same results).
 EXACT_PAIRS_MAX_BODIES = 40
+
+
+def loops_run_serially(n_worlds: int, n_bodies: int) -> bool:
+    """Whether a scene's kernels run their loops serially on a CPU backend: at most
+    device.SERIAL_SLOTS body slots, or small worlds (BY_WORLD_MAX_BODIES) at most
+    device.SERIAL_WORLDS of them (their loops mostly go a world per item)."""
+    return (n_worlds * n_bodies <= device.SERIAL_SLOTS
+            or (n_bodies <= BY_WORLD_MAX_BODIES and n_worlds <= device.SERIAL_WORLDS))
 
 
 @dataclass
@@ -130,7 +139,7 @@ class StepContext:
     """One scene's view of the pool for a step (or a query).
 
     pool: the device groups (a bigger pool replaces it if a buffer must grow, see grow);
-    serial: kernels run their loops on one thread (device.SERIAL_SLOTS); cpu: Taichi
+    serial: kernels run their loops on one thread (loops_run_serially); cpu: Taichi
     runs on a CPU backend (a CPU team may run the substeps, solver/team.py); n_worlds,
     n_bodies, n_joints: the layout (n_joints per world); cell_size: the broad phase's
     level-0 cell, m; cache: the scene's StepCache; grow: returns a pool with room for what

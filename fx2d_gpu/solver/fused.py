@@ -44,8 +44,9 @@ vec2 = ti.math.vec2
 
 
 def substeps_by_world(ctx):
-    """All of the step's substeps in one launch, one world per thread."""
-    _launch(ctx, by_world=True, n_members=ctx.n_worlds)
+    """All of the step's substeps in one launch, one world per thread (spread over the CPU
+    backend's tasks: team.world_stride)."""
+    _launch(ctx, by_world=True, n_members=ctx.n_worlds, stride=team.world_stride(ctx))
 
 
 def substeps_by_team(ctx, threads: int):
@@ -60,12 +61,13 @@ def begin_step_by_team(ctx, threads: int):
     _launch(ctx, by_world=False, n_members=threads, before_coloring=True)
 
 
-def _launch(ctx, by_world: bool, n_members: int, before_coloring: bool = False):
+def _launch(ctx, by_world: bool, n_members: int, before_coloring: bool = False,
+            stride: int = 1):
     pool = ctx.pool
     _substeps(model=pool.model, bodies=pool.bodies, joints=pool.joints,
               manifolds=pool.manifolds, prepared=pool.prepared, coloring=pool.coloring,
               counts=pool.counts, solver=ctx.solver, n_members=n_members,
-              by_world=bool(by_world),
+              by_world=bool(by_world), world_stride=stride,
               n_worlds=ctx.n_worlds, n_bodies=ctx.n_bodies, n_joints=ctx.n_joints,
               n_pairs=ctx.n_pairs, n_colors=ctx.cache.n_colors,
               overflow=int(ctx.cache.n_overflow > 0), substeps=ctx.substeps,
@@ -242,7 +244,7 @@ def _member_items(model: ti.template(), bodies: ti.template(), joints: ti.templa
 def _substeps(model: ti.template(), bodies: ti.template(), joints: ti.template(),
               manifolds: ti.template(), prepared: ti.template(), coloring: ti.template(),
               counts: ti.template(), solver: ti.template(), n_members: ti.i32,
-              by_world: ti.template(),
+              by_world: ti.template(), world_stride: ti.i32,
               n_worlds: ti.i32, n_bodies: ti.i32, n_joints: ti.i32, n_pairs: ti.i32,
               n_colors: ti.i32, overflow: ti.i32, substeps: ti.i32, h: ti.f32,
               dt: ti.f32, before_coloring: ti.i32, begun: ti.i32, bullets: ti.i32,
@@ -254,7 +256,7 @@ def _substeps(model: ti.template(), bodies: ti.template(), joints: ti.template()
     world per loop item; a team thread per task of the CPU backend's thread pool
     (team.member_of). `by_world` is compiled in: a process of small worlds (or of large
     ones) compiles only its mode."""
-    team_size, stride = 1, 1
+    team_size, stride = 1, world_stride
     if ti.static(not by_world):
         team_size, stride = n_members, team.items_per_member(n_members)
     n_slots = n_worlds * n_bodies

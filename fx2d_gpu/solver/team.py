@@ -33,6 +33,13 @@ from ..launching import quick
 #: Items per task of a CPU loop in Taichi 1.7.4 (measured: 512 items run on one thread,
 #: 513 on two).
 TASK_ITEMS = 512
+#: Tasks per CPU thread that a loop a world per item is spread over (world_stride): a
+#: world's work stays on one thread, and several tasks a thread let the pool even out
+#: worlds of unequal cost.
+WORLD_TASKS_PER_THREAD = 4
+#: Fewest worlds in one of those tasks: below it, waking another thread costs more than
+#: the worlds' substeps (~3-6 us a world on the 2-core CPU).
+MIN_WORLDS_PER_TASK = 16
 #: Most spins of one wait at a barrier (~1-10 s): a member that never arrives must not hang
 #: the process. A legitimate wait is one stage of one thread's share (milliseconds), longer
 #: only if the OS deschedules a member.
@@ -194,6 +201,22 @@ def check(counts):
             "fx2d_gpu: a CPU thread of the step's team never reached a barrier (Taichi's "
             "thread pool did not run the team's threads at once); this step's results are "
             "unreliable, and later steps launch one kernel per stage")
+
+
+def world_stride(ctx) -> int:
+    """Loop items per world (member_of's stride) of the substeps' loop a world per item
+    (fused.substeps_by_world) on a CPU backend: enough items that the worlds fill up to
+    WORLD_TASKS_PER_THREAD tasks of TASK_ITEMS per thread, each of at least
+    MIN_WORLDS_PER_TASK worlds. Taichi runs a task's items on one thread: 256 worlds, an
+    item each, ran on one thread (and scenes whose other loops run serially,
+    device.SERIAL_WORLDS, still solve on all threads). 1 on GPU backends (a thread a
+    world)."""
+    if not ctx.cpu:
+        return 1
+    tasks = min(WORLD_TASKS_PER_THREAD * usable_threads(), ctx.n_worlds // MIN_WORLDS_PER_TASK)
+    if tasks <= 1:
+        return 1
+    return max(1, -(-tasks * TASK_ITEMS // ctx.n_worlds))
 
 
 def usable_threads() -> int:
