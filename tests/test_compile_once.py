@@ -95,18 +95,19 @@ def test_second_process_starts_from_the_offline_cache(arch, tmp_path):
 
 
 def test_a_scene_ten_times_the_last_compiles_nothing(arch):
-    # A fresh process: 250 small worlds (2,000 body slots) make the first pool, with
+    # A fresh process: 600 small worlds (4,800 body slots; more than device.SERIAL_WORLDS,
+    # so the kernels' parallel variant, as for the larger scene) make the first pool, with
     # headroom (residency.GROWTH_HEADROOM); a second such scene compiles what switching
-    # scenes takes. 2,500 worlds (20,000 slots, 10x) then fit the pool: nothing compiles
+    # scenes takes. 6,000 worlds (48,000 slots, 10x) then fit the pool: nothing compiles
     # again and the pool does not grow.
     script = (
         "import json, fx2d_gpu as fx\n"
         "from fx2d_gpu import device, residency, scenes\n"
-        f"first = scenes.batched_small(250, arch={arch!r}); first.step(1 / 60)\n"
-        f"other = scenes.batched_small(250, arch={arch!r}); other.step(1 / 60)\n"
+        f"first = scenes.batched_small(600, arch={arch!r}); first.step(1 / 60)\n"
+        f"other = scenes.batched_small(600, arch={arch!r}); other.step(1 / 60)\n"
         "capacity = residency.current_pool().capacities['bodies']\n"
         "compiled = device.compiled_kernel_count()\n"
-        f"second = scenes.batched_small(2500, arch={arch!r}); second.step(1 / 60)\n"
+        f"second = scenes.batched_small(6000, arch={arch!r}); second.step(1 / 60)\n"
         "now = residency.current_pool().capacities['bodies']\n"
         "print(json.dumps({'capacity': capacity, 'compiled': compiled, 'now': now,\n"
         "                  'more': device.compiled_kernel_count() - compiled}))\n"
@@ -114,7 +115,7 @@ def test_a_scene_ten_times_the_last_compiles_nothing(arch):
     out = subprocess.run([sys.executable, "-c", script], check=True, capture_output=True,
                          text=True).stdout
     result = json.loads(out.strip().splitlines()[-1])
-    assert result["capacity"] >= 10 * 250 * 8
+    assert 600 > device.SERIAL_WORLDS and result["capacity"] >= 10 * 600 * 8
     assert result["now"] == result["capacity"] and result["compiled"] > 0
     assert result["more"] == 0, result
 
