@@ -17,12 +17,14 @@ from fx2d_gpu.solver import context, fused, team
 from .helpers import TRACE_FIELDS, assert_same_trace, general_path, machine_scene, trace
 
 
-# Serial loops on the CPU; parallel ones (more worlds than device.SERIAL_WORLDS).
-@pytest.mark.parametrize("n_worlds", [3, device.SERIAL_WORLDS + 8])
+# Serial loops on the CPU; parallel ones (as for more worlds than device.SERIAL_WORLDS).
+@pytest.mark.parametrize("n_worlds", [3, 40])
 def test_small_worlds_step_bitwise_like_the_general_path(arch, n_worlds, monkeypatch):
+    if n_worlds > 3:
+        monkeypatch.setattr(device, "SERIAL_WORLDS", 0)
     scene = machine_scene(n_worlds, arch)
     ctx = scene.step_context()
-    assert ctx.serial == (ctx.cpu and n_worlds <= device.SERIAL_WORLDS)
+    assert ctx.serial == (ctx.cpu and n_worlds == 3)
     launches = []
     original = fused.substeps_by_world
     monkeypatch.setattr(fused, "substeps_by_world",
