@@ -53,9 +53,8 @@ def hub_scene(arch, extra=0):
 def test_fifty_scenes_compile_once(arch):
     # The first scenes may compile: one of each path. On the CPU, scenes of few body slots
     # or few small worlds run the kernels' serial variant (device.SERIAL_SLOTS,
-    # SERIAL_WORLDS); worlds of few bodies take the
-    # small-world path (solver/context.BY_WORLD_MAX_BODIES) unless their colouring
-    # overflows (the hubs).
+    # SERIAL_WORLDS); worlds of few bodies take the small-world path
+    # (solver/context.BY_WORLD_MAX_BODIES) unless their colouring overflows (the hubs).
     hub_scene(arch)
     hub_scene(arch, extra=device.SERIAL_SLOTS)
     build_and_step(arch, 20, 1, seed=100)  # small worlds, serial loops

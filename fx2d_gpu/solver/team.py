@@ -216,7 +216,7 @@ def world_stride(ctx) -> int:
     tasks = min(WORLD_TASKS_PER_THREAD * usable_threads(), ctx.n_worlds // MIN_WORLDS_PER_TASK)
     if tasks <= 1:
         return 1
-    return max(1, -(-tasks * TASK_ITEMS // ctx.n_worlds))
+    return -(-tasks * TASK_ITEMS // ctx.n_worlds)  # ceil: at least `tasks` full tasks
 
 
 def usable_threads() -> int:
