@@ -5,6 +5,7 @@ tested against are in tests/reference/; writing device fields by hand, in tests/
 from dataclasses import dataclass
 
 import numpy as np
+import pytest
 
 import fx2d_gpu as fx
 from fx2d_gpu.solver import context, team
@@ -145,6 +146,18 @@ def fingerprint(scene) -> list[np.ndarray]:
     if scene.n_joints:
         arrays += list(scene.joint_state().__dict__.values())
     return [a.copy() for a in arrays]
+
+
+def small_worlds_round_alike(request, arch: str):
+    """Mark a test that compares the small-world path (a world per thread) bit for bit with
+    another path as an expected failure on CUDA, where the two round differently in the
+    last bits (docs/backends.md: Taichi's CUDA JIT lets LLVM fuse multiply-adds, wherever
+    each kernel's code offers them). It still runs there (XFAIL, or XPASS should they
+    agree); on the CPU and on Vulkan it must pass."""
+    if arch == "cuda":
+        request.applymarker(pytest.mark.xfail(
+            reason="on CUDA the small-world and general paths round differently "
+                   "(docs/backends.md)", strict=False))
 
 
 def assert_bitwise_equal(got, expected, label):

@@ -22,12 +22,16 @@ def test_quick_suite_runs_every_scene_and_writes_csv_and_plots(tmp_path, arch):
     base = sizes.pyramid_base
     pyramid = by_scene["large_pyramid"]
     assert pyramid["fx2d_gpu"]["bodies"] == base * (base + 1) // 2 + 1
-    assert pyramid["pymunk"]["bodies"] == pyramid["fx2d_gpu"]["bodies"]
     assert pyramid["fx2d_gpu"]["stands"] is True  # 7 steps: nothing can have fallen yet
     assert pyramid["fx2d_gpu"]["contact_points"] > 0
-    assert pyramid["fx2d_gpu"]["ratio_to_pymunk"] > 0
     assert pyramid["fx2d_gpu (no sleep)"]["bodies"] == pyramid["fx2d_gpu"]["bodies"]
-    assert pyramid["fx2d_gpu (no sleep)"]["ratio_to_pymunk"] > 0
+    # pymunk is the dev and bench extras' (a GPU machine may lack it): its column where
+    # it is installed, as Box2D's below.
+    with_pymunk = importlib.util.find_spec("pymunk") is not None
+    if with_pymunk:
+        assert pyramid["pymunk"]["bodies"] == pyramid["fx2d_gpu"]["bodies"]
+        assert pyramid["fx2d_gpu"]["ratio_to_pymunk"] > 0
+        assert pyramid["fx2d_gpu (no sleep)"]["ratio_to_pymunk"] > 0
     grid, grid_base = sizes.grid, sizes.grid_base
     assert by_scene["many_pyramids"]["fx2d_gpu"]["bodies"] == (
         grid * grid * grid_base * (grid_base + 1) // 2 + grid)
@@ -35,7 +39,8 @@ def test_quick_suite_runs_every_scene_and_writes_csv_and_plots(tmp_path, arch):
     assert by_scene["joint_grid"]["fx2d_gpu"]["joints"] == (
         (rows - 1) * columns + (rows - 1) * (columns - 1))
     piles = out["pile"]
-    assert {"fx2d_gpu", "pymunk"} <= {r["engine"] for r in piles}
+    engines = {r["engine"] for r in piles}
+    assert "fx2d_gpu" in engines and ("pymunk" in engines) == with_pymunk
     assert piles[0]["bodies"] == sizes.piles[0] + 3
     if box2d_scenes.available():
         _check_box2d_column(by_scene, sizes)

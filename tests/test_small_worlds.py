@@ -14,12 +14,20 @@ from fx2d_gpu import device
 from fx2d_gpu.scenes import batched_small
 from fx2d_gpu.solver import context, fused, team
 
-from .helpers import TRACE_FIELDS, assert_same_trace, general_path, machine_scene, trace
+from .helpers import (
+    TRACE_FIELDS,
+    assert_same_trace,
+    general_path,
+    machine_scene,
+    small_worlds_round_alike,
+    trace,
+)
 
 
 # Serial loops on the CPU; parallel ones (as for more worlds than device.SERIAL_WORLDS).
 @pytest.mark.parametrize("n_worlds", [3, 40])
-def test_small_worlds_step_bitwise_like_the_general_path(arch, n_worlds, monkeypatch):
+def test_small_worlds_step_bitwise_like_the_general_path(arch, n_worlds, monkeypatch, request):
+    small_worlds_round_alike(request, arch)
     if n_worlds > 3:
         monkeypatch.setattr(device, "SERIAL_WORLDS", 0)
     scene = machine_scene(n_worlds, arch)
