@@ -93,14 +93,15 @@ session)
     # for both solvers, the viewer's frame geometry and offscreen GGUI frames (GGUI needs
     # the Vulkan loader: carry .gl, see the device tool's README), and the large pyramid's
     # stage profile, each capped so the whole fits; results.tgz is packed after each part.
-    # (Measured on an H200: the backend tests take 3.5 min at -n 14, the benchmarks 1.3 min
-    # a solver, the viewer 35 s.)
+    # (Measured on an H200: the backend tests take 3.5 min at -n 14, more than 240 s on
+    # 2026-11-27 (487 of them, the last one cut), the benchmarks 1.3 min a solver, the
+    # viewer 35 s; the whole command 7.6 min of the 10.)
     workers=()
     "$python" -c "import xdist" 2>/dev/null && workers=(-n 14)
     timeout 240 "$python" -m pytest -q -rs -p no:cacheprovider \
         "tests/test_vulkan.py::test_scenes_on_${arch}_match_the_cpu_backend" \
         >"$out/check.log" 2>&1 &
-    FX2D_TEST_ARCH=$arch timeout 240 "$python" -m pytest -v -rfs -p no:cacheprovider \
+    FX2D_TEST_ARCH=$arch timeout 280 "$python" -m pytest -v -rfs -p no:cacheprovider \
         -m backend -k "not serial" "${workers[@]}" --durations=15 tests/ >"$log" 2>&1
     wait
     results=$(mktemp -d)
