@@ -148,7 +148,7 @@ def fingerprint(scene) -> list[np.ndarray]:
     return [a.copy() for a in arrays]
 
 
-def small_worlds_round_alike(request, arch: str):
+def xfail_where_paths_round_apart(request, arch: str):
     """Mark a test that compares the small-world path (a world per thread) bit for bit with
     another path as an expected failure on CUDA, where the two round differently in the
     last bits (docs/backends.md: Taichi's CUDA JIT lets LLVM fuse multiply-adds, wherever

@@ -9,7 +9,7 @@ import fx2d_gpu as fx
 from fx2d_gpu import scenes
 from fx2d_gpu.solver.stages import SUBSTEP_STAGES
 
-from .helpers import small_worlds_round_alike
+from .helpers import xfail_where_paths_round_apart
 
 DT = 1.0 / 60.0
 
@@ -32,7 +32,7 @@ def _state(scene):
 ], ids=["small_worlds", "large_world"])
 def test_profiled_steps_match_normal_steps_bitwise(arch, build, request):
     if request.node.callspec.id == "small_worlds":  # profiled: the general path's stages
-        small_worlds_round_alike(request, arch)
+        xfail_where_paths_round_apart(request, arch)
     normal, profiled = build(arch), build(arch)
     for _ in range(40):
         normal.step(DT)
