@@ -18,6 +18,9 @@
 #                  fx2d_gpu.envs beside Gymnasium's CartPole (LunarLander needs Box2D, which
 #                  the machine lacks), then the per-world values' and resets' backend tests;
 #                  its CSV and plot packed into results_envs.tgz
+#   viewer         python -m benchmarks.viewer on $FX2D_DEVICE_ARCH and on Vulkan (where
+#                  GGUI takes the frame on the device; carry .gl), its CSVs packed into
+#                  results_viewer.tgz
 #   compare [SCENE... OPTION...]
 #                  the scenes benchmarked at before/ (a git worktree of an older revision,
 #                  carried) and at this tree, in turn, twice: a change's cost on one GPU
@@ -40,7 +43,7 @@
 #   export PYTHONPATH=/tmp/site:$PWD && bash benchmarks/device_run.sh check
 set -uo pipefail
 cd "$(dirname "$0")/.."
-part=${1:?usage: bash benchmarks/device_run.sh check | tests | bench [SCENE ...] | envs | session | compare [SCENE ...]}
+part=${1:?usage: bash benchmarks/device_run.sh check | tests | bench [SCENE ...] | envs | session | viewer | compare [SCENE ...]}
 shift
 arch=${FX2D_DEVICE_ARCH:-cuda}
 out=${OUT:-/tmp/fx2d_device_run}
@@ -119,6 +122,14 @@ session)
         large_pyramid >"$out/profile.log" 2>&1
     pack
     ;;
+viewer)
+    results=$(mktemp -d)
+    for viewer_arch in "$arch" vulkan; do
+        timeout 200 "$python" -m benchmarks.viewer --arch "$viewer_arch" --legacy-max 1000 \
+            --results "$results" 2>&1 | tee -a "$log"
+    done
+    tar -czf "$out/results_viewer.tgz" -C "$results" .
+    ;;
 compare)
     # The named scenes (after --: benchmark options) at an older revision and at this
     # tree, in turn, twice: a change's cost measured on one machine. Here, first:
@@ -135,7 +146,7 @@ compare)
     tar -czf "$out/results_compare.tgz" -C "$results" .
     ;;
 *)
-    echo "unknown part: $part (check | tests | bench | envs | session | compare)" >&2
+    echo "unknown part: $part (check | tests | bench | envs | session | viewer | compare)" >&2
     exit 2
     ;;
 esac

@@ -21,9 +21,14 @@ measurements at 100,000 bodies: build_mesh 16.9 s, render 26.4 s): the NumPy bui
 and renderer as they were (copied below), and a GGUI frame of the old viewer (build_mesh,
 then fields uploaded from NumPy).
 
+On the Vulkan backend, where GGUI takes the frame on the device (frame_geometry.
+DEVICE_HAND_OFF), the ggui_frame rows are timed twice: handed over on the device, and
+through the host ("host hand-off").
+
 ms is wall time per call; cpu_ms this process's CPU time per call, every thread's: on a
 machine shared with other work, wall time grows with the others' load, CPU time less so.
-Saves benchmarks/results/<device>/viewer.csv.
+Saves benchmarks/results/<device>/viewer.csv (viewer_vulkan.csv on the Vulkan backend,
+beside another backend's on the same device).
 """
 
 import argparse
@@ -344,23 +349,33 @@ def _ggui_frames(scene, window, views, aspect, legacy: bool, quick: bool, row):
     frame), timed into `row`: FrameGeometry's (each layout), and the old viewer's."""
     import taichi as ti
 
+    from fx2d_gpu import frame_geometry
     from fx2d_gpu.frame_geometry import FrameGeometry
 
     canvas = window.get_canvas()
     repeats, windows = (1, 2) if quick else (2, 3)
+    # Where GGUI takes the frame on the device (frame_geometry.DEVICE_HAND_OFF: the Vulkan
+    # backend), the same frames handed over through the host too, for comparison.
+    hand_offs = [frame_geometry.DEVICE_HAND_OFF]
+    if runtime.backend_name() in frame_geometry.DEVICE_HAND_OFF:
+        hand_offs.append(())
     for layout in ("ggui", "compact"):
-        geometry = FrameGeometry(scene, layout=layout)
-        flip = [0]
+        for hand_off in hand_offs:
+            frame_geometry.DEVICE_HAND_OFF = hand_off
+            geometry = FrameGeometry(scene, layout=layout)
+            flip = [0]
 
-        def frame(geometry=geometry, flip=flip):
-            flip[0] ^= 1
-            canvas.set_background_color((0.98, 0.98, 0.97))
-            geometry.update(views[flip[0]], aspect).draw(canvas)
-            window.get_image_buffer_as_numpy()
+            def frame(geometry=geometry, flip=flip):
+                flip[0] ^= 1
+                canvas.set_background_color((0.98, 0.98, 0.97))
+                geometry.update(views[flip[0]], aspect).draw(canvas)
+                window.get_image_buffer_as_numpy()
 
-        row("ggui_frame", f"device ({layout})", _timed(frame, repeats, windows),
-            f"{WINDOW_SIZE[0]}x{WINDOW_SIZE[1]} offscreen GGUI (Vulkan): update, draw, "
-            "image read back")
+            through = "" if hand_off == hand_offs[0] else ", host hand-off"
+            row("ggui_frame", f"device ({layout}{through})", _timed(frame, repeats, windows),
+                f"{WINDOW_SIZE[0]}x{WINDOW_SIZE[1]} offscreen GGUI (Vulkan): update, draw, "
+                "image read back")
+        frame_geometry.DEVICE_HAND_OFF = hand_offs[0]
     if legacy:
         fields = {}
 
@@ -400,7 +415,8 @@ def run(sizes=SIZES, arch: str = "auto", quick: bool = False, legacy_max: int = 
         row.update(device=device, backend=backend, date=datetime.date.today().isoformat())
     print_table([{k: r[k] for k in ("bodies", "measure", "implementation", "ms", "cpu_ms")}
                  for r in rows])
-    path = save_csv(backend, "viewer", rows, results)
+    path = save_csv(backend, "viewer_vulkan" if backend == "vulkan" else "viewer", rows,
+                    results)
     print(f"saved {path}")
     return rows
 

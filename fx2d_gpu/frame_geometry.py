@@ -35,9 +35,12 @@ ndarrays elsewhere, in one of two layouts (VertexBuffer): "ggui" (the default), 
 vertex layout (12 float32 a vertex: position, normal, texture coordinates, RGBA), which
 `draw` hands to GGUI's canvas as it is, without the copy into a new vertex array that
 ti.ui.Canvas.triangles makes of a field every frame; or "compact", positions and colours
-apart, the least memory a frame writes (the fastest update; `draw` packs it first). GGUI
-1.7.4 reads a vertex array from host memory (its ndarray path is broken): off the CPU, draw
-copies the buffers to the host once a frame.
+apart, the least memory a frame writes (the fastest update; `draw` packs it first). On the
+Vulkan backend, the device GGUI renders with, `draw` hands GGUI device ndarrays (filled by
+one more launch; Taichi 1.7.4's own description of an ndarray for GGUI is broken, so
+_ggui_source writes it): the frame never leaves the device. On CUDA it copies the buffers to
+the host once a frame: GGUI copies a CUDA ndarray through the host itself, and that
+measured slower than a host array (docs/viewer.md).
 
 Overlays, each a toggle on the FrameGeometry, drawn as more line buffers: AABBs (the box of
 each drawn body's outline, filled by the same launch), joints (parent centre -> parent
@@ -55,6 +58,10 @@ import taichi as ti
 from . import runtime
 from .render import KIND_CIRCLE, KIND_SEGMENT, _background, _looks, body_outlines, default_bounds
 
+#: Backends whose device ndarrays GGUI draws from without a trip through the host: Vulkan,
+#: the device GGUI renders with (VertexBuffer.ggui_arrays; benchmarks/viewer.py empties it
+#: to time the host hand-off).
+DEVICE_HAND_OFF = ("vulkan",)
 #: Segments of a circle's fan and outline.
 CIRCLE_SEGMENTS = 20
 #: Floats of one GGUI vertex: position (3), normal (3), texture coordinates (2), RGBA (4).
@@ -178,6 +185,7 @@ class VertexBuffer:
         self.indices = indices
         self.layout = layout
         self._packed = None
+        self._device_rows = self._device_indices = None  # ggui_arrays, on Vulkan
         if layout == "ggui":
             self.xy = self.rgb = _to_device(_ggui_rows(count, colour))
             self.xy_stride = self.rgb_stride = VERTEX_FLOATS
@@ -216,6 +224,26 @@ class VertexBuffer:
             return _to_host(self._packed, VERTEX_FLOATS)[: self.count]
         return _to_host(self.xy, VERTEX_FLOATS)[: self.count]
 
+    def ggui_arrays(self):
+        """(vertices, indices) to hand GGUI: on the Vulkan backend, whose device GGUI draws
+        with, device ndarrays ((count, VERTEX_FLOATS) float32, filled from the buffers by
+        one launch; the indices copied once), so the frame stays on the device; elsewhere
+        ggui_vertices() and the host indices (GGUI copies a CUDA ndarray through the host
+        itself, and measured slower than a host array: docs/viewer.md)."""
+        if runtime.backend_name() not in DEVICE_HAND_OFF:
+            return self.ggui_vertices(), self.indices
+        if self._device_rows is None:
+            rows = ti.ndarray(ti.f32, (self.count, VERTEX_FLOATS))
+            rows.from_numpy(_ggui_rows(self.count, None))
+            self._device_rows = rows
+            if self.indices is not None:
+                indices = ti.ndarray(ti.i32, (len(self.indices),))
+                indices.from_numpy(np.ascontiguousarray(self.indices, np.int32))
+                self._device_indices = indices
+        _ggui_rows_from(self.count, self.xy, self.xy_stride, self.rgb, self.rgb_stride,
+                        self.colour_offset, self._device_rows)
+        return self._device_rows, self._device_indices
+
 
 def _ggui_rows(count: int, colour) -> np.ndarray:
     """(count, VERTEX_FLOATS) float32 zeros, alpha 1 and the colour (RGB 0-1) if given.
@@ -229,7 +257,8 @@ def _ggui_rows(count: int, colour) -> np.ndarray:
 
 def _draw_lines(canvas, buffer: VertexBuffer | None, width: float):
     if buffer is not None and buffer.corners:
-        _canvas_call(canvas, "lines", buffer.ggui_vertices(), width, buffer.indices)
+        vertices, indices = buffer.ggui_arrays()
+        _canvas_call(canvas, "lines", vertices, width, indices)
 
 
 def _canvas_call(canvas, kind: str, vertices: np.ndarray, size: float = 0.0,
@@ -241,9 +270,7 @@ def _canvas_call(canvas, kind: str, vertices: np.ndarray, size: float = 0.0,
     array every frame; where GGUI's internals differ, the frame is copied into fields and
     drawn with the public calls instead."""
     try:
-        from taichi.ui.utils import get_field_info
-
-        info, index_info = get_field_info(vertices), get_field_info(indices)
+        info, index_info = _ggui_source(vertices), _ggui_source(indices)
         grey = (0.5, 0.5, 0.5)
         if kind == "triangles":
             canvas.canvas.triangles(info, index_info, True, grey)
@@ -252,6 +279,9 @@ def _canvas_call(canvas, kind: str, vertices: np.ndarray, size: float = 0.0,
         else:
             canvas.canvas.circles(info, True, False, grey, size)
     except (ImportError, AttributeError, TypeError):
+        if not isinstance(vertices, np.ndarray):  # device ndarrays (ggui_arrays)
+            vertices = vertices.to_numpy()
+            indices = None if indices is None else indices.to_numpy()
         if indices is not None:
             vertices = vertices[indices]
         positions, colours = _fields(vertices)
@@ -261,6 +291,26 @@ def _canvas_call(canvas, kind: str, vertices: np.ndarray, size: float = 0.0,
             canvas.lines(positions, size, per_vertex_color=colours)
         else:
             canvas.circles(positions, size, per_vertex_color=colours)
+
+
+def _ggui_source(array):
+    """GGUI's description of a vertex or index array (taichi.ui.utils.get_field_info's):
+    a host array as it describes it; a device ndarray written here, because Taichi
+    1.7.4's get_field_info calls Ndarray.arr.get_device_allocation, which its C++
+    binding names device_allocation (an AttributeError for every ndarray)."""
+    from taichi._lib import core as ti_core
+    from taichi.ui.utils import get_field_info
+
+    if array is None or isinstance(array, np.ndarray):
+        return get_field_info(array)
+    info = ti_core.FieldInfo()
+    info.valid = True
+    info.field_source = ti_core.FieldSource.TaichiNDarray
+    info.dev_alloc = array.arr.device_allocation()
+    info.dtype = array.dtype
+    info.shape = tuple(array.shape) + tuple(array.element_shape)
+    info.num_elements = int(np.prod(info.shape))
+    return info
 
 
 _FIELDS: dict = {}
@@ -344,8 +394,8 @@ class Frame:
         their outlines, then the overlays. line_width: a fraction of the window height, as
         canvas.lines takes it; point_radius: the contact points', likewise."""
         if self.triangles.corners:
-            _canvas_call(canvas, "triangles", self.triangles.ggui_vertices(),
-                         indices=self.triangles.indices)
+            vertices, indices = self.triangles.ggui_arrays()
+            _canvas_call(canvas, "triangles", vertices, indices=indices)
         _draw_lines(canvas, self.lines, line_width)
         for overlay in (self.boxes, self.joints, self.contact_lines):
             _draw_lines(canvas, overlay, line_width)
@@ -506,6 +556,21 @@ def _pack(n: ti.i32, xy: _F1, rgb: _F1, vertices: _F1):
             vertices[VERTEX_FLOATS * i + column] = xy[2 * i + column]
         for channel in ti.static(range(3)):
             vertices[VERTEX_FLOATS * i + COLOUR_COLUMN + channel] = rgb[3 * i + channel]
+
+
+_F2 = ti.types.ndarray(dtype=ti.f32, ndim=2)
+
+
+@ti.kernel
+def _ggui_rows_from(n: ti.i32, xy: _F1, xy_stride: ti.i32, rgb: _F1, rgb_stride: ti.i32,
+                    colour_offset: ti.i32, rows: _F2):
+    """rows[i] (GGUI's layout; alpha and the zero columns as made) = the position and colour
+    of vertex i of a VertexBuffer's flat arrays (either layout), for i < n."""
+    for i in range(n):
+        for column in ti.static(range(2)):
+            rows[i, column] = xy[xy_stride * i + column]
+        for channel in ti.static(range(3)):
+            rows[i, COLOUR_COLUMN + channel] = rgb[rgb_stride * i + colour_offset + channel]
 
 
 @ti.kernel

@@ -372,6 +372,53 @@ def test_offscreen_ggui_draws_the_bodies_where_the_camera_puts_them(arch, tmp_pa
         window.destroy()
 
 
+def test_ggui_takes_the_frame_from_the_device_where_it_shares_it(arch, tmp_path,
+                                                                 monkeypatch):
+    """On the Vulkan backend, whose device GGUI renders with, a frame's vertices and indices
+    reach GGUI as device ndarrays, never copied to the host (VertexBuffer.ggui_vertices,
+    the host copy, is not called); on the other backends as host arrays. Either way the
+    picture is the one the host hand-off draws, pixel for pixel."""
+    from fx2d_gpu import frame_geometry, runtime
+    from fx2d_gpu.demos import demo_dominoes
+    from fx2d_gpu.viewer import GGUIPainter
+
+    monkeypatch.chdir(tmp_path)  # ImGui writes its imgui.ini there
+    size = (320, 240)
+    scene = demo_dominoes(arch=arch, count=5)
+    controller = ViewerController(scene, size=size)
+    controller.press(" ")
+    controller.press("i")  # no heads-up text: its timings change from frame to frame
+    window = ggui_window(size)
+    host_copies, handed = [], []
+    ggui_vertices = frame_geometry.VertexBuffer.ggui_vertices
+    canvas_call = frame_geometry._canvas_call
+    monkeypatch.setattr(frame_geometry.VertexBuffer, "ggui_vertices",
+                        lambda buffer: host_copies.append(1) or ggui_vertices(buffer))
+    monkeypatch.setattr(frame_geometry, "_canvas_call",
+                        lambda canvas, kind, vertices, size=0.0, indices=None: (
+                            handed.append((kind, type(vertices), type(indices))),
+                            canvas_call(canvas, kind, vertices, size, indices)))
+    try:
+        painter = GGUIPainter(window, controller)
+        painter.draw()
+        on_device = painter.image()
+        assert {kind for kind, _, _ in handed} == {"triangles", "lines"}
+        if runtime.backend_name() == "vulkan":
+            assert not host_copies
+            assert all(not issubclass(t, np.ndarray) for _, v, i in handed for t in (v, i))
+        else:
+            assert host_copies
+            assert all(issubclass(v, np.ndarray) for _, v, _ in handed)
+        monkeypatch.setattr(frame_geometry, "DEVICE_HAND_OFF", ())
+        host_copies.clear()
+        painter.draw()
+        assert host_copies  # the host hand-off, for comparison
+        np.testing.assert_array_equal(painter.image(), on_device)
+        assert (on_device != on_device[0, 0]).any()  # the dominoes are in the picture
+    finally:
+        window.destroy()
+
+
 def test_fx2d_view_offscreen_records_frames_of_tiled_worlds(tmp_path, arch, capsys,
                                                            monkeypatch):
     """`fx2d view --offscreen`: GGUI without a display. Four worlds as 2 x 2 tiles, each
