@@ -19,8 +19,8 @@
 #                  the machine lacks), then the per-world values' and resets' backend tests;
 #                  its CSV and plot packed into results_envs.tgz
 #   viewer         python -m benchmarks.viewer on $FX2D_DEVICE_ARCH and on Vulkan (where
-#                  GGUI takes the frame on the device; carry .gl), its CSVs packed into
-#                  results_viewer.tgz
+#                  GGUI takes the frame on the device, timed beside the host hand-off;
+#                  carry .gl), its CSVs packed into results_viewer.tgz
 #   compare [SCENE... OPTION...]
 #                  the scenes benchmarked at before/ (a git worktree of an older revision,
 #                  carried) and at this tree, in turn, twice: a change's cost on one GPU

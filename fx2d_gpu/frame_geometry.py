@@ -38,9 +38,9 @@ ti.ui.Canvas.triangles makes of a field every frame; or "compact", positions and
 apart, the least memory a frame writes (the fastest update; `draw` packs it first). On the
 Vulkan backend, the device GGUI renders with, `draw` hands GGUI device ndarrays (filled by
 one more launch; Taichi 1.7.4's own description of an ndarray for GGUI is broken, so
-_ggui_source writes it): the frame never leaves the device. On CUDA it copies the buffers to
-the host once a frame: GGUI copies a CUDA ndarray through the host itself, and that
-measured slower than a host array (docs/viewer.md).
+_ggui_source writes it): the frame never leaves the device. Elsewhere (CUDA) it copies the
+buffers to the host once a frame: GGUI 1.7.4 takes host memory or its own device's ndarrays
+only.
 
 Overlays, each a toggle on the FrameGeometry, drawn as more line buffers: AABBs (the box of
 each drawn body's outline, filled by the same launch), joints (parent centre -> parent
@@ -228,8 +228,8 @@ class VertexBuffer:
         """(vertices, indices) to hand GGUI: on the Vulkan backend, whose device GGUI draws
         with, device ndarrays ((count, VERTEX_FLOATS) float32, filled from the buffers by
         one launch; the indices copied once), so the frame stays on the device; elsewhere
-        ggui_vertices() and the host indices (GGUI copies a CUDA ndarray through the host
-        itself, and measured slower than a host array: docs/viewer.md)."""
+        ggui_vertices() and the host indices (GGUI 1.7.4 copies from host memory or from
+        its own Vulkan device only: a CUDA or CPU ndarray raises "Not supported")."""
         if runtime.backend_name() not in DEVICE_HAND_OFF:
             return self.ggui_vertices(), self.indices
         if self._device_rows is None:
