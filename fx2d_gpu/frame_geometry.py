@@ -36,8 +36,8 @@ vertex layout (12 float32 a vertex: position, normal, texture coordinates, RGBA)
 `draw` hands to GGUI's canvas as it is, without the copy into a new vertex array that
 ti.ui.Canvas.triangles makes of a field every frame; or "compact", positions and colours
 apart, the least memory a frame writes (the fastest update; `draw` packs it first). On the
-Vulkan backend, the device GGUI renders with, `draw` hands GGUI device ndarrays (filled by
-one more launch; Taichi 1.7.4's own description of an ndarray for GGUI is broken, so
+Vulkan backend, the device GGUI renders with, `draw` hands GGUI the device ndarrays
+themselves (Taichi 1.7.4's own description of an ndarray for GGUI is broken, so
 _ggui_source writes it): the frame never leaves the device. Elsewhere (CUDA) it copies the
 buffers to the host once a frame: GGUI 1.7.4 takes host memory or its own device's ndarrays
 only.
@@ -185,7 +185,7 @@ class VertexBuffer:
         self.indices = indices
         self.layout = layout
         self._packed = None
-        self._device_rows = self._device_indices = None  # ggui_arrays, on Vulkan
+        self._device_indices = None  # ggui_arrays, on Vulkan
         if layout == "ggui":
             self.xy = self.rgb = _to_device(_ggui_rows(count, colour))
             self.xy_stride = self.rgb_stride = VERTEX_FLOATS
@@ -217,32 +217,30 @@ class VertexBuffer:
     def ggui_vertices(self) -> np.ndarray:
         """(count, VERTEX_FLOATS) float32 in GGUI's layout, on the host: the array itself
         ("ggui" on the CPU), else packed or copied into one kept for the purpose."""
-        if self.layout == "compact":
-            if self._packed is None:
-                self._packed = _to_device(_ggui_rows(self.count, None))
-            _pack(self.count, self.xy, self.rgb, self._packed)
-            return _to_host(self._packed, VERTEX_FLOATS)[: self.count]
-        return _to_host(self.xy, VERTEX_FLOATS)[: self.count]
+        return _to_host(self._ggui_layout(), VERTEX_FLOATS)[: self.count]
 
     def ggui_arrays(self):
         """(vertices, indices) to hand GGUI: on the Vulkan backend, whose device GGUI draws
-        with, device ndarrays ((count, VERTEX_FLOATS) float32, filled from the buffers by
-        one launch; the indices copied once), so the frame stays on the device; elsewhere
-        ggui_vertices() and the host indices (GGUI 1.7.4 copies from host memory or from
-        its own Vulkan device only: a CUDA or CPU ndarray raises "Not supported")."""
+        with, device ndarrays (the flat array in GGUI's layout, count * VERTEX_FLOATS
+        float32, which GGUI reads as count vertices; the indices copied once), so the frame
+        stays on the device; elsewhere ggui_vertices() and the host indices (GGUI 1.7.4
+        copies from host memory or from its own Vulkan device only: a CUDA or CPU ndarray
+        raises "Not supported")."""
         if runtime.backend_name() not in DEVICE_HAND_OFF:
             return self.ggui_vertices(), self.indices
-        if self._device_rows is None:
-            rows = ti.ndarray(ti.f32, (self.count, VERTEX_FLOATS))
-            rows.from_numpy(_ggui_rows(self.count, None))
-            self._device_rows = rows
-            if self.indices is not None:
-                indices = ti.ndarray(ti.i32, (len(self.indices),))
-                indices.from_numpy(np.ascontiguousarray(self.indices, np.int32))
-                self._device_indices = indices
-        _ggui_rows_from(self.count, self.xy, self.xy_stride, self.rgb, self.rgb_stride,
-                        self.colour_offset, self._device_rows)
-        return self._device_rows, self._device_indices
+        if self.indices is not None and self._device_indices is None:
+            self._device_indices = _to_device(np.asarray(self.indices, np.int32))
+        return self._ggui_layout(), self._device_indices
+
+    def _ggui_layout(self):
+        """The vertices in GGUI's layout, flat (_to_device's kind of array): the buffer
+        itself ("ggui"), or the positions and colours packed into one kept for it."""
+        if self.layout == "ggui":
+            return self.xy
+        if self._packed is None:
+            self._packed = _to_device(_ggui_rows(self.count, None))
+        _pack(self.count, self.xy, self.rgb, self._packed)
+        return self._packed
 
 
 def _ggui_rows(count: int, colour) -> np.ndarray:
@@ -556,21 +554,6 @@ def _pack(n: ti.i32, xy: _F1, rgb: _F1, vertices: _F1):
             vertices[VERTEX_FLOATS * i + column] = xy[2 * i + column]
         for channel in ti.static(range(3)):
             vertices[VERTEX_FLOATS * i + COLOUR_COLUMN + channel] = rgb[3 * i + channel]
-
-
-_F2 = ti.types.ndarray(dtype=ti.f32, ndim=2)
-
-
-@ti.kernel
-def _ggui_rows_from(n: ti.i32, xy: _F1, xy_stride: ti.i32, rgb: _F1, rgb_stride: ti.i32,
-                    colour_offset: ti.i32, rows: _F2):
-    """rows[i] (GGUI's layout; alpha and the zero columns as made) = the position and colour
-    of vertex i of a VertexBuffer's flat arrays (either layout), for i < n."""
-    for i in range(n):
-        for column in ti.static(range(2)):
-            rows[i, column] = xy[xy_stride * i + column]
-        for channel in ti.static(range(3)):
-            rows[i, COLOUR_COLUMN + channel] = rgb[rgb_stride * i + colour_offset + channel]
 
 
 @ti.kernel
