@@ -277,8 +277,8 @@ def _canvas_call(canvas, kind: str, vertices: np.ndarray, size: float = 0.0,
         else:
             canvas.canvas.circles(info, True, False, grey, size)
     except (ImportError, AttributeError, TypeError):
-        if not isinstance(vertices, np.ndarray):  # device ndarrays (ggui_arrays)
-            vertices = vertices.to_numpy()
+        if not isinstance(vertices, np.ndarray):  # flat device ndarrays (ggui_arrays)
+            vertices = _to_host(vertices, VERTEX_FLOATS)
             indices = None if indices is None else indices.to_numpy()
         if indices is not None:
             vertices = vertices[indices]
