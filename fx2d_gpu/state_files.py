@@ -421,9 +421,8 @@ def _int_rules(layout: _Layout, cache: dict) -> dict[str, tuple[int, int]]:
         "device/reported/point_count": (0, MAX_MANIFOLD_POINTS),
         "device/reported/feature": (-top - 1, top),
         # The step's pair each entry came from (-1: a resting pair from the list before);
-        # read as an index only where every entry came from this list of pairs
-        # (report_mapped: reporting.refresh_report).
-        "device/reported/origin": (0, P - 1) if cache["report_mapped"] else (-1, top),
+        # read as an index (when >= 0) only where report_mapped (reporting.refresh_report).
+        "device/reported/origin": (-1, P - 1) if cache["report_mapped"] else (-1, top),
         "device/events/begin_a": slot, "device/events/begin_b": slot,
         "device/events/end_a": slot, "device/events/end_b": slot,
         # Colours: MAX_COLORS is the overflow, UNSOLVED_COLOR a pair not solved. The lists

@@ -3,6 +3,8 @@ solver/step._keep_pairs): the step's candidate pairs in worlds of more than 40 b
 checked against brute-force box overlap, and keeping them across steps (in colour order, with
 their colouring or a new one) checked against finding them every step."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -171,6 +173,79 @@ def test_sleeping_worlds_pair_swept_boxes_and_wake_as_before(arch, always_find):
             assert gap < 2 * SPECULATIVE_DISTANCE, gap
             break
     assert woke_at is not None
+
+
+def _records_equal(x, y) -> bool:
+    """Records (dataclasses of arrays, nested) equal bit for bit."""
+    if dataclasses.is_dataclass(x):
+        return all(_records_equal(getattr(x, f.name), getattr(y, f.name))
+                   for f in dataclasses.fields(x))
+    return np.array_equal(x, y)
+
+
+def test_a_sleeping_pyramid_keeps_its_pairs_and_report_as_finding_them(arch, monkeypatch):
+    # A pyramid falls asleep; then nothing in its world can move, so the broad phase would
+    # find last step's pairs again and the report is last step's: steps keep both
+    # (keeps_pairs with sleepers, reporting.refresh_report with resting pairs). A force
+    # left on the device on a sleeping box (apply_force would wake the box itself as it
+    # uploads it) wakes the pyramid through the kept pairs' wake check
+    # (find_pairs(woken=True)); an applied force wakes it again later; asleep again, a
+    # slow ball rolls in (an awake body in a sleeping world, inside its fat box: its swept
+    # box moves, the pairs are
+    # found). Everything after every step as in the same run with the pairs found and the
+    # report built every step.
+    from fx2d_gpu.solver import reporting
+
+    woken_finds = []
+    find = solver_step.find_pairs
+
+    def counted_find(ctx, refit=None, profile=solver_step.NO_PROFILE, woken=False):
+        woken_finds.append(woken)
+        return find(ctx, refit, profile, woken)
+
+    monkeypatch.setattr(solver_step, "find_pairs", counted_find)
+
+    def run():
+        scene = pyramid(arch, base=10, enable_sleep=True)
+        top = scene.n_bodies - 1
+        records, kept_asleep, refreshed_asleep, asleep_at = [], 0, 0, {}
+        for step in range(850):
+            if step in (300, 480, 660):
+                asleep_at[step] = scene.get_state().sleeping[0, 1:].all()
+            if step == 300:
+                ctx = scene._context()
+                ctx.pool.bodies.force[top] = (0.0, 30.0)
+                ctx.cache.forces_on_device = True  # (cleared after the step)
+            if step == 480:
+                scene.apply_force(top, (0.0, 30.0))
+            if step == 660:
+                scene.add_circle((-5.9, 0.41), 0.4, velocity=(0.2, 0.0))
+            reuses, refreshes = scene.pair_reuses, scene.report_refreshes
+            scene.step(DT)
+            asleep = scene.get_state().sleeping[0, 1:].any()
+            kept_asleep += asleep and scene.pair_reuses > reuses
+            refreshed_asleep += asleep and scene.report_refreshes > refreshes
+            records.append((state_of(scene), scene.contacts(), scene.contact_events()))
+        return scene, records, kept_asleep, refreshed_asleep, asleep_at
+
+    kept, records, kept_asleep, refreshed_asleep, asleep_at = run()
+    woke_on_kept_pairs = sum(woken_finds)
+    monkeypatch.setattr(pairs, "REUSE_PAIRS", False)
+    monkeypatch.setattr(reporting, "REFRESH", False)
+    found, reference, _, _, _ = run()
+    assert all(asleep_at.values()), asleep_at
+    assert woke_on_kept_pairs == 1
+    assert kept_asleep > 300 and refreshed_asleep > 300, (kept_asleep, refreshed_asleep)
+    assert found.pair_reuses == 0 and found.report_refreshes == 0
+    def pyramid_sleeps(step):  # (state_of's last entries: the sleep flags, ground first)
+        n = len(records[step][0]) // 7
+        return records[step][0][-n + 1:][:55].all()
+
+    assert not pyramid_sleeps(300) and not pyramid_sleeps(480)  # the forces woke it
+    assert not all(pyramid_sleeps(step) for step in range(660, 850))  # and the ball did
+    for step, (got, want) in enumerate(zip(records, reference, strict=True)):
+        np.testing.assert_array_equal(got[0], want[0], err_msg=f"step {step}")
+        assert _records_equal(got[1], want[1]) and _records_equal(got[2], want[2]), step
 
 
 def test_filters_and_set_state_find_the_pairs_again(arch):

@@ -291,9 +291,9 @@ def pairing_key(model: ti.template(), bodies: ti.template(), slot, body):
 @ti.kernel
 def _refit_fat_boxes(model: ti.template(), bodies: ti.template(), grid: ti.template(),
                      serial: ti.template(), n_slots: ti.i32, n_bodies: ti.i32, margin: ti.f32,
-                     motion_time: ti.f32, reset: ti.i32) -> ti.math.ivec2:
-    """refit_fat_boxes' kernel; returns (slots refitted, sleeping slots)."""
-    refitted, sleepers = 0, 0
+                     motion_time: ti.f32, reset: ti.i32) -> ti.math.ivec3:
+    """refit_fat_boxes' kernel; returns (slots refitted, sleeping slots, restless slots)."""
+    refitted, sleepers, restless = 0, 0, 0
     ti.loop_config(serialize=serial)
     for world in range(n_slots // ti.max(n_bodies, 1)):
         grid.world_sleeps[world] = 0
@@ -331,27 +331,38 @@ def _refit_fat_boxes(model: ti.template(), bodies: ti.template(), grid: ti.templ
         if stale:
             grid.fat_key[slot] = key
             refitted += 1
-    return ti.math.ivec2(refitted, sleepers)
+    # After the loop that marks the sleeping worlds: their awake bodies that can move.
+    ti.loop_config(serialize=serial)
+    for slot in range(n_slots):
+        body = slot % n_bodies
+        if (grid.world_sleeps[slot // n_bodies] == 1 and bodies.sleeping[slot] == 0
+                and can_move(model, body) and pairing_key(model, bodies, slot, body) & 1):
+            restless += 1
+    return ti.math.ivec3(refitted, sleepers, restless)
 
 
-def refit_fat_boxes(ctx, margin: float, motion_time: float, reset: bool) -> tuple[int, int]:
+def refit_fat_boxes(ctx, margin: float, motion_time: float,
+                    reset: bool) -> tuple[int, int, int]:
     """Give every body slot whose swept_box (margin (m), motion_time (s)) left its fat box,
     or whose fat box grew too loose, or whose pairing_key changed, a new fat box: the swept
     box grown by FAT_FRACTION of its bounding radius (0 for static and sleeping bodies, and
     for bodies that would cover that within FAT_STEPS steps); `reset`: every slot. Marks
     the worlds with a sleeping body (grid.world_sleeps).
-    Returns (slots refitted, sleeping slots).
+    Returns (slots refitted, sleeping slots, restless slots: awake bodies that can move, in
+    the worlds with a sleeping body).
 
     A world with a sleeping body pairs the swept boxes (_find_pairs with fat pairs them
     only in worlds where nothing sleeps): sleep.wake_islands wakes a sleeper when a pair
     with a moving body appears, and a fat box would make such pairs appear earlier. So where
-    nothing was refitted and nothing sleeps, the step's candidate pairs are last step's."""
+    nothing was refitted and nothing sleeps, the step's candidate pairs are last step's;
+    and where nothing was refitted and no restless slot is left, too: in a world with a
+    sleeping body, static and sleeping bodies keep their swept boxes (they have no
+    velocity, and a moved one leaves its box and is refitted)."""
     pool = ctx.pool
-    refitted, sleepers = _refit_fat_boxes(model=pool.model, bodies=pool.bodies, grid=pool.grid,
-                                          serial=ctx.serial, n_slots=ctx.n_slots,
-                                          n_bodies=ctx.n_bodies, margin=margin,
-                                          motion_time=motion_time, reset=int(reset))
-    return int(refitted), int(sleepers)
+    counts = _refit_fat_boxes(model=pool.model, bodies=pool.bodies, grid=pool.grid,
+                              serial=ctx.serial, n_slots=ctx.n_slots, n_bodies=ctx.n_bodies,
+                              margin=margin, motion_time=motion_time, reset=int(reset))
+    return tuple(int(count) for count in counts)
 
 
 @ti.func

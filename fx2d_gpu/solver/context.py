@@ -65,10 +65,11 @@ class StepCache:
     pairs.find_step_pairs; else every fat box is refitted before the next broad phase);
     pair_reuses: steps that kept the last step's pairs (no fat box moved); pairs_kept: this
     step kept them; pairs_in_place: kept where they lie, with their colouring (nothing
-    moved them); report_mapped: every pair of the reported list came from the step's
-    pairs (reported.origin, solver/reporting.py); report_refreshes: steps whose report
-    only refreshed the last list (reporting.refresh_report); refresh_backoff,
-    refresh_skips: steps between its tries while they fail, and those left to skip.
+    moved them); report_mapped: each entry of the reported list names the step's pair
+    it came from, or -1 for a resting pair (reported.origin, solver/reporting.py);
+    report_refreshes: steps whose report only refreshed the last list
+    (reporting.refresh_report); refresh_backoff, refresh_skips: steps between its tries
+    while they fail, and those left to skip.
     """
 
     n_pairs: int = 0

@@ -74,21 +74,25 @@ def save_previous_pairs(ctx):
                          cache.n_pairs, int(cache.pairs_ordered), int(cache.coloring_valid))
 
 
-def refit_step_boxes(ctx, margin: float, motion_time: float) -> tuple[int, int] | None:
+def refit_step_boxes(ctx, margin: float,
+                     motion_time: float) -> tuple[int, int, int] | None:
     """Worlds with fat boxes (ctx.fat_boxes): refit them for AABBs grown by margin (m) plus
     what each body covers in motion_time (s) (broad_phase.refit_fat_boxes; all of them
     when the pairs in `contacts` are not fat boxes' pairs); returns (slots refitted,
-    sleeping slots). Small worlds: None (no fat boxes)."""
+    sleeping slots, restless slots). Small worlds: None (no fat boxes)."""
     if not ctx.fat_boxes:
         return None
     return refit_fat_boxes(ctx, margin, motion_time, reset=not ctx.cache.pairs_fat)
 
 
-def keeps_pairs(ctx, refit: tuple[int, int] | None) -> bool:
-    """Whether the step may keep last step's pairs (refit: refit_step_boxes's answer): worlds
-    with fat boxes whose pairs are fat boxes' pairs, when no box was made again and nothing
-    sleeps (the broad phase would find the same pairs in the same order)."""
-    return refit == (0, 0) and ctx.cache.pairs_fat and REUSE_PAIRS
+def keeps_pairs(ctx, refit: tuple[int, int, int] | None) -> bool:
+    """Whether the broad phase would find last step's pairs again, in the same order (refit:
+    refit_step_boxes's answer): worlds with fat boxes whose pairs are fat boxes' pairs, when
+    no box was made again and no world with a sleeping body holds an awake body that can
+    move (broad_phase.refit_fat_boxes). Where something sleeps, the step must still ask
+    sleep.wake_islands (kept=True) before keeping them: a force or a joint may wake it."""
+    return (refit is not None and refit[0] == 0 and refit[2] == 0 and ctx.cache.pairs_fat
+            and REUSE_PAIRS)
 
 
 def count_kept_pairs(ctx):
@@ -109,9 +113,10 @@ def find_step_pairs(ctx, margin: float, motion_time: float,
     Small worlds (not ctx.fat_boxes) pair those boxes. Larger worlds pair fat boxes where
     no body sleeps (broad_phase.refit_fat_boxes: a body's box is made again only when it
     leaves it or grows loose, or its sleep, enabled flag or pose validity changes). A step
-    in which no box was made again and nothing sleeps (keeps_pairs) does not call this: it
-    keeps last step's pairs where they lie (step._keep_pairs), which this would find again
-    in the same order (REUSE_PAIRS off: the tests check it).
+    in which no box was made again and no sleeping world holds a body that can move
+    (keeps_pairs) does not call this: it keeps last step's pairs where they lie
+    (step._keep_pairs), which this would find again in the same order (REUSE_PAIRS off:
+    the tests check it).
     """
     ctx.cache.pairs_kept = False
     if not ctx.fat_boxes:

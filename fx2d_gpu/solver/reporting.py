@@ -187,17 +187,14 @@ def _place_event(staging: ti.template(), reported: ti.template(), events: ti.tem
 def _store_entry(manifolds: ti.template(), staging: ti.template(), reported: ti.template(),
                  i):
     """The new list's place i (sorted) into `reported`: from the step's pair it came from,
-    or from its copy in staging. Returns whether it is a resting pair of the old list."""
+    or from its copy in staging (a resting pair of the old list: origin -1)."""
     entry = staging.color[i]
     pair = staging.touching[entry]
     reported.origin[i] = pair
-    resting = False
     if pair >= 0:
         copy_report(reported, manifolds, i, pair)
     else:
         copy_report(reported, staging, i, entry)
-        resting = True
-    return resting
 
 
 @quick
@@ -207,10 +204,10 @@ def _report_contacts(model: ti.template(), bodies: ti.template(), joints: ti.tem
                      events: ti.template(), prepared: ti.template(), coloring: ti.template(),
                      scan: ti.template(), serial: ti.template(), n_slots: ti.i32,
                      n_bodies: ti.i32, n_pairs: ti.i32, n_old: ti.i32,
-                     n_held: ti.i32) -> ti.math.ivec4:
+                     n_held: ti.i32) -> ti.math.ivec3:
     """The new reported list into `reported` and the events into `events` (module
-    docstring); returns (reported pairs, begin events, end events, resting pairs copied from
-    the old list). A new list over the pair capacity writes nothing: only its size returns.
+    docstring); returns (reported pairs, begin events, end events). A new list over the
+    pair capacity writes nothing: only its size returns.
 
     After Scene.set_state, _recheck_resting has found last step's manifolds again at the
     current poses (only those still touching stay), and no pair is held by its place in the
@@ -256,26 +253,28 @@ def _report_contacts(model: ti.template(), bodies: ti.template(), joints: ti.tem
     n_end = coloring.uncolored[n_events_old]
 
     # The new list replaces the old one (read above), in sorted order.
-    n_resting = 0
     ti.loop_config(serialize=serial)
     for i in range(ti.max(n_fill + 1, n_events_new) if fits else 0):
         if i <= n_fill:
             reported.pair_start[i] = staging.pair_start[i]
         if i < n_events_new:
-            if _store_entry(manifolds, staging, reported, i):
-                n_resting += 1  # a kernel-wide sum: it stays in the loop that sums it
-    return ti.math.ivec4(n_new, n_begin, n_end, n_resting)
+            _store_entry(manifolds, staging, reported, i)
+    return ti.math.ivec3(n_new, n_begin, n_end)
 
 
 @quick
 @ti.kernel
-def _refresh_report(manifolds: ti.template(), reported: ti.template(), serial: ti.template(),
-                    n_pairs: ti.i32, n_old: ti.i32) -> ti.i32:
+def _refresh_report(model: ti.template(), bodies: ti.template(), joints: ti.template(),
+                    manifolds: ti.template(), reported: ti.template(), serial: ti.template(),
+                    n_pairs: ti.i32, n_old: ti.i32, n_bodies: ti.i32) -> ti.i32:
     """refresh_report's kernel: whether the step's touching pairs are those the reported
-    list came from (then each entry is copied again from its pair). They are where every
-    pair of the list still touches (TOUCHED, or HELD: it is listed) and the TOUCHED pairs
-    are all in the list: as many TOUCHED pairs among the list's origins as among all
-    pairs (the origins are distinct pairs)."""
+    list came from, and its resting pairs (origin -1) still rest (then each entry from a
+    pair is copied again from it; a resting one stays as it is, as _report_contacts would
+    copy it). They are where every pair of the list still touches (TOUCHED, or HELD: it is
+    listed) and the TOUCHED pairs are all in the list: as many TOUCHED pairs among the
+    list's origins as among all pairs (the origins are distinct pairs). A resting pair is
+    one the broad phase did not pair (both bodies asleep or static), so no step's pair
+    is listed twice."""
     n_touched, n_touched_listed, n_gone = 0, 0, 0
     ti.loop_config(serialize=serial)
     for e in range(n_pairs + n_old):
@@ -283,27 +282,34 @@ def _refresh_report(manifolds: ti.template(), reported: ti.template(), serial: t
             if manifolds.point_count[e] > 0 and manifolds.touching[e] == TOUCHED:
                 n_touched += 1
         else:
-            pair = reported.origin[e - n_pairs]
-            if manifolds.point_count[pair] == 0 or manifolds.touching[pair] == 0:
+            j = e - n_pairs
+            pair = reported.origin[j]
+            if pair < 0:
+                if not _still_resting(model, bodies, joints, reported, j, n_bodies):
+                    n_gone += 1
+            elif manifolds.point_count[pair] == 0 or manifolds.touching[pair] == 0:
                 n_gone += 1
             elif manifolds.touching[pair] == TOUCHED:
                 n_touched_listed += 1
     same = n_touched == n_touched_listed and n_gone == 0
     ti.loop_config(serialize=serial)
     for i in range(n_old if same else 0):
-        copy_report(reported, manifolds, i, reported.origin[i])
+        if reported.origin[i] >= 0:
+            copy_report(reported, manifolds, i, reported.origin[i])
     return 1 if same else 0
 
 
 def refresh_report(ctx) -> bool:
     """The report of a step whose pairs stay where they lay when the last list was made
     from them (StepCache.pairs_in_place, report_mapped: each entry's pair in
-    reported.origin), if the same pairs touch: each entry is copied again from its pair
-    (the manifold and the step's impulses), in the same sorted order, and no event fires.
-    Returns False, changing nothing, where another pair touches or one stopped (then
-    _report_contacts builds the list). The same list _report_contacts would build (the
-    tests compare them) for one loop over the pairs and one over the list instead of
-    eight, two prefix sums and a sort: many pyramids awake: 3.6 -> 1.2 ms (2-core CPU)."""
+    reported.origin, or -1 for a resting pair), if the same pairs touch and the resting
+    ones still rest: each entry from a pair is copied again from it (the manifold and the
+    step's impulses), in the same sorted order, and no event fires. Returns False,
+    changing nothing, where another pair touches or one stopped (then _report_contacts
+    builds the list). The same list _report_contacts would build (the tests compare them)
+    for one loop over the pairs and one over the list instead of eight, two prefix sums
+    and a sort: many pyramids awake: 3.6 -> 1.2 ms (2-core CPU); fast asleep (their
+    contacts all resting pairs): 3.2 -> 0.5 ms."""
     cache = ctx.cache
     if not (cache.pairs_in_place and cache.report_mapped and REFRESH
             and not cache.state_set):
@@ -312,8 +318,9 @@ def refresh_report(ctx) -> bool:
         cache.refresh_skips -= 1
         return False
     pool = ctx.pool
-    if not _refresh_report(pool.manifolds, pool.reported, ctx.serial, ctx.n_pairs,
-                           cache.n_reported):
+    if not _refresh_report(pool.model, pool.bodies, pool.joints, pool.manifolds,
+                           pool.reported, ctx.serial, ctx.n_pairs, cache.n_reported,
+                           ctx.n_bodies):
         # Where contacts begin or end every step (a pile settling; the awake large pyramid
         # had dozens of events a step before touching had hysteresis, 5 since) the check
         # is wasted (0.14 ms there): tries come 2, 4 ... 16 steps apart while they fail.
@@ -362,11 +369,12 @@ def report_contacts(ctx):
                                   coloring=pool.coloring, scan=pool.scan, serial=ctx.serial,
                                   n_slots=ctx.n_slots, n_bodies=ctx.n_bodies, n_pairs=ctx.n_pairs,
                                   n_old=cache.n_reported, n_held=n_held)
-        n_new, n_begin, n_end, n_resting = (int(v) for v in counts)
+        n_new, n_begin, n_end = (int(v) for v in counts)
         if n_new <= pool.pair_capacity:
             break
         cache.pair_need = max(cache.pair_need, n_new + n_new // 4)
         ctx.pool = ctx.grow()
     cache.n_reported, cache.n_begin_events, cache.n_end_events = n_new, n_begin, n_end
-    cache.report_mapped = n_resting == 0
+    # Every entry's origin is now its pair in this step's list, or -1 (resting).
+    cache.report_mapped = True
     cache.state_set = False

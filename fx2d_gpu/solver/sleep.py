@@ -38,11 +38,15 @@ Rules
   step, and a sleeping row hit by a ball behaves exactly as an awake one would.
 
 Per step: save_previous_pairs -> broad phase -> wake_islands (> 0: broad phase again) ->
-carry_contacts ... substeps ... -> update_sleep. Small worlds (broad_phase's by-world pairs)
-wake inside their broad phase's one launch instead (find_pairs_waking_by_world): the same
-marks, between placing the bodies and pairing them; and where their pairs are stored world
-by world (StepContext.solves_by_world), a world per thread labels its islands and settles
-them (_label_by_world: a serial launch's steps, world by world, the same answer).
+carry_contacts ... substeps ... -> update_sleep; or, where the broad phase would find last
+step's pairs again (pairs.keeps_pairs: nothing refitted, no awake body that can move in a
+world with a sleeper, as in a scene fast asleep), wake_islands on those pairs, and only
+when bodies woke save_previous_pairs -> broad phase -> carry_contacts. Small worlds
+(broad_phase's by-world pairs) wake inside their broad phase's one launch instead
+(find_pairs_waking_by_world): the same marks, between placing the bodies and pairing them;
+and where their pairs are stored world by world (StepContext.solves_by_world), a world per
+thread labels its islands and settles them (_label_by_world: a serial launch's steps,
+world by world, the same answer).
 
 Fields (device.py): bodies.island (the labels); IslandScratch: previous_label (a sleeping
 body's label before the labelling), parent (the union-find forest), wake (marks per island:
@@ -506,14 +510,15 @@ def _wake_if_marked(bodies: ti.template(), islands: ti.template(), slot, n_bodie
 
 @ti.func
 def _mark_pushed_sleeper(model: ti.template(), bodies: ti.template(), previous: ti.template(),
-                         islands: ti.template(), a, b, n_bodies, stamp):
+                         islands: ti.template(), a, b, n_bodies, stamp, kept: ti.template()):
     """Mark, for waking, the island of whichever of candidate pair (a, b) (slots, a < b)
     sleeps when the other, awake, pushes it (_pushes: as a pair last step had or a new
-    one). A sensor exerts no force: it never wakes a sleeper."""
+    one; `kept`: the step keeps last step's pairs, so every pair is one it had). A sensor
+    exerts no force: it never wakes a sleeper."""
     sleeping_a, sleeping_b = bodies.sleeping[a] == 1, bodies.sleeping[b] == 1
     if sleeping_a != sleeping_b and not has_sensor(model, a, b, n_bodies):
         pushed = False
-        if previous_pair(previous, a, b) >= 0:
+        if ti.static(kept) or previous_pair(previous, a, b) >= 0:
             pushed = _pushes(model, bodies, b if sleeping_a else a, n_bodies, _OLD_PAIR)
         else:
             pushed = _pushes(model, bodies, b if sleeping_a else a, n_bodies, _NEW_PAIR)
@@ -561,12 +566,12 @@ def _wake_marked(bodies: ti.template(), islands: ti.template(), serial: ti.templ
 def _wake_launch(model: ti.template(), bodies: ti.template(), joints: ti.template(),
                  manifolds: ti.template(), previous: ti.template(), islands: ti.template(),
                  serial: ti.template(), n_slots: ti.i32, n_bodies: ti.i32, n_pairs: ti.i32,
-                 n_joints: ti.i32) -> ti.i32:
+                 n_joints: ti.i32, kept: ti.template()) -> ti.i32:
     stamp = _new_stamp(islands)
     ti.loop_config(serialize=serial)
     for e in range(n_pairs):
         _mark_pushed_sleeper(model, bodies, previous, islands, manifolds.body_a[e],
-                             manifolds.body_b[e], n_bodies, stamp)
+                             manifolds.body_b[e], n_bodies, stamp, kept)
     _mark_joint_and_force_wakes(model, bodies, joints, islands, serial, n_slots, n_bodies,
                                 n_joints, stamp)
     return _wake_marked(bodies, islands, serial, n_slots, n_bodies, stamp)
@@ -600,7 +605,7 @@ def _find_pairs_waking_by_world(model: ti.template(), bodies: ti.template(),
                 if world_pair_found(model, bodies, joints, grid, slot, other, n_bodies):
                     _mark_pushed_sleeper(model, bodies, previous, islands,
                                          ti.min(slot, other), ti.max(slot, other), n_bodies,
-                                         stamp)
+                                         stamp, False)
     _mark_joint_and_force_wakes(model, bodies, joints, islands, serial, n_slots, n_bodies,
                                 n_joints, stamp)
     _wake_marked(bodies, islands, serial, n_slots, n_bodies, stamp)
@@ -618,20 +623,23 @@ def find_pairs_waking_by_world(ctx, groups, margin: float, motion_time: float, f
                                        motion_time, int(fat))
 
 
-def wake_islands(ctx) -> int:
+def wake_islands(ctx, kept: bool = False) -> int:
     """Wake the sleeping islands that awake bodies are about to push (see the module
     docstring); returns how many bodies woke.
 
     Call it every step right after the broad phase, before pairs.carry_contacts (it tells
     new pairs by last step's, `previous`, as carry_contacts does). The broad phase pairs no
     two sleeping bodies, so when bodies woke (the result is > 0) the broad phase must run
-    again to pair them with each other before the substeps.
+    again to pair them with each other before the substeps. `kept`: instead of the broad
+    phase, the step would keep last step's pairs (pairs.keeps_pairs), still in `contacts`:
+    every pair is one the step before had; when bodies woke the step must find its pairs
+    after all (step.find_pairs with woken=True).
     """
     pool = ctx.pool
     return _wake_launch(model=pool.model, bodies=pool.bodies, joints=pool.joints,
                         manifolds=pool.manifolds, previous=pool.previous, islands=pool.islands,
                         serial=ctx.serial, n_slots=ctx.n_slots, n_bodies=ctx.n_bodies,
-                        n_pairs=ctx.n_pairs, n_joints=ctx.n_joints)
+                        n_pairs=ctx.n_pairs, n_joints=ctx.n_joints, kept=kept)
 
 
 @quick

@@ -74,10 +74,15 @@ def step(ctx, profile=NO_PROFILE):
 def _step(ctx, profile):
     with profile.stage("find pairs"):
         refit = refit_step_boxes(ctx, SPECULATIVE_DISTANCE, pair_window(ctx))
-        if _keeps_ordered_pairs(ctx, refit):
+        keep, woken = _keeps_ordered_pairs(ctx, refit), False
+        if keep and refit[1] != 0:
+            # Where something sleeps, a force or a joint may wake it (the pairs cannot:
+            # keeps_pairs leaves no awake body that moves in a world with a sleeper).
+            woken = wake_islands(ctx, kept=True) > 0
+        if keep and not woken:
             recolored = _keep_pairs(ctx, profile)
         else:
-            recolored = find_pairs(ctx, refit, profile)
+            recolored = find_pairs(ctx, refit, profile, woken)
     # Kept where they lie with their colouring: last step's per-body lists and reported
     # list still match them (build_body_lists, reporting.refresh_report).
     ctx.cache.pairs_in_place = ctx.cache.pairs_kept and not recolored
@@ -112,15 +117,20 @@ def pair_window(ctx) -> float:
     return ctx.dt + (FAST_MARGIN_SUBSTEPS - 1.0) * ctx.h
 
 
-def find_pairs(ctx, refit=None, profile=NO_PROFILE) -> bool:
+def find_pairs(ctx, refit=None, profile=NO_PROFILE, woken: bool = False) -> bool:
     """The step's pairs, matched to last step's, coloured and stored in colour order (the
     stages from "find pairs" to "order"; refit: pairs.refit_step_boxes's answer, None to
-    ask it); returns whether it coloured. The stage tests run it before a substep's
-    stages."""
+    ask it); returns whether it coloured. `woken`: sleep.wake_islands(kept=True) woke
+    bodies on last step's pairs, which the broad phase would have found again: what
+    follows a broad phase and a wake is left (the broad phase again, to pair the woken
+    bodies). The stage tests run it before a substep's stages."""
     if refit is None:
         refit = refit_step_boxes(ctx, SPECULATIVE_DISTANCE, pair_window(ctx))
     save_previous_pairs(ctx)
-    if ctx.small_worlds:
+    if woken:
+        # Their sleep changed their pairing keys: the boxes are refitted again.
+        find_step_pairs(ctx, SPECULATIVE_DISTANCE, pair_window(ctx))
+    elif ctx.small_worlds:
         # One launch finds the pairs and wakes the islands they push, between its halves.
         find_step_pairs(ctx, SPECULATIVE_DISTANCE, pair_window(ctx), refit,
                         by_world=find_pairs_waking_by_world)
