@@ -2,6 +2,7 @@
 than one file builds, and bitwise comparisons of runs. The NumPy oracles the kernels are
 tested against are in tests/reference/; writing device fields by hand, in tests/fields.py."""
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -164,6 +165,15 @@ def assert_bitwise_equal(got, expected, label):
     """Two fingerprints are equal bit for bit."""
     for g, e in zip(got, expected, strict=True):
         assert np.array_equal(g, e), f"{label}: differs by up to {np.abs(g - e).max()}"
+
+
+def records_equal(x, y) -> bool:
+    """Two records (dataclasses of arrays, nested: Contacts, ContactEvents) are equal bit for
+    bit."""
+    if dataclasses.is_dataclass(x):
+        return all(records_equal(getattr(x, f.name), getattr(y, f.name))
+                   for f in dataclasses.fields(x))
+    return np.array_equal(x, y)
 
 
 TRACE_FIELDS = ("position", "angle", "velocity", "angular_velocity", "sleeping")

@@ -3,7 +3,6 @@ scenarios (with bounds derived for the scenes built here, not Fx2D's figures), p
 batched engine adds (every world at once, events across sleep, impulses that measure
 load)."""
 
-import dataclasses
 import math
 
 import numpy as np
@@ -11,6 +10,8 @@ import pytest
 
 import fx2d_gpu as fx
 from fx2d_gpu import scenes
+
+from .helpers import records_equal
 
 FRAME = 1.0 / 60.0
 G = 9.81  # the scenes' gravity (the engine's default), m/s^2
@@ -299,13 +300,6 @@ def test_restoring_the_start_clears_contacts_and_events():
     assert len(events.begin) == 0 and len(events.end) == 0
 
 
-def _same(x, y):
-    """Records (dataclasses of arrays, nested) equal bit for bit."""
-    if dataclasses.is_dataclass(x):
-        return all(_same(getattr(x, f.name), getattr(y, f.name)) for f in dataclasses.fields(x))
-    return np.array_equal(x, y)
-
-
 def test_a_refreshed_report_is_the_report_built_from_scratch(arch):
     """A row of 50 boxes resting awake (a world whose steps keep their pairs) where a box
     hops a few millimetres every 10 steps: its contact ends and begins again while no fat
@@ -348,7 +342,7 @@ def test_a_refreshed_report_is_the_report_built_from_scratch(arch):
     assert kept_with_events >= 10  # hops changed what touched in steps that kept their pairs
     assert refreshed_held >= 3  # and held pairs were refreshed (one step of each small hop)
     for step, (got, want) in enumerate(zip(records, reference, strict=True)):
-        assert _same(got[0], want[0]) and _same(got[1], want[1]), step
+        assert records_equal(got[0], want[0]) and records_equal(got[1], want[1]), step
 
 
 def _drifting_pair(gap, speed, arch):

@@ -3,8 +3,6 @@ solver/step._keep_pairs): the step's candidate pairs in worlds of more than 40 b
 checked against brute-force box overlap, and keeping them across steps (in colour order, with
 their colouring or a new one) checked against finding them every step."""
 
-import dataclasses
-
 import numpy as np
 import pytest
 
@@ -14,6 +12,7 @@ from fx2d_gpu.solver import pairs
 from fx2d_gpu.solver import step as solver_step
 from fx2d_gpu.solver.contacts import SPECULATIVE_DISTANCE
 
+from .helpers import records_equal
 from .reference.broad_phase import exact_boxes
 
 DT = 1 / 60
@@ -175,14 +174,6 @@ def test_sleeping_worlds_pair_swept_boxes_and_wake_as_before(arch, always_find):
     assert woke_at is not None
 
 
-def _records_equal(x, y) -> bool:
-    """Records (dataclasses of arrays, nested) equal bit for bit."""
-    if dataclasses.is_dataclass(x):
-        return all(_records_equal(getattr(x, f.name), getattr(y, f.name))
-                   for f in dataclasses.fields(x))
-    return np.array_equal(x, y)
-
-
 def test_a_sleeping_pyramid_keeps_its_pairs_and_report_as_finding_them(arch, monkeypatch):
     # A pyramid falls asleep; then nothing in its world can move, so the broad phase would
     # find last step's pairs again and the report is last step's: steps keep both
@@ -245,7 +236,7 @@ def test_a_sleeping_pyramid_keeps_its_pairs_and_report_as_finding_them(arch, mon
     assert not all(pyramid_sleeps(step) for step in range(660, 850))  # and the ball did
     for step, (got, want) in enumerate(zip(records, reference, strict=True)):
         np.testing.assert_array_equal(got[0], want[0], err_msg=f"step {step}")
-        assert _records_equal(got[1], want[1]) and _records_equal(got[2], want[2]), step
+        assert records_equal(got[1], want[1]) and records_equal(got[2], want[2]), step
 
 
 def test_filters_and_set_state_find_the_pairs_again(arch):
