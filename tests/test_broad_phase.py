@@ -1,9 +1,11 @@
 """Broad phase against brute-force AABB overlap (tests/reference/broad_phase.py)."""
 
 import numpy as np
+import pytest
 
 import fx2d_gpu as fx
 from fx2d_gpu import device, shapes
+from fx2d_gpu.collision import broad_phase
 
 from .reference.broad_phase import scene_pairs
 
@@ -53,6 +55,36 @@ def test_mixed_sizes_several_worlds_match_brute_force(arch):
     assert {w for w, _, _ in got} == {0, 1, 2}
     # Ground (body 0) meets the small bodies lying across it.
     assert any(a == 0 for _, a, _ in got)
+
+
+NOTED = broad_phase.NOTED_PARTNERS
+
+
+@pytest.mark.parametrize("noted", [NOTED, 0])
+def test_the_steps_broad_phase_matches_brute_force(arch, monkeypatch, noted):
+    # Into the step's own pair list a body's partners are noted while they are counted and
+    # written from the notes (broad_phase._find_pairs); a body with more partners than it
+    # notes (the 100 m grounds) searches again. Both ways, and with no notes at all, the
+    # pairs are brute force's and in the same order.
+    monkeypatch.setattr(broad_phase, "NOTED_PARTNERS", noted)
+    scene = mixed_scene(arch, 1500, 3, seed=2)
+    ctx = scene.step_context()
+    n = broad_phase.find_candidate_pairs(ctx)  # (into="manifolds": the step's pairs)
+    nb = scene.n_bodies
+    a = ctx.pool.manifolds.body_a.to_numpy()[:n].astype(np.int64)
+    b = ctx.pool.manifolds.body_b.to_numpy()[:n].astype(np.int64)
+    got = {(int(x) // nb, int(x) % nb, int(y) % nb) for x, y in zip(a, b, strict=True)}
+    assert len(got) == n, "a pair was written twice"
+    expected, near = scene_pairs(scene)
+    assert (got ^ expected) <= near, sorted(got ^ expected)[:10]
+    owned = np.diff(ctx.pool.manifolds.pair_start.to_numpy()[:ctx.n_slots + 1])
+    assert (owned > NOTED).any()  # bodies that search again
+    assert ((owned > 1) & (owned <= NOTED)).sum() > 100  # and that write from their notes
+    # Each body's pairs in partner order, whichever way they were written.
+    owner = np.repeat(np.arange(ctx.n_slots), owned)
+    partner = a + b - owner
+    same_owner = owner[1:] == owner[:-1]
+    assert (partner[1:][same_owner] > partner[:-1][same_owner]).all()
 
 
 def test_world_bodies_never_pair_across_worlds(arch):

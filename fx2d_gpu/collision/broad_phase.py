@@ -41,6 +41,10 @@ MAX_LEVEL = 30
 #: world at rest (an awake pyramid jitters by micrometres) keeps its pairs step after step
 #: and skips the broad phase. Larger: fewer refits, more pairs without points.
 FAT_FRACTION = 0.1
+#: Partners a body notes while the broad phase counts its pairs, so that writing them needs
+#: no second search of the grid (_find_pairs); a body with more searches again. A 10k pile
+#: at rest owns 2.4 pairs a body.
+NOTED_PARTNERS = 8
 #: A body that can cover its margin in fewer steps than this at its current speed gets none
 #: (a falling pile: +3 % pairs and ~20 % more time a step with margins, measured on a
 #: 100k pile's pour).
@@ -150,8 +154,12 @@ def pair_wanted(model: ti.template(), bodies: ti.template(), joints: ti.template
 @ti.func
 def visit_partners(model: ti.template(), bodies: ti.template(), joints: ti.template(),
                    manifolds: ti.template(), grid: ti.template(), slot, n_bodies, cell_size,
-                   table_mask, fill: ti.template(), write_at):
-    """Count (fill=False) or write (fill=True, from index write_at) the pairs `slot` owns."""
+                   table_mask, fill: ti.template(), write_at, notes: ti.template(),
+                   note_room):
+    """Count (fill=False) or write (fill=True, from index write_at) the pairs `slot` owns.
+    Counting also notes the first note_room partners in notes.body_b[slot * note_room ...]
+    (0: none; `notes`, a Manifolds group free as scratch), so that writing them needs no
+    second search."""
     found = 0
     level = grid.level[slot]
     if level >= 0:
@@ -199,6 +207,8 @@ def visit_partners(model: ti.template(), bodies: ti.template(), joints: ti.templ
                                         index = write_at + found
                                         manifolds.body_a[index] = ti.min(slot, other)
                                         manifolds.body_b[index] = ti.max(slot, other)
+                                    elif found < note_room:
+                                        notes.body_b[slot * note_room + found] = other
                                     found += 1
             mask >>= 1
             grid_level += 1
@@ -435,11 +445,17 @@ def build_grid(model: ti.template(), bodies: ti.template(), grid: ti.template(),
 @ti.kernel
 def _find_pairs(model: ti.template(), bodies: ti.template(), joints: ti.template(),
                 manifolds: ti.template(), grid: ti.template(), counts: ti.template(),
-                scan: ti.template(), serial: ti.template(), n_worlds: ti.i32, n_bodies: ti.i32,
-                cell_size: ti.f32, table_mask: ti.i32, margin: ti.f32,
-                motion_time: ti.f32, fat: ti.i32) -> ti.math.ivec3:
+                scan: ti.template(), serial: ti.template(), notes: ti.template(),
+                n_worlds: ti.i32, n_bodies: ti.i32, cell_size: ti.f32, table_mask: ti.i32,
+                margin: ti.f32, motion_time: ti.f32, fat: ti.i32,
+                note_room: ti.i32) -> ti.math.ivec3:
     """Candidate pairs of all worlds into manifolds.body_a/b, each body's range in
     manifolds.pair_start; counts holds what the grid and the pair list needed.
+
+    The count notes up to note_room partners a body in notes.body_b (visit_partners), and a
+    body with no more than that writes its pairs from the notes instead of searching the
+    grid again (the search is ~40 % of the broad phase: 10k pile at rest, 3.7 -> 2.2 ms
+    without it); the others search again. The same pairs in the same order either way.
 
     cell_size: level-0 cell edge, m. table_mask: hash-table size - 1 (a power of two - 1).
     Each AABB is enlarged by margin (m) plus the distance the body covers in motion_time (s)
@@ -456,8 +472,8 @@ def _find_pairs(model: ti.template(), bodies: ti.template(), joints: ti.template
     ti.loop_config(serialize=serial)
     for slot in range(write_slots):
         manifolds.pair_start[slot] = visit_partners(model, bodies, joints, manifolds, grid, slot,
-                                                   n_bodies, cell_size, table_mask,
-                                                 False, 0)
+                                                    n_bodies, cell_size, table_mask, False, 0,
+                                                    notes, note_room)
 
     exclusive_scan(scan, manifolds.pair_start, write_slots, serial)
 
@@ -468,8 +484,15 @@ def _find_pairs(model: ti.template(), bodies: ti.template(), joints: ti.template
     ti.loop_config(serialize=serial)
     for slot in range(fill_count):
         start = manifolds.pair_start[slot]
-        n = visit_partners(model, bodies, joints, manifolds, grid, slot, n_bodies, cell_size,
-                           table_mask, True, start)
+        n = manifolds.pair_start[slot + 1] - start
+        if n <= note_room:
+            for i in range(n):
+                other = notes.body_b[slot * note_room + i]
+                manifolds.body_a[start + i] = ti.min(slot, other)
+                manifolds.body_b[start + i] = ti.max(slot, other)
+        else:
+            visit_partners(model, bodies, joints, manifolds, grid, slot, n_bodies, cell_size,
+                           table_mask, True, start, notes, 0)
         # Sort this body's pairs by partner so the list does not depend on the grid order.
         for i in range(start + 1, start + n):
             a, b = manifolds.body_a[i], manifolds.body_b[i]
@@ -671,8 +694,13 @@ def find_candidate_pairs(ctx, margin: float = 0.0, motion_time: float = 0.0,
             needed = by_world(ctx, groups, margin, motion_time, fat)
         else:
             table_size = grid_table_size(pool, ctx.n_slots)
-            needed = _find_pairs(*groups, ctx.n_worlds, ctx.n_bodies, ctx.cell_size,
-                                 table_size - 1, margin, motion_time, int(fat))
+            # Into the step's pairs the count notes partners in `staging` (scratch then); a
+            # query, which writes `staging`, notes none.
+            notes = pool.staging if into == "manifolds" else pool.manifolds
+            note_room = (min(NOTED_PARTNERS, pool.pair_capacity // max(ctx.n_slots, 1))
+                         if into == "manifolds" else 0)
+            needed = _find_pairs(*groups, notes, ctx.n_worlds, ctx.n_bodies, ctx.cell_size,
+                                 table_size - 1, margin, motion_time, int(fat), note_room)
         entries, pairs, lost = (int(v) for v in needed)
         check_pair_count(pairs, ctx.n_slots)
         if entries <= pool.entry_capacity and pairs <= pool.pair_capacity:
