@@ -367,8 +367,9 @@ class Manifolds(FieldGroup):
 
     Four instances: `manifolds` (the step's pairs, in colour order once coloured; saved),
     `previous` (last step's, in broad-phase order, for warm starting), `staging` (scratch:
-    the reorder by colour, the reported list being built, and queries between steps, which
-    must not touch `manifolds`) and `reported` (saved: the pairs touching at the end of the
+    the partners the step's broad phase notes, the reorder by colour, the reported list
+    being built, and queries between steps, which must not touch `manifolds`) and
+    `reported` (saved: the pairs touching at the end of the
     last step, solver/reporting.py). `saved`: the extent of the saved fields (None:
     scratch).
     """
