@@ -370,8 +370,8 @@ class Manifolds(FieldGroup):
     the partners the step's broad phase notes, the reorder by colour, the reported list
     being built, and queries between steps, which must not touch `manifolds`) and
     `reported` (saved: the pairs touching at the end of the
-    last step, solver/reporting.py). `saved`: the extent of the saved fields (None:
-    scratch).
+    last step, solver/reporting.py; without the fields that keep a manifold across steps,
+    contacts.reuse_manifold). `saved`: the extent of the saved fields (None: scratch).
     """
 
     def __init__(self, builder, n_slots: Dim, n_pairs: Dim, saved: str | None):
@@ -406,6 +406,17 @@ class Manifolds(FieldGroup):
                     doc="N s, applied over the step's substeps")
         self._field("total_tangent_impulse", f32, (P, M), saved=reported,
                     doc="N s, applied over the step's substeps")
+        if saved != "reported":
+            self._field("found_pose", f32, P, 6, saved=pairs,
+                        doc="(x_a, y_a, angle_a, x_b, y_b, angle_b) m and rad: the bodies' "
+                            "poses at the pair's last narrow phase (contacts.reuse_manifold; "
+                            "not in reported)")
+            self._field("found_margin", f32, P, saved=pairs,
+                        doc="m, the margin that narrow phase kept points within; 0: the "
+                            "manifold may not be reused (new, refreshed or forgotten)")
+            self._field("drift", f32, P, saved=pairs,
+                        doc="m, how far the bodies' material points may have moved since "
+                            "the manifold was last found afresh (tracked since)")
         self._field("origin", i32, P, saved=reported,
                     doc="reported: the step's pair each entry was copied from, -1 for a "
                         "resting pair copied from the list before (solver/reporting.py)")
@@ -751,9 +762,12 @@ def field_table() -> str:
         summary = " ".join(line.strip() for line in cls.__doc__.splitlines() if line.strip())
         lines += ["", f"## {cls.__name__}", "", f"{where}: {summary}", "",
                   "| field | dtype | shape | saved | doc |", "| --- | --- | --- | --- | --- |"]
-        for row, declaration in enumerate(groups[0].declarations()):
-            extents = [(name, group.declarations()[row].saved)
-                       for name, group in zip(names, groups, strict=True)]
+        for declaration in groups[0].declarations():
+            # An instance may lack a field (Manifolds: `reported` keeps no reuse data).
+            extents = [(name, saved_by_name[declaration.name])
+                       for name, group in zip(names, groups, strict=True)
+                       if declaration.name in (saved_by_name := {
+                           d.name: d.saved for d in group.declarations()})]
             if len(groups) == 1:
                 saved = extents[0][1] or "—"
             else:

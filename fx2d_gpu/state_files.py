@@ -42,15 +42,20 @@ from .world_params import BODY_PARAMS
 #: (device.UNSOLVED_COLOR: color_start has one entry more); 4: per-world values
 #: (params/<name>, world_params.WorldParams.arrays); 5: the bodies' support
 #: (device.BodyState.support); 6: the soft-step solver's joint impulses
-#: (device.Joints.soft_impulse). Format 3 files load, with the scene's own values in every
-#: world; format 3 and 4 files with no support counted (as before a scene's first step);
-#: format 3 to 5 files with no joint impulses carried.
-FORMAT_VERSION = 6
-READABLE_VERSIONS = (3, 4, 5, 6)
+#: (device.Joints.soft_impulse); 7: what the narrow phase needs to keep a manifold
+#: (device.Manifolds.found_pose, found_margin, drift). Format 3 files load, with the
+#: scene's own values in every world; format 3 and 4 files with no support counted (as
+#: before a scene's first step); format 3 to 5 files with no joint impulses carried;
+#: format 3 to 6 files with every manifold found afresh in the next step (found_margin 0).
+FORMAT_VERSION = 7
+READABLE_VERSIONS = (3, 4, 5, 6, 7)
 #: Saved fields that older formats lack, the format that added each and the shape of one
 #: entry and its extent: such a file loads with the field zero.
 _ADDED_FIELDS = {"device/bodies/support": (5, "slots", (), np.int32),
-                 "device/joints/soft_impulse": (6, "joint_slots", (4,), np.float32)}
+                 "device/joints/soft_impulse": (6, "joint_slots", (4,), np.float32),
+                 "device/contacts/found_pose": (7, "pairs", (6,), np.float32),
+                 "device/contacts/found_margin": (7, "pairs", (), np.float32),
+                 "device/contacts/drift": (7, "pairs", (), np.float32)}
 #: Joint fields that set_joint_mode changes: state of a snapshot, not part of the model.
 MOTOR_FIELDS = ("mode", "pid", "max_effort")
 

@@ -62,6 +62,7 @@ def _write_worlds(bodies: ti.template(), joints: ti.template(), manifolds: ti.te
         for pair in range(n_pairs):  # the world's contacts and their (maybe NaN) impulses go
             if source_row[manifolds.body_a[pair] // n_bodies] >= 0:
                 manifolds.point_count[pair] = 0
+                manifolds.found_margin[pair] = 0.0  # found afresh, not kept
                 for i in ti.static(range(2)):
                     manifolds.normal_impulse[pair, i] = 0.0
                     manifolds.tangent_impulse[pair, i] = 0.0

@@ -520,6 +520,8 @@ def _compute_manifolds(model: ti.template(), bodies: ti.template(), manifolds: t
     ti.loop_config(serialize=serial)
     for pair in range(n_pairs):
         collide_pair(model, bodies, manifolds, pair, n_bodies, margin)
+        if ti.static(hasattr(manifolds, "found_margin")):
+            manifolds.found_margin[pair] = 0.0  # not the step's manifold: never kept
 
 
 def compute_manifolds(ctx, n_pairs: int, margin: float = 0.0, into: str = "manifolds"):

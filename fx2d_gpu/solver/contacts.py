@@ -70,6 +70,16 @@ FAST_MOTION_FRACTION = 0.05
 #: (collision/continuous.py) keeps fast bodies out of static ones, and bullets out of
 #: dynamic ones, whatever this is.
 FAST_MARGIN_SUBSTEPS = 1.0
+#: A slow pair's manifold found at the start of a step is kept for the next steps
+#: (reuse_manifold), its points and depths carried along with the bodies' rigid motion,
+#: while the bodies' material points have moved by at most REUSE_DRIFT_SLOPS of the pair's
+#: slop in all since it was found afresh: a settled stack creeps ~1e-5 m a step, so its
+#: narrow phase runs about once in 10-20 steps instead of every step. Found afresh, a slow
+#: pair keeps points REUSE_PAD_SLOPS slops farther apart than its margin asks (speculative
+#: points that do nothing unless the gap closes), so that a later step whose margin grew a
+#: little may still reuse it.
+REUSE_DRIFT_SLOPS = 0.25
+REUSE_PAD_SLOPS = 0.5
 #: Points slipping slower than this (m/s) when the substep starts are held by static
 #: friction (mu_s); faster ones slide with kinetic friction (mu_k). It is above the speed
 #: gravity adds in one substep, so a body at rest stays at rest while mu_s allows.
@@ -937,7 +947,19 @@ def find_manifold(model: ti.template(), bodies: ti.template(), joints: ti.templa
     kept_apart, fast = narrow_margin(model, bodies, joints, manifolds, pair, n_bodies, dt, h, first)
     if first:
         manifolds.touching[pair] = 0
-    collide_pair(model, bodies, manifolds, pair, n_bodies, kept_apart)
+    reused = False
+    if first and not fast:
+        reused = reuse_manifold(model, bodies, manifolds, pair, n_bodies, kept_apart)
+    if not reused:
+        margin, found_margin = kept_apart, 0.0
+        if first and not fast:  # may be reused in the next steps
+            margin += REUSE_PAD_SLOPS * pair_slop(smaller_radius(
+                model, manifolds.body_a[pair] % n_bodies, manifolds.body_b[pair] % n_bodies))
+            found_margin = margin
+        collide_pair(model, bodies, manifolds, pair, n_bodies, margin)
+        remember_poses(bodies, manifolds, pair)
+        manifolds.found_margin[pair] = found_margin
+        manifolds.drift[pair] = 0.0
     # Only a margin wider than the smaller body can hold a ghost worth the check: a slanted
     # normal misleads the velocity pass by at most the margin's reach across the body.
     if (fast and manifolds.point_count[pair] > 0
@@ -957,7 +979,9 @@ def find_manifold(model: ti.template(), bodies: ti.template(), joints: ti.templa
     for i in range(manifolds.point_count[pair]):
         feature = manifolds.feature[pair, i]
         match = -1
-        if old_count > 0 and old_feature[0] == feature:
+        if reused:
+            match = i
+        elif old_count > 0 and old_feature[0] == feature:
             match = 0
         elif old_count > 1 and old_feature[1] == feature:
             match = 1
@@ -973,6 +997,62 @@ def find_manifold(model: ti.template(), bodies: ti.template(), joints: ti.templa
         manifolds.total_normal_impulse[pair, i] = total_n
         manifolds.total_tangent_impulse[pair, i] = total_t
     return fast or manifolds.point_count[pair] > 0, matches
+
+
+@ti.func
+def remember_poses(bodies: ti.template(), manifolds: ti.template(), pair):
+    """manifolds.found_pose of `pair`: its bodies' poses now, those its manifold is of."""
+    slot_a, slot_b = manifolds.body_a[pair], manifolds.body_b[pair]
+    position_a, position_b = bodies.position[slot_a], bodies.position[slot_b]
+    manifolds.found_pose[pair] = ti.Vector([position_a.x, position_a.y, bodies.angle[slot_a],
+                                            position_b.x, position_b.y, bodies.angle[slot_b]])
+
+
+@ti.func
+def reuse_manifold(model: ti.template(), bodies: ti.template(), manifolds: ti.template(), pair,
+                   n_bodies, kept_apart):
+    """Whether the step's first narrow phase of slow `pair` (margin kept_apart m) may keep
+    the manifold it found before (not where manifolds.found_margin is 0: new, refreshed
+    within a step, or forgotten), and if so its points and depths carried to the bodies'
+    present poses; see REUSE_DRIFT_SLOPS.
+
+    Kept where the bodies' material points have moved at most REUSE_DRIFT_SLOPS slops since
+    it was found afresh (manifolds.drift, bounded by each body's shift plus its turn times
+    its bounding radius) and the margin it was found with (manifolds.found_margin) still
+    covers this step's, less that drift: no point the narrow phase would find now was
+    farther apart than that margin then. Each point then moves with the bodies (halfway
+    between their material points at it) and its depth changes by how far they moved apart
+    along the normal, to second order in the turns (contacts.turned, as moved_depth tracks
+    a step's motion); the normal, features and impulses stay."""
+    found_margin = manifolds.found_margin[pair]
+    result = False
+    if found_margin > 0.0:
+        slot_a, slot_b = manifolds.body_a[pair], manifolds.body_b[pair]
+        body_a, body_b = slot_a % n_bodies, slot_b % n_bodies
+        pose = manifolds.found_pose[pair]
+        origin_a, origin_b = vec2(pose[0], pose[1]), vec2(pose[3], pose[4])
+        shift_a = bodies.position[slot_a] - origin_a
+        shift_b = bodies.position[slot_b] - origin_b
+        turn_a = bodies.angle[slot_a] - pose[2]
+        turn_b = bodies.angle[slot_b] - pose[5]
+        drift = (manifolds.drift[pair] + shift_a.norm() + shift_b.norm()
+                 + ti.abs(turn_a) * bounding_radius(model, body_a)
+                 + ti.abs(turn_b) * bounding_radius(model, body_b))
+        slop = pair_slop(smaller_radius(model, body_a, body_b))
+        if drift <= REUSE_DRIFT_SLOPS * slop and kept_apart + drift <= found_margin:
+            result = True
+            normal = manifolds.normal[pair]
+            for i in range(manifolds.point_count[pair]):
+                point = manifolds.point[pair, i]
+                moved_a = shift_a + turned(turn_a, point - origin_a)
+                moved_b = shift_b + turned(turn_b, point - origin_b)
+                # Not `-=` (an atomic in a parallel loop): one thread owns the pair.
+                manifolds.depth[pair, i] = (manifolds.depth[pair, i]
+                                            - normal.dot(moved_b - moved_a))
+                manifolds.point[pair, i] = point + 0.5 * (moved_a + moved_b)
+            remember_poses(bodies, manifolds, pair)
+            manifolds.drift[pair] = drift
+    return result
 
 
 @ti.func

@@ -19,14 +19,16 @@ from .contacts import build_world_body_lists
 #: tests turn it off to check that keeping them changes nothing).
 REUSE_PAIRS = True
 
-#: Manifold fields carried from one step to the next (per pair, then per point); depths
-#: are not: the step's first narrow phase finds them again.
-_CARRIED_PAIR_FIELDS = ("body_a", "body_b", "color", "point_count", "normal")
-_CARRIED_POINT_FIELDS = ("point", "feature", "normal_impulse", "tangent_impulse")
+#: Manifold fields carried from one step to the next (per pair, then per point): the
+#: manifold with what the step's first narrow phase needs to keep it
+#: (contacts.reuse_manifold) or to match its points (warm starting).
+_CARRIED_PAIR_FIELDS = ("body_a", "body_b", "color", "point_count", "normal", "found_pose",
+                        "found_margin", "drift")
+_CARRIED_POINT_FIELDS = ("point", "depth", "feature", "normal_impulse", "tangent_impulse")
 #: Fields moved when the pairs are stored in colour order: the carried ones and the rest of
 #: what the step's first narrow phase wrote before the colouring (step.begin_step).
 _ORDERED_PAIR_FIELDS = _CARRIED_PAIR_FIELDS + ("touching",)
-_ORDERED_POINT_FIELDS = _CARRIED_POINT_FIELDS + ("depth", "total_normal_impulse",
+_ORDERED_POINT_FIELDS = _CARRIED_POINT_FIELDS + ("total_normal_impulse",
                                                  "total_tangent_impulse")
 
 
@@ -176,6 +178,7 @@ def _carry_contacts(manifolds: ti.template(), previous: ti.template(), counts: t
         else:
             manifolds.color[k] = -1
             manifolds.point_count[k] = 0
+            manifolds.found_margin[k] = 0.0  # found afresh in the step's narrow phase
 
 
 def carry_contacts(ctx):
