@@ -706,8 +706,12 @@ def _read_archive(path: Path, where: str, binding) -> dict:
                   for key, info in members.items()}
     for key, (added, extent, entry, dtype) in _ADDED_FIELDS.items():
         if version < added:
-            per_world = layout.n_bodies if extent == "slots" else layout.n_joints
-            arrays[key] = np.zeros((layout.n_worlds * per_world,) + entry, dtype)
+            if extent == "pairs":  # _check_meta checked the count
+                length = meta["cache"]["n_pairs"]
+            else:
+                length = layout.n_worlds * (layout.n_bodies if extent == "slots"
+                                            else layout.n_joints)
+            arrays[key] = np.zeros((length,) + entry, dtype)
     device, motors, params, forces = {}, {}, {}, {}
     for key, value in arrays.items():
         kind, *rest = key.split("/")

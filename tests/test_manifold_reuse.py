@@ -159,3 +159,46 @@ def test_a_kept_manifold_follows_the_bodies_and_is_found_again_past_its_budget(a
     assert fourth[4] == 0.0, fourth[4]
     assert fourth[5] > third[5] + 0.2 * DT, (fourth[5], third[5])  # with the wider margin
     assert compare_with_reference(scene, state, {(0, 1): fourth}) == (0, 1)
+
+
+def test_a_format_6_state_file_loads_with_its_manifolds_found_afresh(tmp_path):
+    """Files from before manifolds were kept across steps (format 6) lack the fields that
+    keep them: they load with found_margin 0, and the next step finds every manifold
+    afresh; a format 7 file restores them, and the step after keeps them as the saving
+    scene's does, bit for bit."""
+    import json
+    import zipfile
+
+    specs, _ = scenes.pyramid_layout(6)
+    scene = scenes.build_scene(specs, arch="cpu", solver="soft_step", enable_sleep=False)
+    for _ in range(120):
+        scene.step(DT)
+    scene.save_state(tmp_path / "v7.npz")
+    scene.step(DT)
+    after = step_manifolds(scene)
+    assert sum(m[4] > 0.0 for m in after.values()) > len(after) // 2  # mostly kept
+    with zipfile.ZipFile(tmp_path / "v7.npz") as new, \
+            zipfile.ZipFile(tmp_path / "v6.npz", "w") as old:
+        for info in new.infolist():
+            if info.filename.split("/")[-1] in ("found_pose.npy", "found_margin.npy",
+                                                "drift.npy"):
+                continue
+            data = new.read(info)
+            if info.filename == "meta.npy":
+                meta = json.loads(str(np.load(new.open(info))[()]))
+                meta["format_version"] = 6
+                np.save(tmp_path / "meta.npy", np.array(json.dumps(meta)))
+                data = (tmp_path / "meta.npy").read_bytes()
+            old.writestr(info.filename, data)
+
+    scene.load_state(tmp_path / "v7.npz")
+    scene.step(DT)
+    assert step_manifolds(scene).keys() == after.keys()
+    for pair, m in step_manifolds(scene).items():
+        assert m[4] == after[pair][4] and (m[3] == after[pair][3]).all(), pair
+
+    scene.load_state(tmp_path / "v6.npz")
+    ctx = scene.step_context(DT)
+    assert (ctx.pool.manifolds.found_margin.to_numpy()[:ctx.cache.n_pairs] == 0.0).all()
+    scene.step(DT)
+    assert all(m[4] == 0.0 for m in step_manifolds(scene).values())  # all found afresh
