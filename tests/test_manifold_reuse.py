@@ -202,3 +202,25 @@ def test_a_format_6_state_file_loads_with_its_manifolds_found_afresh(tmp_path):
     assert (ctx.pool.manifolds.found_margin.to_numpy()[:ctx.cache.n_pairs] == 0.0).all()
     scene.step(DT)
     assert all(m[4] == 0.0 for m in step_manifolds(scene).values())  # all found afresh
+
+
+@pytest.mark.parametrize("solver", ["xpbd", "soft_step"])
+def test_frictionless_circles_poured_in_a_box_never_turn_and_fall_asleep(arch, solver):
+    """A frictionless circle's contact forces all pass through its centre, so it never
+    turns. Kept manifolds would carry a circle's contact point with its turn, off the line
+    through its centre: the normal force then turned it (80 circles spun up to 0.2 rad/s
+    and never slept), so circles' manifolds are found every step (contacts.keeps_manifold)."""
+    scene = fx.Scene(arch=arch, solver=solver)
+    scene.add_box((0.0, -0.5), (6.0, 1.0), mass=0.0)
+    for side in (-1.0, 1.0):
+        scene.add_box((side * 3.5, 5.0), (1.0, 12.0), mass=0.0)
+    rng = np.random.default_rng(1)
+    for i in range(80):
+        scene.add_circle((float(rng.uniform(-2.5, 2.5)), 1.0 + 0.05 * i),
+                         float(rng.uniform(0.15, 0.3)), static_friction=0.0,
+                         dynamic_friction=0.0)
+    for step in range(480):
+        scene.step(DT)
+        if step % 20 == 19:
+            assert np.abs(scene.get_state().angular_velocity).max() < 1e-3, step
+    assert scene.get_state().sleeping[0, 3:].all()  # the circles (static bodies never sleep)

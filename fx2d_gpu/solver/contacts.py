@@ -30,7 +30,7 @@ from ..bodies import (
 )
 from ..collision.narrow_phase import collide_pair, shape_extent
 from ..device import MAX_MANIFOLD_POINTS, UNSOLVED_COLOR
-from ..enums import HELD, SHAPE_CHAIN, TOUCHED
+from ..enums import HELD, SHAPE_CHAIN, SHAPE_CIRCLE, TOUCHED
 from ..integrate import displace
 from ..launching import quick
 from ..math2d import cross, cross_sv
@@ -947,12 +947,13 @@ def find_manifold(model: ti.template(), bodies: ti.template(), joints: ti.templa
     kept_apart, fast = narrow_margin(model, bodies, joints, manifolds, pair, n_bodies, dt, h, first)
     if first:
         manifolds.touching[pair] = 0
+    keepable = first and not fast and keeps_manifold(model, manifolds, pair, n_bodies)
     reused = False
-    if first and not fast:
+    if keepable:
         reused = reuse_manifold(model, bodies, manifolds, pair, n_bodies, kept_apart)
     if not reused:
         margin, found_margin = kept_apart, 0.0
-        if first and not fast:  # may be reused in the next steps
+        if keepable:  # may be reused in the next steps
             margin += REUSE_PAD_SLOPS * pair_slop(smaller_radius(
                 model, manifolds.body_a[pair] % n_bodies, manifolds.body_b[pair] % n_bodies))
             found_margin = margin
@@ -1006,6 +1007,19 @@ def remember_poses(bodies: ti.template(), manifolds: ti.template(), pair):
     position_a, position_b = bodies.position[slot_a], bodies.position[slot_b]
     manifolds.found_pose[pair] = ti.Vector([position_a.x, position_a.y, bodies.angle[slot_a],
                                             position_b.x, position_b.y, bodies.angle[slot_b]])
+
+
+@ti.func
+def keeps_manifold(model: ti.template(), manifolds: ti.template(), pair, n_bodies):
+    """Whether `pair`'s manifold may be kept across steps (reuse_manifold): not where a
+    circle takes part. A polygon's points are its vertices, or ends of a face, points of
+    the bodies that a kept manifold carries along; a circle's point is wherever the line
+    between the bodies meets its surface, whatever its turn. Carried with the circle's
+    turn, the point left that line, the normal force turned the circle further, and 300
+    circles resting in a box spun up to 0.23 rad/s and never slept (found afresh every
+    step, they slept in 7 s). A circle's narrow phase is cheap."""
+    return (model.shape_kind[manifolds.body_a[pair] % n_bodies] != SHAPE_CIRCLE
+            and model.shape_kind[manifolds.body_b[pair] % n_bodies] != SHAPE_CIRCLE)
 
 
 @ti.func
