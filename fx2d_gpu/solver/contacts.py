@@ -948,19 +948,24 @@ def find_manifold(model: ti.template(), bodies: ti.template(), joints: ti.templa
     if first:
         manifolds.touching[pair] = 0
     keepable = first and not fast and keeps_manifold(model, manifolds, pair, n_bodies)
-    reused = False
+    reused, drift = False, 0.0
     if keepable:
-        reused = reuse_manifold(model, bodies, manifolds, pair, n_bodies, kept_apart)
+        reused, drift = reuse_manifold(model, bodies, manifolds, pair, n_bodies, kept_apart)
     if not reused:
+        drift = 0.0
         margin, found_margin = kept_apart, 0.0
         if keepable:  # may be reused in the next steps
             margin += REUSE_PAD_SLOPS * pair_slop(smaller_radius(
                 model, manifolds.body_a[pair] % n_bodies, manifolds.body_b[pair] % n_bodies))
             found_margin = margin
         collide_pair(model, bodies, manifolds, pair, n_bodies, margin)
-        remember_poses(bodies, manifolds, pair)
         manifolds.found_margin[pair] = found_margin
-        manifolds.drift[pair] = 0.0
+    # The poses the manifold is now of, and how far it was carried since found afresh.
+    slot_a, slot_b = manifolds.body_a[pair], manifolds.body_b[pair]
+    position_a, position_b = bodies.position[slot_a], bodies.position[slot_b]
+    manifolds.found_pose[pair] = ti.Vector([position_a.x, position_a.y, bodies.angle[slot_a],
+                                            position_b.x, position_b.y, bodies.angle[slot_b]])
+    manifolds.drift[pair] = drift
     # Only a margin wider than the smaller body can hold a ghost worth the check: a slanted
     # normal misleads the velocity pass by at most the margin's reach across the body.
     if (fast and manifolds.point_count[pair] > 0
@@ -1001,15 +1006,6 @@ def find_manifold(model: ti.template(), bodies: ti.template(), joints: ti.templa
 
 
 @ti.func
-def remember_poses(bodies: ti.template(), manifolds: ti.template(), pair):
-    """manifolds.found_pose of `pair`: its bodies' poses now, those its manifold is of."""
-    slot_a, slot_b = manifolds.body_a[pair], manifolds.body_b[pair]
-    position_a, position_b = bodies.position[slot_a], bodies.position[slot_b]
-    manifolds.found_pose[pair] = ti.Vector([position_a.x, position_a.y, bodies.angle[slot_a],
-                                            position_b.x, position_b.y, bodies.angle[slot_b]])
-
-
-@ti.func
 def keeps_manifold(model: ti.template(), manifolds: ti.template(), pair, n_bodies):
     """Whether `pair`'s manifold may be kept across steps (reuse_manifold): not where a
     circle takes part. A polygon's points are its vertices, or ends of a face, points of
@@ -1025,10 +1021,11 @@ def keeps_manifold(model: ti.template(), manifolds: ti.template(), pair, n_bodie
 @ti.func
 def reuse_manifold(model: ti.template(), bodies: ti.template(), manifolds: ti.template(), pair,
                    n_bodies, kept_apart):
-    """Whether the step's first narrow phase of slow `pair` (margin kept_apart m) may keep
+    """(Whether the step's first narrow phase of slow `pair` (margin kept_apart m) may keep
     the manifold it found before (not where manifolds.found_margin is 0: new, refreshed
-    within a step, or forgotten), and if so its points and depths carried to the bodies'
-    present poses; see REUSE_DRIFT_SLOPS.
+    within a step, or forgotten), the drift it then carries, m); if kept, its points and
+    depths are carried to the bodies' present poses (find_manifold records the poses);
+    see REUSE_DRIFT_SLOPS.
 
     Kept where the bodies' material points have moved at most REUSE_DRIFT_SLOPS slops since
     it was found afresh (manifolds.drift, bounded by each body's shift plus its turn times
@@ -1039,7 +1036,7 @@ def reuse_manifold(model: ti.template(), bodies: ti.template(), manifolds: ti.te
     along the normal, to second order in the turns (contacts.turned, as moved_depth tracks
     a step's motion); the normal, features and impulses stay."""
     found_margin = manifolds.found_margin[pair]
-    result = False
+    result, drift = False, 0.0
     if found_margin > 0.0:
         slot_a, slot_b = manifolds.body_a[pair], manifolds.body_b[pair]
         body_a, body_b = slot_a % n_bodies, slot_b % n_bodies
@@ -1056,17 +1053,17 @@ def reuse_manifold(model: ti.template(), bodies: ti.template(), manifolds: ti.te
         if drift <= REUSE_DRIFT_SLOPS * slop and kept_apart + drift <= found_margin:
             result = True
             normal = manifolds.normal[pair]
-            for i in range(manifolds.point_count[pair]):
-                point = manifolds.point[pair, i]
-                moved_a = shift_a + turned(turn_a, point - origin_a)
-                moved_b = shift_b + turned(turn_b, point - origin_b)
-                # Not `-=` (an atomic in a parallel loop): one thread owns the pair.
-                manifolds.depth[pair, i] = (manifolds.depth[pair, i]
-                                            - normal.dot(moved_b - moved_a))
-                manifolds.point[pair, i] = point + 0.5 * (moved_a + moved_b)
-            remember_poses(bodies, manifolds, pair)
-            manifolds.drift[pair] = drift
-    return result
+            count = manifolds.point_count[pair]
+            for i in ti.static(range(MAX_MANIFOLD_POINTS)):
+                if i < count:
+                    point = manifolds.point[pair, i]
+                    moved_a = shift_a + turned(turn_a, point - origin_a)
+                    moved_b = shift_b + turned(turn_b, point - origin_b)
+                    # Not `-=` (an atomic in a parallel loop): one thread owns the pair.
+                    manifolds.depth[pair, i] = (manifolds.depth[pair, i]
+                                                - normal.dot(moved_b - moved_a))
+                    manifolds.point[pair, i] = point + 0.5 * (moved_a + moved_b)
+    return result, drift
 
 
 @ti.func
