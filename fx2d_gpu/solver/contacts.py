@@ -74,7 +74,7 @@ FAST_MARGIN_SUBSTEPS = 1.0
 #: (reuse_manifold), its points and depths carried along with the bodies' rigid motion,
 #: while the bodies' material points have moved by at most REUSE_DRIFT_SLOPS of the pair's
 #: slop in all since it was found afresh: a settled stack creeps ~1e-5 m a step, so its
-#: narrow phase runs about once in 10-20 steps instead of every step. Found afresh, a slow
+#: narrow phase runs once in tens of steps instead of every step. Found afresh, a slow
 #: pair keeps points REUSE_PAD_SLOPS slops farther apart than its margin asks (speculative
 #: points that do nothing unless the gap closes), so that a later step whose margin grew a
 #: little may still reuse it.
