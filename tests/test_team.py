@@ -282,10 +282,50 @@ def test_steps_slowed_by_other_processes_move_to_a_team_of_one_and_back(arch, mo
     sizes = [call[0] for call in calls]
     assert sizes[:6] == [threads] * 6  # quiet, then the first two busy steps: the team
     assert sizes[6] == 1  # the trial the two slow steps called: a team of one, which wins
-    assert sizes[7:14].count(threads) <= 1  # busy: a team of one (the team on a trial)
-    assert sizes[18:22] == [threads] * 4 and team._duel["many"]  # quiet: the team is back
+    assert sizes[7:9] == [threads] * 2  # its checks: the team, still slow
+    assert sizes[9:14].count(threads) <= 1  # busy: a team of one (the team on a trial)
+    # Quiet from step 14: a trial of the team wins and two steps of one confirm it.
+    assert sizes[21:24] == [threads] * 3 and team._duel["many"]  # the team is back
+    assert sizes[21:].count(1) <= 1  # (a team of one on a trial)
     assert team._duel["switches"] >= 2
     monkeypatch.setattr(team, "ENABLED", False)  # the reference: a launch per stage
     for i in range(26):
         reference.step(1 / 60)
         np.testing.assert_array_equal(reference.get_state().position, states[i])
+
+
+def test_a_scenes_own_slow_steps_leave_the_team_in_place(arch, monkeypatch):
+    """Slow steps that are the scene's own work (a fresh colouring, a step that colours
+    again: 2-5 times its usual step on the 2-core CPU), not a busy machine, call a trial
+    that wins against them; the steps that check it run at the usual speed, so the team
+    stays. A clock stands in for the machine: a step on the team takes 0.1 s, 0.5 s in a
+    burst of three costly steps (two that call the trial, one after it), on a team of one
+    0.4 s. With a single check step (the costly one) the duel switched to a team of one."""
+    scene = hanging_chains_over_a_pile(arch)
+    scene.step(1 / 60)
+    if expected_threads(scene) < 2:
+        return
+    calls = count_calls(monkeypatch, fused, "substeps_by_team")
+    clock_state = {"now": 0.0, "calls": 0, "step": 0}
+    costly = {4, 5, 7}  # two slow steps, the trial (6), one more slow step
+
+    def clock():
+        clock_state["calls"] += 1
+        if clock_state["calls"] % 2 == 0:
+            many = team._duel["now"]
+            slow = clock_state["step"] in costly
+            clock_state["now"] += (0.5 if slow else 0.1) if many else 0.4
+            clock_state["step"] += 1
+        return clock_state["now"]
+
+    monkeypatch.setattr(team, "_clock", clock)
+    monkeypatch.setattr(team, "DUEL_STEPS", 100)  # no periodic trial in these steps
+    monkeypatch.setitem(team._duel, "scene", None)
+    switches = team._duel["switches"]
+    for _ in range(16):
+        scene.step(1 / 60)
+    threads = team.usable_threads()
+    sizes = [call[0] for call in calls]
+    assert sizes[6] == 1  # the trial the two slow steps called
+    assert sizes[:6] + sizes[7:] == [threads] * 15  # and the team all along otherwise
+    assert team._duel["many"] and team._duel["switches"] == switches

@@ -63,18 +63,26 @@ REPROBE_REQUESTS = 300
 #: a time slice at every barrier), where a team of one thread (no barrier to wait at, the
 #: same kernel, so nothing to compile) took 32-46 and 33-79 ms. So a scene that may have a
 #: team of several threads now and then runs one step the other way (a trial: a team of
-#: one, or of several when it runs on one), and keeps that way if the trial took less than
-#: DUEL_MARGIN times the median of the scene's last DUEL_HISTORY steps (a team of several
-#: threads: no more than that median). A trial comes every
-#: DUEL_STEPS steps (doubled after each trial that changed nothing, up to
-#: DUEL_MAX_STEPS; a few steps after one that changed the choice), and at once after two
-#: steps in a row DUEL_SLOW times slower than that median. The two ways give bitwise the
+#: one, or of several when it runs on one). A trial comes every DUEL_STEPS steps (doubled
+#: after each trial that changed nothing, up to DUEL_MAX_STEPS; a few steps after one that
+#: changed the choice), and at once after two steps in a row DUEL_SLOW times slower than
+#: the median of the scene's last DUEL_HISTORY steps. A trial that took less than
+#: DUEL_MARGIN times that median (a team of several threads: no more than it; after slow
+#: steps, the faster of them) is checked: the next DUEL_CHECKS steps run the choice again,
+#: and the choice changes only if the trial beat the faster of them too by as much.
+#: Without the check a scene's own costly steps switched it to a team of one for nothing:
+#: a fresh colouring or a step that colours again comes out slow (17-31 ms against 6-9),
+#: two of them in a row called a trial that won against them (and with one step to check
+#: it, another such step came next), and in the benchmark suite's large pyramid (soft step,
+#: side by side with Box2D v3) the duel switched 20 times in 600 steps, a third of them on
+#: one thread: 12.8 ms a step against 9.4 with no duel. The two ways give bitwise the
 #: same results.
 DUEL_STEPS = 50
 DUEL_MAX_STEPS = 800
 DUEL_MARGIN = 0.8
 DUEL_SLOW = 2.0
 DUEL_HISTORY = 3
+DUEL_CHECKS = 2
 #: Whether CPU scenes may run their substeps on a team (tests turn it off to compare with
 #: the launch-per-stage path).
 ENABLED = True
@@ -94,11 +102,13 @@ _state = {"threads": None, "requests": 0, "broken": False, "handed": False,
 #: last trial; interval: steps between trials now; seconds: its last DUEL_HISTORY steps'
 #: wall times on the choice; reference: the slow steps' time that called the next trial
 #: (None: the trial is measured against the history's median); slow: the last step's time
-#: if it was slow (DUEL_SLOW), else None; start: when this step began (_clock); switches:
-#: changes of choice (diagnostics).
+#: if it was slow (DUEL_SLOW), else None; won: the time of a trial that won, while the
+#: steps after it (on the choice) check it, else None; checks: those steps' times so far;
+#: start: when this step began
+#: (_clock); switches: changes of choice (diagnostics).
 _duel = {"many": True, "now": None, "trial": False, "scene": None, "steps": 0,
          "interval": DUEL_STEPS, "seconds": [], "reference": None, "slow": None,
-         "start": 0.0, "switches": 0}
+         "won": None, "checks": [], "start": 0.0, "switches": 0}
 
 
 @ti.func
@@ -316,40 +326,50 @@ def choose_for_step(ctx):
         # Another scene: its times are not comparable, and a choice made on the last one (a
         # scene falling asleep can make a team of one look as fast) starts again.
         _duel.update(scene=ctx.cache, many=True, steps=0, interval=DUEL_STEPS, seconds=[],
-                     reference=None, slow=None)
+                     reference=None, slow=None, won=None)
     _duel["steps"] += 1
-    _duel["trial"] = _duel["steps"] >= _duel["interval"] and (
+    _duel["trial"] = _duel["won"] is None and _duel["steps"] >= _duel["interval"] and (
         _duel["reference"] is not None or len(_duel["seconds"]) == DUEL_HISTORY)
     _duel["now"] = _duel["many"] != _duel["trial"]
     _duel["start"] = _clock()
 
 
 def record_step():
-    """At the end of a step that choose_for_step let duel: a trial decides the choice,
-    other steps join the scene's history (one DUEL_SLOW times slower than its median calls a
-    trial at the next step, measured against it)."""
+    """At the end of a step that choose_for_step let duel: a trial that beat the scene's
+    history (or the slow steps that called it) waits for the next DUEL_CHECKS steps, on
+    the choice, to check it, and the faster of them decides; other steps join the scene's
+    history (one DUEL_SLOW times slower than its median calls a trial at the next step,
+    measured against it)."""
     if _duel["now"] is None:
         return
     elapsed, many = _clock() - _duel["start"], _duel["now"]
     _duel["now"] = None
     history = _duel["seconds"]
     typical = sorted(history)[len(history) // 2] if len(history) == DUEL_HISTORY else None
+    # A team of several threads comes back if it is no slower (it is the default, and the
+    # one that scales with the CPUs); a team of one replaces it only if clearly faster.
     if _duel["trial"]:
         _duel["steps"] = 0
         reference = _duel["reference"] or typical
-        # A team of several threads comes back if it is no slower (it is the default, and
-        # the one that scales with the CPUs); a team of one replaces it only if clearly
-        # faster.
-        margin = 1.0 if many else DUEL_MARGIN
-        if elapsed <= margin * reference:
+        if elapsed <= _margin(many) * reference:
+            _duel.update(won=elapsed, checks=[])  # the next steps, on the choice, check it
+        else:
+            _duel["interval"] = min(2 * _duel["interval"], DUEL_MAX_STEPS)
+            history.clear()  # learnt again, on the choice as it is now
+        _duel["reference"] = None
+    elif _duel["won"] is not None:
+        _duel["checks"].append(elapsed)
+        if len(_duel["checks"]) < DUEL_CHECKS:
+            return
+        trial, _duel["won"] = _duel["won"], None
+        if trial <= _margin(not many) * min(_duel["checks"]):
             # The next trial soon (once the history is learnt again), so a switch that a
             # passing slowdown caused is undone within a few steps.
             _duel.update(many=not _duel["many"], interval=DUEL_HISTORY + 2,
                          switches=_duel["switches"] + 1)
         else:
             _duel["interval"] = min(2 * _duel["interval"], DUEL_MAX_STEPS)
-        _duel["reference"] = None
-        history.clear()  # learnt again, on the choice as it is now
+        history.clear()
     elif typical is not None and elapsed > DUEL_SLOW * typical:
         # Two slow steps in a row call a trial at the next step, measured against the
         # faster of them (one slow step is more often a compile or a recolouring than a
@@ -363,6 +383,12 @@ def record_step():
         _duel["slow"] = None
         history.append(elapsed)
         del history[:-DUEL_HISTORY]
+
+
+def _margin(many: bool) -> float:
+    """How much faster than the choice a trial on a team of several threads (`many`) or of
+    one must be to win: no slower, or DUEL_MARGIN times."""
+    return 1.0 if many else DUEL_MARGIN
 
 
 def disable():
