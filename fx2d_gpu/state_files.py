@@ -47,8 +47,8 @@ from .world_params import BODY_PARAMS
 #: scene's own values in every world; format 3 and 4 files with no support counted (as
 #: before a scene's first step); format 3 to 5 files with no joint impulses carried;
 #: format 3 to 6 files with every manifold found afresh in the next step (found_margin 0).
-FORMAT_VERSION = 7
-READABLE_VERSIONS = (3, 4, 5, 6, 7)
+FORMAT_VERSION = 8
+READABLE_VERSIONS = (3, 4, 5, 6, 7, 8)
 #: Saved fields that older formats lack, the format that added each and the shape of one
 #: entry and its extent: such a file loads with the field zero.
 _ADDED_FIELDS = {"device/bodies/support": (5, "slots", (), np.int32),
@@ -56,6 +56,10 @@ _ADDED_FIELDS = {"device/bodies/support": (5, "slots", (), np.int32),
                  "device/contacts/found_pose": (7, "pairs", (6,), np.float32),
                  "device/contacts/found_margin": (7, "pairs", (), np.float32),
                  "device/contacts/drift": (7, "pairs", (), np.float32)}
+#: Step cache fields that older formats lack, the format that added each and the value such
+#: a file loads with (colors_fresh False: the next colouring from scratch that falls due is
+#: made, which gives the colours a format 8 file would have kept).
+_ADDED_CACHE_FIELDS = {"colors_fresh": (8, False)}
 #: Joint fields that set_joint_mode changes: state of a snapshot, not part of the model.
 MOTOR_FIELDS = ("mode", "pid", "max_effort")
 
@@ -694,6 +698,10 @@ def _read_archive(path: Path, where: str, binding) -> dict:
         for key in _META_KEYS:
             if key not in meta:
                 raise _Refused(f"{where}: meta.{key} is missing")
+        if isinstance(meta["cache"], dict):
+            for key, (added, value) in _ADDED_CACHE_FIELDS.items():
+                if version < added and key not in meta["cache"]:
+                    meta["cache"][key] = value
         layout = _check_meta(meta, where, "meta.", binding)
         expected = _member_shapes(members, layout, meta["cache"], spec, where, version)
         # Every member's size from its header, before any is decompressed: the reads below

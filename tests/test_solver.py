@@ -9,7 +9,16 @@ import pytest
 import fx2d_gpu as fx
 from fx2d_gpu import device
 from fx2d_gpu.device import MAX_COLORS, UNSOLVED_COLOR
-from fx2d_gpu.scenes import batched_small, pile, pile_layout, pyramid, random_pile
+from fx2d_gpu.scenes import (
+    BodySpec,
+    batched_small,
+    build_scene,
+    pile,
+    pile_layout,
+    pyramid,
+    pyramid_layout,
+    random_pile,
+)
 
 from .helpers import DT, run, track
 from .reference.coloring import colors_sharing_a_body, greedy_color_count
@@ -277,6 +286,78 @@ def test_a_poured_pile_keeps_few_colours(arch):
         if step > 4 * FRESH_COLORING_STEPS and step % 8 == 0:
             reference = greedy_color_count(scene.candidate_pairs()[:, 1:], moving)
             assert scene.n_colors <= reference + 1, (step, scene.n_colors, reference)
+
+
+def _settled_and_scattered(arch, solver, n_worlds):
+    """A 12-row pyramid (78 boxes: a large world, coloured in parallel rounds) with five
+    boxes dropped 3-4 m onto it (new pairs at 0.7-0.9 s: colourings that start from the
+    last colours), in each of n_worlds worlds, sleep off; in a second world the boxes are
+    thrown about, so that world's pairs change every step."""
+    specs, _ = pyramid_layout(12)
+    specs = [BodySpec(s.kind, s.position, s.size, mass=s.mass) for s in specs]
+    specs += [BodySpec("box", (x, y), (1.0, 1.0))
+              for x, y in ((-4.2, 8.0), (-2.1, 11.0), (0.3, 14.5), (2.4, 11.0), (4.5, 8.0))]
+    # Thrown up beside the pyramid, it lands at ~3.4 s (step ~205): new pairs after a
+    # kept colouring from scratch.
+    specs.append(BodySpec("box", (15.0, 1.0), (1.0, 1.0), velocity=(0.0, 16.6)))
+    scene = build_scene(specs, n_worlds=n_worlds, arch=arch, solver=solver,
+                        enable_sleep=False)
+    if n_worlds > 1:
+        state = scene.get_state()
+        rng = np.random.default_rng(7)
+        state.velocity[1, 1:] = rng.uniform(-6.0, 6.0, state.velocity[1, 1:].shape)
+        scene.set_state(state)
+    return scene
+
+
+def test_a_due_colouring_from_scratch_keeps_colours_it_would_give_again(arch, solver,
+                                                                         monkeypatch):
+    """A colouring from scratch falls due every FRESH_COLORING_STEPS steps. Where the
+    colouring still holds and no step coloured since the last one from scratch (nor did a
+    moving body become fixed), that one would give the same colours: it is kept
+    (coloring.KEEP_FRESH). Shown against making it: a settled pyramid keeps its colouring
+    through the due steps and steps bit for bit as when it colours from scratch; and alone
+    it steps bit for bit as in a batch beside a world whose pairs change every step (where
+    the due colourings from scratch are made). Every step the kept colours are those made
+    from scratch."""
+    from fx2d_gpu.solver import coloring as coloring_module
+
+    # The drops settle by step 145 (XPBD) and 182 (soft step), the thrown box lands at
+    # ~205 and rests by 225: XPBD makes the colourings from scratch due at 160 and 224 and
+    # keeps those at 192, 256 and 288; the soft step makes 192, 224 and 256 and keeps 288.
+    steps = 9 * coloring_module.FRESH_COLORING_STEPS + 5
+    alone = _settled_and_scattered(arch, solver, 1)
+    batch = _settled_and_scattered(arch, solver, 2)
+    monkeypatch.setattr(coloring_module, "KEEP_FRESH", False)
+    made = _settled_and_scattered(arch, solver, 1)
+    monkeypatch.setattr(coloring_module, "KEEP_FRESH", True)
+    for step in range(steps):
+        for scene in (alone, batch):
+            scene.step(DT)
+        monkeypatch.setattr(coloring_module, "KEEP_FRESH", False)
+        made.step(DT)
+        monkeypatch.setattr(coloring_module, "KEEP_FRESH", True)
+        kept, fresh = coloring(alone), coloring(made)
+        for i in (0, 1, 2):  # each pair's bodies and colour
+            np.testing.assert_array_equal(kept[i], fresh[i], err_msg=(step, i))
+        expected = alone.get_state()
+        for other in (batch.get_state(), made.get_state()):
+            for name in ("position", "angle", "velocity", "angular_velocity"):
+                np.testing.assert_array_equal(getattr(other, name)[:1],
+                                              getattr(expected, name), err_msg=(step, name))
+    # The pyramid settled (it held its colouring for the last 100 steps) and kept its
+    # colouring where the others made one from scratch: the test saw both.
+    # The test saw both: colourings from the last colours, and due ones from scratch
+    # kept where the others made them.
+    assert alone.colorings > alone.scratch_colorings + 10
+    assert made.scratch_colorings >= alone.scratch_colorings + 1
+    assert batch.scratch_colorings >= alone.scratch_colorings + 1
+    assert alone.get_state().position[0, 78, 1] > 11.0  # the pyramid's top box: 12 rows stand
+    # A kept one counts as made: the next falls due at the same step in both (a world's
+    # colourings from scratch come at the same steps alone and in a batch).
+    since = [scene.step_context().cache.steps_since_fresh_coloring
+             for scene in (alone, made, batch)]
+    assert since[0] == since[1] == since[2] <= coloring_module.FRESH_COLORING_STEPS
 
 
 def test_repeat_runs_are_bitwise_identical(arch, solver):

@@ -57,7 +57,10 @@ class StepCache:
     lost_bodies: bodies the last broad phase left out of collision; colorings: steps that
     coloured (the others reused the last colouring); scratch_colorings: of those, the ones
     that did not start from the last colours; steps_since_fresh_coloring: steps since the
-    last colouring from scratch (coloring.FRESH_COLORING_STEPS); forces_on_device: applied
+    last colouring from scratch (coloring.FRESH_COLORING_STEPS); colors_fresh: the
+    colouring is the one a colouring from scratch would give now (the last colouring was
+    one, and since then no step coloured and no body it counted moving became fixed), so
+    a colouring from scratch that falls due while it holds keeps it; forces_on_device: applied
     forces wait on the device for the next step; n_reported, n_begin_events, n_end_events:
     the touching pairs and the contact events the last step reported
     (solver/reporting.py); state_set: the state was set by hand since (Scene.set_state);
@@ -85,6 +88,7 @@ class StepCache:
     colorings: int = 0
     scratch_colorings: int = 0
     steps_since_fresh_coloring: int = 0
+    colors_fresh: bool = False
     forces_on_device: bool = False
     n_reported: int = 0
     n_begin_events: int = 0
