@@ -318,8 +318,8 @@ def test_a_due_colouring_from_scratch_keeps_colours_it_would_give_again(arch, so
     (coloring.KEEP_FRESH). Shown against making it: a settled pyramid keeps its colouring
     through the due steps and steps bit for bit as when it colours from scratch; and alone
     it steps bit for bit as in a batch beside a world whose pairs change every step (where
-    the due colourings from scratch are made). Every step the kept colours are those made
-    from scratch."""
+    the due colourings from scratch are made). The kept colours are those made from scratch
+    (compared around each due step and every 8th step)."""
     from fx2d_gpu.solver import coloring as coloring_module
 
     # The drops settle by step 145 (XPBD) and 182 (soft step), the thrown box lands at
@@ -337,6 +337,8 @@ def test_a_due_colouring_from_scratch_keeps_colours_it_would_give_again(arch, so
         monkeypatch.setattr(coloring_module, "KEEP_FRESH", False)
         made.step(DT)
         monkeypatch.setattr(coloring_module, "KEEP_FRESH", True)
+        if step % 32 > 3 and step % 8 and step != steps - 1:
+            continue  # compared around each due step (32 and the next three), every 8th
         kept, fresh = coloring(alone), coloring(made)
         for i in (0, 1, 2):  # each pair's bodies and colour
             np.testing.assert_array_equal(kept[i], fresh[i], err_msg=(step, i))
@@ -345,8 +347,6 @@ def test_a_due_colouring_from_scratch_keeps_colours_it_would_give_again(arch, so
             for name in ("position", "angle", "velocity", "angular_velocity"):
                 np.testing.assert_array_equal(getattr(other, name)[:1],
                                               getattr(expected, name), err_msg=(step, name))
-    # The pyramid settled (it held its colouring for the last 100 steps) and kept its
-    # colouring where the others made one from scratch: the test saw both.
     # The test saw both: colourings from the last colours, and due ones from scratch
     # kept where the others made them.
     assert alone.colorings > alone.scratch_colorings + 10
