@@ -243,6 +243,29 @@ def test_a_busy_machine_stops_using_the_team_and_a_quiet_one_takes_it_back(arch,
     assert calls[-1] == (team.usable_threads(),)
 
 
+def test_a_probe_that_failed_once_is_tried_again_soon(arch, monkeypatch):
+    """A moment of other work can fail every try of one barrier probe: the team of one it
+    leaves is probed again after team.REPROBE_FAILED_REQUESTS calls (~3 a step), not
+    REPROBE_REQUESTS (here never), and the team comes back."""
+    steady_team(monkeypatch)
+    scene = hanging_chains_over_a_pile(arch)
+    scene.step(1 / 60)
+    if expected_threads(scene) < 2:
+        assert team.threads_for(scene.step_context()) in (0, 1)
+        return
+    calls = count_calls(monkeypatch, fused, "substeps_by_team")
+    monkeypatch.setitem(team._state, "threads", None)  # probe at the next step
+    monkeypatch.setattr(team, "MAX_BARRIER_S", 0.0)  # that probe fails
+    scene.step(1 / 60)
+    assert team._state["threads"] == 1 and calls[-1] == (1,)
+    monkeypatch.setattr(team, "MAX_BARRIER_S", 1.0)  # the moment has passed
+    steps = -(-team.REPROBE_FAILED_REQUESTS // 3) + 2
+    for _ in range(steps):
+        scene.step(1 / 60)
+    assert team._state["threads"] == team.usable_threads()
+    assert calls[-1] == (team.usable_threads(),)
+
+
 def test_steps_slowed_by_other_processes_move_to_a_team_of_one_and_back(arch, monkeypatch):
     """The duel (team.DUEL_STEPS): a step's wall time shows what the barrier probe cannot,
     a machine busy with other processes. Here a clock stands in for the machine: a step on

@@ -54,8 +54,12 @@ PROBE_ROUNDS = 20
 MAX_BARRIER_S = 30e-6
 #: probe_threads calls (~3 a step) after which the team is probed again: a machine whose
 #: barriers got slow gets a team of one thread, one whose barriers are fast again takes the
-#: team back. The results are bitwise the same either way.
+#: team back. The results are bitwise the same either way. After a probe that failed, sooner
+#: (REPROBE_FAILED_REQUESTS): on the 2-core machine a moment of the host's own work can
+#: fail all three tries of one probe, and the awake large pyramid then ran ~100 steps on one
+#: thread (substeps 8.7 ms against 4.5).
 REPROBE_REQUESTS = 300
+REPROBE_FAILED_REQUESTS = 30
 #: The duel (duel, choose_for_step, record_step). The barrier probe cannot see a machine
 #: busy with other processes (its 20 barriers pass within one time slice), but a step's
 #: wall time can: on the 2-core machine the awake large pyramid took 20-40 ms a step on a
@@ -266,11 +270,15 @@ def probe_threads(counts) -> int:
     (more means the threads do not run at once: a CPU quota below the CPU count, a busy
     machine); else 1: a team of one thread, which waits for nobody (and runs the same
     kernel: a launch per stage would compile kernels of its own, ~1 s with the offline
-    cache warm, in the middle of a run). Probed again every REPROBE_REQUESTS calls. 0 (one
+    cache warm, in the middle of a run). Probed again every REPROBE_REQUESTS calls
+    (REPROBE_FAILED_REQUESTS after a probe that failed). 0 (one
     launch per stage, on all the pool's threads) once a wait ran out (check)."""
     if _state["broken"]:
         return 0
-    if _state["threads"] is None or _state["requests"] >= REPROBE_REQUESTS:
+    due = REPROBE_REQUESTS
+    if _state["threads"] is not None and _state["threads"] < usable_threads():
+        due = min(due, REPROBE_FAILED_REQUESTS)
+    if _state["threads"] is None or _state["requests"] >= due:
         _state["requests"] = 0
         threads = usable_threads()
         if threads > 1:
