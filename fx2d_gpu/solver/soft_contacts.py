@@ -164,9 +164,13 @@ def solve_soft_contact(bodies: ti.template(), manifolds: ti.template(), prepared
                   and prepared.approach[pair, 0] < -RESTITUTION_THRESHOLD
                   and prepared.approach[pair, 1] < -RESTITUTION_THRESHOLD)
         if count == 2 and ((depth[0] < 0.0 and depth[1] < 0.0) or impact):
-            (blocked, velocity_a, spin_a, velocity_b,
-             spin_b) = _block_catch(manifolds, prepared, pair, masses, normal, velocity_a,
-                                    spin_a, velocity_b, spin_b, bias)
+            if _neither_pushes(manifolds, prepared, pair, normal, velocity_a, spin_a,
+                               velocity_b, spin_b, bias):
+                blocked = True  # the 2-point answer is no impulse: nothing changes
+            else:
+                (blocked, velocity_a, spin_a, velocity_b,
+                 spin_b) = _block_catch(manifolds, prepared, pair, masses, normal, velocity_a,
+                                        spin_a, velocity_b, spin_b, bias)
         elif (count == 2 and depth[0] >= 0.0 and depth[1] >= 0.0
                 and prepared.friction[pair, 0] == 0.0 and prepared.friction[pair, 1] == 0.0):
             (blocked, velocity_a, spin_a, velocity_b,
@@ -190,8 +194,15 @@ def solve_soft_contact(bodies: ti.template(), manifolds: ti.template(), prepared
             for i in ti.static(range(2)):
                 if i < count and manifolds.normal_impulse[pair, i] > 0.0:
                     touched = True
+        # Friction with no normal impulse and none of its own to undo changes nothing (a
+        # speculative pair still apart: 12 % of a settled large pyramid's pairs).
+        idle = True
         for i in ti.static(range(2)):
-            if i < count:
+            if i < count and (manifolds.normal_impulse[pair, i] != 0.0
+                              or manifolds.tangent_impulse[pair, i] != 0.0):
+                idle = False
+        for i in ti.static(range(2)):
+            if i < count and not idle:
                 ra, rb = prepared.arm_a[pair, i], prepared.arm_b[pair, i]
                 slip = point_velocity(velocity_a, spin_a, velocity_b, spin_b, ra, rb).dot(tangent)
                 old = manifolds.tangent_impulse[pair, i]
@@ -220,6 +231,24 @@ def solve_soft_contact(bodies: ti.template(), manifolds: ti.template(), prepared
                 manifolds.touching[pair] = HELD
         store_velocities(bodies, prepared, slot_a, slot_b, masses, velocity_a, spin_a,
                          velocity_b, spin_b, jacobi_entry)
+
+
+@ti.func
+def _neither_pushes(manifolds: ti.template(), prepared: ti.template(), pair, normal,
+                    velocity_a, spin_a, velocity_b, spin_b, bias):
+    """Whether _block_catch's answer is no impulse at either point, known without solving:
+    neither point holds an impulse and neither closes faster than -bias_i (its gap in the
+    substep), so x = 0 meets every condition of the 2-point problem (the same answer,
+    up to the sign of a zero)."""
+    neither = (manifolds.normal_impulse[pair, 0] == 0.0
+               and manifolds.normal_impulse[pair, 1] == 0.0)
+    if neither:
+        for i in ti.static(range(2)):
+            ra, rb = prepared.arm_a[pair, i], prepared.arm_b[pair, i]
+            vn = point_velocity(velocity_a, spin_a, velocity_b, spin_b, ra, rb).dot(normal)
+            if vn + bias[i] < 0.0:
+                neither = False
+    return neither
 
 
 @ti.func
