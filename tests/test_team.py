@@ -59,6 +59,18 @@ def steady_team(monkeypatch):
     monkeypatch.setitem(team._duel, "many", True)
 
 
+def team_scene(arch, monkeypatch):
+    """hanging_chains_over_a_pile after a step on a steady team (steady_team), or None
+    where this machine gives it no team of several threads (checked: none, or one)."""
+    steady_team(monkeypatch)
+    scene = hanging_chains_over_a_pile(arch)
+    scene.step(1 / 60)
+    if expected_threads(scene) < 2:
+        assert team.threads_for(scene.step_context()) in (0, 1)
+        return None
+    return scene
+
+
 def expected_threads(scene: fx.Scene) -> int:
     """The team a large scene gets: the CPU backend's threads if its probe passed (else a
     team of one); none on a GPU backend, whose threads are not all resident at once (a
@@ -221,11 +233,8 @@ def test_a_busy_machine_stops_using_the_team_and_a_quiet_one_takes_it_back(arch,
     """Probed again every REPROBE_REQUESTS calls: barriers slower than MAX_BARRIER_S (here
     made impossible to meet) leave a team of one thread (no barrier to wait at, no kernel
     to compile), and the team comes back once they are fast."""
-    steady_team(monkeypatch)
-    scene = hanging_chains_over_a_pile(arch)
-    scene.step(1 / 60)
-    if expected_threads(scene) < 2:
-        assert team.threads_for(scene.step_context()) in (0, 1)
+    scene = team_scene(arch, monkeypatch)
+    if scene is None:
         return
     calls = count_calls(monkeypatch, fused, "substeps_by_team")
     compiled = device.compiled_kernel_count()
@@ -247,11 +256,8 @@ def test_a_probe_that_failed_once_is_tried_again_soon(arch, monkeypatch):
     """A moment of other work can fail every try of one barrier probe: the team of one it
     leaves is probed again after team.REPROBE_FAILED_REQUESTS calls (~3 a step), not
     REPROBE_REQUESTS (here never), and the team comes back."""
-    steady_team(monkeypatch)
-    scene = hanging_chains_over_a_pile(arch)
-    scene.step(1 / 60)
-    if expected_threads(scene) < 2:
-        assert team.threads_for(scene.step_context()) in (0, 1)
+    scene = team_scene(arch, monkeypatch)
+    if scene is None:
         return
     calls = count_calls(monkeypatch, fused, "substeps_by_team")
     monkeypatch.setitem(team._state, "threads", None)  # probe at the next step

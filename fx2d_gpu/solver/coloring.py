@@ -157,6 +157,7 @@ HOLDS, LOWERED = 1, 2
 
 @ti.func
 def _holds_code(changed, lowered):
+    """HOLDS where nothing changed, plus LOWERED where a body was marked fixed."""
     code = 0
     if changed == 0:
         code = HOLDS

@@ -108,8 +108,7 @@ _state = {"threads": None, "requests": 0, "broken": False, "handed": False,
 #: (None: the trial is measured against the history's median); slow: the last step's time
 #: if it was slow (DUEL_SLOW), else None; won: the time of a trial that won, while the
 #: steps after it (on the choice) check it, else None; checks: those steps' times so far;
-#: start: when this step began
-#: (_clock); switches: changes of choice (diagnostics).
+#: start: when this step began (_clock); switches: changes of choice (diagnostics).
 _duel = {"many": True, "now": None, "trial": False, "scene": None, "steps": 0,
          "interval": DUEL_STEPS, "seconds": [], "reference": None, "slow": None,
          "won": None, "checks": [], "start": 0.0, "switches": 0}
