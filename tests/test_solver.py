@@ -310,15 +310,6 @@ def _settled_and_scattered(arch, solver, n_worlds):
     return scene
 
 
-def _pairs_and_colors(scene):
-    """The last step's pairs (body slots a, b) and their colours, as stored: only what the
-    scene uses of the pool's fields (a pool grown by earlier scenes is far larger)."""
-    ctx = scene.step_context()
-    n = ctx.n_pairs
-    return tuple(field.to_numpy()[:n] for field in (
-        ctx.pool.manifolds.body_a, ctx.pool.manifolds.body_b, ctx.pool.coloring.color))
-
-
 def test_a_due_colouring_from_scratch_keeps_colours_it_would_give_again(arch, solver,
                                                                          monkeypatch):
     """A colouring from scratch falls due every FRESH_COLORING_STEPS steps. Where the
@@ -348,7 +339,7 @@ def test_a_due_colouring_from_scratch_keeps_colours_it_would_give_again(arch, so
         monkeypatch.setattr(coloring_module, "KEEP_FRESH", True)
         if step % 32 > 1 and step % 16 and step != steps - 1:
             continue  # compared at each due step and the next, and every 16th
-        kept, fresh = _pairs_and_colors(alone), _pairs_and_colors(made)
+        kept, fresh = coloring(alone), coloring(made)
         for i in (0, 1, 2):  # each pair's bodies and colour
             np.testing.assert_array_equal(kept[i], fresh[i], err_msg=(step, i))
         expected = alone.get_state()
