@@ -10,6 +10,7 @@ import pytest
 
 import fx2d_gpu as fx
 from fx2d_gpu import scenes
+from fx2d_gpu.enums import HELD
 
 from .helpers import records_equal
 
@@ -448,3 +449,78 @@ def test_unused_points_read_the_same_whatever_ran_before(arch):
         np.testing.assert_array_equal(getattr(first, name), getattr(second, name), name)
     assert (first.points[one_point, 1] == 0.0).all() and (first.depths[one_point, 1] == 0.0).all()
     assert (first.features[one_point, 1] == -1).all()
+
+
+#: The reported list's fields (pool.reported) the by-world report must write as the general
+#: one does, whole: the user's contacts, where each came from, and the per-slot ranges.
+_REPORTED_LIST_FIELDS = ("body_a", "body_b", "point_count", "normal", "point", "depth",
+                         "feature", "total_normal_impulse", "total_tangent_impulse", "origin")
+_REPORTED_POINT_FIELDS = ("point", "depth", "feature", "total_normal_impulse",
+                          "total_tangent_impulse")
+
+
+@pytest.mark.parametrize("n_worlds", [40, 600])
+def test_small_worlds_report_a_world_per_thread_as_the_general_kernel(n_worlds):
+    """Small worlds (8 bodies: a stack of three boxes, three circles thrown at it, a rod on
+    a hinge) whose pairs lie world by world build the reported list a world per thread
+    (reporting._report_by_world). Stepped with sleep on, the stacks falling asleep and
+    struck awake, and at step 70 every third world set back to its start with its circles
+    thrown again (Scene.set_state: the resting pairs are checked afresh, none held by the
+    old list), the list (every field, its per-slot ranges and where each entry came from),
+    the contacts and the events after every step are bitwise those of the general kernel.
+    40 worlds run the kernels' loops serially, 600 in parallel (context.loops_run_serially).
+    The run passes through what the list holds: begin and end events in one step, pairs
+    resting asleep (the broad phase no longer pairs them: copied from the old list) and
+    pairs held within the hold distance."""
+    from fx2d_gpu.solver import reporting
+
+    launches = {"by_world": 0}
+    by_world_kernel = reporting._report_by_world
+
+    def counted(*args, **kwargs):
+        launches["by_world"] += 1
+        return by_world_kernel(*args, **kwargs)
+
+    def run(by_world):
+        reporting.BY_WORLD = by_world
+        scene = scenes.batched_small(n_worlds, seed=3, solver="soft_step")
+        start = scene.get_state()
+        rethrown = np.arange(0, n_worlds, 3)
+        records, seen = [], {"events": 0, "resting": 0, "held": 0}
+        for step in range(160):
+            if step == 70:
+                scene.set_state(start, worlds=rethrown)
+            scene.step(FRAME)
+            ctx = scene._context()
+            reported, n = ctx.pool.reported, ctx.cache.n_reported
+            lists = {name: getattr(reported, name).to_numpy()[:n]
+                     for name in _REPORTED_LIST_FIELDS}
+            # A point slot past point_count holds whatever was there before: not compared.
+            unused = np.arange(2)[None, :] >= lists["point_count"][:, None]
+            for name in _REPORTED_POINT_FIELDS:
+                lists[name][unused] = 0
+            lists["pair_start"] = reported.pair_start.to_numpy()[:ctx.n_slots + 1]
+            events = scene.contact_events()
+            records.append((lists, scene.contacts(None), events))
+            if len(events.begin.body_a) and len(events.end.body_a):
+                seen["events"] += 1
+            seen["resting"] += int((lists["origin"] < 0).sum())
+            touching = ctx.pool.manifolds.touching.to_numpy()[:ctx.cache.n_pairs]
+            seen["held"] += int((touching == HELD).sum())
+        return records, seen
+
+    reporting._report_by_world = counted
+    try:
+        got, seen = run(True)
+        by_world_launches = launches["by_world"]
+        want, _ = run(False)
+    finally:
+        reporting.BY_WORLD = True
+        reporting._report_by_world = by_world_kernel
+    assert by_world_launches == 160 and launches["by_world"] == by_world_launches
+    assert seen["events"] >= 10 and seen["resting"] >= 100 and seen["held"] >= 10, seen
+    for step, ((lists, contacts, events), (lists_w, contacts_w, events_w)) in enumerate(
+            zip(got, want, strict=True)):
+        for name, value in lists.items():
+            assert np.array_equal(value, lists_w[name]), (step, name)
+        assert records_equal(contacts, contacts_w) and records_equal(events, events_w), step
