@@ -10,11 +10,15 @@ from pathlib import Path
 
 import taichi as ti
 
+from fx2d_gpu import runtime
+
 RESULTS = Path(__file__).parent / "results"
 
 
 def device_name(backend: str) -> str:
-    """A short, file-system-safe name of the device the backend runs on."""
+    """A short, file-system-safe name of the device the backend runs on; on a CPU backend
+    limited to fewer threads (FX2D_CPU_THREADS, runtime.cpu_threads_setting) the count is
+    part of it ("...-2cores-1thread"), so such runs keep their own results folder."""
     name = None
     if backend == "cuda":
         try:
@@ -32,6 +36,9 @@ def device_name(backend: str) -> str:
         except OSError:
             pass
         name = f"{name or platform.processor() or 'cpu'}-{os.cpu_count()}cores"
+        threads = runtime.cpu_threads_setting()
+        if threads is not None and threads < (os.cpu_count() or 1):
+            name += f"-{threads}thread{'' if threads == 1 else 's'}"
     return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in name).strip("_")
 
 
