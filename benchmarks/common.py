@@ -8,6 +8,7 @@ import subprocess
 import time
 from pathlib import Path
 
+import numpy as np
 import taichi as ti
 
 from fx2d_gpu import runtime
@@ -61,13 +62,55 @@ def time_windows(step, sync, steps: int, window: int) -> tuple[float, list[float
     return first, times
 
 
+#: Seconds every core is kept busy before each engine's window (wake_cores).
+WAKE_S = 0.03
+#: Spins of one _spin_cores task: calibrated by wake_cores's first call to ~WAKE_S.
+_wake = {"spins": 0}
+
+
+@ti.kernel
+def _spin_cores(spins: ti.i32, out: ti.types.ndarray()):
+    """One busy task per CPU thread of Taichi's pool (a task of team.TASK_ITEMS items runs
+    on one thread), each spinning `spins` times."""
+    for item in range(out.shape[0] * 512):
+        if item % 512 == 0:
+            x = 0.0
+            for _ in range(spins):
+                x = x * 0.5 + 1.0
+            out[item // 512] = x
+
+
+def wake_cores(seconds: float = WAKE_S):
+    """On a CPU backend, keep every thread of Taichi's pool busy for about `seconds`
+    (untimed), so that an engine on several threads does not start its window on cores the
+    engine before it left idle. On the 2-core cloud machine, after ~0.1 s of one core idle
+    (a window of a single-threaded engine: pymunk, Box2D on 1 thread) the large pyramid's
+    first steps took 28, 17, 20 and 15 ms against 6 (its team of threads waits at every
+    barrier for the thread that is slow to come back), for 5 steps of Box2D's; after 30 ms
+    of both cores busy, 6.6 and 6.1. (Threads of Python's own that hash data to keep the
+    cores busy did not help: it is Taichi's pool that must be running.) On a GPU backend
+    nothing (the CPU threads there are Box2D's)."""
+    if not runtime.on_cpu():
+        return
+    out = np.zeros(max(os.cpu_count() or 1, 1), np.float32)
+    if _wake["spins"] == 0:
+        _spin_cores(1_000_000, out)
+        start = time.perf_counter()
+        _spin_cores(1_000_000, out)
+        took = time.perf_counter() - start
+        _wake["spins"] = max(int(1_000_000 * seconds / max(took, 1e-6)), 1)
+    _spin_cores(_wake["spins"], out)
+
+
 def time_windows_side_by_side(runs, steps: int, window: int) -> list[tuple[float, list[float]]]:
     """time_windows for several engines at once: runs = [(step, sync), ...]. Each takes its
     first call, then the engines take turns, a window of `window` calls each (the engine
     that starts a round changes from round to round), so that every engine's window k ran
     within seconds of the others': this machine's speed drifts by +-30 % over minutes, and
-    a ratio of two runs made minutes apart measures the drift as much as the engines.
-    Returns [(first call s, [ms per call of each window])] in the order of `runs`."""
+    a ratio of two runs made minutes apart measures the drift as much as the engines. Every
+    window starts after wake_cores (untimed), as if each engine ran alone and kept the
+    machine busy. Returns [(first call s, [ms per call of each window])] in the order of
+    `runs`."""
     firsts, times = [], [[] for _ in runs]
     for step, sync in runs:
         start = time.perf_counter()
@@ -80,6 +123,7 @@ def time_windows_side_by_side(runs, steps: int, window: int) -> list[tuple[float
         for offset in range(len(runs)):
             i = (round_index + offset) % len(runs)
             step, sync = runs[i]
+            wake_cores()
             start = time.perf_counter()
             for _ in range(n):
                 step()
