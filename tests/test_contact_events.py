@@ -492,20 +492,21 @@ def test_small_worlds_report_a_world_per_thread_as_the_general_kernel(n_worlds):
                 scene.set_state(start, worlds=rethrown)
             scene.step(FRAME)
             ctx = scene._context()
-            reported, n = ctx.pool.reported, ctx.cache.n_reported
-            lists = {name: getattr(reported, name).to_numpy()[:n]
-                     for name in _REPORTED_LIST_FIELDS}
+            # Copies of the used part (the pool's fields are sized for the largest scene
+            # of the process: a view of a whole to_numpy() kept per step ran out of memory).
+            lists = ctx.pool.reported.read(
+                {**dict.fromkeys(_REPORTED_LIST_FIELDS, ctx.cache.n_reported),
+                 "pair_start": ctx.n_slots + 1})
             # A point slot past point_count holds whatever was there before: not compared.
             unused = np.arange(2)[None, :] >= lists["point_count"][:, None]
             for name in _REPORTED_POINT_FIELDS:
                 lists[name][unused] = 0
-            lists["pair_start"] = reported.pair_start.to_numpy()[:ctx.n_slots + 1]
             events = scene.contact_events()
             records.append((lists, scene.contacts(None), events))
             if len(events.begin.body_a) and len(events.end.body_a):
                 seen["events"] += 1
             seen["resting"] += int((lists["origin"] < 0).sum())
-            touching = ctx.pool.manifolds.touching.to_numpy()[:ctx.cache.n_pairs]
+            touching = ctx.pool.manifolds.read({"touching": ctx.cache.n_pairs})["touching"]
             seen["held"] += int((touching == HELD).sum())
         return records, seen
 
