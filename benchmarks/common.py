@@ -12,6 +12,7 @@ import numpy as np
 import taichi as ti
 
 from fx2d_gpu import runtime
+from fx2d_gpu.solver.team import TASK_ITEMS
 
 RESULTS = Path(__file__).parent / "results"
 
@@ -70,14 +71,14 @@ _wake = {"spins": 0}
 
 @ti.kernel
 def _spin_cores(spins: ti.i32, out: ti.types.ndarray()):
-    """One busy task per CPU thread of Taichi's pool (a task of team.TASK_ITEMS items runs
-    on one thread), each spinning `spins` times."""
-    for item in range(out.shape[0] * 512):
-        if item % 512 == 0:
+    """One busy task per CPU thread of Taichi's pool (out: one entry a thread; a task of
+    team.TASK_ITEMS items runs on one thread), each spinning `spins` times."""
+    for item in range(out.shape[0] * TASK_ITEMS):
+        if item % TASK_ITEMS == 0:
             x = 0.0
             for _ in range(spins):
                 x = x * 0.5 + 1.0
-            out[item // 512] = x
+            out[item // TASK_ITEMS] = x
 
 
 def wake_cores(seconds: float = WAKE_S):
@@ -92,7 +93,7 @@ def wake_cores(seconds: float = WAKE_S):
     nothing (the CPU threads there are Box2D's)."""
     if not runtime.on_cpu():
         return
-    out = np.zeros(max(os.cpu_count() or 1, 1), np.float32)
+    out = np.zeros(runtime.cpu_threads_setting() or os.cpu_count() or 1, np.float32)
     if _wake["spins"] == 0:
         _spin_cores(1_000_000, out)
         start = time.perf_counter()

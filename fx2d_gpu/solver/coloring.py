@@ -27,7 +27,6 @@ last step's colours gives what reusing them would.
 
 import taichi as ti
 
-from .. import runtime
 from ..bodies import awake_dynamic, is_sensor_pair
 from ..device import MAX_COLORS, UNSOLVED_COLOR
 from ..launching import quick
@@ -676,7 +675,7 @@ def _color(ctx, keep: bool) -> tuple[int, int]:
     # colours' counters, which threads of a team fight over (4,096 small worlds' 30k
     # constraints: 0.36-0.84 ms on 2 threads, 0.13-0.17 on one; many pyramids' 58k: 0.52-0.6
     # against 0.19). A GPU keeps them parallel.
-    used, overflow = _build_color_lists(pool.coloring, pool.counts, serial or runtime.on_cpu(),
+    used, overflow = _build_color_lists(pool.coloring, pool.counts, serial or ctx.cpu,
                                         n_constraints)
     if overflow:
         _order_overflow(pool.coloring, pool.counts, pool.scan, serial, n_constraints)

@@ -26,9 +26,9 @@ flags and their prefix sums).
 Small worlds whose pairs lie world by world (StepContext.solves_by_world) build the same list
 and events a world per thread instead (_report_by_world): each world counts its entries and
 events, one prefix sum over the worlds places them, each world fills, sorts and flags its
-own part, and the list is stored: three loops over worlds and one over the list instead of
-eight over pairs and slots and three prefix sums (4,096 small worlds, 2-core CPU: 1.5-1.6 ->
-0.8-0.9 ms, the kernel alone; bitwise the same list, which the tests compare).
+own part, and the list is stored: two loops over the worlds and one over the list instead
+of eight over pairs and slots and three prefix sums (4,096 small worlds, 2-core CPU: 1.5-1.6
+-> 0.8-0.9 ms, the kernel alone; bitwise the same list, which the tests compare).
 """
 
 import taichi as ti
