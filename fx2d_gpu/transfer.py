@@ -6,7 +6,9 @@ Scatter kernels: NumPy arrays taken as ndarray arguments (compiled once), for Sc
 between steps: applied forces, a new state, motor targets and modes, enabled flags, filters.
 """
 
-from typing import TYPE_CHECKING
+import math
+import weakref
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 import taichi as ti
@@ -19,27 +21,33 @@ _I32_ARRAY = ti.types.ndarray(dtype=ti.i32, ndim=1)
 _VEC2_ARRAY = ti.types.ndarray(dtype=ti.math.vec2, ndim=1)
 
 
-def write_groups(arrays: list[tuple["FieldGroup", dict[str, np.ndarray]]]):
+def write_groups(arrays: list[tuple["FieldGroup", dict[str, np.ndarray]]],
+                 clear_to: list[dict[str, int]] | None = None):
     """For each (group, {name: value}): the group's field name [:len(value)] = value and 0 in
-    the rest of it (a 0-d field takes one value). One kernel launch for all of them,
-    compiled once per set of groups and names: Taichi's from_numpy compiles a kernel for
-    every field it fills (~50 ms each with an empty offline cache, 40 of them in a small
-    scene's first step), and every kernel instance costs its compile."""
-    fields, values = [], []
-    for group, named in arrays:
+    the rest of it (a 0-d field takes one value); with clear_to (per entry of arrays,
+    {name: entries}), 0 only up to that many entries of the field, the rest left as it is
+    (residency's loads: beyond what any scene wrote, the pool's fields are still 0, and
+    clearing a whole field costs its capacity, not the scene's size). One kernel launch for
+    all of them, compiled once per set of groups and names: Taichi's from_numpy compiles a
+    kernel for every field it fills (~50 ms each with an empty offline cache, 40 of them in
+    a small scene's first step), and every kernel instance costs its compile."""
+    fields, values, clears = [], [], []
+    for k, (group, named) in enumerate(arrays):
         for name, value in named.items():
             field, value = getattr(group, name), np.asarray(value)
-            count = len(value) if field.shape else 1
+            count = len(value) if _shape(field).dims else 1
             if count > _entries(field) or value.size != count * _width(field):
                 raise ValueError(f"{type(group).__name__}.{name}: a value of shape "
                                  f"{value.shape} does not fit the field's "
                                  f"{(_entries(field),) + _element_shape(field)}")
             fields.append(field)
             values.append(value)
+            clear = _entries(field) if clear_to is None else clear_to[k][name]
+            clears.append(min(max(int(clear), count), _entries(field)))
     if not fields:
         return
-    floats, ints, layout = _pack(fields, values, None)
-    _move_fields(*_template_of(arrays), floats, ints, layout, True)
+    floats, ints, layout = _pack(fields, values, None, clears)
+    _move_fields(*_template_of(arrays), floats, ints, layout, max(clears), True)
 
 
 def read_groups(extents: list[tuple["FieldGroup", dict[str, int | None]]]
@@ -56,18 +64,19 @@ def read_groups(extents: list[tuple["FieldGroup", dict[str, int | None]]]
                           else min(int(extent), _entries(field)))
     if not fields:
         return [{} for _ in extents]
-    floats, ints, layout = _pack(fields, None, counts)
-    _move_fields(*_template_of(extents), floats, ints, layout, False)
+    floats, ints, layout = _pack(fields, None, counts, counts)
+    _move_fields(*_template_of(extents), floats, ints, layout, max(counts), False)
     out, f = [], 0
     for _, named in extents:
         values = {}
         for name in named:
             field = fields[f]
-            flat = floats if field.dtype == ti.f32 else ints
-            start, count = int(layout[2 * f]), int(layout[2 * f + 1])
+            flat = floats if _shape(field).floating else ints
+            start, count = int(layout[_LAYOUT * f]), int(layout[_LAYOUT * f + 1])
             value = flat[start:start + count * _width(field)]
-            values[name] = (value.reshape((count,) + _element_shape(field)).copy()
-                            if field.shape else np.array(value.reshape(_element_shape(field))))
+            element = _element_shape(field)
+            values[name] = (value.reshape((count,) + element).copy() if _shape(field).dims
+                            else np.array(value.reshape(element)))
             f += 1
         out.append(values)
     return out
@@ -80,50 +89,82 @@ def _template_of(entries) -> tuple[tuple, tuple]:
             tuple(tuple(named) for _, named in entries))
 
 
+class _Shape(NamedTuple):
+    """A field's layout as the transfers see it (see _shape)."""
+
+    entries: int  # along its first dimension (1 for a 0-d field)
+    element_shape: tuple  # of one first-dimension entry, as NumPy sees it
+    components: int  # numbers in one element (a vector field's n, else 1)
+    columns: int  # a 2-D field's second dimension (1 otherwise)
+    width: int  # numbers in one first-dimension entry
+    floating: bool  # f32 (else i32)
+    dims: int  # 0 for a 0-d field
+
+
+#: Each field's _Shape: Taichi's field.shape and dtype cost ~4 us a call, and a scene's
+#: load or save asks them of ~80 fields several times (~4 ms a switch of a small scene).
+_SHAPES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _shape(field) -> _Shape:
+    """The field's _Shape, looked up once."""
+    known = _SHAPES.get(field)
+    if known is None:
+        shape = tuple(field.shape)
+        components = field.n if hasattr(field, "n") else 1
+        element = shape[1:] + ((components,) if hasattr(field, "n") else ())
+        known = _Shape(entries=shape[0] if shape else 1, element_shape=element,
+                       components=components, columns=shape[1] if len(shape) == 2 else 1,
+                       width=math.prod(element), floating=field.dtype == ti.f32,
+                       dims=len(shape))
+        _SHAPES[field] = known
+    return known
+
+
 def _entries(field) -> int:
-    """Entries along a field's first dimension (1 for a 0-d field)."""
-    return field.shape[0] if field.shape else 1
+    return _shape(field).entries
 
 
 def _element_shape(field) -> tuple:
-    """The shape of one first-dimension entry of a field, as NumPy sees it."""
-    return tuple(field.shape[1:]) + ((field.n,) if hasattr(field, "n") else ())
+    return _shape(field).element_shape
 
 
 def _components(field) -> int:
-    """Numbers in one element of a field (a vector field's n, else 1)."""
-    return field.n if hasattr(field, "n") else 1
+    return _shape(field).components
 
 
 def _columns(field) -> int:
-    """A 2-D field's second dimension (1 otherwise)."""
-    return field.shape[1] if len(field.shape) == 2 else 1
+    return _shape(field).columns
 
 
 def _width(field) -> int:
-    """Numbers in one first-dimension entry of a field."""
-    return int(np.prod(_element_shape(field), dtype=np.int64))
+    return _shape(field).width
 
 
-def _pack(fields, values, counts):
+#: Numbers per field in _pack's layout: offset in its flat array, entries, entries to reach.
+_LAYOUT = 3
+
+
+def _pack(fields, values, counts, reach):
     """Flat float32 and int32 host arrays holding each field's value (values[f]; with
     values None, zeros with room for counts[f] entries), each field in the array of its
-    dtype, one after the other, and layout: per field its offset in that array and its
-    entries."""
+    dtype, one after the other, and layout: per field its offset in that array, its entries
+    and reach[f], the entries the kernel visits (written: value, then 0)."""
     chunks = {np.float32: [], np.int32: []}
     filled = {np.float32: 0, np.int32: 0}
-    layout = np.zeros(2 * len(fields), np.int32)
+    layout = np.zeros(_LAYOUT * len(fields), np.int32)
     for f, field in enumerate(fields):
-        dtype = np.float32 if field.dtype == ti.f32 else np.int32
+        dtype = np.float32 if _shape(field).floating else np.int32
         if values is None:
             count = counts[f]
             chunk = np.zeros(count * _width(field), dtype)
         else:
             value = np.asarray(values[f])
-            count = len(value) if field.shape else 1
+            count = len(value) if _shape(field).dims else 1
             chunk = value.astype(dtype, copy=False).reshape(-1)
         chunks[dtype].append(chunk)
-        layout[2 * f], layout[2 * f + 1] = filled[dtype], count
+        layout[_LAYOUT * f], layout[_LAYOUT * f + 1] = filled[dtype], count
+        layout[_LAYOUT * f + 2] = reach[f]
         filled[dtype] += chunk.size
     # Taichi refuses an empty array argument: each holds at least one number.
     floats = np.concatenate(chunks[np.float32] + [np.zeros(1, np.float32)])
@@ -200,37 +241,32 @@ def _set(field: ti.template(), index: ti.template(), c: ti.template(), value):
             field[index] = value
 
 
-def _longest(groups, names) -> int:
-    """The most entries of the named fields of the groups."""
-    return max(_entries(getattr(group, name))
-               for group, group_names in zip(groups, names, strict=True)
-               for name in group_names)
-
-
 def _fields_of(groups, names) -> tuple:
     """The named fields of the groups, in order (the order of _pack's layout)."""
     return tuple(getattr(group, name) for group, group_names in zip(groups, names, strict=True)
                  for name in group_names)
 
 
-# One loop over the longest field's entries, every field's entry in its body: on the CPU
+# One loop over the entries any field needs, every field's entry in its body: on the CPU
 # each top-level loop is compiled as a function of its own, ~10 ms apiece even from the
 # offline cache, and a group has up to 24 fields.
 @ti.kernel
 def _move_fields(groups: ti.template(), names: ti.template(), floats: _F32_ARRAY,
-                 ints: _I32_ARRAY, layout: _I32_ARRAY, to_device: ti.template()):
+                 ints: _I32_ARRAY, layout: _I32_ARRAY, n_entries: ti.i32,
+                 to_device: ti.template()):
     """The named fields of the groups from the flat arrays (to_device: write_groups) or into
-    them (read_groups); layout as _pack makes it."""
+    them (read_groups); layout as _pack makes it; n_entries: the most entries any field's
+    layout reaches."""
     fields = ti.static(_fields_of(groups, names))
-    for i in range(ti.static(_longest(groups, names))):
+    for i in range(n_entries):
         for f in ti.static(range(len(fields))):
             field = ti.static(fields[f])
             flat = ti.static(floats if field.dtype == ti.f32 else ints)
-            if i < ti.static(_entries(field)):
+            if i < ti.static(_entries(field)) and i < layout[_LAYOUT * f + 2]:
                 if ti.static(to_device):
-                    _fill_entry(field, flat, layout[2 * f], layout[2 * f + 1], i)
+                    _fill_entry(field, flat, layout[_LAYOUT * f], layout[_LAYOUT * f + 1], i)
                 else:
-                    _copy_entry(field, flat, layout[2 * f], layout[2 * f + 1], i)
+                    _copy_entry(field, flat, layout[_LAYOUT * f], layout[_LAYOUT * f + 1], i)
 
 
 @ti.kernel

@@ -236,6 +236,18 @@ def test_scene_load_benchmark_runs_and_its_bodies_get_their_own_shapes(tmp_path)
         assert scene.body_inertia(i) == pytest.approx(expected, rel=1e-9), i
 
 
+def test_scene_switch_benchmark_runs_scenes_in_turn(tmp_path):
+    # What it times is tests/test_residency.py's to check (scenes in turn step as alone);
+    # here: it runs, writes its CSV, and its stack is the 81 bodies it says.
+    from benchmarks import scene_switch
+
+    rows = scene_switch.main(["stack_81", "--rounds", "1", "--steps", "2",
+                              "--sizing-bodies", "0", "--results", str(tmp_path)])
+    assert [(r["scene"], r["bodies"]) for r in rows] == [("stack_81", 81)]
+    assert rows[0]["alone_ms_per_step"] > 0 and rows[0]["in_turn_ms_per_step"] > 0
+    assert next(tmp_path.rglob("scene_switch.csv")).stat().st_size > 0
+
+
 def test_scene_build_benchmark_builds_the_same_bodies_both_ways(tmp_path):
     from benchmarks import scene_build
 

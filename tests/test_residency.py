@@ -211,3 +211,58 @@ def test_group_reads_and_writes_match_taichis_own_copies(arch):
     assert pool.counts.read({"n_pairs": None})["n_pairs"] == 12
     with pytest.raises(ValueError, match="normal"):
         group.write({"normal": np.zeros((4, 3), np.float32)})
+
+
+def test_a_scene_loaded_after_a_larger_one_sees_none_of_its_state(arch):
+    """A load writes the scene's saved fields and model and clears each field past them only
+    as far as the scenes resident since the last load wrote (residency._load), not the
+    pool's whole capacity: every entry the larger scene wrote must read 0 past the smaller
+    scene's own entries, and the smaller scene must step on as it does alone."""
+    from fx2d_gpu import residency
+
+    def small_scene():
+        scene = fx.Scene(arch=arch)
+        scene.add_box((0.0, -0.5), (20.0, 1.0), mass=0.0)
+        scene.add_box((0.0, 0.5), (1.0, 1.0))
+        scene.add_circle((3.0, 2.0), 0.4)
+        return scene
+
+    reference = small_scene()
+    for _ in range(30):
+        reference.step(DT)
+    small = small_scene()
+    small.step(DT)
+    large = random_pile(300, n_worlds=2, arch=arch, seed=9)
+    for _ in range(15):
+        large.step(DT)
+    pool = residency.current_pool()
+    large_extents = large._binding.extents()
+    reach = {name: {field: large_extents[extent] for field, extent in group.saved_fields().items()
+                    if extent != "all"}
+             for name, group in pool.groups().items()}
+    before = {name: pool.group(name).read(fields) for name, fields in reach.items()}
+    small_extents = small._binding.extents()
+    written = 0
+    for name, fields in before.items():  # the larger scene's state fills past the small one's
+        for field, value in fields.items():
+            extent = small_extents[pool.group(name).saved_fields()[field]]
+            written += int(np.count_nonzero(value[extent:]))
+    assert written > 10_000
+    small.step(DT)  # loads the small scene
+    for name, fields in reach.items():
+        after = pool.group(name).read(fields)
+        for field, value in after.items():
+            extent = small_extents[pool.group(name).saved_fields()[field]]
+            assert not value[extent:].any(), (name, field)
+    model_rows = large._binding.n_bodies
+    for group_name, fields in small._binding.model.items():
+        group = pool.group(group_name)
+        after = group.read(dict.fromkeys(fields, model_rows))
+        for field, value in fields.items():
+            rows = len(value) if np.ndim(value) else 1
+            past = after[field][rows:model_rows] if np.ndim(value) else np.zeros(0)
+            assert not past.any(), (group_name, field)
+    for _ in range(28):
+        small.step(DT)
+        large.step(DT)
+    assert_bitwise_equal(fingerprint(small), fingerprint(reference), "after the larger scene")
