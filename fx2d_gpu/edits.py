@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import transfer, world_resets
+from . import residency, transfer, world_resets
 from .residency import Binding
 from .solver.context import StepContext
 from .solver.sleep import wake_what_disabled_bodies_held
@@ -46,8 +46,7 @@ def upload_params(ctx: StepContext, binding: Binding, builder, params: WorldPara
     """The model rows that follow from the per-world values `params` (materials, gravity,
     PID gains) into the host model and onto the device (one launch)."""
     arrays = binding.apply_params(builder, params)
-    transfer.write_groups([(getattr(ctx.pool, group), fields)
-                           for group, fields in arrays.items()])
+    residency.write_resident(ctx.pool, list(arrays.items()))
 
 
 def upload_forces(ctx: StepContext, pending: dict[int, tuple[np.ndarray, np.ndarray]]):
