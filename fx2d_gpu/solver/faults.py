@@ -136,10 +136,10 @@ def describe_torn_joint(builder, joint: int, world: int, ctx) -> str:
 
     from ..kinematics import joint_errors
 
-    bodies = ctx.pool.bodies
     rows = slice(world * ctx.n_bodies, (world + 1) * ctx.n_bodies)
-    state = SimpleNamespace(position=bodies.position.to_numpy()[rows][None],
-                            angle=bodies.angle.to_numpy()[rows][None])
+    poses = ctx.pool.bodies.read({"position": rows.stop, "angle": rows.stop})
+    state = SimpleNamespace(position=poses["position"][rows][None],
+                            angle=poses["angle"][rows][None])
     error = float(joint_errors(builder.joints, state)[0, joint])
     spec = builder.joints[joint]
     size = min(builder.bodies[spec.parent].shape.bounding_radius,
@@ -156,18 +156,23 @@ def contain_faults(ctx, on_fault: str, builder, step_count: int) -> np.ndarray:
     on_fault "reset"); returns the faulty worlds (k,)."""
     if find_faults(ctx) == 0:
         return np.zeros(0, np.int64)
-    first = ctx.pool.faults.first_slot.to_numpy()[: ctx.n_worlds]
+    # Copies of the scene's entries only (FieldGroup.read): to_numpy copies a field's whole
+    # capacity, which the pool's largest scene set.
+    faults = ctx.pool.faults.read({"first_slot": ctx.n_worlds, "first_joint": ctx.n_worlds})
+    first = faults["first_slot"]
     worlds = np.nonzero(first != NO_FAULT)[0].astype(np.int64)
     slots = first[worlds]
     if on_fault == "reset":
         reset_faulty_worlds(ctx, worlds, builder.initial_state(1))
         return worlds
-    bodies, slot = ctx.pool.bodies, int(slots[0])
-    what = describe_fault(*(field.to_numpy()[slot] for field in (
-        bodies.position, bodies.angle, bodies.velocity, bodies.angular_velocity)))
+    slot = int(slots[0])
+    state = ctx.pool.bodies.read(dict.fromkeys(
+        ("position", "angle", "velocity", "angular_velocity"), slot + 1))
+    what = describe_fault(*(state[name][slot] for name in (
+        "position", "angle", "velocity", "angular_velocity")))
     body = slot % ctx.n_bodies
     name = builder.bodies[body].name
-    joint = int(ctx.pool.faults.first_joint.to_numpy()[worlds[0]])
+    joint = int(faults["first_joint"][worlds[0]])
     if what == "no fault" and joint != NO_FAULT:
         what = describe_torn_joint(builder, joint, int(worlds[0]), ctx)
     more = f" (and {len(worlds) - 1} more worlds)" if len(worlds) > 1 else ""
