@@ -387,9 +387,10 @@ def _load(binding: Binding, pool: DevicePool):
     arrays = list((binding.model or {}).items())
     if binding.saved is not None:
         arrays += list(binding.saved.arrays.items())
-    write_resident(pool, arrays, binding.needs())
+    needs = binding.needs()
+    write_resident(pool, arrays, needs)
     _state["written"] = dict.fromkeys(_state["written"], 0)
-    _note_written(binding.needs())
+    _note_written(needs)
     pool.body_lists_of = None  # the loaded pairs may not be the ones the lists were made of
     binding.saved = None
     _state["resident"] = weakref.ref(binding)
@@ -400,9 +401,9 @@ def write_resident(pool: DevicePool, arrays: list[tuple[str, dict[str, np.ndarra
     """[(group name, {field: value})] into the pool (one launch, transfer.write_groups),
     each field 0 past its value as far as the scenes resident since the last load wrote
     (and, with `needs`, a scene about to be resident: Binding.needs), and no further: past
-    that the pool's fields are 0 already, and clearing them whole took ~11 ms a load in a
-    fresh pool and 65 ms in one sized by a 20,000-body pile, where a small scene steps in
-    0.5 ms."""
+    that the pool's fields are 0 already, and clearing them whole made a switch between two
+    81-body scenes cost ~11 ms in a fresh pool and 65-74 ms in one sized by a 20,000-body
+    pile (benchmarks.scene_switch), where such a scene steps in 0.5 ms."""
     written = _state["written"]
     if needs is not None:
         written = {key: max(value, needs.get(key, 0)) for key, value in written.items()}
