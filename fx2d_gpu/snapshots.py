@@ -165,7 +165,8 @@ def take_snapshot(binding, cache: StepCache, params: WorldParams, forces: dict, 
 
 def restore_snapshot(snapshot, binding, cache: StepCache, builder, gravity, *,
                      checked: bool = False):
-    """Put a snapshot back into a built scene, resident in the pool (its binding, step cache,
+    """Put a snapshot back into a built scene (its binding, built for the model as it is and
+    resident or not: the next acquire loads the snapshot; its step cache, its
     builder.ModelBuilder, and its own gravity (2,), for a snapshot without per-world
     values); returns (pending forces, time, step_count, WorldParams).
 

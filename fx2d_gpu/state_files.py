@@ -15,6 +15,7 @@ is refused from its zip and .npy headers, before anything is decompressed.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import math
@@ -30,7 +31,7 @@ import numpy as np
 
 from . import residency
 from .builder import TARGET_LIMITS
-from .device import MAX_COLORS, MAX_MANIFOLD_POINTS, MIN_CAPACITIES, UNSOLVED_COLOR, f32
+from .device import MAX_COLORS, MAX_MANIFOLD_POINTS, MIN_CAPACITIES, UNSOLVED_COLOR, DevicePool, f32
 from .enums import MOTOR_MODES
 from .shapes import FLOAT32_MAX, MAX_COORDINATE, MAX_SPEED
 from .solver.context import StepCache
@@ -263,23 +264,23 @@ def _check_meta(values: dict, where: str, prefix: str, binding=None) -> _Layout:
     return layout
 
 
+@functools.cache
 def _saved_fields() -> dict[str, dict[str, tuple]]:
     """{group: {field: (dtype, element shape, extent name, entries)}} of the fields a scene
-    saves (device.FieldGroup.saved_fields), read off the pool's fields: no data is read.
-    Every pool has the same fields, of capacities that only size their first axis (entries:
-    that size, which an extent "all" field saves whole: a fixed one)."""
-    pool = residency.current_pool()
+    saves (device.FieldGroup.saved_fields), from the fields' declarations (a pool counted,
+    not allocated: no pool need exist, and Taichi's field.shape costs ~4 us a call). Every
+    pool has the same fields, of capacities that only size their first axis (entries: that
+    size, which an extent "all" field saves whole: a fixed one)."""
+    pool = DevicePool(MIN_CAPACITIES, dry_run=True)
     spec = {}
     for name, group in pool.groups().items():
-        saved = group.saved_fields()
-        if saved:
-            spec[name] = {}
-            for field_name, extent in saved.items():
-                field = getattr(group, field_name)
-                dtype = np.dtype(np.float32 if field.dtype == f32 else np.int32)
-                element = tuple(field.shape[1:]) + ((field.n,) if hasattr(field, "n") else ())
-                spec[name][field_name] = (dtype, element, extent,
-                                          field.shape[0] if field.shape else 1)
+        for d in group.declarations():
+            if d.saved is not None:
+                dtype = np.dtype(np.float32 if d.dtype == f32 else np.int32)
+                element = (tuple(dim.length for dim in d.dims[1:])
+                           + ((d.components,) if d.components > 1 else ()))
+                spec.setdefault(name, {})[d.name] = (dtype, element, d.saved,
+                                                     d.dims[0].length if d.dims else 1)
     return spec
 
 
