@@ -407,7 +407,10 @@ def write_resident(pool: DevicePool, arrays: list[tuple[str, dict[str, np.ndarra
     written = _state["written"]
     if needs is not None:
         written = {key: max(value, needs.get(key, 0)) for key, value in written.items()}
-    reach = _field_entries(tuple(sorted(written.items())))
+    # Rounded up to powers of two (clearing up to twice as far): the reach of a few sizes,
+    # cached, instead of a dry-run pool (~0.9 ms) for every count of pairs a pile passes.
+    reach = _field_entries(tuple(sorted((key, next_pow2(value))
+                                        for key, value in written.items())))
     write_groups([(pool.group(name), fields) for name, fields in arrays],
                  clear_to=[{field: reach[name][field] for field in fields}
                            for name, fields in arrays])
