@@ -125,6 +125,17 @@ class FieldDeclaration:
     saved: str | None
     doc: str
 
+    @property
+    def entries(self) -> int:
+        """Entries along the first dimension (1 for a 0-d field)."""
+        return self.dims[0].length if self.dims else 1
+
+    @property
+    def element_shape(self) -> tuple[int, ...]:
+        """The shape of one first-dimension entry, as NumPy sees it."""
+        return (tuple(dim.length for dim in self.dims[1:])
+                + ((self.components,) if self.components > 1 else ()))
+
     def shape_symbols(self) -> str:
         """The field's shape as NumPy sees it, in symbols: "(n_slots, 2)", "()"."""
         symbols = [dim.symbol for dim in self.dims]

@@ -422,7 +422,7 @@ def _field_entries(capacities: tuple) -> dict[str, dict[str, int]]:
     ((key, capacity) pairs), without allocating it: how far a field reaches in the pool
     when a scene's needs are those capacities."""
     pool = DevicePool(dict(capacities), dry_run=True)
-    return {name: {d.name: d.dims[0].length if d.dims else 1 for d in group.declarations()}
+    return {name: {d.name: d.entries for d in group.declarations()}
             for name, group in pool.groups().items()}
 
 

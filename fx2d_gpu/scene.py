@@ -1114,8 +1114,8 @@ class Scene(ModelQueries):
             ValueError: the snapshot is of another scene, or a field of it does not fit this
                 scene (named in the message); the scene is left unchanged.
         """
-        # Built, not loaded: the snapshot replaces the state a load would bring in (a load
-        # and a save of a small scene's state, ~1-5 ms, for nothing).
+        # Built, not loaded: the snapshot replaces the state a load would bring in (and the
+        # save of the scene resident before).
         self._built()
         forces, self.time, self.step_count, self._params = restore_snapshot(
             snapshot, self._binding, self._cache, self._builder, self._gravity)

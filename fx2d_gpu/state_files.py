@@ -31,7 +31,14 @@ import numpy as np
 
 from . import residency
 from .builder import TARGET_LIMITS
-from .device import MAX_COLORS, MAX_MANIFOLD_POINTS, MIN_CAPACITIES, UNSOLVED_COLOR, DevicePool, f32
+from .device import (
+    MAX_COLORS,
+    MAX_MANIFOLD_POINTS,
+    MIN_CAPACITIES,
+    UNSOLVED_COLOR,
+    DevicePool,
+    f32,
+)
 from .enums import MOTOR_MODES
 from .shapes import FLOAT32_MAX, MAX_COORDINATE, MAX_SPEED
 from .solver.context import StepCache
@@ -277,10 +284,8 @@ def _saved_fields() -> dict[str, dict[str, tuple]]:
         for d in group.declarations():
             if d.saved is not None:
                 dtype = np.dtype(np.float32 if d.dtype == f32 else np.int32)
-                element = (tuple(dim.length for dim in d.dims[1:])
-                           + ((d.components,) if d.components > 1 else ()))
-                spec.setdefault(name, {})[d.name] = (dtype, element, d.saved,
-                                                     d.dims[0].length if d.dims else 1)
+                spec.setdefault(name, {})[d.name] = (dtype, d.element_shape, d.saved,
+                                                     d.entries)
     return spec
 
 
