@@ -35,15 +35,16 @@ def write_groups(arrays: list[tuple["FieldGroup", dict[str, np.ndarray]]],
     for k, (group, named) in enumerate(arrays):
         for name, value in named.items():
             field, value = getattr(group, name), np.asarray(value)
-            count = len(value) if _shape(field).dims else 1
-            if count > _entries(field) or value.size != count * _width(field):
+            shape = _shape(field)
+            count = len(value) if shape.dims else 1
+            if count > shape.entries or value.size != count * shape.width:
                 raise ValueError(f"{type(group).__name__}.{name}: a value of shape "
                                  f"{value.shape} does not fit the field's "
-                                 f"{(_entries(field),) + _element_shape(field)}")
+                                 f"{(shape.entries,) + shape.element_shape}")
             fields.append(field)
             values.append(value)
-            clear = _entries(field) if clear_to is None else clear_to[k][name]
-            clears.append(min(max(int(clear), count), _entries(field)))
+            clear = shape.entries if clear_to is None else clear_to[k][name]
+            clears.append(min(max(int(clear), count), shape.entries))
     if not fields:
         return
     floats, ints, layout = _pack(fields, values, None, clears)
@@ -60,8 +61,8 @@ def read_groups(extents: list[tuple["FieldGroup", dict[str, int | None]]]
         for name, extent in named.items():
             field = getattr(group, name)
             fields.append(field)
-            counts.append(_entries(field) if extent is None
-                          else min(int(extent), _entries(field)))
+            counts.append(_shape(field).entries if extent is None
+                          else min(int(extent), _shape(field).entries))
     if not fields:
         return [{} for _ in extents]
     floats, ints, layout = _pack(fields, None, counts, counts)
@@ -70,13 +71,12 @@ def read_groups(extents: list[tuple["FieldGroup", dict[str, int | None]]]
     for _, named in extents:
         values = {}
         for name in named:
-            field = fields[f]
-            flat = floats if _shape(field).floating else ints
+            shape = _shape(fields[f])
+            flat = floats if shape.floating else ints
             start, count = int(layout[_LAYOUT * f]), int(layout[_LAYOUT * f + 1])
-            value = flat[start:start + count * _width(field)]
-            element = _element_shape(field)
-            values[name] = (value.reshape((count,) + element).copy() if _shape(field).dims
-                            else np.array(value.reshape(element)))
+            value = flat[start:start + count * shape.width]
+            values[name] = (value.reshape((count,) + shape.element_shape).copy() if shape.dims
+                            else np.array(value.reshape(shape.element_shape)))
             f += 1
         out.append(values)
     return out
@@ -121,26 +121,6 @@ def _shape(field) -> _Shape:
     return known
 
 
-def _entries(field) -> int:
-    return _shape(field).entries
-
-
-def _element_shape(field) -> tuple:
-    return _shape(field).element_shape
-
-
-def _components(field) -> int:
-    return _shape(field).components
-
-
-def _columns(field) -> int:
-    return _shape(field).columns
-
-
-def _width(field) -> int:
-    return _shape(field).width
-
-
 #: Numbers per field in _pack's layout: offset in its flat array, entries, entries to reach.
 _LAYOUT = 3
 
@@ -157,7 +137,7 @@ def _pack(fields, values, counts, reach):
         dtype = np.float32 if _shape(field).floating else np.int32
         if values is None:
             count = counts[f]
-            chunk = np.zeros(count * _width(field), dtype)
+            chunk = np.zeros(count * _shape(field).width, dtype)
         else:
             value = np.asarray(values[f])
             count = len(value) if _shape(field).dims else 1
@@ -176,7 +156,7 @@ def _pack(fields, values, counts, reach):
 def _fill_entry(field: ti.template(), flat: ti.template(), start, count, i):
     """field's entry i (0-d: its value) = flat[start:...] if i < count (row-major,
     components last), else 0."""
-    columns, components = ti.static(_columns(field), _components(field))
+    columns, components = ti.static(_shape(field).columns, _shape(field).components)
     inside = i < count
     for j in ti.static(range(columns)):
         at = start + (i * columns + j) * components
@@ -190,7 +170,7 @@ def _fill_entry(field: ti.template(), flat: ti.template(), start, count, i):
 @ti.func
 def _copy_entry(field: ti.template(), flat: ti.template(), start, count, i):
     """flat[start:...] = field's entry i (0-d: its value) if i < count."""
-    columns, components = ti.static(_columns(field), _components(field))
+    columns, components = ti.static(_shape(field).columns, _shape(field).components)
     if i < count:
         for j in ti.static(range(columns)):
             at = start + (i * columns + j) * components
@@ -262,7 +242,7 @@ def _move_fields(groups: ti.template(), names: ti.template(), floats: _F32_ARRAY
         for f in ti.static(range(len(fields))):
             field = ti.static(fields[f])
             flat = ti.static(floats if field.dtype == ti.f32 else ints)
-            if i < ti.static(_entries(field)) and i < layout[_LAYOUT * f + 2]:
+            if i < ti.static(_shape(field).entries) and i < layout[_LAYOUT * f + 2]:
                 if ti.static(to_device):
                     _fill_entry(field, flat, layout[_LAYOUT * f], layout[_LAYOUT * f + 1], i)
                 else:
