@@ -23,6 +23,7 @@ from fx2d_gpu.scenes import (
 from .helpers import DT, run, track
 from .reference.coloring import colors_sharing_a_body, greedy_color_count
 from .reference.contacts import closing_speed as reference_closing_speed
+from .reference.contacts import manifold_sweep
 
 G = 9.81
 
@@ -541,6 +542,94 @@ def test_closing_speed_bounds_every_single_impact_and_is_tight():
         scale = 1e-4 * (1.0 + np.abs(v[i]).sum())
         assert got[i] >= brute - scale, (i, got[i], brute)
         assert got[i] <= brute * 1.001 + scale, (i, got[i], brute)
+
+
+
+def test_a_manifolds_velocity_sweep_is_the_row_by_row_gauss_seidel_sweep():
+    """XPBD's velocity sweep over a manifold (contacts._sweep_points, which carries each
+    row's relative velocity to the later rows through their coupling and applies the
+    impulses to the bodies once) against the sweep row by row from the bodies' velocities
+    in float64 NumPy (tests/reference/contacts.py): random 1- and 2-point manifolds between
+    two moving bodies of equal masses (no block solver), random arms, normals, velocities,
+    carried impulses and friction. The same impulses and velocities to float32 rounding."""
+    import taichi as ti
+
+    from fx2d_gpu.solver.contacts import _sweep_points, tangent_of
+
+    rng = np.random.default_rng(11)
+    cases = 300
+    angle = rng.uniform(-np.pi, np.pi, cases)
+    normals = np.stack([np.cos(angle), np.sin(angle)], 1)
+    velocities = rng.normal(0.0, 2.0, (cases, 6))  # v_a, w_a, v_b, w_b
+    inverse = np.stack([np.full(cases, 0.5), rng.uniform(0.2, 3.0, cases)], 1)
+    masses = np.concatenate([inverse, inverse], 1)  # w_a = w_b: no block solver
+    arms = rng.uniform(-0.6, 0.6, (cases, 2, 2, 2))  # case, body, point, xy
+    targets = rng.uniform(-1.0, 0.0, (cases, 2))
+    mu = rng.choice([0.0, 0.3, 1.0], (cases, 2))
+    carried = np.abs(rng.normal(0.0, 0.5, (cases, 2, 2)))  # normal, tangent
+    carried[:, 1] *= rng.choice([-1.0, 1.0], (cases, 2))
+    counts = np.where(np.arange(cases) % 3 == 0, 1, 2)
+    f32 = ti.f32
+    normal_f, velocity_f, mass_f, arm_f, target_f, mu_f, impulse_f = (
+        ti.field(f32, (cases, width)) for width in (2, 6, 4, 8, 2, 2, 4))
+    count_f = ti.field(ti.i32, cases)
+    out = ti.field(f32, (cases, 10))
+    for field, values in ((normal_f, normals), (velocity_f, velocities), (mass_f, masses),
+                          (arm_f, arms.reshape(cases, 8)), (target_f, targets), (mu_f, mu),
+                          (impulse_f, carried.reshape(cases, 4))):
+        field.from_numpy(values.astype(np.float32))
+    count_f.from_numpy(counts.astype(np.int32))
+
+    @ti.kernel
+    def sweep():
+        for c in range(cases):
+            normal = ti.math.vec2(normal_f[c, 0], normal_f[c, 1])
+            tangent = tangent_of(normal)
+            masses_c = ti.math.vec4(mass_f[c, 0], mass_f[c, 1],
+                                    mass_f[c, 2], mass_f[c, 3])
+            arm_a, arm_b = ti.Matrix.zero(f32, 2, 2), ti.Matrix.zero(f32, 2, 2)
+            normal_mass, tangent_mass = ti.math.vec2(0.0), ti.math.vec2(0.0)
+            for i in ti.static(range(2)):
+                for k in ti.static(range(2)):
+                    arm_a[i, k] = arm_f[c, 2 * i + k]
+                    arm_b[i, k] = arm_f[c, 4 + 2 * i + k]
+                ra = ti.math.vec2(arm_a[i, 0], arm_a[i, 1])
+                rb = ti.math.vec2(arm_b[i, 0], arm_b[i, 1])
+                for d in ti.static(range(2)):
+                    direction = normal if d == 0 else tangent
+                    k_row = (masses_c[0] + masses_c[2]
+                             + masses_c[1] * (ra.x * direction.y - ra.y * direction.x) ** 2
+                             + masses_c[3] * (rb.x * direction.y - rb.y * direction.x) ** 2)
+                    if d == 0:
+                        normal_mass[i] = 1.0 / k_row
+                    else:
+                        tangent_mass[i] = 1.0 / k_row
+            va, wa, vb, wb, jn, jt = _sweep_points(
+                ti.math.vec2(velocity_f[c, 0], velocity_f[c, 1]), velocity_f[c, 2],
+                ti.math.vec2(velocity_f[c, 3], velocity_f[c, 4]), velocity_f[c, 5], masses_c, normal, arm_a, arm_b,
+                ti.math.vec2(target_f[c, 0], target_f[c, 1]), normal_mass,
+                tangent_mass, ti.math.vec2(mu_f[c, 0], mu_f[c, 1]),
+                ti.math.vec2(impulse_f[c, 0], impulse_f[c, 1]),
+                ti.math.vec2(impulse_f[c, 2], impulse_f[c, 3]),
+                count_f[c], 1.0)
+            results = ti.Vector([va.x, va.y, wa, vb.x, vb.y, wb, jn[0], jn[1], jt[0], jt[1]])
+            for k in ti.static(range(10)):
+                out[c, k] = results[k]
+
+    sweep()
+    got = out.to_numpy().astype(np.float64)
+    for c in range(cases):
+        n = counts[c]
+        (va, wa, vb, wb), jn, jt = manifold_sweep(
+            (velocities[c, :2], velocities[c, 2], velocities[c, 3:5], velocities[c, 5]),
+            masses[c], normals[c], arms[c, 0, :n], arms[c, 1, :n], targets[c], mu[c],
+            carried[c, 0, :n], carried[c, 1, :n])
+        expected = np.concatenate([va, [wa], vb, [wb], jn, np.zeros(2 - n), jt,
+                                   np.zeros(2 - n)])
+        if n == 1:  # a 1-point manifold leaves the second point's impulses as they came
+            expected[[7, 9]] = carried[c, 0, 1], carried[c, 1, 1]
+        scale = 1.0 + np.abs(expected).max()
+        np.testing.assert_allclose(got[c], expected, atol=2e-5 * scale, err_msg=str(c))
 
 
 def test_a_body_deflected_into_its_falling_neighbour_meets_it_without_sinking_in(arch):

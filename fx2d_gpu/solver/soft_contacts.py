@@ -38,7 +38,6 @@ import math
 import taichi as ti
 
 from ..enums import HELD, TOUCHED
-from ..math2d import cross
 from .contacts import (
     HOLD_FRACTION,
     MAX_CONDITION_NUMBER,
@@ -49,9 +48,12 @@ from .contacts import (
     count_support,
     exchange,
     exchange_normal,
+    lever_arms,
     moved_depth,
     normal_block,
     point_velocity,
+    row_arms,
+    row_coupling,
     store_velocities,
     tangent_of,
 )
@@ -180,13 +182,14 @@ def solve_soft_contact(bodies: ti.template(), manifolds: ti.template(), prepared
                                      impulse_scale)
         # The rows (each point's normal, then each point's friction) one after the other,
         # Gauss-Seidel as before, but each row's relative velocity is carried to the later
-        # rows through their coupling (_row_coupling) instead of through the bodies'
+        # rows through their coupling (contacts.row_coupling) instead of through the bodies'
         # velocities, which take the manifold's impulses once, at the end. The same
         # arithmetic up to rounding; what it changes is the chain of dependent operations a
         # row waits on (the pass is bound by it, not by the operations' number): the
         # awake large pyramid's solve 62.2 -> 45.3 ns a pair on one thread, the relax
         # 64.9 -> 49.4 (2-core CPU, the same saved state, both compiled in one process).
-        arm_na, arm_nb, arm_ta, arm_tb = _row_arms(prepared, pair, count, normal, tangent)
+        arm_a, arm_b = lever_arms(prepared, pair, count)
+        arm_na, arm_nb, arm_ta, arm_tb = row_arms(arm_a, arm_b, normal, tangent)
         change_n, change_t = vec2(0.0), vec2(0.0)  # the rows' impulses in this pass, N s
         relative = velocity_b - velocity_a
         closing_t = relative.dot(tangent) + spin_b * arm_tb - spin_a * arm_ta
@@ -200,12 +203,12 @@ def solve_soft_contact(bodies: ti.template(), manifolds: ti.template(), prepared
                     manifolds.normal_impulse[pair, i] = new
                     change_n[i] = new - old
                     if ti.static(i == 0):
-                        closing_n[1] += change_n[0] * _row_coupling(
+                        closing_n[1] += change_n[0] * row_coupling(
                             masses, True, arm_na[0], arm_nb[0], arm_na[1], arm_nb[1])
                     closing_t += change_n[i] * vec2(
-                        _row_coupling(masses, False, arm_na[i], arm_nb[i], arm_ta[0],
+                        row_coupling(masses, False, arm_na[i], arm_nb[i], arm_ta[0],
                                       arm_tb[0]),
-                        _row_coupling(masses, False, arm_na[i], arm_nb[i], arm_ta[1],
+                        row_coupling(masses, False, arm_na[i], arm_nb[i], arm_ta[1],
                                       arm_tb[1]))
         if ti.static(not use_bias):
             for i in ti.static(range(2)):
@@ -227,7 +230,7 @@ def solve_soft_contact(bodies: ti.template(), manifolds: ti.template(), prepared
                 manifolds.tangent_impulse[pair, i] = new
                 change_t[i] = new - old
                 if ti.static(i == 0):
-                    closing_t[1] += change_t[0] * _row_coupling(
+                    closing_t[1] += change_t[0] * row_coupling(
                         masses, True, arm_ta[0], arm_tb[0], arm_ta[1], arm_tb[1])
         linear = (change_n[0] + change_n[1]) * normal + (change_t[0] + change_t[1]) * tangent
         velocity_a -= masses[0] * linear
@@ -254,32 +257,6 @@ def solve_soft_contact(bodies: ti.template(), manifolds: ti.template(), prepared
                 manifolds.touching[pair] = HELD
         store_velocities(bodies, prepared, slot_a, slot_b, masses, velocity_a, spin_a,
                          velocity_b, spin_b, jacobi_entry)
-
-
-@ti.func
-def _row_arms(prepared: ti.template(), pair, count, normal, tangent):
-    """(r_a x n, r_b x n, r_a x t, r_b x t) of the pair's points (vec2 each, a component a
-    point; 0 past `count`), m: how much each body turns a row's impulse into torque."""
-    arm_na, arm_nb, arm_ta, arm_tb = vec2(0.0), vec2(0.0), vec2(0.0), vec2(0.0)
-    for i in ti.static(range(2)):
-        if i < count:
-            ra, rb = prepared.arm_a[pair, i], prepared.arm_b[pair, i]
-            arm_na[i], arm_nb[i] = cross(ra, normal), cross(rb, normal)
-            arm_ta[i], arm_tb[i] = cross(ra, tangent), cross(rb, tangent)
-    return arm_na, arm_nb, arm_ta, arm_tb
-
-
-@ti.func
-def _row_coupling(masses, same_direction: ti.template(), arm_a_j, arm_b_j, arm_a_k, arm_b_k):
-    """How much an impulse of 1 N s on row j changes row k's relative velocity, m/s (the
-    off-diagonal entry K_kj of the rows' effective-mass matrix): w_a + w_b where both rows
-    push along one direction (0 for a normal and a tangent), plus
-    I_a (r_aj x d_j)(r_ak x d_k) + I_b (r_bj x d_j)(r_bk x d_k); masses = (w_a, I_a, w_b,
-    I_b), the arms as _row_arms gives them."""
-    linear = 0.0
-    if ti.static(same_direction):
-        linear = masses[0] + masses[2]
-    return linear + masses[1] * arm_a_j * arm_a_k + masses[3] * arm_b_j * arm_b_k
 
 
 @ti.func
