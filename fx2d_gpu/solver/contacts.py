@@ -213,18 +213,39 @@ def turned(angle, r):
 
 
 @ti.func
+def turned_along(angle, r, r_cross_normal, normal):
+    """normal . turned(angle, r), m: how far the point at r moves along `normal` when its
+    body turns by angle (rad), from r x normal (m) where the caller has it:
+    angle (r x n) - angle^2 / 2 (n . r)."""
+    return angle * r_cross_normal - 0.5 * angle * angle * normal.dot(r)
+
+
+@ti.func
+def moved_since(prepared: ti.template(), pair, normal, delta_a, turn_a, delta_b, turn_b):
+    """(how far the centres of bodies a and b, displaced by (delta, turn) since the step
+    began, moved apart along `normal` since the pair's manifold was found (m); a's turn
+    since then, b's (rad)): the motion moved_depth tracks a point's depth through."""
+    shift_ref = prepared.ref_shift[pair]
+    turn_ref = prepared.ref_turn[pair]
+    apart = normal.dot((delta_b - vec2(shift_ref[2], shift_ref[3]))
+                       - (delta_a - vec2(shift_ref[0], shift_ref[1])))
+    return apart, turn_a - turn_ref[0], turn_b - turn_ref[1]
+
+
+@ti.func
 def moved_depth(manifolds: ti.template(), prepared: ti.template(), pair, i, delta_a, turn_a,
                 delta_b, turn_b):
     """A point's depth (m) once bodies a and b are displaced by (delta, turn) since the step
     began: the depth found at the last refresh, minus how far the two material points at the
-    contact moved apart along the normal since then (rigid motion, Box2D v3's rule)."""
-    shift_ref = prepared.ref_shift[pair]
-    turn_ref = prepared.ref_turn[pair]
-    moved_a = (delta_a - vec2(shift_ref[0], shift_ref[1])
-               + turned(turn_a - turn_ref[0], prepared.arm_a[pair, i]))
-    moved_b = (delta_b - vec2(shift_ref[2], shift_ref[3])
-               + turned(turn_b - turn_ref[1], prepared.arm_b[pair, i]))
-    return manifolds.depth[pair, i] - manifolds.normal[pair].dot(moved_b - moved_a)
+    contact moved apart along the normal since then (rigid motion, Box2D v3's rule; the
+    turns to second order, turned)."""
+    normal = manifolds.normal[pair]
+    apart, turn_a_since, turn_b_since = moved_since(prepared, pair, normal, delta_a, turn_a,
+                                                    delta_b, turn_b)
+    ra, rb = prepared.arm_a[pair, i], prepared.arm_b[pair, i]
+    return manifolds.depth[pair, i] - (apart
+                                       + turned_along(turn_b_since, rb, cross(rb, normal), normal)
+                                       - turned_along(turn_a_since, ra, cross(ra, normal), normal))
 
 
 @ti.func

@@ -49,13 +49,14 @@ from .contacts import (
     exchange,
     exchange_normal,
     lever_arms,
-    moved_depth,
+    moved_since,
     normal_block,
     point_velocity,
     row_arms,
     row_coupling,
     store_velocities,
     tangent_of,
+    turned_along,
 )
 
 vec2 = ti.math.vec2
@@ -129,11 +130,19 @@ def solve_soft_contact(bodies: ti.template(), manifolds: ti.template(), prepared
         touched, held = False, False
         # Each point's bias velocity (m/s) and soft scales, and its depth.
         bias, mass_scale, impulse_scale = vec2(0.0), vec2(1.0), vec2(0.0)
+        # The points' depths (contacts.moved_depth, sharing its terms across the points and
+        # the rows' arms below).
+        arm_a, arm_b = lever_arms(prepared, pair, count)
+        arm_na, arm_nb, arm_ta, arm_tb = row_arms(arm_a, arm_b, normal, tangent)
+        apart, turn_a_since, turn_b_since = moved_since(prepared, pair, normal, delta_a, turn_a,
+                                                        delta_b, turn_b)
         depth = vec2(0.0)
         for i in ti.static(range(2)):
             if i < count:
-                depth[i] = moved_depth(manifolds, prepared, pair, i, delta_a, turn_a, delta_b,
-                                       turn_b)
+                ra, rb = vec2(arm_a[i, 0], arm_a[i, 1]), vec2(arm_b[i, 0], arm_b[i, 1])
+                depth[i] = manifolds.depth[pair, i] - (
+                    apart + turned_along(turn_b_since, rb, arm_nb[i], normal)
+                    - turned_along(turn_a_since, ra, arm_na[i], normal))
                 if depth[i] < 0.0:  # apart: close the gap in this substep, no more
                     bias[i] = -depth[i] / h
                 elif ti.static(use_bias):
@@ -188,8 +197,6 @@ def solve_soft_contact(bodies: ti.template(), manifolds: ti.template(), prepared
         # row waits on (the pass is bound by it, not by the operations' number): the
         # awake large pyramid's solve 62.2 -> 45.3 ns a pair on one thread, the relax
         # 64.9 -> 49.4 (2-core CPU, the same saved state, both compiled in one process).
-        arm_a, arm_b = lever_arms(prepared, pair, count)
-        arm_na, arm_nb, arm_ta, arm_tb = row_arms(arm_a, arm_b, normal, tangent)
         change_n, change_t = vec2(0.0), vec2(0.0)  # the rows' impulses in this pass, N s
         relative = velocity_b - velocity_a
         closing_t = relative.dot(tangent) + spin_b * arm_tb - spin_a * arm_ta
