@@ -606,7 +606,8 @@ def test_a_manifolds_velocity_sweep_is_the_row_by_row_gauss_seidel_sweep():
                         tangent_mass[i] = 1.0 / k_row
             va, wa, vb, wb, jn, jt = _sweep_points(
                 ti.math.vec2(velocity_f[c, 0], velocity_f[c, 1]), velocity_f[c, 2],
-                ti.math.vec2(velocity_f[c, 3], velocity_f[c, 4]), velocity_f[c, 5], masses_c, normal, arm_a, arm_b,
+                ti.math.vec2(velocity_f[c, 3], velocity_f[c, 4]), velocity_f[c, 5], masses_c,
+                normal, arm_a, arm_b,
                 ti.math.vec2(target_f[c, 0], target_f[c, 1]), normal_mass,
                 tangent_mass, ti.math.vec2(mu_f[c, 0], mu_f[c, 1]),
                 ti.math.vec2(impulse_f[c, 0], impulse_f[c, 1]),
