@@ -55,6 +55,7 @@ from .contacts import (
     row_arms,
     row_coupling,
     store_velocities,
+    take_row_impulses,
     tangent_of,
     turned_along,
 )
@@ -195,8 +196,8 @@ def solve_soft_contact(bodies: ti.template(), manifolds: ti.template(), prepared
         # velocities, which take the manifold's impulses once, at the end. The same
         # arithmetic up to rounding; what it changes is the chain of dependent operations a
         # row waits on (the pass is bound by it, not by the operations' number): the
-        # awake large pyramid's solve 62.2 -> 45.3 ns a pair on one thread, the relax
-        # 64.9 -> 49.4 (2-core CPU, the same saved state, both compiled in one process).
+        # awake large pyramid's solve 63.0 -> 47.7 ns a pair on one thread, the relax
+        # 65.5 -> 51.2 (2-core CPU, the same saved state, both compiled in one process).
         change_n, change_t = vec2(0.0), vec2(0.0)  # the rows' impulses in this pass, N s
         relative = velocity_b - velocity_a
         closing_t = relative.dot(tangent) + spin_b * arm_tb - spin_a * arm_ta
@@ -239,11 +240,9 @@ def solve_soft_contact(bodies: ti.template(), manifolds: ti.template(), prepared
                 if ti.static(i == 0):
                     closing_t[1] += change_t[0] * row_coupling(
                         masses, True, arm_ta[0], arm_tb[0], arm_ta[1], arm_tb[1])
-        linear = (change_n[0] + change_n[1]) * normal + (change_t[0] + change_t[1]) * tangent
-        velocity_a -= masses[0] * linear
-        spin_a -= masses[1] * (change_n.dot(arm_na) + change_t.dot(arm_ta))
-        velocity_b += masses[2] * linear
-        spin_b += masses[3] * (change_n.dot(arm_nb) + change_t.dot(arm_tb))
+        velocity_a, spin_a, velocity_b, spin_b = take_row_impulses(
+            velocity_a, spin_a, velocity_b, spin_b, masses, normal, tangent, change_n,
+            change_t, arm_na, arm_nb, arm_ta, arm_tb)
         if ti.static(not use_bias):
             # What the points applied in this substep: the warm start gave last substep's
             # impulses, solve and relax brought them to these.
