@@ -243,9 +243,17 @@ def moved_depth(manifolds: ti.template(), prepared: ti.template(), pair, i, delt
     apart, turn_a_since, turn_b_since = moved_since(prepared, pair, normal, delta_a, turn_a,
                                                     delta_b, turn_b)
     ra, rb = prepared.arm_a[pair, i], prepared.arm_b[pair, i]
-    return manifolds.depth[pair, i] - (apart
-                                       + turned_along(turn_b_since, rb, cross(rb, normal), normal)
-                                       - turned_along(turn_a_since, ra, cross(ra, normal), normal))
+    return tracked_depth(manifolds.depth[pair, i], normal, apart, turn_a_since, turn_b_since,
+                         ra, rb, cross(ra, normal), cross(rb, normal))
+
+
+@ti.func
+def tracked_depth(found_depth, normal, apart, turn_a_since, turn_b_since, ra, rb,
+                  ra_cross_normal, rb_cross_normal):
+    """moved_depth from its parts: the depth found (m), moved_since's answer, the point's
+    arms and their r x n (where the caller has them)."""
+    return found_depth - (apart + turned_along(turn_b_since, rb, rb_cross_normal, normal)
+                          - turned_along(turn_a_since, ra, ra_cross_normal, normal))
 
 
 @ti.func

@@ -57,7 +57,7 @@ from .contacts import (
     store_velocities,
     take_row_impulses,
     tangent_of,
-    turned_along,
+    tracked_depth,
 )
 
 vec2 = ti.math.vec2
@@ -141,9 +141,8 @@ def solve_soft_contact(bodies: ti.template(), manifolds: ti.template(), prepared
         for i in ti.static(range(2)):
             if i < count:
                 ra, rb = vec2(arm_a[i, 0], arm_a[i, 1]), vec2(arm_b[i, 0], arm_b[i, 1])
-                depth[i] = manifolds.depth[pair, i] - (
-                    apart + turned_along(turn_b_since, rb, arm_nb[i], normal)
-                    - turned_along(turn_a_since, ra, arm_na[i], normal))
+                depth[i] = tracked_depth(manifolds.depth[pair, i], normal, apart, turn_a_since,
+                                         turn_b_since, ra, rb, arm_na[i], arm_nb[i])
                 if depth[i] < 0.0:  # apart: close the gap in this substep, no more
                     bias[i] = -depth[i] / h
                 elif ti.static(use_bias):
