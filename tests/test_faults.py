@@ -13,9 +13,10 @@ import fx2d_gpu as fx
 DT = 1.0 / 60.0
 
 
-def pendulums(arch, n_worlds, on_fault="raise"):
+def pendulums(arch, n_worlds, on_fault="raise", pebbles=0):
     """Per world: a bar on a hinge, driven by an effort motor, and a box falling onto a
-    floor (contacts, warm starting, sleep)."""
+    floor (contacts, warm starting, sleep); `pebbles` small discs dropped on the floor
+    (45 make the worlds large: a CPU team solves them, not a thread a world)."""
     scene = fx.Scene(n_worlds=n_worlds, arch=arch, on_fault=on_fault)
     scene.add_box((0.0, -0.5), (10.0, 1.0), mass=0)
     pivot = scene.add_box((0.0, 4.0), (0.2, 0.2), mass=0)
@@ -23,6 +24,8 @@ def pendulums(arch, n_worlds, on_fault="raise"):
     scene.add_revolute_joint(pivot, bar, anchor=(0.0, 0.0), control_mode="effort",
                              target=0.0, name="motor")
     scene.add_box((3.0, 1.0), (0.5, 0.5), angle=0.3)
+    for i in range(pebbles):
+        scene.add_circle((-4.5 + 0.2 * i, 0.1), 0.09)
     return scene
 
 
@@ -73,6 +76,34 @@ def test_4096_worlds_with_three_poisoned_reset_and_the_others_run_on_exactly(arc
     assert np.isfinite(got.position).all()
     # The reset worlds restarted: their bars swing from rest under gravity alone.
     assert (np.abs(scene.joint_state().position[poisoned]) > 0.01).all()
+
+
+@pytest.mark.parametrize("pebbles", [0, 45], ids=["small worlds", "large worlds"])
+def test_each_step_finds_its_own_faults_in_whichever_launch_looks(arch, pebbles):
+    """On a CPU backend the substeps' launch marks the faulty worlds (a thread a world, or
+    a team: fused._substeps), elsewhere and in a profiled step a kernel after the step
+    does (faults.find_faults): each step reports exactly the worlds it poisoned, the
+    first body of each, and a clean step after a faulty one finds none."""
+    n = 6
+    scene = pendulums(arch, n, on_fault="reset", pebbles=pebbles)
+    for _ in range(3):
+        scene.step(DT)
+    for poisoned, advance in (([1, 4], scene.step), ([], scene.step), ([0], scene.profile),
+                              ([2, 3, 5], scene.step), ([], scene.profile), ([5], scene.step)):
+        scene.set_joint_target(0, efforts(n, poisoned))
+        advance(DT)
+        assert list(scene.faulted_worlds) == poisoned, (poisoned, advance.__name__)
+    strict = pendulums(arch, n, pebbles=pebbles)
+    for _ in range(3):
+        strict.step(DT)
+    before = strict.snapshot()
+    strict.set_joint_target(0, efforts(n, [3, 4]))
+    with pytest.raises(fx.SimulationError, match=r"world 3, body 2: .*\(and 1 more worlds\)"):
+        strict.step(DT)
+    strict.restore(before)
+    strict.set_joint_target(0, efforts(n, []))
+    strict.step(DT)  # a count left from the faulty step would raise here
+    assert len(strict.faulted_worlds) == 0 and np.isfinite(strict.get_state().position).all()
 
 
 @pytest.mark.parametrize("kwargs, message", [

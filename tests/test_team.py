@@ -220,7 +220,8 @@ def test_a_wait_past_its_limit_raises_and_later_steps_launch_per_stage(arch, mon
         assert team.threads_for(scene.step_context()) in (0, 1)  # no barrier to wait at
         return
     monkeypatch.setitem(team._state, "broken", False)  # restored after
-    monkeypatch.setattr(team, "_timeouts", lambda counts: 1)
+    # A wait that ran out, as the device counts it (the substeps' launch reads the count).
+    scene.step_context().pool.counts.barrier[team._TIMEOUTS] = 1
     with pytest.raises(RuntimeError, match="never reached a barrier"):
         scene.step(1 / 60)
     assert team.probe_threads(scene.step_context().pool.counts) == 0

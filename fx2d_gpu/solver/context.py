@@ -155,7 +155,10 @@ class StepContext:
     world the dynamic bodies' masses differ by more than contacts.IMMOVABLE_SWEEP_RATIO
     (BodyModel.uneven; that world's velocity pass sweeps
     the contacts with immovable bodies again); solver: "xpbd" or "soft_step", the
-    substep's stage list (solver/stages.py's STAGES).
+    substep's stage list (solver/stages.py's STAGES). Set by the step as it runs:
+    faults_found, the faulty worlds its substeps' launch found (solver/fused.py; None:
+    faults.contain_faults looks after the step), and barrier_timeouts, the team's timed-out
+    waits as that launch read them (None: team.check reads them).
     """
 
     pool: DevicePool
@@ -173,6 +176,8 @@ class StepContext:
     has_bullets: bool = False
     immovable_sweep: bool = False
     solver: str = "xpbd"
+    faults_found: int | None = None
+    barrier_timeouts: int | None = None
 
     @property
     def n_slots(self) -> int:

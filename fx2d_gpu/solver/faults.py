@@ -81,6 +81,42 @@ def _faulty(bodies: ti.template(), slot):
     return not within
 
 
+@ti.func
+def _mark(first: ti.template(), faults: ti.template(), world, value, counted: ti.template()):
+    """first[world] (faults.first_slot or first_joint) lowered to value; `counted` (the
+    first_slot): a world's first mark counts it (faults.count)."""
+    before = ti.atomic_min(first[world], value)
+    if ti.static(counted):
+        if before == NO_FAULT:
+            ti.atomic_add(faults.count[None], 1)
+
+
+@ti.func
+def clear_faults(faults: ti.template(), world):
+    """World `world`'s marks cleared (before mark_faults looks at it)."""
+    faults.first_slot[world] = NO_FAULT
+    faults.first_joint[world] = NO_FAULT
+
+
+@ti.func
+def mark_faults(model: ti.template(), bodies: ti.template(), joints: ti.template(),
+                faults: ti.template(), slots, joint_slots, n_bodies, n_joints):
+    """Mark the faulty body slots in [slots[0], slots[1]) and torn joints in joint_slots
+    (the same): each world's first of each in faults.first_slot and first_joint (a torn
+    joint marks its child body too), counting each world marked in faults.count. Any
+    thread may mark any world: the marks are atomic minima; the worlds' marks and the
+    count must be cleared before (clear_faults)."""
+    for slot in range(slots[0], slots[1]):
+        if _faulty(bodies, slot):
+            _mark(faults.first_slot, faults, slot // n_bodies, slot, True)
+    for joint_slot in range(joint_slots[0], joint_slots[1]):
+        if torn(model, bodies, joints, joint_slot, n_joints, n_bodies):
+            world, joint = joint_slot // n_joints, joint_slot % n_joints
+            _mark(faults.first_joint, faults, world, joint, False)
+            _mark(faults.first_slot, faults, world, world * n_bodies + joints.child[joint],
+                  True)
+
+
 @quick
 @ti.kernel
 def _find_faults(model: ti.template(), bodies: ti.template(), joints: ti.template(),
@@ -88,23 +124,16 @@ def _find_faults(model: ti.template(), bodies: ti.template(), joints: ti.templat
                  n_bodies: ti.i32, n_joints: ti.i32) -> ti.i32:
     ti.loop_config(serialize=serial)
     for world in range(n_worlds):
-        faults.first_slot[world] = NO_FAULT
-        faults.first_joint[world] = NO_FAULT
+        clear_faults(faults, world)
     faults.count[None] = 0
     ti.loop_config(serialize=serial)
     for slot in range(n_worlds * n_bodies):
-        if _faulty(bodies, slot):
-            ti.atomic_min(faults.first_slot[slot // n_bodies], slot)
+        mark_faults(model, bodies, joints, faults, ti.Vector([slot, slot + 1]),
+                    ti.Vector([0, 0]), n_bodies, n_joints)
     ti.loop_config(serialize=serial)
     for joint_slot in range(n_worlds * n_joints):
-        if torn(model, bodies, joints, joint_slot, n_joints, n_bodies):
-            world, joint = joint_slot // n_joints, joint_slot % n_joints
-            ti.atomic_min(faults.first_joint[world], joint)
-            ti.atomic_min(faults.first_slot[world], world * n_bodies + joints.child[joint])
-    ti.loop_config(serialize=serial)
-    for world in range(n_worlds):
-        if faults.first_slot[world] != NO_FAULT:
-            ti.atomic_add(faults.count[None], 1)
+        mark_faults(model, bodies, joints, faults, ti.Vector([0, 0]),
+                    ti.Vector([joint_slot, joint_slot + 1]), n_bodies, n_joints)
     return faults.count[None]
 
 
@@ -151,11 +180,15 @@ def describe_torn_joint(builder, joint: int, world: int, ctx) -> str:
 
 
 def contain_faults(ctx, on_fault: str, builder, step_count: int) -> np.ndarray:
-    """After a step: find the faulty worlds and raise a SimulationError naming the first
+    """After a step: find the faulty worlds (or take those its substeps' launch found,
+    ctx.faults_found) and raise a SimulationError naming the first
     (on_fault "raise"), or reset them to the initial state of `builder` (builder.ModelBuilder,
     on_fault "reset"); returns the faulty worlds (k,)."""
-    if find_faults(ctx) == 0:
+    found = find_faults(ctx) if ctx.faults_found is None else ctx.faults_found
+    if found == 0:
         return np.zeros(0, np.int64)
+    # The substeps' launch counts from 0 (fused._substeps).
+    ctx.pool.faults.count[None] = 0
     # Copies of the scene's entries only (FieldGroup.read): to_numpy copies a field's whole
     # capacity, which the pool's largest scene set.
     faults = ctx.pool.faults.read({"first_slot": ctx.n_worlds, "first_joint": ctx.n_worlds})

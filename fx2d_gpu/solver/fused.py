@@ -28,6 +28,7 @@ from ..device import MAX_COLORS
 from ..launching import quick
 from . import team
 from .contacts import REPEAT_SOLVE, swept_again
+from .faults import clear_faults, mark_faults
 from .joints import JOINT_SWEEPS
 from .overflow import apply_mean_delta
 from .stages import (
@@ -45,13 +46,15 @@ vec2 = ti.math.vec2
 
 def substeps_by_world(ctx):
     """All of the step's substeps in one launch, one world per thread (spread over the CPU
-    backend's tasks: team.world_stride)."""
+    backend's tasks: team.world_stride), each world's faults found after them
+    (ctx.faults_found, see _launch)."""
     _launch(ctx, by_world=True, n_members=ctx.n_worlds, stride=team.world_stride(ctx))
 
 
 def substeps_by_team(ctx, threads: int):
-    """All of the step's substeps in one launch on a team of `threads` CPU threads. (step()
-    checks the barrier's waits once, after the substeps: team.check.)"""
+    """All of the step's substeps in one launch on a team of `threads` CPU threads, the
+    faults found after them (ctx.faults_found, see _launch). (step() checks the barrier's
+    waits once, after the substeps: team.check, from ctx.barrier_timeouts.)"""
     _launch(ctx, by_world=False, n_members=threads)
 
 
@@ -63,10 +66,17 @@ def begin_step_by_team(ctx, threads: int):
 
 def _launch(ctx, by_world: bool, n_members: int, before_coloring: bool = False,
             stride: int = 1):
+    """The launch; after the substeps (not before_coloring) it also marks the faulty worlds
+    (solver/faults.py: what contain_faults reads after the step; the step's later stages,
+    report, sleep and clear forces, change no pose or velocity that makes or mends a
+    fault) and reads the barrier's timeouts: ctx.faults_found and ctx.barrier_timeouts,
+    so neither takes a launch of its own after the step (awake large pyramid: 0.15 ms of
+    ~5 on the 2-core CPU; 4,096 small worlds 0.3 of ~15)."""
     pool = ctx.pool
-    _substeps(model=pool.model, bodies=pool.bodies, joints=pool.joints,
+    found = _substeps(
+              model=pool.model, bodies=pool.bodies, joints=pool.joints,
               manifolds=pool.manifolds, prepared=pool.prepared, coloring=pool.coloring,
-              counts=pool.counts, solver=ctx.solver, n_members=n_members,
+              counts=pool.counts, faults=pool.faults, solver=ctx.solver, n_members=n_members,
               by_world=bool(by_world), world_stride=stride,
               n_worlds=ctx.n_worlds, n_bodies=ctx.n_bodies, n_joints=ctx.n_joints,
               n_pairs=ctx.n_pairs, n_colors=ctx.cache.n_colors,
@@ -74,6 +84,8 @@ def _launch(ctx, by_world: bool, n_members: int, before_coloring: bool = False,
               h=ctx.h, dt=ctx.dt, before_coloring=int(before_coloring),
               begun=int(not ctx.small_coloring), bullets=int(ctx.has_bullets),
               uneven=int(ctx.immovable_sweep))
+    if not before_coloring:
+        ctx.faults_found, ctx.barrier_timeouts = int(found[0]), int(found[1])
 
 
 @ti.func
@@ -243,19 +255,23 @@ def _member_items(model: ti.template(), bodies: ti.template(), joints: ti.templa
 @ti.kernel
 def _substeps(model: ti.template(), bodies: ti.template(), joints: ti.template(),
               manifolds: ti.template(), prepared: ti.template(), coloring: ti.template(),
-              counts: ti.template(), solver: ti.template(), n_members: ti.i32,
-              by_world: ti.template(), world_stride: ti.i32,
+              counts: ti.template(), faults: ti.template(), solver: ti.template(),
+              n_members: ti.i32, by_world: ti.template(), world_stride: ti.i32,
               n_worlds: ti.i32, n_bodies: ti.i32, n_joints: ti.i32, n_pairs: ti.i32,
               n_colors: ti.i32, overflow: ti.i32, substeps: ti.i32, h: ti.f32,
               dt: ti.f32, before_coloring: ti.i32, begun: ti.i32, bullets: ti.i32,
-              uneven: ti.i32):
+              uneven: ti.i32) -> ti.math.ivec2:
     """The step's substeps, one launch (a member per world, or a CPU team of n_members
     threads sharing every stage); `before_coloring`, `begun`: see stages.Substep (with
     before_coloring, only substep 0's stages up to the narrow phase run: begin_step). A
     member's bodies, joint slots and pairs are its world's, or its share of all of them. A
     world per loop item; a team thread per task of the CPU backend's thread pool
     (team.member_of). `by_world` is compiled in: a process of small worlds (or of large
-    ones) compiles only its mode."""
+    ones) compiles only its mode. Then (not before_coloring) each member marks the faults
+    of its bodies and joints (faults.mark_faults, its world's marks cleared first; on a
+    team, each member clears its share of the worlds and the team meets before anyone
+    marks); returns (faulty worlds, the barrier's timeouts so far). faults.count must be
+    0 when it starts (faults.contain_faults leaves it so)."""
     team_size, stride = 1, world_stride
     if ti.static(not by_world):
         team_size, stride = n_members, team.items_per_member(n_members)
@@ -275,6 +291,14 @@ def _substeps(model: ti.template(), bodies: ti.template(), joints: ti.template()
                 pair_range, team_member = ti.Vector([0, n_pairs]), member
             pair_blocks = ti.Vector(team.dealt_blocks(pair_range[0], pair_range[1],
                                                       team_member))
+            if before_coloring == 0:
+                if ti.static(by_world):
+                    clear_faults(faults, member)
+                else:
+                    lo, hi = team.share(0, n_worlds, member, n_members)
+                    for world in range(lo, hi):
+                        clear_faults(faults, world)
+                    team.barrier(counts, team_size, team.SPIN_LIMIT)
             s = Substep(n_bodies=n_bodies, n_joints=n_joints, h=h, dt=dt,
                         substep=0, substeps=substeps, before_coloring=before_coloring,
                         begun=begun, bullets=bullets, jointed=1 if n_joints > 0 else 0)
@@ -304,3 +328,7 @@ def _substeps(model: ti.template(), bodies: ti.template(), joints: ti.template()
                             _member_items(model, bodies, joints, manifolds, prepared,
                                           coloring, counts, stage, s, team_size, joint_range,
                                           body_range, pair_range, pair_blocks)
+            if before_coloring == 0:
+                mark_faults(model, bodies, joints, faults, body_range, joint_range, n_bodies,
+                            n_joints)
+    return ti.math.ivec2(faults.count[None], team.timeouts(counts))

@@ -98,7 +98,8 @@ def _step(ctx, profile):
     else:
         for substep in range(ctx.substeps):
             staged.substep(ctx, substep)
-    team.check(ctx.pool.counts)  # reads the device only if a team of several threads ran
+    # Reads the device only if a team of several threads ran, and its launch did not.
+    team.check(ctx.pool.counts, ctx.barrier_timeouts)
     with profile.stage("report"):
         report_contacts(ctx)
     if ctx.enable_sleep:

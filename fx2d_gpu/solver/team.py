@@ -193,21 +193,29 @@ def _clear(counts: ti.template()):
         counts.barrier[slot] = 0
 
 
-@quick
-@ti.kernel
-def _timeouts(counts: ti.template()) -> ti.i32:
+@ti.func
+def timeouts(counts: ti.template()):
+    """The waits that hit their limit since the count was last cleared."""
     return counts.barrier[_TIMEOUTS]
 
 
-def check(counts):
+@quick
+@ti.kernel
+def _timeouts(counts: ti.template()) -> ti.i32:
+    return timeouts(counts)
+
+
+def check(counts, read: int | None = None):
     """After a step: if a team of several threads may have run a stage of it (its begin,
     colouring or substeps; threads_for gave one out), raise if a wait hit SPIN_LIMIT (a
     member never came; the step's results are not to be trusted), and run later steps
-    without a team. Nothing is read from the device otherwise."""
+    without a team. `read`: the timeouts as the step's last team launch returned them
+    (timeouts), else (None) they are read from the device; nothing is read if no team
+    ran."""
     if not _state["handed"]:
         return
     _state["handed"] = False
-    if not _state["broken"] and _timeouts(counts):
+    if not _state["broken"] and (_timeouts(counts) if read is None else read):
         _clear(counts)
         disable()
         raise RuntimeError(
