@@ -110,6 +110,7 @@ _VERTICES = Dim("MAX_POLYGON_VERTICES", MAX_POLYGON_VERTICES)
 _COLORS = Dim("MAX_COLORS", MAX_COLORS)
 _UNSOLVED = Dim("UNSOLVED_COLOR", UNSOLVED_COLOR)
 _BARRIER = Dim("BARRIER_SLOTS", BARRIER_SLOTS)
+_TALLY = Dim("2", 2)
 
 
 @dataclass(frozen=True)
@@ -620,6 +621,9 @@ class StepCounts(FieldGroup):
         self._field("lost_bodies", i32, (),
                     doc="bodies left out of collision for a non-finite or absurd pose")
         self._field("barrier", i32, _BARRIER, doc="a CPU team's barrier")
+        self._field("holds_tally", i32, _TALLY,
+                    doc="a CPU team's check of a kept colouring: constraints it no longer "
+                        "fits and bodies marked fixed (solver/fused.py)")
 
 
 @ti.data_oriented

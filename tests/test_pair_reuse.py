@@ -289,3 +289,40 @@ def test_kept_pairs_survive_snapshots_and_other_scenes(arch):
     for _ in range(30):
         alone.step(DT)
     np.testing.assert_array_equal(state_of(other), state_of(alone))
+
+
+def test_a_kept_step_in_one_launch_is_its_three_launches(arch, monkeypatch, solver):
+    """On a CPU team a step that keeps its pairs runs begin_step, the colouring's check and
+    the substeps in one launch (fused.kept_step_by_team): the same states, contacts and
+    events every step as three launches, where the colouring holds and where it does not
+    (balls rolling up to a pyramid gain their first points in kept steps)."""
+    from fx2d_gpu.solver import coloring, fused
+
+    from .helpers import assert_same_trace, trace
+
+    verdicts = []  # per one-launch step: whether the colouring held
+    kept_step = fused.kept_step_by_team
+
+    def counted(ctx, threads):
+        code = kept_step(ctx, threads)
+        verdicts.append(bool(code & coloring.HOLDS))
+        return code
+
+    monkeypatch.setattr(fused, "kept_step_by_team", counted)
+
+    def run():
+        specs, _ = scenes.pyramid_layout(10)
+        scene = scenes.build_scene(specs, arch=arch, solver=solver, substeps=None)
+        for i, x in enumerate((-5.5, -6.6, -7.75, -8.9)):
+            scene.add_circle((x, 0.41 + i), 0.4, velocity=(0.4, 0.0), static_friction=0.0,
+                             dynamic_friction=0.0)
+        return trace(scene, 90)
+
+    one_launch = run()
+    if arch == "cpu":  # a team runs the steps (GPU backends launch per stage)
+        assert verdicts.count(True) > 10 and verdicts.count(False) > 0, verdicts
+    monkeypatch.setattr(solver_step, "KEPT_IN_ONE_LAUNCH", False)
+    verdicts.clear()
+    three_launches = run()
+    assert not verdicts
+    assert_same_trace(one_launch, three_launches)

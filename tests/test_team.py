@@ -8,7 +8,7 @@ import pytest
 
 import fx2d_gpu as fx
 from fx2d_gpu import device, runtime
-from fx2d_gpu.solver import context, fused, staged, team
+from fx2d_gpu.solver import coloring, context, fused, staged, team
 
 from .helpers import assert_same_trace, general_path, machine_scene, trace
 
@@ -45,6 +45,23 @@ def count_calls(monkeypatch, module, name: str) -> list:
     first (the context)."""
     calls, original = [], getattr(module, name)
     monkeypatch.setattr(module, name, lambda *a, **k: calls.append(a[1:]) or original(*a, **k))
+    return calls
+
+
+def count_team_steps(monkeypatch) -> list:
+    """count_calls of the steps whose substeps ran on a team: substeps_by_team's calls and
+    the one-launch kept steps whose colouring held (fused.kept_step_by_team ran their
+    substeps; where it did not hold, substeps_by_team runs them after)."""
+    calls = count_calls(monkeypatch, fused, "substeps_by_team")
+    kept_step = fused.kept_step_by_team
+
+    def counted(ctx, threads):
+        code = kept_step(ctx, threads)
+        if code & coloring.HOLDS:
+            calls.append((threads,))
+        return code
+
+    monkeypatch.setattr(fused, "kept_step_by_team", counted)
     return calls
 
 
@@ -97,7 +114,7 @@ def team_of_every_step(calls: list, n_steps: int) -> int:
 @pytest.mark.parametrize("n_worlds", [1, 2])
 def test_a_team_steps_bit_for_bit_like_one_launch_per_stage(arch, n_worlds, monkeypatch):
     steady_team(monkeypatch)
-    calls = count_calls(monkeypatch, fused, "substeps_by_team")
+    calls = count_team_steps(monkeypatch)
     scene = hanging_chains_over_a_pile(arch, n_worlds)
     on_team = trace(scene, 40)
     team_of_every_step(calls, 40)
@@ -163,7 +180,7 @@ def test_a_team_solves_the_overflow_colour_bit_for_bit_like_its_kernels(arch, mo
     scene large enough for a team of several threads: the same results as the overflow's
     own kernels (solver/overflow.py) between one launch per stage."""
     steady_team(monkeypatch)
-    calls = count_calls(monkeypatch, fused, "substeps_by_team")
+    calls = count_team_steps(monkeypatch)
     scene = with_overflow(hanging_chains_over_a_pile(arch))
     overflow = []
     monkeypatch.setattr(scene, "contact_events", lambda original=scene.contact_events: (
@@ -184,7 +201,7 @@ def test_a_team_of_one_thread_runs_a_serial_scene(arch, monkeypatch):
     """Scenes of at most device.SERIAL_SLOTS body slots on a CPU: one launch on one thread,
     with the results of their ~100 serial launches (the small-world machine, stepped as
     large worlds)."""
-    calls = count_calls(monkeypatch, fused, "substeps_by_team")
+    calls = count_team_steps(monkeypatch)
     monkeypatch.setattr(context, "BY_WORLD_MAX_BODIES", 0)
     scene = machine_scene(3, arch)
     assert scene.n_bodies * 3 <= device.SERIAL_SLOTS
@@ -225,7 +242,7 @@ def test_a_wait_past_its_limit_raises_and_later_steps_launch_per_stage(arch, mon
     with pytest.raises(RuntimeError, match="never reached a barrier"):
         scene.step(1 / 60)
     assert team.probe_threads(scene.step_context().pool.counts) == 0
-    calls = count_calls(monkeypatch, fused, "substeps_by_team")
+    calls = count_team_steps(monkeypatch)
     scene.step(1 / 60)
     assert not calls
 
@@ -237,7 +254,7 @@ def test_a_busy_machine_stops_using_the_team_and_a_quiet_one_takes_it_back(arch,
     scene = team_scene(arch, monkeypatch)
     if scene is None:
         return
-    calls = count_calls(monkeypatch, fused, "substeps_by_team")
+    calls = count_team_steps(monkeypatch)
     compiled = device.compiled_kernel_count()
     monkeypatch.setattr(team, "REPROBE_REQUESTS", 4)
     monkeypatch.setitem(team._state, "requests", 0)
@@ -260,7 +277,7 @@ def test_a_probe_that_failed_once_is_tried_again_soon(arch, monkeypatch):
     scene = team_scene(arch, monkeypatch)
     if scene is None:
         return
-    calls = count_calls(monkeypatch, fused, "substeps_by_team")
+    calls = count_team_steps(monkeypatch)
     monkeypatch.setitem(team._state, "threads", None)  # probe at the next step
     monkeypatch.setattr(team, "MAX_BARRIER_S", 0.0)  # that probe fails
     scene.step(1 / 60)
@@ -287,7 +304,7 @@ def test_steps_slowed_by_other_processes_move_to_a_team_of_one_and_back(arch, mo
         return
     reference = hanging_chains_over_a_pile(arch)
     reference.step(1 / 60)
-    calls = count_calls(monkeypatch, fused, "substeps_by_team")
+    calls = count_team_steps(monkeypatch)
     machine = {"busy": False, "now": 0.0, "calls": 0}
 
     def clock():
@@ -335,7 +352,7 @@ def test_a_scenes_own_slow_steps_leave_the_team_in_place(arch, monkeypatch):
     scene.step(1 / 60)
     if expected_threads(scene) < 2:
         return
-    calls = count_calls(monkeypatch, fused, "substeps_by_team")
+    calls = count_team_steps(monkeypatch)
     clock_state = {"now": 0.0, "calls": 0, "step": 0}
     costly = {4, 5, 7}  # two slow steps, the trial (6), one more slow step
 

@@ -95,15 +95,33 @@ def _count_woken(model: ti.template(), bodies: ti.template(), coloring: ti.templ
     woken, lowered = 0, 0
     ti.loop_config(serialize=serial)
     for slot in range(n_slots):
-        if woke(model, bodies, coloring, slot, n_bodies):
-            woken += 1
-    ti.loop_config(serialize=serial)
-    for slot in range(n_slots):  # after the check above: lowering never hides a wake-up
-        if not awake_dynamic(model, bodies, slot, n_bodies):
-            if coloring.body_colored_dynamic[slot] == 1:
-                lowered += 1
-            coloring.body_colored_dynamic[slot] = 0
+        slot_woke, slot_lowered = check_slot(model, bodies, coloring, slot, n_bodies)
+        woken += slot_woke
+        lowered += slot_lowered
     return woken, lowered
+
+
+@ti.func
+def check_slot(model: ti.template(), bodies: ti.template(), coloring: ti.template(), slot,
+               n_bodies):
+    """_count_woken's part of one body slot: (1 if it woke, 1 if it is marked fixed now),
+    the mark after the check (lowering never hides a wake-up; a slot's check reads only
+    its own mark)."""
+    slot_woke, slot_lowered = 0, 0
+    if woke(model, bodies, coloring, slot, n_bodies):
+        slot_woke = 1
+    if not awake_dynamic(model, bodies, slot, n_bodies):
+        if coloring.body_colored_dynamic[slot] == 1:
+            slot_lowered = 1
+        coloring.body_colored_dynamic[slot] = 0
+    return slot_woke, slot_lowered
+
+
+@ti.func
+def solves_other_pairs(coloring: ti.template(), pair):
+    """Whether the solver must look at a kept pair it did not colour, or no longer at one
+    it did (coloring.solve, found in colour order, against the pair's colour)."""
+    return (coloring.color[pair] == UNSOLVED_COLOR) != (coloring.solve[pair] == 0)
 
 
 @quick
@@ -126,7 +144,7 @@ def _coloring_still_valid(model: ti.template(), bodies: ti.template(), manifolds
                     and (previous.color[k] == UNSOLVED_COLOR) != (coloring.solve[k] == 0))):
             changed += 1
     woken, lowered = _count_woken(model, bodies, coloring, serial, n_slots, n_bodies)
-    return _holds_code(changed + woken, lowered)
+    return holds_code(changed + woken, lowered)
 
 
 @quick
@@ -145,10 +163,10 @@ def _coloring_holds_in_order(model: ti.template(), bodies: ti.template(),
     changed = 0
     ti.loop_config(serialize=serial)
     for n in range(n_pairs):
-        if (coloring.color[n] == UNSOLVED_COLOR) != (coloring.solve[n] == 0):
+        if solves_other_pairs(coloring, n):
             changed += 1
     woken, lowered = _count_woken(model, bodies, coloring, serial, n_slots, n_bodies)
-    return _holds_code(changed + woken, lowered)
+    return holds_code(changed + woken, lowered)
 
 
 #: Bits of the colouring checks' answer (_coloring_still_valid, _coloring_holds_in_order).
@@ -156,7 +174,7 @@ HOLDS, LOWERED = 1, 2
 
 
 @ti.func
-def _holds_code(changed, lowered):
+def holds_code(changed, lowered):
     """HOLDS where nothing changed, plus LOWERED where a body was marked fixed."""
     code = 0
     if changed == 0:
@@ -569,7 +587,7 @@ def may_reuse_coloring(ctx) -> bool:
             and ctx.n_pairs == cache.colored_pairs and cache.n_overflow == 0)
 
 
-def _holds(ctx, code: int) -> bool:
+def verdict_holds(ctx, code: int) -> bool:
     """Whether the device's answer (_coloring_still_valid, _coloring_holds_in_order) says
     the colouring holds; a body it counted moving and now fixed (LOWERED) makes it no
     longer the one a colouring from scratch would give (StepCache.colors_fresh)."""
@@ -583,7 +601,7 @@ def coloring_holds_in_order(ctx) -> bool:
     may_reuse_coloring): whether last step's colouring still holds
     (_coloring_holds_in_order)."""
     pool = ctx.pool
-    return _holds(ctx, _coloring_holds_in_order(
+    return verdict_holds(ctx, _coloring_holds_in_order(
         model=pool.model, bodies=pool.bodies, coloring=pool.coloring, counts=pool.counts,
         serial=ctx.serial, n_slots=ctx.n_slots, n_pairs=ctx.n_pairs, n_joints=ctx.n_joints,
         n_bodies=ctx.n_bodies))
@@ -606,7 +624,7 @@ def color_constraints(ctx, holds: bool | None = None) -> bool:
     """
     pool, cache, serial = ctx.pool, ctx.cache, ctx.serial
     if holds is None:
-        holds = not _colors_by_world(ctx) and may_reuse_coloring(ctx) and _holds(
+        holds = not _colors_by_world(ctx) and may_reuse_coloring(ctx) and verdict_holds(
             ctx, _coloring_still_valid(
                 model=pool.model, bodies=pool.bodies, manifolds=pool.manifolds,
                 previous=pool.previous, coloring=pool.coloring, serial=serial,

@@ -1303,6 +1303,13 @@ def build_world_body_lists(manifolds: ti.template(), prepared: ti.template(), fi
             prepared.body_contact_cursor[slot] = prepared.body_contact_cursor[slot] + 1
 
 
+def body_lists_current(ctx) -> bool:
+    """Whether the pool holds the per-body lists of ctx's pairs where they lie now (last
+    step's, built by this scene, no saved state loaded since: DevicePool.body_lists_of),
+    so a step that keeps its pairs in place needs none built (build_body_lists)."""
+    return ctx.pool.body_lists_of is ctx.cache
+
+
 def build_body_lists(ctx):
     """Per body, the pairs it belongs to (prepared.body_contacts), sorted by the pairs'
     broad-phase order, so warm starting can gather impulses per body in a fixed order
@@ -1315,7 +1322,7 @@ def build_body_lists(ctx):
     them there and no saved state was loaded since (DevicePool.body_lists_of). Then nothing
     runs (~4 % of an awake pyramid's step on the 2-core CPU)."""
     pool = ctx.pool
-    if ctx.cache.pairs_in_place and pool.body_lists_of is ctx.cache:
+    if ctx.cache.pairs_in_place and body_lists_current(ctx):
         return
     if ctx.solves_by_world:  # the step's pairs.store_in_color_order built them
         pool.body_lists_of = ctx.cache

@@ -27,10 +27,12 @@ import taichi as ti
 from ..device import MAX_COLORS
 from ..launching import quick
 from . import team
+from .coloring import HOLDS, check_slot, holds_code, solves_other_pairs
 from .contacts import REPEAT_SOLVE, swept_again
 from .faults import clear_faults, mark_faults
 from .joints import JOINT_SWEEPS
 from .overflow import apply_mean_delta
+from .pairs import record_constraint_counts
 from .stages import (
     BEGIN_STEP_STAGES,
     BODY_SLOTS,
@@ -61,17 +63,37 @@ def substeps_by_team(ctx, threads: int):
 def begin_step_by_team(ctx, threads: int):
     """begin_step's stages (stages.BEGIN_STEP_STAGES) on a team of `threads` CPU threads:
     the narrow phase is compiled into the team's kernel, not into a second one."""
-    _launch(ctx, by_world=False, n_members=threads, before_coloring=True)
+    _launch(ctx, by_world=False, n_members=threads, mode=BEGIN)
 
 
-def _launch(ctx, by_world: bool, n_members: int, before_coloring: bool = False,
-            stride: int = 1):
-    """The launch; after the substeps (not before_coloring) it also marks the faulty worlds
-    (solver/faults.py: what contain_faults reads after the step; the step's later stages,
-    report, sleep and clear forces, change no pose or velocity that makes or mends a
-    fault) and reads the barrier's timeouts: ctx.faults_found and ctx.barrier_timeouts,
-    so neither takes a launch of its own after the step (awake large pyramid: 0.15 ms of
-    ~5 on the 2-core CPU; 4,096 small worlds 0.3 of ~15)."""
+def kept_step_by_team(ctx, threads: int) -> int:
+    """A step that keeps last step's pairs where they lie and may reuse its colouring
+    (step._keep_pairs), in one launch on a team of `threads` CPU threads: begin_step's
+    stages, the check that the colouring still holds (coloring._coloring_holds_in_order's,
+    each member its share of the pairs and bodies), and where it holds, the substeps
+    (substeps_by_team). Returns the check's answer (coloring.verdict_holds reads it);
+    where it does not hold, nothing after the check ran. The same results bit for bit as
+    those three in their own launches; what it saves is two launches, each of which wakes
+    the CPU backend's thread pool (~65 us on the 2-core CPU VM, against ~12 us for a
+    launch of serial loops). Soft step, on and off in turns in one process (2-core CPU):
+    awake large pyramid 4.63 -> 4.42 ms a step (best windows; the windows' median ratio
+    0.95), many pyramids 16.7 -> 16.4 (0.975)."""
+    return _launch(ctx, by_world=False, n_members=threads, mode=KEPT)
+
+
+#: _substeps' modes: begin_step's stages; the substeps; begin_step, the colouring's check
+#: and the substeps where it holds (kept_step_by_team).
+SUBSTEPS, BEGIN, KEPT = 0, 1, 2
+
+
+def _launch(ctx, by_world: bool, n_members: int, mode: int = SUBSTEPS, stride: int = 1):
+    """The launch (`mode`: SUBSTEPS, BEGIN or KEPT); returns the colouring check's answer
+    (KEPT). After the substeps it also marks the faulty worlds (solver/faults.py: what
+    contain_faults reads after the step; the step's later stages, report, sleep and clear
+    forces, change no pose or velocity that makes or mends a fault) and reads the
+    barrier's timeouts: ctx.faults_found and ctx.barrier_timeouts, so neither takes a
+    launch of its own after the step (awake large pyramid: 0.15 ms of ~5 on the 2-core
+    CPU; 4,096 small worlds 0.3 of ~15)."""
     pool = ctx.pool
     found = _substeps(
               model=pool.model, bodies=pool.bodies, joints=pool.joints,
@@ -81,11 +103,40 @@ def _launch(ctx, by_world: bool, n_members: int, before_coloring: bool = False,
               n_worlds=ctx.n_worlds, n_bodies=ctx.n_bodies, n_joints=ctx.n_joints,
               n_pairs=ctx.n_pairs, n_colors=ctx.cache.n_colors,
               overflow=int(ctx.cache.n_overflow > 0), substeps=ctx.substeps,
-              h=ctx.h, dt=ctx.dt, before_coloring=int(before_coloring),
-              begun=int(not ctx.small_coloring), bullets=int(ctx.has_bullets),
-              uneven=int(ctx.immovable_sweep))
-    if not before_coloring:
+              h=ctx.h, dt=ctx.dt, mode=mode, begun=int(not ctx.small_coloring),
+              bullets=int(ctx.has_bullets), uneven=int(ctx.immovable_sweep))
+    code = int(found[2])
+    if mode == SUBSTEPS or (mode == KEPT and code & HOLDS):
         ctx.faults_found, ctx.barrier_timeouts = int(found[0]), int(found[1])
+    return code
+
+
+@ti.func
+def _kept_coloring_holds(model: ti.template(), bodies: ti.template(), coloring: ti.template(),
+                         counts: ti.template(), member, n_members, n_pairs, n_joints, n_slots,
+                         n_bodies):
+    """coloring._coloring_holds_in_order on a team: each member checks its share of the
+    pairs and body slots, tallies into counts.holds_tally (cleared by member 0 at the
+    launch's start, several barriers before), the team meets, and every member reads the
+    same answer (coloring.holds_code)."""
+    if member == 0:
+        record_constraint_counts(counts, n_pairs, n_joints)
+    changed, lowered = 0, 0
+    lo, hi = team.share(0, n_pairs, member, n_members)
+    for pair in range(lo, hi):
+        if solves_other_pairs(coloring, pair):
+            changed += 1
+    lo, hi = team.share(0, n_slots, member, n_members)
+    for slot in range(lo, hi):
+        slot_woke, slot_lowered = check_slot(model, bodies, coloring, slot, n_bodies)
+        changed += slot_woke
+        lowered += slot_lowered
+    ti.atomic_add(counts.holds_tally[0], changed)
+    ti.atomic_add(counts.holds_tally[1], lowered)
+    team.barrier(counts, n_members, team.SPIN_LIMIT)
+    # Read as atomics, as the barrier reads: after the team met, not from before.
+    return holds_code(ti.atomic_add(counts.holds_tally[0], 0),
+                      ti.atomic_add(counts.holds_tally[1], 0))
 
 
 @ti.func
@@ -259,19 +310,22 @@ def _substeps(model: ti.template(), bodies: ti.template(), joints: ti.template()
               n_members: ti.i32, by_world: ti.template(), world_stride: ti.i32,
               n_worlds: ti.i32, n_bodies: ti.i32, n_joints: ti.i32, n_pairs: ti.i32,
               n_colors: ti.i32, overflow: ti.i32, substeps: ti.i32, h: ti.f32,
-              dt: ti.f32, before_coloring: ti.i32, begun: ti.i32, bullets: ti.i32,
-              uneven: ti.i32) -> ti.math.ivec2:
+              dt: ti.f32, mode: ti.i32, begun: ti.i32, bullets: ti.i32,
+              uneven: ti.i32) -> ti.math.ivec3:
     """The step's substeps, one launch (a member per world, or a CPU team of n_members
-    threads sharing every stage); `before_coloring`, `begun`: see stages.Substep (with
-    before_coloring, only substep 0's stages up to the narrow phase run: begin_step). A
-    member's bodies, joint slots and pairs are its world's, or its share of all of them. A
-    world per loop item; a team thread per task of the CPU backend's thread pool
-    (team.member_of). `by_world` is compiled in: a process of small worlds (or of large
-    ones) compiles only its mode. Then (not before_coloring) each member marks the faults
-    of its bodies and joints (faults.mark_faults, its world's marks cleared first; on a
-    team, each member clears its share of the worlds and the team meets before anyone
-    marks); returns (faulty worlds, the barrier's timeouts so far). faults.count must be
-    0 when it starts (faults.contain_faults leaves it so)."""
+    threads sharing every stage); `mode`: SUBSTEPS; BEGIN, only substep 0's stages up to
+    the narrow phase, before the colouring (begin_step: stages.Substep's before_coloring);
+    KEPT (a team), BEGIN's stages, the colouring's check (_kept_coloring_holds) and where
+    it holds the substeps: the stages' loop starts a phase early (-1, before_coloring),
+    so each stage is still inlined once. `begun`: see stages.Substep. A member's bodies,
+    joint slots and pairs are its world's, or its share of all of them. A world per loop
+    item; a team thread per task of the CPU backend's thread pool (team.member_of).
+    `by_world` is compiled in: a process of small worlds (or of large ones) compiles only
+    its mode. After the substeps each member marks the faults of its bodies and joints
+    (faults.mark_faults, its world's marks cleared first; on a team, each member clears
+    its share of the worlds and the team meets before anyone marks); returns (faulty
+    worlds, the barrier's timeouts so far, the check's answer: coloring.HOLDS unless it
+    failed). faults.count must be 0 when it starts (faults.contain_faults leaves it so)."""
     team_size, stride = 1, world_stride
     if ti.static(not by_world):
         team_size, stride = n_members, team.items_per_member(n_members)
@@ -291,44 +345,58 @@ def _substeps(model: ti.template(), bodies: ti.template(), joints: ti.template()
                 pair_range, team_member = ti.Vector([0, n_pairs]), member
             pair_blocks = ti.Vector(team.dealt_blocks(pair_range[0], pair_range[1],
                                                       team_member))
-            if before_coloring == 0:
+            if mode != BEGIN:
                 if ti.static(by_world):
                     clear_faults(faults, member)
                 else:
                     lo, hi = team.share(0, n_worlds, member, n_members)
                     for world in range(lo, hi):
                         clear_faults(faults, world)
+                    if member == 0:
+                        counts.holds_tally[0] = 0
+                        counts.holds_tally[1] = 0
                     team.barrier(counts, team_size, team.SPIN_LIMIT)
             s = Substep(n_bodies=n_bodies, n_joints=n_joints, h=h, dt=dt,
-                        substep=0, substeps=substeps, before_coloring=before_coloring,
+                        substep=0, substeps=substeps, before_coloring=0,
                         begun=begun, bullets=bullets, jointed=1 if n_joints > 0 else 0)
             stages = ti.static(STAGES[solver])
-            for substep in range(1 if before_coloring == 1 else substeps):
-                s.substep = substep
-                for index in ti.static(range(len(stages))):
-                    stage = ti.static(stages[index])
-                    if ti.static(index < BEGIN_STEP_STAGES):
-                        _member_items(model, bodies, joints, manifolds, prepared, coloring,
-                                      counts, stage, s, team_size, joint_range, body_range,
-                                      pair_range, pair_blocks)
-                    elif before_coloring == 0:
-                        if ti.static(stage.is_pass):
-                            if runs(stage.when, s) == 1:
-                                sweeps, stage_uneven = 1, 0
-                                if ti.static(stage.joint_sweeps):
-                                    sweeps = JOINT_SWEEPS if n_joints > 0 else 1
-                                if ti.static(stage.immovable_sweep):
-                                    stage_uneven = uneven
-                                _member_pass(model, bodies, joints, manifolds, prepared,
-                                             coloring, counts, stage.run, stage.position,
-                                             stage.joints, member, team_size, by_world,
-                                             n_bodies, n_joints, n_colors, overflow, h, sweeps,
-                                             stage_uneven)
-                        else:
-                            _member_items(model, bodies, joints, manifolds, prepared,
-                                          coloring, counts, stage, s, team_size, joint_range,
-                                          body_range, pair_range, pair_blocks)
-            if before_coloring == 0:
+            code = HOLDS
+            # Phase -1: begin_step's stages (BEGIN, KEPT); then the substeps (SUBSTEPS,
+            # KEPT where the colouring holds).
+            for phase in range(0 if mode == SUBSTEPS else -1, 0 if mode == BEGIN else substeps):
+                if ti.static(not by_world):
+                    if phase == 0 and mode == KEPT:
+                        code = _kept_coloring_holds(model, bodies, coloring, counts, member,
+                                                    team_size, n_pairs, n_joints, n_slots,
+                                                    n_bodies)
+                s.substep = ti.max(phase, 0)
+                s.before_coloring = 1 if phase < 0 else 0
+                if (code & HOLDS) != 0:  # else: the colouring did not hold, the team stops
+                    for index in ti.static(range(len(stages))):
+                        stage = ti.static(stages[index])
+                        if ti.static(index < BEGIN_STEP_STAGES):
+                            _member_items(model, bodies, joints, manifolds, prepared, coloring,
+                                          counts, stage, s, team_size, joint_range, body_range,
+                                          pair_range, pair_blocks)
+                        elif s.before_coloring == 0:
+                            if ti.static(stage.is_pass):
+                                if runs(stage.when, s) == 1:
+                                    sweeps, stage_uneven = 1, 0
+                                    if ti.static(stage.joint_sweeps):
+                                        sweeps = JOINT_SWEEPS if n_joints > 0 else 1
+                                    if ti.static(stage.immovable_sweep):
+                                        stage_uneven = uneven
+                                    _member_pass(model, bodies, joints, manifolds, prepared,
+                                                 coloring, counts, stage.run, stage.position,
+                                                 stage.joints, member, team_size, by_world,
+                                                 n_bodies, n_joints, n_colors, overflow, h, sweeps,
+                                                 stage_uneven)
+                            else:
+                                _member_items(model, bodies, joints, manifolds, prepared,
+                                              coloring, counts, stage, s, team_size, joint_range,
+                                              body_range, pair_range, pair_blocks)
+            if mode != BEGIN and (code & HOLDS) != 0:
                 mark_faults(model, bodies, joints, faults, body_range, joint_range, n_bodies,
                             n_joints)
-    return ti.math.ivec2(faults.count[None], team.timeouts(counts))
+    return ti.math.ivec3(faults.count[None], team.timeouts(counts),
+                         holds_code(counts.holds_tally[0], counts.holds_tally[1]))

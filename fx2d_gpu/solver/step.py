@@ -44,8 +44,18 @@ from __future__ import annotations
 
 from ..integrate import clear_forces
 from . import fused, staged, team
-from .coloring import color_constraints, coloring_holds_in_order, may_reuse_coloring
-from .contacts import FAST_MARGIN_SUBSTEPS, SPECULATIVE_DISTANCE, build_body_lists
+from .coloring import (
+    color_constraints,
+    coloring_holds_in_order,
+    may_reuse_coloring,
+    verdict_holds,
+)
+from .contacts import (
+    FAST_MARGIN_SUBSTEPS,
+    SPECULATIVE_DISTANCE,
+    body_lists_current,
+    build_body_lists,
+)
 from .pairs import (
     carry_contacts,
     count_kept_pairs,
@@ -59,6 +69,10 @@ from .pairs import (
 from .profile import NO_PROFILE
 from .reporting import report_contacts
 from .sleep import find_pairs_waking_by_world, update_sleep, wake_islands
+
+#: Whether a step that keeps its pairs and colouring runs in one launch on a CPU team
+#: (fused.kept_step_by_team; tests and measurements turn it off to compare).
+KEPT_IN_ONE_LAUNCH = True
 
 
 def step(ctx, profile=NO_PROFILE):
@@ -79,8 +93,9 @@ def _step(ctx, profile):
             # Where something sleeps, a force or a joint may wake it (the pairs cannot:
             # keeps_pairs leaves no awake body that moves in a world with a sleeper).
             woken = wake_islands(ctx, kept=True) > 0
+        solved = False
         if keep and not woken:
-            recolored = _keep_pairs(ctx, profile)
+            recolored, solved = _keep_pairs(ctx, profile)
         else:
             recolored = find_pairs(ctx, refit, profile, woken)
     # Kept where they lie with their colouring: last step's per-body lists and reported
@@ -88,7 +103,9 @@ def _step(ctx, profile):
     ctx.cache.pairs_in_place = ctx.cache.pairs_kept and not recolored
     with profile.stage("body lists"):
         build_body_lists(ctx)
-    if profile.records:
+    if solved:
+        pass  # _keep_pairs's launch ran the substeps (fused.kept_step_by_team)
+    elif profile.records:
         for substep in range(ctx.substeps):
             staged.substep(ctx, substep, profile)
     elif ctx.solves_by_world:
@@ -160,7 +177,7 @@ def _keeps_ordered_pairs(ctx, refit) -> bool:
             and not ctx.small_coloring)
 
 
-def _keep_pairs(ctx, profile) -> bool:
+def _keep_pairs(ctx, profile) -> tuple[bool, bool]:
     """find_pairs for a step that keeps last step's pairs and their colour order: the
     step's narrow phase runs on the pairs where they lie, and where the colouring may be
     reused and still holds nothing moves. What it saves: last step's pairs copied aside,
@@ -169,18 +186,31 @@ def _keep_pairs(ctx, profile) -> bool:
     in one process: awake large pyramid 14.8 -> 13.9 ms a step, many pyramids awake
     51.0 -> 48.2 ms). Otherwise (the colouring fails, is due to start from scratch, or
     overflowed) the pairs go back to the broad phase's order for a new colouring. The
-    results are bitwise those of find_pairs (the tests compare them). Returns whether it
-    coloured."""
+    results are bitwise those of find_pairs (the tests compare them).
+
+    On a CPU team, where the colouring may be reused and the pool holds the pairs' per-body
+    lists, one launch runs begin_step, the colouring's check and, where it holds, the
+    substeps (fused.kept_step_by_team). Returns (whether it coloured, whether the substeps
+    ran)."""
     count_kept_pairs(ctx)
-    begin_step(ctx, profile)
+    threads = 0 if profile.records else team.threads_for(ctx)
+    if (threads and KEPT_IN_ONE_LAUNCH and may_reuse_coloring(ctx)
+            and body_lists_current(ctx)):
+        if verdict_holds(ctx, fused.kept_step_by_team(ctx, threads)):
+            return color_constraints(ctx, holds=True), True
+        held = False
+    else:
+        begin_step(ctx, profile)
+        with profile.stage("colour"):
+            held = may_reuse_coloring(ctx) and coloring_holds_in_order(ctx)
     with profile.stage("colour"):
-        if may_reuse_coloring(ctx) and coloring_holds_in_order(ctx):
-            return color_constraints(ctx, holds=True)
+        if held:
+            return color_constraints(ctx, holds=True), False
         restore_broad_order(ctx)
         color_constraints(ctx, holds=False)
     with profile.stage("order"):
         store_in_color_order(ctx, recolored=True)
-    return True
+    return True, False
 
 
 def begin_step(ctx, profile=NO_PROFILE):
