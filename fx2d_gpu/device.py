@@ -48,6 +48,9 @@ SCAN_BLOCK = 256
 #: Slots of a CPU team's barrier (StepCounts.barrier, solver/team.py): room to keep its
 #: counters in cache lines of their own.
 BARRIER_SLOTS = 64
+#: Counters of a CPU team's checks (StepCounts.tally, solver/fused.py): a kept colouring's
+#: two, the reported list's refresh_tally's three.
+TALLY_SLOTS = 5
 
 #: The symbols of field shapes: {symbol: meaning}. The capacities' symbols (the pool's
 #: capacity key in brackets) come first, then the constants (see each constant).
@@ -110,7 +113,7 @@ _VERTICES = Dim("MAX_POLYGON_VERTICES", MAX_POLYGON_VERTICES)
 _COLORS = Dim("MAX_COLORS", MAX_COLORS)
 _UNSOLVED = Dim("UNSOLVED_COLOR", UNSOLVED_COLOR)
 _BARRIER = Dim("BARRIER_SLOTS", BARRIER_SLOTS)
-_TALLY = Dim("2", 2)
+_TALLY = Dim("TALLY_SLOTS", TALLY_SLOTS)
 
 
 @dataclass(frozen=True)
@@ -621,9 +624,10 @@ class StepCounts(FieldGroup):
         self._field("lost_bodies", i32, (),
                     doc="bodies left out of collision for a non-finite or absurd pose")
         self._field("barrier", i32, _BARRIER, doc="a CPU team's barrier")
-        self._field("holds_tally", i32, _TALLY,
-                    doc="a CPU team's check of a kept colouring: constraints it no longer "
-                        "fits and bodies marked fixed (solver/fused.py)")
+        self._field("tally", i32, _TALLY,
+                    doc="a CPU team's checks (solver/fused.py): of a kept colouring, the "
+                        "constraints it no longer fits and the bodies marked fixed; of the "
+                        "reported list, refresh_tally's three sums")
 
 
 @ti.data_oriented

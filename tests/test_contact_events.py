@@ -301,15 +301,24 @@ def test_restoring_the_start_clears_contacts_and_events():
     assert len(events.begin) == 0 and len(events.end) == 0
 
 
-def test_a_refreshed_report_is_the_report_built_from_scratch(arch):
+@pytest.mark.parametrize("in_launch", [True, False], ids=["in the team's launch", "alone"])
+def test_a_refreshed_report_is_the_report_built_from_scratch(arch, monkeypatch, in_launch):
     """A row of 50 boxes resting awake (a world whose steps keep their pairs) where a box
     hops a few millimetres every 10 steps: its contact ends and begins again while no fat
     box moves, or (the smaller hops, within the hold distance) is held. Steps in which the
-    same pairs touch refresh the last list (reporting.refresh_report); the others build
-    it. Contacts and events after every step equal those of the same run with every list
-    built from scratch."""
+    same pairs touch refresh the last list (reporting.refresh_report; on a CPU team, in
+    the substeps' launch unless `in_launch` is off: fused.REFRESH_IN_LAUNCH); the others
+    build it. Contacts and events after every step equal those of the same run with every
+    list built from scratch."""
+    from fx2d_gpu import runtime
     from fx2d_gpu.solver import contacts as solver_contacts
-    from fx2d_gpu.solver import reporting
+    from fx2d_gpu.solver import fused, reporting
+
+    monkeypatch.setattr(fused, "REFRESH_IN_LAUNCH", in_launch)
+    alone = []  # the refreshes tried in a launch of their own
+    refresh_alone = reporting._refresh_report
+    monkeypatch.setattr(reporting, "_refresh_report",
+                        lambda *args: alone.append(1) or refresh_alone(*args))
 
     def run(refresh):
         reporting.REFRESH = refresh
@@ -340,6 +349,10 @@ def test_a_refreshed_report_is_the_report_built_from_scratch(arch):
     finally:
         reporting.REFRESH = True
     assert refreshed.report_refreshes >= 50 and built.report_refreshes == 0
+    if runtime.on_cpu() and in_launch:  # (GPU backends have no team)
+        assert not alone
+    else:
+        assert len(alone) >= refreshed.report_refreshes
     assert kept_with_events >= 10  # hops changed what touched in steps that kept their pairs
     assert refreshed_held >= 3  # and held pairs were refreshed (one step of each small hop)
     for step, (got, want) in enumerate(zip(records, reference, strict=True)):

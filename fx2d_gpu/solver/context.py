@@ -157,8 +157,10 @@ class StepContext:
     the contacts with immovable bodies again); solver: "xpbd" or "soft_step", the
     substep's stage list (solver/stages.py's STAGES). Set by the step as it runs:
     faults_found, the faulty worlds its substeps' launch found (solver/fused.py; None:
-    faults.contain_faults looks after the step), and barrier_timeouts, the team's timed-out
-    waits as that launch read them (None: team.check reads them).
+    faults.contain_faults looks after the step); barrier_timeouts, the team's timed-out
+    waits as that launch read them (None: team.check reads them); report_refreshed,
+    whether that launch refreshed the reported list (reporting.refresh_due; None: it did
+    not try).
     """
 
     pool: DevicePool
@@ -178,6 +180,7 @@ class StepContext:
     solver: str = "xpbd"
     faults_found: int | None = None
     barrier_timeouts: int | None = None
+    report_refreshed: bool | None = None
 
     @property
     def n_slots(self) -> int:

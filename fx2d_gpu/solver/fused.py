@@ -24,7 +24,7 @@ nothing).
 
 import taichi as ti
 
-from ..device import MAX_COLORS
+from ..device import MAX_COLORS, TALLY_SLOTS
 from ..launching import quick
 from . import team
 from .coloring import HOLDS, check_slot, holds_code, solves_other_pairs
@@ -33,6 +33,7 @@ from .faults import clear_faults, mark_faults
 from .joints import JOINT_SWEEPS
 from .overflow import apply_mean_delta
 from .pairs import record_constraint_counts
+from .reporting import copy_listed, refresh_due, refresh_holds, refresh_tally
 from .stages import (
     BEGIN_STEP_STAGES,
     BODY_SLOTS,
@@ -81,6 +82,10 @@ def kept_step_by_team(ctx, threads: int) -> int:
     return _launch(ctx, by_world=False, n_members=threads, mode=KEPT)
 
 
+#: Whether a team's launch of the substeps refreshes the reported list where it may be
+#: refreshed (_refresh_report_by_team; tests and measurements turn it off to compare).
+REFRESH_IN_LAUNCH = True
+
 #: _substeps' modes: begin_step's stages; the substeps; begin_step, the colouring's check
 #: and the substeps where it holds (kept_step_by_team).
 SUBSTEPS, BEGIN, KEPT = 0, 1, 2
@@ -95,20 +100,55 @@ def _launch(ctx, by_world: bool, n_members: int, mode: int = SUBSTEPS, stride: i
     launch of its own after the step (awake large pyramid: 0.15 ms of ~5 on the 2-core
     CPU; 4,096 small worlds 0.3 of ~15)."""
     pool = ctx.pool
+    # Where the substeps leave the pairs where the list was made from them: those a kept
+    # colouring keeps in place, or (SUBSTEPS) where the step put them.
+    refresh = REFRESH_IN_LAUNCH and not by_world and mode != BEGIN and refresh_due(
+        ctx, in_place=mode == KEPT or ctx.cache.pairs_in_place)
     found = _substeps(
               model=pool.model, bodies=pool.bodies, joints=pool.joints,
               manifolds=pool.manifolds, prepared=pool.prepared, coloring=pool.coloring,
-              counts=pool.counts, faults=pool.faults, solver=ctx.solver, n_members=n_members,
+              counts=pool.counts, faults=pool.faults, reported=pool.reported,
+              solver=ctx.solver, n_members=n_members,
               by_world=bool(by_world), world_stride=stride,
               n_worlds=ctx.n_worlds, n_bodies=ctx.n_bodies, n_joints=ctx.n_joints,
               n_pairs=ctx.n_pairs, n_colors=ctx.cache.n_colors,
               overflow=int(ctx.cache.n_overflow > 0), substeps=ctx.substeps,
               h=ctx.h, dt=ctx.dt, mode=mode, begun=int(not ctx.small_coloring),
-              bullets=int(ctx.has_bullets), uneven=int(ctx.immovable_sweep))
+              bullets=int(ctx.has_bullets), uneven=int(ctx.immovable_sweep),
+              refresh=int(refresh), n_reported=ctx.cache.n_reported)
     code = int(found[2])
     if mode == SUBSTEPS or (mode == KEPT and code & HOLDS):
         ctx.faults_found, ctx.barrier_timeouts = int(found[0]), int(found[1])
+        if refresh:
+            ctx.report_refreshed = bool(found[3])
     return code
+
+
+@ti.func
+def _refresh_report_by_team(model: ti.template(), bodies: ti.template(), joints: ti.template(),
+                            manifolds: ti.template(), reported: ti.template(),
+                            counts: ti.template(), member, n_members, n_pairs, n_reported,
+                            n_bodies):
+    """reporting._refresh_report on a team, after the substeps: each member tallies its
+    share of the pairs and the list's entries (reporting.refresh_tally) into
+    counts.tally[2:5], the team meets, and where the list may be refreshed each member
+    copies its share of the entries again. In the substeps' launch, not a launch of its
+    own, which wakes the CPU thread pool again (soft step, on and off in turns in one
+    process, 2-core CPU: awake large pyramid 4.40 -> 4.22 ms a step, the windows' median
+    ratio 0.96; many pyramids 16.3 -> 16.0, 0.98)."""
+    part = ti.Vector([0, 0, 0])
+    lo, hi = team.share(0, n_pairs + n_reported, member, n_members)
+    for e in range(lo, hi):
+        part += refresh_tally(model, bodies, joints, manifolds, reported, e, n_pairs, n_bodies)
+    for entry in ti.static(range(3)):
+        ti.atomic_add(counts.tally[2 + entry], part[entry])
+    team.barrier(counts, n_members, team.SPIN_LIMIT)
+    # Read as atomics, as the barrier reads: after the team met, not from before.
+    if refresh_holds(ti.Vector([ti.atomic_add(counts.tally[entry], 0)
+                                for entry in ti.static(range(2, 5))])):
+        lo, hi = team.share(0, n_reported, member, n_members)
+        for i in range(lo, hi):
+            copy_listed(reported, manifolds, i)
 
 
 @ti.func
@@ -116,7 +156,7 @@ def _kept_coloring_holds(model: ti.template(), bodies: ti.template(), coloring: 
                          counts: ti.template(), member, n_members, n_pairs, n_joints, n_slots,
                          n_bodies):
     """coloring._coloring_holds_in_order on a team: each member checks its share of the
-    pairs and body slots, tallies into counts.holds_tally (cleared by member 0 at the
+    pairs and body slots, tallies into counts.tally[0:2] (cleared by member 0 at the
     launch's start, several barriers before), the team meets, and every member reads the
     same answer (coloring.holds_code)."""
     if member == 0:
@@ -131,12 +171,12 @@ def _kept_coloring_holds(model: ti.template(), bodies: ti.template(), coloring: 
         slot_woke, slot_lowered = check_slot(model, bodies, coloring, slot, n_bodies)
         changed += slot_woke
         lowered += slot_lowered
-    ti.atomic_add(counts.holds_tally[0], changed)
-    ti.atomic_add(counts.holds_tally[1], lowered)
+    ti.atomic_add(counts.tally[0], changed)
+    ti.atomic_add(counts.tally[1], lowered)
     team.barrier(counts, n_members, team.SPIN_LIMIT)
     # Read as atomics, as the barrier reads: after the team met, not from before.
-    return holds_code(ti.atomic_add(counts.holds_tally[0], 0),
-                      ti.atomic_add(counts.holds_tally[1], 0))
+    return holds_code(ti.atomic_add(counts.tally[0], 0),
+                      ti.atomic_add(counts.tally[1], 0))
 
 
 @ti.func
@@ -306,12 +346,13 @@ def _member_items(model: ti.template(), bodies: ti.template(), joints: ti.templa
 @ti.kernel
 def _substeps(model: ti.template(), bodies: ti.template(), joints: ti.template(),
               manifolds: ti.template(), prepared: ti.template(), coloring: ti.template(),
-              counts: ti.template(), faults: ti.template(), solver: ti.template(),
+              counts: ti.template(), faults: ti.template(), reported: ti.template(),
+              solver: ti.template(),
               n_members: ti.i32, by_world: ti.template(), world_stride: ti.i32,
               n_worlds: ti.i32, n_bodies: ti.i32, n_joints: ti.i32, n_pairs: ti.i32,
               n_colors: ti.i32, overflow: ti.i32, substeps: ti.i32, h: ti.f32,
               dt: ti.f32, mode: ti.i32, begun: ti.i32, bullets: ti.i32,
-              uneven: ti.i32) -> ti.math.ivec3:
+              uneven: ti.i32, refresh: ti.i32, n_reported: ti.i32) -> ti.math.ivec4:
     """The step's substeps, one launch (a member per world, or a CPU team of n_members
     threads sharing every stage); `mode`: SUBSTEPS; BEGIN, only substep 0's stages up to
     the narrow phase, before the colouring (begin_step: stages.Substep's before_coloring);
@@ -325,7 +366,9 @@ def _substeps(model: ti.template(), bodies: ti.template(), joints: ti.template()
     (faults.mark_faults, its world's marks cleared first; on a team, each member clears
     its share of the worlds and the team meets before anyone marks); returns (faulty
     worlds, the barrier's timeouts so far, the check's answer: coloring.HOLDS unless it
-    failed). faults.count must be 0 when it starts (faults.contain_faults leaves it so)."""
+    failed, and with `refresh` (a team, reporting.refresh_due) whether it refreshed the
+    reported list: _refresh_report_by_team, last). faults.count must be 0 when it starts
+    (faults.contain_faults leaves it so)."""
     team_size, stride = 1, world_stride
     if ti.static(not by_world):
         team_size, stride = n_members, team.items_per_member(n_members)
@@ -353,8 +396,8 @@ def _substeps(model: ti.template(), bodies: ti.template(), joints: ti.template()
                     for world in range(lo, hi):
                         clear_faults(faults, world)
                     if member == 0:
-                        counts.holds_tally[0] = 0
-                        counts.holds_tally[1] = 0
+                        for entry in ti.static(range(TALLY_SLOTS)):
+                            counts.tally[entry] = 0
                     team.barrier(counts, team_size, team.SPIN_LIMIT)
             s = Substep(n_bodies=n_bodies, n_joints=n_joints, h=h, dt=dt,
                         substep=0, substeps=substeps, before_coloring=0,
@@ -398,5 +441,12 @@ def _substeps(model: ti.template(), bodies: ti.template(), joints: ti.template()
             if mode != BEGIN and (code & HOLDS) != 0:
                 mark_faults(model, bodies, joints, faults, body_range, joint_range, n_bodies,
                             n_joints)
-    return ti.math.ivec3(faults.count[None], team.timeouts(counts),
-                         holds_code(counts.holds_tally[0], counts.holds_tally[1]))
+                if ti.static(not by_world):
+                    if refresh == 1:
+                        _refresh_report_by_team(model, bodies, joints, manifolds, reported,
+                                                counts, member, team_size, n_pairs, n_reported,
+                                                n_bodies)
+    return ti.math.ivec4(faults.count[None], team.timeouts(counts),
+                         holds_code(counts.tally[0], counts.tally[1]),
+                         1 if refresh_holds(ti.Vector([counts.tally[2], counts.tally[3],
+                                                       counts.tally[4]])) else 0)

@@ -461,25 +461,61 @@ def _refresh_report(model: ti.template(), bodies: ti.template(), joints: ti.temp
     n_touched, n_touched_listed, n_gone = 0, 0, 0
     ti.loop_config(serialize=serial)
     for e in range(n_pairs + n_old):
-        if e < n_pairs:
-            if manifolds.point_count[e] > 0 and manifolds.touching[e] == TOUCHED:
-                n_touched += 1
-        else:
-            j = e - n_pairs
-            pair = reported.origin[j]
-            if pair < 0:
-                if not _still_resting(model, bodies, joints, reported, j, n_bodies):
-                    n_gone += 1
-            elif manifolds.point_count[pair] == 0 or manifolds.touching[pair] == 0:
-                n_gone += 1
-            elif manifolds.touching[pair] == TOUCHED:
-                n_touched_listed += 1
-    same = n_touched == n_touched_listed and n_gone == 0
+        tally = refresh_tally(model, bodies, joints, manifolds, reported, e, n_pairs, n_bodies)
+        n_touched += tally[0]
+        n_touched_listed += tally[1]
+        n_gone += tally[2]
+    same = refresh_holds(ti.Vector([n_touched, n_touched_listed, n_gone]))
     ti.loop_config(serialize=serial)
     for i in range(n_old if same else 0):
-        if reported.origin[i] >= 0:
-            copy_report(reported, manifolds, i, reported.origin[i])
+        copy_listed(reported, manifolds, i)
     return 1 if same else 0
+
+
+@ti.func
+def refresh_tally(model: ti.template(), bodies: ti.template(), joints: ti.template(),
+                  manifolds: ti.template(), reported: ti.template(), e, n_pairs, n_bodies):
+    """Item e of _refresh_report's check (the step's pairs, then the old list's entries
+    from n_pairs on): its part of (touching pairs, touching pairs in the list, listed
+    pairs gone), 0 or 1 each; refresh_holds reads the sums."""
+    tally = ti.Vector([0, 0, 0])
+    if e < n_pairs:
+        if manifolds.point_count[e] > 0 and manifolds.touching[e] == TOUCHED:
+            tally[0] = 1
+    else:
+        j = e - n_pairs
+        pair = reported.origin[j]
+        if pair < 0:
+            if not _still_resting(model, bodies, joints, reported, j, n_bodies):
+                tally[2] = 1
+        elif manifolds.point_count[pair] == 0 or manifolds.touching[pair] == 0:
+            tally[2] = 1
+        elif manifolds.touching[pair] == TOUCHED:
+            tally[1] = 1
+    return tally
+
+
+@ti.func
+def refresh_holds(tally):
+    """Whether refresh_tally's sums say the list may be refreshed: every touching pair is
+    listed, and no listed pair is gone."""
+    return tally[0] == tally[1] and tally[2] == 0
+
+
+@ti.func
+def copy_listed(reported: ti.template(), manifolds: ti.template(), i):
+    """Entry i of a refreshed list copied again from its pair (a resting one stays)."""
+    if reported.origin[i] >= 0:
+        copy_report(reported, manifolds, i, reported.origin[i])
+
+
+def refresh_due(ctx, in_place: bool) -> bool:
+    """Whether refresh_report would try the device's check now (without counting a skip),
+    for a step whose pairs lie where the list was made from them (`in_place`, else never):
+    the tail of a team's launch (solver/fused.py) tries it where it is due."""
+    cache = ctx.cache
+    return (in_place and cache.report_mapped and REFRESH and not cache.state_set
+            and cache.refresh_skips == 0)
 
 
 def refresh_report(ctx) -> bool:
@@ -501,9 +537,17 @@ def refresh_report(ctx) -> bool:
         cache.refresh_skips -= 1
         return False
     pool = ctx.pool
-    if not _refresh_report(pool.model, pool.bodies, pool.joints, pool.manifolds,
-                           pool.reported, ctx.serial, ctx.n_pairs, cache.n_reported,
-                           ctx.n_bodies):
+    return refreshed(ctx, bool(_refresh_report(
+        pool.model, pool.bodies, pool.joints, pool.manifolds, pool.reported, ctx.serial,
+        ctx.n_pairs, cache.n_reported, ctx.n_bodies)))
+
+
+def refreshed(ctx, same: bool) -> bool:
+    """The host's part of a refresh the device tried (_refresh_report, or a team's launch:
+    ctx.report_refreshed): where the list was not the same, the next tries back off;
+    returns `same`."""
+    cache = ctx.cache
+    if not same:
         # Where contacts begin or end every step (a pile settling; the awake large pyramid
         # had dozens of events a step before touching had hysteresis, 5 since) the check
         # is wasted (0.14 ms there): tries come 2, 4 ... 16 steps apart while they fail.
@@ -535,7 +579,10 @@ def report_contacts(ctx):
     sets ctx.cache.n_reported, n_begin_events and n_end_events. A list that outgrows the
     pair capacity grows the pool (nothing is dropped) and is built again."""
     cache = ctx.cache
-    if refresh_report(ctx):
+    if ctx.report_refreshed is not None:  # a team's launch tried it (refresh_due)
+        if refreshed(ctx, ctx.report_refreshed):
+            return
+    elif refresh_report(ctx):
         return
     # After set_state the list reflects the new poses alone (no pair held by the old list).
     n_held = 0 if cache.state_set else cache.n_reported
