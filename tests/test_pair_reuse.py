@@ -291,22 +291,27 @@ def test_kept_pairs_survive_snapshots_and_other_scenes(arch):
     np.testing.assert_array_equal(state_of(other), state_of(alone))
 
 
-def test_a_kept_step_in_one_launch_is_its_three_launches(arch, monkeypatch, solver):
-    """On a CPU team a step that keeps its pairs runs begin_step, the colouring's check and
-    the substeps in one launch (fused.kept_step_by_team): the same states, contacts and
-    events every step as three launches, where the colouring holds and where it does not
-    (balls rolling up to a pyramid gain their first points in kept steps)."""
+def test_a_kept_step_in_one_launch_is_its_four_launches(arch, monkeypatch, solver):
+    """On a CPU team a step that may keep its pairs runs the fat boxes' refit, begin_step,
+    the colouring's check and the substeps in one launch (fused.kept_step_by_team): the
+    same states, contacts and events every step as four launches, where the refit keeps the
+    pairs and where it does not (balls rolling up to a pyramid), where the colouring holds
+    and where it does not (they gain their first points in kept steps)."""
     from fx2d_gpu.solver import coloring, fused
 
     from .helpers import assert_same_trace, trace
 
-    verdicts = []  # per one-launch step: whether the colouring held
+    verdicts = []  # per one-launch step that got to the check: whether the colouring held
+    refits = []  # per launch that began with the refit: whether it went on
     kept_step = fused.kept_step_by_team
 
-    def counted(ctx, threads):
-        code = kept_step(ctx, threads)
-        verdicts.append(bool(code & coloring.HOLDS))
-        return code
+    def counted(ctx, threads, refit=None):
+        code, refitted = kept_step(ctx, threads, refit)
+        if refitted is not None:
+            refits.append(fused.refit_keeps(refitted))
+        if refitted is None or fused.refit_keeps(refitted):
+            verdicts.append(bool(code & coloring.HOLDS))
+        return code, refitted
 
     monkeypatch.setattr(fused, "kept_step_by_team", counted)
 
@@ -321,8 +326,10 @@ def test_a_kept_step_in_one_launch_is_its_three_launches(arch, monkeypatch, solv
     one_launch = run()
     if arch == "cpu":  # a team runs the steps (GPU backends launch per stage)
         assert verdicts.count(True) > 10 and verdicts.count(False) > 0, verdicts
+        assert refits.count(True) > 10 and refits.count(False) > 0, refits
     monkeypatch.setattr(solver_step, "KEPT_IN_ONE_LAUNCH", False)
     verdicts.clear()
-    three_launches = run()
-    assert not verdicts
-    assert_same_trace(one_launch, three_launches)
+    refits.clear()
+    four_launches = run()
+    assert not verdicts and not refits
+    assert_same_trace(one_launch, four_launches)

@@ -55,11 +55,11 @@ def count_team_steps(monkeypatch) -> list:
     calls = count_calls(monkeypatch, fused, "substeps_by_team")
     kept_step = fused.kept_step_by_team
 
-    def counted(ctx, threads):
-        code = kept_step(ctx, threads)
-        if code & coloring.HOLDS:
+    def counted(ctx, threads, refit=None):
+        code, refitted = kept_step(ctx, threads, refit)
+        if (refitted is None or fused.refit_keeps(refitted)) and code & coloring.HOLDS:
             calls.append((threads,))
-        return code
+        return code, refitted
 
     monkeypatch.setattr(fused, "kept_step_by_team", counted)
     return calls

@@ -309,46 +309,70 @@ def _refit_fat_boxes(model: ti.template(), bodies: ti.template(), grid: ti.templ
         grid.world_sleeps[world] = 0
     ti.loop_config(serialize=serial)
     for slot in range(n_slots):
-        body = slot % n_bodies
-        key = pairing_key(model, bodies, slot, body)
-        if key & 2:  # asleep
-            grid.world_sleeps[slot // n_bodies] = 1
-            sleepers += 1
-        stale = reset == 1 or key != grid.fat_key[slot]
-        if key & 1:
-            lower, upper = swept_box(model, bodies, slot, body, margin, motion_time)
-            # Static and sleeping bodies stay in their box, and a body fast enough to leave
-            # it within FAT_STEPS steps would: for them a margin would only add pairs (a
-            # sleeper that wakes changes its key).
-            grow = 0.0
-            if can_move(model, body) and key & 2 == 0:
-                grow = FAT_FRACTION * bounding_radius(model, body)
-                if FAT_STEPS * motion_reach(model, bodies, slot, body, motion_time) > grow:
-                    grow = 0.0
-            fat_lower, fat_upper = grid.fat_lower[slot], grid.fat_upper[slot]
-            # Refitted when the swept box leaves the fat box, and when the fat box is over
-            # twice the margin too large on a side (a body that slowed down, or landed,
-            # would otherwise keep the box of its fall and the pairs it brings).
-            inside = (lower.x >= fat_lower.x and lower.y >= fat_lower.y
-                      and upper.x <= fat_upper.x and upper.y <= fat_upper.y)
-            tight = (fat_lower.x >= lower.x - 2.0 * grow and fat_lower.y >= lower.y - 2.0 * grow
-                     and fat_upper.x <= upper.x + 2.0 * grow
-                     and fat_upper.y <= upper.y + 2.0 * grow)
-            if stale or not (inside and tight):
-                grid.fat_lower[slot] = lower - grow
-                grid.fat_upper[slot] = upper + grow
-                stale = True
-        if stale:
-            grid.fat_key[slot] = key
-            refitted += 1
+        slot_refitted, slot_sleeps = refit_slot(model, bodies, grid, slot, n_bodies, margin,
+                                                motion_time, reset)
+        refitted += slot_refitted
+        sleepers += slot_sleeps
     # After the loop that marks the sleeping worlds: their awake bodies that can move.
     ti.loop_config(serialize=serial)
     for slot in range(n_slots):
-        body = slot % n_bodies
-        if (grid.world_sleeps[slot // n_bodies] == 1 and bodies.sleeping[slot] == 0
-                and can_move(model, body) and pairing_key(model, bodies, slot, body) & 1):
-            restless += 1
+        restless += restless_slot(model, bodies, grid, slot, n_bodies)
     return ti.math.ivec3(refitted, sleepers, restless)
+
+
+@ti.func
+def refit_slot(model: ti.template(), bodies: ti.template(), grid: ti.template(), slot,
+               n_bodies, margin, motion_time, reset):
+    """refit_fat_boxes' work on one body slot (after its world's grid.world_sleeps was
+    cleared): its fat box refitted where it must be, its world marked where it sleeps;
+    returns (1 if refitted, 1 if asleep)."""
+    refitted, sleeps = 0, 0
+    body = slot % n_bodies
+    key = pairing_key(model, bodies, slot, body)
+    if key & 2:  # asleep
+        grid.world_sleeps[slot // n_bodies] = 1
+        sleeps = 1
+    stale = reset == 1 or key != grid.fat_key[slot]
+    if key & 1:
+        lower, upper = swept_box(model, bodies, slot, body, margin, motion_time)
+        # Static and sleeping bodies stay in their box, and a body fast enough to leave
+        # it within FAT_STEPS steps would: for them a margin would only add pairs (a
+        # sleeper that wakes changes its key).
+        grow = 0.0
+        if can_move(model, body) and key & 2 == 0:
+            grow = FAT_FRACTION * bounding_radius(model, body)
+            if FAT_STEPS * motion_reach(model, bodies, slot, body, motion_time) > grow:
+                grow = 0.0
+        fat_lower, fat_upper = grid.fat_lower[slot], grid.fat_upper[slot]
+        # Refitted when the swept box leaves the fat box, and when the fat box is over
+        # twice the margin too large on a side (a body that slowed down, or landed,
+        # would otherwise keep the box of its fall and the pairs it brings).
+        inside = (lower.x >= fat_lower.x and lower.y >= fat_lower.y
+                  and upper.x <= fat_upper.x and upper.y <= fat_upper.y)
+        tight = (fat_lower.x >= lower.x - 2.0 * grow and fat_lower.y >= lower.y - 2.0 * grow
+                 and fat_upper.x <= upper.x + 2.0 * grow
+                 and fat_upper.y <= upper.y + 2.0 * grow)
+        if stale or not (inside and tight):
+            grid.fat_lower[slot] = lower - grow
+            grid.fat_upper[slot] = upper + grow
+            stale = True
+    if stale:
+        grid.fat_key[slot] = key
+        refitted = 1
+    return refitted, sleeps
+
+
+@ti.func
+def restless_slot(model: ti.template(), bodies: ti.template(), grid: ti.template(), slot,
+                  n_bodies):
+    """1 where body slot is restless (refit_fat_boxes: an awake body that can move in a
+    world with a sleeping body; after every slot's refit_slot marked the worlds), else 0."""
+    body = slot % n_bodies
+    restless = 0
+    if (grid.world_sleeps[slot // n_bodies] == 1 and bodies.sleeping[slot] == 0
+            and can_move(model, body) and pairing_key(model, bodies, slot, body) & 1):
+        restless = 1
+    return restless
 
 
 def refit_fat_boxes(ctx, margin: float, motion_time: float,

@@ -24,6 +24,7 @@ nothing).
 
 import taichi as ti
 
+from ..collision.broad_phase import refit_slot, restless_slot
 from ..device import MAX_COLORS, TALLY_SLOTS
 from ..launching import quick
 from . import team
@@ -67,45 +68,58 @@ def begin_step_by_team(ctx, threads: int):
     _launch(ctx, by_world=False, n_members=threads, mode=BEGIN)
 
 
-def kept_step_by_team(ctx, threads: int) -> int:
+def kept_step_by_team(ctx, threads: int, refit: tuple[float, float] | None = None
+                      ) -> tuple[int, tuple[int, int, int] | None]:
     """A step that keeps last step's pairs where they lie and may reuse its colouring
     (step._keep_pairs), in one launch on a team of `threads` CPU threads: begin_step's
     stages, the check that the colouring still holds (coloring._coloring_holds_in_order's,
     each member its share of the pairs and bodies), and where it holds, the substeps
-    (substeps_by_team). Returns the check's answer (coloring.verdict_holds reads it);
-    where it does not hold, nothing after the check ran. The same results bit for bit as
-    those three in their own launches; what it saves is two launches, each of which wakes
-    the CPU backend's thread pool (~65 us on the 2-core CPU VM, against ~12 us for a
-    launch of serial loops). Soft step, on and off in turns in one process (2-core CPU):
-    awake large pyramid 4.63 -> 4.42 ms a step (best windows; the windows' median ratio
-    0.95), many pyramids 16.7 -> 16.4 (0.975)."""
-    return _launch(ctx, by_world=False, n_members=threads, mode=KEPT)
+    (substeps_by_team). `refit` (margin m, motion time s): first the fat boxes' refit
+    (broad_phase.refit_fat_boxes, not reset), and the rest only where it leaves the pairs
+    kept and nothing asleep (pairs.keeps_pairs, no sleeper: no wake_islands to ask).
+    Returns (the check's answer, coloring.verdict_holds reads it; the refit's answer,
+    refit_fat_boxes', or None without `refit`); where the refit or the check stops it,
+    nothing after them ran. The same results bit for bit as those in their own launches;
+    what it saves is their launches, each of which wakes the CPU backend's thread pool
+    (~65 us on the 2-core CPU VM, against ~12 us for a launch of serial loops). Soft step,
+    on and off in turns in one process (2-core CPU): begin_step, the check and the
+    substeps in one launch, awake large pyramid 4.63 -> 4.42 ms a step (best windows; the
+    windows' median ratio 0.95), many pyramids 16.7 -> 16.4 (0.975); the refit too, awake
+    large pyramid 4.21 -> 4.06 (0.965), many pyramids 16.0 -> 15.8 (0.995)."""
+    return _launch(ctx, by_world=False, n_members=threads, mode=KEPT, refit=refit)
 
 
 #: Whether a team's launch of the substeps refreshes the reported list where it may be
 #: refreshed (_refresh_report_by_team; tests and measurements turn it off to compare).
 REFRESH_IN_LAUNCH = True
 
+#: _substeps' answer: faulty worlds, the barrier's timeouts, the colouring check's answer,
+#: whether it refreshed the reported list, the refit's three counts (see _substeps).
+_Answer = ti.types.vector(7, ti.i32)
+
 #: _substeps' modes: begin_step's stages; the substeps; begin_step, the colouring's check
 #: and the substeps where it holds (kept_step_by_team).
 SUBSTEPS, BEGIN, KEPT = 0, 1, 2
 
 
-def _launch(ctx, by_world: bool, n_members: int, mode: int = SUBSTEPS, stride: int = 1):
-    """The launch (`mode`: SUBSTEPS, BEGIN or KEPT); returns the colouring check's answer
-    (KEPT). After the substeps it also marks the faulty worlds (solver/faults.py: what
-    contain_faults reads after the step; the step's later stages, report, sleep and clear
-    forces, change no pose or velocity that makes or mends a fault) and reads the
-    barrier's timeouts: ctx.faults_found and ctx.barrier_timeouts, so neither takes a
-    launch of its own after the step (awake large pyramid: 0.15 ms of ~5 on the 2-core
-    CPU; 4,096 small worlds 0.3 of ~15)."""
+def _launch(ctx, by_world: bool, n_members: int, mode: int = SUBSTEPS, stride: int = 1,
+            refit: tuple[float, float] | None = None):
+    """The launch (`mode`: SUBSTEPS, BEGIN or KEPT; `refit`: see kept_step_by_team);
+    returns (the colouring check's answer (KEPT), the refit's answer or None). After the
+    substeps it also marks the faulty worlds (solver/faults.py: what contain_faults reads
+    after the step; the step's later stages, report, sleep and clear forces, change no
+    pose or velocity that makes or mends a fault) and reads the barrier's timeouts:
+    ctx.faults_found and ctx.barrier_timeouts, so neither takes a launch of its own after
+    the step (awake large pyramid: 0.15 ms of ~5 on the 2-core CPU; 4,096 small worlds
+    0.3 of ~15)."""
     pool = ctx.pool
     # Where the substeps leave the pairs where the list was made from them: those a kept
     # colouring keeps in place, or (SUBSTEPS) where the step put them.
     refresh = REFRESH_IN_LAUNCH and not by_world and mode != BEGIN and refresh_due(
         ctx, in_place=mode == KEPT or ctx.cache.pairs_in_place)
+    margin, motion_time = refit if refit is not None else (0.0, 0.0)
     found = _substeps(
-              model=pool.model, bodies=pool.bodies, joints=pool.joints,
+              model=pool.model, bodies=pool.bodies, joints=pool.joints, grid=pool.grid,
               manifolds=pool.manifolds, prepared=pool.prepared, coloring=pool.coloring,
               counts=pool.counts, faults=pool.faults, reported=pool.reported,
               solver=ctx.solver, n_members=n_members,
@@ -115,13 +129,55 @@ def _launch(ctx, by_world: bool, n_members: int, mode: int = SUBSTEPS, stride: i
               overflow=int(ctx.cache.n_overflow > 0), substeps=ctx.substeps,
               h=ctx.h, dt=ctx.dt, mode=mode, begun=int(not ctx.small_coloring),
               bullets=int(ctx.has_bullets), uneven=int(ctx.immovable_sweep),
-              refresh=int(refresh), n_reported=ctx.cache.n_reported)
+              refresh=int(refresh), n_reported=ctx.cache.n_reported,
+              refit=int(refit is not None), margin=margin, motion_time=motion_time)
     code = int(found[2])
-    if mode == SUBSTEPS or (mode == KEPT and code & HOLDS):
+    refitted = None if refit is None else (int(found[4]), int(found[5]), int(found[6]))
+    went_on = refitted is None or refit_keeps(refitted)
+    if mode == SUBSTEPS or (mode == KEPT and went_on and code & HOLDS):
         ctx.faults_found, ctx.barrier_timeouts = int(found[0]), int(found[1])
         if refresh:
             ctx.report_refreshed = bool(found[3])
-    return code
+    return code, refitted
+
+
+def refit_keeps(refitted) -> bool:
+    """Whether the refit's answer (refit_fat_boxes') let a kept step's launch go on:
+    nothing refitted, asleep or restless (_refit_by_team)."""
+    return refitted == (0, 0, 0)
+
+
+@ti.func
+def _refit_by_team(model: ti.template(), bodies: ti.template(), grid: ti.template(),
+                   counts: ti.template(), member, n_members, n_worlds, n_bodies, margin,
+                   motion_time):
+    """broad_phase._refit_fat_boxes on a team (not reset): each member clears its share of
+    the worlds' sleep marks, refits its share of the slots (broad_phase.refit_slot) and
+    counts their restless ones (restless_slot), the team meeting between, the counts
+    tallied into counts.tally[5:8] (cleared at the launch's start); returns whether the
+    launch goes on: nothing refitted, asleep or restless (refit_keeps)."""
+    lo, hi = team.share(0, n_worlds, member, n_members)
+    for world in range(lo, hi):
+        grid.world_sleeps[world] = 0
+    team.barrier(counts, n_members, team.SPIN_LIMIT)
+    refitted, sleepers = 0, 0
+    lo, hi = team.share(0, n_worlds * n_bodies, member, n_members)
+    for slot in range(lo, hi):
+        slot_refitted, slot_sleeps = refit_slot(model, bodies, grid, slot, n_bodies, margin,
+                                                motion_time, 0)
+        refitted += slot_refitted
+        sleepers += slot_sleeps
+    ti.atomic_add(counts.tally[5], refitted)
+    ti.atomic_add(counts.tally[6], sleepers)
+    team.barrier(counts, n_members, team.SPIN_LIMIT)
+    restless = 0
+    for slot in range(lo, hi):
+        restless += restless_slot(model, bodies, grid, slot, n_bodies)
+    ti.atomic_add(counts.tally[7], restless)
+    team.barrier(counts, n_members, team.SPIN_LIMIT)
+    # Read as atomics, as the barrier reads: after the team met, not from before.
+    return (ti.atomic_add(counts.tally[5], 0) == 0 and ti.atomic_add(counts.tally[6], 0) == 0
+            and ti.atomic_add(counts.tally[7], 0) == 0)
 
 
 @ti.func
@@ -347,12 +403,13 @@ def _member_items(model: ti.template(), bodies: ti.template(), joints: ti.templa
 def _substeps(model: ti.template(), bodies: ti.template(), joints: ti.template(),
               manifolds: ti.template(), prepared: ti.template(), coloring: ti.template(),
               counts: ti.template(), faults: ti.template(), reported: ti.template(),
-              solver: ti.template(),
+              grid: ti.template(), solver: ti.template(),
               n_members: ti.i32, by_world: ti.template(), world_stride: ti.i32,
               n_worlds: ti.i32, n_bodies: ti.i32, n_joints: ti.i32, n_pairs: ti.i32,
               n_colors: ti.i32, overflow: ti.i32, substeps: ti.i32, h: ti.f32,
               dt: ti.f32, mode: ti.i32, begun: ti.i32, bullets: ti.i32,
-              uneven: ti.i32, refresh: ti.i32, n_reported: ti.i32) -> ti.math.ivec4:
+              uneven: ti.i32, refresh: ti.i32, n_reported: ti.i32, refit: ti.i32,
+              margin: ti.f32, motion_time: ti.f32) -> _Answer:
     """The step's substeps, one launch (a member per world, or a CPU team of n_members
     threads sharing every stage); `mode`: SUBSTEPS; BEGIN, only substep 0's stages up to
     the narrow phase, before the colouring (begin_step: stages.Substep's before_coloring);
@@ -367,8 +424,10 @@ def _substeps(model: ti.template(), bodies: ti.template(), joints: ti.template()
     its share of the worlds and the team meets before anyone marks); returns (faulty
     worlds, the barrier's timeouts so far, the check's answer: coloring.HOLDS unless it
     failed, and with `refresh` (a team, reporting.refresh_due) whether it refreshed the
-    reported list: _refresh_report_by_team, last). faults.count must be 0 when it starts
-    (faults.contain_faults leaves it so)."""
+    reported list: _refresh_report_by_team, last; then the refit's three counts, with
+    `refit`: KEPT's launch starts with the fat boxes' refit, _refit_by_team, and goes on
+    only where it allows). faults.count must be 0 when it starts (faults.contain_faults
+    leaves it so)."""
     team_size, stride = 1, world_stride
     if ti.static(not by_world):
         team_size, stride = n_members, team.items_per_member(n_members)
@@ -404,11 +463,16 @@ def _substeps(model: ti.template(), bodies: ti.template(), joints: ti.template()
                         begun=begun, bullets=bullets, jointed=1 if n_joints > 0 else 0)
             stages = ti.static(STAGES[solver])
             code = HOLDS
+            if ti.static(not by_world):
+                if refit == 1:  # (not in one condition: a kernel's `and` evaluates both)
+                    if not _refit_by_team(model, bodies, grid, counts, member, team_size,
+                                          n_worlds, n_bodies, margin, motion_time):
+                        code = 0  # the step does not keep its pairs: the team stops
             # Phase -1: begin_step's stages (BEGIN, KEPT); then the substeps (SUBSTEPS,
             # KEPT where the colouring holds).
             for phase in range(0 if mode == SUBSTEPS else -1, 0 if mode == BEGIN else substeps):
                 if ti.static(not by_world):
-                    if phase == 0 and mode == KEPT:
+                    if phase == 0 and mode == KEPT and (code & HOLDS) != 0:
                         code = _kept_coloring_holds(model, bodies, coloring, counts, member,
                                                     team_size, n_pairs, n_joints, n_slots,
                                                     n_bodies)
@@ -446,7 +510,8 @@ def _substeps(model: ti.template(), bodies: ti.template(), joints: ti.template()
                         _refresh_report_by_team(model, bodies, joints, manifolds, reported,
                                                 counts, member, team_size, n_pairs, n_reported,
                                                 n_bodies)
-    return ti.math.ivec4(faults.count[None], team.timeouts(counts),
-                         holds_code(counts.tally[0], counts.tally[1]),
-                         1 if refresh_holds(ti.Vector([counts.tally[2], counts.tally[3],
-                                                       counts.tally[4]])) else 0)
+    return _Answer(faults.count[None], team.timeouts(counts),
+                   holds_code(counts.tally[0], counts.tally[1]),
+                   1 if refresh_holds(ti.Vector([counts.tally[2], counts.tally[3],
+                                                 counts.tally[4]])) else 0,
+                   counts.tally[5], counts.tally[6], counts.tally[7])

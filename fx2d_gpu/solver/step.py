@@ -87,17 +87,7 @@ def step(ctx, profile=NO_PROFILE):
 
 def _step(ctx, profile):
     with profile.stage("find pairs"):
-        refit = refit_step_boxes(ctx, SPECULATIVE_DISTANCE, pair_window(ctx))
-        keep, woken = _keeps_ordered_pairs(ctx, refit), False
-        if keep and refit[1] != 0:
-            # Where something sleeps, a force or a joint may wake it (the pairs cannot:
-            # keeps_pairs leaves no awake body that moves in a world with a sleeper).
-            woken = wake_islands(ctx, kept=True) > 0
-        solved = False
-        if keep and not woken:
-            recolored, solved = _keep_pairs(ctx, profile)
-        else:
-            recolored = find_pairs(ctx, refit, profile, woken)
+        recolored, solved = _find_or_keep_pairs(ctx, profile)
     # Kept where they lie with their colouring: last step's per-body lists and reported
     # list still match them (build_body_lists, reporting.refresh_report).
     ctx.cache.pairs_in_place = ctx.cache.pairs_kept and not recolored
@@ -169,6 +159,59 @@ def find_pairs(ctx, refit=None, profile=NO_PROFILE, woken: bool = False) -> bool
     return recolored
 
 
+def _find_or_keep_pairs(ctx, profile) -> tuple[bool, bool]:
+    """The fat boxes refitted, then the step's pairs kept (_keep_pairs) or found
+    (find_pairs). Where a step may keep its pairs in one launch (_kept_launch_team), that
+    launch starts with the refit and goes on where the pairs are kept and nothing sleeps
+    (fused.kept_step_by_team). Returns (whether it coloured, whether the substeps ran)."""
+    window = pair_window(ctx)
+    threads = _kept_launch_team(ctx, profile)
+    if threads:
+        code, refit = fused.kept_step_by_team(ctx, threads, (SPECULATIVE_DISTANCE, window))
+        if fused.refit_keeps(refit):  # it went on: the pairs are kept, nothing sleeps
+            count_kept_pairs(ctx)
+            return _after_kept_launch(ctx, profile, code)
+    else:
+        refit = refit_step_boxes(ctx, SPECULATIVE_DISTANCE, window)
+    keep, woken = _keeps_ordered_pairs(ctx, refit), False
+    if keep and refit[1] != 0:
+        # Where something sleeps, a force or a joint may wake it (the pairs cannot:
+        # keeps_pairs leaves no awake body that moves in a world with a sleeper).
+        woken = wake_islands(ctx, kept=True) > 0
+    if keep and not woken:
+        return _keep_pairs(ctx, profile)
+    return find_pairs(ctx, refit, profile, woken), False
+
+
+def _kept_launch_team(ctx, profile) -> int:
+    """The CPU team's threads where a step that keeps its pairs runs in one launch
+    (fused.kept_step_by_team), else 0: not profiled, KEPT_IN_ONE_LAUNCH, large worlds
+    whose pairs are last step's fat boxes' pairs in colour order, a colouring that may be
+    reused, and their per-body lists in the pool."""
+    # What keeps the pairs besides the refit's answer (_keeps_ordered_pairs of a refit
+    # that changed nothing), so that the launch goes on exactly where they are kept.
+    if (profile.records or not KEPT_IN_ONE_LAUNCH or not ctx.fat_boxes
+            or not _keeps_ordered_pairs(ctx, (0, 0, 0)) or not may_reuse_coloring(ctx)
+            or not body_lists_current(ctx)):
+        return 0
+    return team.threads_for(ctx)
+
+
+def _after_kept_launch(ctx, profile, code: int) -> tuple[bool, bool]:
+    """What follows fused.kept_step_by_team's launch (its colouring check's answer,
+    `code`): where the colouring held, the host's side of keeping it and the substeps
+    ran; else the pairs go back to the broad phase's order for a new colouring. Returns
+    (whether it coloured, whether the substeps ran)."""
+    if verdict_holds(ctx, code):
+        return color_constraints(ctx, holds=True), True
+    with profile.stage("colour"):
+        restore_broad_order(ctx)
+        color_constraints(ctx, holds=False)
+    with profile.stage("order"):
+        store_in_color_order(ctx, recolored=True)
+    return True, False
+
+
 def _keeps_ordered_pairs(ctx, refit) -> bool:
     """Whether the step keeps last step's pairs (pairs.keeps_pairs) where they lie, in last
     step's colour order (_keep_pairs): they are stored in colour order and the step's
@@ -189,22 +232,15 @@ def _keep_pairs(ctx, profile) -> tuple[bool, bool]:
     results are bitwise those of find_pairs (the tests compare them).
 
     On a CPU team, where the colouring may be reused and the pool holds the pairs' per-body
-    lists, one launch runs begin_step, the colouring's check and, where it holds, the
-    substeps (fused.kept_step_by_team). Returns (whether it coloured, whether the substeps
-    ran)."""
+    lists (_kept_launch_team), one launch runs begin_step, the colouring's check and,
+    where it holds, the substeps (fused.kept_step_by_team). Returns (whether it coloured,
+    whether the substeps ran)."""
     count_kept_pairs(ctx)
-    threads = 0 if profile.records else team.threads_for(ctx)
-    if (threads and KEPT_IN_ONE_LAUNCH and may_reuse_coloring(ctx)
-            and body_lists_current(ctx)):
-        if verdict_holds(ctx, fused.kept_step_by_team(ctx, threads)):
-            return color_constraints(ctx, holds=True), True
-        held = False
-    else:
-        begin_step(ctx, profile)
-        with profile.stage("colour"):
-            held = may_reuse_coloring(ctx) and coloring_holds_in_order(ctx)
+    if threads := _kept_launch_team(ctx, profile):
+        return _after_kept_launch(ctx, profile, fused.kept_step_by_team(ctx, threads)[0])
+    begin_step(ctx, profile)
     with profile.stage("colour"):
-        if held:
+        if may_reuse_coloring(ctx) and coloring_holds_in_order(ctx):
             return color_constraints(ctx, holds=True), False
         restore_broad_order(ctx)
         color_constraints(ctx, holds=False)
