@@ -15,6 +15,12 @@ in the same order, with the same results bit for bit:
 - substeps_by_team (other scenes on a CPU backend, solver/team.py): a team of threads, each
   stage and each colour of a pass split between them, with a barrier after each instead of
   a loop launch (2-10 us, not ~35); the overflow colour included.
+- kept_step_by_team (a team, a step that keeps last step's pairs, step._keep_pairs): the
+  rest of the step in the same launch where it can be: the fat boxes' refit, begin_step,
+  the colouring's check, the substeps, and after them the faults and the report's
+  refresh, each going on only where the one before allows. A launch wakes the CPU
+  thread pool (~65 us on the 2-core CPU VM): the awake large pyramid's step went from
+  7-8 launches to one.
 
 A member runs an item stage over its share of the stage's domain (its world's items, or its
 share of all of them) and waits at a barrier (a team of one, or a world, waits for

@@ -22,7 +22,10 @@ step() reads as the pipeline (Box2D v3's solver stage list, made batched):
                                                    order, its pairs left in place)
     (a step of worlds over 40 bodies that keeps last step's pairs, still stored in colour
     order, skips the broad phase, the carry and the order: _keep_pairs runs begin step and
-    checks the colouring where the pairs lie)
+    checks the colouring where the pairs lie. On a CPU team such a step is one launch
+    where it can be, fused.kept_step_by_team: the fat boxes' refit, begin step, the
+    colouring's check, the substeps and the report's refresh, each going on only where
+    the one before allows; each launch saved is a wake of the CPU thread pool)
     body lists      contacts.build_body_lists      for warm starting in a fixed order
     substeps        solver/stages.py's SUBSTEP_STAGES, ctx.substeps times: motors,
                     integrate velocities, narrow phase, integrate positions, position
