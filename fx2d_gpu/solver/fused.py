@@ -99,6 +99,11 @@ def kept_step_by_team(ctx, threads: int, refit: tuple[float, float] | None = Non
 #: refreshed (_refresh_report_by_team; tests and measurements turn it off to compare).
 REFRESH_IN_LAUNCH = True
 
+#: Where each of the team's checks tallies in counts.tally (device.TALLY_SLOTS): the kept
+#: colouring's two counts (_kept_coloring_holds), the report's three (refresh_tally), the
+#: refit's three (_refit_by_team).
+_HOLDS_TALLY, _REFRESH_TALLY, _REFIT_TALLY = 0, 2, 5
+
 #: _substeps' answer: faulty worlds, the barrier's timeouts, the colouring check's answer,
 #: whether it refreshed the reported list, the refit's three counts (see _substeps).
 _Answer = ti.types.vector(7, ti.i32)
@@ -166,24 +171,32 @@ def _refit_by_team(model: ti.template(), bodies: ti.template(), grid: ti.templat
     for world in range(lo, hi):
         grid.world_sleeps[world] = 0
     team.barrier(counts, n_members, team.SPIN_LIMIT)
-    refitted, sleepers = 0, 0
+    part = ti.Vector([0, 0])  # (refitted, asleep)
     lo, hi = team.share(0, n_worlds * n_bodies, member, n_members)
     for slot in range(lo, hi):
-        slot_refitted, slot_sleeps = refit_slot(model, bodies, grid, slot, n_bodies, margin,
-                                                motion_time, 0)
-        refitted += slot_refitted
-        sleepers += slot_sleeps
-    ti.atomic_add(counts.tally[5], refitted)
-    ti.atomic_add(counts.tally[6], sleepers)
+        part += ti.Vector(refit_slot(model, bodies, grid, slot, n_bodies, margin,
+                                     motion_time, 0))
+    refitted_asleep = _team_tally(counts, _REFIT_TALLY, part, n_members)
+    restless = ti.Vector([0])
+    for slot in range(lo, hi):  # after the team met: every world's sleep marked
+        restless[0] += restless_slot(model, bodies, grid, slot, n_bodies)
+    restless = _team_tally(counts, _REFIT_TALLY + 2, restless, n_members)
+    return refitted_asleep[0] == 0 and refitted_asleep[1] == 0 and restless[0] == 0
+
+
+@ti.func
+def _team_tally(counts: ti.template(), first: ti.template(), part, n_members):
+    """The team's sums of `part` (a member's counts, a vector): each member adds its own into
+    counts.tally[first:] (cleared at the launch's start), the team meets, and every member
+    reads the same sums, as atomics, as the barrier reads: after the team met, not from
+    before."""
+    for entry in ti.static(range(part.n)):
+        ti.atomic_add(counts.tally[first + entry], part[entry])
     team.barrier(counts, n_members, team.SPIN_LIMIT)
-    restless = 0
-    for slot in range(lo, hi):
-        restless += restless_slot(model, bodies, grid, slot, n_bodies)
-    ti.atomic_add(counts.tally[7], restless)
-    team.barrier(counts, n_members, team.SPIN_LIMIT)
-    # Read as atomics, as the barrier reads: after the team met, not from before.
-    return (ti.atomic_add(counts.tally[5], 0) == 0 and ti.atomic_add(counts.tally[6], 0) == 0
-            and ti.atomic_add(counts.tally[7], 0) == 0)
+    total = part
+    for entry in ti.static(range(part.n)):
+        total[entry] = ti.atomic_add(counts.tally[first + entry], 0)
+    return total
 
 
 @ti.func
@@ -202,12 +215,7 @@ def _refresh_report_by_team(model: ti.template(), bodies: ti.template(), joints:
     lo, hi = team.share(0, n_pairs + n_reported, member, n_members)
     for e in range(lo, hi):
         part += refresh_tally(model, bodies, joints, manifolds, reported, e, n_pairs, n_bodies)
-    for entry in ti.static(range(3)):
-        ti.atomic_add(counts.tally[2 + entry], part[entry])
-    team.barrier(counts, n_members, team.SPIN_LIMIT)
-    # Read as atomics, as the barrier reads: after the team met, not from before.
-    if refresh_holds(ti.Vector([ti.atomic_add(counts.tally[entry], 0)
-                                for entry in ti.static(range(2, 5))])):
+    if refresh_holds(_team_tally(counts, _REFRESH_TALLY, part, n_members)):
         lo, hi = team.share(0, n_reported, member, n_members)
         for i in range(lo, hi):
             copy_listed(reported, manifolds, i)
@@ -223,22 +231,16 @@ def _kept_coloring_holds(model: ti.template(), bodies: ti.template(), coloring: 
     same answer (coloring.holds_code)."""
     if member == 0:
         record_constraint_counts(counts, n_pairs, n_joints)
-    changed, lowered = 0, 0
+    part = ti.Vector([0, 0])  # (changed, lowered)
     lo, hi = team.share(0, n_pairs, member, n_members)
     for pair in range(lo, hi):
         if solves_other_pairs(coloring, pair):
-            changed += 1
+            part[0] += 1
     lo, hi = team.share(0, n_slots, member, n_members)
     for slot in range(lo, hi):
-        slot_woke, slot_lowered = check_slot(model, bodies, coloring, slot, n_bodies)
-        changed += slot_woke
-        lowered += slot_lowered
-    ti.atomic_add(counts.tally[0], changed)
-    ti.atomic_add(counts.tally[1], lowered)
-    team.barrier(counts, n_members, team.SPIN_LIMIT)
-    # Read as atomics, as the barrier reads: after the team met, not from before.
-    return holds_code(ti.atomic_add(counts.tally[0], 0),
-                      ti.atomic_add(counts.tally[1], 0))
+        part += ti.Vector(check_slot(model, bodies, coloring, slot, n_bodies))
+    total = _team_tally(counts, _HOLDS_TALLY, part, n_members)
+    return holds_code(total[0], total[1])
 
 
 @ti.func
@@ -516,8 +518,9 @@ def _substeps(model: ti.template(), bodies: ti.template(), joints: ti.template()
                         _refresh_report_by_team(model, bodies, joints, manifolds, reported,
                                                 counts, member, team_size, n_pairs, n_reported,
                                                 n_bodies)
+    tally = ti.static(counts.tally)
     return _Answer(faults.count[None], team.timeouts(counts),
-                   holds_code(counts.tally[0], counts.tally[1]),
-                   1 if refresh_holds(ti.Vector([counts.tally[2], counts.tally[3],
-                                                 counts.tally[4]])) else 0,
-                   counts.tally[5], counts.tally[6], counts.tally[7])
+                   holds_code(tally[_HOLDS_TALLY], tally[_HOLDS_TALLY + 1]),
+                   1 if refresh_holds(ti.Vector([tally[_REFRESH_TALLY + entry]
+                                                 for entry in ti.static(range(3))])) else 0,
+                   tally[_REFIT_TALLY], tally[_REFIT_TALLY + 1], tally[_REFIT_TALLY + 2])

@@ -173,7 +173,7 @@ def _find_or_keep_pairs(ctx, profile) -> tuple[bool, bool]:
         code, refit = fused.kept_step_by_team(ctx, threads, (SPECULATIVE_DISTANCE, window))
         if fused.refit_keeps(refit):  # it went on: the pairs are kept, nothing sleeps
             count_kept_pairs(ctx)
-            return _after_kept_launch(ctx, profile, code)
+            return _after_check(ctx, profile, verdict_holds(ctx, code), solved=True)
     else:
         refit = refit_step_boxes(ctx, SPECULATIVE_DISTANCE, window)
     keep, woken = _keeps_ordered_pairs(ctx, refit), False
@@ -200,13 +200,14 @@ def _kept_launch_team(ctx, profile) -> int:
     return team.threads_for(ctx)
 
 
-def _after_kept_launch(ctx, profile, code: int) -> tuple[bool, bool]:
-    """What follows fused.kept_step_by_team's launch (its colouring check's answer,
-    `code`): where the colouring held, the host's side of keeping it and the substeps
-    ran; else the pairs go back to the broad phase's order for a new colouring. Returns
-    (whether it coloured, whether the substeps ran)."""
-    if verdict_holds(ctx, code):
-        return color_constraints(ctx, holds=True), True
+def _after_check(ctx, profile, held: bool, solved: bool) -> tuple[bool, bool]:
+    """What follows the check of a kept step's colouring (`held`: whether it still holds;
+    `solved`: the check's launch ran the substeps where it held, fused.kept_step_by_team):
+    where it held, the host's side of keeping it; else the pairs go back to the broad
+    phase's order for a new colouring. Returns (whether it coloured, whether the substeps
+    ran)."""
+    if held:
+        return color_constraints(ctx, holds=True), solved
     with profile.stage("colour"):
         restore_broad_order(ctx)
         color_constraints(ctx, holds=False)
@@ -240,16 +241,12 @@ def _keep_pairs(ctx, profile) -> tuple[bool, bool]:
     whether the substeps ran)."""
     count_kept_pairs(ctx)
     if threads := _kept_launch_team(ctx, profile):
-        return _after_kept_launch(ctx, profile, fused.kept_step_by_team(ctx, threads)[0])
+        code, _ = fused.kept_step_by_team(ctx, threads)
+        return _after_check(ctx, profile, verdict_holds(ctx, code), solved=True)
     begin_step(ctx, profile)
     with profile.stage("colour"):
-        if may_reuse_coloring(ctx) and coloring_holds_in_order(ctx):
-            return color_constraints(ctx, holds=True), False
-        restore_broad_order(ctx)
-        color_constraints(ctx, holds=False)
-    with profile.stage("order"):
-        store_in_color_order(ctx, recolored=True)
-    return True, False
+        held = may_reuse_coloring(ctx) and coloring_holds_in_order(ctx)
+    return _after_check(ctx, profile, held, solved=False)
 
 
 def begin_step(ctx, profile=NO_PROFILE):
