@@ -107,14 +107,26 @@ def mark_faults(model: ti.template(), bodies: ti.template(), joints: ti.template
     thread may mark any world: the marks are atomic minima; the worlds' marks and the
     count must be cleared before (clear_faults)."""
     for slot in range(slots[0], slots[1]):
-        if _faulty(bodies, slot):
-            _mark(faults.first_slot, faults, slot // n_bodies, slot, True)
+        _mark_slot(bodies, faults, slot, n_bodies)
     for joint_slot in range(joint_slots[0], joint_slots[1]):
-        if torn(model, bodies, joints, joint_slot, n_joints, n_bodies):
-            world, joint = joint_slot // n_joints, joint_slot % n_joints
-            _mark(faults.first_joint, faults, world, joint, False)
-            _mark(faults.first_slot, faults, world, world * n_bodies + joints.child[joint],
-                  True)
+        _mark_joint(model, bodies, joints, faults, joint_slot, n_bodies, n_joints)
+
+
+@ti.func
+def _mark_slot(bodies: ti.template(), faults: ti.template(), slot, n_bodies):
+    """mark_faults of one body slot."""
+    if _faulty(bodies, slot):
+        _mark(faults.first_slot, faults, slot // n_bodies, slot, True)
+
+
+@ti.func
+def _mark_joint(model: ti.template(), bodies: ti.template(), joints: ti.template(),
+                faults: ti.template(), joint_slot, n_bodies, n_joints):
+    """mark_faults of one joint slot."""
+    if torn(model, bodies, joints, joint_slot, n_joints, n_bodies):
+        world, joint = joint_slot // n_joints, joint_slot % n_joints
+        _mark(faults.first_joint, faults, world, joint, False)
+        _mark(faults.first_slot, faults, world, world * n_bodies + joints.child[joint], True)
 
 
 @quick
@@ -128,12 +140,10 @@ def _find_faults(model: ti.template(), bodies: ti.template(), joints: ti.templat
     faults.count[None] = 0
     ti.loop_config(serialize=serial)
     for slot in range(n_worlds * n_bodies):
-        mark_faults(model, bodies, joints, faults, ti.Vector([slot, slot + 1]),
-                    ti.Vector([0, 0]), n_bodies, n_joints)
+        _mark_slot(bodies, faults, slot, n_bodies)
     ti.loop_config(serialize=serial)
     for joint_slot in range(n_worlds * n_joints):
-        mark_faults(model, bodies, joints, faults, ti.Vector([0, 0]),
-                    ti.Vector([joint_slot, joint_slot + 1]), n_bodies, n_joints)
+        _mark_joint(model, bodies, joints, faults, joint_slot, n_bodies, n_joints)
     return faults.count[None]
 
 
