@@ -13,6 +13,9 @@ import fx2d_gpu as fx
 from fx2d_gpu import device
 from fx2d_gpu.scenes import batched_small
 from fx2d_gpu.solver import context, fused, team
+from fx2d_gpu.solver import pairs as solver_pairs
+from fx2d_gpu.solver import sleep as solver_sleep
+from fx2d_gpu.solver import step as solver_step
 
 from .helpers import (
     TRACE_FIELDS,
@@ -123,3 +126,52 @@ def test_a_few_hundred_worlds_solve_on_every_cpu_thread(arch, monkeypatch):
     strided = trace(scene, 30)
     monkeypatch.setattr(team, "world_stride", lambda ctx: 1)
     assert_same_trace(strided, trace(batched_small(256, arch=arch), 30))
+
+
+@pytest.mark.parametrize("flag, separate", [
+    ("CARRY_IN_COLORING", (("pairs", "_carry_contacts"), ("pairs", "_plan_world_order"))),
+    ("SLEEP_IN_REPORT", (("sleep", "_label_by_world"),)),
+])
+def test_a_small_world_step_folds_launches_without_changing_a_bit(arch, flag, separate,
+                                                                    monkeypatch):
+    """The small worlds' step folds launches together (each wakes the CPU thread pool):
+    carrying the contacts, the colouring and the worlds' solve order in one
+    (coloring._color_worlds with carry; its colour lists are always in it), the report and
+    the sleep in one
+    (reporting._report_by_world with sleep). Folded, the step runs none of the kernels it
+    replaces and gives what they give, bit for bit (state, contacts, events, sleep)."""
+    modules = {"pairs": solver_pairs, "sleep": solver_sleep}
+    calls = []
+    for module, name in separate:
+        original = getattr(modules[module], name)
+        monkeypatch.setattr(modules[module], name,
+                            lambda *a, original=original, **k: calls.append(1) or original(*a, **k))
+    steps = 120
+    folded = trace(machine_scene(40, arch), steps)
+    assert not calls
+    assert folded["state"]["sleeping"].any()
+    monkeypatch.setattr(solver_step, flag, False)
+    apart = trace(machine_scene(40, arch), steps)
+    assert len(calls) == steps * len(separate)
+    assert_same_trace(folded, apart)
+
+
+def test_a_small_world_without_constraints_still_plans_its_solve_order(arch, monkeypatch):
+    """A world with no constraint yet (a box falling towards the ground) still gets its
+    per-body contact lists (empty) from the colouring's launch, as from
+    pairs.store_in_color_order's own: the lists another scene's step left in the shared
+    pool are never read. (Planned only where there were constraints, the fold let a box
+    fall through with the last scene's lists.)"""
+    def run():
+        busy = batched_small(8, arch=arch)
+        for _ in range(20):
+            busy.step(1 / 60)
+        scene = fx.Scene(arch=arch)
+        scene.add_box((0.0, -0.5), (10.0, 1.0), mass=0.0)
+        scene.add_box((0.0, 2.0), (0.5, 0.5))
+        return trace(scene, 60)
+
+    folded = run()
+    assert abs(folded["state"]["position"][0, 1, 1] - 0.25) < 0.01  # it landed, and rests
+    monkeypatch.setattr(solver_step, "CARRY_IN_COLORING", False)
+    assert_same_trace(folded, run())

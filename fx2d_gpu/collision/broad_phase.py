@@ -612,43 +612,62 @@ def world_pair_found(model: ti.template(), bodies: ti.template(), joints: ti.tem
 
 
 @ti.func
-def place_world_bodies(model: ti.template(), bodies: ti.template(), grid: ti.template(),
-                       counts: ti.template(), serial: ti.template(), n_worlds, n_bodies,
-                       cell_size, margin, motion_time, fat):
-    """The first half of the small worlds' broad phase (_find_pairs_by_world): every body's
-    box and level (place_body). Called at a kernel's top level: its loops are the kernel's
-    parallel loops."""
+def begin_world_pairs(counts: ti.template()):
+    """The small worlds' broad phase (_find_pairs_by_world) starts: nothing lost yet, and no
+    grid entries needed."""
     counts.lost_bodies[None] = 0
     counts.entries_needed[None] = 0
-    ti.loop_config(serialize=serial)
-    for world in range(n_worlds):
-        grid.world_level_mask[world] = 0
-    ti.loop_config(serialize=serial)
-    for slot in range(n_worlds * n_bodies):
+
+
+@ti.func
+def place_world(model: ti.template(), bodies: ti.template(), grid: ti.template(),
+                counts: ti.template(), world, n_bodies, cell_size, margin, motion_time, fat):
+    """The first part of a small world's broad phase, on its thread: every body's box and
+    level (place_body)."""
+    grid.world_level_mask[world] = 0
+    for slot in range(world * n_bodies, (world + 1) * n_bodies):
         place_body(model, bodies, grid, counts, slot, n_bodies, cell_size, margin, motion_time,
                    fat)
 
 
 @ti.func
-def pair_world_bodies(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-                      manifolds: ti.template(), grid: ti.template(), counts: ti.template(),
-                      scan: ti.template(), serial: ti.template(), n_worlds, n_bodies):
-    """The second half (after place_world_bodies): each body's pairs counted, their ranges
-    by a prefix sum, the pairs written (if they fit); returns (0, pairs_needed,
-    lost_bodies), as _find_pairs does (no grid entries are needed). Called at a kernel's
-    top level."""
-    n_slots = n_worlds * n_bodies
-    ti.loop_config(serialize=serial)
-    for slot in range(n_slots):
-        found, mask = world_partners(model, bodies, joints, grid, slot, n_bodies)
-        manifolds.pair_start[slot] = found
+def count_world_partners(model: ti.template(), bodies: ti.template(), joints: ti.template(),
+                         manifolds: ti.template(), grid: ti.template(), world, n_bodies):
+    """The second part, after place_world: each body's pairs (world_partners) counted into
+    its manifolds.pair_start and noted in grid.partner_mask, their sum into
+    grid.entry_start[world] (scratch: small worlds use no grid entries) for
+    write_world_pairs."""
+    found = 0
+    for slot in range(world * n_bodies, (world + 1) * n_bodies):
+        owned, mask = world_partners(model, bodies, joints, grid, slot, n_bodies)
+        manifolds.pair_start[slot] = owned
         grid.partner_mask[slot] = mask
-    exclusive_scan(scan, manifolds.pair_start, n_slots, serial)
-    counts.pairs_needed[None] = manifolds.pair_start[n_slots]
-    fill_count = n_slots if manifolds.pair_start[n_slots] <= manifolds.body_a.shape[0] else 0
+        found += owned
+    grid.entry_start[world] = found
+
+
+@ti.func
+def write_world_pairs(manifolds: ti.template(), grid: ti.template(), counts: ti.template(),
+                      scan: ti.template(), serial: ti.template(), n_worlds, n_bodies):
+    """The last part, after every world's count_world_partners: the worlds' ranges by a
+    prefix sum over the worlds, each body's range in pair_start, and the pairs written (if
+    they fit); returns (0, pairs_needed, lost_bodies), as _find_pairs does (no grid entries
+    are needed). The same ranges as a prefix sum over the slots, an eighth as long (8-body
+    worlds). Called at a kernel's top level: its loops are the kernel's."""
+    exclusive_scan(scan, grid.entry_start, n_worlds, serial)
+    n_slots = n_worlds * n_bodies
+    counts.pairs_needed[None] = grid.entry_start[n_worlds]
+    fits = grid.entry_start[n_worlds] <= manifolds.body_a.shape[0]
     ti.loop_config(serialize=serial)
-    for slot in range(fill_count):
-        write_world_partners(manifolds, grid, slot, n_bodies, manifolds.pair_start[slot])
+    for world in range(n_worlds):
+        running = grid.entry_start[world]
+        for slot in range(world * n_bodies, (world + 1) * n_bodies):
+            owned = manifolds.pair_start[slot]
+            manifolds.pair_start[slot] = running
+            if fits:
+                write_world_partners(manifolds, grid, slot, n_bodies, running)
+            running += owned
+    manifolds.pair_start[n_slots] = counts.pairs_needed[None]
     return ti.math.ivec3(0, counts.pairs_needed[None], counts.lost_bodies[None])
 
 
@@ -660,11 +679,15 @@ def _find_pairs_by_world(model: ti.template(), bodies: ti.template(), joints: ti
                          n_bodies: ti.i32, cell_size: ti.f32, margin: ti.f32,
                          motion_time: ti.f32, fat: ti.i32) -> ti.math.ivec3:
     """_find_pairs for small worlds (find_candidate_pairs): the same pairs, found by
-    checking every body of a world (world_partners) instead of through the grid."""
-    place_world_bodies(model, bodies, grid, counts, serial, n_worlds, n_bodies, cell_size,
-                       margin, motion_time, fat)
-    return pair_world_bodies(model, bodies, joints, manifolds, grid, counts, scan, serial,
-                             n_worlds, n_bodies)
+    checking every body of a world (world_partners) instead of through the grid, a world
+    per thread (its bodies placed, then their pairs counted), then written."""
+    begin_world_pairs(counts)
+    ti.loop_config(serialize=serial)
+    for world in range(n_worlds):
+        place_world(model, bodies, grid, counts, world, n_bodies, cell_size, margin,
+                    motion_time, fat)
+        count_world_partners(model, bodies, joints, manifolds, grid, world, n_bodies)
+    return write_world_pairs(manifolds, grid, counts, scan, serial, n_worlds, n_bodies)
 
 
 def _launch_pairs_by_world(ctx, groups, margin: float, motion_time: float, fat: bool):

@@ -33,7 +33,12 @@ from ..launching import quick
 from ..scan import exclusive_scan
 from . import team
 from .overflow import build_jacobi_lists
-from .pairs import record_constraint_counts, world_pairs
+from .pairs import (
+    carry_pair,
+    plan_world_order,
+    record_constraint_counts,
+    world_pairs,
+)
 
 _NO_CLAIM = 2147483647
 _SUB_ROUNDS = 4
@@ -440,68 +445,118 @@ def _world_constraint(first_pair, end_pair, first_joint, i):
 @quick
 @ti.kernel
 def _color_worlds(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-                  manifolds: ti.template(), coloring: ti.template(), counts: ti.template(),
-                  serial: ti.template(), n_worlds: ti.i32, n_bodies: ti.i32, keep: ti.i32):
+                  manifolds: ti.template(), previous: ti.template(), prepared: ti.template(),
+                  coloring: ti.template(), counts: ti.template(), serial: ti.template(),
+                  lists_serial: ti.template(), n_worlds: ti.i32, n_bodies: ti.i32,
+                  n_pairs: ti.i32, n_joints: ti.i32, keep: ti.i32,
+                  carry: ti.i32) -> ti.math.ivec2:
     """_start_coloring and the rounds of _color_round for small worlds, a world per thread
     (StepContext.small_worlds: their pairs lie world by world, in their bodies' pair_start
     ranges, and every pair takes a colour): the same steps on the world's constraints, in
     the same order, so the same colours (bids and claims are a world's own: its bodies and
     constraints are no other world's). No list of the uncoloured: a constraint coloured
     before the round makes no bid and is not settled (its bodies' claims, if any, are its
-    bidding neighbours', which settle). One launch of one loop instead of
-    _start_coloring's five loops and a launch (or a team's barriers) for each of every
-    sub-round's three."""
-    n_pairs, n_joints = counts.n_pairs[None], counts.n_joints[None]
+    bidding neighbours', which settle). One loop instead of _start_coloring's five loops
+    and a launch (or a team's barriers) for each of every sub-round's three; then the
+    colour lists (_group_by_color, serially where `lists_serial`). Returns (colours used,
+    overflow).
+
+    `carry` (a step's colouring, step.find_pairs): the launch is the step's whole way from
+    the broad phase's pairs to the solve: each world's thread first carries last step's
+    contacts to its pairs (pairs.carry_contacts; the counts recorded), then colours them
+    and plans its solve order (pairs.store_in_color_order: _plan_world_order, used only
+    where nothing overflows). Each of those launches woke the CPU thread pool (~65 us on the
+    2-core CPU VM) and read the world's pairs from memory again: 4,096 small worlds went from
+    four launches to one."""
+    if carry == 1:
+        record_constraint_counts(counts, n_pairs, n_joints)
     ti.loop_config(serialize=serial)
     for world in range(n_worlds):
-        first_slot, end_slot = world * n_bodies, (world + 1) * n_bodies
         first_pair, end_pair = world_pairs(manifolds, world, n_bodies, n_pairs)
-        first_joint = n_pairs + world * n_joints
-        n_world = end_pair - first_pair + n_joints  # its pairs, then its joint slots
-        for slot in range(first_slot, end_slot):
-            _clear_claims(coloring, slot)
-        for i in range(n_world):
-            k = _world_constraint(first_pair, end_pair, first_joint, i)
-            coloring.color[k] = _kept_color(model, bodies, joints, manifolds, coloring, counts,
-                                            k, n_bodies, keep)
+        if carry == 1:
+            for k in range(first_pair, end_pair):
+                carry_pair(manifolds, previous, k)
+        _color_world(model, bodies, joints, manifolds, coloring, counts, world, n_bodies,
+                     first_pair, end_pair, n_pairs + world * n_joints, n_joints, keep)
+        if carry == 1:
+            # Its own colours stand for the scene's: the order is the same (no pair of it
+            # has a colour between its highest and the scene's).
+            plan_world_order(manifolds, prepared, coloring, world, n_bodies, first_pair,
+                             end_pair, _colors_of_world(coloring, first_pair, end_pair))
+    return _group_by_color(coloring, counts, lists_serial, n_pairs + n_worlds * n_joints)
+
+
+@ti.func
+def _color_world(model: ti.template(), bodies: ti.template(), joints: ti.template(),
+                 manifolds: ti.template(), coloring: ti.template(), counts: ti.template(),
+                 world, n_bodies, first_pair, end_pair, first_joint, n_joints, keep):
+    """_color_worlds's colouring of one world: its pairs [first_pair, end_pair), then its
+    joint slots from first_joint."""
+    first_slot, end_slot = world * n_bodies, (world + 1) * n_bodies
+    n_world = end_pair - first_pair + n_joints  # its pairs, then its joint slots
+    for slot in range(first_slot, end_slot):
+        _clear_claims(coloring, slot)
+    for i in range(n_world):
+        k = _world_constraint(first_pair, end_pair, first_joint, i)
+        coloring.color[k] = _kept_color(model, bodies, joints, manifolds, coloring, counts,
+                                        k, n_bodies, keep)
+    left = 0
+    for i in range(n_world):
+        if _mark_kept(model, bodies, joints, manifolds, coloring, counts,
+                      _world_constraint(first_pair, end_pair, first_joint, i), n_bodies):
+            left += 1
+    for slot in range(first_slot, end_slot):
+        _flag_colored_dynamic(model, bodies, coloring, slot, n_bodies)
+    color = 0
+    while left > 0 and color < MAX_COLORS:
+        for _ in range(_SUB_ROUNDS):
+            for i in range(n_world):
+                _bid(model, bodies, joints, manifolds, coloring, counts,
+                     _world_constraint(first_pair, end_pair, first_joint, i), n_bodies,
+                     color)
+            for i in range(n_world):
+                _take(model, bodies, joints, manifolds, coloring, counts,
+                      _world_constraint(first_pair, end_pair, first_joint, i), n_bodies,
+                      color)
+            for i in range(n_world):
+                k = _world_constraint(first_pair, end_pair, first_joint, i)
+                # The sub-round's bidders: uncoloured, or just won this colour.
+                if coloring.color[k] < 0 or coloring.color[k] == color:
+                    _settle(model, bodies, joints, manifolds, coloring, counts, k,
+                            n_bodies, color)
         left = 0
         for i in range(n_world):
-            if _mark_kept(model, bodies, joints, manifolds, coloring, counts,
-                          _world_constraint(first_pair, end_pair, first_joint, i), n_bodies):
+            if coloring.color[_world_constraint(first_pair, end_pair, first_joint, i)] < 0:
                 left += 1
-        for slot in range(first_slot, end_slot):
-            _flag_colored_dynamic(model, bodies, coloring, slot, n_bodies)
-        color = 0
-        while left > 0 and color < MAX_COLORS:
-            for _ in range(_SUB_ROUNDS):
-                for i in range(n_world):
-                    _bid(model, bodies, joints, manifolds, coloring, counts,
-                         _world_constraint(first_pair, end_pair, first_joint, i), n_bodies,
-                         color)
-                for i in range(n_world):
-                    _take(model, bodies, joints, manifolds, coloring, counts,
-                          _world_constraint(first_pair, end_pair, first_joint, i), n_bodies,
-                          color)
-                for i in range(n_world):
-                    k = _world_constraint(first_pair, end_pair, first_joint, i)
-                    # The sub-round's bidders: uncoloured, or just won this colour.
-                    if coloring.color[k] < 0 or coloring.color[k] == color:
-                        _settle(model, bodies, joints, manifolds, coloring, counts, k,
-                                n_bodies, color)
-            left = 0
-            for i in range(n_world):
-                if coloring.color[_world_constraint(first_pair, end_pair, first_joint, i)] < 0:
-                    left += 1
-            color += 1
+        color += 1
+
+
+@ti.func
+def _colors_of_world(coloring: ti.template(), first_pair, end_pair):
+    """One more than the highest colour of a world's pairs [first_pair, end_pair) below
+    MAX_COLORS (0 if none)."""
+    top = 0
+    for k in range(first_pair, end_pair):
+        color = coloring.color[k]
+        if 0 <= color < MAX_COLORS:
+            top = ti.max(top, color + 1)
+    return top
 
 
 @quick
 @ti.kernel
 def _build_color_lists(coloring: ti.template(), counts: ti.template(), serial: ti.template(),
                        n_constraints: ti.i32) -> ti.math.ivec2:
+    """_group_by_color's launch."""
+    return _group_by_color(coloring, counts, serial, n_constraints)
+
+
+@ti.func
+def _group_by_color(coloring: ti.template(), counts: ti.template(), serial: ti.template(),
+                    n_constraints):
     """Group constraint indices by colour into color_list, the unsolved pairs last (the
     overflow colour's range is left for _order_overflow); returns (colours used,
-    overflow)."""
+    overflow). Called at a kernel's top level: its loops are the kernel's."""
     ti.loop_config(serialize=serial)
     for c in range(UNSOLVED_COLOR + 2):
         coloring.color_start[c] = 0
@@ -556,7 +611,7 @@ def _order_overflow(coloring: ti.template(), counts: ti.template(), scan: ti.tem
     coloring.n_overflow_pairs[None] = coloring.rank[ti.min(counts.n_pairs[None], n_constraints)]
 
 
-def _colors_by_world(ctx) -> bool:
+def colors_by_world(ctx) -> bool:
     """Whether ctx's worlds colour a world per thread (_color_worlds): small worlds, whose
     pairs lie world by world. They colour every step, starting from last step's colours
     (the answer the reused colouring would give: every pair keeps its colour where none of
@@ -607,10 +662,13 @@ def coloring_holds_in_order(ctx) -> bool:
         n_bodies=ctx.n_bodies))
 
 
-def color_constraints(ctx, holds: bool | None = None) -> bool:
+def color_constraints(ctx, holds: bool | None = None, carry: bool = False) -> bool:
     """Colour the step's constraints (after pairs.carry_contacts), or keep last step's
     colouring; returns whether it coloured. `holds`: whether last step's colouring still
     holds, where the caller checked it (coloring_holds_in_order); None: checked here.
+    `carry` (worlds coloured one per thread, colors_by_world): its launch carries last
+    step's contacts first and plans the worlds' solve order after (_color_worlds), so
+    neither pairs.carry_contacts nor pairs.store_in_color_order's plan runs.
 
     The last colouring is kept while the broad phase finds the same pairs, no fixed body
     started to move and nothing overflowed (a pile at rest keeps its pairs for many steps).
@@ -624,7 +682,7 @@ def color_constraints(ctx, holds: bool | None = None) -> bool:
     """
     pool, cache, serial = ctx.pool, ctx.cache, ctx.serial
     if holds is None:
-        holds = not _colors_by_world(ctx) and may_reuse_coloring(ctx) and verdict_holds(
+        holds = not colors_by_world(ctx) and may_reuse_coloring(ctx) and verdict_holds(
             ctx, _coloring_still_valid(
                 model=pool.model, bodies=pool.bodies, manifolds=pool.manifolds,
                 previous=pool.previous, coloring=pool.coloring, serial=serial,
@@ -638,7 +696,7 @@ def color_constraints(ctx, holds: bool | None = None) -> bool:
             cache.steps_since_fresh_coloring = 0
     else:
         keep = _keeps_colors(ctx)
-        cache.n_colors, cache.n_overflow = _color(ctx, keep=keep)
+        cache.n_colors, cache.n_overflow = _color(ctx, keep=keep, carry=carry)
         cache.colorings += 1
         # Started from last step's colours, the new pairs took what was left (fragments);
         # from scratch, these are the colours it gives.
@@ -668,33 +726,38 @@ FRESH_COLORING_STEPS = 32
 KEEP_FRESH = True
 
 
-def _color(ctx, keep: bool) -> tuple[int, int]:
-    """(parallel colours used, constraints in the overflow) of a new colouring."""
+def _color(ctx, keep: bool, carry: bool = False) -> tuple[int, int]:
+    """(parallel colours used, constraints in the overflow) of a new colouring (`carry`: as
+    color_constraints')."""
     n_constraints = ctx.n_constraints
-    if n_constraints == 0:
+    if n_constraints == 0 and not carry:  # (carrying, the launch still plans: no pairs)
         return 0, 0
     pool, serial = ctx.pool, ctx.serial
     groups = (pool.model, pool.bodies, pool.joints, pool.manifolds, pool.coloring, pool.counts,
               serial)
-    if _colors_by_world(ctx):
-        _color_worlds(*groups, ctx.n_worlds, ctx.n_bodies, int(keep))
-        uncolored = 0
+    # Serially on a CPU: the colour lists' loops are a counter's atomic add per constraint
+    # on a handful of colours' counters, which threads of a team fight over (4,096 small
+    # worlds' 30k constraints: 0.36-0.84 ms on 2 threads, 0.13-0.17 on one; many pyramids'
+    # 58k: 0.52-0.6 against 0.19). A GPU keeps them parallel.
+    lists_serial = serial or ctx.cpu
+    if colors_by_world(ctx):
+        used, overflow = _color_worlds(
+            pool.model, pool.bodies, pool.joints, pool.manifolds, pool.previous,
+            pool.prepared, pool.coloring, pool.counts, serial, lists_serial, ctx.n_worlds,
+            ctx.n_bodies, ctx.n_pairs, ctx.n_joints, int(keep), int(carry))
     else:
+        assert not carry, "only worlds coloured one per thread carry in the colouring"
         uncolored = _start_coloring(*groups, ctx.n_slots, n_constraints, ctx.n_bodies,
                                     int(keep), int(ctx.small_coloring))
-    threads = team.threads_for(ctx)
-    if uncolored and threads:
-        _color_rounds_by_team(*groups[:-1], uncolored, ctx.n_bodies, threads)
-    else:
-        for color in range(MAX_COLORS if uncolored else 0):
-            if _color_round(*groups, uncolored, ctx.n_bodies, color) == 0:
-                break  # everything has a colour: the remaining rounds would do nothing
-    # Serially on a CPU: its loops are a counter's atomic add per constraint on a handful of
-    # colours' counters, which threads of a team fight over (4,096 small worlds' 30k
-    # constraints: 0.36-0.84 ms on 2 threads, 0.13-0.17 on one; many pyramids' 58k: 0.52-0.6
-    # against 0.19). A GPU keeps them parallel.
-    used, overflow = _build_color_lists(pool.coloring, pool.counts, serial or ctx.cpu,
-                                        n_constraints)
+        threads = team.threads_for(ctx)
+        if uncolored and threads:
+            _color_rounds_by_team(*groups[:-1], uncolored, ctx.n_bodies, threads)
+        else:
+            for color in range(MAX_COLORS if uncolored else 0):
+                if _color_round(*groups, uncolored, ctx.n_bodies, color) == 0:
+                    break  # everything has a colour: the remaining rounds would do nothing
+        used, overflow = _build_color_lists(pool.coloring, pool.counts, lists_serial,
+                                            n_constraints)
     if overflow:
         _order_overflow(pool.coloring, pool.counts, pool.scan, serial, n_constraints)
         build_jacobi_lists(ctx)

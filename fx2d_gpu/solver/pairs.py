@@ -165,6 +165,19 @@ def record_constraint_counts(counts: ti.template(), n_pairs, n_joints):
     counts.n_joints[None] = n_joints
 
 
+@ti.func
+def carry_pair(manifolds: ti.template(), previous: ti.template(), k):
+    """The step's pair k takes last step's manifold of its bodies where it had one
+    (carry_contacts), else starts with none and no colour."""
+    j = previous_pair(previous, manifolds.body_a[k], manifolds.body_b[k])
+    if j >= 0:
+        copy_manifold(manifolds, previous, k, j)
+    else:
+        manifolds.color[k] = -1
+        manifolds.point_count[k] = 0
+        manifolds.found_margin[k] = 0.0  # found afresh in the step's narrow phase
+
+
 @quick
 @ti.kernel
 def _carry_contacts(manifolds: ti.template(), previous: ti.template(), counts: ti.template(),
@@ -172,13 +185,7 @@ def _carry_contacts(manifolds: ti.template(), previous: ti.template(), counts: t
     record_constraint_counts(counts, n_pairs, n_joints)
     ti.loop_config(serialize=serial)
     for k in range(n_pairs):
-        j = previous_pair(previous, manifolds.body_a[k], manifolds.body_b[k])
-        if j >= 0:
-            copy_manifold(manifolds, previous, k, j)
-        else:
-            manifolds.color[k] = -1
-            manifolds.point_count[k] = 0
-            manifolds.found_margin[k] = 0.0  # found afresh in the step's narrow phase
+        carry_pair(manifolds, previous, k)
 
 
 def carry_contacts(ctx):
@@ -231,15 +238,25 @@ def _plan_world_order(manifolds: ti.template(), prepared: ti.template(),
     ti.loop_config(serialize=serial)
     for world in range(n_worlds):
         begin, end = world_pairs(manifolds, world, n_bodies, n_pairs)
-        build_world_body_lists(manifolds, prepared, world * n_bodies, (world + 1) * n_bodies,
-                               begin, end)
-        n = begin
-        for c in range(n_colors + 1):  # no overflow here: a colour below n_colors or unsolved
-            color = c if c < n_colors else UNSOLVED_COLOR
-            for k in range(begin, end):
-                if coloring.color[k] == color:
-                    coloring.pair_origin[n] = k
-                    n += 1
+        plan_world_order(manifolds, prepared, coloring, world, n_bodies, begin, end,
+                         n_colors)
+
+
+@ti.func
+def plan_world_order(manifolds: ti.template(), prepared: ti.template(),
+                     coloring: ti.template(), world, n_bodies, begin, end, n_colors):
+    """_plan_world_order for one world, whose pairs are [begin, end): its per-body lists
+    and its solve order (pair_origin over its range), its colours below n_colors (no
+    overflow), then the unsolved."""
+    build_world_body_lists(manifolds, prepared, world * n_bodies, (world + 1) * n_bodies,
+                           begin, end)
+    n = begin
+    for c in range(n_colors + 1):
+        color = c if c < n_colors else UNSOLVED_COLOR
+        for k in range(begin, end):
+            if coloring.color[k] == color:
+                coloring.pair_origin[n] = k
+                n += 1
 
 
 @quick
@@ -288,7 +305,7 @@ def restore_broad_order(ctx):
                             ctx.serial, ctx.n_pairs, ctx.n_joints)
 
 
-def store_in_color_order(ctx, recolored: bool):
+def store_in_color_order(ctx, recolored: bool, planned: bool = False):
     """Store the pairs in colour order (after the colouring, before the first substep
     prepares them), so each colour's solve reads its contacts from consecutive memory
     instead of scattered across the pair arrays (on the CPU this made the solver passes
@@ -300,13 +317,15 @@ def store_in_color_order(ctx, recolored: bool):
     (ctx.solves_by_world, which colour every step: coloring.color_constraints) keep their
     pairs in the broad phase's order, each world's in its own range, and pair_origin holds
     the order each world's thread solves them in (_plan_world_order, which builds their
-    per-body lists too: contacts.build_body_lists)."""
+    per-body lists too: contacts.build_body_lists); `planned`: the colouring's launch
+    planned it (coloring.color_constraints with carry)."""
     cache, pool = ctx.cache, ctx.pool
     if ctx.solves_by_world:
         assert recolored, "small worlds colour every step"
         cache.pairs_ordered = False
-        _plan_world_order(pool.manifolds, pool.prepared, pool.coloring, ctx.serial,
-                          ctx.n_worlds, ctx.n_bodies, ctx.n_pairs, cache.n_colors)
+        if not planned:
+            _plan_world_order(pool.manifolds, pool.prepared, pool.coloring, ctx.serial,
+                              ctx.n_worlds, ctx.n_bodies, ctx.n_pairs, cache.n_colors)
         return
     cache.pairs_ordered = True
     if ctx.n_pairs == 0:

@@ -40,6 +40,7 @@ from ..enums import HELD, TOUCHED
 from ..launching import quick
 from ..scan import exclusive_scan
 from .pairs import copy_pair_fields
+from .sleep import label_world
 
 #: Whether a step whose pairs stayed in place may refresh the last reported list instead of
 #: building it (refresh_report; tests turn it off to compare).
@@ -411,15 +412,19 @@ def _fill_world(staging: ti.template(), reported: ti.template(), events: ti.temp
 def _report_by_world(model: ti.template(), bodies: ti.template(), joints: ti.template(),
                      manifolds: ti.template(), staging: ti.template(), reported: ti.template(),
                      events: ti.template(), prepared: ti.template(), coloring: ti.template(),
-                     scan: ti.template(), serial: ti.template(), n_worlds: ti.i32,
-                     n_bodies: ti.i32, n_old: ti.i32, n_held: ti.i32) -> ti.math.ivec3:
+                     scan: ti.template(), serial: ti.template(), islands: ti.template(),
+                     n_worlds: ti.i32, n_bodies: ti.i32, n_old: ti.i32, n_held: ti.i32,
+                     n_pairs: ti.i32, n_joints: ti.i32, sleep: ti.i32,
+                     dt: ti.f32) -> ti.math.ivec3:
     """_report_contacts for small worlds whose step's pairs lie world by world in their
     owners' pair_start ranges (StepContext.solves_by_world) and of at least 3 bodies (the
     three runs of counts fit staging.pair_start): a world per thread counts, then fills
     and sorts its part of the list and writes its events, then the list is stored. The
     same list and events in the same order (the tests compare them): three loops and a
     prefix sum over worlds instead of eight loops and three prefix sums over pairs and
-    slots."""
+    slots. `sleep`: where the list fits, the step's sleep follows in the same launch
+    (sleep.update_sleep's pass, a world per thread: sleep.label_world, dt s), which
+    needs the report done first (a resting pair is one of bodies that did not move)."""
     ti.loop_config(serialize=serial)
     for world in range(n_worlds):
         _count_world(model, bodies, joints, manifolds, staging, reported, coloring, world,
@@ -442,6 +447,10 @@ def _report_by_world(model: ti.template(), bodies: ti.template(), joints: ti.tem
             reported.pair_start[i] = n_new
         if i < n_new:
             _store_entry(manifolds, staging, reported, i)
+    ti.loop_config(serialize=serial)
+    for world in range(n_worlds if fits and sleep == 1 else 0):
+        label_world(model, bodies, joints, manifolds, islands, world, n_worlds, n_bodies,
+                    n_pairs, n_joints, dt, 1)
     return ti.math.ivec3(n_new, n_begin, n_end)
 
 
@@ -574,16 +583,19 @@ def _recheck_resting(model: ti.template(), bodies: ti.template(), reported: ti.t
         collide_pair(model, bodies, reported, j, n_bodies, RESTING_MARGIN)
 
 
-def report_contacts(ctx):
+def report_contacts(ctx, sleep: bool = False) -> bool:
     """After the substeps: the reported pairs and this step's events (module docstring);
     sets ctx.cache.n_reported, n_begin_events and n_end_events. A list that outgrows the
-    pair capacity grows the pool (nothing is dropped) and is built again."""
+    pair capacity grows the pool (nothing is dropped) and is built again. `sleep`: the
+    step's sleep.update_sleep may follow in the same launch (small worlds solved by world:
+    _report_by_world); returns whether it did (the launch woke the CPU thread pool once
+    instead of twice)."""
     cache = ctx.cache
     if ctx.report_refreshed is not None:  # a team's launch tried it (refresh_due)
         if refreshed(ctx, ctx.report_refreshed):
-            return
+            return False
     elif refresh_report(ctx):
-        return
+        return False
     # After set_state the list reflects the new poses alone (no pair held by the old list).
     n_held = 0 if cache.state_set else cache.n_reported
     if cache.state_set and cache.n_reported:
@@ -598,9 +610,11 @@ def report_contacts(ctx):
                                       manifolds=pool.manifolds, staging=pool.staging,
                                       reported=pool.reported, events=pool.events,
                                       prepared=pool.prepared, coloring=pool.coloring,
-                                      scan=pool.scan, serial=ctx.serial, n_worlds=ctx.n_worlds,
+                                      scan=pool.scan, serial=ctx.serial,
+                                      islands=pool.islands, n_worlds=ctx.n_worlds,
                                       n_bodies=ctx.n_bodies, n_old=cache.n_reported,
-                                      n_held=n_held)
+                                      n_held=n_held, n_pairs=ctx.n_pairs,
+                                      n_joints=ctx.n_joints, sleep=int(sleep), dt=ctx.dt)
         else:
             counts = _report_contacts(model=pool.model, bodies=pool.bodies,
                                       joints=pool.joints, manifolds=pool.manifolds,
@@ -619,3 +633,4 @@ def report_contacts(ctx):
     # Every entry's origin is now its pair in this step's list, or -1 (resting).
     cache.report_mapped = True
     cache.state_set = False
+    return by_world and sleep

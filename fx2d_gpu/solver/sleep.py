@@ -71,7 +71,13 @@ result does not depend on the order of threads.
 import taichi as ti
 
 from ..bodies import can_move, has_sensor, is_sensor_pair
-from ..collision.broad_phase import pair_world_bodies, place_world_bodies, world_pair_found
+from ..collision.broad_phase import (
+    begin_world_pairs,
+    count_world_partners,
+    place_world,
+    world_pair_found,
+    write_world_pairs,
+)
 from ..device import MAX_MANIFOLD_POINTS
 from ..launching import quick
 from .pairs import previous_pair, world_pairs
@@ -398,33 +404,42 @@ def _label_by_world(model: ti.template(), bodies: ti.template(), joints: ti.temp
     (labels, timers, flags), in one launch of one loop instead of five loops over every
     slot and edge (4,096 small worlds, the soft step, 2-core CPU, old and new in turns:
     update_sleep 1.49-1.61 -> 0.97-1.08 ms a step)."""
-    n_joint_slots = n_joints * n_worlds
-    first_slot_edge = n_pairs + n_joint_slots
     ti.loop_config(serialize=serial)
     for world in range(n_worlds):
-        first_slot, end_slot = world * n_bodies, (world + 1) * n_bodies
-        first_pair, end_pair = world_pairs(manifolds, world, n_bodies, n_pairs)
-        for slot in range(first_slot, end_slot):
-            _begin_slot(model, bodies, islands, slot, n_bodies, dt, settle)
-        # The world's edges, in the launch's order: pairs, joint slots, body slots.
-        for e in range(first_pair, end_pair):
-            _hook_edge(model, bodies, joints, manifolds, islands, e, n_bodies, n_pairs,
-                       n_joints, n_joint_slots, 1, settle)
-        for e in range(n_pairs + world * n_joints, n_pairs + (world + 1) * n_joints):
-            _hook_edge(model, bodies, joints, manifolds, islands, e, n_bodies, n_pairs,
-                       n_joints, n_joint_slots, 1, settle)
-        for slot in range(first_slot, end_slot):
-            _hook_edge(model, bodies, joints, manifolds, islands, first_slot_edge + slot,
-                       n_bodies, n_pairs, n_joints, n_joint_slots, 1, settle)
-        for slot in range(first_slot, end_slot):
-            _compress_slot(bodies, islands, slot)
-        # One thread hooked every edge of the world: one round is exact (as in a serial
-        # launch, only the slots' edges are checked, to gather the labels and marks).
-        for slot in range(first_slot, end_slot):
-            _check_edge(model, bodies, joints, manifolds, islands, first_slot_edge + slot,
-                        n_bodies, n_pairs, n_joints, n_joint_slots, first_slot_edge, settle)
-        for slot in range(first_slot, end_slot):
-            _settle_slot(model, bodies, islands, slot, n_bodies, settle)
+        label_world(model, bodies, joints, manifolds, islands, world, n_worlds, n_bodies,
+                    n_pairs, n_joints, dt, settle)
+
+
+@ti.func
+def label_world(model: ti.template(), bodies: ti.template(), joints: ti.template(),
+                manifolds: ti.template(), islands: ti.template(), world, n_worlds, n_bodies,
+                n_pairs, n_joints, dt, settle):
+    """_label_by_world's pass over one world, on its thread."""
+    n_joint_slots = n_joints * n_worlds
+    first_slot_edge = n_pairs + n_joint_slots
+    first_slot, end_slot = world * n_bodies, (world + 1) * n_bodies
+    first_pair, end_pair = world_pairs(manifolds, world, n_bodies, n_pairs)
+    for slot in range(first_slot, end_slot):
+        _begin_slot(model, bodies, islands, slot, n_bodies, dt, settle)
+    # The world's edges, in the launch's order: pairs, joint slots, body slots.
+    for e in range(first_pair, end_pair):
+        _hook_edge(model, bodies, joints, manifolds, islands, e, n_bodies, n_pairs,
+                   n_joints, n_joint_slots, 1, settle)
+    for e in range(n_pairs + world * n_joints, n_pairs + (world + 1) * n_joints):
+        _hook_edge(model, bodies, joints, manifolds, islands, e, n_bodies, n_pairs,
+                   n_joints, n_joint_slots, 1, settle)
+    for slot in range(first_slot, end_slot):
+        _hook_edge(model, bodies, joints, manifolds, islands, first_slot_edge + slot,
+                   n_bodies, n_pairs, n_joints, n_joint_slots, 1, settle)
+    for slot in range(first_slot, end_slot):
+        _compress_slot(bodies, islands, slot)
+    # One thread hooked every edge of the world: one round is exact (as in a serial
+    # launch, only the slots' edges are checked, to gather the labels and marks).
+    for slot in range(first_slot, end_slot):
+        _check_edge(model, bodies, joints, manifolds, islands, first_slot_edge + slot,
+                    n_bodies, n_pairs, n_joints, n_joint_slots, first_slot_edge, settle)
+    for slot in range(first_slot, end_slot):
+        _settle_slot(model, bodies, islands, slot, n_bodies, settle)
 
 
 def _island_pass(ctx, dt: float, settle: int, by_world: bool = False) -> int:
@@ -536,18 +551,30 @@ def _mark_joint_and_force_wakes(model: ti.template(), bodies: ti.template(), joi
     ti.loop_config(serialize=serial)
     for e in range(n_joint_slots + n_slots):
         if e < n_joint_slots:
-            a, b = _joint_ends(joints, e, n_bodies, n_joints)
-            if bodies.enabled[a] == 0 or bodies.enabled[b] == 0:
-                pass  # a joint with a disabled body is out of the simulation
-            elif bodies.sleeping[b] == 1 and _pushes(model, bodies, a, n_bodies, _JOINT):
-                islands.wake[_island_of(bodies, b, n_bodies)] = stamp
-            if bodies.sleeping[a] == 1 and _pushes(model, bodies, b, n_bodies, _JOINT):
-                islands.wake[_island_of(bodies, a, n_bodies)] = stamp
+            _mark_joint_wake(model, bodies, joints, islands, e, n_bodies, n_joints, stamp)
         else:
-            slot = e - n_joint_slots
-            if bodies.sleeping[slot] == 1 and (bodies.force[slot].norm() > 0.0
-                                               or bodies.torque[slot] != 0.0):
-                islands.wake[_island_of(bodies, slot, n_bodies)] = stamp
+            _mark_force_wake(bodies, islands, e - n_joint_slots, n_bodies, stamp)
+
+
+@ti.func
+def _mark_joint_wake(model: ti.template(), bodies: ti.template(), joints: ti.template(),
+                     islands: ti.template(), joint_slot, n_bodies, n_joints, stamp):
+    """Mark the island of a sleeping end of joint slot that its awake end moves."""
+    a, b = _joint_ends(joints, joint_slot, n_bodies, n_joints)
+    if bodies.enabled[a] == 0 or bodies.enabled[b] == 0:
+        pass  # a joint with a disabled body is out of the simulation
+    elif bodies.sleeping[b] == 1 and _pushes(model, bodies, a, n_bodies, _JOINT):
+        islands.wake[_island_of(bodies, b, n_bodies)] = stamp
+    if bodies.sleeping[a] == 1 and _pushes(model, bodies, b, n_bodies, _JOINT):
+        islands.wake[_island_of(bodies, a, n_bodies)] = stamp
+
+
+@ti.func
+def _mark_force_wake(bodies: ti.template(), islands: ti.template(), slot, n_bodies, stamp):
+    """Mark the island of body slot if it sleeps under an applied force or torque."""
+    if bodies.sleeping[slot] == 1 and (bodies.force[slot].norm() > 0.0
+                                       or bodies.torque[slot] != 0.0):
+        islands.wake[_island_of(bodies, slot, n_bodies)] = stamp
 
 
 @ti.func
@@ -587,30 +614,37 @@ def _find_pairs_waking_by_world(model: ti.template(), bodies: ti.template(),
                                 n_joints: ti.i32, cell_size: ti.f32, margin: ti.f32,
                                 motion_time: ti.f32, fat: ti.i32) -> ti.math.ivec3:
     """The small worlds' broad phase (broad_phase._find_pairs_by_world) with wake_islands
-    between its halves: the bodies placed, the islands that the pairs found now would wake
-    woken (_wake_launch's marks: each sleeping body checks the bodies of its world, as the
-    pair's owner would), then the pairs counted and written. Waking changes no box (a
-    sleeping body has no velocity), only which pairs are wanted, so the pairs are those
-    of a broad phase, wake_islands and a second broad phase: one pass over the bodies
-    instead of two."""
-    n_slots = n_worlds * n_bodies
-    place_world_bodies(model, bodies, grid, counts, serial, n_worlds, n_bodies, cell_size,
-                       margin, motion_time, fat)
+    between its parts, a world per thread: the bodies placed, the islands that the pairs
+    found now would wake woken (_wake_launch's marks: each sleeping body checks the bodies
+    of its world, as the pair's owner would), then the pairs counted; then written. Waking
+    changes no box (a sleeping body has no velocity), only which pairs are wanted, so the
+    pairs are those of a broad phase, wake_islands and a second broad phase: one pass over
+    the bodies instead of two. A world's marks and wakes are its own (its islands, its
+    joints), so a world at a time gives what each part over every world gives, bit for
+    bit, in one loop instead of seven (4,096 small worlds, 2-core CPU, the launch: ...)."""
+    begin_world_pairs(counts)
     stamp = _new_stamp(islands)
     ti.loop_config(serialize=serial)
-    for slot in range(n_slots):
-        if bodies.sleeping[slot] == 1:
-            first_slot = slot - slot % n_bodies
-            for other in range(first_slot, first_slot + n_bodies):
-                if world_pair_found(model, bodies, joints, grid, slot, other, n_bodies):
-                    _mark_pushed_sleeper(model, bodies, previous, islands,
-                                         ti.min(slot, other), ti.max(slot, other), n_bodies,
-                                         stamp, False)
-    _mark_joint_and_force_wakes(model, bodies, joints, islands, serial, n_slots, n_bodies,
-                                n_joints, stamp)
-    _wake_marked(bodies, islands, serial, n_slots, n_bodies, stamp)
-    return pair_world_bodies(model, bodies, joints, manifolds, grid, counts, scan, serial,
-                             n_worlds, n_bodies)
+    for world in range(n_worlds):
+        first_slot, end_slot = world * n_bodies, (world + 1) * n_bodies
+        place_world(model, bodies, grid, counts, world, n_bodies, cell_size, margin,
+                    motion_time, fat)
+        for slot in range(first_slot, end_slot):
+            if bodies.sleeping[slot] == 1:
+                for other in range(first_slot, end_slot):
+                    if world_pair_found(model, bodies, joints, grid, slot, other, n_bodies):
+                        _mark_pushed_sleeper(model, bodies, previous, islands,
+                                             ti.min(slot, other), ti.max(slot, other),
+                                             n_bodies, stamp, False)
+        for joint_slot in range(world * n_joints, (world + 1) * n_joints):
+            _mark_joint_wake(model, bodies, joints, islands, joint_slot, n_bodies, n_joints,
+                             stamp)
+        for slot in range(first_slot, end_slot):
+            _mark_force_wake(bodies, islands, slot, n_bodies, stamp)
+        for slot in range(first_slot, end_slot):
+            _wake_if_marked(bodies, islands, slot, n_bodies, stamp)
+        count_world_partners(model, bodies, joints, manifolds, grid, world, n_bodies)
+    return write_world_pairs(manifolds, grid, counts, scan, serial, n_worlds, n_bodies)
 
 
 def find_pairs_waking_by_world(ctx, groups, margin: float, motion_time: float, fat: bool):

@@ -50,6 +50,7 @@ from . import fused, staged, team
 from .coloring import (
     color_constraints,
     coloring_holds_in_order,
+    colors_by_world,
     may_reuse_coloring,
     verdict_holds,
 )
@@ -76,6 +77,13 @@ from .sleep import find_pairs_waking_by_world, update_sleep, wake_islands
 #: Whether a step that keeps its pairs and colouring runs in one launch on a CPU team
 #: (fused.kept_step_by_team; tests and measurements turn it off to compare).
 KEPT_IN_ONE_LAUNCH = True
+#: Whether worlds coloured one per thread carry their contacts and plan their solve order
+#: in the colouring's launch (coloring.color_constraints's `carry`; tests and
+#: measurements turn it off to compare).
+CARRY_IN_COLORING = True
+#: Whether small worlds' sleep runs in the report's launch (reporting.report_contacts's
+#: `sleep`; tests and measurements turn it off to compare).
+SLEEP_IN_REPORT = True
 
 
 def step(ctx, profile=NO_PROFILE):
@@ -111,8 +119,11 @@ def _step(ctx, profile):
     # Reads the device only if a team of several threads ran, and its launch did not.
     team.check(ctx.pool.counts, ctx.barrier_timeouts)
     with profile.stage("report"):
-        report_contacts(ctx)
-    if ctx.enable_sleep:
+        # Small worlds' sleep may run in the report's launch (a profiled step times it
+        # alone).
+        slept = report_contacts(ctx, sleep=(ctx.enable_sleep and SLEEP_IN_REPORT
+                                            and not profile.records))
+    if ctx.enable_sleep and not slept:
         with profile.stage("sleep"):
             update_sleep(ctx, by_world=ctx.solves_by_world)
     with profile.stage("clear forces"):
@@ -152,13 +163,17 @@ def find_pairs(ctx, refit=None, profile=NO_PROFILE, woken: bool = False) -> bool
             # The broad phase pairs no two sleeping bodies: pair the woken ones now, so
             # they meet each other this step.
             find_step_pairs(ctx, SPECULATIVE_DISTANCE, pair_window(ctx))
-    carry_contacts(ctx)
+    # Worlds coloured one per thread carry their contacts and plan their solve order in
+    # the colouring's launch.
+    by_world = CARRY_IN_COLORING and colors_by_world(ctx)
+    if not by_world:
+        carry_contacts(ctx)
     if not ctx.small_coloring:
         begin_step(ctx, profile)
     with profile.stage("colour"):
-        recolored = color_constraints(ctx)
+        recolored = color_constraints(ctx, carry=by_world)
     with profile.stage("order"):
-        store_in_color_order(ctx, recolored)
+        store_in_color_order(ctx, recolored, planned=by_world)
     return recolored
 
 
