@@ -22,7 +22,8 @@ steps, so the colours do not fragment.
 
 Small worlds (StepContext.small_worlds) colour a world per thread (_color_worlds: the same
 rounds on the world's own constraints, so the same colours), and every step: starting from
-last step's colours gives what reusing them would.
+last step's colours gives what reusing them would. In a step the same launch carries last
+step's contacts to the world's pairs first and plans its solve order after.
 """
 
 import taichi as ti

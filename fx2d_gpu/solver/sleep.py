@@ -45,8 +45,9 @@ when bodies woke save_previous_pairs -> broad phase -> carry_contacts. Small wor
 (broad_phase's by-world pairs) wake inside their broad phase's one launch instead
 (find_pairs_waking_by_world): the same marks, between placing the bodies and pairing them;
 and where their pairs are stored world by world (StepContext.solves_by_world), a world per
-thread labels its islands and settles them (_label_by_world: a serial launch's steps,
-world by world, the same answer).
+thread labels its islands and settles them (label_world: a serial launch's steps, world
+by world, the same answer), in the report's launch (reporting._report_by_world) or its
+own (_label_by_world).
 
 Fields (device.py): bodies.island (the labels); IslandScratch: previous_label (a sleeping
 body's label before the labelling), parent (the union-find forest), wake (marks per island:
@@ -621,7 +622,9 @@ def _find_pairs_waking_by_world(model: ti.template(), bodies: ti.template(),
     pairs are those of a broad phase, wake_islands and a second broad phase: one pass over
     the bodies instead of two. A world's marks and wakes are its own (its islands, its
     joints), so a world at a time gives what each part over every world gives, bit for
-    bit, in one loop instead of seven (4,096 small worlds, 2-core CPU, the launch: ...)."""
+    bit, in one loop instead of seven, and a prefix sum over the worlds instead of the
+    slots (4,096 small worlds, soft step, 2-core CPU, old and new revision in turns, best
+    of three 10-step windows from step 30: the launch 1.68-1.74 -> 1.51-1.53 ms)."""
     begin_world_pairs(counts)
     stamp = _new_stamp(islands)
     ti.loop_config(serialize=serial)

@@ -9,8 +9,8 @@ step() reads as the pipeline (Box2D v3's solver stage list, made batched):
                                                    last step's pairs if none moved), woken
                                                    islands paired (small worlds: woken in
                                                    the broad phase's launch), impulses and
-                                                   colours
-                                                   carried to the new pairs
+                                                   colours carried to the new pairs (small
+                                                   worlds: in the colouring's launch)
     begin step      begin_step                     (worlds of more than 40 bodies) the
                                                    first substep's motors and velocities,
                                                    the step's narrow phase: which pairs
@@ -19,7 +19,8 @@ step() reads as the pipeline (Box2D v3's solver stage list, made batched):
                                                    last step's colouring
     order           pairs.store_in_color_order     a colour's pairs in consecutive memory
                                                    (small worlds: each world's solve
-                                                   order, its pairs left in place)
+                                                   order, its pairs left in place, planned
+                                                   in the colouring's launch)
     (a step of worlds over 40 bodies that keeps last step's pairs, still stored in colour
     order, skips the broad phase, the carry and the order: _keep_pairs runs begin step and
     checks the colouring where the pairs lie. On a CPU team such a step is one launch
@@ -36,7 +37,8 @@ step() reads as the pipeline (Box2D v3's solver stage list, made batched):
                     (solver/staged.py). The same results bit for bit.
     report          reporting.report_contacts      touching pairs and begin/end events
     sleep           sleep.update_sleep             timers, islands, sleep or wake whole
-                                                   (small worlds: a world per thread)
+                                                   (small worlds: a world per thread, in
+                                                   the report's launch)
     clear forces    integrate.clear_forces
 
 Every stage is a launcher taking the StepContext (solver/context.py); kernels are private.
