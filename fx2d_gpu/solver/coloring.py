@@ -734,8 +734,6 @@ def _color(ctx, keep: bool, carry: bool = False) -> tuple[int, int]:
     if n_constraints == 0 and not carry:  # (carrying, the launch still plans: no pairs)
         return 0, 0
     pool, serial = ctx.pool, ctx.serial
-    groups = (pool.model, pool.bodies, pool.joints, pool.manifolds, pool.coloring, pool.counts,
-              serial)
     # Serially on a CPU: the colour lists' loops are a counter's atomic add per constraint
     # on a handful of colours' counters, which threads of a team fight over (4,096 small
     # worlds' 30k constraints: 0.36-0.84 ms on 2 threads, 0.13-0.17 on one; many pyramids'
@@ -748,6 +746,8 @@ def _color(ctx, keep: bool, carry: bool = False) -> tuple[int, int]:
             ctx.n_bodies, ctx.n_pairs, ctx.n_joints, int(keep), int(carry))
     else:
         assert not carry, "only worlds coloured one per thread carry in the colouring"
+        groups = (pool.model, pool.bodies, pool.joints, pool.manifolds, pool.coloring,
+                  pool.counts, serial)
         uncolored = _start_coloring(*groups, ctx.n_slots, n_constraints, ctx.n_bodies,
                                     int(keep), int(ctx.small_coloring))
         threads = team.threads_for(ctx)
