@@ -131,13 +131,15 @@ def test_a_few_hundred_worlds_solve_on_every_cpu_thread(arch, monkeypatch):
 @pytest.mark.parametrize("flag, separate", [
     ("CARRY_IN_COLORING", (("pairs", "_carry_contacts"), ("pairs", "_plan_world_order"))),
     ("SLEEP_IN_REPORT", (("sleep", "_label_by_world"),)),
+    ("SAVE_IN_BROAD_PHASE", (("pairs", "_save_previous_pairs"),)),
 ])
 def test_a_small_world_step_folds_launches_without_changing_a_bit(arch, flag, separate,
                                                                     monkeypatch):
     """The small worlds' step folds launches together (each wakes the CPU thread pool):
     carrying the contacts, the colouring and the worlds' solve order in one
-    (coloring._color_worlds with carry; its colour lists are always in it), the report and
-    the sleep in one
+    (coloring._color_worlds with carry; its colour lists are always in it), saving last
+    step's pairs and the broad phase in one (sleep._find_pairs_waking_by_world with save),
+    the report and the sleep in one
     (reporting._report_by_world with sleep). Folded, the step runs none of the kernels it
     replaces and gives what they give, bit for bit (state, contacts, events, sleep)."""
     modules = {"pairs": solver_pairs, "sleep": solver_sleep}
@@ -175,3 +177,25 @@ def test_a_small_world_without_constraints_still_plans_its_solve_order(arch, mon
     assert abs(folded["state"]["position"][0, 1, 1] - 0.25) < 0.01  # it landed, and rests
     monkeypatch.setattr(solver_step, "CARRY_IN_COLORING", False)
     assert_same_trace(folded, run())
+
+
+def test_a_small_world_broad_phase_launched_again_does_not_save_the_pairs_again(arch,
+                                                                              monkeypatch):
+    """A broad phase whose pairs outgrow the pool grows it (copied as it was) and launches
+    again (broad_phase.find_candidate_pairs): only the first launch saves last step's pairs
+    (step._saving_first_launch), since it began to overwrite them (the pair ranges). Every
+    step's launch made twice here, as such a retry would, the run is bitwise one launch a
+    step; saving in both, the contacts carried from the overwritten pairs would differ."""
+    find_candidate_pairs = solver_pairs.find_candidate_pairs
+
+    def launched_twice(ctx, margin=0.0, motion_time=0.0, into="manifolds", fat=False,
+                       by_world=None):
+        if by_world is not None:  # the step's small worlds: a first launch, as if too small
+            pool = ctx.pool
+            by_world(ctx, (pool.model, pool.bodies, pool.joints, pool.manifolds, pool.grid,
+                           pool.counts, pool.scan, ctx.serial), margin, motion_time, fat)
+        return find_candidate_pairs(ctx, margin, motion_time, into, fat, by_world)
+
+    once = trace(machine_scene(40, arch), 90)
+    monkeypatch.setattr(solver_pairs, "find_candidate_pairs", launched_twice)
+    assert_same_trace(once, trace(machine_scene(40, arch), 90))

@@ -57,23 +57,38 @@ def copy_manifold(dst: ti.template(), src: ti.template(), dst_pair, src_pair):
 def _save_previous_pairs(manifolds: ti.template(), previous: ti.template(), coloring: ti.template(),
                          serial: ti.template(), n_slots: ti.i32, n_pairs: ti.i32, ordered: ti.i32,
                          colored: ti.i32):
+    save_pairs(manifolds, previous, coloring, serial, n_slots, n_pairs, ordered, colored, 1)
+
+
+@ti.func
+def save_pairs(manifolds: ti.template(), previous: ti.template(), coloring: ti.template(),
+               serial: ti.template(), n_slots, n_pairs, ordered, colored, save):
+    """_save_previous_pairs's loops (none where `save` is 0), for the arguments
+    saved_pairs_args gives. Called at a kernel's top level: its loops are the kernel's."""
     ti.loop_config(serialize=serial)
-    for slot in range(n_slots + 1):
+    for slot in range(n_slots + 1 if save == 1 else 0):
         previous.pair_start[slot] = manifolds.pair_start[slot] if n_pairs > 0 else 0
     ti.loop_config(serialize=serial)
-    for k in range(n_pairs):
+    for k in range(n_pairs if save == 1 else 0):
         j = coloring.pair_origin[k] if ordered else k
         copy_manifold(previous, manifolds, j, k)
         previous.color[j] = coloring.color[k] if colored else -1
 
 
+def saved_pairs_args(ctx) -> tuple[int, int, int, int]:
+    """save_pairs's (n_slots, n_pairs, ordered, colored) for ctx's last step's pairs."""
+    cache = ctx.cache
+    return ctx.n_slots, cache.n_pairs, int(cache.pairs_ordered), int(cache.coloring_valid)
+
+
 def save_previous_pairs(ctx):
     """Copy the last step's pairs and manifolds into `previous`, in the broad phase's order
     (pairs stored in colour order go back through pair_origin), with their colours when the
-    colouring is valid; the next broad phase then overwrites `contacts`."""
-    cache, pool = ctx.cache, ctx.pool
-    _save_previous_pairs(pool.manifolds, pool.previous, pool.coloring, ctx.serial, ctx.n_slots,
-                         cache.n_pairs, int(cache.pairs_ordered), int(cache.coloring_valid))
+    colouring is valid; the next broad phase then overwrites `contacts`. (Small worlds save
+    them in their broad phase's launch: sleep.find_pairs_waking_by_world.)"""
+    pool = ctx.pool
+    _save_previous_pairs(pool.manifolds, pool.previous, pool.coloring, ctx.serial,
+                         *saved_pairs_args(ctx))
 
 
 def refit_step_boxes(ctx, margin: float,

@@ -81,7 +81,7 @@ from ..collision.broad_phase import (
 )
 from ..device import MAX_MANIFOLD_POINTS
 from ..launching import quick
-from .pairs import previous_pair, world_pairs
+from .pairs import previous_pair, save_pairs, saved_pairs_args, world_pairs
 
 vec2 = ti.math.vec2
 
@@ -611,11 +611,15 @@ def _find_pairs_waking_by_world(model: ti.template(), bodies: ti.template(),
                                 joints: ti.template(), manifolds: ti.template(),
                                 grid: ti.template(), counts: ti.template(), scan: ti.template(),
                                 serial: ti.template(), previous: ti.template(),
-                                islands: ti.template(), n_worlds: ti.i32, n_bodies: ti.i32,
-                                n_joints: ti.i32, cell_size: ti.f32, margin: ti.f32,
-                                motion_time: ti.f32, fat: ti.i32) -> ti.math.ivec3:
+                                islands: ti.template(), coloring: ti.template(),
+                                n_worlds: ti.i32, n_bodies: ti.i32, n_joints: ti.i32,
+                                cell_size: ti.f32, margin: ti.f32, motion_time: ti.f32,
+                                fat: ti.i32, save: ti.i32, n_slots: ti.i32, n_old: ti.i32,
+                                ordered: ti.i32, colored: ti.i32) -> ti.math.ivec3:
     """The small worlds' broad phase (broad_phase._find_pairs_by_world) with wake_islands
-    between its parts, a world per thread: the bodies placed, the islands that the pairs
+    between its parts, a world per thread, after last step's pairs are saved where `save`
+    (pairs.save_pairs, of n_old pairs; not in a launch again after the pool grew, whose
+    first launch overwrote them): the bodies placed, the islands that the pairs
     found now would wake woken (_wake_launch's marks: each sleeping body checks the bodies
     of its world, as the pair's owner would), then the pairs counted; then written. Waking
     changes no box (a sleeping body has no velocity), only which pairs are wanted, so the
@@ -625,6 +629,7 @@ def _find_pairs_waking_by_world(model: ti.template(), bodies: ti.template(),
     bit, in one loop instead of seven, and a prefix sum over the worlds instead of the
     slots (4,096 small worlds, soft step, 2-core CPU, old and new revision in turns, best
     of three 10-step windows from step 30: the launch 1.68-1.74 -> 1.51-1.53 ms)."""
+    save_pairs(manifolds, previous, coloring, serial, n_slots, n_old, ordered, colored, save)
     begin_world_pairs(counts)
     stamp = _new_stamp(islands)
     ti.loop_config(serialize=serial)
@@ -650,14 +655,17 @@ def _find_pairs_waking_by_world(model: ti.template(), bodies: ti.template(),
     return write_world_pairs(manifolds, grid, counts, scan, serial, n_worlds, n_bodies)
 
 
-def find_pairs_waking_by_world(ctx, groups, margin: float, motion_time: float, fat: bool):
+def find_pairs_waking_by_world(ctx, groups, margin: float, motion_time: float, fat: bool,
+                               save: bool = False):
     """broad_phase.find_candidate_pairs' launch for small worlds (its `by_world`) in a
     step: their pairs found and the islands those pairs push woken, in one launch
-    (_find_pairs_waking_by_world; the step then needs no wake_islands)."""
+    (_find_pairs_waking_by_world; the step then needs no wake_islands); `save`: last step's
+    pairs saved first (pairs.save_previous_pairs), in the same launch."""
     pool = ctx.pool
-    return _find_pairs_waking_by_world(*groups, pool.previous, pool.islands, ctx.n_worlds,
-                                       ctx.n_bodies, ctx.n_joints, ctx.cell_size, margin,
-                                       motion_time, int(fat))
+    return _find_pairs_waking_by_world(*groups, pool.previous, pool.islands, pool.coloring,
+                                       ctx.n_worlds, ctx.n_bodies, ctx.n_joints,
+                                       ctx.cell_size, margin, motion_time, int(fat),
+                                       int(save), *saved_pairs_args(ctx))
 
 
 def wake_islands(ctx, kept: bool = False) -> int:

@@ -3,14 +3,16 @@
 step() reads as the pipeline (Box2D v3's solver stage list, made batched):
 
     find pairs      find_pairs                     last step's manifolds kept aside
-                                                   (pairs.save_previous_pairs), the broad
-                                                   phase over AABBs grown by the step's
-                                                   motion (large worlds: fat boxes, and
-                                                   last step's pairs if none moved), woken
-                                                   islands paired (small worlds: woken in
-                                                   the broad phase's launch), impulses and
-                                                   colours carried to the new pairs (small
-                                                   worlds: in the colouring's launch)
+                                                   (pairs.save_previous_pairs; small
+                                                   worlds: in the broad phase's launch),
+                                                   the broad phase over AABBs grown by the
+                                                   step's motion (large worlds: fat boxes,
+                                                   and last step's pairs if none moved),
+                                                   woken islands paired (small worlds:
+                                                   woken in the broad phase's launch),
+                                                   impulses and colours carried to the new
+                                                   pairs (small worlds: in the colouring's
+                                                   launch)
     begin step      begin_step                     (worlds of more than 40 bodies) the
                                                    first substep's motors and velocities,
                                                    the step's narrow phase: which pairs
@@ -86,6 +88,10 @@ CARRY_IN_COLORING = True
 #: Whether small worlds' sleep runs in the report's launch (reporting.report_contacts's
 #: `sleep`; tests and measurements turn it off to compare).
 SLEEP_IN_REPORT = True
+#: Whether small worlds save last step's pairs in their broad phase's launch
+#: (sleep.find_pairs_waking_by_world's `save`; tests and measurements turn it off to
+#: compare).
+SAVE_IN_BROAD_PHASE = True
 
 
 def step(ctx, profile=NO_PROFILE):
@@ -150,14 +156,18 @@ def find_pairs(ctx, refit=None, profile=NO_PROFILE, woken: bool = False) -> bool
     bodies). The stage tests run it before a substep's stages."""
     if refit is None:
         refit = refit_step_boxes(ctx, SPECULATIVE_DISTANCE, pair_window(ctx))
-    save_previous_pairs(ctx)
+    save_in_launch = SAVE_IN_BROAD_PHASE and ctx.small_worlds and not woken
+    if not save_in_launch:
+        save_previous_pairs(ctx)
     if woken:
         # Their sleep changed their pairing keys: the boxes are refitted again.
         find_step_pairs(ctx, SPECULATIVE_DISTANCE, pair_window(ctx))
     elif ctx.small_worlds:
-        # One launch finds the pairs and wakes the islands they push, between its halves.
+        # One launch finds the pairs and wakes the islands they push, between its halves
+        # (first saving last step's pairs).
         find_step_pairs(ctx, SPECULATIVE_DISTANCE, pair_window(ctx), refit,
-                        by_world=find_pairs_waking_by_world)
+                        by_world=(_saving_first_launch() if save_in_launch
+                                  else find_pairs_waking_by_world))
     else:
         sleepers = find_step_pairs(ctx, SPECULATIVE_DISTANCE, pair_window(ctx), refit)
         # Where no body sleeps (refit_fat_boxes counted them) there is nothing to wake.
@@ -177,6 +187,21 @@ def find_pairs(ctx, refit=None, profile=NO_PROFILE, woken: bool = False) -> bool
     with profile.stage("order"):
         store_in_color_order(ctx, recolored, planned=by_world)
     return recolored
+
+
+def _saving_first_launch():
+    """sleep.find_pairs_waking_by_world as broad_phase.find_candidate_pairs calls it, its
+    first launch saving last step's pairs (pairs.save_previous_pairs); a launch again after
+    the pool grew (copied as it was) must not save them: the first one began to overwrite
+    them."""
+    launches = 0
+
+    def launch(ctx, groups, margin: float, motion_time: float, fat: bool):
+        nonlocal launches
+        launches += 1
+        return find_pairs_waking_by_world(ctx, groups, margin, motion_time, fat,
+                                          save=launches == 1)
+    return launch
 
 
 def _find_or_keep_pairs(ctx, profile) -> tuple[bool, bool]:
