@@ -70,9 +70,17 @@ def save_pairs(manifolds: ti.template(), previous: ti.template(), coloring: ti.t
         previous.pair_start[slot] = manifolds.pair_start[slot] if n_pairs > 0 else 0
     ti.loop_config(serialize=serial)
     for k in range(n_pairs if save == 1 else 0):
-        j = coloring.pair_origin[k] if ordered else k
+        # Ifs, not `a if ordered else b`: on Taichi's SPIR-V backend (Vulkan, Metal) that
+        # select on a ti.func's i32 argument saved the pairs permuted (a small world's
+        # pyramid 5 mm off the CPU backend's in 40 steps; tests/test_vulkan.py).
+        j = k
+        if ordered == 1:
+            j = coloring.pair_origin[k]
         copy_manifold(previous, manifolds, j, k)
-        previous.color[j] = coloring.color[k] if colored else -1
+        color = -1
+        if colored == 1:
+            color = coloring.color[k]
+        previous.color[j] = color
 
 
 def saved_pairs_args(ctx) -> tuple[int, int, int, int]:
