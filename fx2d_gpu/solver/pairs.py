@@ -63,8 +63,8 @@ def _save_previous_pairs(manifolds: ti.template(), previous: ti.template(), colo
 @ti.func
 def save_pairs(manifolds: ti.template(), previous: ti.template(), coloring: ti.template(),
                serial: ti.template(), n_slots, n_pairs, ordered, colored, save):
-    """_save_previous_pairs's loops (none where `save` is 0), for the arguments
-    saved_pairs_args gives. Called at a kernel's top level: its loops are the kernel's."""
+    """_save_previous_pairs's loops (none where `save` is 0), for n_slots body slots and the
+    arguments saved_pairs_args gives. Called at a kernel's top level: its loops are the kernel's."""
     ti.loop_config(serialize=serial)
     for slot in range(n_slots + 1 if save == 1 else 0):
         previous.pair_start[slot] = manifolds.pair_start[slot] if n_pairs > 0 else 0
@@ -83,10 +83,10 @@ def save_pairs(manifolds: ti.template(), previous: ti.template(), coloring: ti.t
         previous.color[j] = color
 
 
-def saved_pairs_args(ctx) -> tuple[int, int, int, int]:
-    """save_pairs's (n_slots, n_pairs, ordered, colored) for ctx's last step's pairs."""
+def saved_pairs_args(ctx) -> tuple[int, int, int]:
+    """save_pairs's (n_pairs, ordered, colored) for ctx's last step's pairs."""
     cache = ctx.cache
-    return ctx.n_slots, cache.n_pairs, int(cache.pairs_ordered), int(cache.coloring_valid)
+    return cache.n_pairs, int(cache.pairs_ordered), int(cache.coloring_valid)
 
 
 def save_previous_pairs(ctx):
@@ -95,7 +95,7 @@ def save_previous_pairs(ctx):
     colouring is valid; the next broad phase then overwrites `contacts`. (Small worlds save
     them in their broad phase's launch: sleep.find_pairs_waking_by_world.)"""
     pool = ctx.pool
-    _save_previous_pairs(pool.manifolds, pool.previous, pool.coloring, ctx.serial,
+    _save_previous_pairs(pool.manifolds, pool.previous, pool.coloring, ctx.serial, ctx.n_slots,
                          *saved_pairs_args(ctx))
 
 

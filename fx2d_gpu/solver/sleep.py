@@ -614,7 +614,7 @@ def _find_pairs_waking_by_world(model: ti.template(), bodies: ti.template(),
                                 islands: ti.template(), coloring: ti.template(),
                                 n_worlds: ti.i32, n_bodies: ti.i32, n_joints: ti.i32,
                                 cell_size: ti.f32, margin: ti.f32, motion_time: ti.f32,
-                                fat: ti.i32, save: ti.i32, n_slots: ti.i32, n_old: ti.i32,
+                                fat: ti.i32, save: ti.i32, n_old: ti.i32,
                                 ordered: ti.i32, colored: ti.i32) -> ti.math.ivec3:
     """The small worlds' broad phase (broad_phase._find_pairs_by_world) with wake_islands
     between its parts, a world per thread, after last step's pairs are saved where `save`
@@ -629,7 +629,8 @@ def _find_pairs_waking_by_world(model: ti.template(), bodies: ti.template(),
     bit, in one loop instead of seven, and a prefix sum over the worlds instead of the
     slots (4,096 small worlds, soft step, 2-core CPU, old and new revision in turns, best
     of three 10-step windows from step 30: the launch 1.68-1.74 -> 1.51-1.53 ms)."""
-    save_pairs(manifolds, previous, coloring, serial, n_slots, n_old, ordered, colored, save)
+    save_pairs(manifolds, previous, coloring, serial, n_worlds * n_bodies, n_old, ordered,
+               colored, save)
     begin_world_pairs(counts)
     stamp = _new_stamp(islands)
     ti.loop_config(serialize=serial)
