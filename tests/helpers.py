@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import fx2d_gpu as fx
-from fx2d_gpu.solver import context, team
+from fx2d_gpu.solver import coloring, context, team
 
 DT = 1.0 / 60.0  # the tests' frame, s
 
@@ -130,6 +130,13 @@ def machine_scene(n_worlds: int, arch: str, **scene_kwargs) -> fx.Scene:
                                                     size=(len(thrown), 2))
     scene.set_state(state)
     return scene
+
+
+def colored_like_the_general_path(monkeypatch):
+    """Small worlds colour their constraints as the general path does
+    (coloring.COLOR_SMALL_WORLDS): the two paths then solve in the same order and agree bit
+    for bit."""
+    monkeypatch.setattr(coloring, "COLOR_SMALL_WORLDS", True)
 
 
 def general_path(monkeypatch):

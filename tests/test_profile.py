@@ -7,6 +7,7 @@ import pytest
 
 import fx2d_gpu as fx
 from fx2d_gpu import scenes
+from fx2d_gpu.solver import fused, staged
 from fx2d_gpu.solver.stages import SUBSTEP_STAGES
 
 from .helpers import xfail_where_paths_round_apart
@@ -30,15 +31,26 @@ def _state(scene):
     # begin_step before the colouring.
     lambda arch: _pyramid_with_a_joint(arch),
 ], ids=["small_worlds", "large_world"])
-def test_profiled_steps_match_normal_steps_bitwise(arch, build, request):
-    if request.node.callspec.id == "small_worlds":  # profiled: the general path's stages
+def test_profiled_steps_match_normal_steps_bitwise(arch, build, request, monkeypatch):
+    small = request.node.callspec.id == "small_worlds"
+    if small:  # profiled: the general path's item stages
         xfail_where_paths_round_apart(request, arch)
     normal, profiled = build(arch), build(arch)
     for _ in range(40):
         normal.step(DT)
     for _ in range(20):
         profiled.step(DT)
+    # Small worlds take one colour (coloring.COLOR_SMALL_WORLDS): a constraint shares its
+    # bodies with others of its colour, so their passes go a world per thread.
+    by_world, by_colour = [], []
+    for module, name, calls in ((fused, "pass_by_world", by_world),
+                                (staged, "_solve_colors", by_colour)):
+        original = getattr(module, name)
+        monkeypatch.setattr(module, name, lambda *a, original=original, calls=calls, **k:
+                            calls.append(1) or original(*a, **k))
     profile = profiled.profile(DT, steps=20)
+    assert (len(by_world) > 0, len(by_colour) > 0) == ((True, False) if small
+                                                      else (False, True))
     for a, b in zip(_state(normal), _state(profiled), strict=True):
         np.testing.assert_array_equal(a, b)
     assert profiled.step_count == 40 and profiled.time == pytest.approx(normal.time)

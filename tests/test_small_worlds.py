@@ -1,9 +1,11 @@
 """Small worlds (at most solver/context.BY_WORLD_MAX_BODIES bodies) take their own path
 through a step: the broad phase checks every body of a world instead of hashing, and all
-substeps run in one launch, one world per thread. The general path (grid, one launch per
-stage and group of colours) is the independent reference: the two must agree bit for bit,
-because a colour's constraints share no dynamic body, so solving them in sequence or in
-parallel is the same arithmetic."""
+substeps run in one launch, one world per thread, each world's constraints one after the
+other in its own order (one colour: coloring.COLOR_SMALL_WORLDS). Coloured as the general
+path colours them, they are solved in its order: the general path (grid, one launch per
+stage and group of colours) is then the independent reference, and the two must agree bit
+for bit, because a colour's constraints share no dynamic body, so solving them in sequence
+or in parallel is the same arithmetic."""
 
 import numpy as np
 import pytest
@@ -11,6 +13,7 @@ import taichi as ti
 
 import fx2d_gpu as fx
 from fx2d_gpu import device
+from fx2d_gpu.device import MAX_COLORS
 from fx2d_gpu.scenes import batched_small
 from fx2d_gpu.solver import context, fused, team
 from fx2d_gpu.solver import pairs as solver_pairs
@@ -18,8 +21,10 @@ from fx2d_gpu.solver import sleep as solver_sleep
 from fx2d_gpu.solver import step as solver_step
 
 from .helpers import (
+    DT,
     TRACE_FIELDS,
     assert_same_trace,
+    colored_like_the_general_path,
     general_path,
     machine_scene,
     trace,
@@ -31,6 +36,7 @@ from .helpers import (
 @pytest.mark.parametrize("n_worlds", [3, 40])
 def test_small_worlds_step_bitwise_like_the_general_path(arch, n_worlds, monkeypatch, request):
     xfail_where_paths_round_apart(request, arch)
+    colored_like_the_general_path(monkeypatch)
     if n_worlds > 3:
         monkeypatch.setattr(device, "SERIAL_WORLDS", 0)
     scene = machine_scene(n_worlds, arch)
@@ -60,32 +66,82 @@ def test_a_world_alone_and_in_a_batch_agree_on_the_small_world_path(arch):
                                       err_msg=name)
 
 
-def test_an_overflowing_colouring_falls_back_to_the_general_path(arch, monkeypatch):
-    """A hub touched by more circles than there are colours overflows; those steps are
-    solved through the overflow's Jacobi pass, with the same results as the general
-    path."""
-    def hub():
-        scene = fx.Scene(gravity=(0.0, 0.0), arch=arch)
-        scene.add_circle((0.0, 0.0), 1.0)
-        # 36 rim circles: more than MAX_COLORS (31), and a small world (37 bodies).
-        for angle in np.linspace(0.0, 2.0 * np.pi, 36, endpoint=False):
-            scene.add_circle((1.07 * np.cos(angle), 1.07 * np.sin(angle)), 0.08,
-                             velocity=(-np.cos(angle), -np.sin(angle)))
-        return scene
+def _hub(arch):
+    """A circle and 36 rim circles thrown at it: more than MAX_COLORS (31) constraints on
+    one body, in a small world (37 bodies)."""
+    scene = fx.Scene(gravity=(0.0, 0.0), arch=arch)
+    scene.add_circle((0.0, 0.0), 1.0)
+    for angle in np.linspace(0.0, 2.0 * np.pi, 36, endpoint=False):
+        scene.add_circle((1.07 * np.cos(angle), 1.07 * np.sin(angle)), 0.08,
+                         velocity=(-np.cos(angle), -np.sin(angle)))
+    return scene
 
-    launches = []
-    original = fused.substeps_by_world
-    monkeypatch.setattr(fused, "substeps_by_world",
-                        lambda ctx: launches.append(1) or original(ctx))
-    scene = hub()
+
+def test_an_overflowing_colouring_falls_back_to_the_general_path(arch, monkeypatch):
+    """Coloured as the general path colours (coloring.COLOR_SMALL_WORLDS), a hub touched by
+    more circles than there are colours overflows; those steps are solved through the
+    overflow's Jacobi pass, with the same results as the general path."""
+    colored_like_the_general_path(monkeypatch)
+
+    launches = _count_launches(monkeypatch)
+    scene = _hub(arch)
     assert scene.n_bodies <= context.BY_WORLD_MAX_BODIES
     first = trace(scene, 1)
     assert scene.n_overflow > 0 and not launches
     small = trace(scene, 20)
     general_path(monkeypatch)
-    general = hub()
+    general = _hub(arch)
     assert_same_trace(first, trace(general, 1))
     assert_same_trace(small, trace(general, 20))
+
+
+def _count_launches(monkeypatch) -> list:
+    """A list that gains an entry at each launch of fused.substeps_by_world."""
+    launches = []
+    original = fused.substeps_by_world
+    monkeypatch.setattr(fused, "substeps_by_world",
+                        lambda ctx: launches.append(1) or original(ctx))
+    return launches
+
+
+def test_small_worlds_take_one_colour_solved_in_each_worlds_order(arch, monkeypatch):
+    """By default (coloring.COLOR_SMALL_WORLDS off) a small world's constraints all take
+    colour 0 and its thread solves them in its own order: its pairs where the broad phase
+    put them (pair_origin the identity), then its joints; nothing overflows."""
+    launches = _count_launches(monkeypatch)
+    scene = machine_scene(5, arch)
+    for _ in range(30):
+        scene.step(DT)
+    ctx = scene.step_context()
+    assert len(launches) == 30 and ctx.n_pairs > 0 and ctx.n_joints > 0
+    assert (scene.n_colors, scene.n_overflow) == (1, 0)
+    coloring = ctx.pool.coloring
+    np.testing.assert_array_equal(coloring.color.to_numpy()[:ctx.n_constraints], 0)
+    np.testing.assert_array_equal(coloring.pair_origin.to_numpy()[:ctx.n_pairs],
+                                  np.arange(ctx.n_pairs))
+
+
+def test_a_hub_of_one_colour_stays_on_the_small_world_path(arch, monkeypatch):
+    """The hub that overflows the general path's colours takes one colour and is solved a
+    world per thread, every step; with nothing else in its world (no gravity) its contacts'
+    impulses are equal and opposite, so its total momentum stays what it was: zero, the
+    rim's throws cancelling."""
+    launches = _count_launches(monkeypatch)
+    scene = _hub(arch)
+    state = scene.get_state()
+    masses = scene.get_body_params()["mass"][0]
+    thrown = np.abs(masses[:, None] * state.velocity[0]).sum()
+    inward = state.velocity[0, 1:].copy()  # thrown at the hub, 1 m/s
+    scene.step(DT)
+    hub_pairs = scene.candidate_pairs()
+    assert (hub_pairs[:, 1] == 0).sum() > MAX_COLORS  # more than there are colours
+    for _ in range(19):
+        scene.step(DT)
+    assert len(launches) == 20 and scene.n_overflow == 0 and scene.n_colors == 1
+    state = scene.get_state()
+    assert ((state.velocity[0, 1:] * inward).sum(axis=1) < 0.0).all()  # all turned back
+    momentum = (masses[:, None] * state.velocity[0]).sum(axis=0)
+    assert np.abs(momentum).max() < 1e-5 * thrown
 
 
 @ti.kernel

@@ -18,7 +18,15 @@ import pytest
 
 import fx2d_gpu as fx
 
-from .helpers import DT, assert_same_trace, general_path, machine_scene, run, trace
+from .helpers import (
+    DT,
+    assert_same_trace,
+    colored_like_the_general_path,
+    general_path,
+    machine_scene,
+    run,
+    trace,
+)
 
 G = 9.81
 #: Box2D v3's contact hertz, the cap at a quarter of the substep rate, and the doubling
@@ -238,7 +246,9 @@ def test_the_soft_step_makes_fewer_passes_than_xpbd(arch):
 def test_soft_step_small_worlds_are_bitwise_the_general_path(arch, monkeypatch):
     """The machine scene (a chain ground, a stack, throws, a motorised hinge, a driven
     slider with limits, a kinematic pusher, a sensor, a bouncy ball) on the small-world path
-    (a world per thread) and on the general one (a launch per stage): the same bits."""
+    (a world per thread, coloured as the general path colours) and on the general one (a
+    launch per stage): the same bits."""
+    colored_like_the_general_path(monkeypatch)
     small = trace(machine_scene(3, arch, solver="soft_step"), 90)
     assert small["state"]["velocity"].any()
     general_path(monkeypatch)

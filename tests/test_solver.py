@@ -20,7 +20,7 @@ from fx2d_gpu.scenes import (
     random_pile,
 )
 
-from .helpers import DT, run, track
+from .helpers import DT, colored_like_the_general_path, run, track
 from .reference.coloring import colors_sharing_a_body, greedy_color_count
 from .reference.contacts import closing_speed as reference_closing_speed
 from .reference.contacts import manifold_sweep
@@ -208,10 +208,11 @@ def test_only_pairs_with_points_take_a_colour(arch):
     assert not apart & touching
 
 
-def test_colours_kept_from_last_step_stay_valid_in_a_falling_pile(arch):
+def test_colours_kept_from_last_step_stay_valid_in_a_falling_pile(arch, monkeypatch):
     """A falling, tumbling pile gains and loses pairs every step; each step starts from the
     last step's colours (only new pairs bid), and the result must still be a valid
-    colouring, also after bodies fall asleep and wake up."""
+    colouring, also after bodies fall asleep and wake up. Small worlds too, coloured as the
+    general path colours (by default they take one colour: test_small_worlds.py)."""
     scene = random_pile(600, arch=arch, seed=7)
     for step in range(150):
         scene.step(DT)
@@ -219,6 +220,7 @@ def test_colours_kept_from_last_step_stay_valid_in_a_falling_pile(arch):
             assert_valid_coloring(scene)
     assert scene.colorings - scene.scratch_colorings > 20  # most steps kept the colours
     # With joints (kept per joint slot) in many worlds of thrown bodies:
+    colored_like_the_general_path(monkeypatch)
     scene = batched_small(32, arch=arch)
     for step in range(60):
         scene.step(DT)

@@ -169,7 +169,13 @@ def colour_graph(serial, n_bodies, edges, static=(), n_worlds=1, apart=()):
                        for x, y in zip(a, b, strict=True)])
     put(pool.coloring.solve, solved.astype(np.int32))
     pairs.carry_contacts(ctx)
-    assert coloring.color_constraints(ctx)  # a new colouring, from scratch
+    # Small worlds too coloured as the general path colours (by default they take one
+    # colour: coloring.COLOR_SMALL_WORLDS).
+    default, coloring.COLOR_SMALL_WORLDS = coloring.COLOR_SMALL_WORLDS, True
+    try:
+        assert coloring.color_constraints(ctx)  # a new colouring, from scratch
+    finally:
+        coloring.COLOR_SMALL_WORLDS = default
     dynamic = np.tile([body not in static for body in range(n_bodies)], n_worlds)
     return ctx, a, b, dynamic, solved
 

@@ -20,9 +20,13 @@ each body keeps a bit mask of the colours its constraints hold. In worlds of mor
 SMALL_COLORING_MAX_BODIES bodies the colouring starts from scratch every FRESH_COLORING_STEPS
 steps, so the colours do not fragment.
 
-Small worlds (StepContext.small_worlds) colour a world per thread (_color_worlds: the same
+Small worlds (StepContext.small_worlds) are solved a world per thread, one constraint after
+the other, where colours bring no parallelism: they take one colour (COLOR_SMALL_WORLDS),
+every constraint solved in its world's order, its pairs in the broad phase's order, then its
+joints. Coloured like the general path instead (COLOR_SMALL_WORLDS on, for the tests that
+compare the two paths bit for bit), they colour a world per thread (_color_worlds: the same
 rounds on the world's own constraints, so the same colours), and every step: starting from
-last step's colours gives what reusing them would. In a step the same launch carries last
+last step's colours gives what reusing them would. Either way the same launch carries last
 step's contacts to the world's pairs first and plans its solve order after.
 """
 
@@ -43,6 +47,18 @@ from .pairs import (
 
 _NO_CLAIM = 2147483647
 _SUB_ROUNDS = 4
+
+#: Whether small worlds (colors_by_world) colour their constraints as the general path
+#: does: off, they take one colour (one_color_by_world). A world's thread solves its
+#: constraints one after the other in any case (Gauss-Seidel, as Box2D v2 and Fx2D solve a
+#: world on one thread), so a colouring only fixed their order, that of the general path,
+#: whose colours run in parallel: the two paths then agree bit for bit, and the tests that
+#: compare them turn it on. Its cost was the colouring's rounds in the carry's launch
+#: (4,096 small worlds: 1.2-1.5 ms of it against 0.65-0.75 without them, 2-core CPU) and a
+#: pass over every colour in each of the substeps' passes (the substeps' launch 9.7-11.0
+#: ms against 8.3-8.7); a small world coloured like a hub overflowed and left the path
+#: for the general one.
+COLOR_SMALL_WORLDS = False
 
 
 @ti.func
@@ -450,7 +466,7 @@ def _color_worlds(model: ti.template(), bodies: ti.template(), joints: ti.templa
                   coloring: ti.template(), counts: ti.template(), serial: ti.template(),
                   lists_serial: ti.template(), n_worlds: ti.i32, n_bodies: ti.i32,
                   n_pairs: ti.i32, n_joints: ti.i32, keep: ti.i32,
-                  carry: ti.i32) -> ti.math.ivec2:
+                  carry: ti.i32, one_color: ti.i32) -> ti.math.ivec2:
     """_start_coloring and the rounds of _color_round for small worlds, a world per thread
     (StepContext.small_worlds: their pairs lie world by world, in their bodies' pair_start
     ranges, and every pair takes a colour): the same steps on the world's constraints, in
@@ -460,7 +476,7 @@ def _color_worlds(model: ti.template(), bodies: ti.template(), joints: ti.templa
     bidding neighbours', which settle). One loop instead of _start_coloring's five loops
     and a launch (or a team's barriers) for each of every sub-round's three; then the
     colour lists (_group_by_color, serially where `lists_serial`). Returns (colours used,
-    overflow).
+    overflow). `one_color` (one_color_by_world): every constraint takes colour 0 instead.
 
     `carry` (a step's colouring, step.find_pairs): the launch is the step's whole way from
     the broad phase's pairs to the solve: each world's thread first carries last step's
@@ -477,8 +493,13 @@ def _color_worlds(model: ti.template(), bodies: ti.template(), joints: ti.templa
         if carry == 1:
             for k in range(first_pair, end_pair):
                 carry_pair(manifolds, previous, k)
-        _color_world(model, bodies, joints, manifolds, coloring, counts, world, n_bodies,
-                     first_pair, end_pair, n_pairs + world * n_joints, n_joints, keep)
+        first_joint = n_pairs + world * n_joints
+        if one_color == 1:
+            for i in range(end_pair - first_pair + n_joints):
+                coloring.color[_world_constraint(first_pair, end_pair, first_joint, i)] = 0
+        else:
+            _color_world(model, bodies, joints, manifolds, coloring, counts, world, n_bodies,
+                         first_pair, end_pair, first_joint, n_joints, keep)
         if carry == 1:
             # Its own colours stand for the scene's: the order is the same (no pair of it
             # has a colour between its highest and the scene's).
@@ -612,6 +633,13 @@ def _order_overflow(coloring: ti.template(), counts: ti.template(), scan: ti.tem
     coloring.n_overflow_pairs[None] = coloring.rank[ti.min(counts.n_pairs[None], n_constraints)]
 
 
+def one_color_by_world(ctx) -> bool:
+    """Whether ctx's worlds take one colour (colors_by_world without COLOR_SMALL_WORLDS):
+    every constraint colour 0, so they are solved a world per thread, a profiled step's
+    passes too (staged.colour_pass)."""
+    return colors_by_world(ctx) and not COLOR_SMALL_WORLDS
+
+
 def colors_by_world(ctx) -> bool:
     """Whether ctx's worlds colour a world per thread (_color_worlds): small worlds, whose
     pairs lie world by world. They colour every step, starting from last step's colours
@@ -743,7 +771,8 @@ def _color(ctx, keep: bool, carry: bool = False) -> tuple[int, int]:
         used, overflow = _color_worlds(
             pool.model, pool.bodies, pool.joints, pool.manifolds, pool.previous,
             pool.prepared, pool.coloring, pool.counts, serial, lists_serial, ctx.n_worlds,
-            ctx.n_bodies, ctx.n_pairs, ctx.n_joints, int(keep), int(carry))
+            ctx.n_bodies, ctx.n_pairs, ctx.n_joints, int(keep), int(carry),
+            int(one_color_by_world(ctx)))
     else:
         assert not carry, "only worlds coloured one per thread carry in the colouring"
         groups = (pool.model, pool.bodies, pool.joints, pool.manifolds, pool.coloring,

@@ -4,11 +4,13 @@ It walks the scene's solver's stage list (solver/stages.py's STAGES) like the pe
 executor (solver/staged.py),
 in the same order, with the same results bit for bit:
 
-- substeps_by_world (small worlds): a member per world. A colour's constraints share no
-  dynamic body, so solving them one after the other in any order gives what solving them in
-  parallel gives; a world's thread solves its own constraints colour after colour (its
-  pairs lie in its own range of the broad phase's order, and pair_origin lists them there
-  in colour order: pairs.store_in_color_order). What it
+- substeps_by_world (small worlds): a member per world. A world's thread solves its own
+  constraints one after the other, colour after colour (its pairs lie in its own range of
+  the broad phase's order, and pair_origin lists them there in colour order:
+  pairs.store_in_color_order): by default one colour, so its pairs in the broad phase's
+  order, then its joints (coloring.COLOR_SMALL_WORLDS); coloured as the general path
+  colours, in the general path's order, and since a colour's constraints share no dynamic
+  body, solving them one after the other gives what solving them in parallel gives. What it
   saves: the ~8 launches of each substep (~90 a step at 11 substeps and 6 colours), which
   are most of a small scene's step, and the trips through memory between them: a world's
   bodies and contacts stay in the thread's cache for the whole step.
@@ -59,6 +61,38 @@ def substeps_by_world(ctx):
     backend's tasks: team.world_stride), each world's faults found after them
     (ctx.faults_found, see _launch)."""
     _launch(ctx, by_world=True, n_members=ctx.n_worlds, stride=team.world_stride(ctx))
+
+
+def pass_by_world(ctx, stage):
+    """Colour pass `stage` of small worlds that take one colour
+    (coloring.one_color_by_world), a world per thread, in a launch of its own: a profiled
+    step's (staged.colour_pass), as substeps_by_world solves it: the same results bit for
+    bit (a world's constraints in the same order)."""
+    pool = ctx.pool
+    sweeps = JOINT_SWEEPS if stage.joint_sweeps and ctx.n_joints > 0 else 1
+    uneven = int(ctx.immovable_sweep) if stage.immovable_sweep else 0
+    _pass_by_world(pool.model, pool.bodies, pool.joints, pool.manifolds, pool.prepared,
+                   pool.coloring, pool.counts, stage.run, stage.position, stage.joints,
+                   ctx.n_worlds, team.world_stride(ctx), ctx.n_bodies, ctx.n_joints,
+                   ctx.cache.n_colors, ctx.h, sweeps, uneven)
+
+
+@quick
+@ti.kernel
+def _pass_by_world(model: ti.template(), bodies: ti.template(), joints: ti.template(),
+                   manifolds: ti.template(), prepared: ti.template(), coloring: ti.template(),
+                   counts: ti.template(), constraint: ti.template(), position: ti.template(),
+                   with_joints: ti.template(), n_worlds: ti.i32, world_stride: ti.i32,
+                   n_bodies: ti.i32, n_joints: ti.i32, n_colors: ti.i32, h: ti.f32,
+                   sweeps: ti.i32, uneven: ti.i32):
+    """pass_by_world's launch: _member_pass for each world (member_of's stride, as the
+    substeps' loop)."""
+    for item in range(n_worlds * world_stride):
+        world = team.member_of(item, world_stride)
+        if world >= 0:
+            _member_pass(model, bodies, joints, manifolds, prepared, coloring, counts,
+                         constraint, position, with_joints, world, 1, True, n_bodies,
+                         n_joints, n_colors, 0, h, sweeps, uneven)
 
 
 def substeps_by_team(ctx, threads: int):

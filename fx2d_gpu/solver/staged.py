@@ -13,6 +13,8 @@ import taichi as ti
 
 from ..device import MAX_COLORS
 from ..launching import quick
+from . import fused
+from .coloring import one_color_by_world
 from .contacts import REPEAT_SOLVE, swept_again
 from .joints import JOINT_SWEEPS
 from .overflow import solve_overflow
@@ -157,7 +159,12 @@ def colour_pass(ctx, stage):
     colour; a pass of contacts alone only where there are pairs): the joints again in
     JOINT_SWEEPS - 1 more sweeps where stage.joint_sweeps (XPBD's position pass); in scenes
     of uneven masses (ctx.immovable_sweep) the contacts with an immovable body again where
-    stage.immovable_sweep (XPBD's velocity pass)."""
+    stage.immovable_sweep (XPBD's velocity pass). Small worlds of one colour
+    (coloring.one_color_by_world), whose constraints share bodies within the colour, go a
+    world per thread (fused.pass_by_world)."""
+    if one_color_by_world(ctx):
+        fused.pass_by_world(ctx, stage)
+        return
     if stage.joints or ctx.n_pairs:
         solve_pass(ctx, stage)
     if stage.joint_sweeps and ctx.n_joints:
