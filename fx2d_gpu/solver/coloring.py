@@ -54,10 +54,11 @@ _SUB_ROUNDS = 4
 #: world on one thread), so a colouring only fixed their order, that of the general path,
 #: whose colours run in parallel: the two paths then agree bit for bit, and the tests that
 #: compare them turn it on. Its cost was the colouring's rounds in the carry's launch
-#: (4,096 small worlds: 1.2-1.5 ms of it against 0.65-0.75 without them, 2-core CPU) and a
-#: pass over every colour in each of the substeps' passes (the substeps' launch 9.7-11.0
-#: ms against 8.3-8.7); a small world coloured like a hub overflowed and left the path
-#: for the general one.
+#: (4,096 small worlds: the launch 1.18-1.26 ms against 0.41-0.65 without them, 2-core
+#: CPU) and a round for every colour in each of the substeps' passes: the step 0.94-0.97
+#: of the coloured one's time without them (both ways in turns in one process, either
+#: solver). And a small world coloured like a hub overflowed, leaving the path for the
+#: general one.
 COLOR_SMALL_WORLDS = False
 
 
