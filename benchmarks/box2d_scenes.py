@@ -8,12 +8,20 @@ static bodies) stays at its defaults. pyb2d3 is optional: `available()` says whe
 installed, and nothing here imports it before a world is built.
 """
 
+import dataclasses
 import importlib.util
 import math
 
 import numpy as np
 
-from fx2d_gpu.scenes import BodySpec
+from fx2d_gpu.scenes import (
+    SMALL_WORLD,
+    SMALL_WORLD_CIRCLE_ELASTICITY,
+    SMALL_WORLD_CIRCLES,
+    SMALL_WORLD_HINGE,
+    BodySpec,
+    small_world_velocities,
+)
 
 #: Box2D v3's default substep count (b2World_Step's subStepCount in its samples).
 SUBSTEPS = 4
@@ -63,16 +71,18 @@ class Box2DWorld:
         # Touching shape pairs -> manifold points when they began touching (track_contacts).
         self._touching: dict[tuple[int, int], int] = {}
 
-    def _shape_def(self, mass: float, area: float, friction: float):
+    def _shape_def(self, mass: float, area: float, friction: float,
+                   restitution: float = RESTITUTION):
         """A shape definition giving a body of `mass` kg (density = mass / area, m²).
         Box2D mixes two shapes' frictions as the square root of their product and takes
         the larger restitution: equal values on every shape give the same coefficients as
-        fx2d_gpu's (the smaller of the two)."""
+        fx2d_gpu's (the smaller of the two), and the larger restitution is the soft step's
+        rule too."""
         b2 = self._b2
         density = mass / area if mass > 0.0 else 0.0
         return b2.shape_def(density=density, enable_contact_events=self.contact_events,
                             material=b2.surface_material(friction=friction,
-                                                         restitution=RESTITUTION))
+                                                         restitution=restitution))
 
     def _rotation(self, angle: float):
         """Box2D's rotation of `angle` (rad) from exact cosine and sine: b2MakeRot's
@@ -81,22 +91,25 @@ class Box2DWorld:
         rotation.c, rotation.s = math.cos(angle), math.sin(angle)
         return rotation
 
-    def add_spec(self, spec: BodySpec):
-        """Add one body as `spec` describes it (mass 0: static); returns the pyb2d3 Body."""
+    def add_spec(self, spec: BodySpec, offset=(0.0, 0.0), restitution: float = RESTITUTION):
+        """Add one body as `spec` describes it (mass 0: static), moved by `offset` (m), its
+        shape of `restitution`; returns the pyb2d3 Body."""
         b2 = self._b2
+        position = (spec.position[0] + offset[0], spec.position[1] + offset[1])
         body_def = b2.body_def(type=b2.BodyType.DYNAMIC if spec.mass > 0.0
                                else b2.BodyType.STATIC,
-                               position=spec.position, rotation=self._rotation(spec.angle))
+                               position=position, rotation=self._rotation(spec.angle))
         if spec.mass > 0.0:
             body_def.linear_velocity = spec.velocity
         body = self.world.create_body(body_def)
         if spec.kind == "circle":
             radius = spec.size[0]
-            shape_def = self._shape_def(spec.mass, math.pi * radius * radius, spec.friction)
+            shape_def = self._shape_def(spec.mass, math.pi * radius * radius, spec.friction,
+                                        restitution)
             body.create_shape(shape_def, b2.circle(radius=radius))
         else:
             width, height = spec.size
-            shape_def = self._shape_def(spec.mass, width * height, spec.friction)
+            shape_def = self._shape_def(spec.mass, width * height, spec.friction, restitution)
             body.create_shape(shape_def, b2.box(0.5 * width, 0.5 * height))
         self.bodies.append(body)
         return body
@@ -170,4 +183,39 @@ def joint_grid_world(rows: int = 100, columns: int = 100, spacing: float = 1.0,
                 world.add_revolute_joint(body - 1, body, (0.5 * spacing, 0.0))
             if row > 0:
                 world.add_revolute_joint(body - columns, body, (0.0, -0.5 * spacing))
+    return world
+
+
+#: Distance between neighbouring small worlds in small_worlds_world, m: each stays within
+#: x in [-6, 6] m (its ground) and y in [-1, 4] m for the benchmark's second of simulated
+#: time (the circles' throws peak below 3 m, the rod swings within 1 m of its hinge).
+SMALL_WORLD_SPACING = (16.0, 8.0)
+
+
+def small_worlds_world(n_worlds: int, threads: int = 1, seed: int = 0,
+                       enable_sleep: bool = True) -> Box2DWorld:
+    """fx2d_gpu.scenes.batched_small in Box2D v3: its n_worlds worlds side by side in one
+    Box2D world, on a grid of SMALL_WORLD_SPACING around the origin (at 4,096 worlds,
+    1 km x 0.5 km), each world's circles thrown as batched_small throws them. Box2D v3 has
+    no batch of worlds (a process holds at most 128 of its worlds), so one world of
+    n_worlds islands is how it steps them all at once, on its threads; no two of them
+    meet within the benchmark's steps. bodies[8 w + i] is body i of world w."""
+    world = Box2DWorld(threads, enable_sleep)
+    columns = math.ceil(math.sqrt(n_worlds))
+    rows = math.ceil(n_worlds / columns)
+    velocities = small_world_velocities(n_worlds, seed)
+    parent, child, anchor = SMALL_WORLD_HINGE
+    for index in range(n_worlds):
+        offset = (SMALL_WORLD_SPACING[0] * (index % columns - 0.5 * (columns - 1)),
+                  SMALL_WORLD_SPACING[1] * (index // columns - 0.5 * (rows - 1)))
+        first = len(world.bodies)
+        for body, spec in enumerate(SMALL_WORLD):
+            thrown = body in SMALL_WORLD_CIRCLES
+            if thrown:
+                velocity = velocities[index, SMALL_WORLD_CIRCLES.index(body)]
+                spec = dataclasses.replace(spec, velocity=(float(velocity[0]),
+                                                           float(velocity[1])))
+            world.add_spec(spec, offset, SMALL_WORLD_CIRCLE_ELASTICITY if thrown
+                           else RESTITUTION)
+        world.add_revolute_joint(first + parent, first + child, anchor)
     return world

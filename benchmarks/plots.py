@@ -85,9 +85,14 @@ def plot_results(folder: Path) -> list[Path]:
     batched = _read(folder / "batched_small.csv")
     if batched:
         fig, ax = plt.subplots(figsize=(7, 4.5))
-        points = sorted((_number(r["worlds"]), _number(r["world_steps_per_s"]))
-                        for r in batched)
-        ax.plot(*zip(*points, strict=True), marker="o", label="fx2d_gpu")
+        ours = [r for r in batched if r["engine"].startswith("fx2d_gpu")]
+        points = sorted((_number(r["worlds"]), _number(r["world_steps_per_s"])) for r in ours)
+        ax.plot(*zip(*points, strict=True), marker="o", label=ours[0]["engine"])
+        # Box2D v3 beside the largest batch: the same worlds as islands of one world.
+        for row in batched:
+            if not row["engine"].startswith("fx2d_gpu"):
+                ax.plot(_number(row["worlds"]), _number(row["world_steps_per_s"]), marker="s",
+                        linestyle="none", label=row["engine"])
         ax.set(xscale="log", yscale="log", xlabel="worlds (8 bodies, 1 joint each)",
                ylabel="world-steps per second",
                title=f"batched_small, {batched[0]['device']} ({batched[0]['date']})")

@@ -176,23 +176,47 @@ def joint_grid(rows: int = 100, columns: int = 100, spacing: float = 1.0, radius
     return scene
 
 
-def batched_small(n_worlds: int, seed: int = 0, **scene_kwargs) -> Scene:
-    """`n_worlds` copies of an 8-body scene: a ground, a stack of 3 boxes, 3 circles thrown
-    at it (different speeds in each world) and a pendulum rod hinged to the ground body."""
-    scene = Scene(n_worlds=n_worlds, **scene_kwargs)
-    friction = dict(static_friction=FRICTION, dynamic_friction=FRICTION)
-    ground = scene.add_box((0.0, -0.5), (12.0, 1.0), mass=0.0, **friction)
-    for level in range(3):
-        scene.add_box((1.5, 0.25 + 0.5 * level), (0.5, 0.5), **friction)
-    circles = [scene.add_circle((-3.0 + 0.8 * i, 0.5 + 0.6 * i), 0.25, elasticity=0.3,
-                                **friction) for i in range(3)]
-    rod = scene.add_box((4.0, 2.0), (1.0, 0.1), **friction)
-    scene.add_revolute_joint(ground, rod, anchor=(3.5, 2.5))
-    # Each world throws its circles differently (a parameter sweep's worth of worlds).
-    state = scene.get_state()
+#: batched_small's world, body by body: a ground, a stack of 3 boxes, 3 circles (thrown at
+#: the stack: small_world_velocities) and a rod, hinged to the ground (SMALL_WORLD_HINGE).
+SMALL_WORLD = (
+    [BodySpec("box", (0.0, -0.5), (12.0, 1.0), mass=0.0)]
+    + [BodySpec("box", (1.5, 0.25 + 0.5 * level), (0.5, 0.5)) for level in range(3)]
+    + [BodySpec("circle", (-3.0 + 0.8 * i, 0.5 + 0.6 * i), (0.25, 0.25)) for i in range(3)]
+    + [BodySpec("box", (4.0, 2.0), (1.0, 0.1))])
+#: The thrown circles' bodies in SMALL_WORLD (all of its circles), and their elasticity
+#: (the boxes': Scene's default, 0.1).
+SMALL_WORLD_CIRCLES = (4, 5, 6)
+SMALL_WORLD_CIRCLE_ELASTICITY = 0.3
+#: (parent, child, anchor in the parent's frame m): the rod's hinge, at its left end.
+SMALL_WORLD_HINGE = (0, 7, (3.5, 2.5))
+
+
+def small_world_velocities(n_worlds: int, seed: int = 0) -> np.ndarray:
+    """(n_worlds, 3, 2) the thrown circles' velocities, m/s, world by world: x uniform in
+    [1, 6], y in [0, 4] (a parameter sweep's worth of worlds)."""
     rng = np.random.default_rng(seed)
-    state.velocity[:, circles, 0] = rng.uniform(1.0, 6.0, size=(n_worlds, len(circles)))
-    state.velocity[:, circles, 1] = rng.uniform(0.0, 4.0, size=(n_worlds, len(circles)))
+    velocities = np.empty((n_worlds, len(SMALL_WORLD_CIRCLES), 2), np.float64)
+    velocities[..., 0] = rng.uniform(1.0, 6.0, size=(n_worlds, len(SMALL_WORLD_CIRCLES)))
+    velocities[..., 1] = rng.uniform(0.0, 4.0, size=(n_worlds, len(SMALL_WORLD_CIRCLES)))
+    return velocities
+
+
+def batched_small(n_worlds: int, seed: int = 0, **scene_kwargs) -> Scene:
+    """`n_worlds` copies of SMALL_WORLD (8 bodies, a hinge), each world's circles thrown at
+    its own speeds (small_world_velocities)."""
+    scene = Scene(n_worlds=n_worlds, **scene_kwargs)
+    for spec in SMALL_WORLD:
+        body = dict(mass=spec.mass, angle=spec.angle, static_friction=spec.friction,
+                    dynamic_friction=spec.friction)
+        if spec.kind == "circle":  # (every circle is a thrown one)
+            scene.add_circle(spec.position, spec.size[0],
+                             elasticity=SMALL_WORLD_CIRCLE_ELASTICITY, **body)
+        else:
+            scene.add_box(spec.position, spec.size, **body)
+    parent, child, anchor = SMALL_WORLD_HINGE
+    scene.add_revolute_joint(parent, child, anchor=anchor)
+    state = scene.get_state()
+    state.velocity[:, list(SMALL_WORLD_CIRCLES)] = small_world_velocities(n_worlds, seed)
     scene.set_state(state)
     return scene
 

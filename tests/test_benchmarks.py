@@ -43,8 +43,8 @@ def test_quick_suite_runs_every_scene_and_writes_csv_and_plots(tmp_path, arch):
     assert "fx2d_gpu" in engines and ("pymunk" in engines) == with_pymunk
     assert piles[0]["bodies"] == sizes.piles[0] + 3
     if box2d_scenes.available():
-        _check_box2d_column(by_scene, sizes)
-    batched = out["batched_small"]
+        _check_box2d_column(by_scene, sizes, out["batched_small"])
+    batched = [r for r in out["batched_small"] if r["engine"] == "fx2d_gpu"]
     assert [r["worlds"] for r in batched] == sizes.worlds
     for r in batched:
         assert r["bodies"] == 8 * r["worlds"] and r["joints"] == r["worlds"]
@@ -57,10 +57,10 @@ def test_quick_suite_runs_every_scene_and_writes_csv_and_plots(tmp_path, arch):
     assert next(tmp_path.rglob("batched.png")).stat().st_size > 0
 
 
-def _check_box2d_column(by_scene: dict, sizes: suite.Sizes):
+def _check_box2d_column(by_scene: dict, sizes: suite.Sizes, batched_rows: list[dict]):
     """The quick suite's Box2D v3 rows: every thread count beside every fx2d_gpu run of the
     four comparison scenes, the same bodies, a paired ratio on fx2d_gpu's row, and the
-    pyramids' apex drop."""
+    pyramids' apex drop; beside the largest batch of small worlds (batched_rows) only."""
     for threads in suite.BOX2D_THREADS:
         column = f"ratio_to_box2d_{threads}_thread{'' if threads == 1 else 's'}"
         runs = [("large_pyramid", "fx2d_gpu", True), ("large_pyramid", "fx2d_gpu (no sleep)",
@@ -77,6 +77,14 @@ def _check_box2d_column(by_scene: dict, sizes: suite.Sizes):
             if "pyramid" in scene:
                 assert theirs["stands"] is True  # 7 steps: nothing can have fallen yet
                 assert 0.0 <= theirs["top_drop_m"] < suite.STANDING_DROP
+        # The small worlds: beside fx2d_gpu's largest batch only, as many bodies and joints.
+        batched = [r for r in batched_rows if r["engine"] == "fx2d_gpu" and r[column] != ""]
+        assert [r["worlds"] for r in batched] == [sizes.box2d_worlds]
+        assert batched[0][column] > 0
+        theirs = by_scene["batched_small"][box2d_scenes.engine_name(threads)]
+        assert (theirs["bodies"], theirs["joints"], theirs["worlds"]) == (
+            8 * sizes.box2d_worlds, sizes.box2d_worlds, sizes.box2d_worlds)
+        assert theirs["world_steps_per_s"] > 0
 
 
 def test_quick_suite_leaves_out_what_is_not_asked_for(tmp_path, arch):
@@ -107,6 +115,31 @@ def test_box2d_world_matches_the_specs():
             assert body.mass == pytest.approx(spec.mass, rel=1e-5)
     grid = box2d_scenes.joint_grid_world(4, 5)
     assert len(grid.bodies) == 20 and grid.n_joints == 3 * 5 + 3 * 4
+
+
+def test_box2d_small_worlds_are_batched_smalls_worlds_side_by_side(arch):
+    """box2d_scenes.small_worlds_world: each world's bodies where batched_small puts them,
+    moved by the world's place on the grid (SMALL_WORLD_SPACING apart, no two worlds'
+    boxes within 4 m of each other), its circles thrown as fx2d_gpu's world throws them,
+    masses alike, one hinge a world."""
+    pytest.importorskip("pyb2d3")
+    n_worlds = 7  # a 3 x 3 grid with two places empty
+    world = box2d_scenes.small_worlds_world(n_worlds)
+    scene = scenes.batched_small(n_worlds, arch=arch)
+    state = scene.get_state()
+    assert len(world.bodies) == 8 * n_worlds and world.n_joints == n_worlds
+    theirs = world.positions().reshape(n_worlds, 8, 2)
+    offsets = theirs[:, 0] - state.position[:, 0]  # the grounds' places
+    np.testing.assert_allclose(theirs, state.position + offsets[:, None], atol=1e-4)
+    spacing = np.array(box2d_scenes.SMALL_WORLD_SPACING)
+    steps = np.round(offsets / spacing)
+    np.testing.assert_allclose(offsets, steps * spacing, atol=1e-4)
+    assert len({tuple(place) for place in steps}) == n_worlds  # each world its own place
+    velocities = np.array([[tuple(body.linear_velocity) for body in world.bodies[8 * w:8 * w + 8]]
+                           for w in range(n_worlds)])
+    np.testing.assert_allclose(velocities, state.velocity, atol=1e-5)
+    masses = [body.mass for body in world.bodies[:8]]
+    assert masses[0] == 0.0 and masses[1:] == pytest.approx([1.0] * 7, rel=1e-5)
 
 
 def test_box2d_counts_a_pyramids_contacts_from_its_events():
