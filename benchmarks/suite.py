@@ -372,9 +372,12 @@ def bench_batched_small(sizes, arch, others):
             row["world_steps_per_s"] = round(worlds * 1000.0 / row["ms_per_step"])
         rows += world_rows
         row = world_rows[0]
-        ratios = "".join(f", {row[column]}x Box2D v3 on {column.split('_')[3]}"
-                         for column in ("ratio_to_box2d_1_thread", "ratio_to_box2d_2_threads")
-                         if column in row)
+        ratios = ""
+        for threads in BOX2D_THREADS:
+            plural = "" if threads == 1 else "s"
+            column = f"ratio_to_box2d_{threads}_thread{plural}"
+            if column in row:
+                ratios += f", {row[column]}x Box2D v3's time on {threads} thread{plural}"
         print(f"  batched_small W={worlds}: {row['ms_per_step']:.2f} ms/step, "
               f"{row['world_steps_per_s']:,} world-steps/s{ratios}", flush=True)
     return rows
