@@ -82,17 +82,25 @@ def plot_results(folder: Path) -> list[Path]:
                ylabel="ms per step (dt 1/60)",
                title=f"ms/step (median over the run), {device} ({rows[0]['date']})")
         written.append(_save(fig, ax, folder / "scaling.png"))
-    batched = _read(folder / "batched_small.csv")
+    # Both solvers' small worlds (XPBD's file, the soft step's beside it), each a line; Box2D
+    # v3 beside the largest batch (the same worlds as islands of one world), from the first
+    # file that has it.
+    batched = [r for name in ("batched_small", "batched_small_soft_step")
+               for r in _read(folder / f"{name}.csv")]
     if batched:
         fig, ax = plt.subplots(figsize=(7, 4.5))
-        ours = [r for r in batched if r["engine"].startswith("fx2d_gpu")]
-        points = sorted((_number(r["worlds"]), _number(r["world_steps_per_s"])) for r in ours)
-        ax.plot(*zip(*points, strict=True), marker="o", label=ours[0]["engine"])
-        # Box2D v3 beside the largest batch: the same worlds as islands of one world.
-        for row in batched:
-            if not row["engine"].startswith("fx2d_gpu"):
-                ax.plot(_number(row["worlds"]), _number(row["world_steps_per_s"]), marker="s",
-                        linestyle="none", label=row["engine"])
+        engines = dict.fromkeys(r["engine"] for r in batched)
+        box2d_drawn = set()
+        for engine in engines:
+            rows = [r for r in batched if r["engine"] == engine]
+            if engine.startswith("fx2d_gpu"):
+                points = sorted((_number(r["worlds"]), _number(r["world_steps_per_s"]))
+                                for r in rows)
+                ax.plot(*zip(*points, strict=True), marker="o", label=engine)
+            elif engine not in box2d_drawn:
+                box2d_drawn.add(engine)
+                ax.plot(_number(rows[0]["worlds"]), _number(rows[0]["world_steps_per_s"]),
+                        marker="s", linestyle="none", label=engine)
         ax.set(xscale="log", yscale="log", xlabel="worlds (8 bodies, 1 joint each)",
                ylabel="world-steps per second",
                title=f"batched_small, {batched[0]['device']} ({batched[0]['date']})")

@@ -14,7 +14,7 @@ once in fx2d_gpu.scenes, shared with demos and tests):
     pile            N circles and boxes poured into a container, N = 10k, 100k (1M on a
                     GPU)                                                (+ box2d, pymunk 10k)
     batched_small   W worlds of 8 bodies and a joint, W = 1 ... 65,536 (4,096 on a CPU):
-                    world-steps per second (Jax2D's measure)
+                    world-steps per second (Jax2D's measure)      (+ box2d at 4,096)
     compile         JIT time of a first step, cold (empty offline cache) and warm
 
 ms/step is the median of timed windows after a warm-up window (each window ends with a
