@@ -253,12 +253,17 @@ def _box2d_runner(world: box2d_scenes.Box2DWorld, tops=()):
     return lambda: world.step(DT), lambda: None, finish
 
 
+def box2d_ratio_column(threads: int) -> str:
+    """fx2d_gpu's column of its paired ratio to Box2D v3 on `threads` threads."""
+    return f"ratio_to_box2d_{threads}_thread{'' if threads == 1 else 's'}"
+
+
 def _box2d_references(others, build, tops=()) -> list[tuple]:
     """[(ratio column, runner)] of Box2D v3 at each of BOX2D_THREADS, where `others` holds
     "box2d"; build(threads) makes the Box2DWorld."""
     if "box2d" not in others:
         return []
-    return [(f"ratio_to_box2d_{threads}_thread{'' if threads == 1 else 's'}",
+    return [(box2d_ratio_column(threads),
              _box2d_runner(build(threads), tops)) for threads in BOX2D_THREADS]
 
 
@@ -372,12 +377,9 @@ def bench_batched_small(sizes, arch, others):
             row["world_steps_per_s"] = round(worlds * 1000.0 / row["ms_per_step"])
         rows += world_rows
         row = world_rows[0]
-        ratios = ""
-        for threads in BOX2D_THREADS:
-            plural = "" if threads == 1 else "s"
-            column = f"ratio_to_box2d_{threads}_thread{plural}"
-            if column in row:
-                ratios += f", {row[column]}x Box2D v3's time on {threads} thread{plural}"
+        ratios = "".join(f", {row[column]}x {box2d_scenes.engine_name(threads)}'s time"
+                         for threads in BOX2D_THREADS
+                         if (column := box2d_ratio_column(threads)) in row)
         print(f"  batched_small W={worlds}: {row['ms_per_step']:.2f} ms/step, "
               f"{row['world_steps_per_s']:,} world-steps/s{ratios}", flush=True)
     return rows

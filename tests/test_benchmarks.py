@@ -62,7 +62,7 @@ def _check_box2d_column(by_scene: dict, sizes: suite.Sizes, batched_rows: list[d
     four comparison scenes, the same bodies, a paired ratio on fx2d_gpu's row, and the
     pyramids' apex drop; beside the largest batch of small worlds (batched_rows) only."""
     for threads in suite.BOX2D_THREADS:
-        column = f"ratio_to_box2d_{threads}_thread{'' if threads == 1 else 's'}"
+        column = suite.box2d_ratio_column(threads)
         runs = [("large_pyramid", "fx2d_gpu", True), ("large_pyramid", "fx2d_gpu (no sleep)",
                                                       False),
                 ("many_pyramids", "fx2d_gpu", True), ("joint_grid", "fx2d_gpu", True),
