@@ -41,6 +41,7 @@ from .shapes import MAX_COORDINATE
 from .snapshots import SceneSnapshot, read_state_file, restore_snapshot, take_snapshot
 from .solver.context import StepCache, StepContext, loops_run_serially
 from .solver.faults import ON_FAULT, contain_faults
+from .solver.plan import StepOptions, as_step_options
 from .solver.profile import NO_PROFILE, StageTimer, StepProfile
 from .solver.stages import DEFAULT_SUBSTEPS
 from .solver.stages import STAGES as SOLVERS
@@ -113,6 +114,10 @@ class Scene(ModelQueries):
             and relaxed at the velocity level, a restitution pass; Box2D's mixing rules, a
             pair's friction the geometric mean and its restitution the larger; see
             docs/solvers.md).
+        step_options: how the steps run among ways that give bitwise the same results (a
+            CPU team or a launch per stage, stages folded into one launch or alone): a
+            StepOptions, a dict of its attributes, or None for the defaults (see
+            Scene.step_options).
 
     Attributes:
         backend (str): the Taichi backend this process runs on, e.g. "x64", "cuda" or
@@ -138,7 +143,8 @@ class Scene(ModelQueries):
 
     def __init__(self, gravity=(0.0, -9.81), substeps: int | None = None, n_worlds: int = 1,
                  arch: str = "auto", enable_sleep: bool = True, on_fault: str = "raise",
-                 solver: str = "xpbd"):
+                 solver: str = "xpbd", step_options=None):
+        self._step_options = as_step_options(step_options)
         self._gravity = as_vector2(gravity, "gravity")
         self.enable_sleep = as_bool(enable_sleep, "enable_sleep")  # False: never sleep
         if not isinstance(solver, str):
@@ -643,7 +649,7 @@ class Scene(ModelQueries):
     def n_colors(self) -> int:
         """The parallel colours the last step's constraint solve used (a diagnostic); at
         most 1 where worlds have at most 40 bodies: each is solved on one thread, in its
-        own order (solver/coloring.py's COLOR_SMALL_WORLDS)."""
+        own order (StepOptions.color_small_worlds off)."""
         return self._cache.n_colors
 
     @property
@@ -769,6 +775,20 @@ class Scene(ModelQueries):
         """(k,) int64: the worlds the last step found faulty (with on_fault="reset", and reset)."""
         return self._faulted_worlds.copy()
 
+    @property
+    def step_options(self) -> StepOptions:
+        """How this scene's steps run (solver/plan.py's StepOptions): the CPU team or a launch
+        per stage, which stages fold into another's launch, which caches are kept. Every
+        choice gives bitwise the same results; the defaults are the fastest measured. Set it
+        to a StepOptions or a dict of its attributes (`scene.step_options = {"team":
+        False}` runs the substeps with a launch per stage, the path a GPU takes); raises
+        TypeError or ValueError for anything else, leaving the options as they were."""
+        return self._step_options
+
+    @step_options.setter
+    def step_options(self, options):
+        self._step_options = as_step_options(options)
+
     @serialized
     def step_context(self, dt: float = 0.0) -> StepContext:
         """This scene resident in the device pool and up to date, as a solver StepContext.
@@ -792,12 +812,13 @@ class Scene(ModelQueries):
         pool = residency.acquire(binding)
         cpu = runtime.on_cpu()
         return StepContext(
-            pool=pool, serial=cpu and loops_run_serially(self._n_worlds, self.n_bodies),
+            pool=pool,
+            serial=cpu and loops_run_serially(self._n_worlds, self.n_bodies, self._step_options),
             cpu=cpu,
             n_worlds=self._n_worlds, n_bodies=self.n_bodies, n_joints=self.n_joints,
             cell_size=self._cell, cache=self._cache, grow=lambda: residency.acquire(binding),
             dt=dt, substeps=self.substeps, enable_sleep=self.enable_sleep, solver=self.solver,
-            **binding.solver_flags)
+            options=self._step_options, **binding.solver_flags)
 
     def _built(self) -> Binding:
         """The scene's Binding, built for its model as it is now (on first use, and after
@@ -874,12 +895,16 @@ class Scene(ModelQueries):
             vel_damping (float | array_like | None): 1/s.
             gravity_scale (float | array_like | None): factor on the world's gravity.
             world (int | array_like | None): None (every world), a world index, a bool mask
-                (n_worlds,) or a sequence of indices.
+                (n_worlds,) or a sequence of indices, in the order the values' rows follow
+                (world_params.world_selection: negative ones count from the end, each world at
+                most once; empty: no change).
 
         Raises:
             TypeError: an index that is not an int, or a value that is not real numbers.
-            ValueError: an index out of range, a value of another shape, not finite or out
-                of its range, or a mass or inertia for a static body; nothing changes.
+            ValueError: an index out of range, a world given twice, a value of another shape,
+                not finite or out of its range (a mass whose inverse or whose inertia float32
+                cannot hold: see builder.MAX_MASS), or a mass or inertia for a static body;
+                nothing changes.
         """
         rows = spatial_queries.body_indices(bodies, self.n_bodies)
         worlds = world_selection(world, self._n_worlds)
@@ -944,11 +969,14 @@ class Scene(ModelQueries):
             pid (array_like | None): (p, i, d) gains: (3,) for every addressed world,
                 (k_worlds, 3) one set per world, or (k_worlds, k_joints, 3).
             world (int | array_like | None): None (every world), a world index, a bool mask
-                (n_worlds,) or a sequence of indices.
+                (n_worlds,) or a sequence of indices, in the order the values' rows follow
+                (world_params.world_selection: negative ones count from the end, each world at
+                most once; empty: no change).
 
         Raises:
             TypeError: an index that is not an int, or gains that are not real numbers.
-            ValueError: an index out of range, gains of another shape or not finite.
+            ValueError: an index out of range, a world given twice, gains of another shape
+                or not finite.
         """
         rows = spatial_queries.joint_indices(joints, self.n_joints)
         worlds = world_selection(world, self._n_worlds)
@@ -1023,7 +1051,9 @@ class Scene(ModelQueries):
             state: a State of this scene's shapes (n_worlds, n_bodies, ...); with `worlds`,
                 also one of k rows, one per world given, in order.
             worlds (int | array_like | None): None (every world), a world index, a bool
-                mask (n_worlds,) or a sequence of indices: only these worlds change.
+                mask (n_worlds,) or a sequence of indices: only these worlds change; a State
+                of k rows gives row i to worlds[i] (world_params.world_selection: negative
+                indices count from the end, each world at most once; empty: no change).
 
         Raises:
             TypeError: `state` is not a fx2d_gpu.State, an array is not of real numbers
@@ -1057,16 +1087,18 @@ class Scene(ModelQueries):
 
         Args:
             worlds (int | array_like): a world index, a bool mask (n_worlds,) or a sequence
-                of indices; an empty mask or sequence resets nothing.
+                of indices (world_params.world_selection: negative ones count from the end,
+                each world at most once); an empty mask or sequence resets nothing.
             state (State | SceneSnapshot | None): None (the built initial state), a State of
-                n_worlds rows (each given world takes its own row) or of one row per given
-                world, or a SceneSnapshot of this scene (each given world takes its row of
+                n_worlds rows (each given world takes its own row, whatever the order given)
+                or of one row per given world (row i to worlds[i]), or a SceneSnapshot of
+                this scene (each given world takes its row of
                 the snapshot's poses, velocities and motor targets).
 
         Raises:
             TypeError: worlds not indices or a bool mask, or state of another type.
-            ValueError: an index out of range, or a state that does not fit (naming it);
-                nothing changes.
+            ValueError: an index out of range, a world given twice, or a state that does not
+                fit (naming it); nothing changes.
         """
         if worlds is None:
             raise TypeError("worlds must be a world index, a bool mask or indices, got None")
@@ -1243,17 +1275,19 @@ class Scene(ModelQueries):
         Args:
             bodies (int | array_like): a body index or a sequence of them.
             enabled: False takes the bodies out, True puts them back.
-            world (int | array_like | None): a world, a sequence of worlds, or None for every
-                world.
+            world (int | array_like | None): None (every world), a world index, a bool mask
+                (n_worlds,) or a sequence of indices (world_params.world_selection: negative
+                ones count from the end, each world at most once; empty: no change).
 
         Raises:
             TypeError: enabled is not a bool, or an index is not an int.
-            ValueError: no bodies given, or an index out of range.
+            ValueError: no bodies given, an index out of range, or a world given twice.
         """
         enabled = as_bool(enabled, "enabled")
         indices = spatial_queries.body_indices(bodies, self.n_bodies)
-        worlds = spatial_queries.world_indices(world, self._n_worlds)
-        edits.write_enabled(self._context(), indices, worlds, enabled)
+        worlds = world_selection(world, self._n_worlds)
+        if len(worlds):
+            edits.write_enabled(self._context(), indices, worlds, enabled)
 
     @serialized
     def remove_body(self, body: int):
@@ -1314,11 +1348,10 @@ class Scene(ModelQueries):
         Args:
             name: the group's name.
             enabled: False takes the members out, True puts them back.
-            world (int | array_like | None): a world, a sequence of worlds, or None for every
-                world.
+            world (int | array_like | None): as set_enabled's.
 
         Raises:
-            ValueError: no group has this name, or a world out of range.
+            ValueError: no group has this name, a world out of range or given twice.
         """
         self.set_enabled(self.group_bodies(name), enabled, world)
 
@@ -1521,6 +1554,7 @@ class Scene(ModelQueries):
         runs: "cpu", or "auto" for the GPU it found)."""
         return dict(gravity=self.gravity, substeps=self.substeps, n_worlds=self._n_worlds,
                     enable_sleep=self.enable_sleep, on_fault=self.on_fault, solver=self.solver,
+                    step_options=self._step_options,
                     arch="cpu" if self.backend in ("x64", "arm64") else "auto")
 
     def __setstate__(self, state: dict):

@@ -202,15 +202,3 @@ def body_indices(bodies, n_bodies: int) -> np.ndarray:
 def joint_indices(joints, n_joints: int) -> np.ndarray:
     """(k,) int64 joint indices (see _indices), each below n_joints."""
     return _indices(joints, n_joints, "joint", "joints")
-
-
-def world_indices(world, n_worlds: int) -> np.ndarray:
-    """(k,) int64 from None (every world), a world index or a non-empty sequence of them;
-    TypeError/ValueError naming `world` otherwise."""
-    if world is None:
-        return np.arange(n_worlds)
-    values = np.atleast_1d(np.asarray(world))
-    if values.ndim != 1 or values.size == 0:
-        raise ValueError(f"world must be None, an index or a sequence of them, got {world!r}")
-    return np.array([as_index(v.item(), "world", n_worlds, "worlds") for v in values],
-                    np.int64)

@@ -48,12 +48,24 @@ DERIVED_FIELDS = {"model": ("inv_mass", "inv_inertia", "gravity_scale", "damping
 
 
 def world_selection(world, n_worlds: int, name: str = "world") -> np.ndarray:
-    """(k,) int64 world indices, sorted and unique, from None (every world), an index, a bool
-    mask (n_worlds,) or a sequence of indices (negative ones count from the end, as NumPy's).
+    """The one rule for which worlds a `world=` / `worlds=` argument addresses.
+
+    (k,) int64 world indices, in the caller's order (row i of per-world values goes to
+    world result[i]), from:
+      - None: every world, 0 .. n_worlds - 1;
+      - an int (Python or NumPy, signed or unsigned): that one world;
+      - a bool mask of shape (n_worlds,): the worlds where it is True, ascending;
+      - a sequence or 1-D array of ints: those worlds, in that order; empty: no world.
+    Negative indices count from the end, as NumPy's (-1 is the last world): an index must lie
+    in [-n_worlds, n_worlds), judged on the value given (np.uint64(2**64 - 1) is out of
+    range, not -1). Each world may be given once: a duplicate, also one given as i and
+    i - n_worlds, is refused, since two values for one world would silently drop one.
 
     Raises:
-        TypeError: not an int, a bool mask or ints (a float, a string), naming `name`.
-        ValueError: a mask of another length, an index out of range, or no worlds at all.
+        TypeError: a bool (not a mask), floats, strings or anything else not indices, or an
+            array of more than one dimension, naming `name`.
+        ValueError: a mask of another length, an index out of range or a world given twice,
+            naming `name` and the index as given.
     """
     if world is None:
         return np.arange(n_worlds, dtype=np.int64)
@@ -64,15 +76,37 @@ def world_selection(world, n_worlds: int, name: str = "world") -> np.ndarray:
         if values.shape != (n_worlds,):
             raise ValueError(f"{name}: a mask must have shape ({n_worlds},), got {values.shape}")
         return np.flatnonzero(values).astype(np.int64)
-    if values.dtype.kind not in "iu" or values.ndim > 1:
+    if values.size == 0 and values.ndim == 1:  # [] is float64 to NumPy: no world, not floats
+        return np.zeros(0, np.int64)
+    if values.ndim > 1 or not (values.dtype.kind in "iu" or (
+            values.dtype.kind == "O" and all(_is_int(v) for v in values.reshape(-1)))):
         raise TypeError(f"{name} must be a world index, a bool mask or a sequence of indices, "
                         f"got {world!r}"[:200])
-    values = values.reshape(-1).astype(np.int64)
-    bad = (values < -n_worlds) | (values >= n_worlds)
+    given = values.reshape(-1)
+    # The range is judged in the dtype given (Python ints for an object array): a cast to
+    # int64 first would wrap np.uint64(2**64 - 1) to -1, the last world.
+    if given.dtype.kind == "u":
+        bad = given >= np.uint64(n_worlds)
+    elif given.dtype.kind == "O":
+        bad = np.array([not -n_worlds <= v < n_worlds for v in given.tolist()], bool)
+    else:
+        bad = (given < -n_worlds) | (given >= n_worlds)
     if bad.any():
-        raise ValueError(f"{name}: world {int(values[bad][0])} out of range for {n_worlds} "
-                         "worlds")
-    return np.unique(values % n_worlds)
+        raise ValueError(f"{name}: world {given[bad][0]} out of range for {n_worlds} worlds "
+                         f"(valid: {-n_worlds} to {n_worlds - 1})")
+    chosen = given.astype(np.int64) % n_worlds
+    _, first = np.unique(chosen, return_index=True)
+    if len(first) < len(chosen):
+        again = int(np.setdiff1d(np.arange(len(chosen)), first)[0])
+        before = int(np.flatnonzero(chosen == chosen[again])[0])
+        raise ValueError(f"{name}: world {int(chosen[again])} given twice (as {given[before]} "
+                         f"and {given[again]}); each world may be given once")
+    return chosen
+
+
+def _is_int(value) -> bool:
+    """An int or NumPy integer, not a bool (NumPy's object arrays hold big Python ints)."""
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
 
 
 def _per_world_values(value, name: str, n_worlds: int, n_items: int, bounds: dict

@@ -32,7 +32,7 @@ from ..records import ContactEvents, State
 from ..scene import MAX_DT, MIN_DT, Scene
 from ..snapshots import SceneSnapshot
 from ..solver.faults import SimulationError
-from ..spatial_queries import body_indices, joint_indices, world_indices
+from ..spatial_queries import body_indices, joint_indices
 from ..world_params import BODY_PARAMS, WorldParams, world_selection
 from ..world_resets import state_rows
 from .worker import ShardWorker, Source
@@ -448,11 +448,12 @@ class ShardedScene(ModelQueries):
         Args:
             bodies (int | array_like): body indices.
             enabled: False takes them out, True puts them back.
-            world (int | array_like | None): global worlds (None: every world).
+            world (int | array_like | None): global worlds, as Scene.set_enabled takes them
+                (world_params.world_selection).
         """
         enabled = as_bool(enabled, "enabled")
         indices = body_indices(bodies, self.n_bodies)
-        worlds = world_indices(world, self._n_worlds)
+        worlds = world_selection(world, self._n_worlds)
         self._queue_worlds(worlds, lambda _, mine, local: (
             "set_enabled", (indices, enabled), {"world": local}))
 
@@ -728,10 +729,15 @@ class ShardedScene(ModelQueries):
 
     def _queue_worlds(self, worlds: np.ndarray, command: Callable):
         """Queue command(index, mine, local) on each shard holding some of global `worlds`
-        ((k,) indices): mine, the (k,) mask of those it holds; local, their indices there."""
+        ((k,) distinct indices in the caller's order, world_selection's): mine, the positions
+        in `worlds` of those it holds (index the per-world rows with it); local, their
+        indices there. Each shard takes its worlds in ascending order: a shard's Scene reads
+        a State of as many rows as it has worlds as each world's own row, which they then
+        are whatever order the caller gave."""
         for index, shard in enumerate(self._shards):
-            mine = (worlds >= shard.worlds.start) & (worlds < shard.worlds.stop)
-            if mine.any():
+            held = np.flatnonzero((worlds >= shard.worlds.start) & (worlds < shard.worlds.stop))
+            if len(held):
+                mine = held[np.argsort(worlds[held], kind="stable")]
                 shard.pending.append(command(index, mine, worlds[mine] - shard.worlds.start))
 
     def _queue_all(self, command: tuple):
