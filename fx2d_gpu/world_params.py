@@ -23,7 +23,15 @@ import math
 
 import numpy as np
 
-from .builder import MIN_INERTIA, MIN_MASS, material_rows
+from .builder import (
+    MAX_INERTIA,
+    MAX_MASS,
+    MIN_INERTIA,
+    MIN_MASS,
+    inertia_too_large,
+    material_rows,
+    too_heavy,
+)
 from .checks import FLOAT32_MAX, as_real_array, as_reals, as_vector2, as_vectors2
 from .solver.contacts import IMMOVABLE_SWEEP_RATIO
 
@@ -253,27 +261,47 @@ class WorldParams:
             if tiny.any():
                 raise ValueError(f"mass must be >= {MIN_MASS} kg (a body is static or dynamic "
                                  f"in every world), got {float(checked['mass'][tiny][0])}")
+            heavy = checked["mass"] > MAX_MASS
+            if heavy.any():
+                raise ValueError(too_heavy("mass", float(checked["mass"][heavy][0])))
         if "inertia" in checked:
             tiny = checked["inertia"] < MIN_INERTIA
             if tiny.any():
                 raise ValueError(f"inertia must be >= {MIN_INERTIA} kg m^2, got "
                                  f"{float(checked['inertia'][tiny][0])}")
+        elif "mass" in checked:
+            inertia = self._inertia_after(builder, bodies, worlds, checked["mass"])
+            large = inertia > MAX_INERTIA
+            if large.any():
+                raise ValueError(inertia_too_large("mass", float(inertia[large][0]),
+                                                   float(checked["mass"][large][0])))
         return checked
+
+    def _inertia_after(self, builder, bodies: np.ndarray, worlds: np.ndarray,
+                       mass: np.ndarray) -> np.ndarray:
+        """(k_worlds, k_bodies) float64, kg m^2: the inertias of `bodies` in `worlds` once
+        they take `mass` (same shape, kg) without an inertia: mass x Shape.unit_inertia where
+        the inertia is the shape's (as add_* computes it), the one given by hand elsewhere."""
+        current = self.body_values(builder)
+        cells = np.ix_(worlds, bodies)
+        unit = np.array([builder.bodies[b].shape.unit_inertia for b in bodies.tolist()])
+        old_mass, old_inertia = current["mass"][cells], current["inertia"][cells]
+        return np.where(old_inertia == old_mass * unit, mass * unit, old_inertia)
 
     def set_body_values(self, builder, bodies: np.ndarray, worlds: np.ndarray,
                         checked: dict[str, np.ndarray]):
         """Store checked values (check_body_values) for `bodies` in `worlds`. A mass given
         without an inertia moves the inertia with it where the inertia is the shape's
-        (mass x Shape.unit_inertia, as add_* computes it), and keeps one given by hand."""
+        (_inertia_after), and keeps one given by hand."""
+        if "mass" in checked and "inertia" not in checked:
+            inertia = self._inertia_after(builder, bodies, worlds, checked["mass"])
+        else:
+            inertia = None
         current = self.body_values(builder)
         self.bodies = current
         cells = np.ix_(worlds, bodies)
-        if "mass" in checked and "inertia" not in checked:
-            unit = np.array([builder.bodies[b].shape.unit_inertia for b in bodies.tolist()])
-            old_mass, old_inertia = current["mass"][cells], current["inertia"][cells]
-            from_shape = old_inertia == old_mass * unit
-            current["inertia"][cells] = np.where(from_shape, checked["mass"] * unit,
-                                                 old_inertia)
+        if inertia is not None:
+            current["inertia"][cells] = inertia
         for name, value in checked.items():
             current[name][cells] = value
 
@@ -375,9 +403,9 @@ class WorldParams:
             # Written out, not as_reals: a static body's inertia is inf. NaN fails each test.
             for name, ok in (
                     ("mass", np.where(static, mass == 0.0,
-                                      (mass >= MIN_MASS) & (mass <= FLOAT32_MAX))),
+                                      (mass >= MIN_MASS) & (mass <= MAX_MASS))),
                     ("inertia", np.where(static, inertia == math.inf,
-                                         (inertia >= MIN_INERTIA) & (inertia <= FLOAT32_MAX)))):
+                                         (inertia >= MIN_INERTIA) & (inertia <= MAX_INERTIA)))):
                 if not ok.all():
                     world, body = np.argwhere(~ok)[0].tolist()
                     raise ValueError(f"params/{name}[{world}, {body}]: body {body} is "

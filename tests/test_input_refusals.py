@@ -1,0 +1,52 @@
+"""Inputs the engine cannot honour are refused at once, naming the argument, and change
+nothing (issue 76): masses whose inverse or inertia float32 cannot hold, state files that
+are not regular files, get_state dtypes that are not float32 or float64."""
+
+import numpy as np
+import pytest
+
+import fx2d_gpu as fx
+from fx2d_gpu.builder import MAX_INERTIA, MAX_MASS
+
+
+def test_the_mass_limit_is_where_the_inverse_stops_being_a_normal_float32():
+    assert np.float32(1.0 / MAX_MASS) == np.finfo(np.float32).tiny          # normal
+    # A float32 step further (float64's inverse then rounds below 2**-126): subnormal.
+    assert np.float32(1.0 / (MAX_MASS * (1.0 + 2.0**-23))) < np.finfo(np.float32).tiny
+    assert np.isfinite(np.float32(MAX_INERTIA))
+
+
+@pytest.mark.parametrize("add", ["add_circle", "add_circles"])
+def test_a_mass_whose_inverse_float32_cannot_hold_is_refused_by_add(add):
+    scene = fx.Scene(arch="cpu")
+    with pytest.raises(ValueError, match=r"^mass.* must be <= 8\.507e\+37 kg"):
+        if add == "add_circle":
+            scene.add_circle((0.0, 5.0), 0.3, mass=1e38)
+        else:
+            scene.add_circles([(0.0, 5.0), (1.0, 5.0)], 0.3, mass=[1.0, 1e38])
+    assert scene.n_bodies == 0
+
+
+def test_a_mass_whose_derived_inertia_float32_cannot_hold_is_refused():
+    scene = fx.Scene(n_worlds=2, arch="cpu")
+    with pytest.raises(ValueError, match="^mass: the inertia must be finite in float32"):
+        scene.add_box((0.0, 6.0), (10.0, 10.0), mass=8e37)   # inertia 1.3e39 kg m^2
+    big = scene.add_box((0.0, 6.0), (10.0, 10.0))
+    before = scene.get_body_params([big])
+    for mass in (1e38, 8e37, [1.0, 8e37]):
+        with pytest.raises(ValueError, match="^mass"):
+            scene.set_body_params(big, mass=mass)
+    after = scene.get_body_params([big])
+    assert all(np.array_equal(before[k], after[k]) for k in before)
+    scene.set_body_params(big, mass=8e37, inertia=1e38)    # given by hand: it fits
+    scene.restore(scene.snapshot())                        # and the scene restores itself
+
+
+def test_a_huge_but_allowed_mass_falls_as_any_other():
+    scene = fx.Scene(arch="cpu", enable_sleep=False)
+    heavy = scene.add_circle((0.0, 5.0), 0.3, mass=MAX_MASS)
+    light = scene.add_circle((2.0, 5.0), 0.3)
+    for _ in range(30):
+        scene.step(1 / 60)
+    y = scene.get_state().position[0, :, 1]
+    assert y[heavy] < 4.0 and y[heavy] == pytest.approx(y[light])
