@@ -28,10 +28,11 @@ def float_dtype(dtype) -> np.dtype:
     """np.float32 or np.float64 from `dtype` (a NumPy dtype or its name), else TypeError."""
     try:
         value = np.dtype(dtype)
-    except TypeError:
+    except (TypeError, ValueError):
         value = None
-    if value not in (np.dtype(np.float32), np.dtype(np.float64)):
-        raise TypeError(f"dtype must be np.float32 or np.float64, got {dtype!r}")
+    # `is None` first: NumPy compares None equal to float64 (`None in (...)` is True).
+    if value is None or value not in (np.dtype(np.float32), np.dtype(np.float64)):
+        raise TypeError(f"dtype must be np.float32 or np.float64, got {dtype!r}"[:200])
     return value
 
 

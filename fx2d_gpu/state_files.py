@@ -21,6 +21,7 @@ import json
 import math
 import os
 import re
+import stat
 import struct
 import zipfile
 import zlib
@@ -674,14 +675,39 @@ def _read_archive(path: Path, where: str, binding) -> dict:
     """read_state_file's reading: _Damaged or the readers' errors for a file that is not a
     state file, _Refused for one whose contents do not fit."""
     spec = _saved_fields() if binding is not None else None
+    with _open_regular_file(path) as file:
+        if binding is not None:
+            layout = _Layout(binding.n_worlds, binding.n_bodies, binding.n_joints)
+            most = _file_bound(layout, spec)
+            size = os.fstat(file.fileno()).st_size
+            if size > most:
+                raise _Refused(f"{where}: {size:,} bytes, more than a state of this scene "
+                               f"can take ({most:,})")
+        return _read_members(file, path, where, binding, spec)
+
+
+def _open_regular_file(path: Path):
+    """`path` opened for reading in binary, if it is a regular file; _Damaged otherwise.
+
+    A device (/dev/zero: st_size 0, endless data) would defeat the size bounds, a FIFO
+    would block open() or the reads, and a directory cannot be read: the file is opened
+    without blocking (a FIFO then opens at once) and its type checked on the open file
+    descriptor, so that what is read is what was checked."""
+    descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            raise _Damaged("not a regular file")
+        return os.fdopen(descriptor, "rb")
+    except BaseException:
+        os.close(descriptor)
+        raise
+
+
+def _read_members(file, path: Path, where: str, binding, spec) -> dict:
+    """_read_archive's reading of the open regular file `file`."""
     if binding is not None:
         layout = _Layout(binding.n_worlds, binding.n_bodies, binding.n_joints)
-        most = _file_bound(layout, spec)
-        size = os.stat(path).st_size
-        if size > most:
-            raise _Refused(f"{where}: {size:,} bytes, more than a state of this scene can "
-                           f"take ({most:,})")
-    with zipfile.ZipFile(path) as archive:
+    with zipfile.ZipFile(file) as archive:
         infos = archive.infolist()
         if binding is not None and len(infos) > _most_members(layout, spec):
             raise _Refused(f"{where}: {len(infos):,} members, more than a state of this "
@@ -697,7 +723,7 @@ def _read_archive(path: Path, where: str, binding) -> dict:
         version = meta.get("format_version")
         if type(version) is not int or version not in READABLE_VERSIONS:
             raise _Refused(f"{path}: state file format {version!r}, this fx2d_gpu reads "
-                           f"formats {' and '.join(map(str, READABLE_VERSIONS))}")
+                           f"formats {READABLE_VERSIONS[0]} to {READABLE_VERSIONS[-1]}")
         for key in meta:
             if key not in _META_KEYS:
                 raise _Refused(f"{where}: meta has an unknown field {key!r}")

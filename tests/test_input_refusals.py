@@ -50,3 +50,32 @@ def test_a_huge_but_allowed_mass_falls_as_any_other():
         scene.step(1 / 60)
     y = scene.get_state().position[0, :, 1]
     assert y[heavy] < 4.0 and y[heavy] == pytest.approx(y[light])
+
+
+@pytest.mark.parametrize("dtype", ["garbage", "float33", [1, 2], 3.5, np.int32, "float16"])
+def test_get_state_refuses_a_dtype_other_than_float32_and_float64(dtype):
+    scene = fx.Scene(arch="cpu")
+    scene.add_circle((0.0, 1.0), 0.5)
+    with pytest.raises(TypeError, match="^dtype must be np.float32 or np.float64"):
+        scene.get_state(dtype=dtype)
+    assert scene.get_state(dtype="float32").position.dtype == np.float32
+
+
+@pytest.mark.parametrize("path", ["/dev/zero", "/dev/urandom", "a directory", "a fifo"])
+def test_a_state_file_that_is_not_a_regular_file_is_refused_at_once(path, tmp_path):
+    import os
+
+    scene = fx.Scene(arch="cpu")
+    scene.add_circle((0.0, 1.0), 0.5)
+    scene.step(1 / 60)
+    if path == "a directory":
+        path = str(tmp_path)
+    elif path == "a fifo":
+        path = str(tmp_path / "fifo.npz")
+        os.mkfifo(path)                 # no writer: a blocking open() would never return
+    before = scene.get_state()
+    for load in (scene.load_state, fx.SceneSnapshot.load):
+        with pytest.raises(ValueError, match="not a fx2d_gpu state file \\(not a regular"):
+            load(path)
+    assert np.array_equal(scene.get_state().position, before.position)
+    assert scene.step_count == 1

@@ -226,7 +226,7 @@ META_EDITS = {
     "n_worlds '2'": ({"n_worlds": "2"}, r"meta\.n_worlds must be an int"),
     "another fingerprint": ({"fingerprint": "0" * 40}, r"of another scene"),
     "format 2": ({"format_version": 2},
-                 r"state file format 2, this fx2d_gpu reads formats 3 and 4"),
+                 r"state file format 2, this fx2d_gpu reads formats 3 to 8$"),
     "an extra key": ({"extra": 1}, r"meta has an unknown field 'extra'"),
 }
 

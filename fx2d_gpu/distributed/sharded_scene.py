@@ -28,6 +28,7 @@ import numpy as np
 from ..builder import add_forces, check_forces, check_mode_targets, check_state, check_targets
 from ..checks import as_bool, as_count, as_index, as_real
 from ..model_queries import ModelQueries
+from ..readout import float_dtype
 from ..records import ContactEvents, State
 from ..scene import MAX_DT, MIN_DT, Scene
 from ..snapshots import SceneSnapshot
@@ -488,6 +489,8 @@ class ShardedScene(ModelQueries):
             bodies = body_indices(bodies, self.n_bodies)
         if out is not None:  # the shards send the dtype `out` holds (float32 halves it)
             dtype = _out_dtype(out)
+        else:  # Scene.get_state's check, here: a shard's refusal would come back as Ray's
+            dtype = float_dtype(dtype)
         parts = self._query_all(("get_state", (bodies, dtype), {}))
         if out is None:
             return _stacked(parts)
