@@ -4,7 +4,8 @@
         [--cpp-results FILE] [--substeps 14] [--results DIR] [--no-save]
 
 Each scenario loads the example's scene file with fx2d_gpu.load_scene, does to it what the
-example's main.cpp does (constraints, spawns, motor phases, the slingshot shot), steps it
+example's main.cpp does (constraints, spawns, motor phases, the slingshot shot: the
+package's example drivers, fx2d_gpu.examples.driver(name), with Fx2D's settings), steps it
 with the dt the example uses and returns a few figures that show whether the physics agree:
 
     angry_boxes         pieces knocked over, tower displacement, target drop, ball's final x
@@ -96,25 +97,15 @@ def angry_boxes(path, arch="auto", substeps=SUBSTEPS, scale=1.0) -> dict:
     scene = fx.load_scene(path, arch=arch, substeps=substeps)
     names = ("box_l1", "box_r1", "lintel1", "box_l2", "box_r2", "lintel2", "target")
     tower = [scene.body_index(n) for n in names]
-    ball = scene.body_index("ball")
-    anchor, pull, power = np.array([3.0, 3.0]), np.array([-2.0, 0.0]), 9.0
-    hold = -scene.body_mass(ball) * np.array(scene.gravity)  # the parked ball's weight, undone
-    start = scene.get_state()
     hold_steps, flight_steps = _steps(60, scale), _steps(240, scale)
-    scene.apply_force(ball, hold)
-    scene.step(FIRST_DT)
-    for _ in range(hold_steps):
-        scene.apply_force(ball, hold)
-        scene.step(FRAME_DT)
-    # Release: the slingshot holds the ball at the pull point, then sets its velocity.
-    s = scene.get_state()
-    s.position[0, ball] = anchor + pull
-    s.velocity[0, ball] = (anchor - (anchor + pull)) * power
-    s.angular_velocity[0, ball] = 0.0
-    s.sleeping[0, ball] = False
-    scene.set_state(s)
-    for _ in range(flight_steps):
-        scene.step(FRAME_DT)
+    # The package's driver: the ball held for the first step and hold_steps more, then shot.
+    slingshot = examples.driver("angry_boxes", hold_steps=hold_steps)
+    slingshot.setup(scene)
+    ball = slingshot.ball
+    start = scene.get_state()
+    slingshot.step(scene, FIRST_DT)
+    for _ in range(hold_steps + flight_steps):
+        slingshot.step(scene, FRAME_DT)
     end = scene.get_state()
     fell = start.position[0, tower, 1] - end.position[0, tower, 1] > 0.35
     tipped = np.abs(_wrap(end.angle[0, tower])) > 0.6
@@ -126,12 +117,6 @@ def angry_boxes(path, arch="auto", substeps=SUBSTEPS, scale=1.0) -> dict:
                        "target_drop": start.position[0, tower[-1], 1]
                        - end.position[0, tower[-1], 1],
                        "ball_x_end": end.position[0, ball, 0]})
-
-
-#: bucket_fill's main.cpp constants: at most 300 balls, one every 6th step; the bucket
-#: interior is the overlap box centred at (8, 6.6), 2.4 x 2.8 m.
-BUCKET_MAX_BALLS, BUCKET_STEPS_PER_SPAWN = 300, 6
-BUCKET_BOX = (np.array([6.8, 5.2]), np.array([9.2, 8.0]))
 
 
 def bucket_fill(path, arch="auto", substeps=SUBSTEPS, scale=1.0) -> dict:
@@ -150,38 +135,22 @@ def bucket_fill(path, arch="auto", substeps=SUBSTEPS, scale=1.0) -> dict:
     rectangle [0, 16] x [0, 12]).
     """
     scene = fx.load_scene(path, arch=arch, substeps=substeps)
-    balls, radii = [], []
-    step_count = 0
     steps = _steps(2100, scale)
-
-    def after_step():
-        nonlocal step_count
-        step_count += 1
-        n = len(balls)
-        if n < BUCKET_MAX_BALLS and step_count % BUCKET_STEPS_PER_SPAWN == 0:
-            # float32 as main.cpp computes them
-            jitter = np.float32(1.7) * np.sin(np.float32(n) * np.float32(2.399))
-            radius = np.float32(0.16) + np.float32(0.05) * np.float32(n % 3)
-            balls.append(scene.add_circle((8.0 + float(jitter), 11.4), float(radius),
-                                          mass=0.6, elasticity=0.1, static_friction=0.4,
-                                          dynamic_friction=0.3, name=f"ball_{n}"))
-            radii.append(float(radius))
-
-    scene.step(FIRST_DT)
-    after_step()
+    # The package's driver spawns ball n before the step after step 6 (n + 1): what
+    # main.cpp's callback does after that step.
+    rain = examples.driver("bucket_fill")
+    rain.setup(scene)
+    rain.step(scene, FIRST_DT)
     for _ in range(steps):
-        scene.step(FRAME_DT)
-        after_step()
+        rain.step(scene, FRAME_DT)
+    balls = rain.balls
     s = scene.get_state()
     centres = s.position[0, balls] if balls else np.zeros((0, 2))
-    lower, upper = BUCKET_BOX
-    gap = np.clip(centres, lower, upper) - centres
-    inside = (gap**2).sum(axis=1) < np.asarray(radii) ** 2
     outside = ((centres[:, 0] < 0) | (centres[:, 0] > 16)
                | (centres[:, 1] < 0) | (centres[:, 1] > 12))
     speed = np.linalg.norm(s.velocity[0, balls], axis=1) if balls else np.zeros(0)
     return _result("bucket_fill", FRAME_DT, 1 + steps, FIRST_DT + steps * FRAME_DT, {
-        "spawned": len(balls), "in_bucket": int(np.count_nonzero(inside)),
+        "spawned": len(balls), "in_bucket": rain.count_inside(scene),
         "mean_ball_y": centres[:, 1].mean() if balls else math.nan,
         "max_speed_end": speed.max() if balls else math.nan,
         "outside_scene": int(np.count_nonzero(outside))})
@@ -206,17 +175,11 @@ def truck(path, arch="auto", substeps=SUBSTEPS, scale=1.0, solver="xpbd") -> dic
     + potential energy rose above its start).
     """
     scene = fx.load_scene(path, arch=arch, substeps=substeps, solver=solver)
-    head, back = scene.body_index("truck_head"), scene.body_index("truck_back")
-    wheel1, wheel2 = scene.body_index("wheel1"), scene.body_index("wheel2")
+    # The package's driver builds the rig; free wheels (no motor), as main_headless.cpp.
+    rig = examples.driver("truck", wheel_speed=None)
+    rig.setup(scene)
+    head, back, wheel1, wheel2 = rig.head, rig.back, rig.rear_wheel, rig.front_wheel
     box = scene.body_index("box")
-    scene.add_prismatic_joint(head, back, axis=(1.0, 0.0), position_min=0.0, position_max=0.0)
-    scene.add_revolute_joint(head, wheel2, anchor=(0.1, -0.65))
-    scene.add_revolute_joint(back, wheel1, anchor=(0.48, -0.475))
-    if hasattr(scene, "disable_collision"):
-        scene.disable_collision(wheel2, back)
-    else:
-        print("truck: this fx2d_gpu has no Scene.disable_collision; wheel2 and truck_back "
-              "may collide (Fx2D's main.cpp turns that pair off)", file=sys.stderr)
     dynamic = [head, back, wheel1, wheel2, box]
     start = scene.get_state()
     e0 = _energy(scene, start, dynamic)
@@ -251,27 +214,25 @@ def joint_control_demo(path, arch="auto", substeps=SUBSTEPS, scale=1.0) -> dict:
     get_theta), pos_2s (m); omega_4s (rad/s), vel_4s (m/s), pos_4s; omega_6s, pos_6s, vel_6s.
     """
     scene = fx.load_scene(path, arch=arch, substeps=substeps)
-    arm, slider = scene.joint_index("arm_motor"), scene.joint_index("slider_motor")
+    motors = examples.driver("joint_control_demo")  # the package's driver: its PHASES
+    motors.setup(scene)
+    arm, slider = motors.arm, motors.slider
     dt, steps = 0.01, _steps(200, scale)
     figures = {}
 
-    def phase(mode, arm_pid, slider_pid, arm_target, slider_target):
-        scene.set_joint_mode(arm, mode, pid=arm_pid)
-        scene.set_joint_mode(slider, mode, pid=slider_pid)
-        scene.set_joint_target(arm, arm_target)
-        scene.set_joint_target(slider, slider_target)
+    def phase(index):
+        motors.set_phase(scene, index)
         for _ in range(steps):
             scene.step(dt)
         js = scene.joint_state()
         return (float(_wrap(js.position[0, arm])), float(js.rate[0, arm]),
                 float(js.position[0, slider]), float(js.rate[0, slider]))
 
-    theta, _, pos, _ = phase("position", (6.0, 0.05, 3.0), (8.0, 0.2, 5.0), 1.0, 1.0)
+    theta, _, pos, _ = phase(0)
     figures.update(theta_2s=theta, pos_2s=pos)
-    _, omega, pos, vel = phase("velocity", (6.0, 0.2, 0.0), (8.0, 0.2, 0.0), 3.14, 0.5)
+    _, omega, pos, vel = phase(1)
     figures.update(omega_4s=omega, vel_4s=vel, pos_4s=pos)
-    # Effort mode ignores the gains; Fx2D's set_torque / set_force keep the last ones.
-    _, omega, pos, vel = phase("effort", None, None, 15.0, -2.0)
+    _, omega, pos, vel = phase(2)
     figures.update(omega_6s=omega, pos_6s=pos, vel_6s=vel)
     return _result("joint_control_demo", dt, 3 * steps, 3 * steps * dt, figures)
 

@@ -10,6 +10,7 @@
 """
 
 import argparse
+import math
 import sys
 import time
 from pathlib import Path
@@ -18,13 +19,70 @@ import numpy as np
 
 
 def _size(text):
+    """--size's argument: WxH pixels, each 16 to render.MAX_IMAGE_SIDE."""
+    from .render import MAX_IMAGE_SIDE
+
     try:
         w, h = (int(v) for v in text.lower().split("x"))
     except ValueError:
         raise argparse.ArgumentTypeError(f"size must look like 640x480, got {text!r}") from None
-    if w < 16 or h < 16:
-        raise argparse.ArgumentTypeError("size must be at least 16x16")
+    if not (16 <= w <= MAX_IMAGE_SIDE and 16 <= h <= MAX_IMAGE_SIDE):
+        raise argparse.ArgumentTypeError(f"size must be 16x16 to {MAX_IMAGE_SIDE}x"
+                                         f"{MAX_IMAGE_SIDE} pixels, got {text!r}")
     return (w, h)
+
+
+def _step_length(text):
+    """--dt's argument, s: a finite number from Scene's MIN_DT; above MAX_DT it is clamped,
+    as Scene.step clamps it (so a GIF's frame rate is the simulated one)."""
+    from .scene import MAX_DT, MIN_DT
+
+    try:
+        dt = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a step length in seconds, got {text!r}"
+                                         ) from None
+    if not math.isfinite(dt) or dt < MIN_DT:
+        raise argparse.ArgumentTypeError(f"must be a finite step length >= {MIN_DT} s, got "
+                                         f"{text!r}")
+    return min(dt, MAX_DT)
+
+
+def _world_count(text):
+    """--worlds' argument: an int >= 1."""
+    try:
+        count = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number of worlds, got {text!r}"
+                                         ) from None
+    if count < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {text!r}")
+    return count
+
+
+#: The options that name a file to write, and the suffix the file must have (None: any).
+_OUTPUT_FILES = {"gif": ".gif", "png": None, "screenshot": None, "save": None}
+
+
+def _check_outputs(parser, args):
+    """Refuse, before anything is simulated, an output the run could not write at its end:
+    a file option naming a folder, a file in a folder that does not exist, a GIF without
+    .gif, or --png-dir naming a file."""
+    for option, suffix in _OUTPUT_FILES.items():
+        value = getattr(args, option, None)
+        if not value:
+            continue
+        path = Path(value)
+        flag = f"--{option}"
+        if path.is_dir():
+            parser.error(f"{flag} {value}: is a folder, give a file name")
+        if not path.absolute().parent.is_dir():
+            parser.error(f"{flag} {value}: the folder {str(path.parent)!r} does not exist")
+        if suffix is not None and path.suffix.lower() != suffix:
+            parser.error(f"{flag} {value}: the file name must end in {suffix}")
+    folder = getattr(args, "png_dir", None)
+    if folder and Path(folder).exists() and not Path(folder).is_dir():
+        parser.error(f"--png-dir {folder}: is a file, not a folder")
 
 
 def _example_name(text):
@@ -62,17 +120,21 @@ def _scene_source(parser, args, others=()):
         from . import examples
 
         return examples.path(args.example), f"example {args.example}"
-    return args.scene, Path(args.scene).name
+    # A Path, never the string: load_scene reads a string not ending in .yml/.yaml as YAML
+    # text, and a scene file may have any name.
+    return Path(args.scene), Path(args.scene).name
 
 
 def _add_run_options(parser, steps_default):
     parser.add_argument("--steps", type=int, default=steps_default, help="steps to simulate")
-    parser.add_argument("--dt", type=float, default=1 / 60, help="step length, s")
+    parser.add_argument("--dt", type=_step_length, default=1 / 60,
+                        help="step length, s (>= 1e-3; above 0.06 clamped)")
     parser.add_argument("--substeps", type=int, default=None,
                         help="substeps per step (default: the solver's, 11 or 4)")
     parser.add_argument("--solver", default="xpbd", choices=("xpbd", "soft_step"),
                         help="xpbd (Fx2D's, the default) or soft_step (Box2D v3's)")
-    parser.add_argument("--worlds", type=int, default=None, help="copies stepped together")
+    parser.add_argument("--worlds", type=_world_count, default=None,
+                        help="copies stepped together")
     parser.add_argument("--arch", default="auto", help="auto | cpu | gpu | cuda | vulkan | metal")
     out = parser.add_mutually_exclusive_group()
     out.add_argument("--gif", help="write an animated GIF of the run")
@@ -176,9 +238,16 @@ def cmd_run(args, parser):
     from .io.scene_loader import load_scene
 
     path, label = _scene_source(parser, args)
+    _check_outputs(parser, args)
+    options = {"n_worlds": args.worlds or 1, "arch": args.arch, "substeps": args.substeps,
+               "solver": args.solver}
     try:
-        scene = load_scene(path, n_worlds=args.worlds or 1, arch=args.arch,
-                           substeps=args.substeps, solver=args.solver)
+        if args.example:  # the scene with its driver (joints, spawns...): simulate steps it
+            from . import examples
+
+            scene = examples.load(args.example, **options).scene
+        else:
+            scene = load_scene(path, **options)
     except (ValueError, TypeError) as exc:
         raise SystemExit(f"fx2d: {exc}") from None
     simulate(scene, args, label)
@@ -213,6 +282,7 @@ def cmd_demo(args, parser):
         return
     if args.name not in DEMOS:
         raise SystemExit(f"fx2d: no demo named {args.name!r} (fx2d demo --list)")
+    _check_outputs(parser, args)
     kwargs = {"arch": args.arch}
     if args.worlds:
         kwargs["n_worlds"] = args.worlds
@@ -253,13 +323,20 @@ def cmd_view(args, parser):
         from .io.scene_loader import load_scene
 
         path, _ = _scene_source(parser, args, others=(("--demo NAME", args.demo),))
-        scene_factory = lambda: load_scene(path, n_worlds=args.worlds or 1,  # noqa: E731
-                                           arch=args.arch)
+        if args.example:  # the scene with its driver, which the viewer steps
+            from . import examples
+
+            scene_factory = lambda: examples.load(  # noqa: E731
+                args.example, n_worlds=args.worlds or 1, arch=args.arch).scene
+        else:
+            scene_factory = lambda: load_scene(path, n_worlds=args.worlds or 1,  # noqa: E731
+                                               arch=args.arch)
         instead = (f"fx2d run --example {args.example} --gif out.gif" if args.example
                    else f"fx2d run {args.scene} --gif out.gif")
         source = f"--example {args.example}" if args.example else str(args.scene)
     if args.frames is not None and args.frames < 1:
         parser.error("--frames must be >= 1")
+    _check_outputs(parser, args)
     if args.offscreen:
         if args.frames is None:
             parser.error("--offscreen needs --frames N (how many frames to record)")
@@ -285,12 +362,31 @@ def cmd_view(args, parser):
         print(f"wrote {item}")
 
 
+#: What fx2d bench needs in the current folder: a source checkout's benchmark suite.
+BENCH_SUITE = Path("benchmarks") / "suite.py"
+
+
 def cmd_bench(bench_args):
+    """fx2d bench ARGS: `python -m benchmarks ARGS`, from the current folder's checkout.
+
+    The benchmarks are not part of the installed package; the installed `fx2d` command
+    does not have the current folder on sys.path (python -m does), so a checkout's folder
+    is put there when it holds benchmarks/suite.py."""
+    here = Path.cwd()
+    in_checkout = (here / BENCH_SUITE).is_file()
+    if in_checkout and str(here) not in sys.path:
+        sys.path.insert(0, str(here))
     try:
         from benchmarks import suite
-    except ImportError:
-        raise SystemExit("fx2d bench runs the benchmarks/ folder of a source checkout: "
-                         "run it from the repository root") from None
+    except ModuleNotFoundError as exc:
+        if not in_checkout or exc.name in ("benchmarks", "benchmarks.suite"):
+            raise SystemExit(
+                f"fx2d bench: no benchmarks here ({here / BENCH_SUITE} does not exist). The "
+                "benchmarks come with a source checkout of fx2d_gpu, not with the installed "
+                "package: clone the repository, install it with pip install -e \".[bench]\" "
+                "and run fx2d bench from its root folder.") from None
+        raise SystemExit(f"fx2d bench: the benchmarks need {exc.name!r}, which is not "
+                         "installed: pip install -e \".[bench]\" (in the checkout)") from None
     suite.main(bench_args)
 
 
@@ -304,9 +400,11 @@ def main(argv=None):
     _add_scene_source(view, "Fx2D YAML scene file (or --example NAME, or --demo NAME)")
     view.add_argument("--demo", default=None, metavar="NAME",
                       help="a built-in demo instead of a file (fx2d demo --list)")
-    view.add_argument("--worlds", type=int, default=None, help="copies stepped together")
+    view.add_argument("--worlds", type=_world_count, default=None,
+                      help="copies stepped together")
     view.add_argument("--arch", default="auto", help="auto | cpu | gpu | cuda | vulkan | metal")
-    view.add_argument("--dt", type=float, default=1 / 60, help="step length, s (a step a frame)")
+    view.add_argument("--dt", type=_step_length, default=1 / 60,
+                      help="step length, s (a step a frame; >= 1e-3, above 0.06 clamped)")
     view.add_argument("--size", type=_size, default=(1024, 768), help="window size, WxH")
     view.add_argument("--world", type=int, default=None,
                       help="show this world alone (default: tiles of the first 64 worlds of a "

@@ -209,11 +209,19 @@ def controller_of(scene):
     return entry[1] if entry is not None and entry[0]() is scene else None
 
 
+def attach_controller(scene, controller):
+    """Make `controller` the one `controller_of(scene)` returns: `fx2d run`, `fx2d demo` and
+    the viewer call its before_step(scene) before every step and draw its `rays` (None: no
+    rays). A demo's agents (the lidar's) and an example's driver (fx2d_gpu.examples) are
+    attached this way. The scene is held weakly: the entry dies with it."""
+    import weakref
+
+    _CONTROLLERS[id(scene)] = (weakref.ref(scene), controller)
+
+
 def demo_lidar(arch="auto", n_worlds=16, seed=5, **_):
     """Batched lidar: in each world an agent drives to waypoints among random obstacles,
     seeing them through a 32-ray lidar fan (one ray_cast call for all worlds a frame)."""
-    import weakref
-
     rng = np.random.default_rng(seed)
     scene = Scene(gravity=(0.0, 0.0), arch=arch, n_worlds=n_worlds)
     half = 10.0
@@ -243,7 +251,7 @@ def demo_lidar(arch="auto", n_worlds=16, seed=5, **_):
         state.position[blocked, agent] = rng.uniform(-half + 1.5, half - 1.5, (len(blocked), 2))
         scene.set_state(state)
     waypoints = rng.uniform(-half + 1.5, half - 1.5, (n_worlds, 4, 2))
-    _CONTROLLERS[id(scene)] = (weakref.ref(scene), LidarController(agent, radius, waypoints))
+    attach_controller(scene, LidarController(agent, radius, waypoints))
     scene.meta["size"] = (2 * half + 2, 2 * half + 2)
     scene.meta["origin"] = (-half - 1, -half - 1)
     return scene
