@@ -239,9 +239,15 @@ def cmd_run(args, parser):
 
     path, label = _scene_source(parser, args)
     _check_outputs(parser, args)
+    options = {"n_worlds": args.worlds or 1, "arch": args.arch, "substeps": args.substeps,
+               "solver": args.solver}
     try:
-        scene = load_scene(path, n_worlds=args.worlds or 1, arch=args.arch,
-                           substeps=args.substeps, solver=args.solver)
+        if args.example:  # the scene with its driver (joints, spawns...): simulate steps it
+            from . import examples
+
+            scene = examples.load(args.example, **options).scene
+        else:
+            scene = load_scene(path, **options)
     except (ValueError, TypeError) as exc:
         raise SystemExit(f"fx2d: {exc}") from None
     simulate(scene, args, label)
@@ -317,8 +323,14 @@ def cmd_view(args, parser):
         from .io.scene_loader import load_scene
 
         path, _ = _scene_source(parser, args, others=(("--demo NAME", args.demo),))
-        scene_factory = lambda: load_scene(path, n_worlds=args.worlds or 1,  # noqa: E731
-                                           arch=args.arch)
+        if args.example:  # the scene with its driver, which the viewer steps
+            from . import examples
+
+            scene_factory = lambda: examples.load(  # noqa: E731
+                args.example, n_worlds=args.worlds or 1, arch=args.arch).scene
+        else:
+            scene_factory = lambda: load_scene(path, n_worlds=args.worlds or 1,  # noqa: E731
+                                               arch=args.arch)
         instead = (f"fx2d run --example {args.example} --gif out.gif" if args.example
                    else f"fx2d run {args.scene} --gif out.gif")
         source = f"--example {args.example}" if args.example else str(args.scene)
@@ -350,12 +362,31 @@ def cmd_view(args, parser):
         print(f"wrote {item}")
 
 
+#: What fx2d bench needs in the current folder: a source checkout's benchmark suite.
+BENCH_SUITE = Path("benchmarks") / "suite.py"
+
+
 def cmd_bench(bench_args):
+    """fx2d bench ARGS: `python -m benchmarks ARGS`, from the current folder's checkout.
+
+    The benchmarks are not part of the installed package; the installed `fx2d` command
+    does not have the current folder on sys.path (python -m does), so a checkout's folder
+    is put there when it holds benchmarks/suite.py."""
+    here = Path.cwd()
+    in_checkout = (here / BENCH_SUITE).is_file()
+    if in_checkout and str(here) not in sys.path:
+        sys.path.insert(0, str(here))
     try:
         from benchmarks import suite
-    except ImportError:
-        raise SystemExit("fx2d bench runs the benchmarks/ folder of a source checkout: "
-                         "run it from the repository root") from None
+    except ModuleNotFoundError as exc:
+        if not in_checkout or exc.name in ("benchmarks", "benchmarks.suite"):
+            raise SystemExit(
+                f"fx2d bench: no benchmarks here ({here / BENCH_SUITE} does not exist). The "
+                "benchmarks come with a source checkout of fx2d_gpu, not with the installed "
+                "package: clone the repository, install it with pip install -e \".[bench]\" "
+                "and run fx2d bench from its root folder.") from None
+        raise SystemExit(f"fx2d bench: the benchmarks need {exc.name!r}, which is not "
+                         "installed: pip install -e \".[bench]\" (in the checkout)") from None
     suite.main(bench_args)
 
 
