@@ -525,22 +525,56 @@ def _draw_rays(image: np.ndarray, starts: np.ndarray, ends: np.ndarray, hit: np.
            np.concatenate([line_y, dot_y])[order], colours[order])
 
 
+#: Largest side of an image render_worlds draws, pixels: an 8192 x 8192 RGB frame is 192 MiB;
+#: past it a typo (1000000x1000000) would end in a MemoryError.
+MAX_IMAGE_SIDE = 8192
+#: Smallest tile render_worlds draws a world in, pixels a side (its last row and column are
+#: the gap between tiles).
+MIN_TILE_SIDE = 8
+
+
+def tile_grid(size, n_tiles: int) -> tuple[int, int, tuple[int, int]]:
+    """(columns, rows, (tile width, tile height) pixels) of render_worlds' grid of n_tiles
+    tiles in a (width, height) image."""
+    columns = int(np.ceil(np.sqrt(n_tiles)))
+    rows = int(np.ceil(n_tiles / columns))
+    return columns, rows, (size[0] // columns, size[1] // rows)
+
+
+def tiles_fit(size, n_tiles: int) -> bool:
+    """Whether n_tiles tiles of at least MIN_TILE_SIDE pixels a side fit a (width, height)
+    image (one tile is the whole image)."""
+    return n_tiles <= 1 or min(tile_grid(size, n_tiles)[2]) >= MIN_TILE_SIDE
+
+
+def check_image_size(size, name: str = "size") -> tuple[int, int]:
+    """(width, height) in pixels, each 16 to MAX_IMAGE_SIDE, else ValueError naming `name`."""
+    width, height = (int(v) for v in size)
+    if not (16 <= width <= MAX_IMAGE_SIDE and 16 <= height <= MAX_IMAGE_SIDE):
+        raise ValueError(f"{name} must be 16 to {MAX_IMAGE_SIDE} pixels a side, got "
+                         f"{width} x {height}")
+    return width, height
+
+
 def render_worlds(scene, size=(800, 600), bounds=None, contacts=False, max_tiles=64,
                   rays=None):
-    """All worlds (up to max_tiles) as a grid of tiles in one (height, width, 3) image.
+    """All worlds (up to max_tiles, and no more than fit with MIN_TILE_SIDE pixels a side) as
+    a grid of tiles in one (height, width, 3) image, size (width, height) 16 to
+    MAX_IMAGE_SIDE pixels (else ValueError naming size).
 
     rays: (starts (n_worlds, n, 2), ends (n_worlds, n, 2), hit (n_worlds, n)), each world's
     segments drawn over its tile (see render)."""
+    size = check_image_size(size)
     n = min(scene.n_worlds, max_tiles)
+    while not tiles_fit(size, n):  # 289 worlds in 16 x 16 pixels: as many as can be seen
+        n -= 1
 
     def world_rays(w):
         return None if rays is None else tuple(np.asarray(a)[w] for a in rays)
 
     if n == 1:
         return render(scene, 0, size, bounds, contacts, rays=world_rays(0))
-    columns = int(np.ceil(np.sqrt(n)))
-    rows = int(np.ceil(n / columns))
-    tile = (size[0] // columns, size[1] // rows)
+    columns, _, tile = tile_grid(size, n)
     image = np.full((size[1], size[0], 3), _TILE_GAP, np.uint8)
     state = scene.get_state(dtype=np.float32)
     for w in range(n):

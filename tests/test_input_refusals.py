@@ -79,3 +79,28 @@ def test_a_state_file_that_is_not_a_regular_file_is_refused_at_once(path, tmp_pa
             load(path)
     assert np.array_equal(scene.get_state().position, before.position)
     assert scene.step_count == 1
+
+
+def test_render_settings_are_checked_by_the_constructor():
+    from fx2d_gpu.envs import CartPoleVectorEnv
+
+    with pytest.raises(ValueError, match="^render_tiles: 289 tiles do not fit render_size"):
+        CartPoleVectorEnv(289, arch="cpu", render_mode="rgb_array", render_size=(16, 16),
+                          render_tiles=289)
+    with pytest.raises(ValueError, match="^render_size must be 16 to 8192 pixels a side"):
+        CartPoleVectorEnv(1, arch="cpu", render_mode="rgb_array", render_size=(10**6, 10**6))
+    env = CartPoleVectorEnv(16, arch="cpu", render_mode="rgb_array", render_size=(32, 32),
+                            render_tiles=16)            # 16 tiles of 8 x 8 pixels: they fit
+    env.reset(seed=0)
+    assert env.render().shape == (32, 32, 3)
+    env.close()
+
+
+def test_render_worlds_draws_no_more_tiles_than_fit():
+    from fx2d_gpu.render import render_worlds
+
+    scene = fx.Scene(n_worlds=289, arch="cpu")
+    scene.add_circle((0.0, 1.0), 0.5)
+    assert render_worlds(scene, (16, 16), max_tiles=289).shape == (16, 16, 3)
+    with pytest.raises(ValueError, match="^size must be 16 to 8192"):
+        render_worlds(scene, (10**6, 10**6))

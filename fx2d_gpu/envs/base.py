@@ -170,9 +170,7 @@ def _render_size(value) -> tuple[int, int]:
     for v in (width, height):
         if isinstance(v, bool) or not isinstance(v, int | np.integer):
             raise TypeError(f"render_size must be two ints, got {value!r}")
-        if v < 16:
-            raise ValueError(f"render_size must be at least 16 x 16 pixels, got {value!r}")
-    return int(width), int(height)
+    return fx_render.check_image_size((width, height), "render_size")
 
 
 class Fx2DVectorEnv(gymnasium.vector.VectorEnv, metaclass=abc.ABCMeta):
@@ -272,6 +270,11 @@ class Fx2DVectorEnv(gymnasium.vector.VectorEnv, metaclass=abc.ABCMeta):
         self.render_mode = render_mode
         self.render_size = _render_size(render_size)
         self.render_tiles = _count(render_tiles, "render_tiles")
+        drawn = min(self.render_tiles, self.num_envs)
+        if not fx_render.tiles_fit(self.render_size, drawn):
+            raise ValueError(f"render_tiles: {drawn} tiles do not fit render_size "
+                             f"{self.render_size} with {fx_render.MIN_TILE_SIDE} pixels a "
+                             "side each; draw fewer tiles or a larger image")
         self.metadata = {**type(self).metadata, "autoreset_mode": self.autoreset_mode}
 
         # Sleep off: a balanced pole or a hovering lander is slow but must keep moving, and
