@@ -943,7 +943,7 @@ class Scene(ModelQueries):
                 (n_worlds, 2).
 
         Raises:
-            TypeError: not real numbers.
+            TypeError: not real numbers, or a ragged sequence (naming gravity).
             ValueError: another shape, or not finite; nothing changes.
         """
         values = self._params.check_gravity(gravity)

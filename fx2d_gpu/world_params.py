@@ -307,7 +307,12 @@ class WorldParams:
 
     def check_gravity(self, gravity) -> np.ndarray:
         """(n_worlds, 2) float64 from (2,) (every world) or (n_worlds, 2), finite."""
-        if np.ndim(gravity) <= 1:
+        try:
+            ndim = np.ndim(gravity)
+        except ValueError:  # NumPy's "inhomogeneous shape" names nothing
+            raise TypeError(f"gravity must be (2,) or ({self.n_worlds}, 2) real numbers, got a "
+                            "ragged sequence") from None
+        if ndim <= 1:
             return np.tile(as_vector2(gravity, "gravity"), (self.n_worlds, 1))
         return np.array(as_vectors2(gravity, "gravity", self.n_worlds), np.float64)
 

@@ -104,3 +104,26 @@ def test_render_worlds_draws_no_more_tiles_than_fit():
     assert render_worlds(scene, (16, 16), max_tiles=289).shape == (16, 16, 3)
     with pytest.raises(ValueError, match="^size must be 16 to 8192"):
         render_worlds(scene, (10**6, 10**6))
+
+
+def test_ragged_gravity_is_refused_naming_gravity():
+    scene = fx.Scene(n_worlds=2, arch="cpu")
+    scene.add_circle((0.0, 1.0), 0.5)
+    before = scene.get_gravity()
+    with pytest.raises(TypeError, match="^gravity must be .* got a ragged sequence"):
+        scene.set_gravity([[0.0, 1.0], [2.0]])
+    assert np.array_equal(scene.get_gravity(), before)
+
+
+def test_the_envs_name_ragged_actions_and_options_that_are_not_a_dict():
+    from fx2d_gpu.envs import CartPoleVectorEnv, LanderVectorEnv
+
+    for env, ragged in ((CartPoleVectorEnv(2, arch="cpu"), [[0], [1, 2]]),
+                        (LanderVectorEnv(2, arch="cpu"), [[0.0, 1.0], [1.0]])):
+        env.reset(seed=0)
+        with pytest.raises(TypeError, match="^actions must be an array of shape .* ragged"):
+            env.step(ragged)
+        for options in (5, [("reset_mask", np.ones(2, bool))]):
+            with pytest.raises(TypeError, match="^options must be None or a dict"):
+                env.reset(options=options)
+        env.close()

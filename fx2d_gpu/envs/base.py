@@ -344,8 +344,12 @@ class Fx2DVectorEnv(gymnasium.vector.VectorEnv, metaclass=abc.ABCMeta):
     def _check_actions(self, actions) -> np.ndarray:
         """`actions` as an array of action_space's shape, or TypeError / ValueError."""
         space = self.single_action_space
-        if isinstance(space, gymnasium.spaces.Discrete):
+        try:
             array = np.asarray(actions)
+        except ValueError:  # NumPy's "inhomogeneous shape" names nothing
+            raise TypeError(f"actions must be an array of shape "
+                            f"{(self.num_envs, *space.shape)}, got a ragged sequence") from None
+        if isinstance(space, gymnasium.spaces.Discrete):
             if array.dtype == bool or not np.issubdtype(array.dtype, np.integer):
                 raise TypeError(f"actions must be integers, got dtype {array.dtype}")
             if array.shape != (self.num_envs,):
@@ -356,7 +360,6 @@ class Fx2DVectorEnv(gymnasium.vector.VectorEnv, metaclass=abc.ABCMeta):
                 raise ValueError(f"actions must lie in [{space.start}, "
                                  f"{space.start + space.n}), got {array.min()}..{array.max()}")
             return array.astype(np.int64)
-        array = np.asarray(actions)
         if array.dtype == bool or not np.issubdtype(array.dtype, np.number) or \
                 np.issubdtype(array.dtype, np.complexfloating):
             raise TypeError(f"actions must be real numbers, got dtype {array.dtype}")
@@ -423,6 +426,9 @@ class Fx2DVectorEnv(gymnasium.vector.VectorEnv, metaclass=abc.ABCMeta):
         """
         self._check_open()
         mask = np.ones(self.num_envs, bool)
+        if options is not None and not isinstance(options, dict):
+            raise TypeError(f"options must be None or a dict such as {{'reset_mask': mask}}, "
+                            f"got {type(options).__name__}")
         if options:
             unknown = sorted(set(options) - {"reset_mask"}, key=str)
             if unknown:
