@@ -1,5 +1,6 @@
 """fx2d_gpu: a batched 2D rigid-body physics engine on Taichi, after Fx2D's XPBD design."""
 
+from . import _quiet_taichi  # noqa: F401  (first: Taichi's import banner goes to stderr)
 from .io.scene_loader import load_scene
 from .records import (
     ContactEventList,

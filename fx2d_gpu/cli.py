@@ -7,6 +7,7 @@
     fx2d demo NAME [options]              a built-in demo
     fx2d demo --list                      the demos and the example scenes
     fx2d bench [options]                  the benchmarks (from a source checkout)
+    fx2d --version                        the fx2d_gpu version
 """
 
 import argparse
@@ -147,10 +148,18 @@ def _add_run_options(parser, steps_default):
 
 
 class _Progress:
-    """A one-line progress bar on stderr, shown once a run has lasted a second."""
+    """A one-line progress bar on stderr, shown once a run has lasted a second.
+
+    Its rate counts from `restart` on: the steps after the first, whose compile would
+    otherwise count as stepping time."""
 
     def __init__(self, total):
         self.total, self.start, self.shown = total, time.perf_counter(), False
+        self.counted_from = 0  # steps done when the rate's clock started
+
+    def restart(self, done):
+        """Count the rate from now, `done` steps done."""
+        self.start, self.counted_from = time.perf_counter(), done
 
     def update(self, done):
         elapsed = time.perf_counter() - self.start
@@ -159,7 +168,7 @@ class _Progress:
         self.shown = True
         width = 30
         filled = int(width * done / max(self.total, 1))
-        rate = done / elapsed if elapsed > 0 else 0.0
+        rate = (done - self.counted_from) / elapsed if elapsed > 0 else 0.0
         sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{self.total} "
                          f"steps, {rate:.1f} steps/s")
         sys.stderr.flush()
@@ -195,9 +204,19 @@ def simulate(scene, args, label):
     for i in range(args.steps):
         if controller is not None:
             controller.before_step(scene)
+        if i == 0:
+            # The first step compiles the kernels (or loads them from Taichi's offline
+            # cache): seconds to minutes of silence otherwise.
+            sys.stderr.write("fx2d: first step: compiling the kernels (kept in Taichi's cache "
+                             "for the next run) ...")
+            sys.stderr.flush()
         start = time.perf_counter()
         scene.step(args.dt)
         step_times.append(time.perf_counter() - start)
+        if i == 0:
+            sys.stderr.write(f" done in {step_times[0]:.1f} s\n")
+            sys.stderr.flush()
+            progress.restart(1)
         if want_frames and (i + 1) % args.every == 0:
             capture()
         if i % 10 == 0 or i == args.steps - 1:
@@ -301,6 +320,26 @@ def cmd_demo(args, parser):
     simulate(scene, args, f"demo {args.name}")
 
 
+def _compiled(scene_factory, dt):
+    """scene_factory, its scenes' kernels compiled before the viewer opens, saying so on
+    stderr: one step of `dt` s, taken and undone (snapshot and restore), so the window
+    does not sit blank through the compile and the scene starts where it was built."""
+
+    def factory():
+        scene = scene_factory()
+        sys.stderr.write("fx2d: compiling the kernels (kept in Taichi's cache for the next "
+                         "run) ...")
+        sys.stderr.flush()
+        start = time.perf_counter()
+        before = scene.snapshot()
+        scene.step(dt)
+        scene.restore(before)
+        sys.stderr.write(f" done in {time.perf_counter() - start:.1f} s\n")
+        return scene
+
+    return factory
+
+
 def cmd_view(args, parser):
     from .viewer import Overlays, ViewerUnavailable, run_viewer
 
@@ -336,6 +375,7 @@ def cmd_view(args, parser):
         source = f"--example {args.example}" if args.example else str(args.scene)
     if args.frames is not None and args.frames < 1:
         parser.error("--frames must be >= 1")
+    scene_factory = _compiled(scene_factory, args.dt)
     _check_outputs(parser, args)
     if args.offscreen:
         if args.frames is None:
@@ -391,7 +431,10 @@ def cmd_bench(bench_args):
 
 
 def main(argv=None):
+    from . import __version__
+
     parser = argparse.ArgumentParser(prog="fx2d", description="fx2d_gpu command line")
+    parser.add_argument("--version", action="version", version=f"fx2d_gpu {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="simulate a scene file (or --example NAME)")
     _add_scene_source(run, "Fx2D YAML scene file (or --example NAME)")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import json
 import os
@@ -70,18 +71,26 @@ def ensure_initialized(arch: str = "auto") -> str:
         chosen = next((name for name in _gpu_candidates() if _probe(name)), None)
         if chosen is None:
             print("fx2d_gpu: no GPU backend available, running on the CPU", file=sys.stderr)
-        ti.init(arch=_TI_ARCH[chosen or "cpu"], **options)
+        _init_taichi(_TI_ARCH[chosen or "cpu"], options)
     else:
         if arch == "vulkan" and _software_vulkan_only():
             print("fx2d_gpu: arch='vulkan' runs on a software Vulkan driver (no GPU): it "
                   "tests the GPU code path and is slower than arch='cpu'", file=sys.stderr)
             _state["software_vulkan"] = True
-        ti.init(arch=_TI_ARCH[arch], **options)
+        _init_taichi(_TI_ARCH[arch], options)
         if arch != "cpu" and ti.lang.impl.current_cfg().arch in (ti.cpu, ti.x64, ti.arm64):
             print(f"fx2d_gpu: backend {arch!r} unavailable, running on the CPU", file=sys.stderr)
     _state["arch"] = ti.lang.impl.current_cfg().arch.name
     _state["requested"] = arch
     return _state["arch"]
+
+
+def _init_taichi(ti_arch, options: dict):
+    """ti.init(arch=ti_arch, **options), its "[Taichi] Starting on arch=..." line on stderr:
+    Taichi prints it to stdout, where it would mix into a program's output (fx2d run's
+    summary, piped on), as its import banner would (fx2d_gpu._quiet_taichi)."""
+    with contextlib.redirect_stdout(sys.stderr):
+        ti.init(arch=ti_arch, **options)
 
 
 #: The environment variable that caps the CPU backend's threads (a shard of

@@ -78,7 +78,9 @@ def test_fx2d_gpu_imports_without_gymnasium_and_envs_says_how_to_install_it():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             cwd=ROOT, timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
-    assert "pip install fx2d_gpu[rl]" in result.stdout
+    # Both ways to get the extra: a checkout's editable install, and a package index's.
+    assert 'pip install -e ".[rl]"' in result.stdout
+    assert 'pip install "fx2d_gpu[rl]"' in result.stdout
 
 
 def test_tasks_are_registered_for_make_and_make_vec():

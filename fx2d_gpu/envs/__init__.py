@@ -21,15 +21,17 @@ observations, rewards, terminations, truncations, infos = envs.step(
 A vector env is one `fx2d_gpu.Scene(n_worlds=num_envs)`: one scene.step advances every
 sub-environment (see Fx2DVectorEnv for autoreset, seeding and domain randomisation).
 
-Needs gymnasium >= 1.0 (`pip install fx2d_gpu[rl]`); `import fx2d_gpu` does not.
+Needs gymnasium >= 1.0, the `rl` extra (from a checkout: `pip install -e ".[rl]"`; from an
+index: `pip install "fx2d_gpu[rl]"`); `import fx2d_gpu` does not.
 """
 
 try:
     import gymnasium
     from gymnasium.vector import AutoresetMode  # noqa: F401  (gymnasium 1.x only)
 except ImportError as error:  # gymnasium missing, or a 0.x version
-    raise ImportError("fx2d_gpu.envs needs gymnasium >= 1.0: pip install fx2d_gpu[rl]") \
-        from error
+    raise ImportError("fx2d_gpu.envs needs gymnasium >= 1.0, the rl extra: from a checkout "
+                      "of fx2d_gpu, pip install -e \".[rl]\" (in its root folder); from a "
+                      "package index, pip install \"fx2d_gpu[rl]\"") from error
 
 from .base import Fx2DEnv, Fx2DVectorEnv, WorldStreams, parse_randomize
 from .cartpole import CartPoleEnv, CartPoleVectorEnv
