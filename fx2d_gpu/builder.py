@@ -225,12 +225,25 @@ def blamed_on(keyword: str):
         raise
 
 
+#: Body keywords of other engines and what fx2d_gpu calls them (Fx2D's names): the hint an
+#: unknown keyword's TypeError gives.
+_KEYWORD_HINTS = {
+    "friction": "static_friction= and dynamic_friction= (Coulomb coefficients: the static "
+                "one holds a resting contact, the kinetic one acts while sliding)",
+    "restitution": "elasticity= (the coefficient of restitution)",
+    "damping": "vel_damping= (linear and angular velocity damping, 1/s)",
+    "linear_damping": "vel_damping= (linear and angular velocity damping, 1/s)",
+}
+
+
 def _keyword_values(body: dict, bulk: bool) -> dict:
     """Every body keyword's value, `body`'s or the default, in BODY_RULES' order; TypeError
     for an unknown keyword, or a name given to bodies added together (`bulk`)."""
     unknown = sorted(set(body) - set(BODY_RULES))
     if unknown:
-        raise TypeError(f"unexpected keyword argument {unknown[0]!r}")
+        hint = _KEYWORD_HINTS.get(unknown[0])
+        raise TypeError(f"unexpected keyword argument {unknown[0]!r}"
+                        + (f"; did you mean {hint}?" if hint else ""))
     if bulk and "name" in body:
         with blamed_on("name"):
             _no_names(body["name"], "name", 0)

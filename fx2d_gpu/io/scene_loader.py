@@ -159,7 +159,8 @@ def load_scene(path_or_yaml_text, n_worlds: int = 1, arch: str = "auto", substep
     Raises:
         TypeError: path_or_yaml_text is neither a path nor a string, boundary not a bool, or
             a value in the file of the wrong type.
-        ValueError: the file does not exist or cannot be read, is larger than the limits
+        FileNotFoundError: the file does not exist (an error that is also a ValueError).
+        ValueError: the file cannot be read, is larger than the limits
             (MAX_FILE_BYTES, MAX_NODES, MAX_LIST_LENGTH, MAX_DEPTH, MAX_EXPANDED_VALUES),
             is not valid YAML, or breaks the format: an unknown key, a missing or
             out-of-range value, a joint naming no entity ... The errors about the file's

@@ -7,6 +7,7 @@ each key's line, and Where names a value's place in every error about it: "entit
 key 'physics.mass' (line 7): ...".
 """
 
+import errno
 import math
 import re
 from pathlib import Path
@@ -528,6 +529,15 @@ def _too_big(what: str, size: int) -> ValueError:
                       f"{MAX_FILE_BYTES:,} ({MAX_FILE_BYTES / 2**20:g} MiB)")
 
 
+class SceneFileNotFoundError(FileNotFoundError, ValueError):
+    """A scene file that does not exist: a FileNotFoundError, as open() raises (errno
+    ENOENT, filename the path), and still a ValueError, as load_scene raised for it before
+    (so existing handlers keep working)."""
+
+    def __str__(self) -> str:
+        return f"scene file {self.filename!r} does not exist"
+
+
 def read_source(source) -> tuple[str, Path | None]:
     """(the YAML text, the folder image paths are relative to) of a path or of the text
     itself, no more than MAX_FILE_BYTES read: ValueError past it, before parsing."""
@@ -535,7 +545,7 @@ def read_source(source) -> tuple[str, Path | None]:
                                     and source.strip().endswith((".yml", ".yaml"))):
         path = Path(source)
         if not path.exists():
-            raise ValueError(f"scene file {str(path)!r} does not exist")
+            raise SceneFileNotFoundError(errno.ENOENT, "scene file does not exist", str(path))
         what = f"scene file {str(path)!r}"
         if not path.is_file():  # a folder, a device (/dev/zero), a FIFO (would block)
             raise ValueError(f"{what} is not a regular file"
