@@ -195,7 +195,8 @@ def simulate(scene, args, label):
         return None if controller is None else controller.rays
 
     def capture():
-        frames.append(render_worlds(scene, args.size, contacts=args.contacts, rays=overlay()))
+        frames.append(render_worlds(scene, args.size, contacts=args.contacts, rays=overlay(),
+                                    joints=True))
 
     if want_frames:
         capture()
@@ -234,7 +235,7 @@ def simulate(scene, args, label):
         written.append(f"{folder}/ ({len(frames)} frames)")
     elif args.png:
         write_png(args.png, render_worlds(scene, args.size, contacts=args.contacts,
-                                          rays=overlay()))
+                                          rays=overlay(), joints=True))
         written.append(args.png)
     if args.save:
         s = scene.get_state()

@@ -33,6 +33,7 @@ _BACKGROUND = np.array([250, 250, 248], np.uint8)
 _RAY_HIT = np.array([220, 40, 40], np.uint8)
 _RAY_MISS = np.array([120, 200, 120], np.uint8)
 _CONTACT = np.array([200, 0, 0], np.uint8)
+_JOINT = np.array([40, 40, 48], np.uint8)
 #: Grey between the tiles of render_worlds.
 _TILE_GAP = 40
 
@@ -421,12 +422,14 @@ def _to_pixels(points, view, width: int, height: int) -> np.ndarray:
 
 
 def render(scene, world: int = 0, size=(800, 600), bounds=None, contacts: bool = False, state=None,
-           rays=None):
+           rays=None, joints: bool = False):
     """(height, width, 3) uint8 image of `world`; bounds (xmin, ymin, xmax, ymax) in m.
 
     state: a State to draw (default: the scene's current one). rays: line segments drawn
     over the bodies, (starts (n, 2) m, ends (n, 2) m, hit (n,) bool): e.g. rays from their
-    origins to where they hit (red) or to their full length (green, a miss).
+    origins to where they hit (red) or to their full length (green, a miss). joints: draw
+    each joint as a line from its anchor on the parent to the child's centre, and a dot at
+    the anchor (a pendulum's string and pivot; a wheel's axle), as fx2d run's frames do.
     """
     width, height = size
     prepared = _prepared(scene)
@@ -439,6 +442,8 @@ def render(scene, world: int = 0, size=(800, 600), bounds=None, contacts: bool =
     owner = np.full(height * width, -1, np.int32)  # a memset: the kernel's loop is slower
     _raster(position, angle, *prepared.arrays, prepared.pixel_points, *view, width, height,
             owner, image.reshape(-1))
+    if joints and scene.n_joints:
+        _draw_joints(image, scene, state, world, view)
     if contacts:
         _draw_contacts(image, scene.contacts(world), view)
     if rays is not None:
@@ -493,6 +498,22 @@ def _paint(image: np.ndarray, xs, ys, colours):
     _, last = np.unique(flat[::-1], return_index=True)
     keep = len(flat) - 1 - last
     image.reshape(-1, 3)[flat[keep]] = colours[keep]
+
+
+def _draw_joints(image: np.ndarray, scene, state, world: int, view):
+    """Each joint of `scene` in `world` (poses from `state`): a line from its parent's
+    anchor to the child's centre, then a dot (2.5 px) at the anchor, joint by joint."""
+    from .kinematics import joint_anchors
+
+    h, w = image.shape[:2]
+    joints = scene._builder.joints
+    children = [joint.child for joint in joints]
+    anchors = _to_pixels(joint_anchors(joints, state)[world, :, 0], view, w, h)
+    centres = _to_pixels(np.asarray(state.position)[world, children], view, w, h)
+    xs, ys, _ = _line_pixels(anchors, centres)
+    _paint(image, xs, ys, _JOINT)
+    xs, ys, _ = _disc_pixels(anchors, 2.5)
+    _paint(image, xs, ys, _JOINT)
 
 
 def _draw_contacts(image: np.ndarray, found, view):
@@ -557,13 +578,13 @@ def check_image_size(size, name: str = "size") -> tuple[int, int]:
 
 
 def render_worlds(scene, size=(800, 600), bounds=None, contacts=False, max_tiles=64,
-                  rays=None):
+                  rays=None, joints: bool = False):
     """All worlds (up to max_tiles, and no more than fit with MIN_TILE_SIDE pixels a side) as
     a grid of tiles in one (height, width, 3) image, size (width, height) 16 to
     MAX_IMAGE_SIDE pixels (else ValueError naming size).
 
     rays: (starts (n_worlds, n, 2), ends (n_worlds, n, 2), hit (n_worlds, n)), each world's
-    segments drawn over its tile (see render)."""
+    segments drawn over its tile (see render). joints: draw the joints (see render)."""
     size = check_image_size(size)
     n = min(scene.n_worlds, max_tiles)
     while not tiles_fit(size, n):  # 289 worlds in 16 x 16 pixels: as many as can be seen
@@ -573,13 +594,14 @@ def render_worlds(scene, size=(800, 600), bounds=None, contacts=False, max_tiles
         return None if rays is None else tuple(np.asarray(a)[w] for a in rays)
 
     if n == 1:
-        return render(scene, 0, size, bounds, contacts, rays=world_rays(0))
+        return render(scene, 0, size, bounds, contacts, rays=world_rays(0), joints=joints)
     columns, _, tile = tile_grid(size, n)
     image = np.full((size[1], size[0], 3), _TILE_GAP, np.uint8)
     state = scene.get_state(dtype=np.float32)
     for w in range(n):
         r, c = divmod(w, columns)
-        picture = render(scene, w, tile, bounds, contacts, state=state, rays=world_rays(w))
+        picture = render(scene, w, tile, bounds, contacts, state=state, rays=world_rays(w),
+                         joints=joints)
         image[r * tile[1]:(r + 1) * tile[1] - 1, c * tile[0]:(c + 1) * tile[0] - 1] = \
             picture[:-1, :-1]
     return image
