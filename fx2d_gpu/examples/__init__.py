@@ -112,7 +112,7 @@ class Example(NamedTuple):
     driver: ExampleDriver
 
 
-def driver(name: str, **options) -> ExampleDriver:
+def driver(name: str, **options: object) -> ExampleDriver:
     """A new driver of the example `name`, not yet set up.
 
     Args:
@@ -132,7 +132,7 @@ def driver(name: str, **options) -> ExampleDriver:
     return module.Driver(**options)
 
 
-def load(name: str, driver_options: dict | None = None, **scene_options) -> Example:
+def load(name: str, driver_options: dict | None = None, **scene_options: object) -> Example:
     """The example `name`: its scene file loaded and its driver set up on it.
 
     The driver is attached to the scene, so `fx2d_gpu.cli.simulate` and the viewer call its
