@@ -429,7 +429,8 @@ def render(scene, world: int = 0, size=(800, 600), bounds=None, contacts: bool =
     over the bodies, (starts (n, 2) m, ends (n, 2) m, hit (n,) bool): e.g. rays from their
     origins to where they hit (red) or to their full length (green, a miss). joints: draw
     each joint as a line from its anchor on the parent to the child's centre, and a dot at
-    the anchor (a pendulum's string and pivot; a wheel's axle), as fx2d run's frames do.
+    the anchor, behind the bodies (a pendulum's string and pivot, where they cross open
+    space), as fx2d run's frames do.
     """
     width, height = size
     prepared = _prepared(scene)
@@ -443,7 +444,7 @@ def render(scene, world: int = 0, size=(800, 600), bounds=None, contacts: bool =
     _raster(position, angle, *prepared.arrays, prepared.pixel_points, *view, width, height,
             owner, image.reshape(-1))
     if joints and scene.n_joints:
-        _draw_joints(image, scene, state, world, view)
+        _draw_joints(image, scene, state, world, view, background=owner < 0)
     if contacts:
         _draw_contacts(image, scene.contacts(world), view)
     if rays is not None:
@@ -500,9 +501,11 @@ def _paint(image: np.ndarray, xs, ys, colours):
     image.reshape(-1, 3)[flat[keep]] = colours[keep]
 
 
-def _draw_joints(image: np.ndarray, scene, state, world: int, view):
+def _draw_joints(image: np.ndarray, scene, state, world: int, view, background: np.ndarray):
     """Each joint of `scene` in `world` (poses from `state`): a line from its parent's
-    anchor to the child's centre, then a dot (2.5 px) at the anchor, joint by joint."""
+    anchor to the child's centre and a dot (2.5 px) at the anchor, on the pixels that
+    `background` ((h * w,) bool) marks, those no body covers: behind the bodies, so that a
+    body's colour is never hidden (a wheel's axle, a slider's travel along its rail)."""
     from .kinematics import joint_anchors
 
     h, w = image.shape[:2]
@@ -510,10 +513,13 @@ def _draw_joints(image: np.ndarray, scene, state, world: int, view):
     children = [joint.child for joint in joints]
     anchors = _to_pixels(joint_anchors(joints, state)[world, :, 0], view, w, h)
     centres = _to_pixels(np.asarray(state.position)[world, children], view, w, h)
-    xs, ys, _ = _line_pixels(anchors, centres)
-    _paint(image, xs, ys, _JOINT)
-    xs, ys, _ = _disc_pixels(anchors, 2.5)
-    _paint(image, xs, ys, _JOINT)
+    line_x, line_y, _ = _line_pixels(anchors, centres)
+    dot_x, dot_y, _ = _disc_pixels(anchors, 2.5)
+    xs, ys = np.concatenate([line_x, dot_x]), np.concatenate([line_y, dot_y])
+    inside = (xs >= 0) & (xs < w) & (ys >= 0) & (ys < h)
+    xs, ys = xs[inside], ys[inside]
+    shown = background[ys * w + xs]
+    _paint(image, xs[shown], ys[shown], _JOINT)
 
 
 def _draw_contacts(image: np.ndarray, found, view):
