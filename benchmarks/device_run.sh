@@ -13,7 +13,7 @@
 #                  python -m benchmarks --arch $FX2D_DEVICE_ARCH --no-pymunk SCENE...
 #                  (none: all), its CSVs and plots packed into one archive named after the
 #                  arguments; e.g. `bench large_pyramid --colors-per-launch 8` measures
-#                  fewer launches a pass (solver/staged.COLORS_PER_LAUNCH, default 2)
+#                  fewer launches a pass (StepOptions.colors_per_launch, default 2)
 #   envs           python -m benchmarks.envs --arch $FX2D_DEVICE_ARCH: env-steps/s of
 #                  fx2d_gpu.envs beside Gymnasium's CartPole (LunarLander needs Box2D, which
 #                  the machine lacks), then the per-world values' and resets' backend tests;

@@ -1,59 +1,147 @@
-"""Kernel launches per step of each solver, on the path a GPU takes (a launch per stage
-group and per COLORS_PER_LAUNCH colours; small worlds: one launch for all substeps).
+"""Kernel launches, host syncs and offloaded tasks per step of each solver, on the path a GPU
+takes (a launch per stage group and per StepOptions.colors_per_launch colours; small worlds:
+one launch for all substeps), with the launches of each of the step's planned stages.
 
-    python -m benchmarks.launches [--results DIR]
+    python -m benchmarks.launches [--results DIR] [--scenes NAME ...]
 
-On a GPU backend each launch costs microseconds from Python and a device round of work,
-so launches decide the step time of small and medium scenes there. This runs on the CPU
-backend with the CPU team off (solver/team.py: a CPU runs the substeps in one launch
-otherwise), which walks the GPU's path; the counts are those of any backend. Each scene is
-stepped 30 steps, then 10 counted (launching.launch_count). Saves
-benchmarks/results/<device>/launches_per_step.csv.
+On a GPU backend each launch costs microseconds of host time and each sync (a kernel that
+returns a value, a read of the device) makes the host wait for the device to drain, so these
+decide the step time of small and medium scenes there; a GPU is not always at hand, and
+these are counted on any machine. This runs on the CPU backend with the CPU team off
+(StepOptions.team; a CPU runs most of a step in one launch otherwise), which walks the
+GPU's path; the counts are those of any backend.
+
+- launches_per_step: launches of the engine's kernels (launching.launch_count);
+- syncs_per_step: launches of kernels that return a value (launching.returning_count), plus
+  the host's own waits for the device inside step() (Taichi's runtime sync: to_numpy,
+  from_numpy, ti.sync) and reads of a field's element from the host;
+- tasks_per_step: offloaded tasks run (Taichi's kernel profiler on the CPU: each top-level
+  loop or serial block of a kernel is a task, a kernel launch on a GPU);
+- launches_per_stage.csv: the launches of each planned stage (solver/plan.py's
+  STEP_STAGES; the substep's stages count under "substeps", a kept step's launch under
+  "find pairs").
+
+Each scene is stepped WARM_STEPS steps, then COUNTED_STEPS counted. Saves
+benchmarks/results/<device>/launches_per_step.csv and launches_per_stage.csv.
 """
 
 import argparse
+import contextlib
 import datetime
 
+import taichi as ti
+from taichi.lang import impl
+
 from fx2d_gpu import launching, runtime, scenes
-from fx2d_gpu.solver import team
+from fx2d_gpu.solver.plan import STEP_STAGE_NAMES
 from fx2d_gpu.solver.stages import STAGES
 
 from .common import device_name, print_table, save_csv
 
 WARM_STEPS, COUNTED_STEPS = 30, 10
 DT = 1.0 / 60.0
+#: The CPU team off: the per-stage path, as on a GPU.
+GPU_PATH = {"team": False}
 
 
 def _scenes(solver: str):
-    """(name, builder) of the counted scenes for `solver`, at its default substeps."""
+    """{name: builder} of the counted scenes for `solver`, at its default substeps."""
     specs, _ = scenes.pyramid_layout(100)
-    return (("large_pyramid", lambda: scenes.build_scene(specs, arch="cpu", solver=solver,
-                                                         enable_sleep=False)),
-            ("joint_grid_30x30", lambda: scenes.joint_grid(30, 30, arch="cpu", solver=solver)),
-            ("batched_small_256", lambda: scenes.batched_small(256, arch="cpu",
-                                                              solver=solver)))
+    common = dict(arch="cpu", solver=solver, step_options=GPU_PATH)
+    return {
+        "large_pyramid": lambda: scenes.build_scene(specs, enable_sleep=False, **common),
+        "pile_100k": lambda: scenes.build_scene(scenes.pile_layout(100_000), **common),
+        "joint_grid_30x30": lambda: scenes.joint_grid(30, 30, **common),
+        "batched_small_256": lambda: scenes.batched_small(256, **common),
+    }
 
 
-def run(results=None) -> list[dict]:
-    backend = runtime.ensure_initialized("cpu")
-    team.ENABLED = False  # the per-stage path, as on a GPU
-    rows = []
+class _HostWaits:
+    """Counts the host's own waits for the device while it is entered: Taichi's runtime
+    sync (to_numpy, from_numpy, ti.sync call it) and reads of a field element from the
+    host (each a kernel whose result the host waits for)."""
+
+    def __init__(self):
+        self.count = 0
+
+    @contextlib.contextmanager
+    def counting(self):
+        runtime_object = impl.get_runtime()
+        sync = runtime_object.sync
+        accessors = [(cls, cls.__getitem__) for cls in (ti.ScalarField, ti.MatrixField)]
+
+        def counted_sync(*args, **kwargs):
+            self.count += 1
+            return sync(*args, **kwargs)
+
+        def counted_read(original):
+            def read(field, key):
+                self.count += 1
+                return original(field, key)
+            return read
+
+        runtime_object.sync = counted_sync
+        for cls, original in accessors:
+            cls.__getitem__ = counted_read(original)
+        try:
+            yield self
+        finally:
+            runtime_object.sync = sync
+            for cls, original in accessors:
+                cls.__getitem__ = original
+
+
+def _tasks_run() -> int:
+    """Offloaded tasks the kernel profiler recorded since it was last cleared."""
+    profiler = ti.profiler.kernel_profiler.get_default_kernel_profiler()
+    profiler._update_records()
+    return len(profiler._traced_records)
+
+
+def count(scene, steps: int = COUNTED_STEPS) -> dict:
+    """Launches, syncs and offloaded tasks per step of `scene` over `steps` steps, and
+    {stage: launches per step}."""
+    waits = _HostWaits()
+    launches, returning = launching.launch_count(), launching.returning_count()
+    by_stage = launching.stage_launches()
+    ti.profiler.clear_kernel_profiler_info()
+    with waits.counting():
+        for _ in range(steps):
+            scene.step(DT)
+    tasks = _tasks_run()
+    after = launching.stage_launches()
+    per_stage = {name: (after.get(name, 0) - by_stage.get(name, 0)) / steps
+                 for name in after if name is not None}
+    return {"launches_per_step": (launching.launch_count() - launches) / steps,
+            "syncs_per_step": (launching.returning_count() - returning + waits.count) / steps,
+            "tasks_per_step": tasks / steps}, per_stage
+
+
+def run(results=None, names=None) -> list[dict]:
+    backend = runtime.ensure_initialized("cpu", kernel_profiler=True)
+    rows, stage_rows = [], []
     date = datetime.date.today().isoformat()
     for solver in STAGES:
-        for name, build in _scenes(solver):
+        for name, build in _scenes(solver).items():
+            if names and name not in names:
+                continue
             scene = build()
             for _ in range(WARM_STEPS):
                 scene.step(DT)
-            before = launching.launch_count()
-            for _ in range(COUNTED_STEPS):
-                scene.step(DT)
-            rows.append({"date": date, "device": device_name(backend), "backend": backend,
-                         "solver": solver, "scene": name, "substeps": scene.substeps,
-                         "colors": scene.n_colors,
-                         "launches_per_step": (launching.launch_count() - before)
-                         / COUNTED_STEPS})
+            counts, per_stage = count(scene)
+            base = {"date": date, "device": device_name(backend), "backend": backend,
+                    "path": "gpu (per stage)", "solver": solver, "scene": name,
+                    "bodies": scene.n_bodies * scene.n_worlds, "worlds": scene.n_worlds,
+                    "substeps": scene.substeps}
+            rows.append({**base, "colors": scene.n_colors, **counts})
+            order = [n for n in STEP_STAGE_NAMES if n in per_stage]
+            order += sorted(n for n in per_stage if n not in STEP_STAGE_NAMES)
+            stage_rows += [{**base, "stage": stage, "launches_per_step": per_stage[stage]}
+                           for stage in order]
+            print(f"  {solver} {name}: {counts}", flush=True)
     print_table(rows)
     print("  saved", save_csv(backend, "launches_per_step", rows, results))
+    print("  saved", save_csv(backend, "launches_per_stage", stage_rows, results))
     return rows
 
 
@@ -61,7 +149,10 @@ def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m benchmarks.launches",
                                      description=__doc__.splitlines()[0])
     parser.add_argument("--results", default=None, help="results folder")
-    run(parser.parse_args(argv).results)
+    parser.add_argument("--scenes", nargs="*", default=None,
+                        help="only these scenes (default: all)")
+    args = parser.parse_args(argv)
+    run(args.results, args.scenes)
 
 
 if __name__ == "__main__":

@@ -47,7 +47,7 @@ import numpy as np
 
 from fx2d_gpu import launching, residency, runtime, scenes
 from fx2d_gpu.device import MAX_COLORS
-from fx2d_gpu.solver import staged
+from fx2d_gpu.solver.plan import DEFAULT_OPTIONS
 from fx2d_gpu.solver.stages import DEFAULT_SUBSTEPS
 
 from . import box2d_scenes
@@ -66,12 +66,15 @@ SUBSTEPS = 11
 #: The solver fx2d_gpu's scenes run ("xpbd" or "soft_step"; run(solver=...)), and its
 #: substeps (SUBSTEPS for XPBD).
 SOLVER = "xpbd"
+#: The StepOptions of fx2d_gpu's scenes (run(colors_per_launch=...) changes them).
+STEP_OPTIONS = DEFAULT_OPTIONS
 
 
 def _solver_settings() -> dict:
-    """The Scene keywords of SOLVER's scenes: the solver and its default substeps."""
+    """The Scene keywords of SOLVER's scenes: the solver, its default substeps and
+    STEP_OPTIONS."""
     return {"solver": SOLVER, "substeps": SUBSTEPS if SOLVER == "xpbd"
-            else DEFAULT_SUBSTEPS[SOLVER]}
+            else DEFAULT_SUBSTEPS[SOLVER], "step_options": STEP_OPTIONS}
 SCENES = ("large_pyramid", "many_pyramids", "joint_grid", "pile", "batched_small", "compile")
 #: Windows ending by this step are "awake": before anything in a pyramid can fall asleep.
 AWAKE_STEPS = 90
@@ -502,17 +505,17 @@ def _other_engines(with_pymunk: bool, with_box2d: bool) -> frozenset[str]:
 def run(names, arch="auto", quick=False, with_pymunk=True, results=None, plot=True,
         colors_per_launch=None, piles=None, with_box2d=True, solver="xpbd"):
     """Run the named benchmarks; returns {name: rows} and writes CSV (and plots).
-    colors_per_launch: solver.staged.COLORS_PER_LAUNCH for this process's scenes (None: the
+    colors_per_launch: StepOptions.colors_per_launch for this process's scenes (None: the
     default; the compile probes' fresh processes keep it): the colours one kernel launch
     solves where the substeps launch a kernel per stage (GPU backends). piles: the pile
     sizes (bodies poured) instead of the default ones. with_pymunk, with_box2d: run those
     engines beside fx2d_gpu where installed. solver: fx2d_gpu's ("xpbd" or "soft_step", at
     its default substeps); the soft step's CSVs are <scene>_soft_step.csv."""
-    global SOLVER
+    global SOLVER, STEP_OPTIONS
     SOLVER = solver
-    if colors_per_launch is not None:
-        staged.COLORS_PER_LAUNCH = colors_per_launch
-        staged.colors_per_launch()  # checked before anything runs
+    STEP_OPTIONS = DEFAULT_OPTIONS.replace(  # checked before anything runs
+        colors_per_launch=(DEFAULT_OPTIONS.colors_per_launch if colors_per_launch is None
+                           else colors_per_launch))
     backend = runtime.ensure_initialized(arch)
     gpu = not runtime.on_cpu()
     sizes = Sizes(quick, gpu)
@@ -522,7 +525,7 @@ def run(names, arch="auto", quick=False, with_pymunk=True, results=None, plot=Tr
     date = datetime.date.today().isoformat()
     print(f"fx2d_gpu benchmarks on {device} ({backend}), dt {DT:.4f} s, solver {solver}, "
           f"{_solver_settings()['substeps']} substeps, "
-          f"{staged.COLORS_PER_LAUNCH} colours a launch where stages launch one by one"
+          f"{STEP_OPTIONS.colors_per_launch} colours a launch where stages launch one by one"
           + (" [quick sizes]" if quick else ""), flush=True)
     others = _other_engines(with_pymunk, with_box2d)
     out = {}
@@ -534,7 +537,7 @@ def run(names, arch="auto", quick=False, with_pymunk=True, results=None, plot=Tr
             row.setdefault("backend", backend)
             row.update(date=date, device=device)
             if row.get("engine", "").startswith("fx2d_gpu"):
-                row.setdefault("colors_per_launch", staged.COLORS_PER_LAUNCH)
+                row.setdefault("colors_per_launch", STEP_OPTIONS.colors_per_launch)
         columns = list(COLUMNS) + [k for k in rows[0] if k not in COLUMNS]
         rows = [{c: row.get(c, "") for c in columns} for row in rows]
         print_table([{k: r[k] for k in ("engine", "scene", "bodies", "joints", "worlds",
@@ -573,7 +576,7 @@ def main(argv=None):
     parser.add_argument("--colors-per-launch", type=int, default=None, metavar="N",
                         help="colours solved per kernel launch where the substeps launch a "
                              f"kernel per stage (GPU backends; default "
-                             f"{staged.COLORS_PER_LAUNCH})")
+                             f"{DEFAULT_OPTIONS.colors_per_launch})")
     parser.add_argument("--profile", action="store_true",
                         help="milliseconds per stage of the named scenes instead (default: "
                              "large_pyramid; benchmarks/profile.py)")

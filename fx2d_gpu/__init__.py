@@ -17,10 +17,11 @@ from .scene import Scene
 from .shapes import MAX_POLYGON_VERTICES
 from .snapshots import SceneSnapshot
 from .solver.faults import SimulationError
+from .solver.plan import StepOptions
 from .solver.profile import StepProfile
 
 __all__ = ["CapacityError", "ContactEventList", "ContactEvents", "Contacts", "JointState",
            "MAX_POLYGON_VERTICES", "Overlaps", "RayHitList", "RayHits", "Scene",
-           "SceneSnapshot", "SimulationError", "State", "StepProfile",
+           "SceneSnapshot", "SimulationError", "State", "StepOptions", "StepProfile",
            "load_scene"]
 __version__ = "0.1.0"

@@ -26,12 +26,16 @@ Index conventions, world first:
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import taichi as ti
 
 from .shapes import MAX_POLYGON_VERTICES
 from .transfer import read_groups, write_groups
+
+if TYPE_CHECKING:
+    from .builder import ModelBuilder
 
 #: Points per contact manifold.
 MAX_MANIFOLD_POINTS = 2
@@ -226,7 +230,8 @@ class BodyModel(FieldGroup):
     Rows 0 .. n_bodies - 1 hold world 0's materials either way, and a body is static or
     dynamic in every world: `inv_mass[body] > 0` tells a dynamic body in any world."""
 
-    def __init__(self, builder, n_bodies: Dim, n_slots: Dim, n_worlds: Dim, n_filters: Dim):
+    def __init__(self, builder: "ModelBuilder", n_bodies: Dim, n_slots: Dim, n_worlds: Dim,
+                 n_filters: Dim):
         super().__init__(builder)
         B, R = n_bodies, n_slots
         self._field("inv_mass", f32, R, doc="1/kg, by material row; 0: static or kinematic")
@@ -288,7 +293,7 @@ class BodyState(FieldGroup):
     state, and the step's displacements. Written by the step and by Scene between steps
     (transfer.py)."""
 
-    def __init__(self, builder, n_slots: Dim):
+    def __init__(self, builder: "ModelBuilder", n_slots: Dim):
         super().__init__(builder)
         N = n_slots
         self._field("position", f32, N, 2, saved="slots", doc="m, centre of mass, world frame")
@@ -334,7 +339,7 @@ class Joints(FieldGroup):
     state, (n_joint_slots,). The model is written when a scene is loaded, motor settings
     and targets by Scene (transfer.py), the motor state by the step (solver/joints.py)."""
 
-    def __init__(self, builder, n_bodies: Dim, n_joints: Dim, n_joint_slots: Dim):
+    def __init__(self, builder: "ModelBuilder", n_bodies: Dim, n_joints: Dim, n_joint_slots: Dim):
         super().__init__(builder)
         J, JS = n_joints, n_joint_slots
         self._field("kind", i32, J, doc="enums.JOINT_REVOLUTE / JOINT_PRISMATIC")
@@ -389,7 +394,7 @@ class Manifolds(FieldGroup):
     contacts.reuse_manifold). `saved`: the extent of the saved fields (None: scratch).
     """
 
-    def __init__(self, builder, n_slots: Dim, n_pairs: Dim, saved: str | None):
+    def __init__(self, builder: "ModelBuilder", n_slots: Dim, n_pairs: Dim, saved: str | None):
         super().__init__(builder)
         P, M = n_pairs, _POINTS
         pairs = saved
@@ -442,7 +447,7 @@ class ContactEvents(FieldGroup):
     """The last step's begin and end contact events, saved, written by solver/reporting.py;
     capacity n_pairs each (a list never outgrows the reported pairs it comes from)."""
 
-    def __init__(self, builder, n_pairs: Dim):
+    def __init__(self, builder: "ModelBuilder", n_pairs: Dim):
         super().__init__(builder)
         self._field("begin_a", i32, n_pairs, saved="begin_events",
                     doc="body slot a of each pair that started touching, sorted")
@@ -460,7 +465,7 @@ class PreparedContacts(FieldGroup):
     (n_pairs, MAX_MANIFOLD_POINTS); each body's pairs; the overflow's Jacobi deltas.
     Scratch."""
 
-    def __init__(self, builder, n_slots: Dim, n_pairs: Dim):
+    def __init__(self, builder: "ModelBuilder", n_slots: Dim, n_pairs: Dim):
         super().__init__(builder)
         P, M = n_pairs, _POINTS
         self._field("solver_mass", f32, P, 4,
@@ -506,7 +511,7 @@ class Coloring(FieldGroup):
     overflow pairs' Jacobi lists (solver/overflow.py) are rebuilt with every colouring (one
     with an overflow is never reused, so none is saved); the rest is scratch."""
 
-    def __init__(self, builder, n_slots: Dim, n_pairs: Dim, n_joint_slots: Dim):
+    def __init__(self, builder: "ModelBuilder", n_slots: Dim, n_pairs: Dim, n_joint_slots: Dim):
         super().__init__(builder)
         N, P, C = n_slots, n_pairs, n_pairs + n_joint_slots
         self._field("color", i32, C, saved="constraints",
@@ -558,7 +563,7 @@ class BroadPhaseGrid(FieldGroup):
     fat boxes it is built from (saved); per slot (n_slots,), world (n_worlds,), grid entry
     (n_entries,) or hash-table slot (n_table_slots,)."""
 
-    def __init__(self, builder, n_slots: Dim, n_worlds: Dim, n_entries: Dim,
+    def __init__(self, builder: "ModelBuilder", n_slots: Dim, n_worlds: Dim, n_entries: Dim,
                  n_table_slots: Dim):
         super().__init__(builder)
         N, W, E, T = n_slots, n_worlds, n_entries, n_table_slots
@@ -599,7 +604,7 @@ class IslandScratch(FieldGroup):
     """Sleep-island labelling (solver/sleep.py), scratch; per slot (n_slots,) and
     scalars."""
 
-    def __init__(self, builder, n_slots: Dim):
+    def __init__(self, builder: "ModelBuilder", n_slots: Dim):
         super().__init__(builder)
         N = n_slots
         self._field("previous_label", i32, N,
@@ -615,7 +620,7 @@ class IslandScratch(FieldGroup):
 class StepCounts(FieldGroup):
     """Scalars of the step on the device, and a CPU team's barrier (solver/team.py)."""
 
-    def __init__(self, builder):
+    def __init__(self, builder: "ModelBuilder"):
         super().__init__(builder)
         self._field("n_pairs", i32, (), doc="pairs among the step's constraints")
         self._field("n_joints", i32, (), doc="joints per world among the step's constraints")
@@ -635,7 +640,7 @@ class StepCounts(FieldGroup):
 class Faults(FieldGroup):
     """Per world (n_worlds,), after a step: its first fault (solver/faults.py)."""
 
-    def __init__(self, builder, n_worlds: Dim):
+    def __init__(self, builder: "ModelBuilder", n_worlds: Dim):
         super().__init__(builder)
         self._field("first_slot", i32, n_worlds,
                     doc="the first body slot found faulty (a torn joint's child counts); "
@@ -649,7 +654,7 @@ class Faults(FieldGroup):
 class ScanScratch(FieldGroup):
     """Scratch of the device prefix sum (scan.exclusive_scan)."""
 
-    def __init__(self, builder, n_scan_blocks: Dim):
+    def __init__(self, builder: "ModelBuilder", n_scan_blocks: Dim):
         super().__init__(builder)
         self._field("blocks", i32, n_scan_blocks, doc="block sums")
 

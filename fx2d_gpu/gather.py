@@ -9,11 +9,16 @@ arrays must therefore be C-contiguous and writable (a NumPy array that is neithe
 copied by Taichi, and the copy filled instead: refused here).
 """
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import taichi as ti
 
 from . import runtime
 from .records import State
+
+if TYPE_CHECKING:
+    from .solver.context import StepContext
 
 _ROWS = ti.types.ndarray(dtype=ti.i32, ndim=1)
 #: Float dtypes a gathered field may have, by library.
@@ -25,7 +30,7 @@ def _is_torch(value) -> bool:
     return type(value).__module__.split(".")[0] == "torch"
 
 
-def check_out(out, fields, leading: tuple[int, int], ctx) -> dict:
+def check_out(out, fields, leading: tuple[int, int], ctx: "StepContext") -> dict:
     """The arrays of `out` to fill, checked: {field: array as the kernel takes it} for each
     of `fields` ((name, trailing shape)) that is not None. Floats share one dtype (float32
     or float64), `sleeping` is bool (passed on as uint8, the same bytes).
@@ -132,7 +137,7 @@ def _gather(bodies: ti.template(), serial: ti.template(), wanted: ti.template(),
             sleeping[world, i] = ti.cast(bodies.sleeping[slot], ti.u8)
 
 
-def gather_bodies(ctx, rows: np.ndarray, arrays: dict):
+def gather_bodies(ctx: "StepContext", rows: np.ndarray, arrays: dict):
     """Fill `arrays` (check_out's) with the bodies `rows` ((k,) int32 model rows) of every
     world; one launch."""
     floats = next((arrays[name] for name in ("position", "angle", "velocity",

@@ -1,10 +1,15 @@
 """Semi-implicit Euler integration (Fx2D's FxEntity::step): velocity first, then position."""
 
+from typing import TYPE_CHECKING
+
 import taichi as ti
 
 from .bodies import material_row
 from .launching import quick
 from .shapes import MAX_SPEED
+
+if TYPE_CHECKING:
+    from .solver.context import StepContext
 
 vec2 = ti.math.vec2
 
@@ -82,7 +87,7 @@ def _clear_forces(bodies: ti.template(), serial: ti.template(), n_slots: ti.i32)
         bodies.torque[slot] = 0.0
 
 
-def clear_forces(ctx):
+def clear_forces(ctx: "StepContext"):
     """Forget the applied forces and torques once a step has used them (only if
     apply_force put some on the device: ctx.cache.forces_on_device)."""
     if ctx.cache.forces_on_device:

@@ -25,8 +25,14 @@ from taichi.lang.matrix import MatrixType
 from taichi.types import primitive_types
 
 _FLOAT, _INT, _MATRIX = 0, 1, 2
-#: Kernel launches made through `quick` kernels in this process (launch_count).
+#: Kernel launches made through `quick` kernels in this process (launch_count), and those
+#: of kernels that return a value (returning_count): the host waits for the device there.
 _launches = 0
+_returning = 0
+#: The step stage whose launches are being made (set_stage; None outside a step), and the
+#: launches made under each stage name (stage_launches).
+_stage: str | None = None
+_stage_launches: dict[str | None, int] = {}
 
 
 def launch_count() -> int:
@@ -34,6 +40,27 @@ def launch_count() -> int:
     a step is one): the benchmarks' launches per step, the figure that decides a GPU's step
     time in small and medium scenes."""
     return _launches
+
+
+def returning_count() -> int:
+    """Launches of `quick` kernels that return a value, in this process so far: each makes
+    the host wait for the device (a sync), the cost a GPU step can least afford."""
+    return _returning
+
+
+def set_stage(name: str | None) -> str | None:
+    """Count the launches that follow under stage `name` (a step's planned stage,
+    solver/plan.py; None: outside a step); returns the stage they counted under before, to
+    set back."""
+    global _stage
+    before, _stage = _stage, name
+    return before
+
+
+def stage_launches() -> dict[str | None, int]:
+    """{stage name: launches made under it} in this process so far (a copy; None: launches
+    outside a step): subtract two readings to count a step's launches per stage."""
+    return dict(_stage_launches)
 
 
 def _argument_kinds(primal):
@@ -92,6 +119,7 @@ class QuickKernel:
         self.__doc__ = kernel.__doc__
         self.__name__ = getattr(kernel, "__name__", "kernel")
         self.__wrapped__ = kernel
+        self._returns = self._primal.return_type is not None
 
     @property
     def short_path(self) -> bool:
@@ -105,8 +133,10 @@ class QuickKernel:
 
     def launch(self, args: tuple):
         """Launch with every argument in parameter order (what __call__ binds)."""
-        global _launches
+        global _launches, _returning
         _launches += 1
+        _returning += self._returns
+        _stage_launches[_stage] = _stage_launches.get(_stage, 0) + 1
         if self._kinds is None or len(args) != len(self._kinds):
             return self._kernel(*args)
         templates = tuple(args[i] for i in self._template_positions)

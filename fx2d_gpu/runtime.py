@@ -27,11 +27,13 @@ def backend_name() -> str | None:
     return _state["arch"]
 
 
-def ensure_initialized(arch: str = "auto") -> str:
+def ensure_initialized(arch: str = "auto", kernel_profiler: bool = False) -> str:
     """Initialise Taichi for `arch` the first time; later calls must agree with it.
 
     "auto" picks the first GPU backend that starts and falls back to the CPU with a one-line
     notice. Taichi's offline cache stays on, so a second process starts faster.
+    `kernel_profiler`: turn on Taichi's kernel profiler (records every offloaded task's
+    launch; benchmarks.launches counts them), where this call starts Taichi.
     """
     if not isinstance(arch, str):
         raise TypeError(f"arch must be a string, got {type(arch).__name__}")
@@ -60,7 +62,8 @@ def ensure_initialized(arch: str = "auto") -> str:
     # transfers (transfer.write_groups) unroll one copy per field, up to ~80 of them in one
     # kernel on purpose (one kernel instead of one per field).
     options = dict(offline_cache=True, fast_math=False, advanced_optimization=False,
-                   default_fp=ti.f32, default_ip=ti.i32, log_level=ti.WARN, unrolling_limit=0)
+                   default_fp=ti.f32, default_ip=ti.i32, log_level=ti.WARN, unrolling_limit=0,
+                   kernel_profiler=bool(kernel_profiler))
     threads = cpu_threads_setting()
     if threads is not None:  # (Taichi's default: every hardware thread)
         options["cpu_max_num_threads"] = threads

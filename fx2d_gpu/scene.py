@@ -767,8 +767,9 @@ class Scene(ModelQueries):
             raise
         self.time += dt
         self.step_count += 1
-        self._faulted_worlds = contain_faults(ctx, self.on_fault, self._builder,
-                                              self.step_count)
+        with profile.stage("faults"):  # (the step's plan's last stage: solver/plan.py)
+            self._faulted_worlds = contain_faults(ctx, self.on_fault, self._builder,
+                                                  self.step_count)
 
     @property
     def faulted_worlds(self) -> np.ndarray:

@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 import fx2d_gpu as fx
-from fx2d_gpu.solver import coloring, context, team
 
 DT = 1.0 / 60.0  # the tests' frame, s
 
@@ -132,18 +131,20 @@ def machine_scene(n_worlds: int, arch: str, **scene_kwargs) -> fx.Scene:
     return scene
 
 
-def colored_like_the_general_path(monkeypatch):
-    """Small worlds colour their constraints as the general path does
-    (coloring.COLOR_SMALL_WORLDS): the two paths then solve in the same order and agree bit
-    for bit."""
-    monkeypatch.setattr(coloring, "COLOR_SMALL_WORLDS", True)
+#: StepOptions under which small worlds colour their constraints as the general path does
+#: (color_small_worlds): the two paths then solve in the same order and agree bit for bit.
+COLORED_LIKE_GENERAL = {"color_small_worlds": True}
+#: StepOptions under which every world counts as large: the grid broad phase and one launch
+#: per stage (no CPU team either, solver/team.py), small worlds coloured as large ones.
+GENERAL_PATH = {"color_small_worlds": True, "small_world_path": False, "team": False}
+#: StepOptions of the path a GPU takes: one launch per stage group, no CPU team.
+PER_STAGE = {"team": False}
 
 
-def general_path(monkeypatch):
-    """Every world counts as large: the grid broad phase and one launch per stage (no CPU
-    team either, solver/team.py)."""
-    monkeypatch.setattr(context, "BY_WORLD_MAX_BODIES", 0)
-    monkeypatch.setattr(team, "ENABLED", False)
+def with_options(scene, **options):
+    """`scene` with its StepOptions changed by `options` (keyword per attribute)."""
+    scene.step_options = scene.step_options.replace(**options)
+    return scene
 
 
 # ----------------------------------------------------------------------------- comparisons

@@ -57,17 +57,17 @@ def test_mixed_sizes_several_worlds_match_brute_force(arch):
     assert any(a == 0 for _, a, _ in got)
 
 
-NOTED = broad_phase.NOTED_PARTNERS
+NOTED = fx.StepOptions().noted_partners
 
 
 @pytest.mark.parametrize("noted", [NOTED, 0])
-def test_the_steps_broad_phase_matches_brute_force(arch, monkeypatch, noted):
+def test_the_steps_broad_phase_matches_brute_force(arch, noted):
     # Into the step's own pair list a body's partners are noted while they are counted and
     # written from the notes (broad_phase._find_pairs); a body with more partners than it
     # notes (the 100 m grounds) searches again. Both ways, and with no notes at all, the
     # pairs are brute force's and in the same order.
-    monkeypatch.setattr(broad_phase, "NOTED_PARTNERS", noted)
     scene = mixed_scene(arch, 1500, 3, seed=2)
+    scene.step_options = {"noted_partners": noted}
     ctx = scene.step_context()
     n = broad_phase.find_candidate_pairs(ctx)  # (into="manifolds": the step's pairs)
     nb = scene.n_bodies

@@ -307,22 +307,21 @@ def test_a_refreshed_report_is_the_report_built_from_scratch(arch, monkeypatch, 
     hops a few millimetres every 10 steps: its contact ends and begins again while no fat
     box moves, or (the smaller hops, within the hold distance) is held. Steps in which the
     same pairs touch refresh the last list (reporting.refresh_report; on a CPU team, in
-    the substeps' launch unless `in_launch` is off: fused.REFRESH_IN_LAUNCH); the others
+    the substeps' launch unless `in_launch` is off: StepOptions.refresh_in_launch); the others
     build it. Contacts and events after every step equal those of the same run with every
     list built from scratch."""
     from fx2d_gpu import runtime
     from fx2d_gpu.solver import contacts as solver_contacts
-    from fx2d_gpu.solver import fused, reporting
+    from fx2d_gpu.solver import reporting
 
-    monkeypatch.setattr(fused, "REFRESH_IN_LAUNCH", in_launch)
     alone = []  # the refreshes tried in a launch of their own
     refresh_alone = reporting._refresh_report
     monkeypatch.setattr(reporting, "_refresh_report",
                         lambda *args: alone.append(1) or refresh_alone(*args))
 
     def run(refresh):
-        reporting.REFRESH = refresh
-        scene = fx.Scene(arch=arch, enable_sleep=False)
+        scene = fx.Scene(arch=arch, enable_sleep=False, step_options=dict(
+            refresh_report=refresh, refresh_in_launch=in_launch))
         scene.add_box((0.0, -0.5), (60.0, 1.0), mass=0.0)
         boxes = [scene.add_box((-25.0 + 1.0 * i, 0.25), (0.5, 0.5)) for i in range(50)]
         records, kept_with_events, refreshed_held = [], 0, 0
@@ -343,11 +342,8 @@ def test_a_refreshed_report_is_the_report_built_from_scratch(arch, monkeypatch, 
             records.append((scene.contacts(), events))
         return scene, records, kept_with_events, refreshed_held
 
-    try:
-        refreshed, records, kept_with_events, refreshed_held = run(True)
-        built, reference, _, _ = run(False)
-    finally:
-        reporting.REFRESH = True
+    refreshed, records, kept_with_events, refreshed_held = run(True)
+    built, reference, _, _ = run(False)
     assert refreshed.report_refreshes >= 50 and built.report_refreshes == 0
     if runtime.on_cpu() and in_launch:  # (GPU backends have no team)
         assert not alone
@@ -495,8 +491,8 @@ def test_small_worlds_report_a_world_per_thread_as_the_general_kernel(n_worlds):
         return by_world_kernel(*args, **kwargs)
 
     def run(by_world):
-        reporting.BY_WORLD = by_world
-        scene = scenes.batched_small(n_worlds, seed=3, solver="soft_step")
+        scene = scenes.batched_small(n_worlds, seed=3, solver="soft_step",
+                                     step_options={"report_by_world": by_world})
         start = scene.get_state()
         rethrown = np.arange(0, n_worlds, 3)
         records, seen = [], {"events": 0, "resting": 0, "held": 0}
@@ -529,7 +525,6 @@ def test_small_worlds_report_a_world_per_thread_as_the_general_kernel(n_worlds):
         by_world_launches = launches["by_world"]
         want, _ = run(False)
     finally:
-        reporting.BY_WORLD = True
         reporting._report_by_world = by_world_kernel
     assert by_world_launches == 160 and launches["by_world"] == by_world_launches
     assert seen["events"] >= 10 and seen["resting"] >= 100 and seen["held"] >= 10, seen

@@ -4,11 +4,9 @@ checked against brute-force box overlap, and keeping them across steps (in colou
 their colouring or a new one) checked against finding them every step."""
 
 import numpy as np
-import pytest
 
 from fx2d_gpu import scenes
 from fx2d_gpu.collision import broad_phase
-from fx2d_gpu.solver import pairs
 from fx2d_gpu.solver import step as solver_step
 from fx2d_gpu.solver.contacts import SPECULATIVE_DISTANCE
 
@@ -18,14 +16,14 @@ from .reference.broad_phase import exact_boxes
 DT = 1 / 60
 
 
-@pytest.fixture
-def always_find(monkeypatch):
-    monkeypatch.setattr(pairs, "REUSE_PAIRS", False)
+#: StepOptions that find the pairs every step (never keep last step's).
+ALWAYS_FIND = {"reuse_pairs": False}
 
 
-def pyramid(arch, n_worlds=1, base=12, enable_sleep=False):
+def pyramid(arch, n_worlds=1, base=12, enable_sleep=False, step_options=None):
     specs, _ = scenes.pyramid_layout(base)
-    return scenes.build_scene(specs, arch=arch, n_worlds=n_worlds, enable_sleep=enable_sleep)
+    return scenes.build_scene(specs, arch=arch, n_worlds=n_worlds, enable_sleep=enable_sleep,
+                              step_options=step_options)
 
 
 def state_of(scene) -> np.ndarray:
@@ -52,8 +50,7 @@ def test_kept_pairs_are_the_pairs_the_broad_phase_finds(arch, monkeypatch):
     kept = pyramid(arch)
     for _ in range(90):
         kept.step(DT)
-    monkeypatch.setattr(pairs, "REUSE_PAIRS", False)
-    found = pyramid(arch)
+    found = pyramid(arch, step_options=ALWAYS_FIND)
     for _ in range(90):
         found.step(DT)
     assert kept.pair_reuses > 60, kept.pair_reuses
@@ -72,8 +69,8 @@ def test_kept_pairs_whose_colouring_fails_match_finding_them(arch, monkeypatch):
     monkeypatch.setattr(solver_step, "restore_broad_order",
                         lambda ctx: (fallbacks.append(1), restore(ctx))[1])
 
-    def run():
-        scene = pyramid(arch, base=10)
+    def run(step_options=None):
+        scene = pyramid(arch, base=10, step_options=step_options)
         for i, x in enumerate((-5.5, -6.6, -7.75, -8.9)):
             scene.add_circle((x, 0.41 + i), 0.4, velocity=(0.4, 0.0), static_friction=0.0,
                              dynamic_friction=0.0)
@@ -83,8 +80,7 @@ def test_kept_pairs_whose_colouring_fails_match_finding_them(arch, monkeypatch):
 
     kept = run()
     assert kept.pair_reuses > 15 and fallbacks, (kept.pair_reuses, len(fallbacks))
-    monkeypatch.setattr(pairs, "REUSE_PAIRS", False)
-    found = run()
+    found = run(ALWAYS_FIND)
     assert found.pair_reuses == 0
     np.testing.assert_array_equal(state_of(kept), state_of(found))
     assert step_pairs(kept) == step_pairs(found)
@@ -148,11 +144,11 @@ def test_a_moving_body_stops_the_reuse_and_a_batch_matches_worlds_alone(arch):
         np.testing.assert_array_equal(together.velocity[world], single.velocity[0])
 
 
-def test_sleeping_worlds_pair_swept_boxes_and_wake_as_before(arch, always_find):
+def test_sleeping_worlds_pair_swept_boxes_and_wake_as_before(arch):
     # With a sleeper in the world the step pairs swept boxes, not fat ones: a ball rolling
     # slowly up to a sleeping stack wakes it as a new pair appears (sleep.wake_islands),
     # whatever the fat margin would have paired earlier.
-    scene = pyramid(arch, base=10, enable_sleep=True)
+    scene = pyramid(arch, base=10, enable_sleep=True, step_options=ALWAYS_FIND)
     for _ in range(240):
         scene.step(DT)
     assert scene.get_state().sleeping[0, 1:].all()
@@ -185,7 +181,6 @@ def test_a_sleeping_pyramid_keeps_its_pairs_and_report_as_finding_them(arch, mon
     # box moves, the pairs are
     # found). Everything after every step as in the same run with the pairs found and the
     # report built every step.
-    from fx2d_gpu.solver import reporting
 
     woken_finds = []
     find = solver_step.find_pairs
@@ -196,8 +191,8 @@ def test_a_sleeping_pyramid_keeps_its_pairs_and_report_as_finding_them(arch, mon
 
     monkeypatch.setattr(solver_step, "find_pairs", counted_find)
 
-    def run():
-        scene = pyramid(arch, base=10, enable_sleep=True)
+    def run(step_options=None):
+        scene = pyramid(arch, base=10, enable_sleep=True, step_options=step_options)
         top = scene.n_bodies - 1
         records, kept_asleep, refreshed_asleep, asleep_at = [], 0, 0, {}
         for step in range(850):
@@ -221,9 +216,7 @@ def test_a_sleeping_pyramid_keeps_its_pairs_and_report_as_finding_them(arch, mon
 
     kept, records, kept_asleep, refreshed_asleep, asleep_at = run()
     woke_on_kept_pairs = sum(woken_finds)
-    monkeypatch.setattr(pairs, "REUSE_PAIRS", False)
-    monkeypatch.setattr(reporting, "REFRESH", False)
-    found, reference, _, _, _ = run()
+    found, reference, _, _, _ = run({**ALWAYS_FIND, "refresh_report": False})
     assert all(asleep_at.values()), asleep_at
     assert woke_on_kept_pairs == 1
     assert kept_asleep > 300 and refreshed_asleep > 300, (kept_asleep, refreshed_asleep)
@@ -315,9 +308,10 @@ def test_a_kept_step_in_one_launch_is_its_four_launches(arch, monkeypatch, solve
 
     monkeypatch.setattr(fused, "kept_step_by_team", counted)
 
-    def run():
+    def run(step_options=None):
         specs, _ = scenes.pyramid_layout(10)
-        scene = scenes.build_scene(specs, arch=arch, solver=solver, substeps=None)
+        scene = scenes.build_scene(specs, arch=arch, solver=solver, substeps=None,
+                                   step_options=step_options)
         for i, x in enumerate((-5.5, -6.6, -7.75, -8.9)):
             scene.add_circle((x, 0.41 + i), 0.4, velocity=(0.4, 0.0), static_friction=0.0,
                              dynamic_friction=0.0)
@@ -327,9 +321,8 @@ def test_a_kept_step_in_one_launch_is_its_four_launches(arch, monkeypatch, solve
     if arch == "cpu":  # a team runs the steps (GPU backends launch per stage)
         assert verdicts.count(True) > 10 and verdicts.count(False) > 0, verdicts
         assert refits.count(True) > 10 and refits.count(False) > 0, refits
-    monkeypatch.setattr(solver_step, "KEPT_IN_ONE_LAUNCH", False)
     verdicts.clear()
     refits.clear()
-    four_launches = run()
+    four_launches = run({"kept_in_one_launch": False})
     assert not verdicts and not refits
     assert_same_trace(one_launch, four_launches)

@@ -40,7 +40,7 @@ def test_profiled_steps_match_normal_steps_bitwise(arch, build, request, monkeyp
         normal.step(DT)
     for _ in range(20):
         profiled.step(DT)
-    # Small worlds take one colour (coloring.COLOR_SMALL_WORLDS): a constraint shares its
+    # Small worlds take one colour (StepOptions.color_small_worlds off): a constraint shares its
     # bodies with others of its colour, so their passes go a world per thread.
     by_world, by_colour = [], []
     for module, name, calls in ((fused, "pass_by_world", by_world),

@@ -1,7 +1,7 @@
 """Small worlds (at most solver/context.BY_WORLD_MAX_BODIES bodies) take their own path
 through a step: the broad phase checks every body of a world instead of hashing, and all
 substeps run in one launch, one world per thread, each world's constraints one after the
-other in its own order (one colour: coloring.COLOR_SMALL_WORLDS). Coloured as the general
+other in its own order (one colour: StepOptions.color_small_worlds off). Coloured as the general
 path colours them, they are solved in its order: the general path (grid, one launch per
 stage and group of colours) is then the independent reference, and the two must agree bit
 for bit, because a colour's constraints share no dynamic body, so solving them in sequence
@@ -18,14 +18,13 @@ from fx2d_gpu.scenes import batched_small
 from fx2d_gpu.solver import context, fused, team
 from fx2d_gpu.solver import pairs as solver_pairs
 from fx2d_gpu.solver import sleep as solver_sleep
-from fx2d_gpu.solver import step as solver_step
 
 from .helpers import (
+    COLORED_LIKE_GENERAL,
     DT,
+    GENERAL_PATH,
     TRACE_FIELDS,
     assert_same_trace,
-    colored_like_the_general_path,
-    general_path,
     machine_scene,
     trace,
     xfail_where_paths_round_apart,
@@ -36,10 +35,9 @@ from .helpers import (
 @pytest.mark.parametrize("n_worlds", [3, 40])
 def test_small_worlds_step_bitwise_like_the_general_path(arch, n_worlds, monkeypatch, request):
     xfail_where_paths_round_apart(request, arch)
-    colored_like_the_general_path(monkeypatch)
     if n_worlds > 3:
         monkeypatch.setattr(device, "SERIAL_WORLDS", 0)
-    scene = machine_scene(n_worlds, arch)
+    scene = machine_scene(n_worlds, arch, step_options=COLORED_LIKE_GENERAL)
     ctx = scene.step_context()
     assert ctx.serial == (ctx.cpu and n_worlds == 3)
     launches = []
@@ -51,9 +49,8 @@ def test_small_worlds_step_bitwise_like_the_general_path(arch, n_worlds, monkeyp
     assert small["events"][0][0] > 0 and max(e[1] for e in small["events"]) > 0
     assert small["state"]["sleeping"].any()  # ... with contacts, events and sleep in it
 
-    general_path(monkeypatch)
     launches.clear()
-    general = trace(machine_scene(n_worlds, arch), 150)
+    general = trace(machine_scene(n_worlds, arch, step_options=GENERAL_PATH), 150)
     assert not launches
     assert_same_trace(small, general)
 
@@ -66,10 +63,10 @@ def test_a_world_alone_and_in_a_batch_agree_on_the_small_world_path(arch):
                                       err_msg=name)
 
 
-def _hub(arch):
+def _hub(arch, step_options=None):
     """A circle and 36 rim circles thrown at it: more than MAX_COLORS (31) constraints on
     one body, in a small world (37 bodies)."""
-    scene = fx.Scene(gravity=(0.0, 0.0), arch=arch)
+    scene = fx.Scene(gravity=(0.0, 0.0), arch=arch, step_options=step_options)
     scene.add_circle((0.0, 0.0), 1.0)
     for angle in np.linspace(0.0, 2.0 * np.pi, 36, endpoint=False):
         scene.add_circle((1.07 * np.cos(angle), 1.07 * np.sin(angle)), 0.08,
@@ -78,19 +75,16 @@ def _hub(arch):
 
 
 def test_an_overflowing_colouring_falls_back_to_the_general_path(arch, monkeypatch):
-    """Coloured as the general path colours (coloring.COLOR_SMALL_WORLDS), a hub touched by
-    more circles than there are colours overflows; those steps are solved through the
+    """Coloured as the general path colours (StepOptions.color_small_worlds), a hub touched
+    by more circles than there are colours overflows; those steps are solved through the
     overflow's Jacobi pass, with the same results as the general path."""
-    colored_like_the_general_path(monkeypatch)
-
     launches = _count_launches(monkeypatch)
-    scene = _hub(arch)
+    scene = _hub(arch, COLORED_LIKE_GENERAL)
     assert scene.n_bodies <= context.BY_WORLD_MAX_BODIES
     first = trace(scene, 1)
     assert scene.n_overflow > 0 and not launches
     small = trace(scene, 20)
-    general_path(monkeypatch)
-    general = _hub(arch)
+    general = _hub(arch, GENERAL_PATH)
     assert_same_trace(first, trace(general, 1))
     assert_same_trace(small, trace(general, 20))
 
@@ -105,7 +99,7 @@ def _count_launches(monkeypatch) -> list:
 
 
 def test_small_worlds_take_one_colour_solved_in_each_worlds_order(arch, monkeypatch):
-    """By default (coloring.COLOR_SMALL_WORLDS off) a small world's constraints all take
+    """By default (StepOptions.color_small_worlds off) a small world's constraints all take
     colour 0 and its thread solves them in its own order: its pairs where the broad phase
     put them (pair_origin the identity), then its joints; nothing overflows."""
     launches = _count_launches(monkeypatch)
@@ -185,9 +179,9 @@ def test_a_few_hundred_worlds_solve_on_every_cpu_thread(arch, monkeypatch):
 
 
 @pytest.mark.parametrize("flag, separate", [
-    ("CARRY_IN_COLORING", (("pairs", "_carry_contacts"), ("pairs", "_plan_world_order"))),
-    ("SLEEP_IN_REPORT", (("sleep", "_label_by_world"),)),
-    ("SAVE_IN_BROAD_PHASE", (("pairs", "_save_previous_pairs"),)),
+    ("carry_in_coloring", (("pairs", "_carry_contacts"), ("pairs", "_plan_world_order"))),
+    ("sleep_in_report", (("sleep", "_label_by_world"),)),
+    ("save_in_broad_phase", (("pairs", "_save_previous_pairs"),)),
 ])
 def test_a_small_world_step_folds_launches_without_changing_a_bit(arch, flag, separate,
                                                                     monkeypatch):
@@ -208,8 +202,7 @@ def test_a_small_world_step_folds_launches_without_changing_a_bit(arch, flag, se
     folded = trace(machine_scene(40, arch), steps)
     assert not calls
     assert folded["state"]["sleeping"].any()
-    monkeypatch.setattr(solver_step, flag, False)
-    apart = trace(machine_scene(40, arch), steps)
+    apart = trace(machine_scene(40, arch, step_options={flag: False}), steps)
     assert len(calls) == steps * len(separate)
     assert_same_trace(folded, apart)
 
@@ -220,19 +213,18 @@ def test_a_small_world_without_constraints_still_plans_its_solve_order(arch, mon
     pairs.store_in_color_order's own: the lists another scene's step left in the shared
     pool are never read. (Planned only where there were constraints, the fold let a box
     fall through with the last scene's lists.)"""
-    def run():
-        busy = batched_small(8, arch=arch)
+    def run(**step_options):
+        busy = batched_small(8, arch=arch, step_options=step_options)
         for _ in range(20):
             busy.step(1 / 60)
-        scene = fx.Scene(arch=arch)
+        scene = fx.Scene(arch=arch, step_options=step_options)
         scene.add_box((0.0, -0.5), (10.0, 1.0), mass=0.0)
         scene.add_box((0.0, 2.0), (0.5, 0.5))
         return trace(scene, 60)
 
     folded = run()
     assert abs(folded["state"]["position"][0, 1, 1] - 0.25) < 0.01  # it landed, and rests
-    monkeypatch.setattr(solver_step, "CARRY_IN_COLORING", False)
-    assert_same_trace(folded, run())
+    assert_same_trace(folded, run(carry_in_coloring=False))
 
 
 def test_a_small_world_broad_phase_launched_again_does_not_save_the_pairs_again(arch,

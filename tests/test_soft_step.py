@@ -19,10 +19,10 @@ import pytest
 import fx2d_gpu as fx
 
 from .helpers import (
+    COLORED_LIKE_GENERAL,
     DT,
+    GENERAL_PATH,
     assert_same_trace,
-    colored_like_the_general_path,
-    general_path,
     machine_scene,
     run,
     trace,
@@ -248,11 +248,11 @@ def test_soft_step_small_worlds_are_bitwise_the_general_path(arch, monkeypatch):
     slider with limits, a kinematic pusher, a sensor, a bouncy ball) on the small-world path
     (a world per thread, coloured as the general path colours) and on the general one (a
     launch per stage): the same bits."""
-    colored_like_the_general_path(monkeypatch)
-    small = trace(machine_scene(3, arch, solver="soft_step"), 90)
+    small = trace(machine_scene(3, arch, solver="soft_step",
+                                step_options=COLORED_LIKE_GENERAL), 90)
     assert small["state"]["velocity"].any()
-    general_path(monkeypatch)
-    assert_same_trace(small, trace(machine_scene(3, arch, solver="soft_step"), 90))
+    assert_same_trace(small, trace(machine_scene(3, arch, solver="soft_step",
+                                                 step_options=GENERAL_PATH), 90))
 
 
 def test_soft_step_team_and_profiled_steps_agree_bitwise(arch):

@@ -20,7 +20,7 @@ from fx2d_gpu.scenes import (
     random_pile,
 )
 
-from .helpers import DT, colored_like_the_general_path, run, track
+from .helpers import COLORED_LIKE_GENERAL, DT, run, track
 from .reference.coloring import colors_sharing_a_body, greedy_color_count
 from .reference.contacts import closing_speed as reference_closing_speed
 from .reference.contacts import manifold_sweep
@@ -220,8 +220,7 @@ def test_colours_kept_from_last_step_stay_valid_in_a_falling_pile(arch, monkeypa
             assert_valid_coloring(scene)
     assert scene.colorings - scene.scratch_colorings > 20  # most steps kept the colours
     # With joints (kept per joint slot) in many worlds of thrown bodies:
-    colored_like_the_general_path(monkeypatch)
-    scene = batched_small(32, arch=arch)
+    scene = batched_small(32, arch=arch, step_options=COLORED_LIKE_GENERAL)
     for step in range(60):
         scene.step(DT)
         if step % 5 == 0:
@@ -316,13 +315,13 @@ def _settled_and_scattered(arch, solver, n_worlds):
 def test_a_due_colouring_from_scratch_keeps_colours_it_would_give_again(arch, solver,
                                                                          monkeypatch):
     """A colouring from scratch falls due every FRESH_COLORING_STEPS steps. Where the
-    colouring still holds and no step coloured since the last one from scratch (nor did a
-    moving body become fixed), that one would give the same colours: it is kept
-    (coloring.KEEP_FRESH). Shown against making it: a settled pyramid keeps its colouring
-    through the due steps and steps bit for bit as when it colours from scratch; and alone
-    it steps bit for bit as in a batch beside a world whose pairs change every step (where
-    the due colourings from scratch are made). The kept colours are those made from scratch
-    (compared at each due step and the next, and every 16th step)."""
+    colouring still holds and no step coloured since the last one from scratch (nor did a moving
+    body become fixed), that one would give the same colours: it is kept
+    (StepOptions.keep_fresh_coloring). Shown against making it: a settled pyramid keeps its
+    colouring through the due steps and steps bit for bit as when it colours from scratch; and alone
+    it steps bit for bit as in a batch beside a world whose pairs change every step (where the due
+    colourings from scratch are made). The kept colours are those made from scratch (compared at
+    each due step and the next, and every 16th step)."""
     from fx2d_gpu.solver import coloring as coloring_module
 
     # The drops settle by step 145 (XPBD) and 182 (soft step), the thrown box lands at
@@ -331,15 +330,11 @@ def test_a_due_colouring_from_scratch_keeps_colours_it_would_give_again(arch, so
     steps = 9 * coloring_module.FRESH_COLORING_STEPS + 5
     alone = _settled_and_scattered(arch, solver, 1)
     batch = _settled_and_scattered(arch, solver, 2)
-    monkeypatch.setattr(coloring_module, "KEEP_FRESH", False)
     made = _settled_and_scattered(arch, solver, 1)
-    monkeypatch.setattr(coloring_module, "KEEP_FRESH", True)
+    made.step_options = {"keep_fresh_coloring": False}
     for step in range(steps):
-        for scene in (alone, batch):
+        for scene in (alone, batch, made):
             scene.step(DT)
-        monkeypatch.setattr(coloring_module, "KEEP_FRESH", False)
-        made.step(DT)
-        monkeypatch.setattr(coloring_module, "KEEP_FRESH", True)
         if step % 32 > 1 and step % 16 and step != steps - 1:
             continue  # compared at each due step and the next, and every 16th
         kept, fresh = coloring(alone), coloring(made)

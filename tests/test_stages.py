@@ -170,12 +170,9 @@ def colour_graph(serial, n_bodies, edges, static=(), n_worlds=1, apart=()):
     put(pool.coloring.solve, solved.astype(np.int32))
     pairs.carry_contacts(ctx)
     # Small worlds too coloured as the general path colours (by default they take one
-    # colour: coloring.COLOR_SMALL_WORLDS).
-    default, coloring.COLOR_SMALL_WORLDS = coloring.COLOR_SMALL_WORLDS, True
-    try:
-        assert coloring.color_constraints(ctx)  # a new colouring, from scratch
-    finally:
-        coloring.COLOR_SMALL_WORLDS = default
+    # colour: StepOptions.color_small_worlds).
+    ctx.options = ctx.options.replace(color_small_worlds=True)
+    assert coloring.color_constraints(ctx)  # a new colouring, from scratch
     dynamic = np.tile([body not in static for body in range(n_bodies)], n_worlds)
     return ctx, a, b, dynamic, solved
 

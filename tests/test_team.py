@@ -8,9 +8,16 @@ import pytest
 
 import fx2d_gpu as fx
 from fx2d_gpu import device, runtime
-from fx2d_gpu.solver import coloring, context, fused, staged, team
+from fx2d_gpu.solver import coloring, fused, staged, team
 
-from .helpers import assert_same_trace, general_path, machine_scene, trace
+from .helpers import (
+    GENERAL_PATH,
+    PER_STAGE,
+    assert_same_trace,
+    machine_scene,
+    trace,
+    with_options,
+)
 
 
 def hanging_chains_over_a_pile(arch: str, n_worlds: int = 1) -> fx.Scene:
@@ -66,10 +73,11 @@ def count_team_steps(monkeypatch) -> list:
 
 
 def steady_team(monkeypatch):
-    """No duel trials (team.DUEL_STEPS) and no new barrier probe (team.REPROBE_REQUESTS):
-    every step of a large scene takes the team the last probe gave, whatever this machine's
-    timing noise."""
+    """No duel trials (team.DUEL_STEPS) and no new barrier probe (team.REPROBE_REQUESTS,
+    REPROBE_FAILED_REQUESTS after a probe that a busy moment failed): every step of a large
+    scene takes the team the last probe gave, whatever this machine's timing noise."""
     monkeypatch.setattr(team, "REPROBE_REQUESTS", 10**9)
+    monkeypatch.setattr(team, "REPROBE_FAILED_REQUESTS", 10**9)
     monkeypatch.setattr(team, "DUEL_SLOW", float("inf"))
     monkeypatch.setattr(team, "DUEL_STEPS", 10**9)
     monkeypatch.setitem(team._duel, "interval", 10**9)
@@ -121,9 +129,8 @@ def test_a_team_steps_bit_for_bit_like_one_launch_per_stage(arch, n_worlds, monk
     assert scene.n_overflow == 0 and scene.n_colors >= 4  # every colour took its turn
     assert on_team["events"][0][0] > 0  # contacts from the first step on
 
-    monkeypatch.setattr(team, "ENABLED", False)
     calls.clear()
-    per_stage = trace(hanging_chains_over_a_pile(arch, n_worlds), 40)
+    per_stage = trace(with_options(hanging_chains_over_a_pile(arch, n_worlds), **PER_STAGE), 40)
     assert not calls
     assert_same_trace(on_team, per_stage)
     # The chains held (the joints were solved in every colour): no anchor gap past 1 cm.
@@ -132,25 +139,23 @@ def test_a_team_steps_bit_for_bit_like_one_launch_per_stage(arch, n_worlds, monk
 
 
 def test_colours_per_launch_change_no_bit(arch, monkeypatch):
-    """One launch per stage solves staged.COLORS_PER_LAUNCH colours a launch (a GPU's way):
-    3 a launch (the last launch's colours past the scene's left empty) steps bit for bit
-    like the default 2, as colours run in the same order whatever the launches."""
-    monkeypatch.setattr(team, "ENABLED", False)
+    """One launch per stage solves StepOptions.colors_per_launch colours a launch (a GPU's
+    way): 3 a launch (the last launch's colours past the scene's left empty) steps bit for
+    bit like the default 2, as colours run in the same order whatever the launches."""
     launches = count_calls(monkeypatch, staged, "_solve_colors")
-    default = trace(hanging_chains_over_a_pile(arch), 25)
+    default = trace(with_options(hanging_chains_over_a_pile(arch), **PER_STAGE), 25)
     per_default = len(launches)
-    monkeypatch.setattr(staged, "COLORS_PER_LAUNCH", 3)
     launches.clear()
-    three = trace(hanging_chains_over_a_pile(arch), 25)
+    three = trace(with_options(hanging_chains_over_a_pile(arch), **PER_STAGE,
+                               colors_per_launch=3), 25)
     assert_same_trace(default, three)
     assert len(launches) < per_default  # fewer launches did the same work
-    scene = hanging_chains_over_a_pile(arch)
-    before = scene.get_state().position
-    monkeypatch.setattr(staged, "COLORS_PER_LAUNCH", 0)
-    with pytest.raises(ValueError, match="COLORS_PER_LAUNCH"):
-        scene.step(1 / 60)
-    np.testing.assert_array_equal(scene.get_state().position, before)
-    assert scene.step_count == 0
+    scene = with_options(hanging_chains_over_a_pile(arch), **PER_STAGE)
+    with pytest.raises(ValueError, match="colors_per_launch"):
+        scene.step_options = {"team": False, "colors_per_launch": 0}
+    with pytest.raises(TypeError, match="colors_per_launch"):
+        scene.step_options = scene.step_options.replace(colors_per_launch=2.0)
+    assert scene.step_options == fx.StepOptions(**PER_STAGE)  # as it was
 
 
 def with_overflow(scene: fx.Scene) -> fx.Scene:
@@ -190,9 +195,9 @@ def test_a_team_solves_the_overflow_colour_bit_for_bit_like_its_kernels(arch, mo
     assert min(overflow) >= 20  # 10 pairs on the plank, 10 spokes' joints
     assert min(overflow) > 0 and scene.n_colors == device.MAX_COLORS
 
-    monkeypatch.setattr(team, "ENABLED", False)
     calls.clear()
-    per_stage = trace(with_overflow(hanging_chains_over_a_pile(arch)), 30)
+    per_stage = trace(with_options(with_overflow(hanging_chains_over_a_pile(arch)),
+                                   **PER_STAGE), 30)
     assert not calls
     assert_same_trace(on_team, per_stage)
 
@@ -202,14 +207,12 @@ def test_a_team_of_one_thread_runs_a_serial_scene(arch, monkeypatch):
     with the results of their ~100 serial launches (the small-world machine, stepped as
     large worlds)."""
     calls = count_team_steps(monkeypatch)
-    monkeypatch.setattr(context, "BY_WORLD_MAX_BODIES", 0)
-    scene = machine_scene(3, arch)
+    scene = machine_scene(3, arch, step_options={"small_world_path": False})
     assert scene.n_bodies * 3 <= device.SERIAL_SLOTS
     on_team = trace(scene, 100)
     assert [c[0] for c in calls] == [1] * (100 if runtime.on_cpu() else 0)
-    general_path(monkeypatch)  # no team either
-    calls.clear()
-    assert_same_trace(on_team, trace(machine_scene(3, arch), 100))
+    calls.clear()  # the general path and no team either
+    assert_same_trace(on_team, trace(machine_scene(3, arch, step_options=GENERAL_PATH), 100))
     assert not calls
 
 
@@ -248,7 +251,7 @@ def test_a_wait_past_its_limit_raises_and_later_steps_launch_per_stage(arch, mon
 
 
 def test_a_busy_machine_stops_using_the_team_and_a_quiet_one_takes_it_back(arch, monkeypatch):
-    """Probed again every REPROBE_REQUESTS calls: barriers slower than MAX_BARRIER_S (here
+    """Probed again every REPROBE_REQUESTS calls (one a step): barriers slower than MAX_BARRIER_S (here
     made impossible to meet) leave a team of one thread (no barrier to wait at, no kernel
     to compile), and the team comes back once they are fast."""
     scene = team_scene(arch, monkeypatch)
@@ -256,7 +259,7 @@ def test_a_busy_machine_stops_using_the_team_and_a_quiet_one_takes_it_back(arch,
         return
     calls = count_team_steps(monkeypatch)
     compiled = device.compiled_kernel_count()
-    monkeypatch.setattr(team, "REPROBE_REQUESTS", 4)
+    monkeypatch.setattr(team, "REPROBE_REQUESTS", 3)  # probed again at the 4th step
     monkeypatch.setitem(team._state, "requests", 0)
     monkeypatch.setattr(team, "MAX_BARRIER_S", 0.0)  # every barrier counts as too slow
     for _ in range(4):
@@ -272,18 +275,19 @@ def test_a_busy_machine_stops_using_the_team_and_a_quiet_one_takes_it_back(arch,
 
 def test_a_probe_that_failed_once_is_tried_again_soon(arch, monkeypatch):
     """A moment of other work can fail every try of one barrier probe: the team of one it
-    leaves is probed again after team.REPROBE_FAILED_REQUESTS calls (~3 a step), not
+    leaves is probed again after team.REPROBE_FAILED_REQUESTS calls (one a step), not
     REPROBE_REQUESTS (here never), and the team comes back."""
     scene = team_scene(arch, monkeypatch)
     if scene is None:
         return
     calls = count_team_steps(monkeypatch)
+    monkeypatch.setattr(team, "REPROBE_FAILED_REQUESTS", 5)  # (steady_team's: never)
     monkeypatch.setitem(team._state, "threads", None)  # probe at the next step
     monkeypatch.setattr(team, "MAX_BARRIER_S", 0.0)  # that probe fails
     scene.step(1 / 60)
     assert team._state["threads"] == 1 and calls[-1] == (1,)
     monkeypatch.setattr(team, "MAX_BARRIER_S", 1.0)  # the moment has passed
-    steps = -(-team.REPROBE_FAILED_REQUESTS // 3) + 2
+    steps = team.REPROBE_FAILED_REQUESTS + 2
     for _ in range(steps):
         scene.step(1 / 60)
     assert team._state["threads"] == team.usable_threads()
@@ -335,7 +339,7 @@ def test_steps_slowed_by_other_processes_move_to_a_team_of_one_and_back(arch, mo
     assert sizes[21:24] == [threads] * 3 and team._duel["many"]  # the team is back
     assert sizes[21:].count(1) <= 1  # (a team of one on a trial)
     assert team._duel["switches"] >= 2
-    monkeypatch.setattr(team, "ENABLED", False)  # the reference: a launch per stage
+    reference.step_options = PER_STAGE  # the reference: a launch per stage
     for i in range(26):
         reference.step(1 / 60)
         np.testing.assert_array_equal(reference.get_state().position, states[i])

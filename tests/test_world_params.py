@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import fx2d_gpu as fx
-from tests.helpers import DT, assert_bitwise_equal, fingerprint, general_path, machine_scene
+from tests.helpers import DT, GENERAL_PATH, assert_bitwise_equal, fingerprint, machine_scene
 
 N_WORLDS = 4
 
@@ -60,10 +60,9 @@ def _give(scene, values: dict, bodies, world=None):
 
 
 @pytest.mark.parametrize("path", ["small worlds", "general"])
-def test_each_world_steps_as_a_one_world_scene_given_its_values(path, monkeypatch, arch):
-    if path == "general":
-        general_path(monkeypatch)
-    batch = machine_scene(N_WORLDS, arch)
+def test_each_world_steps_as_a_one_world_scene_given_its_values(path, arch):
+    options = GENERAL_PATH if path == "general" else None
+    batch = machine_scene(N_WORLDS, arch, step_options=options)
     bodies = _dynamic_bodies(batch)
     values = _randomised(N_WORLDS)
     _give(batch, values, bodies)
@@ -73,7 +72,7 @@ def test_each_world_steps_as_a_one_world_scene_given_its_values(path, monkeypatc
     got = fingerprint(batch)
     assert batch.step_context().pool.model.per_world[None] == 1
     for world in range(N_WORLDS):
-        alone = machine_scene(1, arch)
+        alone = machine_scene(1, arch, step_options=options)
         alone.set_state(fx.State(*(getattr(start, k)[world:world + 1] for k in (
             "position", "angle", "velocity", "angular_velocity", "sleeping"))))
         _give(alone, {k: v[world:world + 1] for k, v in values.items()}, bodies)

@@ -13,6 +13,8 @@ prefix sum between them, so the pair list is exactly sized, in a fixed order (ea
 partners sorted), with no floating-point atomics: the same input gives the same list.
 """
 
+from typing import TYPE_CHECKING
+
 import taichi as ti
 
 from ..bodies import (
@@ -31,6 +33,9 @@ from ..residency import CapacityError
 from ..scan import exclusive_scan
 from ..shapes import MAX_COORDINATE
 
+if TYPE_CHECKING:
+    from ..solver.context import StepContext
+
 vec2 = ti.math.vec2
 ivec3 = ti.math.ivec3
 
@@ -41,10 +46,9 @@ MAX_LEVEL = 30
 #: world at rest (an awake pyramid jitters by micrometres) keeps its pairs step after step
 #: and skips the broad phase. Larger: fewer refits, more pairs without points.
 FAT_FRACTION = 0.1
-#: Partners a body notes while the broad phase counts its pairs, so that writing them needs
-#: no second search of the grid (_find_pairs); a body with more searches again. A 10k pile
-#: at rest owns 2.4 pairs a body.
-NOTED_PARTNERS = 8
+# Partners a body notes while the broad phase counts its pairs (StepOptions.noted_partners,
+# 8 by default), so that writing them needs no second search of the grid (_find_pairs); a
+# body with more searches again. A 10k pile at rest owns 2.4 pairs a body.
 #: A body that can cover its margin in fewer steps than this at its current speed gets none
 #: (a falling pile: +3 % pairs and ~20 % more time a step with margins, measured on a
 #: 100k pile's pour).
@@ -375,7 +379,7 @@ def restless_slot(model: ti.template(), bodies: ti.template(), grid: ti.template
     return restless
 
 
-def refit_fat_boxes(ctx, margin: float, motion_time: float,
+def refit_fat_boxes(ctx: "StepContext", margin: float, motion_time: float,
                     reset: bool) -> tuple[int, int, int]:
     """Give every body slot whose swept_box (margin (m), motion_time (s)) left its fat box,
     or whose fat box grew too loose, or whose pairing_key changed, a new fat box: the swept
@@ -690,7 +694,8 @@ def _find_pairs_by_world(model: ti.template(), bodies: ti.template(), joints: ti
     return write_world_pairs(manifolds, grid, counts, scan, serial, n_worlds, n_bodies)
 
 
-def _launch_pairs_by_world(ctx, groups, margin: float, motion_time: float, fat: bool):
+def _launch_pairs_by_world(ctx: "StepContext", groups, margin: float, motion_time: float,
+                           fat: bool):
     """find_candidate_pairs' launch for small worlds: _find_pairs_by_world."""
     return _find_pairs_by_world(*groups, ctx.n_worlds, ctx.n_bodies, ctx.cell_size, margin,
                                 motion_time, int(fat))
@@ -714,7 +719,7 @@ def grid_table_size(pool, n_slots: int) -> int:
     return min(next_pow2(max(4 * n_slots, 1024)), pool.table_capacity)
 
 
-def find_candidate_pairs(ctx, margin: float = 0.0, motion_time: float = 0.0,
+def find_candidate_pairs(ctx: "StepContext", margin: float = 0.0, motion_time: float = 0.0,
                          into: str = "manifolds", fat: bool = False, by_world=None) -> int:
     """Candidate pairs of every world at the current poses (AABBs grown by margin (m) plus
     what each body covers in motion_time (s); `fat`: each body's fat box instead,
@@ -744,7 +749,7 @@ def find_candidate_pairs(ctx, margin: float = 0.0, motion_time: float = 0.0,
             # Into the step's pairs the count notes partners in `staging` (scratch then); a
             # query, which writes `staging`, notes none.
             notes = pool.staging if into == "manifolds" else pool.manifolds
-            note_room = (min(NOTED_PARTNERS, pool.pair_capacity // max(ctx.n_slots, 1))
+            note_room = (min(ctx.options.noted_partners, pool.pair_capacity // max(ctx.n_slots, 1))
                          if into == "manifolds" else 0)
             needed = _find_pairs(*groups, notes, ctx.n_worlds, ctx.n_bodies, ctx.cell_size,
                                  table_size - 1, margin, motion_time, int(fat), note_room)

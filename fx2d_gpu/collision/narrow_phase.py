@@ -18,6 +18,8 @@ the two surfaces. Work is done in the reference body's frame, so precision does 
 on how far the bodies are from the world origin.
 """
 
+from typing import TYPE_CHECKING
+
 import taichi as ti
 
 from ..bodies import bounding_radius
@@ -25,6 +27,9 @@ from ..enums import SHAPE_CHAIN, SHAPE_CIRCLE, SHAPE_POLYGON
 from ..launching import quick
 from ..math2d import rotate, rotate_inv
 from ..shapes import MAX_POLYGON_VERTICES
+
+if TYPE_CHECKING:
+    from ..solver.context import StepContext
 
 vec2 = ti.math.vec2
 
@@ -524,7 +529,8 @@ def _compute_manifolds(model: ti.template(), bodies: ti.template(), manifolds: t
             manifolds.found_margin[pair] = 0.0  # not the step's manifold: never kept
 
 
-def compute_manifolds(ctx, n_pairs: int, margin: float = 0.0, into: str = "manifolds"):
+def compute_manifolds(ctx: "StepContext", n_pairs: int, margin: float = 0.0,
+                      into: str = "manifolds"):
     """Contact manifolds of the candidate pairs [0, n_pairs) of the Manifolds group `into`
     at the current poses; margin (m) keeps points up to that far apart."""
     pool = ctx.pool

@@ -8,6 +8,8 @@ holding the lower-left corner of the two AABBs' intersection, as the broad phase
 or from the world's bodies directly when that is fewer.
 """
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import taichi as ti
 
@@ -26,6 +28,9 @@ from .queries import (
     serial,
 )
 from .query_grid import refresh_grid
+
+if TYPE_CHECKING:
+    from ..solver.context import StepContext
 
 vec2 = ti.math.vec2
 
@@ -181,7 +186,7 @@ def _overlap(model: ti.template(), bodies: ti.template(), grid: ti.template(),
 
 
 
-def overlap(ctx, vertices: np.ndarray, counts: np.ndarray, skins: np.ndarray,
+def overlap(ctx: "StepContext", vertices: np.ndarray, counts: np.ndarray, skins: np.ndarray,
             sensors: bool) -> tuple[np.ndarray, np.ndarray]:
     """Overlap queries q = world * n_queries + query at the current poses: cores of counts[q]
     vertices (vertices (q, k, 2) m, world space, counter-clockwise) with skins (q,) m.

@@ -11,6 +11,7 @@ queries compiles once); the host sorts variable-length results, so they are dete
 """
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 import taichi as ti
@@ -19,6 +20,9 @@ from .. import runtime
 from ..device import SERIAL_SLOTS
 from ..enums import SHAPE_CIRCLE
 from ..math2d import rotate
+
+if TYPE_CHECKING:
+    from ..solver.context import StepContext
 
 f32_1d = ti.types.ndarray(dtype=ti.f32, ndim=1)
 f32_2d = ti.types.ndarray(dtype=ti.f32, ndim=2)
@@ -70,7 +74,7 @@ def point_segment_distance(p, a, b):
 
 
 
-def serial(ctx, n_queries: int) -> bool:
+def serial(ctx: "StepContext", n_queries: int) -> bool:
     """Whether a launch of n_queries queries runs serialized (a small scene on the CPU,
     where threads cost more than they save)."""
     return ctx.serial and n_queries <= SERIAL_SLOTS and runtime.on_cpu()

@@ -3,10 +3,15 @@ the current poses with exact AABBs (margin 0) into the broad phase's scratch, an
 around each world's bodies (grid.world_lower/upper), which rays are clipped to
 (collision/ray_casts.py)."""
 
+from typing import TYPE_CHECKING
+
 import taichi as ti
 
 from ..launching import quick
 from .broad_phase import build_grid, grid_table_size
+
+if TYPE_CHECKING:
+    from ..solver.context import StepContext
 
 vec2 = ti.math.vec2
 
@@ -38,7 +43,7 @@ def _build_query_grid(model: ti.template(), bodies: ti.template(), grid: ti.temp
     return counts.entries_needed[None]
 
 
-def refresh_grid(ctx) -> int:
+def refresh_grid(ctx: "StepContext") -> int:
     """Rebuild the grid of every world at the current poses; returns its hash-table mask.
     A grid too big for the pool grows it (ctx.grow keeps the scene's state bitwise)."""
     cache = ctx.cache

@@ -14,6 +14,8 @@ links one-sided (hit only from the front, as their collisions). A ray that start
 shape hits it at distance 0.
 """
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import taichi as ti
 
@@ -33,6 +35,9 @@ from .queries import (
     serial,
 )
 from .query_grid import refresh_grid
+
+if TYPE_CHECKING:
+    from ..solver.context import StepContext
 
 vec2 = ti.math.vec2
 
@@ -321,8 +326,8 @@ def _ray_cast(model: ti.template(), bodies: ti.template(), grid: ti.template(),
 
 
 
-def nearest_hits(ctx, origins: np.ndarray, directions: np.ndarray, limits: np.ndarray,
-                 sensors: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def nearest_hits(ctx: "StepContext", origins: np.ndarray, directions: np.ndarray,
+                 limits: np.ndarray, sensors: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The nearest hit of rays q = world * n_rays + ray (origins (q, 2) m and unit
     directions (q, 2), float64; limits (q,) m) at the current poses.
 
@@ -340,7 +345,7 @@ def nearest_hits(ctx, origins: np.ndarray, directions: np.ndarray, limits: np.nd
     return body.astype(np.int64), distance, normal.astype(np.float64)
 
 
-def every_hit(ctx, origins: np.ndarray, directions: np.ndarray, limits: np.ndarray,
+def every_hit(ctx: "StepContext", origins: np.ndarray, directions: np.ndarray, limits: np.ndarray,
               sensors: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Every body rays q cross (arguments as nearest_hits), each once, where the ray enters it.
 
@@ -369,7 +374,7 @@ def every_hit(ctx, origins: np.ndarray, directions: np.ndarray, limits: np.ndarr
             normal[order].astype(np.float64))
 
 
-def _prepare(ctx, origins: np.ndarray, directions: np.ndarray, limits: np.ndarray,
+def _prepare(ctx: "StepContext", origins: np.ndarray, directions: np.ndarray, limits: np.ndarray,
              sensors: bool):
     """The grid refreshed and the rays moved up to their worlds (approach): returns
     (launch(mode, offsets, out_body, out_distance, out_normal), the distance (q,) m each

@@ -362,13 +362,15 @@ class ShardedScene(ModelQueries):
             self._params.joint_gains(self._builder)[:, joint] = motor.pid
         self._queue_all(("set_joint_mode", (joint, control_mode, pid, max_effort), {}))
 
-    def set_body_params(self, bodies, *, world=None, **values):
+    def set_body_params(self, bodies, *, mass=None, inertia=None, static_friction=None,
+                        dynamic_friction=None, elasticity=None, vel_damping=None,
+                        gravity_scale=None, world=None):
         """Give bodies new physical values, in every world or per world (Scene.set_body_params:
         mass, inertia, static_friction, dynamic_friction, elasticity, vel_damping,
         gravity_scale; world a global index, mask or indices)."""
-        unknown = sorted(set(values) - set(BODY_PARAMS))
-        if unknown:
-            raise TypeError(f"set_body_params() got unexpected keyword(s) {unknown}")
+        values = dict(mass=mass, inertia=inertia, static_friction=static_friction,
+                      dynamic_friction=dynamic_friction, elasticity=elasticity,
+                      vel_damping=vel_damping, gravity_scale=gravity_scale)
         rows = body_indices(bodies, self.n_bodies)
         worlds = world_selection(world, self._n_worlds)
         given = {name: value for name, value in values.items() if value is not None}

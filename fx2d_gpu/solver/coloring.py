@@ -20,15 +20,17 @@ each body keeps a bit mask of the colours its constraints hold. In worlds of mor
 SMALL_COLORING_MAX_BODIES bodies the colouring starts from scratch every FRESH_COLORING_STEPS
 steps, so the colours do not fragment.
 
-Small worlds (StepContext.small_worlds) are solved a world per thread, one constraint after
-the other, where colours bring no parallelism: they take one colour (COLOR_SMALL_WORLDS),
-every constraint solved in its world's order, its pairs in the broad phase's order, then its
-joints. Coloured like the general path instead (COLOR_SMALL_WORLDS on, for the tests that
-compare the two paths bit for bit), they colour a world per thread (_color_worlds: the same
-rounds on the world's own constraints, so the same colours), and every step: starting from
-last step's colours gives what reusing them would. Either way the same launch carries last
-step's contacts to the world's pairs first and plans its solve order after.
+Small worlds (StepContext.small_worlds) are solved a world per thread, one constraint after the
+other, where colours bring no parallelism: they take one colour (StepOptions.color_small_worlds
+off), every constraint solved in its world's order, its pairs in the broad phase's order, then its
+joints. Coloured like the general path instead (color_small_worlds on, for the tests that compare
+the two paths bit for bit), they colour a world per thread (_color_worlds: the same rounds on the
+world's own constraints, so the same colours), and every step: starting from last step's colours
+gives what reusing them would. Either way the same launch carries last step's contacts to the
+world's pairs first and plans its solve order after.
 """
+
+from typing import TYPE_CHECKING
 
 import taichi as ti
 
@@ -45,21 +47,22 @@ from .pairs import (
     world_pairs,
 )
 
+if TYPE_CHECKING:
+    from .context import StepContext
+
 _NO_CLAIM = 2147483647
 _SUB_ROUNDS = 4
 
-#: Whether small worlds (colors_by_world) colour their constraints as the general path
-#: does: off, they take one colour (one_color_by_world). A world's thread solves its
-#: constraints one after the other in any case (Gauss-Seidel, as Box2D v2 and Fx2D solve a
-#: world on one thread), so a colouring only fixed their order, that of the general path,
-#: whose colours run in parallel: the two paths then agree bit for bit, and the tests that
-#: compare them turn it on. Its cost was the colouring's rounds in the carry's launch
-#: (4,096 small worlds: the launch 1.18-1.26 ms against 0.41-0.65 without them, 2-core
-#: CPU) and a round for every colour in each of the substeps' passes: the step 0.94-0.97
-#: of the coloured one's time without them (both ways in turns in one process, either
-#: solver). And a small world coloured like a hub overflowed, leaving the path for the
-#: general one.
-COLOR_SMALL_WORLDS = False
+# Whether small worlds (colors_by_world) colour their constraints as the general path does
+# (StepOptions.color_small_worlds): off, they take one colour (one_color_by_world). A world's thread
+# solves its constraints one after the other in any case (Gauss-Seidel, as Box2D v2 and Fx2D solve a
+# world on one thread), so a colouring only fixed their order, that of the general path, whose
+# colours run in parallel: the two paths then agree bit for bit, and the tests that compare them
+# turn it on. Its cost was the colouring's rounds in the carry's launch (4,096 small worlds: the
+# launch 1.18-1.26 ms against 0.41-0.65 without them, 2-core CPU) and a round for every colour in
+# each of the substeps' passes: the step 0.94-0.97 of the coloured one's time without them (both
+# ways in turns in one process, either solver). And a small world coloured like a hub overflowed,
+# leaving the path for the general one.
 
 
 @ti.func
@@ -634,14 +637,14 @@ def _order_overflow(coloring: ti.template(), counts: ti.template(), scan: ti.tem
     coloring.n_overflow_pairs[None] = coloring.rank[ti.min(counts.n_pairs[None], n_constraints)]
 
 
-def one_color_by_world(ctx) -> bool:
-    """Whether ctx's worlds take one colour (colors_by_world without COLOR_SMALL_WORLDS):
-    every constraint colour 0, so they are solved a world per thread, a profiled step's
-    passes too (staged.colour_pass)."""
-    return colors_by_world(ctx) and not COLOR_SMALL_WORLDS
+def one_color_by_world(ctx: "StepContext") -> bool:
+    """Whether ctx's worlds take one colour (colors_by_world without
+    StepOptions.color_small_worlds): every constraint colour 0, so they are solved a world
+    per thread, a profiled step's passes too (staged.colour_pass)."""
+    return colors_by_world(ctx) and not ctx.options.color_small_worlds
 
 
-def colors_by_world(ctx) -> bool:
+def colors_by_world(ctx: "StepContext") -> bool:
     """Whether ctx's worlds colour a world per thread (_color_worlds): small worlds, whose
     pairs lie world by world. They colour every step, starting from last step's colours
     (the answer the reused colouring would give: every pair keeps its colour where none of
@@ -650,7 +653,7 @@ def colors_by_world(ctx) -> bool:
     return ctx.small_worlds and ctx.small_coloring
 
 
-def _keeps_colors(ctx) -> bool:
+def _keeps_colors(ctx: "StepContext") -> bool:
     """Whether a new colouring may start from last step's colours (see color_constraints)."""
     cache = ctx.cache
     return cache.coloring_valid and (ctx.small_coloring or not _fresh_coloring_due(cache))
@@ -662,17 +665,18 @@ def _fresh_coloring_due(cache) -> bool:
     return cache.steps_since_fresh_coloring >= FRESH_COLORING_STEPS
 
 
-def may_reuse_coloring(ctx) -> bool:
+def may_reuse_coloring(ctx: "StepContext") -> bool:
     """What the host knows of whether last step's colouring may be reused: it may be kept
     (_keeps_colors) or it is the one a colouring from scratch would give
     (StepCache.colors_fresh), it coloured as many pairs as the step has, and nothing
     overflowed. The device checks the rest (_coloring_still_valid)."""
     cache = ctx.cache
-    return (cache.coloring_valid and (_keeps_colors(ctx) or (KEEP_FRESH and cache.colors_fresh))
+    return (cache.coloring_valid
+            and (_keeps_colors(ctx) or (ctx.options.keep_fresh_coloring and cache.colors_fresh))
             and ctx.n_pairs == cache.colored_pairs and cache.n_overflow == 0)
 
 
-def verdict_holds(ctx, code: int) -> bool:
+def verdict_holds(ctx: "StepContext", code: int) -> bool:
     """Whether the device's answer (_coloring_still_valid, _coloring_holds_in_order) says
     the colouring holds; a body it counted moving and now fixed (LOWERED) makes it no
     longer the one a colouring from scratch would give (StepCache.colors_fresh)."""
@@ -681,7 +685,7 @@ def verdict_holds(ctx, code: int) -> bool:
     return bool(code & HOLDS)
 
 
-def coloring_holds_in_order(ctx) -> bool:
+def coloring_holds_in_order(ctx: "StepContext") -> bool:
     """For a step that kept last step's pairs in colour order (step._keep_pairs, where
     may_reuse_coloring): whether last step's colouring still holds
     (_coloring_holds_in_order)."""
@@ -692,7 +696,7 @@ def coloring_holds_in_order(ctx) -> bool:
         n_bodies=ctx.n_bodies))
 
 
-def color_constraints(ctx, holds: bool | None = None, carry: bool = False) -> bool:
+def color_constraints(ctx: "StepContext", holds: bool | None = None, carry: bool = False) -> bool:
     """Colour the step's constraints (after pairs.carry_contacts), or keep last step's
     colouring; returns whether it coloured. `holds`: whether last step's colouring still
     holds, where the caller checked it (coloring_holds_in_order); None: checked here.
@@ -748,15 +752,14 @@ def color_constraints(ctx, holds: bool | None = None, carry: bool = False) -> bo
 #: in steps, which a world has the same alone or in a batch, so a world's colouring stays
 #: independent of the batch.
 FRESH_COLORING_STEPS = 32
-#: Whether a colouring from scratch that falls due keeps the colouring where it holds and
-#: is the one it would give (StepCache.colors_fresh; tests turn it off to compare). A
-#: settled pile kept its colouring for good and still made one from scratch every 32 steps:
-#: a step of 17-19 ms against 6-7 in the large pyramid (soft step, 2-core CPU), 53 ms
-#: against 24 in many pyramids.
-KEEP_FRESH = True
+# A colouring from scratch that falls due keeps the colouring where it holds and is the one
+# it would give (StepCache.colors_fresh; StepOptions.keep_fresh_coloring, which tests turn
+# off to compare). A settled pile kept its colouring for good and still made one from
+# scratch every 32 steps: a step of 17-19 ms against 6-7 in the large pyramid (soft step,
+# 2-core CPU), 53 ms against 24 in many pyramids.
 
 
-def _color(ctx, keep: bool, carry: bool = False) -> tuple[int, int]:
+def _color(ctx: "StepContext", keep: bool, carry: bool = False) -> tuple[int, int]:
     """(parallel colours used, constraints in the overflow) of a new colouring (`carry`: as
     color_constraints')."""
     n_constraints = ctx.n_constraints
@@ -780,7 +783,7 @@ def _color(ctx, keep: bool, carry: bool = False) -> tuple[int, int]:
                   pool.counts, serial)
         uncolored = _start_coloring(*groups, ctx.n_slots, n_constraints, ctx.n_bodies,
                                     int(keep), int(ctx.small_coloring))
-        threads = team.threads_for(ctx)
+        threads = team.threads_in_step(ctx)
         if uncolored and threads:
             _color_rounds_by_team(*groups[:-1], uncolored, ctx.n_bodies, threads)
         else:

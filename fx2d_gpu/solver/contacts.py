@@ -18,6 +18,8 @@ guarantees no other thread touches the same dynamic bodies meanwhile. Sleeping b
 static ones (zero inverse mass).
 """
 
+from typing import TYPE_CHECKING
+
 import taichi as ti
 
 from ..bodies import (
@@ -35,6 +37,9 @@ from ..integrate import displace
 from ..launching import quick
 from ..math2d import cross, cross_sv
 from ..scan import exclusive_scan
+
+if TYPE_CHECKING:
+    from .context import StepContext
 
 vec2 = ti.math.vec2
 vec3 = ti.math.vec3
@@ -1303,14 +1308,14 @@ def build_world_body_lists(manifolds: ti.template(), prepared: ti.template(), fi
             prepared.body_contact_cursor[slot] = prepared.body_contact_cursor[slot] + 1
 
 
-def body_lists_current(ctx) -> bool:
+def body_lists_current(ctx: "StepContext") -> bool:
     """Whether the pool holds the per-body lists of ctx's pairs where they lie now (last
     step's, built by this scene, no saved state loaded since: DevicePool.body_lists_of),
     so a step that keeps its pairs in place needs none built (build_body_lists)."""
     return ctx.pool.body_lists_of is ctx.cache
 
 
-def build_body_lists(ctx):
+def build_body_lists(ctx: "StepContext"):
     """Per body, the pairs it belongs to (prepared.body_contacts), sorted by the pairs'
     broad-phase order, so warm starting can gather impulses per body in a fixed order
     instead of scattering them with floating-point atomics.

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from .. import device
 from ..device import DevicePool
+from .plan import DEFAULT_OPTIONS, StepOptions, StepPlan
 
 #: Worlds of at most this many bodies are "small" (StepContext.small_worlds). Measured on
 #: the 2-core CPU, pyramids stepped one world per thread against the general path: 29 bodies
@@ -35,12 +36,19 @@ SMALL_COLORING_MAX_BODIES = 40
 EXACT_PAIRS_MAX_BODIES = 40
 
 
-def loops_run_serially(n_worlds: int, n_bodies: int) -> bool:
+def loops_run_serially(n_worlds: int, n_bodies: int,
+                       options: StepOptions = DEFAULT_OPTIONS) -> bool:
     """Whether a scene's kernels run their loops serially on a CPU backend: at most
-    device.SERIAL_SLOTS body slots, or small worlds (BY_WORLD_MAX_BODIES) at most
+    device.SERIAL_SLOTS body slots, or small worlds (small_world_path) at most
     device.SERIAL_WORLDS of them (their loops mostly go a world per item)."""
     return (n_worlds * n_bodies <= device.SERIAL_SLOTS
-            or (n_bodies <= BY_WORLD_MAX_BODIES and n_worlds <= device.SERIAL_WORLDS))
+            or (small_world_path(n_bodies, options) and n_worlds <= device.SERIAL_WORLDS))
+
+
+def small_world_path(n_bodies: int, options: StepOptions) -> bool:
+    """Whether worlds of n_bodies bodies are stepped a world per thread: at most
+    BY_WORLD_MAX_BODIES, where the scene's StepOptions.small_world_path lets them."""
+    return options.small_world_path and n_bodies <= BY_WORLD_MAX_BODIES
 
 
 @dataclass
@@ -160,7 +168,9 @@ class StepContext:
     faults.contain_faults looks after the step); barrier_timeouts, the team's timed-out
     waits as that launch read them (None: team.check reads them); report_refreshed,
     whether that launch refreshed the reported list (reporting.refresh_due; None: it did
-    not try).
+    not try). options: the scene's StepOptions (how its stages run); plan: the step's
+    StepPlan (solver/plan.py), set by the step as it begins (None outside a step: a query,
+    or a stage a test drives alone).
     """
 
     pool: DevicePool
@@ -181,6 +191,8 @@ class StepContext:
     faults_found: int | None = None
     barrier_timeouts: int | None = None
     report_refreshed: bool | None = None
+    options: StepOptions = DEFAULT_OPTIONS
+    plan: StepPlan | None = None
 
     @property
     def n_slots(self) -> int:
@@ -188,10 +200,10 @@ class StepContext:
 
     @property
     def small_worlds(self) -> bool:
-        """Worlds of at most BY_WORLD_MAX_BODIES bodies: the broad phase checks every body
-        of a world instead of hashing, and the substeps run one world per thread (each
-        giving the same results bit for bit)."""
-        return self.n_bodies <= BY_WORLD_MAX_BODIES
+        """Worlds of at most BY_WORLD_MAX_BODIES bodies (small_world_path): the broad phase
+        checks every body of a world instead of hashing, and the substeps run one world per
+        thread (each giving the same results bit for bit)."""
+        return small_world_path(self.n_bodies, self.options)
 
     @property
     def small_coloring(self) -> bool:

@@ -12,6 +12,8 @@ initial state (on_fault="reset"), so one bad world of a batch of thousands leave
 others exactly as they would have run.
 """
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import taichi as ti
 
@@ -20,6 +22,10 @@ from ..launching import quick
 from ..shapes import MAX_COORDINATE, MAX_SPEED
 from ..world_resets import write_worlds
 from .joints import JOINT_TORN_FRACTION, torn
+
+if TYPE_CHECKING:
+    from ..builder import ModelBuilder
+    from .context import StepContext
 
 #: What Scene.step does with faulty worlds (Scene's on_fault).
 ON_FAULT = ("raise", "reset")
@@ -147,7 +153,7 @@ def _find_faults(model: ti.template(), bodies: ti.template(), joints: ti.templat
     return faults.count[None]
 
 
-def find_faults(ctx) -> int:
+def find_faults(ctx: "StepContext") -> int:
     """Mark, per world, its first faulty body slot (pool.faults.first_slot, NO_FAULT if
     none); returns how many worlds have one."""
     pool = ctx.pool
@@ -155,7 +161,7 @@ def find_faults(ctx) -> int:
                         ctx.n_worlds, ctx.n_bodies, ctx.n_joints)
 
 
-def reset_faulty_worlds(ctx, worlds: np.ndarray, initial: dict):
+def reset_faulty_worlds(ctx: "StepContext", worlds: np.ndarray, initial: dict):
     """Worlds `worlds` ((k,) indices) back to their initial state (`initial`: one world's
     rows of the builder's initial state): poses, velocities, motor targets and PID state,
     no forces, awake, its contacts forgotten. The other worlds are not touched."""
@@ -169,7 +175,7 @@ def reset_faulty_worlds(ctx, worlds: np.ndarray, initial: dict):
                  targets=initial["joints"]["target"].reshape(1, -1))
 
 
-def describe_torn_joint(builder, joint: int, world: int, ctx) -> str:
+def describe_torn_joint(builder: "ModelBuilder", joint: int, world: int, ctx: "StepContext") -> str:
     """What is wrong with torn joint `joint` of `world` (host values)."""
     from types import SimpleNamespace
 
@@ -189,7 +195,8 @@ def describe_torn_joint(builder, joint: int, world: int, ctx) -> str:
             "a load the solver does not hold at this step size")
 
 
-def contain_faults(ctx, on_fault: str, builder, step_count: int) -> np.ndarray:
+def contain_faults(ctx: "StepContext", on_fault: str, builder: "ModelBuilder",
+                   step_count: int) -> np.ndarray:
     """After a step: find the faulty worlds (or take those its substeps' launch found,
     ctx.faults_found) and raise a SimulationError naming the first
     (on_fault "raise"), or reset them to the initial state of `builder` (builder.ModelBuilder,

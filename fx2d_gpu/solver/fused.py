@@ -8,7 +8,7 @@ in the same order, with the same results bit for bit:
   constraints one after the other, colour after colour (its pairs lie in its own range of
   the broad phase's order, and pair_origin lists them there in colour order:
   pairs.store_in_color_order): by default one colour, so its pairs in the broad phase's
-  order, then its joints (coloring.COLOR_SMALL_WORLDS); coloured as the general path
+  order, then its joints (StepOptions.color_small_worlds off); coloured as the general path
   colours, in the general path's order, and since a colour's constraints share no dynamic
   body, solving them one after the other gives what solving them in parallel gives. What it
   saves: the ~8 launches of each substep (~90 a step at 11 substeps and 6 colours), which
@@ -29,6 +29,8 @@ share of all of them) and waits at a barrier (a team of one, or a world, waits f
 nothing).
 """
 
+
+from typing import TYPE_CHECKING
 
 import taichi as ti
 
@@ -53,17 +55,20 @@ from .stages import (
     runs,
 )
 
+if TYPE_CHECKING:
+    from .context import StepContext
+
 vec2 = ti.math.vec2
 
 
-def substeps_by_world(ctx):
+def substeps_by_world(ctx: "StepContext"):
     """All of the step's substeps in one launch, one world per thread (spread over the CPU
     backend's tasks: team.world_stride), each world's faults found after them
     (ctx.faults_found, see _launch)."""
     _launch(ctx, by_world=True, n_members=ctx.n_worlds, stride=team.world_stride(ctx))
 
 
-def pass_by_world(ctx, stage):
+def pass_by_world(ctx: "StepContext", stage):
     """Colour pass `stage` of small worlds that take one colour
     (coloring.one_color_by_world), a world per thread, in a launch of its own: a profiled
     step's (staged.colour_pass), as substeps_by_world solves it: the same results bit for
@@ -95,20 +100,20 @@ def _pass_by_world(model: ti.template(), bodies: ti.template(), joints: ti.templ
                          n_joints, n_colors, 0, h, sweeps, uneven)
 
 
-def substeps_by_team(ctx, threads: int):
+def substeps_by_team(ctx: "StepContext", threads: int):
     """All of the step's substeps in one launch on a team of `threads` CPU threads, the
     faults found after them (ctx.faults_found, see _launch). (step() checks the barrier's
     waits once, after the substeps: team.check, from ctx.barrier_timeouts.)"""
     _launch(ctx, by_world=False, n_members=threads)
 
 
-def begin_step_by_team(ctx, threads: int):
+def begin_step_by_team(ctx: "StepContext", threads: int):
     """begin_step's stages (stages.BEGIN_STEP_STAGES) on a team of `threads` CPU threads:
     the narrow phase is compiled into the team's kernel, not into a second one."""
     _launch(ctx, by_world=False, n_members=threads, mode=BEGIN)
 
 
-def kept_step_by_team(ctx, threads: int, refit: tuple[float, float] | None = None
+def kept_step_by_team(ctx: "StepContext", threads: int, refit: tuple[float, float] | None = None
                       ) -> tuple[int, tuple[int, int, int] | None]:
     """A step that keeps last step's pairs where they lie and may reuse its colouring
     (step._keep_pairs), in one launch on a team of `threads` CPU threads: begin_step's
@@ -129,10 +134,6 @@ def kept_step_by_team(ctx, threads: int, refit: tuple[float, float] | None = Non
     return _launch(ctx, by_world=False, n_members=threads, mode=KEPT, refit=refit)
 
 
-#: Whether a team's launch of the substeps refreshes the reported list where it may be
-#: refreshed (_refresh_report_by_team; tests and measurements turn it off to compare).
-REFRESH_IN_LAUNCH = True
-
 #: Where each of the team's checks tallies in counts.tally (device.TALLY_SLOTS): the kept
 #: colouring's two counts (_kept_coloring_holds), the report's three (refresh_tally), the
 #: refit's three (_refit_by_team).
@@ -147,8 +148,8 @@ _Answer = ti.types.vector(7, ti.i32)
 SUBSTEPS, BEGIN, KEPT = 0, 1, 2
 
 
-def _launch(ctx, by_world: bool, n_members: int, mode: int = SUBSTEPS, stride: int = 1,
-            refit: tuple[float, float] | None = None):
+def _launch(ctx: "StepContext", by_world: bool, n_members: int, mode: int = SUBSTEPS,
+            stride: int = 1, refit: tuple[float, float] | None = None):
     """The launch (`mode`: SUBSTEPS, BEGIN or KEPT; `refit`: see kept_step_by_team);
     returns (the colouring check's answer (KEPT), the refit's answer or None). After the
     substeps it also marks the faulty worlds (solver/faults.py: what contain_faults reads
@@ -160,7 +161,7 @@ def _launch(ctx, by_world: bool, n_members: int, mode: int = SUBSTEPS, stride: i
     pool = ctx.pool
     # Where the substeps leave the pairs where the list was made from them: those a kept
     # colouring keeps in place, or (SUBSTEPS) where the step put them.
-    refresh = REFRESH_IN_LAUNCH and not by_world and mode != BEGIN and refresh_due(
+    refresh = ctx.options.refresh_in_launch and not by_world and mode != BEGIN and refresh_due(
         ctx, in_place=mode == KEPT or ctx.cache.pairs_in_place)
     margin, motion_time = refit if refit is not None else (0.0, 0.0)
     found = _substeps(

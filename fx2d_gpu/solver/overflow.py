@@ -23,12 +23,17 @@ index order, and each body's list is sorted), so the result does not depend on t
 timing, and a world gives the same result alone or in a batch.
 """
 
+from typing import TYPE_CHECKING
+
 import taichi as ti
 
 from ..bodies import awake_dynamic
 from ..device import MAX_COLORS
 from ..launching import quick
 from .contacts import shift_body
+
+if TYPE_CHECKING:
+    from .context import StepContext
 
 vec2 = ti.math.vec2
 
@@ -86,7 +91,7 @@ def _build_jacobi_lists(model: ti.template(), bodies: ti.template(), manifolds: 
             coloring.jacobi_entries[k + 1] = value
 
 
-def build_jacobi_lists(ctx):
+def build_jacobi_lists(ctx: "StepContext"):
     """After a colouring with an overflow: each overflow body's entries (see the module
     docstring)."""
     pool = ctx.pool
@@ -165,7 +170,7 @@ def _solve_overflow_joints(model: ti.template(), bodies: ti.template(), joints: 
                 j += 1
 
 
-def solve_overflow(ctx, stage, joints_only: bool = False):
+def solve_overflow(ctx: "StepContext", stage, joints_only: bool = False):
     """The overflow colour's pass of a colour pass `stage` (solver/stages.py's Stage; see
     the module docstring); joints_only: a later sweep's, its joints."""
     pool = ctx.pool

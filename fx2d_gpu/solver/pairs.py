@@ -7,6 +7,8 @@ are kept (keeps_pairs), they stay in colour order (step._keep_pairs), and go bac
 broad phase's order (restore_broad_order) only for a new colouring.
 """
 
+from typing import TYPE_CHECKING
+
 import taichi as ti
 
 from ..collision.broad_phase import find_candidate_pairs, refit_fat_boxes
@@ -15,9 +17,8 @@ from ..launching import quick
 from ..scan import exclusive_scan
 from .contacts import build_world_body_lists
 
-#: Whether large worlds may keep last step's pairs when no fat box moved (find_step_pairs;
-#: tests turn it off to check that keeping them changes nothing).
-REUSE_PAIRS = True
+if TYPE_CHECKING:
+    from .context import StepContext
 
 #: Manifold fields carried from one step to the next (per pair, then per point): the
 #: manifold with what the step's first narrow phase needs to keep it
@@ -83,13 +84,13 @@ def save_pairs(manifolds: ti.template(), previous: ti.template(), coloring: ti.t
         previous.color[j] = color
 
 
-def saved_pairs_args(ctx) -> tuple[int, int, int]:
+def saved_pairs_args(ctx: "StepContext") -> tuple[int, int, int]:
     """save_pairs's (n_pairs, ordered, colored) for ctx's last step's pairs."""
     cache = ctx.cache
     return cache.n_pairs, int(cache.pairs_ordered), int(cache.coloring_valid)
 
 
-def save_previous_pairs(ctx):
+def save_previous_pairs(ctx: "StepContext"):
     """Copy the last step's pairs and manifolds into `previous`, in the broad phase's order
     (pairs stored in colour order go back through pair_origin), with their colours when the
     colouring is valid; the next broad phase then overwrites `contacts`. (Small worlds save
@@ -99,7 +100,7 @@ def save_previous_pairs(ctx):
                          *saved_pairs_args(ctx))
 
 
-def refit_step_boxes(ctx, margin: float,
+def refit_step_boxes(ctx: "StepContext", margin: float,
                      motion_time: float) -> tuple[int, int, int] | None:
     """Worlds with fat boxes (ctx.fat_boxes): refit them for AABBs grown by margin (m) plus
     what each body covers in motion_time (s) (broad_phase.refit_fat_boxes; all of them
@@ -110,23 +111,23 @@ def refit_step_boxes(ctx, margin: float,
     return refit_fat_boxes(ctx, margin, motion_time, reset=not ctx.cache.pairs_fat)
 
 
-def keeps_pairs(ctx, refit: tuple[int, int, int] | None) -> bool:
+def keeps_pairs(ctx: "StepContext", refit: tuple[int, int, int] | None) -> bool:
     """Whether the broad phase would find last step's pairs again, in the same order (refit:
     refit_step_boxes's answer): worlds with fat boxes whose pairs are fat boxes' pairs, when
     no box was made again and no world with a sleeping body holds an awake body that can
     move (broad_phase.refit_fat_boxes). Where something sleeps, the step must still ask
     sleep.wake_islands (kept=True) before keeping them: a force or a joint may wake it."""
     return (refit is not None and refit[0] == 0 and refit[2] == 0 and ctx.cache.pairs_fat
-            and REUSE_PAIRS)
+            and ctx.options.reuse_pairs)
 
 
-def count_kept_pairs(ctx):
+def count_kept_pairs(ctx: "StepContext"):
     """Record that this step keeps last step's pairs (Scene.pair_reuses)."""
     ctx.cache.pair_reuses += 1
     ctx.cache.pairs_kept = True
 
 
-def find_step_pairs(ctx, margin: float, motion_time: float,
+def find_step_pairs(ctx: "StepContext", margin: float, motion_time: float,
                     refit: tuple[int, int] | None = None, by_world=None) -> int:
     """The broad phase: the step's candidate pairs into `contacts` (broad phase order, each
     body's range in manifolds.pair_start; sets ctx.cache.n_pairs), for AABBs grown by margin
@@ -140,7 +141,7 @@ def find_step_pairs(ctx, margin: float, motion_time: float,
     leaves it or grows loose, or its sleep, enabled flag or pose validity changes). A step
     in which no box was made again and no sleeping world holds a body that can move
     (keeps_pairs) does not call this: it keeps last step's pairs where they lie
-    (step._keep_pairs), which this would find again in the same order (REUSE_PAIRS off:
+    (step._keep_pairs), which this would find again in the same order (StepOptions.reuse_pairs off:
     the tests check it).
     """
     ctx.cache.pairs_kept = False
@@ -211,7 +212,7 @@ def _carry_contacts(manifolds: ti.template(), previous: ti.template(), counts: t
         carry_pair(manifolds, previous, k)
 
 
-def carry_contacts(ctx):
+def carry_contacts(ctx: "StepContext"):
     """Give each new pair last step's manifold, impulses (warm starting) and colour
     (manifolds.color, -1 if none), if it had them; records the step's constraint counts
     (counts.n_pairs, counts.n_joints). Waking sleepers touched by new pairs is
@@ -318,7 +319,7 @@ def _scatter_to_broad_order(manifolds: ti.template(), staging: ti.template(),
         coloring.solve[k] = coloring.rank[k]
 
 
-def restore_broad_order(ctx):
+def restore_broad_order(ctx: "StepContext"):
     """Pairs kept in colour order (a step that kept last step's pairs, step._keep_pairs)
     whose colouring is not reused: put them back in the broad phase's order, as
     save_previous_pairs, carry_contacts and begin_step would have left them, for a new
@@ -328,7 +329,7 @@ def restore_broad_order(ctx):
                             ctx.serial, ctx.n_pairs, ctx.n_joints)
 
 
-def store_in_color_order(ctx, recolored: bool, planned: bool = False):
+def store_in_color_order(ctx: "StepContext", recolored: bool, planned: bool = False):
     """Store the pairs in colour order (after the colouring, before the first substep
     prepares them), so each colour's solve reads its contacts from consecutive memory
     instead of scattered across the pair arrays (on the CPU this made the solver passes

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 
 import taichi as ti
 
+from .. import launching
+
 
 @dataclass
 class StepProfile:
@@ -53,18 +55,33 @@ class StepProfile:
 
 
 class _Silent:
-    """The profile of an unprofiled step: records nothing, costs a method call."""
+    """The profile of an unprofiled step: times nothing; names the stage whose launches the
+    launch counter counts (launching.set_stage), a method call and a list's push and pop."""
 
     records = False
 
+    def __init__(self):
+        self._name = None
+        self._outer: list = []
+
     def stage(self, name):
+        self._name = name
         return self
 
     def __enter__(self):
+        name = self._name
+        self._outer.append(_UNNAMED if name is None else launching.set_stage(name))
         return self
 
     def __exit__(self, *exc):
+        outer = self._outer.pop()
+        if outer is not _UNNAMED:
+            launching.set_stage(outer)
         return False
+
+
+#: A block that names no stage of its own: its launches count under the enclosing one.
+_UNNAMED = object()
 
 
 #: What step() records into when nobody asked for a profile.
@@ -81,7 +98,8 @@ class StageTimer:
 
     def __init__(self):
         self.seconds: dict[str, float] = {}
-        self._open: list[list] = []  # [name, start, seconds of nested stages]
+        # [name, start, seconds of nested stages, the launch counter's stage before]
+        self._open: list[list] = []
 
     def stage(self, name: str | None):
         self._name = name
@@ -92,7 +110,7 @@ class StageTimer:
         if name is not None:
             self.seconds.setdefault(name, 0.0)  # listed in the order the stages begin
             ti.sync()
-            self._open.append([name, time.perf_counter(), 0.0])
+            self._open.append([name, time.perf_counter(), 0.0, launching.set_stage(name)])
         else:
             self._open.append(None)
         return self
@@ -101,7 +119,8 @@ class StageTimer:
         entry = self._open.pop()
         if entry is not None:
             ti.sync()
-            name, start, nested = entry
+            name, start, nested, enclosing_stage = entry
+            launching.set_stage(enclosing_stage)
             elapsed = time.perf_counter() - start
             self.seconds[name] = self.seconds.get(name, 0.0) + elapsed - nested
             for outer in reversed(self._open):

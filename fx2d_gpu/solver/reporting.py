@@ -31,6 +31,8 @@ of eight over pairs and slots and three prefix sums (4,096 small worlds, 2-core 
 -> 0.8-0.9 ms, the kernel alone; bitwise the same list, which the tests compare).
 """
 
+from typing import TYPE_CHECKING
+
 import taichi as ti
 
 from ..bodies import moves
@@ -42,12 +44,9 @@ from ..scan import exclusive_scan
 from .pairs import copy_pair_fields
 from .sleep import label_world
 
-#: Whether a step whose pairs stayed in place may refresh the last reported list instead of
-#: building it (refresh_report; tests turn it off to compare).
-REFRESH = True
-#: Whether small worlds whose pairs lie world by world build the list a world per thread
-#: (_report_by_world; tests turn it off to compare with the general kernel).
-BY_WORLD = True
+if TYPE_CHECKING:
+    from .context import StepContext
+
 #: Most steps between two tries of refresh_report while they fail.
 MAX_REFRESH_BACKOFF = 15
 #: A resting pair checked again after set_state still touches with points this far apart
@@ -518,16 +517,17 @@ def copy_listed(reported: ti.template(), manifolds: ti.template(), i):
         copy_report(reported, manifolds, i, reported.origin[i])
 
 
-def refresh_due(ctx, in_place: bool) -> bool:
+def refresh_due(ctx: "StepContext", in_place: bool) -> bool:
     """Whether refresh_report would try the device's check now (without counting a skip),
     for a step whose pairs lie where the list was made from them (`in_place`, else never):
     the tail of a team's launch (solver/fused.py) tries it where it is due."""
     cache = ctx.cache
-    return (in_place and cache.report_mapped and REFRESH and not cache.state_set
+    return (in_place and cache.report_mapped and ctx.options.refresh_report
+            and not cache.state_set
             and cache.refresh_skips == 0)
 
 
-def refresh_report(ctx) -> bool:
+def refresh_report(ctx: "StepContext") -> bool:
     """The report of a step whose pairs stay where they lay when the last list was made
     from them (StepCache.pairs_in_place, report_mapped: each entry's pair in
     reported.origin, or -1 for a resting pair), if the same pairs touch and the resting
@@ -539,7 +539,7 @@ def refresh_report(ctx) -> bool:
     and a sort: many pyramids awake: 3.6 -> 1.2 ms (2-core CPU); fast asleep (their
     contacts all resting pairs): 3.2 -> 0.5 ms."""
     cache = ctx.cache
-    if not (cache.pairs_in_place and cache.report_mapped and REFRESH
+    if not (cache.pairs_in_place and cache.report_mapped and ctx.options.refresh_report
             and not cache.state_set):
         return False
     if cache.refresh_skips > 0:
@@ -551,7 +551,7 @@ def refresh_report(ctx) -> bool:
         ctx.n_pairs, cache.n_reported, ctx.n_bodies)))
 
 
-def refreshed(ctx, same: bool) -> bool:
+def refreshed(ctx: "StepContext", same: bool) -> bool:
     """The host's part of a refresh the device tried (_refresh_report, or a team's launch:
     ctx.report_refreshed): where the list was not the same, the next tries back off;
     returns `same`."""
@@ -583,7 +583,7 @@ def _recheck_resting(model: ti.template(), bodies: ti.template(), reported: ti.t
         collide_pair(model, bodies, reported, j, n_bodies, RESTING_MARGIN)
 
 
-def report_contacts(ctx, sleep: bool = False) -> bool:
+def report_contacts(ctx: "StepContext", sleep: bool = False) -> bool:
     """After the substeps: the reported pairs and this step's events (module docstring);
     sets ctx.cache.n_reported, n_begin_events and n_end_events. A list that outgrows the
     pair capacity grows the pool (nothing is dropped) and is built again. `sleep`: the
@@ -602,7 +602,7 @@ def report_contacts(ctx, sleep: bool = False) -> bool:
         pool = ctx.pool
         _recheck_resting(pool.model, pool.bodies, pool.reported, ctx.serial, cache.n_reported,
                          ctx.n_bodies)
-    by_world = BY_WORLD and ctx.solves_by_world and ctx.n_bodies >= 3
+    by_world = ctx.options.report_by_world and ctx.solves_by_world and ctx.n_bodies >= 3
     while True:
         pool = ctx.pool
         if by_world:

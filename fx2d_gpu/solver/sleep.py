@@ -69,6 +69,8 @@ label is its smallest slot (atomic_min into the root, then read back by every me
 result does not depend on the order of threads.
 """
 
+from typing import TYPE_CHECKING
+
 import taichi as ti
 
 from ..bodies import can_move, has_sensor, is_sensor_pair
@@ -82,6 +84,9 @@ from ..collision.broad_phase import (
 from ..device import MAX_MANIFOLD_POINTS
 from ..launching import quick
 from .pairs import previous_pair, save_pairs, saved_pairs_args, world_pairs
+
+if TYPE_CHECKING:
+    from .context import StepContext
 
 vec2 = ti.math.vec2
 
@@ -443,7 +448,7 @@ def label_world(model: ti.template(), bodies: ti.template(), joints: ti.template
         _settle_slot(model, bodies, islands, slot, n_bodies, settle)
 
 
-def _island_pass(ctx, dt: float, settle: int, by_world: bool = False) -> int:
+def _island_pass(ctx: "StepContext", dt: float, settle: int, by_world: bool = False) -> int:
     pool = ctx.pool
     groups = (pool.model, pool.bodies, pool.joints, pool.manifolds, pool.islands, ctx.serial)
     if by_world:
@@ -459,7 +464,7 @@ def _island_pass(ctx, dt: float, settle: int, by_world: bool = False) -> int:
     raise RuntimeError(f"island labelling did not converge in {MAX_LABEL_LAUNCHES} launches")
 
 
-def label_islands(ctx, by_world: bool = False) -> int:
+def label_islands(ctx: "StepContext", by_world: bool = False) -> int:
     """Label the islands into bodies.island (see the module docstring); returns the number
     of kernel launches it took. Reads the candidate pairs [0, n_pairs) and their manifolds
     (point_count, depth), the joints, and the sleeping bodies' labels from the last
@@ -469,7 +474,7 @@ def label_islands(ctx, by_world: bool = False) -> int:
     return _island_pass(ctx, 0.0, 0, by_world)
 
 
-def update_sleep(ctx, by_world: bool = False) -> int:
+def update_sleep(ctx: "StepContext", by_world: bool = False) -> int:
     """After the step's substeps: sleep timers (ctx.dt), island labels, then every island
     sleeps whole or stays awake whole (see the module docstring). Returns the kernel
     launches it took (usually 1). Reads the step's pairs and manifolds in any order;
@@ -656,8 +661,8 @@ def _find_pairs_waking_by_world(model: ti.template(), bodies: ti.template(),
     return write_world_pairs(manifolds, grid, counts, scan, serial, n_worlds, n_bodies)
 
 
-def find_pairs_waking_by_world(ctx, groups, margin: float, motion_time: float, fat: bool,
-                               save: bool = False):
+def find_pairs_waking_by_world(ctx: "StepContext", groups, margin: float, motion_time: float,
+                               fat: bool, save: bool = False):
     """broad_phase.find_candidate_pairs' launch for small worlds (its `by_world`) in a
     step: their pairs found and the islands those pairs push woken, in one launch
     (_find_pairs_waking_by_world; the step then needs no wake_islands); `save`: last step's
@@ -669,7 +674,7 @@ def find_pairs_waking_by_world(ctx, groups, margin: float, motion_time: float, f
                                        int(save), *saved_pairs_args(ctx))
 
 
-def wake_islands(ctx, kept: bool = False) -> int:
+def wake_islands(ctx: "StepContext", kept: bool = False) -> int:
     """Wake the sleeping islands that awake bodies are about to push (see the module
     docstring); returns how many bodies woke.
 
@@ -714,7 +719,7 @@ def _wake_launch_disabled(bodies: ti.template(), joints: ti.template(),
     return islands.woken[None]
 
 
-def wake_what_disabled_bodies_held(ctx) -> int:
+def wake_what_disabled_bodies_held(ctx: "StepContext") -> int:
     """Wake the sleeping islands that touched (the pairs reported touching at the end of the
     last step, which keep a sleeping body's contacts: the broad phase pairs no sleeping
     body with a static one) or were jointed to a body now disabled: a box asleep on a floor

@@ -4,10 +4,12 @@ It walks the scene's solver's stage list (solver/stages.py's STAGES: SUBSTEP_STA
 XPBD, SOFT_STEP_STAGES for the soft step): the item stages between two colour passes run
 in one kernel, each a parallel loop over its domain (stages.stage_groups: motors to
 integrate positions, then continuous and derive velocities); a colour pass launches a
-kernel per COLORS_PER_LAUNCH colours, then the overflow colour (solver/overflow.py).
+kernel per StepOptions.colors_per_launch colours, then the overflow colour (solver/overflow.py).
 Profiled (solver/profile.py), every stage is a launch of its own, timed.
 """
 
+
+from typing import TYPE_CHECKING
 
 import taichi as ti
 
@@ -31,20 +33,22 @@ from .stages import (
     stage_groups,
 )
 
+if TYPE_CHECKING:
+    from .context import StepContext
+
 vec2 = ti.math.vec2
 
-#: Colours solved per kernel launch of a colour pass. Each colour is a top-level (parallel)
-#: loop of the kernel, run one after the other; more per launch means fewer launches from
-#: Python (~17 us each through launching.quick, 2 passes x colours / this x 11 substeps a
-#: step: 110 of the awake large pyramid's 131 launches a step with 10 colours) but a first
-#: compile that grows faster than linearly: the first step of a small scene with an empty
-#: offline cache took 35 s with 4 (_solve_colors 23 s of it), 20 s with 2, 12 s with 1; the
-#: awake large pyramid's ms/step did not change measurably from 4 to 2 (within this
-#: machine's +-25 %), and grew by a quarter with 1 (2-core CPU). Read at each launch (a new
-#: value compiles its own kernel): on a GPU, where the launches from Python may be most of a
-#: step, `python -m benchmarks --colors-per-launch N` measures other values. The results
-#: are the same bit for bit whatever it is (the colours run in the same order).
-COLORS_PER_LAUNCH = 2
+# Colours solved per kernel launch of a colour pass (StepOptions.colors_per_launch, 2 by default).
+# Each colour is a top-level (parallel) loop of the kernel, run one after the other; more per launch
+# means fewer launches from Python (~17 us each through launching.quick, 2 passes x colours / this x
+# 11 substeps a step: 110 of the awake large pyramid's 131 launches a step with 10 colours) but a
+# first compile that grows faster than linearly: the first step of a small scene with an empty
+# offline cache took 35 s with 4 (_solve_colors 23 s of it), 20 s with 2, 12 s with 1; the awake
+# large pyramid's ms/step did not change measurably from 4 to 2 (within this machine's +-25 %), and
+# grew by a quarter with 1 (2-core CPU). Read at each launch (a new value compiles its own kernel):
+# on a GPU, where the launches from Python may be most of a step, `python -m benchmarks
+# --colors-per-launch N` measures other values. The results are the same bit for bit whatever it is
+# (the colours run in the same order).
 
 #: solve_pass's subsets: every constraint; the joints alone (the position pass's later
 #: sweeps); the contacts with an immovable body (the velocity pass's last sweep, its
@@ -52,17 +56,7 @@ COLORS_PER_LAUNCH = 2
 ALL, JOINTS_ALONE, IMMOVABLE = 0, 1, 2
 
 
-def colors_per_launch() -> int:
-    """COLORS_PER_LAUNCH, checked (a whole number from 1 to MAX_COLORS)."""
-    value = COLORS_PER_LAUNCH
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"COLORS_PER_LAUNCH must be an int, got {type(value).__name__}")
-    if not 1 <= value <= MAX_COLORS:
-        raise ValueError(f"COLORS_PER_LAUNCH must be in [1, {MAX_COLORS}], got {value}")
-    return value
-
-
-def substep(ctx, index: int, profile=NO_PROFILE):
+def substep(ctx: "StepContext", index: int, profile=NO_PROFILE):
     """Substep `index` (0: the step's first) of ctx's step, a launch per stage group (one
     per stage, timed, where `profile` records)."""
     stages = STAGES[ctx.solver]
@@ -78,7 +72,7 @@ def substep(ctx, index: int, profile=NO_PROFILE):
                 run_items(ctx, first, last, index, before_coloring=False)
 
 
-def begin_step(ctx, profile=NO_PROFILE):
+def begin_step(ctx: "StepContext", profile=NO_PROFILE):
     """begin_step's stages (stages.BEGIN_STEP_STAGES: substep 0's up to the narrow phase,
     before the colouring) in one launch (one per stage where `profile` records). The launch
     is the substeps' first group's kernel, its later stages off (they run AFTER_COLORING):
@@ -96,7 +90,7 @@ def begin_step(ctx, profile=NO_PROFILE):
             run_items(ctx, first, last, 0, before_coloring=True)
 
 
-def run_items(ctx, first: int, last: int, index: int, before_coloring: bool):
+def run_items(ctx: "StepContext", first: int, last: int, index: int, before_coloring: bool):
     """The item stages [first:last] of the solver's list (STAGES[ctx.solver]) of substep
     `index`, one launch."""
     pool = ctx.pool
@@ -154,7 +148,7 @@ def _item_stages(model: ti.template(), bodies: ti.template(), joints: ti.templat
                           s, round)
 
 
-def colour_pass(ctx, stage):
+def colour_pass(ctx: "StepContext", stage):
     """A colour pass (stage.run over the constraints, colour after colour, then the overflow
     colour; a pass of contacts alone only where there are pairs): the joints again in
     JOINT_SWEEPS - 1 more sweeps where stage.joint_sweeps (XPBD's position pass); in scenes
@@ -174,12 +168,12 @@ def colour_pass(ctx, stage):
         solve_pass(ctx, stage, subset=IMMOVABLE)
 
 
-def solve_pass(ctx, stage, subset: int = ALL):
+def solve_pass(ctx: "StepContext", stage, subset: int = ALL):
     """stage.run over the constraints of `subset`, colour after colour, then the overflow
     colour in parallel (solver/overflow.py)."""
     constraint = stage.run
     pool, cache = ctx.pool, ctx.cache
-    per_launch = COLORS_PER_LAUNCH  # checked when the step began (step.step)
+    per_launch = ctx.options.colors_per_launch
     for first_color in range(0, cache.n_colors, per_launch):
         _solve_colors(model=pool.model, bodies=pool.bodies, joints=pool.joints,
                       manifolds=pool.manifolds, prepared=pool.prepared,

@@ -44,10 +44,16 @@ step() reads as the pipeline (Box2D v3's solver stage list, made batched):
     clear forces    integrate.clear_forces
 
 Every stage is a launcher taking the StepContext (solver/context.py); kernels are private.
-A profiled step (solver/profile.py) times each of these, and each substep stage.
+The step's plan (solver/plan.py: StepPlan, chosen at the step's start from the scene's
+StepOptions, its layout and the backend) says which executor runs the substeps, the CPU
+team's threads and which stages fold into another's launch; this module walks it. A
+profiled step (solver/profile.py) times each of the plan's stages, and each substep
+stage; the launch counter (launching.stage_launches) counts each stage's launches.
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from ..integrate import clear_forces
 from . import fused, staged, team
@@ -74,37 +80,36 @@ from .pairs import (
     save_previous_pairs,
     store_in_color_order,
 )
+from .plan import Executor, plan_step
 from .profile import NO_PROFILE
 from .reporting import report_contacts
 from .sleep import find_pairs_waking_by_world, update_sleep, wake_islands
 
-#: Whether a step that keeps its pairs and colouring runs in one launch on a CPU team
-#: (fused.kept_step_by_team; tests and measurements turn it off to compare).
-KEPT_IN_ONE_LAUNCH = True
-#: Whether worlds coloured one per thread carry their contacts and plan their solve order
-#: in the colouring's launch (coloring.color_constraints's `carry`; tests and
-#: measurements turn it off to compare).
-CARRY_IN_COLORING = True
-#: Whether small worlds' sleep runs in the report's launch (reporting.report_contacts's
-#: `sleep`; tests and measurements turn it off to compare).
-SLEEP_IN_REPORT = True
-#: Whether small worlds save last step's pairs in their broad phase's launch
-#: (sleep.find_pairs_waking_by_world's `save`; tests and measurements turn it off to
-#: compare).
-SAVE_IN_BROAD_PHASE = True
+if TYPE_CHECKING:
+    from .context import StepContext
 
 
-def step(ctx, profile=NO_PROFILE):
-    """Advance every world of ctx's scene by ctx.dt (s) in ctx.substeps substeps (on a CPU
-    team of threads or with a launch per stage, as the team's duel chooses: team.duel).
-    `profile`: a profile.StageTimer to time each stage into (the substeps then run a launch
-    per stage)."""
-    staged.colors_per_launch()  # a bad setting raises before anything changes
+def step(ctx: StepContext, profile=NO_PROFILE):
+    """Advance every world of ctx's scene by ctx.dt (s) in ctx.substeps substeps, as the
+    step's plan says (solver/plan.py; on a CPU team of threads or with a launch per stage,
+    as the team's duel chooses: team.duel). `profile`: a profile.StageTimer to time each
+    stage into (the substeps then run a launch per stage)."""
     with team.duel(ctx):
+        profiled = bool(profile.records)
+        ctx.plan = plan_step(ctx, profiled, 0 if profiled else team.threads_for(ctx))
         _step(ctx, profile)
 
 
-def _step(ctx, profile):
+def _plan(ctx: StepContext):
+    """ctx's step's plan; outside a step (a stage a test drives alone) the plan an
+    unprofiled step would have now."""
+    if ctx.plan is None:
+        ctx.plan = plan_step(ctx, False, team.threads_for(ctx))
+    return ctx.plan
+
+
+def _step(ctx: StepContext, profile):
+    plan = ctx.plan
     with profile.stage("find pairs"):
         recolored, solved = _find_or_keep_pairs(ctx, profile)
     # Kept where they lie with their colouring: last step's per-body lists and reported
@@ -112,25 +117,23 @@ def _step(ctx, profile):
     ctx.cache.pairs_in_place = ctx.cache.pairs_kept and not recolored
     with profile.stage("body lists"):
         build_body_lists(ctx)
-    if solved:
-        pass  # _keep_pairs's launch ran the substeps (fused.kept_step_by_team)
-    elif profile.records:
-        for substep in range(ctx.substeps):
-            staged.substep(ctx, substep, profile)
-    elif ctx.solves_by_world:
-        fused.substeps_by_world(ctx)
-    elif threads := team.threads_for(ctx):
-        fused.substeps_by_team(ctx, threads)
-    else:
-        for substep in range(ctx.substeps):
-            staged.substep(ctx, substep)
+    executor = plan.substep_executor(ctx.solves_by_world)
+    with profile.stage(None if solved or plan.profiled else "substeps"):
+        if solved:
+            pass  # _keep_pairs's launch ran the substeps (fused.kept_step_by_team)
+        elif executor is Executor.BY_WORLD:
+            fused.substeps_by_world(ctx)
+        elif executor is Executor.TEAM:
+            fused.substeps_by_team(ctx, plan.team_threads)
+        else:
+            for substep in range(ctx.substeps):
+                staged.substep(ctx, substep, profile)
     # Reads the device only if a team of several threads ran, and its launch did not.
     team.check(ctx.pool.counts, ctx.barrier_timeouts)
     with profile.stage("report"):
         # Small worlds' sleep may run in the report's launch (a profiled step times it
         # alone).
-        slept = report_contacts(ctx, sleep=(ctx.enable_sleep and SLEEP_IN_REPORT
-                                            and not profile.records))
+        slept = report_contacts(ctx, sleep=ctx.enable_sleep and plan.sleep_in_report)
     if ctx.enable_sleep and not slept:
         with profile.stage("sleep"):
             update_sleep(ctx, by_world=ctx.solves_by_world)
@@ -139,7 +142,7 @@ def _step(ctx, profile):
     ctx.cache.contacts_current = True
 
 
-def pair_window(ctx) -> float:
+def pair_window(ctx: StepContext) -> float:
     """How far ahead (s) the broad phase looks for pairs: the step, and as far beyond it as
     the fast pairs' speculative margin looks past one substep (contacts.FAST_MARGIN_SUBSTEPS),
     so that a body which will reach something early in the next step is paired in this
@@ -147,7 +150,7 @@ def pair_window(ctx) -> float:
     return ctx.dt + (FAST_MARGIN_SUBSTEPS - 1.0) * ctx.h
 
 
-def find_pairs(ctx, refit=None, profile=NO_PROFILE, woken: bool = False) -> bool:
+def find_pairs(ctx: StepContext, refit=None, profile=NO_PROFILE, woken: bool = False) -> bool:
     """The step's pairs, matched to last step's, coloured and stored in colour order (the
     stages from "find pairs" to "order"; refit: pairs.refit_step_boxes's answer, None to
     ask it); returns whether it coloured. `woken`: sleep.wake_islands(kept=True) woke
@@ -156,7 +159,8 @@ def find_pairs(ctx, refit=None, profile=NO_PROFILE, woken: bool = False) -> bool
     bodies). The stage tests run it before a substep's stages."""
     if refit is None:
         refit = refit_step_boxes(ctx, SPECULATIVE_DISTANCE, pair_window(ctx))
-    save_in_launch = SAVE_IN_BROAD_PHASE and ctx.small_worlds and not woken
+    plan = _plan(ctx)
+    save_in_launch = plan.save_in_broad_phase and not woken
     if not save_in_launch:
         save_previous_pairs(ctx)
     if woken:
@@ -177,7 +181,7 @@ def find_pairs(ctx, refit=None, profile=NO_PROFILE, woken: bool = False) -> bool
             find_step_pairs(ctx, SPECULATIVE_DISTANCE, pair_window(ctx))
     # Worlds coloured one per thread carry their contacts and plan their solve order in
     # the colouring's launch.
-    by_world = CARRY_IN_COLORING and colors_by_world(ctx)
+    by_world = plan.carry_in_coloring and colors_by_world(ctx)
     if not by_world:
         carry_contacts(ctx)
     if not ctx.small_coloring:
@@ -196,7 +200,7 @@ def _saving_first_launch():
     them."""
     launches = 0
 
-    def launch(ctx, groups, margin: float, motion_time: float, fat: bool):
+    def launch(ctx: StepContext, groups, margin: float, motion_time: float, fat: bool):
         nonlocal launches
         launches += 1
         return find_pairs_waking_by_world(ctx, groups, margin, motion_time, fat,
@@ -204,13 +208,13 @@ def _saving_first_launch():
     return launch
 
 
-def _find_or_keep_pairs(ctx, profile) -> tuple[bool, bool]:
+def _find_or_keep_pairs(ctx: StepContext, profile) -> tuple[bool, bool]:
     """The fat boxes refitted, then the step's pairs kept (_keep_pairs) or found
     (find_pairs). Where a step may keep its pairs in one launch (_kept_launch_team), that
     launch starts with the refit and goes on where the pairs are kept and nothing sleeps
     (fused.kept_step_by_team). Returns (whether it coloured, whether the substeps ran)."""
     window = pair_window(ctx)
-    threads = _kept_launch_team(ctx, profile)
+    threads = _kept_launch_team(ctx)
     if threads:
         code, refit = fused.kept_step_by_team(ctx, threads, (SPECULATIVE_DISTANCE, window))
         if fused.refit_keeps(refit):  # it went on: the pairs are kept, nothing sleeps
@@ -228,21 +232,22 @@ def _find_or_keep_pairs(ctx, profile) -> tuple[bool, bool]:
     return find_pairs(ctx, refit, profile, woken), False
 
 
-def _kept_launch_team(ctx, profile) -> int:
+def _kept_launch_team(ctx: StepContext) -> int:
     """The CPU team's threads where a step that keeps its pairs runs in one launch
-    (fused.kept_step_by_team), else 0: not profiled, KEPT_IN_ONE_LAUNCH, large worlds
-    whose pairs are last step's fat boxes' pairs in colour order, a colouring that may be
-    reused, and their per-body lists in the pool."""
+    (fused.kept_step_by_team), else 0: the plan allows it (StepPlan.kept_launch: a team,
+    not profiled, StepOptions.kept_in_one_launch, large worlds), the pairs are last step's
+    fat boxes' pairs in colour order, the colouring may be reused, and their per-body lists
+    are in the pool."""
     # What keeps the pairs besides the refit's answer (_keeps_ordered_pairs of a refit
     # that changed nothing), so that the launch goes on exactly where they are kept.
-    if (profile.records or not KEPT_IN_ONE_LAUNCH or not ctx.fat_boxes
-            or not _keeps_ordered_pairs(ctx, (0, 0, 0)) or not may_reuse_coloring(ctx)
-            or not body_lists_current(ctx)):
+    plan = _plan(ctx)
+    if (not plan.kept_launch or not _keeps_ordered_pairs(ctx, (0, 0, 0))
+            or not may_reuse_coloring(ctx) or not body_lists_current(ctx)):
         return 0
-    return team.threads_for(ctx)
+    return plan.team_threads
 
 
-def _after_check(ctx, profile, held: bool, solved: bool) -> tuple[bool, bool]:
+def _after_check(ctx: StepContext, profile, held: bool, solved: bool) -> tuple[bool, bool]:
     """What follows the check of a kept step's colouring (`held`: whether it still holds;
     `solved`: the check's launch ran the substeps where it held, fused.kept_step_by_team):
     where it held, the host's side of keeping it; else the pairs go back to the broad
@@ -258,7 +263,7 @@ def _after_check(ctx, profile, held: bool, solved: bool) -> tuple[bool, bool]:
     return True, False
 
 
-def _keeps_ordered_pairs(ctx, refit) -> bool:
+def _keeps_ordered_pairs(ctx: StepContext, refit) -> bool:
     """Whether the step keeps last step's pairs (pairs.keeps_pairs) where they lie, in last
     step's colour order (_keep_pairs): they are stored in colour order and the step's
     narrow phase runs before the colouring (not ctx.small_coloring)."""
@@ -266,7 +271,7 @@ def _keeps_ordered_pairs(ctx, refit) -> bool:
             and not ctx.small_coloring)
 
 
-def _keep_pairs(ctx, profile) -> tuple[bool, bool]:
+def _keep_pairs(ctx: StepContext, profile) -> tuple[bool, bool]:
     """find_pairs for a step that keeps last step's pairs and their colour order: the
     step's narrow phase runs on the pairs where they lie, and where the colouring may be
     reused and still holds nothing moves. What it saves: last step's pairs copied aside,
@@ -282,7 +287,7 @@ def _keep_pairs(ctx, profile) -> tuple[bool, bool]:
     where it holds, the substeps (fused.kept_step_by_team). Returns (whether it coloured,
     whether the substeps ran)."""
     count_kept_pairs(ctx)
-    if threads := _kept_launch_team(ctx, profile):
+    if threads := _kept_launch_team(ctx):
         code, _ = fused.kept_step_by_team(ctx, threads)
         return _after_check(ctx, profile, verdict_holds(ctx, code), solved=True)
     begin_step(ctx, profile)
@@ -291,7 +296,7 @@ def _keep_pairs(ctx, profile) -> tuple[bool, bool]:
     return _after_check(ctx, profile, held, solved=False)
 
 
-def begin_step(ctx, profile=NO_PROFILE):
+def begin_step(ctx: StepContext, profile=NO_PROFILE):
     """Before the colouring (worlds of more than SMALL_COLORING_MAX_BODIES): the first
     substep's motors and velocity integration, and the step's narrow phase at the poses
     the step starts from, which tells the colouring the pairs the solver must see
@@ -307,7 +312,8 @@ def begin_step(ctx, profile=NO_PROFILE):
 
     Where a CPU team will run the substeps (team.threads_for), the team's kernel does this
     too, so the narrow phase is compiled into one kernel, not two."""
-    if not profile.records and (threads := team.threads_for(ctx)):
-        fused.begin_step_by_team(ctx, threads)
-    else:
-        staged.begin_step(ctx, profile)
+    with profile.stage(None if profile.records else "begin step"):
+        if not profile.records and (threads := _plan(ctx).team_threads):
+            fused.begin_step_by_team(ctx, threads)
+        else:
+            staged.begin_step(ctx, profile)

@@ -24,11 +24,15 @@ a team (their threads are not all resident at once; a serial loop there is one G
 import contextlib
 import os
 import time
+from typing import TYPE_CHECKING
 
 import taichi as ti
 
 from ..device import BARRIER_SLOTS
 from ..launching import quick
+
+if TYPE_CHECKING:
+    from .context import StepContext
 
 #: Items per task of a CPU loop in Taichi 1.7.4 (measured: 512 items run on one thread,
 #: 513 on two).
@@ -52,14 +56,14 @@ PROBE_SPIN_LIMIT = 2_000_000
 #: CPUs a barrier took 1-4 ms (a member waits for a turn on a core), so the probe is short.
 PROBE_ROUNDS = 20
 MAX_BARRIER_S = 30e-6
-#: probe_threads calls (~3 a step) after which the team is probed again: a machine whose
-#: barriers got slow gets a team of one thread, one whose barriers are fast again takes the
-#: team back. The results are bitwise the same either way. After a probe that failed, sooner
-#: (REPROBE_FAILED_REQUESTS): on the 2-core machine a moment of the host's own work can
-#: fail all three tries of one probe, and the awake large pyramid then ran ~100 steps on one
-#: thread (substeps 8.7 ms against 4.5).
-REPROBE_REQUESTS = 300
-REPROBE_FAILED_REQUESTS = 30
+#: probe_threads calls (one a step: the step's plan asks) after which the team is probed again: a
+#: machine whose barriers got slow gets a team of one thread, one whose barriers are fast again
+#: takes the team back. The results are bitwise the same either way. After a probe that failed,
+#: sooner (REPROBE_FAILED_REQUESTS): on the 2-core machine a moment of the host's own work can fail
+#: all three tries of one probe, and the awake large pyramid then ran ~100 steps on one thread
+#: (substeps 8.7 ms against 4.5).
+REPROBE_REQUESTS = 100
+REPROBE_FAILED_REQUESTS = 10
 #: The duel (duel, choose_for_step, record_step). The barrier probe cannot see a machine
 #: busy with other processes (its 20 barriers pass within one time slice), but a step's
 #: wall time can: on the 2-core machine the awake large pyramid took 20-40 ms a step on a
@@ -87,9 +91,6 @@ DUEL_MARGIN = 0.8
 DUEL_SLOW = 2.0
 DUEL_HISTORY = 3
 DUEL_CHECKS = 2
-#: Whether CPU scenes may run their substeps on a team (tests turn it off to compare with
-#: the launch-per-stage path).
-ENABLED = True
 #: counts.barrier slots: arrivals, generation (each alone in a 64-byte line, away from the
 #: step's other scalars, which every stage reads), waits that hit SPIN_LIMIT.
 _ARRIVED, _GENERATION, _TIMEOUTS = 16, 48, 0
@@ -224,7 +225,7 @@ def check(counts, read: int | None = None):
             "unreliable, and later steps launch one kernel per stage")
 
 
-def world_stride(ctx) -> int:
+def world_stride(ctx: "StepContext") -> int:
     """Loop items per world (member_of's stride) of the substeps' loop a world per item
     (fused.substeps_by_world) on a CPU backend: enough items that the worlds fill up to
     WORLD_TASKS_PER_THREAD tasks of TASK_ITEMS per thread, each of at least
@@ -297,12 +298,13 @@ def probe_threads(counts) -> int:
     return _state["threads"]
 
 
-def threads_for(ctx) -> int:
+def threads_for(ctx: "StepContext") -> int:
     """Threads of the CPU team that may run a stage of ctx's scene in one launch: 1 for a
     scene whose loops run serially anyway (device.SERIAL_SLOTS), probe_threads for others
-    (1 where the duel chose a team of one); 0 (no team) on GPU backends or when ENABLED is
-    off."""
-    if not (ctx.cpu and ENABLED):
+    (1 where the duel chose a team of one); 0 (no team) on GPU backends or where the scene's
+    StepOptions.team is off. A step asks once, as it plans (solver/plan.py), and its stages
+    read the plan's answer (threads_in_step)."""
+    if not (ctx.cpu and ctx.options.team):
         return 0
     if ctx.serial:
         return 1
@@ -313,12 +315,18 @@ def threads_for(ctx) -> int:
     return threads
 
 
+def threads_in_step(ctx: "StepContext") -> int:
+    """The team's threads for a stage of ctx's scene: the step's plan's (StepPlan.team_threads)
+    inside a step, threads_for's outside one (a stage a test drives alone)."""
+    return threads_for(ctx) if ctx.plan is None else ctx.plan.team_threads
+
+
 def _clock() -> float:
     return time.perf_counter()
 
 
 @contextlib.contextmanager
-def duel(ctx):
+def duel(ctx: "StepContext"):
     """Around a step of ctx's scene: choose_for_step before, record_step after (a step that
     raised is not timed)."""
     choose_for_step(ctx)
@@ -330,12 +338,12 @@ def duel(ctx):
     record_step()
 
 
-def choose_for_step(ctx):
+def choose_for_step(ctx: "StepContext"):
     """At the start of a step of ctx's scene: whether its stages may run on a team of
     several threads (see DUEL_STEPS). Steps that could not have one (GPU, serial scenes,
-    ENABLED off, no team since a wait ran out) take no part."""
+    StepOptions.team off, no team since a wait ran out) take no part."""
     _duel["now"] = None
-    if not (ctx.cpu and ENABLED) or ctx.serial or _state["broken"]:
+    if not (ctx.cpu and ctx.options.team) or ctx.serial or _state["broken"]:
         return
     if _duel["scene"] is not ctx.cache:
         # Another scene: its times are not comparable, and a choice made on the last one (a
