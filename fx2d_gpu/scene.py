@@ -114,10 +114,10 @@ class Scene(ModelQueries):
             and relaxed at the velocity level, a restitution pass; Box2D's mixing rules, a
             pair's friction the geometric mean and its restitution the larger; see
             docs/solvers.md).
-        step_options: how the steps run among ways that give bitwise the same results (a
-            CPU team or a launch per stage, stages folded into one launch or alone): a
-            StepOptions, a dict of its attributes, or None for the defaults (see
-            Scene.step_options).
+        step_options (StepOptions | dict | None): how the steps run among ways that give
+            bitwise the same results (a CPU team or a launch per stage, stages folded into
+            one launch or alone): a StepOptions, a dict of its attributes, or None for the
+            defaults (see Scene.step_options).
 
     Attributes:
         backend (str): the Taichi backend this process runs on, e.g. "x64", "cuda" or
