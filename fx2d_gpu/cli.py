@@ -123,7 +123,11 @@ def _scene_source(parser, args, others=()):
         return examples.path(args.example), f"example {args.example}"
     # A Path, never the string: load_scene reads a string not ending in .yml/.yaml as YAML
     # text, and a scene file may have any name.
-    return Path(args.scene), Path(args.scene).name
+    path = Path(args.scene)
+    if path.exists() and not path.is_file():  # a folder, a device, a FIFO (would block)
+        parser.error(f"scene file {args.scene!r} is not a regular file"
+                     f"{' (a folder)' if path.is_dir() else ''}")
+    return path, path.name
 
 
 def _add_run_options(parser, steps_default):

@@ -547,9 +547,6 @@ def read_source(source) -> tuple[str, Path | None]:
         if not path.exists():
             raise SceneFileNotFoundError(errno.ENOENT, "scene file does not exist", str(path))
         what = f"scene file {str(path)!r}"
-        if not path.is_file():  # a folder, a device (/dev/zero), a FIFO (would block)
-            raise ValueError(f"{what} is not a regular file"
-                             f"{' (a folder)' if path.is_dir() else ''}")
         try:
             size = path.stat().st_size
             if size > MAX_FILE_BYTES:
