@@ -251,9 +251,9 @@ def test_a_wait_past_its_limit_raises_and_later_steps_launch_per_stage(arch, mon
 
 
 def test_a_busy_machine_stops_using_the_team_and_a_quiet_one_takes_it_back(arch, monkeypatch):
-    """Probed again every REPROBE_REQUESTS calls (one a step): barriers slower than MAX_BARRIER_S (here
-    made impossible to meet) leave a team of one thread (no barrier to wait at, no kernel
-    to compile), and the team comes back once they are fast."""
+    """Probed again every REPROBE_REQUESTS calls (one a step): barriers slower than
+    MAX_BARRIER_S (here made impossible to meet) leave a team of one thread (no barrier to
+    wait at, no kernel to compile), and the team comes back once they are fast."""
     scene = team_scene(arch, monkeypatch)
     if scene is None:
         return
