@@ -31,8 +31,10 @@ from .checks import (
     as_vectors2,
 )
 from .enums import (
+    DEFAULT_MIXING,
     JOINT_PRISMATIC,
     JOINT_REVOLUTE,
+    MIXING_RULES,
     MOTOR_EFFORT,
     MOTOR_MODES,
     MOTOR_NONE,
@@ -270,10 +272,32 @@ class Joint:
     collide_connected: bool = False
 
 
-class ModelBuilder:
-    """Bodies, joints and disabled pairs of a scene, in the order they were added."""
+def check_mixing(rule, argument: str) -> str:
+    """`rule`, a name of enums.MIXING_RULES ("min", "max", "geometric_mean", "average",
+    "product"), checked; `argument` names it in the errors (friction_mixing,
+    restitution_mixing).
 
-    def __init__(self):
+    Raises:
+        TypeError: rule is not a string.
+        ValueError: rule is not one of the names.
+    """
+    if not isinstance(rule, str):
+        raise TypeError(f"{argument} must be a string, one of {tuple(MIXING_RULES)}, got "
+                        f"{type(rule).__name__}")
+    if rule not in MIXING_RULES:
+        raise ValueError(f"{argument} must be one of {tuple(MIXING_RULES)}, got {rule!r}")
+    return rule
+
+
+class ModelBuilder:
+    """Bodies, joints and disabled pairs of a scene, in the order they were added, and how
+    a pair mixes its bodies' friction and restitution (friction_mixing, restitution_mixing:
+    names of enums.MIXING_RULES, checked by check_mixing; the same for both solvers)."""
+
+    def __init__(self, friction_mixing: str = DEFAULT_MIXING,
+                 restitution_mixing: str = DEFAULT_MIXING):
+        self.friction_mixing = check_mixing(friction_mixing, "friction_mixing")
+        self.restitution_mixing = check_mixing(restitution_mixing, "restitution_mixing")
         self.bodies: list[Body] = []
         self.joints: list[Joint] = []
         self.no_collision: set[tuple[int, int]] = set()  # pairs from disable_collision
@@ -531,6 +555,9 @@ class ModelBuilder:
                       + [(b, a) for a, b in self.no_collision])
         model["filter_start"] = _starts([a for a, _ in ends], n)
         model["filters"] = np.array([b for _, b in ends], np.int32)
+        # A builder pickled before the rules were settings has neither: Fx2D's rule.
+        for key in ("friction_mixing", "restitution_mixing"):
+            model[key] = np.array(MIXING_RULES[getattr(self, key, DEFAULT_MIXING)], np.int32)
         return {"model": model, "joints": self._build_joints()}
 
     def _build_joints(self) -> dict[str, np.ndarray]:

@@ -31,14 +31,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 import taichi as ti
 
-from .shapes import MAX_POLYGON_VERTICES
+from .shapes import MAX_MANIFOLD_POINTS, MAX_POLYGON_VERTICES
 from .transfer import read_groups, write_groups
 
 if TYPE_CHECKING:
     from .builder import ModelBuilder
 
-#: Points per contact manifold.
-MAX_MANIFOLD_POINTS = 2
 #: Graph colours solved one after the other, each in parallel; constraints left over go to
 #: the overflow colour (solver/overflow.py).
 #: 31, the most a body's 32-bit colour mask holds: a pile's candidate pairs (~16 a body)
@@ -241,10 +239,17 @@ class BodyModel(FieldGroup):
         self._field("damping", f32, R,
                     doc="1/s, of linear and angular velocity, by material row")
         self._field("elasticity", f32, R,
-                    doc="by material row; a pair's restitution is the smaller of its bodies'")
+                    doc="by material row; a pair's restitution mixes its bodies' "
+                        "(restitution_mixing)")
         self._field("static_friction", f32, R,
                     doc="mu_s, held while a point sticks, by material row")
         self._field("dynamic_friction", f32, R, doc="mu_k, while a point slides, by material row")
+        self._field("friction_mixing", i32, (),
+                    doc="enums.MIX_*: how a pair mixes its bodies' friction coefficients "
+                        "(Scene(friction_mixing=); both solvers)")
+        self._field("restitution_mixing", i32, (),
+                    doc="enums.MIX_*: how a pair mixes its bodies' elasticities "
+                        "(Scene(restitution_mixing=); both solvers)")
         self._field("per_world", i32, (),
                     doc="1: material rows are body slots (per-world values); 0: model rows")
         self._field("gravity", f32, n_worlds, 2,

@@ -48,3 +48,21 @@ was reported last step (solver/reporting.py). 0: neither."""
 NO_FAULT = 2147483647
 """Faults.first_slot / first_joint of a world with no faulty body / torn joint (int32's
 largest, so the first fault is the smallest slot found)."""
+
+MIX_MIN = 0
+"""BodyModel.friction_mixing / restitution_mixing: a pair takes the smaller of its bodies'
+values (Fx2D's rule, seed 000: mu = min(mu_a, mu_b), e = min(e_a, e_b))."""
+MIX_MAX = 1
+"""... the larger (Box2D's restitution, b2MixRestitution)."""
+MIX_GEOMETRIC_MEAN = 2
+"""... sqrt(a b) (Box2D's friction, b2MixFriction)."""
+MIX_AVERAGE = 3
+"""... the arithmetic mean, (a + b) / 2."""
+MIX_PRODUCT = 4
+"""... a b (pymunk's, Chipmunk2D's rule for both friction and elasticity)."""
+MIXING_RULES = {"min": MIX_MIN, "max": MIX_MAX, "geometric_mean": MIX_GEOMETRIC_MEAN,
+                "average": MIX_AVERAGE, "product": MIX_PRODUCT}
+"""{Scene's friction_mixing / restitution_mixing name: MIX_* code}."""
+DEFAULT_MIXING = "min"
+"""Scene's default friction_mixing and restitution_mixing, for both solvers: Fx2D's rule
+(seed 000), the engine this one follows."""

@@ -29,11 +29,13 @@ from .builder import (
     ModelBuilder,
     add_forces,
     check_forces,
+    check_mixing,
     check_mode_targets,
     check_state,
     check_targets,
 )
 from .checks import as_bool, as_count, as_index, as_real, as_vector2
+from .enums import DEFAULT_MIXING
 from .model_queries import ModelQueries
 from .records import ContactEvents, Contacts, JointState, Overlaps, RayHitList, RayHits, State
 from .residency import Binding, serialized
@@ -80,9 +82,9 @@ class Scene(ModelQueries):
     | `angular_velocity` | `0.0` | initial angular velocity, rad/s |
     | `mass` | `1.0` | kg; 0 makes the body static (it never moves) |
     | `inertia` | `None` | kg m² about the centre of mass; None: from the shape and mass |
-    | `elasticity` | `0.1` | coefficient of restitution; a pair takes the smaller |
-    | `static_friction` | `0.0` | Coulomb static coefficient; a pair takes the smaller |
-    | `dynamic_friction` | `0.0` | Coulomb kinetic coefficient; a pair takes the smaller |
+    | `elasticity` | `0.1` | restitution; a pair's mixes its bodies' (restitution_mixing) |
+    | `static_friction` | `0.0` | Coulomb static coefficient; mixed by friction_mixing |
+    | `dynamic_friction` | `0.0` | Coulomb kinetic coefficient; mixed by friction_mixing |
     | `gravity_scale` | `1.0` | multiplier on the scene's gravity |
     | `vel_damping` | `0.0` | linear and angular velocity damping, 1/s |
     | `name` | `None` | a unique name, for body_index(name) |
@@ -111,9 +113,14 @@ class Scene(ModelQueries):
         on_fault: what step() does with a faulty world: "raise" or "reset" (see above).
         solver: "xpbd" (the default: Fx2D's substeps of position-based contacts and joints,
             seed 003) or "soft_step" (Box2D v3's soft step: soft contacts and joints solved
-            and relaxed at the velocity level, a restitution pass; Box2D's mixing rules, a
-            pair's friction the geometric mean and its restitution the larger; see
-            docs/solvers.md).
+            and relaxed at the velocity level, a restitution pass; see docs/solvers.md).
+            Both mix materials by the rules below.
+        friction_mixing: how a pair of bodies mixes their friction coefficients (static and
+            kinetic alike), whichever the solver: "min" (the default: Fx2D's rule, seed
+            000), "max", "geometric_mean" (Box2D's), "average" or "product" (pymunk's).
+        restitution_mixing: how a pair mixes their elasticities, the same names: "min"
+            (the default, Fx2D's), "max" (Box2D's), "geometric_mean", "average",
+            "product" (pymunk's).
         step_options (StepOptions | dict | None): how the steps run among ways that give
             bitwise the same results (a CPU team or a launch per stage, stages folded into
             one launch or alone): a StepOptions, a dict of its attributes, or None for the
@@ -124,6 +131,8 @@ class Scene(ModelQueries):
             "vulkan".
         substeps (int): substeps per step().
         solver (str): "xpbd" or "soft_step".
+        friction_mixing (str): how pairs mix friction (Scene(friction_mixing=)).
+        restitution_mixing (str): how pairs mix restitution (Scene(restitution_mixing=)).
         enable_sleep (bool): whether bodies at rest fall asleep.
         on_fault (str): "raise" or "reset": what step() does with a faulty world.
         time (float): simulated time, s: the sum of every step()'s (clamped) dt.
@@ -135,15 +144,17 @@ class Scene(ModelQueries):
 
     Raises:
         TypeError: substeps or n_worlds is not an int, gravity not a pair of numbers,
-            enable_sleep not a bool or arch not a string.
-        ValueError: substeps or n_worlds below 1, gravity not finite, on_fault, solver or
-            arch not one of the names above, or arch other than the backend this process
-            runs.
+            enable_sleep not a bool, or arch, friction_mixing or restitution_mixing not a
+            string.
+        ValueError: substeps or n_worlds below 1, gravity not finite, on_fault, solver,
+            friction_mixing, restitution_mixing or arch not one of the names above, or
+            arch other than the backend this process runs.
     """
 
     def __init__(self, gravity=(0.0, -9.81), substeps: int | None = None, n_worlds: int = 1,
                  arch: str = "auto", enable_sleep: bool = True, on_fault: str = "raise",
-                 solver: str = "xpbd", step_options=None):
+                 solver: str = "xpbd", step_options=None, friction_mixing: str = DEFAULT_MIXING,
+                 restitution_mixing: str = DEFAULT_MIXING):
         self._step_options = as_step_options(step_options)
         self._gravity = as_vector2(gravity, "gravity")
         self.enable_sleep = as_bool(enable_sleep, "enable_sleep")  # False: never sleep
@@ -152,6 +163,9 @@ class Scene(ModelQueries):
         if solver not in SOLVERS:
             raise ValueError(f"solver must be one of {tuple(SOLVERS)}, got {solver!r}")
         self.solver = solver
+        # How pairs mix their bodies' materials: the model's (ModelBuilder), checked here.
+        self.friction_mixing = check_mixing(friction_mixing, "friction_mixing")
+        self.restitution_mixing = check_mixing(restitution_mixing, "restitution_mixing")
         substeps = as_count(DEFAULT_SUBSTEPS[solver] if substeps is None else substeps,
                             "substeps")
         n_worlds = as_count(n_worlds, "n_worlds")
@@ -164,7 +178,7 @@ class Scene(ModelQueries):
         self.backend = runtime.ensure_initialized(arch)
         self.substeps = substeps
         self._n_worlds = n_worlds
-        self._builder = ModelBuilder()
+        self._builder = ModelBuilder(self.friction_mixing, self.restitution_mixing)
         self._cache = StepCache()
         self._binding = Binding(self._cache, self._n_worlds)
         self._cell = 1.0
@@ -770,6 +784,9 @@ class Scene(ModelQueries):
         with profile.stage("faults"):  # (the step's plan's last stage: solver/plan.py)
             self._faulted_worlds = contain_faults(ctx, self.on_fault, self._builder,
                                                   self.step_count)
+            if len(self._faulted_worlds):  # (on_fault="reset": contain_faults raises else)
+                world_resets.reset_faulty_worlds(ctx, self._faulted_worlds,
+                                                 self._builder.initial_state(1))
 
     @property
     def faulted_worlds(self) -> np.ndarray:
@@ -1555,7 +1572,8 @@ class Scene(ModelQueries):
         runs: "cpu", or "auto" for the GPU it found)."""
         return dict(gravity=self.gravity, substeps=self.substeps, n_worlds=self._n_worlds,
                     enable_sleep=self.enable_sleep, on_fault=self.on_fault, solver=self.solver,
-                    step_options=self._step_options,
+                    step_options=self._step_options, friction_mixing=self.friction_mixing,
+                    restitution_mixing=self.restitution_mixing,
                     arch="cpu" if self.backend in ("x64", "arm64") else "auto")
 
     def __setstate__(self, state: dict):

@@ -28,7 +28,7 @@ import numpy as np
 from ..builder import add_forces, check_forces, check_mode_targets, check_state, check_targets
 from ..checks import as_bool, as_count, as_index, as_real
 from ..model_queries import ModelQueries
-from ..readout import float_dtype
+from ..readout import check_state_out, float_dtype
 from ..records import ContactEvents, State
 from ..scene import MAX_DT, MIN_DT, Scene
 from ..snapshots import SceneSnapshot
@@ -42,6 +42,11 @@ from .worker import ShardWorker, Source
 ON_WORKER_LOSS = ("recover", "raise")
 """The values of ShardedScene's on_worker_loss: rebuild a lost shard and finish the call, or
 raise ShardLostError."""
+
+#: The most steps one ShardedScene.step call takes (its `n`): a call cannot be stopped
+#: short of Ctrl-C, which then leaves the scene refusing to step until restore(); a longer
+#: run is a loop of calls (each a chance to stop, and to take the recovery snapshots).
+MAX_STEPS_PER_CALL = 100_000
 
 
 class ShardLostError(RuntimeError):
@@ -162,7 +167,7 @@ class ShardedScene(ModelQueries):
         snapshot_every (int | None): steps between recovery snapshots.
         timeout (float): seconds to wait for an actor to start or restart.
         settings (dict): the shards' Scene() arguments but n_worlds (gravity, substeps,
-            solver, enable_sleep, on_fault, arch).
+            solver, friction_mixing, restitution_mixing, enable_sleep, on_fault, arch).
         backends (list[str]): each shard's Taichi backend ("x64", "cuda", "vulkan", ...).
         time (float): simulated time, s, as Scene.time.
         step_count (int): steps taken.
@@ -204,18 +209,10 @@ class ShardedScene(ModelQueries):
         self._actor_class = ray.remote(ShardWorker).options(
             max_restarts=max_restarts, max_task_retries=0, **options)
         self._source = source
-        self._shards = [_Shard(self._start_actor(worlds), worlds) for worlds in self._ranges]
         self._closed = False
+        self._shards = [_Shard(self._start_actor(worlds), worlds) for worlds in self._ranges]
         try:
-            try:
-                described = ray.get([s.actor.describe.remote() for s in self._shards],
-                                    timeout=self.timeout)
-            except ray.exceptions.GetTimeoutError:
-                raise TimeoutError(
-                    f"the {n_shards} shards' actors did not start within {self.timeout:g} s: "
-                    f"does the cluster have {options} free for each of them?") from None
-            except ray.exceptions.RayTaskError as error:
-                raise (getattr(error, "cause", None) or error) from None
+            described = self._describe_started(options)
             first = described[0]
             # (The backend may differ: shards on nodes with and without a GPU.)
             same = {"n_worlds": 0, "arch": ""}
@@ -235,7 +232,10 @@ class ShardedScene(ModelQueries):
         self.time, self.step_count = first["time"], first["step_count"]
         self._pending_forces: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._faulted_worlds = np.zeros(0, np.int64)
+        # Why the scene refuses to step until restore() (a shard faulted, or a call was
+        # interrupted), or None; _interrupted: the logs may not hold what the shards did.
         self._broken: str | None = None
+        self._interrupted = False
         self._snapshot_step = self.step_count
         for shard, d in zip(self._shards, described, strict=True):
             shard.pid = d["pid"]
@@ -262,11 +262,13 @@ class ShardedScene(ModelQueries):
     @property
     def faulted_worlds(self) -> np.ndarray:
         """(k,) int64: the global worlds the last step found faulty (on_fault="reset")."""
+        self._check_open()
         return self._faulted_worlds.copy()
 
     def shard_info(self) -> list[dict]:
         """Each shard's actor process and placement: {"worlds", "pid", "backend", "gpu_ids"
         (Ray's), "env" (the CUDA_VISIBLE_DEVICES and TI_VISIBLE_DEVICE it runs with)}."""
+        self._check_open()
         return [{"worlds": s.worlds, "pid": s.pid, "backend": backend, "gpu_ids": gpus,
                  "env": dict(env)}
                 for s, backend, gpus, env in zip(self._shards, self.backends, self._gpu_ids,
@@ -284,18 +286,30 @@ class ShardedScene(ModelQueries):
             n: steps, >= 1.
 
         Raises:
-            TypeError, ValueError: dt or n as Scene.step and `n` would refuse them.
+            TypeError, ValueError: dt or n as Scene.step and `n` would refuse them (n at most
+                MAX_STEPS_PER_CALL).
+            RuntimeError: the scene is closed (also by close() from another thread while
+                this call waits), or refuses to step until restore() (a shard faulted, or
+                an earlier call was interrupted).
             SimulationError: a shard's world faulted (on_fault="raise"), naming the shard and
                 its global worlds. The shards then stand at different steps: restore a
                 snapshot to go on.
             ShardLostError: a shard was lost (on_worker_loss="raise", or it could not be
                 rebuilt).
         """
+        self._check_open()
         dt = as_real(dt, "dt")
         if dt < MIN_DT:
             raise ValueError(f"dt must be >= {MIN_DT} s, got {dt}")
         n = as_count(n, "n")
+        if n > MAX_STEPS_PER_CALL:
+            raise ValueError(f"n must be at most {MAX_STEPS_PER_CALL} steps a call, got {n}: "
+                             "step in a loop for a longer run")
         self._check_usable(changing=True)
+        # Until the clock has counted the steps, the scene refuses to step: a KeyboardInterrupt
+        # anywhere below leaves it so (see _run_batches for the shards' side).
+        unfinished = f"step(dt, n={n}) was interrupted before the driver counted its steps"
+        self._broken = unfinished
         forces, self._pending_forces = self._pending_forces, {}
         for shard in self._shards:
             rows = slice(shard.worlds.start, shard.worlds.stop)
@@ -309,10 +323,13 @@ class ShardedScene(ModelQueries):
             results = self._run_batches({i: ([], []) for i in range(self.n_shards)},
                                         snapshot=snapshot)
         except ShardLostError:
-            self._advance_clock(dt, n)  # the other shards stepped; recover() replays it
+            if self._broken is unfinished:  # the other shards stepped; recover() replays it
+                self._advance_clock(dt, n)
+                self._broken = None
             raise
         except Exception as error:  # a shard refused or faulted: the others stepped
-            self._broken = f"a shard raised {type(error).__name__} in a step"
+            if self._broken is unfinished:
+                self._broken = f"a shard raised {type(error).__name__} in a step"
             raise
         self._advance_clock(dt, n)
         if snapshot:
@@ -320,6 +337,7 @@ class ShardedScene(ModelQueries):
         self._faulted_worlds = np.concatenate([
             shard.worlds.start + np.asarray(results[i][-1], np.int64)
             for i, shard in enumerate(self._shards)])
+        self._broken = None
 
     def _advance_clock(self, dt: float, n: int):
         """time and step_count after n steps of dt, summed step by step as Scene's."""
@@ -332,6 +350,7 @@ class ShardedScene(ModelQueries):
         """Add a force at `body`'s centre of mass, and a torque, for the next step only
         (Scene.apply_force, with global worlds: force (2,) or (n_worlds, 2), torque a scalar
         or (n_worlds,)). Checked here; sent with the next step."""
+        self._check_open()
         body = self._builder.check_body(body)
         f, t = check_forces(force, torque, self._n_worlds)
         self._pending_forces[body] = add_forces(self._pending_forces.get(body, (0.0, 0.0)),
@@ -340,6 +359,7 @@ class ShardedScene(ModelQueries):
     def set_joint_target(self, joint: int, target):
         """Set `joint`'s motor target, a scalar for every world or (n_worlds,)
         (Scene.set_joint_target)."""
+        self._check_open()
         joint = self._builder.check_joint(joint)
         values = check_targets(target, self._n_worlds, self._builder.joints[joint].mode)
         self._queue_rows(lambda rows: ("set_joint_target", (joint, values[rows]), {}))
@@ -354,6 +374,7 @@ class ShardedScene(ModelQueries):
             pid (tuple[float, float, float] | None): new (p, i, d) gains; None keeps them.
             max_effort (float | None): the new limit, N m or N, > 0; None keeps it.
         """
+        self._check_open()
         joint = self._builder.check_joint(joint)
         targets = self._query_all(("_joint_targets", (joint,), {}))
         check_mode_targets(joint, control_mode, np.concatenate(targets))
@@ -368,6 +389,7 @@ class ShardedScene(ModelQueries):
         """Give bodies new physical values, in every world or per world (Scene.set_body_params:
         mass, inertia, static_friction, dynamic_friction, elasticity, vel_damping,
         gravity_scale; world a global index, mask or indices)."""
+        self._check_open()
         values = dict(mass=mass, inertia=inertia, static_friction=static_friction,
                       dynamic_friction=dynamic_friction, elasticity=elasticity,
                       vel_damping=vel_damping, gravity_scale=gravity_scale)
@@ -383,6 +405,7 @@ class ShardedScene(ModelQueries):
 
     def set_gravity(self, gravity):
         """Set the gravity of every world, (2,), or of each, (n_worlds, 2) (Scene.set_gravity)."""
+        self._check_open()
         values = self._params.check_gravity(gravity)
         self._params.gravity = values
         every = np.ndim(gravity) <= 1
@@ -397,6 +420,7 @@ class ShardedScene(ModelQueries):
             pid (array_like | None): (3,), (k_worlds, 3) or (k_worlds, k_joints, 3) gains.
             world (int | array_like | None): global worlds (None: every world).
         """
+        self._check_open()
         rows = joint_indices(joints, self.n_joints)
         worlds = world_selection(world, self._n_worlds)
         if pid is None:
@@ -410,6 +434,7 @@ class ShardedScene(ModelQueries):
 
     def set_state(self, state: State, worlds=None):
         """Put `state` into every world, or into the given global worlds (Scene.set_state)."""
+        self._check_open()
         if worlds is None:
             if not isinstance(state, State):
                 raise TypeError(f"state must be a fx2d_gpu.State, got {type(state).__name__}")
@@ -425,12 +450,13 @@ class ShardedScene(ModelQueries):
         """Start the given global worlds over (Scene.reset_worlds): from the built initial
         state (None), from their rows of a State (n_worlds rows, or one per given world), or
         from a ShardedSnapshot of this scene."""
+        self._check_open()
         if worlds is None:
             raise TypeError("worlds must be a world index, a bool mask or indices, got None")
         chosen = world_selection(worlds, self._n_worlds, "worlds")
         if state is None or isinstance(state, ShardedSnapshot):
             if isinstance(state, ShardedSnapshot):
-                self._check_snapshot(state)
+                self._check_snapshot(state, "state")
             rows = None
         elif isinstance(state, State):
             rows = state_rows(state, chosen, self._n_worlds, self.n_bodies)
@@ -454,6 +480,7 @@ class ShardedScene(ModelQueries):
             world (int | array_like | None): global worlds, as Scene.set_enabled takes them
                 (world_params.world_selection).
         """
+        self._check_open()
         enabled = as_bool(enabled, "enabled")
         indices = body_indices(bodies, self.n_bodies)
         worlds = world_selection(world, self._n_worlds)
@@ -470,6 +497,7 @@ class ShardedScene(ModelQueries):
             category_bits (int | None): its categories, a 32-bit mask; None keeps them.
             mask_bits (int | None): the categories it collides with; None keeps them.
         """
+        self._check_open()
         body = self._builder.check_body(body)
         self._builder.set_filter(body, collision_group, category_bits, mask_bits)
         self._queue_all(("set_collision_filter", (body, collision_group, category_bits,
@@ -485,19 +513,25 @@ class ShardedScene(ModelQueries):
             dtype (numpy dtype): np.float64 or np.float32 of the float arrays (with `out`,
                 its arrays' dtype).
             out (State | None): arrays (NumPy, or CPU torch tensors) of every world's rows
-                to fill in; a field left None is not gathered.
+                to fill in, checked as Scene.get_state checks them (one check:
+                readout.check_state_out); a field left None is not gathered.
+
+        Raises:
+            TypeError, ValueError: as Scene.get_state's, before any shard is asked.
         """
+        self._check_open()
         if bodies is not None:
             bodies = body_indices(bodies, self.n_bodies)
         if out is not None:  # the shards send the dtype `out` holds (float32 halves it)
-            dtype = _out_dtype(out)
+            n_rows = self.n_bodies if bodies is None else len(bodies)
+            # "x64": the driver writes the rows on the CPU (CPU tensors, as Scene on x64).
+            targets = check_state_out(out, self._n_worlds, n_rows, backend="x64")
+            dtype = _out_dtype(targets)
         else:  # Scene.get_state's check, here: a shard's refusal would come back as Ray's
             dtype = float_dtype(dtype)
         parts = self._query_all(("get_state", (bodies, dtype), {}))
         if out is None:
             return _stacked(parts)
-        if not isinstance(out, State):
-            raise TypeError(f"out must be a fx2d_gpu.State, got {type(out).__name__}")
         for field in dataclasses.fields(State):
             target = getattr(out, field.name)
             if target is None:
@@ -510,6 +544,7 @@ class ShardedScene(ModelQueries):
     def get_body_params(self, bodies=None) -> dict[str, np.ndarray]:
         """Every world's values of `bodies` (None: all), as Scene.get_body_params (no round
         trip: the driver keeps them)."""
+        self._check_open()
         rows = (np.arange(self.n_bodies) if bodies is None
                 else body_indices(bodies, self.n_bodies))
         values = self._params.body_values(self._builder)
@@ -517,11 +552,13 @@ class ShardedScene(ModelQueries):
 
     def get_gravity(self) -> np.ndarray:
         """(n_worlds, 2) float64, m/s²: each world's gravity (a copy)."""
+        self._check_open()
         return self._params.gravity.copy()
 
     def contacts(self, world: int | None = 0):
         """The pairs touching in global `world`, or in every world (None) (Scene.contacts;
         its world column global)."""
+        self._check_open()
         if world is None:
             return self._gathered(("contacts", (None,), {}))
         world = as_index(world, "world", self._n_worlds, "worlds")
@@ -532,6 +569,7 @@ class ShardedScene(ModelQueries):
 
     def contact_events(self) -> ContactEvents:
         """The last step's begin and end events of every world (Scene.contact_events)."""
+        self._check_open()
         parts = self._query_all(("contact_events", (), {}))
         return ContactEvents(
             begin=self._joined([p.begin for p in parts]),
@@ -539,24 +577,29 @@ class ShardedScene(ModelQueries):
 
     def candidate_pairs(self) -> np.ndarray:
         """The last broad phase's (world, body_a, body_b) candidate pairs, (k, 3) int64."""
+        self._check_open()
         parts = self._query_all(("candidate_pairs", (), {}))
         return np.concatenate([p + np.array([s.worlds.start, 0, 0])
                                for p, s in zip(parts, self._shards, strict=True)])
 
     def enabled(self) -> np.ndarray:
         """(n_worlds, n_bodies) bool: which bodies take part in each world."""
+        self._check_open()
         return np.concatenate(self._query_all(("enabled", (), {})))
 
     def joint_state(self):
         """Joint coordinates and rates in every world (Scene.joint_state)."""
+        self._check_open()
         return _stacked(self._query_all(("joint_state", (), {})))
 
     def joint_errors(self) -> np.ndarray:
         """(n_worlds, n_joints) float64, m: every joint's residual (Scene.joint_errors)."""
+        self._check_open()
         return np.concatenate(self._query_all(("joint_errors", (), {})))
 
     def joint_anchors(self) -> np.ndarray:
         """(n_worlds, n_joints, 2, 2): every joint's two anchors (Scene.joint_anchors)."""
+        self._check_open()
         return np.concatenate(self._query_all(("joint_anchors", (), {})))
 
     # ------------------------------------------------------------------ queries
@@ -570,6 +613,7 @@ class ShardedScene(ModelQueries):
                 n_rays), m.
             sensors: also hit sensors.
         """
+        self._check_open()
         return _stacked(self._split_query("ray_cast", {
             "origins": (origins, 3), "directions": (directions, 3),
             "max_distance": (max_distance, 2)}, {"sensors": sensors}))
@@ -577,6 +621,7 @@ class ShardedScene(ModelQueries):
     def ray_cast_all(self, origins, directions, max_distance, *, sensors: bool = False):
         """Every body each ray crosses, in every world (Scene.ray_cast_all), the world
         column global; origins, directions, max_distance and sensors as ray_cast's."""
+        self._check_open()
         return self._joined(self._split_query("ray_cast_all", {
             "origins": (origins, 3), "directions": (directions, 3),
             "max_distance": (max_distance, 2)}, {"sensors": sensors}))
@@ -588,6 +633,7 @@ class ShardedScene(ModelQueries):
             points (array_like): (2,), (n_points, 2) or (n_worlds, n_points, 2), m.
             sensors: also report sensors.
         """
+        self._check_open()
         return self._joined(self._split_query("query_point", {"points": (points, 3)},
                                               {"sensors": sensors}))
 
@@ -599,6 +645,7 @@ class ShardedScene(ModelQueries):
             upper (array_like): upper corners, as lower.
             sensors: also report sensors.
         """
+        self._check_open()
         return self._joined(self._split_query("query_aabb", {
             "lower": (lower, 3), "upper": (upper, 3)}, {"sensors": sensors}))
 
@@ -613,6 +660,7 @@ class ShardedScene(ModelQueries):
                 n_queries).
             sensors: also report sensors.
         """
+        self._check_open()
         return self._joined(self._split_query("overlap_shape", {
             "shape": (shape, None), "position": (position, 3), "angle": (angle, 2)},
             {"sensors": sensors}))
@@ -622,6 +670,7 @@ class ShardedScene(ModelQueries):
         indexed from 0 there), and its result: e.g. render.render_worlds for a picture of the
         first worlds. `fn` must only read the scene: what it changes is not replayed when
         the shard is rebuilt."""
+        self._check_open()
         index = as_index(shard, "shard", self.n_shards, "shards")
         return self._query_one(index, ("inspect", (fn, args, kwargs), {}))
 
@@ -630,6 +679,7 @@ class ShardedScene(ModelQueries):
         """Everything that affects this scene's future: every shard's SceneSnapshot and the
         driver's values and pending forces. restore() it and step: the run repeats bitwise.
         It also becomes each shard's recovery point."""
+        self._check_open()
         self._check_usable(changing=True)
         self._run_batches({i: ([], []) for i in range(self.n_shards)}, snapshot=True)
         self._snapshot_step = self.step_count
@@ -642,25 +692,37 @@ class ShardedScene(ModelQueries):
     def restore(self, snapshot: ShardedSnapshot):
         """Return to `snapshot`, taken from this scene (or one of the same model and shards).
 
+        Every part is checked before any shard changes: here (its shards' worlds, each
+        part a SceneSnapshot of that shard's model), then by each shard (Scene.restore's
+        checks, changing nothing); only when all pass does any shard restore. A refusal
+        changes nothing, here or on a shard. This is also the way back for a scene that
+        refuses to step (a shard faulted, or a call was interrupted).
+
         Raises:
             TypeError: not a ShardedSnapshot.
-            ValueError: its shards' worlds are not this scene's, or a shard refuses its part
-                (Scene.restore's checks); shards before it are restored already, so restore
-                a snapshot that fits.
+            ValueError: its shards' worlds are not this scene's, or a part does not fit its
+                shard (Scene.restore's checks), naming the shard and the field.
         """
-        self._check_snapshot(snapshot)
+        self._check_open()
+        self._check_snapshot(snapshot, "snapshot")
+        refs = [shard.actor.check_snapshot.remote(part)
+                for shard, part in zip(self._shards, snapshot.shards, strict=True)]
+        self._outcomes(refs)  # every shard's verdict first, then the first refusal
+        # Past this point the shards change: until every one has restored (and the driver
+        # followed), an interruption leaves the scene refusing to step.
+        self._broken, self._interrupted = "restore() was interrupted", True
         for shard in self._shards:
             shard.pending = []
-        self._ray.get([shard.actor.restore.remote(part) for shard, part in
-                       zip(self._shards, snapshot.shards, strict=True)])
+        self._outcomes([shard.actor.restore.remote(part) for shard, part in
+                        zip(self._shards, snapshot.shards, strict=True)])
         for shard, part in zip(self._shards, snapshot.shards, strict=True):
-            shard.snapshot, shard.log = part, []
+            shard.snapshot, shard.log, shard.lost = part, [], False
         self._params = snapshot.params.copy()
         self._pending_forces = {b: (f.copy(), t.copy())
                                 for b, (f, t) in snapshot.forces.items()}
         self.time, self.step_count = snapshot.time, snapshot.step_count
         self._snapshot_step = self.step_count
-        self._broken = None
+        self._broken, self._interrupted = None, False
 
     # ------------------------------------------------------------------ losing shards
     def recover(self):
@@ -671,21 +733,25 @@ class ShardedScene(ModelQueries):
         Raises:
             ShardLostError: a shard could not be rebuilt within `timeout`.
         """
+        self._check_open()
         for index, shard in enumerate(self._shards):
             if shard.lost:
                 self._rebuild(index)
 
     def close(self):
-        """Stop every shard's actor (their processes exit); the scene is unusable after.
-        Closing twice is allowed."""
+        """Stop every shard's actor (their processes exit); after it, every call but the
+        model's questions (n_bodies, body_index, ...) and the layout (n_worlds, n_shards,
+        shard_worlds) raises RuntimeError. Closing twice is allowed. From another thread,
+        while a call waits for its shards: that call raises RuntimeError at once, and
+        starts no new actor."""
         if getattr(self, "_closed", False):
             return
+        self._closed = True  # first: a call waiting on the shards must not rebuild them
         for shard in getattr(self, "_shards", []):
             try:
                 self._ray.kill(shard.actor, no_restart=True)
             except Exception:  # noqa: BLE001 (an actor already gone)
                 pass
-        self._closed = True
 
     def __enter__(self) -> ShardedScene:
         return self
@@ -701,28 +767,98 @@ class ShardedScene(ModelQueries):
     def _start_actor(self, worlds: range):
         return self._actor_class.remote(self._source, len(worlds))
 
+    def _check_open(self):
+        """Refuse any call on a closed scene (close() above)."""
+        if getattr(self, "_closed", True):
+            raise RuntimeError("the ShardedScene is closed")
+
+    def _describe_started(self, options: dict) -> list[dict]:
+        """Each shard's describe(), once its actor has started and built its scene. Waits
+        first for the actors (a timeout then is the cluster's resources), then for the
+        builders (a timeout then is a builder that does not return; a process that dies is
+        reported as such)."""
+        ray = self._ray
+        try:
+            ray.get([s.actor.ping.remote() for s in self._shards], timeout=self.timeout)
+        except ray.exceptions.GetTimeoutError:
+            raise TimeoutError(
+                f"the {self.n_shards} shards' actors did not start within {self.timeout:g} s: "
+                f"does the cluster have {options} free for each of them?") from None
+        refs = [s.actor.describe.remote() for s in self._shards]
+        deadline = time.monotonic() + self.timeout
+        described = []
+        for index, (shard, ref) in enumerate(zip(self._shards, refs, strict=True)):
+            where = f"shard {index} (worlds {_span(shard.worlds)})"
+            try:
+                described.append(ray.get(ref, timeout=max(deadline - time.monotonic(), 0.1)))
+            except ray.exceptions.GetTimeoutError:
+                raise TimeoutError(f"{where}: its scene was not built within "
+                                   f"{self.timeout:g} s (does the builder return?)") from None
+            except ray.exceptions.RayTaskError as error:
+                raise (getattr(error, "cause", None) or error) from None
+            except self._lost_errors() as lost:
+                raise ShardLostError(
+                    f"{where}: its process died while building its scene ({type(lost).__name__}"
+                    f"): the builder, or code it calls, ended the process (a crash, a signal, "
+                    f"os._exit, the OOM killer)", index, shard.worlds) from None
+        return described
+
+    def _outcomes(self, refs: list) -> list:
+        """Every shard's result of `refs` (one a shard, in order), waiting for all of them
+        before raising the first failure (naming its shard)."""
+        results, failure = [], None
+        for index, ref in enumerate(refs):
+            shard = self._shards[index]
+            try:
+                results.append(self._ray.get(ref))
+            except self._ray.exceptions.RayTaskError as error:
+                failure = failure or self._shard_error(index, error)
+            except self._lost_errors() as lost:
+                self._check_open()  # closed from another thread while waiting
+                failure = failure or ShardLostError(
+                    f"shard {index} (worlds {_span(shard.worlds)}) was lost "
+                    f"({type(lost).__name__})", index, shard.worlds)
+        if failure is not None:
+            raise failure
+        return results
+
     def _check_usable(self, changing: bool = False):
         """Refuse a call on a closed scene or one with a lost shard, and a step or snapshot
-        on shards that no longer agree (after a SimulationError)."""
-        if self._closed:
-            raise RuntimeError("the ShardedScene is closed")
+        on shards that may no longer agree (a shard faulted, or a call was interrupted)."""
+        self._check_open()
         lost = [i for i, s in enumerate(self._shards) if s.lost]
         if lost:
             shard = self._shards[lost[0]]
             raise ShardLostError(f"shard {lost[0]} (worlds {_span(shard.worlds)}) was lost; "
                                  "call recover() to rebuild it", lost[0], shard.worlds)
         if changing and self._broken is not None:
-            raise RuntimeError(f"the shards no longer agree ({self._broken}); restore() a "
-                               "snapshot to go on")
+            raise RuntimeError(f"the shards may no longer agree with each other or with the "
+                               f"driver ({self._broken}); restore() a snapshot to go on")
 
-    def _check_snapshot(self, snapshot):
+    def _check_snapshot(self, snapshot, name: str):
+        """The driver's checks of a ShardedSnapshot given as argument `name`: its shards'
+        worlds, and each part a SceneSnapshot of its shard's model (the fingerprint of the
+        shard's own recovery snapshot: a snapshot of another scene is refused here, not by a
+        shard at the next step). The shards check the rest of each part."""
         if not isinstance(snapshot, ShardedSnapshot):
-            raise TypeError(f"snapshot must be a ShardedSnapshot, got "
-                            f"{type(snapshot).__name__}")
+            raise TypeError(f"{name} must be a ShardedSnapshot, got {type(snapshot).__name__}")
         if list(snapshot.ranges) != list(self._ranges):
-            raise ValueError(f"the snapshot's shards hold worlds "
+            raise ValueError(f"{name}: the snapshot's shards hold worlds "
                              f"{[_span(r) for r in snapshot.ranges]}, this scene's "
                              f"{[_span(r) for r in self._ranges]}")
+        if not isinstance(snapshot.shards, list) or len(snapshot.shards) != self.n_shards:
+            raise ValueError(f"{name}: the snapshot must hold {self.n_shards} shards' parts")
+        for index, (shard, part) in enumerate(zip(self._shards, snapshot.shards, strict=True)):
+            if not isinstance(part, SceneSnapshot):
+                raise TypeError(f"{name}: shard {index}'s part must be a SceneSnapshot, got "
+                                f"{type(part).__name__}")
+            if part.fingerprint != shard.snapshot.fingerprint:
+                raise ValueError(f"{name}: shard {index}'s part is a snapshot of another "
+                                 "scene (its bodies, joints, disabled pairs or worlds differ)")
+        if not isinstance(snapshot.params, WorldParams) or \
+                snapshot.params.n_worlds != self._n_worlds:
+            raise ValueError(f"{name}: the snapshot's per-world values are not of "
+                             f"{self._n_worlds} worlds")
 
     def _shard_of(self, world: int) -> int:
         return next(i for i, s in enumerate(self._shards) if world in s.worlds)
@@ -791,8 +927,32 @@ class ShardedScene(ModelQueries):
                      ) -> dict[int, list]:
         """Send each shard in `batches` its queued changes, then (changes, queries) of the
         batch, all shards at once; collect the results. A shard's changes go to its log (or,
-        with a snapshot, replace it); a lost shard is rebuilt or reported."""
+        with a snapshot, replace it); a lost shard is rebuilt or reported.
+
+        An exception that ends this call before every shard's outcome is accounted for (a
+        KeyboardInterrupt while waiting, close() from another thread) leaves the driver
+        unable to tell what the shards did: the scene then refuses to step until restore()
+        (the rule in docs/distributed.md)."""
         self._check_usable()
+        before = self._broken
+        # Pessimistic until every outcome is in the logs: an interruption anywhere below
+        # leaves this mark.
+        self._broken = "a call was interrupted while its shards ran"
+        try:
+            results, failure = self._collect(batches, snapshot)
+        except BaseException as error:
+            self._broken = (f"a call was interrupted by {type(error).__name__} while its "
+                            "shards ran: the driver cannot tell how far they got")
+            self._interrupted = True
+            raise
+        self._broken = before
+        if failure is not None:
+            raise failure
+        return results
+
+    def _collect(self, batches: dict[int, tuple[list, list]], snapshot: bool
+                 ) -> tuple[dict[int, list], Exception | None]:
+        """_run_batches' work: (each shard's results, the first failure to raise or None)."""
         refs, sent = {}, {}
         for index, (changes, queries) in batches.items():
             shard = self._shards[index]
@@ -807,6 +967,7 @@ class ShardedScene(ModelQueries):
             try:
                 values, kept = self._ray.get(ref)
             except self._lost_errors() as lost:
+                self._check_closed_while_waiting()
                 if changes:  # done by the other shards: part of this shard's history now
                     shard.log.append(changes)
                 shard.lost = True
@@ -817,7 +978,11 @@ class ShardedScene(ModelQueries):
                         "call recover() to rebuild it from its last snapshot", index,
                         shard.worlds)
                     continue
-                values = self._rebuild(index)
+                try:
+                    values = self._rebuild(index)
+                except ShardLostError as error:
+                    failure = failure or error
+                    continue
                 more, kept = self._ray.get(shard.actor.run.remote(queries, snapshot))
                 values = values + more
             except self._ray.exceptions.RayTaskError as error:
@@ -831,9 +996,14 @@ class ShardedScene(ModelQueries):
             if kept is not None:  # the new recovery point: the log starts over
                 shard.snapshot, shard.log = kept, []
             results[index] = values
-        if failure is not None:
-            raise failure
-        return results
+        return results, failure
+
+    def _check_closed_while_waiting(self):
+        """A shard lost because close() (another thread) killed it: no rebuild, no new
+        actor; the waiting call raises."""
+        if self._closed:
+            raise RuntimeError("the ShardedScene was closed while this call waited for its "
+                               "shards")
 
     def _lost_errors(self) -> tuple:
         exceptions = self._ray.exceptions
@@ -844,8 +1014,14 @@ class ShardedScene(ModelQueries):
         max_restarts), restore its snapshot, replay its log. Returns the results of the
         log's last batch (the one that found the shard lost), [] for an empty log."""
         shard = self._shards[index]
+        if self._interrupted:  # its log may lack what the interrupted call had it do
+            raise ShardLostError(
+                f"shard {index} (worlds {_span(shard.worlds)}) was lost after an interrupted "
+                "call, so its log may not hold everything it did: restore() a snapshot",
+                index, shard.worlds)
         deadline = time.monotonic() + self.timeout
         while True:
+            self._check_closed_while_waiting()
             try:
                 shard.pid = self._ray.get(shard.actor.ping.remote(),
                                           timeout=max(deadline - time.monotonic(), 0.1))
@@ -856,6 +1032,7 @@ class ShardedScene(ModelQueries):
                 shard.lost = False
                 return values
             except self._ray.exceptions.ActorDiedError:
+                self._check_closed_while_waiting()
                 shard.actor = self._start_actor(shard.worlds)  # Ray gave up restarting it
             except (self._ray.exceptions.ActorUnavailableError,
                     self._ray.exceptions.RayActorError,
@@ -927,14 +1104,12 @@ def _state_rows(arrays: dict, mine: np.ndarray) -> State:
     return State(*(arrays[field.name][mine] for field in dataclasses.fields(State)))
 
 
-def _out_dtype(out) -> type:
-    """np.float32 where get_state's `out` holds float32 arrays (NumPy or torch), else
-    np.float64."""
-    for name in ("position", "angle", "velocity", "angular_velocity"):
-        array = getattr(out, name, None)
-        if array is not None:
-            return np.float32 if str(getattr(array, "dtype", "")).endswith("float32") \
-                else np.float64
+def _out_dtype(targets: dict) -> type:
+    """np.float32 where get_state's checked `out` arrays ({field: array}, NumPy or torch)
+    hold float32, else np.float64."""
+    for name, array in targets.items():
+        if name != "sleeping":
+            return np.float32 if str(array.dtype).endswith("float32") else np.float64
     return np.float64
 
 

@@ -26,7 +26,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .. import shapes
-from ..builder import BODY_RULES
+from ..builder import BODY_RULES, check_mixing
 from ..checks import as_vector2
 from ..scene import Scene
 from ..shapes import MAX_COORDINATE, rotation
@@ -49,6 +49,9 @@ _POSE_KEYS = {"angle": "pose", "velocity": "init_velocity",
               "angular_velocity": "init_velocity", "name": "(name)", "mass": "physics.mass"}
 _VISUAL_KEYS = {"pose", "geometry", "texture", "border_color", "border_thickness"}
 _COLLISION_KEYS = {"pose", "geometry"}
+#: fx2d_gpu's top-level keys beside Fx2D's blocks: how pairs mix their bodies' materials,
+#: each a Scene keyword of the same name (Fx2D has no such key: its rule is "min").
+_MIXING_KEYS = ("friction_mixing", "restitution_mixing")
 _JOINT_KEYS = {"type", "parent", "child", "anchor", "angle_min", "angle_max", "axis",
                "position_min", "position_max", "control_mode", "target", "pid", "max_effort",
                "max_torque", "max_force", "entities_collide"}
@@ -187,8 +190,9 @@ def _load(text, base_dir, n_worlds, arch, substeps, boundary, solver):
             "(document)", "must be a mapping with a 'scene' block, got "
             + ("an empty file" if document is None else type(document).__name__))
     top = Where("scene file", document)
-    top.known(document, {"scene", "entities", "joints"})
+    top.known(document, {"scene", "entities", "joints", *_MIXING_KEYS})
     settings = _scene_settings(top, document, base_dir, boundary)
+    mixing = _mixing_rules(top, document)
     entities = top.mapping(document, "entities")
     joints = top.mapping(document, "joints")
     bodies, visuals, geometry = [], [], GeometryBlocks()
@@ -208,11 +212,25 @@ def _load(text, base_dir, n_worlds, arch, substeps, boundary, solver):
     # (float32's range, the largest coordinate and speed ...) raise naming their argument,
     # told here as the entity or joint, the key it came from and its line.
     scene = Scene(gravity=tuple(settings.gravity), n_worlds=n_worlds, arch=arch,
-                  substeps=substeps, solver=solver)
+                  substeps=substeps, solver=solver, **mixing)
     first_body = _add_bodies(scene, bodies)
     _add_joints(scene, parsed_joints, bodies, first_body)
     _finish(scene, settings, visuals, boundary)
     return scene
+
+
+def _mixing_rules(top: Where, document) -> dict[str, str]:
+    """The file's friction_mixing and restitution_mixing (top-level keys, an fx2d_gpu
+    extension), checked by Scene's rule (builder.check_mixing): {Scene keyword: rule} of
+    those it gives."""
+    rules = {}
+    for key in _MIXING_KEYS:
+        if key in document:
+            try:
+                rules[key] = check_mixing(document[key], key)
+            except (TypeError, ValueError) as exc:
+                raise top.error(key, str(exc), type(exc)) from None
+    return rules
 
 
 def _scene_settings(top: Where, document, base_dir, boundary: bool) -> _Settings:

@@ -32,11 +32,21 @@ from ..bodies import (
 )
 from ..collision.narrow_phase import collide_pair, shape_extent
 from ..device import MAX_MANIFOLD_POINTS, UNSOLVED_COLOR
-from ..enums import HELD, SHAPE_CHAIN, SHAPE_CIRCLE, TOUCHED
+from ..enums import (
+    HELD,
+    MIX_AVERAGE,
+    MIX_GEOMETRIC_MEAN,
+    MIX_MAX,
+    MIX_PRODUCT,
+    SHAPE_CHAIN,
+    SHAPE_CIRCLE,
+    TOUCHED,
+)
 from ..integrate import displace
 from ..launching import quick
 from ..math2d import cross, cross_sv
 from ..scan import exclusive_scan
+from ..world_params import IMMOVABLE_SWEEP_RATIO
 
 if TYPE_CHECKING:
     from .context import StepContext
@@ -122,8 +132,8 @@ IMMOVABLE_ITERATIONS = 2
 #: mass the sweep changes little and costs a pass over the colours (on a GPU, a launch per
 #: two colours: the awake large pyramid took 5.5 -> 7.9 ms a step on an H200 with it and
 #: continuous collision's launch), so it runs where a scene needs it
-#: (StepContext.immovable_sweep).
-IMMOVABLE_SWEEP_RATIO = 10.0
+#: (StepContext.immovable_sweep). The ratio itself lives where each world's fact is
+#: derived from its masses (world_params.IMMOVABLE_SWEEP_RATIO, uneven_worlds).
 #: solve_velocity's jacobi_entry for a pair's second solve in a pass (the immovable sweep).
 REPEAT_SOLVE = -2
 #: Shock propagation (Guendelman et al. 2003) in worlds of uneven masses: of two dynamic
@@ -331,11 +341,11 @@ def rests_on(support_upper, support_lower):
 
 @ti.func
 def prepare_pair(model: ti.template(), bodies: ti.template(), prepared: ti.template(), pair, slot_a,
-                 slot_b, n_bodies, soft: ti.template()):
+                 slot_b, n_bodies):
     """Per-step constants of a pair (sleep flags only change between steps): the bodies'
     inverse masses as the solver sees them, into prepared.solver_mass, the mixed restitution
-    (mixed_restitution) and the slop; returns the smaller bounding radius (m). `soft`: the
-    soft-step solver's (Box2D's) mixing rules."""
+    (the scene's restitution_mixing, mix) and the slop; returns the smaller bounding radius
+    (m)."""
     wa, ia = solver_mass(model, bodies, slot_a, slot_a % n_bodies)
     wb, ib = solver_mass(model, bodies, slot_b, slot_b % n_bodies)
     body_a, body_b = slot_a % n_bodies, slot_b % n_bodies
@@ -352,9 +362,9 @@ def prepare_pair(model: ti.template(), bodies: ti.template(), prepared: ti.templ
                 wb, ib, held = 0.0, 0.0, 2
     prepared.held[pair] = held
     prepared.solver_mass[pair] = ti.math.vec4(wa, ia, wb, ib)
-    prepared.restitution[pair] = mixed_restitution(
+    prepared.restitution[pair] = mix(
         model.elasticity[material_row(model, slot_a, body_a)],
-        model.elasticity[material_row(model, slot_b, body_b)], soft)
+        model.elasticity[material_row(model, slot_b, body_b)], model.restitution_mixing[None])
     smallest = smaller_radius(model, body_a, body_b)
     prepared.slop[pair] = pair_slop(smallest)
     return smallest
@@ -373,33 +383,33 @@ def pair_slop(smallest):
 
 
 @ti.func
-def mixed_restitution(e_a, e_b, soft: ti.template()):
-    """A pair's restitution from its bodies' elasticities: the smaller (seed 000); with
-    `soft` (the soft-step solver) the larger, Box2D's rule (b2MixRestitution)."""
-    result = ti.min(e_a, e_b)
-    if ti.static(soft):
-        result = ti.max(e_a, e_b)
+def mix(value_a, value_b, rule):
+    """A pair's coefficient (friction or restitution) from its bodies' two by `rule`, an
+    enums.MIX_* code (BodyModel.friction_mixing, restitution_mixing: the scene's, the same
+    for both solvers): the smaller (MIX_MIN, Fx2D's rule, seed 000, the default), the
+    larger (MIX_MAX, Box2D's restitution), sqrt(a b) (MIX_GEOMETRIC_MEAN, Box2D's friction),
+    (a + b) / 2 (MIX_AVERAGE) or a b (MIX_PRODUCT, pymunk's)."""
+    result = ti.min(value_a, value_b)
+    if rule == MIX_MAX:
+        result = ti.max(value_a, value_b)
+    elif rule == MIX_GEOMETRIC_MEAN:
+        result = ti.sqrt(value_a * value_b)
+    elif rule == MIX_AVERAGE:
+        result = 0.5 * (value_a + value_b)
+    elif rule == MIX_PRODUCT:
+        result = value_a * value_b
     return result
 
 
 @ti.func
-def mix_friction(mu_a, mu_b, soft: ti.template()):
-    """A pair's friction coefficient from its bodies': the smaller (seed 000); with `soft`
-    the geometric mean, Box2D's rule (b2MixFriction)."""
-    result = ti.min(mu_a, mu_b)
-    if ti.static(soft):
-        result = ti.sqrt(mu_a * mu_b)
-    return result
-
-
-@ti.func
-def mixed_friction(model: ti.template(), slot_a, slot_b, n_bodies, soft: ti.template()):
+def mixed_friction(model: ti.template(), slot_a, slot_b, n_bodies):
     """The (static, kinetic) friction coefficients of a pair of body slots, each mixed by
-    mix_friction."""
+    the scene's friction_mixing (mix)."""
     row_a = material_row(model, slot_a, slot_a % n_bodies)
     row_b = material_row(model, slot_b, slot_b % n_bodies)
-    return (mix_friction(model.static_friction[row_a], model.static_friction[row_b], soft),
-            mix_friction(model.dynamic_friction[row_a], model.dynamic_friction[row_b], soft))
+    rule = model.friction_mixing[None]
+    return (mix(model.static_friction[row_a], model.static_friction[row_b], rule),
+            mix(model.dynamic_friction[row_a], model.dynamic_friction[row_b], rule))
 
 
 @ti.func
@@ -1164,14 +1174,14 @@ def reuse_manifold(model: ti.template(), bodies: ti.template(), manifolds: ti.te
 
 @ti.func
 def prepare_manifold(model: ti.template(), bodies: ti.template(), manifolds: ti.template(),
-                     prepared: ti.template(), pair, n_bodies, dt, h, first, matches,
-                     soft: ti.template()):
+                     prepared: ti.template(), pair, n_bodies, dt, h, first, matches):
     """The solver's constants of `pair` after find_manifold (matches: its result): masses,
     restitution, slop, whether the pair is fast (prepared.refresh, on the step's first
     substep, `first`), the poses of reference for moved_depth, each point's lever arms,
     effective masses and friction regime and its normal velocity (prepared.approach): those
     of the moment the point is first found in the step (every point on the first substep),
-    kept while it persists. `soft`: the soft-step solver's mixing rules (prepare_pair).
+    kept while it persists. Friction and restitution are mixed by the scene's rules (mix),
+    whichever the solver.
 
     Here and not in find_manifold, which on the step's first substep runs before the
     colouring stores the pairs in colour order: only the manifolds are moved then."""
@@ -1182,7 +1192,7 @@ def prepare_manifold(model: ti.template(), bodies: ti.template(), manifolds: ti.
     if first:
         # The step's constants (they read both bodies' model and shape): a fast pair's
         # refreshes on later substeps keep them.
-        prepare_pair(model, bodies, prepared, pair, slot_a, slot_b, n_bodies, soft)
+        prepare_pair(model, bodies, prepared, pair, slot_a, slot_b, n_bodies)
         if prepared.held[pair] == 0:
             wa, _, wb, _ = pair_masses(prepared, pair)
             light, heavy = (slot_a, slot_b) if wa > wb else (slot_b, slot_a)
@@ -1221,7 +1231,7 @@ def prepare_manifold(model: ti.template(), bodies: ti.template(), manifolds: ti.
         match = matches[i]
         if first or match < 0:
             # Before the solver acts on it; it may bounce once in the step.
-            mu_static, mu_kinetic = mixed_friction(model, slot_a, slot_b, n_bodies, soft)
+            mu_static, mu_kinetic = mixed_friction(model, slot_a, slot_b, n_bodies)
             velocity = relative_velocity(bodies, slot_a, slot_b, ra, rb)
             prepared.bounced[pair, i] = 0
             prepared.approach[pair, i] = velocity.dot(normal)

@@ -155,26 +155,19 @@ def _integrate_velocity(model: ti.template(), bodies: ti.template(), joints: ti.
 def _narrow_phase(model: ti.template(), bodies: ti.template(), joints: ti.template(),
                   manifolds: ti.template(), prepared: ti.template(), coloring: ti.template(),
                   counts: ti.template(), pair, s: ti.template(), round):
-    """_find_and_prepare with XPBD's (the seeds') mixing rules."""
-    _find_and_prepare(model, bodies, joints, manifolds, prepared, coloring, pair, s, False)
-
-
-@ti.func
-def _soft_narrow_phase(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-                       manifolds: ti.template(), prepared: ti.template(), coloring: ti.template(),
-                       counts: ti.template(), pair, s: ti.template(), round):
-    """_find_and_prepare with the soft step's (Box2D's) mixing rules."""
-    _find_and_prepare(model, bodies, joints, manifolds, prepared, coloring, pair, s, True)
+    """_find_and_prepare (both solvers: the materials mix by the scene's rules,
+    contacts.mix)."""
+    _find_and_prepare(model, bodies, joints, manifolds, prepared, coloring, pair, s)
 
 
 @ti.func
 def _find_and_prepare(model: ti.template(), bodies: ti.template(), joints: ti.template(),
                       manifolds: ti.template(), prepared: ti.template(), coloring: ti.template(),
-                      pair, s: ti.template(), soft: ti.template()):
+                      pair, s: ti.template()):
     """What `pair` needs at the start of the substep: its narrow phase (the step's first
     before the colouring where begin_step runs, else in substep 0; later, fast pairs again)
     and its solver constants (prepare_manifold: in substep 0 and after every later narrow
-    phase; `soft`: contacts.prepare_pair's mixing rules). One call of each, so a kernel
+    phase). One call of each, so a kernel
     that runs this inlines the narrow phase once."""
     first = s.substep == 0
     find, prepare = False, False
@@ -193,7 +186,7 @@ def _find_and_prepare(model: ti.template(), bodies: ti.template(), joints: ti.te
             coloring.solve[pair] = 1 if solve else 0
     if prepare:
         prepare_manifold(model, bodies, manifolds, prepared, pair, s.n_bodies, s.dt, s.h,
-                         first, matches, soft)
+                         first, matches)
 
 
 @ti.func
@@ -345,7 +338,7 @@ def _restitution(model: ti.template(), bodies: ti.template(), joints: ti.templat
 SOFT_STEP_STAGES = (
     SUBSTEP_STAGES[0],
     SUBSTEP_STAGES[1],
-    Stage("narrow phase", PAIRS, _soft_narrow_phase, writes=SUBSTEP_STAGES[2].writes),
+    Stage("narrow phase", PAIRS, _narrow_phase, writes=SUBSTEP_STAGES[2].writes),
     Stage("warm start", BODY_SLOTS, _warm_start, when=AFTER_COLORING),
     Stage("solve", COLORS, _soft_solve, joints=True),
     Stage("integrate positions", BODY_SLOTS, _move, when=AFTER_COLORING),
