@@ -30,15 +30,21 @@ def _is_torch(value) -> bool:
     return type(value).__module__.split(".")[0] == "torch"
 
 
-def check_out(out, fields, leading: tuple[int, int], ctx: "StepContext") -> dict:
+def check_out(out, fields, leading: tuple[int, int], backend: str | None = None) -> dict:
     """The arrays of `out` to fill, checked: {field: array as the kernel takes it} for each
     of `fields` ((name, trailing shape)) that is not None. Floats share one dtype (float32
-    or float64), `sleeping` is bool (passed on as uint8, the same bytes).
+    or float64), `sleeping` is bool (passed on as uint8, the same bytes). Two fields may
+    not share memory: each would overwrite the other.
+
+    `backend`: the Taichi backend that writes the arrays (torch tensors must live where it
+    writes); None: this process's (Scene's). ShardedScene passes "x64": its driver writes
+    the shards' rows on the CPU.
 
     Raises:
         TypeError: out not a State, or a field neither a NumPy array nor a torch tensor.
-        ValueError: a field of the wrong shape or dtype, not C-contiguous, not writable, or
-            a torch tensor on another device than the backend's (naming it: out.position).
+        ValueError: a field of the wrong shape or dtype, not C-contiguous, not writable,
+            sharing memory with another field, or a torch tensor on another device than the
+            backend's (naming it: out.position).
     """
     if not isinstance(out, State):
         raise TypeError(f"out must be a fx2d_gpu.State, got {type(out).__name__}")
@@ -69,7 +75,7 @@ def check_out(out, fields, leading: tuple[int, int], ctx: "StepContext") -> dict
                                  "one float dtype for all")
             float_dtype = kind
         if torch:
-            _check_tensor(value, label)
+            _check_tensor(value, label, backend)
             arrays[name] = value.view(_torch_uint8()) if name == "sleeping" else value
         else:
             if not value.flags.c_contiguous:
@@ -77,7 +83,25 @@ def check_out(out, fields, leading: tuple[int, int], ctx: "StepContext") -> dict
             if not value.flags.writeable:
                 raise ValueError(f"{label} must be writable")
             arrays[name] = value.view(np.uint8) if name == "sleeping" else value
+    _check_apart(out, list(arrays))
     return arrays
+
+
+def _check_apart(out, names: list[str]):
+    """Refuse two fields of `out` that share memory (NumPy arrays or torch tensors of one
+    storage), naming both: the gather writes one after the other into the same bytes."""
+    for i, first in enumerate(names):
+        for second in names[i + 1:]:
+            a, b = getattr(out, first), getattr(out, second)
+            if _is_torch(a) and _is_torch(b):
+                shared = a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
+            elif isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
+                shared = np.may_share_memory(a, b)
+            else:  # a tensor beside an array: torch.from_numpy's sharing is not looked for
+                shared = False
+            if shared:
+                raise ValueError(f"out.{first} and out.{second} share memory: give each "
+                                 "field an array of its own")
 
 
 def _torch_uint8():
@@ -86,13 +110,13 @@ def _torch_uint8():
     return torch.uint8
 
 
-def _check_tensor(value, label: str):
+def _check_tensor(value, label: str, backend: str | None = None):
     if not value.is_contiguous():
         raise ValueError(f"{label} must be contiguous (tensor.contiguous())")
     if value.requires_grad:
         raise ValueError(f"{label} must not require grad (use a tensor of its own)")
-    backend = runtime.backend_name()
-    if backend != "cuda" and not runtime.on_cpu():  # Vulkan, Metal: not the tensor's memory
+    backend = backend or runtime.backend_name()
+    if backend not in ("cuda", "x64", "arm64"):  # Vulkan, Metal: not the tensor's memory
         raise ValueError(f"{label}: torch tensors are written on Taichi's CPU and CUDA "
                          f"backends, the engine runs on {backend}: pass NumPy arrays")
     on_cuda = value.device.type == "cuda"

@@ -66,10 +66,18 @@ def gather_state(ctx: StepContext, rows: np.ndarray | None, out: State) -> State
     gathered straight into `out`'s arrays (NumPy arrays or torch tensors, checked: see
     gather.check_out), one kernel launch; fields of `out` left None are skipped."""
     k = ctx.n_bodies if rows is None else len(rows)
-    targets = gather.check_out(out, _GATHERED, (ctx.n_worlds, k), ctx)
+    targets = check_state_out(out, ctx.n_worlds, k)
     indices = np.arange(ctx.n_bodies, dtype=np.int32) if rows is None else rows.astype(np.int32)
     gather.gather_bodies(ctx, indices, targets)
     return out
+
+
+def check_state_out(out, n_worlds: int, n_rows: int, backend: str | None = None) -> dict:
+    """get_state(out=...)'s check, Scene's and ShardedScene's: `out` a State of arrays for
+    n_worlds worlds of n_rows bodies (gather.check_out: shapes, one float dtype, bool
+    sleeping, contiguous, writable, apart; torch tensors where `backend` writes, None: this
+    process's Taichi backend). Returns {field: array} of the fields given."""
+    return gather.check_out(out, _GATHERED, (n_worlds, n_rows), backend)
 
 
 def enabled_flags(ctx: StepContext) -> np.ndarray:

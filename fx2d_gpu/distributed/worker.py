@@ -17,6 +17,8 @@ import numpy as np
 from .. import runtime
 from ..scene import Scene
 from ..snapshots import SceneSnapshot
+from ..state_files import check_containers, check_snapshot, plainly
+from ..world_params import WorldParams
 
 #: How a Scene's worlds are built: a one-world template Scene, or a builder called with the
 #: shard's world count that returns a Scene of that many worlds.
@@ -86,13 +88,18 @@ def build_shard_scene(source: Source, n_worlds: int) -> Scene:
 class ShardWorker:
     """One shard's scene, in a Ray actor's process.
 
+    The scene is built by the first call that needs it (describe, run, restore), not by
+    the constructor: a builder that kills its process (a segfault, the OOM killer) then
+    fails that call, which the driver reports as the process dying while it built the
+    scene, where a constructor's death would look like an actor that never starts.
+
     Args:
         source: a one-world template Scene or a builder (see Source); Ray keeps it, and a
             restarted actor builds its scene from it again.
         n_worlds: this shard's worlds.
 
     Attributes:
-        scene (Scene): the shard's scene.
+        scene (Scene): the shard's scene (once built).
         gpu_ids (list[str]): the GPU ids Ray gave the actor (empty on a CPU shard).
         failure (Exception | None): what building the scene raised (re-raised by every
             call), or None.
@@ -105,15 +112,19 @@ class ShardWorker:
         os.environ.update(visible_device_env(self.gpu_ids, os.environ))
         cpus = ray.get_runtime_context().get_assigned_resources().get("CPU", 0.0)
         os.environ.update(cpu_threads_env(cpus, os.environ))
-        # A source that fails (a bad builder) is reported by the first call, as the error
-        # it raised: Ray would report a constructor's error as the actor's death.
+        self._source, self._n_worlds = source, n_worlds
+        self.scene: Scene | None = None
         self.failure: Exception | None = None
-        try:
-            self.scene = build_shard_scene(source, n_worlds)
-        except Exception as error:  # noqa: BLE001 (re-raised by every call)
-            self.failure = error
 
     def _check(self):
+        """Build the scene on first use. A source that fails (a bad builder) is reported by
+        every call as the error it raised: Ray would report a constructor's error as the
+        actor's death."""
+        if self.scene is None and self.failure is None:
+            try:
+                self.scene = build_shard_scene(self._source, self._n_worlds)
+            except Exception as error:  # noqa: BLE001 (re-raised by every call)
+                self.failure = error
         if self.failure is not None:
             raise self.failure
 
@@ -172,6 +183,24 @@ class ShardWorker:
             fn, fn_args, fn_kwargs = args
             return fn(scene, *fn_args, **fn_kwargs)
         return getattr(scene, name)(*args, **kwargs)
+
+    def check_snapshot(self, snapshot: SceneSnapshot) -> None:
+        """Scene.restore's checks of `snapshot` against this shard's scene, changing nothing
+        (ShardedScene.restore checks every shard's part before any shard restores one).
+
+        Raises:
+            TypeError: not a SceneSnapshot.
+            ValueError: it does not fit this shard's scene (naming the field).
+        """
+        self._check()
+        if not isinstance(snapshot, SceneSnapshot):
+            raise TypeError(f"snapshot must be a fx2d_gpu.SceneSnapshot, got "
+                            f"{type(snapshot).__name__}")
+        binding = self.scene._built()
+        plainly(check_containers, vars(snapshot), "snapshot")
+        plainly(check_snapshot, vars(snapshot), binding, "snapshot")
+        if snapshot.params:
+            WorldParams.from_arrays(snapshot.params, self.scene._builder, binding.n_worlds)
 
     def restore(self, snapshot: SceneSnapshot) -> int:
         """Put the scene back to `snapshot` (this shard's own); returns its step count."""
