@@ -318,6 +318,12 @@ def test_actions_are_checked():
     ({"randomize": {"mass": (0.5, 2.0)}}, ValueError, "randomize"),
     ({"randomize": {"gravity": (12.0, 8.0)}}, ValueError, "randomize"),
     ({"randomize": {"mass_scale": (0.0, 1.0)}}, ValueError, "randomize"),
+    # Upper bounds, at construction (issue 76 finding 15: these failed at reset, or every
+    # step was a SimulationError).
+    ({"randomize": {"gravity": (1e30, 1e30)}}, ValueError, r"randomize\['gravity'\].*1000"),
+    ({"randomize": {"gravity": (1e39, 1e39)}}, ValueError, r"randomize\['gravity'\]"),
+    ({"randomize": {"mass_scale": (1e40, 1e40)}}, ValueError, r"randomize\['mass_scale'\]"),
+    ({"randomize": {"mass_scale": (1.0, 1e9)}}, ValueError, r"randomize\[.mass_scale.\].*1000"),
     ({"randomize": {"mass_scale": 1.0}}, TypeError, "randomize"),
     ({"render_mode": "human"}, ValueError, "render_mode"),
     ({"render_size": (8, 8)}, ValueError, "render_size"),
@@ -711,3 +717,62 @@ def test_cross_entropy_search_trains_the_cartpole_far_beyond_a_random_policy():
     assert random_mean < 40, random_mean  # Gymnasium's cart-pole: about 22
     assert trained_mean >= max(150.0, 4 * random_mean), (trained_mean, random_mean,
                                                          iteration)
+
+
+# ---------------------------------------------------------------- Gymnasium's async vector env
+#: Run in a subprocess (a hang must not hang the suite): the async vector env with Linux's
+#: default fork start method refused at once, naming the fix; with it (spawn), two workers
+#: reset and step; a process forked after Taichi started refuses to build an env.
+_ASYNC_SCRIPT = """
+import multiprocessing, sys, time
+import gymnasium, numpy as np
+import fx2d_gpu.envs
+from fx2d_gpu.envs import CartPoleVectorEnv
+
+
+def forked_child(queue):
+    try:
+        CartPoleVectorEnv(2, arch="cpu")
+        queue.put("built")
+    except RuntimeError as error:
+        queue.put(str(error))
+
+
+if __name__ == "__main__":
+    start = time.monotonic()
+    try:
+        gymnasium.make_vec("fx2d/CartPole-v0", num_envs=2, vectorization_mode="async",
+                           arch="cpu", vector_kwargs={"context": "fork"})
+        print("fork: accepted")
+    except ValueError as error:
+        print(f"fork: refused in {time.monotonic() - start:.1f} s: {error}")
+    envs = gymnasium.make_vec("fx2d/CartPole-v0", num_envs=2, vectorization_mode="async",
+                              arch="cpu", vector_kwargs={"context": "spawn"})
+    observations, _ = envs.reset(seed=0)
+    observations, *_ = envs.step(np.ones(2, int))
+    print("spawn: stepped", observations.shape)
+    envs.close()
+    queue = multiprocessing.get_context("fork").Queue()
+    child = multiprocessing.get_context("fork").Process(target=forked_child, args=(queue,))
+    child.start()
+    print("forked child:", queue.get(timeout=60))
+    child.join(30)
+"""
+
+
+def test_async_vector_env_refuses_fork_and_runs_with_spawn(tmp_path):
+    """gymnasium.make_vec(..., vectorization_mode="async") hung for ever with the fork
+    start method (the parent's env starts Taichi's thread pool, each forked child blocks in
+    its first kernel); now refused at once with the fix in the message, and the fix works."""
+    script = tmp_path / "async_envs.py"
+    script.write_text(_ASYNC_SCRIPT)
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=300, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = done.stdout.splitlines()
+    refused = next(line for line in lines if line.startswith("fork:"))
+    assert "refused" in refused and "vector_kwargs={'context': 'spawn'}" in refused
+    assert float(refused.split(" in ")[1].split(" s")[0]) < 10.0
+    assert "spawn: stepped (2, 4)" in lines
+    forked = next(line for line in lines if line.startswith("forked child:"))
+    assert "vector_kwargs={'context': 'spawn'}" in forked

@@ -16,17 +16,61 @@ from __future__ import annotations
 
 import abc
 import math
+import multiprocessing
+import os
+import sys
 from typing import Any
 
 import gymnasium
 import numpy as np
-from gymnasium.vector import AutoresetMode
+from gymnasium.vector import AsyncVectorEnv, AutoresetMode
 from gymnasium.vector.utils import batch_space
 
 import fx2d_gpu as fx
 from fx2d_gpu import render as fx_render
+from fx2d_gpu import runtime
 
 __all__ = ["AutoresetMode", "Fx2DEnv", "Fx2DVectorEnv", "WorldStreams", "parse_randomize"]
+
+#: Why an env refuses a forked process, and the fix.
+FORK_REFUSAL = (
+    "fx2d_gpu's environments cannot run in processes forked after Taichi started (its "
+    "thread pool does not survive a fork: the first step would hang). Gymnasium's async "
+    "vector env builds one env in the parent, starting Taichi, then forks with Linux's "
+    "default start method: use vector_kwargs={'context': 'spawn'} (or 'forkserver'), e.g. "
+    "gymnasium.make_vec(id, num_envs, vectorization_mode='async', "
+    "vector_kwargs={'context': 'spawn'}); or vectorization_mode='vector_entry_point', "
+    "every env a world of one scene")
+
+#: Set in a child forked after Taichi started in its parent (see _note_fork).
+_forked_after_taichi = False
+
+
+def _note_fork():
+    """In a forked child: remember whether Taichi was running in the parent."""
+    global _forked_after_taichi
+    _forked_after_taichi = _forked_after_taichi or runtime.backend_name() is not None
+
+
+os.register_at_fork(after_in_child=_note_fork)
+
+
+def _check_start_method():
+    """Refuse, with the fix, an env built where it would hang: by an AsyncVectorEnv that
+    will fork its workers (its constructor builds one env first, here, which starts
+    Taichi), or in a process forked after Taichi started."""
+    if _forked_after_taichi:
+        raise RuntimeError(FORK_REFUSAL)
+    frame = sys._getframe(1)
+    while frame is not None:  # a few frames: the callers that built this env
+        if frame.f_code.co_name == "__init__" and \
+                isinstance(frame.f_locals.get("self"), AsyncVectorEnv):
+            context = frame.f_locals.get("context")
+            if multiprocessing.get_context(context).get_start_method() == "fork":
+                raise ValueError(FORK_REFUSAL)
+            return
+        frame = frame.f_back
+
 
 _UINT64 = np.uint64
 _GOLDEN_GAMMA = _UINT64(0x9E3779B97F4A7C15)  # SplitMix64's increment (2^64 / golden ratio)
@@ -83,11 +127,15 @@ class WorldStreams:
 
 
 #: The domain randomisation every task may offer, in the order values are drawn: name ->
-#: (what it scales or sets, the smallest lower bound allowed).
+#: (what it scales or sets, the smallest lower bound allowed, the largest upper bound
+#: allowed). The upper bounds keep every draw one the scene simulates, checked at
+#: construction rather than failing at a reset: a mass factor of 1000 (a 1,000,000:1 mass
+#: ratio between the task's bodies at the two ends), friction of 100, and 1000 m/s^2
+#: (about 100 g; 1e30 would make every step a SimulationError).
 RANDOMIZATION_KEYS = {
-    "mass_scale": ("each dynamic body's mass, times a factor drawn per body", 1e-3),
-    "friction": ("static and dynamic friction of the task's moving bodies", 0.0),
-    "gravity": ("gravity's magnitude, m/s^2 (pointing down)", 0.0),
+    "mass_scale": ("each dynamic body's mass, times a factor drawn per body", 1e-3, 1e3),
+    "friction": ("static and dynamic friction of the task's moving bodies", 0.0, 100.0),
+    "gravity": ("gravity's magnitude, m/s^2 (pointing down)", 0.0, 1000.0),
 }
 
 
@@ -107,8 +155,10 @@ def parse_randomize(randomize, defaults: dict[str, tuple[float, float]]
 
     Raises:
         TypeError: `randomize` is not a bool, None or dict, or a range is not two numbers.
-        ValueError: an unknown key, low > high, a bound not finite or below the key's
-            smallest allowed value (masses > 0, frictions and gravity >= 0).
+        ValueError: an unknown key, low > high, a bound not finite, below the key's
+            smallest allowed value (masses > 0, frictions and gravity >= 0) or above its
+            largest (RANDOMIZATION_KEYS: mass_scale 1000, friction 100, gravity 1000 m/s^2),
+            naming randomize and the key.
     """
     if randomize is None or randomize is False:
         return {}
@@ -124,7 +174,7 @@ def parse_randomize(randomize, defaults: dict[str, tuple[float, float]]
         raise TypeError(f"randomize must be a bool, None or a dict of (low, high) ranges, "
                         f"got {type(randomize).__name__}")
     ranges = {}
-    for key, (_, smallest) in RANDOMIZATION_KEYS.items():
+    for key, (_, smallest, largest) in RANDOMIZATION_KEYS.items():
         if key not in chosen:
             continue
         value = chosen[key]
@@ -133,9 +183,10 @@ def parse_randomize(randomize, defaults: dict[str, tuple[float, float]]
         except (TypeError, ValueError):
             raise TypeError(f"randomize[{key!r}] must be a (low, high) pair of numbers, "
                             f"got {value!r}") from None
-        if not (math.isfinite(low) and math.isfinite(high)) or low > high or low < smallest:
-            raise ValueError(f"randomize[{key!r}] must be finite with {smallest} <= low <= "
-                             f"high, got ({low}, {high})")
+        if not (math.isfinite(low) and math.isfinite(high)) or low > high or low < smallest \
+                or high > largest:
+            raise ValueError(f"randomize[{key!r}] must be finite with {smallest:g} <= low <= "
+                             f"high <= {largest:g}, got ({low}, {high})")
         ranges[key] = (low, high)
     return ranges
 
@@ -254,6 +305,8 @@ class Fx2DVectorEnv(gymnasium.vector.VectorEnv, metaclass=abc.ABCMeta):
                  render_mode: str | None = None, render_size=(600, 400),
                  render_tiles: int = 4, arch: str = "auto", substeps: int = 11,
                  shards: int | None = None, shard_options: dict | None = None):
+        if _forked_after_taichi:
+            raise RuntimeError(FORK_REFUSAL)
         self.num_envs = _count(num_envs, "num_envs")
         shards = _count(shards, "shards", allow_none=True)
         if shards is not None and shards > self.num_envs:
@@ -677,6 +730,7 @@ class Fx2DEnv(gymnasium.Env):
     vector_class: type[Fx2DVectorEnv] = Fx2DVectorEnv
 
     def __init__(self, render_mode: str | None = None, **task_options: Any):
+        _check_start_method()
         self.worlds = self.vector_class(
             num_envs=1, autoreset_mode=AutoresetMode.DISABLED, max_episode_steps=None,
             render_mode=render_mode, render_tiles=1, **task_options)
