@@ -181,6 +181,38 @@ def test_overlapping_circles_in_a_closed_box_stay_inside(arch):
         assert np.linalg.norm(state.velocity[0, 4:], axis=1).max() <= MAX_PUSHOUT_SPEED
 
 
+@pytest.mark.parametrize("size, friction", [((0.1, 2.0), 0.0), ((0.1, 2.0), 0.5),
+                                            ((0.5, 1.0), 0.5), ((1.0, 1.0), 0.0)],
+                         ids=["thin-frictionless", "thin", "tall", "square-frictionless"])
+def test_a_box_created_deep_in_the_ground_is_pushed_out_at_most_at_the_cap(arch, solver,
+                                                                           size, friction):
+    """A box (w x h, 1 kg) created 0.3 m deep in a static ground, no gravity: it rises
+    at no more than MAX_PUSHOUT_SPEED (3 m/s, Box2D's contactPushMaxVelocity), under
+    either solver (issue 77: the soft step pushed a 0.1 x 2 m box out at 5.8 m/s).
+
+    Bound: the box does not turn (symmetric) and nothing else moves it, so its rise in a
+    step is each contact point's. XPBD moves a point at most MAX_PUSHOUT_SPEED * h a
+    substep; the soft step's solve leaves a point's normal velocity at (1 - mass_scale)
+    of the one before the warm start (0 at the start, and the relax takes the push back
+    each substep) plus mass_scale times the capped bias, 3 m/s at most, and positions move
+    by that velocity times h. So rise / dt <= 3 m/s, plus float32 rounding of a position
+    near 1 m (6e-8 m a step: 4e-6 m/s)."""
+    width, height = size
+    depth = 0.3
+    scene = fx.Scene(gravity=(0.0, 0.0), arch=arch, solver=solver, enable_sleep=False)
+    scene.add_box((0.0, -0.5), (20.0, 1.0), mass=0.0, static_friction=friction,
+                  dynamic_friction=friction)
+    box = scene.add_box((0.0, height / 2 - depth), (width, height), static_friction=friction,
+                        dynamic_friction=friction)
+    heights = [float(scene.get_state().position[0, box, 1])]
+    for _ in range(30):
+        scene.step(DT)
+        heights.append(float(scene.get_state().position[0, box, 1]))
+    rise = np.diff(heights) / DT
+    assert heights[-1] >= height / 2 - LINEAR_SLOP - 1e-6  # pushed out to the slop
+    assert rise.max() <= MAX_PUSHOUT_SPEED + 1e-5
+
+
 # --- 4. motors at small steps and far from the origin ----------------------------------------
 
 def motor_arm_rotation(arch, dt, base_x, solver="xpbd"):
