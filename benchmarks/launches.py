@@ -12,9 +12,10 @@ these are counted on any machine. This runs on the CPU backend with the CPU team
 GPU's path; the counts are those of any backend.
 
 - launches_per_step: launches of the engine's kernels (launching.launch_count);
-- syncs_per_step: launches of kernels that return a value (launching.returning_count), plus
-  the host's own waits for the device inside step() (Taichi's runtime sync: to_numpy,
-  from_numpy, ti.sync) and reads of a field's element from the host;
+- syncs_per_step: the host's waits for the device inside step(): Taichi's runtime sync
+  (which a launch of a kernel that returns a value makes, and to_numpy, from_numpy, ti.sync)
+  and reads of a field's element from the host; returning_per_step: of those, the launches
+  of kernels that return a value (launching.returning_count);
 - tasks_per_step: offloaded tasks run (Taichi's kernel profiler on the CPU: each top-level
   loop or serial block of a kernel is a task, a kernel launch on a GPU);
 - launches_per_stage.csv: the launches of each planned stage (solver/plan.py's
@@ -110,10 +111,11 @@ def count(scene, steps: int = COUNTED_STEPS) -> dict:
             scene.step(DT)
     tasks = _tasks_run()
     after = launching.stage_launches()
-    per_stage = {name: (after.get(name, 0) - by_stage.get(name, 0)) / steps
-                 for name in after if name is not None}
+    per_stage = {name: (after[name] - by_stage.get(name, 0)) / steps
+                 for name in after if name is not None and after[name] != by_stage.get(name, 0)}
     return {"launches_per_step": (launching.launch_count() - launches) / steps,
-            "syncs_per_step": (launching.returning_count() - returning + waits.count) / steps,
+            "syncs_per_step": waits.count / steps,
+            "returning_per_step": (launching.returning_count() - returning) / steps,
             "tasks_per_step": tasks / steps}, per_stage
 
 

@@ -21,9 +21,20 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "fx2d_gpu"
 HOST_FUNCTION_LINES = 80
 KERNEL_PARAMETERS = 16
+#: The package's layers, lowest first: a module may import from its own layer and those
+#: below it, never from one above. Modules in none (fx2d_gpu's Scene, scenes, demos, cli,
+#: io/, envs/, distributed/, examples/) are the top layer.
+LAYERS = (
+    ("vocabulary", ("fx2d_gpu.checks", "fx2d_gpu.enums", "fx2d_gpu.shapes", "fx2d_gpu.records")),
+    ("model", ("fx2d_gpu.model",)),
+    ("device", ("fx2d_gpu.device",)),
+    ("physics", ("fx2d_gpu.physics",)),
+    ("access", ("fx2d_gpu.access",)),
+    ("draw", ("fx2d_gpu.draw",)),
+)
 
 
-def _modules() -> dict[str, Path]:
+def modules() -> dict[str, Path]:
     """{dotted module name: path} of the package's modules."""
     out = {}
     for path in sorted(PACKAGE.rglob("*.py")):
@@ -68,6 +79,26 @@ def _runtime_imports(module: str, path: Path, modules: dict) -> set[str]:
 
     visit(tree.body)
     return {m for m in found if m in modules and m != module}
+
+
+def top_level_modules() -> list[Path]:
+    """fx2d_gpu's own modules outside any folder (its __init__ aside)."""
+    return sorted(p for p in PACKAGE.glob("*.py") if p.name != "__init__.py")
+
+
+def layer_of(module: str) -> int:
+    """The index of `module`'s layer in LAYERS (len(LAYERS): the top)."""
+    for index, (_, prefixes) in enumerate(LAYERS):
+        if any(module == p or module.startswith(p + ".") for p in prefixes):
+            return index
+    return len(LAYERS)
+
+
+def upward_imports(modules: dict) -> list[tuple[str, str]]:
+    """(importer, imported) where a module imports one of a higher layer."""
+    return sorted((name, target) for name, path in modules.items()
+                  for target in _runtime_imports(name, path, modules)
+                  if layer_of(target) > layer_of(name))
 
 
 def import_circles(modules: dict) -> list[list[str]]:
@@ -155,21 +186,24 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--list", action="store_true", help="name each item counted")
     args = parser.parse_args(argv)
-    modules = _modules()
+    found = modules()
     lines = defaultdict(int)
-    for path in modules.values():
+    for path in found.values():
         folder = str(path.parent.relative_to(ROOT))
         lines[folder] += len(path.read_text().splitlines())
     print("folders (lines):")
     for folder, count in sorted(lines.items()):
         print(f"  {folder:32s} {count:6d}")
-    top = [p for p in PACKAGE.glob("*.py") if p.name != "__init__.py"]
-    print(f"top-level modules of fx2d_gpu/: {len(top)}")
-    circles = import_circles(modules)
+    print(f"top-level modules of fx2d_gpu/: {len(top_level_modules())}")
+    circles = import_circles(found)
     print(f"import circles: {len(circles)}")
     for group in circles:
         print("  " + " <-> ".join(group))
-    host, kernels = long_functions(modules)
+    upward = upward_imports(found)
+    print(f"imports from a lower layer to a higher one: {len(upward)}")
+    for importer, imported in upward:
+        print(f"  {importer} -> {imported}")
+    host, kernels = long_functions(found)
     print(f"host functions over {HOST_FUNCTION_LINES} lines: {len(host)}")
     print(f"kernels or funcs over {KERNEL_PARAMETERS} parameters: {len(kernels)}")
     patches, private = test_facts()

@@ -188,7 +188,7 @@ def simulate(scene, args, label):
 
     if args.steps < 0 or args.every < 1:
         raise SystemExit("--steps must be >= 0 and --every >= 1")
-    from .demos import controller_of
+    from .viewer import controller_of
 
     frames = []
     want_frames = bool(args.gif or args.png_dir)

@@ -10,6 +10,7 @@ import numpy as np
 from . import runtime, shapes
 from .scene import Scene
 from .scenes import pyramid, random_pile
+from .viewer import attach_controller
 
 
 def _on_gpu() -> bool:
@@ -197,26 +198,6 @@ class LidarController:
         desired -= 4.0 * (near[..., None] * self.fan[None]).sum(1)
         force = 6.0 * (desired - state.velocity[:, self.agent])
         scene.apply_force(self.agent, force)
-
-
-_CONTROLLERS = {}
-
-
-def controller_of(scene):
-    """The per-frame controller a demo scene comes with (its before_step(scene) runs before
-    every step; its `rays` are drawn), or None."""
-    entry = _CONTROLLERS.get(id(scene))
-    return entry[1] if entry is not None and entry[0]() is scene else None
-
-
-def attach_controller(scene, controller):
-    """Make `controller` the one `controller_of(scene)` returns: `fx2d run`, `fx2d demo` and
-    the viewer call its before_step(scene) before every step and draw its `rays` (None: no
-    rays). A demo's agents (the lidar's) and an example's driver (fx2d_gpu.examples) are
-    attached this way. The scene is held weakly: the entry dies with it."""
-    import weakref
-
-    _CONTROLLERS[id(scene)] = (weakref.ref(scene), controller)
 
 
 def demo_lidar(arch="auto", n_worlds=16, seed=5, **_):

@@ -7,6 +7,8 @@ Body slots are world-major: slot = world * n_bodies + body.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from . import residency, transfer, world_resets
@@ -15,8 +17,11 @@ from .solver.context import StepContext
 from .solver.sleep import wake_what_disabled_bodies_held
 from .world_params import WorldParams
 
+if TYPE_CHECKING:
+    from .builder import ModelBuilder
 
-def upload_filters(ctx: StepContext, binding: Binding, builder, rows):
+
+def upload_filters(ctx: StepContext, binding: Binding, builder: ModelBuilder, rows):
     """The builder's collision filters of bodies `rows` ((k,) indices) into the host model
     and onto the device (one launch for all of them); the candidate pairs are found afresh,
     as the filter decides them."""
@@ -31,7 +36,7 @@ def upload_filters(ctx: StepContext, binding: Binding, builder, rows):
     ctx.cache.pairs_fat = False
 
 
-def upload_motor(ctx: StepContext, binding: Binding, builder, params: WorldParams,
+def upload_motor(ctx: StepContext, binding: Binding, builder: ModelBuilder, params: WorldParams,
                  joint: int, motor):
     """`motor` (a builder.Joint's mode, pid and max_effort) as joint `joint`'s, in the host
     model and on the device (its gains, per joint slot, with the per-world values
@@ -42,7 +47,7 @@ def upload_motor(ctx: StepContext, binding: Binding, builder, params: WorldParam
     transfer.write_joint_mode(ctx, joint, motor.mode, motor.max_effort)
 
 
-def upload_params(ctx: StepContext, binding: Binding, builder, params: WorldParams):
+def upload_params(ctx: StepContext, binding: Binding, builder: ModelBuilder, params: WorldParams):
     """The model rows that follow from the per-world values `params` (materials, gravity,
     PID gains) into the host model and onto the device (one launch)."""
     arrays = binding.apply_params(builder, params)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .checks import as_index
-from .device import MAX_MANIFOLD_POINTS
+from .shapes import MAX_MANIFOLD_POINTS
 
 
 @dataclass

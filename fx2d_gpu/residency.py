@@ -20,6 +20,7 @@ from __future__ import annotations
 import functools
 import threading
 import weakref
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -27,6 +28,9 @@ from . import runtime
 from .device import MIN_CAPACITIES, DevicePool, next_pow2
 from .transfer import read_groups, write_groups
 from .world_params import DERIVED_FIELDS, WorldParams
+
+if TYPE_CHECKING:
+    from .builder import ModelBuilder
 
 
 class Snapshot:
@@ -95,7 +99,7 @@ class Binding:
                 "reported": cache.n_reported, "begin_events": cache.n_begin_events,
                 "end_events": cache.n_end_events}
 
-    def matches(self, builder) -> bool:
+    def matches(self, builder: ModelBuilder) -> bool:
         """Whether the device arrays were built for `builder`'s model as it is now (its
         bodies, joints and disabled pairs; a body or joint added since needs a rebuild)."""
         return (self.n_bodies == len(builder.bodies) and self.n_joints == len(builder.joints)
@@ -112,7 +116,8 @@ class Binding:
         for field, value in values.items():
             fields[field][rows] = value
 
-    def apply_params(self, builder, params: WorldParams) -> dict[str, dict[str, np.ndarray]]:
+    def apply_params(self, builder: ModelBuilder,
+                     params: WorldParams) -> dict[str, dict[str, np.ndarray]]:
         """Recompute the model's fields that follow from the per-world values `params`
         (world_params.DERIVED_FIELDS) from the model as built; returns them ({group: {field:
         array}}), for the caller to write to the device if the scene is resident (every load
@@ -127,7 +132,8 @@ class Binding:
         return {group: {name: model[group][name] for name in fields}
                 for group, fields in DERIVED_FIELDS.items()}
 
-    def rebuild(self, builder, pending_targets: dict[int, np.ndarray], params: WorldParams):
+    def rebuild(self, builder: ModelBuilder, pending_targets: dict[int, np.ndarray],
+                params: WorldParams):
         """Build the host model and initial state of `builder`'s current model, keeping, in
         every world, the state of the bodies and joints that existed (pairs and colours start
         over) and the contacts reported between them; motor targets `pending_targets` (joint:

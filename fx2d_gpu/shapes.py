@@ -40,6 +40,8 @@ MAX_SPEED = 1e10
 in a substep. Inputs beyond it are refused; a state beyond it after a step is a fault."""
 MAX_POLYGON_VERTICES = 8
 """Most vertices a convex polygon may have (Box2D uses the same bound)."""
+MAX_MANIFOLD_POINTS = 2
+"""Points per contact manifold (two shapes touch at one or two points, as in Box2D)."""
 
 AREALESS_KINDS = (SHAPE_EDGE, SHAPE_CHAIN)
 """Shape kinds with no area: static level geometry only (no mass, no inertia)."""

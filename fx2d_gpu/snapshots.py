@@ -20,6 +20,7 @@ import dataclasses
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -35,6 +36,9 @@ from .state_files import (
     scene_fingerprint,
 )
 from .world_params import WorldParams
+
+if TYPE_CHECKING:
+    from .builder import ModelBuilder
 
 
 @dataclass
@@ -163,7 +167,7 @@ def take_snapshot(binding, cache: StepCache, params: WorldParams, forces: dict, 
         {b: (np.array(f), np.array(t)) for b, (f, t) in forces.items()}, time, step_count)
 
 
-def restore_snapshot(snapshot, binding, cache: StepCache, builder, gravity, *,
+def restore_snapshot(snapshot, binding, cache: StepCache, builder: ModelBuilder, gravity, *,
                      checked: bool = False):
     """Put a snapshot back into a built scene (its binding, built for the model as it is and
     resident or not: the next acquire loads the snapshot; its step cache, its

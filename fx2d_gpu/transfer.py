@@ -14,6 +14,9 @@ import numpy as np
 import taichi as ti
 
 if TYPE_CHECKING:
+    from .solver.context import StepContext
+
+if TYPE_CHECKING:
     from .device import FieldGroup
 
 _F32_ARRAY = ti.types.ndarray(dtype=ti.f32, ndim=1)
@@ -261,7 +264,7 @@ def _scatter_forces(bodies: ti.template(), serial: ti.template(), slots: _I32_AR
             bodies.sleep_time[slots[i]] = 0.0
 
 
-def scatter_forces(ctx, slots, forces, torques):
+def scatter_forces(ctx: "StepContext", slots, forces, torques):
     """Add forces (k, 2) N and torques (k,) N m to body slots (k,) for the next step; a
     push wakes a sleeping body."""
     _scatter_forces(ctx.pool.bodies, ctx.serial, slots, forces, torques)
@@ -282,7 +285,7 @@ def _write_state(bodies: ti.template(), serial: ti.template(), position: _VEC2_A
         bodies.sleep_time[slot] = 0.0
 
 
-def write_state(ctx, position, angle, velocity, angular_velocity, sleeping):
+def write_state(ctx: "StepContext", position, angle, velocity, angular_velocity, sleeping):
     """Poses, velocities and sleep flags of every slot (arrays of n_slots rows, float32 /
     int32); sleep timers restart."""
     _write_state(ctx.pool.bodies, ctx.serial, position, angle, velocity, angular_velocity,
@@ -306,7 +309,7 @@ def _write_joint_target(joints: ti.template(), bodies: ti.template(), serial: ti
         _wake_joint_bodies(joints, bodies, joint, world, n_bodies)
 
 
-def write_joint_target(ctx, joint: int, values):
+def write_joint_target(ctx: "StepContext", joint: int, values):
     """New motor targets of one joint, (n_worlds,) float32; a new target wakes its bodies."""
     _write_joint_target(ctx.pool.joints, ctx.pool.bodies, ctx.serial, joint, ctx.n_joints,
                         ctx.n_bodies, values)
@@ -324,7 +327,7 @@ def _write_joint_mode(joints: ti.template(), bodies: ti.template(), serial: ti.t
         _wake_joint_bodies(joints, bodies, joint, world, n_bodies)
 
 
-def write_joint_mode(ctx, joint: int, mode: int, max_effort: float):
+def write_joint_mode(ctx: "StepContext", joint: int, mode: int, max_effort: float):
     """A motor's mode and effort limit; its PID restarts and its bodies wake in every world
     (its gains, per joint slot, are written with the other model rows: edits.py)."""
     _write_joint_mode(joints=ctx.pool.joints, bodies=ctx.pool.bodies, serial=ctx.serial,
@@ -344,7 +347,7 @@ def _write_enabled(bodies: ti.template(), serial: ti.template(), slots: _I32_ARR
             bodies.sleep_time[slot] = 0.0
 
 
-def write_enabled(ctx, slots, enabled: bool):
+def write_enabled(ctx: "StepContext", slots, enabled: bool):
     """Enable or disable body slots (k,) int32; a body whose flag changes is awake (the
     colouring then sees a woken body, and a disabled one's pairs are gone)."""
     _write_enabled(ctx.pool.bodies, ctx.serial, slots, int(enabled))
@@ -367,7 +370,7 @@ def _write_filters(model: ti.template(), bodies: ti.template(), serial: ti.templ
         bodies.sleep_time[slot] = 0.0
 
 
-def write_filters(ctx, rows, groups, categories, masks):
+def write_filters(ctx: "StepContext", rows, groups, categories, masks):
     """The collision filters of model rows (k,) in every world (int32 arrays, the bits as
     int32); the bodies wake."""
     _write_filters(model=ctx.pool.model, bodies=ctx.pool.bodies, serial=ctx.serial, rows=rows,

@@ -29,6 +29,7 @@ import math
 import os
 import sys
 import time
+import weakref
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
@@ -138,6 +139,25 @@ class Camera:
         self.centre = about + (self.centre - about) * factor
         self.half_height *= factor
 
+
+#: What drives a scene frame by frame (attach_controller): {id(scene): (weak reference to the
+#: scene, controller)}.
+_CONTROLLERS = {}
+
+
+def controller_of(scene):
+    """The per-frame controller a demo scene comes with (its before_step(scene) runs before
+    every step; its `rays` are drawn), or None."""
+    entry = _CONTROLLERS.get(id(scene))
+    return entry[1] if entry is not None and entry[0]() is scene else None
+
+
+def attach_controller(scene, controller):
+    """Make `controller` the one `controller_of(scene)` returns: `fx2d run`, `fx2d demo` and
+    the viewer call its before_step(scene) before every step and draw its `rays` (None: no
+    rays). A demo's agents (the lidar's) and an example's driver (fx2d_gpu.examples) are
+    attached this way. The scene is held weakly: the entry dies with it."""
+    _CONTROLLERS[id(scene)] = (weakref.ref(scene), controller)
 
 @dataclass(frozen=True)
 class View:
@@ -256,8 +276,6 @@ class ViewerController:
     def __init__(self, scene, dt: float = 1 / 60, size=(1024, 768), world: int = 0,
                  tiled: bool | None = None, overlays: Overlays | None = None,
                  paused: bool = False):
-        from .demos import controller_of
-
         if not 0 <= world < scene.n_worlds:
             raise ValueError(f"world must be in [0, {scene.n_worlds}), got {world}")
         self.scene, self.dt = scene, dt

@@ -20,6 +20,7 @@ A body is static or dynamic in every world: a world may not make a dynamic body 
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -33,7 +34,9 @@ from .builder import (
     too_heavy,
 )
 from .checks import FLOAT32_MAX, as_real_array, as_reals, as_vector2, as_vectors2
-from .solver.contacts import IMMOVABLE_SWEEP_RATIO
+
+if TYPE_CHECKING:
+    from .builder import ModelBuilder
 
 #: The body parameters a world may hold values of its own for: {name: (Body field, check
 #: bounds for as_reals)}. `vel_damping` damps linear and angular velocity alike (Fx2D's).
@@ -135,10 +138,16 @@ def _per_world_values(value, name: str, n_worlds: int, n_items: int, bounds: dic
     return flat.reshape(n_worlds, n_items)
 
 
+#: Dynamic bodies' masses in one world differing by more than this factor make the world
+#: "uneven": its velocity pass sweeps the contacts with an immovable body again, and shock
+#: propagation holds the lighter body (solver/contacts.py says why and what it cost).
+IMMOVABLE_SWEEP_RATIO = 10.0
+
+
 def uneven_worlds(inv_mass: np.ndarray) -> np.ndarray:
     """(n_worlds,) int32: 1 where a world's dynamic bodies' inverse masses ((n_worlds,
-    n_bodies) float32) differ by more than contacts.IMMOVABLE_SWEEP_RATIO (its velocity pass
-    sweeps the contacts with an immovable body again)."""
+    n_bodies) float32) differ by more than IMMOVABLE_SWEEP_RATIO (its velocity pass sweeps
+    the contacts with an immovable body again)."""
     inverse = inv_mass.astype(np.float64)
     dynamic = inverse > 0.0
     highest = np.where(dynamic, inverse, -np.inf).max(axis=1, initial=-np.inf)
@@ -146,7 +155,7 @@ def uneven_worlds(inv_mass: np.ndarray) -> np.ndarray:
     return (dynamic.any(axis=1) & (highest > IMMOVABLE_SWEEP_RATIO * lowest)).astype(np.int32)
 
 
-def _base_values(builder) -> dict[str, np.ndarray]:
+def _base_values(builder: ModelBuilder) -> dict[str, np.ndarray]:
     """{param: (n_bodies,) float64}: the builder's values (every world's until set)."""
     return {name: np.array([getattr(b, field) for b in builder.bodies], np.float64)
             for name, (field, _) in BODY_PARAMS.items()}
@@ -185,7 +194,7 @@ class WorldParams:
         return params
 
     @classmethod
-    def stacked(cls, parts: list[WorldParams], builder) -> WorldParams:
+    def stacked(cls, parts: list[WorldParams], builder: ModelBuilder) -> WorldParams:
         """The values of several scenes' worlds, one after another (distributed: the
         shards' worlds as one scene's)."""
         params = cls(sum(p.n_worlds for p in parts), (0.0, 0.0))
@@ -207,7 +216,7 @@ class WorldParams:
         return params
 
     # ------------------------------------------------------------------ reading
-    def body_values(self, builder) -> dict[str, np.ndarray]:
+    def body_values(self, builder: ModelBuilder) -> dict[str, np.ndarray]:
         """{param: (n_worlds, n_bodies) float64}, every body's value in every world (a
         fresh array where no world has its own, else the stored one, grown by the bodies
         added since)."""
@@ -222,7 +231,7 @@ class WorldParams:
                 for k, v in self.bodies.items()}
         return self.bodies
 
-    def joint_gains(self, builder) -> np.ndarray:
+    def joint_gains(self, builder: ModelBuilder) -> np.ndarray:
         """(n_worlds, n_joints, 3) float64: every joint's PID gains in every world."""
         base = np.array([j.pid for j in builder.joints], np.float64).reshape(-1, 3)
         if self.pid is None:
@@ -234,7 +243,7 @@ class WorldParams:
         return self.pid
 
     # ------------------------------------------------------------------ checks and edits
-    def check_body_values(self, builder, bodies: np.ndarray, worlds: np.ndarray,
+    def check_body_values(self, builder: ModelBuilder, bodies: np.ndarray, worlds: np.ndarray,
                           values: dict) -> dict[str, np.ndarray]:
         """The given values (param: scalar, (k_worlds,) or (k_worlds, k_bodies)), checked
         whole, as {param: (k_worlds, k_bodies) float64}; mass and inertia only for bodies
@@ -277,7 +286,7 @@ class WorldParams:
                                                    float(checked["mass"][large][0])))
         return checked
 
-    def _inertia_after(self, builder, bodies: np.ndarray, worlds: np.ndarray,
+    def _inertia_after(self, builder: ModelBuilder, bodies: np.ndarray, worlds: np.ndarray,
                        mass: np.ndarray) -> np.ndarray:
         """(k_worlds, k_bodies) float64, kg m^2: the inertias of `bodies` in `worlds` once
         they take `mass` (same shape, kg) without an inertia: mass x Shape.unit_inertia where
@@ -288,7 +297,7 @@ class WorldParams:
         old_mass, old_inertia = current["mass"][cells], current["inertia"][cells]
         return np.where(old_inertia == old_mass * unit, mass * unit, old_inertia)
 
-    def set_body_values(self, builder, bodies: np.ndarray, worlds: np.ndarray,
+    def set_body_values(self, builder: ModelBuilder, bodies: np.ndarray, worlds: np.ndarray,
                         checked: dict[str, np.ndarray]):
         """Store checked values (check_body_values) for `bodies` in `worlds`. A mass given
         without an inertia moves the inertia with it where the inertia is the shape's
@@ -331,13 +340,14 @@ class WorldParams:
         flat = as_reals(array.reshape(-1), "pid", array.size)
         return flat.reshape(array.shape)
 
-    def set_gains(self, builder, joints: np.ndarray, worlds: np.ndarray, gains: np.ndarray):
+    def set_gains(self, builder: ModelBuilder, joints: np.ndarray, worlds: np.ndarray,
+                  gains: np.ndarray):
         current = self.joint_gains(builder)
         self.pid = current
         current[np.ix_(worlds, joints)] = gains
 
     # ------------------------------------------------------------------ the device rows
-    def device_rows(self, builder, model: dict):
+    def device_rows(self, builder: ModelBuilder, model: dict):
         """Put the per-world rows into `model` (builder.build_model's arrays, in place):
         the material fields by material row (n_bodies rows while every world holds the same
         values, else n_slots), per_world, gravity (n_worlds, 2), uneven (n_worlds,) and the
@@ -372,7 +382,7 @@ class WorldParams:
         return arrays
 
     @classmethod
-    def from_arrays(cls, arrays: dict, builder, n_worlds: int) -> WorldParams:
+    def from_arrays(cls, arrays: dict, builder: ModelBuilder, n_worlds: int) -> WorldParams:
         """The values of arrays() back, checked as set_body_params, set_gravity and
         set_joint_params check them (a snapshot is untrusted input).
 

@@ -9,11 +9,17 @@ row (a scene's built initial state) can serve every reset world.
 """
 
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import taichi as ti
 
 from .builder import check_state
 from .records import State
+
+if TYPE_CHECKING:
+    from .builder import ModelBuilder
+    from .solver.context import StepContext
 
 vec2 = ti.math.vec2
 _I32 = ti.types.ndarray(dtype=ti.i32, ndim=1)
@@ -76,8 +82,8 @@ def _rows(worlds: np.ndarray, n_worlds: int, one_source: bool) -> np.ndarray:
     return source_row
 
 
-def write_worlds(ctx, worlds: np.ndarray, arrays: dict[str, np.ndarray], *, reset: bool,
-                 targets: np.ndarray | None = None):
+def write_worlds(ctx: "StepContext", worlds: np.ndarray, arrays: dict[str, np.ndarray], *,
+                 reset: bool, targets: np.ndarray | None = None):
     """Write `worlds` ((k,) int64, unique) from `arrays` (position (r, n_bodies, 2), angle,
     velocity, angular_velocity, sleeping (r, n_bodies); r = 1 (every world that row) or k);
     with `reset` also targets ((r, n_joints) float32) and PID state, no pending force, the
@@ -121,7 +127,7 @@ def state_rows(state: State, worlds: np.ndarray, n_worlds: int, n_bodies: int,
     return check_state(state, len(worlds), n_bodies)
 
 
-def reset_rows(state, worlds: np.ndarray, ctx, builder, binding
+def reset_rows(state, worlds: np.ndarray, ctx: "StepContext", builder: "ModelBuilder", binding
                ) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """Scene.reset_worlds' source: (rows of a State, awake; motor targets (rows, n_joints)
     float32) for `worlds` from `state` (None: the builder's initial state, one row for
@@ -171,7 +177,7 @@ def reset_rows(state, worlds: np.ndarray, ctx, builder, binding
     return rows, np.asarray(targets, np.float32).reshape(len(rows["angle"]), nj)
 
 
-def _check_targets(targets: np.ndarray, builder):
+def _check_targets(targets: np.ndarray, builder: "ModelBuilder"):
     """Motor targets ((k, n_joints)) within what each joint's motor may be given now."""
     from .builder import TARGET_LIMITS
 
@@ -181,3 +187,17 @@ def _check_targets(targets: np.ndarray, builder):
         if not (np.isfinite(column).all() and (np.abs(column) < limit).all()):
             raise ValueError(f"state: joint {joint}'s targets in the snapshot are not finite "
                              f"or beyond +-{limit:g} (its motor's mode)")
+
+
+def reset_faulty_worlds(ctx: "StepContext", worlds: np.ndarray, initial: dict):
+    """Worlds `worlds` ((k,) indices) back to their initial state (`initial`: one world's
+    rows of the builder's initial state): poses, velocities, motor targets and PID state,
+    no forces, awake, its contacts forgotten. The other worlds are not touched."""
+    bodies, nb = initial["bodies"], ctx.n_bodies
+    rows = {"position": bodies["position"].reshape(1, nb, 2),
+            "angle": bodies["angle"].reshape(1, nb),
+            "velocity": bodies["velocity"].reshape(1, nb, 2),
+            "angular_velocity": bodies["angular_velocity"].reshape(1, nb),
+            "sleeping": np.zeros((1, nb), np.int32)}
+    write_worlds(ctx, worlds, rows, reset=True,
+                 targets=initial["joints"]["target"].reshape(1, -1))

@@ -147,7 +147,8 @@ def test_lidar_demo_sees_what_is_there_and_draws_its_rays(tmp_path):
     """The lidar demo's agents steer by one batched ray cast a frame: each range is the
     distance to the first body along the ray (checked against query_point just before and
     just past it), and the rays are drawn in the GIF."""
-    from fx2d_gpu.demos import controller_of, demo_lidar
+    from fx2d_gpu.demos import demo_lidar
+    from fx2d_gpu.viewer import controller_of
 
     scene = demo_lidar(arch="cpu", n_worlds=4)
     lidar = controller_of(scene)

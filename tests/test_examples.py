@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from fx2d_gpu import examples
-from fx2d_gpu.demos import controller_of
 from fx2d_gpu.examples import bucket_fill, chain_terrain, truck
+from fx2d_gpu.viewer import controller_of
 
 DT = 1 / 60
 

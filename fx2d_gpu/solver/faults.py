@@ -20,7 +20,6 @@ import taichi as ti
 from ..enums import NO_FAULT
 from ..launching import quick
 from ..shapes import MAX_COORDINATE, MAX_SPEED
-from ..world_resets import write_worlds
 from .joints import JOINT_TORN_FRACTION, torn
 
 if TYPE_CHECKING:
@@ -161,20 +160,6 @@ def find_faults(ctx: "StepContext") -> int:
                         ctx.n_worlds, ctx.n_bodies, ctx.n_joints)
 
 
-def reset_faulty_worlds(ctx: "StepContext", worlds: np.ndarray, initial: dict):
-    """Worlds `worlds` ((k,) indices) back to their initial state (`initial`: one world's
-    rows of the builder's initial state): poses, velocities, motor targets and PID state,
-    no forces, awake, its contacts forgotten. The other worlds are not touched."""
-    bodies, nb = initial["bodies"], ctx.n_bodies
-    rows = {"position": bodies["position"].reshape(1, nb, 2),
-            "angle": bodies["angle"].reshape(1, nb),
-            "velocity": bodies["velocity"].reshape(1, nb, 2),
-            "angular_velocity": bodies["angular_velocity"].reshape(1, nb),
-            "sleeping": np.zeros((1, nb), np.int32)}
-    write_worlds(ctx, worlds, rows, reset=True,
-                 targets=initial["joints"]["target"].reshape(1, -1))
-
-
 def describe_torn_joint(builder: "ModelBuilder", joint: int, world: int, ctx: "StepContext") -> str:
     """What is wrong with torn joint `joint` of `world` (host values)."""
     from types import SimpleNamespace
@@ -198,9 +183,9 @@ def describe_torn_joint(builder: "ModelBuilder", joint: int, world: int, ctx: "S
 def contain_faults(ctx: "StepContext", on_fault: str, builder: "ModelBuilder",
                    step_count: int) -> np.ndarray:
     """After a step: find the faulty worlds (or take those its substeps' launch found,
-    ctx.faults_found) and raise a SimulationError naming the first
-    (on_fault "raise"), or reset them to the initial state of `builder` (builder.ModelBuilder,
-    on_fault "reset"); returns the faulty worlds (k,)."""
+    ctx.faults_found) and raise a SimulationError naming the first (on_fault "raise"), or
+    return them (k,) for the caller to reset (on_fault "reset":
+    world_resets.reset_faulty_worlds)."""
     found = find_faults(ctx) if ctx.faults_found is None else ctx.faults_found
     if found == 0:
         return np.zeros(0, np.int64)
@@ -213,7 +198,6 @@ def contain_faults(ctx: "StepContext", on_fault: str, builder: "ModelBuilder",
     worlds = np.nonzero(first != NO_FAULT)[0].astype(np.int64)
     slots = first[worlds]
     if on_fault == "reset":
-        reset_faulty_worlds(ctx, worlds, builder.initial_state(1))
         return worlds
     slot = int(slots[0])
     state = ctx.pool.bodies.read(dict.fromkeys(
