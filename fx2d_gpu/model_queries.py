@@ -32,48 +32,24 @@ class ModelQueries:
         return self._builder.body_index(name)
 
     def body_name(self, body: int) -> str | None:
-        """The name `body` was added with, or None if it has none.
-
-        Raises:
-            TypeError: `body` is not an int.
-            ValueError: `body` is not a body of this scene.
-        """
+        """The name `body` was added with, or None if it has none."""
         return self._builder.bodies[self._builder.check_body(body)].name
 
     def body_inertia(self, body: int) -> float:
-        """The moment of inertia of `body` about its centre of mass, kg m² (inf for static bodies).
-
-        Raises:
-            TypeError: `body` is not an int.
-            ValueError: `body` is not a body of this scene.
-        """
+        """The moment of inertia of `body` about its centre of mass, kg m² (inf for static
+        bodies)."""
         return self._builder.bodies[self._builder.check_body(body)].inertia
 
     def body_shape(self, body: int) -> shapes.Shape:
-        """The collision shape of `body`, in its body frame (see fx2d_gpu.shapes.Shape).
-
-        Raises:
-            TypeError: `body` is not an int.
-            ValueError: `body` is not a body of this scene.
-        """
+        """The collision shape of `body`, in its body frame (see fx2d_gpu.shapes.Shape)."""
         return self._builder.bodies[self._builder.check_body(body)].shape
 
     def body_mass(self, body: int) -> float:
-        """The mass of `body`, kg (0 for static bodies).
-
-        Raises:
-            TypeError: `body` is not an int.
-            ValueError: `body` is not a body of this scene.
-        """
+        """The mass of `body`, kg (0 for static bodies)."""
         return self._builder.bodies[self._builder.check_body(body)].mass
 
     def body_damping(self, body: int) -> float:
-        """The velocity damping of `body` (linear and angular), 1/s.
-
-        Raises:
-            TypeError: `body` is not an int.
-            ValueError: `body` is not a body of this scene.
-        """
+        """The velocity damping of `body` (linear and angular), 1/s."""
         return self._builder.bodies[self._builder.check_body(body)].vel_damping
 
     def joint_index(self, name: str) -> int:
@@ -85,11 +61,6 @@ class ModelQueries:
         return self._builder.joint_index(name)
 
     def joint_bodies(self, joint: int) -> tuple[int, int]:
-        """The (parent, child) body indices of `joint`.
-
-        Raises:
-            TypeError: `joint` is not an int.
-            ValueError: `joint` is not a joint of this scene.
-        """
+        """The (parent, child) body indices of `joint`."""
         j = self._builder.joints[self._builder.check_joint(joint)]
         return j.parent, j.child

@@ -59,19 +59,12 @@ MAX_DT = 0.06
 class Scene(ModelQueries):
     """A 2D rigid-body scene, simulated as `n_worlds` independent copies on one device.
 
-    Every world holds the same bodies and joints, at the same indices, each with its own
-    state and, if given (set_body_params, set_gravity, set_joint_params), its own physical
-    values. Bodies never interact across worlds: world `w` of a batch evolves exactly as the
-    same scene built with `n_worlds=1` and given world `w`'s state and values. Add bodies
-    one at a time (add_circle, add_box, add_polygon, add_capsule, add_edge, add_chain,
-    add_shape) or many at once (add_circles, add_boxes, add_shapes). The device arrays are
-    built from them on the first step or query; bodies added later rebuild them, keeping the
-    state of those that existed.
-
-    After every step each world is checked for non-finite or absurd state (a coordinate beyond
-    shapes.MAX_COORDINATE, a speed beyond shapes.MAX_SPEED). With on_fault="raise" (the
-    default) step() raises fx2d_gpu.SimulationError naming the worlds and bodies; with "reset"
-    it puts only those worlds back to their initial state (see faulted_worlds).
+    Every world holds the same bodies and joints, at the same indices (0, 1, 2 ... in the order
+    added), with its own state and, if given (set_body_params, set_gravity, set_joint_params),
+    its own physical values: world `w` evolves exactly as a one-world scene given its state and
+    values. A `world` (or `worlds`) argument is None (every world), an index (negative ones
+    count from the end), a bool mask (n_worlds,) or a sequence of indices, each world once, in
+    the order the rows of per-world values follow; empty, it changes nothing.
 
     The add_* methods take these body keywords (`**body`), with Fx2D's defaults:
 
@@ -96,9 +89,15 @@ class Scene(ModelQueries):
     | `enabled` | `True` | False: added out of the simulation (see set_enabled) |
     | `bullet` | `False` | swept against dynamic bodies too, not only immovable ones (Box2D's) |
 
-    A body with `external_forces_enabled=False` is unaffected by contacts, joints and
-    apply_force. Two bodies collide when neither's collision_group decides (see
-    set_collision_filter) and each one's category_bits meet the other's mask_bits.
+    Errors:
+        Every method checks all its arguments before it changes anything: a refused call leaves
+        the scene unchanged. A wrong type (a string, bool or complex number for a real number, a
+        float for an index ...) or an unknown keyword is a TypeError; a bad value (out of range,
+        not finite, of the wrong shape, a name already used or unknown) a ValueError. Each names
+        the argument, or `keyword[i]` for the i-th body of a bulk add. Methods that need the
+        device arrays (step, state, contacts, queries, snapshots) raise RuntimeError on a scene
+        with no bodies, and CapacityError (a ValueError, before anything is allocated) where the
+        device cannot hold the scene or a step's needs. A method's Raises lists only the rest.
 
     Args:
         gravity (array_like): (2,) gravitational acceleration, m/s², the same in every world.
@@ -110,7 +109,9 @@ class Scene(ModelQueries):
             one backend per process: a later Scene must name the same one, or "auto".
         enable_sleep: let bodies at rest fall asleep (the solver skips them until something
             wakes them); False: bodies never sleep.
-        on_fault: what step() does with a faulty world: "raise" or "reset" (see above).
+        on_fault: what step() does with a world whose state went non-finite or absurd (beyond
+            shapes.MAX_COORDINATE or MAX_SPEED, or a torn joint): "raise" a SimulationError
+            naming worlds and bodies, or "reset" them to their initial state (faulted_worlds).
         solver: "xpbd" (the default: Fx2D's substeps of position-based contacts and joints,
             seed 003) or "soft_step" (Box2D v3's soft step: soft contacts and joints solved
             and relaxed at the velocity level, a restitution pass; see docs/solvers.md).
@@ -127,8 +128,7 @@ class Scene(ModelQueries):
             defaults (see Scene.step_options).
 
     Attributes:
-        backend (str): the Taichi backend this process runs on, e.g. "x64", "cuda" or
-            "vulkan".
+        backend (str): the Taichi backend this process runs on, e.g. "x64", "cuda" or "vulkan".
         substeps (int): substeps per step().
         solver (str): "xpbd" or "soft_step".
         friction_mixing (str): how pairs mix friction (Scene(friction_mixing=)).
@@ -141,14 +141,6 @@ class Scene(ModelQueries):
             background colour and boundary walls; empty for a scene built in code.
         visuals (list | None): per body, how a scene file draws it (fill, border, visual
             shape); None for a scene built in code.
-
-    Raises:
-        TypeError: substeps or n_worlds is not an int, gravity not a pair of numbers,
-            enable_sleep not a bool, or arch, friction_mixing or restitution_mixing not a
-            string.
-        ValueError: substeps or n_worlds below 1, gravity not finite, on_fault, solver,
-            friction_mixing, restitution_mixing or arch not one of the names above, or
-            arch other than the backend this process runs.
     """
 
     def __init__(self, gravity=(0.0, -9.81), substeps: int | None = None, n_worlds: int = 1,
@@ -203,150 +195,60 @@ class Scene(ModelQueries):
         return (float(self._gravity[0]), float(self._gravity[1]))
 
     def add_circle(self, position, radius, **body) -> int:
-        """Add a solid disc of `radius` centred at `position`.
-
-        Args:
-            position (array_like): (2,) centre, m.
-            radius (float): m, >= 1e-5 (shapes.MIN_SIZE).
-            **body (Any): body keywords (angle, velocity, mass, name, ...: see Scene).
-
-        Returns:
-            The new body's index (0, 1, 2 ... in the order added; the same in every world).
-
-        Raises:
-            TypeError: an argument or keyword of the wrong type, or an unknown keyword (each
-                named in the message).
-            ValueError: an argument or keyword out of range or not finite, or a name already
-                used (each named in the message); nothing is added.
-        """
+        """Add a solid disc of `radius` (m, >= 1e-5) centred at `position` ((2,), m), with the body
+        keywords `**body` (see Scene); returns the new body's index."""
         return self._builder.add_body(shapes.circle(radius), _position(position), **body)
 
     def add_box(self, position, size, radius=0.0, **body) -> int:
-        """Add a box of core `size` (width, height) centred at `position`.
-
-        A box is a 4-vertex polygon. `radius` > 0 rounds its corners and adds to its outside, as
-        Fx2D's rounded rectangles do: the outer size is size + 2 radius.
-
-        Args:
-            position (array_like): (2,) centre, m.
-            size (array_like): (width, height), m, each >= 1e-5.
-            radius (float): corner rounding, m, >= 0.
-            **body (Any): body keywords (angle, velocity, mass, name, ...: see Scene).
-
-        Returns:
-            The new body's index (0, 1, 2 ... in the order added; the same in every world).
-
-        Raises:
-            TypeError: an argument or keyword of the wrong type, or an unknown keyword (each
-                named in the message).
-            ValueError: an argument or keyword out of range or not finite, or a name already
-                used (each named in the message); nothing is added.
+        """Add a box (4-vertex polygon) of core `size` ((width, height), m, each >= 1e-5) centred at
+        `position` ((2,), m), with the body keywords `**body` (see Scene); returns its index.
+        `radius` (m, >= 0) rounds its corners and adds to its outside, as Fx2D's rounded rectangles
+        do: the outer size is size + 2 radius.
         """
         return self._builder.add_body(shapes.box(size, radius), _position(position), **body)
 
     def add_polygon(self, position, vertices, radius=0.0, **body) -> int:
-        """Add a convex polygon, its centroid (the body's centre of mass) at `position`.
-
-        The vertices, in either winding, are re-centred on the shape's centroid (the rounded
-        shape's when radius > 0); the body's frame has its origin there.
+        """Add a convex polygon, its centroid (the body frame's origin and centre of mass, of the
+        rounded shape if radius > 0) at `position` ((2,), m); returns the new body's index.
 
         Args:
-            position (array_like): (2,) where the centroid goes, m.
-            vertices (array_like): (k, 2) in the body frame, m; 3 <= k <= 8
-                (MAX_POLYGON_VERTICES), strictly convex (no reflex or collinear vertices), either
-                winding.
-            radius (float): m, >= 0: rounds the polygon (the shape is every point within
-                `radius` of it).
-            **body (Any): body keywords (angle, velocity, mass, name, ...: see Scene).
-
-        Returns:
-            The new body's index (0, 1, 2 ... in the order added; the same in every world).
-
-        Raises:
-            TypeError: an argument or keyword of the wrong type, or an unknown keyword (each
-                named in the message).
-            ValueError: an argument or keyword out of range or not finite, or a name already
-                used (each named in the message); nothing is added.
+            vertices (array_like): (k, 2) in the body frame, m, either winding; 3 <= k <= 8
+                (MAX_POLYGON_VERTICES), strictly convex (no reflex or collinear vertices).
+            radius (float): m, >= 0: rounds the polygon (every point within `radius` of it).
+            **body (Any): body keywords (see Scene).
         """
         shape, _ = shapes.polygon(vertices, radius=radius)
         return self._builder.add_body(shape, _position(position), **body)
 
     def add_capsule(self, position, length, radius, **body) -> int:
-        """Add a capsule centred at `position`, along the body's x axis.
-
-        A capsule is a segment of `length` (between the two cap centres) inflated by `radius`.
-        Its mass and inertia come from its true area (a rectangle and two half discs); length 0
-        makes a circle, as in Fx2D.
-
-        Args:
-            position (array_like): (2,) centre, m.
-            length (float): distance between the cap centres, m, >= 0.
-            radius (float): m, >= 1e-5.
-            **body (Any): body keywords (angle, velocity, mass, name, ...: see Scene).
-
-        Returns:
-            The new body's index (0, 1, 2 ... in the order added; the same in every world).
-
-        Raises:
-            TypeError: an argument or keyword of the wrong type, or an unknown keyword (each
-                named in the message).
-            ValueError: an argument or keyword out of range or not finite, or a name already
-                used (each named in the message); nothing is added.
+        """Add a capsule centred at `position` ((2,), m), along the body's x axis: a segment of
+        `length` (m, >= 0, between the cap centres) inflated by `radius` (m, >= 1e-5), with the
+        body keywords `**body` (see Scene); returns its index. Its mass and inertia come from its
+        true area (a rectangle and two half discs); length 0 makes a circle, as in Fx2D.
         """
         return self._builder.add_body(shapes.capsule(length, radius), _position(position),
                                       **body)
 
     def add_edge(self, position, a, b, **body) -> int:
-        """Add a static segment from `a` to `b`: level geometry with no thickness.
-
-        Bodies collide with an edge from either side; edges never collide with each other. Static
-        only: mass must be 0 (the default here). The ends stay where they are given: the body's
-        origin is not moved to the segment's middle.
-
-        Args:
-            position (array_like): (2,) where the body frame's origin goes, m.
-            a (array_like): (2,) one end in the body frame, m.
-            b (array_like): (2,) the other end in the body frame, m, at least 1e-5 m from `a`.
-            **body (Any): body keywords (see Scene); mass must be 0.
-
-        Returns:
-            The new body's index (0, 1, 2 ... in the order added; the same in every world).
-
-        Raises:
-            TypeError: an argument or keyword of the wrong type, or an unknown keyword (each
-                named in the message).
-            ValueError: an argument or keyword out of range or not finite, or a name already
-                used (each named in the message); nothing is added.
+        """Add a static segment (level geometry, no thickness) from `a` to `b` ((2,) each, m, in the
+        body frame, at least 1e-5 m apart), the frame's origin at `position` ((2,), m; not moved
+        to the middle); returns its index. Bodies collide with it from either side; edges never
+        collide with each other. `**body`: body keywords (see Scene); mass must be 0 (the default).
         """
         body.setdefault("mass", 0.0)
         shape = shapes.edge(a, b)
         return self._builder.add_body(shape, _position(position), **body)
 
     def add_chain(self, position, points, loop=False, **body) -> int:
-        """Add static terrain: a chain of segments through `points`.
+        """Add static terrain, a chain of segments through `points` ((n, 2) in the body frame, m;
+        n >= 3, consecutive ones at least 1e-5 m apart), the frame's origin at `position` ((2,),
+        m); returns the first link's index.
 
-        A chain is one-sided: its front is the left of each link's direction, so points written
-        left to right hold bodies above it. It is smooth: bodies slide over its joints without
-        catching (see shapes.chain). Static only: mass must be 0 (the default here).
-
-        Each link is a body of its own (one shape per body), at consecutive indices from the one
-        returned: n - 1 links, n with `loop`. The `name` keyword names the first link; every link
-        takes the other keywords.
-
-        Args:
-            position (array_like): (2,) where the body frame's origin goes, m.
-            points (array_like): (n, 2) in the body frame, m; n >= 3, consecutive points at least
-                1e-5 m apart.
-            loop (bool): True joins the last point to the first.
-            **body (Any): body keywords (see Scene); mass must be 0.
-
-        Returns:
-            The index of the first link's body.
-
-        Raises:
-            TypeError: an argument or keyword of the wrong type, or an unknown keyword.
-            ValueError: too few points, points too close, a mass other than 0, or another value
-                out of range (each named in the message); nothing is added.
+        One-sided: its front is the left of each link's direction (points written left to right
+        hold bodies above). Bodies slide over its joints without catching (shapes.chain). Each
+        link is a body, at consecutive indices: n - 1 links, n with `loop` (the last point joined
+        to the first). Every link takes the body keywords `**body` (see Scene) but `name` (the
+        first link's); mass must be 0 (the default here).
         """
         body.setdefault("mass", 0.0)
         links = shapes.chain(points, as_bool(loop, "loop"))
@@ -360,27 +262,11 @@ class Scene(ModelQueries):
         return first
 
     def add_shape(self, position, shape: shapes.Shape, *, collides: bool = True, **body) -> int:
-        """Add a body of a prepared shape, the shape's body frame placed at `position`.
-
-        Shapes with area (circle, box, polygon, capsule) have their frame's origin at their centre
-        of mass; edges and chain links are kept where they were given.
-
-        Args:
-            position (array_like): (2,) where the shape's body-frame origin goes, m.
-            shape: from fx2d_gpu.shapes (circle, box, polygon, capsule, edge, chain ...); one
-                Shape may serve several bodies.
-            collides: False: the shape is drawn but never collides or answers a query (Fx2D's
-                scene files have such bodies).
-            **body (Any): body keywords (angle, velocity, mass, name, ...: see Scene).
-
-        Returns:
-            The new body's index (0, 1, 2 ... in the order added; the same in every world).
-
-        Raises:
-            TypeError: `shape` is not a fx2d_gpu.shapes.Shape, or another argument or keyword
-                is of the wrong type or unknown.
-            ValueError: an argument or keyword out of range (named in the message); nothing is
-                added.
+        """Add a body of a prepared `shape` (a fx2d_gpu.shapes.Shape; one may serve several bodies),
+        its body-frame origin (the centre of mass of a shape with area; edges and chain links stay
+        where given) at `position` ((2,), m), with the body keywords `**body` (see Scene); returns
+        its index. `collides` False: drawn but never collides or answers a query (as some bodies
+        of Fx2D's scene files).
         """
         if not isinstance(shape, shapes.Shape):
             raise TypeError(f"shape must be a fx2d_gpu.shapes.Shape, got {type(shape).__name__}")
@@ -388,74 +274,41 @@ class Scene(ModelQueries):
                                       collides=as_bool(collides, "collides"), **body)
 
     def add_circles(self, positions, radii, **body) -> np.ndarray:
-        """Add n discs at once: the same bodies as n add_circle calls, to the bit.
-
-        Built as arrays, a million discs take seconds. Everything is checked before any body is
-        added.
+        """Add n discs at once, the same bodies as n add_circle calls to the bit, built as arrays (a
+        million take seconds); returns their indices, (n,) int64, consecutive.
 
         Args:
             positions (array_like): (n, 2) centres, m.
             radii (float | array_like): m, one for all or (n,).
-            **body (Any): every body keyword of Scene but `name`, each one value for all bodies
-                or one per body ((n,); velocity (2,) or (n, 2)).
-
-        Returns:
-            The new bodies' indices, consecutive, (n,) int64.
-
-        Raises:
-            TypeError: an argument of the wrong type, an unknown keyword, or `name` (bodies
-                added together have no names).
-            ValueError: positions not of shape (n, 2), or a value out of range, named
-                `keyword[i]` for the first body that breaks add_circle's rules; nothing is added.
+            **body (Any): every body keyword of Scene but `name` (a TypeError), each one value
+                for all bodies or one per body ((n,); velocity (2,) or (n, 2)).
         """
         n = _count_rows(positions)
         return self._builder.add_bodies(shapes.circles(radii, n), positions, **body)
 
     def add_boxes(self, positions, sizes, radius=0.0, **body) -> np.ndarray:
-        """Add n boxes at once: the same bodies as n add_box calls, to the bit.
-
-        Sharp boxes are built as arrays (a million take seconds), rounded ones one at a time.
-        Everything is checked before any body is added.
+        """Add n boxes at once, the same bodies as n add_box calls to the bit (sharp ones built as
+        arrays, a million in seconds); returns their indices, (n,) int64, consecutive.
 
         Args:
             positions (array_like): (n, 2) centres, m.
             sizes (array_like): (width, height), m, one for all or (n, 2).
             radius (float | array_like): corner rounding, m, one for all or (n,).
             **body (Any): body keywords, as add_circles takes them.
-
-        Returns:
-            The new bodies' indices, consecutive, (n,) int64.
-
-        Raises:
-            TypeError: an argument of the wrong type, an unknown keyword, or `name` (bodies
-                added together have no names).
-            ValueError: positions not of shape (n, 2), or a value out of range, named
-                `keyword[i]` for the first body that breaks add_circle's rules; nothing is added.
         """
         n = _count_rows(positions)
         return self._builder.add_bodies(shapes.boxes(sizes, n, radius), positions, **body)
 
     def add_shapes(self, positions, body_shapes, **body) -> np.ndarray:
-        """Add n bodies of prepared shapes at once, in the order given: a pile of mixed shapes.
-
-        Body i has shape body_shapes[i] at positions[i], as add_shape would place it.
-        fx2d_gpu.shapes.circles and boxes build many shapes at once; one Shape may serve
-        several bodies.
+        """Add n bodies of prepared shapes at once: body i has shape body_shapes[i] at positions[i],
+        as add_shape would place it; returns their indices, (n,) int64, consecutive.
 
         Args:
             positions (array_like): (n, 2) where each shape's body-frame origin goes, m.
-            body_shapes (Sequence[Shape]): n fx2d_gpu.shapes.Shape.
-            **body (Any): body keywords, as add_circles takes them, and `collides` (one bool
-                or (n,)) as add_shape takes it.
-
-        Returns:
-            The new bodies' indices, consecutive, (n,) int64.
-
-        Raises:
-            TypeError: an entry of body_shapes that is not a Shape, or an argument of the
-                wrong type, an unknown keyword or `name`.
-            ValueError: body_shapes and positions of different lengths, or a value out of
-                range (named `keyword[i]`); nothing is added.
+            body_shapes (Sequence[Shape]): n fx2d_gpu.shapes.Shape (shapes.circles and boxes
+                build many at once; one Shape may serve several bodies).
+            **body (Any): body keywords, as add_circles takes them, and `collides` (one bool or
+                (n,)) as add_shape takes it.
         """
         n = _count_rows(positions)
         body_shapes = list(body_shapes)
@@ -469,13 +322,11 @@ class Scene(ModelQueries):
         return self._builder.add_bodies(body_shapes, positions, **body)
 
     def disable_collision(self, body_a: int, body_b: int):
-        """Never let `body_a` and `body_b` collide, in every world, as joined bodies do not.
-
-        For rigs whose parts overlap or touch by design. Takes effect from the next step().
+        """Never let `body_a` and `body_b` collide, in every world, as joined bodies do not: for
+        rigs whose parts overlap or touch by design. From the next step().
 
         Raises:
-            TypeError: a body index that is not an int.
-            ValueError: a body index out of range, or body_a and body_b the same body.
+            ValueError: body_a and body_b the same body.
         """
         self._builder.disable_collision(body_a, body_b)
 
@@ -485,36 +336,27 @@ class Scene(ModelQueries):
                            max_effort=math.inf, name=None, collide_connected=False) -> int:
         """Join `child` to `parent` with a hinge at `anchor`, optionally driven by a motor.
 
-        The child turns about the anchor relative to the parent. Its relative angle (0 where the
-        bodies start) is held within [angle_min, angle_max]; the default, +-pi, leaves the
-        rotation free. A motor drives that angle: control_mode "position" (target in rad) or
-        "velocity" (target in rad/s) runs a PID on the error, its torque clamped to max_effort;
-        "effort" applies the target (N m, clamped to max_effort) directly. Joined bodies do not
-        collide with each other unless collide_connected.
+        The child turns about the anchor relative to the parent. A motor drives its relative
+        angle: "position" or "velocity" runs a PID on the error, its torque clamped to
+        max_effort; "effort" applies the target (clamped to max_effort) directly. Returns the new
+        joint's index (0, 1, 2 ... in the order added).
 
         Args:
             parent (int): a body index.
             child (int): another body index.
             anchor (array_like): (2,) the hinge in the parent's body frame, m.
-            angle_min (float): the relative angle's lower limit, rad.
-            angle_max (float): its upper limit, rad, >= angle_min.
+            angle_min (float): the relative angle's lower limit, rad (0 where the bodies start).
+            angle_max (float): its upper limit, rad, >= angle_min (+-pi: free rotation).
             control_mode (str | None): None (no motor), "position", "velocity" or "effort".
-            target (float): the motor's target, rad, rad/s or N m; set_joint_target changes it,
-                per world.
-            pid (tuple[float, float, float]): (p, i, d) gains of the position and velocity
-                modes.
+            target (float): the motor's target, rad, rad/s or N m (set_joint_target: per world).
+            pid (tuple[float, float, float]): (p, i, d) gains of the position and velocity modes.
             max_effort (float): the most torque the motor applies, N m, > 0 (inf: no limit).
             name (str | None): a unique name, for joint_index(name).
             collide_connected (bool): let the two bodies collide with each other.
 
-        Returns:
-            The new joint's index (0, 1, 2 ... in the order added).
-
         Raises:
-            TypeError: an argument of the wrong type (named in the message).
-            ValueError: an argument out of range or not finite (named in the message), parent
-                and child the same body or both static, a lower limit above the upper, or a
-                name already used; nothing is added.
+            ValueError: parent and child the same body or both static, or a lower limit above
+                the upper.
         """
         return self._builder.add_revolute(parent, child, anchor, angle_min, angle_max,
                                           control_mode, target, pid, max_effort, name,
@@ -525,37 +367,21 @@ class Scene(ModelQueries):
                             max_effort=math.inf, name=None, collide_connected=False) -> int:
         """Join `child` to `parent` with a slider along `axis`, optionally driven by a motor.
 
-        The child moves along the axis without turning relative to the parent. Its travel (m,
-        0 where the child starts) is held within [position_min, position_max]. A motor drives the
-        travel: control_mode "position" (target in m) or "velocity" (target in m/s) runs a PID on
-        the error, its force clamped to max_effort; "effort" applies the target (N, clamped to
-        max_effort) directly. Joined bodies do not collide with each other unless
-        collide_connected.
+        As add_revolute_joint (parent, child, control_mode, pid, name, collide_connected), but
+        the child moves along the axis without turning relative to the parent, and the motor
+        drives its travel with a force. Returns the new joint's index.
 
         Args:
-            parent (int): a body index.
-            child (int): another body index.
-            axis (array_like): (2,) the direction of travel in the parent's body frame, not
-                zero (its length does not matter).
-            position_min (float): the travel's lower limit, m.
+            axis (array_like): (2,) the direction of travel in the parent's body frame, not zero
+                (its length does not matter).
+            position_min (float): the travel's lower limit, m (0 where the child starts).
             position_max (float): its upper limit, m, >= position_min.
-            control_mode (str | None): None (no motor), "position", "velocity" or "effort".
-            target (float): the motor's target, m, m/s or N; set_joint_target changes it, per
-                world.
-            pid (tuple[float, float, float]): (p, i, d) gains of the position and velocity
-                modes.
+            target (float): the motor's target, m, m/s or N (set_joint_target: per world).
             max_effort (float): the most force the motor applies, N, > 0 (inf: no limit).
-            name (str | None): a unique name, for joint_index(name).
-            collide_connected (bool): let the two bodies collide with each other.
-
-        Returns:
-            The new joint's index (0, 1, 2 ... in the order added).
 
         Raises:
-            TypeError: an argument of the wrong type (named in the message).
-            ValueError: an argument out of range or not finite (named in the message), parent
-                and child the same body or both static, a lower limit above the upper, or a
-                name already used; nothing is added.
+            ValueError: parent and child the same body or both static, or a lower limit above
+                the upper.
         """
         return self._builder.add_prismatic(parent, child, axis, position_min, position_max,
                                            control_mode, target, pid, max_effort, name,
@@ -563,26 +389,10 @@ class Scene(ModelQueries):
 
     @serialized
     def set_joint_target(self, joint: int, target):
-        """Set the target of `joint`'s motor, in every world or per world.
-
-        Each target's magnitude must be below the bound of the motor's current control_mode
-        (builder.TARGET_LIMITS): a position target within +-shapes.MAX_COORDINATE (1e15 rad
-        or m), a velocity target within +-shapes.MAX_SPEED (1e10 rad/s or m/s), an effort
-        target (and that of a joint without a motor) within float32's range (3.4e38): the
-        device holds targets as float32, and beyond the coordinates and speeds the engine
-        simulates a motor would only drive its bodies into a fault.
-
-        Args:
-            joint: a joint index.
-            target (float | array_like): rad, rad/s or N m (revolute); m, m/s or N
-                (prismatic), as the motor's control_mode reads it: a scalar for every world, or
-                (n_worlds,).
-
-        Raises:
-            TypeError: `joint` is not an int, or a target is not a real number (a bool,
-                complex number or string).
-            ValueError: `joint` out of range, or a target not finite, beyond its mode's
-                bound, or of another shape; the scene is left unchanged.
+        """Set the `target` of `joint`'s motor: a scalar for every world, or (n_worlds,); rad, rad/s
+        or N m (revolute), m, m/s or N (prismatic), as its control_mode reads it, within its
+        bound (builder.TARGET_LIMITS): a position within shapes.MAX_COORDINATE (1e15), a velocity
+        within shapes.MAX_SPEED (1e10), an effort (or no motor's) within float32's range.
         """
         joint = self._builder.check_joint(joint)
         mode = self._builder.joints[joint].mode
@@ -603,23 +413,16 @@ class Scene(ModelQueries):
 
     @serialized
     def set_joint_mode(self, joint: int, control_mode, pid=None, max_effort=None):
-        """Change `joint`'s motor: its mode and, optionally, its gains and effort limit.
-
-        The PID's integral and derivative state restart in every world. The call is checked
-        whole first: a refused one changes nothing.
+        """Change `joint`'s motor to `control_mode` (None, "position", "velocity" or "effort") and,
+        optionally, its gains and effort limit; the PID state restarts in every world.
 
         Args:
-            joint: a joint index.
-            control_mode (str | None): None (no motor), "position", "velocity" or "effort".
             pid (tuple[float, float, float] | None): new (p, i, d) gains; None keeps them.
             max_effort (float | None): the new limit, N m or N, > 0; None keeps it.
 
         Raises:
-            TypeError: `joint` is not an int, pid not three numbers or max_effort not a number.
-            ValueError: `joint` out of range, control_mode not one of the modes, pid not finite
-                or max_effort not positive, or the joint's target (kept) beyond what the new
-                mode's motor may be given (builder.TARGET_LIMITS: a 1e30 N m effort target
-                is no position); set_joint_target first.
+            ValueError: the joint's target (kept) beyond what the new mode's motor may be given
+                (builder.TARGET_LIMITS: a 1e30 N m effort is no position); set_joint_target first.
         """
         joint = self._builder.check_joint(joint)
         check_mode_targets(joint, control_mode, self._joint_targets(joint))
@@ -632,24 +435,16 @@ class Scene(ModelQueries):
 
     @serialized
     def joint_anchors(self) -> np.ndarray:
-        """World positions of every joint's two anchors, in every world.
-
-        Returns:
-            Per world and joint, the parent's anchor and the child's, m, (n_worlds, n_joints,
-                2, 2); they coincide while a revolute joint holds.
-        """
+        """World positions of every joint's two anchors, m, (n_worlds, n_joints, 2, 2): the
+        parent's, then the child's; they coincide while a revolute joint holds."""
         return kinematics.joint_anchors(self._builder.joints, self.get_state())
 
     @serialized
     def joint_errors(self) -> np.ndarray:
-        """How far every joint is from holding, in every world: the solver's residual.
-
-        Returns:
-            (n_worlds, n_joints) float64, m: a revolute joint's two anchors apart; a
-            prismatic joint's child anchor off the parent's axis, plus its travel past a
-            limit. Joints that hold are off by micrometres to millimetres; a step that
-            leaves one beyond the smaller bounding radius of its bodies is a fault (a torn
-            joint: SimulationError, or the world reset with on_fault="reset").
+        """How far every joint is from holding, (n_worlds, n_joints) float64, m: a revolute joint's
+        anchors apart, a prismatic joint's child anchor off the parent's axis plus its travel past
+        a limit. Joints that hold are off by micrometres to millimetres; one left beyond the
+        smaller bounding radius of its bodies is torn: a fault.
         """
         return kinematics.joint_errors(self._builder.joints, self.get_state())
 
@@ -661,25 +456,22 @@ class Scene(ModelQueries):
     # ------------------------------------------------------------------ stepping
     @property
     def n_colors(self) -> int:
-        """The parallel colours the last step's constraint solve used (a diagnostic); at
-        most 1 where worlds have at most 40 bodies: each is solved on one thread, in its
-        own order (StepOptions.color_small_worlds off)."""
+        """The parallel colours the last step's constraint solve used (a diagnostic); at most 1 in
+        worlds of at most 40 bodies, each solved on one thread (StepOptions.color_small_worlds
+        off).
+        """
         return self._cache.n_colors
 
     @property
     def n_overflow(self) -> int:
-        """Constraints the last step left to the overflow colour (a diagnostic).
-
-        Those are constraints on a body that has more than MAX_COLORS of them; they are solved
-        after the colours, one at a time (solver/overflow.py).
-        """
+        """Constraints the last step left to the overflow colour (a diagnostic): those on a body
+        with more than MAX_COLORS of them, solved after the colours one at a time."""
         return self._cache.n_overflow
 
     @property
     def colorings(self) -> int:
         """Steps that coloured their constraints; the others reused the last colouring (a
-        diagnostic).
-        """
+        diagnostic)."""
         return self._cache.colorings
 
     @property
@@ -690,17 +482,13 @@ class Scene(ModelQueries):
     @property
     def pair_reuses(self) -> int:
         """Steps that kept the last step's candidate pairs, no body having left its fat box (a
-        diagnostic; worlds of more than 40 bodies, solver/pairs.find_step_pairs).
-        """
+        diagnostic; worlds of more than 40 bodies)."""
         return self._cache.pair_reuses
 
     @property
     def report_refreshes(self) -> int:
-        """Steps whose contact report only refreshed the last step's list (a diagnostic).
-
-        Those steps' pairs stayed where they were and the same pairs touched
-        (solver/reporting.refresh_report).
-        """
+        """Steps whose contact report only refreshed the last step's list, its pairs unmoved and
+        the same pairs touching (a diagnostic)."""
         return self._cache.report_refreshes
 
     @property
@@ -710,49 +498,28 @@ class Scene(ModelQueries):
 
     @serialized
     def step(self, dt: float):
-        """Advance every world by `dt` seconds, in `substeps` substeps.
-
-        Forces given to apply_force since the last step act over this one. After it each world is
-        checked for faults (see Scene's on_fault).
-
-        Args:
-            dt: the step, s, >= 1e-3; above 0.06 s it is clamped to 0.06 s (Fx2D's bounds).
+        """Advance every world by `dt` seconds (>= 1e-3; above 0.06 s, clamped to 0.06 s: Fx2D's
+        bounds), in `substeps` substeps, with the forces given to apply_force since the last step;
+        then check each world for faults (see on_fault).
 
         Raises:
-            TypeError: dt is not a number.
-            ValueError: dt below 1e-3 s or not finite.
-            CapacityError: (a ValueError) the step needs more device memory than is
-                available, or its bodies overlap so much that they would make more candidate
-                pairs than broad_phase.MAX_PAIRS_PER_BODY a body (thousands spawned at one
-                point); the scene is left as it was (spread the bodies with set_state, or
-                remove some, and step again).
-            RuntimeError: the scene has no bodies.
+            CapacityError: also where bodies overlap so much that they would make more than
+                broad_phase.MAX_PAIRS_PER_BODY candidate pairs a body (thousands spawned at one
+                point): spread them (set_state) or remove some, and step again.
             SimulationError: with on_fault="raise", a world's state went non-finite or absurd;
                 the scene keeps that state (restore a snapshot to go on).
         """
         self._advance(dt, NO_PROFILE)
 
     def profile(self, dt: float, steps: int = 1) -> StepProfile:
-        """Advance every world by `steps` steps of `dt` seconds as step() does, timing each
-        stage of each step: where a step's time goes (Box2D's b2Profile).
+        """Take `steps` (>= 1) steps of `dt` seconds as step() does, timing each stage: where a
+        step's time goes (Box2D's b2Profile; `fx2d bench --profile`).
 
-        The stages run in the same order with the same results bit for bit as step()'s,
-        but each as launches of its own with the device synchronised before and after:
-        scenes whose substeps normally run in one launch (small worlds, a CPU team) add up
-        to more than their normal step's time. `fx2d bench --profile` prints it for the
-        benchmark scenes.
-
-        Args:
-            dt: the step, s, as in step().
-            steps: how many steps to profile, >= 1.
-
-        Returns:
-            StepProfile: ms per step of each stage ("find pairs", "colour", the substep's
-            stages of solver/stages.py summed over the substeps, "report", ...), averaged
-            over the steps, and the profiled steps' wall time.
-
-        Raises:
-            TypeError, ValueError: as step(), or steps not an int >= 1.
+        Returns a StepProfile: ms per step of each stage ("find pairs", "colour", the substep's
+        stages summed over the substeps, "report", ...), averaged over the steps, and their wall
+        time. The stages run as step()'s, bit for bit, but each as launches of its own with the
+        device synchronised around them: scenes whose substeps run in one launch (small worlds,
+        a CPU team) add up to more than their normal step's time.
         """
         steps = as_count(steps, "steps")
         timer = StageTimer()
@@ -809,17 +576,9 @@ class Scene(ModelQueries):
 
     @serialized
     def step_context(self, dt: float = 0.0) -> StepContext:
-        """This scene resident in the device pool and up to date, as a solver StepContext.
-
-        For tools and tests that drive one stage of solver/step.py on their own data. The scene
-        is built on first use. Its pool holds every scene's arrays: what a stage writes there
-        changes this scene.
-
-        Args:
-            dt: the step length (s) the context is for; 0 for a query.
-
-        Raises:
-            RuntimeError: the scene has no bodies.
+        """This scene resident in the device pool and up to date, as a solver StepContext for a
+        step of `dt` seconds (0: a query). For tools and tests that drive one stage of
+        solver/step.py; what a stage writes into the pool changes this scene.
         """
         return self._context(dt)
 
@@ -856,25 +615,10 @@ class Scene(ModelQueries):
     # ------------------------------------------------------------------ forces
     @serialized
     def apply_force(self, body: int, force, torque=0.0):
-        """Add a force at `body`'s centre of mass, and a torque, for the next step() only.
-
-        Calls before one step add up; their sum, like each call's values, must stay within
-        float32's range (|x| <= 3.4e38, what the device holds): the call that would take it
-        beyond is refused and leaves the sum as it was. Static bodies and bodies with
-        `external_forces_enabled=False` are unaffected.
-
-        Args:
-            body: a body index.
-            force (array_like): N, (2,) for every world or (n_worlds, 2).
-            torque (float | array_like): N m, counter-clockwise positive, a scalar for every
-                world or (n_worlds,).
-
-        Raises:
-            TypeError: `body` is not an int, or force or torque not real numbers (bools,
-                complex numbers or strings).
-            ValueError: `body` out of range, or force or torque of another shape, not finite or
-                beyond float32's range, alone or summed with this body's earlier calls since
-                the last step; nothing is added.
+        """Add a `force` (N, (2,) for every world or (n_worlds, 2)) at `body`'s centre of mass, and
+        a `torque` (N m, counter-clockwise, a scalar or (n_worlds,)), for the next step() only.
+        Calls before one step add up; their sum must stay within float32's range (|x| <= 3.4e38).
+        Static bodies and bodies with `external_forces_enabled=False` are unaffected.
         """
         body = self._builder.check_body(body)
         f, t = check_forces(force, torque, self._n_worlds)
@@ -886,43 +630,17 @@ class Scene(ModelQueries):
     def set_body_params(self, bodies, *, mass=None, inertia=None, static_friction=None,
                         dynamic_friction=None, elasticity=None, vel_damping=None,
                         gravity_scale=None, world=None):
-        """Give bodies new physical values, in every world or per world (domain
-        randomisation, parameter sweeps). Parameters left None keep their values.
+        """Give `bodies` new physical values, in every world or per world (domain randomisation,
+        parameter sweeps).
 
-        Each value is a scalar (every addressed world), one value per addressed world
-        ((k_worlds,)), or (k_worlds, k_bodies). The units and rules are the add_*
-        keywords' (see the table above): mass kg, > 0; inertia kg m², > 0 (left None while
-        mass changes, an inertia from the shape follows the new mass, as add_* computes it,
-        and one given by hand stays); friction coefficients, elasticity and vel_damping
-        (1/s) >= 0; gravity_scale any finite number. A body is static or dynamic in every
-        world: a static body (mass 0) takes no mass or inertia, and a dynamic one no mass 0.
-        World w then steps bit for bit as a one-world scene built with world w's values.
-        Bodies asleep stay asleep until something wakes them (reset_worlds does).
-
-        While every world holds the same values the device keeps one row per body, as a
-        scene that never called this does; once a world differs, one per body slot.
-        Snapshots, state files and pickles carry the values.
-
-        Args:
-            bodies (int | array_like): a body index or a sequence of them.
-            mass (float | array_like | None): kg.
-            inertia (float | array_like | None): kg m².
-            static_friction (float | array_like | None): Coulomb static coefficient.
-            dynamic_friction (float | array_like | None): Coulomb kinetic coefficient.
-            elasticity (float | array_like | None): coefficient of restitution.
-            vel_damping (float | array_like | None): 1/s.
-            gravity_scale (float | array_like | None): factor on the world's gravity.
-            world (int | array_like | None): None (every world), a world index, a bool mask
-                (n_worlds,) or a sequence of indices, in the order the values' rows follow
-                (world_params.world_selection: negative ones count from the end, each world at
-                most once; empty: no change).
-
-        Raises:
-            TypeError: an index that is not an int, or a value that is not real numbers.
-            ValueError: an index out of range, a world given twice, a value of another shape,
-                not finite or out of its range (a mass whose inverse or whose inertia float32
-                cannot hold: see builder.MAX_MASS), or a mass or inertia for a static body;
-                nothing changes.
+        Each value is None (kept), a scalar (every addressed world), (k_worlds,) or (k_worlds,
+        k_bodies), in the body keywords' units (see Scene): mass (kg) > 0, at most
+        builder.MAX_MASS; inertia (kg m²) > 0 (left None while the mass changes, one from the
+        shape follows the new mass, one given by hand stays); static_friction, dynamic_friction,
+        elasticity and vel_damping (1/s) >= 0; gravity_scale finite. A static body (mass 0) takes
+        no mass or inertia, a dynamic one no mass 0. World w then steps bit for bit as a one-world
+        scene built with its values. Sleeping bodies stay asleep until woken. Snapshots, state
+        files and pickles carry the values. `world`: the worlds (see Scene).
         """
         rows = spatial_queries.body_indices(bodies, self.n_bodies)
         worlds = world_selection(world, self._n_worlds)
@@ -938,12 +656,9 @@ class Scene(ModelQueries):
 
     @serialized
     def get_body_params(self, bodies=None) -> dict[str, np.ndarray]:
-        """Every world's values of `bodies` (None: all), as set_body_params takes them.
-
-        Returns:
-            {name: (n_worlds, k) float64} for mass (kg), inertia (kg m², inf for a static
-            body), static_friction, dynamic_friction, elasticity, vel_damping (1/s) and
-            gravity_scale: copies.
+        """Every world's values of `bodies` (None: all), as set_body_params takes them: {name:
+        (n_worlds, k) float64} copies, for mass (kg), inertia (kg m², inf for a static body),
+        static_friction, dynamic_friction, elasticity, vel_damping (1/s) and gravity_scale.
         """
         rows = (np.arange(self.n_bodies) if bodies is None
                 else spatial_queries.body_indices(bodies, self.n_bodies))
@@ -952,18 +667,8 @@ class Scene(ModelQueries):
 
     @serialized
     def set_gravity(self, gravity):
-        """Set the gravity of every world, or of each world.
-
-        Bodies asleep stay asleep until something wakes them.
-
-        Args:
-            gravity (array_like): m/s², (2,) for every world (scene.gravity becomes it) or
-                (n_worlds, 2).
-
-        Raises:
-            TypeError: not real numbers, or a ragged sequence (naming gravity).
-            ValueError: another shape, or not finite; nothing changes.
-        """
+        """Set the `gravity` of every world, m/s²: (2,) for every world (scene.gravity becomes it)
+        or (n_worlds, 2). Bodies asleep stay asleep until something wakes them."""
         values = self._params.check_gravity(gravity)
         self._params.gravity = values
         if np.ndim(gravity) <= 1:
@@ -977,24 +682,13 @@ class Scene(ModelQueries):
 
     @serialized
     def set_joint_params(self, joints, *, pid=None, world=None):
-        """Give joints' motors new PID gains, in every world or per world.
-
-        set_joint_mode(pid=...) sets a joint's gains in every world; this sets them per
-        world. The PID's integral and derivative state go on (reset_worlds restarts them).
+        """Give `joints`' motors new PID gains per world (set_joint_mode: in every world); the
+        PID's integral and derivative state go on (reset_worlds restarts them).
 
         Args:
-            joints (int | array_like): a joint index or a sequence of them.
-            pid (array_like | None): (p, i, d) gains: (3,) for every addressed world,
-                (k_worlds, 3) one set per world, or (k_worlds, k_joints, 3).
-            world (int | array_like | None): None (every world), a world index, a bool mask
-                (n_worlds,) or a sequence of indices, in the order the values' rows follow
-                (world_params.world_selection: negative ones count from the end, each world at
-                most once; empty: no change).
-
-        Raises:
-            TypeError: an index that is not an int, or gains that are not real numbers.
-            ValueError: an index out of range, a world given twice, gains of another shape
-                or not finite.
+            pid (array_like | None): (p, i, d) gains: (3,) for every addressed world, (k_worlds, 3)
+                one set per world, or (k_worlds, k_joints, 3); None changes nothing.
+            world (int | array_like | None): the worlds (see Scene).
         """
         rows = spatial_queries.joint_indices(joints, self.n_joints)
         worlds = world_selection(world, self._n_worlds)
@@ -1024,29 +718,13 @@ class Scene(ModelQueries):
     def get_state(self, bodies=None, dtype=np.float64, out: State | None = None) -> State:
         """Every world's state, or that of some bodies: poses, velocities, sleep flags.
 
-        For observations: `bodies` gathers a subset, `dtype` float32 halves the bytes, and
-        `out` writes into arrays the caller keeps (NumPy arrays, or torch tensors: CPU ones,
-        or CUDA ones on Taichi's CUDA backend) in one kernel launch, with no new arrays.
-
-        Args:
-            bodies (int | array_like | None): None (every body) or body indices (k of them).
-            dtype (numpy dtype): np.float64 (the default) or np.float32, of the float arrays
-                (sleeping is bool either way); with `out`, its arrays' dtype rules.
-            out (State | None): a State of C-contiguous, writable arrays of shapes
-                (n_worlds, k, 2), (n_worlds, k), (n_worlds, k, 2), (n_worlds, k) and
-                (n_worlds, k) (sleeping bool, the others one float dtype); a field left None
-                is not gathered.
-
-        Returns:
-            A State: new NumPy arrays, or `out` filled in.
-
-        Raises:
-            RuntimeError: the scene has no bodies.
-            TypeError: dtype neither float32 nor float64, out not a State or holding
-                something other than NumPy arrays or torch tensors.
-            ValueError: an index out of range, or an array of `out` of the wrong shape,
-                dtype or device, not contiguous or not writable, or a torch tensor on a
-                backend other than the CPU and CUDA (naming it).
+        For observations: `bodies` (None: all) gathers k of them, `dtype` np.float32 (or the
+        default np.float64) halves the float arrays' bytes, and `out` writes in one kernel launch
+        into a State the caller keeps (returned filled in; else a State of new NumPy arrays): of
+        C-contiguous, writable NumPy arrays or torch tensors (CPU ones, or CUDA ones on Taichi's
+        CUDA backend), of shapes (n_worlds, k, 2), (n_worlds, k), (n_worlds, k, 2), (n_worlds, k)
+        and (n_worlds, k), sleeping bool and the others one float dtype (which `dtype` then
+        follows); a field left None is not gathered.
         """
         rows = None if bodies is None else spatial_queries.body_indices(bodies, self.n_bodies)
         if out is not None:
@@ -1055,31 +733,14 @@ class Scene(ModelQueries):
 
     @serialized
     def set_state(self, state: State, worlds=None):
-        """Put `state` into the scene: every body's pose, velocity and sleep flag, in every
-        world or in the given worlds only (the others bitwise untouched).
+        """Put `state` (a State of this scene's shapes: (n_worlds, n_bodies, ...), or with `worlds`
+        also one of k rows, row i to worlds[i]) into every world, or into `worlds` only (the
+        others bitwise untouched).
 
-        The way to give each world different initial conditions: take get_state(), change its
-        arrays, set it. The previous pose is set to the new pose, contacts are found afresh at
-        the new poses, and the last step's contact events are forgotten.
-
-        state.sleeping must hold bools, or integers that are all 0 or 1 (read as False and
-        True); the other arrays real numbers (ints or floats).
-
-        Args:
-            state: a State of this scene's shapes (n_worlds, n_bodies, ...); with `worlds`,
-                also one of k rows, one per world given, in order.
-            worlds (int | array_like | None): None (every world), a world index, a bool
-                mask (n_worlds,) or a sequence of indices: only these worlds change; a State
-                of k rows gives row i to worlds[i] (world_params.world_selection: negative
-                indices count from the end, each world at most once; empty: no change).
-
-        Raises:
-            TypeError: `state` is not a fx2d_gpu.State, an array is not of real numbers
-                (complex numbers, strings, bools), or state.sleeping is neither bools nor
-                integers (e.g. floats or NaN); each named, e.g. state.sleeping.
-            ValueError: an array of another shape, not finite, or beyond the coordinates and
-                speeds the engine simulates, or state.sleeping holding an integer other than 0
-                and 1 (naming it, e.g. state.position); the scene is left unchanged.
+        The way to give each world its own initial conditions: take get_state(), change it, set
+        it. The previous pose becomes the new pose, contacts are found afresh, and the last
+        step's contact events are forgotten. state.sleeping holds bools or integers 0 and 1; the
+        other arrays finite real numbers, within the coordinates and speeds the engine simulates.
         """
         if worlds is not None:
             chosen = world_selection(worlds, self._n_worlds, "worlds")
@@ -1093,30 +754,15 @@ class Scene(ModelQueries):
 
     @serialized
     def reset_worlds(self, worlds, state=None):
-        """Start the given worlds over (an episode's end), on the device, leaving every other
-        world bitwise untouched.
+        """Start the given `worlds` (not None) over on the device; other worlds stay bitwise as they
+        were.
 
-        Each given world takes the scene's built initial state (the bodies' add_* poses and
-        velocities, the joints' targets), or its rows of `state`: poses and velocities,
-        awake; its pending forces (apply_force since the last step) are dropped, its motors'
-        targets start over (the joints' own, or the snapshot's) with their PID integral and
-        derivative, and its contacts are forgotten (no warm start). Enabled flags
-        (set_enabled) and per-world values (set_body_params) stay.
-
-        Args:
-            worlds (int | array_like): a world index, a bool mask (n_worlds,) or a sequence
-                of indices (world_params.world_selection: negative ones count from the end,
-                each world at most once); an empty mask or sequence resets nothing.
-            state (State | SceneSnapshot | None): None (the built initial state), a State of
-                n_worlds rows (each given world takes its own row, whatever the order given)
-                or of one row per given world (row i to worlds[i]), or a SceneSnapshot of
-                this scene (each given world takes its row of
-                the snapshot's poses, velocities and motor targets).
-
-        Raises:
-            TypeError: worlds not indices or a bool mask, or state of another type.
-            ValueError: an index out of range, a world given twice, or a state that does not
-                fit (naming it); nothing changes.
+        Each takes the built initial state (the add_* poses and velocities, the joints' targets),
+        or its rows of `state`: a State of n_worlds rows (each world its own) or of one row per
+        given world (row i to worlds[i]), or a SceneSnapshot of this scene (its poses, velocities
+        and motor targets). It is awake, its pending forces are dropped, its motors' targets start
+        over with their PID state, and its contacts are forgotten. Enabled flags and per-world
+        values stay.
         """
         if worlds is None:
             raise TypeError("worlds must be a world index, a bool mask or indices, got None")
@@ -1133,38 +779,24 @@ class Scene(ModelQueries):
     # ------------------------------------------------------------------ snapshots
     @serialized
     def snapshot(self) -> SceneSnapshot:
-        """Everything that affects this scene's future, as a SceneSnapshot.
-
-        Poses, velocities, warm-start impulses and pairs, colours, sleep timers and islands, PID
-        state, motor targets and settings, forces applied for the next step, and the clock.
-        restore() it and step: the run from here repeats bitwise.
-
-        Raises:
-            RuntimeError: the scene has no bodies.
+        """Everything that affects this scene's future, as a SceneSnapshot: poses, velocities,
+        warm-start impulses and pairs, colours, sleep timers and islands, PID state, motor targets
+        and settings, forces pending, the clock. restore() it and the run repeats bitwise.
         """
         self._context()
         return take_snapshot(self._binding, self._cache, self._params, self._pending_forces,
-                             self.time,
-                             self.step_count)
+                             self.time, self.step_count)
 
     @serialized
     def restore(self, snapshot: SceneSnapshot):
-        """Return to `snapshot`, taken from this scene or one with the same model.
+        """Return to `snapshot` (snapshot() or SceneSnapshot.load), clock included.
 
-        The scene's bodies, joints, disabled pairs and n_worlds must be the snapshot's; its clock
-        (time, step_count) goes back too.
-
-        Args:
-            snapshot: from snapshot() or SceneSnapshot.load.
-
-        The snapshot is checked whole before anything changes (a snapshot is untrusted input:
-        see state_files.check_snapshot): its layout and fingerprint, step cache, clock, every
-        array's dtype, shape and values, and the forces.
+        The scene's bodies, joints, disabled pairs and n_worlds must be the snapshot's. It is
+        untrusted input, checked whole before anything changes (state_files.check_snapshot):
+        layout and fingerprint, step cache, clock, every array's dtype, shape and values, forces.
 
         Raises:
-            TypeError: `snapshot` is not a SceneSnapshot.
-            ValueError: the snapshot is of another scene, or a field of it does not fit this
-                scene (named in the message); the scene is left unchanged.
+            ValueError: the snapshot is of another scene.
         """
         # Built, not loaded: the snapshot replaces the state a load would bring in (and the
         # save of the scene resident before).
@@ -1177,9 +809,6 @@ class Scene(ModelQueries):
     def save_state(self, path):
         """Write snapshot() to a NumPy .npz file at `path` (with a format version).
 
-        Args:
-            path (str | os.PathLike): the file to write.
-
         Raises:
             OSError: the file cannot be written.
         """
@@ -1187,20 +816,15 @@ class Scene(ModelQueries):
 
     @serialized
     def load_state(self, path):
-        """Restore the snapshot in the file at `path`, written by save_state.
+        """Restore the snapshot in the file at `path` (written by save_state).
 
-        A state file is untrusted input: it is checked whole against this scene before anything
-        changes (see restore, and docs/batched-worlds.md for the list), and read no further
-        than this scene's state can need (a file, member count or member larger than that is
-        refused from its headers, before anything is decompressed).
-
-        Args:
-            path (str | os.PathLike): the file to read.
+        The file is untrusted input, checked whole against this scene before anything changes
+        (see restore, docs/batched-worlds.md) and read no further than this scene's state can
+        need (a file, member count or member larger is refused from its headers).
 
         Raises:
-            ValueError: the file is missing or not a fx2d_gpu state file (damaged, truncated),
-                is of another format version, belongs to another scene, or holds a field that
-                does not fit this scene (named in the message); the scene is left unchanged.
+            ValueError: the file is missing, not a fx2d_gpu state file (damaged, truncated), of
+                another format version or of another scene.
         """
         self._context()  # built and resident: the file is read against its layout
         forces, self.time, self.step_count, self._params = restore_snapshot(
@@ -1211,20 +835,13 @@ class Scene(ModelQueries):
     # ------------------------------------------------------------------ contacts
     @serialized
     def contacts(self, world: int | None = 0) -> Contacts:
-        """The pairs of bodies touching, one row per pair, sorted by (world, body_a, body_b).
+        """The pairs of bodies touching in `world` (None: every world), one row per pair, sorted by
+        (world, body_a, body_b), with the impulses the last step applied (see Contacts).
 
         After a step: every pair that touched in one of its substeps (a point within a quarter of
-        the slop, or pushing; once reported, within a slop: solver/contacts.HOLD_FRACTION) and
-        the contacts of sleeping bodies, with the impulses the step applied (see Contacts).
-        Before the first step or after set_state: the overlaps at the current poses, with zero
-        impulses.
-
-        Args:
-            world: the world to report, or None for every world.
-
-        Raises:
-            TypeError: `world` is not an int or None.
-            ValueError: `world` out of range.
+        the slop, or pushing; once reported, within a slop: solver/contacts.HOLD_FRACTION) and the
+        contacts of sleeping bodies. Before the first step or after set_state: the overlaps at
+        the current poses, with zero impulses.
         """
         if world is not None:
             world = as_index(world, "world", self._n_worlds, "worlds")
@@ -1232,11 +849,9 @@ class Scene(ModelQueries):
 
     @serialized
     def contact_events(self) -> ContactEvents:
-        """The last step's begin and end contact events of every world (see ContactEvents).
-
-        Begin: pairs that started touching; end: pairs that stopped; each list sorted by
-        (world, body_a, body_b). A pair that stays in contact, asleep or awake, begins once.
-        Empty before the first step and after set_state.
+        """The last step's begin and end contact events of every world (see ContactEvents), each
+        list sorted by (world, body_a, body_b). A pair that stays in contact, asleep or awake,
+        begins once. Empty before the first step and after set_state.
         """
         return readout.contact_events(self._context(), self._sensors())
 
@@ -1255,21 +870,11 @@ class Scene(ModelQueries):
     @serialized
     def set_collision_filter(self, body: int, collision_group=None, category_bits=None,
                              mask_bits=None):
-        """Change `body`'s collision filter, in every world; None keeps a setting.
-
-        Two bodies sharing a negative collision_group never collide, and sharing a positive one
-        always do (0: no group; Fx2D's rule). Otherwise each body's category_bits must meet the
-        other's mask_bits (Box2D's rule). Takes effect from the next step; the body wakes.
-
-        Args:
-            body: a body index.
-            collision_group (int | None): a group within int32's range.
-            category_bits (int | None): the categories the body is in, a 32-bit mask.
-            mask_bits (int | None): the categories it collides with, a 32-bit mask.
-
-        Raises:
-            TypeError: an argument that is not an int (or None).
-            ValueError: `body` out of range, or a value beyond its range.
+        """Change `body`'s filter in every world (None keeps a setting), from the next step; the
+        body wakes. Two bodies sharing a negative collision_group (within int32's range; 0: none)
+        never collide, and sharing a positive one always do (Fx2D's rule); otherwise each one's
+        category_bits (the categories it is in, a 32-bit mask) must meet the other's mask_bits
+        (the categories it collides with; Box2D's rule).
         """
         body = self._builder.check_body(body)
         self._builder.set_filter(body, collision_group, category_bits, mask_bits)
@@ -1283,23 +888,12 @@ class Scene(ModelQueries):
 
     @serialized
     def set_enabled(self, bodies, enabled: bool, world=None):
-        """Take `bodies` out of the simulation (enabled=False) or put them back, in `world`.
+        """Take `bodies` (an index or a non-empty sequence) out of the simulation (enabled=False) or
+        put them back, in `world` (see Scene).
 
         A disabled body keeps its index and state but never moves, collides, joins a joint's
         constraints or answers a query, as if removed; enabled again, it goes on awake from where
-        it was. Sleeping bodies that touched it or were jointed to it wake (boxes asleep on a
-        floor that is disabled fall).
-
-        Args:
-            bodies (int | array_like): a body index or a sequence of them.
-            enabled: False takes the bodies out, True puts them back.
-            world (int | array_like | None): None (every world), a world index, a bool mask
-                (n_worlds,) or a sequence of indices (world_params.world_selection: negative
-                ones count from the end, each world at most once; empty: no change).
-
-        Raises:
-            TypeError: enabled is not a bool, or an index is not an int.
-            ValueError: no bodies given, an index out of range, or a world given twice.
+        it was. Sleeping bodies that touched it or were jointed to it wake.
         """
         enabled = as_bool(enabled, "enabled")
         indices = spatial_queries.body_indices(bodies, self.n_bodies)
@@ -1309,15 +903,8 @@ class Scene(ModelQueries):
 
     @serialized
     def remove_body(self, body: int):
-        """Remove `body` from every world: set_enabled(body, False).
-
-        Its index stays (the batch layout does not change) and it never pairs again unless
-        enabled again.
-
-        Raises:
-            TypeError: `body` is not an int.
-            ValueError: `body` out of range.
-        """
+        """Remove `body` from every world: set_enabled(body, False). Its index stays (the batch
+        layout does not change)."""
         self.set_enabled(self._builder.check_body(body), False)
 
     @serialized
@@ -1327,20 +914,10 @@ class Scene(ModelQueries):
 
     @serialized
     def add_group(self, name: str, bodies, self_collide: bool = False):
-        """Make a named group of `bodies` (Fx2D's entity groups).
-
-        Unless self_collide, its members never collide with one another: they share a new
-        negative collision_group (replacing their own). Enable, disable or remove them together
-        with set_group_enabled and remove_group.
-
-        Args:
-            name: the group's name, unique among groups.
-            bodies (int | array_like): a body index or a sequence of them.
-            self_collide: let the members collide with one another.
-
-        Raises:
-            TypeError: name is not a str, self_collide not a bool, or an index not an int.
-            ValueError: the name is already used, no bodies given, or an index out of range.
+        """Make a group `name` (unique among groups) of `bodies` (an index or a non-empty sequence):
+        Fx2D's entity groups. Unless self_collide, its members share a new negative
+        collision_group (replacing their own): they never collide with one another.
+        set_group_enabled and remove_group act on them together.
         """
         members = spatial_queries.body_indices(bodies, self.n_bodies)
         group = self._builder.add_group(name, members, as_bool(self_collide, "self_collide"))
@@ -1350,7 +927,7 @@ class Scene(ModelQueries):
             self._upload_filters(members)
 
     def group_bodies(self, name: str) -> np.ndarray:
-        """The body indices of group `name`, (k,) int64, in the order they were given.
+        """The body indices of group `name`, (k,) int64, in the order given.
 
         Raises:
             ValueError: no group has this name.
@@ -1359,23 +936,17 @@ class Scene(ModelQueries):
 
     @serialized
     def set_group_enabled(self, name: str, enabled: bool, world=None):
-        """Take every member of group `name` out of the simulation, or put them back.
-
-        set_enabled(group_bodies(name), enabled, world).
-
-        Args:
-            name: the group's name.
-            enabled: False takes the members out, True puts them back.
-            world (int | array_like | None): as set_enabled's.
+        """set_enabled(group_bodies(name), enabled, world): take every member of group `name` out of
+        the simulation (enabled False) or put them back.
 
         Raises:
-            ValueError: no group has this name, a world out of range or given twice.
+            ValueError: no group has this name.
         """
         self.set_enabled(self.group_bodies(name), enabled, world)
 
     @serialized
     def remove_group(self, name: str):
-        """Remove every member of group `name` from every world (remove_body), and forget the group.
+        """Remove every member of group `name` from every world (remove_body); forget the group.
 
         Raises:
             ValueError: no group has this name.
@@ -1387,26 +958,17 @@ class Scene(ModelQueries):
     # ------------------------------------------------------------------ queries
     @serialized
     def ray_cast(self, origins, directions, max_distance, *, sensors: bool = False) -> RayHits:
-        """The nearest body each ray hits, in every world (see RayHits).
-
-        Disabled and shape-less bodies are never hit; ties go to the lowest body index. A query
-        changes nothing a later step reads.
+        """The nearest body each ray hits, in every world (see RayHits); ties go to the lowest body
+        index. Disabled and shape-less bodies are never hit. Changes nothing a step reads.
 
         Args:
-            origins (array_like): ray starts, m, within +-shapes.MAX_COORDINATE (1e15 m, the
-                engine's coordinates): (2,) one ray for every world, (n_rays, 2) the same
-                rays in every world, or (n_worlds, n_rays, 2). A ray from far away hits as
-                exactly as one from beside the bodies (it is moved to them in float64).
+            origins (array_like): ray starts, m, within +-shapes.MAX_COORDINATE: (2,) one ray for
+                every world, (n_rays, 2) the same rays in every world, or (n_worlds, n_rays, 2);
+                from far away as exact as from beside the bodies.
             directions (array_like): as origins; need not be unit length, must not be zero.
-            max_distance (float | array_like): how far each ray reaches, m, > 0 and within
-                float32's range: a scalar or broadcastable to (n_worlds, n_rays).
+            max_distance (float | array_like): m, > 0, within float32's range: a scalar or
+                broadcastable to (n_worlds, n_rays).
             sensors: also hit sensors (skipped by default).
-
-        Raises:
-            TypeError: an argument that is not real numbers (complex numbers, strings and
-                bools are not), or sensors not a bool; named in the message.
-            ValueError: an argument of the wrong shape, not finite or out of range (named in
-                the message).
         """
         return spatial_queries.ray_cast(self._context, self._n_worlds, origins, directions,
                                         max_distance, sensors)
@@ -1414,120 +976,53 @@ class Scene(ModelQueries):
     @serialized
     def ray_cast_all(self, origins, directions, max_distance, *,
                      sensors: bool = False) -> RayHitList:
-        """Every body each ray crosses, nearest first, in every world (see RayHitList).
-
-        Each body is reported once per ray, where the ray enters it. Disabled and shape-less
-        bodies are never hit. A query changes nothing a later step reads.
-
-        Args:
-            origins (array_like): ray starts, m, within +-shapes.MAX_COORDINATE (1e15 m, the
-                engine's coordinates): (2,) one ray for every world, (n_rays, 2) the same
-                rays in every world, or (n_worlds, n_rays, 2). A ray from far away hits as
-                exactly as one from beside the bodies (it is moved to them in float64).
-            directions (array_like): as origins; need not be unit length, must not be zero.
-            max_distance (float | array_like): how far each ray reaches, m, > 0 and within
-                float32's range: a scalar or broadcastable to (n_worlds, n_rays).
-            sensors: also hit sensors (skipped by default).
-
-        Raises:
-            TypeError: an argument that is not real numbers (complex numbers, strings and
-                bools are not), or sensors not a bool; named in the message.
-            ValueError: an argument of the wrong shape, not finite or out of range (named in
-                the message).
-        """
+        """Every body each ray crosses, nearest first, once per ray where it enters, in every world
+        (see RayHitList). origins, directions, max_distance and sensors: as ray_cast."""
         return spatial_queries.ray_cast_all(self._context, self._n_worlds, origins, directions,
                                             max_distance, sensors)
 
     @serialized
     def query_point(self, points, *, sensors: bool = False) -> Overlaps:
         """The bodies containing each point (boundary included), in every world (see Overlaps).
-
-        Disabled and shape-less bodies never count. A query changes nothing a later step reads.
-
-        Args:
-            points (array_like): m: (2,) one point for every world, (n_points, 2) the same
-                points in every world, or (n_worlds, n_points, 2).
-            sensors: also report sensors (left out by default).
-
-        Raises:
-            TypeError: an argument that is not real numbers (complex numbers, strings and
-                bools are not), or sensors not a bool; named in the message.
-            ValueError: an argument of the wrong shape, not finite or out of range (beyond
-                +-shapes.MAX_COORDINATE for coordinates; named in the message).
+        `points`, m: (2,), (n_points, 2) or (n_worlds, n_points, 2), as ray_cast's origins;
+        `sensors`: also report sensors. Disabled and shape-less bodies never count.
         """
         return spatial_queries.query_point(self._context, self._n_worlds, points, sensors)
 
     @serialized
     def query_aabb(self, lower, upper, *, sensors: bool = False) -> Overlaps:
-        """The bodies whose shape overlaps or touches each axis-aligned box, in every world.
-
-        Exact: a body counts when its shape meets the box, not merely its bounding box. Disabled
-        and shape-less bodies never count. A query changes nothing a later step reads.
-
-        Args:
-            lower (array_like): the boxes' lower corners, m: (2,), (n_boxes, 2) or
-                (n_worlds, n_boxes, 2).
-            upper (array_like): their upper corners, as lower; lower <= upper on both axes.
-            sensors: also report sensors (left out by default).
-
-        Returns:
-            One row per (box, body) found (see Overlaps).
-
-        Raises:
-            TypeError: an argument that is not real numbers (complex numbers, strings and
-                bools are not), or sensors not a bool; named in the message.
-            ValueError: an argument of the wrong shape, not finite or out of range (beyond
-                +-shapes.MAX_COORDINATE for coordinates; named in the message).
+        """The bodies whose shape (not merely its bounding box) overlaps or touches each
+        axis-aligned box, in every world: one row per (box, body) (see Overlaps). `lower` and
+        `upper` corners, m, lower <= upper: (2,), (n_boxes, 2) or (n_worlds, n_boxes, 2), as
+        ray_cast's origins; `sensors`: also report sensors. Disabled and shape-less bodies never
+        count.
         """
         return spatial_queries.query_aabb(self._context, self._n_worlds, lower, upper, sensors)
 
     @serialized
     def overlap_shape(self, shape: shapes.Shape, position, angle=0.0, *,
                       sensors: bool = False) -> Overlaps:
-        """The bodies each placed copy of `shape` overlaps or touches, in every world.
-
-        Full containment counts. Edges and chain links are two-sided segments here. Disabled and
-        shape-less bodies never count. A query changes nothing a later step reads.
-
-        Args:
-            shape: from fx2d_gpu.shapes (circle, box, polygon, capsule, edge ...).
-            position (array_like): where the shape's body-frame origin goes, m: (2,),
-                (n_queries, 2) or (n_worlds, n_queries, 2).
-            angle (float | array_like): its rotation, rad: a scalar or broadcastable to
-                (n_worlds, n_queries).
-            sensors: also report sensors (left out by default).
-
-        Returns:
-            One row per (query, body) found (see Overlaps).
-
-        Raises:
-            TypeError: `shape` is not a fx2d_gpu.shapes.Shape, another argument not real
-                numbers (complex numbers, strings and bools are not), or sensors not a bool;
-                named in the message.
-            ValueError: an argument of the wrong shape, not finite or out of range (beyond
-                +-shapes.MAX_COORDINATE for position; named in the message).
+        """The bodies each placed copy of `shape` (a fx2d_gpu.shapes.Shape; edges two-sided here)
+        overlaps, touches or contains, in every world: one row per (query, body) (see Overlaps).
+        `position` (m: (2,), (n_queries, 2) or (n_worlds, n_queries, 2), as ray_cast's origins)
+        places its body-frame origin, rotated by `angle` (rad: a scalar or broadcastable to
+        (n_worlds, n_queries)); `sensors`: also report sensors. Disabled and shape-less bodies
+        never count.
         """
         return spatial_queries.overlap_shape(self._context, self._n_worlds, shape, position,
                                              angle, sensors)
 
     @serialized
     def replicate(self, n_worlds: int) -> Scene:
-        """A new scene of `n_worlds` copies of this one-world scene (the template of a batch
-        or of distributed.ShardedScene's shards).
-
-        The copy has this scene's bodies, joints, settings, per-world values (set_body_params,
-        set_gravity, set_joint_params) and clock; each of its worlds starts from this
-        world's poses, velocities, sleep flags, enabled flags and motor targets, and takes
-        its forces pending for the next step. Contacts, warm-start impulses, sleep timers
-        and PID state are not copied: they start over, as after set_state. Every world of
-        the copy steps bit for bit as the others, and as any other copy made the same way.
-
-        Args:
-            n_worlds: the copy's worlds, >= 1.
+        """A new scene of `n_worlds` copies of this one-world scene: the template of a batch or of
+        distributed.ShardedScene's shards. It has this scene's bodies, joints, settings,
+        per-world values and clock; each of its worlds starts from this world's poses,
+        velocities, sleep and enabled flags and motor targets, with its pending forces; contacts,
+        warm-start impulses, sleep timers and PID state start over, as after set_state. Every
+        world steps bit for bit as the others, and as any other copy made the same way.
 
         Raises:
-            TypeError: n_worlds is not an int.
-            ValueError: n_worlds below 1, or this scene has more than one world.
+            ValueError: this scene has more than one world.
         """
         n_worlds = as_count(n_worlds, "n_worlds")
         if self._n_worlds != 1:
