@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from copy import deepcopy
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -25,7 +26,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from . import residency, state_files
-from .residency import Snapshot
+from .checks import as_count
+from .records import State
+from .residency import Snapshot, serialized
 from .solver.context import StepCache
 from .state_files import (
     FORMAT_VERSION,
@@ -223,3 +226,73 @@ def read_state_file(path, binding=None) -> SceneSnapshot:
             version, or holds a field that does not fit (named in the message).
     """
     return SceneSnapshot(**state_files.read_state_file(path, binding))
+
+
+class SceneCopies:
+    """Scene's copies (a mixin of fx2d_gpu.Scene, which holds the state they copy): replicate
+    for a batch of one world's copies, and what copy.deepcopy and pickle keep."""
+
+    def replicate(self, n_worlds: int):
+        """A new scene of `n_worlds` copies of this one-world scene: the template of a batch or of
+        distributed.ShardedScene's shards. It has this scene's bodies, joints, settings,
+        per-world values and clock; each of its worlds starts from this world's poses,
+        velocities, sleep and enabled flags and motor targets, with its pending forces; contacts,
+        warm-start impulses, sleep timers and PID state start over, as after set_state. Every
+        world steps bit for bit as the others, and as any other copy made the same way.
+
+        Raises:
+            ValueError: this scene has more than one world.
+        """
+        n_worlds = as_count(n_worlds, "n_worlds")
+        if self._n_worlds != 1:
+            raise ValueError(f"replicate copies a one-world scene; this one has "
+                             f"{self._n_worlds} worlds")
+        copy = type(self)(**dict(self._settings(), n_worlds=n_worlds))
+        copy._builder = deepcopy(self._builder)
+        copy._params = self._params.repeated(n_worlds)
+        copy.meta, copy.visuals = deepcopy(self.meta), deepcopy(self.visuals)
+        copy.time, copy.step_count = self.time, self.step_count
+        for joint, values in self._pending_targets.items():
+            copy._pending_targets[joint] = np.repeat(values[:1], n_worlds)
+        if self._is_built():
+            state = self.get_state()
+            copy.set_state(State(*(np.repeat(a, n_worlds, axis=0) for a in (
+                state.position, state.angle, state.velocity, state.angular_velocity,
+                state.sleeping))))
+            for joint in range(self.n_joints):
+                copy.set_joint_target(joint, float(self._joint_targets(joint)[0]))
+            disabled = np.flatnonzero(~self.enabled()[0])
+            if len(disabled):
+                copy.set_enabled(disabled, False)
+        copy._pending_forces = {body: (np.repeat(force[:1], n_worlds, axis=0),
+                                       np.repeat(torque[:1], n_worlds))
+                                for body, (force, torque) in self._pending_forces.items()}
+        return copy
+
+    @serialized
+    def __getstate__(self) -> dict:
+        """What copy.deepcopy and pickle keep: the settings, the model, the pending inputs,
+        and (once built) a snapshot; the copy continues bitwise like the original."""
+        return {"settings": self._settings(),
+                "builder": self._builder, "pending_targets": self._pending_targets,
+                "meta": self.meta, "visuals": self.visuals, "time": self.time,
+                "step_count": self.step_count, "params": self._params.copy(),
+                "snapshot": self.snapshot() if self._binding.n_bodies else None,
+                "pending_forces": self._pending_forces}
+
+    def __setstate__(self, state: dict):
+        self.__init__(**state["settings"])
+        self._builder = state["builder"]
+        self._pending_targets = state["pending_targets"]
+        if "params" in state:  # (a pickle from before per-world values has none)
+            self._params = state["params"]
+        self.meta, self.visuals = state["meta"], state["visuals"]
+        if state["snapshot"] is not None:
+            # Not restore(): a copy's own snapshot is not checked as a state file from
+            # elsewhere would be (unpickling runs code anyway), so that a scene kept in the
+            # state a fault left it (on_fault="raise") can still be copied and looked at.
+            self._context()  # builds the arrays of the same model first
+            *_, self._params = restore_snapshot(state["snapshot"], self._binding, self._cache,
+                                                self._builder, self._gravity, checked=True)
+        self._pending_forces = state["pending_forces"]
+        self.time, self.step_count = state["time"], state["step_count"]
