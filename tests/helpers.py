@@ -3,6 +3,7 @@ than one file builds, and bitwise comparisons of runs. The NumPy oracles the ker
 tested against are in tests/reference/; writing device fields by hand, in tests/fields.py."""
 
 import dataclasses
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -11,6 +12,51 @@ import pytest
 import fx2d_gpu as fx
 
 DT = 1.0 / 60.0  # the tests' frame, s
+G = 9.81  # the tests' gravity, m/s^2
+#: Box2D v3's contact hertz, the cap at a quarter of the substep rate, and the doubling
+#: against immovable bodies, restated here (soft_contacts.contact_hertz).
+SOFT_HERTZ, SOFT_RATE_FRACTION, SOFT_IMMOVABLE = 30.0, 0.25, 2.0
+#: The position solver's contact slop, m, restated (contacts.LINEAR_SLOP): how deep a
+#: resting XPBD contact may stay.
+LINEAR_SLOP = 0.002
+
+
+def mechanical_energy(scene, bodies, state=None, gravity: float = G, world: int = 0) -> float:
+    """Kinetic (translation and rotation) plus gravitational energy, J, of `bodies` in
+    `world` of `state` (the scene's state now if None), gravity pointing down -y."""
+    state = scene.get_state() if state is None else state
+    bodies = np.asarray(bodies, dtype=np.int64)
+    mass = np.array([scene.body_mass(b) for b in bodies])
+    inertia = np.array([scene.body_inertia(b) for b in bodies])
+    velocity = state.velocity[world, bodies].astype(np.float64)
+    spin = state.angular_velocity[world, bodies].astype(np.float64)
+    height = state.position[world, bodies, 1].astype(np.float64)
+    return float((0.5 * mass * (velocity ** 2).sum(axis=1) + 0.5 * inertia * spin ** 2
+                  + mass * gravity * height).sum())
+
+
+def soft_contact_hertz(substeps: int, immovable: bool) -> float:
+    """The soft step's contact hertz at `substeps` a 1/60 s step (against an immovable body:
+    doubled)."""
+    h = DT / substeps
+    return min(SOFT_HERTZ, SOFT_RATE_FRACTION / h) * (SOFT_IMMOVABLE if immovable else 1.0)
+
+
+def soft_deflection(hertz: float) -> float:
+    """A soft contact spring's static deflection under 1 g per unit of load over effective
+    mass, m: g / w^2 (tests/test_soft_step.py derives the rest depth)."""
+    return G / (2.0 * math.pi * hertz) ** 2
+
+
+def soft_column_drop(n_boxes: int, substeps: int = 4) -> float:
+    """The top box's drop, m, of a column of n_boxes 1 m, 1 kg boxes on the ground under the
+    soft step: the contact under box k from the top carries k boxes on two corner points,
+    each point's 1/m_eff = 2/m + 2 (0.5^2) / I = 5 per kg (I = 1/6 kg m^2), so it closes
+    2.5 k g / w^2; the ground's points, 1/m_eff = 2.5, close 1.25 n g / w^2 at twice the
+    hertz."""
+    return (sum(2.5 * k * soft_deflection(soft_contact_hertz(substeps, False))
+                for k in range(1, n_boxes))
+            + 1.25 * n_boxes * soft_deflection(soft_contact_hertz(substeps, True)))
 
 
 # ----------------------------------------------------------------------------- stepping

@@ -8,10 +8,8 @@ import pytest
 import fx2d_gpu as fx
 from fx2d_gpu.device import MAX_COLORS
 
-from .helpers import DT, joint_control_demo, run
+from .helpers import DT, G, joint_control_demo, mechanical_energy, run
 from .reference.joints import pid_arm_angles
-
-G = 9.81
 
 
 def test_pendulum_period(arch, solver):
@@ -86,13 +84,10 @@ def test_hanging_chain_stays_connected(arch, solver):
         scene.add_revolute_joint(previous, link, anchor=(0.0, 0.0) if i == 0 else (0.25, 0.0))
         links.append(link)
         previous = link
-    mass = np.array([scene.body_mass(b) for b in links])
-    inertia = np.array([scene.body_inertia(b) for b in links])
+    total_mass = sum(scene.body_mass(b) for b in links)
 
     def energy():
-        s = scene.get_state()
-        v, w, y = s.velocity[0, links], s.angular_velocity[0, links], s.position[0, links, 1]
-        return (0.5 * mass * (v * v).sum(1) + 0.5 * inertia * w * w + mass * G * y).sum()
+        return mechanical_energy(scene, links)
 
     start_energy = energy()
     worst_gap, most_energy = 0.0, -np.inf
@@ -110,7 +105,7 @@ def test_hanging_chain_stays_connected(arch, solver):
     assert worst_gap < (0.01 if solver == "xpbd" else 0.04)
     # No explosion: the chain never has more energy than it was released with (the tip may
     # whip faster than free fall, but energy only leaves the system).
-    assert most_energy < start_energy + 0.02 * mass.sum() * G * 10.0
+    assert most_energy < start_energy + 0.02 * total_mass * G * 10.0
     assert scene.get_state().position[0, links[-1], 1] < -5.0  # it did swing down
 
 
@@ -246,17 +241,6 @@ def test_hub_with_many_joints_solves_every_joint(arch):
     run(scene, seconds=3.0, each=record)
     assert overflow > 0  # some joints were solved in the overflow colour (per world)
     assert worst < 0.01
-
-
-def mechanical_energy(scene, bodies, state) -> float:
-    """Kinetic (translation and rotation) plus gravitational energy of `bodies` in world 0, J."""
-    energy = 0.0
-    for body in bodies:
-        mass, inertia = scene.body_mass(body), scene.body_inertia(body)
-        speed2 = float(state.velocity[0, body] @ state.velocity[0, body])
-        energy += (0.5 * mass * speed2 + 0.5 * inertia * state.angular_velocity[0, body] ** 2
-                   + mass * G * state.position[0, body, 1])
-    return energy
 
 
 def test_a_free_pendulum_keeps_its_swing_and_energy(arch):

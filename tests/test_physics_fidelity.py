@@ -18,7 +18,8 @@ from fx2d_gpu.solver.contacts import (
     SLOP_FRACTION,
 )
 
-G = 9.81
+from .helpers import G, mechanical_energy
+
 DT = 1.0 / 60.0
 
 
@@ -31,17 +32,6 @@ def incline(scene, theta, origin, mu):
     scene.add_box(tuple(centre), (200.0, 1.0), angle=-theta, mass=0, static_friction=mu,
                   dynamic_friction=mu)
     return normal, downhill
-
-
-def mechanical_energy(scene, state, bodies, gravity=G):
-    """Kinetic plus potential energy (J) of the given bodies in world 0."""
-    energy = 0.0
-    for body in bodies:
-        mass, inertia = scene.body_mass(body), scene.body_inertia(body)
-        energy += (0.5 * mass * float(np.sum(state.velocity[0, body] ** 2))
-                   + 0.5 * inertia * float(state.angular_velocity[0, body]) ** 2
-                   + mass * gravity * float(state.position[0, body, 1]))
-    return energy
 
 
 # --- 1. rolling ------------------------------------------------------------------------------
@@ -92,12 +82,12 @@ def wheel_cart(arch, origin, substeps, cart, solver="xpbd"):
     else:
         bodies = [scene.add_circle(tuple(o + radius * normal), radius, **wheel)]
         mass, inertia = wheel_mass, 0.5 * wheel_mass * radius**2
-    energy_start = mechanical_energy(scene, scene.get_state(), bodies)
+    energy_start = mechanical_energy(scene, bodies, scene.get_state())
     rise = 0.0
     for _ in range(180):
         scene.step(DT)
         state = scene.get_state()
-        rise = max(rise, mechanical_energy(scene, state, bodies) - energy_start)
+        rise = max(rise, mechanical_energy(scene, bodies, state) - energy_start)
     accel = G * math.sin(theta) / (1.0 + inertia / (mass * radius**2))
     speed = float(state.velocity[0, bodies[0]] @ downhill)
     kinetic = sum(0.5 * scene.body_mass(b) * float(np.sum(state.velocity[0, b] ** 2))
@@ -248,13 +238,13 @@ def spinning_box(arch, spin, gravity=G, ground_top=0.0, solver="xpbd", **materia
     scene.add_box((0.0, ground_top - 0.5), (40.0, 1.0), mass=0, **material)
     box = scene.add_box((0.0, ground_top + 0.5), (1.0, 1.0), angular_velocity=spin,
                         **material)
-    start = mechanical_energy(scene, scene.get_state(), [box], gravity)
+    start = mechanical_energy(scene, [box], scene.get_state(), gravity)
     highest, rise = ground_top + 0.5, -math.inf
     for _ in range(180):
         scene.step(DT)
         state = scene.get_state()
         highest = max(highest, float(state.position[0, box, 1]))
-        rise = max(rise, mechanical_energy(scene, state, [box], gravity) - start)
+        rise = max(rise, mechanical_energy(scene, [box], state, gravity) - start)
     return highest, rise
 
 
@@ -324,10 +314,10 @@ def test_box_thrown_at_the_ground_does_not_gain_energy(arch, solver):
     scene = fx.Scene(gravity=(0.0, -G), arch=arch, solver=solver)
     scene.add_box((0.0, -0.5), (400.0, 1.0), mass=0)
     box = scene.add_box((0.0, 1.0), (0.2, 0.2), velocity=(20.0, -20.0))
-    start = mechanical_energy(scene, scene.get_state(), [box])
+    start = mechanical_energy(scene, [box], scene.get_state())
     for _ in range(180):
         scene.step(DT)
-        energy = mechanical_energy(scene, scene.get_state(), [box])
+        energy = mechanical_energy(scene, [box], scene.get_state())
         assert energy <= start + 1.0 * G * LINEAR_SLOP
 
 

@@ -22,26 +22,15 @@ from .helpers import (
     COLORED_LIKE_GENERAL,
     DT,
     GENERAL_PATH,
+    G,
     assert_same_trace,
     machine_scene,
     run,
+    soft_column_drop,
+    soft_contact_hertz,
+    soft_deflection,
     trace,
 )
-
-G = 9.81
-#: Box2D v3's contact hertz, the cap at a quarter of the substep rate, and the doubling
-#: against immovable bodies, restated here (soft_contacts.contact_hertz).
-HERTZ, RATE_FRACTION, IMMOVABLE = 30.0, 0.25, 2.0
-
-
-def contact_hertz(substeps: int, immovable: bool) -> float:
-    h = DT / substeps
-    return min(HERTZ, RATE_FRACTION / h) * (IMMOVABLE if immovable else 1.0)
-
-
-def deflection(hertz: float) -> float:
-    """A spring's static deflection under 1 g, m: g / w^2."""
-    return G / (2.0 * math.pi * hertz) ** 2
 
 
 @pytest.mark.parametrize("substeps", [4, 1])  # 30 Hz; capped at 15 Hz by the substep
@@ -57,10 +46,10 @@ def test_discs_rest_at_the_soft_contacts_static_deflection(arch, substeps):
     run(scene, seconds=3.0)
     position = scene.get_state().position[0]
     on_ground = 0.5 - position[alone, 1]
-    expected = deflection(contact_hertz(substeps, immovable=True))
+    expected = soft_deflection(soft_contact_hertz(substeps, immovable=True))
     assert on_ground == pytest.approx(expected, rel=0.01)
     on_box = (position[box, 1] + 0.5) - (position[top, 1] - 0.5)
-    expected = 1.25 * deflection(contact_hertz(substeps, immovable=False))
+    expected = 1.25 * soft_deflection(soft_contact_hertz(substeps, immovable=False))
     assert on_box == pytest.approx(expected, rel=0.01)
 
 
@@ -78,8 +67,7 @@ def test_a_column_compresses_by_its_summed_deflections(arch):
     run(scene, seconds=6.0)
     state = scene.get_state()
     drop = (n - 0.5) - state.position[0, column[-1], 1]
-    expected = (sum(2.5 * k * deflection(contact_hertz(4, False)) for k in range(1, n))
-                + 1.25 * n * deflection(contact_hertz(4, True)))
+    expected = soft_column_drop(n)
     assert drop == pytest.approx(expected, rel=0.02)
     assert np.abs(state.angle[0, column]).max() < 1e-4
     assert np.abs(state.position[0, column, 0]).max() < 1e-4
@@ -105,7 +93,7 @@ def test_lighter_boxes_on_heavier_ones_compress_by_their_summed_deflections(arch
     for k, mass in enumerate(masses):
         per_point = 0.5 * sum(masses[k:])  # kg of load on each of the two points, in g
         inverse = 2.5 / mass + (2.5 / masses[k - 1] if k > 0 else 0.0)
-        total += per_point * inverse * deflection(contact_hertz(4, immovable=k == 0))
+        total += per_point * inverse * soft_deflection(soft_contact_hertz(4, immovable=k == 0))
         expected.append(total)
     np.testing.assert_allclose(sink, expected, rtol=0.02)
 
@@ -140,7 +128,7 @@ def test_a_box_hangs_from_a_joint_at_the_joints_static_deflection(arch):
     run(scene, seconds=2.0)
     hertz = min(60.0, 0.25 * 4 / DT)
     sag = -scene.get_state().position[0, box, 1]
-    assert sag == pytest.approx(deflection(hertz), rel=0.01)
+    assert sag == pytest.approx(soft_deflection(hertz), rel=0.01)
 
 
 def test_a_pendulum_swings_at_its_period_and_keeps_its_swing(arch):
