@@ -43,10 +43,10 @@ ON_WORKER_LOSS = ("recover", "raise")
 """The values of ShardedScene's on_worker_loss: rebuild a lost shard and finish the call, or
 raise ShardLostError."""
 
-#: The most steps one ShardedScene.step call takes (its `n`): a call cannot be stopped
-#: short of Ctrl-C, which then leaves the scene refusing to step until restore(); a longer
-#: run is a loop of calls (each a chance to stop, and to take the recovery snapshots).
 MAX_STEPS_PER_CALL = 100_000
+"""The most steps one ShardedScene.step call takes (its `n`): a call cannot be stopped short
+of Ctrl-C, which then leaves the scene refusing to step until restore(); a longer run is a
+loop of calls (each a chance to stop, and to take the recovery snapshots)."""
 
 
 class ShardLostError(RuntimeError):
