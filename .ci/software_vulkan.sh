@@ -34,7 +34,7 @@ if DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq xvfb xauth >/dev/
 else
     echo "software Vulkan: xvfb could not be installed (the viewer's window test skips)"
 fi
-# The driver keeps a memory mapping for every kernel launch (fx2d_gpu.runtime's
+# The driver keeps a memory mapping for every kernel launch (fx2d_gpu.device.runtime's
 # check_mapping_headroom): at Linux's default vm.max_map_count (65,530) a process crashes
 # after ~20,000-60,000 launches (~120 steps of a 79-body pyramid). Room for longer runs:
 limit=$(cat /proc/sys/vm/max_map_count 2>/dev/null || echo 0)

@@ -10,9 +10,9 @@ import argparse
 import datetime
 import time
 
-from fx2d_gpu import runtime
-from fx2d_gpu.collision.broad_phase import find_candidate_pairs
-from fx2d_gpu.collision.narrow_phase import compute_manifolds
+from fx2d_gpu.device import runtime
+from fx2d_gpu.physics.collision.broad_phase import find_candidate_pairs
+from fx2d_gpu.physics.collision.narrow_phase import compute_manifolds
 from fx2d_gpu.scenes import random_pile
 
 from .common import device_name, print_table, save_csv, timed

@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import taichi as ti
 
-from fx2d_gpu import runtime
-from fx2d_gpu.solver.team import TASK_ITEMS
+from fx2d_gpu.device import runtime
+from fx2d_gpu.physics.solver.team import TASK_ITEMS
 
 RESULTS = Path(__file__).parent / "results"
 

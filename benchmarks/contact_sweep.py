@@ -22,9 +22,10 @@ import time
 import numpy as np
 import taichi as ti
 
-from fx2d_gpu import runtime, scenes
-from fx2d_gpu.solver.contacts import solve_velocity, warm_start_body
-from fx2d_gpu.solver.soft_contacts import solve_soft_contact
+from fx2d_gpu import scenes
+from fx2d_gpu.device import runtime
+from fx2d_gpu.physics.solver.contacts import solve_velocity, warm_start_body
+from fx2d_gpu.physics.solver.soft_contacts import solve_soft_contact
 
 from .common import device_name, print_table, save_csv
 

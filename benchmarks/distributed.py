@@ -31,7 +31,8 @@ import os
 import statistics
 import time
 
-from fx2d_gpu import runtime, scenes
+from fx2d_gpu import scenes
+from fx2d_gpu.device import runtime
 
 from .common import print_table, save_csv, time_windows_side_by_side
 

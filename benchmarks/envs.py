@@ -24,7 +24,7 @@ import importlib.util
 import statistics
 import time
 
-from fx2d_gpu import runtime
+from fx2d_gpu.device import runtime
 
 from .common import RESULTS, device_name, print_table, save_csv, time_windows_side_by_side
 

@@ -36,7 +36,8 @@ from pathlib import Path
 import numpy as np
 
 import fx2d_gpu as fx
-from fx2d_gpu import examples, runtime
+from fx2d_gpu import examples
+from fx2d_gpu.device import runtime
 
 from .common import device_name, print_table, save_csv
 

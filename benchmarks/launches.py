@@ -33,9 +33,10 @@ import datetime
 import taichi as ti
 from taichi.lang import impl
 
-from fx2d_gpu import launching, runtime, scenes
-from fx2d_gpu.solver.plan import STEP_STAGE_NAMES
-from fx2d_gpu.solver.stages import STAGES
+from fx2d_gpu import scenes
+from fx2d_gpu.device import launching, runtime
+from fx2d_gpu.physics.solver.plan import STEP_STAGE_NAMES
+from fx2d_gpu.physics.solver.stages import STAGES
 
 from .common import device_name, print_table, save_csv
 

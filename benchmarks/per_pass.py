@@ -38,8 +38,9 @@ import time
 import numpy as np
 import taichi as ti
 
-from fx2d_gpu import runtime, scenes
-from fx2d_gpu.solver.stages import LAST_SUBSTEP, STAGES
+from fx2d_gpu import scenes
+from fx2d_gpu.device import runtime
+from fx2d_gpu.physics.solver.stages import LAST_SUBSTEP, STAGES
 
 from . import box2d_scenes
 from .common import device_name, print_table, save_csv, time_windows_side_by_side

@@ -16,8 +16,9 @@ import time
 
 import taichi as ti
 
-from fx2d_gpu import runtime, scenes
-from fx2d_gpu.solver.stages import DEFAULT_SUBSTEPS
+from fx2d_gpu import scenes
+from fx2d_gpu.device import runtime
+from fx2d_gpu.physics.solver.stages import DEFAULT_SUBSTEPS
 
 from .common import device_name, save_csv
 

@@ -21,7 +21,7 @@ import time
 
 import numpy as np
 
-from fx2d_gpu import runtime
+from fx2d_gpu.device import runtime
 from fx2d_gpu.scene import Scene
 from fx2d_gpu.scenes import BodySpec, random_pile
 

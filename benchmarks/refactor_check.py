@@ -158,7 +158,7 @@ def main(argv=None):
     parser.add_argument("--update", action="store_true",
                         help="store this machine's hashes (refactor_hashes.json)")
     args = parser.parse_args(argv)
-    from fx2d_gpu.runtime import ensure_initialized
+    from fx2d_gpu.device.runtime import ensure_initialized
 
     ensure_initialized("cpu")
     stored = stored_hashes() or {}

@@ -21,7 +21,8 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from fx2d_gpu import load_scene, runtime
+from fx2d_gpu import load_scene
+from fx2d_gpu.device import runtime
 
 from .common import device_name, print_table, save_csv
 

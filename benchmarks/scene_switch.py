@@ -2,7 +2,7 @@
 
     python -m benchmarks.scene_switch [SCENE ...] [--arch cpu] [--rounds 5]
 
-Every scene of a process shares one device pool (fx2d_gpu/residency.py); a step of a scene
+Every scene of a process shares one device pool (fx2d_gpu/device/residency.py); a step of a scene
 that is not resident first saves the resident one's state to the host and loads its own.
 Programs that hold several scenes (two environments, a scene and its reference, a test and
 its expected run) pay that on every step they alternate. For a small stack (81 bodies) and
@@ -18,7 +18,7 @@ import statistics
 import time
 
 import fx2d_gpu as fx
-from fx2d_gpu import runtime
+from fx2d_gpu.device import runtime
 from fx2d_gpu.scenes import random_pile
 
 from .common import device_name, print_table, save_csv, wake_cores

@@ -21,7 +21,7 @@ import time
 import numpy as np
 
 import fx2d_gpu as fx
-from fx2d_gpu import runtime
+from fx2d_gpu.device import runtime
 
 from .common import RESULTS, device_name, print_table, save_csv
 

@@ -2,12 +2,14 @@
 
     python -m benchmarks.structure [--list]
 
-Prints: the package's folders with their line counts; the number of top-level modules of fx2d_gpu/;
-import circles among the package's modules (a function's deferred import counts; those under `if
-TYPE_CHECKING:` do not: they never run); host functions (not Taichi kernels or funcs) over
-HOST_FUNCTION_LINES lines; Taichi kernels and funcs over KERNEL_PARAMETERS parameters; monkeypatches
-in the tests (calls of monkeypatch's methods); tests that read a private member (an attribute
-starting with one underscore, of anything but self). --list names each function and test counted.
+Prints: the package's folders with their line counts; the number of top-level modules of
+fx2d_gpu/; import circles among the package's modules (a function's deferred import counts;
+those under `if TYPE_CHECKING:` do not: they never run); imports from a lower layer to a
+higher one (LAYERS); host functions (not Taichi kernels or funcs) over HOST_FUNCTION_LINES
+lines; Taichi kernels and funcs over KERNEL_PARAMETERS parameters; monkeypatches in the
+tests (calls of monkeypatch's methods); tests that read a private member (an attribute
+starting with one underscore, of anything but self). --list names each function and test
+counted. tests/test_structure.py holds the package to the first four.
 """
 
 from __future__ import annotations

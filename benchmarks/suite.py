@@ -45,10 +45,10 @@ from pathlib import Path
 
 import numpy as np
 
-from fx2d_gpu import launching, residency, runtime, scenes
-from fx2d_gpu.device import MAX_COLORS
-from fx2d_gpu.solver.plan import DEFAULT_OPTIONS
-from fx2d_gpu.solver.stages import DEFAULT_SUBSTEPS
+from fx2d_gpu import scenes
+from fx2d_gpu.device import MAX_COLORS, launching, residency, runtime
+from fx2d_gpu.physics.solver.plan import DEFAULT_OPTIONS
+from fx2d_gpu.physics.solver.stages import DEFAULT_SUBSTEPS
 
 from . import box2d_scenes
 from .common import (

@@ -38,7 +38,7 @@ import time
 
 import numpy as np
 
-from fx2d_gpu import runtime
+from fx2d_gpu.device import runtime
 
 from .common import RESULTS, device_name, print_table, save_csv
 
@@ -50,8 +50,8 @@ WINDOW_SIZE = (1024, 768)
 
 
 # ---------------------------------------------------------------------------- before
-# The NumPy code this replaced, as it was (fx2d_gpu/viewer.py's build_mesh and
-# fx2d_gpu/render.py's renderer before issue 45), kept here to be timed.
+# The NumPy code this replaced, as it was (fx2d_gpu/draw/viewer.py's build_mesh and
+# fx2d_gpu/draw/render.py's renderer before issue 45), kept here to be timed.
 _STATIC = np.array([90, 90, 100], np.uint8)
 _PALETTE = np.array([[66, 133, 244], [219, 68, 55], [244, 180, 0], [15, 157, 88],
                      [171, 71, 188], [0, 172, 193], [255, 112, 67]], np.uint8)
@@ -63,8 +63,8 @@ def legacy_build_mesh(scene, state, world=0, bounds=None, rect=(0.0, 0.0, 1.0, 1
                       aspect=4 / 3):
     """viewer.build_mesh before issue 45: (triangles, their colours, lines, their colours)
     in window coordinates, body by body."""
+    from fx2d_gpu.draw.render import default_bounds, drawn, visual_of
     from fx2d_gpu.enums import SHAPE_CIRCLE
-    from fx2d_gpu.render import default_bounds, drawn, visual_of
     from fx2d_gpu.shapes import AREALESS_KINDS, outline, rotation
 
     if bounds is None:
@@ -129,8 +129,8 @@ def legacy_render(scene, world=0, size=(800, 600), bounds=None, contacts=False, 
                   rays=None):
     """render.render before issue 45: (height, width, 3) uint8, NumPy, body by body (a
     full-image mask per dot)."""
+    from fx2d_gpu.draw.render import _rgb, default_bounds, drawn, visual_of
     from fx2d_gpu.enums import SHAPE_CIRCLE
-    from fx2d_gpu.render import _rgb, default_bounds, drawn, visual_of
     from fx2d_gpu.shapes import AREALESS_KINDS, outline, rotation
 
     width, height = size
@@ -286,8 +286,9 @@ def _ggui_window():
 
 def measure(n: int, quick: bool, legacy_max: int, window) -> list[dict]:
     """The rows of one pile size."""
-    from fx2d_gpu import render, scenes
-    from fx2d_gpu.frame_geometry import FrameGeometry, FrameView
+    from fx2d_gpu import scenes
+    from fx2d_gpu.draw import render
+    from fx2d_gpu.draw.frame_geometry import FrameGeometry, FrameView
 
     scene = scenes.pile(n, arch="auto", seed=0)  # the backend run() started
     for _ in range(POUR_STEPS if not quick else 3):
@@ -349,8 +350,8 @@ def _ggui_frames(scene, window, views, aspect, legacy: bool, quick: bool, row):
     frame), timed into `row`: FrameGeometry's (each layout), and the old viewer's."""
     import taichi as ti
 
-    from fx2d_gpu import frame_geometry
-    from fx2d_gpu.frame_geometry import FrameGeometry
+    from fx2d_gpu.draw import frame_geometry
+    from fx2d_gpu.draw.frame_geometry import FrameGeometry
 
     canvas = window.get_canvas()
     repeats, windows = (1, 2) if quick else (2, 3)

@@ -6,7 +6,7 @@
 import argparse
 import time
 
-from fx2d_gpu.render import render, write_png
+from fx2d_gpu.draw.render import render, write_png
 from fx2d_gpu.scenes import pyramid
 
 

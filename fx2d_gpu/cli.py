@@ -21,7 +21,7 @@ import numpy as np
 
 def _size(text):
     """--size's argument: WxH pixels, each 16 to render.MAX_IMAGE_SIDE."""
-    from .render import MAX_IMAGE_SIDE
+    from .draw.render import MAX_IMAGE_SIDE
 
     try:
         w, h = (int(v) for v in text.lower().split("x"))
@@ -184,11 +184,11 @@ class _Progress:
 
 def simulate(scene, args, label):
     """Step `scene` as the options say, write frames/state, print a summary."""
-    from .render import render_worlds, write_gif, write_png
+    from .draw.render import render_worlds, write_gif, write_png
 
     if args.steps < 0 or args.every < 1:
         raise SystemExit("--steps must be >= 0 and --every >= 1")
-    from .viewer import controller_of
+    from .draw.viewer import controller_of
 
     frames = []
     want_frames = bool(args.gif or args.png_dir)
@@ -315,7 +315,7 @@ def cmd_demo(args, parser):
     if args.base:
         kwargs["base"] = args.base
     scene = DEMOS[args.name](**kwargs)
-    from .solver.stages import DEFAULT_SUBSTEPS
+    from .physics.solver.stages import DEFAULT_SUBSTEPS
 
     if args.solver != scene.solver:  # before its first step: nothing solved yet
         scene.solver = args.solver
@@ -346,7 +346,7 @@ def _compiled(scene_factory, dt):
 
 
 def cmd_view(args, parser):
-    from .viewer import Overlays, ViewerUnavailable, run_viewer
+    from .draw.viewer import Overlays, ViewerUnavailable, run_viewer
 
     if args.demo:
         from .demos import DEMOS

@@ -7,10 +7,11 @@ import math
 
 import numpy as np
 
-from . import runtime, shapes
+from . import shapes
+from .device import runtime
+from .draw.viewer import attach_controller
 from .scene import Scene
 from .scenes import pyramid, random_pile
-from .viewer import attach_controller
 
 
 def _on_gpu() -> bool:

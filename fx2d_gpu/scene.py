@@ -13,18 +13,22 @@ import time
 
 import numpy as np
 
-from . import (
-    edits,
-    kinematics,
-    readout,
-    residency,
-    runtime,
-    shapes,
-    spatial_queries,
-    transfer,
-    world_resets,
+from . import shapes
+from .access import edits, readout, spatial_queries, world_resets
+from .access.snapshots import (
+    SceneCopies,
+    SceneSnapshot,
+    read_state_file,
+    restore_snapshot,
+    take_snapshot,
 )
-from .builder import (
+from .access.world_resets import state_rows
+from .checks import as_bool, as_count, as_index, as_real, as_vector2
+from .device import residency, runtime, transfer
+from .device.residency import Binding, serialized
+from .enums import DEFAULT_MIXING
+from .model import kinematics
+from .model.builder import (
     ModelBuilder,
     add_forces,
     check_forces,
@@ -33,28 +37,17 @@ from .builder import (
     check_state,
     check_targets,
 )
-from .checks import as_bool, as_count, as_index, as_real, as_vector2
-from .enums import DEFAULT_MIXING
-from .model_queries import ModelQueries
+from .model.model_queries import ModelQueries
+from .model.world_params import BODY_PARAMS, WorldParams, world_selection
+from .physics.solver.context import StepCache, StepContext, loops_run_serially
+from .physics.solver.faults import ON_FAULT, contain_faults
+from .physics.solver.plan import StepOptions, as_step_options
+from .physics.solver.profile import NO_PROFILE, StageTimer, StepProfile
+from .physics.solver.stages import DEFAULT_SUBSTEPS
+from .physics.solver.stages import STAGES as SOLVERS
+from .physics.solver.step import step as run_step
 from .records import ContactEvents, Contacts, JointState, Overlaps, RayHitList, RayHits, State
-from .residency import Binding, serialized
 from .shapes import MAX_COORDINATE
-from .snapshots import (
-    SceneCopies,
-    SceneSnapshot,
-    read_state_file,
-    restore_snapshot,
-    take_snapshot,
-)
-from .solver.context import StepCache, StepContext, loops_run_serially
-from .solver.faults import ON_FAULT, contain_faults
-from .solver.plan import StepOptions, as_step_options
-from .solver.profile import NO_PROFILE, StageTimer, StepProfile
-from .solver.stages import DEFAULT_SUBSTEPS
-from .solver.stages import STAGES as SOLVERS
-from .solver.step import step as run_step
-from .world_params import BODY_PARAMS, WorldParams, world_selection
-from .world_resets import state_rows
 
 #: Fx2D's time-step bounds, s: below MIN_DT step() raises, above MAX_DT it is clamped.
 MIN_DT = 1e-3

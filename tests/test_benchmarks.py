@@ -318,7 +318,7 @@ def test_profile_benchmark_writes_a_row_per_stage(arch, tmp_path, capsys, solver
     """fx2d bench --profile [--solver soft_step] (suite.main): the stage table printed and
     a CSV of a row per stage; every substep stage of the solver's list is there, its times
     add up to at most the profiled step."""
-    from fx2d_gpu.solver.stages import DEFAULT_SUBSTEPS, STAGES
+    from fx2d_gpu.physics.solver.stages import DEFAULT_SUBSTEPS, STAGES
 
     out = suite.main(["batched_small", "--profile", "--quick", "--arch", arch,
                       "--results", str(tmp_path), "--solver", solver])

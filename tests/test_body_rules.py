@@ -22,7 +22,7 @@ import pytest
 import yaml
 
 import fx2d_gpu as fx
-from fx2d_gpu.builder import BODY_RULES
+from fx2d_gpu.model.builder import BODY_RULES
 
 #: 1e-320, a subnormal float, made from its bits: once Taichi has run, the CPU may flush
 #: subnormals to zero (DAZ), and the literal 1e-320 may then read as 0.0.

@@ -5,7 +5,7 @@ import pytest
 
 import fx2d_gpu as fx
 from fx2d_gpu import device, shapes
-from fx2d_gpu.collision import broad_phase
+from fx2d_gpu.physics.collision import broad_phase
 
 from .reference.broad_phase import scene_pairs
 

@@ -9,7 +9,7 @@ import pytest
 
 import fx2d_gpu as fx
 from fx2d_gpu import checks, shapes
-from fx2d_gpu.builder import Body
+from fx2d_gpu.model.builder import Body
 
 N = 60
 

@@ -9,8 +9,8 @@ import pytest
 
 import fx2d_gpu as fx
 from fx2d_gpu import examples, shapes
-from fx2d_gpu.solver.contacts import LINEAR_SLOP
-from fx2d_gpu.solver.sleep import SLEEP_LINEAR_SPEED
+from fx2d_gpu.physics.solver.contacts import LINEAR_SLOP
+from fx2d_gpu.physics.solver.sleep import SLEEP_LINEAR_SPEED
 
 from .helpers import DT, run
 

@@ -10,7 +10,7 @@ from PIL import Image
 
 import fx2d_gpu as fx
 from fx2d_gpu import examples
-from fx2d_gpu.frame_geometry import FrameGeometry
+from fx2d_gpu.draw.frame_geometry import FrameGeometry
 
 
 def fx2d(*args, env=None):
@@ -148,7 +148,7 @@ def test_lidar_demo_sees_what_is_there_and_draws_its_rays(tmp_path):
     distance to the first body along the ray (checked against query_point just before and
     just past it), and the rays are drawn in the GIF."""
     from fx2d_gpu.demos import demo_lidar
-    from fx2d_gpu.viewer import controller_of
+    from fx2d_gpu.draw.viewer import controller_of
 
     scene = demo_lidar(arch="cpu", n_worlds=4)
     lidar = controller_of(scene)
@@ -168,7 +168,7 @@ def test_lidar_demo_sees_what_is_there_and_draws_its_rays(tmp_path):
         np.logical_or.at(inside, (found.world[other], found.query[other]), True)
         assert (inside[hit] == expect_inside).all()
     # The rays are drawn: red (hit) pixels appear where the frame without them has none.
-    from fx2d_gpu.render import render_worlds
+    from fx2d_gpu.draw.render import render_worlds
 
     with_rays = render_worlds(scene, (320, 240), rays=lidar.rays).astype(int)
     plain = render_worlds(scene, (320, 240)).astype(int)

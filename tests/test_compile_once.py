@@ -76,7 +76,7 @@ def test_second_process_starts_from_the_offline_cache(arch, tmp_path):
     # Same script twice with a fresh cache directory: the second run must reuse it.
     script = (
         "import time, taichi as ti, fx2d_gpu as fx\n"
-        "import fx2d_gpu.runtime as rt\n"
+        "import fx2d_gpu.device.runtime as rt\n"
         f"rt.ensure_initialized({arch!r})\n"
         "s = fx.Scene(arch=%r)\n" % arch
         + "s.add_box((0, -1), (10, 1), mass=0); s.add_circle((0, 1), 0.5)\n"
@@ -126,7 +126,7 @@ def test_a_stale_offline_cache_lock_is_cleared_and_the_cache_written(arch, tmp_p
     import os
     import time
 
-    from fx2d_gpu import runtime
+    from fx2d_gpu.device import runtime
 
     stale = tmp_path / "ticache.lock"
     stale.touch()

@@ -50,7 +50,7 @@ def test_no_contacts_when_separated():
 
 
 def test_begin_fires_once_and_contact_reported_every_resting_step_asleep_too(arch):
-    from fx2d_gpu.solver.sleep import SLEEP_TIME
+    from fx2d_gpu.physics.solver.sleep import SLEEP_TIME
 
     scene = landing_scene(arch=arch)
     begins, ends, steps_with_contact, asleep_with_contact = 0, 0, 0, 0
@@ -198,7 +198,7 @@ def test_dynamic_sensor_falls_through_and_wakes_nothing():
     assert state.velocity[0, sensor, 1] == pytest.approx(-9.81 * 80 * FRAME, rel=1e-3)
     # The box undisturbed: resting on the ground's top (1.25), half its 0.5 m up (it fell
     # 0.25 m before the sensor came), at most a slop (2 mm) deep.
-    from fx2d_gpu.solver.contacts import LINEAR_SLOP
+    from fx2d_gpu.physics.solver.contacts import LINEAR_SLOP
 
     assert state.position[0, 1, 1] == pytest.approx(1.5, abs=LINEAR_SLOP)
     assert state.sleeping[0, 1]
@@ -310,9 +310,9 @@ def test_a_refreshed_report_is_the_report_built_from_scratch(arch, monkeypatch, 
     the substeps' launch unless `in_launch` is off: StepOptions.refresh_in_launch); the others
     build it. Contacts and events after every step equal those of the same run with every
     list built from scratch."""
-    from fx2d_gpu import runtime
-    from fx2d_gpu.solver import contacts as solver_contacts
-    from fx2d_gpu.solver import reporting
+    from fx2d_gpu.device import runtime
+    from fx2d_gpu.physics.solver import contacts as solver_contacts
+    from fx2d_gpu.physics.solver import reporting
 
     alone = []  # the refreshes tried in a launch of their own
     refresh_alone = reporting._refresh_report
@@ -377,7 +377,7 @@ def test_touching_has_hysteresis_between_a_quarter_slop_and_a_slop(arch):
     resting a quarter slop apart do not begin and end every few steps. The gaps are the
     box's positions (frictionless, no rotation), at 0.1 mm a step: a pair is touching in a
     step if a substep's velocity pass, after a substep's motion, finds it close enough."""
-    from fx2d_gpu.solver import contacts as solver_contacts
+    from fx2d_gpu.physics.solver import contacts as solver_contacts
 
     slop = solver_contacts.LINEAR_SLOP  # 1 m boxes: the full slop
     touch, hold = solver_contacts.TOUCH_FRACTION * slop, solver_contacts.HOLD_FRACTION * slop
@@ -422,7 +422,7 @@ def test_touching_has_hysteresis_between_a_quarter_slop_and_a_slop(arch):
 def test_set_state_holds_no_pair_by_the_last_list(arch):
     """After set_state the report is the new poses' alone: a pair put between the touch and
     the hold distance, still, is not touching (an end event), though it was reported."""
-    from fx2d_gpu.solver import contacts as solver_contacts
+    from fx2d_gpu.physics.solver import contacts as solver_contacts
 
     slop = solver_contacts.LINEAR_SLOP
     between = 0.5 * (solver_contacts.TOUCH_FRACTION + solver_contacts.HOLD_FRACTION) * slop
@@ -481,7 +481,7 @@ def test_small_worlds_report_a_world_per_thread_as_the_general_kernel(n_worlds):
     The run passes through what the list holds: begin and end events in one step, pairs
     resting asleep (the broad phase no longer pairs them: copied from the old list) and
     pairs held within the hold distance."""
-    from fx2d_gpu.solver import reporting
+    from fx2d_gpu.physics.solver import reporting
 
     launches = {"by_world": 0}
     by_world_kernel = reporting._report_by_world

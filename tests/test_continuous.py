@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 import fx2d_gpu as fx
-from fx2d_gpu.solver.contacts import CONTACT_COMPLIANCE, LINEAR_SLOP, MAX_PUSHOUT_SPEED
-from fx2d_gpu.state_files import _ADDED_FIELDS
+from fx2d_gpu.access.state_files import _ADDED_FIELDS
+from fx2d_gpu.physics.solver.contacts import CONTACT_COMPLIANCE, LINEAR_SLOP, MAX_PUSHOUT_SPEED
 
 DT = 1.0 / 60.0
 WALL_X = 5.0

@@ -1,6 +1,7 @@
-"""docs/device-data.md is generated from the field declarations of fx2d_gpu/device.py, so it
-can't go stale: the committed page must equal the generated one, and every field declares a
-doc. `python -m tests.test_device_data` writes the page again after a declaration changes."""
+"""docs/device-data.md is generated from the field declarations of
+fx2d_gpu/device/__init__.py, so it can't go stale: the committed page must equal the
+generated one, and every field declares a doc. `python -m tests.test_device_data` writes
+the page again after a declaration changes."""
 
 from pathlib import Path
 

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from fx2d_gpu import examples
+from fx2d_gpu.draw.viewer import controller_of
 from fx2d_gpu.examples import bucket_fill, chain_terrain, truck
-from fx2d_gpu.viewer import controller_of
 
 DT = 1 / 60
 
@@ -204,7 +204,8 @@ def test_fx2d_run_example_steps_the_scene_with_its_driver(tmp_path, arch, capsys
 
 
 def test_fx2d_view_example_builds_the_scene_with_its_driver(arch, monkeypatch):
-    from fx2d_gpu import cli, viewer
+    from fx2d_gpu import cli
+    from fx2d_gpu.draw import viewer
 
     built = []
 

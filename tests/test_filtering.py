@@ -127,7 +127,7 @@ def test_enabled_per_world_and_batch_equals_single():
     # end by 0.78 s, before the 0.83 s: in world 1, through where the box was, it rests on
     # the ground (top 0.5), its centre at 1.0; in world 0 on the box resting on the ground
     # (top 1.5), at 2.0. Each contact rests at most a slop (LINEAR_SLOP, 2 mm) deep.
-    from fx2d_gpu.solver.contacts import LINEAR_SLOP
+    from fx2d_gpu.physics.solver.contacts import LINEAR_SLOP
 
     assert both.position[1, 1, 1] == pytest.approx(1.0, abs=LINEAR_SLOP)
     assert both.position[0, 1, 1] == pytest.approx(2.0, abs=2 * LINEAR_SLOP)

@@ -1,4 +1,4 @@
-"""The viewer's frame geometry filled on the device (fx2d_gpu.frame_geometry) against the
+"""The viewer's frame geometry filled on the device (fx2d_gpu.draw.frame_geometry) against the
 slow, obvious NumPy reference: viewer.build_mesh as it was, copied here, body by body.
 
 Every shape kind in several worlds, one world and tiles, after steps (bodies moved and
@@ -13,9 +13,9 @@ import pytest
 
 import fx2d_gpu as fx
 from fx2d_gpu import examples, shapes
+from fx2d_gpu.draw.frame_geometry import FrameGeometry, FrameView, tile_views
+from fx2d_gpu.draw.render import default_bounds, drawn, visual_of
 from fx2d_gpu.enums import SHAPE_CIRCLE
-from fx2d_gpu.frame_geometry import FrameGeometry, FrameView, tile_views
-from fx2d_gpu.render import default_bounds, drawn, visual_of
 
 from .helpers import every_shape_kind
 
@@ -182,8 +182,8 @@ def test_convenience_views_a_world_and_default_bounds(arch):
     # Each point is written once and the triangles and segments index it: a fan of b
     # triangles has b + 1 vertices (3 b corners), an outline of b segments b vertices
     # (2 b ends), a circle's outline 2 more for its mark, a segment 2 ends of its own.
-    from fx2d_gpu.frame_geometry import CIRCLE_SEGMENTS
-    from fx2d_gpu.render import KIND_CIRCLE, KIND_SEGMENT, body_outlines
+    from fx2d_gpu.draw.frame_geometry import CIRCLE_SEGMENTS
+    from fx2d_gpu.draw.render import KIND_CIRCLE, KIND_SEGMENT, body_outlines
 
     outlines = body_outlines(scene)
     boundary = np.where(outlines.kind == KIND_CIRCLE, CIRCLE_SEGMENTS, outlines.count)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import fx2d_gpu as fx
-from fx2d_gpu.builder import MAX_INERTIA, MAX_MASS
+from fx2d_gpu.model.builder import MAX_INERTIA, MAX_MASS
 
 
 def test_the_mass_limit_is_where_the_inverse_stops_being_a_normal_float32():
@@ -97,7 +97,7 @@ def test_render_settings_are_checked_by_the_constructor():
 
 
 def test_render_worlds_draws_no_more_tiles_than_fit():
-    from fx2d_gpu.render import render_worlds
+    from fx2d_gpu.draw.render import render_worlds
 
     scene = fx.Scene(n_worlds=289, arch="cpu")
     scene.add_circle((0.0, 1.0), 0.5)

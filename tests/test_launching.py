@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import taichi as ti
 
-from fx2d_gpu.launching import QuickKernel, quick
+from fx2d_gpu.device.launching import QuickKernel, quick
 
 
 class Holder:
@@ -117,7 +117,7 @@ def test_source_positions_in_errors_are_each_nodes_own():
 
     import pytest
 
-    from fx2d_gpu import runtime
+    from fx2d_gpu.device import runtime
 
     runtime.ensure_initialized("cpu")
     messages = []

@@ -9,7 +9,7 @@ import pytest
 
 import fx2d_gpu as fx
 from fx2d_gpu import scenes
-from fx2d_gpu.solver.contacts import LINEAR_SLOP, REUSE_DRIFT_SLOPS
+from fx2d_gpu.physics.solver.contacts import LINEAR_SLOP, REUSE_DRIFT_SLOPS
 
 from .reference.geometry import manifold, sat_ambiguity
 

@@ -36,7 +36,7 @@ def test_the_image_renderer_draws_joints_where_asked(arch):
     """A pendulum: a ball hung 2 m below a static bar on a revolute joint. With joints=True
     (what fx2d run's frames use) the string between the pivot and the ball is drawn; without,
     the ball floats, as before."""
-    from fx2d_gpu.render import _JOINT, render
+    from fx2d_gpu.draw.render import _JOINT, render
 
     scene = fx.Scene(arch=arch)
     bar = scene.add_box((0.0, 2.0), (3.0, 0.2), mass=0)

@@ -6,9 +6,9 @@ their colouring or a new one) checked against finding them every step."""
 import numpy as np
 
 from fx2d_gpu import scenes
-from fx2d_gpu.collision import broad_phase
-from fx2d_gpu.solver import step as solver_step
-from fx2d_gpu.solver.contacts import SPECULATIVE_DISTANCE
+from fx2d_gpu.physics.collision import broad_phase
+from fx2d_gpu.physics.solver import step as solver_step
+from fx2d_gpu.physics.solver.contacts import SPECULATIVE_DISTANCE
 
 from .helpers import records_equal
 from .reference.broad_phase import exact_boxes
@@ -290,7 +290,7 @@ def test_a_kept_step_in_one_launch_is_its_four_launches(arch, monkeypatch, solve
     same states, contacts and events every step as four launches, where the refit keeps the
     pairs and where it does not (balls rolling up to a pyramid), where the colouring holds
     and where it does not (they gain their first points in kept steps)."""
-    from fx2d_gpu.solver import coloring, fused
+    from fx2d_gpu.physics.solver import coloring, fused
 
     from .helpers import assert_same_trace, trace
 

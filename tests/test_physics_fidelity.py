@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import fx2d_gpu as fx
-from fx2d_gpu.solver.contacts import (
+from fx2d_gpu.physics.solver.contacts import (
     CONTACT_COMPLIANCE,
     LINEAR_SLOP,
     MAX_PUSHOUT_SPEED,

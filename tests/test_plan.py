@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 
 import fx2d_gpu as fx
-from fx2d_gpu import launching, runtime, scenes
-from fx2d_gpu.solver.plan import STEP_STAGE_NAMES, Executor, StepOptions, plan_step
-from fx2d_gpu.solver.stages import STAGES
+from fx2d_gpu import scenes
+from fx2d_gpu.device import launching, runtime
+from fx2d_gpu.physics.solver.plan import STEP_STAGE_NAMES, Executor, StepOptions, plan_step
+from fx2d_gpu.physics.solver.stages import STAGES
 
 DT = 1 / 60
 

@@ -7,8 +7,8 @@ import pytest
 
 import fx2d_gpu as fx
 from fx2d_gpu import scenes
-from fx2d_gpu.solver import fused, staged
-from fx2d_gpu.solver.stages import SUBSTEP_STAGES
+from fx2d_gpu.physics.solver import fused, staged
+from fx2d_gpu.physics.solver.stages import SUBSTEP_STAGES
 
 from .helpers import xfail_where_paths_round_apart
 

@@ -29,7 +29,7 @@ API_MODULES = ("fx2d_gpu.shapes", "fx2d_gpu.enums", "fx2d_gpu.examples",
                "fx2d_gpu.distributed.sharded_scene")
 #: Modules the reference renders whole, or whose docstring introduces an API name.
 DOCUMENTED_MODULES = ("fx2d_gpu", "fx2d_gpu.records", "fx2d_gpu.shapes", "fx2d_gpu.scene",
-                      "fx2d_gpu.snapshots", "fx2d_gpu.io.scene_loader", "fx2d_gpu.examples",
+                      "fx2d_gpu.access.snapshots", "fx2d_gpu.io.scene_loader", "fx2d_gpu.examples",
                       "fx2d_gpu.enums")
 
 

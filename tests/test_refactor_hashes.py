@@ -15,7 +15,7 @@ from benchmarks import refactor_check
 
 
 def test_refactor_check_scenes_step_to_the_stored_hashes_on_both_executors():
-    from fx2d_gpu import runtime
+    from fx2d_gpu.device import runtime
 
     runtime.ensure_initialized("cpu")  # the hashes are the CPU backend's
     hashes = refactor_check.hashes()

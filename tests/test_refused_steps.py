@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 import fx2d_gpu as fx
-from fx2d_gpu import residency, runtime
-from fx2d_gpu.collision import broad_phase
-from fx2d_gpu.solver.contacts import LINEAR_SLOP
+from fx2d_gpu.device import residency, runtime
+from fx2d_gpu.physics.collision import broad_phase
+from fx2d_gpu.physics.solver.contacts import LINEAR_SLOP
 
 RADIUS = 0.1
 

@@ -1,4 +1,4 @@
-"""The image renderer (fx2d_gpu.render, one kernel a frame): colours at known pixels, the
+"""The image renderer (fx2d_gpu.draw.render, one kernel a frame): colours at known pixels, the
 same picture as the NumPy renderer it replaced (benchmarks.viewer.legacy_render, body by
 body), tiles, a scene file's background, and PNG / GIF files written with Pillow."""
 
@@ -8,7 +8,7 @@ from PIL import Image
 import fx2d_gpu as fx
 from benchmarks.viewer import legacy_render
 from fx2d_gpu import examples, shapes
-from fx2d_gpu.render import (
+from fx2d_gpu.draw.render import (
     default_bounds,
     frame_bounds,
     render,

@@ -1,4 +1,4 @@
-"""Scenes share one device pool (fx2d_gpu/residency.py): switching between them, reading
+"""Scenes share one device pool (fx2d_gpu/device/residency.py): switching between them, reading
 them and growing the pool must never change a result.
 
 The reference is the same scene run alone: every comparison is bitwise.
@@ -180,7 +180,7 @@ def test_a_scene_too_big_for_memory_is_refused_before_allocating(arch):
 def test_group_reads_and_writes_match_taichis_own_copies(arch):
     # FieldGroup.write / read move several fields of a group in one launch: checked against
     # Taichi's own to_numpy, fields of every shape and dtype (scalar, vector, per point, 0-d).
-    from fx2d_gpu import residency
+    from fx2d_gpu.device import residency
 
     fx.Scene(arch=arch).add_circle((0, 0), 1.0)  # a pool exists
     scene = fx.Scene(arch=arch)
@@ -218,7 +218,7 @@ def test_a_scene_loaded_after_a_larger_one_sees_none_of_its_state(arch):
     as far as the scenes resident since the last load wrote (residency._load), not the
     pool's whole capacity: every entry the larger scene wrote must read 0 past the smaller
     scene's own entries, and the smaller scene must step on as it does alone."""
-    from fx2d_gpu import residency
+    from fx2d_gpu.device import residency
 
     def small_scene():
         scene = fx.Scene(arch=arch)

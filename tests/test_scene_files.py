@@ -10,7 +10,7 @@ import yaml
 
 import fx2d_gpu as fx
 from fx2d_gpu import examples
-from fx2d_gpu.render import render
+from fx2d_gpu.draw.render import render
 
 from .helpers import joint_control_demo
 
@@ -422,7 +422,7 @@ entities:
         scene.step(1 / 60)
     # The pill toppled onto the sloping edge: its segment's lower end rests a radius above
     # the edge's line, less at most a slop (the bound was 1 cm).
-    from fx2d_gpu.solver.contacts import LINEAR_SLOP
+    from fx2d_gpu.physics.solver.contacts import LINEAR_SLOP
 
     direction = np.array([18.0, 0.5]) / np.hypot(18.0, 0.5)
     normal = np.array([-direction[1], direction[0]])

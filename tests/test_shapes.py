@@ -99,7 +99,7 @@ def test_shapes_demo_settles_on_its_edges(arch):
     roll without slip: it keeps its energy), and the frame renders every kind (capsules and
     rounded shapes filled from their outlines)."""
     from fx2d_gpu.demos import demo_shapes
-    from fx2d_gpu.render import default_bounds, render
+    from fx2d_gpu.draw.render import default_bounds, render
 
     scene = demo_shapes(arch=arch)
     state = run(scene, seconds=12.0).get_state()

@@ -20,7 +20,7 @@ import pytest
 import fx2d_gpu as fx
 from fx2d_gpu.distributed import ShardedScene, sharded_scene
 from fx2d_gpu.distributed.worker import ShardWorker
-from fx2d_gpu.model_queries import ModelQueries
+from fx2d_gpu.model.model_queries import ModelQueries
 
 DT = 1.0 / 60.0
 

@@ -1,17 +1,17 @@
-"""Sleep by islands (fx2d_gpu/solver/sleep.py): island labels, falling asleep and waking.
+"""Sleep by islands (fx2d_gpu/physics/solver/sleep.py): island labels, falling asleep and waking.
 
 The stages are driven on hand-built data: a Scene supplies the bodies (dynamic, static,
 kinematic, shape-less) and the joints, then the candidate pairs and manifolds are written
 into the device groups of its StepContext (Scene.step_context) and the stage launchers of
-fx2d_gpu.solver.sleep run on them. Scene-level tests run the issue-12 scene (a ball into four
-sleeping balls).
+fx2d_gpu.physics.solver.sleep run on them. Scene-level tests run the issue-12 scene (a ball
+into four sleeping balls).
 """
 
 import numpy as np
 import pytest
 
 import fx2d_gpu as fx
-import fx2d_gpu.solver.sleep as sleep
+import fx2d_gpu.physics.solver.sleep as sleep
 
 from .fields import put
 from .reference.sleep import component_labels, island_edges
@@ -442,7 +442,7 @@ def test_a_moving_kinematic_body_wakes_and_pushes_a_sleeping_one():
         state = scene.get_state()
         gaps.append(state.position[0, box, 0] - state.position[0, pusher, 0])
     assert not scene.get_state().sleeping[0, box]
-    from fx2d_gpu.solver.contacts import LINEAR_SLOP
+    from fx2d_gpu.physics.solver.contacts import LINEAR_SLOP
 
     assert min(gaps) >= 1.0 - LINEAR_SLOP  # side by side at most a slop deep, never through
     # The pusher's face reaches the box after 1 s (2 m at 2 m/s); frictionless, e = 0.1

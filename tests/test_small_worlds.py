@@ -14,10 +14,10 @@ import taichi as ti
 import fx2d_gpu as fx
 from fx2d_gpu import device
 from fx2d_gpu.device import MAX_COLORS
+from fx2d_gpu.physics.solver import context, fused, team
+from fx2d_gpu.physics.solver import pairs as solver_pairs
+from fx2d_gpu.physics.solver import sleep as solver_sleep
 from fx2d_gpu.scenes import batched_small
-from fx2d_gpu.solver import context, fused, team
-from fx2d_gpu.solver import pairs as solver_pairs
-from fx2d_gpu.solver import sleep as solver_sleep
 
 from .helpers import (
     COLORED_LIKE_GENERAL,

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import fx2d_gpu as fx
+from fx2d_gpu.access.snapshots import FORMAT_VERSION
 from fx2d_gpu.demos import demo_rain
-from fx2d_gpu.snapshots import FORMAT_VERSION
 
 from .helpers import Push, assert_bitwise_equal, fingerprint, rig, run
 

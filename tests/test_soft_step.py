@@ -233,7 +233,7 @@ def test_friction_mixes_by_the_scenes_rule_under_both_solvers(arch, solver, rule
 def test_the_soft_step_makes_fewer_passes_than_xpbd(arch):
     """The soft step's default substeps (Box2D's 4) and its stages: a solve and a relax
     over the colours each substep and one restitution pass, 9 passes a step to XPBD's 22."""
-    from fx2d_gpu.solver.stages import COLORS, STAGES
+    from fx2d_gpu.physics.solver.stages import COLORS, STAGES
 
     for solver, substeps, passes in (("soft_step", 4, 9), ("xpbd", 11, 22)):
         scene = fx.Scene(arch=arch, solver=solver)

@@ -264,7 +264,7 @@ def test_a_fast_ball_apart_when_the_step_starts_is_still_solved(arch, filler):
                             static_friction=0.0, dynamic_friction=0.0, elasticity=0.0)
     for i in range(filler):  # resting boxes far away: a world of more than 40 bodies
         scene.add_box((10.0 + 0.6 * (i % 20), 0.25 + 0.55 * (i // 20)), (0.5, 0.5))
-    from fx2d_gpu.solver.contacts import LINEAR_SLOP
+    from fx2d_gpu.physics.solver.contacts import LINEAR_SLOP
 
     deepest = -math.inf
     for _ in range(12):
@@ -291,7 +291,7 @@ def test_a_poured_pile_keeps_few_colours(arch):
     # Starting every step from the last step's colours fragments them as a pile is poured
     # (14 colours where a greedy colouring of the same pairs needs 9); coloring from
     # scratch every FRESH_COLORING_STEPS steps keeps the count at the greedy one's.
-    from fx2d_gpu.solver.coloring import FRESH_COLORING_STEPS
+    from fx2d_gpu.physics.solver.coloring import FRESH_COLORING_STEPS
 
     scene = pile(2000, arch=arch)
     moving = np.array([spec.mass != 0 for spec in pile_layout(2000)], bool)
@@ -334,7 +334,7 @@ def test_a_due_colouring_from_scratch_keeps_colours_it_would_give_again(arch, so
     it steps bit for bit as in a batch beside a world whose pairs change every step (where the due
     colourings from scratch are made). The kept colours are those made from scratch (compared at
     each due step and the next, and every 16th step)."""
-    from fx2d_gpu.solver import coloring as coloring_module
+    from fx2d_gpu.physics.solver import coloring as coloring_module
 
     # The drops settle by step 145 (XPBD) and 182 (soft step), the thrown box lands at
     # ~205 and rests by 225: XPBD makes the colourings from scratch due at 160 and 224 and
@@ -524,7 +524,7 @@ def test_closing_speed_bounds_every_single_impact_and_is_tight():
     and is attained."""
     import taichi as ti
 
-    from fx2d_gpu.solver.contacts import closing_speed
+    from fx2d_gpu.physics.solver.contacts import closing_speed
 
     rng = np.random.default_rng(3)
     cases = 200
@@ -563,7 +563,7 @@ def test_a_manifolds_velocity_sweep_is_the_row_by_row_gauss_seidel_sweep():
     carried impulses and friction. The same impulses and velocities to float32 rounding."""
     import taichi as ti
 
-    from fx2d_gpu.solver.contacts import _sweep_points, tangent_of
+    from fx2d_gpu.physics.solver.contacts import _sweep_points, tangent_of
 
     rng = np.random.default_rng(11)
     cases = 300

@@ -1,4 +1,4 @@
-"""Single stages of the step pipeline (fx2d_gpu/solver/step.py) against NumPy references.
+"""Single stages of the step pipeline (fx2d_gpu/physics/solver/step.py) against NumPy references.
 
 Each test builds a small Scene, takes its StepContext (Scene.step_context), writes or lets
 the earlier stages produce the stage's input, runs one stage launcher and compares its
@@ -27,21 +27,21 @@ import pytest
 import taichi as ti
 
 import fx2d_gpu as fx
-import fx2d_gpu.solver.coloring as coloring
-import fx2d_gpu.solver.pairs as pairs
+import fx2d_gpu.physics.solver.coloring as coloring
+import fx2d_gpu.physics.solver.pairs as pairs
 from fx2d_gpu.device import MAX_COLORS, SCAN_BLOCK, UNSOLVED_COLOR
-from fx2d_gpu.scan import exclusive_scan
-from fx2d_gpu.solver.contacts import (
+from fx2d_gpu.device.scan import exclusive_scan
+from fx2d_gpu.physics.solver.contacts import (
     LINEAR_SLOP,
     MAX_PUSHOUT_SPEED,
     SLOP_FRACTION,
     STICK_SPEED,
     build_body_lists,
 )
-from fx2d_gpu.solver.context import SMALL_COLORING_MAX_BODIES
-from fx2d_gpu.solver.staged import colour_pass, run_items
-from fx2d_gpu.solver.stages import SUBSTEP_STAGES
-from fx2d_gpu.solver.step import find_pairs
+from fx2d_gpu.physics.solver.context import SMALL_COLORING_MAX_BODIES
+from fx2d_gpu.physics.solver.staged import colour_pass, run_items
+from fx2d_gpu.physics.solver.stages import SUBSTEP_STAGES
+from fx2d_gpu.physics.solver.step import find_pairs
 
 from .fields import put
 from .reference.coloring import bid_priority, rule_colors
@@ -596,7 +596,7 @@ def test_exclusive_scan_matches_numpy(arch):
     """scan.exclusive_scan, blocked (parallel) and, on the CPU backend where kernels run
     their loops serially for small scenes, one loop, against NumPy's cumulative sum:
     lengths of none, less than a block, exactly blocks and not."""
-    from fx2d_gpu import runtime
+    from fx2d_gpu.device import runtime
 
     fx.Scene(arch=arch)  # Taichi started on this test's backend
 

@@ -17,10 +17,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import fx2d_gpu as fx
+from fx2d_gpu.access.snapshots import SceneSnapshot
+from fx2d_gpu.access.state_files import MAX_META_CHARS
 from fx2d_gpu.device import MAX_COLORS, UNSOLVED_COLOR
-from fx2d_gpu.snapshots import SceneSnapshot
-from fx2d_gpu.solver import context
-from fx2d_gpu.state_files import MAX_META_CHARS
+from fx2d_gpu.physics.solver import context
 
 DT = 1.0 / 60.0
 N_WORLDS, N_BODIES = 2, 4

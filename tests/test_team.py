@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 
 import fx2d_gpu as fx
-from fx2d_gpu import device, runtime
-from fx2d_gpu.solver import coloring, fused, staged, team
+from fx2d_gpu import device
+from fx2d_gpu.device import runtime
+from fx2d_gpu.physics.solver import coloring, fused, staged, team
 
 from .helpers import (
     GENERAL_PATH,

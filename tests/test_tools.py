@@ -8,7 +8,7 @@ from PIL import Image
 import fx2d_gpu as fx
 from benchmarks import collision
 from fx2d_gpu import cli
-from fx2d_gpu.render import render, write_png
+from fx2d_gpu.draw.render import render, write_png
 
 
 def read_png(path):
@@ -52,7 +52,7 @@ def test_auto_arch_falls_back_to_cpu_with_a_notice(tmp_path):
     import subprocess
     import sys
 
-    from fx2d_gpu import runtime
+    from fx2d_gpu.device import runtime
 
     code = ("import fx2d_gpu as fx; s = fx.Scene(arch='auto'); s.add_circle((0, 0), 1.0); "
             "s.step(0.01); print('backend', s.backend)")

@@ -217,7 +217,7 @@ def test_other_inputs_with_the_same_holes(arch):
 
 
 def test_cpu_threads_variable_is_an_int_of_at_least_one(monkeypatch):
-    from fx2d_gpu import runtime
+    from fx2d_gpu.device import runtime
 
     monkeypatch.delenv("FX2D_CPU_THREADS", raising=False)
     assert runtime.cpu_threads_setting() is None

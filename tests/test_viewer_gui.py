@@ -1,4 +1,4 @@
-"""The GGUI viewer (fx2d_gpu/viewer.py) for real.
+"""The GGUI viewer (fx2d_gpu/draw/viewer.py) for real.
 
 Its input handling through ViewerController with synthetic events and real physics: a
 dragged body follows the cursor (heavy and light alike), zoom keeps the point under the
@@ -20,15 +20,15 @@ import pytest
 from PIL import Image
 
 import fx2d_gpu as fx
-from fx2d_gpu.render import _PALETTE, _STATIC
-from fx2d_gpu.shapes import rotation
-from fx2d_gpu.viewer import (
+from fx2d_gpu.draw.render import _PALETTE, _STATIC
+from fx2d_gpu.draw.viewer import (
     SPRING_HERTZ,
     ViewerController,
     ViewerUnavailable,
     overlay_geometry,
     tile_grid,
 )
+from fx2d_gpu.shapes import rotation
 
 SIZE = (400, 300)
 
@@ -225,7 +225,7 @@ def test_overlay_toggles_draw_contacts_aabbs_joints_and_sleepers(arch):
     assert overlays.contacts and overlays.aabbs and overlays.joints and overlays.sleeping
     state.sleeping[0, left] = True  # a sleeper, to be marked at its centre
     scene.set_state(state)
-    from fx2d_gpu.viewer import _LocalOutlines
+    from fx2d_gpu.draw.viewer import _LocalOutlines
 
     drawn = overlay_geometry(controller, scene.get_state(), _LocalOutlines(scene))
     dots = to_world(view, drawn.dots)
@@ -255,7 +255,7 @@ def test_overlays_read_the_state_back_only_when_they_need_it(arch, monkeypatch):
     body) only for AABBs, joints, sleeping bodies or a held body; a plain frame reads none
     (GGUIPainter.draw passes None), and the overlays it draws are those drawn from a state
     read beforehand."""
-    from fx2d_gpu.viewer import _LocalOutlines
+    from fx2d_gpu.draw.viewer import _LocalOutlines
 
     scene = open_scene(arch)
     scene.add_box((0.0, 0.0), (1.0, 1.0))
@@ -315,7 +315,7 @@ _GGUI = {}
 
 def ggui_window(size):
     """An offscreen GGUI window, or a skip naming why GGUI cannot start here."""
-    from fx2d_gpu.viewer import open_window
+    from fx2d_gpu.draw.viewer import open_window
 
     if "error" in _GGUI:
         pytest.skip(_GGUI["error"])
@@ -337,7 +337,7 @@ def test_offscreen_ggui_draws_the_bodies_where_the_camera_puts_them(arch, tmp_pa
     """A demo drawn offscreen through GGUI: each domino's colour at its projected pixel, the
     background between them, and a domino moved up by set_state drawn at its new place."""
     from fx2d_gpu.demos import demo_dominoes
-    from fx2d_gpu.viewer import GGUIPainter
+    from fx2d_gpu.draw.viewer import GGUIPainter
 
     monkeypatch.chdir(tmp_path)  # ImGui writes its imgui.ini there
     size = (320, 240)
@@ -378,9 +378,10 @@ def test_ggui_takes_the_frame_from_the_device_where_it_shares_it(arch, tmp_path,
     reach GGUI as device ndarrays, never copied to the host (VertexBuffer.ggui_vertices,
     the host copy, is not called); on the other backends as host arrays. Either way the
     picture is the one the host hand-off draws, pixel for pixel."""
-    from fx2d_gpu import frame_geometry, runtime
     from fx2d_gpu.demos import demo_dominoes
-    from fx2d_gpu.viewer import GGUIPainter
+    from fx2d_gpu.device import runtime
+    from fx2d_gpu.draw import frame_geometry
+    from fx2d_gpu.draw.viewer import GGUIPainter
 
     monkeypatch.chdir(tmp_path)  # ImGui writes its imgui.ini there
     size = (320, 240)
@@ -451,7 +452,7 @@ def test_fx2d_view_offscreen_records_frames_of_tiled_worlds(tmp_path, arch, caps
 
 
 def test_recorder_writes_png_frames_a_gif_and_the_last_frame(tmp_path):
-    from fx2d_gpu.viewer import Recorder
+    from fx2d_gpu.draw.viewer import Recorder
 
     images = [np.full((24, 32, 3), value, np.uint8) for value in (0, 120, 240)]
     gif = Recorder(gif=tmp_path / "a.gif", screenshot=tmp_path / "last.png", fps=30)

@@ -15,7 +15,7 @@ import sys
 import numpy as np
 import pytest
 
-from fx2d_gpu import runtime
+from fx2d_gpu.device import runtime
 
 #: Steps of each scene, few: the software driver runs ~50 kernels a step at ~1-3 ms each.
 #: Rain stops at 30, once all 48 bodies have landed: at step 31 a ball strikes a box of the

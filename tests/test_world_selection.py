@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import fx2d_gpu as fx
-from fx2d_gpu.world_params import world_selection
+from fx2d_gpu.model.world_params import world_selection
 
 N_WORLDS = 4
 

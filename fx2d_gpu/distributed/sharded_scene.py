@@ -25,17 +25,17 @@ from typing import Any
 
 import numpy as np
 
-from ..builder import add_forces, check_forces, check_mode_targets, check_state, check_targets
+from ..access.readout import check_state_out, float_dtype
+from ..access.snapshots import SceneSnapshot
+from ..access.spatial_queries import body_indices, joint_indices
+from ..access.world_resets import state_rows
 from ..checks import as_bool, as_count, as_index, as_real
-from ..model_queries import ModelQueries
-from ..readout import check_state_out, float_dtype
+from ..model.builder import add_forces, check_forces, check_mode_targets, check_state, check_targets
+from ..model.model_queries import ModelQueries
+from ..model.world_params import BODY_PARAMS, WorldParams, world_selection
+from ..physics.solver.faults import SimulationError
 from ..records import ContactEvents, State
 from ..scene import MAX_DT, MIN_DT, Scene
-from ..snapshots import SceneSnapshot
-from ..solver.faults import SimulationError
-from ..spatial_queries import body_indices, joint_indices
-from ..world_params import BODY_PARAMS, WorldParams, world_selection
-from ..world_resets import state_rows
 from .worker import ShardWorker, Source
 
 #: What a lost shard does to the call that found it lost.

@@ -14,11 +14,11 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .. import runtime
+from ..access.snapshots import SceneSnapshot
+from ..access.state_files import check_containers, check_snapshot, plainly
+from ..device import runtime
+from ..model.world_params import WorldParams
 from ..scene import Scene
-from ..snapshots import SceneSnapshot
-from ..state_files import check_containers, check_snapshot, plainly
-from ..world_params import WorldParams
 
 #: How a Scene's worlds are built: a one-world template Scene, or a builder called with the
 #: shard's world count that returns a Scene of that many worlds.

@@ -27,8 +27,9 @@ from gymnasium.vector import AsyncVectorEnv, AutoresetMode
 from gymnasium.vector.utils import batch_space
 
 import fx2d_gpu as fx
-from fx2d_gpu import render as fx_render
-from fx2d_gpu import runtime
+
+from ..device import runtime
+from ..draw import render as fx_render
 
 __all__ = ["AutoresetMode", "Fx2DEnv", "Fx2DVectorEnv", "WorldStreams", "parse_randomize"]
 
@@ -453,7 +454,7 @@ class Fx2DVectorEnv(gymnasium.vector.VectorEnv, metaclass=abc.ABCMeta):
         return self._mass_bodies()
 
     def _render_rays(self):
-        """Line segments render() draws over each world (see fx2d_gpu.render), or None."""
+        """Line segments render() draws over each world (see fx2d_gpu.draw.render), or None."""
         return None
 
     # ------------------------------------------------------------------ Gymnasium API

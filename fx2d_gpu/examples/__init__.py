@@ -150,8 +150,8 @@ def load(name: str, driver_options: dict | None = None, **scene_options: object)
     Raises:
         TypeError, ValueError: as `driver` and load_scene raise them.
     """
+    from ..draw.viewer import attach_controller
     from ..io.scene_loader import load_scene
-    from ..viewer import attach_controller
 
     example_driver = driver(name, **(driver_options or {}))
     scene = load_scene(path(name), **scene_options)

@@ -26,8 +26,8 @@ from typing import NamedTuple
 import numpy as np
 
 from .. import shapes
-from ..builder import BODY_RULES, check_mixing
 from ..checks import as_vector2
+from ..model.builder import BODY_RULES, check_mixing
 from ..scene import Scene
 from ..shapes import MAX_COORDINATE, rotation
 from .fx2d_geometry import GeometryBlocks, add_boundary

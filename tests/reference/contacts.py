@@ -8,7 +8,7 @@ solve_velocity (one point against a static body)."""
 
 import numpy as np
 
-from fx2d_gpu.solver.contacts import CONTACT_COMPLIANCE, MAX_PUSHOUT_SPEED
+from fx2d_gpu.physics.solver.contacts import CONTACT_COMPLIANCE, MAX_PUSHOUT_SPEED
 
 _ANGLES = np.linspace(0.0, 2.0 * np.pi, 721)
 NORMALS = np.stack([np.cos(_ANGLES), np.sin(_ANGLES)], 1)  # the sweep: every half degree

@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-from fx2d_gpu.solver.joints import JOINT_ITERATIONS, JOINT_SWEEPS
+from fx2d_gpu.physics.solver.joints import JOINT_ITERATIONS, JOINT_SWEEPS
 
 from .contacts import cross
 

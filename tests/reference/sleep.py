@@ -7,7 +7,7 @@ from collections import deque
 
 import numpy as np
 
-from fx2d_gpu.solver.sleep import TOUCH_DISTANCE
+from fx2d_gpu.physics.solver.sleep import TOUCH_DISTANCE
 
 
 def island_edges(node, n_bodies, n_worlds, a, b, count, depth, joints):

@@ -1,0 +1,108 @@
+"""Scene's edits of a built scene: written onto the device (transfer.py) and, for the
+model's fields, into the host model every load uploads (Binding.edit), so that an edit
+survives the scene leaving the pool and coming back.
+
+Body slots are world-major: slot = world * n_bodies + body.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..device import residency, transfer
+from ..device.residency import Binding
+from ..model.world_params import WorldParams
+from ..physics.solver.context import StepContext
+from ..physics.solver.sleep import wake_what_disabled_bodies_held
+from . import world_resets
+
+if TYPE_CHECKING:
+    from ..model.builder import ModelBuilder
+
+
+def upload_filters(ctx: StepContext, binding: Binding, builder: ModelBuilder, rows):
+    """The builder's collision filters of bodies `rows` ((k,) indices) into the host model
+    and onto the device (one launch for all of them); the candidate pairs are found afresh,
+    as the filter decides them."""
+    rows = np.asarray(rows, np.int64)
+    bodies = [builder.bodies[r] for r in rows]
+    groups = np.array([b.collision_group for b in bodies], np.int32)
+    categories = np.array([b.category_bits for b in bodies], np.uint32).view(np.int32)
+    masks = np.array([b.mask_bits for b in bodies], np.uint32).view(np.int32)
+    binding.edit("model", rows, collision_group=groups, category_bits=categories,
+                 mask_bits=masks)
+    transfer.write_filters(ctx, rows.astype(np.int32), groups, categories, masks)
+    ctx.cache.pairs_fat = False
+
+
+def upload_motor(ctx: StepContext, binding: Binding, builder: ModelBuilder, params: WorldParams,
+                 joint: int, motor):
+    """`motor` (a builder.Joint's mode, pid and max_effort) as joint `joint`'s, in the host
+    model and on the device (its gains, per joint slot, with the per-world values
+    `params`)."""
+    binding.edit("joints", joint, mode=motor.mode, pid=motor.pid,
+                 max_effort=motor.max_effort)
+    upload_params(ctx, binding, builder, params)
+    transfer.write_joint_mode(ctx, joint, motor.mode, motor.max_effort)
+
+
+def upload_params(ctx: StepContext, binding: Binding, builder: ModelBuilder, params: WorldParams):
+    """The model rows that follow from the per-world values `params` (materials, gravity,
+    PID gains) into the host model and onto the device (one launch)."""
+    arrays = binding.apply_params(builder, params)
+    residency.write_resident(ctx.pool, list(arrays.items()))
+
+
+def upload_forces(ctx: StepContext, pending: dict[int, tuple[np.ndarray, np.ndarray]]):
+    """The forces applied since the last step (body: (force (n_worlds, 2) N, torque
+    (n_worlds,) N m)) onto the device, for the next step; `pending` is emptied."""
+    if not pending:
+        return
+    bodies = np.array(sorted(pending), np.int32)
+    slots = (np.arange(ctx.n_worlds, dtype=np.int32)[:, None] * ctx.n_bodies
+             + bodies[None, :]).reshape(-1)
+    forces = np.stack([pending[b][0] for b in bodies], axis=1).reshape(-1, 2)
+    torques = np.stack([pending[b][1] for b in bodies], axis=1).reshape(-1)
+    transfer.scatter_forces(ctx, slots, forces.astype(np.float32), torques.astype(np.float32))
+    pending.clear()
+
+
+def write_state(ctx: StepContext, arrays: dict[str, np.ndarray]):
+    """A checked State's arrays (builder.check_state) onto the device: poses (the previous
+    pose too), velocities and sleep flags; contacts are found afresh at the new poses and
+    the last step's events are forgotten."""
+    n = ctx.n_slots
+    transfer.write_state(
+        ctx, arrays["position"].reshape(n, 2).astype(np.float32),
+        arrays["angle"].reshape(n).astype(np.float32),
+        arrays["velocity"].reshape(n, 2).astype(np.float32),
+        arrays["angular_velocity"].reshape(n).astype(np.float32),
+        arrays["sleeping"].reshape(n).astype(np.int32))
+    ctx.cache.contacts_current = False
+    ctx.cache.forget_events()
+    ctx.cache.state_set = True  # resting contacts are checked again (reporting.py)
+
+
+def write_world_rows(ctx: StepContext, worlds: np.ndarray, arrays: dict[str, np.ndarray],
+                     targets: np.ndarray | None = None):
+    """Checked rows of a State (world_resets.state_rows: k or 1 rows) into `worlds` only;
+    with `targets` ((rows, n_joints) float32) a reset (Scene.reset_worlds: no pending
+    forces, targets and PID state restarted, contacts forgotten). Contacts are then found
+    afresh at the new poses and the last step's events are forgotten, as after set_state."""
+    if len(worlds) == 0:
+        return
+    world_resets.write_worlds(ctx, worlds, arrays, reset=targets is not None, targets=targets)
+    ctx.cache.contacts_current = False
+    ctx.cache.forget_events()
+    ctx.cache.state_set = True  # resting contacts are checked again (reporting.py)
+
+
+def write_enabled(ctx: StepContext, bodies: np.ndarray, worlds: np.ndarray, enabled: bool):
+    """Bodies `bodies` ((k,) indices) in worlds `worlds` ((m,) indices) in or out of the
+    simulation."""
+    slots = (worlds[:, None] * ctx.n_bodies + bodies[None, :]).reshape(-1)
+    transfer.write_enabled(ctx, slots.astype(np.int32), enabled)
+    if not enabled:
+        wake_what_disabled_bodies_held(ctx)

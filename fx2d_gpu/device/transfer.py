@@ -1,0 +1,378 @@
+"""Moving data between NumPy arrays on the host and the pool's fields on the device.
+
+Group transfers (write_groups, read_groups): any named fields of any groups (device.py)
+written or read in one kernel launch, for residency's loads and saves and Scene's reads.
+Scatter kernels: NumPy arrays taken as ndarray arguments (compiled once), for Scene's writes
+between steps: applied forces, a new state, motor targets and modes, enabled flags, filters.
+"""
+
+import math
+import weakref
+from typing import TYPE_CHECKING, NamedTuple
+
+import numpy as np
+import taichi as ti
+
+if TYPE_CHECKING:
+    from ..physics.solver.context import StepContext
+
+if TYPE_CHECKING:
+    from . import FieldGroup
+
+_F32_ARRAY = ti.types.ndarray(dtype=ti.f32, ndim=1)
+_I32_ARRAY = ti.types.ndarray(dtype=ti.i32, ndim=1)
+_VEC2_ARRAY = ti.types.ndarray(dtype=ti.math.vec2, ndim=1)
+
+
+def write_groups(arrays: list[tuple["FieldGroup", dict[str, np.ndarray]]],
+                 clear_to: list[dict[str, int]] | None = None):
+    """For each (group, {name: value}): the group's field name [:len(value)] = value and 0 in
+    the rest of it (a 0-d field takes one value); with clear_to (per entry of arrays,
+    {name: entries}), 0 only up to that many entries of the field, the rest left as it is
+    (residency's loads: beyond what any scene wrote, the pool's fields are still 0, and
+    clearing a whole field costs its capacity, not the scene's size). One kernel launch for
+    all of them, compiled once per set of groups and names: Taichi's from_numpy compiles a
+    kernel for every field it fills (~50 ms each with an empty offline cache, 40 of them in
+    a small scene's first step), and every kernel instance costs its compile."""
+    fields, values, clears = [], [], []
+    for k, (group, named) in enumerate(arrays):
+        for name, value in named.items():
+            field, value = getattr(group, name), np.asarray(value)
+            shape = _shape(field)
+            count = len(value) if shape.dims else 1
+            if count > shape.entries or value.size != count * shape.width:
+                raise ValueError(f"{type(group).__name__}.{name}: a value of shape "
+                                 f"{value.shape} does not fit the field's "
+                                 f"{(shape.entries,) + shape.element_shape}")
+            fields.append(field)
+            values.append(value)
+            clear = shape.entries if clear_to is None else clear_to[k][name]
+            clears.append(min(max(int(clear), count), shape.entries))
+    if not fields:
+        return
+    floats, ints, layout = _pack(fields, values, None, clears)
+    _move_fields(*_template_of(arrays), floats, ints, layout, max(clears), True)
+
+
+def read_groups(extents: list[tuple["FieldGroup", dict[str, int | None]]]
+                ) -> list[dict[str, np.ndarray]]:
+    """For each (group, {name: extent}): {name: a copy of the field's [:extent]} (the whole
+    field for None; a 0-d field's value as a 0-d array), NumPy arrays of the fields'
+    dtypes; one kernel launch for all of them (see write_groups)."""
+    fields, counts = [], []
+    for group, named in extents:
+        for name, extent in named.items():
+            field = getattr(group, name)
+            fields.append(field)
+            counts.append(_shape(field).entries if extent is None
+                          else min(int(extent), _shape(field).entries))
+    if not fields:
+        return [{} for _ in extents]
+    floats, ints, layout = _pack(fields, None, counts, counts)
+    _move_fields(*_template_of(extents), floats, ints, layout, max(counts), False)
+    out, f = [], 0
+    for _, named in extents:
+        values = {}
+        for name in named:
+            shape = _shape(fields[f])
+            flat = floats if shape.floating else ints
+            start, count = int(layout[_LAYOUT * f]), int(layout[_LAYOUT * f + 1])
+            value = flat[start:start + count * shape.width]
+            values[name] = (value.reshape((count,) + shape.element_shape).copy() if shape.dims
+                            else np.array(value.reshape(shape.element_shape)))
+            f += 1
+        out.append(values)
+    return out
+
+
+def _template_of(entries) -> tuple[tuple, tuple]:
+    """The kernels' template arguments for [(group, {name: ...})]: the groups and, per
+    group, its names."""
+    return (tuple(group for group, _ in entries),
+            tuple(tuple(named) for _, named in entries))
+
+
+class _Shape(NamedTuple):
+    """A field's layout as the transfers see it (see _shape)."""
+
+    entries: int  # along its first dimension (1 for a 0-d field)
+    element_shape: tuple  # of one first-dimension entry, as NumPy sees it
+    components: int  # numbers in one element (a vector field's n, else 1)
+    columns: int  # a 2-D field's second dimension (1 otherwise)
+    width: int  # numbers in one first-dimension entry
+    floating: bool  # f32 (else i32)
+    dims: int  # 0 for a 0-d field
+
+
+#: Each field's _Shape: Taichi's field.shape and dtype cost ~4 us a call, and a scene's
+#: load or save asks them of ~80 fields several times (~4 ms a switch of a small scene).
+_SHAPES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _shape(field) -> _Shape:
+    """The field's _Shape, looked up once."""
+    known = _SHAPES.get(field)
+    if known is None:
+        shape = tuple(field.shape)
+        components = field.n if hasattr(field, "n") else 1
+        element = shape[1:] + ((components,) if hasattr(field, "n") else ())
+        known = _Shape(entries=shape[0] if shape else 1, element_shape=element,
+                       components=components, columns=shape[1] if len(shape) == 2 else 1,
+                       width=math.prod(element), floating=field.dtype == ti.f32,
+                       dims=len(shape))
+        _SHAPES[field] = known
+    return known
+
+
+#: Numbers per field in _pack's layout: offset in its flat array, entries, entries to reach.
+_LAYOUT = 3
+
+
+def _pack(fields, values, counts, reach):
+    """Flat float32 and int32 host arrays holding each field's value (values[f]; with
+    values None, zeros with room for counts[f] entries), each field in the array of its
+    dtype, one after the other, and layout: per field its offset in that array, its entries
+    and reach[f], the entries the kernel visits (written: value, then 0)."""
+    chunks = {np.float32: [], np.int32: []}
+    filled = {np.float32: 0, np.int32: 0}
+    layout = np.zeros(_LAYOUT * len(fields), np.int32)
+    for f, field in enumerate(fields):
+        dtype = np.float32 if _shape(field).floating else np.int32
+        if values is None:
+            count = counts[f]
+            chunk = np.zeros(count * _shape(field).width, dtype)
+        else:
+            value = np.asarray(values[f])
+            count = len(value) if _shape(field).dims else 1
+            chunk = value.astype(dtype, copy=False).reshape(-1)
+        chunks[dtype].append(chunk)
+        layout[_LAYOUT * f], layout[_LAYOUT * f + 1] = filled[dtype], count
+        layout[_LAYOUT * f + 2] = reach[f]
+        filled[dtype] += chunk.size
+    # Taichi refuses an empty array argument: each holds at least one number.
+    floats = np.concatenate(chunks[np.float32] + [np.zeros(1, np.float32)])
+    ints = np.concatenate(chunks[np.int32] + [np.zeros(1, np.int32)])
+    return floats, ints, layout
+
+
+@ti.func
+def _fill_entry(field: ti.template(), flat: ti.template(), start, count, i):
+    """field's entry i (0-d: its value) = flat[start:...] if i < count (row-major,
+    components last), else 0."""
+    columns, components = ti.static(_shape(field).columns, _shape(field).components)
+    inside = i < count
+    for j in ti.static(range(columns)):
+        at = start + (i * columns + j) * components
+        for c in ti.static(range(components)):
+            value = ti.cast(0, field.dtype)
+            if inside:
+                value = flat[at + c]
+            _set(field, (i, j), c, value)
+
+
+@ti.func
+def _copy_entry(field: ti.template(), flat: ti.template(), start, count, i):
+    """flat[start:...] = field's entry i (0-d: its value) if i < count."""
+    columns, components = ti.static(_shape(field).columns, _shape(field).components)
+    if i < count:
+        for j in ti.static(range(columns)):
+            at = start + (i * columns + j) * components
+            for c in ti.static(range(components)):
+                flat[at + c] = _get(field, (i, j), c)
+
+
+@ti.func
+def _get(field: ti.template(), index: ti.template(), c: ti.template()):
+    """Component c of field's element `index` ((), (i, j) of which j is dropped for a 1-D
+    field)."""
+    value = ti.cast(0, field.dtype)
+    if ti.static(len(field.shape) == 0):
+        if ti.static(hasattr(field, "n")):
+            value = field[None][c]
+        else:
+            value = field[None]
+    elif ti.static(len(field.shape) == 1):
+        if ti.static(hasattr(field, "n")):
+            value = field[index[0]][c]
+        else:
+            value = field[index[0]]
+    else:
+        if ti.static(hasattr(field, "n")):
+            value = field[index][c]
+        else:
+            value = field[index]
+    return value
+
+
+@ti.func
+def _set(field: ti.template(), index: ti.template(), c: ti.template(), value):
+    """Component c of field's element `index` = value (index as in _get)."""
+    if ti.static(len(field.shape) == 0):
+        if ti.static(hasattr(field, "n")):
+            field[None][c] = value
+        else:
+            field[None] = value
+    elif ti.static(len(field.shape) == 1):
+        if ti.static(hasattr(field, "n")):
+            field[index[0]][c] = value
+        else:
+            field[index[0]] = value
+    else:
+        if ti.static(hasattr(field, "n")):
+            field[index][c] = value
+        else:
+            field[index] = value
+
+
+def _fields_of(groups, names) -> tuple:
+    """The named fields of the groups, in order (the order of _pack's layout)."""
+    return tuple(getattr(group, name) for group, group_names in zip(groups, names, strict=True)
+                 for name in group_names)
+
+
+# One loop over the entries any field needs, every field's entry in its body: on the CPU
+# each top-level loop is compiled as a function of its own, ~10 ms apiece even from the
+# offline cache, and a group has up to 24 fields.
+@ti.kernel
+def _move_fields(groups: ti.template(), names: ti.template(), floats: _F32_ARRAY,
+                 ints: _I32_ARRAY, layout: _I32_ARRAY, n_entries: ti.i32,
+                 to_device: ti.template()):
+    """The named fields of the groups from the flat arrays (to_device: write_groups) or into
+    them (read_groups); layout as _pack makes it; n_entries: the most entries any field's
+    layout reaches."""
+    fields = ti.static(_fields_of(groups, names))
+    for i in range(n_entries):
+        for f in ti.static(range(len(fields))):
+            field = ti.static(fields[f])
+            flat = ti.static(floats if field.dtype == ti.f32 else ints)
+            if i < ti.static(_shape(field).entries) and i < layout[_LAYOUT * f + 2]:
+                if ti.static(to_device):
+                    _fill_entry(field, flat, layout[_LAYOUT * f], layout[_LAYOUT * f + 1], i)
+                else:
+                    _copy_entry(field, flat, layout[_LAYOUT * f], layout[_LAYOUT * f + 1], i)
+
+
+@ti.kernel
+def _scatter_forces(bodies: ti.template(), serial: ti.template(), slots: _I32_ARRAY,
+                    forces: _VEC2_ARRAY, torques: _F32_ARRAY):
+    ti.loop_config(serialize=serial)
+    for i in range(slots.shape[0]):
+        bodies.force[slots[i]] += forces[i]
+        bodies.torque[slots[i]] += torques[i]
+        if forces[i].norm() > 0.0 or torques[i] != 0.0:  # a push wakes a sleeping body
+            bodies.sleeping[slots[i]] = 0
+            bodies.sleep_time[slots[i]] = 0.0
+
+
+def scatter_forces(ctx: "StepContext", slots, forces, torques):
+    """Add forces (k, 2) N and torques (k,) N m to body slots (k,) for the next step; a
+    push wakes a sleeping body."""
+    _scatter_forces(ctx.pool.bodies, ctx.serial, slots, forces, torques)
+    ctx.cache.forces_on_device = True
+
+
+@ti.kernel
+def _write_state(bodies: ti.template(), serial: ti.template(), position: _VEC2_ARRAY,
+                 angle: _F32_ARRAY, velocity: _VEC2_ARRAY, angular_velocity: _F32_ARRAY,
+                 sleeping: _I32_ARRAY):
+    ti.loop_config(serialize=serial)
+    for slot in range(position.shape[0]):
+        bodies.position[slot] = position[slot]
+        bodies.angle[slot] = angle[slot]
+        bodies.velocity[slot] = velocity[slot]
+        bodies.angular_velocity[slot] = angular_velocity[slot]
+        bodies.sleeping[slot] = sleeping[slot]
+        bodies.sleep_time[slot] = 0.0
+
+
+def write_state(ctx: "StepContext", position, angle, velocity, angular_velocity, sleeping):
+    """Poses, velocities and sleep flags of every slot (arrays of n_slots rows, float32 /
+    int32); sleep timers restart."""
+    _write_state(ctx.pool.bodies, ctx.serial, position, angle, velocity, angular_velocity,
+                 sleeping)
+
+
+@ti.func
+def _wake_joint_bodies(joints: ti.template(), bodies: ti.template(), joint, world, n_bodies):
+    for end in ti.static(range(2)):
+        slot = world * n_bodies + (joints.parent[joint] if end == 0 else joints.child[joint])
+        bodies.sleeping[slot] = 0
+        bodies.sleep_time[slot] = 0.0
+
+
+@ti.kernel
+def _write_joint_target(joints: ti.template(), bodies: ti.template(), serial: ti.template(),
+                        joint: ti.i32, n_joints: ti.i32, n_bodies: ti.i32, values: _F32_ARRAY):
+    ti.loop_config(serialize=serial)
+    for world in range(values.shape[0]):
+        joints.target[world * n_joints + joint] = values[world]
+        _wake_joint_bodies(joints, bodies, joint, world, n_bodies)
+
+
+def write_joint_target(ctx: "StepContext", joint: int, values):
+    """New motor targets of one joint, (n_worlds,) float32; a new target wakes its bodies."""
+    _write_joint_target(ctx.pool.joints, ctx.pool.bodies, ctx.serial, joint, ctx.n_joints,
+                        ctx.n_bodies, values)
+
+
+@ti.kernel
+def _write_joint_mode(joints: ti.template(), bodies: ti.template(), serial: ti.template(),
+                      joint: ti.i32, n_joints: ti.i32, n_worlds: ti.i32, n_bodies: ti.i32,
+                      mode: ti.i32, max_effort: ti.f32):
+    joints.mode[joint] = mode
+    joints.max_effort[joint] = max_effort
+    ti.loop_config(serialize=serial)
+    for world in range(n_worlds):
+        joints.pid_started[world * n_joints + joint] = 0  # restart integral and derivative
+        _wake_joint_bodies(joints, bodies, joint, world, n_bodies)
+
+
+def write_joint_mode(ctx: "StepContext", joint: int, mode: int, max_effort: float):
+    """A motor's mode and effort limit; its PID restarts and its bodies wake in every world
+    (its gains, per joint slot, are written with the other model rows: edits.py)."""
+    _write_joint_mode(joints=ctx.pool.joints, bodies=ctx.pool.bodies, serial=ctx.serial,
+                      joint=joint, n_joints=ctx.n_joints, n_worlds=ctx.n_worlds,
+                      n_bodies=ctx.n_bodies, mode=mode, max_effort=max_effort)
+
+
+@ti.kernel
+def _write_enabled(bodies: ti.template(), serial: ti.template(), slots: _I32_ARRAY,
+                   enabled: ti.i32):
+    ti.loop_config(serialize=serial)
+    for i in range(slots.shape[0]):
+        slot = slots[i]
+        if bodies.enabled[slot] != enabled:
+            bodies.enabled[slot] = enabled
+            bodies.sleeping[slot] = 0  # a body comes back awake
+            bodies.sleep_time[slot] = 0.0
+
+
+def write_enabled(ctx: "StepContext", slots, enabled: bool):
+    """Enable or disable body slots (k,) int32; a body whose flag changes is awake (the
+    colouring then sees a woken body, and a disabled one's pairs are gone)."""
+    _write_enabled(ctx.pool.bodies, ctx.serial, slots, int(enabled))
+
+
+@ti.kernel
+def _write_filters(model: ti.template(), bodies: ti.template(), serial: ti.template(),
+                   rows: _I32_ARRAY, n_worlds: ti.i32, n_bodies: ti.i32, groups: _I32_ARRAY,
+                   categories: _I32_ARRAY, masks: _I32_ARRAY):
+    ti.loop_config(serialize=serial)
+    for i in range(rows.shape[0]):
+        body = rows[i]
+        model.collision_group[body] = groups[i]
+        model.category_bits[body] = categories[i]
+        model.mask_bits[body] = masks[i]
+    ti.loop_config(serialize=serial)
+    for k in range(rows.shape[0] * n_worlds):  # a sleeping body meets what it may now touch
+        slot = (k // rows.shape[0]) * n_bodies + rows[k % rows.shape[0]]
+        bodies.sleeping[slot] = 0
+        bodies.sleep_time[slot] = 0.0
+
+
+def write_filters(ctx: "StepContext", rows, groups, categories, masks):
+    """The collision filters of model rows (k,) in every world (int32 arrays, the bits as
+    int32); the bodies wake."""
+    _write_filters(model=ctx.pool.model, bodies=ctx.pool.bodies, serial=ctx.serial, rows=rows,
+                   n_worlds=ctx.n_worlds, n_bodies=ctx.n_bodies, groups=groups,
+                   categories=categories, masks=masks)

@@ -1,0 +1,793 @@
+"""Graph colouring of the constraints on the device.
+
+Constraints (contact pairs with points, fast pairs, joints) that share a dynamic body must
+not be solved at the same time. In worlds of more than SMALL_COLORING_MAX_BODIES the pairs
+the solver does not look at this step (no points from the step's narrow phase, not fast:
+coloring.solve, step.begin_step) take no colour (UNSOLVED_COLOR), as Box2D v3 colours only
+touching constraints: in a poured pile half the broad phase's pairs are apart. Smaller
+worlds colour every pair (see step.begin_step). Each round gives one colour: every
+uncoloured constraint bids for its dynamic bodies with an atomic minimum of its priority (a
+fixed permutation of its index), and those that win all their bodies take the colour (a
+few sub-rounds per colour let the losers try bodies still free). Static and sleeping
+bodies do not count: they never move, so any number of constraints may read them at once.
+Integer atomics only, so the colouring is the same on every run. Constraints still
+uncoloured after MAX_COLORS rounds form the overflow colour, solved in parallel after the
+colours (solver/overflow.py): nothing is dropped.
+
+From one step to the next most pairs persist (a pile in motion gains and loses a few pairs a
+step), so a step starts from the last step's colours (start_coloring) and only new pairs bid:
+each body keeps a bit mask of the colours its constraints hold. In worlds of more than
+SMALL_COLORING_MAX_BODIES bodies the colouring starts from scratch every FRESH_COLORING_STEPS
+steps, so the colours do not fragment.
+
+Small worlds (StepContext.small_worlds) are solved a world per thread, one constraint after the
+other, where colours bring no parallelism: they take one colour (StepOptions.color_small_worlds
+off), every constraint solved in its world's order, its pairs in the broad phase's order, then its
+joints. Coloured like the general path instead (color_small_worlds on, for the tests that compare
+the two paths bit for bit), they colour a world per thread (_color_worlds: the same rounds on the
+world's own constraints, so the same colours), and every step: starting from last step's colours
+gives what reusing them would. Either way the same launch carries last step's contacts to the
+world's pairs first and plans its solve order after.
+"""
+
+from typing import TYPE_CHECKING
+
+import taichi as ti
+
+from ...device import MAX_COLORS, UNSOLVED_COLOR
+from ...device.launching import quick
+from ...device.scan import exclusive_scan
+from ..bodies import awake_dynamic, is_sensor_pair
+from . import team
+from .overflow import build_jacobi_lists
+from .pairs import carry_pair, plan_world_order, record_constraint_counts, world_pairs
+
+if TYPE_CHECKING:
+    from .context import StepContext
+
+_NO_CLAIM = 2147483647
+_SUB_ROUNDS = 4
+
+# Whether small worlds (colors_by_world) colour their constraints as the general path does
+# (StepOptions.color_small_worlds): off, they take one colour (one_color_by_world). A world's thread
+# solves its constraints one after the other in any case (Gauss-Seidel, as Box2D v2 and Fx2D solve a
+# world on one thread), so a colouring only fixed their order, that of the general path, whose
+# colours run in parallel: the two paths then agree bit for bit, and the tests that compare them
+# turn it on. Its cost was the colouring's rounds in the carry's launch (4,096 small worlds: the
+# launch 1.18-1.26 ms against 0.41-0.65 without them, 2-core CPU) and a round for every colour in
+# each of the substeps' passes: the step 0.94-0.97 of the coloured one's time without them (both
+# ways in turns in one process, either solver). And a small world coloured like a hub overflowed,
+# leaving the path for the general one.
+
+
+@ti.func
+def constraint_bodies(joints: ti.template(), manifolds: ti.template(), counts: ti.template(), k,
+                      n_bodies):
+    """Body slots (a, b) of constraint k: a contact pair below n_pairs, else a joint slot."""
+    n_pairs, n_joints = counts.n_pairs[None], counts.n_joints[None]
+    a, b = 0, 0
+    if k < n_pairs:
+        a, b = manifolds.body_a[k], manifolds.body_b[k]
+    else:
+        joint_slot = k - n_pairs
+        world, joint = joint_slot // n_joints, joint_slot % n_joints
+        a = world * n_bodies + joints.parent[joint]
+        b = world * n_bodies + joints.child[joint]
+    return a, b
+
+
+@ti.func
+def priority(joints: ti.template(), manifolds: ti.template(), counts: ti.template(), k, n_bodies):
+    """The pair's bid: a fixed pseudo-random permutation of its index within its world.
+
+    Bidding in this order instead of index order breaks the long chains (box i beats box i+1
+    beats ...) that leave most neighbours of a structured scene uncoloured. Using the index
+    within the world (pairs are grouped by world) makes a world's colouring the same whether
+    it is simulated alone or in a batch. Multiplying by an odd number is a bijection modulo
+    2^31, so no two pairs of a world bid the same.
+    """
+    n_pairs, n_joints = counts.n_pairs[None], counts.n_joints[None]
+    a, _ = constraint_bodies(joints, manifolds, counts, k, n_bodies)
+    world = a // n_bodies
+    first_pair = manifolds.pair_start[world * n_bodies]
+    local = k - first_pair  # the pair's index among its world's pairs
+    if k >= n_pairs:  # joints come after the world's pairs
+        world_pairs = manifolds.pair_start[(world + 1) * n_bodies] - first_pair
+        local = world_pairs + (k - n_pairs) % n_joints
+    return ti.cast((ti.cast(local, ti.u32) * ti.u32(2654435761)) & ti.u32(0x7FFFFFFF), ti.i32)
+
+
+@ti.func
+def woke(model: ti.template(), bodies: ti.template(), coloring: ti.template(), slot, n_bodies):
+    """The body moves now but was static or asleep when the colours were last made."""
+    return coloring.body_colored_dynamic[slot] == 0 and awake_dynamic(model, bodies, slot, n_bodies)
+
+
+@ti.func
+def _count_woken(model: ti.template(), bodies: ti.template(), coloring: ti.template(),
+                 serial: ti.template(), n_slots, n_bodies):
+    """Bodies that the colouring treated as fixed (static or asleep) and that move now
+    (the colouring no longer holds if any); then the bodies that fell asleep are marked
+    fixed, as start_coloring would mark them, so whether a step reused the colouring or
+    kept it pair by pair, the next step sees the same flags (a world colours the same
+    alone or in a batch). A colouring stays valid when bodies fall asleep: that only
+    removes conflicts. Returns (woken, lowered: bodies marked fixed now). Called at the top
+    level of a kernel (its loops are the kernel's)."""
+    woken, lowered = 0, 0
+    ti.loop_config(serialize=serial)
+    for slot in range(n_slots):
+        slot_woke, slot_lowered = check_slot(model, bodies, coloring, slot, n_bodies)
+        woken += slot_woke
+        lowered += slot_lowered
+    return woken, lowered
+
+
+@ti.func
+def check_slot(model: ti.template(), bodies: ti.template(), coloring: ti.template(), slot,
+               n_bodies):
+    """_count_woken's part of one body slot: (1 if it woke, 1 if it is marked fixed now),
+    the mark after the check (lowering never hides a wake-up; a slot's check reads only
+    its own mark)."""
+    slot_woke, slot_lowered = 0, 0
+    if woke(model, bodies, coloring, slot, n_bodies):
+        slot_woke = 1
+    if not awake_dynamic(model, bodies, slot, n_bodies):
+        if coloring.body_colored_dynamic[slot] == 1:
+            slot_lowered = 1
+        coloring.body_colored_dynamic[slot] = 0
+    return slot_woke, slot_lowered
+
+
+@ti.func
+def solves_other_pairs(coloring: ti.template(), pair):
+    """Whether the solver must look at a kept pair it did not colour, or no longer at one
+    it did (coloring.solve, found in colour order, against the pair's colour)."""
+    return (coloring.color[pair] == UNSOLVED_COLOR) != (coloring.solve[pair] == 0)
+
+
+@quick
+@ti.kernel
+def _coloring_still_valid(model: ti.template(), bodies: ti.template(), manifolds: ti.template(),
+                          previous: ti.template(), coloring: ti.template(), serial: ti.template(),
+                          n_slots: ti.i32, n_pairs: ti.i32, n_bodies: ti.i32,
+                          all_pairs: ti.i32) -> ti.i32:
+    """HOLDS when last step's colouring still holds: the broad phase found the same pairs in
+    the same order (`previous` holds last step's, in broad-phase order), the solver looks
+    at the same ones (coloring.solve against last step's UNSOLVED_COLOR, unless `all_pairs`
+    are coloured) and no body that the colouring treated as fixed moves now
+    (_count_woken); plus LOWERED where a body it treated as moving is fixed now."""
+    changed = 0
+    ti.loop_config(serialize=serial)
+    for k in range(n_pairs):
+        if (manifolds.body_a[k] != previous.body_a[k]
+                or manifolds.body_b[k] != previous.body_b[k]
+                or (all_pairs == 0
+                    and (previous.color[k] == UNSOLVED_COLOR) != (coloring.solve[k] == 0))):
+            changed += 1
+    woken, lowered = _count_woken(model, bodies, coloring, serial, n_slots, n_bodies)
+    return holds_code(changed + woken, lowered)
+
+
+@quick
+@ti.kernel
+def _coloring_holds_in_order(model: ti.template(), bodies: ti.template(),
+                             coloring: ti.template(), counts: ti.template(),
+                             serial: ti.template(), n_slots: ti.i32, n_pairs: ti.i32,
+                             n_joints: ti.i32, n_bodies: ti.i32) -> ti.i32:
+    """_coloring_still_valid for a step that kept last step's pairs in colour order
+    (step._keep_pairs): the pairs are the same, so what is left to check is that the
+    solver looks at the same ones (coloring.solve, found in colour order, against each
+    pair's colour) and that no fixed body woke (the same code as _coloring_still_valid).
+    Records the step's constraint counts (counts.n_pairs, counts.n_joints), as
+    carry_contacts does."""
+    record_constraint_counts(counts, n_pairs, n_joints)
+    changed = 0
+    ti.loop_config(serialize=serial)
+    for n in range(n_pairs):
+        if solves_other_pairs(coloring, n):
+            changed += 1
+    woken, lowered = _count_woken(model, bodies, coloring, serial, n_slots, n_bodies)
+    return holds_code(changed + woken, lowered)
+
+
+#: Bits of the colouring checks' answer (_coloring_still_valid, _coloring_holds_in_order).
+HOLDS, LOWERED = 1, 2
+
+
+@ti.func
+def holds_code(changed, lowered):
+    """HOLDS where nothing changed, plus LOWERED where a body was marked fixed."""
+    code = 0
+    if changed == 0:
+        code = HOLDS
+    if lowered > 0:
+        code += LOWERED
+    return code
+
+
+@ti.func
+def _bodies_of(model: ti.template(), bodies: ti.template(), joints: ti.template(),
+               manifolds: ti.template(), counts: ti.template(), k, n_bodies):
+    """Body slots (a, b) of constraint k and whether the constraint moves each: dynamic and
+    awake, in a constraint that is not a sensor pair (a sensor pair moves nothing, so it
+    takes a colour without holding one on its bodies)."""
+    a, b = constraint_bodies(joints, manifolds, counts, k, n_bodies)
+    dyn_a = awake_dynamic(model, bodies, a, n_bodies)
+    dyn_b = awake_dynamic(model, bodies, b, n_bodies)
+    if k < counts.n_pairs[None] and is_sensor_pair(model, manifolds, k, n_bodies):
+        dyn_a, dyn_b = False, False
+    return a, b, dyn_a, dyn_b
+
+
+@ti.func
+def mark_color(coloring: ti.template(), slot, dynamic, color):
+    """Record that a constraint of `color` moves the body (nothing for a body it does not
+    move: any number of constraints may read a fixed body)."""
+    if dynamic:
+        ti.atomic_or(coloring.body_color_mask[slot], 1 << color)
+
+
+@ti.func
+def color_free(coloring: ti.template(), slot, dynamic, color):
+    return not dynamic or (coloring.body_color_mask[slot] >> color) & 1 == 0
+
+
+@ti.func
+def _clear_claims(coloring: ti.template(), slot):
+    """A new colouring's start for body slot: no bid on it, no colour held."""
+    coloring.body_claim[slot] = _NO_CLAIM
+    coloring.body_color_mask[slot] = 0
+
+
+@ti.func
+def _kept_color(model: ti.template(), bodies: ti.template(), joints: ti.template(),
+                manifolds: ti.template(), coloring: ti.template(), counts: ti.template(), k,
+                n_bodies, keep):
+    """Constraint k's colour at a new colouring's start: with `keep`, the one it had last
+    step (manifolds.color, coloring.joint_color) unless it had none (overflow, unsolved) or
+    one of its bodies woke since (two constraints of one colour may share a body that was
+    fixed then); else -1 (it bids)."""
+    n_pairs = counts.n_pairs[None]
+    color = -1
+    if keep:
+        color = manifolds.color[k] if k < n_pairs else coloring.joint_color[k - n_pairs]
+        a, b = constraint_bodies(joints, manifolds, counts, k, n_bodies)
+        if (color >= MAX_COLORS or woke(model, bodies, coloring, a, n_bodies)
+                or woke(model, bodies, coloring, b, n_bodies)):
+            color = -1
+    return color
+
+
+@ti.func
+def _mark_kept(model: ti.template(), bodies: ti.template(), joints: ti.template(),
+               manifolds: ti.template(), coloring: ti.template(), counts: ti.template(), k,
+               n_bodies):
+    """Constraint k's colour, if it kept one, marked on its dynamic bodies; returns whether
+    it has none yet (it bids)."""
+    color = coloring.color[k]
+    if 0 <= color < MAX_COLORS:
+        a, b, dyn_a, dyn_b = _bodies_of(model, bodies, joints, manifolds, counts, k, n_bodies)
+        mark_color(coloring, a, dyn_a, color)
+        mark_color(coloring, b, dyn_b, color)
+    return color < 0
+
+
+@ti.func
+def _flag_colored_dynamic(model: ti.template(), bodies: ti.template(), coloring: ti.template(),
+                          slot, n_bodies):
+    """Whether body slot is dynamic and awake as the colouring sees it (see woke)."""
+    coloring.body_colored_dynamic[slot] = 1 if awake_dynamic(model, bodies, slot, n_bodies) else 0
+
+
+@quick
+@ti.kernel
+def _start_coloring(model: ti.template(), bodies: ti.template(), joints: ti.template(),
+                    manifolds: ti.template(), coloring: ti.template(), counts: ti.template(),
+                    serial: ti.template(), n_slots: ti.i32, n_constraints: ti.i32, n_bodies: ti.i32,
+                    keep: ti.i32, all_pairs: ti.i32) -> ti.i32:
+    """Clear the bids and masks; give the pairs the solver does not look at UNSOLVED_COLOR
+    (none with `all_pairs`); with `keep`, give each other constraint the colour it had last
+    step (manifolds.color, coloring.joint_color) unless it had none (overflow, unsolved) or
+    one of its bodies woke since (two constraints of one colour may share a body that was
+    fixed then). Lists the constraints left without a colour in uncolored and returns their
+    count."""
+    n_pairs = counts.n_pairs[None]
+    ti.loop_config(serialize=serial)
+    for slot in range(n_slots):
+        _clear_claims(coloring, slot)
+    ti.loop_config(serialize=serial)
+    for k in range(n_constraints):
+        color = _kept_color(model, bodies, joints, manifolds, coloring, counts, k, n_bodies,
+                            keep)
+        if k < n_pairs and all_pairs == 0 and coloring.solve[k] == 0:
+            color = UNSOLVED_COLOR
+        coloring.color[k] = color
+    ti.loop_config(serialize=serial)
+    for k in range(n_constraints):
+        _mark_kept(model, bodies, joints, manifolds, coloring, counts, k, n_bodies)
+    ti.loop_config(serialize=serial)
+    for slot in range(n_slots):
+        _flag_colored_dynamic(model, bodies, coloring, slot, n_bodies)
+    coloring.n_uncolored[None] = 0
+    ti.loop_config(serialize=serial)
+    for k in range(n_constraints):  # the order is free: bids are atomic minima
+        if coloring.color[k] < 0:
+            coloring.uncolored[ti.atomic_add(coloring.n_uncolored[None], 1)] = k
+    return coloring.n_uncolored[None]
+
+
+@ti.func
+def _bid(model: ti.template(), bodies: ti.template(), joints: ti.template(),
+         manifolds: ti.template(), coloring: ti.template(), counts: ti.template(), k, n_bodies,
+         color):
+    """Sub-round step 1 for constraint k: if it has no colour and `color` is free on its
+    dynamic bodies, bid for them (atomic minimum of its priority)."""
+    if coloring.color[k] < 0:
+        a, b, dyn_a, dyn_b = _bodies_of(model, bodies, joints, manifolds, counts, k, n_bodies)
+        if color_free(coloring, a, dyn_a, color) and color_free(coloring, b, dyn_b, color):
+            bid = priority(joints, manifolds, counts, k, n_bodies)
+            if dyn_a:
+                ti.atomic_min(coloring.body_claim[a], bid)
+            if dyn_b:
+                ti.atomic_min(coloring.body_claim[b], bid)
+
+
+@ti.func
+def _take(model: ti.template(), bodies: ti.template(), joints: ti.template(),
+          manifolds: ti.template(), coloring: ti.template(), counts: ti.template(), k, n_bodies,
+          color):
+    """Sub-round step 2: constraint k takes `color` if it won all its dynamic bodies."""
+    if coloring.color[k] < 0:
+        a, b, dyn_a, dyn_b = _bodies_of(model, bodies, joints, manifolds, counts, k, n_bodies)
+        bid = priority(joints, manifolds, counts, k, n_bodies)
+        won_a = not dyn_a or (coloring.body_claim[a] == bid
+                              and color_free(coloring, a, dyn_a, color))
+        won_b = not dyn_b or (coloring.body_claim[b] == bid
+                              and color_free(coloring, b, dyn_b, color))
+        if won_a and won_b:
+            coloring.color[k] = color
+
+
+@ti.func
+def _settle(model: ti.template(), bodies: ti.template(), joints: ti.template(),
+            manifolds: ti.template(), coloring: ti.template(), counts: ti.template(), k,
+            n_bodies, color):
+    """Sub-round step 3 for constraint k: mark the winners' bodies and clear every bid for
+    the next sub-round."""
+    a, b, dyn_a, dyn_b = _bodies_of(model, bodies, joints, manifolds, counts, k, n_bodies)
+    if coloring.color[k] == color:
+        mark_color(coloring, a, dyn_a, color)
+        mark_color(coloring, b, dyn_b, color)
+    coloring.body_claim[a] = _NO_CLAIM
+    coloring.body_claim[b] = _NO_CLAIM
+
+
+@quick
+@ti.kernel
+def _color_round(model: ti.template(), bodies: ti.template(), joints: ti.template(),
+                 manifolds: ti.template(), coloring: ti.template(), counts: ti.template(),
+                 serial: ti.template(), n_uncolored: ti.i32, n_bodies: ti.i32,
+                 color: ti.i32) -> ti.i32:
+    """Give `color` to a maximal-ish set of uncoloured constraints sharing no dynamic body
+    with each other or with a constraint that has it already (_SUB_ROUNDS of _bid, _take,
+    _settle, each a loop); returns how many constraints are still uncoloured. Only the
+    constraints in uncolored[:n_uncolored] take part (the others have their colour).
+    """
+    for _ in ti.static(range(_SUB_ROUNDS)):
+        ti.loop_config(serialize=serial)
+        for i in range(n_uncolored):
+            _bid(model, bodies, joints, manifolds, coloring, counts, coloring.uncolored[i],
+                 n_bodies, color)
+        ti.loop_config(serialize=serial)
+        for i in range(n_uncolored):
+            _take(model, bodies, joints, manifolds, coloring, counts, coloring.uncolored[i],
+                  n_bodies, color)
+        ti.loop_config(serialize=serial)
+        for i in range(n_uncolored):
+            _settle(model, bodies, joints, manifolds, coloring, counts, coloring.uncolored[i],
+                    n_bodies, color)
+    remaining = 0
+    ti.loop_config(serialize=serial)
+    for i in range(n_uncolored):
+        if coloring.color[coloring.uncolored[i]] < 0:
+            remaining += 1
+    return remaining
+
+
+@quick
+@ti.kernel
+def _color_rounds_by_team(model: ti.template(), bodies: ti.template(), joints: ti.template(),
+                          manifolds: ti.template(), coloring: ti.template(),
+                          counts: ti.template(), n_uncolored: ti.i32, n_bodies: ti.i32,
+                          n_members: ti.i32):
+    """Every round of _color_round, colour after colour until none is left uncoloured, in
+    one launch on a CPU team of n_members threads (solver/team.py): each loop of a round
+    split between the threads, a barrier after it. The same loops in the same order: the
+    same colours. The rounds' counts of constraints left go to coloring.round_left, every
+    member reads the round's total after a barrier, so all stop after the same round.
+
+    After each sub-round a member packs the constraints of its share still without a
+    colour to the front of the share (in their order) and takes only those into the next:
+    a round then visits what is left, not every constraint that started without a colour
+    (bids are atomic minima and marks atomic ors, so the order they come in decides
+    nothing; the same colours). A large pyramid's colouring from scratch (15k pairs, 10
+    colours, 2-core CPU): its rounds 8.8 -> 4.7 ms."""
+    stride = team.items_per_member(n_members)
+    for item in range(n_members * stride):
+        member = team.member_of(item, stride)
+        if member >= 0:
+            lo, hi = team.share(0, n_uncolored, member, n_members)
+            if member == 0:
+                for color in range(MAX_COLORS):
+                    coloring.round_left[color] = 0
+            team.barrier(counts, n_members, team.SPIN_LIMIT)
+            for color in range(MAX_COLORS):
+                # A loop, not an unrolled one: unrolled, the kernel's machine code took
+                # ~0.35 s more to build in every new process, offline cache or not.
+                left = 0
+                for _ in range(_SUB_ROUNDS):
+                    for i in range(lo, hi):
+                        _bid(model, bodies, joints, manifolds, coloring, counts,
+                             coloring.uncolored[i], n_bodies, color)
+                    team.barrier(counts, n_members, team.SPIN_LIMIT)
+                    for i in range(lo, hi):
+                        _take(model, bodies, joints, manifolds, coloring, counts,
+                              coloring.uncolored[i], n_bodies, color)
+                    team.barrier(counts, n_members, team.SPIN_LIMIT)
+                    left = 0
+                    for i in range(lo, hi):  # packed in place: a member's share is its own
+                        k = coloring.uncolored[i]
+                        _settle(model, bodies, joints, manifolds, coloring, counts, k,
+                                n_bodies, color)
+                        if coloring.color[k] < 0:
+                            coloring.uncolored[lo + left] = k
+                            left += 1
+                    hi = lo + left
+                    team.barrier(counts, n_members, team.SPIN_LIMIT)
+                ti.atomic_add(coloring.round_left[color], left)
+                team.barrier(counts, n_members, team.SPIN_LIMIT)
+                if ti.atomic_add(coloring.round_left[color], 0) == 0:
+                    break  # everything has a colour: the remaining rounds would do nothing
+
+
+@ti.func
+def _world_constraint(first_pair, end_pair, first_joint, i):
+    """A small world's constraint i: its pairs [first_pair, end_pair), then its joint slots
+    from first_joint."""
+    n_world_pairs = end_pair - first_pair
+    return first_pair + i if i < n_world_pairs else first_joint + i - n_world_pairs
+
+
+@quick
+@ti.kernel
+def _color_worlds(model: ti.template(), bodies: ti.template(), joints: ti.template(),
+                  manifolds: ti.template(), previous: ti.template(), prepared: ti.template(),
+                  coloring: ti.template(), counts: ti.template(), serial: ti.template(),
+                  lists_serial: ti.template(), n_worlds: ti.i32, n_bodies: ti.i32,
+                  n_pairs: ti.i32, n_joints: ti.i32, keep: ti.i32,
+                  carry: ti.i32, one_color: ti.i32) -> ti.math.ivec2:
+    """_start_coloring and the rounds of _color_round for small worlds, a world per thread
+    (StepContext.small_worlds: their pairs lie world by world, in their bodies' pair_start
+    ranges, and every pair takes a colour): the same steps on the world's constraints, in
+    the same order, so the same colours (bids and claims are a world's own: its bodies and
+    constraints are no other world's). No list of the uncoloured: a constraint coloured
+    before the round makes no bid and is not settled (its bodies' claims, if any, are its
+    bidding neighbours', which settle). One loop instead of _start_coloring's five loops
+    and a launch (or a team's barriers) for each of every sub-round's three; then the
+    colour lists (_group_by_color, serially where `lists_serial`). Returns (colours used,
+    overflow). `one_color` (one_color_by_world): every constraint takes colour 0 instead.
+
+    `carry` (a step's colouring, step.find_pairs): the launch is the step's whole way from
+    the broad phase's pairs to the solve: each world's thread first carries last step's
+    contacts to its pairs (pairs.carry_contacts; the counts recorded), then colours them
+    and plans its solve order (pairs.store_in_color_order: _plan_world_order, used only
+    where nothing overflows). Each of those launches woke the CPU thread pool (~65 us on the
+    2-core CPU VM) and read the world's pairs from memory again: 4,096 small worlds went from
+    four launches to one."""
+    if carry == 1:
+        record_constraint_counts(counts, n_pairs, n_joints)
+    ti.loop_config(serialize=serial)
+    for world in range(n_worlds):
+        first_pair, end_pair = world_pairs(manifolds, world, n_bodies, n_pairs)
+        if carry == 1:
+            for k in range(first_pair, end_pair):
+                carry_pair(manifolds, previous, k)
+        first_joint = n_pairs + world * n_joints
+        if one_color == 1:
+            for i in range(end_pair - first_pair + n_joints):
+                coloring.color[_world_constraint(first_pair, end_pair, first_joint, i)] = 0
+        else:
+            _color_world(model, bodies, joints, manifolds, coloring, counts, world, n_bodies,
+                         first_pair, end_pair, first_joint, n_joints, keep)
+        if carry == 1:
+            # Its own colours stand for the scene's: the order is the same (no pair of it
+            # has a colour between its highest and the scene's).
+            plan_world_order(manifolds, prepared, coloring, world, n_bodies, first_pair,
+                             end_pair, _colors_of_world(coloring, first_pair, end_pair))
+    return _group_by_color(coloring, counts, lists_serial, n_pairs + n_worlds * n_joints)
+
+
+@ti.func
+def _color_world(model: ti.template(), bodies: ti.template(), joints: ti.template(),
+                 manifolds: ti.template(), coloring: ti.template(), counts: ti.template(),
+                 world, n_bodies, first_pair, end_pair, first_joint, n_joints, keep):
+    """_color_worlds's colouring of one world: its pairs [first_pair, end_pair), then its
+    joint slots from first_joint."""
+    first_slot, end_slot = world * n_bodies, (world + 1) * n_bodies
+    n_world = end_pair - first_pair + n_joints  # its pairs, then its joint slots
+    for slot in range(first_slot, end_slot):
+        _clear_claims(coloring, slot)
+    for i in range(n_world):
+        k = _world_constraint(first_pair, end_pair, first_joint, i)
+        coloring.color[k] = _kept_color(model, bodies, joints, manifolds, coloring, counts,
+                                        k, n_bodies, keep)
+    left = 0
+    for i in range(n_world):
+        if _mark_kept(model, bodies, joints, manifolds, coloring, counts,
+                      _world_constraint(first_pair, end_pair, first_joint, i), n_bodies):
+            left += 1
+    for slot in range(first_slot, end_slot):
+        _flag_colored_dynamic(model, bodies, coloring, slot, n_bodies)
+    color = 0
+    while left > 0 and color < MAX_COLORS:
+        for _ in range(_SUB_ROUNDS):
+            for i in range(n_world):
+                _bid(model, bodies, joints, manifolds, coloring, counts,
+                     _world_constraint(first_pair, end_pair, first_joint, i), n_bodies,
+                     color)
+            for i in range(n_world):
+                _take(model, bodies, joints, manifolds, coloring, counts,
+                      _world_constraint(first_pair, end_pair, first_joint, i), n_bodies,
+                      color)
+            for i in range(n_world):
+                k = _world_constraint(first_pair, end_pair, first_joint, i)
+                # The sub-round's bidders: uncoloured, or just won this colour.
+                if coloring.color[k] < 0 or coloring.color[k] == color:
+                    _settle(model, bodies, joints, manifolds, coloring, counts, k,
+                            n_bodies, color)
+        left = 0
+        for i in range(n_world):
+            if coloring.color[_world_constraint(first_pair, end_pair, first_joint, i)] < 0:
+                left += 1
+        color += 1
+
+
+@ti.func
+def _colors_of_world(coloring: ti.template(), first_pair, end_pair):
+    """One more than the highest colour of a world's pairs [first_pair, end_pair) below
+    MAX_COLORS (0 if none)."""
+    top = 0
+    for k in range(first_pair, end_pair):
+        color = coloring.color[k]
+        if 0 <= color < MAX_COLORS:
+            top = ti.max(top, color + 1)
+    return top
+
+
+@quick
+@ti.kernel
+def _build_color_lists(coloring: ti.template(), counts: ti.template(), serial: ti.template(),
+                       n_constraints: ti.i32) -> ti.math.ivec2:
+    """_group_by_color's launch."""
+    return _group_by_color(coloring, counts, serial, n_constraints)
+
+
+@ti.func
+def _group_by_color(coloring: ti.template(), counts: ti.template(), serial: ti.template(),
+                    n_constraints):
+    """Group constraint indices by colour into color_list, the unsolved pairs last (the
+    overflow colour's range is left for _order_overflow); returns (colours used,
+    overflow). Called at a kernel's top level: its loops are the kernel's."""
+    ti.loop_config(serialize=serial)
+    for c in range(UNSOLVED_COLOR + 2):
+        coloring.color_start[c] = 0
+    ti.loop_config(serialize=serial)
+    for k in range(n_constraints):
+        if coloring.color[k] < 0:
+            coloring.color[k] = MAX_COLORS
+        ti.atomic_add(coloring.color_start[coloring.color[k]], 1)
+    used = 0
+    for _ in range(1):
+        running = 0
+        for c in range(UNSOLVED_COLOR + 1):
+            count = coloring.color_start[c]
+            if count > 0 and c < MAX_COLORS:
+                used = c + 1
+            coloring.color_start[c] = running
+            coloring.color_cursor[c] = running
+            running += count
+        coloring.color_start[UNSOLVED_COLOR + 1] = running
+    overflow = coloring.color_start[MAX_COLORS + 1] - coloring.color_start[MAX_COLORS]
+    # Inside a colour the order is free (its pairs touch disjoint bodies), but not in the
+    # overflow colour (_order_overflow).
+    ti.loop_config(serialize=serial)
+    for k in range(n_constraints):
+        c = coloring.color[k]
+        if c != MAX_COLORS:
+            coloring.color_list[ti.atomic_add(coloring.color_cursor[c], 1)] = k
+    ti.loop_config(serialize=serial)
+    for joint_slot in range(n_constraints - counts.n_pairs[None]):  # kept for the next step
+        coloring.joint_color[joint_slot] = coloring.color[counts.n_pairs[None] + joint_slot]
+    coloring.n_overflow_pairs[None] = 0
+    return ti.math.ivec2(used, overflow)
+
+
+@quick
+@ti.kernel
+def _order_overflow(coloring: ti.template(), counts: ti.template(), scan: ti.template(),
+                    serial: ti.template(), n_constraints: ti.i32):
+    """The overflow colour's range of color_list (after _build_color_lists, where it has
+    any constraint): in index order (pairs first, then joint slots; n_overflow_pairs of them
+    are pairs), since its entries are numbered by it (solver/overflow.py) and its joints are
+    solved in it. A kernel of its own: its scan over every constraint was a third of
+    _build_color_lists's time (4,096 small worlds), and most colourings overflow nothing."""
+    ti.loop_config(serialize=serial)
+    for k in range(n_constraints):
+        coloring.rank[k] = 1 if coloring.color[k] == MAX_COLORS else 0
+    exclusive_scan(scan, coloring.rank, n_constraints, serial)
+    ti.loop_config(serialize=serial)
+    for k in range(n_constraints):
+        if coloring.color[k] == MAX_COLORS:
+            coloring.color_list[coloring.color_start[MAX_COLORS] + coloring.rank[k]] = k
+    coloring.n_overflow_pairs[None] = coloring.rank[ti.min(counts.n_pairs[None], n_constraints)]
+
+
+def one_color_by_world(ctx: "StepContext") -> bool:
+    """Whether ctx's worlds take one colour (colors_by_world without
+    StepOptions.color_small_worlds): every constraint colour 0, so they are solved a world
+    per thread, a profiled step's passes too (staged.colour_pass)."""
+    return colors_by_world(ctx) and not ctx.options.color_small_worlds
+
+
+def colors_by_world(ctx: "StepContext") -> bool:
+    """Whether ctx's worlds colour a world per thread (_color_worlds): small worlds, whose
+    pairs lie world by world. They colour every step, starting from last step's colours
+    (the answer the reused colouring would give: every pair keeps its colour where none of
+    its bodies woke), so their solve order (pairs.store_in_color_order) is always this
+    step's."""
+    return ctx.small_worlds and ctx.small_coloring
+
+
+def _keeps_colors(ctx: "StepContext") -> bool:
+    """Whether a new colouring may start from last step's colours (see color_constraints)."""
+    cache = ctx.cache
+    return cache.coloring_valid and (ctx.small_coloring or not _fresh_coloring_due(cache))
+
+
+def _fresh_coloring_due(cache) -> bool:
+    """A colouring from scratch is due (FRESH_COLORING_STEPS; worlds of more than
+    SMALL_COLORING_MAX_BODIES bodies)."""
+    return cache.steps_since_fresh_coloring >= FRESH_COLORING_STEPS
+
+
+def may_reuse_coloring(ctx: "StepContext") -> bool:
+    """What the host knows of whether last step's colouring may be reused: it may be kept
+    (_keeps_colors) or it is the one a colouring from scratch would give
+    (StepCache.colors_fresh), it coloured as many pairs as the step has, and nothing
+    overflowed. The device checks the rest (_coloring_still_valid)."""
+    cache = ctx.cache
+    return (cache.coloring_valid
+            and (_keeps_colors(ctx) or (ctx.options.keep_fresh_coloring and cache.colors_fresh))
+            and ctx.n_pairs == cache.colored_pairs and cache.n_overflow == 0)
+
+
+def verdict_holds(ctx: "StepContext", code: int) -> bool:
+    """Whether the device's answer (_coloring_still_valid, _coloring_holds_in_order) says
+    the colouring holds; a body it counted moving and now fixed (LOWERED) makes it no
+    longer the one a colouring from scratch would give (StepCache.colors_fresh)."""
+    if code & LOWERED:
+        ctx.cache.colors_fresh = False
+    return bool(code & HOLDS)
+
+
+def coloring_holds_in_order(ctx: "StepContext") -> bool:
+    """For a step that kept last step's pairs in colour order (step._keep_pairs, where
+    may_reuse_coloring): whether last step's colouring still holds
+    (_coloring_holds_in_order)."""
+    pool = ctx.pool
+    return verdict_holds(ctx, _coloring_holds_in_order(
+        model=pool.model, bodies=pool.bodies, coloring=pool.coloring, counts=pool.counts,
+        serial=ctx.serial, n_slots=ctx.n_slots, n_pairs=ctx.n_pairs, n_joints=ctx.n_joints,
+        n_bodies=ctx.n_bodies))
+
+
+def color_constraints(ctx: "StepContext", holds: bool | None = None, carry: bool = False) -> bool:
+    """Colour the step's constraints (after pairs.carry_contacts), or keep last step's
+    colouring; returns whether it coloured. `holds`: whether last step's colouring still
+    holds, where the caller checked it (coloring_holds_in_order); None: checked here.
+    `carry` (worlds coloured one per thread, colors_by_world): its launch carries last
+    step's contacts first and plans the worlds' solve order after (_color_worlds), so
+    neither pairs.carry_contacts nor pairs.store_in_color_order's plan runs.
+
+    The last colouring is kept while the broad phase finds the same pairs, no fixed body
+    started to move and nothing overflowed (a pile at rest keeps its pairs for many steps).
+    Otherwise the constraints are coloured again, starting from last step's colours pair by
+    pair when that colouring is valid (carry_contacts found them; the pool still holds its
+    joint colours and body flags) and, in worlds of more than SMALL_COLORING_MAX_BODIES
+    bodies, the last colouring from scratch is fewer than FRESH_COLORING_STEPS steps old.
+    When one is due and the last colouring still holds and is the one it would give
+    (StepCache.colors_fresh), it is kept and counts as one. Sets ctx.cache's n_colors
+    (parallel colours used) and n_overflow (constraints in the overflow colour).
+    """
+    pool, cache, serial = ctx.pool, ctx.cache, ctx.serial
+    if holds is None:
+        holds = not colors_by_world(ctx) and may_reuse_coloring(ctx) and verdict_holds(
+            ctx, _coloring_still_valid(
+                model=pool.model, bodies=pool.bodies, manifolds=pool.manifolds,
+                previous=pool.previous, coloring=pool.coloring, serial=serial,
+                n_slots=ctx.n_slots, n_pairs=ctx.n_pairs, n_bodies=ctx.n_bodies,
+                all_pairs=int(ctx.small_coloring)))
+    if holds:
+        if not ctx.small_coloring and _fresh_coloring_due(cache):
+            # colors_fresh (may_reuse_coloring): a colouring from scratch would give these
+            # colours again. Counted as one, so that a world's colourings from scratch come
+            # at the same steps alone and in a batch (where another world's may not hold).
+            cache.steps_since_fresh_coloring = 0
+    else:
+        keep = _keeps_colors(ctx)
+        cache.n_colors, cache.n_overflow = _color(ctx, keep=keep, carry=carry)
+        cache.colorings += 1
+        # Started from last step's colours, the new pairs took what was left (fragments);
+        # from scratch, these are the colours it gives.
+        cache.colors_fresh = not keep
+        if not keep:
+            cache.scratch_colorings += 1
+            cache.steps_since_fresh_coloring = 0
+    cache.steps_since_fresh_coloring += 1
+    cache.coloring_valid, cache.colored_pairs = True, ctx.n_pairs
+    return not holds
+
+
+#: Steps after which the constraints are coloured from scratch again. Starting from last
+#: step's colours is cheap (only new pairs bid) but fragments: pairs that come later take
+#: whatever colour their bodies leave free, and a poured 10k pile kept 17 colours where a
+#: colouring from scratch needs 9 (each colour is a loop of every solver pass, and on a GPU
+#: a launch per 2 colours). Measured on the 2-core CPU: the same ms/step with 32 and with
+#: no fresh colouring (pile_10k and the awake large pyramid, within +-10 % noise). Counted
+#: in steps, which a world has the same alone or in a batch, so a world's colouring stays
+#: independent of the batch.
+FRESH_COLORING_STEPS = 32
+# A colouring from scratch that falls due keeps the colouring where it holds and is the one
+# it would give (StepCache.colors_fresh; StepOptions.keep_fresh_coloring, which tests turn
+# off to compare). A settled pile kept its colouring for good and still made one from
+# scratch every 32 steps: a step of 17-19 ms against 6-7 in the large pyramid (soft step,
+# 2-core CPU), 53 ms against 24 in many pyramids.
+
+
+def _color(ctx: "StepContext", keep: bool, carry: bool = False) -> tuple[int, int]:
+    """(parallel colours used, constraints in the overflow) of a new colouring (`carry`: as
+    color_constraints')."""
+    n_constraints = ctx.n_constraints
+    if n_constraints == 0 and not carry:  # (carrying, the launch still plans: no pairs)
+        return 0, 0
+    pool, serial = ctx.pool, ctx.serial
+    # Serially on a CPU: the colour lists' loops are a counter's atomic add per constraint
+    # on a handful of colours' counters, which threads of a team fight over (4,096 small
+    # worlds' 30k constraints: 0.36-0.84 ms on 2 threads, 0.13-0.17 on one; many pyramids'
+    # 58k: 0.52-0.6 against 0.19). A GPU keeps them parallel.
+    lists_serial = serial or ctx.cpu
+    if colors_by_world(ctx):
+        used, overflow = _color_worlds(
+            pool.model, pool.bodies, pool.joints, pool.manifolds, pool.previous,
+            pool.prepared, pool.coloring, pool.counts, serial, lists_serial, ctx.n_worlds,
+            ctx.n_bodies, ctx.n_pairs, ctx.n_joints, int(keep), int(carry),
+            int(one_color_by_world(ctx)))
+    else:
+        assert not carry, "only worlds coloured one per thread carry in the colouring"
+        groups = (pool.model, pool.bodies, pool.joints, pool.manifolds, pool.coloring,
+                  pool.counts, serial)
+        uncolored = _start_coloring(*groups, ctx.n_slots, n_constraints, ctx.n_bodies,
+                                    int(keep), int(ctx.small_coloring))
+        threads = team.threads_in_step(ctx)
+        if uncolored and threads:
+            _color_rounds_by_team(*groups[:-1], uncolored, ctx.n_bodies, threads)
+        else:
+            for color in range(MAX_COLORS if uncolored else 0):
+                if _color_round(*groups, uncolored, ctx.n_bodies, color) == 0:
+                    break  # everything has a colour: the remaining rounds would do nothing
+        used, overflow = _build_color_lists(pool.coloring, pool.counts, lists_serial,
+                                            n_constraints)
+    if overflow:
+        _order_overflow(pool.coloring, pool.counts, pool.scan, serial, n_constraints)
+        build_jacobi_lists(ctx)
+    return int(used), int(overflow)

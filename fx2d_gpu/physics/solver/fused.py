@@ -1,0 +1,553 @@
+"""All of a step's substeps in one launch: a world per thread, or a CPU team of threads.
+
+It walks the scene's solver's stage list (solver/stages.py's STAGES) like the per-stage
+executor (solver/staged.py),
+in the same order, with the same results bit for bit:
+
+- substeps_by_world (small worlds): a member per world. A world's thread solves its own
+  constraints one after the other, colour after colour (its pairs lie in its own range of
+  the broad phase's order, and pair_origin lists them there in colour order:
+  pairs.store_in_color_order): by default one colour, so its pairs in the broad phase's
+  order, then its joints (StepOptions.color_small_worlds off); coloured as the general path
+  colours, in the general path's order, and since a colour's constraints share no dynamic
+  body, solving them one after the other gives what solving them in parallel gives. What it
+  saves: the ~8 launches of each substep (~90 a step at 11 substeps and 6 colours), which
+  are most of a small scene's step, and the trips through memory between them: a world's
+  bodies and contacts stay in the thread's cache for the whole step.
+- substeps_by_team (other scenes on a CPU backend, solver/team.py): a team of threads, each
+  stage and each colour of a pass split between them, with a barrier after each instead of
+  a loop launch (2-10 us, not ~35); the overflow colour included.
+- kept_step_by_team (a team, a step that keeps last step's pairs, step._keep_pairs): the
+  rest of the step in the same launch where it can be: the fat boxes' refit, begin_step,
+  the colouring's check, the substeps, and after them the faults and the report's
+  refresh, each going on only where the one before allows. A launch wakes the CPU
+  thread pool (~65 us on the 2-core CPU VM): the awake large pyramid's step went from
+  7-8 launches to one.
+
+A member runs an item stage over its share of the stage's domain (its world's items, or its
+share of all of them) and waits at a barrier (a team of one, or a world, waits for
+nothing).
+"""
+
+
+from typing import TYPE_CHECKING
+
+import taichi as ti
+
+from ...device import MAX_COLORS, TALLY_SLOTS
+from ...device.launching import quick
+from ..collision.broad_phase import refit_slot, restless_slot
+from . import team
+from .coloring import HOLDS, check_slot, holds_code, solves_other_pairs
+from .contacts import REPEAT_SOLVE, swept_again
+from .faults import clear_faults, mark_faults
+from .joints import JOINT_SWEEPS
+from .overflow import apply_mean_delta
+from .pairs import record_constraint_counts
+from .reporting import copy_listed, refresh_due, refresh_holds, refresh_tally
+from .stages import BEGIN_STEP_STAGES, BODY_SLOTS, JOINT_SLOTS, PAIRS, STAGES, Substep, runs
+
+if TYPE_CHECKING:
+    from .context import StepContext
+
+vec2 = ti.math.vec2
+
+
+def substeps_by_world(ctx: "StepContext"):
+    """All of the step's substeps in one launch, one world per thread (spread over the CPU
+    backend's tasks: team.world_stride), each world's faults found after them
+    (ctx.faults_found, see _launch)."""
+    _launch(ctx, by_world=True, n_members=ctx.n_worlds, stride=team.world_stride(ctx))
+
+
+def pass_by_world(ctx: "StepContext", stage):
+    """Colour pass `stage` of small worlds that take one colour
+    (coloring.one_color_by_world), a world per thread, in a launch of its own: a profiled
+    step's (staged.colour_pass), as substeps_by_world solves it: the same results bit for
+    bit (a world's constraints in the same order)."""
+    pool = ctx.pool
+    sweeps = JOINT_SWEEPS if stage.joint_sweeps and ctx.n_joints > 0 else 1
+    uneven = int(ctx.immovable_sweep) if stage.immovable_sweep else 0
+    _pass_by_world(pool.model, pool.bodies, pool.joints, pool.manifolds, pool.prepared,
+                   pool.coloring, pool.counts, stage.run, stage.position, stage.joints,
+                   ctx.n_worlds, team.world_stride(ctx), ctx.n_bodies, ctx.n_joints,
+                   ctx.cache.n_colors, ctx.h, sweeps, uneven)
+
+
+@quick
+@ti.kernel
+def _pass_by_world(model: ti.template(), bodies: ti.template(), joints: ti.template(),
+                   manifolds: ti.template(), prepared: ti.template(), coloring: ti.template(),
+                   counts: ti.template(), constraint: ti.template(), position: ti.template(),
+                   with_joints: ti.template(), n_worlds: ti.i32, world_stride: ti.i32,
+                   n_bodies: ti.i32, n_joints: ti.i32, n_colors: ti.i32, h: ti.f32,
+                   sweeps: ti.i32, uneven: ti.i32):
+    """pass_by_world's launch: _member_pass for each world (member_of's stride, as the
+    substeps' loop)."""
+    for item in range(n_worlds * world_stride):
+        world = team.member_of(item, world_stride)
+        if world >= 0:
+            _member_pass(model, bodies, joints, manifolds, prepared, coloring, counts,
+                         constraint, position, with_joints, world, 1, True, n_bodies,
+                         n_joints, n_colors, 0, h, sweeps, uneven)
+
+
+def substeps_by_team(ctx: "StepContext", threads: int):
+    """All of the step's substeps in one launch on a team of `threads` CPU threads, the
+    faults found after them (ctx.faults_found, see _launch). (step() checks the barrier's
+    waits once, after the substeps: team.check, from ctx.barrier_timeouts.)"""
+    _launch(ctx, by_world=False, n_members=threads)
+
+
+def begin_step_by_team(ctx: "StepContext", threads: int):
+    """begin_step's stages (stages.BEGIN_STEP_STAGES) on a team of `threads` CPU threads:
+    the narrow phase is compiled into the team's kernel, not into a second one."""
+    _launch(ctx, by_world=False, n_members=threads, mode=BEGIN)
+
+
+def kept_step_by_team(ctx: "StepContext", threads: int, refit: tuple[float, float] | None = None
+                      ) -> tuple[int, tuple[int, int, int] | None]:
+    """A step that keeps last step's pairs where they lie and may reuse its colouring
+    (step._keep_pairs), in one launch on a team of `threads` CPU threads: begin_step's
+    stages, the check that the colouring still holds (coloring._coloring_holds_in_order's,
+    each member its share of the pairs and bodies), and where it holds, the substeps
+    (substeps_by_team). `refit` (margin m, motion time s): first the fat boxes' refit
+    (broad_phase.refit_fat_boxes, not reset), and the rest only where it leaves the pairs
+    kept and nothing asleep (pairs.keeps_pairs, no sleeper: no wake_islands to ask).
+    Returns (the check's answer, coloring.verdict_holds reads it; the refit's answer,
+    refit_fat_boxes', or None without `refit`); where the refit or the check stops it,
+    nothing after them ran. The same results bit for bit as those in their own launches;
+    what it saves is their launches, each of which wakes the CPU backend's thread pool
+    (~65 us on the 2-core CPU VM, against ~12 us for a launch of serial loops). Soft step,
+    on and off in turns in one process (2-core CPU): begin_step, the check and the
+    substeps in one launch, awake large pyramid 4.63 -> 4.42 ms a step (best windows; the
+    windows' median ratio 0.95), many pyramids 16.7 -> 16.4 (0.975); the refit too, awake
+    large pyramid 4.21 -> 4.06 (0.965), many pyramids 16.0 -> 15.8 (0.995)."""
+    return _launch(ctx, by_world=False, n_members=threads, mode=KEPT, refit=refit)
+
+
+#: Where each of the team's checks tallies in counts.tally (device.TALLY_SLOTS): the kept
+#: colouring's two counts (_kept_coloring_holds), the report's three (refresh_tally), the
+#: refit's three (_refit_by_team).
+_HOLDS_TALLY, _REFRESH_TALLY, _REFIT_TALLY = 0, 2, 5
+
+#: _substeps' answer: faulty worlds, the barrier's timeouts, the colouring check's answer,
+#: whether it refreshed the reported list, the refit's three counts (see _substeps).
+_Answer = ti.types.vector(7, ti.i32)
+
+#: _substeps' modes: begin_step's stages; the substeps; begin_step, the colouring's check
+#: and the substeps where it holds (kept_step_by_team).
+SUBSTEPS, BEGIN, KEPT = 0, 1, 2
+
+
+def _launch(ctx: "StepContext", by_world: bool, n_members: int, mode: int = SUBSTEPS,
+            stride: int = 1, refit: tuple[float, float] | None = None):
+    """The launch (`mode`: SUBSTEPS, BEGIN or KEPT; `refit`: see kept_step_by_team);
+    returns (the colouring check's answer (KEPT), the refit's answer or None). After the
+    substeps it also marks the faulty worlds (solver/faults.py: what contain_faults reads
+    after the step; the step's later stages, report, sleep and clear forces, change no
+    pose or velocity that makes or mends a fault) and reads the barrier's timeouts:
+    ctx.faults_found and ctx.barrier_timeouts, so neither takes a launch of its own after
+    the step (awake large pyramid: 0.15 ms of ~5 on the 2-core CPU; 4,096 small worlds
+    0.3 of ~15)."""
+    pool = ctx.pool
+    # Where the substeps leave the pairs where the list was made from them: those a kept
+    # colouring keeps in place, or (SUBSTEPS) where the step put them.
+    refresh = ctx.options.refresh_in_launch and not by_world and mode != BEGIN and refresh_due(
+        ctx, in_place=mode == KEPT or ctx.cache.pairs_in_place)
+    margin, motion_time = refit if refit is not None else (0.0, 0.0)
+    found = _substeps(
+              model=pool.model, bodies=pool.bodies, joints=pool.joints, grid=pool.grid,
+              manifolds=pool.manifolds, prepared=pool.prepared, coloring=pool.coloring,
+              counts=pool.counts, faults=pool.faults, reported=pool.reported,
+              solver=ctx.solver, n_members=n_members,
+              by_world=bool(by_world), world_stride=stride,
+              n_worlds=ctx.n_worlds, n_bodies=ctx.n_bodies, n_joints=ctx.n_joints,
+              n_pairs=ctx.n_pairs, n_colors=ctx.cache.n_colors,
+              overflow=int(ctx.cache.n_overflow > 0), substeps=ctx.substeps,
+              h=ctx.h, dt=ctx.dt, mode=mode, begun=int(not ctx.small_coloring),
+              bullets=int(ctx.has_bullets), uneven=int(ctx.immovable_sweep),
+              refresh=int(refresh), n_reported=ctx.cache.n_reported,
+              refit=int(refit is not None), margin=margin, motion_time=motion_time)
+    code = int(found[2])
+    refitted = None if refit is None else (int(found[4]), int(found[5]), int(found[6]))
+    went_on = refitted is None or refit_keeps(refitted)
+    if mode == SUBSTEPS or (mode == KEPT and went_on and code & HOLDS):
+        ctx.faults_found, ctx.barrier_timeouts = int(found[0]), int(found[1])
+        if refresh:
+            ctx.report_refreshed = bool(found[3])
+    return code, refitted
+
+
+def refit_keeps(refitted) -> bool:
+    """Whether the refit's answer (refit_fat_boxes') let a kept step's launch go on:
+    nothing refitted, asleep or restless (_refit_by_team)."""
+    return refitted == (0, 0, 0)
+
+
+@ti.func
+def _refit_by_team(model: ti.template(), bodies: ti.template(), grid: ti.template(),
+                   counts: ti.template(), member, n_members, n_worlds, n_bodies, margin,
+                   motion_time):
+    """broad_phase._refit_fat_boxes on a team (not reset): each member clears its share of
+    the worlds' sleep marks, refits its share of the slots (broad_phase.refit_slot) and
+    counts their restless ones (restless_slot), the team meeting between, the counts
+    tallied into counts.tally[5:8] (cleared at the launch's start); returns whether the
+    launch goes on: nothing refitted, asleep or restless (refit_keeps)."""
+    lo, hi = team.share(0, n_worlds, member, n_members)
+    for world in range(lo, hi):
+        grid.world_sleeps[world] = 0
+    team.barrier(counts, n_members, team.SPIN_LIMIT)
+    part = ti.Vector([0, 0])  # (refitted, asleep)
+    lo, hi = team.share(0, n_worlds * n_bodies, member, n_members)
+    for slot in range(lo, hi):
+        part += ti.Vector(refit_slot(model, bodies, grid, slot, n_bodies, margin,
+                                     motion_time, 0))
+    refitted_asleep = _team_tally(counts, _REFIT_TALLY, part, n_members)
+    restless = ti.Vector([0])
+    for slot in range(lo, hi):  # after the team met: every world's sleep marked
+        restless[0] += restless_slot(model, bodies, grid, slot, n_bodies)
+    restless = _team_tally(counts, _REFIT_TALLY + 2, restless, n_members)
+    return refitted_asleep[0] == 0 and refitted_asleep[1] == 0 and restless[0] == 0
+
+
+@ti.func
+def _team_tally(counts: ti.template(), first: ti.template(), part, n_members):
+    """The team's sums of `part` (a member's counts, a vector): each member adds its own into
+    counts.tally[first:] (cleared at the launch's start), the team meets, and every member
+    reads the same sums, as atomics, as the barrier reads: after the team met, not from
+    before."""
+    for entry in ti.static(range(part.n)):
+        ti.atomic_add(counts.tally[first + entry], part[entry])
+    team.barrier(counts, n_members, team.SPIN_LIMIT)
+    total = part
+    for entry in ti.static(range(part.n)):
+        total[entry] = ti.atomic_add(counts.tally[first + entry], 0)
+    return total
+
+
+@ti.func
+def _refresh_report_by_team(model: ti.template(), bodies: ti.template(), joints: ti.template(),
+                            manifolds: ti.template(), reported: ti.template(),
+                            counts: ti.template(), member, n_members, n_pairs, n_reported,
+                            n_bodies):
+    """reporting._refresh_report on a team, after the substeps: each member tallies its
+    share of the pairs and the list's entries (reporting.refresh_tally) into
+    counts.tally[2:5], the team meets, and where the list may be refreshed each member
+    copies its share of the entries again. In the substeps' launch, not a launch of its
+    own, which wakes the CPU thread pool again (soft step, on and off in turns in one
+    process, 2-core CPU: awake large pyramid 4.40 -> 4.22 ms a step, the windows' median
+    ratio 0.96; many pyramids 16.3 -> 16.0, 0.98)."""
+    part = ti.Vector([0, 0, 0])
+    lo, hi = team.share(0, n_pairs + n_reported, member, n_members)
+    for e in range(lo, hi):
+        part += refresh_tally(model, bodies, joints, manifolds, reported, e, n_pairs, n_bodies)
+    if refresh_holds(_team_tally(counts, _REFRESH_TALLY, part, n_members)):
+        lo, hi = team.share(0, n_reported, member, n_members)
+        for i in range(lo, hi):
+            copy_listed(reported, manifolds, i)
+
+
+@ti.func
+def _kept_coloring_holds(model: ti.template(), bodies: ti.template(), coloring: ti.template(),
+                         counts: ti.template(), member, n_members, n_pairs, n_joints, n_slots,
+                         n_bodies):
+    """coloring._coloring_holds_in_order on a team: each member checks its share of the
+    pairs and body slots, tallies into counts.tally[0:2] (cleared by member 0 at the
+    launch's start, several barriers before), the team meets, and every member reads the
+    same answer (coloring.holds_code)."""
+    if member == 0:
+        record_constraint_counts(counts, n_pairs, n_joints)
+    part = ti.Vector([0, 0])  # (changed, lowered)
+    lo, hi = team.share(0, n_pairs, member, n_members)
+    for pair in range(lo, hi):
+        if solves_other_pairs(coloring, pair):
+            part[0] += 1
+    lo, hi = team.share(0, n_slots, member, n_members)
+    for slot in range(lo, hi):
+        part += ti.Vector(check_slot(model, bodies, coloring, slot, n_bodies))
+    total = _team_tally(counts, _HOLDS_TALLY, part, n_members)
+    return holds_code(total[0], total[1])
+
+
+@ti.func
+def _next_constraint(manifolds: ti.template(), coloring: ti.template(), counts: ti.template(),
+                     by_world: ti.template(), world, n_joints, color, cursor):
+    """The next constraint of colour `color` for a team member and its cursor after it (-1:
+    none left). cursor = (next pair, next joint, end of the member's pairs).
+
+    By world: the world's pairs in its solve order (pair_origin over the world's range:
+    colour after colour, so a colour's are consecutive there), then its joint slots of
+    that colour. On a team: the member's share of the colour's list (cursor[0] to
+    cursor[2])."""
+    constraint = -1
+    if ti.static(by_world):
+        pair = -1
+        if cursor[0] < cursor[2]:
+            pair = coloring.pair_origin[cursor[0]]
+        if pair >= 0 and coloring.color[pair] == color:
+            constraint = pair
+            cursor[0] += 1
+        else:
+            first_joint = counts.n_pairs[None] + world * n_joints
+            while cursor[1] < n_joints and coloring.color[first_joint + cursor[1]] != color:
+                cursor[1] += 1
+            if cursor[1] < n_joints:
+                constraint = first_joint + cursor[1]
+                cursor[1] += 1
+    else:
+        if cursor[0] < cursor[2]:
+            constraint = coloring.color_list[cursor[0]]
+            cursor[0] += 1
+    return constraint, cursor
+
+
+@ti.func
+def _member_share(coloring: ti.template(), with_joints: ti.template(), color, n_colors,
+                  immovable, first_overflow, overflow_pairs, overflow_end, member, n_members):
+    """A team member's cursor (see _next_constraint) over round `color` of a colour pass:
+    its share of colour `color`'s list; after the colours, its share of the overflow's
+    pairs, then (a pass that solves joints) the overflow's joints, in order, on member 0;
+    nothing in the immovable sweep's overflow rounds."""
+    lo, hi = 0, 0
+    if color < n_colors:
+        lo, hi = team.share(coloring.color_start[color], coloring.color_start[color + 1],
+                            member, n_members)
+    elif immovable:
+        pass
+    elif color == n_colors:  # the overflow's pairs
+        lo, hi = team.share(first_overflow, first_overflow + overflow_pairs, member,
+                            n_members)
+    elif ti.static(with_joints) and member == 0:  # its joints, in order, on one
+        lo, hi = first_overflow + overflow_pairs, overflow_end
+    return ti.Vector([lo, 0, hi])
+
+
+@ti.func
+def _member_pass(model: ti.template(), bodies: ti.template(), joints: ti.template(),
+                 manifolds: ti.template(), prepared: ti.template(), coloring: ti.template(),
+                 counts: ti.template(), constraint_of: ti.template(), position: ti.template(),
+                 with_joints: ti.template(), member, n_members, by_world: ti.template(),
+                 n_bodies, n_joints, n_colors, overflow, h, sweeps, uneven):
+    """A colour pass over a member's constraints, colour after colour (see
+    _next_constraint), the team waiting for each colour to end before the next; on a team,
+    then the overflow colour as solver/overflow.py solves it (the same steps in the same
+    order): its pairs at once (Jacobi, a share each), the team waits, each body's mean
+    applied (a share each; `position`: as moves, else as velocities), and where the pass
+    solves joints (`with_joints`) its joints, in order, on member 0 (a hub's surplus:
+    few). `overflow`: the colouring has an overflow colour (its ranges in coloring are this
+    step's only then). Worlds solved one per thread have none
+    (StepContext.solves_by_world). `sweeps`: how many times over the colours; after the
+    first, the joints alone (joints.JOINT_SWEEPS): pairs are skipped, and the overflow's
+    pairs' means are not applied again. `uneven` (the velocity pass of a scene of uneven
+    masses, StepContext.immovable_sweep): a last sweep over the contacts with an immovable
+    body, the overflow's excepted."""
+    n_rounds = n_colors
+    first_overflow, overflow_pairs, overflow_end = 0, 0, 0
+    if ti.static(not by_world) and overflow == 1:
+        first_overflow = coloring.color_start[MAX_COLORS]
+        overflow_pairs = coloring.n_overflow_pairs[None]
+        overflow_end = coloring.color_start[MAX_COLORS + 1]
+        n_rounds = n_colors + 2  # the overflow's pairs, then its joints
+    immovable_sweep = uneven
+    for sweep in range(sweeps + immovable_sweep):
+        # sweep 0: everything; then the joints alone; the last (`uneven`): the
+        # contacts with an immovable body, the overflow's excepted.
+        immovable = immovable_sweep == 1 and sweep == sweeps
+        joints_alone = sweep > 0 and not immovable
+        cursor = ti.Vector([0, 0, 0])
+        if ti.static(by_world):
+            cursor = ti.Vector([manifolds.pair_start[member * n_bodies], 0,
+                                manifolds.pair_start[(member + 1) * n_bodies]])
+            if joints_alone:
+                cursor[0] = cursor[2]  # the world's joints alone
+        for color in range(n_rounds):
+            # A world's joints are searched from the first for every colour (none in the
+            # immovable sweep).
+            cursor[1] = n_joints if immovable else 0
+            if ti.static(not by_world):
+                cursor = _member_share(coloring, with_joints, color, n_colors, immovable,
+                                       first_overflow, overflow_pairs, overflow_end, member,
+                                       n_members)
+            # One call of constraint_of: each call site inlines the whole constraint solve,
+            # and this kernel's compile time grows with them.
+            while True:
+                jacobi_entry = -1
+                if ti.static(not by_world):
+                    if color == n_colors:  # overflow pair i writes entries 2i and 2i + 1
+                        jacobi_entry = 2 * (cursor[0] - first_overflow)
+                k, cursor = _next_constraint(manifolds, coloring, counts, by_world, member,
+                                             n_joints, color, cursor)
+                if k < 0:
+                    break
+                is_pair = k < counts.n_pairs[None]
+                if immovable and is_pair:
+                    jacobi_entry = REPEAT_SOLVE
+                if (sweep == 0 or (joints_alone and not is_pair)
+                        or (immovable and is_pair
+                            and swept_again(model, manifolds, prepared, k, n_bodies))):
+                    constraint_of(model, bodies, joints, manifolds, prepared, counts, k,
+                                  n_bodies, h, jacobi_entry)
+            team.barrier(counts, n_members, team.SPIN_LIMIT)
+            if ti.static(not by_world):
+                if color == n_colors and sweep == 0:
+                    lo, hi = team.share(0, coloring.n_jacobi_bodies[None], member, n_members)
+                    for i in range(lo, hi):
+                        apply_mean_delta(bodies, prepared, coloring, coloring.jacobi_bodies[i],
+                                         position)
+                    team.barrier(counts, n_members, team.SPIN_LIMIT)
+
+
+@ti.func
+def _member_items(model: ti.template(), bodies: ti.template(), joints: ti.template(),
+                  manifolds: ti.template(), prepared: ti.template(), coloring: ti.template(),
+                  counts: ti.template(), stage: ti.template(), s: ti.template(), team_size,
+                  joint_range, body_range, pair_range, pair_blocks):
+    """An item stage over a member's items (joint_range, body_range: [lo, hi); pairs: in
+    blocks dealt round the team, team.dealt_blocks: in colour order the pairs without
+    points, cheap here, lie at the end), then the team's barrier; twice for bullets where
+    the stage sweeps them (the team waiting in between). One call of stage.run (compile
+    time: a call site inlines the stage)."""
+    if runs(stage.when, s) == 1:
+        n_rounds = 1
+        if ti.static(stage.sweeps_bullets):
+            n_rounds += s.bullets
+        for round in range(n_rounds):
+            if ti.static(stage.domain == JOINT_SLOTS):
+                for joint_slot in range(joint_range[0], joint_range[1]):
+                    stage.run(model, bodies, joints, manifolds, prepared, coloring, counts,
+                              joint_slot, s, round)
+            elif ti.static(stage.domain == BODY_SLOTS):
+                for slot in range(body_range[0], body_range[1]):
+                    stage.run(model, bodies, joints, manifolds, prepared, coloring, counts,
+                              slot, s, round)
+            else:
+                ti.static_assert(stage.domain == PAIRS)
+                block = pair_blocks[0]
+                while block < pair_blocks[1]:
+                    lo = pair_range[0] + block * team.PAIR_BLOCK
+                    for pair in range(lo, ti.min(lo + team.PAIR_BLOCK, pair_range[1])):
+                        stage.run(model, bodies, joints, manifolds, prepared, coloring,
+                                  counts, pair, s, round)
+                    block += team_size
+            team.barrier(counts, team_size, team.SPIN_LIMIT)
+
+
+@quick
+@ti.kernel
+def _substeps(model: ti.template(), bodies: ti.template(), joints: ti.template(),
+              manifolds: ti.template(), prepared: ti.template(), coloring: ti.template(),
+              counts: ti.template(), faults: ti.template(), reported: ti.template(),
+              grid: ti.template(), solver: ti.template(),
+              n_members: ti.i32, by_world: ti.template(), world_stride: ti.i32,
+              n_worlds: ti.i32, n_bodies: ti.i32, n_joints: ti.i32, n_pairs: ti.i32,
+              n_colors: ti.i32, overflow: ti.i32, substeps: ti.i32, h: ti.f32,
+              dt: ti.f32, mode: ti.i32, begun: ti.i32, bullets: ti.i32,
+              uneven: ti.i32, refresh: ti.i32, n_reported: ti.i32, refit: ti.i32,
+              margin: ti.f32, motion_time: ti.f32) -> _Answer:
+    """The step's substeps, one launch (a member per world, or a CPU team of n_members
+    threads sharing every stage); `mode`: SUBSTEPS; BEGIN, only substep 0's stages up to
+    the narrow phase, before the colouring (begin_step: stages.Substep's before_coloring);
+    KEPT (a team), BEGIN's stages, the colouring's check (_kept_coloring_holds) and where
+    it holds the substeps: the stages' loop starts a phase early (-1, before_coloring),
+    so each stage is still inlined once. `begun`: see stages.Substep. A member's bodies,
+    joint slots and pairs are its world's, or its share of all of them. A world per loop
+    item; a team thread per task of the CPU backend's thread pool (team.member_of).
+    `by_world` is compiled in: a process of small worlds (or of large ones) compiles only
+    its mode. After the substeps each member marks the faults of its bodies and joints
+    (faults.mark_faults, its world's marks cleared first; on a team, each member clears
+    its share of the worlds and the team meets before anyone marks); returns (faulty
+    worlds, the barrier's timeouts so far, the check's answer: coloring.HOLDS unless it
+    failed, and with `refresh` (a team, reporting.refresh_due) whether it refreshed the
+    reported list: _refresh_report_by_team, last; then the refit's three counts, with
+    `refit`: KEPT's launch starts with the fat boxes' refit, _refit_by_team, and goes on
+    only where it allows). faults.count must be 0 when it starts (faults.contain_faults
+    leaves it so)."""
+    team_size, stride = 1, world_stride
+    if ti.static(not by_world):
+        team_size, stride = n_members, team.items_per_member(n_members)
+    n_slots = n_worlds * n_bodies
+    for item in range(n_members * stride):
+        member = team.member_of(item, stride)
+        if member >= 0:
+            body_range = ti.Vector([member * n_bodies, (member + 1) * n_bodies])
+            joint_range = ti.Vector([member * n_joints, (member + 1) * n_joints])
+            pair_range, team_member = ti.Vector([0, 0]), 0
+            if ti.static(by_world):
+                pair_range = ti.Vector([manifolds.pair_start[body_range[0]],
+                                        manifolds.pair_start[body_range[1]]])
+            else:
+                body_range = ti.Vector(team.share(0, n_slots, member, n_members))
+                joint_range = ti.Vector(team.share(0, n_worlds * n_joints, member, n_members))
+                pair_range, team_member = ti.Vector([0, n_pairs]), member
+            pair_blocks = ti.Vector(team.dealt_blocks(pair_range[0], pair_range[1],
+                                                      team_member))
+            if mode != BEGIN:
+                if ti.static(by_world):
+                    clear_faults(faults, member)
+                else:
+                    lo, hi = team.share(0, n_worlds, member, n_members)
+                    for world in range(lo, hi):
+                        clear_faults(faults, world)
+                    if member == 0:
+                        for entry in ti.static(range(TALLY_SLOTS)):
+                            counts.tally[entry] = 0
+                    team.barrier(counts, team_size, team.SPIN_LIMIT)
+            s = Substep(n_bodies=n_bodies, n_joints=n_joints, h=h, dt=dt,
+                        substep=0, substeps=substeps, before_coloring=0,
+                        begun=begun, bullets=bullets, jointed=1 if n_joints > 0 else 0)
+            stages = ti.static(STAGES[solver])
+            code = HOLDS
+            if ti.static(not by_world):
+                if refit == 1:  # (not in one condition: a kernel's `and` evaluates both)
+                    if not _refit_by_team(model, bodies, grid, counts, member, team_size,
+                                          n_worlds, n_bodies, margin, motion_time):
+                        code = 0  # the step does not keep its pairs: the team stops
+            # Phase -1: begin_step's stages (BEGIN, KEPT); then the substeps (SUBSTEPS,
+            # KEPT where the colouring holds).
+            for phase in range(0 if mode == SUBSTEPS else -1, 0 if mode == BEGIN else substeps):
+                if ti.static(not by_world):
+                    if phase == 0 and mode == KEPT and (code & HOLDS) != 0:
+                        code = _kept_coloring_holds(model, bodies, coloring, counts, member,
+                                                    team_size, n_pairs, n_joints, n_slots,
+                                                    n_bodies)
+                s.substep = ti.max(phase, 0)
+                s.before_coloring = 1 if phase < 0 else 0
+                if (code & HOLDS) != 0:  # else: the colouring did not hold, the team stops
+                    for index in ti.static(range(len(stages))):
+                        stage = ti.static(stages[index])
+                        if ti.static(index < BEGIN_STEP_STAGES):
+                            _member_items(model, bodies, joints, manifolds, prepared, coloring,
+                                          counts, stage, s, team_size, joint_range, body_range,
+                                          pair_range, pair_blocks)
+                        elif s.before_coloring == 0:
+                            if ti.static(stage.is_pass):
+                                if runs(stage.when, s) == 1:
+                                    sweeps, stage_uneven = 1, 0
+                                    if ti.static(stage.joint_sweeps):
+                                        sweeps = JOINT_SWEEPS if n_joints > 0 else 1
+                                    if ti.static(stage.immovable_sweep):
+                                        stage_uneven = uneven
+                                    _member_pass(model, bodies, joints, manifolds, prepared,
+                                                 coloring, counts, stage.run, stage.position,
+                                                 stage.joints, member, team_size, by_world,
+                                                 n_bodies, n_joints, n_colors, overflow, h, sweeps,
+                                                 stage_uneven)
+                            else:
+                                _member_items(model, bodies, joints, manifolds, prepared,
+                                              coloring, counts, stage, s, team_size, joint_range,
+                                              body_range, pair_range, pair_blocks)
+            if mode != BEGIN and (code & HOLDS) != 0:
+                mark_faults(model, bodies, joints, faults, body_range, joint_range, n_bodies,
+                            n_joints)
+                if ti.static(not by_world):
+                    if refresh == 1:
+                        _refresh_report_by_team(model, bodies, joints, manifolds, reported,
+                                                counts, member, team_size, n_pairs, n_reported,
+                                                n_bodies)
+    tally = ti.static(counts.tally)
+    return _Answer(faults.count[None], team.timeouts(counts),
+                   holds_code(tally[_HOLDS_TALLY], tally[_HOLDS_TALLY + 1]),
+                   1 if refresh_holds(ti.Vector([tally[_REFRESH_TALLY + entry]
+                                                 for entry in ti.static(range(3))])) else 0,
+                   tally[_REFIT_TALLY], tally[_REFIT_TALLY + 1], tally[_REFIT_TALLY + 2])

@@ -1,0 +1,251 @@
+"""The step's plan: its step-level stages declared as data, the options that choose how they
+run, and the plan chosen once per step that says which executor runs which stages.
+
+A step is the same physics whichever way it runs; what changes is how many launches it
+takes and where the host waits. Three things decide that, and they live here:
+
+- STEP_STAGES: the stages of a step, in order, beside the substep's (solver/stages.py).
+- StepOptions: a scene's choices among ways that give bitwise the same results (a CPU team
+  or a launch per stage, stages folded into another's launch or run alone, caches kept or
+  rebuilt). Scene(step_options=...) or Scene.step_options sets them per scene; tests reach
+  a path by asking for it, and measurements compare two ways in one process.
+- StepPlan: chosen at the start of each step (plan_step) from the options, the scene's
+  layout and the backend: the executor of the substeps, the CPU team's threads, and which
+  stages share a launch. The step (solver/step.py) walks it; Scene.profile times each of
+  its stages and the launch counter (launching.stage_launches) counts each stage's
+  launches.
+
+The executors it chooses between (`Executor`):
+
+- PER_STAGE (solver/staged.py): a launch per stage group; GPU backends, CPU scenes without
+  a team, and profiled steps (a launch per stage there, timed).
+- TEAM (solver/fused.py on solver/team.py): the substeps, and where the pairs are kept most
+  of the step, in one launch on a team of CPU threads meeting at barriers.
+- BY_WORLD (fused.substeps_by_world): small worlds, all substeps in one launch, a world per
+  thread.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from enum import Enum
+from typing import TYPE_CHECKING
+
+from ...device import MAX_COLORS
+
+if TYPE_CHECKING:
+    from .context import StepContext
+
+
+class Executor(str, Enum):
+    """Who runs a step's substeps (see the module docstring)."""
+
+    PER_STAGE = "per_stage"
+    TEAM = "team"
+    BY_WORLD = "by_world"
+
+
+@dataclass(frozen=True)
+class StepStage:
+    """One step-level stage: its name (as Scene.profile and the launch counter report it)
+    and what it does."""
+
+    name: str
+    does: str
+
+
+#: The stages of a step, in the order they run (the substep's own stages are
+#: solver/stages.py's STAGES, run `substeps` times inside "substeps").
+STEP_STAGES = (
+    StepStage("find pairs",
+              "the fat boxes refitted; the broad phase (or last step's pairs kept where no "
+              "box moved); last step's pairs saved and matched; islands the new pairs push "
+              "woken; impulses and colours carried to the new pairs"),
+    StepStage("begin step",
+              "worlds of more than 40 bodies: the first substep's motors and velocities, "
+              "and the step's narrow phase, which tells the colouring which pairs touch"),
+    StepStage("colour",
+              "the pairs and joints coloured so that no two of a colour share a dynamic "
+              "body (or last step's colouring kept where it still holds)"),
+    StepStage("order", "a colour's pairs moved to consecutive memory"),
+    StepStage("body lists", "each body's constraints listed, for warm starting in a fixed "
+              "order"),
+    StepStage("substeps", "the substep's stages (solver/stages.py), `substeps` times"),
+    StepStage("report", "the touching pairs listed, begin and end events"),
+    StepStage("sleep", "sleep timers, islands, whole islands put to sleep or woken"),
+    StepStage("clear forces", "the applied forces zeroed for the next step"),
+    StepStage("faults", "worlds whose bodies or joints went non-finite or absurd found and "
+              "raised or reset (Scene's on_fault); marked in the substeps' launch where a "
+              "team or small worlds run them"),
+)
+STEP_STAGE_NAMES = tuple(stage.name for stage in STEP_STAGES)
+
+
+@dataclass(frozen=True)
+class StepOptions:
+    """How a scene's steps run, among ways that give bitwise the same results.
+
+    The defaults are the fastest measured; each option turned off runs the stage it names
+    the plain way, which the tests compare against and measurements time beside it.
+
+    Attributes:
+        team: on a CPU backend, run the substeps (and where pairs are kept, most of the
+            step) in one launch on a team of threads (solver/team.py); off: a launch per
+            stage group, the path GPU backends take.
+        small_world_path: worlds of at most 40 bodies (context.BY_WORLD_MAX_BODIES) are
+            stepped a world per thread; off: every world takes the general path (the grid
+            broad phase, colour passes across worlds).
+        kept_in_one_launch: a step of large worlds that keeps last step's pairs and
+            colouring runs in one team launch (fused.kept_step_by_team).
+        carry_in_coloring: small worlds carry last step's contacts and plan their solve
+            order in the colouring's launch.
+        sleep_in_report: small worlds' sleep runs in the report's launch.
+        save_in_broad_phase: small worlds save last step's pairs in their broad phase's
+            launch.
+        refresh_report: a step whose pairs stayed in place may refresh the last reported
+            list instead of building it (reporting.refresh_report).
+        refresh_in_launch: the team's launch of the substeps refreshes that list.
+        report_by_world: small worlds build the reported list a world per thread.
+        reuse_pairs: large worlds keep last step's pairs when no fat box moved.
+        keep_fresh_coloring: a colouring from scratch that falls due keeps the colouring
+            where it holds and is the one it would give (StepCache.colors_fresh).
+        color_small_worlds: small worlds colour their constraints as the general path does
+            (several colours) instead of all in colour 0; they then solve in the general
+            path's order, which the tests comparing the two paths need.
+        colors_per_launch: colours solved per launch of a colour pass on the per-stage
+            path, 1 to MAX_COLORS. More means fewer launches and a longer first compile
+            (see solver/staged.py).
+        noted_partners: partners a body notes while the broad phase counts its pairs
+            (collision/broad_phase.py), 0 or more; a body with more searches again.
+
+    Raises:
+        TypeError: a flag is not a bool, or a count not an int.
+        ValueError: colors_per_launch outside [1, MAX_COLORS], noted_partners below 0.
+    """
+
+    team: bool = True
+    small_world_path: bool = True
+    kept_in_one_launch: bool = True
+    carry_in_coloring: bool = True
+    sleep_in_report: bool = True
+    save_in_broad_phase: bool = True
+    refresh_report: bool = True
+    refresh_in_launch: bool = True
+    report_by_world: bool = True
+    reuse_pairs: bool = True
+    keep_fresh_coloring: bool = True
+    color_small_worlds: bool = False
+    colors_per_launch: int = 2
+    noted_partners: int = 8
+
+    def __post_init__(self):
+        for option in dataclasses.fields(self):
+            value = getattr(self, option.name)
+            wanted = bool if option.type in ("bool", bool) else int
+            if not isinstance(value, wanted) or (wanted is int and isinstance(value, bool)):
+                raise TypeError(f"StepOptions.{option.name} must be {wanted.__name__}, got "
+                                f"{type(value).__name__}")
+        if not 1 <= self.colors_per_launch <= MAX_COLORS:
+            raise ValueError(f"StepOptions.colors_per_launch must be in [1, {MAX_COLORS}], "
+                             f"got {self.colors_per_launch}")
+        if self.noted_partners < 0:
+            raise ValueError(f"StepOptions.noted_partners must be >= 0, got "
+                             f"{self.noted_partners}")
+
+    def replace(self, **changes) -> StepOptions:
+        """These options with `changes` (keyword per attribute), checked."""
+        return dataclasses.replace(self, **changes)
+
+
+#: The options a scene starts with.
+DEFAULT_OPTIONS = StepOptions()
+
+
+def as_step_options(options, name: str = "step_options") -> StepOptions:
+    """`options` checked: a StepOptions, None (the defaults) or a dict of its attributes."""
+    if options is None:
+        return DEFAULT_OPTIONS
+    if isinstance(options, StepOptions):
+        return options
+    if isinstance(options, dict):
+        unknown = sorted(set(options) - {f.name for f in dataclasses.fields(StepOptions)})
+        if unknown:
+            raise ValueError(f"{name} has no option {unknown[0]!r}")
+        return StepOptions(**options)
+    raise TypeError(f"{name} must be a StepOptions, a dict or None, got "
+                    f"{type(options).__name__}")
+
+
+@dataclass(frozen=True)
+class StepPlan:
+    """How one step runs, chosen at its start (plan_step).
+
+    Attributes:
+        options: the scene's StepOptions.
+        profiled: every stage runs as launches of its own, timed (Scene.profile).
+        team_threads: threads of the CPU team that runs the team's launches (1: a team of
+            one, where the duel chose it or the loops run serially), 0: no team (GPU
+            backends, StepOptions.team off, a profiled step, a team that timed out).
+        small_worlds: worlds of at most 40 bodies, stepped a world per thread.
+        kept_launch: a step that keeps last step's pairs and colouring may run in one team
+            launch (fused.kept_step_by_team); where they are not kept it goes on as planned.
+        save_in_broad_phase, carry_in_coloring, sleep_in_report: the small worlds' folded
+            stages of StepOptions, where they apply this step.
+    """
+
+    options: StepOptions
+    profiled: bool
+    team_threads: int
+    small_worlds: bool
+    kept_launch: bool
+    save_in_broad_phase: bool
+    carry_in_coloring: bool
+    sleep_in_report: bool
+
+    def substep_executor(self, solves_by_world: bool) -> Executor:
+        """Who runs the substeps, once the colouring has said whether the small worlds are
+        solved a world per thread (StepContext.solves_by_world: no constraint in the
+        overflow colour, which is solved across worlds)."""
+        if self.profiled:
+            return Executor.PER_STAGE
+        if solves_by_world:
+            return Executor.BY_WORLD
+        return Executor.TEAM if self.team_threads else Executor.PER_STAGE
+
+    def launches(self) -> dict[str, str]:
+        """{stage name: where it runs}: "own" for launches of its own, or the name of the
+        stage whose launch it shares. A plan's summary for the docs and diagnostics (the
+        kept launch, which runs only where the pairs are kept, is shown as planned)."""
+        where = {name: "own" for name in STEP_STAGE_NAMES}
+        if self.profiled:
+            return where
+        if self.small_worlds:
+            where["begin step"] = "substeps"  # small worlds' narrow phase is a substep's
+            if self.save_in_broad_phase:
+                where["find pairs"] = "own"
+            if self.carry_in_coloring:
+                where["order"] = "colour"
+            if self.sleep_in_report:
+                where["sleep"] = "report"
+        if self.small_worlds or self.team_threads:
+            where["faults"] = "substeps"
+        if self.kept_launch:
+            for name in ("begin step", "colour", "substeps"):
+                where[name] = "find pairs"
+            where["faults"] = "find pairs"
+        return where
+
+
+def plan_step(ctx: StepContext, profiled: bool, team_threads: int) -> StepPlan:
+    """The plan of a step of ctx's scene (`team_threads`: team.threads_for's answer at the
+    step's start, inside the team's duel)."""
+    options = ctx.options
+    threads = 0 if profiled else team_threads
+    small = ctx.small_worlds
+    return StepPlan(
+        options=options, profiled=profiled, team_threads=threads, small_worlds=small,
+        kept_launch=bool(threads and options.kept_in_one_launch and ctx.fat_boxes),
+        save_in_broad_phase=small and options.save_in_broad_phase,
+        carry_in_coloring=options.carry_in_coloring,
+        sleep_in_report=options.sleep_in_report and not profiled)

@@ -1,0 +1,419 @@
+"""A team of CPU threads that runs a whole step's substeps in one kernel launch.
+
+Why: on Taichi's CPU backend every top-level loop of a kernel is handed to the thread pool,
+which wakes its workers and waits for them: ~35 us a loop on the 2-core CPU machine
+(Taichi 1.7.4, measured: 10 loops of 1,500 trivial items took 290-420 us in one kernel, 21 us
+run serially). A substep of a large world runs ~25 such loops (its stages, then every colour
+of two passes): ~300 a step in the awake large pyramid, whose step took 34 ms with them
+and 20 ms on a team.
+
+How: one top-level loop whose iterations are the team's threads. Each thread takes its
+share of a stage (share), then waits at a barrier (barrier) for the others before the next
+stage: the same order of stages as separate loops give, so the same results bit for bit. A
+barrier costs 2-10 us (a spin on an atomic counter), not ~35.
+
+What it relies on (checked at run time by probe_threads, never assumed): Taichi's CPU
+backend splits a loop of n_threads * TASK_ITEMS items into tasks of TASK_ITEMS items and
+runs as many tasks at once as it has threads (cpu_max_num_threads), so the items
+0, TASK_ITEMS, 2 TASK_ITEMS ... (the members) run on different threads at the same time.
+Were two members on one thread, the first would wait forever for the second: every wait is
+bounded (SPIN_LIMIT), counted, and a step that hit the bound raises. GPU backends never use
+a team (their threads are not all resident at once; a serial loop there is one GPU thread).
+"""
+
+import contextlib
+import os
+import time
+from typing import TYPE_CHECKING
+
+import taichi as ti
+
+from ...device import BARRIER_SLOTS
+from ...device.launching import quick
+
+if TYPE_CHECKING:
+    from .context import StepContext
+
+#: Items per task of a CPU loop in Taichi 1.7.4 (measured: 512 items run on one thread,
+#: 513 on two).
+TASK_ITEMS = 512
+#: Tasks per CPU thread that a loop a world per item is spread over (world_stride): a
+#: world's work stays on one thread, and several tasks a thread let the pool even out
+#: worlds of unequal cost.
+WORLD_TASKS_PER_THREAD = 4
+#: Fewest worlds in one of those tasks: below it, waking another thread costs more than
+#: the worlds' substeps (~3-6 us a world on the 2-core CPU).
+MIN_WORLDS_PER_TASK = 16
+#: Most spins of one wait at a barrier (~1-10 s): a member that never arrives must not hang
+#: the process. A legitimate wait is one stage of one thread's share (milliseconds), longer
+#: only if the OS deschedules a member.
+SPIN_LIMIT = 200_000_000
+#: Spins a member of probe_threads waits before the probe counts the team as failed.
+PROBE_SPIN_LIMIT = 2_000_000
+#: Barriers a probe team passes (probe_threads), and the most one may take on average: a
+#: loop launch costs ~35 us on the 2-core CPU machine, a barrier 2-10 us (2.4 us between
+#: stages that do work, under 1 us back to back). With other processes busy on the same
+#: CPUs a barrier took 1-4 ms (a member waits for a turn on a core), so the probe is short.
+PROBE_ROUNDS = 20
+MAX_BARRIER_S = 30e-6
+#: probe_threads calls (one a step: the step's plan asks) after which the team is probed again: a
+#: machine whose barriers got slow gets a team of one thread, one whose barriers are fast again
+#: takes the team back. The results are bitwise the same either way. After a probe that failed,
+#: sooner (REPROBE_FAILED_REQUESTS): on the 2-core machine a moment of the host's own work can fail
+#: all three tries of one probe, and the awake large pyramid then ran ~100 steps on one thread
+#: (substeps 8.7 ms against 4.5).
+REPROBE_REQUESTS = 100
+REPROBE_FAILED_REQUESTS = 10
+#: The duel (duel, choose_for_step, record_step). The barrier probe cannot see a machine
+#: busy with other processes (its 20 barriers pass within one time slice), but a step's
+#: wall time can: on the 2-core machine the awake large pyramid took 20-40 ms a step on a
+#: team of 2 alone, 120-150 ms beside one busy process and ~1 s beside two (a member waits
+#: a time slice at every barrier), where a team of one thread (no barrier to wait at, the
+#: same kernel, so nothing to compile) took 32-46 and 33-79 ms. So a scene that may have a
+#: team of several threads now and then runs one step the other way (a trial: a team of
+#: one, or of several when it runs on one). A trial comes every DUEL_STEPS steps (doubled
+#: after each trial that changed nothing, up to DUEL_MAX_STEPS; a few steps after one that
+#: changed the choice), and at once after two steps in a row DUEL_SLOW times slower than
+#: the median of the scene's last DUEL_HISTORY steps. A trial that took less than
+#: DUEL_MARGIN times that median (a team of several threads: no more than it; after slow
+#: steps, the faster of them) is checked: the next DUEL_CHECKS steps run the choice again,
+#: and the choice changes only if the trial beat the faster of them too by as much.
+#: Without the check a scene's own costly steps switched it to a team of one for nothing:
+#: a fresh colouring or a step that colours again comes out slow (17-31 ms against 6-9),
+#: two of them in a row called a trial that won against them (and with one step to check
+#: it, another such step came next), and in the benchmark suite's large pyramid (soft step,
+#: side by side with Box2D v3) the duel switched 20 times in 600 steps, a third of them on
+#: one thread: 12.8 ms a step against 9.4 with no duel. The two ways give bitwise the
+#: same results.
+DUEL_STEPS = 50
+DUEL_MAX_STEPS = 800
+DUEL_MARGIN = 0.8
+DUEL_SLOW = 2.0
+DUEL_HISTORY = 3
+DUEL_CHECKS = 2
+#: counts.barrier slots: arrivals, generation (each alone in a 64-byte line, away from the
+#: step's other scalars, which every stage reads), waits that hit SPIN_LIMIT.
+_ARRIVED, _GENERATION, _TIMEOUTS = 16, 48, 0
+assert _GENERATION < BARRIER_SLOTS
+#: threads: the last probe's team (None: not probed yet); requests: probe_threads calls
+#: since; broken: a wait ran out (check), no team any more; handed: threads_for gave out a
+#: team of several threads since the last check; probe_barrier_s: the last probe's seconds
+#: a barrier (for diagnostics).
+_state = {"threads": None, "requests": 0, "broken": False, "handed": False,
+          "probe_barrier_s": None}
+#: many: the duel's choice (teams of several threads, else of one); now: this step's
+#: (None outside a step that duels); trial: this step runs against the choice; scene: the
+#: StepCache of the scene whose steps are compared; steps: its duelling steps since the
+#: last trial; interval: steps between trials now; seconds: its last DUEL_HISTORY steps'
+#: wall times on the choice; reference: the slow steps' time that called the next trial
+#: (None: the trial is measured against the history's median); slow: the last step's time
+#: if it was slow (DUEL_SLOW), else None; won: the time of a trial that won, while the
+#: steps after it (on the choice) check it, else None; checks: those steps' times so far;
+#: start: when this step began (_clock); switches: changes of choice (diagnostics).
+_duel = {"many": True, "now": None, "trial": False, "scene": None, "steps": 0,
+         "interval": DUEL_STEPS, "seconds": [], "reference": None, "slow": None,
+         "won": None, "checks": [], "start": 0.0, "switches": 0}
+
+
+@ti.func
+def share(begin, end, member, n_members):
+    """[lo, hi): member's consecutive share of the items [begin, end)."""
+    count = end - begin
+    return begin + count * member // n_members, begin + count * (member + 1) // n_members
+
+
+#: Pairs per block of a stage whose items cost unevenly (dealt_blocks): enough to keep a
+#: member's reads and writes in lines of its own, few enough to even out the work.
+PAIR_BLOCK = 64
+
+
+@ti.func
+def dealt_blocks(begin, end, member):
+    """(member's first block, number of blocks) of the items [begin, end) in blocks of
+    PAIR_BLOCK; a member of a team of n takes every n-th block from its first. For pairs
+    in colour order, where halves gave one member the pairs with points and the other those
+    without, a share each of both (awake large pyramid: the step's narrow phase 2.4 ms in
+    halves, 1.7 ms dealt)."""
+    return member, (end - begin + PAIR_BLOCK - 1) // PAIR_BLOCK
+
+
+@ti.func
+def barrier(counts: ti.template(), n_members, spin_limit):
+    """Wait until all n_members of the team arrive (nothing for a team of one).
+
+    A generation counter: the last to arrive resets the arrivals and starts the next
+    generation; the others spin until they see it. The atomics order every member's writes
+    before the barrier ahead of every member's reads after it."""
+    if n_members > 1:
+        generation = ti.atomic_add(counts.barrier[_GENERATION], 0)
+        if ti.atomic_add(counts.barrier[_ARRIVED], 1) == n_members - 1:
+            ti.atomic_sub(counts.barrier[_ARRIVED], n_members)
+            ti.atomic_add(counts.barrier[_GENERATION], 1)
+        else:
+            spins = 0
+            while ti.atomic_add(counts.barrier[_GENERATION], 0) == generation:
+                spins += 1
+                if spins >= spin_limit:
+                    ti.atomic_add(counts.barrier[_TIMEOUTS], 1)
+                    break
+
+
+@ti.func
+def items_per_member(n_members):
+    """Loop items per member of a team of n_members threads (see member_of): a member
+    alone in a task of TASK_ITEMS items, so that members run on different threads."""
+    return 1 if n_members == 1 else TASK_ITEMS
+
+
+@ti.func
+def member_of(item, stride):
+    """The member (team thread or world) that item `item` of a loop of n_members * stride
+    items is (members at every stride-th item); -1: an item that does nothing."""
+    member = -1
+    if item % stride == 0:
+        member = item // stride
+    return member
+
+
+@quick
+@ti.kernel
+def _probe(counts: ti.template(), n_members: ti.i32, rounds: ti.i32) -> ti.i32:
+    """`rounds` barriers of a team of n_members; returns the waits that hit their limit."""
+    stride = items_per_member(n_members)
+    for item in range(n_members * stride):
+        if member_of(item, stride) >= 0:
+            for _ in range(rounds):
+                barrier(counts, n_members, PROBE_SPIN_LIMIT)
+    return counts.barrier[_TIMEOUTS]
+
+
+@quick
+@ti.kernel
+def _clear(counts: ti.template()):
+    for slot in range(BARRIER_SLOTS):
+        counts.barrier[slot] = 0
+
+
+@ti.func
+def timeouts(counts: ti.template()):
+    """The waits that hit their limit since the count was last cleared."""
+    return counts.barrier[_TIMEOUTS]
+
+
+@quick
+@ti.kernel
+def _timeouts(counts: ti.template()) -> ti.i32:
+    return timeouts(counts)
+
+
+def check(counts, read: int | None = None):
+    """After a step: if a team of several threads may have run a stage of it (its begin,
+    colouring or substeps; threads_for gave one out), raise if a wait hit SPIN_LIMIT (a
+    member never came; the step's results are not to be trusted), and run later steps
+    without a team. `read`: the timeouts as the step's last team launch returned them
+    (timeouts), else (None) they are read from the device; nothing is read if no team
+    ran."""
+    if not _state["handed"]:
+        return
+    _state["handed"] = False
+    if not _state["broken"] and (_timeouts(counts) if read is None else read):
+        _clear(counts)
+        disable()
+        raise RuntimeError(
+            "fx2d_gpu: a CPU thread of the step's team never reached a barrier (Taichi's "
+            "thread pool did not run the team's threads at once); this step's results are "
+            "unreliable, and later steps launch one kernel per stage")
+
+
+def world_stride(ctx: "StepContext") -> int:
+    """Loop items per world (member_of's stride) of the substeps' loop a world per item
+    (fused.substeps_by_world) on a CPU backend: enough items that the worlds fill up to
+    WORLD_TASKS_PER_THREAD tasks of TASK_ITEMS per thread, each of at least
+    MIN_WORLDS_PER_TASK worlds. Taichi runs a task's items on one thread: 256 worlds, an
+    item each, ran on one thread (and scenes whose other loops run serially,
+    device.SERIAL_WORLDS, still solve on all threads). 1 on GPU backends (a thread a
+    world)."""
+    if not ctx.cpu:
+        return 1
+    tasks = min(WORLD_TASKS_PER_THREAD * usable_threads(), ctx.n_worlds // MIN_WORLDS_PER_TASK)
+    if tasks <= 1:
+        return 1
+    return -(-tasks * TASK_ITEMS // ctx.n_worlds)  # ceil: at least `tasks` full tasks
+
+
+def usable_threads() -> int:
+    """Threads a team may have: Taichi's CPU threads (cpu_max_num_threads), at most the CPUs
+    this process may run on. A member without a CPU of its own would keep the others
+    spinning at every barrier until the OS schedules it."""
+    threads = ti.lang.impl.current_cfg().cpu_max_num_threads
+    try:
+        threads = min(threads, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # no affinity on this OS (macOS, Windows)
+        pass
+    return max(threads, 1)
+
+
+def _barrier_seconds(counts, threads: int) -> float:
+    """Seconds one barrier of a team of `threads` takes: a launch of PROBE_ROUNDS barriers
+    less a launch of none (what waking the pool's threads costs, ~35 us to ms, is not the
+    barrier's), the least of 3 tries; infinite if a wait ran out."""
+    best = float("inf")
+    for _ in range(3):
+        _clear(counts)
+        start = time.perf_counter()
+        _probe(counts, threads, 0)
+        launched = time.perf_counter()
+        failed = _probe(counts, threads, PROBE_ROUNDS)
+        done = time.perf_counter()
+        _clear(counts)
+        if failed:
+            return float("inf")
+        best = min(best, max(0.0, (done - launched) - (launched - start)) / PROBE_ROUNDS)
+    return best
+
+
+def probe_threads(counts) -> int:
+    """Threads of a team on this process's CPU backend (usable_threads), if a probe team of
+    that many passes PROBE_ROUNDS barriers together, each in under MAX_BARRIER_S on average
+    (more means the threads do not run at once: a CPU quota below the CPU count, a busy
+    machine); else 1: a team of one thread, which waits for nobody (and runs the same
+    kernel: a launch per stage would compile kernels of its own, ~1 s with the offline
+    cache warm, in the middle of a run). Probed again every REPROBE_REQUESTS calls
+    (REPROBE_FAILED_REQUESTS after a probe that failed). 0 (one
+    launch per stage, on all the pool's threads) once a wait ran out (check)."""
+    if _state["broken"]:
+        return 0
+    due = REPROBE_REQUESTS
+    if _state["threads"] is not None and _state["threads"] < usable_threads():
+        due = min(due, REPROBE_FAILED_REQUESTS)
+    if _state["threads"] is None or _state["requests"] >= due:
+        _state["requests"] = 0
+        threads = usable_threads()
+        if threads > 1:
+            per_barrier = _barrier_seconds(counts, threads)
+            _state["probe_barrier_s"] = per_barrier
+            threads = threads if per_barrier < MAX_BARRIER_S else 1
+        _state["threads"] = threads
+    _state["requests"] += 1
+    return _state["threads"]
+
+
+def threads_for(ctx: "StepContext") -> int:
+    """Threads of the CPU team that may run a stage of ctx's scene in one launch: 1 for a
+    scene whose loops run serially anyway (device.SERIAL_SLOTS), probe_threads for others
+    (1 where the duel chose a team of one); 0 (no team) on GPU backends or where the scene's
+    StepOptions.team is off. A step asks once, as it plans (solver/plan.py), and its stages
+    read the plan's answer (threads_in_step)."""
+    if not (ctx.cpu and ctx.options.team):
+        return 0
+    if ctx.serial:
+        return 1
+    threads = probe_threads(ctx.pool.counts)
+    many = _duel["many"] if _duel["now"] is None else _duel["now"]
+    threads = threads if many else min(threads, 1)
+    _state["handed"] = _state["handed"] or threads > 1
+    return threads
+
+
+def threads_in_step(ctx: "StepContext") -> int:
+    """The team's threads for a stage of ctx's scene: the step's plan's (StepPlan.team_threads)
+    inside a step, threads_for's outside one (a stage a test drives alone)."""
+    return threads_for(ctx) if ctx.plan is None else ctx.plan.team_threads
+
+
+def _clock() -> float:
+    return time.perf_counter()
+
+
+@contextlib.contextmanager
+def duel(ctx: "StepContext"):
+    """Around a step of ctx's scene: choose_for_step before, record_step after (a step that
+    raised is not timed)."""
+    choose_for_step(ctx)
+    try:
+        yield
+    except BaseException:
+        _duel["now"] = None
+        raise
+    record_step()
+
+
+def choose_for_step(ctx: "StepContext"):
+    """At the start of a step of ctx's scene: whether its stages may run on a team of
+    several threads (see DUEL_STEPS). Steps that could not have one (GPU, serial scenes,
+    StepOptions.team off, no team since a wait ran out) take no part."""
+    _duel["now"] = None
+    if not (ctx.cpu and ctx.options.team) or ctx.serial or _state["broken"]:
+        return
+    if _duel["scene"] is not ctx.cache:
+        # Another scene: its times are not comparable, and a choice made on the last one (a
+        # scene falling asleep can make a team of one look as fast) starts again.
+        _duel.update(scene=ctx.cache, many=True, steps=0, interval=DUEL_STEPS, seconds=[],
+                     reference=None, slow=None, won=None)
+    _duel["steps"] += 1
+    _duel["trial"] = _duel["won"] is None and _duel["steps"] >= _duel["interval"] and (
+        _duel["reference"] is not None or len(_duel["seconds"]) == DUEL_HISTORY)
+    _duel["now"] = _duel["many"] != _duel["trial"]
+    _duel["start"] = _clock()
+
+
+def record_step():
+    """At the end of a step that choose_for_step let duel: a trial that beat the scene's
+    history (or the slow steps that called it) waits for the next DUEL_CHECKS steps, on
+    the choice, to check it, and the faster of them decides; other steps join the scene's
+    history (one DUEL_SLOW times slower than its median calls a trial at the next step,
+    measured against it)."""
+    if _duel["now"] is None:
+        return
+    elapsed, many = _clock() - _duel["start"], _duel["now"]
+    _duel["now"] = None
+    history = _duel["seconds"]
+    typical = sorted(history)[len(history) // 2] if len(history) == DUEL_HISTORY else None
+    # A team of several threads comes back if it is no slower (it is the default, and the
+    # one that scales with the CPUs); a team of one replaces it only if clearly faster.
+    if _duel["trial"]:
+        _duel["steps"] = 0
+        reference = _duel["reference"] or typical
+        if elapsed <= _margin(many) * reference:
+            _duel.update(won=elapsed, checks=[])  # the next steps, on the choice, check it
+        else:
+            _duel["interval"] = min(2 * _duel["interval"], DUEL_MAX_STEPS)
+            history.clear()  # learnt again, on the choice as it is now
+        _duel["reference"] = None
+    elif _duel["won"] is not None:
+        _duel["checks"].append(elapsed)
+        if len(_duel["checks"]) < DUEL_CHECKS:
+            return
+        trial, _duel["won"] = _duel["won"], None
+        if trial <= _margin(not many) * min(_duel["checks"]):
+            # The next trial soon (once the history is learnt again), so a switch that a
+            # passing slowdown caused is undone within a few steps.
+            _duel.update(many=not _duel["many"], interval=DUEL_HISTORY + 2,
+                         switches=_duel["switches"] + 1)
+        else:
+            _duel["interval"] = min(2 * _duel["interval"], DUEL_MAX_STEPS)
+        history.clear()
+    elif typical is not None and elapsed > DUEL_SLOW * typical:
+        # Two slow steps in a row call a trial at the next step, measured against the
+        # faster of them (one slow step is more often a compile or a recolouring than a
+        # busy machine).
+        if _duel["slow"] is None:
+            _duel["slow"] = elapsed
+        else:
+            _duel.update(steps=_duel["interval"], reference=min(_duel["slow"], elapsed),
+                         slow=None)
+    else:
+        _duel["slow"] = None
+        history.append(elapsed)
+        del history[:-DUEL_HISTORY]
+
+
+def _margin(many: bool) -> float:
+    """How much faster than the choice a trial on a team of several threads (`many`) or of
+    one must be to win: no slower, or DUEL_MARGIN times."""
+    return 1.0 if many else DUEL_MARGIN
+
+
+def disable():
+    """No team for the rest of the process."""
+    _state["broken"] = True
