@@ -101,7 +101,8 @@ def test_a_scene_ten_times_the_last_compiles_nothing(arch):
     # again and the pool does not grow.
     script = (
         "import json, fx2d_gpu as fx\n"
-        "from fx2d_gpu import device, residency, scenes\n"
+        "from fx2d_gpu import device, scenes\n"
+        "from fx2d_gpu.device import residency\n"
         f"first = scenes.batched_small(600, arch={arch!r}); first.step(1 / 60)\n"
         f"other = scenes.batched_small(600, arch={arch!r}); other.step(1 / 60)\n"
         "capacity = residency.current_pool().capacities['bodies']\n"

@@ -61,7 +61,8 @@ def test_interleaved_scenes_and_reads_equal_each_scene_alone(arch):
 _GROWTH = textwrap.dedent("""
     import hashlib
     import numpy as np
-    from fx2d_gpu import device, runtime
+    from fx2d_gpu import device
+    from fx2d_gpu.device import runtime
     from fx2d_gpu.scenes import random_pile
     runtime.ensure_initialized("{arch}")
     device.MIN_CAPACITIES.update(pairs=256, entries=1024)  # a pool far too small

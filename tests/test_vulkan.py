@@ -28,7 +28,8 @@ _CHILD = """
 import json, sys
 import numpy as np
 import fx2d_gpu as fx
-from fx2d_gpu import runtime, scenes
+from fx2d_gpu import scenes
+from fx2d_gpu.device import runtime
 
 arch, steps = sys.argv[1], json.loads(sys.argv[2])
 backend = runtime.ensure_initialized(arch)
@@ -128,7 +129,7 @@ def test_scenes_on_cuda_match_the_cpu_backend(tmp_path):
 def test_auto_never_takes_a_software_vulkan_device_for_a_gpu(vulkan_devices):
     if set(vulkan_devices) & {1, 2, 3}:
         pytest.skip(f"this machine has a Vulkan GPU (device types {vulkan_devices})")
-    code = ("from fx2d_gpu import runtime; print(runtime.ensure_initialized('auto')); "
+    code = ("from fx2d_gpu.device import runtime; print(runtime.ensure_initialized('auto')); "
             "print(runtime.on_cpu())")
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=600)
