@@ -181,8 +181,7 @@ def as_step_options(options, name: str = "step_options") -> StepOptions:
 class StepPlan:
     """How one step runs, chosen at its start (plan_step).
 
-    Attributes:
-        options: the scene's StepOptions.
+    Attributes (the stages read the scene's StepOptions from their StepContext):
         profiled: every stage runs as launches of its own, timed (Scene.profile).
         team_threads: threads of the CPU team that runs the team's launches (1: a team of
             one, where the duel chose it or the loops run serially), 0: no team (GPU
@@ -194,7 +193,6 @@ class StepPlan:
             stages of StepOptions, where they apply this step.
     """
 
-    options: StepOptions
     profiled: bool
     team_threads: int
     small_worlds: bool
@@ -244,7 +242,7 @@ def plan_step(ctx: StepContext, profiled: bool, team_threads: int) -> StepPlan:
     threads = 0 if profiled else team_threads
     small = ctx.small_worlds
     return StepPlan(
-        options=options, profiled=profiled, team_threads=threads, small_worlds=small,
+        profiled=profiled, team_threads=threads, small_worlds=small,
         kept_launch=bool(threads and options.kept_in_one_launch and ctx.fat_boxes),
         save_in_broad_phase=small and options.save_in_broad_phase,
         carry_in_coloring=options.carry_in_coloring,
