@@ -102,16 +102,25 @@ def hashes() -> dict[str, tuple[str, str]]:
     return results
 
 
+#: CPU features that change the code LLVM generates for Taichi's kernels here, and so may
+#: change rounding (fused multiply-adds, vector widths).
+_CODEGEN_FLAGS = ("avx2", "avx512f", "fma")
+
+
 def machine_key() -> str:
-    """The CPU model this process runs on (its stored hashes' key)."""
+    """The CPU model this process runs on and its code-generation features (the stored
+    hashes' key): one model name can come with or without AVX-512 on virtual machines."""
+    model, flags = platform.processor() or platform.machine(), set()
     try:
         with open("/proc/cpuinfo") as info:
             for line in info:
                 if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
+                    model = line.split(":", 1)[1].strip()
+                elif line.startswith("flags"):
+                    flags = set(line.split(":", 1)[1].split())
     except OSError:
         pass
-    return platform.processor() or platform.machine()
+    return " ".join([model, *(flag for flag in _CODEGEN_FLAGS if flag in flags)])
 
 
 def stored_hashes() -> dict[str, str] | None:
