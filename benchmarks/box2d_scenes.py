@@ -54,8 +54,13 @@ class Box2DWorld:
     Python costs time Box2D does not spend).
     """
 
-    def __init__(self, threads: int = 1, enable_sleep: bool = True,
-                 contact_events: bool = False, gravity=GRAVITY):
+    def __init__(
+        self,
+        threads: int = 1,
+        enable_sleep: bool = True,
+        contact_events: bool = False,
+        gravity=GRAVITY,
+    ):
         import pyb2d3
 
         self._b2 = pyb2d3
@@ -71,8 +76,9 @@ class Box2DWorld:
         # Touching shape pairs -> manifold points when they began touching (track_contacts).
         self._touching: dict[tuple[int, int], int] = {}
 
-    def _shape_def(self, mass: float, area: float, friction: float,
-                   restitution: float = RESTITUTION):
+    def _shape_def(
+        self, mass: float, area: float, friction: float, restitution: float = RESTITUTION
+    ):
         """A shape definition giving a body of `mass` kg (density = mass / area, m²).
         Box2D mixes two shapes' frictions as the square root of their product and takes
         the larger restitution: equal values on every shape give the same coefficients as
@@ -80,9 +86,11 @@ class Box2DWorld:
         rule too."""
         b2 = self._b2
         density = mass / area if mass > 0.0 else 0.0
-        return b2.shape_def(density=density, enable_contact_events=self.contact_events,
-                            material=b2.surface_material(friction=friction,
-                                                         restitution=restitution))
+        return b2.shape_def(
+            density=density,
+            enable_contact_events=self.contact_events,
+            material=b2.surface_material(friction=friction, restitution=restitution),
+        )
 
     def _rotation(self, angle: float):
         """Box2D's rotation of `angle` (rad) from exact cosine and sine: b2MakeRot's
@@ -96,16 +104,19 @@ class Box2DWorld:
         shape of `restitution`; returns the pyb2d3 Body."""
         b2 = self._b2
         position = (spec.position[0] + offset[0], spec.position[1] + offset[1])
-        body_def = b2.body_def(type=b2.BodyType.DYNAMIC if spec.mass > 0.0
-                               else b2.BodyType.STATIC,
-                               position=position, rotation=self._rotation(spec.angle))
+        body_def = b2.body_def(
+            type=b2.BodyType.DYNAMIC if spec.mass > 0.0 else b2.BodyType.STATIC,
+            position=position,
+            rotation=self._rotation(spec.angle),
+        )
         if spec.mass > 0.0:
             body_def.linear_velocity = spec.velocity
         body = self.world.create_body(body_def)
         if spec.kind == "circle":
             radius = spec.size[0]
-            shape_def = self._shape_def(spec.mass, math.pi * radius * radius, spec.friction,
-                                        restitution)
+            shape_def = self._shape_def(
+                spec.mass, math.pi * radius * radius, spec.friction, restitution
+            )
             body.create_shape(shape_def, b2.circle(radius=radius))
         else:
             width, height = spec.size
@@ -120,9 +131,12 @@ class Box2DWorld:
         collide, no limit, no motor."""
         body_a, body_b = self.bodies[parent], self.bodies[child]
         world_anchor = body_a.world_point(anchor)
-        self.world.create_revolute_joint(body_a=body_a, body_b=body_b,
-                                         local_anchor_a=tuple(anchor),
-                                         local_anchor_b=body_b.local_point(world_anchor))
+        self.world.create_revolute_joint(
+            body_a=body_a,
+            body_b=body_b,
+            local_anchor_a=tuple(anchor),
+            local_anchor_b=body_b.local_point(world_anchor),
+        )
         self.n_joints += 1
 
     def step(self, dt: float) -> None:
@@ -156,8 +170,9 @@ class Box2DWorld:
         return len(self._touching), sum(self._touching.values())
 
 
-def build_world(specs: list[BodySpec], threads: int = 1, enable_sleep: bool = True,
-                contact_events: bool = False) -> Box2DWorld:
+def build_world(
+    specs: list[BodySpec], threads: int = 1, enable_sleep: bool = True, contact_events: bool = False
+) -> Box2DWorld:
     """A Box2DWorld holding `specs` in order (bodies[i] = specs[i])."""
     world = Box2DWorld(threads, enable_sleep, contact_events)
     for spec in specs:
@@ -165,17 +180,29 @@ def build_world(specs: list[BodySpec], threads: int = 1, enable_sleep: bool = Tr
     return world
 
 
-def joint_grid_world(rows: int = 100, columns: int = 100, spacing: float = 1.0,
-                     radius: float = 0.4, threads: int = 1, enable_sleep: bool = True,
-                     contact_events: bool = False) -> Box2DWorld:
+def joint_grid_world(
+    rows: int = 100,
+    columns: int = 100,
+    spacing: float = 1.0,
+    radius: float = 0.4,
+    threads: int = 1,
+    enable_sleep: bool = True,
+    contact_events: bool = False,
+) -> Box2DWorld:
     """fx2d_gpu.scenes.joint_grid in Box2D: rows x columns circles (1 kg, `radius` m,
     `spacing` m apart), each hinged to its left and upper neighbours, the top row static.
     Body index = row * columns + column, row 0 at the top; the joints in the same order."""
     world = Box2DWorld(threads, enable_sleep, contact_events)
     for row in range(rows):
         for column in range(columns):
-            world.add_spec(BodySpec("circle", (column * spacing, -row * spacing),
-                                    (radius, radius), mass=0.0 if row == 0 else 1.0))
+            world.add_spec(
+                BodySpec(
+                    "circle",
+                    (column * spacing, -row * spacing),
+                    (radius, radius),
+                    mass=0.0 if row == 0 else 1.0,
+                )
+            )
     for row in range(rows):
         for column in range(columns):
             body = row * columns + column
@@ -192,8 +219,9 @@ def joint_grid_world(rows: int = 100, columns: int = 100, spacing: float = 1.0,
 SMALL_WORLD_SPACING = (16.0, 8.0)
 
 
-def small_worlds_world(n_worlds: int, threads: int = 1, seed: int = 0,
-                       enable_sleep: bool = True) -> Box2DWorld:
+def small_worlds_world(
+    n_worlds: int, threads: int = 1, seed: int = 0, enable_sleep: bool = True
+) -> Box2DWorld:
     """fx2d_gpu.scenes.batched_small in Box2D v3: its n_worlds worlds side by side in one
     Box2D world, on a grid of SMALL_WORLD_SPACING around the origin (at 4,096 worlds,
     1 km x 0.5 km), each world's circles thrown as batched_small throws them. Box2D v3 has
@@ -206,16 +234,16 @@ def small_worlds_world(n_worlds: int, threads: int = 1, seed: int = 0,
     velocities = small_world_velocities(n_worlds, seed)
     parent, child, anchor = SMALL_WORLD_HINGE
     for index in range(n_worlds):
-        offset = (SMALL_WORLD_SPACING[0] * (index % columns - 0.5 * (columns - 1)),
-                  SMALL_WORLD_SPACING[1] * (index // columns - 0.5 * (rows - 1)))
+        offset = (
+            SMALL_WORLD_SPACING[0] * (index % columns - 0.5 * (columns - 1)),
+            SMALL_WORLD_SPACING[1] * (index // columns - 0.5 * (rows - 1)),
+        )
         first = len(world.bodies)
         for body, spec in enumerate(SMALL_WORLD):
             thrown = body in SMALL_WORLD_CIRCLES
             if thrown:
                 velocity = velocities[index, SMALL_WORLD_CIRCLES.index(body)]
-                spec = dataclasses.replace(spec, velocity=(float(velocity[0]),
-                                                           float(velocity[1])))
-            world.add_spec(spec, offset, SMALL_WORLD_CIRCLE_ELASTICITY if thrown
-                           else RESTITUTION)
+                spec = dataclasses.replace(spec, velocity=(float(velocity[0]), float(velocity[1])))
+            world.add_spec(spec, offset, SMALL_WORLD_CIRCLE_ELASTICITY if thrown else RESTITUTION)
         world.add_revolute_joint(first + parent, first + child, anchor)
     return world

@@ -42,12 +42,19 @@ def main(argv=None):
         ms = timed(collide, repeats)
         pairs = len(scene.candidate_pairs())
         contacts = scene.contacts()
-        rows.append({
-            "date": datetime.date.today().isoformat(), "device": device_name(backend),
-            "backend": backend, "bodies": scene.n_bodies, "pairs": pairs,
-            "manifolds": len(contacts), "points": int(contacts.point_count.sum()),
-            "ms_per_pass": round(ms, 3), "first_step_s": round(first, 2),
-        })
+        rows.append(
+            {
+                "date": datetime.date.today().isoformat(),
+                "device": device_name(backend),
+                "backend": backend,
+                "bodies": scene.n_bodies,
+                "pairs": pairs,
+                "manifolds": len(contacts),
+                "points": int(contacts.point_count.sum()),
+                "ms_per_pass": round(ms, 3),
+                "first_step_s": round(first, 2),
+            }
+        )
         print_table(rows[-1:])
     print()
     print_table(rows)

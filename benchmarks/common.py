@@ -24,8 +24,12 @@ def device_name(backend: str) -> str:
     name = None
     if backend == "cuda":
         try:
-            out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
-                                 capture_output=True, text=True, timeout=10).stdout
+            out = subprocess.run(
+                ["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
+                capture_output=True,
+                text=True,
+                timeout=10,
+            ).stdout
             name = out.strip().splitlines()[0]
         except (OSError, IndexError, subprocess.SubprocessError):
             name = "cuda-gpu"
@@ -138,8 +142,7 @@ def time_windows_side_by_side(runs, steps: int, window: int) -> list[tuple[float
 def paired_ratio(times: list[float], reference: list[float]) -> float:
     """The median over windows of times[k] / reference[k] (windows run side by side,
     time_windows_side_by_side), the warm-up window left out as in the suite's medians."""
-    ratios = [a / b for a, b in zip(times[1:] or times, reference[1:] or reference,
-                                    strict=True)]
+    ratios = [a / b for a, b in zip(times[1:] or times, reference[1:] or reference, strict=True)]
     return statistics.median(ratios)
 
 

@@ -58,13 +58,14 @@ def _median_ms(call, windows: int, repeats: int = 1) -> float:
 def _side_by_side(local, sharded, k: int, windows: int) -> tuple[list, list]:
     """(in-process ms, sharded ms) of each window: k local steps, then step(dt, n=k), in
     turns (time_windows_side_by_side), the warm-up call left out."""
+
     def in_process():
         for _ in range(k):
             local.step(DT)
 
     (_, local_ms), (_, sharded_ms) = time_windows_side_by_side(
-        [(in_process, lambda: None), (lambda: sharded.step(DT, n=k), lambda: None)],
-        windows + 1, 1)
+        [(in_process, lambda: None), (lambda: sharded.step(DT, n=k), lambda: None)], windows + 1, 1
+    )
     return local_ms, sharded_ms
 
 
@@ -74,8 +75,13 @@ def _overhead_ms(builder, n_shards: int) -> float:
     from fx2d_gpu.distributed import ShardedScene
 
     local = builder(OVERHEAD_WORLDS)
-    with ShardedScene(OVERHEAD_WORLDS, builder, n_shards=n_shards, snapshot_every=None,
-                      shard_options={"num_cpus": (os.cpu_count() or 2) / n_shards}) as sharded:
+    with ShardedScene(
+        OVERHEAD_WORLDS,
+        builder,
+        n_shards=n_shards,
+        snapshot_every=None,
+        shard_options={"num_cpus": (os.cpu_count() or 2) / n_shards},
+    ) as sharded:
         local_ms, sharded_ms = _side_by_side(local, sharded, 1, OVERHEAD_WINDOWS)
     return statistics.median(s - t for s, t in zip(sharded_ms, local_ms, strict=True))
 
@@ -100,35 +106,57 @@ def run(world_counts, windows: int, results=None) -> list[dict]:
         # Alone, before any shard exists: beside busy processes on the same cores, the
         # CPU team of an in-process scene may find its threads not running at once and
         # fall back to one (docs/backends.md), which would flatter the shards.
-        local_ms = {k: _median_ms(lambda k=k, scene=local: [scene.step(DT) for _ in range(k)],
-                                  windows) for k in STEPS_PER_CALL}
+        local_ms = {
+            k: _median_ms(lambda k=k, scene=local: [scene.step(DT) for _ in range(k)], windows)
+            for k in STEPS_PER_CALL
+        }
         for n_shards in shard_counts:
             start = time.perf_counter()
-            sharded = ShardedScene(n_worlds, builder, n_shards=n_shards, snapshot_every=None,
-                                   shard_options={"num_cpus": cpus / n_shards})
+            sharded = ShardedScene(
+                n_worlds,
+                builder,
+                n_shards=n_shards,
+                snapshot_every=None,
+                shard_options={"num_cpus": cpus / n_shards},
+            )
             startup = time.perf_counter() - start
             actors = [s.actor for s in sharded._shards]
-            ping = _median_ms(lambda a=actors: ray.get([x.ping.remote() for x in a]),
-                              windows, repeats=10)
+            ping = _median_ms(
+                lambda a=actors: ray.get([x.ping.remote() for x in a]), windows, repeats=10
+            )
             for k in STEPS_PER_CALL:
                 ms = _median_ms(lambda k=k, s=sharded: s.step(DT, n=k), windows)
                 per_step = local_ms[k] / k
                 overhead = overheads[n_shards]
-                rows.append({
-                    "date": stamp, "device": f"CPU, {cpus} cores", "backend": "x64",
-                    "scene": "batched_small", "worlds": n_worlds, "bodies_per_world": bodies,
-                    "substeps": substeps, "shards": n_shards, "steps_per_call": k,
-                    "ms_per_call": round(ms, 2), "ms_per_step": round(ms / k, 2),
-                    "world_steps_per_s": round(n_worlds * k / ms * 1000.0),
-                    "in_process_ms_per_step": round(per_step, 2),
-                    "in_process_world_steps_per_s": round(n_worlds / per_step * 1000.0),
-                    "time_vs_in_process": round(ms / local_ms[k], 2),
-                    "overhead_ms_per_call": round(overhead, 2),
-                    "steps_per_call_to_hide": max(1, math.ceil(9.0 * overhead / per_step)),
-                    "ping_ms": round(ping, 2), "startup_s": round(startup, 1)})
-                print(f"{n_worlds} worlds, {n_shards} shard(s), {k} steps a call: "
-                      f"{ms:.1f} ms (in-process {local_ms[k]:.1f}), overhead "
-                      f"{overhead:.2f} ms, ping {ping:.2f} ms", flush=True)
+                rows.append(
+                    {
+                        "date": stamp,
+                        "device": f"CPU, {cpus} cores",
+                        "backend": "x64",
+                        "scene": "batched_small",
+                        "worlds": n_worlds,
+                        "bodies_per_world": bodies,
+                        "substeps": substeps,
+                        "shards": n_shards,
+                        "steps_per_call": k,
+                        "ms_per_call": round(ms, 2),
+                        "ms_per_step": round(ms / k, 2),
+                        "world_steps_per_s": round(n_worlds * k / ms * 1000.0),
+                        "in_process_ms_per_step": round(per_step, 2),
+                        "in_process_world_steps_per_s": round(n_worlds / per_step * 1000.0),
+                        "time_vs_in_process": round(ms / local_ms[k], 2),
+                        "overhead_ms_per_call": round(overhead, 2),
+                        "steps_per_call_to_hide": max(1, math.ceil(9.0 * overhead / per_step)),
+                        "ping_ms": round(ping, 2),
+                        "startup_s": round(startup, 1),
+                    }
+                )
+                print(
+                    f"{n_worlds} worlds, {n_shards} shard(s), {k} steps a call: "
+                    f"{ms:.1f} ms (in-process {local_ms[k]:.1f}), overhead "
+                    f"{overhead:.2f} ms, ping {ping:.2f} ms",
+                    flush=True,
+                )
             sharded.close()
     path = save_csv("x64", "distributed", rows, results)
     print_table(rows)
@@ -138,13 +166,19 @@ def run(world_counts, windows: int, results=None) -> list[dict]:
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--worlds", default=None,
-                        help="comma-separated world counts (default 4096,16384,65536)")
+    parser.add_argument(
+        "--worlds", default=None, help="comma-separated world counts (default 4096,16384,65536)"
+    )
     parser.add_argument("--quick", action="store_true", help="1024 and 4096 worlds, 3 windows")
     parser.add_argument("--results", default=None, help="results folder (default: the repo's)")
     args = parser.parse_args(argv)
-    counts = (tuple(int(w) for w in args.worlds.split(",")) if args.worlds else
-              QUICK_COUNTS if args.quick else WORLD_COUNTS)
+    counts = (
+        tuple(int(w) for w in args.worlds.split(","))
+        if args.worlds
+        else QUICK_COUNTS
+        if args.quick
+        else WORLD_COUNTS
+    )
     run(counts, windows=3 if args.quick else 5, results=args.results)
 
 

@@ -38,11 +38,13 @@ def _make(env_id: str, num_envs: int, arch: str):
     import fx2d_gpu.envs  # noqa: F401  (registers fx2d/...)
 
     if env_id.startswith("fx2d/"):
-        return gymnasium.make_vec(env_id, num_envs=num_envs,
-                                  vectorization_mode="vector_entry_point", arch=arch)
+        return gymnasium.make_vec(
+            env_id, num_envs=num_envs, vectorization_mode="vector_entry_point", arch=arch
+        )
     if env_id == "CartPole-v1":
-        return gymnasium.make_vec(env_id, num_envs=num_envs,
-                                  vectorization_mode="vector_entry_point")
+        return gymnasium.make_vec(
+            env_id, num_envs=num_envs, vectorization_mode="vector_entry_point"
+        )
     return gymnasium.make_vec(env_id, num_envs=num_envs, vectorization_mode="sync")
 
 
@@ -64,8 +66,9 @@ def _box2d_available() -> bool:
     return importlib.util.find_spec("Box2D") is not None
 
 
-def measure(num_envs: int, pairs: list[tuple[str, str]], arch: str, steps: int,
-            window: int) -> list[dict]:
+def measure(
+    num_envs: int, pairs: list[tuple[str, str]], arch: str, steps: int, window: int
+) -> list[dict]:
     """Every env id of `pairs` ((task, id)) at num_envs, side by side; one row each."""
     envs = {env_id: _make(env_id, num_envs, arch) for _, env_id in pairs}
     runs = [_stepper(envs[env_id], seed=0) for _, env_id in pairs]
@@ -73,20 +76,27 @@ def measure(num_envs: int, pairs: list[tuple[str, str]], arch: str, steps: int,
     rows = []
     for (task, env_id), (first, times) in zip(pairs, timings, strict=True):
         ms = statistics.median(times[1:] or times)
-        rows.append({"task": task, "env": env_id, "envs": num_envs,
-                     "engine": "fx2d_gpu" if env_id.startswith("fx2d/") else "gymnasium",
-                     # Saved to 1e-6 ms and 1e-3 env-steps/s: one env on a slow backend
-                     # makes a few dozen a second, where 0.1 was a relative error of 0.2 %.
-                     "ms_per_vector_step": round(ms, 6),
-                     "env_steps_per_s": round(num_envs * 1000.0 / ms, 3),
-                     "first_step_s": round(first, 3)})
+        rows.append(
+            {
+                "task": task,
+                "env": env_id,
+                "envs": num_envs,
+                "engine": "fx2d_gpu" if env_id.startswith("fx2d/") else "gymnasium",
+                # Saved to 1e-6 ms and 1e-3 env-steps/s: one env on a slow backend
+                # makes a few dozen a second, where 0.1 was a relative error of 0.2 %.
+                "ms_per_vector_step": round(ms, 6),
+                "env_steps_per_s": round(num_envs * 1000.0 / ms, 3),
+                "first_step_s": round(first, 3),
+            }
+        )
     for env in envs.values():
         env.close()
     return rows
 
 
-def run(counts=ENV_COUNTS, arch: str = "auto", quick: bool = False, results=None,
-        plot: bool = True) -> list[dict]:
+def run(
+    counts=ENV_COUNTS, arch: str = "auto", quick: bool = False, results=None, plot: bool = True
+) -> list[dict]:
     backend = runtime.ensure_initialized(arch)
     lunar = _box2d_available()
     rows = []
@@ -102,13 +112,35 @@ def run(counts=ENV_COUNTS, arch: str = "auto", quick: bool = False, results=None
         lander_steps = steps if quick else max(20, min(steps, 4000 // n))
         rows += measure(n, pairs, arch, lander_steps, min(window, lander_steps // 2))
     device = device_name(backend)
-    note = ("" if lunar else "LunarLander-v3 left out: Box2D is not installed "
-            "(pip install swig 'gymnasium[box2d]')")
+    note = (
+        ""
+        if lunar
+        else "LunarLander-v3 left out: Box2D is not installed (pip install swig 'gymnasium[box2d]')"
+    )
     for row in rows:
-        row.update(device=device, backend=backend, substeps=11,
-                   date=datetime.date.today().isoformat(), note=note)
-    print_table([{k: r[k] for k in ("task", "env", "envs", "ms_per_vector_step",
-                                    "env_steps_per_s", "first_step_s")} for r in rows])
+        row.update(
+            device=device,
+            backend=backend,
+            substeps=11,
+            date=datetime.date.today().isoformat(),
+            note=note,
+        )
+    print_table(
+        [
+            {
+                k: r[k]
+                for k in (
+                    "task",
+                    "env",
+                    "envs",
+                    "ms_per_vector_step",
+                    "env_steps_per_s",
+                    "first_step_s",
+                )
+            }
+            for r in rows
+        ]
+    )
     path = save_csv(backend, "envs", rows, results)
     print(f"saved {path}")
     if plot:
@@ -126,8 +158,12 @@ def _plot(rows: list[dict], path, device: str, backend: str):
     for ax, task in zip(axes, ("cartpole", "lander"), strict=True):
         for env_id in sorted({r["env"] for r in rows if r["task"] == task}):
             mine = sorted((r for r in rows if r["env"] == env_id), key=lambda r: r["envs"])
-            ax.plot([r["envs"] for r in mine], [r["env_steps_per_s"] for r in mine],
-                    marker="o", label=env_id)
+            ax.plot(
+                [r["envs"] for r in mine],
+                [r["env_steps_per_s"] for r in mine],
+                marker="o",
+                label=env_id,
+            )
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.set_xlabel("environments")
@@ -146,12 +182,16 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--arch", default="auto")
     parser.add_argument("--quick", action="store_true", help="tiny sizes (for tests)")
-    parser.add_argument("--envs", default=None,
-                        help="comma-separated environment counts (default: 1 ... 4096)")
+    parser.add_argument(
+        "--envs", default=None, help="comma-separated environment counts (default: 1 ... 4096)"
+    )
     parser.add_argument("--results", default=None, help=f"results folder (default {RESULTS})")
     args = parser.parse_args(argv)
-    counts = (QUICK_COUNTS if args.quick else ENV_COUNTS) if args.envs is None else tuple(
-        int(n) for n in args.envs.split(","))
+    counts = (
+        (QUICK_COUNTS if args.quick else ENV_COUNTS)
+        if args.envs is None
+        else tuple(int(n) for n in args.envs.split(","))
+    )
     start = time.perf_counter()
     run(counts, args.arch, args.quick, args.results)
     print(f"{time.perf_counter() - start:.0f} s")

@@ -75,8 +75,14 @@ def _steps(n: int, scale: float) -> int:
 
 
 def _result(name, dt, steps, sim_time, figures) -> dict:
-    return {"scene": name, "engine": "fx2d_gpu", "dt": dt, "steps": steps,
-            "sim_time": sim_time, "figures": {k: float(v) for k, v in figures.items()}}
+    return {
+        "scene": name,
+        "engine": "fx2d_gpu",
+        "dt": dt,
+        "steps": steps,
+        "sim_time": sim_time,
+        "figures": {k: float(v) for k, v in figures.items()},
+    }
 
 
 # ---------------------------------------------------------------------- scenarios
@@ -111,13 +117,18 @@ def angry_boxes(path, arch="auto", substeps=SUBSTEPS, scale=1.0) -> dict:
     fell = start.position[0, tower, 1] - end.position[0, tower, 1] > 0.35
     tipped = np.abs(_wrap(end.angle[0, tower])) > 0.6
     moved = np.linalg.norm(end.position[0, tower] - start.position[0, tower], axis=1)
-    return _result("angry_boxes", FRAME_DT, 1 + hold_steps + flight_steps,
-                   FIRST_DT + (hold_steps + flight_steps) * FRAME_DT, {
-                       "knocked_over": int(np.count_nonzero(fell | tipped)),
-                       "tower_mean_displacement": moved.mean(),
-                       "target_drop": start.position[0, tower[-1], 1]
-                       - end.position[0, tower[-1], 1],
-                       "ball_x_end": end.position[0, ball, 0]})
+    return _result(
+        "angry_boxes",
+        FRAME_DT,
+        1 + hold_steps + flight_steps,
+        FIRST_DT + (hold_steps + flight_steps) * FRAME_DT,
+        {
+            "knocked_over": int(np.count_nonzero(fell | tipped)),
+            "tower_mean_displacement": moved.mean(),
+            "target_drop": start.position[0, tower[-1], 1] - end.position[0, tower[-1], 1],
+            "ball_x_end": end.position[0, ball, 0],
+        },
+    )
 
 
 def bucket_fill(path, arch="auto", substeps=SUBSTEPS, scale=1.0) -> dict:
@@ -147,14 +158,23 @@ def bucket_fill(path, arch="auto", substeps=SUBSTEPS, scale=1.0) -> dict:
     balls = rain.balls
     s = scene.get_state()
     centres = s.position[0, balls] if balls else np.zeros((0, 2))
-    outside = ((centres[:, 0] < 0) | (centres[:, 0] > 16)
-               | (centres[:, 1] < 0) | (centres[:, 1] > 12))
+    outside = (
+        (centres[:, 0] < 0) | (centres[:, 0] > 16) | (centres[:, 1] < 0) | (centres[:, 1] > 12)
+    )
     speed = np.linalg.norm(s.velocity[0, balls], axis=1) if balls else np.zeros(0)
-    return _result("bucket_fill", FRAME_DT, 1 + steps, FIRST_DT + steps * FRAME_DT, {
-        "spawned": len(balls), "in_bucket": rain.count_inside(scene),
-        "mean_ball_y": centres[:, 1].mean() if balls else math.nan,
-        "max_speed_end": speed.max() if balls else math.nan,
-        "outside_scene": int(np.count_nonzero(outside))})
+    return _result(
+        "bucket_fill",
+        FRAME_DT,
+        1 + steps,
+        FIRST_DT + steps * FRAME_DT,
+        {
+            "spawned": len(balls),
+            "in_bucket": rain.count_inside(scene),
+            "mean_ball_y": centres[:, 1].mean() if balls else math.nan,
+            "max_speed_end": speed.max() if balls else math.nan,
+            "outside_scene": int(np.count_nonzero(outside)),
+        },
+    )
 
 
 def truck(path, arch="auto", substeps=SUBSTEPS, scale=1.0, solver="xpbd") -> dict:
@@ -192,12 +212,21 @@ def truck(path, arch="auto", substeps=SUBSTEPS, scale=1.0, solver="xpbd") -> dic
         s = scene.get_state()
         theta.append(float(_wrap(s.angle[0, head])))
         rise = max(rise, _energy(scene, s, dynamic) - e0)
-    return _result("truck", dt, steps, steps * dt, {
-        "head_x_end": s.position[0, head, 0], "head_y_end": s.position[0, head, 1],
-        "head_theta_min": min(theta), "head_theta_max": max(theta),
-        "box_y_end": s.position[0, box, 1],
-        "box_dx": s.position[0, box, 0] - start.position[0, box, 0],
-        "energy_rise_max": rise})
+    return _result(
+        "truck",
+        dt,
+        steps,
+        steps * dt,
+        {
+            "head_x_end": s.position[0, head, 0],
+            "head_y_end": s.position[0, head, 1],
+            "head_theta_min": min(theta),
+            "head_theta_max": max(theta),
+            "box_y_end": s.position[0, box, 1],
+            "box_dx": s.position[0, box, 0] - start.position[0, box, 0],
+            "energy_rise_max": rise,
+        },
+    )
 
 
 def joint_control_demo(path, arch="auto", substeps=SUBSTEPS, scale=1.0) -> dict:
@@ -226,8 +255,12 @@ def joint_control_demo(path, arch="auto", substeps=SUBSTEPS, scale=1.0) -> dict:
         for _ in range(steps):
             scene.step(dt)
         js = scene.joint_state()
-        return (float(_wrap(js.position[0, arm])), float(js.rate[0, arm]),
-                float(js.position[0, slider]), float(js.rate[0, slider]))
+        return (
+            float(_wrap(js.position[0, arm])),
+            float(js.rate[0, arm]),
+            float(js.position[0, slider]),
+            float(js.rate[0, slider]),
+        )
 
     theta, _, pos, _ = phase(0)
     figures.update(theta_2s=theta, pos_2s=pos)
@@ -262,15 +295,28 @@ def stacked_boxes(path, arch="auto", substeps=SUBSTEPS, scale=1.0) -> dict:
         s = scene.get_state()
         rise = max(rise, _energy(scene, s, dynamic) - e0)
     speeds = np.linalg.norm(s.velocity[0, dynamic], axis=1)
-    return _result("stacked_boxes", FRAME_DT, 1 + steps, FIRST_DT + steps * FRAME_DT, {
-        "top_box_drop": start.position[0, boxes[-1], 1] - s.position[0, boxes[-1], 1],
-        "boxes_off_floor": int(np.count_nonzero(s.position[0, boxes, 1] < 3.375)),
-        "ball_x_end": s.position[0, ball, 0], "max_speed_end": speeds.max(),
-        "energy_rise_max": rise})
+    return _result(
+        "stacked_boxes",
+        FRAME_DT,
+        1 + steps,
+        FIRST_DT + steps * FRAME_DT,
+        {
+            "top_box_drop": start.position[0, boxes[-1], 1] - s.position[0, boxes[-1], 1],
+            "boxes_off_floor": int(np.count_nonzero(s.position[0, boxes, 1] < 3.375)),
+            "ball_x_end": s.position[0, ball, 0],
+            "max_speed_end": speeds.max(),
+            "energy_rise_max": rise,
+        },
+    )
 
 
-SCENARIOS = {"angry_boxes": angry_boxes, "bucket_fill": bucket_fill, "truck": truck,
-             "joint_control_demo": joint_control_demo, "stacked_boxes": stacked_boxes}
+SCENARIOS = {
+    "angry_boxes": angry_boxes,
+    "bucket_fill": bucket_fill,
+    "truck": truck,
+    "joint_control_demo": joint_control_demo,
+    "stacked_boxes": stacked_boxes,
+}
 
 
 # ---------------------------------------------------------------------- files
@@ -301,8 +347,9 @@ def _fmt(value) -> str:
 
 
 # ---------------------------------------------------------------------- main
-def run(names, arch="auto", cpp_results=None, substeps=SUBSTEPS, results_dir=None,
-        save=True) -> list[dict]:
+def run(
+    names, arch="auto", cpp_results=None, substeps=SUBSTEPS, results_dir=None, save=True
+) -> list[dict]:
     """Run the scenarios `names`, print their figures (beside Fx2D's, read from the JSON
     lines file `cpp_results`, where given), save a CSV unless `save` is False; the rows."""
     backend = runtime.ensure_initialized(arch)
@@ -318,22 +365,39 @@ def run(names, arch="auto", cpp_results=None, substeps=SUBSTEPS, results_dir=Non
         theirs = cpp.get(name)
         if cpp and theirs is None:
             print(f"{name}: no line for it in {cpp_results}", file=sys.stderr)
-        for key, ours in (("dt", result["dt"]), ("steps", result["steps"]),
-                          ("substeps", substeps)):
-            if theirs is not None and key in theirs and not math.isclose(theirs[key], ours,
-                                                                         rel_tol=1e-6):
-                print(f"{name}: Fx2D's run has {key} {theirs[key]}, this one {ours}: the "
-                      "figures are not of the same run", file=sys.stderr)
-        print(f"\n{name}  ({path}; dt {result['dt']:.4g} s, {substeps} substeps, "
-              f"{result['steps']} steps = {result['sim_time']:.3f} s; {wall:.1f} s wall)")
+        for key, ours in (("dt", result["dt"]), ("steps", result["steps"]), ("substeps", substeps)):
+            if (
+                theirs is not None
+                and key in theirs
+                and not math.isclose(theirs[key], ours, rel_tol=1e-6)
+            ):
+                print(
+                    f"{name}: Fx2D's run has {key} {theirs[key]}, this one {ours}: the "
+                    "figures are not of the same run",
+                    file=sys.stderr,
+                )
+        print(
+            f"\n{name}  ({path}; dt {result['dt']:.4g} s, {substeps} substeps, "
+            f"{result['steps']} steps = {result['sim_time']:.3f} s; {wall:.1f} s wall)"
+        )
         table = []
         for key, ours in result["figures"].items():
             other = (theirs or {}).get("figures", {}).get(key)
-            row = {"date": date, "device": device, "backend": backend, "scene": name,
-                   "figure": key, "fx2d_gpu": ours, "fx2d_cpp": other,
-                   "diff": None if other is None else ours - other,
-                   "dt": result["dt"], "substeps": substeps, "steps": result["steps"],
-                   "sim_time": result["sim_time"], "wall_s": round(wall, 2)}
+            row = {
+                "date": date,
+                "device": device,
+                "backend": backend,
+                "scene": name,
+                "figure": key,
+                "fx2d_gpu": ours,
+                "fx2d_cpp": other,
+                "diff": None if other is None else ours - other,
+                "dt": result["dt"],
+                "substeps": substeps,
+                "steps": result["steps"],
+                "sim_time": result["sim_time"],
+                "wall_s": round(wall, 2),
+            }
             rows.append(row)
             shown = {"figure": key, "fx2d_gpu": _fmt(ours)}
             if cpp:
@@ -346,15 +410,29 @@ def run(names, arch="auto", cpp_results=None, substeps=SUBSTEPS, results_dir=Non
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.fx2d_scenes",
-                                     description=__doc__.splitlines()[0])
-    parser.add_argument("scenes", nargs="*", default=[], metavar="SCENE",
-                        help=f"any of {', '.join(SCENES)} (default: all)")
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.fx2d_scenes", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument(
+        "scenes",
+        nargs="*",
+        default=[],
+        metavar="SCENE",
+        help=f"any of {', '.join(SCENES)} (default: all)",
+    )
     parser.add_argument("--arch", default="auto", help="auto | cpu | gpu | cuda | vulkan | ...")
-    parser.add_argument("--cpp-results", default=None, type=Path,
-                        help="JSON lines of Fx2D's figures for the same scenarios")
-    parser.add_argument("--substeps", default=SUBSTEPS, type=int,
-                        help=f"substeps per step (default {SUBSTEPS}, FxScene's default)")
+    parser.add_argument(
+        "--cpp-results",
+        default=None,
+        type=Path,
+        help="JSON lines of Fx2D's figures for the same scenarios",
+    )
+    parser.add_argument(
+        "--substeps",
+        default=SUBSTEPS,
+        type=int,
+        help=f"substeps per step (default {SUBSTEPS}, FxScene's default)",
+    )
     parser.add_argument("--results", default=None, help="folder for <device>/fx2d_scenes.csv")
     parser.add_argument("--no-save", action="store_true", help="print only, write no CSV")
     args = parser.parse_args(argv)
@@ -363,8 +441,14 @@ def main(argv=None):
         parser.error(f"unknown scene(s) {bad}; choose from {SCENES}")
     if args.cpp_results and not args.cpp_results.is_file():
         parser.error(f"--cpp-results {args.cpp_results} does not exist")
-    run(args.scenes or list(SCENES), args.arch, args.cpp_results, args.substeps, args.results,
-        not args.no_save)
+    run(
+        args.scenes or list(SCENES),
+        args.arch,
+        args.cpp_results,
+        args.substeps,
+        args.results,
+        not args.no_save,
+    )
 
 
 if __name__ == "__main__":

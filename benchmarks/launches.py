@@ -80,6 +80,7 @@ class _HostWaits:
             def read(field, key):
                 self.count += 1
                 return original(field, key)
+
             return read
 
         runtime_object.sync = counted_sync
@@ -112,12 +113,17 @@ def count(scene, steps: int = COUNTED_STEPS) -> dict:
             scene.step(DT)
     tasks = _tasks_run()
     after = launching.stage_launches()
-    per_stage = {name: (after[name] - by_stage.get(name, 0)) / steps
-                 for name in after if name is not None and after[name] != by_stage.get(name, 0)}
-    return {"launches_per_step": (launching.launch_count() - launches) / steps,
-            "syncs_per_step": waits.count / steps,
-            "returning_per_step": (launching.returning_count() - returning) / steps,
-            "tasks_per_step": tasks / steps}, per_stage
+    per_stage = {
+        name: (after[name] - by_stage.get(name, 0)) / steps
+        for name in after
+        if name is not None and after[name] != by_stage.get(name, 0)
+    }
+    return {
+        "launches_per_step": (launching.launch_count() - launches) / steps,
+        "syncs_per_step": waits.count / steps,
+        "returning_per_step": (launching.returning_count() - returning) / steps,
+        "tasks_per_step": tasks / steps,
+    }, per_stage
 
 
 def run(results=None, names=None) -> list[dict]:
@@ -132,15 +138,23 @@ def run(results=None, names=None) -> list[dict]:
             for _ in range(WARM_STEPS):
                 scene.step(DT)
             counts, per_stage = count(scene)
-            base = {"date": date, "device": device_name(backend), "backend": backend,
-                    "path": "gpu (per stage)", "solver": solver, "scene": name,
-                    "bodies": scene.n_bodies * scene.n_worlds, "worlds": scene.n_worlds,
-                    "substeps": scene.substeps}
+            base = {
+                "date": date,
+                "device": device_name(backend),
+                "backend": backend,
+                "path": "gpu (per stage)",
+                "solver": solver,
+                "scene": name,
+                "bodies": scene.n_bodies * scene.n_worlds,
+                "worlds": scene.n_worlds,
+                "substeps": scene.substeps,
+            }
             rows.append({**base, "colors": scene.n_colors, **counts})
             order = [n for n in STEP_STAGE_NAMES if n in per_stage]
             order += sorted(n for n in per_stage if n not in STEP_STAGE_NAMES)
-            stage_rows += [{**base, "stage": stage, "launches_per_step": per_stage[stage]}
-                           for stage in order]
+            stage_rows += [
+                {**base, "stage": stage, "launches_per_step": per_stage[stage]} for stage in order
+            ]
             print(f"  {solver} {name}: {counts}", flush=True)
     print_table(rows)
     print("  saved", save_csv(backend, "launches_per_step", rows, results))
@@ -149,11 +163,13 @@ def run(results=None, names=None) -> list[dict]:
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.launches",
-                                     description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.launches", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--results", default=None, help="results folder")
-    parser.add_argument("--scenes", nargs="*", default=None,
-                        help="only these scenes (default: all)")
+    parser.add_argument(
+        "--scenes", nargs="*", default=None, help="only these scenes (default: all)"
+    )
     args = parser.parse_args(argv)
     run(args.results, args.scenes)
 

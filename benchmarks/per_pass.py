@@ -54,9 +54,23 @@ BOX2D_SUBSTEP_COUNTS = (4, 8, 16, 32)
 BOX2D_PASSES_PER_SUBSTEP = 2
 BOX2D_THREADS = (1, 2)
 
-COLUMNS = ("date", "device", "backend", "engine", "measure", "bodies", "substeps",
-           "passes_per_step", "manifolds", "contact_points", "rounds", "ms_per_step",
-           "ms_passes_per_step", "ns_per_point_per_pass", "ns_per_manifold_per_pass")
+COLUMNS = (
+    "date",
+    "device",
+    "backend",
+    "engine",
+    "measure",
+    "bodies",
+    "substeps",
+    "passes_per_step",
+    "manifolds",
+    "contact_points",
+    "rounds",
+    "ms_per_step",
+    "ms_passes_per_step",
+    "ns_per_point_per_pass",
+    "ns_per_manifold_per_pass",
+)
 
 
 def _per_pass_ns(ms: float, passes: int, count: int) -> float:
@@ -79,8 +93,11 @@ class Fx2dPasses:
     def passes(self) -> dict[str, int]:
         """{colour pass stage: passes a step}: each stage's passes (every substep, or the
         last one's)."""
-        return {stage.name: 1 if stage.when == LAST_SUBSTEP else self.substeps
-                for stage in STAGES[self.solver] if stage.is_pass}
+        return {
+            stage.name: 1 if stage.when == LAST_SUBSTEP else self.substeps
+            for stage in STAGES[self.solver]
+            if stage.is_pass
+        }
 
     def measure(self, steps: int) -> dict:
         """{stage: ms per step} of `steps` profiled steps and "step", a normal step's ms
@@ -115,8 +132,7 @@ class Box2DPasses:
                 self.worlds[threads, substeps] = world
         # The contacts of the timed worlds at Box2D's default substeps, from the events of
         # one stepped alongside (reading events in the timed loop would time Python).
-        self.counter = box2d_scenes.build_world(specs, 1, enable_sleep=False,
-                                                contact_events=True)
+        self.counter = box2d_scenes.build_world(specs, 1, enable_sleep=False, contact_events=True)
         for _ in range(warmup):
             self._count_step()
 
@@ -128,13 +144,16 @@ class Box2DPasses:
         """{(threads, substeps): median ms per step} over windows of `window` steps, the
         worlds taking turns (time_windows_side_by_side); the counting world keeps up."""
         keys = list(self.worlds)
-        runs = [(lambda world=self.worlds[key], n=key[1]: world.world.step(DT, n),
-                 lambda: None) for key in keys]
+        runs = [
+            (lambda world=self.worlds[key], n=key[1]: world.world.step(DT, n), lambda: None)
+            for key in keys
+        ]
         timings = time_windows_side_by_side(runs, steps, window)
         for _ in range(steps):
             self._count_step()
-        return {key: statistics.median(times) for key, (_, times)
-                in zip(keys, timings, strict=True)}
+        return {
+            key: statistics.median(times) for key, (_, times) in zip(keys, timings, strict=True)
+        }
 
     def contacts(self) -> tuple[int, int]:
         return self.counter.touching()
@@ -147,8 +166,11 @@ def run(arch: str = "cpu", rounds: int = 3, quick: bool = False, results=None) -
     base = 5 if quick else 100
     steps, window = (3, 1) if quick else (20, 5)
     specs, _ = scenes.pyramid_layout(base)
-    print(f"per-pass cost, large pyramid of base {base} awake, on {device} ({backend}), "
-          f"{rounds} round(s)", flush=True)
+    print(
+        f"per-pass cost, large pyramid of base {base} awake, on {device} ({backend}), "
+        f"{rounds} round(s)",
+        flush=True,
+    )
     ours = [Fx2dPasses(base, quick, solver) for solver in STAGES]
     theirs = Box2DPasses(specs, quick) if box2d_scenes.available() else None
     if theirs is None:
@@ -159,22 +181,48 @@ def run(arch: str = "cpu", rounds: int = 3, quick: bool = False, results=None) -
             measured.append(solver.measure(steps))
         if theirs is not None:
             theirs_rounds.append(theirs.measure(1 + 2 * steps, window))  # 8 windows
-        print(f"  round {index + 1}: fx2d_gpu step "
-              + ", ".join(f"{solver.solver} {measured[-1]['step']:.2f} ms"
-                          for solver, measured in zip(ours, ours_rounds, strict=True))
-              + (f", Box2D 1 thread {theirs_rounds[-1][1, box2d_scenes.SUBSTEPS]:.2f} ms"
-                 if theirs is not None else ""), flush=True)
+        print(
+            f"  round {index + 1}: fx2d_gpu step "
+            + ", ".join(
+                f"{solver.solver} {measured[-1]['step']:.2f} ms"
+                for solver, measured in zip(ours, ours_rounds, strict=True)
+            )
+            + (
+                f", Box2D 1 thread {theirs_rounds[-1][1, box2d_scenes.SUBSTEPS]:.2f} ms"
+                if theirs is not None
+                else ""
+            ),
+            flush=True,
+        )
     date = datetime.date.today().isoformat()
     common = {"date": date, "device": device, "bodies": len(specs), "rounds": rounds}
-    rows = [row for solver, measured in zip(ours, ours_rounds, strict=True)
-            for row in _fx2d_rows(solver, measured, common, backend)]
+    rows = [
+        row
+        for solver, measured in zip(ours, ours_rounds, strict=True)
+        for row in _fx2d_rows(solver, measured, common, backend)
+    ]
     if theirs is not None:
         rows += _box2d_rows(theirs, theirs_rounds, common)
     rows = [{c: row.get(c, "") for c in COLUMNS} for row in rows]
-    print_table([{k: r[k] for k in ("engine", "measure", "passes_per_step", "manifolds",
-                                    "contact_points", "ms_per_step", "ms_passes_per_step",
-                                    "ns_per_point_per_pass", "ns_per_manifold_per_pass")}
-                 for r in rows])
+    print_table(
+        [
+            {
+                k: r[k]
+                for k in (
+                    "engine",
+                    "measure",
+                    "passes_per_step",
+                    "manifolds",
+                    "contact_points",
+                    "ms_per_step",
+                    "ms_passes_per_step",
+                    "ns_per_point_per_pass",
+                    "ns_per_manifold_per_pass",
+                )
+            }
+            for r in rows
+        ]
+    )
     print("  saved", save_csv(backend, "per_pass", rows, results), flush=True)
     return rows
 
@@ -185,21 +233,33 @@ def _fx2d_rows(ours: Fx2dPasses, measured: list[dict], common: dict, backend: st
     stage_passes = ours.passes()
     passes = sum(stage_passes.values())
     engine = "fx2d_gpu" if ours.solver == "xpbd" else f"fx2d_gpu {ours.solver}"
-    base = dict(common, engine=engine, backend=backend, substeps=ours.substeps,
-                manifolds=manifolds, contact_points=points,
-                ms_per_step=round(median["step"], 6))
+    base = dict(
+        common,
+        engine=engine,
+        backend=backend,
+        substeps=ours.substeps,
+        manifolds=manifolds,
+        contact_points=points,
+        ms_per_step=round(median["step"], 6),
+    )
     rows = []
     # Milliseconds saved to 1e-6 (a nanosecond): at --quick sizes a pass takes ~0.05 ms,
     # and three decimals would be 1 % off the ns figures derived from them.
     for measure, ms, count in (
-            *((f"{name} (profiled)", median[name], count)
-              for name, count in stage_passes.items()),
-            ("all passes (profiled)", sum(median[name] for name in stage_passes), passes),
-            ("whole step / passes", median["step"], passes)):
-        rows.append(dict(base, measure=measure, passes_per_step=count,
-                         ms_passes_per_step=round(ms, 6),
-                         ns_per_point_per_pass=_per_pass_ns(ms, count, points),
-                         ns_per_manifold_per_pass=_per_pass_ns(ms, count, manifolds)))
+        *((f"{name} (profiled)", median[name], count) for name, count in stage_passes.items()),
+        ("all passes (profiled)", sum(median[name] for name in stage_passes), passes),
+        ("whole step / passes", median["step"], passes),
+    ):
+        rows.append(
+            dict(
+                base,
+                measure=measure,
+                passes_per_step=count,
+                ms_passes_per_step=round(ms, 6),
+                ns_per_point_per_pass=_per_pass_ns(ms, count, points),
+                ns_per_manifold_per_pass=_per_pass_ns(ms, count, manifolds),
+            )
+        )
     return rows
 
 
@@ -210,31 +270,49 @@ def _box2d_rows(theirs: Box2DPasses, measured: list[dict], common: dict):
         ms = [statistics.median(m[threads, n] for m in measured) for n in BOX2D_SUBSTEP_COUNTS]
         default_ms = ms[BOX2D_SUBSTEP_COUNTS.index(box2d_scenes.SUBSTEPS)]
         slope = float(np.polyfit(BOX2D_SUBSTEP_COUNTS, ms, 1)[0])  # ms a substep
-        base = dict(common, engine=box2d_scenes.engine_name(threads), backend="cpu",
-                    substeps=box2d_scenes.SUBSTEPS, manifolds=manifolds,
-                    contact_points=points, ms_per_step=round(default_ms, 6))
+        base = dict(
+            common,
+            engine=box2d_scenes.engine_name(threads),
+            backend="cpu",
+            substeps=box2d_scenes.SUBSTEPS,
+            manifolds=manifolds,
+            contact_points=points,
+            ms_per_step=round(default_ms, 6),
+        )
         passes = box2d_scenes.PASSES_PER_STEP
-        rows.append(dict(base, measure="whole step / passes", passes_per_step=passes,
-                         ms_passes_per_step=round(default_ms, 6),
-                         ns_per_point_per_pass=_per_pass_ns(default_ms, passes, points),
-                         ns_per_manifold_per_pass=_per_pass_ns(default_ms, passes,
-                                                               manifolds)))
+        rows.append(
+            dict(
+                base,
+                measure="whole step / passes",
+                passes_per_step=passes,
+                ms_passes_per_step=round(default_ms, 6),
+                ns_per_point_per_pass=_per_pass_ns(default_ms, passes, points),
+                ns_per_manifold_per_pass=_per_pass_ns(default_ms, passes, manifolds),
+            )
+        )
         passes = BOX2D_PASSES_PER_SUBSTEP * box2d_scenes.SUBSTEPS
         substep_ms = slope * box2d_scenes.SUBSTEPS
-        rows.append(dict(base, measure="marginal substep / 2 passes",
-                         passes_per_step=passes, ms_passes_per_step=round(substep_ms, 6),
-                         ns_per_point_per_pass=_per_pass_ns(substep_ms, passes, points),
-                         ns_per_manifold_per_pass=_per_pass_ns(substep_ms, passes,
-                                                               manifolds)))
+        rows.append(
+            dict(
+                base,
+                measure="marginal substep / 2 passes",
+                passes_per_step=passes,
+                ms_passes_per_step=round(substep_ms, 6),
+                ns_per_point_per_pass=_per_pass_ns(substep_ms, passes, points),
+                ns_per_manifold_per_pass=_per_pass_ns(substep_ms, passes, manifolds),
+            )
+        )
     return rows
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.per_pass",
-                                     description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.per_pass", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--arch", default="cpu", help="cpu (default) | auto | cuda | ...")
-    parser.add_argument("--rounds", type=int, default=3,
-                        help="rounds of both engines in turn (default 3)")
+    parser.add_argument(
+        "--rounds", type=int, default=3, help="rounds of both engines in turn (default 3)"
+    )
     parser.add_argument("--quick", action="store_true", help="tiny sizes (a smoke test)")
     parser.add_argument("--results", default=None, help="folder for <device>/per_pass.csv")
     args = parser.parse_args(argv)

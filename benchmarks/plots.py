@@ -30,9 +30,15 @@ def _save(fig, ax, path: Path) -> Path:
 
 
 #: A colour per engine of the suite; others (a new one) take matplotlib's first.
-_COLORS = {"fx2d_gpu": "C3", "fx2d_gpu (no sleep)": "C1", "pymunk": "k",
-           "box2d (1 thread)": "C2", "box2d (2 threads)": "C4",
-           "box2d (1 thread, no sleep)": "C8", "box2d (2 threads, no sleep)": "C9"}
+_COLORS = {
+    "fx2d_gpu": "C3",
+    "fx2d_gpu (no sleep)": "C1",
+    "pymunk": "k",
+    "box2d (1 thread)": "C2",
+    "box2d (2 threads)": "C4",
+    "box2d (1 thread, no sleep)": "C8",
+    "box2d (2 threads, no sleep)": "C9",
+}
 
 
 def _color(engine: str) -> str:
@@ -53,18 +59,27 @@ def plot_results(folder: Path) -> list[Path]:
 
     folder = Path(folder)
     written = []
-    rows = [r for name in ("pile", "large_pyramid", "many_pyramids", "joint_grid")
-            for r in _read(folder / f"{name}.csv")]
+    rows = [
+        r
+        for name in ("pile", "large_pyramid", "many_pyramids", "joint_grid")
+        for r in _read(folder / f"{name}.csv")
+    ]
     if rows:
         # An engine's piles are a line; every other scene a point, named once, beside the
         # first engine's: with up to seven engines a name per point would hide the points.
         fig, ax = plt.subplots(figsize=(8, 5))
         engines = dict.fromkeys(r["engine"] for r in rows)  # in the CSVs' order
         for engine in engines:
-            piles = sorted((_number(r["bodies"]), _number(r["ms_per_step"])) for r in rows
-                           if r["engine"] == engine and r["scene"].startswith("pile"))
-            points = [(_number(r["bodies"]), _number(r["ms_per_step"])) for r in rows
-                      if r["engine"] == engine and not r["scene"].startswith("pile")]
+            piles = sorted(
+                (_number(r["bodies"]), _number(r["ms_per_step"]))
+                for r in rows
+                if r["engine"] == engine and r["scene"].startswith("pile")
+            )
+            points = [
+                (_number(r["bodies"]), _number(r["ms_per_step"]))
+                for r in rows
+                if r["engine"] == engine and not r["scene"].startswith("pile")
+            ]
             style = dict(marker=_marker(engine), color=_color(engine), label=engine)
             if piles:
                 ax.plot(*zip(*piles, strict=True), **style)
@@ -75,18 +90,30 @@ def plot_results(folder: Path) -> list[Path]:
         for r in rows:
             if not r["scene"].startswith("pile") and r["scene"] not in named:
                 named.add(r["scene"])
-                ax.annotate(r["scene"], (_number(r["bodies"]), _number(r["ms_per_step"])),
-                            fontsize=7, xytext=(4, 4), textcoords="offset points")
+                ax.annotate(
+                    r["scene"],
+                    (_number(r["bodies"]), _number(r["ms_per_step"])),
+                    fontsize=7,
+                    xytext=(4, 4),
+                    textcoords="offset points",
+                )
         device = rows[0]["device"]
-        ax.set(xscale="log", yscale="log", xlabel="bodies (piles: lines)",
-               ylabel="ms per step (dt 1/60)",
-               title=f"ms/step (median over the run), {device} ({rows[0]['date']})")
+        ax.set(
+            xscale="log",
+            yscale="log",
+            xlabel="bodies (piles: lines)",
+            ylabel="ms per step (dt 1/60)",
+            title=f"ms/step (median over the run), {device} ({rows[0]['date']})",
+        )
         written.append(_save(fig, ax, folder / "scaling.png"))
     # Both solvers' small worlds (XPBD's file, the soft step's beside it), each a line; Box2D
     # v3 beside the largest batch (the same worlds as islands of one world), from the first
     # file that has it.
-    batched = [r for name in ("batched_small", "batched_small_soft_step")
-               for r in _read(folder / f"{name}.csv")]
+    batched = [
+        r
+        for name in ("batched_small", "batched_small_soft_step")
+        for r in _read(folder / f"{name}.csv")
+    ]
     if batched:
         fig, ax = plt.subplots(figsize=(7, 4.5))
         engines = dict.fromkeys(r["engine"] for r in batched)
@@ -94,15 +121,25 @@ def plot_results(folder: Path) -> list[Path]:
         for engine in engines:
             rows = [r for r in batched if r["engine"] == engine]
             if engine.startswith("fx2d_gpu"):
-                points = sorted((_number(r["worlds"]), _number(r["world_steps_per_s"]))
-                                for r in rows)
+                points = sorted(
+                    (_number(r["worlds"]), _number(r["world_steps_per_s"])) for r in rows
+                )
                 ax.plot(*zip(*points, strict=True), marker="o", label=engine)
             elif engine not in box2d_drawn:
                 box2d_drawn.add(engine)
-                ax.plot(_number(rows[0]["worlds"]), _number(rows[0]["world_steps_per_s"]),
-                        marker="s", linestyle="none", label=engine)
-        ax.set(xscale="log", yscale="log", xlabel="worlds (8 bodies, 1 joint each)",
-               ylabel="world-steps per second",
-               title=f"batched_small, {batched[0]['device']} ({batched[0]['date']})")
+                ax.plot(
+                    _number(rows[0]["worlds"]),
+                    _number(rows[0]["world_steps_per_s"]),
+                    marker="s",
+                    linestyle="none",
+                    label=engine,
+                )
+        ax.set(
+            xscale="log",
+            yscale="log",
+            xlabel="worlds (8 bodies, 1 joint each)",
+            ylabel="world-steps per second",
+            title=f"batched_small, {batched[0]['device']} ({batched[0]['date']})",
+        )
         written.append(_save(fig, ax, folder / "batched.png"))
     return written

@@ -8,8 +8,9 @@ from fx2d_gpu.scenes import BodySpec
 #: contact sees the same coefficient as fx2d_gpu's (min of the two, equal here).
 
 
-def build_space(specs: list[BodySpec], iterations: int = 10, cell_size: float = 1.0,
-                gravity=(0.0, -9.81)):
+def build_space(
+    specs: list[BodySpec], iterations: int = 10, cell_size: float = 1.0, gravity=(0.0, -9.81)
+):
     """(space, bodies): a pymunk Space with `specs` (bodies[i] = specs[i]), `iterations`
     solver iterations and its spatial-hash broad phase."""
     import pymunk

@@ -90,10 +90,21 @@ def main(argv=None):
     rows = []
 
     def row(case, bodies, worlds, queries, ms, engine="fx2d_gpu", note=""):
-        rows.append({"date": datetime.date.today().isoformat(), "device": device,
-                     "backend": backend, "engine": engine, "case": case, "bodies": bodies,
-                     "worlds": worlds, "queries": queries, "ms_per_call": round(ms, 3),
-                     "us_per_query": round(1000.0 * ms / max(queries, 1), 4), "note": note})
+        rows.append(
+            {
+                "date": datetime.date.today().isoformat(),
+                "device": device,
+                "backend": backend,
+                "engine": engine,
+                "case": case,
+                "bodies": bodies,
+                "worlds": worlds,
+                "queries": queries,
+                "ms_per_call": round(ms, 3),
+                "us_per_query": round(1000.0 * ms / max(queries, 1), 4),
+                "note": note,
+            }
+        )
         print_table(rows[-1:])
 
     # Batched small worlds: a lidar fan per world, point and box queries.
@@ -135,14 +146,22 @@ def main(argv=None):
         start = time.perf_counter()
         agree = 0
         for i in range(subset):
-            found = space.segment_query_first(tuple(ray_origins[i]), tuple(ends[i]), 0.0,
-                                              pymunk.ShapeFilter())
+            found = space.segment_query_first(
+                tuple(ray_origins[i]), tuple(ends[i]), 0.0, pymunk.ShapeFilter()
+            )
             agree += (found is None) == (hits.body[0, i] < 0)
         elapsed = time.perf_counter() - start
         ms_pymunk = 1000.0 * elapsed * pile_rays / subset
-        row("rays_pile", pile.n_bodies, 1, pile_rays, ms_pymunk, engine="pymunk",
+        row(
+            "rays_pile",
+            pile.n_bodies,
+            1,
+            pile_rays,
+            ms_pymunk,
+            engine="pymunk",
             note=f"Python loop, {subset} rays timed and scaled to {pile_rays}; "
-                 f"hit/miss agrees with fx2d_gpu on {agree}/{subset}")
+            f"hit/miss agrees with fx2d_gpu on {agree}/{subset}",
+        )
     print()
     print_table(rows)
     print("saved", save_csv(backend, "queries", rows, args.results))

@@ -57,19 +57,23 @@ def _scenes():
     def sleepy_joints():
         return scenes.joint_grid(6, 8)
 
-    built = {f"example:{name}": (lambda name=name: fx.load_scene(examples.path(name)))
-             for name in examples.names()}
-    built.update({
-        "pyramid_20": lambda: scenes.pyramid(20),
-        "batched_small_64": lambda: scenes.batched_small(64),
-        "random_pile_600": lambda: scenes.random_pile(600),
-        "joint_grid_6x8": sleepy_joints,
-        "bullets": bullets,
-        "soft:pyramid_20": lambda: scenes.pyramid(20, solver="soft_step", substeps=4),
-        "soft:batched_small_64": lambda: scenes.batched_small(64, solver="soft_step"),
-        "soft:joint_grid_6x8": lambda: scenes.joint_grid(6, 8, solver="soft_step"),
-        "soft:random_pile_600": lambda: scenes.random_pile(600, solver="soft_step"),
-    })
+    built = {
+        f"example:{name}": (lambda name=name: fx.load_scene(examples.path(name)))
+        for name in examples.names()
+    }
+    built.update(
+        {
+            "pyramid_20": lambda: scenes.pyramid(20),
+            "batched_small_64": lambda: scenes.batched_small(64),
+            "random_pile_600": lambda: scenes.random_pile(600),
+            "joint_grid_6x8": sleepy_joints,
+            "bullets": bullets,
+            "soft:pyramid_20": lambda: scenes.pyramid(20, solver="soft_step", substeps=4),
+            "soft:batched_small_64": lambda: scenes.batched_small(64, solver="soft_step"),
+            "soft:joint_grid_6x8": lambda: scenes.joint_grid(6, 8, solver="soft_step"),
+            "soft:random_pile_600": lambda: scenes.random_pile(600, solver="soft_step"),
+        }
+    )
     return built
 
 
@@ -77,8 +81,13 @@ def state_hash(scene) -> str:
     """sha256 (16 hex digits) of the scene's poses, velocities, sleep flags and joints."""
     state = scene.get_state()
     digest = hashlib.sha256()
-    for array in (state.position, state.angle, state.velocity, state.angular_velocity,
-                  state.sleeping.astype(np.int8)):
+    for array in (
+        state.position,
+        state.angle,
+        state.velocity,
+        state.angular_velocity,
+        state.sleeping.astype(np.int8),
+    ):
         digest.update(np.ascontiguousarray(array).tobytes())
     if scene.n_joints:
         joints = scene.joint_state()
@@ -154,18 +163,30 @@ def compile_times() -> dict[str, float]:
     process with an empty offline cache."""
     with tempfile.TemporaryDirectory() as cache:
         env = dict(os.environ, TI_OFFLINE_CACHE_FILE_PATH=cache)
-        out = subprocess.run([sys.executable, "-c", _COMPILE_PROBE], env=env, check=True,
-                             capture_output=True, text=True).stdout
-    return {line.split()[0]: float(line.split()[1]) for line in out.splitlines()
-            if line.split()[:1] and line.split()[0] in ("small", "pyramid_20")}
+        out = subprocess.run(
+            [sys.executable, "-c", _COMPILE_PROBE],
+            env=env,
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+    return {
+        line.split()[0]: float(line.split()[1])
+        for line in out.splitlines()
+        if line.split()[:1] and line.split()[0] in ("small", "pyramid_20")
+    }
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--compile", action="store_true",
-                        help="also time the first step with an empty offline cache")
-    parser.add_argument("--update", action="store_true",
-                        help="store this machine's hashes (refactor_hashes.json)")
+    parser.add_argument(
+        "--compile",
+        action="store_true",
+        help="also time the first step with an empty offline cache",
+    )
+    parser.add_argument(
+        "--update", action="store_true", help="store this machine's hashes (refactor_hashes.json)"
+    )
     args = parser.parse_args(argv)
     from fx2d_gpu.device.runtime import ensure_initialized
 
@@ -175,10 +196,14 @@ def main(argv=None):
     for name, (team_hash, staged_hash) in hashes().items():
         same = "same" if team_hash == staged_hash else "DIFFERENT"
         was = stored.get(name)
-        verdict = "none stored" if was is None else ("as stored" if was == team_hash
-                                                     else f"CHANGED (stored {was})")
-        print(f"{name:32s} team {team_hash}  per-stage {staged_hash}  ({same}; {verdict})",
-              flush=True)
+        verdict = (
+            "none stored"
+            if was is None
+            else ("as stored" if was == team_hash else f"CHANGED (stored {was})")
+        )
+        print(
+            f"{name:32s} team {team_hash}  per-stage {staged_hash}  ({same}; {verdict})", flush=True
+        )
         if team_hash == staged_hash:
             now[name] = team_hash
     if args.update:

@@ -30,9 +30,12 @@ def pile_arrays(n: int, seed: int = 0) -> dict:
     index = np.arange(n)
     positions = np.stack([(index % columns) * 0.75, 0.5 + (index // columns) * 0.75], 1)
     half = n // 2
-    return dict(positions=positions, radii=rng.uniform(0.15, 0.3, half),
-                sizes=rng.uniform(0.25, 0.45, (n - half, 2)),
-                angles=rng.uniform(-np.pi, np.pi, n))
+    return dict(
+        positions=positions,
+        radii=rng.uniform(0.15, 0.3, half),
+        sizes=rng.uniform(0.25, 0.45, (n - half, 2)),
+        angles=rng.uniform(-np.pi, np.pi, n),
+    )
 
 
 def add_one_by_one(scene, pile: dict):
@@ -45,8 +48,7 @@ def add_one_by_one(scene, pile: dict):
 
 def add_in_bulk(scene, pile: dict):
     positions, angles, half = pile["positions"], pile["angles"], len(pile["radii"])
-    scene.add_circles(positions[:half], pile["radii"], angle=angles[:half],
-                      static_friction=0.6)
+    scene.add_circles(positions[:half], pile["radii"], angle=angles[:half], static_friction=0.6)
     scene.add_boxes(positions[half:], pile["sizes"], angle=angles[half:], static_friction=0.6)
 
 
@@ -73,12 +75,18 @@ def main(argv=None):
             scene._builder.build_model()
             scene._builder.initial_state(1)
             model = time.perf_counter() - start
-            rows.append({
-                "date": datetime.date.today().isoformat(), "device": device_name(backend),
-                "backend": backend, "way": way, "bodies": scene.n_bodies,
-                "add_s": round(seconds, 3), "bodies_per_s": round(n / seconds),
-                "model_s": round(model, 3),
-            })
+            rows.append(
+                {
+                    "date": datetime.date.today().isoformat(),
+                    "device": device_name(backend),
+                    "backend": backend,
+                    "way": way,
+                    "bodies": scene.n_bodies,
+                    "add_s": round(seconds, 3),
+                    "bodies_per_s": round(n / seconds),
+                    "model_s": round(model, 3),
+                }
+            )
             print_table(rows[-1:])
             del scene
     print_table(rows)

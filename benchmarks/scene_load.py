@@ -48,22 +48,29 @@ def scene_text(n: int, distinct: bool, visual: bool = True, seed: int = 0) -> st
             # Five points on a circle, each moved along it by less than a fifth: convex.
             angles = 2 * math.pi * (np.arange(5) + rng.uniform(-0.3, 0.3, 5)) / 5
             radius = rng.uniform(0.2, 0.4)
-            points = ", ".join(f"[{radius * math.cos(a):.4f}, {radius * math.sin(a):.4f}]"
-                               for a in angles)
+            points = ", ".join(
+                f"[{radius * math.cos(a):.4f}, {radius * math.sin(a):.4f}]" for a in angles
+            )
             geometry = _geometry("polygon", f"[{points}]")
         else:
             size = (0.3, 0.4, 0.5)[i // 3 % 3]
-            geometry = [_geometry("rectangle", f"[{size}, {size}]"),
-                        _geometry("circle", f"{size / 2}"),
-                        _geometry("polygon", f"[[0, 0], [{size}, 0], [0, {size}]]")][i % 3]
+            geometry = [
+                _geometry("rectangle", f"[{size}, {size}]"),
+                _geometry("circle", f"{size / 2}"),
+                _geometry("polygon", f"[[0, 0], [{size}, 0], [0, {size}]]"),
+            ][i % 3]
         lines.append(
             f"    body_{i}:\n"
             f"        pose: [{x:.4f}, {y:.4f}, {rng.uniform(0, 360):.3f}]\n"
             "        physics:\n            mass: 1.0\n            elasticity: 0.2\n"
             "            static_friction: 0.4\n            dynamic_friction: 0.3\n"
-            + (f"        visual:\n{geometry}            texture: [200, 50, 50, 255]\n"
-               if visual else "")
-            + f"        collision:\n{geometry}")
+            + (
+                f"        visual:\n{geometry}            texture: [200, 50, 50, 255]\n"
+                if visual
+                else ""
+            )
+            + f"        collision:\n{geometry}"
+        )
     return "".join(lines)
 
 
@@ -78,21 +85,30 @@ def main(argv=None):
     with tempfile.TemporaryDirectory() as folder:
         for kind in ("repeated", "repeated_no_visual", "distinct"):
             path = Path(folder) / f"{kind}.yml"
-            path.write_text(scene_text(args.bodies, distinct=kind == "distinct",
-                                       visual=kind != "repeated_no_visual"))
+            path.write_text(
+                scene_text(
+                    args.bodies, distinct=kind == "distinct", visual=kind != "repeated_no_visual"
+                )
+            )
             start = time.perf_counter()
             yaml.load(path.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
             plain = time.perf_counter() - start
             start = time.perf_counter()
             scene = load_scene(path, arch=args.arch)
             seconds = time.perf_counter() - start
-            rows.append({
-                "date": datetime.date.today().isoformat(), "device": device_name(backend),
-                "backend": backend, "scene": kind, "bodies": scene.n_bodies,
-                "megabytes": round(path.stat().st_size / 1e6, 2),
-                "load_s": round(seconds, 3), "bodies_per_s": round(scene.n_bodies / seconds),
-                "pyyaml_c_loader_s": round(plain, 2),
-            })
+            rows.append(
+                {
+                    "date": datetime.date.today().isoformat(),
+                    "device": device_name(backend),
+                    "backend": backend,
+                    "scene": kind,
+                    "bodies": scene.n_bodies,
+                    "megabytes": round(path.stat().st_size / 1e6, 2),
+                    "load_s": round(seconds, 3),
+                    "bodies_per_s": round(scene.n_bodies / seconds),
+                    "pyyaml_c_loader_s": round(plain, 2),
+                }
+            )
             print_table(rows[-1:])
     print_table(rows)
     print("saved", save_csv(backend, "scene_load", rows, args.results))

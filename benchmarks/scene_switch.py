@@ -56,10 +56,19 @@ def main(argv=None):
     parser.add_argument("--arch", default="cpu")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--steps", type=int, default=40, help="steps a round")
-    parser.add_argument("--sizing-bodies", type=int, default=20_000,
-                        help="bodies of the pile that sizes the pool first (0: none)")
-    parser.add_argument("scenes", nargs="*", default=list(SCENES), metavar="SCENE",
-                        help=f"of {', '.join(SCENES)} (default: all)")
+    parser.add_argument(
+        "--sizing-bodies",
+        type=int,
+        default=20_000,
+        help="bodies of the pile that sizes the pool first (0: none)",
+    )
+    parser.add_argument(
+        "scenes",
+        nargs="*",
+        default=list(SCENES),
+        metavar="SCENE",
+        help=f"of {', '.join(SCENES)} (default: all)",
+    )
     parser.add_argument("--results", default=None, help="folder for the CSV (default: results/)")
     args = parser.parse_args(argv)
     for name in args.scenes:
@@ -80,14 +89,19 @@ def main(argv=None):
             alone.append(_ms_per_step([first], args.steps))
             in_turn.append(_ms_per_step([first, second], args.steps))
         alone_ms, in_turn_ms = statistics.median(alone), statistics.median(in_turn)
-        rows.append({
-            "date": datetime.date.today().isoformat(), "device": device_name(backend),
-            "backend": backend, "scene": name, "bodies": first.n_bodies,
-            "pool_body_slots": first.step_context().pool.body_capacity,
-            "alone_ms_per_step": round(alone_ms, 3),
-            "in_turn_ms_per_step": round(in_turn_ms, 3),
-            "switch_ms": round(in_turn_ms - alone_ms, 3),
-        })
+        rows.append(
+            {
+                "date": datetime.date.today().isoformat(),
+                "device": device_name(backend),
+                "backend": backend,
+                "scene": name,
+                "bodies": first.n_bodies,
+                "pool_body_slots": first.step_context().pool.body_capacity,
+                "alone_ms_per_step": round(alone_ms, 3),
+                "in_turn_ms_per_step": round(in_turn_ms, 3),
+                "switch_ms": round(in_turn_ms - alone_ms, 3),
+            }
+        )
         print_table(rows[-1:])
     print_table(rows)
     print("saved", save_csv(backend, "scene_switch", rows, args.results))

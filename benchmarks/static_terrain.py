@@ -69,13 +69,22 @@ def main(argv=None):
             for _ in range(args.steps):
                 scene.step(1 / 60)
             later = (time.perf_counter() - start) * 1000.0 / args.steps
-            rows.append({
-                "date": datetime.date.today().isoformat(), "device": device_name(backend),
-                "backend": backend, "label": args.label, "terrain": kind, "points": n,
-                "bodies": scene.n_bodies, "substeps": scene.substeps,
-                "first_step_s": round(first, 3), "later_ms_per_step": round(later, 2)})
+            rows.append(
+                {
+                    "date": datetime.date.today().isoformat(),
+                    "device": device_name(backend),
+                    "backend": backend,
+                    "label": args.label,
+                    "terrain": kind,
+                    "points": n,
+                    "bodies": scene.n_bodies,
+                    "substeps": scene.substeps,
+                    "first_step_s": round(first, 3),
+                    "later_ms_per_step": round(later, 2),
+                }
+            )
             print_table(rows[-1:])
-    folder = (args.results or RESULTS)
+    folder = args.results or RESULTS
     path = f"{folder}/{device_name(backend)}/static_terrain.csv"
     try:
         with open(path, newline="") as f:

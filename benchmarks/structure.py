@@ -47,8 +47,12 @@ def modules() -> dict[str, Path]:
 
 
 def _is_taichi(function: ast.AST) -> bool:
-    return any("ti.func" in ast.unparse(d) or "ti.kernel" in ast.unparse(d)
-               or "real_func" in ast.unparse(d) for d in function.decorator_list)
+    return any(
+        "ti.func" in ast.unparse(d)
+        or "ti.kernel" in ast.unparse(d)
+        or "real_func" in ast.unparse(d)
+        for d in function.decorator_list
+    )
 
 
 def _runtime_imports(module: str, path: Path, modules: dict) -> set[str]:
@@ -69,7 +73,7 @@ def _runtime_imports(module: str, path: Path, modules: dict) -> set[str]:
             elif isinstance(node, ast.ImportFrom):
                 if node.level:
                     base = package.split(".")
-                    base = base[:len(base) - node.level + 1]
+                    base = base[: len(base) - node.level + 1]
                     target = ".".join(base + ([node.module] if node.module else []))
                 else:
                     target = node.module or ""
@@ -98,9 +102,12 @@ def layer_of(module: str) -> int:
 
 def upward_imports(modules: dict) -> list[tuple[str, str]]:
     """(importer, imported) where a module imports one of a higher layer."""
-    return sorted((name, target) for name, path in modules.items()
-                  for target in _runtime_imports(name, path, modules)
-                  if layer_of(target) > layer_of(name))
+    return sorted(
+        (name, target)
+        for name, path in modules.items()
+        for target in _runtime_imports(name, path, modules)
+        if layer_of(target) > layer_of(name)
+    )
 
 
 def import_circles(modules: dict) -> list[list[str]]:
@@ -152,8 +159,11 @@ def long_functions(modules: dict) -> tuple[list, list]:
                     kernels.append((where, n))
             else:
                 body = node.body
-                if (body and isinstance(body[0], ast.Expr)
-                        and isinstance(getattr(body[0], "value", None), ast.Constant)):
+                if (
+                    body
+                    and isinstance(body[0], ast.Expr)
+                    and isinstance(getattr(body[0], "value", None), ast.Constant)
+                ):
                     body = body[1:]  # the docstring does not count
                 if body:
                     lines = body[-1].end_lineno - body[0].lineno + 1
@@ -168,17 +178,22 @@ def test_facts() -> tuple[list, list]:
     for path in sorted((ROOT / "tests").rglob("*.py")):
         tree = ast.parse(path.read_text())
         for node in ast.walk(tree):
-            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                    and isinstance(node.func.value, ast.Name)
-                    and node.func.value.id == "monkeypatch"):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and isinstance(node.func.value, ast.Name)
+                and node.func.value.id == "monkeypatch"
+            ):
                 patches.append(f"{path.name}:{node.lineno}")
         for node in ast.walk(tree):
             if isinstance(node, ast.FunctionDef) and node.name.startswith("test"):
                 for inner in ast.walk(node):
-                    if (isinstance(inner, ast.Attribute) and inner.attr.startswith("_")
-                            and not inner.attr.startswith("__")
-                            and not (isinstance(inner.value, ast.Name)
-                                     and inner.value.id == "self")):
+                    if (
+                        isinstance(inner, ast.Attribute)
+                        and inner.attr.startswith("_")
+                        and not inner.attr.startswith("__")
+                        and not (isinstance(inner.value, ast.Name) and inner.value.id == "self")
+                    ):
                         private.append(f"{path.name}::{node.name}")
                         break
     return patches, private

@@ -73,8 +73,13 @@ STEP_OPTIONS = DEFAULT_OPTIONS
 def _solver_settings() -> dict:
     """The Scene keywords of SOLVER's scenes: the solver, its default substeps and
     STEP_OPTIONS."""
-    return {"solver": SOLVER, "substeps": SUBSTEPS if SOLVER == "xpbd"
-            else DEFAULT_SUBSTEPS[SOLVER], "step_options": STEP_OPTIONS}
+    return {
+        "solver": SOLVER,
+        "substeps": SUBSTEPS if SOLVER == "xpbd" else DEFAULT_SUBSTEPS[SOLVER],
+        "step_options": STEP_OPTIONS,
+    }
+
+
 SCENES = ("large_pyramid", "many_pyramids", "joint_grid", "pile", "batched_small", "compile")
 #: Windows ending by this step are "awake": before anything in a pyramid can fall asleep.
 AWAKE_STEPS = 90
@@ -87,12 +92,38 @@ STANDING_DROP = 1.0
 #: The Box2D v3 thread counts run beside fx2d_gpu (engines "box2d (1 thread)", ...).
 BOX2D_THREADS = (1, 2)
 
-COLUMNS = ("date", "device", "backend", "engine", "scene", "bodies", "joints", "worlds",
-           "substeps", "steps", "ms_per_step", "ms_per_step_awake", "world_steps_per_s",
-           "ratio_to_pymunk", "ratio_to_box2d_1_thread", "ratio_to_box2d_2_threads",
-           "first_step_s", "pairs", "contact_points", "colors",
-           "overflow", "colors_max", "overflow_max", "pool_mb", "peak_rss_mb", "gpu_mem_mb",
-           "top_drop_m", "stands", "colors_per_launch", "launches_per_step")
+COLUMNS = (
+    "date",
+    "device",
+    "backend",
+    "engine",
+    "scene",
+    "bodies",
+    "joints",
+    "worlds",
+    "substeps",
+    "steps",
+    "ms_per_step",
+    "ms_per_step_awake",
+    "world_steps_per_s",
+    "ratio_to_pymunk",
+    "ratio_to_box2d_1_thread",
+    "ratio_to_box2d_2_threads",
+    "first_step_s",
+    "pairs",
+    "contact_points",
+    "colors",
+    "overflow",
+    "colors_max",
+    "overflow_max",
+    "pool_mb",
+    "peak_rss_mb",
+    "gpu_mem_mb",
+    "top_drop_m",
+    "stands",
+    "colors_per_launch",
+    "launches_per_step",
+)
 
 
 class Sizes:
@@ -140,9 +171,12 @@ def _gpu_mem_mb(backend: str) -> str:
     if backend != "cuda":
         return ""
     try:
-        out = subprocess.run(["nvidia-smi", "--query-compute-apps=pid,used_memory",
-                              "--format=csv,noheader,nounits"], capture_output=True,
-                             text=True, timeout=10).stdout
+        out = subprocess.run(
+            ["nvidia-smi", "--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout
         for line in out.splitlines():
             pid, used = (v.strip() for v in line.split(","))
             if int(pid) == os.getpid():
@@ -189,18 +223,27 @@ def _fx2d_runner(scene, tops=()):
             raise RuntimeError("the simulation produced non-finite positions")
         contacts = scene.contacts(None)
         engine = "fx2d_gpu" if scene.solver == "xpbd" else f"fx2d_gpu {scene.solver}"
-        result = {"engine": engine, "bodies": scene.n_bodies * scene.n_worlds,
-                  "joints": scene.n_joints * scene.n_worlds, "worlds": scene.n_worlds,
-                  "substeps": scene.substeps, "steps": steps, "ms_per_step": round(ms, 3),
-                  "ms_per_step_awake": round(awake, 3), "first_step_s": round(first, 2),
-                  "pairs": len(scene.candidate_pairs()),
-                  "contact_points": int(contacts.point_count.sum()),
-                  "colors": scene.n_colors, "overflow": scene.n_overflow,
-                  "colors_max": peaks["colors"], "overflow_max": peaks["overflow"],
-                  "launches_per_step": round(peaks["launches"] / max(peaks["steps"], 1), 1),
-                  "pool_mb": round(residency.current_pool().nbytes / 2**20, 1),
-                  "peak_rss_mb": round(_now_rss_mb()),
-                  "gpu_mem_mb": _gpu_mem_mb(scene.backend)}
+        result = {
+            "engine": engine,
+            "bodies": scene.n_bodies * scene.n_worlds,
+            "joints": scene.n_joints * scene.n_worlds,
+            "worlds": scene.n_worlds,
+            "substeps": scene.substeps,
+            "steps": steps,
+            "ms_per_step": round(ms, 3),
+            "ms_per_step_awake": round(awake, 3),
+            "first_step_s": round(first, 2),
+            "pairs": len(scene.candidate_pairs()),
+            "contact_points": int(contacts.point_count.sum()),
+            "colors": scene.n_colors,
+            "overflow": scene.n_overflow,
+            "colors_max": peaks["colors"],
+            "overflow_max": peaks["overflow"],
+            "launches_per_step": round(peaks["launches"] / max(peaks["steps"], 1), 1),
+            "pool_mb": round(residency.current_pool().nbytes / 2**20, 1),
+            "peak_rss_mb": round(_now_rss_mb()),
+            "gpu_mem_mb": _gpu_mem_mb(scene.backend),
+        }
         if tops:
             drop = float((y0 - state.position[:, tops, 1]).max())
             result.update(top_drop_m=round(drop, 3), stands=drop < STANDING_DROP)
@@ -219,12 +262,19 @@ def _pymunk_runner(specs, tops=(), cell_size: float = 1.0):
 
     def finish(first: float, times: list[float], steps: int, window: int) -> dict:
         ms, awake = _summaries(times, window)
-        result = {"engine": "pymunk", "backend": "cpu", "bodies": len(specs), "joints": 0,
-                  "worlds": 1, "substeps": "10 iterations", "steps": steps,
-                  "ms_per_step": round(ms, 3), "ms_per_step_awake": round(awake, 3),
-                  "first_step_s": round(first, 3),
-                  "contact_points": sum(len(a.contact_point_set.points)
-                                        for a in _arbiters(space))}
+        result = {
+            "engine": "pymunk",
+            "backend": "cpu",
+            "bodies": len(specs),
+            "joints": 0,
+            "worlds": 1,
+            "substeps": "10 iterations",
+            "steps": steps,
+            "ms_per_step": round(ms, 3),
+            "ms_per_step_awake": round(awake, 3),
+            "first_step_s": round(first, 3),
+            "contact_points": sum(len(a.contact_point_set.points) for a in _arbiters(space)),
+        }
         if tops:
             drop = max(y - bodies[i].position.y for y, i in zip(y0, tops, strict=True))
             result.update(top_drop_m=round(drop, 3), stands=drop < STANDING_DROP)
@@ -243,11 +293,18 @@ def _box2d_runner(world: box2d_scenes.Box2DWorld, tops=()):
         ms, awake = _summaries(times, window)
         if not np.isfinite(world.positions()).all():
             raise RuntimeError("Box2D produced non-finite positions")
-        result = {"engine": box2d_scenes.engine_name(world.threads, world.enable_sleep),
-                  "backend": "cpu", "bodies": len(world.bodies), "joints": world.n_joints,
-                  "worlds": 1, "substeps": box2d_scenes.SUBSTEPS, "steps": steps,
-                  "ms_per_step": round(ms, 3), "ms_per_step_awake": round(awake, 3),
-                  "first_step_s": round(first, 3)}
+        result = {
+            "engine": box2d_scenes.engine_name(world.threads, world.enable_sleep),
+            "backend": "cpu",
+            "bodies": len(world.bodies),
+            "joints": world.n_joints,
+            "worlds": 1,
+            "substeps": box2d_scenes.SUBSTEPS,
+            "steps": steps,
+            "ms_per_step": round(ms, 3),
+            "ms_per_step_awake": round(awake, 3),
+            "first_step_s": round(first, 3),
+        }
         if tops:
             drop = float((y0 - world.heights(tops)).max())
             result.update(top_drop_m=round(drop, 3), stands=drop < STANDING_DROP)
@@ -266,8 +323,10 @@ def _box2d_references(others, build, tops=()) -> list[tuple]:
     "box2d"; build(threads) makes the Box2DWorld."""
     if "box2d" not in others:
         return []
-    return [(box2d_ratio_column(threads),
-             _box2d_runner(build(threads), tops)) for threads in BOX2D_THREADS]
+    return [
+        (box2d_ratio_column(threads), _box2d_runner(build(threads), tops))
+        for threads in BOX2D_THREADS
+    ]
 
 
 def _side_by_side(ours_runner, references, steps: int, window: int) -> list[dict]:
@@ -276,8 +335,10 @@ def _side_by_side(ours_runner, references, steps: int, window: int) -> list[dict
     each ratio column, the median of the windows' ratios (paired_ratio)."""
     runners = [ours_runner] + [runner for _, runner in references]
     timings = time_windows_side_by_side([runner[:2] for runner in runners], steps, window)
-    rows = [runner[2](first, times, steps, window)
-            for runner, (first, times) in zip(runners, timings, strict=True)]
+    rows = [
+        runner[2](first, times, steps, window)
+        for runner, (first, times) in zip(runners, timings, strict=True)
+    ]
     ours_times = timings[0][1]
     for (column, _), (_, times) in zip(references, timings[1:], strict=True):
         rows[0][column] = round(paired_ratio(ours_times, times), 3)
@@ -300,13 +361,21 @@ def _bench_pyramids(name, specs, tops, sizes, arch, others):
     steps, window = sizes.steps(name, len(specs))
     rows = []
     for enable_sleep in (True, False):
-        scene = scenes.build_scene(specs, arch=arch, enable_sleep=enable_sleep,
-                                   **_solver_settings())
-        references = [] if enable_sleep or "pymunk" not in others else [
-            ("ratio_to_pymunk", _pymunk_runner(specs, tops))]
+        scene = scenes.build_scene(
+            specs, arch=arch, enable_sleep=enable_sleep, **_solver_settings()
+        )
+        references = (
+            []
+            if enable_sleep or "pymunk" not in others
+            else [("ratio_to_pymunk", _pymunk_runner(specs, tops))]
+        )
         references += _box2d_references(
-            others, lambda threads, sleep=enable_sleep: box2d_scenes.build_world(
-                specs, threads, enable_sleep=sleep), tops)
+            others,
+            lambda threads, sleep=enable_sleep: box2d_scenes.build_world(
+                specs, threads, enable_sleep=sleep
+            ),
+            tops,
+        )
         run_rows = _side_by_side(_fx2d_runner(scene, tops), references, steps, window)
         del scene, references  # free both engines' worlds before the next run
         if not enable_sleep:
@@ -333,7 +402,8 @@ def bench_joint_grid(sizes, arch, others):
     scene = scenes.joint_grid(rows, columns, arch=arch, **_solver_settings())
     steps, window = sizes.steps("joint_grid", scene.n_bodies)
     references = _box2d_references(
-        others, lambda threads: box2d_scenes.joint_grid_world(rows, columns, threads=threads))
+        others, lambda threads: box2d_scenes.joint_grid_world(rows, columns, threads=threads)
+    )
     return _side_by_side(_fx2d_runner(scene), references, steps, window)
 
 
@@ -346,10 +416,10 @@ def bench_pile(sizes, arch, others):
         references = []
         if n == sizes.reference_pile:
             if "pymunk" in others:
-                references.append(("ratio_to_pymunk",
-                                   _pymunk_runner(specs, cell_size=0.75)))
+                references.append(("ratio_to_pymunk", _pymunk_runner(specs, cell_size=0.75)))
             references += _box2d_references(
-                others, lambda threads, specs=specs: box2d_scenes.build_world(specs, threads))
+                others, lambda threads, specs=specs: box2d_scenes.build_world(specs, threads)
+            )
         pile_rows = _side_by_side(_fx2d_runner(scene), references, steps, window)
         del scene, references
         for row in pile_rows:
@@ -371,8 +441,9 @@ def bench_batched_small(sizes, arch, others):
         references = []
         if worlds == sizes.box2d_worlds:
             references = _box2d_references(
-                others, lambda threads, worlds=worlds: box2d_scenes.small_worlds_world(
-                    worlds, threads))
+                others,
+                lambda threads, worlds=worlds: box2d_scenes.small_worlds_world(worlds, threads),
+            )
         world_rows = _side_by_side(_fx2d_runner(scene), references, steps, window)
         del scene, references
         for row in world_rows:
@@ -380,11 +451,16 @@ def bench_batched_small(sizes, arch, others):
             row["world_steps_per_s"] = round(worlds * 1000.0 / row["ms_per_step"])
         rows += world_rows
         row = world_rows[0]
-        ratios = "".join(f", {row[column]}x {box2d_scenes.engine_name(threads)}'s time"
-                         for threads in BOX2D_THREADS
-                         if (column := box2d_ratio_column(threads)) in row)
-        print(f"  batched_small W={worlds}: {row['ms_per_step']:.2f} ms/step, "
-              f"{row['world_steps_per_s']:,} world-steps/s{ratios}", flush=True)
+        ratios = "".join(
+            f", {row[column]}x {box2d_scenes.engine_name(threads)}'s time"
+            for threads in BOX2D_THREADS
+            if (column := box2d_ratio_column(threads)) in row
+        )
+        print(
+            f"  batched_small W={worlds}: {row['ms_per_step']:.2f} ms/step, "
+            f"{row['world_steps_per_s']:,} world-steps/s{ratios}",
+            flush=True,
+        )
     return rows
 
 
@@ -427,8 +503,13 @@ def _run_probe(script: str, args: list[str], env: dict, in_process: bool) -> dic
     measures), or, for --quick (a smoke test of this code), in this process, whose kernels
     are compiled already: a fresh process would compile them all (~45 s on the CPU)."""
     if not in_process:
-        out = subprocess.run([sys.executable, "-c", script, *args], env=env,
-                             capture_output=True, text=True, check=True).stdout
+        out = subprocess.run(
+            [sys.executable, "-c", script, *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
         return json.loads(out.strip().splitlines()[-1])
     printed = io.StringIO()
     saved_argv = sys.argv
@@ -453,23 +534,42 @@ def bench_compile(sizes, arch, others):
         env = dict(os.environ, TI_OFFLINE_CACHE_FILE_PATH=cache)
         for label in ("warm",) if sizes.quick else ("cold", "warm"):
             probe = _run_probe(_COMPILE_PROBE, [arch], env, in_process=sizes.quick)
-            rows.append({"engine": "fx2d_gpu", "scene": f"compile_{label}_cache",
-                         "bodies": 8 * 2, "joints": 2, "worlds": 2, "substeps": SUBSTEPS,
-                         "steps": 2, "first_step_s": round(probe["first_step_s"], 2),
-                         "ms_per_step": round(probe["second_step_ms"], 3),
-                         "import_build_s": round(probe["import_build_s"], 2)})
-            print(f"  compile ({label} cache): first step {probe['first_step_s']:.2f} s",
-                  flush=True)
+            rows.append(
+                {
+                    "engine": "fx2d_gpu",
+                    "scene": f"compile_{label}_cache",
+                    "bodies": 8 * 2,
+                    "joints": 2,
+                    "worlds": 2,
+                    "substeps": SUBSTEPS,
+                    "steps": 2,
+                    "first_step_s": round(probe["first_step_s"], 2),
+                    "ms_per_step": round(probe["second_step_ms"], 3),
+                    "import_build_s": round(probe["import_build_s"], 2),
+                }
+            )
+            print(
+                f"  compile ({label} cache): first step {probe['first_step_s']:.2f} s", flush=True
+            )
         for label in ("warm",) if sizes.quick else ("cold", "warm"):
-            probe = _run_probe(_GROWTH_PROBE, [arch, str(small), str(large), kind], env,
-                               in_process=sizes.quick)
-            rows.append({"engine": "fx2d_gpu", "scene": f"grow_10x_{label}_cache",
-                         "bodies": large + 3 if kind == "pile" else 8 * large,
-                         "worlds": 1 if kind == "pile" else large, "substeps": SUBSTEPS,
-                         "steps": 1,
-                         "first_step_s": round(probe["first_step_s"], 2)})
-            print(f"  a scene 10x the last ({label} cache): first step "
-                  f"{probe['first_step_s']:.2f} s", flush=True)
+            probe = _run_probe(
+                _GROWTH_PROBE, [arch, str(small), str(large), kind], env, in_process=sizes.quick
+            )
+            rows.append(
+                {
+                    "engine": "fx2d_gpu",
+                    "scene": f"grow_10x_{label}_cache",
+                    "bodies": large + 3 if kind == "pile" else 8 * large,
+                    "worlds": 1 if kind == "pile" else large,
+                    "substeps": SUBSTEPS,
+                    "steps": 1,
+                    "first_step_s": round(probe["first_step_s"], 2),
+                }
+            )
+            print(
+                f"  a scene 10x the last ({label} cache): first step {probe['first_step_s']:.2f} s",
+                flush=True,
+            )
     return rows
 
 
@@ -481,29 +581,49 @@ def _count(n: int) -> str:
     return str(n)
 
 
-BENCHES = {"large_pyramid": bench_large_pyramid, "many_pyramids": bench_many_pyramids,
-           "joint_grid": bench_joint_grid, "pile": bench_pile,
-           "batched_small": bench_batched_small, "compile": bench_compile}
+BENCHES = {
+    "large_pyramid": bench_large_pyramid,
+    "many_pyramids": bench_many_pyramids,
+    "joint_grid": bench_joint_grid,
+    "pile": bench_pile,
+    "batched_small": bench_batched_small,
+    "compile": bench_compile,
+}
 
 
 def _other_engines(with_pymunk: bool, with_box2d: bool) -> frozenset[str]:
     """The engines to run beside fx2d_gpu ("pymunk", "box2d"): those asked for and
     installed; one asked for but missing is left out with a note."""
     others = set()
-    for name, module, wanted, extra in (("pymunk", "pymunk", with_pymunk, "pymunk"),
-                                        ("box2d", "pyb2d3", with_box2d, "pyb2d3")):
+    for name, module, wanted, extra in (
+        ("pymunk", "pymunk", with_pymunk, "pymunk"),
+        ("box2d", "pyb2d3", with_box2d, "pyb2d3"),
+    ):
         if not wanted:
             continue
         if importlib.util.find_spec(module) is None:
-            print(f"  {module} is not installed: the {name} column is left out "
-                  f"(pip install {extra}, or the bench extra)", flush=True)
+            print(
+                f"  {module} is not installed: the {name} column is left out "
+                f"(pip install {extra}, or the bench extra)",
+                flush=True,
+            )
         else:
             others.add(name)
     return frozenset(others)
 
 
-def run(names, arch="auto", quick=False, with_pymunk=True, results=None, plot=True,
-        colors_per_launch=None, piles=None, with_box2d=True, solver="xpbd"):
+def run(
+    names,
+    arch="auto",
+    quick=False,
+    with_pymunk=True,
+    results=None,
+    plot=True,
+    colors_per_launch=None,
+    piles=None,
+    with_box2d=True,
+    solver="xpbd",
+):
     """Run the named benchmarks; returns {name: rows} and writes CSV (and plots).
     colors_per_launch: StepOptions.colors_per_launch for this process's scenes (None: the
     default; the compile probes' fresh processes keep it): the colours one kernel launch
@@ -514,8 +634,10 @@ def run(names, arch="auto", quick=False, with_pymunk=True, results=None, plot=Tr
     global SOLVER, STEP_OPTIONS
     SOLVER = solver
     STEP_OPTIONS = DEFAULT_OPTIONS.replace(  # checked before anything runs
-        colors_per_launch=(DEFAULT_OPTIONS.colors_per_launch if colors_per_launch is None
-                           else colors_per_launch))
+        colors_per_launch=(
+            DEFAULT_OPTIONS.colors_per_launch if colors_per_launch is None else colors_per_launch
+        )
+    )
     backend = runtime.ensure_initialized(arch)
     gpu = not runtime.on_cpu()
     sizes = Sizes(quick, gpu)
@@ -523,10 +645,13 @@ def run(names, arch="auto", quick=False, with_pymunk=True, results=None, plot=Tr
         sizes.piles = list(piles)
     device = device_name(backend)
     date = datetime.date.today().isoformat()
-    print(f"fx2d_gpu benchmarks on {device} ({backend}), dt {DT:.4f} s, solver {solver}, "
-          f"{_solver_settings()['substeps']} substeps, "
-          f"{STEP_OPTIONS.colors_per_launch} colours a launch where stages launch one by one"
-          + (" [quick sizes]" if quick else ""), flush=True)
+    print(
+        f"fx2d_gpu benchmarks on {device} ({backend}), dt {DT:.4f} s, solver {solver}, "
+        f"{_solver_settings()['substeps']} substeps, "
+        f"{STEP_OPTIONS.colors_per_launch} colours a launch where stages launch one by one"
+        + (" [quick sizes]" if quick else ""),
+        flush=True,
+    )
     others = _other_engines(with_pymunk, with_box2d)
     out = {}
     for name in names:
@@ -540,15 +665,33 @@ def run(names, arch="auto", quick=False, with_pymunk=True, results=None, plot=Tr
                 row.setdefault("colors_per_launch", STEP_OPTIONS.colors_per_launch)
         columns = list(COLUMNS) + [k for k in rows[0] if k not in COLUMNS]
         rows = [{c: row.get(c, "") for c in columns} for row in rows]
-        print_table([{k: r[k] for k in ("engine", "scene", "bodies", "joints", "worlds",
-                                        "ms_per_step", "ms_per_step_awake",
-                                        "world_steps_per_s", "ratio_to_pymunk",
-                                        "ratio_to_box2d_1_thread",
-                                        "ratio_to_box2d_2_threads", "first_step_s",
-                                        "launches_per_step",
-                                        "colors_max", "overflow_max", "top_drop_m",
-                                        "stands")}
-                     for r in rows])
+        print_table(
+            [
+                {
+                    k: r[k]
+                    for k in (
+                        "engine",
+                        "scene",
+                        "bodies",
+                        "joints",
+                        "worlds",
+                        "ms_per_step",
+                        "ms_per_step_awake",
+                        "world_steps_per_s",
+                        "ratio_to_pymunk",
+                        "ratio_to_box2d_1_thread",
+                        "ratio_to_box2d_2_threads",
+                        "first_step_s",
+                        "launches_per_step",
+                        "colors_max",
+                        "overflow_max",
+                        "top_drop_m",
+                        "stands",
+                    )
+                }
+                for r in rows
+            ]
+        )
         csv_name = name if solver == "xpbd" else f"{name}_{solver}"
         print("  saved", save_csv(backend, csv_name, rows, results), flush=True)
         out[name] = rows
@@ -561,28 +704,51 @@ def run(names, arch="auto", quick=False, with_pymunk=True, results=None, plot=Tr
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m benchmarks",
-                                     description=__doc__.splitlines()[0])
-    parser.add_argument("scenes", nargs="*", default=[], metavar="SCENE",
-                        help=f"any of {', '.join(SCENES)} (default: all)")
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument(
+        "scenes",
+        nargs="*",
+        default=[],
+        metavar="SCENE",
+        help=f"any of {', '.join(SCENES)} (default: all)",
+    )
     parser.add_argument("--arch", default="auto", help="auto | cpu | gpu | cuda | vulkan | ...")
     parser.add_argument("--quick", action="store_true", help="tiny sizes (a smoke test)")
     parser.add_argument("--no-pymunk", action="store_true", help="skip the pymunk runs")
     parser.add_argument("--no-box2d", action="store_true", help="skip the Box2D v3 runs")
     parser.add_argument("--no-plot", action="store_true")
-    parser.add_argument("--solver", default="xpbd", choices=("xpbd", "soft_step"),
-                        help="fx2d_gpu's solver (default xpbd, 11 substeps; soft_step: 4)")
+    parser.add_argument(
+        "--solver",
+        default="xpbd",
+        choices=("xpbd", "soft_step"),
+        help="fx2d_gpu's solver (default xpbd, 11 substeps; soft_step: 4)",
+    )
     parser.add_argument("--results", default=None, help="folder for <device>/*.csv")
-    parser.add_argument("--colors-per-launch", type=int, default=None, metavar="N",
-                        help="colours solved per kernel launch where the substeps launch a "
-                             f"kernel per stage (GPU backends; default "
-                             f"{DEFAULT_OPTIONS.colors_per_launch})")
-    parser.add_argument("--profile", action="store_true",
-                        help="milliseconds per stage of the named scenes instead (default: "
-                             "large_pyramid; benchmarks/profile.py)")
-    parser.add_argument("--piles", type=int, nargs="+", default=None, metavar="N",
-                        help="pile sizes to pour (default: 10,000 and 100,000, and 1,000,000 "
-                             "on a GPU)")
+    parser.add_argument(
+        "--colors-per-launch",
+        type=int,
+        default=None,
+        metavar="N",
+        help="colours solved per kernel launch where the substeps launch a "
+        f"kernel per stage (GPU backends; default "
+        f"{DEFAULT_OPTIONS.colors_per_launch})",
+    )
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="milliseconds per stage of the named scenes instead (default: "
+        "large_pyramid; benchmarks/profile.py)",
+    )
+    parser.add_argument(
+        "--piles",
+        type=int,
+        nargs="+",
+        default=None,
+        metavar="N",
+        help="pile sizes to pour (default: 10,000 and 100,000, and 1,000,000 on a GPU)",
+    )
     args = parser.parse_args(argv)
     if args.profile:
         from . import profile
@@ -590,8 +756,9 @@ def main(argv=None):
         bad = [s for s in args.scenes if s not in profile.SCENES]
         if bad:
             parser.error(f"--profile: unknown scene(s) {bad}; choose from {profile.SCENES}")
-        return profile.run(args.scenes or ["large_pyramid"], args.arch, args.quick,
-                           args.results, args.solver)
+        return profile.run(
+            args.scenes or ["large_pyramid"], args.arch, args.quick, args.results, args.solver
+        )
     bad = [s for s in args.scenes if s not in SCENES]
     if bad:
         parser.error(f"unknown scene(s) {bad}; choose from {SCENES}")
@@ -599,9 +766,18 @@ def main(argv=None):
         parser.error(f"--colors-per-launch must be in [1, {MAX_COLORS}]")
     if args.piles and min(args.piles) < 1:
         parser.error("--piles must be positive")
-    return run(args.scenes or list(SCENES), args.arch, args.quick, not args.no_pymunk,
-               args.results, not args.no_plot, args.colors_per_launch, args.piles,
-               not args.no_box2d, args.solver)
+    return run(
+        args.scenes or list(SCENES),
+        args.arch,
+        args.quick,
+        not args.no_pymunk,
+        args.results,
+        not args.no_plot,
+        args.colors_per_launch,
+        args.piles,
+        not args.no_box2d,
+        args.solver,
+    )
 
 
 if __name__ == "__main__":

@@ -53,14 +53,23 @@ WINDOW_SIZE = (1024, 768)
 # The NumPy code this replaced, as it was (fx2d_gpu/draw/viewer.py's build_mesh and
 # fx2d_gpu/draw/render.py's renderer before issue 45), kept here to be timed.
 _STATIC = np.array([90, 90, 100], np.uint8)
-_PALETTE = np.array([[66, 133, 244], [219, 68, 55], [244, 180, 0], [15, 157, 88],
-                     [171, 71, 188], [0, 172, 193], [255, 112, 67]], np.uint8)
+_PALETTE = np.array(
+    [
+        [66, 133, 244],
+        [219, 68, 55],
+        [244, 180, 0],
+        [15, 157, 88],
+        [171, 71, 188],
+        [0, 172, 193],
+        [255, 112, 67],
+    ],
+    np.uint8,
+)
 _BACKGROUND = np.array([250, 250, 248], np.uint8)
 _CIRCLE_SEGMENTS = 20
 
 
-def legacy_build_mesh(scene, state, world=0, bounds=None, rect=(0.0, 0.0, 1.0, 1.0),
-                      aspect=4 / 3):
+def legacy_build_mesh(scene, state, world=0, bounds=None, rect=(0.0, 0.0, 1.0, 1.0), aspect=4 / 3):
     """viewer.build_mesh before issue 45: (triangles, their colours, lines, their colours)
     in window coordinates, body by body."""
     from fx2d_gpu.draw.render import default_bounds, drawn, visual_of
@@ -79,8 +88,9 @@ def legacy_build_mesh(scene, state, world=0, bounds=None, rect=(0.0, 0.0, 1.0, 1
     mx, my = (rx0 + rx1) / 2, (ry0 + ry1) / 2
 
     def to_window(points):
-        return np.stack([(points[:, 0] - cx) * scale_x + mx, (points[:, 1] - cy) * scale_y + my],
-                        axis=1)
+        return np.stack(
+            [(points[:, 0] - cx) * scale_x + mx, (points[:, 1] - cy) * scale_y + my], axis=1
+        )
 
     tris, tri_cols, lines, line_cols = [], [], [], []
     ring = np.linspace(0, 2 * np.pi, _CIRCLE_SEGMENTS, endpoint=False)
@@ -119,14 +129,16 @@ def legacy_build_mesh(scene, state, world=0, bounds=None, rect=(0.0, 0.0, 1.0, 1
         line_cols.append(np.tile(edge, (2 * k, 1)))
 
     def stack(parts, width):
-        return (np.concatenate(parts).astype(np.float32) if parts
-                else np.zeros((0, width), np.float32))
+        return (
+            np.concatenate(parts).astype(np.float32) if parts else np.zeros((0, width), np.float32)
+        )
 
     return stack(tris, 2), stack(tri_cols, 3), stack(lines, 2), stack(line_cols, 3)
 
 
-def legacy_render(scene, world=0, size=(800, 600), bounds=None, contacts=False, state=None,
-                  rays=None):
+def legacy_render(
+    scene, world=0, size=(800, 600), bounds=None, contacts=False, state=None, rays=None
+):
     """render.render before issue 45: (height, width, 3) uint8, NumPy, body by body (a
     full-image mask per dot)."""
     from fx2d_gpu.draw.render import _rgb, default_bounds, drawn, visual_of
@@ -146,8 +158,13 @@ def legacy_render(scene, world=0, size=(800, 600), bounds=None, contacts=False, 
 
     def to_pixels(points):
         points = np.atleast_2d(points)
-        return np.stack([(points[:, 0] - centre_m[0]) * scale + width / 2,
-                         height / 2 - (points[:, 1] - centre_m[1]) * scale], axis=1)
+        return np.stack(
+            [
+                (points[:, 0] - centre_m[0]) * scale + width / 2,
+                height / 2 - (points[:, 1] - centre_m[1]) * scale,
+            ],
+            axis=1,
+        )
 
     def pixel_grid(lo, hi):
         x0, y0 = np.maximum(np.floor(lo).astype(int), 0)
@@ -250,8 +267,12 @@ def _timed(fn, repeats: int, windows: int) -> tuple[float, float]:
         for _ in range(repeats):
             fn()
         ti.sync()
-        times.append(((time.perf_counter() - start) * 1000.0 / repeats,
-                      (time.process_time() - cpu) * 1000.0 / repeats))
+        times.append(
+            (
+                (time.perf_counter() - start) * 1000.0 / repeats,
+                (time.process_time() - cpu) * 1000.0 / repeats,
+            )
+        )
     return sorted(times)[len(times) // 2]
 
 
@@ -269,8 +290,7 @@ def _each_after(before, fn, repeats: int) -> tuple[float, float]:
         start, cpu = time.perf_counter(), time.process_time()
         fn()
         ti.sync()
-        times.append(((time.perf_counter() - start) * 1000.0,
-                      (time.process_time() - cpu) * 1000.0))
+        times.append(((time.perf_counter() - start) * 1000.0, (time.process_time() - cpu) * 1000.0))
     return sorted(times)[len(times) // 2]
 
 
@@ -301,11 +321,21 @@ def measure(n: int, quick: bool, legacy_max: int, window) -> list[dict]:
 
     def row(measure_name, implementation, timing, note=""):
         ms, cpu_ms = timing
-        rows.append({"bodies": scene.n_bodies, "measure": measure_name,
-                     "implementation": implementation, "ms": round(ms, 3),
-                     "cpu_ms": round(cpu_ms, 3), "note": note})
-        print(f"  {scene.n_bodies:>7} {measure_name:14s} {implementation:22s} {ms:10.2f} ms"
-              f" (CPU {cpu_ms:.2f} ms)", flush=True)
+        rows.append(
+            {
+                "bodies": scene.n_bodies,
+                "measure": measure_name,
+                "implementation": implementation,
+                "ms": round(ms, 3),
+                "cpu_ms": round(cpu_ms, 3),
+                "note": note,
+            }
+        )
+        print(
+            f"  {scene.n_bodies:>7} {measure_name:14s} {implementation:22s} {ms:10.2f} ms"
+            f" (CPU {cpu_ms:.2f} ms)",
+            flush=True,
+        )
 
     row("step", "device", _timed(lambda: scene.step(1 / 60), 1 if not fast else 3, windows))
     views = [FrameView(0, (0.0, 0.0, 1.0, 1.0), bounds)]
@@ -320,25 +350,38 @@ def measure(n: int, quick: bool, legacy_max: int, window) -> list[dict]:
             geometry.update(nudged if flip[0] else views, aspect)
 
         frame = geometry.update(views, aspect)
-        row("geometry", f"device ({layout})", _timed(moved, repeats, windows),
+        row(
+            "geometry",
+            f"device ({layout})",
+            _timed(moved, repeats, windows),
             f"{geometry.n_triangle_vertices} triangle, {geometry.n_line_vertices} line "
             f"corners drawn from {frame.triangles.count} + {frame.lines.count} vertices, "
-            "every body drawn again")
-        ms = _each_after(lambda: scene.step(1 / 60),
-                         lambda geometry=geometry: geometry.update(views, aspect),
-                         repeats if fast else 3)
+            "every body drawn again",
+        )
+        ms = _each_after(
+            lambda: scene.step(1 / 60),
+            lambda geometry=geometry: geometry.update(views, aspect),
+            repeats if fast else 3,
+        )
         row("geometry_step", f"device ({layout})", ms, "after a step, the view kept")
     state = scene.get_state()
     if n <= legacy_max:
-        ms = _timed(lambda: legacy_build_mesh(scene, state, 0, bounds, aspect=aspect), 1,
-                    1 if not quick else 2)
+        ms = _timed(
+            lambda: legacy_build_mesh(scene, state, 0, bounds, aspect=aspect),
+            1,
+            1 if not quick else 2,
+        )
         row("geometry", "numpy (before)", ms, "viewer.build_mesh as it was")
-    row("render", "device", _timed(lambda: render.render(scene, size=IMAGE_SIZE,
-                                                         bounds=bounds), repeats, windows),
-        f"{IMAGE_SIZE[0]}x{IMAGE_SIZE[1]}")
+    row(
+        "render",
+        "device",
+        _timed(lambda: render.render(scene, size=IMAGE_SIZE, bounds=bounds), repeats, windows),
+        f"{IMAGE_SIZE[0]}x{IMAGE_SIZE[1]}",
+    )
     if n <= legacy_max:
-        ms = _timed(lambda: legacy_render(scene, size=IMAGE_SIZE, bounds=bounds), 1,
-                    1 if not quick else 2)
+        ms = _timed(
+            lambda: legacy_render(scene, size=IMAGE_SIZE, bounds=bounds), 1, 1 if not quick else 2
+        )
         row("render", "numpy (before)", ms, f"{IMAGE_SIZE[0]}x{IMAGE_SIZE[1]}, as it was")
     if window is not None:
         _ggui_frames(scene, window, (views, nudged), aspect, n <= legacy_max, quick, row)
@@ -373,9 +416,13 @@ def _ggui_frames(scene, window, views, aspect, legacy: bool, quick: bool, row):
                 window.get_image_buffer_as_numpy()
 
             through = "" if hand_off == hand_offs[0] else ", host hand-off"
-            row("ggui_frame", f"device ({layout}{through})", _timed(frame, repeats, windows),
+            row(
+                "ggui_frame",
+                f"device ({layout}{through})",
+                _timed(frame, repeats, windows),
                 f"{WINDOW_SIZE[0]}x{WINDOW_SIZE[1]} offscreen GGUI (Vulkan): update, draw, "
-                "image read back")
+                "image read back",
+            )
         frame_geometry.DEVICE_HAND_OFF = hand_offs[0]
     if legacy:
         fields = {}
@@ -389,19 +436,26 @@ def _ggui_frames(scene, window, views, aspect, legacy: bool, quick: bool, row):
         def old_frame():
             state = scene.get_state()
             tris, tri_cols, lines, line_cols = legacy_build_mesh(
-                scene, state, 0, views[0][0].bounds, aspect=aspect)
+                scene, state, 0, views[0][0].bounds, aspect=aspect
+            )
             canvas.set_background_color((0.98, 0.98, 0.97))
             canvas.triangles(upload("t", tris, 2), per_vertex_color=upload("tc", tri_cols, 3))
-            canvas.lines(upload("l", lines, 2), width=0.002,
-                         per_vertex_color=upload("lc", line_cols, 3))
+            canvas.lines(
+                upload("l", lines, 2), width=0.002, per_vertex_color=upload("lc", line_cols, 3)
+            )
             window.get_image_buffer_as_numpy()
 
-        row("ggui_frame", "numpy (before)", _timed(old_frame, 1, 1 if not quick else 2),
-            "build_mesh, fields uploaded from NumPy")
+        row(
+            "ggui_frame",
+            "numpy (before)",
+            _timed(old_frame, 1, 1 if not quick else 2),
+            "build_mesh, fields uploaded from NumPy",
+        )
 
 
-def run(sizes=SIZES, arch: str = "auto", quick: bool = False, legacy_max: int = 10_000,
-        results=None) -> list[dict]:
+def run(
+    sizes=SIZES, arch: str = "auto", quick: bool = False, legacy_max: int = 10_000, results=None
+) -> list[dict]:
     backend = runtime.ensure_initialized(arch)
     window, why = _ggui_window()
     if window is None:
@@ -414,10 +468,10 @@ def run(sizes=SIZES, arch: str = "auto", quick: bool = False, legacy_max: int = 
     device = device_name(backend)
     for row in rows:
         row.update(device=device, backend=backend, date=datetime.date.today().isoformat())
-    print_table([{k: r[k] for k in ("bodies", "measure", "implementation", "ms", "cpu_ms")}
-                 for r in rows])
-    path = save_csv(backend, "viewer_vulkan" if backend == "vulkan" else "viewer", rows,
-                    results)
+    print_table(
+        [{k: r[k] for k in ("bodies", "measure", "implementation", "ms", "cpu_ms")} for r in rows]
+    )
+    path = save_csv(backend, "viewer_vulkan" if backend == "vulkan" else "viewer", rows, results)
     print(f"saved {path}")
     return rows
 
@@ -426,14 +480,22 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--arch", default="auto")
     parser.add_argument("--quick", action="store_true", help="a tiny pile (for tests)")
-    parser.add_argument("--sizes", default=None,
-                        help="comma-separated pile sizes (default: 1000,10000,100000)")
-    parser.add_argument("--legacy-max", type=int, default=10_000,
-                        help="largest pile the old NumPy code is timed on (default 10000)")
+    parser.add_argument(
+        "--sizes", default=None, help="comma-separated pile sizes (default: 1000,10000,100000)"
+    )
+    parser.add_argument(
+        "--legacy-max",
+        type=int,
+        default=10_000,
+        help="largest pile the old NumPy code is timed on (default 10000)",
+    )
     parser.add_argument("--results", default=None, help=f"results folder (default {RESULTS})")
     args = parser.parse_args(argv)
-    sizes = (QUICK_SIZES if args.quick else SIZES) if args.sizes is None else tuple(
-        int(n) for n in args.sizes.split(","))
+    sizes = (
+        (QUICK_SIZES if args.quick else SIZES)
+        if args.sizes is None
+        else tuple(int(n) for n in args.sizes.split(","))
+    )
     start = time.perf_counter()
     run(sizes, args.arch, args.quick, args.legacy_max, args.results)
     print(f"{math.ceil(time.perf_counter() - start)} s")

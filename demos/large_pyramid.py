@@ -1,6 +1,6 @@
 """Box2D's large pyramid (5,050 boxes) for 10 s; reports whether it stands, renders a PNG.
 
-    python demos/large_pyramid.py [--base 100] [--seconds 10] [--png pyramid.png]
+python demos/large_pyramid.py [--base 100] [--seconds 10] [--png pyramid.png]
 """
 
 import argparse
@@ -26,9 +26,11 @@ def main(argv=None):
         scene.step(1 / 60)
     elapsed = time.perf_counter() - start
     drop = y0 - scene.get_state().position[0, top, 1]
-    print(f"{scene.n_bodies - 1} boxes, {steps} steps, {elapsed / steps * 1000:.1f} ms/step "
-          f"(backend {scene.backend}); top box dropped {drop * 100:.1f} cm: "
-          f"{'stands' if drop < 0.5 else 'collapsed'}")
+    print(
+        f"{scene.n_bodies - 1} boxes, {steps} steps, {elapsed / steps * 1000:.1f} ms/step "
+        f"(backend {scene.backend}); top box dropped {drop * 100:.1f} cm: "
+        f"{'stands' if drop < 0.5 else 'collapsed'}"
+    )
     write_png(args.png, render(scene, size=(1200, 700), contacts=False))
     print("wrote", args.png)
 

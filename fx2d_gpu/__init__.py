@@ -20,8 +20,22 @@ from .records import (
 from .scene import Scene
 from .shapes import MAX_POLYGON_VERTICES
 
-__all__ = ["CapacityError", "ContactEventList", "ContactEvents", "Contacts", "JointState",
-           "MAX_POLYGON_VERTICES", "Overlaps", "RayHitList", "RayHits", "Scene",
-           "SceneSnapshot", "SimulationError", "State", "StepOptions", "StepProfile",
-           "load_scene"]
+__all__ = [
+    "CapacityError",
+    "ContactEventList",
+    "ContactEvents",
+    "Contacts",
+    "JointState",
+    "MAX_POLYGON_VERTICES",
+    "Overlaps",
+    "RayHitList",
+    "RayHits",
+    "Scene",
+    "SceneSnapshot",
+    "SimulationError",
+    "State",
+    "StepOptions",
+    "StepProfile",
+    "load_scene",
+]
 __version__ = "0.1.0"

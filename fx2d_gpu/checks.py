@@ -31,14 +31,23 @@ def _real_array(value, name: str, what: str) -> np.ndarray:
         raise TypeError(f"{name} must be {what}, got a ragged sequence") from None
     if raw.dtype.kind not in "iuf":
         # An array's dtype, not its repr: a million strings would fill the message.
-        got = (f"an array of dtype {raw.dtype}" if isinstance(value, np.ndarray) or raw.size > 8
-               else repr(value))
+        got = (
+            f"an array of dtype {raw.dtype}"
+            if isinstance(value, np.ndarray) or raw.size > 8
+            else repr(value)
+        )
         raise TypeError(f"{name} must be {what}, got {got}")
     return raw.astype(np.float64)
 
 
-def as_real(value, name: str, *, minimum: float | None = None, positive: bool = False,
-            limit: float = FLOAT32_MAX) -> float:
+def as_real(
+    value,
+    name: str,
+    *,
+    minimum: float | None = None,
+    positive: bool = False,
+    limit: float = FLOAT32_MAX,
+) -> float:
     """Check a number: `value` as a finite float within +-limit.
 
     Args:
@@ -58,13 +67,16 @@ def as_real(value, name: str, *, minimum: float | None = None, positive: bool = 
     try:
         value = float(value)
     except OverflowError:  # a Python int past float64's range (a scene file can hold one)
-        raise ValueError(f"{name} must be within float32's range (|x| <= {FLOAT32_MAX:g}), "
-                         f"got an integer of {value.bit_length()} bits") from None
+        raise ValueError(
+            f"{name} must be within float32's range (|x| <= {FLOAT32_MAX:g}), "
+            f"got an integer of {value.bit_length()} bits"
+        ) from None
     if not np.isfinite(value):
         raise ValueError(f"{name} must be finite, got {value}")
     if abs(value) > FLOAT32_MAX:
-        raise ValueError(f"{name} must be within float32's range (|x| <= {FLOAT32_MAX:g}), "
-                         f"got {value}")
+        raise ValueError(
+            f"{name} must be within float32's range (|x| <= {FLOAT32_MAX:g}), got {value}"
+        )
     if abs(value) >= limit:
         raise ValueError(f"{name} must be within +-{limit:g}, got {value}")
     if positive and value <= 0.0:
@@ -74,8 +86,15 @@ def as_real(value, name: str, *, minimum: float | None = None, positive: bool = 
     return value
 
 
-def as_reals(values, name: str, n: int, *, minimum: float | None = None,
-             positive: bool = False, limit: float = FLOAT32_MAX) -> np.ndarray:
+def as_reals(
+    values,
+    name: str,
+    n: int,
+    *,
+    minimum: float | None = None,
+    positive: bool = False,
+    limit: float = FLOAT32_MAX,
+) -> np.ndarray:
     """Check n numbers: (n,) float64 from one number (for all n) or n numbers.
 
     Each is held to as_real's rules (`minimum`, `positive`, `limit`); the first that breaks
@@ -94,8 +113,7 @@ def as_reals(values, name: str, n: int, *, minimum: float | None = None,
         ValueError: values of another shape, or a value that breaks a rule.
     """
     if np.ndim(values) == 0:
-        return np.full(n, as_real(values, name, minimum=minimum, positive=positive,
-                                  limit=limit))
+        return np.full(n, as_real(values, name, minimum=minimum, positive=positive, limit=limit))
     array = as_numbers(values, name, (n,))
     ok = np.isfinite(array) & (np.abs(array) <= FLOAT32_MAX) & (np.abs(array) < limit)
     if positive:
@@ -103,8 +121,7 @@ def as_reals(values, name: str, n: int, *, minimum: float | None = None,
     if minimum is not None:
         ok &= array >= minimum
     for i in np.flatnonzero(~ok)[:1]:
-        as_real(float(array[i]), f"{name}[{i}]", minimum=minimum, positive=positive,
-                limit=limit)
+        as_real(float(array[i]), f"{name}[{i}]", minimum=minimum, positive=positive, limit=limit)
     return array
 
 
@@ -132,8 +149,9 @@ def as_vector2(value, name: str, limit: float = FLOAT32_MAX) -> np.ndarray:
     if not (math.isfinite(x) and math.isfinite(y)):
         raise ValueError(f"{name} must be finite, got {value!r}")
     if max(abs(x), abs(y)) > FLOAT32_MAX:
-        raise ValueError(f"{name} must be within float32's range (|x| <= {FLOAT32_MAX:g}), "
-                         f"got {value!r}")
+        raise ValueError(
+            f"{name} must be within float32's range (|x| <= {FLOAT32_MAX:g}), got {value!r}"
+        )
     if max(abs(x), abs(y)) >= limit:
         raise ValueError(f"{name} must be within +-{limit:g}, got {value!r}")
     return arr
@@ -258,12 +276,14 @@ def as_flags(values, name: str) -> np.ndarray:
     if array.dtype.kind == "b":
         return array.astype(bool)
     if array.dtype.kind not in "iu":
-        raise TypeError(f"{name} must be bools (or integers 0 and 1), got an array of "
-                        f"dtype {array.dtype}")
+        raise TypeError(
+            f"{name} must be bools (or integers 0 and 1), got an array of dtype {array.dtype}"
+        )
     wrong = np.flatnonzero((array != 0) & (array != 1))
     if len(wrong):
-        raise ValueError(f"{name} must be bools (or integers 0 and 1), got "
-                         f"{array.reshape(-1)[wrong[0]]}")
+        raise ValueError(
+            f"{name} must be bools (or integers 0 and 1), got {array.reshape(-1)[wrong[0]]}"
+        )
     return array.astype(bool)
 
 

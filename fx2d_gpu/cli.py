@@ -1,13 +1,13 @@
 """`fx2d` command line: run | view | demo | bench.
 
-    fx2d run SCENE.yml [options]          simulate a scene file
-    fx2d run --example NAME [options]     ... or one of the package's example scenes
-    fx2d view SCENE.yml | --example NAME | --demo NAME    watch it in a window (GGUI)
-    fx2d view ... --offscreen --frames N --gif OUT.gif     ... or record it without one
-    fx2d demo NAME [options]              a built-in demo
-    fx2d demo --list                      the demos and the example scenes
-    fx2d bench [options]                  the benchmarks (from a source checkout)
-    fx2d --version                        the fx2d_gpu version
+fx2d run SCENE.yml [options]          simulate a scene file
+fx2d run --example NAME [options]     ... or one of the package's example scenes
+fx2d view SCENE.yml | --example NAME | --demo NAME    watch it in a window (GGUI)
+fx2d view ... --offscreen --frames N --gif OUT.gif     ... or record it without one
+fx2d demo NAME [options]              a built-in demo
+fx2d demo --list                      the demos and the example scenes
+fx2d bench [options]                  the benchmarks (from a source checkout)
+fx2d --version                        the fx2d_gpu version
 """
 
 import argparse
@@ -28,8 +28,9 @@ def _size(text):
     except ValueError:
         raise argparse.ArgumentTypeError(f"size must look like 640x480, got {text!r}") from None
     if not (16 <= w <= MAX_IMAGE_SIDE and 16 <= h <= MAX_IMAGE_SIDE):
-        raise argparse.ArgumentTypeError(f"size must be 16x16 to {MAX_IMAGE_SIDE}x"
-                                         f"{MAX_IMAGE_SIDE} pixels, got {text!r}")
+        raise argparse.ArgumentTypeError(
+            f"size must be 16x16 to {MAX_IMAGE_SIDE}x{MAX_IMAGE_SIDE} pixels, got {text!r}"
+        )
     return (w, h)
 
 
@@ -41,11 +42,13 @@ def _step_length(text):
     try:
         dt = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a step length in seconds, got {text!r}"
-                                         ) from None
+        raise argparse.ArgumentTypeError(
+            f"must be a step length in seconds, got {text!r}"
+        ) from None
     if not math.isfinite(dt) or dt < MIN_DT:
-        raise argparse.ArgumentTypeError(f"must be a finite step length >= {MIN_DT} s, got "
-                                         f"{text!r}")
+        raise argparse.ArgumentTypeError(
+            f"must be a finite step length >= {MIN_DT} s, got {text!r}"
+        )
     return min(dt, MAX_DT)
 
 
@@ -54,8 +57,9 @@ def _world_count(text):
     try:
         count = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a whole number of worlds, got {text!r}"
-                                         ) from None
+        raise argparse.ArgumentTypeError(
+            f"must be a whole number of worlds, got {text!r}"
+        ) from None
     if count < 1:
         raise argparse.ArgumentTypeError(f"must be >= 1, got {text!r}")
     return count
@@ -93,7 +97,8 @@ def _example_name(text):
     if text not in examples.names():
         raise argparse.ArgumentTypeError(
             f"no example scene named {text!r}; the examples are {', '.join(examples.names())} "
-            "(fx2d demo --list)")
+            "(fx2d demo --list)"
+        )
     return text
 
 
@@ -101,22 +106,32 @@ def _add_scene_source(parser, what):
     """A scene file (positional, optional) or --example NAME: exactly one, checked by
     _scene_source once parsed."""
     parser.add_argument("scene", nargs="?", default=None, help=what)
-    parser.add_argument("--example", type=_example_name, default=None, metavar="NAME",
-                        help="one of the example scene files shipped with fx2d_gpu, instead "
-                             "of a file (fx2d demo --list names them)")
+    parser.add_argument(
+        "--example",
+        type=_example_name,
+        default=None,
+        metavar="NAME",
+        help="one of the example scene files shipped with fx2d_gpu, instead "
+        "of a file (fx2d demo --list names them)",
+    )
 
 
 def _scene_source(parser, args, others=()):
     """(path, label) of the scene file to load: args.scene or the example args.example.
     Exactly one of them (and of `others`, the names of further sources given) must be set;
     otherwise a usage error that says so."""
-    given = [name for name, value in (("a scene file", args.scene),
-                                      ("--example", args.example), *others) if value]
+    given = [
+        name
+        for name, value in (("a scene file", args.scene), ("--example", args.example), *others)
+        if value
+    ]
     if len(given) != 1:
-        choices = " or ".join(["a scene file", "--example NAME",
-                               *(name for name, _ in others)])
-        parser.error(f"give {choices}" if not given else
-                     f"give one of {choices}, not {' and '.join(given)} together")
+        choices = " or ".join(["a scene file", "--example NAME", *(name for name, _ in others)])
+        parser.error(
+            f"give {choices}"
+            if not given
+            else f"give one of {choices}, not {' and '.join(given)} together"
+        )
     if args.example:
         from . import examples
 
@@ -125,21 +140,34 @@ def _scene_source(parser, args, others=()):
     # text, and a scene file may have any name.
     path = Path(args.scene)
     if path.exists() and not path.is_file():  # a folder, a device, a FIFO (would block)
-        parser.error(f"scene file {args.scene!r} is not a regular file"
-                     f"{' (a folder)' if path.is_dir() else ''}")
+        parser.error(
+            f"scene file {args.scene!r} is not a regular file"
+            f"{' (a folder)' if path.is_dir() else ''}"
+        )
     return path, path.name
 
 
 def _add_run_options(parser, steps_default):
     parser.add_argument("--steps", type=int, default=steps_default, help="steps to simulate")
-    parser.add_argument("--dt", type=_step_length, default=1 / 60,
-                        help="step length, s (>= 1e-3; above 0.06 clamped)")
-    parser.add_argument("--substeps", type=int, default=None,
-                        help="substeps per step (default: the solver's, 11 or 4)")
-    parser.add_argument("--solver", default="xpbd", choices=("xpbd", "soft_step"),
-                        help="xpbd (Fx2D's, the default) or soft_step (Box2D v3's)")
-    parser.add_argument("--worlds", type=_world_count, default=None,
-                        help="copies stepped together")
+    parser.add_argument(
+        "--dt",
+        type=_step_length,
+        default=1 / 60,
+        help="step length, s (>= 1e-3; above 0.06 clamped)",
+    )
+    parser.add_argument(
+        "--substeps",
+        type=int,
+        default=None,
+        help="substeps per step (default: the solver's, 11 or 4)",
+    )
+    parser.add_argument(
+        "--solver",
+        default="xpbd",
+        choices=("xpbd", "soft_step"),
+        help="xpbd (Fx2D's, the default) or soft_step (Box2D v3's)",
+    )
+    parser.add_argument("--worlds", type=_world_count, default=None, help="copies stepped together")
     parser.add_argument("--arch", default="auto", help="auto | cpu | gpu | cuda | vulkan | metal")
     out = parser.add_mutually_exclusive_group()
     out.add_argument("--gif", help="write an animated GIF of the run")
@@ -173,8 +201,10 @@ class _Progress:
         width = 30
         filled = int(width * done / max(self.total, 1))
         rate = (done - self.counted_from) / elapsed if elapsed > 0 else 0.0
-        sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{self.total} "
-                         f"steps, {rate:.1f} steps/s")
+        sys.stderr.write(
+            f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{self.total} "
+            f"steps, {rate:.1f} steps/s"
+        )
         sys.stderr.flush()
 
     def close(self):
@@ -199,8 +229,9 @@ def simulate(scene, args, label):
         return None if controller is None else controller.rays
 
     def capture():
-        frames.append(render_worlds(scene, args.size, contacts=args.contacts, rays=overlay(),
-                                    joints=True))
+        frames.append(
+            render_worlds(scene, args.size, contacts=args.contacts, rays=overlay(), joints=True)
+        )
 
     if want_frames:
         capture()
@@ -212,8 +243,10 @@ def simulate(scene, args, label):
         if i == 0:
             # The first step compiles the kernels (or loads them from Taichi's offline
             # cache): seconds to minutes of silence otherwise.
-            sys.stderr.write("fx2d: first step: compiling the kernels (kept in Taichi's cache "
-                             "for the next run) ...")
+            sys.stderr.write(
+                "fx2d: first step: compiling the kernels (kept in Taichi's cache "
+                "for the next run) ..."
+            )
             sys.stderr.flush()
         start = time.perf_counter()
         scene.step(args.dt)
@@ -238,22 +271,33 @@ def simulate(scene, args, label):
             write_png(folder / f"frame_{k:05d}.png", frame)
         written.append(f"{folder}/ ({len(frames)} frames)")
     elif args.png:
-        write_png(args.png, render_worlds(scene, args.size, contacts=args.contacts,
-                                          rays=overlay(), joints=True))
+        write_png(
+            args.png,
+            render_worlds(scene, args.size, contacts=args.contacts, rays=overlay(), joints=True),
+        )
         written.append(args.png)
     if args.save:
         s = scene.get_state()
-        np.savez(args.save, position=s.position, angle=s.angle, velocity=s.velocity,
-                 angular_velocity=s.angular_velocity, sleeping=s.sleeping, time=scene.time)
+        np.savez(
+            args.save,
+            position=s.position,
+            angle=s.angle,
+            velocity=s.velocity,
+            angular_velocity=s.angular_velocity,
+            sleeping=s.sleeping,
+            time=scene.time,
+        )
         written.append(args.save)
     contacts = len(scene.contacts(world=None)) if scene.n_bodies else 0
     # The first step includes compiling (or loading) the kernels: report it apart.
     steady = step_times[1:] or step_times
     ms = 1000.0 * float(np.median(steady)) if steady else 0.0
     first = f", first step {step_times[0]:.2f} s" if step_times else ""
-    print(f"{label}: {args.steps} steps, {scene.n_bodies} bodies x {scene.n_worlds} worlds, "
-          f"{contacts} contact manifolds, {ms:.2f} ms/step (median{first}), "
-          f"substeps {scene.substeps}, solver {scene.solver}, backend {scene.backend}")
+    print(
+        f"{label}: {args.steps} steps, {scene.n_bodies} bodies x {scene.n_worlds} worlds, "
+        f"{contacts} contact manifolds, {ms:.2f} ms/step (median{first}), "
+        f"substeps {scene.substeps}, solver {scene.solver}, backend {scene.backend}"
+    )
     for item in written:
         print(f"wrote {item}")
 
@@ -263,8 +307,12 @@ def cmd_run(args, parser):
 
     path, label = _scene_source(parser, args)
     _check_outputs(parser, args)
-    options = {"n_worlds": args.worlds or 1, "arch": args.arch, "substeps": args.substeps,
-               "solver": args.solver}
+    options = {
+        "n_worlds": args.worlds or 1,
+        "arch": args.arch,
+        "substeps": args.substeps,
+        "solver": args.solver,
+    }
     try:
         if args.example:  # the scene with its driver (joints, spawns...): simulate steps it
             from . import examples
@@ -286,14 +334,16 @@ def _list_demos_and_examples():
     def first_sentence(text):
         paragraph = " ".join(text.strip().split("\n\n")[0].split())
         end = paragraph.find(". ")
-        sentence = paragraph if end < 0 else paragraph[:end + 1]
+        sentence = paragraph if end < 0 else paragraph[: end + 1]
         return sentence[:1].upper() + sentence[1:]
 
     print("Demos (fx2d demo NAME [--gif OUT.gif ...], or fx2d view --demo NAME):")
     for name, builder in DEMOS.items():
         print(f"  {name:20s} {first_sentence(builder.__doc__)}")
-    print("\nExample scenes (fx2d run --example NAME [--gif OUT.gif ...], or "
-          "fx2d view --example NAME):")
+    print(
+        "\nExample scenes (fx2d run --example NAME [--gif OUT.gif ...], or "
+        "fx2d view --example NAME):"
+    )
     for name in examples.names():
         print(f"  {name:20s} {first_sentence(examples.description(name))}")
 
@@ -332,8 +382,9 @@ def _compiled(scene_factory, dt):
 
     def factory():
         scene = scene_factory()
-        sys.stderr.write("fx2d: compiling the kernels (kept in Taichi's cache for the next "
-                         "run) ...")
+        sys.stderr.write(
+            "fx2d: compiling the kernels (kept in Taichi's cache for the next run) ..."
+        )
         sys.stderr.flush()
         start = time.perf_counter()
         before = scene.snapshot()
@@ -352,9 +403,11 @@ def cmd_view(args, parser):
         from .demos import DEMOS
 
         if args.scene or args.example:
-            parser.error("give one of a scene file or --example NAME or --demo NAME, not "
-                         f"{'--example' if args.example else 'a scene file'} and --demo "
-                         "together")
+            parser.error(
+                "give one of a scene file or --example NAME or --demo NAME, not "
+                f"{'--example' if args.example else 'a scene file'} and --demo "
+                "together"
+            )
         if args.demo not in DEMOS:
             parser.error(f"no demo named {args.demo!r} (fx2d demo --list)")
         kwargs = {"arch": args.arch}
@@ -370,13 +423,22 @@ def cmd_view(args, parser):
         if args.example:  # the scene with its driver, which the viewer steps
             from . import examples
 
-            scene_factory = lambda: examples.load(  # noqa: E731
-                args.example, n_worlds=args.worlds or 1, arch=args.arch).scene
+            scene_factory = lambda: (
+                examples.load(  # noqa: E731
+                    args.example, n_worlds=args.worlds or 1, arch=args.arch
+                ).scene
+            )
         else:
-            scene_factory = lambda: load_scene(path, n_worlds=args.worlds or 1,  # noqa: E731
-                                               arch=args.arch)
-        instead = (f"fx2d run --example {args.example} --gif out.gif" if args.example
-                   else f"fx2d run {args.scene} --gif out.gif")
+            scene_factory = lambda: load_scene(
+                path,
+                n_worlds=args.worlds or 1,  # noqa: E731
+                arch=args.arch,
+            )
+        instead = (
+            f"fx2d run --example {args.example} --gif out.gif"
+            if args.example
+            else f"fx2d run {args.scene} --gif out.gif"
+        )
         source = f"--example {args.example}" if args.example else str(args.scene)
     if args.frames is not None and args.frames < 1:
         parser.error("--frames must be >= 1")
@@ -386,21 +448,39 @@ def cmd_view(args, parser):
         if args.frames is None:
             parser.error("--offscreen needs --frames N (how many frames to record)")
         if not (args.png_dir or args.gif or args.screenshot):
-            parser.error("--offscreen needs somewhere to write: --png-dir DIR, --gif PATH or "
-                         "--screenshot PATH")
-    overlays = Overlays(contacts=args.contacts, aabbs=args.aabbs, joints=args.joints,
-                        sleeping=args.sleeping, hud=not args.no_hud)
+            parser.error(
+                "--offscreen needs somewhere to write: --png-dir DIR, --gif PATH or "
+                "--screenshot PATH"
+            )
+    overlays = Overlays(
+        contacts=args.contacts,
+        aabbs=args.aabbs,
+        joints=args.joints,
+        sleeping=args.sleeping,
+        hud=not args.no_hud,
+    )
     try:
-        written = run_viewer(scene_factory, dt=args.dt, size=args.size, offscreen=args.offscreen,
-                             frames=args.frames, png_dir=args.png_dir, gif=args.gif,
-                             screenshot=args.screenshot, world=args.world or 0,
-                             tiled=(False if args.world is not None else None),
-                             overlays=overlays, paused=args.paused)
+        written = run_viewer(
+            scene_factory,
+            dt=args.dt,
+            size=args.size,
+            offscreen=args.offscreen,
+            frames=args.frames,
+            png_dir=args.png_dir,
+            gif=args.gif,
+            screenshot=args.screenshot,
+            world=args.world or 0,
+            tiled=(False if args.world is not None else None),
+            overlays=overlays,
+            paused=args.paused,
+        )
     except ViewerUnavailable as exc:
-        raise SystemExit(f"fx2d view: cannot open a window: {exc}\n"
-                         f"Render to a file instead: {instead}\n"
-                         f"or record through GGUI without a display (needs Vulkan): "
-                         f"fx2d view {source} --offscreen --frames 300 --gif out.gif") from None
+        raise SystemExit(
+            f"fx2d view: cannot open a window: {exc}\n"
+            f"Render to a file instead: {instead}\n"
+            f"or record through GGUI without a display (needs Vulkan): "
+            f"fx2d view {source} --offscreen --frames 300 --gif out.gif"
+        ) from None
     except ValueError as exc:  # e.g. --world out of range
         raise SystemExit(f"fx2d view: {exc}") from None
     for item in written:
@@ -428,10 +508,13 @@ def cmd_bench(bench_args):
             raise SystemExit(
                 f"fx2d bench: no benchmarks here ({here / BENCH_SUITE} does not exist). The "
                 "benchmarks come with a source checkout of fx2d_gpu, not with the installed "
-                "package: clone the repository, install it with pip install -e \".[bench]\" "
-                "and run fx2d bench from its root folder.") from None
-        raise SystemExit(f"fx2d bench: the benchmarks need {exc.name!r}, which is not "
-                         "installed: pip install -e \".[bench]\" (in the checkout)") from None
+                'package: clone the repository, install it with pip install -e ".[bench]" '
+                "and run fx2d bench from its root folder."
+            ) from None
+        raise SystemExit(
+            f"fx2d bench: the benchmarks need {exc.name!r}, which is not "
+            'installed: pip install -e ".[bench]" (in the checkout)'
+        ) from None
     suite.main(bench_args)
 
 
@@ -446,43 +529,69 @@ def main(argv=None):
     _add_run_options(run, 600)
     view = sub.add_parser("view", help="watch a scene file in a window (GGUI)")
     _add_scene_source(view, "Fx2D YAML scene file (or --example NAME, or --demo NAME)")
-    view.add_argument("--demo", default=None, metavar="NAME",
-                      help="a built-in demo instead of a file (fx2d demo --list)")
-    view.add_argument("--worlds", type=_world_count, default=None,
-                      help="copies stepped together")
+    view.add_argument(
+        "--demo",
+        default=None,
+        metavar="NAME",
+        help="a built-in demo instead of a file (fx2d demo --list)",
+    )
+    view.add_argument("--worlds", type=_world_count, default=None, help="copies stepped together")
     view.add_argument("--arch", default="auto", help="auto | cpu | gpu | cuda | vulkan | metal")
-    view.add_argument("--dt", type=_step_length, default=1 / 60,
-                      help="step length, s (a step a frame; >= 1e-3, above 0.06 clamped)")
+    view.add_argument(
+        "--dt",
+        type=_step_length,
+        default=1 / 60,
+        help="step length, s (a step a frame; >= 1e-3, above 0.06 clamped)",
+    )
     view.add_argument("--size", type=_size, default=(1024, 768), help="window size, WxH")
-    view.add_argument("--world", type=int, default=None,
-                      help="show this world alone (default: tiles of the first 64 worlds of a "
-                           "batched scene)")
-    view.add_argument("--frames", type=int, default=None,
-                      help="stop after N frames (the window closes)")
-    view.add_argument("--offscreen", action="store_true",
-                      help="no window: draw through GGUI offscreen (Vulkan, no display; the "
-                           "image renderer where GGUI cannot start) into --png-dir, --gif or "
-                           "--screenshot; needs --frames")
+    view.add_argument(
+        "--world",
+        type=int,
+        default=None,
+        help="show this world alone (default: tiles of the first 64 worlds of a batched scene)",
+    )
+    view.add_argument(
+        "--frames", type=int, default=None, help="stop after N frames (the window closes)"
+    )
+    view.add_argument(
+        "--offscreen",
+        action="store_true",
+        help="no window: draw through GGUI offscreen (Vulkan, no display; the "
+        "image renderer where GGUI cannot start) into --png-dir, --gif or "
+        "--screenshot; needs --frames",
+    )
     recording = view.add_mutually_exclusive_group()
     recording.add_argument("--gif", help="write every frame into an animated GIF")
     recording.add_argument("--png-dir", help="write every frame as a PNG into this folder")
     view.add_argument("--screenshot", help="write the last frame as a PNG")
-    for flag, what in (("contacts", "contact points and normals"), ("aabbs", "AABBs"),
-                       ("joints", "joints"), ("sleeping", "sleeping bodies")):
+    for flag, what in (
+        ("contacts", "contact points and normals"),
+        ("aabbs", "AABBs"),
+        ("joints", "joints"),
+        ("sleeping", "sleeping bodies"),
+    ):
         view.add_argument(f"--{flag}", action="store_true", help=f"start showing {what}")
     view.add_argument("--no-hud", action="store_true", help="no heads-up text")
-    view.add_argument("--paused", action="store_true",
-                      help="start paused (space runs, n steps once)")
-    demo = sub.add_parser("demo", help="run a built-in demo (--list: the demos and the "
-                                        "example scenes)")
+    view.add_argument(
+        "--paused", action="store_true", help="start paused (space runs, n steps once)"
+    )
+    demo = sub.add_parser(
+        "demo", help="run a built-in demo (--list: the demos and the example scenes)"
+    )
     demo.add_argument("name", nargs="?")
-    demo.add_argument("--list", action="store_true",
-                      help="list the demos and the example scenes, and how to run each")
+    demo.add_argument(
+        "--list",
+        action="store_true",
+        help="list the demos and the example scenes, and how to run each",
+    )
     demo.add_argument("--bodies", type=int, default=None, help="bodies, where the demo has some")
     demo.add_argument("--base", type=int, default=None, help="pyramid base (boxes)")
     _add_run_options(demo, 180)
-    sub.add_parser("bench", add_help=False,
-                   help="run the benchmarks (from a source checkout): fx2d bench --help")
+    sub.add_parser(
+        "bench",
+        add_help=False,
+        help="run the benchmarks (from a source checkout): fx2d bench --help",
+    )
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["bench"]:  # everything after "bench" is the benchmark runner's
         cmd_bench(argv[1:])

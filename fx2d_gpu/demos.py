@@ -34,8 +34,13 @@ def demo_dominoes(arch="auto", n_worlds=1, count=30, **_):
     grip = dict(static_friction=0.6, dynamic_friction=0.5)
     scene.add_box((count * 0.6, -0.5), (count * 1.2 + 6.0, 1.0), mass=0, **grip)
     for i in range(count):
-        scene.add_box((1.0 + 1.2 * i, 1.0), (0.2, 2.0), mass=1.0, **grip,
-                      angular_velocity=-2.0 if i == 0 else 0.0)
+        scene.add_box(
+            (1.0 + 1.2 * i, 1.0),
+            (0.2, 2.0),
+            mass=1.0,
+            **grip,
+            angular_velocity=-2.0 if i == 0 else 0.0,
+        )
     scene.meta["size"] = (count * 1.2 + 3.0, 0.55 * (count * 1.2 + 3.0))
     return scene
 
@@ -73,8 +78,11 @@ def demo_rain(arch="auto", n_worlds=1, bodies=300, seed=1, **_):
             scene.add_circle(pos, rng.uniform(0.1, 0.25), elasticity=0.3, **grip)
         else:
             k = int(rng.integers(3, 7))
-            angles = np.sort(rng.uniform(0, 2 * np.pi, k)) if k < 5 else \
-                np.linspace(0, 2 * np.pi, k, endpoint=False)
+            angles = (
+                np.sort(rng.uniform(0, 2 * np.pi, k))
+                if k < 5
+                else np.linspace(0, 2 * np.pi, k, endpoint=False)
+            )
             size = rng.uniform(0.12, 0.3)
             verts = np.stack([np.cos(angles), np.sin(angles)], 1) * size
             try:
@@ -97,8 +105,15 @@ def demo_car(arch="auto", n_worlds=1, speed=3.0, **_):
     chassis = scene.add_box((0.0, 1.0), (2.4, 0.4), mass=3.0, **grip)
     for x in (-0.9, 0.9):
         wheel = scene.add_circle((x, r), r, mass=0.8, **grip)
-        scene.add_revolute_joint(chassis, wheel, anchor=(x, r - 1.0), control_mode="velocity",
-                                 target=-speed / r, pid=(20.0, 0.0, 0.0), max_effort=40.0)
+        scene.add_revolute_joint(
+            chassis,
+            wheel,
+            anchor=(x, r - 1.0),
+            control_mode="velocity",
+            target=-speed / r,
+            pid=(20.0, 0.0, 0.0),
+            max_effort=40.0,
+        )
     scene.meta["size"] = (24.0, 6.0)
     scene.meta["origin"] = (-2.0, -1.5)
     return scene
@@ -170,8 +185,15 @@ class LidarController:
     obstacles the lidar sees closer than 1.5 m. rays: (starts, ends, hit) of the last cast,
     (n_worlds, n_rays, 2), (n_worlds, n_rays, 2), (n_worlds, n_rays), for render_worlds."""
 
-    def __init__(self, agent: int, radius: float, waypoints: np.ndarray, n_rays: int = 32,
-                 reach: float = 8.0, speed: float = 3.0):
+    def __init__(
+        self,
+        agent: int,
+        radius: float,
+        waypoints: np.ndarray,
+        n_rays: int = 32,
+        reach: float = 8.0,
+        speed: float = 3.0,
+    ):
         self.agent, self.radius, self.waypoints = agent, radius, waypoints  # (w, k, 2)
         self.target = np.zeros(len(waypoints), np.int64)
         angles = np.linspace(0.0, 2.0 * np.pi, n_rays, endpoint=False)
@@ -207,8 +229,12 @@ def demo_lidar(arch="auto", n_worlds=16, seed=5, **_):
     rng = np.random.default_rng(seed)
     scene = Scene(gravity=(0.0, 0.0), arch=arch, n_worlds=n_worlds)
     half = 10.0
-    for x, y, w, h in ((0, -half, 2 * half + 1, 1), (0, half, 2 * half + 1, 1),
-                       (-half, 0, 1, 2 * half + 1), (half, 0, 1, 2 * half + 1)):
+    for x, y, w, h in (
+        (0, -half, 2 * half + 1, 1),
+        (0, half, 2 * half + 1, 1),
+        (-half, 0, 1, 2 * half + 1),
+        (half, 0, 1, 2 * half + 1),
+    ):
         scene.add_box((x, y), (w, h), mass=0)
     n_obstacles = 10
     for i in range(n_obstacles):

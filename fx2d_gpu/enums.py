@@ -34,8 +34,12 @@ MOTOR_VELOCITY = 2
 MOTOR_EFFORT = 3
 """Joints.mode of a motor applying its target as effort, N m or N (clamped by
 max_effort)."""
-MOTOR_MODES = {None: MOTOR_NONE, "position": MOTOR_POSITION, "velocity": MOTOR_VELOCITY,
-               "effort": MOTOR_EFFORT}
+MOTOR_MODES = {
+    None: MOTOR_NONE,
+    "position": MOTOR_POSITION,
+    "velocity": MOTOR_VELOCITY,
+    "effort": MOTOR_EFFORT,
+}
 """{Scene's control_mode name: MOTOR_* code}."""
 
 TOUCHED = 1
@@ -60,8 +64,13 @@ MIX_AVERAGE = 3
 """... the arithmetic mean, (a + b) / 2."""
 MIX_PRODUCT = 4
 """... a b (pymunk's, Chipmunk2D's rule for both friction and elasticity)."""
-MIXING_RULES = {"min": MIX_MIN, "max": MIX_MAX, "geometric_mean": MIX_GEOMETRIC_MEAN,
-                "average": MIX_AVERAGE, "product": MIX_PRODUCT}
+MIXING_RULES = {
+    "min": MIX_MIN,
+    "max": MIX_MAX,
+    "geometric_mean": MIX_GEOMETRIC_MEAN,
+    "average": MIX_AVERAGE,
+    "product": MIX_PRODUCT,
+}
 """{Scene's friction_mixing / restitution_mixing name: MIX_* code}."""
 DEFAULT_MIXING = "min"
 """Scene's default friction_mixing and restitution_mixing, for both solvers: Fx2D's rule

@@ -42,9 +42,18 @@ class State:
 
     def copy(self) -> State:
         """A deep copy: the same values in new arrays."""
-        return State(*(np.array(a, copy=True) for a in
-                       (self.position, self.angle, self.velocity, self.angular_velocity,
-                        self.sleeping)))
+        return State(
+            *(
+                np.array(a, copy=True)
+                for a in (
+                    self.position,
+                    self.angle,
+                    self.velocity,
+                    self.angular_velocity,
+                    self.sleeping,
+                )
+            )
+        )
 
 
 @dataclass
@@ -105,8 +114,11 @@ class Contacts:
     @property
     def depth(self) -> np.ndarray:
         """(m,) float64: the deepest penetration of each pair's points, m."""
-        masked = np.where(np.arange(MAX_MANIFOLD_POINTS)[None, :] < self.point_count[:, None],
-                          self.depths, -np.inf)
+        masked = np.where(
+            np.arange(MAX_MANIFOLD_POINTS)[None, :] < self.point_count[:, None],
+            self.depths,
+            -np.inf,
+        )
         return masked.max(axis=1) if len(self) else np.zeros(0)
 
 
@@ -181,8 +193,7 @@ def _pairs_of(rows, world: int) -> set[tuple[int, int]]:
     return set(zip(rows.body_a[mine].tolist(), rows.body_b[mine].tolist(), strict=True))
 
 
-def _checked(index, label: str, count: int | None, plural: str, owner: str = "scene"
-             ) -> int:
+def _checked(index, label: str, count: int | None, plural: str, owner: str = "scene") -> int:
     """A record's world, query or ray index, held to the scene's rule for one
     (checks.as_index): an index past the record's range would select no rows, an answer
     that reads as "none found" to a question never asked. count None (a record built

@@ -141,10 +141,19 @@ class Scene(ModelQueries, SceneCopies):
             shape); None for a scene built in code.
     """
 
-    def __init__(self, gravity=(0.0, -9.81), substeps: int | None = None, n_worlds: int = 1,
-                 arch: str = "auto", enable_sleep: bool = True, on_fault: str = "raise",
-                 solver: str = "xpbd", step_options=None, friction_mixing: str = DEFAULT_MIXING,
-                 restitution_mixing: str = DEFAULT_MIXING):
+    def __init__(
+        self,
+        gravity=(0.0, -9.81),
+        substeps: int | None = None,
+        n_worlds: int = 1,
+        arch: str = "auto",
+        enable_sleep: bool = True,
+        on_fault: str = "raise",
+        solver: str = "xpbd",
+        step_options=None,
+        friction_mixing: str = DEFAULT_MIXING,
+        restitution_mixing: str = DEFAULT_MIXING,
+    ):
         self._step_options = as_step_options(step_options)
         self._gravity = as_vector2(gravity, "gravity")
         self.enable_sleep = as_bool(enable_sleep, "enable_sleep")  # False: never sleep
@@ -156,8 +165,7 @@ class Scene(ModelQueries, SceneCopies):
         # How pairs mix their bodies' materials: the model's (ModelBuilder), checked here.
         self.friction_mixing = check_mixing(friction_mixing, "friction_mixing")
         self.restitution_mixing = check_mixing(restitution_mixing, "restitution_mixing")
-        substeps = as_count(DEFAULT_SUBSTEPS[solver] if substeps is None else substeps,
-                            "substeps")
+        substeps = as_count(DEFAULT_SUBSTEPS[solver] if substeps is None else substeps, "substeps")
         n_worlds = as_count(n_worlds, "n_worlds")
         if on_fault not in ON_FAULT:
             raise ValueError(f"on_fault must be one of {ON_FAULT}, got {on_fault!r}")
@@ -224,8 +232,7 @@ class Scene(ModelQueries, SceneCopies):
         body keywords `**body` (see Scene); returns its index. Its mass and inertia come from its
         true area (a rectangle and two half discs); length 0 makes a circle, as in Fx2D.
         """
-        return self._builder.add_body(shapes.capsule(length, radius), _position(position),
-                                      **body)
+        return self._builder.add_body(shapes.capsule(length, radius), _position(position), **body)
 
     def add_edge(self, position, a, b, **body) -> int:
         """Add a static segment (level geometry, no thickness) from `a` to `b` ((2,) each, m, in the
@@ -268,8 +275,9 @@ class Scene(ModelQueries, SceneCopies):
         """
         if not isinstance(shape, shapes.Shape):
             raise TypeError(f"shape must be a fx2d_gpu.shapes.Shape, got {type(shape).__name__}")
-        return self._builder.add_body(shape, _position(position),
-                                      collides=as_bool(collides, "collides"), **body)
+        return self._builder.add_body(
+            shape, _position(position), collides=as_bool(collides, "collides"), **body
+        )
 
     def add_circles(self, positions, radii, **body) -> np.ndarray:
         """Add n discs at once, the same bodies as n add_circle calls to the bit, built as arrays (a
@@ -311,12 +319,14 @@ class Scene(ModelQueries, SceneCopies):
         n = _count_rows(positions)
         body_shapes = list(body_shapes)
         if len(body_shapes) != n:
-            raise ValueError(f"body_shapes must have one shape per position ({n}), got "
-                             f"{len(body_shapes)}")
+            raise ValueError(
+                f"body_shapes must have one shape per position ({n}), got {len(body_shapes)}"
+            )
         for i, shape in enumerate(body_shapes):
             if not isinstance(shape, shapes.Shape):
-                raise TypeError(f"body_shapes[{i}] must be a fx2d_gpu.shapes.Shape, got "
-                                f"{type(shape).__name__}")
+                raise TypeError(
+                    f"body_shapes[{i}] must be a fx2d_gpu.shapes.Shape, got {type(shape).__name__}"
+                )
         return self._builder.add_bodies(body_shapes, positions, **body)
 
     def disable_collision(self, body_a: int, body_b: int):
@@ -329,9 +339,20 @@ class Scene(ModelQueries, SceneCopies):
         self._builder.disable_collision(body_a, body_b)
 
     # ------------------------------------------------------------------ joints
-    def add_revolute_joint(self, parent, child, anchor=(0.0, 0.0), angle_min=-math.pi,
-                           angle_max=math.pi, control_mode=None, target=0.0, pid=(1.0, 0.0, 0.0),
-                           max_effort=math.inf, name=None, collide_connected=False) -> int:
+    def add_revolute_joint(
+        self,
+        parent,
+        child,
+        anchor=(0.0, 0.0),
+        angle_min=-math.pi,
+        angle_max=math.pi,
+        control_mode=None,
+        target=0.0,
+        pid=(1.0, 0.0, 0.0),
+        max_effort=math.inf,
+        name=None,
+        collide_connected=False,
+    ) -> int:
         """Join `child` to `parent` with a hinge at `anchor`, optionally driven by a motor.
 
         The child turns about the anchor relative to the parent. A motor drives its relative
@@ -356,13 +377,34 @@ class Scene(ModelQueries, SceneCopies):
             ValueError: parent and child the same body or both static, or a lower limit above
                 the upper.
         """
-        return self._builder.add_revolute(parent, child, anchor, angle_min, angle_max,
-                                          control_mode, target, pid, max_effort, name,
-                                          collide_connected)
+        return self._builder.add_revolute(
+            parent,
+            child,
+            anchor,
+            angle_min,
+            angle_max,
+            control_mode,
+            target,
+            pid,
+            max_effort,
+            name,
+            collide_connected,
+        )
 
-    def add_prismatic_joint(self, parent, child, axis=(1.0, 0.0), position_min=-1000.0,
-                            position_max=1000.0, control_mode=None, target=0.0, pid=(1.0, 0.0, 0.0),
-                            max_effort=math.inf, name=None, collide_connected=False) -> int:
+    def add_prismatic_joint(
+        self,
+        parent,
+        child,
+        axis=(1.0, 0.0),
+        position_min=-1000.0,
+        position_max=1000.0,
+        control_mode=None,
+        target=0.0,
+        pid=(1.0, 0.0, 0.0),
+        max_effort=math.inf,
+        name=None,
+        collide_connected=False,
+    ) -> int:
         """Join `child` to `parent` with a slider along `axis`, optionally driven by a motor.
 
         As add_revolute_joint (parent, child, control_mode, pid, name, collide_connected), but
@@ -381,9 +423,19 @@ class Scene(ModelQueries, SceneCopies):
             ValueError: parent and child the same body or both static, or a lower limit above
                 the upper.
         """
-        return self._builder.add_prismatic(parent, child, axis, position_min, position_max,
-                                           control_mode, target, pid, max_effort, name,
-                                           collide_connected)
+        return self._builder.add_prismatic(
+            parent,
+            child,
+            axis,
+            position_min,
+            position_max,
+            control_mode,
+            target,
+            pid,
+            max_effort,
+            name,
+            collide_connected,
+        )
 
     @serialized
     def set_joint_target(self, joint: int, target):
@@ -428,8 +480,9 @@ class Scene(ModelQueries, SceneCopies):
         if pid is not None and self._params.pid is not None:  # new gains in every world
             self._params.joint_gains(self._builder)[:, joint] = motor.pid
         if self._is_built():  # else the build takes the builder's motor
-            edits.upload_motor(self._context(), self._binding, self._builder, self._params,
-                               joint, motor)
+            edits.upload_motor(
+                self._context(), self._binding, self._builder, self._params, joint, motor
+            )
 
     @serialized
     def joint_anchors(self) -> np.ndarray:
@@ -547,11 +600,13 @@ class Scene(ModelQueries, SceneCopies):
         self.time += dt
         self.step_count += 1
         with profile.stage("faults"):  # (the step's plan's last stage: solver/plan.py)
-            self._faulted_worlds = contain_faults(ctx, self.on_fault, self._builder,
-                                                  self.step_count)
+            self._faulted_worlds = contain_faults(
+                ctx, self.on_fault, self._builder, self.step_count
+            )
             if len(self._faulted_worlds):  # (on_fault="reset": contain_faults raises else)
-                world_resets.reset_faulty_worlds(ctx, self._faulted_worlds,
-                                                 self._builder.initial_state(1))
+                world_resets.reset_faulty_worlds(
+                    ctx, self._faulted_worlds, self._builder.initial_state(1)
+                )
 
     @property
     def faulted_worlds(self) -> np.ndarray:
@@ -590,10 +645,19 @@ class Scene(ModelQueries, SceneCopies):
             pool=pool,
             serial=cpu and loops_run_serially(self._n_worlds, self.n_bodies, self._step_options),
             cpu=cpu,
-            n_worlds=self._n_worlds, n_bodies=self.n_bodies, n_joints=self.n_joints,
-            cell_size=self._cell, cache=self._cache, grow=lambda: residency.acquire(binding),
-            dt=dt, substeps=self.substeps, enable_sleep=self.enable_sleep, solver=self.solver,
-            options=self._step_options, **binding.solver_flags)
+            n_worlds=self._n_worlds,
+            n_bodies=self.n_bodies,
+            n_joints=self.n_joints,
+            cell_size=self._cell,
+            cache=self._cache,
+            grow=lambda: residency.acquire(binding),
+            dt=dt,
+            substeps=self.substeps,
+            enable_sleep=self.enable_sleep,
+            solver=self.solver,
+            options=self._step_options,
+            **binding.solver_flags,
+        )
 
     def _built(self) -> Binding:
         """The scene's Binding, built for its model as it is now (on first use, and after
@@ -620,14 +684,25 @@ class Scene(ModelQueries, SceneCopies):
         """
         body = self._builder.check_body(body)
         f, t = check_forces(force, torque, self._n_worlds)
-        self._pending_forces[body] = add_forces(self._pending_forces.get(body, (0.0, 0.0)),
-                                                f, t, body)
+        self._pending_forces[body] = add_forces(
+            self._pending_forces.get(body, (0.0, 0.0)), f, t, body
+        )
 
     # ------------------------------------------------------------------ per-world values
     @serialized
-    def set_body_params(self, bodies, *, mass=None, inertia=None, static_friction=None,
-                        dynamic_friction=None, elasticity=None, vel_damping=None,
-                        gravity_scale=None, world=None):
+    def set_body_params(
+        self,
+        bodies,
+        *,
+        mass=None,
+        inertia=None,
+        static_friction=None,
+        dynamic_friction=None,
+        elasticity=None,
+        vel_damping=None,
+        gravity_scale=None,
+        world=None,
+    ):
         """Give `bodies` new physical values, in every world or per world (domain randomisation,
         parameter sweeps).
 
@@ -642,11 +717,19 @@ class Scene(ModelQueries, SceneCopies):
         """
         rows = spatial_queries.body_indices(bodies, self.n_bodies)
         worlds = world_selection(world, self._n_worlds)
-        given = {name: value for name, value in (
-            ("mass", mass), ("inertia", inertia), ("static_friction", static_friction),
-            ("dynamic_friction", dynamic_friction), ("elasticity", elasticity),
-            ("vel_damping", vel_damping), ("gravity_scale", gravity_scale))
-            if value is not None}
+        given = {
+            name: value
+            for name, value in (
+                ("mass", mass),
+                ("inertia", inertia),
+                ("static_friction", static_friction),
+                ("dynamic_friction", dynamic_friction),
+                ("elasticity", elasticity),
+                ("vel_damping", vel_damping),
+                ("gravity_scale", gravity_scale),
+            )
+            if value is not None
+        }
         checked = self._params.check_body_values(self._builder, rows, worlds, given)
         if given and len(worlds):
             self._params.set_body_values(self._builder, rows, worlds, checked)
@@ -658,8 +741,11 @@ class Scene(ModelQueries, SceneCopies):
         (n_worlds, k) float64} copies, for mass (kg), inertia (kg m², inf for a static body),
         static_friction, dynamic_friction, elasticity, vel_damping (1/s) and gravity_scale.
         """
-        rows = (np.arange(self.n_bodies) if bodies is None
-                else spatial_queries.body_indices(bodies, self.n_bodies))
+        rows = (
+            np.arange(self.n_bodies)
+            if bodies is None
+            else spatial_queries.body_indices(bodies, self.n_bodies)
+        )
         values = self._params.body_values(self._builder)
         return {name: values[name][:, rows].copy() for name in BODY_PARAMS}
 
@@ -701,8 +787,11 @@ class Scene(ModelQueries, SceneCopies):
     def get_joint_params(self, joints=None) -> dict[str, np.ndarray]:
         """Every world's PID gains of `joints` (None: all): {"pid": (n_worlds, k, 3)
         float64}, a copy."""
-        rows = (np.arange(self.n_joints) if joints is None
-                else spatial_queries.joint_indices(joints, self.n_joints))
+        rows = (
+            np.arange(self.n_joints)
+            if joints is None
+            else spatial_queries.joint_indices(joints, self.n_joints)
+        )
         return {"pid": self._params.joint_gains(self._builder)[:, rows].copy()}
 
     def _upload_params(self):
@@ -766,8 +855,7 @@ class Scene(ModelQueries, SceneCopies):
             raise TypeError("worlds must be a world index, a bool mask or indices, got None")
         chosen = world_selection(worlds, self._n_worlds, "worlds")
         ctx = self._context()
-        rows, targets = world_resets.reset_rows(state, chosen, ctx, self._builder,
-                                                self._binding)
+        rows, targets = world_resets.reset_rows(state, chosen, ctx, self._builder, self._binding)
         if len(chosen) == 0:
             return
         for force, torque in self._pending_forces.values():
@@ -782,8 +870,14 @@ class Scene(ModelQueries, SceneCopies):
         and settings, forces pending, the clock. restore() it and the run repeats bitwise.
         """
         self._context()
-        return take_snapshot(self._binding, self._cache, self._params, self._pending_forces,
-                             self.time, self.step_count)
+        return take_snapshot(
+            self._binding,
+            self._cache,
+            self._params,
+            self._pending_forces,
+            self.time,
+            self.step_count,
+        )
 
     @serialized
     def restore(self, snapshot: SceneSnapshot):
@@ -800,7 +894,8 @@ class Scene(ModelQueries, SceneCopies):
         # save of the scene resident before).
         self._built()
         forces, self.time, self.step_count, self._params = restore_snapshot(
-            snapshot, self._binding, self._cache, self._builder, self._gravity)
+            snapshot, self._binding, self._cache, self._builder, self._gravity
+        )
         self._pending_forces = forces
 
     @serialized
@@ -826,8 +921,13 @@ class Scene(ModelQueries, SceneCopies):
         """
         self._context()  # built and resident: the file is read against its layout
         forces, self.time, self.step_count, self._params = restore_snapshot(
-            read_state_file(path, self._binding), self._binding, self._cache,
-            self._builder, self._gravity, checked=True)
+            read_state_file(path, self._binding),
+            self._binding,
+            self._cache,
+            self._builder,
+            self._gravity,
+            checked=True,
+        )
         self._pending_forces = forces
 
     # ------------------------------------------------------------------ contacts
@@ -866,8 +966,9 @@ class Scene(ModelQueries, SceneCopies):
 
     # ------------------------------------------------------------------ filtering and removal
     @serialized
-    def set_collision_filter(self, body: int, collision_group=None, category_bits=None,
-                             mask_bits=None):
+    def set_collision_filter(
+        self, body: int, collision_group=None, category_bits=None, mask_bits=None
+    ):
         """Change `body`'s filter in every world (None keeps a setting), from the next step; the
         body wakes. Two bodies sharing a negative collision_group (within int32's range; 0: none)
         never collide, and sharing a positive one always do (Fx2D's rule); otherwise each one's
@@ -968,16 +1069,19 @@ class Scene(ModelQueries, SceneCopies):
                 broadcastable to (n_worlds, n_rays).
             sensors: also hit sensors (skipped by default).
         """
-        return spatial_queries.ray_cast(self._context, self._n_worlds, origins, directions,
-                                        max_distance, sensors)
+        return spatial_queries.ray_cast(
+            self._context, self._n_worlds, origins, directions, max_distance, sensors
+        )
 
     @serialized
-    def ray_cast_all(self, origins, directions, max_distance, *,
-                     sensors: bool = False) -> RayHitList:
+    def ray_cast_all(
+        self, origins, directions, max_distance, *, sensors: bool = False
+    ) -> RayHitList:
         """Every body each ray crosses, nearest first, once per ray where it enters, in every world
         (see RayHitList). origins, directions, max_distance and sensors: as ray_cast."""
-        return spatial_queries.ray_cast_all(self._context, self._n_worlds, origins, directions,
-                                            max_distance, sensors)
+        return spatial_queries.ray_cast_all(
+            self._context, self._n_worlds, origins, directions, max_distance, sensors
+        )
 
     @serialized
     def query_point(self, points, *, sensors: bool = False) -> Overlaps:
@@ -998,8 +1102,9 @@ class Scene(ModelQueries, SceneCopies):
         return spatial_queries.query_aabb(self._context, self._n_worlds, lower, upper, sensors)
 
     @serialized
-    def overlap_shape(self, shape: shapes.Shape, position, angle=0.0, *,
-                      sensors: bool = False) -> Overlaps:
+    def overlap_shape(
+        self, shape: shapes.Shape, position, angle=0.0, *, sensors: bool = False
+    ) -> Overlaps:
         """The bodies each placed copy of `shape` (a fx2d_gpu.shapes.Shape; edges two-sided here)
         overlaps, touches or contains, in every world: one row per (query, body) (see Overlaps).
         `position` (m: (2,), (n_queries, 2) or (n_worlds, n_queries, 2), as ray_cast's origins)
@@ -1007,24 +1112,34 @@ class Scene(ModelQueries, SceneCopies):
         (n_worlds, n_queries)); `sensors`: also report sensors. Disabled and shape-less bodies
         never count.
         """
-        return spatial_queries.overlap_shape(self._context, self._n_worlds, shape, position,
-                                             angle, sensors)
+        return spatial_queries.overlap_shape(
+            self._context, self._n_worlds, shape, position, angle, sensors
+        )
 
     @serialized
     # ------------------------------------------------------------------ copies and pickling
     def _settings(self) -> dict:
         """Scene()'s arguments that make a scene like this one (the backend this process
         runs: "cpu", or "auto" for the GPU it found)."""
-        return dict(gravity=self.gravity, substeps=self.substeps, n_worlds=self._n_worlds,
-                    enable_sleep=self.enable_sleep, on_fault=self.on_fault, solver=self.solver,
-                    step_options=self._step_options, friction_mixing=self.friction_mixing,
-                    restitution_mixing=self.restitution_mixing,
-                    arch="cpu" if self.backend in ("x64", "arm64") else "auto")
+        return dict(
+            gravity=self.gravity,
+            substeps=self.substeps,
+            n_worlds=self._n_worlds,
+            enable_sleep=self.enable_sleep,
+            on_fault=self.on_fault,
+            solver=self.solver,
+            step_options=self._step_options,
+            friction_mixing=self.friction_mixing,
+            restitution_mixing=self.restitution_mixing,
+            arch="cpu" if self.backend in ("x64", "arm64") else "auto",
+        )
 
     def __repr__(self) -> str:
-        return (f"Scene(n_bodies={self.n_bodies}, n_worlds={self._n_worlds}, "
-                f"substeps={self.substeps}, solver={self.solver!r}, "
-                f"backend={self.backend!r})")
+        return (
+            f"Scene(n_bodies={self.n_bodies}, n_worlds={self._n_worlds}, "
+            f"substeps={self.substeps}, solver={self.solver!r}, "
+            f"backend={self.backend!r})"
+        )
 
 
 def _count_rows(positions) -> int:

@@ -42,32 +42,41 @@ def build_scene(specs: list[BodySpec], **scene_kwargs) -> Scene:
     is_circle = np.array([spec.kind == "circle" for spec in specs], bool)
     sizes = np.array([spec.size for spec in specs], np.float64).reshape(n, 2)
     body_shapes = [None] * n
-    for where, made in ((np.flatnonzero(is_circle),
-                         shapes.circles(sizes[is_circle, 0], int(is_circle.sum()))),
-                        (np.flatnonzero(~is_circle),
-                         shapes.boxes(sizes[~is_circle], int((~is_circle).sum())))):
+    for where, made in (
+        (np.flatnonzero(is_circle), shapes.circles(sizes[is_circle, 0], int(is_circle.sum()))),
+        (np.flatnonzero(~is_circle), shapes.boxes(sizes[~is_circle], int((~is_circle).sum()))),
+    ):
         for i, shape in zip(where.tolist(), made, strict=True):
             body_shapes[i] = shape
     friction = np.array([spec.friction for spec in specs], np.float64)
-    scene.add_shapes(np.array([spec.position for spec in specs], np.float64).reshape(n, 2),
-                     body_shapes, angle=np.array([spec.angle for spec in specs], np.float64),
-                     mass=np.array([spec.mass for spec in specs], np.float64),
-                     velocity=np.array([spec.velocity for spec in specs],
-                                       np.float64).reshape(n, 2),
-                     static_friction=friction, dynamic_friction=friction)
+    scene.add_shapes(
+        np.array([spec.position for spec in specs], np.float64).reshape(n, 2),
+        body_shapes,
+        angle=np.array([spec.angle for spec in specs], np.float64),
+        mass=np.array([spec.mass for spec in specs], np.float64),
+        velocity=np.array([spec.velocity for spec in specs], np.float64).reshape(n, 2),
+        static_friction=friction,
+        dynamic_friction=friction,
+    )
     return scene
 
 
-def pyramid_specs(base: int, box_size: float = 1.0, x: float = 0.0,
-                  y: float = 0.0,) -> list[BodySpec]:
+def pyramid_specs(
+    base: int, box_size: float = 1.0, x: float = 0.0, y: float = 0.0
+) -> list[BodySpec]:
     """Rows of base, base - 1, ..., 1 boxes of box_size (m), the bottom row centred on x
     and resting on height y; the last box is the top one."""
     specs = []
     for row in range(base):
         count = base - row
         for i in range(count):
-            specs.append(BodySpec("box", (x + (i - (count - 1) / 2) * box_size,
-                                          y + (row + 0.5) * box_size), (box_size, box_size)))
+            specs.append(
+                BodySpec(
+                    "box",
+                    (x + (i - (count - 1) / 2) * box_size, y + (row + 0.5) * box_size),
+                    (box_size, box_size),
+                )
+            )
     return specs
 
 
@@ -78,8 +87,9 @@ def pyramid_layout(base: int, box_size: float = 1.0) -> tuple[list[BodySpec], li
     return specs, [len(specs) - 1]
 
 
-def many_pyramids_layout(grid: int = 20, base: int = 10,
-                         box_size: float = 1.0,) -> tuple[list[BodySpec], list[int]]:
+def many_pyramids_layout(
+    grid: int = 20, base: int = 10, box_size: float = 1.0
+) -> tuple[list[BodySpec], list[int]]:
     """Box2D's "many pyramids": grid x grid pyramids of `base`, each row of pyramids on its
     own static ground slab (one body per row). Returns (specs, top box of each pyramid).
 
@@ -111,35 +121,50 @@ def pile_layout(n_bodies: int, seed: int = 0, spacing: float = 0.75) -> list[Bod
     height = rows * spacing + 2.0
     specs = [BodySpec("box", (0.0, -0.5), (width + 4.0, 1.0), mass=0.0)]
     for side in (-1, 1):
-        specs.append(BodySpec("box", (side * (width / 2 + 0.5), height / 2 - 1.0),
-                              (1.0, height + 2.0), mass=0.0))
+        specs.append(
+            BodySpec(
+                "box", (side * (width / 2 + 0.5), height / 2 - 1.0), (1.0, height + 2.0), mass=0.0
+            )
+        )
     jitter = rng.uniform(-0.05, 0.05, size=(n_bodies, 2))
     radii = rng.uniform(0.15, 0.3, size=n_bodies)
     sides = rng.uniform(0.25, 0.45, size=(n_bodies, 2))
     angles = rng.uniform(-math.pi, math.pi, size=n_bodies)
     for i in range(n_bodies):
         row, column = divmod(i, columns)
-        position = (float((column + 0.5) * spacing - width / 2 + jitter[i, 0]),
-                    float(0.5 + (row + 0.5) * spacing + jitter[i, 1]))
+        position = (
+            float((column + 0.5) * spacing - width / 2 + jitter[i, 0]),
+            float(0.5 + (row + 0.5) * spacing + jitter[i, 1]),
+        )
         if i % 2 == 0:
             r = float(radii[i])
             specs.append(BodySpec("circle", position, (r, r), float(angles[i])))
         else:
-            specs.append(BodySpec("box", position, (float(sides[i, 0]), float(sides[i, 1])),
-                                  float(angles[i])))
+            specs.append(
+                BodySpec(
+                    "box", position, (float(sides[i, 0]), float(sides[i, 1])), float(angles[i])
+                )
+            )
     return specs
 
 
-def pyramid(base: int, *, box_size: float = 1.0, n_worlds: int = 1, arch: str = "auto",
-            substeps: int = 11, friction: float = FRICTION, **scene_kwargs) -> Scene:
+def pyramid(
+    base: int,
+    *,
+    box_size: float = 1.0,
+    n_worlds: int = 1,
+    arch: str = "auto",
+    substeps: int = 11,
+    friction: float = FRICTION,
+    **scene_kwargs,
+) -> Scene:
     """Box2D's pyramid: rows of `base`, `base`-1, ... boxes of `box_size` (m) on a ground.
 
     base 100 is Box2D's "large pyramid" (5,050 boxes). Body 0 is the ground; the last body is
     the top box.
     """
     specs, _ = pyramid_layout(base, box_size)
-    specs = [BodySpec(s.kind, s.position, s.size, mass=s.mass, friction=friction)
-             for s in specs]
+    specs = [BodySpec(s.kind, s.position, s.size, mass=s.mass, friction=friction) for s in specs]
     return build_scene(specs, n_worlds=n_worlds, arch=arch, substeps=substeps, **scene_kwargs)
 
 
@@ -153,8 +178,9 @@ def pile(n_bodies: int, seed: int = 0, **scene_kwargs) -> Scene:
     return build_scene(pile_layout(n_bodies, seed), **scene_kwargs)
 
 
-def joint_grid(rows: int = 100, columns: int = 100, spacing: float = 1.0, radius: float = 0.4,
-               **scene_kwargs) -> Scene:
+def joint_grid(
+    rows: int = 100, columns: int = 100, spacing: float = 1.0, radius: float = 0.4, **scene_kwargs
+) -> Scene:
     """rows x columns circles, each joined by a revolute joint to its left and upper
     neighbours; the top row is pinned (static). 100 x 100: 10,000 bodies, 19,701 joints.
 
@@ -163,9 +189,13 @@ def joint_grid(rows: int = 100, columns: int = 100, spacing: float = 1.0, radius
     scene = Scene(**scene_kwargs)
     for row in range(rows):
         for column in range(columns):
-            scene.add_circle((column * spacing, -row * spacing), radius,
-                             mass=0.0 if row == 0 else 1.0,
-                             static_friction=FRICTION, dynamic_friction=FRICTION)
+            scene.add_circle(
+                (column * spacing, -row * spacing),
+                radius,
+                mass=0.0 if row == 0 else 1.0,
+                static_friction=FRICTION,
+                dynamic_friction=FRICTION,
+            )
     for row in range(rows):
         for column in range(columns):
             body = row * columns + column
@@ -182,7 +212,8 @@ SMALL_WORLD = (
     [BodySpec("box", (0.0, -0.5), (12.0, 1.0), mass=0.0)]
     + [BodySpec("box", (1.5, 0.25 + 0.5 * level), (0.5, 0.5)) for level in range(3)]
     + [BodySpec("circle", (-3.0 + 0.8 * i, 0.5 + 0.6 * i), (0.25, 0.25)) for i in range(3)]
-    + [BodySpec("box", (4.0, 2.0), (1.0, 0.1))])
+    + [BodySpec("box", (4.0, 2.0), (1.0, 0.1))]
+)
 #: The thrown circles' bodies in SMALL_WORLD (all of its circles), and their elasticity
 #: (the boxes': Scene's default, 0.1).
 SMALL_WORLD_CIRCLES = (4, 5, 6)
@@ -206,11 +237,16 @@ def batched_small(n_worlds: int, seed: int = 0, **scene_kwargs) -> Scene:
     its own speeds (small_world_velocities)."""
     scene = Scene(n_worlds=n_worlds, **scene_kwargs)
     for spec in SMALL_WORLD:
-        body = dict(mass=spec.mass, angle=spec.angle, static_friction=spec.friction,
-                    dynamic_friction=spec.friction)
+        body = dict(
+            mass=spec.mass,
+            angle=spec.angle,
+            static_friction=spec.friction,
+            dynamic_friction=spec.friction,
+        )
         if spec.kind == "circle":  # (every circle is a thrown one)
-            scene.add_circle(spec.position, spec.size[0],
-                             elasticity=SMALL_WORLD_CIRCLE_ELASTICITY, **body)
+            scene.add_circle(
+                spec.position, spec.size[0], elasticity=SMALL_WORLD_CIRCLE_ELASTICITY, **body
+            )
         else:
             scene.add_box(spec.position, spec.size, **body)
     parent, child, anchor = SMALL_WORLD_HINGE
@@ -221,8 +257,16 @@ def batched_small(n_worlds: int, seed: int = 0, **scene_kwargs) -> Scene:
     return scene
 
 
-def random_pile(n_bodies: int, *, n_worlds: int = 1, density: float = 0.9, seed: int = 0,
-                arch: str = "auto", substeps: int = 11, **scene_kwargs) -> Scene:
+def random_pile(
+    n_bodies: int,
+    *,
+    n_worlds: int = 1,
+    density: float = 0.9,
+    seed: int = 0,
+    arch: str = "auto",
+    substeps: int = 11,
+    **scene_kwargs,
+) -> Scene:
     """`n_bodies` mixed circles, boxes and triangles scattered densely in a static container.
 
     Sizes 0.2-0.6 m; `density` is the fraction of the pile's area the shapes would fill, so

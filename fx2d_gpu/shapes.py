@@ -274,9 +274,18 @@ def circles(radii, n: int) -> list[Shape]:
     radii = as_reals(radii, "radii", n, minimum=MIN_SIZE)
     # A disc centred on the origin: Shape.bounding_radius is its radius, and unit_inertia's
     # r^2 / 2 + |centre|^2 is r^2 / 2 (the same floats: tests/test_bulk_add.py).
-    return [_prepared(SHAPE_CIRCLE, r, _ORIGIN, _NO_POINTS, _NO_POINTS,
-                      bounding_radius=r, unit_inertia=0.5 * r**2)
-            for r in radii.tolist()]
+    return [
+        _prepared(
+            SHAPE_CIRCLE,
+            r,
+            _ORIGIN,
+            _NO_POINTS,
+            _NO_POINTS,
+            bounding_radius=r,
+            unit_inertia=0.5 * r**2,
+        )
+        for r in radii.tolist()
+    ]
 
 
 def boxes(sizes, n: int, radius=0.0) -> list[Shape]:
@@ -296,15 +305,21 @@ def boxes(sizes, n: int, radius=0.0) -> list[Shape]:
     sizes = as_vectors2(sizes, "sizes", n)
     small = np.flatnonzero((sizes < MIN_SIZE).any(1))[:1]
     for i in small:
-        raise ValueError(f"sizes[{i}] must be >= {MIN_SIZE} m on both axes, "
-                         f"got {tuple(sizes[i])}")
+        raise ValueError(f"sizes[{i}] must be >= {MIN_SIZE} m on both axes, got {tuple(sizes[i])}")
     radii = as_reals(radius, "radius", n, minimum=0.0)
     half = 0.5 * sizes
     hw, hh = half[:, 0], half[:, 1]
     # polygon()'s steps for (-hw, -hh), (hw, -hh), (hw, hh), (-hw, hh), as arrays: the
     # centroid is exactly 0 (its terms cancel in pairs), so the vertices stay as given.
-    vertices = np.stack([np.stack([-hw, -hh], 1), np.stack([hw, -hh], 1),
-                         np.stack([hw, hh], 1), np.stack([-hw, hh], 1)], 1)
+    vertices = np.stack(
+        [
+            np.stack([-hw, -hh], 1),
+            np.stack([hw, -hh], 1),
+            np.stack([hw, hh], 1),
+            np.stack([-hw, hh], 1),
+        ],
+        1,
+    )
     edges = np.roll(vertices, -1, axis=1) - vertices
     lengths = np.hypot(edges[..., 0], edges[..., 1])
     normals = np.stack([edges[..., 1], -edges[..., 0]], axis=2) / lengths[..., None]
@@ -315,24 +330,47 @@ def boxes(sizes, n: int, radius=0.0) -> list[Shape]:
     normals.setflags(write=False)
     shapes = []
     # Iterating the arrays gives each box its rows as read-only views.
-    for size, r, corners, sides, far, inertia in zip(sizes, radii.tolist(), vertices, normals,
-                                                     reach, unit.tolist(), strict=True):
+    for size, r, corners, sides, far, inertia in zip(
+        sizes, radii.tolist(), vertices, normals, reach, unit.tolist(), strict=True
+    ):
         if r > 0.0:
             shapes.append(box(size, r))
         else:
-            shapes.append(_prepared(SHAPE_POLYGON, 0.0, _ORIGIN, corners, sides,
-                                    bounding_radius=far, unit_inertia=inertia))
+            shapes.append(
+                _prepared(
+                    SHAPE_POLYGON,
+                    0.0,
+                    _ORIGIN,
+                    corners,
+                    sides,
+                    bounding_radius=far,
+                    unit_inertia=inertia,
+                )
+            )
     return shapes
 
 
-def _prepared(kind: int, radius: float, center: np.ndarray, vertices: np.ndarray,
-              normals: np.ndarray, **cached) -> Shape:
+def _prepared(
+    kind: int,
+    radius: float,
+    center: np.ndarray,
+    vertices: np.ndarray,
+    normals: np.ndarray,
+    **cached,
+) -> Shape:
     """A Shape from arrays that are already float64 and read-only (not copied: a bulk
     constructor's rows), with its cached properties filled in."""
     shape = object.__new__(Shape)
     # Frozen: its fields are set in its __dict__, as dataclasses' own __init__ does.
-    shape.__dict__.update(kind=kind, radius=radius, center=center, vertices=vertices,
-                          normals=normals, cones=_NO_POINTS, **cached)
+    shape.__dict__.update(
+        kind=kind,
+        radius=radius,
+        center=center,
+        vertices=vertices,
+        normals=normals,
+        cones=_NO_POINTS,
+        **cached,
+    )
     return shape
 
 
@@ -392,8 +430,9 @@ def edge(a, b) -> Shape:
     a = as_vector2(a, "a", MAX_COORDINATE)
     b = as_vector2(b, "b", MAX_COORDINATE)
     if np.hypot(*(b - a)) < MIN_SIZE:
-        raise ValueError(f"a and b must be at least {MIN_SIZE} m apart, got {tuple(a)} and "
-                         f"{tuple(b)}")
+        raise ValueError(
+            f"a and b must be at least {MIN_SIZE} m apart, got {tuple(a)} and {tuple(b)}"
+        )
     ends = np.array([a, b])
     return Shape(SHAPE_EDGE, 0.0, np.zeros(2), ends, _segment_normals(a, b))
 
@@ -453,8 +492,11 @@ def chain(points, loop: bool = False, name: str = "points") -> list[Shape]:
                 bounds.append(-directions[i] if side == 0 else directions[i])
                 continue
             neighbour %= n
-            first, second = (directions[neighbour], directions[i]) if side == 0 else (
-                directions[i], directions[neighbour])
+            first, second = (
+                (directions[neighbour], directions[i])
+                if side == 0
+                else (directions[i], directions[neighbour])
+            )
             turn = first[0] * second[1] - first[1] * second[0]
             # A right turn (clockwise) bends the chain away from its front: a convex corner,
             # whose rounded outside belongs to the link that ends there (one link per corner,
@@ -462,8 +504,14 @@ def chain(points, loop: bool = False, name: str = "points") -> list[Shape]:
             convex = turn < -1e-9 and side == 1
             bounds.append(fronts[neighbour] if convex else fronts[i])
         a, b = ends[i], ends[i + 1]
-        link = Shape(SHAPE_CHAIN, 0.0, np.zeros(2), np.array([a, b]), _segment_normals(a, b),
-                     np.array(bounds))
+        link = Shape(
+            SHAPE_CHAIN,
+            0.0,
+            np.zeros(2),
+            np.array([a, b]),
+            _segment_normals(a, b),
+            np.array(bounds),
+        )
         link.__dict__.update(bounding_radius=far[i], diameter=sizes[i], unit_inertia=0.0)
         links.append(link)
     return links
@@ -487,8 +535,9 @@ def _polygon_moments(vertices: np.ndarray) -> tuple:
     return area, first, second
 
 
-def rounded_moments(vertices: np.ndarray, normals: np.ndarray,
-                    radius: float) -> tuple[float, np.ndarray, float]:
+def rounded_moments(
+    vertices: np.ndarray, normals: np.ndarray, radius: float
+) -> tuple[float, np.ndarray, float]:
     """Area, first moment and polar second moment about the origin of a rounded convex core.
 
     The shape is every point within `radius` of the core: the core, a rectangle of depth
@@ -520,12 +569,20 @@ def rounded_moments(vertices: np.ndarray, normals: np.ndarray,
         # Centroid 4 r sin(s/2) / (3 s) from the apex along the bisector; J about the apex
         # r^4 s / 4; moved to the origin by the parallel-axis rule.
         bisector = start + 0.5 * sweep
-        offset = (4.0 * radius * math.sin(0.5 * sweep) / (3.0 * sweep)
-                  * np.array([math.cos(bisector), math.sin(bisector)]))
+        offset = (
+            4.0
+            * radius
+            * math.sin(0.5 * sweep)
+            / (3.0 * sweep)
+            * np.array([math.cos(bisector), math.sin(bisector)])
+        )
         area += sector
         first = first + sector * (v_next + offset)
-        second += (radius**4 * sweep / 4.0 + 2.0 * sector * float(v_next @ offset)
-                   + sector * float(v_next @ v_next))
+        second += (
+            radius**4 * sweep / 4.0
+            + 2.0 * sector * float(v_next @ offset)
+            + sector * float(v_next @ v_next)
+        )
     return float(area), first, float(second)
 
 
@@ -571,6 +628,7 @@ def outline(shape: Shape, arc_segments: int = 6) -> np.ndarray:
         if k == 2:
             sweep = math.pi
         angles = start + sweep * np.linspace(0.0, 1.0, arc_segments + 1)
-        points.append(shape.vertices[i] + shape.radius * np.stack([np.cos(angles),
-                                                                  np.sin(angles)], 1))
+        points.append(
+            shape.vertices[i] + shape.radius * np.stack([np.cos(angles), np.sin(angles)], 1)
+        )
     return np.concatenate(points)

@@ -14,8 +14,9 @@ def arch():
     # FX2D_TEST_ARCH=vulkan on a machine without the driver would test the CPU backend
     # again under another name.
     if ARCH not in ("cpu", "auto") and runtime.on_cpu():
-        pytest.skip(f"FX2D_TEST_ARCH={ARCH}: that backend did not start here (Taichi runs "
-                    f"on {BACKEND})")
+        pytest.skip(
+            f"FX2D_TEST_ARCH={ARCH}: that backend did not start here (Taichi runs on {BACKEND})"
+        )
     return ARCH
 
 
@@ -25,7 +26,6 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "arch" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.backend)
-
 
 
 #: The contact and joint solvers (Scene(solver=...)): a physics test that takes the `solver`

@@ -31,8 +31,13 @@ def mechanical_energy(scene, bodies, state=None, gravity: float = G, world: int 
     velocity = state.velocity[world, bodies].astype(np.float64)
     spin = state.angular_velocity[world, bodies].astype(np.float64)
     height = state.position[world, bodies, 1].astype(np.float64)
-    return float((0.5 * mass * (velocity ** 2).sum(axis=1) + 0.5 * inertia * spin ** 2
-                  + mass * gravity * height).sum())
+    return float(
+        (
+            0.5 * mass * (velocity**2).sum(axis=1)
+            + 0.5 * inertia * spin**2
+            + mass * gravity * height
+        ).sum()
+    )
 
 
 def soft_contact_hertz(substeps: int, immovable: bool) -> float:
@@ -54,9 +59,9 @@ def soft_column_drop(n_boxes: int, substeps: int = 4) -> float:
     each point's 1/m_eff = 2/m + 2 (0.5^2) / I = 5 per kg (I = 1/6 kg m^2), so it closes
     2.5 k g / w^2; the ground's points, 1/m_eff = 2.5, close 1.25 n g / w^2 at twice the
     hertz."""
-    return (sum(2.5 * k * soft_deflection(soft_contact_hertz(substeps, False))
-                for k in range(1, n_boxes))
-            + 1.25 * n_boxes * soft_deflection(soft_contact_hertz(substeps, True)))
+    return sum(
+        2.5 * k * soft_deflection(soft_contact_hertz(substeps, False)) for k in range(1, n_boxes)
+    ) + 1.25 * n_boxes * soft_deflection(soft_contact_hertz(substeps, True))
 
 
 # ----------------------------------------------------------------------------- stepping
@@ -101,8 +106,10 @@ def track(scene, body, steps=None, *, seconds=None, dt=DT):
     """Positions (frames, 2) and speeds (frames,) of `body` (world 0) after every step of
     run(scene, steps, seconds=, dt=)."""
     states = record(scene, lambda s: s.get_state(), steps, seconds=seconds, dt=dt)
-    return (np.array([s.position[0, body].copy() for s in states]),
-            np.array([np.linalg.norm(s.velocity[0, body]) for s in states]))
+    return (
+        np.array([s.position[0, body].copy() for s in states]),
+        np.array([np.linalg.norm(s.velocity[0, body]) for s in states]),
+    )
 
 
 # ----------------------------------------------------------------------------- scenes
@@ -110,15 +117,22 @@ def rig(arch):
     """A motor-driven pendulum chain over a static floor, with a box resting on the floor:
     joints, PID state and sleep timers all carry from step to step."""
     scene = fx.Scene(arch=arch)
-    floor = scene.add_box((0.0, -0.5), (20.0, 1.0), mass=0, static_friction=0.5,
-                          dynamic_friction=0.4)
+    floor = scene.add_box(
+        (0.0, -0.5), (20.0, 1.0), mass=0, static_friction=0.5, dynamic_friction=0.4
+    )
     scene.add_box((4.0, 0.5), (1.0, 1.0))
     previous = scene.add_box((0.0, 4.0), (0.4, 0.4), mass=0)
     for i in range(4):
         link = scene.add_box((0.5 + i, 4.0), (0.8, 0.2))
-        scene.add_revolute_joint(previous, link, anchor=(0.5 if i else 0.0, 0.0),
-                                 control_mode="velocity" if i == 0 else None, target=2.0,
-                                 pid=(5.0, 0.5, 0.0), max_effort=50.0)
+        scene.add_revolute_joint(
+            previous,
+            link,
+            anchor=(0.5 if i else 0.0, 0.0),
+            control_mode="velocity" if i == 0 else None,
+            target=2.0,
+            pid=(5.0, 0.5, 0.0),
+            max_effort=50.0,
+        )
         previous = link
     assert floor == 0
     return scene
@@ -132,12 +146,28 @@ def joint_control_demo(arch, n_worlds=1):
     arm = scene.add_box((7.0, 4.0), (2.0, 0.25), mass=1.0, inertia=0.5, gravity_scale=0.0)
     rail = scene.add_box((6.0, 1.5), (10.0, 0.4), mass=0, gravity_scale=0.0)
     slider = scene.add_box((6.0, 1.5), (0.8, 0.8), mass=1.0, inertia=0.1, gravity_scale=0.0)
-    arm_motor = scene.add_revolute_joint(base, arm, anchor=(0.0, 0.0), angle_min=-3.14159,
-                                         angle_max=3.14159, control_mode="position",
-                                         target=1.0, max_effort=25.0, pid=(6.0, 0.05, 0.4))
-    slider_motor = scene.add_prismatic_joint(rail, slider, axis=(1.0, 0.0), position_min=-4.0,
-                                             position_max=4.0, control_mode="position",
-                                             target=0.0, max_effort=20.0, pid=(8.0, 0.2, 5.0))
+    arm_motor = scene.add_revolute_joint(
+        base,
+        arm,
+        anchor=(0.0, 0.0),
+        angle_min=-3.14159,
+        angle_max=3.14159,
+        control_mode="position",
+        target=1.0,
+        max_effort=25.0,
+        pid=(6.0, 0.05, 0.4),
+    )
+    slider_motor = scene.add_prismatic_joint(
+        rail,
+        slider,
+        axis=(1.0, 0.0),
+        position_min=-4.0,
+        position_max=4.0,
+        control_mode="position",
+        target=0.0,
+        max_effort=20.0,
+        pid=(8.0, 0.2, 5.0),
+    )
     return scene, arm_motor, slider_motor
 
 
@@ -152,27 +182,47 @@ def machine_scene(n_worlds: int, arch: str, **scene_kwargs) -> fx.Scene:
     for level in range(4):
         scene.add_box((2.0, 0.25 + 0.5 * level), (0.5, 0.5), **friction)
     thrown = [scene.add_circle((-4.0 + i, 1.0 + 0.5 * i), 0.25, **friction) for i in range(3)]
-    thrown.append(scene.add_polygon((-1.0, 3.0), [(-0.3, -0.2), (0.3, -0.2), (0.0, 0.3)],
-                                    **friction))
+    thrown.append(
+        scene.add_polygon((-1.0, 3.0), [(-0.3, -0.2), (0.3, -0.2), (0.0, 0.3)], **friction)
+    )
     scene.add_capsule((5.0, 0.5), 0.8, 0.2, angle=0.3, **friction)
     base = scene.add_box((8.0, 3.0), (0.4, 0.4), mass=0.0)
     arm = scene.add_box((8.8, 3.0), (1.6, 0.1), **friction)
-    scene.add_revolute_joint(base, arm, anchor=(0.0, 0.0), control_mode="velocity",
-                             target=2.0, pid=(4.0, 0.0, 0.0), max_effort=40.0)
+    scene.add_revolute_joint(
+        base,
+        arm,
+        anchor=(0.0, 0.0),
+        control_mode="velocity",
+        target=2.0,
+        pid=(4.0, 0.0, 0.0),
+        max_effort=40.0,
+    )
     rail = scene.add_box((-8.0, 4.0), (0.2, 0.2), mass=0.0)
     slider = scene.add_box((-8.0, 4.5), (0.6, 0.3), **friction)
-    scene.add_prismatic_joint(rail, slider, axis=(1.0, 0.0), position_min=-2.0,
-                              position_max=1.5, control_mode="position", target=3.0,
-                              pid=(60.0, 0.0, 8.0), max_effort=200.0)
-    scene.add_box((-10.0, 0.9), (0.5, 0.5), external_forces_enabled=False, gravity_scale=0.0,
-                  velocity=(1.5, 0.0))
+    scene.add_prismatic_joint(
+        rail,
+        slider,
+        axis=(1.0, 0.0),
+        position_min=-2.0,
+        position_max=1.5,
+        control_mode="position",
+        target=3.0,
+        pid=(60.0, 0.0, 8.0),
+        max_effort=200.0,
+    )
+    scene.add_box(
+        (-10.0, 0.9),
+        (0.5, 0.5),
+        external_forces_enabled=False,
+        gravity_scale=0.0,
+        velocity=(1.5, 0.0),
+    )
     scene.add_box((0.0, 1.0), (1.0, 1.0), sensor=True, mass=0.0)
     scene.add_circle((3.5, 4.0), 0.3, elasticity=0.8)
     state = scene.get_state()
     for world in range(n_worlds):  # world w's throw does not depend on n_worlds
         rng = np.random.default_rng([7, world])
-        state.velocity[world, thrown] = rng.uniform([1.0, -1.0], [7.0, 4.0],
-                                                    size=(len(thrown), 2))
+        state.velocity[world, thrown] = rng.uniform([1.0, -1.0], [7.0, 4.0], size=(len(thrown), 2))
     scene.set_state(state)
     return scene
 
@@ -210,9 +260,13 @@ def xfail_where_paths_round_apart(request, arch: str):
     each kernel's code offers them). It still runs there (XFAIL, or XPASS should they
     agree); on the CPU and on Vulkan it must pass."""
     if arch == "cuda":
-        request.applymarker(pytest.mark.xfail(
-            reason="on CUDA the small-world and general paths round differently "
-                   "(docs/backends.md)", strict=False))
+        request.applymarker(
+            pytest.mark.xfail(
+                reason="on CUDA the small-world and general paths round differently "
+                "(docs/backends.md)",
+                strict=False,
+            )
+        )
 
 
 def assert_bitwise_equal(got, expected, label):
@@ -225,8 +279,9 @@ def records_equal(x, y) -> bool:
     """Two records (dataclasses of arrays, nested: Contacts, ContactEvents) are equal bit for
     bit."""
     if dataclasses.is_dataclass(x):
-        return all(records_equal(getattr(x, f.name), getattr(y, f.name))
-                   for f in dataclasses.fields(x))
+        return all(
+            records_equal(getattr(x, f.name), getattr(y, f.name)) for f in dataclasses.fields(x)
+        )
     return np.array_equal(x, y)
 
 
@@ -244,8 +299,11 @@ def trace(scene: fx.Scene, steps: int) -> dict:
         e = scene.contact_events()
         events.append((len(e.begin.world), len(e.end.world)))
     state = scene.get_state()
-    return {"state": {name: getattr(state, name) for name in TRACE_FIELDS},
-            "contacts": contacts, "events": events}
+    return {
+        "state": {name: getattr(state, name) for name in TRACE_FIELDS},
+        "contacts": contacts,
+        "events": events,
+    }
 
 
 def assert_same_trace(a: dict, b: dict):

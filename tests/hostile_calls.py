@@ -22,23 +22,45 @@ counts = {"stepped scenes": 0, "steps": 0}
 
 wild = st.one_of(
     st.floats(allow_nan=True, allow_infinity=True, width=64),
-    st.sampled_from([0.0, -1.0, 1e-320, 1e-200, 1e-6, 0.5, 3.0, 1e9, 1e15, 1e30, 1e39,
-                     math.nan, math.inf]),
-    st.integers(-5, 5), st.just(None), st.just("x"), st.booleans())
+    st.sampled_from(
+        [0.0, -1.0, 1e-320, 1e-200, 1e-6, 0.5, 3.0, 1e9, 1e15, 1e30, 1e39, math.nan, math.inf]
+    ),
+    st.integers(-5, 5),
+    st.just(None),
+    st.just("x"),
+    st.booleans(),
+)
 sane = st.floats(-5.0, 5.0)
-pair = st.one_of(st.tuples(sane, sane), st.tuples(wild, wild), wild,
-                 st.lists(sane, min_size=0, max_size=3))
+pair = st.one_of(
+    st.tuples(sane, sane), st.tuples(wild, wild), wild, st.lists(sane, min_size=0, max_size=3)
+)
 
 
 @st.composite
 def body(draw):
     kind = draw(st.sampled_from(["circle", "box", "polygon"]))
     size = draw(st.one_of(st.floats(0.05, 2.0), wild))
-    kwargs = draw(st.dictionaries(
-        st.sampled_from(["mass", "elasticity", "static_friction", "dynamic_friction",
-                         "angle", "angular_velocity", "gravity_scale", "vel_damping",
-                         "inertia", "velocity", "name"]),
-        st.one_of(wild, st.floats(0.0, 3.0), pair), max_size=3))
+    kwargs = draw(
+        st.dictionaries(
+            st.sampled_from(
+                [
+                    "mass",
+                    "elasticity",
+                    "static_friction",
+                    "dynamic_friction",
+                    "angle",
+                    "angular_velocity",
+                    "gravity_scale",
+                    "vel_damping",
+                    "inertia",
+                    "velocity",
+                    "name",
+                ]
+            ),
+            st.one_of(wild, st.floats(0.0, 3.0), pair),
+            max_size=3,
+        )
+    )
     position = draw(st.one_of(st.tuples(sane, sane), pair))
     return kind, size, position, kwargs
 
@@ -46,10 +68,12 @@ def body(draw):
 @st.composite
 def valid_body(draw):
     kind = draw(st.sampled_from(["circle", "box", "polygon"]))
-    kwargs = {"mass": draw(st.sampled_from([0.0, 0.01, 1.0, 50.0])),
-              "velocity": (draw(st.floats(-20, 20)), draw(st.floats(-20, 20))),
-              "elasticity": draw(st.floats(0.0, 1.0)),
-              "static_friction": draw(st.floats(0.0, 1.0))}
+    kwargs = {
+        "mass": draw(st.sampled_from([0.0, 0.01, 1.0, 50.0])),
+        "velocity": (draw(st.floats(-20, 20)), draw(st.floats(-20, 20))),
+        "elasticity": draw(st.floats(0.0, 1.0)),
+        "static_friction": draw(st.floats(0.0, 1.0)),
+    }
     return kind, draw(st.floats(0.05, 2.0)), (draw(sane), draw(sane)), kwargs
 
 
@@ -57,8 +81,9 @@ def add(scene, kind, size, position, kwargs):
     if kind == "circle":
         return scene.add_circle(position, size, **kwargs)
     if kind == "box":
-        return scene.add_box(position, (size, size) if not isinstance(size, tuple) else size,
-                             **kwargs)
+        return scene.add_box(
+            position, (size, size) if not isinstance(size, tuple) else size, **kwargs
+        )
     vertices = [(0.0, 0.0), (size, 0.0), (0.0, size)] if isinstance(size, float) else size
     return scene.add_polygon(position, vertices, **kwargs)
 
@@ -67,23 +92,44 @@ call = st.one_of(
     st.tuples(st.just("step"), st.one_of(st.floats(1e-3, 0.06), wild)),
     st.tuples(st.just("force"), st.tuples(st.integers(-1, 6), pair, wild)),
     st.tuples(st.just("target"), st.tuples(st.integers(-1, 2), wild)),
-    st.tuples(st.just("mode"), st.tuples(st.integers(-1, 2), st.sampled_from(
-        [None, "position", "velocity", "effort", "bogus"]), st.one_of(
-        st.just(None), st.tuples(wild, wild, wild)), st.one_of(st.just(None), wild))),
+    st.tuples(
+        st.just("mode"),
+        st.tuples(
+            st.integers(-1, 2),
+            st.sampled_from([None, "position", "velocity", "effort", "bogus"]),
+            st.one_of(st.just(None), st.tuples(wild, wild, wild)),
+            st.one_of(st.just(None), wild),
+        ),
+    ),
     st.tuples(st.just("nudge"), st.tuples(st.integers(0, 6), wild)),
-    st.tuples(st.just("read"), st.sampled_from(["contacts", "candidate_pairs", "joint_state",
-                                                "get_state", "snapshot"])),
+    st.tuples(
+        st.just("read"),
+        st.sampled_from(["contacts", "candidate_pairs", "joint_state", "get_state", "snapshot"]),
+    ),
 )
 
 
-@settings(max_examples=int(sys.argv[1]), deadline=None, derandomize=True,
-          suppress_health_check=list(HealthCheck), database=None)
-@given(st.tuples(st.one_of(st.just((0.0, -9.81)), st.just((0.0, -9.81)), pair),
-                 st.integers(1, 3)),
-       st.lists(st.one_of(valid_body(), valid_body(), body()), min_size=1, max_size=7),
-       st.lists(st.tuples(st.integers(0, 6), st.integers(0, 6), st.sampled_from(
-           ["revolute", "prismatic"]), st.one_of(wild, st.floats(-1, 1))), max_size=2),
-       st.lists(call, min_size=1, max_size=8))
+@settings(
+    max_examples=int(sys.argv[1]),
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=list(HealthCheck),
+    database=None,
+)
+@given(
+    st.tuples(st.one_of(st.just((0.0, -9.81)), st.just((0.0, -9.81)), pair), st.integers(1, 3)),
+    st.lists(st.one_of(valid_body(), valid_body(), body()), min_size=1, max_size=7),
+    st.lists(
+        st.tuples(
+            st.integers(0, 6),
+            st.integers(0, 6),
+            st.sampled_from(["revolute", "prismatic"]),
+            st.one_of(wild, st.floats(-1, 1)),
+        ),
+        max_size=2,
+    ),
+    st.lists(call, min_size=1, max_size=8),
+)
 def hostile(settings_, bodies, joints, calls):
     (gravity, n_worlds) = settings_
     try:
@@ -98,8 +144,13 @@ def hostile(settings_, bodies, joints, calls):
     for parent, child, kind, value in joints:
         try:
             if kind == "revolute":
-                scene.add_revolute_joint(parent, child, anchor=(value, 0.0),
-                                         control_mode="velocity", pid=(value, 0.0, 0.0))
+                scene.add_revolute_joint(
+                    parent,
+                    child,
+                    anchor=(value, 0.0),
+                    control_mode="velocity",
+                    pid=(value, 0.0, 0.0),
+                )
             else:
                 scene.add_prismatic_joint(parent, child, axis=(1.0, value))
         except CLEAR:

@@ -34,10 +34,12 @@ def test_quick_suite_runs_every_scene_and_writes_csv_and_plots(tmp_path, arch):
         assert pyramid["fx2d_gpu (no sleep)"]["ratio_to_pymunk"] > 0
     grid, grid_base = sizes.grid, sizes.grid_base
     assert by_scene["many_pyramids"]["fx2d_gpu"]["bodies"] == (
-        grid * grid * grid_base * (grid_base + 1) // 2 + grid)
+        grid * grid * grid_base * (grid_base + 1) // 2 + grid
+    )
     rows, columns = sizes.joint_grid
     assert by_scene["joint_grid"]["fx2d_gpu"]["joints"] == (
-        (rows - 1) * columns + (rows - 1) * (columns - 1))
+        (rows - 1) * columns + (rows - 1) * (columns - 1)
+    )
     piles = out["pile"]
     engines = {r["engine"] for r in piles}
     assert "fx2d_gpu" in engines and ("pymunk" in engines) == with_pymunk
@@ -63,10 +65,13 @@ def _check_box2d_column(by_scene: dict, sizes: suite.Sizes, batched_rows: list[d
     pyramids' apex drop; beside the largest batch of small worlds (batched_rows) only."""
     for threads in suite.BOX2D_THREADS:
         column = suite.box2d_ratio_column(threads)
-        runs = [("large_pyramid", "fx2d_gpu", True), ("large_pyramid", "fx2d_gpu (no sleep)",
-                                                      False),
-                ("many_pyramids", "fx2d_gpu", True), ("joint_grid", "fx2d_gpu", True),
-                ("pile", "fx2d_gpu", True)]
+        runs = [
+            ("large_pyramid", "fx2d_gpu", True),
+            ("large_pyramid", "fx2d_gpu (no sleep)", False),
+            ("many_pyramids", "fx2d_gpu", True),
+            ("joint_grid", "fx2d_gpu", True),
+            ("pile", "fx2d_gpu", True),
+        ]
         for scene, ours, enable_sleep in runs:
             rows = by_scene[scene]
             theirs = rows[box2d_scenes.engine_name(threads, enable_sleep)]
@@ -83,21 +88,34 @@ def _check_box2d_column(by_scene: dict, sizes: suite.Sizes, batched_rows: list[d
         assert batched[0][column] > 0
         theirs = by_scene["batched_small"][box2d_scenes.engine_name(threads)]
         assert (theirs["bodies"], theirs["joints"], theirs["worlds"]) == (
-            8 * sizes.box2d_worlds, sizes.box2d_worlds, sizes.box2d_worlds)
+            8 * sizes.box2d_worlds,
+            sizes.box2d_worlds,
+            sizes.box2d_worlds,
+        )
         assert theirs["world_steps_per_s"] > 0
 
 
 def test_quick_suite_leaves_out_what_is_not_asked_for(tmp_path, arch):
-    (rows,) = suite.run(["large_pyramid"], arch=arch, quick=True, results=tmp_path,
-                        plot=False, with_pymunk=False, with_box2d=False).values()
+    (rows,) = suite.run(
+        ["large_pyramid"],
+        arch=arch,
+        quick=True,
+        results=tmp_path,
+        plot=False,
+        with_pymunk=False,
+        with_box2d=False,
+    ).values()
     assert [r["engine"] for r in rows] == ["fx2d_gpu", "fx2d_gpu (no sleep)"]
     assert all(r["ratio_to_box2d_1_thread"] == "" for r in rows)
 
 
 def test_an_engine_not_installed_is_left_out_with_a_note(monkeypatch, capsys):
     real_find_spec = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *args: None
-                        if name == "pyb2d3" else real_find_spec(name, *args))
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *args: None if name == "pyb2d3" else real_find_spec(name, *args),
+    )
     assert suite._other_engines(with_pymunk=True, with_box2d=True) == {"pymunk"}
     assert "pyb2d3 is not installed: the box2d column is left out" in capsys.readouterr().out
 
@@ -107,8 +125,9 @@ def test_box2d_world_matches_the_specs():
     specs = scenes.pile_layout(40, seed=2)
     world = box2d_scenes.build_world(specs)
     assert len(world.bodies) == len(specs)
-    np.testing.assert_allclose(world.positions(), [spec.position for spec in specs],
-                               atol=1e-5)  # Box2D keeps float32
+    np.testing.assert_allclose(
+        world.positions(), [spec.position for spec in specs], atol=1e-5
+    )  # Box2D keeps float32
     for spec, body in zip(specs, world.bodies, strict=True):
         assert body.angle == pytest.approx(spec.angle, abs=1e-4)
         if spec.mass > 0:
@@ -135,8 +154,12 @@ def test_box2d_small_worlds_are_batched_smalls_worlds_side_by_side(arch):
     steps = np.round(offsets / spacing)
     np.testing.assert_allclose(offsets, steps * spacing, atol=1e-4)
     assert len({tuple(place) for place in steps}) == n_worlds  # each world its own place
-    velocities = np.array([[tuple(body.linear_velocity) for body in world.bodies[8 * w:8 * w + 8]]
-                           for w in range(n_worlds)])
+    velocities = np.array(
+        [
+            [tuple(body.linear_velocity) for body in world.bodies[8 * w : 8 * w + 8]]
+            for w in range(n_worlds)
+        ]
+    )
     np.testing.assert_allclose(velocities, state.velocity, atol=1e-5)
     masses = [body.mass for body in world.bodies[:8]]
     assert masses[0] == 0.0 and masses[1:] == pytest.approx([1.0] * 7, rel=1e-5)
@@ -161,25 +184,31 @@ def test_per_pass_benchmark_divides_the_passes_by_the_contacts(arch, tmp_path):
     same pyramid's contacts."""
     from benchmarks import per_pass
 
-    rows = per_pass.main(["--quick", "--rounds", "1", "--arch", arch,
-                          "--results", str(tmp_path)])
+    rows = per_pass.main(["--quick", "--rounds", "1", "--arch", arch, "--results", str(tmp_path)])
     ours = [r for r in rows if r["engine"] == "fx2d_gpu"]
-    assert [r["measure"] for r in ours] == ["position pass (profiled)",
-                                            "velocity pass (profiled)",
-                                            "all passes (profiled)", "whole step / passes"]
+    assert [r["measure"] for r in ours] == [
+        "position pass (profiled)",
+        "velocity pass (profiled)",
+        "all passes (profiled)",
+        "whole step / passes",
+    ]
     assert [r["passes_per_step"] for r in ours] == [11, 11, 22, 22]
     soft = [r for r in rows if r["engine"] == "fx2d_gpu soft_step"]
-    assert [r["measure"] for r in soft] == ["solve (profiled)", "relax (profiled)",
-                                            "restitution (profiled)", "all passes (profiled)",
-                                            "whole step / passes"]
+    assert [r["measure"] for r in soft] == [
+        "solve (profiled)",
+        "relax (profiled)",
+        "restitution (profiled)",
+        "all passes (profiled)",
+        "whole step / passes",
+    ]
     assert [r["passes_per_step"] for r in soft] == [4, 4, 1, 9, 9]
     # Base 5: 15 boxes, 5 on the ground, 2 under each of the 10 upper ones, 10 side by side.
     assert ours[0]["manifolds"] == 35 and ours[0]["contact_points"] >= 35
     assert soft[0]["contact_points"] >= 35
     for r in ours + soft:
         assert r["ns_per_point_per_pass"] == pytest.approx(
-            r["ms_passes_per_step"] * 1e6 / (r["passes_per_step"] * r["contact_points"]),
-            rel=1e-2)
+            r["ms_passes_per_step"] * 1e6 / (r["passes_per_step"] * r["contact_points"]), rel=1e-2
+        )
     theirs = [r for r in rows if r["engine"].startswith("box2d")]
     if box2d_scenes.available():
         assert [r["passes_per_step"] for r in theirs] == [9, 8, 9, 8]
@@ -203,12 +232,12 @@ def test_engines_side_by_side_take_turns_a_window_each():
 def test_paired_ratio_is_the_median_of_the_windows_ratios_after_the_first():
     ours, theirs = [50.0, 10.0, 30.0, 12.0, 9.0], [1.0, 20.0, 20.0, 8.0, 10.0]
     assert paired_ratio(ours, theirs) == pytest.approx(
-        np.median(np.array(ours[1:]) / np.array(theirs[1:])))  # 0.5, 1.5, 1.5, 0.9
+        np.median(np.array(ours[1:]) / np.array(theirs[1:]))
+    )  # 0.5, 1.5, 1.5, 0.9
 
 
 def test_compile_benchmark_runs_its_probes(arch, tmp_path):
-    (rows,) = suite.run(["compile"], arch=arch, quick=True, results=tmp_path,
-                        plot=False).values()
+    (rows,) = suite.run(["compile"], arch=arch, quick=True, results=tmp_path, plot=False).values()
     # --quick runs the probes warm only (the full run times a cold cache too).
     assert [r["scene"] for r in rows] == ["compile_warm_cache", "grow_10x_warm_cache"]
     assert rows[0]["ms_per_step"] > 0 and rows[0]["first_step_s"] >= 0
@@ -231,8 +260,9 @@ def test_many_pyramids_layout_keeps_rows_apart():
     grounds = [s for s in specs if s.mass == 0.0]
     boxes = [s for s in specs if s.mass > 0.0]
     # Each pyramid's top box is the highest of its pyramid, one row of boxes per level.
-    assert all(specs[t].position[1] == pytest.approx(3.5 + 7.0 * (i // 3))
-               for i, t in enumerate(tops))
+    assert all(
+        specs[t].position[1] == pytest.approx(3.5 + 7.0 * (i // 3)) for i, t in enumerate(tops)
+    )
     # No box reaches the slab of the row above.
     slab_bottoms = sorted(g.position[1] - 0.5 for g in grounds)
     for box in boxes:
@@ -274,8 +304,19 @@ def test_scene_switch_benchmark_runs_scenes_in_turn(tmp_path):
     # here: it runs, writes its CSV, and its stack is the 81 bodies it says.
     from benchmarks import scene_switch
 
-    rows = scene_switch.main(["stack_81", "--rounds", "1", "--steps", "2",
-                              "--sizing-bodies", "0", "--results", str(tmp_path)])
+    rows = scene_switch.main(
+        [
+            "stack_81",
+            "--rounds",
+            "1",
+            "--steps",
+            "2",
+            "--sizing-bodies",
+            "0",
+            "--results",
+            str(tmp_path),
+        ]
+    )
     assert [(r["scene"], r["bodies"]) for r in rows] == [("stack_81", 81)]
     assert rows[0]["alone_ms_per_step"] > 0 and rows[0]["in_turn_ms_per_step"] > 0
     assert next(tmp_path.rglob("scene_switch.csv")).stat().st_size > 0
@@ -307,8 +348,12 @@ def test_queries_benchmark_runs_quick(tmp_path):
 
     rows = queries.main(["--arch", "cpu", "--quick", "--results", str(tmp_path)])
     assert [(r["engine"], r["case"]) for r in rows] == [
-        ("fx2d_gpu", "rays_batched"), ("fx2d_gpu", "points_batched"),
-        ("fx2d_gpu", "aabb_batched"), ("fx2d_gpu", "rays_pile"), ("pymunk", "rays_pile")]
+        ("fx2d_gpu", "rays_batched"),
+        ("fx2d_gpu", "points_batched"),
+        ("fx2d_gpu", "aabb_batched"),
+        ("fx2d_gpu", "rays_pile"),
+        ("pymunk", "rays_pile"),
+    ]
     assert all(r["ms_per_call"] > 0 for r in rows)
     assert next(tmp_path.rglob("queries.csv")).stat().st_size > 0
 
@@ -320,8 +365,19 @@ def test_profile_benchmark_writes_a_row_per_stage(arch, tmp_path, capsys, solver
     add up to at most the profiled step."""
     from fx2d_gpu.physics.solver.stages import DEFAULT_SUBSTEPS, STAGES
 
-    out = suite.main(["batched_small", "--profile", "--quick", "--arch", arch,
-                      "--results", str(tmp_path), "--solver", solver])
+    out = suite.main(
+        [
+            "batched_small",
+            "--profile",
+            "--quick",
+            "--arch",
+            arch,
+            "--results",
+            str(tmp_path),
+            "--solver",
+            solver,
+        ]
+    )
     profile = out["batched_small"]
     assert STAGES[solver][-2].name in capsys.readouterr().out
     suffix = "" if solver == "xpbd" else f"_{solver}"
@@ -350,8 +406,9 @@ def test_quick_env_benchmark_writes_every_env_side_by_side(tmp_path, arch):
         expected.add("LunarLander-v3")
     assert found == {(env, n) for env in expected for n in (1, 4)}
     for r in rows:
-        assert r["env_steps_per_s"] == pytest.approx(r["envs"] * 1000.0 / r["ms_per_vector_step"],
-                                                     rel=1e-3)
+        assert r["env_steps_per_s"] == pytest.approx(
+            r["envs"] * 1000.0 / r["ms_per_vector_step"], rel=1e-3
+        )
     (path,) = tmp_path.rglob("envs.csv")
     with open(path) as f:
         assert len(list(csv.DictReader(f))) == len(rows)
@@ -366,14 +423,18 @@ def test_contact_sweep_benchmark_times_each_solvers_sweeps_and_restores_the_stat
 
     rows = contact_sweep.main(["--quick", "--results", str(tmp_path)])
     assert [(r["solver"], r["sweep"]) for r in rows] == [
-        ("soft_step", "warm start (a body's pairs)"), ("soft_step", "solve"),
-        ("soft_step", "relax"), ("xpbd", "warm start (a body's pairs)"),
-        ("xpbd", "velocity pass")]
+        ("soft_step", "warm start (a body's pairs)"),
+        ("soft_step", "solve"),
+        ("soft_step", "relax"),
+        ("xpbd", "warm start (a body's pairs)"),
+        ("xpbd", "velocity pass"),
+    ]
     assert all(r["pairs"] > 0 and r["ns_per_pair"] > 0 for r in rows)
     assert next(tmp_path.rglob("contact_sweep.csv")).stat().st_size > 0
     for solver in ("soft_step", "xpbd"):
-        measured, twin = (contact_sweep.build("large_pyramid", solver, quick=True)
-                          for _ in range(2))
+        measured, twin = (
+            contact_sweep.build("large_pyramid", solver, quick=True) for _ in range(2)
+        )
         contact_sweep.measure(measured, "large_pyramid", rounds=1)
         for _ in range(5):
             measured.step(contact_sweep.DT)

@@ -28,9 +28,35 @@ from fx2d_gpu.model.builder import BODY_RULES
 #: subnormals to zero (DAZ), and the literal 1e-320 may then read as 0.0.
 SUBNORMAL = struct.unpack("<d", struct.pack("<Q", 2024))[0]
 #: Values tried on every keyword: each one the keyword's rule refuses is a case.
-HOSTILE_VALUES = [math.nan, math.inf, -math.inf, -1.0, -1, 0, SUBNORMAL, 1e-20, 1e39, -1e39,
-                  2e15, 2e10, 10**400, 2**31, 2**32, -(2**31) - 1, 1.5, "x", "1", True, None,
-                  b"x", (math.nan, 0.0), (2e10, 0.0), (1e39, 0.0), (1.0,), {}]
+HOSTILE_VALUES = [
+    math.nan,
+    math.inf,
+    -math.inf,
+    -1.0,
+    -1,
+    0,
+    SUBNORMAL,
+    1e-20,
+    1e39,
+    -1e39,
+    2e15,
+    2e10,
+    10**400,
+    2**31,
+    2**32,
+    -(2**31) - 1,
+    1.5,
+    "x",
+    "1",
+    True,
+    None,
+    b"x",
+    (math.nan, 0.0),
+    (2e10, 0.0),
+    (1e39, 0.0),
+    (1.0,),
+    {},
+]
 #: Values each keyword must refuse, by hand (NaN, the wrong type, out of range): a check
 #: dropped from the table fails here. Every keyword of the table has an entry.
 MUST_REFUSE = {
@@ -56,14 +82,29 @@ MUST_REFUSE = {
 }
 #: The scene-file key of each keyword a file gives as it is (physics); the others are not
 #: in Fx2D's format (NOT_IN_FILES) or come in other units (pose, init_velocity in degrees).
-FILE_KEYS = {"mass": "physics.mass", "inertia": "physics.inertia",
-             "elasticity": "physics.elasticity", "static_friction": "physics.static_friction",
-             "dynamic_friction": "physics.dynamic_friction",
-             "gravity_scale": "physics.gravity_scale", "vel_damping": "physics.vel_damping",
-             "external_forces_enabled": "physics.external_forces_enabled",
-             "sensor": "physics.sensor"}
-NOT_IN_FILES = {"angle", "velocity", "angular_velocity", "name", "collision_group",
-                "category_bits", "mask_bits", "enabled", "bullet", "collides"}
+FILE_KEYS = {
+    "mass": "physics.mass",
+    "inertia": "physics.inertia",
+    "elasticity": "physics.elasticity",
+    "static_friction": "physics.static_friction",
+    "dynamic_friction": "physics.dynamic_friction",
+    "gravity_scale": "physics.gravity_scale",
+    "vel_damping": "physics.vel_damping",
+    "external_forces_enabled": "physics.external_forces_enabled",
+    "sensor": "physics.sensor",
+}
+NOT_IN_FILES = {
+    "angle",
+    "velocity",
+    "angular_velocity",
+    "name",
+    "collision_group",
+    "category_bits",
+    "mask_bits",
+    "enabled",
+    "bullet",
+    "collides",
+}
 
 
 def _refuses(keyword: str, value) -> bool:
@@ -78,11 +119,13 @@ def _cases() -> list:
     cases = []
     for keyword in BODY_RULES:
         values = list(MUST_REFUSE[keyword])
-        values += [v for v in HOSTILE_VALUES if _refuses(keyword, v)
-                   and not any(v is w or (type(v) is type(w) and repr(v) == repr(w))
-                               for w in values)]
-        cases += [pytest.param(keyword, value, id=f"{keyword}={value!r:.20}")
-                  for value in values]
+        values += [
+            v
+            for v in HOSTILE_VALUES
+            if _refuses(keyword, v)
+            and not any(v is w or (type(v) is type(w) and repr(v) == repr(w)) for w in values)
+        ]
+        cases += [pytest.param(keyword, value, id=f"{keyword}={value!r:.20}") for value in values]
     return cases
 
 
@@ -104,8 +147,10 @@ def _scene() -> fx.Scene:
 def _one_body_errors(scene, keyword, value) -> list[Exception]:
     """add_circle's and add_box's errors for `value` (the scene must stay as it was)."""
     before = scene.n_bodies
-    errors = [_error(lambda: scene.add_circle((0.0, 1.0), 0.5, **{keyword: value})),
-              _error(lambda: scene.add_box((0.0, 1.0), (1.0, 1.0), **{keyword: value}))]
+    errors = [
+        _error(lambda: scene.add_circle((0.0, 1.0), 0.5, **{keyword: value})),
+        _error(lambda: scene.add_box((0.0, 1.0), (1.0, 1.0), **{keyword: value})),
+    ]
     assert scene.n_bodies == before
     return errors
 
@@ -114,8 +159,10 @@ def _many_body_errors(scene, keyword, value) -> list[Exception]:
     """add_circles' and add_boxes' errors for `value`, one value for all three bodies."""
     before = scene.n_bodies
     positions = np.array([[0.0, 1.0], [2.0, 1.0], [4.0, 1.0]])
-    errors = [_error(lambda: scene.add_circles(positions, 0.5, **{keyword: value})),
-              _error(lambda: scene.add_boxes(positions, (1.0, 1.0), **{keyword: value}))]
+    errors = [
+        _error(lambda: scene.add_circles(positions, 0.5, **{keyword: value})),
+        _error(lambda: scene.add_boxes(positions, (1.0, 1.0), **{keyword: value})),
+    ]
     assert scene.n_bodies == before
     return errors
 
@@ -134,8 +181,9 @@ def test_scene_documents_every_keyword_with_its_default():
     (collides is add_shape's own argument)."""
     rows = re.findall(r"^\s*\| `(\w+)` \| `([^`]*)` \|", fx.Scene.__doc__, re.M)
     documented = {keyword: ast.literal_eval(default) for keyword, default in rows}
-    assert documented == {keyword: rule.default for keyword, rule in BODY_RULES.items()
-                          if keyword != "collides"}
+    assert documented == {
+        keyword: rule.default for keyword, rule in BODY_RULES.items() if keyword != "collides"
+    }
 
 
 def test_defaults_are_what_a_body_gets():
@@ -186,8 +234,12 @@ def _per_body_cases() -> list:
         if default is None and keyword == "inertia":
             default = 1.0
         number = isinstance(value, float) or isinstance(value, int) and abs(value) < 2**63
-        if (number and not isinstance(value, bool) and not isinstance(default, bool)
-                and isinstance(default, float if isinstance(value, float) else (int, float))):
+        if (
+            number
+            and not isinstance(value, bool)
+            and not isinstance(default, bool)
+            and isinstance(default, float if isinstance(value, float) else (int, float))
+        ):
             cases.append(pytest.param(keyword, value, default, id=case.id))
     return cases
 
@@ -211,9 +263,11 @@ def _yaml_value(value) -> str:
 def _scene_text(keyword, value) -> str:
     """A scene file of one circle whose physics key for `keyword` holds `value`."""
     key = FILE_KEYS[keyword].split(".")[1]
-    return ("scene: {size: [10, 10]}\nentities:\n  b:\n    pose: [5, 5, 0]\n"
-            f"    physics: {{{key}: {_yaml_value(value)}}}\n"
-            "    collision: {geometry: {circle: 0.5}}\n")
+    return (
+        "scene: {size: [10, 10]}\nentities:\n  b:\n    pose: [5, 5, 0]\n"
+        f"    physics: {{{key}: {_yaml_value(value)}}}\n"
+        "    collision: {geometry: {circle: 0.5}}\n"
+    )
 
 
 def _has_yaml_form(keyword, value) -> bool:
@@ -224,9 +278,10 @@ def _has_yaml_form(keyword, value) -> bool:
     return type(read) is type(value) and (read == value or value != value)  # NaN != NaN
 
 
-@pytest.mark.parametrize("keyword,value", [
-    case for case in CASES
-    if case.values[0] in FILE_KEYS and _has_yaml_form(*case.values)])
+@pytest.mark.parametrize(
+    "keyword,value",
+    [case for case in CASES if case.values[0] in FILE_KEYS and _has_yaml_form(*case.values)],
+)
 def test_a_scene_file_refuses_as_the_scene_does(keyword, value):
     """The file's error: where the value is, then the builder's own message."""
     text = _scene_text(keyword, value)

@@ -77,7 +77,7 @@ def test_the_steps_broad_phase_matches_brute_force(arch, noted):
     assert len(got) == n, "a pair was written twice"
     expected, near = scene_pairs(scene)
     assert (got ^ expected) <= near, sorted(got ^ expected)[:10]
-    owned = np.diff(ctx.pool.manifolds.pair_start.to_numpy()[:ctx.n_slots + 1])
+    owned = np.diff(ctx.pool.manifolds.pair_start.to_numpy()[: ctx.n_slots + 1])
     assert (owned > NOTED).any()  # bodies that search again
     assert ((owned > 1) & (owned <= NOTED)).sum() > 100  # and that write from their notes
     # Each body's pairs in partner order, whichever way they were written.
@@ -112,9 +112,13 @@ def test_dense_pile_grows_buffers_and_loses_nothing(arch):
     n = 20000
     scene = fx.Scene(gravity=(0, 0), arch=arch)
     # Boxes and circles in turn, added in one call (the same bodies as one by one).
-    scene.add_shapes(np.zeros((n, 2)), [
-        shapes.circle(rng.uniform(0.3, 0.6)) if i % 2 else shapes.box(rng.uniform(0.4, 1.0, 2))
-        for i in range(n)])
+    scene.add_shapes(
+        np.zeros((n, 2)),
+        [
+            shapes.circle(rng.uniform(0.3, 0.6)) if i % 2 else shapes.box(rng.uniform(0.4, 1.0, 2))
+            for i in range(n)
+        ],
+    )
     state = scene.get_state()
     state.position[0] = rng.uniform(0, 45, size=(n, 2))
     state.angle[0] = rng.uniform(-np.pi, np.pi, size=n)
@@ -174,8 +178,13 @@ def test_extreme_speeds_and_gains_neither_crash_nor_hang():
     import subprocess
     import sys
 
-    run = subprocess.run([sys.executable, "-c", _EXTREMES], capture_output=True, text=True,
-                         timeout=300, env=dict(os.environ, PYTHONPATH=os.getcwd()))
+    run = subprocess.run(
+        [sys.executable, "-c", _EXTREMES],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=dict(os.environ, PYTHONPATH=os.getcwd()),
+    )
     assert run.returncode == 0, run.stderr[-2000:]
     figures = json.loads(run.stdout.strip().splitlines()[-1])
     for speed in ("1e+09", "9.9e+09"):

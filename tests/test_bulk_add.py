@@ -19,15 +19,22 @@ def _per_body_keywords(rng, n):
     mass = rng.uniform(0.5, 3.0, n)
     mass[::9] = 0.0  # some static bodies
     return dict(
-        angle=rng.uniform(-3.0, 3.0, n), velocity=rng.uniform(-2.0, 2.0, (n, 2)),
-        angular_velocity=rng.uniform(-1.0, 1.0, n), mass=mass,
-        elasticity=rng.uniform(0.0, 0.8, n), static_friction=rng.uniform(0.0, 1.0, n),
-        dynamic_friction=rng.uniform(0.0, 0.8, n), gravity_scale=rng.uniform(0.5, 1.5, n),
+        angle=rng.uniform(-3.0, 3.0, n),
+        velocity=rng.uniform(-2.0, 2.0, (n, 2)),
+        angular_velocity=rng.uniform(-1.0, 1.0, n),
+        mass=mass,
+        elasticity=rng.uniform(0.0, 0.8, n),
+        static_friction=rng.uniform(0.0, 1.0, n),
+        dynamic_friction=rng.uniform(0.0, 0.8, n),
+        gravity_scale=rng.uniform(0.5, 1.5, n),
         vel_damping=rng.uniform(0.0, 0.2, n),
-        external_forces_enabled=rng.uniform(size=n) > 0.1, sensor=rng.uniform(size=n) > 0.9,
-        collision_group=rng.integers(-2, 3, n), category_bits=rng.integers(1, 4, n),
+        external_forces_enabled=rng.uniform(size=n) > 0.1,
+        sensor=rng.uniform(size=n) > 0.9,
+        collision_group=rng.integers(-2, 3, n),
+        category_bits=rng.integers(1, 4, n),
         mask_bits=np.where(rng.uniform(size=n) > 0.2, 0xFFFFFFFF, 0x3).astype(np.int64),
-        enabled=rng.uniform(size=n) > 0.05)
+        enabled=rng.uniform(size=n) > 0.05,
+    )
 
 
 def _one_body(keywords, i):
@@ -82,8 +89,9 @@ def test_bulk_bodies_are_the_one_by_one_bodies_to_the_bit():
     for i in range(N):
         single.add_circle(positions[i], radii[i], **_one_body(circle_keywords, i))
     for i in range(N):
-        single.add_box(positions[i] + (0.0, 7.0), sizes[i], radius=rounding[i],
-                       **_one_body(box_keywords, i))
+        single.add_box(
+            positions[i] + (0.0, 7.0), sizes[i], radius=rounding[i], **_one_body(box_keywords, i)
+        )
     assert circles.tolist() == list(range(1, N + 1))
     assert boxes.tolist() == list(range(N + 1, 2 * N + 1))
     _same_model(bulk, single)
@@ -102,8 +110,16 @@ def test_one_value_serves_every_body():
     rng = np.random.default_rng(3)
     positions, radii, sizes, _ = _pile(rng, 10)
     bulk, single = fx.Scene(arch="cpu"), fx.Scene(arch="cpu")
-    keywords = dict(angle=0.4, velocity=(1.0, -0.5), mass=2.0, static_friction=0.6,
-                    sensor=False, collision_group=-1, enabled=True, inertia=0.3)
+    keywords = dict(
+        angle=0.4,
+        velocity=(1.0, -0.5),
+        mass=2.0,
+        static_friction=0.6,
+        sensor=False,
+        collision_group=-1,
+        enabled=True,
+        inertia=0.3,
+    )
     bulk.add_circles(positions, 0.25, **keywords)
     bulk.add_boxes(positions, (0.5, 0.3), **keywords)
     for i in range(10):
@@ -136,9 +152,10 @@ def test_bulk_shapes_match_their_one_shape_constructors():
     sizes = np.exp(rng.uniform(np.log(1e-4), np.log(100.0), (n, 2)))
     radii = np.exp(rng.uniform(np.log(1e-4), np.log(100.0), n))
     rounding = np.where(rng.uniform(size=n) > 0.9, 0.01, 0.0)
-    for made, alone in ((shapes.boxes(sizes, n, rounding),
-                         [shapes.box(sizes[i], rounding[i]) for i in range(n)]),
-                        (shapes.circles(radii, n), [shapes.circle(r) for r in radii])):
+    for made, alone in (
+        (shapes.boxes(sizes, n, rounding), [shapes.box(sizes[i], rounding[i]) for i in range(n)]),
+        (shapes.circles(radii, n), [shapes.circle(r) for r in radii]),
+    ):
         for x, y in zip(made, alone, strict=True):
             assert x.kind == y.kind and x.radius == y.radius
             for array in ("center", "vertices", "normals", "cones"):
@@ -151,12 +168,26 @@ def test_bulk_shapes_match_their_one_shape_constructors():
 #: (keyword, a bad value): each is refused by add_circle, so add_circles must refuse it at
 #: the body it is given to.
 BAD_VALUES = [
-    ("mass", -1.0), ("mass", 1e-20), ("mass", np.nan), ("angle", np.inf), ("angle", 2e15),
-    ("elasticity", -0.1), ("static_friction", -1.0), ("dynamic_friction", np.nan),
-    ("vel_damping", -0.5), ("gravity_scale", 1e39), ("angular_velocity", 2e10),
-    ("inertia", 0.0), ("inertia", 1e-40), ("velocity", (np.nan, 0.0)),
-    ("velocity", (2e10, 0.0)), ("collision_group", 1 << 31), ("category_bits", -1),
-    ("mask_bits", 1 << 32), ("sensor", 1), ("enabled", "yes"),
+    ("mass", -1.0),
+    ("mass", 1e-20),
+    ("mass", np.nan),
+    ("angle", np.inf),
+    ("angle", 2e15),
+    ("elasticity", -0.1),
+    ("static_friction", -1.0),
+    ("dynamic_friction", np.nan),
+    ("vel_damping", -0.5),
+    ("gravity_scale", 1e39),
+    ("angular_velocity", 2e10),
+    ("inertia", 0.0),
+    ("inertia", 1e-40),
+    ("velocity", (np.nan, 0.0)),
+    ("velocity", (2e10, 0.0)),
+    ("collision_group", 1 << 31),
+    ("category_bits", -1),
+    ("mask_bits", 1 << 32),
+    ("sensor", 1),
+    ("enabled", "yes"),
 ]
 
 
@@ -196,25 +227,31 @@ def test_a_bad_value_is_refused_naming_keyword_and_body_scene_unchanged(keyword,
     assert scene.get_state().position.shape == before.position.shape
 
 
-@pytest.mark.parametrize("call, message", [
-    (lambda s: s.add_circles(np.zeros((3, 2)), [0.1, 0.2, -0.1]), r"radii\[2\]"),
-    (lambda s: s.add_circles(np.zeros((3, 2)), [0.1, 0.2]), "radii"),
-    (lambda s: s.add_circles(np.zeros((3, 3)), 0.1), "positions"),
-    (lambda s: s.add_circles([[0.0, 0.0], [np.nan, 1.0]], 0.1), r"positions\[1\]"),
-    (lambda s: s.add_circles([[0.0, 0.0], [2e15, 1.0]], 0.1), r"positions\[1\]"),
-    (lambda s: s.add_boxes(np.zeros((2, 2)), [(1.0, 1.0), (0.0, 1.0)]), r"sizes\[1\]"),
-    (lambda s: s.add_boxes(np.zeros((2, 2)), (1.0, 1.0), radius=[0.0, -0.1]),
-     r"radius\[1\]"),
-    (lambda s: s.add_shapes(np.zeros((2, 2)), [shapes.circle(0.1)]), "body_shapes"),
-    (lambda s: s.add_shapes(np.zeros((2, 2)), [shapes.circle(0.1), "disc"]),
-     r"body_shapes\[1\]"),
-    (lambda s: s.add_shapes(np.zeros((1, 2)), [shapes.edge((0, 0), (1, 0))], mass=1.0),
-     r"mass\[0\]"),
-    (lambda s: s.add_circles(np.zeros((2, 2)), 0.1, name="a"), "name"),
-    (lambda s: s.add_circles(np.zeros((2, 2)), 0.1, colour="red"), "colour"),
-    (lambda s: s.add_circles(np.zeros((2, 2)), 0.1, mass=np.array([True, False])), "mass"),
-    (lambda s: s.add_circles(np.zeros((2, 2)), 0.1, mass=[[1.0, 1.0]]), "mass"),
-])
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda s: s.add_circles(np.zeros((3, 2)), [0.1, 0.2, -0.1]), r"radii\[2\]"),
+        (lambda s: s.add_circles(np.zeros((3, 2)), [0.1, 0.2]), "radii"),
+        (lambda s: s.add_circles(np.zeros((3, 3)), 0.1), "positions"),
+        (lambda s: s.add_circles([[0.0, 0.0], [np.nan, 1.0]], 0.1), r"positions\[1\]"),
+        (lambda s: s.add_circles([[0.0, 0.0], [2e15, 1.0]], 0.1), r"positions\[1\]"),
+        (lambda s: s.add_boxes(np.zeros((2, 2)), [(1.0, 1.0), (0.0, 1.0)]), r"sizes\[1\]"),
+        (lambda s: s.add_boxes(np.zeros((2, 2)), (1.0, 1.0), radius=[0.0, -0.1]), r"radius\[1\]"),
+        (lambda s: s.add_shapes(np.zeros((2, 2)), [shapes.circle(0.1)]), "body_shapes"),
+        (
+            lambda s: s.add_shapes(np.zeros((2, 2)), [shapes.circle(0.1), "disc"]),
+            r"body_shapes\[1\]",
+        ),
+        (
+            lambda s: s.add_shapes(np.zeros((1, 2)), [shapes.edge((0, 0), (1, 0))], mass=1.0),
+            r"mass\[0\]",
+        ),
+        (lambda s: s.add_circles(np.zeros((2, 2)), 0.1, name="a"), "name"),
+        (lambda s: s.add_circles(np.zeros((2, 2)), 0.1, colour="red"), "colour"),
+        (lambda s: s.add_circles(np.zeros((2, 2)), 0.1, mass=np.array([True, False])), "mass"),
+        (lambda s: s.add_circles(np.zeros((2, 2)), 0.1, mass=[[1.0, 1.0]]), "mass"),
+    ],
+)
 def test_bad_shapes_and_arguments_are_refused_scene_unchanged(call, message):
     scene = fx.Scene(arch="cpu")
     _ground(scene)
@@ -225,10 +262,30 @@ def test_bad_shapes_and_arguments_are_refused_scene_unchanged(call, message):
 
 def test_vector_checks_hold_the_one_value_rules():
     """as_reals / as_vectors2 refuse exactly what as_real / as_vector2 refuse."""
-    values = [0.0, -0.0, 1.0, -1.0, 1e-30, np.nan, np.inf, -np.inf, 3.5e38, 1e15, 2e15,
-              1e10 - 1.0, 1e10, 0.5e-5]
-    rules = [dict(), dict(minimum=0.0), dict(positive=True), dict(limit=1e15),
-             dict(limit=1e10), dict(minimum=1e-5)]
+    values = [
+        0.0,
+        -0.0,
+        1.0,
+        -1.0,
+        1e-30,
+        np.nan,
+        np.inf,
+        -np.inf,
+        3.5e38,
+        1e15,
+        2e15,
+        1e10 - 1.0,
+        1e10,
+        0.5e-5,
+    ]
+    rules = [
+        dict(),
+        dict(minimum=0.0),
+        dict(positive=True),
+        dict(limit=1e15),
+        dict(limit=1e10),
+        dict(minimum=1e-5),
+    ]
     for rule in rules:
         for value in values:
             try:
@@ -237,8 +294,14 @@ def test_vector_checks_hold_the_one_value_rules():
             except ValueError:
                 alone = False
             try:
-                checks.as_reals(np.array([1e-3, value]) if rule.get("minimum") != 1e-5
-                                else np.array([1.0, value]), "x", 2, **rule)
+                checks.as_reals(
+                    np.array([1e-3, value])
+                    if rule.get("minimum") != 1e-5
+                    else np.array([1.0, value]),
+                    "x",
+                    2,
+                    **rule,
+                )
                 together = True
             except ValueError:
                 together = False

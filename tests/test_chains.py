@@ -14,8 +14,18 @@ from fx2d_gpu.physics.solver.sleep import SLEEP_LINEAR_SPEED
 
 from .helpers import DT, run
 
-TERRAIN = [[0.5, 8.5], [3.0, 6.2], [5.5, 5.4], [7.5, 3.2], [10.0, 2.2], [12.5, 2.6],
-           [14.5, 4.4], [16.0, 3.6], [17.5, 4.6], [19.5, 4.2]]
+TERRAIN = [
+    [0.5, 8.5],
+    [3.0, 6.2],
+    [5.5, 5.4],
+    [7.5, 3.2],
+    [10.0, 2.2],
+    [12.5, 2.6],
+    [14.5, 4.4],
+    [16.0, 3.6],
+    [17.5, 4.6],
+    [19.5, 4.2],
+]
 
 
 def make_scene(arch, gravity=-10.0):
@@ -24,8 +34,9 @@ def make_scene(arch, gravity=-10.0):
 
 def add_chain(scene, points):
     """Fx2D's test helper: a static chain, elasticity 0, friction 0.6 / 0.5."""
-    return scene.add_chain((0.0, 0.0), points, elasticity=0.0, static_friction=0.6,
-                           dynamic_friction=0.5)
+    return scene.add_chain(
+        (0.0, 0.0), points, elasticity=0.0, static_friction=0.6, dynamic_friction=0.5
+    )
 
 
 def surface_y(x):
@@ -69,8 +80,9 @@ def test_box_rests_on_flat_chain(arch, solver):
 def test_ball_settles_in_a_chain_valley(arch):
     scene = make_scene(arch)
     add_chain(scene, [[2, 12], [10, 4], [20, 4], [28, 12]])
-    ball = scene.add_circle((12.0, 14.0), 0.5, elasticity=0.1, static_friction=0.5,
-                            dynamic_friction=0.4)
+    ball = scene.add_circle(
+        (12.0, 14.0), 0.5, elasticity=0.1, static_friction=0.5, dynamic_friction=0.4
+    )
     state = run(scene, 600).get_state()
     # Dropped over the valley's flat floor (y = 4 for x in 10..20) at x = 12, it falls
     # straight onto it (e = min(0.1, 0) = 0: no bounce) and rests there, its centre r = 0.5
@@ -84,8 +96,9 @@ def test_ball_settles_in_a_chain_valley(arch):
 def test_body_crosses_segment_joints(arch):
     scene = make_scene(arch)
     add_chain(scene, [[2, 9], [14, 8], [26, 7.2], [40, 6.8]])
-    ball = scene.add_circle((4.0, 9.3), 0.4, elasticity=0.0, static_friction=0.02,
-                            dynamic_friction=0.02)
+    ball = scene.add_circle(
+        (4.0, 9.3), 0.4, elasticity=0.0, static_friction=0.02, dynamic_friction=0.02
+    )
     state = run(scene, 400).get_state()
     # It slides the whole way: rolling would take mu >= tan(theta) / 3 = 0.028 > 0.02 on
     # the first link (theta = atan(1 / 12)), 0.022 on the second. It drops 7 cm onto the
@@ -114,8 +127,13 @@ def test_chain_against_chain_is_skipped(arch):
 def test_steep_terrain_holds_dropped_balls(arch, drop_x):
     scene = make_scene(arch)
     add_chain(scene, TERRAIN)
-    ball = scene.add_circle((drop_x, surface_y(drop_x) + 2.0), 0.25, elasticity=0.25,
-                            static_friction=0.4, dynamic_friction=0.3)
+    ball = scene.add_circle(
+        (drop_x, surface_y(drop_x) + 2.0),
+        0.25,
+        elasticity=0.25,
+        static_friction=0.4,
+        dynamic_friction=0.3,
+    )
     state = run(scene, 300).get_state()
     x, y = state.position[0, ball]
     # On the terrain (moving or at rest) the centre is at least r from the chain, less the
@@ -146,9 +164,11 @@ def test_a_box_slides_along_a_flat_chain_without_catching(arch, kind):
     corner.)"""
     scene = fx.Scene(arch=arch, enable_sleep=False)
     scene.add_chain((0.0, 0.0), [[x, 0.0] for x in np.linspace(-2.0, 38.0, 41)])
-    box = {"box": lambda: scene.add_box((0.0, 0.25), (0.5, 0.5)),
-           "capsule": lambda: scene.add_capsule((0.0, 0.2), 0.6, 0.2),
-           "circle": lambda: scene.add_circle((0.0, 0.25), 0.25)}[kind]()
+    box = {
+        "box": lambda: scene.add_box((0.0, 0.25), (0.5, 0.5)),
+        "capsule": lambda: scene.add_capsule((0.0, 0.2), 0.6, 0.2),
+        "circle": lambda: scene.add_circle((0.0, 0.25), 0.25),
+    }[kind]()
     state = scene.get_state()
     state.velocity[0, box] = (5.0, 0.0)
     scene.set_state(state)
@@ -199,9 +219,15 @@ def test_fx2d_chain_terrain_scene_catches_balls(arch, tmp_path):
     scene = fx.load_scene(examples.path("chain_terrain"), arch=arch)
     balls, radii = [], [0.18 + 0.10 * (i % 3) for i in range(12)]
     for i, x in enumerate(np.linspace(1.5, 19.0, 12)):
-        balls.append(scene.add_circle((x, surface_y(x) + 1.5 + 0.2 * i), radii[i],
-                                      elasticity=0.25, static_friction=0.4,
-                                      dynamic_friction=0.3))
+        balls.append(
+            scene.add_circle(
+                (x, surface_y(x) + 1.5 + 0.2 * i),
+                radii[i],
+                elasticity=0.25,
+                static_friction=0.4,
+                dynamic_friction=0.3,
+            )
+        )
     state = run(scene, 600).get_state()
     for ball, radius in zip(balls, radii, strict=True):
         # Above the terrain, never through: the centre at least its radius, less a slop,
@@ -227,8 +253,7 @@ def test_chain_link_manifolds_by_hand(arch):
     corner_ball = scene.add_circle(tuple(np.array([4.0, 0.0]) + 0.4 * direction), 0.45)
     valley_ball = scene.add_circle((8.0, -1.47), 0.5)
     c = scene.contacts()
-    pairs = {(int(a), int(b)): i for i, (a, b) in enumerate(zip(c.body_a, c.body_b,
-                                                                 strict=True))}
+    pairs = {(int(a), int(b)): i for i, (a, b) in enumerate(zip(c.body_a, c.body_b, strict=True))}
     for link, xs in ((0, [-0.3, 0.0]), (1, [0.0, 0.7])):
         i = pairs[(link, box)]
         assert c.point_count[i] == 2

@@ -14,14 +14,34 @@ from fx2d_gpu.draw.frame_geometry import FrameGeometry
 
 
 def fx2d(*args, env=None):
-    return subprocess.run([sys.executable, "-m", "fx2d_gpu.cli", *args], capture_output=True,
-                          text=True, timeout=600, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "fx2d_gpu.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
 
 
 def test_run_writes_a_gif_that_shows_the_bodies(tmp_path, arch):
     gif, npz = tmp_path / "demo.gif", tmp_path / "state.npz"
-    result = fx2d("run", "--example", "joint_control_demo", "--steps", "20", "--every", "2",
-                  "--gif", str(gif), "--size", "240x160", "--arch", arch, "--save", str(npz))
+    result = fx2d(
+        "run",
+        "--example",
+        "joint_control_demo",
+        "--steps",
+        "20",
+        "--every",
+        "2",
+        "--gif",
+        str(gif),
+        "--size",
+        "240x160",
+        "--arch",
+        arch,
+        "--save",
+        str(npz),
+    )
     assert result.returncode == 0, result.stderr
     assert "example joint_control_demo: 20 steps" in result.stdout
     assert "ms/step" in result.stdout
@@ -34,7 +54,7 @@ def test_run_writes_a_gif_that_shows_the_bodies(tmp_path, arch):
     # the scene's frame is 12 x 8 m in 240 x 160 px, 20 px per metre, y up.
     arm = np.load(npz)["position"][0, 1]
     px, py = int(arm[0] * 20), int(160 - arm[1] * 20)
-    patch = frame[py - 1:py + 2, px - 1:px + 2].reshape(-1, 3)
+    patch = frame[py - 1 : py + 2, px - 1 : px + 2].reshape(-1, 3)
     assert np.any(np.abs(patch - [200, 80, 40]).sum(axis=1) < 40), patch
     # The slider (texture [40, 160, 120]) too.
     slider = np.load(npz)["position"][0, 3]
@@ -43,8 +63,20 @@ def test_run_writes_a_gif_that_shows_the_bodies(tmp_path, arch):
 
 
 def test_run_png_dir_and_bad_file(tmp_path, arch):
-    result = fx2d("run", str(examples.path("truck")), "--steps", "4", "--every", "2",
-                  "--png-dir", str(tmp_path / "frames"), "--size", "64x48", "--arch", arch)
+    result = fx2d(
+        "run",
+        str(examples.path("truck")),
+        "--steps",
+        "4",
+        "--every",
+        "2",
+        "--png-dir",
+        str(tmp_path / "frames"),
+        "--size",
+        "64x48",
+        "--arch",
+        arch,
+    )
     assert result.returncode == 0, result.stderr
     assert len(list((tmp_path / "frames").glob("*.png"))) == 3
     bad = tmp_path / "bad.yml"
@@ -58,11 +90,12 @@ def test_run_takes_a_file_or_an_example_exactly_one(tmp_path, arch):
     the file's path gives; a file and --example together, neither, or an unknown example
     are usage errors that say what to give."""
     saved = []
-    for source, label in ((["--example", "stacked_boxes"], "example stacked_boxes"),
-                          ([str(examples.path("stacked_boxes"))], "stacked_boxes.yml")):
+    for source, label in (
+        (["--example", "stacked_boxes"], "example stacked_boxes"),
+        ([str(examples.path("stacked_boxes"))], "stacked_boxes.yml"),
+    ):
         saved.append(tmp_path / f"state{len(saved)}.npz")
-        result = fx2d("run", *source, "--steps", "5", "--arch", arch, "--save",
-                      str(saved[-1]))
+        result = fx2d("run", *source, "--steps", "5", "--arch", arch, "--save", str(saved[-1]))
         assert result.returncode == 0, result.stderr
         assert f"{label}: 5 steps, 13 bodies" in result.stdout
     by_name, by_path = (np.load(path) for path in saved)
@@ -80,8 +113,24 @@ def test_main_runs_an_example_in_process(tmp_path, arch, capsys):
     from fx2d_gpu.cli import main
 
     png = tmp_path / "truck.png"
-    assert main(["run", "--example", "truck", "--steps", "3", "--png", str(png), "--size",
-                 "64x48", "--arch", arch]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "--example",
+                "truck",
+                "--steps",
+                "3",
+                "--png",
+                str(png),
+                "--size",
+                "64x48",
+                "--arch",
+                arch,
+            ]
+        )
+        == 0
+    )
     assert png.is_file() and Image.open(png).size == (64, 48)
     assert "example truck: 3 steps, 11 bodies" in capsys.readouterr().out
 
@@ -91,11 +140,30 @@ def test_run_and_demo_take_the_soft_step_solver(arch, capsys):
     substeps unless --substeps says otherwise."""
     from fx2d_gpu.cli import main
 
-    assert main(["run", "--example", "truck", "--steps", "3", "--solver", "soft_step",
-                 "--arch", arch]) == 0
+    assert (
+        main(["run", "--example", "truck", "--steps", "3", "--solver", "soft_step", "--arch", arch])
+        == 0
+    )
     assert "substeps 4, solver soft_step" in capsys.readouterr().out
-    assert main(["demo", "pyramid", "--base", "4", "--steps", "3", "--solver", "soft_step",
-                 "--substeps", "6", "--arch", arch]) == 0
+    assert (
+        main(
+            [
+                "demo",
+                "pyramid",
+                "--base",
+                "4",
+                "--steps",
+                "3",
+                "--solver",
+                "soft_step",
+                "--substeps",
+                "6",
+                "--arch",
+                arch,
+            ]
+        )
+        == 0
+    )
     assert "substeps 6, solver soft_step" in capsys.readouterr().out
     with pytest.raises(SystemExit):
         main(["run", "--example", "truck", "--solver", "pgs", "--arch", arch])
@@ -114,11 +182,12 @@ def test_view_without_a_display_says_why_and_suggests_a_gif(arch):
 
 
 def test_view_takes_a_file_an_example_or_a_demo_exactly_one(arch):
-    for args, said in ((["--example", "truck", "--demo", "pile"], "--example and --demo"),
-                       ([str(examples.path("truck")), "--example", "truck"],
-                        "a scene file and --example"),
-                       ([], "give a scene file or --example NAME or --demo NAME"),
-                       (["--demo", "no_such_demo"], "no demo named 'no_such_demo'")):
+    for args, said in (
+        (["--example", "truck", "--demo", "pile"], "--example and --demo"),
+        ([str(examples.path("truck")), "--example", "truck"], "a scene file and --example"),
+        ([], "give a scene file or --example NAME or --demo NAME"),
+        (["--demo", "no_such_demo"], "no demo named 'no_such_demo'"),
+    ):
         result = fx2d("view", *args, "--arch", arch)
         assert result.returncode == 2 and said in result.stderr, (args, result.stderr)
 
@@ -126,19 +195,39 @@ def test_view_takes_a_file_an_example_or_a_demo_exactly_one(arch):
 def test_demo_list_and_a_demo_run(tmp_path, arch):
     result = fx2d("demo", "--list")
     assert result.returncode == 0, result.stderr
-    for name in ("pyramid", "dominoes", "newtons_cradle", "rain", "car", "batched",
-                 "large_pile", "shapes", "lidar"):
+    for name in (
+        "pyramid",
+        "dominoes",
+        "newtons_cradle",
+        "rain",
+        "car",
+        "batched",
+        "large_pile",
+        "shapes",
+        "lidar",
+    ):
         assert f"\n  {name} " in result.stdout
     # The example scenes too, each with its one-line description, and how to run both kinds.
     assert "fx2d demo NAME" in result.stdout and "fx2d view --demo NAME" in result.stdout
     assert "fx2d run --example NAME" in result.stdout
     assert "fx2d view --example NAME" in result.stdout
     for name in examples.names():
-        line = next(line for line in result.stdout.splitlines()
-                    if line.split()[:1] == [name])
+        line = next(line for line in result.stdout.splitlines() if line.split()[:1] == [name])
         assert examples.description(name)[1:] in line
-    result = fx2d("demo", "batched", "--steps", "4", "--every", "4", "--gif",
-                  str(tmp_path / "b.gif"), "--size", "160x120", "--arch", arch)
+    result = fx2d(
+        "demo",
+        "batched",
+        "--steps",
+        "4",
+        "--every",
+        "4",
+        "--gif",
+        str(tmp_path / "b.gif"),
+        "--size",
+        "160x120",
+        "--arch",
+        arch,
+    )
     assert result.returncode == 0, result.stderr
     assert "x 16 worlds" in result.stdout
 

@@ -22,8 +22,11 @@ def build_and_step(arch, n_bodies, n_worlds, seed):
     if n_circles:
         scene.add_circles(positions[circles], rng.uniform(0.1, 0.5, size=n_circles))
     if n_boxes:
-        scene.add_boxes(positions[~circles], rng.uniform(0.1, 1.0, size=(n_boxes, 2)),
-                        angle=rng.uniform(-3, 3, size=n_boxes))
+        scene.add_boxes(
+            positions[~circles],
+            rng.uniform(0.1, 1.0, size=(n_boxes, 2)),
+            angle=rng.uniform(-3, 3, size=n_boxes),
+        )
     scene.contacts()
     scene.set_state(scene.get_state())
     scene.apply_force(1, (1.0, 0.0))
@@ -78,7 +81,8 @@ def test_second_process_starts_from_the_offline_cache(arch, tmp_path):
         "import time, taichi as ti, fx2d_gpu as fx\n"
         "import fx2d_gpu.device.runtime as rt\n"
         f"rt.ensure_initialized({arch!r})\n"
-        "s = fx.Scene(arch=%r)\n" % arch
+        "s = fx.Scene(arch=%r)\n"
+        % arch
         + "s.add_box((0, -1), (10, 1), mass=0); s.add_circle((0, 1), 0.5)\n"
         "t = time.perf_counter(); s.step(1 / 60); print(time.perf_counter() - t)\n"
     )
@@ -86,9 +90,14 @@ def test_second_process_starts_from_the_offline_cache(arch, tmp_path):
     import os
 
     env = {**os.environ, **env}
-    times = [float(subprocess.run([sys.executable, "-c", script], env=env, check=True,
-                                  capture_output=True, text=True).stdout.split()[-1])
-             for _ in range(2)]
+    times = [
+        float(
+            subprocess.run(
+                [sys.executable, "-c", script], env=env, check=True, capture_output=True, text=True
+            ).stdout.split()[-1]
+        )
+        for _ in range(2)
+    ]
     assert any(tmp_path.iterdir()), "nothing was written to the offline cache"
     assert times[1] < times[0], times
 
@@ -112,8 +121,9 @@ def test_a_scene_ten_times_the_last_compiles_nothing(arch):
         "print(json.dumps({'capacity': capacity, 'compiled': compiled, 'now': now,\n"
         "                  'more': device.compiled_kernel_count() - compiled}))\n"
     )
-    out = subprocess.run([sys.executable, "-c", script], check=True, capture_output=True,
-                         text=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", script], check=True, capture_output=True, text=True
+    ).stdout
     result = json.loads(out.strip().splitlines()[-1])
     assert 600 > device.SERIAL_WORLDS and result["capacity"] >= 10 * 600 * 8
     assert result["now"] == result["capacity"] and result["compiled"] > 0
@@ -135,8 +145,10 @@ def test_a_stale_offline_cache_lock_is_cleared_and_the_cache_written(arch, tmp_p
     os.utime(stale, (old, old))
     # (One small kernel, get_state's gather, is enough to write a cache: a whole step would
     # compile every stage from an empty cache, 15 s here.)
-    script = ("import fx2d_gpu as fx\n"
-              f"s = fx.Scene(arch={arch!r}); s.add_circle((0, 0), 0.5); s.get_state()\n")
+    script = (
+        "import fx2d_gpu as fx\n"
+        f"s = fx.Scene(arch={arch!r}); s.add_circle((0, 0), 0.5); s.get_state()\n"
+    )
     env = {**os.environ, "TI_OFFLINE_CACHE_FILE_PATH": str(tmp_path)}
     subprocess.run([sys.executable, "-c", script], env=env, check=True, capture_output=True)
     assert not stale.exists()

@@ -37,8 +37,9 @@ def landing_scene(n_worlds=1, box_y=2.0, arch="cpu", **box):
 
 def sensor_box(scene, position, size, **extra):
     """Fx2D's sensor: static (mass 0), no gravity, is_sensor."""
-    return scene.add_box(position, size, mass=0.0, gravity_scale=0.0, sensor=True,
-                         name="trigger", **extra)
+    return scene.add_box(
+        position, size, mass=0.0, gravity_scale=0.0, sensor=True, name="trigger", **extra
+    )
 
 
 def test_no_contacts_when_separated():
@@ -225,9 +226,16 @@ def test_events_sorted_and_batched_like_single_worlds():
             for rows in (events.begin, events.end, everything):
                 keys = list(zip(rows.world, rows.body_a, rows.body_b, strict=True))
                 assert keys == sorted(keys)
-            record.append([(events.begin.pairs(w), events.end.pairs(w),
-                            everything.normal_impulse[everything.world == w])
-                           for w in world_of])
+            record.append(
+                [
+                    (
+                        events.begin.pairs(w),
+                        events.end.pairs(w),
+                        everything.normal_impulse[everything.world == w],
+                    )
+                    for w in world_of
+                ]
+            )
         return record
 
     batch = build(len(heights))
@@ -316,12 +324,16 @@ def test_a_refreshed_report_is_the_report_built_from_scratch(arch, monkeypatch, 
 
     alone = []  # the refreshes tried in a launch of their own
     refresh_alone = reporting._refresh_report
-    monkeypatch.setattr(reporting, "_refresh_report",
-                        lambda *args: alone.append(1) or refresh_alone(*args))
+    monkeypatch.setattr(
+        reporting, "_refresh_report", lambda *args: alone.append(1) or refresh_alone(*args)
+    )
 
     def run(refresh):
-        scene = fx.Scene(arch=arch, enable_sleep=False, step_options=dict(
-            refresh_report=refresh, refresh_in_launch=in_launch))
+        scene = fx.Scene(
+            arch=arch,
+            enable_sleep=False,
+            step_options=dict(refresh_report=refresh, refresh_in_launch=in_launch),
+        )
         scene.add_box((0.0, -0.5), (60.0, 1.0), mass=0.0)
         boxes = [scene.add_box((-25.0 + 1.0 * i, 0.25), (0.5, 0.5)) for i in range(50)]
         records, kept_with_events, refreshed_held = [], 0, 0
@@ -336,7 +348,7 @@ def test_a_refreshed_report_is_the_report_built_from_scratch(arch, monkeypatch, 
             events = scene.contact_events()
             if scene.pair_reuses > reuses and len(events.begin.body_a) + len(events.end.body_a):
                 kept_with_events += 1
-            touching = scene._context().pool.manifolds.touching.to_numpy()[:scene._cache.n_pairs]
+            touching = scene._context().pool.manifolds.touching.to_numpy()[: scene._cache.n_pairs]
             if scene.report_refreshes > refreshes and np.any(touching == solver_contacts.HELD):
                 refreshed_held += 1
             records.append((scene.contacts(), events))
@@ -443,6 +455,7 @@ def test_unused_points_read_the_same_whatever_ran_before(arch):
     earlier pair or scene wrote there: the read-out gives 0 (points, depths, impulses) and
     -1 (features) past point_count, so the same scene built twice reads the same, bit for
     bit."""
+
     def contacts_after(steps):
         scene = scenes.random_pile(150, n_worlds=2, arch=arch)
         dt = 1.0 / 60.0
@@ -453,8 +466,18 @@ def test_unused_points_read_the_same_whatever_ran_before(arch):
     first, second = contacts_after(40), contacts_after(40)
     one_point = first.point_count == 1
     assert one_point.any() and (first.point_count == 2).any()
-    for name in ("world", "body_a", "body_b", "normal", "point_count", "points", "depths",
-                 "features", "normal_impulse", "tangent_impulse"):
+    for name in (
+        "world",
+        "body_a",
+        "body_b",
+        "normal",
+        "point_count",
+        "points",
+        "depths",
+        "features",
+        "normal_impulse",
+        "tangent_impulse",
+    ):
         np.testing.assert_array_equal(getattr(first, name), getattr(second, name), name)
     assert (first.points[one_point, 1] == 0.0).all() and (first.depths[one_point, 1] == 0.0).all()
     assert (first.features[one_point, 1] == -1).all()
@@ -462,10 +485,25 @@ def test_unused_points_read_the_same_whatever_ran_before(arch):
 
 #: The reported list's fields (pool.reported) the by-world report must write as the general
 #: one does, whole: the user's contacts, where each came from, and the per-slot ranges.
-_REPORTED_LIST_FIELDS = ("body_a", "body_b", "point_count", "normal", "point", "depth",
-                         "feature", "total_normal_impulse", "total_tangent_impulse", "origin")
-_REPORTED_POINT_FIELDS = ("point", "depth", "feature", "total_normal_impulse",
-                          "total_tangent_impulse")
+_REPORTED_LIST_FIELDS = (
+    "body_a",
+    "body_b",
+    "point_count",
+    "normal",
+    "point",
+    "depth",
+    "feature",
+    "total_normal_impulse",
+    "total_tangent_impulse",
+    "origin",
+)
+_REPORTED_POINT_FIELDS = (
+    "point",
+    "depth",
+    "feature",
+    "total_normal_impulse",
+    "total_tangent_impulse",
+)
 
 
 @pytest.mark.parametrize("n_worlds", [40, 600])
@@ -491,8 +529,9 @@ def test_small_worlds_report_a_world_per_thread_as_the_general_kernel(n_worlds):
         return by_world_kernel(*args, **kwargs)
 
     def run(by_world):
-        scene = scenes.batched_small(n_worlds, seed=3, solver="soft_step",
-                                     step_options={"report_by_world": by_world})
+        scene = scenes.batched_small(
+            n_worlds, seed=3, solver="soft_step", step_options={"report_by_world": by_world}
+        )
         start = scene.get_state()
         rethrown = np.arange(0, n_worlds, 3)
         records, seen = [], {"events": 0, "resting": 0, "held": 0}
@@ -504,8 +543,11 @@ def test_small_worlds_report_a_world_per_thread_as_the_general_kernel(n_worlds):
             # Copies of the used part (the pool's fields are sized for the largest scene
             # of the process: a view of a whole to_numpy() kept per step ran out of memory).
             lists = ctx.pool.reported.read(
-                {**dict.fromkeys(_REPORTED_LIST_FIELDS, ctx.cache.n_reported),
-                 "pair_start": ctx.n_slots + 1})
+                {
+                    **dict.fromkeys(_REPORTED_LIST_FIELDS, ctx.cache.n_reported),
+                    "pair_start": ctx.n_slots + 1,
+                }
+            )
             # A point slot past point_count holds whatever was there before: not compared.
             unused = np.arange(2)[None, :] >= lists["point_count"][:, None]
             for name in _REPORTED_POINT_FIELDS:
@@ -529,7 +571,8 @@ def test_small_worlds_report_a_world_per_thread_as_the_general_kernel(n_worlds):
     assert by_world_launches == 160 and launches["by_world"] == by_world_launches
     assert seen["events"] >= 10 and seen["resting"] >= 100 and seen["held"] >= 10, seen
     for step, ((lists, contacts, events), (lists_w, contacts_w, events_w)) in enumerate(
-            zip(got, want, strict=True)):
+        zip(got, want, strict=True)
+    ):
         for name, value in lists.items():
             assert np.array_equal(value, lists_w[name]), (step, name)
         assert records_equal(contacts, contacts_w) and records_equal(events, events_w), step

@@ -24,10 +24,8 @@ def fire(scene, kind, start, velocity, spin=0.0, **body):
     if kind == "circle":
         return scene.add_circle(start, 0.05, velocity=velocity, **body)
     if kind == "box":
-        return scene.add_box(start, (0.1, 0.1), velocity=velocity, angular_velocity=spin,
-                             **body)
-    return scene.add_capsule(start, 0.1, 0.03, velocity=velocity, angular_velocity=spin,
-                             **body)
+        return scene.add_box(start, (0.1, 0.1), velocity=velocity, angular_velocity=spin, **body)
+    return scene.add_capsule(start, 0.1, 0.03, velocity=velocity, angular_velocity=spin, **body)
 
 
 def thin_wall(scene, wall):
@@ -39,8 +37,7 @@ def thin_wall(scene, wall):
     elif wall == "edge":
         scene.add_edge((WALL_X, 0.0), (0.0, -2000.0), (0.0, 2000.0))
     else:
-        scene.add_chain((WALL_X, 0.0), [(0.0, -2000.0), (0.0, -1.0), (0.0, 1.0),
-                                        (0.0, 2000.0)])
+        scene.add_chain((WALL_X, 0.0), [(0.0, -2000.0), (0.0, -1.0), (0.0, 1.0), (0.0, 2000.0)])
 
 
 @pytest.mark.parametrize("speed", [100.0, 300.0, 1000.0, 3000.0])
@@ -91,8 +88,13 @@ def test_a_ricochet_between_static_walls_stays_between_them(arch, speed):
     scene = fx.Scene(gravity=(0.0, 0.0), arch=arch)
     scene.add_box((0.0, 0.175), (400.0, 0.05), mass=0, elasticity=1.0)
     scene.add_box((0.0, -0.175), (400.0, 0.05), mass=0, elasticity=1.0)
-    ball = scene.add_circle((-150.0, 0.0), 0.02, mass=0.01, elasticity=1.0,
-                            velocity=(speed * math.cos(0.5), speed * math.sin(0.5)))
+    ball = scene.add_circle(
+        (-150.0, 0.0),
+        0.02,
+        mass=0.01,
+        elasticity=1.0,
+        velocity=(speed * math.cos(0.5), speed * math.sin(0.5)),
+    )
     for _ in range(int(250.0 / speed / DT) + 1):
         scene.step(DT)
         x, y = scene.get_state().position[0, ball]
@@ -107,6 +109,7 @@ def test_a_fly_by_at_any_speed_touches_nothing(arch, speed):
     1,116 m/s, at 1e6 m/s at 377,000 m/s, through speculative points with the slanted
     normal of the closest features (the ball covers 4.5 m a substep at 3,000 m/s, more
     than the gap). Compared with the same boxes without the ball, bit for bit."""
+
     def row(scene):
         scene.add_box((0.0, -0.5), (40.0, 1.0), mass=0)
         return [scene.add_box((-10.0 + 1.1 * i, 0.5), (1.0, 1.0)) for i in range(10)]
@@ -118,8 +121,9 @@ def test_a_fly_by_at_any_speed_touches_nothing(arch, speed):
     for _ in range(3):
         scene.step(DT)
         alone.step(DT)
-    np.testing.assert_array_equal(scene.get_state().position[0, boxes],
-                                  alone.get_state().position[0, boxes])
+    np.testing.assert_array_equal(
+        scene.get_state().position[0, boxes], alone.get_state().position[0, boxes]
+    )
     assert scene.get_state().velocity[0, ball, 0] == speed
 
 
@@ -127,8 +131,12 @@ def local(state, plate, point):
     """point (2,) in the frame of body `plate` (world 0)."""
     angle = float(state.angle[0, plate])
     offset = point - state.position[0, plate]
-    return np.array([math.cos(angle) * offset[0] + math.sin(angle) * offset[1],
-                     -math.sin(angle) * offset[0] + math.cos(angle) * offset[1]])
+    return np.array(
+        [
+            math.cos(angle) * offset[0] + math.sin(angle) * offset[1],
+            -math.sin(angle) * offset[0] + math.cos(angle) * offset[1],
+        ]
+    )
 
 
 @pytest.mark.parametrize("speed", [1000.0, 3000.0])
@@ -142,14 +150,22 @@ def test_a_bullet_never_passes_a_thin_dynamic_plate(arch, speed):
         plate = scene.add_box((WALL_X, 0.5), (0.02, 1.0), mass=1.0)
         start = (WALL_X - 1.4 * speed * DT, 0.6)
         if kind == "circle":
-            bullet = scene.add_circle(start, 0.02, mass=0.01, velocity=(speed, 0.0),
-                                      gravity_scale=0.0, bullet=True)
+            bullet = scene.add_circle(
+                start, 0.02, mass=0.01, velocity=(speed, 0.0), gravity_scale=0.0, bullet=True
+            )
         elif kind == "box":
-            bullet = scene.add_box(start, (0.04, 0.04), mass=0.01, velocity=(speed, 0.0),
-                                   gravity_scale=0.0, bullet=True)
+            bullet = scene.add_box(
+                start,
+                (0.04, 0.04),
+                mass=0.01,
+                velocity=(speed, 0.0),
+                gravity_scale=0.0,
+                bullet=True,
+            )
         else:
-            bullet = scene.add_capsule(start, 0.04, 0.01, mass=0.01, velocity=(speed, 0.0),
-                                       gravity_scale=0.0, bullet=True)
+            bullet = scene.add_capsule(
+                start, 0.04, 0.01, mass=0.01, velocity=(speed, 0.0), gravity_scale=0.0, bullet=True
+            )
         for _ in range(6):
             scene.step(DT)
             state = scene.get_state()
@@ -164,8 +180,14 @@ def test_a_bullet_ricochet_between_dynamic_plates_stays_between_them(arch):
     scene = fx.Scene(gravity=(0.0, 0.0), arch=arch)
     top = scene.add_box((0.0, 0.175), (400.0, 0.05), mass=100.0, elasticity=1.0)
     bottom = scene.add_box((0.0, -0.175), (400.0, 0.05), mass=100.0, elasticity=1.0)
-    ball = scene.add_circle((-150.0, 0.0), 0.02, mass=0.01, elasticity=1.0, bullet=True,
-                            velocity=(1000.0 * math.cos(0.5), 1000.0 * math.sin(0.5)))
+    ball = scene.add_circle(
+        (-150.0, 0.0),
+        0.02,
+        mass=0.01,
+        elasticity=1.0,
+        bullet=True,
+        velocity=(1000.0 * math.cos(0.5), 1000.0 * math.sin(0.5)),
+    )
     for _ in range(18):
         scene.step(DT)
         state = scene.get_state()
@@ -181,14 +203,16 @@ def test_a_bullet_into_a_stack_of_boxes_bounces_back(arch, speed):
     (1 kg each): it never ends a step inside a box, and comes back out of the side it went
     in (it went through a box at 2,000 m/s and stuck inside one at 3,000 m/s before)."""
     scene = fx.Scene(gravity=(0.0, -9.81), arch=arch)
-    scene.add_box((0.0, -0.5), (60.0, 1.0), mass=0, static_friction=0.5,
-                  dynamic_friction=0.4)
-    stack = [scene.add_box((0.0, 0.5 + i), (1.0, 1.0), static_friction=0.5,
-                           dynamic_friction=0.4) for i in range(10)]
+    scene.add_box((0.0, -0.5), (60.0, 1.0), mass=0, static_friction=0.5, dynamic_friction=0.4)
+    stack = [
+        scene.add_box((0.0, 0.5 + i), (1.0, 1.0), static_friction=0.5, dynamic_friction=0.4)
+        for i in range(10)
+    ]
     for _ in range(60):
         scene.step(DT)
-    bullet = scene.add_circle((-20.0, 4.5), 0.05, mass=0.05, velocity=(speed, 0.0), bullet=True,
-                              gravity_scale=0.0)
+    bullet = scene.add_circle(
+        (-20.0, 4.5), 0.05, mass=0.05, velocity=(speed, 0.0), bullet=True, gravity_scale=0.0
+    )
     for _ in range(4):
         scene.step(DT)
         state = scene.get_state()
@@ -215,10 +239,12 @@ def test_a_heavy_box_never_pushes_a_light_one_through_the_ground(arch, ratio, of
     squeeze the light box to 0.258 at 1e4 and 0.251 at 1e5."""
     scene = fx.Scene(gravity=(0.0, -9.81), arch=arch)
     scene.add_box((0.0, -0.5), (20.0, 1.0), mass=0, static_friction=0.5, dynamic_friction=0.4)
-    light = scene.add_box((offset, 0.5), (1.0, 1.0), mass=1.0, static_friction=0.5,
-                          dynamic_friction=0.4)
-    heavy = scene.add_box((0.0, 1.5), (1.0, 1.0), mass=ratio, static_friction=0.5,
-                          dynamic_friction=0.4)
+    light = scene.add_box(
+        (offset, 0.5), (1.0, 1.0), mass=1.0, static_friction=0.5, dynamic_friction=0.4
+    )
+    heavy = scene.add_box(
+        (0.0, 1.5), (1.0, 1.0), mass=ratio, static_friction=0.5, dynamic_friction=0.4
+    )
     lowest, closest = math.inf, math.inf
     for _ in range(300):
         scene.step(DT)
@@ -228,18 +254,21 @@ def test_a_heavy_box_never_pushes_a_light_one_through_the_ground(arch, ratio, of
     h = DT / scene.substeps
     give = LINEAR_SLOP + MAX_PUSHOUT_SPEED * h + CONTACT_COMPLIANCE * (ratio + 1.0) * 9.81
     assert lowest >= 0.5 - give
-    assert closest >= 1.0 - (LINEAR_SLOP + MAX_PUSHOUT_SPEED * h
-                             + CONTACT_COMPLIANCE * ratio * 9.81)
+    assert closest >= 1.0 - (
+        LINEAR_SLOP + MAX_PUSHOUT_SPEED * h + CONTACT_COMPLIANCE * ratio * 9.81
+    )
     assert abs(state.position[0, light, 0] - offset) < 0.01
 
 
 def _heavy_on_light(ratio, enable_sleep=True):
     scene = fx.Scene(gravity=(0.0, -9.81), enable_sleep=enable_sleep)
     scene.add_box((0.0, -0.5), (20.0, 1.0), mass=0, static_friction=0.5, dynamic_friction=0.4)
-    light = scene.add_box((1e-5, 0.5), (1.0, 1.0), mass=1.0, static_friction=0.5,
-                          dynamic_friction=0.4)
-    heavy = scene.add_box((0.0, 1.5), (1.0, 1.0), mass=ratio, static_friction=0.5,
-                          dynamic_friction=0.4)
+    light = scene.add_box(
+        (1e-5, 0.5), (1.0, 1.0), mass=1.0, static_friction=0.5, dynamic_friction=0.4
+    )
+    heavy = scene.add_box(
+        (0.0, 1.5), (1.0, 1.0), mass=ratio, static_friction=0.5, dynamic_friction=0.4
+    )
     return scene, light, heavy
 
 
@@ -276,8 +305,10 @@ def test_a_state_file_without_support_counts_it_again(tmp_path):
     scene.save_state(tmp_path / "new.npz")
 
     def rewrite(name, version):
-        with zipfile.ZipFile(tmp_path / "new.npz") as new, \
-                zipfile.ZipFile(tmp_path / name, "w") as old:
+        with (
+            zipfile.ZipFile(tmp_path / "new.npz") as new,
+            zipfile.ZipFile(tmp_path / name, "w") as old,
+        ):
             for info in new.infolist():
                 # What format `version` lacks, besides the support (a format 5 file without
                 # it is damaged).
@@ -312,8 +343,9 @@ def hanging_chain(arch, n_links, on_fault="raise"):
     first = previous
     for i in range(n_links):
         link = scene.add_box((0.1 + 0.2 * i, 10.0), (0.2, 0.05))
-        scene.add_revolute_joint(previous, link,
-                                 anchor=(0.0, 0.0) if previous == first else (0.1, 0.0))
+        scene.add_revolute_joint(
+            previous, link, anchor=(0.0, 0.0) if previous == first else (0.1, 0.0)
+        )
         previous = link
     return scene, previous
 
@@ -359,8 +391,7 @@ def test_joint_errors_measure_how_far_each_joint_is_from_holding(arch):
     arm = scene.add_box((1.0, 0.0), (1.0, 0.2))
     slider = scene.add_box((0.0, 3.0), (0.5, 0.5))
     scene.add_revolute_joint(base, arm, anchor=(0.5, 0.0))
-    scene.add_prismatic_joint(base, slider, axis=(1.0, 0.0), position_min=-1.0,
-                              position_max=1.0)
+    scene.add_prismatic_joint(base, slider, axis=(1.0, 0.0), position_min=-1.0, position_max=1.0)
     assert np.abs(scene.joint_errors()).max() < 1e-6
     state = scene.get_state()
     state.position[0, arm] += (0.3, 0.4)

@@ -12,7 +12,8 @@ PAGE = Path(__file__).resolve().parents[1] / "docs" / "device-data.md"
 
 def test_page_is_generated_from_the_declarations():
     assert PAGE.read_text(encoding="utf-8") == device.field_table(), (
-        "docs/device-data.md is stale: run `python -m tests.test_device_data`")
+        "docs/device-data.md is stale: run `python -m tests.test_device_data`"
+    )
 
 
 def test_every_field_has_a_doc_and_a_symbolic_shape():

@@ -40,8 +40,13 @@ def local_cluster():
     """A local Ray cluster of 2 CPUs and 2 declared (absent) GPUs, for this module."""
     if ray.is_initialized():
         ray.shutdown()
-    ray.init(num_cpus=2, num_gpus=2, include_dashboard=False, log_to_driver=False,
-             object_store_memory=150 * 2**20)
+    ray.init(
+        num_cpus=2,
+        num_gpus=2,
+        include_dashboard=False,
+        log_to_driver=False,
+        object_store_memory=150 * 2**20,
+    )
     yield
     ray.shutdown()
 
@@ -77,8 +82,7 @@ def build(n_worlds: int) -> fx.Scene:
         scene.add_box((0.1 * level, 0.3 + 0.55 * level), (0.5, 0.5), **friction)
     scene.add_circle((-2.0, 1.0), 0.3, elasticity=0.4, name="ball")
     rod = scene.add_box((3.0, 2.0), (1.0, 0.1))
-    scene.add_revolute_joint(ground, rod, anchor=(2.5, 2.5), control_mode="velocity",
-                             target=0.5)
+    scene.add_revolute_joint(ground, rod, anchor=(2.5, 2.5), control_mode="velocity", target=0.5)
     return scene
 
 
@@ -94,13 +98,15 @@ def build_wrong_count(n_worlds: int) -> fx.Scene:
 
 
 def same_state(a: fx.State, b: fx.State) -> bool:
-    return all(np.array_equal(getattr(a, f.name), getattr(b, f.name))
-               for f in dataclasses.fields(fx.State))
+    return all(
+        np.array_equal(getattr(a, f.name), getattr(b, f.name)) for f in dataclasses.fields(fx.State)
+    )
 
 
 def same_record(a, b) -> bool:
-    return all(np.array_equal(getattr(a, f.name), getattr(b, f.name))
-               for f in dataclasses.fields(a))
+    return all(
+        np.array_equal(getattr(a, f.name), getattr(b, f.name)) for f in dataclasses.fields(a)
+    )
 
 
 def drive(scenes, steps: int, seed: int = 1, on_step=None):
@@ -150,13 +156,13 @@ def test_shard_ranges_are_contiguous_and_even():
 
 def test_visible_device_env_points_vulkan_at_rays_gpu():
     # Ray set CUDA_VISIBLE_DEVICES already: only Taichi's Vulkan index is missing.
-    assert visible_device_env(["3"], {"CUDA_VISIBLE_DEVICES": "3"}) == {
-        "TI_VISIBLE_DEVICE": "3"}
-    assert visible_device_env([1, 2], {}) == {"CUDA_VISIBLE_DEVICES": "1,2",
-                                              "TI_VISIBLE_DEVICE": "1"}
+    assert visible_device_env(["3"], {"CUDA_VISIBLE_DEVICES": "3"}) == {"TI_VISIBLE_DEVICE": "3"}
+    assert visible_device_env([1, 2], {}) == {
+        "CUDA_VISIBLE_DEVICES": "1,2",
+        "TI_VISIBLE_DEVICE": "1",
+    }
     # The user's own TI_VISIBLE_DEVICE stands; a CPU shard changes nothing.
-    assert visible_device_env(["0"], {"CUDA_VISIBLE_DEVICES": "0",
-                                      "TI_VISIBLE_DEVICE": "2"}) == {}
+    assert visible_device_env(["0"], {"CUDA_VISIBLE_DEVICES": "0", "TI_VISIBLE_DEVICE": "2"}) == {}
     assert visible_device_env([], {}) == {}
 
 
@@ -180,18 +186,17 @@ def test_two_shards_step_as_one_scene_bitwise(two_shards):
     masses = np.linspace(0.5, 3.0, N_WORLDS)
     gravity = np.stack([np.zeros(N_WORLDS), -np.linspace(8.0, 11.0, N_WORLDS)], axis=1)
     for scene in (reference, sharded):
-        scene.set_body_params([1, 2], mass=masses[[0, 2, 5]][:, None].repeat(2, 1),
-                              world=[0, 2, 5])
+        scene.set_body_params([1, 2], mass=masses[[0, 2, 5]][:, None].repeat(2, 1), world=[0, 2, 5])
         scene.set_gravity(gravity)
-    np.testing.assert_array_equal(sharded.get_body_params()["mass"],
-                                  reference.get_body_params()["mass"])
+    np.testing.assert_array_equal(
+        sharded.get_body_params()["mass"], reference.get_body_params()["mass"]
+    )
     checked = []
 
     def compare(k):
         if k % 10 == 9:
             assert same_state(reference.get_state(), sharded.get_state()), k
-            assert same_record(reference.contact_events().begin,
-                               sharded.contact_events().begin), k
+            assert same_record(reference.contact_events().begin, sharded.contact_events().begin), k
             checked.append(k)
 
     drive([reference, sharded], 100, on_step=compare)
@@ -204,14 +209,14 @@ def test_two_shards_step_as_one_scene_bitwise(two_shards):
     assert same_record(reference.contacts(4), sharded.contacts(4))
     assert set(sharded.contacts(4).world.tolist()) == {4}
     rng = np.random.default_rng(3)
-    origins = np.stack([rng.uniform(-3, 3, (N_WORLDS, 5)), np.full((N_WORLDS, 5), 4.0)],
-                       axis=2)
+    origins = np.stack([rng.uniform(-3, 3, (N_WORLDS, 5)), np.full((N_WORLDS, 5), 4.0)], axis=2)
     down = np.array([0.0, -1.0])
     hits = reference.ray_cast(origins, down, 10.0)
     assert hits.hit.all()
     assert same_record(hits, sharded.ray_cast(origins, down, 10.0))
-    assert same_record(reference.ray_cast_all(origins, down, 10.0),
-                       sharded.ray_cast_all(origins, down, 10.0))
+    assert same_record(
+        reference.ray_cast_all(origins, down, 10.0), sharded.ray_cast_all(origins, down, 10.0)
+    )
     points = reference.get_state().position[:, :4]  # (n_worlds, 4, 2): per world
     assert same_record(reference.query_point(points), sharded.query_point(points))
     assert same_record(reference.joint_state(), sharded.joint_state())
@@ -282,8 +287,9 @@ def test_template_snapshot_and_restore_repeat_bitwise():
     template.set_body_params([4], elasticity=0.7)
     reference = template.replicate(N_WORLDS)
     # Three shards on two CPUs: half a CPU each (Ray's resources are bookkeeping).
-    with ShardedScene(N_WORLDS, template=template, n_shards=3,
-                      shard_options={"num_cpus": 0.5}) as sharded:
+    with ShardedScene(
+        N_WORLDS, template=template, n_shards=3, shard_options={"num_cpus": 0.5}
+    ) as sharded:
         throw([reference, sharded])
         drive([reference, sharded], 15)
         assert same_state(reference.get_state(), sharded.get_state())
@@ -306,8 +312,7 @@ def test_template_snapshot_and_restore_repeat_bitwise():
         sharded.restore(saved)
         at_snapshot = sharded.get_state()
         for key in ("position", "angle"):
-            np.testing.assert_array_equal(getattr(back, key)[2:4],
-                                          getattr(at_snapshot, key)[2:4])
+            np.testing.assert_array_equal(getattr(back, key)[2:4], getattr(at_snapshot, key)[2:4])
 
 
 def test_bad_input_is_refused_before_any_shard_changes(two_shards):
@@ -326,8 +331,9 @@ def test_bad_input_is_refused_before_any_shard_changes(two_shards):
     with pytest.raises(ValueError, match="target"):
         sharded.set_joint_target(0, np.zeros(N_WORLDS - 1))
     with pytest.raises(ValueError, match="state"):
-        sharded.reset_worlds([0, 5], fx.State(*(a[:3] for a in dataclasses.astuple(
-            reference.get_state()))))
+        sharded.reset_worlds(
+            [0, 5], fx.State(*(a[:3] for a in dataclasses.astuple(reference.get_state())))
+        )
     with pytest.raises(ValueError, match="origins"):
         sharded.ray_cast(np.zeros((N_WORLDS - 1, 2, 2)), (0.0, -1.0), 1.0)
     with pytest.raises(ValueError, match="dt"):
@@ -376,8 +382,9 @@ def test_bad_sources_are_refused():
 def test_each_shard_sees_the_gpu_ray_gave_it():
     """With one (declared) GPU per shard, Ray hands each actor its own id: CUDA_VISIBLE_DEVICES
     is that id, and TI_VISIBLE_DEVICE (Taichi's Vulkan device) follows it."""
-    with ShardedScene(4, build, n_shards=2,
-                      shard_options={"num_gpus": 1, "num_cpus": 1}) as sharded:
+    with ShardedScene(
+        4, build, n_shards=2, shard_options={"num_gpus": 1, "num_cpus": 1}
+    ) as sharded:
         info = sharded.shard_info()
         threads = [sharded.inspect(taichi_threads, shard=k) for k in range(2)]
     assert threads == [1, 1]  # Taichi's CPU threads: the one CPU each shard was given
@@ -385,8 +392,11 @@ def test_each_shard_sees_the_gpu_ray_gave_it():
     assert ids == ["0", "1"]
     for shard in info:
         (gpu,) = shard["gpu_ids"]
-        assert shard["env"] == {"CUDA_VISIBLE_DEVICES": gpu, "TI_VISIBLE_DEVICE": gpu,
-                                "FX2D_CPU_THREADS": "1"}  # the one CPU it was given
+        assert shard["env"] == {
+            "CUDA_VISIBLE_DEVICES": gpu,
+            "TI_VISIBLE_DEVICE": gpu,
+            "FX2D_CPU_THREADS": "1",
+        }  # the one CPU it was given
 
 
 def test_vector_env_on_shards_runs_the_same_episodes():
@@ -395,8 +405,9 @@ def test_vector_env_on_shards_runs_the_same_episodes():
     included; render() draws the same first worlds."""
     from fx2d_gpu.envs import CartPoleVectorEnv
 
-    options = dict(arch="cpu", randomize=True, max_episode_steps=30,
-                   render_mode="rgb_array", render_tiles=2)
+    options = dict(
+        arch="cpu", randomize=True, max_episode_steps=30, render_mode="rgb_array", render_tiles=2
+    )
     local = CartPoleVectorEnv(N_WORLDS, **options)
     sharded = CartPoleVectorEnv(N_WORLDS, shards=2, **options)
     try:

@@ -23,13 +23,14 @@ def python_blocks(text: str) -> list[str]:
     blocks = []
     for indent, body in PYTHON_BLOCK.findall(text):
         lines = body.splitlines()
-        blocks.append("\n".join(line[len(indent):] for line in lines))
+        blocks.append("\n".join(line[len(indent) :] for line in lines))
     return blocks
 
 
 def test_python_blocks_are_found_indented_or_not():
-    text = ("a\n```python\nx = 1\n```\n- item\n\n    ```python\n    y = 2\n    ```\n"
-            "```bash\nls\n```\n")
+    text = (
+        "a\n```python\nx = 1\n```\n- item\n\n    ```python\n    y = 2\n    ```\n```bash\nls\n```\n"
+    )
     assert python_blocks(text) == ["x = 1", "y = 2"]
 
 
@@ -49,16 +50,25 @@ def test_every_guide_page_has_examples():
 
 #: The optional extras an example may import, by module: a page that imports one that is
 #: not installed is skipped (the extra is missing, not the docs wrong).
-OPTIONAL_MODULES = {"ray": "distributed", "gymnasium": "rl", "torch": "torch",
-                    "matplotlib": "bench", "pymunk": "bench", "pyb2d3": "bench"}
+OPTIONAL_MODULES = {
+    "ray": "distributed",
+    "gymnasium": "rl",
+    "torch": "torch",
+    "matplotlib": "bench",
+    "pymunk": "bench",
+    "pyb2d3": "bench",
+}
 IMPORT = re.compile(r"^\s*(?:import|from)\s+(\w+)", re.M)
 
 
 def missing_extras(blocks: list[str]) -> list[str]:
     """'extra (module)' for each optional module the blocks import that is not installed."""
     imported = {name for block in blocks for name in IMPORT.findall(block)}
-    return [f"{OPTIONAL_MODULES[name]} ({name})" for name in sorted(imported)
-            if name in OPTIONAL_MODULES and importlib.util.find_spec(name) is None]
+    return [
+        f"{OPTIONAL_MODULES[name]} ({name})"
+        for name in sorted(imported)
+        if name in OPTIONAL_MODULES and importlib.util.find_spec(name) is None
+    ]
 
 
 def test_missing_extras_are_named_by_the_modules_a_page_imports():
@@ -80,18 +90,28 @@ def test_examples_run(page, arch, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # files an example writes land here
     namespace = {"__name__": f"docs_{page.stem}"}
     for number, block in enumerate(blocks, 1):
-        code = compile(block.replace('arch="auto"', f'arch="{arch}"'),
-                       f"{page.name} (example {number})", "exec")
+        code = compile(
+            block.replace('arch="auto"', f'arch="{arch}"'),
+            f"{page.name} (example {number})",
+            "exec",
+        )
         exec(code, namespace)
 
 
-@pytest.mark.skipif(shutil.which("mkdocs") is None and
-                    subprocess.run([sys.executable, "-c", "import mkdocs"]).returncode != 0,
-                    reason="the docs extra (mkdocs) is not installed")
+@pytest.mark.skipif(
+    shutil.which("mkdocs") is None
+    and subprocess.run([sys.executable, "-c", "import mkdocs"]).returncode != 0,
+    reason="the docs extra (mkdocs) is not installed",
+)
 def test_the_site_builds_without_warnings(tmp_path):
-    out = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir",
-                          str(tmp_path / "site")], cwd=ROOT, capture_output=True, text=True,
-                         env={**os.environ, "NO_MKDOCS_2_WARNING": "1"}, timeout=600)
+    out = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+        timeout=600,
+    )
     assert out.returncode == 0, out.stderr[-4000:]
     assert "WARNING" not in out.stderr, out.stderr[-4000:]
     assert (tmp_path / "site" / "api" / "index.html").exists()

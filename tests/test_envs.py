@@ -59,8 +59,7 @@ def run(env, actions):
     record = {"obs": [], "rewards": [], "terminated": [], "truncated": [], "infos": []}
     for action in actions:
         obs, rewards, terminated, truncated, infos = env.step(action)
-        for key, value in zip(record, (obs, rewards, terminated, truncated, infos),
-                              strict=True):
+        for key, value in zip(record, (obs, rewards, terminated, truncated, infos), strict=True):
             record[key].append(value)
     return record
 
@@ -74,9 +73,11 @@ def test_fx2d_gpu_imports_without_gymnasium_and_envs_says_how_to_install_it():
         "try:\n"
         "    import fx2d_gpu.envs\n"
         "except ImportError as error:\n"
-        "    print('ImportError:', error)\n")
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            cwd=ROOT, timeout=300)
+        "    print('ImportError:', error)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     # Both ways to get the extra: a checkout's editable install, and a package index's.
     assert 'pip install -e ".[rl]"' in result.stdout
@@ -86,15 +87,21 @@ def test_fx2d_gpu_imports_without_gymnasium_and_envs_says_how_to_install_it():
 def test_tasks_are_registered_for_make_and_make_vec():
     for task_id, steps in envs.REGISTERED_IDS.items():
         assert gymnasium.spec(task_id).max_episode_steps == steps
-    vector = gymnasium.make_vec("fx2d/CartPole-v0", num_envs=3,
-                                vectorization_mode="vector_entry_point", arch=ARCH)
+    vector = gymnasium.make_vec(
+        "fx2d/CartPole-v0", num_envs=3, vectorization_mode="vector_entry_point", arch=ARCH
+    )
     assert isinstance(vector, CartPoleVectorEnv) and vector.num_envs == 3
     assert vector.max_episode_steps == 500 and vector.spec.id == "fx2d/CartPole-v0"
     single = gymnasium.make("fx2d/CartPole-v0", arch=ARCH)
     assert isinstance(single.unwrapped, CartPoleEnv)
     assert single.spec.max_episode_steps == 500  # TimeLimit truncates the one-world env
-    lander = gymnasium.make_vec("fx2d/Lander-v0", num_envs=2, arch=ARCH, continuous=True,
-                                autoreset_mode=AutoresetMode.SAME_STEP)
+    lander = gymnasium.make_vec(
+        "fx2d/Lander-v0",
+        num_envs=2,
+        arch=ARCH,
+        continuous=True,
+        autoreset_mode=AutoresetMode.SAME_STEP,
+    )
     # (the default vectorization_mode takes the vector entry point)
     assert isinstance(lander, LanderVectorEnv) and lander.max_episode_steps == 1000
     assert lander.metadata["autoreset_mode"] == AutoresetMode.SAME_STEP
@@ -104,12 +111,15 @@ def test_tasks_are_registered_for_make_and_make_vec():
 
 
 # ---------------------------------------------------------------- spaces and dtypes
-@pytest.mark.parametrize("make, continuous, obs_dim, action", [
-    (cartpoles, False, 4, gymnasium.spaces.Discrete(2)),
-    (cartpoles, True, 4, gymnasium.spaces.Box(-1.0, 1.0, (1,), np.float32)),
-    (landers, False, 16, gymnasium.spaces.Discrete(4)),
-    (landers, True, 16, gymnasium.spaces.Box(-1.0, 1.0, (2,), np.float32)),
-])
+@pytest.mark.parametrize(
+    "make, continuous, obs_dim, action",
+    [
+        (cartpoles, False, 4, gymnasium.spaces.Discrete(2)),
+        (cartpoles, True, 4, gymnasium.spaces.Box(-1.0, 1.0, (1,), np.float32)),
+        (landers, False, 16, gymnasium.spaces.Discrete(4)),
+        (landers, True, 16, gymnasium.spaces.Box(-1.0, 1.0, (2,), np.float32)),
+    ],
+)
 def test_spaces_dtypes_and_observations_in_the_space(make, continuous, obs_dim, action):
     env = make(3, continuous=continuous)
     assert env.num_envs == 3
@@ -161,8 +171,9 @@ def test_next_step_resets_an_ended_world_on_the_following_step():
             break
     ended = terminated.copy()
     assert ended.any() and (rewards == 1.0).all() and infos == {}
-    assert ((np.abs(obs[ended, 2]) > env.theta_threshold) |
-            (np.abs(obs[ended, 0]) > env.x_threshold)).all()
+    assert (
+        (np.abs(obs[ended, 2]) > env.theta_threshold) | (np.abs(obs[ended, 0]) > env.x_threshold)
+    ).all()
     before = obs.copy()
     obs, rewards, terminated, truncated, infos = env.step(always_right)
     # The ended worlds start over: a first observation (Gymnasium's +-0.05 noise), reward 0.
@@ -229,7 +240,7 @@ def test_disabled_refuses_to_step_an_ended_world_until_reset_with_a_mask():
         env.step(always_left)
     after, infos = env.reset(options={"reset_mask": ended})
     assert infos == {}
-    np.testing.assert_array_equal(after[~ended], obs[~ended])   # bitwise untouched
+    np.testing.assert_array_equal(after[~ended], obs[~ended])  # bitwise untouched
     assert (np.abs(after[ended]) <= 0.05).all()
     env.step(always_left)  # every world may step again
 
@@ -308,29 +319,32 @@ def test_actions_are_checked():
     continuous.step(np.array([[5.0], [-5.0], [0.0]]))  # clipped to the box, as Gymnasium's
 
 
-@pytest.mark.parametrize("arguments, error, name", [
-    ({"num_envs": 0}, ValueError, "num_envs"),
-    ({"num_envs": 2.0}, TypeError, "num_envs"),
-    ({"num_envs": True}, TypeError, "num_envs"),
-    ({"autoreset_mode": "Sometimes"}, ValueError, "autoreset_mode"),
-    ({"max_episode_steps": 0}, ValueError, "max_episode_steps"),
-    ({"randomize": "yes"}, TypeError, "randomize"),
-    ({"randomize": {"mass": (0.5, 2.0)}}, ValueError, "randomize"),
-    ({"randomize": {"gravity": (12.0, 8.0)}}, ValueError, "randomize"),
-    ({"randomize": {"mass_scale": (0.0, 1.0)}}, ValueError, "randomize"),
-    # Upper bounds, at construction (issue 76 finding 15: these failed at reset, or every
-    # step was a SimulationError).
-    ({"randomize": {"gravity": (1e30, 1e30)}}, ValueError, r"randomize\['gravity'\].*1000"),
-    ({"randomize": {"gravity": (1e39, 1e39)}}, ValueError, r"randomize\['gravity'\]"),
-    ({"randomize": {"mass_scale": (1e40, 1e40)}}, ValueError, r"randomize\['mass_scale'\]"),
-    ({"randomize": {"mass_scale": (1.0, 1e9)}}, ValueError, r"randomize\[.mass_scale.\].*1000"),
-    ({"randomize": {"mass_scale": 1.0}}, TypeError, "randomize"),
-    ({"render_mode": "human"}, ValueError, "render_mode"),
-    ({"render_size": (8, 8)}, ValueError, "render_size"),
-    ({"render_tiles": 0}, ValueError, "render_tiles"),
-    ({"continuous": 1}, TypeError, "continuous"),
-    ({"substeps": 0}, ValueError, "substeps"),
-])
+@pytest.mark.parametrize(
+    "arguments, error, name",
+    [
+        ({"num_envs": 0}, ValueError, "num_envs"),
+        ({"num_envs": 2.0}, TypeError, "num_envs"),
+        ({"num_envs": True}, TypeError, "num_envs"),
+        ({"autoreset_mode": "Sometimes"}, ValueError, "autoreset_mode"),
+        ({"max_episode_steps": 0}, ValueError, "max_episode_steps"),
+        ({"randomize": "yes"}, TypeError, "randomize"),
+        ({"randomize": {"mass": (0.5, 2.0)}}, ValueError, "randomize"),
+        ({"randomize": {"gravity": (12.0, 8.0)}}, ValueError, "randomize"),
+        ({"randomize": {"mass_scale": (0.0, 1.0)}}, ValueError, "randomize"),
+        # Upper bounds, at construction (issue 76 finding 15: these failed at reset, or every
+        # step was a SimulationError).
+        ({"randomize": {"gravity": (1e30, 1e30)}}, ValueError, r"randomize\['gravity'\].*1000"),
+        ({"randomize": {"gravity": (1e39, 1e39)}}, ValueError, r"randomize\['gravity'\]"),
+        ({"randomize": {"mass_scale": (1e40, 1e40)}}, ValueError, r"randomize\['mass_scale'\]"),
+        ({"randomize": {"mass_scale": (1.0, 1e9)}}, ValueError, r"randomize\[.mass_scale.\].*1000"),
+        ({"randomize": {"mass_scale": 1.0}}, TypeError, "randomize"),
+        ({"render_mode": "human"}, ValueError, "render_mode"),
+        ({"render_size": (8, 8)}, ValueError, "render_size"),
+        ({"render_tiles": 0}, ValueError, "render_tiles"),
+        ({"continuous": 1}, TypeError, "continuous"),
+        ({"substeps": 0}, ValueError, "substeps"),
+    ],
+)
 def test_bad_constructor_arguments_are_named(arguments, error, name):
     arguments = {"num_envs": 2, **arguments}
     with pytest.raises(error, match=name):
@@ -355,14 +369,16 @@ def test_world_streams_are_per_world_and_independent_of_the_batch():
     draws = together.uniform(np.array([1, 3]), 6)
     assert draws.shape == (2, 6) and ((draws >= 0) & (draws < 1)).all()
     np.testing.assert_array_equal(draws[1], alone.uniform(np.array([0]), 6)[0])
-    np.testing.assert_array_equal(together.uniform(np.array([3]), 2)[0],
-                                  alone.uniform(np.array([0]), 2)[0])
+    np.testing.assert_array_equal(
+        together.uniform(np.array([3]), 2)[0], alone.uniform(np.array([0]), 2)[0]
+    )
     many = WorldStreams(1)
     many.seed(np.array([0]), np.array([7], np.uint64))
     values = many.uniform(np.array([0]), 20000)[0]
     assert abs(values.mean() - 0.5) < 0.01 and abs(values.var() - 1 / 12) < 0.005
-    assert not np.array_equal(together.uniform(np.array([0]), 4)[0],
-                              together.uniform(np.array([2]), 4)[0])
+    assert not np.array_equal(
+        together.uniform(np.array([0]), 4)[0], together.uniform(np.array([2]), 4)[0]
+    )
 
 
 @pytest.mark.parametrize("make, steps", [(cartpoles, 120), (landers, 40)])
@@ -384,12 +400,16 @@ def test_the_same_seed_gives_the_same_trajectory(make, steps):
     np.testing.assert_array_equal(listed[2], first[1])
 
 
-@pytest.mark.parametrize("vector_class, single_class, options, steps", [
-    (CartPoleVectorEnv, CartPoleEnv, {}, 200),
-    (LanderVectorEnv, LanderEnv, {"randomize": True}, 60),
-])
-def test_world_w_equals_the_one_world_env_seeded_seed_plus_w(vector_class, single_class,
-                                                           options, steps):
+@pytest.mark.parametrize(
+    "vector_class, single_class, options, steps",
+    [
+        (CartPoleVectorEnv, CartPoleEnv, {}, 200),
+        (LanderVectorEnv, LanderEnv, {"randomize": True}, 60),
+    ],
+)
+def test_world_w_equals_the_one_world_env_seeded_seed_plus_w(
+    vector_class, single_class, options, steps
+):
     vector = vector_class(4, arch=ARCH, autoreset_mode="Disabled", **options)
     single = single_class(arch=ARCH, **options)
     actions = random_actions(vector, steps, seed=8)
@@ -410,14 +430,16 @@ def test_world_w_equals_the_one_world_env_seeded_seed_plus_w(vector_class, singl
         np.testing.assert_array_equal(obs, first[world])
         if options.get("randomize"):
             np.testing.assert_array_equal(
-                single.scene.get_body_params(single.worlds._mass_bodies())["mass"][0],
-                masses[world])
-            np.testing.assert_array_equal(single.scene.get_gravity()[0],
-                                          vector.scene.get_gravity()[world])
-        for step, action in enumerate(actions[:len(record["obs"])]):
+                single.scene.get_body_params(single.worlds._mass_bodies())["mass"][0], masses[world]
+            )
+            np.testing.assert_array_equal(
+                single.scene.get_gravity()[0], vector.scene.get_gravity()[world]
+            )
+        for step, action in enumerate(actions[: len(record["obs"])]):
             obs, reward, terminated, truncated, info = single.step(action[world])
-            np.testing.assert_array_equal(obs, record["obs"][step][world],
-                                          err_msg=f"world {world}, step {step}")
+            np.testing.assert_array_equal(
+                obs, record["obs"][step][world], err_msg=f"world {world}, step {step}"
+            )
             assert reward == record["rewards"][step][world]
             assert terminated == record["terminated"][step][world]
             assert truncated is False and info == {}
@@ -461,8 +483,7 @@ def test_randomization_sets_per_world_masses_and_gravity_at_each_reset():
     assert ((-gravity[:, 1] >= 8.8 - 1e-9) & (-gravity[:, 1] <= 10.8 + 1e-9)).all()
     # Inertia follows the new mass (the shape's).
     inertia = env.scene.get_body_params(bodies)["inertia"]
-    np.testing.assert_allclose(inertia / mass, np.tile(inertia[0] / mass[0], (8, 1)),
-                               rtol=1e-5)
+    np.testing.assert_allclose(inertia / mass, np.tile(inertia[0] / mass[0], (8, 1)), rtol=1e-5)
 
     mask = np.zeros(8, bool)
     mask[[2, 5]] = True
@@ -474,8 +495,9 @@ def test_randomization_sets_per_world_masses_and_gravity_at_each_reset():
 
     plain = cartpoles(8)
     plain.reset(seed=2)
-    np.testing.assert_allclose(plain.scene.get_body_params(bodies)["mass"],
-                               np.tile(nominal, (8, 1)), rtol=1e-6)
+    np.testing.assert_allclose(
+        plain.scene.get_body_params(bodies)["mass"], np.tile(nominal, (8, 1)), rtol=1e-6
+    )
     lander = landers(4, randomize={"friction": (0.2, 0.4)})
     lander.reset(seed=0)
     friction = lander.scene.get_body_params(lander._friction_bodies())
@@ -568,8 +590,10 @@ def test_lander_lands_on_its_legs_and_crashes_on_its_hull():
         c, s = math.cos(turn), math.sin(turn)
         for body in bodies:
             offset = state.position[world, body] - centre[world]
-            state.position[world, body] = (0.0 + c * offset[0] - s * offset[1],
-                                           lift + s * offset[0] + c * offset[1])
+            state.position[world, body] = (
+                0.0 + c * offset[0] - s * offset[1],
+                lift + s * offset[0] + c * offset[1],
+            )
             state.angle[world, body] += turn
     state.velocity[:] = 0.0
     state.angular_velocity[:] = 0.0
@@ -631,11 +655,11 @@ def test_lander_lidar_sees_the_terrain():
     obs, _ = env.reset(seed=0)
     lidar = obs[:, 8:]
     assert ((lidar > 0) & (lidar <= 1)).all()
-    straight_down = lidar[:, env.n_rays // 2 - 1: env.n_rays // 2 + 1]
+    straight_down = lidar[:, env.n_rays // 2 - 1 : env.n_rays // 2 + 1]
     # 10 m up over flat ground: the rays near the vertical see it, minus the lidar's start.
     assert (straight_down < 1.0).all()
     hull_height = env.scene.get_state(bodies=[env.hull]).position[:, 0, 1]
-    angles = np.linspace(-math.pi, 0.0, env.n_rays)[env.n_rays // 2 - 1: env.n_rays // 2 + 1]
+    angles = np.linspace(-math.pi, 0.0, env.n_rays)[env.n_rays // 2 - 1 : env.n_rays // 2 + 1]
     expected = (hull_height[:, None] / np.abs(np.sin(angles)) - env._lidar_start) / 10.0
     np.testing.assert_allclose(straight_down, expected, atol=2e-3)
 
@@ -693,8 +717,7 @@ def test_cross_entropy_search_trains_the_cartpole_far_beyond_a_random_policy():
     env = CartPoleVectorEnv(num_envs, arch=ARCH)
     rng = np.random.default_rng(0)
 
-    random_returns, _ = _episode_returns(
-        env, lambda obs: rng.integers(0, 2, num_envs), seed=10_000)
+    random_returns, _ = _episode_returns(env, lambda obs: rng.integers(0, 2, num_envs), seed=10_000)
     random_mean = random_returns.mean()
 
     mean, std = np.zeros(4), np.ones(4)
@@ -702,21 +725,23 @@ def test_cross_entropy_search_trains_the_cartpole_far_beyond_a_random_policy():
     for iteration in range(max_iterations):
         weights = mean + std * rng.standard_normal((num_envs, 4))
         returns, steps = _episode_returns(
-            env, lambda obs, w=weights: ((obs * w).sum(axis=1) > 0).astype(np.int64),
-            seed=iteration * num_envs)
+            env,
+            lambda obs, w=weights: ((obs * w).sum(axis=1) > 0).astype(np.int64),
+            seed=iteration * num_envs,
+        )
         env_steps += steps
         best = weights[np.argsort(returns)[-elites:]]
         mean, std = best.mean(axis=0), best.std(axis=0) + 0.02  # a floor keeps it searching
         if np.sort(returns)[-elites:].min() >= 500:
             break
     trained_returns, steps = _episode_returns(
-        env, lambda obs: ((obs @ mean) > 0).astype(np.int64), seed=20_000)
+        env, lambda obs: ((obs @ mean) > 0).astype(np.int64), seed=20_000
+    )
     env_steps += steps
     trained_mean = trained_returns.mean()
     assert env_steps <= (max_iterations + 1) * num_envs * 500
     assert random_mean < 40, random_mean  # Gymnasium's cart-pole: about 22
-    assert trained_mean >= max(150.0, 4 * random_mean), (trained_mean, random_mean,
-                                                         iteration)
+    assert trained_mean >= max(150.0, 4 * random_mean), (trained_mean, random_mean, iteration)
 
 
 # ---------------------------------------------------------------- Gymnasium's async vector env
@@ -766,8 +791,9 @@ def test_async_vector_env_refuses_fork_and_runs_with_spawn(tmp_path):
     its first kernel); now refused at once with the fix in the message, and the fix works."""
     script = tmp_path / "async_envs.py"
     script.write_text(_ASYNC_SCRIPT)
-    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
-                          timeout=300, cwd=tmp_path)
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=300, cwd=tmp_path
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     lines = done.stdout.splitlines()
     refused = next(line for line in lines if line.startswith("fork:"))

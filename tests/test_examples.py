@@ -22,8 +22,14 @@ def _rotate(angle, vector):
 
 
 def test_load_gives_each_example_its_scene_and_driver(arch):
-    assert examples.names() == ["angry_boxes", "bucket_fill", "chain_terrain",
-                                "joint_control_demo", "stacked_boxes", "truck"]
+    assert examples.names() == [
+        "angry_boxes",
+        "bucket_fill",
+        "chain_terrain",
+        "joint_control_demo",
+        "stacked_boxes",
+        "truck",
+    ]
     for name in examples.names():
         scene, driver = examples.load(name, arch=arch)
         assert isinstance(driver, examples.ExampleDriver)
@@ -50,11 +56,15 @@ def test_truck_drives_forward_on_wheels_that_stay_attached(arch):
         driver.step(scene, DT)
         s = scene.get_state()
         p, a = s.position[0], s.angle[0]
-        gaps = [np.linalg.norm(p[head] + _rotate(a[head], truck.FRONT_WHEEL_ANCHOR)
-                               - p[driver.front_wheel]),
-                np.linalg.norm(p[back] + _rotate(a[back], truck.REAR_WHEEL_ANCHOR)
-                               - p[driver.rear_wheel]),
-                np.linalg.norm(p[head] + _rotate(a[head], weld) - p[back])]
+        gaps = [
+            np.linalg.norm(
+                p[head] + _rotate(a[head], truck.FRONT_WHEEL_ANCHOR) - p[driver.front_wheel]
+            ),
+            np.linalg.norm(
+                p[back] + _rotate(a[back], truck.REAR_WHEEL_ANCHOR) - p[driver.rear_wheel]
+            ),
+            np.linalg.norm(p[head] + _rotate(a[head], weld) - p[back]),
+        ]
         worst_gap = max(worst_gap, *gaps)
     assert worst_gap < 0.01  # m (joint_errors gave 0.0 at mm precision)
     travelled = start.position[0, head, 0] - s.position[0, head, 0]
@@ -85,10 +95,14 @@ def test_bucket_fills_with_the_balls_dropped_into_it(arch):
         driver.step(scene, DT)
     spawned = steps // bucket_fill.STEPS_PER_SPAWN - 1  # the first after step 6
     assert len(driver.balls) == spawned == 49
-    clear_drops = [n for n in range(spawned)
-                   if abs(bucket_fill.spawn_point(n)[0][0] - bucket_fill.CENTRE_X)
-                   + bucket_fill.spawn_point(n)[1] < 1.2
-                   and (n + 1) * bucket_fill.STEPS_PER_SPAWN <= steps - 70]
+    clear_drops = [
+        n
+        for n in range(spawned)
+        if abs(bucket_fill.spawn_point(n)[0][0] - bucket_fill.CENTRE_X)
+        + bucket_fill.spawn_point(n)[1]
+        < 1.2
+        and (n + 1) * bucket_fill.STEPS_PER_SPAWN <= steps - 70
+    ]
     assert len(clear_drops) == 15
     inside = driver.count_inside(scene)
     assert len(clear_drops) <= inside <= spawned
@@ -111,8 +125,9 @@ def test_bodies_dropped_on_the_chain_terrain_roll_along_it_without_passing_throu
         if i % 5 == 4 and driver.bodies:
             p = scene.get_state(bodies=driver.bodies).position[0]
             reach = np.asarray(driver.reach)
-            over = (p[:, 0] > chain_terrain.TERRAIN[0, 0] + reach) & \
-                (p[:, 0] < chain_terrain.TERRAIN[-1, 0] - reach)
+            over = (p[:, 0] > chain_terrain.TERRAIN[0, 0] + reach) & (
+                p[:, 0] < chain_terrain.TERRAIN[-1, 0] - reach
+            )
             clearance = (p[:, 1] - chain_terrain.terrain_height(p[:, 0])) / reach
             lowest = min(lowest, clearance[over].min(initial=math.inf))
     assert len(driver.bodies) == 11  # one every 30 steps, the first after 30
@@ -157,8 +172,7 @@ def test_stacked_boxes_ball_hits_the_pyramid(arch):
         pairs = scene.contacts(world=0).pairs()
         touched |= any((min(ball, b), max(ball, b)) in pairs for b in boxes)
     assert touched
-    moved = np.linalg.norm(scene.get_state().position[0, boxes] - start.position[0, boxes],
-                           axis=1)
+    moved = np.linalg.norm(scene.get_state().position[0, boxes] - start.position[0, boxes], axis=1)
     assert moved.max() > 0.5
 
 
@@ -174,8 +188,9 @@ def test_joint_control_demo_runs_each_motor_mode_for_two_seconds(arch):
         for _ in range(120):
             driver.step(scene, DT)
         js = scene.joint_state()
-        seen.append((js.position[0, arm], js.rate[0, arm], js.position[0, slider],
-                     js.rate[0, slider]))
+        seen.append(
+            (js.position[0, arm], js.rate[0, arm], js.position[0, slider], js.rate[0, slider])
+        )
     (theta, _, pos, _), (_, omega, _, vel), (_, omega_end, _, vel_end) = seen
     assert abs(theta - 1.0) < 0.25 and abs(pos - 1.0) < 0.05
     assert abs(omega - 3.14) < 0.3 and abs(vel - 0.5) < 0.05
@@ -188,13 +203,16 @@ def test_fx2d_run_example_steps_the_scene_with_its_driver(tmp_path, arch, capsys
     from fx2d_gpu.cli import main
 
     saved = tmp_path / "truck.npz"
-    assert main(["run", "--example", "truck", "--steps", "90", "--arch", arch,
-                 "--save", str(saved)]) == 0
+    assert (
+        main(["run", "--example", "truck", "--steps", "90", "--arch", arch, "--save", str(saved)])
+        == 0
+    )
     scene, driver = examples.load("truck", arch=arch)
     with np.load(saved) as state:
         p, a = state["position"][0], state["angle"][0]
-    gap = np.linalg.norm(p[driver.head] + _rotate(a[driver.head], truck.FRONT_WHEEL_ANCHOR)
-                         - p[driver.front_wheel])
+    gap = np.linalg.norm(
+        p[driver.head] + _rotate(a[driver.head], truck.FRONT_WHEEL_ANCHOR) - p[driver.front_wheel]
+    )
     assert gap < 0.01
     assert p[driver.head, 0] < 9.0 - 1.0
     capsys.readouterr()

@@ -21,8 +21,9 @@ def pendulums(arch, n_worlds, on_fault="raise", pebbles=0):
     scene.add_box((0.0, -0.5), (10.0, 1.0), mass=0)
     pivot = scene.add_box((0.0, 4.0), (0.2, 0.2), mass=0)
     bar = scene.add_box((0.5, 4.0), (1.0, 0.1))
-    scene.add_revolute_joint(pivot, bar, anchor=(0.0, 0.0), control_mode="effort",
-                             target=0.0, name="motor")
+    scene.add_revolute_joint(
+        pivot, bar, anchor=(0.0, 0.0), control_mode="effort", target=0.0, name="motor"
+    )
     scene.add_box((3.0, 1.0), (0.5, 0.5), angle=0.3)
     for i in range(pebbles):
         scene.add_circle((-4.5 + 0.2 * i, 0.1), 0.09)
@@ -64,8 +65,7 @@ def test_4096_worlds_with_three_poisoned_reset_and_the_others_run_on_exactly(arc
     good = np.setdiff1d(np.arange(n), poisoned)
     for key in ("position", "angle", "velocity", "angular_velocity", "sleeping"):
         np.testing.assert_array_equal(getattr(got, key)[good], getattr(expected, key)[good])
-        np.testing.assert_array_equal(getattr(got, key)[poisoned],
-                                      getattr(initial, key)[poisoned])
+        np.testing.assert_array_equal(getattr(got, key)[poisoned], getattr(initial, key)[poisoned])
     np.testing.assert_array_equal(scene.joint_state().position[poisoned], 0.0)
     for s in (clean, scene):
         for _ in range(20):
@@ -88,8 +88,14 @@ def test_each_step_finds_its_own_faults_in_whichever_launch_looks(arch, pebbles)
     scene = pendulums(arch, n, on_fault="reset", pebbles=pebbles)
     for _ in range(3):
         scene.step(DT)
-    for poisoned, advance in (([1, 4], scene.step), ([], scene.step), ([0], scene.profile),
-                              ([2, 3, 5], scene.step), ([], scene.profile), ([5], scene.step)):
+    for poisoned, advance in (
+        ([1, 4], scene.step),
+        ([], scene.step),
+        ([0], scene.profile),
+        ([2, 3, 5], scene.step),
+        ([], scene.profile),
+        ([5], scene.step),
+    ):
         scene.set_joint_target(0, efforts(n, poisoned))
         advance(DT)
         assert list(scene.faulted_worlds) == poisoned, (poisoned, advance.__name__)
@@ -106,11 +112,14 @@ def test_each_step_finds_its_own_faults_in_whichever_launch_looks(arch, pebbles)
     assert len(strict.faulted_worlds) == 0 and np.isfinite(strict.get_state().position).all()
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    (dict(position=(1e16, 0.0)), "position"),
-    (dict(velocity=(0.0, 2e10)), "velocity"),
-    (dict(angular_velocity=-2e10), "angular_velocity"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(position=(1e16, 0.0)), "position"),
+        (dict(velocity=(0.0, 2e10)), "velocity"),
+        (dict(angular_velocity=-2e10), "angular_velocity"),
+    ],
+)
 def test_positions_and_speeds_the_engine_cannot_simulate_are_refused(arch, kwargs, message):
     scene = fx.Scene(arch=arch)
     position = kwargs.pop("position", (0.0, 0.0))

@@ -104,6 +104,7 @@ def test_restoring_a_snapshot_brings_removed_bodies_back():
 def test_enabled_per_world_and_batch_equals_single():
     """A body disabled in world 1 only: world 0 runs as the scene alone, world 1 as the
     scene without that body."""
+
     def build(n_worlds, with_box=True):
         scene = fx.Scene(n_worlds=n_worlds, arch="cpu")
         scene.add_box((0.0, 0.0), (10.0, 1.0), mass=0.0)
@@ -141,8 +142,9 @@ def test_a_disabled_body_takes_its_joints_with_it():
     arm = scene.add_box((0.5, 0.0), (1.0, 0.05))
     bob = scene.add_circle((1.0, 0.0), 0.1, mass=5.0)
     scene.add_revolute_joint(pivot, arm, anchor=(0.0, 0.0))
-    scene.add_revolute_joint(arm, bob, anchor=(0.5, 0.0), control_mode="velocity", target=3.0,
-                             pid=(50.0, 0.0, 0.0))
+    scene.add_revolute_joint(
+        arm, bob, anchor=(0.5, 0.0), control_mode="velocity", target=3.0, pid=(50.0, 0.0, 0.0)
+    )
     scene.disable_collision(arm, bob)
     scene.set_enabled(bob, False)
     for _ in range(30):
@@ -183,9 +185,12 @@ def test_filter_rule_against_brute_force():
         category = rng.choice([1, 2, 4, 0x80000000, 3], n)
         mask = rng.choice([0xFFFFFFFF, 1, 2, 6, 0x80000001, 0], n)
         for body in range(n):
-            scene.set_collision_filter(body, collision_group=int(group[body]),
-                                       category_bits=int(category[body]),
-                                       mask_bits=int(mask[body]))
+            scene.set_collision_filter(
+                body,
+                collision_group=int(group[body]),
+                category_bits=int(category[body]),
+                mask_bits=int(mask[body]),
+            )
         return group, category, mask
 
     for _ in range(2):
@@ -195,20 +200,27 @@ def test_filter_rule_against_brute_force():
         state.velocity[:] = 0.0
         scene.set_state(state)
         pairs = {(int(a), int(b)) for _, a, b in scene.candidate_pairs()}
-        expected = {(i, j) for i in range(n) for j in range(i + 1, n)
-                    if np.all(np.abs(positions[i] - positions[j]) <= 0.8)  # AABBs meet
-                    and reference_should_collide(*filters, i, j)}
+        expected = {
+            (i, j)
+            for i in range(n)
+            for j in range(i + 1, n)
+            if np.all(np.abs(positions[i] - positions[j]) <= 0.8)  # AABBs meet
+            and reference_should_collide(*filters, i, j)
+        }
         assert pairs == expected
         scene.step(FRAME)
 
 
-@pytest.mark.parametrize("keywords, error, word", [
-    (dict(collision_group=1.5), TypeError, "collision_group"),
-    (dict(collision_group=1 << 31), ValueError, "collision_group"),
-    (dict(category_bits=-1), ValueError, "category_bits"),
-    (dict(mask_bits=1 << 32), ValueError, "mask_bits"),
-    (dict(mask_bits="all"), TypeError, "mask_bits"),
-])
+@pytest.mark.parametrize(
+    "keywords, error, word",
+    [
+        (dict(collision_group=1.5), TypeError, "collision_group"),
+        (dict(collision_group=1 << 31), ValueError, "collision_group"),
+        (dict(category_bits=-1), ValueError, "category_bits"),
+        (dict(mask_bits=1 << 32), ValueError, "mask_bits"),
+        (dict(mask_bits="all"), TypeError, "mask_bits"),
+    ],
+)
 def test_bad_filters_are_refused_and_change_nothing(keywords, error, word):
     scene = fx.Scene(arch="cpu")
     body = scene.add_circle((0.0, 0.0), 1.0, collision_group=-3)

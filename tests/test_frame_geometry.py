@@ -20,8 +20,18 @@ from fx2d_gpu.enums import SHAPE_CIRCLE
 from .helpers import every_shape_kind
 
 CIRCLE_SEGMENTS = 20
-PALETTE = np.array([[66, 133, 244], [219, 68, 55], [244, 180, 0], [15, 157, 88],
-                    [171, 71, 188], [0, 172, 193], [255, 112, 67]], float)
+PALETTE = np.array(
+    [
+        [66, 133, 244],
+        [219, 68, 55],
+        [244, 180, 0],
+        [15, 157, 88],
+        [171, 71, 188],
+        [0, 172, 193],
+        [255, 112, 67],
+    ],
+    float,
+)
 STATIC = np.array([90, 90, 100], float)
 ATOL = 2e-6  # window units (float32 on the device, float64 here): ~1e-3 px at 800 px
 
@@ -70,8 +80,9 @@ def build_mesh(scene, state, world, bounds, rect, aspect):
     mx, my = (rx0 + rx1) / 2, (ry0 + ry1) / 2
 
     def to_window(points):
-        return np.stack([(points[:, 0] - cx) * scale_x + mx, (points[:, 1] - cy) * scale_y + my],
-                        axis=1)
+        return np.stack(
+            [(points[:, 0] - cx) * scale_x + mx, (points[:, 1] - cy) * scale_y + my], axis=1
+        )
 
     tris, tri_cols, lines, line_cols, boxes = [], [], [], [], []
     ring = np.linspace(0, 2 * np.pi, CIRCLE_SEGMENTS, endpoint=False)
@@ -114,8 +125,13 @@ def build_mesh(scene, state, world, bounds, rect, aspect):
     def stack(parts, width):
         return np.concatenate(parts) if parts else np.zeros((0, width))
 
-    return (stack(tris, 2), stack(tri_cols, 3), stack(lines, 2), stack(line_cols, 3),
-            np.array(boxes).reshape(-1, 2, 2))
+    return (
+        stack(tris, 2),
+        stack(tri_cols, 3),
+        stack(lines, 2),
+        stack(line_cols, 3),
+        np.array(boxes).reshape(-1, 2, 2),
+    )
 
 
 def reference(scene, views, aspect):
@@ -137,8 +153,12 @@ def reference(scene, views, aspect):
 def assert_frame_matches(frame, scene, views, aspect):
     tris, tri_cols, lines, line_cols, _ = reference(scene, views, aspect)
     got = frame.arrays()
-    for name, mine, theirs in zip(("triangles", "triangle colours", "lines", "line colours"),
-                                  got, (tris, tri_cols, lines, line_cols), strict=True):
+    for name, mine, theirs in zip(
+        ("triangles", "triangle colours", "lines", "line colours"),
+        got,
+        (tris, tri_cols, lines, line_cols),
+        strict=True,
+    ):
         assert mine.shape == theirs.shape, name
         np.testing.assert_allclose(mine, theirs, atol=ATOL, rtol=0, err_msg=name)
 
@@ -189,8 +209,9 @@ def test_convenience_views_a_world_and_default_bounds(arch):
     boundary = np.where(outlines.kind == KIND_CIRCLE, CIRCLE_SEGMENTS, outlines.count)
     filled = outlines.kind != KIND_SEGMENT
     assert frame.triangles.count == np.sum(np.where(filled, boundary + 1, 0))
-    assert frame.lines.count == np.sum(np.where(filled, boundary, 2)
-                                       + 2 * (outlines.kind == KIND_CIRCLE))
+    assert frame.lines.count == np.sum(
+        np.where(filled, boundary, 2) + 2 * (outlines.kind == KIND_CIRCLE)
+    )
     assert geometry.n_triangle_vertices == 3 * np.sum(np.where(filled, boundary, 0))
 
 
@@ -201,8 +222,10 @@ def test_a_changed_view_draws_static_and_resting_bodies_again(arch):
     scene = every_kind(arch, n_worlds=2)
     geometry = FrameGeometry(scene)
     wide = [FrameView(0, (0.0, 0.0, 1.0, 1.0), BOUNDS)]
-    zoomed = [FrameView(0, (0.0, 0.0, 0.5, 1.0), (-3.0, 0.0, 1.0, 3.0)),
-              FrameView(1, (0.5, 0.0, 1.0, 1.0), (-3.0, 0.0, 1.0, 3.0))]
+    zoomed = [
+        FrameView(0, (0.0, 0.0, 0.5, 1.0), (-3.0, 0.0, 1.0, 3.0)),
+        FrameView(1, (0.5, 0.0, 1.0, 1.0), (-3.0, 0.0, 1.0, 3.0)),
+    ]
     for views in (wide, wide, zoomed, zoomed, wide):
         assert_frame_matches(geometry.update(views, 4 / 3), scene, views, 4 / 3)
         scene.step(1 / 60)
@@ -265,16 +288,23 @@ def test_overlays_boxes_joints_and_contacts(arch):
     paths = frame.joints.positions().reshape(len(views), scene.n_joints, 6, 2)
     for v, view in enumerate(views):
         parent, child = scene.joint_bodies(0)
-        expected = np.array([state.position[view.world, parent], anchors[view.world, 0, 0],
-                             anchors[view.world, 0, 0], anchors[view.world, 0, 1],
-                             anchors[view.world, 0, 1], state.position[view.world, child]])
+        expected = np.array(
+            [
+                state.position[view.world, parent],
+                anchors[view.world, 0, 0],
+                anchors[view.world, 0, 0],
+                anchors[view.world, 0, 1],
+                anchors[view.world, 0, 1],
+                state.position[view.world, child],
+            ]
+        )
         np.testing.assert_allclose(paths[v, 0], to_window(view, expected, 4 / 3), atol=ATOL)
     # Contacts: every view's points, from Scene.contacts.
     found = scene.contacts(world=None)
     expected = []
     for view in views:
         for i in np.flatnonzero(found.world == view.world):
-            expected.extend(to_window(view, found.points[i, :found.point_count[i]], 4 / 3))
+            expected.extend(to_window(view, found.points[i, : found.point_count[i]], 4 / 3))
     assert len(expected) >= 6
     np.testing.assert_allclose(frame.contact_points, expected, atol=ATOL)
     assert frame.contact_lines.count == 2 * len(expected)
@@ -290,9 +320,13 @@ def to_window(view, points, aspect):
     x0, y0, x1, y1 = view.rect
     scale_x = min((x1 - x0) / (xmax - xmin), (y1 - y0) / (ymax - ymin) / aspect)
     points = np.asarray(points, float)
-    window = np.stack([((points[:, 0] - (xmin + xmax) / 2) * scale_x + (x0 + x1) / 2),
-                       ((points[:, 1] - (ymin + ymax) / 2) * scale_x * aspect + (y0 + y1) / 2)],
-                      1)
+    window = np.stack(
+        [
+            ((points[:, 0] - (xmin + xmax) / 2) * scale_x + (x0 + x1) / 2),
+            ((points[:, 1] - (ymin + ymax) / 2) * scale_x * aspect + (y0 + y1) / 2),
+        ],
+        1,
+    )
     return np.clip(window, [x0, y0], [x1, y1])
 
 

@@ -16,8 +16,9 @@ SCALE = {"bucket_fill": 0.01}
 
 @pytest.mark.parametrize("name", fx2d_scenes.SCENES)
 def test_scenario_runs_a_few_steps_and_returns_finite_figures(name, arch):
-    result = fx2d_scenes.SCENARIOS[name](examples.path(name), arch=arch,
-                                         scale=SCALE.get(name, 0.03))
+    result = fx2d_scenes.SCENARIOS[name](
+        examples.path(name), arch=arch, scale=SCALE.get(name, 0.03)
+    )
     assert result["scene"] == name
     assert 0 < result["steps"] < 40
     assert result["figures"]
@@ -35,16 +36,17 @@ def test_every_scenario_takes_its_scene_file_from_the_package():
         fx2d_scenes.scene_path("bucket")
 
 
-def test_run_prints_and_returns_a_scenes_figures_beside_fx2ds(tmp_path, arch, capsys,
-                                                              monkeypatch):
+def test_run_prints_and_returns_a_scenes_figures_beside_fx2ds(tmp_path, arch, capsys, monkeypatch):
     """run() on one scene (shortened), with a --cpp-results file: a row per figure, each
     with Fx2D's value and the difference where the file has one."""
     short = fx2d_scenes.SCENARIOS["joint_control_demo"]
-    monkeypatch.setitem(fx2d_scenes.SCENARIOS, "joint_control_demo",
-                        lambda path, **kw: short(path, scale=0.02, **kw))
+    monkeypatch.setitem(
+        fx2d_scenes.SCENARIOS,
+        "joint_control_demo",
+        lambda path, **kw: short(path, scale=0.02, **kw),
+    )
     cpp = tmp_path / "cpp.jsonl"
-    cpp.write_text(json.dumps({"scene": "joint_control_demo", "figures": {"theta_2s": 1.0}})
-                   + "\n")
+    cpp.write_text(json.dumps({"scene": "joint_control_demo", "figures": {"theta_2s": 1.0}}) + "\n")
     rows = fx2d_scenes.run(["joint_control_demo"], arch=arch, cpp_results=cpp, save=False)
     assert rows and {row["scene"] for row in rows} == {"joint_control_demo"}
     theta = next(row for row in rows if row["figure"] == "theta_2s")
@@ -55,8 +57,10 @@ def test_run_prints_and_returns_a_scenes_figures_beside_fx2ds(tmp_path, arch, ca
 
 
 def test_cpp_results_are_read_by_scene(tmp_path):
-    lines = [{"scene": "truck", "figures": {"head_x_end": 4.5}},
-             {"scene": "stacked_boxes", "figures": {"top_box_drop": None}}]
+    lines = [
+        {"scene": "truck", "figures": {"head_x_end": 4.5}},
+        {"scene": "stacked_boxes", "figures": {"top_box_drop": None}},
+    ]
     path = tmp_path / "cpp.jsonl"
     path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
     read = fx2d_scenes.read_cpp_results(path)

@@ -77,7 +77,11 @@ _THREADS = textwrap.dedent("""
 def test_scenes_stepped_from_several_threads_equal_each_alone(arch):
     """Calls take turns on one process-wide lock (Taichi is not thread-safe); in a child
     process with a time limit, so a deadlock or crash fails the test."""
-    out = subprocess.run([sys.executable, "-c", _THREADS.format(arch=arch)],
-                         capture_output=True, text=True, timeout=600)
+    out = subprocess.run(
+        [sys.executable, "-c", _THREADS.format(arch=arch)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     assert "same True" in out.stdout, out.stdout

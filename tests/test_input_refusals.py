@@ -10,7 +10,7 @@ from fx2d_gpu.model.builder import MAX_INERTIA, MAX_MASS
 
 
 def test_the_mass_limit_is_where_the_inverse_stops_being_a_normal_float32():
-    assert np.float32(1.0 / MAX_MASS) == np.finfo(np.float32).tiny          # normal
+    assert np.float32(1.0 / MAX_MASS) == np.finfo(np.float32).tiny  # normal
     # A float32 step further (float64's inverse then rounds below 2**-126): subnormal.
     assert np.float32(1.0 / (MAX_MASS * (1.0 + 2.0**-23))) < np.finfo(np.float32).tiny
     assert np.isfinite(np.float32(MAX_INERTIA))
@@ -30,7 +30,7 @@ def test_a_mass_whose_inverse_float32_cannot_hold_is_refused_by_add(add):
 def test_a_mass_whose_derived_inertia_float32_cannot_hold_is_refused():
     scene = fx.Scene(n_worlds=2, arch="cpu")
     with pytest.raises(ValueError, match="^mass: the inertia must be finite in float32"):
-        scene.add_box((0.0, 6.0), (10.0, 10.0), mass=8e37)   # inertia 1.3e39 kg m^2
+        scene.add_box((0.0, 6.0), (10.0, 10.0), mass=8e37)  # inertia 1.3e39 kg m^2
     big = scene.add_box((0.0, 6.0), (10.0, 10.0))
     before = scene.get_body_params([big])
     for mass in (1e38, 8e37, [1.0, 8e37]):
@@ -38,8 +38,8 @@ def test_a_mass_whose_derived_inertia_float32_cannot_hold_is_refused():
             scene.set_body_params(big, mass=mass)
     after = scene.get_body_params([big])
     assert all(np.array_equal(before[k], after[k]) for k in before)
-    scene.set_body_params(big, mass=8e37, inertia=1e38)    # given by hand: it fits
-    scene.restore(scene.snapshot())                        # and the scene restores itself
+    scene.set_body_params(big, mass=8e37, inertia=1e38)  # given by hand: it fits
+    scene.restore(scene.snapshot())  # and the scene restores itself
 
 
 def test_a_huge_but_allowed_mass_falls_as_any_other():
@@ -72,7 +72,7 @@ def test_a_state_file_that_is_not_a_regular_file_is_refused_at_once(path, tmp_pa
         path = str(tmp_path)
     elif path == "a fifo":
         path = str(tmp_path / "fifo.npz")
-        os.mkfifo(path)                 # no writer: a blocking open() would never return
+        os.mkfifo(path)  # no writer: a blocking open() would never return
     before = scene.get_state()
     for load in (scene.load_state, fx.SceneSnapshot.load):
         with pytest.raises(ValueError, match="not a fx2d_gpu state file \\(not a regular"):
@@ -85,12 +85,14 @@ def test_render_settings_are_checked_by_the_constructor():
     from fx2d_gpu.envs import CartPoleVectorEnv
 
     with pytest.raises(ValueError, match="^render_tiles: 289 tiles do not fit render_size"):
-        CartPoleVectorEnv(289, arch="cpu", render_mode="rgb_array", render_size=(16, 16),
-                          render_tiles=289)
+        CartPoleVectorEnv(
+            289, arch="cpu", render_mode="rgb_array", render_size=(16, 16), render_tiles=289
+        )
     with pytest.raises(ValueError, match="^render_size must be 16 to 8192 pixels a side"):
         CartPoleVectorEnv(1, arch="cpu", render_mode="rgb_array", render_size=(10**6, 10**6))
-    env = CartPoleVectorEnv(16, arch="cpu", render_mode="rgb_array", render_size=(32, 32),
-                            render_tiles=16)            # 16 tiles of 8 x 8 pixels: they fit
+    env = CartPoleVectorEnv(
+        16, arch="cpu", render_mode="rgb_array", render_size=(32, 32), render_tiles=16
+    )  # 16 tiles of 8 x 8 pixels: they fit
     env.reset(seed=0)
     assert env.render().shape == (32, 32, 3)
     env.close()
@@ -118,8 +120,10 @@ def test_ragged_gravity_is_refused_naming_gravity():
 def test_the_envs_name_ragged_actions_and_options_that_are_not_a_dict():
     from fx2d_gpu.envs import CartPoleVectorEnv, LanderVectorEnv
 
-    for env, ragged in ((CartPoleVectorEnv(2, arch="cpu"), [[0], [1, 2]]),
-                        (LanderVectorEnv(2, arch="cpu"), [[0.0, 1.0], [1.0]])):
+    for env, ragged in (
+        (CartPoleVectorEnv(2, arch="cpu"), [[0], [1, 2]]),
+        (LanderVectorEnv(2, arch="cpu"), [[0.0, 1.0], [1.0]]),
+    ):
         env.reset(seed=0)
         with pytest.raises(TypeError, match="^actions must be an array of shape .* ragged"):
             env.step(ragged)

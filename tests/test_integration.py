@@ -36,8 +36,9 @@ def test_free_fall_matches_discrete_formula(arch):
 
 def test_projectile_with_gravity_scale_and_spin(arch):
     scene = fx.Scene(gravity=(0.0, -9.81), substeps=7, arch=arch)
-    scene.add_box((-1.0, 0.5), (0.2, 0.1), velocity=(3.0, 4.0), angular_velocity=2.0,
-                  gravity_scale=0.5)
+    scene.add_box(
+        (-1.0, 0.5), (0.2, 0.1), velocity=(3.0, 4.0), angular_velocity=2.0, gravity_scale=0.5
+    )
     for _ in range(45):
         scene.step(DT)
     n, h = 45 * 7, DT / 7

@@ -28,8 +28,9 @@ def test_pendulum_period(arch, solver):
     run(scene, seconds=10.0, each=record)
     xs = np.array(xs)
     # Downward zero crossings, interpolated between frames.
-    crossings = [i - 1 + xs[i - 1] / (xs[i - 1] - xs[i]) for i in range(1, len(xs))
-                 if xs[i - 1] > 0 >= xs[i]]
+    crossings = [
+        i - 1 + xs[i - 1] / (xs[i - 1] - xs[i]) for i in range(1, len(xs)) if xs[i - 1] > 0 >= xs[i]
+    ]
     period = np.diff(crossings).mean() * DT
     assert period == pytest.approx(2 * math.pi * math.sqrt(1.0 / G), rel=0.01)
     assert np.abs(np.array(lengths) - 1.0).max() < 1e-3
@@ -40,8 +41,9 @@ def test_revolute_limit_holds_under_strong_torque(arch, solver):
     scene = fx.Scene(gravity=(0.0, 0.0), arch=arch, solver=solver)
     base = scene.add_box((0.0, 0.0), (0.2, 0.2), mass=0)
     arm = scene.add_box((1.0, 0.0), (2.0, 0.2))
-    joint = scene.add_revolute_joint(base, arm, angle_min=-math.radians(30),
-                                     angle_max=math.radians(30))
+    joint = scene.add_revolute_joint(
+        base, arm, angle_min=-math.radians(30), angle_max=math.radians(30)
+    )
     worst = 0.0
     for torque in (80.0, -80.0):
         for _ in range(120):
@@ -59,8 +61,9 @@ def test_prismatic_travel_limits_hold(arch, solver):
     rail = scene.add_box((0.0, 0.0), (10.0, 0.2), mass=0, angle=0.3)
     start = np.array([math.cos(0.3), math.sin(0.3)]) * 0.5
     slider = scene.add_box(tuple(start), (0.4, 0.4), angle=0.3)
-    joint = scene.add_prismatic_joint(rail, slider, axis=(1.0, 0.0), position_min=-1.0,
-                                      position_max=2.0)
+    joint = scene.add_prismatic_joint(
+        rail, slider, axis=(1.0, 0.0), position_min=-1.0, position_max=2.0
+    )
     axis = np.array([math.cos(0.3), math.sin(0.3)])
     for force, end in ((60.0, 2.0), (-60.0, -1.0)):
         for _ in range(180):
@@ -112,8 +115,7 @@ def test_hanging_chain_stays_connected(arch, solver):
 def test_joint_control_demo_follows_its_pid(arch):
     scene, arm_motor, slider_motor = joint_control_demo(arch)
     angles = []
-    run(scene, seconds=30.0,
-        each=lambda: angles.append(scene.joint_state().position[0, arm_motor]))
+    run(scene, seconds=30.0, each=lambda: angles.append(scene.joint_state().position[0, arm_motor]))
     # Pinned at the base, the arm turns with inertia I + m d^2 = 0.5 + 1 * 1^2 about it.
     expected = pid_arm_angles(30.0, 1.5, 1.0, (6.0, 0.05, 0.4), 25.0)
     np.testing.assert_allclose(angles[:300], expected[:300], atol=0.05)  # the first 5 s
@@ -137,9 +139,15 @@ def test_motorised_cart_drives_at_its_wheel_speed(arch, solver):
     omega = -6.0  # rad/s, clockwise: drives towards +x at -omega * r
     for x in (-0.8, 0.8):
         wheel = scene.add_circle((x, radius), radius, mass=1.0, **grip)
-        scene.add_revolute_joint(chassis, wheel, anchor=(x, radius - 0.7),
-                                 control_mode="velocity", target=omega, pid=(30.0, 0.0, 0.0),
-                                 max_effort=60.0)
+        scene.add_revolute_joint(
+            chassis,
+            wheel,
+            anchor=(x, radius - 0.7),
+            control_mode="velocity",
+            target=omega,
+            pid=(30.0, 0.0, 0.0),
+            max_effort=60.0,
+        )
     run(scene, seconds=2.0)
     x0 = scene.get_state().position[0, chassis, 0]
     run(scene, seconds=2.0)
@@ -157,8 +165,9 @@ def test_batched_worlds_reach_their_own_targets(arch):
     scene = fx.Scene(gravity=(0.0, 0.0), n_worlds=n, arch=arch)
     base = scene.add_box((0.0, 0.0), (0.2, 0.2), mass=0)
     arm = scene.add_box((0.5, 0.0), (1.0, 0.1), mass=1.0)
-    joint = scene.add_revolute_joint(base, arm, control_mode="position", pid=(20.0, 0.0, 6.0),
-                                     max_effort=50.0)
+    joint = scene.add_revolute_joint(
+        base, arm, control_mode="position", pid=(20.0, 0.0, 6.0), max_effort=50.0
+    )
     targets = np.linspace(-1.5, 1.5, n)
     scene.set_joint_target(joint, targets)
     run(scene, seconds=5.0)
@@ -189,8 +198,9 @@ def test_switching_motor_mode(arch):
     scene = fx.Scene(gravity=(0.0, 0.0), arch=arch)
     base = scene.add_box((0.0, 0.0), (0.2, 0.2), mass=0)
     wheel = scene.add_circle((0.0, 0.0), 0.5, mass=1.0)
-    joint = scene.add_revolute_joint(base, wheel, control_mode="position", target=0.5,
-                                     pid=(20.0, 0.0, 4.0), max_effort=50.0)
+    joint = scene.add_revolute_joint(
+        base, wheel, control_mode="position", target=0.5, pid=(20.0, 0.0, 4.0), max_effort=50.0
+    )
     run(scene, seconds=3.0)
     assert abs(scene.joint_state().position[0, joint] - 0.5) < 0.02
     scene.set_joint_mode(joint, "velocity", pid=(10.0, 0.0, 0.0))
@@ -292,8 +302,11 @@ def test_a_double_pendulum_of_rods_keeps_its_energy(arch, start_degrees, solver)
     energy0 = mechanical_energy(scene, rods, scene.get_state())
     swing = energy0 - (-G * 0.5 - G * 1.5)
     energies = []
-    run(scene, seconds=10.0,
-        each=lambda: energies.append(mechanical_energy(scene, rods, scene.get_state())))
+    run(
+        scene,
+        seconds=10.0,
+        each=lambda: energies.append(mechanical_energy(scene, rods, scene.get_state())),
+    )
     bound = 0.01 if solver == "xpbd" else 0.03
     assert max(abs(e - energy0) for e in energies) < bound * swing
     anchors = scene.joint_anchors()[0]

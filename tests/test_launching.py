@@ -24,8 +24,9 @@ def add_scaled(h: ti.template(), i, scale):
 
 @quick
 @ti.kernel
-def accumulate(h: ti.template(), stage: ti.template(), n: ti.i32, scale: ti.f32,
-               offset: ti.math.vec2) -> ti.f32:
+def accumulate(
+    h: ti.template(), stage: ti.template(), n: ti.i32, scale: ti.f32, offset: ti.math.vec2
+) -> ti.f32:
     total = 0.0
     for i in range(n):
         stage(h, i, scale)
@@ -121,8 +122,10 @@ def test_source_positions_in_errors_are_each_nodes_own():
 
     runtime.ensure_initialized("cpu")
     messages = []
-    for python_func, name in ((undefined_name_here, "not_defined_first"),
-                              (undefined_name_there, "not_defined_second")):
+    for python_func, name in (
+        (undefined_name_here, "not_defined_first"),
+        (undefined_name_there, "not_defined_second"),
+    ):
         func = ti.func(python_func)
         for _ in range(2):  # the second time from the memo
 
@@ -134,10 +137,10 @@ def test_source_positions_in_errors_are_each_nodes_own():
                 broken(func)
             text = str(error.value)
             lines, first = inspect.getsourcelines(python_func)
-            assert f'line {first + 1}, in {python_func.__name__}' in text
+            assert f"line {first + 1}, in {python_func.__name__}" in text
             source = lines[1].rstrip("\n")
             caret_line = text.split(source + "\n", 1)[1].splitlines()[0]
             column = source.index(name)
-            assert caret_line[column:column + len(name)] == "^" * len(name)
+            assert caret_line[column : column + len(name)] == "^" * len(name)
             messages.append(text)
     assert messages[0] == messages[1] and messages[2] == messages[3]

@@ -29,15 +29,31 @@ def step_manifolds(scene) -> dict:
     ctx = scene.step_context(DT)
     group = ctx.pool.manifolds
     n = ctx.cache.n_pairs
-    fields = {name: getattr(group, name).to_numpy()[:n] for name in (
-        "body_a", "body_b", "point_count", "normal", "point", "depth", "drift", "found_margin")}
+    fields = {
+        name: getattr(group, name).to_numpy()[:n]
+        for name in (
+            "body_a",
+            "body_b",
+            "point_count",
+            "normal",
+            "point",
+            "depth",
+            "drift",
+            "found_margin",
+        )
+    }
     result = {}
     for k in range(n):
         a, b = int(fields["body_a"][k]), int(fields["body_b"][k])
         if a < scene.n_bodies:  # world 0
-            result[(a, b)] = (int(fields["point_count"][k]), fields["normal"][k],
-                              fields["point"][k], fields["depth"][k],
-                              float(fields["drift"][k]), float(fields["found_margin"][k]))
+            result[(a, b)] = (
+                int(fields["point_count"][k]),
+                fields["normal"][k],
+                fields["point"][k],
+                fields["depth"][k],
+                float(fields["drift"][k]),
+                float(fields["found_margin"][k]),
+            )
     return result
 
 
@@ -74,9 +90,20 @@ def compare_with_reference(scene, state, found: dict) -> tuple[int, int]:
             # vertex (or at the end of the reference face): they part by at most half the
             # bodies' relative motion, which the drift bounds.
             assert distances[j] <= 0.5 * drift + DEPTH_TOLERANCE, (
-                a, b, points[i], ref_points, drift)
+                a,
+                b,
+                points[i],
+                ref_points,
+                drift,
+            )
             assert abs(depths[i] - ref_points[j][1]) < DEPTH_TOLERANCE, (
-                a, b, i, depths[i], ref_points[j][1], drift)
+                a,
+                b,
+                i,
+                depths[i],
+                ref_points[j][1],
+                drift,
+            )
     return kept, compared
 
 
@@ -137,8 +164,9 @@ def test_a_kept_manifold_follows_the_bodies_and_is_found_again_past_its_budget(a
     scene.step(DT)
     second = step_manifolds(scene)[(0, 1)]
     # Kept, its drift counted: box 1's shift since, and its turn times its bounding radius.
-    drift = (np.linalg.norm(state.position[0, 1] - found_at.position[0, 1])
-             + abs(state.angle[0, 1] - found_at.angle[0, 1]) * np.sqrt(0.5))
+    drift = np.linalg.norm(state.position[0, 1] - found_at.position[0, 1]) + abs(
+        state.angle[0, 1] - found_at.angle[0, 1]
+    ) * np.sqrt(0.5)
     assert 0.1 * BUDGET < drift < BUDGET
     assert second[4] == pytest.approx(drift, abs=1e-6)
     assert second[5] == first[5]  # with the margin it was found with
@@ -177,11 +205,12 @@ def test_a_format_6_state_file_loads_with_its_manifolds_found_afresh(tmp_path):
     scene.step(DT)
     after = step_manifolds(scene)
     assert sum(m[4] > 0.0 for m in after.values()) > len(after) // 2  # mostly kept
-    with zipfile.ZipFile(tmp_path / "v7.npz") as new, \
-            zipfile.ZipFile(tmp_path / "v6.npz", "w") as old:
+    with (
+        zipfile.ZipFile(tmp_path / "v7.npz") as new,
+        zipfile.ZipFile(tmp_path / "v6.npz", "w") as old,
+    ):
         for info in new.infolist():
-            if info.filename.split("/")[-1] in ("found_pose.npy", "found_margin.npy",
-                                                "drift.npy"):
+            if info.filename.split("/")[-1] in ("found_pose.npy", "found_margin.npy", "drift.npy"):
                 continue
             data = new.read(info)
             if info.filename == "meta.npy":
@@ -199,7 +228,7 @@ def test_a_format_6_state_file_loads_with_its_manifolds_found_afresh(tmp_path):
 
     scene.load_state(tmp_path / "v6.npz")
     ctx = scene.step_context(DT)
-    assert (ctx.pool.manifolds.found_margin.to_numpy()[:ctx.cache.n_pairs] == 0.0).all()
+    assert (ctx.pool.manifolds.found_margin.to_numpy()[: ctx.cache.n_pairs] == 0.0).all()
     scene.step(DT)
     assert all(m[4] == 0.0 for m in step_manifolds(scene).values())  # all found afresh
 
@@ -219,9 +248,12 @@ def test_frictionless_circles_poured_in_a_box_never_turn_and_fall_asleep(arch, s
         scene.add_box((side * 3.5, 5.0), (1.0, 12.0), mass=0.0)
     rng = np.random.default_rng(1)
     for i in range(80):
-        scene.add_circle((float(rng.uniform(-2.5, 2.5)), 1.0 + 0.05 * i),
-                         float(rng.uniform(0.15, 0.3)), static_friction=0.0,
-                         dynamic_friction=0.0)
+        scene.add_circle(
+            (float(rng.uniform(-2.5, 2.5)), 1.0 + 0.05 * i),
+            float(rng.uniform(0.15, 0.3)),
+            static_friction=0.0,
+            dynamic_friction=0.0,
+        )
     for step in range(480):
         scene.step(DT)
         if step % 20 == 19:

@@ -23,15 +23,30 @@ def ramp_slide(arch, solver, seconds, **scene_kwargs):
     Returns (its travel down the ramp after `seconds`, m; the analytic travel under the
     pair's smaller mu, the default rule)."""
     g, theta, mu_box, mu_ramp = 10.0, 0.25, 0.141, 1.0
-    scene = fx.Scene(gravity=(0.0, -g), arch=arch, solver=solver, enable_sleep=False,
-                     **scene_kwargs)
+    scene = fx.Scene(
+        gravity=(0.0, -g), arch=arch, solver=solver, enable_sleep=False, **scene_kwargs
+    )
     normal = np.array([math.sin(theta), math.cos(theta)])
     downhill = np.array([math.cos(theta), -math.sin(theta)])
-    scene.add_box(tuple(-0.5 * normal), (200.0, 1.0), angle=-theta, mass=0.0,
-                  static_friction=mu_ramp, dynamic_friction=mu_ramp, elasticity=0.0)
+    scene.add_box(
+        tuple(-0.5 * normal),
+        (200.0, 1.0),
+        angle=-theta,
+        mass=0.0,
+        static_friction=mu_ramp,
+        dynamic_friction=mu_ramp,
+        elasticity=0.0,
+    )
     start = 0.5 * normal
-    box = scene.add_box(tuple(start), (1.0, 1.0), angle=-theta, mass=25.0,
-                        static_friction=mu_box, dynamic_friction=mu_box, elasticity=0.0)
+    box = scene.add_box(
+        tuple(start),
+        (1.0, 1.0),
+        angle=-theta,
+        mass=25.0,
+        static_friction=mu_box,
+        dynamic_friction=mu_box,
+        elasticity=0.0,
+    )
     run(scene, seconds=seconds)
     travel = float((scene.get_state().position[0, box] - start) @ downhill)
     accel = g * (math.sin(theta) - min(mu_box, mu_ramp) * math.cos(theta))
@@ -70,8 +85,7 @@ def test_box2ds_friction_rule_holds_the_box_on_the_ramp(arch, solver):
 
 
 #: A ball of e 0.8 on a ground of e 0.2 under each rule (Scene(restitution_mixing=)).
-MIXED_RESTITUTION = {"min": 0.2, "max": 0.8, "geometric_mean": 0.4, "average": 0.5,
-                     "product": 0.16}
+MIXED_RESTITUTION = {"min": 0.2, "max": 0.8, "geometric_mean": 0.4, "average": 0.5, "product": 0.16}
 
 
 @pytest.mark.parametrize("rule", sorted(MIXED_RESTITUTION))
@@ -113,12 +127,13 @@ def test_the_rules_travel_with_replicate_pickling_and_deepcopy():
     """The rules are settings (Scene._settings): a pickled or deep-copied scene mixes as the
     original does, bit for bit; a replicate (which starts its contacts over) as the
     replicate of an identical scene does; and a scene of another rule does not."""
+
     def built(rule):
         scene = fx.Scene(arch="cpu", friction_mixing=rule, restitution_mixing="max")
-        scene.add_box((0.0, -0.5), (20.0, 1.0), mass=0.0, static_friction=1.0,
-                      dynamic_friction=1.0)
-        scene.add_box((0.0, 0.5), (1.0, 1.0), velocity=(3.0, 0.0), static_friction=0.1,
-                      dynamic_friction=0.1)
+        scene.add_box((0.0, -0.5), (20.0, 1.0), mass=0.0, static_friction=1.0, dynamic_friction=1.0)
+        scene.add_box(
+            (0.0, 0.5), (1.0, 1.0), velocity=(3.0, 0.0), static_friction=0.1, dynamic_friction=0.1
+        )
         scene.step(DT)
         return scene
 
@@ -152,8 +167,9 @@ entities:
 
 
 def test_a_scene_file_gives_the_rules_as_top_level_keys():
-    scene = fx.load_scene(SCENE_FILE.format(friction="geometric_mean", restitution="max"),
-                          arch="cpu")
+    scene = fx.load_scene(
+        SCENE_FILE.format(friction="geometric_mean", restitution="max"), arch="cpu"
+    )
     assert (scene.friction_mixing, scene.restitution_mixing) == ("geometric_mean", "max")
     without_keys = SCENE_FILE.format(friction="", restitution="").splitlines()[3:]
     default = fx.load_scene("\n".join(without_keys), arch="cpu")

@@ -198,14 +198,23 @@ def random_pair_poses(arch, make_a, make_b, n_worlds, reach, seed_text):
     return scene, scene.get_state(), c, {w: i for i, w in enumerate(c.world)}
 
 
-@pytest.mark.parametrize("kind_a,kind_b", [("circle", "circle"), ("circle", "box"),
-                                           ("box", "circle"), ("polygon", "circle"),
-                                           ("box", "box"), ("box", "polygon"),
-                                           ("polygon", "polygon")])
+@pytest.mark.parametrize(
+    "kind_a,kind_b",
+    [
+        ("circle", "circle"),
+        ("circle", "box"),
+        ("box", "circle"),
+        ("polygon", "circle"),
+        ("box", "box"),
+        ("box", "polygon"),
+        ("polygon", "polygon"),
+    ],
+)
 def test_random_poses_match_numpy_reference(arch, kind_a, kind_b):
     n_worlds = 600
-    scene, state, c, got = random_pair_poses(arch, SHAPES[kind_a], SHAPES[kind_b], n_worlds,
-                                             1.1, f"{kind_a}-{kind_b}")
+    scene, state, c, got = random_pair_poses(
+        arch, SHAPES[kind_a], SHAPES[kind_b], n_worlds, 1.1, f"{kind_a}-{kind_b}"
+    )
     shape_a, shape_b = scene.body_shape(0), scene.body_shape(1)
     checked = skipped = 0
     for w in range(n_worlds):
@@ -242,27 +251,42 @@ SKIN_SHAPES = {
     "circle": SHAPES["circle"],
     "box": SHAPES["box"],
     "capsule": lambda s, r: s.add_capsule((0, 0), r.uniform(0.2, 1.2), r.uniform(0.1, 0.4)),
-    "rounded_box": lambda s, r: s.add_box((0, 0), r.uniform(0.2, 1.0, size=2),
-                                          radius=r.uniform(0.05, 0.3)),
-    "rounded_polygon": lambda s, r: s.add_polygon((0, 0), 0.7 * _random_convex(r),
-                                                  radius=r.uniform(0.05, 0.3)),
-    "edge": lambda s, r: s.add_edge((0, 0), (-r.uniform(0.5, 1.5), 0.0),
-                                    (r.uniform(0.5, 1.5), 0.0)),
+    "rounded_box": lambda s, r: s.add_box(
+        (0, 0), r.uniform(0.2, 1.0, size=2), radius=r.uniform(0.05, 0.3)
+    ),
+    "rounded_polygon": lambda s, r: s.add_polygon(
+        (0, 0), 0.7 * _random_convex(r), radius=r.uniform(0.05, 0.3)
+    ),
+    "edge": lambda s, r: s.add_edge(
+        (0, 0), (-r.uniform(0.5, 1.5), 0.0), (r.uniform(0.5, 1.5), 0.0)
+    ),
 }
 
 
-@pytest.mark.parametrize("kind_a,kind_b", [
-    ("capsule", "circle"), ("capsule", "box"), ("capsule", "capsule"),
-    ("rounded_box", "circle"), ("rounded_box", "box"), ("rounded_polygon", "rounded_box"),
-    ("capsule", "rounded_polygon"), ("edge", "circle"), ("edge", "box"), ("edge", "capsule"),
-    ("edge", "rounded_box")])
+@pytest.mark.parametrize(
+    "kind_a,kind_b",
+    [
+        ("capsule", "circle"),
+        ("capsule", "box"),
+        ("capsule", "capsule"),
+        ("rounded_box", "circle"),
+        ("rounded_box", "box"),
+        ("rounded_polygon", "rounded_box"),
+        ("capsule", "rounded_polygon"),
+        ("edge", "circle"),
+        ("edge", "box"),
+        ("edge", "capsule"),
+        ("edge", "rounded_box"),
+    ],
+)
 def test_cores_with_skins_match_numpy_reference(arch, kind_a, kind_b):
     """Capsules, rounded polygons and edges on random poses: the deepest point's depth and
     the normal against tests/reference's brute-force core distance (apart) or least overlap
     (overlapping), plus both skins."""
     n_worlds = 400
-    scene, state, c, got = random_pair_poses(arch, SKIN_SHAPES[kind_a], SKIN_SHAPES[kind_b],
-                                             n_worlds, 1.3, f"skin-{kind_a}-{kind_b}")
+    scene, state, c, got = random_pair_poses(
+        arch, SKIN_SHAPES[kind_a], SKIN_SHAPES[kind_b], n_worlds, 1.3, f"skin-{kind_a}-{kind_b}"
+    )
     shape_a, shape_b = scene.body_shape(0), scene.body_shape(1)
     checked = skipped = 0
     for w in range(n_worlds):
@@ -274,12 +298,12 @@ def test_cores_with_skins_match_numpy_reference(arch, kind_a, kind_b):
             continue
         if expected is None or expected[1] < 1e-4:
             if w in got:  # only grazing contacts may differ
-                assert c.depths[got[w], :c.point_count[got[w]]].max() < 1e-4, f"world {w}"
+                assert c.depths[got[w], : c.point_count[got[w]]].max() < 1e-4, f"world {w}"
             continue
         normal, depth = expected
         assert w in got, f"world {w}: contact of depth {depth} missed"
         i = got[w]
-        deepest = c.depths[i, :c.point_count[i]].max()
+        deepest = c.depths[i, : c.point_count[i]].max()
         np.testing.assert_allclose(deepest, depth, atol=2e-4, err_msg=f"world {w}")
         np.testing.assert_allclose(c.normal[i], normal, atol=2e-3, err_msg=f"world {w}")
         checked += 1
@@ -326,7 +350,10 @@ def test_a_reference_face_that_changes_sides_keeps_its_points_ids(arch):
             end_a = max(edge_a, key=lambda v: shape_a.vertices[v] @ side)
             end_b = max(edge_b, key=lambda v: b_vertices[v] @ side)
             assert c.features[i, k] == end_a * fx.MAX_POLYGON_VERTICES + end_b, (
-                world, k, c.features[i])
+                world,
+                k,
+                c.features[i],
+            )
     # Both faces were the reference somewhere in the sweep, and the ids never changed.
     assert any(b_is_reference) and not all(b_is_reference)
     assert len({tuple(sorted(f)) for f in c.features.tolist()}) == 1

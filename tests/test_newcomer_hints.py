@@ -10,8 +10,11 @@ import fx2d_gpu as fx
 
 def test_friction_keyword_points_to_static_and_dynamic_friction():
     scene = fx.Scene(arch="cpu")
-    with pytest.raises(TypeError, match="unexpected keyword argument 'friction'; did you mean "
-                                        "static_friction= and dynamic_friction="):
+    with pytest.raises(
+        TypeError,
+        match="unexpected keyword argument 'friction'; did you mean "
+        "static_friction= and dynamic_friction=",
+    ):
         scene.add_box((0.0, 0.0), (1.0, 1.0), friction=0.5)
     with pytest.raises(TypeError, match="'restitution'; did you mean elasticity="):
         scene.add_circle((0.0, 0.0), 0.5, restitution=0.5)

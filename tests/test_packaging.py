@@ -25,8 +25,9 @@ def installed_fx2d(*args, cwd, timeout=300):
     """The `fx2d` console script pip installed (not python -m): what a user types."""
     command = shutil.which("fx2d")
     assert command is not None, "the fx2d command is not on PATH: pip install -e ."
-    return subprocess.run([command, *args], capture_output=True, text=True, cwd=cwd,
-                          timeout=timeout)
+    return subprocess.run(
+        [command, *args], capture_output=True, text=True, cwd=cwd, timeout=timeout
+    )
 
 
 def test_version_has_one_place_and_fx2d_prints_it(tmp_path):
@@ -34,8 +35,7 @@ def test_version_has_one_place_and_fx2d_prints_it(tmp_path):
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())
     assert "version" not in project["project"]
     assert project["project"]["dynamic"] == ["version"]
-    assert project["tool"]["setuptools"]["dynamic"]["version"] == {
-        "attr": "fx2d_gpu.__version__"}
+    assert project["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "fx2d_gpu.__version__"}
     result = installed_fx2d("--version", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert result.stdout == f"fx2d_gpu {fx2d_gpu.__version__}\n"
@@ -49,17 +49,28 @@ def test_licence_and_metadata_are_there():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     assert project["license"] == "MIT" and project["license-files"] == ["LICENSE"]
     assert project["authors"] and project["keywords"]
-    assert any(c.startswith("Programming Language :: Python :: 3.1")
-               for c in project["classifiers"])
+    assert any(
+        c.startswith("Programming Language :: Python :: 3.1") for c in project["classifiers"]
+    )
     assert (ROOT / "fx2d_gpu" / "py.typed").is_file()
 
 
 def test_fx2d_bench_runs_from_a_checkout_and_says_what_to_do_elsewhere(tmp_path):
     """The installed command, not python -m: it finds benchmarks/ in the current folder (the
     lightest run: 1 and 4 small worlds, no other engines, results into tmp_path)."""
-    result = installed_fx2d("bench", "--quick", "batched_small", "--no-pymunk", "--no-box2d",
-                            "--no-plot", "--arch", "cpu", "--results", str(tmp_path),
-                            cwd=ROOT)
+    result = installed_fx2d(
+        "bench",
+        "--quick",
+        "batched_small",
+        "--no-pymunk",
+        "--no-box2d",
+        "--no-plot",
+        "--arch",
+        "cpu",
+        "--results",
+        str(tmp_path),
+        cwd=ROOT,
+    )
     assert result.returncode == 0, result.stderr
     assert "batched_small W=4" in result.stdout
     assert list(tmp_path.glob("*/batched_small.csv"))
@@ -72,14 +83,16 @@ def test_fx2d_bench_runs_from_a_checkout_and_says_what_to_do_elsewhere(tmp_path)
 
 
 def test_a_run_says_it_compiles_on_stderr_and_keeps_stdout_for_its_summary(tmp_path):
-    result = installed_fx2d("run", "--example", "stacked_boxes", "--steps", "3", "--arch",
-                            "cpu", cwd=tmp_path)
+    result = installed_fx2d(
+        "run", "--example", "stacked_boxes", "--steps", "3", "--arch", "cpu", cwd=tmp_path
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("example stacked_boxes: 3 steps"), result.stdout
     assert "[Taichi]" not in result.stdout  # the banner and "Starting on arch" on stderr
     assert "[Taichi] version" in result.stderr
-    assert re.search(r"fx2d: first step: compiling the kernels .* done in \d+\.\d s\n",
-                     result.stderr)
+    assert re.search(
+        r"fx2d: first step: compiling the kernels .* done in \d+\.\d s\n", result.stderr
+    )
 
 
 def test_progress_rate_counts_from_after_the_compile(monkeypatch, capsys):
@@ -93,35 +106,62 @@ def test_progress_rate_counts_from_after_the_compile(monkeypatch, capsys):
     assert "21/21 steps, 20.0 steps/s" in capsys.readouterr().err
 
 
-@pytest.mark.skipif(importlib.util.find_spec("build") is None,
-                    reason="needs the build package (in the dev extra)")
+@pytest.mark.skipif(
+    importlib.util.find_spec("build") is None, reason="needs the build package (in the dev extra)"
+)
 def test_the_sdist_holds_what_the_tests_need(tmp_path):
     """python -m build --sdist (no isolation: the installed setuptools, no network): the
     package with its examples and py.typed, the tests, the benchmarks they import (not
     their recorded results), the licence and the changelog; then the unpacked sdist's tests
     collect, their imports found in it."""
-    result = subprocess.run([sys.executable, "-m", "build", "--sdist", "--no-isolation",
-                             "--outdir", str(tmp_path)], capture_output=True, text=True,
-                            cwd=ROOT, timeout=300)
+    result = subprocess.run(
+        [sys.executable, "-m", "build", "--sdist", "--no-isolation", "--outdir", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     (sdist,) = tmp_path.glob("fx2d_gpu-*.tar.gz")
     assert sdist.name == f"fx2d_gpu-{fx2d_gpu.__version__}.tar.gz"
     with tarfile.open(sdist) as archive:
         top = f"fx2d_gpu-{fx2d_gpu.__version__}/"
         names = {name.removeprefix(top) for name in archive.getnames()}
-        for needed in ("LICENSE", "CHANGELOG.md", "README.md", "pyproject.toml",
-                       "fx2d_gpu/py.typed", "fx2d_gpu/examples/truck.yml",
-                       "fx2d_gpu/examples/truck.py", "tests/conftest.py",
-                       "tests/test_fx2d_scenes.py", "benchmarks/__init__.py",
-                       "benchmarks/suite.py", "benchmarks/fx2d_scenes.py"):
+        for needed in (
+            "LICENSE",
+            "CHANGELOG.md",
+            "README.md",
+            "pyproject.toml",
+            "fx2d_gpu/py.typed",
+            "fx2d_gpu/examples/truck.yml",
+            "fx2d_gpu/examples/truck.py",
+            "tests/conftest.py",
+            "tests/test_fx2d_scenes.py",
+            "benchmarks/__init__.py",
+            "benchmarks/suite.py",
+            "benchmarks/fx2d_scenes.py",
+        ):
             assert needed in names, needed
         assert not [name for name in names if name.startswith("benchmarks/results")]
         assert not [name for name in names if "__pycache__" in name]
         archive.extractall(tmp_path, filter="data")
     unpacked = tmp_path / top
-    collected = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q",
-                                "-p", "no:cacheprovider", "tests/test_fx2d_scenes.py",
-                                "tests/test_examples.py"],
-                               capture_output=True, text=True, cwd=unpacked, timeout=300)
+    collected = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "--collect-only",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "tests/test_fx2d_scenes.py",
+            "tests/test_examples.py",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=unpacked,
+        timeout=300,
+    )
     assert collected.returncode == 0, collected.stdout + collected.stderr
     assert re.search(r"\d+ tests collected", collected.stdout)

@@ -22,15 +22,22 @@ ALWAYS_FIND = {"reuse_pairs": False}
 
 def pyramid(arch, n_worlds=1, base=12, enable_sleep=False, step_options=None):
     specs, _ = scenes.pyramid_layout(base)
-    return scenes.build_scene(specs, arch=arch, n_worlds=n_worlds, enable_sleep=enable_sleep,
-                              step_options=step_options)
+    return scenes.build_scene(
+        specs, arch=arch, n_worlds=n_worlds, enable_sleep=enable_sleep, step_options=step_options
+    )
 
 
 def state_of(scene) -> np.ndarray:
     state = scene.get_state()
-    return np.concatenate([state.position.ravel(), state.angle.ravel(),
-                           state.velocity.ravel(), state.angular_velocity.ravel(),
-                           state.sleeping.ravel().astype(np.float64)])
+    return np.concatenate(
+        [
+            state.position.ravel(),
+            state.angle.ravel(),
+            state.velocity.ravel(),
+            state.angular_velocity.ravel(),
+            state.sleeping.ravel().astype(np.float64),
+        ]
+    )
 
 
 def step_pairs(scene) -> set:
@@ -66,14 +73,16 @@ def test_kept_pairs_whose_colouring_fails_match_finding_them(arch, monkeypatch):
     # to the broad phase's order for a new colouring. Bit for bit as finding them.
     fallbacks = []
     restore = solver_step.restore_broad_order
-    monkeypatch.setattr(solver_step, "restore_broad_order",
-                        lambda ctx: (fallbacks.append(1), restore(ctx))[1])
+    monkeypatch.setattr(
+        solver_step, "restore_broad_order", lambda ctx: (fallbacks.append(1), restore(ctx))[1]
+    )
 
     def run(step_options=None):
         scene = pyramid(arch, base=10, step_options=step_options)
         for i, x in enumerate((-5.5, -6.6, -7.75, -8.9)):
-            scene.add_circle((x, 0.41 + i), 0.4, velocity=(0.4, 0.0), static_friction=0.0,
-                             dynamic_friction=0.0)
+            scene.add_circle(
+                (x, 0.41 + i), 0.4, velocity=(0.4, 0.0), static_friction=0.0, dynamic_friction=0.0
+            )
         for _ in range(90):
             scene.step(DT)
         return scene
@@ -99,8 +108,9 @@ def test_fat_pairs_cover_every_touching_pair_and_no_far_one(arch):
             continue
         got = step_pairs(scene)
         lower, upper, state = exact_boxes(scene)
-        speed = np.linalg.norm(state.velocity[0], axis=1) + np.abs(
-            state.angular_velocity[0]) * radius
+        speed = (
+            np.linalg.norm(state.velocity[0], axis=1) + np.abs(state.angular_velocity[0]) * radius
+        )
         moving = np.array([scene.body_mass(b) > 0 for b in range(scene.n_bodies)])
         for a in range(scene.n_bodies):
             for b in range(a + 1, scene.n_bodies):
@@ -109,8 +119,12 @@ def test_fat_pairs_cover_every_touching_pair_and_no_far_one(arch):
                 gap = np.max(np.maximum(lower[0, a] - upper[0, b], lower[0, b] - upper[0, a]))
                 if gap < -1e-4:
                     assert (0, a, b) in got, (step, a, b)
-                reach = sum(2 * SPECULATIVE_DISTANCE + 2 * DT * speed[i]
-                            + 2 * broad_phase.FAT_FRACTION * radius[i] for i in (a, b))
+                reach = sum(
+                    2 * SPECULATIVE_DISTANCE
+                    + 2 * DT * speed[i]
+                    + 2 * broad_phase.FAT_FRACTION * radius[i]
+                    for i in (a, b)
+                )
                 if (0, a, b) in got:
                     assert gap <= reach + 0.05, (step, a, b, gap, reach)
 
@@ -159,8 +173,10 @@ def test_sleeping_worlds_pair_swept_boxes_and_wake_as_before(arch):
         lower, upper, state = exact_boxes(scene)
         if woke_at is None and not state.sleeping[0, 1:ball].all():
             woke_at = step
-            gap = np.max(np.maximum(lower[0, 1:ball] - upper[0, ball],
-                                    lower[0, ball] - upper[0, 1:ball]), axis=1).min()
+            gap = np.max(
+                np.maximum(lower[0, 1:ball] - upper[0, ball], lower[0, ball] - upper[0, 1:ball]),
+                axis=1,
+            ).min()
             # The pair appeared when the swept boxes met (a gap under 2 speculative
             # distances plus the ball's 1.7 cm a step), so after the step's move the gap is
             # under 2 speculative distances (measured: 1 mm); fat boxes for the sleepers'
@@ -221,9 +237,10 @@ def test_a_sleeping_pyramid_keeps_its_pairs_and_report_as_finding_them(arch, mon
     assert woke_on_kept_pairs == 1
     assert kept_asleep > 300 and refreshed_asleep > 300, (kept_asleep, refreshed_asleep)
     assert found.pair_reuses == 0 and found.report_refreshes == 0
+
     def pyramid_sleeps(step):  # (state_of's last entries: the sleep flags, ground first)
         n = len(records[step][0]) // 7
-        return records[step][0][-n + 1:][:55].all()
+        return records[step][0][-n + 1 :][:55].all()
 
     assert not pyramid_sleeps(300) and not pyramid_sleeps(480)  # the forces woke it
     assert not all(pyramid_sleeps(step) for step in range(660, 850))  # and the ball did
@@ -310,11 +327,13 @@ def test_a_kept_step_in_one_launch_is_its_four_launches(arch, monkeypatch, solve
 
     def run(step_options=None):
         specs, _ = scenes.pyramid_layout(10)
-        scene = scenes.build_scene(specs, arch=arch, solver=solver, substeps=None,
-                                   step_options=step_options)
+        scene = scenes.build_scene(
+            specs, arch=arch, solver=solver, substeps=None, step_options=step_options
+        )
         for i, x in enumerate((-5.5, -6.6, -7.75, -8.9)):
-            scene.add_circle((x, 0.41 + i), 0.4, velocity=(0.4, 0.0), static_friction=0.0,
-                             dynamic_friction=0.0)
+            scene.add_circle(
+                (x, 0.41 + i), 0.4, velocity=(0.4, 0.0), static_friction=0.0, dynamic_friction=0.0
+            )
         return trace(scene, 90)
 
     one_launch = run()

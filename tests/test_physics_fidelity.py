@@ -29,12 +29,14 @@ def incline(scene, theta, origin, mu):
     normal = np.array([math.sin(theta), math.cos(theta)])
     downhill = np.array([math.cos(theta), -math.sin(theta)])
     centre = np.asarray(origin, float) - 0.5 * normal
-    scene.add_box(tuple(centre), (200.0, 1.0), angle=-theta, mass=0, static_friction=mu,
-                  dynamic_friction=mu)
+    scene.add_box(
+        tuple(centre), (200.0, 1.0), angle=-theta, mass=0, static_friction=mu, dynamic_friction=mu
+    )
     return normal, downhill
 
 
 # --- 1. rolling ------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("origin", [(0.0, 0.0), (50.0, 50.0)])
 def test_disk_rolls_down_an_incline_at_the_textbook_acceleration(arch, origin, solver):
@@ -44,8 +46,9 @@ def test_disk_rolls_down_an_incline_at_the_textbook_acceleration(arch, origin, s
     scene = fx.Scene(gravity=(0.0, -G), arch=arch, solver=solver)
     normal, downhill = incline(scene, theta, origin, 0.6)
     start = np.asarray(origin) + radius * normal - 20.0 * downhill
-    disk = scene.add_circle(tuple(start), radius, static_friction=0.6, dynamic_friction=0.6,
-                            elasticity=0.0)
+    disk = scene.add_circle(
+        tuple(start), radius, static_friction=0.6, dynamic_friction=0.6, elasticity=0.0
+    )
     times, travel = [], []
     for step in range(120):
         scene.step(DT)
@@ -71,10 +74,13 @@ def wheel_cart(arch, origin, substeps, cart, solver="xpbd"):
     o = np.asarray(origin, float)
     wheel = dict(mass=wheel_mass, static_friction=0.9, dynamic_friction=0.9, elasticity=0.0)
     if cart:
-        chassis = scene.add_box(tuple(o + (radius + 0.5) * normal), (2.0, 0.3), angle=-theta,
-                                mass=2.0, elasticity=0.0)
-        wheels = [scene.add_circle(tuple(o + radius * normal + side * 0.8 * downhill), radius,
-                                   **wheel) for side in (-1, 1)]
+        chassis = scene.add_box(
+            tuple(o + (radius + 0.5) * normal), (2.0, 0.3), angle=-theta, mass=2.0, elasticity=0.0
+        )
+        wheels = [
+            scene.add_circle(tuple(o + radius * normal + side * 0.8 * downhill), radius, **wheel)
+            for side in (-1, 1)
+        ]
         for w, side in zip(wheels, (-1, 1), strict=True):
             scene.add_revolute_joint(chassis, w, anchor=(side * 0.8, -0.5))
         bodies = [chassis, *wheels]
@@ -90,16 +96,19 @@ def wheel_cart(arch, origin, substeps, cart, solver="xpbd"):
         rise = max(rise, mechanical_energy(scene, bodies, state) - energy_start)
     accel = G * math.sin(theta) / (1.0 + inertia / (mass * radius**2))
     speed = float(state.velocity[0, bodies[0]] @ downhill)
-    kinetic = sum(0.5 * scene.body_mass(b) * float(np.sum(state.velocity[0, b] ** 2))
-                  + 0.5 * scene.body_inertia(b) * float(state.angular_velocity[0, b]) ** 2
-                  for b in bodies)
+    kinetic = sum(
+        0.5 * scene.body_mass(b) * float(np.sum(state.velocity[0, b] ** 2))
+        + 0.5 * scene.body_inertia(b) * float(state.angular_velocity[0, b]) ** 2
+        for b in bodies
+    )
     return speed / (accel * 3.0), rise / kinetic
 
 
 @pytest.mark.parametrize("cart", [False, True], ids=["wheel", "cart"])
 @pytest.mark.parametrize("origin", [(0.0, 0.0), (50.0, 50.0)])
-@pytest.mark.parametrize("solver, substeps", [("xpbd", 4), ("xpbd", 11), ("xpbd", 22),
-                                              ("soft_step", 4)])
+@pytest.mark.parametrize(
+    "solver, substeps", [("xpbd", 4), ("xpbd", 11), ("xpbd", 22), ("soft_step", 4)]
+)
 def test_wheel_and_cart_roll_at_the_rolling_speed(arch, cart, origin, solver, substeps):
     ratio, rise = wheel_cart(arch, origin, substeps, cart, solver)
     assert ratio == pytest.approx(1.0, abs=0.01)
@@ -107,6 +116,7 @@ def test_wheel_and_cart_roll_at_the_rolling_speed(arch, cart, origin, solver, su
 
 
 # --- 3. contacts of bodies that move together, bounded push-out -----------------------------
+
 
 def test_falling_pile_of_circles_finds_its_contacts_in_time(arch):
     """20,000 circles (r 0.095 on a 0.2 m grid: 1 cm gaps) dropped into a 40 m bin: no two
@@ -171,11 +181,14 @@ def test_overlapping_circles_in_a_closed_box_stay_inside(arch):
         assert np.linalg.norm(state.velocity[0, 4:], axis=1).max() <= MAX_PUSHOUT_SPEED
 
 
-@pytest.mark.parametrize("size, friction", [((0.1, 2.0), 0.0), ((0.1, 2.0), 0.5),
-                                            ((0.5, 1.0), 0.5), ((1.0, 1.0), 0.0)],
-                         ids=["thin-frictionless", "thin", "tall", "square-frictionless"])
-def test_a_box_created_deep_in_the_ground_is_pushed_out_at_most_at_the_cap(arch, solver,
-                                                                           size, friction):
+@pytest.mark.parametrize(
+    "size, friction",
+    [((0.1, 2.0), 0.0), ((0.1, 2.0), 0.5), ((0.5, 1.0), 0.5), ((1.0, 1.0), 0.0)],
+    ids=["thin-frictionless", "thin", "tall", "square-frictionless"],
+)
+def test_a_box_created_deep_in_the_ground_is_pushed_out_at_most_at_the_cap(
+    arch, solver, size, friction
+):
     """A box (w x h, 1 kg) created 0.3 m deep in a static ground, no gravity: it rises
     at no more than MAX_PUSHOUT_SPEED (3 m/s, Box2D's contactPushMaxVelocity), under
     either solver (issue 77: the soft step pushed a 0.1 x 2 m box out at 5.8 m/s).
@@ -190,10 +203,15 @@ def test_a_box_created_deep_in_the_ground_is_pushed_out_at_most_at_the_cap(arch,
     width, height = size
     depth = 0.3
     scene = fx.Scene(gravity=(0.0, 0.0), arch=arch, solver=solver, enable_sleep=False)
-    scene.add_box((0.0, -0.5), (20.0, 1.0), mass=0.0, static_friction=friction,
-                  dynamic_friction=friction)
-    box = scene.add_box((0.0, height / 2 - depth), (width, height), static_friction=friction,
-                        dynamic_friction=friction)
+    scene.add_box(
+        (0.0, -0.5), (20.0, 1.0), mass=0.0, static_friction=friction, dynamic_friction=friction
+    )
+    box = scene.add_box(
+        (0.0, height / 2 - depth),
+        (width, height),
+        static_friction=friction,
+        dynamic_friction=friction,
+    )
     heights = [float(scene.get_state().position[0, box, 1])]
     for _ in range(30):
         scene.step(DT)
@@ -205,14 +223,16 @@ def test_a_box_created_deep_in_the_ground_is_pushed_out_at_most_at_the_cap(arch,
 
 # --- 4. motors at small steps and far from the origin ----------------------------------------
 
+
 def motor_arm_rotation(arch, dt, base_x, solver="xpbd"):
     """An arm (2 x 0.25 box, 1 kg, inertia 0.5) on a revolute joint to a static base, velocity
     motor target 3 rad/s, PID (6, 0, 0), no gravity: its rotation (rad) after 1 s."""
     scene = fx.Scene(gravity=(0.0, 0.0), arch=arch, solver=solver)
     base = scene.add_box((base_x, 0.0), (0.2, 0.2), mass=0)
     arm = scene.add_box((base_x + 1.0, 0.0), (2.0, 0.25), mass=1.0, inertia=0.5)
-    scene.add_revolute_joint(base, arm, anchor=(0.0, 0.0), control_mode="velocity",
-                             target=3.0, pid=(6.0, 0.0, 0.0))
+    scene.add_revolute_joint(
+        base, arm, anchor=(0.0, 0.0), control_mode="velocity", target=3.0, pid=(6.0, 0.0, 0.0)
+    )
     for _ in range(round(1.0 / dt)):
         scene.step(dt)
     return float(scene.get_state().angle[0, arm])
@@ -223,21 +243,22 @@ def test_motor_keeps_its_authority_at_small_steps_and_far_from_the_origin(arch, 
     torque 6 (3 - w): w = 3 (1 - exp(-4 t)), so in 1 s it turns 3 (1 - (1 - exp(-4)) / 4)
     = 2.264 rad, whatever the step and wherever the base; 0.5 % for the substeps' Euler
     (0.12 % at dt = 1e-2). (The bounds were > 1 rad, all within 25 %.)"""
-    rotations = [motor_arm_rotation(arch, dt, x, solver) for dt in (1e-2, 1e-3)
-                 for x in (0.5, 7.0, 300.0)]
+    rotations = [
+        motor_arm_rotation(arch, dt, x, solver) for dt in (1e-2, 1e-3) for x in (0.5, 7.0, 300.0)
+    ]
     expected = 3.0 * (1.0 - (1.0 - math.exp(-4.0)) / 4.0)
     np.testing.assert_allclose(rotations, expected, rtol=5e-3)
 
 
 # --- 5. a spinning box does not hop ----------------------------------------------------------
 
+
 def spinning_box(arch, spin, gravity=G, ground_top=0.0, solver="xpbd", **material):
     """A 1 m box of 1 kg set on the ground (top at ground_top) spinning at `spin` rad/s:
     (highest centre, m; largest rise of its mechanical energy over the start, J) in 3 s."""
     scene = fx.Scene(gravity=(0.0, -gravity), arch=arch, solver=solver)
     scene.add_box((0.0, ground_top - 0.5), (40.0, 1.0), mass=0, **material)
-    box = scene.add_box((0.0, ground_top + 0.5), (1.0, 1.0), angular_velocity=spin,
-                        **material)
+    box = scene.add_box((0.0, ground_top + 0.5), (1.0, 1.0), angular_velocity=spin, **material)
     start = mechanical_energy(scene, [box], scene.get_state(), gravity)
     highest, rise = ground_top + 0.5, -math.inf
     for _ in range(180):
@@ -280,8 +301,10 @@ def spinning_box_bound(spin, gravity, ground_top, mu_kinetic):
     return max(pivot, hop)
 
 
-@pytest.mark.parametrize("spin, solver", [(5.0, "xpbd"), (10.0, "xpbd"), (15.0, "xpbd"),
-                                         (5.0, "soft_step"), (10.0, "soft_step")])
+@pytest.mark.parametrize(
+    "spin, solver",
+    [(5.0, "xpbd"), (10.0, "xpbd"), (15.0, "xpbd"), (5.0, "soft_step"), (10.0, "soft_step")],
+)
 def test_spinning_box_stays_below_its_derived_bound(arch, spin, solver):
     """Fx2D's own scene, the bound derived for it (spinning_box_bound) plus 1 cm (the
     contact slop and the substep's discretisation of the impact). The engine went to 2.45
@@ -290,10 +313,12 @@ def test_spinning_box_stays_below_its_derived_bound(arch, spin, solver):
     soft step hops 4 cm higher than the bound allows at 15 rad/s (2.316), as Box2D v3 does
     in this scene (2.3175; docs/solvers.md), so it runs the two spins at which the box must
     not lift off."""
-    highest, rise = spinning_box(arch, spin, FX2D_SPIN_GRAVITY, FX2D_GROUND_TOP, solver,
-                                 **FX2D_SPIN_MATERIAL)
-    bound = spinning_box_bound(spin, FX2D_SPIN_GRAVITY, FX2D_GROUND_TOP,
-                               FX2D_SPIN_MATERIAL["dynamic_friction"])
+    highest, rise = spinning_box(
+        arch, spin, FX2D_SPIN_GRAVITY, FX2D_GROUND_TOP, solver, **FX2D_SPIN_MATERIAL
+    )
+    bound = spinning_box_bound(
+        spin, FX2D_SPIN_GRAVITY, FX2D_GROUND_TOP, FX2D_SPIN_MATERIAL["dynamic_friction"]
+    )
     assert highest < bound + 0.01
     assert rise <= 1e-3 * 0.5 * (1.0 / 6.0) * spin**2
 
@@ -305,6 +330,7 @@ def test_spinning_box_never_gains_energy(arch, spin, solver):
 
 
 # --- 7. impacts ------------------------------------------------------------------------------
+
 
 def test_box_thrown_at_the_ground_does_not_gain_energy(arch, solver):
     """A 0.2 m box of 1 kg thrown at (20, -20) m/s from 1 m (410 J): its impacts are
@@ -353,10 +379,17 @@ def test_box_landing_flat_across_two_grounds_lands_square(arch, solver):
     drops = 5.6 + 0.1 * np.arange(40)
     scene = fx.Scene(gravity=(0.0, -G), arch=arch, solver=solver, n_worlds=len(drops))
     for centre in (7.0, 17.0):  # tops at y = 5, the seam at x = 12
-        scene.add_box((centre, 4.5), (10.0, 1.0), mass=0, elasticity=0.0,
-                      static_friction=0.55, dynamic_friction=0.55)
-    box = scene.add_box((12.0, 8.0), (1.0, 1.0), elasticity=0.0, static_friction=0.55,
-                        dynamic_friction=0.55)
+        scene.add_box(
+            (centre, 4.5),
+            (10.0, 1.0),
+            mass=0,
+            elasticity=0.0,
+            static_friction=0.55,
+            dynamic_friction=0.55,
+        )
+    box = scene.add_box(
+        (12.0, 8.0), (1.0, 1.0), elasticity=0.0, static_friction=0.55, dynamic_friction=0.55
+    )
     state = scene.get_state()
     state.position[:, box, 1] = drops
     scene.set_state(state)
@@ -518,11 +551,18 @@ def test_a_stack_of_tiny_boxes_rests(arch, size, friction, dt):
     until CUDA's rounding broke the symmetry); at 1/600 s without friction they drift 6 % of
     their size in 2 s. The 1 cm stack (time scale 32 ms) stands at 1/60 s, frictionless."""
     scene = fx.Scene(gravity=(0.0, -G), arch=arch)
-    scene.add_box((0.0, -0.5), (10.0, 1.0), mass=0, static_friction=friction,
-                  dynamic_friction=friction)
-    boxes = [scene.add_box((1e-4 * size * (i % 2), size * (i + 0.5)), (size, size),
-                           static_friction=friction, dynamic_friction=friction)
-             for i in range(5)]
+    scene.add_box(
+        (0.0, -0.5), (10.0, 1.0), mass=0, static_friction=friction, dynamic_friction=friction
+    )
+    boxes = [
+        scene.add_box(
+            (1e-4 * size * (i % 2), size * (i + 0.5)),
+            (size, size),
+            static_friction=friction,
+            dynamic_friction=friction,
+        )
+        for i in range(5)
+    ]
     resting = size * (np.arange(5) + 0.5)
     fastest = 0.0
     for _ in range(600 if dt == DT else 1200):
@@ -543,7 +583,9 @@ def test_a_stack_of_tiny_boxes_rests(arch, size, friction, dt):
     sink = 5 * slop + CONTACT_COMPLIANCE * 15 * G
     assert np.abs(state.position[0, boxes, 1] - resting).max() <= sink
 
+
 # --- 6. rigs: pairs that never collide -------------------------------------------------------
+
 
 def test_disable_collision_lets_two_overlapping_bodies_pass(arch):
     scene = fx.Scene(gravity=(0.0, 0.0), arch=arch)
@@ -556,8 +598,7 @@ def test_disable_collision_lets_two_overlapping_bodies_pass(arch):
         scene.step(DT)
     state = scene.get_state()
     # a and b overlap half their width and stay put; c and d, the control, are pushed apart.
-    np.testing.assert_allclose(state.position[0, b] - state.position[0, a], (0.5, 0.0),
-                               atol=1e-6)
+    np.testing.assert_allclose(state.position[0, b] - state.position[0, a], (0.5, 0.0), atol=1e-6)
     # c and d are pushed apart until a slop deep, where the position pass stops (it moves
     # poses, not velocities: they stay there); 1e-5 for float32.
     assert state.position[0, d, 0] - state.position[0, c, 0] >= 1.0 - LINEAR_SLOP - 1e-5
@@ -576,7 +617,6 @@ def test_disable_collision_refuses_bad_bodies(arch):
         scene.disable_collision("x", a)
 
 
-
 def test_prismatic_weld_conserves_momentum_and_angular_momentum(arch, solver):
     """Two boxes welded by a prismatic joint of travel [0, 0], side by side, no gravity; the
     child starts moving across the axis. The joint's pushes act at the child's anchor on both
@@ -586,8 +626,7 @@ def test_prismatic_weld_conserves_momentum_and_angular_momentum(arch, solver):
     scene = fx.Scene(gravity=(0.0, 0.0), arch=arch, solver=solver)
     parent = scene.add_box((0.0, 0.0), (1.25, 1.5), mass=2.0)
     child = scene.add_box((1.72, -0.175), (2.25, 1.0), mass=3.0, velocity=(0.0, 1.0))
-    scene.add_prismatic_joint(parent, child, axis=(1.0, 0.0), position_min=0.0,
-                              position_max=0.0)
+    scene.add_prismatic_joint(parent, child, axis=(1.0, 0.0), position_min=0.0, position_max=0.0)
     scene.disable_collision(parent, child)
     masses = np.array([2.0, 3.0])
     inertia = np.array([2.0 * (1.25**2 + 1.5**2) / 12.0, 3.0 * (2.25**2 + 1.0) / 12.0])
@@ -627,8 +666,7 @@ def test_truck_rig_rests_on_flat_ground(arch, solver):
     still (it pitched onto its back, gaining 48 J in 2 s)."""
     scene = fx.Scene(gravity=(0.0, -10.0), arch=arch, substeps=14, solver=solver)
     friction = {"static_friction": 0.3, "dynamic_friction": 0.2}
-    scene.add_box((10.0, 1.7), (20.0, 1.0), mass=0, static_friction=0.55,
-                  dynamic_friction=0.4)
+    scene.add_box((10.0, 1.7), (20.0, 1.0), mass=0, static_friction=0.55, dynamic_friction=0.4)
     head = scene.add_box((9.0, 3.25), (1.25, 1.5), mass=2.0, **friction)
     back = scene.add_box((10.72, 3.075), (2.25, 1.0), mass=2.0, **friction)
     front_wheel = scene.add_circle((9.1, 2.6), 0.4, mass=0.25, **friction)
@@ -655,14 +693,17 @@ def test_fx2d_truck_rolls_down_its_ramp_upright_as_in_fx2d(arch, solver):
     from fx2d_gpu import examples
 
     substeps = fx2d_scenes.SUBSTEPS if solver == "xpbd" else None  # the solver's default
-    figures = fx2d_scenes.truck(examples.path("truck"), arch=arch, substeps=substeps,
-                                solver=solver)["figures"]
+    figures = fx2d_scenes.truck(
+        examples.path("truck"), arch=arch, substeps=substeps, solver=solver
+    )["figures"]
     assert figures["head_x_end"] == pytest.approx(4.539, abs=0.3)
     assert figures["head_y_end"] == pytest.approx(2.539, abs=0.1)
     assert figures["head_theta_max"] < 0.2
     assert figures["energy_rise_max"] < 0.5  # J, of about 40 J of potential energy released
 
+
 # --- regression guard: stacking did not get worse ---------------------------------------------
+
 
 def test_fifteen_box_column_sinks_a_few_millimetres(arch):
     """Fx2D's 15-box column sinks 185 mm; fx2d_gpu sank 3.3 mm before issue 12's changes.

@@ -22,8 +22,14 @@ def _launches_per_stage(scene, steps: int) -> tuple[dict, int]:
     for _ in range(steps):
         scene.step(DT)
     after = launching.stage_launches()
-    return ({name: after[name] - before.get(name, 0) for name in after
-             if after[name] != before.get(name, 0)}, launching.launch_count() - total)
+    return (
+        {
+            name: after[name] - before.get(name, 0)
+            for name in after
+            if after[name] != before.get(name, 0)
+        },
+        launching.launch_count() - total,
+    )
 
 
 def test_step_options_are_checked_and_name_the_option():
@@ -88,8 +94,9 @@ def test_every_launch_of_a_step_counts_under_a_planned_stage():
     named = set(STEP_STAGE_NAMES) | {stage.name for stage in STAGES["xpbd"]}
 
     def substep_launches(counts):
-        return sum(n for name, n in counts.items() if name not in STEP_STAGE_NAMES
-                   or name == "substeps")
+        return sum(
+            n for name, n in counts.items() if name not in STEP_STAGE_NAMES or name == "substeps"
+        )
 
     scene = _large({"team": False})
     per_stage, total = _launches_per_stage(scene, 5)

@@ -24,13 +24,17 @@ def _state(scene):
     return arrays
 
 
-@pytest.mark.parametrize("build", [
-    # 50 worlds of 8 bodies and a joint: the substeps in one launch, a world per thread.
-    lambda arch: scenes.batched_small(50, arch=arch),
-    # A pyramid of 55 boxes and a hinged rod: a CPU team (GPU: a launch per stage group),
-    # begin_step before the colouring.
-    lambda arch: _pyramid_with_a_joint(arch),
-], ids=["small_worlds", "large_world"])
+@pytest.mark.parametrize(
+    "build",
+    [
+        # 50 worlds of 8 bodies and a joint: the substeps in one launch, a world per thread.
+        lambda arch: scenes.batched_small(50, arch=arch),
+        # A pyramid of 55 boxes and a hinged rod: a CPU team (GPU: a launch per stage group),
+        # begin_step before the colouring.
+        lambda arch: _pyramid_with_a_joint(arch),
+    ],
+    ids=["small_worlds", "large_world"],
+)
 def test_profiled_steps_match_normal_steps_bitwise(arch, build, request, monkeypatch):
     small = request.node.callspec.id == "small_worlds"
     if small:  # profiled: the general path's item stages
@@ -43,14 +47,18 @@ def test_profiled_steps_match_normal_steps_bitwise(arch, build, request, monkeyp
     # Small worlds take one colour (StepOptions.color_small_worlds off): a constraint shares its
     # bodies with others of its colour, so their passes go a world per thread.
     by_world, by_colour = [], []
-    for module, name, calls in ((fused, "pass_by_world", by_world),
-                                (staged, "_solve_colors", by_colour)):
+    for module, name, calls in (
+        (fused, "pass_by_world", by_world),
+        (staged, "_solve_colors", by_colour),
+    ):
         original = getattr(module, name)
-        monkeypatch.setattr(module, name, lambda *a, original=original, calls=calls, **k:
-                            calls.append(1) or original(*a, **k))
+        monkeypatch.setattr(
+            module,
+            name,
+            lambda *a, original=original, calls=calls, **k: calls.append(1) or original(*a, **k),
+        )
     profile = profiled.profile(DT, steps=20)
-    assert (len(by_world) > 0, len(by_colour) > 0) == ((True, False) if small
-                                                      else (False, True))
+    assert (len(by_world) > 0, len(by_colour) > 0) == ((True, False) if small else (False, True))
     for a, b in zip(_state(normal), _state(profiled), strict=True):
         np.testing.assert_array_equal(a, b)
     assert profiled.step_count == 40 and profiled.time == pytest.approx(normal.time)

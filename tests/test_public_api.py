@@ -25,12 +25,23 @@ PACKAGE = "fx2d_gpu"
 #: Modules whose public functions, classes and constants are API (beyond __all__).
 #: (Not fx2d_gpu.distributed.worker's ShardWorker: Ray rewrites the signatures of an actor
 #: class's methods in place, and it is the package's own.)
-API_MODULES = ("fx2d_gpu.shapes", "fx2d_gpu.enums", "fx2d_gpu.examples",
-               "fx2d_gpu.distributed.sharded_scene")
+API_MODULES = (
+    "fx2d_gpu.shapes",
+    "fx2d_gpu.enums",
+    "fx2d_gpu.examples",
+    "fx2d_gpu.distributed.sharded_scene",
+)
 #: Modules the reference renders whole, or whose docstring introduces an API name.
-DOCUMENTED_MODULES = ("fx2d_gpu", "fx2d_gpu.records", "fx2d_gpu.shapes", "fx2d_gpu.scene",
-                      "fx2d_gpu.access.snapshots", "fx2d_gpu.io.scene_loader", "fx2d_gpu.examples",
-                      "fx2d_gpu.enums")
+DOCUMENTED_MODULES = (
+    "fx2d_gpu",
+    "fx2d_gpu.records",
+    "fx2d_gpu.shapes",
+    "fx2d_gpu.scene",
+    "fx2d_gpu.access.snapshots",
+    "fx2d_gpu.io.scene_loader",
+    "fx2d_gpu.examples",
+    "fx2d_gpu.enums",
+)
 
 
 def _is_public(name: str) -> bool:
@@ -91,12 +102,20 @@ def _attribute_docstring(module: types.ModuleType, name: str) -> str | None:
     tree = ast.parse(inspect.getsource(module))
     body = tree.body
     for i, node in enumerate(body):
-        targets = (node.targets if isinstance(node, ast.Assign) else
-                   [node.target] if isinstance(node, ast.AnnAssign) else [])
+        targets = (
+            node.targets
+            if isinstance(node, ast.Assign)
+            else [node.target]
+            if isinstance(node, ast.AnnAssign)
+            else []
+        )
         if any(isinstance(t, ast.Name) and t.id == name for t in targets):
             after = body[i + 1] if i + 1 < len(body) else None
-            if (isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant)
-                    and isinstance(after.value.value, str)):
+            if (
+                isinstance(after, ast.Expr)
+                and isinstance(after.value, ast.Constant)
+                and isinstance(after.value.value, str)
+            ):
                 return after.value.value.strip()
             return ""
     return None
@@ -130,9 +149,13 @@ def _init_attributes(cls) -> list[str]:
         if isinstance(node, (ast.Assign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             for target in targets:
-                for item in (target.elts if isinstance(target, ast.Tuple) else [target]):
-                    if (isinstance(item, ast.Attribute) and isinstance(item.value, ast.Name)
-                            and item.value.id == "self" and _is_public(item.attr)):
+                for item in target.elts if isinstance(target, ast.Tuple) else [target]:
+                    if (
+                        isinstance(item, ast.Attribute)
+                        and isinstance(item.value, ast.Name)
+                        and item.value.id == "self"
+                        and _is_public(item.attr)
+                    ):
                         names.append(item.attr)
     return sorted(set(names))
 
@@ -158,8 +181,11 @@ def _public_objects(kind) -> dict:
     """Qualified name -> object, for every public object of the API that `kind` accepts
     (inspect.isclass or inspect.isfunction): those of __all__, and those each API module
     defines itself."""
-    found = {f"{PACKAGE}.{name}": getattr(fx2d_gpu, name) for name in fx2d_gpu.__all__
-             if kind(getattr(fx2d_gpu, name, None))}
+    found = {
+        f"{PACKAGE}.{name}": getattr(fx2d_gpu, name)
+        for name in fx2d_gpu.__all__
+        if kind(getattr(fx2d_gpu, name, None))
+    }
     for module_name in API_MODULES:
         for name, obj in vars(_module(module_name)).items():
             if _is_public(name) and kind(obj) and obj.__module__ == module_name:
@@ -214,9 +240,21 @@ def test_all_names_exist():
     missing = [name for name in fx2d_gpu.__all__ if not hasattr(fx2d_gpu, name)]
     assert not missing, f"fx2d_gpu.__all__ names what fx2d_gpu lacks: {missing}"
     assert len(set(fx2d_gpu.__all__)) == len(fx2d_gpu.__all__), "duplicates in __all__"
-    for name in ("Scene", "load_scene", "State", "Contacts", "ContactEvents",
-                 "ContactEventList", "JointState", "RayHits", "RayHitList", "Overlaps",
-                 "SceneSnapshot", "SimulationError", "MAX_POLYGON_VERTICES"):
+    for name in (
+        "Scene",
+        "load_scene",
+        "State",
+        "Contacts",
+        "ContactEvents",
+        "ContactEventList",
+        "JointState",
+        "RayHits",
+        "RayHitList",
+        "Overlaps",
+        "SceneSnapshot",
+        "SimulationError",
+        "MAX_POLYGON_VERTICES",
+    ):
         assert name in fx2d_gpu.__all__, name
 
 
@@ -244,14 +282,16 @@ def test_modules_have_docstrings():
 
 def test_classes_and_functions_have_docstrings():
     missing = [name for name, cls in public_classes().items() if not _class_doc(cls)]
-    missing += [name for name, function in public_functions().items()
-                if not _text(function.__doc__)]
+    missing += [
+        name for name, function in public_functions().items() if not _text(function.__doc__)
+    ]
     assert not missing, "no docstring:\n  " + "\n  ".join(missing)
 
 
 def test_methods_and_properties_have_docstrings():
-    missing = [name for name, member in public_members(public_classes()).items()
-               if not _member_doc(member)]
+    missing = [
+        name for name, member in public_members(public_classes()).items() if not _member_doc(member)
+    ]
     assert not missing, "no docstring:\n  " + "\n  ".join(missing)
 
 
@@ -271,10 +311,14 @@ def test_records_describe_every_field():
         else:
             continue
         doc = _class_doc(cls)
-        undescribed += [f"{qualified}.{name}" for name in fields
-                        if _is_public(name) and not _mentions(doc, name)]
-    assert not undescribed, ("fields not described in their class docstring:\n  "
-                             + "\n  ".join(undescribed))
+        undescribed += [
+            f"{qualified}.{name}"
+            for name in fields
+            if _is_public(name) and not _mentions(doc, name)
+        ]
+    assert not undescribed, "fields not described in their class docstring:\n  " + "\n  ".join(
+        undescribed
+    )
 
 
 def test_constructors_describe_their_arguments_and_attributes():
@@ -285,10 +329,12 @@ def test_constructors_describe_their_arguments_and_attributes():
             continue
         doc = _class_doc(cls) + "\n" + _text(init.__doc__)
         names = set(_parameters(init)) | set(_init_attributes(cls))
-        undescribed += [f"{qualified}: {name}" for name in sorted(names)
-                        if not _mentions(doc, name)]
-    assert not undescribed, ("constructor arguments or attributes not described:\n  "
-                             + "\n  ".join(undescribed))
+        undescribed += [
+            f"{qualified}: {name}" for name in sorted(names) if not _mentions(doc, name)
+        ]
+    assert not undescribed, "constructor arguments or attributes not described:\n  " + "\n  ".join(
+        undescribed
+    )
 
 
 def test_functions_and_methods_mention_every_parameter():
@@ -299,10 +345,14 @@ def test_functions_and_methods_mention_every_parameter():
     unmentioned = []
     for qualified, function in callables.items():
         doc = _text(function.__doc__)
-        unmentioned += [f"{qualified}: {name}" for name in _parameters(function)
-                        if doc and not _mentions(doc, name)]
-    assert not unmentioned, ("parameters the docstring does not mention:\n  "
-                             + "\n  ".join(unmentioned))
+        unmentioned += [
+            f"{qualified}: {name}"
+            for name in _parameters(function)
+            if doc and not _mentions(doc, name)
+        ]
+    assert not unmentioned, "parameters the docstring does not mention:\n  " + "\n  ".join(
+        unmentioned
+    )
 
 
 def test_docstrings_point_at_nothing_users_lack():

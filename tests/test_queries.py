@@ -129,8 +129,9 @@ def test_overlap_box_selects_by_geometry(arch):
     assert scene.query_aabb((8.0, 8.0), (12.0, 12.0)).bodies().tolist() == [0]
     assert scene.overlap_shape(shapes.box((4.0, 4.0)), (10.0, 10.0)).bodies().tolist() == [0]
     # A box rotated 45 degrees reaches 2.83 m: still not the body at 17.5.
-    assert scene.overlap_shape(shapes.box((4.0, 4.0)), (10.0, 10.0),
-                               math.pi / 4).bodies().tolist() == [0]
+    assert scene.overlap_shape(
+        shapes.box((4.0, 4.0)), (10.0, 10.0), math.pi / 4
+    ).bodies().tolist() == [0]
 
 
 def test_point_query_picks_the_body_under_it(arch):
@@ -147,9 +148,11 @@ def test_queries_respect_rotation(arch):
     found = scene.query_point([(10.0, 11.5), (11.5, 10.0)])
     assert found.bodies(0, 0).tolist() == [0] and found.bodies(0, 1).tolist() == []
     assert hit_body(scene, (10.0, 0.0), (0.0, 1.0), 30.0)[1].distance[0, 0] == pytest.approx(
-        8.0, abs=1e-4)
+        8.0, abs=1e-4
+    )
     assert hit_body(scene, (0.0, 11.5), (1.0, 0.0), 30.0)[1].distance[0, 0] == pytest.approx(
-        9.8, abs=1e-4)
+        9.8, abs=1e-4
+    )
 
 
 def test_overlap_agrees_with_contacts_after_a_step(arch):
@@ -172,10 +175,12 @@ def test_contains_point_for_every_shape_family(arch):
     box = scene.add_box((5.0, 15.0), (2.0, 4.0))  # spans 4..6 by 13..17
     capsule = scene.add_capsule((15.0, 5.0), 2.0, 0.5)
     plank = scene.add_box((15.0, 15.0), (4.0, 0.4), angle=1.5708)
-    points = {circle: ([(5.0, 5.0), (5.9, 5.0)], [(6.1, 5.0)]),
-              box: ([(5.9, 16.9)], [(6.1, 15.0)]),
-              capsule: ([(15.0, 5.4), (16.4, 5.0)], [(15.0, 5.6), (16.6, 5.0)]),
-              plank: ([(15.0, 16.5)], [(16.5, 15.0)])}
+    points = {
+        circle: ([(5.0, 5.0), (5.9, 5.0)], [(6.1, 5.0)]),
+        box: ([(5.9, 16.9)], [(6.1, 15.0)]),
+        capsule: ([(15.0, 5.4), (16.4, 5.0)], [(15.0, 5.6), (16.6, 5.0)]),
+        plank: ([(15.0, 16.5)], [(16.5, 15.0)]),
+    }
     for body, (inside, outside) in points.items():
         found = scene.query_point(inside + outside)
         for q in range(len(inside)):
@@ -189,8 +194,11 @@ def test_edges_are_two_sided_and_chains_one_sided(arch):
     scene = make_scene(arch)
     edge = scene.add_edge((0.0, 0.0), (-5.0, 2.0), (5.0, 2.0))
     chain = scene.add_chain((0.0, 0.0), [(-5.0, 6.0), (0.0, 6.0), (5.0, 6.0)])  # front: up
-    hits = scene.ray_cast([(1.0, 0.0), (1.0, 4.0), (1.0, 4.0), (1.0, 9.0)],
-                          [(0.0, 1.0), (0.0, -1.0), (0.0, 1.0), (0.0, -1.0)], 20.0)
+    hits = scene.ray_cast(
+        [(1.0, 0.0), (1.0, 4.0), (1.0, 4.0), (1.0, 9.0)],
+        [(0.0, 1.0), (0.0, -1.0), (0.0, 1.0), (0.0, -1.0)],
+        20.0,
+    )
     assert hits.body.tolist() == [[edge, edge, -1, chain + 1]]
     np.testing.assert_allclose(hits.distance[0], [2.0, 2.0, np.inf, 3.0], atol=1e-5)
     np.testing.assert_allclose(hits.normal[0, [0, 1, 3]], [(0, -1), (0, 1), (0, 1)], atol=1e-6)
@@ -207,7 +215,8 @@ def test_rounded_box_is_hit_on_its_rounded_corner(arch):
     np.testing.assert_allclose(hits.normal[0, 0], -direction, atol=1e-5)
     # Along a face, the face pushed out by the radius.
     assert scene.ray_cast((0.3, 5.0), (0.0, -1.0), 20.0).distance[0, 0] == pytest.approx(
-        3.5, abs=1e-5)
+        3.5, abs=1e-5
+    )
 
 
 def test_sensors_only_when_asked(arch):
@@ -269,12 +278,12 @@ def mixed_scene(arch, n_worlds, seed, n_movable=24, extent=9.0):
     makers = (
         lambda: scene.add_circle((0, 0), rng.uniform(0.1, 1.2)),
         lambda: scene.add_box((0, 0), rng.uniform(0.1, 2.0, 2)),
-        lambda: scene.add_polygon((0, 0), [[0, 0], [rng.uniform(0.3, 1.5), 0],
-                                           [0.2, rng.uniform(0.3, 1.5)]]),
+        lambda: scene.add_polygon(
+            (0, 0), [[0, 0], [rng.uniform(0.3, 1.5), 0], [0.2, rng.uniform(0.3, 1.5)]]
+        ),
         lambda: scene.add_capsule((0, 0), rng.uniform(0.2, 2.0), rng.uniform(0.05, 0.5)),
         lambda: scene.add_box((0, 0), rng.uniform(0.1, 1.5, 2), radius=rng.uniform(0.05, 0.4)),
-        lambda: scene.add_polygon((0, 0), [[0, 0], [1, 0], [1.2, 0.6], [0.4, 1.0]],
-                                  radius=0.1),
+        lambda: scene.add_polygon((0, 0), [[0, 0], [1, 0], [1.2, 0.6], [0.4, 1.0]], radius=0.1),
     )
     for i in range(n_movable):
         makers[i % len(makers)]()
@@ -299,9 +308,9 @@ def test_rays_match_the_reference_on_random_mixed_scenes(arch):
     rng = np.random.default_rng(6)
     origins = rng.uniform(-11.0, 11.0, (n_worlds, n_rays, 2))
     angles = rng.uniform(0, 2 * np.pi, (n_worlds, n_rays))
-    directions = np.stack([np.cos(angles), np.sin(angles)], -1) * rng.uniform(0.2, 5.0,
-                                                                              (n_worlds,
-                                                                               n_rays, 1))
+    directions = np.stack([np.cos(angles), np.sin(angles)], -1) * rng.uniform(
+        0.2, 5.0, (n_worlds, n_rays, 1)
+    )
     limits = rng.uniform(3.0, 30.0, (n_worlds, n_rays))
     hits = scene.ray_cast(origins, directions, limits)
     every = scene.ray_cast_all(origins, directions, limits)
@@ -309,8 +318,9 @@ def test_rays_match_the_reference_on_random_mixed_scenes(arch):
     for w in range(n_worlds):
         shapes_, poses = reference_world(scene, w)
         for r in range(n_rays):
-            expected, unsure = ref.ray_cast(shapes_, poses, set(), origins[w, r],
-                                            directions[w, r], limits[w, r])
+            expected, unsure = ref.ray_cast(
+                shapes_, poses, set(), origins[w, r], directions[w, r], limits[w, r]
+            )
             mine = every.bodies(w, r).tolist()
             sure = [b for _, b in expected if b not in unsure]
             assert set(mine) - unsure == set(sure), (w, r, mine, expected, unsure)
@@ -327,8 +337,9 @@ def test_rays_match_the_reference_on_random_mixed_scenes(arch):
                 assert hits.distance[w, r] == pytest.approx(expected[0][0], abs=1e-5)
                 assert mine == sure, (w, r)
                 rows = (every.world == w) & (every.ray == r)
-                np.testing.assert_allclose(every.distance[rows], [t for t, _ in expected],
-                                           atol=1e-5)
+                np.testing.assert_allclose(
+                    every.distance[rows], [t for t, _ in expected], atol=1e-5
+                )
             # The normal is unit and faces back along the ray.
             normal = hits.normal[w, r]
             assert abs(np.linalg.norm(normal) - 1.0) < 1e-4
@@ -346,8 +357,13 @@ def test_overlaps_match_the_reference_on_random_mixed_scenes(arch):
     lower = rng.uniform(-10.0, 9.0, (n_worlds, n_queries, 2))
     upper = lower + rng.uniform(0.0, 4.0, (n_worlds, n_queries, 2))
     angles = rng.uniform(-math.pi, math.pi, (n_worlds, n_queries))
-    probes = [shapes.circle(0.7), shapes.capsule(1.5, 0.3), shapes.box((1.0, 2.5), radius=0.2),
-              shapes.polygon([[0, 0], [2, 0], [0.5, 1.5]])[0], shapes.edge((-1, 0), (1, 0.5))]
+    probes = [
+        shapes.circle(0.7),
+        shapes.capsule(1.5, 0.3),
+        shapes.box((1.0, 2.5), radius=0.2),
+        shapes.polygon([[0, 0], [2, 0], [0.5, 1.5]])[0],
+        shapes.edge((-1, 0), (1, 0.5)),
+    ]
     answers = [("point", scene.query_point(points)), ("aabb", scene.query_aabb(lower, upper))]
     answers += [(probe, scene.overlap_shape(probe, points, angles)) for probe in probes]
     checked = found_total = 0
@@ -377,9 +393,13 @@ def test_overlap_agrees_with_the_narrow_phase(arch):
     n_worlds = 4
     scene = mixed_scene(arch, n_worlds, seed=9, n_movable=30, extent=5.0)
     contacts = scene.contacts(None)  # before a step: the narrow phase at these poses
-    touching = {(w, a, b) for w, a, b, n in zip(contacts.world, contacts.body_a,
-                                                contacts.body_b, contacts.point_count,
-                                                strict=True) if n > 0}
+    touching = {
+        (w, a, b)
+        for w, a, b, n in zip(
+            contacts.world, contacts.body_a, contacts.body_b, contacts.point_count, strict=True
+        )
+        if n > 0
+    }
     assert len(touching) > 50  # 105 pairs touch here
     state = scene.get_state()
     n = scene.n_bodies
@@ -387,15 +407,17 @@ def test_overlap_agrees_with_the_narrow_phase(arch):
     kinds = [scene.body_shape(b).kind for b in range(n)]
     for body in movable:
         shape = scene.body_shape(body)
-        found = scene.overlap_shape(shape, state.position[:, body][:, None, :],
-                                    state.angle[:, body][:, None])
+        found = scene.overlap_shape(
+            shape, state.position[:, body][:, None, :], state.angle[:, body][:, None]
+        )
         for w in range(n_worlds):
             va, ra = ref_geometry.core(shape, state.position[w, body], state.angle[w, body])
             for other in range(n):
                 if other == body or kinds[other] == SHAPE_CHAIN:
                     continue
-                vb, rb = ref_geometry.core(scene.body_shape(other), state.position[w, other],
-                                           state.angle[w, other])
+                vb, rb = ref_geometry.core(
+                    scene.body_shape(other), state.position[w, other], state.angle[w, other]
+                )
                 if ref.overlap(va, ra, vb, rb)[1]:
                     continue  # within 1e-5 m of touching
                 pair = (w, min(body, other), max(body, other))

@@ -24,11 +24,17 @@ def test_refactor_check_scenes_step_to_the_stored_hashes_on_both_executors():
         assert team_hash == per_stage_hash, f"{name}: the team and a launch per stage differ"
     stored = refactor_check.stored_hashes()
     if stored is None:
-        warnings.warn(f"no refactor hashes stored for {refactor_check.machine_key()!r}: "
-                      "only the executors were compared (python -m benchmarks.refactor_check "
-                      "--update stores them)", stacklevel=1)
+        warnings.warn(
+            f"no refactor hashes stored for {refactor_check.machine_key()!r}: "
+            "only the executors were compared (python -m benchmarks.refactor_check "
+            "--update stores them)",
+            stacklevel=1,
+        )
         return
-    changed = {name: (stored.get(name), team_hash) for name, (team_hash, _) in hashes.items()
-               if stored.get(name) != team_hash}
+    changed = {
+        name: (stored.get(name), team_hash)
+        for name, (team_hash, _) in hashes.items()
+        if stored.get(name) != team_hash
+    }
     assert not changed, f"(stored, now) differ: {changed}"
     assert set(stored) == set(hashes), "a stored scene is no longer checked"

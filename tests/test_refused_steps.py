@@ -21,8 +21,10 @@ def pile_at_one_point(n: int, gravity=(0.0, -9.81)) -> fx.Scene:
 
 
 def same_state(a: fx.State, b: fx.State) -> bool:
-    return all(np.array_equal(getattr(a, key), getattr(b, key))
-               for key in ("position", "angle", "velocity", "angular_velocity", "sleeping"))
+    return all(
+        np.array_equal(getattr(a, key), getattr(b, key))
+        for key in ("position", "angle", "velocity", "angular_velocity", "sleeping")
+    )
 
 
 def test_a_pile_at_one_point_is_refused_with_its_count_and_the_scene_stays_usable():
@@ -44,8 +46,9 @@ def test_a_pile_at_one_point_is_refused_with_its_count_and_the_scene_stays_usabl
     state = scene.get_state()
     columns = 40
     index = np.arange(n)
-    state.position[0, 1:] = np.stack([(index % columns) * 0.25 - 5.0,
-                                      0.2 + (index // columns) * 0.25], 1)
+    state.position[0, 1:] = np.stack(
+        [(index % columns) * 0.25 - 5.0, 0.2 + (index // columns) * 0.25], 1
+    )
     scene.set_state(state)
     for _ in range(3):
         scene.step(1 / 60)

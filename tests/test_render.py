@@ -19,8 +19,18 @@ from fx2d_gpu.draw.render import (
 
 from .helpers import every_shape_kind
 
-PALETTE = np.array([[66, 133, 244], [219, 68, 55], [244, 180, 0], [15, 157, 88],
-                    [171, 71, 188], [0, 172, 193], [255, 112, 67]], np.uint8)
+PALETTE = np.array(
+    [
+        [66, 133, 244],
+        [219, 68, 55],
+        [244, 180, 0],
+        [15, 157, 88],
+        [171, 71, 188],
+        [0, 172, 193],
+        [255, 112, 67],
+    ],
+    np.uint8,
+)
 BACKGROUND = (250, 250, 248)
 
 
@@ -93,8 +103,9 @@ def test_tiles_show_each_world_as_it_is(arch):
     for w in range(3):  # a 2 x 2 grid of 200 x 150 tiles, the last one empty
         r, c = divmod(w, 2)
         expected = legacy_render(scene, w, (200, 150), (-10.0, -1.0, 10.0, 6.0), state=state)
-        assert_nearly_equal(image[r * 150:(r + 1) * 150 - 1, c * 200:(c + 1) * 200 - 1],
-                            expected[:-1, :-1])
+        assert_nearly_equal(
+            image[r * 150 : (r + 1) * 150 - 1, c * 200 : (c + 1) * 200 - 1], expected[:-1, :-1]
+        )
     assert (image[150:, 200:] == 40).all()  # no fourth world: the gap's grey
 
 

@@ -43,8 +43,13 @@ def test_interleaved_scenes_and_reads_equal_each_scene_alone(arch):
     scenes = {name: build() for name, build in builders(arch).items()}
     remaining = dict(STEPS)
     rng = np.random.default_rng(0)
-    reads = [lambda s: s.get_state(), lambda s: s.contacts(None), lambda s: s.candidate_pairs(),
-             lambda s: s.joint_state(), lambda s: s.contacts(0)]
+    reads = [
+        lambda s: s.get_state(),
+        lambda s: s.contacts(None),
+        lambda s: s.candidate_pairs(),
+        lambda s: s.joint_state(),
+        lambda s: s.contacts(0),
+    ]
     while any(remaining.values()):
         name = rng.choice([n for n, left in remaining.items() if left])
         scenes[name].step(DT)
@@ -96,8 +101,12 @@ def test_growing_buffers_mid_run_does_not_change_results(arch):
     """Issue 14's scenario: a run that grew the pair buffer mid-step must equal a run that
     found it big enough (the pool's fields are copied whole into the grown pool); a snapshot
     of the scene with its grown pair list restores exactly."""
-    out = subprocess.run([sys.executable, "-c", _GROWTH.format(arch=arch)],
-                         capture_output=True, text=True, timeout=600)
+    out = subprocess.run(
+        [sys.executable, "-c", _GROWTH.format(arch=arch)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     same, grown, capacity = out.stdout.split()[-3:]
     assert int(grown) > 256 and int(capacity) == int(grown)
@@ -139,8 +148,7 @@ def test_reads_after_set_state_change_nothing(arch):
 
     reference = run(lambda scene: None)
     for read in ("contacts", "candidate_pairs", "get_state", "joint_state"):
-        assert_bitwise_equal(run(lambda scene, read=read: getattr(scene, read)()), reference,
-                             read)
+        assert_bitwise_equal(run(lambda scene, read=read: getattr(scene, read)()), reference, read)
 
 
 _TOO_BIG = textwrap.dedent("""
@@ -172,8 +180,12 @@ def test_a_scene_too_big_for_memory_is_refused_before_allocating(arch):
     """Issue 14: Scene(n_worlds=10**8) used to fail allocating 67 GB in its first step and
     leave every scene of the process broken. On CUDA the device's free memory decides
     (runtime.available_memory)."""
-    out = subprocess.run([sys.executable, "-c", _TOO_BIG.format(arch=arch)],
-                         capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-c", _TOO_BIG.format(arch=arch)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.count("refused:") == 2 and "ok True" in out.stdout, out.stdout
 
@@ -191,10 +203,12 @@ def test_group_reads_and_writes_match_taichis_own_copies(arch):
     group = pool.staging
     rng = np.random.default_rng(7)
     n = 37
-    values = {"body_a": rng.integers(-5, 1000, n).astype(np.int32),
-              "normal": rng.normal(size=(n, 2)).astype(np.float32),
-              "point": rng.normal(size=(n, 2, 2)).astype(np.float32),
-              "feature": rng.integers(0, 99, (n, 2)).astype(np.int32)}
+    values = {
+        "body_a": rng.integers(-5, 1000, n).astype(np.int32),
+        "normal": rng.normal(size=(n, 2)).astype(np.float32),
+        "point": rng.normal(size=(n, 2, 2)).astype(np.float32),
+        "feature": rng.integers(0, 99, (n, 2)).astype(np.int32),
+    }
     for name in values:  # something to be overwritten with zeros past n
         getattr(group, name).fill(3)
     group.write(values)
@@ -238,9 +252,14 @@ def test_a_scene_loaded_after_a_larger_one_sees_none_of_its_state(arch):
         large.step(DT)
     pool = residency.current_pool()
     large_extents = large._binding.extents()
-    reach = {name: {field: large_extents[extent] for field, extent in group.saved_fields().items()
-                    if extent != "all"}
-             for name, group in pool.groups().items()}
+    reach = {
+        name: {
+            field: large_extents[extent]
+            for field, extent in group.saved_fields().items()
+            if extent != "all"
+        }
+        for name, group in pool.groups().items()
+    }
     before = {name: pool.group(name).read(fields) for name, fields in reach.items()}
     small_extents = small._binding.extents()
     written = 0
@@ -293,8 +312,13 @@ def _edit_script(name):
         scene.restore(scene.saved_for_test)
 
     offset = {"small": 0, "pile": 3, "rig": 6}[name]
-    return {4 + offset: params, 9 + offset: set_state, 14 + offset: add_body,
-            18 + offset: take, 26 + offset: restore}
+    return {
+        4 + offset: params,
+        9 + offset: set_state,
+        14 + offset: add_body,
+        18 + offset: take,
+        26 + offset: restore,
+    }
 
 
 def test_interleaved_edits_rebuilds_and_restores_equal_each_scene_alone(arch):

@@ -43,13 +43,13 @@ def _rounded_box_inertia(w, h, r, mass):
     pieces = [(w * h, (w * w + h * h) / 12.0, 0.0)]  # (area, J about own centroid, d^2)
     for length, depth, offset in ((w, r, h / 2 + r / 2), (h, r, w / 2 + r / 2)):
         area = length * depth
-        pieces += [(area, area * (length ** 2 + depth ** 2) / 12.0 / area, offset ** 2)] * 2
+        pieces += [(area, area * (length**2 + depth**2) / 12.0 / area, offset**2)] * 2
     quarter = math.pi * r * r / 4.0
     lever = 4.0 * r / (3.0 * math.pi)
     corner = np.array([w / 2, h / 2])
     centroid = corner + lever
-    about_corner = math.pi * r ** 4 / 8.0
-    about_centroid = about_corner - quarter * 2 * lever ** 2
+    about_corner = math.pi * r**4 / 8.0
+    about_centroid = about_corner - quarter * 2 * lever**2
     pieces += [(quarter, about_centroid / quarter, float(centroid @ centroid))] * 4
     total = sum(a for a, _, _ in pieces)
     second = sum(a * (j + d2) for a, j, d2 in pieces)
@@ -65,11 +65,11 @@ def test_mass_properties_of_capsules_and_rounded_shapes(arch):
     # A rectangle L x 2r and two half discs; each half disc's centroid sits 4r / (3 pi)
     # beyond its end of the segment: I = m_rect (L^2 + 4 r^2) / 12
     # + m_caps (r^2 / 2 + L^2 / 4 + L 4 r / (3 pi)).
-    rect, caps = 2 * radius * length, math.pi * radius ** 2
+    rect, caps = 2 * radius * length, math.pi * radius**2
     m_rect, m_caps = mass * rect / (rect + caps), mass * caps / (rect + caps)
-    expected = (m_rect * (length ** 2 + 4 * radius ** 2) / 12.0
-                + m_caps * (radius ** 2 / 2 + length ** 2 / 4
-                            + length * 4 * radius / (3 * math.pi)))
+    expected = m_rect * (length**2 + 4 * radius**2) / 12.0 + m_caps * (
+        radius**2 / 2 + length**2 / 4 + length * 4 * radius / (3 * math.pi)
+    )
     assert scene.body_inertia(capsule) == pytest.approx(expected, rel=1e-6)
     assert scene.body_shape(capsule).bounding_radius == pytest.approx(1.5)
     w, h, r = 1.2, 0.6, 0.15
@@ -87,13 +87,35 @@ def test_mass_properties_of_capsules_and_rounded_shapes(arch):
     gx, gy = np.meshgrid(xs, ys)
     points = np.stack([gx.ravel(), gy.ravel()], 1)
     verts = np.array(triangle, float)
-    inside = np.all([(points - verts[i]) @ np.array([-(verts[(i + 1) % 3] - verts[i])[1],
-                                                      (verts[(i + 1) % 3] - verts[i])[0]])
-                     >= 0 for i in range(3)], axis=0)
-    near = np.min([np.linalg.norm(points - (verts[i] + np.clip(
-        ((points - verts[i]) @ (verts[(i + 1) % 3] - verts[i]))
-        / np.sum((verts[(i + 1) % 3] - verts[i]) ** 2), 0, 1)[:, None]
-        * (verts[(i + 1) % 3] - verts[i])), axis=1) for i in range(3)], axis=0)
+    inside = np.all(
+        [
+            (points - verts[i])
+            @ np.array([-(verts[(i + 1) % 3] - verts[i])[1], (verts[(i + 1) % 3] - verts[i])[0]])
+            >= 0
+            for i in range(3)
+        ],
+        axis=0,
+    )
+    near = np.min(
+        [
+            np.linalg.norm(
+                points
+                - (
+                    verts[i]
+                    + np.clip(
+                        ((points - verts[i]) @ (verts[(i + 1) % 3] - verts[i]))
+                        / np.sum((verts[(i + 1) % 3] - verts[i]) ** 2),
+                        0,
+                        1,
+                    )[:, None]
+                    * (verts[(i + 1) % 3] - verts[i])
+                ),
+                axis=1,
+            )
+            for i in range(3)
+        ],
+        axis=0,
+    )
     solid = points[inside | (near <= 0.5)]
     cell = (xs[1] - xs[0]) * (ys[1] - ys[0])
     area, _, _ = shapes.rounded_moments(shape.vertices, shape.normals, 0.5)
@@ -101,8 +123,7 @@ def test_mass_properties_of_capsules_and_rounded_shapes(arch):
     centroid = solid.mean(0)
     # The body origin is the rounded shape's centroid: the core sits where it should.
     _, core_centroid = shapes.polygon_area_centroid(verts)
-    np.testing.assert_allclose(shape.vertices.mean(0) + centroid,
-                               verts.mean(0), atol=2e-3)
+    np.testing.assert_allclose(shape.vertices.mean(0) + centroid, verts.mean(0), atol=2e-3)
     grid_inertia = np.mean(np.sum((solid - centroid) ** 2, axis=1))
     assert scene.body_inertia(t) == pytest.approx(grid_inertia, rel=2e-3)
     assert not np.allclose(centroid, core_centroid, atol=1e-2)  # the skin moved it
@@ -119,46 +140,58 @@ def test_clockwise_polygon_is_reoriented():
     np.testing.assert_allclose(np.linalg.norm(shape.normals, axis=1), 1.0)
 
 
-@pytest.mark.parametrize("call,exc,word", [
-    (lambda s: s.add_circle((0, 0), -1.0), ValueError, "radius"),
-    (lambda s: s.add_circle((0, 0), "big"), TypeError, "radius"),
-    (lambda s: s.add_circle((0, 0, 0), 1.0), ValueError, "position"),
-    (lambda s: s.add_box((0, 0), (1.0, 0.0)), ValueError, "size"),
-    (lambda s: s.add_polygon((0, 0), [[0, 0], [1, 0]]), ValueError, "vertices"),
-    (lambda s: s.add_polygon((0, 0), [[0, 0], [2, 0], [1, 0.2], [2, 2], [0, 2]]), ValueError,
-     "convex"),
-    (lambda s: s.add_polygon((0, 0), [[0, 0]] * 9), ValueError, "vertices"),
-    (lambda s: s.add_circle((0, 0), 1.0, mass=-1.0), ValueError, "mass"),
-    (lambda s: s.add_circle((0, 0), 1.0, inertia=0.0), ValueError, "inertia"),
-    (lambda s: s.add_circle((0, 0), 1.0, elasticity=math.nan), ValueError, "elasticity"),
-    (lambda s: s.add_circle((0, 0), 1.0, name="a"), ValueError, "name"),
-    (lambda s: s.add_circle((0, 0), 1.0, colour="red"), TypeError, "colour"),
-    (lambda s: s.apply_force(5, (1.0, 0.0)), ValueError, "body"),
-    (lambda s: s.apply_force(0, (1.0, 0.0, 0.0)), ValueError, "force"),
-    (lambda s: s.body_index("nobody"), ValueError, "nobody"),
-    (lambda s: s.contacts(world=3), ValueError, "world"),
-    # Issue 14 item 5: numbers float32 or the solver cannot represent.
-    (lambda s: s.add_circle((0, 0), 1e-200), ValueError, "radius"),
-    (lambda s: s.add_box((0, 0), (1.0, 1e-9)), ValueError, "size"),
-    # 1e-320 built from its bits: once Taichi runs, the CPU may parse such literals as 0.
-    (lambda s: s.add_circle((0, 0), 1.0, mass=np.uint64(2024).view(np.float64)), ValueError,
-     "mass"),
-    (lambda s: s.add_circle((0, 0), 1.0, mass=1e-20), ValueError, "mass"),
-    (lambda s: s.add_circle((0, 0), 1.0, inertia=1e-35), ValueError, "inertia"),
-    (lambda s: s.add_circle((1e39, 0), 1.0), ValueError, "position"),
-    (lambda s: s.add_circle((0, 0), 1.0, velocity=(0.0, -1e39)), ValueError, "velocity"),
-    (lambda s: s.apply_force(0, (1e39, 0.0)), ValueError, "force"),
-    # Issue 16: capsules, edges, rounded shapes.
-    (lambda s: s.add_capsule((0, 0), 1.0, 0.0), ValueError, "radius"),
-    (lambda s: s.add_capsule((0, 0), -1.0, 0.2), ValueError, "length"),
-    (lambda s: s.add_capsule((0, 0), "long", 0.2), TypeError, "length"),
-    (lambda s: s.add_edge((0, 0), (0, 0), (0, 0)), ValueError, "apart"),
-    (lambda s: s.add_edge((0, 0), (0, 0), (1, 0), mass=1.0), ValueError, "mass"),
-    (lambda s: s.add_edge((0, 0), (0, 0, 0), (1, 0)), ValueError, "a must"),
-    (lambda s: s.add_box((0, 0), (1, 1), radius=-0.1), ValueError, "radius"),
-    (lambda s: s.add_polygon((0, 0), [[0, 0], [1, 0], [0, 1]], radius=math.inf), ValueError,
-     "radius"),
-])
+@pytest.mark.parametrize(
+    "call,exc,word",
+    [
+        (lambda s: s.add_circle((0, 0), -1.0), ValueError, "radius"),
+        (lambda s: s.add_circle((0, 0), "big"), TypeError, "radius"),
+        (lambda s: s.add_circle((0, 0, 0), 1.0), ValueError, "position"),
+        (lambda s: s.add_box((0, 0), (1.0, 0.0)), ValueError, "size"),
+        (lambda s: s.add_polygon((0, 0), [[0, 0], [1, 0]]), ValueError, "vertices"),
+        (
+            lambda s: s.add_polygon((0, 0), [[0, 0], [2, 0], [1, 0.2], [2, 2], [0, 2]]),
+            ValueError,
+            "convex",
+        ),
+        (lambda s: s.add_polygon((0, 0), [[0, 0]] * 9), ValueError, "vertices"),
+        (lambda s: s.add_circle((0, 0), 1.0, mass=-1.0), ValueError, "mass"),
+        (lambda s: s.add_circle((0, 0), 1.0, inertia=0.0), ValueError, "inertia"),
+        (lambda s: s.add_circle((0, 0), 1.0, elasticity=math.nan), ValueError, "elasticity"),
+        (lambda s: s.add_circle((0, 0), 1.0, name="a"), ValueError, "name"),
+        (lambda s: s.add_circle((0, 0), 1.0, colour="red"), TypeError, "colour"),
+        (lambda s: s.apply_force(5, (1.0, 0.0)), ValueError, "body"),
+        (lambda s: s.apply_force(0, (1.0, 0.0, 0.0)), ValueError, "force"),
+        (lambda s: s.body_index("nobody"), ValueError, "nobody"),
+        (lambda s: s.contacts(world=3), ValueError, "world"),
+        # Issue 14 item 5: numbers float32 or the solver cannot represent.
+        (lambda s: s.add_circle((0, 0), 1e-200), ValueError, "radius"),
+        (lambda s: s.add_box((0, 0), (1.0, 1e-9)), ValueError, "size"),
+        # 1e-320 built from its bits: once Taichi runs, the CPU may parse such literals as 0.
+        (
+            lambda s: s.add_circle((0, 0), 1.0, mass=np.uint64(2024).view(np.float64)),
+            ValueError,
+            "mass",
+        ),
+        (lambda s: s.add_circle((0, 0), 1.0, mass=1e-20), ValueError, "mass"),
+        (lambda s: s.add_circle((0, 0), 1.0, inertia=1e-35), ValueError, "inertia"),
+        (lambda s: s.add_circle((1e39, 0), 1.0), ValueError, "position"),
+        (lambda s: s.add_circle((0, 0), 1.0, velocity=(0.0, -1e39)), ValueError, "velocity"),
+        (lambda s: s.apply_force(0, (1e39, 0.0)), ValueError, "force"),
+        # Issue 16: capsules, edges, rounded shapes.
+        (lambda s: s.add_capsule((0, 0), 1.0, 0.0), ValueError, "radius"),
+        (lambda s: s.add_capsule((0, 0), -1.0, 0.2), ValueError, "length"),
+        (lambda s: s.add_capsule((0, 0), "long", 0.2), TypeError, "length"),
+        (lambda s: s.add_edge((0, 0), (0, 0), (0, 0)), ValueError, "apart"),
+        (lambda s: s.add_edge((0, 0), (0, 0), (1, 0), mass=1.0), ValueError, "mass"),
+        (lambda s: s.add_edge((0, 0), (0, 0, 0), (1, 0)), ValueError, "a must"),
+        (lambda s: s.add_box((0, 0), (1, 1), radius=-0.1), ValueError, "radius"),
+        (
+            lambda s: s.add_polygon((0, 0), [[0, 0], [1, 0], [0, 1]], radius=math.inf),
+            ValueError,
+            "radius",
+        ),
+    ],
+)
 def test_bad_input_raises_and_leaves_scene_unchanged(arch, call, exc, word):
     scene = fx.Scene(arch=arch)
     scene.add_circle((0, 0), 1.0, name="a")
@@ -240,12 +273,14 @@ def test_gravity_and_state_outside_float32_are_refused(arch):
 def test_a_refused_set_joint_mode_changes_nothing(arch):
     """set_joint_mode(..., max_effort=-1) is refused and the joint keeps its gains: the
     scene then runs exactly as one that never saw the call."""
+
     def arm():
         scene = fx.Scene(gravity=(0.0, 0.0), arch=arch)
         base = scene.add_box((0.0, 0.0), (0.4, 0.4), mass=0)
         link = scene.add_box((1.0, 0.0), (2.0, 0.25), mass=1.0, inertia=0.5)
-        joint = scene.add_revolute_joint(base, link, control_mode="velocity", target=3.0,
-                                         pid=(6.0, 0.0, 0.0))
+        joint = scene.add_revolute_joint(
+            base, link, control_mode="velocity", target=3.0, pid=(6.0, 0.0, 0.0)
+        )
         return scene, link, joint
 
     refused, link, joint = arm()

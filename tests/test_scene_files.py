@@ -21,8 +21,9 @@ def world_vertices(scene, body, world=0):
     """(k, 2) world positions of a polygon body's collision vertices."""
     s = scene.get_state()
     c, sn = math.cos(s.angle[world, body]), math.sin(s.angle[world, body])
-    return s.position[world, body] + scene.body_shape(body).vertices @ np.array(
-        [[c, -sn], [sn, c]]).T
+    return (
+        s.position[world, body] + scene.body_shape(body).vertices @ np.array([[c, -sn], [sn, c]]).T
+    )
 
 
 def same_points(a, b, atol=1e-5):
@@ -42,8 +43,14 @@ def scene_files():
 def test_examples_are_named_and_found():
     names = examples.names()
     assert names == sorted(names)
-    assert {"angry_boxes", "bucket_fill", "chain_terrain", "joint_control_demo",
-            "stacked_boxes", "truck"} <= set(names)
+    assert {
+        "angry_boxes",
+        "bucket_fill",
+        "chain_terrain",
+        "joint_control_demo",
+        "stacked_boxes",
+        "truck",
+    } <= set(names)
     for name in names:
         path = examples.path(name)
         assert path.is_file() and path.name == f"{name}.yml"
@@ -64,9 +71,12 @@ def test_example_scene_files_load_and_run(arch, path):
     document = yaml.safe_load(path.read_text())["entities"]
     entities = list(document)
     # A body per entity, but a chain (chain_terrain.yml) takes one per link.
-    counts = [len(e["collision"]["geometry"]["chain"]) - 1
-              if "chain" in e.get("collision", {}).get("geometry", {}) else 1
-              for e in document.values()]
+    counts = [
+        len(e["collision"]["geometry"]["chain"]) - 1
+        if "chain" in e.get("collision", {}).get("geometry", {})
+        else 1
+        for e in document.values()
+    ]
     assert scene.n_bodies == sum(counts) + WALLS
     firsts = list(np.cumsum([0] + counts[:-1]))
     assert [scene.body_index(name) for name in entities] == firsts
@@ -81,8 +91,11 @@ def test_example_scene_files_load_and_run(arch, path):
             # which rolls off the end of its ground, stops at the left wall).
             x, y = s.position[0, firsts].T
             outside = (x < 0) | (x > width) | (y < 0) | (y > height)
-            assert not outside.any(), (path.name, step, [
-                (entities[i], tuple(s.position[0, firsts[i]])) for i in np.flatnonzero(outside)])
+            assert not outside.any(), (
+                path.name,
+                step,
+                [(entities[i], tuple(s.position[0, firsts[i]])) for i in np.flatnonzero(outside)],
+            )
 
 
 def test_yaml_joint_demo_equals_the_api_scene(arch):
@@ -100,7 +113,8 @@ def test_yaml_joint_demo_equals_the_api_scene(arch):
 
 
 def test_degrees_offsets_and_defaults(arch):
-    scene = fx.load_scene("""
+    scene = fx.load_scene(
+        """
 scene:
   size: [10, 10]
 entities:
@@ -110,7 +124,9 @@ entities:
     physics: {mass: 2, velocity_damping: 0.1}
     visual: {geometry: {rectangle: [2, 1]}, texture: missing/image.png}
     collision: {pose: [0.5, 0, 0], geometry: {rectangle: [1, 1]}}
-""", arch=arch)
+""",
+        arch=arch,
+    )
     s = scene.get_state()
     assert s.angle[0, 0] == pytest.approx(math.pi / 2)
     assert s.angular_velocity[0, 0] == pytest.approx(math.pi)
@@ -132,8 +148,9 @@ def test_truck_ramp_vertices_land_where_fx2d_puts_them(arch):
     ramp = scene.body_index("plane")
     mean = np.array([16 / 3, 0.85 / 3])
     expected = np.array([[0.0, 0.0], [8.0, 0.0], [8.0, 0.85]]) - mean + [10.6, 1.8]
-    np.testing.assert_allclose(expected, [[5.266667, 1.516667], [13.266667, 1.516667],
-                                          [13.266667, 2.366667]], atol=1e-6)
+    np.testing.assert_allclose(
+        expected, [[5.266667, 1.516667], [13.266667, 1.516667], [13.266667, 2.366667]], atol=1e-6
+    )
     same_points(world_vertices(scene, ramp), expected)
     # The visual shape (what is drawn) is the same triangle, in the same place.
     s = scene.get_state()
@@ -149,7 +166,8 @@ def test_polygon_vertex_mean_at_pose_and_centre_of_mass_at_area_centroid(arch, a
     lands at pose + R(angle) (offset + v - mean) (offsets in the body frame, angles in
     degrees, as SCENE_FORMAT.md says; at angle 0 this is exactly Fx2D's placement)."""
     polygon = [[0, 0], [4, 0], [4, 1], [0, 3]]
-    scene = fx.load_scene(f"""
+    scene = fx.load_scene(
+        f"""
 scene: {{size: [10, 10]}}
 entities:
   slab:
@@ -157,7 +175,9 @@ entities:
     physics: {{mass: 2}}
     visual: {{geometry: {{polygon: {polygon}}}}}
     collision: {{pose: [0.5, 0.25, 0], geometry: {{polygon: {polygon}}}}}
-""", arch=arch)
+""",
+        arch=arch,
+    )
     verts = np.array(polygon, float)
     c, s = math.cos(math.radians(angle)), math.sin(math.radians(angle))
     rot = np.array([[c, -s], [s, c]])
@@ -166,10 +186,12 @@ entities:
     same_points(world_vertices(scene, 0), expected)
     x, y = local.T  # area centroid of the collision polygon, entity frame
     cross = x * np.roll(y, -1) - np.roll(x, -1) * y
-    centroid = np.array([((x + np.roll(x, -1)) * cross).sum(),
-                         ((y + np.roll(y, -1)) * cross).sum()]) / (3 * cross.sum())
-    np.testing.assert_allclose(scene.get_state().position[0, 0], [5.0, 4.0] + rot @ centroid,
-                               atol=1e-6)
+    centroid = np.array(
+        [((x + np.roll(x, -1)) * cross).sum(), ((y + np.roll(y, -1)) * cross).sum()]
+    ) / (3 * cross.sum())
+    np.testing.assert_allclose(
+        scene.get_state().position[0, 0], [5.0, 4.0] + rot @ centroid, atol=1e-6
+    )
     # The visual polygon has no offset: its vertex mean is at the pose.
     drawn = scene.get_state().position[0, 0] + scene.visuals[0]["shape"].vertices @ rot.T
     np.testing.assert_allclose(drawn.mean(axis=0), [5.0, 4.0], atol=1e-6)
@@ -250,31 +272,64 @@ def test_boundary_walls_are_unnamed_bodies_after_the_entities_and_not_drawn(arch
 
 
 BAD = [
-    ("scene:\n  size: [1, 1]\nentities:\n  rock:\n    collision:\n      geometry:\n"
-     "        blob: 3\n", "rock", "blob"),
-    ("entities:\n  rock:\n    collision:\n      geometry: {circle: 1}\n", "scene file",
-     "scene"),
-    ("scene: {size: [1, 1]}\nentities:\n  rock:\n    collision:\n      geometry: "
-     "{circle: -1}\n", "rock", "circle"),
-    ("scene: {size: [1, 1]}\nentities:\n  a: {collision: {geometry: {circle: 1}}}\n"
-     "joints:\n  hinge: {type: revolute, parent: a, child: ghost}\n", "hinge", "child"),
-    ("scene: {size: [1, 1]}\nentities:\n  a: {pose: [0, 0], collision: {geometry: "
-     "{circle: 1}}}\n", "'a'", "pose"),
-    ("scene: {size: [1, 1]}\nentities:\n  a: {physics: {mass: heavy}, collision: "
-     "{geometry: {circle: 1}}}\n", "'a'", "mass"),
-    ("scene: {size: [1, 1]}\nentities:\n  a: {collision: {geometry: {polygon: "
-     "[[0, 0], [1, 0]]}}}\n", "'a'", "polygon"),
-    ("scene: {size: [1, 1]}\nentities:\n  a: {collision: {geometry: {polygon: "
-     "[[0, 0], [1, x], [0, 1]]}}}\n", "'a'", "polygon"),
+    (
+        "scene:\n  size: [1, 1]\nentities:\n  rock:\n    collision:\n      geometry:\n"
+        "        blob: 3\n",
+        "rock",
+        "blob",
+    ),
+    ("entities:\n  rock:\n    collision:\n      geometry: {circle: 1}\n", "scene file", "scene"),
+    (
+        "scene: {size: [1, 1]}\nentities:\n  rock:\n    collision:\n      geometry: {circle: -1}\n",
+        "rock",
+        "circle",
+    ),
+    (
+        "scene: {size: [1, 1]}\nentities:\n  a: {collision: {geometry: {circle: 1}}}\n"
+        "joints:\n  hinge: {type: revolute, parent: a, child: ghost}\n",
+        "hinge",
+        "child",
+    ),
+    (
+        "scene: {size: [1, 1]}\nentities:\n  a: {pose: [0, 0], collision: {geometry: "
+        "{circle: 1}}}\n",
+        "'a'",
+        "pose",
+    ),
+    (
+        "scene: {size: [1, 1]}\nentities:\n  a: {physics: {mass: heavy}, collision: "
+        "{geometry: {circle: 1}}}\n",
+        "'a'",
+        "mass",
+    ),
+    (
+        "scene: {size: [1, 1]}\nentities:\n  a: {collision: {geometry: {polygon: "
+        "[[0, 0], [1, 0]]}}}\n",
+        "'a'",
+        "polygon",
+    ),
+    (
+        "scene: {size: [1, 1]}\nentities:\n  a: {collision: {geometry: {polygon: "
+        "[[0, 0], [1, x], [0, 1]]}}}\n",
+        "'a'",
+        "polygon",
+    ),
     ("scene: {size: [-4, 4]}\n", "scene", "size"),
     # Fx2D keeps bodies in [0, int(w)] x [0, int(h)]: empty for a size below 1 m.
     ("scene: {size: [0.5, 4]}\n", "scene", "size"),
     # Issue 14 item 5: a .nan pose was accepted; two entities of one name became one body.
-    ("scene: {size: [4, 4]}\nentities:\n  a: {pose: [.nan, 1, 0], collision: {geometry: "
-     "{circle: 1}}}\n", "'a'", "pose"),
-    ("scene:\n  size: [4, 4]\nentities:\n  a: {pose: [1, 1, 0], collision: {geometry: "
-     "{circle: 0.5}}}\n  a: {pose: [3, 1, 0], collision: {geometry: {circle: 0.5}}}\n",
-     "'a'", "lines 4 and 5"),
+    (
+        "scene: {size: [4, 4]}\nentities:\n  a: {pose: [.nan, 1, 0], collision: {geometry: "
+        "{circle: 1}}}\n",
+        "'a'",
+        "pose",
+    ),
+    (
+        "scene:\n  size: [4, 4]\nentities:\n  a: {pose: [1, 1, 0], collision: {geometry: "
+        "{circle: 0.5}}}\n  a: {pose: [3, 1, 0], collision: {geometry: {circle: 0.5}}}\n",
+        "'a'",
+        "lines 4 and 5",
+    ),
 ]
 
 
@@ -287,14 +342,19 @@ def test_bad_scene_files_name_entity_and_key(arch, text, entity, key):
 
 
 def test_a_scene_below_1_m_loads_without_the_boundary(arch):
-    scene = fx.load_scene("scene: {size: [0.5, 4]}\nentities:\n  a: {collision: "
-                          "{geometry: {circle: 0.1}}}\n", arch=arch, boundary=False)
+    scene = fx.load_scene(
+        "scene: {size: [0.5, 4]}\nentities:\n  a: {collision: {geometry: {circle: 0.1}}}\n",
+        arch=arch,
+        boundary=False,
+    )
     assert scene.n_bodies == 1
 
 
 def test_error_names_the_line(arch):
-    text = "scene:\n  size: [4, 4]\nentities:\n  rock:\n    physics:\n      mass: -2\n" \
-           "    collision: {geometry: {circle: 1}}\n"
+    text = (
+        "scene:\n  size: [4, 4]\nentities:\n  rock:\n    physics:\n      mass: -2\n"
+        "    collision: {geometry: {circle: 1}}\n"
+    )
     with pytest.raises(ValueError, match="line 6"):
         fx.load_scene(text, arch=arch)
 
@@ -320,8 +380,9 @@ def test_an_alias_bomb_is_refused_at_once_naming_entity_and_key():
     import subprocess
     import sys
 
-    run = subprocess.run([sys.executable, "-c", _ALIAS_BOMB], capture_output=True, text=True,
-                         timeout=120)
+    run = subprocess.run(
+        [sys.executable, "-c", _ALIAS_BOMB], capture_output=True, text=True, timeout=120
+    )
     assert run.returncode == 0, run.stderr[-2000:]
     seconds, message = run.stdout.strip().splitlines()[-1].split(" ", 1)
     assert float(seconds) < 1.0
@@ -333,26 +394,64 @@ def test_unknown_scene_keys_and_overlong_lists_are_refused():
     with pytest.raises(ValueError, match="graviti"):
         fx.load_scene("scene:\n  size: [10, 10]\n  graviti: [0, -10]\n", arch="cpu")
     points = ", ".join(["*p"] * 100_001)  # aliases: each item a list of its own
-    text = ("p: &p [0, 0]\nscene:\n  size: [10, 10]\nentities:\n  box:\n    collision:\n"
-            f"      geometry:\n        polygon: [{points}]\n")
-    with pytest.raises(ValueError, match=r"entity 'box', key 'collision.geometry.polygon' "
-                                         r"\(line 8\): a list of 100,001 items"):
+    text = (
+        "p: &p [0, 0]\nscene:\n  size: [10, 10]\nentities:\n  box:\n    collision:\n"
+        f"      geometry:\n        polygon: [{points}]\n"
+    )
+    with pytest.raises(
+        ValueError,
+        match=r"entity 'box', key 'collision.geometry.polygon' "
+        r"\(line 8\): a list of 100,001 items",
+    ):
         fx.load_scene(text, arch="cpu")
 
 
 # Scalars whose YAML 1.1 reading is easy to get wrong (octal, hex, binary, underscores,
 # sexagesimal, exponents without a dot, booleans, dates, explicit tags). PyYAML's
 # pure-Python SafeLoader, a separate implementation of the same rules, is the reference.
-TRICKY_SCALARS = ["2", "+2", "-0", "010", "0x1F", "0b101", "1_000", "1.5", "2.", ".5",
-                  "1.5e+3", "3.0e-2", "1e3", "1_0.5", "1:30", "1:30.5", ".inf", "-.Inf",
-                  ".nan", "yes", "No", "on", "~", "null", "'3'", '"3.5"', "!!float 3",
-                  "!!int '7'", "!!str 4", "2020-01-01", "0.0", "00", "-1"]
+TRICKY_SCALARS = [
+    "2",
+    "+2",
+    "-0",
+    "010",
+    "0x1F",
+    "0b101",
+    "1_000",
+    "1.5",
+    "2.",
+    ".5",
+    "1.5e+3",
+    "3.0e-2",
+    "1e3",
+    "1_0.5",
+    "1:30",
+    "1:30.5",
+    ".inf",
+    "-.Inf",
+    ".nan",
+    "yes",
+    "No",
+    "on",
+    "~",
+    "null",
+    "'3'",
+    '"3.5"',
+    "!!float 3",
+    "!!int '7'",
+    "!!str 4",
+    "2020-01-01",
+    "0.0",
+    "00",
+    "-1",
+]
 
 
 @pytest.mark.parametrize("scalar", TRICKY_SCALARS)
 def test_numbers_read_as_pyyaml_reads_them(scalar):
-    text = (f"scene:\n  size: [10, 10]\nentities:\n  ball:\n    physics:\n      mass: {scalar}\n"
-            "    collision:\n      geometry:\n        circle: 0.5\n")
+    text = (
+        f"scene:\n  size: [10, 10]\nentities:\n  ball:\n    physics:\n      mass: {scalar}\n"
+        "    collision:\n      geometry:\n        circle: 0.5\n"
+    )
     expected = yaml.load(text, Loader=yaml.SafeLoader)["entities"]["ball"]["physics"]["mass"]
     if isinstance(expected, bool) or not isinstance(expected, (int, float)):
         with pytest.raises(TypeError, match="ball.*physics.mass.*must be a number"):
@@ -365,16 +464,21 @@ def test_numbers_read_as_pyyaml_reads_them(scalar):
 
 
 def test_merge_keys_aliases_and_repeated_names():
-    text = ("scene:\n  size: [10, 10]\nentities:\n"
-            "  a:\n    physics: &base {mass: 2.0, elasticity: 0.5, static_friction: 0.7}\n"
-            "    collision: &ball {geometry: {circle: 0.5}}\n"
-            "  b:\n    pose: [3, 3, 0]\n    physics: {<<: *base, mass: 3.0}\n"
-            "    collision: *ball\n")
+    text = (
+        "scene:\n  size: [10, 10]\nentities:\n"
+        "  a:\n    physics: &base {mass: 2.0, elasticity: 0.5, static_friction: 0.7}\n"
+        "    collision: &ball {geometry: {circle: 0.5}}\n"
+        "  b:\n    pose: [3, 3, 0]\n    physics: {<<: *base, mass: 3.0}\n"
+        "    collision: *ball\n"
+    )
     scene = fx.load_scene(text, arch="cpu")
     assert [scene.body_mass(i) for i in (0, 1)] == [2.0, 3.0]
     assert scene.body_shape(1).radius == 0.5
     assert yaml.safe_load(text)["entities"]["b"]["physics"] == {
-        "mass": 3.0, "elasticity": 0.5, "static_friction": 0.7}
+        "mass": 3.0,
+        "elasticity": 0.5,
+        "static_friction": 0.7,
+    }
     state = scene.get_state()
     assert state.position[0, 1].tolist() == [3.0, 3.0]
     twice = text + "  a:\n    collision: *ball\n"
@@ -412,12 +516,10 @@ entities:
     same_points(world_vertices(scene, pill), [[5, 2.5], [5, 3.5]])
     assert scene.body_shape(pill).radius == 0.25
     assert scene.body_shape(rbox).radius == pytest.approx(0.1)
-    same_points(world_vertices(scene, rbox), [[7.5, 2.75], [8.5, 2.75], [8.5, 3.25],
-                                             [7.5, 3.25]])
+    same_points(world_vertices(scene, rbox), [[7.5, 2.75], [8.5, 2.75], [8.5, 3.25], [7.5, 3.25]])
     # Fx2D centres a polygon's vertex mean on the pose; the body sits at its true (rounded)
     # centroid, the core where Fx2D puts it.
-    same_points(world_vertices(scene, rpoly), np.array([[0, 0], [1, 0], [0, 1]]) - 1 / 3
-                + [12, 3])
+    same_points(world_vertices(scene, rpoly), np.array([[0, 0], [1, 0], [0, 1]]) - 1 / 3 + [12, 3])
     for _ in range(120):
         scene.step(1 / 60)
     # The pill toppled onto the sloping edge: its segment's lower end rests a radius above
@@ -428,13 +530,17 @@ entities:
     normal = np.array([-direction[1], direction[0]])
     heights = (world_vertices(scene, pill) - [1.0, 1.0]) @ normal
     assert heights.min() == pytest.approx(0.25, abs=LINEAR_SLOP)
-    for bad, key in (("edge: [[0, 0], [1, 0]]\n    physics: {mass: 1}", "physics.mass"),
-                     ("capsule: [1.0]", "geometry.capsule"),
-                     ("capsule: {length: 1.0}", "radius"),
-                     ("edge: [[0, 0]]", "geometry.edge"),
-                     ("rectangle: [1, 1], radius: -0.1", "radius")):
+    for bad, key in (
+        ("edge: [[0, 0], [1, 0]]\n    physics: {mass: 1}", "physics.mass"),
+        ("capsule: [1.0]", "geometry.capsule"),
+        ("capsule: {length: 1.0}", "radius"),
+        ("edge: [[0, 0]]", "geometry.edge"),
+        ("rectangle: [1, 1], radius: -0.1", "radius"),
+    ):
         geometry, _, physics = bad.partition("\n")
-        broken = ("scene: {size: [20, 10]}\nentities:\n  thing:\n    pose: [5, 5, 0]\n"
-                  f"    collision: {{geometry: {{{geometry}}}}}\n{physics}\n")
+        broken = (
+            "scene: {size: [20, 10]}\nentities:\n  thing:\n    pose: [5, 5, 0]\n"
+            f"    collision: {{geometry: {{{geometry}}}}}\n{physics}\n"
+        )
         with pytest.raises((ValueError, TypeError), match=f"thing.*{key}"):
             fx.load_scene(broken, arch=arch)

@@ -14,15 +14,46 @@ SCENE_ONLY = {
     # A sharded scene's model comes whole from its builder function, run in each shard:
     # adding, removing or grouping bodies and joints changes the model, which the shards'
     # builders would no longer give.
-    **dict.fromkeys(("add_box", "add_boxes", "add_capsule", "add_chain", "add_circle",
-                     "add_circles", "add_edge", "add_group", "add_polygon",
-                     "add_prismatic_joint", "add_revolute_joint", "add_shape", "add_shapes",
-                     "disable_collision", "remove_body", "remove_group", "group_bodies",
-                     "set_group_enabled", "replicate"), "the model comes from the builder"),
+    **dict.fromkeys(
+        (
+            "add_box",
+            "add_boxes",
+            "add_capsule",
+            "add_chain",
+            "add_circle",
+            "add_circles",
+            "add_edge",
+            "add_group",
+            "add_polygon",
+            "add_prismatic_joint",
+            "add_revolute_joint",
+            "add_shape",
+            "add_shapes",
+            "disable_collision",
+            "remove_body",
+            "remove_group",
+            "group_bodies",
+            "set_group_enabled",
+            "replicate",
+        ),
+        "the model comes from the builder",
+    ),
     # The solver's diagnostics and tools of one process's pool.
-    **dict.fromkeys(("colorings", "lost_bodies", "n_colors", "n_overflow", "pair_reuses",
-                     "profile", "report_refreshes", "scratch_colorings", "step_context",
-                     "step_options"), "a diagnostic of one process's step"),
+    **dict.fromkeys(
+        (
+            "colorings",
+            "lost_bodies",
+            "n_colors",
+            "n_overflow",
+            "pair_reuses",
+            "profile",
+            "report_refreshes",
+            "scratch_colorings",
+            "step_context",
+            "step_options",
+        ),
+        "a diagnostic of one process's step",
+    ),
     # Per-scene files and values a shard's builder sets for it.
     **dict.fromkeys(("load_state", "save_state"), "a sharded scene saves snapshots"),
     **dict.fromkeys(("gravity", "get_joint_params"), "read per shard"),
@@ -33,8 +64,7 @@ EXTENDED = {"step"}
 
 
 def _public(cls) -> dict:
-    return {name: value for name, value in inspect.getmembers(cls)
-            if not name.startswith("_")}
+    return {name: value for name, value in inspect.getmembers(cls) if not name.startswith("_")}
 
 
 def _parameters(method) -> list[tuple]:
@@ -46,8 +76,9 @@ def _parameters(method) -> list[tuple]:
 def test_sharded_scene_has_every_scene_method_not_listed():
     scene, sharded = _public(fx.Scene), _public(ShardedScene)
     missing = sorted(set(scene) - set(sharded) - set(SCENE_ONLY))
-    assert not missing, f"Scene methods ShardedScene lacks (give them to it, or list them): " \
-                        f"{missing}"
+    assert not missing, (
+        f"Scene methods ShardedScene lacks (give them to it, or list them): {missing}"
+    )
     stale = sorted(set(SCENE_ONLY) & set(sharded))
     assert not stale, f"listed as Scene-only but ShardedScene has them: {stale}"
 
@@ -62,8 +93,8 @@ def test_shared_methods_take_the_same_parameters_and_defaults():
             continue
         ours, others = _parameters(mine), _parameters(theirs)
         if name in EXTENDED:
-            assert others[:len(ours)] == ours, name
-            assert all(p[2] is not inspect.Parameter.empty for p in others[len(ours):]), name
+            assert others[: len(ours)] == ours, name
+            assert all(p[2] is not inspect.Parameter.empty for p in others[len(ours) :]), name
         else:
             assert others == ours, f"{name}: Scene {ours} vs ShardedScene {others}"
         checked += 1

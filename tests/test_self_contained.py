@@ -46,14 +46,20 @@ def checked_files() -> list[Path]:
     ignore (a file about to be committed is checked too); without git, every file there."""
     try:
         listed = subprocess.run(
-            ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard", "--",
-             *CHECKED], cwd=ROOT, capture_output=True, check=True, timeout=60).stdout
+            ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", *CHECKED],
+            cwd=ROOT,
+            capture_output=True,
+            check=True,
+            timeout=60,
+        ).stdout
         paths = sorted({ROOT / name for name in os.fsdecode(listed).split("\0") if name})
     except (OSError, subprocess.SubprocessError):
-        paths = sorted(p for entry in CHECKED for p in
-                       ([ROOT / entry] if (ROOT / entry).is_file() else
-                        (ROOT / entry).rglob("*"))
-                       if p.is_file() and "__pycache__" not in p.parts)
+        paths = sorted(
+            p
+            for entry in CHECKED
+            for p in ([ROOT / entry] if (ROOT / entry).is_file() else (ROOT / entry).rglob("*"))
+            if p.is_file() and "__pycache__" not in p.parts
+        )
     texts = []
     for path in paths:
         if not path.is_file():  # deleted in the work tree, not yet in the index
@@ -70,18 +76,34 @@ def checked_files() -> list[Path]:
 
 def test_the_patterns_catch_a_folder_lookup_and_leave_the_word_alone():
     word, scenes = _WORD, _SCENES
-    caught = [f'root.parent / "{word}"', f"CHECKOUT / '{word}'", f"../{word}/API.md",
-              f"bash ../{word}/gpu/wheels.sh", f"({word}/SCENE_FORMAT.md)",
-              f"cp -r x .{word}/", f"{word}/{scenes}/truck.yml", f"{scenes}/",
-              f'os.environ.get("FX2D_{word.upper()}")', f"def {word}_dir():",
-              f"fx2d_scenes.{word}_scenes_dir()", f"..\\{word}\\x"]
+    caught = [
+        f'root.parent / "{word}"',
+        f"CHECKOUT / '{word}'",
+        f"../{word}/API.md",
+        f"bash ../{word}/gpu/wheels.sh",
+        f"({word}/SCENE_FORMAT.md)",
+        f"cp -r x .{word}/",
+        f"{word}/{scenes}/truck.yml",
+        f"{scenes}/",
+        f'os.environ.get("FX2D_{word.upper()}")',
+        f"def {word}_dir():",
+        f"fx2d_scenes.{word}_scenes_dir()",
+        f"..\\{word}\\x",
+    ]
     for line in caught:
         assert offending(line), line
-    for line in (f"which scene's state is in the {word} pool", f"{word} by every scene",
-                 f"a {word} negative group never pairs", f"# {word}, as given",
-                 f"the {word} Shape", f"un{word}/x", f"pre-{word}/x",
-                 f"# notes (a {word}/ folder) are not in the package",
-                 f'if "{word}/" in doc', f"scene.{word}_shapes"):
+    for line in (
+        f"which scene's state is in the {word} pool",
+        f"{word} by every scene",
+        f"a {word} negative group never pairs",
+        f"# {word}, as given",
+        f"the {word} Shape",
+        f"un{word}/x",
+        f"pre-{word}/x",
+        f"# notes (a {word}/ folder) are not in the package",
+        f'if "{word}/" in doc',
+        f"scene.{word}_shapes",
+    ):
         assert not offending(line), (line, offending(line))
 
 
@@ -206,13 +228,20 @@ def test_scene_code_reads_nothing_outside_the_repository(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["FX2D_TEST_ARCH"] = "cpu"  # tests/conftest.py, imported with the test modules
     png = tmp_path / "truck.png"
-    run = subprocess.run([sys.executable, "-c", _AUDITED, str(png)], cwd=ROOT, env=env,
-                         capture_output=True, text=True, timeout=600)
+    run = subprocess.run(
+        [sys.executable, "-c", _AUDITED, str(png)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert run.returncode == 0, run.stderr[-4000:]
     assert png.is_file()
     violations = json.loads(run.stdout.strip().splitlines()[-1])
     assert not violations, "read outside the repository:\n" + "\n".join(
-        f"{event}: {path}" for path, event in sorted(violations.items()))
+        f"{event}: {path}" for path, event in sorted(violations.items())
+    )
 
 
 @pytest.mark.parametrize("name", ["truck", "stacked_boxes"])

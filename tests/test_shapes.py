@@ -23,12 +23,10 @@ def test_capsule_pendulum_swings_at_its_inertia(arch):
     pin = scene.add_circle((0.0, 0.0), 0.05, mass=0)
     amplitude = 0.1
     centre = (length / 2 * math.sin(amplitude), -length / 2 * math.cos(amplitude))
-    rod = scene.add_capsule(centre, length, radius, mass=mass,
-                            angle=amplitude - math.pi / 2)
+    rod = scene.add_capsule(centre, length, radius, mass=mass, angle=amplitude - math.pi / 2)
     scene.add_revolute_joint(pin, rod, anchor=(0.0, 0.0))
     d = length / 2
-    period = 2 * math.pi * math.sqrt((scene.body_inertia(rod) + mass * d * d)
-                                     / (mass * G * d))
+    period = 2 * math.pi * math.sqrt((scene.body_inertia(rod) + mass * d * d) / (mass * G * d))
     angles, times = [], []
     for step in range(round(3.2 * period / DT)):
         scene.step(DT)
@@ -43,25 +41,24 @@ def test_capsule_pendulum_swings_at_its_inertia(arch):
     measured = 2 * np.mean(np.diff(crossings))
     assert measured == pytest.approx(period, rel=0.01)
     # The thin-rod period would be 5 % shorter: the caps' inertia is what this measures.
-    thin = 2 * math.pi * math.sqrt((mass * length ** 2 / 3) / (mass * G * d))
+    thin = 2 * math.pi * math.sqrt((mass * length**2 / 3) / (mass * G * d))
     assert abs(measured - thin) > 0.03 * period
 
 
 def test_capsule_stack_and_rounded_pyramid_stand(arch):
     scene = fx.Scene(gravity=(0.0, -G), arch=arch)
-    scene.add_box((0.0, -0.5), (40.0, 1.0), mass=0, static_friction=0.6,
-                  dynamic_friction=0.5)
+    scene.add_box((0.0, -0.5), (40.0, 1.0), mass=0, static_friction=0.6, dynamic_friction=0.5)
     friction = dict(static_friction=0.6, dynamic_friction=0.5)
-    capsules = [scene.add_capsule((-6.0, 0.2 + 0.4 * i), 1.5, 0.2, **friction)
-                for i in range(6)]
+    capsules = [scene.add_capsule((-6.0, 0.2 + 0.4 * i), 1.5, 0.2, **friction) for i in range(6)]
     boxes = []
     base, size, radius = 6, 0.8, 0.05
     outer = size + 2 * radius
     for row in range(base):
         for i in range(base - row):
             x = 3.0 + (i - (base - row - 1) / 2) * outer
-            boxes.append(scene.add_box((x, outer / 2 + row * outer), (size, size),
-                                       radius=radius, **friction))
+            boxes.append(
+                scene.add_box((x, outer / 2 + row * outer), (size, size), radius=radius, **friction)
+            )
     start = scene.get_state()
     settled = run(scene, seconds=5.0).get_state()
     state = run(scene, seconds=5.0).get_state()
@@ -80,15 +77,14 @@ def test_bodies_rest_on_an_edge_from_above(arch):
     """A box, a circle and a capsule dropped on a static edge come to rest on it (its line
     is y = 0: the shapes rest at their own half heights, less a slop)."""
     scene = fx.Scene(gravity=(0.0, -G), arch=arch)
-    scene.add_edge((0.0, 0.0), (-5.0, 0.0), (5.0, 0.0), static_friction=0.5,
-                   dynamic_friction=0.4)
+    scene.add_edge((0.0, 0.0), (-5.0, 0.0), (5.0, 0.0), static_friction=0.5, dynamic_friction=0.4)
     box = scene.add_box((-2.0, 1.0), (0.6, 0.4), static_friction=0.5, dynamic_friction=0.4)
     ball = scene.add_circle((0.0, 1.5), 0.25, static_friction=0.5, dynamic_friction=0.4)
-    pill = scene.add_capsule((2.0, 2.0), 1.0, 0.15, static_friction=0.5,
-                             dynamic_friction=0.4)
+    pill = scene.add_capsule((2.0, 2.0), 1.0, 0.15, static_friction=0.5, dynamic_friction=0.4)
     state = run(scene, seconds=3.0).get_state()
-    np.testing.assert_allclose(state.position[0, [box, ball, pill], 1], [0.2, 0.25, 0.15],
-                               atol=0.01)
+    np.testing.assert_allclose(
+        state.position[0, [box, ball, pill], 1], [0.2, 0.25, 0.15], atol=0.01
+    )
     assert np.abs(state.velocity[0, [box, ball, pill]]).max() < 0.02
 
 
@@ -121,8 +117,13 @@ def test_shapes_demo_settles_on_its_edges(arch):
             assert any((link, body) in touching for link in links), body
             assert bodies[body - level, 1] - shape.radius < 0.5, body
     kinds = {scene.body_shape(b).kind for b in range(scene.n_bodies)}
-    assert kinds == {shapes.SHAPE_EDGE, shapes.SHAPE_CHAIN, shapes.SHAPE_CAPSULE,
-                     shapes.SHAPE_POLYGON, shapes.SHAPE_CIRCLE}
+    assert kinds == {
+        shapes.SHAPE_EDGE,
+        shapes.SHAPE_CHAIN,
+        shapes.SHAPE_CAPSULE,
+        shapes.SHAPE_POLYGON,
+        shapes.SHAPE_CIRCLE,
+    }
     width, height = 380, 350
     image = render(scene, 0, (width, height))
     x0, y0, x1, y1 = default_bounds(scene)
@@ -131,7 +132,7 @@ def test_shapes_demo_settles_on_its_edges(arch):
         x, y = state.position[0, body]
         column = int((x - x0) / (x1 - x0) * width)
         row = int((y1 - y) / (y1 - y0) * height)
-        assert (image[row - 1:row + 2, column - 1:column + 2] != background).any(), body
+        assert (image[row - 1 : row + 2, column - 1 : column + 2] != background).any(), body
 
 
 def _contact(scene, a, b):
@@ -139,12 +140,22 @@ def _contact(scene, a, b):
     c = scene.contacts()
     for i in range(len(c)):
         if (c.body_a[i], c.body_b[i]) == (a, b):
-            return c.normal[i], c.depths[i, :c.point_count[i]].max()
+            return c.normal[i], c.depths[i, : c.point_count[i]].max()
     return None
 
 
-@pytest.mark.parametrize("case", ["end_on", "side_by_side", "circle_apart", "circle_side",
-                                  "on_rectangle", "rounded_boxes", "zero_length"])
+@pytest.mark.parametrize(
+    "case",
+    [
+        "end_on",
+        "side_by_side",
+        "circle_apart",
+        "circle_side",
+        "on_rectangle",
+        "rounded_boxes",
+        "zero_length",
+    ],
+)
 def test_fx2d_capsule_collision_scenarios(arch, case):
     """Fx2D's tests/test_capsule_collision.cpp, pair by pair. Its figures (a depth within
     0.05 .. 0.15, a normal's component above 0.9, a depth to 1 cm) were looser than these
@@ -194,4 +205,5 @@ def test_fx2d_capsule_collision_scenarios(arch, case):
         twin = scene.add_circle((3.8, 0.0), 0.5)
         assert scene.body_shape(capsule).kind == shapes.SHAPE_CIRCLE
         assert _contact(scene, capsule, other)[1] == pytest.approx(
-            _contact(scene, ball, twin)[1], abs=1e-6)
+            _contact(scene, ball, twin)[1], abs=1e-6
+        )

@@ -88,9 +88,17 @@ class InProcessRay:
             (a test raises from it what Ray would raise there); None: answer.
     """
 
-    exceptions = type("exceptions", (), dict(
-        RayTaskError=RayTaskError, RayActorError=RayActorError, ActorDiedError=ActorDiedError,
-        ActorUnavailableError=ActorUnavailableError, GetTimeoutError=GetTimeoutError))
+    exceptions = type(
+        "exceptions",
+        (),
+        dict(
+            RayTaskError=RayTaskError,
+            RayActorError=RayActorError,
+            ActorDiedError=ActorDiedError,
+            ActorUnavailableError=ActorUnavailableError,
+            GetTimeoutError=GetTimeoutError,
+        ),
+    )
 
     def __init__(self):
         self.started = 0
@@ -221,7 +229,8 @@ def test_restore_checks_every_part_before_any_shard_changes(sharded):
     before = sharded.get_state()
     bad = copy.deepcopy(snap)
     bad.shards[1].device["bodies"]["position"] = np.full_like(
-        bad.shards[1].device["bodies"]["position"], np.nan)
+        bad.shards[1].device["bodies"]["position"], np.nan
+    )
     with pytest.raises(ValueError, match=r"shard 1 \(worlds 2-3.*position"):
         sharded.restore(bad)
     assert shard_steps(sharded) == [13, 13] and sharded.step_count == 13
@@ -258,8 +267,10 @@ def _out_cases(n_worlds: int, n_bodies: int) -> dict:
         "non-contiguous": dict(position=np.zeros((n_worlds, nb, 4), np.float32)[..., ::2]),
         "too few bodies": dict(position=np.zeros((n_worlds, 1, 2), np.float32)),
         "a list": dict(position=[[[0.0, 0.0]] * nb] * n_worlds),
-        "mixed floats": dict(position=np.zeros((n_worlds, nb, 2), np.float32),
-                             angle=np.zeros((n_worlds, nb), np.float64)),
+        "mixed floats": dict(
+            position=np.zeros((n_worlds, nb, 2), np.float32),
+            angle=np.zeros((n_worlds, nb), np.float64),
+        ),
         "aliased": dict(position=shared, velocity=shared),
         "not a State": None,
     }
@@ -275,16 +286,24 @@ def test_get_state_out_is_checked_as_scenes(sharded):
     cases = _out_cases(4, local.n_bodies)
     cases["read only"] = dict(angle=read_only)
     for label, fields in cases.items():
-        out = (np.zeros(3) if fields is None else
-               fx.State(**{f.name: fields.get(f.name) for f in dataclasses.fields(fx.State)}))
+        out = (
+            np.zeros(3)
+            if fields is None
+            else fx.State(**{f.name: fields.get(f.name) for f in dataclasses.fields(fx.State)})
+        )
         errors = []
         for scene in (local, sharded):
             with pytest.raises((TypeError, ValueError)) as caught:
                 scene.get_state(out=out)
             errors.append((type(caught.value), str(caught.value)))
         assert errors[0] == errors[1], label
-    good = fx.State(np.zeros((4, local.n_bodies, 2), np.float32), None, None, None,
-                    np.zeros((4, local.n_bodies), bool))
+    good = fx.State(
+        np.zeros((4, local.n_bodies, 2), np.float32),
+        None,
+        None,
+        None,
+        np.zeros((4, local.n_bodies), bool),
+    )
     sharded.get_state(out=good)
     assert np.array_equal(good.position, sharded.get_state(dtype=np.float32).position)
 
@@ -310,25 +329,42 @@ def test_close_while_waiting_raises_and_starts_no_actor(sharded, fake_ray):
 
 #: The calls that still answer after close(): the model's questions and the layout, facts
 #: the driver holds.
-ANSWERED_AFTER_CLOSE = {"close", "n_worlds", "n_shards", "shard_worlds",
-                        *(n for n in dir(ModelQueries) if not n.startswith("_"))}
+ANSWERED_AFTER_CLOSE = {
+    "close",
+    "n_worlds",
+    "n_shards",
+    "shard_worlds",
+    *(n for n in dir(ModelQueries) if not n.startswith("_")),
+}
 
 
 def test_every_call_after_close_refuses(sharded):
     """Finding 12: after close(), every method refuses with RuntimeError (those that only
     queue a change too), whatever its arguments."""
     sharded.close()
-    names = [n for n in dir(ShardedScene) if not n.startswith("_")
-             and n not in ANSWERED_AFTER_CLOSE]
-    assert {"apply_force", "set_gravity", "set_state", "reset_worlds", "step",
-            "faulted_worlds", "snapshot", "restore"} <= set(names)
+    names = [
+        n for n in dir(ShardedScene) if not n.startswith("_") and n not in ANSWERED_AFTER_CLOSE
+    ]
+    assert {
+        "apply_force",
+        "set_gravity",
+        "set_state",
+        "reset_worlds",
+        "step",
+        "faulted_worlds",
+        "snapshot",
+        "restore",
+    } <= set(names)
     for name in names:
         attribute = inspect.getattr_static(ShardedScene, name)
         with pytest.raises(RuntimeError, match="closed"):
             if isinstance(attribute, property):
                 getattr(sharded, name)
             else:
-                parameters = [p for p in inspect.signature(attribute).parameters.values()
-                              if p.default is p.empty and p.kind is p.POSITIONAL_OR_KEYWORD]
+                parameters = [
+                    p
+                    for p in inspect.signature(attribute).parameters.values()
+                    if p.default is p.empty and p.kind is p.POSITIONAL_OR_KEYWORD
+                ]
                 getattr(sharded, name)(*[None] * (len(parameters) - 1))
     sharded.close()  # twice is allowed

@@ -31,8 +31,9 @@ def local_cluster():
     """A local Ray cluster of 2 CPUs for this module."""
     if ray.is_initialized():
         ray.shutdown()
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
-             object_store_memory=150 * 2**20)
+    ray.init(
+        num_cpus=2, include_dashboard=False, log_to_driver=False, object_store_memory=150 * 2**20
+    )
     yield
     ray.shutdown()
 

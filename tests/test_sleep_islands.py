@@ -90,8 +90,11 @@ def mixed_scene(rng, n_worlds, n_bodies, n_joints):
     scene = fx.Scene(gravity=(0.0, 0.0), n_worlds=n_worlds)
     kinds = rng.choice(KINDS, p=[0.6, 0.2, 0.1, 0.1], size=n_bodies)
     for b, kind in enumerate(kinds):
-        options = {"static": {"mass": 0.0}, "kinematic": {"external_forces_enabled": False},
-                   "shapeless": {"collides": False}}.get(kind, {})
+        options = {
+            "static": {"mass": 0.0},
+            "kinematic": {"external_forces_enabled": False},
+            "shapeless": {"collides": False},
+        }.get(kind, {})
         scene.add_circle((3.0 * b, 0.0), 0.5, **options)
     joints = []
     while len(joints) < n_joints:
@@ -139,7 +142,8 @@ def test_labels_match_a_reference_union_find(mode, seed):
     write_pairs(ctx, a, b, count, depth)
     launches = label(ctx, len(a))
     expected = component_labels(
-        n_slots, island_edges(node, n_bodies, n_worlds, a, b, count, depth, joints))
+        n_slots, island_edges(node, n_bodies, n_worlds, a, b, count, depth, joints)
+    )
     np.testing.assert_array_equal(get(ctx.pool.bodies.island, n_slots), expected)
     assert 1 <= launches <= 2
     assert len(np.unique(expected)) < n_slots - 20  # the graphs do join islands
@@ -151,11 +155,11 @@ def test_labels_match_a_reference_union_find(mode, seed):
     asleep = np.isin(expected, rng.choice(roots, len(roots) // 2, replace=False)) & node
     put(ctx.pool.bodies.sleeping, asleep.astype(np.int32))
     label(ctx, 0)
-    edges = island_edges(node, n_bodies, n_worlds, a[:0], b[:0], count[:0], depth[:0],
-                         joints)
+    edges = island_edges(node, n_bodies, n_worlds, a[:0], b[:0], count[:0], depth[:0], joints)
     edges += [(s, expected[s]) for s in np.nonzero(asleep)[0]]
-    np.testing.assert_array_equal(get(ctx.pool.bodies.island, n_slots),
-                                  component_labels(n_slots, edges))
+    np.testing.assert_array_equal(
+        get(ctx.pool.bodies.island, n_slots), component_labels(n_slots, edges)
+    )
     put(ctx.pool.bodies.sleeping, np.zeros(n_slots, np.int32))
 
 
@@ -179,8 +183,9 @@ def test_a_chain_of_10000_bodies_is_one_island_in_few_launches(shuffled):
     put(ctx.pool.manifolds.point_count, np.where(np.arange(n - 1) == cut, 0, 1))
     label(ctx, n - 1)
     labels = get(ctx.pool.bodies.island, n)
-    expected = component_labels(n, [(u, v) for k, (u, v) in enumerate(zip(a, b, strict=True))
-                                    if k != cut])
+    expected = component_labels(
+        n, [(u, v) for k, (u, v) in enumerate(zip(a, b, strict=True)) if k != cut]
+    )
     np.testing.assert_array_equal(labels, expected)
 
 
@@ -197,8 +202,9 @@ def row_scene(n_balls, **body):
 def touch(ctx, pairs, depth=0.0):
     a = np.array([p[0] for p in pairs])
     b = np.array([p[1] for p in pairs])
-    write_pairs(ctx, a, b, np.ones(len(pairs), np.int32),
-                np.full((len(pairs), 2), depth, np.float32))
+    write_pairs(
+        ctx, a, b, np.ones(len(pairs), np.int32), np.full((len(pairs), 2), depth, np.float32)
+    )
     return len(pairs)
 
 
@@ -264,8 +270,9 @@ def sleeping_row(mode, extra=()):
     n = scene.n_bodies
     touch(ctx, [(0, 1), (1, 2), (2, 3)])
     settle(ctx, 3, 0.6)
-    np.testing.assert_array_equal(get(ctx.pool.bodies.sleeping, n),
-                                  [1, 1, 1, 1, 0] + [1] * len(extra))
+    np.testing.assert_array_equal(
+        get(ctx.pool.bodies.sleeping, n), [1, 1, 1, 1, 0] + [1] * len(extra)
+    )
     np.testing.assert_array_equal(get(ctx.pool.bodies.island, n), [0, 0, 0, 0] + list(range(4, n)))
     put(ctx.pool.bodies.sleeping, [1, 1, 1, 1, 0] + [0] * len(extra))
     put(ctx.pool.bodies.sleep_time, [0.6] * 4 + [0.0] * (1 + len(extra)))
@@ -401,8 +408,9 @@ def test_sleeping_balls_are_hit_as_if_they_were_awake(arch, solver):
     """The sleeping row wakes as a whole before the striker reaches it: the impact conserves
     momentum and ends as it does with sleep disabled, and no ball is pushed into another."""
     steps, velocity, _, overlap = ball_into_a_row(arch, enable_sleep=True, solver=solver)
-    _, awake_velocity, _, _ = ball_into_a_row(arch, enable_sleep=False, settle_steps=steps,
-                                              solver=solver)
+    _, awake_velocity, _, _ = ball_into_a_row(
+        arch, enable_sleep=False, settle_steps=steps, solver=solver
+    )
     assert velocity.sum() == pytest.approx(6.0, rel=1e-4)
     np.testing.assert_allclose(velocity, awake_velocity, atol=1e-3)
     assert overlap < 0.01
@@ -434,8 +442,13 @@ def test_a_moving_kinematic_body_wakes_and_pushes_a_sleeping_one():
     for _ in range(90):
         scene.step(1 / 60)
     assert scene.get_state().sleeping[0, box]
-    pusher = scene.add_box((-3.0, 0.5), (1.0, 1.0), external_forces_enabled=False,
-                           gravity_scale=0.0, velocity=(2.0, 0.0))
+    pusher = scene.add_box(
+        (-3.0, 0.5),
+        (1.0, 1.0),
+        external_forces_enabled=False,
+        gravity_scale=0.0,
+        velocity=(2.0, 0.0),
+    )
     gaps = []
     for _ in range(90):
         scene.step(1 / 60)

@@ -42,8 +42,7 @@ def test_small_worlds_step_bitwise_like_the_general_path(arch, n_worlds, monkeyp
     assert ctx.serial == (ctx.cpu and n_worlds == 3)
     launches = []
     original = fused.substeps_by_world
-    monkeypatch.setattr(fused, "substeps_by_world",
-                        lambda ctx: launches.append(1) or original(ctx))
+    monkeypatch.setattr(fused, "substeps_by_world", lambda ctx: launches.append(1) or original(ctx))
     small = trace(scene, 150)
     assert len(launches) == 150  # every step took the small-world path ...
     assert small["events"][0][0] > 0 and max(e[1] for e in small["events"]) > 0
@@ -59,8 +58,7 @@ def test_a_world_alone_and_in_a_batch_agree_on_the_small_world_path(arch):
     batch = trace(machine_scene(40, arch), 60)
     alone = trace(machine_scene(1, arch), 60)
     for name in TRACE_FIELDS:
-        np.testing.assert_array_equal(batch["state"][name][:1], alone["state"][name],
-                                      err_msg=name)
+        np.testing.assert_array_equal(batch["state"][name][:1], alone["state"][name], err_msg=name)
 
 
 def _hub(arch, step_options=None):
@@ -69,8 +67,11 @@ def _hub(arch, step_options=None):
     scene = fx.Scene(gravity=(0.0, 0.0), arch=arch, step_options=step_options)
     scene.add_circle((0.0, 0.0), 1.0)
     for angle in np.linspace(0.0, 2.0 * np.pi, 36, endpoint=False):
-        scene.add_circle((1.07 * np.cos(angle), 1.07 * np.sin(angle)), 0.08,
-                         velocity=(-np.cos(angle), -np.sin(angle)))
+        scene.add_circle(
+            (1.07 * np.cos(angle), 1.07 * np.sin(angle)),
+            0.08,
+            velocity=(-np.cos(angle), -np.sin(angle)),
+        )
     return scene
 
 
@@ -93,8 +94,7 @@ def _count_launches(monkeypatch) -> list:
     """A list that gains an entry at each launch of fused.substeps_by_world."""
     launches = []
     original = fused.substeps_by_world
-    monkeypatch.setattr(fused, "substeps_by_world",
-                        lambda ctx: launches.append(1) or original(ctx))
+    monkeypatch.setattr(fused, "substeps_by_world", lambda ctx: launches.append(1) or original(ctx))
     return launches
 
 
@@ -110,9 +110,10 @@ def test_small_worlds_take_one_colour_solved_in_each_worlds_order(arch, monkeypa
     assert len(launches) == 30 and ctx.n_pairs > 0 and ctx.n_joints > 0
     assert (scene.n_colors, scene.n_overflow) == (1, 0)
     coloring = ctx.pool.coloring
-    np.testing.assert_array_equal(coloring.color.to_numpy()[:ctx.n_constraints], 0)
-    np.testing.assert_array_equal(coloring.pair_origin.to_numpy()[:ctx.n_pairs],
-                                  np.arange(ctx.n_pairs))
+    np.testing.assert_array_equal(coloring.color.to_numpy()[: ctx.n_constraints], 0)
+    np.testing.assert_array_equal(
+        coloring.pair_origin.to_numpy()[: ctx.n_pairs], np.arange(ctx.n_pairs)
+    )
 
 
 def test_a_hub_of_one_colour_stays_on_the_small_world_path(arch, monkeypatch):
@@ -178,13 +179,17 @@ def test_a_few_hundred_worlds_solve_on_every_cpu_thread(arch, monkeypatch):
     assert_same_trace(strided, trace(batched_small(256, arch=arch), 30))
 
 
-@pytest.mark.parametrize("flag, separate", [
-    ("carry_in_coloring", (("pairs", "_carry_contacts"), ("pairs", "_plan_world_order"))),
-    ("sleep_in_report", (("sleep", "_label_by_world"),)),
-    ("save_in_broad_phase", (("pairs", "_save_previous_pairs"),)),
-])
-def test_a_small_world_step_folds_launches_without_changing_a_bit(arch, flag, separate,
-                                                                    monkeypatch):
+@pytest.mark.parametrize(
+    "flag, separate",
+    [
+        ("carry_in_coloring", (("pairs", "_carry_contacts"), ("pairs", "_plan_world_order"))),
+        ("sleep_in_report", (("sleep", "_label_by_world"),)),
+        ("save_in_broad_phase", (("pairs", "_save_previous_pairs"),)),
+    ],
+)
+def test_a_small_world_step_folds_launches_without_changing_a_bit(
+    arch, flag, separate, monkeypatch
+):
     """The small worlds' step folds launches together (each wakes the CPU thread pool):
     carrying the contacts, the colouring and the worlds' solve order in one
     (coloring._color_worlds with carry; its colour lists are always in it), saving last
@@ -196,8 +201,11 @@ def test_a_small_world_step_folds_launches_without_changing_a_bit(arch, flag, se
     calls = []
     for module, name in separate:
         original = getattr(modules[module], name)
-        monkeypatch.setattr(modules[module], name,
-                            lambda *a, original=original, **k: calls.append(1) or original(*a, **k))
+        monkeypatch.setattr(
+            modules[module],
+            name,
+            lambda *a, original=original, **k: calls.append(1) or original(*a, **k),
+        )
     steps = 120
     folded = trace(machine_scene(40, arch), steps)
     assert not calls
@@ -213,6 +221,7 @@ def test_a_small_world_without_constraints_still_plans_its_solve_order(arch, mon
     pairs.store_in_color_order's own: the lists another scene's step left in the shared
     pool are never read. (Planned only where there were constraints, the fold let a box
     fall through with the last scene's lists.)"""
+
     def run(**step_options):
         busy = batched_small(8, arch=arch, step_options=step_options)
         for _ in range(20):
@@ -227,8 +236,7 @@ def test_a_small_world_without_constraints_still_plans_its_solve_order(arch, mon
     assert_same_trace(folded, run(carry_in_coloring=False))
 
 
-def test_a_small_world_broad_phase_launched_again_does_not_save_the_pairs_again(arch,
-                                                                              monkeypatch):
+def test_a_small_world_broad_phase_launched_again_does_not_save_the_pairs_again(arch, monkeypatch):
     """A broad phase whose pairs outgrow the pool grows it (copied as it was) and launches
     again (broad_phase.find_candidate_pairs): only the first launch saves last step's pairs
     (step._saving_first_launch), since it began to overwrite them (the pair ranges). Every
@@ -236,12 +244,27 @@ def test_a_small_world_broad_phase_launched_again_does_not_save_the_pairs_again(
     step; saving in both, the contacts carried from the overwritten pairs would differ."""
     find_candidate_pairs = solver_pairs.find_candidate_pairs
 
-    def launched_twice(ctx, margin=0.0, motion_time=0.0, into="manifolds", fat=False,
-                       by_world=None):
+    def launched_twice(
+        ctx, margin=0.0, motion_time=0.0, into="manifolds", fat=False, by_world=None
+    ):
         if by_world is not None:  # the step's small worlds: a first launch, as if too small
             pool = ctx.pool
-            by_world(ctx, (pool.model, pool.bodies, pool.joints, pool.manifolds, pool.grid,
-                           pool.counts, pool.scan, ctx.serial), margin, motion_time, fat)
+            by_world(
+                ctx,
+                (
+                    pool.model,
+                    pool.bodies,
+                    pool.joints,
+                    pool.manifolds,
+                    pool.grid,
+                    pool.counts,
+                    pool.scan,
+                    ctx.serial,
+                ),
+                margin,
+                motion_time,
+                fat,
+            )
         return find_candidate_pairs(ctx, margin, motion_time, into, fat, by_world)
 
     once = trace(machine_scene(40, arch), 90)

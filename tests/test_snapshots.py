@@ -85,8 +85,9 @@ def test_another_scenes_snapshot_or_file_is_refused(arch, tmp_path):
     snap = scene.snapshot()
     snap.save(old)
     data = dict(np.load(old))
-    data["meta"] = np.array(str(data["meta"]).replace(
-        f'"format_version": {FORMAT_VERSION}', '"format_version": 99'))
+    data["meta"] = np.array(
+        str(data["meta"]).replace(f'"format_version": {FORMAT_VERSION}', '"format_version": 99')
+    )
     np.savez(old, **data)
     with pytest.raises(ValueError, match="format 99"):
         scene.load_state(old)

@@ -149,11 +149,12 @@ def test_a_pendulum_swings_at_its_period_and_keeps_its_swing(arch):
         xs.append(p[bob, 0])
         gaps.append(abs(np.hypot(*(p[bob] - p[pivot])) - 1.0))
     xs = np.array(xs)
-    crossings = [i + xs[i] / (xs[i] - xs[i + 1]) for i in range(len(xs) - 1)
-                 if xs[i] > 0.0 >= xs[i + 1]]  # downward zero crossings, in steps
+    crossings = [
+        i + xs[i] / (xs[i] - xs[i + 1]) for i in range(len(xs) - 1) if xs[i] > 0.0 >= xs[i + 1]
+    ]  # downward zero crossings, in steps
     period = np.mean(np.diff(crossings)) * DT
-    inertia = 0.5 * 0.05 ** 2 + 1.0
-    expected = 2.0 * math.pi * math.sqrt(inertia / G) * (1.0 + start ** 2 / 16.0)
+    inertia = 0.5 * 0.05**2 + 1.0
+    expected = 2.0 * math.pi * math.sqrt(inertia / G) * (1.0 + start**2 / 16.0)
     assert period == pytest.approx(expected, rel=0.005)
     last_swing = np.abs(xs[-120:]).max()  # the last 2 s: about one period
     assert math.degrees(math.asin(last_swing)) >= 9.8
@@ -167,8 +168,7 @@ def test_a_slider_stops_at_its_limit_on_its_axis(arch):
     rail = scene.add_box((0.0, 3.0), (0.2, 0.2), mass=0.0, angle=0.2)
     slider = scene.add_box((0.0, 3.0), (0.4, 0.4), mass=2.0, angle=0.2)
     axis = (math.sin(-0.2), math.cos(-0.2))  # the rail's local y, turned by 0.2 rad
-    scene.add_prismatic_joint(rail, slider, axis=(0.0, 1.0), position_min=-1.5,
-                              position_max=1.0)
+    scene.add_prismatic_joint(rail, slider, axis=(0.0, 1.0), position_min=-1.5, position_max=1.0)
     scene.disable_collision(rail, slider)
     run(scene, seconds=2.0)
     state = scene.get_state()
@@ -184,8 +184,7 @@ def test_a_ball_bounces_at_its_restitution(arch, elasticity):
     """Dropped from 3 m onto the ground, a ball leaves at e times its landing speed (Box2D's
     restitution pass, with Box2D's mixing: the pair takes the larger elasticity, the
     ground's 0), and rises to e^2 of its drop."""
-    scene = fx.Scene(arch=arch, solver="soft_step", enable_sleep=False,
-                     restitution_mixing="max")
+    scene = fx.Scene(arch=arch, solver="soft_step", enable_sleep=False, restitution_mixing="max")
     scene.add_box((0.0, -0.5), (20.0, 1.0), mass=0.0, elasticity=0.0)
     ball = scene.add_circle((0.0, 3.25), 0.25, elasticity=elasticity)
     heights, speeds = [], []
@@ -197,12 +196,11 @@ def test_a_ball_bounces_at_its_restitution(arch, elasticity):
     landing = min(speeds)
     assert max(speeds) == pytest.approx(-elasticity * landing, rel=0.03)
     bounce = int(np.argmax(speeds))
-    assert max(heights[bounce:]) == pytest.approx(elasticity ** 2 * 3.0, rel=0.05)
+    assert max(heights[bounce:]) == pytest.approx(elasticity**2 * 3.0, rel=0.05)
 
 
 #: A pair of mu 0.8 and 0.2 under each rule (Scene(friction_mixing=)).
-MIXED_FRICTION = {"min": 0.2, "max": 0.8, "geometric_mean": 0.4, "average": 0.5,
-                  "product": 0.16}
+MIXED_FRICTION = {"min": 0.2, "max": 0.8, "geometric_mean": 0.4, "average": 0.5, "product": 0.16}
 
 
 @pytest.mark.parametrize("rule", sorted(MIXED_FRICTION))
@@ -216,11 +214,17 @@ def test_friction_mixes_by_the_scenes_rule_under_both_solvers(arch, solver, rule
     mixed = MIXED_FRICTION[rule]
     scene = fx.Scene(arch=arch, solver=solver, enable_sleep=False, friction_mixing=rule)
     angle = math.radians(20.0)
-    scene.add_box((0.0, 0.0), (20.0, 1.0), mass=0.0, angle=angle, static_friction=0.2,
-                  dynamic_friction=0.2)
+    scene.add_box(
+        (0.0, 0.0), (20.0, 1.0), mass=0.0, angle=angle, static_friction=0.2, dynamic_friction=0.2
+    )
     up = np.array([-math.sin(angle), math.cos(angle)])
-    box = scene.add_box(tuple(0.5 * up + 0.5 * up), (1.0, 1.0), angle=angle,
-                        static_friction=0.8, dynamic_friction=0.8)
+    box = scene.add_box(
+        tuple(0.5 * up + 0.5 * up),
+        (1.0, 1.0),
+        angle=angle,
+        static_friction=0.8,
+        dynamic_friction=0.8,
+    )
     start = scene.get_state().position[0, box].copy()
     run(scene, seconds=1.0)
     moved = np.hypot(*(scene.get_state().position[0, box] - start))
@@ -248,11 +252,11 @@ def test_soft_step_small_worlds_are_bitwise_the_general_path(arch, monkeypatch):
     slider with limits, a kinematic pusher, a sensor, a bouncy ball) on the small-world path
     (a world per thread, coloured as the general path colours) and on the general one (a
     launch per stage): the same bits."""
-    small = trace(machine_scene(3, arch, solver="soft_step",
-                                step_options=COLORED_LIKE_GENERAL), 90)
+    small = trace(machine_scene(3, arch, solver="soft_step", step_options=COLORED_LIKE_GENERAL), 90)
     assert small["state"]["velocity"].any()
-    assert_same_trace(small, trace(machine_scene(3, arch, solver="soft_step",
-                                                 step_options=GENERAL_PATH), 90))
+    assert_same_trace(
+        small, trace(machine_scene(3, arch, solver="soft_step", step_options=GENERAL_PATH), 90)
+    )
 
 
 def test_soft_step_team_and_profiled_steps_agree_bitwise(arch):
@@ -265,8 +269,12 @@ def test_soft_step_team_and_profiled_steps_agree_bitwise(arch):
         scene.add_box((0.0, -0.5), (40.0, 1.0), mass=0.0)
         for row in range(12):
             for i in range(12 - row):
-                scene.add_box((i - 0.5 * (11 - row), 0.5 + row), (0.95, 0.95),
-                              static_friction=0.6, dynamic_friction=0.5)
+                scene.add_box(
+                    (i - 0.5 * (11 - row), 0.5 + row),
+                    (0.95, 0.95),
+                    static_friction=0.6,
+                    dynamic_friction=0.5,
+                )
         anchor = scene.add_box((10.0, 8.0), (0.2, 0.2), mass=0.0)
         previous = anchor
         for k in range(6):
@@ -280,14 +288,16 @@ def test_soft_step_team_and_profiled_steps_agree_bitwise(arch):
     for _ in range(40):
         stepped.step(DT)
     profiled.profile(DT, steps=40)
-    for a, b in zip(stepped.get_state().__dict__.values(), profiled.get_state().__dict__.values(),
-                    strict=True):
+    for a, b in zip(
+        stepped.get_state().__dict__.values(), profiled.get_state().__dict__.values(), strict=True
+    ):
         np.testing.assert_array_equal(a, b)
     batch = build(2)
     run(batch, 40)
     for name in ("position", "angle", "velocity", "angular_velocity"):
-        np.testing.assert_array_equal(getattr(batch.get_state(), name)[0],
-                                      getattr(stepped.get_state(), name)[0], err_msg=name)
+        np.testing.assert_array_equal(
+            getattr(batch.get_state(), name)[0], getattr(stepped.get_state(), name)[0], err_msg=name
+        )
 
 
 def test_solver_is_checked(arch):

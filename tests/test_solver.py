@@ -78,8 +78,10 @@ def test_ten_box_stack_stands(arch, solver):
     passes by more than 2 % (a damping ratio of 10 barely overshoots)."""
     n = 10
     scene = ground_scene(arch, solver, static_friction=0.6, dynamic_friction=0.6)
-    boxes = [scene.add_box((0.0, 0.5 + i), (1.0, 1.0), static_friction=0.6,
-                           dynamic_friction=0.6) for i in range(n)]
+    boxes = [
+        scene.add_box((0.0, 0.5 + i), (1.0, 1.0), static_friction=0.6, dynamic_friction=0.6)
+        for i in range(n)
+    ]
     top0 = scene.get_state().position[0, boxes[-1]]
     positions, _ = track(scene, boxes[-1], seconds=10.0)
     assert np.linalg.norm(positions - top0, axis=1).max() < 0.05
@@ -112,7 +114,7 @@ def test_circle_bounces_to_e_squared_of_its_drop(arch, e, solver):
     heights = positions[:, 1] - r
     velocities = np.diff(positions[:, 1])
     impact = np.argmax(velocities > 0)  # first frame moving up again
-    apex = heights[impact:impact + 60].max()
+    apex = heights[impact : impact + 60].max()
     assert apex == pytest.approx(e * e, rel=0.10)
 
 
@@ -167,7 +169,7 @@ def assert_valid_coloring(scene):
     n = len(a)
     assert sorted(listed) == list(range(len(color)))  # pairs, then joint slots
     for c in range(UNSOLVED_COLOR + 1):
-        assert np.all(color[listed[starts[c]:starts[c + 1]]] == c)
+        assert np.all(color[listed[starts[c] : starts[c + 1]]] == c)
     ctx = scene.step_context()
     points = ctx.pool.manifolds.point_count.to_numpy()[:n]
     fast = ctx.pool.prepared.refresh.to_numpy()[:n]
@@ -179,12 +181,17 @@ def assert_valid_coloring(scene):
     # Per body slot: dynamic and awake (static or sleeping bodies may be shared).
     moving = np.tile(dynamic, scene.n_worlds) & ~state.sleeping.reshape(-1)
     # Each constraint's body slots: pairs (a, b), then joint slots (world by world).
-    ends_of_joints = np.array([scene.joint_bodies(j) for j in range(scene.n_joints)],
-                              int).reshape(-1, 2)
+    ends_of_joints = np.array([scene.joint_bodies(j) for j in range(scene.n_joints)], int).reshape(
+        -1, 2
+    )
     joints = np.arange(len(color) - n) if scene.n_joints else np.zeros(0, int)
     worlds = joints // max(scene.n_joints, 1)
-    ends = np.concatenate([np.stack([a, b], 1),
-                           worlds[:, None] * nb + ends_of_joints[joints % max(scene.n_joints, 1)]])
+    ends = np.concatenate(
+        [
+            np.stack([a, b], 1),
+            worlds[:, None] * nb + ends_of_joints[joints % max(scene.n_joints, 1)],
+        ]
+    )
     shared = colors_sharing_a_body(listed, starts, ends, moving, MAX_COLORS)
     assert not shared, f"colours {shared} share a body"
     assert scene.n_colors <= MAX_COLORS
@@ -258,10 +265,18 @@ def test_a_fast_ball_apart_when_the_step_starts_is_still_solved(arch, filler):
     60 * 1 / (1 + 2) = 20 m/s, less the under 1 % that goes into the plank's spin (the
     bound on the plank was 10 m/s)."""
     scene = ground_scene(arch)
-    plank = scene.add_box((0.0, 0.5), (0.1, 1.0), mass=2.0, static_friction=0.0,
-                          dynamic_friction=0.0)
-    ball = scene.add_circle((-5.55, 0.5), 0.1, mass=1.0, velocity=(60.0, 0.0),
-                            static_friction=0.0, dynamic_friction=0.0, elasticity=0.0)
+    plank = scene.add_box(
+        (0.0, 0.5), (0.1, 1.0), mass=2.0, static_friction=0.0, dynamic_friction=0.0
+    )
+    ball = scene.add_circle(
+        (-5.55, 0.5),
+        0.1,
+        mass=1.0,
+        velocity=(60.0, 0.0),
+        static_friction=0.0,
+        dynamic_friction=0.0,
+        elasticity=0.0,
+    )
     for i in range(filler):  # resting boxes far away: a world of more than 40 bodies
         scene.add_box((10.0 + 0.6 * (i % 20), 0.25 + 0.55 * (i // 20)), (0.5, 0.5))
     from fx2d_gpu.physics.solver.contacts import LINEAR_SLOP
@@ -274,8 +289,9 @@ def test_a_fast_ball_apart_when_the_step_starts_is_still_solved(arch, filler):
         # plank's 0.1 x 1 rectangle (negative inside).
         turn = float(s.angle[0, plank])
         offset = s.position[0, ball] - s.position[0, plank]
-        local = np.array([[math.cos(turn), math.sin(turn)],
-                          [-math.sin(turn), math.cos(turn)]]) @ offset
+        local = (
+            np.array([[math.cos(turn), math.sin(turn)], [-math.sin(turn), math.cos(turn)]]) @ offset
+        )
         beyond = np.abs(local) - (0.05, 0.5)
         distance = np.linalg.norm(np.maximum(beyond, 0.0)) + min(beyond.max(), 0.0)
         deepest = max(deepest, 0.1 - distance)
@@ -309,13 +325,14 @@ def _settled_and_scattered(arch, solver, n_worlds):
     thrown about, so that world's pairs change every step."""
     specs, _ = pyramid_layout(12)
     specs = [BodySpec(s.kind, s.position, s.size, mass=s.mass) for s in specs]
-    specs += [BodySpec("box", (x, y), (1.0, 1.0))
-              for x, y in ((-4.2, 8.0), (-2.1, 11.0), (0.3, 14.5), (2.4, 11.0), (4.5, 8.0))]
+    specs += [
+        BodySpec("box", (x, y), (1.0, 1.0))
+        for x, y in ((-4.2, 8.0), (-2.1, 11.0), (0.3, 14.5), (2.4, 11.0), (4.5, 8.0))
+    ]
     # Thrown up beside the pyramid, it lands at ~3.4 s (step ~205): new pairs after a
     # kept colouring from scratch.
     specs.append(BodySpec("box", (15.0, 1.0), (1.0, 1.0), velocity=(0.0, 16.6)))
-    scene = build_scene(specs, n_worlds=n_worlds, arch=arch, solver=solver,
-                        enable_sleep=False)
+    scene = build_scene(specs, n_worlds=n_worlds, arch=arch, solver=solver, enable_sleep=False)
     if n_worlds > 1:
         state = scene.get_state()
         rng = np.random.default_rng(7)
@@ -324,8 +341,7 @@ def _settled_and_scattered(arch, solver, n_worlds):
     return scene
 
 
-def test_a_due_colouring_from_scratch_keeps_colours_it_would_give_again(arch, solver,
-                                                                         monkeypatch):
+def test_a_due_colouring_from_scratch_keeps_colours_it_would_give_again(arch, solver, monkeypatch):
     """A colouring from scratch falls due every FRESH_COLORING_STEPS steps. Where the
     colouring still holds and no step coloured since the last one from scratch (nor did a moving
     body become fixed), that one would give the same colours: it is kept
@@ -355,8 +371,9 @@ def test_a_due_colouring_from_scratch_keeps_colours_it_would_give_again(arch, so
         expected = alone.get_state()
         for other in (batch.get_state(), made.get_state()):
             for name in ("position", "angle", "velocity", "angular_velocity"):
-                np.testing.assert_array_equal(getattr(other, name)[:1],
-                                              getattr(expected, name), err_msg=(step, name))
+                np.testing.assert_array_equal(
+                    getattr(other, name)[:1], getattr(expected, name), err_msg=(step, name)
+                )
     # The test saw both: colourings from the last colours, and due ones from scratch
     # kept where the others made them.
     assert alone.colorings > alone.scratch_colorings + 10
@@ -365,8 +382,9 @@ def test_a_due_colouring_from_scratch_keeps_colours_it_would_give_again(arch, so
     assert alone.get_state().position[0, 78, 1] > 11.0  # the pyramid's top box: 12 rows stand
     # A kept one counts as made: the next falls due at the same step in both (a world's
     # colourings from scratch come at the same steps alone and in a batch).
-    since = [scene.step_context().cache.steps_since_fresh_coloring
-             for scene in (alone, made, batch)]
+    since = [
+        scene.step_context().cache.steps_since_fresh_coloring for scene in (alone, made, batch)
+    ]
     assert since[0] == since[1] == since[2] <= coloring_module.FRESH_COLORING_STEPS
 
 
@@ -454,8 +472,10 @@ def plank_of_boxes(arch, n_worlds=1):
     scene = fx.Scene(gravity=(0.0, -G), arch=arch, n_worlds=n_worlds, enable_sleep=False)
     scene.add_box((0.0, -0.5), (60.0, 1.0), mass=0)
     plank = scene.add_box((0.0, 0.25), (0.6 * n_boxes + 1.0, 0.5), mass=20.0)
-    boxes = [scene.add_box((0.6 * (i - n_boxes / 2), 0.751), (0.5, 0.5), mass=1.0)
-             for i in range(n_boxes)]
+    boxes = [
+        scene.add_box((0.6 * (i - n_boxes / 2), 0.751), (0.5, 0.5), mass=1.0)
+        for i in range(n_boxes)
+    ]
     return scene, plank, boxes
 
 
@@ -488,8 +508,9 @@ def test_overflow_is_repeatable_and_the_same_in_a_batch(arch):
             scene.step(DT)
         assert scene.n_overflow == 10 * n_worlds
         s = scene.get_state()
-        finals.append(np.concatenate([s.position[world].ravel(), s.angle[world],
-                                      s.velocity[world].ravel()]))
+        finals.append(
+            np.concatenate([s.position[world].ravel(), s.angle[world], s.velocity[world].ravel()])
+        )
     np.testing.assert_array_equal(finals[0], finals[1])
     np.testing.assert_array_equal(finals[0], finals[2])
 
@@ -505,8 +526,9 @@ def test_dense_piles_of_circles_and_boxes_need_no_overflow(arch):
             for side in (-1, 1):
                 scene.add_box((side * 7.5, 10.0), (1.0, 22.0), mass=0)
             for i in range(1200):
-                scene.add_circle((rng.uniform(-6.5, 6.5), 0.3 + 0.35 * i / 13 * 0.9),
-                                 rng.uniform(0.12, 0.25))
+                scene.add_circle(
+                    (rng.uniform(-6.5, 6.5), 0.3 + 0.35 * i / 13 * 0.9), rng.uniform(0.12, 0.25)
+                )
         worst = 0
         for _ in range(120):
             scene.step(DT)
@@ -541,8 +563,9 @@ def test_closing_speed_bounds_every_single_impact_and_is_tight():
     @ti.kernel
     def evaluate():
         for i in range(cases):
-            bounds[i] = closing_speed(velocities[i, 0], velocities[i, 1], elasticities[i, 0],
-                                      elasticities[i, 1])
+            bounds[i] = closing_speed(
+                velocities[i, 0], velocities[i, 1], elasticities[i, 0], elasticities[i, 1]
+            )
 
     evaluate()
     got = bounds.to_numpy()
@@ -551,7 +574,6 @@ def test_closing_speed_bounds_every_single_impact_and_is_tight():
         scale = 1e-4 * (1.0 + np.abs(v[i]).sum())
         assert got[i] >= brute - scale, (i, got[i], brute)
         assert got[i] <= brute * 1.001 + scale, (i, got[i], brute)
-
 
 
 def test_a_manifolds_velocity_sweep_is_the_row_by_row_gauss_seidel_sweep():
@@ -580,12 +602,19 @@ def test_a_manifolds_velocity_sweep_is_the_row_by_row_gauss_seidel_sweep():
     counts = np.where(np.arange(cases) % 3 == 0, 1, 2)
     f32 = ti.f32
     normal_f, velocity_f, mass_f, arm_f, target_f, mu_f, impulse_f = (
-        ti.field(f32, (cases, width)) for width in (2, 6, 4, 8, 2, 2, 4))
+        ti.field(f32, (cases, width)) for width in (2, 6, 4, 8, 2, 2, 4)
+    )
     count_f = ti.field(ti.i32, cases)
     out = ti.field(f32, (cases, 10))
-    for field, values in ((normal_f, normals), (velocity_f, velocities), (mass_f, masses),
-                          (arm_f, arms.reshape(cases, 8)), (target_f, targets), (mu_f, mu),
-                          (impulse_f, carried.reshape(cases, 4))):
+    for field, values in (
+        (normal_f, normals),
+        (velocity_f, velocities),
+        (mass_f, masses),
+        (arm_f, arms.reshape(cases, 8)),
+        (target_f, targets),
+        (mu_f, mu),
+        (impulse_f, carried.reshape(cases, 4)),
+    ):
         field.from_numpy(values.astype(np.float32))
     count_f.from_numpy(counts.astype(np.int32))
 
@@ -594,8 +623,7 @@ def test_a_manifolds_velocity_sweep_is_the_row_by_row_gauss_seidel_sweep():
         for c in range(cases):
             normal = ti.math.vec2(normal_f[c, 0], normal_f[c, 1])
             tangent = tangent_of(normal)
-            masses_c = ti.math.vec4(mass_f[c, 0], mass_f[c, 1],
-                                    mass_f[c, 2], mass_f[c, 3])
+            masses_c = ti.math.vec4(mass_f[c, 0], mass_f[c, 1], mass_f[c, 2], mass_f[c, 3])
             arm_a, arm_b = ti.Matrix.zero(f32, 2, 2), ti.Matrix.zero(f32, 2, 2)
             normal_mass, tangent_mass = ti.math.vec2(0.0), ti.math.vec2(0.0)
             for i in ti.static(range(2)):
@@ -606,22 +634,34 @@ def test_a_manifolds_velocity_sweep_is_the_row_by_row_gauss_seidel_sweep():
                 rb = ti.math.vec2(arm_b[i, 0], arm_b[i, 1])
                 for d in ti.static(range(2)):
                     direction = normal if d == 0 else tangent
-                    k_row = (masses_c[0] + masses_c[2]
-                             + masses_c[1] * (ra.x * direction.y - ra.y * direction.x) ** 2
-                             + masses_c[3] * (rb.x * direction.y - rb.y * direction.x) ** 2)
+                    k_row = (
+                        masses_c[0]
+                        + masses_c[2]
+                        + masses_c[1] * (ra.x * direction.y - ra.y * direction.x) ** 2
+                        + masses_c[3] * (rb.x * direction.y - rb.y * direction.x) ** 2
+                    )
                     if d == 0:
                         normal_mass[i] = 1.0 / k_row
                     else:
                         tangent_mass[i] = 1.0 / k_row
             va, wa, vb, wb, jn, jt = _sweep_points(
-                ti.math.vec2(velocity_f[c, 0], velocity_f[c, 1]), velocity_f[c, 2],
-                ti.math.vec2(velocity_f[c, 3], velocity_f[c, 4]), velocity_f[c, 5], masses_c,
-                normal, arm_a, arm_b,
-                ti.math.vec2(target_f[c, 0], target_f[c, 1]), normal_mass,
-                tangent_mass, ti.math.vec2(mu_f[c, 0], mu_f[c, 1]),
+                ti.math.vec2(velocity_f[c, 0], velocity_f[c, 1]),
+                velocity_f[c, 2],
+                ti.math.vec2(velocity_f[c, 3], velocity_f[c, 4]),
+                velocity_f[c, 5],
+                masses_c,
+                normal,
+                arm_a,
+                arm_b,
+                ti.math.vec2(target_f[c, 0], target_f[c, 1]),
+                normal_mass,
+                tangent_mass,
+                ti.math.vec2(mu_f[c, 0], mu_f[c, 1]),
                 ti.math.vec2(impulse_f[c, 0], impulse_f[c, 1]),
                 ti.math.vec2(impulse_f[c, 2], impulse_f[c, 3]),
-                count_f[c], 1.0)
+                count_f[c],
+                1.0,
+            )
             results = ti.Vector([va.x, va.y, wa, vb.x, vb.y, wb, jn[0], jn[1], jt[0], jt[1]])
             for k in ti.static(range(10)):
                 out[c, k] = results[k]
@@ -632,10 +672,16 @@ def test_a_manifolds_velocity_sweep_is_the_row_by_row_gauss_seidel_sweep():
         n = counts[c]
         (va, wa, vb, wb), jn, jt = manifold_sweep(
             (velocities[c, :2], velocities[c, 2], velocities[c, 3:5], velocities[c, 5]),
-            masses[c], normals[c], arms[c, 0, :n], arms[c, 1, :n], targets[c], mu[c],
-            carried[c, 0, :n], carried[c, 1, :n])
-        expected = np.concatenate([va, [wa], vb, [wb], jn, np.zeros(2 - n), jt,
-                                   np.zeros(2 - n)])
+            masses[c],
+            normals[c],
+            arms[c, 0, :n],
+            arms[c, 1, :n],
+            targets[c],
+            mu[c],
+            carried[c, 0, :n],
+            carried[c, 1, :n],
+        )
+        expected = np.concatenate([va, [wa], vb, [wb], jn, np.zeros(2 - n), jt, np.zeros(2 - n)])
         if n == 1:  # a 1-point manifold leaves the second point's impulses as they came
             expected[[7, 9]] = carried[c, 0, 1], carried[c, 1, 1]
         scale = 1.0 + np.abs(expected).max()
@@ -651,11 +697,24 @@ def test_a_body_deflected_into_its_falling_neighbour_meets_it_without_sinking_in
     2.9 cm; with the bound they meet without overlapping."""
     scene = ground_scene(arch)
     corner, wedge = np.array([-0.8, 1.0]), np.array([(0.0, 0.0), (0.2, 0.0), (0.0, 0.2)])
-    scene.add_polygon(tuple(corner + wedge.mean(0)), wedge.tolist(), mass=0,
-                      static_friction=0.0, dynamic_friction=0.0)
-    balls = [scene.add_circle((x, 2.6), 0.1, velocity=(0.0, -15.0), elasticity=0.0,
-                              static_friction=0.0, dynamic_friction=0.0)
-             for x in (-0.66, -0.43)]
+    scene.add_polygon(
+        tuple(corner + wedge.mean(0)),
+        wedge.tolist(),
+        mass=0,
+        static_friction=0.0,
+        dynamic_friction=0.0,
+    )
+    balls = [
+        scene.add_circle(
+            (x, 2.6),
+            0.1,
+            velocity=(0.0, -15.0),
+            elasticity=0.0,
+            static_friction=0.0,
+            dynamic_friction=0.0,
+        )
+        for x in (-0.66, -0.43)
+    ]
     deepest = 0.0
     for _ in range(20):
         scene.step(DT)

@@ -21,7 +21,6 @@ garbage for the next stage to read, and the comparison fails.
 Only public API is used: Scene methods, the stage launchers and the pool's fields.
 """
 
-
 import numpy as np
 import pytest
 import taichi as ti
@@ -120,9 +119,11 @@ def manifold(ctx, pair=0):
     """(normal, points (count, 2), depths (count,)) of stored pair `pair`."""
     contacts = ctx.pool.manifolds
     count = int(contacts.point_count.to_numpy()[pair])
-    return (contacts.normal.to_numpy()[pair].astype(np.float64),
-            contacts.point.to_numpy()[pair, :count].astype(np.float64),
-            contacts.depth.to_numpy()[pair, :count].astype(np.float64))
+    return (
+        contacts.normal.to_numpy()[pair].astype(np.float64),
+        contacts.point.to_numpy()[pair, :count].astype(np.float64),
+        contacts.depth.to_numpy()[pair, :count].astype(np.float64),
+    )
 
 
 def inverse_mass(scene, body):
@@ -161,12 +162,15 @@ def colour_graph(serial, n_bodies, edges, static=(), n_worlds=1, apart=()):
     pool = ctx.pool
     put(pool.manifolds.body_a, a)
     put(pool.manifolds.body_b, b)
-    put(pool.manifolds.pair_start,
-        np.concatenate([[0], np.cumsum(np.bincount(a, minlength=n_slots))]))
+    put(
+        pool.manifolds.pair_start,
+        np.concatenate([[0], np.cumsum(np.bincount(a, minlength=n_slots))]),
+    )
     ctx.cache.n_pairs = len(a)
     local = {(min(e), max(e)) for e in apart}
-    solved = np.array([(x % n_bodies, y % n_bodies) not in local
-                       for x, y in zip(a, b, strict=True)])
+    solved = np.array(
+        [(x % n_bodies, y % n_bodies) not in local for x, y in zip(a, b, strict=True)]
+    )
     put(pool.coloring.solve, solved.astype(np.int32))
     pairs.carry_contacts(ctx)
     # Small worlds too coloured as the general path colours (by default they take one
@@ -189,7 +193,7 @@ def check_coloring(ctx, a, b, dynamic):
     np.testing.assert_array_equal(np.sort(listed), np.arange(n))  # each pair exactly once
     used = 0
     for c in range(UNSOLVED_COLOR + 1):
-        members = listed[start[c]:start[c + 1]]
+        members = listed[start[c] : start[c + 1]]
         assert (color[members] == c).all(), c  # listed under its own colour
         if c < MAX_COLORS and len(members):
             used = c + 1
@@ -200,7 +204,7 @@ def check_coloring(ctx, a, b, dynamic):
     # the new colour when the round starts): no empty colour below the last one used.
     assert all(start[c + 1] > start[c] for c in range(used))
     assert cache.n_colors == used
-    overflow = listed[start[MAX_COLORS]:start[MAX_COLORS + 1]]
+    overflow = listed[start[MAX_COLORS] : start[MAX_COLORS + 1]]
     assert cache.n_overflow == len(overflow)
     # The overflow colour is listed in constraint order (its entries are numbered by it).
     np.testing.assert_array_equal(overflow, np.sort(overflow))
@@ -226,7 +230,7 @@ def check_jacobi_lists(ctx, a, b, dynamic, overflow):
     entries = groups.jacobi_entries.to_numpy()
     for slot, mine in expected.items():
         assert counts[slot] == len(mine)
-        assert entries[starts[slot]:starts[slot] + counts[slot]].tolist() == mine
+        assert entries[starts[slot] : starts[slot] + counts[slot]].tolist() == mine
 
 
 def check_color_order(ctx, a, b, color):
@@ -266,8 +270,11 @@ def test_coloring_a_star_with_a_shared_static_body(serial):
     other pair, and static 8 takes no bids). Static bodies never count as taken, so a colour
     holds several pairs on the ground, some won in later sub-rounds of that colour."""
     row = list(range(9, 15))
-    edges = ([(0, leaf) for leaf in range(1, 9)] + [(8, ball) for ball in row]
-             + [(ball, ball + 1) for ball in row[:-1]])
+    edges = (
+        [(0, leaf) for leaf in range(1, 9)]
+        + [(8, ball) for ball in row]
+        + [(ball, ball + 1) for ball in row[:-1]]
+    )
     ctx, a, b, dynamic, _ = colour_graph(serial, 15, edges, static={8})
     color, _, _ = check_coloring(ctx, a, b, dynamic)
     hub = np.nonzero(a == 0)[0]
@@ -276,8 +283,9 @@ def test_coloring_a_star_with_a_shared_static_body(serial):
     on_ground = np.nonzero(a == 8)[0]
     assert np.bincount(color[on_ground]).max() >= 2  # a static body shared in a colour
     assert ctx.cache.n_colors == 8 and ctx.cache.n_overflow == 0
-    np.testing.assert_array_equal(color,
-                                  rule_colors(a, b, dynamic, bid_priority(np.arange(len(a)))))
+    np.testing.assert_array_equal(
+        color, rule_colors(a, b, dynamic, bid_priority(np.arange(len(a))))
+    )
     check_color_order(ctx, a, b, color)
 
 
@@ -313,11 +321,11 @@ def test_pairs_apart_take_no_colour(serial):
     # With the pairs apart gone the chain falls into pieces of two pairs: 2 colours.
     assert ctx.cache.n_colors == 2 and ctx.cache.n_overflow == 0
     np.testing.assert_array_equal(
-        color, rule_colors(a, b, dynamic, bid_priority(np.arange(59)), solved))
+        color, rule_colors(a, b, dynamic, bid_priority(np.arange(59)), solved)
+    )
     check_color_order(ctx, a, b, color)
-    small = chain[:SMALL_COLORING_MAX_BODIES - 1]
-    ctx, a, b, dynamic, _ = colour_graph(serial, SMALL_COLORING_MAX_BODIES, small,
-                                         apart=small[::3])
+    small = chain[: SMALL_COLORING_MAX_BODIES - 1]
+    ctx, a, b, dynamic, _ = colour_graph(serial, SMALL_COLORING_MAX_BODIES, small, apart=small[::3])
     assert ctx.small_coloring
     color, _, _ = check_coloring(ctx, a, b, dynamic)
     assert (color < MAX_COLORS).all()
@@ -331,8 +339,9 @@ def test_coloring_a_hub_overflows(serial, n_worlds):
     Round c gives the hub to its c-th lowest bid; bids are priorities of the pair's index
     within its world, so every world of a batch colours the same as one alone."""
     spokes = MAX_COLORS + 8
-    ctx, a, b, dynamic, _ = colour_graph(serial, spokes + 1, [(0, s) for s in range(1, spokes + 1)],
-                                      n_worlds=n_worlds)
+    ctx, a, b, dynamic, _ = colour_graph(
+        serial, spokes + 1, [(0, s) for s in range(1, spokes + 1)], n_worlds=n_worlds
+    )
     color, _, _ = check_coloring(ctx, a, b, dynamic)
     assert ctx.cache.n_colors == MAX_COLORS
     assert ctx.cache.n_overflow == (spokes - MAX_COLORS) * n_worlds
@@ -341,7 +350,8 @@ def test_coloring_a_hub_overflows(serial, n_worlds):
     expected[np.argsort(bid_priority(local))[:MAX_COLORS]] = np.arange(MAX_COLORS)
     np.testing.assert_array_equal(color, np.tile(expected, n_worlds))
     np.testing.assert_array_equal(
-        color, rule_colors(a, b, dynamic, bid_priority(np.tile(local, n_worlds))))
+        color, rule_colors(a, b, dynamic, bid_priority(np.tile(local, n_worlds)))
+    )
     check_color_order(ctx, a, b, color)
 
 
@@ -407,8 +417,17 @@ def test_position_pass_resolves_penetration_like_xpbd(serial, case, substeps):
     wa, ia = inverse_mass(scene, 0)
     wb, ib = inverse_mass(scene, upper)
     shift_a, turn_a, shift_b, turn_b = reference_push(
-        slop_of(scene, 0, upper), ctx.h, normal, depths, points - centres[0],
-        points - centres[1], wa, ia, wb, ib)
+        slop_of(scene, 0, upper),
+        ctx.h,
+        normal,
+        depths,
+        points - centres[0],
+        points - centres[1],
+        wa,
+        ia,
+        wb,
+        ib,
+    )
     scale = np.abs(shift_b).max()
     np.testing.assert_allclose(delta, [shift_a, shift_b], rtol=2e-6, atol=2e-6 * scale)
     np.testing.assert_allclose(turn, [turn_a, turn_b], rtol=2e-6, atol=2e-6 * scale)
@@ -449,10 +468,15 @@ def test_velocity_pass_of_a_circle_landing(serial, case):
     v0 = np.array([u, -2.0])
     dt, substeps = 1.0 / 60.0, 8  # h v = 4.2 mm: the gap is not closed in one substep
     scene = fx.Scene(gravity=(0.0, 0.0))
-    scene.add_box((0.0, -0.5), (20.0, 1.0), mass=0.0, static_friction=mu_s,
-                  dynamic_friction=mu_k)
-    ball = scene.add_circle((0.0, 0.5 + gap), 0.5, velocity=v0, elasticity=0.0,
-                            static_friction=mu_s, dynamic_friction=mu_k)
+    scene.add_box((0.0, -0.5), (20.0, 1.0), mass=0.0, static_friction=mu_s, dynamic_friction=mu_k)
+    ball = scene.add_circle(
+        (0.0, 0.5 + gap),
+        0.5,
+        velocity=v0,
+        elasticity=0.0,
+        static_friction=mu_s,
+        dynamic_friction=mu_k,
+    )
     ctx = stage_context(scene, serial, dt, substeps)
     first_substep(ctx)
     assert ctx.cache.n_pairs == 1
@@ -562,8 +586,17 @@ def test_position_pass_closes_a_revolute_joint_like_xpbd(serial, parent_mass):
     w1, i1 = inverse_mass(scene, parent)
     w2, i2 = inverse_mass(scene, child)
     x1, a1, x2, a2 = reference_revolute(
-        start.position[0, parent], start.angle[0, parent], start.position[0, child],
-        start.angle[0, child], np.array([0.5, 0.0]), np.array([-0.5, 0.0]), w1, i1, w2, i2)
+        start.position[0, parent],
+        start.angle[0, parent],
+        start.position[0, child],
+        start.angle[0, child],
+        np.array([0.5, 0.0]),
+        np.array([-0.5, 0.0]),
+        w1,
+        i1,
+        w2,
+        i2,
+    )
     got = scene.get_state()
     np.testing.assert_allclose(got.position[0, child], x2, atol=1e-6)
     np.testing.assert_allclose(got.angle[0, child], a2, atol=1e-6)
@@ -572,23 +605,28 @@ def test_position_pass_closes_a_revolute_joint_like_xpbd(serial, parent_mass):
     # The four linearised updates close the gap from 0.22 m to 5.3 mm (static parent) or
     # from 0.25 m to 3.3 mm (dynamic parent); joint_anchors (kinematics.py, float64 on the
     # host) sees the gap the reference leaves.
-    before = revolute_gap(start.position[0, parent], start.angle[0, parent],
-                          start.position[0, child], start.angle[0, child])
+    before = revolute_gap(
+        start.position[0, parent],
+        start.angle[0, parent],
+        start.position[0, child],
+        start.angle[0, child],
+    )
     after = revolute_gap(x1, a1, x2, a2)
     assert before > 0.2 and after < 0.03 * before
     anchors = scene.joint_anchors()[0, 0]
     assert np.linalg.norm(anchors[0] - anchors[1]) == pytest.approx(after, abs=2e-6)
     h = ctx.h
     for body, x, a in ((parent, x1, a1), (child, x2, a2)):
-        np.testing.assert_allclose(got.velocity[0, body], (x - start.position[0, body]) / h,
-                                   rtol=2e-5, atol=1e-4)
-        np.testing.assert_allclose(got.angular_velocity[0, body],
-                                   (a - start.angle[0, body]) / h, rtol=2e-5, atol=1e-4)
+        np.testing.assert_allclose(
+            got.velocity[0, body], (x - start.position[0, body]) / h, rtol=2e-5, atol=1e-4
+        )
+        np.testing.assert_allclose(
+            got.angular_velocity[0, body], (a - start.angle[0, body]) / h, rtol=2e-5, atol=1e-4
+        )
 
 
 @ti.kernel
-def _scan_kernel(scratch: ti.template(), data: ti.template(), n: ti.i32,
-                 serial: ti.template()):
+def _scan_kernel(scratch: ti.template(), data: ti.template(), n: ti.i32, serial: ti.template()):
     exclusive_scan(scratch, data, n, serial)
 
 
@@ -615,5 +653,5 @@ def test_exclusive_scan_matches_numpy(arch):
             _scan_kernel(scratch, data, n, serial)
             got = data.to_numpy()
             expected = np.concatenate([[0], np.cumsum(values[:n])]).astype(np.int32)
-            np.testing.assert_array_equal(got[:n + 1], expected)
-            np.testing.assert_array_equal(got[n + 1:], values[n + 1:])  # past n: untouched
+            np.testing.assert_array_equal(got[: n + 1], expected)
+            np.testing.assert_array_equal(got[n + 1 :], values[n + 1 :])  # past n: untouched

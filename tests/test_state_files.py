@@ -33,8 +33,15 @@ def build(arch):
     scene.add_box((0.0, -0.5), (20.0, 1.0), mass=0)
     for i in range(3):
         scene.add_box((1.2 * i, 0.5), (1.0, 1.0))
-    scene.add_revolute_joint(1, 2, anchor=(0.6, 0.5), control_mode="velocity", target=1.0,
-                             pid=(2.0, 0.1, 0.0), max_effort=20.0)
+    scene.add_revolute_joint(
+        1,
+        2,
+        anchor=(0.6, 0.5),
+        control_mode="velocity",
+        target=1.0,
+        pid=(2.0, 0.1, 0.0),
+        max_effort=20.0,
+    )
     return scene
 
 
@@ -63,8 +70,11 @@ class Reference:
         it is put back."""
         scene, expected = self.scene, self.snapshot
         got = scene.snapshot()
-        assert (got.time, got.step_count, got.cache) == (expected.time, expected.step_count,
-                                                          expected.cache)
+        assert (got.time, got.step_count, got.cache) == (
+            expected.time,
+            expected.step_count,
+            expected.cache,
+        )
         for group, fields in expected.device.items():
             for name, value in fields.items():
                 assert np.array_equal(got.device[group][name], value), (group, name)
@@ -134,8 +144,12 @@ def test_a_force_on_a_body_past_the_end_is_refused_not_a_crash(ref):
 def test_a_short_position_array_is_refused(ref):
     """t3_state_file_trusted (a): 2 rows for 8 body slots moved the others to (0, 0)."""
     raw = npz({**ref.arrays, "device/bodies/position": np.ones((2, 2), np.float32)})
-    refused(ref, raw, r"state file .*: device/bodies/position has shape \(2, 2\), expected "
-                      rf"\({N_SLOTS}, 2\)")
+    refused(
+        ref,
+        raw,
+        r"state file .*: device/bodies/position has shape \(2, 2\), expected "
+        rf"\({N_SLOTS}, 2\)",
+    )
 
 
 def test_a_force_on_body_minus_one_is_refused(ref):
@@ -150,8 +164,11 @@ def test_nan_positions_are_refused(ref):
     """(c): NaN positions loaded (set_state refuses them)."""
     position = ref.arrays["device/bodies/position"].copy()
     position[1] = np.nan
-    refused(ref, npz({**ref.arrays, "device/bodies/position": position}),
-            r"device/bodies/position\[1, 0\] is nan, expected a finite number")
+    refused(
+        ref,
+        npz({**ref.arrays, "device/bodies/position": position}),
+        r"device/bodies/position\[1, 0\] is nan, expected a finite number",
+    )
 
 
 def test_an_unknown_field_is_refused_and_the_scene_stays_usable(ref):
@@ -171,19 +188,24 @@ DAMAGE = {
     "not a zip": lambda ref: b"not a state file" * 10,
     "meta a JSON list": lambda ref: npz({**ref.arrays, "meta": np.array("[1, 2]")}),
     "meta nested 100,000 deep": lambda ref: npz(
-        {**ref.arrays, "meta": np.array("[" * 100000 + "]" * 100000)}),
+        {**ref.arrays, "meta": np.array("[" * 100000 + "]" * 100000)}
+    ),
     "meta nested 3,000 deep": lambda ref: npz(
-        {**ref.arrays, "meta": np.array("[" * 3000 + "]" * 3000)}),
+        {**ref.arrays, "meta": np.array("[" * 3000 + "]" * 3000)}
+    ),
     "meta not JSON": lambda ref: npz({**ref.arrays, "meta": np.array("{fingerprint")}),
     "meta a number array": lambda ref: npz({**ref.arrays, "meta": np.zeros(3)}),
     "no meta": lambda ref: npz({k: v for k, v in ref.arrays.items() if k != "meta"}),
     "a member that is not .npy": lambda ref: added_member(ref.raw, "notes.txt", b"hello"),
     "a member that is not an array": lambda ref: replaced(
-        ref, "device/bodies/angle", b"\x93NUMPY garbage"),
+        ref, "device/bodies/angle", b"\x93NUMPY garbage"
+    ),
     "a member cut short": lambda ref: replaced(
-        ref, "device/bodies/angle", npy(ref.arrays["device/bodies/angle"])[:-4]),
+        ref, "device/bodies/angle", npy(ref.arrays["device/bodies/angle"])[:-4]
+    ),
     "a pickled object array": lambda ref: npz(
-        {**ref.arrays, "device/bodies/position": np.array([{"a": 1}] * N_SLOTS, object)}),
+        {**ref.arrays, "device/bodies/position": np.array([{"a": 1}] * N_SLOTS, object)}
+    ),
     "a bad CRC": lambda ref: bad_crc(ref),
 }
 
@@ -209,8 +231,11 @@ def test_damaged_files_are_not_state_files(ref, damage):
     """t3_state_file_error_types: BadZipFile, EOFError, AttributeError, KeyError, TypeError,
     RecursionError before; now ValueError "<path>: not a fx2d_gpu state file (...)" (the
     nested meta of 100,000 brackets is larger than this scene's state: refused by size)."""
-    match = (r"state file .* bytes, more than a state of this scene"
-             if damage == "meta nested 100,000 deep" else r": not a fx2d_gpu state file \(")
+    match = (
+        r"state file .* bytes, more than a state of this scene"
+        if damage == "meta nested 100,000 deep"
+        else r": not a fx2d_gpu state file \("
+    )
     refused(ref, DAMAGE[damage](ref), match)
 
 
@@ -225,8 +250,10 @@ META_EDITS = {
     "n_bodies 5": ({"n_bodies": 5}, r"meta\.n_bodies is 5, this scene has 4"),
     "n_worlds '2'": ({"n_worlds": "2"}, r"meta\.n_worlds must be an int"),
     "another fingerprint": ({"fingerprint": "0" * 40}, r"of another scene"),
-    "format 2": ({"format_version": 2},
-                 r"state file format 2, this fx2d_gpu reads formats 3 to 8$"),
+    "format 2": (
+        {"format_version": 2},
+        r"state file format 2, this fx2d_gpu reads formats 3 to 8$",
+    ),
     "an extra key": ({"extra": 1}, r"meta has an unknown field 'extra'"),
 }
 
@@ -274,13 +301,23 @@ def test_indices_are_checked_against_their_ranges(ref):
     snapshot, P = ref.snapshot, ref.meta["cache"]["n_pairs"]
     assert P > 0 and snapshot.cache["coloring_valid"]  # the checks below have data to check
     cases = [
-        ("device/contacts/body_b", 0, N_SLOTS, r"device/contacts/body_b\[0\] is 8, expected 0 "
-                                              "to 7"),
+        (
+            "device/contacts/body_b",
+            0,
+            N_SLOTS,
+            r"device/contacts/body_b\[0\] is 8, expected 0 "
+            "to 7",
+        ),
         ("device/contacts/body_a", 0, -1, r"device/contacts/body_a\[0\] is -1"),
         ("device/contacts/point_count", 0, 3, r"point_count\[0\] is 3, expected 0 to 2"),
         ("device/bodies/sleeping", 0, 2, r"bodies/sleeping\[0\] is 2, expected 0 to 1"),
-        ("device/bodies/island", N_BODIES, 0, r"bodies/island\[4\] is 0, expected a slot of "
-                                             r"the body's world \(4 to 7\)"),
+        (
+            "device/bodies/island",
+            N_BODIES,
+            0,
+            r"bodies/island\[4\] is 0, expected a slot of "
+            r"the body's world \(4 to 7\)",
+        ),
         ("device/coloring/color", 0, UNSOLVED_COLOR + 1, r"coloring/color\[0\] is 33"),
         ("device/coloring/color", 0, MAX_COLORS, r"coloring/color\[0\] is 31, expected below"),
         ("device/coloring/pair_origin", 0, P, rf"pair_origin\[0\] is {P}"),
@@ -289,11 +326,21 @@ def test_indices_are_checked_against_their_ranges(ref):
         ("device/broad/fat_key", 0, 4, r"broad/fat_key\[0\] is 4, expected 0 to 3"),
         ("motors/mode", 0, 7, r"motors/mode\[0\] is 7, expected 0 to 3"),
         ("motors/max_effort", 0, 0.0, r"motors/max_effort\[0\] is 0.0, expected > 0"),
-        ("device/bodies/velocity", (0, 0), 2.0**40, r"bodies/velocity\[0, 0\] is "
-                                                   r"1099511627776.0, expected within \+-1e\+10"),
+        (
+            "device/bodies/velocity",
+            (0, 0),
+            2.0**40,
+            r"bodies/velocity\[0, 0\] is "
+            r"1099511627776.0, expected within \+-1e\+10",
+        ),
         # The joint's motor is a velocity motor: its target is a speed (TARGET_LIMITS).
-        ("device/joints/target", 1, 2e10, r"joints/target\[1\] is 20000000000\.0, expected "
-                                          r"within \+-1e\+10 \(its motor's mode\)"),
+        (
+            "device/joints/target",
+            1,
+            2e10,
+            r"joints/target\[1\] is 20000000000\.0, expected "
+            r"within \+-1e\+10 \(its motor's mode\)",
+        ),
     ]
     for key, index, value, match in cases:
         refused(ref, entry(ref, key, index, value), match)
@@ -323,25 +370,47 @@ def test_indices_are_checked_against_their_ranges(ref):
     origin = arrays["device/coloring/pair_origin"].copy()
     origin[1] = origin[0]
     (ref.path.parent / "large_bad.npz").write_bytes(
-        npz({**arrays, "device/coloring/pair_origin": origin}))
+        npz({**arrays, "device/coloring/pair_origin": origin})
+    )
     with pytest.raises(ValueError, match=r"pair_origin holds \d+ 2 times"):
         large.load_state(ref.path.parent / "large_bad.npz")
     # A pair across worlds (or upside down, where pair 0 is world 1's).
     across = N_SLOTS - 1 if ref.arrays["device/contacts/body_a"][0] < N_BODIES else 0
-    refused(ref, entry(ref, "device/contacts/body_b", 0, across),
-            r"contacts pair 0 is slots .*, expected a < b in one world")
+    refused(
+        ref,
+        entry(ref, "device/contacts/body_b", 0, across),
+        r"contacts pair 0 is slots .*, expected a < b in one world",
+    )
 
 
 def test_forces_are_checked(ref):
     arrays = dict(ref.arrays)
-    refused(ref, npz({**arrays, "forces/3/force": np.full((N_WORLDS, 2), 1e39)}),
-            r"forces/3/force must be finite and within float32's range")
-    refused(ref, npz({**arrays, "forces/3/force": np.zeros((N_WORLDS, 2), np.float32)}),
-            r"forces/3/force has dtype float32, expected float64")
-    refused(ref, npz({k: v for k, v in arrays.items() if k != "forces/3/torque"}),
-            r"forces/3/force without forces/3/torque")
-    refused(ref, npz({**arrays, "forces/03/force": arrays["forces/3/force"],
-                      "forces/03/torque": arrays["forces/3/torque"]}), r"forces/03/force")
+    refused(
+        ref,
+        npz({**arrays, "forces/3/force": np.full((N_WORLDS, 2), 1e39)}),
+        r"forces/3/force must be finite and within float32's range",
+    )
+    refused(
+        ref,
+        npz({**arrays, "forces/3/force": np.zeros((N_WORLDS, 2), np.float32)}),
+        r"forces/3/force has dtype float32, expected float64",
+    )
+    refused(
+        ref,
+        npz({k: v for k, v in arrays.items() if k != "forces/3/torque"}),
+        r"forces/3/force without forces/3/torque",
+    )
+    refused(
+        ref,
+        npz(
+            {
+                **arrays,
+                "forces/03/force": arrays["forces/3/force"],
+                "forces/03/torque": arrays["forces/3/torque"],
+            }
+        ),
+        r"forces/03/force",
+    )
 
 
 def test_an_in_memory_snapshot_is_checked_too(ref):
@@ -395,11 +464,16 @@ def test_archives_larger_than_the_scene_can_need_are_refused_before_decompressin
         archive.writestr("device/bodies/angle.npy", header + bytes(64 << 20))
     many = added_members(ref.raw, 500)
     huge_header = npy_claiming(ref, "device/bodies/angle", (10**12,))
-    cases = [(bomb.getvalue(), r"device/bodies/angle is 67,108,992 bytes, more than its "
-                               r"array can take"),
-             (many, r"5\d\d members, more than a state of this scene has"),
-             (ref.raw + bytes(8 << 20), r"bytes, more than a state of this scene can take"),
-             (huge_header, r"device/bodies/angle has shape \(1000000000000,\), expected")]
+    cases = [
+        (
+            bomb.getvalue(),
+            r"device/bodies/angle is 67,108,992 bytes, more than its "
+            r"array can take",
+        ),
+        (many, r"5\d\d members, more than a state of this scene has"),
+        (ref.raw + bytes(8 << 20), r"bytes, more than a state of this scene can take"),
+        (huge_header, r"device/bodies/angle has shape \(1000000000000,\), expected"),
+    ]
     for raw, match in cases:
         path = write(ref, raw)
         tracemalloc.start()
@@ -430,7 +504,8 @@ def npy_claiming(ref, key: str, shape: tuple) -> bytes:
     data."""
     header = io.BytesIO()
     np.lib.format.write_array_header_1_0(
-        header, {"descr": ref.arrays[key].dtype.str, "fortran_order": False, "shape": shape})
+        header, {"descr": ref.arrays[key].dtype.str, "fortran_order": False, "shape": shape}
+    )
     return replaced(ref, key, header.getvalue() + bytes(8))
 
 
@@ -452,8 +527,25 @@ FUZZ = Counter()
 #: time; FX2D_STATE_FUZZ_EXAMPLES runs more (2,000 passed: 1,590 refused, 410 loaded).
 FUZZ_EXAMPLES = int(os.environ.get("FX2D_STATE_FUZZ_EXAMPLES", 100))
 
-INDEX_VALUES = [-1, -(2**31), 2**31 - 1, 0, 1, 2, 3, 4, N_BODIES, N_SLOTS - 1, N_SLOTS,
-                N_SLOTS + 1, MAX_COLORS, UNSOLVED_COLOR, 7, 12, 13]
+INDEX_VALUES = [
+    -1,
+    -(2**31),
+    2**31 - 1,
+    0,
+    1,
+    2,
+    3,
+    4,
+    N_BODIES,
+    N_SLOTS - 1,
+    N_SLOTS,
+    N_SLOTS + 1,
+    MAX_COLORS,
+    UNSOLVED_COLOR,
+    7,
+    12,
+    13,
+]
 FLOAT_VALUES = [np.nan, np.inf, -np.inf, 1e30, -3.4e38, 3.5e38, 1e15, 1e10, 0.0, -1.0, 0.5]
 DTYPES = ["<f4", "<f8", "<i4", "<i8", "u1", "?", ">f4", ">i4", "<U3"]
 JSON_VALUES = [None, -1, 0, 1, 2, 5, 10**30, 1.5, float("nan"), "x", [], {}, True, False]
@@ -464,8 +556,22 @@ def corrupt(data, ref) -> tuple[str, bytes]:
     arrays = dict(ref.arrays)
     keys = sorted(arrays)
     # (Hypothesis draws the first kinds most: the ones that reach the value checks.)
-    kind = data.draw(st.sampled_from(["value", "swap", "cache", "meta", "reshape", "retype",
-                                      "drop", "add", "truncate", "flip"]))
+    kind = data.draw(
+        st.sampled_from(
+            [
+                "value",
+                "swap",
+                "cache",
+                "meta",
+                "reshape",
+                "retype",
+                "drop",
+                "add",
+                "truncate",
+                "flip",
+            ]
+        )
+    )
     if kind == "truncate":
         return kind, ref.raw[: data.draw(st.integers(0, len(ref.raw) - 1))]
     if kind == "flip":  # in the compressed file, or in a stored one (its arrays' bytes)
@@ -484,9 +590,19 @@ def corrupt(data, ref) -> tuple[str, bytes]:
         arrays["meta"] = np.array(json.dumps(meta))
         return f"{kind} {key}", npz(arrays)
     if kind == "add":
-        key = data.draw(st.sampled_from(["device/bodies/extra", "device/extra/position",
-                                         "motors/extra", f"forces/{N_BODIES}/force",
-                                         "forces/0/force", "forces/0/torque", "extra"]))
+        key = data.draw(
+            st.sampled_from(
+                [
+                    "device/bodies/extra",
+                    "device/extra/position",
+                    "motors/extra",
+                    f"forces/{N_BODIES}/force",
+                    "forces/0/force",
+                    "forces/0/torque",
+                    "extra",
+                ]
+            )
+        )
         arrays[key] = np.zeros(data.draw(st.sampled_from([(N_WORLDS,), (N_WORLDS, 2), (3,)])))
         return f"add {key}", npz(arrays)
     key = data.draw(st.sampled_from(keys))
@@ -512,8 +628,9 @@ def corrupt(data, ref) -> tuple[str, bytes]:
         arrays[key] = value
     elif value.ndim and len(value) > 1 and kind == "swap":
         value = value.copy()
-        i, j = data.draw(st.lists(st.integers(0, len(value) - 1), min_size=2, max_size=2,
-                                  unique=True))
+        i, j = data.draw(
+            st.lists(st.integers(0, len(value) - 1), min_size=2, max_size=2, unique=True)
+        )
         value[[i, j]] = value[[j, i]]
         arrays[key] = value
     return f"{kind} {key}", npz(arrays, compressed=data.draw(st.booleans()))
@@ -525,8 +642,13 @@ def test_random_corruptions_are_refused_or_step_finitely(ref):
     (the scene resets a faulty world: on_fault="reset") and answers its queries."""
     scene = ref.scene
 
-    @settings(max_examples=FUZZ_EXAMPLES, deadline=None, derandomize=True, database=None,
-              suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=FUZZ_EXAMPLES,
+        deadline=None,
+        derandomize=True,
+        database=None,
+        suppress_health_check=list(HealthCheck),
+    )
     @given(st.data())
     def fuzz(data):
         what, raw = corrupt(data, ref)
@@ -550,8 +672,10 @@ def test_random_corruptions_are_refused_or_step_finitely(ref):
         scene.restore(ref.snapshot)
 
     fuzz()
-    print(f"state file fuzz: {FUZZ['refused']} refused, {FUZZ['loaded']} loaded;",
-          dict(sorted(FUZZ.items())))
+    print(
+        f"state file fuzz: {FUZZ['refused']} refused, {FUZZ['loaded']} loaded;",
+        dict(sorted(FUZZ.items())),
+    )
     assert FUZZ["refused"] + FUZZ["loaded"] >= FUZZ_EXAMPLES // 2
     assert FUZZ["refused"] > FUZZ["loaded"] > 5  # both outcomes were exercised
     ref.assert_unchanged()

@@ -11,14 +11,7 @@ from fx2d_gpu import device
 from fx2d_gpu.device import runtime
 from fx2d_gpu.physics.solver import coloring, fused, staged, team
 
-from .helpers import (
-    GENERAL_PATH,
-    PER_STAGE,
-    assert_same_trace,
-    machine_scene,
-    trace,
-    with_options,
-)
+from .helpers import GENERAL_PATH, PER_STAGE, assert_same_trace, machine_scene, trace, with_options
 
 
 def hanging_chains_over_a_pile(arch: str, n_worlds: int = 1) -> fx.Scene:
@@ -34,16 +27,18 @@ def hanging_chains_over_a_pile(arch: str, n_worlds: int = 1) -> fx.Scene:
     for i in range(560):
         x, y = -14.0 + (i % 40) * 0.7, 0.4 + (i // 40) * 0.62 + rng.uniform(0.0, 0.05)
         if i % 3:
-            scene.add_box((x, y), rng.uniform(0.3, 0.6, size=2), angle=rng.uniform(-0.3, 0.3),
-                          **friction)
+            scene.add_box(
+                (x, y), rng.uniform(0.3, 0.6, size=2), angle=rng.uniform(-0.3, 0.3), **friction
+            )
         else:
             scene.add_circle((x, y), rng.uniform(0.15, 0.3), **friction)
     for side in (-1.0, 1.0):
         previous = scene.add_box((side * 16.0, 14.0), (0.2, 0.2), mass=0.0)
         for link in range(30):
             body = scene.add_box((side * (16.25 + 0.5 * link), 14.0), (0.5, 0.12), mass=0.3)
-            scene.add_revolute_joint(previous, body,
-                                     anchor=(0.0, 0.0) if link == 0 else (side * 0.25, 0.0))
+            scene.add_revolute_joint(
+                previous, body, anchor=(0.0, 0.0) if link == 0 else (side * 0.25, 0.0)
+            )
             previous = body
     return scene
 
@@ -147,8 +142,9 @@ def test_colours_per_launch_change_no_bit(arch, monkeypatch):
     default = trace(with_options(hanging_chains_over_a_pile(arch), **PER_STAGE), 25)
     per_default = len(launches)
     launches.clear()
-    three = trace(with_options(hanging_chains_over_a_pile(arch), **PER_STAGE,
-                               colors_per_launch=3), 25)
+    three = trace(
+        with_options(hanging_chains_over_a_pile(arch), **PER_STAGE, colors_per_launch=3), 25
+    )
     assert_same_trace(default, three)
     assert len(launches) < per_default  # fewer launches did the same work
     scene = with_options(hanging_chains_over_a_pile(arch), **PER_STAGE)
@@ -168,15 +164,21 @@ def with_overflow(scene: fx.Scene) -> fx.Scene:
     friction = dict(static_friction=0.5, dynamic_friction=0.4)
     scene.add_box((100.0, 0.25), (0.6 * n + 1.0, 0.5), mass=20.0, **friction)
     for i in range(n):
-        scene.add_box((100.0 + 0.6 * (i - n / 2), 0.751), (0.5, 0.5), mass=1.0,
-                      velocity=(0.3, 0.0), **friction)  # sliding: friction in the overflow
+        scene.add_box(
+            (100.0 + 0.6 * (i - n / 2), 0.751),
+            (0.5, 0.5),
+            mass=1.0,
+            velocity=(0.3, 0.0),
+            **friction,
+        )  # sliding: friction in the overflow
     pin = scene.add_box((100.0, 10.0), (0.1, 0.1), mass=0.0)
     hub = scene.add_circle((100.0, 10.0), 0.3, mass=2.0, angular_velocity=3.0)
     scene.add_revolute_joint(pin, hub)
     for angle in np.linspace(0.0, 2.0 * np.pi, n, endpoint=False):
         direction = np.array([np.cos(angle), np.sin(angle)])
-        spoke = scene.add_box(tuple(direction * 0.8 + (100.0, 10.0)), (0.2, 0.05),
-                              angle=angle, mass=0.1)
+        spoke = scene.add_box(
+            tuple(direction * 0.8 + (100.0, 10.0)), (0.2, 0.05), angle=angle, mass=0.1
+        )
         scene.add_revolute_joint(hub, spoke, anchor=tuple(direction * 0.5))  # hub frame
     return scene
 
@@ -189,16 +191,20 @@ def test_a_team_solves_the_overflow_colour_bit_for_bit_like_its_kernels(arch, mo
     calls = count_team_steps(monkeypatch)
     scene = with_overflow(hanging_chains_over_a_pile(arch))
     overflow = []
-    monkeypatch.setattr(scene, "contact_events", lambda original=scene.contact_events: (
-        overflow.append(scene.n_overflow) or original()))  # trace() asks once a step
+    monkeypatch.setattr(
+        scene,
+        "contact_events",
+        lambda original=scene.contact_events: overflow.append(scene.n_overflow) or original(),
+    )  # trace() asks once a step
     on_team = trace(scene, 30)
     team_of_every_step(calls, 30)
     assert min(overflow) >= 20  # 10 pairs on the plank, 10 spokes' joints
     assert min(overflow) > 0 and scene.n_colors == device.MAX_COLORS
 
     calls.clear()
-    per_stage = trace(with_options(with_overflow(hanging_chains_over_a_pile(arch)),
-                                   **PER_STAGE), 30)
+    per_stage = trace(
+        with_options(with_overflow(hanging_chains_over_a_pile(arch)), **PER_STAGE), 30
+    )
     assert not calls
     assert_same_trace(on_team, per_stage)
 

@@ -33,8 +33,21 @@ def test_render_puts_bodies_where_their_state_says(arch, tmp_path):
 
 def test_cli_demo_writes_an_image(tmp_path, capsys, arch):
     out = tmp_path / "pile.png"
-    cli.main(["demo", "pile", "--bodies", "60", "--steps", "2", "--png", str(out),
-              "--arch", arch, "--contacts"])
+    cli.main(
+        [
+            "demo",
+            "pile",
+            "--bodies",
+            "60",
+            "--steps",
+            "2",
+            "--png",
+            str(out),
+            "--arch",
+            arch,
+            "--contacts",
+        ]
+    )
     image = read_png(out)
     assert image.shape == (480, 640, 3)
     assert (image[..., 0] == 200).sum() > 0  # red contact markers were drawn
@@ -54,10 +67,13 @@ def test_auto_arch_falls_back_to_cpu_with_a_notice(tmp_path):
 
     from fx2d_gpu.device import runtime
 
-    code = ("import fx2d_gpu as fx; s = fx.Scene(arch='auto'); s.add_circle((0, 0), 1.0); "
-            "s.step(0.01); print('backend', s.backend)")
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            timeout=300)
+    code = (
+        "import fx2d_gpu as fx; s = fx.Scene(arch='auto'); s.add_circle((0, 0), 1.0); "
+        "s.step(0.01); print('backend', s.backend)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300
+    )
     assert result.returncode == 0, result.stderr
     backend = result.stdout.split("backend")[-1].strip()
     if not runtime.gpu_available():

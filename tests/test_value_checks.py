@@ -29,8 +29,9 @@ def arm(arch, control_mode="position"):
     scene = fx.Scene(arch=arch)
     base = scene.add_box((0.0, 3.0), (0.2, 0.2), mass=0)
     link = scene.add_box((0.5, 3.0), (1.0, 0.1))
-    joint = scene.add_revolute_joint(base, link, control_mode=control_mode, pid=(20, 0, 6),
-                                     max_effort=50.0)
+    joint = scene.add_revolute_joint(
+        base, link, control_mode=control_mode, pid=(20, 0, 6), max_effort=50.0
+    )
     return scene, joint
 
 
@@ -40,8 +41,14 @@ def test_sleeping_must_be_bools_or_integers_0_and_1(arch):
     scene = box_on_ground(arch)
     scene.add_box((0.0, 3.0), (1.0, 1.0))
     before = scene.get_state()
-    for flag, error in ((7, ValueError), (2, ValueError), (-1, ValueError),
-                        (np.nan, TypeError), (1.0, TypeError), ("1", TypeError)):
+    for flag, error in (
+        (7, ValueError),
+        (2, ValueError),
+        (-1, ValueError),
+        (np.nan, TypeError),
+        (1.0, TypeError),
+        ("1", TypeError),
+    ):
         state = before.copy()
         state.sleeping = state.sleeping.astype(np.asarray(flag).dtype)
         state.sleeping[0, 2] = flag
@@ -97,6 +104,7 @@ def test_joint_target_must_fit_float32_and_its_mode(arch):
 
 def test_apply_force_running_sum_stays_within_float32(arch):
     """10 x apply_force(1e38) was accepted and the step faulted."""
+
     def ball():
         scene = fx.Scene(arch=arch)
         return scene, scene.add_circle((0.0, 1.0), 0.5)
@@ -135,8 +143,7 @@ def test_queries_refuse_inputs_that_are_not_real_numbers(arch):
             ("origins", lambda: scene.ray_cast(np.array([True, False]), (0, -1), 10.0)),
             ("points", lambda: scene.query_point(np.array([[0.0, 0.6j]]))),
             ("upper", lambda: scene.query_aabb((0.0, 0.0), ("1", "1"))),
-            ("position", lambda: scene.overlap_shape(shapes.circle(1.0),
-                                                     np.array([0.0, 1j]))),
+            ("position", lambda: scene.overlap_shape(shapes.circle(1.0), np.array([0.0, 1j]))),
             ("angle", lambda: scene.overlap_shape(shapes.circle(1.0), (0.0, 0.6), "1")),
         ]
         for name, call in calls:

@@ -202,8 +202,13 @@ def to_world(view, window_points):
     x0, y0, x1, y1 = view.rect
     xmin, ymin, xmax, ymax = view.bounds
     p = np.asarray(window_points, float)
-    return np.stack([xmin + (p[:, 0] - x0) / (x1 - x0) * (xmax - xmin),
-                     ymin + (p[:, 1] - y0) / (y1 - y0) * (ymax - ymin)], 1)
+    return np.stack(
+        [
+            xmin + (p[:, 0] - x0) / (x1 - x0) * (xmax - xmin),
+            ymin + (p[:, 1] - y0) / (y1 - y0) * (ymax - ymin),
+        ],
+        1,
+    )
 
 
 def test_overlay_toggles_draw_contacts_aabbs_joints_and_sleepers(arch):
@@ -332,8 +337,7 @@ def pixel(view, point, size):
     return int(size[1] * (1 - y)), int(size[0] * x)
 
 
-def test_offscreen_ggui_draws_the_bodies_where_the_camera_puts_them(arch, tmp_path,
-                                                                   monkeypatch):
+def test_offscreen_ggui_draws_the_bodies_where_the_camera_puts_them(arch, tmp_path, monkeypatch):
     """A demo drawn offscreen through GGUI: each domino's colour at its projected pixel, the
     background between them, and a domino moved up by set_state drawn at its new place."""
     from fx2d_gpu.demos import demo_dominoes
@@ -372,8 +376,7 @@ def test_offscreen_ggui_draws_the_bodies_where_the_camera_puts_them(arch, tmp_pa
         window.destroy()
 
 
-def test_ggui_takes_the_frame_from_the_device_where_it_shares_it(arch, tmp_path,
-                                                                 monkeypatch):
+def test_ggui_takes_the_frame_from_the_device_where_it_shares_it(arch, tmp_path, monkeypatch):
     """On the Vulkan backend, whose device GGUI renders with, a frame's vertices and indices
     reach GGUI as device ndarrays, never copied to the host (VertexBuffer.ggui_vertices,
     the host copy, is not called); on the other backends as host arrays. Either way the
@@ -393,12 +396,19 @@ def test_ggui_takes_the_frame_from_the_device_where_it_shares_it(arch, tmp_path,
     host_copies, handed = [], []
     ggui_vertices = frame_geometry.VertexBuffer.ggui_vertices
     canvas_call = frame_geometry._canvas_call
-    monkeypatch.setattr(frame_geometry.VertexBuffer, "ggui_vertices",
-                        lambda buffer: host_copies.append(1) or ggui_vertices(buffer))
-    monkeypatch.setattr(frame_geometry, "_canvas_call",
-                        lambda canvas, kind, vertices, size=0.0, indices=None: (
-                            handed.append((kind, type(vertices), type(indices))),
-                            canvas_call(canvas, kind, vertices, size, indices)))
+    monkeypatch.setattr(
+        frame_geometry.VertexBuffer,
+        "ggui_vertices",
+        lambda buffer: host_copies.append(1) or ggui_vertices(buffer),
+    )
+    monkeypatch.setattr(
+        frame_geometry,
+        "_canvas_call",
+        lambda canvas, kind, vertices, size=0.0, indices=None: (
+            handed.append((kind, type(vertices), type(indices))),
+            canvas_call(canvas, kind, vertices, size, indices),
+        ),
+    )
     try:
         painter = GGUIPainter(window, controller)
         painter.draw()
@@ -420,8 +430,7 @@ def test_ggui_takes_the_frame_from_the_device_where_it_shares_it(arch, tmp_path,
         window.destroy()
 
 
-def test_fx2d_view_offscreen_records_frames_of_tiled_worlds(tmp_path, arch, capsys,
-                                                           monkeypatch):
+def test_fx2d_view_offscreen_records_frames_of_tiled_worlds(tmp_path, arch, capsys, monkeypatch):
     """`fx2d view --offscreen`: GGUI without a display. Four worlds as 2 x 2 tiles, each
     tile with its ground and stack of boxes; a PNG per frame and the last as a screenshot;
     ImGui's imgui.ini is not left behind."""
@@ -431,9 +440,30 @@ def test_fx2d_view_offscreen_records_frames_of_tiled_worlds(tmp_path, arch, caps
     ggui_window((32, 32)).destroy()  # skips where GGUI cannot start
     (tmp_path / "imgui.ini").unlink(missing_ok=True)
     frames, shot = tmp_path / "frames", tmp_path / "last.png"
-    assert main(["view", "--demo", "batched", "--worlds", "4", "--offscreen", "--frames", "3",
-                 "--png-dir", str(frames), "--screenshot", str(shot), "--size", "200x160",
-                 "--arch", arch, "--no-hud"]) == 0
+    assert (
+        main(
+            [
+                "view",
+                "--demo",
+                "batched",
+                "--worlds",
+                "4",
+                "--offscreen",
+                "--frames",
+                "3",
+                "--png-dir",
+                str(frames),
+                "--screenshot",
+                str(shot),
+                "--size",
+                "200x160",
+                "--arch",
+                arch,
+                "--no-hud",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert f"wrote {frames}/ (3 frames)" in out and f"wrote {shot}" in out
     pictures = sorted(frames.glob("*.png"))
@@ -465,11 +495,15 @@ def test_recorder_writes_png_frames_a_gif_and_the_last_frame(tmp_path):
     assert Image.open(tmp_path / "a.gif").n_frames == 3
     assert np.asarray(Image.open(tmp_path / "last.png"))[0, 0, 0] == 240
     assert sorted(p.name for p in (tmp_path / "frames").iterdir()) == [
-        "frame_00000.png", "frame_00001.png", "frame_00002.png"]
+        "frame_00000.png",
+        "frame_00001.png",
+        "frame_00002.png",
+    ]
 
 
-def test_offscreen_without_vulkan_says_so_and_uses_the_image_renderer(tmp_path, arch,
-                                                                      monkeypatch, capsys):
+def test_offscreen_without_vulkan_says_so_and_uses_the_image_renderer(
+    tmp_path, arch, monkeypatch, capsys
+):
     """Where GGUI cannot start (no Vulkan driver: GGUI's own RuntimeError), --offscreen
     says so and draws the frames with render.py instead, the bodies in them; the
     interactive viewer says it cannot open a window and how to record instead."""
@@ -483,8 +517,25 @@ def test_offscreen_without_vulkan_says_so_and_uses_the_image_renderer(tmp_path, 
     monkeypatch.setattr(ti.ui, "Window", no_vulkan)
     monkeypatch.setenv("DISPLAY", ":99")
     shot = tmp_path / "shot.png"
-    assert main(["view", "--demo", "newtons_cradle", "--offscreen", "--frames", "2",
-                 "--screenshot", str(shot), "--size", "160x120", "--arch", arch]) == 0
+    assert (
+        main(
+            [
+                "view",
+                "--demo",
+                "newtons_cradle",
+                "--offscreen",
+                "--frames",
+                "2",
+                "--screenshot",
+                str(shot),
+                "--size",
+                "160x120",
+                "--arch",
+                arch,
+            ]
+        )
+        == 0
+    )
     said = capsys.readouterr().err
     assert "GGUI cannot render offscreen here" in said and "image renderer" in said
     assert "Vulkan must be available" in said
@@ -498,12 +549,17 @@ def test_offscreen_without_vulkan_says_so_and_uses_the_image_renderer(tmp_path, 
 
 
 def fx2d(*args, env=None, wrap=(), cwd=None):
-    return subprocess.run([*wrap, sys.executable, "-m", "fx2d_gpu.cli", *args],
-                          capture_output=True, text=True, timeout=300, env=env, cwd=cwd)
+    return subprocess.run(
+        [*wrap, sys.executable, "-m", "fx2d_gpu.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        cwd=cwd,
+    )
 
 
-def test_interactive_fx2d_view_under_xvfb_opens_a_window_and_screenshots_it(tmp_path,
-                                                                             monkeypatch):
+def test_interactive_fx2d_view_under_xvfb_opens_a_window_and_screenshots_it(tmp_path, monkeypatch):
     """The interactive viewer in a real (virtual) X display: it opens its window, draws 10
     frames (paused: a fresh process would spend most of this test loading the step's
     kernels), screenshots the window and exits. The cradle's static bar and each ball are
@@ -520,9 +576,23 @@ def test_interactive_fx2d_view_under_xvfb_opens_a_window_and_screenshots_it(tmp_
     (tmp_path / "imgui.ini").unlink(missing_ok=True)
     shot = tmp_path / "window.png"
     env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
-    result = fx2d("view", "--demo", "newtons_cradle", "--paused", "--frames", "10",
-                  "--screenshot", str(shot), "--size", "480x360", "--arch", "cpu", env=env,
-                  wrap=("xvfb-run", "-a", "-s", "-screen 0 640x480x24"), cwd=tmp_path)
+    result = fx2d(
+        "view",
+        "--demo",
+        "newtons_cradle",
+        "--paused",
+        "--frames",
+        "10",
+        "--screenshot",
+        str(shot),
+        "--size",
+        "480x360",
+        "--arch",
+        "cpu",
+        env=env,
+        wrap=("xvfb-run", "-a", "-s", "-screen 0 640x480x24"),
+        cwd=tmp_path,
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     image = np.asarray(Image.open(shot).convert("RGB")).astype(int)
     assert image.shape == (360, 480, 3)
@@ -553,8 +623,26 @@ def test_fx2d_view_offscreen_draws_every_demo_and_example(tmp_path, arch, monkey
     sources += [("--example", name) for name in examples.names()]
     for flag, name in sources:
         shot = tmp_path / f"{name}.png"
-        assert main(["view", flag, name, "--offscreen", "--frames", "1", "--screenshot",
-                     str(shot), "--size", "160x120", "--no-hud", "--arch", arch]) == 0, name
+        assert (
+            main(
+                [
+                    "view",
+                    flag,
+                    name,
+                    "--offscreen",
+                    "--frames",
+                    "1",
+                    "--screenshot",
+                    str(shot),
+                    "--size",
+                    "160x120",
+                    "--no-hud",
+                    "--arch",
+                    arch,
+                ]
+            )
+            == 0
+        ), name
         image = np.asarray(Image.open(shot).convert("RGB")).astype(int).reshape(-1, 3)
         background = np.median(image, axis=0)
         drawn = np.abs(image - background).sum(1) > 30

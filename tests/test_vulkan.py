@@ -80,16 +80,22 @@ np.savez(sys.argv[3], **out)
 
 
 def _run(arch, path, steps=STEPS):
-    return subprocess.run([sys.executable, "-c", _CHILD, arch, json.dumps(steps), str(path)],
-                          capture_output=True, text=True, timeout=1500)
+    return subprocess.run(
+        [sys.executable, "-c", _CHILD, arch, json.dumps(steps), str(path)],
+        capture_output=True,
+        text=True,
+        timeout=1500,
+    )
 
 
 @pytest.fixture(scope="module")
 def vulkan_devices():
     devices = runtime.probe_vulkan_device_types()
     if not devices:
-        pytest.skip("no Vulkan driver on this machine (install Mesa's mesa-vulkan-drivers, "
-                    "as .ci/run does, to test the GPU code path)")
+        pytest.skip(
+            "no Vulkan driver on this machine (install Mesa's mesa-vulkan-drivers, "
+            "as .ci/run does, to test the GPU code path)"
+        )
     return devices
 
 
@@ -129,10 +135,11 @@ def test_scenes_on_cuda_match_the_cpu_backend(tmp_path):
 def test_auto_never_takes_a_software_vulkan_device_for_a_gpu(vulkan_devices):
     if set(vulkan_devices) & {1, 2, 3}:
         pytest.skip(f"this machine has a Vulkan GPU (device types {vulkan_devices})")
-    code = ("from fx2d_gpu.device import runtime; print(runtime.ensure_initialized('auto')); "
-            "print(runtime.on_cpu())")
-    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=600)
+    code = (
+        "from fx2d_gpu.device import runtime; print(runtime.ensure_initialized('auto')); "
+        "print(runtime.on_cpu())"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-2000:]
     assert run.stdout.split()[-2:] == ["x64", "True"], run.stdout
     assert "no GPU backend available" in run.stderr

@@ -31,10 +31,13 @@ def _randomised(n_worlds: int, seed: int = 3) -> dict:
         "elasticity": rng.uniform(0.0, 0.9, n_worlds),
         "vel_damping": rng.uniform(0.0, 0.5, n_worlds),
         "gravity_scale": rng.uniform(0.5, 1.5, n_worlds),
-        "gravity": np.stack([rng.uniform(-2.0, 2.0, n_worlds),
-                             rng.uniform(-15.0, -5.0, n_worlds)], axis=1),
-        "pid": np.stack([rng.uniform(2.0, 8.0, n_worlds), np.zeros(n_worlds),
-                         rng.uniform(0.0, 1.0, n_worlds)], axis=1),
+        "gravity": np.stack(
+            [rng.uniform(-2.0, 2.0, n_worlds), rng.uniform(-15.0, -5.0, n_worlds)], axis=1
+        ),
+        "pid": np.stack(
+            [rng.uniform(2.0, 8.0, n_worlds), np.zeros(n_worlds), rng.uniform(0.0, 1.0, n_worlds)],
+            axis=1,
+        ),
     }
 
 
@@ -51,9 +54,20 @@ def _give(scene, values: dict, bodies, world=None):
     mass = values["mass"] * spread * np.where(values["uneven"][:, None] & every_other, 30, 1)
     scene.set_body_params(bodies, mass=mass, world=world)
     everyone = np.arange(scene.n_bodies)
-    scene.set_body_params(everyone, **{k: values[k] for k in (
-        "static_friction", "dynamic_friction", "elasticity", "vel_damping", "gravity_scale")},
-        world=world)
+    scene.set_body_params(
+        everyone,
+        **{
+            k: values[k]
+            for k in (
+                "static_friction",
+                "dynamic_friction",
+                "elasticity",
+                "vel_damping",
+                "gravity_scale",
+            )
+        },
+        world=world,
+    )
     if world is None:
         scene.set_gravity(values["gravity"] if scene.n_worlds > 1 else values["gravity"][0])
     scene.set_joint_params(np.arange(scene.n_joints), pid=values["pid"], world=world)
@@ -73,14 +87,21 @@ def test_each_world_steps_as_a_one_world_scene_given_its_values(path, arch):
     assert batch.step_context().pool.model.per_world[None] == 1
     for world in range(N_WORLDS):
         alone = machine_scene(1, arch, step_options=options)
-        alone.set_state(fx.State(*(getattr(start, k)[world:world + 1] for k in (
-            "position", "angle", "velocity", "angular_velocity", "sleeping"))))
-        _give(alone, {k: v[world:world + 1] for k, v in values.items()}, bodies)
+        alone.set_state(
+            fx.State(
+                *(
+                    getattr(start, k)[world : world + 1]
+                    for k in ("position", "angle", "velocity", "angular_velocity", "sleeping")
+                )
+            )
+        )
+        _give(alone, {k: v[world : world + 1] for k, v in values.items()}, bodies)
         for _ in range(60):
             alone.step(DT)
         assert alone.step_context().pool.model.per_world[None] == 0  # one row per body
-        assert_bitwise_equal([a[world:world + 1] for a in got], fingerprint(alone),
-                             f"world {world}")
+        assert_bitwise_equal(
+            [a[world : world + 1] for a in got], fingerprint(alone), f"world {world}"
+        )
 
 
 def test_values_change_only_their_worlds():
@@ -178,12 +199,14 @@ def test_inertia_follows_the_mass_where_it_is_the_shapes():
 def test_per_world_pid_gains_drive_each_world_as_alone():
     """A motor driven to a position with different gains per world: stiffer gains get there
     faster, and world w equals the one-world scene given set_joint_mode(pid=world w's)."""
+
     def build(n):
         scene = fx.Scene(n_worlds=n, arch="cpu", gravity=(0.0, 0.0))
         base = scene.add_box((0.0, 0.0), (0.2, 0.2), mass=0.0)
         arm = scene.add_box((0.5, 0.0), (1.0, 0.1))
-        joint = scene.add_revolute_joint(base, arm, control_mode="position", target=1.0,
-                                         pid=(1.0, 0.0, 0.1), max_effort=100.0)
+        joint = scene.add_revolute_joint(
+            base, arm, control_mode="position", target=1.0, pid=(1.0, 0.0, 0.1), max_effort=100.0
+        )
         return scene, joint
 
     gains = np.array([[1.0, 0.0, 0.1], [5.0, 0.0, 0.5], [20.0, 0.0, 2.0]])
@@ -240,10 +263,12 @@ def test_a_state_file_with_bad_values_is_refused_and_changes_nothing(tmp_path):
     scene.step(DT)
     good = scene.snapshot()
     before = scene.get_body_params()
-    for name, change in (("mass", lambda a: a.__setitem__((1, bodies[0]), 0.0)),
-                         ("mass", lambda a: a.__setitem__((0, bodies[1]), np.nan)),
-                         ("elasticity", lambda a: a.__setitem__((0, 0), -1.0)),
-                         ("inertia", lambda a: a.__setitem__((1, 0), 1.0))):  # body 0 static
+    for name, change in (
+        ("mass", lambda a: a.__setitem__((1, bodies[0]), 0.0)),
+        ("mass", lambda a: a.__setitem__((0, bodies[1]), np.nan)),
+        ("elasticity", lambda a: a.__setitem__((0, 0), -1.0)),
+        ("inertia", lambda a: a.__setitem__((1, 0), 1.0)),
+    ):  # body 0 static
         bad = good.copy()
         change(bad.params[name])
         bad.save(tmp_path / "bad.npz")
@@ -300,8 +325,10 @@ def test_a_format_3_state_file_loads_with_the_scenes_own_values(tmp_path):
     scene = machine_scene(2, "cpu")
     scene.step(DT)
     scene.save_state(tmp_path / "new.npz")
-    with zipfile.ZipFile(tmp_path / "new.npz") as new, \
-            zipfile.ZipFile(tmp_path / "old.npz", "w") as old:
+    with (
+        zipfile.ZipFile(tmp_path / "new.npz") as new,
+        zipfile.ZipFile(tmp_path / "old.npz", "w") as old,
+    ):
         for info in new.infolist():
             if info.filename.startswith("params/"):
                 continue

@@ -19,8 +19,10 @@ def _stepped(steps: int, arch: str = "cpu") -> fx.Scene:
 
 
 def _rows(state: fx.State, worlds) -> list[np.ndarray]:
-    return [getattr(state, k)[worlds] for k in ("position", "angle", "velocity",
-                                                  "angular_velocity", "sleeping")]
+    return [
+        getattr(state, k)[worlds]
+        for k in ("position", "angle", "velocity", "angular_velocity", "sleeping")
+    ]
 
 
 def test_reset_worlds_leaves_the_other_worlds_bitwise_untouched(arch):
@@ -143,9 +145,13 @@ def test_get_state_gathers_a_subset_in_the_dtype_asked():
 
 def _out(library, dtype, n_worlds, k):
     zeros = library.zeros
-    return fx.State(zeros((n_worlds, k, 2), dtype=dtype), zeros((n_worlds, k), dtype=dtype),
-                    zeros((n_worlds, k, 2), dtype=dtype), zeros((n_worlds, k), dtype=dtype),
-                    zeros((n_worlds, k), dtype=library.bool if library is not np else bool))
+    return fx.State(
+        zeros((n_worlds, k, 2), dtype=dtype),
+        zeros((n_worlds, k), dtype=dtype),
+        zeros((n_worlds, k, 2), dtype=dtype),
+        zeros((n_worlds, k), dtype=dtype),
+        zeros((n_worlds, k), dtype=library.bool if library is not np else bool),
+    )
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -174,8 +180,10 @@ def test_get_state_refuses_arrays_it_cannot_fill():
         "out.sleeping": dict(sleeping=np.zeros((n, k), np.int8)),
     }
     for name, change in cases.items():
-        fields = {key: getattr(good, key) for key in ("position", "angle", "velocity",
-                                                      "angular_velocity", "sleeping")}
+        fields = {
+            key: getattr(good, key)
+            for key in ("position", "angle", "velocity", "angular_velocity", "sleeping")
+        }
         fields.update(change)
         with pytest.raises(ValueError, match=name):
             scene.get_state(bodies=[0, 1], out=fx.State(**fields))
@@ -202,8 +210,7 @@ def test_get_state_fills_torch_tensors_in_place(dtype_name, arch):
             scene.get_state(bodies=[3, 1], out=_out(torch, dtype, N_WORLDS, 2))
         return
     full = scene.get_state()
-    out = fx.State(*(t.to(device) for t in _rows(_out(torch, dtype, N_WORLDS, 2),
-                                                  slice(None))))
+    out = fx.State(*(t.to(device) for t in _rows(_out(torch, dtype, N_WORLDS, 2), slice(None))))
     pointer = out.position.data_ptr()
     scene.get_state(bodies=[3, 1], out=out)
     assert out.position.data_ptr() == pointer

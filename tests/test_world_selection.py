@@ -28,8 +28,10 @@ def _reference(world, n_worlds: int):
     items = list(world) if isinstance(world, (list, tuple, np.ndarray)) else [world]
     if not items and np.ndim(world) == 1:
         return "ok", []
-    if any(isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer))
-           for v in items) or np.ndim(world) > 1:
+    if (
+        any(isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) for v in items)
+        or np.ndim(world) > 1
+    ):
         return "TypeError", None
     if isinstance(world, list) and np.asarray(world).dtype.kind == "f":
         return "TypeError", None  # NumPy holds np.uint64 beside a negative int as floats
@@ -52,9 +54,9 @@ def _outcome(world, n_worlds: int):
 
 
 _index = st.one_of(
-    st.integers(-12, 12),                                          # in and out of range
-    st.integers(-(2**70), 2**70),                                  # beyond int64
-    st.integers(0, 2**64 - 1).map(np.uint64),                      # wraps if cast first
+    st.integers(-12, 12),  # in and out of range
+    st.integers(-(2**70), 2**70),  # beyond int64
+    st.integers(0, 2**64 - 1).map(np.uint64),  # wraps if cast first
     st.integers(-(2**63), 2**63 - 1).map(np.int64),
     st.integers(0, 255).map(np.uint8),
 )
@@ -63,11 +65,14 @@ _index = st.one_of(
 @st.composite
 def _selections(draw):
     n_worlds = draw(st.integers(1, 9))
-    kind = draw(st.sampled_from(["permutation", "mask", "indices", "duplicate", "empty",
-                                 "scalar", "array", "other"]))
+    kind = draw(
+        st.sampled_from(
+            ["permutation", "mask", "indices", "duplicate", "empty", "scalar", "array", "other"]
+        )
+    )
     if kind == "permutation":
         worlds = draw(st.permutations(range(n_worlds)))
-        world = worlds[:draw(st.integers(0, n_worlds))]
+        world = worlds[: draw(st.integers(0, n_worlds))]
     elif kind == "mask":
         length = draw(st.sampled_from([n_worlds, n_worlds, n_worlds + 1, max(n_worlds - 1, 0)]))
         world = np.array(draw(st.lists(st.booleans(), min_size=length, max_size=length)), bool)
@@ -76,22 +81,28 @@ def _selections(draw):
     elif kind == "duplicate":
         first = draw(st.integers(0, n_worlds - 1))
         again = draw(st.sampled_from([first, first - n_worlds]))
-        world = draw(st.permutations([first, again, *draw(st.lists(st.integers(
-            -n_worlds, n_worlds - 1), max_size=3))]))
+        world = draw(
+            st.permutations(
+                [first, again, *draw(st.lists(st.integers(-n_worlds, n_worlds - 1), max_size=3))]
+            )
+        )
     elif kind == "empty":
-        world = draw(st.sampled_from([[], (), np.array([], np.int64), np.array([], np.uint64),
-                                      np.zeros(0)]))
+        world = draw(
+            st.sampled_from([[], (), np.array([], np.int64), np.array([], np.uint64), np.zeros(0)])
+        )
     elif kind == "scalar":
         world = draw(_index)
     elif kind == "array":
         dtype = draw(st.sampled_from([np.int8, np.int32, np.int64, np.uint16, np.uint64]))
         info = np.iinfo(dtype)
-        values = draw(st.lists(st.integers(max(info.min, -20), min(info.max, 20)),
-                               max_size=6))
+        values = draw(st.lists(st.integers(max(info.min, -20), min(info.max, 20)), max_size=6))
         world = np.array(values, dtype)
     else:
-        world = draw(st.sampled_from([1.0, [0.0, 1.0], "0", True, np.bool_(False),
-                                      [[0, 1]], np.zeros((2, 2), int)]))
+        world = draw(
+            st.sampled_from(
+                [1.0, [0.0, 1.0], "0", True, np.bool_(False), [[0, 1]], np.zeros((2, 2), int)]
+            )
+        )
     return world, n_worlds
 
 
@@ -102,16 +113,19 @@ def test_world_selection_follows_the_numpy_reference(case):
     assert _outcome(world, n_worlds) == _reference(world, n_worlds), world
 
 
-@pytest.mark.parametrize("world, message", [
-    (np.uint64(2**64 - 1), "world 18446744073709551615 out of range"),
-    (2**63, "world 9223372036854775808 out of range"),
-    (2**64, "out of range"),
-    (-5, "world -5 out of range"),
-    (4, "world 4 out of range"),
-    ([2, 2], "world 2 given twice"),
-    ([3, -1], "world 3 given twice (as 3 and -1)"),
-    (np.ones(3, bool), "a mask must have shape (4,)"),
-])
+@pytest.mark.parametrize(
+    "world, message",
+    [
+        (np.uint64(2**64 - 1), "world 18446744073709551615 out of range"),
+        (2**63, "world 9223372036854775808 out of range"),
+        (2**64, "out of range"),
+        (-5, "world -5 out of range"),
+        (4, "world 4 out of range"),
+        ([2, 2], "world 2 given twice"),
+        ([3, -1], "world 3 given twice (as 3 and -1)"),
+        (np.ones(3, bool), "a mask must have shape (4,)"),
+    ],
+)
 def test_bad_worlds_are_refused_naming_the_argument(world, message):
     with pytest.raises(ValueError, match="^world: ") as raised:
         world_selection(world, N_WORLDS)
@@ -133,15 +147,20 @@ def _scene():
     scene.add_box((0.0, -0.5), (20.0, 1.0), mass=0)
     box = scene.add_box((0.0, 0.5), (1.0, 1.0))
     arm = scene.add_box((-3.0, 3.0), (1.0, 0.1))
-    scene.add_revolute_joint(0, arm, anchor=(-3.5, 3.5), control_mode="velocity",
-                             pid=(50.0, 0.0, 0.0), max_effort=100.0)
+    scene.add_revolute_joint(
+        0, arm, anchor=(-3.5, 3.5), control_mode="velocity", pid=(50.0, 0.0, 0.0), max_effort=100.0
+    )
     scene.step(1 / 60)
     return scene, box
 
 
 def _rows(state: fx.State, rows: list) -> fx.State:
-    return fx.State(*(np.array(getattr(state, f)[rows]) for f in
-                      ("position", "angle", "velocity", "angular_velocity", "sleeping")))
+    return fx.State(
+        *(
+            np.array(getattr(state, f)[rows])
+            for f in ("position", "angle", "velocity", "angular_velocity", "sleeping")
+        )
+    )
 
 
 def test_per_world_rows_land_in_the_worlds_in_the_callers_order():
@@ -155,13 +174,13 @@ def test_per_world_rows_land_in_the_worlds_in_the_callers_order():
     assert scene.get_joint_params()["pid"][:, 0, 0].tolist() == [2.0, 50.0, 1.0, 50.0]
 
     two = _rows(scene.get_state(), [0, 1])
-    two.position[:, box, 0] = [30.0, 10.0]           # row 0 for world 3, row 1 for world 1
+    two.position[:, box, 0] = [30.0, 10.0]  # row 0 for world 3, row 1 for world 1
     scene.set_state(two, worlds=[3, 1])
     x = scene.get_state().position[:, box, 0]
     assert (x[3], x[1]) == (30.0, 10.0)
 
     two.position[:, box, 0] = [-4.0, 8.0]
-    scene.reset_worlds([1, 3], two)                  # row 0 for world 1, row 1 for world 3
+    scene.reset_worlds([1, 3], two)  # row 0 for world 1, row 1 for world 3
     x = scene.get_state().position[:, box, 0]
     assert (x[1], x[3]) == (-4.0, 8.0)
 
@@ -182,10 +201,12 @@ def test_duplicate_and_wrapped_worlds_are_refused_and_change_nothing():
     scene, box = _scene()
     before = scene.get_body_params([box])["mass"].copy()
     state = scene.get_state()
-    for call in (lambda: scene.set_body_params(box, mass=[5.0, 7.0], world=[2, 2]),
-                 lambda: scene.set_body_params(box, mass=3.0, world=np.uint64(2**64 - 1)),
-                 lambda: scene.set_joint_params(0, pid=(1.0, 0.0, 0.0), world=[1, 1]),
-                 lambda: scene.set_enabled(box, False, world=[0, -4])):
+    for call in (
+        lambda: scene.set_body_params(box, mass=[5.0, 7.0], world=[2, 2]),
+        lambda: scene.set_body_params(box, mass=3.0, world=np.uint64(2**64 - 1)),
+        lambda: scene.set_joint_params(0, pid=(1.0, 0.0, 0.0), world=[1, 1]),
+        lambda: scene.set_enabled(box, False, world=[0, -4]),
+    ):
         with pytest.raises((ValueError, TypeError), match="world"):
             call()
     with pytest.raises(ValueError, match="worlds: world 1 given twice"):
@@ -213,7 +234,7 @@ def test_an_empty_selection_is_accepted_and_changes_nothing():
 
 def test_set_enabled_takes_worlds_as_set_body_params_does():
     scene, box = _scene()
-    scene.set_enabled(box, False, world=-1)                          # the last world
+    scene.set_enabled(box, False, world=-1)  # the last world
     scene.set_enabled(box, False, world=np.array([True, False, False, False]))
     assert scene.enabled()[:, box].tolist() == [False, True, True, False]
 
@@ -226,11 +247,16 @@ def test_a_sharded_scene_sends_each_shard_its_rows_in_the_callers_order():
 
     from fx2d_gpu.distributed.sharded_scene import ShardedScene
 
-    driver = SimpleNamespace(_shards=[SimpleNamespace(worlds=range(0, 2), pending=[]),
-                                      SimpleNamespace(worlds=range(2, 4), pending=[])])
+    driver = SimpleNamespace(
+        _shards=[
+            SimpleNamespace(worlds=range(0, 2), pending=[]),
+            SimpleNamespace(worlds=range(2, 4), pending=[]),
+        ]
+    )
     worlds = world_selection([3, 1, 0], N_WORLDS)
-    rows = np.array([30.0, 10.0, 0.0])             # row i for worlds[i]
-    ShardedScene._queue_worlds(driver, worlds, lambda index, mine, local: (
-        index, local.tolist(), rows[mine].tolist()))
+    rows = np.array([30.0, 10.0, 0.0])  # row i for worlds[i]
+    ShardedScene._queue_worlds(
+        driver, worlds, lambda index, mine, local: (index, local.tolist(), rows[mine].tolist())
+    )
     assert driver._shards[0].pending == [(0, [0, 1], [0.0, 10.0])]
     assert driver._shards[1].pending == [(1, [1], [30.0])]

@@ -31,19 +31,23 @@ def upload_filters(ctx: StepContext, binding: Binding, builder: ModelBuilder, ro
     groups = np.array([b.collision_group for b in bodies], np.int32)
     categories = np.array([b.category_bits for b in bodies], np.uint32).view(np.int32)
     masks = np.array([b.mask_bits for b in bodies], np.uint32).view(np.int32)
-    binding.edit("model", rows, collision_group=groups, category_bits=categories,
-                 mask_bits=masks)
+    binding.edit("model", rows, collision_group=groups, category_bits=categories, mask_bits=masks)
     transfer.write_filters(ctx, rows.astype(np.int32), groups, categories, masks)
     ctx.cache.pairs_fat = False
 
 
-def upload_motor(ctx: StepContext, binding: Binding, builder: ModelBuilder, params: WorldParams,
-                 joint: int, motor):
+def upload_motor(
+    ctx: StepContext,
+    binding: Binding,
+    builder: ModelBuilder,
+    params: WorldParams,
+    joint: int,
+    motor,
+):
     """`motor` (a builder.Joint's mode, pid and max_effort) as joint `joint`'s, in the host
     model and on the device (its gains, per joint slot, with the per-world values
     `params`)."""
-    binding.edit("joints", joint, mode=motor.mode, pid=motor.pid,
-                 max_effort=motor.max_effort)
+    binding.edit("joints", joint, mode=motor.mode, pid=motor.pid, max_effort=motor.max_effort)
     upload_params(ctx, binding, builder, params)
     transfer.write_joint_mode(ctx, joint, motor.mode, motor.max_effort)
 
@@ -61,8 +65,9 @@ def upload_forces(ctx: StepContext, pending: dict[int, tuple[np.ndarray, np.ndar
     if not pending:
         return
     bodies = np.array(sorted(pending), np.int32)
-    slots = (np.arange(ctx.n_worlds, dtype=np.int32)[:, None] * ctx.n_bodies
-             + bodies[None, :]).reshape(-1)
+    slots = (
+        np.arange(ctx.n_worlds, dtype=np.int32)[:, None] * ctx.n_bodies + bodies[None, :]
+    ).reshape(-1)
     forces = np.stack([pending[b][0] for b in bodies], axis=1).reshape(-1, 2)
     torques = np.stack([pending[b][1] for b in bodies], axis=1).reshape(-1)
     transfer.scatter_forces(ctx, slots, forces.astype(np.float32), torques.astype(np.float32))
@@ -75,18 +80,24 @@ def write_state(ctx: StepContext, arrays: dict[str, np.ndarray]):
     the last step's events are forgotten."""
     n = ctx.n_slots
     transfer.write_state(
-        ctx, arrays["position"].reshape(n, 2).astype(np.float32),
+        ctx,
+        arrays["position"].reshape(n, 2).astype(np.float32),
         arrays["angle"].reshape(n).astype(np.float32),
         arrays["velocity"].reshape(n, 2).astype(np.float32),
         arrays["angular_velocity"].reshape(n).astype(np.float32),
-        arrays["sleeping"].reshape(n).astype(np.int32))
+        arrays["sleeping"].reshape(n).astype(np.int32),
+    )
     ctx.cache.contacts_current = False
     ctx.cache.forget_events()
     ctx.cache.state_set = True  # resting contacts are checked again (reporting.py)
 
 
-def write_world_rows(ctx: StepContext, worlds: np.ndarray, arrays: dict[str, np.ndarray],
-                     targets: np.ndarray | None = None):
+def write_world_rows(
+    ctx: StepContext,
+    worlds: np.ndarray,
+    arrays: dict[str, np.ndarray],
+    targets: np.ndarray | None = None,
+):
     """Checked rows of a State (world_resets.state_rows: k or 1 rows) into `worlds` only;
     with `targets` ((rows, n_joints) float32) a reset (Scene.reset_worlds: no pending
     forces, targets and PID state restarted, contacts forgotten). Contacts are then found

@@ -56,8 +56,9 @@ def check_out(out, fields, leading: tuple[int, int], backend: str | None = None)
         label = f"out.{name}"
         torch = _is_torch(value)
         if not (torch or isinstance(value, np.ndarray)):
-            raise TypeError(f"{label} must be a NumPy array or a torch tensor, got "
-                            f"{type(value).__name__}")
+            raise TypeError(
+                f"{label} must be a NumPy array or a torch tensor, got {type(value).__name__}"
+            )
         shape = leading + trailing
         if tuple(value.shape) != shape:
             raise ValueError(f"{label} must have shape {shape}, got {tuple(value.shape)}")
@@ -71,8 +72,10 @@ def check_out(out, fields, leading: tuple[int, int], backend: str | None = None)
                 raise ValueError(f"{label} must be float32 or float64, got {dtype}")
             kind = dtype.removeprefix("torch.")
             if float_dtype is not None and kind != float_dtype:
-                raise ValueError(f"{label} is {kind}, the other fields of out {float_dtype}: "
-                                 "one float dtype for all")
+                raise ValueError(
+                    f"{label} is {kind}, the other fields of out {float_dtype}: "
+                    "one float dtype for all"
+                )
             float_dtype = kind
         if torch:
             _check_tensor(value, label, backend)
@@ -91,7 +94,7 @@ def _check_apart(out, names: list[str]):
     """Refuse two fields of `out` that share memory (NumPy arrays or torch tensors of one
     storage), naming both: the gather writes one after the other into the same bytes."""
     for i, first in enumerate(names):
-        for second in names[i + 1:]:
+        for second in names[i + 1 :]:
             a, b = getattr(out, first), getattr(out, second)
             if _is_torch(a) and _is_torch(b):
                 shared = a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
@@ -100,8 +103,10 @@ def _check_apart(out, names: list[str]):
             else:  # a tensor beside an array: torch.from_numpy's sharing is not looked for
                 shared = False
             if shared:
-                raise ValueError(f"out.{first} and out.{second} share memory: give each "
-                                 "field an array of its own")
+                raise ValueError(
+                    f"out.{first} and out.{second} share memory: give each "
+                    "field an array of its own"
+                )
 
 
 def _torch_uint8():
@@ -117,13 +122,17 @@ def _check_tensor(value, label: str, backend: str | None = None):
         raise ValueError(f"{label} must not require grad (use a tensor of its own)")
     backend = backend or runtime.backend_name()
     if backend not in ("cuda", "x64", "arm64"):  # Vulkan, Metal: not the tensor's memory
-        raise ValueError(f"{label}: torch tensors are written on Taichi's CPU and CUDA "
-                         f"backends, the engine runs on {backend}: pass NumPy arrays")
+        raise ValueError(
+            f"{label}: torch tensors are written on Taichi's CPU and CUDA "
+            f"backends, the engine runs on {backend}: pass NumPy arrays"
+        )
     on_cuda = value.device.type == "cuda"
     if on_cuda != (backend == "cuda"):
-        raise ValueError(f"{label} is on {value.device}, the engine runs on Taichi's "
-                         f"{backend} backend: pass a {'CUDA' if backend == 'cuda' else 'CPU'} "
-                         "tensor")
+        raise ValueError(
+            f"{label} is on {value.device}, the engine runs on Taichi's "
+            f"{backend} backend: pass a {'CUDA' if backend == 'cuda' else 'CPU'} "
+            "tensor"
+        )
 
 
 #: Stand-ins for the fields not gathered (an ndarray argument cannot be None): their ndim
@@ -136,11 +145,19 @@ def _stand_in(ndim: int, like) -> object:
 
 
 @ti.kernel
-def _gather(bodies: ti.template(), serial: ti.template(), wanted: ti.template(),
-            rows: _ROWS, n_worlds: ti.i32, n_bodies: ti.i32,
-            position: ti.types.ndarray(ndim=3), angle: ti.types.ndarray(ndim=2),
-            velocity: ti.types.ndarray(ndim=3), angular_velocity: ti.types.ndarray(ndim=2),
-            sleeping: ti.types.ndarray(ndim=2)):
+def _gather(
+    bodies: ti.template(),
+    serial: ti.template(),
+    wanted: ti.template(),
+    rows: _ROWS,
+    n_worlds: ti.i32,
+    n_bodies: ti.i32,
+    position: ti.types.ndarray(ndim=3),
+    angle: ti.types.ndarray(ndim=2),
+    velocity: ti.types.ndarray(ndim=3),
+    angular_velocity: ti.types.ndarray(ndim=2),
+    sleeping: ti.types.ndarray(ndim=2),
+):
     """Per world and gathered body i (model row rows[i]), the wanted fields of its slot."""
     ti.loop_config(serialize=serial)
     for world, i in ti.ndrange(n_worlds, rows.shape[0]):
@@ -164,14 +181,30 @@ def _gather(bodies: ti.template(), serial: ti.template(), wanted: ti.template(),
 def gather_bodies(ctx: "StepContext", rows: np.ndarray, arrays: dict):
     """Fill `arrays` (check_out's) with the bodies `rows` ((k,) int32 model rows) of every
     world; one launch."""
-    floats = next((arrays[name] for name in ("position", "angle", "velocity",
-                                             "angular_velocity") if name in arrays), None)
+    floats = next(
+        (
+            arrays[name]
+            for name in ("position", "angle", "velocity", "angular_velocity")
+            if name in arrays
+        ),
+        None,
+    )
     ndims = {"position": 3, "angle": 2, "velocity": 3, "angular_velocity": 2}
     args = {name: arrays.get(name, _stand_in(ndim, floats)) for name, ndim in ndims.items()}
     sleeping = arrays.get("sleeping")
     if sleeping is None:
         sleeping = np.zeros((1, 1), np.uint8)
     wanted = tuple(name in arrays for name in (*ndims, "sleeping"))
-    _gather(ctx.pool.bodies, ctx.serial, wanted, np.ascontiguousarray(rows, np.int32),
-            ctx.n_worlds, ctx.n_bodies, args["position"], args["angle"], args["velocity"],
-            args["angular_velocity"], sleeping)
+    _gather(
+        ctx.pool.bodies,
+        ctx.serial,
+        wanted,
+        np.ascontiguousarray(rows, np.int32),
+        ctx.n_worlds,
+        ctx.n_bodies,
+        args["position"],
+        args["angle"],
+        args["velocity"],
+        args["angular_velocity"],
+        sleeping,
+    )

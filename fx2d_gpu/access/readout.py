@@ -18,8 +18,17 @@ from ..records import ContactEventList, ContactEvents, Contacts, State
 from . import gather
 
 #: Manifold fields contacts() reads.
-_CONTACT_FIELDS = ("body_a", "body_b", "point_count", "normal", "point", "depth", "feature",
-                   "total_normal_impulse", "total_tangent_impulse")
+_CONTACT_FIELDS = (
+    "body_a",
+    "body_b",
+    "point_count",
+    "normal",
+    "point",
+    "depth",
+    "feature",
+    "total_normal_impulse",
+    "total_tangent_impulse",
+)
 #: Body fields body_state() reads.
 _STATE_FIELDS = ("position", "angle", "velocity", "angular_velocity", "sleeping")
 
@@ -36,8 +45,7 @@ def float_dtype(dtype) -> np.dtype:
     return value
 
 
-def body_state(ctx: StepContext, rows: np.ndarray | None = None,
-               dtype=np.float64) -> State:
+def body_state(ctx: StepContext, rows: np.ndarray | None = None, dtype=np.float64) -> State:
     """Every world's poses, velocities and sleep flags (floats of `dtype`, sleeping bool)
     of the bodies `rows` ((k,) indices; None: all), new arrays (n_worlds, k, ...)."""
     w, nb = ctx.n_worlds, ctx.n_bodies
@@ -57,8 +65,13 @@ def body_state(ctx: StepContext, rows: np.ndarray | None = None,
 
 
 #: The State fields gather_state fills, with their trailing shape.
-_GATHERED = (("position", (2,)), ("angle", ()), ("velocity", (2,)),
-             ("angular_velocity", ()), ("sleeping", ()))
+_GATHERED = (
+    ("position", (2,)),
+    ("angle", ()),
+    ("velocity", (2,)),
+    ("angular_velocity", ()),
+    ("sleeping", ()),
+)
 
 
 def gather_state(ctx: StepContext, rows: np.ndarray | None, out: State) -> State:
@@ -146,14 +159,18 @@ def contacts(ctx: StepContext, sensor: np.ndarray, world: int | None) -> Contact
         return per_point(name, np.float64, 0.0)
 
     return Contacts(
-        world=a // nb, body_a=a % nb, body_b=b % nb,
+        world=a // nb,
+        body_a=a % nb,
+        body_b=b % nb,
         normal=rows("normal", np.float64),
-        point_count=count, points=per_point("point", np.float64, 0.0),
+        point_count=count,
+        points=per_point("point", np.float64, 0.0),
         depths=per_point("depth", np.float64, 0.0),
         features=per_point("feature", np.int64, -1),
         normal_impulse=impulses("total_normal_impulse"),
         tangent_impulse=impulses("total_tangent_impulse"),
-        sensor=sensor[a % nb] | sensor[b % nb], n_worlds=ctx.n_worlds,
+        sensor=sensor[a % nb] | sensor[b % nb],
+        n_worlds=ctx.n_worlds,
     )
 
 
@@ -161,15 +178,24 @@ def contact_events(ctx: StepContext, sensor: np.ndarray) -> ContactEvents:
     """Scene.contact_events: the last step's begin and end events, each list sorted by
     (world, body_a, body_b); `sensor` (n_bodies,) bool marks the sensors."""
     cache, nb = ctx.cache, ctx.n_bodies
-    lists = ctx.pool.events.read({"begin_a": cache.n_begin_events,
-                                  "begin_b": cache.n_begin_events,
-                                  "end_a": cache.n_end_events, "end_b": cache.n_end_events})
+    lists = ctx.pool.events.read(
+        {
+            "begin_a": cache.n_begin_events,
+            "begin_b": cache.n_begin_events,
+            "end_a": cache.n_end_events,
+            "end_b": cache.n_end_events,
+        }
+    )
 
     def listed(kind):
         a, b = (lists[f"{kind}_{end}"].astype(np.int64) for end in ("a", "b"))
-        return ContactEventList(world=a // nb, body_a=a % nb, body_b=b % nb,
-                                sensor=sensor[a % nb] | sensor[b % nb],
-                                n_worlds=ctx.n_worlds)
+        return ContactEventList(
+            world=a // nb,
+            body_a=a % nb,
+            body_b=b % nb,
+            sensor=sensor[a % nb] | sensor[b % nb],
+            n_worlds=ctx.n_worlds,
+        )
 
     return ContactEvents(begin=listed("begin"), end=listed("end"))
 

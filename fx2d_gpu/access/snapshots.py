@@ -97,10 +97,13 @@ class SceneSnapshot:
     def copy(self) -> SceneSnapshot:
         """A deep copy: every array copied, so neither changes the other."""
         return dataclasses.replace(
-            self, device={g: {k: v.copy() for k, v in f.items()} for g, f in self.device.items()},
+            self,
+            device={g: {k: v.copy() for k, v in f.items()} for g, f in self.device.items()},
             motors={k: v.copy() for k, v in self.motors.items()},
-            params={k: v.copy() for k, v in self.params.items()}, cache=dict(self.cache),
-            forces={b: (f.copy(), t.copy()) for b, (f, t) in self.forces.items()})
+            params={k: v.copy() for k, v in self.params.items()},
+            cache=dict(self.cache),
+            forces={b: (f.copy(), t.copy()) for b, (f, t) in self.forces.items()},
+        )
 
     def device_snapshot(self) -> Snapshot:
         """A copy of the saved device fields, as the residency.Snapshot the device pool loads."""
@@ -119,16 +122,23 @@ class SceneSnapshot:
         Raises:
             OSError: the file cannot be written.
         """
-        arrays = {f"device/{g}/{k}": v for g, fields in self.device.items()
-                  for k, v in fields.items()}
+        arrays = {
+            f"device/{g}/{k}": v for g, fields in self.device.items() for k, v in fields.items()
+        }
         arrays.update({f"motors/{k}": v for k, v in self.motors.items()})
         arrays.update({f"params/{k}": v for k, v in self.params.items()})
         for body, (force, torque) in self.forces.items():
             arrays[f"forces/{body}/force"], arrays[f"forces/{body}/torque"] = force, torque
-        meta = {"format_version": FORMAT_VERSION, "fingerprint": self.fingerprint,
-                "n_worlds": self.n_worlds, "n_bodies": self.n_bodies,
-                "n_joints": self.n_joints, "cache": self.cache, "time": self.time,
-                "step_count": self.step_count}
+        meta = {
+            "format_version": FORMAT_VERSION,
+            "fingerprint": self.fingerprint,
+            "n_worlds": self.n_worlds,
+            "n_bodies": self.n_bodies,
+            "n_joints": self.n_joints,
+            "cache": self.cache,
+            "time": self.time,
+            "step_count": self.step_count,
+        }
         with open(Path(path), "wb") as f:
             np.savez_compressed(f, meta=np.array(json.dumps(meta)), **arrays)
 
@@ -158,21 +168,30 @@ class SceneSnapshot:
         return read_state_file(path)
 
 
-def take_snapshot(binding, cache: StepCache, params: WorldParams, forces: dict, time: float,
-                  step_count: int) -> SceneSnapshot:
+def take_snapshot(
+    binding, cache: StepCache, params: WorldParams, forces: dict, time: float, step_count: int
+) -> SceneSnapshot:
     """A SceneSnapshot of a built scene: its binding (residency.Binding), step cache,
     per-world values, pending forces {body: (force, torque)} and clock."""
     device = residency.current_state(binding).arrays
     return SceneSnapshot(
-        scene_fingerprint(binding), binding.n_worlds, binding.n_bodies, binding.n_joints,
+        scene_fingerprint(binding),
+        binding.n_worlds,
+        binding.n_bodies,
+        binding.n_joints,
         {group: {k: v.copy() for k, v in fields.items()} for group, fields in device.items()},
-        {k: binding.base_model["joints"][k].copy() for k in MOTOR_FIELDS}, params.arrays(),
+        {k: binding.base_model["joints"][k].copy() for k in MOTOR_FIELDS},
+        params.arrays(),
         dataclasses.asdict(cache),
-        {b: (np.array(f), np.array(t)) for b, (f, t) in forces.items()}, time, step_count)
+        {b: (np.array(f), np.array(t)) for b, (f, t) in forces.items()},
+        time,
+        step_count,
+    )
 
 
-def restore_snapshot(snapshot, binding, cache: StepCache, builder: ModelBuilder, gravity, *,
-                     checked: bool = False):
+def restore_snapshot(
+    snapshot, binding, cache: StepCache, builder: ModelBuilder, gravity, *, checked: bool = False
+):
     """Put a snapshot back into a built scene (its binding, built for the model as it is and
     resident or not: the next acquire loads the snapshot; its step cache, its
     builder.ModelBuilder, and its own gravity (2,), for a snapshot without per-world
@@ -187,8 +206,7 @@ def restore_snapshot(snapshot, binding, cache: StepCache, builder: ModelBuilder,
         ValueError: it is of another scene, or does not hold together (naming the field).
     """
     if not isinstance(snapshot, SceneSnapshot):
-        raise TypeError(f"snapshot must be a fx2d_gpu.SceneSnapshot, got "
-                        f"{type(snapshot).__name__}")
+        raise TypeError(f"snapshot must be a fx2d_gpu.SceneSnapshot, got {type(snapshot).__name__}")
     if not checked:
         plainly(check_containers, vars(snapshot), "snapshot")
         # Checked after copying: what is applied is what was checked, even if the caller's
@@ -246,8 +264,9 @@ class SceneCopies:
         """
         n_worlds = as_count(n_worlds, "n_worlds")
         if self._n_worlds != 1:
-            raise ValueError(f"replicate copies a one-world scene; this one has "
-                             f"{self._n_worlds} worlds")
+            raise ValueError(
+                f"replicate copies a one-world scene; this one has {self._n_worlds} worlds"
+            )
         copy = type(self)(**dict(self._settings(), n_worlds=n_worlds))
         copy._builder = deepcopy(self._builder)
         copy._params = self._params.repeated(n_worlds)
@@ -257,29 +276,47 @@ class SceneCopies:
             copy._pending_targets[joint] = np.repeat(values[:1], n_worlds)
         if self._is_built():
             state = self.get_state()
-            copy.set_state(State(*(np.repeat(a, n_worlds, axis=0) for a in (
-                state.position, state.angle, state.velocity, state.angular_velocity,
-                state.sleeping))))
+            copy.set_state(
+                State(
+                    *(
+                        np.repeat(a, n_worlds, axis=0)
+                        for a in (
+                            state.position,
+                            state.angle,
+                            state.velocity,
+                            state.angular_velocity,
+                            state.sleeping,
+                        )
+                    )
+                )
+            )
             for joint in range(self.n_joints):
                 copy.set_joint_target(joint, float(self._joint_targets(joint)[0]))
             disabled = np.flatnonzero(~self.enabled()[0])
             if len(disabled):
                 copy.set_enabled(disabled, False)
-        copy._pending_forces = {body: (np.repeat(force[:1], n_worlds, axis=0),
-                                       np.repeat(torque[:1], n_worlds))
-                                for body, (force, torque) in self._pending_forces.items()}
+        copy._pending_forces = {
+            body: (np.repeat(force[:1], n_worlds, axis=0), np.repeat(torque[:1], n_worlds))
+            for body, (force, torque) in self._pending_forces.items()
+        }
         return copy
 
     @serialized
     def __getstate__(self) -> dict:
         """What copy.deepcopy and pickle keep: the settings, the model, the pending inputs,
         and (once built) a snapshot; the copy continues bitwise like the original."""
-        return {"settings": self._settings(),
-                "builder": self._builder, "pending_targets": self._pending_targets,
-                "meta": self.meta, "visuals": self.visuals, "time": self.time,
-                "step_count": self.step_count, "params": self._params.copy(),
-                "snapshot": self.snapshot() if self._binding.n_bodies else None,
-                "pending_forces": self._pending_forces}
+        return {
+            "settings": self._settings(),
+            "builder": self._builder,
+            "pending_targets": self._pending_targets,
+            "meta": self.meta,
+            "visuals": self.visuals,
+            "time": self.time,
+            "step_count": self.step_count,
+            "params": self._params.copy(),
+            "snapshot": self.snapshot() if self._binding.n_bodies else None,
+            "pending_forces": self._pending_forces,
+        }
 
     def __setstate__(self, state: dict):
         self.__init__(**state["settings"])
@@ -293,7 +330,13 @@ class SceneCopies:
             # elsewhere would be (unpickling runs code anyway), so that a scene kept in the
             # state a fault left it (on_fault="raise") can still be copied and looked at.
             self._context()  # builds the arrays of the same model first
-            *_, self._params = restore_snapshot(state["snapshot"], self._binding, self._cache,
-                                                self._builder, self._gravity, checked=True)
+            *_, self._params = restore_snapshot(
+                state["snapshot"],
+                self._binding,
+                self._cache,
+                self._builder,
+                self._gravity,
+                checked=True,
+            )
         self._pending_forces = state["pending_forces"]
         self.time, self.step_count = state["time"], state["step_count"]

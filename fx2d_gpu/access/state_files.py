@@ -60,11 +60,13 @@ FORMAT_VERSION = 8
 READABLE_VERSIONS = (3, 4, 5, 6, 7, 8)
 #: Saved fields that older formats lack, the format that added each and the shape of one
 #: entry and its extent: such a file loads with the field zero.
-_ADDED_FIELDS = {"device/bodies/support": (5, "slots", (), np.int32),
-                 "device/joints/soft_impulse": (6, "joint_slots", (4,), np.float32),
-                 "device/contacts/found_pose": (7, "pairs", (6,), np.float32),
-                 "device/contacts/found_margin": (7, "pairs", (), np.float32),
-                 "device/contacts/drift": (7, "pairs", (), np.float32)}
+_ADDED_FIELDS = {
+    "device/bodies/support": (5, "slots", (), np.int32),
+    "device/joints/soft_impulse": (6, "joint_slots", (4,), np.float32),
+    "device/contacts/found_pose": (7, "pairs", (6,), np.float32),
+    "device/contacts/found_margin": (7, "pairs", (), np.float32),
+    "device/contacts/drift": (7, "pairs", (), np.float32),
+}
 #: Step cache fields that older formats lack, the format that added each and the value such
 #: a file loads with (colors_fresh False: the next colouring from scratch that falls due is
 #: made, which gives the colours a format 8 file would have kept).
@@ -85,8 +87,16 @@ _NPY_HEADER_MAX = 4096
 #: header and central-directory entry (with their names and zip64 fields), and deflate's
 #: worst-case growth of incompressible data (~5 bytes a 16 KiB block, see _file_bound).
 _ZIP_MEMBER_OVERHEAD = 1024
-_META_KEYS = ("format_version", "fingerprint", "n_worlds", "n_bodies", "n_joints", "cache",
-              "time", "step_count")
+_META_KEYS = (
+    "format_version",
+    "fingerprint",
+    "n_worlds",
+    "n_bodies",
+    "n_joints",
+    "cache",
+    "time",
+    "step_count",
+)
 #: Largest counter a file's cache or step_count may hold (they are Python ints, which JSON
 #: would let grow without bound).
 _MAX_COUNTER = (1 << 63) - 1
@@ -191,13 +201,22 @@ def _check_layout(values: dict, where: str, prefix: str, binding=None) -> _Layou
         if not _is_int(value):
             raise _Refused(f"{where}: {prefix}{key} must be an int, got {value!r}")
         if binding is not None and value != getattr(binding, key):
-            raise _Refused(f"{where}: {prefix}{key} is {value}, this scene has "
-                           f"{getattr(binding, key)} (the snapshot is of another scene)")
+            raise _Refused(
+                f"{where}: {prefix}{key} is {value}, this scene has "
+                f"{getattr(binding, key)} (the snapshot is of another scene)"
+            )
     layout = _Layout(int(values["n_worlds"]), int(values["n_bodies"]), int(values["n_joints"]))
-    if (layout.n_worlds < 1 or layout.n_bodies < 1 or layout.n_joints < 0
-            or layout.n_slots > residency.MAX_SLOTS or layout.joint_slots > residency.MAX_SLOTS):
-        raise _Refused(f"{where}: {prefix}n_worlds, n_bodies, n_joints = {layout.n_worlds}, "
-                       f"{layout.n_bodies}, {layout.n_joints}: not a layout a scene can have")
+    if (
+        layout.n_worlds < 1
+        or layout.n_bodies < 1
+        or layout.n_joints < 0
+        or layout.n_slots > residency.MAX_SLOTS
+        or layout.joint_slots > residency.MAX_SLOTS
+    ):
+        raise _Refused(
+            f"{where}: {prefix}n_worlds, n_bodies, n_joints = {layout.n_worlds}, "
+            f"{layout.n_bodies}, {layout.n_joints}: not a layout a scene can have"
+        )
     return layout
 
 
@@ -206,18 +225,23 @@ def _cache_bounds(layout: _Layout, cache: dict) -> dict:
     this layout (fields not named: any count from 0); `cache` has been type-checked."""
     pairs = layout.max_pairs
     return {
-        "n_pairs": (0, pairs), "colored_pairs": (0, pairs), "n_reported": (0, pairs),
+        "n_pairs": (0, pairs),
+        "colored_pairs": (0, pairs),
+        "n_reported": (0, pairs),
         # The broad phase and the report ask for a quarter more than they found.
         "pair_need": (0, pairs + pairs // 4),
         # A box covers at most 3 x 3 cells of its level (2 x 2, and a row more where
         # rounding far from the origin adds one).
         "entry_need": (0, 9 * layout.n_slots),
-        "n_colors": (0, MAX_COLORS), "n_overflow": (0, pairs + layout.joint_slots),
+        "n_colors": (0, MAX_COLORS),
+        "n_overflow": (0, pairs + layout.joint_slots),
         "lost_bodies": (0, layout.n_slots),
         # Begin events are pairs of the reported list; end events pairs of the list before
         # (in a pool that held it: at least MIN_CAPACITIES' pairs, see _check_fits).
-        "n_begin_events": (0, cache["n_reported"]), "n_end_events": (0, pairs),
-        "refresh_backoff": (0, MAX_REFRESH_BACKOFF), "refresh_skips": (0, MAX_REFRESH_BACKOFF),
+        "n_begin_events": (0, cache["n_reported"]),
+        "n_end_events": (0, pairs),
+        "refresh_backoff": (0, MAX_REFRESH_BACKOFF),
+        "refresh_skips": (0, MAX_REFRESH_BACKOFF),
     }
 
 
@@ -226,8 +250,9 @@ def _check_cache(cache, layout: _Layout, where: str, prefix: str) -> dict:
     (bool, or an int within _cache_bounds)."""
     name = f"{prefix}cache"
     if not isinstance(cache, dict):
-        raise _Refused(f"{where}: {name} must be a dict of StepCache's fields, got "
-                       f"{type(cache).__name__}")
+        raise _Refused(
+            f"{where}: {name} must be a dict of StepCache's fields, got {type(cache).__name__}"
+        )
     defaults = {field.name: field.default for field in dataclasses.fields(StepCache)}
     for key in cache:
         if key not in defaults:
@@ -247,8 +272,9 @@ def _check_cache(cache, layout: _Layout, where: str, prefix: str) -> dict:
             continue
         low, high = bounds.get(key, (0, _MAX_COUNTER))
         if not low <= cache[key] <= high:
-            raise _Refused(f"{where}: {name}.{key} is {cache[key]}, expected {low} to {high} "
-                           f"in this scene")
+            raise _Refused(
+                f"{where}: {name}.{key} is {cache[key]}, expected {low} to {high} in this scene"
+            )
     return cache
 
 
@@ -259,12 +285,13 @@ def _check_meta(values: dict, where: str, prefix: str, binding=None) -> _Layout:
     if not isinstance(fingerprint, str):
         raise _Refused(f"{where}: {prefix}fingerprint must be a str, got {fingerprint!r}")
     if binding is not None and fingerprint != scene_fingerprint(binding):
-        raise _Refused(f"{where}: the snapshot is of another scene (its bodies, joints, "
-                       "disabled pairs or n_worlds differ)")
+        raise _Refused(
+            f"{where}: the snapshot is of another scene (its bodies, joints, "
+            "disabled pairs or n_worlds differ)"
+        )
     time = values["time"]
     if not _is_real(time) or not _finite(time) or time < 0:
-        raise _Refused(f"{where}: {prefix}time must be a finite number >= 0 (s), got "
-                       f"{time!r}")
+        raise _Refused(f"{where}: {prefix}time must be a finite number >= 0 (s), got {time!r}")
     steps = values["step_count"]
     if not _is_int(steps) or not 0 <= steps <= _MAX_COUNTER:
         raise _Refused(f"{where}: {prefix}step_count must be an int >= 0, got {steps!r}")
@@ -285,8 +312,7 @@ def _saved_fields() -> dict[str, dict[str, tuple]]:
         for d in group.declarations():
             if d.saved is not None:
                 dtype = np.dtype(np.float32 if d.dtype == f32 else np.int32)
-                spec.setdefault(name, {})[d.name] = (dtype, d.element_shape, d.saved,
-                                                     d.entries)
+                spec.setdefault(name, {})[d.name] = (dtype, d.element_shape, d.saved, d.entries)
     return spec
 
 
@@ -319,28 +345,37 @@ def check_containers(snapshot: dict, where: str):
     device {str: {str: ndarray}}, motors and params {str: ndarray}, cache a dict, forces {int:
     (ndarray, ndarray)}; what copy() needs."""
     if not isinstance(snapshot["device"], dict) or not all(
-            isinstance(fields, dict) for fields in snapshot["device"].values()):
+        isinstance(fields, dict) for fields in snapshot["device"].values()
+    ):
         raise _Refused(f"{where}: device must be a dict of dicts of arrays")
     for group, fields in snapshot["device"].items():
         for name, value in fields.items():
             if not isinstance(value, np.ndarray):
-                raise _Refused(f"{where}: device/{group}/{name} must be a NumPy array, got "
-                               f"{type(value).__name__}")
+                raise _Refused(
+                    f"{where}: device/{group}/{name} must be a NumPy array, got "
+                    f"{type(value).__name__}"
+                )
     for section in ("motors", "params"):
         if not isinstance(snapshot[section], dict):
             raise _Refused(f"{where}: {section} must be a dict of arrays")
         for name, value in snapshot[section].items():
             if not isinstance(value, np.ndarray):
-                raise _Refused(f"{where}: {section}/{name} must be a NumPy array, got "
-                               f"{type(value).__name__}")
+                raise _Refused(
+                    f"{where}: {section}/{name} must be a NumPy array, got {type(value).__name__}"
+                )
     if not isinstance(snapshot["cache"], dict):
-        raise _Refused(f"{where}: cache must be a dict of StepCache's fields, got "
-                       f"{type(snapshot['cache']).__name__}")
+        raise _Refused(
+            f"{where}: cache must be a dict of StepCache's fields, got "
+            f"{type(snapshot['cache']).__name__}"
+        )
     if not isinstance(snapshot["forces"], dict):
         raise _Refused(f"{where}: forces must be a dict {{body: (force, torque)}}")
     for body, value in snapshot["forces"].items():
-        if not (isinstance(value, (tuple, list)) and len(value) == 2
-                and all(isinstance(v, np.ndarray) for v in value)):
+        if not (
+            isinstance(value, (tuple, list))
+            and len(value) == 2
+            and all(isinstance(v, np.ndarray) for v in value)
+        ):
             raise _Refused(f"{where}: forces/{body} must be (force, torque), two NumPy arrays")
 
 
@@ -354,8 +389,9 @@ def check_snapshot(snapshot: dict, binding, where: str, prefix: str = ""):
     meta = {key: snapshot[key] for key in _META_KEYS if key != "format_version"}
     layout = _check_meta(meta, where, prefix, binding)
     expected = _expected_arrays(layout, snapshot["cache"], _saved_fields())
-    arrays = {f"device/{g}/{k}": v for g, fields in snapshot["device"].items()
-              for k, v in fields.items()}
+    arrays = {
+        f"device/{g}/{k}": v for g, fields in snapshot["device"].items() for k, v in fields.items()
+    }
     arrays.update({f"motors/{k}": v for k, v in snapshot["motors"].items()})
     for key in arrays:
         if key not in expected:
@@ -383,21 +419,28 @@ def _check_forces(forces: dict, layout: _Layout, where: str):
     w = layout.n_worlds
     for body, (force, torque) in forces.items():
         if not _is_int(body) or not 0 <= body < layout.n_bodies:
-            raise _Refused(f"{where}: forces/{body}: a force on body {body!r}, this scene has "
-                           f"bodies 0 to {layout.n_bodies - 1}")
+            raise _Refused(
+                f"{where}: forces/{body}: a force on body {body!r}, this scene has "
+                f"bodies 0 to {layout.n_bodies - 1}"
+            )
         for name, value, shape in (("force", force, (w, 2)), ("torque", torque, (w,))):
             key = f"forces/{body}/{name}"
             _check_array(value, np.dtype(np.float64), shape, where, key)
             if not np.isfinite(value).all() or np.abs(value).max(initial=0.0) > FLOAT32_MAX:
-                raise _Refused(f"{where}: {key} must be finite and within float32's range "
-                               f"(|x| <= {FLOAT32_MAX:g})")
+                raise _Refused(
+                    f"{where}: {key} must be finite and within float32's range "
+                    f"(|x| <= {FLOAT32_MAX:g})"
+                )
 
 
 #: Float fields bounded beyond finite: as set_state bounds them (shapes.MAX_COORDINATE,
 #: MAX_SPEED); past them a step would only report a fault.
-_FLOAT_LIMITS = {"device/bodies/position": MAX_COORDINATE, "device/bodies/angle": MAX_COORDINATE,
-                 "device/bodies/velocity": MAX_SPEED,
-                 "device/bodies/angular_velocity": MAX_SPEED}
+_FLOAT_LIMITS = {
+    "device/bodies/position": MAX_COORDINATE,
+    "device/bodies/angle": MAX_COORDINATE,
+    "device/bodies/velocity": MAX_SPEED,
+    "device/bodies/angular_velocity": MAX_SPEED,
+}
 
 
 def _refuse(where: str, key: str, index, value, expected: str):
@@ -422,30 +465,37 @@ def _int_rules(layout: _Layout, cache: dict) -> dict[str, tuple[int, int]]:
     top = np.iinfo(np.int32).max
     slot, flag, colour = (0, N - 1), (0, 1), (0, UNSOLVED_COLOR)
     return {
-        "device/bodies/sleeping": flag, "device/bodies/enabled": flag,
+        "device/bodies/sleeping": flag,
+        "device/bodies/enabled": flag,
         "device/bodies/island": slot,  # and in the slot's world (_check_structures)
         "device/bodies/support": (0, N),  # contacts to an immovable body: fewer than bodies
         "device/joints/pid_started": flag,
         # Pair lists: body slots; pair_start ranges (_check_structures). A list that is
         # empty may keep the ranges of an earlier one: no kernel reads them then.
-        "device/contacts/pair_start": (0, top), "device/contacts/body_a": slot,
+        "device/contacts/pair_start": (0, top),
+        "device/contacts/body_a": slot,
         "device/contacts/body_b": slot,
         "device/contacts/point_count": (0, MAX_MANIFOLD_POINTS),
         "device/contacts/feature": (-top - 1, top),  # ids, only compared
-        "device/reported/pair_start": (0, top), "device/reported/body_a": slot,
+        "device/reported/pair_start": (0, top),
+        "device/reported/body_a": slot,
         "device/reported/body_b": slot,
         "device/reported/point_count": (0, MAX_MANIFOLD_POINTS),
         "device/reported/feature": (-top - 1, top),
         # The step's pair each entry came from (-1: a resting pair from the list before);
         # read as an index (when >= 0) only where report_mapped (reporting.refresh_report).
         "device/reported/origin": (-1, P - 1) if cache["report_mapped"] else (-1, top),
-        "device/events/begin_a": slot, "device/events/begin_b": slot,
-        "device/events/end_a": slot, "device/events/end_b": slot,
+        "device/events/begin_a": slot,
+        "device/events/begin_b": slot,
+        "device/events/end_a": slot,
+        "device/events/end_b": slot,
         # Colours: MAX_COLORS is the overflow, UNSOLVED_COLOR a pair not solved. The lists
         # are checked whole where a step may reuse them (_check_coloring); elsewhere they
         # may be an earlier colouring's (of another layout), which no kernel reads.
-        "device/coloring/color": colour, "device/coloring/joint_color": colour,
-        "device/coloring/color_start": (0, top), "device/coloring/color_list": (0, top),
+        "device/coloring/color": colour,
+        "device/coloring/joint_color": colour,
+        "device/coloring/color_start": (0, top),
+        "device/coloring/color_list": (0, top),
         "device/coloring/pair_origin": (0, P - 1),
         "device/coloring/body_colored_dynamic": flag,
         # broad_phase.pairing_key: placed (1) | asleep (2).
@@ -471,8 +521,10 @@ def _check_values(arrays: dict, layout: _Layout, cache: dict, where: str):
                 _refuse(where, key, i, value[i], f"within +-{limit:g}")
         else:
             if key not in rules:
-                raise _Refused(f"{where}: {key}: no check is known for this int field "
-                               "(snapshots._int_rules), so it cannot be trusted")
+                raise _Refused(
+                    f"{where}: {key}: no check is known for this int field "
+                    "(snapshots._int_rules), so it cannot be trusted"
+                )
             _check_range(value, *rules[key], where, key)
     effort = arrays["motors/max_effort"]
     if (effort <= 0).any():
@@ -485,8 +537,13 @@ def _check_values(arrays: dict, layout: _Layout, cache: dict, where: str):
     beyond = np.argwhere(np.abs(target) >= limits[None, :])
     if beyond.size:
         world, joint = beyond[0]
-        _refuse(where, "device/joints/target", world * target.shape[1] + joint,
-                target[world, joint], f"within +-{limits[joint]:g} (its motor's mode)")
+        _refuse(
+            where,
+            "device/joints/target",
+            world * target.shape[1] + joint,
+            target[world, joint],
+            f"within +-{limits[joint]:g} (its motor's mode)",
+        )
     _check_structures(arrays, layout, cache, where)
 
 
@@ -500,9 +557,13 @@ def _check_structures(arrays: dict, layout: _Layout, cache: dict, where: str):
     island = arrays[d + "bodies/island"]
     other = np.flatnonzero(island // nb != np.arange(N) // nb)
     if other.size:
-        _refuse(where, d + "bodies/island", other[0], island[other[0]],
-                f"a slot of the body's world ({other[0] // nb * nb} to "
-                f"{other[0] // nb * nb + nb - 1})")
+        _refuse(
+            where,
+            d + "bodies/island",
+            other[0],
+            island[other[0]],
+            f"a slot of the body's world ({other[0] // nb * nb} to {other[0] // nb * nb + nb - 1})",
+        )
     P = cache["n_pairs"]
     a, b = arrays[d + "contacts/body_a"], arrays[d + "contacts/body_b"]
     _check_pairs(a, b, nb, where, d + "contacts")
@@ -513,17 +574,24 @@ def _check_structures(arrays: dict, layout: _Layout, cache: dict, where: str):
         a, b = a.copy(), b.copy()
         a[origin], b[origin] = arrays[d + "contacts/body_a"], arrays[d + "contacts/body_b"]
     if P:
-        _check_lists(arrays[d + "contacts/pair_start"], a, b, N, where, d + "contacts",
-                     lower_owns=False)
+        _check_lists(
+            arrays[d + "contacts/pair_start"], a, b, N, where, d + "contacts", lower_owns=False
+        )
     R = cache["n_reported"]
     a, b = arrays[d + "reported/body_a"], arrays[d + "reported/body_b"]
     _check_pairs(a, b, nb, where, d + "reported")
     if R:
-        _check_lists(arrays[d + "reported/pair_start"], a, b, N, where, d + "reported",
-                     lower_owns=True)
+        _check_lists(
+            arrays[d + "reported/pair_start"], a, b, N, where, d + "reported", lower_owns=True
+        )
     for kind in ("begin", "end"):
-        _check_pairs(arrays[f"{d}events/{kind}_a"], arrays[f"{d}events/{kind}_b"], nb, where,
-                     f"{d}events/{kind}")
+        _check_pairs(
+            arrays[f"{d}events/{kind}_a"],
+            arrays[f"{d}events/{kind}_b"],
+            nb,
+            where,
+            f"{d}events/{kind}",
+        )
     if cache["coloring_valid"] and cache["colored_pairs"] == P and cache["n_overflow"] == 0:
         # coloring.may_reuse_coloring: the next step may solve with these lists as they are.
         _check_coloring(arrays, P + layout.joint_slots, P, cache["n_colors"], where)
@@ -534,8 +602,9 @@ def _check_pairs(a: np.ndarray, b: np.ndarray, nb: int, where: str, key: str):
     bad = np.flatnonzero((a >= b) | (a // nb != b // nb))
     if bad.size:
         i = bad[0]
-        raise _Refused(f"{where}: {key} pair {i} is slots ({a[i]}, {b[i]}), expected a < b "
-                       "in one world")
+        raise _Refused(
+            f"{where}: {key} pair {i} is slots ({a[i]}, {b[i]}), expected a < b in one world"
+        )
 
 
 def _check_permutation(values: np.ndarray, n: int, where: str, key: str):
@@ -543,12 +612,20 @@ def _check_permutation(values: np.ndarray, n: int, where: str, key: str):
     counts = np.bincount(values, minlength=n)
     if (counts != 1).any():
         i = np.flatnonzero(counts != 1)[0]
-        raise _Refused(f"{where}: {key} holds {i} {counts[i]} times, expected each of 0 to "
-                       f"{n - 1} once")
+        raise _Refused(
+            f"{where}: {key} holds {i} {counts[i]} times, expected each of 0 to {n - 1} once"
+        )
 
 
-def _check_lists(start: np.ndarray, a: np.ndarray, b: np.ndarray, n_slots: int, where: str,
-                 key: str, lower_owns: bool):
+def _check_lists(
+    start: np.ndarray,
+    a: np.ndarray,
+    b: np.ndarray,
+    n_slots: int,
+    where: str,
+    key: str,
+    lower_owns: bool,
+):
     """Pairs listed by owner slot: pair_start[g]:pair_start[g + 1] are slot g's, the ranges
     covering the list in order; each pair's owner is one of its slots (`lower_owns`: its
     lower one, a: the report; else either: the broad phase gives a pair to the body on the
@@ -563,18 +640,21 @@ def _check_lists(start: np.ndarray, a: np.ndarray, b: np.ndarray, n_slots: int, 
     owned = (a == owner) if lower_owns else (a == owner) | (b == owner)
     if not owned.all():
         i = np.flatnonzero(~owned)[0]
-        raise _Refused(f"{where}: {key} pair {i} ({a[i]}, {b[i]}) lies in slot {owner[i]}'s "
-                       f"range of {key}/pair_start")
+        raise _Refused(
+            f"{where}: {key} pair {i} ({a[i]}, {b[i]}) lies in slot {owner[i]}'s "
+            f"range of {key}/pair_start"
+        )
     partner = a + b - owner
     bad = np.flatnonzero((owner[1:] == owner[:-1]) & (partner[1:] <= partner[:-1]))
     if bad.size:
         i = bad[0] + 1
-        raise _Refused(f"{where}: {key} pair {i} ({a[i]}, {b[i]}) is out of order after "
-                       f"({a[i - 1]}, {b[i - 1]})")
+        raise _Refused(
+            f"{where}: {key} pair {i} ({a[i]}, {b[i]}) is out of order after "
+            f"({a[i - 1]}, {b[i - 1]})"
+        )
 
 
-def _check_coloring(arrays: dict, n_constraints: int, n_pairs: int, n_colors: int,
-                    where: str):
+def _check_coloring(arrays: dict, n_constraints: int, n_pairs: int, n_colors: int, where: str):
     """A colouring the next step may reuse without colouring again: each constraint's colour
     below n_colors (pairs may be UNSOLVED_COLOR; nothing in the overflow colour),
     color_start the prefix sums of the colours' counts, color_list each constraint once,
@@ -584,16 +664,23 @@ def _check_coloring(arrays: dict, n_constraints: int, n_pairs: int, n_colors: in
     pairs, joints = color[:n_pairs], color[n_pairs:]
     bad = np.flatnonzero((pairs >= n_colors) & (pairs != UNSOLVED_COLOR))
     if bad.size:
-        _refuse(where, key + "color", bad[0], pairs[bad[0]],
-                f"below n_colors ({n_colors}) or {UNSOLVED_COLOR} (unsolved)")
+        _refuse(
+            where,
+            key + "color",
+            bad[0],
+            pairs[bad[0]],
+            f"below n_colors ({n_colors}) or {UNSOLVED_COLOR} (unsolved)",
+        )
     bad = np.flatnonzero(joints >= n_colors)
     if bad.size:
         i = n_pairs + bad[0]
         _refuse(where, key + "color", i, color[i], f"below n_colors ({n_colors})")
     used = color[color < MAX_COLORS]
     if n_colors != (int(used.max()) + 1 if used.size else 0):
-        raise _Refused(f"{where}: the cache's n_colors is {n_colors}, the colouring uses "
-                       f"{int(used.max()) + 1 if used.size else 0}")
+        raise _Refused(
+            f"{where}: the cache's n_colors is {n_colors}, the colouring uses "
+            f"{int(used.max()) + 1 if used.size else 0}"
+        )
     if n_constraints == 0:
         return  # nothing to colour: the lists were left as they were, and nothing reads them
     counts = np.bincount(color, minlength=UNSOLVED_COLOR + 1)
@@ -601,8 +688,13 @@ def _check_coloring(arrays: dict, n_constraints: int, n_pairs: int, n_colors: in
     start = arrays[key + "color_start"]
     if not np.array_equal(start, expected):
         i = np.flatnonzero(start != expected)[0]
-        _refuse(where, key + "color_start", i, start[i], f"{expected[i]} (the constraints "
-                "of the colours before it)")
+        _refuse(
+            where,
+            key + "color_start",
+            i,
+            start[i],
+            f"{expected[i]} (the constraints of the colours before it)",
+        )
     order = arrays[key + "color_list"]
     _check_range(order, 0, n_constraints - 1, where, key + "color_list")
     _check_permutation(order, n_constraints, where, key + "color_list")
@@ -610,8 +702,13 @@ def _check_coloring(arrays: dict, n_constraints: int, n_pairs: int, n_colors: in
     wanted = np.repeat(np.arange(UNSOLVED_COLOR + 1), counts)
     if not np.array_equal(listed, wanted):
         i = np.flatnonzero(listed != wanted)[0]
-        _refuse(where, key + "color_list", i, order[i],
-                f"a constraint of colour {wanted[i]} (it has colour {listed[i]})")
+        _refuse(
+            where,
+            key + "color_list",
+            i,
+            order[i],
+            f"a constraint of colour {wanted[i]} (it has colour {listed[i]})",
+        )
 
 
 def _check_fits(layout: _Layout, cache: dict, binding, where: str, prefix: str):
@@ -626,8 +723,10 @@ def _check_fits(layout: _Layout, cache: dict, binding, where: str, prefix: str):
     room = max(needs["pairs"], MIN_CAPACITIES["pairs"])
     for key in ("n_begin_events", "n_end_events"):
         if cache[key] > room:
-            raise _Refused(f"{where}: {prefix}cache.{key} is {cache[key]}, more than the pool "
-                           f"restored into holds ({room})")
+            raise _Refused(
+                f"{where}: {prefix}cache.{key} is {cache[key]}, more than the pool "
+                f"restored into holds ({room})"
+            )
     try:
         residency.check_fits(layout.n_worlds, needs)
     except ValueError as error:
@@ -661,8 +760,19 @@ def read_state_file(path, binding=None) -> dict:
         fields = _read_archive(Path(path), where, binding)
     except _Refused as error:
         raise ValueError(str(error)) from None
-    except (_Damaged, OSError, EOFError, zipfile.BadZipFile, zlib.error, struct.error,
-            ValueError, LookupError, OverflowError, RuntimeError, TypeError) as error:
+    except (
+        _Damaged,
+        OSError,
+        EOFError,
+        zipfile.BadZipFile,
+        zlib.error,
+        struct.error,
+        ValueError,
+        LookupError,
+        OverflowError,
+        RuntimeError,
+        TypeError,
+    ) as error:
         # Anything the zip, zlib or NumPy header readers raise is damage (RuntimeError:
         # an encrypted member, or a compression method zipfile cannot read).
         raise ValueError(f"{path}: not a fx2d_gpu state file ({error})") from None
@@ -681,8 +791,9 @@ def _read_archive(path: Path, where: str, binding) -> dict:
             most = _file_bound(layout, spec)
             size = os.fstat(file.fileno()).st_size
             if size > most:
-                raise _Refused(f"{where}: {size:,} bytes, more than a state of this scene "
-                               f"can take ({most:,})")
+                raise _Refused(
+                    f"{where}: {size:,} bytes, more than a state of this scene can take ({most:,})"
+                )
         return _read_members(file, path, where, binding, spec)
 
 
@@ -710,8 +821,10 @@ def _read_members(file, path: Path, where: str, binding, spec) -> dict:
     with zipfile.ZipFile(file) as archive:
         infos = archive.infolist()
         if binding is not None and len(infos) > _most_members(layout, spec):
-            raise _Refused(f"{where}: {len(infos):,} members, more than a state of this "
-                           f"scene has ({_most_members(layout, spec):,})")
+            raise _Refused(
+                f"{where}: {len(infos):,} members, more than a state of this "
+                f"scene has ({_most_members(layout, spec):,})"
+            )
         members = {}
         for info in infos:
             if not info.filename.endswith(".npy") or info.filename[:-4] in members:
@@ -722,8 +835,10 @@ def _read_members(file, path: Path, where: str, binding, spec) -> dict:
         meta = _read_meta(archive, members.pop("meta"))
         version = meta.get("format_version")
         if type(version) is not int or version not in READABLE_VERSIONS:
-            raise _Refused(f"{path}: state file format {version!r}, this fx2d_gpu reads "
-                           f"formats {READABLE_VERSIONS[0]} to {READABLE_VERSIONS[-1]}")
+            raise _Refused(
+                f"{path}: state file format {version!r}, this fx2d_gpu reads "
+                f"formats {READABLE_VERSIONS[0]} to {READABLE_VERSIONS[-1]}"
+            )
         for key in meta:
             if key not in _META_KEYS:
                 raise _Refused(f"{where}: meta has an unknown field {key!r}")
@@ -740,17 +855,22 @@ def _read_members(file, path: Path, where: str, binding, spec) -> dict:
         # then stop at these sizes (zipfile reads no more than a header's file_size).
         for key, info in members.items():
             if info.file_size > expected[key][2]:
-                raise _Refused(f"{where}: {key} is {info.file_size:,} bytes, more than its "
-                               f"array can take ({expected[key][2]:,})")
-        arrays = {key: _read_array(archive, info, expected[key], where, key)
-                  for key, info in members.items()}
+                raise _Refused(
+                    f"{where}: {key} is {info.file_size:,} bytes, more than its "
+                    f"array can take ({expected[key][2]:,})"
+                )
+        arrays = {
+            key: _read_array(archive, info, expected[key], where, key)
+            for key, info in members.items()
+        }
     for key, (added, extent, entry, dtype) in _ADDED_FIELDS.items():
         if version < added:
             if extent == "pairs":  # _check_meta checked the count
                 length = meta["cache"]["n_pairs"]
             else:
-                length = layout.n_worlds * (layout.n_bodies if extent == "slots"
-                                            else layout.n_joints)
+                length = layout.n_worlds * (
+                    layout.n_bodies if extent == "slots" else layout.n_joints
+                )
             arrays[key] = np.zeros((length,) + entry, dtype)
     device, motors, params, forces = {}, {}, {}, {}
     for key, value in arrays.items():
@@ -763,30 +883,41 @@ def _read_members(file, path: Path, where: str, binding, spec) -> dict:
             params[rest[0]] = value
         else:
             forces.setdefault(int(rest[0]), [None, None])[rest[1] == "torque"] = value
-    return {"fingerprint": meta["fingerprint"], "n_worlds": layout.n_worlds,
-            "n_bodies": layout.n_bodies, "n_joints": layout.n_joints, "device": device,
-            "motors": motors, "params": params, "cache": dict(meta["cache"]),
-            "forces": {b: tuple(v) for b, v in forces.items()}, "time": float(meta["time"]),
-            "step_count": int(meta["step_count"])}
+    return {
+        "fingerprint": meta["fingerprint"],
+        "n_worlds": layout.n_worlds,
+        "n_bodies": layout.n_bodies,
+        "n_joints": layout.n_joints,
+        "device": device,
+        "motors": motors,
+        "params": params,
+        "cache": dict(meta["cache"]),
+        "forces": {b: tuple(v) for b, v in forces.items()},
+        "time": float(meta["time"]),
+        "step_count": int(meta["step_count"]),
+    }
 
 
 def _read_meta(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> dict:
     """The meta member: a 0-d unicode array of at most MAX_META_CHARS characters holding a
     JSON object nested at most _MAX_META_DEPTH deep (checked before json.loads)."""
     if info.file_size > _NPY_HEADER_MAX + 4 * MAX_META_CHARS:
-        raise _Damaged(f"meta of {info.file_size:,} bytes, more than {MAX_META_CHARS:,} "
-                       "characters")
+        raise _Damaged(f"meta of {info.file_size:,} bytes, more than {MAX_META_CHARS:,} characters")
     with archive.open(info) as fp:
         dtype, shape, fortran = _read_header(fp)
         if dtype.kind != "U" or shape != () or dtype.itemsize > 4 * MAX_META_CHARS:
-            raise _Damaged(f"meta is a {dtype} array of shape {shape}, not a string of at "
-                           f"most {MAX_META_CHARS:,} characters")
+            raise _Damaged(
+                f"meta is a {dtype} array of shape {shape}, not a string of at "
+                f"most {MAX_META_CHARS:,} characters"
+            )
         text = str(_read_data(fp, dtype, shape, fortran)[()])
         if fp.read(1):  # (and at its end, zipfile checks the CRC)
             raise _Damaged("meta has data after its string")
     if len(text) > MAX_META_CHARS or _json_depth(text) > _MAX_META_DEPTH:
-        raise _Damaged(f"meta of {len(text):,} characters nested {_json_depth(text)} deep, "
-                       f"more than {MAX_META_CHARS:,} and {_MAX_META_DEPTH}")
+        raise _Damaged(
+            f"meta of {len(text):,} characters nested {_json_depth(text)} deep, "
+            f"more than {MAX_META_CHARS:,} and {_MAX_META_DEPTH}"
+        )
     try:
         meta = json.loads(text)
     except RecursionError:  # (the depth check stops this first; belt and braces)
@@ -818,8 +949,14 @@ def _json_depth(text: str) -> int:
     return deepest
 
 
-def _member_shapes(members: dict, layout: _Layout, cache: dict, spec: dict | None,
-                   where: str, version: int = FORMAT_VERSION) -> dict[str, tuple]:
+def _member_shapes(
+    members: dict,
+    layout: _Layout,
+    cache: dict,
+    spec: dict | None,
+    where: str,
+    version: int = FORMAT_VERSION,
+) -> dict[str, tuple]:
     """{key: (dtype, shape, most bytes)} of each member of a state file (meta excepted),
     _Refused for one missing or not expected (a field added after the file's format
     `version` may be missing, _ADDED_FIELDS). With the scene's field spec, exact; without,
@@ -831,8 +968,10 @@ def _member_shapes(members: dict, layout: _Layout, cache: dict, spec: dict | Non
         if match:
             body, name = int(match[1]), match[2]
             if body >= layout.n_bodies:
-                raise _Refused(f"{where}: {key}: a force on body {body}, this scene has "
-                               f"bodies 0 to {layout.n_bodies - 1}")
+                raise _Refused(
+                    f"{where}: {key}: a force on body {body}, this scene has "
+                    f"bodies 0 to {layout.n_bodies - 1}"
+                )
             other = f"forces/{body}/{'torque' if name == 'force' else 'force'}"
             if other not in members:
                 raise _Refused(f"{where}: {key} without {other}")
@@ -864,8 +1003,9 @@ def _member_shapes(members: dict, layout: _Layout, cache: dict, spec: dict | Non
     return sized
 
 
-def _read_array(archive: zipfile.ZipFile, info: zipfile.ZipInfo, expected: tuple,
-                where: str, key: str) -> np.ndarray:
+def _read_array(
+    archive: zipfile.ZipFile, info: zipfile.ZipInfo, expected: tuple, where: str, key: str
+) -> np.ndarray:
     """A member's array: its header's dtype and shape checked against `expected` (dtype or
     dtypes, shape or most first-axis entries, bytes) before its data is read, all of which
     must be there (and nothing after it: the CRC is checked at the end)."""
@@ -874,13 +1014,18 @@ def _read_array(archive: zipfile.ZipFile, info: zipfile.ZipInfo, expected: tuple
         dtype, found, fortran = _read_header(fp)
         dtypes = dtypes if isinstance(dtypes, tuple) else (dtypes,)
         if dtype not in dtypes:
-            raise _Refused(f"{where}: {key} has dtype {dtype}, expected "
-                           f"{' or '.join(map(str, dtypes))}")
+            raise _Refused(
+                f"{where}: {key} has dtype {dtype}, expected {' or '.join(map(str, dtypes))}"
+            )
         if isinstance(shape, tuple):
             if found != shape:
                 raise _Refused(f"{where}: {key} has shape {found}, expected {shape}")
-        elif not (1 <= len(found) <= 3 and min(found) >= 0 and found[0] <= shape
-                  and int(np.prod(found[1:], dtype=np.int64)) <= 16):
+        elif not (
+            1 <= len(found) <= 3
+            and min(found) >= 0
+            and found[0] <= shape
+            and int(np.prod(found[1:], dtype=np.int64)) <= 16
+        ):
             raise _Refused(f"{where}: {key} has shape {found}, not that of a saved field")
         value = _read_data(fp, dtype, found, fortran)
         if fp.read(1):
@@ -893,10 +1038,12 @@ def _read_header(fp) -> tuple[np.dtype, tuple, bool]:
     version = np.lib.format.read_magic(fp)
     if version == (1, 0):
         shape, fortran, dtype = np.lib.format.read_array_header_1_0(
-            fp, max_header_size=_NPY_HEADER_MAX)
+            fp, max_header_size=_NPY_HEADER_MAX
+        )
     elif version == (2, 0):
         shape, fortran, dtype = np.lib.format.read_array_header_2_0(
-            fp, max_header_size=_NPY_HEADER_MAX)
+            fp, max_header_size=_NPY_HEADER_MAX
+        )
     else:
         raise _Damaged(f".npy format {version}")
     if dtype.hasobject:
@@ -925,8 +1072,13 @@ def _params_shapes(layout: _Layout) -> dict[str, tuple]:
 def _most_members(layout: _Layout, spec: dict) -> int:
     """Members of the largest state file of this scene: meta, its saved fields, the motor
     settings, the per-world values, and a force and a torque per body."""
-    return 1 + sum(len(fields) for fields in spec.values()) + len(MOTOR_FIELDS) \
-        + len(_params_shapes(layout)) + 2 * layout.n_bodies
+    return (
+        1
+        + sum(len(fields) for fields in spec.values())
+        + len(MOTOR_FIELDS)
+        + len(_params_shapes(layout))
+        + 2 * layout.n_bodies
+    )
 
 
 def _file_bound(layout: _Layout, spec: dict) -> int:
@@ -934,10 +1086,16 @@ def _file_bound(layout: _Layout, spec: dict) -> int:
     pair lists at layout.max_pairs) with its .npy header and zip overhead, the meta, and
     the end records; compressed data can exceed its size by ~0.1 %."""
     cache = {field.name: field.default for field in dataclasses.fields(StepCache)}
-    cache.update(n_pairs=layout.max_pairs, n_reported=layout.max_pairs,
-                 n_begin_events=layout.max_pairs, n_end_events=layout.max_pairs)
-    data = sum(int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-               for dtype, shape in _expected_arrays(layout, cache, spec).values())
+    cache.update(
+        n_pairs=layout.max_pairs,
+        n_reported=layout.max_pairs,
+        n_begin_events=layout.max_pairs,
+        n_end_events=layout.max_pairs,
+    )
+    data = sum(
+        int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        for dtype, shape in _expected_arrays(layout, cache, spec).values()
+    )
     data += 2 * layout.n_bodies * layout.n_worlds * 3 * 8  # forces and torques, float64
     data += sum(8 * int(np.prod(shape)) for shape in _params_shapes(layout).values())
     data += 4 * MAX_META_CHARS

@@ -8,7 +8,6 @@ written): the source holds one row of n_bodies bodies (and n_joints joints) per 
 row (a scene's built initial state) can serve every reset world.
 """
 
-
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -29,11 +28,24 @@ _NO_TARGETS = np.zeros(1, np.float32)  # an ndarray argument must not be empty
 
 
 @ti.kernel
-def _write_worlds(bodies: ti.template(), joints: ti.template(), manifolds: ti.template(),
-                  serial: ti.template(), reset: ti.template(), source_row: _I32,
-                  n_worlds: ti.i32, n_bodies: ti.i32, n_joints: ti.i32, n_pairs: ti.i32,
-                  position: _VEC2, angle: _F32, velocity: _VEC2, angular_velocity: _F32,
-                  sleeping: _I32, target: _F32):
+def _write_worlds(
+    bodies: ti.template(),
+    joints: ti.template(),
+    manifolds: ti.template(),
+    serial: ti.template(),
+    reset: ti.template(),
+    source_row: _I32,
+    n_worlds: ti.i32,
+    n_bodies: ti.i32,
+    n_joints: ti.i32,
+    n_pairs: ti.i32,
+    position: _VEC2,
+    angle: _F32,
+    velocity: _VEC2,
+    angular_velocity: _F32,
+    sleeping: _I32,
+    target: _F32,
+):
     """The worlds with source_row >= 0 take their source row's poses, velocities and sleep
     flags (sleep timers, islands and support restart); with `reset` (compiled in) also no pending
     force, their motors' targets restarted (the source's) with their PID state, and their
@@ -82,8 +94,14 @@ def _rows(worlds: np.ndarray, n_worlds: int, one_source: bool) -> np.ndarray:
     return source_row
 
 
-def write_worlds(ctx: "StepContext", worlds: np.ndarray, arrays: dict[str, np.ndarray], *,
-                 reset: bool, targets: np.ndarray | None = None):
+def write_worlds(
+    ctx: "StepContext",
+    worlds: np.ndarray,
+    arrays: dict[str, np.ndarray],
+    *,
+    reset: bool,
+    targets: np.ndarray | None = None,
+):
     """Write `worlds` ((k,) int64, unique) from `arrays` (position (r, n_bodies, 2), angle,
     velocity, angular_velocity, sleeping (r, n_bodies); r = 1 (every world that row) or k);
     with `reset` also targets ((r, n_joints) float32) and PID state, no pending force, the
@@ -94,18 +112,29 @@ def write_worlds(ctx: "StepContext", worlds: np.ndarray, arrays: dict[str, np.nd
     if targets is None or targets.size == 0:
         targets = _NO_TARGETS
     pool = ctx.pool
-    _write_worlds(pool.bodies, pool.joints, pool.manifolds, ctx.serial, reset, source_row,
-                  ctx.n_worlds, nb, nj, ctx.n_pairs,
-                  np.ascontiguousarray(arrays["position"].reshape(rows * nb, 2), np.float32),
-                  np.ascontiguousarray(arrays["angle"].reshape(-1), np.float32),
-                  np.ascontiguousarray(arrays["velocity"].reshape(rows * nb, 2), np.float32),
-                  np.ascontiguousarray(arrays["angular_velocity"].reshape(-1), np.float32),
-                  np.ascontiguousarray(arrays["sleeping"].reshape(-1), np.int32),
-                  np.ascontiguousarray(targets.reshape(-1), np.float32))
+    _write_worlds(
+        pool.bodies,
+        pool.joints,
+        pool.manifolds,
+        ctx.serial,
+        reset,
+        source_row,
+        ctx.n_worlds,
+        nb,
+        nj,
+        ctx.n_pairs,
+        np.ascontiguousarray(arrays["position"].reshape(rows * nb, 2), np.float32),
+        np.ascontiguousarray(arrays["angle"].reshape(-1), np.float32),
+        np.ascontiguousarray(arrays["velocity"].reshape(rows * nb, 2), np.float32),
+        np.ascontiguousarray(arrays["angular_velocity"].reshape(-1), np.float32),
+        np.ascontiguousarray(arrays["sleeping"].reshape(-1), np.int32),
+        np.ascontiguousarray(targets.reshape(-1), np.float32),
+    )
 
 
-def state_rows(state: State, worlds: np.ndarray, n_worlds: int, n_bodies: int,
-               name: str = "state") -> dict[str, np.ndarray]:
+def state_rows(
+    state: State, worlds: np.ndarray, n_worlds: int, n_bodies: int, name: str = "state"
+) -> dict[str, np.ndarray]:
     """The rows of `state` for `worlds` ((k,) indices), checked as set_state checks a State
     (builder.check_state): a State of n_worlds rows (the worlds' own rows are taken) or of
     k rows (one per world, in order).
@@ -121,14 +150,17 @@ def state_rows(state: State, worlds: np.ndarray, n_worlds: int, n_bodies: int,
         arrays = check_state(state, n_worlds, n_bodies)
         return {key: value[worlds] for key, value in arrays.items()}
     if rows != len(worlds):
-        raise ValueError(f"{name} must hold {n_worlds} worlds (n_worlds) or {len(worlds)} "
-                         f"(one per world given), got {name}.angle of shape "
-                         f"{np.shape(state.angle)}")
+        raise ValueError(
+            f"{name} must hold {n_worlds} worlds (n_worlds) or {len(worlds)} "
+            f"(one per world given), got {name}.angle of shape "
+            f"{np.shape(state.angle)}"
+        )
     return check_state(state, len(worlds), n_bodies)
 
 
-def reset_rows(state, worlds: np.ndarray, ctx: "StepContext", builder: "ModelBuilder", binding
-               ) -> tuple[dict[str, np.ndarray], np.ndarray]:
+def reset_rows(
+    state, worlds: np.ndarray, ctx: "StepContext", builder: "ModelBuilder", binding
+) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """Scene.reset_worlds' source: (rows of a State, awake; motor targets (rows, n_joints)
     float32) for `worlds` from `state` (None: the builder's initial state, one row for
     all; a State; a SceneSnapshot of this scene), checked whole.
@@ -144,16 +176,23 @@ def reset_rows(state, worlds: np.ndarray, ctx: "StepContext", builder: "ModelBui
     if state is None:
         initial = builder.initial_state(1)
         bodies = initial["bodies"]
-        rows = {"position": bodies["position"].reshape(1, nb, 2),
-                "angle": bodies["angle"].reshape(1, nb),
-                "velocity": bodies["velocity"].reshape(1, nb, 2),
-                "angular_velocity": bodies["angular_velocity"].reshape(1, nb)}
+        rows = {
+            "position": bodies["position"].reshape(1, nb, 2),
+            "angle": bodies["angle"].reshape(1, nb),
+            "velocity": bodies["velocity"].reshape(1, nb, 2),
+            "angular_velocity": bodies["angular_velocity"].reshape(1, nb),
+        }
         targets = initial["joints"]["target"].reshape(1, nj)
     elif isinstance(state, SceneSnapshot):
-        if (state.fingerprint != scene_fingerprint(binding) or state.n_worlds != n_worlds
-                or state.n_bodies != nb or state.n_joints != nj):
-            raise ValueError("state: a snapshot of another scene (other bodies, joints or "
-                             "n_worlds)")
+        if (
+            state.fingerprint != scene_fingerprint(binding)
+            or state.n_worlds != n_worlds
+            or state.n_bodies != nb
+            or state.n_joints != nj
+        ):
+            raise ValueError(
+                "state: a snapshot of another scene (other bodies, joints or n_worlds)"
+            )
         try:
             bodies = state.device["bodies"]
             snapshot_state = State(
@@ -161,12 +200,15 @@ def reset_rows(state, worlds: np.ndarray, ctx: "StepContext", builder: "ModelBui
                 angle=np.asarray(bodies["angle"]).reshape(n_worlds, nb),
                 velocity=np.asarray(bodies["velocity"]).reshape(n_worlds, nb, 2),
                 angular_velocity=np.asarray(bodies["angular_velocity"]).reshape(n_worlds, nb),
-                sleeping=np.zeros((n_worlds, nb), bool))
+                sleeping=np.zeros((n_worlds, nb), bool),
+            )
             targets = np.asarray(state.device["joints"]["target"], np.float64).reshape(
-                n_worlds, nj)[worlds]
+                n_worlds, nj
+            )[worlds]
         except (KeyError, TypeError, ValueError) as error:
-            raise ValueError(f"state: a snapshot whose poses or targets do not fit this "
-                             f"scene ({error})") from None
+            raise ValueError(
+                f"state: a snapshot whose poses or targets do not fit this scene ({error})"
+            ) from None
         rows = state_rows(snapshot_state, worlds, n_worlds, nb, "state")
         _check_targets(targets, builder)
     else:
@@ -185,8 +227,10 @@ def _check_targets(targets: np.ndarray, builder: "ModelBuilder"):
         column = targets[:, joint]
         limit = TARGET_LIMITS[spec.mode]
         if not (np.isfinite(column).all() and (np.abs(column) < limit).all()):
-            raise ValueError(f"state: joint {joint}'s targets in the snapshot are not finite "
-                             f"or beyond +-{limit:g} (its motor's mode)")
+            raise ValueError(
+                f"state: joint {joint}'s targets in the snapshot are not finite "
+                f"or beyond +-{limit:g} (its motor's mode)"
+            )
 
 
 def reset_faulty_worlds(ctx: "StepContext", worlds: np.ndarray, initial: dict):
@@ -194,10 +238,11 @@ def reset_faulty_worlds(ctx: "StepContext", worlds: np.ndarray, initial: dict):
     rows of the builder's initial state): poses, velocities, motor targets and PID state,
     no forces, awake, its contacts forgotten. The other worlds are not touched."""
     bodies, nb = initial["bodies"], ctx.n_bodies
-    rows = {"position": bodies["position"].reshape(1, nb, 2),
-            "angle": bodies["angle"].reshape(1, nb),
-            "velocity": bodies["velocity"].reshape(1, nb, 2),
-            "angular_velocity": bodies["angular_velocity"].reshape(1, nb),
-            "sleeping": np.zeros((1, nb), np.int32)}
-    write_worlds(ctx, worlds, rows, reset=True,
-                 targets=initial["joints"]["target"].reshape(1, -1))
+    rows = {
+        "position": bodies["position"].reshape(1, nb, 2),
+        "angle": bodies["angle"].reshape(1, nb),
+        "velocity": bodies["velocity"].reshape(1, nb, 2),
+        "angular_velocity": bodies["angular_velocity"].reshape(1, nb),
+        "sleeping": np.zeros((1, nb), np.int32),
+    }
+    write_worlds(ctx, worlds, rows, reset=True, targets=initial["joints"]["target"].reshape(1, -1))

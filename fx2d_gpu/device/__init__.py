@@ -139,8 +139,9 @@ class FieldDeclaration:
     @property
     def element_shape(self) -> tuple[int, ...]:
         """The shape of one first-dimension entry, as NumPy sees it."""
-        return (tuple(dim.length for dim in self.dims[1:])
-                + ((self.components,) if self.components > 1 else ()))
+        return tuple(dim.length for dim in self.dims[1:]) + (
+            (self.components,) if self.components > 1 else ()
+        )
 
     def shape_symbols(self) -> str:
         """The field's shape as NumPy sees it, in symbols: "(n_slots, 2)", "()"."""
@@ -179,8 +180,16 @@ class FieldGroup:
         self._builder = builder
         self._declarations: list[FieldDeclaration] = []
 
-    def _field(self, name: str, dtype, dims: "Dim | tuple[Dim, ...]", n: int = 1, *,
-               saved: str | None = None, doc: str):
+    def _field(
+        self,
+        name: str,
+        dtype,
+        dims: "Dim | tuple[Dim, ...]",
+        n: int = 1,
+        *,
+        saved: str | None = None,
+        doc: str,
+    ):
         """Declare field `name`: n components of dtype, shape `dims` (one Dim, a pair of
         them, or () for a scalar); `saved`: its extent (EXTENTS) if it carries state between
         steps; `doc`: unit and meaning, one line."""
@@ -228,68 +237,120 @@ class BodyModel(FieldGroup):
     Rows 0 .. n_bodies - 1 hold world 0's materials either way, and a body is static or
     dynamic in every world: `inv_mass[body] > 0` tells a dynamic body in any world."""
 
-    def __init__(self, builder: "ModelBuilder", n_bodies: Dim, n_slots: Dim, n_worlds: Dim,
-                 n_filters: Dim):
+    def __init__(
+        self, builder: "ModelBuilder", n_bodies: Dim, n_slots: Dim, n_worlds: Dim, n_filters: Dim
+    ):
         super().__init__(builder)
         B, R = n_bodies, n_slots
         self._field("inv_mass", f32, R, doc="1/kg, by material row; 0: static or kinematic")
-        self._field("inv_inertia", f32, R,
-                    doc="1/(kg m^2), about the centre of mass, by material row")
+        self._field(
+            "inv_inertia", f32, R, doc="1/(kg m^2), about the centre of mass, by material row"
+        )
         self._field("gravity_scale", f32, R, doc="factor on the world's gravity, by material row")
-        self._field("damping", f32, R,
-                    doc="1/s, of linear and angular velocity, by material row")
-        self._field("elasticity", f32, R,
-                    doc="by material row; a pair's restitution mixes its bodies' "
-                        "(restitution_mixing)")
-        self._field("static_friction", f32, R,
-                    doc="mu_s, held while a point sticks, by material row")
+        self._field("damping", f32, R, doc="1/s, of linear and angular velocity, by material row")
+        self._field(
+            "elasticity",
+            f32,
+            R,
+            doc="by material row; a pair's restitution mixes its bodies' (restitution_mixing)",
+        )
+        self._field(
+            "static_friction", f32, R, doc="mu_s, held while a point sticks, by material row"
+        )
         self._field("dynamic_friction", f32, R, doc="mu_k, while a point slides, by material row")
-        self._field("friction_mixing", i32, (),
-                    doc="enums.MIX_*: how a pair mixes its bodies' friction coefficients "
-                        "(Scene(friction_mixing=); both solvers)")
-        self._field("restitution_mixing", i32, (),
-                    doc="enums.MIX_*: how a pair mixes its bodies' elasticities "
-                        "(Scene(restitution_mixing=); both solvers)")
-        self._field("per_world", i32, (),
-                    doc="1: material rows are body slots (per-world values); 0: model rows")
-        self._field("gravity", f32, n_worlds, 2,
-                    doc="m/s^2, each world's gravity (Scene.set_gravity)")
-        self._field("uneven", i32, n_worlds,
-                    doc="1: the world's dynamic masses differ by more than "
-                        "contacts.IMMOVABLE_SWEEP_RATIO (its contacts with an immovable body "
-                        "are swept again)")
-        self._field("shape_radius", f32, B,
-                    doc="m, of a circle or capsule, or a polygon's rounding")
-        self._field("bounding_radius", f32, B,
-                    doc="m, Shape.bounding_radius: read by every pair's margins, where "
-                        "computing it took a square root per vertex")
-        self._field("kinematic", i32, B,
-                    doc="1: moved by gravity alone (Fx2D's external_forces_enabled: false), "
-                        "0 inverse mass for contacts, joints and forces")
+        self._field(
+            "friction_mixing",
+            i32,
+            (),
+            doc="enums.MIX_*: how a pair mixes its bodies' friction coefficients "
+            "(Scene(friction_mixing=); both solvers)",
+        )
+        self._field(
+            "restitution_mixing",
+            i32,
+            (),
+            doc="enums.MIX_*: how a pair mixes its bodies' elasticities "
+            "(Scene(restitution_mixing=); both solvers)",
+        )
+        self._field(
+            "per_world",
+            i32,
+            (),
+            doc="1: material rows are body slots (per-world values); 0: model rows",
+        )
+        self._field(
+            "gravity", f32, n_worlds, 2, doc="m/s^2, each world's gravity (Scene.set_gravity)"
+        )
+        self._field(
+            "uneven",
+            i32,
+            n_worlds,
+            doc="1: the world's dynamic masses differ by more than "
+            "contacts.IMMOVABLE_SWEEP_RATIO (its contacts with an immovable body "
+            "are swept again)",
+        )
+        self._field(
+            "shape_radius", f32, B, doc="m, of a circle or capsule, or a polygon's rounding"
+        )
+        self._field(
+            "bounding_radius",
+            f32,
+            B,
+            doc="m, Shape.bounding_radius: read by every pair's margins, where "
+            "computing it took a square root per vertex",
+        )
+        self._field(
+            "kinematic",
+            i32,
+            B,
+            doc="1: moved by gravity alone (Fx2D's external_forces_enabled: false), "
+            "0 inverse mass for contacts, joints and forces",
+        )
         self._field("shape_kind", i32, B, doc="enums.SHAPE_* (SHAPE_NONE: no shape)")
         self._field("shape_center", f32, B, 2, doc="m, the shape's centre, body frame")
         self._field("shape_vertex_count", i32, B, doc="vertices of a polygon or chain link")
-        self._field("shape_vertices", f32, (B, _VERTICES), 2,
-                    doc="m, body frame, counter-clockwise")
-        self._field("shape_normals", f32, (B, _VERTICES), 2,
-                    doc="unit outward normal of edge (v_i, v_i+1); a chain link (SHAPE_CHAIN): "
-                        "rows 2 and 3 hold its ends' contact-normal bounds (shapes.chain)")
-        self._field("filter_start", i32, B + 1,
-                    doc="model row b's filters are filters[filter_start[b]:filter_start[b + 1]]")
-        self._field("filters", i32, n_filters,
-                    doc="per body, sorted: the bodies it never collides with "
-                        "(Scene.disable_collision)")
-        self._field("collision_group", i32, B,
-                    doc="Fx2D's: bodies sharing a negative group never pair, a positive one "
-                        "always (filtering.should_collide)")
-        self._field("category_bits", i32, B,
-                    doc="32-bit mask: the body's categories (Box2D's rule)")
-        self._field("mask_bits", i32, B,
-                    doc="32-bit mask: the categories it collides with (Box2D's rule)")
-        self._field("sensor", i32, B,
-                    doc="1: detects overlaps, exerts no force (solver/contacts.py)")
-        self._field("bullet", i32, B,
-                    doc="1: swept against dynamic bodies too (collision/continuous.py)")
+        self._field(
+            "shape_vertices", f32, (B, _VERTICES), 2, doc="m, body frame, counter-clockwise"
+        )
+        self._field(
+            "shape_normals",
+            f32,
+            (B, _VERTICES),
+            2,
+            doc="unit outward normal of edge (v_i, v_i+1); a chain link (SHAPE_CHAIN): "
+            "rows 2 and 3 hold its ends' contact-normal bounds (shapes.chain)",
+        )
+        self._field(
+            "filter_start",
+            i32,
+            B + 1,
+            doc="model row b's filters are filters[filter_start[b]:filter_start[b + 1]]",
+        )
+        self._field(
+            "filters",
+            i32,
+            n_filters,
+            doc="per body, sorted: the bodies it never collides with (Scene.disable_collision)",
+        )
+        self._field(
+            "collision_group",
+            i32,
+            B,
+            doc="Fx2D's: bodies sharing a negative group never pair, a positive one "
+            "always (filtering.should_collide)",
+        )
+        self._field(
+            "category_bits", i32, B, doc="32-bit mask: the body's categories (Box2D's rule)"
+        )
+        self._field(
+            "mask_bits", i32, B, doc="32-bit mask: the categories it collides with (Box2D's rule)"
+        )
+        self._field(
+            "sensor", i32, B, doc="1: detects overlaps, exerts no force (solver/contacts.py)"
+        )
+        self._field(
+            "bullet", i32, B, doc="1: swept against dynamic bodies too (collision/continuous.py)"
+        )
 
 
 @ti.data_oriented
@@ -303,38 +364,63 @@ class BodyState(FieldGroup):
         N = n_slots
         self._field("position", f32, N, 2, saved="slots", doc="m, centre of mass, world frame")
         self._field("angle", f32, N, saved="slots", doc="rad")
-        self._field("velocity", f32, N, 2, saved="slots",
-                    doc="m/s, of the centre of mass, world frame")
+        self._field(
+            "velocity", f32, N, 2, saved="slots", doc="m/s, of the centre of mass, world frame"
+        )
         self._field("angular_velocity", f32, N, saved="slots", doc="rad/s")
-        self._field("force", f32, N, 2, saved="slots",
-                    doc="N, world frame, applied for the next step")
+        self._field(
+            "force", f32, N, 2, saved="slots", doc="N, world frame, applied for the next step"
+        )
         self._field("torque", f32, N, saved="slots", doc="N m, applied for the next step")
         self._field("sleeping", i32, N, saved="slots", doc="1 while asleep")
-        self._field("sleep_time", f32, N, saved="slots",
-                    doc="s, spent below the sleep thresholds")
-        self._field("island", i32, N, saved="slots",
-                    doc="the smallest slot of the body's sleep island (solver/sleep.py); its "
-                        "own slot otherwise")
-        self._field("support", i32, N, saved="slots",
-                    doc="in a world of uneven masses, how many touching contacts the body "
-                        "was from an immovable body in the last step (1: on one; 0: none "
-                        "found): contacts.prepare_pair holds the lower of two bodies still "
-                        "for the upper one where it is much lighter (SHOCK_RATIO)")
-        self._field("enabled", i32, N, saved="slots",
-                    doc="0: disabled in this world: never moves, pairs, joins islands or "
-                        "answers a query (Scene.set_enabled)")
+        self._field("sleep_time", f32, N, saved="slots", doc="s, spent below the sleep thresholds")
+        self._field(
+            "island",
+            i32,
+            N,
+            saved="slots",
+            doc="the smallest slot of the body's sleep island (solver/sleep.py); its "
+            "own slot otherwise",
+        )
+        self._field(
+            "support",
+            i32,
+            N,
+            saved="slots",
+            doc="in a world of uneven masses, how many touching contacts the body "
+            "was from an immovable body in the last step (1: on one; 0: none "
+            "found): contacts.prepare_pair holds the lower of two bodies still "
+            "for the upper one where it is much lighter (SHOCK_RATIO)",
+        )
+        self._field(
+            "enabled",
+            i32,
+            N,
+            saved="slots",
+            doc="0: disabled in this world: never moves, pairs, joins islands or "
+            "answers a query (Scene.set_enabled)",
+        )
         self._field("anchor_position", f32, N, 2, doc="m, the position when the step began")
         self._field("anchor_angle", f32, N, doc="rad, the angle when the step began")
-        self._field("delta_position", f32, N, 2,
-                    doc="m, displacement since the step began, kept apart from the pose so "
-                        "that velocities derived from it and joint errors keep float32 "
-                        "precision far from the origin (at x = 300 m a pose holds 3e-5 m "
-                        "steps, a substep may move 1e-6 m)")
-        self._field("delta_angle", f32, N,
-                    doc="rad, rotation since the step began (apart from the pose, as "
-                        "delta_position)")
-        self._field("prev_delta_position", f32, N, 2,
-                    doc="m, delta_position when the substep began")
+        self._field(
+            "delta_position",
+            f32,
+            N,
+            2,
+            doc="m, displacement since the step began, kept apart from the pose so "
+            "that velocities derived from it and joint errors keep float32 "
+            "precision far from the origin (at x = 300 m a pose holds 3e-5 m "
+            "steps, a substep may move 1e-6 m)",
+        )
+        self._field(
+            "delta_angle",
+            f32,
+            N,
+            doc="rad, rotation since the step began (apart from the pose, as delta_position)",
+        )
+        self._field(
+            "prev_delta_position", f32, N, 2, doc="m, delta_position when the substep began"
+        )
         self._field("prev_delta_angle", f32, N, doc="rad, delta_angle when the substep began")
 
 
@@ -352,37 +438,53 @@ class Joints(FieldGroup):
         self._field("child", i32, J, doc="model row of the child (body 2)")
         self._field("mode", i32, J, doc="the motor's mode, enums.MOTOR_*")
         self._field("collide", i32, J, doc="1: the joined bodies still collide")
-        self._field("reference_angle", f32, J,
-                    doc="rad, child minus parent angle at creation")
+        self._field("reference_angle", f32, J, doc="rad, child minus parent angle at creation")
         self._field("lower", f32, J, doc="lower limit, rad (revolute) or m (prismatic)")
         self._field("upper", f32, J, doc="upper limit, rad (revolute) or m (prismatic)")
-        self._field("max_effort", f32, J,
-                    doc="the motor's effort limit, N m (revolute) or N (prismatic)")
+        self._field(
+            "max_effort", f32, J, doc="the motor's effort limit, N m (revolute) or N (prismatic)"
+        )
         self._field("anchor_parent", f32, J, 2, doc="m, the anchor in the parent's frame")
         self._field("anchor_child", f32, J, 2, doc="m, the anchor in the child's frame")
         self._field("axis", f32, J, 2, doc="unit, parent frame (prismatic)")
-        self._field("pid", f32, JS, 3,
-                    doc="the motor's PID gains, by joint slot (Scene.set_joint_params)")
-        self._field("body_joint_start", i32, n_bodies + 1,
-                    doc="model row b's joints are "
-                        "body_joints[body_joint_start[b]:body_joint_start[b + 1]]")
+        self._field(
+            "pid", f32, JS, 3, doc="the motor's PID gains, by joint slot (Scene.set_joint_params)"
+        )
+        self._field(
+            "body_joint_start",
+            i32,
+            n_bodies + 1,
+            doc="model row b's joints are body_joints[body_joint_start[b]:body_joint_start[b + 1]]",
+        )
         self._field("body_joints", i32, 2 * J, doc="joint indices, grouped by body")
         self._field("body_has_joint", i32, n_bodies, doc="1: the body has a joint")
-        self._field("target", f32, JS, saved="joint_slots",
-                    doc="motor target by mode: rad, rad/s, N m (revolute); m, m/s, N "
-                        "(prismatic)")
-        self._field("integral", f32, JS, saved="joint_slots",
-                    doc="PID state: the error's integral")
-        self._field("prev_error", f32, JS, saved="joint_slots",
-                    doc="PID state: the last error")
-        self._field("pid_started", i32, JS, saved="joint_slots",
-                    doc="PID state: 0 until its first update (integral and derivative "
-                        "restart)")
+        self._field(
+            "target",
+            f32,
+            JS,
+            saved="joint_slots",
+            doc="motor target by mode: rad, rad/s, N m (revolute); m, m/s, N (prismatic)",
+        )
+        self._field("integral", f32, JS, saved="joint_slots", doc="PID state: the error's integral")
+        self._field("prev_error", f32, JS, saved="joint_slots", doc="PID state: the last error")
+        self._field(
+            "pid_started",
+            i32,
+            JS,
+            saved="joint_slots",
+            doc="PID state: 0 until its first update (integral and derivative restart)",
+        )
         self._field("effort", f32, JS, doc="the motor's output this substep, N m or N")
-        self._field("soft_impulse", f32, JS, 4, saved="joint_slots",
-                    doc="the soft-step solver's accumulated impulses (solver/soft_joints.py), "
-                        "warm started: revolute (anchor x, anchor y, lower, upper limit), N s "
-                        "and N m s; prismatic (across the axis, angle lock, lower, upper)")
+        self._field(
+            "soft_impulse",
+            f32,
+            JS,
+            4,
+            saved="joint_slots",
+            doc="the soft-step solver's accumulated impulses (solver/soft_joints.py), "
+            "warm started: revolute (anchor x, anchor y, lower, upper limit), N s "
+            "and N m s; prismatic (across the axis, angle lock, lower, upper)",
+        )
 
 
 @ti.data_oriented
@@ -403,48 +505,93 @@ class Manifolds(FieldGroup):
         super().__init__(builder)
         P, M = n_pairs, _POINTS
         pairs = saved
-        self._field("pair_start", i32, n_slots + 1, saved="slots+1" if saved else None,
-                    doc="the pairs body slot g found as their lower slot are "
-                        "[pair_start[g], pair_start[g + 1]) in the broad phase's order "
-                        "(reported: each slot's sorted by body_b)")
+        self._field(
+            "pair_start",
+            i32,
+            n_slots + 1,
+            saved="slots+1" if saved else None,
+            doc="the pairs body slot g found as their lower slot are "
+            "[pair_start[g], pair_start[g + 1]) in the broad phase's order "
+            "(reported: each slot's sorted by body_b)",
+        )
         self._field("body_a", i32, P, saved=pairs, doc="body slot, the lower (body_a < body_b)")
         self._field("body_b", i32, P, saved=pairs, doc="body slot, the higher")
-        self._field("color", i32, P,
-                    doc="manifolds: the colour the pair had last step, -1 if none; "
-                        "previous: its colour then")
+        self._field(
+            "color",
+            i32,
+            P,
+            doc="manifolds: the colour the pair had last step, -1 if none; "
+            "previous: its colour then",
+        )
         self._field("point_count", i32, P, saved=pairs, doc="0: the pair does not touch")
         self._field("normal", f32, P, 2, saved=pairs, doc="unit, from a to b, world frame")
-        self._field("point", f32, (P, M), 2, saved=pairs,
-                    doc="m, world frame, halfway between the surfaces")
+        self._field(
+            "point", f32, (P, M), 2, saved=pairs, doc="m, world frame, halfway between the surfaces"
+        )
         self._field("depth", f32, (P, M), saved=pairs, doc="m, > 0 overlapping")
-        self._field("feature", i32, (P, M), saved=pairs,
-                    doc="ids matching points across steps")
+        self._field("feature", i32, (P, M), saved=pairs, doc="ids matching points across steps")
         warm = "pairs" if saved == "pairs" else None  # warm starting: the step's pairs only
         self._field("normal_impulse", f32, (P, M), saved=warm, doc="N s, accumulated")
-        self._field("tangent_impulse", f32, (P, M), saved=warm,
-                    doc="N s, accumulated, along (-n.y, n.x)")
+        self._field(
+            "tangent_impulse", f32, (P, M), saved=warm, doc="N s, accumulated, along (-n.y, n.x)"
+        )
         reported = "reported" if saved == "reported" else None
-        self._field("touching", i32, P,
-                    doc="enums.TOUCHED: touched in a substep of this step, enums.HELD: came "
-                        "within the hold distance only, 0: neither (contacts.solve_velocity)")
-        self._field("total_normal_impulse", f32, (P, M), saved=reported,
-                    doc="N s, applied over the step's substeps")
-        self._field("total_tangent_impulse", f32, (P, M), saved=reported,
-                    doc="N s, applied over the step's substeps")
+        self._field(
+            "touching",
+            i32,
+            P,
+            doc="enums.TOUCHED: touched in a substep of this step, enums.HELD: came "
+            "within the hold distance only, 0: neither (contacts.solve_velocity)",
+        )
+        self._field(
+            "total_normal_impulse",
+            f32,
+            (P, M),
+            saved=reported,
+            doc="N s, applied over the step's substeps",
+        )
+        self._field(
+            "total_tangent_impulse",
+            f32,
+            (P, M),
+            saved=reported,
+            doc="N s, applied over the step's substeps",
+        )
         if saved != "reported":
-            self._field("found_pose", f32, P, 6, saved=pairs,
-                        doc="(x_a, y_a, angle_a, x_b, y_b, angle_b) m and rad: the bodies' "
-                            "poses at the pair's last narrow phase (contacts.reuse_manifold; "
-                            "not in reported)")
-            self._field("found_margin", f32, P, saved=pairs,
-                        doc="m, the margin that narrow phase kept points within; 0: the "
-                            "manifold may not be reused (new, refreshed or forgotten)")
-            self._field("drift", f32, P, saved=pairs,
-                        doc="m, how far the bodies' material points may have moved since "
-                            "the manifold was last found afresh (tracked since)")
-        self._field("origin", i32, P, saved=reported,
-                    doc="reported: the step's pair each entry was copied from, -1 for a "
-                        "resting pair copied from the list before (solver/reporting.py)")
+            self._field(
+                "found_pose",
+                f32,
+                P,
+                6,
+                saved=pairs,
+                doc="(x_a, y_a, angle_a, x_b, y_b, angle_b) m and rad: the bodies' "
+                "poses at the pair's last narrow phase (contacts.reuse_manifold; "
+                "not in reported)",
+            )
+            self._field(
+                "found_margin",
+                f32,
+                P,
+                saved=pairs,
+                doc="m, the margin that narrow phase kept points within; 0: the "
+                "manifold may not be reused (new, refreshed or forgotten)",
+            )
+            self._field(
+                "drift",
+                f32,
+                P,
+                saved=pairs,
+                doc="m, how far the bodies' material points may have moved since "
+                "the manifold was last found afresh (tracked since)",
+            )
+        self._field(
+            "origin",
+            i32,
+            P,
+            saved=reported,
+            doc="reported: the step's pair each entry was copied from, -1 for a "
+            "resting pair copied from the list before (solver/reporting.py)",
+        )
 
 
 @ti.data_oriented
@@ -454,14 +601,34 @@ class ContactEvents(FieldGroup):
 
     def __init__(self, builder: "ModelBuilder", n_pairs: Dim):
         super().__init__(builder)
-        self._field("begin_a", i32, n_pairs, saved="begin_events",
-                    doc="body slot a of each pair that started touching, sorted")
-        self._field("begin_b", i32, n_pairs, saved="begin_events",
-                    doc="body slot b of each pair that started touching")
-        self._field("end_a", i32, n_pairs, saved="end_events",
-                    doc="body slot a of each pair that stopped touching, sorted")
-        self._field("end_b", i32, n_pairs, saved="end_events",
-                    doc="body slot b of each pair that stopped touching")
+        self._field(
+            "begin_a",
+            i32,
+            n_pairs,
+            saved="begin_events",
+            doc="body slot a of each pair that started touching, sorted",
+        )
+        self._field(
+            "begin_b",
+            i32,
+            n_pairs,
+            saved="begin_events",
+            doc="body slot b of each pair that started touching",
+        )
+        self._field(
+            "end_a",
+            i32,
+            n_pairs,
+            saved="end_events",
+            doc="body slot a of each pair that stopped touching, sorted",
+        )
+        self._field(
+            "end_b",
+            i32,
+            n_pairs,
+            saved="end_events",
+            doc="body slot b of each pair that stopped touching",
+        )
 
 
 @ti.data_oriented
@@ -473,40 +640,65 @@ class PreparedContacts(FieldGroup):
     def __init__(self, builder: "ModelBuilder", n_slots: Dim, n_pairs: Dim):
         super().__init__(builder)
         P, M = n_pairs, _POINTS
-        self._field("solver_mass", f32, P, 4,
-                    doc="(w_a, I_a, w_b, I_b) this step, 1/kg and 1/(kg m^2) "
-                        "(contacts.solver_mass: sleep flags only change between steps)")
+        self._field(
+            "solver_mass",
+            f32,
+            P,
+            4,
+            doc="(w_a, I_a, w_b, I_b) this step, 1/kg and 1/(kg m^2) "
+            "(contacts.solver_mass: sleep flags only change between steps)",
+        )
         self._field("restitution", f32, P, doc="the smaller of the bodies' elasticity")
         self._field("slop", f32, P, doc="m, penetration the position pass leaves alone")
         self._field("refresh", i32, P, doc="1: the narrow phase runs again every substep")
-        self._field("held", i32, P,
-                    doc="-1: not a world of uneven masses; 0: both bodies as they are; 1 (2): "
-                        "body a (b) held still for the other this step (contacts.prepare_pair)")
-        self._field("ref_shift", f32, P, 4,
-                    doc="m, (delta a, delta b): the bodies' displacement at the last refresh")
-        self._field("ref_turn", f32, P, 2,
-                    doc="rad, (a, b): the bodies' rotation at the last refresh")
-        self._field("arm_a", f32, (P, M), 2,
-                    doc="m, the point minus body a's centre at refresh")
-        self._field("arm_b", f32, (P, M), 2,
-                    doc="m, the point minus body b's centre at refresh")
+        self._field(
+            "held",
+            i32,
+            P,
+            doc="-1: not a world of uneven masses; 0: both bodies as they are; 1 (2): "
+            "body a (b) held still for the other this step (contacts.prepare_pair)",
+        )
+        self._field(
+            "ref_shift",
+            f32,
+            P,
+            4,
+            doc="m, (delta a, delta b): the bodies' displacement at the last refresh",
+        )
+        self._field(
+            "ref_turn", f32, P, 2, doc="rad, (a, b): the bodies' rotation at the last refresh"
+        )
+        self._field("arm_a", f32, (P, M), 2, doc="m, the point minus body a's centre at refresh")
+        self._field("arm_b", f32, (P, M), 2, doc="m, the point minus body b's centre at refresh")
         self._field("normal_mass", f32, (P, M), doc="1 / effective mass along the normal")
         self._field("tangent_mass", f32, (P, M), doc="1 / effective mass along the tangent")
         self._field("friction", f32, (P, M), doc="mu_s if the point sticks, else mu_k")
         self._field("bounced", i32, (P, M), doc="1: bounced this step")
-        self._field("approach", f32, (P, M),
-                    doc="m/s, the point's normal velocity when first found in the step "
-                        "(< 0 closing; the soft step's restitution)")
-        self._field("body_contact_start", i32, n_slots + 1,
-                    doc="slot g's pairs are "
-                        "body_contacts[body_contact_start[g]:body_contact_start[g + 1]]")
+        self._field(
+            "approach",
+            f32,
+            (P, M),
+            doc="m/s, the point's normal velocity when first found in the step "
+            "(< 0 closing; the soft step's restitution)",
+        )
+        self._field(
+            "body_contact_start",
+            i32,
+            n_slots + 1,
+            doc="slot g's pairs are body_contacts[body_contact_start[g]:body_contact_start[g + 1]]",
+        )
         self._field("body_contacts", i32, 2 * P, doc="pairs, grouped by body, sorted")
         self._field("body_contact_cursor", i32, n_slots, doc="fill cursor of body_contacts")
-        self._field("jacobi_delta", f32, 2 * P, 3,
-                    doc="what overflow pair i of a Jacobi pass (solver/overflow.py) would do "
-                        "to its body a (entry 2 i) and b (2 i + 1): (dx, dy, dtheta) m and rad "
-                        "in the position pass, (dvx, dvy, dw) m/s and rad/s in the velocity "
-                        "pass")
+        self._field(
+            "jacobi_delta",
+            f32,
+            2 * P,
+            3,
+            doc="what overflow pair i of a Jacobi pass (solver/overflow.py) would do "
+            "to its body a (entry 2 i) and b (2 i + 1): (dx, dy, dtheta) m and rad "
+            "in the position pass, (dvx, dvy, dw) m/s and rad/s in the velocity "
+            "pass",
+        )
 
 
 @ti.data_oriented
@@ -519,47 +711,85 @@ class Coloring(FieldGroup):
     def __init__(self, builder: "ModelBuilder", n_slots: Dim, n_pairs: Dim, n_joint_slots: Dim):
         super().__init__(builder)
         N, P, C = n_slots, n_pairs, n_pairs + n_joint_slots
-        self._field("color", i32, C, saved="constraints",
-                    doc="the constraint's colour; MAX_COLORS: the overflow; UNSOLVED_COLOR: "
-                        "a pair not solved this step")
-        self._field("color_start", i32, _UNSOLVED + 2, saved="all",
-                    doc="colour c is color_list[color_start[c]:color_start[c + 1]]")
-        self._field("color_list", i32, C, saved="constraints",
-                    doc="constraint indices by colour")
-        self._field("pair_origin", i32, P, saved="pairs",
-                    doc="the broad-phase index of the pair stored at k")
-        self._field("solve", i32, P,
-                    doc="1: the solver must look at the pair this step (it has points or is "
-                        "fast, step.begin_step); only those pairs take a colour")
-        self._field("joint_color", i32, n_joint_slots, saved="joint_slots",
-                    doc="the joint slot's colour")
-        self._field("body_colored_dynamic", i32, N, saved="slots",
-                    doc="1: dynamic and awake when last coloured")
+        self._field(
+            "color",
+            i32,
+            C,
+            saved="constraints",
+            doc="the constraint's colour; MAX_COLORS: the overflow; UNSOLVED_COLOR: "
+            "a pair not solved this step",
+        )
+        self._field(
+            "color_start",
+            i32,
+            _UNSOLVED + 2,
+            saved="all",
+            doc="colour c is color_list[color_start[c]:color_start[c + 1]]",
+        )
+        self._field("color_list", i32, C, saved="constraints", doc="constraint indices by colour")
+        self._field(
+            "pair_origin",
+            i32,
+            P,
+            saved="pairs",
+            doc="the broad-phase index of the pair stored at k",
+        )
+        self._field(
+            "solve",
+            i32,
+            P,
+            doc="1: the solver must look at the pair this step (it has points or is "
+            "fast, step.begin_step); only those pairs take a colour",
+        )
+        self._field(
+            "joint_color", i32, n_joint_slots, saved="joint_slots", doc="the joint slot's colour"
+        )
+        self._field(
+            "body_colored_dynamic",
+            i32,
+            N,
+            saved="slots",
+            doc="1: dynamic and awake when last coloured",
+        )
         self._field("color_cursor", i32, _UNSOLVED + 1, doc="fill cursor of each colour")
-        self._field("rank", i32, C + 1,
-                    doc="pairs before each color_list entry; while the lists are built, each "
-                        "constraint's place in the overflow colour")
+        self._field(
+            "rank",
+            i32,
+            C + 1,
+            doc="pairs before each color_list entry; while the lists are built, each "
+            "constraint's place in the overflow colour",
+        )
         self._field("body_claim", i32, N, doc="the lowest bid for the body this round")
-        self._field("body_color_mask", i32, N,
-                    doc="bit c: a constraint of colour c has the body")
+        self._field("body_color_mask", i32, N, doc="bit c: a constraint of colour c has the body")
         self._field("uncolored", i32, C, doc="the constraints that bid this step")
         self._field("n_uncolored", i32, (), doc="entries of uncolored")
-        self._field("round_left", i32, _COLORS,
-                    doc="constraints left uncoloured after each round of a CPU team's "
-                        "colouring")
-        self._field("n_overflow_pairs", i32, (),
-                    doc="how many of the overflow colour's constraints are pairs (they come "
-                        "first)")
+        self._field(
+            "round_left",
+            i32,
+            _COLORS,
+            doc="constraints left uncoloured after each round of a CPU team's colouring",
+        )
+        self._field(
+            "n_overflow_pairs",
+            i32,
+            (),
+            doc="how many of the overflow colour's constraints are pairs (they come first)",
+        )
         self._field("n_jacobi_bodies", i32, (), doc="entries of jacobi_bodies")
         self._field("jacobi_cursor", i32, (), doc="fill cursor of jacobi_bodies")
         self._field("jacobi_count", i32, N, doc="overflow pairs of the body")
         self._field("jacobi_start", i32, N, doc="the body's first entry in jacobi_entries")
         self._field("jacobi_bodies", i32, N, doc="the dynamic bodies in overflow pairs")
-        self._field("jacobi_entries", i32, 2 * P,
-                    doc="entries 2 i + side of overflow pair i, each body's sorted, in "
-                        "jacobi_entries[jacobi_start[g]:jacobi_start[g] + jacobi_count[g]]")
-        self._field("jacobi_ticket", i32, 2 * P,
-                    doc="each entry's place among its body's (fill scratch)")
+        self._field(
+            "jacobi_entries",
+            i32,
+            2 * P,
+            doc="entries 2 i + side of overflow pair i, each body's sorted, in "
+            "jacobi_entries[jacobi_start[g]:jacobi_start[g] + jacobi_count[g]]",
+        )
+        self._field(
+            "jacobi_ticket", i32, 2 * P, doc="each entry's place among its body's (fill scratch)"
+        )
 
 
 @ti.data_oriented
@@ -568,40 +798,68 @@ class BroadPhaseGrid(FieldGroup):
     fat boxes it is built from (saved); per slot (n_slots,), world (n_worlds,), grid entry
     (n_entries,) or hash-table slot (n_table_slots,)."""
 
-    def __init__(self, builder: "ModelBuilder", n_slots: Dim, n_worlds: Dim, n_entries: Dim,
-                 n_table_slots: Dim):
+    def __init__(
+        self,
+        builder: "ModelBuilder",
+        n_slots: Dim,
+        n_worlds: Dim,
+        n_entries: Dim,
+        n_table_slots: Dim,
+    ):
         super().__init__(builder)
         N, W, E, T = n_slots, n_worlds, n_entries, n_table_slots
         self._field("aabb_lower", f32, N, 2, doc="m, world frame, the body's box")
         self._field("aabb_upper", f32, N, 2, doc="m, world frame, the body's box")
         self._field("level", i32, N, doc="the body's grid level; -1: no shape")
-        self._field("partner_mask", i32, N, 2,
-                    doc="small worlds: the bodies of its world the slot owns a pair with, "
-                        "a bit each (broad_phase.world_partners)")
-        self._field("entry_start", i32, N + 1,
-                    doc="grid entries per slot, then their exclusive prefix sum")
+        self._field(
+            "partner_mask",
+            i32,
+            N,
+            2,
+            doc="small worlds: the bodies of its world the slot owns a pair with, "
+            "a bit each (broad_phase.world_partners)",
+        )
+        self._field(
+            "entry_start", i32, N + 1, doc="grid entries per slot, then their exclusive prefix sum"
+        )
         self._field("world_level_mask", i32, W, doc="bit L set when level L holds a body")
         self._field("entry_body", i32, E, doc="the entry's body slot")
         self._field("entry_cell", i32, E, 3, doc="the entry's cell (cx, cy, level)")
         self._field("entry_slot", i32, E, doc="the entry's hash-table slot")
-        self._field("grid_start", i32, T + 1,
-                    doc="entries per table slot, then their prefix sum")
+        self._field("grid_start", i32, T + 1, doc="entries per table slot, then their prefix sum")
         self._field("grid_cursor", i32, T, doc="fill cursor of each table slot")
         self._field("grid_entries", i32, E, doc="entry ids grouped by table slot")
-        self._field("world_lower", f32, W, 2,
-                    doc="m, the box around the world's AABBs (spatial queries only, "
-                        "collision/query_grid.py; ray casts clip rays to it)")
+        self._field(
+            "world_lower",
+            f32,
+            W,
+            2,
+            doc="m, the box around the world's AABBs (spatial queries only, "
+            "collision/query_grid.py; ray casts clip rays to it)",
+        )
         self._field("world_upper", f32, W, 2, doc="m, the box around the world's AABBs")
-        self._field("world_sleeps", i32, W,
-                    doc="1: a body of the world sleeps (its pairs come from the swept boxes "
-                        "instead)")
-        self._field("fat_lower", f32, N, 2, saved="slots",
-                    doc="m, the fat box the step's pairs are found with "
-                        "(broad_phase.refit_fat_boxes)")
+        self._field(
+            "world_sleeps",
+            i32,
+            W,
+            doc="1: a body of the world sleeps (its pairs come from the swept boxes instead)",
+        )
+        self._field(
+            "fat_lower",
+            f32,
+            N,
+            2,
+            saved="slots",
+            doc="m, the fat box the step's pairs are found with (broad_phase.refit_fat_boxes)",
+        )
         self._field("fat_upper", f32, N, 2, saved="slots", doc="m, the fat box")
-        self._field("fat_key", i32, N, saved="slots",
-                    doc="the body's pairing state when its fat box was made "
-                        "(broad_phase.pairing_key)")
+        self._field(
+            "fat_key",
+            i32,
+            N,
+            saved="slots",
+            doc="the body's pairing state when its fat box was made (broad_phase.pairing_key)",
+        )
 
 
 @ti.data_oriented
@@ -612,8 +870,7 @@ class IslandScratch(FieldGroup):
     def __init__(self, builder: "ModelBuilder", n_slots: Dim):
         super().__init__(builder)
         N = n_slots
-        self._field("previous_label", i32, N,
-                    doc="a sleeping body's label before the labelling")
+        self._field("previous_label", i32, N, doc="a sleeping body's label before the labelling")
         self._field("parent", i32, N, doc="union-find parent, a key")
         self._field("wake", i32, N, doc="per island: a mark that it must wake")
         self._field("not_converged", i32, (), doc="1: a labelling round changed a label")
@@ -631,14 +888,22 @@ class StepCounts(FieldGroup):
         self._field("n_joints", i32, (), doc="joints per world among the step's constraints")
         self._field("entries_needed", i32, (), doc="grid entries the last broad phase needed")
         self._field("pairs_needed", i32, (), doc="pairs the last broad phase needed")
-        self._field("lost_bodies", i32, (),
-                    doc="bodies left out of collision for a non-finite or absurd pose")
+        self._field(
+            "lost_bodies",
+            i32,
+            (),
+            doc="bodies left out of collision for a non-finite or absurd pose",
+        )
         self._field("barrier", i32, _BARRIER, doc="a CPU team's barrier")
-        self._field("tally", i32, _TALLY,
-                    doc="a CPU team's checks (solver/fused.py): of a kept colouring, the "
-                        "constraints it no longer fits and the bodies marked fixed; of the "
-                        "reported list, refresh_tally's three sums; of the fat boxes' refit, "
-                        "the slots refitted, asleep and restless")
+        self._field(
+            "tally",
+            i32,
+            _TALLY,
+            doc="a CPU team's checks (solver/fused.py): of a kept colouring, the "
+            "constraints it no longer fits and the bodies marked fixed; of the "
+            "reported list, refresh_tally's three sums; of the fat boxes' refit, "
+            "the slots refitted, asleep and restless",
+        )
 
 
 @ti.data_oriented
@@ -647,11 +912,16 @@ class Faults(FieldGroup):
 
     def __init__(self, builder: "ModelBuilder", n_worlds: Dim):
         super().__init__(builder)
-        self._field("first_slot", i32, n_worlds,
-                    doc="the first body slot found faulty (a torn joint's child counts); "
-                        "enums.NO_FAULT if none")
-        self._field("first_joint", i32, n_worlds,
-                    doc="the first torn joint; enums.NO_FAULT if none")
+        self._field(
+            "first_slot",
+            i32,
+            n_worlds,
+            doc="the first body slot found faulty (a torn joint's child counts); "
+            "enums.NO_FAULT if none",
+        )
+        self._field(
+            "first_joint", i32, n_worlds, doc="the first torn joint; enums.NO_FAULT if none"
+        )
         self._field("count", i32, (), doc="how many worlds have a fault")
 
 
@@ -665,8 +935,23 @@ class ScanScratch(FieldGroup):
 
 
 #: The groups of a pool, by attribute name, in the order kernels take them.
-GROUP_NAMES = ("model", "bodies", "joints", "manifolds", "previous", "staging", "reported",
-               "events", "prepared", "coloring", "grid", "islands", "counts", "faults", "scan")
+GROUP_NAMES = (
+    "model",
+    "bodies",
+    "joints",
+    "manifolds",
+    "previous",
+    "staging",
+    "reported",
+    "events",
+    "prepared",
+    "coloring",
+    "grid",
+    "islands",
+    "counts",
+    "faults",
+    "scan",
+)
 
 #: The names state files and snapshots give a group where they differ from its attribute
 #: (the file format is older than the attribute names, and files written before load).
@@ -696,8 +981,7 @@ class DevicePool:
         worlds = Dim("n_worlds", capacities["worlds"])
         scan_len = max(self.table_capacity, N.length, P.length + JS.length) + 1
         builder = _Builder(dry_run)
-        self.model = BodyModel(builder, models, N, worlds,
-                               Dim("n_filters", capacities["filters"]))
+        self.model = BodyModel(builder, models, N, worlds, Dim("n_filters", capacities["filters"]))
         self.bodies = BodyState(builder, N)
         self.joints = Joints(builder, models, Dim("n_joints", capacities["joints"]), JS)
         self.manifolds = Manifolds(builder, N, P, saved="pairs")
@@ -707,13 +991,19 @@ class DevicePool:
         self.events = ContactEvents(builder, P)
         self.prepared = PreparedContacts(builder, N, P)
         self.coloring = Coloring(builder, N, P, JS)
-        self.grid = BroadPhaseGrid(builder, N, worlds, Dim("n_entries", self.entry_capacity),
-                                   Dim("n_table_slots", self.table_capacity))
+        self.grid = BroadPhaseGrid(
+            builder,
+            N,
+            worlds,
+            Dim("n_entries", self.entry_capacity),
+            Dim("n_table_slots", self.table_capacity),
+        )
         self.islands = IslandScratch(builder, N)
         self.counts = StepCounts(builder)
         self.faults = Faults(builder, worlds)
         self.scan = ScanScratch(
-            builder, Dim("n_scan_blocks", (scan_len + SCAN_BLOCK - 1) // SCAN_BLOCK + 1))
+            builder, Dim("n_scan_blocks", (scan_len + SCAN_BLOCK - 1) // SCAN_BLOCK + 1)
+        )
         self.nbytes = builder.nbytes  # device memory of all the fields
         # The StepCache of the scene whose per-body contact lists (prepared.body_contacts,
         # scratch) the pool holds; None after a load of saved fields, whose pairs may be
@@ -750,10 +1040,12 @@ def field_table() -> str:
     for name in GROUP_NAMES:
         instances.setdefault(type(getattr(pool, name)), []).append(name)
     lines = [
-        "# Device data", "",
+        "# Device data",
+        "",
         "Generated from the field declarations in `fx2d_gpu/device/__init__.py` "
         "(`device.field_table()`): edit those, then run `python -m tests.test_device_data` "
-        "to write this page again.", "",
+        "to write this page again.",
+        "",
         "All device state lives in the fields of one `DevicePool`, shared by every scene and "
         "split into groups by concept; a kernel takes the groups it uses. *Saved* fields "
         "carry a scene's state from one step to the next (snapshots and state files hold "
@@ -761,10 +1053,12 @@ def field_table() -> str:
         "loads from its host copy (BodyModel, the joint model), or scratch, rebuilt inside "
         "every step. Shapes are as NumPy sees them (vector components last), in the sizes below; "
         "units are SI, angles radians. A body slot is `world * n_bodies + body`, a joint "
-        "slot `world * n_joints + joint`, a constraint a pair then a joint slot.", "",
+        "slot `world * n_joints + joint`, a constraint a pair then a joint slot.",
+        "",
         "A tool or a test reads a field through the scene's step context (the scene is "
         "resident in the pool while it is used; rows past the scene's extent belong to no "
-        "one):", "",
+        "one):",
+        "",
         "```python",
         "import fx2d_gpu as fx",
         "",
@@ -778,34 +1072,53 @@ def field_table() -> str:
         "position = pool.bodies.position.to_numpy()[:n_slots]  # (n_slots, 2) m",
         "assert inv_mass[0] == 0.0 and inv_mass[1] == 1.0",
         "assert (position.reshape(2, 2, 2) == scene.get_state().position).all()",
-        "```", "",
-        "## Sizes", "", "| symbol | meaning |", "| --- | --- |",
-        *(f"| `{symbol}` | {meaning} |" for symbol, meaning in SIZES.items()), "",
-        "## Saved extents", "", "| extent | entries saved |", "| --- | --- |",
+        "```",
+        "",
+        "## Sizes",
+        "",
+        "| symbol | meaning |",
+        "| --- | --- |",
+        *(f"| `{symbol}` | {meaning} |" for symbol, meaning in SIZES.items()),
+        "",
+        "## Saved extents",
+        "",
+        "| extent | entries saved |",
+        "| --- | --- |",
         *(f"| `{extent}` | {meaning} |" for extent, meaning in EXTENTS.items()),
     ]
     for cls, names in instances.items():
         groups = [getattr(pool, name) for name in names]
-        where = ", ".join(f"`pool.{name}`" + (f" (files: `{FILE_NAMES[name]}`)"
-                                              if name in FILE_NAMES else "")
-                          for name in names)
+        where = ", ".join(
+            f"`pool.{name}`" + (f" (files: `{FILE_NAMES[name]}`)" if name in FILE_NAMES else "")
+            for name in names
+        )
         summary = " ".join(line.strip() for line in cls.__doc__.splitlines() if line.strip())
-        lines += ["", f"## {cls.__name__}", "", f"{where}: {summary}", "",
-                  "| field | dtype | shape | saved | doc |", "| --- | --- | --- | --- | --- |"]
+        lines += [
+            "",
+            f"## {cls.__name__}",
+            "",
+            f"{where}: {summary}",
+            "",
+            "| field | dtype | shape | saved | doc |",
+            "| --- | --- | --- | --- | --- |",
+        ]
         for declaration in groups[0].declarations():
             # An instance may lack a field (Manifolds: `reported` keeps no reuse data).
-            extents = [(name, saved_by_name[declaration.name])
-                       for name, group in zip(names, groups, strict=True)
-                       if declaration.name in (saved_by_name := {
-                           d.name: d.saved for d in group.declarations()})]
+            extents = [
+                (name, saved_by_name[declaration.name])
+                for name, group in zip(names, groups, strict=True)
+                if declaration.name
+                in (saved_by_name := {d.name: d.saved for d in group.declarations()})
+            ]
             if len(groups) == 1:
                 saved = extents[0][1] or "—"
             else:
-                saved = ", ".join(f"{name}: {extent}" for name, extent in extents
-                                  if extent) or "—"
+                saved = ", ".join(f"{name}: {extent}" for name, extent in extents if extent) or "—"
             dtype = "f32" if declaration.dtype == f32 else "i32"
-            lines.append(f"| `{declaration.name}` | {dtype} | `{declaration.shape_symbols()}` "
-                         f"| {saved} | {declaration.doc.replace('|', chr(92) + '|')} |")
+            lines.append(
+                f"| `{declaration.name}` | {dtype} | `{declaration.shape_symbols()}` "
+                f"| {saved} | {declaration.doc.replace('|', chr(92) + '|')} |"
+            )
     return "\n".join(lines) + "\n"
 
 
@@ -836,8 +1149,16 @@ SERIAL_WORLDS = 512
 #: Worlds and joint slots are cheap (65,536 worlds: 1.5 MiB; 65,536 joint slots: ~2.3 MiB)
 #: and a batch's count of them grows fastest: with 1,024 worlds, the benchmark's 4,096
 #: small worlds grew the pool (every kernel compiled again: an 8.5 s first step).
-MIN_CAPACITIES = {"bodies": 16384, "models": 16384, "worlds": 65536, "pairs": 65536,
-                  "entries": 65536, "joints": 1024, "joint_slots": 65536, "filters": 1024}
+MIN_CAPACITIES = {
+    "bodies": 16384,
+    "models": 16384,
+    "worlds": 65536,
+    "pairs": 65536,
+    "entries": 65536,
+    "joints": 1024,
+    "joint_slots": 65536,
+    "filters": 1024,
+}
 
 
 def compiled_kernel_count() -> int:

@@ -89,13 +89,13 @@ class _Entry:
 
     def __init__(self, kernel, templates, program):
         self.kernel = kernel
-        self.refs = tuple(weakref.ref(t) if _weakrefable(t) else (lambda t=t: t)
-                          for t in templates)
+        self.refs = tuple(weakref.ref(t) if _weakrefable(t) else (lambda t=t: t) for t in templates)
         self.program = program
 
     def matches(self, templates, program) -> bool:
         return program is self.program and all(
-            ref() is t for ref, t in zip(self.refs, templates, strict=True))
+            ref() is t for ref, t in zip(self.refs, templates, strict=True)
+        )
 
 
 def _weakrefable(obj) -> bool:
@@ -114,7 +114,8 @@ class QuickKernel:
         self._primal = kernel._primal
         self._kinds = _argument_kinds(self._primal)
         self._template_positions = tuple(
-            i for i, kind in enumerate(self._kinds or ()) if kind is None)
+            i for i, kind in enumerate(self._kinds or ()) if kind is None
+        )
         self._entries = {}
         self.__doc__ = kernel.__doc__
         self.__name__ = getattr(kernel, "__name__", "kernel")
@@ -178,8 +179,9 @@ class QuickKernel:
         if not return_types:
             return None
         impl.get_runtime().sync()
-        results = [self._primal.construct_kernel_ret(context, t, (i,))
-                   for i, t in enumerate(return_types)]
+        results = [
+            self._primal.construct_kernel_ret(context, t, (i,)) for i, t in enumerate(return_types)
+        ]
         return results[0] if len(results) == 1 else results
 
 
@@ -190,10 +192,14 @@ def _with_signature(primal) -> type:
     for 16 of them (2-core CPU machine, Taichi 1.7.4; kernels take no default values)."""
     names = [argument.name for argument in primal.arguments]  # identifiers: safe to compile
     namespace = {}
-    exec(f"def __call__(self, {', '.join(names)}):\n"
-         f"    return self.launch(({''.join(name + ', ' for name in names)}))\n", namespace)
-    return type(f"Quick_{primal.func.__name__}", (QuickKernel,),
-                {"__call__": namespace["__call__"]})
+    exec(
+        f"def __call__(self, {', '.join(names)}):\n"
+        f"    return self.launch(({''.join(name + ', ' for name in names)}))\n",
+        namespace,
+    )
+    return type(
+        f"Quick_{primal.func.__name__}", (QuickKernel,), {"__call__": namespace["__call__"]}
+    )
 
 
 def quick(kernel) -> QuickKernel:
@@ -233,8 +239,9 @@ def cache_source_positions():
             key = (self.file, line, self.func.func.__name__, node.lineno)
             text = texts.get(key)
             if text is None:
-                text = texts[key] = (f'File "{self.file}", line {line}, in {key[2]}:\n'
-                                     f"{self.src[node.lineno - 1]}\n")
+                text = texts[key] = (
+                    f'File "{self.file}", line {line}, in {key[2]}:\n{self.src[node.lineno - 1]}\n'
+                )
             return text
         except (AttributeError, IndexError):
             return original(self, node)
@@ -244,8 +251,15 @@ def cache_source_positions():
 
 
 #: The parameters of taichi.lang.kernel_impl._get_tree_and_ctx in taichi 1.7.4.
-_TREE_PARAMETERS = ("self", "excluded_parameters", "is_kernel", "arg_features", "args",
-                    "ast_builder", "is_real_function")
+_TREE_PARAMETERS = (
+    "self",
+    "excluded_parameters",
+    "is_kernel",
+    "arg_features",
+    "args",
+    "ast_builder",
+    "is_real_function",
+)
 
 
 def cache_function_sources():
@@ -277,13 +291,24 @@ def cache_function_sources():
         if cached is None:
             lines, start_lineno = kernel_impl.getsourcelines(func)
             lines = [textwrap.fill(line, tabsize=4, width=9999) for line in lines]
-            cached = (kernel_impl.getsourcefile(func), lines, start_lineno,
-                      textwrap.dedent("\n".join(lines)))
+            cached = (
+                kernel_impl.getsourcefile(func),
+                lines,
+                start_lineno,
+                textwrap.dedent("\n".join(lines)),
+            )
             sources[func] = cached
         return cached
 
-    def get_tree_and_ctx(self, excluded_parameters=(), is_kernel=True, arg_features=None,
-                         args=None, ast_builder=None, is_real_function=False):
+    def get_tree_and_ctx(
+        self,
+        excluded_parameters=(),
+        is_kernel=True,
+        arg_features=None,
+        args=None,
+        ast_builder=None,
+        is_real_function=False,
+    ):
         # Taichi's _get_tree_and_ctx, with the source read through source_of.
         file, src, start_lineno, text = source_of(self.func)
         tree = ast.parse(text)
@@ -293,10 +318,18 @@ def cache_function_sources():
             for i in self.template_slot_locations:  # template arguments become globals
                 global_vars[self.arguments[i].name] = args[i]
         return tree, ASTTransformerContext(
-            excluded_parameters=excluded_parameters, is_kernel=is_kernel, func=self,
-            arg_features=arg_features, global_vars=global_vars, argument_data=args, src=src,
-            start_lineno=start_lineno, file=file, ast_builder=ast_builder,
-            is_real_function=is_real_function)
+            excluded_parameters=excluded_parameters,
+            is_kernel=is_kernel,
+            func=self,
+            arg_features=arg_features,
+            global_vars=global_vars,
+            argument_data=args,
+            src=src,
+            start_lineno=start_lineno,
+            file=file,
+            ast_builder=ast_builder,
+            is_real_function=is_real_function,
+        )
 
     get_tree_and_ctx._fx2d_cached = True
     kernel_impl._get_tree_and_ctx = get_tree_and_ctx

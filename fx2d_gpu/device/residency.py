@@ -41,9 +41,11 @@ class Snapshot:
 
     @classmethod
     def take(cls, pool: DevicePool, extents: dict[str, int]) -> Snapshot:
-        wanted = {name: {field: extents.get(extent) for field, extent in saved.items()}
-                  for name, group in pool.groups().items()
-                  if (saved := group.saved_fields())}
+        wanted = {
+            name: {field: extents.get(extent) for field, extent in saved.items()}
+            for name, group in pool.groups().items()
+            if (saved := group.saved_fields())
+        }
         read = read_groups([(pool.group(name), fields) for name, fields in wanted.items()])
         return cls(dict(zip(wanted, read, strict=True)))
 
@@ -75,34 +77,49 @@ class Binding:
         self.base_model: dict[str, dict[str, np.ndarray]] | None = None
         self.solver_flags: dict = {}  # StepContext's flags from the model (solver_flags)
 
-    def needs(self, n_bodies: int | None = None, n_joints: int | None = None,
-              n_filters: int | None = None) -> dict:
+    def needs(
+        self, n_bodies: int | None = None, n_joints: int | None = None, n_filters: int | None = None
+    ) -> dict:
         """Capacities (keys of device.MIN_CAPACITIES) the scene needs as built, or for the
         layout given (a build about to happen)."""
         n_bodies = self.n_bodies if n_bodies is None else n_bodies
         n_joints = self.n_joints if n_joints is None else n_joints
         n_filters = self.n_filters if n_filters is None else n_filters
         slots, cache = self.n_worlds * n_bodies, self.cache
-        return {"bodies": slots, "models": max(n_bodies, 1), "worlds": self.n_worlds,
-                "pairs": max(cache.pair_need, cache.n_pairs, cache.n_reported),
-                "entries": max(4 * slots, cache.entry_need),
-                "joints": n_joints, "joint_slots": self.n_worlds * n_joints,
-                "filters": 2 * n_filters}
+        return {
+            "bodies": slots,
+            "models": max(n_bodies, 1),
+            "worlds": self.n_worlds,
+            "pairs": max(cache.pair_need, cache.n_pairs, cache.n_reported),
+            "entries": max(4 * slots, cache.entry_need),
+            "joints": n_joints,
+            "joint_slots": self.n_worlds * n_joints,
+            "filters": 2 * n_filters,
+        }
 
     def extents(self) -> dict:
         """Entries of the scene's saved fields, by extent name (device.EXTENTS)."""
         slots, joint_slots = self.n_worlds * self.n_bodies, self.n_worlds * self.n_joints
         cache = self.cache
-        return {"slots": slots, "slots+1": slots + 1, "pairs": cache.n_pairs,
-                "joint_slots": joint_slots, "constraints": cache.n_pairs + joint_slots,
-                "reported": cache.n_reported, "begin_events": cache.n_begin_events,
-                "end_events": cache.n_end_events}
+        return {
+            "slots": slots,
+            "slots+1": slots + 1,
+            "pairs": cache.n_pairs,
+            "joint_slots": joint_slots,
+            "constraints": cache.n_pairs + joint_slots,
+            "reported": cache.n_reported,
+            "begin_events": cache.n_begin_events,
+            "end_events": cache.n_end_events,
+        }
 
     def matches(self, builder: ModelBuilder) -> bool:
         """Whether the device arrays were built for `builder`'s model as it is now (its
         bodies, joints and disabled pairs; a body or joint added since needs a rebuild)."""
-        return (self.n_bodies == len(builder.bodies) and self.n_joints == len(builder.joints)
-                and self.n_filters == len(builder.no_collision))
+        return (
+            self.n_bodies == len(builder.bodies)
+            and self.n_joints == len(builder.joints)
+            and self.n_filters == len(builder.no_collision)
+        )
 
     def edit(self, group: str, rows, **values: np.ndarray):
         """Write `values` (field: one value per row) into `rows` of the model as built
@@ -115,8 +132,9 @@ class Binding:
         for field, value in values.items():
             fields[field][rows] = value
 
-    def apply_params(self, builder: ModelBuilder,
-                     params: WorldParams) -> dict[str, dict[str, np.ndarray]]:
+    def apply_params(
+        self, builder: ModelBuilder, params: WorldParams
+    ) -> dict[str, dict[str, np.ndarray]]:
         """Recompute the model's fields that follow from the per-world values `params`
         (world_params.DERIVED_FIELDS) from the model as built; returns them ({group: {field:
         array}}), for the caller to write to the device if the scene is resident (every load
@@ -128,11 +146,14 @@ class Binding:
                     model[group][name] = self.base_model[group][name]
         params.device_rows(builder, model)
         self.solver_flags = solver_flags(model["model"])
-        return {group: {name: model[group][name] for name in fields}
-                for group, fields in DERIVED_FIELDS.items()}
+        return {
+            group: {name: model[group][name] for name in fields}
+            for group, fields in DERIVED_FIELDS.items()
+        }
 
-    def rebuild(self, builder: ModelBuilder, pending_targets: dict[int, np.ndarray],
-                params: WorldParams):
+    def rebuild(
+        self, builder: ModelBuilder, pending_targets: dict[int, np.ndarray], params: WorldParams
+    ):
         """Build the host model and initial state of `builder`'s current model, keeping, in
         every world, the state of the bodies and joints that existed (pairs and colours start
         over) and the contacts reported between them; motor targets `pending_targets` (joint:
@@ -159,8 +180,7 @@ class Binding:
             targets[:, joint] = values
         n_reported = 0
         if old is not None and "reported" in old:
-            state["reported"] = _renumbered_reported(old["reported"], w, self.n_bodies,
-                                                     n_bodies)
+            state["reported"] = _renumbered_reported(old["reported"], w, self.n_bodies, n_bodies)
             n_reported = len(state["reported"]["body_a"])
         self.saved = Snapshot(state)
         self.n_bodies, self.n_joints = n_bodies, n_joints
@@ -175,8 +195,10 @@ def solver_flags(model: dict) -> dict:
     """StepContext's flags that follow from the model (group `model` of build_model, with
     the per-world rows): has_bullets, and immovable_sweep (in some world the dynamic
     bodies' masses differ by more than contacts.IMMOVABLE_SWEEP_RATIO: BodyModel.uneven)."""
-    return {"has_bullets": bool(model["bullet"].any()),
-            "immovable_sweep": bool(model["uneven"].any())}
+    return {
+        "has_bullets": bool(model["bullet"].any()),
+        "immovable_sweep": bool(model["uneven"].any()),
+    }
 
 
 def _keep_old_rows(new: dict, old: dict, n_worlds: int, old_rows: int, rows: int):
@@ -184,8 +206,10 @@ def _keep_old_rows(new: dict, old: dict, n_worlds: int, old_rows: int, rows: int
     new layout of `rows` per world (island labels are slots: renumbered to the new layout)."""
     for key, value in old.items():
         if key == "island":
-            value = (value.reshape(n_worlds, old_rows) % max(old_rows, 1)
-                     + rows * np.arange(n_worlds)[:, None]).ravel()
+            value = (
+                value.reshape(n_worlds, old_rows) % max(old_rows, 1)
+                + rows * np.arange(n_worlds)[:, None]
+            ).ravel()
         target = new[key].reshape(n_worlds, rows, *new[key].shape[1:])
         target[:, :old_rows] = value.reshape(n_worlds, old_rows, *value.shape[1:])
 
@@ -325,8 +349,7 @@ GROWTH_BUDGET_BYTES = 1 << 30
 def _growth_budget() -> int:
     """GROWTH_BUDGET_BYTES, or a quarter of the memory available if that is less."""
     available = runtime.available_memory()
-    return GROWTH_BUDGET_BYTES if available is None else min(GROWTH_BUDGET_BYTES,
-                                                             available // 4)
+    return GROWTH_BUDGET_BYTES if available is None else min(GROWTH_BUDGET_BYTES, available // 4)
 
 
 #: Candidate pairs a pool holds per body slot before it must grow. A growing pool compiles
@@ -356,11 +379,15 @@ def check_fits(n_worlds: int, needs: dict, capacities: dict | None = None):
     needs (Binding.needs) is past the 32-bit index range, or if the pool it would take
     (`capacities`; by default what the current pool would grow to) is larger than the
     memory available (runtime.available_memory)."""
-    layout = (f"n_worlds={n_worlds} x n_bodies={needs['bodies'] // n_worlds} = "
-              f"{needs['bodies']:,} body slots")
+    layout = (
+        f"n_worlds={n_worlds} x n_bodies={needs['bodies'] // n_worlds} = "
+        f"{needs['bodies']:,} body slots"
+    )
     if needs["bodies"] > MAX_SLOTS or needs["pairs"] > MAX_PAIRS:
-        raise CapacityError(f"{layout}: more than the {MAX_SLOTS:,} body slots (or "
-                         f"{MAX_PAIRS:,} pairs) one scene can index; use fewer worlds")
+        raise CapacityError(
+            f"{layout}: more than the {MAX_SLOTS:,} body slots (or "
+            f"{MAX_PAIRS:,} pairs) one scene can index; use fewer worlds"
+        )
     pool = _state["pool"]
     if capacities is None:
         if pool is not None and pool.fits(needs):
@@ -369,9 +396,11 @@ def check_fits(n_worlds: int, needs: dict, capacities: dict | None = None):
     needed = DevicePool.bytes_needed(capacities)
     available_bytes = runtime.available_memory()
     if available_bytes is not None and needed > available_bytes:
-        raise CapacityError(f"{layout}: the device arrays would need {needed / 2**30:.1f} GiB, "
-                         f"{available_bytes / 2**30:.1f} GiB of memory are available; use "
-                         "fewer worlds or bodies")
+        raise CapacityError(
+            f"{layout}: the device arrays would need {needed / 2**30:.1f} GiB, "
+            f"{available_bytes / 2**30:.1f} GiB of memory are available; use "
+            "fewer worlds or bodies"
+        )
 
 
 def release(binding: Binding):
@@ -401,8 +430,9 @@ def _load(binding: Binding, pool: DevicePool):
     _state["resident"] = weakref.ref(binding)
 
 
-def write_resident(pool: DevicePool, arrays: list[tuple[str, dict[str, np.ndarray]]],
-                   needs: dict | None = None):
+def write_resident(
+    pool: DevicePool, arrays: list[tuple[str, dict[str, np.ndarray]]], needs: dict | None = None
+):
     """[(group name, {field: value})] into the pool (one launch, transfer.write_groups),
     each field 0 past its value as far as the scenes resident since the last load wrote
     (and, with `needs`, a scene about to be resident: Binding.needs), and no further: past
@@ -414,11 +444,11 @@ def write_resident(pool: DevicePool, arrays: list[tuple[str, dict[str, np.ndarra
         written = {key: max(value, needs.get(key, 0)) for key, value in written.items()}
     # Rounded up to powers of two (clearing up to twice as far): the reach of a few sizes,
     # cached, instead of a dry-run pool (~0.9 ms) for every count of pairs a pile passes.
-    reach = _field_entries(tuple(sorted((key, next_pow2(value))
-                                        for key, value in written.items())))
-    write_groups([(pool.group(name), fields) for name, fields in arrays],
-                 clear_to=[{field: reach[name][field] for field in fields}
-                           for name, fields in arrays])
+    reach = _field_entries(tuple(sorted((key, next_pow2(value)) for key, value in written.items())))
+    write_groups(
+        [(pool.group(name), fields) for name, fields in arrays],
+        clear_to=[{field: reach[name][field] for field in fields} for name, fields in arrays],
+    )
 
 
 @functools.lru_cache(maxsize=64)
@@ -427,15 +457,15 @@ def _field_entries(capacities: tuple) -> dict[str, dict[str, int]]:
     ((key, capacity) pairs), without allocating it: how far a field reaches in the pool
     when a scene's needs are those capacities."""
     pool = DevicePool(dict(capacities), dry_run=True)
-    return {name: {d.name: d.entries for d in group.declarations()}
-            for name, group in pool.groups().items()}
+    return {
+        name: {d.name: d.entries for d in group.declarations()}
+        for name, group in pool.groups().items()
+    }
 
 
 def _copy_pool(old: DevicePool, new: DevicePool):
     """Every field of `old` into the start of the same field of `new` (capacities only
     grow, and a slot's index does not depend on them)."""
     groups = old.groups()
-    values = read_groups([(group, dict.fromkeys(group.field_names()))
-                          for group in groups.values()])
-    write_groups([(new.group(name), fields)
-                  for name, fields in zip(groups, values, strict=True)])
+    values = read_groups([(group, dict.fromkeys(group.field_names())) for group in groups.values()])
+    write_groups([(new.group(name), fields) for name, fields in zip(groups, values, strict=True)])

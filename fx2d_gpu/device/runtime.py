@@ -61,9 +61,16 @@ def ensure_initialized(arch: str = "auto", kernel_profiler: bool = False) -> str
     # unrolling_limit 0: no warning for static loops over more than 32 items; the grouped
     # transfers (transfer.write_groups) unroll one copy per field, up to ~80 of them in one
     # kernel on purpose (one kernel instead of one per field).
-    options = dict(offline_cache=True, fast_math=False, advanced_optimization=False,
-                   default_fp=ti.f32, default_ip=ti.i32, log_level=ti.WARN, unrolling_limit=0,
-                   kernel_profiler=bool(kernel_profiler))
+    options = dict(
+        offline_cache=True,
+        fast_math=False,
+        advanced_optimization=False,
+        default_fp=ti.f32,
+        default_ip=ti.i32,
+        log_level=ti.WARN,
+        unrolling_limit=0,
+        kernel_profiler=bool(kernel_profiler),
+    )
     threads = cpu_threads_setting()
     if threads is not None:  # (Taichi's default: every hardware thread)
         options["cpu_max_num_threads"] = threads
@@ -77,8 +84,11 @@ def ensure_initialized(arch: str = "auto", kernel_profiler: bool = False) -> str
         _init_taichi(_TI_ARCH[chosen or "cpu"], options)
     else:
         if arch == "vulkan" and _software_vulkan_only():
-            print("fx2d_gpu: arch='vulkan' runs on a software Vulkan driver (no GPU): it "
-                  "tests the GPU code path and is slower than arch='cpu'", file=sys.stderr)
+            print(
+                "fx2d_gpu: arch='vulkan' runs on a software Vulkan driver (no GPU): it "
+                "tests the GPU code path and is slower than arch='cpu'",
+                file=sys.stderr,
+            )
             _state["software_vulkan"] = True
         _init_taichi(_TI_ARCH[arch], options)
         if arch != "cpu" and ti.lang.impl.current_cfg().arch in (ti.cpu, ti.x64, ti.arm64):
@@ -165,7 +175,8 @@ def check_mapping_headroom():
             f"fx2d_gpu: the software Vulkan driver keeps a memory mapping for every kernel "
             f"launch, and this process holds {held:,} of the {limit:,} Linux allows "
             f"(vm.max_map_count): the next steps would crash it. Raise the limit (sudo "
-            f"sysctl -w vm.max_map_count=16777216) or run on arch='cpu'")
+            f"sysctl -w vm.max_map_count=16777216) or run on arch='cpu'"
+        )
 
 
 #: A lock file of Taichi's offline cache older than this (s) belongs to no running process:
@@ -199,8 +210,11 @@ def clear_stale_cache_locks(path: str) -> list[str]:
     now = time.time()
     for entry in entries:
         try:
-            if (entry.name.endswith(".lock") and entry.is_file()
-                    and now - entry.stat().st_mtime > STALE_LOCK_SECONDS):
+            if (
+                entry.name.endswith(".lock")
+                and entry.is_file()
+                and now - entry.stat().st_mtime > STALE_LOCK_SECONDS
+            ):
                 os.remove(entry.path)
                 removed.append(entry.path)
         except OSError:  # another process removed it first, or no permission: leave it
@@ -298,8 +312,10 @@ def _probe(arch: str) -> bool:
     """
     if arch == "vulkan" and not set(probe_vulkan_device_types()) & VULKAN_GPU_TYPES:
         return False
-    code = (f"import taichi as ti; ti.init(arch=ti.{arch}, log_level=ti.ERROR); "
-            f"import sys; sys.exit(0 if ti.lang.impl.current_cfg().arch == ti.{arch} else 1)")
+    code = (
+        f"import taichi as ti; ti.init(arch=ti.{arch}, log_level=ti.ERROR); "
+        f"import sys; sys.exit(0 if ti.lang.impl.current_cfg().arch == ti.{arch} else 1)"
+    )
     try:
         result = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=120)
     except (OSError, subprocess.SubprocessError):
@@ -326,12 +342,16 @@ def vulkan_device_types() -> list[int]:
         return []
 
     class InstanceCreateInfo(ctypes.Structure):
-        _fields_ = [("sType", ctypes.c_int), ("pNext", ctypes.c_void_p),
-                    ("flags", ctypes.c_uint32), ("pApplicationInfo", ctypes.c_void_p),
-                    ("enabledLayerCount", ctypes.c_uint32),
-                    ("ppEnabledLayerNames", ctypes.c_void_p),
-                    ("enabledExtensionCount", ctypes.c_uint32),
-                    ("ppEnabledExtensionNames", ctypes.c_void_p)]
+        _fields_ = [
+            ("sType", ctypes.c_int),
+            ("pNext", ctypes.c_void_p),
+            ("flags", ctypes.c_uint32),
+            ("pApplicationInfo", ctypes.c_void_p),
+            ("enabledLayerCount", ctypes.c_uint32),
+            ("ppEnabledLayerNames", ctypes.c_void_p),
+            ("enabledExtensionCount", ctypes.c_uint32),
+            ("ppEnabledExtensionNames", ctypes.c_void_p),
+        ]
 
     info = InstanceCreateInfo(sType=1)  # VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO
     instance = ctypes.c_void_p()
@@ -343,7 +363,7 @@ def vulkan_device_types() -> list[int]:
         devices = (ctypes.c_void_p * count.value)()
         vulkan.vkEnumeratePhysicalDevices(instance, ctypes.byref(count), devices)
         types = []
-        for device in devices[:count.value]:
+        for device in devices[: count.value]:
             # VkPhysicalDeviceProperties: apiVersion, driverVersion, vendorID, deviceID
             # (uint32 each), then deviceType; the struct is under 1 KiB.
             properties = ctypes.create_string_buffer(4096)
@@ -360,11 +380,16 @@ def probe_vulkan_device_types() -> list[int]:
     # The child imports this package from where this process did (a source checkout on
     # sys.path need not be installed).
     package_parent = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [package_parent] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join(
+            [package_parent] + [p for p in [os.environ.get("PYTHONPATH")] if p]
+        ),
+    )
     try:
-        run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                             timeout=120, env=env)
+        run = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env
+        )
         return json.loads(run.stdout.strip().splitlines()[-1]) if run.returncode == 0 else []
     except (OSError, subprocess.SubprocessError, IndexError, ValueError):
         return []

@@ -24,8 +24,10 @@ _I32_ARRAY = ti.types.ndarray(dtype=ti.i32, ndim=1)
 _VEC2_ARRAY = ti.types.ndarray(dtype=ti.math.vec2, ndim=1)
 
 
-def write_groups(arrays: list[tuple["FieldGroup", dict[str, np.ndarray]]],
-                 clear_to: list[dict[str, int]] | None = None):
+def write_groups(
+    arrays: list[tuple["FieldGroup", dict[str, np.ndarray]]],
+    clear_to: list[dict[str, int]] | None = None,
+):
     """For each (group, {name: value}): the group's field name [:len(value)] = value and 0 in
     the rest of it (a 0-d field takes one value); with clear_to (per entry of arrays,
     {name: entries}), 0 only up to that many entries of the field, the rest left as it is
@@ -41,9 +43,11 @@ def write_groups(arrays: list[tuple["FieldGroup", dict[str, np.ndarray]]],
             shape = _shape(field)
             count = len(value) if shape.dims else 1
             if count > shape.entries or value.size != count * shape.width:
-                raise ValueError(f"{type(group).__name__}.{name}: a value of shape "
-                                 f"{value.shape} does not fit the field's "
-                                 f"{(shape.entries,) + shape.element_shape}")
+                raise ValueError(
+                    f"{type(group).__name__}.{name}: a value of shape "
+                    f"{value.shape} does not fit the field's "
+                    f"{(shape.entries,) + shape.element_shape}"
+                )
             fields.append(field)
             values.append(value)
             clear = shape.entries if clear_to is None else clear_to[k][name]
@@ -54,8 +58,9 @@ def write_groups(arrays: list[tuple["FieldGroup", dict[str, np.ndarray]]],
     _move_fields(*_template_of(arrays), floats, ints, layout, max(clears), True)
 
 
-def read_groups(extents: list[tuple["FieldGroup", dict[str, int | None]]]
-                ) -> list[dict[str, np.ndarray]]:
+def read_groups(
+    extents: list[tuple["FieldGroup", dict[str, int | None]]],
+) -> list[dict[str, np.ndarray]]:
     """For each (group, {name: extent}): {name: a copy of the field's [:extent]} (the whole
     field for None; a 0-d field's value as a 0-d array), NumPy arrays of the fields'
     dtypes; one kernel launch for all of them (see write_groups)."""
@@ -64,8 +69,9 @@ def read_groups(extents: list[tuple["FieldGroup", dict[str, int | None]]]
         for name, extent in named.items():
             field = getattr(group, name)
             fields.append(field)
-            counts.append(_shape(field).entries if extent is None
-                          else min(int(extent), _shape(field).entries))
+            counts.append(
+                _shape(field).entries if extent is None else min(int(extent), _shape(field).entries)
+            )
     if not fields:
         return [{} for _ in extents]
     floats, ints, layout = _pack(fields, None, counts, counts)
@@ -77,9 +83,12 @@ def read_groups(extents: list[tuple["FieldGroup", dict[str, int | None]]]
             shape = _shape(fields[f])
             flat = floats if shape.floating else ints
             start, count = int(layout[_LAYOUT * f]), int(layout[_LAYOUT * f + 1])
-            value = flat[start:start + count * shape.width]
-            values[name] = (value.reshape((count,) + shape.element_shape).copy() if shape.dims
-                            else np.array(value.reshape(shape.element_shape)))
+            value = flat[start : start + count * shape.width]
+            values[name] = (
+                value.reshape((count,) + shape.element_shape).copy()
+                if shape.dims
+                else np.array(value.reshape(shape.element_shape))
+            )
             f += 1
         out.append(values)
     return out
@@ -88,8 +97,7 @@ def read_groups(extents: list[tuple["FieldGroup", dict[str, int | None]]]
 def _template_of(entries) -> tuple[tuple, tuple]:
     """The kernels' template arguments for [(group, {name: ...})]: the groups and, per
     group, its names."""
-    return (tuple(group for group, _ in entries),
-            tuple(tuple(named) for _, named in entries))
+    return (tuple(group for group, _ in entries), tuple(tuple(named) for _, named in entries))
 
 
 class _Shape(NamedTuple):
@@ -116,10 +124,15 @@ def _shape(field) -> _Shape:
         shape = tuple(field.shape)
         components = field.n if hasattr(field, "n") else 1
         element = shape[1:] + ((components,) if hasattr(field, "n") else ())
-        known = _Shape(entries=shape[0] if shape else 1, element_shape=element,
-                       components=components, columns=shape[1] if len(shape) == 2 else 1,
-                       width=math.prod(element), floating=field.dtype == ti.f32,
-                       dims=len(shape))
+        known = _Shape(
+            entries=shape[0] if shape else 1,
+            element_shape=element,
+            components=components,
+            columns=shape[1] if len(shape) == 2 else 1,
+            width=math.prod(element),
+            floating=field.dtype == ti.f32,
+            dims=len(shape),
+        )
         _SHAPES[field] = known
     return known
 
@@ -226,17 +239,26 @@ def _set(field: ti.template(), index: ti.template(), c: ti.template(), value):
 
 def _fields_of(groups, names) -> tuple:
     """The named fields of the groups, in order (the order of _pack's layout)."""
-    return tuple(getattr(group, name) for group, group_names in zip(groups, names, strict=True)
-                 for name in group_names)
+    return tuple(
+        getattr(group, name)
+        for group, group_names in zip(groups, names, strict=True)
+        for name in group_names
+    )
 
 
 # One loop over the entries any field needs, every field's entry in its body: on the CPU
 # each top-level loop is compiled as a function of its own, ~10 ms apiece even from the
 # offline cache, and a group has up to 24 fields.
 @ti.kernel
-def _move_fields(groups: ti.template(), names: ti.template(), floats: _F32_ARRAY,
-                 ints: _I32_ARRAY, layout: _I32_ARRAY, n_entries: ti.i32,
-                 to_device: ti.template()):
+def _move_fields(
+    groups: ti.template(),
+    names: ti.template(),
+    floats: _F32_ARRAY,
+    ints: _I32_ARRAY,
+    layout: _I32_ARRAY,
+    n_entries: ti.i32,
+    to_device: ti.template(),
+):
     """The named fields of the groups from the flat arrays (to_device: write_groups) or into
     them (read_groups); layout as _pack makes it; n_entries: the most entries any field's
     layout reaches."""
@@ -253,8 +275,13 @@ def _move_fields(groups: ti.template(), names: ti.template(), floats: _F32_ARRAY
 
 
 @ti.kernel
-def _scatter_forces(bodies: ti.template(), serial: ti.template(), slots: _I32_ARRAY,
-                    forces: _VEC2_ARRAY, torques: _F32_ARRAY):
+def _scatter_forces(
+    bodies: ti.template(),
+    serial: ti.template(),
+    slots: _I32_ARRAY,
+    forces: _VEC2_ARRAY,
+    torques: _F32_ARRAY,
+):
     ti.loop_config(serialize=serial)
     for i in range(slots.shape[0]):
         bodies.force[slots[i]] += forces[i]
@@ -272,9 +299,15 @@ def scatter_forces(ctx: "StepContext", slots, forces, torques):
 
 
 @ti.kernel
-def _write_state(bodies: ti.template(), serial: ti.template(), position: _VEC2_ARRAY,
-                 angle: _F32_ARRAY, velocity: _VEC2_ARRAY, angular_velocity: _F32_ARRAY,
-                 sleeping: _I32_ARRAY):
+def _write_state(
+    bodies: ti.template(),
+    serial: ti.template(),
+    position: _VEC2_ARRAY,
+    angle: _F32_ARRAY,
+    velocity: _VEC2_ARRAY,
+    angular_velocity: _F32_ARRAY,
+    sleeping: _I32_ARRAY,
+):
     ti.loop_config(serialize=serial)
     for slot in range(position.shape[0]):
         bodies.position[slot] = position[slot]
@@ -288,8 +321,7 @@ def _write_state(bodies: ti.template(), serial: ti.template(), position: _VEC2_A
 def write_state(ctx: "StepContext", position, angle, velocity, angular_velocity, sleeping):
     """Poses, velocities and sleep flags of every slot (arrays of n_slots rows, float32 /
     int32); sleep timers restart."""
-    _write_state(ctx.pool.bodies, ctx.serial, position, angle, velocity, angular_velocity,
-                 sleeping)
+    _write_state(ctx.pool.bodies, ctx.serial, position, angle, velocity, angular_velocity, sleeping)
 
 
 @ti.func
@@ -301,8 +333,15 @@ def _wake_joint_bodies(joints: ti.template(), bodies: ti.template(), joint, worl
 
 
 @ti.kernel
-def _write_joint_target(joints: ti.template(), bodies: ti.template(), serial: ti.template(),
-                        joint: ti.i32, n_joints: ti.i32, n_bodies: ti.i32, values: _F32_ARRAY):
+def _write_joint_target(
+    joints: ti.template(),
+    bodies: ti.template(),
+    serial: ti.template(),
+    joint: ti.i32,
+    n_joints: ti.i32,
+    n_bodies: ti.i32,
+    values: _F32_ARRAY,
+):
     ti.loop_config(serialize=serial)
     for world in range(values.shape[0]):
         joints.target[world * n_joints + joint] = values[world]
@@ -311,14 +350,23 @@ def _write_joint_target(joints: ti.template(), bodies: ti.template(), serial: ti
 
 def write_joint_target(ctx: "StepContext", joint: int, values):
     """New motor targets of one joint, (n_worlds,) float32; a new target wakes its bodies."""
-    _write_joint_target(ctx.pool.joints, ctx.pool.bodies, ctx.serial, joint, ctx.n_joints,
-                        ctx.n_bodies, values)
+    _write_joint_target(
+        ctx.pool.joints, ctx.pool.bodies, ctx.serial, joint, ctx.n_joints, ctx.n_bodies, values
+    )
 
 
 @ti.kernel
-def _write_joint_mode(joints: ti.template(), bodies: ti.template(), serial: ti.template(),
-                      joint: ti.i32, n_joints: ti.i32, n_worlds: ti.i32, n_bodies: ti.i32,
-                      mode: ti.i32, max_effort: ti.f32):
+def _write_joint_mode(
+    joints: ti.template(),
+    bodies: ti.template(),
+    serial: ti.template(),
+    joint: ti.i32,
+    n_joints: ti.i32,
+    n_worlds: ti.i32,
+    n_bodies: ti.i32,
+    mode: ti.i32,
+    max_effort: ti.f32,
+):
     joints.mode[joint] = mode
     joints.max_effort[joint] = max_effort
     ti.loop_config(serialize=serial)
@@ -330,14 +378,23 @@ def _write_joint_mode(joints: ti.template(), bodies: ti.template(), serial: ti.t
 def write_joint_mode(ctx: "StepContext", joint: int, mode: int, max_effort: float):
     """A motor's mode and effort limit; its PID restarts and its bodies wake in every world
     (its gains, per joint slot, are written with the other model rows: edits.py)."""
-    _write_joint_mode(joints=ctx.pool.joints, bodies=ctx.pool.bodies, serial=ctx.serial,
-                      joint=joint, n_joints=ctx.n_joints, n_worlds=ctx.n_worlds,
-                      n_bodies=ctx.n_bodies, mode=mode, max_effort=max_effort)
+    _write_joint_mode(
+        joints=ctx.pool.joints,
+        bodies=ctx.pool.bodies,
+        serial=ctx.serial,
+        joint=joint,
+        n_joints=ctx.n_joints,
+        n_worlds=ctx.n_worlds,
+        n_bodies=ctx.n_bodies,
+        mode=mode,
+        max_effort=max_effort,
+    )
 
 
 @ti.kernel
-def _write_enabled(bodies: ti.template(), serial: ti.template(), slots: _I32_ARRAY,
-                   enabled: ti.i32):
+def _write_enabled(
+    bodies: ti.template(), serial: ti.template(), slots: _I32_ARRAY, enabled: ti.i32
+):
     ti.loop_config(serialize=serial)
     for i in range(slots.shape[0]):
         slot = slots[i]
@@ -354,9 +411,17 @@ def write_enabled(ctx: "StepContext", slots, enabled: bool):
 
 
 @ti.kernel
-def _write_filters(model: ti.template(), bodies: ti.template(), serial: ti.template(),
-                   rows: _I32_ARRAY, n_worlds: ti.i32, n_bodies: ti.i32, groups: _I32_ARRAY,
-                   categories: _I32_ARRAY, masks: _I32_ARRAY):
+def _write_filters(
+    model: ti.template(),
+    bodies: ti.template(),
+    serial: ti.template(),
+    rows: _I32_ARRAY,
+    n_worlds: ti.i32,
+    n_bodies: ti.i32,
+    groups: _I32_ARRAY,
+    categories: _I32_ARRAY,
+    masks: _I32_ARRAY,
+):
     ti.loop_config(serialize=serial)
     for i in range(rows.shape[0]):
         body = rows[i]
@@ -373,6 +438,14 @@ def _write_filters(model: ti.template(), bodies: ti.template(), serial: ti.templ
 def write_filters(ctx: "StepContext", rows, groups, categories, masks):
     """The collision filters of model rows (k,) in every world (int32 arrays, the bits as
     int32); the bodies wake."""
-    _write_filters(model=ctx.pool.model, bodies=ctx.pool.bodies, serial=ctx.serial, rows=rows,
-                   n_worlds=ctx.n_worlds, n_bodies=ctx.n_bodies, groups=groups,
-                   categories=categories, masks=masks)
+    _write_filters(
+        model=ctx.pool.model,
+        bodies=ctx.pool.bodies,
+        serial=ctx.serial,
+        rows=rows,
+        n_worlds=ctx.n_worlds,
+        n_bodies=ctx.n_bodies,
+        groups=groups,
+        categories=categories,
+        masks=masks,
+    )

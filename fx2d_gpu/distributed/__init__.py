@@ -10,10 +10,11 @@ actor dies is rebuilt from its last snapshot and the changes since. See docs/dis
 try:
     import ray  # noqa: F401 (checked here, so that the error says what to install)
 except ImportError as missing:  # pragma: no cover (CI installs the extra)
-    raise ImportError("fx2d_gpu.distributed needs Ray, the distributed extra: from a "
-                      "checkout of fx2d_gpu, pip install -e \".[distributed]\" (in its root "
-                      "folder); from a package index, pip install \"fx2d_gpu[distributed]\""
-                      ) from missing
+    raise ImportError(
+        "fx2d_gpu.distributed needs Ray, the distributed extra: from a "
+        'checkout of fx2d_gpu, pip install -e ".[distributed]" (in its root '
+        'folder); from a package index, pip install "fx2d_gpu[distributed]"'
+    ) from missing
 
 from .sharded_scene import (
     ON_WORKER_LOSS,
@@ -24,6 +25,13 @@ from .sharded_scene import (
 )
 from .worker import build_shard_scene, cpu_threads_env, visible_device_env
 
-__all__ = ["ON_WORKER_LOSS", "ShardLostError", "ShardedScene",
-           "ShardedSnapshot", "build_shard_scene", "cpu_threads_env", "shard_ranges",
-           "visible_device_env"]
+__all__ = [
+    "ON_WORKER_LOSS",
+    "ShardLostError",
+    "ShardedScene",
+    "ShardedSnapshot",
+    "build_shard_scene",
+    "cpu_threads_env",
+    "shard_ranges",
+    "visible_device_env",
+]

@@ -180,11 +180,19 @@ class ShardedScene(ModelQueries):
         ImportError: Ray is not installed.
     """
 
-    def __init__(self, n_worlds: int, builder: Callable[[int], Scene] | None = None, *,
-                 template: Scene | None = None, n_shards: int = 2,
-                 shard_options: dict | None = None, snapshot_every: int | None = 100,
-                 on_worker_loss: str = "recover", max_restarts: int = -1,
-                 timeout: float = 300.0):
+    def __init__(
+        self,
+        n_worlds: int,
+        builder: Callable[[int], Scene] | None = None,
+        *,
+        template: Scene | None = None,
+        n_shards: int = 2,
+        shard_options: dict | None = None,
+        snapshot_every: int | None = 100,
+        on_worker_loss: str = "recover",
+        max_restarts: int = -1,
+        timeout: float = 300.0,
+    ):
         import ray
 
         self._ray = ray
@@ -192,22 +200,27 @@ class ShardedScene(ModelQueries):
         self._ranges = shard_ranges(n_worlds, n_shards)
         self._n_worlds = int(n_worlds)
         if on_worker_loss not in ON_WORKER_LOSS:
-            raise ValueError(f"on_worker_loss must be one of {ON_WORKER_LOSS}, got "
-                             f"{on_worker_loss!r}")
+            raise ValueError(
+                f"on_worker_loss must be one of {ON_WORKER_LOSS}, got {on_worker_loss!r}"
+            )
         self.on_worker_loss = on_worker_loss
-        self.snapshot_every = None if snapshot_every is None else as_count(
-            snapshot_every, "snapshot_every")
+        self.snapshot_every = (
+            None if snapshot_every is None else as_count(snapshot_every, "snapshot_every")
+        )
         if isinstance(max_restarts, bool) or not isinstance(max_restarts, int):
             raise TypeError(f"max_restarts must be an int, got {type(max_restarts).__name__}")
         if max_restarts < -1:
             raise ValueError(f"max_restarts must be >= -1, got {max_restarts}")
         self.timeout = as_real(timeout, "timeout")
         if shard_options is not None and not isinstance(shard_options, dict):
-            raise TypeError(f"shard_options must be a dict of Ray actor options, got "
-                            f"{type(shard_options).__name__}")
+            raise TypeError(
+                f"shard_options must be a dict of Ray actor options, got "
+                f"{type(shard_options).__name__}"
+            )
         options = {"num_cpus": 1, **(shard_options or {})}
         self._actor_class = ray.remote(ShardWorker).options(
-            max_restarts=max_restarts, max_task_retries=0, **options)
+            max_restarts=max_restarts, max_task_retries=0, **options
+        )
         self._source = source
         self._closed = False
         self._shards = [_Shard(self._start_actor(worlds), worlds) for worlds in self._ranges]
@@ -217,11 +230,15 @@ class ShardedScene(ModelQueries):
             # (The backend may differ: shards on nodes with and without a GPU.)
             same = {"n_worlds": 0, "arch": ""}
             for i, d in enumerate(described[1:], 1):
-                if d["settings"] | same != first["settings"] | same or \
-                        len(d["builder"].bodies) != len(first["builder"].bodies) or \
-                        len(d["builder"].joints) != len(first["builder"].joints):
-                    raise ValueError(f"the builder made shard {i} a scene unlike shard 0's "
-                                     "(another model or settings)")
+                if (
+                    d["settings"] | same != first["settings"] | same
+                    or len(d["builder"].bodies) != len(first["builder"].bodies)
+                    or len(d["builder"].joints) != len(first["builder"].joints)
+                ):
+                    raise ValueError(
+                        f"the builder made shard {i} a scene unlike shard 0's "
+                        "(another model or settings)"
+                    )
         except BaseException:
             self.close()
             raise
@@ -269,10 +286,18 @@ class ShardedScene(ModelQueries):
         """Each shard's actor process and placement: {"worlds", "pid", "backend", "gpu_ids"
         (Ray's), "env" (the CUDA_VISIBLE_DEVICES and TI_VISIBLE_DEVICE it runs with)}."""
         self._check_open()
-        return [{"worlds": s.worlds, "pid": s.pid, "backend": backend, "gpu_ids": gpus,
-                 "env": dict(env)}
-                for s, backend, gpus, env in zip(self._shards, self.backends, self._gpu_ids,
-                                                 self._shard_env, strict=True)]
+        return [
+            {
+                "worlds": s.worlds,
+                "pid": s.pid,
+                "backend": backend,
+                "gpu_ids": gpus,
+                "env": dict(env),
+            }
+            for s, backend, gpus, env in zip(
+                self._shards, self.backends, self._gpu_ids, self._shard_env, strict=True
+            )
+        ]
 
     # ------------------------------------------------------------------ stepping
     def step(self, dt: float, n: int = 1):
@@ -303,8 +328,10 @@ class ShardedScene(ModelQueries):
             raise ValueError(f"dt must be >= {MIN_DT} s, got {dt}")
         n = as_count(n, "n")
         if n > MAX_STEPS_PER_CALL:
-            raise ValueError(f"n must be at most {MAX_STEPS_PER_CALL} steps a call, got {n}: "
-                             "step in a loop for a longer run")
+            raise ValueError(
+                f"n must be at most {MAX_STEPS_PER_CALL} steps a call, got {n}: "
+                "step in a loop for a longer run"
+            )
         self._check_usable(changing=True)
         # Until the clock has counted the steps, the scene refuses to step: a KeyboardInterrupt
         # anywhere below leaves it so (see _run_batches for the shards' side).
@@ -314,14 +341,22 @@ class ShardedScene(ModelQueries):
         for shard in self._shards:
             rows = slice(shard.worlds.start, shard.worlds.stop)
             if forces:
-                shard.pending.append(("apply_forces", ({
-                    body: (f[rows], t[rows]) for body, (f, t) in forces.items()},), {}))
+                shard.pending.append(
+                    (
+                        "apply_forces",
+                        ({body: (f[rows], t[rows]) for body, (f, t) in forces.items()},),
+                        {},
+                    )
+                )
             shard.pending.append(("step_n", (dt, n), {}))
-        snapshot = (self.snapshot_every is not None and
-                    self.step_count + n - self._snapshot_step >= self.snapshot_every)
+        snapshot = (
+            self.snapshot_every is not None
+            and self.step_count + n - self._snapshot_step >= self.snapshot_every
+        )
         try:
-            results = self._run_batches({i: ([], []) for i in range(self.n_shards)},
-                                        snapshot=snapshot)
+            results = self._run_batches(
+                {i: ([], []) for i in range(self.n_shards)}, snapshot=snapshot
+            )
         except ShardLostError:
             if self._broken is unfinished:  # the other shards stepped; recover() replays it
                 self._advance_clock(dt, n)
@@ -334,9 +369,12 @@ class ShardedScene(ModelQueries):
         self._advance_clock(dt, n)
         if snapshot:
             self._snapshot_step = self.step_count
-        self._faulted_worlds = np.concatenate([
-            shard.worlds.start + np.asarray(results[i][-1], np.int64)
-            for i, shard in enumerate(self._shards)])
+        self._faulted_worlds = np.concatenate(
+            [
+                shard.worlds.start + np.asarray(results[i][-1], np.int64)
+                for i, shard in enumerate(self._shards)
+            ]
+        )
         self._broken = None
 
     def _advance_clock(self, dt: float, n: int):
@@ -353,8 +391,9 @@ class ShardedScene(ModelQueries):
         self._check_open()
         body = self._builder.check_body(body)
         f, t = check_forces(force, torque, self._n_worlds)
-        self._pending_forces[body] = add_forces(self._pending_forces.get(body, (0.0, 0.0)),
-                                                f, t, body)
+        self._pending_forces[body] = add_forces(
+            self._pending_forces.get(body, (0.0, 0.0)), f, t, body
+        )
 
     def set_joint_target(self, joint: int, target):
         """Set `joint`'s motor target, a scalar for every world or (n_worlds,)
@@ -383,16 +422,32 @@ class ShardedScene(ModelQueries):
             self._params.joint_gains(self._builder)[:, joint] = motor.pid
         self._queue_all(("set_joint_mode", (joint, control_mode, pid, max_effort), {}))
 
-    def set_body_params(self, bodies, *, mass=None, inertia=None, static_friction=None,
-                        dynamic_friction=None, elasticity=None, vel_damping=None,
-                        gravity_scale=None, world=None):
+    def set_body_params(
+        self,
+        bodies,
+        *,
+        mass=None,
+        inertia=None,
+        static_friction=None,
+        dynamic_friction=None,
+        elasticity=None,
+        vel_damping=None,
+        gravity_scale=None,
+        world=None,
+    ):
         """Give bodies new physical values, in every world or per world (Scene.set_body_params:
         mass, inertia, static_friction, dynamic_friction, elasticity, vel_damping,
         gravity_scale; world a global index, mask or indices)."""
         self._check_open()
-        values = dict(mass=mass, inertia=inertia, static_friction=static_friction,
-                      dynamic_friction=dynamic_friction, elasticity=elasticity,
-                      vel_damping=vel_damping, gravity_scale=gravity_scale)
+        values = dict(
+            mass=mass,
+            inertia=inertia,
+            static_friction=static_friction,
+            dynamic_friction=dynamic_friction,
+            elasticity=elasticity,
+            vel_damping=vel_damping,
+            gravity_scale=gravity_scale,
+        )
         rows = body_indices(bodies, self.n_bodies)
         worlds = world_selection(world, self._n_worlds)
         given = {name: value for name, value in values.items() if value is not None}
@@ -400,8 +455,14 @@ class ShardedScene(ModelQueries):
         if not given or not len(worlds):
             return
         self._params.set_body_values(self._builder, rows, worlds, checked)
-        self._queue_worlds(worlds, lambda _, mine, local: ("set_body_params", (rows,), {
-            "world": local, **{name: value[mine] for name, value in checked.items()}}))
+        self._queue_worlds(
+            worlds,
+            lambda _, mine, local: (
+                "set_body_params",
+                (rows,),
+                {"world": local, **{name: value[mine] for name, value in checked.items()}},
+            ),
+        )
 
     def set_gravity(self, gravity):
         """Set the gravity of every world, (2,), or of each, (n_worlds, 2) (Scene.set_gravity)."""
@@ -409,8 +470,7 @@ class ShardedScene(ModelQueries):
         values = self._params.check_gravity(gravity)
         self._params.gravity = values
         every = np.ndim(gravity) <= 1
-        self._queue_rows(lambda rows: ("set_gravity", (values[0] if every else values[rows],),
-                                       {}))
+        self._queue_rows(lambda rows: ("set_gravity", (values[0] if every else values[rows],), {}))
 
     def set_joint_params(self, joints, *, pid=None, world=None):
         """Give joints' motors new PID gains per world (Scene.set_joint_params).
@@ -429,8 +489,14 @@ class ShardedScene(ModelQueries):
         if not len(worlds):
             return
         self._params.set_gains(self._builder, rows, worlds, gains)
-        self._queue_worlds(worlds, lambda _, mine, local: (
-            "set_joint_params", (rows,), {"pid": gains[mine], "world": local}))
+        self._queue_worlds(
+            worlds,
+            lambda _, mine, local: (
+                "set_joint_params",
+                (rows,),
+                {"pid": gains[mine], "world": local},
+            ),
+        )
 
     def set_state(self, state: State, worlds=None):
         """Put `state` into every world, or into the given global worlds (Scene.set_state)."""
@@ -443,8 +509,10 @@ class ShardedScene(ModelQueries):
         else:
             chosen = world_selection(worlds, self._n_worlds, "worlds")
             arrays = state_rows(state, chosen, self._n_worlds, self.n_bodies)
-        self._queue_worlds(chosen, lambda _, mine, local: (
-            "set_state", (_state_rows(arrays, mine),), {"worlds": local}))
+        self._queue_worlds(
+            chosen,
+            lambda _, mine, local: ("set_state", (_state_rows(arrays, mine),), {"worlds": local}),
+        )
 
     def reset_worlds(self, worlds, state=None):
         """Start the given global worlds over (Scene.reset_worlds): from the built initial
@@ -461,15 +529,29 @@ class ShardedScene(ModelQueries):
         elif isinstance(state, State):
             rows = state_rows(state, chosen, self._n_worlds, self.n_bodies)
         else:
-            raise TypeError(f"state must be None, a fx2d_gpu.State or a ShardedSnapshot, got "
-                            f"{type(state).__name__}")
+            raise TypeError(
+                f"state must be None, a fx2d_gpu.State or a ShardedSnapshot, got "
+                f"{type(state).__name__}"
+            )
         if not len(chosen):
             return
         for force, torque in self._pending_forces.values():
             force[chosen], torque[chosen] = 0.0, 0.0
-        self._queue_worlds(chosen, lambda index, mine, local: ("reset_worlds", (
-            local, state.shards[index] if isinstance(state, ShardedSnapshot) else
-            None if rows is None else _state_rows(rows, mine)), {}))
+        self._queue_worlds(
+            chosen,
+            lambda index, mine, local: (
+                "reset_worlds",
+                (
+                    local,
+                    state.shards[index]
+                    if isinstance(state, ShardedSnapshot)
+                    else None
+                    if rows is None
+                    else _state_rows(rows, mine),
+                ),
+                {},
+            ),
+        )
 
     def set_enabled(self, bodies, enabled: bool, world=None):
         """Take bodies out of the simulation or put them back (Scene.set_enabled).
@@ -484,11 +566,13 @@ class ShardedScene(ModelQueries):
         enabled = as_bool(enabled, "enabled")
         indices = body_indices(bodies, self.n_bodies)
         worlds = world_selection(world, self._n_worlds)
-        self._queue_worlds(worlds, lambda _, mine, local: (
-            "set_enabled", (indices, enabled), {"world": local}))
+        self._queue_worlds(
+            worlds, lambda _, mine, local: ("set_enabled", (indices, enabled), {"world": local})
+        )
 
-    def set_collision_filter(self, body: int, collision_group=None, category_bits=None,
-                             mask_bits=None):
+    def set_collision_filter(
+        self, body: int, collision_group=None, category_bits=None, mask_bits=None
+    ):
         """Change `body`'s collision filter in every world (Scene.set_collision_filter).
 
         Args:
@@ -500,8 +584,9 @@ class ShardedScene(ModelQueries):
         self._check_open()
         body = self._builder.check_body(body)
         self._builder.set_filter(body, collision_group, category_bits, mask_bits)
-        self._queue_all(("set_collision_filter", (body, collision_group, category_bits,
-                                                  mask_bits), {}))
+        self._queue_all(
+            ("set_collision_filter", (body, collision_group, category_bits, mask_bits), {})
+        )
 
     # ------------------------------------------------------------------ reading
     def get_state(self, bodies=None, dtype=np.float64, out: State | None = None) -> State:
@@ -537,16 +622,16 @@ class ShardedScene(ModelQueries):
             if target is None:
                 continue
             for shard, part in zip(self._shards, parts, strict=True):
-                target[shard.worlds.start:shard.worlds.stop] = _as_target(
-                    getattr(part, field.name), target)
+                target[shard.worlds.start : shard.worlds.stop] = _as_target(
+                    getattr(part, field.name), target
+                )
         return out
 
     def get_body_params(self, bodies=None) -> dict[str, np.ndarray]:
         """Every world's values of `bodies` (None: all), as Scene.get_body_params (no round
         trip: the driver keeps them)."""
         self._check_open()
-        rows = (np.arange(self.n_bodies) if bodies is None
-                else body_indices(bodies, self.n_bodies))
+        rows = np.arange(self.n_bodies) if bodies is None else body_indices(bodies, self.n_bodies)
         values = self._params.body_values(self._builder)
         return {name: values[name][:, rows].copy() for name in BODY_PARAMS}
 
@@ -572,15 +657,16 @@ class ShardedScene(ModelQueries):
         self._check_open()
         parts = self._query_all(("contact_events", (), {}))
         return ContactEvents(
-            begin=self._joined([p.begin for p in parts]),
-            end=self._joined([p.end for p in parts]))
+            begin=self._joined([p.begin for p in parts]), end=self._joined([p.end for p in parts])
+        )
 
     def candidate_pairs(self) -> np.ndarray:
         """The last broad phase's (world, body_a, body_b) candidate pairs, (k, 3) int64."""
         self._check_open()
         parts = self._query_all(("candidate_pairs", (), {}))
-        return np.concatenate([p + np.array([s.worlds.start, 0, 0])
-                               for p, s in zip(parts, self._shards, strict=True)])
+        return np.concatenate(
+            [p + np.array([s.worlds.start, 0, 0]) for p, s in zip(parts, self._shards, strict=True)]
+        )
 
     def enabled(self) -> np.ndarray:
         """(n_worlds, n_bodies) bool: which bodies take part in each world."""
@@ -614,17 +700,33 @@ class ShardedScene(ModelQueries):
             sensors: also hit sensors.
         """
         self._check_open()
-        return _stacked(self._split_query("ray_cast", {
-            "origins": (origins, 3), "directions": (directions, 3),
-            "max_distance": (max_distance, 2)}, {"sensors": sensors}))
+        return _stacked(
+            self._split_query(
+                "ray_cast",
+                {
+                    "origins": (origins, 3),
+                    "directions": (directions, 3),
+                    "max_distance": (max_distance, 2),
+                },
+                {"sensors": sensors},
+            )
+        )
 
     def ray_cast_all(self, origins, directions, max_distance, *, sensors: bool = False):
         """Every body each ray crosses, in every world (Scene.ray_cast_all), the world
         column global; origins, directions, max_distance and sensors as ray_cast's."""
         self._check_open()
-        return self._joined(self._split_query("ray_cast_all", {
-            "origins": (origins, 3), "directions": (directions, 3),
-            "max_distance": (max_distance, 2)}, {"sensors": sensors}))
+        return self._joined(
+            self._split_query(
+                "ray_cast_all",
+                {
+                    "origins": (origins, 3),
+                    "directions": (directions, 3),
+                    "max_distance": (max_distance, 2),
+                },
+                {"sensors": sensors},
+            )
+        )
 
     def query_point(self, points, *, sensors: bool = False):
         """The bodies containing each point, in every world (Scene.query_point).
@@ -634,8 +736,9 @@ class ShardedScene(ModelQueries):
             sensors: also report sensors.
         """
         self._check_open()
-        return self._joined(self._split_query("query_point", {"points": (points, 3)},
-                                              {"sensors": sensors}))
+        return self._joined(
+            self._split_query("query_point", {"points": (points, 3)}, {"sensors": sensors})
+        )
 
     def query_aabb(self, lower, upper, *, sensors: bool = False):
         """The bodies overlapping each axis-aligned box, in every world (Scene.query_aabb).
@@ -646,8 +749,11 @@ class ShardedScene(ModelQueries):
             sensors: also report sensors.
         """
         self._check_open()
-        return self._joined(self._split_query("query_aabb", {
-            "lower": (lower, 3), "upper": (upper, 3)}, {"sensors": sensors}))
+        return self._joined(
+            self._split_query(
+                "query_aabb", {"lower": (lower, 3), "upper": (upper, 3)}, {"sensors": sensors}
+            )
+        )
 
     def overlap_shape(self, shape, position, angle=0.0, *, sensors: bool = False):
         """The bodies each placed copy of `shape` overlaps, in every world
@@ -661,9 +767,13 @@ class ShardedScene(ModelQueries):
             sensors: also report sensors.
         """
         self._check_open()
-        return self._joined(self._split_query("overlap_shape", {
-            "shape": (shape, None), "position": (position, 3), "angle": (angle, 2)},
-            {"sensors": sensors}))
+        return self._joined(
+            self._split_query(
+                "overlap_shape",
+                {"shape": (shape, None), "position": (position, 3), "angle": (angle, 2)},
+                {"sensors": sensors},
+            )
+        )
 
     def inspect(self, fn: Callable, *args, shard: int = 0, **kwargs):
         """fn(scene, *args, **kwargs) run on `shard`'s Scene (worlds shard_worlds[shard],
@@ -684,10 +794,13 @@ class ShardedScene(ModelQueries):
         self._run_batches({i: ([], []) for i in range(self.n_shards)}, snapshot=True)
         self._snapshot_step = self.step_count
         return ShardedSnapshot(
-            shards=[s.snapshot for s in self._shards], ranges=list(self._ranges),
+            shards=[s.snapshot for s in self._shards],
+            ranges=list(self._ranges),
             params=self._params.copy(),
             forces={b: (f.copy(), t.copy()) for b, (f, t) in self._pending_forces.items()},
-            time=self.time, step_count=self.step_count)
+            time=self.time,
+            step_count=self.step_count,
+        )
 
     def restore(self, snapshot: ShardedSnapshot):
         """Return to `snapshot`, taken from this scene (or one of the same model and shards).
@@ -705,21 +818,26 @@ class ShardedScene(ModelQueries):
         """
         self._check_open()
         self._check_snapshot(snapshot, "snapshot")
-        refs = [shard.actor.check_snapshot.remote(part)
-                for shard, part in zip(self._shards, snapshot.shards, strict=True)]
+        refs = [
+            shard.actor.check_snapshot.remote(part)
+            for shard, part in zip(self._shards, snapshot.shards, strict=True)
+        ]
         self._outcomes(refs)  # every shard's verdict first, then the first refusal
         # Past this point the shards change: until every one has restored (and the driver
         # followed), an interruption leaves the scene refusing to step.
         self._broken, self._interrupted = "restore() was interrupted", True
         for shard in self._shards:
             shard.pending = []
-        self._outcomes([shard.actor.restore.remote(part) for shard, part in
-                        zip(self._shards, snapshot.shards, strict=True)])
+        self._outcomes(
+            [
+                shard.actor.restore.remote(part)
+                for shard, part in zip(self._shards, snapshot.shards, strict=True)
+            ]
+        )
         for shard, part in zip(self._shards, snapshot.shards, strict=True):
             shard.snapshot, shard.log, shard.lost = part, [], False
         self._params = snapshot.params.copy()
-        self._pending_forces = {b: (f.copy(), t.copy())
-                                for b, (f, t) in snapshot.forces.items()}
+        self._pending_forces = {b: (f.copy(), t.copy()) for b, (f, t) in snapshot.forces.items()}
         self.time, self.step_count = snapshot.time, snapshot.step_count
         self._snapshot_step = self.step_count
         self._broken, self._interrupted = None, False
@@ -760,8 +878,10 @@ class ShardedScene(ModelQueries):
         self.close()
 
     def __repr__(self) -> str:
-        return (f"ShardedScene(n_worlds={self._n_worlds}, n_shards={self.n_shards}, "
-                f"n_bodies={self.n_bodies})")
+        return (
+            f"ShardedScene(n_worlds={self._n_worlds}, n_shards={self.n_shards}, "
+            f"n_bodies={self.n_bodies})"
+        )
 
     # ------------------------------------------------------------------ internals
     def _start_actor(self, worlds: range):
@@ -783,7 +903,8 @@ class ShardedScene(ModelQueries):
         except ray.exceptions.GetTimeoutError:
             raise TimeoutError(
                 f"the {self.n_shards} shards' actors did not start within {self.timeout:g} s: "
-                f"does the cluster have {options} free for each of them?") from None
+                f"does the cluster have {options} free for each of them?"
+            ) from None
         refs = [s.actor.describe.remote() for s in self._shards]
         deadline = time.monotonic() + self.timeout
         described = []
@@ -792,15 +913,20 @@ class ShardedScene(ModelQueries):
             try:
                 described.append(ray.get(ref, timeout=max(deadline - time.monotonic(), 0.1)))
             except ray.exceptions.GetTimeoutError:
-                raise TimeoutError(f"{where}: its scene was not built within "
-                                   f"{self.timeout:g} s (does the builder return?)") from None
+                raise TimeoutError(
+                    f"{where}: its scene was not built within "
+                    f"{self.timeout:g} s (does the builder return?)"
+                ) from None
             except ray.exceptions.RayTaskError as error:
                 raise (getattr(error, "cause", None) or error) from None
             except self._lost_errors() as lost:
                 raise ShardLostError(
                     f"{where}: its process died while building its scene ({type(lost).__name__}"
                     f"): the builder, or code it calls, ended the process (a crash, a signal, "
-                    f"os._exit, the OOM killer)", index, shard.worlds) from None
+                    f"os._exit, the OOM killer)",
+                    index,
+                    shard.worlds,
+                ) from None
         return described
 
     def _outcomes(self, refs: list) -> list:
@@ -817,7 +943,10 @@ class ShardedScene(ModelQueries):
                 self._check_open()  # closed from another thread while waiting
                 failure = failure or ShardLostError(
                     f"shard {index} (worlds {_span(shard.worlds)}) was lost "
-                    f"({type(lost).__name__})", index, shard.worlds)
+                    f"({type(lost).__name__})",
+                    index,
+                    shard.worlds,
+                )
         if failure is not None:
             raise failure
         return results
@@ -829,11 +958,17 @@ class ShardedScene(ModelQueries):
         lost = [i for i, s in enumerate(self._shards) if s.lost]
         if lost:
             shard = self._shards[lost[0]]
-            raise ShardLostError(f"shard {lost[0]} (worlds {_span(shard.worlds)}) was lost; "
-                                 "call recover() to rebuild it", lost[0], shard.worlds)
+            raise ShardLostError(
+                f"shard {lost[0]} (worlds {_span(shard.worlds)}) was lost; "
+                "call recover() to rebuild it",
+                lost[0],
+                shard.worlds,
+            )
         if changing and self._broken is not None:
-            raise RuntimeError(f"the shards may no longer agree with each other or with the "
-                               f"driver ({self._broken}); restore() a snapshot to go on")
+            raise RuntimeError(
+                f"the shards may no longer agree with each other or with the "
+                f"driver ({self._broken}); restore() a snapshot to go on"
+            )
 
     def _check_snapshot(self, snapshot, name: str):
         """The driver's checks of a ShardedSnapshot given as argument `name`: its shards'
@@ -843,22 +978,31 @@ class ShardedScene(ModelQueries):
         if not isinstance(snapshot, ShardedSnapshot):
             raise TypeError(f"{name} must be a ShardedSnapshot, got {type(snapshot).__name__}")
         if list(snapshot.ranges) != list(self._ranges):
-            raise ValueError(f"{name}: the snapshot's shards hold worlds "
-                             f"{[_span(r) for r in snapshot.ranges]}, this scene's "
-                             f"{[_span(r) for r in self._ranges]}")
+            raise ValueError(
+                f"{name}: the snapshot's shards hold worlds "
+                f"{[_span(r) for r in snapshot.ranges]}, this scene's "
+                f"{[_span(r) for r in self._ranges]}"
+            )
         if not isinstance(snapshot.shards, list) or len(snapshot.shards) != self.n_shards:
             raise ValueError(f"{name}: the snapshot must hold {self.n_shards} shards' parts")
         for index, (shard, part) in enumerate(zip(self._shards, snapshot.shards, strict=True)):
             if not isinstance(part, SceneSnapshot):
-                raise TypeError(f"{name}: shard {index}'s part must be a SceneSnapshot, got "
-                                f"{type(part).__name__}")
+                raise TypeError(
+                    f"{name}: shard {index}'s part must be a SceneSnapshot, got "
+                    f"{type(part).__name__}"
+                )
             if part.fingerprint != shard.snapshot.fingerprint:
-                raise ValueError(f"{name}: shard {index}'s part is a snapshot of another "
-                                 "scene (its bodies, joints, disabled pairs or worlds differ)")
-        if not isinstance(snapshot.params, WorldParams) or \
-                snapshot.params.n_worlds != self._n_worlds:
-            raise ValueError(f"{name}: the snapshot's per-world values are not of "
-                             f"{self._n_worlds} worlds")
+                raise ValueError(
+                    f"{name}: shard {index}'s part is a snapshot of another "
+                    "scene (its bodies, joints, disabled pairs or worlds differ)"
+                )
+        if (
+            not isinstance(snapshot.params, WorldParams)
+            or snapshot.params.n_worlds != self._n_worlds
+        ):
+            raise ValueError(
+                f"{name}: the snapshot's per-world values are not of {self._n_worlds} worlds"
+            )
 
     def _shard_of(self, world: int) -> int:
         return next(i for i, s in enumerate(self._shards) if world in s.worlds)
@@ -898,17 +1042,25 @@ class ShardedScene(ModelQueries):
         is given per world (ndim == the per-world form's: (n_worlds, n, 2) points, or
         (n_worlds, n) scalars)."""
         for label, (value, ndim) in per_world.items():
-            if ndim is not None and np.ndim(value) == ndim and \
-                    np.shape(value)[0] not in (self._n_worlds, 1):
-                raise ValueError(f"{label}: a per-world array must have n_worlds="
-                                 f"{self._n_worlds} rows, got shape {np.shape(value)}")
+            if (
+                ndim is not None
+                and np.ndim(value) == ndim
+                and np.shape(value)[0] not in (self._n_worlds, 1)
+            ):
+                raise ValueError(
+                    f"{label}: a per-world array must have n_worlds="
+                    f"{self._n_worlds} rows, got shape {np.shape(value)}"
+                )
         batches = {}
         for i, shard in enumerate(self._shards):
             args = []
             for value, ndim in per_world.values():
-                if ndim is not None and np.ndim(value) == ndim and \
-                        np.shape(value)[0] == self._n_worlds:
-                    value = np.asarray(value)[shard.worlds.start:shard.worlds.stop]
+                if (
+                    ndim is not None
+                    and np.ndim(value) == ndim
+                    and np.shape(value)[0] == self._n_worlds
+                ):
+                    value = np.asarray(value)[shard.worlds.start : shard.worlds.stop]
                 args.append(value)
             batches[i] = ([], [(name, tuple(args), kwargs)])
         results = self._run_batches(batches)
@@ -920,11 +1072,16 @@ class ShardedScene(ModelQueries):
     def _joined(self, parts: list):
         """Row records (Contacts, event lists, hit lists, overlaps) of the shards as one,
         their world column made global."""
-        return _stacked([_offset(p, s.worlds.start, self._n_worlds)
-                         for p, s in zip(parts, self._shards, strict=True)])
+        return _stacked(
+            [
+                _offset(p, s.worlds.start, self._n_worlds)
+                for p, s in zip(parts, self._shards, strict=True)
+            ]
+        )
 
-    def _run_batches(self, batches: dict[int, tuple[list, list]], snapshot: bool = False
-                     ) -> dict[int, list]:
+    def _run_batches(
+        self, batches: dict[int, tuple[list, list]], snapshot: bool = False
+    ) -> dict[int, list]:
         """Send each shard in `batches` its queued changes, then (changes, queries) of the
         batch, all shards at once; collect the results. A shard's changes go to its log (or,
         with a snapshot, replace it); a lost shard is rebuilt or reported.
@@ -941,8 +1098,10 @@ class ShardedScene(ModelQueries):
         try:
             results, failure = self._collect(batches, snapshot)
         except BaseException as error:
-            self._broken = (f"a call was interrupted by {type(error).__name__} while its "
-                            "shards ran: the driver cannot tell how far they got")
+            self._broken = (
+                f"a call was interrupted by {type(error).__name__} while its "
+                "shards ran: the driver cannot tell how far they got"
+            )
             self._interrupted = True
             raise
         self._broken = before
@@ -950,8 +1109,9 @@ class ShardedScene(ModelQueries):
             raise failure
         return results
 
-    def _collect(self, batches: dict[int, tuple[list, list]], snapshot: bool
-                 ) -> tuple[dict[int, list], Exception | None]:
+    def _collect(
+        self, batches: dict[int, tuple[list, list]], snapshot: bool
+    ) -> tuple[dict[int, list], Exception | None]:
         """_run_batches' work: (each shard's results, the first failure to raise or None)."""
         refs, sent = {}, {}
         for index, (changes, queries) in batches.items():
@@ -975,8 +1135,10 @@ class ShardedScene(ModelQueries):
                     failure = failure or ShardLostError(
                         f"shard {index} (worlds {_span(shard.worlds)}) was lost "
                         f"({type(lost).__name__}); the other shards did this call's work: "
-                        "call recover() to rebuild it from its last snapshot", index,
-                        shard.worlds)
+                        "call recover() to rebuild it from its last snapshot",
+                        index,
+                        shard.worlds,
+                    )
                     continue
                 try:
                     values = self._rebuild(index)
@@ -1002,8 +1164,7 @@ class ShardedScene(ModelQueries):
         """A shard lost because close() (another thread) killed it: no rebuild, no new
         actor; the waiting call raises."""
         if self._closed:
-            raise RuntimeError("the ShardedScene was closed while this call waited for its "
-                               "shards")
+            raise RuntimeError("the ShardedScene was closed while this call waited for its shards")
 
     def _lost_errors(self) -> tuple:
         exceptions = self._ray.exceptions
@@ -1018,13 +1179,16 @@ class ShardedScene(ModelQueries):
             raise ShardLostError(
                 f"shard {index} (worlds {_span(shard.worlds)}) was lost after an interrupted "
                 "call, so its log may not hold everything it did: restore() a snapshot",
-                index, shard.worlds)
+                index,
+                shard.worlds,
+            )
         deadline = time.monotonic() + self.timeout
         while True:
             self._check_closed_while_waiting()
             try:
-                shard.pid = self._ray.get(shard.actor.ping.remote(),
-                                          timeout=max(deadline - time.monotonic(), 0.1))
+                shard.pid = self._ray.get(
+                    shard.actor.ping.remote(), timeout=max(deadline - time.monotonic(), 0.1)
+                )
                 self._ray.get(shard.actor.restore.remote(shard.snapshot))
                 values = []
                 for batch in shard.log:
@@ -1034,14 +1198,18 @@ class ShardedScene(ModelQueries):
             except self._ray.exceptions.ActorDiedError:
                 self._check_closed_while_waiting()
                 shard.actor = self._start_actor(shard.worlds)  # Ray gave up restarting it
-            except (self._ray.exceptions.ActorUnavailableError,
-                    self._ray.exceptions.RayActorError,
-                    self._ray.exceptions.GetTimeoutError) as cause:
+            except (
+                self._ray.exceptions.ActorUnavailableError,
+                self._ray.exceptions.RayActorError,
+                self._ray.exceptions.GetTimeoutError,
+            ) as cause:
                 if time.monotonic() > deadline:
                     raise ShardLostError(
                         f"shard {index} (worlds {_span(shard.worlds)}) could not be rebuilt "
-                        f"within {self.timeout:g} s ({type(cause).__name__})", index,
-                        shard.worlds) from None
+                        f"within {self.timeout:g} s ({type(cause).__name__})",
+                        index,
+                        shard.worlds,
+                    ) from None
                 time.sleep(0.2)
 
     def _shard_error(self, index: int, error) -> Exception:
@@ -1051,8 +1219,11 @@ class ShardedScene(ModelQueries):
         shard = self._shards[index]
         where = f"shard {index} (worlds {_span(shard.worlds)}, counted from {shard.worlds.start})"
         if isinstance(cause, SimulationError):
-            return SimulationError(f"{where}: {cause}", np.asarray(cause.worlds) +
-                                   shard.worlds.start, np.asarray(cause.bodies))
+            return SimulationError(
+                f"{where}: {cause}",
+                np.asarray(cause.worlds) + shard.worlds.start,
+                np.asarray(cause.bodies),
+            )
         try:
             return type(cause)(f"{where}: {cause}")
         except Exception:  # noqa: BLE001 (an exception type that takes other arguments)
@@ -1061,18 +1232,23 @@ class ShardedScene(ModelQueries):
 
 def _check_source(builder, template) -> Source:
     if (builder is None) == (template is None):
-        raise TypeError("give exactly one of builder (a function n_worlds -> Scene) and "
-                        "template (a one-world Scene)")
+        raise TypeError(
+            "give exactly one of builder (a function n_worlds -> Scene) and "
+            "template (a one-world Scene)"
+        )
     if template is not None:
         if not isinstance(template, Scene):
             raise TypeError(f"template must be a fx2d_gpu.Scene, got {type(template).__name__}")
         if template.n_worlds != 1:
-            raise ValueError(f"template must be a one-world Scene, got {template.n_worlds} "
-                             "worlds (give a builder for anything else)")
+            raise ValueError(
+                f"template must be a one-world Scene, got {template.n_worlds} "
+                "worlds (give a builder for anything else)"
+            )
         return template
     if not callable(builder):
-        raise TypeError(f"builder must be callable (n_worlds -> Scene), got "
-                        f"{type(builder).__name__}")
+        raise TypeError(
+            f"builder must be callable (n_worlds -> Scene), got {type(builder).__name__}"
+        )
     return builder
 
 
@@ -1120,4 +1296,3 @@ def _as_target(part: np.ndarray, target):
     import torch  # (only reached with torch tensors in `out`)
 
     return torch.from_numpy(np.ascontiguousarray(part))
-

@@ -43,8 +43,10 @@ def visible_device_env(gpu_ids, environ) -> dict[str, str]:
     Returns:
         {name: value} of the variables to set (empty for a CPU shard).
     """
-    ids = [str(int(i)) if isinstance(i, (int, np.integer)) or str(i).isdigit() else str(i)
-           for i in gpu_ids]
+    ids = [
+        str(int(i)) if isinstance(i, (int, np.integer)) or str(i).isdigit() else str(i)
+        for i in gpu_ids
+    ]
     if not ids:
         return {}
     wanted = {"CUDA_VISIBLE_DEVICES": ",".join(ids)}
@@ -78,8 +80,9 @@ def build_shard_scene(source: Source, n_worlds: int) -> Scene:
         return source.replicate(n_worlds)
     scene = source(n_worlds)
     if not isinstance(scene, Scene):
-        raise TypeError(f"builder({n_worlds}) must return a fx2d_gpu.Scene, got "
-                        f"{type(scene).__name__}")
+        raise TypeError(
+            f"builder({n_worlds}) must return a fx2d_gpu.Scene, got {type(scene).__name__}"
+        )
     if scene.n_worlds != n_worlds:
         raise ValueError(f"builder({n_worlds}) returned a scene of {scene.n_worlds} worlds")
     return scene
@@ -138,12 +141,24 @@ class ShardWorker:
         """
         self._check()
         scene = self.scene
-        return {"builder": scene._builder, "params": scene._params.copy(),
-                "settings": scene._settings(), "backend": scene.backend, "time": scene.time,
-                "step_count": scene.step_count, "pid": os.getpid(), "gpu_ids": self.gpu_ids,
-                "env": {name: os.environ.get(name)
-                        for name in ("CUDA_VISIBLE_DEVICES", "TI_VISIBLE_DEVICE",
-                                     runtime.CPU_THREADS_VARIABLE)}}
+        return {
+            "builder": scene._builder,
+            "params": scene._params.copy(),
+            "settings": scene._settings(),
+            "backend": scene.backend,
+            "time": scene.time,
+            "step_count": scene.step_count,
+            "pid": os.getpid(),
+            "gpu_ids": self.gpu_ids,
+            "env": {
+                name: os.environ.get(name)
+                for name in (
+                    "CUDA_VISIBLE_DEVICES",
+                    "TI_VISIBLE_DEVICE",
+                    runtime.CPU_THREADS_VARIABLE,
+                )
+            },
+        }
 
     def ping(self) -> int:
         """The actor's process id (the driver waits on it after a restart)."""
@@ -194,8 +209,9 @@ class ShardWorker:
         """
         self._check()
         if not isinstance(snapshot, SceneSnapshot):
-            raise TypeError(f"snapshot must be a fx2d_gpu.SceneSnapshot, got "
-                            f"{type(snapshot).__name__}")
+            raise TypeError(
+                f"snapshot must be a fx2d_gpu.SceneSnapshot, got {type(snapshot).__name__}"
+            )
         binding = self.scene._built()
         plainly(check_containers, vars(snapshot), "snapshot")
         plainly(check_snapshot, vars(snapshot), binding, "snapshot")

@@ -130,8 +130,20 @@ def view_transforms(views, aspect: float) -> np.ndarray:
         xmin, ymin, xmax, ymax = (float(v) for v in view.bounds)
         x0, y0, x1, y1 = (float(v) for v in view.rect)
         scale_x = min((x1 - x0) / (xmax - xmin), (y1 - y0) / (ymax - ymin) / aspect)
-        rows.append(((xmin + xmax) / 2, (ymin + ymax) / 2, scale_x, scale_x * aspect,
-                     (x0 + x1) / 2, (y0 + y1) / 2, x0, y0, x1, y1))
+        rows.append(
+            (
+                (xmin + xmax) / 2,
+                (ymin + ymax) / 2,
+                scale_x,
+                scale_x * aspect,
+                (x0 + x1) / 2,
+                (y0 + y1) / 2,
+                x0,
+                y0,
+                x1,
+                y1,
+            )
+        )
     return np.array(rows, np.float32).reshape(-1, 10)
 
 
@@ -177,8 +189,9 @@ class VertexBuffer:
     backends: copy them to keep them).
     """
 
-    def __init__(self, count: int, colour=None, layout: str = "ggui",
-                 indices: np.ndarray | None = None):
+    def __init__(
+        self, count: int, colour=None, layout: str = "ggui", indices: np.ndarray | None = None
+    ):
         if layout not in ("ggui", "compact"):
             raise ValueError(f"layout must be 'ggui' or 'compact', got {layout!r}")
         self.count = count
@@ -208,7 +221,7 @@ class VertexBuffer:
 
     def colours(self) -> np.ndarray:
         start = self.colour_offset
-        return _to_host(self.rgb, self.rgb_stride)[: self.count, start:start + 3]
+        return _to_host(self.rgb, self.rgb_stride)[: self.count, start : start + 3]
 
     def drawn(self, values: np.ndarray) -> np.ndarray:
         """positions() or colours() as drawn: a row per corner (through the indices)."""
@@ -249,7 +262,7 @@ def _ggui_rows(count: int, colour) -> np.ndarray:
     rows = np.zeros((count, VERTEX_FLOATS), np.float32)
     rows[:, COLOUR_COLUMN + 3] = 1.0
     if colour is not None:
-        rows[:, COLOUR_COLUMN:COLOUR_COLUMN + 3] = colour
+        rows[:, COLOUR_COLUMN : COLOUR_COLUMN + 3] = colour
     return rows
 
 
@@ -259,8 +272,9 @@ def _draw_lines(canvas, buffer: VertexBuffer | None, width: float):
         _canvas_call(canvas, "lines", vertices, width, indices)
 
 
-def _canvas_call(canvas, kind: str, vertices: np.ndarray, size: float = 0.0,
-                 indices: np.ndarray | None = None):
+def _canvas_call(
+    canvas, kind: str, vertices: np.ndarray, size: float = 0.0, indices: np.ndarray | None = None
+):
     """Hand a vertex array in GGUI's layout (host memory) to the canvas: "triangles",
     "lines" (size: the width) or "circles" (size: the radius), coloured per vertex, drawn
     through `indices` (int32, host; None: in order). This is GGUI 1.7.4's own call behind
@@ -322,12 +336,13 @@ def _fields(vertices: np.ndarray):
         _FIELDS[n] = (ti.Vector.field(2, ti.f32, n), ti.Vector.field(3, ti.f32, n))
     positions, colours = _FIELDS[n]
     positions.from_numpy(np.ascontiguousarray(vertices[:, :2]))
-    colours.from_numpy(np.ascontiguousarray(vertices[:, COLOUR_COLUMN:COLOUR_COLUMN + 3]))
+    colours.from_numpy(np.ascontiguousarray(vertices[:, COLOUR_COLUMN : COLOUR_COLUMN + 3]))
     return positions, colours
 
 
-def _body_indices(kind: np.ndarray, boundary: np.ndarray, triangle_start: np.ndarray,
-                  line_start: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _body_indices(
+    kind: np.ndarray, boundary: np.ndarray, triangle_start: np.ndarray, line_start: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """(triangle indices (3 a triangle), line indices (2 a segment)), int32, of one view's
     bodies into the vertices _fill_bodies writes (triangle_start and line_start: each
     body's first). A body of boundary b: the fan (centre, boundary n, boundary n + 1) for
@@ -349,9 +364,11 @@ def _body_indices(kind: np.ndarray, boundary: np.ndarray, triangle_start: np.nda
     edge = n - mark[body]  # the boundary's segment n (-1: the mark)
     ring = first + 2 * mark[body]
     size = np.maximum(boundary[body], 1)
-    lines = np.where((filled[body] & (edge >= 0))[:, None],
-                     np.stack([ring + edge, ring + (edge + 1) % size], 1),
-                     np.stack([first, first + 1], 1))
+    lines = np.where(
+        (filled[body] & (edge >= 0))[:, None],
+        np.stack([ring + edge, ring + (edge + 1) % size], 1),
+        np.stack([first, first + 1], 1),
+    )
     return triangles.reshape(-1).astype(np.int32), lines.reshape(-1).astype(np.int32)
 
 
@@ -383,9 +400,12 @@ class Frame:
         3)), float32 copies: what viewer.build_mesh returns (for tests and other
         renderers)."""
         triangles, lines = self.triangles, self.lines
-        return (triangles.drawn(triangles.positions()).copy(),
-                triangles.drawn(triangles.colours()).copy(),
-                lines.drawn(lines.positions()).copy(), lines.drawn(lines.colours()).copy())
+        return (
+            triangles.drawn(triangles.positions()).copy(),
+            triangles.drawn(triangles.colours()).copy(),
+            lines.drawn(lines.positions()).copy(),
+            lines.drawn(lines.colours()).copy(),
+        )
 
     def draw(self, canvas, line_width: float = 0.002, point_radius: float = 0.004):
         """Draw the frame on a GGUI canvas (ti.ui.Window.get_canvas()): the bodies' fans,
@@ -429,14 +449,42 @@ def _put(vertices: ti.template(), stride, i, point):
 
 
 @ti.kernel
-def _fill_bodies(bodies: ti.template(), n_bodies: ti.i32, view_world: _I1, transform: _F1,
-                 clamp: ti.i32, body: _I1, kind: _I1, first: _I1, count: _I1, centre: _F1,
-                 radius: _F1, points: _F1, ring: _F1, triangle_start: _I1, line_start: _I1,
-                 triangles_per_view: ti.i32, lines_per_view: ti.i32, fill: _F1, edge: _F1,
-                 drawn_pose: _F1, drawn_look: _I1, redraw: ti.i32, dim_sleeping: ti.i32,
-                 dim_to: ti.types.vector(3, ti.f32), dim_amount: ti.f32, triangles: _F1,
-                 triangle_rgb: _F1, lines: _F1, line_rgb: _F1, xy_stride: ti.i32,
-                 rgb_stride: ti.i32, colour_offset: ti.i32, with_boxes: ti.i32, boxes: _F1):
+def _fill_bodies(
+    bodies: ti.template(),
+    n_bodies: ti.i32,
+    view_world: _I1,
+    transform: _F1,
+    clamp: ti.i32,
+    body: _I1,
+    kind: _I1,
+    first: _I1,
+    count: _I1,
+    centre: _F1,
+    radius: _F1,
+    points: _F1,
+    ring: _F1,
+    triangle_start: _I1,
+    line_start: _I1,
+    triangles_per_view: ti.i32,
+    lines_per_view: ti.i32,
+    fill: _F1,
+    edge: _F1,
+    drawn_pose: _F1,
+    drawn_look: _I1,
+    redraw: ti.i32,
+    dim_sleeping: ti.i32,
+    dim_to: ti.types.vector(3, ti.f32),
+    dim_amount: ti.f32,
+    triangles: _F1,
+    triangle_rgb: _F1,
+    lines: _F1,
+    line_rgb: _F1,
+    xy_stride: ti.i32,
+    rgb_stride: ti.i32,
+    colour_offset: ti.i32,
+    with_boxes: ti.i32,
+    boxes: _F1,
+):
     """Per view v and drawn body d (templates: render.BodyOutlines and the buffers'
     offsets; flat arrays, rows of 2 (points, centre, ring), 3 (fill, edge, drawn_pose)
     or TRANSFORM_COLUMNS), write the body's vertices where its pose (bodies.position and
@@ -459,13 +507,18 @@ def _fill_bodies(bodies: ti.template(), n_bodies: ti.i32, view_world: _I1, trans
             boundary = CIRCLE_SEGMENTS
         t0 = v * triangles_per_view + triangle_start[d]
         l0 = v * lines_per_view + line_start[d]
-        if (redraw != 0 or p.x != drawn_pose[3 * key] or p.y != drawn_pose[3 * key + 1]
-                or a != drawn_pose[3 * key + 2]):
+        if (
+            redraw != 0
+            or p.x != drawn_pose[3 * key]
+            or p.y != drawn_pose[3 * key + 1]
+            or a != drawn_pose[3 * key + 2]
+        ):
             drawn_pose[3 * key] = p.x
             drawn_pose[3 * key + 1] = p.y
             drawn_pose[3 * key + 2] = a
-            view = ti.Vector([transform[TRANSFORM_COLUMNS * v + i]
-                              for i in ti.static(range(TRANSFORM_COLUMNS))])
+            view = ti.Vector(
+                [transform[TRANSFORM_COLUMNS * v + i] for i in ti.static(range(TRANSFORM_COLUMNS))]
+            )
             c, s = ti.cos(a), ti.sin(a)
             # Metres from the view's centre first: a far-off scene keeps its digits.
             rx, ry = p.x - view[0], p.y - view[1]
@@ -485,8 +538,9 @@ def _fill_bodies(bodies: ti.template(), n_bodies: ti.i32, view_world: _I1, trans
                 line = l0
                 if kd == KIND_CIRCLE:  # the mark, centre -> rim along local x, comes first
                     _put(lines, xy_stride, line, middle)
-                    _put(lines, xy_stride, line + 1,
-                         _to_window(view, ox + c * r, oy + s * r, clamp))
+                    _put(
+                        lines, xy_stride, line + 1, _to_window(view, ox + c * r, oy + s * r, clamp)
+                    )
                     line += 2
                     # The box about the centre as it is, then pressed into the rect below
                     # (as each of its corners would be).
@@ -500,8 +554,7 @@ def _fill_bodies(bodies: ti.template(), n_bodies: ti.i32, view_world: _I1, trans
                 for j in range(boundary):
                     q = ti.Vector([0.0, 0.0])
                     if kd == KIND_CIRCLE:
-                        q = _to_window(view, ox + r * ring[2 * j], oy + r * ring[2 * j + 1],
-                                       clamp)
+                        q = _to_window(view, ox + r * ring[2 * j], oy + r * ring[2 * j + 1], clamp)
                     else:
                         lx = points[2 * (first[d] + j)]
                         ly = points[2 * (first[d] + j) + 1]
@@ -514,12 +567,15 @@ def _fill_bodies(bodies: ti.template(), n_bodies: ti.i32, view_world: _I1, trans
                     for axis in ti.static(range(2)):
                         lo[axis] = ti.max(lo[axis], view[6 + axis])
                         hi[axis] = ti.min(hi[axis], view[8 + axis])
-                corners = (ti.Vector([lo.x, lo.y]), ti.Vector([hi.x, lo.y]),
-                           ti.Vector([hi.x, hi.y]), ti.Vector([lo.x, hi.y]))
+                corners = (
+                    ti.Vector([lo.x, lo.y]),
+                    ti.Vector([hi.x, lo.y]),
+                    ti.Vector([hi.x, hi.y]),
+                    ti.Vector([lo.x, hi.y]),
+                )
                 for i in ti.static(range(4)):
                     _put(boxes, VERTEX_FLOATS, BOX_VERTICES * key + 2 * i, corners[i])
-                    _put(boxes, VERTEX_FLOATS, BOX_VERTICES * key + 2 * i + 1,
-                         corners[(i + 1) % 4])
+                    _put(boxes, VERTEX_FLOATS, BOX_VERTICES * key + 2 * i + 1, corners[(i + 1) % 4])
         look = 0
         if dim_sleeping != 0 and bodies.sleeping[slot] != 0:
             look = 1
@@ -537,12 +593,12 @@ def _fill_bodies(bodies: ti.template(), n_bodies: ti.i32, view_world: _I1, trans
                 n_line_vertices += 2
             for i in range(n_triangle_vertices):
                 for channel in ti.static(range(3)):
-                    triangle_rgb[rgb_stride * (t0 + i) + colour_offset + channel] = \
-                        body_fill[channel]
+                    triangle_rgb[rgb_stride * (t0 + i) + colour_offset + channel] = body_fill[
+                        channel
+                    ]
             for i in range(n_line_vertices):
                 for channel in ti.static(range(3)):
-                    line_rgb[rgb_stride * (l0 + i) + colour_offset + channel] = \
-                        body_edge[channel]
+                    line_rgb[rgb_stride * (l0 + i) + colour_offset + channel] = body_edge[channel]
 
 
 @ti.kernel
@@ -557,9 +613,18 @@ def _pack(n: ti.i32, xy: _F1, rgb: _F1, vertices: _F1):
 
 
 @ti.kernel
-def _fill_joints(bodies: ti.template(), n_bodies: ti.i32, view_world: _I1, transform: _F1,
-                 clamp: ti.i32, parent: _I1, child: _I1, anchor_parent: _F1, anchor_child: _F1,
-                 joints: _F1):
+def _fill_joints(
+    bodies: ti.template(),
+    n_bodies: ti.i32,
+    view_world: _I1,
+    transform: _F1,
+    clamp: ti.i32,
+    parent: _I1,
+    child: _I1,
+    anchor_parent: _F1,
+    anchor_child: _F1,
+    joints: _F1,
+):
     """Per view and joint, 3 segments (GGUI's layout): parent centre -> parent anchor ->
     child anchor -> child centre (the anchors part where the joint does not hold);
     anchors in the bodies' frames, m, rows of 2."""
@@ -567,8 +632,9 @@ def _fill_joints(bodies: ti.template(), n_bodies: ti.i32, view_world: _I1, trans
     for v, j in ti.ndrange(view_world.shape[0], n_joints):
         base = view_world[v] * n_bodies
         out = JOINT_VERTICES * (v * n_joints + j)
-        view = ti.Vector([transform[TRANSFORM_COLUMNS * v + i]
-                          for i in ti.static(range(TRANSFORM_COLUMNS))])
+        view = ti.Vector(
+            [transform[TRANSFORM_COLUMNS * v + i] for i in ti.static(range(TRANSFORM_COLUMNS))]
+        )
         for side in ti.static(range(2)):
             slot = base + (parent[j] if side == 0 else child[j])
             p = bodies.position[slot] - ti.Vector([view[0], view[1]])
@@ -603,9 +669,18 @@ class FrameGeometry:
     The toggles are attributes: set them between frames.
     """
 
-    def __init__(self, scene, *, dim_sleeping: bool = False, boxes: bool = False,
-                 joints: bool = False, contacts: bool = False, dim_amount: float = 0.5,
-                 normal_length: float = 0.015, layout: str = "ggui"):
+    def __init__(
+        self,
+        scene,
+        *,
+        dim_sleeping: bool = False,
+        boxes: bool = False,
+        joints: bool = False,
+        contacts: bool = False,
+        dim_amount: float = 0.5,
+        normal_length: float = 0.015,
+        layout: str = "ggui",
+    ):
         if layout not in ("ggui", "compact"):
             raise ValueError(f"layout must be 'ggui' or 'compact', got {layout!r}")
         self.scene = scene
@@ -664,18 +739,23 @@ class FrameGeometry:
             "n_joints": len(joints),
             "parent": _to_device(np.array([j.parent for j in joints], np.int32)),
             "child": _to_device(np.array([j.child for j in joints], np.int32)),
-            "anchor_parent": _to_device(np.array([j.anchor_parent for j in joints],
-                                                 np.float32).reshape(-1, 2)),
-            "anchor_child": _to_device(np.array([j.anchor_child for j in joints],
-                                                np.float32).reshape(-1, 2)),
+            "anchor_parent": _to_device(
+                np.array([j.anchor_parent for j in joints], np.float32).reshape(-1, 2)
+            ),
+            "anchor_child": _to_device(
+                np.array([j.anchor_child for j in joints], np.float32).reshape(-1, 2)
+            ),
         }
         self._layout_key = None
 
     def _current_templates(self) -> dict:
         outlines = body_outlines(self.scene)  # kept by render: the same object until the
         # scene's bodies or visuals change
-        if self._templates is None or self._templates["signature"] is not outlines \
-                or self._templates["n_joints"] != self.scene.n_joints:
+        if (
+            self._templates is None
+            or self._templates["signature"] is not outlines
+            or self._templates["n_joints"] != self.scene.n_joints
+        ):
             self._build_templates()
         return self._templates
 
@@ -686,11 +766,16 @@ class FrameGeometry:
             return
         n_keys = n_views * t["n_drawn"]
         triangle_indices, line_indices = t["indices"]
-        self._triangles = VertexBuffer(n_views * t["triangles_per_view"], layout=self.layout,
-                                       indices=_per_view(triangle_indices, n_views,
-                                                         t["triangles_per_view"]))
-        self._lines = VertexBuffer(n_views * t["lines_per_view"], layout=self.layout,
-                                   indices=_per_view(line_indices, n_views, t["lines_per_view"]))
+        self._triangles = VertexBuffer(
+            n_views * t["triangles_per_view"],
+            layout=self.layout,
+            indices=_per_view(triangle_indices, n_views, t["triangles_per_view"]),
+        )
+        self._lines = VertexBuffer(
+            n_views * t["lines_per_view"],
+            layout=self.layout,
+            indices=_per_view(line_indices, n_views, t["lines_per_view"]),
+        )
         self._box_buffer = None
         self._joint_buffer = None
         # Never drawn yet: NaN poses differ from every pose, -1 from every look.
@@ -711,8 +796,9 @@ class FrameGeometry:
         """Body line ends of the last update (2 per segment; by index, as the triangles)."""
         return self._lines.corners if self._layout_key is not None else 0
 
-    def update(self, views=None, aspect: float = 4 / 3, *, bounds=None, worlds=None,
-               max_tiles: int = 64) -> Frame:
+    def update(
+        self, views=None, aspect: float = 4 / 3, *, bounds=None, worlds=None, max_tiles: int = 64
+    ) -> Frame:
         """Fill this frame's geometry: one kernel launch (two with joints; contacts read on
         the host).
 
@@ -730,13 +816,15 @@ class FrameGeometry:
         """
         scene = self.scene
         if views is None:
-            views = tile_views(scene, bounds if bounds is not None else self._default_bounds,
-                               worlds, max_tiles)
+            views = tile_views(
+                scene, bounds if bounds is not None else self._default_bounds, worlds, max_tiles
+            )
         views = list(views)
         for view in views:
             if not 0 <= view.world < scene.n_worlds:
-                raise ValueError(f"view of world {view.world}: the scene has worlds 0 to "
-                                 f"{scene.n_worlds - 1}")
+                raise ValueError(
+                    f"view of world {view.world}: the scene has worlds 0 to {scene.n_worlds - 1}"
+                )
         ctx = scene.step_context()  # the scene built and resident in the device pool
         t = self._current_templates()
         self._layout(len(views))
@@ -745,40 +833,76 @@ class FrameGeometry:
         clamp = int(len(views) > 1)
         redraw = self._last_views is None or not (
             np.array_equal(transform, self._last_views[0])
-            and np.array_equal(view_worlds, self._last_views[1]))
+            and np.array_equal(view_worlds, self._last_views[1])
+        )
         self._last_views = (transform, view_worlds)
         if self.boxes and self._box_buffer is None:
-            self._box_buffer = VertexBuffer(len(views) * t["n_drawn"] * BOX_VERTICES,
-                                            BOX_COLOUR)
+            self._box_buffer = VertexBuffer(len(views) * t["n_drawn"] * BOX_VERTICES, BOX_COLOUR)
         if self.boxes and not self._boxes_drawn:
             redraw = True  # boxes are filled only where a body is drawn
         self._boxes_drawn = bool(self.boxes)
         boxes = self._box_buffer.xy if self.boxes else self._no_boxes
         transform = transform.reshape(-1)  # flat, as the kernels take it
         if t["n_drawn"]:
-            _fill_bodies(ctx.pool.bodies, ctx.n_bodies, view_worlds, transform, clamp, t["body"],
-                         t["kind"], t["first"], t["count"], t["centre"], t["radius"],
-                         t["points"], self._ring, t["triangle_start"], t["line_start"],
-                         t["triangles_per_view"], t["lines_per_view"], t["fill"], t["edge"],
-                         self._drawn_pose, self._drawn_look, int(redraw),
-                         int(bool(self.dim_sleeping)), ti.Vector(t["background"].tolist()),
-                         float(self.dim_amount), self._triangles.xy, self._triangles.rgb,
-                         self._lines.xy, self._lines.rgb, self._triangles.xy_stride,
-                         self._triangles.rgb_stride, self._triangles.colour_offset,
-                         int(bool(self.boxes)), boxes)
-        frame = Frame(self._triangles, self._lines,
-                      boxes=self._box_buffer if self.boxes else None)
+            _fill_bodies(
+                ctx.pool.bodies,
+                ctx.n_bodies,
+                view_worlds,
+                transform,
+                clamp,
+                t["body"],
+                t["kind"],
+                t["first"],
+                t["count"],
+                t["centre"],
+                t["radius"],
+                t["points"],
+                self._ring,
+                t["triangle_start"],
+                t["line_start"],
+                t["triangles_per_view"],
+                t["lines_per_view"],
+                t["fill"],
+                t["edge"],
+                self._drawn_pose,
+                self._drawn_look,
+                int(redraw),
+                int(bool(self.dim_sleeping)),
+                ti.Vector(t["background"].tolist()),
+                float(self.dim_amount),
+                self._triangles.xy,
+                self._triangles.rgb,
+                self._lines.xy,
+                self._lines.rgb,
+                self._triangles.xy_stride,
+                self._triangles.rgb_stride,
+                self._triangles.colour_offset,
+                int(bool(self.boxes)),
+                boxes,
+            )
+        frame = Frame(self._triangles, self._lines, boxes=self._box_buffer if self.boxes else None)
         if self.joints and t["n_joints"]:
             if self._joint_buffer is None:
-                self._joint_buffer = VertexBuffer(len(views) * t["n_joints"] * JOINT_VERTICES,
-                                                  JOINT_COLOUR)
-            _fill_joints(ctx.pool.bodies, ctx.n_bodies, view_worlds, transform, clamp,
-                         t["parent"], t["child"], t["anchor_parent"], t["anchor_child"],
-                         self._joint_buffer.xy)
+                self._joint_buffer = VertexBuffer(
+                    len(views) * t["n_joints"] * JOINT_VERTICES, JOINT_COLOUR
+                )
+            _fill_joints(
+                ctx.pool.bodies,
+                ctx.n_bodies,
+                view_worlds,
+                transform,
+                clamp,
+                t["parent"],
+                t["child"],
+                t["anchor_parent"],
+                t["anchor_child"],
+                self._joint_buffer.xy,
+            )
             frame.joints = self._joint_buffer
         if self.contacts:
             frame.contact_points, frame.contact_lines = self._contacts(
-                views, transform.reshape(-1, TRANSFORM_COLUMNS), clamp)
+                views, transform.reshape(-1, TRANSFORM_COLUMNS), clamp
+            )
         return frame
 
     def _contacts(self, views, transform: np.ndarray, clamp: int):
@@ -797,15 +921,15 @@ class FrameGeometry:
             # normal_length is a fraction of the window height: sy window units per metre.
             tips = at + normal * self.normal_length / sy
 
-            def window(q, cx=cx, cy=cy, sx=sx, sy=sy, mx=mx, my=my, x0=x0, y0=y0, x1=x1,
-                       y1=y1):
+            def window(q, cx=cx, cy=cy, sx=sx, sy=sy, mx=mx, my=my, x0=x0, y0=y0, x1=x1, y1=y1):
                 out = np.stack([(q[:, 0] - cx) * sx + mx, (q[:, 1] - cy) * sy + my], 1)
                 return np.clip(out, [x0, y0], [x1, y1]) if clamp else out
 
             points.append(window(at))
             lines.append(np.stack([window(at), window(tips)], 1).reshape(-1, 2))
-        points = np.concatenate(points).astype(np.float32) if points else np.zeros((0, 2),
-                                                                                  np.float32)
+        points = (
+            np.concatenate(points).astype(np.float32) if points else np.zeros((0, 2), np.float32)
+        )
         segments = np.concatenate(lines) if lines else np.zeros((0, 2))
         buffer = VertexBuffer(len(segments), CONTACT_COLOUR)
         rows = _to_host(buffer.xy, VERTEX_FLOATS)

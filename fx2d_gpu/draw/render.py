@@ -27,8 +27,18 @@ from ..enums import SHAPE_CIRCLE
 from ..shapes import AREALESS_KINDS, outline
 
 _STATIC = np.array([90, 90, 100], np.uint8)
-_PALETTE = np.array([[66, 133, 244], [219, 68, 55], [244, 180, 0], [15, 157, 88],
-                     [171, 71, 188], [0, 172, 193], [255, 112, 67]], np.uint8)
+_PALETTE = np.array(
+    [
+        [66, 133, 244],
+        [219, 68, 55],
+        [244, 180, 0],
+        [15, 157, 88],
+        [171, 71, 188],
+        [0, 172, 193],
+        [255, 112, 67],
+    ],
+    np.uint8,
+)
 _BACKGROUND = np.array([250, 250, 248], np.uint8)
 _RAY_HIT = np.array([220, 40, 40], np.uint8)
 _RAY_MISS = np.array([120, 200, 120], np.uint8)
@@ -173,17 +183,25 @@ def _build_outlines(scene, visual: bool) -> BodyOutlines:
         centre[sharp] = sums[sharp] / count[sharp, None]
     for i in np.flatnonzero(~sharp):
         centre[i] = centres[i]
-    return BodyOutlines(body=np.array(rows, np.int32), kind=np.array(kinds, np.int32),
-                        first=first, count=count, centre=centre,
-                        radius=np.array(radii, np.float64), reach=np.array(reaches, np.float64),
-                        points=np.asarray(points, np.float64), static=np.array(statics, bool))
+    return BodyOutlines(
+        body=np.array(rows, np.int32),
+        kind=np.array(kinds, np.int32),
+        first=first,
+        count=count,
+        centre=centre,
+        radius=np.array(radii, np.float64),
+        reach=np.array(reaches, np.float64),
+        points=np.asarray(points, np.float64),
+        static=np.array(statics, bool),
+    )
 
 
 def _rotated(points: np.ndarray, angle: np.ndarray) -> np.ndarray:
     """points (k, 2) turned by angle (k,) rad, each by its own."""
     c, s = np.cos(angle), np.sin(angle)
-    return np.stack([c * points[:, 0] - s * points[:, 1], s * points[:, 0] + c * points[:, 1]],
-                    axis=1)
+    return np.stack(
+        [c * points[:, 0] - s * points[:, 1], s * points[:, 0] + c * points[:, 1]], axis=1
+    )
 
 
 def frame_bounds(scene, world: int = 0, padding: float = 0.05):
@@ -217,7 +235,8 @@ def _rgb(color, background):
     rgba = np.asarray(color, float)
     alpha = rgba[3] / 255.0 if len(rgba) > 3 else 1.0
     return np.round(rgba[:3] * alpha + np.asarray(background[:3], float) * (1 - alpha)).astype(
-        np.uint8)
+        np.uint8
+    )
 
 
 def _background(scene) -> np.ndarray:
@@ -256,11 +275,16 @@ class _Prepared:
         self.background = background
         # The colour of each owner value + 1: the background, then fill and border by body.
         colours = np.concatenate([background[None], np.stack([fill, border], 1).reshape(-1, 3)])
-        self.arrays = (outlines.body, outlines.kind, outlines.first, outlines.count,
-                       np.ascontiguousarray(outlines.centre, np.float32),
-                       np.ascontiguousarray(outlines.radius, np.float32),
-                       np.ascontiguousarray(outlines.points.reshape(-1, 2), np.float32),
-                       np.ascontiguousarray(colours.reshape(-1), np.uint8))
+        self.arrays = (
+            outlines.body,
+            outlines.kind,
+            outlines.first,
+            outlines.count,
+            np.ascontiguousarray(outlines.centre, np.float32),
+            np.ascontiguousarray(outlines.radius, np.float32),
+            np.ascontiguousarray(outlines.points.reshape(-1, 2), np.float32),
+            np.ascontiguousarray(colours.reshape(-1), np.uint8),
+        )
         # Scratch: each outline point in pixels (written and read by the kernel).
         self.pixel_points = np.zeros((max(len(outlines.points), 1), 2), np.float32)
 
@@ -321,10 +345,26 @@ def _plot_line(owner: ti.template(), width, height, ax, ay, bx, by, priority):
 
 
 @ti.kernel
-def _raster(position: _F2, angle: _F1, body: _I1, kind: _I1, first: _I1, count: _I1,
-            centre: _F2, radius: _F1, points: _F2, colours: _U1, pixel_points: _F2,
-            view_x: ti.f32, view_y: ti.f32, scale: ti.f32, width: ti.i32, height: ti.i32,
-            owner: _I1, image: _U1):
+def _raster(
+    position: _F2,
+    angle: _F1,
+    body: _I1,
+    kind: _I1,
+    first: _I1,
+    count: _I1,
+    centre: _F2,
+    radius: _F1,
+    points: _F2,
+    colours: _U1,
+    pixel_points: _F2,
+    view_x: ti.f32,
+    view_y: ti.f32,
+    scale: ti.f32,
+    width: ti.i32,
+    height: ti.i32,
+    owner: _I1,
+    image: _U1,
+):
     """Draw the bodies (outlines, see BodyOutlines; poses position (n_bodies, 2) m and angle
     (n_bodies,) rad) into image (height * width * 3,), rows of RGB pixels top down: the view
     centred on (view_x, view_y) m, `scale` px per m, y up.
@@ -354,12 +394,21 @@ def _raster(position: _F2, angle: _F1, body: _I1, kind: _I1, first: _I1, count: 
                 for yy, xx in ti.ndrange((y0, y1), (x0, x1)):
                     d2 = (xx + 0.5 - cx) ** 2 + (yy + 0.5 - cy) ** 2
                     if d2 <= r * r:
-                        ti.atomic_max(owner[yy * width + xx],
-                                      border_priority if d2 >= inner * inner else fill_priority)
+                        ti.atomic_max(
+                            owner[yy * width + xx],
+                            border_priority if d2 >= inner * inner else fill_priority,
+                        )
                 tx, ty = lx + radius[d], ly  # the mark: centre to the rim along local x
-                _plot_line(owner, width, height, cx, cy,
-                           (px + c * tx - s * ty - view_x) * scale + half_w,
-                           half_h - (py + s * tx + c * ty - view_y) * scale, border_priority)
+                _plot_line(
+                    owner,
+                    width,
+                    height,
+                    cx,
+                    cy,
+                    (px + c * tx - s * ty - view_x) * scale + half_w,
+                    half_h - (py + s * tx + c * ty - view_y) * scale,
+                    border_priority,
+                )
         else:
             k, start = count[d], first[d]
             lo_x, lo_y, hi_x, hi_y = ti.math.inf, ti.math.inf, -ti.math.inf, -ti.math.inf
@@ -375,8 +424,16 @@ def _raster(position: _F2, angle: _F1, body: _I1, kind: _I1, first: _I1, count: 
                 ax, ay = pixel_points[start, 0], pixel_points[start, 1]
                 bx, by = pixel_points[start + 1, 0], pixel_points[start + 1, 1]
                 for offset in ti.static((-0.5, 0.0, 0.5)):
-                    _plot_line(owner, width, height, ax + offset, ay + offset, bx + offset,
-                               by + offset, border_priority)
+                    _plot_line(
+                        owner,
+                        width,
+                        height,
+                        ax + offset,
+                        ay + offset,
+                        bx + offset,
+                        by + offset,
+                        border_priority,
+                    )
             else:
                 x0 = ti.max(ti.cast(ti.floor(lo_x), ti.i32), 0)
                 y0 = ti.max(ti.cast(ti.floor(lo_y), ti.i32), 0)
@@ -396,9 +453,16 @@ def _raster(position: _F2, angle: _F1, body: _I1, kind: _I1, first: _I1, count: 
                             ti.atomic_max(owner[yy * width + xx], fill_priority)
                     for i in range(k):
                         j = start + (i + 1) % k
-                        _plot_line(owner, width, height, pixel_points[start + i, 0],
-                                   pixel_points[start + i, 1], pixel_points[j, 0],
-                                   pixel_points[j, 1], border_priority)
+                        _plot_line(
+                            owner,
+                            width,
+                            height,
+                            pixel_points[start + i, 0],
+                            pixel_points[start + i, 1],
+                            pixel_points[j, 0],
+                            pixel_points[j, 1],
+                            border_priority,
+                        )
     for i in range(width * height):
         row = 3 * (owner[i] + 1)  # -1, nothing: the background's row
         for channel in ti.static(range(3)):
@@ -417,12 +481,21 @@ def _to_pixels(points, view, width: int, height: int) -> np.ndarray:
     """(n, 2) pixel coordinates (x right, y down) of points (n, 2) m."""
     points = np.asarray(points, float).reshape(-1, 2)
     cx, cy, scale = view
-    return np.stack([(points[:, 0] - cx) * scale + width / 2,
-                     height / 2 - (points[:, 1] - cy) * scale], axis=1)
+    return np.stack(
+        [(points[:, 0] - cx) * scale + width / 2, height / 2 - (points[:, 1] - cy) * scale], axis=1
+    )
 
 
-def render(scene, world: int = 0, size=(800, 600), bounds=None, contacts: bool = False, state=None,
-           rays=None, joints: bool = False):
+def render(
+    scene,
+    world: int = 0,
+    size=(800, 600),
+    bounds=None,
+    contacts: bool = False,
+    state=None,
+    rays=None,
+    joints: bool = False,
+):
     """(height, width, 3) uint8 image of `world`; bounds (xmin, ymin, xmax, ymax) in m.
 
     state: a State to draw (default: the scene's current one). rays: line segments drawn
@@ -441,21 +514,33 @@ def render(scene, world: int = 0, size=(800, 600), bounds=None, contacts: bool =
     angle = np.ascontiguousarray(state.angle[world], np.float32)
     image = np.empty((height, width, 3), np.uint8)
     owner = np.full(height * width, -1, np.int32)  # a memset: the kernel's loop is slower
-    _raster(position, angle, *prepared.arrays, prepared.pixel_points, *view, width, height,
-            owner, image.reshape(-1))
+    _raster(
+        position,
+        angle,
+        *prepared.arrays,
+        prepared.pixel_points,
+        *view,
+        width,
+        height,
+        owner,
+        image.reshape(-1),
+    )
     if joints and scene.n_joints:
         _draw_joints(image, scene, state, world, view, background=owner < 0)
     if contacts:
         _draw_contacts(image, scene.contacts(world), view)
     if rays is not None:
         starts, ends, hit = (np.asarray(a) for a in rays)
-        _draw_rays(image, _to_pixels(starts, view, width, height),
-                   _to_pixels(ends, view, width, height), hit.astype(bool).reshape(-1))
+        _draw_rays(
+            image,
+            _to_pixels(starts, view, width, height),
+            _to_pixels(ends, view, width, height),
+            hit.astype(bool).reshape(-1),
+        )
     return image
 
 
-def _line_pixels(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray,
-                                                               np.ndarray]:
+def _line_pixels(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(xs, ys, line) of the pixels of the lines starts[i] -> ends[i] ((k, 2) pixels each),
     1 px wide, line by line in order: each line's n = int(max(|dx|, |dy|)) + 1 samples of
     linspace(start, end, n) truncated toward zero; `line` is each pixel's line."""
@@ -470,8 +555,7 @@ def _line_pixels(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.n
     return points[:, 0].astype(int), points[:, 1].astype(int), line
 
 
-def _disc_pixels(centres: np.ndarray, radius: float) -> tuple[np.ndarray, np.ndarray,
-                                                             np.ndarray]:
+def _disc_pixels(centres: np.ndarray, radius: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(xs, ys, disc) of the pixels whose centres lie within `radius` (px) of each of
     centres (k, 2) pixels, disc by disc in order."""
     centres = np.asarray(centres, float).reshape(-1, 2)
@@ -481,8 +565,9 @@ def _disc_pixels(centres: np.ndarray, radius: float) -> tuple[np.ndarray, np.nda
     base = np.floor(centres).astype(int)
     xs = base[:, None, 0] + ox.reshape(1, -1)
     ys = base[:, None, 1] + oy.reshape(1, -1)
-    inside = (xs + 0.5 - centres[:, None, 0]) ** 2 + (ys + 0.5 - centres[:, None, 1]) ** 2 \
-        <= radius**2
+    inside = (xs + 0.5 - centres[:, None, 0]) ** 2 + (
+        ys + 0.5 - centres[:, None, 1]
+    ) ** 2 <= radius**2
     disc = np.broadcast_to(np.arange(len(centres))[:, None], xs.shape)
     return xs[inside], ys[inside], disc[inside]
 
@@ -544,12 +629,17 @@ def _draw_rays(image: np.ndarray, starts: np.ndarray, ends: np.ndarray, hit: np.
     dot = np.flatnonzero(hit)[dot]
     # In the order of drawing: ray by ray, its line then its dot.
     ray = np.concatenate([line, dot])
-    order = np.argsort(2 * ray + np.concatenate([np.zeros_like(line), np.ones_like(dot)]),
-                       kind="stable")
+    order = np.argsort(
+        2 * ray + np.concatenate([np.zeros_like(line), np.ones_like(dot)]), kind="stable"
+    )
     colours = np.where(hit[line][:, None], _RAY_HIT, _RAY_MISS)
     colours = np.concatenate([colours, np.broadcast_to(_RAY_HIT, (len(dot), 3))])
-    _paint(image, np.concatenate([line_x, dot_x])[order],
-           np.concatenate([line_y, dot_y])[order], colours[order])
+    _paint(
+        image,
+        np.concatenate([line_x, dot_x])[order],
+        np.concatenate([line_y, dot_y])[order],
+        colours[order],
+    )
 
 
 #: Largest side of an image render_worlds draws, pixels: an 8192 x 8192 RGB frame is 192 MiB;
@@ -578,13 +668,21 @@ def check_image_size(size, name: str = "size") -> tuple[int, int]:
     """(width, height) in pixels, each 16 to MAX_IMAGE_SIDE, else ValueError naming `name`."""
     width, height = (int(v) for v in size)
     if not (16 <= width <= MAX_IMAGE_SIDE and 16 <= height <= MAX_IMAGE_SIDE):
-        raise ValueError(f"{name} must be 16 to {MAX_IMAGE_SIDE} pixels a side, got "
-                         f"{width} x {height}")
+        raise ValueError(
+            f"{name} must be 16 to {MAX_IMAGE_SIDE} pixels a side, got {width} x {height}"
+        )
     return width, height
 
 
-def render_worlds(scene, size=(800, 600), bounds=None, contacts=False, max_tiles=64,
-                  rays=None, joints: bool = False):
+def render_worlds(
+    scene,
+    size=(800, 600),
+    bounds=None,
+    contacts=False,
+    max_tiles=64,
+    rays=None,
+    joints: bool = False,
+):
     """All worlds (up to max_tiles, and no more than fit with MIN_TILE_SIDE pixels a side) as
     a grid of tiles in one (height, width, 3) image, size (width, height) 16 to
     MAX_IMAGE_SIDE pixels (else ValueError naming size).
@@ -606,10 +704,12 @@ def render_worlds(scene, size=(800, 600), bounds=None, contacts=False, max_tiles
     state = scene.get_state(dtype=np.float32)
     for w in range(n):
         r, c = divmod(w, columns)
-        picture = render(scene, w, tile, bounds, contacts, state=state, rays=world_rays(w),
-                         joints=joints)
-        image[r * tile[1]:(r + 1) * tile[1] - 1, c * tile[0]:(c + 1) * tile[0] - 1] = \
-            picture[:-1, :-1]
+        picture = render(
+            scene, w, tile, bounds, contacts, state=state, rays=world_rays(w), joints=joints
+        )
+        image[r * tile[1] : (r + 1) * tile[1] - 1, c * tile[0] : (c + 1) * tile[0] - 1] = picture[
+            :-1, :-1
+        ]
     return image
 
 
@@ -618,8 +718,14 @@ def write_gif(path, frames, fps: float = 30.0):
     from PIL import Image
 
     images = [Image.fromarray(f) for f in frames]
-    images[0].save(path, save_all=True, append_images=images[1:], loop=0,
-                   duration=max(20, int(round(1000 / fps))), optimize=False)
+    images[0].save(
+        path,
+        save_all=True,
+        append_images=images[1:],
+        loop=0,
+        duration=max(20, int(round(1000 / fps))),
+        optimize=False,
+    )
 
 
 def write_png(path, image: np.ndarray):

@@ -129,8 +129,7 @@ class Camera:
         """Centre on bounds (xmin, ymin, xmax, ymax) m and show all of it, plus a margin."""
         xmin, ymin, xmax, ymax = bounds
         self.centre = np.array([(xmin + xmax) / 2, (ymin + ymax) / 2], float)
-        self.half_height = (1 + margin) * max((ymax - ymin) / 2, (xmax - xmin) / 2 / aspect,
-                                              1e-6)
+        self.half_height = (1 + margin) * max((ymax - ymin) / 2, (xmax - xmin) / 2 / aspect, 1e-6)
 
     def zoom(self, factor: float, about):
         """Show `factor` times as much (factor < 1 zooms in), keeping the world point
@@ -159,6 +158,7 @@ def attach_controller(scene, controller):
     attached this way. The scene is held weakly: the entry dies with it."""
     _CONTROLLERS[id(scene)] = (weakref.ref(scene), controller)
 
+
 @dataclass(frozen=True)
 class View:
     """One world drawn into one rectangle of the window.
@@ -176,16 +176,25 @@ class View:
         points = np.asarray(points, float).reshape(-1, 2)
         x0, y0, x1, y1 = self.rect
         xmin, ymin, xmax, ymax = self.bounds
-        return np.stack([x0 + (points[:, 0] - xmin) / (xmax - xmin) * (x1 - x0),
-                         y0 + (points[:, 1] - ymin) / (ymax - ymin) * (y1 - y0)], axis=1)
+        return np.stack(
+            [
+                x0 + (points[:, 0] - xmin) / (xmax - xmin) * (x1 - x0),
+                y0 + (points[:, 1] - ymin) / (ymax - ymin) * (y1 - y0),
+            ],
+            axis=1,
+        )
 
     def to_world(self, cursor) -> np.ndarray:
         """(2,) m: the world point under window position `cursor` (2,) (may lie outside rect:
         the mapping goes on linearly)."""
         x0, y0, x1, y1 = self.rect
         xmin, ymin, xmax, ymax = self.bounds
-        return np.array([xmin + (cursor[0] - x0) / (x1 - x0) * (xmax - xmin),
-                         ymin + (cursor[1] - y0) / (y1 - y0) * (ymax - ymin)])
+        return np.array(
+            [
+                xmin + (cursor[0] - x0) / (x1 - x0) * (xmax - xmin),
+                ymin + (cursor[1] - y0) / (y1 - y0) * (ymax - ymin),
+            ]
+        )
 
     def contains(self, cursor) -> bool:
         x0, y0, x1, y1 = self.rect
@@ -228,8 +237,7 @@ class BodyDrag:
     view: View
 
 
-def spring_force(mass, inertia, position, angle, velocity, angular_velocity, local_anchor,
-                 target):
+def spring_force(mass, inertia, position, angle, velocity, angular_velocity, local_anchor, target):
     """(force (2,) N, torque N m) of the drag spring on one body: from the grabbed point
     (local_anchor (2,) m in the body frame) towards target (2,) m.
 
@@ -242,8 +250,10 @@ def spring_force(mass, inertia, position, angle, velocity, angular_velocity, loc
     arm = rotation(angle) @ np.asarray(local_anchor, float)  # centre of mass -> grabbed point
     anchor = np.asarray(position, float) + arm
     anchor_velocity = np.asarray(velocity, float) + angular_velocity * np.array([-arm[1], arm[0]])
-    acceleration = (omega**2 * (np.asarray(target, float) - anchor)
-                    - 2 * SPRING_DAMPING_RATIO * omega * anchor_velocity)
+    acceleration = (
+        omega**2 * (np.asarray(target, float) - anchor)
+        - 2 * SPRING_DAMPING_RATIO * omega * anchor_velocity
+    )
     size = np.linalg.norm(acceleration)
     if size > SPRING_MAX_ACCELERATION:
         acceleration *= SPRING_MAX_ACCELERATION / size
@@ -273,9 +283,16 @@ class ViewerController:
         paused: start paused (space runs, n steps once).
     """
 
-    def __init__(self, scene, dt: float = 1 / 60, size=(1024, 768), world: int = 0,
-                 tiled: bool | None = None, overlays: Overlays | None = None,
-                 paused: bool = False):
+    def __init__(
+        self,
+        scene,
+        dt: float = 1 / 60,
+        size=(1024, 768),
+        world: int = 0,
+        tiled: bool | None = None,
+        overlays: Overlays | None = None,
+        paused: bool = False,
+    ):
         if not 0 <= world < scene.n_worlds:
             raise ValueError(f"world must be in [0, {scene.n_worlds}), got {world}")
         self.scene, self.dt = scene, dt
@@ -371,8 +388,14 @@ class ViewerController:
         elif key == "Tab":
             self.next_world(-1 if self._shift else 1)
         elif key in ("c", "a", "j", "s", "i", "k"):
-            name = {"c": "contacts", "a": "aabbs", "j": "joints", "s": "sleeping",
-                    "i": "hud", "k": "keys"}[key]
+            name = {
+                "c": "contacts",
+                "a": "aabbs",
+                "j": "joints",
+                "s": "sleeping",
+                "i": "hud",
+                "k": "keys",
+            }[key]
             setattr(self.overlays, name, not getattr(self.overlays, name))
         elif key == "p":
             self.screenshot_requested = True
@@ -402,7 +425,7 @@ class ViewerController:
         (GGUI 1.7.4 reports no wheel: the z and x keys call this.)"""
         view = self.view_at()
         about = self.camera.centre if view is None else view.to_world(self.cursor)
-        self.camera.zoom(ZOOM_STEP ** -clicks, about)
+        self.camera.zoom(ZOOM_STEP**-clicks, about)
 
     # ------------------------------------------------------------------ actions
     def grab(self):
@@ -413,8 +436,11 @@ class ViewerController:
         point = view.to_world(self.cursor)
         found = self.scene.query_point(point)
         mass = self.scene.get_body_params()["mass"][view.world]
-        candidates = [b for b in found.body[found.world == view.world]
-                      if mass[b] > 0 and drawn(self.scene, int(b))]
+        candidates = [
+            b
+            for b in found.body[found.world == view.world]
+            if mass[b] > 0 and drawn(self.scene, int(b))
+        ]
         if not candidates:
             return
         body = int(max(candidates))  # drawn last, so on top
@@ -438,9 +464,15 @@ class ViewerController:
         params = scene.get_body_params([drag.body])
         w = drag.world
         force, torque = spring_force(
-            params["mass"][w, 0], params["inertia"][w, 0], state.position[w, 0],
-            state.angle[w, 0], state.velocity[w, 0], state.angular_velocity[w, 0],
-            drag.local_anchor, self.drag_target())
+            params["mass"][w, 0],
+            params["inertia"][w, 0],
+            state.position[w, 0],
+            state.angle[w, 0],
+            state.velocity[w, 0],
+            state.angular_velocity[w, 0],
+            drag.local_anchor,
+            self.drag_target(),
+        )
         forces = np.zeros((scene.n_worlds, 2))
         torques = np.zeros(scene.n_worlds)
         forces[w], torques[w] = force, torque
@@ -518,9 +550,12 @@ class ViewerController:
     def hud_lines(self) -> list[str]:
         """The heads-up text: timings and counts, what is shown, the keys."""
         scene = self.scene
-        shown = (f"worlds {self.first_tile}-{self.first_tile + self._grid()[0] - 1} of "
-                 f"{scene.n_worlds} (tiles)" if self.tiled
-                 else f"world {self.world} of {scene.n_worlds}")
+        shown = (
+            f"worlds {self.first_tile}-{self.first_tile + self._grid()[0] - 1} of "
+            f"{scene.n_worlds} (tiles)"
+            if self.tiled
+            else f"world {self.world} of {scene.n_worlds}"
+        )
         status = ["paused"] if self.paused else []
         if self.drag is not None:
             status.append(f"dragging body {self.drag.body}")
@@ -576,15 +611,17 @@ class _LocalOutlines:
                 centres.append(shape.center)
                 radii.append(shape.radius)
             else:
-                outlines.append(shape.vertices if shape.kind in AREALESS_KINDS
-                                else outline(shape))
+                outlines.append(shape.vertices if shape.kind in AREALESS_KINDS else outline(shape))
                 centres.append(np.zeros(2))
                 radii.append(np.nan)
         k = max((len(o) for o in outlines), default=1)
         self.bodies = np.array(bodies, np.int64)
         # Pad by repeating the first point: it changes no min or max.
-        self.points = np.stack([np.concatenate([o, np.repeat(o[:1], k - len(o), 0)])
-                                for o in outlines]) if outlines else np.zeros((0, 1, 2))
+        self.points = (
+            np.stack([np.concatenate([o, np.repeat(o[:1], k - len(o), 0)]) for o in outlines])
+            if outlines
+            else np.zeros((0, 1, 2))
+        )
         self.centres = np.array(centres).reshape(-1, 2)
         self.radii = np.array(radii)
 
@@ -597,8 +634,13 @@ class _LocalOutlines:
         world = np.stack([c * px - s * py, s * px + c * py], -1) + pos[:, None]
         lower, upper = world.min(1), world.max(1)
         circle = np.isfinite(self.radii)
-        centre = pos + np.stack([c[:, 0] * self.centres[:, 0] - s[:, 0] * self.centres[:, 1],
-                                 s[:, 0] * self.centres[:, 0] + c[:, 0] * self.centres[:, 1]], 1)
+        centre = pos + np.stack(
+            [
+                c[:, 0] * self.centres[:, 0] - s[:, 0] * self.centres[:, 1],
+                s[:, 0] * self.centres[:, 0] + c[:, 0] * self.centres[:, 1],
+            ],
+            1,
+        )
         r = np.nan_to_num(self.radii)[:, None]
         lower[circle], upper[circle] = (centre - r)[circle], (centre + r)[circle]
         return lower, upper
@@ -614,8 +656,9 @@ class OverlayGeometry:
     dot_colours: np.ndarray
 
 
-def overlay_geometry(controller: ViewerController, state, outlines: _LocalOutlines | None = None
-                     ) -> OverlayGeometry:
+def overlay_geometry(
+    controller: ViewerController, state, outlines: _LocalOutlines | None = None
+) -> OverlayGeometry:
     """What the overlay toggles ask for, over every view: contact points with their normals,
     AABBs, joints (centre -> anchor -> anchor -> centre), sleeping bodies' centres; and always
     tile borders, a demo's rays (the lidar's) and the drag spring (grabbed point -> cursor).
@@ -624,8 +667,12 @@ def overlay_geometry(controller: ViewerController, state, outlines: _LocalOutlin
     host)."""
     scene, overlays = controller.scene, controller.overlays
     views = controller.views()
-    if state is None and (overlays.aabbs or overlays.sleeping or controller.drag is not None
-                          or (overlays.joints and scene.n_joints)):
+    if state is None and (
+        overlays.aabbs
+        or overlays.sleeping
+        or controller.drag is not None
+        or (overlays.joints and scene.n_joints)
+    ):
         state = scene.get_state()
     lines, line_colours, dots, dot_colours = [], [], [], []
 
@@ -640,23 +687,25 @@ def overlay_geometry(controller: ViewerController, state, outlines: _LocalOutlin
             dot_colours.append(np.tile(colour, (len(points), 1)))
 
     found = scene.contacts(world=None) if overlays.contacts else None
-    joints = (scene.joint_anchors() if overlays.joints and scene.n_joints else None)
-    joint_bodies = ([scene.joint_bodies(j) for j in range(scene.n_joints)]
-                    if joints is not None else [])
+    joints = scene.joint_anchors() if overlays.joints and scene.n_joints else None
+    joint_bodies = (
+        [scene.joint_bodies(j) for j in range(scene.n_joints)] if joints is not None else []
+    )
     for view in views:
         w = view.world
         if found is not None:
             rows = np.nonzero(found.world == w)[0]
             normal_length = 12 * view.metres_per_pixel(controller.size[1])  # 12 px
             for i in rows:
-                points = found.points[i, :found.point_count[i]]
+                points = found.points[i, : found.point_count[i]]
                 tips = points + normal_length * found.normal[i]
                 add_dots(view, points, _CONTACT)
                 add_lines(view, np.stack([points, tips], 1).reshape(-1, 2), _CONTACT)
         if overlays.aabbs and outlines is not None:
             lo, hi = outlines.aabbs(state.position[w], state.angle[w])
-            corners = np.stack([lo, np.stack([hi[:, 0], lo[:, 1]], 1), hi,
-                                np.stack([lo[:, 0], hi[:, 1]], 1)], 1)  # (n, 4, 2)
+            corners = np.stack(
+                [lo, np.stack([hi[:, 0], lo[:, 1]], 1), hi, np.stack([lo[:, 0], hi[:, 1]], 1)], 1
+            )  # (n, 4, 2)
             edges = np.stack([corners, np.roll(corners, -1, axis=1)], 2).reshape(-1, 2)
             add_lines(view, edges, _AABB)
         if joints is not None:
@@ -671,8 +720,9 @@ def overlay_geometry(controller: ViewerController, state, outlines: _LocalOutlin
             add_dots(view, state.position[w, asleep].reshape(-1, 2), _SLEEPING)
         if len(views) > 1:
             x0, y0, x1, y1 = view.rect
-            border = np.array([[x0, y0], [x1, y0], [x1, y0], [x1, y1], [x1, y1], [x0, y1],
-                               [x0, y1], [x0, y0]])
+            border = np.array(
+                [[x0, y0], [x1, y0], [x1, y0], [x1, y1], [x1, y1], [x0, y1], [x0, y1], [x0, y0]]
+            )
             lines.append(border)
             line_colours.append(np.tile(_TILE_BORDER, (8, 1)))
         rays = None if controller.demo is None else controller.demo.rays
@@ -680,8 +730,7 @@ def overlay_geometry(controller: ViewerController, state, outlines: _LocalOutlin
             starts, ends, hit = (np.asarray(a)[w] for a in rays)
             for struck, colour in ((True, _RAY_HIT), (False, _RAY_MISS)):
                 pick = hit == struck
-                add_lines(view, np.stack([starts[pick], ends[pick]], 1).reshape(-1, 2),
-                          colour)
+                add_lines(view, np.stack([starts[pick], ends[pick]], 1).reshape(-1, 2), colour)
     drag = controller.drag
     if drag is not None:
         view = next((v for v in views if v.world == drag.world), None)
@@ -693,11 +742,13 @@ def overlay_geometry(controller: ViewerController, state, outlines: _LocalOutlin
             add_dots(view, np.array([anchor, target]), _SPRING)
 
     def stack(parts, width):
-        return (np.concatenate(parts).astype(np.float32) if parts
-                else np.zeros((0, width), np.float32))
+        return (
+            np.concatenate(parts).astype(np.float32) if parts else np.zeros((0, width), np.float32)
+        )
 
-    return OverlayGeometry(stack(lines, 2), stack(line_colours, 3), stack(dots, 2),
-                           stack(dot_colours, 3))
+    return OverlayGeometry(
+        stack(lines, 2), stack(line_colours, 3), stack(dots, 2), stack(dot_colours, 3)
+    )
 
 
 def background_colour(scene) -> np.ndarray:
@@ -753,9 +804,11 @@ class GGUIPainter:
         extra = overlay_geometry(controller, None, self.outlines)
         self._lines("overlay", extra.lines, extra.line_colours)
         if len(extra.dots):
-            self.canvas.circles(self.buffers.upload("dots", extra.dots), radius=self.DOT_RADIUS,
-                                per_vertex_color=self.buffers.upload("dot_colours",
-                                                                     extra.dot_colours, 0.0))
+            self.canvas.circles(
+                self.buffers.upload("dots", extra.dots),
+                radius=self.DOT_RADIUS,
+                per_vertex_color=self.buffers.upload("dot_colours", extra.dot_colours, 0.0),
+            )
         if controller.overlays.hud:
             text = controller.hud_lines()
             self._panel("fx2d_gpu", text, 0.0)
@@ -774,10 +827,11 @@ class GGUIPainter:
 
     def _lines(self, name, lines, colours):
         if len(lines):
-            self.canvas.lines(self.buffers.upload(f"{name}_lines", lines),
-                              width=self.LINE_WIDTH,
-                              per_vertex_color=self.buffers.upload(f"{name}_line_colours",
-                                                                   colours, 0.0))
+            self.canvas.lines(
+                self.buffers.upload(f"{name}_lines", lines),
+                width=self.LINE_WIDTH,
+                per_vertex_color=self.buffers.upload(f"{name}_line_colours", colours, 0.0),
+            )
 
     def _height(self, text) -> float:
         """Height of a panel of these lines, window fraction: a title bar (~19 px), a line
@@ -797,8 +851,9 @@ class GGUIPainter:
 
 
 def _check_display():
-    if sys.platform.startswith("linux") and not (os.environ.get("DISPLAY")
-                                                 or os.environ.get("WAYLAND_DISPLAY")):
+    if sys.platform.startswith("linux") and not (
+        os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
+    ):
         raise ViewerUnavailable("no display (neither DISPLAY nor WAYLAND_DISPLAY is set)")
 
 
@@ -811,8 +866,7 @@ def open_window(size, offscreen: bool):
         _check_display()
     try:
         # vsync paces a shown window to the display; offscreen frames go as fast as they can.
-        return ti.ui.Window("fx2d_gpu", tuple(size), vsync=not offscreen,
-                            show_window=not offscreen)
+        return ti.ui.Window("fx2d_gpu", tuple(size), vsync=not offscreen, show_window=not offscreen)
     except Exception as exc:  # GGUI raises RuntimeError variants without Vulkan
         raise ViewerUnavailable(f"GGUI failed to start ({exc})") from None
 
@@ -867,9 +921,22 @@ def _next_screenshot_path() -> Path:
     return Path(f"fx2d_view_{k:04d}.png")
 
 
-def run_viewer(scene_factory, dt=1 / 60, size=(1024, 768), *, offscreen=False, frames=None,
-               png_dir=None, gif=None, screenshot=None, world=0, tiled=None, overlays=None,
-               paused=False, log=None) -> list[str]:
+def run_viewer(
+    scene_factory,
+    dt=1 / 60,
+    size=(1024, 768),
+    *,
+    offscreen=False,
+    frames=None,
+    png_dir=None,
+    gif=None,
+    screenshot=None,
+    world=0,
+    tiled=None,
+    overlays=None,
+    paused=False,
+    log=None,
+) -> list[str]:
     """Show the scene made by scene_factory() in a GGUI window, or record it offscreen.
 
     Interactive: until the window closes (Escape) or `frames` frames have been drawn.
@@ -899,8 +966,11 @@ def run_viewer(scene_factory, dt=1 / 60, size=(1024, 768), *, offscreen=False, f
     except ViewerUnavailable as exc:
         if not offscreen:
             raise
-        print(f"fx2d view: GGUI cannot render offscreen here: {exc}; drawing the frames with "
-              "the image renderer (fx2d_gpu.draw.render) instead", file=log or sys.stderr)
+        print(
+            f"fx2d view: GGUI cannot render offscreen here: {exc}; drawing the frames with "
+            "the image renderer (fx2d_gpu.draw.render) instead",
+            file=log or sys.stderr,
+        )
         return _record_without_ggui(controller, frames, recorder)
     try:
         return _run_window(window, controller, recorder, offscreen, frames)
@@ -910,8 +980,9 @@ def run_viewer(scene_factory, dt=1 / 60, size=(1024, 768), *, offscreen=False, f
             Path(IMGUI_SETTINGS).unlink(missing_ok=True)
 
 
-def _run_window(window, controller: ViewerController, recorder: Recorder, offscreen: bool,
-                frames: int | None) -> list[str]:
+def _run_window(
+    window, controller: ViewerController, recorder: Recorder, offscreen: bool, frames: int | None
+) -> list[str]:
     """The GGUI loop: events to the controller, a frame, drawing, recording, until done."""
     try:
         written = _frames(window, controller, recorder, offscreen, frames)
@@ -971,14 +1042,24 @@ def _record_without_ggui(controller: ViewerController, frames: int, recorder: Re
             views = controller.views()
             rays = None if controller.demo is None else controller.demo.rays
             if controller.tiled:  # render_worlds tiles the first worlds only
-                image = render_worlds(scene, controller.size, bounds=views[0].bounds,
-                                      contacts=controller.overlays.contacts, rays=rays)
+                image = render_worlds(
+                    scene,
+                    controller.size,
+                    bounds=views[0].bounds,
+                    contacts=controller.overlays.contacts,
+                    rays=rays,
+                )
             else:
                 from .render import render
 
                 world = controller.world
-                image = render(scene, world, controller.size, views[0].bounds,
-                               contacts=controller.overlays.contacts,
-                               rays=None if rays is None else tuple(a[world] for a in rays))
+                image = render(
+                    scene,
+                    world,
+                    controller.size,
+                    views[0].bounds,
+                    contacts=controller.overlays.contacts,
+                    rays=None if rays is None else tuple(a[world] for a in rays),
+                )
             recorder.add(image)
     return recorder.finish()

@@ -29,24 +29,39 @@ try:
     import gymnasium
     from gymnasium.vector import AutoresetMode  # noqa: F401  (gymnasium 1.x only)
 except ImportError as error:  # gymnasium missing, or a 0.x version
-    raise ImportError("fx2d_gpu.envs needs gymnasium >= 1.0, the rl extra: from a checkout "
-                      "of fx2d_gpu, pip install -e \".[rl]\" (in its root folder); from a "
-                      "package index, pip install \"fx2d_gpu[rl]\"") from error
+    raise ImportError(
+        "fx2d_gpu.envs needs gymnasium >= 1.0, the rl extra: from a checkout "
+        'of fx2d_gpu, pip install -e ".[rl]" (in its root folder); from a '
+        'package index, pip install "fx2d_gpu[rl]"'
+    ) from error
 
 from .base import Fx2DEnv, Fx2DVectorEnv, WorldStreams, parse_randomize
 from .cartpole import CartPoleEnv, CartPoleVectorEnv
 from .lander import LanderEnv, LanderVectorEnv
 
-__all__ = ["CartPoleEnv", "CartPoleVectorEnv", "Fx2DEnv", "Fx2DVectorEnv", "LanderEnv",
-           "LanderVectorEnv", "REGISTERED_IDS", "WorldStreams", "parse_randomize"]
+__all__ = [
+    "CartPoleEnv",
+    "CartPoleVectorEnv",
+    "Fx2DEnv",
+    "Fx2DVectorEnv",
+    "LanderEnv",
+    "LanderVectorEnv",
+    "REGISTERED_IDS",
+    "WorldStreams",
+    "parse_randomize",
+]
 
 #: The ids registered with Gymnasium, and their truncation lengths (steps).
 REGISTERED_IDS = {"fx2d/CartPole-v0": 500, "fx2d/Lander-v0": 1000}
 
-for _id, _module, _name in (("fx2d/CartPole-v0", "cartpole", "CartPole"),
-                            ("fx2d/Lander-v0", "lander", "Lander")):
+for _id, _module, _name in (
+    ("fx2d/CartPole-v0", "cartpole", "CartPole"),
+    ("fx2d/Lander-v0", "lander", "Lander"),
+):
     if _id not in gymnasium.registry:  # a reload must not re-register (Gymnasium warns)
         gymnasium.register(
-            id=_id, entry_point=f"fx2d_gpu.envs.{_module}:{_name}Env",
+            id=_id,
+            entry_point=f"fx2d_gpu.envs.{_module}:{_name}Env",
             vector_entry_point=f"fx2d_gpu.envs.{_module}:{_name}VectorEnv",
-            max_episode_steps=REGISTERED_IDS[_id])
+            max_episode_steps=REGISTERED_IDS[_id],
+        )

@@ -41,7 +41,8 @@ FORK_REFUSAL = (
     "default start method: use vector_kwargs={'context': 'spawn'} (or 'forkserver'), e.g. "
     "gymnasium.make_vec(id, num_envs, vectorization_mode='async', "
     "vector_kwargs={'context': 'spawn'}); or vectorization_mode='vector_entry_point', "
-    "every env a world of one scene")
+    "every env a world of one scene"
+)
 
 #: Set in a child forked after Taichi started in its parent (see _note_fork).
 _forked_after_taichi = False
@@ -64,8 +65,9 @@ def _check_start_method():
         raise RuntimeError(FORK_REFUSAL)
     frame = sys._getframe(1)
     while frame is not None:  # a few frames: the callers that built this env
-        if frame.f_code.co_name == "__init__" and \
-                isinstance(frame.f_locals.get("self"), AsyncVectorEnv):
+        if frame.f_code.co_name == "__init__" and isinstance(
+            frame.f_locals.get("self"), AsyncVectorEnv
+        ):
             context = frame.f_locals.get("context")
             if multiprocessing.get_context(context).get_start_method() == "fork":
                 raise ValueError(FORK_REFUSAL)
@@ -140,8 +142,9 @@ RANDOMIZATION_KEYS = {
 }
 
 
-def parse_randomize(randomize, defaults: dict[str, tuple[float, float]]
-                    ) -> dict[str, tuple[float, float]]:
+def parse_randomize(
+    randomize, defaults: dict[str, tuple[float, float]]
+) -> dict[str, tuple[float, float]]:
     """The domain randomisation ranges a task's `randomize=` argument asks for.
 
     Args:
@@ -168,12 +171,15 @@ def parse_randomize(randomize, defaults: dict[str, tuple[float, float]]
     elif isinstance(randomize, dict):
         unknown = sorted(set(randomize) - set(defaults), key=str)
         if unknown:
-            raise ValueError(f"randomize: unknown key(s) {unknown}; this task randomises "
-                             f"{sorted(defaults)}")
+            raise ValueError(
+                f"randomize: unknown key(s) {unknown}; this task randomises {sorted(defaults)}"
+            )
         chosen = {key: value for key, value in randomize.items() if value is not None}
     else:
-        raise TypeError(f"randomize must be a bool, None or a dict of (low, high) ranges, "
-                        f"got {type(randomize).__name__}")
+        raise TypeError(
+            f"randomize must be a bool, None or a dict of (low, high) ranges, "
+            f"got {type(randomize).__name__}"
+        )
     ranges = {}
     for key, (_, smallest, largest) in RANDOMIZATION_KEYS.items():
         if key not in chosen:
@@ -182,12 +188,19 @@ def parse_randomize(randomize, defaults: dict[str, tuple[float, float]]
         try:
             low, high = (float(v) for v in value)
         except (TypeError, ValueError):
-            raise TypeError(f"randomize[{key!r}] must be a (low, high) pair of numbers, "
-                            f"got {value!r}") from None
-        if not (math.isfinite(low) and math.isfinite(high)) or low > high or low < smallest \
-                or high > largest:
-            raise ValueError(f"randomize[{key!r}] must be finite with {smallest:g} <= low <= "
-                             f"high <= {largest:g}, got ({low}, {high})")
+            raise TypeError(
+                f"randomize[{key!r}] must be a (low, high) pair of numbers, got {value!r}"
+            ) from None
+        if (
+            not (math.isfinite(low) and math.isfinite(high))
+            or low > high
+            or low < smallest
+            or high > largest
+        ):
+            raise ValueError(
+                f"randomize[{key!r}] must be finite with {smallest:g} <= low <= "
+                f"high <= {largest:g}, got ({low}, {high})"
+            )
         ranges[key] = (low, high)
     return ranges
 
@@ -198,8 +211,10 @@ def _autoreset_mode(value) -> AutoresetMode:
     try:
         return AutoresetMode(value)
     except ValueError:
-        raise ValueError(f"autoreset_mode must be a gymnasium.vector.AutoresetMode or one of "
-                         f"{[m.value for m in AutoresetMode]}, got {value!r}") from None
+        raise ValueError(
+            f"autoreset_mode must be a gymnasium.vector.AutoresetMode or one of "
+            f"{[m.value for m in AutoresetMode]}, got {value!r}"
+        ) from None
 
 
 def _count(value, name: str, *, allow_none: bool = False) -> int | None:
@@ -207,8 +222,9 @@ def _count(value, name: str, *, allow_none: bool = False) -> int | None:
     if value is None and allow_none:
         return None
     if isinstance(value, bool) or not isinstance(value, int | np.integer):
-        raise TypeError(f"{name} must be an int{' or None' if allow_none else ''}, "
-                        f"got {type(value).__name__}")
+        raise TypeError(
+            f"{name} must be an int{' or None' if allow_none else ''}, got {type(value).__name__}"
+        )
     if value < 1:
         raise ValueError(f"{name} must be >= 1, got {value}")
     return int(value)
@@ -301,11 +317,21 @@ class Fx2DVectorEnv(gymnasium.vector.VectorEnv, metaclass=abc.ABCMeta):
     #: render()'s view: (xmin, ymin, xmax, ymax), m.
     render_bounds: tuple[float, float, float, float] = (-5.0, -5.0, 5.0, 5.0)
 
-    def __init__(self, num_envs: int = 1, *, autoreset_mode=AutoresetMode.NEXT_STEP,
-                 max_episode_steps: int | None = None, randomize=False,
-                 render_mode: str | None = None, render_size=(600, 400),
-                 render_tiles: int = 4, arch: str = "auto", substeps: int = 11,
-                 shards: int | None = None, shard_options: dict | None = None):
+    def __init__(
+        self,
+        num_envs: int = 1,
+        *,
+        autoreset_mode=AutoresetMode.NEXT_STEP,
+        max_episode_steps: int | None = None,
+        randomize=False,
+        render_mode: str | None = None,
+        render_size=(600, 400),
+        render_tiles: int = 4,
+        arch: str = "auto",
+        substeps: int = 11,
+        shards: int | None = None,
+        shard_options: dict | None = None,
+    ):
         if _forked_after_taichi:
             raise RuntimeError(FORK_REFUSAL)
         self.num_envs = _count(num_envs, "num_envs")
@@ -315,43 +341,59 @@ class Fx2DVectorEnv(gymnasium.vector.VectorEnv, metaclass=abc.ABCMeta):
         if shard_options is not None and shards is None:
             raise ValueError("shard_options needs shards")
         self.autoreset_mode = _autoreset_mode(autoreset_mode)
-        self.max_episode_steps = _count(max_episode_steps, "max_episode_steps",
-                                        allow_none=True)
+        self.max_episode_steps = _count(max_episode_steps, "max_episode_steps", allow_none=True)
         self.randomization = parse_randomize(randomize, self.randomization_defaults)
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(f"render_mode must be None or one of "
-                             f"{self.metadata['render_modes']}, got {render_mode!r}")
+            raise ValueError(
+                f"render_mode must be None or one of "
+                f"{self.metadata['render_modes']}, got {render_mode!r}"
+            )
         self.render_mode = render_mode
         self.render_size = _render_size(render_size)
         self.render_tiles = _count(render_tiles, "render_tiles")
         drawn = min(self.render_tiles, self.num_envs)
         if not fx_render.tiles_fit(self.render_size, drawn):
-            raise ValueError(f"render_tiles: {drawn} tiles do not fit render_size "
-                             f"{self.render_size} with {fx_render.MIN_TILE_SIDE} pixels a "
-                             "side each; draw fewer tiles or a larger image")
+            raise ValueError(
+                f"render_tiles: {drawn} tiles do not fit render_size "
+                f"{self.render_size} with {fx_render.MIN_TILE_SIDE} pixels a "
+                "side each; draw fewer tiles or a larger image"
+            )
         self.metadata = {**type(self).metadata, "autoreset_mode": self.autoreset_mode}
 
         # Sleep off: a balanced pole or a hovering lander is slow but must keep moving, and
         # a world at rest must still answer the next action. Sharded: the task is built in
         # one world here, and each shard's actor replicates it (Scene.replicate).
-        self.scene = fx.Scene(gravity=self.nominal_gravity, arch=arch, substeps=substeps,
-                              n_worlds=self.num_envs if shards is None else 1,
-                              enable_sleep=False)
+        self.scene = fx.Scene(
+            gravity=self.nominal_gravity,
+            arch=arch,
+            substeps=substeps,
+            n_worlds=self.num_envs if shards is None else 1,
+            enable_sleep=False,
+        )
         self._build_scene()
         # The state the bodies were added with (world 0: every world is built the same),
         # float64 (n_bodies, ...): each reset starts from it.
         built = self.scene.get_state()
-        self._built_state = fx.State(*(np.array(a[0]) for a in (
-            built.position, built.angle, built.velocity, built.angular_velocity,
-            built.sleeping)))
+        self._built_state = fx.State(
+            *(
+                np.array(a[0])
+                for a in (
+                    built.position,
+                    built.angle,
+                    built.velocity,
+                    built.angular_velocity,
+                    built.sleeping,
+                )
+            )
+        )
         if shards is not None:
             from fx2d_gpu.distributed import ShardedScene
 
-            self.scene = ShardedScene(self.num_envs, template=self.scene, n_shards=shards,
-                                      shard_options=shard_options)
+            self.scene = ShardedScene(
+                self.num_envs, template=self.scene, n_shards=shards, shard_options=shard_options
+            )
         self._nominal_mass = np.array([self.scene.body_mass(b) for b in self._mass_bodies()])
-        self._gravity = np.tile(np.asarray(self.nominal_gravity, np.float64),
-                                (self.num_envs, 1))
+        self._gravity = np.tile(np.asarray(self.nominal_gravity, np.float64), (self.num_envs, 1))
 
         self.single_observation_space, self.single_action_space = self._make_spaces()
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
@@ -401,21 +443,26 @@ class Fx2DVectorEnv(gymnasium.vector.VectorEnv, metaclass=abc.ABCMeta):
         try:
             array = np.asarray(actions)
         except ValueError:  # NumPy's "inhomogeneous shape" names nothing
-            raise TypeError(f"actions must be an array of shape "
-                            f"{(self.num_envs, *space.shape)}, got a ragged sequence") from None
+            raise TypeError(
+                f"actions must be an array of shape "
+                f"{(self.num_envs, *space.shape)}, got a ragged sequence"
+            ) from None
         if isinstance(space, gymnasium.spaces.Discrete):
             if array.dtype == bool or not np.issubdtype(array.dtype, np.integer):
                 raise TypeError(f"actions must be integers, got dtype {array.dtype}")
             if array.shape != (self.num_envs,):
-                raise ValueError(f"actions must have shape ({self.num_envs},), got "
-                                 f"{array.shape}")
-            if array.size and (array.min() < space.start or
-                               array.max() >= space.start + space.n):
-                raise ValueError(f"actions must lie in [{space.start}, "
-                                 f"{space.start + space.n}), got {array.min()}..{array.max()}")
+                raise ValueError(f"actions must have shape ({self.num_envs},), got {array.shape}")
+            if array.size and (array.min() < space.start or array.max() >= space.start + space.n):
+                raise ValueError(
+                    f"actions must lie in [{space.start}, "
+                    f"{space.start + space.n}), got {array.min()}..{array.max()}"
+                )
             return array.astype(np.int64)
-        if array.dtype == bool or not np.issubdtype(array.dtype, np.number) or \
-                np.issubdtype(array.dtype, np.complexfloating):
+        if (
+            array.dtype == bool
+            or not np.issubdtype(array.dtype, np.number)
+            or np.issubdtype(array.dtype, np.complexfloating)
+        ):
             raise TypeError(f"actions must be real numbers, got dtype {array.dtype}")
         expected = (self.num_envs, *space.shape)
         if array.shape != expected:
@@ -430,8 +477,9 @@ class Fx2DVectorEnv(gymnasium.vector.VectorEnv, metaclass=abc.ABCMeta):
         """(num_envs, obs_dim) float32: every world's observation, read from the scene."""
 
     @abc.abstractmethod
-    def _score(self, observations: np.ndarray, actions: np.ndarray,
-               active: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _score(
+        self, observations: np.ndarray, actions: np.ndarray, active: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
         """(rewards (num_envs,) float64, terminated (num_envs,) bool) of the step just taken.
 
         Args:
@@ -458,8 +506,9 @@ class Fx2DVectorEnv(gymnasium.vector.VectorEnv, metaclass=abc.ABCMeta):
         return None
 
     # ------------------------------------------------------------------ Gymnasium API
-    def reset(self, *, seed: int | list[int | None] | None = None,
-              options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict[str, Any]]:
+    def reset(
+        self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[np.ndarray, dict[str, Any]]:
         """Reset every world, or the worlds of options["reset_mask"], and return the batch of
         observations.
 
@@ -481,13 +530,16 @@ class Fx2DVectorEnv(gymnasium.vector.VectorEnv, metaclass=abc.ABCMeta):
         self._check_open()
         mask = np.ones(self.num_envs, bool)
         if options is not None and not isinstance(options, dict):
-            raise TypeError(f"options must be None or a dict such as {{'reset_mask': mask}}, "
-                            f"got {type(options).__name__}")
+            raise TypeError(
+                f"options must be None or a dict such as {{'reset_mask': mask}}, "
+                f"got {type(options).__name__}"
+            )
         if options:
             unknown = sorted(set(options) - {"reset_mask"}, key=str)
             if unknown:
-                raise ValueError(f"options: unknown key(s) {unknown}; the only option is "
-                                 f"'reset_mask'")
+                raise ValueError(
+                    f"options: unknown key(s) {unknown}; the only option is 'reset_mask'"
+                )
             if "reset_mask" in options:
                 mask = self._check_reset_mask(options["reset_mask"])
         seeded, seeds = self._check_seed(seed)
@@ -502,8 +554,9 @@ class Fx2DVectorEnv(gymnasium.vector.VectorEnv, metaclass=abc.ABCMeta):
         self._observations = observations
         return observations.copy(), {}
 
-    def step(self, actions) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
-                                     dict[str, Any]]:
+    def step(
+        self, actions
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """Take every world's action, advance the scene one step of dt, and autoreset as
         metadata["autoreset_mode"] says (see the class docstring).
 
@@ -528,9 +581,11 @@ class Fx2DVectorEnv(gymnasium.vector.VectorEnv, metaclass=abc.ABCMeta):
         if mode == AutoresetMode.DISABLED and self._ended.any():
             raise RuntimeError(
                 f"autoreset_mode=DISABLED: worlds {np.flatnonzero(self._ended).tolist()} "
-                f"ended and were not reset; call reset(options={{'reset_mask': mask}}) first")
-        resetting = self._ended.copy() if mode == AutoresetMode.NEXT_STEP else \
-            np.zeros(self.num_envs, bool)
+                f"ended and were not reset; call reset(options={{'reset_mask': mask}}) first"
+            )
+        resetting = (
+            self._ended.copy() if mode == AutoresetMode.NEXT_STEP else np.zeros(self.num_envs, bool)
+        )
         active = ~resetting
         observations, rewards, terminated = self._advance(actions, active, resetting)
         if self.max_episode_steps is None:
@@ -543,8 +598,12 @@ class Fx2DVectorEnv(gymnasium.vector.VectorEnv, metaclass=abc.ABCMeta):
             final_obs = np.full(self.num_envs, None, dtype=object)
             for world in np.flatnonzero(ended):  # bookkeeping: one view per ended world
                 final_obs[world] = observations[world].copy()
-            infos = {"final_obs": final_obs, "_final_obs": ended.copy(),
-                     "final_info": {}, "_final_info": ended.copy()}
+            infos = {
+                "final_obs": final_obs,
+                "_final_obs": ended.copy(),
+                "final_info": {},
+                "_final_info": ended.copy(),
+            }
             observations = self._restart(ended)
             self._ended[:] = False
         else:
@@ -562,11 +621,17 @@ class Fx2DVectorEnv(gymnasium.vector.VectorEnv, metaclass=abc.ABCMeta):
         """
         self._check_open()
         if self.render_mode is None:
-            gymnasium.logger.warn("render() called with render_mode=None: pass "
-                                  "render_mode='rgb_array' to the constructor")
+            gymnasium.logger.warn(
+                "render() called with render_mode=None: pass "
+                "render_mode='rgb_array' to the constructor"
+            )
             return None
-        options = dict(size=self.render_size, bounds=self.render_bounds,
-                       max_tiles=self.render_tiles, rays=self._render_rays())
+        options = dict(
+            size=self.render_size,
+            bounds=self.render_bounds,
+            max_tiles=self.render_tiles,
+            rays=self._render_rays(),
+        )
         if isinstance(self.scene, fx.Scene):
             return fx_render.render_worlds(self.scene, **options)
         # Sharded: the first shard draws its first worlds (world w there is world w here).
@@ -590,13 +655,15 @@ class Fx2DVectorEnv(gymnasium.vector.VectorEnv, metaclass=abc.ABCMeta):
 
     def _check_reset_mask(self, mask) -> np.ndarray:
         if not isinstance(mask, np.ndarray):
-            raise TypeError(f"options['reset_mask'] must be a numpy array, got "
-                            f"{type(mask).__name__}")
+            raise TypeError(
+                f"options['reset_mask'] must be a numpy array, got {type(mask).__name__}"
+            )
         if mask.dtype != np.bool_:
             raise TypeError(f"options['reset_mask'] must have dtype bool, got {mask.dtype}")
         if mask.shape != (self.num_envs,):
-            raise ValueError(f"options['reset_mask'] must have shape ({self.num_envs},), got "
-                             f"{mask.shape}")
+            raise ValueError(
+                f"options['reset_mask'] must have shape ({self.num_envs},), got {mask.shape}"
+            )
         if not mask.any():
             raise ValueError("options['reset_mask'] must have at least one True")
         return mask.copy()
@@ -614,21 +681,22 @@ class Fx2DVectorEnv(gymnasium.vector.VectorEnv, metaclass=abc.ABCMeta):
             return np.ones(n, bool), np.uint64(int(seed) % 2**64) + np.arange(n, dtype=np.uint64)
         if isinstance(seed, list | tuple | np.ndarray):
             if len(seed) != n:
-                raise ValueError(f"seed: a list of seeds must have num_envs={n} entries, got "
-                                 f"{len(seed)}")
+                raise ValueError(
+                    f"seed: a list of seeds must have num_envs={n} entries, got {len(seed)}"
+                )
             seeded = np.array([s is not None for s in seed], bool)
             for s in seed:
-                if s is not None and (isinstance(s, bool) or
-                                      not isinstance(s, int | np.integer) or s < 0):
+                if s is not None and (
+                    isinstance(s, bool) or not isinstance(s, int | np.integer) or s < 0
+                ):
                     raise ValueError(f"seed: each seed must be an int >= 0 or None, got {s!r}")
             seeds = np.array([0 if s is None else int(s) % 2**64 for s in seed], np.uint64)
             return seeded, seeds
-        raise TypeError(f"seed must be None, an int or a list of ints, got "
-                        f"{type(seed).__name__}")
+        raise TypeError(f"seed must be None, an int or a list of ints, got {type(seed).__name__}")
 
-    def _advance(self, actions: np.ndarray, active: np.ndarray,
-                 restarting: np.ndarray | None = None
-                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _advance(
+        self, actions: np.ndarray, active: np.ndarray, restarting: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Apply the actions of the `active` worlds, step the scene once (every world),
         count the active worlds' steps, start the `restarting` worlds over, then observe and
         score every world: (observations, rewards, terminated).
@@ -664,9 +732,9 @@ class Fx2DVectorEnv(gymnasium.vector.VectorEnv, metaclass=abc.ABCMeta):
         with newly drawn physical values where domain randomisation is on."""
         indices = np.flatnonzero(worlds)
         draws = self._streams.uniform(indices, self.n_state_draws + self._n_random_draws())
-        self.scene.reset_worlds(worlds, self._initial_states(draws[:, :self.n_state_draws]))
+        self.scene.reset_worlds(worlds, self._initial_states(draws[:, : self.n_state_draws]))
         if self.randomization:
-            self._randomize(worlds, draws[:, self.n_state_draws:])
+            self._randomize(worlds, draws[:, self.n_state_draws :])
         self.episode_steps[worlds] = 0
 
     def _n_random_draws(self) -> int:
@@ -681,14 +749,19 @@ class Fx2DVectorEnv(gymnasium.vector.VectorEnv, metaclass=abc.ABCMeta):
         for key, (low, high) in self.randomization.items():
             if key == "mass_scale":
                 width = len(self._nominal_mass)
-                scale = low + (high - low) * draws[:, column:column + width]
-                self.scene.set_body_params(self._mass_bodies(), mass=self._nominal_mass * scale,
-                                           world=worlds)
+                scale = low + (high - low) * draws[:, column : column + width]
+                self.scene.set_body_params(
+                    self._mass_bodies(), mass=self._nominal_mass * scale, world=worlds
+                )
             elif key == "friction":
                 width = 1
                 friction = (low + (high - low) * draws[:, column])[:, None]
-                self.scene.set_body_params(self._friction_bodies(), static_friction=friction,
-                                           dynamic_friction=friction, world=worlds)
+                self.scene.set_body_params(
+                    self._friction_bodies(),
+                    static_friction=friction,
+                    dynamic_friction=friction,
+                    world=worlds,
+                )
             else:  # gravity: its magnitude, along the nominal direction
                 width = 1
                 magnitude = low + (high - low) * draws[:, column]
@@ -701,9 +774,18 @@ class Fx2DVectorEnv(gymnasium.vector.VectorEnv, metaclass=abc.ABCMeta):
     def _rows(self, k: int) -> fx.State:
         """k copies of the built state, to be changed into k worlds' initial states."""
         built = self._built_state
-        return fx.State(*(np.repeat(a[None], k, axis=0) for a in (
-            built.position, built.angle, built.velocity, built.angular_velocity,
-            built.sleeping)))
+        return fx.State(
+            *(
+                np.repeat(a[None], k, axis=0)
+                for a in (
+                    built.position,
+                    built.angle,
+                    built.velocity,
+                    built.angular_velocity,
+                    built.sleeping,
+                )
+            )
+        )
 
 
 class Fx2DEnv(gymnasium.Env):
@@ -733,8 +815,13 @@ class Fx2DEnv(gymnasium.Env):
     def __init__(self, render_mode: str | None = None, **task_options: Any):
         _check_start_method()
         self.worlds = self.vector_class(
-            num_envs=1, autoreset_mode=AutoresetMode.DISABLED, max_episode_steps=None,
-            render_mode=render_mode, render_tiles=1, **task_options)
+            num_envs=1,
+            autoreset_mode=AutoresetMode.DISABLED,
+            max_episode_steps=None,
+            render_mode=render_mode,
+            render_tiles=1,
+            **task_options,
+        )
         self.render_mode = render_mode
         self.observation_space = self.worlds.single_observation_space
         self.action_space = self.worlds.single_action_space
@@ -745,8 +832,9 @@ class Fx2DEnv(gymnasium.Env):
         """The one-world scene (world 0 is this environment)."""
         return self.worlds.scene
 
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None
-              ) -> tuple[np.ndarray, dict[str, Any]]:
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[np.ndarray, dict[str, Any]]:
         """Start an episode: (observation (obs_dim,) float32, info {}).
 
         Args:

@@ -78,47 +78,76 @@ class CartPoleVectorEnv(Fx2DVectorEnv):
     #: act in an episode; they keep a cart that is not reset on the track).
     travel_limit = 3.0
 
-    def __init__(self, num_envs: int = 1, *, continuous: bool = False,
-                 autoreset_mode=AutoresetMode.NEXT_STEP, max_episode_steps: int | None = 500,
-                 randomize=False, render_mode: str | None = None, render_size=(600, 400),
-                 render_tiles: int = 4, arch: str = "auto", substeps: int = 11,
-                 shards: int | None = None, shard_options: dict | None = None):
+    def __init__(
+        self,
+        num_envs: int = 1,
+        *,
+        continuous: bool = False,
+        autoreset_mode=AutoresetMode.NEXT_STEP,
+        max_episode_steps: int | None = 500,
+        randomize=False,
+        render_mode: str | None = None,
+        render_size=(600, 400),
+        render_tiles: int = 4,
+        arch: str = "auto",
+        substeps: int = 11,
+        shards: int | None = None,
+        shard_options: dict | None = None,
+    ):
         if not isinstance(continuous, bool):
             raise TypeError(f"continuous must be a bool, got {type(continuous).__name__}")
         self.continuous = continuous
-        super().__init__(num_envs, autoreset_mode=autoreset_mode,
-                         max_episode_steps=max_episode_steps, randomize=randomize,
-                         render_mode=render_mode, render_size=render_size,
-                         render_tiles=render_tiles, arch=arch, substeps=substeps,
-                         shards=shards, shard_options=shard_options)
+        super().__init__(
+            num_envs,
+            autoreset_mode=autoreset_mode,
+            max_episode_steps=max_episode_steps,
+            randomize=randomize,
+            render_mode=render_mode,
+            render_size=render_size,
+            render_tiles=render_tiles,
+            arch=arch,
+            substeps=substeps,
+            shards=shards,
+            shard_options=shard_options,
+        )
         self._forces = np.zeros((self.num_envs, 2))
         # The cart's and the pole's state (rows 0 and 1), gathered into these arrays at
         # every step by one kernel (Scene.get_state(out=...)): no new arrays.
         n = self.num_envs
-        self._state = fx.State(position=np.zeros((n, 2, 2), np.float32),
-                               angle=np.zeros((n, 2), np.float32),
-                               velocity=np.zeros((n, 2, 2), np.float32),
-                               angular_velocity=np.zeros((n, 2), np.float32), sleeping=None)
+        self._state = fx.State(
+            position=np.zeros((n, 2, 2), np.float32),
+            angle=np.zeros((n, 2), np.float32),
+            velocity=np.zeros((n, 2, 2), np.float32),
+            angular_velocity=np.zeros((n, 2), np.float32),
+            sleeping=None,
+        )
 
     def _build_scene(self):
         scene = self.scene
         # The track is the slider's static parent, below the cart (they never touch).
-        self.track = scene.add_box((0.0, -0.3), (2 * self.travel_limit + 0.5, 0.05), mass=0,
-                                   name="track")
+        self.track = scene.add_box(
+            (0.0, -0.3), (2 * self.travel_limit + 0.5, 0.05), mass=0, name="track"
+        )
         self.cart = scene.add_box((0.0, 0.0), (0.5, 0.3), mass=self.cart_mass, name="cart")
         # A thin box: its inertia about the hinge, m (L^2 + w^2) / 12 + m (L/2)^2, is within
         # 0.1 % of the uniform rod's m L^2 / 3 that Gymnasium's equations assume.
-        self.pole = scene.add_box((0.0, self.pole_length / 2), (0.06, self.pole_length),
-                                  mass=self.pole_mass, name="pole")
+        self.pole = scene.add_box(
+            (0.0, self.pole_length / 2), (0.06, self.pole_length), mass=self.pole_mass, name="pole"
+        )
         self.slider = scene.add_prismatic_joint(
-            self.track, self.cart, axis=(1.0, 0.0), position_min=-self.travel_limit,
-            position_max=self.travel_limit, name="slider")
-        self.hinge = scene.add_revolute_joint(self.cart, self.pole, anchor=(0.0, 0.0),
-                                              name="hinge")
+            self.track,
+            self.cart,
+            axis=(1.0, 0.0),
+            position_min=-self.travel_limit,
+            position_max=self.travel_limit,
+            name="slider",
+        )
+        self.hinge = scene.add_revolute_joint(self.cart, self.pole, anchor=(0.0, 0.0), name="hinge")
 
     def _make_spaces(self):
-        high = np.array([2 * self.x_threshold, _FLOAT32_MAX, 2 * self.theta_threshold,
-                         _FLOAT32_MAX], np.float32)
+        high = np.array(
+            [2 * self.x_threshold, _FLOAT32_MAX, 2 * self.theta_threshold, _FLOAT32_MAX], np.float32
+        )
         observation_space = spaces.Box(-high, high, dtype=np.float32)
         if self.continuous:
             return observation_space, spaces.Box(-1.0, 1.0, (1,), np.float32)
@@ -159,8 +188,9 @@ class CartPoleVectorEnv(Fx2DVectorEnv):
         return observations
 
     def _score(self, observations, actions, active):
-        terminated = ((np.abs(observations[:, 0]) > self.x_threshold) |
-                      (np.abs(observations[:, 2]) > self.theta_threshold))
+        terminated = (np.abs(observations[:, 0]) > self.x_threshold) | (
+            np.abs(observations[:, 2]) > self.theta_threshold
+        )
         return np.ones(self.num_envs), terminated
 
 
@@ -178,8 +208,21 @@ class CartPoleEnv(Fx2DEnv):
 
     vector_class = CartPoleVectorEnv
 
-    def __init__(self, render_mode: str | None = None, *, continuous: bool = False,
-                 randomize=False, render_size=(600, 400), arch: str = "auto",
-                 substeps: int = 11):
-        super().__init__(render_mode, continuous=continuous, randomize=randomize,
-                         render_size=render_size, arch=arch, substeps=substeps)
+    def __init__(
+        self,
+        render_mode: str | None = None,
+        *,
+        continuous: bool = False,
+        randomize=False,
+        render_size=(600, 400),
+        arch: str = "auto",
+        substeps: int = 11,
+    ):
+        super().__init__(
+            render_mode,
+            continuous=continuous,
+            randomize=randomize,
+            render_size=render_size,
+            arch=arch,
+            substeps=substeps,
+        )

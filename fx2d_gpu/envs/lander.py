@@ -112,8 +112,11 @@ class LanderVectorEnv(Fx2DVectorEnv):
 
     dt = 1.0 / 50.0  # LunarLander's FPS
     nominal_gravity = (0.0, -10.0)
-    randomization_defaults = {"mass_scale": (0.8, 1.25), "friction": (0.3, 1.0),
-                              "gravity": (8.0, 12.0)}
+    randomization_defaults = {
+        "mass_scale": (0.8, 1.25),
+        "friction": (0.3, 1.0),
+        "gravity": (8.0, 12.0),
+    }
     n_state_draws = 2
     render_bounds = (-HALF_WIDTH - 0.5, -1.5, HALF_WIDTH + 0.5, 14.5)
 
@@ -130,27 +133,48 @@ class LanderVectorEnv(Fx2DVectorEnv):
     #: At rest: below these speeds (m/s, rad/s), on both legs, for this many steps.
     rest_speed, rest_spin, rest_steps = 0.1, 0.1, 25
 
-    def __init__(self, num_envs: int = 1, *, continuous: bool = False,
-                 terrain_seed: int | None = 0, autoreset_mode=AutoresetMode.NEXT_STEP,
-                 max_episode_steps: int | None = 1000, randomize=False,
-                 render_mode: str | None = None, render_size=(600, 400),
-                 render_tiles: int = 4, arch: str = "auto", substeps: int = 11,
-                 shards: int | None = None, shard_options: dict | None = None):
+    def __init__(
+        self,
+        num_envs: int = 1,
+        *,
+        continuous: bool = False,
+        terrain_seed: int | None = 0,
+        autoreset_mode=AutoresetMode.NEXT_STEP,
+        max_episode_steps: int | None = 1000,
+        randomize=False,
+        render_mode: str | None = None,
+        render_size=(600, 400),
+        render_tiles: int = 4,
+        arch: str = "auto",
+        substeps: int = 11,
+        shards: int | None = None,
+        shard_options: dict | None = None,
+    ):
         if not isinstance(continuous, bool):
             raise TypeError(f"continuous must be a bool, got {type(continuous).__name__}")
-        if terrain_seed is not None and (isinstance(terrain_seed, bool) or
-                                         not isinstance(terrain_seed, int | np.integer)):
-            raise TypeError(f"terrain_seed must be an int or None, got "
-                            f"{type(terrain_seed).__name__}")
+        if terrain_seed is not None and (
+            isinstance(terrain_seed, bool) or not isinstance(terrain_seed, int | np.integer)
+        ):
+            raise TypeError(
+                f"terrain_seed must be an int or None, got {type(terrain_seed).__name__}"
+            )
         if terrain_seed is not None and terrain_seed < 0:
             raise ValueError(f"terrain_seed must be >= 0, got {terrain_seed}")
         self.continuous = continuous
         self.terrain_seed = terrain_seed
-        super().__init__(num_envs, autoreset_mode=autoreset_mode,
-                         max_episode_steps=max_episode_steps, randomize=randomize,
-                         render_mode=render_mode, render_size=render_size,
-                         render_tiles=render_tiles, arch=arch, substeps=substeps,
-                         shards=shards, shard_options=shard_options)
+        super().__init__(
+            num_envs,
+            autoreset_mode=autoreset_mode,
+            max_episode_steps=max_episode_steps,
+            randomize=randomize,
+            render_mode=render_mode,
+            render_size=render_size,
+            render_tiles=render_tiles,
+            arch=arch,
+            substeps=substeps,
+            shards=shards,
+            shard_options=shard_options,
+        )
         n = self.num_envs
         self._previous_shaping = np.zeros(n)
         self._steps_at_rest = np.zeros(n, np.int64)
@@ -166,8 +190,9 @@ class LanderVectorEnv(Fx2DVectorEnv):
     def _build_scene(self):
         scene = self.scene
         self.terrain = terrain_points(self.terrain_seed)
-        first = scene.add_chain((0.0, 0.0), self.terrain, static_friction=1.0,
-                                dynamic_friction=1.0, name="ground")
+        first = scene.add_chain(
+            (0.0, 0.0), self.terrain, static_friction=1.0, dynamic_friction=1.0, name="ground"
+        )
         self.ground = np.arange(first, first + len(self.terrain) - 1)
 
         _, centroid = shapes.polygon(HULL_VERTICES)
@@ -177,25 +202,48 @@ class LanderVectorEnv(Fx2DVectorEnv):
         # splayed outwards by 0.45 rad.
         leg_size, splay = np.array([4.0, 16.0]) / 30, 0.45
         lander = {"collision_group": -1}  # hull and legs never collide with each other
-        self.hull = scene.add_polygon(origin + centroid, HULL_VERTICES, mass=self.hull_mass,
-                                      static_friction=0.5, dynamic_friction=0.5, name="hull",
-                                      **lander)
+        self.hull = scene.add_polygon(
+            origin + centroid,
+            HULL_VERTICES,
+            mass=self.hull_mass,
+            static_friction=0.5,
+            dynamic_friction=0.5,
+            name="hull",
+            **lander,
+        )
         legs, joints, corners = [], [], [HULL_VERTICES - centroid]
         for side in (-1.0, 1.0):
             top = np.array([side * 0.4, -0.2])  # in the outline's frame
             down = np.array([side * math.sin(splay), -math.cos(splay)])
             centre = top + 0.5 * leg_size[1] * down
             angle = side * splay
-            leg = scene.add_box(origin + centre, leg_size, angle=angle, mass=self.leg_mass,
-                                static_friction=0.8, dynamic_friction=0.6, **lander)
+            leg = scene.add_box(
+                origin + centre,
+                leg_size,
+                angle=angle,
+                mass=self.leg_mass,
+                static_friction=0.8,
+                dynamic_friction=0.6,
+                **lander,
+            )
             # A stiff PD spring holds the leg at its splay; landing bends it within +-0.3 rad.
-            joints.append(scene.add_revolute_joint(
-                self.hull, leg, anchor=top - centroid, angle_min=-0.3, angle_max=0.3,
-                control_mode="position", pid=(40.0, 0.0, 1.0), max_effort=40.0))
+            joints.append(
+                scene.add_revolute_joint(
+                    self.hull,
+                    leg,
+                    anchor=top - centroid,
+                    angle_min=-0.3,
+                    angle_max=0.3,
+                    control_mode="position",
+                    pid=(40.0, 0.0, 1.0),
+                    max_effort=40.0,
+                )
+            )
             legs.append(leg)
             cos, sin = math.cos(angle), math.sin(angle)
-            box = (np.array([[-1, -1], [1, -1], [1, 1], [-1, 1]]) * leg_size / 2) @ \
-                np.array([[cos, sin], [-sin, cos]])
+            box = (np.array([[-1, -1], [1, -1], [1, 1], [-1, 1]]) * leg_size / 2) @ np.array(
+                [[cos, sin], [-sin, cos]]
+            )
             corners.append(box + centre - centroid)
         self.left_leg, self.right_leg = legs
         self.leg_joints = tuple(joints)
@@ -208,10 +256,12 @@ class LanderVectorEnv(Fx2DVectorEnv):
             scene.add_shape((x, 0.4), shapes.box((0.05, 0.8)), collides=False, mass=0)
 
     def _make_spaces(self):
-        low = np.array([-2.5, -2.5, -10.0, -10.0, -math.pi, -10.0, 0.0, 0.0] +
-                       [0.0] * self.n_rays, np.float32)
-        high = np.array([2.5, 2.5, 10.0, 10.0, math.pi, 10.0, 1.0, 1.0] +
-                        [1.0] * self.n_rays, np.float32)
+        low = np.array(
+            [-2.5, -2.5, -10.0, -10.0, -math.pi, -10.0, 0.0, 0.0] + [0.0] * self.n_rays, np.float32
+        )
+        high = np.array(
+            [2.5, 2.5, 10.0, 10.0, math.pi, 10.0, 1.0, 1.0] + [1.0] * self.n_rays, np.float32
+        )
         observation_space = spaces.Box(low, high, dtype=np.float32)
         if self.continuous:
             return observation_space, spaces.Box(-1.0, 1.0, (2,), np.float32)
@@ -231,8 +281,7 @@ class LanderVectorEnv(Fx2DVectorEnv):
     def _engines(self, actions):
         """(main engine power (n,), side engine power (n,), side (n,): -1 left, +1 right)."""
         if self.continuous:
-            main = np.where(actions[:, 0] > 0.0, (np.clip(actions[:, 0], 0.0, 1.0) + 1) / 2,
-                            0.0)
+            main = np.where(actions[:, 0] > 0.0, (np.clip(actions[:, 0], 0.0, 1.0) + 1) / 2, 0.0)
             lateral = actions[:, 1]
             firing = np.abs(lateral) > 0.5
             side_power = np.where(firing, np.clip(np.abs(lateral), 0.5, 1.0), 0.0)
@@ -249,11 +298,12 @@ class LanderVectorEnv(Fx2DVectorEnv):
         angle = self._hull_angle  # read by the last _observe(): nothing moved since
         up = np.stack([-np.sin(angle), np.cos(angle)], axis=1)
         right = np.stack([np.cos(angle), np.sin(angle)], axis=1)
-        self._forces[:] = (self.main_engine_force * main[:, None] * up +
-                           self.side_engine_force * (side_power * side)[:, None] * right)
+        self._forces[:] = (
+            self.main_engine_force * main[:, None] * up
+            + self.side_engine_force * (side_power * side)[:, None] * right
+        )
         # A side engine sits above the centre of mass: its push also turns the hull.
-        self._torques[:] = -side * side_power * self.side_engine_force * \
-            self.side_engine_height
+        self._torques[:] = -side * side_power * self.side_engine_force * self.side_engine_height
         self.scene.apply_force(self.hull, self._forces, self._torques)
         self._fuel = 0.30 * main + 0.03 * side_power
 
@@ -270,9 +320,13 @@ class LanderVectorEnv(Fx2DVectorEnv):
 
         turn = np.stack([np.cos(angle), np.sin(angle)], axis=1)  # (n, 2)
         local = self._ray_directions
-        directions = np.stack([turn[:, None, 0] * local[:, 0] - turn[:, None, 1] * local[:, 1],
-                               turn[:, None, 1] * local[:, 0] + turn[:, None, 0] * local[:, 1]],
-                              axis=2)  # (n, rays, 2)
+        directions = np.stack(
+            [
+                turn[:, None, 0] * local[:, 0] - turn[:, None, 1] * local[:, 1],
+                turn[:, None, 1] * local[:, 0] + turn[:, None, 0] * local[:, 1],
+            ],
+            axis=2,
+        )  # (n, rays, 2)
         origins = position[:, None, :] + self._lidar_start * directions
         hits = self.scene.ray_cast(origins, directions, self.lidar_range)
         reach = np.where(hits.hit, hits.distance, self.lidar_range)
@@ -296,8 +350,13 @@ class LanderVectorEnv(Fx2DVectorEnv):
 
     def _shaping(self, observations):
         o = observations.astype(np.float64)
-        return (-100.0 * np.hypot(o[:, 0], o[:, 1]) - 100.0 * np.hypot(o[:, 2], o[:, 3])
-                - 100.0 * np.abs(o[:, 4]) + 10.0 * o[:, 6] + 10.0 * o[:, 7])
+        return (
+            -100.0 * np.hypot(o[:, 0], o[:, 1])
+            - 100.0 * np.hypot(o[:, 2], o[:, 3])
+            - 100.0 * np.abs(o[:, 4])
+            + 10.0 * o[:, 6]
+            + 10.0 * o[:, 7]
+        )
 
     def _start_episodes(self, worlds, observations):
         self._previous_shaping[worlds] = self._shaping(observations)[worlds]
@@ -334,10 +393,23 @@ class LanderEnv(Fx2DEnv):
 
     vector_class = LanderVectorEnv
 
-    def __init__(self, render_mode: str | None = None, *, continuous: bool = False,
-                 terrain_seed: int | None = 0, randomize=False, render_size=(600, 400),
-                 arch: str = "auto", substeps: int = 11):
-        super().__init__(render_mode, continuous=continuous, terrain_seed=terrain_seed,
-                         randomize=randomize, render_size=render_size, arch=arch,
-                         substeps=substeps)
-
+    def __init__(
+        self,
+        render_mode: str | None = None,
+        *,
+        continuous: bool = False,
+        terrain_seed: int | None = 0,
+        randomize=False,
+        render_size=(600, 400),
+        arch: str = "auto",
+        substeps: int = 11,
+    ):
+        super().__init__(
+            render_mode,
+            continuous=continuous,
+            terrain_seed=terrain_seed,
+            randomize=randomize,
+            render_size=render_size,
+            arch=arch,
+            substeps=substeps,
+        )

@@ -55,8 +55,11 @@ def names() -> list[str]:
         A new list of the example names (each file's name without `.yml`), in sorted
         order, e.g. ``["angry_boxes", ..., "truck"]``.
     """
-    return sorted(entry.name[: -len(_SUFFIX)] for entry in _folder().iterdir()
-                  if entry.is_file() and entry.name.endswith(_SUFFIX))
+    return sorted(
+        entry.name[: -len(_SUFFIX)]
+        for entry in _folder().iterdir()
+        if entry.is_file() and entry.name.endswith(_SUFFIX)
+    )
 
 
 def path(name: str) -> Path:
@@ -76,8 +79,9 @@ def path(name: str) -> Path:
         raise TypeError(f"name must be a str (an example's name), got {type(name).__name__}")
     known = names()
     if name not in known:
-        raise ValueError(f"name: no example scene named {name!r}; the examples are "
-                         f"{', '.join(known)}")
+        raise ValueError(
+            f"name: no example scene named {name!r}; the examples are {', '.join(known)}"
+        )
     # Installed as plain files (wheel or editable install), so the Traversable is a path.
     return Path(str(_folder() / f"{name}{_SUFFIX}"))
 

@@ -54,9 +54,17 @@ class Driver(ExampleDriver):
         n = len(self.balls)
         if n < self.max_balls and scene.step_count >= (n + 1) * self.steps_per_spawn:
             position, radius = spawn_point(n)
-            self.balls.append(scene.add_circle(position, radius, mass=0.6, elasticity=0.1,
-                                               static_friction=0.4, dynamic_friction=0.3,
-                                               name=f"ball_{n}"))
+            self.balls.append(
+                scene.add_circle(
+                    position,
+                    radius,
+                    mass=0.6,
+                    elasticity=0.1,
+                    static_friction=0.4,
+                    dynamic_friction=0.3,
+                    name=f"ball_{n}",
+                )
+            )
             self.radii.append(radius)
 
     def count_inside(self, scene, world: int = 0) -> int:

@@ -16,8 +16,20 @@ import numpy as np
 from ._driver import ExampleDriver
 
 #: The terrain's chain points, m (chain_terrain.yml's `terrain`).
-TERRAIN = np.array([[0.5, 8.5], [3.0, 6.2], [5.5, 5.4], [7.5, 3.2], [10.0, 2.2],
-                    [12.5, 2.6], [14.5, 4.4], [16.0, 3.6], [17.5, 4.6], [19.5, 4.2]])
+TERRAIN = np.array(
+    [
+        [0.5, 8.5],
+        [3.0, 6.2],
+        [5.5, 5.4],
+        [7.5, 3.2],
+        [10.0, 2.2],
+        [12.5, 2.6],
+        [14.5, 4.4],
+        [16.0, 3.6],
+        [17.5, 4.6],
+        [19.5, 4.2],
+    ]
+)
 #: Where the bodies are dropped, m: over the first slope, about 1 m above it.
 DROP_X, DROP_HEIGHT = 1.3, 8.9
 #: Ball radii, m, taken in turn; every fourth body is a crate of CRATE_SIZE (w, h) m.
@@ -53,8 +65,12 @@ class Driver(ExampleDriver):
             return
         # A little spread, so that the bodies do not land on one another.
         position = (DROP_X + 0.15 * (n % 3), DROP_HEIGHT)
-        material = {"elasticity": 0.1, "static_friction": 0.6, "dynamic_friction": 0.5,
-                    "name": f"dropped_{n}"}
+        material = {
+            "elasticity": 0.1,
+            "static_friction": 0.6,
+            "dynamic_friction": 0.5,
+            "name": f"dropped_{n}",
+        }
         if n % 4 == 3:
             body = scene.add_box(position, CRATE_SIZE, mass=0.5, **material)
             reach = 0.5 * float(np.hypot(*CRATE_SIZE))

@@ -14,9 +14,11 @@ from ._driver import ExampleDriver
 
 #: (mode, arm pid, slider pid, arm target, slider target) of each phase (main.cpp); effort
 #: mode ignores the gains (None: keep the last ones, as Fx2D's set_torque does).
-PHASES = (("position", (6.0, 0.05, 3.0), (8.0, 0.2, 5.0), 1.0, 1.0),
-          ("velocity", (6.0, 0.2, 0.0), (8.0, 0.2, 0.0), 3.14, 0.5),
-          ("effort", None, None, 15.0, -2.0))
+PHASES = (
+    ("position", (6.0, 0.05, 3.0), (8.0, 0.2, 5.0), 1.0, 1.0),
+    ("velocity", (6.0, 0.2, 0.0), (8.0, 0.2, 0.0), 3.14, 0.5),
+    ("effort", None, None, 15.0, -2.0),
+)
 
 
 class Driver(ExampleDriver):

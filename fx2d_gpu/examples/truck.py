@@ -22,7 +22,7 @@ from __future__ import annotations
 from ._driver import ExampleDriver
 
 #: Each wheel's joint anchor in its parent's body frame, m (Fx2D's main.cpp).
-FRONT_WHEEL_ANCHOR = (0.1, -0.65)   # wheel2 on truck_head
+FRONT_WHEEL_ANCHOR = (0.1, -0.65)  # wheel2 on truck_head
 REAR_WHEEL_ANCHOR = (0.48, -0.475)  # wheel1 on truck_back
 
 
@@ -42,8 +42,9 @@ class Driver(ExampleDriver):
     weld, front_axle, rear_axle (joint indices).
     """
 
-    def __init__(self, wheel_speed: float | None = 4.0, wheel_torque: float = 3.0,
-                 wheel_gain: float = 5.0):
+    def __init__(
+        self, wheel_speed: float | None = 4.0, wheel_torque: float = 3.0, wheel_gain: float = 5.0
+    ):
         self.wheel_speed = wheel_speed
         self.wheel_torque = wheel_torque
         self.wheel_gain = wheel_gain
@@ -51,15 +52,22 @@ class Driver(ExampleDriver):
     def setup(self, scene) -> None:
         self.head, self.back = scene.body_index("truck_head"), scene.body_index("truck_back")
         self.front_wheel, self.rear_wheel = scene.body_index("wheel2"), scene.body_index("wheel1")
-        self.weld = scene.add_prismatic_joint(self.head, self.back, axis=(1.0, 0.0),
-                                              position_min=0.0, position_max=0.0)
+        self.weld = scene.add_prismatic_joint(
+            self.head, self.back, axis=(1.0, 0.0), position_min=0.0, position_max=0.0
+        )
         motor = {}
         if self.wheel_speed is not None:
-            motor = {"control_mode": "velocity", "target": float(self.wheel_speed),
-                     "pid": (self.wheel_gain, 0.0, 0.0), "max_effort": self.wheel_torque}
-        self.front_axle = scene.add_revolute_joint(self.head, self.front_wheel,
-                                                   anchor=FRONT_WHEEL_ANCHOR, **motor)
-        self.rear_axle = scene.add_revolute_joint(self.back, self.rear_wheel,
-                                                  anchor=REAR_WHEEL_ANCHOR, **motor)
+            motor = {
+                "control_mode": "velocity",
+                "target": float(self.wheel_speed),
+                "pid": (self.wheel_gain, 0.0, 0.0),
+                "max_effort": self.wheel_torque,
+            }
+        self.front_axle = scene.add_revolute_joint(
+            self.head, self.front_wheel, anchor=FRONT_WHEEL_ANCHOR, **motor
+        )
+        self.rear_axle = scene.add_revolute_joint(
+            self.back, self.rear_wheel, anchor=REAR_WHEEL_ANCHOR, **motor
+        )
         # The joints keep each jointed pair from colliding; wheel2 also overlaps the bed.
         scene.disable_collision(self.front_wheel, self.back)

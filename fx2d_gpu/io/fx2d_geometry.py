@@ -85,8 +85,7 @@ def _bounded(where, key, values):
     coordinates the engine simulates (shapes.MAX_COORDINATE)."""
     largest = abs(values) if isinstance(values, float) else np.abs(values).max()
     if largest > shapes.MAX_COORDINATE:
-        raise where.error(key, f"must be within +-{shapes.MAX_COORDINATE:g} m, got "
-                          f"{largest:g}")
+        raise where.error(key, f"must be within +-{shapes.MAX_COORDINATE:g} m, got {largest:g}")
     return values
 
 
@@ -125,8 +124,7 @@ def _capsule(sub: Where, geometry, place):
         if length < 0 or radius <= 0:
             raise sub.error("capsule", f"needs length >= 0 and radius > 0, got {raw}")
     else:
-        raise sub.error("capsule", "must be [length, radius] or {length:, radius:}",
-                        TypeError)
+        raise sub.error("capsule", "must be [length, radius] or {length:, radius:}", TypeError)
     if length < shapes.MIN_SIZE:  # Fx2D: a capsule of length 0 is a circle
         return "circle", (place(np.zeros(2)), radius)
     ends = np.array([[-length / 2, 0.0], [length / 2, 0.0]])
@@ -135,8 +133,11 @@ def _capsule(sub: Where, geometry, place):
 
 def _chain(sub: Where, geometry, place):
     raw = geometry["chain"]
-    if not (isinstance(raw, list) and len(raw) >= 3 and all(
-            isinstance(v, list) and len(v) == 2 for v in raw)):
+    if not (
+        isinstance(raw, list)
+        and len(raw) >= 3
+        and all(isinstance(v, list) and len(v) == 2 for v in raw)
+    ):
         raise sub.error("chain", "must be a list of at least 3 [x, y] points", TypeError)
     points = np.array([sub.vector({"chain": v}, "chain", 2) for v in raw])
     points = _bounded(sub, "chain", place(points))
@@ -149,8 +150,11 @@ def _chain(sub: Where, geometry, place):
 
 def _edge(sub: Where, geometry, place):
     raw = geometry["edge"]
-    if not (isinstance(raw, list) and len(raw) == 2 and all(
-            isinstance(v, list) and len(v) == 2 for v in raw)):
+    if not (
+        isinstance(raw, list)
+        and len(raw) == 2
+        and all(isinstance(v, list) and len(v) == 2 for v in raw)
+    ):
         raise sub.error("edge", "must be [[x1, y1], [x2, y2]]", TypeError)
     ends = np.array([sub.vector({"edge": v}, "edge", 2) for v in raw])
     return "edge", _bounded(sub, "edge", place(ends))
@@ -175,12 +179,15 @@ def _polygon(sub: Where, geometry, place):
 def _polygon_vertices(sub: Where, raw) -> np.ndarray:
     """A polygon block's vertices (k, 2), re-centred on their mean as Fx2D does."""
     if isinstance(raw, list) and len(raw) > shapes.MAX_POLYGON_VERTICES:
-        raise sub.error("polygon", f"must have 3 to {shapes.MAX_POLYGON_VERTICES} "
-                        f"vertices, got {len(raw)}")
+        raise sub.error(
+            "polygon", f"must have 3 to {shapes.MAX_POLYGON_VERTICES} vertices, got {len(raw)}"
+        )
     if not isinstance(raw, list) or not all(
-            isinstance(v, list) and len(v) == 2
-            and all(isinstance(c, (int, float)) and not isinstance(c, bool) for c in v)
-            for v in raw):
+        isinstance(v, list)
+        and len(v) == 2
+        and all(isinstance(c, (int, float)) and not isinstance(c, bool) for c in v)
+        for v in raw
+    ):
         raise sub.error("polygon", "must be a list of [x, y] points", TypeError)
     if len(raw) < 3:
         raise sub.error("polygon", f"needs at least 3 vertices, got {len(raw)}")
@@ -197,8 +204,14 @@ def _polygon_vertices(sub: Where, raw) -> np.ndarray:
 
 #: The reader of each geometry key: (its Where, the geometry mapping, place: the block's
 #: pose applied to points (k, 2) or (2,)) -> (kind, data) (see Block).
-_READERS = {"circle": _circle, "capsule": _capsule, "chain": _chain, "edge": _edge,
-            "rectangle": _polygon, "polygon": _polygon}
+_READERS = {
+    "circle": _circle,
+    "capsule": _capsule,
+    "chain": _chain,
+    "edge": _edge,
+    "rectangle": _polygon,
+    "polygon": _polygon,
+}
 
 
 def _shape(kind, data, origin):
@@ -222,8 +235,13 @@ def _shape(kind, data, origin):
 
 def _placed(shape, turn, offset):
     """`shape` turned by `turn` (2, 2) and moved by `offset` (m) in its body frame."""
-    return shapes.Shape(shape.kind, shape.radius, turn @ shape.center + offset,
-                        shape.vertices @ turn.T + offset, shape.normals @ turn.T)
+    return shapes.Shape(
+        shape.kind,
+        shape.radius,
+        turn @ shape.center + offset,
+        shape.vertices @ turn.T + offset,
+        shape.normals @ turn.T,
+    )
 
 
 def _centroid(where, kind, data, key):
@@ -242,14 +260,17 @@ def _centroid(where, kind, data, key):
         raise where.error(f"geometry.{key}", str(exc)) from None
 
 
-
 def _boundary_walls(width, height):
     """(centre, size) of the four walls around [0, width] x [0, height] (left, right, bottom,
     top; the side walls run past the corners), and their thickness."""
     t = max(BOUNDARY_MIN_THICKNESS, BOUNDARY_THICKNESS_FRACTION * max(width, height))
     tall = height + 2 * t
-    walls = [((-t / 2, height / 2), (t, tall)), ((width + t / 2, height / 2), (t, tall)),
-             ((width / 2, -t / 2), (width, t)), ((width / 2, height + t / 2), (width, t))]
+    walls = [
+        ((-t / 2, height / 2), (t, tall)),
+        ((width + t / 2, height / 2), (t, tall)),
+        ((width / 2, -t / 2), (width, t)),
+        ((width / 2, height + t / 2), (width, t)),
+    ]
     return walls, t
 
 
@@ -266,11 +287,18 @@ def add_boundary(scene, size, background, visuals):
     walls, thickness = _boundary_walls(width, height)
     bodies = []
     for centre, wall_size in walls:
-        bodies.append(scene.add_box(centre, wall_size, mass=0.0, elasticity=0.0,
-                                    static_friction=0.0, dynamic_friction=0.0))
+        bodies.append(
+            scene.add_box(
+                centre,
+                wall_size,
+                mass=0.0,
+                elasticity=0.0,
+                static_friction=0.0,
+                dynamic_friction=0.0,
+            )
+        )
         # Not scene content: the renderer and the viewer skip it (render.drawn).
-        visuals.append(dict(shape=None, fill=background, border=None, border_thickness=0.0,
-                            boundary=True))
-    return {"rectangle": (0.0, 0.0, width, height), "bodies": tuple(bodies),
-            "thickness": thickness}
-
+        visuals.append(
+            dict(shape=None, fill=background, border=None, border_thickness=0.0, boundary=True)
+        )
+    return {"rectangle": (0.0, 0.0, width, height), "bodies": tuple(bodies), "thickness": thickness}

@@ -37,32 +37,68 @@ _ENTITY_KEYS = {"pose", "init_velocity", "physics", "visual", "collision"}
 #: An entity's physics keys and the body keyword (BODY_RULES) each gives, in the order
 #: they are read: vel_damping before Fx2D's older velocity_damping, which it overrides.
 _PHYSICS_KEYWORDS = {
-    "mass": "mass", "inertia": "inertia", "elasticity": "elasticity",
-    "static_friction": "static_friction", "dynamic_friction": "dynamic_friction",
-    "gravity_scale": "gravity_scale", "vel_damping": "vel_damping",
-    "velocity_damping": "vel_damping", "external_forces_enabled": "external_forces_enabled",
-    "sensor": "sensor"}
+    "mass": "mass",
+    "inertia": "inertia",
+    "elasticity": "elasticity",
+    "static_friction": "static_friction",
+    "dynamic_friction": "dynamic_friction",
+    "gravity_scale": "gravity_scale",
+    "vel_damping": "vel_damping",
+    "velocity_damping": "vel_damping",
+    "external_forces_enabled": "external_forces_enabled",
+    "sensor": "sensor",
+}
 #: ccd: read and checked, but always on here (speculative contacts, swept AABBs).
 _PHYSICS_KEYS = {*_PHYSICS_KEYWORDS, "ccd"}
 #: The file key of each body keyword an entity gives outside its physics block.
-_POSE_KEYS = {"angle": "pose", "velocity": "init_velocity",
-              "angular_velocity": "init_velocity", "name": "(name)", "mass": "physics.mass"}
+_POSE_KEYS = {
+    "angle": "pose",
+    "velocity": "init_velocity",
+    "angular_velocity": "init_velocity",
+    "name": "(name)",
+    "mass": "physics.mass",
+}
 _VISUAL_KEYS = {"pose", "geometry", "texture", "border_color", "border_thickness"}
 _COLLISION_KEYS = {"pose", "geometry"}
 #: fx2d_gpu's top-level keys beside Fx2D's blocks: how pairs mix their bodies' materials,
 #: each a Scene keyword of the same name (Fx2D has no such key: its rule is "min").
 _MIXING_KEYS = ("friction_mixing", "restitution_mixing")
-_JOINT_KEYS = {"type", "parent", "child", "anchor", "angle_min", "angle_max", "axis",
-               "position_min", "position_max", "control_mode", "target", "pid", "max_effort",
-               "max_torque", "max_force", "entities_collide"}
+_JOINT_KEYS = {
+    "type",
+    "parent",
+    "child",
+    "anchor",
+    "angle_min",
+    "angle_max",
+    "axis",
+    "position_min",
+    "position_max",
+    "control_mode",
+    "target",
+    "pid",
+    "max_effort",
+    "max_torque",
+    "max_force",
+    "entities_collide",
+}
 #: The file key each keyword of Scene.add_revolute_joint / add_prismatic_joint comes from:
 #: the builder names the argument first in its messages. Others: "(joint)".
 _JOINT_ARGUMENT_KEYS = {
-    "parent": "parent", "child": "child", "anchor": "anchor", "angle_min": "angle_min",
-    "angle_max": "angle_max", "axis": "axis", "position_min": "position_min",
-    "position_max": "position_max", "control_mode": "control_mode", "target": "target",
-    "pid": "pid", "collide_connected": "entities_collide", "name": "(name)",
-    "joint": "(name)"}
+    "parent": "parent",
+    "child": "child",
+    "anchor": "anchor",
+    "angle_min": "angle_min",
+    "angle_max": "angle_max",
+    "axis": "axis",
+    "position_min": "position_min",
+    "position_max": "position_max",
+    "control_mode": "control_mode",
+    "target": "target",
+    "pid": "pid",
+    "collide_connected": "entities_collide",
+    "name": "(name)",
+    "joint": "(name)",
+}
 DEFAULT_COLOR = (150, 150, 160, 255)
 #: A colour component's range (Fx2D's RGBA: 0 to 255).
 _COLOR_RANGE = (0, 255)
@@ -135,8 +171,14 @@ def _without_cyclic_gc(function):
 
 
 @_without_cyclic_gc
-def load_scene(path_or_yaml_text, n_worlds: int = 1, arch: str = "auto", substeps=None,
-               boundary: bool = True, solver: str = "xpbd"):
+def load_scene(
+    path_or_yaml_text,
+    n_worlds: int = 1,
+    arch: str = "auto",
+    substeps=None,
+    boundary: bool = True,
+    solver: str = "xpbd",
+):
     """A Scene from an Fx2D YAML scene file (a path) or YAML text.
 
     Entity names become body names and joint names joint names; entity i is body i (a chain
@@ -176,8 +218,9 @@ def load_scene(path_or_yaml_text, n_worlds: int = 1, arch: str = "auto", substep
         text, base_dir = read_source(path_or_yaml_text)
         return _load(text, base_dir, n_worlds, arch, substeps, boundary, solver)
     except MemoryError:
-        raise located_error([], 1, "this machine ran out of memory loading it "
-                            f"({limits_summary()})") from None
+        raise located_error(
+            [], 1, f"this machine ran out of memory loading it ({limits_summary()})"
+        ) from None
     except RecursionError:
         raise located_error([], 1, f"nested too deeply to load ({limits_summary()})") from None
 
@@ -187,8 +230,10 @@ def _load(text, base_dir, n_worlds, arch, substeps, boundary, solver):
     document = parse_yaml(text)
     if not isinstance(document, dict):
         raise Where("scene file", line=1).error(
-            "(document)", "must be a mapping with a 'scene' block, got "
-            + ("an empty file" if document is None else type(document).__name__))
+            "(document)",
+            "must be a mapping with a 'scene' block, got "
+            + ("an empty file" if document is None else type(document).__name__),
+        )
     top = Where("scene file", document)
     top.known(document, {"scene", "entities", "joints", *_MIXING_KEYS})
     settings = _scene_settings(top, document, base_dir, boundary)
@@ -197,22 +242,40 @@ def _load(text, base_dir, n_worlds, arch, substeps, boundary, solver):
     joints = top.mapping(document, "joints")
     bodies, visuals, geometry = [], [], GeometryBlocks()
     for name, entity in entities.items():
-        where = Where(f"entity '{name}'", entity if isinstance(entity, dict) else None,
-                      line=top.sub(entities, "entities").line_of(name))
+        where = Where(
+            f"entity '{name}'",
+            entity if isinstance(entity, dict) else None,
+            line=top.sub(entities, "entities").line_of(name),
+        )
         body, looks = _read_entity(where, name, entity, geometry, base_dir)
         bodies.append(body)
         visuals.extend(looks)
     index = {body.name: i for i, body in enumerate(bodies)}
     parsed_joints = [
-        _read_joint(Where(f"joint '{name}'", joint if isinstance(joint, dict) else None,
-                          line=top.sub(joints, "joints").line_of(name)),
-                    name, joint, index, bodies)
-        for name, joint in joints.items()]
+        _read_joint(
+            Where(
+                f"joint '{name}'",
+                joint if isinstance(joint, dict) else None,
+                line=top.sub(joints, "joints").line_of(name),
+            ),
+            name,
+            joint,
+            index,
+            bodies,
+        )
+        for name, joint in joints.items()
+    ]
     # Everything parsed and checked: only now build the scene. The builder's own checks
     # (float32's range, the largest coordinate and speed ...) raise naming their argument,
     # told here as the entity or joint, the key it came from and its line.
-    scene = Scene(gravity=tuple(settings.gravity), n_worlds=n_worlds, arch=arch,
-                  substeps=substeps, solver=solver, **mixing)
+    scene = Scene(
+        gravity=tuple(settings.gravity),
+        n_worlds=n_worlds,
+        arch=arch,
+        substeps=substeps,
+        solver=solver,
+        **mixing,
+    )
     first_body = _add_bodies(scene, bodies)
     _add_joints(scene, parsed_joints, bodies, first_body)
     _finish(scene, settings, visuals, boundary)
@@ -244,9 +307,12 @@ def _scene_settings(top: Where, document, base_dir, boundary: bool) -> _Settings
     if np.any(size <= 0):
         raise where.error("size", f"must be positive, got {size.tolist()}")
     if boundary and np.any(size < 1):
-        raise where.error("size", "Fx2D keeps bodies inside [0, int(width)] x [0, "
-                          f"int(height)], which is empty for {size.tolist()}: use a size "
-                          "of at least 1 m, or load_scene(..., boundary=False)")
+        raise where.error(
+            "size",
+            "Fx2D keeps bodies inside [0, int(width)] x [0, "
+            f"int(height)], which is empty for {size.tolist()}: use a size "
+            "of at least 1 m, or load_scene(..., boundary=False)",
+        )
     gravity = where.vector(block, "gravity", 2, [0.0, 0.0])
     try:
         as_vector2(gravity, "gravity")  # Scene's rule, checked before it is made
@@ -260,8 +326,11 @@ def _check_entry(where: Where, name, entry, label: str, keys):
     """An entity's or joint's name (a string) and body (a mapping of known `keys`), else
     the error naming where they are (`label`: "(entity)" or "(joint)")."""
     if not isinstance(name, str):
-        raise where.error("(name)", f"must be a string, got the {type(name).__name__} "
-                          f"{name!r} (write it in quotes)", TypeError)
+        raise where.error(
+            "(name)",
+            f"must be a string, got the {type(name).__name__} {name!r} (write it in quotes)",
+            TypeError,
+        )
     if not isinstance(entry, dict):
         raise where.error(label, "must be a mapping", TypeError)
     where.known(entry, keys)
@@ -286,30 +355,43 @@ def _read_entity(where: Where, name, entity, geometry: GeometryBlocks, base_dir)
         raise where.error("visual.geometry", "an entity needs a visual or collision geometry")
     mass = keywords.get("mass", BODY_RULES["mass"].default)
     if mass > 0 and reference.kind in ("edge", "chain"):
-        raise pw.error("mass", f"must be 0: {'an' if reference.kind == 'edge' else 'a'} "
-                               f"{reference.kind} is static level geometry, got {mass}")
+        raise pw.error(
+            "mass",
+            f"must be 0: {'an' if reference.kind == 'edge' else 'a'} "
+            f"{reference.kind} is static level geometry, got {mass}",
+        )
     kinds = {g.kind for g in (visual_geometry, collision_geometry) if g is not None}
     if "chain" in kinds and len(kinds) > 1:
-        raise where.error("visual.geometry", "a chain entity's visual and collision "
-                          "geometry must both be chains (or one of them left out)")
+        raise where.error(
+            "visual.geometry",
+            "a chain entity's visual and collision "
+            "geometry must both be chains (or one of them left out)",
+        )
     com = reference.centroid  # body frame (the entity pose)
     # Fx2D takes the inertia from the visual geometry.
-    inertia_where, inertia_source = (vw, visual_geometry) if visual_geometry else (
-        cw, collision_geometry)
+    inertia_where, inertia_source = (
+        (vw, visual_geometry) if visual_geometry else (cw, collision_geometry)
+    )
     if "inertia" not in keywords and mass > 0:
-        keywords["inertia"] = mass * geometry.shape(inertia_where, inertia_source,
-                                                    com).unit_inertia
+        keywords["inertia"] = mass * geometry.shape(inertia_where, inertia_source, com).unit_inertia
     chain = reference.data if reference.kind == "chain" else None
     shape_where = cw if collision_geometry else vw
     body = _EntityBody(
-        name=name, where=where, position=_position(where, pose, com),
-        angle=math.radians(pose[2]), velocity=velocity[:2],
-        angular_velocity=math.radians(velocity[2]), keywords=keywords,
-        physics_keys=physics_keys, com=com,
+        name=name,
+        where=where,
+        position=_position(where, pose, com),
+        angle=math.radians(pose[2]),
+        velocity=velocity[:2],
+        angular_velocity=math.radians(velocity[2]),
+        keywords=keywords,
+        physics_keys=physics_keys,
+        com=com,
         shape=None if chain is not None else geometry.shape(shape_where, reference, com),
-        chain=chain, collides=collision_geometry is not None,
+        chain=chain,
+        collides=collision_geometry is not None,
         geometry_key=f"{shape_where.prefix}geometry.{reference.key}",
-        inertia_key=f"{inertia_where.prefix}geometry.{inertia_source.key}")
+        inertia_key=f"{inertia_where.prefix}geometry.{inertia_source.key}",
+    )
     look = _look(vw, visual, base_dir)
     if chain is not None:  # one entry per link, each drawn as itself
         return body, [dict(shape=None, **look) for _ in range(len(chain) - 1)]
@@ -356,9 +438,11 @@ def _position(where: Where, pose, com) -> np.ndarray:
 
 def _look(where: Where, visual, base_dir) -> dict:
     """How the viewer draws an entity: fill, border and border_thickness of its visual."""
-    return dict(fill=_color(where, visual, "texture", base_dir),
-                border=_color(where, visual, "border_color", base_dir),
-                border_thickness=where.number(visual, "border_thickness", 0.0, minimum=0.0))
+    return dict(
+        fill=_color(where, visual, "texture", base_dir),
+        border=_color(where, visual, "border_color", base_dir),
+        border_thickness=where.number(visual, "border_thickness", 0.0, minimum=0.0),
+    )
 
 
 def _color(where, mapping, key, base_dir):
@@ -375,13 +459,18 @@ def _color(where, mapping, key, base_dir):
             exists = False
         return {"image": str(path), "exists": exists}
     low, high = _COLOR_RANGE
-    if (not isinstance(value, list) or len(value) not in (3, 4)
-            or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)):
-        raise where.error(key, f"must be RGB or RGBA, {low}-{high}, or an image path, got "
-                          f"{value!r}", TypeError)
+    if (
+        not isinstance(value, list)
+        or len(value) not in (3, 4)
+        or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)
+    ):
+        raise where.error(
+            key, f"must be RGB or RGBA, {low}-{high}, or an image path, got {value!r}", TypeError
+        )
     if not all(low <= v <= high for v in value):  # NaN is not, nor an int of any size
-        raise where.error(key, f"must be RGB or RGBA components from {low} to {high}, got "
-                          f"{value!r}")
+        raise where.error(
+            key, f"must be RGB or RGBA components from {low} to {high}, got {value!r}"
+        )
     return tuple(int(v) for v in value) + ((255,) if len(value) == 3 else ())
 
 
@@ -395,22 +484,27 @@ def _read_joint(where: Where, name, joint, index: dict, bodies: list) -> _Parsed
     mode = joint.get("control_mode")
     if mode not in (None, "position", "velocity", "effort"):
         raise where.error("control_mode", f"must be position, velocity or effort, got {mode!r}")
-    effort_key = next((k for k in ("max_effort", "max_torque", "max_force") if k in joint),
-                      None)
-    common = dict(control_mode=mode, target=where.number(joint, "target", 0.0),
-                  pid=tuple(where.vector(joint, "pid", 3, [1.0, 0.0, 0.0])),
-                  max_effort=where.number(joint, effort_key, positive=True)
-                  if effort_key else math.inf,
-                  collide_connected=where.boolean(joint, "entities_collide", False),
-                  name=name)
+    effort_key = next((k for k in ("max_effort", "max_torque", "max_force") if k in joint), None)
+    common = dict(
+        control_mode=mode,
+        target=where.number(joint, "target", 0.0),
+        pid=tuple(where.vector(joint, "pid", 3, [1.0, 0.0, 0.0])),
+        max_effort=where.number(joint, effort_key, positive=True) if effort_key else math.inf,
+        collide_connected=where.boolean(joint, "entities_collide", False),
+        name=name,
+    )
     if kind == "revolute":
-        specific = dict(anchor=where.vector(joint, "anchor", 2, [0.0, 0.0]),
-                        angle_min=where.number(joint, "angle_min", -math.pi),
-                        angle_max=where.number(joint, "angle_max", math.pi))
+        specific = dict(
+            anchor=where.vector(joint, "anchor", 2, [0.0, 0.0]),
+            angle_min=where.number(joint, "angle_min", -math.pi),
+            angle_max=where.number(joint, "angle_max", math.pi),
+        )
     else:
-        specific = dict(axis=where.vector(joint, "axis", 2, [1.0, 0.0]),
-                        position_min=where.number(joint, "position_min", -1000.0),
-                        position_max=where.number(joint, "position_max", 1000.0))
+        specific = dict(
+            axis=where.vector(joint, "axis", 2, [1.0, 0.0]),
+            position_min=where.number(joint, "position_min", -1000.0),
+            position_max=where.number(joint, "position_max", 1000.0),
+        )
     keys = dict(_JOINT_ARGUMENT_KEYS, max_effort=effort_key or "max_effort")
     return _ParsedJoint(kind, ends, specific, common, where, keys)
 
@@ -422,17 +516,20 @@ def _joint_ends(where: Where, joint, index: dict, bodies: list) -> tuple[int, in
         if key not in joint:
             raise where.error(key, "is required")
         if not isinstance(joint[key], str):
-            raise where.error(key, f"must be an entity's name, got {joint[key]!r}",
-                              TypeError)
+            raise where.error(key, f"must be an entity's name, got {joint[key]!r}", TypeError)
         if joint[key] not in index:
             raise where.error(key, f"no entity is named {joint[key]!r}")
         ends.append(index[joint[key]])
     if ends[0] == ends[1]:
-        raise where.error("child", f"must be another entity than the parent, got "
-                          f"{joint['child']!r} twice")
+        raise where.error(
+            "child", f"must be another entity than the parent, got {joint['child']!r} twice"
+        )
     if bodies[ends[0]].mass == 0 and bodies[ends[1]].mass == 0:
-        raise where.error("child", f"{joint['parent']!r} and {joint['child']!r} are both "
-                          "static (mass 0): a joint needs one body that moves")
+        raise where.error(
+            "child",
+            f"{joint['parent']!r} and {joint['child']!r} are both "
+            "static (mass 0): a joint needs one body that moves",
+        )
     return ends[0], ends[1]
 
 
@@ -442,16 +539,23 @@ def _add_bodies(scene: Scene, bodies: list) -> list[int]:
     from (_body_key)."""
     first_body = []
     for body in bodies:
-        keywords = dict(body.keywords, name=body.name, angle=body.angle,
-                        velocity=body.velocity, angular_velocity=body.angular_velocity)
+        keywords = dict(
+            body.keywords,
+            name=body.name,
+            angle=body.angle,
+            velocity=body.velocity,
+            angular_velocity=body.angular_velocity,
+        )
         try:
             if body.chain is not None:
                 keywords.pop("inertia", None)  # a chain is static: it has none
-                first_body.append(scene.add_chain(body.position, body.chain,
-                                                  collides=body.collides, **keywords))
+                first_body.append(
+                    scene.add_chain(body.position, body.chain, collides=body.collides, **keywords)
+                )
             else:
-                first_body.append(scene.add_shape(body.position, body.shape,
-                                                  collides=body.collides, **keywords))
+                first_body.append(
+                    scene.add_shape(body.position, body.shape, collides=body.collides, **keywords)
+                )
         except (ValueError, TypeError) as exc:
             raise body.where.error(_body_key(exc, body), str(exc), _kind(exc)) from None
     return first_body
@@ -475,11 +579,13 @@ def _add_joints(scene: Scene, joints: list, bodies: list, first_body: list):
             if kind == "revolute":
                 # The anchor is in the parent's entity frame; the body frame is at the COM.
                 specific["anchor"] = specific["anchor"] - bodies[parent].com
-                scene.add_revolute_joint(first_body[parent], first_body[child], **specific,
-                                         **common)
+                scene.add_revolute_joint(
+                    first_body[parent], first_body[child], **specific, **common
+                )
             else:
-                scene.add_prismatic_joint(first_body[parent], first_body[child], **specific,
-                                          **common)
+                scene.add_prismatic_joint(
+                    first_body[parent], first_body[child], **specific, **common
+                )
         except (ValueError, TypeError) as exc:
             # The builder names the argument first in its messages ("angle_min must ...").
             argument = re.match(r"[A-Za-z_]*", str(exc)).group()
@@ -492,12 +598,16 @@ def _finish(scene: Scene, settings: _Settings, visuals: list, boundary: bool):
         if isinstance(visual["fill"], dict):  # an image: the viewer shows a plain colour
             visual["fill"] = DEFAULT_COLOR
     try:
-        walls = (add_boundary(scene, settings.size, settings.background, visuals)
-                 if boundary else None)
+        walls = (
+            add_boundary(scene, settings.size, settings.background, visuals) if boundary else None
+        )
     except (ValueError, TypeError) as exc:  # a size past the coordinates simulated
         raise settings.where.error("size", f"the boundary walls around it: {exc}") from None
-    scene.meta = {"size": tuple(settings.size), "background": settings.background,
-                  "boundary": walls}
+    scene.meta = {
+        "size": tuple(settings.size),
+        "background": settings.background,
+        "boundary": walls,
+    }
     scene.visuals = visuals
 
 

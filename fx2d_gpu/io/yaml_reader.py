@@ -84,9 +84,12 @@ class _Loader(yaml.CSafeLoader if _LIBYAML else yaml.SafeLoader):
         index there."""
         self.nodes = nodes = self.nodes + 1
         path = self.path
-        if (nodes > MAX_NODES or len(path) >= MAX_DEPTH
-                or index.__class__ is int and (index >= MAX_LIST_LENGTH or (
-                    index == MAX_POLYGON_VERTICES and self._in_polygon()))):
+        if (
+            nodes > MAX_NODES
+            or len(path) >= MAX_DEPTH
+            or index.__class__ is int
+            and (index >= MAX_LIST_LENGTH or (index == MAX_POLYGON_VERTICES and self._in_polygon()))
+        ):
             raise self._limit_error(parent, index)
         path.append(index)
 
@@ -96,26 +99,35 @@ class _Loader(yaml.CSafeLoader if _LIBYAML else yaml.SafeLoader):
     def _in_polygon(self) -> bool:
         """Whether the list being composed is a geometry block's polygon."""
         path = self.path
-        return (len(path) >= 2 and isinstance(path[-1], yaml.ScalarNode)
-                and path[-1].value == "polygon" and isinstance(path[-2], yaml.ScalarNode)
-                and path[-2].value == "geometry")
+        return (
+            len(path) >= 2
+            and isinstance(path[-1], yaml.ScalarNode)
+            and path[-1].value == "polygon"
+            and isinstance(path[-2], yaml.ScalarNode)
+            and path[-2].value == "geometry"
+        )
 
     def _limit_error(self, parent, index) -> ValueError:
         """The error for the limit that the `index`th node of `parent` breaks."""
         if self.nodes > MAX_NODES or len(self.path) >= MAX_DEPTH:  # named where it is
-            message = (f"the file holds more than {MAX_NODES:,} YAML nodes (values, keys, "
-                       f"lists and mappings); a scene file may hold at most {MAX_NODES:,}"
-                       if self.nodes > MAX_NODES else
-                       f"values nested more than {MAX_DEPTH} deep; a scene file may nest "
-                       f"them at most {MAX_DEPTH} deep")
-            return located_error(_labels(self.path + [index]), _current_line(parent, index),
-                                 message)
+            message = (
+                f"the file holds more than {MAX_NODES:,} YAML nodes (values, keys, "
+                f"lists and mappings); a scene file may hold at most {MAX_NODES:,}"
+                if self.nodes > MAX_NODES
+                else f"values nested more than {MAX_DEPTH} deep; a scene file may nest "
+                f"them at most {MAX_DEPTH} deep"
+            )
+            return located_error(
+                _labels(self.path + [index]), _current_line(parent, index), message
+            )
         # A list too long, named as a whole: on its key's line where it is a mapping's value.
         key = self.path[-1] if isinstance(self.path[-1], yaml.Node) else parent
-        message = (f"a list of more than {MAX_LIST_LENGTH:,} items; at most "
-                   f"{MAX_LIST_LENGTH:,}" if index >= MAX_LIST_LENGTH else
-                   f"a polygon of more than {MAX_POLYGON_VERTICES} vertices; it may "
-                   f"have 3 to {MAX_POLYGON_VERTICES}")
+        message = (
+            f"a list of more than {MAX_LIST_LENGTH:,} items; at most {MAX_LIST_LENGTH:,}"
+            if index >= MAX_LIST_LENGTH
+            else f"a polygon of more than {MAX_POLYGON_VERTICES} vertices; it may "
+            f"have 3 to {MAX_POLYGON_VERTICES}"
+        )
         return located_error(_labels(self.path), key.start_mark.line + 1, message)
 
     def resolve(self, kind, value, implicit):
@@ -153,8 +165,9 @@ def _current_line(parent, index) -> int:
 
 def _labels(path) -> list:
     """The keys (str) and list indices (int) of a composer path (see _Loader.path)."""
-    return [index if isinstance(index, int) else _label(index)
-            for index in path if index is not None]
+    return [
+        index if isinstance(index, int) else _label(index) for index in path if index is not None
+    ]
 
 
 def _label(key_node) -> str:
@@ -235,8 +248,11 @@ def _construct(loader, root):
         if tag == _SEQ_TAG and isinstance(node, yaml.SequenceNode):
             value = built[key] = [build(item) for item in node.value]
             return value
-        if tag != _MAP_TAG or not isinstance(node, yaml.MappingNode) or any(
-                k.tag == _MERGE_TAG for k, _ in node.value):
+        if (
+            tag != _MAP_TAG
+            or not isinstance(node, yaml.MappingNode)
+            or any(k.tag == _MERGE_TAG for k, _ in node.value)
+        ):
             value = built[key] = pyyaml(node)
             return value
         mapping = built[key] = YamlMapping()
@@ -247,8 +263,9 @@ def _construct(loader, root):
             try:
                 hash(name)
             except TypeError:
-                raise _NodeError(key_node, "a key must be a plain value, not a list or "
-                                 "a mapping", kind=TypeError) from None
+                raise _NodeError(
+                    key_node, "a key must be a plain value, not a list or a mapping", kind=TypeError
+                ) from None
             _check_repeated(seen, name, key_node)
             seen[name] = key_node.start_mark.line + 1
             mapping[name] = build(value_node)
@@ -260,16 +277,23 @@ def _construct(loader, root):
     except _NodeError as exc:
         raise located_error(_labels_to(root, exc.node), exc.line, exc.message, exc.kind) from None
     except RecursionError:  # MAX_DEPTH and _check_size stop such files before
-        raise located_error([], 1, "values nested too deeply to build (past Python's recursion "
-                     f"limit); a scene file may nest them at most {MAX_DEPTH} deep") from None
+        raise located_error(
+            [],
+            1,
+            "values nested too deeply to build (past Python's recursion "
+            f"limit); a scene file may nest them at most {MAX_DEPTH} deep",
+        ) from None
 
 
 def _check_repeated(lines: dict, key, key_node):
     """PyYAML keeps the last of two equal keys; two entities named alike would silently
     become one body, so a repeated key is an error."""
     if key in lines:
-        raise _NodeError(key_node, f"key {key!r} appears twice in one mapping (lines "
-                         f"{lines[key]} and {key_node.start_mark.line + 1})")
+        raise _NodeError(
+            key_node,
+            f"key {key!r} appears twice in one mapping (lines "
+            f"{lines[key]} and {key_node.start_mark.line + 1})",
+        )
 
 
 def _labels_to(root, target) -> list:
@@ -305,8 +329,11 @@ def _graph_sizes(root) -> tuple[dict, dict]:
             depths[key] = 1 + max((depths[id(child)] for child in children), default=0)
             continue
         if key in on_path:
-            raise located_error(_labels_to(root, node), node.start_mark.line + 1, "an alias refers "
-                         "to a node that contains it (an endless value)")
+            raise located_error(
+                _labels_to(root, node),
+                node.start_mark.line + 1,
+                "an alias refers to a node that contains it (an endless value)",
+            )
         on_path.add(key)
         stack.append((node, True))
         stack.extend((child, False) for child in children if id(child) not in sizes)
@@ -321,25 +348,34 @@ def _check_size(root):
     paths, queue = {id(root): []}, [root]  # each distinct node, with the first path to it
     for node in queue:
         if isinstance(node, yaml.SequenceNode) and len(node.value) > MAX_LIST_LENGTH:
-            raise located_error(paths[id(node)], node.start_mark.line + 1,
-                         f"a list of {len(node.value):,} items; at most {MAX_LIST_LENGTH:,}")
+            raise located_error(
+                paths[id(node)],
+                node.start_mark.line + 1,
+                f"a list of {len(node.value):,} items; at most {MAX_LIST_LENGTH:,}",
+            )
         for label, child in _labelled_children(node):
             if id(child) not in paths:
                 paths[id(child)] = paths[id(node)] + [label]
                 queue.append(child)
     sizes, depths = _graph_sizes(root)
     if sizes[id(root)] > MAX_EXPANDED_VALUES:
-        node, path, line = _down(root, lambda value, level: sizes[id(value)] >
-                                 MAX_EXPANDED_VALUES)
-        raise located_error(path, line, f"{sizes[id(node)]:,} values once its "
-                     f"aliases are expanded; a scene file may hold at most "
-                     f"{MAX_EXPANDED_VALUES:,}")
+        node, path, line = _down(root, lambda value, level: sizes[id(value)] > MAX_EXPANDED_VALUES)
+        raise located_error(
+            path,
+            line,
+            f"{sizes[id(node)]:,} values once its "
+            f"aliases are expanded; a scene file may hold at most "
+            f"{MAX_EXPANDED_VALUES:,}",
+        )
     if depths[id(root)] > MAX_DEPTH:  # a level's nodes, plus the depth below each
-        node, path, line = _down(root, lambda value, level: level + depths[id(value)] >
-                                 MAX_DEPTH)
-        raise located_error(path, line, f"values nested {depths[id(root)]:,} "
-                     f"deep once its aliases are expanded; a scene file may nest them at "
-                     f"most {MAX_DEPTH} deep")
+        node, path, line = _down(root, lambda value, level: level + depths[id(value)] > MAX_DEPTH)
+        raise located_error(
+            path,
+            line,
+            f"values nested {depths[id(root)]:,} "
+            f"deep once its aliases are expanded; a scene file may nest them at "
+            f"most {MAX_DEPTH} deep",
+        )
 
 
 def _down(root, too_big):
@@ -403,8 +439,11 @@ def _yaml_error(text, exc, path) -> ValueError:
     """PyYAML's error `exc` (the composer at `path`) as the loader's."""
     if isinstance(exc, yaml.reader.ReaderError):  # a character YAML does not allow
         # Its position: a byte's in the UTF-8 text for libyaml, else a character's.
-        before = (text.encode("utf-8")[:exc.position].count(b"\n") if _LIBYAML
-                  else text.count("\n", 0, exc.position))
+        before = (
+            text.encode("utf-8")[: exc.position].count(b"\n")
+            if _LIBYAML
+            else text.count("\n", 0, exc.position)
+        )
         line = before + 1
     else:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
@@ -421,8 +460,9 @@ def _construct_mapping(loader, node):
         lines[key] = key_node.start_mark.line + 1
     mapping = YamlMapping(loader.construct_mapping(node, deep=True))
     mapping.line = node.start_mark.line + 1
-    mapping.key_lines = {loader.construct_object(k, deep=True): k.start_mark.line + 1
-                         for k, _ in node.value}  # built already: cached
+    mapping.key_lines = {
+        loader.construct_object(k, deep=True): k.start_mark.line + 1 for k, _ in node.value
+    }  # built already: cached
     return mapping
 
 
@@ -471,8 +511,9 @@ class Where:
         try:
             value = float(value)
         except OverflowError:  # an int past float's range
-            raise self.error(key, f"must be finite, got an integer of {len(str(value))} "
-                             "digits") from None
+            raise self.error(
+                key, f"must be finite, got an integer of {len(str(value))} digits"
+            ) from None
         if not math.isfinite(value):
             raise self.error(key, f"must be finite, got {value}")
         if positive and value <= 0:
@@ -487,9 +528,11 @@ class Where:
                 raise self.error(key, "is required")
             return np.array(default, float)
         value = mapping[key]
-        if (not isinstance(value, list) or len(value) != size
-                or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
-                           for v in value)):
+        if (
+            not isinstance(value, list)
+            or len(value) != size
+            or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)
+        ):
             raise self.error(key, f"must be a list of {size} numbers, got {value!r}", TypeError)
         try:
             array = np.array(value, float)
@@ -518,15 +561,14 @@ class Where:
     def known(self, mapping, allowed):
         for key in mapping:
             if key not in allowed:
-                raise self.error(key, f"unknown key (expected one of "
-                                 f"{sorted(allowed)})")
-
-
+                raise self.error(key, f"unknown key (expected one of {sorted(allowed)})")
 
 
 def _too_big(what: str, size: int) -> ValueError:
-    return ValueError(f"{what}: {size:,} bytes; a scene file may have at most "
-                      f"{MAX_FILE_BYTES:,} ({MAX_FILE_BYTES / 2**20:g} MiB)")
+    return ValueError(
+        f"{what}: {size:,} bytes; a scene file may have at most "
+        f"{MAX_FILE_BYTES:,} ({MAX_FILE_BYTES / 2**20:g} MiB)"
+    )
 
 
 class SceneFileNotFoundError(FileNotFoundError, ValueError):
@@ -541,8 +583,11 @@ class SceneFileNotFoundError(FileNotFoundError, ValueError):
 def read_source(source) -> tuple[str, Path | None]:
     """(the YAML text, the folder image paths are relative to) of a path or of the text
     itself, no more than MAX_FILE_BYTES read: ValueError past it, before parsing."""
-    if isinstance(source, Path) or (isinstance(source, str) and "\n" not in source
-                                    and source.strip().endswith((".yml", ".yaml"))):
+    if isinstance(source, Path) or (
+        isinstance(source, str)
+        and "\n" not in source
+        and source.strip().endswith((".yml", ".yaml"))
+    ):
         path = Path(source)
         if not path.exists():
             raise SceneFileNotFoundError(errno.ENOENT, "scene file does not exist", str(path))
@@ -560,27 +605,35 @@ def read_source(source) -> tuple[str, Path | None]:
         try:
             return data.decode("utf-8-sig"), path.parent
         except UnicodeDecodeError as exc:
-            raise located_error([], data.count(b"\n", 0, exc.start) + 1, f"not UTF-8 text "
-                         f"({exc.reason} at byte {exc.start:,})") from None
+            raise located_error(
+                [],
+                data.count(b"\n", 0, exc.start) + 1,
+                f"not UTF-8 text ({exc.reason} at byte {exc.start:,})",
+            ) from None
     if not isinstance(source, str):
-        raise TypeError("path_or_yaml_text must be a path or YAML text, got "
-                        f"{type(source).__name__}")
+        raise TypeError(
+            f"path_or_yaml_text must be a path or YAML text, got {type(source).__name__}"
+        )
     if len(source) > MAX_FILE_BYTES:  # at least as many bytes as characters
         raise _too_big("YAML text", len(source))
     if not source.isascii():
         try:
             size = len(source.encode("utf-8"))
         except UnicodeEncodeError as exc:  # a lone surrogate
-            raise located_error([], source.count("\n", 0, exc.start) + 1, f"not text UTF-8 can "
-                         f"hold ({exc.reason} at character {exc.start:,})") from None
+            raise located_error(
+                [],
+                source.count("\n", 0, exc.start) + 1,
+                f"not text UTF-8 can hold ({exc.reason} at character {exc.start:,})",
+            ) from None
         if size > MAX_FILE_BYTES:
             raise _too_big("YAML text", size)
     return source, None
 
 
-
 def limits_summary() -> str:
     """The limits above, in words, for an error that ran out of memory or recursion."""
-    return (f"a scene file may have at most {MAX_FILE_BYTES:,} bytes, {MAX_NODES:,} YAML "
-            f"nodes, {MAX_EXPANDED_VALUES:,} values with its aliases expanded, nested "
-            f"{MAX_DEPTH} deep")
+    return (
+        f"a scene file may have at most {MAX_FILE_BYTES:,} bytes, {MAX_NODES:,} YAML "
+        f"nodes, {MAX_EXPANDED_VALUES:,} values with its aliases expanded, nested "
+        f"{MAX_DEPTH} deep"
+    )

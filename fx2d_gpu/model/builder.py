@@ -63,8 +63,12 @@ MAX_INERTIA = FLOAT32_MAX
 #: and its PID integral (error x time, float32) toward float32's end, where 0 x inf makes
 #: the effort NaN. An effort target is clamped by max_effort, and an idle motor's target
 #: is not read: float32's range is their only bound.
-TARGET_LIMITS = {MOTOR_NONE: FLOAT32_MAX, MOTOR_POSITION: MAX_COORDINATE,
-                 MOTOR_VELOCITY: MAX_SPEED, MOTOR_EFFORT: FLOAT32_MAX}
+TARGET_LIMITS = {
+    MOTOR_NONE: FLOAT32_MAX,
+    MOTOR_POSITION: MAX_COORDINATE,
+    MOTOR_VELOCITY: MAX_SPEED,
+    MOTOR_EFFORT: FLOAT32_MAX,
+}
 
 
 @dataclass
@@ -106,16 +110,20 @@ def _mass(value, name: str) -> float:
 
 def too_heavy(name: str, mass: float) -> str:
     """The message refusing a mass above MAX_MASS, named `name`."""
-    return (f"{name} must be <= {MAX_MASS:.4g} kg (2**126: the device holds 1/mass as a "
-            f"normal float32), got {mass:g}")
+    return (
+        f"{name} must be <= {MAX_MASS:.4g} kg (2**126: the device holds 1/mass as a "
+        f"normal float32), got {mass:g}"
+    )
 
 
 def inertia_too_large(name: str, inertia: float, mass: float | None = None) -> str:
     """The message refusing a moment of inertia above MAX_INERTIA, named `name`; `mass`:
     the mass it was derived from (mass x the shape's unit inertia), None if given."""
     source = "" if mass is None else f" (derived from mass {mass:g} kg and the shape)"
-    return (f"{name}: the inertia must be finite in float32 (<= {MAX_INERTIA:g} kg m^2), got "
-            f"{inertia:g}{source}; give a smaller mass or an inertia")
+    return (
+        f"{name}: the inertia must be finite in float32 (<= {MAX_INERTIA:g} kg m^2), got "
+        f"{inertia:g}{source}; give a smaller mass or an inertia"
+    )
 
 
 def _masses(values, name: str, n: int) -> np.ndarray:
@@ -170,8 +178,9 @@ class BodyRule:
 
 def _real_rule(default, **bounds) -> BodyRule:
     """A number's rule: as_real's and as_reals' `bounds` (minimum, positive, limit)."""
-    return BodyRule(default, functools.partial(as_real, **bounds),
-                    functools.partial(as_reals, **bounds))
+    return BodyRule(
+        default, functools.partial(as_real, **bounds), functools.partial(as_reals, **bounds)
+    )
 
 
 def _flag_rule(default) -> BodyRule:
@@ -187,8 +196,11 @@ def _integer_rule(default, check) -> BodyRule:
 #: methods), in the order they are checked. Scene's docstring lists their meanings.
 BODY_RULES = {
     "angle": _real_rule(0.0, limit=MAX_COORDINATE),
-    "velocity": BodyRule((0.0, 0.0), functools.partial(as_vector2, limit=MAX_SPEED),
-                         functools.partial(as_vectors2, limit=MAX_SPEED)),
+    "velocity": BodyRule(
+        (0.0, 0.0),
+        functools.partial(as_vector2, limit=MAX_SPEED),
+        functools.partial(as_vectors2, limit=MAX_SPEED),
+    ),
     "angular_velocity": _real_rule(0.0, limit=MAX_SPEED),
     "mass": BodyRule(1.0, _mass, _masses),
     "inertia": BodyRule(None, _inertia, _inertias),
@@ -231,7 +243,7 @@ def blamed_on(keyword: str):
 #: unknown keyword's TypeError gives.
 _KEYWORD_HINTS = {
     "friction": "static_friction= and dynamic_friction= (Coulomb coefficients: the static "
-                "one holds a resting contact, the kinetic one acts while sliding)",
+    "one holds a resting contact, the kinetic one acts while sliding)",
     "restitution": "elasticity= (the coefficient of restitution)",
     "damping": "vel_damping= (linear and angular velocity damping, 1/s)",
     "linear_damping": "vel_damping= (linear and angular velocity damping, 1/s)",
@@ -244,13 +256,18 @@ def _keyword_values(body: dict, bulk: bool) -> dict:
     unknown = sorted(set(body) - set(BODY_RULES))
     if unknown:
         hint = _KEYWORD_HINTS.get(unknown[0])
-        raise TypeError(f"unexpected keyword argument {unknown[0]!r}"
-                        + (f"; did you mean {hint}?" if hint else ""))
+        raise TypeError(
+            f"unexpected keyword argument {unknown[0]!r}"
+            + (f"; did you mean {hint}?" if hint else "")
+        )
     if bulk and "name" in body:
         with blamed_on("name"):
             _no_names(body["name"], "name", 0)
-    return {keyword: body.get(keyword, rule.default) for keyword, rule in BODY_RULES.items()
-            if not (bulk and keyword == "name")}
+    return {
+        keyword: body.get(keyword, rule.default)
+        for keyword, rule in BODY_RULES.items()
+        if not (bulk and keyword == "name")
+    }
 
 
 @dataclass
@@ -282,8 +299,9 @@ def check_mixing(rule, argument: str) -> str:
         ValueError: rule is not one of the names.
     """
     if not isinstance(rule, str):
-        raise TypeError(f"{argument} must be a string, one of {tuple(MIXING_RULES)}, got "
-                        f"{type(rule).__name__}")
+        raise TypeError(
+            f"{argument} must be a string, one of {tuple(MIXING_RULES)}, got {type(rule).__name__}"
+        )
     if rule not in MIXING_RULES:
         raise ValueError(f"{argument} must be one of {tuple(MIXING_RULES)}, got {rule!r}")
     return rule
@@ -294,8 +312,9 @@ class ModelBuilder:
     a pair mixes its bodies' friction and restitution (friction_mixing, restitution_mixing:
     names of enums.MIXING_RULES, checked by check_mixing; the same for both solvers)."""
 
-    def __init__(self, friction_mixing: str = DEFAULT_MIXING,
-                 restitution_mixing: str = DEFAULT_MIXING):
+    def __init__(
+        self, friction_mixing: str = DEFAULT_MIXING, restitution_mixing: str = DEFAULT_MIXING
+    ):
         self.friction_mixing = check_mixing(friction_mixing, "friction_mixing")
         self.restitution_mixing = check_mixing(restitution_mixing, "restitution_mixing")
         self.bodies: list[Body] = []
@@ -319,19 +338,26 @@ class ModelBuilder:
         mass = values["mass"]
         with blamed_on("mass"):
             if mass > 0.0 and shape.kind in shapes.AREALESS_KINDS:
-                raise ValueError(f"mass must be 0: edges and chains have no area and are "
-                                 f"static only, got {mass}")
+                raise ValueError(
+                    f"mass must be 0: edges and chains have no area and are static only, got {mass}"
+                )
         derived = values["inertia"] is None
         if derived:
             values["inertia"] = mass * shape.unit_inertia
         with blamed_on("mass" if derived else "inertia"):
             if mass > 0.0 and values["inertia"] > MAX_INERTIA:
-                raise ValueError(inertia_too_large("mass" if derived else "inertia",
-                                                   values["inertia"], mass if derived else None))
+                raise ValueError(
+                    inertia_too_large(
+                        "mass" if derived else "inertia",
+                        values["inertia"],
+                        mass if derived else None,
+                    )
+                )
         with blamed_on("inertia"):
             if mass > 0.0 and values["inertia"] < MIN_INERTIA:
-                raise ValueError(f"inertia must be >= {MIN_INERTIA} kg m^2, got "
-                                 f"{values['inertia']}")
+                raise ValueError(
+                    f"inertia must be >= {MIN_INERTIA} kg m^2, got {values['inertia']}"
+                )
             values["inertia"] = values["inertia"] if mass > 0.0 else math.inf  # static
         with blamed_on("name"):
             _check_new_name(values["name"], self._body_names, "body")
@@ -360,28 +386,37 @@ class ModelBuilder:
         kinds = np.fromiter((s.kind for s in body_shapes), np.int64, n)
         for i in np.flatnonzero(np.isin(kinds, shapes.AREALESS_KINDS) & (mass > 0.0))[:1]:
             with blamed_on("mass"):
-                raise ValueError(f"mass[{i}] must be 0: edges and chains have no area and "
-                                 f"are static only, got {mass[i]}")
+                raise ValueError(
+                    f"mass[{i}] must be 0: edges and chains have no area and "
+                    f"are static only, got {mass[i]}"
+                )
         inertia = values["inertia"]
         derived = inertia is None
         if derived:
             inertia = mass * np.fromiter((s.unit_inertia for s in body_shapes), np.float64, n)
         for i in np.flatnonzero((mass > 0.0) & (inertia > MAX_INERTIA))[:1]:
             with blamed_on("mass" if derived else "inertia"):
-                raise ValueError(inertia_too_large(f"{'mass' if derived else 'inertia'}[{i}]",
-                                                   inertia[i], mass[i] if derived else None))
+                raise ValueError(
+                    inertia_too_large(
+                        f"{'mass' if derived else 'inertia'}[{i}]",
+                        inertia[i],
+                        mass[i] if derived else None,
+                    )
+                )
         for i in np.flatnonzero((mass > 0.0) & (inertia < MIN_INERTIA))[:1]:
             with blamed_on("inertia"):
-                raise ValueError(f"inertia[{i}] must be >= {MIN_INERTIA} kg m^2, got "
-                                 f"{inertia[i]}")
+                raise ValueError(f"inertia[{i}] must be >= {MIN_INERTIA} kg m^2, got {inertia[i]}")
         values["inertia"] = np.where(mass > 0.0, inertia, math.inf)
         # Rows of read-only arrays: one allocation, not two small arrays a body.
         positions.setflags(write=False)
         values["velocity"].setflags(write=False)
         # Python lists, as add_body stores Python floats (velocity stays (n, 2): its rows).
-        columns = {_field(keyword): column.tolist()
-                   if isinstance(column, np.ndarray) and column.ndim == 1 else column
-                   for keyword, column in values.items()}
+        columns = {
+            _field(keyword): column.tolist()
+            if isinstance(column, np.ndarray) and column.ndim == 1
+            else column
+            for keyword, column in values.items()
+        }
         columns.update(shape=body_shapes, position=positions, name=[None] * n)
         first = len(self.bodies)
         # Positional, in Body's field order, through map: a body costs a microsecond or two.
@@ -401,14 +436,19 @@ class ModelBuilder:
             raise ValueError(f"body_a and body_b must be different bodies, got {a} twice")
         self.no_collision.add((min(a, b), max(a, b)))
 
-    def set_filter(self, body: int, collision_group=None, category_bits=None,
-                   mask_bits=None) -> Body:
+    def set_filter(
+        self, body: int, collision_group=None, category_bits=None, mask_bits=None
+    ) -> Body:
         """Change a body's collision filter (None keeps a setting; all checked first)."""
         b = self.bodies[body]
-        group = b.collision_group if collision_group is None else as_int32(
-            collision_group, "collision_group")
-        category = b.category_bits if category_bits is None else as_bits(
-            category_bits, "category_bits")
+        group = (
+            b.collision_group
+            if collision_group is None
+            else as_int32(collision_group, "collision_group")
+        )
+        category = (
+            b.category_bits if category_bits is None else as_bits(category_bits, "category_bits")
+        )
         mask = b.mask_bits if mask_bits is None else as_bits(mask_bits, "mask_bits")
         b.collision_group, b.category_bits, b.mask_bits = group, category, mask
         return b
@@ -435,8 +475,20 @@ class ModelBuilder:
         del self.groups[name]
 
     # ------------------------------------------------------------------ joints
-    def add_revolute(self, parent, child, anchor, angle_min, angle_max, control_mode, target, pid,
-                     max_effort, name, collide_connected) -> int:
+    def add_revolute(
+        self,
+        parent,
+        child,
+        anchor,
+        angle_min,
+        angle_max,
+        control_mode,
+        target,
+        pid,
+        max_effort,
+        name,
+        collide_connected,
+    ) -> int:
         parent, child = self._check_joint_bodies(parent, child)
         anchor = as_vector2(anchor, "anchor")
         lower = as_real(angle_min, "angle_min")
@@ -446,12 +498,38 @@ class ModelBuilder:
         bp, bc = self.bodies[parent], self.bodies[child]
         world_anchor = bp.position + rotation(bp.angle) @ anchor
         anchor_child = rotation(bc.angle).T @ (world_anchor - bc.position)
-        return self._add_joint(JOINT_REVOLUTE, parent, child, anchor, anchor_child,
-                               np.array([1.0, 0.0]), bc.angle - bp.angle, lower, upper,
-                               control_mode, target, pid, max_effort, name, collide_connected)
+        return self._add_joint(
+            JOINT_REVOLUTE,
+            parent,
+            child,
+            anchor,
+            anchor_child,
+            np.array([1.0, 0.0]),
+            bc.angle - bp.angle,
+            lower,
+            upper,
+            control_mode,
+            target,
+            pid,
+            max_effort,
+            name,
+            collide_connected,
+        )
 
-    def add_prismatic(self, parent, child, axis, position_min, position_max, control_mode, target,
-                      pid, max_effort, name, collide_connected) -> int:
+    def add_prismatic(
+        self,
+        parent,
+        child,
+        axis,
+        position_min,
+        position_max,
+        control_mode,
+        target,
+        pid,
+        max_effort,
+        name,
+        collide_connected,
+    ) -> int:
         parent, child = self._check_joint_bodies(parent, child)
         axis = as_vector2(axis, "axis")
         if np.hypot(*axis) < 1e-9:
@@ -462,9 +540,23 @@ class ModelBuilder:
             raise ValueError(f"position_min ({lower}) must be <= position_max ({upper})")
         bp, bc = self.bodies[parent], self.bodies[child]
         anchor_parent = rotation(bp.angle).T @ (bc.position - bp.position)
-        return self._add_joint(JOINT_PRISMATIC, parent, child, anchor_parent, np.zeros(2),
-                               axis / np.hypot(*axis), bc.angle - bp.angle, lower, upper,
-                               control_mode, target, pid, max_effort, name, collide_connected)
+        return self._add_joint(
+            JOINT_PRISMATIC,
+            parent,
+            child,
+            anchor_parent,
+            np.zeros(2),
+            axis / np.hypot(*axis),
+            bc.angle - bp.angle,
+            lower,
+            upper,
+            control_mode,
+            target,
+            pid,
+            max_effort,
+            name,
+            collide_connected,
+        )
 
     def _check_joint_bodies(self, parent, child):
         parent = self.check_body(parent, "parent")
@@ -475,16 +567,47 @@ class ModelBuilder:
             raise ValueError("parent and child are both static")
         return parent, child
 
-    def _add_joint(self, kind, parent, child, anchor_parent, anchor_child, axis, reference, lower,
-                   upper, control_mode, target, pid, max_effort, name, collide_connected) -> int:
+    def _add_joint(
+        self,
+        kind,
+        parent,
+        child,
+        anchor_parent,
+        anchor_child,
+        axis,
+        reference,
+        lower,
+        upper,
+        control_mode,
+        target,
+        pid,
+        max_effort,
+        name,
+        collide_connected,
+    ) -> int:
         mode, gains, max_effort = motor_settings(control_mode, pid, max_effort)
         target = as_real(target, "target", limit=TARGET_LIMITS[mode])
         _check_new_name(name, self._joint_names, "joint")
         collide_connected = as_bool(collide_connected, "collide_connected")
-        self.joints.append(Joint(kind, parent, child, np.asarray(anchor_parent, float),
-                                 np.asarray(anchor_child, float), np.asarray(axis, float),
-                                 float(reference), lower, upper, mode, gains, max_effort,
-                                 target, name, collide_connected))
+        self.joints.append(
+            Joint(
+                kind,
+                parent,
+                child,
+                np.asarray(anchor_parent, float),
+                np.asarray(anchor_child, float),
+                np.asarray(axis, float),
+                float(reference),
+                lower,
+                upper,
+                mode,
+                gains,
+                max_effort,
+                target,
+                name,
+                collide_connected,
+            )
+        )
         if name is not None:
             self._joint_names[name] = len(self.joints) - 1
         return len(self.joints) - 1
@@ -498,8 +621,11 @@ class ModelBuilder:
     def set_motor(self, joint: int, control_mode, pid=None, max_effort=None) -> Joint:
         """Change a joint's motor (checked whole first: a refused call changes nothing)."""
         j = self.joints[joint]
-        mode, gains, effort = motor_settings(control_mode, j.pid if pid is None else pid,
-                                             j.max_effort if max_effort is None else max_effort)
+        mode, gains, effort = motor_settings(
+            control_mode,
+            j.pid if pid is None else pid,
+            j.max_effort if max_effort is None else max_effort,
+        )
         j.mode, j.pid, j.max_effort = mode, gains, effort
         return j
 
@@ -508,14 +634,28 @@ class ModelBuilder:
         """The model's device arrays by group and field (device.BodyModel, device.Joints)."""
         n = len(self.bodies)
         V = MAX_POLYGON_VERTICES
-        model = {name: np.zeros(n, np.float32) for name in (
-            "inv_mass", "inv_inertia", "gravity_scale", "damping", "elasticity",
-            "static_friction", "dynamic_friction", "shape_radius", "bounding_radius")}
-        model.update(kinematic=np.zeros(n, np.int32), shape_kind=np.zeros(n, np.int32),
-                     shape_center=np.zeros((n, 2), np.float32),
-                     shape_vertex_count=np.zeros(n, np.int32),
-                     shape_vertices=np.zeros((n, V, 2), np.float32),
-                     shape_normals=np.zeros((n, V, 2), np.float32))
+        model = {
+            name: np.zeros(n, np.float32)
+            for name in (
+                "inv_mass",
+                "inv_inertia",
+                "gravity_scale",
+                "damping",
+                "elasticity",
+                "static_friction",
+                "dynamic_friction",
+                "shape_radius",
+                "bounding_radius",
+            )
+        }
+        model.update(
+            kinematic=np.zeros(n, np.int32),
+            shape_kind=np.zeros(n, np.int32),
+            shape_center=np.zeros((n, 2), np.float32),
+            shape_vertex_count=np.zeros(n, np.int32),
+            shape_vertices=np.zeros((n, V, 2), np.float32),
+            shape_normals=np.zeros((n, V, 2), np.float32),
+        )
         # Column by column from the bodies' attributes (a loop over bodies setting array
         # elements one by one took 5 us a body: 5 s for a million).
         bodies = self.bodies
@@ -526,13 +666,28 @@ class ModelBuilder:
         mass = column(bodies, "mass", np.float64)
         driven = column(bodies, "external_forces", bool)
         model["kinematic"][:] = (mass > 0.0) & ~driven
-        model.update(material_rows({key: column(bodies, key, np.float64) for key in (
-            "mass", "inertia", "gravity_scale", "vel_damping", "elasticity", "static_friction",
-            "dynamic_friction")}, driven))
+        model.update(
+            material_rows(
+                {
+                    key: column(bodies, key, np.float64)
+                    for key in (
+                        "mass",
+                        "inertia",
+                        "gravity_scale",
+                        "vel_damping",
+                        "elasticity",
+                        "static_friction",
+                        "dynamic_friction",
+                    )
+                },
+                driven,
+            )
+        )
         body_shapes = column(bodies, "shape", object)
         collides = column(bodies, "collides", bool)
-        model["shape_kind"][:] = np.where(collides, column(body_shapes, "core_kind", np.int32),
-                                          shapes.SHAPE_NONE)
+        model["shape_kind"][:] = np.where(
+            collides, column(body_shapes, "core_kind", np.int32), shapes.SHAPE_NONE
+        )
         model["shape_radius"][:] = column(body_shapes, "radius", np.float64)
         model["bounding_radius"][:] = column(body_shapes, "bounding_radius", np.float64)
         model["shape_center"][:] = np.array([s.center for s in body_shapes]).reshape(n, 2)
@@ -544,15 +699,16 @@ class ModelBuilder:
             model["shape_normals"][rows, :k] = [body_shapes[i].normals for i in rows]
         for i, s in enumerate(body_shapes):
             if len(s.cones):  # a chain link: its contact-normal bounds after its normals
-                model["shape_normals"][i, counts[i]:counts[i] + 2] = s.cones
+                model["shape_normals"][i, counts[i] : counts[i] + 2] = s.cones
         model["sensor"] = column(bodies, "sensor", np.int32)
         model["bullet"] = column(bodies, "bullet", np.int32)
         model["collision_group"] = column(bodies, "collision_group", np.int32)
         for key in ("category_bits", "mask_bits"):  # the same 32 bits, as int32
             model[key] = column(bodies, key, np.uint32).view(np.int32)
         # Per body, the bodies it never collides with (disable_collision), sorted.
-        ends = sorted([(a, b) for a, b in self.no_collision]
-                      + [(b, a) for a, b in self.no_collision])
+        ends = sorted(
+            [(a, b) for a, b in self.no_collision] + [(b, a) for a, b in self.no_collision]
+        )
         model["filter_start"] = _starts([a for a, _ in ends], n)
         model["filters"] = np.array([b for _, b in ends], np.int32)
         # A builder pickled before the rules were settings has neither: Fx2D's rule.
@@ -568,20 +724,25 @@ class ModelBuilder:
             return values if width is None else values.reshape(-1, width)
 
         arrays = {
-            "kind": column("kind", np.int32), "parent": column("parent", np.int32),
+            "kind": column("kind", np.int32),
+            "parent": column("parent", np.int32),
             "child": column("child", np.int32),
             "anchor_parent": column("anchor_parent", np.float32, 2),
             "anchor_child": column("anchor_child", np.float32, 2),
             "axis": column("axis", np.float32, 2),
             "reference_angle": column("reference_angle", np.float32),
-            "lower": column("lower", np.float32), "upper": column("upper", np.float32),
-            "mode": column("mode", np.int32), "pid": column("pid", np.float32, 3),
+            "lower": column("lower", np.float32),
+            "upper": column("upper", np.float32),
+            "mode": column("mode", np.int32),
+            "pid": column("pid", np.float32, 3),
             "max_effort": column("max_effort", np.float32),
             "collide": column("collide_connected", np.int32),
         }
         # Per body, its joints (for motor loads and for skipping joined pairs).
-        ends = sorted([(j.parent, k) for k, j in enumerate(joints)]
-                      + [(j.child, k) for k, j in enumerate(joints)])
+        ends = sorted(
+            [(j.parent, k) for k, j in enumerate(joints)]
+            + [(j.child, k) for k, j in enumerate(joints)]
+        )
         arrays["body_joint_start"] = _starts([b for b, _ in ends], n)
         arrays["body_joints"] = np.array([k for _, k in ends], np.int32)
         arrays["body_has_joint"] = (np.diff(arrays["body_joint_start"]) > 0).astype(np.int32)
@@ -601,19 +762,23 @@ class ModelBuilder:
             "angle": np.tile(ang[None], (w, 1)).reshape(-1),
             "velocity": np.tile(vel[None], (w, 1, 1)).reshape(-1, 2),
             "angular_velocity": np.tile(omega[None], (w, 1)).reshape(-1),
-            "force": np.zeros((n, 2), np.float32), "torque": np.zeros(n, np.float32),
-            "sleeping": np.zeros(n, np.int32), "sleep_time": np.zeros(n, np.float32),
+            "force": np.zeros((n, 2), np.float32),
+            "torque": np.zeros(n, np.float32),
+            "sleeping": np.zeros(n, np.int32),
+            "sleep_time": np.zeros(n, np.float32),
             "island": np.arange(n, dtype=np.int32),  # each body its own island
             "support": np.zeros(n, np.int32),  # none counted before the first step
             "enabled": np.tile(np.array([int(b.enabled) for b in bodies], np.int32), w),
         }
         nj = len(self.joints)
         targets = np.tile(np.array([j.target for j in self.joints], np.float32), (w, 1))
-        joint_state = {"target": targets.reshape(-1),
-                       "integral": np.zeros(w * nj, np.float32),
-                       "prev_error": np.zeros(w * nj, np.float32),
-                       "pid_started": np.zeros(w * nj, np.int32),
-                       "soft_impulse": np.zeros((w * nj, 4), np.float32)}
+        joint_state = {
+            "target": targets.reshape(-1),
+            "integral": np.zeros(w * nj, np.float32),
+            "prev_error": np.zeros(w * nj, np.float32),
+            "pid_started": np.zeros(w * nj, np.int32),
+            "soft_impulse": np.zeros((w * nj, 4), np.float32),
+        }
         return {"bodies": state, "joints": joint_state}
 
     def cell_size(self) -> float:
@@ -631,14 +796,27 @@ def material_rows(values: dict[str, np.ndarray], driven: np.ndarray) -> dict[str
     rows (world_params.py), so that they agree to the bit."""
     mass = values["mass"]
     dynamic = (mass > 0.0) & driven
-    rows = {key: np.zeros(len(mass), np.float32) for key in (
-        "inv_mass", "inv_inertia", "gravity_scale", "damping", "elasticity",
-        "static_friction", "dynamic_friction")}
+    rows = {
+        key: np.zeros(len(mass), np.float32)
+        for key in (
+            "inv_mass",
+            "inv_inertia",
+            "gravity_scale",
+            "damping",
+            "elasticity",
+            "static_friction",
+            "dynamic_friction",
+        )
+    }
     rows["inv_mass"][dynamic] = 1.0 / mass[dynamic]
     rows["inv_inertia"][dynamic] = 1.0 / values["inertia"][dynamic]
-    for key, param in (("gravity_scale", "gravity_scale"), ("damping", "vel_damping"),
-                       ("elasticity", "elasticity"), ("static_friction", "static_friction"),
-                       ("dynamic_friction", "dynamic_friction")):
+    for key, param in (
+        ("gravity_scale", "gravity_scale"),
+        ("damping", "vel_damping"),
+        ("elasticity", "elasticity"),
+        ("static_friction", "static_friction"),
+        ("dynamic_friction", "dynamic_friction"),
+    ):
         rows[key][:] = values[param]
     return rows
 
@@ -674,8 +852,10 @@ def check_mode_targets(joint: int, control_mode, targets: np.ndarray):
     limit = TARGET_LIMITS[MOTOR_MODES[control_mode]]
     largest = float(np.abs(targets).max(initial=0.0))
     if largest >= limit:
-        raise ValueError(f"joint {joint}'s target {largest:g} is beyond what a {control_mode} "
-                         f"motor may be given (+-{limit:g}); set_joint_target first")
+        raise ValueError(
+            f"joint {joint}'s target {largest:g} is beyond what a {control_mode} "
+            f"motor may be given (+-{limit:g}); set_joint_target first"
+        )
 
 
 def check_forces(force, torque, n_worlds: int) -> tuple[np.ndarray, np.ndarray]:
@@ -692,8 +872,9 @@ def check_forces(force, torque, n_worlds: int) -> tuple[np.ndarray, np.ndarray]:
     return f, as_reals(as_scalar(torque), "torque", n_worlds)
 
 
-def add_forces(pending: tuple, force: np.ndarray, torque: np.ndarray, body: int
-               ) -> tuple[np.ndarray, np.ndarray]:
+def add_forces(
+    pending: tuple, force: np.ndarray, torque: np.ndarray, body: int
+) -> tuple[np.ndarray, np.ndarray]:
     """The sums of the forces and torques pending for `body` (pending: (force, torque), or
     (0.0, 0.0)) and these (from check_forces).
 
@@ -706,9 +887,11 @@ def add_forces(pending: tuple, force: np.ndarray, torque: np.ndarray, body: int
     total_f, total_t = pending[0] + force, pending[1] + torque
     for name, total in (("force", total_f), ("torque", total_t)):
         if np.abs(total).max(initial=0.0) > FLOAT32_MAX:
-            raise ValueError(f"{name}: the {name}s applied to body {body} before the next "
-                             f"step would add up beyond float32's range "
-                             f"(|x| <= {FLOAT32_MAX:g})")
+            raise ValueError(
+                f"{name}: the {name}s applied to body {body} before the next "
+                f"step would add up beyond float32's range "
+                f"(|x| <= {FLOAT32_MAX:g})"
+            )
     return total_f, total_t
 
 
@@ -723,10 +906,19 @@ def check_state(state, n_worlds: int, n_bodies: int) -> dict[str, np.ndarray]:
             sleeping flag other than 0 and 1; each named, e.g. state.position.
     """
     w, nb = n_worlds, n_bodies
-    expected = {"position": (w, nb, 2), "angle": (w, nb), "velocity": (w, nb, 2),
-                "angular_velocity": (w, nb), "sleeping": (w, nb)}
-    limits = {"position": MAX_COORDINATE, "angle": MAX_COORDINATE, "velocity": MAX_SPEED,
-              "angular_velocity": MAX_SPEED}
+    expected = {
+        "position": (w, nb, 2),
+        "angle": (w, nb),
+        "velocity": (w, nb, 2),
+        "angular_velocity": (w, nb),
+        "sleeping": (w, nb),
+    }
+    limits = {
+        "position": MAX_COORDINATE,
+        "angle": MAX_COORDINATE,
+        "velocity": MAX_SPEED,
+        "angular_velocity": MAX_SPEED,
+    }
     arrays = {}
     for key, shape in expected.items():
         name = f"state.{key}"
@@ -760,8 +952,7 @@ def motor_settings(control_mode, pid, max_effort) -> tuple[int, tuple, float]:
     gain is inf on the device, and inf x 0 error a NaN effort); max_effort (inf:
     unlimited) is capped at float32's range."""
     if control_mode not in MOTOR_MODES:
-        raise ValueError(f"control_mode must be one of {list(MOTOR_MODES)}, "
-                         f"got {control_mode!r}")
+        raise ValueError(f"control_mode must be one of {list(MOTOR_MODES)}, got {control_mode!r}")
     try:
         gains = tuple(pid)
     except TypeError:
@@ -769,8 +960,9 @@ def motor_settings(control_mode, pid, max_effort) -> tuple[int, tuple, float]:
     if len(gains) != 3:
         raise ValueError(f"pid must be three numbers (p, i, d), got {pid!r}")
     gains = tuple(as_real(g, f"pid[{i}]") for i, g in enumerate(gains))
-    if isinstance(max_effort, bool) or not isinstance(max_effort,
-                                                      (int, float, np.integer, np.floating)):
+    if isinstance(max_effort, bool) or not isinstance(
+        max_effort, (int, float, np.integer, np.floating)
+    ):
         raise TypeError(f"max_effort must be a number, got {type(max_effort).__name__}")
     if not max_effort > 0:
         raise ValueError(f"max_effort must be positive, got {max_effort}")
@@ -791,5 +983,3 @@ def _lookup_name(name, taken: dict, kind: str) -> int:
     if name not in taken:
         raise ValueError(f"{kind} name {name!r}: no {kind} has this name")
     return taken[name]
-
-

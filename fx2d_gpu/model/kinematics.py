@@ -13,8 +13,9 @@ def joint_anchors(joints, state) -> np.ndarray:
     child anchor. joints: builder.Joint list; state: a State."""
     out = np.zeros((state.angle.shape[0], len(joints), 2, 2))
     for j, joint in enumerate(joints):
-        for k, (body, local) in enumerate(((joint.parent, joint.anchor_parent),
-                                           (joint.child, joint.anchor_child))):
+        for k, (body, local) in enumerate(
+            ((joint.parent, joint.anchor_parent), (joint.child, joint.anchor_child))
+        ):
             out[:, j, k] = state.position[:, body] + rotation(state.angle[:, body]) @ local
     return out
 
@@ -28,14 +29,16 @@ def joint_coordinates(joints, state) -> tuple[np.ndarray, np.ndarray]:
         pa, ca = state.angle[:, joint.parent], state.angle[:, joint.child]
         if joint.kind == JOINT_REVOLUTE:
             position[:, j] = ca - pa - joint.reference_angle
-            rate[:, j] = (state.angular_velocity[:, joint.child]
-                          - state.angular_velocity[:, joint.parent])
+            rate[:, j] = (
+                state.angular_velocity[:, joint.child] - state.angular_velocity[:, joint.parent]
+            )
         else:
             axis = rotation(pa) @ joint.axis
             anchor = rotation(pa) @ joint.anchor_parent + state.position[:, joint.parent]
             position[:, j] = ((state.position[:, joint.child] - anchor) * axis).sum(1)
-            rate[:, j] = ((state.velocity[:, joint.child] - state.velocity[:, joint.parent])
-                          * axis).sum(1)
+            rate[:, j] = (
+                (state.velocity[:, joint.child] - state.velocity[:, joint.parent]) * axis
+            ).sum(1)
     return position, rate
 
 
@@ -53,5 +56,6 @@ def joint_errors(joints, state) -> np.ndarray:
             travel = (offset[:, j] * axis).sum(1)
             across = np.abs(offset[:, j, 1] * axis[:, 0] - offset[:, j, 0] * axis[:, 1])
             errors[:, j] = across + np.maximum.reduce(
-                [travel - joint.upper, joint.lower - travel, np.zeros_like(travel)])
+                [travel - joint.upper, joint.lower - travel, np.zeros_like(travel)]
+            )
     return errors

@@ -52,10 +52,21 @@ BODY_PARAMS = {
 #: Fields of the device model that follow from the per-world values (not the scene's
 #: model as built: snapshots carry the values instead, and the fingerprint leaves these
 #: out, see state_files.model_fingerprint).
-DERIVED_FIELDS = {"model": ("inv_mass", "inv_inertia", "gravity_scale", "damping", "elasticity",
-                            "static_friction", "dynamic_friction", "per_world", "gravity",
-                            "uneven"),
-                  "joints": ("pid",)}
+DERIVED_FIELDS = {
+    "model": (
+        "inv_mass",
+        "inv_inertia",
+        "gravity_scale",
+        "damping",
+        "elasticity",
+        "static_friction",
+        "dynamic_friction",
+        "per_world",
+        "gravity",
+        "uneven",
+    ),
+    "joints": ("pid",),
+}
 
 
 def world_selection(world, n_worlds: int, name: str = "world") -> np.ndarray:
@@ -89,10 +100,15 @@ def world_selection(world, n_worlds: int, name: str = "world") -> np.ndarray:
         return np.flatnonzero(values).astype(np.int64)
     if values.size == 0 and values.ndim == 1:  # [] is float64 to NumPy: no world, not floats
         return np.zeros(0, np.int64)
-    if values.ndim > 1 or not (values.dtype.kind in "iu" or (
-            values.dtype.kind == "O" and all(_is_int(v) for v in values.reshape(-1)))):
-        raise TypeError(f"{name} must be a world index, a bool mask or a sequence of indices, "
-                        f"got {world!r}"[:200])
+    if values.ndim > 1 or not (
+        values.dtype.kind in "iu"
+        or (values.dtype.kind == "O" and all(_is_int(v) for v in values.reshape(-1)))
+    ):
+        raise TypeError(
+            f"{name} must be a world index, a bool mask or a sequence of indices, got {world!r}"[
+                :200
+            ]
+        )
     given = values.reshape(-1)
     # The range is judged in the dtype given (Python ints for an object array): a cast to
     # int64 first would wrap np.uint64(2**64 - 1) to -1, the last world.
@@ -103,15 +119,19 @@ def world_selection(world, n_worlds: int, name: str = "world") -> np.ndarray:
     else:
         bad = (given < -n_worlds) | (given >= n_worlds)
     if bad.any():
-        raise ValueError(f"{name}: world {given[bad][0]} out of range for {n_worlds} worlds "
-                         f"(valid: {-n_worlds} to {n_worlds - 1})")
+        raise ValueError(
+            f"{name}: world {given[bad][0]} out of range for {n_worlds} worlds "
+            f"(valid: {-n_worlds} to {n_worlds - 1})"
+        )
     chosen = given.astype(np.int64) % n_worlds
     _, first = np.unique(chosen, return_index=True)
     if len(first) < len(chosen):
         again = int(np.setdiff1d(np.arange(len(chosen)), first)[0])
         before = int(np.flatnonzero(chosen == chosen[again])[0])
-        raise ValueError(f"{name}: world {int(chosen[again])} given twice (as {given[before]} "
-                         f"and {given[again]}); each world may be given once")
+        raise ValueError(
+            f"{name}: world {int(chosen[again])} given twice (as {given[before]} "
+            f"and {given[again]}); each world may be given once"
+        )
     return chosen
 
 
@@ -120,8 +140,7 @@ def _is_int(value) -> bool:
     return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
 
 
-def _per_world_values(value, name: str, n_worlds: int, n_items: int, bounds: dict
-                      ) -> np.ndarray:
+def _per_world_values(value, name: str, n_worlds: int, n_items: int, bounds: dict) -> np.ndarray:
     """(n_worlds, n_items) float64 from a scalar, one value per addressed world (n_worlds,),
     or (n_worlds, n_items); each held to as_real's `bounds` (the first bad one named
     `name[i]`, i its flat index)."""
@@ -131,9 +150,11 @@ def _per_world_values(value, name: str, n_worlds: int, n_items: int, bounds: dic
     try:
         array = np.broadcast_to(array, (n_worlds, n_items))
     except ValueError:
-        raise ValueError(f"{name} must be a scalar, one value per addressed world "
-                         f"({n_worlds},) or ({n_worlds}, {n_items}), got shape "
-                         f"{array.shape}") from None
+        raise ValueError(
+            f"{name} must be a scalar, one value per addressed world "
+            f"({n_worlds},) or ({n_worlds}, {n_items}), got shape "
+            f"{array.shape}"
+        ) from None
     flat = as_reals(array.reshape(-1), name, n_worlds * n_items, **bounds)
     return flat.reshape(n_worlds, n_items)
 
@@ -157,8 +178,10 @@ def uneven_worlds(inv_mass: np.ndarray) -> np.ndarray:
 
 def _base_values(builder: ModelBuilder) -> dict[str, np.ndarray]:
     """{param: (n_bodies,) float64}: the builder's values (every world's until set)."""
-    return {name: np.array([getattr(b, field) for b in builder.bodies], np.float64)
-            for name, (field, _) in BODY_PARAMS.items()}
+    return {
+        name: np.array([getattr(b, field) for b in builder.bodies], np.float64)
+        for name, (field, _) in BODY_PARAMS.items()
+    }
 
 
 class WorldParams:
@@ -180,16 +203,20 @@ class WorldParams:
     def copy(self) -> WorldParams:
         params = WorldParams(self.n_worlds, (0.0, 0.0))
         params.gravity = self.gravity.copy()
-        params.bodies = None if self.bodies is None else {
-            k: v.copy() for k, v in self.bodies.items()}
+        params.bodies = (
+            None if self.bodies is None else {k: v.copy() for k, v in self.bodies.items()}
+        )
         params.pid = None if self.pid is None else self.pid.copy()
         return params
 
     def repeated(self, n_worlds: int) -> WorldParams:
         """World 0's values in `n_worlds` worlds (Scene.replicate)."""
         params = WorldParams(n_worlds, self.gravity[0])
-        params.bodies = None if self.bodies is None else {
-            k: np.repeat(v[:1], n_worlds, axis=0) for k, v in self.bodies.items()}
+        params.bodies = (
+            None
+            if self.bodies is None
+            else {k: np.repeat(v[:1], n_worlds, axis=0) for k, v in self.bodies.items()}
+        )
         params.pid = None if self.pid is None else np.repeat(self.pid[:1], n_worlds, axis=0)
         return params
 
@@ -210,8 +237,9 @@ class WorldParams:
         """The values of `worlds` ((k,) indices) as a k-world WorldParams (a copy)."""
         params = WorldParams(len(worlds), (0.0, 0.0))
         params.gravity = self.gravity[worlds]
-        params.bodies = None if self.bodies is None else {
-            k: v[worlds] for k, v in self.bodies.items()}
+        params.bodies = (
+            None if self.bodies is None else {k: v[worlds] for k, v in self.bodies.items()}
+        )
         params.pid = None if self.pid is None else self.pid[worlds]
         return params
 
@@ -226,9 +254,10 @@ class WorldParams:
             return {k: np.tile(v, (self.n_worlds, 1)) for k, v in base.items()}
         have = self.bodies["mass"].shape[1]
         if have < n:
-            self.bodies = {k: np.concatenate(
-                [v, np.tile(base[k][have:], (self.n_worlds, 1))], axis=1)
-                for k, v in self.bodies.items()}
+            self.bodies = {
+                k: np.concatenate([v, np.tile(base[k][have:], (self.n_worlds, 1))], axis=1)
+                for k, v in self.bodies.items()
+            }
         return self.bodies
 
     def joint_gains(self, builder: ModelBuilder) -> np.ndarray:
@@ -239,12 +268,14 @@ class WorldParams:
         have = self.pid.shape[1]
         if have < len(base):
             self.pid = np.concatenate(
-                [self.pid, np.tile(base[None, have:], (self.n_worlds, 1, 1))], axis=1)
+                [self.pid, np.tile(base[None, have:], (self.n_worlds, 1, 1))], axis=1
+            )
         return self.pid
 
     # ------------------------------------------------------------------ checks and edits
-    def check_body_values(self, builder: ModelBuilder, bodies: np.ndarray, worlds: np.ndarray,
-                          values: dict) -> dict[str, np.ndarray]:
+    def check_body_values(
+        self, builder: ModelBuilder, bodies: np.ndarray, worlds: np.ndarray, values: dict
+    ) -> dict[str, np.ndarray]:
         """The given values (param: scalar, (k_worlds,) or (k_worlds, k_bodies)), checked
         whole, as {param: (k_worlds, k_bodies) float64}; mass and inertia only for bodies
         that are dynamic (or kinematic) in every world.
@@ -256,38 +287,48 @@ class WorldParams:
         """
         checked = {}
         for name, value in values.items():
-            checked[name] = _per_world_values(value, name, len(worlds), len(bodies),
-                                              BODY_PARAMS[name][1])
+            checked[name] = _per_world_values(
+                value, name, len(worlds), len(bodies), BODY_PARAMS[name][1]
+            )
         if "mass" in checked or "inertia" in checked:
             for body in bodies.tolist():
                 if builder.bodies[body].mass == 0.0:
                     key = "mass" if "mass" in checked else "inertia"
                     raise ValueError(
                         f"{key}: body {body} is static in every world (mass 0); a body is "
-                        "static or dynamic in every world")
+                        "static or dynamic in every world"
+                    )
         if "mass" in checked:
             tiny = checked["mass"] < MIN_MASS
             if tiny.any():
-                raise ValueError(f"mass must be >= {MIN_MASS} kg (a body is static or dynamic "
-                                 f"in every world), got {float(checked['mass'][tiny][0])}")
+                raise ValueError(
+                    f"mass must be >= {MIN_MASS} kg (a body is static or dynamic "
+                    f"in every world), got {float(checked['mass'][tiny][0])}"
+                )
             heavy = checked["mass"] > MAX_MASS
             if heavy.any():
                 raise ValueError(too_heavy("mass", float(checked["mass"][heavy][0])))
         if "inertia" in checked:
             tiny = checked["inertia"] < MIN_INERTIA
             if tiny.any():
-                raise ValueError(f"inertia must be >= {MIN_INERTIA} kg m^2, got "
-                                 f"{float(checked['inertia'][tiny][0])}")
+                raise ValueError(
+                    f"inertia must be >= {MIN_INERTIA} kg m^2, got "
+                    f"{float(checked['inertia'][tiny][0])}"
+                )
         elif "mass" in checked:
             inertia = self._inertia_after(builder, bodies, worlds, checked["mass"])
             large = inertia > MAX_INERTIA
             if large.any():
-                raise ValueError(inertia_too_large("mass", float(inertia[large][0]),
-                                                   float(checked["mass"][large][0])))
+                raise ValueError(
+                    inertia_too_large(
+                        "mass", float(inertia[large][0]), float(checked["mass"][large][0])
+                    )
+                )
         return checked
 
-    def _inertia_after(self, builder: ModelBuilder, bodies: np.ndarray, worlds: np.ndarray,
-                       mass: np.ndarray) -> np.ndarray:
+    def _inertia_after(
+        self, builder: ModelBuilder, bodies: np.ndarray, worlds: np.ndarray, mass: np.ndarray
+    ) -> np.ndarray:
         """(k_worlds, k_bodies) float64, kg m^2: the inertias of `bodies` in `worlds` once
         they take `mass` (same shape, kg) without an inertia: mass x Shape.unit_inertia where
         the inertia is the shape's (as add_* computes it), the one given by hand elsewhere."""
@@ -297,8 +338,13 @@ class WorldParams:
         old_mass, old_inertia = current["mass"][cells], current["inertia"][cells]
         return np.where(old_inertia == old_mass * unit, mass * unit, old_inertia)
 
-    def set_body_values(self, builder: ModelBuilder, bodies: np.ndarray, worlds: np.ndarray,
-                        checked: dict[str, np.ndarray]):
+    def set_body_values(
+        self,
+        builder: ModelBuilder,
+        bodies: np.ndarray,
+        worlds: np.ndarray,
+        checked: dict[str, np.ndarray],
+    ):
         """Store checked values (check_body_values) for `bodies` in `worlds`. A mass given
         without an inertia moves the inertia with it where the inertia is the shape's
         (_inertia_after), and keeps one given by hand."""
@@ -319,8 +365,9 @@ class WorldParams:
         try:
             ndim = np.ndim(gravity)
         except ValueError:  # NumPy's "inhomogeneous shape" names nothing
-            raise TypeError(f"gravity must be (2,) or ({self.n_worlds}, 2) real numbers, got a "
-                            "ragged sequence") from None
+            raise TypeError(
+                f"gravity must be (2,) or ({self.n_worlds}, 2) real numbers, got a ragged sequence"
+            ) from None
         if ndim <= 1:
             return np.tile(as_vector2(gravity, "gravity"), (self.n_worlds, 1))
         return np.array(as_vectors2(gravity, "gravity", self.n_worlds), np.float64)
@@ -334,14 +381,17 @@ class WorldParams:
         try:
             array = np.broadcast_to(array, (len(worlds), len(joints), 3))
         except ValueError:
-            raise ValueError(f"pid must be (3,) gains (p, i, d), ({len(worlds)}, 3) or "
-                             f"({len(worlds)}, {len(joints)}, 3), got shape "
-                             f"{np.shape(pid)}") from None
+            raise ValueError(
+                f"pid must be (3,) gains (p, i, d), ({len(worlds)}, 3) or "
+                f"({len(worlds)}, {len(joints)}, 3), got shape "
+                f"{np.shape(pid)}"
+            ) from None
         flat = as_reals(array.reshape(-1), "pid", array.size)
         return flat.reshape(array.shape)
 
-    def set_gains(self, builder: ModelBuilder, joints: np.ndarray, worlds: np.ndarray,
-                  gains: np.ndarray):
+    def set_gains(
+        self, builder: ModelBuilder, joints: np.ndarray, worlds: np.ndarray, gains: np.ndarray
+    ):
         current = self.joint_gains(builder)
         self.pid = current
         current[np.ix_(worlds, joints)] = gains
@@ -355,15 +405,17 @@ class WorldParams:
         body, w = model["model"], self.n_worlds
         n = len(builder.bodies)
         per_world = self.bodies is not None and any(
-            not (v == v[:1]).all() for v in self.body_values(builder).values())
+            not (v == v[:1]).all() for v in self.body_values(builder).values()
+        )
         if per_world:
             values = {k: v.reshape(-1) for k, v in self.bodies.items()}
             driven = np.tile([b.external_forces for b in builder.bodies], w)
             body.update(material_rows(values, driven))
         elif self.bodies is not None:  # the same in every world: world 0's, n_bodies rows
             values = {k: v[0].copy() for k, v in self.bodies.items()}
-            body.update(material_rows(values, np.array([b.external_forces
-                                                        for b in builder.bodies], bool)))
+            body.update(
+                material_rows(values, np.array([b.external_forces for b in builder.bodies], bool))
+            )
         body["per_world"] = np.array(int(per_world), np.int32)
         body["gravity"] = self.gravity.astype(np.float32)
         inverse = body["inv_mass"].reshape(w, n) if per_world else body["inv_mass"][None, :]
@@ -401,34 +453,53 @@ class WorldParams:
         if given and given != set(BODY_PARAMS):
             raise ValueError(f"params/{sorted(set(BODY_PARAMS) - given)[0]} is missing")
         params = cls(n_worlds, (0.0, 0.0))
-        for key, shape in (("gravity", (n_worlds, 2)), ("pid", (n_worlds, nj, 3)),
-                           *((name, (n_worlds, nb)) for name in given)):
-            if key in arrays and (not isinstance(arrays[key], np.ndarray)
-                                  or arrays[key].dtype != np.float64
-                                  or arrays[key].shape != shape):
+        for key, shape in (
+            ("gravity", (n_worlds, 2)),
+            ("pid", (n_worlds, nj, 3)),
+            *((name, (n_worlds, nb)) for name in given),
+        ):
+            if key in arrays and (
+                not isinstance(arrays[key], np.ndarray)
+                or arrays[key].dtype != np.float64
+                or arrays[key].shape != shape
+            ):
                 raise ValueError(f"params/{key} must be a float64 array of shape {shape}")
         params.gravity = params.check_gravity(arrays["gravity"])
         if "pid" in arrays:
-            params.pid = as_reals(arrays["pid"].reshape(-1), "params/pid",
-                                  arrays["pid"].size).reshape(n_worlds, nj, 3)
+            params.pid = as_reals(
+                arrays["pid"].reshape(-1), "params/pid", arrays["pid"].size
+            ).reshape(n_worlds, nj, 3)
         if given:
             bodies = {name: arrays[name].copy() for name in BODY_PARAMS}
             static = np.array([b.mass == 0.0 for b in builder.bodies], bool)
             mass, inertia = bodies["mass"], bodies["inertia"]
             # Written out, not as_reals: a static body's inertia is inf. NaN fails each test.
             for name, ok in (
-                    ("mass", np.where(static, mass == 0.0,
-                                      (mass >= MIN_MASS) & (mass <= MAX_MASS))),
-                    ("inertia", np.where(static, inertia == math.inf,
-                                         (inertia >= MIN_INERTIA) & (inertia <= MAX_INERTIA)))):
+                ("mass", np.where(static, mass == 0.0, (mass >= MIN_MASS) & (mass <= MAX_MASS))),
+                (
+                    "inertia",
+                    np.where(
+                        static,
+                        inertia == math.inf,
+                        (inertia >= MIN_INERTIA) & (inertia <= MAX_INERTIA),
+                    ),
+                ),
+            ):
                 if not ok.all():
                     world, body = np.argwhere(~ok)[0].tolist()
-                    raise ValueError(f"params/{name}[{world}, {body}]: body {body} is "
-                                     f"{'static' if static[body] else 'dynamic'} in every "
-                                     f"world, got {float(bodies[name][world, body])}")
+                    raise ValueError(
+                        f"params/{name}[{world}, {body}]: body {body} is "
+                        f"{'static' if static[body] else 'dynamic'} in every "
+                        f"world, got {float(bodies[name][world, body])}"
+                    )
             for name, (_, bounds) in BODY_PARAMS.items():
                 if name not in ("mass", "inertia"):
-                    as_reals(bodies[name].reshape(-1), f"params/{name}", n_worlds * nb,
-                             limit=FLOAT32_MAX, **bounds)
+                    as_reals(
+                        bodies[name].reshape(-1),
+                        f"params/{name}",
+                        n_worlds * nb,
+                        limit=FLOAT32_MAX,
+                        **bounds,
+                    )
             params.bodies = bodies
         return params

@@ -89,8 +89,9 @@ def should_collide(model: ti.template(), body_a, body_b):
     if group != 0 and group == model.collision_group[body_b]:
         result = group > 0
     else:
-        result = ((model.category_bits[body_a] & model.mask_bits[body_b]) != 0
-                  and (model.category_bits[body_b] & model.mask_bits[body_a]) != 0)
+        result = (model.category_bits[body_a] & model.mask_bits[body_b]) != 0 and (
+            model.category_bits[body_b] & model.mask_bits[body_a]
+        ) != 0
     return result
 
 

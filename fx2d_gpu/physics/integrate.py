@@ -21,8 +21,9 @@ MAX_ROTATION = 0.25 * 3.141592653589793
 
 
 @ti.func
-def integrate_velocity(model: ti.template(), bodies: ti.template(), slot, body, gravity, h,
-                       extra_force, extra_torque):
+def integrate_velocity(
+    model: ti.template(), bodies: ti.template(), slot, body, gravity, h, extra_force, extra_torque
+):
     """v += h (g * gravity_scale + F/m), w += h tau/I, both divided by (1 + h c) for damping c,
     |w| then held to MAX_ROTATION / h (unless beyond shapes.MAX_SPEED or not finite: a
     fault, solver/faults.py).

@@ -17,8 +17,9 @@ def exact_boxes(scene):
     upper = np.zeros_like(lower)
     for w in range(scene.n_worlds):
         for body in range(scene.n_bodies):
-            shape = world_shape(scene.body_shape(body), state.position[w, body],
-                                state.angle[w, body])
+            shape = world_shape(
+                scene.body_shape(body), state.position[w, body], state.angle[w, body]
+            )
             lower[w, body], upper[w, body] = aabb(shape)
     return lower, upper, state
 
@@ -52,8 +53,7 @@ def scene_pairs(scene):
     world = np.repeat(np.arange(scene.n_worlds), n)
     dynamic = np.array([scene.body_mass(b) > 0 for b in range(n)])
     active = np.tile(dynamic, scene.n_worlds) & ~state.sleeping.reshape(-1)
-    expected, near = brute_force_pairs(lower.reshape(-1, 2), upper.reshape(-1, 2), world,
-                                       active)
+    expected, near = brute_force_pairs(lower.reshape(-1, 2), upper.reshape(-1, 2), world, active)
     expected = {(w, a % n, b % n) for w, a, b in expected}
     near = {(w, a % n, b % n) for w, a, b in near}
     return expected, near

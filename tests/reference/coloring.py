@@ -17,7 +17,7 @@ def colors_sharing_a_body(color_list, color_start, ends, moving, n_colors):
     awake: static or sleeping bodies may be shared)."""
     shared = []
     for c in range(n_colors):
-        members = color_list[color_start[c]:color_start[c + 1]]
+        members = color_list[color_start[c] : color_start[c + 1]]
         bodies = ends[members].reshape(-1)
         bodies = bodies[moving[bodies]]
         if len(bodies) != len(np.unique(bodies)):
@@ -64,14 +64,20 @@ def rule_colors(a, b, dynamic, priority, solved=None):
         holding = set()  # bodies with a colour-c constraint
         for _ in range(SUB_ROUNDS):
             claim = {}
-            free = [k for k in range(len(a)) if color[k] < 0
-                    and all(not dynamic[x] or x not in holding for x in (a[k], b[k]))]
+            free = [
+                k
+                for k in range(len(a))
+                if color[k] < 0 and all(not dynamic[x] or x not in holding for x in (a[k], b[k]))
+            ]
             for k in free:
                 for x in (a[k], b[k]):
                     if dynamic[x]:
                         claim[x] = min(claim.get(x, priority[k]), priority[k])
-            winners = [k for k in free
-                       if all(not dynamic[x] or claim[x] == priority[k] for x in (a[k], b[k]))]
+            winners = [
+                k
+                for k in free
+                if all(not dynamic[x] or claim[x] == priority[k] for x in (a[k], b[k]))
+            ]
             for k in winners:
                 color[k] = c
                 holding.update((a[k], b[k]))

@@ -73,8 +73,9 @@ def sequential_impulse(v, w, r, normal, wb, ib, target, mu):
     return v + wb * jt * tangent, w + ib * cross(r, jt * tangent), jn, jt
 
 
-def manifold_sweep(velocities, masses, normal, arms_a, arms_b, targets, mu, normal_impulses,
-                   tangent_impulses):
+def manifold_sweep(
+    velocities, masses, normal, arms_a, arms_b, targets, mu, normal_impulses, tangent_impulses
+):
     """One Gauss-Seidel sweep over a manifold between two moving bodies, row by row from
     the bodies' velocities (solve_velocity's sweep without the block solver): for each point
     in turn, its normal row (accumulated jn >= 0, the point's normal velocity brought to
@@ -82,8 +83,12 @@ def manifold_sweep(velocities, masses, normal, arms_a, arms_b, targets, mu, norm
     (accumulated jt within +-mu jn). velocities = (v_a (2,), w_a, v_b (2,), w_b); masses =
     (w_a, I_a, w_b, I_b); arms (count, 2). Returns (velocities, normal impulses, tangent
     impulses) after the sweep."""
-    va, wa, vb, wb = (np.array(velocities[0], np.float64), float(velocities[1]),
-                      np.array(velocities[2], np.float64), float(velocities[3]))
+    va, wa, vb, wb = (
+        np.array(velocities[0], np.float64),
+        float(velocities[1]),
+        np.array(velocities[2], np.float64),
+        float(velocities[3]),
+    )
     inv_ma, inv_ia, inv_mb, inv_ib = masses
     normal = np.asarray(normal, np.float64)
     tangent = perp(normal)
@@ -94,19 +99,25 @@ def manifold_sweep(velocities, masses, normal, arms_a, arms_b, targets, mu, norm
         return (vb + wb * perp(rb) - va - wa * perp(ra)) @ direction
 
     def mass(ra, rb, direction):
-        return 1.0 / (inv_ma + inv_mb + inv_ia * cross(ra, direction) ** 2
-                      + inv_ib * cross(rb, direction) ** 2)
+        return 1.0 / (
+            inv_ma
+            + inv_mb
+            + inv_ia * cross(ra, direction) ** 2
+            + inv_ib * cross(rb, direction) ** 2
+        )
 
     for i, (ra, rb) in enumerate(zip(arms_a, arms_b, strict=True)):
         for direction in (normal, tangent):
             if direction is normal:
-                new = max(jn[i] + (targets[i] - closing(ra, rb, normal)) * mass(ra, rb, normal),
-                          0.0)
+                new = max(
+                    jn[i] + (targets[i] - closing(ra, rb, normal)) * mass(ra, rb, normal), 0.0
+                )
                 change, jn[i] = new - jn[i], new
             else:
                 limit = mu[i] * jn[i]
-                new = min(max(jt[i] - closing(ra, rb, tangent) * mass(ra, rb, tangent),
-                              -limit), limit)
+                new = min(
+                    max(jt[i] - closing(ra, rb, tangent) * mass(ra, rb, tangent), -limit), limit
+                )
                 change, jt[i] = new - jt[i], new
             impulse = change * direction
             va, wa = va - inv_ma * impulse, wa - inv_ia * cross(ra, impulse)

@@ -246,8 +246,10 @@ def skin_contact(shape_a, pose_a, shape_b, pose_b):
         point, other, sign = (va[0], vb, -1.0) if len(va) == 1 else (vb[0], va, 1.0)
         if len(other) >= 3:
             # A point inside a polygon core: out through the nearest face.
-            faces = [(np.array([(b - a)[1], -(b - a)[0]]) / np.linalg.norm(b - a), a)
-                     for a, b in _segments(other)]
+            faces = [
+                (np.array([(b - a)[1], -(b - a)[0]]) / np.linalg.norm(b - a), a)
+                for a, b in _segments(other)
+            ]
             separations = [n @ (point - a) for n, a in faces]
             if max(separations) <= 0:
                 i = int(np.argmax(separations))
@@ -259,8 +261,10 @@ def skin_contact(shape_a, pose_a, shape_b, pose_b):
         if len(va) >= 2 and len(vb) >= 2:
             # The narrow phase keeps a's face unless b's separates by REFERENCE_FACE_TOLERANCE
             # more (against flicker): near that tie either face's normal is its answer.
-            gaps = [max((other @ n).min() - n @ point for n, point in _faces(vertices))
-                    for vertices, other in ((va, vb), (vb, va))]
+            gaps = [
+                max((other @ n).min() - n @ point for n, point in _faces(vertices))
+                for vertices, other in ((va, vb), (vb, va))
+            ]
             if abs(gaps[0] - gaps[1]) < 2 * REFERENCE_FACE_TOLERANCE:
                 return "ambiguous"
         normal, depth = (q - p) / distance, skins - distance

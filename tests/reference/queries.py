@@ -78,9 +78,15 @@ def ray_shape(shape, position, angle, o, d, max_distance):
             pieces.append(_circle_interval(v, skin, o, d))
         # A rectangle outside each edge (a segment's two sides); the right of a -> b is
         # outward for a counter-clockwise core.
-        edges = [] if len(vertices) == 1 else (
-            [(vertices[0], vertices[1]), (vertices[1], vertices[0])] if len(vertices) == 2
-            else _segments(vertices))
+        edges = (
+            []
+            if len(vertices) == 1
+            else (
+                [(vertices[0], vertices[1]), (vertices[1], vertices[0])]
+                if len(vertices) == 2
+                else _segments(vertices)
+            )
+        )
         for a, b in edges:
             e = b - a
             n = np.array([e[1], -e[0]]) / np.linalg.norm(e)
@@ -106,8 +112,9 @@ def ray_cast(shapes, poses, skip, o, d, max_distance):
     for body, shape in enumerate(shapes):
         if body in skip:
             continue
-        t, unsure = ray_shape(shape, poses[0][body], poses[1][body], np.asarray(o, float), d,
-                              max_distance)
+        t, unsure = ray_shape(
+            shape, poses[0][body], poses[1][body], np.asarray(o, float), d, max_distance
+        )
         if unsure:
             ambiguous.add(body)
         if t is not None:
@@ -119,16 +126,17 @@ def _crosses(a0, a1, b0, b1):
     def side(p, q, r):
         return (q[0] - p[0]) * (r[1] - p[1]) - (q[1] - p[1]) * (r[0] - p[0])
 
-    return (side(a0, a1, b0) * side(a0, a1, b1) < 0.0
-            and side(b0, b1, a0) * side(b0, b1, a1) < 0.0)
+    return side(a0, a1, b0) * side(a0, a1, b1) < 0.0 and side(b0, b1, a0) * side(b0, b1, a1) < 0.0
 
 
 def _inside(p, vertices):
     """p in a convex polygon of >= 3 vertices (either winding), boundary included."""
     if len(vertices) < 3:
         return False
-    sides = [(b[0] - a[0]) * (p[1] - a[1]) - (b[1] - a[1]) * (p[0] - a[0])
-             for a, b in _segments(vertices)]
+    sides = [
+        (b[0] - a[0]) * (p[1] - a[1]) - (b[1] - a[1]) * (p[0] - a[0])
+        for a, b in _segments(vertices)
+    ]
     return min(sides) >= 0.0 or max(sides) <= 0.0
 
 
@@ -137,8 +145,9 @@ def overlap(va, ra, vb, rb):
     the cores are within ra + rb of each other (or cross, or one holds the other);
     ambiguous within 1e-5 m of touching."""
     distance, _, _ = core_distance(va, vb)
-    intersect = any(_crosses(a0, a1, b0, b1) for a0, a1 in _segments(va)
-                    for b0, b1 in _segments(vb))
+    intersect = any(
+        _crosses(a0, a1, b0, b1) for a0, a1 in _segments(va) for b0, b1 in _segments(vb)
+    )
     intersect = intersect or _inside(va[0], vb) or _inside(vb[0], va)
     skins = ra + rb
     if intersect:
@@ -167,6 +176,7 @@ def closest_on_core(p, vertices):
     """The point of a core nearest p (p itself inside a polygon core)."""
     if _inside(p, vertices):
         return p
-    best = min((_closest(p, a, b) for a, b in _segments(vertices)),
-               key=lambda q: np.linalg.norm(q - p))
+    best = min(
+        (_closest(p, a, b) for a, b in _segments(vertices)), key=lambda q: np.linalg.norm(q - p)
+    )
     return best

@@ -112,8 +112,9 @@ def never_collide(model: ti.template(), joints: ti.template(), body, other_body)
     linked = not should_collide(model, body, other_body)
     for k in range(joints.body_joint_start[body], joints.body_joint_start[body + 1]):
         joint = joints.body_joints[k]
-        if joints.collide[joint] == 0 and (joints.parent[joint] == other_body
-                                            or joints.child[joint] == other_body):
+        if joints.collide[joint] == 0 and (
+            joints.parent[joint] == other_body or joints.child[joint] == other_body
+        ):
             linked = True
     for k in range(model.filter_start[body], model.filter_start[body + 1]):
         if model.filters[k] == other_body:
@@ -126,40 +127,63 @@ def sensed(model: ti.template(), sensor, movable, other_body):
     """A pair with a sensor (`sensor`: this body is one) is found whatever the bodies' sleep,
     unless neither can move (two static bodies never pair): a sensor never wakes a sleeper
     but still reports it."""
-    return ((sensor == 1 or model.sensor[other_body] == 1)
-            and (movable or can_move(model, other_body)))
+    return (sensor == 1 or model.sensor[other_body] == 1) and (
+        movable or can_move(model, other_body)
+    )
 
 
 @ti.func
-def pushes_sleeper(model: ti.template(), bodies: ti.template(), driven, body, other,
-                   other_body):
+def pushes_sleeper(model: ti.template(), bodies: ti.template(), driven, body, other, other_body):
     """A moving kinematic body (`driven`: this one) and a dynamic body asleep are paired,
     so that sleep.wake_islands can wake the sleeper it is about to push (two bodies that
     are neither awake nor dynamic are otherwise never paired)."""
-    return ((driven and model.inv_mass[other_body] > 0.0)
-            or (moving_kinematic(model, bodies, other, other_body)
-                and model.inv_mass[body] > 0.0))
+    return (driven and model.inv_mass[other_body] > 0.0) or (
+        moving_kinematic(model, bodies, other, other_body) and model.inv_mass[body] > 0.0
+    )
 
 
 @ti.func
-def pair_wanted(model: ti.template(), bodies: ti.template(), joints: ti.template(), body, other,
-                other_body, active, sensor, movable, driven, n_bodies):
+def pair_wanted(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    body,
+    other,
+    other_body,
+    active,
+    sensor,
+    movable,
+    driven,
+    n_bodies,
+):
     """Whether body (of the visiting slot: `active` awake and dynamic, `sensor`, `movable`,
     `driven` a moving kinematic body) and slot `other` (of body other_body), whose AABBs
     overlap, make a candidate pair: one of them moves (or a sensor or a pusher is
     involved), and nothing keeps them apart (never_collide)."""
-    return ((active
-             or awake_dynamic_body(model, bodies, other, other_body)
-             or sensed(model, sensor, movable, other_body)
-             or pushes_sleeper(model, bodies, driven, body, other, other_body))
-            and not never_collide(model, joints, body, other_body))
+    return (
+        active
+        or awake_dynamic_body(model, bodies, other, other_body)
+        or sensed(model, sensor, movable, other_body)
+        or pushes_sleeper(model, bodies, driven, body, other, other_body)
+    ) and not never_collide(model, joints, body, other_body)
 
 
 @ti.func
-def visit_partners(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-                   manifolds: ti.template(), grid: ti.template(), slot, n_bodies, cell_size,
-                   table_mask, fill: ti.template(), write_at, notes: ti.template(),
-                   note_room):
+def visit_partners(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    manifolds: ti.template(),
+    grid: ti.template(),
+    slot,
+    n_bodies,
+    cell_size,
+    table_mask,
+    fill: ti.template(),
+    write_at,
+    notes: ti.template(),
+    note_room,
+):
     """Count (fill=False) or write (fill=True, from index write_at) the pairs `slot` owns.
     Counting also notes the first note_room partners in notes.body_b[slot * note_room ...]
     (0: none; `notes`, a Manifolds group free as scratch), so that writing them needs no
@@ -188,25 +212,43 @@ def visit_partners(model: ti.template(), bodies: ti.template(), joints: ti.templ
                 for cx in range(cx0, cx1 + 1):
                     for cy in range(cy0, cy1 + 1):
                         table_slot = cell_slot(world, grid_level, cx, cy, table_mask)
-                        for k in range(grid.grid_start[table_slot],
-                                       grid.grid_start[table_slot + 1]):
+                        for k in range(
+                            grid.grid_start[table_slot], grid.grid_start[table_slot + 1]
+                        ):
                             entry = grid.grid_entries[k]
                             other = grid.entry_body[entry]
                             cell = grid.entry_cell[entry]
-                            if (cell.x == cx and cell.y == cy and cell.z == grid_level
-                                    and first_slot <= other < first_slot + n_bodies
-                                    and (grid_level > level or other > slot)):
+                            if (
+                                cell.x == cx
+                                and cell.y == cy
+                                and cell.z == grid_level
+                                and first_slot <= other < first_slot + n_bodies
+                                and (grid_level > level or other > slot)
+                            ):
                                 other_body = other - first_slot
                                 other_lower = grid.aabb_lower[other]
                                 other_upper = grid.aabb_upper[other]
                                 corner = ti.max(lower, other_lower)
                                 overlap_upper = ti.min(upper, other_upper)
-                                if (corner.x <= overlap_upper.x and corner.y <= overlap_upper.y
-                                        and cell_coord(corner.x, inv_cell) == cx
-                                        and cell_coord(corner.y, inv_cell) == cy
-                                        and pair_wanted(model, bodies, joints, body, other,
-                                                        other_body, active, sensor, movable,
-                                                        driven, n_bodies)):
+                                if (
+                                    corner.x <= overlap_upper.x
+                                    and corner.y <= overlap_upper.y
+                                    and cell_coord(corner.x, inv_cell) == cx
+                                    and cell_coord(corner.y, inv_cell) == cy
+                                    and pair_wanted(
+                                        model,
+                                        bodies,
+                                        joints,
+                                        body,
+                                        other,
+                                        other_body,
+                                        active,
+                                        sensor,
+                                        movable,
+                                        driven,
+                                        n_bodies,
+                                    )
+                                ):
                                     if ti.static(fill):
                                         index = write_at + found
                                         manifolds.body_a[index] = ti.min(slot, other)
@@ -224,15 +266,20 @@ def finite_pose(bodies: ti.template(), slot):
     """Whether body slot's pose is finite and within MAX_COORDINATE (NaN fails every
     comparison, so this rejects NaN and infinities alike)."""
     position = bodies.position[slot]
-    return (ti.abs(position.x) < MAX_COORDINATE and ti.abs(position.y) < MAX_COORDINATE
-            and ti.abs(bodies.angle[slot]) < MAX_COORDINATE)
+    return (
+        ti.abs(position.x) < MAX_COORDINATE
+        and ti.abs(position.y) < MAX_COORDINATE
+        and ti.abs(bodies.angle[slot]) < MAX_COORDINATE
+    )
 
 
 @ti.func
 def motion_reach(model: ti.template(), bodies: ti.template(), slot, body, motion_time):
     """How far any point of body slot can move in motion_time (s) at its current speed, m."""
-    return motion_time * (bodies.velocity[slot].norm()
-                          + ti.abs(bodies.angular_velocity[slot]) * bounding_radius(model, body))
+    return motion_time * (
+        bodies.velocity[slot].norm()
+        + ti.abs(bodies.angular_velocity[slot]) * bounding_radius(model, body)
+    )
 
 
 @ti.func
@@ -245,8 +292,18 @@ def swept_box(model: ti.template(), bodies: ti.template(), slot, body, margin, m
 
 
 @ti.func
-def place_body(model: ti.template(), bodies: ti.template(), grid: ti.template(),
-               counts: ti.template(), slot, n_bodies, cell_size, margin, motion_time, fat):
+def place_body(
+    model: ti.template(),
+    bodies: ti.template(),
+    grid: ti.template(),
+    counts: ti.template(),
+    slot,
+    n_bodies,
+    cell_size,
+    margin,
+    motion_time,
+    fat,
+):
     """Body slot's box (fat == 1: its fat box, refit_fat_boxes, unless a body of its world
     sleeps; else its swept_box with margin (m) and motion_time (s)) and grid level into
     grid.aabb_lower/upper and grid.level (-1: no shape, disabled, or a non-finite or
@@ -296,16 +353,27 @@ def pairing_key(model: ti.template(), bodies: ti.template(), slot, body):
     """What, besides its box, decides which pairs body slot is in: whether the broad phase
     places it (a shape, enabled, a finite pose) and whether it sleeps (pair_wanted pairs
     no two bodies that are both asleep or static). A bit each."""
-    placed = (model.shape_kind[body] != SHAPE_NONE and bodies.enabled[slot] == 1
-              and finite_pose(bodies, slot))
+    placed = (
+        model.shape_kind[body] != SHAPE_NONE
+        and bodies.enabled[slot] == 1
+        and finite_pose(bodies, slot)
+    )
     return (1 if placed else 0) | (2 * bodies.sleeping[slot])
 
 
 @quick
 @ti.kernel
-def _refit_fat_boxes(model: ti.template(), bodies: ti.template(), grid: ti.template(),
-                     serial: ti.template(), n_slots: ti.i32, n_bodies: ti.i32, margin: ti.f32,
-                     motion_time: ti.f32, reset: ti.i32) -> ti.math.ivec3:
+def _refit_fat_boxes(
+    model: ti.template(),
+    bodies: ti.template(),
+    grid: ti.template(),
+    serial: ti.template(),
+    n_slots: ti.i32,
+    n_bodies: ti.i32,
+    margin: ti.f32,
+    motion_time: ti.f32,
+    reset: ti.i32,
+) -> ti.math.ivec3:
     """refit_fat_boxes' kernel; returns (slots refitted, sleeping slots, restless slots)."""
     refitted, sleepers, restless = 0, 0, 0
     ti.loop_config(serialize=serial)
@@ -313,8 +381,9 @@ def _refit_fat_boxes(model: ti.template(), bodies: ti.template(), grid: ti.templ
         grid.world_sleeps[world] = 0
     ti.loop_config(serialize=serial)
     for slot in range(n_slots):
-        slot_refitted, slot_sleeps = refit_slot(model, bodies, grid, slot, n_bodies, margin,
-                                                motion_time, reset)
+        slot_refitted, slot_sleeps = refit_slot(
+            model, bodies, grid, slot, n_bodies, margin, motion_time, reset
+        )
         refitted += slot_refitted
         sleepers += slot_sleeps
     # After the loop that marks the sleeping worlds: their awake bodies that can move.
@@ -325,8 +394,16 @@ def _refit_fat_boxes(model: ti.template(), bodies: ti.template(), grid: ti.templ
 
 
 @ti.func
-def refit_slot(model: ti.template(), bodies: ti.template(), grid: ti.template(), slot,
-               n_bodies, margin, motion_time, reset):
+def refit_slot(
+    model: ti.template(),
+    bodies: ti.template(),
+    grid: ti.template(),
+    slot,
+    n_bodies,
+    margin,
+    motion_time,
+    reset,
+):
     """refit_fat_boxes' work on one body slot (after its world's grid.world_sleeps was
     cleared): its fat box refitted where it must be, its world marked where it sleeps;
     returns (1 if refitted, 1 if asleep)."""
@@ -351,11 +428,18 @@ def refit_slot(model: ti.template(), bodies: ti.template(), grid: ti.template(),
         # Refitted when the swept box leaves the fat box, and when the fat box is over
         # twice the margin too large on a side (a body that slowed down, or landed,
         # would otherwise keep the box of its fall and the pairs it brings).
-        inside = (lower.x >= fat_lower.x and lower.y >= fat_lower.y
-                  and upper.x <= fat_upper.x and upper.y <= fat_upper.y)
-        tight = (fat_lower.x >= lower.x - 2.0 * grow and fat_lower.y >= lower.y - 2.0 * grow
-                 and fat_upper.x <= upper.x + 2.0 * grow
-                 and fat_upper.y <= upper.y + 2.0 * grow)
+        inside = (
+            lower.x >= fat_lower.x
+            and lower.y >= fat_lower.y
+            and upper.x <= fat_upper.x
+            and upper.y <= fat_upper.y
+        )
+        tight = (
+            fat_lower.x >= lower.x - 2.0 * grow
+            and fat_lower.y >= lower.y - 2.0 * grow
+            and fat_upper.x <= upper.x + 2.0 * grow
+            and fat_upper.y <= upper.y + 2.0 * grow
+        )
         if stale or not (inside and tight):
             grid.fat_lower[slot] = lower - grow
             grid.fat_upper[slot] = upper + grow
@@ -367,20 +451,24 @@ def refit_slot(model: ti.template(), bodies: ti.template(), grid: ti.template(),
 
 
 @ti.func
-def restless_slot(model: ti.template(), bodies: ti.template(), grid: ti.template(), slot,
-                  n_bodies):
+def restless_slot(model: ti.template(), bodies: ti.template(), grid: ti.template(), slot, n_bodies):
     """1 where body slot is restless (refit_fat_boxes: an awake body that can move in a
     world with a sleeping body; after every slot's refit_slot marked the worlds), else 0."""
     body = slot % n_bodies
     restless = 0
-    if (grid.world_sleeps[slot // n_bodies] == 1 and bodies.sleeping[slot] == 0
-            and can_move(model, body) and pairing_key(model, bodies, slot, body) & 1):
+    if (
+        grid.world_sleeps[slot // n_bodies] == 1
+        and bodies.sleeping[slot] == 0
+        and can_move(model, body)
+        and pairing_key(model, bodies, slot, body) & 1
+    ):
         restless = 1
     return restless
 
 
-def refit_fat_boxes(ctx: "StepContext", margin: float, motion_time: float,
-                    reset: bool) -> tuple[int, int, int]:
+def refit_fat_boxes(
+    ctx: "StepContext", margin: float, motion_time: float, reset: bool
+) -> tuple[int, int, int]:
     """Give every body slot whose swept_box (margin (m), motion_time (s)) left its fat box,
     or whose fat box grew too loose, or whose pairing_key changed, a new fat box: the swept
     box grown by FAT_FRACTION of its bounding radius (0 for static and sleeping bodies, and
@@ -397,16 +485,36 @@ def refit_fat_boxes(ctx: "StepContext", margin: float, motion_time: float,
     sleeping body, static and sleeping bodies keep their swept boxes (they have no
     velocity, and a moved one leaves its box and is refitted)."""
     pool = ctx.pool
-    counts = _refit_fat_boxes(model=pool.model, bodies=pool.bodies, grid=pool.grid,
-                              serial=ctx.serial, n_slots=ctx.n_slots, n_bodies=ctx.n_bodies,
-                              margin=margin, motion_time=motion_time, reset=int(reset))
+    counts = _refit_fat_boxes(
+        model=pool.model,
+        bodies=pool.bodies,
+        grid=pool.grid,
+        serial=ctx.serial,
+        n_slots=ctx.n_slots,
+        n_bodies=ctx.n_bodies,
+        margin=margin,
+        motion_time=motion_time,
+        reset=int(reset),
+    )
     return tuple(int(count) for count in counts)
 
 
 @ti.func
-def build_grid(model: ti.template(), bodies: ti.template(), grid: ti.template(),
-               counts: ti.template(), scan: ti.template(), serial: ti.template(), n_worlds,
-               n_bodies, cell_size, table_mask, margin, motion_time, fat):
+def build_grid(
+    model: ti.template(),
+    bodies: ti.template(),
+    grid: ti.template(),
+    counts: ti.template(),
+    scan: ti.template(),
+    serial: ti.template(),
+    n_worlds,
+    n_bodies,
+    cell_size,
+    table_mask,
+    margin,
+    motion_time,
+    fat,
+):
     """The grid of every world at the current poses (the first half of the broad phase,
     shared with the spatial queries, collision/query_grid.py): each body's AABB (grown by
     margin (m) plus what it covers in motion_time (s); fat == 1: its fat box where
@@ -430,8 +538,9 @@ def build_grid(model: ti.template(), bodies: ti.template(), grid: ti.template(),
     # AABBs and grid levels; each body will occupy (nx * ny) <= 4 cells.
     ti.loop_config(serialize=serial)
     for slot in range(n_slots):
-        grid.entry_start[slot] = place_body(model, bodies, grid, counts, slot, n_bodies,
-                                             cell_size, margin, motion_time, fat)
+        grid.entry_start[slot] = place_body(
+            model, bodies, grid, counts, slot, n_bodies, cell_size, margin, motion_time, fat
+        )
 
     exclusive_scan(scan, grid.entry_start, n_slots, serial)
 
@@ -471,12 +580,25 @@ def build_grid(model: ti.template(), bodies: ti.template(), grid: ti.template(),
 
 @quick
 @ti.kernel
-def _find_pairs(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-                manifolds: ti.template(), grid: ti.template(), counts: ti.template(),
-                scan: ti.template(), serial: ti.template(), notes: ti.template(),
-                n_worlds: ti.i32, n_bodies: ti.i32, cell_size: ti.f32, table_mask: ti.i32,
-                margin: ti.f32, motion_time: ti.f32, fat: ti.i32,
-                note_room: ti.i32) -> ti.math.ivec3:
+def _find_pairs(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    manifolds: ti.template(),
+    grid: ti.template(),
+    counts: ti.template(),
+    scan: ti.template(),
+    serial: ti.template(),
+    notes: ti.template(),
+    n_worlds: ti.i32,
+    n_bodies: ti.i32,
+    cell_size: ti.f32,
+    table_mask: ti.i32,
+    margin: ti.f32,
+    motion_time: ti.f32,
+    fat: ti.i32,
+    note_room: ti.i32,
+) -> ti.math.ivec3:
     """Candidate pairs of all worlds into manifolds.body_a/b, each body's range in
     manifolds.pair_start; counts holds what the grid and the pair list needed.
 
@@ -493,15 +615,40 @@ def _find_pairs(model: ti.template(), bodies: ti.template(), joints: ti.template
     how many are needed. Returns (entries_needed, pairs_needed, lost_bodies).
     """
     n_slots = n_worlds * n_bodies
-    write_slots = build_grid(model, bodies, grid, counts, scan, serial, n_worlds, n_bodies,
-                             cell_size, table_mask, margin, motion_time, fat)
+    write_slots = build_grid(
+        model,
+        bodies,
+        grid,
+        counts,
+        scan,
+        serial,
+        n_worlds,
+        n_bodies,
+        cell_size,
+        table_mask,
+        margin,
+        motion_time,
+        fat,
+    )
     entry_fits = write_slots == n_slots
 
     ti.loop_config(serialize=serial)
     for slot in range(write_slots):
-        manifolds.pair_start[slot] = visit_partners(model, bodies, joints, manifolds, grid, slot,
-                                                    n_bodies, cell_size, table_mask, False, 0,
-                                                    notes, note_room)
+        manifolds.pair_start[slot] = visit_partners(
+            model,
+            bodies,
+            joints,
+            manifolds,
+            grid,
+            slot,
+            n_bodies,
+            cell_size,
+            table_mask,
+            False,
+            0,
+            notes,
+            note_room,
+        )
 
     exclusive_scan(scan, manifolds.pair_start, write_slots, serial)
 
@@ -519,8 +666,21 @@ def _find_pairs(model: ti.template(), bodies: ti.template(), joints: ti.template
                 manifolds.body_a[start + i] = ti.min(slot, other)
                 manifolds.body_b[start + i] = ti.max(slot, other)
         else:
-            visit_partners(model, bodies, joints, manifolds, grid, slot, n_bodies, cell_size,
-                           table_mask, True, start, notes, 0)
+            visit_partners(
+                model,
+                bodies,
+                joints,
+                manifolds,
+                grid,
+                slot,
+                n_bodies,
+                cell_size,
+                table_mask,
+                True,
+                start,
+                notes,
+                0,
+            )
         # Sort this body's pairs by partner so the list does not depend on the grid order.
         for i in range(start + 1, start + n):
             a, b = manifolds.body_a[i], manifolds.body_b[i]
@@ -534,13 +694,20 @@ def _find_pairs(model: ti.template(), bodies: ti.template(), joints: ti.template
                 j -= 1
             manifolds.body_a[j + 1] = a
             manifolds.body_b[j + 1] = b
-    return ti.math.ivec3(counts.entries_needed[None], counts.pairs_needed[None],
-                         counts.lost_bodies[None])
+    return ti.math.ivec3(
+        counts.entries_needed[None], counts.pairs_needed[None], counts.lost_bodies[None]
+    )
 
 
 @ti.func
-def world_partners(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-                   grid: ti.template(), slot, n_bodies):
+def world_partners(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    grid: ti.template(),
+    slot,
+    n_bodies,
+):
     """visit_partners without the grid, for small worlds: every body of the world is
     checked. The same pairs: a pair belongs to the body on the finer level, on one level
     to the lower slot. Returns how many the slot owns, and which (a bit per body of the
@@ -564,9 +731,23 @@ def world_partners(model: ti.template(), bodies: ti.template(), joints: ti.templ
             if other_level > level or (other_level == level and other > slot):
                 corner = ti.max(lower, grid.aabb_lower[other])
                 overlap_upper = ti.min(upper, grid.aabb_upper[other])
-                if (corner.x <= overlap_upper.x and corner.y <= overlap_upper.y
-                        and pair_wanted(model, bodies, joints, body, other, other_body, active,
-                                        sensor, movable, driven, n_bodies)):
+                if (
+                    corner.x <= overlap_upper.x
+                    and corner.y <= overlap_upper.y
+                    and pair_wanted(
+                        model,
+                        bodies,
+                        joints,
+                        body,
+                        other,
+                        other_body,
+                        active,
+                        sensor,
+                        movable,
+                        driven,
+                        n_bodies,
+                    )
+                ):
                     if other_body < 32:
                         mask[0] |= 1 << other_body
                     else:
@@ -576,8 +757,7 @@ def world_partners(model: ti.template(), bodies: ti.template(), joints: ti.templ
 
 
 @ti.func
-def write_world_partners(manifolds: ti.template(), grid: ti.template(), slot, n_bodies,
-                         write_at):
+def write_world_partners(manifolds: ti.template(), grid: ti.template(), slot, n_bodies, write_at):
     """The pairs world_partners found for `slot` (grid.partner_mask) written from write_at
     on, partners in slot order."""
     first = slot - slot % n_bodies
@@ -594,8 +774,15 @@ def write_world_partners(manifolds: ti.template(), grid: ti.template(), slot, n_
 
 
 @ti.func
-def world_pair_found(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-                     grid: ti.template(), slot, other, n_bodies):
+def world_pair_found(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    grid: ti.template(),
+    slot,
+    other,
+    n_bodies,
+):
     """Whether world_partners finds the pair of body slots `slot` and `other` (of one
     world, after place_world_bodies), whichever of the two owns it."""
     level, other_level = grid.level[slot], grid.level[other]
@@ -607,11 +794,23 @@ def world_pair_found(model: ti.template(), bodies: ti.template(), joints: ti.tem
         body, partner_body = owner % n_bodies, partner % n_bodies
         corner = ti.max(grid.aabb_lower[owner], grid.aabb_lower[partner])
         overlap_upper = ti.min(grid.aabb_upper[owner], grid.aabb_upper[partner])
-        found = (corner.x <= overlap_upper.x and corner.y <= overlap_upper.y
-                 and pair_wanted(model, bodies, joints, body, partner, partner_body,
-                                 awake_dynamic(model, bodies, owner, n_bodies),
-                                 model.sensor[body], can_move(model, body),
-                                 moving_kinematic(model, bodies, owner, body), n_bodies))
+        found = (
+            corner.x <= overlap_upper.x
+            and corner.y <= overlap_upper.y
+            and pair_wanted(
+                model,
+                bodies,
+                joints,
+                body,
+                partner,
+                partner_body,
+                awake_dynamic(model, bodies, owner, n_bodies),
+                model.sensor[body],
+                can_move(model, body),
+                moving_kinematic(model, bodies, owner, body),
+                n_bodies,
+            )
+        )
     return found
 
 
@@ -624,19 +823,35 @@ def begin_world_pairs(counts: ti.template()):
 
 
 @ti.func
-def place_world(model: ti.template(), bodies: ti.template(), grid: ti.template(),
-                counts: ti.template(), world, n_bodies, cell_size, margin, motion_time, fat):
+def place_world(
+    model: ti.template(),
+    bodies: ti.template(),
+    grid: ti.template(),
+    counts: ti.template(),
+    world,
+    n_bodies,
+    cell_size,
+    margin,
+    motion_time,
+    fat,
+):
     """The first part of a small world's broad phase, on its thread: every body's box and
     level (place_body)."""
     grid.world_level_mask[world] = 0
     for slot in range(world * n_bodies, (world + 1) * n_bodies):
-        place_body(model, bodies, grid, counts, slot, n_bodies, cell_size, margin, motion_time,
-                   fat)
+        place_body(model, bodies, grid, counts, slot, n_bodies, cell_size, margin, motion_time, fat)
 
 
 @ti.func
-def count_world_partners(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-                         manifolds: ti.template(), grid: ti.template(), world, n_bodies):
+def count_world_partners(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    manifolds: ti.template(),
+    grid: ti.template(),
+    world,
+    n_bodies,
+):
     """The second part, after place_world: each body's pairs (world_partners) counted into
     its manifolds.pair_start and noted in grid.partner_mask, their sum into
     grid.entry_start[world] (scratch: small worlds use no grid entries) for
@@ -651,8 +866,15 @@ def count_world_partners(model: ti.template(), bodies: ti.template(), joints: ti
 
 
 @ti.func
-def write_world_pairs(manifolds: ti.template(), grid: ti.template(), counts: ti.template(),
-                      scan: ti.template(), serial: ti.template(), n_worlds, n_bodies):
+def write_world_pairs(
+    manifolds: ti.template(),
+    grid: ti.template(),
+    counts: ti.template(),
+    scan: ti.template(),
+    serial: ti.template(),
+    n_worlds,
+    n_bodies,
+):
     """The last part, after every world's count_world_partners: the worlds' ranges by a
     prefix sum over the worlds, each body's range in pair_start, and the pairs written (if
     they fit); returns (0, pairs_needed, lost_bodies), as _find_pairs does (no grid entries
@@ -677,28 +899,42 @@ def write_world_pairs(manifolds: ti.template(), grid: ti.template(), counts: ti.
 
 @quick
 @ti.kernel
-def _find_pairs_by_world(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-                         manifolds: ti.template(), grid: ti.template(), counts: ti.template(),
-                         scan: ti.template(), serial: ti.template(), n_worlds: ti.i32,
-                         n_bodies: ti.i32, cell_size: ti.f32, margin: ti.f32,
-                         motion_time: ti.f32, fat: ti.i32) -> ti.math.ivec3:
+def _find_pairs_by_world(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    manifolds: ti.template(),
+    grid: ti.template(),
+    counts: ti.template(),
+    scan: ti.template(),
+    serial: ti.template(),
+    n_worlds: ti.i32,
+    n_bodies: ti.i32,
+    cell_size: ti.f32,
+    margin: ti.f32,
+    motion_time: ti.f32,
+    fat: ti.i32,
+) -> ti.math.ivec3:
     """_find_pairs for small worlds (find_candidate_pairs): the same pairs, found by
     checking every body of a world (world_partners) instead of through the grid, a world
     per thread (its bodies placed, then their pairs counted), then written."""
     begin_world_pairs(counts)
     ti.loop_config(serialize=serial)
     for world in range(n_worlds):
-        place_world(model, bodies, grid, counts, world, n_bodies, cell_size, margin,
-                    motion_time, fat)
+        place_world(
+            model, bodies, grid, counts, world, n_bodies, cell_size, margin, motion_time, fat
+        )
         count_world_partners(model, bodies, joints, manifolds, grid, world, n_bodies)
     return write_world_pairs(manifolds, grid, counts, scan, serial, n_worlds, n_bodies)
 
 
-def _launch_pairs_by_world(ctx: "StepContext", groups, margin: float, motion_time: float,
-                           fat: bool):
+def _launch_pairs_by_world(
+    ctx: "StepContext", groups, margin: float, motion_time: float, fat: bool
+):
     """find_candidate_pairs' launch for small worlds: _find_pairs_by_world."""
-    return _find_pairs_by_world(*groups, ctx.n_worlds, ctx.n_bodies, ctx.cell_size, margin,
-                                motion_time, int(fat))
+    return _find_pairs_by_world(
+        *groups, ctx.n_worlds, ctx.n_bodies, ctx.cell_size, margin, motion_time, int(fat)
+    )
 
 
 def check_pair_count(pairs: int, n_slots: int):
@@ -711,7 +947,8 @@ def check_pair_count(pairs: int, n_slots: int):
             f"{pairs:,} candidate pairs among {n_slots:,} body slots ({pairs / n_slots:,.0f} a "
             f"body; at most {MAX_PAIRS_PER_BODY} a body or {PAIR_LIMIT_FLOOR:,} in all): the "
             "bodies overlap each other heavily (many spawned at one point?); spread them "
-            "with set_state or remove some, then step again")
+            "with set_state or remove some, then step again"
+        )
 
 
 def grid_table_size(pool, n_slots: int) -> int:
@@ -719,8 +956,14 @@ def grid_table_size(pool, n_slots: int) -> int:
     return min(next_pow2(max(4 * n_slots, 1024)), pool.table_capacity)
 
 
-def find_candidate_pairs(ctx: "StepContext", margin: float = 0.0, motion_time: float = 0.0,
-                         into: str = "manifolds", fat: bool = False, by_world=None) -> int:
+def find_candidate_pairs(
+    ctx: "StepContext",
+    margin: float = 0.0,
+    motion_time: float = 0.0,
+    into: str = "manifolds",
+    fat: bool = False,
+    by_world=None,
+) -> int:
     """Candidate pairs of every world at the current poses (AABBs grown by margin (m) plus
     what each body covers in motion_time (s); `fat`: each body's fat box instead,
     refit_fat_boxes) into the Manifolds group `into`; returns their number. Into `manifolds`
@@ -740,8 +983,16 @@ def find_candidate_pairs(ctx: "StepContext", margin: float = 0.0, motion_time: f
     cache = ctx.cache
     while True:
         pool = ctx.pool
-        groups = (pool.model, pool.bodies, pool.joints, getattr(pool, into), pool.grid,
-                  pool.counts, pool.scan, ctx.serial)
+        groups = (
+            pool.model,
+            pool.bodies,
+            pool.joints,
+            getattr(pool, into),
+            pool.grid,
+            pool.counts,
+            pool.scan,
+            ctx.serial,
+        )
         if ctx.small_worlds:
             needed = by_world(ctx, groups, margin, motion_time, fat)
         else:
@@ -749,10 +1000,23 @@ def find_candidate_pairs(ctx: "StepContext", margin: float = 0.0, motion_time: f
             # Into the step's pairs the count notes partners in `staging` (scratch then); a
             # query, which writes `staging`, notes none.
             notes = pool.staging if into == "manifolds" else pool.manifolds
-            note_room = (min(ctx.options.noted_partners, pool.pair_capacity // max(ctx.n_slots, 1))
-                         if into == "manifolds" else 0)
-            needed = _find_pairs(*groups, notes, ctx.n_worlds, ctx.n_bodies, ctx.cell_size,
-                                 table_size - 1, margin, motion_time, int(fat), note_room)
+            note_room = (
+                min(ctx.options.noted_partners, pool.pair_capacity // max(ctx.n_slots, 1))
+                if into == "manifolds"
+                else 0
+            )
+            needed = _find_pairs(
+                *groups,
+                notes,
+                ctx.n_worlds,
+                ctx.n_bodies,
+                ctx.cell_size,
+                table_size - 1,
+                margin,
+                motion_time,
+                int(fat),
+                note_room,
+            )
         entries, pairs, lost = (int(v) for v in needed)
         check_pair_count(pairs, ctx.n_slots)
         if entries <= pool.entry_capacity and pairs <= pool.pair_capacity:

@@ -58,16 +58,22 @@ def point_distance(model: ti.template(), body, p):
         inside = -ti.math.inf
         if count >= 3:
             for i in range(count):
-                inside = ti.max(inside, model.shape_normals[body, i].dot(
-                    p - model.shape_vertices[body, i]))
+                inside = ti.max(
+                    inside, model.shape_normals[body, i].dot(p - model.shape_vertices[body, i])
+                )
         if count >= 3 and inside <= 0.0:
             distance = inside
         else:
             distance = ti.math.inf
             for i in range(count if count >= 3 else 1):
-                distance = ti.min(distance, point_segment_distance(
-                    p, model.shape_vertices[body, i],
-                    model.shape_vertices[body, (i + 1) % count]))
+                distance = ti.min(
+                    distance,
+                    point_segment_distance(
+                        p,
+                        model.shape_vertices[body, i],
+                        model.shape_vertices[body, (i + 1) % count],
+                    ),
+                )
     return distance - model.shape_radius[body]
 
 
@@ -83,17 +89,28 @@ def core_radius(model: ti.template(), body):
         if count >= 3:
             inner = ti.math.inf
             for i in range(count):  # the centre's distance to each edge's line
-                inner = ti.min(inner, model.shape_normals[body, i].dot(
-                    model.shape_vertices[body, i]))
+                inner = ti.min(
+                    inner, model.shape_normals[body, i].dot(model.shape_vertices[body, i])
+                )
         else:
-            inner = -point_segment_distance(vec2(0.0, 0.0), model.shape_vertices[body, 0],
-                                      model.shape_vertices[body, 1])
+            inner = -point_segment_distance(
+                vec2(0.0, 0.0), model.shape_vertices[body, 0], model.shape_vertices[body, 1]
+            )
     return CORE_FRACTION * ti.max(inner + model.shape_radius[body], 0.0)
 
 
 @ti.func
-def time_of_impact(model: ti.template(), body, start, motion, core, other_start,
-                   other_motion, other_angle, other_turn):
+def time_of_impact(
+    model: ti.template(),
+    body,
+    start,
+    motion,
+    core,
+    other_start,
+    other_motion,
+    other_angle,
+    other_turn,
+):
     """When (0..1 of the substep) a core of radius `core` whose centre moves from `start` by
     `motion` (m) first comes within SWEEP_TARGET of it of body `other`'s shape (model row),
     which moves from `other_start` by `other_motion` (m) and turns from `other_angle` by
@@ -136,15 +153,26 @@ def time_of_impact(model: ti.template(), body, start, motion, core, other_start,
 
 
 @ti.func
-def sweep_body(model: ti.template(), bodies: ti.template(), manifolds: ti.template(),
-               prepared: ti.template(), slot, n_bodies, bullets):
+def sweep_body(
+    model: ti.template(),
+    bodies: ti.template(),
+    manifolds: ti.template(),
+    prepared: ti.template(),
+    slot,
+    n_bodies,
+    bullets,
+):
     """Put body slot back to where its core first meets what it must not pass in this
     substep (see the module docstring); `bullets`: the second pass (bullets against dynamic
     bodies that are not bullets) instead of the first (every fast body against immovable
     ones)."""
     body = slot % n_bodies
-    if (moves(model, bodies, slot, body) and model.kinematic[body] == 0
-            and model.sensor[body] == 0 and (not bullets or model.bullet[body] == 1)):
+    if (
+        moves(model, bodies, slot, body)
+        and model.kinematic[body] == 0
+        and model.sensor[body] == 0
+        and (not bullets or model.bullet[body] == 1)
+    ):
         motion = bodies.delta_position[slot] - bodies.prev_delta_position[slot]
         distance = motion.norm()
         # The core is at most CORE_FRACTION of the bounding radius: most bodies stop here.
@@ -154,26 +182,39 @@ def sweep_body(model: ti.template(), bodies: ti.template(), manifolds: ti.templa
         if distance > core and core > 0.0:
             start = bodies.position[slot] - motion
             earliest = 1.0
-            for j in range(prepared.body_contact_start[slot],
-                           prepared.body_contact_start[slot + 1]):
+            for j in range(
+                prepared.body_contact_start[slot], prepared.body_contact_start[slot + 1]
+            ):
                 pair = prepared.body_contacts[j]
                 is_a = manifolds.body_a[pair] == slot
                 other = manifolds.body_b[pair] if is_a else manifolds.body_a[pair]
                 other_body = other % n_bodies
                 masses = prepared.solver_mass[pair]
-                immovable = (masses[2] == 0.0 and masses[3] == 0.0) if is_a else \
-                    (masses[0] == 0.0 and masses[1] == 0.0)
+                immovable = (
+                    (masses[2] == 0.0 and masses[3] == 0.0)
+                    if is_a
+                    else (masses[0] == 0.0 and masses[1] == 0.0)
+                )
                 considered = immovable and not bullets
                 if bullets and not immovable:
                     considered = model.bullet[other_body] == 0
                 if considered and model.sensor[other_body] == 0:
-                    other_motion = (bodies.delta_position[other]
-                                    - bodies.prev_delta_position[other])
+                    other_motion = bodies.delta_position[other] - bodies.prev_delta_position[other]
                     other_turn = bodies.delta_angle[other] - bodies.prev_delta_angle[other]
-                    earliest = ti.min(earliest, time_of_impact(
-                        model, other_body, start, motion, core,
-                        bodies.position[other] - other_motion, other_motion,
-                        bodies.angle[other] - other_turn, other_turn))
+                    earliest = ti.min(
+                        earliest,
+                        time_of_impact(
+                            model,
+                            other_body,
+                            start,
+                            motion,
+                            core,
+                            bodies.position[other] - other_motion,
+                            other_motion,
+                            bodies.angle[other] - other_turn,
+                            other_turn,
+                        ),
+                    )
             if earliest < 1.0:
                 turn = bodies.delta_angle[slot] - bodies.prev_delta_angle[slot]
                 displace(bodies, slot, (earliest - 1.0) * motion, (earliest - 1.0) * turn)

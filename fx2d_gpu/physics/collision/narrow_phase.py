@@ -84,7 +84,8 @@ def spawn_direction(body):
     direction, so that the pile spreads over the plane; one fixed direction for every pair
     would only stack them into a column."""
     angle = ti.cast(ti.cast(body, ti.u32) * ti.u32(2654435761) >> ti.u32(8), ti.f32) * (
-        2.0 * ti.math.pi / 16777216.0)
+        2.0 * ti.math.pi / 16777216.0
+    )
     return vec2(ti.cos(angle), ti.sin(angle))
 
 
@@ -100,8 +101,17 @@ def concentric_normal(body_a, body_b):
 
 
 @ti.func
-def collide_circles(model: ti.template(), bodies: ti.template(), manifolds: ti.template(), pair,
-                    slot_a, body_a, slot_b, body_b, margin):
+def collide_circles(
+    model: ti.template(),
+    bodies: ti.template(),
+    manifolds: ti.template(),
+    pair,
+    slot_a,
+    body_a,
+    slot_b,
+    body_b,
+    margin,
+):
     pos_a, ca, sa = body_frame(bodies, slot_a)
     pos_b, cb, sb = body_frame(bodies, slot_b)
     center_a = pos_a + rotate(model.shape_center[body_a], ca, sa)
@@ -122,9 +132,18 @@ def collide_circles(model: ti.template(), bodies: ti.template(), manifolds: ti.t
 
 
 @ti.func
-def collide_polygon_circle(model: ti.template(), bodies: ti.template(), manifolds: ti.template(),
-                           pair, slot_poly, body_poly, slot_circle, body_circle, polygon_is_a,
-                           margin):
+def collide_polygon_circle(
+    model: ti.template(),
+    bodies: ti.template(),
+    manifolds: ti.template(),
+    pair,
+    slot_poly,
+    body_poly,
+    slot_circle,
+    body_circle,
+    polygon_is_a,
+    margin,
+):
     """A polygon, capsule or edge core (2 or more vertices, with its skin) against a circle;
     normal from a to b whichever of the two is body a. The skins add up: the circle's centre
     is tested against the core inflated by both radii."""
@@ -140,7 +159,8 @@ def collide_polygon_circle(model: ti.template(), bodies: ti.template(), manifold
     best_edge = 0
     for i in range(n_verts):
         separation = model.shape_normals[body_poly, i].dot(
-            center - model.shape_vertices[body_poly, i])
+            center - model.shape_vertices[body_poly, i]
+        )
         if separation > best_separation:
             best_separation = separation
             best_edge = i
@@ -244,8 +264,22 @@ def vertex_pair_feature(ref_vertex, inc_vertex, flip):
 
 
 @ti.func
-def closest_point_contact(manifolds: ti.template(), pair, v1, v2, w1, w2, ref_skin, inc_skin,
-                          ref_pos, ref_c, ref_s, flip, margin, base_feature):
+def closest_point_contact(
+    manifolds: ti.template(),
+    pair,
+    v1,
+    v2,
+    w1,
+    w2,
+    ref_skin,
+    inc_skin,
+    ref_pos,
+    ref_c,
+    ref_s,
+    flip,
+    margin,
+    base_feature,
+):
     """One point where the skins around segments v1-v2 (reference) and w1-w2 (incident,
     both in the reference frame) overlap, along the line between their closest points;
     returns the point count (0 when the skins are apart by more than margin)."""
@@ -258,17 +292,37 @@ def closest_point_contact(manifolds: ti.template(), pair, v1, v2, w1, w2, ref_sk
         world_normal = rotate(direction, ref_c, ref_s)
         manifolds.normal[pair] = -world_normal if flip else world_normal
         midpoint = 0.5 * (p + ref_skin * direction + q - inc_skin * direction)
-        set_point(manifolds, pair, 0, ref_pos + rotate(midpoint, ref_c, ref_s),
-                  ref_skin + inc_skin - gap,
-                  CORNER_FEATURE + base_feature + ti.cast(2 * s + t, ti.i32))
+        set_point(
+            manifolds,
+            pair,
+            0,
+            ref_pos + rotate(midpoint, ref_c, ref_s),
+            ref_skin + inc_skin - gap,
+            CORNER_FEATURE + base_feature + ti.cast(2 * s + t, ti.i32),
+        )
         count = 1
     return count
 
 
 @ti.func
-def clip_polygons(model: ti.template(), manifolds: ti.template(), pair, ref_body, inc_body,
-                  ref_edge, ref_pos, ref_c, ref_s, rel_pos, rel_c, rel_s, flip, margin,
-                  core_separation, allow_corner):
+def clip_polygons(
+    model: ti.template(),
+    manifolds: ti.template(),
+    pair,
+    ref_body,
+    inc_body,
+    ref_edge,
+    ref_pos,
+    ref_c,
+    ref_s,
+    rel_pos,
+    rel_c,
+    rel_s,
+    flip,
+    margin,
+    core_separation,
+    allow_corner,
+):
     """Clip the incident edge against the reference edge; write up to 2 points.
 
     Everything is in the reference body's frame; rel_* maps the incident body into it.
@@ -333,21 +387,49 @@ def clip_polygons(model: ti.template(), manifolds: ti.template(), pair, ref_body
                 if separation - skins <= margin:
                     # Halfway between the reference skin and the incident skin.
                     midpoint = q - 0.5 * (separation - ref_skin + inc_skin) * normal
-                    set_point(manifolds, pair, count, ref_pos + rotate(midpoint, ref_c, ref_s),
-                              skins - separation,
-                              vertex_pair_feature(ref_vertices[k], inc_vertices[k], flip))
+                    set_point(
+                        manifolds,
+                        pair,
+                        count,
+                        ref_pos + rotate(midpoint, ref_c, ref_s),
+                        skins - separation,
+                        vertex_pair_feature(ref_vertices[k], inc_vertices[k], flip),
+                    )
                     count += 1
     # Corner to corner; or nothing between the side planes, yet the skins may touch beyond
     # them: two segments end to end along one line (no face normal separates them).
     if corner or (count == 0 and allow_corner and skins > 0.0):
-        count = closest_point_contact(manifolds, pair, v1, v2, w1, w2, ref_skin, inc_skin,
-                                      ref_pos, ref_c, ref_s, flip, margin, base_feature)
+        count = closest_point_contact(
+            manifolds,
+            pair,
+            v1,
+            v2,
+            w1,
+            w2,
+            ref_skin,
+            inc_skin,
+            ref_pos,
+            ref_c,
+            ref_s,
+            flip,
+            margin,
+            base_feature,
+        )
     manifolds.point_count[pair] = count
 
 
 @ti.func
-def collide_polygons(model: ti.template(), bodies: ti.template(), manifolds: ti.template(), pair,
-                     slot_a, body_a, slot_b, body_b, margin):
+def collide_polygons(
+    model: ti.template(),
+    bodies: ti.template(),
+    manifolds: ti.template(),
+    pair,
+    slot_a,
+    body_a,
+    slot_b,
+    body_b,
+    margin,
+):
     """Two cores of 2 or more vertices (polygons, capsules, edges) with their skins: SAT on
     the cores, contact when they are apart by less than the skins (plus margin)."""
     pos_a, ca, sa = body_frame(bodies, slot_a)
@@ -367,12 +449,31 @@ def collide_polygons(model: ti.template(), bodies: ti.template(), manifolds: ti.
         # clip_polygons with the roles chosen here: every call site inlines all of it.
         ref_body, inc_body, ref_edge, flip = body_a, body_b, edge_a, 0
         ref_pos, ref_c, ref_s, rel_pos, rel_c, rel_s = pos_a, ca, sa, ba_pos, ba_c, ba_s
-        if sep_b > sep_a + ti.min(REFERENCE_FACE_TOLERANCE, REFERENCE_FACE_FRACTION * ti.min(
-                bounding_radius(model, body_a), bounding_radius(model, body_b))):
+        if sep_b > sep_a + ti.min(
+            REFERENCE_FACE_TOLERANCE,
+            REFERENCE_FACE_FRACTION
+            * ti.min(bounding_radius(model, body_a), bounding_radius(model, body_b)),
+        ):
             ref_body, inc_body, ref_edge, flip = body_b, body_a, edge_b, 1
             ref_pos, ref_c, ref_s, rel_pos, rel_c, rel_s = pos_b, cb, sb, ab_pos, ab_c, ab_s
-        clip_polygons(model, manifolds, pair, ref_body, inc_body, ref_edge, ref_pos, ref_c, ref_s,
-                      rel_pos, rel_c, rel_s, flip, margin, ti.max(sep_a, sep_b), 1)
+        clip_polygons(
+            model,
+            manifolds,
+            pair,
+            ref_body,
+            inc_body,
+            ref_edge,
+            ref_pos,
+            ref_c,
+            ref_s,
+            rel_pos,
+            rel_c,
+            rel_s,
+            flip,
+            margin,
+            ti.max(sep_a, sep_b),
+            1,
+        )
 
 
 @ti.func
@@ -389,14 +490,27 @@ def within_cone(front, bound, normal):
     if ti.abs(turn) < 1e-6 and front.dot(bound) > 0.0:
         inside = normal.dot(front) > 1.0 - 5e-7
     else:
-        inside = (cross2(front, normal) * turn >= -1e-6
-                  and cross2(normal, bound) * turn >= -1e-6 and normal.dot(front) > -1e-6)
+        inside = (
+            cross2(front, normal) * turn >= -1e-6
+            and cross2(normal, bound) * turn >= -1e-6
+            and normal.dot(front) > -1e-6
+        )
     return inside
 
 
 @ti.func
-def collide_link_circle(model: ti.template(), bodies: ti.template(), manifolds: ti.template(), pair,
-                        slot_link, body_link, slot_circle, body_circle, link_is_a, margin):
+def collide_link_circle(
+    model: ti.template(),
+    bodies: ti.template(),
+    manifolds: ti.template(),
+    pair,
+    slot_link,
+    body_link,
+    slot_circle,
+    body_circle,
+    link_is_a,
+    margin,
+):
     """A chain link (shapes.chain: one-sided, its ends' normals bounded by its neighbours)
     against a circle: the face's normal over the link, the direction from an end beyond
     it only where that end's cone allows it (a convex corner), nothing behind the link."""
@@ -436,8 +550,18 @@ def collide_link_circle(model: ti.template(), bodies: ti.template(), manifolds: 
 
 
 @ti.func
-def collide_link_polygon(model: ti.template(), bodies: ti.template(), manifolds: ti.template(),
-                         pair, slot_link, body_link, slot_other, body_other, link_is_a, margin):
+def collide_link_polygon(
+    model: ti.template(),
+    bodies: ti.template(),
+    manifolds: ti.template(),
+    pair,
+    slot_link,
+    body_link,
+    slot_other,
+    body_other,
+    link_is_a,
+    margin,
+):
     """A chain link against a core of 2 or more vertices (polygon, capsule, rounded): the
     link's front face is the reference, so a body sliding over flat or concave joints never
     meets an end of a link (the ghost collision that makes boxes catch); one of the body's
@@ -458,13 +582,13 @@ def collide_link_polygon(model: ti.template(), bodies: ti.template(), manifolds:
             w = other_pos + rotate(model.shape_vertices[body_other, j], other_c, other_s)
             sep_front = ti.min(sep_front, front.dot(w - a))
         if sep_front <= model.shape_radius[body_other] + margin:
-            sep_face, face = max_separation(model, body_other, body_link, link_pos, link_c,
-                                            link_s)
+            sep_face, face = max_separation(model, body_other, body_link, link_pos, link_c, link_s)
             use_face = False
             if sep_face > sep_front + REFERENCE_FACE_TOLERANCE:
                 normal = -rotate(model.shape_normals[body_other, face], other_c, other_s)
-                use_face = (within_cone(front, model.shape_normals[body_link, 2], normal)
-                            or within_cone(front, model.shape_normals[body_link, 3], normal))
+                use_face = within_cone(
+                    front, model.shape_normals[body_link, 2], normal
+                ) or within_cone(front, model.shape_normals[body_link, 3], normal)
             # One call of clip_polygons (see collide_polygons): the link's front face as
             # reference, or the other body's face.
             ref_body, inc_body, ref_edge, separation = body_link, body_other, 1, sep_front
@@ -477,16 +601,33 @@ def collide_link_polygon(model: ti.template(), bodies: ti.template(), manifolds:
                 ref_pos, ref_c, ref_s = pos_o, co, so
                 rel_pos, rel_c, rel_s = link_pos, link_c, link_s
                 flip = 1 - flip
-            clip_polygons(model, manifolds, pair, ref_body, inc_body, ref_edge, ref_pos, ref_c,
-                          ref_s, rel_pos, rel_c, rel_s, flip, margin, separation, 0)
+            clip_polygons(
+                model,
+                manifolds,
+                pair,
+                ref_body,
+                inc_body,
+                ref_edge,
+                ref_pos,
+                ref_c,
+                ref_s,
+                rel_pos,
+                rel_c,
+                rel_s,
+                flip,
+                margin,
+                separation,
+                0,
+            )
             count_written = True
     if not count_written:
         manifolds.point_count[pair] = 0
 
 
 @ti.func
-def collide_pair(model: ti.template(), bodies: ti.template(), manifolds: ti.template(), pair,
-                 n_bodies, margin):
+def collide_pair(
+    model: ti.template(), bodies: ti.template(), manifolds: ti.template(), pair, n_bodies, margin
+):
     """The manifold of candidate pair `pair` (contacts' body_a, body_b slots), normal from a
     to b; point_count 0 when apart by more than margin (m)."""
     slot_a, slot_b = manifolds.body_a[pair], manifolds.body_b[pair]
@@ -494,8 +635,10 @@ def collide_pair(model: ti.template(), bodies: ti.template(), manifolds: ti.temp
     # Each routine takes its shapes in one order (a chain link first, then a polygon, then a
     # circle) and is called once: every call site inlines all of it, and the narrow phase
     # is most of the compile time of each kernel that runs it.
-    first_is_a = not ((kind_a == SHAPE_CIRCLE and kind_b == SHAPE_POLYGON)
-                      or (kind_b == SHAPE_CHAIN and kind_a != SHAPE_CHAIN))
+    first_is_a = not (
+        (kind_a == SHAPE_CIRCLE and kind_b == SHAPE_POLYGON)
+        or (kind_b == SHAPE_CHAIN and kind_a != SHAPE_CHAIN)
+    )
     slot1, slot2, kind1, kind2 = slot_a, slot_b, kind_a, kind_b
     if not first_is_a:
         slot1, slot2, kind1, kind2 = slot_b, slot_a, kind_b, kind_a
@@ -503,24 +646,34 @@ def collide_pair(model: ti.template(), bodies: ti.template(), manifolds: ti.temp
     if kind1 == SHAPE_CIRCLE and kind2 == SHAPE_CIRCLE:
         collide_circles(model, bodies, manifolds, pair, slot1, body1, slot2, body2, margin)
     elif kind1 == SHAPE_POLYGON and kind2 == SHAPE_CIRCLE:
-        collide_polygon_circle(model, bodies, manifolds, pair, slot1, body1, slot2, body2,
-                               first_is_a, margin)
+        collide_polygon_circle(
+            model, bodies, manifolds, pair, slot1, body1, slot2, body2, first_is_a, margin
+        )
     elif kind1 == SHAPE_POLYGON and kind2 == SHAPE_POLYGON:
         collide_polygons(model, bodies, manifolds, pair, slot1, body1, slot2, body2, margin)
     elif kind1 == SHAPE_CHAIN and kind2 == SHAPE_CIRCLE:
-        collide_link_circle(model, bodies, manifolds, pair, slot1, body1, slot2, body2,
-                            first_is_a, margin)
+        collide_link_circle(
+            model, bodies, manifolds, pair, slot1, body1, slot2, body2, first_is_a, margin
+        )
     elif kind1 == SHAPE_CHAIN and kind2 == SHAPE_POLYGON:
-        collide_link_polygon(model, bodies, manifolds, pair, slot1, body1, slot2, body2,
-                             first_is_a, margin)
+        collide_link_polygon(
+            model, bodies, manifolds, pair, slot1, body1, slot2, body2, first_is_a, margin
+        )
     else:  # chain-chain, chain-edge, edge-edge: never (and never paired: all static)
         manifolds.point_count[pair] = 0
 
 
 @quick
 @ti.kernel
-def _compute_manifolds(model: ti.template(), bodies: ti.template(), manifolds: ti.template(),
-                       serial: ti.template(), n_pairs: ti.i32, n_bodies: ti.i32, margin: ti.f32):
+def _compute_manifolds(
+    model: ti.template(),
+    bodies: ti.template(),
+    manifolds: ti.template(),
+    serial: ti.template(),
+    n_pairs: ti.i32,
+    n_bodies: ti.i32,
+    margin: ti.f32,
+):
     """Contact manifolds of pairs [0, n_pairs); margin (m) keeps points up to that far apart."""
     ti.loop_config(serialize=serial)
     for pair in range(n_pairs):
@@ -529,10 +682,12 @@ def _compute_manifolds(model: ti.template(), bodies: ti.template(), manifolds: t
             manifolds.found_margin[pair] = 0.0  # not the step's manifold: never kept
 
 
-def compute_manifolds(ctx: "StepContext", n_pairs: int, margin: float = 0.0,
-                      into: str = "manifolds"):
+def compute_manifolds(
+    ctx: "StepContext", n_pairs: int, margin: float = 0.0, into: str = "manifolds"
+):
     """Contact manifolds of the candidate pairs [0, n_pairs) of the Manifolds group `into`
     at the current poses; margin (m) keeps points up to that far apart."""
     pool = ctx.pool
-    _compute_manifolds(pool.model, pool.bodies, getattr(pool, into), ctx.serial, n_pairs,
-                       ctx.n_bodies, margin)
+    _compute_manifolds(
+        pool.model, pool.bodies, getattr(pool, into), ctx.serial, n_pairs, ctx.n_bodies, margin
+    )

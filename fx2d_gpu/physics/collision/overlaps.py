@@ -38,11 +38,15 @@ vec2 = ti.math.vec2
 @ti.func
 def segment_distance(a0, a1, b0, b1):
     """Distance between segments a0-a1 and b0-b1 (either may be a point), m."""
-    d = ti.min(ti.min(point_segment_distance(a0, b0, b1), point_segment_distance(a1, b0, b1)),
-               ti.min(point_segment_distance(b0, a0, a1), point_segment_distance(b1, a0, a1)))
+    d = ti.min(
+        ti.min(point_segment_distance(a0, b0, b1), point_segment_distance(a1, b0, b1)),
+        ti.min(point_segment_distance(b0, a0, a1), point_segment_distance(b1, a0, a1)),
+    )
     ea, eb = a1 - a0, b1 - b0
-    if (cross(ea, b0 - a0) * cross(ea, b1 - a0) < 0.0
-            and cross(eb, a0 - b0) * cross(eb, a1 - b0) < 0.0):
+    if (
+        cross(ea, b0 - a0) * cross(ea, b1 - a0) < 0.0
+        and cross(eb, a0 - b0) * cross(eb, a1 - b0) < 0.0
+    ):
         d = 0.0  # they cross
     return d
 
@@ -53,8 +57,16 @@ def query_vertex(vertices: ti.template(), q, j, position):
 
 
 @ti.func
-def overlaps_body(model: ti.template(), bodies: ti.template(), slot, body,
-                  vertices: ti.template(), q, n_query, query_skin):
+def overlaps_body(
+    model: ti.template(),
+    bodies: ti.template(),
+    slot,
+    body,
+    vertices: ti.template(),
+    q,
+    n_query,
+    query_skin,
+):
     """True when query q's shape (core: n_query vertices of vertices[q], m, world space,
     counter-clockwise; skin query_skin m) overlaps or touches the body's shape: the
     distance between the two cores (0 when one crosses or holds the other) is at most the
@@ -95,9 +107,23 @@ def overlaps_body(model: ti.template(), bodies: ti.template(), slot, body,
 
 
 @ti.func
-def visit_overlaps(model: ti.template(), bodies: ti.template(), grid: ti.template(), world,
-                   vertices: ti.template(), q, n_query, query_skin, n_bodies, cell_size,
-                   table_mask, sensors, fill: ti.template(), write_at, out_body: ti.template()):
+def visit_overlaps(
+    model: ti.template(),
+    bodies: ti.template(),
+    grid: ti.template(),
+    world,
+    vertices: ti.template(),
+    q,
+    n_query,
+    query_skin,
+    n_bodies,
+    cell_size,
+    table_mask,
+    sensors,
+    fill: ti.template(),
+    write_at,
+    out_body: ti.template(),
+):
     """Count (fill=False) or write (from write_at) the bodies query q overlaps."""
     lower = vec2(ti.math.inf, ti.math.inf)
     upper = -lower
@@ -115,8 +141,9 @@ def visit_overlaps(model: ti.template(), bodies: ti.template(), grid: ti.templat
     while mask != 0:
         if mask & 1:
             inv_cell = 1.0 / (cell_size * ti.cast(1 << level, ti.f32))
-            cells += ((ti.floor(upper.x * inv_cell) - ti.floor(lower.x * inv_cell) + 1.0)
-                      * (ti.floor(upper.y * inv_cell) - ti.floor(lower.y * inv_cell) + 1.0))
+            cells += (ti.floor(upper.x * inv_cell) - ti.floor(lower.x * inv_cell) + 1.0) * (
+                ti.floor(upper.y * inv_cell) - ti.floor(lower.y * inv_cell) + 1.0
+            )
         mask >>= 1
         level += 1
     if cells > n_bodies:  # fewer bodies than cells: test the world's bodies directly
@@ -124,9 +151,13 @@ def visit_overlaps(model: ti.template(), bodies: ti.template(), grid: ti.templat
             slot = world * n_bodies + body
             if grid.level[slot] >= 0 and reported(model, body, sensors):
                 lo, hi = grid.aabb_lower[slot], grid.aabb_upper[slot]
-                if (lo.x <= upper.x and lo.y <= upper.y and lower.x <= hi.x and lower.y <= hi.y
-                        and overlaps_body(model, bodies, slot, body, vertices, q, n_query,
-                                          query_skin)):
+                if (
+                    lo.x <= upper.x
+                    and lo.y <= upper.y
+                    and lower.x <= hi.x
+                    and lower.y <= hi.y
+                    and overlaps_body(model, bodies, slot, body, vertices, q, n_query, query_skin)
+                ):
                     if ti.static(fill):
                         out_body[write_at + found] = body
                     found += 1
@@ -137,26 +168,36 @@ def visit_overlaps(model: ti.template(), bodies: ti.template(), grid: ti.templat
             if mask & 1:
                 inv_cell = 1.0 / (cell_size * ti.cast(1 << level, ti.f32))
                 for cx in range(cell_coord(lower.x, inv_cell), cell_coord(upper.x, inv_cell) + 1):
-                    for cy in range(cell_coord(lower.y, inv_cell),
-                                    cell_coord(upper.y, inv_cell) + 1):
+                    for cy in range(
+                        cell_coord(lower.y, inv_cell), cell_coord(upper.y, inv_cell) + 1
+                    ):
                         table_slot = cell_slot(world, level, cx, cy, table_mask)
-                        for k in range(grid.grid_start[table_slot],
-                                       grid.grid_start[table_slot + 1]):
+                        for k in range(
+                            grid.grid_start[table_slot], grid.grid_start[table_slot + 1]
+                        ):
                             entry = grid.grid_entries[k]
                             other = grid.entry_body[entry]
                             key = grid.entry_cell[entry]
                             body = other % n_bodies
-                            if (key.x == cx and key.y == cy and key.z == level
-                                    and other // n_bodies == world
-                                    and reported(model, body, sensors)):
+                            if (
+                                key.x == cx
+                                and key.y == cy
+                                and key.z == level
+                                and other // n_bodies == world
+                                and reported(model, body, sensors)
+                            ):
                                 corner = ti.max(lower, grid.aabb_lower[other])
                                 top = ti.min(upper, grid.aabb_upper[other])
                                 # Each body once: in the cell of the boxes' overlap's corner.
-                                if (corner.x <= top.x and corner.y <= top.y
-                                        and cell_coord(corner.x, inv_cell) == cx
-                                        and cell_coord(corner.y, inv_cell) == cy
-                                        and overlaps_body(model, bodies, other, body, vertices,
-                                                          q, n_query, query_skin)):
+                                if (
+                                    corner.x <= top.x
+                                    and corner.y <= top.y
+                                    and cell_coord(corner.x, inv_cell) == cx
+                                    and cell_coord(corner.y, inv_cell) == cy
+                                    and overlaps_body(
+                                        model, bodies, other, body, vertices, q, n_query, query_skin
+                                    )
+                                ):
                                     if ti.static(fill):
                                         out_body[write_at + found] = body
                                     found += 1
@@ -166,10 +207,23 @@ def visit_overlaps(model: ti.template(), bodies: ti.template(), grid: ti.templat
 
 
 @ti.kernel
-def _overlap(model: ti.template(), bodies: ti.template(), grid: ti.template(),
-             serial: ti.template(), fill: ti.template(), vertices: f32_3d, counts: i32_1d,
-             skins: f32_1d, n_queries: ti.i32, n_bodies: ti.i32, cell_size: ti.f32,
-             table_mask: ti.i32, sensors: ti.i32, offsets: i32_1d, out_body: i32_1d):
+def _overlap(
+    model: ti.template(),
+    bodies: ti.template(),
+    grid: ti.template(),
+    serial: ti.template(),
+    fill: ti.template(),
+    vertices: f32_3d,
+    counts: i32_1d,
+    skins: f32_1d,
+    n_queries: ti.i32,
+    n_bodies: ti.i32,
+    cell_size: ti.f32,
+    table_mask: ti.i32,
+    sensors: ti.i32,
+    offsets: i32_1d,
+    out_body: i32_1d,
+):
     """Queries q = world * n_queries + query, each a core of counts[q] vertices
     (vertices[q, :counts[q]], m, world space, counter-clockwise) and skin skins[q] m.
     fill=False: out_body[q] = the bodies q overlaps; True: them, from offsets[q]."""
@@ -178,16 +232,30 @@ def _overlap(model: ti.template(), bodies: ti.template(), grid: ti.template(),
         write_at = 0
         if ti.static(fill):
             write_at = offsets[q]
-        found = visit_overlaps(model, bodies, grid, q // n_queries, vertices, q, counts[q],
-                               skins[q], n_bodies, cell_size, table_mask, sensors, fill,
-                               write_at, out_body)
+        found = visit_overlaps(
+            model,
+            bodies,
+            grid,
+            q // n_queries,
+            vertices,
+            q,
+            counts[q],
+            skins[q],
+            n_bodies,
+            cell_size,
+            table_mask,
+            sensors,
+            fill,
+            write_at,
+            out_body,
+        )
         if ti.static(not fill):
             out_body[q] = found
 
 
-
-def overlap(ctx: "StepContext", vertices: np.ndarray, counts: np.ndarray, skins: np.ndarray,
-            sensors: bool) -> tuple[np.ndarray, np.ndarray]:
+def overlap(
+    ctx: "StepContext", vertices: np.ndarray, counts: np.ndarray, skins: np.ndarray, sensors: bool
+) -> tuple[np.ndarray, np.ndarray]:
     """Overlap queries q = world * n_queries + query at the current poses: cores of counts[q]
     vertices (vertices (q, k, 2) m, world space, counter-clockwise) with skins (q,) m.
 
@@ -195,18 +263,31 @@ def overlap(ctx: "StepContext", vertices: np.ndarray, counts: np.ndarray, skins:
         (query q of each overlap, body), (h,) int64 each, sorted by (q, body).
     """
     n = len(skins)
-    queries = dict(vertices=np.ascontiguousarray(vertices, np.float32),
-                   counts=np.ascontiguousarray(counts, np.int32),
-                   skins=np.ascontiguousarray(skins, np.float32))
+    queries = dict(
+        vertices=np.ascontiguousarray(vertices, np.float32),
+        counts=np.ascontiguousarray(counts, np.int32),
+        skins=np.ascontiguousarray(skins, np.float32),
+    )
     table_mask = refresh_grid(ctx)
     pool = ctx.pool
     in_serial = serial(ctx, n)
 
     def launch(fill: bool, offsets: np.ndarray, out_body: np.ndarray):
-        _overlap(model=pool.model, bodies=pool.bodies, grid=pool.grid, serial=in_serial,
-                 fill=fill, **queries, n_queries=n // ctx.n_worlds, n_bodies=ctx.n_bodies,
-                 cell_size=ctx.cell_size, table_mask=table_mask, sensors=int(sensors),
-                 offsets=offsets, out_body=out_body)
+        _overlap(
+            model=pool.model,
+            bodies=pool.bodies,
+            grid=pool.grid,
+            serial=in_serial,
+            fill=fill,
+            **queries,
+            n_queries=n // ctx.n_worlds,
+            n_bodies=ctx.n_bodies,
+            cell_size=ctx.cell_size,
+            table_mask=table_mask,
+            sensors=int(sensors),
+            offsets=offsets,
+            out_body=out_body,
+        )
 
     def fill(offsets, capacity):
         bodies = np.empty(capacity, np.int32)
@@ -214,7 +295,8 @@ def overlap(ctx: "StepContext", vertices: np.ndarray, counts: np.ndarray, skins:
         return (bodies,)
 
     query, (bodies,) = count_then_fill(
-        n, lambda found: launch(False, np.zeros(1, np.int32), found), fill)
+        n, lambda found: launch(False, np.zeros(1, np.int32), found), fill
+    )
     bodies = bodies.astype(np.int64)
     order = np.lexsort((bodies, query))
     return query[order], bodies[order]

@@ -60,7 +60,6 @@ def core_size(model: ti.template(), body):
     return k
 
 
-
 @ti.func
 def point_segment_distance(p, a, b):
     """Distance (m) from point p to the segment a-b."""
@@ -72,15 +71,17 @@ def point_segment_distance(p, a, b):
     return (p - a - t * e).norm()
 
 
-
 def serial(ctx: "StepContext", n_queries: int) -> bool:
     """Whether a launch of n_queries queries runs serialized (a small scene on the CPU,
     where threads cost more than they save)."""
     return ctx.serial and n_queries <= SERIAL_SLOTS and runtime.on_cpu()
 
 
-def count_then_fill(n_queries: int, count: Callable[[np.ndarray], None],
-                    fill: Callable[[np.ndarray, int], tuple[np.ndarray, ...]]):
+def count_then_fill(
+    n_queries: int,
+    count: Callable[[np.ndarray], None],
+    fill: Callable[[np.ndarray, int], tuple[np.ndarray, ...]],
+):
     """Variable-length results of n_queries queries, in two launches: count(found) writes
     how many results each query has into found ((n_queries,) int32); the host sizes the
     output; fill(offsets, capacity) writes query q's results from offsets[q] ((n_queries,)

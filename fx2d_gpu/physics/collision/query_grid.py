@@ -18,15 +18,36 @@ vec2 = ti.math.vec2
 
 @quick
 @ti.kernel
-def _build_query_grid(model: ti.template(), bodies: ti.template(), grid: ti.template(),
-                      counts: ti.template(), scan: ti.template(), serial: ti.template(),
-                      n_worlds: ti.i32, n_bodies: ti.i32, cell_size: ti.f32,
-                      table_mask: ti.i32) -> ti.i32:
+def _build_query_grid(
+    model: ti.template(),
+    bodies: ti.template(),
+    grid: ti.template(),
+    counts: ti.template(),
+    scan: ti.template(),
+    serial: ti.template(),
+    n_worlds: ti.i32,
+    n_bodies: ti.i32,
+    cell_size: ti.f32,
+    table_mask: ti.i32,
+) -> ti.i32:
     """The grid at the current poses (exact AABBs) and each world's bounds
     (grid.world_lower/upper: the box around its AABBs, +inf/-inf when it has none).
     Returns the grid entries needed (the grid is complete when they fit)."""
-    build_grid(model, bodies, grid, counts, scan, serial, n_worlds, n_bodies, cell_size,
-               table_mask, 0.0, 0.0, 0)
+    build_grid(
+        model,
+        bodies,
+        grid,
+        counts,
+        scan,
+        serial,
+        n_worlds,
+        n_bodies,
+        cell_size,
+        table_mask,
+        0.0,
+        0.0,
+        0,
+    )
     ti.loop_config(serialize=serial)
     for world in range(n_worlds):
         grid.world_lower[world] = vec2(ti.math.inf, ti.math.inf)
@@ -50,12 +71,21 @@ def refresh_grid(ctx: "StepContext") -> int:
     while True:
         pool = ctx.pool
         table_mask = grid_table_size(pool, ctx.n_slots) - 1
-        needed = int(_build_query_grid(
-            model=pool.model, bodies=pool.bodies, grid=pool.grid, counts=pool.counts,
-            scan=pool.scan, serial=ctx.serial, n_worlds=ctx.n_worlds, n_bodies=ctx.n_bodies,
-            cell_size=ctx.cell_size, table_mask=table_mask))
+        needed = int(
+            _build_query_grid(
+                model=pool.model,
+                bodies=pool.bodies,
+                grid=pool.grid,
+                counts=pool.counts,
+                scan=pool.scan,
+                serial=ctx.serial,
+                n_worlds=ctx.n_worlds,
+                n_bodies=ctx.n_bodies,
+                cell_size=ctx.cell_size,
+                table_mask=table_mask,
+            )
+        )
         if needed <= pool.entry_capacity:
             return table_mask
         cache.entry_need = max(cache.entry_need, needed)
         ctx.pool = ctx.grow()
-

@@ -80,11 +80,8 @@ def ray_segment(origin, direction, a, b, t_max):
     return hit, t
 
 
-
-
 @ti.func
-def ray_shape(model: ti.template(), bodies: ti.template(), slot, body, origin, direction,
-              t_max):
+def ray_shape(model: ti.template(), bodies: ti.template(), slot, body, origin, direction, t_max):
     """(hit, t m, unit normal facing the ray) of a ray (origin m, unit direction) and a
     body's shape, t in [0, t_max]."""
     position, c, s = body_pose(bodies, slot)
@@ -94,8 +91,9 @@ def ray_shape(model: ti.template(), bodies: ti.template(), slot, body, origin, d
     k = core_size(model, body)
     hit, t_hit, normal = False, ti.math.inf, -direction
     if kind == SHAPE_CIRCLE:
-        hit, t_hit, normal = ray_circle(o, direction, core_vertex(model, body, 0, c, s), skin,
-                                        t_max)
+        hit, t_hit, normal = ray_circle(
+            o, direction, core_vertex(model, body, 0, c, s), skin, t_max
+        )
     elif kind == SHAPE_CHAIN or (k == 2 and skin == 0.0):
         # A segment with no skin: an edge (either side) or a chain link (its front only).
         a, b = core_vertex(model, body, 0, c, s), core_vertex(model, body, 1, c, s)
@@ -176,16 +174,39 @@ def _seen_in_previous_cell(grid: ti.template(), other, inv_cell, prev_x, prev_y)
     """Whether body slot `other` also lies in the previous cell (prev_x, prev_y) of the
     walk (cells of size 1 / inv_cell m)."""
     lo, hi = grid.aabb_lower[other], grid.aabb_upper[other]
-    return (cell_coord(lo.x, inv_cell) <= prev_x <= cell_coord(hi.x, inv_cell)
-            and cell_coord(lo.y, inv_cell) <= prev_y <= cell_coord(hi.y, inv_cell))
+    return cell_coord(lo.x, inv_cell) <= prev_x <= cell_coord(hi.x, inv_cell) and cell_coord(
+        lo.y, inv_cell
+    ) <= prev_y <= cell_coord(hi.y, inv_cell)
 
 
 @ti.func
-def _visit_cell(model: ti.template(), bodies: ti.template(), grid: ti.template(), world,
-                level, cx, cy, inv_cell, prev_x, prev_y, has_prev, origin, direction,
-                n_bodies, table_mask, sensors, mode: ti.template(), write_at,
-                out_body: ti.template(), out_distance: ti.template(),
-                out_normal: ti.template(), best_body, best_t, best_normal, found):
+def _visit_cell(
+    model: ti.template(),
+    bodies: ti.template(),
+    grid: ti.template(),
+    world,
+    level,
+    cx,
+    cy,
+    inv_cell,
+    prev_x,
+    prev_y,
+    has_prev,
+    origin,
+    direction,
+    n_bodies,
+    table_mask,
+    sensors,
+    mode: ti.template(),
+    write_at,
+    out_body: ti.template(),
+    out_distance: ti.template(),
+    out_normal: ti.template(),
+    best_body,
+    best_t,
+    best_normal,
+    found,
+):
     """The ray against the bodies in grid cell (cx, cy) of `level`: returns the walk's
     (best_body, best_t, best_normal, found) updated as walk_ray describes."""
     table_slot = cell_slot(world, level, cx, cy, table_mask)
@@ -194,16 +215,20 @@ def _visit_cell(model: ti.template(), bodies: ti.template(), grid: ti.template()
         other = grid.entry_body[entry]
         key = grid.entry_cell[entry]
         body = other % n_bodies
-        if (key.x == cx and key.y == cy and key.z == level
-                and other // n_bodies == world and reported(model, body, sensors)):
+        if (
+            key.x == cx
+            and key.y == cy
+            and key.z == level
+            and other // n_bodies == world
+            and reported(model, body, sensors)
+        ):
             fresh = True
             if ti.static(mode != NEAREST) and has_prev:
                 # Each body once: skip it if the previous cell also holds it
                 # (the cells a ray crosses in a body's 2 x 2 are consecutive).
                 fresh = not _seen_in_previous_cell(grid, other, inv_cell, prev_x, prev_y)
             if fresh:
-                hit, t, normal = ray_shape(model, bodies, other, body, origin, direction,
-                                           best_t)
+                hit, t, normal = ray_shape(model, bodies, other, body, origin, direction, best_t)
                 if hit:
                     if ti.static(mode == NEAREST):
                         if t < best_t or best_body < 0 or body < best_body:
@@ -220,11 +245,30 @@ def _visit_cell(model: ti.template(), bodies: ti.template(), grid: ti.template()
 
 
 @ti.func
-def _walk_level(model: ti.template(), bodies: ti.template(), grid: ti.template(), world,
-                level, origin, direction, t0, t1, n_bodies, cell_size, table_mask, sensors,
-                mode: ti.template(), write_at, out_body: ti.template(),
-                out_distance: ti.template(), out_normal: ti.template(), best_body, best_t,
-                best_normal, found):
+def _walk_level(
+    model: ti.template(),
+    bodies: ti.template(),
+    grid: ti.template(),
+    world,
+    level,
+    origin,
+    direction,
+    t0,
+    t1,
+    n_bodies,
+    cell_size,
+    table_mask,
+    sensors,
+    mode: ti.template(),
+    write_at,
+    out_body: ti.template(),
+    out_distance: ti.template(),
+    out_normal: ti.template(),
+    best_body,
+    best_t,
+    best_normal,
+    found,
+):
     """The cells of grid `level` (cells of cell_size * 2**level m) that the ray crosses over
     [t0, t1] m, in order (2D DDA); NEAREST stops at the first cell beyond best_t. Returns
     (best_body, best_t, best_normal, found) updated as walk_ray describes."""
@@ -233,8 +277,9 @@ def _walk_level(model: ti.template(), bodies: ti.template(), grid: ti.template()
     start = origin + t0 * direction
     end = origin + t1 * direction
     cx, cy = cell_coord(start.x, inv_cell), cell_coord(start.y, inv_cell)
-    n_cells = (ti.abs(cell_coord(end.x, inv_cell) - cx)
-               + ti.abs(cell_coord(end.y, inv_cell) - cy) + 2)
+    n_cells = (
+        ti.abs(cell_coord(end.x, inv_cell) - cx) + ti.abs(cell_coord(end.y, inv_cell) - cy) + 2
+    )
     step_x = 1 if direction.x > 0.0 else -1
     step_y = 1 if direction.y > 0.0 else -1
     next_x, next_y = ti.math.inf, ti.math.inf  # t of the next cell boundary
@@ -254,9 +299,32 @@ def _walk_level(model: ti.template(), bodies: ti.template(), grid: ti.template()
         if t_enter > reach:
             break
         best_body, best_t, best_normal, found = _visit_cell(
-            model, bodies, grid, world, level, cx, cy, inv_cell, prev_x, prev_y, has_prev,
-            origin, direction, n_bodies, table_mask, sensors, mode, write_at, out_body,
-            out_distance, out_normal, best_body, best_t, best_normal, found)
+            model,
+            bodies,
+            grid,
+            world,
+            level,
+            cx,
+            cy,
+            inv_cell,
+            prev_x,
+            prev_y,
+            has_prev,
+            origin,
+            direction,
+            n_bodies,
+            table_mask,
+            sensors,
+            mode,
+            write_at,
+            out_body,
+            out_distance,
+            out_normal,
+            best_body,
+            best_t,
+            best_normal,
+            found,
+        )
         prev_x, prev_y, has_prev = cx, cy, True
         if next_x < next_y:
             cx += step_x
@@ -270,10 +338,25 @@ def _walk_level(model: ti.template(), bodies: ti.template(), grid: ti.template()
 
 
 @ti.func
-def walk_ray(model: ti.template(), bodies: ti.template(), grid: ti.template(), world,
-             origin, direction, t_limit, n_bodies, cell_size, table_mask, sensors,
-             mode: ti.template(), query, write_at, out_body: ti.template(),
-             out_distance: ti.template(), out_normal: ti.template()):
+def walk_ray(
+    model: ti.template(),
+    bodies: ti.template(),
+    grid: ti.template(),
+    world,
+    origin,
+    direction,
+    t_limit,
+    n_bodies,
+    cell_size,
+    table_mask,
+    sensors,
+    mode: ti.template(),
+    query,
+    write_at,
+    out_body: ti.template(),
+    out_distance: ti.template(),
+    out_normal: ti.template(),
+):
     """Walk the grid cells a ray (origin m, unit direction) crosses up to t_limit (m) on
     each level of its world. NEAREST: returns the nearest hit (body, t, normal; ties to the
     lowest body, -1 if none); COUNT: how many bodies it crosses (each once); FILL: the same,
@@ -287,20 +370,54 @@ def walk_ray(model: ti.template(), bodies: ti.template(), grid: ti.template(), w
     while mask != 0:
         if mask & 1:
             best_body, best_t, best_normal, found = _walk_level(
-                model, bodies, grid, world, level, origin, direction, t0, t1, n_bodies,
-                cell_size, table_mask, sensors, mode, write_at, out_body, out_distance,
-                out_normal, best_body, best_t, best_normal, found)
+                model,
+                bodies,
+                grid,
+                world,
+                level,
+                origin,
+                direction,
+                t0,
+                t1,
+                n_bodies,
+                cell_size,
+                table_mask,
+                sensors,
+                mode,
+                write_at,
+                out_body,
+                out_distance,
+                out_normal,
+                best_body,
+                best_t,
+                best_normal,
+                found,
+            )
         mask >>= 1
         level += 1
     return best_body, best_t, best_normal, found
 
 
 @ti.kernel
-def _ray_cast(model: ti.template(), bodies: ti.template(), grid: ti.template(),
-              serial: ti.template(), mode: ti.template(), origins: f32_2d, directions: f32_2d,
-              limits: f32_1d, n_rays: ti.i32, n_bodies: ti.i32, cell_size: ti.f32,
-              table_mask: ti.i32, sensors: ti.i32, offsets: i32_1d, out_body: i32_1d,
-              out_distance: f32_1d, out_normal: f32_2d):
+def _ray_cast(
+    model: ti.template(),
+    bodies: ti.template(),
+    grid: ti.template(),
+    serial: ti.template(),
+    mode: ti.template(),
+    origins: f32_2d,
+    directions: f32_2d,
+    limits: f32_1d,
+    n_rays: ti.i32,
+    n_bodies: ti.i32,
+    cell_size: ti.f32,
+    table_mask: ti.i32,
+    sensors: ti.i32,
+    offsets: i32_1d,
+    out_body: i32_1d,
+    out_distance: f32_1d,
+    out_normal: f32_2d,
+):
     """Rays q = world * n_rays + ray: origins (q, 2) m, unit directions (q, 2), limits (q,)
     m. NEAREST: out_body (q,) (-1: miss), out_distance (q,) m, out_normal (q, 2); COUNT:
     out_body (q,) the bodies each ray crosses; FILL: each ray's hits from offsets[q]."""
@@ -312,10 +429,25 @@ def _ray_cast(model: ti.template(), bodies: ti.template(), grid: ti.template(),
         write_at = 0
         if ti.static(mode == FILL):
             write_at = offsets[q]
-        body, t, normal, found = walk_ray(model, bodies, grid, world, origin, direction,
-                                          limits[q], n_bodies, cell_size, table_mask, sensors,
-                                          mode, q, write_at, out_body, out_distance,
-                                          out_normal)
+        body, t, normal, found = walk_ray(
+            model,
+            bodies,
+            grid,
+            world,
+            origin,
+            direction,
+            limits[q],
+            n_bodies,
+            cell_size,
+            table_mask,
+            sensors,
+            mode,
+            q,
+            write_at,
+            out_body,
+            out_distance,
+            out_normal,
+        )
         if ti.static(mode == NEAREST):
             out_body[q] = body
             out_distance[q] = t
@@ -325,9 +457,13 @@ def _ray_cast(model: ti.template(), bodies: ti.template(), grid: ti.template(),
             out_body[q] = found
 
 
-
-def nearest_hits(ctx: "StepContext", origins: np.ndarray, directions: np.ndarray,
-                 limits: np.ndarray, sensors: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def nearest_hits(
+    ctx: "StepContext",
+    origins: np.ndarray,
+    directions: np.ndarray,
+    limits: np.ndarray,
+    sensors: bool,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The nearest hit of rays q = world * n_rays + ray (origins (q, 2) m and unit
     directions (q, 2), float64; limits (q,) m) at the current poses.
 
@@ -345,8 +481,13 @@ def nearest_hits(ctx: "StepContext", origins: np.ndarray, directions: np.ndarray
     return body.astype(np.int64), distance, normal.astype(np.float64)
 
 
-def every_hit(ctx: "StepContext", origins: np.ndarray, directions: np.ndarray, limits: np.ndarray,
-              sensors: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def every_hit(
+    ctx: "StepContext",
+    origins: np.ndarray,
+    directions: np.ndarray,
+    limits: np.ndarray,
+    sensors: bool,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Every body rays q cross (arguments as nearest_hits), each once, where the ray enters it.
 
     Returns:
@@ -357,12 +498,20 @@ def every_hit(ctx: "StepContext", origins: np.ndarray, directions: np.ndarray, l
     n = len(limits)
 
     def count(found):
-        launch(COUNT, np.zeros(1, np.int32), found, np.empty(n, np.float32),
-               np.empty((n, 2), np.float32))
+        launch(
+            COUNT,
+            np.zeros(1, np.int32),
+            found,
+            np.empty(n, np.float32),
+            np.empty((n, 2), np.float32),
+        )
 
     def fill(offsets, capacity):
-        hits = (np.empty(capacity, np.int32), np.empty(capacity, np.float32),
-                np.empty((capacity, 2), np.float32))
+        hits = (
+            np.empty(capacity, np.int32),
+            np.empty(capacity, np.float32),
+            np.empty((capacity, 2), np.float32),
+        )
         launch(FILL, offsets, *hits)
         return hits
 
@@ -370,12 +519,21 @@ def every_hit(ctx: "StepContext", origins: np.ndarray, directions: np.ndarray, l
     body = body.astype(np.int64)
     order = np.lexsort((body, distance, ray))
     ray = ray[order]
-    return (ray, body[order], distance[order].astype(np.float64) + skipped[ray],
-            normal[order].astype(np.float64))
+    return (
+        ray,
+        body[order],
+        distance[order].astype(np.float64) + skipped[ray],
+        normal[order].astype(np.float64),
+    )
 
 
-def _prepare(ctx: "StepContext", origins: np.ndarray, directions: np.ndarray, limits: np.ndarray,
-             sensors: bool):
+def _prepare(
+    ctx: "StepContext",
+    origins: np.ndarray,
+    directions: np.ndarray,
+    limits: np.ndarray,
+    sensors: bool,
+):
     """The grid refreshed and the rays moved up to their worlds (approach): returns
     (launch(mode, offsets, out_body, out_distance, out_normal), the distance (q,) m each
     ray was moved)."""
@@ -383,24 +541,38 @@ def _prepare(ctx: "StepContext", origins: np.ndarray, directions: np.ndarray, li
     table_mask = refresh_grid(ctx)
     pool = ctx.pool
     skipped = approach(pool, ctx.n_worlds, origins, directions, limits)
-    moved = dict(origins=np.ascontiguousarray(origins + skipped[:, None] * directions,
-                                              np.float32),
-                 directions=np.ascontiguousarray(directions, np.float32),
-                 limits=np.ascontiguousarray(limits - skipped, np.float32))
+    moved = dict(
+        origins=np.ascontiguousarray(origins + skipped[:, None] * directions, np.float32),
+        directions=np.ascontiguousarray(directions, np.float32),
+        limits=np.ascontiguousarray(limits - skipped, np.float32),
+    )
     in_serial = serial(ctx, n)
 
     def launch(mode, offsets, out_body, out_distance, out_normal):
-        _ray_cast(model=pool.model, bodies=pool.bodies, grid=pool.grid, serial=in_serial,
-                  mode=mode, **moved, n_rays=n // ctx.n_worlds, n_bodies=ctx.n_bodies,
-                  cell_size=ctx.cell_size, table_mask=table_mask, sensors=int(sensors),
-                  offsets=offsets, out_body=out_body, out_distance=out_distance,
-                  out_normal=out_normal)
+        _ray_cast(
+            model=pool.model,
+            bodies=pool.bodies,
+            grid=pool.grid,
+            serial=in_serial,
+            mode=mode,
+            **moved,
+            n_rays=n // ctx.n_worlds,
+            n_bodies=ctx.n_bodies,
+            cell_size=ctx.cell_size,
+            table_mask=table_mask,
+            sensors=int(sensors),
+            offsets=offsets,
+            out_body=out_body,
+            out_distance=out_distance,
+            out_normal=out_normal,
+        )
 
     return launch, skipped
 
 
-def approach(pool, n_worlds: int, origins: np.ndarray, directions: np.ndarray,
-             limits: np.ndarray) -> np.ndarray:
+def approach(
+    pool, n_worlds: int, origins: np.ndarray, directions: np.ndarray, limits: np.ndarray
+) -> np.ndarray:
     """How far (m, float64, (q,)) to move each ray (q = world * n_rays + ray; origins and
     unit directions float64, limits m) before the device casts it: to where it enters its
     world's box (grid.world_lower/upper, as refresh_grid left it) grown by a pad, when it
@@ -428,4 +600,3 @@ def approach(pool, n_worlds: int, origins: np.ndarray, directions: np.ndarray,
     far = np.where(moving, np.maximum(ta, tb), np.where(between, np.inf, -np.inf))
     t_in, t_out = near.max(1), far.min(1)
     return np.where(filled & (t_in > 0.0) & (t_in <= t_out) & (t_in < limits), t_in, 0.0)
-

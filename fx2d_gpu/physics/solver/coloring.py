@@ -61,8 +61,9 @@ _SUB_ROUNDS = 4
 
 
 @ti.func
-def constraint_bodies(joints: ti.template(), manifolds: ti.template(), counts: ti.template(), k,
-                      n_bodies):
+def constraint_bodies(
+    joints: ti.template(), manifolds: ti.template(), counts: ti.template(), k, n_bodies
+):
     """Body slots (a, b) of constraint k: a contact pair below n_pairs, else a joint slot."""
     n_pairs, n_joints = counts.n_pairs[None], counts.n_joints[None]
     a, b = 0, 0
@@ -104,8 +105,14 @@ def woke(model: ti.template(), bodies: ti.template(), coloring: ti.template(), s
 
 
 @ti.func
-def _count_woken(model: ti.template(), bodies: ti.template(), coloring: ti.template(),
-                 serial: ti.template(), n_slots, n_bodies):
+def _count_woken(
+    model: ti.template(),
+    bodies: ti.template(),
+    coloring: ti.template(),
+    serial: ti.template(),
+    n_slots,
+    n_bodies,
+):
     """Bodies that the colouring treated as fixed (static or asleep) and that move now
     (the colouring no longer holds if any); then the bodies that fell asleep are marked
     fixed, as start_coloring would mark them, so whether a step reused the colouring or
@@ -123,8 +130,9 @@ def _count_woken(model: ti.template(), bodies: ti.template(), coloring: ti.templ
 
 
 @ti.func
-def check_slot(model: ti.template(), bodies: ti.template(), coloring: ti.template(), slot,
-               n_bodies):
+def check_slot(
+    model: ti.template(), bodies: ti.template(), coloring: ti.template(), slot, n_bodies
+):
     """_count_woken's part of one body slot: (1 if it woke, 1 if it is marked fixed now),
     the mark after the check (lowering never hides a wake-up; a slot's check reads only
     its own mark)."""
@@ -147,10 +155,18 @@ def solves_other_pairs(coloring: ti.template(), pair):
 
 @quick
 @ti.kernel
-def _coloring_still_valid(model: ti.template(), bodies: ti.template(), manifolds: ti.template(),
-                          previous: ti.template(), coloring: ti.template(), serial: ti.template(),
-                          n_slots: ti.i32, n_pairs: ti.i32, n_bodies: ti.i32,
-                          all_pairs: ti.i32) -> ti.i32:
+def _coloring_still_valid(
+    model: ti.template(),
+    bodies: ti.template(),
+    manifolds: ti.template(),
+    previous: ti.template(),
+    coloring: ti.template(),
+    serial: ti.template(),
+    n_slots: ti.i32,
+    n_pairs: ti.i32,
+    n_bodies: ti.i32,
+    all_pairs: ti.i32,
+) -> ti.i32:
     """HOLDS when last step's colouring still holds: the broad phase found the same pairs in
     the same order (`previous` holds last step's, in broad-phase order), the solver looks
     at the same ones (coloring.solve against last step's UNSOLVED_COLOR, unless `all_pairs`
@@ -159,10 +175,13 @@ def _coloring_still_valid(model: ti.template(), bodies: ti.template(), manifolds
     changed = 0
     ti.loop_config(serialize=serial)
     for k in range(n_pairs):
-        if (manifolds.body_a[k] != previous.body_a[k]
-                or manifolds.body_b[k] != previous.body_b[k]
-                or (all_pairs == 0
-                    and (previous.color[k] == UNSOLVED_COLOR) != (coloring.solve[k] == 0))):
+        if (
+            manifolds.body_a[k] != previous.body_a[k]
+            or manifolds.body_b[k] != previous.body_b[k]
+            or (
+                all_pairs == 0 and (previous.color[k] == UNSOLVED_COLOR) != (coloring.solve[k] == 0)
+            )
+        ):
             changed += 1
     woken, lowered = _count_woken(model, bodies, coloring, serial, n_slots, n_bodies)
     return holds_code(changed + woken, lowered)
@@ -170,10 +189,17 @@ def _coloring_still_valid(model: ti.template(), bodies: ti.template(), manifolds
 
 @quick
 @ti.kernel
-def _coloring_holds_in_order(model: ti.template(), bodies: ti.template(),
-                             coloring: ti.template(), counts: ti.template(),
-                             serial: ti.template(), n_slots: ti.i32, n_pairs: ti.i32,
-                             n_joints: ti.i32, n_bodies: ti.i32) -> ti.i32:
+def _coloring_holds_in_order(
+    model: ti.template(),
+    bodies: ti.template(),
+    coloring: ti.template(),
+    counts: ti.template(),
+    serial: ti.template(),
+    n_slots: ti.i32,
+    n_pairs: ti.i32,
+    n_joints: ti.i32,
+    n_bodies: ti.i32,
+) -> ti.i32:
     """_coloring_still_valid for a step that kept last step's pairs in colour order
     (step._keep_pairs): the pairs are the same, so what is left to check is that the
     solver looks at the same ones (coloring.solve, found in colour order, against each
@@ -206,8 +232,15 @@ def holds_code(changed, lowered):
 
 
 @ti.func
-def _bodies_of(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-               manifolds: ti.template(), counts: ti.template(), k, n_bodies):
+def _bodies_of(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    manifolds: ti.template(),
+    counts: ti.template(),
+    k,
+    n_bodies,
+):
     """Body slots (a, b) of constraint k and whether the constraint moves each: dynamic and
     awake, in a constraint that is not a sensor pair (a sensor pair moves nothing, so it
     takes a colour without holding one on its bodies)."""
@@ -240,9 +273,17 @@ def _clear_claims(coloring: ti.template(), slot):
 
 
 @ti.func
-def _kept_color(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-                manifolds: ti.template(), coloring: ti.template(), counts: ti.template(), k,
-                n_bodies, keep):
+def _kept_color(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    manifolds: ti.template(),
+    coloring: ti.template(),
+    counts: ti.template(),
+    k,
+    n_bodies,
+    keep,
+):
     """Constraint k's colour at a new colouring's start: with `keep`, the one it had last
     step (manifolds.color, coloring.joint_color) unless it had none (overflow, unsolved) or
     one of its bodies woke since (two constraints of one colour may share a body that was
@@ -252,16 +293,26 @@ def _kept_color(model: ti.template(), bodies: ti.template(), joints: ti.template
     if keep:
         color = manifolds.color[k] if k < n_pairs else coloring.joint_color[k - n_pairs]
         a, b = constraint_bodies(joints, manifolds, counts, k, n_bodies)
-        if (color >= MAX_COLORS or woke(model, bodies, coloring, a, n_bodies)
-                or woke(model, bodies, coloring, b, n_bodies)):
+        if (
+            color >= MAX_COLORS
+            or woke(model, bodies, coloring, a, n_bodies)
+            or woke(model, bodies, coloring, b, n_bodies)
+        ):
             color = -1
     return color
 
 
 @ti.func
-def _mark_kept(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-               manifolds: ti.template(), coloring: ti.template(), counts: ti.template(), k,
-               n_bodies):
+def _mark_kept(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    manifolds: ti.template(),
+    coloring: ti.template(),
+    counts: ti.template(),
+    k,
+    n_bodies,
+):
     """Constraint k's colour, if it kept one, marked on its dynamic bodies; returns whether
     it has none yet (it bids)."""
     color = coloring.color[k]
@@ -273,18 +324,29 @@ def _mark_kept(model: ti.template(), bodies: ti.template(), joints: ti.template(
 
 
 @ti.func
-def _flag_colored_dynamic(model: ti.template(), bodies: ti.template(), coloring: ti.template(),
-                          slot, n_bodies):
+def _flag_colored_dynamic(
+    model: ti.template(), bodies: ti.template(), coloring: ti.template(), slot, n_bodies
+):
     """Whether body slot is dynamic and awake as the colouring sees it (see woke)."""
     coloring.body_colored_dynamic[slot] = 1 if awake_dynamic(model, bodies, slot, n_bodies) else 0
 
 
 @quick
 @ti.kernel
-def _start_coloring(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-                    manifolds: ti.template(), coloring: ti.template(), counts: ti.template(),
-                    serial: ti.template(), n_slots: ti.i32, n_constraints: ti.i32, n_bodies: ti.i32,
-                    keep: ti.i32, all_pairs: ti.i32) -> ti.i32:
+def _start_coloring(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    manifolds: ti.template(),
+    coloring: ti.template(),
+    counts: ti.template(),
+    serial: ti.template(),
+    n_slots: ti.i32,
+    n_constraints: ti.i32,
+    n_bodies: ti.i32,
+    keep: ti.i32,
+    all_pairs: ti.i32,
+) -> ti.i32:
     """Clear the bids and masks; give the pairs the solver does not look at UNSOLVED_COLOR
     (none with `all_pairs`); with `keep`, give each other constraint the colour it had last
     step (manifolds.color, coloring.joint_color) unless it had none (overflow, unsolved) or
@@ -297,8 +359,7 @@ def _start_coloring(model: ti.template(), bodies: ti.template(), joints: ti.temp
         _clear_claims(coloring, slot)
     ti.loop_config(serialize=serial)
     for k in range(n_constraints):
-        color = _kept_color(model, bodies, joints, manifolds, coloring, counts, k, n_bodies,
-                            keep)
+        color = _kept_color(model, bodies, joints, manifolds, coloring, counts, k, n_bodies, keep)
         if k < n_pairs and all_pairs == 0 and coloring.solve[k] == 0:
             color = UNSOLVED_COLOR
         coloring.color[k] = color
@@ -317,9 +378,17 @@ def _start_coloring(model: ti.template(), bodies: ti.template(), joints: ti.temp
 
 
 @ti.func
-def _bid(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-         manifolds: ti.template(), coloring: ti.template(), counts: ti.template(), k, n_bodies,
-         color):
+def _bid(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    manifolds: ti.template(),
+    coloring: ti.template(),
+    counts: ti.template(),
+    k,
+    n_bodies,
+    color,
+):
     """Sub-round step 1 for constraint k: if it has no colour and `color` is free on its
     dynamic bodies, bid for them (atomic minimum of its priority)."""
     if coloring.color[k] < 0:
@@ -333,25 +402,43 @@ def _bid(model: ti.template(), bodies: ti.template(), joints: ti.template(),
 
 
 @ti.func
-def _take(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-          manifolds: ti.template(), coloring: ti.template(), counts: ti.template(), k, n_bodies,
-          color):
+def _take(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    manifolds: ti.template(),
+    coloring: ti.template(),
+    counts: ti.template(),
+    k,
+    n_bodies,
+    color,
+):
     """Sub-round step 2: constraint k takes `color` if it won all its dynamic bodies."""
     if coloring.color[k] < 0:
         a, b, dyn_a, dyn_b = _bodies_of(model, bodies, joints, manifolds, counts, k, n_bodies)
         bid = priority(joints, manifolds, counts, k, n_bodies)
-        won_a = not dyn_a or (coloring.body_claim[a] == bid
-                              and color_free(coloring, a, dyn_a, color))
-        won_b = not dyn_b or (coloring.body_claim[b] == bid
-                              and color_free(coloring, b, dyn_b, color))
+        won_a = not dyn_a or (
+            coloring.body_claim[a] == bid and color_free(coloring, a, dyn_a, color)
+        )
+        won_b = not dyn_b or (
+            coloring.body_claim[b] == bid and color_free(coloring, b, dyn_b, color)
+        )
         if won_a and won_b:
             coloring.color[k] = color
 
 
 @ti.func
-def _settle(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-            manifolds: ti.template(), coloring: ti.template(), counts: ti.template(), k,
-            n_bodies, color):
+def _settle(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    manifolds: ti.template(),
+    coloring: ti.template(),
+    counts: ti.template(),
+    k,
+    n_bodies,
+    color,
+):
     """Sub-round step 3 for constraint k: mark the winners' bodies and clear every bid for
     the next sub-round."""
     a, b, dyn_a, dyn_b = _bodies_of(model, bodies, joints, manifolds, counts, k, n_bodies)
@@ -364,10 +451,18 @@ def _settle(model: ti.template(), bodies: ti.template(), joints: ti.template(),
 
 @quick
 @ti.kernel
-def _color_round(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-                 manifolds: ti.template(), coloring: ti.template(), counts: ti.template(),
-                 serial: ti.template(), n_uncolored: ti.i32, n_bodies: ti.i32,
-                 color: ti.i32) -> ti.i32:
+def _color_round(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    manifolds: ti.template(),
+    coloring: ti.template(),
+    counts: ti.template(),
+    serial: ti.template(),
+    n_uncolored: ti.i32,
+    n_bodies: ti.i32,
+    color: ti.i32,
+) -> ti.i32:
     """Give `color` to a maximal-ish set of uncoloured constraints sharing no dynamic body
     with each other or with a constraint that has it already (_SUB_ROUNDS of _bid, _take,
     _settle, each a loop); returns how many constraints are still uncoloured. Only the
@@ -376,16 +471,43 @@ def _color_round(model: ti.template(), bodies: ti.template(), joints: ti.templat
     for _ in ti.static(range(_SUB_ROUNDS)):
         ti.loop_config(serialize=serial)
         for i in range(n_uncolored):
-            _bid(model, bodies, joints, manifolds, coloring, counts, coloring.uncolored[i],
-                 n_bodies, color)
+            _bid(
+                model,
+                bodies,
+                joints,
+                manifolds,
+                coloring,
+                counts,
+                coloring.uncolored[i],
+                n_bodies,
+                color,
+            )
         ti.loop_config(serialize=serial)
         for i in range(n_uncolored):
-            _take(model, bodies, joints, manifolds, coloring, counts, coloring.uncolored[i],
-                  n_bodies, color)
+            _take(
+                model,
+                bodies,
+                joints,
+                manifolds,
+                coloring,
+                counts,
+                coloring.uncolored[i],
+                n_bodies,
+                color,
+            )
         ti.loop_config(serialize=serial)
         for i in range(n_uncolored):
-            _settle(model, bodies, joints, manifolds, coloring, counts, coloring.uncolored[i],
-                    n_bodies, color)
+            _settle(
+                model,
+                bodies,
+                joints,
+                manifolds,
+                coloring,
+                counts,
+                coloring.uncolored[i],
+                n_bodies,
+                color,
+            )
     remaining = 0
     ti.loop_config(serialize=serial)
     for i in range(n_uncolored):
@@ -396,10 +518,17 @@ def _color_round(model: ti.template(), bodies: ti.template(), joints: ti.templat
 
 @quick
 @ti.kernel
-def _color_rounds_by_team(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-                          manifolds: ti.template(), coloring: ti.template(),
-                          counts: ti.template(), n_uncolored: ti.i32, n_bodies: ti.i32,
-                          n_members: ti.i32):
+def _color_rounds_by_team(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    manifolds: ti.template(),
+    coloring: ti.template(),
+    counts: ti.template(),
+    n_uncolored: ti.i32,
+    n_bodies: ti.i32,
+    n_members: ti.i32,
+):
     """Every round of _color_round, colour after colour until none is left uncoloured, in
     one launch on a CPU team of n_members threads (solver/team.py): each loop of a round
     split between the threads, a barrier after it. The same loops in the same order: the
@@ -427,18 +556,37 @@ def _color_rounds_by_team(model: ti.template(), bodies: ti.template(), joints: t
                 left = 0
                 for _ in range(_SUB_ROUNDS):
                     for i in range(lo, hi):
-                        _bid(model, bodies, joints, manifolds, coloring, counts,
-                             coloring.uncolored[i], n_bodies, color)
+                        _bid(
+                            model,
+                            bodies,
+                            joints,
+                            manifolds,
+                            coloring,
+                            counts,
+                            coloring.uncolored[i],
+                            n_bodies,
+                            color,
+                        )
                     team.barrier(counts, n_members, team.SPIN_LIMIT)
                     for i in range(lo, hi):
-                        _take(model, bodies, joints, manifolds, coloring, counts,
-                              coloring.uncolored[i], n_bodies, color)
+                        _take(
+                            model,
+                            bodies,
+                            joints,
+                            manifolds,
+                            coloring,
+                            counts,
+                            coloring.uncolored[i],
+                            n_bodies,
+                            color,
+                        )
                     team.barrier(counts, n_members, team.SPIN_LIMIT)
                     left = 0
                     for i in range(lo, hi):  # packed in place: a member's share is its own
                         k = coloring.uncolored[i]
-                        _settle(model, bodies, joints, manifolds, coloring, counts, k,
-                                n_bodies, color)
+                        _settle(
+                            model, bodies, joints, manifolds, coloring, counts, k, n_bodies, color
+                        )
                         if coloring.color[k] < 0:
                             coloring.uncolored[lo + left] = k
                             left += 1
@@ -460,12 +608,25 @@ def _world_constraint(first_pair, end_pair, first_joint, i):
 
 @quick
 @ti.kernel
-def _color_worlds(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-                  manifolds: ti.template(), previous: ti.template(), prepared: ti.template(),
-                  coloring: ti.template(), counts: ti.template(), serial: ti.template(),
-                  lists_serial: ti.template(), n_worlds: ti.i32, n_bodies: ti.i32,
-                  n_pairs: ti.i32, n_joints: ti.i32, keep: ti.i32,
-                  carry: ti.i32, one_color: ti.i32) -> ti.math.ivec2:
+def _color_worlds(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    manifolds: ti.template(),
+    previous: ti.template(),
+    prepared: ti.template(),
+    coloring: ti.template(),
+    counts: ti.template(),
+    serial: ti.template(),
+    lists_serial: ti.template(),
+    n_worlds: ti.i32,
+    n_bodies: ti.i32,
+    n_pairs: ti.i32,
+    n_joints: ti.i32,
+    keep: ti.i32,
+    carry: ti.i32,
+    one_color: ti.i32,
+) -> ti.math.ivec2:
     """_start_coloring and the rounds of _color_round for small worlds, a world per thread
     (StepContext.small_worlds: their pairs lie world by world, in their bodies' pair_start
     ranges, and every pair takes a colour): the same steps on the world's constraints, in
@@ -497,20 +658,53 @@ def _color_worlds(model: ti.template(), bodies: ti.template(), joints: ti.templa
             for i in range(end_pair - first_pair + n_joints):
                 coloring.color[_world_constraint(first_pair, end_pair, first_joint, i)] = 0
         else:
-            _color_world(model, bodies, joints, manifolds, coloring, counts, world, n_bodies,
-                         first_pair, end_pair, first_joint, n_joints, keep)
+            _color_world(
+                model,
+                bodies,
+                joints,
+                manifolds,
+                coloring,
+                counts,
+                world,
+                n_bodies,
+                first_pair,
+                end_pair,
+                first_joint,
+                n_joints,
+                keep,
+            )
         if carry == 1:
             # Its own colours stand for the scene's: the order is the same (no pair of it
             # has a colour between its highest and the scene's).
-            plan_world_order(manifolds, prepared, coloring, world, n_bodies, first_pair,
-                             end_pair, _colors_of_world(coloring, first_pair, end_pair))
+            plan_world_order(
+                manifolds,
+                prepared,
+                coloring,
+                world,
+                n_bodies,
+                first_pair,
+                end_pair,
+                _colors_of_world(coloring, first_pair, end_pair),
+            )
     return _group_by_color(coloring, counts, lists_serial, n_pairs + n_worlds * n_joints)
 
 
 @ti.func
-def _color_world(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-                 manifolds: ti.template(), coloring: ti.template(), counts: ti.template(),
-                 world, n_bodies, first_pair, end_pair, first_joint, n_joints, keep):
+def _color_world(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    manifolds: ti.template(),
+    coloring: ti.template(),
+    counts: ti.template(),
+    world,
+    n_bodies,
+    first_pair,
+    end_pair,
+    first_joint,
+    n_joints,
+    keep,
+):
     """_color_worlds's colouring of one world: its pairs [first_pair, end_pair), then its
     joint slots from first_joint."""
     first_slot, end_slot = world * n_bodies, (world + 1) * n_bodies
@@ -519,12 +713,21 @@ def _color_world(model: ti.template(), bodies: ti.template(), joints: ti.templat
         _clear_claims(coloring, slot)
     for i in range(n_world):
         k = _world_constraint(first_pair, end_pair, first_joint, i)
-        coloring.color[k] = _kept_color(model, bodies, joints, manifolds, coloring, counts,
-                                        k, n_bodies, keep)
+        coloring.color[k] = _kept_color(
+            model, bodies, joints, manifolds, coloring, counts, k, n_bodies, keep
+        )
     left = 0
     for i in range(n_world):
-        if _mark_kept(model, bodies, joints, manifolds, coloring, counts,
-                      _world_constraint(first_pair, end_pair, first_joint, i), n_bodies):
+        if _mark_kept(
+            model,
+            bodies,
+            joints,
+            manifolds,
+            coloring,
+            counts,
+            _world_constraint(first_pair, end_pair, first_joint, i),
+            n_bodies,
+        ):
             left += 1
     for slot in range(first_slot, end_slot):
         _flag_colored_dynamic(model, bodies, coloring, slot, n_bodies)
@@ -532,19 +735,34 @@ def _color_world(model: ti.template(), bodies: ti.template(), joints: ti.templat
     while left > 0 and color < MAX_COLORS:
         for _ in range(_SUB_ROUNDS):
             for i in range(n_world):
-                _bid(model, bodies, joints, manifolds, coloring, counts,
-                     _world_constraint(first_pair, end_pair, first_joint, i), n_bodies,
-                     color)
+                _bid(
+                    model,
+                    bodies,
+                    joints,
+                    manifolds,
+                    coloring,
+                    counts,
+                    _world_constraint(first_pair, end_pair, first_joint, i),
+                    n_bodies,
+                    color,
+                )
             for i in range(n_world):
-                _take(model, bodies, joints, manifolds, coloring, counts,
-                      _world_constraint(first_pair, end_pair, first_joint, i), n_bodies,
-                      color)
+                _take(
+                    model,
+                    bodies,
+                    joints,
+                    manifolds,
+                    coloring,
+                    counts,
+                    _world_constraint(first_pair, end_pair, first_joint, i),
+                    n_bodies,
+                    color,
+                )
             for i in range(n_world):
                 k = _world_constraint(first_pair, end_pair, first_joint, i)
                 # The sub-round's bidders: uncoloured, or just won this colour.
                 if coloring.color[k] < 0 or coloring.color[k] == color:
-                    _settle(model, bodies, joints, manifolds, coloring, counts, k,
-                            n_bodies, color)
+                    _settle(model, bodies, joints, manifolds, coloring, counts, k, n_bodies, color)
         left = 0
         for i in range(n_world):
             if coloring.color[_world_constraint(first_pair, end_pair, first_joint, i)] < 0:
@@ -566,15 +784,17 @@ def _colors_of_world(coloring: ti.template(), first_pair, end_pair):
 
 @quick
 @ti.kernel
-def _build_color_lists(coloring: ti.template(), counts: ti.template(), serial: ti.template(),
-                       n_constraints: ti.i32) -> ti.math.ivec2:
+def _build_color_lists(
+    coloring: ti.template(), counts: ti.template(), serial: ti.template(), n_constraints: ti.i32
+) -> ti.math.ivec2:
     """_group_by_color's launch."""
     return _group_by_color(coloring, counts, serial, n_constraints)
 
 
 @ti.func
-def _group_by_color(coloring: ti.template(), counts: ti.template(), serial: ti.template(),
-                    n_constraints):
+def _group_by_color(
+    coloring: ti.template(), counts: ti.template(), serial: ti.template(), n_constraints
+):
     """Group constraint indices by colour into color_list, the unsolved pairs last (the
     overflow colour's range is left for _order_overflow); returns (colours used,
     overflow). Called at a kernel's top level: its loops are the kernel's."""
@@ -614,8 +834,13 @@ def _group_by_color(coloring: ti.template(), counts: ti.template(), serial: ti.t
 
 @quick
 @ti.kernel
-def _order_overflow(coloring: ti.template(), counts: ti.template(), scan: ti.template(),
-                    serial: ti.template(), n_constraints: ti.i32):
+def _order_overflow(
+    coloring: ti.template(),
+    counts: ti.template(),
+    scan: ti.template(),
+    serial: ti.template(),
+    n_constraints: ti.i32,
+):
     """The overflow colour's range of color_list (after _build_color_lists, where it has
     any constraint): in index order (pairs first, then joint slots; n_overflow_pairs of them
     are pairs), since its entries are numbered by it (solver/overflow.py) and its joints are
@@ -666,9 +891,12 @@ def may_reuse_coloring(ctx: "StepContext") -> bool:
     (StepCache.colors_fresh), it coloured as many pairs as the step has, and nothing
     overflowed. The device checks the rest (_coloring_still_valid)."""
     cache = ctx.cache
-    return (cache.coloring_valid
-            and (_keeps_colors(ctx) or (ctx.options.keep_fresh_coloring and cache.colors_fresh))
-            and ctx.n_pairs == cache.colored_pairs and cache.n_overflow == 0)
+    return (
+        cache.coloring_valid
+        and (_keeps_colors(ctx) or (ctx.options.keep_fresh_coloring and cache.colors_fresh))
+        and ctx.n_pairs == cache.colored_pairs
+        and cache.n_overflow == 0
+    )
 
 
 def verdict_holds(ctx: "StepContext", code: int) -> bool:
@@ -685,10 +913,20 @@ def coloring_holds_in_order(ctx: "StepContext") -> bool:
     may_reuse_coloring): whether last step's colouring still holds
     (_coloring_holds_in_order)."""
     pool = ctx.pool
-    return verdict_holds(ctx, _coloring_holds_in_order(
-        model=pool.model, bodies=pool.bodies, coloring=pool.coloring, counts=pool.counts,
-        serial=ctx.serial, n_slots=ctx.n_slots, n_pairs=ctx.n_pairs, n_joints=ctx.n_joints,
-        n_bodies=ctx.n_bodies))
+    return verdict_holds(
+        ctx,
+        _coloring_holds_in_order(
+            model=pool.model,
+            bodies=pool.bodies,
+            coloring=pool.coloring,
+            counts=pool.counts,
+            serial=ctx.serial,
+            n_slots=ctx.n_slots,
+            n_pairs=ctx.n_pairs,
+            n_joints=ctx.n_joints,
+            n_bodies=ctx.n_bodies,
+        ),
+    )
 
 
 def color_constraints(ctx: "StepContext", holds: bool | None = None, carry: bool = False) -> bool:
@@ -711,12 +949,25 @@ def color_constraints(ctx: "StepContext", holds: bool | None = None, carry: bool
     """
     pool, cache, serial = ctx.pool, ctx.cache, ctx.serial
     if holds is None:
-        holds = not colors_by_world(ctx) and may_reuse_coloring(ctx) and verdict_holds(
-            ctx, _coloring_still_valid(
-                model=pool.model, bodies=pool.bodies, manifolds=pool.manifolds,
-                previous=pool.previous, coloring=pool.coloring, serial=serial,
-                n_slots=ctx.n_slots, n_pairs=ctx.n_pairs, n_bodies=ctx.n_bodies,
-                all_pairs=int(ctx.small_coloring)))
+        holds = (
+            not colors_by_world(ctx)
+            and may_reuse_coloring(ctx)
+            and verdict_holds(
+                ctx,
+                _coloring_still_valid(
+                    model=pool.model,
+                    bodies=pool.bodies,
+                    manifolds=pool.manifolds,
+                    previous=pool.previous,
+                    coloring=pool.coloring,
+                    serial=serial,
+                    n_slots=ctx.n_slots,
+                    n_pairs=ctx.n_pairs,
+                    n_bodies=ctx.n_bodies,
+                    all_pairs=int(ctx.small_coloring),
+                ),
+            )
+        )
     if holds:
         if not ctx.small_coloring and _fresh_coloring_due(cache):
             # colors_fresh (may_reuse_coloring): a colouring from scratch would give these
@@ -768,16 +1019,38 @@ def _color(ctx: "StepContext", keep: bool, carry: bool = False) -> tuple[int, in
     lists_serial = serial or ctx.cpu
     if colors_by_world(ctx):
         used, overflow = _color_worlds(
-            pool.model, pool.bodies, pool.joints, pool.manifolds, pool.previous,
-            pool.prepared, pool.coloring, pool.counts, serial, lists_serial, ctx.n_worlds,
-            ctx.n_bodies, ctx.n_pairs, ctx.n_joints, int(keep), int(carry),
-            int(one_color_by_world(ctx)))
+            pool.model,
+            pool.bodies,
+            pool.joints,
+            pool.manifolds,
+            pool.previous,
+            pool.prepared,
+            pool.coloring,
+            pool.counts,
+            serial,
+            lists_serial,
+            ctx.n_worlds,
+            ctx.n_bodies,
+            ctx.n_pairs,
+            ctx.n_joints,
+            int(keep),
+            int(carry),
+            int(one_color_by_world(ctx)),
+        )
     else:
         assert not carry, "only worlds coloured one per thread carry in the colouring"
-        groups = (pool.model, pool.bodies, pool.joints, pool.manifolds, pool.coloring,
-                  pool.counts, serial)
-        uncolored = _start_coloring(*groups, ctx.n_slots, n_constraints, ctx.n_bodies,
-                                    int(keep), int(ctx.small_coloring))
+        groups = (
+            pool.model,
+            pool.bodies,
+            pool.joints,
+            pool.manifolds,
+            pool.coloring,
+            pool.counts,
+            serial,
+        )
+        uncolored = _start_coloring(
+            *groups, ctx.n_slots, n_constraints, ctx.n_bodies, int(keep), int(ctx.small_coloring)
+        )
         threads = team.threads_in_step(ctx)
         if uncolored and threads:
             _color_rounds_by_team(*groups[:-1], uncolored, ctx.n_bodies, threads)
@@ -785,8 +1058,7 @@ def _color(ctx: "StepContext", keep: bool, carry: bool = False) -> tuple[int, in
             for color in range(MAX_COLORS if uncolored else 0):
                 if _color_round(*groups, uncolored, ctx.n_bodies, color) == 0:
                     break  # everything has a colour: the remaining rounds would do nothing
-        used, overflow = _build_color_lists(pool.coloring, pool.counts, lists_serial,
-                                            n_constraints)
+        used, overflow = _build_color_lists(pool.coloring, pool.counts, lists_serial, n_constraints)
     if overflow:
         _order_overflow(pool.coloring, pool.counts, pool.scan, serial, n_constraints)
         build_jacobi_lists(ctx)

@@ -158,17 +158,19 @@ def against_immovable(prepared: ti.template(), pair):
     """Whether one of the pair's bodies is immovable this step (zero inverse mass and
     inertia as the solver sees it: static, kinematic or asleep; prepare_pair)."""
     masses = prepared.solver_mass[pair]
-    return ((masses[0] == 0.0 and masses[1] == 0.0) or (masses[2] == 0.0 and masses[3] == 0.0))
+    return (masses[0] == 0.0 and masses[1] == 0.0) or (masses[2] == 0.0 and masses[3] == 0.0)
 
 
 @ti.func
-def swept_again(model: ti.template(), manifolds: ti.template(), prepared: ti.template(), pair,
-                n_bodies):
+def swept_again(
+    model: ti.template(), manifolds: ti.template(), prepared: ti.template(), pair, n_bodies
+):
     """Whether the immovable sweep (IMMOVABLE_SWEEP_RATIO) solves `pair` again: a contact
     with an immovable body in a world of uneven masses (BodyModel.uneven: per world, so that
     a world of a batch is solved as it would be alone)."""
-    return (against_immovable(prepared, pair)
-            and model.uneven[manifolds.body_a[pair] // n_bodies] == 1)
+    return (
+        against_immovable(prepared, pair) and model.uneven[manifolds.body_a[pair] // n_bodies] == 1
+    )
 
 
 @ti.func
@@ -177,8 +179,14 @@ def tangent_of(normal):
 
 
 @ti.func
-def warm_start_body(model: ti.template(), bodies: ti.template(), manifolds: ti.template(),
-                    prepared: ti.template(), slot, n_bodies):
+def warm_start_body(
+    model: ti.template(),
+    bodies: ti.template(),
+    manifolds: ti.template(),
+    prepared: ti.template(),
+    slot,
+    n_bodies,
+):
     """Re-apply to one body the impulses its contacts carried at the end of the last substep.
 
     Gathered per body over its pairs in a fixed order (prepared.body_contacts), so the sum is
@@ -198,8 +206,10 @@ def warm_start_body(model: ti.template(), bodies: ti.template(), manifolds: ti.t
         normal = manifolds.normal[pair]
         tangent = tangent_of(normal)
         for i in range(manifolds.point_count[pair]):
-            impulse = sign * (manifolds.normal_impulse[pair, i] * normal
-                              + manifolds.tangent_impulse[pair, i] * tangent)
+            impulse = sign * (
+                manifolds.normal_impulse[pair, i] * normal
+                + manifolds.tangent_impulse[pair, i] * tangent
+            )
             # The lever arms the velocity pass uses (fixed for the step): an arm to the
             # world point from the body's moving centre would turn normal impulses into
             # torque as the body travels (a rolling disk sped up by 12 %).
@@ -242,38 +252,61 @@ def moved_since(prepared: ti.template(), pair, normal, delta_a, turn_a, delta_b,
     since then, b's (rad)): the motion moved_depth tracks a point's depth through."""
     shift_ref = prepared.ref_shift[pair]
     turn_ref = prepared.ref_turn[pair]
-    apart = normal.dot((delta_b - vec2(shift_ref[2], shift_ref[3]))
-                       - (delta_a - vec2(shift_ref[0], shift_ref[1])))
+    apart = normal.dot(
+        (delta_b - vec2(shift_ref[2], shift_ref[3])) - (delta_a - vec2(shift_ref[0], shift_ref[1]))
+    )
     return apart, turn_a - turn_ref[0], turn_b - turn_ref[1]
 
 
 @ti.func
-def moved_depth(manifolds: ti.template(), prepared: ti.template(), pair, i, delta_a, turn_a,
-                delta_b, turn_b):
+def moved_depth(
+    manifolds: ti.template(), prepared: ti.template(), pair, i, delta_a, turn_a, delta_b, turn_b
+):
     """A point's depth (m) once bodies a and b are displaced by (delta, turn) since the step
     began: the depth found at the last refresh, minus how far the two material points at the
     contact moved apart along the normal since then (rigid motion, Box2D v3's rule; the
     turns to second order, turned)."""
     normal = manifolds.normal[pair]
-    apart, turn_a_since, turn_b_since = moved_since(prepared, pair, normal, delta_a, turn_a,
-                                                    delta_b, turn_b)
+    apart, turn_a_since, turn_b_since = moved_since(
+        prepared, pair, normal, delta_a, turn_a, delta_b, turn_b
+    )
     ra, rb = prepared.arm_a[pair, i], prepared.arm_b[pair, i]
-    return tracked_depth(manifolds.depth[pair, i], normal, apart, turn_a_since, turn_b_since,
-                         ra, rb, cross(ra, normal), cross(rb, normal))
+    return tracked_depth(
+        manifolds.depth[pair, i],
+        normal,
+        apart,
+        turn_a_since,
+        turn_b_since,
+        ra,
+        rb,
+        cross(ra, normal),
+        cross(rb, normal),
+    )
 
 
 @ti.func
-def tracked_depth(found_depth, normal, apart, turn_a_since, turn_b_since, ra, rb,
-                  ra_cross_normal, rb_cross_normal):
+def tracked_depth(
+    found_depth, normal, apart, turn_a_since, turn_b_since, ra, rb, ra_cross_normal, rb_cross_normal
+):
     """moved_depth from its parts: the depth found (m), moved_since's answer, the point's
     arms and their r x n (where the caller has them)."""
-    return found_depth - (apart + turned_along(turn_b_since, rb, rb_cross_normal, normal)
-                          - turned_along(turn_a_since, ra, ra_cross_normal, normal))
+    return found_depth - (
+        apart
+        + turned_along(turn_b_since, rb, rb_cross_normal, normal)
+        - turned_along(turn_a_since, ra, ra_cross_normal, normal)
+    )
 
 
 @ti.func
-def resolve_penetration(bodies: ti.template(), manifolds: ti.template(),
-                        prepared: ti.template(), pair, n_bodies, h, jacobi_entry):
+def resolve_penetration(
+    bodies: ti.template(),
+    manifolds: ti.template(),
+    prepared: ti.template(),
+    pair,
+    n_bodies,
+    h,
+    jacobi_entry,
+):
     """XPBD position correction of each point deeper than the slop (seed 000).
 
     lambda = (d - slop) / (n_points K), K = w_a + w_b + I_a (r_a x n)^2 + I_b (r_b x n)^2
@@ -299,8 +332,9 @@ def resolve_penetration(bodies: ti.template(), manifolds: ti.template(),
         slop = prepared.slop[pair]
         for i in ti.static(range(2)):
             if i < count:
-                depth = moved_depth(manifolds, prepared, pair, i, delta_a, angle_a, delta_b,
-                                    angle_b)
+                depth = moved_depth(
+                    manifolds, prepared, pair, i, delta_a, angle_a, delta_b, angle_b
+                )
                 if depth > slop:
                     ra, rb = prepared.arm_a[pair, i], prepared.arm_b[pair, i]
                     rna, rnb = cross(ra, normal), cross(rb, normal)
@@ -335,13 +369,21 @@ def shift_body(bodies: ti.template(), slot, shift, turn):
 def rests_on(support_upper, support_lower):
     """Whether a body of support count support_upper (BodyState.support, last step's) rests
     on one of support_lower: the lower is nearer an immovable body."""
-    return support_lower != UNSUPPORTED and (support_upper == UNSUPPORTED
-                                             or support_lower < support_upper)
+    return support_lower != UNSUPPORTED and (
+        support_upper == UNSUPPORTED or support_lower < support_upper
+    )
 
 
 @ti.func
-def prepare_pair(model: ti.template(), bodies: ti.template(), prepared: ti.template(), pair, slot_a,
-                 slot_b, n_bodies):
+def prepare_pair(
+    model: ti.template(),
+    bodies: ti.template(),
+    prepared: ti.template(),
+    pair,
+    slot_a,
+    slot_b,
+    n_bodies,
+):
     """Per-step constants of a pair (sleep flags only change between steps): the bodies'
     inverse masses as the solver sees them, into prepared.solver_mass, the mixed restitution
     (the scene's restitution_mixing, mix) and the slop; returns the smaller bounding radius
@@ -364,7 +406,9 @@ def prepare_pair(model: ti.template(), bodies: ti.template(), prepared: ti.templ
     prepared.solver_mass[pair] = ti.math.vec4(wa, ia, wb, ib)
     prepared.restitution[pair] = mix(
         model.elasticity[material_row(model, slot_a, body_a)],
-        model.elasticity[material_row(model, slot_b, body_b)], model.restitution_mixing[None])
+        model.elasticity[material_row(model, slot_b, body_b)],
+        model.restitution_mixing[None],
+    )
     smallest = smaller_radius(model, body_a, body_b)
     prepared.slop[pair] = pair_slop(smallest)
     return smallest
@@ -408,8 +452,10 @@ def mixed_friction(model: ti.template(), slot_a, slot_b, n_bodies):
     row_a = material_row(model, slot_a, slot_a % n_bodies)
     row_b = material_row(model, slot_b, slot_b % n_bodies)
     rule = model.friction_mixing[None]
-    return (mix(model.static_friction[row_a], model.static_friction[row_b], rule),
-            mix(model.dynamic_friction[row_a], model.dynamic_friction[row_b], rule))
+    return (
+        mix(model.static_friction[row_a], model.static_friction[row_b], rule),
+        mix(model.dynamic_friction[row_a], model.dynamic_friction[row_b], rule),
+    )
 
 
 @ti.func
@@ -437,28 +483,39 @@ def point_velocity(velocity_a, spin_a, velocity_b, spin_b, ra, rb):
 
 @ti.func
 def relative_velocity(bodies: ti.template(), slot_a, slot_b, ra, rb):
-    return point_velocity(bodies.velocity[slot_a], bodies.angular_velocity[slot_a],
-                          bodies.velocity[slot_b], bodies.angular_velocity[slot_b], ra, rb)
+    return point_velocity(
+        bodies.velocity[slot_a],
+        bodies.angular_velocity[slot_a],
+        bodies.velocity[slot_b],
+        bodies.angular_velocity[slot_b],
+        ra,
+        rb,
+    )
 
 
 @ti.func
 def exchange(velocity_a, spin_a, velocity_b, spin_b, masses, ra, rb, impulse):
     """The two bodies' velocities after an equal and opposite impulse (N s): -impulse on a
     at ra, +impulse on b at rb; masses = (w_a, I_a, w_b, I_b)."""
-    return (velocity_a - masses[0] * impulse, spin_a - masses[1] * cross(ra, impulse),
-            velocity_b + masses[2] * impulse, spin_b + masses[3] * cross(rb, impulse))
+    return (
+        velocity_a - masses[0] * impulse,
+        spin_a - masses[1] * cross(ra, impulse),
+        velocity_b + masses[2] * impulse,
+        spin_b + masses[3] * cross(rb, impulse),
+    )
 
 
 @ti.func
-def exchange_normal(velocity_a, spin_a, velocity_b, spin_b, masses, ra0, rb0, ra1, rb1,
-                    normal, change):
+def exchange_normal(
+    velocity_a, spin_a, velocity_b, spin_b, masses, ra0, rb0, ra1, rb1, normal, change
+):
     """exchange of both points of a 2-point manifold along `normal`, the first point's
     then the second's: normal impulses change[0] at (ra0, rb0) and change[1] at (ra1, rb1),
     N s."""
     velocity_a, spin_a, velocity_b, spin_b = exchange(
-        velocity_a, spin_a, velocity_b, spin_b, masses, ra0, rb0, change[0] * normal)
-    return exchange(velocity_a, spin_a, velocity_b, spin_b, masses, ra1, rb1,
-                    change[1] * normal)
+        velocity_a, spin_a, velocity_b, spin_b, masses, ra0, rb0, change[0] * normal
+    )
+    return exchange(velocity_a, spin_a, velocity_b, spin_b, masses, ra1, rb1, change[1] * normal)
 
 
 @ti.func
@@ -502,16 +559,31 @@ def row_coupling(masses, same_direction: ti.template(), arm_a_j, arm_b_j, arm_a_
 
 
 @ti.func
-def take_row_impulses(velocity_a, spin_a, velocity_b, spin_b, masses, normal, tangent,
-                      change_n, change_t, arm_na, arm_nb, arm_ta, arm_tb):
+def take_row_impulses(
+    velocity_a,
+    spin_a,
+    velocity_b,
+    spin_b,
+    masses,
+    normal,
+    tangent,
+    change_n,
+    change_t,
+    arm_na,
+    arm_nb,
+    arm_ta,
+    arm_tb,
+):
     """The bodies' velocities after a manifold's row impulses of one sweep (N s, a
     component a point: change_n along the normal, change_t along the tangent), -impulse on
     a, +impulse on b; masses = (w_a, I_a, w_b, I_b), the arms as row_arms gives them."""
     linear = (change_n[0] + change_n[1]) * normal + (change_t[0] + change_t[1]) * tangent
-    return (velocity_a - masses[0] * linear,
-            spin_a - masses[1] * (change_n.dot(arm_na) + change_t.dot(arm_ta)),
-            velocity_b + masses[2] * linear,
-            spin_b + masses[3] * (change_n.dot(arm_nb) + change_t.dot(arm_tb)))
+    return (
+        velocity_a - masses[0] * linear,
+        spin_a - masses[1] * (change_n.dot(arm_na) + change_t.dot(arm_ta)),
+        velocity_b + masses[2] * linear,
+        spin_b + masses[3] * (change_n.dot(arm_nb) + change_t.dot(arm_tb)),
+    )
 
 
 #: The block solver is used while its 2x2 matrix is this well conditioned (Box2D's bound);
@@ -574,8 +646,15 @@ def block_normal_impulses(masses, normal, ra0, rb0, ra1, rb1, vn0, vn1, target, 
 
 
 @ti.func
-def solve_velocity(bodies: ti.template(), manifolds: ti.template(), prepared: ti.template(), pair,
-                   n_bodies, h, jacobi_entry):
+def solve_velocity(
+    bodies: ti.template(),
+    manifolds: ti.template(),
+    prepared: ti.template(),
+    pair,
+    n_bodies,
+    h,
+    jacobi_entry,
+):
     """Normal impulses (accumulated, >= 0), Coulomb friction (mu_s while the point sticks,
     mu_k once it slides), then restitution for points that closed faster than
     RESTITUTION_THRESHOLD when the pass began and had to be pushed apart.
@@ -599,37 +678,96 @@ def solve_velocity(bodies: ti.template(), manifolds: ti.template(), prepared: ti
         normal = manifolds.normal[pair]
         velocity_a, spin_a = bodies.velocity[slot_a], bodies.angular_velocity[slot_a]
         velocity_b, spin_b = bodies.velocity[slot_b], bodies.angular_velocity[slot_b]
-        (arm_a, arm_b, target, normal_mass, tangent_mass, normal_impulse, tangent_impulse,
-         friction, touched, held) = _velocity_rows(bodies, manifolds, prepared, pair, count, h)
+        (
+            arm_a,
+            arm_b,
+            target,
+            normal_mass,
+            tangent_mass,
+            normal_impulse,
+            tangent_impulse,
+            friction,
+            touched,
+            held,
+        ) = _velocity_rows(bodies, manifolds, prepared, pair, count, h)
         # Each point's normal velocity before this pass, for restitution (_bounce).
         approach, carried, carried_tangent = vec2(0.0), normal_impulse, tangent_impulse
         for i in ti.static(range(2)):
             if i < count:
                 approach[i] = point_velocity(
-                    velocity_a, spin_a, velocity_b, spin_b,
-                    vec2(arm_a[i, 0], arm_a[i, 1]), vec2(arm_b[i, 0], arm_b[i, 1])).dot(normal)
+                    velocity_a,
+                    spin_a,
+                    velocity_b,
+                    spin_b,
+                    vec2(arm_a[i, 0], arm_a[i, 1]),
+                    vec2(arm_b[i, 0], arm_b[i, 1]),
+                ).dot(normal)
         # IMMOVABLE_ITERATIONS for a manifold with an immovable body: a runtime loop, the
         # solve inlined once (it is most of a kernel's compile time).
-        iterations = IMMOVABLE_ITERATIONS if against_immovable(prepared, pair) else \
-            VELOCITY_ITERATIONS
+        iterations = (
+            IMMOVABLE_ITERATIONS if against_immovable(prepared, pair) else VELOCITY_ITERATIONS
+        )
         for _ in range(iterations):
-            (velocity_a, spin_a, velocity_b, spin_b, normal_impulse,
-             tangent_impulse) = _sweep_points(
-                velocity_a, spin_a, velocity_b, spin_b, masses, normal, arm_a, arm_b, target,
-                normal_mass, tangent_mass, friction, normal_impulse, tangent_impulse, count,
-                prepared.slop[pair])
+            (velocity_a, spin_a, velocity_b, spin_b, normal_impulse, tangent_impulse) = (
+                _sweep_points(
+                    velocity_a,
+                    spin_a,
+                    velocity_b,
+                    spin_b,
+                    masses,
+                    normal,
+                    arm_a,
+                    arm_b,
+                    target,
+                    normal_mass,
+                    tangent_mass,
+                    friction,
+                    normal_impulse,
+                    tangent_impulse,
+                    count,
+                    prepared.slop[pair],
+                )
+            )
         # What the points applied in this substep: a bounce's point keeps less for the next
         # substep's warm start (_bounce), but it did apply this.
         applied = normal_impulse
         bounce = vec2(0.0)
         restitution = prepared.restitution[pair]
         if restitution > 0.0:
-            (velocity_a, spin_a, velocity_b, spin_b, normal_impulse, tangent_impulse,
-             bounce) = _bounce(prepared, pair, velocity_a, spin_a, velocity_b, spin_b, masses,
-                               normal, arm_a, arm_b, normal_mass, friction, normal_impulse,
-                               tangent_impulse, approach, carried, restitution, count)
-        if _store_impulses(manifolds, pair, count, normal_impulse, tangent_impulse, applied,
-                           bounce, carried, carried_tangent, jacobi_entry):
+            (velocity_a, spin_a, velocity_b, spin_b, normal_impulse, tangent_impulse, bounce) = (
+                _bounce(
+                    prepared,
+                    pair,
+                    velocity_a,
+                    spin_a,
+                    velocity_b,
+                    spin_b,
+                    masses,
+                    normal,
+                    arm_a,
+                    arm_b,
+                    normal_mass,
+                    friction,
+                    normal_impulse,
+                    tangent_impulse,
+                    approach,
+                    carried,
+                    restitution,
+                    count,
+                )
+            )
+        if _store_impulses(
+            manifolds,
+            pair,
+            count,
+            normal_impulse,
+            tangent_impulse,
+            applied,
+            bounce,
+            carried,
+            carried_tangent,
+            jacobi_entry,
+        ):
             touched = True
         if touched:
             manifolds.touching[pair] = TOUCHED
@@ -637,20 +775,42 @@ def solve_velocity(bodies: ti.template(), manifolds: ti.template(), prepared: ti
                 count_support(bodies, prepared, pair, slot_a, slot_b, masses)
         elif held and manifolds.touching[pair] == 0:  # TOUCHED in an earlier substep stays
             manifolds.touching[pair] = HELD
-        store_velocities(bodies, prepared, slot_a, slot_b, masses, velocity_a, spin_a,
-                         velocity_b, spin_b, jacobi_entry)
+        store_velocities(
+            bodies,
+            prepared,
+            slot_a,
+            slot_b,
+            masses,
+            velocity_a,
+            spin_a,
+            velocity_b,
+            spin_b,
+            jacobi_entry,
+        )
 
 
 @ti.func
-def store_velocities(bodies: ti.template(), prepared: ti.template(), slot_a, slot_b, masses,
-                     velocity_a, spin_a, velocity_b, spin_b, jacobi_entry):
+def store_velocities(
+    bodies: ti.template(),
+    prepared: ti.template(),
+    slot_a,
+    slot_b,
+    masses,
+    velocity_a,
+    spin_a,
+    velocity_b,
+    spin_b,
+    jacobi_entry,
+):
     """A pair's bodies take their new velocities (those that move), or (jacobi_entry >=
     0, an overflow pair, solver/overflow.py) the changes go to prepared.jacobi_delta."""
     if jacobi_entry >= 0:
         prepared.jacobi_delta[jacobi_entry] = vec3(
-            velocity_a - bodies.velocity[slot_a], spin_a - bodies.angular_velocity[slot_a])
+            velocity_a - bodies.velocity[slot_a], spin_a - bodies.angular_velocity[slot_a]
+        )
         prepared.jacobi_delta[jacobi_entry + 1] = vec3(
-            velocity_b - bodies.velocity[slot_b], spin_b - bodies.angular_velocity[slot_b])
+            velocity_b - bodies.velocity[slot_b], spin_b - bodies.angular_velocity[slot_b]
+        )
     else:
         if masses[0] > 0.0 or masses[1] > 0.0:
             bodies.velocity[slot_a] = velocity_a
@@ -681,8 +841,9 @@ def count_support(bodies: ti.template(), prepared: ti.template(), pair, slot_a, 
 
 
 @ti.func
-def _velocity_rows(bodies: ti.template(), manifolds: ti.template(), prepared: ti.template(),
-                   pair, count, h):
+def _velocity_rows(
+    bodies: ti.template(), manifolds: ti.template(), prepared: ti.template(), pair, count, h
+):
     """The velocity solve's rows of `pair`'s points (row i = point i): lever arms arm_a,
     arm_b (2 x 2, m), target normal velocities (m/s: touching, stop closing; apart, close
     at most the gap in this substep), normal and tangent masses, the accumulated normal and
@@ -709,14 +870,39 @@ def _velocity_rows(bodies: ti.template(), manifolds: ti.template(), prepared: ti
             normal_impulse[i] = manifolds.normal_impulse[pair, i]
             tangent_impulse[i] = manifolds.tangent_impulse[pair, i]
             friction[i] = prepared.friction[pair, i]
-    return (arm_a, arm_b, target, normal_mass, tangent_mass, normal_impulse, tangent_impulse,
-            friction, touched, held)
+    return (
+        arm_a,
+        arm_b,
+        target,
+        normal_mass,
+        tangent_mass,
+        normal_impulse,
+        tangent_impulse,
+        friction,
+        touched,
+        held,
+    )
 
 
 @ti.func
-def _sweep_points(velocity_a, spin_a, velocity_b, spin_b, masses, normal, arm_a, arm_b,
-                  target, normal_mass, tangent_mass, friction, normal_impulse,
-                  tangent_impulse, count, slop):
+def _sweep_points(
+    velocity_a,
+    spin_a,
+    velocity_b,
+    spin_b,
+    masses,
+    normal,
+    arm_a,
+    arm_b,
+    target,
+    normal_mass,
+    tangent_mass,
+    friction,
+    normal_impulse,
+    tangent_impulse,
+    count,
+    slop,
+):
     """One Gauss-Seidel iteration over a manifold's points (rows as in _velocity_rows):
     normal impulses (the block solver where it applies), each point's friction; returns
     the bodies' velocities and the points' impulses after it.
@@ -732,21 +918,40 @@ def _sweep_points(velocity_a, spin_a, velocity_b, spin_b, masses, normal, arm_a,
     0.0002 rad for a 1 m one) and toppled stacks of 1 mm and 1 cm boxes."""
     tangent = tangent_of(normal)
     solved = False
-    if count == 2 and (slop < LINEAR_SLOP or ti.max(
-            masses[0], masses[2]) > BLOCK_MASS_RATIO * ti.min(masses[0], masses[2])):
+    if count == 2 and (
+        slop < LINEAR_SLOP
+        or ti.max(masses[0], masses[2]) > BLOCK_MASS_RATIO * ti.min(masses[0], masses[2])
+    ):
         ra0, rb0 = vec2(arm_a[0, 0], arm_a[0, 1]), vec2(arm_b[0, 0], arm_b[0, 1])
         ra1, rb1 = vec2(arm_a[1, 0], arm_a[1, 1]), vec2(arm_b[1, 0], arm_b[1, 1])
         old = normal_impulse
         new, solved = block_normal_impulses(
-            masses, normal, ra0, rb0, ra1, rb1,
+            masses,
+            normal,
+            ra0,
+            rb0,
+            ra1,
+            rb1,
             point_velocity(velocity_a, spin_a, velocity_b, spin_b, ra0, rb0).dot(normal),
             point_velocity(velocity_a, spin_a, velocity_b, spin_b, ra1, rb1).dot(normal),
-            target, old)
+            target,
+            old,
+        )
         if solved:
             normal_impulse = new
             velocity_a, spin_a, velocity_b, spin_b = exchange_normal(
-                velocity_a, spin_a, velocity_b, spin_b, masses, ra0, rb0, ra1, rb1, normal,
-                new - old)
+                velocity_a,
+                spin_a,
+                velocity_b,
+                spin_b,
+                masses,
+                ra0,
+                rb0,
+                ra1,
+                rb1,
+                normal,
+                new - old,
+            )
     # Each point's normal row, then its friction row, point after point (Gauss-Seidel);
     # each row's relative velocity is carried to the later rows through their coupling
     # (row_coupling) and the bodies take the impulses once, at the end: the same sweep up
@@ -766,12 +971,15 @@ def _sweep_points(velocity_a, spin_a, velocity_b, spin_b, masses, normal, arm_a,
                 normal_impulse[i] = new_n
                 change_n[i] = new_n - old_n
                 closing_t[i] += change_n[i] * row_coupling(
-                    masses, False, arm_na[i], arm_nb[i], arm_ta[i], arm_tb[i])
+                    masses, False, arm_na[i], arm_nb[i], arm_ta[i], arm_tb[i]
+                )
                 if ti.static(i == 0):
                     closing_n[1] += change_n[0] * row_coupling(
-                        masses, True, arm_na[0], arm_nb[0], arm_na[1], arm_nb[1])
+                        masses, True, arm_na[0], arm_nb[0], arm_na[1], arm_nb[1]
+                    )
                     closing_t[1] += change_n[0] * row_coupling(
-                        masses, False, arm_na[0], arm_nb[0], arm_ta[1], arm_tb[1])
+                        masses, False, arm_na[0], arm_nb[0], arm_ta[1], arm_tb[1]
+                    )
             old_t = tangent_impulse[i]
             limit = friction[i] * normal_impulse[i]
             new_t = ti.math.clamp(old_t - closing_t[i] * tangent_mass[i], -limit, limit)
@@ -779,19 +987,50 @@ def _sweep_points(velocity_a, spin_a, velocity_b, spin_b, masses, normal, arm_a,
             change_t[i] = new_t - old_t
             if ti.static(i == 0):
                 closing_n[1] += change_t[0] * row_coupling(
-                    masses, False, arm_ta[0], arm_tb[0], arm_na[1], arm_nb[1])
+                    masses, False, arm_ta[0], arm_tb[0], arm_na[1], arm_nb[1]
+                )
                 closing_t[1] += change_t[0] * row_coupling(
-                    masses, True, arm_ta[0], arm_tb[0], arm_ta[1], arm_tb[1])
+                    masses, True, arm_ta[0], arm_tb[0], arm_ta[1], arm_tb[1]
+                )
     velocity_a, spin_a, velocity_b, spin_b = take_row_impulses(
-        velocity_a, spin_a, velocity_b, spin_b, masses, normal, tangent, change_n, change_t,
-        arm_na, arm_nb, arm_ta, arm_tb)
+        velocity_a,
+        spin_a,
+        velocity_b,
+        spin_b,
+        masses,
+        normal,
+        tangent,
+        change_n,
+        change_t,
+        arm_na,
+        arm_nb,
+        arm_ta,
+        arm_tb,
+    )
     return velocity_a, spin_a, velocity_b, spin_b, normal_impulse, tangent_impulse
 
 
 @ti.func
-def _bounce(prepared: ti.template(), pair, velocity_a, spin_a, velocity_b, spin_b, masses,
-            normal, arm_a, arm_b, normal_mass, friction, normal_impulse, tangent_impulse,
-            approach, carried, restitution, count):
+def _bounce(
+    prepared: ti.template(),
+    pair,
+    velocity_a,
+    spin_a,
+    velocity_b,
+    spin_b,
+    masses,
+    normal,
+    arm_a,
+    arm_b,
+    normal_mass,
+    friction,
+    normal_impulse,
+    tangent_impulse,
+    approach,
+    carried,
+    restitution,
+    count,
+):
     """Restitution in the substep where the impact happens (seed 000: per substep, on the
     normal velocity before the solve, `approach`), at most once per point and step
     (prepared.bounced); returns the velocities and impulses after it, and each point's
@@ -801,8 +1040,12 @@ def _bounce(prepared: ti.template(), pair, velocity_a, spin_a, velocity_b, spin_
     bounce = vec2(0.0)
     bounces = ti.Vector([0, 0])
     for i in ti.static(range(2)):
-        if (i < count and approach[i] < -RESTITUTION_THRESHOLD and normal_impulse[i] > 0.0
-                and prepared.bounced[pair, i] == 0):
+        if (
+            i < count
+            and approach[i] < -RESTITUTION_THRESHOLD
+            and normal_impulse[i] > 0.0
+            and prepared.bounced[pair, i] == 0
+        ):
             bounces[i] = 1
     # Both points of a manifold bounce together (the block solver with the bounce
     # velocities as targets): one after the other, the first point's bounce turns the body
@@ -815,15 +1058,22 @@ def _bounce(prepared: ti.template(), pair, velocity_a, spin_a, velocity_b, spin_
         ra0, rb0 = vec2(arm_a[0, 0], arm_a[0, 1]), vec2(arm_b[0, 0], arm_b[0, 1])
         ra1, rb1 = vec2(arm_a[1, 0], arm_a[1, 1]), vec2(arm_b[1, 0], arm_b[1, 1])
         both, paired = block_normal_impulses(
-            masses, normal, ra0, rb0, ra1, rb1,
+            masses,
+            normal,
+            ra0,
+            rb0,
+            ra1,
+            rb1,
             point_velocity(velocity_a, spin_a, velocity_b, spin_b, ra0, rb0).dot(normal),
             point_velocity(velocity_a, spin_a, velocity_b, spin_b, ra1, rb1).dot(normal),
-            -restitution * approach, vec2(0.0))
+            -restitution * approach,
+            vec2(0.0),
+        )
         if paired:
             bounce = both
             velocity_a, spin_a, velocity_b, spin_b = exchange_normal(
-                velocity_a, spin_a, velocity_b, spin_b, masses, ra0, rb0, ra1, rb1, normal,
-                both)
+                velocity_a, spin_a, velocity_b, spin_b, masses, ra0, rb0, ra1, rb1, normal, both
+            )
     for i in ti.static(range(2)):
         if bounces[i] == 1:
             ra, rb = vec2(arm_a[i, 0], arm_a[i, 1]), vec2(arm_b[i, 0], arm_b[i, 1])
@@ -831,7 +1081,8 @@ def _bounce(prepared: ti.template(), pair, velocity_a, spin_a, velocity_b, spin_
             if not paired and vn < -restitution * approach[i]:
                 bounce[i] = (-restitution * approach[i] - vn) * normal_mass[i]
                 velocity_a, spin_a, velocity_b, spin_b = exchange(
-                    velocity_a, spin_a, velocity_b, spin_b, masses, ra, rb, bounce[i] * normal)
+                    velocity_a, spin_a, velocity_b, spin_b, masses, ra, rb, bounce[i] * normal
+                )
             # A bounce is a one-off: warm starting the impulse that stopped the impact (or
             # the bounce) would push again next substep; only the load the point carried
             # into the substep is kept.
@@ -843,8 +1094,18 @@ def _bounce(prepared: ti.template(), pair, velocity_a, spin_a, velocity_b, spin_
 
 
 @ti.func
-def _store_impulses(manifolds: ti.template(), pair, count, normal_impulse, tangent_impulse,
-                    applied, bounce, carried, carried_tangent, jacobi_entry):
+def _store_impulses(
+    manifolds: ti.template(),
+    pair,
+    count,
+    normal_impulse,
+    tangent_impulse,
+    applied,
+    bounce,
+    carried,
+    carried_tangent,
+    jacobi_entry,
+):
     """The points' accumulated impulses kept for the next substep's warm start, and what
     they applied in this substep added to the step's totals (the warm start included; a
     repeated solve, REPEAT_SOLVE, replaces what the first one added). Returns whether a
@@ -859,10 +1120,12 @@ def _store_impulses(manifolds: ti.template(), pair, count, normal_impulse, tange
             carried_n, carried_t = 0.0, 0.0
             if jacobi_entry == REPEAT_SOLVE:
                 carried_n, carried_t = carried[i], carried_tangent[i]
-            manifolds.total_normal_impulse[pair, i] = (manifolds.total_normal_impulse[pair, i]
-                                                      + applied[i] + bounce[i] - carried_n)
+            manifolds.total_normal_impulse[pair, i] = (
+                manifolds.total_normal_impulse[pair, i] + applied[i] + bounce[i] - carried_n
+            )
             manifolds.total_tangent_impulse[pair, i] = (
-                manifolds.total_tangent_impulse[pair, i] + tangent_impulse[i] - carried_t)
+                manifolds.total_tangent_impulse[pair, i] + tangent_impulse[i] - carried_t
+            )
             if normal_impulse[i] > 0.0 or bounce[i] > 0.0:
                 touched = True
     return touched
@@ -886,13 +1149,21 @@ def closing_speed(v_a, v_b, e_a, e_b):
     |(1 - e_a) v_a - (1 - e_b) v_b| / 2 + ((1 + e_a)|v_a| + (1 + e_b)|v_b|) / 2 apart. With
     e = 1 that is |v_a| + |v_b|; bodies falling side by side (elasticity 0.1) get
     1.1 |v|, not 2 |v|."""
-    return (0.5 * ((1.0 - e_a) * v_a - (1.0 - e_b) * v_b).norm()
-            + 0.5 * ((1.0 + e_a) * v_a.norm() + (1.0 + e_b) * v_b.norm()))
+    return 0.5 * ((1.0 - e_a) * v_a - (1.0 - e_b) * v_b).norm() + 0.5 * (
+        (1.0 + e_a) * v_a.norm() + (1.0 + e_b) * v_b.norm()
+    )
 
 
 @ti.func
-def closing_bound(model: ti.template(), bodies: ti.template(), joints: ti.template(), slot_a,
-                  slot_b, n_bodies, time):
+def closing_bound(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    slot_a,
+    slot_b,
+    n_bodies,
+    time,
+):
     """How far (m) bodies a and b can close on each other in `time` (s): closing_speed plus
     both bodies' turning speeds in full. A body with joints may be swung anywhere at its
     speed (e = 1 for it: a hub's spokes found each other late and flew apart). Against the
@@ -900,29 +1171,41 @@ def closing_bound(model: ti.template(), bodies: ti.template(), joints: ti.templa
     322k to 223k (speculative points far apart, solved every substep), the step from 457
     to 366 ms (2-core CPU)."""
     body_a, body_b = slot_a % n_bodies, slot_b % n_bodies
-    e_a = 1.0 if joints.body_has_joint[body_a] else \
-        model.elasticity[material_row(model, slot_a, body_a)]
-    e_b = 1.0 if joints.body_has_joint[body_b] else \
-        model.elasticity[material_row(model, slot_b, body_b)]
-    speed = (closing_speed(bodies.velocity[slot_a], bodies.velocity[slot_b], e_a, e_b)
-             + turning_speed(model, bodies, slot_a, n_bodies)
-             + turning_speed(model, bodies, slot_b, n_bodies))
+    e_a = (
+        1.0
+        if joints.body_has_joint[body_a]
+        else model.elasticity[material_row(model, slot_a, body_a)]
+    )
+    e_b = (
+        1.0
+        if joints.body_has_joint[body_b]
+        else model.elasticity[material_row(model, slot_b, body_b)]
+    )
+    speed = (
+        closing_speed(bodies.velocity[slot_a], bodies.velocity[slot_b], e_a, e_b)
+        + turning_speed(model, bodies, slot_a, n_bodies)
+        + turning_speed(model, bodies, slot_b, n_bodies)
+    )
     return time * speed
 
 
 @ti.func
-def relative_motion_bound(model: ti.template(), bodies: ti.template(), slot_a, slot_b, n_bodies,
-                          time):
+def relative_motion_bound(
+    model: ti.template(), bodies: ti.template(), slot_a, slot_b, n_bodies, time
+):
     """How far (m) a point of body a can move relative to body b in `time` (s) at their
     current speeds (their centres' relative motion plus both bodies' turning)."""
-    return time * ((bodies.velocity[slot_a] - bodies.velocity[slot_b]).norm()
-                   + turning_speed(model, bodies, slot_a, n_bodies)
-                   + turning_speed(model, bodies, slot_b, n_bodies))
+    return time * (
+        (bodies.velocity[slot_a] - bodies.velocity[slot_b]).norm()
+        + turning_speed(model, bodies, slot_a, n_bodies)
+        + turning_speed(model, bodies, slot_b, n_bodies)
+    )
 
 
 @ti.func
-def fast_pair(model: ti.template(), bodies: ti.template(), manifolds: ti.template(), pair,
-              n_bodies, dt):
+def fast_pair(
+    model: ti.template(), bodies: ti.template(), manifolds: ti.template(), pair, n_bodies, dt
+):
     """Whether `pair` is fast this step (its narrow phase runs again every substep): its
     bodies can move against each other by more than FAST_MOTION_FRACTION of the smaller
     one's size in the step (dt, s), or it has a sensor, which is looked at exactly (no
@@ -930,8 +1213,9 @@ def fast_pair(model: ti.template(), bodies: ti.template(), manifolds: ti.templat
     slot_a, slot_b = manifolds.body_a[pair], manifolds.body_b[pair]
     smallest = smaller_radius(model, slot_a % n_bodies, slot_b % n_bodies)
     relative = relative_motion_bound(model, bodies, slot_a, slot_b, n_bodies, dt)
-    return (relative > FAST_MOTION_FRACTION * smallest
-            or is_sensor_pair(model, manifolds, pair, n_bodies))
+    return relative > FAST_MOTION_FRACTION * smallest or is_sensor_pair(
+        model, manifolds, pair, n_bodies
+    )
 
 
 @ti.func
@@ -941,14 +1225,24 @@ def acceleration(model: ti.template(), bodies: ti.template(), slot, body, n_bodi
     result = vec2(0.0, 0.0)
     if moves(model, bodies, slot, body):
         row = material_row(model, slot, body)
-        result = (world_gravity(model, slot, n_bodies) * model.gravity_scale[row]
-                  + bodies.force[slot] * model.inv_mass[row])
+        result = (
+            world_gravity(model, slot, n_bodies) * model.gravity_scale[row]
+            + bodies.force[slot] * model.inv_mass[row]
+        )
     return result
 
 
 @ti.func
-def sweep_reaches(model: ti.template(), bodies: ti.template(), joints: ti.template(), slot_a,
-                  slot_b, n_bodies, window, slack):
+def sweep_reaches(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    slot_a,
+    slot_b,
+    n_bodies,
+    window,
+    slack,
+):
     """Whether bodies a and b can come within slack (m) of each other in the next `window`
     (s) on their present motion (velocities, gravity, applied forces): the smaller body's
     bounding circle swept along the relative motion, against the other's shape on two
@@ -970,18 +1264,27 @@ def sweep_reaches(model: ti.template(), bodies: ti.template(), joints: ti.templa
     """
     body_a, body_b = slot_a % n_bodies, slot_b % n_bodies
     reaches = True
-    if not (joints.body_has_joint[body_a] or joints.body_has_joint[body_b]
-            or model.shape_kind[body_a] == SHAPE_CHAIN or model.shape_kind[body_b] == SHAPE_CHAIN):
+    if not (
+        joints.body_has_joint[body_a]
+        or joints.body_has_joint[body_b]
+        or model.shape_kind[body_a] == SHAPE_CHAIN
+        or model.shape_kind[body_b] == SHAPE_CHAIN
+    ):
         mover, other, mover_body, other_body = slot_a, slot_b, body_a, body_b
         if bounding_radius(model, body_b) < bounding_radius(model, body_a):
             mover, other, mover_body, other_body = slot_b, slot_a, body_b, body_a
-        relative_acceleration = (acceleration(model, bodies, mover, mover_body, n_bodies)
-                                 - acceleration(model, bodies, other, other_body, n_bodies))
+        relative_acceleration = acceleration(
+            model, bodies, mover, mover_body, n_bodies
+        ) - acceleration(model, bodies, other, other_body, n_bodies)
         # The parabola's chord; the parabola strays from it by at most a T^2 / 8.
-        motion = ((bodies.velocity[mover] - bodies.velocity[other]) * window
-                  + 0.5 * window * window * relative_acceleration)
-        grow = (slack + 0.125 * window * window * relative_acceleration.norm()
-                + turning_speed(model, bodies, other, n_bodies) * window)
+        motion = (
+            bodies.velocity[mover] - bodies.velocity[other]
+        ) * window + 0.5 * window * window * relative_acceleration
+        grow = (
+            slack
+            + 0.125 * window * window * relative_acceleration.norm()
+            + turning_speed(model, bodies, other, n_bodies) * window
+        )
         length = motion.norm()
         radius = bounding_radius(model, mover_body) + grow
         if length > radius:  # shorter: the swept circle is nearly the circle
@@ -991,16 +1294,27 @@ def sweep_reaches(model: ti.template(), bodies: ti.template(), joints: ti.templa
             low_across, high_across = shape_extent(model, bodies, other, other_body, across)
             low_along, high_along = shape_extent(model, bodies, other, other_body, along)
             centre_across, centre_along = centre.dot(across), centre.dot(along)
-            reaches = not (centre_across - radius > high_across
-                           or centre_across + radius < low_across
-                           or centre_along - radius > high_along
-                           or centre_along + length + radius < low_along)
+            reaches = not (
+                centre_across - radius > high_across
+                or centre_across + radius < low_across
+                or centre_along - radius > high_along
+                or centre_along + length + radius < low_along
+            )
     return reaches
 
 
 @ti.func
-def narrow_margin(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-                  manifolds: ti.template(), pair, n_bodies, dt, h, first):
+def narrow_margin(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    manifolds: ti.template(),
+    pair,
+    n_bodies,
+    dt,
+    h,
+    first,
+):
     """(kept_apart m, fast) of a narrow phase of `pair`: points up to kept_apart apart are
     kept. In the step's first narrow phase (`first`) the pair is found fast or not
     (fast_pair): a fast pair's margin covers one substep's motion, a slow one's the whole
@@ -1012,8 +1326,9 @@ def narrow_margin(model: ti.template(), bodies: ti.template(), joints: ti.templa
     fast = True
     if first:
         fast = fast_pair(model, bodies, manifolds, pair, n_bodies, dt)
-    margin = closing_bound(model, bodies, joints, slot_a, slot_b, n_bodies,
-                           FAST_MARGIN_SUBSTEPS * h if fast else dt)
+    margin = closing_bound(
+        model, bodies, joints, slot_a, slot_b, n_bodies, FAST_MARGIN_SUBSTEPS * h if fast else dt
+    )
     kept_apart = SPECULATIVE_SLOPS * pair_slop(smallest) + margin
     if sensor:
         kept_apart = 0.0
@@ -1021,8 +1336,17 @@ def narrow_margin(model: ti.template(), bodies: ti.template(), joints: ti.templa
 
 
 @ti.func
-def find_manifold(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-                  manifolds: ti.template(), pair, n_bodies, dt, h, first):
+def find_manifold(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    manifolds: ti.template(),
+    pair,
+    n_bodies,
+    dt,
+    h,
+    first,
+):
     """Narrow phase of `pair` at the current poses, carrying the impulses of points with
     the same feature id as before; returns (whether the solver must look at the pair this
     step: it has points or is fast, each new point's match among the old ones or -1).
@@ -1043,12 +1367,15 @@ def find_manifold(model: ti.template(), bodies: ti.template(), joints: ti.templa
     old_count = manifolds.point_count[pair]
     old_feature = ti.Vector([manifolds.feature[pair, 0], manifolds.feature[pair, 1]])
     old_normal = ti.Vector([manifolds.normal_impulse[pair, 0], manifolds.normal_impulse[pair, 1]])
-    old_tangent = ti.Vector([manifolds.tangent_impulse[pair, 0],
-                             manifolds.tangent_impulse[pair, 1]])
-    old_total_normal = ti.Vector([manifolds.total_normal_impulse[pair, 0],
-                                  manifolds.total_normal_impulse[pair, 1]])
-    old_total_tangent = ti.Vector([manifolds.total_tangent_impulse[pair, 0],
-                                   manifolds.total_tangent_impulse[pair, 1]])
+    old_tangent = ti.Vector(
+        [manifolds.tangent_impulse[pair, 0], manifolds.tangent_impulse[pair, 1]]
+    )
+    old_total_normal = ti.Vector(
+        [manifolds.total_normal_impulse[pair, 0], manifolds.total_normal_impulse[pair, 1]]
+    )
+    old_total_tangent = ti.Vector(
+        [manifolds.total_tangent_impulse[pair, 0], manifolds.total_tangent_impulse[pair, 1]]
+    )
     kept_apart, fast = narrow_margin(model, bodies, joints, manifolds, pair, n_bodies, dt, h, first)
     if first:
         manifolds.touching[pair] = 0
@@ -1060,31 +1387,56 @@ def find_manifold(model: ti.template(), bodies: ti.template(), joints: ti.templa
         drift = 0.0
         margin, found_margin = kept_apart, 0.0
         if keepable:  # may be reused in the next steps
-            margin += REUSE_PAD_SLOPS * pair_slop(smaller_radius(
-                model, manifolds.body_a[pair] % n_bodies, manifolds.body_b[pair] % n_bodies))
+            margin += REUSE_PAD_SLOPS * pair_slop(
+                smaller_radius(
+                    model, manifolds.body_a[pair] % n_bodies, manifolds.body_b[pair] % n_bodies
+                )
+            )
             found_margin = margin
         collide_pair(model, bodies, manifolds, pair, n_bodies, margin)
         manifolds.found_margin[pair] = found_margin
     # The poses the manifold is now of, and how far it was carried since found afresh.
     slot_a, slot_b = manifolds.body_a[pair], manifolds.body_b[pair]
     position_a, position_b = bodies.position[slot_a], bodies.position[slot_b]
-    manifolds.found_pose[pair] = ti.Vector([position_a.x, position_a.y, bodies.angle[slot_a],
-                                            position_b.x, position_b.y, bodies.angle[slot_b]])
+    manifolds.found_pose[pair] = ti.Vector(
+        [
+            position_a.x,
+            position_a.y,
+            bodies.angle[slot_a],
+            position_b.x,
+            position_b.y,
+            bodies.angle[slot_b],
+        ]
+    )
     manifolds.drift[pair] = drift
     # Only a margin wider than the smaller body can hold a ghost worth the check: a slanted
     # normal misleads the velocity pass by at most the margin's reach across the body.
-    if (fast and manifolds.point_count[pair] > 0
-            and kept_apart > smaller_radius(model, manifolds.body_a[pair] % n_bodies,
-                                            manifolds.body_b[pair] % n_bodies)):
+    if (
+        fast
+        and manifolds.point_count[pair] > 0
+        and kept_apart
+        > smaller_radius(
+            model, manifolds.body_a[pair] % n_bodies, manifolds.body_b[pair] % n_bodies
+        )
+    ):
         apart = manifolds.depth[pair, 0] < 0.0
         if manifolds.point_count[pair] > 1:
             apart = apart and manifolds.depth[pair, 1] < 0.0
-        if apart and not sweep_reaches(model, bodies, joints, manifolds.body_a[pair],
-                                       manifolds.body_b[pair], n_bodies,
-                                       FAST_MARGIN_SUBSTEPS * h,
-                                       SPECULATIVE_SLOPS * pair_slop(smaller_radius(
-                                           model, manifolds.body_a[pair] % n_bodies,
-                                           manifolds.body_b[pair] % n_bodies))):
+        if apart and not sweep_reaches(
+            model,
+            bodies,
+            joints,
+            manifolds.body_a[pair],
+            manifolds.body_b[pair],
+            n_bodies,
+            FAST_MARGIN_SUBSTEPS * h,
+            SPECULATIVE_SLOPS
+            * pair_slop(
+                smaller_radius(
+                    model, manifolds.body_a[pair] % n_bodies, manifolds.body_b[pair] % n_bodies
+                )
+            ),
+        ):
             manifolds.point_count[pair] = 0  # a ghost (sweep_reaches)
     matches = ti.Vector([-1, -1])
     for i in range(manifolds.point_count[pair]):
@@ -1120,13 +1472,21 @@ def keeps_manifold(model: ti.template(), manifolds: ti.template(), pair, n_bodie
     frictionless circles poured into a box spun up to 0.23 rad/s and never slept (found
     afresh every step, they never turn and slept 11 s after the pour began). A circle's
     narrow phase is cheap."""
-    return (model.shape_kind[manifolds.body_a[pair] % n_bodies] != SHAPE_CIRCLE
-            and model.shape_kind[manifolds.body_b[pair] % n_bodies] != SHAPE_CIRCLE)
+    return (
+        model.shape_kind[manifolds.body_a[pair] % n_bodies] != SHAPE_CIRCLE
+        and model.shape_kind[manifolds.body_b[pair] % n_bodies] != SHAPE_CIRCLE
+    )
 
 
 @ti.func
-def reuse_manifold(model: ti.template(), bodies: ti.template(), manifolds: ti.template(), pair,
-                   n_bodies, kept_apart):
+def reuse_manifold(
+    model: ti.template(),
+    bodies: ti.template(),
+    manifolds: ti.template(),
+    pair,
+    n_bodies,
+    kept_apart,
+):
     """(Whether the step's first narrow phase of slow `pair` (margin kept_apart m) may keep
     the manifold it found before (not where manifolds.found_margin is 0: new, refreshed
     within a step, or forgotten), the drift it then carries, m); if kept, its points and
@@ -1152,9 +1512,13 @@ def reuse_manifold(model: ti.template(), bodies: ti.template(), manifolds: ti.te
         shift_b = bodies.position[slot_b] - origin_b
         turn_a = bodies.angle[slot_a] - pose[2]
         turn_b = bodies.angle[slot_b] - pose[5]
-        drift = (manifolds.drift[pair] + shift_a.norm() + shift_b.norm()
-                 + ti.abs(turn_a) * bounding_radius(model, body_a)
-                 + ti.abs(turn_b) * bounding_radius(model, body_b))
+        drift = (
+            manifolds.drift[pair]
+            + shift_a.norm()
+            + shift_b.norm()
+            + ti.abs(turn_a) * bounding_radius(model, body_a)
+            + ti.abs(turn_b) * bounding_radius(model, body_b)
+        )
         slop = pair_slop(smaller_radius(model, body_a, body_b))
         if drift <= REUSE_DRIFT_SLOPS * slop and kept_apart + drift <= found_margin:
             result = True
@@ -1166,15 +1530,26 @@ def reuse_manifold(model: ti.template(), bodies: ti.template(), manifolds: ti.te
                     moved_a = shift_a + turned(turn_a, point - origin_a)
                     moved_b = shift_b + turned(turn_b, point - origin_b)
                     # Not `-=` (an atomic in a parallel loop): one thread owns the pair.
-                    manifolds.depth[pair, i] = (manifolds.depth[pair, i]
-                                                - normal.dot(moved_b - moved_a))
+                    manifolds.depth[pair, i] = manifolds.depth[pair, i] - normal.dot(
+                        moved_b - moved_a
+                    )
                     manifolds.point[pair, i] = point + 0.5 * (moved_a + moved_b)
     return result, drift
 
 
 @ti.func
-def prepare_manifold(model: ti.template(), bodies: ti.template(), manifolds: ti.template(),
-                     prepared: ti.template(), pair, n_bodies, dt, h, first, matches):
+def prepare_manifold(
+    model: ti.template(),
+    bodies: ti.template(),
+    manifolds: ti.template(),
+    prepared: ti.template(),
+    pair,
+    n_bodies,
+    dt,
+    h,
+    first,
+    matches,
+):
     """The solver's constants of `pair` after find_manifold (matches: its result): masses,
     restitution, slop, whether the pair is fast (prepared.refresh, on the step's first
     substep, `first`), the poses of reference for moved_depth, each point's lever arms,
@@ -1196,8 +1571,9 @@ def prepare_manifold(model: ti.template(), bodies: ti.template(), manifolds: ti.
         if prepared.held[pair] == 0:
             wa, _, wb, _ = pair_masses(prepared, pair)
             light, heavy = (slot_a, slot_b) if wa > wb else (slot_b, slot_a)
-            if ((wa > SHOCK_RATIO * wb > 0.0 or wb > SHOCK_RATIO * wa > 0.0)
-                    and not rests_on(bodies.support[light], bodies.support[heavy])):
+            if (wa > SHOCK_RATIO * wb > 0.0 or wb > SHOCK_RATIO * wa > 0.0) and not rests_on(
+                bodies.support[light], bodies.support[heavy]
+            ):
                 # Two dynamic bodies of very uneven masses, neither held, the light one not
                 # resting on the heavy one: their impulses start cold. Carried over from a
                 # step where the light one was held (the heavy one's whole weight, which it
@@ -1247,9 +1623,16 @@ def prepare_manifold(model: ti.template(), bodies: ti.template(), manifolds: ti.
 
 @quick
 @ti.kernel
-def _build_body_contacts(manifolds: ti.template(), prepared: ti.template(), coloring: ti.template(),
-                         scan: ti.template(), serial: ti.template(), n_slots: ti.i32,
-                         n_pairs: ti.i32, ordered: ti.i32):
+def _build_body_contacts(
+    manifolds: ti.template(),
+    prepared: ti.template(),
+    coloring: ti.template(),
+    scan: ti.template(),
+    serial: ti.template(),
+    n_slots: ti.i32,
+    n_pairs: ti.i32,
+    ordered: ti.i32,
+):
     """Per body, the pairs it belongs to (sorted), so warm starting can gather impulses per
     body in a fixed order instead of scattering them with floating-point atomics.
     `ordered`: the pairs are stored in colour order (pair_origin: their broad-phase
@@ -1293,8 +1676,9 @@ def _build_body_contacts(manifolds: ti.template(), prepared: ti.template(), colo
 
 
 @ti.func
-def build_world_body_lists(manifolds: ti.template(), prepared: ti.template(), first_slot,
-                           end_slot, first_pair, end_pair):
+def build_world_body_lists(
+    manifolds: ti.template(), prepared: ti.template(), first_slot, end_slot, first_pair, end_pair
+):
     """_build_body_contacts for one small world, on one thread: its pairs [first_pair,
     end_pair) stay in the broad phase's order and every one of them takes a colour (none
     is UNSOLVED_COLOR: StepContext.small_coloring), so the pairs of the worlds before it
@@ -1342,6 +1726,14 @@ def build_body_lists(ctx: "StepContext"):
     if ctx.solves_by_world:  # the step's pairs.store_in_color_order built them
         pool.body_lists_of = ctx.cache
         return
-    _build_body_contacts(pool.manifolds, pool.prepared, pool.coloring, pool.scan, ctx.serial,
-                         ctx.n_slots, ctx.n_pairs, int(ctx.cache.pairs_ordered))
+    _build_body_contacts(
+        pool.manifolds,
+        pool.prepared,
+        pool.coloring,
+        pool.scan,
+        ctx.serial,
+        ctx.n_slots,
+        ctx.n_pairs,
+        int(ctx.cache.pairs_ordered),
+    )
     pool.body_lists_of = ctx.cache

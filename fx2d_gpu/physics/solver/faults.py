@@ -63,9 +63,12 @@ class SimulationError(RuntimeError):
 
 def describe_fault(position, angle, velocity, angular_velocity) -> str:
     """What is wrong with one body's state (host values)."""
-    values = {"position": (position, MAX_COORDINATE), "angle": (angle, MAX_COORDINATE),
-              "velocity": (velocity, MAX_SPEED), "angular velocity": (angular_velocity,
-                                                                      MAX_SPEED)}
+    values = {
+        "position": (position, MAX_COORDINATE),
+        "angle": (angle, MAX_COORDINATE),
+        "velocity": (velocity, MAX_SPEED),
+        "angular velocity": (angular_velocity, MAX_SPEED),
+    }
     for name, (value, _) in values.items():
         if not np.all(np.isfinite(value)):
             return f"non-finite {name} {np.asarray(value).tolist()}"
@@ -79,10 +82,14 @@ def describe_fault(position, angle, velocity, angular_velocity) -> str:
 def _faulty(bodies: ti.template(), slot):
     position, velocity = bodies.position[slot], bodies.velocity[slot]
     # NaN fails every comparison, so "not below the limit" also catches NaN and infinities.
-    within = (ti.abs(position.x) < MAX_COORDINATE and ti.abs(position.y) < MAX_COORDINATE
-              and ti.abs(bodies.angle[slot]) < MAX_COORDINATE
-              and ti.abs(velocity.x) < MAX_SPEED and ti.abs(velocity.y) < MAX_SPEED
-              and ti.abs(bodies.angular_velocity[slot]) < MAX_SPEED)
+    within = (
+        ti.abs(position.x) < MAX_COORDINATE
+        and ti.abs(position.y) < MAX_COORDINATE
+        and ti.abs(bodies.angle[slot]) < MAX_COORDINATE
+        and ti.abs(velocity.x) < MAX_SPEED
+        and ti.abs(velocity.y) < MAX_SPEED
+        and ti.abs(bodies.angular_velocity[slot]) < MAX_SPEED
+    )
     return not within
 
 
@@ -104,8 +111,16 @@ def clear_faults(faults: ti.template(), world):
 
 
 @ti.func
-def mark_faults(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-                faults: ti.template(), slots, joint_slots, n_bodies, n_joints):
+def mark_faults(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    faults: ti.template(),
+    slots,
+    joint_slots,
+    n_bodies,
+    n_joints,
+):
     """Mark the faulty body slots in [slots[0], slots[1]) and torn joints in joint_slots
     (the same): each world's first of each in faults.first_slot and first_joint (a torn
     joint marks its child body too), counting each world marked in faults.count. Any
@@ -125,8 +140,15 @@ def _mark_slot(bodies: ti.template(), faults: ti.template(), slot, n_bodies):
 
 
 @ti.func
-def _mark_joint(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-                faults: ti.template(), joint_slot, n_bodies, n_joints):
+def _mark_joint(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    faults: ti.template(),
+    joint_slot,
+    n_bodies,
+    n_joints,
+):
     """mark_faults of one joint slot."""
     if torn(model, bodies, joints, joint_slot, n_joints, n_bodies):
         world, joint = joint_slot // n_joints, joint_slot % n_joints
@@ -136,9 +158,16 @@ def _mark_joint(model: ti.template(), bodies: ti.template(), joints: ti.template
 
 @quick
 @ti.kernel
-def _find_faults(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-                 faults: ti.template(), serial: ti.template(), n_worlds: ti.i32,
-                 n_bodies: ti.i32, n_joints: ti.i32) -> ti.i32:
+def _find_faults(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    faults: ti.template(),
+    serial: ti.template(),
+    n_worlds: ti.i32,
+    n_bodies: ti.i32,
+    n_joints: ti.i32,
+) -> ti.i32:
     ti.loop_config(serialize=serial)
     for world in range(n_worlds):
         clear_faults(faults, world)
@@ -156,8 +185,16 @@ def find_faults(ctx: "StepContext") -> int:
     """Mark, per world, its first faulty body slot (pool.faults.first_slot, NO_FAULT if
     none); returns how many worlds have one."""
     pool = ctx.pool
-    return _find_faults(pool.model, pool.bodies, pool.joints, pool.faults, ctx.serial,
-                        ctx.n_worlds, ctx.n_bodies, ctx.n_joints)
+    return _find_faults(
+        pool.model,
+        pool.bodies,
+        pool.joints,
+        pool.faults,
+        ctx.serial,
+        ctx.n_worlds,
+        ctx.n_bodies,
+        ctx.n_joints,
+    )
 
 
 def describe_torn_joint(builder: "ModelBuilder", joint: int, world: int, ctx: "StepContext") -> str:
@@ -168,20 +205,26 @@ def describe_torn_joint(builder: "ModelBuilder", joint: int, world: int, ctx: "S
 
     rows = slice(world * ctx.n_bodies, (world + 1) * ctx.n_bodies)
     poses = ctx.pool.bodies.read({"position": rows.stop, "angle": rows.stop})
-    state = SimpleNamespace(position=poses["position"][rows][None],
-                            angle=poses["angle"][rows][None])
+    state = SimpleNamespace(
+        position=poses["position"][rows][None], angle=poses["angle"][rows][None]
+    )
     error = float(joint_errors(builder.joints, state)[0, joint])
     spec = builder.joints[joint]
-    size = min(builder.bodies[spec.parent].shape.bounding_radius,
-               builder.bodies[spec.child].shape.bounding_radius)
+    size = min(
+        builder.bodies[spec.parent].shape.bounding_radius,
+        builder.bodies[spec.child].shape.bounding_radius,
+    )
     name = f" ({spec.name!r})" if spec.name else ""
-    return (f"joint {joint}{name} torn: {error:.4g} m out of place, beyond "
-            f"{JOINT_TORN_FRACTION * size:.4g} m (the smaller bounding radius of its bodies): "
-            "a load the solver does not hold at this step size")
+    return (
+        f"joint {joint}{name} torn: {error:.4g} m out of place, beyond "
+        f"{JOINT_TORN_FRACTION * size:.4g} m (the smaller bounding radius of its bodies): "
+        "a load the solver does not hold at this step size"
+    )
 
 
-def contain_faults(ctx: "StepContext", on_fault: str, builder: "ModelBuilder",
-                   step_count: int) -> np.ndarray:
+def contain_faults(
+    ctx: "StepContext", on_fault: str, builder: "ModelBuilder", step_count: int
+) -> np.ndarray:
     """After a step: find the faulty worlds (or take those its substeps' launch found,
     ctx.faults_found) and raise a SimulationError naming the first (on_fault "raise"), or
     return them (k,) for the caller to reset (on_fault "reset":
@@ -200,10 +243,12 @@ def contain_faults(ctx: "StepContext", on_fault: str, builder: "ModelBuilder",
     if on_fault == "reset":
         return worlds
     slot = int(slots[0])
-    state = ctx.pool.bodies.read(dict.fromkeys(
-        ("position", "angle", "velocity", "angular_velocity"), slot + 1))
-    what = describe_fault(*(state[name][slot] for name in (
-        "position", "angle", "velocity", "angular_velocity")))
+    state = ctx.pool.bodies.read(
+        dict.fromkeys(("position", "angle", "velocity", "angular_velocity"), slot + 1)
+    )
+    what = describe_fault(
+        *(state[name][slot] for name in ("position", "angle", "velocity", "angular_velocity"))
+    )
     body = slot % ctx.n_bodies
     name = builder.bodies[body].name
     joint = int(faults["first_joint"][worlds[0]])
@@ -213,4 +258,7 @@ def contain_faults(ctx: "StepContext", on_fault: str, builder: "ModelBuilder",
     raise SimulationError(
         f"step {step_count}: world {worlds[0]}, body {body}{f' ({name!r})' if name else ''}: "
         f"{what}{more}; the scene keeps this state (restore a snapshot, or use "
-        "on_fault='reset')", worlds, (slots % ctx.n_bodies).astype(np.int64))
+        "on_fault='reset')",
+        worlds,
+        (slots % ctx.n_bodies).astype(np.int64),
+    )

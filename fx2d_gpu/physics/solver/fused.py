@@ -29,7 +29,6 @@ share of all of them) and waits at a barrier (a team of one, or a world, waits f
 nothing).
 """
 
-
 from typing import TYPE_CHECKING
 
 import taichi as ti
@@ -68,28 +67,77 @@ def pass_by_world(ctx: "StepContext", stage):
     pool = ctx.pool
     sweeps = JOINT_SWEEPS if stage.joint_sweeps and ctx.n_joints > 0 else 1
     uneven = int(ctx.immovable_sweep) if stage.immovable_sweep else 0
-    _pass_by_world(pool.model, pool.bodies, pool.joints, pool.manifolds, pool.prepared,
-                   pool.coloring, pool.counts, stage.run, stage.position, stage.joints,
-                   ctx.n_worlds, team.world_stride(ctx), ctx.n_bodies, ctx.n_joints,
-                   ctx.cache.n_colors, ctx.h, sweeps, uneven)
+    _pass_by_world(
+        pool.model,
+        pool.bodies,
+        pool.joints,
+        pool.manifolds,
+        pool.prepared,
+        pool.coloring,
+        pool.counts,
+        stage.run,
+        stage.position,
+        stage.joints,
+        ctx.n_worlds,
+        team.world_stride(ctx),
+        ctx.n_bodies,
+        ctx.n_joints,
+        ctx.cache.n_colors,
+        ctx.h,
+        sweeps,
+        uneven,
+    )
 
 
 @quick
 @ti.kernel
-def _pass_by_world(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-                   manifolds: ti.template(), prepared: ti.template(), coloring: ti.template(),
-                   counts: ti.template(), constraint: ti.template(), position: ti.template(),
-                   with_joints: ti.template(), n_worlds: ti.i32, world_stride: ti.i32,
-                   n_bodies: ti.i32, n_joints: ti.i32, n_colors: ti.i32, h: ti.f32,
-                   sweeps: ti.i32, uneven: ti.i32):
+def _pass_by_world(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    manifolds: ti.template(),
+    prepared: ti.template(),
+    coloring: ti.template(),
+    counts: ti.template(),
+    constraint: ti.template(),
+    position: ti.template(),
+    with_joints: ti.template(),
+    n_worlds: ti.i32,
+    world_stride: ti.i32,
+    n_bodies: ti.i32,
+    n_joints: ti.i32,
+    n_colors: ti.i32,
+    h: ti.f32,
+    sweeps: ti.i32,
+    uneven: ti.i32,
+):
     """pass_by_world's launch: _member_pass for each world (member_of's stride, as the
     substeps' loop)."""
     for item in range(n_worlds * world_stride):
         world = team.member_of(item, world_stride)
         if world >= 0:
-            _member_pass(model, bodies, joints, manifolds, prepared, coloring, counts,
-                         constraint, position, with_joints, world, 1, True, n_bodies,
-                         n_joints, n_colors, 0, h, sweeps, uneven)
+            _member_pass(
+                model,
+                bodies,
+                joints,
+                manifolds,
+                prepared,
+                coloring,
+                counts,
+                constraint,
+                position,
+                with_joints,
+                world,
+                1,
+                True,
+                n_bodies,
+                n_joints,
+                n_colors,
+                0,
+                h,
+                sweeps,
+                uneven,
+            )
 
 
 def substeps_by_team(ctx: "StepContext", threads: int):
@@ -105,8 +153,9 @@ def begin_step_by_team(ctx: "StepContext", threads: int):
     _launch(ctx, by_world=False, n_members=threads, mode=BEGIN)
 
 
-def kept_step_by_team(ctx: "StepContext", threads: int, refit: tuple[float, float] | None = None
-                      ) -> tuple[int, tuple[int, int, int] | None]:
+def kept_step_by_team(
+    ctx: "StepContext", threads: int, refit: tuple[float, float] | None = None
+) -> tuple[int, tuple[int, int, int] | None]:
     """A step that keeps last step's pairs where they lie and may reuse its colouring
     (step._keep_pairs), in one launch on a team of `threads` CPU threads: begin_step's
     stages, the check that the colouring still holds (coloring._coloring_holds_in_order's,
@@ -140,8 +189,14 @@ _Answer = ti.types.vector(7, ti.i32)
 SUBSTEPS, BEGIN, KEPT = 0, 1, 2
 
 
-def _launch(ctx: "StepContext", by_world: bool, n_members: int, mode: int = SUBSTEPS,
-            stride: int = 1, refit: tuple[float, float] | None = None):
+def _launch(
+    ctx: "StepContext",
+    by_world: bool,
+    n_members: int,
+    mode: int = SUBSTEPS,
+    stride: int = 1,
+    refit: tuple[float, float] | None = None,
+):
     """The launch (`mode`: SUBSTEPS, BEGIN or KEPT; `refit`: see kept_step_by_team);
     returns (the colouring check's answer (KEPT), the refit's answer or None). After the
     substeps it also marks the faulty worlds (solver/faults.py: what contain_faults reads
@@ -153,22 +208,47 @@ def _launch(ctx: "StepContext", by_world: bool, n_members: int, mode: int = SUBS
     pool = ctx.pool
     # Where the substeps leave the pairs where the list was made from them: those a kept
     # colouring keeps in place, or (SUBSTEPS) where the step put them.
-    refresh = ctx.options.refresh_in_launch and not by_world and mode != BEGIN and refresh_due(
-        ctx, in_place=mode == KEPT or ctx.cache.pairs_in_place)
+    refresh = (
+        ctx.options.refresh_in_launch
+        and not by_world
+        and mode != BEGIN
+        and refresh_due(ctx, in_place=mode == KEPT or ctx.cache.pairs_in_place)
+    )
     margin, motion_time = refit if refit is not None else (0.0, 0.0)
     found = _substeps(
-              model=pool.model, bodies=pool.bodies, joints=pool.joints, grid=pool.grid,
-              manifolds=pool.manifolds, prepared=pool.prepared, coloring=pool.coloring,
-              counts=pool.counts, faults=pool.faults, reported=pool.reported,
-              solver=ctx.solver, n_members=n_members,
-              by_world=bool(by_world), world_stride=stride,
-              n_worlds=ctx.n_worlds, n_bodies=ctx.n_bodies, n_joints=ctx.n_joints,
-              n_pairs=ctx.n_pairs, n_colors=ctx.cache.n_colors,
-              overflow=int(ctx.cache.n_overflow > 0), substeps=ctx.substeps,
-              h=ctx.h, dt=ctx.dt, mode=mode, begun=int(not ctx.small_coloring),
-              bullets=int(ctx.has_bullets), uneven=int(ctx.immovable_sweep),
-              refresh=int(refresh), n_reported=ctx.cache.n_reported,
-              refit=int(refit is not None), margin=margin, motion_time=motion_time)
+        model=pool.model,
+        bodies=pool.bodies,
+        joints=pool.joints,
+        grid=pool.grid,
+        manifolds=pool.manifolds,
+        prepared=pool.prepared,
+        coloring=pool.coloring,
+        counts=pool.counts,
+        faults=pool.faults,
+        reported=pool.reported,
+        solver=ctx.solver,
+        n_members=n_members,
+        by_world=bool(by_world),
+        world_stride=stride,
+        n_worlds=ctx.n_worlds,
+        n_bodies=ctx.n_bodies,
+        n_joints=ctx.n_joints,
+        n_pairs=ctx.n_pairs,
+        n_colors=ctx.cache.n_colors,
+        overflow=int(ctx.cache.n_overflow > 0),
+        substeps=ctx.substeps,
+        h=ctx.h,
+        dt=ctx.dt,
+        mode=mode,
+        begun=int(not ctx.small_coloring),
+        bullets=int(ctx.has_bullets),
+        uneven=int(ctx.immovable_sweep),
+        refresh=int(refresh),
+        n_reported=ctx.cache.n_reported,
+        refit=int(refit is not None),
+        margin=margin,
+        motion_time=motion_time,
+    )
     code = int(found[2])
     refitted = None if refit is None else (int(found[4]), int(found[5]), int(found[6]))
     went_on = refitted is None or refit_keeps(refitted)
@@ -186,9 +266,18 @@ def refit_keeps(refitted) -> bool:
 
 
 @ti.func
-def _refit_by_team(model: ti.template(), bodies: ti.template(), grid: ti.template(),
-                   counts: ti.template(), member, n_members, n_worlds, n_bodies, margin,
-                   motion_time):
+def _refit_by_team(
+    model: ti.template(),
+    bodies: ti.template(),
+    grid: ti.template(),
+    counts: ti.template(),
+    member,
+    n_members,
+    n_worlds,
+    n_bodies,
+    margin,
+    motion_time,
+):
     """broad_phase._refit_fat_boxes on a team (not reset): each member clears its share of
     the worlds' sleep marks, refits its share of the slots (broad_phase.refit_slot) and
     counts their restless ones (restless_slot), the team meeting between, the counts
@@ -201,8 +290,7 @@ def _refit_by_team(model: ti.template(), bodies: ti.template(), grid: ti.templat
     part = ti.Vector([0, 0])  # (refitted, asleep)
     lo, hi = team.share(0, n_worlds * n_bodies, member, n_members)
     for slot in range(lo, hi):
-        part += ti.Vector(refit_slot(model, bodies, grid, slot, n_bodies, margin,
-                                     motion_time, 0))
+        part += ti.Vector(refit_slot(model, bodies, grid, slot, n_bodies, margin, motion_time, 0))
     refitted_asleep = _team_tally(counts, _REFIT_TALLY, part, n_members)
     restless = ti.Vector([0])
     for slot in range(lo, hi):  # after the team met: every world's sleep marked
@@ -227,10 +315,19 @@ def _team_tally(counts: ti.template(), first: ti.template(), part, n_members):
 
 
 @ti.func
-def _refresh_report_by_team(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-                            manifolds: ti.template(), reported: ti.template(),
-                            counts: ti.template(), member, n_members, n_pairs, n_reported,
-                            n_bodies):
+def _refresh_report_by_team(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    manifolds: ti.template(),
+    reported: ti.template(),
+    counts: ti.template(),
+    member,
+    n_members,
+    n_pairs,
+    n_reported,
+    n_bodies,
+):
     """reporting._refresh_report on a team, after the substeps: each member tallies its
     share of the pairs and the list's entries (reporting.refresh_tally) into
     counts.tally[2:5], the team meets, and where the list may be refreshed each member
@@ -249,9 +346,18 @@ def _refresh_report_by_team(model: ti.template(), bodies: ti.template(), joints:
 
 
 @ti.func
-def _kept_coloring_holds(model: ti.template(), bodies: ti.template(), coloring: ti.template(),
-                         counts: ti.template(), member, n_members, n_pairs, n_joints, n_slots,
-                         n_bodies):
+def _kept_coloring_holds(
+    model: ti.template(),
+    bodies: ti.template(),
+    coloring: ti.template(),
+    counts: ti.template(),
+    member,
+    n_members,
+    n_pairs,
+    n_joints,
+    n_slots,
+    n_bodies,
+):
     """coloring._coloring_holds_in_order on a team: each member checks its share of the
     pairs and body slots, tallies into counts.tally[0:2] (cleared by member 0 at the
     launch's start, several barriers before), the team meets, and every member reads the
@@ -271,8 +377,16 @@ def _kept_coloring_holds(model: ti.template(), bodies: ti.template(), coloring: 
 
 
 @ti.func
-def _next_constraint(manifolds: ti.template(), coloring: ti.template(), counts: ti.template(),
-                     by_world: ti.template(), world, n_joints, color, cursor):
+def _next_constraint(
+    manifolds: ti.template(),
+    coloring: ti.template(),
+    counts: ti.template(),
+    by_world: ti.template(),
+    world,
+    n_joints,
+    color,
+    cursor,
+):
     """The next constraint of colour `color` for a team member and its cursor after it (-1:
     none left). cursor = (next pair, next joint, end of the member's pairs).
 
@@ -303,32 +417,59 @@ def _next_constraint(manifolds: ti.template(), coloring: ti.template(), counts: 
 
 
 @ti.func
-def _member_share(coloring: ti.template(), with_joints: ti.template(), color, n_colors,
-                  immovable, first_overflow, overflow_pairs, overflow_end, member, n_members):
+def _member_share(
+    coloring: ti.template(),
+    with_joints: ti.template(),
+    color,
+    n_colors,
+    immovable,
+    first_overflow,
+    overflow_pairs,
+    overflow_end,
+    member,
+    n_members,
+):
     """A team member's cursor (see _next_constraint) over round `color` of a colour pass:
     its share of colour `color`'s list; after the colours, its share of the overflow's
     pairs, then (a pass that solves joints) the overflow's joints, in order, on member 0;
     nothing in the immovable sweep's overflow rounds."""
     lo, hi = 0, 0
     if color < n_colors:
-        lo, hi = team.share(coloring.color_start[color], coloring.color_start[color + 1],
-                            member, n_members)
+        lo, hi = team.share(
+            coloring.color_start[color], coloring.color_start[color + 1], member, n_members
+        )
     elif immovable:
         pass
     elif color == n_colors:  # the overflow's pairs
-        lo, hi = team.share(first_overflow, first_overflow + overflow_pairs, member,
-                            n_members)
+        lo, hi = team.share(first_overflow, first_overflow + overflow_pairs, member, n_members)
     elif ti.static(with_joints) and member == 0:  # its joints, in order, on one
         lo, hi = first_overflow + overflow_pairs, overflow_end
     return ti.Vector([lo, 0, hi])
 
 
 @ti.func
-def _member_pass(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-                 manifolds: ti.template(), prepared: ti.template(), coloring: ti.template(),
-                 counts: ti.template(), constraint_of: ti.template(), position: ti.template(),
-                 with_joints: ti.template(), member, n_members, by_world: ti.template(),
-                 n_bodies, n_joints, n_colors, overflow, h, sweeps, uneven):
+def _member_pass(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    manifolds: ti.template(),
+    prepared: ti.template(),
+    coloring: ti.template(),
+    counts: ti.template(),
+    constraint_of: ti.template(),
+    position: ti.template(),
+    with_joints: ti.template(),
+    member,
+    n_members,
+    by_world: ti.template(),
+    n_bodies,
+    n_joints,
+    n_colors,
+    overflow,
+    h,
+    sweeps,
+    uneven,
+):
     """A colour pass over a member's constraints, colour after colour (see
     _next_constraint), the team waiting for each colour to end before the next; on a team,
     then the overflow colour as solver/overflow.py solves it (the same steps in the same
@@ -357,8 +498,13 @@ def _member_pass(model: ti.template(), bodies: ti.template(), joints: ti.templat
         joints_alone = sweep > 0 and not immovable
         cursor = ti.Vector([0, 0, 0])
         if ti.static(by_world):
-            cursor = ti.Vector([manifolds.pair_start[member * n_bodies], 0,
-                                manifolds.pair_start[(member + 1) * n_bodies]])
+            cursor = ti.Vector(
+                [
+                    manifolds.pair_start[member * n_bodies],
+                    0,
+                    manifolds.pair_start[(member + 1) * n_bodies],
+                ]
+            )
             if joints_alone:
                 cursor[0] = cursor[2]  # the world's joints alone
         for color in range(n_rounds):
@@ -366,9 +512,18 @@ def _member_pass(model: ti.template(), bodies: ti.template(), joints: ti.templat
             # immovable sweep).
             cursor[1] = n_joints if immovable else 0
             if ti.static(not by_world):
-                cursor = _member_share(coloring, with_joints, color, n_colors, immovable,
-                                       first_overflow, overflow_pairs, overflow_end, member,
-                                       n_members)
+                cursor = _member_share(
+                    coloring,
+                    with_joints,
+                    color,
+                    n_colors,
+                    immovable,
+                    first_overflow,
+                    overflow_pairs,
+                    overflow_end,
+                    member,
+                    n_members,
+                )
             # One call of constraint_of: each call site inlines the whole constraint solve,
             # and this kernel's compile time grows with them.
             while True:
@@ -376,33 +531,63 @@ def _member_pass(model: ti.template(), bodies: ti.template(), joints: ti.templat
                 if ti.static(not by_world):
                     if color == n_colors:  # overflow pair i writes entries 2i and 2i + 1
                         jacobi_entry = 2 * (cursor[0] - first_overflow)
-                k, cursor = _next_constraint(manifolds, coloring, counts, by_world, member,
-                                             n_joints, color, cursor)
+                k, cursor = _next_constraint(
+                    manifolds, coloring, counts, by_world, member, n_joints, color, cursor
+                )
                 if k < 0:
                     break
                 is_pair = k < counts.n_pairs[None]
                 if immovable and is_pair:
                     jacobi_entry = REPEAT_SOLVE
-                if (sweep == 0 or (joints_alone and not is_pair)
-                        or (immovable and is_pair
-                            and swept_again(model, manifolds, prepared, k, n_bodies))):
-                    constraint_of(model, bodies, joints, manifolds, prepared, counts, k,
-                                  n_bodies, h, jacobi_entry)
+                if (
+                    sweep == 0
+                    or (joints_alone and not is_pair)
+                    or (
+                        immovable
+                        and is_pair
+                        and swept_again(model, manifolds, prepared, k, n_bodies)
+                    )
+                ):
+                    constraint_of(
+                        model,
+                        bodies,
+                        joints,
+                        manifolds,
+                        prepared,
+                        counts,
+                        k,
+                        n_bodies,
+                        h,
+                        jacobi_entry,
+                    )
             team.barrier(counts, n_members, team.SPIN_LIMIT)
             if ti.static(not by_world):
                 if color == n_colors and sweep == 0:
                     lo, hi = team.share(0, coloring.n_jacobi_bodies[None], member, n_members)
                     for i in range(lo, hi):
-                        apply_mean_delta(bodies, prepared, coloring, coloring.jacobi_bodies[i],
-                                         position)
+                        apply_mean_delta(
+                            bodies, prepared, coloring, coloring.jacobi_bodies[i], position
+                        )
                     team.barrier(counts, n_members, team.SPIN_LIMIT)
 
 
 @ti.func
-def _member_items(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-                  manifolds: ti.template(), prepared: ti.template(), coloring: ti.template(),
-                  counts: ti.template(), stage: ti.template(), s: ti.template(), team_size,
-                  joint_range, body_range, pair_range, pair_blocks):
+def _member_items(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    manifolds: ti.template(),
+    prepared: ti.template(),
+    coloring: ti.template(),
+    counts: ti.template(),
+    stage: ti.template(),
+    s: ti.template(),
+    team_size,
+    joint_range,
+    body_range,
+    pair_range,
+    pair_blocks,
+):
     """An item stage over a member's items (joint_range, body_range: [lo, hi); pairs: in
     blocks dealt round the team, team.dealt_blocks: in colour order the pairs without
     points, cheap here, lie at the end), then the team's barrier; twice for bullets where
@@ -415,36 +600,81 @@ def _member_items(model: ti.template(), bodies: ti.template(), joints: ti.templa
         for round in range(n_rounds):
             if ti.static(stage.domain == JOINT_SLOTS):
                 for joint_slot in range(joint_range[0], joint_range[1]):
-                    stage.run(model, bodies, joints, manifolds, prepared, coloring, counts,
-                              joint_slot, s, round)
+                    stage.run(
+                        model,
+                        bodies,
+                        joints,
+                        manifolds,
+                        prepared,
+                        coloring,
+                        counts,
+                        joint_slot,
+                        s,
+                        round,
+                    )
             elif ti.static(stage.domain == BODY_SLOTS):
                 for slot in range(body_range[0], body_range[1]):
-                    stage.run(model, bodies, joints, manifolds, prepared, coloring, counts,
-                              slot, s, round)
+                    stage.run(
+                        model, bodies, joints, manifolds, prepared, coloring, counts, slot, s, round
+                    )
             else:
                 ti.static_assert(stage.domain == PAIRS)
                 block = pair_blocks[0]
                 while block < pair_blocks[1]:
                     lo = pair_range[0] + block * team.PAIR_BLOCK
                     for pair in range(lo, ti.min(lo + team.PAIR_BLOCK, pair_range[1])):
-                        stage.run(model, bodies, joints, manifolds, prepared, coloring,
-                                  counts, pair, s, round)
+                        stage.run(
+                            model,
+                            bodies,
+                            joints,
+                            manifolds,
+                            prepared,
+                            coloring,
+                            counts,
+                            pair,
+                            s,
+                            round,
+                        )
                     block += team_size
             team.barrier(counts, team_size, team.SPIN_LIMIT)
 
 
 @quick
 @ti.kernel
-def _substeps(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-              manifolds: ti.template(), prepared: ti.template(), coloring: ti.template(),
-              counts: ti.template(), faults: ti.template(), reported: ti.template(),
-              grid: ti.template(), solver: ti.template(),
-              n_members: ti.i32, by_world: ti.template(), world_stride: ti.i32,
-              n_worlds: ti.i32, n_bodies: ti.i32, n_joints: ti.i32, n_pairs: ti.i32,
-              n_colors: ti.i32, overflow: ti.i32, substeps: ti.i32, h: ti.f32,
-              dt: ti.f32, mode: ti.i32, begun: ti.i32, bullets: ti.i32,
-              uneven: ti.i32, refresh: ti.i32, n_reported: ti.i32, refit: ti.i32,
-              margin: ti.f32, motion_time: ti.f32) -> _Answer:
+def _substeps(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    manifolds: ti.template(),
+    prepared: ti.template(),
+    coloring: ti.template(),
+    counts: ti.template(),
+    faults: ti.template(),
+    reported: ti.template(),
+    grid: ti.template(),
+    solver: ti.template(),
+    n_members: ti.i32,
+    by_world: ti.template(),
+    world_stride: ti.i32,
+    n_worlds: ti.i32,
+    n_bodies: ti.i32,
+    n_joints: ti.i32,
+    n_pairs: ti.i32,
+    n_colors: ti.i32,
+    overflow: ti.i32,
+    substeps: ti.i32,
+    h: ti.f32,
+    dt: ti.f32,
+    mode: ti.i32,
+    begun: ti.i32,
+    bullets: ti.i32,
+    uneven: ti.i32,
+    refresh: ti.i32,
+    n_reported: ti.i32,
+    refit: ti.i32,
+    margin: ti.f32,
+    motion_time: ti.f32,
+) -> _Answer:
     """The step's substeps, one launch (a member per world, or a CPU team of n_members
     threads sharing every stage); `mode`: SUBSTEPS; BEGIN, only substep 0's stages up to
     the narrow phase, before the colouring (begin_step: stages.Substep's before_coloring);
@@ -474,14 +704,14 @@ def _substeps(model: ti.template(), bodies: ti.template(), joints: ti.template()
             joint_range = ti.Vector([member * n_joints, (member + 1) * n_joints])
             pair_range, team_member = ti.Vector([0, 0]), 0
             if ti.static(by_world):
-                pair_range = ti.Vector([manifolds.pair_start[body_range[0]],
-                                        manifolds.pair_start[body_range[1]]])
+                pair_range = ti.Vector(
+                    [manifolds.pair_start[body_range[0]], manifolds.pair_start[body_range[1]]]
+                )
             else:
                 body_range = ti.Vector(team.share(0, n_slots, member, n_members))
                 joint_range = ti.Vector(team.share(0, n_worlds * n_joints, member, n_members))
                 pair_range, team_member = ti.Vector([0, n_pairs]), member
-            pair_blocks = ti.Vector(team.dealt_blocks(pair_range[0], pair_range[1],
-                                                      team_member))
+            pair_blocks = ti.Vector(team.dealt_blocks(pair_range[0], pair_range[1], team_member))
             if mode != BEGIN:
                 if ti.static(by_world):
                     clear_faults(faults, member)
@@ -493,33 +723,74 @@ def _substeps(model: ti.template(), bodies: ti.template(), joints: ti.template()
                         for entry in ti.static(range(TALLY_SLOTS)):
                             counts.tally[entry] = 0
                     team.barrier(counts, team_size, team.SPIN_LIMIT)
-            s = Substep(n_bodies=n_bodies, n_joints=n_joints, h=h, dt=dt,
-                        substep=0, substeps=substeps, before_coloring=0,
-                        begun=begun, bullets=bullets, jointed=1 if n_joints > 0 else 0)
+            s = Substep(
+                n_bodies=n_bodies,
+                n_joints=n_joints,
+                h=h,
+                dt=dt,
+                substep=0,
+                substeps=substeps,
+                before_coloring=0,
+                begun=begun,
+                bullets=bullets,
+                jointed=1 if n_joints > 0 else 0,
+            )
             stages = ti.static(STAGES[solver])
             code = HOLDS
             if ti.static(not by_world):
                 if refit == 1:  # (not in one condition: a kernel's `and` evaluates both)
-                    if not _refit_by_team(model, bodies, grid, counts, member, team_size,
-                                          n_worlds, n_bodies, margin, motion_time):
+                    if not _refit_by_team(
+                        model,
+                        bodies,
+                        grid,
+                        counts,
+                        member,
+                        team_size,
+                        n_worlds,
+                        n_bodies,
+                        margin,
+                        motion_time,
+                    ):
                         code = 0  # the step does not keep its pairs: the team stops
             # Phase -1: begin_step's stages (BEGIN, KEPT); then the substeps (SUBSTEPS,
             # KEPT where the colouring holds).
             for phase in range(0 if mode == SUBSTEPS else -1, 0 if mode == BEGIN else substeps):
                 if ti.static(not by_world):
                     if phase == 0 and mode == KEPT and (code & HOLDS) != 0:
-                        code = _kept_coloring_holds(model, bodies, coloring, counts, member,
-                                                    team_size, n_pairs, n_joints, n_slots,
-                                                    n_bodies)
+                        code = _kept_coloring_holds(
+                            model,
+                            bodies,
+                            coloring,
+                            counts,
+                            member,
+                            team_size,
+                            n_pairs,
+                            n_joints,
+                            n_slots,
+                            n_bodies,
+                        )
                 s.substep = ti.max(phase, 0)
                 s.before_coloring = 1 if phase < 0 else 0
                 if (code & HOLDS) != 0:  # else: the colouring did not hold, the team stops
                     for index in ti.static(range(len(stages))):
                         stage = ti.static(stages[index])
                         if ti.static(index < BEGIN_STEP_STAGES):
-                            _member_items(model, bodies, joints, manifolds, prepared, coloring,
-                                          counts, stage, s, team_size, joint_range, body_range,
-                                          pair_range, pair_blocks)
+                            _member_items(
+                                model,
+                                bodies,
+                                joints,
+                                manifolds,
+                                prepared,
+                                coloring,
+                                counts,
+                                stage,
+                                s,
+                                team_size,
+                                joint_range,
+                                body_range,
+                                pair_range,
+                                pair_blocks,
+                            )
                         elif s.before_coloring == 0:
                             if ti.static(stage.is_pass):
                                 if runs(stage.when, s) == 1:
@@ -528,26 +799,75 @@ def _substeps(model: ti.template(), bodies: ti.template(), joints: ti.template()
                                         sweeps = JOINT_SWEEPS if n_joints > 0 else 1
                                     if ti.static(stage.immovable_sweep):
                                         stage_uneven = uneven
-                                    _member_pass(model, bodies, joints, manifolds, prepared,
-                                                 coloring, counts, stage.run, stage.position,
-                                                 stage.joints, member, team_size, by_world,
-                                                 n_bodies, n_joints, n_colors, overflow, h, sweeps,
-                                                 stage_uneven)
+                                    _member_pass(
+                                        model,
+                                        bodies,
+                                        joints,
+                                        manifolds,
+                                        prepared,
+                                        coloring,
+                                        counts,
+                                        stage.run,
+                                        stage.position,
+                                        stage.joints,
+                                        member,
+                                        team_size,
+                                        by_world,
+                                        n_bodies,
+                                        n_joints,
+                                        n_colors,
+                                        overflow,
+                                        h,
+                                        sweeps,
+                                        stage_uneven,
+                                    )
                             else:
-                                _member_items(model, bodies, joints, manifolds, prepared,
-                                              coloring, counts, stage, s, team_size, joint_range,
-                                              body_range, pair_range, pair_blocks)
+                                _member_items(
+                                    model,
+                                    bodies,
+                                    joints,
+                                    manifolds,
+                                    prepared,
+                                    coloring,
+                                    counts,
+                                    stage,
+                                    s,
+                                    team_size,
+                                    joint_range,
+                                    body_range,
+                                    pair_range,
+                                    pair_blocks,
+                                )
             if mode != BEGIN and (code & HOLDS) != 0:
-                mark_faults(model, bodies, joints, faults, body_range, joint_range, n_bodies,
-                            n_joints)
+                mark_faults(
+                    model, bodies, joints, faults, body_range, joint_range, n_bodies, n_joints
+                )
                 if ti.static(not by_world):
                     if refresh == 1:
-                        _refresh_report_by_team(model, bodies, joints, manifolds, reported,
-                                                counts, member, team_size, n_pairs, n_reported,
-                                                n_bodies)
+                        _refresh_report_by_team(
+                            model,
+                            bodies,
+                            joints,
+                            manifolds,
+                            reported,
+                            counts,
+                            member,
+                            team_size,
+                            n_pairs,
+                            n_reported,
+                            n_bodies,
+                        )
     tally = ti.static(counts.tally)
-    return _Answer(faults.count[None], team.timeouts(counts),
-                   holds_code(tally[_HOLDS_TALLY], tally[_HOLDS_TALLY + 1]),
-                   1 if refresh_holds(ti.Vector([tally[_REFRESH_TALLY + entry]
-                                                 for entry in ti.static(range(3))])) else 0,
-                   tally[_REFIT_TALLY], tally[_REFIT_TALLY + 1], tally[_REFIT_TALLY + 2])
+    return _Answer(
+        faults.count[None],
+        team.timeouts(counts),
+        holds_code(tally[_HOLDS_TALLY], tally[_HOLDS_TALLY + 1]),
+        1
+        if refresh_holds(
+            ti.Vector([tally[_REFRESH_TALLY + entry] for entry in ti.static(range(3))])
+        )
+        else 0,
+        tally[_REFIT_TALLY],
+        tally[_REFIT_TALLY + 1],
+        tally[_REFIT_TALLY + 2],
+    )

@@ -43,8 +43,20 @@ def wrap_angle(angle):
 
 
 @ti.func
-def xpbd_update(model: ti.template(), bodies: ti.template(), slot1, body1, slot2, body2, violation,
-                grad1, grad2, angular1, angular2, h):
+def xpbd_update(
+    model: ti.template(),
+    bodies: ti.template(),
+    slot1,
+    body1,
+    slot2,
+    body2,
+    violation,
+    grad1,
+    grad2,
+    angular1,
+    angular2,
+    h,
+):
     """One XPBD step for constraint C = violation with the given gradients.
 
     denom = w1 |g1|^2 + w2 |g2|^2 + I1 g_theta1^2 + I2 g_theta2^2 + compliance / h^2;
@@ -53,8 +65,13 @@ def xpbd_update(model: ti.template(), bodies: ti.template(), slot1, body1, slot2
     """
     w1, i1 = solver_mass(model, bodies, slot1, body1)
     w2, i2 = solver_mass(model, bodies, slot2, body2)
-    denom = (w1 * grad1.norm_sqr() + w2 * grad2.norm_sqr() + i1 * angular1 * angular1
-             + i2 * angular2 * angular2 + JOINT_COMPLIANCE / (h * h))
+    denom = (
+        w1 * grad1.norm_sqr()
+        + w2 * grad2.norm_sqr()
+        + i1 * angular1 * angular1
+        + i2 * angular2 * angular2
+        + JOINT_COMPLIANCE / (h * h)
+    )
     if denom > 0.0:
         dlambda = -violation / denom
         displace(bodies, slot1, w1 * dlambda * grad1, i1 * dlambda * angular1)
@@ -82,17 +99,20 @@ def centre_offset(bodies: ti.template(), slot1, slot2):
     """Child centre minus parent centre (m), from the step's starting poses and the small
     displacements since: differences of large coordinates are exact once per step, and the
     substeps' corrections never round against a coordinate like 300 m."""
-    return ((bodies.anchor_position[slot2] - bodies.anchor_position[slot1])
-            + (bodies.delta_position[slot2] - bodies.delta_position[slot1]))
+    return (bodies.anchor_position[slot2] - bodies.anchor_position[slot1]) + (
+        bodies.delta_position[slot2] - bodies.delta_position[slot1]
+    )
 
 
 @ti.func
 def solver_relative_angle(bodies: ti.template(), joints: ti.template(), slot1, slot2, joint):
     """relative_angle inside a step, from the step's starting angles and the small turns
     since (a wheel that has turned 1000 rad keeps its joint's precision)."""
-    return ((bodies.anchor_angle[slot2] - bodies.anchor_angle[slot1])
-            + (bodies.delta_angle[slot2] - bodies.delta_angle[slot1])
-            - joints.reference_angle[joint])
+    return (
+        (bodies.anchor_angle[slot2] - bodies.anchor_angle[slot1])
+        + (bodies.delta_angle[slot2] - bodies.delta_angle[slot1])
+        - joints.reference_angle[joint]
+    )
 
 
 @ti.func
@@ -103,8 +123,17 @@ def substep_start_anchor(bodies: ti.template(), slot, anchor):
 
 
 @ti.func
-def anchor_constraint(model: ti.template(), bodies: ti.template(), joints: ti.template(), slot1,
-                      body1, slot2, body2, joint, h):
+def anchor_constraint(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    slot1,
+    body1,
+    slot2,
+    body2,
+    joint,
+    h,
+):
     """C = |a1 - a2| along n = (a1 - a2)/|a1 - a2| (g1 = n, g2 = -n), each body turning
     about the lever arm it had when the substep began.
 
@@ -129,8 +158,13 @@ def anchor_constraint(model: ti.template(), bodies: ti.template(), joints: ti.te
         w1, i1 = solver_mass(model, bodies, slot1, body1)
         w2, i2 = solver_mass(model, bodies, slot2, body2)
         turn1, turn2 = cross(start1, n), -cross(start2, n)
-        denom = (w1 + w2 + i1 * cross(r1, n) * turn1 - i2 * cross(r2, n) * turn2
-                 + JOINT_COMPLIANCE / (h * h))
+        denom = (
+            w1
+            + w2
+            + i1 * cross(r1, n) * turn1
+            - i2 * cross(r2, n) * turn2
+            + JOINT_COMPLIANCE / (h * h)
+        )
         if denom > 0.0:
             dlambda = -length / denom
             displace(bodies, slot1, w1 * dlambda * n, i1 * dlambda * turn1)
@@ -138,8 +172,19 @@ def anchor_constraint(model: ti.template(), bodies: ti.template(), joints: ti.te
 
 
 @ti.func
-def angle_constraint(model: ti.template(), bodies: ti.template(), joints: ti.template(), slot1,
-                     body1, slot2, body2, joint, lower, upper, h):
+def angle_constraint(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    slot1,
+    body1,
+    slot2,
+    body2,
+    joint,
+    lower,
+    upper,
+    h,
+):
     """Angle lock (lower == upper == 0) or angular limit on the wrapped relative angle."""
     angle = wrap_angle(solver_relative_angle(bodies, joints, slot1, slot2, joint))
     violation = 0.0
@@ -148,14 +193,34 @@ def angle_constraint(model: ti.template(), bodies: ti.template(), joints: ti.tem
     elif angle < lower:
         violation = angle - lower
     if violation != 0.0:
-        xpbd_update(model, bodies, slot1, body1, slot2, body2, violation, vec2(0.0, 0.0),
-                    vec2(0.0, 0.0),
-                    -1.0, 1.0, h)
+        xpbd_update(
+            model,
+            bodies,
+            slot1,
+            body1,
+            slot2,
+            body2,
+            violation,
+            vec2(0.0, 0.0),
+            vec2(0.0, 0.0),
+            -1.0,
+            1.0,
+            h,
+        )
 
 
 @ti.func
-def axis_constraints(model: ti.template(), bodies: ti.template(), joints: ti.template(), slot1,
-                     body1, slot2, body2, joint, h):
+def axis_constraints(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    slot1,
+    body1,
+    slot2,
+    body2,
+    joint,
+    h,
+):
     """Prismatic: no motion across the axis, separation along it within [lower, upper].
 
     For C = g . d, with d = child anchor - parent anchor and g the axis or its normal (both
@@ -168,8 +233,20 @@ def axis_constraints(model: ti.template(), bodies: ti.template(), joints: ti.tem
     axis = rotate(joints.axis[joint], c1, s1)
     across = vec2(-axis.y, axis.x)
     offset = centre_offset(bodies, slot1, slot2) + r2 - r1
-    xpbd_update(model, bodies, slot1, body1, slot2, body2, across.dot(offset), -across, across,
-                -cross(offset + r1, across), cross(r2, across), h)
+    xpbd_update(
+        model,
+        bodies,
+        slot1,
+        body1,
+        slot2,
+        body2,
+        across.dot(offset),
+        -across,
+        across,
+        -cross(offset + r1, across),
+        cross(r2, across),
+        h,
+    )
     r1, r2, c1, s1 = joint_frame(bodies, joints, slot1, slot2, joint)
     axis = rotate(joints.axis[joint], c1, s1)
     offset = centre_offset(bodies, slot1, slot2) + r2 - r1
@@ -180,13 +257,32 @@ def axis_constraints(model: ti.template(), bodies: ti.template(), joints: ti.tem
     elif travel < joints.lower[joint]:
         violation = travel - joints.lower[joint]
     if violation != 0.0:
-        xpbd_update(model, bodies, slot1, body1, slot2, body2, violation, -axis, axis,
-                    -cross(offset + r1, axis), cross(r2, axis), h)
+        xpbd_update(
+            model,
+            bodies,
+            slot1,
+            body1,
+            slot2,
+            body2,
+            violation,
+            -axis,
+            axis,
+            -cross(offset + r1, axis),
+            cross(r2, axis),
+            h,
+        )
 
 
 @ti.func
-def solve_joint(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-                counts: ti.template(), joint_slot, n_bodies, h):
+def solve_joint(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    counts: ti.template(),
+    joint_slot,
+    n_bodies,
+    h,
+):
     """All constraints of one joint in one world (joint_slot = world * n_joints + joint)."""
     n_joints = counts.n_joints[None]
     world, joint = joint_slot // n_joints, joint_slot % n_joints
@@ -197,9 +293,19 @@ def solve_joint(model: ti.template(), bodies: ti.template(), joints: ti.template
         if joints.kind[joint] == JOINT_REVOLUTE:
             anchor_constraint(model, bodies, joints, slot1, body1, slot2, body2, joint, h)
             if joints.lower[joint] > -math.pi or joints.upper[joint] < math.pi:
-                angle_constraint(model, bodies, joints, slot1, body1, slot2, body2, joint,
-                                 joints.lower[joint],
-                                 joints.upper[joint], h)
+                angle_constraint(
+                    model,
+                    bodies,
+                    joints,
+                    slot1,
+                    body1,
+                    slot2,
+                    body2,
+                    joint,
+                    joints.lower[joint],
+                    joints.upper[joint],
+                    h,
+                )
         else:
             angle_constraint(model, bodies, joints, slot1, body1, slot2, body2, joint, 0.0, 0.0, h)
             axis_constraints(model, bodies, joints, slot1, body1, slot2, body2, joint, h)
@@ -222,8 +328,14 @@ def joint_error(bodies: ti.template(), joints: ti.template(), slot1, slot2, join
 
 
 @ti.func
-def torn(model: ti.template(), bodies: ti.template(), joints: ti.template(), joint_slot,
-         n_joints, n_bodies):
+def torn(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    joint_slot,
+    n_joints,
+    n_bodies,
+):
     """Whether the joint in slot joint_slot no longer holds: its error (joint_error) is
     beyond JOINT_TORN_FRACTION of the smaller bounding radius of its two bodies (a chain
     whose end is pulled by 1e6 N: gaps of 10 m, the chain 17 times its length). Joints of a
@@ -235,8 +347,9 @@ def torn(model: ti.template(), bodies: ti.template(), joints: ti.template(), joi
     if bodies.enabled[slot1] == 1 and bodies.enabled[slot2] == 1:
         size = ti.min(model.bounding_radius[body1], model.bounding_radius[body2])
         # "not <=": a NaN error is torn too.
-        result = not (joint_error(bodies, joints, slot1, slot2, joint)
-                      <= JOINT_TORN_FRACTION * size)
+        result = not (
+            joint_error(bodies, joints, slot1, slot2, joint) <= JOINT_TORN_FRACTION * size
+        )
     return result
 
 
@@ -279,8 +392,9 @@ def update_motor(bodies: ti.template(), joints: ti.template(), joint_slot, n_joi
             derivative = (error - joints.prev_error[joint_slot]) / h
             joints.prev_error[joint_slot] = error
             gains = joints.pid[joint_slot]
-            effort = (gains[0] * error + gains[1] * joints.integral[joint_slot]
-                      + gains[2] * derivative)
+            effort = (
+                gains[0] * error + gains[1] * joints.integral[joint_slot] + gains[2] * derivative
+            )
         limit = joints.max_effort[joint]
         effort = ti.math.clamp(effort, -limit, limit)
     joints.effort[joint_slot] = effort

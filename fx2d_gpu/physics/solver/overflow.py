@@ -47,8 +47,14 @@ def jacobi_side_slot(manifolds: ti.template(), coloring: ti.template(), entry):
 
 @quick
 @ti.kernel
-def _build_jacobi_lists(model: ti.template(), bodies: ti.template(), manifolds: ti.template(),
-                        coloring: ti.template(), serial: ti.template(), n_bodies: ti.i32):
+def _build_jacobi_lists(
+    model: ti.template(),
+    bodies: ti.template(),
+    manifolds: ti.template(),
+    coloring: ti.template(),
+    serial: ti.template(),
+    n_bodies: ti.i32,
+):
     """Per dynamic body of the overflow pairs, its entries, sorted: jacobi_bodies,
     jacobi_count, jacobi_start, jacobi_entries (see device.Coloring)."""
     n_entries = 2 * coloring.n_overflow_pairs[None]
@@ -68,8 +74,9 @@ def _build_jacobi_lists(model: ti.template(), bodies: ti.template(), manifolds: 
     for entry in range(n_entries):
         if coloring.jacobi_ticket[entry] == 0:  # the body's first entry places the body
             slot = jacobi_side_slot(manifolds, coloring, entry)
-            coloring.jacobi_start[slot] = ti.atomic_add(coloring.jacobi_cursor[None],
-                                                        coloring.jacobi_count[slot])
+            coloring.jacobi_start[slot] = ti.atomic_add(
+                coloring.jacobi_cursor[None], coloring.jacobi_count[slot]
+            )
             coloring.jacobi_bodies[ti.atomic_add(coloring.n_jacobi_bodies[None], 1)] = slot
     ti.loop_config(serialize=serial)
     for entry in range(n_entries):
@@ -95,8 +102,9 @@ def build_jacobi_lists(ctx: "StepContext"):
     """After a colouring with an overflow: each overflow body's entries (see the module
     docstring)."""
     pool = ctx.pool
-    _build_jacobi_lists(pool.model, pool.bodies, pool.manifolds, pool.coloring, ctx.serial,
-                        ctx.n_bodies)
+    _build_jacobi_lists(
+        pool.model, pool.bodies, pool.manifolds, pool.coloring, ctx.serial, ctx.n_bodies
+    )
 
 
 @ti.func
@@ -110,8 +118,13 @@ def mean_delta(prepared: ti.template(), coloring: ti.template(), slot):
 
 
 @ti.func
-def apply_mean_delta(bodies: ti.template(), prepared: ti.template(), coloring: ti.template(), slot,
-                     position: ti.template()):
+def apply_mean_delta(
+    bodies: ti.template(),
+    prepared: ti.template(),
+    coloring: ti.template(),
+    slot,
+    position: ti.template(),
+):
     """Body slot takes the mean of its overflow entries: a move of pose and previous pose
     together (the position pass) or a change of velocity (the velocity pass)."""
     mean = mean_delta(prepared, coloring, slot)
@@ -125,11 +138,22 @@ def apply_mean_delta(bodies: ti.template(), prepared: ti.template(), coloring: t
 
 @quick
 @ti.kernel
-def _solve_overflow(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-                    manifolds: ti.template(), prepared: ti.template(), coloring: ti.template(),
-                    counts: ti.template(), serial: ti.template(), constraint: ti.template(),
-                    position: ti.template(), with_joints: ti.template(), joints_only: ti.i32,
-                    n_bodies: ti.i32, h: ti.f32):
+def _solve_overflow(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    manifolds: ti.template(),
+    prepared: ti.template(),
+    coloring: ti.template(),
+    counts: ti.template(),
+    serial: ti.template(),
+    constraint: ti.template(),
+    position: ti.template(),
+    with_joints: ti.template(),
+    joints_only: ti.i32,
+    n_bodies: ti.i32,
+    h: ti.f32,
+):
     """One pass over the overflow colour: every overflow pair at once (`constraint`, a colour
     pass's constraint function, writing jacobi_delta), each body's mean applied (`position`:
     pose and previous pose moved together; else velocities), then (`with_joints`: the pass
@@ -145,15 +169,35 @@ def _solve_overflow(model: ti.template(), bodies: ti.template(), joints: ti.temp
     for i in range(coloring.n_jacobi_bodies[None] * solved):
         apply_mean_delta(bodies, prepared, coloring, coloring.jacobi_bodies[i], position)
     if ti.static(with_joints):
-        _solve_overflow_joints(model, bodies, joints, manifolds, prepared, coloring, counts,
-                               constraint, n_bodies, h, serial)
+        _solve_overflow_joints(
+            model,
+            bodies,
+            joints,
+            manifolds,
+            prepared,
+            coloring,
+            counts,
+            constraint,
+            n_bodies,
+            h,
+            serial,
+        )
 
 
 @ti.func
-def _solve_overflow_joints(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-                           manifolds: ti.template(), prepared: ti.template(),
-                           coloring: ti.template(), counts: ti.template(),
-                           constraint: ti.template(), n_bodies, h, serial: ti.template()):
+def _solve_overflow_joints(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    manifolds: ti.template(),
+    prepared: ti.template(),
+    coloring: ti.template(),
+    counts: ti.template(),
+    constraint: ti.template(),
+    n_bodies,
+    h,
+    serial: ti.template(),
+):
     """The overflow joints (after the pairs, in joint-slot order, so grouped by world): the
     thread of each world's first one solves that world's in order."""
     n_pairs, n_joints = counts.n_pairs[None], counts.n_joints[None]
@@ -165,8 +209,18 @@ def _solve_overflow_joints(model: ti.template(), bodies: ti.template(), joints: 
         if i == begin or (coloring.color_list[i - 1] - n_pairs) // n_joints != world:
             j = i
             while j < end and (coloring.color_list[j] - n_pairs) // n_joints == world:
-                constraint(model, bodies, joints, manifolds, prepared, counts,
-                           coloring.color_list[j], n_bodies, h, -1)
+                constraint(
+                    model,
+                    bodies,
+                    joints,
+                    manifolds,
+                    prepared,
+                    counts,
+                    coloring.color_list[j],
+                    n_bodies,
+                    h,
+                    -1,
+                )
                 j += 1
 
 
@@ -174,8 +228,19 @@ def solve_overflow(ctx: "StepContext", stage, joints_only: bool = False):
     """The overflow colour's pass of a colour pass `stage` (solver/stages.py's Stage; see
     the module docstring); joints_only: a later sweep's, its joints."""
     pool = ctx.pool
-    _solve_overflow(model=pool.model, bodies=pool.bodies, joints=pool.joints,
-                    manifolds=pool.manifolds, prepared=pool.prepared, coloring=pool.coloring,
-                    counts=pool.counts, serial=ctx.serial, constraint=stage.run,
-                    position=stage.position, with_joints=stage.joints,
-                    joints_only=int(joints_only), n_bodies=ctx.n_bodies, h=ctx.h)
+    _solve_overflow(
+        model=pool.model,
+        bodies=pool.bodies,
+        joints=pool.joints,
+        manifolds=pool.manifolds,
+        prepared=pool.prepared,
+        coloring=pool.coloring,
+        counts=pool.counts,
+        serial=ctx.serial,
+        constraint=stage.run,
+        position=stage.position,
+        with_joints=stage.joints,
+        joints_only=int(joints_only),
+        n_bodies=ctx.n_bodies,
+        h=ctx.h,
+    )

@@ -23,27 +23,39 @@ if TYPE_CHECKING:
 #: Manifold fields carried from one step to the next (per pair, then per point): the
 #: manifold with what the step's first narrow phase needs to keep it
 #: (contacts.reuse_manifold) or to match its points (warm starting).
-_CARRIED_PAIR_FIELDS = ("body_a", "body_b", "color", "point_count", "normal", "found_pose",
-                        "found_margin", "drift")
+_CARRIED_PAIR_FIELDS = (
+    "body_a",
+    "body_b",
+    "color",
+    "point_count",
+    "normal",
+    "found_pose",
+    "found_margin",
+    "drift",
+)
 _CARRIED_POINT_FIELDS = ("point", "depth", "feature", "normal_impulse", "tangent_impulse")
 #: Fields moved when the pairs are stored in colour order: the carried ones and the rest of
 #: what the step's first narrow phase wrote before the colouring (step.begin_step).
 _ORDERED_PAIR_FIELDS = _CARRIED_PAIR_FIELDS + ("touching",)
-_ORDERED_POINT_FIELDS = _CARRIED_POINT_FIELDS + ("total_normal_impulse",
-                                                 "total_tangent_impulse")
+_ORDERED_POINT_FIELDS = _CARRIED_POINT_FIELDS + ("total_normal_impulse", "total_tangent_impulse")
 
 
 @ti.func
-def copy_pair_fields(dst: ti.template(), src: ti.template(), dst_pair, src_pair,
-                     pair_fields: ti.template(), point_fields: ti.template()):
+def copy_pair_fields(
+    dst: ti.template(),
+    src: ti.template(),
+    dst_pair,
+    src_pair,
+    pair_fields: ti.template(),
+    point_fields: ti.template(),
+):
     """dst's pair dst_pair = src's pair src_pair (two Manifolds instances), for the named
     per-pair and per-point fields."""
     for name in ti.static(pair_fields):
         ti.static(getattr(dst, name))[dst_pair] = ti.static(getattr(src, name))[src_pair]
     for name in ti.static(point_fields):
         for i in ti.static(range(MAX_MANIFOLD_POINTS)):
-            ti.static(getattr(dst, name))[dst_pair, i] = (
-                ti.static(getattr(src, name))[src_pair, i])
+            ti.static(getattr(dst, name))[dst_pair, i] = ti.static(getattr(src, name))[src_pair, i]
 
 
 @ti.func
@@ -55,15 +67,31 @@ def copy_manifold(dst: ti.template(), src: ti.template(), dst_pair, src_pair):
 
 @quick
 @ti.kernel
-def _save_previous_pairs(manifolds: ti.template(), previous: ti.template(), coloring: ti.template(),
-                         serial: ti.template(), n_slots: ti.i32, n_pairs: ti.i32, ordered: ti.i32,
-                         colored: ti.i32):
+def _save_previous_pairs(
+    manifolds: ti.template(),
+    previous: ti.template(),
+    coloring: ti.template(),
+    serial: ti.template(),
+    n_slots: ti.i32,
+    n_pairs: ti.i32,
+    ordered: ti.i32,
+    colored: ti.i32,
+):
     save_pairs(manifolds, previous, coloring, serial, n_slots, n_pairs, ordered, colored, 1)
 
 
 @ti.func
-def save_pairs(manifolds: ti.template(), previous: ti.template(), coloring: ti.template(),
-               serial: ti.template(), n_slots, n_pairs, ordered, colored, save):
+def save_pairs(
+    manifolds: ti.template(),
+    previous: ti.template(),
+    coloring: ti.template(),
+    serial: ti.template(),
+    n_slots,
+    n_pairs,
+    ordered,
+    colored,
+    save,
+):
     """_save_previous_pairs's loops (none where `save` is 0), for n_slots body slots and the
     arguments saved_pairs_args gives. Called at a kernel's top level: its loops are the kernel's."""
     ti.loop_config(serialize=serial)
@@ -96,12 +124,19 @@ def save_previous_pairs(ctx: "StepContext"):
     colouring is valid; the next broad phase then overwrites `contacts`. (Small worlds save
     them in their broad phase's launch: sleep.find_pairs_waking_by_world.)"""
     pool = ctx.pool
-    _save_previous_pairs(pool.manifolds, pool.previous, pool.coloring, ctx.serial, ctx.n_slots,
-                         *saved_pairs_args(ctx))
+    _save_previous_pairs(
+        pool.manifolds,
+        pool.previous,
+        pool.coloring,
+        ctx.serial,
+        ctx.n_slots,
+        *saved_pairs_args(ctx),
+    )
 
 
-def refit_step_boxes(ctx: "StepContext", margin: float,
-                     motion_time: float) -> tuple[int, int, int] | None:
+def refit_step_boxes(
+    ctx: "StepContext", margin: float, motion_time: float
+) -> tuple[int, int, int] | None:
     """Worlds with fat boxes (ctx.fat_boxes): refit them for AABBs grown by margin (m) plus
     what each body covers in motion_time (s) (broad_phase.refit_fat_boxes; all of them
     when the pairs in `contacts` are not fat boxes' pairs); returns (slots refitted,
@@ -117,8 +152,13 @@ def keeps_pairs(ctx: "StepContext", refit: tuple[int, int, int] | None) -> bool:
     no box was made again and no world with a sleeping body holds an awake body that can
     move (broad_phase.refit_fat_boxes). Where something sleeps, the step must still ask
     sleep.wake_islands (kept=True) before keeping them: a force or a joint may wake it."""
-    return (refit is not None and refit[0] == 0 and refit[2] == 0 and ctx.cache.pairs_fat
-            and ctx.options.reuse_pairs)
+    return (
+        refit is not None
+        and refit[0] == 0
+        and refit[2] == 0
+        and ctx.cache.pairs_fat
+        and ctx.options.reuse_pairs
+    )
 
 
 def count_kept_pairs(ctx: "StepContext"):
@@ -127,8 +167,13 @@ def count_kept_pairs(ctx: "StepContext"):
     ctx.cache.pairs_kept = True
 
 
-def find_step_pairs(ctx: "StepContext", margin: float, motion_time: float,
-                    refit: tuple[int, int] | None = None, by_world=None) -> int:
+def find_step_pairs(
+    ctx: "StepContext",
+    margin: float,
+    motion_time: float,
+    refit: tuple[int, int] | None = None,
+    by_world=None,
+) -> int:
     """The broad phase: the step's candidate pairs into `contacts` (broad phase order, each
     body's range in manifolds.pair_start; sets ctx.cache.n_pairs), for AABBs grown by margin
     (m) plus what each body covers in motion_time (s). Returns the sleeping body slots
@@ -158,8 +203,10 @@ def find_step_pairs(ctx: "StepContext", margin: float, motion_time: float,
 def world_pairs(manifolds: ti.template(), world, n_bodies, n_pairs):
     """[first, end) of `world`'s candidate pairs where they lie world by world (the broad
     phase's order: each body slot's range in pair_start), within the step's n_pairs."""
-    return (ti.min(manifolds.pair_start[world * n_bodies], n_pairs),
-            ti.min(manifolds.pair_start[(world + 1) * n_bodies], n_pairs))
+    return (
+        ti.min(manifolds.pair_start[world * n_bodies], n_pairs),
+        ti.min(manifolds.pair_start[(world + 1) * n_bodies], n_pairs),
+    )
 
 
 @ti.func
@@ -204,8 +251,14 @@ def carry_pair(manifolds: ti.template(), previous: ti.template(), k):
 
 @quick
 @ti.kernel
-def _carry_contacts(manifolds: ti.template(), previous: ti.template(), counts: ti.template(),
-                    serial: ti.template(), n_pairs: ti.i32, n_joints: ti.i32):
+def _carry_contacts(
+    manifolds: ti.template(),
+    previous: ti.template(),
+    counts: ti.template(),
+    serial: ti.template(),
+    n_pairs: ti.i32,
+    n_joints: ti.i32,
+):
     record_constraint_counts(counts, n_pairs, n_joints)
     ti.loop_config(serialize=serial)
     for k in range(n_pairs):
@@ -218,14 +271,20 @@ def carry_contacts(ctx: "StepContext"):
     (counts.n_pairs, counts.n_joints). Waking sleepers touched by new pairs is
     sleep.wake_islands'."""
     pool = ctx.pool
-    _carry_contacts(pool.manifolds, pool.previous, pool.counts, ctx.serial, ctx.n_pairs,
-                    ctx.n_joints)
+    _carry_contacts(
+        pool.manifolds, pool.previous, pool.counts, ctx.serial, ctx.n_pairs, ctx.n_joints
+    )
 
 
 @quick
 @ti.kernel
-def _plan_color_order(coloring: ti.template(), scan: ti.template(), serial: ti.template(),
-                      n_pairs: ti.i32, n_constraints: ti.i32):
+def _plan_color_order(
+    coloring: ti.template(),
+    scan: ti.template(),
+    serial: ti.template(),
+    n_pairs: ti.i32,
+    n_constraints: ti.i32,
+):
     """pair_origin[n] = the broad-phase index of the pair to be stored at n; color_list and
     color rewritten for the new indices."""
     ti.loop_config(serialize=serial)
@@ -249,10 +308,16 @@ def _plan_color_order(coloring: ti.template(), scan: ti.template(), serial: ti.t
 
 @quick
 @ti.kernel
-def _plan_world_order(manifolds: ti.template(), prepared: ti.template(),
-                      coloring: ti.template(), serial: ti.template(),
-                      n_worlds: ti.i32, n_bodies: ti.i32, n_pairs: ti.i32,
-                      n_colors: ti.i32):
+def _plan_world_order(
+    manifolds: ti.template(),
+    prepared: ti.template(),
+    coloring: ti.template(),
+    serial: ti.template(),
+    n_worlds: ti.i32,
+    n_bodies: ti.i32,
+    n_pairs: ti.i32,
+    n_colors: ti.i32,
+):
     """The solve order of worlds solved one per thread (StepContext.solves_by_world): in
     each world's range of the broad phase's order, pair_origin[n] is the pair its thread
     solves n-th, colour after colour, the unsolved ones last. The pairs stay where the broad
@@ -262,18 +327,26 @@ def _plan_world_order(manifolds: ti.template(), prepared: ti.template(),
     ti.loop_config(serialize=serial)
     for world in range(n_worlds):
         begin, end = world_pairs(manifolds, world, n_bodies, n_pairs)
-        plan_world_order(manifolds, prepared, coloring, world, n_bodies, begin, end,
-                         n_colors)
+        plan_world_order(manifolds, prepared, coloring, world, n_bodies, begin, end, n_colors)
 
 
 @ti.func
-def plan_world_order(manifolds: ti.template(), prepared: ti.template(),
-                     coloring: ti.template(), world, n_bodies, begin, end, n_colors):
+def plan_world_order(
+    manifolds: ti.template(),
+    prepared: ti.template(),
+    coloring: ti.template(),
+    world,
+    n_bodies,
+    begin,
+    end,
+    n_colors,
+):
     """_plan_world_order for one world, whose pairs are [begin, end): its per-body lists
     and its solve order (pair_origin over its range), its colours below n_colors (no
     overflow), then the unsolved."""
-    build_world_body_lists(manifolds, prepared, world * n_bodies, (world + 1) * n_bodies,
-                           begin, end)
+    build_world_body_lists(
+        manifolds, prepared, world * n_bodies, (world + 1) * n_bodies, begin, end
+    )
     n = begin
     for c in range(n_colors + 1):
         color = c if c < n_colors else UNSOLVED_COLOR
@@ -285,14 +358,25 @@ def plan_world_order(manifolds: ti.template(), prepared: ti.template(),
 
 @quick
 @ti.kernel
-def _gather_pairs(manifolds: ti.template(), staging: ti.template(), coloring: ti.template(),
-                  serial: ti.template(), n_pairs: ti.i32):
+def _gather_pairs(
+    manifolds: ti.template(),
+    staging: ti.template(),
+    coloring: ti.template(),
+    serial: ti.template(),
+    n_pairs: ti.i32,
+):
     """Move the pairs to the order _plan_color_order chose, through `staging`: what is
     carried, and what the step's narrow phase found (step.begin_step)."""
     ti.loop_config(serialize=serial)
     for n in range(n_pairs):
-        copy_pair_fields(staging, manifolds, n, coloring.pair_origin[n], _ORDERED_PAIR_FIELDS,
-                         _ORDERED_POINT_FIELDS)
+        copy_pair_fields(
+            staging,
+            manifolds,
+            n,
+            coloring.pair_origin[n],
+            _ORDERED_PAIR_FIELDS,
+            _ORDERED_POINT_FIELDS,
+        )
     ti.loop_config(serialize=serial)
     for n in range(n_pairs):
         copy_pair_fields(manifolds, staging, n, n, _ORDERED_PAIR_FIELDS, _ORDERED_POINT_FIELDS)
@@ -300,9 +384,15 @@ def _gather_pairs(manifolds: ti.template(), staging: ti.template(), coloring: ti
 
 @quick
 @ti.kernel
-def _scatter_to_broad_order(manifolds: ti.template(), staging: ti.template(),
-                            coloring: ti.template(), counts: ti.template(),
-                            serial: ti.template(), n_pairs: ti.i32, n_joints: ti.i32):
+def _scatter_to_broad_order(
+    manifolds: ti.template(),
+    staging: ti.template(),
+    coloring: ti.template(),
+    counts: ti.template(),
+    serial: ti.template(),
+    n_pairs: ti.i32,
+    n_joints: ti.i32,
+):
     """_gather_pairs undone: each pair back at its broad-phase index (pair_origin), its
     colour (coloring.color) in manifolds.color, as carry_contacts gives it, and its solve
     flag with it; the constraint counts recorded, as carry_contacts does."""
@@ -325,8 +415,15 @@ def restore_broad_order(ctx: "StepContext"):
     save_previous_pairs, carry_contacts and begin_step would have left them, for a new
     colouring and store_in_color_order."""
     pool = ctx.pool
-    _scatter_to_broad_order(pool.manifolds, pool.staging, pool.coloring, pool.counts,
-                            ctx.serial, ctx.n_pairs, ctx.n_joints)
+    _scatter_to_broad_order(
+        pool.manifolds,
+        pool.staging,
+        pool.coloring,
+        pool.counts,
+        ctx.serial,
+        ctx.n_pairs,
+        ctx.n_joints,
+    )
 
 
 def store_in_color_order(ctx: "StepContext", recolored: bool, planned: bool = False):
@@ -348,8 +445,16 @@ def store_in_color_order(ctx: "StepContext", recolored: bool, planned: bool = Fa
         assert recolored, "small worlds colour every step"
         cache.pairs_ordered = False
         if not planned:
-            _plan_world_order(pool.manifolds, pool.prepared, pool.coloring, ctx.serial,
-                              ctx.n_worlds, ctx.n_bodies, ctx.n_pairs, cache.n_colors)
+            _plan_world_order(
+                pool.manifolds,
+                pool.prepared,
+                pool.coloring,
+                ctx.serial,
+                ctx.n_worlds,
+                ctx.n_bodies,
+                ctx.n_pairs,
+                cache.n_colors,
+            )
         return
     cache.pairs_ordered = True
     if ctx.n_pairs == 0:

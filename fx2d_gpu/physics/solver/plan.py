@@ -58,26 +58,34 @@ class StepStage:
 #: The stages of a step, in the order they run (the substep's own stages are
 #: solver/stages.py's STAGES, run `substeps` times inside "substeps").
 STEP_STAGES = (
-    StepStage("find pairs",
-              "the fat boxes refitted; the broad phase (or last step's pairs kept where no "
-              "box moved); last step's pairs saved and matched; islands the new pairs push "
-              "woken; impulses and colours carried to the new pairs"),
-    StepStage("begin step",
-              "worlds of more than 40 bodies: the first substep's motors and velocities, "
-              "and the step's narrow phase, which tells the colouring which pairs touch"),
-    StepStage("colour",
-              "the pairs and joints coloured so that no two of a colour share a dynamic "
-              "body (or last step's colouring kept where it still holds)"),
+    StepStage(
+        "find pairs",
+        "the fat boxes refitted; the broad phase (or last step's pairs kept where no "
+        "box moved); last step's pairs saved and matched; islands the new pairs push "
+        "woken; impulses and colours carried to the new pairs",
+    ),
+    StepStage(
+        "begin step",
+        "worlds of more than 40 bodies: the first substep's motors and velocities, "
+        "and the step's narrow phase, which tells the colouring which pairs touch",
+    ),
+    StepStage(
+        "colour",
+        "the pairs and joints coloured so that no two of a colour share a dynamic "
+        "body (or last step's colouring kept where it still holds)",
+    ),
     StepStage("order", "a colour's pairs moved to consecutive memory"),
-    StepStage("body lists", "each body's constraints listed, for warm starting in a fixed "
-              "order"),
+    StepStage("body lists", "each body's constraints listed, for warm starting in a fixed order"),
     StepStage("substeps", "the substep's stages (solver/stages.py), `substeps` times"),
     StepStage("report", "the touching pairs listed, begin and end events"),
     StepStage("sleep", "sleep timers, islands, whole islands put to sleep or woken"),
     StepStage("clear forces", "the applied forces zeroed for the next step"),
-    StepStage("faults", "worlds whose bodies or joints went non-finite or absurd found and "
-              "raised or reset (Scene's on_fault); marked in the substeps' launch where a "
-              "team or small worlds run them"),
+    StepStage(
+        "faults",
+        "worlds whose bodies or joints went non-finite or absurd found and "
+        "raised or reset (Scene's on_fault); marked in the substeps' launch where a "
+        "team or small worlds run them",
+    ),
 )
 STEP_STAGE_NAMES = tuple(stage.name for stage in STEP_STAGES)
 
@@ -144,14 +152,17 @@ class StepOptions:
             value = getattr(self, option.name)
             wanted = bool if option.type in ("bool", bool) else int
             if not isinstance(value, wanted) or (wanted is int and isinstance(value, bool)):
-                raise TypeError(f"StepOptions.{option.name} must be {wanted.__name__}, got "
-                                f"{type(value).__name__}")
+                raise TypeError(
+                    f"StepOptions.{option.name} must be {wanted.__name__}, got "
+                    f"{type(value).__name__}"
+                )
         if not 1 <= self.colors_per_launch <= MAX_COLORS:
-            raise ValueError(f"StepOptions.colors_per_launch must be in [1, {MAX_COLORS}], "
-                             f"got {self.colors_per_launch}")
+            raise ValueError(
+                f"StepOptions.colors_per_launch must be in [1, {MAX_COLORS}], "
+                f"got {self.colors_per_launch}"
+            )
         if self.noted_partners < 0:
-            raise ValueError(f"StepOptions.noted_partners must be >= 0, got "
-                             f"{self.noted_partners}")
+            raise ValueError(f"StepOptions.noted_partners must be >= 0, got {self.noted_partners}")
 
     def replace(self, **changes) -> StepOptions:
         """These options with `changes` (keyword per attribute), checked."""
@@ -173,8 +184,7 @@ def as_step_options(options, name: str = "step_options") -> StepOptions:
         if unknown:
             raise ValueError(f"{name} has no option {unknown[0]!r}")
         return StepOptions(**options)
-    raise TypeError(f"{name} must be a StepOptions, a dict or None, got "
-                    f"{type(options).__name__}")
+    raise TypeError(f"{name} must be a StepOptions, a dict or None, got {type(options).__name__}")
 
 
 @dataclass(frozen=True)
@@ -242,8 +252,11 @@ def plan_step(ctx: StepContext, profiled: bool, team_threads: int) -> StepPlan:
     threads = 0 if profiled else team_threads
     small = ctx.small_worlds
     return StepPlan(
-        profiled=profiled, team_threads=threads, small_worlds=small,
+        profiled=profiled,
+        team_threads=threads,
+        small_worlds=small,
         kept_launch=bool(threads and options.kept_in_one_launch and ctx.fat_boxes),
         save_in_broad_phase=small and options.save_in_broad_phase,
         carry_in_coloring=options.carry_in_coloring,
-        sleep_in_report=options.sleep_in_report and not profiled)
+        sleep_in_report=options.sleep_in_report and not profiled,
+    )

@@ -132,5 +132,6 @@ class StageTimer:
     def profile(self, steps: int, total_s: float) -> StepProfile:
         """The StepProfile of `steps` profiled steps that took total_s seconds."""
         per_step = 1e3 / max(steps, 1)
-        return StepProfile({name: s * per_step for name, s in self.seconds.items()}, steps,
-                           total_s * per_step)
+        return StepProfile(
+            {name: s * per_step for name, s in self.seconds.items()}, steps, total_s * per_step
+        )

@@ -54,31 +54,46 @@ MAX_REFRESH_BACKOFF = 15
 RESTING_MARGIN = 0.0005
 #: Manifold fields a reported pair keeps (per pair, then per point).
 _REPORTED_PAIR_FIELDS = ("body_a", "body_b", "point_count", "normal")
-_REPORTED_POINT_FIELDS = ("point", "depth", "feature", "total_normal_impulse",
-                          "total_tangent_impulse")
+_REPORTED_POINT_FIELDS = (
+    "point",
+    "depth",
+    "feature",
+    "total_normal_impulse",
+    "total_tangent_impulse",
+)
 
 
 @ti.func
 def copy_report(dst: ti.template(), src: ti.template(), dst_pair, src_pair):
     """dst's pair dst_pair = src's pair src_pair: what the user is told about a contact."""
-    copy_pair_fields(dst, src, dst_pair, src_pair, _REPORTED_PAIR_FIELDS,
-                     _REPORTED_POINT_FIELDS)
+    copy_pair_fields(dst, src, dst_pair, src_pair, _REPORTED_PAIR_FIELDS, _REPORTED_POINT_FIELDS)
 
 
 @ti.func
-def _still_resting(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-                   reported: ti.template(), j, n_bodies):
+def _still_resting(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    reported: ti.template(),
+    j,
+    n_bodies,
+):
     """Last step's reported pair j still touches without this step looking at it: neither
     body moved this step (asleep or static: the broad phase did not pair them), both are
     enabled, neither is a sensor (sensor pairs are always found again) and the filter still
     lets them collide."""
     a, b = reported.body_a[j], reported.body_b[j]
     body_a, body_b = a % n_bodies, b % n_bodies
-    return (reported.point_count[j] > 0
-            and not moves(model, bodies, a, body_a) and not moves(model, bodies, b, body_b)
-            and bodies.enabled[a] == 1 and bodies.enabled[b] == 1
-            and model.sensor[body_a] == 0 and model.sensor[body_b] == 0
-            and not never_collide(model, joints, body_a, body_b))
+    return (
+        reported.point_count[j] > 0
+        and not moves(model, bodies, a, body_a)
+        and not moves(model, bodies, b, body_b)
+        and bodies.enabled[a] == 1
+        and bodies.enabled[b] == 1
+        and model.sensor[body_a] == 0
+        and model.sensor[body_b] == 0
+        and not never_collide(model, joints, body_a, body_b)
+    )
 
 
 @ti.func
@@ -110,9 +125,18 @@ def _touching(manifolds: ti.template(), reported: ti.template(), k, n_held):
 
 
 @ti.func
-def _count_entry(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-                 manifolds: ti.template(), staging: ti.template(), reported: ti.template(),
-                 e, n_pairs, n_bodies, n_held):
+def _count_entry(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    manifolds: ti.template(),
+    staging: ti.template(),
+    reported: ti.template(),
+    e,
+    n_pairs,
+    n_bodies,
+    n_held,
+):
     """Entry e of the step's pairs then last step's list, if it goes into the new list:
     counted on its lower slot (staging.pair_start)."""
     if e < n_pairs:
@@ -123,9 +147,19 @@ def _count_entry(model: ti.template(), bodies: ti.template(), joints: ti.templat
 
 
 @ti.func
-def _fill_entry(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-                manifolds: ti.template(), staging: ti.template(), reported: ti.template(),
-                prepared: ti.template(), e, n_pairs, n_bodies, n_held):
+def _fill_entry(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    manifolds: ti.template(),
+    staging: ti.template(),
+    reported: ti.template(),
+    prepared: ti.template(),
+    e,
+    n_pairs,
+    n_bodies,
+    n_held,
+):
     """Entry e (as _count_entry) placed at its lower slot's cursor in staging. One of the
     step's pairs keeps its bodies and its pair (staging.touching); one of last step's list
     is copied whole (touching -1), as `reported` is overwritten at the end."""
@@ -162,8 +196,15 @@ def _sort_slot(staging: ti.template(), slot):
 
 
 @ti.func
-def _flag_event(staging: ti.template(), reported: ti.template(), coloring: ti.template(),
-                e, n_new, n_old, n_events_new):
+def _flag_event(
+    staging: ti.template(),
+    reported: ti.template(),
+    coloring: ti.template(),
+    e,
+    n_new,
+    n_old,
+    n_events_new,
+):
     """Event flag e (1: an event): for e < n_events_new, whether the new list's place e is
     missing from the old list (begin, into coloring.rank); after it, whether the old list's
     pair e - n_events_new is missing from the new one (end, into coloring.uncolored)."""
@@ -178,8 +219,14 @@ def _flag_event(staging: ti.template(), reported: ti.template(), coloring: ti.te
 
 
 @ti.func
-def _place_event(staging: ti.template(), reported: ti.template(), events: ti.template(),
-                 coloring: ti.template(), e, n_events_new):
+def _place_event(
+    staging: ti.template(),
+    reported: ti.template(),
+    events: ti.template(),
+    coloring: ti.template(),
+    e,
+    n_events_new,
+):
     """Flagged event e (numbered as in _flag_event) written at its flags' prefix sum."""
     if e < n_events_new:
         if coloring.rank[e + 1] > coloring.rank[e]:
@@ -194,8 +241,7 @@ def _place_event(staging: ti.template(), reported: ti.template(), events: ti.tem
 
 
 @ti.func
-def _store_entry(manifolds: ti.template(), staging: ti.template(), reported: ti.template(),
-                 i):
+def _store_entry(manifolds: ti.template(), staging: ti.template(), reported: ti.template(), i):
     """The new list's place i (sorted) into `reported`: from the step's pair it came from,
     or from its copy in staging (a resting pair of the old list: origin -1)."""
     entry = staging.color[i]
@@ -209,12 +255,24 @@ def _store_entry(manifolds: ti.template(), staging: ti.template(), reported: ti.
 
 @quick
 @ti.kernel
-def _report_contacts(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-                     manifolds: ti.template(), staging: ti.template(), reported: ti.template(),
-                     events: ti.template(), prepared: ti.template(), coloring: ti.template(),
-                     scan: ti.template(), serial: ti.template(), n_slots: ti.i32,
-                     n_bodies: ti.i32, n_pairs: ti.i32, n_old: ti.i32,
-                     n_held: ti.i32) -> ti.math.ivec3:
+def _report_contacts(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    manifolds: ti.template(),
+    staging: ti.template(),
+    reported: ti.template(),
+    events: ti.template(),
+    prepared: ti.template(),
+    coloring: ti.template(),
+    scan: ti.template(),
+    serial: ti.template(),
+    n_slots: ti.i32,
+    n_bodies: ti.i32,
+    n_pairs: ti.i32,
+    n_old: ti.i32,
+    n_held: ti.i32,
+) -> ti.math.ivec3:
     """The new reported list into `reported` and the events into `events` (module
     docstring); returns (reported pairs, begin events, end events). A new list over the
     pair capacity writes nothing: only its size returns.
@@ -229,8 +287,9 @@ def _report_contacts(model: ti.template(), bodies: ti.template(), joints: ti.tem
         staging.pair_start[slot] = 0
     ti.loop_config(serialize=serial)
     for e in range(n_both):
-        _count_entry(model, bodies, joints, manifolds, staging, reported, e, n_pairs, n_bodies,
-                     n_held)
+        _count_entry(
+            model, bodies, joints, manifolds, staging, reported, e, n_pairs, n_bodies, n_held
+        )
     exclusive_scan(scan, staging.pair_start, n_slots, serial)
     n_new = staging.pair_start[n_slots]
     fits = n_new <= staging.body_a.shape[0]
@@ -241,8 +300,19 @@ def _report_contacts(model: ti.template(), bodies: ti.template(), joints: ti.tem
         prepared.body_contact_cursor[slot] = staging.pair_start[slot]
     ti.loop_config(serialize=serial)
     for e in range(n_both if fits else 0):
-        _fill_entry(model, bodies, joints, manifolds, staging, reported, prepared, e, n_pairs,
-                    n_bodies, n_held)
+        _fill_entry(
+            model,
+            bodies,
+            joints,
+            manifolds,
+            staging,
+            reported,
+            prepared,
+            e,
+            n_pairs,
+            n_bodies,
+            n_held,
+        )
     ti.loop_config(serialize=serial)
     for slot in range(n_fill):
         _sort_slot(staging, slot)
@@ -304,16 +374,30 @@ def _touches_in_world(manifolds: ti.template(), reported: ti.template(), a, b, n
     for side in range(2):
         owner = a if side == 0 else b
         for k in range(manifolds.pair_start[owner], manifolds.pair_start[owner + 1]):
-            if (manifolds.body_a[k] == a and manifolds.body_b[k] == b
-                    and _touching(manifolds, reported, k, n_held)):
+            if (
+                manifolds.body_a[k] == a
+                and manifolds.body_b[k] == b
+                and _touching(manifolds, reported, k, n_held)
+            ):
                 found = True
     return found
 
 
 @ti.func
-def _count_world(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-                 manifolds: ti.template(), staging: ti.template(), reported: ti.template(),
-                 coloring: ti.template(), world, n_worlds, n_bodies, n_old, n_held):
+def _count_world(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    manifolds: ti.template(),
+    staging: ti.template(),
+    reported: ti.template(),
+    coloring: ti.template(),
+    world,
+    n_worlds,
+    n_bodies,
+    n_old,
+    n_held,
+):
     """World's counts into staging.pair_start: entries of the new list (its touching pairs
     and last step's resting ones), begin events (touching pairs the old list lacks) and end
     events (old pairs that neither rest nor touch). What each entry is goes into
@@ -336,8 +420,9 @@ def _count_world(model: ti.template(), bodies: ti.template(), joints: ti.templat
         if _still_resting(model, bodies, joints, reported, j, n_bodies):
             n_new += 1
             kind = _RESTS
-        elif not _touches_in_world(manifolds, reported, reported.body_a[j], reported.body_b[j],
-                                   n_held):
+        elif not _touches_in_world(
+            manifolds, reported, reported.body_a[j], reported.body_b[j], n_held
+        ):
             n_end += 1
             kind = _ENDS
         coloring.uncolored[j] = kind
@@ -347,9 +432,18 @@ def _count_world(model: ti.template(), bodies: ti.template(), joints: ti.templat
 
 
 @ti.func
-def _fill_world(staging: ti.template(), reported: ti.template(), events: ti.template(),
-                prepared: ti.template(), coloring: ti.template(), manifolds: ti.template(),
-                world, n_worlds, n_bodies, n_old):
+def _fill_world(
+    staging: ti.template(),
+    reported: ti.template(),
+    events: ti.template(),
+    prepared: ti.template(),
+    coloring: ti.template(),
+    manifolds: ti.template(),
+    world,
+    n_worlds,
+    n_bodies,
+    n_old,
+):
     """World's entries into staging from its offset (as _fill_entry), their sorted order
     (staging.color, by lower then upper slot) and per-slot starts
     (prepared.body_contact_cursor), and its events at their offsets: begin events in list
@@ -379,8 +473,9 @@ def _fill_world(staging: ti.template(), reported: ti.template(), events: ti.temp
         j = i - 1
         while j >= start:
             other = staging.color[j]
-            if (staging.body_a[other] < key_a
-                    or (staging.body_a[other] == key_a and staging.body_b[other] <= key_b)):
+            if staging.body_a[other] < key_a or (
+                staging.body_a[other] == key_a and staging.body_b[other] <= key_b
+            ):
                 break
             staging.color[j + 1] = other
             j -= 1
@@ -408,13 +503,28 @@ def _fill_world(staging: ti.template(), reported: ti.template(), events: ti.temp
 
 @quick
 @ti.kernel
-def _report_by_world(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-                     manifolds: ti.template(), staging: ti.template(), reported: ti.template(),
-                     events: ti.template(), prepared: ti.template(), coloring: ti.template(),
-                     scan: ti.template(), serial: ti.template(), islands: ti.template(),
-                     n_worlds: ti.i32, n_bodies: ti.i32, n_old: ti.i32, n_held: ti.i32,
-                     n_pairs: ti.i32, n_joints: ti.i32, sleep: ti.i32,
-                     dt: ti.f32) -> ti.math.ivec3:
+def _report_by_world(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    manifolds: ti.template(),
+    staging: ti.template(),
+    reported: ti.template(),
+    events: ti.template(),
+    prepared: ti.template(),
+    coloring: ti.template(),
+    scan: ti.template(),
+    serial: ti.template(),
+    islands: ti.template(),
+    n_worlds: ti.i32,
+    n_bodies: ti.i32,
+    n_old: ti.i32,
+    n_held: ti.i32,
+    n_pairs: ti.i32,
+    n_joints: ti.i32,
+    sleep: ti.i32,
+    dt: ti.f32,
+) -> ti.math.ivec3:
     """_report_contacts for small worlds whose step's pairs lie world by world in their
     owners' pair_start ranges (StepContext.solves_by_world) and of at least 3 bodies (the
     three runs of counts fit staging.pair_start): a world per thread counts, then fills
@@ -426,8 +536,20 @@ def _report_by_world(model: ti.template(), bodies: ti.template(), joints: ti.tem
     needs the report done first (a resting pair is one of bodies that did not move)."""
     ti.loop_config(serialize=serial)
     for world in range(n_worlds):
-        _count_world(model, bodies, joints, manifolds, staging, reported, coloring, world,
-                     n_worlds, n_bodies, n_old, n_held)
+        _count_world(
+            model,
+            bodies,
+            joints,
+            manifolds,
+            staging,
+            reported,
+            coloring,
+            world,
+            n_worlds,
+            n_bodies,
+            n_old,
+            n_held,
+        )
     exclusive_scan(scan, staging.pair_start, 3 * n_worlds, serial)
     n_new = staging.pair_start[n_worlds]
     n_begin = staging.pair_start[2 * n_worlds] - n_new
@@ -435,8 +557,18 @@ def _report_by_world(model: ti.template(), bodies: ti.template(), joints: ti.tem
     fits = n_new <= staging.body_a.shape[0]
     ti.loop_config(serialize=serial)
     for world in range(n_worlds if fits else 0):
-        _fill_world(staging, reported, events, prepared, coloring, manifolds, world,
-                    n_worlds, n_bodies, n_old)
+        _fill_world(
+            staging,
+            reported,
+            events,
+            prepared,
+            coloring,
+            manifolds,
+            world,
+            n_worlds,
+            n_bodies,
+            n_old,
+        )
     n_slots = n_worlds * n_bodies
     ti.loop_config(serialize=serial)
     for i in range(ti.max(n_slots + 1, n_new) if fits else 0):
@@ -448,16 +580,36 @@ def _report_by_world(model: ti.template(), bodies: ti.template(), joints: ti.tem
             _store_entry(manifolds, staging, reported, i)
     ti.loop_config(serialize=serial)
     for world in range(n_worlds if fits and sleep == 1 else 0):
-        label_world(model, bodies, joints, manifolds, islands, world, n_worlds, n_bodies,
-                    n_pairs, n_joints, dt, 1)
+        label_world(
+            model,
+            bodies,
+            joints,
+            manifolds,
+            islands,
+            world,
+            n_worlds,
+            n_bodies,
+            n_pairs,
+            n_joints,
+            dt,
+            1,
+        )
     return ti.math.ivec3(n_new, n_begin, n_end)
 
 
 @quick
 @ti.kernel
-def _refresh_report(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-                    manifolds: ti.template(), reported: ti.template(), serial: ti.template(),
-                    n_pairs: ti.i32, n_old: ti.i32, n_bodies: ti.i32) -> ti.i32:
+def _refresh_report(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    manifolds: ti.template(),
+    reported: ti.template(),
+    serial: ti.template(),
+    n_pairs: ti.i32,
+    n_old: ti.i32,
+    n_bodies: ti.i32,
+) -> ti.i32:
     """refresh_report's kernel: whether the step's touching pairs are those the reported
     list came from, and its resting pairs (origin -1) still rest (then each entry from a
     pair is copied again from it; a resting one stays as it is, as _report_contacts would
@@ -481,8 +633,16 @@ def _refresh_report(model: ti.template(), bodies: ti.template(), joints: ti.temp
 
 
 @ti.func
-def refresh_tally(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-                  manifolds: ti.template(), reported: ti.template(), e, n_pairs, n_bodies):
+def refresh_tally(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    manifolds: ti.template(),
+    reported: ti.template(),
+    e,
+    n_pairs,
+    n_bodies,
+):
     """Item e of _refresh_report's check (the step's pairs, then the old list's entries
     from n_pairs on): its part of (touching pairs, touching pairs in the list, listed
     pairs gone), 0 or 1 each; refresh_holds reads the sums."""
@@ -522,9 +682,13 @@ def refresh_due(ctx: "StepContext", in_place: bool) -> bool:
     for a step whose pairs lie where the list was made from them (`in_place`, else never):
     the tail of a team's launch (solver/fused.py) tries it where it is due."""
     cache = ctx.cache
-    return (in_place and cache.report_mapped and ctx.options.refresh_report
-            and not cache.state_set
-            and cache.refresh_skips == 0)
+    return (
+        in_place
+        and cache.report_mapped
+        and ctx.options.refresh_report
+        and not cache.state_set
+        and cache.refresh_skips == 0
+    )
 
 
 def refresh_report(ctx: "StepContext") -> bool:
@@ -539,16 +703,33 @@ def refresh_report(ctx: "StepContext") -> bool:
     and a sort: many pyramids awake: 3.6 -> 1.2 ms (2-core CPU); fast asleep (their
     contacts all resting pairs): 3.2 -> 0.5 ms."""
     cache = ctx.cache
-    if not (cache.pairs_in_place and cache.report_mapped and ctx.options.refresh_report
-            and not cache.state_set):
+    if not (
+        cache.pairs_in_place
+        and cache.report_mapped
+        and ctx.options.refresh_report
+        and not cache.state_set
+    ):
         return False
     if cache.refresh_skips > 0:
         cache.refresh_skips -= 1
         return False
     pool = ctx.pool
-    return refreshed(ctx, bool(_refresh_report(
-        pool.model, pool.bodies, pool.joints, pool.manifolds, pool.reported, ctx.serial,
-        ctx.n_pairs, cache.n_reported, ctx.n_bodies)))
+    return refreshed(
+        ctx,
+        bool(
+            _refresh_report(
+                pool.model,
+                pool.bodies,
+                pool.joints,
+                pool.manifolds,
+                pool.reported,
+                ctx.serial,
+                ctx.n_pairs,
+                cache.n_reported,
+                ctx.n_bodies,
+            )
+        ),
+    )
 
 
 def refreshed(ctx: "StepContext", same: bool) -> bool:
@@ -574,8 +755,14 @@ def refreshed(ctx: "StepContext", same: bool) -> bool:
 # cache, 0.5 of 1.3 s with a filled one, 2-core CPU).
 @quick
 @ti.kernel
-def _recheck_resting(model: ti.template(), bodies: ti.template(), reported: ti.template(),
-                     serial: ti.template(), n_old: ti.i32, n_bodies: ti.i32):
+def _recheck_resting(
+    model: ti.template(),
+    bodies: ti.template(),
+    reported: ti.template(),
+    serial: ti.template(),
+    n_old: ti.i32,
+    n_bodies: ti.i32,
+):
     """Last step's reported manifolds found again at the current poses (the state was set
     by hand since: the pairs that stay without being looked at are looked at)."""
     ti.loop_config(serialize=serial)
@@ -600,30 +787,54 @@ def report_contacts(ctx: "StepContext", sleep: bool = False) -> bool:
     n_held = 0 if cache.state_set else cache.n_reported
     if cache.state_set and cache.n_reported:
         pool = ctx.pool
-        _recheck_resting(pool.model, pool.bodies, pool.reported, ctx.serial, cache.n_reported,
-                         ctx.n_bodies)
+        _recheck_resting(
+            pool.model, pool.bodies, pool.reported, ctx.serial, cache.n_reported, ctx.n_bodies
+        )
     by_world = ctx.options.report_by_world and ctx.solves_by_world and ctx.n_bodies >= 3
     while True:
         pool = ctx.pool
         if by_world:
-            counts = _report_by_world(model=pool.model, bodies=pool.bodies, joints=pool.joints,
-                                      manifolds=pool.manifolds, staging=pool.staging,
-                                      reported=pool.reported, events=pool.events,
-                                      prepared=pool.prepared, coloring=pool.coloring,
-                                      scan=pool.scan, serial=ctx.serial,
-                                      islands=pool.islands, n_worlds=ctx.n_worlds,
-                                      n_bodies=ctx.n_bodies, n_old=cache.n_reported,
-                                      n_held=n_held, n_pairs=ctx.n_pairs,
-                                      n_joints=ctx.n_joints, sleep=int(sleep), dt=ctx.dt)
+            counts = _report_by_world(
+                model=pool.model,
+                bodies=pool.bodies,
+                joints=pool.joints,
+                manifolds=pool.manifolds,
+                staging=pool.staging,
+                reported=pool.reported,
+                events=pool.events,
+                prepared=pool.prepared,
+                coloring=pool.coloring,
+                scan=pool.scan,
+                serial=ctx.serial,
+                islands=pool.islands,
+                n_worlds=ctx.n_worlds,
+                n_bodies=ctx.n_bodies,
+                n_old=cache.n_reported,
+                n_held=n_held,
+                n_pairs=ctx.n_pairs,
+                n_joints=ctx.n_joints,
+                sleep=int(sleep),
+                dt=ctx.dt,
+            )
         else:
-            counts = _report_contacts(model=pool.model, bodies=pool.bodies,
-                                      joints=pool.joints, manifolds=pool.manifolds,
-                                      staging=pool.staging, reported=pool.reported,
-                                      events=pool.events, prepared=pool.prepared,
-                                      coloring=pool.coloring, scan=pool.scan,
-                                      serial=ctx.serial, n_slots=ctx.n_slots,
-                                      n_bodies=ctx.n_bodies, n_pairs=ctx.n_pairs,
-                                      n_old=cache.n_reported, n_held=n_held)
+            counts = _report_contacts(
+                model=pool.model,
+                bodies=pool.bodies,
+                joints=pool.joints,
+                manifolds=pool.manifolds,
+                staging=pool.staging,
+                reported=pool.reported,
+                events=pool.events,
+                prepared=pool.prepared,
+                coloring=pool.coloring,
+                scan=pool.scan,
+                serial=ctx.serial,
+                n_slots=ctx.n_slots,
+                n_bodies=ctx.n_bodies,
+                n_pairs=ctx.n_pairs,
+                n_old=cache.n_reported,
+                n_held=n_held,
+            )
         n_new, n_begin, n_end = (int(v) for v in counts)
         if n_new <= pool.pair_capacity:
             break

@@ -120,8 +120,7 @@ MAX_LABEL_LAUNCHES = 1000
 def _is_node(model: ti.template(), bodies: ti.template(), slot, n_bodies):
     """An enabled dynamic body (awake or asleep): it belongs to islands."""
     body = slot % n_bodies
-    return (model.inv_mass[body] > 0.0 and model.kinematic[body] == 0
-            and bodies.enabled[slot] == 1)
+    return model.inv_mass[body] > 0.0 and model.kinematic[body] == 0 and bodies.enabled[slot] == 1
 
 
 @ti.func
@@ -149,8 +148,9 @@ def _overlaps(model: ti.template(), manifolds: ti.template(), pair, n_bodies):
     """Whether pair's manifold has a point deeper than OVERLAP_DEPTH (or OVERLAP_FRACTION of
     its smaller body), as of the step's first substep: its bodies are being pushed apart."""
     slot_a, slot_b = manifolds.body_a[pair], manifolds.body_b[pair]
-    size = ti.min(model.bounding_radius[slot_a % n_bodies],
-                  model.bounding_radius[slot_b % n_bodies])
+    size = ti.min(
+        model.bounding_radius[slot_a % n_bodies], model.bounding_radius[slot_b % n_bodies]
+    )
     limit = ti.max(OVERLAP_DEPTH, OVERLAP_FRACTION * size)
     deep = False
     for i in ti.static(range(MAX_MANIFOLD_POINTS)):
@@ -180,14 +180,16 @@ _KEY_MASK = (1 << 31) - 1
 
 @ti.func
 def _key(slot):
-    return ti.cast((ti.cast(slot, ti.u32) * ti.cast(_KEY_MUL, ti.u32))
-                   & ti.cast(_KEY_MASK, ti.u32), ti.i32)
+    return ti.cast(
+        (ti.cast(slot, ti.u32) * ti.cast(_KEY_MUL, ti.u32)) & ti.cast(_KEY_MASK, ti.u32), ti.i32
+    )
 
 
 @ti.func
 def _slot(key):
-    return ti.cast((ti.cast(key, ti.u32) * ti.cast(_KEY_INV, ti.u32))
-                   & ti.cast(_KEY_MASK, ti.u32), ti.i32)
+    return ti.cast(
+        (ti.cast(key, ti.u32) * ti.cast(_KEY_INV, ti.u32)) & ti.cast(_KEY_MASK, ti.u32), ti.i32
+    )
 
 
 @ti.func
@@ -238,16 +240,28 @@ def _joint_ends(joints: ti.template(), joint_slot, n_bodies, n_joints):
 
 
 @ti.func
-def _edge(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-          manifolds: ti.template(),
-          islands: ti.template(), e, n_bodies, n_pairs, n_joints, n_joint_slots):
+def _edge(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    manifolds: ti.template(),
+    islands: ti.template(),
+    e,
+    n_bodies,
+    n_pairs,
+    n_joints,
+    n_joint_slots,
+):
     """Edge e of the island graph as (u, v), or (-1, -1): candidate pairs [0, n_pairs), joint
     slots next, then one per body slot (a sleeping body to its previous island)."""
     u, v = -1, -1
     if e < n_pairs:
         a, b = manifolds.body_a[e], manifolds.body_b[e]
-        if (_is_node(model, bodies, a, n_bodies) and _is_node(model, bodies, b, n_bodies)
-                and _touching(model, manifolds, e, n_bodies)):
+        if (
+            _is_node(model, bodies, a, n_bodies)
+            and _is_node(model, bodies, b, n_bodies)
+            and _touching(model, manifolds, e, n_bodies)
+        ):
             u, v = a, b
     elif e < n_pairs + n_joint_slots:
         a, b = _joint_ends(joints, e - n_pairs, n_bodies, n_joints)
@@ -262,14 +276,16 @@ def _edge(model: ti.template(), bodies: ti.template(), joints: ti.template(),
 
 
 @ti.func
-def _begin_slot(model: ti.template(), bodies: ti.template(), islands: ti.template(), slot,
-                n_bodies, dt, settle):
+def _begin_slot(
+    model: ti.template(), bodies: ti.template(), islands: ti.template(), slot, n_bodies, dt, settle
+):
     """A pass's first launch, per body slot: with `settle`, its sleep timer (dt s); its old
     label kept in islands.previous_label if it sleeps; then a tree of its own."""
-    if (settle == 1 and bodies.sleeping[slot] == 0
-            and _can_sleep(model, bodies, slot, n_bodies)):
-        slow = (bodies.velocity[slot].norm() < SLEEP_LINEAR_SPEED
-                and ti.abs(bodies.angular_velocity[slot]) < SLEEP_ANGULAR_SPEED)
+    if settle == 1 and bodies.sleeping[slot] == 0 and _can_sleep(model, bodies, slot, n_bodies):
+        slow = (
+            bodies.velocity[slot].norm() < SLEEP_LINEAR_SPEED
+            and ti.abs(bodies.angular_velocity[slot]) < SLEEP_ANGULAR_SPEED
+        )
         if slow:
             bodies.sleep_time[slot] = bodies.sleep_time[slot] + dt  # not atomic
         else:
@@ -284,19 +300,30 @@ def _begin_slot(model: ti.template(), bodies: ti.template(), islands: ti.templat
 
 
 @ti.func
-def _hook_edge(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-               manifolds: ti.template(), islands: ti.template(), e, n_bodies, n_pairs,
-               n_joints, n_joint_slots, begin, settle):
+def _hook_edge(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    manifolds: ti.template(),
+    islands: ti.template(),
+    e,
+    n_bodies,
+    n_pairs,
+    n_joints,
+    n_joint_slots,
+    begin,
+    settle,
+):
     """The round's union of edge e's ends; on a settling pass's first launch, a pair pushing
     an overlap out also restarts its bodies' sleep timers."""
-    u, v = _edge(model, bodies, joints, manifolds, islands, e, n_bodies, n_pairs, n_joints,
-                 n_joint_slots)
+    u, v = _edge(
+        model, bodies, joints, manifolds, islands, e, n_bodies, n_pairs, n_joints, n_joint_slots
+    )
     if u >= 0:
         _union(islands, u, v)
     # After the timers (the loop before): an overlap being pushed out restarts its
     # bodies' (several threads may write the same 0).
-    if settle == 1 and begin == 1 and e < n_pairs and _overlaps(model, manifolds, e,
-                                                                n_bodies):
+    if settle == 1 and begin == 1 and e < n_pairs and _overlaps(model, manifolds, e, n_bodies):
         for slot in ti.static((manifolds.body_a[e], manifolds.body_b[e])):
             if bodies.sleeping[slot] == 0 and _can_sleep(model, bodies, slot, n_bodies):
                 bodies.sleep_time[slot] = 0.0
@@ -312,14 +339,26 @@ def _compress_slot(bodies: ti.template(), islands: ti.template(), slot):
 
 
 @ti.func
-def _check_edge(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-                manifolds: ti.template(), islands: ti.template(), e, n_bodies, n_pairs,
-                n_joints, n_joint_slots, first_slot_edge, settle):
+def _check_edge(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    manifolds: ti.template(),
+    islands: ti.template(),
+    e,
+    n_bodies,
+    n_pairs,
+    n_joints,
+    n_joint_slots,
+    first_slot_edge,
+    settle,
+):
     """The check's union of edge e's ends (a change: not converged); a slot's edge also
     gathers into its root the island's smallest slot and, with `settle`, whether the slot
     is not ready to sleep (islands.wake -1)."""
-    u, v = _edge(model, bodies, joints, manifolds, islands, e, n_bodies, n_pairs, n_joints,
-                 n_joint_slots)
+    u, v = _edge(
+        model, bodies, joints, manifolds, islands, e, n_bodies, n_pairs, n_joints, n_joint_slots
+    )
     if u >= 0:
         if _union(islands, u, v):
             islands.not_converged[None] = 1
@@ -327,14 +366,19 @@ def _check_edge(model: ti.template(), bodies: ti.template(), joints: ti.template
         slot = e - first_slot_edge
         root = _slot(islands.parent[slot])
         ti.atomic_min(bodies.island[root], slot)
-        if (settle == 1 and _can_sleep(model, bodies, slot, n_bodies)
-                and bodies.sleeping[slot] == 0 and bodies.sleep_time[slot] < SLEEP_TIME):
+        if (
+            settle == 1
+            and _can_sleep(model, bodies, slot, n_bodies)
+            and bodies.sleeping[slot] == 0
+            and bodies.sleep_time[slot] < SLEEP_TIME
+        ):
             islands.wake[root] = -1
 
 
 @ti.func
-def _settle_slot(model: ti.template(), bodies: ti.template(), islands: ti.template(), slot,
-                 n_bodies, settle):
+def _settle_slot(
+    model: ti.template(), bodies: ti.template(), islands: ti.template(), slot, n_bodies, settle
+):
     """Slot's label read from its root; with `settle`, it wakes with an island that has a
     body not ready, else falls asleep (zero velocities)."""
     root = _slot(islands.parent[slot])
@@ -352,10 +396,21 @@ def _settle_slot(model: ti.template(), bodies: ti.template(), islands: ti.templa
 
 @quick
 @ti.kernel
-def _label_launch(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-                  manifolds: ti.template(), islands: ti.template(), serial: ti.template(),
-                  n_slots: ti.i32, n_bodies: ti.i32, n_pairs: ti.i32, n_joints: ti.i32, dt: ti.f32,
-                  begin: ti.i32, settle: ti.i32) -> ti.i32:
+def _label_launch(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    manifolds: ti.template(),
+    islands: ti.template(),
+    serial: ti.template(),
+    n_slots: ti.i32,
+    n_bodies: ti.i32,
+    n_pairs: ti.i32,
+    n_joints: ti.i32,
+    dt: ti.f32,
+    begin: ti.i32,
+    settle: ti.i32,
+) -> ti.i32:
     """One launch of the island pass; returns 1 while the labelling has not converged.
 
     begin (first launch of a pass): with `settle`, the sleep timers; each sleeping body's
@@ -375,8 +430,20 @@ def _label_launch(model: ti.template(), bodies: ti.template(), joints: ti.templa
         _begin_slot(model, bodies, islands, slot, n_bodies, dt, settle)
     ti.loop_config(serialize=serial)
     for e in range(n_edges):
-        _hook_edge(model, bodies, joints, manifolds, islands, e, n_bodies, n_pairs, n_joints,
-                   n_joint_slots, begin, settle)
+        _hook_edge(
+            model,
+            bodies,
+            joints,
+            manifolds,
+            islands,
+            e,
+            n_bodies,
+            n_pairs,
+            n_joints,
+            n_joint_slots,
+            begin,
+            settle,
+        )
     ti.loop_config(serialize=serial)
     for slot in range(n_slots):
         _compress_slot(bodies, islands, slot)
@@ -388,8 +455,20 @@ def _label_launch(model: ti.template(), bodies: ti.template(), joints: ti.templa
     # slot): with no concurrent hooks, one round is exact.
     ti.loop_config(serialize=serial)
     for e in range(first_slot_edge if ti.static(serial) else 0, n_edges):
-        _check_edge(model, bodies, joints, manifolds, islands, e, n_bodies, n_pairs, n_joints,
-                    n_joint_slots, first_slot_edge, settle)
+        _check_edge(
+            model,
+            bodies,
+            joints,
+            manifolds,
+            islands,
+            e,
+            n_bodies,
+            n_pairs,
+            n_joints,
+            n_joint_slots,
+            first_slot_edge,
+            settle,
+        )
     ti.loop_config(serialize=serial)
     for slot in range(n_slots * (1 - islands.not_converged[None])):
         _settle_slot(model, bodies, islands, slot, n_bodies, settle)
@@ -398,10 +477,20 @@ def _label_launch(model: ti.template(), bodies: ti.template(), joints: ti.templa
 
 @quick
 @ti.kernel
-def _label_by_world(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-                    manifolds: ti.template(), islands: ti.template(), serial: ti.template(),
-                    n_worlds: ti.i32, n_bodies: ti.i32, n_pairs: ti.i32, n_joints: ti.i32,
-                    dt: ti.f32, settle: ti.i32):
+def _label_by_world(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    manifolds: ti.template(),
+    islands: ti.template(),
+    serial: ti.template(),
+    n_worlds: ti.i32,
+    n_bodies: ti.i32,
+    n_pairs: ti.i32,
+    n_joints: ti.i32,
+    dt: ti.f32,
+    settle: ti.i32,
+):
     """_label_launch's whole pass for worlds whose pairs are stored world by world (each
     world's in its bodies' pair_start range: StepContext.solves_by_world), a world per
     thread: the same steps in the same order as a serial launch (timers and trees, every
@@ -412,14 +501,37 @@ def _label_by_world(model: ti.template(), bodies: ti.template(), joints: ti.temp
     update_sleep 1.49-1.61 -> 0.97-1.08 ms a step)."""
     ti.loop_config(serialize=serial)
     for world in range(n_worlds):
-        label_world(model, bodies, joints, manifolds, islands, world, n_worlds, n_bodies,
-                    n_pairs, n_joints, dt, settle)
+        label_world(
+            model,
+            bodies,
+            joints,
+            manifolds,
+            islands,
+            world,
+            n_worlds,
+            n_bodies,
+            n_pairs,
+            n_joints,
+            dt,
+            settle,
+        )
 
 
 @ti.func
-def label_world(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-                manifolds: ti.template(), islands: ti.template(), world, n_worlds, n_bodies,
-                n_pairs, n_joints, dt, settle):
+def label_world(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    manifolds: ti.template(),
+    islands: ti.template(),
+    world,
+    n_worlds,
+    n_bodies,
+    n_pairs,
+    n_joints,
+    dt,
+    settle,
+):
     """_label_by_world's pass over one world, on its thread."""
     n_joint_slots = n_joints * n_worlds
     first_slot_edge = n_pairs + n_joint_slots
@@ -429,21 +541,69 @@ def label_world(model: ti.template(), bodies: ti.template(), joints: ti.template
         _begin_slot(model, bodies, islands, slot, n_bodies, dt, settle)
     # The world's edges, in the launch's order: pairs, joint slots, body slots.
     for e in range(first_pair, end_pair):
-        _hook_edge(model, bodies, joints, manifolds, islands, e, n_bodies, n_pairs,
-                   n_joints, n_joint_slots, 1, settle)
+        _hook_edge(
+            model,
+            bodies,
+            joints,
+            manifolds,
+            islands,
+            e,
+            n_bodies,
+            n_pairs,
+            n_joints,
+            n_joint_slots,
+            1,
+            settle,
+        )
     for e in range(n_pairs + world * n_joints, n_pairs + (world + 1) * n_joints):
-        _hook_edge(model, bodies, joints, manifolds, islands, e, n_bodies, n_pairs,
-                   n_joints, n_joint_slots, 1, settle)
+        _hook_edge(
+            model,
+            bodies,
+            joints,
+            manifolds,
+            islands,
+            e,
+            n_bodies,
+            n_pairs,
+            n_joints,
+            n_joint_slots,
+            1,
+            settle,
+        )
     for slot in range(first_slot, end_slot):
-        _hook_edge(model, bodies, joints, manifolds, islands, first_slot_edge + slot,
-                   n_bodies, n_pairs, n_joints, n_joint_slots, 1, settle)
+        _hook_edge(
+            model,
+            bodies,
+            joints,
+            manifolds,
+            islands,
+            first_slot_edge + slot,
+            n_bodies,
+            n_pairs,
+            n_joints,
+            n_joint_slots,
+            1,
+            settle,
+        )
     for slot in range(first_slot, end_slot):
         _compress_slot(bodies, islands, slot)
     # One thread hooked every edge of the world: one round is exact (as in a serial
     # launch, only the slots' edges are checked, to gather the labels and marks).
     for slot in range(first_slot, end_slot):
-        _check_edge(model, bodies, joints, manifolds, islands, first_slot_edge + slot,
-                    n_bodies, n_pairs, n_joints, n_joint_slots, first_slot_edge, settle)
+        _check_edge(
+            model,
+            bodies,
+            joints,
+            manifolds,
+            islands,
+            first_slot_edge + slot,
+            n_bodies,
+            n_pairs,
+            n_joints,
+            n_joint_slots,
+            first_slot_edge,
+            settle,
+        )
     for slot in range(first_slot, end_slot):
         _settle_slot(model, bodies, islands, slot, n_bodies, settle)
 
@@ -452,13 +612,16 @@ def _island_pass(ctx: "StepContext", dt: float, settle: int, by_world: bool = Fa
     pool = ctx.pool
     groups = (pool.model, pool.bodies, pool.joints, pool.manifolds, pool.islands, ctx.serial)
     if by_world:
-        _label_by_world(*groups, ctx.n_worlds, ctx.n_bodies, ctx.n_pairs, ctx.n_joints, dt,
-                        settle)
+        _label_by_world(*groups, ctx.n_worlds, ctx.n_bodies, ctx.n_pairs, ctx.n_joints, dt, settle)
         return 1
     begin = 1
     for launches in range(1, MAX_LABEL_LAUNCHES + 1):
-        if _label_launch(*groups, ctx.n_slots, ctx.n_bodies, ctx.n_pairs, ctx.n_joints, dt,
-                         begin, settle) == 0:
+        if (
+            _label_launch(
+                *groups, ctx.n_slots, ctx.n_bodies, ctx.n_pairs, ctx.n_joints, dt, begin, settle
+            )
+            == 0
+        ):
             return launches
         begin = 0
     raise RuntimeError(f"island labelling did not converge in {MAX_LABEL_LAUNCHES} launches")
@@ -500,8 +663,12 @@ def _pushes(model: ti.template(), bodies: ti.template(), slot, n_bodies, link: t
             if ti.static(link == _JOINT):
                 result = True
             else:
-                result = (speed >= SLEEP_LINEAR_SPEED or spin >= SLEEP_ANGULAR_SPEED
-                          or bodies.force[slot].norm() > 0.0 or bodies.torque[slot] != 0.0)
+                result = (
+                    speed >= SLEEP_LINEAR_SPEED
+                    or spin >= SLEEP_ANGULAR_SPEED
+                    or bodies.force[slot].norm() > 0.0
+                    or bodies.torque[slot] != 0.0
+                )
                 if ti.static(link == _NEW_PAIR):
                     result = result or speed > 0.0 or spin > 0.0
         elif model.kinematic[body] == 1:
@@ -530,8 +697,17 @@ def _wake_if_marked(bodies: ti.template(), islands: ti.template(), slot, n_bodie
 
 
 @ti.func
-def _mark_pushed_sleeper(model: ti.template(), bodies: ti.template(), previous: ti.template(),
-                         islands: ti.template(), a, b, n_bodies, stamp, kept: ti.template()):
+def _mark_pushed_sleeper(
+    model: ti.template(),
+    bodies: ti.template(),
+    previous: ti.template(),
+    islands: ti.template(),
+    a,
+    b,
+    n_bodies,
+    stamp,
+    kept: ti.template(),
+):
     """Mark, for waking, the island of whichever of candidate pair (a, b) (slots, a < b)
     sleeps when the other, awake, pushes it (_pushes: as a pair last step had or a new
     one; `kept`: the step keeps last step's pairs, so every pair is one it had). A sensor
@@ -548,9 +724,17 @@ def _mark_pushed_sleeper(model: ti.template(), bodies: ti.template(), previous: 
 
 
 @ti.func
-def _mark_joint_and_force_wakes(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-                                islands: ti.template(), serial: ti.template(), n_slots, n_bodies,
-                                n_joints, stamp):
+def _mark_joint_and_force_wakes(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    islands: ti.template(),
+    serial: ti.template(),
+    n_slots,
+    n_bodies,
+    n_joints,
+    stamp,
+):
     """Mark the islands that a joint to an awake body or an applied force wakes. Called at
     a kernel's top level: its loop is a parallel loop of the kernel."""
     n_joint_slots = n_joints * (n_slots // ti.max(n_bodies, 1))
@@ -563,8 +747,16 @@ def _mark_joint_and_force_wakes(model: ti.template(), bodies: ti.template(), joi
 
 
 @ti.func
-def _mark_joint_wake(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-                     islands: ti.template(), joint_slot, n_bodies, n_joints, stamp):
+def _mark_joint_wake(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    islands: ti.template(),
+    joint_slot,
+    n_bodies,
+    n_joints,
+    stamp,
+):
     """Mark the island of a sleeping end of joint slot that its awake end moves."""
     a, b = _joint_ends(joints, joint_slot, n_bodies, n_joints)
     if bodies.enabled[a] == 0 or bodies.enabled[b] == 0:
@@ -578,14 +770,16 @@ def _mark_joint_wake(model: ti.template(), bodies: ti.template(), joints: ti.tem
 @ti.func
 def _mark_force_wake(bodies: ti.template(), islands: ti.template(), slot, n_bodies, stamp):
     """Mark the island of body slot if it sleeps under an applied force or torque."""
-    if bodies.sleeping[slot] == 1 and (bodies.force[slot].norm() > 0.0
-                                       or bodies.torque[slot] != 0.0):
+    if bodies.sleeping[slot] == 1 and (
+        bodies.force[slot].norm() > 0.0 or bodies.torque[slot] != 0.0
+    ):
         islands.wake[_island_of(bodies, slot, n_bodies)] = stamp
 
 
 @ti.func
-def _wake_marked(bodies: ti.template(), islands: ti.template(), serial: ti.template(), n_slots,
-                 n_bodies, stamp):
+def _wake_marked(
+    bodies: ti.template(), islands: ti.template(), serial: ti.template(), n_slots, n_bodies, stamp
+):
     """Wake every body of the islands marked with this call's stamp; returns how many woke.
     Called at a kernel's top level, after the marks."""
     ti.loop_config(serialize=serial)
@@ -596,31 +790,66 @@ def _wake_marked(bodies: ti.template(), islands: ti.template(), serial: ti.templ
 
 @quick
 @ti.kernel
-def _wake_launch(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-                 manifolds: ti.template(), previous: ti.template(), islands: ti.template(),
-                 serial: ti.template(), n_slots: ti.i32, n_bodies: ti.i32, n_pairs: ti.i32,
-                 n_joints: ti.i32, kept: ti.template()) -> ti.i32:
+def _wake_launch(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    manifolds: ti.template(),
+    previous: ti.template(),
+    islands: ti.template(),
+    serial: ti.template(),
+    n_slots: ti.i32,
+    n_bodies: ti.i32,
+    n_pairs: ti.i32,
+    n_joints: ti.i32,
+    kept: ti.template(),
+) -> ti.i32:
     stamp = _new_stamp(islands)
     ti.loop_config(serialize=serial)
     for e in range(n_pairs):
-        _mark_pushed_sleeper(model, bodies, previous, islands, manifolds.body_a[e],
-                             manifolds.body_b[e], n_bodies, stamp, kept)
-    _mark_joint_and_force_wakes(model, bodies, joints, islands, serial, n_slots, n_bodies,
-                                n_joints, stamp)
+        _mark_pushed_sleeper(
+            model,
+            bodies,
+            previous,
+            islands,
+            manifolds.body_a[e],
+            manifolds.body_b[e],
+            n_bodies,
+            stamp,
+            kept,
+        )
+    _mark_joint_and_force_wakes(
+        model, bodies, joints, islands, serial, n_slots, n_bodies, n_joints, stamp
+    )
     return _wake_marked(bodies, islands, serial, n_slots, n_bodies, stamp)
 
 
 @quick
 @ti.kernel
-def _find_pairs_waking_by_world(model: ti.template(), bodies: ti.template(),
-                                joints: ti.template(), manifolds: ti.template(),
-                                grid: ti.template(), counts: ti.template(), scan: ti.template(),
-                                serial: ti.template(), previous: ti.template(),
-                                islands: ti.template(), coloring: ti.template(),
-                                n_worlds: ti.i32, n_bodies: ti.i32, n_joints: ti.i32,
-                                cell_size: ti.f32, margin: ti.f32, motion_time: ti.f32,
-                                fat: ti.i32, save: ti.i32, n_old: ti.i32,
-                                ordered: ti.i32, colored: ti.i32) -> ti.math.ivec3:
+def _find_pairs_waking_by_world(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    manifolds: ti.template(),
+    grid: ti.template(),
+    counts: ti.template(),
+    scan: ti.template(),
+    serial: ti.template(),
+    previous: ti.template(),
+    islands: ti.template(),
+    coloring: ti.template(),
+    n_worlds: ti.i32,
+    n_bodies: ti.i32,
+    n_joints: ti.i32,
+    cell_size: ti.f32,
+    margin: ti.f32,
+    motion_time: ti.f32,
+    fat: ti.i32,
+    save: ti.i32,
+    n_old: ti.i32,
+    ordered: ti.i32,
+    colored: ti.i32,
+) -> ti.math.ivec3:
     """The small worlds' broad phase (broad_phase._find_pairs_by_world) with wake_islands
     between its parts, a world per thread, after last step's pairs are saved where `save`
     (pairs.save_pairs, of n_old pairs; not in a launch again after the pool grew, whose
@@ -634,25 +863,34 @@ def _find_pairs_waking_by_world(model: ti.template(), bodies: ti.template(),
     bit, in one loop instead of seven, and a prefix sum over the worlds instead of the
     slots (4,096 small worlds, soft step, 2-core CPU, old and new revision in turns, best
     of three 10-step windows from step 30: the launch 1.68-1.74 -> 1.51-1.53 ms)."""
-    save_pairs(manifolds, previous, coloring, serial, n_worlds * n_bodies, n_old, ordered,
-               colored, save)
+    save_pairs(
+        manifolds, previous, coloring, serial, n_worlds * n_bodies, n_old, ordered, colored, save
+    )
     begin_world_pairs(counts)
     stamp = _new_stamp(islands)
     ti.loop_config(serialize=serial)
     for world in range(n_worlds):
         first_slot, end_slot = world * n_bodies, (world + 1) * n_bodies
-        place_world(model, bodies, grid, counts, world, n_bodies, cell_size, margin,
-                    motion_time, fat)
+        place_world(
+            model, bodies, grid, counts, world, n_bodies, cell_size, margin, motion_time, fat
+        )
         for slot in range(first_slot, end_slot):
             if bodies.sleeping[slot] == 1:
                 for other in range(first_slot, end_slot):
                     if world_pair_found(model, bodies, joints, grid, slot, other, n_bodies):
-                        _mark_pushed_sleeper(model, bodies, previous, islands,
-                                             ti.min(slot, other), ti.max(slot, other),
-                                             n_bodies, stamp, False)
+                        _mark_pushed_sleeper(
+                            model,
+                            bodies,
+                            previous,
+                            islands,
+                            ti.min(slot, other),
+                            ti.max(slot, other),
+                            n_bodies,
+                            stamp,
+                            False,
+                        )
         for joint_slot in range(world * n_joints, (world + 1) * n_joints):
-            _mark_joint_wake(model, bodies, joints, islands, joint_slot, n_bodies, n_joints,
-                             stamp)
+            _mark_joint_wake(model, bodies, joints, islands, joint_slot, n_bodies, n_joints, stamp)
         for slot in range(first_slot, end_slot):
             _mark_force_wake(bodies, islands, slot, n_bodies, stamp)
         for slot in range(first_slot, end_slot):
@@ -661,17 +899,29 @@ def _find_pairs_waking_by_world(model: ti.template(), bodies: ti.template(),
     return write_world_pairs(manifolds, grid, counts, scan, serial, n_worlds, n_bodies)
 
 
-def find_pairs_waking_by_world(ctx: "StepContext", groups, margin: float, motion_time: float,
-                               fat: bool, save: bool = False):
+def find_pairs_waking_by_world(
+    ctx: "StepContext", groups, margin: float, motion_time: float, fat: bool, save: bool = False
+):
     """broad_phase.find_candidate_pairs' launch for small worlds (its `by_world`) in a
     step: their pairs found and the islands those pairs push woken, in one launch
     (_find_pairs_waking_by_world; the step then needs no wake_islands); `save`: last step's
     pairs saved first (pairs.save_previous_pairs), in the same launch."""
     pool = ctx.pool
-    return _find_pairs_waking_by_world(*groups, pool.previous, pool.islands, pool.coloring,
-                                       ctx.n_worlds, ctx.n_bodies, ctx.n_joints,
-                                       ctx.cell_size, margin, motion_time, int(fat),
-                                       int(save), *saved_pairs_args(ctx))
+    return _find_pairs_waking_by_world(
+        *groups,
+        pool.previous,
+        pool.islands,
+        pool.coloring,
+        ctx.n_worlds,
+        ctx.n_bodies,
+        ctx.n_joints,
+        ctx.cell_size,
+        margin,
+        motion_time,
+        int(fat),
+        int(save),
+        *saved_pairs_args(ctx),
+    )
 
 
 def wake_islands(ctx: "StepContext", kept: bool = False) -> int:
@@ -687,18 +937,35 @@ def wake_islands(ctx: "StepContext", kept: bool = False) -> int:
     after all (step.find_pairs with woken=True).
     """
     pool = ctx.pool
-    return _wake_launch(model=pool.model, bodies=pool.bodies, joints=pool.joints,
-                        manifolds=pool.manifolds, previous=pool.previous, islands=pool.islands,
-                        serial=ctx.serial, n_slots=ctx.n_slots, n_bodies=ctx.n_bodies,
-                        n_pairs=ctx.n_pairs, n_joints=ctx.n_joints, kept=kept)
+    return _wake_launch(
+        model=pool.model,
+        bodies=pool.bodies,
+        joints=pool.joints,
+        manifolds=pool.manifolds,
+        previous=pool.previous,
+        islands=pool.islands,
+        serial=ctx.serial,
+        n_slots=ctx.n_slots,
+        n_bodies=ctx.n_bodies,
+        n_pairs=ctx.n_pairs,
+        n_joints=ctx.n_joints,
+        kept=kept,
+    )
 
 
 @quick
 @ti.kernel
-def _wake_launch_disabled(bodies: ti.template(), joints: ti.template(),
-                          manifolds: ti.template(), islands: ti.template(),
-                          serial: ti.template(), n_slots: ti.i32, n_bodies: ti.i32,
-                          n_pairs: ti.i32, n_joints: ti.i32) -> ti.i32:
+def _wake_launch_disabled(
+    bodies: ti.template(),
+    joints: ti.template(),
+    manifolds: ti.template(),
+    islands: ti.template(),
+    serial: ti.template(),
+    n_slots: ti.i32,
+    n_bodies: ti.i32,
+    n_pairs: ti.i32,
+    n_joints: ti.i32,
+) -> ti.i32:
     n_joint_slots = n_joints * (n_slots // ti.max(n_bodies, 1))
     stamp = _new_stamp(islands)
     ti.loop_config(serialize=serial)
@@ -726,8 +993,14 @@ def wake_what_disabled_bodies_held(ctx: "StepContext") -> int:
     that is taken away falls (a disabled body pairs with nothing, so wake_islands never sees
     it go). Returns how many bodies woke."""
     pool = ctx.pool
-    return _wake_launch_disabled(bodies=pool.bodies, joints=pool.joints,
-                                 manifolds=pool.reported, islands=pool.islands,
-                                 serial=ctx.serial, n_slots=ctx.n_slots,
-                                 n_bodies=ctx.n_bodies, n_pairs=ctx.cache.n_reported,
-                                 n_joints=ctx.n_joints)
+    return _wake_launch_disabled(
+        bodies=pool.bodies,
+        joints=pool.joints,
+        manifolds=pool.reported,
+        islands=pool.islands,
+        serial=ctx.serial,
+        n_slots=ctx.n_slots,
+        n_bodies=ctx.n_bodies,
+        n_pairs=ctx.cache.n_reported,
+        n_joints=ctx.n_joints,
+    )

@@ -110,8 +110,16 @@ def contact_hertz(immovable, h):
 
 
 @ti.func
-def solve_soft_contact(bodies: ti.template(), manifolds: ti.template(), prepared: ti.template(),
-                       pair, n_bodies, h, jacobi_entry, use_bias: ti.template()):
+def solve_soft_contact(
+    bodies: ti.template(),
+    manifolds: ti.template(),
+    prepared: ti.template(),
+    pair,
+    n_bodies,
+    h,
+    jacobi_entry,
+    use_bias: ti.template(),
+):
     """One Gauss-Seidel sweep over `pair`'s points: normal impulses (accumulated, >= 0),
     soft where `use_bias` (the solve) and rigid without (the relax), then each point's
     Coulomb friction (mu_s while it sticks, mu_k once it slides: prepared.friction).
@@ -130,8 +138,9 @@ def solve_soft_contact(bodies: ti.template(), manifolds: ti.template(), prepared
         velocity_b, spin_b = bodies.velocity[slot_b], bodies.angular_velocity[slot_b]
         delta_a, turn_a = bodies.delta_position[slot_a], bodies.delta_angle[slot_a]
         delta_b, turn_b = bodies.delta_position[slot_b], bodies.delta_angle[slot_b]
-        soft = softness(contact_hertz(against_immovable(prepared, pair), h),
-                        CONTACT_DAMPING_RATIO, h)
+        soft = softness(
+            contact_hertz(against_immovable(prepared, pair), h), CONTACT_DAMPING_RATIO, h
+        )
         slop = prepared.slop[pair]
         touched, held = False, False
         # A point pushed out at more than PUSH_BLOCK_FRACTION of the cap
@@ -144,14 +153,24 @@ def solve_soft_contact(bodies: ti.template(), manifolds: ti.template(), prepared
         # the rows' arms below).
         arm_a, arm_b = lever_arms(prepared, pair, count)
         arm_na, arm_nb, arm_ta, arm_tb = row_arms(arm_a, arm_b, normal, tangent)
-        apart, turn_a_since, turn_b_since = moved_since(prepared, pair, normal, delta_a, turn_a,
-                                                        delta_b, turn_b)
+        apart, turn_a_since, turn_b_since = moved_since(
+            prepared, pair, normal, delta_a, turn_a, delta_b, turn_b
+        )
         depth = vec2(0.0)
         for i in ti.static(range(2)):
             if i < count:
                 ra, rb = vec2(arm_a[i, 0], arm_a[i, 1]), vec2(arm_b[i, 0], arm_b[i, 1])
-                depth[i] = tracked_depth(manifolds.depth[pair, i], normal, apart, turn_a_since,
-                                         turn_b_since, ra, rb, arm_na[i], arm_nb[i])
+                depth[i] = tracked_depth(
+                    manifolds.depth[pair, i],
+                    normal,
+                    apart,
+                    turn_a_since,
+                    turn_b_since,
+                    ra,
+                    rb,
+                    arm_na[i],
+                    arm_nb[i],
+                )
                 if depth[i] < 0.0:  # apart: close the gap in this substep, no more
                     bias[i] = -depth[i] / h
                 elif ti.static(use_bias):
@@ -183,24 +202,51 @@ def solve_soft_contact(bodies: ti.template(), manifolds: ti.template(), prepared
         # swaying (100 rows: 2-5 cm/s after 10 s, where the point-by-point solve and
         # Box2D both settle below 1 mm/s in 10 s).
         blocked = False
-        impact = (ti.static(not use_bias)
-                  and prepared.approach[pair, 0] < -RESTITUTION_THRESHOLD
-                  and prepared.approach[pair, 1] < -RESTITUTION_THRESHOLD)
+        impact = (
+            ti.static(not use_bias)
+            and prepared.approach[pair, 0] < -RESTITUTION_THRESHOLD
+            and prepared.approach[pair, 1] < -RESTITUTION_THRESHOLD
+        )
         if count == 2 and ((depth[0] < 0.0 and depth[1] < 0.0) or impact):
-            if _neither_pushes(manifolds, prepared, pair, normal, velocity_a, spin_a,
-                               velocity_b, spin_b, bias):
+            if _neither_pushes(
+                manifolds, prepared, pair, normal, velocity_a, spin_a, velocity_b, spin_b, bias
+            ):
                 blocked = True  # the 2-point answer is no impulse: nothing changes
             else:
-                (blocked, velocity_a, spin_a, velocity_b,
-                 spin_b) = _block_catch(manifolds, prepared, pair, masses, normal, velocity_a,
-                                        spin_a, velocity_b, spin_b, bias)
-        elif (count == 2 and depth[0] >= 0.0 and depth[1] >= 0.0
-                and (pushing or (prepared.friction[pair, 0] == 0.0
-                                 and prepared.friction[pair, 1] == 0.0))):
-            (blocked, velocity_a, spin_a, velocity_b,
-             spin_b) = _block_normal(manifolds, prepared, pair, masses, normal, velocity_a,
-                                     spin_a, velocity_b, spin_b, bias, mass_scale,
-                                     impulse_scale)
+                (blocked, velocity_a, spin_a, velocity_b, spin_b) = _block_catch(
+                    manifolds,
+                    prepared,
+                    pair,
+                    masses,
+                    normal,
+                    velocity_a,
+                    spin_a,
+                    velocity_b,
+                    spin_b,
+                    bias,
+                )
+        elif (
+            count == 2
+            and depth[0] >= 0.0
+            and depth[1] >= 0.0
+            and (
+                pushing or (prepared.friction[pair, 0] == 0.0 and prepared.friction[pair, 1] == 0.0)
+            )
+        ):
+            (blocked, velocity_a, spin_a, velocity_b, spin_b) = _block_normal(
+                manifolds,
+                prepared,
+                pair,
+                masses,
+                normal,
+                velocity_a,
+                spin_a,
+                velocity_b,
+                spin_b,
+                bias,
+                mass_scale,
+                impulse_scale,
+            )
         # The rows (each point's normal, then each point's friction) one after the other,
         # Gauss-Seidel as before, but each row's relative velocity is carried to the later
         # rows through their coupling (contacts.row_coupling) instead of through the bodies'
@@ -217,18 +263,22 @@ def solve_soft_contact(bodies: ti.template(), manifolds: ti.template(), prepared
             for i in ti.static(range(2)):
                 if i < count:
                     old = manifolds.normal_impulse[pair, i]
-                    new = ti.max(old - prepared.normal_mass[pair, i] * mass_scale[i]
-                                 * (closing_n[i] + bias[i]) - impulse_scale[i] * old, 0.0)
+                    new = ti.max(
+                        old
+                        - prepared.normal_mass[pair, i] * mass_scale[i] * (closing_n[i] + bias[i])
+                        - impulse_scale[i] * old,
+                        0.0,
+                    )
                     manifolds.normal_impulse[pair, i] = new
                     change_n[i] = new - old
                     if ti.static(i == 0):
                         closing_n[1] += change_n[0] * row_coupling(
-                            masses, True, arm_na[0], arm_nb[0], arm_na[1], arm_nb[1])
+                            masses, True, arm_na[0], arm_nb[0], arm_na[1], arm_nb[1]
+                        )
                     closing_t += change_n[i] * vec2(
-                        row_coupling(masses, False, arm_na[i], arm_nb[i], arm_ta[0],
-                                      arm_tb[0]),
-                        row_coupling(masses, False, arm_na[i], arm_nb[i], arm_ta[1],
-                                      arm_tb[1]))
+                        row_coupling(masses, False, arm_na[i], arm_nb[i], arm_ta[0], arm_tb[0]),
+                        row_coupling(masses, False, arm_na[i], arm_nb[i], arm_ta[1], arm_tb[1]),
+                    )
         if ti.static(not use_bias):
             for i in ti.static(range(2)):
                 if i < count and manifolds.normal_impulse[pair, i] > 0.0:
@@ -237,23 +287,39 @@ def solve_soft_contact(bodies: ti.template(), manifolds: ti.template(), prepared
         # speculative pair still apart: 12 % of a settled large pyramid's pairs).
         idle = True
         for i in ti.static(range(2)):
-            if i < count and (manifolds.normal_impulse[pair, i] != 0.0
-                              or manifolds.tangent_impulse[pair, i] != 0.0):
+            if i < count and (
+                manifolds.normal_impulse[pair, i] != 0.0
+                or manifolds.tangent_impulse[pair, i] != 0.0
+            ):
                 idle = False
         for i in ti.static(range(2)):
             if i < count and not idle:
                 old = manifolds.tangent_impulse[pair, i]
                 limit = prepared.friction[pair, i] * manifolds.normal_impulse[pair, i]
-                new = ti.math.clamp(old - closing_t[i] * prepared.tangent_mass[pair, i],
-                                    -limit, limit)
+                new = ti.math.clamp(
+                    old - closing_t[i] * prepared.tangent_mass[pair, i], -limit, limit
+                )
                 manifolds.tangent_impulse[pair, i] = new
                 change_t[i] = new - old
                 if ti.static(i == 0):
                     closing_t[1] += change_t[0] * row_coupling(
-                        masses, True, arm_ta[0], arm_tb[0], arm_ta[1], arm_tb[1])
+                        masses, True, arm_ta[0], arm_tb[0], arm_ta[1], arm_tb[1]
+                    )
         velocity_a, spin_a, velocity_b, spin_b = take_row_impulses(
-            velocity_a, spin_a, velocity_b, spin_b, masses, normal, tangent, change_n,
-            change_t, arm_na, arm_nb, arm_ta, arm_tb)
+            velocity_a,
+            spin_a,
+            velocity_b,
+            spin_b,
+            masses,
+            normal,
+            tangent,
+            change_n,
+            change_t,
+            arm_na,
+            arm_nb,
+            arm_ta,
+            arm_tb,
+        )
         if ti.static(not use_bias):
             # What the points applied in this substep: the warm start gave last substep's
             # impulses, solve and relax brought them to these.
@@ -261,30 +327,49 @@ def solve_soft_contact(bodies: ti.template(), manifolds: ti.template(), prepared
                 if i < count:
                     # Not `+=` (an atomic add in a parallel loop): one thread owns the pair.
                     manifolds.total_normal_impulse[pair, i] = (
-                        manifolds.total_normal_impulse[pair, i]
-                        + manifolds.normal_impulse[pair, i])
+                        manifolds.total_normal_impulse[pair, i] + manifolds.normal_impulse[pair, i]
+                    )
                     manifolds.total_tangent_impulse[pair, i] = (
                         manifolds.total_tangent_impulse[pair, i]
-                        + manifolds.tangent_impulse[pair, i])
+                        + manifolds.tangent_impulse[pair, i]
+                    )
             if touched:
                 manifolds.touching[pair] = TOUCHED
                 if prepared.held[pair] >= 0 and jacobi_entry < 0:
                     count_support(bodies, prepared, pair, slot_a, slot_b, masses)
             elif held and manifolds.touching[pair] == 0:  # TOUCHED earlier stays
                 manifolds.touching[pair] = HELD
-        store_velocities(bodies, prepared, slot_a, slot_b, masses, velocity_a, spin_a,
-                         velocity_b, spin_b, jacobi_entry)
+        store_velocities(
+            bodies,
+            prepared,
+            slot_a,
+            slot_b,
+            masses,
+            velocity_a,
+            spin_a,
+            velocity_b,
+            spin_b,
+            jacobi_entry,
+        )
 
 
 @ti.func
-def _neither_pushes(manifolds: ti.template(), prepared: ti.template(), pair, normal,
-                    velocity_a, spin_a, velocity_b, spin_b, bias):
+def _neither_pushes(
+    manifolds: ti.template(),
+    prepared: ti.template(),
+    pair,
+    normal,
+    velocity_a,
+    spin_a,
+    velocity_b,
+    spin_b,
+    bias,
+):
     """Whether _block_catch's answer is no impulse at either point, known without solving:
     neither point holds an impulse and neither closes faster than -bias_i (its gap in the
     substep), so x = 0 meets every condition of the 2-point problem (the same answer,
     up to the sign of a zero)."""
-    neither = (manifolds.normal_impulse[pair, 0] == 0.0
-               and manifolds.normal_impulse[pair, 1] == 0.0)
+    neither = manifolds.normal_impulse[pair, 0] == 0.0 and manifolds.normal_impulse[pair, 1] == 0.0
     if neither:
         for i in ti.static(range(2)):
             ra, rb = prepared.arm_a[pair, i], prepared.arm_b[pair, i]
@@ -295,8 +380,18 @@ def _neither_pushes(manifolds: ti.template(), prepared: ti.template(), pair, nor
 
 
 @ti.func
-def _block_catch(manifolds: ti.template(), prepared: ti.template(), pair, masses, normal,
-                 velocity_a, spin_a, velocity_b, spin_b, bias):
+def _block_catch(
+    manifolds: ti.template(),
+    prepared: ti.template(),
+    pair,
+    masses,
+    normal,
+    velocity_a,
+    spin_a,
+    velocity_b,
+    spin_b,
+    bias,
+):
     """Both normal impulses of a 2-point manifold at once, rigid (no softness): each point's
     normal velocity brought to -bias_i (closing its gap, or 0 where it touches) or left
     faster apart with no impulse, the exact answer of the 2 x 2 linear complementarity
@@ -306,31 +401,78 @@ def _block_catch(manifolds: ti.template(), prepared: ti.template(), pair, masses
     ra1, rb1 = prepared.arm_a[pair, 1], prepared.arm_b[pair, 1]
     old = vec2(manifolds.normal_impulse[pair, 0], manifolds.normal_impulse[pair, 1])
     new, taken = block_normal_impulses(
-        masses, normal, ra0, rb0, ra1, rb1,
+        masses,
+        normal,
+        ra0,
+        rb0,
+        ra1,
+        rb1,
         point_velocity(velocity_a, spin_a, velocity_b, spin_b, ra0, rb0).dot(normal),
         point_velocity(velocity_a, spin_a, velocity_b, spin_b, ra1, rb1).dot(normal),
-        -bias, old)
+        -bias,
+        old,
+    )
     if taken:
         velocity_a, spin_a, velocity_b, spin_b = _take_block(
-            manifolds, pair, masses, normal, velocity_a, spin_a, velocity_b, spin_b, ra0, rb0,
-            ra1, rb1, old, new)
+            manifolds,
+            pair,
+            masses,
+            normal,
+            velocity_a,
+            spin_a,
+            velocity_b,
+            spin_b,
+            ra0,
+            rb0,
+            ra1,
+            rb1,
+            old,
+            new,
+        )
     return taken, velocity_a, spin_a, velocity_b, spin_b
 
 
 @ti.func
-def _take_block(manifolds: ti.template(), pair, masses, normal, velocity_a, spin_a,
-                velocity_b, spin_b, ra0, rb0, ra1, rb1, old, new):
+def _take_block(
+    manifolds: ti.template(),
+    pair,
+    masses,
+    normal,
+    velocity_a,
+    spin_a,
+    velocity_b,
+    spin_b,
+    ra0,
+    rb0,
+    ra1,
+    rb1,
+    old,
+    new,
+):
     """A block solve's answer taken: the manifold's two normal impulses old -> new (N s),
     and the bodies' velocities after that change (returned)."""
     manifolds.normal_impulse[pair, 0] = new[0]
     manifolds.normal_impulse[pair, 1] = new[1]
-    return exchange_normal(velocity_a, spin_a, velocity_b, spin_b, masses, ra0, rb0, ra1, rb1,
-                           normal, new - old)
+    return exchange_normal(
+        velocity_a, spin_a, velocity_b, spin_b, masses, ra0, rb0, ra1, rb1, normal, new - old
+    )
 
 
 @ti.func
-def _block_normal(manifolds: ti.template(), prepared: ti.template(), pair, masses, normal,
-                  velocity_a, spin_a, velocity_b, spin_b, bias, mass_scale, impulse_scale):
+def _block_normal(
+    manifolds: ti.template(),
+    prepared: ti.template(),
+    pair,
+    masses,
+    normal,
+    velocity_a,
+    spin_a,
+    velocity_b,
+    spin_b,
+    bias,
+    mass_scale,
+    impulse_scale,
+):
     """Both normal impulses of a 2-point manifold whose points overlap, at once: the normal
     velocities solved as a block with the 2 x 2 effective-mass matrix K, the springs' bias
     point by point with each point's own effective mass m_i (prepared.normal_mass),
@@ -360,27 +502,51 @@ def _block_normal(manifolds: ti.template(), prepared: ti.template(), pair, masse
     taken = False
     if k11 > 0.0 and k22 > 0.0 and k11 * k11 < MAX_CONDITION_NUMBER * det:
         old = vec2(manifolds.normal_impulse[pair, 0], manifolds.normal_impulse[pair, 1])
-        vn = vec2(point_velocity(velocity_a, spin_a, velocity_b, spin_b, ra0, rb0).dot(normal),
-                  point_velocity(velocity_a, spin_a, velocity_b, spin_b, ra1, rb1).dot(normal))
+        vn = vec2(
+            point_velocity(velocity_a, spin_a, velocity_b, spin_b, ra0, rb0).dot(normal),
+            point_velocity(velocity_a, spin_a, velocity_b, spin_b, ra1, rb1).dot(normal),
+        )
         solved = vec2(k22 * vn[0] - k12 * vn[1], k11 * vn[1] - k12 * vn[0]) / det
         push = vec2(prepared.normal_mass[pair, 0], prepared.normal_mass[pair, 1]) * bias
         frictionless = prepared.friction[pair, 0] == 0.0 and prepared.friction[pair, 1] == 0.0
-        over_cap = ti.min(k11 * push[0] + k12 * push[1],
-                          k12 * push[0] + k22 * push[1]) < -MAX_PUSHOUT_SPEED
+        over_cap = (
+            ti.min(k11 * push[0] + k12 * push[1], k12 * push[0] + k22 * push[1])
+            < -MAX_PUSHOUT_SPEED
+        )
         if over_cap:
             push = vec2(k22 * bias[0] - k12 * bias[1], k11 * bias[1] - k12 * bias[0]) / det
         new = old - mass_scale * (solved + push) - impulse_scale * old
         if (frictionless or over_cap) and new[0] >= 0.0 and new[1] >= 0.0:
             taken = True
             velocity_a, spin_a, velocity_b, spin_b = _take_block(
-                manifolds, pair, masses, normal, velocity_a, spin_a, velocity_b, spin_b, ra0,
-                rb0, ra1, rb1, old, new)
+                manifolds,
+                pair,
+                masses,
+                normal,
+                velocity_a,
+                spin_a,
+                velocity_b,
+                spin_b,
+                ra0,
+                rb0,
+                ra1,
+                rb1,
+                old,
+                new,
+            )
     return taken, velocity_a, spin_a, velocity_b, spin_b
 
 
 @ti.func
-def apply_restitution(bodies: ti.template(), manifolds: ti.template(), prepared: ti.template(),
-                      pair, n_bodies, h, jacobi_entry):
+def apply_restitution(
+    bodies: ti.template(),
+    manifolds: ti.template(),
+    prepared: ti.template(),
+    pair,
+    n_bodies,
+    h,
+    jacobi_entry,
+):
     """After the step's last relax (Box2D v3's restitution pass): each point that closed
     faster than RESTITUTION_THRESHOLD when the step began (prepared.approach) and pushed in
     the step is given a normal velocity of -restitution times that approach, by an impulse
@@ -397,8 +563,11 @@ def apply_restitution(bodies: ti.template(), manifolds: ti.template(), prepared:
         velocity_b, spin_b = bodies.velocity[slot_b], bodies.angular_velocity[slot_b]
         bounces = ti.Vector([0, 0])
         for i in ti.static(range(2)):
-            if (i < count and prepared.approach[pair, i] < -RESTITUTION_THRESHOLD
-                    and manifolds.total_normal_impulse[pair, i] > 0.0):
+            if (
+                i < count
+                and prepared.approach[pair, i] < -RESTITUTION_THRESHOLD
+                and manifolds.total_normal_impulse[pair, i] > 0.0
+            ):
                 bounces[i] = 1
         # Both points of a manifold bounce together (contacts.block_normal_impulses, the
         # exact 2-point answer): one after the other, the first point's bounce turns the
@@ -411,33 +580,62 @@ def apply_restitution(bodies: ti.template(), manifolds: ti.template(), prepared:
             old = vec2(manifolds.normal_impulse[pair, 0], manifolds.normal_impulse[pair, 1])
             target = -restitution * vec2(prepared.approach[pair, 0], prepared.approach[pair, 1])
             new, paired = block_normal_impulses(
-                masses, normal, ra0, rb0, ra1, rb1,
+                masses,
+                normal,
+                ra0,
+                rb0,
+                ra1,
+                rb1,
                 point_velocity(velocity_a, spin_a, velocity_b, spin_b, ra0, rb0).dot(normal),
                 point_velocity(velocity_a, spin_a, velocity_b, spin_b, ra1, rb1).dot(normal),
-                target, old)
+                target,
+                old,
+            )
             if paired:
                 for i in ti.static(range(2)):
                     manifolds.normal_impulse[pair, i] = new[i]
                     manifolds.total_normal_impulse[pair, i] = (
-                        manifolds.total_normal_impulse[pair, i] + new[i] - old[i])
+                        manifolds.total_normal_impulse[pair, i] + new[i] - old[i]
+                    )
                 velocity_a, spin_a, velocity_b, spin_b = exchange_normal(
-                    velocity_a, spin_a, velocity_b, spin_b, masses, ra0, rb0, ra1, rb1, normal,
-                    new - old)
+                    velocity_a,
+                    spin_a,
+                    velocity_b,
+                    spin_b,
+                    masses,
+                    ra0,
+                    rb0,
+                    ra1,
+                    rb1,
+                    normal,
+                    new - old,
+                )
         for i in ti.static(range(2)):
             if i < count and not paired:
                 approach = prepared.approach[pair, i]
                 if bounces[i] == 1:
                     ra, rb = prepared.arm_a[pair, i], prepared.arm_b[pair, i]
-                    vn = point_velocity(velocity_a, spin_a, velocity_b, spin_b, ra,
-                                        rb).dot(normal)
+                    vn = point_velocity(velocity_a, spin_a, velocity_b, spin_b, ra, rb).dot(normal)
                     old = manifolds.normal_impulse[pair, i]
-                    new = ti.max(old - prepared.normal_mass[pair, i]
-                                 * (vn + restitution * approach), 0.0)
+                    new = ti.max(
+                        old - prepared.normal_mass[pair, i] * (vn + restitution * approach), 0.0
+                    )
                     manifolds.normal_impulse[pair, i] = new
                     manifolds.total_normal_impulse[pair, i] = (
-                        manifolds.total_normal_impulse[pair, i] + new - old)
+                        manifolds.total_normal_impulse[pair, i] + new - old
+                    )
                     velocity_a, spin_a, velocity_b, spin_b = exchange(
-                        velocity_a, spin_a, velocity_b, spin_b, masses, ra, rb,
-                        (new - old) * normal)
-        store_velocities(bodies, prepared, slot_a, slot_b, masses, velocity_a, spin_a,
-                         velocity_b, spin_b, jacobi_entry)
+                        velocity_a, spin_a, velocity_b, spin_b, masses, ra, rb, (new - old) * normal
+                    )
+        store_velocities(
+            bodies,
+            prepared,
+            slot_a,
+            slot_b,
+            masses,
+            velocity_a,
+            spin_a,
+            velocity_b,
+            spin_b,
+            jacobi_entry,
+        )

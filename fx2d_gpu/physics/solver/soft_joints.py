@@ -55,8 +55,9 @@ def _row(error, rate, inv_k, accumulated, soft, h, use_bias: ti.template()):
         bias = error / h
     elif ti.static(use_bias):
         bias, mass_scale, impulse_scale = soft[0] * error, soft[1], soft[2]
-    return ti.max(accumulated - inv_k * mass_scale * (rate + bias) - impulse_scale * accumulated,
-                  0.0)
+    return ti.max(
+        accumulated - inv_k * mass_scale * (rate + bias) - impulse_scale * accumulated, 0.0
+    )
 
 
 @ti.func
@@ -90,8 +91,16 @@ def _joint_frame(bodies: ti.template(), joints: ti.template(), joint, slot1, slo
 
 
 @ti.func
-def solve_soft_joint(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-                     counts: ti.template(), joint_slot, n_bodies, h, use_bias: ti.template()):
+def solve_soft_joint(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    counts: ti.template(),
+    joint_slot,
+    n_bodies,
+    h,
+    use_bias: ti.template(),
+):
     """One sweep over the rows of the joint in slot joint_slot (= world * n_joints + joint):
     soft with `use_bias` (the substep's solve), rigid and unbiased without (the relax)."""
     n_joints = counts.n_joints[None]
@@ -125,8 +134,9 @@ def solve_soft_joint(model: ti.template(), bodies: ti.template(), joints: ti.tem
             k11 = w1 + w2 + i1 * r1.y * r1.y + i2 * r2.y * r2.y
             k12 = -i1 * r1.x * r1.y - i2 * r2.x * r2.y
             k22 = w1 + w2 + i1 * r1.x * r1.x + i2 * r2.x * r2.x
-            change = _solve_block(k11, k12, k22, rate, d, vec2(impulse[0], impulse[1]), soft,
-                                  use_bias)
+            change = _solve_block(
+                k11, k12, k22, rate, d, vec2(impulse[0], impulse[1]), soft, use_bias
+            )
             impulse[0] += change[0]
             impulse[1] += change[1]
             v1 -= w1 * change
@@ -143,8 +153,9 @@ def solve_soft_joint(model: ti.template(), bodies: ti.template(), joints: ti.tem
             if axial_k > 0.0:
                 axial_mass = 1.0 / axial_k
                 rate = axis.dot(v2 - v1) + a2 * s2 - a1 * s1
-                new = _row(travel - joints.lower[joint], rate, axial_mass, impulse[2], soft, h,
-                           use_bias)
+                new = _row(
+                    travel - joints.lower[joint], rate, axial_mass, impulse[2], soft, h, use_bias
+                )
                 change = new - impulse[2]
                 impulse[2] = new
                 v1 -= w1 * change * axis
@@ -152,8 +163,9 @@ def solve_soft_joint(model: ti.template(), bodies: ti.template(), joints: ti.tem
                 v2 += w2 * change * axis
                 s2 += i2 * change * a2
                 rate = axis.dot(v2 - v1) + a2 * s2 - a1 * s1
-                new = _row(joints.upper[joint] - travel, -rate, axial_mass, impulse[3], soft, h,
-                           use_bias)
+                new = _row(
+                    joints.upper[joint] - travel, -rate, axial_mass, impulse[3], soft, h, use_bias
+                )
                 change = new - impulse[3]
                 impulse[3] = new
                 v1 += w1 * change * axis
@@ -161,15 +173,18 @@ def solve_soft_joint(model: ti.template(), bodies: ti.template(), joints: ti.tem
                 v2 -= w2 * change * axis
                 s2 -= i2 * change * a2
             rate = vec2(across.dot(v2 - v1) + b2 * s2 - b1 * s1, s2 - s1)
-            error = vec2(across.dot(d), wrap_angle(
-                solver_relative_angle(bodies, joints, slot1, slot2, joint)))
+            error = vec2(
+                across.dot(d),
+                wrap_angle(solver_relative_angle(bodies, joints, slot1, slot2, joint)),
+            )
             k11 = w1 + w2 + i1 * b1 * b1 + i2 * b2 * b2
             k12 = i1 * b1 + i2 * b2
             k22 = i1 + i2
             if k22 == 0.0:
                 k22 = 1.0  # both bodies' turns fixed: the row is inert
-            change = _solve_block(k11, k12, k22, rate, error, vec2(impulse[0], impulse[1]),
-                                  soft, use_bias)
+            change = _solve_block(
+                k11, k12, k22, rate, error, vec2(impulse[0], impulse[1]), soft, use_bias
+            )
             impulse[0] += change[0]
             impulse[1] += change[1]
             v1 -= w1 * change[0] * across
@@ -186,8 +201,7 @@ def solve_soft_joint(model: ti.template(), bodies: ti.template(), joints: ti.tem
 
 
 @ti.func
-def _warm_impulse(bodies: ti.template(), joints: ti.template(), joint, joint_slot, slot1,
-                  slot2):
+def _warm_impulse(bodies: ti.template(), joints: ti.template(), joint, joint_slot, slot1, slot2):
     """The joint's accumulated impulses as (linear impulse on the child (the parent takes
     minus it), N s; angular impulse on the parent, to subtract; on the child, to add, N m
     s), with the lever arms of the bodies' current poses, as the solve applies them."""
@@ -203,15 +217,20 @@ def _warm_impulse(bodies: ti.template(), joints: ti.template(), joint, joint_slo
     else:
         across = vec2(-axis.y, axis.x)
         linear = impulse[0] * across + axial * axis
-        turn_parent = (impulse[0] * cross(d + r1, across) + impulse[1]
-                       + axial * cross(d + r1, axis))
+        turn_parent = impulse[0] * cross(d + r1, across) + impulse[1] + axial * cross(d + r1, axis)
         turn_child = impulse[0] * cross(r2, across) + impulse[1] + axial * cross(r2, axis)
     return linear, turn_parent, turn_child
 
 
 @ti.func
-def warm_start_joints_of_body(model: ti.template(), bodies: ti.template(),
-                              joints: ti.template(), counts: ti.template(), slot, n_bodies):
+def warm_start_joints_of_body(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    counts: ti.template(),
+    slot,
+    n_bodies,
+):
     """Re-apply to body `slot` the impulses its joints carried at the end of the last
     substep (the soft step's warm start), gathered over its joints in a fixed order
     (joints.body_joints), so the sum is the same on every run."""
@@ -225,7 +244,8 @@ def warm_start_joints_of_body(model: ti.template(), bodies: ti.template(),
         slot2 = world * n_bodies + joints.child[joint]
         if bodies.enabled[slot1] == 1 and bodies.enabled[slot2] == 1:
             linear, turn_parent, turn_child = _warm_impulse(
-                bodies, joints, joint, world * n_joints + joint, slot1, slot2)
+                bodies, joints, joint, world * n_joints + joint, slot1, slot2
+            )
             if joints.child[joint] == body:
                 velocity += inv_mass * linear
                 spin += inv_inertia * turn_child

@@ -8,7 +8,6 @@ kernel per StepOptions.colors_per_launch colours, then the overflow colour (solv
 Profiled (solver/profile.py), every stage is a launch of its own, timed.
 """
 
-
 from typing import TYPE_CHECKING
 
 import taichi as ti
@@ -85,8 +84,7 @@ def begin_step(ctx: "StepContext", profile=NO_PROFILE):
     if profile.records:
         groups = [(i, i + 1) for i in range(BEGIN_STEP_STAGES)]
     for first, last in groups:
-        with profile.stage("begin step: " + stages[first].name
-                           if last == first + 1 else None):
+        with profile.stage("begin step: " + stages[first].name if last == first + 1 else None):
             run_items(ctx, first, last, 0, before_coloring=True)
 
 
@@ -94,16 +92,34 @@ def run_items(ctx: "StepContext", first: int, last: int, index: int, before_colo
     """The item stages [first:last] of the solver's list (STAGES[ctx.solver]) of substep
     `index`, one launch."""
     pool = ctx.pool
-    bullets = ctx.has_bullets and any(stage.sweeps_bullets
-                                      for stage in STAGES[ctx.solver][first:last])
-    _item_stages(model=pool.model, bodies=pool.bodies, joints=pool.joints,
-                 manifolds=pool.manifolds, prepared=pool.prepared, coloring=pool.coloring,
-                 counts=pool.counts, serial=ctx.serial, solver=ctx.solver, first=first,
-                 last=last, bullets=bullets, n_slots=ctx.n_slots, n_pairs=ctx.n_pairs,
-                 n_bodies=ctx.n_bodies, n_joints=ctx.n_joints, h=ctx.h,
-                 dt=ctx.dt, substep=index, substeps=ctx.substeps,
-                 before_coloring=int(before_coloring),
-                 begun=int(not ctx.small_coloring), jointed=int(ctx.n_joints > 0))
+    bullets = ctx.has_bullets and any(
+        stage.sweeps_bullets for stage in STAGES[ctx.solver][first:last]
+    )
+    _item_stages(
+        model=pool.model,
+        bodies=pool.bodies,
+        joints=pool.joints,
+        manifolds=pool.manifolds,
+        prepared=pool.prepared,
+        coloring=pool.coloring,
+        counts=pool.counts,
+        serial=ctx.serial,
+        solver=ctx.solver,
+        first=first,
+        last=last,
+        bullets=bullets,
+        n_slots=ctx.n_slots,
+        n_pairs=ctx.n_pairs,
+        n_bodies=ctx.n_bodies,
+        n_joints=ctx.n_joints,
+        h=ctx.h,
+        dt=ctx.dt,
+        substep=index,
+        substeps=ctx.substeps,
+        before_coloring=int(before_coloring),
+        begun=int(not ctx.small_coloring),
+        jointed=int(ctx.n_joints > 0),
+    )
 
 
 @ti.func
@@ -121,31 +137,60 @@ def _domain_size(domain: ti.template(), n_slots, n_pairs, n_bodies, n_joints):
 
 @quick
 @ti.kernel
-def _item_stages(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-                 manifolds: ti.template(), prepared: ti.template(), coloring: ti.template(),
-                 counts: ti.template(), serial: ti.template(), solver: ti.template(),
-                 first: ti.template(), last: ti.template(), bullets: ti.template(),
-                 n_slots: ti.i32, n_pairs: ti.i32, n_bodies: ti.i32, n_joints: ti.i32, h: ti.f32,
-                 dt: ti.f32, substep: ti.i32, substeps: ti.i32, before_coloring: ti.i32,
-                 begun: ti.i32, jointed: ti.i32):
+def _item_stages(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    manifolds: ti.template(),
+    prepared: ti.template(),
+    coloring: ti.template(),
+    counts: ti.template(),
+    serial: ti.template(),
+    solver: ti.template(),
+    first: ti.template(),
+    last: ti.template(),
+    bullets: ti.template(),
+    n_slots: ti.i32,
+    n_pairs: ti.i32,
+    n_bodies: ti.i32,
+    n_joints: ti.i32,
+    h: ti.f32,
+    dt: ti.f32,
+    substep: ti.i32,
+    substeps: ti.i32,
+    before_coloring: ti.i32,
+    begun: ti.i32,
+    jointed: ti.i32,
+):
     """STAGES[solver][first:last] (item stages), each a parallel loop over its domain in
     every world, one after the other; a stage that sweeps bullets twice where the scene has
     bullets (`bullets`, compiled in: the sweep is a good part of the kernel's compile time,
     and scenes without bullets inline it once). `before_coloring`, `begun`: see
     stages.Substep."""
-    s = Substep(n_bodies=n_bodies, n_joints=n_joints, h=h, dt=dt,
-                substep=substep, substeps=substeps, before_coloring=before_coloring,
-                begun=begun, bullets=0, jointed=jointed)
+    s = Substep(
+        n_bodies=n_bodies,
+        n_joints=n_joints,
+        h=h,
+        dt=dt,
+        substep=substep,
+        substeps=substeps,
+        before_coloring=before_coloring,
+        begun=begun,
+        bullets=0,
+        jointed=jointed,
+    )
     for stage in ti.static(STAGES[solver][first:last]):
         for round in ti.static(range(2 if stage.sweeps_bullets and bullets else 1)):
             # Loop lengths, not ifs around the loops: only a kernel's outermost loops run
             # in parallel.
             ti.loop_config(serialize=serial)
-            for item in range(runs(stage.when, s)
-                              * _domain_size(stage.domain, n_slots, n_pairs, n_bodies,
-                                             n_joints)):
-                stage.run(model, bodies, joints, manifolds, prepared, coloring, counts, item,
-                          s, round)
+            for item in range(
+                runs(stage.when, s)
+                * _domain_size(stage.domain, n_slots, n_pairs, n_bodies, n_joints)
+            ):
+                stage.run(
+                    model, bodies, joints, manifolds, prepared, coloring, counts, item, s, round
+                )
 
 
 def colour_pass(ctx: "StepContext", stage):
@@ -175,22 +220,44 @@ def solve_pass(ctx: "StepContext", stage, subset: int = ALL):
     pool, cache = ctx.pool, ctx.cache
     per_launch = ctx.options.colors_per_launch
     for first_color in range(0, cache.n_colors, per_launch):
-        _solve_colors(model=pool.model, bodies=pool.bodies, joints=pool.joints,
-                      manifolds=pool.manifolds, prepared=pool.prepared,
-                      coloring=pool.coloring, counts=pool.counts, serial=ctx.serial,
-                      constraint=constraint, per_launch=per_launch, first_color=first_color,
-                      n_bodies=ctx.n_bodies, h=ctx.h, subset=subset)
+        _solve_colors(
+            model=pool.model,
+            bodies=pool.bodies,
+            joints=pool.joints,
+            manifolds=pool.manifolds,
+            prepared=pool.prepared,
+            coloring=pool.coloring,
+            counts=pool.counts,
+            serial=ctx.serial,
+            constraint=constraint,
+            per_launch=per_launch,
+            first_color=first_color,
+            n_bodies=ctx.n_bodies,
+            h=ctx.h,
+            subset=subset,
+        )
     if cache.n_overflow and subset != IMMOVABLE:
         solve_overflow(ctx, stage, joints_only=subset == JOINTS_ALONE)
 
 
 @quick
 @ti.kernel
-def _solve_colors(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-                  manifolds: ti.template(), prepared: ti.template(), coloring: ti.template(),
-                  counts: ti.template(), serial: ti.template(), constraint: ti.template(),
-                  per_launch: ti.template(), first_color: ti.i32, n_bodies: ti.i32, h: ti.f32,
-                  subset: ti.i32):
+def _solve_colors(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    manifolds: ti.template(),
+    prepared: ti.template(),
+    coloring: ti.template(),
+    counts: ti.template(),
+    serial: ti.template(),
+    constraint: ti.template(),
+    per_launch: ti.template(),
+    first_color: ti.i32,
+    n_bodies: ti.i32,
+    h: ti.f32,
+    subset: ti.i32,
+):
     """constraint(..., k, n_bodies, h, jacobi_entry) for every constraint k of colours
     first_color ... first_color + per_launch - 1 (those below MAX_COLORS): one colour's
     constraints in parallel, colours in sequence. subset: which constraints (ALL,
@@ -198,14 +265,29 @@ def _solve_colors(model: ti.template(), bodies: ti.template(), joints: ti.templa
     contacts with an immovable body, again, contacts.IMMOVABLE_SWEEP_RATIO)."""
     for j in ti.static(range(per_launch)):
         color = ti.min(first_color + j, MAX_COLORS)  # MAX_COLORS: an empty range
-        end = coloring.color_start[color + 1] if color < MAX_COLORS else \
-            coloring.color_start[color]
+        end = coloring.color_start[color + 1] if color < MAX_COLORS else coloring.color_start[color]
         ti.loop_config(serialize=serial)
         for i in range(coloring.color_start[color], end):
             k = coloring.color_list[i]
             is_pair = k < counts.n_pairs[None]
-            if (subset == ALL or (subset == JOINTS_ALONE and not is_pair)
-                    or (subset == IMMOVABLE and is_pair
-                        and swept_again(model, manifolds, prepared, k, n_bodies))):
-                constraint(model, bodies, joints, manifolds, prepared, counts, k, n_bodies, h,
-                           REPEAT_SOLVE if subset == IMMOVABLE else -1)
+            if (
+                subset == ALL
+                or (subset == JOINTS_ALONE and not is_pair)
+                or (
+                    subset == IMMOVABLE
+                    and is_pair
+                    and swept_again(model, manifolds, prepared, k, n_bodies)
+                )
+            ):
+                constraint(
+                    model,
+                    bodies,
+                    joints,
+                    manifolds,
+                    prepared,
+                    counts,
+                    k,
+                    n_bodies,
+                    h,
+                    REPEAT_SOLVE if subset == IMMOVABLE else -1,
+                )

@@ -34,7 +34,6 @@ counts, item, s, round): the pool's groups, the item's index, the substep's scal
 (a Substep struct) and the round (0, or 1 for the second sweep of `continuous`).
 """
 
-
 from typing import NamedTuple
 
 import taichi as ti
@@ -69,9 +68,18 @@ ALWAYS, PUSH, AFTER_COLORING, JOINTED, LAST_SUBSTEP = 0, 1, 2, 3, 4
 #: step's substeps, and the step's flags: before_coloring (begin_step: substep 0's stages up
 #: to the narrow phase), begun (begin_step ran: substep 0 does not repeat them), bullets (the scene
 #: has bullets), jointed (it has joints).
-Substep = ti.types.struct(n_bodies=ti.i32, n_joints=ti.i32, h=ti.f32,
-                          dt=ti.f32, substep=ti.i32, substeps=ti.i32, before_coloring=ti.i32,
-                          begun=ti.i32, bullets=ti.i32, jointed=ti.i32)
+Substep = ti.types.struct(
+    n_bodies=ti.i32,
+    n_joints=ti.i32,
+    h=ti.f32,
+    dt=ti.f32,
+    substep=ti.i32,
+    substeps=ti.i32,
+    before_coloring=ti.i32,
+    begun=ti.i32,
+    bullets=ti.i32,
+    jointed=ti.i32,
+)
 
 
 class Stage(NamedTuple):
@@ -127,17 +135,34 @@ def runs_on_host(stage: "Stage", substep: int, substeps: int) -> bool:
 
 
 @ti.func
-def _motors(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-            manifolds: ti.template(), prepared: ti.template(), coloring: ti.template(),
-            counts: ti.template(), joint_slot, s: ti.template(), round):
+def _motors(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    manifolds: ti.template(),
+    prepared: ti.template(),
+    coloring: ti.template(),
+    counts: ti.template(),
+    joint_slot,
+    s: ti.template(),
+    round,
+):
     update_motor(bodies, joints, joint_slot, s.n_joints, s.n_bodies, s.h)
 
 
 @ti.func
-def _integrate_velocity(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-                        manifolds: ti.template(), prepared: ti.template(),
-                        coloring: ti.template(), counts: ti.template(), slot, s: ti.template(),
-                        round):
+def _integrate_velocity(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    manifolds: ti.template(),
+    prepared: ti.template(),
+    coloring: ti.template(),
+    counts: ti.template(),
+    slot,
+    s: ti.template(),
+    round,
+):
     """Body slot's velocity integrated over the substep (gravity, damping, its motors'
     loads); on the step's first substep its pose becomes the step's anchor."""
     body = slot % s.n_bodies
@@ -145,25 +170,42 @@ def _integrate_velocity(model: ti.template(), bodies: ti.template(), joints: ti.
         force, torque = vec2(0.0, 0.0), 0.0
         if joints.body_has_joint[body]:
             force, torque = motor_load(bodies, joints, slot, body, s.n_joints, s.n_bodies)
-        integrate_velocity(model, bodies, slot, body, world_gravity(model, slot, s.n_bodies),
-                           s.h, force, torque)
+        integrate_velocity(
+            model, bodies, slot, body, world_gravity(model, slot, s.n_bodies), s.h, force, torque
+        )
     if s.substep == 0:
         begin_step_pose(bodies, slot)
 
 
 @ti.func
-def _narrow_phase(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-                  manifolds: ti.template(), prepared: ti.template(), coloring: ti.template(),
-                  counts: ti.template(), pair, s: ti.template(), round):
+def _narrow_phase(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    manifolds: ti.template(),
+    prepared: ti.template(),
+    coloring: ti.template(),
+    counts: ti.template(),
+    pair,
+    s: ti.template(),
+    round,
+):
     """_find_and_prepare (both solvers: the materials mix by the scene's rules,
     contacts.mix)."""
     _find_and_prepare(model, bodies, joints, manifolds, prepared, coloring, pair, s)
 
 
 @ti.func
-def _find_and_prepare(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-                      manifolds: ti.template(), prepared: ti.template(), coloring: ti.template(),
-                      pair, s: ti.template()):
+def _find_and_prepare(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    manifolds: ti.template(),
+    prepared: ti.template(),
+    coloring: ti.template(),
+    pair,
+    s: ti.template(),
+):
     """What `pair` needs at the start of the substep: its narrow phase (the step's first
     before the colouring where begin_step runs, else in substep 0; later, fast pairs again)
     and its solver constants (prepare_manifold: in substep 0 and after every later narrow
@@ -179,21 +221,31 @@ def _find_and_prepare(model: ti.template(), bodies: ti.template(), joints: ti.te
         find, prepare = True, True
     matches = ti.Vector([-1, -1])
     if find:
-        solve, found = find_manifold(model, bodies, joints, manifolds, pair, s.n_bodies, s.dt,
-                                     s.h, first)
+        solve, found = find_manifold(
+            model, bodies, joints, manifolds, pair, s.n_bodies, s.dt, s.h, first
+        )
         matches = found
         if s.before_coloring == 1:
             coloring.solve[pair] = 1 if solve else 0
     if prepare:
-        prepare_manifold(model, bodies, manifolds, prepared, pair, s.n_bodies, s.dt, s.h,
-                         first, matches)
+        prepare_manifold(
+            model, bodies, manifolds, prepared, pair, s.n_bodies, s.dt, s.h, first, matches
+        )
 
 
 @ti.func
-def _integrate_position(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-                        manifolds: ti.template(), prepared: ti.template(),
-                        coloring: ti.template(), counts: ti.template(), slot, s: ti.template(),
-                        round):
+def _integrate_position(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    manifolds: ti.template(),
+    prepared: ti.template(),
+    coloring: ti.template(),
+    counts: ti.template(),
+    slot,
+    s: ti.template(),
+    round,
+):
     """Warm start body slot (its contacts' impulses) and move it by its velocity over h. On
     the step's first substep, after the pairs' constants read it (contacts.prepare_pair),
     the body's support is counted afresh (contacts.count_support)."""
@@ -205,18 +257,36 @@ def _integrate_position(model: ti.template(), bodies: ti.template(), joints: ti.
 
 
 @ti.func
-def _sweep(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-           manifolds: ti.template(), prepared: ti.template(), coloring: ti.template(),
-           counts: ti.template(), slot, s: ti.template(), round):
+def _sweep(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    manifolds: ti.template(),
+    prepared: ti.template(),
+    coloring: ti.template(),
+    counts: ti.template(),
+    slot,
+    s: ti.template(),
+    round,
+):
     """Round 0: a fast body swept against immovable bodies; round 1: a bullet against
     dynamic ones (collision/continuous.py)."""
     sweep_body(model, bodies, manifolds, prepared, slot, s.n_bodies, round == 1)
 
 
 @ti.func
-def _derive_velocity(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-                     manifolds: ti.template(), prepared: ti.template(), coloring: ti.template(),
-                     counts: ti.template(), slot, s: ti.template(), round):
+def _derive_velocity(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    manifolds: ti.template(),
+    prepared: ti.template(),
+    coloring: ti.template(),
+    counts: ti.template(),
+    slot,
+    s: ti.template(),
+    round,
+):
     """v = (x - x_prev) / h, w = (theta - theta_prev) / h for body slot if it has joints.
 
     Contacts move pose and previous pose together, so for other bodies this would return the
@@ -225,16 +295,27 @@ def _derive_velocity(model: ti.template(), bodies: ti.template(), joints: ti.tem
     """
     body = slot % s.n_bodies
     if joints.body_has_joint[body] and moves(model, bodies, slot, body):
-        bodies.velocity[slot] = (bodies.delta_position[slot]
-                                 - bodies.prev_delta_position[slot]) / s.h
-        bodies.angular_velocity[slot] = (bodies.delta_angle[slot]
-                                         - bodies.prev_delta_angle[slot]) / s.h
+        bodies.velocity[slot] = (
+            bodies.delta_position[slot] - bodies.prev_delta_position[slot]
+        ) / s.h
+        bodies.angular_velocity[slot] = (
+            bodies.delta_angle[slot] - bodies.prev_delta_angle[slot]
+        ) / s.h
 
 
 @ti.func
-def _position_constraint(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-                         manifolds: ti.template(), prepared: ti.template(),
-                         counts: ti.template(), k, n_bodies, h, jacobi_entry):
+def _position_constraint(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    manifolds: ti.template(),
+    prepared: ti.template(),
+    counts: ti.template(),
+    k,
+    n_bodies,
+    h,
+    jacobi_entry,
+):
     """Position pass of constraint k: contact pairs first, then joint slots; jacobi_entry
     >= 0: an overflow pair, whose corrections go there (solver/overflow.py)."""
     if k < counts.n_pairs[None]:
@@ -244,9 +325,18 @@ def _position_constraint(model: ti.template(), bodies: ti.template(), joints: ti
 
 
 @ti.func
-def _velocity_constraint(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-                         manifolds: ti.template(), prepared: ti.template(),
-                         counts: ti.template(), k, n_bodies, h, jacobi_entry):
+def _velocity_constraint(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    manifolds: ti.template(),
+    prepared: ti.template(),
+    counts: ti.template(),
+    k,
+    n_bodies,
+    h,
+    jacobi_entry,
+):
     """Velocity pass of constraint k (contacts only; jacobi_entry as in
     _position_constraint)."""
     if k < counts.n_pairs[None]:  # joints are position-level only (seed 003)
@@ -255,28 +345,71 @@ def _velocity_constraint(model: ti.template(), bodies: ti.template(), joints: ti
 
 SUBSTEP_STAGES = (
     Stage("motors", JOINT_SLOTS, _motors, when=PUSH, writes=("joints.effort",)),
-    Stage("integrate velocities", BODY_SLOTS, _integrate_velocity, when=PUSH,
-          writes=tuple(f"bodies.{name}" for name in (
-              "anchor_position", "anchor_angle", "delta_position", "delta_angle",
-              "prev_delta_position", "prev_delta_angle"))),
-    Stage("narrow phase", PAIRS, _narrow_phase,
-          writes=("manifolds.touching",) + tuple(f"prepared.{name}" for name in (
-              "solver_mass", "restitution", "slop", "refresh", "ref_shift", "ref_turn",
-              "arm_a", "arm_b", "normal_mass", "tangent_mass", "friction", "bounced",
-              "approach"))),
+    Stage(
+        "integrate velocities",
+        BODY_SLOTS,
+        _integrate_velocity,
+        when=PUSH,
+        writes=tuple(
+            f"bodies.{name}"
+            for name in (
+                "anchor_position",
+                "anchor_angle",
+                "delta_position",
+                "delta_angle",
+                "prev_delta_position",
+                "prev_delta_angle",
+            )
+        ),
+    ),
+    Stage(
+        "narrow phase",
+        PAIRS,
+        _narrow_phase,
+        writes=("manifolds.touching",)
+        + tuple(
+            f"prepared.{name}"
+            for name in (
+                "solver_mass",
+                "restitution",
+                "slop",
+                "refresh",
+                "ref_shift",
+                "ref_turn",
+                "arm_a",
+                "arm_b",
+                "normal_mass",
+                "tangent_mass",
+                "friction",
+                "bounced",
+                "approach",
+            )
+        ),
+    ),
     Stage("integrate positions", BODY_SLOTS, _integrate_position, when=AFTER_COLORING),
-    Stage("position pass", COLORS, _position_constraint, position=True, joints=True,
-          joint_sweeps=True),
+    Stage(
+        "position pass", COLORS, _position_constraint, position=True, joints=True, joint_sweeps=True
+    ),
     Stage("continuous", BODY_SLOTS, _sweep, sweeps_bullets=True),
     Stage("derive velocities", BODY_SLOTS, _derive_velocity, when=JOINTED),
     Stage("velocity pass", COLORS, _velocity_constraint, immovable_sweep=True),
 )
 
+
 # ---------------------------------------------------------------- the soft step
 @ti.func
-def _warm_start(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-                manifolds: ti.template(), prepared: ti.template(), coloring: ti.template(),
-                counts: ti.template(), slot, s: ti.template(), round):
+def _warm_start(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    manifolds: ti.template(),
+    prepared: ti.template(),
+    coloring: ti.template(),
+    counts: ti.template(),
+    slot,
+    s: ti.template(),
+    round,
+):
     """Body slot takes its contacts' and its joints' accumulated impulses, before any
     constraint is solved; on the step's first substep, after the pairs' constants read it,
     its support is counted afresh (contacts.count_support)."""
@@ -289,43 +422,79 @@ def _warm_start(model: ti.template(), bodies: ti.template(), joints: ti.template
 
 
 @ti.func
-def _move(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-          manifolds: ti.template(), prepared: ti.template(), coloring: ti.template(),
-          counts: ti.template(), slot, s: ti.template(), round):
+def _move(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    manifolds: ti.template(),
+    prepared: ti.template(),
+    coloring: ti.template(),
+    counts: ti.template(),
+    slot,
+    s: ti.template(),
+    round,
+):
     """Body slot moved by its (biased) velocity over h."""
     if moves(model, bodies, slot, slot % s.n_bodies):
         integrate_position(bodies, slot, s.h)
 
 
 @ti.func
-def _soft_solve(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-                manifolds: ti.template(), prepared: ti.template(), counts: ti.template(), k,
-                n_bodies, h, jacobi_entry):
+def _soft_solve(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    manifolds: ti.template(),
+    prepared: ti.template(),
+    counts: ti.template(),
+    k,
+    n_bodies,
+    h,
+    jacobi_entry,
+):
     """The soft step's solve of constraint k (contact pairs, then joint slots): soft, with
     bias (soft_contacts.py, soft_joints.py)."""
     if k < counts.n_pairs[None]:
         solve_soft_contact(bodies, manifolds, prepared, k, n_bodies, h, jacobi_entry, True)
     else:
-        solve_soft_joint(model, bodies, joints, counts, k - counts.n_pairs[None], n_bodies, h,
-                         True)
+        solve_soft_joint(model, bodies, joints, counts, k - counts.n_pairs[None], n_bodies, h, True)
 
 
 @ti.func
-def _soft_relax(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-                manifolds: ti.template(), prepared: ti.template(), counts: ti.template(), k,
-                n_bodies, h, jacobi_entry):
+def _soft_relax(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    manifolds: ti.template(),
+    prepared: ti.template(),
+    counts: ti.template(),
+    k,
+    n_bodies,
+    h,
+    jacobi_entry,
+):
     """The soft step's relax of constraint k: rigid, without bias."""
     if k < counts.n_pairs[None]:
         solve_soft_contact(bodies, manifolds, prepared, k, n_bodies, h, jacobi_entry, False)
     else:
-        solve_soft_joint(model, bodies, joints, counts, k - counts.n_pairs[None], n_bodies, h,
-                         False)
+        solve_soft_joint(
+            model, bodies, joints, counts, k - counts.n_pairs[None], n_bodies, h, False
+        )
 
 
 @ti.func
-def _restitution(model: ti.template(), bodies: ti.template(), joints: ti.template(),
-                 manifolds: ti.template(), prepared: ti.template(), counts: ti.template(), k,
-                 n_bodies, h, jacobi_entry):
+def _restitution(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    manifolds: ti.template(),
+    prepared: ti.template(),
+    counts: ti.template(),
+    k,
+    n_bodies,
+    h,
+    jacobi_entry,
+):
     """The soft step's restitution of constraint k (contacts only)."""
     if k < counts.n_pairs[None]:
         apply_restitution(bodies, manifolds, prepared, k, n_bodies, h, jacobi_entry)
@@ -378,7 +547,8 @@ def _check_declaration():
     in begin_step (their `when` must not be AFTER_COLORING), those after do not."""
     for stages in STAGES.values():
         assert [s.name for s in stages[:BEGIN_STEP_STAGES]] == [
-            s.name for s in SUBSTEP_STAGES[:BEGIN_STEP_STAGES]]
+            s.name for s in SUBSTEP_STAGES[:BEGIN_STEP_STAGES]
+        ]
         for index, stage in enumerate(stages):
             if index < BEGIN_STEP_STAGES:
                 assert not stage.is_pass and stage.when != AFTER_COLORING, stage.name

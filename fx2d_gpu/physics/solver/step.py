@@ -169,9 +169,13 @@ def find_pairs(ctx: StepContext, refit=None, profile=NO_PROFILE, woken: bool = F
     elif ctx.small_worlds:
         # One launch finds the pairs and wakes the islands they push, between its halves
         # (first saving last step's pairs).
-        find_step_pairs(ctx, SPECULATIVE_DISTANCE, pair_window(ctx), refit,
-                        by_world=(_saving_first_launch() if save_in_launch
-                                  else find_pairs_waking_by_world))
+        find_step_pairs(
+            ctx,
+            SPECULATIVE_DISTANCE,
+            pair_window(ctx),
+            refit,
+            by_world=(_saving_first_launch() if save_in_launch else find_pairs_waking_by_world),
+        )
     else:
         sleepers = find_step_pairs(ctx, SPECULATIVE_DISTANCE, pair_window(ctx), refit)
         # Where no body sleeps (refit_fat_boxes counted them) there is nothing to wake.
@@ -203,8 +207,8 @@ def _saving_first_launch():
     def launch(ctx: StepContext, groups, margin: float, motion_time: float, fat: bool):
         nonlocal launches
         launches += 1
-        return find_pairs_waking_by_world(ctx, groups, margin, motion_time, fat,
-                                          save=launches == 1)
+        return find_pairs_waking_by_world(ctx, groups, margin, motion_time, fat, save=launches == 1)
+
     return launch
 
 
@@ -241,8 +245,12 @@ def _kept_launch_team(ctx: StepContext) -> int:
     # What keeps the pairs besides the refit's answer (_keeps_ordered_pairs of a refit
     # that changed nothing), so that the launch goes on exactly where they are kept.
     plan = _plan(ctx)
-    if (not plan.kept_launch or not _keeps_ordered_pairs(ctx, (0, 0, 0))
-            or not may_reuse_coloring(ctx) or not body_lists_current(ctx)):
+    if (
+        not plan.kept_launch
+        or not _keeps_ordered_pairs(ctx, (0, 0, 0))
+        or not may_reuse_coloring(ctx)
+        or not body_lists_current(ctx)
+    ):
         return 0
     return plan.team_threads
 
@@ -267,8 +275,7 @@ def _keeps_ordered_pairs(ctx: StepContext, refit) -> bool:
     """Whether the step keeps last step's pairs (pairs.keeps_pairs) where they lie, in last
     step's colour order (_keep_pairs): they are stored in colour order and the step's
     narrow phase runs before the colouring (not ctx.small_coloring)."""
-    return (keeps_pairs(ctx, refit) and ctx.cache.pairs_ordered
-            and not ctx.small_coloring)
+    return keeps_pairs(ctx, refit) and ctx.cache.pairs_ordered and not ctx.small_coloring
 
 
 def _keep_pairs(ctx: StepContext, profile) -> tuple[bool, bool]:

@@ -99,8 +99,7 @@ assert _GENERATION < BARRIER_SLOTS
 #: since; broken: a wait ran out (check), no team any more; handed: threads_for gave out a
 #: team of several threads since the last check; probe_barrier_s: the last probe's seconds
 #: a barrier (for diagnostics).
-_state = {"threads": None, "requests": 0, "broken": False, "handed": False,
-          "probe_barrier_s": None}
+_state = {"threads": None, "requests": 0, "broken": False, "handed": False, "probe_barrier_s": None}
 #: many: the duel's choice (teams of several threads, else of one); now: this step's
 #: (None outside a step that duels); trial: this step runs against the choice; scene: the
 #: StepCache of the scene whose steps are compared; steps: its duelling steps since the
@@ -110,9 +109,21 @@ _state = {"threads": None, "requests": 0, "broken": False, "handed": False,
 #: if it was slow (DUEL_SLOW), else None; won: the time of a trial that won, while the
 #: steps after it (on the choice) check it, else None; checks: those steps' times so far;
 #: start: when this step began (_clock); switches: changes of choice (diagnostics).
-_duel = {"many": True, "now": None, "trial": False, "scene": None, "steps": 0,
-         "interval": DUEL_STEPS, "seconds": [], "reference": None, "slow": None,
-         "won": None, "checks": [], "start": 0.0, "switches": 0}
+_duel = {
+    "many": True,
+    "now": None,
+    "trial": False,
+    "scene": None,
+    "steps": 0,
+    "interval": DUEL_STEPS,
+    "seconds": [],
+    "reference": None,
+    "slow": None,
+    "won": None,
+    "checks": [],
+    "start": 0.0,
+    "switches": 0,
+}
 
 
 @ti.func
@@ -222,7 +233,8 @@ def check(counts, read: int | None = None):
         raise RuntimeError(
             "fx2d_gpu: a CPU thread of the step's team never reached a barrier (Taichi's "
             "thread pool did not run the team's threads at once); this step's results are "
-            "unreliable, and later steps launch one kernel per stage")
+            "unreliable, and later steps launch one kernel per stage"
+        )
 
 
 def world_stride(ctx: "StepContext") -> int:
@@ -348,11 +360,22 @@ def choose_for_step(ctx: "StepContext"):
     if _duel["scene"] is not ctx.cache:
         # Another scene: its times are not comparable, and a choice made on the last one (a
         # scene falling asleep can make a team of one look as fast) starts again.
-        _duel.update(scene=ctx.cache, many=True, steps=0, interval=DUEL_STEPS, seconds=[],
-                     reference=None, slow=None, won=None)
+        _duel.update(
+            scene=ctx.cache,
+            many=True,
+            steps=0,
+            interval=DUEL_STEPS,
+            seconds=[],
+            reference=None,
+            slow=None,
+            won=None,
+        )
     _duel["steps"] += 1
-    _duel["trial"] = _duel["won"] is None and _duel["steps"] >= _duel["interval"] and (
-        _duel["reference"] is not None or len(_duel["seconds"]) == DUEL_HISTORY)
+    _duel["trial"] = (
+        _duel["won"] is None
+        and _duel["steps"] >= _duel["interval"]
+        and (_duel["reference"] is not None or len(_duel["seconds"]) == DUEL_HISTORY)
+    )
     _duel["now"] = _duel["many"] != _duel["trial"]
     _duel["start"] = _clock()
 
@@ -388,8 +411,9 @@ def record_step():
         if trial <= _margin(not many) * min(_duel["checks"]):
             # The next trial soon (once the history is learnt again), so a switch that a
             # passing slowdown caused is undone within a few steps.
-            _duel.update(many=not _duel["many"], interval=DUEL_HISTORY + 2,
-                         switches=_duel["switches"] + 1)
+            _duel.update(
+                many=not _duel["many"], interval=DUEL_HISTORY + 2, switches=_duel["switches"] + 1
+            )
         else:
             _duel["interval"] = min(2 * _duel["interval"], DUEL_MAX_STEPS)
         history.clear()
@@ -400,8 +424,7 @@ def record_step():
         if _duel["slow"] is None:
             _duel["slow"] = elapsed
         else:
-            _duel.update(steps=_duel["interval"], reference=min(_duel["slow"], elapsed),
-                         slow=None)
+            _duel.update(steps=_duel["interval"], reference=min(_duel["slow"], elapsed), slow=None)
     else:
         _duel["slow"] = None
         history.append(elapsed)
