@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import fx2d_gpu as fx
-from fx2d_gpu.model.builder import MAX_INERTIA, MAX_MASS
+from fx2d_gpu.model.masses import MAX_INERTIA, MAX_MASS
 
 
 def test_the_mass_limit_is_where_the_inverse_stops_being_a_normal_float32():

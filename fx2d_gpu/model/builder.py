@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
-import math
 import operator
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -42,21 +41,8 @@ from ..enums import (
     MOTOR_VELOCITY,
 )
 from ..shapes import MAX_COORDINATE, MAX_POLYGON_VERTICES, MAX_SPEED, rotation
+from .masses import check_inertias, check_masses
 
-#: Smallest mass (kg) and moment of inertia (kg m^2) of a dynamic body: their inverses, and
-#: the impulses they scale, must stay inside float32 on the device.
-MIN_MASS = 1e-12
-MIN_INERTIA = 1e-30
-#: Largest mass (kg) of a dynamic body. The device holds 1/mass in float32: past 2**126 kg
-#: (~8.5e37) the inverse is below float32's smallest normal number (2**-126), a subnormal
-#: the CPU reads as 0 once Taichi's kernels have run (DAZ), and the kernels then take the
-#: body for a static one: it would hover. 1/MAX_MASS is 2**-126 exactly, a normal float32.
-MAX_MASS = 2.0**126
-#: Largest moment of inertia (kg m^2), given or derived from a mass (mass x the shape's
-#: unit inertia): it must be finite in float32, as snapshots, state files and copies hold
-#: it (checks.FLOAT32_MAX). Its inverse may then flush to 0: the body does not turn, which
-#: no torque float32 holds could make it do measurably anyway.
-MAX_INERTIA = FLOAT32_MAX
 #: The largest motor target of each control mode (a target's magnitude must be below it).
 #: A position target is a coordinate (rad or m) and a velocity target a speed: beyond
 #: MAX_COORDINATE / MAX_SPEED the motor drives toward a state the engine refuses as a fault,
@@ -97,44 +83,17 @@ class Body:
 
 
 def _mass(value, name: str) -> float:
-    """A body's mass, kg: 0 (static) or from MIN_MASS up."""
+    """A body's mass, kg: 0 (static) or from MIN_MASS up (masses.check_masses)."""
     mass = as_real(value, name, minimum=0.0)
-    # By its bits: once Taichi's kernels have run, the CPU may treat subnormal floats as
-    # zero (DAZ), and 1e-320 > 0 is then False.
-    if mass < MIN_MASS and np.float64(mass).view(np.uint64) & ~np.uint64(1 << 63):
-        raise ValueError(f"{name} must be 0 (static) or >= {MIN_MASS} kg, got {mass}")
-    if mass > MAX_MASS:
-        raise ValueError(too_heavy(name, mass))
+    check_masses(np.array([mass]), name, indexed=False)
     return mass
-
-
-def too_heavy(name: str, mass: float) -> str:
-    """The message refusing a mass above MAX_MASS, named `name`."""
-    return (
-        f"{name} must be <= {MAX_MASS:.4g} kg (2**126: the device holds 1/mass as a "
-        f"normal float32), got {mass:g}"
-    )
-
-
-def inertia_too_large(name: str, inertia: float, mass: float | None = None) -> str:
-    """The message refusing a moment of inertia above MAX_INERTIA, named `name`; `mass`:
-    the mass it was derived from (mass x the shape's unit inertia), None if given."""
-    source = "" if mass is None else f" (derived from mass {mass:g} kg and the shape)"
-    return (
-        f"{name}: the inertia must be finite in float32 (<= {MAX_INERTIA:g} kg m^2), got "
-        f"{inertia:g}{source}; give a smaller mass or an inertia"
-    )
 
 
 def _masses(values, name: str, n: int) -> np.ndarray:
     """n masses (kg), each held to _mass's rule, from one (for all) or n."""
     if np.ndim(values) == 0:  # one for all: refused as add_body refuses it, unindexed
         return np.full(n, _mass(values, name))
-    mass = as_reals(values, name, n, minimum=0.0)
-    tiny = (mass < MIN_MASS) & (mass.view(np.uint64) & ~np.uint64(1 << 63) != 0)
-    for i in np.flatnonzero(tiny | (mass > MAX_MASS))[:1]:
-        _mass(float(mass[i]), f"{name}[{i}]")
-    return mass
+    return check_masses(as_reals(values, name, n, minimum=0.0), name)
 
 
 def _inertia(value, name: str) -> float | None:
@@ -335,30 +294,17 @@ class ModelBuilder:
         for keyword, value in values.items():
             with blamed_on(keyword):
                 values[keyword] = BODY_RULES[keyword].check_one(value, keyword)
-        mass = values["mass"]
-        with blamed_on("mass"):
-            if mass > 0.0 and shape.kind in shapes.AREALESS_KINDS:
-                raise ValueError(
-                    f"mass must be 0: edges and chains have no area and are static only, got {mass}"
-                )
-        derived = values["inertia"] is None
-        if derived:
-            values["inertia"] = mass * shape.unit_inertia
-        with blamed_on("mass" if derived else "inertia"):
-            if mass > 0.0 and values["inertia"] > MAX_INERTIA:
-                raise ValueError(
-                    inertia_too_large(
-                        "mass" if derived else "inertia",
-                        values["inertia"],
-                        mass if derived else None,
-                    )
-                )
-        with blamed_on("inertia"):
-            if mass > 0.0 and values["inertia"] < MIN_INERTIA:
-                raise ValueError(
-                    f"inertia must be >= {MIN_INERTIA} kg m^2, got {values['inertia']}"
-                )
-            values["inertia"] = values["inertia"] if mass > 0.0 else math.inf  # static
+        # The inertia given, or the shape's for the mass; inf for a static body.
+        mass, inertia = values["mass"], values["inertia"]
+        values["inertia"] = float(
+            check_inertias(
+                np.array([mass * shape.unit_inertia if inertia is None else inertia]),
+                np.array([mass]),
+                derived=inertia is None,
+                arealess=np.array([shape.kind in shapes.AREALESS_KINDS]),
+                indexed=False,
+            )[0]
+        )
         with blamed_on("name"):
             _check_new_name(values["name"], self._body_names, "body")
         fields = {_field(keyword): value for keyword, value in values.items()}
@@ -382,31 +328,16 @@ class ModelBuilder:
         for keyword, value in values.items():
             with blamed_on(keyword):
                 values[keyword] = BODY_RULES[keyword].check_many(value, keyword, n)
-        mass = values["mass"]
+        mass, inertia = values["mass"], values["inertia"]
         kinds = np.fromiter((s.kind for s in body_shapes), np.int64, n)
-        for i in np.flatnonzero(np.isin(kinds, shapes.AREALESS_KINDS) & (mass > 0.0))[:1]:
-            with blamed_on("mass"):
-                raise ValueError(
-                    f"mass[{i}] must be 0: edges and chains have no area and "
-                    f"are static only, got {mass[i]}"
-                )
-        inertia = values["inertia"]
-        derived = inertia is None
-        if derived:
+        if inertia is None:  # the shapes'
             inertia = mass * np.fromiter((s.unit_inertia for s in body_shapes), np.float64, n)
-        for i in np.flatnonzero((mass > 0.0) & (inertia > MAX_INERTIA))[:1]:
-            with blamed_on("mass" if derived else "inertia"):
-                raise ValueError(
-                    inertia_too_large(
-                        f"{'mass' if derived else 'inertia'}[{i}]",
-                        inertia[i],
-                        mass[i] if derived else None,
-                    )
-                )
-        for i in np.flatnonzero((mass > 0.0) & (inertia < MIN_INERTIA))[:1]:
-            with blamed_on("inertia"):
-                raise ValueError(f"inertia[{i}] must be >= {MIN_INERTIA} kg m^2, got {inertia[i]}")
-        values["inertia"] = np.where(mass > 0.0, inertia, math.inf)
+        values["inertia"] = check_inertias(
+            inertia,
+            mass,
+            derived=values["inertia"] is None,
+            arealess=np.isin(kinds, shapes.AREALESS_KINDS),
+        )
         # Rows of read-only arrays: one allocation, not two small arrays a body.
         positions.setflags(write=False)
         values["velocity"].setflags(write=False)
