@@ -18,6 +18,7 @@ import pytest
 
 import fx2d_gpu as fx
 from fx2d_gpu.io import scene_loader, yaml_reader
+from fx2d_gpu.io.yaml_reader import SceneFileLimits
 
 V, T = ValueError, TypeError
 HEAD = "scene:\n  size: [20, 20]\nentities:\n"  # entities from line 4
@@ -758,9 +759,9 @@ CORPUS = [
         "entity 'b'",
         "collision.geometry.chain",
         4,
-        {"MAX_LIST_LENGTH": 10},
+        {"max_list_length": 10},
     ),
-    ("too many nodes", NODES, V, "entity 'b3'", "collision.geometry.circle", 7, {"MAX_NODES": 40}),
+    ("too many nodes", NODES, V, "entity 'b3'", "collision.geometry.circle", 7, {"max_nodes": 40}),
     (
         "too many nodes in a list",
         HEAD + "  b:\n    pose:\n      - 1\n      - 2\n      - 0\n",
@@ -768,7 +769,7 @@ CORPUS = [
         "entity 'b'",
         "pose[1]",
         6,
-        {"MAX_NODES": 14},
+        {"max_nodes": 14},
     ),
     (
         "scene list too long",
@@ -777,7 +778,7 @@ CORPUS = [
         "scene",
         "size",
         2,
-        {"MAX_LIST_LENGTH": 10},
+        {"max_list_length": 10},
     ),
     (
         "nested too deep",
@@ -794,7 +795,7 @@ CORPUS = [
         "scene file",
         "entities",
         3,
-        {"MAX_EXPANDED_VALUES": 60},
+        {"max_expanded_values": 60},
     ),
     (
         "aliases past the depth",
@@ -803,7 +804,7 @@ CORPUS = [
         "entity 'b'",
         "collision.geometry.polygon",
         5,
-        {"MAX_DEPTH": 8},
+        {"max_depth": 8},
     ),
     (
         "list of aliases too long",
@@ -812,7 +813,7 @@ CORPUS = [
         "entity 'b'",
         "collision.geometry.polygon",
         5,
-        {"MAX_LIST_LENGTH": 10},
+        {"max_list_length": 10},
     ),
     # 600 levels: within libyaml's own nesting limit (1,000 in PyYAML 6.0.4's), past the
     # recursion left to the loader (RECURSION_HEADROOM frames above the test's own).
@@ -823,7 +824,7 @@ CORPUS = [
         "scene file",
         "(document)",
         1,
-        {"MAX_DEPTH": 5000, RECURSION_HEADROOM: 300},
+        {"max_depth": 5000, RECURSION_HEADROOM: 300},
     ),
     (
         "endless alias",
@@ -836,17 +837,17 @@ CORPUS = [
 ]
 
 
-def _load_error(text: str, limits: dict, monkeypatch) -> Exception:
+def _load_error(text: str, limits: dict) -> Exception:
+    """The error loading `text` raises within `limits` (SceneFileLimits' attributes, and
+    RECURSION_HEADROOM: frames Python may go above this one)."""
     limits = dict(limits)
     headroom = limits.pop(RECURSION_HEADROOM, None)
-    for name, value in limits.items():
-        monkeypatch.setattr(yaml_reader, name, value)
     old_limit = sys.getrecursionlimit()
     if headroom is not None:
         sys.setrecursionlimit(_stack_depth() + headroom)
     try:
         with pytest.raises((ValueError, TypeError)) as info:
-            fx.load_scene(text, arch="cpu")
+            fx.load_scene(text, arch="cpu", limits=SceneFileLimits(**limits))
     finally:
         sys.setrecursionlimit(old_limit)
     return info.value
@@ -866,9 +867,9 @@ def test_the_corpus_is_large_and_its_cases_distinct():
 
 
 @pytest.mark.parametrize("case", CORPUS, ids=[case[0] for case in CORPUS])
-def test_every_error_names_the_entity_the_key_and_the_line(case, monkeypatch):
+def test_every_error_names_the_entity_the_key_and_the_line(case):
     name, text, kind, what, key, line, *limits = case
-    error = _load_error(text, limits[0] if limits else {}, monkeypatch)
+    error = _load_error(text, limits[0] if limits else {})
     message = str(error)
     assert type(error) is kind, f"{type(error).__name__}: {message}"
     assert f"{what}, key '{key}' (line {line}): " in message, message
@@ -982,17 +983,15 @@ def test_text_past_the_byte_limit_is_refused_before_parsing():
         loading_peak(text)
 
 
-def test_bytes_not_characters_are_counted(monkeypatch):
+def test_bytes_not_characters_are_counted():
     text = entity(BALL) + "# " + "é" * 60 + "\n"
     size = len(text.encode())
     assert size == len(text) + 60
-    monkeypatch.setattr(yaml_reader, "MAX_FILE_BYTES", size)
-    assert fx.load_scene(text, arch="cpu").n_bodies == 5
-    monkeypatch.setattr(yaml_reader, "MAX_FILE_BYTES", size - 1)
+    assert fx.load_scene(text, arch="cpu", limits=SceneFileLimits(size)).n_bodies == 5
     with pytest.raises(
         ValueError, match=f"YAML text: {size} bytes; a scene file may have at most {size - 1}"
     ):
-        fx.load_scene(text, arch="cpu")
+        fx.load_scene(text, arch="cpu", limits=SceneFileLimits(size - 1))
 
 
 def test_a_file_past_the_byte_limit_is_refused_unread(tmp_path):
@@ -1029,14 +1028,13 @@ def test_files_that_cannot_be_read(tmp_path):
         fx.load_scene(tmp_path / "missing.yml", arch="cpu")
 
 
-def test_a_device_is_read_no_further_than_the_limit(tmp_path, monkeypatch):
+def test_a_device_is_read_no_further_than_the_limit(tmp_path):
     zeros = tmp_path / "zeros.yml"
     zeros.symlink_to("/dev/zero")  # its size says 0
-    monkeypatch.setattr(yaml_reader, "MAX_FILE_BYTES", 1000)
     with pytest.raises(
         ValueError, match="zeros.yml': 1,001 bytes; a scene file may have at most 1,000"
     ):
-        fx.load_scene(zeros, arch="cpu")
+        fx.load_scene(zeros, arch="cpu", limits=SceneFileLimits(max_file_bytes=1000))
 
 
 def test_neither_a_path_nor_text():
@@ -1044,33 +1042,37 @@ def test_neither_a_path_nor_text():
         fx.load_scene(5, arch="cpu")
 
 
-def test_a_file_within_the_limits_loads_from_a_path(tmp_path, monkeypatch):
+def test_a_file_within_the_limits_loads_from_a_path(tmp_path):
     path = tmp_path / "ok.yml"
     path.write_text(entity(BALL))
-    monkeypatch.setattr(yaml_reader, "MAX_FILE_BYTES", path.stat().st_size)
-    assert fx.load_scene(path, arch="cpu").n_bodies == 5
-    monkeypatch.setattr(yaml_reader, "MAX_FILE_BYTES", path.stat().st_size - 1)
+    size = path.stat().st_size
+    assert fx.load_scene(path, arch="cpu", limits=SceneFileLimits(size)).n_bodies == 5
     with pytest.raises(ValueError, match="ok.yml'.*a scene file may have at most"):
-        fx.load_scene(path, arch="cpu")
+        fx.load_scene(path, arch="cpu", limits=SceneFileLimits(size - 1))
 
 
-def test_the_node_and_depth_limits_hold_exactly(monkeypatch):
-    monkeypatch.setattr(yaml_reader, "MAX_NODES", 17)  # the scene block and one entity
-    assert fx.load_scene(entity(BALL), arch="cpu").n_bodies == 5
-    monkeypatch.setattr(yaml_reader, "MAX_NODES", 16)
+def test_the_node_and_depth_limits_hold_exactly():
+    # 17 nodes: the scene block and one entity.
+    assert (
+        fx.load_scene(entity(BALL), arch="cpu", limits=SceneFileLimits(max_nodes=17)).n_bodies == 5
+    )
     with pytest.raises(ValueError, match="more than 16 YAML nodes"):
-        fx.load_scene(entity(BALL), arch="cpu")
-    monkeypatch.undo()
+        fx.load_scene(entity(BALL), arch="cpu", limits=SceneFileLimits(max_nodes=16))
     deepest = shape("polygon: [[0, 0], [1, 0], [0, 1]]")  # a coordinate is at depth 8
-    monkeypatch.setattr(yaml_reader, "MAX_DEPTH", 8)
-    assert fx.load_scene(deepest, arch="cpu").n_bodies == 5
-    monkeypatch.setattr(yaml_reader, "MAX_DEPTH", 7)
+    assert fx.load_scene(deepest, arch="cpu", limits=SceneFileLimits(max_depth=8)).n_bodies == 5
     with pytest.raises(
         ValueError,
         match=r"key 'collision.geometry.polygon\[0\]\[0\]' "
         r"\(line 4\): values nested more than 7 deep",
     ):
-        fx.load_scene(deepest, arch="cpu")
+        fx.load_scene(deepest, arch="cpu", limits=SceneFileLimits(max_depth=7))
+
+
+def test_limits_must_be_scene_file_limits():
+    with pytest.raises(TypeError, match="limits must be a SceneFileLimits"):
+        fx.load_scene(entity(BALL), arch="cpu", limits={"max_nodes": 17})
+    with pytest.raises(ValueError, match="max_depth must be an int >= 1"):
+        SceneFileLimits(max_depth=0)
 
 
 _DEEP = """
@@ -1100,7 +1102,7 @@ def test_deep_nesting_is_refused_not_a_crash():
 
 @pytest.mark.parametrize("failure", [MemoryError, RecursionError])
 def test_memory_and_recursion_errors_become_value_errors(failure, monkeypatch):
-    def fail(text):
+    def fail(text, limits):
         raise failure()
 
     monkeypatch.setattr(scene_loader, "parse_yaml", fail)

@@ -31,7 +31,15 @@ from ..model.builder import BODY_RULES, check_mixing
 from ..scene import Scene
 from ..shapes import MAX_COORDINATE, rotation
 from .fx2d_geometry import GeometryBlocks, add_boundary
-from .yaml_reader import Where, limits_summary, located_error, parse_yaml, read_source
+from .yaml_reader import (
+    DEFAULT_LIMITS,
+    SceneFileLimits,
+    Where,
+    limits_summary,
+    located_error,
+    parse_yaml,
+    read_source,
+)
 
 _ENTITY_KEYS = {"pose", "init_velocity", "physics", "visual", "collision"}
 #: An entity's physics keys and the body keyword (BODY_RULES) each gives, in the order
@@ -178,6 +186,7 @@ def load_scene(
     substeps=None,
     boundary: bool = True,
     solver: str = "xpbd",
+    limits: SceneFileLimits | None = None,
 ):
     """A Scene from an Fx2D YAML scene file (a path) or YAML text.
 
@@ -197,6 +206,9 @@ def load_scene(
             count + 4, and `scene.meta["boundary"]` holds the rectangle, the walls' body
             indices and thickness. False: no walls, and `scene.meta["boundary"]` is None.
         solver (str): "xpbd" (Fx2D's, the default) or "soft_step" (see Scene).
+        limits (SceneFileLimits | None): what reading the file may cost (its bytes, YAML
+            nodes, list lengths, nesting, values with aliases expanded); None: the
+            defaults (yaml_reader's MAX_FILE_BYTES ...).
 
     Returns:
         scene (Scene): the new scene, ready to step.
@@ -206,7 +218,8 @@ def load_scene(
             a value in the file of the wrong type.
         FileNotFoundError: the file does not exist (an error that is also a ValueError).
         ValueError: the file cannot be read, is larger than the limits
-            (MAX_FILE_BYTES, MAX_NODES, MAX_LIST_LENGTH, MAX_DEPTH, MAX_EXPANDED_VALUES),
+            (MAX_FILE_BYTES, MAX_NODES, MAX_LIST_LENGTH, MAX_DEPTH, MAX_EXPANDED_VALUES, or
+            `limits`'),
             is not valid YAML, or breaks the format: an unknown key, a missing or
             out-of-range value, a joint naming no entity ... The errors about the file's
             content name the entity or joint, the key and the line: "entity 'box', key
@@ -214,20 +227,27 @@ def load_scene(
     """
     if not isinstance(boundary, bool):
         raise TypeError(f"boundary must be True or False, got {boundary!r}")
+    if limits is None:
+        limits = DEFAULT_LIMITS
+    elif not isinstance(limits, SceneFileLimits):
+        raise TypeError(f"limits must be a SceneFileLimits or None, got {type(limits).__name__}")
     try:
-        text, base_dir = read_source(path_or_yaml_text)
-        return _load(text, base_dir, n_worlds, arch, substeps, boundary, solver)
+        text, base_dir = read_source(path_or_yaml_text, limits)
+        return _load(text, base_dir, n_worlds, arch, substeps, boundary, solver, limits)
     except MemoryError:
         raise located_error(
-            [], 1, f"this machine ran out of memory loading it ({limits_summary()})"
+            [], 1, f"this machine ran out of memory loading it ({limits_summary(limits)})"
         ) from None
     except RecursionError:
-        raise located_error([], 1, f"nested too deeply to load ({limits_summary()})") from None
+        raise located_error(
+            [], 1, f"nested too deeply to load ({limits_summary(limits)})"
+        ) from None
 
 
-def _load(text, base_dir, n_worlds, arch, substeps, boundary, solver):
-    """load_scene's work on the file's text (base_dir: image paths are relative to it)."""
-    document = parse_yaml(text)
+def _load(text, base_dir, n_worlds, arch, substeps, boundary, solver, limits):
+    """load_scene's work on the file's text (base_dir: image paths are relative to it;
+    limits: the SceneFileLimits it is parsed within)."""
+    document = parse_yaml(text, limits)
     if not isinstance(document, dict):
         raise Where("scene file", line=1).error(
             "(document)",

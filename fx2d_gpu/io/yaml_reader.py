@@ -10,6 +10,7 @@ key 'physics.mass' (line 7): ...".
 import errno
 import math
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -43,6 +44,36 @@ check of the numbers walks them all). Checked before anything is built from the 
 # as the list is parsed.
 
 
+@dataclass(frozen=True)
+class SceneFileLimits:
+    """What one read of a scene file may cost (load_scene(limits=...)); the defaults are the
+    constants above, whose docstrings say why. A caller that reads files it trusts less (or
+    a test that reaches a limit with a small file) passes tighter ones.
+
+    Attributes:
+        max_file_bytes: largest file or YAML text, bytes (MAX_FILE_BYTES).
+        max_nodes: most YAML nodes (MAX_NODES).
+        max_list_length: most items in one list (MAX_LIST_LENGTH).
+        max_depth: deepest nesting of lists and mappings (MAX_DEPTH).
+        max_expanded_values: most values with aliases expanded (MAX_EXPANDED_VALUES).
+    """
+
+    max_file_bytes: int = MAX_FILE_BYTES
+    max_nodes: int = MAX_NODES
+    max_list_length: int = MAX_LIST_LENGTH
+    max_depth: int = MAX_DEPTH
+    max_expanded_values: int = MAX_EXPANDED_VALUES
+
+    def __post_init__(self):
+        for name, value in vars(self).items():
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"SceneFileLimits.{name} must be an int >= 1, got {value!r}")
+
+
+#: The limits a read has unless it asks for others.
+DEFAULT_LIMITS = SceneFileLimits()
+
+
 class YamlMapping(dict):
     """A YAML mapping that remembers its line (1-based) and each key's line."""
 
@@ -71,8 +102,9 @@ class _Loader(yaml.CSafeLoader if _LIBYAML else yaml.SafeLoader):
     #: times: resolving each again by regular expressions was a fifth of a large load.
     _tags: dict = {}
 
-    def __init__(self, text):
+    def __init__(self, text, limits: SceneFileLimits = DEFAULT_LIMITS):
         super().__init__(text)
+        self.limits = limits
         self.nodes = 0  # composed so far
         #: Per node being composed, outermost first, its index in its parent: None (the
         #: root, or a mapping's key), the key node (a mapping's value) or an int (a list's).
@@ -83,12 +115,15 @@ class _Loader(yaml.CSafeLoader if _LIBYAML else yaml.SafeLoader):
         this before it composes each node (aliases excepted), with the node's parent and its
         index there."""
         self.nodes = nodes = self.nodes + 1
-        path = self.path
+        path, limits = self.path, self.limits
         if (
-            nodes > MAX_NODES
-            or len(path) >= MAX_DEPTH
+            nodes > limits.max_nodes
+            or len(path) >= limits.max_depth
             or index.__class__ is int
-            and (index >= MAX_LIST_LENGTH or (index == MAX_POLYGON_VERTICES and self._in_polygon()))
+            and (
+                index >= limits.max_list_length
+                or (index == MAX_POLYGON_VERTICES and self._in_polygon())
+            )
         ):
             raise self._limit_error(parent, index)
         path.append(index)
@@ -109,22 +144,24 @@ class _Loader(yaml.CSafeLoader if _LIBYAML else yaml.SafeLoader):
 
     def _limit_error(self, parent, index) -> ValueError:
         """The error for the limit that the `index`th node of `parent` breaks."""
-        if self.nodes > MAX_NODES or len(self.path) >= MAX_DEPTH:  # named where it is
+        nodes, depth = self.limits.max_nodes, self.limits.max_depth
+        if self.nodes > nodes or len(self.path) >= depth:  # named where it is
             message = (
-                f"the file holds more than {MAX_NODES:,} YAML nodes (values, keys, "
-                f"lists and mappings); a scene file may hold at most {MAX_NODES:,}"
-                if self.nodes > MAX_NODES
-                else f"values nested more than {MAX_DEPTH} deep; a scene file may nest "
-                f"them at most {MAX_DEPTH} deep"
+                f"the file holds more than {nodes:,} YAML nodes (values, keys, "
+                f"lists and mappings); a scene file may hold at most {nodes:,}"
+                if self.nodes > nodes
+                else f"values nested more than {depth} deep; a scene file may nest "
+                f"them at most {depth} deep"
             )
             return located_error(
                 _labels(self.path + [index]), _current_line(parent, index), message
             )
         # A list too long, named as a whole: on its key's line where it is a mapping's value.
         key = self.path[-1] if isinstance(self.path[-1], yaml.Node) else parent
+        length = self.limits.max_list_length
         message = (
-            f"a list of more than {MAX_LIST_LENGTH:,} items; at most {MAX_LIST_LENGTH:,}"
-            if index >= MAX_LIST_LENGTH
+            f"a list of more than {length:,} items; at most {length:,}"
+            if index >= length
             else f"a polygon of more than {MAX_POLYGON_VERTICES} vertices; it may "
             f"have 3 to {MAX_POLYGON_VERTICES}"
         )
@@ -281,7 +318,7 @@ def _construct(loader, root):
             [],
             1,
             "values nested too deeply to build (past Python's recursion "
-            f"limit); a scene file may nest them at most {MAX_DEPTH} deep",
+            f"limit); a scene file may nest them at most {loader.limits.max_depth} deep",
         ) from None
 
 
@@ -340,41 +377,42 @@ def _graph_sizes(root) -> tuple[dict, dict]:
     return sizes, depths
 
 
-def _check_size(root):
+def _check_size(root, limits: SceneFileLimits):
     """For a file with aliases, before anything is built from it: ValueError naming the
-    entity and key where a list (aliases as items) passes MAX_LIST_LENGTH or, aliases
-    expanded, the file holds more than MAX_EXPANDED_VALUES values or nests them deeper than
-    MAX_DEPTH."""
+    entity and key where a list (aliases as items) passes limits.max_list_length or, aliases
+    expanded, the file holds more than limits.max_expanded_values values or nests them
+    deeper than limits.max_depth."""
+    length, values, depth = limits.max_list_length, limits.max_expanded_values, limits.max_depth
     paths, queue = {id(root): []}, [root]  # each distinct node, with the first path to it
     for node in queue:
-        if isinstance(node, yaml.SequenceNode) and len(node.value) > MAX_LIST_LENGTH:
+        if isinstance(node, yaml.SequenceNode) and len(node.value) > length:
             raise located_error(
                 paths[id(node)],
                 node.start_mark.line + 1,
-                f"a list of {len(node.value):,} items; at most {MAX_LIST_LENGTH:,}",
+                f"a list of {len(node.value):,} items; at most {length:,}",
             )
         for label, child in _labelled_children(node):
             if id(child) not in paths:
                 paths[id(child)] = paths[id(node)] + [label]
                 queue.append(child)
     sizes, depths = _graph_sizes(root)
-    if sizes[id(root)] > MAX_EXPANDED_VALUES:
-        node, path, line = _down(root, lambda value, level: sizes[id(value)] > MAX_EXPANDED_VALUES)
+    if sizes[id(root)] > values:
+        node, path, line = _down(root, lambda value, level: sizes[id(value)] > values)
         raise located_error(
             path,
             line,
             f"{sizes[id(node)]:,} values once its "
             f"aliases are expanded; a scene file may hold at most "
-            f"{MAX_EXPANDED_VALUES:,}",
+            f"{values:,}",
         )
-    if depths[id(root)] > MAX_DEPTH:  # a level's nodes, plus the depth below each
-        node, path, line = _down(root, lambda value, level: level + depths[id(value)] > MAX_DEPTH)
+    if depths[id(root)] > depth:  # a level's nodes, plus the depth below each
+        node, path, line = _down(root, lambda value, level: level + depths[id(value)] > depth)
         raise located_error(
             path,
             line,
             f"values nested {depths[id(root)]:,} "
             f"deep once its aliases are expanded; a scene file may nest them at "
-            f"most {MAX_DEPTH} deep",
+            f"most {depth} deep",
         )
 
 
@@ -415,18 +453,18 @@ def _labelled_children(node, keys=False):
 _ALIAS = re.compile(r"(?:^|[\s\[,{:-])\*[^\s\]},]", re.MULTILINE)
 
 
-def parse_yaml(text: str):
-    """The YAML document of `text`, within the limits above. With aliases, its expanded
-    size is checked before anything is built from it; without, the nodes counted as it was
-    parsed already bound it."""
+def parse_yaml(text: str, limits: SceneFileLimits = DEFAULT_LIMITS):
+    """The YAML document of `text`, within `limits`. With aliases, its expanded size is
+    checked before anything is built from it; without, the nodes counted as it was parsed
+    already bound it."""
     loader = None
     try:
-        loader = _Loader(text)  # PyYAML's own reader checks every character here
+        loader = _Loader(text, limits)  # PyYAML's own reader checks every character here
         node = loader.get_single_node()
         if node is None:
             return None
         if "*" in text and _ALIAS.search(text):  # the regex alone: 0.7 s on 19 MB
-            _check_size(node)
+            _check_size(node, limits)
         return _construct(loader, node)
     except yaml.YAMLError as exc:  # named where the parser had got to
         raise _yaml_error(text, exc, loader.path if loader else []) from None
@@ -564,10 +602,9 @@ class Where:
                 raise self.error(key, f"unknown key (expected one of {sorted(allowed)})")
 
 
-def _too_big(what: str, size: int) -> ValueError:
+def _too_big(what: str, size: int, limit: int) -> ValueError:
     return ValueError(
-        f"{what}: {size:,} bytes; a scene file may have at most "
-        f"{MAX_FILE_BYTES:,} ({MAX_FILE_BYTES / 2**20:g} MiB)"
+        f"{what}: {size:,} bytes; a scene file may have at most {limit:,} ({limit / 2**20:g} MiB)"
     )
 
 
@@ -580,9 +617,10 @@ class SceneFileNotFoundError(FileNotFoundError, ValueError):
         return f"scene file {self.filename!r} does not exist"
 
 
-def read_source(source) -> tuple[str, Path | None]:
+def read_source(source, limits: SceneFileLimits = DEFAULT_LIMITS) -> tuple[str, Path | None]:
     """(the YAML text, the folder image paths are relative to) of a path or of the text
-    itself, no more than MAX_FILE_BYTES read: ValueError past it, before parsing."""
+    itself, no more than limits.max_file_bytes read: ValueError past it, before parsing."""
+    limit = limits.max_file_bytes
     if isinstance(source, Path) or (
         isinstance(source, str)
         and "\n" not in source
@@ -594,14 +632,14 @@ def read_source(source) -> tuple[str, Path | None]:
         what = f"scene file {str(path)!r}"
         try:
             size = path.stat().st_size
-            if size > MAX_FILE_BYTES:
-                raise _too_big(what, size)
+            if size > limit:
+                raise _too_big(what, size, limit)
             with path.open("rb") as file:  # a device or a growing file: no more than this
-                data = file.read(MAX_FILE_BYTES + 1)
+                data = file.read(limit + 1)
         except OSError as exc:
             raise ValueError(f"{what} cannot be read: {exc.strerror or exc}") from None
-        if len(data) > MAX_FILE_BYTES:
-            raise _too_big(what, len(data))
+        if len(data) > limit:
+            raise _too_big(what, len(data), limit)
         try:
             return data.decode("utf-8-sig"), path.parent
         except UnicodeDecodeError as exc:
@@ -614,8 +652,8 @@ def read_source(source) -> tuple[str, Path | None]:
         raise TypeError(
             f"path_or_yaml_text must be a path or YAML text, got {type(source).__name__}"
         )
-    if len(source) > MAX_FILE_BYTES:  # at least as many bytes as characters
-        raise _too_big("YAML text", len(source))
+    if len(source) > limit:  # at least as many bytes as characters
+        raise _too_big("YAML text", len(source), limit)
     if not source.isascii():
         try:
             size = len(source.encode("utf-8"))
@@ -625,15 +663,15 @@ def read_source(source) -> tuple[str, Path | None]:
                 source.count("\n", 0, exc.start) + 1,
                 f"not text UTF-8 can hold ({exc.reason} at character {exc.start:,})",
             ) from None
-        if size > MAX_FILE_BYTES:
-            raise _too_big("YAML text", size)
+        if size > limit:
+            raise _too_big("YAML text", size, limit)
     return source, None
 
 
-def limits_summary() -> str:
-    """The limits above, in words, for an error that ran out of memory or recursion."""
+def limits_summary(limits: SceneFileLimits = DEFAULT_LIMITS) -> str:
+    """`limits`, in words, for an error that ran out of memory or recursion."""
     return (
-        f"a scene file may have at most {MAX_FILE_BYTES:,} bytes, {MAX_NODES:,} YAML "
-        f"nodes, {MAX_EXPANDED_VALUES:,} values with its aliases expanded, nested "
-        f"{MAX_DEPTH} deep"
+        f"a scene file may have at most {limits.max_file_bytes:,} bytes, "
+        f"{limits.max_nodes:,} YAML nodes, {limits.max_expanded_values:,} values with its "
+        f"aliases expanded, nested {limits.max_depth} deep"
     )
