@@ -169,6 +169,34 @@ def pair_wanted(
 
 
 @ti.func
+def pair_owner(model: ti.template(), bodies: ti.template(), grid: ti.template(), slot, n_bodies):
+    """What the pair search reads once of body slot `slot` (placed: grid.level[slot] >= 0)
+    for every candidate partner it owns: (world, body, lower, upper, active, sensor,
+    movable, driven): its world and model row, its box in grid.aabb_lower/upper (m), and
+    pair_wanted's flags of it."""
+    body = slot % n_bodies
+    return (
+        slot // n_bodies,
+        body,
+        grid.aabb_lower[slot],
+        grid.aabb_upper[slot],
+        awake_dynamic(model, bodies, slot, n_bodies),
+        model.sensor[body],
+        can_move(model, body),
+        moving_kinematic(model, bodies, slot, body),
+    )
+
+
+@ti.func
+def boxes_overlap(lower, upper, other_lower, other_upper):
+    """(corner, overlap): the lower corner of two boxes' intersection (m; its cell decides
+    which grid cell reports the pair), and whether they overlap (touching counts)."""
+    corner = ti.max(lower, other_lower)
+    overlap_upper = ti.min(upper, other_upper)
+    return corner, corner.x <= overlap_upper.x and corner.y <= overlap_upper.y
+
+
+@ti.func
 def visit_partners(
     model: ti.template(),
     bodies: ti.template(),
@@ -191,14 +219,9 @@ def visit_partners(
     found = 0
     level = grid.level[slot]
     if level >= 0:
-        world = slot // n_bodies
-        body = slot % n_bodies
-        lower = grid.aabb_lower[slot]
-        upper = grid.aabb_upper[slot]
-        active = awake_dynamic(model, bodies, slot, n_bodies)
-        sensor = model.sensor[body]
-        movable = can_move(model, body)
-        driven = moving_kinematic(model, bodies, slot, body)
+        world, body, lower, upper, active, sensor, movable, driven = pair_owner(
+            model, bodies, grid, slot, n_bodies
+        )
         # The world's slots are [first_slot, first_slot + n_bodies): compared, not divided
         # (an integer division per grid entry looked at was a tenth of the broad phase).
         first_slot = slot - body
@@ -226,13 +249,11 @@ def visit_partners(
                                 and (grid_level > level or other > slot)
                             ):
                                 other_body = other - first_slot
-                                other_lower = grid.aabb_lower[other]
-                                other_upper = grid.aabb_upper[other]
-                                corner = ti.max(lower, other_lower)
-                                overlap_upper = ti.min(upper, other_upper)
+                                corner, overlap = boxes_overlap(
+                                    lower, upper, grid.aabb_lower[other], grid.aabb_upper[other]
+                                )
                                 if (
-                                    corner.x <= overlap_upper.x
-                                    and corner.y <= overlap_upper.y
+                                    overlap
                                     and cell_coord(corner.x, inv_cell) == cx
                                     and cell_coord(corner.y, inv_cell) == cy
                                     and pair_wanted(
@@ -717,36 +738,28 @@ def world_partners(
     mask = ti.Vector([0, 0])
     level = grid.level[slot]
     if level >= 0:
-        world = slot // n_bodies
-        body = slot % n_bodies
-        lower = grid.aabb_lower[slot]
-        upper = grid.aabb_upper[slot]
-        active = awake_dynamic(model, bodies, slot, n_bodies)
-        sensor = model.sensor[body]
-        movable = can_move(model, body)
-        driven = moving_kinematic(model, bodies, slot, body)
+        world, body, lower, upper, active, sensor, movable, driven = pair_owner(
+            model, bodies, grid, slot, n_bodies
+        )
         for other_body in range(n_bodies):
             other = world * n_bodies + other_body
             other_level = grid.level[other]
             if other_level > level or (other_level == level and other > slot):
-                corner = ti.max(lower, grid.aabb_lower[other])
-                overlap_upper = ti.min(upper, grid.aabb_upper[other])
-                if (
-                    corner.x <= overlap_upper.x
-                    and corner.y <= overlap_upper.y
-                    and pair_wanted(
-                        model,
-                        bodies,
-                        joints,
-                        body,
-                        other,
-                        other_body,
-                        active,
-                        sensor,
-                        movable,
-                        driven,
-                        n_bodies,
-                    )
+                _corner, overlap = boxes_overlap(
+                    lower, upper, grid.aabb_lower[other], grid.aabb_upper[other]
+                )
+                if overlap and pair_wanted(
+                    model,
+                    bodies,
+                    joints,
+                    body,
+                    other,
+                    other_body,
+                    active,
+                    sensor,
+                    movable,
+                    driven,
+                    n_bodies,
                 ):
                     if other_body < 32:
                         mask[0] |= 1 << other_body
@@ -791,25 +804,24 @@ def world_pair_found(
         owner, partner = slot, other
         if other_level < level or (other_level == level and other < slot):
             owner, partner = other, slot
-        body, partner_body = owner % n_bodies, partner % n_bodies
-        corner = ti.max(grid.aabb_lower[owner], grid.aabb_lower[partner])
-        overlap_upper = ti.min(grid.aabb_upper[owner], grid.aabb_upper[partner])
-        found = (
-            corner.x <= overlap_upper.x
-            and corner.y <= overlap_upper.y
-            and pair_wanted(
-                model,
-                bodies,
-                joints,
-                body,
-                partner,
-                partner_body,
-                awake_dynamic(model, bodies, owner, n_bodies),
-                model.sensor[body],
-                can_move(model, body),
-                moving_kinematic(model, bodies, owner, body),
-                n_bodies,
-            )
+        _world, body, lower, upper, active, sensor, movable, driven = pair_owner(
+            model, bodies, grid, owner, n_bodies
+        )
+        _corner, overlap = boxes_overlap(
+            lower, upper, grid.aabb_lower[partner], grid.aabb_upper[partner]
+        )
+        found = overlap and pair_wanted(
+            model,
+            bodies,
+            joints,
+            body,
+            partner,
+            partner % n_bodies,
+            active,
+            sensor,
+            movable,
+            driven,
+            n_bodies,
         )
     return found
 
