@@ -214,27 +214,31 @@ class _Progress:
 
 def simulate(scene, args, label):
     """Step `scene` as the options say, write frames/state, print a summary."""
-    from .draw.render import render_worlds, write_gif, write_png
+    from .draw.render import render_worlds
 
     if args.steps < 0 or args.every < 1:
         raise SystemExit("--steps must be >= 0 and --every >= 1")
     from .draw.viewer import controller_of
 
-    frames = []
-    want_frames = bool(args.gif or args.png_dir)
     # A demo may drive its scene every frame (the lidar demo's agents and their rays).
     controller = controller_of(scene)
 
-    def overlay():
-        return None if controller is None else controller.rays
+    def frame():
+        rays = None if controller is None else controller.rays
+        return render_worlds(scene, args.size, contacts=args.contacts, rays=rays, joints=True)
 
-    def capture():
-        frames.append(
-            render_worlds(scene, args.size, contacts=args.contacts, rays=overlay(), joints=True)
-        )
+    frames = [frame()] if args.gif or args.png_dir else None
+    step_times = _step_scene(scene, args, controller, frames, frame)
+    written = _write_outputs(scene, args, frames, frame)
+    _print_summary(scene, args, label, step_times)
+    for item in written:
+        print(f"wrote {item}")
 
-    if want_frames:
-        capture()
+
+def _step_scene(scene, args, controller, frames, frame) -> list[float]:
+    """args.steps steps of args.dt s (the demo's `controller`, if any, driving each), a
+    frame() appended to `frames` every args.every steps (None: no frames), a progress bar
+    on stderr; returns each step's wall time, s."""
     progress = _Progress(args.steps)
     step_times = []
     for i in range(args.steps):
@@ -255,11 +259,19 @@ def simulate(scene, args, label):
             sys.stderr.write(f" done in {step_times[0]:.1f} s\n")
             sys.stderr.flush()
             progress.restart(1)
-        if want_frames and (i + 1) % args.every == 0:
-            capture()
+        if frames is not None and (i + 1) % args.every == 0:
+            frames.append(frame())
         if i % 10 == 0 or i == args.steps - 1:
             progress.update(i + 1)
     progress.close()
+    return step_times
+
+
+def _write_outputs(scene, args, frames, frame) -> list[str]:
+    """The files the options ask for: `frames` (images) as --gif or --png-dir, frame() as
+    --png, the state as --save; returns a line naming each one written."""
+    from .draw.render import write_gif, write_png
+
     written = []
     if args.gif:
         write_gif(args.gif, frames, fps=1.0 / (args.dt * args.every))
@@ -267,14 +279,11 @@ def simulate(scene, args, label):
     elif args.png_dir:
         folder = Path(args.png_dir)
         folder.mkdir(parents=True, exist_ok=True)
-        for k, frame in enumerate(frames):
-            write_png(folder / f"frame_{k:05d}.png", frame)
+        for k, image in enumerate(frames):
+            write_png(folder / f"frame_{k:05d}.png", image)
         written.append(f"{folder}/ ({len(frames)} frames)")
     elif args.png:
-        write_png(
-            args.png,
-            render_worlds(scene, args.size, contacts=args.contacts, rays=overlay(), joints=True),
-        )
+        write_png(args.png, frame())
         written.append(args.png)
     if args.save:
         s = scene.get_state()
@@ -288,6 +297,11 @@ def simulate(scene, args, label):
             time=scene.time,
         )
         written.append(args.save)
+    return written
+
+
+def _print_summary(scene, args, label, step_times):
+    """The run's one-line summary on stdout: steps, bodies, contacts, ms a step."""
     contacts = len(scene.contacts(world=None)) if scene.n_bodies else 0
     # The first step includes compiling (or loading) the kernels: report it apart.
     steady = step_times[1:] or step_times
@@ -298,8 +312,6 @@ def simulate(scene, args, label):
         f"{contacts} contact manifolds, {ms:.2f} ms/step (median{first}), "
         f"substeps {scene.substeps}, solver {scene.solver}, backend {scene.backend}"
     )
-    for item in written:
-        print(f"wrote {item}")
 
 
 def cmd_run(args, parser):
@@ -397,49 +409,12 @@ def _compiled(scene_factory, dt):
 
 
 def cmd_view(args, parser):
-    from .draw.viewer import Overlays, ViewerUnavailable, run_viewer
+    from .draw.viewer import ViewerUnavailable, run_viewer
 
     if args.demo:
-        from .demos import DEMOS
-
-        if args.scene or args.example:
-            parser.error(
-                "give one of a scene file or --example NAME or --demo NAME, not "
-                f"{'--example' if args.example else 'a scene file'} and --demo "
-                "together"
-            )
-        if args.demo not in DEMOS:
-            parser.error(f"no demo named {args.demo!r} (fx2d demo --list)")
-        kwargs = {"arch": args.arch}
-        if args.worlds:
-            kwargs["n_worlds"] = args.worlds
-        scene_factory = lambda: DEMOS[args.demo](**kwargs)  # noqa: E731
-        instead = f"fx2d demo {args.demo} --gif out.gif"
-        source = f"--demo {args.demo}"
+        scene_factory, instead, source = _demo_to_view(args, parser)
     else:
-        from .io.scene_loader import load_scene
-
-        path, _ = _scene_source(parser, args, others=(("--demo NAME", args.demo),))
-        if args.example:  # the scene with its driver, which the viewer steps
-            from . import examples
-
-            scene_factory = lambda: (
-                examples.load(  # noqa: E731
-                    args.example, n_worlds=args.worlds or 1, arch=args.arch
-                ).scene
-            )
-        else:
-            scene_factory = lambda: load_scene(
-                path,
-                n_worlds=args.worlds or 1,  # noqa: E731
-                arch=args.arch,
-            )
-        instead = (
-            f"fx2d run --example {args.example} --gif out.gif"
-            if args.example
-            else f"fx2d run {args.scene} --gif out.gif"
-        )
-        source = f"--example {args.example}" if args.example else str(args.scene)
+        scene_factory, instead, source = _file_to_view(args, parser)
     if args.frames is not None and args.frames < 1:
         parser.error("--frames must be >= 1")
     scene_factory = _compiled(scene_factory, args.dt)
@@ -452,28 +427,9 @@ def cmd_view(args, parser):
                 "--offscreen needs somewhere to write: --png-dir DIR, --gif PATH or "
                 "--screenshot PATH"
             )
-    overlays = Overlays(
-        contacts=args.contacts,
-        aabbs=args.aabbs,
-        joints=args.joints,
-        sleeping=args.sleeping,
-        hud=not args.no_hud,
-    )
+    options = _viewer_options(args)
     try:
-        written = run_viewer(
-            scene_factory,
-            dt=args.dt,
-            size=args.size,
-            offscreen=args.offscreen,
-            frames=args.frames,
-            png_dir=args.png_dir,
-            gif=args.gif,
-            screenshot=args.screenshot,
-            world=args.world or 0,
-            tiled=(False if args.world is not None else None),
-            overlays=overlays,
-            paused=args.paused,
-        )
+        written = run_viewer(scene_factory, **options)
     except ViewerUnavailable as exc:
         raise SystemExit(
             f"fx2d view: cannot open a window: {exc}\n"
@@ -485,6 +441,77 @@ def cmd_view(args, parser):
         raise SystemExit(f"fx2d view: {exc}") from None
     for item in written:
         print(f"wrote {item}")
+
+
+def _demo_to_view(args, parser):
+    """fx2d view --demo NAME: (scene factory, the command that renders it to a file
+    instead, the source as the command line names it)."""
+    from .demos import DEMOS
+
+    if args.scene or args.example:
+        parser.error(
+            "give one of a scene file or --example NAME or --demo NAME, not "
+            f"{'--example' if args.example else 'a scene file'} and --demo "
+            "together"
+        )
+    if args.demo not in DEMOS:
+        parser.error(f"no demo named {args.demo!r} (fx2d demo --list)")
+    kwargs = {"arch": args.arch}
+    if args.worlds:
+        kwargs["n_worlds"] = args.worlds
+
+    def scene_factory():
+        return DEMOS[args.demo](**kwargs)
+
+    return scene_factory, f"fx2d demo {args.demo} --gif out.gif", f"--demo {args.demo}"
+
+
+def _file_to_view(args, parser):
+    """fx2d view SCENE.yml or --example NAME: as _demo_to_view."""
+    from .io.scene_loader import load_scene
+
+    path, _ = _scene_source(parser, args, others=(("--demo NAME", args.demo),))
+
+    def scene_factory():
+        if args.example:  # the scene with its driver, which the viewer steps
+            from . import examples
+
+            return examples.load(args.example, n_worlds=args.worlds or 1, arch=args.arch).scene
+        return load_scene(path, n_worlds=args.worlds or 1, arch=args.arch)
+
+    if args.example:
+        return (
+            scene_factory,
+            f"fx2d run --example {args.example} --gif out.gif",
+            f"--example {args.example}",
+        )
+    return scene_factory, f"fx2d run {args.scene} --gif out.gif", str(args.scene)
+
+
+def _viewer_options(args) -> dict:
+    """run_viewer's keywords from fx2d view's options."""
+    from .draw.viewer import Overlays
+
+    overlays = Overlays(
+        contacts=args.contacts,
+        aabbs=args.aabbs,
+        joints=args.joints,
+        sleeping=args.sleeping,
+        hud=not args.no_hud,
+    )
+    return dict(
+        dt=args.dt,
+        size=args.size,
+        offscreen=args.offscreen,
+        frames=args.frames,
+        png_dir=args.png_dir,
+        gif=args.gif,
+        screenshot=args.screenshot,
+        world=args.world or 0,
+        tiled=(False if args.world is not None else None),
+        overlays=overlays,
+        paused=args.paused,
+    )
 
 
 #: What fx2d bench needs in the current folder: a source checkout's benchmark suite.
@@ -527,6 +554,26 @@ def main(argv=None):
     run = sub.add_parser("run", help="simulate a scene file (or --example NAME)")
     _add_scene_source(run, "Fx2D YAML scene file (or --example NAME)")
     _add_run_options(run, 600)
+    view = _add_view_parser(sub)
+    demo = _add_demo_parser(sub)
+    sub.add_parser(
+        "bench",
+        add_help=False,
+        help="run the benchmarks (from a source checkout): fx2d bench --help",
+    )
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["bench"]:  # everything after "bench" is the benchmark runner's
+        cmd_bench(argv[1:])
+        return 0
+    args = parser.parse_args(argv)
+    command = {"run": (cmd_run, run), "demo": (cmd_demo, demo), "view": (cmd_view, view)}
+    handler, subparser = command[args.command]
+    handler(args, subparser)
+    return 0
+
+
+def _add_view_parser(sub):
+    """fx2d view's parser and options, added to the subcommands `sub`."""
     view = sub.add_parser("view", help="watch a scene file in a window (GGUI)")
     _add_scene_source(view, "Fx2D YAML scene file (or --example NAME, or --demo NAME)")
     view.add_argument(
@@ -575,6 +622,11 @@ def main(argv=None):
     view.add_argument(
         "--paused", action="store_true", help="start paused (space runs, n steps once)"
     )
+    return view
+
+
+def _add_demo_parser(sub):
+    """fx2d demo's parser and options, added to the subcommands `sub`."""
     demo = sub.add_parser(
         "demo", help="run a built-in demo (--list: the demos and the example scenes)"
     )
@@ -587,20 +639,7 @@ def main(argv=None):
     demo.add_argument("--bodies", type=int, default=None, help="bodies, where the demo has some")
     demo.add_argument("--base", type=int, default=None, help="pyramid base (boxes)")
     _add_run_options(demo, 180)
-    sub.add_parser(
-        "bench",
-        add_help=False,
-        help="run the benchmarks (from a source checkout): fx2d bench --help",
-    )
-    argv = sys.argv[1:] if argv is None else list(argv)
-    if argv[:1] == ["bench"]:  # everything after "bench" is the benchmark runner's
-        cmd_bench(argv[1:])
-        return 0
-    args = parser.parse_args(argv)
-    command = {"run": (cmd_run, run), "demo": (cmd_demo, demo), "view": (cmd_view, view)}
-    handler, subparser = command[args.command]
-    handler(args, subparser)
-    return 0
+    return demo
 
 
 if __name__ == "__main__":
