@@ -335,6 +335,42 @@ def as_count(value, name: str) -> int:
     return int(value)
 
 
+#: Fx2D's time-step bounds, s: a step below MIN_DT is refused, one above MAX_DT clamped.
+MIN_DT = 1e-3
+MAX_DT = 0.06
+
+
+def as_step_length(dt, name: str = "dt") -> float:
+    """The seconds a step of `dt` advances: dt, a number >= MIN_DT (Scene.step and
+    ShardedScene.step refuse a shorter one), clamped to MAX_DT.
+
+    Raises:
+        TypeError: dt is not a number.
+        ValueError: dt is not finite, beyond float32's range or below MIN_DT.
+    """
+    dt = as_real(dt, name)
+    if dt < MIN_DT:
+        raise ValueError(f"{name} must be >= {MIN_DT} s, got {dt}")
+    return min(dt, MAX_DT)
+
+
+def as_step_count(value, name: str, most: int) -> int:
+    """`value` as a count of steps taken in one call, 1 to `most` (as_count's rule, and a
+    bound for longer runs: step in a loop).
+
+    Raises:
+        TypeError: value is not an int.
+        ValueError: value below 1 or above `most`.
+    """
+    count = as_count(value, name)
+    if count > most:
+        raise ValueError(
+            f"{name} must be at most {most} steps a call, got {count}: "
+            "step in a loop for a longer run"
+        )
+    return count
+
+
 def as_index(value, label: str, count: int, plural: str, owner: str = "scene") -> int:
     """`value` as an index below `count`, else TypeError / ValueError naming `label`
     ("{label} 9 out of range ({owner} has {count} {plural})")."""

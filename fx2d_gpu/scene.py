@@ -23,7 +23,9 @@ from .access.snapshots import (
     take_snapshot,
 )
 from .access.world_resets import state_rows
-from .checks import as_bool, as_count, as_index, as_real, as_vector2
+from .checks import MAX_DT as MAX_DT  # (cli.py reads the step bounds here)
+from .checks import MIN_DT as MIN_DT
+from .checks import as_bool, as_count, as_index, as_step_length, as_vector2
 from .device import residency, runtime, transfer
 from .device.residency import Binding, serialized
 from .enums import DEFAULT_MIXING
@@ -48,10 +50,6 @@ from .physics.solver.stages import STAGES as SOLVERS
 from .physics.solver.step import step as run_step
 from .records import ContactEvents, Contacts, JointState, Overlaps, RayHitList, RayHits, State
 from .shapes import MAX_COORDINATE
-
-#: Fx2D's time-step bounds, s: below MIN_DT step() raises, above MAX_DT it is clamped.
-MIN_DT = 1e-3
-MAX_DT = 0.06
 
 
 class Scene(ModelQueries, SceneCopies):
@@ -581,10 +579,7 @@ class Scene(ModelQueries, SceneCopies):
 
     def _advance(self, dt, profile):
         """step(dt), its stages timed into `profile` (solver/profile.py)."""
-        dt = as_real(dt, "dt")
-        if dt < MIN_DT:
-            raise ValueError(f"dt must be >= {MIN_DT} s, got {dt}")
-        dt = min(dt, MAX_DT)
+        dt = as_step_length(dt)
         runtime.check_mapping_headroom()  # software Vulkan: a clear error, not a crash
         ctx = self._context(dt)
         edits.upload_forces(ctx, self._pending_forces)
@@ -708,7 +703,7 @@ class Scene(ModelQueries, SceneCopies):
 
         Each value is None (kept), a scalar (every addressed world), (k_worlds,) or (k_worlds,
         k_bodies), in the body keywords' units (see Scene): mass (kg) > 0, at most
-        builder.MAX_MASS; inertia (kg m²) > 0 (left None while the mass changes, one from the
+        masses.MAX_MASS; inertia (kg m²) > 0 (left None while the mass changes, one from the
         shape follows the new mass, one given by hand stays); static_friction, dynamic_friction,
         elasticity and vel_damping (1/s) >= 0; gravity_scale finite. A static body (mass 0) takes
         no mass or inertia, a dynamic one no mass 0. World w then steps bit for bit as a one-world

@@ -29,13 +29,13 @@ from ..access.readout import check_state_out, float_dtype
 from ..access.snapshots import SceneSnapshot
 from ..access.spatial_queries import body_indices, joint_indices
 from ..access.world_resets import state_rows
-from ..checks import as_bool, as_count, as_index, as_real
+from ..checks import as_bool, as_count, as_index, as_real, as_step_count, as_step_length
 from ..model.builder import add_forces, check_forces, check_mode_targets, check_state, check_targets
 from ..model.model_queries import ModelQueries
 from ..model.world_params import BODY_PARAMS, WorldParams, world_selection
 from ..physics.solver.faults import SimulationError
 from ..records import ContactEvents, State
-from ..scene import MAX_DT, MIN_DT, Scene
+from ..scene import Scene
 from .worker import ShardWorker, Source
 
 #: What a lost shard does to the call that found it lost.
@@ -323,15 +323,8 @@ class ShardedScene(ModelQueries):
                 rebuilt).
         """
         self._check_open()
-        dt = as_real(dt, "dt")
-        if dt < MIN_DT:
-            raise ValueError(f"dt must be >= {MIN_DT} s, got {dt}")
-        n = as_count(n, "n")
-        if n > MAX_STEPS_PER_CALL:
-            raise ValueError(
-                f"n must be at most {MAX_STEPS_PER_CALL} steps a call, got {n}: "
-                "step in a loop for a longer run"
-            )
+        dt = as_step_length(dt)
+        n = as_step_count(n, "n", MAX_STEPS_PER_CALL)
         self._check_usable(changing=True)
         # Until the clock has counted the steps, the scene refuses to step: a KeyboardInterrupt
         # anywhere below leaves it so (see _run_batches for the shards' side).
@@ -378,9 +371,10 @@ class ShardedScene(ModelQueries):
         self._broken = None
 
     def _advance_clock(self, dt: float, n: int):
-        """time and step_count after n steps of dt, summed step by step as Scene's."""
+        """time and step_count after n steps of dt (s, as_step_length's), summed step by
+        step as Scene's."""
         for _ in range(n):
-            self.time += min(dt, MAX_DT)
+            self.time += dt
         self.step_count += n
 
     # ------------------------------------------------------------------ changes (queued)
