@@ -288,12 +288,15 @@ def records_equal(x, y) -> bool:
 TRACE_FIELDS = ("position", "angle", "velocity", "angular_velocity", "sleeping")
 
 
-def trace(scene: fx.Scene, steps: int) -> dict:
+def trace(scene: fx.Scene, steps: int, each=None) -> dict:
     """What `steps` steps produced: the state, and every step's touching pairs (with their
-    impulses) and begin/end events."""
+    impulses) and begin/end events. `each(scene)`, if given, is called after every step,
+    before the step's contacts are read (to note what the step did)."""
     contacts, events = [], []
     for _ in range(steps):
         scene.step(DT)
+        if each is not None:
+            each(scene)
         c = scene.contacts(world=None)
         contacts.append((c.world, c.body_a, c.body_b, c.normal_impulse, c.tangent_impulse))
         e = scene.contact_events()

@@ -148,7 +148,7 @@ def _first_and_last_meet(counts: ti.template(), n_worlds: ti.i32, stride: ti.i32
         world = team.member_of(item, stride)
         if world == 0 or world == n_worlds - 1:
             team.barrier(counts, 2, team.PROBE_SPIN_LIMIT)
-    return counts.barrier[team._TIMEOUTS]
+    return counts.barrier[team.TIMEOUTS]
 
 
 def test_a_few_hundred_worlds_solve_on_every_cpu_thread(arch, monkeypatch):
@@ -167,12 +167,12 @@ def test_a_few_hundred_worlds_solve_on_every_cpu_thread(arch, monkeypatch):
     counts = ctx.pool.counts
     try:
         if team.usable_threads() > 1:
-            team._clear(counts)
+            team.clear_barriers(counts)
             assert _first_and_last_meet(counts, 256, stride) == 0
-        team._clear(counts)
+        team.clear_barriers(counts)
         assert _first_and_last_meet(counts, 256, 1) == 1  # one task: one thread
     finally:
-        team._clear(counts)
+        team.clear_barriers(counts)
     # And the results are the same whatever the stride (a world stays on one thread).
     strided = trace(scene, 30)
     monkeypatch.setattr(team, "world_stride", lambda ctx: 1)

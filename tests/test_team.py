@@ -3,13 +3,15 @@ barriers between stages. The independent reference is the path that launches one
 stage and group of colours: the two must agree bit for bit, since a barrier orders the
 stages exactly as separate loops do and a colour's constraints share no dynamic body."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 
 import fx2d_gpu as fx
 from fx2d_gpu import device
-from fx2d_gpu.device import runtime
-from fx2d_gpu.physics.solver import coloring, fused, staged, team
+from fx2d_gpu.device import launching, runtime
+from fx2d_gpu.physics.solver import team
 
 from .helpers import GENERAL_PATH, PER_STAGE, assert_same_trace, machine_scene, trace, with_options
 
@@ -43,48 +45,39 @@ def hanging_chains_over_a_pile(arch: str, n_worlds: int = 1) -> fx.Scene:
     return scene
 
 
-def count_calls(monkeypatch, module, name: str) -> list:
-    """Each call of module.<name> from now on appends its positional arguments after the
-    first (the context)."""
-    calls, original = [], getattr(module, name)
-    monkeypatch.setattr(module, name, lambda *a, **k: calls.append(a[1:]) or original(*a, **k))
-    return calls
+#: Timings under which every step of a large scene takes the team the last probe gave,
+#: whatever this machine's timing noise: no duel trials (TeamTimings.duel_steps, and no
+#: step counts as slow) and no new barrier probe (reprobe_requests, and
+#: reprobe_failed_requests after a probe that a busy moment failed).
+STEADY = team.TeamTimings(
+    reprobe_requests=10**9, reprobe_failed_requests=10**9, duel_slow=float("inf"), duel_steps=10**9
+)
 
 
-def count_team_steps(monkeypatch) -> list:
-    """count_calls of the steps whose substeps ran on a team: substeps_by_team's calls and
-    the one-launch kept steps whose colouring held (fused.kept_step_by_team ran their
-    substeps; where it did not hold, substeps_by_team runs them after)."""
-    calls = count_calls(monkeypatch, fused, "substeps_by_team")
-    kept_step = fused.kept_step_by_team
-
-    def counted(ctx, threads, refit=None):
-        code, refitted = kept_step(ctx, threads, refit)
-        if (refitted is None or fused.refit_keeps(refitted)) and code & coloring.HOLDS:
-            calls.append((threads,))
-        return code, refitted
-
-    monkeypatch.setattr(fused, "kept_step_by_team", counted)
-    return calls
+def steady(scene: fx.Scene, **timings) -> fx.Scene:
+    """`scene` on STEADY timings, changed by `timings` (keyword per TeamTimings attribute).
+    New timings start the duel afresh (a team of several threads, no history)."""
+    return with_options(scene, team_timings=dataclasses.replace(STEADY, **timings))
 
 
-def steady_team(monkeypatch):
-    """No duel trials (team.DUEL_STEPS) and no new barrier probe (team.REPROBE_REQUESTS,
-    REPROBE_FAILED_REQUESTS after a probe that a busy moment failed): every step of a large
-    scene takes the team the last probe gave, whatever this machine's timing noise."""
-    monkeypatch.setattr(team, "REPROBE_REQUESTS", 10**9)
-    monkeypatch.setattr(team, "REPROBE_FAILED_REQUESTS", 10**9)
-    monkeypatch.setattr(team, "DUEL_SLOW", float("inf"))
-    monkeypatch.setattr(team, "DUEL_STEPS", 10**9)
-    monkeypatch.setitem(team._duel, "interval", 10**9)
-    monkeypatch.setitem(team._duel, "many", True)
+def team_sizes(scene: fx.Scene, steps: int, sizes: list) -> list:
+    """`steps` steps of `scene`, each appending to `sizes` the threads of the team that ran
+    its substeps (team.status().step_threads; 0: no team ran them); returns `sizes`."""
+    for _ in range(steps):
+        scene.step(1 / 60)
+        sizes.append(team.status().step_threads)
+    return sizes
 
 
-def team_scene(arch, monkeypatch):
-    """hanging_chains_over_a_pile after a step on a steady team (steady_team), or None
-    where this machine gives it no team of several threads (checked: none, or one)."""
-    steady_team(monkeypatch)
-    scene = hanging_chains_over_a_pile(arch)
+def on_team(sizes: list):
+    """trace()'s `each`: appends each step's team (as team_sizes)."""
+    return lambda scene: sizes.append(team.status().step_threads)
+
+
+def team_scene(arch):
+    """hanging_chains_over_a_pile on STEADY timings after a step, or None where this
+    machine gives it no team of several threads (checked: none, or one)."""
+    scene = steady(hanging_chains_over_a_pile(arch))
     scene.step(1 / 60)
     if expected_threads(scene) < 2:
         assert team.threads_for(scene.step_context()) in (0, 1)
@@ -97,56 +90,61 @@ def expected_threads(scene: fx.Scene) -> int:
     team of one); none on a GPU backend, whose threads are not all resident at once (a
     barrier could wait forever)."""
     counts = scene.step_context().pool.counts
-    return team.probe_threads(counts) if runtime.on_cpu() else 0
+    timings = scene.step_options.team_timings
+    return team.probe_threads(counts, timings) if runtime.on_cpu() else 0
 
 
-def team_of_every_step(calls: list, n_steps: int) -> int:
-    """The team size all n_steps steps ran on (calls: count_calls' of substeps_by_team): one
+def team_of_every_step(sizes: list, n_steps: int) -> int:
+    """The team size all n_steps steps ran on (sizes: each step's team, as team_sizes): one
     size throughout, the CPUs this process may use or one thread (a probe that found the
     barriers slow); no team off a CPU. Read from the steps, not probed again: a probe
     after the steps can meet a busier machine."""
+    assert len(sizes) == n_steps
     if not runtime.on_cpu():
-        assert not calls
+        assert not any(sizes)
         return 0
-    sizes = {c[0] for c in calls}
-    assert len(calls) == n_steps and len(sizes) == 1, sizes
-    threads = sizes.pop()
+    assert len(set(sizes)) == 1, set(sizes)
+    threads = sizes[0]
     assert threads in (1, team.usable_threads())
     return threads
 
 
 @pytest.mark.parametrize("n_worlds", [1, 2])
-def test_a_team_steps_bit_for_bit_like_one_launch_per_stage(arch, n_worlds, monkeypatch):
-    steady_team(monkeypatch)
-    calls = count_team_steps(monkeypatch)
-    scene = hanging_chains_over_a_pile(arch, n_worlds)
-    on_team = trace(scene, 40)
-    team_of_every_step(calls, 40)
+def test_a_team_steps_bit_for_bit_like_one_launch_per_stage(arch, n_worlds):
+    sizes = []
+    scene = steady(hanging_chains_over_a_pile(arch, n_worlds))
+    teamed = trace(scene, 40, each=on_team(sizes))
+    team_of_every_step(sizes, 40)
     assert scene.n_overflow == 0 and scene.n_colors >= 4  # every colour took its turn
-    assert on_team["events"][0][0] > 0  # contacts from the first step on
+    assert teamed["events"][0][0] > 0  # contacts from the first step on
 
-    calls.clear()
-    per_stage = trace(with_options(hanging_chains_over_a_pile(arch, n_worlds), **PER_STAGE), 40)
-    assert not calls
-    assert_same_trace(on_team, per_stage)
+    sizes.clear()
+    per_stage = trace(
+        with_options(hanging_chains_over_a_pile(arch, n_worlds), **PER_STAGE),
+        40,
+        each=on_team(sizes),
+    )
+    assert not any(sizes)
+    assert_same_trace(teamed, per_stage)
     # The chains held (the joints were solved in every colour): no anchor gap past 1 cm.
     anchors = scene.joint_anchors()
     assert np.linalg.norm(anchors[..., 0, :] - anchors[..., 1, :], axis=-1).max() < 0.01
 
 
-def test_colours_per_launch_change_no_bit(arch, monkeypatch):
+def test_colours_per_launch_change_no_bit(arch):
     """One launch per stage solves StepOptions.colors_per_launch colours a launch (a GPU's
     way): 3 a launch (the last launch's colours past the scene's left empty) steps bit for
-    bit like the default 2, as colours run in the same order whatever the launches."""
-    launches = count_calls(monkeypatch, staged, "_solve_colors")
+    bit like the default 2, as colours run in the same order whatever the launches (the
+    launch counter: the same steps of the same scene, only the colour passes differ)."""
+    before = launching.launch_count()
     default = trace(with_options(hanging_chains_over_a_pile(arch), **PER_STAGE), 25)
-    per_default = len(launches)
-    launches.clear()
+    per_default = launching.launch_count() - before
+    before = launching.launch_count()
     three = trace(
         with_options(hanging_chains_over_a_pile(arch), **PER_STAGE, colors_per_launch=3), 25
     )
     assert_same_trace(default, three)
-    assert len(launches) < per_default  # fewer launches did the same work
+    assert launching.launch_count() - before < per_default  # fewer launches, the same work
     scene = with_options(hanging_chains_over_a_pile(arch), **PER_STAGE)
     with pytest.raises(ValueError, match="colors_per_launch"):
         scene.step_options = {"team": False, "colors_per_launch": 0}
@@ -183,44 +181,45 @@ def with_overflow(scene: fx.Scene) -> fx.Scene:
     return scene
 
 
-def test_a_team_solves_the_overflow_colour_bit_for_bit_like_its_kernels(arch, monkeypatch):
+def test_a_team_solves_the_overflow_colour_bit_for_bit_like_its_kernels(arch):
     """The overflow colour (Jacobi pairs, joints in order) inside the team's launch, on a
     scene large enough for a team of several threads: the same results as the overflow's
     own kernels (solver/overflow.py) between one launch per stage."""
-    steady_team(monkeypatch)
-    calls = count_team_steps(monkeypatch)
-    scene = with_overflow(hanging_chains_over_a_pile(arch))
-    overflow = []
-    monkeypatch.setattr(
-        scene,
-        "contact_events",
-        lambda original=scene.contact_events: overflow.append(scene.n_overflow) or original(),
-    )  # trace() asks once a step
-    on_team = trace(scene, 30)
-    team_of_every_step(calls, 30)
+    sizes, overflow = [], []
+
+    def each(scene):
+        sizes.append(team.status().step_threads)
+        overflow.append(scene.n_overflow)
+
+    scene = steady(with_overflow(hanging_chains_over_a_pile(arch)))
+    teamed = trace(scene, 30, each=each)
+    team_of_every_step(sizes, 30)
     assert min(overflow) >= 20  # 10 pairs on the plank, 10 spokes' joints
     assert min(overflow) > 0 and scene.n_colors == device.MAX_COLORS
 
-    calls.clear()
+    sizes.clear()
     per_stage = trace(
-        with_options(with_overflow(hanging_chains_over_a_pile(arch)), **PER_STAGE), 30
+        with_options(with_overflow(hanging_chains_over_a_pile(arch)), **PER_STAGE),
+        30,
+        each=on_team(sizes),
     )
-    assert not calls
-    assert_same_trace(on_team, per_stage)
+    assert not any(sizes)
+    assert_same_trace(teamed, per_stage)
 
 
-def test_a_team_of_one_thread_runs_a_serial_scene(arch, monkeypatch):
+def test_a_team_of_one_thread_runs_a_serial_scene(arch):
     """Scenes of at most device.SERIAL_SLOTS body slots on a CPU: one launch on one thread,
     with the results of their ~100 serial launches (the small-world machine, stepped as
     large worlds)."""
-    calls = count_team_steps(monkeypatch)
+    sizes = []
     scene = machine_scene(3, arch, step_options={"small_world_path": False})
     assert scene.n_bodies * 3 <= device.SERIAL_SLOTS
-    on_team = trace(scene, 100)
-    assert [c[0] for c in calls] == [1] * (100 if runtime.on_cpu() else 0)
-    calls.clear()  # the general path and no team either
-    assert_same_trace(on_team, trace(machine_scene(3, arch, step_options=GENERAL_PATH), 100))
-    assert not calls
+    teamed = trace(scene, 100, each=on_team(sizes))
+    assert sizes == [1 if runtime.on_cpu() else 0] * 100
+    sizes.clear()  # the general path and no team either
+    general = trace(machine_scene(3, arch, step_options=GENERAL_PATH), 100, each=on_team(sizes))
+    assert_same_trace(teamed, general)
+    assert not any(sizes)
 
 
 def test_a_team_larger_than_the_thread_pool_times_out_instead_of_hanging(arch):
@@ -232,82 +231,75 @@ def test_a_team_larger_than_the_thread_pool_times_out_instead_of_hanging(arch):
         return
     counts = scene.step_context().pool.counts
     threads = team.usable_threads()
-    team._clear(counts)
-    assert team._probe(counts, threads + 1, 2) > 0
-    team._clear(counts)
+    team.clear_barriers(counts)
+    assert team.probe_barriers(counts, threads + 1, 2) > 0
+    team.clear_barriers(counts)
     if threads > 1:  # a team that fits passes the same barriers
-        assert team._probe(counts, threads, 2) == 0
+        assert team.probe_barriers(counts, threads, 2) == 0
 
 
-def test_a_wait_past_its_limit_raises_and_later_steps_launch_per_stage(arch, monkeypatch):
-    steady_team(monkeypatch)
-    scene = hanging_chains_over_a_pile(arch)
-    scene.step(1 / 60)
-    if expected_threads(scene) < 2:
-        assert team.threads_for(scene.step_context()) in (0, 1)  # no barrier to wait at
+def test_a_wait_past_its_limit_raises_and_later_steps_launch_per_stage(arch):
+    scene = team_scene(arch)
+    if scene is None:  # no barrier to wait at
         return
-    monkeypatch.setitem(team._state, "broken", False)  # restored after
-    # A wait that ran out, as the device counts it (the substeps' launch reads the count).
-    scene.step_context().pool.counts.barrier[team._TIMEOUTS] = 1
-    with pytest.raises(RuntimeError, match="never reached a barrier"):
-        scene.step(1 / 60)
-    assert team.probe_threads(scene.step_context().pool.counts) == 0
-    calls = count_team_steps(monkeypatch)
-    scene.step(1 / 60)
-    assert not calls
+    try:
+        # A wait that ran out, as the device counts it (the substeps' launch reads the count).
+        scene.step_context().pool.counts.barrier[team.TIMEOUTS] = 1
+        with pytest.raises(RuntimeError, match="never reached a barrier"):
+            scene.step(1 / 60)
+        assert team.status().broken
+        assert team.probe_threads(scene.step_context().pool.counts) == 0
+        sizes = team_sizes(scene, 1, [])
+        assert sizes == [0]
+    finally:
+        team.reset()  # the team back for the process's later tests
 
 
-def test_a_busy_machine_stops_using_the_team_and_a_quiet_one_takes_it_back(arch, monkeypatch):
-    """Probed again every REPROBE_REQUESTS calls (one a step): barriers slower than
-    MAX_BARRIER_S (here made impossible to meet) leave a team of one thread (no barrier to
-    wait at, no kernel to compile), and the team comes back once they are fast."""
-    scene = team_scene(arch, monkeypatch)
+def test_a_busy_machine_stops_using_the_team_and_a_quiet_one_takes_it_back(arch):
+    """Probed again every TeamTimings.reprobe_requests calls (one a step): barriers slower
+    than max_barrier_s (here made impossible to meet) leave a team of one thread (no
+    barrier to wait at, no kernel to compile), and the team comes back once they are
+    fast."""
+    scene = team_scene(arch)
     if scene is None:
         return
-    calls = count_team_steps(monkeypatch)
+    sizes = []
     compiled = device.compiled_kernel_count()
-    monkeypatch.setattr(team, "REPROBE_REQUESTS", 3)  # probed again at the 4th step
-    monkeypatch.setitem(team._state, "requests", 0)
-    monkeypatch.setattr(team, "MAX_BARRIER_S", 0.0)  # every barrier counts as too slow
-    for _ in range(4):
-        scene.step(1 / 60)
-    assert team._state["threads"] == 1 and calls[-1] == (1,)
+    # Probed again within 4 steps (every 3), every barrier counting as too slow.
+    steady(scene, reprobe_requests=3, max_barrier_s=0.0)
+    team_sizes(scene, 4, sizes)
+    assert team.status().probed_threads == 1 and sizes[-1] == 1
     assert device.compiled_kernel_count() == compiled
-    monkeypatch.setattr(team, "MAX_BARRIER_S", 1.0)
-    for _ in range(4):
-        scene.step(1 / 60)
-    assert team._state["threads"] == team.usable_threads()
-    assert calls[-1] == (team.usable_threads(),)
+    steady(scene, reprobe_requests=3, max_barrier_s=1.0)
+    team_sizes(scene, 4, sizes)
+    assert team.status().probed_threads == team.usable_threads()
+    assert sizes[-1] == team.usable_threads()
 
 
-def test_a_probe_that_failed_once_is_tried_again_soon(arch, monkeypatch):
+def test_a_probe_that_failed_once_is_tried_again_soon(arch):
     """A moment of other work can fail every try of one barrier probe: the team of one it
-    leaves is probed again after team.REPROBE_FAILED_REQUESTS calls (one a step), not
-    REPROBE_REQUESTS (here never), and the team comes back."""
-    scene = team_scene(arch, monkeypatch)
+    leaves is probed again after TeamTimings.reprobe_failed_requests calls (one a step),
+    not reprobe_requests (here never), and the team comes back."""
+    scene = team_scene(arch)
     if scene is None:
         return
-    calls = count_team_steps(monkeypatch)
-    monkeypatch.setattr(team, "REPROBE_FAILED_REQUESTS", 5)  # (steady_team's: never)
-    monkeypatch.setitem(team._state, "threads", None)  # probe at the next step
-    monkeypatch.setattr(team, "MAX_BARRIER_S", 0.0)  # that probe fails
-    scene.step(1 / 60)
-    assert team._state["threads"] == 1 and calls[-1] == (1,)
-    monkeypatch.setattr(team, "MAX_BARRIER_S", 1.0)  # the moment has passed
-    steps = team.REPROBE_FAILED_REQUESTS + 2
-    for _ in range(steps):
-        scene.step(1 / 60)
-    assert team._state["threads"] == team.usable_threads()
-    assert calls[-1] == (team.usable_threads(),)
+    sizes = []
+    steady(scene, reprobe_requests=1, max_barrier_s=0.0)  # a probe at the next step fails
+    team_sizes(scene, 1, sizes)
+    assert team.status().probed_threads == 1 and sizes[-1] == 1
+    steady(scene, reprobe_failed_requests=5, max_barrier_s=1.0)  # the moment has passed
+    team_sizes(scene, 5 + 2, sizes)
+    assert team.status().probed_threads == team.usable_threads()
+    assert sizes[-1] == team.usable_threads()
 
 
-def test_steps_slowed_by_other_processes_move_to_a_team_of_one_and_back(arch, monkeypatch):
+def test_steps_slowed_by_other_processes_move_to_a_team_of_one_and_back(arch):
     """The duel (team.DUEL_STEPS): a step's wall time shows what the barrier probe cannot,
-    a machine busy with other processes. Here a clock stands in for the machine: a step on
-    a team of several threads takes 1 s while the machine is busy, 0.1 s when it is quiet;
-    one on a team of one thread 0.4 s. Two slow steps call a trial of the team of one,
-    which wins; the periodic trial of the team wins once the machine is quiet; bit for bit the
-    same states all along."""
+    a machine busy with other processes. Here a clock (TeamTimings.clock) stands in for
+    the machine: a step on a team of several threads takes 1 s while the machine is busy,
+    0.1 s when it is quiet; one on a team of one thread 0.4 s. Two slow steps call a trial
+    of the team of one, which wins; the periodic trial of the team wins once the machine is
+    quiet; bit for bit the same states all along."""
     scene = hanging_chains_over_a_pile(arch)
     scene.step(1 / 60)
     if expected_threads(scene) < 2:
@@ -315,75 +307,73 @@ def test_steps_slowed_by_other_processes_move_to_a_team_of_one_and_back(arch, mo
         return
     reference = hanging_chains_over_a_pile(arch)
     reference.step(1 / 60)
-    calls = count_team_steps(monkeypatch)
+    sizes = []
     machine = {"busy": False, "now": 0.0, "calls": 0}
 
     def clock():
         # Called when a duelling step starts, then when it ends: its duration is charged at
-        # its end, on the team the duel gave it.
+        # its end, on the team that ran it.
         machine["calls"] += 1
         if machine["calls"] % 2 == 0:
-            many = team._duel["now"]
+            many = team.status().step_threads > 1
             machine["now"] += (1.0 if machine["busy"] else 0.1) if many else 0.4
         return machine["now"]
 
-    monkeypatch.setattr(team, "_clock", clock)
-    monkeypatch.setattr(team, "DUEL_STEPS", 100)  # no periodic trial before the busy steps
-    monkeypatch.setattr(team, "DUEL_MAX_STEPS", 6)  # then one every 5-6 steps
-    monkeypatch.setitem(team._duel, "scene", None)  # a new scene: the duel starts afresh
+    # New timings: the duel starts afresh. No periodic trial before the busy steps, then
+    # one every 5-6 steps.
+    with_options(
+        scene, team_timings=team.TeamTimings(clock=clock, duel_steps=100, duel_max_steps=6)
+    )
     states = []
     for i in range(26):
         machine["busy"] = 4 <= i < 14
-        scene.step(1 / 60)
+        team_sizes(scene, 1, sizes)
         states.append(scene.get_state().position)
     threads = team.usable_threads()
-    sizes = [call[0] for call in calls]
     assert sizes[:6] == [threads] * 6  # quiet, then the first two busy steps: the team
     assert sizes[6] == 1  # the trial the two slow steps called: a team of one, which wins
     assert sizes[7:9] == [threads] * 2  # its checks: the team, still slow
     assert sizes[9:14].count(threads) <= 1  # busy: a team of one (the team on a trial)
     # Quiet from step 14: a trial of the team wins and two steps of one confirm it.
-    assert sizes[21:24] == [threads] * 3 and team._duel["many"]  # the team is back
+    assert sizes[21:24] == [threads] * 3 and team.status().many  # the team is back
     assert sizes[21:].count(1) <= 1  # (a team of one on a trial)
-    assert team._duel["switches"] >= 2
+    assert team.status().switches >= 2
     reference.step_options = PER_STAGE  # the reference: a launch per stage
     for i in range(26):
         reference.step(1 / 60)
         np.testing.assert_array_equal(reference.get_state().position, states[i])
 
 
-def test_a_scenes_own_slow_steps_leave_the_team_in_place(arch, monkeypatch):
+def test_a_scenes_own_slow_steps_leave_the_team_in_place(arch):
     """Slow steps that are the scene's own work (a fresh colouring, a step that colours
     again: 2-5 times its usual step on the 2-core CPU), not a busy machine, call a trial
     that wins against them; the steps that check it run at the usual speed, so the team
-    stays. A clock stands in for the machine: a step on the team takes 0.1 s, 0.5 s in a
-    burst of three costly steps (two that call the trial, one after it), on a team of one
-    0.4 s. With a single check step (the costly one) the duel switched to a team of one."""
+    stays. A clock (TeamTimings.clock) stands in for the machine: a step on the team takes
+    0.1 s, 0.5 s in a burst of three costly steps (two that call the trial, one after it),
+    on a team of one 0.4 s. With a single check step (the costly one) the duel switched to
+    a team of one."""
     scene = hanging_chains_over_a_pile(arch)
     scene.step(1 / 60)
     if expected_threads(scene) < 2:
         return
-    calls = count_team_steps(monkeypatch)
+    sizes = []
     clock_state = {"now": 0.0, "calls": 0, "step": 0}
     costly = {4, 5, 7}  # two slow steps, the trial (6), one more slow step
 
     def clock():
         clock_state["calls"] += 1
         if clock_state["calls"] % 2 == 0:
-            many = team._duel["now"]
+            many = team.status().step_threads > 1
             slow = clock_state["step"] in costly
             clock_state["now"] += (0.5 if slow else 0.1) if many else 0.4
             clock_state["step"] += 1
         return clock_state["now"]
 
-    monkeypatch.setattr(team, "_clock", clock)
-    monkeypatch.setattr(team, "DUEL_STEPS", 100)  # no periodic trial in these steps
-    monkeypatch.setitem(team._duel, "scene", None)
-    switches = team._duel["switches"]
-    for _ in range(16):
-        scene.step(1 / 60)
+    # New timings: the duel starts afresh; no periodic trial in these steps.
+    with_options(scene, team_timings=team.TeamTimings(clock=clock, duel_steps=100))
+    switches = team.status().switches
+    team_sizes(scene, 16, sizes)
     threads = team.usable_threads()
-    sizes = [call[0] for call in calls]
     assert sizes[6] == 1  # the trial the two slow steps called
     assert sizes[:6] + sizes[7:] == [threads] * 15  # and the team all along otherwise
-    assert team._duel["many"] and team._duel["switches"] == switches
+    assert team.status().many and team.status().switches == switches

@@ -33,6 +33,7 @@ from enum import Enum
 from typing import TYPE_CHECKING
 
 from ...device import MAX_COLORS
+from .team import TeamTimings
 
 if TYPE_CHECKING:
     from .context import StepContext
@@ -126,9 +127,13 @@ class StepOptions:
             (see solver/staged.py).
         noted_partners: partners a body notes while the broad phase counts its pairs
             (collision/broad_phase.py), 0 or more; a body with more searches again.
+        team_timings: when the CPU team's barriers are probed again and how its duel
+            chooses between a team of several threads and one, with the clock it times
+            steps by (solver/team.py's TeamTimings; the defaults are the measured ones).
 
     Raises:
-        TypeError: a flag is not a bool, or a count not an int.
+        TypeError: a flag is not a bool, a count not an int, team_timings not a
+            TeamTimings.
         ValueError: colors_per_launch outside [1, MAX_COLORS], noted_partners below 0.
     """
 
@@ -146,11 +151,12 @@ class StepOptions:
     color_small_worlds: bool = False
     colors_per_launch: int = 2
     noted_partners: int = 8
+    team_timings: TeamTimings = TeamTimings()
 
     def __post_init__(self):
         for option in dataclasses.fields(self):
             value = getattr(self, option.name)
-            wanted = bool if option.type in ("bool", bool) else int
+            wanted = {"bool": bool, "int": int, "TeamTimings": TeamTimings}[str(option.type)]
             if not isinstance(value, wanted) or (wanted is int and isinstance(value, bool)):
                 raise TypeError(
                     f"StepOptions.{option.name} must be {wanted.__name__}, got "

@@ -24,6 +24,8 @@ a team (their threads are not all resident at once; a serial loop there is one G
 import contextlib
 import os
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import taichi as ti
@@ -91,15 +93,92 @@ DUEL_MARGIN = 0.8
 DUEL_SLOW = 2.0
 DUEL_HISTORY = 3
 DUEL_CHECKS = 2
+
+
+@dataclass(frozen=True)
+class TeamTimings:
+    """When the team's barriers are probed again and how its duel chooses, per scene
+    (StepOptions.team_timings). The defaults are the module's constants above, whose
+    comments say why each has its value; a test or a measurement asks for others (a duel
+    that never trials, a probe every step, a clock that stands in for the machine).
+
+    Attributes:
+        reprobe_requests: probe_threads calls (one a step) after which the barriers are
+            probed again (REPROBE_REQUESTS).
+        reprobe_failed_requests: the same after a probe that failed
+            (REPROBE_FAILED_REQUESTS).
+        max_barrier_s: the most seconds one barrier of a probe may take on average for the
+            team to keep its threads (MAX_BARRIER_S).
+        duel_steps: steps between the duel's trials at first (DUEL_STEPS).
+        duel_max_steps: the most steps between trials (DUEL_MAX_STEPS).
+        duel_margin: a team of one wins a trial in under this fraction of the choice's
+            time (DUEL_MARGIN).
+        duel_slow: a step this many times the history's median is slow (DUEL_SLOW).
+        duel_history: steps of the history whose median a trial is measured against
+            (DUEL_HISTORY).
+        duel_checks: steps after a trial that won which check it (DUEL_CHECKS).
+        clock: seconds now, by which the duel times a step (called as the step starts and
+            as it ends; time.perf_counter).
+    """
+
+    reprobe_requests: int = REPROBE_REQUESTS
+    reprobe_failed_requests: int = REPROBE_FAILED_REQUESTS
+    max_barrier_s: float = MAX_BARRIER_S
+    duel_steps: int = DUEL_STEPS
+    duel_max_steps: int = DUEL_MAX_STEPS
+    duel_margin: float = DUEL_MARGIN
+    duel_slow: float = DUEL_SLOW
+    duel_history: int = DUEL_HISTORY
+    duel_checks: int = DUEL_CHECKS
+    clock: Callable[[], float] = time.perf_counter
+
+
+#: The timings a scene starts with (StepOptions' default).
+DEFAULT_TIMINGS = TeamTimings()
+
+
+@dataclass(frozen=True)
+class TeamStatus:
+    """The team's state in this process, for diagnostics and tests (status).
+
+    Attributes:
+        probed_threads: the last barrier probe's team (None: not probed yet).
+        probe_barrier_s: that probe's seconds a barrier (None: not measured).
+        broken: a wait ran out (check): no team for the rest of the process (until reset).
+        many: the duel's choice: a team of several threads (else of one).
+        switches: changes of the duel's choice since the process started (or reset).
+        step_threads: threads of the team that ran the substeps of the last step that
+            finished (0: none ran them: GPU, small worlds, a launch per stage, a profiled
+            step); as the step ends, before the duel's clock reads its end.
+    """
+
+    probed_threads: int | None
+    probe_barrier_s: float | None
+    broken: bool
+    many: bool
+    switches: int
+    step_threads: int
+
+
 #: counts.barrier slots: arrivals, generation (each alone in a 64-byte line, away from the
-#: step's other scalars, which every stage reads), waits that hit SPIN_LIMIT.
-_ARRIVED, _GENERATION, _TIMEOUTS = 16, 48, 0
-assert _GENERATION < BARRIER_SLOTS
+#: step's other scalars, which every stage reads), waits that hit SPIN_LIMIT (a test marks
+#: a wait that ran out there).
+ARRIVED, GENERATION, TIMEOUTS = 16, 48, 0
+assert GENERATION < BARRIER_SLOTS
 #: threads: the last probe's team (None: not probed yet); requests: probe_threads calls
 #: since; broken: a wait ran out (check), no team any more; handed: threads_for gave out a
 #: team of several threads since the last check; probe_barrier_s: the last probe's seconds
-#: a barrier (for diagnostics).
-_state = {"threads": None, "requests": 0, "broken": False, "handed": False, "probe_barrier_s": None}
+#: a barrier (for diagnostics); step_threads: the team that ran the last step's substeps
+#: (status).
+_FRESH_STATE = {
+    "threads": None,
+    "requests": 0,
+    "broken": False,
+    "handed": False,
+    "probe_barrier_s": None,
+    "step_threads": 0,
+}
+_state = dict(_FRESH_STATE)
 #: many: the duel's choice (teams of several threads, else of one); now: this step's
 #: (None outside a step that duels); trial: this step runs against the choice; scene: the
 #: StepCache of the scene whose steps are compared; steps: its duelling steps since the
@@ -108,8 +187,9 @@ _state = {"threads": None, "requests": 0, "broken": False, "handed": False, "pro
 #: (None: the trial is measured against the history's median); slow: the last step's time
 #: if it was slow (DUEL_SLOW), else None; won: the time of a trial that won, while the
 #: steps after it (on the choice) check it, else None; checks: those steps' times so far;
-#: start: when this step began (_clock); switches: changes of choice (diagnostics).
-_duel = {
+#: start: when this step began (timings.clock); switches: changes of choice (diagnostics);
+#: timings: the scene's TeamTimings (another scene's, or new ones, start the duel afresh).
+_FRESH_DUEL = {
     "many": True,
     "now": None,
     "trial": False,
@@ -123,7 +203,9 @@ _duel = {
     "checks": [],
     "start": 0.0,
     "switches": 0,
+    "timings": DEFAULT_TIMINGS,
 }
+_duel = dict(_FRESH_DUEL, seconds=[], checks=[])
 
 
 @ti.func
@@ -156,16 +238,16 @@ def barrier(counts: ti.template(), n_members, spin_limit):
     generation; the others spin until they see it. The atomics order every member's writes
     before the barrier ahead of every member's reads after it."""
     if n_members > 1:
-        generation = ti.atomic_add(counts.barrier[_GENERATION], 0)
-        if ti.atomic_add(counts.barrier[_ARRIVED], 1) == n_members - 1:
-            ti.atomic_sub(counts.barrier[_ARRIVED], n_members)
-            ti.atomic_add(counts.barrier[_GENERATION], 1)
+        generation = ti.atomic_add(counts.barrier[GENERATION], 0)
+        if ti.atomic_add(counts.barrier[ARRIVED], 1) == n_members - 1:
+            ti.atomic_sub(counts.barrier[ARRIVED], n_members)
+            ti.atomic_add(counts.barrier[GENERATION], 1)
         else:
             spins = 0
-            while ti.atomic_add(counts.barrier[_GENERATION], 0) == generation:
+            while ti.atomic_add(counts.barrier[GENERATION], 0) == generation:
                 spins += 1
                 if spins >= spin_limit:
-                    ti.atomic_add(counts.barrier[_TIMEOUTS], 1)
+                    ti.atomic_add(counts.barrier[TIMEOUTS], 1)
                     break
 
 
@@ -188,19 +270,22 @@ def member_of(item, stride):
 
 @quick
 @ti.kernel
-def _probe(counts: ti.template(), n_members: ti.i32, rounds: ti.i32) -> ti.i32:
-    """`rounds` barriers of a team of n_members; returns the waits that hit their limit."""
+def probe_barriers(counts: ti.template(), n_members: ti.i32, rounds: ti.i32) -> ti.i32:
+    """`rounds` barriers of a team of n_members (each wait bounded by PROBE_SPIN_LIMIT
+    spins); returns the waits that hit their limit since the count was cleared
+    (clear_barriers)."""
     stride = items_per_member(n_members)
     for item in range(n_members * stride):
         if member_of(item, stride) >= 0:
             for _ in range(rounds):
                 barrier(counts, n_members, PROBE_SPIN_LIMIT)
-    return counts.barrier[_TIMEOUTS]
+    return counts.barrier[TIMEOUTS]
 
 
 @quick
 @ti.kernel
-def _clear(counts: ti.template()):
+def clear_barriers(counts: ti.template()):
+    """counts.barrier zeroed: no member arrived, no wait ran out."""
     for slot in range(BARRIER_SLOTS):
         counts.barrier[slot] = 0
 
@@ -208,7 +293,7 @@ def _clear(counts: ti.template()):
 @ti.func
 def timeouts(counts: ti.template()):
     """The waits that hit their limit since the count was last cleared."""
-    return counts.barrier[_TIMEOUTS]
+    return counts.barrier[TIMEOUTS]
 
 
 @quick
@@ -228,7 +313,7 @@ def check(counts, read: int | None = None):
         return
     _state["handed"] = False
     if not _state["broken"] and (_timeouts(counts) if read is None else read):
-        _clear(counts)
+        clear_barriers(counts)
         disable()
         raise RuntimeError(
             "fx2d_gpu: a CPU thread of the step's team never reached a barrier (Taichi's "
@@ -271,40 +356,41 @@ def _barrier_seconds(counts, threads: int) -> float:
     barrier's), the least of 3 tries; infinite if a wait ran out."""
     best = float("inf")
     for _ in range(3):
-        _clear(counts)
+        clear_barriers(counts)
         start = time.perf_counter()
-        _probe(counts, threads, 0)
+        probe_barriers(counts, threads, 0)
         launched = time.perf_counter()
-        failed = _probe(counts, threads, PROBE_ROUNDS)
+        failed = probe_barriers(counts, threads, PROBE_ROUNDS)
         done = time.perf_counter()
-        _clear(counts)
+        clear_barriers(counts)
         if failed:
             return float("inf")
         best = min(best, max(0.0, (done - launched) - (launched - start)) / PROBE_ROUNDS)
     return best
 
 
-def probe_threads(counts) -> int:
+def probe_threads(counts, timings: TeamTimings = DEFAULT_TIMINGS) -> int:
     """Threads of a team on this process's CPU backend (usable_threads), if a probe team of
-    that many passes PROBE_ROUNDS barriers together, each in under MAX_BARRIER_S on average
+    that many passes PROBE_ROUNDS barriers together, each in under timings.max_barrier_s
+    (MAX_BARRIER_S) on average
     (more means the threads do not run at once: a CPU quota below the CPU count, a busy
     machine); else 1: a team of one thread, which waits for nobody (and runs the same
     kernel: a launch per stage would compile kernels of its own, ~1 s with the offline
-    cache warm, in the middle of a run). Probed again every REPROBE_REQUESTS calls
-    (REPROBE_FAILED_REQUESTS after a probe that failed). 0 (one
-    launch per stage, on all the pool's threads) once a wait ran out (check)."""
+    cache warm, in the middle of a run). Probed again every timings.reprobe_requests calls
+    (timings.reprobe_failed_requests after a probe that failed). 0 (one launch per stage, on
+    all the pool's threads) once a wait ran out (check)."""
     if _state["broken"]:
         return 0
-    due = REPROBE_REQUESTS
+    due = timings.reprobe_requests
     if _state["threads"] is not None and _state["threads"] < usable_threads():
-        due = min(due, REPROBE_FAILED_REQUESTS)
+        due = min(due, timings.reprobe_failed_requests)
     if _state["threads"] is None or _state["requests"] >= due:
         _state["requests"] = 0
         threads = usable_threads()
         if threads > 1:
             per_barrier = _barrier_seconds(counts, threads)
             _state["probe_barrier_s"] = per_barrier
-            threads = threads if per_barrier < MAX_BARRIER_S else 1
+            threads = threads if per_barrier < timings.max_barrier_s else 1
         _state["threads"] = threads
     _state["requests"] += 1
     return _state["threads"]
@@ -320,7 +406,7 @@ def threads_for(ctx: "StepContext") -> int:
         return 0
     if ctx.serial:
         return 1
-    threads = probe_threads(ctx.pool.counts)
+    threads = probe_threads(ctx.pool.counts, ctx.options.team_timings)
     many = _duel["many"] if _duel["now"] is None else _duel["now"]
     threads = threads if many else min(threads, 1)
     _state["handed"] = _state["handed"] or threads > 1
@@ -333,38 +419,71 @@ def threads_in_step(ctx: "StepContext") -> int:
     return threads_for(ctx) if ctx.plan is None else ctx.plan.team_threads
 
 
-def _clock() -> float:
-    return time.perf_counter()
-
-
 @contextlib.contextmanager
 def duel(ctx: "StepContext"):
     """Around a step of ctx's scene: choose_for_step before, record_step after (a step that
-    raised is not timed)."""
+    raised is not timed). Between them, the team that ran the step's substeps is noted
+    (TeamStatus.step_threads)."""
     choose_for_step(ctx)
     try:
         yield
     except BaseException:
         _duel["now"] = None
         raise
+    _state["step_threads"] = _substep_team(ctx)
     record_step()
+
+
+def _substep_team(ctx: "StepContext") -> int:
+    """Threads of the team that ran the substeps of the step ctx's plan describes (0: its
+    executor is not the team)."""
+    plan = ctx.plan
+    if plan is None or plan.substep_executor(ctx.solves_by_world) != "team":
+        return 0
+    return plan.team_threads
+
+
+def status() -> TeamStatus:
+    """The team's state in this process now (see TeamStatus)."""
+    return TeamStatus(
+        probed_threads=_state["threads"],
+        probe_barrier_s=_state["probe_barrier_s"],
+        broken=_state["broken"],
+        many=_duel["many"],
+        switches=_duel["switches"],
+        step_threads=_state["step_threads"],
+    )
+
+
+def reset():
+    """The team as in a fresh process: not probed, not broken, the duel's choice a team of
+    several threads with no history. For a test that broke the team (check) or a tool that
+    measures from a known start; the next step probes the barriers."""
+    _state.clear()
+    _state.update(_FRESH_STATE)
+    _duel.clear()
+    _duel.update(_FRESH_DUEL, seconds=[], checks=[])
 
 
 def choose_for_step(ctx: "StepContext"):
     """At the start of a step of ctx's scene: whether its stages may run on a team of
-    several threads (see DUEL_STEPS). Steps that could not have one (GPU, serial scenes,
-    StepOptions.team off, no team since a wait ran out) take no part."""
+    several threads (see DUEL_STEPS; the scene's StepOptions.team_timings). Steps that
+    could not have one (GPU, serial scenes, StepOptions.team off, no team since a wait ran
+    out) take no part."""
     _duel["now"] = None
     if not (ctx.cpu and ctx.options.team) or ctx.serial or _state["broken"]:
         return
-    if _duel["scene"] is not ctx.cache:
-        # Another scene: its times are not comparable, and a choice made on the last one (a
-        # scene falling asleep can make a team of one look as fast) starts again.
+    timings = ctx.options.team_timings
+    if _duel["scene"] is not ctx.cache or _duel["timings"] != timings:
+        # Another scene (or other timings, another clock): its times are not comparable,
+        # and a choice made on the last one (a scene falling asleep can make a team of one
+        # look as fast) starts again.
         _duel.update(
             scene=ctx.cache,
+            timings=timings,
             many=True,
             steps=0,
-            interval=DUEL_STEPS,
+            interval=timings.duel_steps,
             seconds=[],
             reference=None,
             slow=None,
@@ -374,10 +493,10 @@ def choose_for_step(ctx: "StepContext"):
     _duel["trial"] = (
         _duel["won"] is None
         and _duel["steps"] >= _duel["interval"]
-        and (_duel["reference"] is not None or len(_duel["seconds"]) == DUEL_HISTORY)
+        and (_duel["reference"] is not None or len(_duel["seconds"]) == timings.duel_history)
     )
     _duel["now"] = _duel["many"] != _duel["trial"]
-    _duel["start"] = _clock()
+    _duel["start"] = timings.clock()
 
 
 def record_step():
@@ -385,39 +504,43 @@ def record_step():
     history (or the slow steps that called it) waits for the next DUEL_CHECKS steps, on
     the choice, to check it, and the faster of them decides; other steps join the scene's
     history (one DUEL_SLOW times slower than its median calls a trial at the next step,
-    measured against it)."""
+    measured against it). The constants are the duel's TeamTimings'."""
     if _duel["now"] is None:
         return
-    elapsed, many = _clock() - _duel["start"], _duel["now"]
+    timings = _duel["timings"]
+    elapsed, many = timings.clock() - _duel["start"], _duel["now"]
     _duel["now"] = None
     history = _duel["seconds"]
-    typical = sorted(history)[len(history) // 2] if len(history) == DUEL_HISTORY else None
+    full = len(history) == timings.duel_history
+    typical = sorted(history)[len(history) // 2] if full else None
     # A team of several threads comes back if it is no slower (it is the default, and the
     # one that scales with the CPUs); a team of one replaces it only if clearly faster.
     if _duel["trial"]:
         _duel["steps"] = 0
         reference = _duel["reference"] or typical
-        if elapsed <= _margin(many) * reference:
+        if elapsed <= _margin(many, timings) * reference:
             _duel.update(won=elapsed, checks=[])  # the next steps, on the choice, check it
         else:
-            _duel["interval"] = min(2 * _duel["interval"], DUEL_MAX_STEPS)
+            _duel["interval"] = min(2 * _duel["interval"], timings.duel_max_steps)
             history.clear()  # learnt again, on the choice as it is now
         _duel["reference"] = None
     elif _duel["won"] is not None:
         _duel["checks"].append(elapsed)
-        if len(_duel["checks"]) < DUEL_CHECKS:
+        if len(_duel["checks"]) < timings.duel_checks:
             return
         trial, _duel["won"] = _duel["won"], None
-        if trial <= _margin(not many) * min(_duel["checks"]):
+        if trial <= _margin(not many, timings) * min(_duel["checks"]):
             # The next trial soon (once the history is learnt again), so a switch that a
             # passing slowdown caused is undone within a few steps.
             _duel.update(
-                many=not _duel["many"], interval=DUEL_HISTORY + 2, switches=_duel["switches"] + 1
+                many=not _duel["many"],
+                interval=timings.duel_history + 2,
+                switches=_duel["switches"] + 1,
             )
         else:
-            _duel["interval"] = min(2 * _duel["interval"], DUEL_MAX_STEPS)
+            _duel["interval"] = min(2 * _duel["interval"], timings.duel_max_steps)
         history.clear()
-    elif typical is not None and elapsed > DUEL_SLOW * typical:
+    elif typical is not None and elapsed > timings.duel_slow * typical:
         # Two slow steps in a row call a trial at the next step, measured against the
         # faster of them (one slow step is more often a compile or a recolouring than a
         # busy machine).
@@ -428,13 +551,13 @@ def record_step():
     else:
         _duel["slow"] = None
         history.append(elapsed)
-        del history[:-DUEL_HISTORY]
+        del history[: -timings.duel_history]
 
 
-def _margin(many: bool) -> float:
+def _margin(many: bool, timings: TeamTimings) -> float:
     """How much faster than the choice a trial on a team of several threads (`many`) or of
-    one must be to win: no slower, or DUEL_MARGIN times."""
-    return 1.0 if many else DUEL_MARGIN
+    one must be to win: no slower, or timings.duel_margin times."""
+    return 1.0 if many else timings.duel_margin
 
 
 def disable():
