@@ -10,6 +10,15 @@ BACKEND = runtime.ensure_initialized(ARCH)
 
 
 @pytest.fixture
+def in_tmp_path(tmp_path, monkeypatch):
+    """The test's tmp_path as the working folder while it runs (the one before, after):
+    for code that writes beside the process (ImGui's imgui.ini, a docs example's files)
+    and for a check that nothing depends on the working folder. Returns tmp_path."""
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+@pytest.fixture
 def arch():
     # FX2D_TEST_ARCH=vulkan on a machine without the driver would test the CPU backend
     # again under another name.

@@ -82,12 +82,11 @@ def test_missing_extras_are_named_by_the_modules_a_page_imports():
 
 
 @pytest.mark.parametrize("page", EXAMPLE_PAGES, ids=lambda p: p.name)
-def test_examples_run(page, arch, tmp_path, monkeypatch):
+def test_examples_run(page, arch, in_tmp_path):
     blocks = python_blocks(page.read_text())
     missing = missing_extras(blocks)
     if missing:
         pytest.skip(f"{page.name} imports what these extras install: {', '.join(missing)}")
-    monkeypatch.chdir(tmp_path)  # files an example writes land here
     namespace = {"__name__": f"docs_{page.stem}"}
     for number, block in enumerate(blocks, 1):
         code = compile(

@@ -339,12 +339,11 @@ def test_a_scene_file_draws_its_visual_shapes_and_colours_not_its_walls(arch):
     assert_frame_matches(geometry.update(views, 1.5), scene, views, 1.5)
 
 
-def test_a_frame_drawn_offscreen_through_ggui(arch, tmp_path, monkeypatch):
+def test_a_frame_drawn_offscreen_through_ggui(arch, in_tmp_path):  # ImGui may write there
     """draw() hands the buffers to GGUI's canvas: each body's fill at its projected centre,
     the background elsewhere (skipped where GGUI cannot open a window)."""
     import taichi as ti
 
-    monkeypatch.chdir(tmp_path)  # ImGui may write its imgui.ini there
     size = (240, 180)
     try:
         window = ti.ui.Window("frame geometry", size, show_window=False)

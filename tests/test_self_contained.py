@@ -245,11 +245,10 @@ def test_scene_code_reads_nothing_outside_the_repository(tmp_path):
 
 
 @pytest.mark.parametrize("name", ["truck", "stacked_boxes"])
-def test_an_example_is_found_without_a_checkout_folder(name, tmp_path, monkeypatch):
+def test_an_example_is_found_without_a_checkout_folder(name, in_tmp_path):
     """examples.path does not depend on the working folder."""
     from fx2d_gpu import examples
 
-    monkeypatch.chdir(tmp_path)
     path = examples.path(name)
     assert path.is_absolute() and path.is_file()
     assert path.parent == ROOT / "fx2d_gpu" / "examples"

@@ -223,14 +223,12 @@ def test_other_inputs_with_the_same_holes(arch):
     assert_same_state(scene.get_state(), before)
 
 
-def test_cpu_threads_variable_is_an_int_of_at_least_one(monkeypatch):
+def test_cpu_threads_variable_is_an_int_of_at_least_one():
     from fx2d_gpu.device import runtime
 
-    monkeypatch.delenv("FX2D_CPU_THREADS", raising=False)
-    assert runtime.cpu_threads_setting() is None
-    monkeypatch.setenv("FX2D_CPU_THREADS", "3")
-    assert runtime.cpu_threads_setting() == 3
+    assert runtime.cpu_threads_setting({}) is None
+    assert runtime.cpu_threads_setting({"FX2D_CPU_THREADS": ""}) is None
+    assert runtime.cpu_threads_setting({"FX2D_CPU_THREADS": "3"}) == 3
     for bad in ("0", "-1", "two", "1.5"):
-        monkeypatch.setenv("FX2D_CPU_THREADS", bad)
         with pytest.raises(ValueError, match="FX2D_CPU_THREADS"):
-            runtime.cpu_threads_setting()
+            runtime.cpu_threads_setting({"FX2D_CPU_THREADS": bad})

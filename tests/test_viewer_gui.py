@@ -255,28 +255,32 @@ def test_overlay_toggles_draw_contacts_aabbs_joints_and_sleepers(arch):
 
 
 # ---------------------------------------------------------------------------- pause, reset
-def test_overlays_read_the_state_back_only_when_they_need_it(arch, monkeypatch):
+def test_overlays_read_the_state_back_only_when_they_need_it(arch):
     """overlay_geometry(controller, None) reads the bodies' state (a host copy of every
-    body) only for AABBs, joints, sleeping bodies or a held body; a plain frame reads none
-    (GGUIPainter.draw passes None), and the overlays it draws are those drawn from a state
-    read beforehand."""
+    body, through its read_state) only for AABBs, joints, sleeping bodies or a held body; a
+    plain frame reads none (GGUIPainter.draw passes None), and the overlays it draws are
+    those drawn from a state read beforehand."""
     from fx2d_gpu.draw.viewer import _LocalOutlines
 
     scene = open_scene(arch)
     scene.add_box((0.0, 0.0), (1.0, 1.0))
     controller = ViewerController(scene, size=SIZE)
     reads = []
-    get_state = scene.get_state
-    monkeypatch.setattr(scene, "get_state", lambda *a, **k: reads.append(1) or get_state(*a, **k))
+
+    def read_state():
+        reads.append(1)
+        return scene.get_state()
+
     outlines = _LocalOutlines(scene)
-    overlay_geometry(controller, None, outlines)
+    overlay_geometry(controller, None, outlines, read_state)
     controller.press("c")  # contacts come from Scene.contacts, not the state
-    overlay_geometry(controller, None, outlines)
+    overlay_geometry(controller, None, outlines, read_state)
     assert reads == []
     controller.press("a")
-    lazy = overlay_geometry(controller, None, outlines)
+    lazy = overlay_geometry(controller, None, outlines, read_state)
     assert reads == [1]
-    eager = overlay_geometry(controller, get_state(), outlines)
+    eager = overlay_geometry(controller, scene.get_state(), outlines, read_state)
+    assert reads == [1]
     np.testing.assert_array_equal(lazy.lines, eager.lines)
 
 
@@ -337,14 +341,13 @@ def pixel(view, point, size):
     return int(size[1] * (1 - y)), int(size[0] * x)
 
 
-def test_offscreen_ggui_draws_the_bodies_where_the_camera_puts_them(arch, tmp_path, monkeypatch):
+def test_offscreen_ggui_draws_the_bodies_where_the_camera_puts_them(arch, in_tmp_path):
     """A demo drawn offscreen through GGUI: each domino's colour at its projected pixel, the
     background between them, and a domino moved up by set_state drawn at its new place."""
     from fx2d_gpu.demos import demo_dominoes
     from fx2d_gpu.draw.viewer import GGUIPainter
 
-    monkeypatch.chdir(tmp_path)  # ImGui writes its imgui.ini there
-    size = (320, 240)
+    size = (320, 240)  # (ImGui writes its imgui.ini in the working folder, in_tmp_path)
     scene = demo_dominoes(arch=arch, count=5)
     controller = ViewerController(scene, size=size)
     controller.press(" ")  # paused: the dominoes stay where they are
@@ -376,7 +379,7 @@ def test_offscreen_ggui_draws_the_bodies_where_the_camera_puts_them(arch, tmp_pa
         window.destroy()
 
 
-def test_ggui_takes_the_frame_from_the_device_where_it_shares_it(arch, tmp_path, monkeypatch):
+def test_ggui_takes_the_frame_from_the_device_where_it_shares_it(arch, in_tmp_path, monkeypatch):
     """On the Vulkan backend, whose device GGUI renders with, a frame's vertices and indices
     reach GGUI as device ndarrays, never copied to the host (VertexBuffer.ggui_vertices,
     the host copy, is not called); on the other backends as host arrays. Either way the
@@ -386,8 +389,7 @@ def test_ggui_takes_the_frame_from_the_device_where_it_shares_it(arch, tmp_path,
     from fx2d_gpu.draw import frame_geometry
     from fx2d_gpu.draw.viewer import GGUIPainter
 
-    monkeypatch.chdir(tmp_path)  # ImGui writes its imgui.ini there
-    size = (320, 240)
+    size = (320, 240)  # (ImGui writes its imgui.ini in the working folder, in_tmp_path)
     scene = demo_dominoes(arch=arch, count=5)
     controller = ViewerController(scene, size=size)
     controller.press(" ")
@@ -430,13 +432,13 @@ def test_ggui_takes_the_frame_from_the_device_where_it_shares_it(arch, tmp_path,
         window.destroy()
 
 
-def test_fx2d_view_offscreen_records_frames_of_tiled_worlds(tmp_path, arch, capsys, monkeypatch):
+def test_fx2d_view_offscreen_records_frames_of_tiled_worlds(in_tmp_path, arch, capsys):
     """`fx2d view --offscreen`: GGUI without a display. Four worlds as 2 x 2 tiles, each
     tile with its ground and stack of boxes; a PNG per frame and the last as a screenshot;
     ImGui's imgui.ini is not left behind."""
     from fx2d_gpu.cli import main
 
-    monkeypatch.chdir(tmp_path)
+    tmp_path = in_tmp_path
     ggui_window((32, 32)).destroy()  # skips where GGUI cannot start
     (tmp_path / "imgui.ini").unlink(missing_ok=True)
     frames, shot = tmp_path / "frames", tmp_path / "last.png"
@@ -559,7 +561,7 @@ def fx2d(*args, env=None, wrap=(), cwd=None):
     )
 
 
-def test_interactive_fx2d_view_under_xvfb_opens_a_window_and_screenshots_it(tmp_path, monkeypatch):
+def test_interactive_fx2d_view_under_xvfb_opens_a_window_and_screenshots_it(in_tmp_path):
     """The interactive viewer in a real (virtual) X display: it opens its window, draws 10
     frames (paused: a fresh process would spend most of this test loading the step's
     kernels), screenshots the window and exits. The cradle's static bar and each ball are
@@ -571,7 +573,7 @@ def test_interactive_fx2d_view_under_xvfb_opens_a_window_and_screenshots_it(tmp_
         pytest.skip("xvfb-run is not installed (apt-get install xvfb)")
     from fx2d_gpu.demos import demo_newtons_cradle
 
-    monkeypatch.chdir(tmp_path)  # where ImGui would write its imgui.ini
+    tmp_path = in_tmp_path  # where ImGui would write its imgui.ini
     ggui_window((32, 32)).destroy()  # skips where GGUI cannot start
     (tmp_path / "imgui.ini").unlink(missing_ok=True)
     shot = tmp_path / "window.png"
@@ -610,14 +612,14 @@ def test_interactive_fx2d_view_under_xvfb_opens_a_window_and_screenshots_it(tmp_
     assert not (tmp_path / "imgui.ini").exists()
 
 
-def test_fx2d_view_offscreen_draws_every_demo_and_example(tmp_path, arch, monkeypatch):
+def test_fx2d_view_offscreen_draws_every_demo_and_example(in_tmp_path, arch):
     """`fx2d view` of every demo and every example scene, one offscreen GGUI frame each: a
     picture with the scene in it (pixels neither the background nor all one colour)."""
     from fx2d_gpu import examples
     from fx2d_gpu.cli import main
     from fx2d_gpu.demos import DEMOS
 
-    monkeypatch.chdir(tmp_path)
+    tmp_path = in_tmp_path
     ggui_window((32, 32)).destroy()  # skips where GGUI cannot start
     sources = [("--demo", name) for name in sorted(DEMOS)]
     sources += [("--example", name) for name in examples.names()]

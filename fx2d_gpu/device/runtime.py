@@ -111,14 +111,15 @@ def _init_taichi(ti_arch, options: dict):
 CPU_THREADS_VARIABLE = "FX2D_CPU_THREADS"
 
 
-def cpu_threads_setting() -> int | None:
+def cpu_threads_setting(environ=None) -> int | None:
     """The CPU backend's thread count FX2D_CPU_THREADS asks for (read when Taichi starts), or
-    None (unset: Taichi's default, every hardware thread).
+    None (unset: Taichi's default, every hardware thread). `environ`: the variables to read
+    it from (a mapping; None: this process's, os.environ).
 
     Raises:
         ValueError: the variable is set to something other than an int >= 1.
     """
-    value = os.environ.get(CPU_THREADS_VARIABLE)
+    value = (os.environ if environ is None else environ).get(CPU_THREADS_VARIABLE)
     if value is None or value == "":
         return None
     try:

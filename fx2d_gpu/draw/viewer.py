@@ -31,6 +31,7 @@ import sys
 import time
 import weakref
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -656,99 +657,161 @@ class OverlayGeometry:
     dot_colours: np.ndarray
 
 
+class _OverlayParts:
+    """The overlay's lines and dots as they are added, view by view, in window coordinates."""
+
+    def __init__(self):
+        self.lines, self.line_colours, self.dots, self.dot_colours = [], [], [], []
+
+    def add_lines(self, view: View, segments, colour):
+        """Segments (2l, 2) m of `view`'s world, in `colour` (RGB 0-1)."""
+        if len(segments):
+            self.add_window_lines(view.to_window(segments), colour)
+
+    def add_window_lines(self, segments, colour):
+        """Segments (2l, 2) already in window coordinates."""
+        self.lines.append(segments)
+        self.line_colours.append(np.tile(colour, (len(segments), 1)))
+
+    def add_dots(self, view: View, points, colour):
+        """Points (d, 2) m of `view`'s world, in `colour`."""
+        if len(points):
+            self.dots.append(view.to_window(points))
+            self.dot_colours.append(np.tile(colour, (len(points), 1)))
+
+    def geometry(self) -> OverlayGeometry:
+        def stack(parts, width):
+            if not parts:
+                return np.zeros((0, width), np.float32)
+            return np.concatenate(parts).astype(np.float32)
+
+        return OverlayGeometry(
+            stack(self.lines, 2),
+            stack(self.line_colours, 3),
+            stack(self.dots, 2),
+            stack(self.dot_colours, 3),
+        )
+
+
+def _overlays_read_state(controller: ViewerController) -> bool:
+    """Whether this frame's overlays need the bodies' state on the host: AABBs, sleeping
+    bodies, a held body, or joints in a scene that has some."""
+    overlays = controller.overlays
+    return bool(
+        overlays.aabbs
+        or overlays.sleeping
+        or controller.drag is not None
+        or (overlays.joints and controller.scene.n_joints)
+    )
+
+
 def overlay_geometry(
-    controller: ViewerController, state, outlines: _LocalOutlines | None = None
+    controller: ViewerController,
+    state,
+    outlines: _LocalOutlines | None = None,
+    read_state: Callable[[], object] | None = None,
 ) -> OverlayGeometry:
     """What the overlay toggles ask for, over every view: contact points with their normals,
     AABBs, joints (centre -> anchor -> anchor -> centre), sleeping bodies' centres; and always
     tile borders, a demo's rays (the lidar's) and the drag spring (grabbed point -> cursor).
     `state`: the scene's get_state(), or None to read it only where an overlay needs it (a
     frame without AABBs, joints, sleeping bodies or a held body copies no body state to the
-    host)."""
+    host). `read_state`: what reads it then (None: the scene's get_state; a caller that
+    counts or caches the reads passes its own)."""
     scene, overlays = controller.scene, controller.overlays
     views = controller.views()
-    if state is None and (
-        overlays.aabbs
-        or overlays.sleeping
-        or controller.drag is not None
-        or (overlays.joints and scene.n_joints)
-    ):
-        state = scene.get_state()
-    lines, line_colours, dots, dot_colours = [], [], [], []
-
-    def add_lines(view, segments, colour):  # segments (2l, 2) m
-        if len(segments):
-            lines.append(view.to_window(segments))
-            line_colours.append(np.tile(colour, (len(segments), 1)))
-
-    def add_dots(view, points, colour):
-        if len(points):
-            dots.append(view.to_window(points))
-            dot_colours.append(np.tile(colour, (len(points), 1)))
-
+    if state is None and _overlays_read_state(controller):
+        state = (read_state or scene.get_state)()
+    parts = _OverlayParts()
     found = scene.contacts(world=None) if overlays.contacts else None
     joints = scene.joint_anchors() if overlays.joints and scene.n_joints else None
     joint_bodies = (
         [scene.joint_bodies(j) for j in range(scene.n_joints)] if joints is not None else []
     )
     for view in views:
-        w = view.world
         if found is not None:
-            rows = np.nonzero(found.world == w)[0]
-            normal_length = 12 * view.metres_per_pixel(controller.size[1])  # 12 px
-            for i in rows:
-                points = found.points[i, : found.point_count[i]]
-                tips = points + normal_length * found.normal[i]
-                add_dots(view, points, _CONTACT)
-                add_lines(view, np.stack([points, tips], 1).reshape(-1, 2), _CONTACT)
+            _add_contacts(parts, view, found, controller.size[1])
         if overlays.aabbs and outlines is not None:
-            lo, hi = outlines.aabbs(state.position[w], state.angle[w])
-            corners = np.stack(
-                [lo, np.stack([hi[:, 0], lo[:, 1]], 1), hi, np.stack([lo[:, 0], hi[:, 1]], 1)], 1
-            )  # (n, 4, 2)
-            edges = np.stack([corners, np.roll(corners, -1, axis=1)], 2).reshape(-1, 2)
-            add_lines(view, edges, _AABB)
+            _add_aabbs(parts, view, outlines, state)
         if joints is not None:
-            centres = state.position[w]
-            for j, (parent, child) in enumerate(joint_bodies):
-                a, b = joints[w, j]
-                add_lines(view, np.array([centres[parent], a, a, b, b, centres[child]]), _JOINT)
-                add_dots(view, np.array([a, b]), _JOINT)
+            _add_joints(parts, view, joints, joint_bodies, state)
         if overlays.sleeping:
-            asleep = np.nonzero(state.sleeping[w])[0]
+            asleep = np.nonzero(state.sleeping[view.world])[0]
             asleep = [b for b in asleep if drawn(scene, int(b))]
-            add_dots(view, state.position[w, asleep].reshape(-1, 2), _SLEEPING)
+            parts.add_dots(view, state.position[view.world, asleep].reshape(-1, 2), _SLEEPING)
         if len(views) > 1:
             x0, y0, x1, y1 = view.rect
-            border = np.array(
-                [[x0, y0], [x1, y0], [x1, y0], [x1, y1], [x1, y1], [x0, y1], [x0, y1], [x0, y0]]
-            )
-            lines.append(border)
-            line_colours.append(np.tile(_TILE_BORDER, (8, 1)))
-        rays = None if controller.demo is None else controller.demo.rays
-        if rays is not None:  # the lidar demo's: red to where they hit, green if they miss
-            starts, ends, hit = (np.asarray(a)[w] for a in rays)
-            for struck, colour in ((True, _RAY_HIT), (False, _RAY_MISS)):
-                pick = hit == struck
-                add_lines(view, np.stack([starts[pick], ends[pick]], 1).reshape(-1, 2), colour)
+            border = [
+                [x0, y0],
+                [x1, y0],
+                [x1, y0],
+                [x1, y1],
+                [x1, y1],
+                [x0, y1],
+                [x0, y1],
+                [x0, y0],
+            ]
+            parts.add_window_lines(np.array(border), _TILE_BORDER)
+        if controller.demo is not None and controller.demo.rays is not None:
+            _add_rays(parts, view, controller.demo.rays)
+    if controller.drag is not None:
+        _add_drag(parts, controller, views, state)
+    return parts.geometry()
+
+
+def _add_contacts(parts: _OverlayParts, view: View, found, height_px: int):
+    """The contact points of `view`'s world and their normals, 12 px long (found: the
+    scene's contacts(world=None); height_px: the window's height)."""
+    normal_length = 12 * view.metres_per_pixel(height_px)
+    for i in np.nonzero(found.world == view.world)[0]:
+        points = found.points[i, : found.point_count[i]]
+        tips = points + normal_length * found.normal[i]
+        parts.add_dots(view, points, _CONTACT)
+        parts.add_lines(view, np.stack([points, tips], 1).reshape(-1, 2), _CONTACT)
+
+
+def _add_aabbs(parts: _OverlayParts, view: View, outlines: _LocalOutlines, state):
+    """The drawn bodies' AABBs in `view`'s world, at their poses in `state`."""
+    w = view.world
+    lo, hi = outlines.aabbs(state.position[w], state.angle[w])
+    corners = np.stack(
+        [lo, np.stack([hi[:, 0], lo[:, 1]], 1), hi, np.stack([lo[:, 0], hi[:, 1]], 1)], 1
+    )  # (n, 4, 2)
+    edges = np.stack([corners, np.roll(corners, -1, axis=1)], 2).reshape(-1, 2)
+    parts.add_lines(view, edges, _AABB)
+
+
+def _add_joints(parts: _OverlayParts, view: View, joints, joint_bodies: list, state):
+    """Each joint of `view`'s world: centre -> anchor -> anchor -> centre, its anchors as
+    dots (joints: the scene's joint_anchors(), (W, J, 2, 2) m; joint_bodies: each joint's
+    (parent, child))."""
+    centres = state.position[view.world]
+    for j, (parent, child) in enumerate(joint_bodies):
+        a, b = joints[view.world, j]
+        parts.add_lines(view, np.array([centres[parent], a, a, b, b, centres[child]]), _JOINT)
+        parts.add_dots(view, np.array([a, b]), _JOINT)
+
+
+def _add_rays(parts: _OverlayParts, view: View, rays):
+    """A demo's rays (the lidar's: starts, ends, hit per world): red to where they hit,
+    green where they miss."""
+    starts, ends, hit = (np.asarray(a)[view.world] for a in rays)
+    for struck, colour in ((True, _RAY_HIT), (False, _RAY_MISS)):
+        pick = hit == struck
+        parts.add_lines(view, np.stack([starts[pick], ends[pick]], 1).reshape(-1, 2), colour)
+
+
+def _add_drag(parts: _OverlayParts, controller: ViewerController, views, state):
+    """The drag spring, from the grabbed point to the cursor, where its world is shown."""
     drag = controller.drag
-    if drag is not None:
-        view = next((v for v in views if v.world == drag.world), None)
-        if view is not None:
-            arm = rotation(state.angle[drag.world, drag.body]) @ drag.local_anchor
-            anchor = state.position[drag.world, drag.body] + arm
-            target = controller.drag_target()
-            add_lines(view, np.array([anchor, target]), _SPRING)
-            add_dots(view, np.array([anchor, target]), _SPRING)
-
-    def stack(parts, width):
-        return (
-            np.concatenate(parts).astype(np.float32) if parts else np.zeros((0, width), np.float32)
-        )
-
-    return OverlayGeometry(
-        stack(lines, 2), stack(line_colours, 3), stack(dots, 2), stack(dot_colours, 3)
-    )
+    view = next((v for v in views if v.world == drag.world), None)
+    if view is None:
+        return
+    arm = rotation(state.angle[drag.world, drag.body]) @ drag.local_anchor
+    anchor = state.position[drag.world, drag.body] + arm
+    target = controller.drag_target()
+    parts.add_lines(view, np.array([anchor, target]), _SPRING)
+    parts.add_dots(view, np.array([anchor, target]), _SPRING)
 
 
 def background_colour(scene) -> np.ndarray:
