@@ -241,7 +241,13 @@ class BodyModel(FieldGroup):
         self, builder: "ModelBuilder", n_bodies: Dim, n_slots: Dim, n_worlds: Dim, n_filters: Dim
     ):
         super().__init__(builder)
-        B, R = n_bodies, n_slots
+        self._declare_materials(n_slots)
+        self._declare_scene_and_worlds(n_worlds)
+        self._declare_shapes(n_bodies)
+        self._declare_filters(n_bodies, n_filters)
+
+    def _declare_materials(self, R: Dim):
+        """Mass and material of each material row (R: as many as body slots)."""
         self._field("inv_mass", f32, R, doc="1/kg, by material row; 0: static or kinematic")
         self._field(
             "inv_inertia", f32, R, doc="1/(kg m^2), about the centre of mass, by material row"
@@ -258,6 +264,10 @@ class BodyModel(FieldGroup):
             "static_friction", f32, R, doc="mu_s, held while a point sticks, by material row"
         )
         self._field("dynamic_friction", f32, R, doc="mu_k, while a point slides, by material row")
+
+    def _declare_scene_and_worlds(self, n_worlds: Dim):
+        """The scene's mixing rules and material-row switch (0-d), each world's gravity and
+        mass spread (n_worlds,)."""
         self._field(
             "friction_mixing",
             i32,
@@ -289,6 +299,9 @@ class BodyModel(FieldGroup):
             "contacts.IMMOVABLE_SWEEP_RATIO (its contacts with an immovable body "
             "are swept again)",
         )
+
+    def _declare_shapes(self, B: Dim):
+        """Each model row's collision shape (B: n_bodies), and whether it is kinematic."""
         self._field(
             "shape_radius", f32, B, doc="m, of a circle or capsule, or a polygon's rounding"
         )
@@ -320,6 +333,10 @@ class BodyModel(FieldGroup):
             doc="unit outward normal of edge (v_i, v_i+1); a chain link (SHAPE_CHAIN): "
             "rows 2 and 3 hold its ends' contact-normal bounds (shapes.chain)",
         )
+
+    def _declare_filters(self, B: Dim, n_filters: Dim):
+        """What each model row (B: n_bodies) collides with, and how: its filters, disabled
+        pairs, sensor and bullet flags."""
         self._field(
             "filter_start",
             i32,
@@ -503,13 +520,28 @@ class Manifolds(FieldGroup):
 
     def __init__(self, builder: "ModelBuilder", n_slots: Dim, n_pairs: Dim, saved: str | None):
         super().__init__(builder)
-        P, M = n_pairs, _POINTS
-        pairs = saved
+        self._declare_pairs(n_slots, n_pairs, saved)
+        self._declare_points(n_pairs, saved)
+        self._declare_impulses(n_pairs, saved)
+        if saved != "reported":
+            self._declare_reuse(n_pairs, saved)
+        self._field(
+            "origin",
+            i32,
+            n_pairs,
+            saved="reported" if saved == "reported" else None,
+            doc="reported: the step's pair each entry was copied from, -1 for a "
+            "resting pair copied from the list before (solver/reporting.py)",
+        )
+
+    def _declare_pairs(self, n_slots: Dim, P: Dim, pairs: str | None):
+        """The pairs (P: n_pairs) and each body slot's range of them; `pairs`: their saved
+        extent (None: scratch)."""
         self._field(
             "pair_start",
             i32,
             n_slots + 1,
-            saved="slots+1" if saved else None,
+            saved="slots+1" if pairs else None,
             doc="the pairs body slot g found as their lower slot are "
             "[pair_start[g], pair_start[g + 1]) in the broad phase's order "
             "(reported: each slot's sorted by body_b)",
@@ -523,6 +555,11 @@ class Manifolds(FieldGroup):
             doc="manifolds: the colour the pair had last step, -1 if none; "
             "previous: its colour then",
         )
+
+    def _declare_points(self, P: Dim, pairs: str | None):
+        """Each pair's manifold: its points (P: n_pairs, by MAX_MANIFOLD_POINTS), saved with
+        extent `pairs` (None: scratch)."""
+        M = _POINTS
         self._field("point_count", i32, P, saved=pairs, doc="0: the pair does not touch")
         self._field("normal", f32, P, 2, saved=pairs, doc="unit, from a to b, world frame")
         self._field(
@@ -530,6 +567,11 @@ class Manifolds(FieldGroup):
         )
         self._field("depth", f32, (P, M), saved=pairs, doc="m, > 0 overlapping")
         self._field("feature", i32, (P, M), saved=pairs, doc="ids matching points across steps")
+
+    def _declare_impulses(self, P: Dim, saved: str | None):
+        """Each pair's impulses (P: n_pairs, by MAX_MANIFOLD_POINTS): accumulated for warm
+        starting (saved in the step's pairs) and summed over the step (saved reported)."""
+        M = _POINTS
         warm = "pairs" if saved == "pairs" else None  # warm starting: the step's pairs only
         self._field("normal_impulse", f32, (P, M), saved=warm, doc="N s, accumulated")
         self._field(
@@ -557,40 +599,35 @@ class Manifolds(FieldGroup):
             saved=reported,
             doc="N s, applied over the step's substeps",
         )
-        if saved != "reported":
-            self._field(
-                "found_pose",
-                f32,
-                P,
-                6,
-                saved=pairs,
-                doc="(x_a, y_a, angle_a, x_b, y_b, angle_b) m and rad: the bodies' "
-                "poses at the pair's last narrow phase (contacts.reuse_manifold; "
-                "not in reported)",
-            )
-            self._field(
-                "found_margin",
-                f32,
-                P,
-                saved=pairs,
-                doc="m, the margin that narrow phase kept points within; 0: the "
-                "manifold may not be reused (new, refreshed or forgotten)",
-            )
-            self._field(
-                "drift",
-                f32,
-                P,
-                saved=pairs,
-                doc="m, how far the bodies' material points may have moved since "
-                "the manifold was last found afresh (tracked since)",
-            )
+
+    def _declare_reuse(self, P: Dim, pairs: str | None):
+        """What lets a later narrow phase reuse a pair's manifold (P: n_pairs; not in
+        `reported`), saved with extent `pairs` (contacts.reuse_manifold)."""
         self._field(
-            "origin",
-            i32,
+            "found_pose",
+            f32,
             P,
-            saved=reported,
-            doc="reported: the step's pair each entry was copied from, -1 for a "
-            "resting pair copied from the list before (solver/reporting.py)",
+            6,
+            saved=pairs,
+            doc="(x_a, y_a, angle_a, x_b, y_b, angle_b) m and rad: the bodies' "
+            "poses at the pair's last narrow phase (contacts.reuse_manifold; "
+            "not in reported)",
+        )
+        self._field(
+            "found_margin",
+            f32,
+            P,
+            saved=pairs,
+            doc="m, the margin that narrow phase kept points within; 0: the "
+            "manifold may not be reused (new, refreshed or forgotten)",
+        )
+        self._field(
+            "drift",
+            f32,
+            P,
+            saved=pairs,
+            doc="m, how far the bodies' material points may have moved since "
+            "the manifold was last found afresh (tracked since)",
         )
 
 
@@ -710,7 +747,14 @@ class Coloring(FieldGroup):
 
     def __init__(self, builder: "ModelBuilder", n_slots: Dim, n_pairs: Dim, n_joint_slots: Dim):
         super().__init__(builder)
-        N, P, C = n_slots, n_pairs, n_pairs + n_joint_slots
+        self._declare_colors(n_slots, n_pairs, n_joint_slots)
+        self._declare_bidding(n_slots, n_pairs + n_joint_slots)
+        self._declare_overflow(n_slots, n_pairs)
+
+    def _declare_colors(self, N: Dim, P: Dim, n_joint_slots: Dim):
+        """The colouring itself: each constraint's colour and the lists by colour (N:
+        n_slots, P: n_pairs; constraints: P + n_joint_slots)."""
+        C = P + n_joint_slots
         self._field(
             "color",
             i32,
@@ -759,6 +803,9 @@ class Coloring(FieldGroup):
             doc="pairs before each color_list entry; while the lists are built, each "
             "constraint's place in the overflow colour",
         )
+
+    def _declare_bidding(self, N: Dim, C: Dim):
+        """The rounds' scratch: bodies' claims (N: n_slots) and the constraints (C) bidding."""
         self._field("body_claim", i32, N, doc="the lowest bid for the body this round")
         self._field("body_color_mask", i32, N, doc="bit c: a constraint of colour c has the body")
         self._field("uncolored", i32, C, doc="the constraints that bid this step")
@@ -769,6 +816,10 @@ class Coloring(FieldGroup):
             _COLORS,
             doc="constraints left uncoloured after each round of a CPU team's colouring",
         )
+
+    def _declare_overflow(self, N: Dim, P: Dim):
+        """The overflow pairs' Jacobi lists, by body (N: n_slots; P: n_pairs, two entries
+        each), solver/overflow.py."""
         self._field(
             "n_overflow_pairs",
             i32,
@@ -1039,7 +1090,16 @@ def field_table() -> str:
     instances: dict[type, list[str]] = {}  # a class may back several groups (Manifolds)
     for name in GROUP_NAMES:
         instances.setdefault(type(getattr(pool, name)), []).append(name)
-    lines = [
+    lines = _field_table_intro()
+    for cls, names in instances.items():
+        lines += _group_table(cls, names, [getattr(pool, name) for name in names])
+    return "\n".join(lines) + "\n"
+
+
+def _field_table_intro() -> list[str]:
+    """field_table's lines before the groups: what the pool is, how to read a field, the
+    sizes' symbols and the saved extents."""
+    return [
         "# Device data",
         "",
         "Generated from the field declarations in `fx2d_gpu/device/__init__.py` "
@@ -1068,7 +1128,7 @@ def field_table() -> str:
         "scene.step(1 / 60)",
         "pool = scene.step_context().pool",
         "n_slots = scene.n_worlds * scene.n_bodies",
-        "inv_mass = pool.model.inv_mass.to_numpy()[:scene.n_bodies]  # (n_bodies,) 1/kg",
+        "inv_mass = pool.model.inv_mass.to_numpy()[: scene.n_bodies]  # (n_bodies,) 1/kg",
         "position = pool.bodies.position.to_numpy()[:n_slots]  # (n_slots, 2) m",
         "assert inv_mass[0] == 0.0 and inv_mass[1] == 1.0",
         "assert (position.reshape(2, 2, 2) == scene.get_state().position).all()",
@@ -1086,40 +1146,43 @@ def field_table() -> str:
         "| --- | --- |",
         *(f"| `{extent}` | {meaning} |" for extent, meaning in EXTENTS.items()),
     ]
-    for cls, names in instances.items():
-        groups = [getattr(pool, name) for name in names]
-        where = ", ".join(
-            f"`pool.{name}`" + (f" (files: `{FILE_NAMES[name]}`)" if name in FILE_NAMES else "")
-            for name in names
-        )
-        summary = " ".join(line.strip() for line in cls.__doc__.splitlines() if line.strip())
-        lines += [
-            "",
-            f"## {cls.__name__}",
-            "",
-            f"{where}: {summary}",
-            "",
-            "| field | dtype | shape | saved | doc |",
-            "| --- | --- | --- | --- | --- |",
+
+
+def _group_table(cls: type, names: list[str], groups: list[FieldGroup]) -> list[str]:
+    """field_table's section of group class `cls`: its instances `groups` (the pool's
+    `names`), its docstring and a row per field."""
+    where = ", ".join(
+        f"`pool.{name}`" + (f" (files: `{FILE_NAMES[name]}`)" if name in FILE_NAMES else "")
+        for name in names
+    )
+    summary = " ".join(line.strip() for line in cls.__doc__.splitlines() if line.strip())
+    lines = [
+        "",
+        f"## {cls.__name__}",
+        "",
+        f"{where}: {summary}",
+        "",
+        "| field | dtype | shape | saved | doc |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for declaration in groups[0].declarations():
+        # An instance may lack a field (Manifolds: `reported` keeps no reuse data).
+        extents = [
+            (name, saved_by_name[declaration.name])
+            for name, group in zip(names, groups, strict=True)
+            if declaration.name
+            in (saved_by_name := {d.name: d.saved for d in group.declarations()})
         ]
-        for declaration in groups[0].declarations():
-            # An instance may lack a field (Manifolds: `reported` keeps no reuse data).
-            extents = [
-                (name, saved_by_name[declaration.name])
-                for name, group in zip(names, groups, strict=True)
-                if declaration.name
-                in (saved_by_name := {d.name: d.saved for d in group.declarations()})
-            ]
-            if len(groups) == 1:
-                saved = extents[0][1] or "—"
-            else:
-                saved = ", ".join(f"{name}: {extent}" for name, extent in extents if extent) or "—"
-            dtype = "f32" if declaration.dtype == f32 else "i32"
-            lines.append(
-                f"| `{declaration.name}` | {dtype} | `{declaration.shape_symbols()}` "
-                f"| {saved} | {declaration.doc.replace('|', chr(92) + '|')} |"
-            )
-    return "\n".join(lines) + "\n"
+        if len(groups) == 1:
+            saved = extents[0][1] or "—"
+        else:
+            saved = ", ".join(f"{name}: {extent}" for name, extent in extents if extent) or "—"
+        dtype = "f32" if declaration.dtype == f32 else "i32"
+        lines.append(
+            f"| `{declaration.name}` | {dtype} | `{declaration.shape_symbols()}` "
+            f"| {saved} | {declaration.doc.replace('|', chr(92) + '|')} |"
+        )
+    return lines
 
 
 #: Scenes of at most this many body slots (n_worlds * n_bodies) run their kernels' loops
