@@ -814,6 +814,34 @@ class FrameGeometry:
             The Frame: its buffers are this FrameGeometry's, filled again by the next
             update.
         """
+        views = self._checked_views(views, bounds, worlds, max_tiles)
+        ctx = self.scene.step_context()  # the scene built and resident in the device pool
+        t = self._current_templates()
+        self._layout(len(views))
+        transform = view_transforms(views, aspect)
+        view_worlds = np.array([view.world for view in views], np.int32)
+        clamp = int(len(views) > 1)
+        redraw = self._views_changed(transform, view_worlds)
+        if self.boxes and self._box_buffer is None:
+            self._box_buffer = VertexBuffer(len(views) * t["n_drawn"] * BOX_VERTICES, BOX_COLOUR)
+        if self.boxes and not self._boxes_drawn:
+            redraw = True  # boxes are filled only where a body is drawn
+        self._boxes_drawn = bool(self.boxes)
+        boxes = self._box_buffer.xy if self.boxes else self._no_boxes
+        transform = transform.reshape(-1)  # flat, as the kernels take it
+        if t["n_drawn"]:
+            self._draw_bodies(ctx, t, view_worlds, transform, clamp, redraw, boxes)
+        frame = Frame(self._triangles, self._lines, boxes=self._box_buffer if self.boxes else None)
+        if self.joints and t["n_joints"]:
+            frame.joints = self._draw_joints(ctx, t, view_worlds, transform, clamp)
+        if self.contacts:
+            frame.contact_points, frame.contact_lines = self._contacts(
+                views, transform.reshape(-1, TRANSFORM_COLUMNS), clamp
+            )
+        return frame
+
+    def _checked_views(self, views, bounds, worlds, max_tiles) -> list:
+        """update's `views` as a list (None: tile_views'), each of a world of the scene."""
         scene = self.scene
         if views is None:
             views = tile_views(
@@ -825,85 +853,78 @@ class FrameGeometry:
                 raise ValueError(
                     f"view of world {view.world}: the scene has worlds 0 to {scene.n_worlds - 1}"
                 )
-        ctx = scene.step_context()  # the scene built and resident in the device pool
-        t = self._current_templates()
-        self._layout(len(views))
-        transform = view_transforms(views, aspect)
-        view_worlds = np.array([view.world for view in views], np.int32)
-        clamp = int(len(views) > 1)
-        redraw = self._last_views is None or not (
+        return views
+
+    def _views_changed(self, transform: np.ndarray, view_worlds: np.ndarray) -> bool:
+        """Whether the views (their (n_views, TRANSFORM_COLUMNS) transforms and worlds)
+        differ from the last update's, which every body must then be drawn again for;
+        remembers these."""
+        changed = self._last_views is None or not (
             np.array_equal(transform, self._last_views[0])
             and np.array_equal(view_worlds, self._last_views[1])
         )
         self._last_views = (transform, view_worlds)
-        if self.boxes and self._box_buffer is None:
-            self._box_buffer = VertexBuffer(len(views) * t["n_drawn"] * BOX_VERTICES, BOX_COLOUR)
-        if self.boxes and not self._boxes_drawn:
-            redraw = True  # boxes are filled only where a body is drawn
-        self._boxes_drawn = bool(self.boxes)
-        boxes = self._box_buffer.xy if self.boxes else self._no_boxes
-        transform = transform.reshape(-1)  # flat, as the kernels take it
-        if t["n_drawn"]:
-            _fill_bodies(
-                ctx.pool.bodies,
-                ctx.n_bodies,
-                view_worlds,
-                transform,
-                clamp,
-                t["body"],
-                t["kind"],
-                t["first"],
-                t["count"],
-                t["centre"],
-                t["radius"],
-                t["points"],
-                self._ring,
-                t["triangle_start"],
-                t["line_start"],
-                t["triangles_per_view"],
-                t["lines_per_view"],
-                t["fill"],
-                t["edge"],
-                self._drawn_pose,
-                self._drawn_look,
-                int(redraw),
-                int(bool(self.dim_sleeping)),
-                ti.Vector(t["background"].tolist()),
-                float(self.dim_amount),
-                self._triangles.xy,
-                self._triangles.rgb,
-                self._lines.xy,
-                self._lines.rgb,
-                self._triangles.xy_stride,
-                self._triangles.rgb_stride,
-                self._triangles.colour_offset,
-                int(bool(self.boxes)),
-                boxes,
+        return changed
+
+    def _draw_bodies(self, ctx, t: dict, view_worlds, transform, clamp: int, redraw, boxes):
+        """The _fill_bodies launch: every drawn body of templates `t` in every view, into the
+        triangle and line buffers (and `boxes`, where drawn)."""
+        _fill_bodies(
+            ctx.pool.bodies,
+            ctx.n_bodies,
+            view_worlds,
+            transform,
+            clamp,
+            t["body"],
+            t["kind"],
+            t["first"],
+            t["count"],
+            t["centre"],
+            t["radius"],
+            t["points"],
+            self._ring,
+            t["triangle_start"],
+            t["line_start"],
+            t["triangles_per_view"],
+            t["lines_per_view"],
+            t["fill"],
+            t["edge"],
+            self._drawn_pose,
+            self._drawn_look,
+            int(redraw),
+            int(bool(self.dim_sleeping)),
+            ti.Vector(t["background"].tolist()),
+            float(self.dim_amount),
+            self._triangles.xy,
+            self._triangles.rgb,
+            self._lines.xy,
+            self._lines.rgb,
+            self._triangles.xy_stride,
+            self._triangles.rgb_stride,
+            self._triangles.colour_offset,
+            int(bool(self.boxes)),
+            boxes,
+        )
+
+    def _draw_joints(self, ctx, t: dict, view_worlds, transform, clamp: int) -> VertexBuffer:
+        """The joints' buffer (made on first use), filled for every view by _fill_joints."""
+        if self._joint_buffer is None:
+            self._joint_buffer = VertexBuffer(
+                len(view_worlds) * t["n_joints"] * JOINT_VERTICES, JOINT_COLOUR
             )
-        frame = Frame(self._triangles, self._lines, boxes=self._box_buffer if self.boxes else None)
-        if self.joints and t["n_joints"]:
-            if self._joint_buffer is None:
-                self._joint_buffer = VertexBuffer(
-                    len(views) * t["n_joints"] * JOINT_VERTICES, JOINT_COLOUR
-                )
-            _fill_joints(
-                ctx.pool.bodies,
-                ctx.n_bodies,
-                view_worlds,
-                transform,
-                clamp,
-                t["parent"],
-                t["child"],
-                t["anchor_parent"],
-                t["anchor_child"],
-                self._joint_buffer.xy,
-            )
-            frame.joints = self._joint_buffer
-        if self.contacts:
-            frame.contact_points, frame.contact_lines = self._contacts(
-                views, transform.reshape(-1, TRANSFORM_COLUMNS), clamp
-            )
-        return frame
+        _fill_joints(
+            ctx.pool.bodies,
+            ctx.n_bodies,
+            view_worlds,
+            transform,
+            clamp,
+            t["parent"],
+            t["child"],
+            t["anchor_parent"],
+            t["anchor_child"],
+            self._joint_buffer.xy,
+        )
+        return self._joint_buffer
 
     def _contacts(self, views, transform: np.ndarray, clamp: int):
         """(points (k, 2), normal lines VertexBuffer) of every view's contact points, in
