@@ -11,79 +11,14 @@ row (a scene's built initial state) can serve every reset world.
 from typing import TYPE_CHECKING
 
 import numpy as np
-import taichi as ti
 
+from ..device import transfer
 from ..model.builder import check_state
 from ..records import State
 
 if TYPE_CHECKING:
     from ..model.builder import ModelBuilder
     from ..physics.solver.context import StepContext
-
-vec2 = ti.math.vec2
-_I32 = ti.types.ndarray(dtype=ti.i32, ndim=1)
-_F32 = ti.types.ndarray(dtype=ti.f32, ndim=1)
-_VEC2 = ti.types.ndarray(dtype=vec2, ndim=1)
-_NO_TARGETS = np.zeros(1, np.float32)  # an ndarray argument must not be empty
-
-
-@ti.kernel
-def _write_worlds(
-    bodies: ti.template(),
-    joints: ti.template(),
-    manifolds: ti.template(),
-    serial: ti.template(),
-    reset: ti.template(),
-    source_row: _I32,
-    n_worlds: ti.i32,
-    n_bodies: ti.i32,
-    n_joints: ti.i32,
-    n_pairs: ti.i32,
-    position: _VEC2,
-    angle: _F32,
-    velocity: _VEC2,
-    angular_velocity: _F32,
-    sleeping: _I32,
-    target: _F32,
-):
-    """The worlds with source_row >= 0 take their source row's poses, velocities and sleep
-    flags (sleep timers, islands and support restart); with `reset` (compiled in) also no pending
-    force, their motors' targets restarted (the source's) with their PID state, and their
-    contacts forgotten (no points, no warm-start impulses)."""
-    ti.loop_config(serialize=serial)
-    for slot in range(n_worlds * n_bodies):
-        row = source_row[slot // n_bodies]
-        if row >= 0:
-            source = row * n_bodies + slot % n_bodies
-            bodies.position[slot] = position[source]
-            bodies.angle[slot] = angle[source]
-            bodies.velocity[slot] = velocity[source]
-            bodies.angular_velocity[slot] = angular_velocity[source]
-            bodies.sleeping[slot] = sleeping[source]
-            bodies.sleep_time[slot] = 0.0
-            bodies.island[slot] = slot
-            bodies.support[slot] = 0  # (contacts.UNSUPPORTED: counted again, as in a new scene)
-            if ti.static(reset):
-                bodies.force[slot] = vec2(0.0, 0.0)
-                bodies.torque[slot] = 0.0
-    if ti.static(reset):
-        ti.loop_config(serialize=serial)
-        for joint_slot in range(n_worlds * n_joints):
-            row = source_row[joint_slot // n_joints]
-            if row >= 0:
-                joints.target[joint_slot] = target[row * n_joints + joint_slot % n_joints]
-                joints.integral[joint_slot] = 0.0
-                joints.prev_error[joint_slot] = 0.0
-                joints.pid_started[joint_slot] = 0
-                joints.soft_impulse[joint_slot] = ti.math.vec4(0.0)
-        ti.loop_config(serialize=serial)
-        for pair in range(n_pairs):  # the world's contacts and their (maybe NaN) impulses go
-            if source_row[manifolds.body_a[pair] // n_bodies] >= 0:
-                manifolds.point_count[pair] = 0
-                manifolds.found_margin[pair] = 0.0  # found afresh, not kept
-                for i in ti.static(range(2)):
-                    manifolds.normal_impulse[pair, i] = 0.0
-                    manifolds.tangent_impulse[pair, i] = 0.0
 
 
 def _rows(worlds: np.ndarray, n_worlds: int, one_source: bool) -> np.ndarray:
@@ -104,32 +39,24 @@ def write_worlds(
 ):
     """Write `worlds` ((k,) int64, unique) from `arrays` (position (r, n_bodies, 2), angle,
     velocity, angular_velocity, sleeping (r, n_bodies); r = 1 (every world that row) or k);
-    with `reset` also targets ((r, n_joints) float32) and PID state, no pending force, the
-    contacts forgotten. One launch; the other worlds are not touched. (The step cache is the
+    sleep timers, islands and support restart; with `reset` also targets ((r, n_joints)
+    float32) and PID state, no pending force, the contacts forgotten. One launch
+    (transfer.write_rows); the other worlds are not touched. (The step cache is the
     caller's: Scene's calls look at the contacts afresh, as after set_state.)"""
-    rows, nb, nj = len(arrays["angle"]), ctx.n_bodies, ctx.n_joints
+    rows, nb = len(arrays["angle"]), ctx.n_bodies
     source_row = _rows(worlds, ctx.n_worlds, rows == 1)
-    if targets is None or targets.size == 0:
-        targets = _NO_TARGETS
-    pool = ctx.pool
-    _write_worlds(
-        pool.bodies,
-        pool.joints,
-        pool.manifolds,
-        ctx.serial,
-        reset,
-        source_row,
-        ctx.n_worlds,
-        nb,
-        nj,
-        ctx.n_pairs,
-        np.ascontiguousarray(arrays["position"].reshape(rows * nb, 2), np.float32),
-        np.ascontiguousarray(arrays["angle"].reshape(-1), np.float32),
-        np.ascontiguousarray(arrays["velocity"].reshape(rows * nb, 2), np.float32),
-        np.ascontiguousarray(arrays["angular_velocity"].reshape(-1), np.float32),
-        np.ascontiguousarray(arrays["sleeping"].reshape(-1), np.int32),
-        np.ascontiguousarray(targets.reshape(-1), np.float32),
-    )
+    flat = {
+        "position": np.ascontiguousarray(arrays["position"].reshape(rows * nb, 2), np.float32),
+        "angle": np.ascontiguousarray(arrays["angle"].reshape(-1), np.float32),
+        "velocity": np.ascontiguousarray(arrays["velocity"].reshape(rows * nb, 2), np.float32),
+        "angular_velocity": np.ascontiguousarray(
+            arrays["angular_velocity"].reshape(-1), np.float32
+        ),
+        "sleeping": np.ascontiguousarray(arrays["sleeping"].reshape(-1), np.int32),
+    }
+    if targets is not None:
+        targets = np.ascontiguousarray(targets.reshape(-1), np.float32)
+    transfer.write_rows(ctx, source_row, flat, restart_islands=True, reset=reset, targets=targets)
 
 
 def state_rows(

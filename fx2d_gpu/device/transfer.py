@@ -4,6 +4,8 @@ Group transfers (write_groups, read_groups): any named fields of any groups (dev
 written or read in one kernel launch, for residency's loads and saves and Scene's reads.
 Scatter kernels: NumPy arrays taken as ndarray arguments (compiled once), for Scene's writes
 between steps: applied forces, a new state, motor targets and modes, enabled flags, filters.
+write_rows is the one kernel that writes bodies' state rows: set_state's (write_state), and
+some worlds' (access/world_resets.py: reset_worlds, set_state(worlds=), faulty worlds).
 """
 
 import math
@@ -299,29 +301,126 @@ def scatter_forces(ctx: "StepContext", slots, forces, torques):
 
 
 @ti.kernel
-def _write_state(
+def _write_rows(
     bodies: ti.template(),
+    joints: ti.template(),
+    manifolds: ti.template(),
     serial: ti.template(),
+    restart_islands: ti.template(),
+    reset: ti.template(),
+    source_row: _I32_ARRAY,
+    n_bodies: ti.i32,
+    n_joints: ti.i32,
+    n_pairs: ti.i32,
     position: _VEC2_ARRAY,
     angle: _F32_ARRAY,
     velocity: _VEC2_ARRAY,
     angular_velocity: _F32_ARRAY,
     sleeping: _I32_ARRAY,
+    target: _F32_ARRAY,
 ):
+    """The worlds with source_row >= 0 (source_row: (n_worlds,)) take their source row's
+    poses, velocities and sleep flags, sleep timers restarting; with `restart_islands`
+    (compiled in) their islands and support restart too; with `reset` (compiled in) also no
+    pending force, their motors' targets restarted (the source's) with their PID state, and
+    their contacts forgotten (no points, no warm-start impulses). See write_rows."""
     ti.loop_config(serialize=serial)
-    for slot in range(position.shape[0]):
-        bodies.position[slot] = position[slot]
-        bodies.angle[slot] = angle[slot]
-        bodies.velocity[slot] = velocity[slot]
-        bodies.angular_velocity[slot] = angular_velocity[slot]
-        bodies.sleeping[slot] = sleeping[slot]
-        bodies.sleep_time[slot] = 0.0
+    for slot in range(source_row.shape[0] * n_bodies):
+        row = source_row[slot // n_bodies]
+        if row >= 0:
+            source = row * n_bodies + slot % n_bodies
+            bodies.position[slot] = position[source]
+            bodies.angle[slot] = angle[source]
+            bodies.velocity[slot] = velocity[source]
+            bodies.angular_velocity[slot] = angular_velocity[source]
+            bodies.sleeping[slot] = sleeping[source]
+            bodies.sleep_time[slot] = 0.0
+            if ti.static(restart_islands):
+                bodies.island[slot] = slot
+                bodies.support[slot] = 0  # (contacts.UNSUPPORTED: counted again, as in a new scene)
+            if ti.static(reset):
+                bodies.force[slot] = ti.math.vec2(0.0, 0.0)
+                bodies.torque[slot] = 0.0
+    if ti.static(reset):
+        ti.loop_config(serialize=serial)
+        for joint_slot in range(source_row.shape[0] * n_joints):
+            row = source_row[joint_slot // n_joints]
+            if row >= 0:
+                joints.target[joint_slot] = target[row * n_joints + joint_slot % n_joints]
+                joints.integral[joint_slot] = 0.0
+                joints.prev_error[joint_slot] = 0.0
+                joints.pid_started[joint_slot] = 0
+                joints.soft_impulse[joint_slot] = ti.math.vec4(0.0)
+        ti.loop_config(serialize=serial)
+        for pair in range(n_pairs):  # the world's contacts and their (maybe NaN) impulses go
+            if source_row[manifolds.body_a[pair] // n_bodies] >= 0:
+                manifolds.point_count[pair] = 0
+                manifolds.found_margin[pair] = 0.0  # found afresh, not kept
+                for i in ti.static(range(2)):
+                    manifolds.normal_impulse[pair, i] = 0.0
+                    manifolds.tangent_impulse[pair, i] = 0.0
+
+
+#: The targets of a write that restarts no motor: an ndarray argument must not be empty.
+_NO_TARGETS = np.zeros(1, np.float32)
+
+
+def write_rows(
+    ctx: "StepContext",
+    source_row: np.ndarray,
+    arrays: dict[str, np.ndarray],
+    *,
+    restart_islands: bool,
+    reset: bool = False,
+    targets: np.ndarray | None = None,
+):
+    """The one kernel that writes bodies' state rows: world w takes row source_row[w] of
+    `arrays` (source_row: (n_worlds,) int32, -1: the world is not touched).
+
+    Args:
+        arrays: position (r * n_bodies, 2) float32, angle, velocity (r * n_bodies, 2),
+            angular_velocity (r * n_bodies,) float32 and sleeping (r * n_bodies,) int32: r
+            rows of n_bodies bodies each, C-contiguous.
+        restart_islands: the written bodies' islands and support restart, as in a new scene
+            (world_resets' writes); else they stay as the last step left them (write_state).
+        reset: also no pending force, motor targets from `targets` ((r * n_joints,) float32)
+            with their PID state restarted, and the worlds' contacts forgotten.
+    """
+    if targets is None or targets.size == 0:
+        targets = _NO_TARGETS
+    pool = ctx.pool
+    _write_rows(
+        pool.bodies,
+        pool.joints,
+        pool.manifolds,
+        ctx.serial,
+        restart_islands,
+        reset,
+        source_row,
+        ctx.n_bodies,
+        ctx.n_joints,
+        ctx.n_pairs,
+        arrays["position"],
+        arrays["angle"],
+        arrays["velocity"],
+        arrays["angular_velocity"],
+        arrays["sleeping"],
+        targets,
+    )
 
 
 def write_state(ctx: "StepContext", position, angle, velocity, angular_velocity, sleeping):
     """Poses, velocities and sleep flags of every slot (arrays of n_slots rows, float32 /
-    int32); sleep timers restart."""
-    _write_state(ctx.pool.bodies, ctx.serial, position, angle, velocity, angular_velocity, sleeping)
+    int32); sleep timers restart (write_rows, each world its own row)."""
+    arrays = {
+        "position": position,
+        "angle": angle,
+        "velocity": velocity,
+        "angular_velocity": angular_velocity,
+        "sleeping": sleeping,
+    }
+    source_row = np.arange(ctx.n_worlds, dtype=np.int32)
+    write_rows(ctx, source_row, arrays, restart_islands=False)
 
 
 @ti.func
