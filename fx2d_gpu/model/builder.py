@@ -563,79 +563,24 @@ class ModelBuilder:
     # ------------------------------------------------------------------ device arrays
     def build_model(self) -> dict[str, dict[str, np.ndarray]]:
         """The model's device arrays by group and field (device.BodyModel, device.Joints)."""
-        n = len(self.bodies)
-        V = MAX_POLYGON_VERTICES
-        model = {
-            name: np.zeros(n, np.float32)
-            for name in (
-                "inv_mass",
-                "inv_inertia",
-                "gravity_scale",
-                "damping",
-                "elasticity",
-                "static_friction",
-                "dynamic_friction",
-                "shape_radius",
-                "bounding_radius",
-            )
-        }
-        model.update(
-            kinematic=np.zeros(n, np.int32),
-            shape_kind=np.zeros(n, np.int32),
-            shape_center=np.zeros((n, 2), np.float32),
-            shape_vertex_count=np.zeros(n, np.int32),
-            shape_vertices=np.zeros((n, V, 2), np.float32),
-            shape_normals=np.zeros((n, V, 2), np.float32),
-        )
+        model = _empty_model(len(self.bodies))
         # Column by column from the bodies' attributes (a loop over bodies setting array
         # elements one by one took 5 us a body: 5 s for a million).
-        bodies = self.bodies
+        _fill_materials(model, self.bodies)
+        _fill_shapes(model, self.bodies)
+        self._add_filters(model)
+        return {"model": model, "joints": self._build_joints()}
 
-        def column(items, attribute, dtype):
-            return np.fromiter(map(operator.attrgetter(attribute), items), dtype, n)
-
-        mass = column(bodies, "mass", np.float64)
-        driven = column(bodies, "external_forces", bool)
-        model["kinematic"][:] = (mass > 0.0) & ~driven
-        model.update(
-            material_rows(
-                {
-                    key: column(bodies, key, np.float64)
-                    for key in (
-                        "mass",
-                        "inertia",
-                        "gravity_scale",
-                        "vel_damping",
-                        "elasticity",
-                        "static_friction",
-                        "dynamic_friction",
-                    )
-                },
-                driven,
-            )
-        )
-        body_shapes = column(bodies, "shape", object)
-        collides = column(bodies, "collides", bool)
-        model["shape_kind"][:] = np.where(
-            collides, column(body_shapes, "core_kind", np.int32), shapes.SHAPE_NONE
-        )
-        model["shape_radius"][:] = column(body_shapes, "radius", np.float64)
-        model["bounding_radius"][:] = column(body_shapes, "bounding_radius", np.float64)
-        model["shape_center"][:] = np.array([s.center for s in body_shapes]).reshape(n, 2)
-        counts = np.fromiter((len(s.vertices) for s in body_shapes), np.int64, n)
-        model["shape_vertex_count"][:] = counts
-        for k in np.unique(counts[counts > 0]).tolist():
-            rows = np.flatnonzero(counts == k)
-            model["shape_vertices"][rows, :k] = [body_shapes[i].vertices for i in rows]
-            model["shape_normals"][rows, :k] = [body_shapes[i].normals for i in rows]
-        for i, s in enumerate(body_shapes):
-            if len(s.cones):  # a chain link: its contact-normal bounds after its normals
-                model["shape_normals"][i, counts[i] : counts[i] + 2] = s.cones
-        model["sensor"] = column(bodies, "sensor", np.int32)
-        model["bullet"] = column(bodies, "bullet", np.int32)
-        model["collision_group"] = column(bodies, "collision_group", np.int32)
+    def _add_filters(self, model: dict[str, np.ndarray]):
+        """The model's collision filters and mixing rules into `model` (build_model's, in
+        place): sensor, bullet, collision_group, category_bits and mask_bits (n,) int32,
+        the disabled pairs (filter_start (n + 1,), filters) and the two mixing rules (0-d)."""
+        bodies, n = self.bodies, len(self.bodies)
+        model["sensor"] = _column(bodies, "sensor", np.int32)
+        model["bullet"] = _column(bodies, "bullet", np.int32)
+        model["collision_group"] = _column(bodies, "collision_group", np.int32)
         for key in ("category_bits", "mask_bits"):  # the same 32 bits, as int32
-            model[key] = column(bodies, key, np.uint32).view(np.int32)
+            model[key] = _column(bodies, key, np.uint32).view(np.int32)
         # Per body, the bodies it never collides with (disable_collision), sorted.
         ends = sorted(
             [(a, b) for a, b in self.no_collision] + [(b, a) for a, b in self.no_collision]
@@ -645,7 +590,6 @@ class ModelBuilder:
         # A builder pickled before the rules were settings has neither: Fx2D's rule.
         for key in ("friction_mixing", "restitution_mixing"):
             model[key] = np.array(MIXING_RULES[getattr(self, key, DEFAULT_MIXING)], np.int32)
-        return {"model": model, "joints": self._build_joints()}
 
     def _build_joints(self) -> dict[str, np.ndarray]:
         joints, n = self.joints, len(self.bodies)
@@ -717,6 +661,81 @@ class ModelBuilder:
         go up levels)."""
         diameters = [b.shape.diameter for b in self.bodies]
         return float(np.median(diameters)) if diameters else 1.0
+
+
+def _column(items, attribute: str, dtype) -> np.ndarray:
+    """(len(items),) array of `dtype`: each item's `attribute`."""
+    return np.fromiter(map(operator.attrgetter(attribute), items), dtype, len(items))
+
+
+def _empty_model(n: int) -> dict[str, np.ndarray]:
+    """The body model's material and shape fields for n bodies, zero (build_model fills
+    them; the fields' order is the model's)."""
+    model = {
+        name: np.zeros(n, np.float32)
+        for name in (
+            "inv_mass",
+            "inv_inertia",
+            "gravity_scale",
+            "damping",
+            "elasticity",
+            "static_friction",
+            "dynamic_friction",
+            "shape_radius",
+            "bounding_radius",
+        )
+    }
+    model.update(
+        kinematic=np.zeros(n, np.int32),
+        shape_kind=np.zeros(n, np.int32),
+        shape_center=np.zeros((n, 2), np.float32),
+        shape_vertex_count=np.zeros(n, np.int32),
+        shape_vertices=np.zeros((n, MAX_POLYGON_VERTICES, 2), np.float32),
+        shape_normals=np.zeros((n, MAX_POLYGON_VERTICES, 2), np.float32),
+    )
+    return model
+
+
+def _fill_materials(model: dict[str, np.ndarray], bodies: list[Body]):
+    """`bodies`' kinematic flags and material rows (material_rows) into `model`
+    (_empty_model's, in place)."""
+    mass = _column(bodies, "mass", np.float64)
+    driven = _column(bodies, "external_forces", bool)
+    model["kinematic"][:] = (mass > 0.0) & ~driven
+    keys = (
+        "mass",
+        "inertia",
+        "gravity_scale",
+        "vel_damping",
+        "elasticity",
+        "static_friction",
+        "dynamic_friction",
+    )
+    model.update(material_rows({key: _column(bodies, key, np.float64) for key in keys}, driven))
+
+
+def _fill_shapes(model: dict[str, np.ndarray], bodies: list[Body]):
+    """`bodies`' shapes into `model` (_empty_model's, in place): kind (SHAPE_NONE for a body
+    that does not collide), radii (m), centre (m), vertices and normals, a chain link's
+    contact-normal bounds after its normals."""
+    n = len(bodies)
+    body_shapes = _column(bodies, "shape", object)
+    collides = _column(bodies, "collides", bool)
+    model["shape_kind"][:] = np.where(
+        collides, _column(body_shapes, "core_kind", np.int32), shapes.SHAPE_NONE
+    )
+    model["shape_radius"][:] = _column(body_shapes, "radius", np.float64)
+    model["bounding_radius"][:] = _column(body_shapes, "bounding_radius", np.float64)
+    model["shape_center"][:] = np.array([s.center for s in body_shapes]).reshape(n, 2)
+    counts = np.fromiter((len(s.vertices) for s in body_shapes), np.int64, n)
+    model["shape_vertex_count"][:] = counts
+    for k in np.unique(counts[counts > 0]).tolist():
+        rows = np.flatnonzero(counts == k)
+        model["shape_vertices"][rows, :k] = [body_shapes[i].vertices for i in rows]
+        model["shape_normals"][rows, :k] = [body_shapes[i].normals for i in rows]
+    for i, s in enumerate(body_shapes):
+        if len(s.cones):  # a chain link: its contact-normal bounds after its normals
+            model["shape_normals"][i, counts[i] : counts[i] + 2] = s.cones
 
 
 def material_rows(values: dict[str, np.ndarray], driven: np.ndarray) -> dict[str, np.ndarray]:
