@@ -384,3 +384,39 @@ def as_index(value, label: str, count: int, plural: str, owner: str = "scene") -
 def as_scalar(value):
     """A 0-d array's element (as_real takes numbers, not arrays); anything else as it is."""
     return value[()] if isinstance(value, np.ndarray) and value.ndim == 0 else value
+
+
+def as_one_of(value, name: str, choices):
+    """`value` if it is one of `choices` (a setting's names: Scene(on_fault=)), else
+    ValueError naming `name` and the choices."""
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {tuple(choices)}, got {value!r}")
+    return value
+
+
+def as_name(value, name: str, choices) -> str:
+    """`value`, a string and one of `choices` (Scene(solver=)), else TypeError (not a
+    string) or ValueError (another string) naming `name`."""
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a string, got {type(value).__name__}")
+    return as_one_of(value, name, choices)
+
+
+def as_instance(value, name: str, kind: type, what: str):
+    """`value` if it is a `kind` (`what`: the type as the message names it, e.g.
+    "fx2d_gpu.shapes.Shape"), else TypeError naming `name`."""
+    if not isinstance(value, kind):
+        raise TypeError(f"{name} must be a {what}, got {type(value).__name__}")
+    return value
+
+
+def as_row_count(values, name: str) -> int:
+    """n, the rows of `values`, an (n, 2) array (a bulk add's positions, m), else
+    TypeError (not numbers) or ValueError (another shape) naming `name`."""
+    try:
+        shape = np.shape(values)
+    except ValueError:
+        raise TypeError(f"{name} must be (n, 2) numbers") from None
+    if len(shape) != 2 or shape[1] != 2:
+        raise ValueError(f"{name} must have shape (n, 2), got {shape}")
+    return shape[0]

@@ -1,8 +1,12 @@
 """Scene, the user's entry point: build a scene, step it, read and write its state.
 
 The API reference (docs/api.md) documents Scene's methods. Inside the package, the model and
-its checks live in builder.py, the step in solver/step.py, the device state in device.py and
-residency.py; Scene ties them together.
+its checks live in model/builder.py, the argument checks in checks.py, the step in
+physics/solver/step.py, the device state in device/ (residency.py: a scene in the pool), the
+reads and writes of state in access/; Scene ties them together. Some of its methods come from
+the modules that own them: ModelQueries (model/model_queries.py), SceneCopies (snapshots,
+state files, replicate, pickling: access/snapshots.py) and StepDiagnostics (the step cache's
+counters: physics/solver/context.py).
 """
 
 from __future__ import annotations
@@ -15,17 +19,21 @@ import numpy as np
 
 from . import shapes
 from .access import edits, readout, spatial_queries, world_resets
-from .access.snapshots import (
-    SceneCopies,
-    SceneSnapshot,
-    read_state_file,
-    restore_snapshot,
-    take_snapshot,
-)
+from .access.snapshots import SceneCopies
 from .access.world_resets import state_rows
 from .checks import MAX_DT as MAX_DT  # (cli.py reads the step bounds here)
 from .checks import MIN_DT as MIN_DT
-from .checks import as_bool, as_count, as_index, as_step_length, as_vector2
+from .checks import (
+    as_bool,
+    as_count,
+    as_index,
+    as_instance,
+    as_name,
+    as_one_of,
+    as_row_count,
+    as_step_length,
+    as_vector2,
+)
 from .device import residency, runtime, transfer
 from .device.residency import Binding, serialized
 from .enums import DEFAULT_MIXING
@@ -41,7 +49,7 @@ from .model.builder import (
 )
 from .model.model_queries import ModelQueries
 from .model.world_params import BODY_PARAMS, WorldParams, world_selection
-from .physics.solver.context import StepCache, StepContext, loops_run_serially
+from .physics.solver.context import StepCache, StepContext, StepDiagnostics, loops_run_serially
 from .physics.solver.faults import ON_FAULT, contain_faults
 from .physics.solver.plan import StepOptions, as_step_options
 from .physics.solver.profile import NO_PROFILE, StageTimer, StepProfile
@@ -52,7 +60,7 @@ from .records import ContactEvents, Contacts, JointState, Overlaps, RayHitList, 
 from .shapes import MAX_COORDINATE
 
 
-class Scene(ModelQueries, SceneCopies):
+class Scene(ModelQueries, SceneCopies, StepDiagnostics):
     """A 2D rigid-body scene, simulated as `n_worlds` independent copies on one device.
 
     Every world holds the same bodies and joints, at the same indices (0, 1, 2 ... in the order
@@ -155,21 +163,15 @@ class Scene(ModelQueries, SceneCopies):
         self._step_options = as_step_options(step_options)
         self._gravity = as_vector2(gravity, "gravity")
         self.enable_sleep = as_bool(enable_sleep, "enable_sleep")  # False: never sleep
-        if not isinstance(solver, str):
-            raise TypeError(f"solver must be a string, got {type(solver).__name__}")
-        if solver not in SOLVERS:
-            raise ValueError(f"solver must be one of {tuple(SOLVERS)}, got {solver!r}")
-        self.solver = solver
+        self.solver = as_name(solver, "solver", SOLVERS)
         # How pairs mix their bodies' materials: the model's (ModelBuilder), checked here.
         self.friction_mixing = check_mixing(friction_mixing, "friction_mixing")
         self.restitution_mixing = check_mixing(restitution_mixing, "restitution_mixing")
         substeps = as_count(DEFAULT_SUBSTEPS[solver] if substeps is None else substeps, "substeps")
         n_worlds = as_count(n_worlds, "n_worlds")
-        if on_fault not in ON_FAULT:
-            raise ValueError(f"on_fault must be one of {ON_FAULT}, got {on_fault!r}")
         # What step() does when a world's state goes non-finite or absurd (solver/faults.py):
         # "raise" a SimulationError naming worlds and bodies, or "reset" those worlds.
-        self.on_fault = on_fault
+        self.on_fault = as_one_of(on_fault, "on_fault", ON_FAULT)
         self._faulted_worlds = np.zeros(0, np.int64)
         self.backend = runtime.ensure_initialized(arch)
         self.substeps = substeps
@@ -271,8 +273,7 @@ class Scene(ModelQueries, SceneCopies):
         its index. `collides` False: drawn but never collides or answers a query (as some bodies
         of Fx2D's scene files).
         """
-        if not isinstance(shape, shapes.Shape):
-            raise TypeError(f"shape must be a fx2d_gpu.shapes.Shape, got {type(shape).__name__}")
+        as_instance(shape, "shape", shapes.Shape, "fx2d_gpu.shapes.Shape")
         return self._builder.add_body(
             shape, _position(position), collides=as_bool(collides, "collides"), **body
         )
@@ -287,7 +288,7 @@ class Scene(ModelQueries, SceneCopies):
             **body (Any): every body keyword of Scene but `name` (a TypeError), each one value
                 for all bodies or one per body ((n,); velocity (2,) or (n, 2)).
         """
-        n = _count_rows(positions)
+        n = as_row_count(positions, "positions")
         return self._builder.add_bodies(shapes.circles(radii, n), positions, **body)
 
     def add_boxes(self, positions, sizes, radius=0.0, **body) -> np.ndarray:
@@ -300,7 +301,7 @@ class Scene(ModelQueries, SceneCopies):
             radius (float | array_like): corner rounding, m, one for all or (n,).
             **body (Any): body keywords, as add_circles takes them.
         """
-        n = _count_rows(positions)
+        n = as_row_count(positions, "positions")
         return self._builder.add_bodies(shapes.boxes(sizes, n, radius), positions, **body)
 
     def add_shapes(self, positions, body_shapes, **body) -> np.ndarray:
@@ -314,17 +315,14 @@ class Scene(ModelQueries, SceneCopies):
             **body (Any): body keywords, as add_circles takes them, and `collides` (one bool or
                 (n,)) as add_shape takes it.
         """
-        n = _count_rows(positions)
+        n = as_row_count(positions, "positions")
         body_shapes = list(body_shapes)
         if len(body_shapes) != n:
             raise ValueError(
                 f"body_shapes must have one shape per position ({n}), got {len(body_shapes)}"
             )
         for i, shape in enumerate(body_shapes):
-            if not isinstance(shape, shapes.Shape):
-                raise TypeError(
-                    f"body_shapes[{i}] must be a fx2d_gpu.shapes.Shape, got {type(shape).__name__}"
-                )
+            as_instance(shape, f"body_shapes[{i}]", shapes.Shape, "fx2d_gpu.shapes.Shape")
         return self._builder.add_bodies(body_shapes, positions, **body)
 
     def disable_collision(self, body_a: int, body_b: int):
@@ -503,48 +501,6 @@ class Scene(ModelQueries, SceneCopies):
         return JointState(*kinematics.joint_coordinates(self._builder.joints, self.get_state()))
 
     # ------------------------------------------------------------------ stepping
-    @property
-    def n_colors(self) -> int:
-        """The parallel colours the last step's constraint solve used (a diagnostic); at most 1 in
-        worlds of at most 40 bodies, each solved on one thread (StepOptions.color_small_worlds
-        off).
-        """
-        return self._cache.n_colors
-
-    @property
-    def n_overflow(self) -> int:
-        """Constraints the last step left to the overflow colour (a diagnostic): those on a body
-        with more than MAX_COLORS of them, solved after the colours one at a time."""
-        return self._cache.n_overflow
-
-    @property
-    def colorings(self) -> int:
-        """Steps that coloured their constraints; the others reused the last colouring (a
-        diagnostic)."""
-        return self._cache.colorings
-
-    @property
-    def scratch_colorings(self) -> int:
-        """Colourings that did not start from the last step's colours (a diagnostic)."""
-        return self._cache.scratch_colorings
-
-    @property
-    def pair_reuses(self) -> int:
-        """Steps that kept the last step's candidate pairs, no body having left its fat box (a
-        diagnostic; worlds of more than 40 bodies)."""
-        return self._cache.pair_reuses
-
-    @property
-    def report_refreshes(self) -> int:
-        """Steps whose contact report only refreshed the last step's list, its pairs unmoved and
-        the same pairs touching (a diagnostic)."""
-        return self._cache.report_refreshes
-
-    @property
-    def lost_bodies(self) -> int:
-        """Bodies the last broad phase left out for a non-finite pose (a diagnostic)."""
-        return self._cache.lost_bodies
-
     @serialized
     def step(self, dt: float):
         """Advance every world by `dt` seconds (>= 1e-3; above 0.06 s, clamped to 0.06 s: Fx2D's
@@ -710,21 +666,10 @@ class Scene(ModelQueries, SceneCopies):
         scene built with its values. Sleeping bodies stay asleep until woken. Snapshots, state
         files and pickles carry the values. `world`: the worlds (see Scene).
         """
+        keywords = locals()  # the values by name: BODY_PARAMS's keys, in their order
+        given = {name: keywords[name] for name in BODY_PARAMS if keywords[name] is not None}
         rows = spatial_queries.body_indices(bodies, self.n_bodies)
         worlds = world_selection(world, self._n_worlds)
-        given = {
-            name: value
-            for name, value in (
-                ("mass", mass),
-                ("inertia", inertia),
-                ("static_friction", static_friction),
-                ("dynamic_friction", dynamic_friction),
-                ("elasticity", elasticity),
-                ("vel_damping", vel_damping),
-                ("gravity_scale", gravity_scale),
-            )
-            if value is not None
-        }
         checked = self._params.check_body_values(self._builder, rows, worlds, given)
         if given and len(worlds):
             self._params.set_body_values(self._builder, rows, worlds, checked)
@@ -856,74 +801,6 @@ class Scene(ModelQueries, SceneCopies):
         for force, torque in self._pending_forces.values():
             force[chosen], torque[chosen] = 0.0, 0.0
         edits.write_world_rows(ctx, chosen, rows, targets=targets)
-
-    # ------------------------------------------------------------------ snapshots
-    @serialized
-    def snapshot(self) -> SceneSnapshot:
-        """Everything that affects this scene's future, as a SceneSnapshot: poses, velocities,
-        warm-start impulses and pairs, colours, sleep timers and islands, PID state, motor targets
-        and settings, forces pending, the clock. restore() it and the run repeats bitwise.
-        """
-        self._context()
-        return take_snapshot(
-            self._binding,
-            self._cache,
-            self._params,
-            self._pending_forces,
-            self.time,
-            self.step_count,
-        )
-
-    @serialized
-    def restore(self, snapshot: SceneSnapshot):
-        """Return to `snapshot` (snapshot() or SceneSnapshot.load), clock included.
-
-        The scene's bodies, joints, disabled pairs and n_worlds must be the snapshot's. It is
-        untrusted input, checked whole before anything changes (state_files.check_snapshot):
-        layout and fingerprint, step cache, clock, every array's dtype, shape and values, forces.
-
-        Raises:
-            ValueError: the snapshot is of another scene.
-        """
-        # Built, not loaded: the snapshot replaces the state a load would bring in (and the
-        # save of the scene resident before).
-        self._built()
-        forces, self.time, self.step_count, self._params = restore_snapshot(
-            snapshot, self._binding, self._cache, self._builder, self._gravity
-        )
-        self._pending_forces = forces
-
-    @serialized
-    def save_state(self, path):
-        """Write snapshot() to a NumPy .npz file at `path` (with a format version).
-
-        Raises:
-            OSError: the file cannot be written.
-        """
-        self.snapshot().save(path)
-
-    @serialized
-    def load_state(self, path):
-        """Restore the snapshot in the file at `path` (written by save_state).
-
-        The file is untrusted input, checked whole against this scene before anything changes
-        (see restore, docs/batched-worlds.md) and read no further than this scene's state can
-        need (a file, member count or member larger is refused from its headers).
-
-        Raises:
-            ValueError: the file is missing, not a fx2d_gpu state file (damaged, truncated), of
-                another format version or of another scene.
-        """
-        self._context()  # built and resident: the file is read against its layout
-        forces, self.time, self.step_count, self._params = restore_snapshot(
-            read_state_file(path, self._binding),
-            self._binding,
-            self._cache,
-            self._builder,
-            self._gravity,
-            checked=True,
-        )
-        self._pending_forces = forces
 
     # ------------------------------------------------------------------ contacts
     @serialized
@@ -1111,41 +988,12 @@ class Scene(ModelQueries, SceneCopies):
             self._context, self._n_worlds, shape, position, angle, sensors
         )
 
-    @serialized
-    # ------------------------------------------------------------------ copies and pickling
-    def _settings(self) -> dict:
-        """Scene()'s arguments that make a scene like this one (the backend this process
-        runs: "cpu", or "auto" for the GPU it found)."""
-        return dict(
-            gravity=self.gravity,
-            substeps=self.substeps,
-            n_worlds=self._n_worlds,
-            enable_sleep=self.enable_sleep,
-            on_fault=self.on_fault,
-            solver=self.solver,
-            step_options=self._step_options,
-            friction_mixing=self.friction_mixing,
-            restitution_mixing=self.restitution_mixing,
-            arch="cpu" if self.backend in ("x64", "arm64") else "auto",
-        )
-
     def __repr__(self) -> str:
         return (
             f"Scene(n_bodies={self.n_bodies}, n_worlds={self._n_worlds}, "
             f"substeps={self.substeps}, solver={self.solver!r}, "
             f"backend={self.backend!r})"
         )
-
-
-def _count_rows(positions) -> int:
-    """How many bodies a bulk add places: the rows of `positions` ((n, 2))."""
-    try:
-        shape = np.shape(positions)
-    except ValueError:
-        raise TypeError("positions must be (n, 2) numbers") from None
-    if len(shape) != 2 or shape[1] != 2:
-        raise ValueError(f"positions must have shape (n, 2), got {shape}")
-    return shape[0]
 
 
 def _position(position) -> np.ndarray:

@@ -248,8 +248,94 @@ def read_state_file(path, binding=None) -> SceneSnapshot:
 
 
 class SceneCopies:
-    """Scene's copies (a mixin of fx2d_gpu.Scene, which holds the state they copy): replicate
-    for a batch of one world's copies, and what copy.deepcopy and pickle keep."""
+    """Scene's copies (a mixin of fx2d_gpu.Scene, which holds the state they copy): snapshots
+    in memory and in state files, replicate for a batch of one world's copies, and what
+    copy.deepcopy and pickle keep."""
+
+    @serialized
+    def snapshot(self) -> SceneSnapshot:
+        """Everything that affects this scene's future, as a SceneSnapshot: poses, velocities,
+        warm-start impulses and pairs, colours, sleep timers and islands, PID state, motor targets
+        and settings, forces pending, the clock. restore() it and the run repeats bitwise.
+        """
+        self._context()
+        return take_snapshot(
+            self._binding,
+            self._cache,
+            self._params,
+            self._pending_forces,
+            self.time,
+            self.step_count,
+        )
+
+    @serialized
+    def restore(self, snapshot: SceneSnapshot):
+        """Return to `snapshot` (snapshot() or SceneSnapshot.load), clock included.
+
+        The scene's bodies, joints, disabled pairs and n_worlds must be the snapshot's. It is
+        untrusted input, checked whole before anything changes (state_files.check_snapshot):
+        layout and fingerprint, step cache, clock, every array's dtype, shape and values, forces.
+
+        Raises:
+            ValueError: the snapshot is of another scene.
+        """
+        # Built, not loaded: the snapshot replaces the state a load would bring in (and the
+        # save of the scene resident before).
+        self._built()
+        forces, self.time, self.step_count, self._params = restore_snapshot(
+            snapshot, self._binding, self._cache, self._builder, self._gravity
+        )
+        self._pending_forces = forces
+
+    @serialized
+    def save_state(self, path):
+        """Write snapshot() to a NumPy .npz file at `path` (with a format version).
+
+        Raises:
+            OSError: the file cannot be written.
+        """
+        self.snapshot().save(path)
+
+    @serialized
+    def load_state(self, path):
+        """Restore the snapshot in the file at `path` (written by save_state).
+
+        The file is untrusted input, checked whole against this scene before anything changes
+        (see restore, docs/batched-worlds.md) and read no further than this scene's state can
+        need (a file, member count or member larger is refused from its headers).
+
+        Raises:
+            ValueError: the file is missing, not a fx2d_gpu state file (damaged, truncated), of
+                another format version or of another scene.
+        """
+        self._context()  # built and resident: the file is read against its layout
+        forces, self.time, self.step_count, self._params = restore_snapshot(
+            read_state_file(path, self._binding),
+            self._binding,
+            self._cache,
+            self._builder,
+            self._gravity,
+            checked=True,
+        )
+        self._pending_forces = forces
+
+    @serialized
+    def _settings(self) -> dict:
+        """Scene()'s arguments that make a scene like this one (the backend this process
+        runs: "cpu", or "auto" for the GPU it found): what replicate, pickling and
+        distributed's shards build a copy with."""
+        return dict(
+            gravity=self.gravity,
+            substeps=self.substeps,
+            n_worlds=self._n_worlds,
+            enable_sleep=self.enable_sleep,
+            on_fault=self.on_fault,
+            solver=self.solver,
+            step_options=self._step_options,
+            friction_mixing=self.friction_mixing,
+            restitution_mixing=self.restitution_mixing,
+            arch="cpu" if self.backend in ("x64", "arm64") else "auto",
+        )
 
     def replicate(self, n_worlds: int):
         """A new scene of `n_worlds` copies of this one-world scene: the template of a batch or of

@@ -149,6 +149,55 @@ class StepCache:
         self.n_end_events = 0
 
 
+class StepDiagnostics:
+    """Scene's diagnostics of its steps, read from its StepCache (a mixin of fx2d_gpu.Scene,
+    which holds the cache as `_cache`)."""
+
+    _cache: StepCache
+
+    @property
+    def n_colors(self) -> int:
+        """The parallel colours the last step's constraint solve used (a diagnostic); at most 1 in
+        worlds of at most 40 bodies, each solved on one thread (StepOptions.color_small_worlds
+        off).
+        """
+        return self._cache.n_colors
+
+    @property
+    def n_overflow(self) -> int:
+        """Constraints the last step left to the overflow colour (a diagnostic): those on a body
+        with more than MAX_COLORS of them, solved after the colours one at a time."""
+        return self._cache.n_overflow
+
+    @property
+    def colorings(self) -> int:
+        """Steps that coloured their constraints; the others reused the last colouring (a
+        diagnostic)."""
+        return self._cache.colorings
+
+    @property
+    def scratch_colorings(self) -> int:
+        """Colourings that did not start from the last step's colours (a diagnostic)."""
+        return self._cache.scratch_colorings
+
+    @property
+    def pair_reuses(self) -> int:
+        """Steps that kept the last step's candidate pairs, no body having left its fat box (a
+        diagnostic; worlds of more than 40 bodies)."""
+        return self._cache.pair_reuses
+
+    @property
+    def report_refreshes(self) -> int:
+        """Steps whose contact report only refreshed the last step's list, its pairs unmoved and
+        the same pairs touching (a diagnostic)."""
+        return self._cache.report_refreshes
+
+    @property
+    def lost_bodies(self) -> int:
+        """Bodies the last broad phase left out for a non-finite pose (a diagnostic)."""
+        return self._cache.lost_bodies
+
+
 @dataclass
 class StepContext:
     """One scene's view of the pool for a step (or a query).
