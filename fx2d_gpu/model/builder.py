@@ -84,9 +84,7 @@ class Body:
 
 def _mass(value, name: str) -> float:
     """A body's mass, kg: 0 (static) or from MIN_MASS up (masses.check_masses)."""
-    mass = as_real(value, name, minimum=0.0)
-    check_masses(np.array([mass]), name, indexed=False)
-    return mass
+    return check_masses(as_real(value, name, minimum=0.0), name, indexed=False)
 
 
 def _masses(values, name: str, n: int) -> np.ndarray:
@@ -296,14 +294,12 @@ class ModelBuilder:
                 values[keyword] = BODY_RULES[keyword].check_one(value, keyword)
         # The inertia given, or the shape's for the mass; inf for a static body.
         mass, inertia = values["mass"], values["inertia"]
-        values["inertia"] = float(
-            check_inertias(
-                np.array([mass * shape.unit_inertia if inertia is None else inertia]),
-                np.array([mass]),
-                derived=inertia is None,
-                arealess=np.array([shape.kind in shapes.AREALESS_KINDS]),
-                indexed=False,
-            )[0]
+        values["inertia"] = check_inertias(
+            mass * shape.unit_inertia if inertia is None else inertia,
+            mass,
+            derived=inertia is None,
+            arealess=shape.kind in shapes.AREALESS_KINDS,
+            indexed=False,
         )
         with blamed_on("name"):
             _check_new_name(values["name"], self._body_names, "body")

@@ -25,7 +25,7 @@ import numpy as np
 
 from ..checks import FLOAT32_MAX, as_real_array, as_reals, as_vector2, as_vectors2
 from .builder import material_rows
-from .masses import check_inertias, check_masses, valid_inertias, valid_masses
+from .masses import bad_inertias, bad_masses, check_inertias, check_masses
 
 if TYPE_CHECKING:
     from .builder import ModelBuilder
@@ -448,12 +448,12 @@ class WorldParams:
             bodies = {name: arrays[name].copy() for name in BODY_PARAMS}
             static = np.array([b.mass == 0.0 for b in builder.bodies], bool)
             # A NaN breaks the rule too (as_reals is not used: a static body's inertia is inf).
-            for name, ok in (
-                ("mass", valid_masses(bodies["mass"], static)),
-                ("inertia", valid_inertias(bodies["inertia"], static)),
+            for name, bad in (
+                ("mass", bad_masses(bodies["mass"], static)),
+                ("inertia", bad_inertias(bodies["inertia"], static)),
             ):
-                if not ok.all():
-                    world, body = np.argwhere(~ok)[0].tolist()
+                if bad.any():
+                    world, body = np.argwhere(bad)[0].tolist()
                     raise ValueError(
                         f"params/{name}[{world}, {body}]: body {body} is "
                         f"{'static' if static[body] else 'dynamic'} in every "
