@@ -35,9 +35,9 @@ def _size(text):
 
 
 def _step_length(text):
-    """--dt's argument, s: a finite number from Scene's MIN_DT; above MAX_DT it is clamped,
+    """--dt's argument, s: a finite number from checks.MIN_DT; above MAX_DT it is clamped,
     as Scene.step clamps it (so a GIF's frame rate is the simulated one)."""
-    from .scene import MAX_DT, MIN_DT
+    from .checks import MAX_DT, MIN_DT
 
     try:
         dt = float(text)

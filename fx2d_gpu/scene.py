@@ -21,8 +21,6 @@ from . import shapes
 from .access import edits, readout, spatial_queries, world_resets
 from .access.snapshots import SceneCopies
 from .access.world_resets import state_rows
-from .checks import MAX_DT as MAX_DT  # (cli.py reads the step bounds here)
-from .checks import MIN_DT as MIN_DT
 from .checks import (
     as_bool,
     as_count,
