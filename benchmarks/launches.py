@@ -1,15 +1,20 @@
-"""Kernel launches, host syncs and offloaded tasks per step of each solver, on the path a GPU
-takes (a launch per stage group and per StepOptions.colors_per_launch colours; small worlds:
-one launch for all substeps), with the launches of each of the step's planned stages.
+"""Kernel launches, host syncs and offloaded tasks per step of each solver, on the paths a GPU
+takes, with the launches of each of the step's planned stages.
 
     python -m benchmarks.launches [--results DIR] [--scenes NAME ...]
 
 On a GPU backend each launch costs microseconds of host time and each sync (a kernel that
 returns a value, a read of the device) makes the host wait for the device to drain, so these
 decide the step time of small and medium scenes there; a GPU is not always at hand, and
-these are counted on any machine. This runs on the CPU backend with the CPU team off
-(StepOptions.team; a CPU runs most of a step in one launch otherwise), which walks the
-GPU's path; the counts are those of any backend.
+these are counted on any machine, on the CPU backend. The paths (PATHS):
+
+- "gpu (per stage)": a launch per stage group and per StepOptions.colors_per_launch colours
+  (the CPU team off): a GPU's path for scenes of more than StepOptions.gpu_team_slots body
+  slots (and every scene's before the GPU team);
+- "gpu (team)": the GPU team (solver/gpu_team.py), a GPU's path for large worlds up to
+  gpu_team_slots slots, counted as the CPU team, which launches the same kernels for the
+  same stages;
+- small worlds take one path either way: one launch for all substeps.
 
 - launches_per_step: launches of the engine's kernels (launching.launch_count);
 - syncs_per_step: the host's waits for the device inside step(): Taichi's runtime sync
@@ -29,33 +34,50 @@ benchmarks/results/<device>/launches_per_step.csv and launches_per_stage.csv.
 import argparse
 import contextlib
 import datetime
+import itertools
 
 import taichi as ti
 from taichi.lang import impl
 
 from fx2d_gpu import scenes
 from fx2d_gpu.device import launching, runtime
-from fx2d_gpu.physics.solver.plan import STEP_STAGE_NAMES
+from fx2d_gpu.physics.solver.plan import STEP_STAGE_NAMES, StepOptions
 from fx2d_gpu.physics.solver.stages import STAGES
+from fx2d_gpu.physics.solver.team import TeamTimings
 
 from .common import device_name, print_table, save_csv
 
 WARM_STEPS, COUNTED_STEPS = 30, 10
 DT = 1.0 / 60.0
-#: The CPU team off: the per-stage path, as on a GPU.
-GPU_PATH = {"team": False}
+#: The GPU's two paths for large worlds, as StepOptions: a launch per stage group (scenes of
+#: more than StepOptions.gpu_team_slots body slots, or the team off), and the GPU team
+#: (solver/gpu_team.py: one block runs the team's launches). On the CPU backend the second
+#: is the CPU team, whose launches are the GPU team's (the same kernels and stages); its
+#: barrier probe, which a GPU never runs, is probed once, while warming up, not again.
+PATHS = {
+    "gpu (per stage)": StepOptions(team=False),
+    "gpu (team)": StepOptions(
+        team_timings=TeamTimings(reprobe_requests=10**9, reprobe_failed_requests=10**9)
+    ),
+}
 
 
-def _scenes(solver: str):
-    """{name: builder} of the counted scenes for `solver`, at its default substeps."""
+def _scenes(solver: str, options: StepOptions):
+    """{name: builder} of the counted scenes for `solver`, at its default substeps: all of
+    them on the per-stage path; on the team's, those of at most gpu_team_slots body slots
+    that are not small worlds (a world per thread either way)."""
     specs, _ = scenes.pyramid_layout(100)
-    common = dict(arch="cpu", solver=solver, step_options=GPU_PATH)
-    return {
+    common = dict(arch="cpu", solver=solver, step_options=options)
+    builders = {
         "large_pyramid": lambda: scenes.build_scene(specs, enable_sleep=False, **common),
         "pile_100k": lambda: scenes.build_scene(scenes.pile_layout(100_000), **common),
         "joint_grid_30x30": lambda: scenes.joint_grid(30, 30, **common),
         "batched_small_256": lambda: scenes.batched_small(256, **common),
     }
+    if options.team:
+        for name in ("pile_100k", "batched_small_256"):
+            del builders[name]
+    return builders
 
 
 class _HostWaits:
@@ -130,11 +152,13 @@ def run(results=None, names=None) -> list[dict]:
     backend = runtime.ensure_initialized("cpu", kernel_profiler=True)
     rows, stage_rows = [], []
     date = datetime.date.today().isoformat()
-    for solver in STAGES:
-        for name, build in _scenes(solver).items():
+    for (path, options), solver in itertools.product(PATHS.items(), STAGES):
+        for name, build in _scenes(solver, options).items():
             if names and name not in names:
                 continue
             scene = build()
+            if options.team:
+                assert scene.n_worlds * scene.n_bodies <= options.gpu_team_slots, name
             for _ in range(WARM_STEPS):
                 scene.step(DT)
             counts, per_stage = count(scene)
@@ -142,7 +166,7 @@ def run(results=None, names=None) -> list[dict]:
                 "date": date,
                 "device": device_name(backend),
                 "backend": backend,
-                "path": "gpu (per stage)",
+                "path": path,
                 "solver": solver,
                 "scene": name,
                 "bodies": scene.n_bodies * scene.n_worlds,
@@ -155,7 +179,7 @@ def run(results=None, names=None) -> list[dict]:
             stage_rows += [
                 {**base, "stage": stage, "launches_per_step": per_stage[stage]} for stage in order
             ]
-            print(f"  {solver} {name}: {counts}", flush=True)
+            print(f"  {path} {solver} {name}: {counts}", flush=True)
     print_table(rows)
     print("  saved", save_csv(backend, "launches_per_step", rows, results))
     print("  saved", save_csv(backend, "launches_per_stage", stage_rows, results))

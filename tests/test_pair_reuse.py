@@ -199,13 +199,13 @@ def test_a_sleeping_pyramid_keeps_its_pairs_and_report_as_finding_them(arch, mon
     # report built every step.
 
     woken_finds = []
-    find = solver_step.find_pairs
+    find = solver_step._find_pairs
 
-    def counted_find(ctx, refit=None, profile=solver_step.NO_PROFILE, woken=False):
+    def counted_find(ctx, refit, profile, woken, solve):
         woken_finds.append(woken)
-        return find(ctx, refit, profile, woken)
+        return find(ctx, refit, profile, woken, solve)
 
-    monkeypatch.setattr(solver_step, "find_pairs", counted_find)
+    monkeypatch.setattr(solver_step, "_find_pairs", counted_find)
 
     def run(step_options=None):
         scene = pyramid(arch, base=10, enable_sleep=True, step_options=step_options)
@@ -345,3 +345,42 @@ def test_a_kept_step_in_one_launch_is_its_four_launches(arch, monkeypatch, solve
     four_launches = run({"kept_in_one_launch": False})
     assert not verdicts and not refits
     assert_same_trace(one_launch, four_launches)
+
+
+def test_a_found_step_in_one_launch_is_its_own_launches(arch, solver):
+    """On a team, a step whose broad phase found its pairs runs begin_step, the colouring's
+    check and, where last step's colouring holds, the move to colour order, the per-body
+    lists and the substeps in one launch (fused.found_step_by_team): the same states,
+    contacts and events every step as with each in launches of its own, where the
+    colouring holds (the awake pyramid's pairs found again) and where it does not (balls
+    rolling up to it bring new pairs), in fewer launches."""
+    from fx2d_gpu.device import launching
+
+    from .helpers import assert_same_trace, trace
+
+    def run(found_in_one_launch):
+        specs, _ = scenes.pyramid_layout(10)
+        scene = scenes.build_scene(
+            specs,
+            arch=arch,
+            solver=solver,
+            enable_sleep=False,
+            step_options={"found_in_one_launch": found_in_one_launch, "reuse_pairs": False},
+        )
+        for i, x in enumerate((-5.5, -6.6, -7.75, -8.9)):
+            scene.add_circle(
+                (x, 0.41 + i), 0.4, velocity=(0.4, 0.0), static_friction=0.0, dynamic_friction=0.0
+            )
+        before = launching.launch_count()
+        got = trace(scene, 90)
+        return got, launching.launch_count() - before, scene.colorings
+
+    one_launch, fewer, colorings = run(True)
+    # Both kinds of found step: colourings for new pairs, and steps that kept the colouring.
+    assert 0 < colorings < 60, colorings
+    own_launches, more, same_colorings = run(False)
+    assert_same_trace(one_launch, own_launches)
+    assert same_colorings == colorings
+    if arch == "cpu":  # a team runs the steps (a GPU's team where it has one: test_gpu_team)
+        # Four launches fewer in each step that kept its colouring.
+        assert more - fewer >= 4 * (90 - colorings) - 5, (more, fewer, colorings)

@@ -38,7 +38,7 @@ from ...device import MAX_COLORS, UNSOLVED_COLOR
 from ...device.launching import quick
 from ...device.scan import exclusive_scan
 from ..bodies import awake_dynamic, is_sensor_pair
-from . import team
+from . import gpu_team, team
 from .overflow import build_jacobi_lists
 from .pairs import carry_pair, plan_world_order, record_constraint_counts, world_pairs
 
@@ -542,6 +542,8 @@ def _color_rounds_by_team(
     nothing; the same colours). A large pyramid's colouring from scratch (15k pairs, 10
     colours, 2-core CPU): its rounds 8.8 -> 4.7 ms."""
     stride = team.items_per_member(n_members)
+    if ti.static(gpu_team.on_gpu()):
+        ti.loop_config(block_dim=gpu_team.BLOCK_THREADS)  # the team: one block
     for item in range(n_members * stride):
         member = team.member_of(item, stride)
         if member >= 0:

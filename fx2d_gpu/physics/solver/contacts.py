@@ -1709,7 +1709,7 @@ def body_lists_current(ctx: "StepContext") -> bool:
     return ctx.pool.body_lists_of is ctx.cache
 
 
-def build_body_lists(ctx: "StepContext"):
+def build_body_lists(ctx: "StepContext", built: bool = False):
     """Per body, the pairs it belongs to (prepared.body_contacts), sorted by the pairs'
     broad-phase order, so warm starting can gather impulses per body in a fixed order
     instead of scattering them with floating-point atomics.
@@ -1719,8 +1719,12 @@ def build_body_lists(ctx: "StepContext"):
     they lie (StepCache.pairs_in_place) has last step's lists, still in the pool if this
     scene built
     them there and no saved state was loaded since (DevicePool.body_lists_of). Then nothing
-    runs (~4 % of an awake pyramid's step on the 2-core CPU)."""
+    runs (~4 % of an awake pyramid's step on the 2-core CPU). `built`: a team's launch that
+    ran the substeps built them, or kept them (solver/fused.py)."""
     pool = ctx.pool
+    if built:
+        pool.body_lists_of = ctx.cache
+        return
     if ctx.cache.pairs_in_place and body_lists_current(ctx):
         return
     if ctx.solves_by_world:  # the step's pairs.store_in_color_order built them

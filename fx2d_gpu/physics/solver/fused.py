@@ -36,7 +36,7 @@ import taichi as ti
 from ...device import MAX_COLORS, TALLY_SLOTS
 from ...device.launching import quick
 from ..collision.broad_phase import refit_slot, restless_slot
-from . import team
+from . import gpu_team, team, team_stages
 from .coloring import HOLDS, check_slot, holds_code, solves_other_pairs
 from .contacts import REPEAT_SOLVE, swept_again
 from .faults import clear_faults, mark_faults
@@ -175,6 +175,22 @@ def kept_step_by_team(
     return _launch(ctx, by_world=False, n_members=threads, mode=KEPT, refit=refit)
 
 
+def found_step_by_team(ctx: "StepContext", threads: int) -> int:
+    """The rest of a step whose broad phase found its pairs (step.find_pairs, after
+    pairs.carry_contacts, where last step's colouring may be reused: may_reuse_coloring),
+    in one launch on a team of `threads` threads: begin_step's stages, the check that last
+    step's colouring still holds (coloring._coloring_still_valid's, each member its share:
+    team_stages.found_coloring_part), and where it holds the pairs moved to colour order
+    (pairs._gather_pairs'), their per-body lists (contacts._build_body_contacts') and the
+    substeps, as substeps_by_team runs them. Returns the check's answer (coloring.
+    verdict_holds reads it); where it does not hold nothing after the check ran, and the
+    step colours again. The same results bit for bit as those stages' own launches, five
+    of which it replaces (on a GPU: four launches and two host syncs a step of the awake
+    large pyramid)."""
+    code, _ = _launch(ctx, by_world=False, n_members=threads, mode=FOUND)
+    return code
+
+
 #: Where each of the team's checks tallies in counts.tally (device.TALLY_SLOTS): the kept
 #: colouring's two counts (_kept_coloring_holds), the report's three (refresh_tally), the
 #: refit's three (_refit_by_team).
@@ -185,8 +201,10 @@ _HOLDS_TALLY, _REFRESH_TALLY, _REFIT_TALLY = 0, 2, 5
 _Answer = ti.types.vector(7, ti.i32)
 
 #: _substeps' modes: begin_step's stages; the substeps; begin_step, the colouring's check
-#: and the substeps where it holds (kept_step_by_team).
-SUBSTEPS, BEGIN, KEPT = 0, 1, 2
+#: and the substeps where it holds (kept_step_by_team); begin_step, the check of a
+#: colouring of found pairs, and where it holds their move to colour order, their per-body
+#: lists and the substeps (found_step_by_team).
+SUBSTEPS, BEGIN, KEPT, FOUND = 0, 1, 2, 3
 
 
 def _launch(
@@ -197,8 +215,8 @@ def _launch(
     stride: int = 1,
     refit: tuple[float, float] | None = None,
 ):
-    """The launch (`mode`: SUBSTEPS, BEGIN or KEPT; `refit`: see kept_step_by_team);
-    returns (the colouring check's answer (KEPT), the refit's answer or None). After the
+    """The launch (`mode`: SUBSTEPS, BEGIN, KEPT or FOUND; `refit`: see kept_step_by_team);
+    returns (the colouring check's answer (KEPT, FOUND), the refit's answer or None). After the
     substeps it also marks the faulty worlds (solver/faults.py: what contain_faults reads
     after the step; the step's later stages, report, sleep and clear forces, change no
     pose or velocity that makes or mends a fault) and reads the barrier's timeouts:
@@ -212,7 +230,9 @@ def _launch(
         ctx.options.refresh_in_launch
         and not by_world
         and mode != BEGIN
-        and refresh_due(ctx, in_place=mode == KEPT or ctx.cache.pairs_in_place)
+        and refresh_due(
+            ctx, in_place=mode == KEPT or (mode == SUBSTEPS and ctx.cache.pairs_in_place)
+        )
     )
     margin, motion_time = refit if refit is not None else (0.0, 0.0)
     found = _substeps(
@@ -221,6 +241,9 @@ def _launch(
         joints=pool.joints,
         grid=pool.grid,
         manifolds=pool.manifolds,
+        previous=pool.previous,
+        staging=pool.staging,
+        scan=pool.scan,
         prepared=pool.prepared,
         coloring=pool.coloring,
         counts=pool.counts,
@@ -252,7 +275,7 @@ def _launch(
     code = int(found[2])
     refitted = None if refit is None else (int(found[4]), int(found[5]), int(found[6]))
     went_on = refitted is None or refit_keeps(refitted)
-    if mode == SUBSTEPS or (mode == KEPT and went_on and code & HOLDS):
+    if mode == SUBSTEPS or (mode in (KEPT, FOUND) and went_on and code & HOLDS):
         ctx.faults_found, ctx.barrier_timeouts = int(found[0]), int(found[1])
         if refresh:
             ctx.report_refreshed = bool(found[3])
@@ -374,6 +397,41 @@ def _kept_coloring_holds(
         part += ti.Vector(check_slot(model, bodies, coloring, slot, n_bodies))
     total = _team_tally(counts, _HOLDS_TALLY, part, n_members)
     return holds_code(total[0], total[1])
+
+
+@ti.func
+def _found_pairs_in_order(
+    model: ti.template(),
+    bodies: ti.template(),
+    manifolds: ti.template(),
+    previous: ti.template(),
+    staging: ti.template(),
+    scan: ti.template(),
+    prepared: ti.template(),
+    coloring: ti.template(),
+    counts: ti.template(),
+    member,
+    n_members,
+    n_pairs,
+    n_slots,
+    n_bodies,
+):
+    """found_step_by_team's part between begin_step's stages and the substeps: the check of
+    last step's colouring on the found pairs (team_stages.found_coloring_part, tallied into
+    counts.tally[0:2], which member 0 cleared at the launch's start), and where it holds
+    the pairs moved to colour order and their per-body lists (team_stages); returns the
+    check's answer (coloring.holds_code), the same for every member."""
+    part = team_stages.found_coloring_part(
+        model, bodies, manifolds, previous, coloring, member, n_members, n_pairs, n_slots, n_bodies
+    )
+    total = _team_tally(counts, _HOLDS_TALLY, part, n_members)
+    code = holds_code(total[0], total[1])
+    if (code & HOLDS) != 0:
+        team_stages.gather_pairs(manifolds, staging, coloring, counts, member, n_members, n_pairs)
+        team_stages.build_body_contacts(
+            manifolds, prepared, coloring, scan, counts, member, n_members, n_slots, n_pairs
+        )
+    return code
 
 
 @ti.func
@@ -646,6 +704,9 @@ def _substeps(
     bodies: ti.template(),
     joints: ti.template(),
     manifolds: ti.template(),
+    previous: ti.template(),
+    staging: ti.template(),
+    scan: ti.template(),
     prepared: ti.template(),
     coloring: ti.template(),
     counts: ti.template(),
@@ -675,28 +736,31 @@ def _substeps(
     margin: ti.f32,
     motion_time: ti.f32,
 ) -> _Answer:
-    """The step's substeps, one launch (a member per world, or a CPU team of n_members
-    threads sharing every stage); `mode`: SUBSTEPS; BEGIN, only substep 0's stages up to
-    the narrow phase, before the colouring (begin_step: stages.Substep's before_coloring);
-    KEPT (a team), BEGIN's stages, the colouring's check (_kept_coloring_holds) and where
-    it holds the substeps: the stages' loop starts a phase early (-1, before_coloring),
-    so each stage is still inlined once. `begun`: see stages.Substep. A member's bodies,
-    joint slots and pairs are its world's, or its share of all of them. A world per loop
-    item; a team thread per task of the CPU backend's thread pool (team.member_of).
-    `by_world` is compiled in: a process of small worlds (or of large ones) compiles only
-    its mode. After the substeps each member marks the faults of its bodies and joints
-    (faults.mark_faults, its world's marks cleared first; on a team, each member clears
-    its share of the worlds and the team meets before anyone marks); returns (faulty
-    worlds, the barrier's timeouts so far, the check's answer: coloring.HOLDS unless it
-    failed, and with `refresh` (a team, reporting.refresh_due) whether it refreshed the
-    reported list: _refresh_report_by_team, last; then the refit's three counts, with
-    `refit`: KEPT's launch starts with the fat boxes' refit, _refit_by_team, and goes on
-    only where it allows). faults.count must be 0 when it starts (faults.contain_faults
-    leaves it so)."""
+    """The step's substeps, one launch (a member per world, or a CPU team of n_members threads
+    sharing every stage); `mode`: SUBSTEPS; BEGIN, only substep 0's stages up to the narrow
+    phase, before the colouring (begin_step: stages.Substep's before_coloring); KEPT (a
+    team), BEGIN's stages, the colouring's check (_kept_coloring_holds) and where it holds
+    the substeps: the stages' loop starts a phase early (-1, before_coloring), so each stage
+    is still inlined once; FOUND (a team), as KEPT for pairs the broad phase found
+    (found_step_by_team: _found_pairs_in_order's check, move and lists). `begun`: see
+    stages.Substep. A member's bodies, joint slots and pairs are its world's, or its share
+    of all of them. A world per loop item; a team thread per task of the CPU backend's
+    thread pool (team.member_of). `by_world` is compiled in: a process of small worlds (or
+    of large ones) compiles only its mode. After the substeps each member marks the faults
+    of its bodies and joints (faults.mark_faults, its world's marks cleared first; on a
+    team, each member clears its share of the worlds and the team meets before anyone
+    marks); returns (faulty worlds, the barrier's timeouts so far, the check's answer:
+    coloring.HOLDS unless it failed, and with `refresh` (a team, reporting.refresh_due)
+    whether it refreshed the reported list: _refresh_report_by_team, last; then the refit's
+    three counts, with `refit`: KEPT's launch starts with the fat boxes' refit,
+    _refit_by_team, and goes on only where it allows). faults.count must be 0 when it starts
+    (faults.contain_faults leaves it so)."""
     team_size, stride = 1, world_stride
     if ti.static(not by_world):
         team_size, stride = n_members, team.items_per_member(n_members)
     n_slots = n_worlds * n_bodies
+    if ti.static(not by_world and gpu_team.on_gpu()):
+        ti.loop_config(block_dim=gpu_team.BLOCK_THREADS)  # the team: one block
     for item in range(n_members * stride):
         member = team.member_of(item, stride)
         if member >= 0:
@@ -766,6 +830,23 @@ def _substeps(
                             team_size,
                             n_pairs,
                             n_joints,
+                            n_slots,
+                            n_bodies,
+                        )
+                    if phase == 0 and mode == FOUND:
+                        code = _found_pairs_in_order(
+                            model,
+                            bodies,
+                            manifolds,
+                            previous,
+                            staging,
+                            scan,
+                            prepared,
+                            coloring,
+                            counts,
+                            member,
+                            team_size,
+                            n_pairs,
                             n_slots,
                             n_bodies,
                         )

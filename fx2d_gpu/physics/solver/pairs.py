@@ -36,8 +36,8 @@ _CARRIED_PAIR_FIELDS = (
 _CARRIED_POINT_FIELDS = ("point", "depth", "feature", "normal_impulse", "tangent_impulse")
 #: Fields moved when the pairs are stored in colour order: the carried ones and the rest of
 #: what the step's first narrow phase wrote before the colouring (step.begin_step).
-_ORDERED_PAIR_FIELDS = _CARRIED_PAIR_FIELDS + ("touching",)
-_ORDERED_POINT_FIELDS = _CARRIED_POINT_FIELDS + ("total_normal_impulse", "total_tangent_impulse")
+ORDERED_PAIR_FIELDS = _CARRIED_PAIR_FIELDS + ("touching",)
+ORDERED_POINT_FIELDS = _CARRIED_POINT_FIELDS + ("total_normal_impulse", "total_tangent_impulse")
 
 
 @ti.func
@@ -374,12 +374,12 @@ def _gather_pairs(
             manifolds,
             n,
             coloring.pair_origin[n],
-            _ORDERED_PAIR_FIELDS,
-            _ORDERED_POINT_FIELDS,
+            ORDERED_PAIR_FIELDS,
+            ORDERED_POINT_FIELDS,
         )
     ti.loop_config(serialize=serial)
     for n in range(n_pairs):
-        copy_pair_fields(manifolds, staging, n, n, _ORDERED_PAIR_FIELDS, _ORDERED_POINT_FIELDS)
+        copy_pair_fields(manifolds, staging, n, n, ORDERED_PAIR_FIELDS, ORDERED_POINT_FIELDS)
 
 
 @quick
@@ -400,12 +400,12 @@ def _scatter_to_broad_order(
     ti.loop_config(serialize=serial)
     for n in range(n_pairs):
         k = coloring.pair_origin[n]
-        copy_pair_fields(staging, manifolds, k, n, _ORDERED_PAIR_FIELDS, _ORDERED_POINT_FIELDS)
+        copy_pair_fields(staging, manifolds, k, n, ORDERED_PAIR_FIELDS, ORDERED_POINT_FIELDS)
         staging.color[k] = coloring.color[n]
         coloring.rank[k] = coloring.solve[n]  # rank: the colouring's scratch
     ti.loop_config(serialize=serial)
     for k in range(n_pairs):
-        copy_pair_fields(manifolds, staging, k, k, _ORDERED_PAIR_FIELDS, _ORDERED_POINT_FIELDS)
+        copy_pair_fields(manifolds, staging, k, k, ORDERED_PAIR_FIELDS, ORDERED_POINT_FIELDS)
         coloring.solve[k] = coloring.rank[k]
 
 
@@ -426,7 +426,9 @@ def restore_broad_order(ctx: "StepContext"):
     )
 
 
-def store_in_color_order(ctx: "StepContext", recolored: bool, planned: bool = False):
+def store_in_color_order(
+    ctx: "StepContext", recolored: bool, planned: bool = False, moved: bool = False
+):
     """Store the pairs in colour order (after the colouring, before the first substep
     prepares them), so each colour's solve reads its contacts from consecutive memory
     instead of scattered across the pair arrays (on the CPU this made the solver passes
@@ -439,7 +441,8 @@ def store_in_color_order(ctx: "StepContext", recolored: bool, planned: bool = Fa
     pairs in the broad phase's order, each world's in its own range, and pair_origin holds
     the order each world's thread solves them in (_plan_world_order, which builds their
     per-body lists too: contacts.build_body_lists); `planned`: the colouring's launch
-    planned it (coloring.color_constraints with carry)."""
+    planned it (coloring.color_constraints with carry); `moved`: a team's launch moved them
+    (fused.found_step_by_team), only the note that they are in colour order is left."""
     cache, pool = ctx.cache, ctx.pool
     if ctx.solves_by_world:
         assert recolored, "small worlds colour every step"
@@ -457,7 +460,7 @@ def store_in_color_order(ctx: "StepContext", recolored: bool, planned: bool = Fa
             )
         return
     cache.pairs_ordered = True
-    if ctx.n_pairs == 0:
+    if ctx.n_pairs == 0 or moved:
         return
     if recolored:
         _plan_color_order(pool.coloring, pool.scan, ctx.serial, ctx.n_pairs, ctx.n_constraints)

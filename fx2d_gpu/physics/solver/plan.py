@@ -99,14 +99,19 @@ class StepOptions:
     the plain way, which the tests compare against and measurements time beside it.
 
     Attributes:
-        team: on a CPU backend, run the substeps (and where pairs are kept, most of the
-            step) in one launch on a team of threads (solver/team.py); off: a launch per
-            stage group, the path GPU backends take.
+        team: run the substeps (and where pairs are kept, most of the step) in one launch
+            on a team of threads meeting at barriers: on a CPU backend the CPU's threads
+            (solver/team.py), on a GPU one block of threads (solver/gpu_team.py, scenes of
+            at most gpu_team_slots body slots); off: a launch per stage group.
         small_world_path: worlds of at most 40 bodies (context.BY_WORLD_MAX_BODIES) are
             stepped a world per thread; off: every world takes the general path (the grid
             broad phase, colour passes across worlds).
         kept_in_one_launch: a step of large worlds that keeps last step's pairs and
             colouring runs in one team launch (fused.kept_step_by_team).
+        found_in_one_launch: a step of large worlds whose broad phase found its pairs
+            runs begin_step, the colouring's check and, where last step's colouring holds,
+            the move to colour order, the per-body lists and the substeps in one team
+            launch (fused.found_step_by_team).
         carry_in_coloring: small worlds carry last step's contacts and plan their solve
             order in the colouring's launch.
         sleep_in_report: small worlds' sleep runs in the report's launch.
@@ -127,6 +132,9 @@ class StepOptions:
             (see solver/staged.py).
         noted_partners: partners a body notes while the broad phase counts its pairs
             (collision/broad_phase.py), 0 or more; a body with more searches again.
+        gpu_team_slots: the most body slots (worlds x bodies) a scene may have for the
+            GPU team to run its steps (solver/gpu_team.py: one block, one multiprocessor of
+            the GPU); larger scenes launch a kernel per stage group across the whole GPU.
         team_timings: when the CPU team's barriers are probed again and how its duel
             chooses between a team of several threads and one, with the clock it times
             steps by (solver/team.py's TeamTimings; the defaults are the measured ones).
@@ -134,12 +142,14 @@ class StepOptions:
     Raises:
         TypeError: a flag is not a bool, a count not an int, team_timings not a
             TeamTimings.
-        ValueError: colors_per_launch outside [1, MAX_COLORS], noted_partners below 0.
+        ValueError: colors_per_launch outside [1, MAX_COLORS], noted_partners or
+            gpu_team_slots below 0.
     """
 
     team: bool = True
     small_world_path: bool = True
     kept_in_one_launch: bool = True
+    found_in_one_launch: bool = True
     carry_in_coloring: bool = True
     sleep_in_report: bool = True
     save_in_broad_phase: bool = True
@@ -151,6 +161,7 @@ class StepOptions:
     color_small_worlds: bool = False
     colors_per_launch: int = 2
     noted_partners: int = 8
+    gpu_team_slots: int = 20_000
     team_timings: TeamTimings = TeamTimings()
 
     def __post_init__(self):
@@ -167,6 +178,8 @@ class StepOptions:
                 f"StepOptions.colors_per_launch must be in [1, {MAX_COLORS}], "
                 f"got {self.colors_per_launch}"
             )
+        if self.gpu_team_slots < 0:
+            raise ValueError(f"StepOptions.gpu_team_slots must be >= 0, got {self.gpu_team_slots}")
         if self.noted_partners < 0:
             raise ValueError(f"StepOptions.noted_partners must be >= 0, got {self.noted_partners}")
 

@@ -116,11 +116,11 @@ def _step(ctx: StepContext, profile):
     # list still match them (build_body_lists, reporting.refresh_report).
     ctx.cache.pairs_in_place = ctx.cache.pairs_kept and not recolored
     with profile.stage("body lists"):
-        build_body_lists(ctx)
+        build_body_lists(ctx, built=solved)  # a launch that ran the substeps built them
     executor = plan.substep_executor(ctx.solves_by_world)
     with profile.stage(None if solved or plan.profiled else "substeps"):
         if solved:
-            pass  # _keep_pairs's launch ran the substeps (fused.kept_step_by_team)
+            pass  # a team's launch ran them (fused.kept_step_by_team, found_step_by_team)
         elif executor is Executor.BY_WORLD:
             fused.substeps_by_world(ctx)
         elif executor is Executor.TEAM:
@@ -157,6 +157,13 @@ def find_pairs(ctx: StepContext, refit=None, profile=NO_PROFILE, woken: bool = F
     bodies on last step's pairs, which the broad phase would have found again: what
     follows a broad phase and a wake is left (the broad phase again, to pair the woken
     bodies). The stage tests run it before a substep's stages."""
+    return _find_pairs(ctx, refit, profile, woken, solve=False)[0]
+
+
+def _find_pairs(ctx: StepContext, refit, profile, woken: bool, solve: bool) -> tuple[bool, bool]:
+    """find_pairs; with `solve`, where a team may run them (_found_launch_team), the stages
+    after the carry through the substeps in one launch (_found_step). Returns (whether it
+    coloured, whether the substeps ran)."""
     if refit is None:
         refit = refit_step_boxes(ctx, SPECULATIVE_DISTANCE, pair_window(ctx))
     plan = _plan(ctx)
@@ -188,13 +195,48 @@ def find_pairs(ctx: StepContext, refit=None, profile=NO_PROFILE, woken: bool = F
     by_world = plan.carry_in_coloring and colors_by_world(ctx)
     if not by_world:
         carry_contacts(ctx)
+    if solve and (threads := _found_launch_team(ctx, by_world)):
+        return _found_step(ctx, profile, threads)
     if not ctx.small_coloring:
         begin_step(ctx, profile)
     with profile.stage("colour"):
         recolored = color_constraints(ctx, carry=by_world)
     with profile.stage("order"):
         store_in_color_order(ctx, recolored, planned=by_world)
-    return recolored
+    return recolored, False
+
+
+def _found_launch_team(ctx: StepContext, by_world: bool) -> int:
+    """The team's threads where the stages after a broad phase's carry run in one launch
+    (fused.found_step_by_team), else 0: a team runs the step (StepPlan.team_threads), its
+    worlds are large (begin_step runs before the colouring: not ctx.small_coloring, not
+    coloured a world per thread), StepOptions.found_in_one_launch, and last step's
+    colouring may be reused (may_reuse_coloring: the launch checks whether it holds)."""
+    if (
+        by_world
+        or ctx.small_coloring
+        or not ctx.options.found_in_one_launch
+        or not may_reuse_coloring(ctx)
+    ):
+        return 0
+    return _plan(ctx).team_threads
+
+
+def _found_step(ctx: StepContext, profile, threads: int) -> tuple[bool, bool]:
+    """begin_step, the colouring's check and, where it holds, the move to colour order, the
+    per-body lists and the substeps, in one team launch (fused.found_step_by_team); then the
+    host's side of keeping the colouring, or where it failed a new colouring and the move
+    to its order (the substeps still to run). Returns (whether it coloured, whether the
+    substeps ran)."""
+    if verdict_holds(ctx, fused.found_step_by_team(ctx, threads)):
+        color_constraints(ctx, holds=True)
+        store_in_color_order(ctx, recolored=False, moved=True)
+        return False, True
+    with profile.stage("colour"):
+        color_constraints(ctx, holds=False)
+    with profile.stage("order"):
+        store_in_color_order(ctx, recolored=True)
+    return True, False
 
 
 def _saving_first_launch():
@@ -233,7 +275,7 @@ def _find_or_keep_pairs(ctx: StepContext, profile) -> tuple[bool, bool]:
         woken = wake_islands(ctx, kept=True) > 0
     if keep and not woken:
         return _keep_pairs(ctx, profile)
-    return find_pairs(ctx, refit, profile, woken), False
+    return _find_pairs(ctx, refit, profile, woken, solve=True)
 
 
 def _kept_launch_team(ctx: StepContext) -> int:

@@ -17,8 +17,9 @@ backend splits a loop of n_threads * TASK_ITEMS items into tasks of TASK_ITEMS i
 runs as many tasks at once as it has threads (cpu_max_num_threads), so the items
 0, TASK_ITEMS, 2 TASK_ITEMS ... (the members) run on different threads at the same time.
 Were two members on one thread, the first would wait forever for the second: every wait is
-bounded (SPIN_LIMIT), counted, and a step that hit the bound raises. GPU backends never use
-a team (their threads are not all resident at once; a serial loop there is one GPU thread).
+bounded (SPIN_LIMIT), counted, and a step that hit the bound raises. On a GPU backend the
+same kernels run on one block of threads, which meet at the block's own barrier
+(solver/gpu_team.py): a GPU's threads are not all resident at once, a block's are.
 """
 
 import contextlib
@@ -32,6 +33,7 @@ import taichi as ti
 
 from ...device import BARRIER_SLOTS
 from ...device.launching import quick
+from . import gpu_team
 
 if TYPE_CHECKING:
     from .context import StepContext
@@ -236,8 +238,11 @@ def barrier(counts: ti.template(), n_members, spin_limit):
 
     A generation counter: the last to arrive resets the arrivals and starts the next
     generation; the others spin until they see it. The atomics order every member's writes
-    before the barrier ahead of every member's reads after it."""
-    if n_members > 1:
+    before the barrier ahead of every member's reads after it. On a GPU the team is one
+    block of threads (gpu_team.py), which meets at the block's own barrier."""
+    if ti.static(gpu_team.on_gpu()):
+        gpu_team.barrier(counts)
+    elif n_members > 1:
         generation = ti.atomic_add(counts.barrier[GENERATION], 0)
         if ti.atomic_add(counts.barrier[ARRIVED], 1) == n_members - 1:
             ti.atomic_sub(counts.barrier[ARRIVED], n_members)
@@ -254,8 +259,12 @@ def barrier(counts: ti.template(), n_members, spin_limit):
 @ti.func
 def items_per_member(n_members):
     """Loop items per member of a team of n_members threads (see member_of): a member
-    alone in a task of TASK_ITEMS items, so that members run on different threads."""
-    return 1 if n_members == 1 else TASK_ITEMS
+    alone in a task of TASK_ITEMS items, so that members run on different threads (on a
+    GPU, a member a thread of the team's block: gpu_team.py)."""
+    items = TASK_ITEMS
+    if ti.static(gpu_team.on_gpu()):
+        items = 1
+    return 1 if n_members == 1 else items
 
 
 @ti.func
@@ -399,10 +408,14 @@ def probe_threads(counts, timings: TeamTimings = DEFAULT_TIMINGS) -> int:
 def threads_for(ctx: "StepContext") -> int:
     """Threads of the CPU team that may run a stage of ctx's scene in one launch: 1 for a
     scene whose loops run serially anyway (device.SERIAL_SLOTS), probe_threads for others
-    (1 where the duel chose a team of one); 0 (no team) on GPU backends or where the scene's
-    StepOptions.team is off. A step asks once, as it plans (solver/plan.py), and its stages
-    read the plan's answer (threads_in_step)."""
-    if not (ctx.cpu and ctx.options.team):
+    (1 where the duel chose a team of one); 0 (no team) where the scene's StepOptions.team
+    is off. On a GPU backend, the GPU team's block (gpu_team.threads_for: scenes of at most
+    StepOptions.gpu_team_slots body slots). A step asks once, as it plans (solver/plan.py),
+    and its stages read the plan's answer (threads_in_step)."""
+    if not ctx.cpu:
+        options = ctx.options
+        return gpu_team.threads_for(ctx.n_slots, ctx.serial, options.team, options.gpu_team_slots)
+    if not ctx.options.team:
         return 0
     if ctx.serial:
         return 1

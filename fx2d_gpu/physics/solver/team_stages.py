@@ -1,0 +1,168 @@
+"""Step-level stages for a team's members (solver/team.py on a CPU, solver/gpu_team.py on a
+GPU): each member does its share of a stage's items, and the team meets at a barrier before
+the next, so the stages run inside the team's launch (fused._substeps) instead of in
+launches of their own.
+
+They serve a step whose broad phase found last step's pairs again (fused.found_step_by_team):
+after begin_step's stages, the check that last step's colouring still holds
+(found_coloring_holds: coloring._coloring_still_valid's), and where it holds the move to
+colour order (gather_pairs: pairs._gather_pairs') and the per-body contact lists
+(build_body_contacts: contacts._build_body_contacts'), then the substeps. Each does what its
+own kernel does, item by item, with integer sums only, so the results are those of the
+kernels bit for bit. What it saves on a GPU: four launches and two of the host's waits for
+the device a step (the check returned its answer), of the ten launches and six waits of
+the awake large pyramid's step on a team (python -m benchmarks.launches).
+"""
+
+import taichi as ti
+
+from ...device import SCAN_BLOCK, UNSOLVED_COLOR
+from . import team
+from .coloring import check_slot
+from .pairs import ORDERED_PAIR_FIELDS, ORDERED_POINT_FIELDS, copy_pair_fields
+
+
+@ti.func
+def found_coloring_part(
+    model: ti.template(),
+    bodies: ti.template(),
+    manifolds: ti.template(),
+    previous: ti.template(),
+    coloring: ti.template(),
+    member,
+    n_members,
+    n_pairs,
+    n_slots,
+    n_bodies,
+):
+    """A member's part of coloring._coloring_still_valid (a colouring of large worlds:
+    every pair's solve flag checked): (changed pairs and woken bodies, bodies marked fixed
+    now) over its share of the pairs and of the body slots."""
+    part = ti.Vector([0, 0])  # (changed, lowered)
+    lo, hi = team.share(0, n_pairs, member, n_members)
+    for k in range(lo, hi):
+        if (
+            manifolds.body_a[k] != previous.body_a[k]
+            or manifolds.body_b[k] != previous.body_b[k]
+            or (previous.color[k] == UNSOLVED_COLOR) != (coloring.solve[k] == 0)
+        ):
+            part[0] += 1
+    lo, hi = team.share(0, n_slots, member, n_members)
+    for slot in range(lo, hi):
+        part += ti.Vector(check_slot(model, bodies, coloring, slot, n_bodies))
+    return part
+
+
+@ti.func
+def gather_pairs(
+    manifolds: ti.template(),
+    staging: ti.template(),
+    coloring: ti.template(),
+    counts: ti.template(),
+    member,
+    n_members,
+    n_pairs,
+):
+    """pairs._gather_pairs on a team: each member moves its share of the pairs to their
+    colour order (coloring.pair_origin) in `staging`, the team meets, then each copies its
+    share back."""
+    lo, hi = team.share(0, n_pairs, member, n_members)
+    for n in range(lo, hi):
+        copy_pair_fields(
+            staging,
+            manifolds,
+            n,
+            coloring.pair_origin[n],
+            ORDERED_PAIR_FIELDS,
+            ORDERED_POINT_FIELDS,
+        )
+    team.barrier(counts, n_members, team.SPIN_LIMIT)
+    for n in range(lo, hi):
+        copy_pair_fields(manifolds, staging, n, n, ORDERED_PAIR_FIELDS, ORDERED_POINT_FIELDS)
+    team.barrier(counts, n_members, team.SPIN_LIMIT)
+
+
+@ti.func
+def exclusive_scan(
+    scan: ti.template(), data: ti.template(), counts: ti.template(), n, member, n_members
+):
+    """device.scan.exclusive_scan on a team: data[0:n] replaced by its exclusive prefix sum,
+    the total in data[n]. The same blocks of SCAN_BLOCK numbers, dealt among the members:
+    each sums its blocks into scan.blocks, the team meets, member 0 scans the block sums
+    (a few: n / SCAN_BLOCK), the team meets, each writes its blocks' running sums, and
+    the team meets. Integers: the same sums as any order gives."""
+    n_blocks = (n + SCAN_BLOCK - 1) // SCAN_BLOCK
+    first, last = team.share(0, n_blocks, member, n_members)
+    for blk in range(first, last):
+        total = 0
+        for i in range(blk * SCAN_BLOCK, ti.min(n, (blk + 1) * SCAN_BLOCK)):
+            total += data[i]
+        scan.blocks[blk] = total
+    team.barrier(counts, n_members, team.SPIN_LIMIT)
+    if member == 0:
+        running = 0
+        for blk in range(n_blocks):
+            value = scan.blocks[blk]
+            scan.blocks[blk] = running
+            running += value
+        data[n] = running
+    team.barrier(counts, n_members, team.SPIN_LIMIT)
+    for blk in range(first, last):
+        running = scan.blocks[blk]
+        for i in range(blk * SCAN_BLOCK, ti.min(n, (blk + 1) * SCAN_BLOCK)):
+            count = data[i]
+            data[i] = running
+            running += count
+    team.barrier(counts, n_members, team.SPIN_LIMIT)
+
+
+@ti.func
+def build_body_contacts(
+    manifolds: ti.template(),
+    prepared: ti.template(),
+    coloring: ti.template(),
+    scan: ti.template(),
+    counts: ti.template(),
+    member,
+    n_members,
+    n_slots,
+    n_pairs,
+):
+    """contacts._build_body_contacts on a team, for pairs stored in colour order: each
+    body's solved pairs, sorted by their broad-phase index (coloring.pair_origin). Counted
+    with atomics, scanned (exclusive_scan), listed with atomic cursors (in whatever order
+    they come) and then sorted within each body's range: the same lists."""
+    slots_lo, slots_hi = team.share(0, n_slots + 1, member, n_members)
+    for slot in range(slots_lo, slots_hi):
+        prepared.body_contact_start[slot] = 0
+    team.barrier(counts, n_members, team.SPIN_LIMIT)
+    pairs_lo, pairs_hi = team.share(0, n_pairs, member, n_members)
+    for k in range(pairs_lo, pairs_hi):
+        if coloring.color[k] != UNSOLVED_COLOR:  # no points all step: nothing to warm start
+            ti.atomic_add(prepared.body_contact_start[manifolds.body_a[k]], 1)
+            ti.atomic_add(prepared.body_contact_start[manifolds.body_b[k]], 1)
+    team.barrier(counts, n_members, team.SPIN_LIMIT)
+    exclusive_scan(scan, prepared.body_contact_start, counts, n_slots, member, n_members)
+    slots_lo, slots_hi = team.share(0, n_slots, member, n_members)
+    for slot in range(slots_lo, slots_hi):
+        prepared.body_contact_cursor[slot] = prepared.body_contact_start[slot]
+    team.barrier(counts, n_members, team.SPIN_LIMIT)
+    for k in range(pairs_lo, pairs_hi):
+        if coloring.color[k] != UNSOLVED_COLOR:
+            slot_a, slot_b = manifolds.body_a[k], manifolds.body_b[k]
+            prepared.body_contacts[ti.atomic_add(prepared.body_contact_cursor[slot_a], 1)] = k
+            prepared.body_contacts[ti.atomic_add(prepared.body_contact_cursor[slot_b], 1)] = k
+    team.barrier(counts, n_members, team.SPIN_LIMIT)
+    for slot in range(slots_lo, slots_hi):
+        start, end = prepared.body_contact_start[slot], prepared.body_contact_start[slot + 1]
+        for i in range(start + 1, end):
+            key = prepared.body_contacts[i]
+            key_origin = coloring.pair_origin[key]
+            j = i - 1
+            while j >= start:
+                if coloring.pair_origin[prepared.body_contacts[j]] <= key_origin:
+                    break
+                prepared.body_contacts[j + 1] = prepared.body_contacts[j]
+                j -= 1
+            prepared.body_contacts[j + 1] = key
+    team.barrier(counts, n_members, team.SPIN_LIMIT)

@@ -1,0 +1,81 @@
+"""The GPU team (solver/gpu_team.py): on a GPU backend one block of threads runs the team's
+launches (fused.py's substeps, a kept step, colouring rounds), and the scenes step bit for
+bit as with a launch per stage group, in far fewer launches. Run on a GPU backend with
+FX2D_TEST_ARCH (.ci/run's Vulkan subset runs it on Mesa's software Vulkan driver); on the
+CPU backend only the choice of team is checked (the CPU's own team: tests/test_team.py)."""
+
+import pytest
+
+from fx2d_gpu import scenes
+from fx2d_gpu.device import launching
+from fx2d_gpu.physics.solver import gpu_team, team
+from fx2d_gpu.physics.solver.plan import StepOptions
+
+from .helpers import assert_same_trace, run, trace, with_options, xfail_where_paths_round_apart
+
+#: Steps compared: the pyramid's boxes settle and the grid's chains swing, so pairs come and
+#: go (new colourings, kept steps) and joints pull.
+STEPS = 40
+
+
+def _scenes(arch: str, solver: str):
+    """Large worlds (over context.BY_WORLD_MAX_BODIES bodies, so not a world per thread): a
+    10-row pyramid (55 boxes) and a 7 x 7 grid of jointed boxes."""
+    return {
+        "pyramid": scenes.pyramid(10, arch=arch, solver=solver),
+        "joint_grid": scenes.joint_grid(7, 7, arch=arch, solver=solver),
+    }
+
+
+def _stepped(scene, steps: int):
+    """(trace of `steps` steps, launches a step, the team that ran each step's substeps)."""
+    run(scene, 3)  # compiled, and past the first step's colouring from scratch
+    teams = []
+    before = launching.launch_count()
+    got = trace(scene, steps, each=lambda _: teams.append(team.status().step_threads))
+    return got, (launching.launch_count() - before) / steps, teams
+
+
+def test_the_gpu_team_steps_bit_for_bit_as_a_launch_per_stage(arch, solver, request):
+    if arch == "cpu":
+        pytest.skip("the GPU team runs on GPU backends only (FX2D_TEST_ARCH=vulkan or cuda)")
+    xfail_where_paths_round_apart(request, arch)  # CUDA fuses multiply-adds per kernel
+    for name, scene in _scenes(arch, solver).items():
+        with_options(scene, team=False)
+        per_stage, per_stage_launches, no_team = _stepped(scene, STEPS)
+        scene = _scenes(arch, solver)[name]
+        on_team, team_launches, teams = _stepped(scene, STEPS)
+        assert_same_trace(per_stage, on_team)
+        assert set(no_team) == {0} and set(teams) == {gpu_team.BLOCK_THREADS}, name
+        # A launch per stage group: 5-14 launches a substep; the team: a handful a step.
+        assert team_launches * 4 <= per_stage_launches, (name, team_launches, per_stage_launches)
+
+
+def test_a_scene_over_the_gpu_teams_slots_launches_per_stage(arch):
+    if arch == "cpu":
+        pytest.skip("the GPU team runs on GPU backends only (FX2D_TEST_ARCH=vulkan or cuda)")
+    scene = scenes.pyramid(10, arch=arch)  # 55 body slots (and a static ground)
+    with_options(scene, gpu_team_slots=scene.n_bodies - 1)
+    _, _, teams = _stepped(scene, 3)
+    assert set(teams) == {0}
+    with_options(scene, gpu_team_slots=scene.n_bodies)
+    _, _, teams = _stepped(scene, 3)
+    assert set(teams) == {gpu_team.BLOCK_THREADS}
+
+
+def test_the_gpu_team_is_one_block_for_scenes_up_to_its_slots():
+    threads = gpu_team.BLOCK_THREADS
+    assert gpu_team.threads_for(20_000, serial=False, enabled=True, max_slots=20_000) == threads
+    assert gpu_team.threads_for(20_001, serial=False, enabled=True, max_slots=20_000) == 0
+    assert gpu_team.threads_for(100, serial=False, enabled=False, max_slots=20_000) == 0
+    assert gpu_team.threads_for(100, serial=True, enabled=True, max_slots=20_000) == 0
+    # A block of a GPU's warps (32 lanes) and of Vulkan's usual waves (64).
+    assert threads % 64 == 0 and threads <= 1024
+
+
+def test_gpu_team_slots_is_checked():
+    assert StepOptions().gpu_team_slots == 20_000
+    with pytest.raises(ValueError, match="gpu_team_slots must be >= 0"):
+        StepOptions(gpu_team_slots=-1)
+    with pytest.raises(TypeError, match="gpu_team_slots must be int"):
+        StepOptions(gpu_team_slots=1.5)
