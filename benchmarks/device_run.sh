@@ -26,8 +26,10 @@
 #                  carried) and at this tree, in turn, twice: a change's cost on one GPU
 #   session        for a 15-minute lease, one 10-minute command: the GPU against the CPU
 #                  beside every backend test (4 min, pytest-xdist), three benchmark
-#                  scenes with each solver (1.7 min each), the viewer benchmark (carry .gl
-#                  for GGUI) and the large pyramid's stage profile
+#                  scenes with each solver (1.7 min each; large worlds on the GPU team),
+#                  the large pyramid with each solver launching per stage (the GPU team
+#                  off: --step-option team=false) and the large pyramid's stage profile
+#                  (the viewer benchmark: `viewer`)
 #
 # Logs and results go to $OUT (the device tool brings back at most 8 files): <part>.log,
 # gpu.txt (nvidia-smi), results<_arguments>.tgz (bench: benchmarks/results/<device>/).
@@ -115,9 +117,14 @@ session)
             batched_small >>"$out/bench.log" 2>&1
         pack
     done
-    timeout 50 "$python" -m benchmarks.viewer --arch "$arch" --legacy-max 1000 \
-        --results "$results" >"$out/viewer.log" 2>&1
-    pack
+    # The GPU team against a launch per stage group (issue 74): the same scenes with the
+    # team off (their CSVs are named *_team-False*).
+    for solver in xpbd soft_step; do
+        timeout 60 "$python" -m benchmarks --arch "$arch" --no-pymunk --no-box2d --no-plot \
+            --solver $solver --step-option team=false --results "$results" large_pyramid \
+            >>"$out/bench.log" 2>&1
+        pack
+    done
     timeout 30 "$python" -m benchmarks --arch "$arch" --profile --results "$results" \
         large_pyramid >"$out/profile.log" 2>&1
     pack

@@ -31,6 +31,7 @@ step's: <scene>_soft_step.csv) and plots go to benchmarks/results/<device>/.
 
 import argparse
 import contextlib
+import dataclasses
 import datetime
 import importlib.util
 import io
@@ -47,7 +48,7 @@ import numpy as np
 
 from fx2d_gpu import scenes
 from fx2d_gpu.device import MAX_COLORS, launching, residency, runtime
-from fx2d_gpu.physics.solver.plan import DEFAULT_OPTIONS
+from fx2d_gpu.physics.solver.plan import DEFAULT_OPTIONS, StepOptions
 from fx2d_gpu.physics.solver.stages import DEFAULT_SUBSTEPS
 
 from . import box2d_scenes
@@ -122,6 +123,7 @@ COLUMNS = (
     "top_drop_m",
     "stands",
     "colors_per_launch",
+    "step_options",
     "launches_per_step",
 )
 
@@ -623,6 +625,7 @@ def run(
     piles=None,
     with_box2d=True,
     solver="xpbd",
+    step_options=None,
 ):
     """Run the named benchmarks; returns {name: rows} and writes CSV (and plots).
     colors_per_launch: StepOptions.colors_per_launch for this process's scenes (None: the
@@ -630,14 +633,19 @@ def run(
     solves where the substeps launch a kernel per stage (GPU backends). piles: the pile
     sizes (bodies poured) instead of the default ones. with_pymunk, with_box2d: run those
     engines beside fx2d_gpu where installed. solver: fx2d_gpu's ("xpbd" or "soft_step", at
-    its default substeps); the soft step's CSVs are <scene>_soft_step.csv."""
+    its default substeps); the soft step's CSVs are <scene>_soft_step.csv. step_options:
+    {StepOptions attribute: value} for this process's scenes (e.g. {"team": False}: a GPU
+    launches per stage instead of running the GPU team); their CSVs are named with them
+    (<scene>_team-False.csv) and say them in the step_options column."""
     global SOLVER, STEP_OPTIONS
     SOLVER = solver
     STEP_OPTIONS = DEFAULT_OPTIONS.replace(  # checked before anything runs
         colors_per_launch=(
             DEFAULT_OPTIONS.colors_per_launch if colors_per_launch is None else colors_per_launch
-        )
+        ),
+        **(step_options or {}),
     )
+    options_tag = ",".join(f"{key}={value}" for key, value in (step_options or {}).items())
     backend = runtime.ensure_initialized(arch)
     gpu = not runtime.on_cpu()
     sizes = Sizes(quick, gpu)
@@ -663,6 +671,7 @@ def run(
             row.update(date=date, device=device)
             if row.get("engine", "").startswith("fx2d_gpu"):
                 row.setdefault("colors_per_launch", STEP_OPTIONS.colors_per_launch)
+                row.setdefault("step_options", options_tag)
         columns = list(COLUMNS) + [k for k in rows[0] if k not in COLUMNS]
         rows = [{c: row.get(c, "") for c in columns} for row in rows]
         print_table(
@@ -693,6 +702,8 @@ def run(
             ]
         )
         csv_name = name if solver == "xpbd" else f"{name}_{solver}"
+        if options_tag:
+            csv_name += "_" + options_tag.replace("=", "-").replace(",", "_")
         print("  saved", save_csv(backend, csv_name, rows, results), flush=True)
         out[name] = rows
     if plot:
@@ -749,7 +760,19 @@ def main(argv=None):
         metavar="N",
         help="pile sizes to pour (default: 10,000 and 100,000, and 1,000,000 on a GPU)",
     )
+    parser.add_argument(
+        "--step-option",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a StepOptions attribute for fx2d_gpu's scenes, e.g. team=false (a GPU launches "
+        "per stage instead of running the GPU team) or gpu_team_slots=100000; repeatable",
+    )
     args = parser.parse_args(argv)
+    try:
+        step_options = _step_options(args.step_option)
+    except ValueError as error:
+        parser.error(f"--step-option: {error}")
     if args.profile:
         from . import profile
 
@@ -777,7 +800,26 @@ def main(argv=None):
         args.piles,
         not args.no_box2d,
         args.solver,
+        step_options,
     )
+
+
+def _step_options(pairs: list[str]) -> dict:
+    """{StepOptions attribute: value} from NAME=VALUE strings (bools as true/false, ints as
+    numbers), checked by StepOptions itself."""
+    fields = {f.name: f.type for f in dataclasses.fields(StepOptions)}
+    options = {}
+    for pair in pairs:
+        name, _, text = pair.partition("=")
+        kind = str(fields.get(name))
+        if kind == "bool" and text.lower() in ("true", "false"):
+            options[name] = text.lower() == "true"
+        elif kind == "int" and text.lstrip("-").isdigit():
+            options[name] = int(text)
+        else:
+            raise ValueError(f"{pair!r} is not NAME=VALUE of a bool or int StepOptions attribute")
+    DEFAULT_OPTIONS.replace(**options)  # its own checks (ranges)
+    return options
 
 
 if __name__ == "__main__":

@@ -109,6 +109,35 @@ def test_quick_suite_leaves_out_what_is_not_asked_for(tmp_path, arch):
     assert all(r["ratio_to_box2d_1_thread"] == "" for r in rows)
 
 
+def test_step_options_run_the_scenes_and_name_their_csv(tmp_path, arch):
+    """--step-option: the scenes step with those StepOptions (here the quick pyramid's 16
+    bodies on the general path, without a team: a launch per stage group, a handful a
+    substep), say so in their rows and are saved beside the default run's CSV, not over
+    it."""
+    (rows,) = suite.run(
+        ["large_pyramid"],
+        arch=arch,
+        quick=True,
+        results=tmp_path,
+        plot=False,
+        with_pymunk=False,
+        with_box2d=False,
+        step_options={"team": False, "small_world_path": False},
+    ).values()
+    assert {r["step_options"] for r in rows} == {"team=False,small_world_path=False"}
+    assert all(float(r["launches_per_step"]) >= 2 * suite.SUBSTEPS for r in rows)
+    assert [p.name for p in tmp_path.rglob("*.csv")] == [
+        "large_pyramid_team-False_small_world_path-False.csv"
+    ]
+
+
+def test_bad_step_options_are_refused_by_name(capsys):
+    for bad in ("team=2", "no_such_option=1", "gpu_team_slots=-3"):
+        with pytest.raises(SystemExit):
+            suite.main(["--step-option", bad, "large_pyramid"])
+        assert "--step-option" in capsys.readouterr().err
+
+
 def test_an_engine_not_installed_is_left_out_with_a_note(monkeypatch, capsys):
     real_find_spec = importlib.util.find_spec
     monkeypatch.setattr(
