@@ -10,6 +10,8 @@ import numpy as np
 import pytest
 
 import fx2d_gpu as fx
+from fx2d_gpu.device import launching
+from fx2d_gpu.physics.solver import team
 
 DT = 1.0 / 60.0  # the tests' frame, s
 G = 9.81  # the tests' gravity, m/s^2
@@ -244,6 +246,31 @@ def with_options(scene, **options):
 
 
 # ----------------------------------------------------------------------------- comparisons
+def launches_of(*kernels: str) -> int:
+    """Launches in this process so far of the solver's kernels `kernels`, together, each
+    named "module.function" under fx2d_gpu/physics/solver (e.g. "fused._substeps";
+    launching.kernel_launches). A name no kernel has raises KeyError."""
+    counts = launching.kernel_launches()
+    return sum(counts[f"fx2d_gpu.physics.solver.{kernel}"] for kernel in kernels)
+
+
+class SubstepsByWorld:
+    """Counts the steps whose substeps ran a world per thread (the small worlds' path,
+    fused.substeps_by_world): the substeps' kernel launched once in the step and no CPU team
+    ran it (team.status().step_threads 0; a launch per stage never launches it). Call it
+    after each step (trace's `each`); it counts the steps since it was made."""
+
+    def __init__(self):
+        self.steps = 0
+        self._launched = launches_of("fused._substeps")
+
+    def __call__(self, scene=None):
+        launched = launches_of("fused._substeps")
+        if launched - self._launched == 1 and team.status().step_threads == 0:
+            self.steps += 1
+        self._launched = launched
+
+
 def fingerprint(scene) -> list[np.ndarray]:
     """Copies of the scene's state arrays, and its joints' state if it has joints."""
     s = scene.get_state()

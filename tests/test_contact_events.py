@@ -12,7 +12,7 @@ import fx2d_gpu as fx
 from fx2d_gpu import scenes
 from fx2d_gpu.enums import HELD
 
-from .helpers import records_equal
+from .helpers import launches_of, records_equal
 
 FRAME = 1.0 / 60.0
 G = 9.81  # the scenes' gravity (the engine's default), m/s^2
@@ -310,7 +310,7 @@ def test_restoring_the_start_clears_contacts_and_events():
 
 
 @pytest.mark.parametrize("in_launch", [True, False], ids=["in the team's launch", "alone"])
-def test_a_refreshed_report_is_the_report_built_from_scratch(arch, monkeypatch, in_launch):
+def test_a_refreshed_report_is_the_report_built_from_scratch(arch, in_launch):
     """A row of 50 boxes resting awake (a world whose steps keep their pairs) where a box
     hops a few millimetres every 10 steps: its contact ends and begins again while no fat
     box moves, or (the smaller hops, within the hold distance) is held. Steps in which the
@@ -320,13 +320,8 @@ def test_a_refreshed_report_is_the_report_built_from_scratch(arch, monkeypatch, 
     list built from scratch."""
     from fx2d_gpu.device import runtime
     from fx2d_gpu.physics.solver import contacts as solver_contacts
-    from fx2d_gpu.physics.solver import reporting
 
-    alone = []  # the refreshes tried in a launch of their own
-    refresh_alone = reporting._refresh_report
-    monkeypatch.setattr(
-        reporting, "_refresh_report", lambda *args: alone.append(1) or refresh_alone(*args)
-    )
+    launched_before = launches_of("reporting._refresh_report")  # refreshes in their own launch
 
     def run(refresh):
         scene = fx.Scene(
@@ -348,7 +343,8 @@ def test_a_refreshed_report_is_the_report_built_from_scratch(arch, monkeypatch, 
             events = scene.contact_events()
             if scene.pair_reuses > reuses and len(events.begin.body_a) + len(events.end.body_a):
                 kept_with_events += 1
-            touching = scene._context().pool.manifolds.touching.to_numpy()[: scene._cache.n_pairs]
+            ctx = scene.step_context()
+            touching = ctx.pool.manifolds.touching.to_numpy()[: ctx.n_pairs]
             if scene.report_refreshes > refreshes and np.any(touching == solver_contacts.HELD):
                 refreshed_held += 1
             records.append((scene.contacts(), events))
@@ -356,11 +352,12 @@ def test_a_refreshed_report_is_the_report_built_from_scratch(arch, monkeypatch, 
 
     refreshed, records, kept_with_events, refreshed_held = run(True)
     built, reference, _, _ = run(False)
+    alone = launches_of("reporting._refresh_report") - launched_before
     assert refreshed.report_refreshes >= 50 and built.report_refreshes == 0
     if runtime.on_cpu() and in_launch:  # (GPU backends have no team)
         assert not alone
     else:
-        assert len(alone) >= refreshed.report_refreshes
+        assert alone >= refreshed.report_refreshes
     assert kept_with_events >= 10  # hops changed what touched in steps that kept their pairs
     assert refreshed_held >= 3  # and held pairs were refreshed (one step of each small hop)
     for step, (got, want) in enumerate(zip(records, reference, strict=True)):
@@ -519,14 +516,6 @@ def test_small_worlds_report_a_world_per_thread_as_the_general_kernel(n_worlds):
     The run passes through what the list holds: begin and end events in one step, pairs
     resting asleep (the broad phase no longer pairs them: copied from the old list) and
     pairs held within the hold distance."""
-    from fx2d_gpu.physics.solver import reporting
-
-    launches = {"by_world": 0}
-    by_world_kernel = reporting._report_by_world
-
-    def counted(*args, **kwargs):
-        launches["by_world"] += 1
-        return by_world_kernel(*args, **kwargs)
 
     def run(by_world):
         scene = scenes.batched_small(
@@ -539,7 +528,7 @@ def test_small_worlds_report_a_world_per_thread_as_the_general_kernel(n_worlds):
             if step == 70:
                 scene.set_state(start, worlds=rethrown)
             scene.step(FRAME)
-            ctx = scene._context()
+            ctx = scene.step_context()
             # Copies of the used part (the pool's fields are sized for the largest scene
             # of the process: a view of a whole to_numpy() kept per step ran out of memory).
             lists = ctx.pool.reported.read(
@@ -561,14 +550,12 @@ def test_small_worlds_report_a_world_per_thread_as_the_general_kernel(n_worlds):
             seen["held"] += int((touching == HELD).sum())
         return records, seen
 
-    reporting._report_by_world = counted
-    try:
-        got, seen = run(True)
-        by_world_launches = launches["by_world"]
-        want, _ = run(False)
-    finally:
-        reporting._report_by_world = by_world_kernel
-    assert by_world_launches == 160 and launches["by_world"] == by_world_launches
+    before = launches_of("reporting._report_by_world")
+    got, seen = run(True)
+    by_world_launches = launches_of("reporting._report_by_world") - before
+    want, _ = run(False)
+    assert by_world_launches == 160
+    assert launches_of("reporting._report_by_world") - before == by_world_launches
     assert seen["events"] >= 10 and seen["resting"] >= 100 and seen["held"] >= 10, seen
     for step, ((lists, contacts, events), (lists_w, contacts_w, events_w)) in enumerate(
         zip(got, want, strict=True)

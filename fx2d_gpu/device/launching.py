@@ -33,6 +33,8 @@ _returning = 0
 #: launches made under each stage name (stage_launches).
 _stage: str | None = None
 _stage_launches: dict[str | None, int] = {}
+#: Every `quick` kernel made in this process, for kernel_launches.
+_kernels: list = []
 
 
 def launch_count() -> int:
@@ -61,6 +63,17 @@ def stage_launches() -> dict[str | None, int]:
     """{stage name: launches made under it} in this process so far (a copy; None: launches
     outside a step): subtract two readings to count a step's launches per stage."""
     return dict(_stage_launches)
+
+
+def kernel_launches() -> dict[str, int]:
+    """{kernel's qualified name (module.function): launches of it through `quick`} in this
+    process so far, every `quick` kernel listed (0: not launched yet): subtract two readings
+    to see which kernels a step ran, the way a GPU profiler names them (a test asks whether
+    a path ran, a benchmark where a step's launches go)."""
+    counts: dict[str, int] = {}
+    for kernel in _kernels:
+        counts[kernel.name] = counts.get(kernel.name, 0) + kernel.launches
+    return counts
 
 
 def _argument_kinds(primal):
@@ -121,6 +134,10 @@ class QuickKernel:
         self.__name__ = getattr(kernel, "__name__", "kernel")
         self.__wrapped__ = kernel
         self._returns = self._primal.return_type is not None
+        #: The kernel's qualified name (kernel_launches) and its launches so far.
+        self.name = f"{self._primal.func.__module__}.{self._primal.func.__name__}"
+        self.launches = 0
+        _kernels.append(self)
 
     @property
     def short_path(self) -> bool:
@@ -137,6 +154,7 @@ class QuickKernel:
         global _launches, _returning
         _launches += 1
         _returning += self._returns
+        self.launches += 1
         _stage_launches[_stage] = _stage_launches.get(_stage, 0) + 1
         if self._kinds is None or len(args) != len(self._kinds):
             return self._kernel(*args)
