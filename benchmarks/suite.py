@@ -1,7 +1,7 @@
 """fx2d_gpu's benchmark suite: Box2D's scenes beside Box2D v3 and pymunk, scaling, batching.
 
     python -m benchmarks [SCENE ...] [--arch auto|cpu|cuda|vulkan] [--quick] [--no-pymunk]
-                         [--no-box2d] [--solver xpbd|soft_step]
+                         [--no-box2d] [--solver xpbd|soft_step] [--box2d-benchmark PATH]
     fx2d bench [same options]
     fx2d bench --profile [SCENE ...]    milliseconds per stage (benchmarks/profile.py)
 
@@ -24,9 +24,13 @@ each ratio fx2d_gpu/other is the median of the windows' ratios (this machine's s
 by +-30 % over minutes): Box2D v3 (pyb2d3, 4 substeps, its default) on 1 and on 2 threads,
 sleeping as the fx2d_gpu run beside it does, and pymunk (10 iterations, its spatial hash,
 never sleeping) beside the sleep-off pyramids and the 10k pile. Where pyb2d3 or pymunk is
-not installed its column is left out. launches_per_step: fx2d_gpu's kernel launches a step
-(launching.launch_count; the GPU's cost in small and medium scenes). CSV per scene (the soft
-step's: <scene>_soft_step.csv) and plots go to benchmarks/results/<device>/.
+not installed its column is left out. With --box2d-benchmark PATH (or FX2D_BOX2D_BENCHMARK)
+Box2D v3's own benchmark program, built natively, runs the two pyramid scenes on 1 and 2
+workers after fx2d_gpu's runs (its protocol: best of 4 runs, sleep off), rows "box2d native
+(N workers)" and fx2d_gpu's sleep-off rows' ratio_to_box2d_native_* (box2d_native.py).
+launches_per_step: fx2d_gpu's kernel launches a step (launching.launch_count; the GPU's
+cost in small and medium scenes). CSV per scene (the soft step's: <scene>_soft_step.csv)
+and plots go to benchmarks/results/<device>/.
 """
 
 import argparse
@@ -51,7 +55,7 @@ from fx2d_gpu.device import MAX_COLORS, launching, residency, runtime
 from fx2d_gpu.physics.solver.plan import DEFAULT_OPTIONS, StepOptions
 from fx2d_gpu.physics.solver.stages import DEFAULT_SUBSTEPS
 
-from . import box2d_scenes
+from . import box2d_native, box2d_scenes
 from .common import (
     RESULTS,
     device_name,
@@ -110,6 +114,8 @@ COLUMNS = (
     "ratio_to_pymunk",
     "ratio_to_box2d_1_thread",
     "ratio_to_box2d_2_threads",
+    "ratio_to_box2d_native_1_worker",
+    "ratio_to_box2d_native_2_workers",
     "first_step_s",
     "pairs",
     "contact_points",
@@ -593,6 +599,36 @@ BENCHES = {
 }
 
 
+def _native_program(path, names) -> Path | None:
+    """Box2D's benchmark program (box2d_native.check_program) where `path` is given and
+    `names` has a scene it runs; a missing path or program is said in one line."""
+    if not set(names) & set(box2d_native.SCENES):
+        return None
+    if not path:
+        print(
+            "  box2d native: no --box2d-benchmark PATH (nor $FX2D_BOX2D_BENCHMARK): "
+            "its rows are left out",
+            flush=True,
+        )
+        return None
+    try:
+        return box2d_native.check_program(path)
+    except box2d_native.NativeBenchmarkError as error:
+        print(f"  box2d native: {error}: its rows are left out", flush=True)
+        return None
+
+
+def _native_rows(program: Path, name: str, rows: list[dict], quick: bool) -> list[dict]:
+    """Box2D's program on scene `name` (box2d_native.scene_rows); fx2d_gpu's sleep-off rows
+    among `rows` get their ratio to it, but not at --quick sizes: its scenes are full size."""
+    native = box2d_native.scene_rows(program, name)
+    if quick:
+        print("  box2d native: no ratio at --quick sizes (its scenes are full size)", flush=True)
+    else:
+        box2d_native.add_ratios(rows, native)
+    return native
+
+
 def _other_engines(with_pymunk: bool, with_box2d: bool) -> frozenset[str]:
     """The engines to run beside fx2d_gpu ("pymunk", "box2d"): those asked for and
     installed; one asked for but missing is left out with a note."""
@@ -626,6 +662,7 @@ def run(
     with_box2d=True,
     solver="xpbd",
     step_options=None,
+    box2d_benchmark=None,
 ):
     """Run the named benchmarks; returns {name: rows} and writes CSV (and plots).
     colors_per_launch: StepOptions.colors_per_launch for this process's scenes (None: the
@@ -636,7 +673,9 @@ def run(
     its default substeps); the soft step's CSVs are <scene>_soft_step.csv. step_options:
     {StepOptions attribute: value} for this process's scenes (e.g. {"team": False}: a GPU
     launches per stage instead of running the GPU team); their CSVs are named with them
-    (<scene>_team-False.csv) and say them in the step_options column."""
+    (<scene>_team-False.csv) and say them in the step_options column. box2d_benchmark: the
+    path of Box2D v3's own benchmark program (box2d_native.py), run on the pyramid scenes
+    after fx2d_gpu's runs; None leaves its rows out, saying so in one line."""
     global SOLVER, STEP_OPTIONS
     SOLVER = solver
     STEP_OPTIONS = DEFAULT_OPTIONS.replace(  # checked before anything runs
@@ -661,10 +700,13 @@ def run(
         flush=True,
     )
     others = _other_engines(with_pymunk, with_box2d)
+    native = _native_program(box2d_benchmark, names)
     out = {}
     for name in names:
         print(f"- {name}", flush=True)
         rows = BENCHES[name](sizes, arch, others)
+        if native and name in box2d_native.SCENES:
+            rows += _native_rows(native, name, rows, quick)
         for row in rows:
             row.setdefault("scene", name)
             row.setdefault("backend", backend)
@@ -690,6 +732,8 @@ def run(
                         "ratio_to_pymunk",
                         "ratio_to_box2d_1_thread",
                         "ratio_to_box2d_2_threads",
+                        "ratio_to_box2d_native_1_worker",
+                        "ratio_to_box2d_native_2_workers",
                         "first_step_s",
                         "launches_per_step",
                         "colors_max",
@@ -761,6 +805,14 @@ def main(argv=None):
         help="pile sizes to pour (default: 10,000 and 100,000, and 1,000,000 on a GPU)",
     )
     parser.add_argument(
+        "--box2d-benchmark",
+        default=None,
+        metavar="PATH",
+        help="Box2D v3's own benchmark program, built natively (cmake -DBOX2D_BENCHMARKS=ON; "
+        f"default ${box2d_native.ENV_VAR}): run on large_pyramid and many_pyramids with 1 "
+        "and 2 workers (benchmarks/box2d_native.py)",
+    )
+    parser.add_argument(
         "--step-option",
         action="append",
         default=[],
@@ -789,6 +841,12 @@ def main(argv=None):
         parser.error(f"--colors-per-launch must be in [1, {MAX_COLORS}]")
     if args.piles and min(args.piles) < 1:
         parser.error("--piles must be positive")
+    native = box2d_native.program_path(args.box2d_benchmark)
+    if native is not None:  # checked before the runs: they take minutes
+        try:
+            native = box2d_native.check_program(native)
+        except box2d_native.NativeBenchmarkError as error:
+            parser.error(f"--box2d-benchmark: {error}")
     return run(
         args.scenes or list(SCENES),
         args.arch,
@@ -801,6 +859,7 @@ def main(argv=None):
         not args.no_box2d,
         args.solver,
         step_options,
+        native,
     )
 
 

@@ -3,12 +3,14 @@ benchmark scenes against their definitions."""
 
 import csv
 import importlib.util
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 import fx2d_gpu
-from benchmarks import box2d_scenes, suite
+from benchmarks import box2d_native, box2d_scenes, suite
 from benchmarks.common import paired_ratio, time_windows_side_by_side
 from benchmarks.pymunk_scenes import build_space
 from fx2d_gpu import load_scene, scenes
@@ -95,7 +97,7 @@ def _check_box2d_column(by_scene: dict, sizes: suite.Sizes, batched_rows: list[d
         assert theirs["world_steps_per_s"] > 0
 
 
-def test_quick_suite_leaves_out_what_is_not_asked_for(tmp_path, arch):
+def test_quick_suite_leaves_out_what_is_not_asked_for(tmp_path, arch, capsys):
     (rows,) = suite.run(
         ["large_pyramid"],
         arch=arch,
@@ -107,6 +109,131 @@ def test_quick_suite_leaves_out_what_is_not_asked_for(tmp_path, arch):
     ).values()
     assert [r["engine"] for r in rows] == ["fx2d_gpu", "fx2d_gpu (no sleep)"]
     assert all(r["ratio_to_box2d_1_thread"] == "" for r in rows)
+    assert all(r["ratio_to_box2d_native_1_worker"] == "" for r in rows)
+    # No Box2D benchmark program given: one line says its rows are left out.
+    notes = [line for line in capsys.readouterr().out.splitlines() if "box2d native" in line]
+    assert notes == [
+        "  box2d native: no --box2d-benchmark PATH (nor $FX2D_BOX2D_BENCHMARK): "
+        "its rows are left out"
+    ]
+
+
+#: What Box2D v3's own benchmark program (commit 617d32ab, Release, SSE2) printed on the
+#: 2-core Intel Xeon VM: <scene>_w<workers>.txt, one invocation each.
+NATIVE_SAMPLES = Path(__file__).parent / "data" / "box2d_native"
+
+
+def _fake_box2d_benchmark(folder: Path, status: int = 0) -> Path:
+    """A stand-in for Box2D's benchmark program: prints the recorded sample of the scene
+    and worker count it is asked for (--benchmark=, --workers=), and exits with
+    `status`."""
+    program = folder / "benchmark"
+    program.write_text(
+        f"#!{sys.executable}\n"
+        "import pathlib, sys\n"
+        "args = dict(a.lstrip('-').split('=') for a in sys.argv[1:])\n"
+        "name = args['benchmark'] + '_w' + args['workers'] + '.txt'\n"
+        f"print((pathlib.Path({str(NATIVE_SAMPLES)!r}) / name).read_text(), end='')\n"
+        f"sys.exit({status})\n"
+    )
+    program.chmod(0o755)
+    return program
+
+
+def test_box2d_native_output_becomes_rows_and_ratios():
+    """The recorded output of Box2D's program: its best run's timed steps (all but the
+    first) give ms_per_step; fx2d_gpu's sleep-off rows get their ratio to it (Box2D's
+    scenes run with sleep off), its sleep-on rows none."""
+    text = (NATIVE_SAMPLES / "large_pyramid_w1.txt").read_text()
+    parsed = box2d_native.parse_output(text)
+    assert parsed == {
+        "scene": "large_pyramid",
+        "steps": 500,
+        "workers": 1,
+        "runs_ms": [7001.47, 6027.77, 6365.04, 6153.71],
+        "bodies": 5051,
+        "shapes": 5051,
+        "contacts": 14950,
+        "joints": 0,
+    }
+    one = box2d_native.to_row(parsed)
+    assert one["engine"] == "box2d native (1 worker)"
+    assert (one["scene"], one["bodies"], one["joints"], one["substeps"]) == (
+        "large_pyramid",
+        5051,
+        0,
+        4,
+    )
+    assert one["ms_per_step"] == round(6027.77 / 499, 3)
+    two = box2d_native.to_row(
+        box2d_native.parse_output((NATIVE_SAMPLES / "many_pyramids_w2.txt").read_text())
+    )
+    assert two["engine"] == "box2d native (2 workers)"
+    assert (two["scene"], two["steps"]) == ("many_pyramids", 200)
+    # One static body holds its 20 grounds: 22,000 boxes and 1 ground.
+    assert two["bodies"] == 22001
+    ours = [
+        {"engine": "fx2d_gpu soft_step", "ms_per_step": 1.5},
+        {"engine": "fx2d_gpu soft_step (no sleep)", "ms_per_step": 6.0},
+    ]
+    box2d_native.add_ratios(ours, [one, {**one, "engine": "box2d native (2 workers)"}])
+    assert "ratio_to_box2d_native_1_worker" not in ours[0]
+    assert ours[1]["ratio_to_box2d_native_1_worker"] == round(6.0 / one["ms_per_step"], 3)
+    assert ours[1]["ratio_to_box2d_native_2_workers"] == round(6.0 / one["ms_per_step"], 3)
+
+
+def test_box2d_native_failures_are_one_line_not_a_traceback(tmp_path, capsys):
+    missing = tmp_path / "no_such_benchmark"
+    with pytest.raises(SystemExit) as exit_:
+        suite.main(["--box2d-benchmark", str(missing), "large_pyramid"])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert f"--box2d-benchmark: {missing} does not exist" in err
+    assert "Traceback" not in err
+    lines = []
+    failing = _fake_box2d_benchmark(tmp_path, status=3)
+    assert box2d_native.scene_rows(failing, "large_pyramid", log=lines.append) == []
+    assert len(lines) == 2
+    assert "box2d native (1 worker) left out of large_pyramid" in lines[0]
+    assert "exited with status 3" in lines[0]
+    with pytest.raises(box2d_native.NativeBenchmarkError, match="expected one scene"):
+        box2d_native.parse_output("Unknown option\n")
+    assert box2d_native.program_path(None, {box2d_native.ENV_VAR: "/x/benchmark"}) == Path(
+        "/x/benchmark"
+    )
+    assert box2d_native.program_path("/y", {box2d_native.ENV_VAR: "/x"}) == Path("/y")
+    assert box2d_native.program_path(None, {}) is None
+
+
+def test_quick_suite_runs_the_box2d_benchmark_program_given(tmp_path, arch, capsys):
+    """The suite with a Box2D benchmark program (here the stand-in): its rows for 1 and 2
+    workers after fx2d_gpu's, in the CSV; no ratio at --quick sizes, said in one line."""
+    program = _fake_box2d_benchmark(tmp_path)
+    (rows,) = suite.run(
+        ["large_pyramid"],
+        arch=arch,
+        quick=True,
+        results=tmp_path / "results",
+        plot=False,
+        with_pymunk=False,
+        with_box2d=False,
+        box2d_benchmark=program,
+    ).values()
+    engines = [r["engine"] for r in rows]
+    assert engines == [
+        "fx2d_gpu",
+        "fx2d_gpu (no sleep)",
+        "box2d native (1 worker)",
+        "box2d native (2 workers)",
+    ]
+    assert [r["bodies"] for r in rows[2:]] == [5051, 5051]
+    assert all(r["ratio_to_box2d_native_1_worker"] == "" for r in rows)
+    assert "no ratio at --quick sizes" in capsys.readouterr().out
+    (path,) = (tmp_path / "results").rglob("large_pyramid.csv")
+    with open(path) as f:
+        saved = list(csv.DictReader(f))
+    assert [r["engine"] for r in saved] == engines
+    assert "ratio_to_box2d_native_2_workers" in saved[0]
 
 
 def test_step_options_run_the_scenes_and_name_their_csv(tmp_path, arch):
