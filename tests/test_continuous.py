@@ -4,7 +4,8 @@ with what a body's sweep can reach (solver/contacts.py), heavy bodies on light o
 joints reported as faults.
 
 Every scene here is one a user builds; the expected answers are geometric (which side of a
-wall a centre is on) or analytic (momentum, resting heights)."""
+wall a centre is on) or analytic (momentum, resting heights). Each physics test runs under
+both solvers (the `solver` fixture), within the same bounds unless it says otherwise."""
 
 import math
 
@@ -42,7 +43,7 @@ def thin_wall(scene, wall):
 
 @pytest.mark.parametrize("speed", [100.0, 300.0, 1000.0, 3000.0])
 @pytest.mark.parametrize("wall", ["box", "edge", "chain"])
-def test_projectiles_never_pass_a_thin_static_wall(arch, speed, wall):
+def test_projectiles_never_pass_a_thin_static_wall(arch, speed, wall, solver):
     """Circles, boxes and capsules, spinning up to 50 rad/s, fired at a thin wall from up to
     60 degrees off its normal, from anywhere within two steps' travel (every phase of the
     substeps): no centre ever ends a step behind the wall. A projectile is 3 cm thick or
@@ -51,7 +52,7 @@ def test_projectiles_never_pass_a_thin_static_wall(arch, speed, wall):
     rng = np.random.default_rng(int(speed) + len(wall))
     for kind in ("circle", "box", "capsule"):
         for _ in range(3):
-            scene = fx.Scene(gravity=(0.0, -9.81), arch=arch)
+            scene = fx.Scene(gravity=(0.0, -9.81), arch=arch, solver=solver)
             thin_wall(scene, wall)
             heading = rng.uniform(-1.0, 1.0)
             start_x = WALL_X - rng.uniform(0.2, 2.0) * speed * DT * math.cos(heading)
@@ -64,11 +65,11 @@ def test_projectiles_never_pass_a_thin_static_wall(arch, speed, wall):
                 assert x < WALL_X, (kind, step, x, heading)
 
 
-def test_a_projectile_in_a_large_world_never_passes_a_thin_wall(arch):
+def test_a_projectile_in_a_large_world_never_passes_a_thin_wall(arch, solver):
     """The same in a world of more than 40 bodies, whose step colours its pairs and runs its
     substeps on the CPU team (the small worlds above run one world per thread)."""
     for kind, speed in (("circle", 1000.0), ("capsule", 3000.0)):
-        scene = fx.Scene(gravity=(0.0, -9.81), arch=arch)
+        scene = fx.Scene(gravity=(0.0, -9.81), arch=arch, solver=solver)
         thin_wall(scene, "box")
         for i in range(60):  # far away, static
             scene.add_box((200.0 + 2.0 * i, 300.0), (1.0, 1.0), mass=0)
@@ -79,13 +80,13 @@ def test_a_projectile_in_a_large_world_never_passes_a_thin_wall(arch):
 
 
 @pytest.mark.parametrize("speed", [300.0, 1000.0, 3000.0])
-def test_a_ricochet_between_static_walls_stays_between_them(arch, speed):
+def test_a_ricochet_between_static_walls_stays_between_them(arch, speed, solver):
     """A ball bouncing (e = 1) between two static walls 0.3 m apart at 300 to 3,000 m/s,
     0.5 rad off the corridor's axis: it turns round within a substep (0.22 m across it at
     300 m/s, 2.2 m at 3,000), where the narrow phase, which looked along its old path,
     has no point ahead of it (it passed through the far wall before continuous
     collision). Its centre stays between the walls' inner faces."""
-    scene = fx.Scene(gravity=(0.0, 0.0), arch=arch)
+    scene = fx.Scene(gravity=(0.0, 0.0), arch=arch, solver=solver)
     scene.add_box((0.0, 0.175), (400.0, 0.05), mass=0, elasticity=1.0)
     scene.add_box((0.0, -0.175), (400.0, 0.05), mass=0, elasticity=1.0)
     ball = scene.add_circle(
@@ -103,7 +104,7 @@ def test_a_ricochet_between_static_walls_stays_between_them(arch, speed):
 
 
 @pytest.mark.parametrize("speed", [3000.0, 1e4, 1e6])
-def test_a_fly_by_at_any_speed_touches_nothing(arch, speed):
+def test_a_fly_by_at_any_speed_touches_nothing(arch, speed, solver):
     """A 0.25 m ball passing 3.75 m above a row of ten resting 1 m boxes moves none of them
     (a box's top is at y = 1, the ball's bottom at 4.75): at 3,000 m/s it threw them at
     1,116 m/s, at 1e6 m/s at 377,000 m/s, through speculative points with the slanted
@@ -114,7 +115,7 @@ def test_a_fly_by_at_any_speed_touches_nothing(arch, speed):
         scene.add_box((0.0, -0.5), (40.0, 1.0), mass=0)
         return [scene.add_box((-10.0 + 1.1 * i, 0.5), (1.0, 1.0)) for i in range(10)]
 
-    scene, alone = fx.Scene(arch=arch), fx.Scene(arch=arch)
+    scene, alone = fx.Scene(arch=arch, solver=solver), fx.Scene(arch=arch, solver=solver)
     boxes = row(scene)
     row(alone)
     ball = scene.add_circle((-15.0, 5.0), 0.25, velocity=(speed, 0.0))
@@ -140,12 +141,12 @@ def local(state, plate, point):
 
 
 @pytest.mark.parametrize("speed", [1000.0, 3000.0])
-def test_a_bullet_never_passes_a_thin_dynamic_plate(arch, speed):
+def test_a_bullet_never_passes_a_thin_dynamic_plate(arch, speed, solver):
     """A 2 cm, 10 g bullet (bullet=True) fired level at a standing plate of 1 kg, 2 cm
     thick: at no step end is the bullet's centre inside the plate or past it (in the
     plate's frame, which the hit sets moving and turning)."""
     for kind in ("circle", "box", "capsule"):
-        scene = fx.Scene(gravity=(0.0, -9.81), arch=arch)
+        scene = fx.Scene(gravity=(0.0, -9.81), arch=arch, solver=solver)
         scene.add_box((0.0, -0.5), (200.0, 1.0), mass=0)
         plate = scene.add_box((WALL_X, 0.5), (0.02, 1.0), mass=1.0)
         start = (WALL_X - 1.4 * speed * DT, 0.6)
@@ -174,10 +175,10 @@ def test_a_bullet_never_passes_a_thin_dynamic_plate(arch, speed):
                 assert x < -0.01, (kind, x, y)
 
 
-def test_a_bullet_ricochet_between_dynamic_plates_stays_between_them(arch):
+def test_a_bullet_ricochet_between_dynamic_plates_stays_between_them(arch, solver):
     """bullet=True extends the sweep to dynamic bodies: a ball bouncing between two
     100 kg plates 0.3 m apart at 1,000 m/s stays between them (in each plate's frame)."""
-    scene = fx.Scene(gravity=(0.0, 0.0), arch=arch)
+    scene = fx.Scene(gravity=(0.0, 0.0), arch=arch, solver=solver)
     top = scene.add_box((0.0, 0.175), (400.0, 0.05), mass=100.0, elasticity=1.0)
     bottom = scene.add_box((0.0, -0.175), (400.0, 0.05), mass=100.0, elasticity=1.0)
     ball = scene.add_circle(
@@ -198,11 +199,11 @@ def test_a_bullet_ricochet_between_dynamic_plates_stays_between_them(arch):
 
 
 @pytest.mark.parametrize("speed", [1000.0, 2000.0, 3000.0])
-def test_a_bullet_into_a_stack_of_boxes_bounces_back(arch, speed):
+def test_a_bullet_into_a_stack_of_boxes_bounces_back(arch, speed, solver):
     """A 5 cm, 50 g bullet (bullet=True) fired level into a settled stack of ten 1 m boxes
     (1 kg each): it never ends a step inside a box, and comes back out of the side it went
     in (it went through a box at 2,000 m/s and stuck inside one at 3,000 m/s before)."""
-    scene = fx.Scene(gravity=(0.0, -9.81), arch=arch)
+    scene = fx.Scene(gravity=(0.0, -9.81), arch=arch, solver=solver)
     scene.add_box((0.0, -0.5), (60.0, 1.0), mass=0, static_friction=0.5, dynamic_friction=0.4)
     stack = [
         scene.add_box((0.0, 0.5 + i), (1.0, 1.0), static_friction=0.5, dynamic_friction=0.4)
@@ -225,7 +226,7 @@ def test_a_bullet_into_a_stack_of_boxes_bounces_back(arch, speed):
 
 @pytest.mark.parametrize("ratio", [1e4, 1e5, 1e6])
 @pytest.mark.parametrize("offset", [0.0, 1e-5, 0.2])
-def test_a_heavy_box_never_pushes_a_light_one_through_the_ground(arch, ratio, offset):
+def test_a_heavy_box_never_pushes_a_light_one_through_the_ground(arch, ratio, offset, solver):
     """A heavy box resting on a 1 kg box (`offset` m off centre) on static ground, 5 s: the
     light box rests at y = 0.5 and never sinks deeper than a contact's give: a slop (2 mm),
     one substep's capped push-out (3 m/s * h = 4.5 mm) and the contact's compliance under
@@ -236,8 +237,13 @@ def test_a_heavy_box_never_pushes_a_light_one_through_the_ground(arch, ratio, of
     kg to -108; then, with the sweep alone, the heavy box sank through the light one
     whenever it was not perfectly centred (1e-5 m: it reached the ground in 0.4 s, the light
     box squirted out at 41 m/s; on CUDA, centred, by rounding). Box2D v3's soft contacts
-    squeeze the light box to 0.258 at 1e4 and 0.251 at 1e5."""
-    scene = fx.Scene(gravity=(0.0, -9.81), arch=arch)
+    squeeze the light box to 0.258 at 1e4 and 0.251 at 1e5.
+
+    The soft step keeps within the same give, h its own substep (1/240 s; its contacts push
+    out at the same 3 m/s at most, and shock propagation holds the light box for it too):
+    measured, the light box sinks 1.3 to 1.5 mm and the heavy box 0.2 to 0.4 mm into it at
+    every ratio and offset."""
+    scene = fx.Scene(gravity=(0.0, -9.81), arch=arch, solver=solver)
     scene.add_box((0.0, -0.5), (20.0, 1.0), mass=0, static_friction=0.5, dynamic_friction=0.4)
     light = scene.add_box(
         (offset, 0.5), (1.0, 1.0), mass=1.0, static_friction=0.5, dynamic_friction=0.4
@@ -260,8 +266,8 @@ def test_a_heavy_box_never_pushes_a_light_one_through_the_ground(arch, ratio, of
     assert abs(state.position[0, light, 0] - offset) < 0.01
 
 
-def _heavy_on_light(ratio, enable_sleep=True):
-    scene = fx.Scene(gravity=(0.0, -9.81), enable_sleep=enable_sleep)
+def _heavy_on_light(ratio, enable_sleep=True, solver="xpbd"):
+    scene = fx.Scene(gravity=(0.0, -9.81), enable_sleep=enable_sleep, solver=solver)
     scene.add_box((0.0, -0.5), (20.0, 1.0), mass=0, static_friction=0.5, dynamic_friction=0.4)
     light = scene.add_box(
         (1e-5, 0.5), (1.0, 1.0), mass=1.0, static_friction=0.5, dynamic_friction=0.4
@@ -272,13 +278,13 @@ def _heavy_on_light(ratio, enable_sleep=True):
     return scene, light, heavy
 
 
-def test_a_heavy_box_and_a_light_one_fall_together_once_the_ground_goes():
+def test_a_heavy_box_and_a_light_one_fall_together_once_the_ground_goes(solver):
     """The light box held still for the heavy one while it rests on the ground; then the
     ground is disabled: both fall together, at free fall's v = -g t. The heavy box's
     impulses, carried while the light box was held, must not hit it once it is not
     (1e5 kg on 1 kg: it would take 1,500 m/s downward from the warm start). (Awake: a
     disabled body does not wake the bodies resting on it.)"""
-    scene, light, heavy = _heavy_on_light(1e5, enable_sleep=False)
+    scene, light, heavy = _heavy_on_light(1e5, enable_sleep=False, solver=solver)
     for _ in range(60):
         scene.step(DT)
     scene.set_enabled(0, False)
@@ -335,10 +341,10 @@ def test_a_state_file_without_support_counts_it_again(tmp_path):
         assert state.position[0, heavy, 1] - state.position[0, light, 1] > 0.99
 
 
-def hanging_chain(arch, n_links, on_fault="raise"):
+def hanging_chain(arch, n_links, on_fault="raise", solver="xpbd"):
     """n_links 0.2 m revolute links (0.2 x 0.05 m, 1 kg) in a row from a static anchor;
     returns (scene, last link)."""
-    scene = fx.Scene(gravity=(0.0, -9.81), arch=arch, on_fault=on_fault)
+    scene = fx.Scene(gravity=(0.0, -9.81), arch=arch, on_fault=on_fault, solver=solver)
     previous = scene.add_box((0.0, 10.0), (0.1, 0.1), mass=0)
     first = previous
     for i in range(n_links):
@@ -350,10 +356,27 @@ def hanging_chain(arch, n_links, on_fault="raise"):
     return scene, previous
 
 
-def test_a_chain_under_a_load_it_holds_stays_together(arch):
+def test_a_chain_under_a_load_it_holds_stays_together(arch, solver, request):
     """100 links, the last pulled by 1,000 N along the chain for 1 s: every joint's anchors
-    stay within 2 cm (a tenth of a link) of each other (joint_errors)."""
-    scene, end = hanging_chain(arch, 100)
+    stay within 2 cm (a tenth of a link) of each other (joint_errors).
+
+    The soft step does not hold this yet (issue 77): its joints are 60 Hz springs
+    (soft_joints.JOINT_HERTZ), and a spring carrying a tension T between two 1 kg links
+    opens T (1/m + 1/m) / w^2: at the pulled end, T = 1,000 N, 14.1 mm (measured 14.1 to
+    14.3 mm, every 0.5 s for 5 s), but the chain swings down and whips, and near the anchor
+    the joints open 28 mm at 0.5 s, 30 mm at 1 s and up to 36 mm at 2 s (XPBD: at most
+    5.7 mm over the same 5 s). docs/solvers.md lists it (a whipping chain of 20 links: 30
+    mm, Box2D v3 23 mm)."""
+    if solver == "soft_step":
+        request.applymarker(
+            pytest.mark.xfail(
+                strict=True,
+                reason="soft step: the soft joints of a 100-link chain under 1,000 N open up "
+                "to 30 mm at 1 s near the anchor (2 cm allowed; XPBD 5.7 mm); the end joint "
+                "opens its spring's static 14.1 mm",
+            )
+        )
+    scene, end = hanging_chain(arch, 100, solver=solver)
     for _ in range(60):
         scene.apply_force(end, (1000.0, 0.0))
         scene.step(DT)
@@ -362,16 +385,16 @@ def test_a_chain_under_a_load_it_holds_stays_together(arch):
     assert errors.max() < 0.02
 
 
-def test_a_chain_torn_by_a_load_it_cannot_hold_is_a_fault(arch):
+def test_a_chain_torn_by_a_load_it_cannot_hold_is_a_fault(arch, solver):
     """The same chain pulled by 1e6 N: the solver cannot hold it (it became a chain 17 times
     its length, silently); the step raises a SimulationError naming the torn joint, or with
     on_fault="reset" puts the world back to its initial state."""
-    scene, end = hanging_chain(arch, 100)
+    scene, end = hanging_chain(arch, 100, solver=solver)
     with pytest.raises(fx.SimulationError, match=r"joint \d+ torn"):
         for _ in range(60):
             scene.apply_force(end, (1e6, 0.0))
             scene.step(DT)
-    scene, end = hanging_chain(arch, 100, on_fault="reset")
+    scene, end = hanging_chain(arch, 100, on_fault="reset", solver=solver)
     initial = scene.get_state().position.copy()
     for _ in range(60):
         scene.apply_force(end, (1e6, 0.0))
@@ -400,11 +423,11 @@ def test_joint_errors_measure_how_far_each_joint_is_from_holding(arch):
     np.testing.assert_allclose(scene.joint_errors()[0], [0.5, 1.2], atol=1e-5)
 
 
-def test_fast_spin_is_held_to_a_quarter_turn_a_substep(arch):
+def test_fast_spin_is_held_to_a_quarter_turn_a_substep(arch, solver):
     """A box set spinning at 2,000 rad/s (3 rad a substep at 11 substeps of 1/60 s) turns
     at most pi/4 a substep once stepped (integrate.MAX_ROTATION, Box2D's rule): its contact
     points are linearised about the pose where they were found."""
-    scene = fx.Scene(gravity=(0.0, 0.0), arch=arch)
+    scene = fx.Scene(gravity=(0.0, 0.0), arch=arch, solver=solver)
     box = scene.add_box((0.0, 0.0), (1.0, 1.0), angular_velocity=2000.0)
     scene.step(DT)
     limit = (math.pi / 4.0) / (DT / scene.substeps)
