@@ -1,6 +1,8 @@
 """Chains (issue 16): Fx2D's own chain scenarios (its tests/test_chain.cpp, each with bounds
 derived for the scene built here, not Fx2D's figures), the smooth slide over joints that
-ghost vertices buy, and its chain_terrain scene."""
+ghost vertices buy, and its chain_terrain scene. The physics tests run under both solvers
+(the `solver` fixture), within the same bounds: the soft step's contacts rest within the
+slop too (a disc's static deflection at 60 Hz against a static body is 0.07 mm)."""
 
 import math
 
@@ -28,8 +30,8 @@ TERRAIN = [
 ]
 
 
-def make_scene(arch, gravity=-10.0):
-    return fx.Scene(gravity=(0.0, gravity), arch=arch)
+def make_scene(arch, gravity=-10.0, solver="xpbd"):
+    return fx.Scene(gravity=(0.0, gravity), arch=arch, solver=solver)
 
 
 def add_chain(scene, points):
@@ -77,8 +79,8 @@ def test_box_rests_on_flat_chain(arch, solver):
     assert abs(state.position[0, box, 0] - 12.0) < 1e-3
 
 
-def test_ball_settles_in_a_chain_valley(arch):
-    scene = make_scene(arch)
+def test_ball_settles_in_a_chain_valley(arch, solver):
+    scene = make_scene(arch, solver=solver)
     add_chain(scene, [[2, 12], [10, 4], [20, 4], [28, 12]])
     ball = scene.add_circle(
         (12.0, 14.0), 0.5, elasticity=0.1, static_friction=0.5, dynamic_friction=0.4
@@ -93,8 +95,8 @@ def test_ball_settles_in_a_chain_valley(arch):
     assert np.linalg.norm(state.velocity[0, ball]) < SLEEP_LINEAR_SPEED
 
 
-def test_body_crosses_segment_joints(arch):
-    scene = make_scene(arch)
+def test_body_crosses_segment_joints(arch, solver):
+    scene = make_scene(arch, solver=solver)
     add_chain(scene, [[2, 9], [14, 8], [26, 7.2], [40, 6.8]])
     ball = scene.add_circle(
         (4.0, 9.3), 0.4, elasticity=0.0, static_friction=0.02, dynamic_friction=0.02
@@ -124,8 +126,8 @@ def test_chain_against_chain_is_skipped(arch):
 
 
 @pytest.mark.parametrize("drop_x", [2.0, 9.0, 13.2, 16.0, 17.4])
-def test_steep_terrain_holds_dropped_balls(arch, drop_x):
-    scene = make_scene(arch)
+def test_steep_terrain_holds_dropped_balls(arch, drop_x, solver):
+    scene = make_scene(arch, solver=solver)
     add_chain(scene, TERRAIN)
     ball = scene.add_circle(
         (drop_x, surface_y(drop_x) + 2.0),
@@ -157,12 +159,12 @@ def test_chain_is_one_sided(arch):
 
 
 @pytest.mark.parametrize("kind", ["box", "capsule", "circle"])
-def test_a_box_slides_along_a_flat_chain_without_catching(arch, kind):
+def test_a_box_slides_along_a_flat_chain_without_catching(arch, kind, solver):
     """Issue 16: a box slides 20 m along a 40-link flat chain with friction 0 and loses under
     1 % of its speed, its vertical speed under 1 cm/s (a capsule and a circle too). (The
     same links as separate edges stop a box within 5 m: each joint's end catches its
     corner.)"""
-    scene = fx.Scene(arch=arch, enable_sleep=False)
+    scene = fx.Scene(arch=arch, enable_sleep=False, solver=solver)
     scene.add_chain((0.0, 0.0), [[x, 0.0] for x in np.linspace(-2.0, 38.0, 41)])
     box = {
         "box": lambda: scene.add_box((0.0, 0.25), (0.5, 0.5)),
@@ -182,7 +184,7 @@ def test_a_box_slides_along_a_flat_chain_without_catching(arch, kind):
     assert vertical < 0.01
 
 
-def test_chain_from_yaml_and_short_chains_refused(arch):
+def test_chain_from_yaml_and_short_chains_refused(arch, solver):
     text = """
 scene: {size: [40, 20], gravity: [0, -10]}
 entities:
@@ -198,7 +200,7 @@ entities:
     visual: {geometry: {rectangle: [1.0, 1.0]}}
     collision: {geometry: {rectangle: [1.0, 1.0]}}
 """
-    scene = fx.load_scene(text, arch=arch)
+    scene = fx.load_scene(text, arch=arch, solver=solver)
     terrain, crate = scene.body_index("terrain"), scene.body_index("crate")
     assert (terrain, crate) == (0, 3)  # 4 authored points make 3 links, then the crate
     assert len(scene.visuals) == scene.n_bodies
@@ -211,12 +213,12 @@ entities:
         fx.load_scene(short, arch=arch)
 
 
-def test_fx2d_chain_terrain_scene_catches_balls(arch, tmp_path):
+def test_fx2d_chain_terrain_scene_catches_balls(arch, solver):
     """Fx2D's examples/chain_terrain: its scene (fx2d_gpu/examples/chain_terrain.yml), and
     balls dropped along the terrain as its example spawns them (radius 0.18-0.38 m,
     elasticity 0.25): none falls through, and they come to rest on the terrain (or its
     catch floor)."""
-    scene = fx.load_scene(examples.path("chain_terrain"), arch=arch)
+    scene = fx.load_scene(examples.path("chain_terrain"), arch=arch, solver=solver)
     balls, radii = [], [0.18 + 0.10 * (i % 3) for i in range(12)]
     for i, x in enumerate(np.linspace(1.5, 19.0, 12)):
         balls.append(
