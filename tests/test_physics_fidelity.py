@@ -18,7 +18,7 @@ from fx2d_gpu.physics.solver.contacts import (
     SLOP_FRACTION,
 )
 
-from .helpers import G, mechanical_energy
+from .helpers import G, mechanical_energy, soft_column_drop, soft_contact_hertz, soft_deflection
 
 DT = 1.0 / 60.0
 
@@ -118,23 +118,34 @@ def test_wheel_and_cart_roll_at_the_rolling_speed(arch, cart, origin, solver, su
 # --- 3. contacts of bodies that move together, bounded push-out -----------------------------
 
 
-def test_falling_pile_of_circles_finds_its_contacts_in_time(arch):
-    """20,000 circles (r 0.095 on a 0.2 m grid: 1 cm gaps) dropped into a 40 m bin: no two
-    circles ever overlap by more than an impact allows (contacts found a step late let
-    whole rows interpenetrate once the bottom row lands).
+def test_falling_pile_of_circles_finds_its_contacts_in_time(arch, solver):
+    """5,000 circles (r 0.095 on a 0.2 m grid: 1 cm gaps, 200 columns of 25) dropped into a
+    40 m bin: no two circles ever overlap by more than an impact allows (contacts found a
+    step late let whole rows interpenetrate once the bottom row lands). The bottom row
+    lands after 0.29 s, and the 24 rows above it on it within the 0.5 s: every row's
+    contacts are found while it lands. (It was 100 rows, 20,000 circles and 47 s; the
+    rows above the 25th were still falling at the end.)
 
     Bound: a resting pair is at most a slop (2 mm) deep; an impact may sink a pair by one
     substep's closing before its contact acts. Within these 0.5 s nothing falls faster than
     g t = 4.9 m/s, and a circle rebounding (e = 0.1) meets one still falling at most at
     (1 + e) g t = 5.4 m/s: 5.4 m/s * 1/660 s = 8.2 mm more. A contact found a step late
-    would let a pair sink 5.4 / 60 = 9 cm. (The bound was r / 2, 4.75 cm.)"""
-    radius = 0.095
-    scene = fx.Scene(gravity=(0.0, -G), arch=arch)
+    would let a pair sink 5.4 / 60 = 9 cm. (The bound was r / 2, 4.75 cm.)
+
+    The soft step: the same slop and one of its own substeps' closing (1/240 s: 22.5 mm;
+    its relax leaves no closing speed at the end of a substep, and a contact found ahead
+    stops its pair where they touch), plus its springs' static deflection under the column
+    they carry (a contact's spring is not stiff): the circles stand in vertical columns,
+    so the pair under k circles closes k m g (1/m + 1/m) / w^2 = 2 k g / w^2 at 30 Hz
+    (soft_deflection), 13.2 mm under the 24 circles over the bottom pair. Measured: 18.2 mm
+    (XPBD 5.8 mm)."""
+    radius, rows = 0.095, 25
+    scene = fx.Scene(gravity=(0.0, -G), arch=arch, solver=solver)
     scene.add_box((0.0, -0.5), (40.0, 1.0), mass=0)
     scene.add_box((-20.5, 20.0), (1.0, 42.0), mass=0)
     scene.add_box((20.5, 20.0), (1.0, 42.0), mass=0)
     for i in range(200):
-        for j in range(100):
+        for j in range(rows):
             scene.add_circle((-19.9 + 0.2 * i, 1.0 + 0.2 * j), radius)
     worst = 0.0
     for _ in range(30):
@@ -143,10 +154,13 @@ def test_falling_pile_of_circles_finds_its_contacts_in_time(arch):
         circles = (contacts.body_a >= 3) & (contacts.body_b >= 3)
         if circles.any():
             worst = max(worst, float(contacts.depth[circles].max()))
-    assert worst <= LINEAR_SLOP + 1.1 * G * (30 * DT) * DT / scene.substeps
+    column = 0.0
+    if solver == "soft_step":
+        column = 2.0 * (rows - 1) * soft_deflection(soft_contact_hertz(scene.substeps, False))
+    assert worst <= LINEAR_SLOP + 1.1 * G * (30 * DT) * DT / scene.substeps + column
 
 
-def test_overlapping_circles_in_a_closed_box_stay_inside(arch):
+def test_overlapping_circles_in_a_closed_box_stay_inside(arch, solver, request):
     """625 circles (r 0.5 on a 0.72 m grid, so they start overlapping) in a closed 20 x 19.5 m
     box of 1 m thick static walls, no gravity: every circle stays inside, no speed above the
     push-out's cap (deep overlap is pushed out at a bounded speed, not through a wall).
@@ -161,10 +175,25 @@ def test_overlapping_circles_in_a_closed_box_stay_inside(arch):
     fell asleep half-resolved, before the overlap rule). Nothing moves at the start
     and nothing pulls: the push-out, at most MAX_PUSHOUT_SPEED (3 m/s) a contact, is all
     that moves them, so no circle may be faster (the position pass moves poses, not
-    velocities: measured 0; the bound was 10 m/s)."""
+    velocities: measured 0; the bound was 10 m/s).
+
+    The soft step does not hold this yet (issue 77): its contacts push out through
+    velocities, each capped at 3 m/s, but a circle pushed by several neighbours at once
+    sums them: 7.4 m/s after the first step, up to 19.4 m/s within 2 s, and circles pressed
+    up to 51 mm into the walls (docs/solvers.md; Box2D v3 in the same jam, 22 m/s and
+    59 mm)."""
+    if solver == "soft_step":
+        request.applymarker(
+            pytest.mark.xfail(
+                strict=True,
+                reason="soft step: in an overfull jam of overlapping circles the push-out "
+                "reaches 7.4 m/s in the first step (3 m/s allowed), 19.4 m/s within 2 s, and "
+                "presses circles 51 mm into the walls (15.6 mm allowed)",
+            )
+        )
     width, height = 20.0, 19.5
     jam_give = LINEAR_SLOP + 3 * MAX_PUSHOUT_SPEED * DT / 11
-    scene = fx.Scene(gravity=(0.0, 0.0), arch=arch)
+    scene = fx.Scene(gravity=(0.0, 0.0), arch=arch, solver=solver)
     scene.add_box((0.0, -height / 2 - 0.5), (width + 2, 1.0), mass=0)
     scene.add_box((0.0, height / 2 + 0.5), (width + 2, 1.0), mass=0)
     scene.add_box((-width / 2 - 0.5, 0.0), (1.0, height + 2), mass=0)
@@ -538,7 +567,7 @@ def test_heavy_box_on_a_light_box_rests_on_the_ground(arch, solver):
 
 
 @pytest.mark.parametrize("size, friction, dt", [(0.001, 0.5, 1 / 600), (0.01, 0.0, DT)])
-def test_a_stack_of_tiny_boxes_rests(arch, size, friction, dt):
+def test_a_stack_of_tiny_boxes_rests(arch, size, friction, dt, solver, request):
     """Five 1 mm (and 1 cm) boxes stacked on the ground, every other one 1e-4 of its size
     off centre: they stay stacked, level and still for 2 s (10 s) (they reached ~1e9 m/s at
     first, then toppled and slid apart: one sweep over a manifold's two points left a tilt
@@ -549,8 +578,24 @@ def test_a_stack_of_tiny_boxes_rests(arch, size, friction, dt):
     grows: measured, five 1 mm boxes 1e-7 m off centre at 1/60 s toppled (0.46 m apart in
     5 s, with friction or without; perfectly centred they stood, which hid it on the CPU
     until CUDA's rounding broke the symmetry); at 1/600 s without friction they drift 6 % of
-    their size in 2 s. The 1 cm stack (time scale 32 ms) stands at 1/60 s, frictionless."""
-    scene = fx.Scene(gravity=(0.0, -G), arch=arch)
+    their size in 2 s. The 1 cm stack (time scale 32 ms) stands at 1/60 s, frictionless.
+
+    The soft step does not hold this (issue 77; docs/solvers.md): a soft contact's static
+    deflection does not shrink with the bodies (g / w^2 = 0.28 mm at 30 Hz), and the
+    contact under box k of a column closes 2.5 k g / w^2 (soft_column_drop: 7.3 mm for the
+    five, more than the 1 mm boxes and most of the 1 cm ones). Measured: both stacks
+    topple, their boxes turned 90 degrees; the 1 mm boxes up to 2.5 sizes aside, at up to
+    0.16 m/s; the 1 cm boxes 1.95 m aside, at up to 0.43 m/s."""
+    if solver == "soft_step":
+        request.applymarker(
+            pytest.mark.xfail(
+                strict=True,
+                reason=f"soft step: five {size * 1000:g} mm boxes topple (turned 90 degrees): "
+                "its contacts' static deflection (0.28 mm at 30 Hz, 7.3 mm summed over the "
+                "column) does not shrink with the boxes",
+            )
+        )
+    scene = fx.Scene(gravity=(0.0, -G), arch=arch, solver=solver)
     scene.add_box(
         (0.0, -0.5), (10.0, 1.0), mass=0, static_friction=friction, dynamic_friction=friction
     )
@@ -587,8 +632,8 @@ def test_a_stack_of_tiny_boxes_rests(arch, size, friction, dt):
 # --- 6. rigs: pairs that never collide -------------------------------------------------------
 
 
-def test_disable_collision_lets_two_overlapping_bodies_pass(arch):
-    scene = fx.Scene(gravity=(0.0, 0.0), arch=arch)
+def test_disable_collision_lets_two_overlapping_bodies_pass(arch, solver):
+    scene = fx.Scene(gravity=(0.0, 0.0), arch=arch, solver=solver)
     a = scene.add_box((0.0, 0.0), (1.0, 1.0))
     b = scene.add_box((0.5, 0.0), (1.0, 1.0))
     c = scene.add_box((3.0, 0.0), (1.0, 1.0))
@@ -600,7 +645,10 @@ def test_disable_collision_lets_two_overlapping_bodies_pass(arch):
     # a and b overlap half their width and stay put; c and d, the control, are pushed apart.
     np.testing.assert_allclose(state.position[0, b] - state.position[0, a], (0.5, 0.0), atol=1e-6)
     # c and d are pushed apart until a slop deep, where the position pass stops (it moves
-    # poses, not velocities: they stay there); 1e-5 for float32.
+    # poses, not velocities: they stay there); 1e-5 for float32. The soft step pushes
+    # through velocities, each capped at 3 m/s, to the same slop: they reach it too
+    # (measured: 1.005 m apart after 0.5 s, still parting at 0.12 m/s each: its relax does
+    # not take all of the push-out back).
     assert state.position[0, d, 0] - state.position[0, c, 0] >= 1.0 - LINEAR_SLOP - 1e-5
     pairs = {(int(i), int(j)) for _, i, j in scene.candidate_pairs()}
     assert (a, b) not in pairs and (c, d) in pairs
@@ -705,21 +753,27 @@ def test_fx2d_truck_rolls_down_its_ramp_upright_as_in_fx2d(arch, solver):
 # --- regression guard: stacking did not get worse ---------------------------------------------
 
 
-def test_fifteen_box_column_sinks_a_few_millimetres(arch):
+def test_fifteen_box_column_sinks_a_few_millimetres(arch, solver):
     """Fx2D's 15-box column sinks 185 mm; fx2d_gpu sank 3.3 mm before issue 12's changes.
 
     Both bounds guard this engine's own figures on this scene, not physical limits: each of
     the 15 contacts may rest a slop deep (15 x 2 mm = 30 mm), and its top sinks 3.3 mm
     (5 mm keeps it there); frictionless, nothing pushes the boxes sideways, but each
     contact may rest tilted by up to a slop over the box's 1 m, and the column settles
-    with its top 1.9 cm aside (2 cm keeps it there)."""
-    scene = fx.Scene(gravity=(0.0, -G), arch=arch)
+    with its top 1.9 cm aside (2 cm keeps it there).
+
+    The soft step's column is springs: its top drops the summed static deflections of its
+    contacts (soft_column_drop: 73.8 mm for 15 boxes; tests/test_soft_step.py checks the
+    formula on ten), and no more at any moment (its contacts are overdamped, damping ratio
+    10: they never sink past their rest). Measured 71.8 mm, top 0.0 mm aside."""
+    scene = fx.Scene(gravity=(0.0, -G), arch=arch, solver=solver)
     scene.add_box((0.0, -0.5), (20.0, 1.0), mass=0)
     boxes = [scene.add_box((0.0, 0.5 + i), (1.0, 1.0)) for i in range(15)]
     for _ in range(300):
         scene.step(DT)
     state = scene.get_state()
-    assert 14.5 - state.position[0, boxes[-1], 1] < 0.005
+    sink = 0.005 if solver == "xpbd" else soft_column_drop(len(boxes), scene.substeps)
+    assert 14.5 - state.position[0, boxes[-1], 1] < sink
     assert np.abs(state.position[0, boxes, 0]).max() < 0.02
 
 
