@@ -140,10 +140,10 @@ def rig(arch):
     return scene
 
 
-def joint_control_demo(arch, n_worlds=1):
+def joint_control_demo(arch, n_worlds=1, **scene_kwargs):
     """fx2d_gpu/examples/joint_control_demo.yml, built through the API: (scene, the arm's
-    motor, the slider's motor)."""
-    scene = fx.Scene(gravity=(0.0, -10.0), n_worlds=n_worlds, arch=arch)
+    motor, the slider's motor). scene_kwargs: Scene's (solver)."""
+    scene = fx.Scene(gravity=(0.0, -10.0), n_worlds=n_worlds, arch=arch, **scene_kwargs)
     base = scene.add_box((6.0, 4.0), (0.4, 0.4), mass=0, gravity_scale=0.0)
     arm = scene.add_box((7.0, 4.0), (2.0, 0.25), mass=1.0, inertia=0.5, gravity_scale=0.0)
     rail = scene.add_box((6.0, 1.5), (10.0, 0.4), mass=0, gravity_scale=0.0)
