@@ -14,12 +14,12 @@ from .helpers import DT, run
 G = 9.81
 
 
-def test_capsule_pendulum_swings_at_its_inertia(arch):
+def test_capsule_pendulum_swings_at_its_inertia(arch, solver):
     """A capsule hinged at one cap centre: a physical pendulum, small-angle period
     2 pi sqrt(I_pivot / (m g d)), d = L / 2, I_pivot = I_cm + m d^2 (I_cm from the capsule's
     true area). Measured from the zero crossings of its angle over 3 periods (1 %)."""
     length, radius, mass = 1.2, 0.15, 2.0
-    scene = fx.Scene(gravity=(0.0, -G), arch=arch, enable_sleep=False)
+    scene = fx.Scene(gravity=(0.0, -G), arch=arch, enable_sleep=False, solver=solver)
     pin = scene.add_circle((0.0, 0.0), 0.05, mass=0)
     amplitude = 0.1
     centre = (length / 2 * math.sin(amplitude), -length / 2 * math.cos(amplitude))
@@ -45,8 +45,8 @@ def test_capsule_pendulum_swings_at_its_inertia(arch):
     assert abs(measured - thin) > 0.03 * period
 
 
-def test_capsule_stack_and_rounded_pyramid_stand(arch):
-    scene = fx.Scene(gravity=(0.0, -G), arch=arch)
+def test_capsule_stack_and_rounded_pyramid_stand(arch, solver):
+    scene = fx.Scene(gravity=(0.0, -G), arch=arch, solver=solver)
     scene.add_box((0.0, -0.5), (40.0, 1.0), mass=0, static_friction=0.6, dynamic_friction=0.5)
     friction = dict(static_friction=0.6, dynamic_friction=0.5)
     capsules = [scene.add_capsule((-6.0, 0.2 + 0.4 * i), 1.5, 0.2, **friction) for i in range(6)]
@@ -73,10 +73,10 @@ def test_capsule_stack_and_rounded_pyramid_stand(arch):
     assert np.abs(state.angle[0, boxes]).max() < 0.02
 
 
-def test_bodies_rest_on_an_edge_from_above(arch):
+def test_bodies_rest_on_an_edge_from_above(arch, solver):
     """A box, a circle and a capsule dropped on a static edge come to rest on it (its line
     is y = 0: the shapes rest at their own half heights, less a slop)."""
-    scene = fx.Scene(gravity=(0.0, -G), arch=arch)
+    scene = fx.Scene(gravity=(0.0, -G), arch=arch, solver=solver)
     scene.add_edge((0.0, 0.0), (-5.0, 0.0), (5.0, 0.0), static_friction=0.5, dynamic_friction=0.4)
     box = scene.add_box((-2.0, 1.0), (0.6, 0.4), static_friction=0.5, dynamic_friction=0.4)
     ball = scene.add_circle((0.0, 1.5), 0.25, static_friction=0.5, dynamic_friction=0.4)
