@@ -130,10 +130,10 @@ def test_values_change_only_their_worlds():
     assert (same.get_body_params(bodies)["mass"] == 2.0).all()
 
 
-def _slope_scene(n_worlds: int, angle: float, friction: float, **box):
+def _slope_scene(n_worlds: int, angle: float, friction: float, solver="xpbd", **box):
     """A box (1 m x 0.5 m) resting on a static slope of `angle` (rad), both of friction
     coefficient `friction`; returns (scene, box, unit vector up the slope)."""
-    scene = fx.Scene(n_worlds=n_worlds, arch="cpu", enable_sleep=False)
+    scene = fx.Scene(n_worlds=n_worlds, arch="cpu", enable_sleep=False, solver=solver)
     up = np.array([math.cos(angle), math.sin(angle)])
     normal = np.array([-math.sin(angle), math.cos(angle)])
     surface = dict(static_friction=friction, dynamic_friction=friction, elasticity=0.0)
@@ -142,14 +142,14 @@ def _slope_scene(n_worlds: int, angle: float, friction: float, **box):
     return scene, box, up
 
 
-def test_a_heavier_box_on_a_slope_accelerates_as_newton_says():
+def test_a_heavier_box_on_a_slope_accelerates_as_newton_says(solver):
     """A force F up a slope of angle theta on a box of mass m (kinetic friction mu):
     a = F / m - g (sin theta + mu cos theta) while it slides up. Per-world masses 1, 2, 3 kg
     (and a world of half gravity) give each world its own acceleration."""
     theta, mu, force, g = math.radians(20.0), 0.2, 20.0, 9.81
     masses = np.array([1.0, 2.0, 3.0, 2.0])
     gravity = np.array([[0.0, -g], [0.0, -g], [0.0, -g], [0.0, -g / 2]])
-    scene, box, up = _slope_scene(4, theta, mu)
+    scene, box, up = _slope_scene(4, theta, mu, solver=solver)
     scene.set_body_params(box, mass=masses)
     scene.set_gravity(gravity)
 
@@ -175,7 +175,7 @@ def test_a_heavier_box_on_a_slope_accelerates_as_newton_says():
     # and the contact's position correction (measured: 5e-6 of the acceleration).
     np.testing.assert_allclose(measured, expected, rtol=1e-3)
     # The one-world scene built with the mass as a keyword moves the same, bit for bit.
-    alone, box_alone, _ = _slope_scene(1, theta, mu, mass=3.0)
+    alone, box_alone, _ = _slope_scene(1, theta, mu, solver=solver, mass=3.0)
     pushed(alone, box_alone, 10 + round(seconds / DT), force * up)
     assert np.array_equal(alone.get_state().velocity[0], scene.get_state().velocity[2])
 
