@@ -10,12 +10,16 @@ BACKEND = runtime.ensure_initialized(ARCH)
 
 
 @pytest.fixture
-def in_tmp_path(tmp_path, monkeypatch):
+def in_tmp_path(tmp_path):
     """The test's tmp_path as the working folder while it runs (the one before, after):
     for code that writes beside the process (ImGui's imgui.ini, a docs example's files)
     and for a check that nothing depends on the working folder. Returns tmp_path."""
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
+    before = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        yield tmp_path
+    finally:
+        os.chdir(before)
 
 
 @pytest.fixture
