@@ -179,22 +179,28 @@ def _add_run_options(parser, steps_default):
     parser.add_argument("--save", help="save the final state to a .npz file")
 
 
-class _Progress:
+class Progress:
     """A one-line progress bar on stderr, shown once a run has lasted a second.
 
     Its rate counts from `restart` on: the steps after the first, whose compile would
-    otherwise count as stepping time."""
+    otherwise count as stepping time.
 
-    def __init__(self, total):
-        self.total, self.start, self.shown = total, time.perf_counter(), False
+    Args:
+        total: the run's steps.
+        clock: the time in seconds it reads (default time.perf_counter).
+    """
+
+    def __init__(self, total, clock=time.perf_counter):
+        self.clock = clock
+        self.total, self.start, self.shown = total, clock(), False
         self.counted_from = 0  # steps done when the rate's clock started
 
     def restart(self, done):
         """Count the rate from now, `done` steps done."""
-        self.start, self.counted_from = time.perf_counter(), done
+        self.start, self.counted_from = self.clock(), done
 
     def update(self, done):
-        elapsed = time.perf_counter() - self.start
+        elapsed = self.clock() - self.start
         if elapsed < 1.0 and not self.shown:
             return
         self.shown = True
@@ -239,7 +245,7 @@ def _step_scene(scene, args, controller, frames, frame) -> list[float]:
     """args.steps steps of args.dt s (the demo's `controller`, if any, driving each), a
     frame() appended to `frames` every args.every steps (None: no frames), a progress bar
     on stderr; returns each step's wall time, s."""
-    progress = _Progress(args.steps)
+    progress = Progress(args.steps)
     step_times = []
     for i in range(args.steps):
         if controller is not None:

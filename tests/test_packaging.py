@@ -95,12 +95,11 @@ def test_a_run_says_it_compiles_on_stderr_and_keeps_stdout_for_its_summary(tmp_p
     )
 
 
-def test_progress_rate_counts_from_after_the_compile(monkeypatch, capsys):
+def test_progress_rate_counts_from_after_the_compile(capsys):
     from fx2d_gpu import cli
 
     clock = iter([0.0, 100.0, 101.0])  # created; restarted after a 100 s first step; 1 s on
-    monkeypatch.setattr(cli.time, "perf_counter", lambda: next(clock))
-    progress = cli._Progress(21)
+    progress = cli.Progress(21, clock=lambda: next(clock))
     progress.restart(1)
     progress.update(21)  # 20 steps in the 1 s after the compile
     assert "21/21 steps, 20.0 steps/s" in capsys.readouterr().err
