@@ -62,7 +62,8 @@ def _stepper(envs, seed: int):
     return step, lambda: None  # observations come back to the host: the step has synced
 
 
-def _box2d_available() -> bool:
+def box2d_available() -> bool:
+    """Whether Box2D (gymnasium's box2d extra: LunarLander) is installed."""
     return importlib.util.find_spec("Box2D") is not None
 
 
@@ -98,7 +99,7 @@ def run(
     counts=ENV_COUNTS, arch: str = "auto", quick: bool = False, results=None, plot: bool = True
 ) -> list[dict]:
     backend = runtime.ensure_initialized(arch)
-    lunar = _box2d_available()
+    lunar = box2d_available()
     rows = []
     for n in counts:
         steps, window = (6, 2) if quick else (max(40, min(400, 40000 // n)), 10)

@@ -629,9 +629,12 @@ def _native_rows(program: Path, name: str, rows: list[dict], quick: bool) -> lis
     return native
 
 
-def _other_engines(with_pymunk: bool, with_box2d: bool) -> frozenset[str]:
+def other_engines(
+    with_pymunk: bool, with_box2d: bool, find_spec=importlib.util.find_spec
+) -> frozenset[str]:
     """The engines to run beside fx2d_gpu ("pymunk", "box2d"): those asked for and
-    installed; one asked for but missing is left out with a note."""
+    installed; one asked for but missing is left out with a note. `find_spec`: how a
+    module is looked for (importlib.util.find_spec's signature; None: not installed)."""
     others = set()
     for name, module, wanted, extra in (
         ("pymunk", "pymunk", with_pymunk, "pymunk"),
@@ -639,7 +642,7 @@ def _other_engines(with_pymunk: bool, with_box2d: bool) -> frozenset[str]:
     ):
         if not wanted:
             continue
-        if importlib.util.find_spec(module) is None:
+        if find_spec(module) is None:
             print(
                 f"  {module} is not installed: the {name} column is left out "
                 f"(pip install {extra}, or the bench extra)",
@@ -699,7 +702,7 @@ def run(
         + (" [quick sizes]" if quick else ""),
         flush=True,
     )
-    others = _other_engines(with_pymunk, with_box2d)
+    others = other_engines(with_pymunk, with_box2d)
     native = _native_program(box2d_benchmark, names)
     out = {}
     for name in names:
