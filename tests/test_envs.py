@@ -424,13 +424,13 @@ def test_world_w_equals_the_one_world_env_seeded_seed_plus_w(
         if (terminated | truncated).any():
             break
     if options.get("randomize"):
-        masses = vector.scene.get_body_params(vector._mass_bodies())["mass"]
+        masses = vector.scene.get_body_params(vector.mass_bodies())["mass"]
     for world in range(4):
         obs, _ = single.reset(seed=seed + world)
         np.testing.assert_array_equal(obs, first[world])
         if options.get("randomize"):
             np.testing.assert_array_equal(
-                single.scene.get_body_params(single.worlds._mass_bodies())["mass"][0], masses[world]
+                single.scene.get_body_params(single.worlds.mass_bodies())["mass"][0], masses[world]
             )
             np.testing.assert_array_equal(
                 single.scene.get_gravity()[0], vector.scene.get_gravity()[world]
@@ -500,7 +500,7 @@ def test_randomization_sets_per_world_masses_and_gravity_at_each_reset():
     )
     lander = landers(4, randomize={"friction": (0.2, 0.4)})
     lander.reset(seed=0)
-    friction = lander.scene.get_body_params(lander._friction_bodies())
+    friction = lander.scene.get_body_params(lander.friction_bodies())
     for name in ("static_friction", "dynamic_friction"):
         values = friction[name]
         assert ((values >= 0.2 - 1e-6) & (values <= 0.4 + 1e-6)).all()
@@ -660,7 +660,7 @@ def test_lander_lidar_sees_the_terrain():
     assert (straight_down < 1.0).all()
     hull_height = env.scene.get_state(bodies=[env.hull]).position[:, 0, 1]
     angles = np.linspace(-math.pi, 0.0, env.n_rays)[env.n_rays // 2 - 1 : env.n_rays // 2 + 1]
-    expected = (hull_height[:, None] / np.abs(np.sin(angles)) - env._lidar_start) / 10.0
+    expected = (hull_height[:, None] / np.abs(np.sin(angles)) - env.lidar_start) / 10.0
     np.testing.assert_allclose(straight_down, expected, atol=2e-3)
 
 

@@ -392,7 +392,7 @@ class Fx2DVectorEnv(gymnasium.vector.VectorEnv, metaclass=abc.ABCMeta):
             self.scene = ShardedScene(
                 self.num_envs, template=self.scene, n_shards=shards, shard_options=shard_options
             )
-        self._nominal_mass = np.array([self.scene.body_mass(b) for b in self._mass_bodies()])
+        self._nominal_mass = np.array([self.scene.body_mass(b) for b in self.mass_bodies()])
         self._gravity = np.tile(np.asarray(self.nominal_gravity, np.float64), (self.num_envs, 1))
 
         self.single_observation_space, self.single_action_space = self._make_spaces()
@@ -493,13 +493,13 @@ class Fx2DVectorEnv(gymnasium.vector.VectorEnv, metaclass=abc.ABCMeta):
         """Reset the task's per-world bookkeeping of `worlds` ((num_envs,) bool), given the
         first observations (num_envs, obs_dim) of every world."""
 
-    def _mass_bodies(self) -> list[int]:
+    def mass_bodies(self) -> list[int]:
         """The bodies "mass_scale" randomises: every dynamic body."""
         return [b for b in range(self.scene.n_bodies) if self.scene.body_mass(b) > 0]
 
-    def _friction_bodies(self) -> list[int]:
+    def friction_bodies(self) -> list[int]:
         """The bodies "friction" randomises (the task's moving bodies)."""
-        return self._mass_bodies()
+        return self.mass_bodies()
 
     def _render_rays(self):
         """Line segments render() draws over each world (see fx2d_gpu.draw.render), or None."""
@@ -751,13 +751,13 @@ class Fx2DVectorEnv(gymnasium.vector.VectorEnv, metaclass=abc.ABCMeta):
                 width = len(self._nominal_mass)
                 scale = low + (high - low) * draws[:, column : column + width]
                 self.scene.set_body_params(
-                    self._mass_bodies(), mass=self._nominal_mass * scale, world=worlds
+                    self.mass_bodies(), mass=self._nominal_mass * scale, world=worlds
                 )
             elif key == "friction":
                 width = 1
                 friction = (low + (high - low) * draws[:, column])[:, None]
                 self.scene.set_body_params(
-                    self._friction_bodies(),
+                    self.friction_bodies(),
                     static_friction=friction,
                     dynamic_friction=friction,
                     world=worlds,

@@ -250,8 +250,9 @@ class LanderVectorEnv(Fx2DVectorEnv):
         corners = np.concatenate(corners)
         # Height of the hull's centre of mass above flat ground, standing on its legs.
         self.rest_height = float(-corners[:, 1].min())
-        # The lidar starts outside the lander (else its rays would hit the hull or a leg).
-        self._lidar_start = float(np.linalg.norm(corners, axis=1).max()) + 0.1
+        # The lidar starts outside the lander (else its rays would hit the hull or a leg):
+        # its rays begin this far from the hull's centre, m.
+        self.lidar_start = float(np.linalg.norm(corners, axis=1).max()) + 0.1
         for x in (-PAD_HALF_WIDTH, PAD_HALF_WIDTH):  # the pad's flags: drawn, never touched
             scene.add_shape((x, 0.4), shapes.box((0.05, 0.8)), collides=False, mass=0)
 
@@ -267,13 +268,14 @@ class LanderVectorEnv(Fx2DVectorEnv):
             return observation_space, spaces.Box(-1.0, 1.0, (2,), np.float32)
         return observation_space, spaces.Discrete(4)
 
-    def _mass_bodies(self):
+    def mass_bodies(self):
+        """The bodies "mass_scale" randomises: the hull and its legs."""
         return [self.hull, self.left_leg, self.right_leg]
 
     def _initial_states(self, draws):
         state = self._rows(len(draws))
         speed = self.start_speed * (2.0 * draws - 1.0)  # (k, 2) m/s
-        for body in self._mass_bodies():  # the lander moves as one rigid body
+        for body in self.mass_bodies():  # the lander moves as one rigid body
             state.velocity[:, body] = speed
         return state
 
@@ -327,7 +329,7 @@ class LanderVectorEnv(Fx2DVectorEnv):
             ],
             axis=2,
         )  # (n, rays, 2)
-        origins = position[:, None, :] + self._lidar_start * directions
+        origins = position[:, None, :] + self.lidar_start * directions
         hits = self.scene.ray_cast(origins, directions, self.lidar_range)
         reach = np.where(hits.hit, hits.distance, self.lidar_range)
         self._rays = (origins, origins + reach[..., None] * directions, hits.hit)
