@@ -348,10 +348,12 @@ def _fmt(value) -> str:
 
 # ---------------------------------------------------------------------- main
 def run(
-    names, arch="auto", cpp_results=None, substeps=SUBSTEPS, results_dir=None, save=True
+    names, arch="auto", cpp_results=None, substeps=SUBSTEPS, results_dir=None, save=True, scale=1.0
 ) -> list[dict]:
     """Run the scenarios `names`, print their figures (beside Fx2D's, read from the JSON
-    lines file `cpp_results`, where given), save a CSV unless `save` is False; the rows."""
+    lines file `cpp_results`, where given), save a CSV unless `save` is False; the rows.
+    `scale` shortens each scenario's phases (their step counts times it, at least one
+    step: smoke tests); 1 runs them as Fx2D does."""
     backend = runtime.ensure_initialized(arch)
     cpp = read_cpp_results(cpp_results) if cpp_results else {}
     date = datetime.date.today().isoformat()
@@ -360,7 +362,7 @@ def run(
     for name in names:
         path = scene_path(name)
         start = time.perf_counter()
-        result = SCENARIOS[name](path, arch=arch, substeps=substeps)
+        result = SCENARIOS[name](path, arch=arch, substeps=substeps, scale=scale)
         wall = time.perf_counter() - start
         theirs = cpp.get(name)
         if cpp and theirs is None:

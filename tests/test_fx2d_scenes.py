@@ -36,18 +36,14 @@ def test_every_scenario_takes_its_scene_file_from_the_package():
         fx2d_scenes.scene_path("bucket")
 
 
-def test_run_prints_and_returns_a_scenes_figures_beside_fx2ds(tmp_path, arch, capsys, monkeypatch):
+def test_run_prints_and_returns_a_scenes_figures_beside_fx2ds(tmp_path, arch, capsys):
     """run() on one scene (shortened), with a --cpp-results file: a row per figure, each
     with Fx2D's value and the difference where the file has one."""
-    short = fx2d_scenes.SCENARIOS["joint_control_demo"]
-    monkeypatch.setitem(
-        fx2d_scenes.SCENARIOS,
-        "joint_control_demo",
-        lambda path, **kw: short(path, scale=0.02, **kw),
-    )
     cpp = tmp_path / "cpp.jsonl"
     cpp.write_text(json.dumps({"scene": "joint_control_demo", "figures": {"theta_2s": 1.0}}) + "\n")
-    rows = fx2d_scenes.run(["joint_control_demo"], arch=arch, cpp_results=cpp, save=False)
+    rows = fx2d_scenes.run(
+        ["joint_control_demo"], arch=arch, cpp_results=cpp, save=False, scale=0.02
+    )
     assert rows and {row["scene"] for row in rows} == {"joint_control_demo"}
     theta = next(row for row in rows if row["figure"] == "theta_2s")
     assert theta["fx2d_cpp"] == 1.0 and theta["diff"] == pytest.approx(theta["fx2d_gpu"] - 1.0)
