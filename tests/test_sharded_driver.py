@@ -12,7 +12,6 @@ runs what needs real processes on a local Ray cluster.
 import copy
 import dataclasses
 import inspect
-import sys
 
 import numpy as np
 import pytest
@@ -152,17 +151,15 @@ def build_other(n_worlds: int) -> fx.Scene:
 
 
 @pytest.fixture
-def fake_ray(monkeypatch):
-    """InProcessRay as the `ray` module ShardedScene imports."""
-    ray = InProcessRay()
-    monkeypatch.setitem(sys.modules, "ray", ray)
-    return ray
+def fake_ray():
+    """InProcessRay, to give ShardedScene as its `ray`."""
+    return InProcessRay()
 
 
 @pytest.fixture
 def sharded(fake_ray):
     """4 worlds in 2 in-process shards of `build`."""
-    scene = ShardedScene(4, build, n_shards=2, snapshot_every=None)
+    scene = ShardedScene(4, build, n_shards=2, snapshot_every=None, ray=fake_ray)
     yield scene
     scene.close()
 
@@ -241,10 +238,10 @@ def test_restore_checks_every_part_before_any_shard_changes(sharded):
     assert shard_steps(sharded) == [3, 3] and sharded.step_count == 3
 
 
-def test_reset_worlds_refuses_another_scenes_snapshot(sharded):
+def test_reset_worlds_refuses_another_scenes_snapshot(sharded, fake_ray):
     """Finding 4: a ShardedSnapshot of another model with the same shard ranges is refused
     by the driver, naming the argument; the scene steps on."""
-    other = ShardedScene(4, build_other, n_shards=2)
+    other = ShardedScene(4, build_other, n_shards=2, ray=fake_ray)
     foreign = other.snapshot()
     other.close()
     with pytest.raises(ValueError, match=r"state: shard 0's part is a snapshot of another"):

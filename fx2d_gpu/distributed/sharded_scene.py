@@ -161,6 +161,10 @@ class ShardedScene(ModelQueries):
         timeout: seconds to wait for the shards' actors to start (TimeoutError: the
             cluster lacks the resources shard_options asks for n_shards times) or for a
             lost one to restart (ShardLostError).
+        ray (module | None): the Ray the shards run on: None imports ray; else an object
+            with the parts of ray's API the driver calls (remote, get, kill,
+            exceptions), such as an in-process stand-in that runs each shard in this
+            process.
 
     Attributes:
         on_worker_loss (str): "recover" or "raise".
@@ -192,8 +196,10 @@ class ShardedScene(ModelQueries):
         on_worker_loss: str = "recover",
         max_restarts: int = -1,
         timeout: float = 300.0,
+        ray=None,
     ):
-        import ray
+        if ray is None:
+            import ray
 
         self._ray = ray
         source = _check_source(builder, template)
