@@ -145,7 +145,7 @@ def test_auto_never_takes_a_software_vulkan_device_for_a_gpu(vulkan_devices):
     assert "no GPU backend available" in run.stderr
 
 
-def test_running_out_of_memory_mappings_raises_before_the_step(monkeypatch):
+def test_running_out_of_memory_mappings_raises_before_the_step():
     # Mesa's software Vulkan driver keeps a memory mapping per kernel launch; at Linux's
     # vm.max_map_count the process would crash (runtime.check_mapping_headroom). Here the
     # counts are given, on the CPU backend: the check must raise before the step runs,
@@ -156,25 +156,26 @@ def test_running_out_of_memory_mappings_raises_before_the_step(monkeypatch):
     scene.step(1 / 60)
     before = scene.get_state().position.copy()
     counts = iter([(40_000, 65_530), (60_000, 65_530)])  # +20,000 in MAPPING_CHECK_CALLS
-    monkeypatch.setattr(runtime, "_count_mappings", lambda: next(counts))
-    monkeypatch.setitem(runtime._mappings, "calls", 0)
-    monkeypatch.setitem(runtime._mappings, "last", None)
-    monkeypatch.setitem(runtime._state, "software_vulkan", True)
-    for _ in range(runtime.MAPPING_CHECK_CALLS):  # the first count: room for twice as many
-        scene.step(1 / 60)
-    steps, positions = scene.step_count, scene.get_state().position.copy()
-    with pytest.raises(RuntimeError, match="vm.max_map_count"):
-        scene.step(1 / 60)
+    watch = runtime.MappingWatch(count=lambda: next(counts), software_vulkan=True)
+    with runtime.watching_mappings(watch):
+        assert runtime.mapping_watch() is watch
+        for _ in range(runtime.MAPPING_CHECK_CALLS):  # the first count: room for twice as many
+            scene.step(1 / 60)
+        steps, positions = scene.step_count, scene.get_state().position.copy()
+        with pytest.raises(RuntimeError, match="vm.max_map_count"):
+            scene.step(1 / 60)
     assert scene.step_count == steps
     np.testing.assert_array_equal(scene.get_state().position, positions)
     assert not np.array_equal(positions, before)
-    monkeypatch.setitem(runtime._state, "software_vulkan", False)
-    scene.step(1 / 60)  # other backends never count
+    # Other backends never count (the counter, spent, would raise StopIteration).
+    with runtime.watching_mappings(runtime.MappingWatch(count=lambda: next(counts))):
+        scene.step(1 / 60)
     assert scene.step_count == steps + 1
+    assert runtime.mapping_watch() is not watch  # the process's again
 
 
 def test_mapping_counts_are_the_processs_own():
-    counted = runtime._count_mappings()
+    counted = runtime.count_mappings()
     if counted is None:
         pytest.skip("no /proc on this system")
     held, limit = counted

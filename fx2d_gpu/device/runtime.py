@@ -133,10 +133,9 @@ def cpu_threads_setting(environ=None) -> int | None:
 
 #: check_mapping_headroom reads the process's memory mappings every this many calls.
 MAPPING_CHECK_CALLS = 10
-_mappings = {"calls": 0, "last": None}
 
 
-def _count_mappings() -> tuple[int, int] | None:
+def count_mappings() -> tuple[int, int] | None:
     """(memory mappings this process holds, the most the kernel allows it:
     vm.max_map_count), or None where /proc does not say (not Linux)."""
     try:
@@ -148,6 +147,79 @@ def _count_mappings() -> tuple[int, int] | None:
         return None
 
 
+class MappingWatch:
+    """Watches the process's memory mappings before each step on a software Vulkan device
+    (see check_mapping_headroom, which asks the process's watch, mapping_watch()).
+
+    Args:
+        count: the counter of (mappings held, the most allowed) or None where unknown
+            (default count_mappings: this process's, from /proc).
+        software_vulkan: whether the watch counts: True or False, or None (the default)
+            for "Taichi started on a software Vulkan device in this process" (the only
+            driver known to keep a mapping per launch).
+
+    Attributes:
+        calls: checks asked for so far (one a step); every MAPPING_CHECK_CALLS-th counts.
+        last: the mappings held at the last count (None: not counted yet).
+    """
+
+    def __init__(self, count=count_mappings, software_vulkan: bool | None = None):
+        self.count = count
+        self.software_vulkan = software_vulkan
+        self.calls = 0
+        self.last: int | None = None
+
+    @property
+    def counting(self) -> bool:
+        """Whether check() counts (software_vulkan, or the backend's where None)."""
+        if self.software_vulkan is None:
+            return _state["software_vulkan"]
+        return self.software_vulkan
+
+    def check(self):
+        """check_mapping_headroom's check with this watch's counter and counts."""
+        if not self.counting:
+            return
+        self.calls += 1
+        if self.calls % MAPPING_CHECK_CALLS != 1:
+            return
+        counted = self.count()
+        if counted is None:
+            return
+        held, limit = counted
+        growth = held - self.last if self.last is not None else 0
+        self.last = held
+        if held + 2 * max(growth, 0) >= limit:
+            raise RuntimeError(
+                f"fx2d_gpu: the software Vulkan driver keeps a memory mapping for every kernel "
+                f"launch, and this process holds {held:,} of the {limit:,} Linux allows "
+                f"(vm.max_map_count): the next steps would crash it. Raise the limit (sudo "
+                f"sysctl -w vm.max_map_count=16777216) or run on arch='cpu'"
+            )
+
+
+#: The process's watch (mapping_watch; watching_mappings sets another for a while).
+_watch = [MappingWatch()]
+
+
+def mapping_watch() -> MappingWatch:
+    """The watch check_mapping_headroom asks now: the process's (the mappings are the
+    process's, whichever scene steps)."""
+    return _watch[-1]
+
+
+@contextlib.contextmanager
+def watching_mappings(watch: MappingWatch):
+    """Inside the block, check_mapping_headroom asks `watch` (its counter, its idea of the
+    backend) instead of the process's: to see the check with given counts, or to turn it
+    off; the process's watch again after it."""
+    _watch.append(watch)
+    try:
+        yield watch
+    finally:
+        _watch.remove(watch)
+
+
 def check_mapping_headroom():
     """Before a step on a software Vulkan device: raise RuntimeError, instead of letting the
     process crash, when the process is about to run out of memory mappings.
@@ -157,27 +229,9 @@ def check_mapping_headroom():
     and once a process holds Linux's vm.max_map_count of them (65,530 by default) its next
     descriptor-set allocation writes through a null pointer: a segmentation fault, ~120
     steps into a 79-body pyramid. Every MAPPING_CHECK_CALLS calls this counts the
-    mappings; it raises when twice the growth since the last count would pass the limit.
-    Nothing on other backends."""
-    if not _state["software_vulkan"]:
-        return
-    _mappings["calls"] += 1
-    if _mappings["calls"] % MAPPING_CHECK_CALLS != 1:
-        return
-    counted = _count_mappings()
-    if counted is None:
-        return
-    held, limit = counted
-    last = _mappings["last"]
-    growth = held - last if last is not None else 0
-    _mappings["last"] = held
-    if held + 2 * max(growth, 0) >= limit:
-        raise RuntimeError(
-            f"fx2d_gpu: the software Vulkan driver keeps a memory mapping for every kernel "
-            f"launch, and this process holds {held:,} of the {limit:,} Linux allows "
-            f"(vm.max_map_count): the next steps would crash it. Raise the limit (sudo "
-            f"sysctl -w vm.max_map_count=16777216) or run on arch='cpu'"
-        )
+    mappings (mapping_watch()); it raises when twice the growth since the last count would
+    pass the limit. Nothing on other backends."""
+    _watch[-1].check()
 
 
 #: A lock file of Taichi's offline cache older than this (s) belongs to no running process:
