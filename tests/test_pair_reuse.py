@@ -384,3 +384,45 @@ def test_a_found_step_in_one_launch_is_its_own_launches(arch, solver):
     if arch == "cpu":  # a team runs the steps (a GPU's team where it has one: test_gpu_team)
         # Four launches fewer in each step that kept its colouring.
         assert more - fewer >= 4 * (90 - colorings) - 5, (more, fewer, colorings)
+
+
+def test_a_report_built_in_the_teams_launch_is_its_own_launchs(arch, solver):
+    """A team's launch that ran the substeps builds the reported list and the step's events
+    at its end where the list was not refreshed (reporting.report_by_team,
+    StepOptions.report_in_launch): every step's contacts (with their impulses) and begin
+    and end events as _report_contacts' own launch gives them, with balls rolling into a
+    pyramid (contacts begin and end), a set_state in between (the resting pairs checked
+    again on the host's path) and the pyramid falling asleep (resting pairs kept)."""
+    from .helpers import launches_of, records_equal
+
+    def run(report_in_launch):
+        specs, _ = scenes.pyramid_layout(10)
+        scene = scenes.build_scene(
+            specs, arch=arch, solver=solver, step_options={"report_in_launch": report_in_launch}
+        )
+        for i, x in enumerate((-5.5, -6.6, -7.75, -8.9)):
+            scene.add_circle((x, 0.41 + i), 0.4, velocity=(0.6, 0.0))
+        steps = []
+        for step in range(150):
+            if step == 60:
+                state = scene.get_state()
+                state.velocity[0, -1] = (-0.5, 2.0)
+                scene.set_state(state)
+            scene.step(DT)
+            steps.append((scene.contacts(world=None), scene.contact_events()))
+        return steps
+
+    before = launches_of("reporting._report_contacts")
+    in_launch = run(True)
+    built_alone = launches_of("reporting._report_contacts") - before
+    own_launch = run(False)
+    if arch == "cpu":  # a CPU team ran the steps: their lists were built in its launches
+        assert built_alone < 10, built_alone  # after set_state, and where a step had no team
+    began = 0
+    for step, ((contacts, events), (contacts_own, events_own)) in enumerate(
+        zip(in_launch, own_launch, strict=True)
+    ):
+        assert records_equal(contacts, contacts_own), step
+        assert records_equal(events, events_own), step
+        began += len(events.begin.world)
+    assert began > 4  # the balls' and the thrown ball's contacts began

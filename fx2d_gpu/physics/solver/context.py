@@ -219,7 +219,10 @@ class StepContext:
     faults.contain_faults looks after the step); barrier_timeouts, the team's timed-out
     waits as that launch read them (None: team.check reads them); report_refreshed,
     whether that launch refreshed the reported list (reporting.refresh_due; None: it did
-    not try). options: the scene's StepOptions (how its stages run); plan: the step's
+    not try); report_built, the reported list's counts (pairs, begin events, end events)
+    where that launch built it (reporting.report_by_team; a list too large for the pool
+    was not written: report_contacts grows the pool and builds it again), None where it
+    did not. options: the scene's StepOptions (how its stages run); plan: the step's
     StepPlan (solver/plan.py), set by the step as it begins (None outside a step: a query,
     or a stage a test drives alone).
     """
@@ -242,6 +245,7 @@ class StepContext:
     faults_found: int | None = None
     barrier_timeouts: int | None = None
     report_refreshed: bool | None = None
+    report_built: tuple[int, int, int] | None = None
     options: StepOptions = DEFAULT_OPTIONS
     plan: StepPlan | None = None
 

@@ -43,7 +43,14 @@ from .faults import clear_faults, mark_faults
 from .joints import JOINT_SWEEPS
 from .overflow import apply_mean_delta
 from .pairs import record_constraint_counts
-from .reporting import copy_listed, refresh_due, refresh_holds, refresh_tally
+from .reporting import (
+    copy_listed,
+    refresh_due,
+    refresh_holds,
+    refresh_tally,
+    report_by_team,
+    report_counts,
+)
 from .stages import BEGIN_STEP_STAGES, BODY_SLOTS, JOINT_SLOTS, PAIRS, STAGES, Substep, runs
 
 if TYPE_CHECKING:
@@ -197,8 +204,9 @@ def found_step_by_team(ctx: "StepContext", threads: int) -> int:
 _HOLDS_TALLY, _REFRESH_TALLY, _REFIT_TALLY = 0, 2, 5
 
 #: _substeps' answer: faulty worlds, the barrier's timeouts, the colouring check's answer,
-#: whether it refreshed the reported list, the refit's three counts (see _substeps).
-_Answer = ti.types.vector(7, ti.i32)
+#: whether it refreshed the reported list, the refit's three counts, the reported list's
+#: three counts where it built one (see _substeps).
+_Answer = ti.types.vector(10, ti.i32)
 
 #: _substeps' modes: begin_step's stages; the substeps; begin_step, the colouring's check
 #: and the substeps where it holds (kept_step_by_team); begin_step, the check of a
@@ -226,13 +234,22 @@ def _launch(
     pool = ctx.pool
     # Where the substeps leave the pairs where the list was made from them: those a kept
     # colouring keeps in place, or (SUBSTEPS) where the step put them.
+    in_place = mode == KEPT or (mode == SUBSTEPS and ctx.cache.pairs_in_place)
     refresh = (
         ctx.options.refresh_in_launch
         and not by_world
         and mode != BEGIN
-        and refresh_due(
-            ctx, in_place=mode == KEPT or (mode == SUBSTEPS and ctx.cache.pairs_in_place)
-        )
+        and refresh_due(ctx, in_place=in_place)
+    )
+    # The report's list built at the launch's end where the refresh above did not hold:
+    # not where a refresh due now runs on its own after the launch (it reads the old list),
+    # nor after set_state (report_contacts checks the resting pairs again first).
+    report = (
+        ctx.options.report_in_launch
+        and not by_world
+        and mode != BEGIN
+        and not ctx.cache.state_set
+        and (refresh or not refresh_due(ctx, in_place=in_place))
     )
     margin, motion_time = refit if refit is not None else (0.0, 0.0)
     found = _substeps(
@@ -249,6 +266,7 @@ def _launch(
         counts=pool.counts,
         faults=pool.faults,
         reported=pool.reported,
+        events=pool.events,
         solver=ctx.solver,
         n_members=n_members,
         by_world=bool(by_world),
@@ -267,6 +285,7 @@ def _launch(
         bullets=int(ctx.has_bullets),
         uneven=int(ctx.immovable_sweep),
         refresh=int(refresh),
+        report=int(report),
         n_reported=ctx.cache.n_reported,
         refit=int(refit is not None),
         margin=margin,
@@ -279,6 +298,8 @@ def _launch(
         ctx.faults_found, ctx.barrier_timeouts = int(found[0]), int(found[1])
         if refresh:
             ctx.report_refreshed = bool(found[3])
+        if report and not ctx.report_refreshed:
+            ctx.report_built = (int(found[7]), int(found[8]), int(found[9]))
     return code, refitted
 
 
@@ -357,15 +378,18 @@ def _refresh_report_by_team(
     copies its share of the entries again. In the substeps' launch, not a launch of its
     own, which wakes the CPU thread pool again (soft step, on and off in turns in one
     process, 2-core CPU: awake large pyramid 4.40 -> 4.22 ms a step, the windows' median
-    ratio 0.96; many pyramids 16.3 -> 16.0, 0.98)."""
+    ratio 0.96; many pyramids 16.3 -> 16.0, 0.98). Returns whether it refreshed the list
+    (the same for every member)."""
     part = ti.Vector([0, 0, 0])
     lo, hi = team.share(0, n_pairs + n_reported, member, n_members)
     for e in range(lo, hi):
         part += refresh_tally(model, bodies, joints, manifolds, reported, e, n_pairs, n_bodies)
-    if refresh_holds(_team_tally(counts, _REFRESH_TALLY, part, n_members)):
+    held = refresh_holds(_team_tally(counts, _REFRESH_TALLY, part, n_members))
+    if held:
         lo, hi = team.share(0, n_reported, member, n_members)
         for i in range(lo, hi):
             copy_listed(reported, manifolds, i)
+    return held
 
 
 @ti.func
@@ -712,6 +736,7 @@ def _substeps(
     counts: ti.template(),
     faults: ti.template(),
     reported: ti.template(),
+    events: ti.template(),
     grid: ti.template(),
     solver: ti.template(),
     n_members: ti.i32,
@@ -731,6 +756,7 @@ def _substeps(
     bullets: ti.i32,
     uneven: ti.i32,
     refresh: ti.i32,
+    report: ti.i32,
     n_reported: ti.i32,
     refit: ti.i32,
     margin: ti.f32,
@@ -924,8 +950,9 @@ def _substeps(
                     model, bodies, joints, faults, body_range, joint_range, n_bodies, n_joints
                 )
                 if ti.static(not by_world):
+                    refreshed = False
                     if refresh == 1:
-                        _refresh_report_by_team(
+                        refreshed = _refresh_report_by_team(
                             model,
                             bodies,
                             joints,
@@ -938,7 +965,31 @@ def _substeps(
                             n_reported,
                             n_bodies,
                         )
+                    if report == 1 and not refreshed:
+                        report_by_team(
+                            model,
+                            bodies,
+                            joints,
+                            manifolds,
+                            staging,
+                            reported,
+                            events,
+                            prepared,
+                            coloring,
+                            scan,
+                            counts,
+                            member,
+                            team_size,
+                            n_slots,
+                            n_bodies,
+                            n_pairs,
+                            n_reported,
+                            n_reported,
+                        )
     tally = ti.static(counts.tally)
+    listed = ti.Vector([0, 0, 0])
+    if report == 1:
+        listed = report_counts(staging, coloring, n_worlds * n_bodies, n_reported)
     return _Answer(
         faults.count[None],
         team.timeouts(counts),
@@ -951,4 +1002,7 @@ def _substeps(
         tally[_REFIT_TALLY],
         tally[_REFIT_TALLY + 1],
         tally[_REFIT_TALLY + 2],
+        listed[0],
+        listed[1],
+        listed[2],
     )

@@ -120,6 +120,8 @@ class StepOptions:
         refresh_report: a step whose pairs stayed in place may refresh the last reported
             list instead of building it (reporting.refresh_report).
         refresh_in_launch: the team's launch of the substeps refreshes that list.
+        report_in_launch: the team's launch of the substeps builds the reported list
+            where it was not refreshed (reporting.report_by_team).
         report_by_world: small worlds build the reported list a world per thread.
         reuse_pairs: large worlds keep last step's pairs when no fat box moved.
         keep_fresh_coloring: a colouring from scratch that falls due keeps the colouring
@@ -155,6 +157,7 @@ class StepOptions:
     save_in_broad_phase: bool = True
     refresh_report: bool = True
     refresh_in_launch: bool = True
+    report_in_launch: bool = True
     report_by_world: bool = True
     reuse_pairs: bool = True
     keep_fresh_coloring: bool = True

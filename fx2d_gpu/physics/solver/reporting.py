@@ -41,6 +41,7 @@ from ...enums import HELD, TOUCHED
 from ..bodies import moves
 from ..collision.broad_phase import never_collide
 from ..collision.narrow_phase import collide_pair
+from . import team, team_stages
 from .pairs import copy_pair_fields
 from .sleep import label_world
 
@@ -340,6 +341,101 @@ def _report_contacts(
         if i < n_events_new:
             _store_entry(manifolds, staging, reported, i)
     return ti.math.ivec3(n_new, n_begin, n_end)
+
+
+@ti.func
+def report_by_team(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    manifolds: ti.template(),
+    staging: ti.template(),
+    reported: ti.template(),
+    events: ti.template(),
+    prepared: ti.template(),
+    coloring: ti.template(),
+    scan: ti.template(),
+    counts: ti.template(),
+    member,
+    n_members,
+    n_slots,
+    n_bodies,
+    n_pairs,
+    n_old,
+    n_held,
+):
+    """_report_contacts on a team (solver/team.py, solver/gpu_team.py), after the substeps
+    in the team's launch (fused._substeps with `report`): each of its loops split among the
+    members, the team meeting after each, its prefix sums team_stages.exclusive_scan's.
+    The same list and events: entries are placed at atomic cursors in whatever order they
+    come, then sorted within each slot; events at their flags' prefix sums. Where the new
+    list would not fit the pool, nothing is written (the host sees its size, grows the pool
+    and builds it again: report_contacts). The list's counts are read after the launch
+    (fused.report_counts)."""
+    n_both = n_pairs + n_old
+    lo, hi = team.share(0, n_slots + 1, member, n_members)
+    for slot in range(lo, hi):
+        staging.pair_start[slot] = 0
+    team.barrier(counts, n_members, team.SPIN_LIMIT)
+    both_lo, both_hi = team.share(0, n_both, member, n_members)
+    for e in range(both_lo, both_hi):
+        _count_entry(
+            model, bodies, joints, manifolds, staging, reported, e, n_pairs, n_bodies, n_held
+        )
+    team.barrier(counts, n_members, team.SPIN_LIMIT)
+    team_stages.exclusive_scan(scan, staging.pair_start, counts, n_slots, member, n_members)
+    n_new = staging.pair_start[n_slots]
+    if n_new <= staging.body_a.shape[0]:  # the same for every member
+        lo, hi = team.share(0, n_slots, member, n_members)
+        for slot in range(lo, hi):
+            prepared.body_contact_cursor[slot] = staging.pair_start[slot]
+        team.barrier(counts, n_members, team.SPIN_LIMIT)
+        for e in range(both_lo, both_hi):
+            _fill_entry(
+                model,
+                bodies,
+                joints,
+                manifolds,
+                staging,
+                reported,
+                prepared,
+                e,
+                n_pairs,
+                n_bodies,
+                n_held,
+            )
+        team.barrier(counts, n_members, team.SPIN_LIMIT)
+        for slot in range(lo, hi):
+            _sort_slot(staging, slot)
+        team.barrier(counts, n_members, team.SPIN_LIMIT)
+        events_lo, events_hi = team.share(0, n_new + n_old, member, n_members)
+        for e in range(events_lo, events_hi):
+            _flag_event(staging, reported, coloring, e, n_new, n_old, n_new)
+        team.barrier(counts, n_members, team.SPIN_LIMIT)
+        team_stages.exclusive_scan(scan, coloring.rank, counts, n_new, member, n_members)
+        team_stages.exclusive_scan(scan, coloring.uncolored, counts, n_old, member, n_members)
+        for e in range(events_lo, events_hi):
+            _place_event(staging, reported, events, coloring, e, n_new)
+        team.barrier(counts, n_members, team.SPIN_LIMIT)
+        # The new list replaces the old one (read above), in sorted order.
+        lo, hi = team.share(0, ti.max(n_slots + 1, n_new), member, n_members)
+        for i in range(lo, hi):
+            if i <= n_slots:
+                reported.pair_start[i] = staging.pair_start[i]
+            if i < n_new:
+                _store_entry(manifolds, staging, reported, i)
+        team.barrier(counts, n_members, team.SPIN_LIMIT)
+
+
+@ti.func
+def report_counts(staging: ti.template(), coloring: ti.template(), n_slots, n_old):
+    """(reported pairs, begin events, end events) of the list report_by_team built (or the
+    size of the list that did not fit, and zeros)."""
+    n_new = staging.pair_start[n_slots]
+    n_begin, n_end = 0, 0
+    if 0 <= n_new <= staging.body_a.shape[0]:
+        n_begin, n_end = coloring.rank[n_new], coloring.uncolored[n_old]
+    return ti.Vector([n_new, n_begin, n_end])
 
 
 # The small worlds' report (_report_by_world): the same list and events, a world per thread.
@@ -783,6 +879,10 @@ def report_contacts(ctx: "StepContext", sleep: bool = False) -> bool:
             return False
     elif refresh_report(ctx):
         return False
+    if ctx.report_built is not None and ctx.report_built[0] <= ctx.pool.pair_capacity:
+        # A team's launch built it (report_by_team), after its substeps.
+        _note_report(cache, *ctx.report_built)
+        return False
     # After set_state the list reflects the new poses alone (no pair held by the old list).
     n_held = 0 if cache.state_set else cache.n_reported
     if cache.state_set and cache.n_reported:
@@ -840,8 +940,13 @@ def report_contacts(ctx: "StepContext", sleep: bool = False) -> bool:
             break
         cache.pair_need = max(cache.pair_need, n_new + n_new // 4)
         ctx.pool = ctx.grow()
+    _note_report(cache, n_new, n_begin, n_end)
+    return by_world and sleep
+
+
+def _note_report(cache, n_new: int, n_begin: int, n_end: int):
+    """The host's part of a list built on the device: its counts (reported pairs, begin and
+    end events), every entry's origin its pair in this step's list or -1 (resting)."""
     cache.n_reported, cache.n_begin_events, cache.n_end_events = n_new, n_begin, n_end
-    # Every entry's origin is now its pair in this step's list, or -1 (resting).
     cache.report_mapped = True
     cache.state_set = False
-    return by_world and sleep
