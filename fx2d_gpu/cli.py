@@ -414,7 +414,8 @@ def _compiled(scene_factory, dt):
     return factory
 
 
-def cmd_view(args, parser):
+def cmd_view(args, parser, windows=None):
+    """fx2d view; `windows`: what opens the window (run_viewer's; None: GGUI's)."""
     from .draw.viewer import ViewerUnavailable, run_viewer
 
     if args.demo:
@@ -435,7 +436,7 @@ def cmd_view(args, parser):
             )
     options = _viewer_options(args)
     try:
-        written = run_viewer(scene_factory, **options)
+        written = run_viewer(scene_factory, **options, windows=windows)
     except ViewerUnavailable as exc:
         raise SystemExit(
             f"fx2d view: cannot open a window: {exc}\n"
@@ -551,7 +552,10 @@ def cmd_bench(bench_args):
     suite.main(bench_args)
 
 
-def main(argv=None):
+def main(argv=None, *, windows=None):
+    """fx2d's command line on `argv` (None: sys.argv[1:]); returns the exit status.
+    `windows`: what opens fx2d view's window (draw.viewer.WindowFactory; None: GGUI's, on
+    this process's display)."""
     from . import __version__
 
     parser = argparse.ArgumentParser(prog="fx2d", description="fx2d_gpu command line")
@@ -574,7 +578,10 @@ def main(argv=None):
     args = parser.parse_args(argv)
     command = {"run": (cmd_run, run), "demo": (cmd_demo, demo), "view": (cmd_view, view)}
     handler, subparser = command[args.command]
-    handler(args, subparser)
+    if handler is cmd_view:
+        cmd_view(args, subparser, windows)
+    else:
+        handler(args, subparser)
     return 0
 
 

@@ -503,21 +503,17 @@ def test_recorder_writes_png_frames_a_gif_and_the_last_frame(tmp_path):
     ]
 
 
-def test_offscreen_without_vulkan_says_so_and_uses_the_image_renderer(
-    tmp_path, arch, monkeypatch, capsys
-):
+def test_offscreen_without_vulkan_says_so_and_uses_the_image_renderer(tmp_path, arch, capsys):
     """Where GGUI cannot start (no Vulkan driver: GGUI's own RuntimeError), --offscreen
     says so and draws the frames with render.py instead, the bodies in them; the
     interactive viewer says it cannot open a window and how to record instead."""
-    import taichi as ti
-
     from fx2d_gpu.cli import main
+    from fx2d_gpu.draw.viewer import WindowFactory
 
     def no_vulkan(*args, **kwargs):
         raise RuntimeError("Vulkan must be available for GGUI")  # what GGUI raises then
 
-    monkeypatch.setattr(ti.ui, "Window", no_vulkan)
-    monkeypatch.setenv("DISPLAY", ":99")
+    windows = WindowFactory(window_class=no_vulkan, environ={"DISPLAY": ":99"})
     shot = tmp_path / "shot.png"
     assert (
         main(
@@ -534,7 +530,8 @@ def test_offscreen_without_vulkan_says_so_and_uses_the_image_renderer(
                 "160x120",
                 "--arch",
                 arch,
-            ]
+            ],
+            windows=windows,
         )
         == 0
     )
@@ -545,7 +542,7 @@ def test_offscreen_without_vulkan_says_so_and_uses_the_image_renderer(
     for ball in range(1, 6):  # discs of 6 px radius
         assert (np.abs(image - _PALETTE[ball]).sum(1) < 12).sum() > 40, ball
     with pytest.raises(SystemExit) as stop:
-        main(["view", "--demo", "newtons_cradle", "--arch", arch])
+        main(["view", "--demo", "newtons_cradle", "--arch", arch], windows=windows)
     assert "cannot open a window: GGUI failed to start" in str(stop.value)
     assert "--offscreen --frames 300 --gif out.gif" in str(stop.value)
 

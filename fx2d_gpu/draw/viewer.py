@@ -913,25 +913,52 @@ class GGUIPainter:
         return np.ascontiguousarray(rgb.transpose(1, 0, 2)[::-1])
 
 
-def _check_display():
-    if sys.platform.startswith("linux") and not (
-        os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
-    ):
-        raise ViewerUnavailable("no display (neither DISPLAY nor WAYLAND_DISPLAY is set)")
+class WindowFactory:
+    """Opens the viewer's GGUI windows (run_viewer's `windows`).
+
+    Args:
+        window_class: GGUI's window class, called as window_class(title, (width, height),
+            vsync=..., show_window=...) (None: ti.ui.Window).
+        environ: the environment variables that say whether there is a display to show a
+            window on (DISPLAY or WAYLAND_DISPLAY, on Linux; None: os.environ).
+    """
+
+    def __init__(self, window_class=None, environ=None):
+        self.window_class = window_class
+        self.environ = environ
+
+    def check_display(self):
+        """ViewerUnavailable where a shown window has no display to go on."""
+        environ = os.environ if self.environ is None else self.environ
+        if sys.platform.startswith("linux") and not (
+            environ.get("DISPLAY") or environ.get("WAYLAND_DISPLAY")
+        ):
+            raise ViewerUnavailable("no display (neither DISPLAY nor WAYLAND_DISPLAY is set)")
+
+    def open(self, size, offscreen: bool):
+        """A GGUI window of size (width, height) px; offscreen: never shown (no display
+        needed, only Vulkan). Raises ViewerUnavailable where GGUI cannot start."""
+        if not offscreen:
+            self.check_display()
+        window_class = self.window_class
+        if window_class is None:
+            import taichi as ti
+
+            window_class = ti.ui.Window
+        try:
+            # vsync paces a shown window to the display; offscreen frames go as fast as
+            # they can.
+            return window_class(
+                "fx2d_gpu", tuple(size), vsync=not offscreen, show_window=not offscreen
+            )
+        except Exception as exc:  # GGUI raises RuntimeError variants without Vulkan
+            raise ViewerUnavailable(f"GGUI failed to start ({exc})") from None
 
 
 def open_window(size, offscreen: bool):
     """A GGUI window of size (width, height) px; offscreen: never shown (no display needed,
     only Vulkan). Raises ViewerUnavailable where GGUI cannot start."""
-    import taichi as ti
-
-    if not offscreen:
-        _check_display()
-    try:
-        # vsync paces a shown window to the display; offscreen frames go as fast as they can.
-        return ti.ui.Window("fx2d_gpu", tuple(size), vsync=not offscreen, show_window=not offscreen)
-    except Exception as exc:  # GGUI raises RuntimeError variants without Vulkan
-        raise ViewerUnavailable(f"GGUI failed to start ({exc})") from None
+    return WindowFactory().open(size, offscreen)
 
 
 class Recorder:
@@ -999,6 +1026,7 @@ def run_viewer(
     overlays=None,
     paused=False,
     log=None,
+    windows: WindowFactory | None = None,
 ) -> list[str]:
     """Show the scene made by scene_factory() in a GGUI window, or record it offscreen.
 
@@ -1008,6 +1036,8 @@ def run_viewer(
     the frames drawn by the image
     renderer (render.render_worlds) instead. Either way, png_dir / gif take every frame and
     screenshot the last. world, tiled, overlays, paused: as ViewerController takes them.
+    windows: what opens the window (None: WindowFactory(), GGUI's and this process's
+    display).
 
     Returns:
         What was written, a line each ("DIR/ (N frames)", "PATH (N frames)", "PATH").
@@ -1018,14 +1048,15 @@ def run_viewer(
     """
     if offscreen and frames is None:
         raise ValueError("offscreen needs a number of frames")
+    windows = WindowFactory() if windows is None else windows
     if not offscreen:
-        _check_display()  # before the scene is built: say so at once
+        windows.check_display()  # before the scene is built: say so at once
     scene = scene_factory()
     controller = ViewerController(scene, dt, size, world, tiled, overlays, paused)
     recorder = Recorder(png_dir, gif, screenshot, fps=1 / dt)
     imgui_settings_existed = Path(IMGUI_SETTINGS).exists()
     try:
-        window = open_window(size, offscreen)
+        window = windows.open(size, offscreen)
     except ViewerUnavailable as exc:
         if not offscreen:
             raise
