@@ -42,7 +42,7 @@ from .contacts import REPEAT_SOLVE, swept_again
 from .faults import clear_faults, mark_faults
 from .joints import JOINT_SWEEPS
 from .overflow import apply_mean_delta
-from .pairs import record_constraint_counts
+from .pairs import carry_pair, record_constraint_counts
 from .reporting import (
     copy_listed,
     refresh_due,
@@ -183,16 +183,17 @@ def kept_step_by_team(
 
 
 def found_step_by_team(ctx: "StepContext", threads: int) -> int:
-    """The rest of a step whose broad phase found its pairs (step.find_pairs, after
-    pairs.carry_contacts, where last step's colouring may be reused: may_reuse_coloring),
-    in one launch on a team of `threads` threads: begin_step's stages, the check that last
+    """The rest of a step whose broad phase found its pairs (step.find_pairs, where last
+    step's colouring may be reused: may_reuse_coloring), in one launch on a team of
+    `threads` threads: last step's contacts carried to the pairs (pairs.carry_contacts'),
+    begin_step's stages, the check that last
     step's colouring still holds (coloring._coloring_still_valid's, each member its share:
     team_stages.found_coloring_part), and where it holds the pairs moved to colour order
     (pairs._gather_pairs'), their per-body lists (contacts._build_body_contacts') and the
     substeps, as substeps_by_team runs them. Returns the check's answer (coloring.
     verdict_holds reads it); where it does not hold nothing after the check ran, and the
-    step colours again. The same results bit for bit as those stages' own launches, five
-    of which it replaces (on a GPU: four launches and two host syncs a step of the awake
+    step colours again. The same results bit for bit as those stages' own launches, six
+    of which it replaces (on a GPU: five launches and two host syncs a step of the awake
     large pyramid)."""
     code, _ = _launch(ctx, by_world=False, n_members=threads, mode=FOUND)
     return code
@@ -812,6 +813,12 @@ def _substeps(
                     if member == 0:
                         for entry in ti.static(range(TALLY_SLOTS)):
                             counts.tally[entry] = 0
+                    if mode == FOUND:  # pairs.carry_contacts, each member its share
+                        if member == 0:
+                            record_constraint_counts(counts, n_pairs, n_joints)
+                        lo, hi = team.share(0, n_pairs, member, n_members)
+                        for k in range(lo, hi):
+                            carry_pair(manifolds, previous, k)
                     team.barrier(counts, team_size, team.SPIN_LIMIT)
             s = Substep(
                 n_bodies=n_bodies,

@@ -193,9 +193,10 @@ def _find_pairs(ctx: StepContext, refit, profile, woken: bool, solve: bool) -> t
     # Worlds coloured one per thread carry their contacts and plan their solve order in
     # the colouring's launch.
     by_world = plan.carry_in_coloring and colors_by_world(ctx)
-    if not by_world:
+    threads = _found_launch_team(ctx, by_world) if solve else 0
+    if not by_world and not threads:  # (the found step's launch carries them first)
         carry_contacts(ctx)
-    if solve and (threads := _found_launch_team(ctx, by_world)):
+    if threads:
         return _found_step(ctx, profile, threads)
     if not ctx.small_coloring:
         begin_step(ctx, profile)
@@ -207,7 +208,7 @@ def _find_pairs(ctx: StepContext, refit, profile, woken: bool, solve: bool) -> t
 
 
 def _found_launch_team(ctx: StepContext, by_world: bool) -> int:
-    """The team's threads where the stages after a broad phase's carry run in one launch
+    """The team's threads where the stages after a broad phase run in one launch
     (fused.found_step_by_team), else 0: a team runs the step (StepPlan.team_threads), its
     worlds are large (begin_step runs before the colouring: not ctx.small_coloring, not
     coloured a world per thread), StepOptions.found_in_one_launch, and last step's
@@ -223,8 +224,9 @@ def _found_launch_team(ctx: StepContext, by_world: bool) -> int:
 
 
 def _found_step(ctx: StepContext, profile, threads: int) -> tuple[bool, bool]:
-    """begin_step, the colouring's check and, where it holds, the move to colour order, the
-    per-body lists and the substeps, in one team launch (fused.found_step_by_team); then the
+    """The carry, begin_step, the colouring's check and, where it holds, the move to colour
+    order, the per-body lists and the substeps, in one team launch
+    (fused.found_step_by_team); then the
     host's side of keeping the colouring, or where it failed a new colouring and the move
     to its order (the substeps still to run). Returns (whether it coloured, whether the
     substeps ran)."""

@@ -241,7 +241,10 @@ def barrier(counts: ti.template(), n_members, spin_limit):
     before the barrier ahead of every member's reads after it. On a GPU the team is one
     block of threads (gpu_team.py), which meets at the block's own barrier."""
     if ti.static(gpu_team.on_gpu()):
-        gpu_team.barrier(counts)
+        # Never for a member that is a world (n_members 1): a block's threads are then
+        # different worlds, which run different loops and must not wait for each other.
+        if n_members > 1:
+            gpu_team.barrier(counts)
     elif n_members > 1:
         generation = ti.atomic_add(counts.barrier[GENERATION], 0)
         if ti.atomic_add(counts.barrier[ARRIVED], 1) == n_members - 1:
