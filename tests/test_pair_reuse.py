@@ -66,16 +66,13 @@ def test_kept_pairs_are_the_pairs_the_broad_phase_finds(arch, monkeypatch):
     assert step_pairs(kept) == step_pairs(found)
 
 
-def test_kept_pairs_whose_colouring_fails_match_finding_them(arch, monkeypatch):
+def test_kept_pairs_whose_colouring_fails_match_finding_them(arch):
     # Balls rolling slowly up to a pyramid: their fat boxes hold the pyramid's nearest boxes
     # before they touch, so a pair gains its first points in a step that keeps its pairs,
     # and the colouring no longer holds (coloring_holds_in_order): the kept pairs go back
-    # to the broad phase's order for a new colouring. Bit for bit as finding them.
-    fallbacks = []
-    restore = solver_step.restore_broad_order
-    monkeypatch.setattr(
-        solver_step, "restore_broad_order", lambda ctx: (fallbacks.append(1), restore(ctx))[1]
-    )
+    # to the broad phase's order (pairs.restore_broad_order's kernel) for a new colouring.
+    # Bit for bit as finding them.
+    from .helpers import launches_of
 
     def run(step_options=None):
         scene = pyramid(arch, base=10, step_options=step_options)
@@ -87,8 +84,10 @@ def test_kept_pairs_whose_colouring_fails_match_finding_them(arch, monkeypatch):
             scene.step(DT)
         return scene
 
+    before = launches_of("pairs._scatter_to_broad_order")
     kept = run()
-    assert kept.pair_reuses > 15 and fallbacks, (kept.pair_reuses, len(fallbacks))
+    fallbacks = launches_of("pairs._scatter_to_broad_order") - before
+    assert kept.pair_reuses > 15 and fallbacks, (kept.pair_reuses, fallbacks)
     found = run(ALWAYS_FIND)
     assert found.pair_reuses == 0
     np.testing.assert_array_equal(state_of(kept), state_of(found))
@@ -215,7 +214,7 @@ def test_a_sleeping_pyramid_keeps_its_pairs_and_report_as_finding_them(arch, mon
             if step in (300, 480, 660):
                 asleep_at[step] = scene.get_state().sleeping[0, 1:].all()
             if step == 300:
-                ctx = scene._context()
+                ctx = scene.step_context()
                 ctx.pool.bodies.force[top] = (0.0, 30.0)
                 ctx.cache.forces_on_device = True  # (cleared after the step)
             if step == 480:
@@ -301,29 +300,31 @@ def test_kept_pairs_survive_snapshots_and_other_scenes(arch):
     np.testing.assert_array_equal(state_of(other), state_of(alone))
 
 
-def test_a_kept_step_in_one_launch_is_its_four_launches(arch, monkeypatch, solver):
+def test_a_kept_step_in_one_launch_is_its_four_launches(arch, solver):
     """On a CPU team a step that may keep its pairs runs the fat boxes' refit, begin_step,
     the colouring's check and the substeps in one launch (fused.kept_step_by_team): the
     same states, contacts and events every step as four launches, where the refit keeps the
     pairs and where it does not (balls rolling up to a pyramid), where the colouring holds
-    and where it does not (they gain their first points in kept steps)."""
-    from fx2d_gpu.physics.solver import coloring, fused
+    and where it does not (they gain their first points in kept steps). Which way each step
+    went is read from the kernels it launched (launching.kernel_launches)."""
+    from fx2d_gpu.device import launching
 
     from .helpers import assert_same_trace, trace
 
-    verdicts = []  # per one-launch step that got to the check: whether the colouring held
-    refits = []  # per launch that began with the refit: whether it went on
-    kept_step = fused.kept_step_by_team
+    watched = {
+        "refit": "fx2d_gpu.physics.collision.broad_phase._refit_fat_boxes",
+        "found": "fx2d_gpu.physics.collision.broad_phase._find_pairs",
+        "fallback": "fx2d_gpu.physics.solver.pairs._scatter_to_broad_order",
+    }
+    steps = []  # per step: {watched kernel: launches}, and whether it kept its pairs
 
-    def counted(ctx, threads, refit=None):
-        code, refitted = kept_step(ctx, threads, refit)
-        if refitted is not None:
-            refits.append(fused.refit_keeps(refitted))
-        if refitted is None or fused.refit_keeps(refitted):
-            verdicts.append(bool(code & coloring.HOLDS))
-        return code, refitted
+    def note(scene):
+        counts = launching.kernel_launches()
+        now = {name: counts[kernel] for name, kernel in watched.items()}
+        steps.append(({name: now[name] - last[0][name] for name in now}, scene.pair_reuses))
+        last[0] = now
 
-    monkeypatch.setattr(fused, "kept_step_by_team", counted)
+    last = [{name: launching.kernel_launches()[kernel] for name, kernel in watched.items()}]
 
     def run(step_options=None):
         specs, _ = scenes.pyramid_layout(10)
@@ -334,16 +335,27 @@ def test_a_kept_step_in_one_launch_is_its_four_launches(arch, monkeypatch, solve
             scene.add_circle(
                 (x, 0.41 + i), 0.4, velocity=(0.4, 0.0), static_friction=0.0, dynamic_friction=0.0
             )
-        return trace(scene, 90)
+        return trace(scene, 90, each=note)
+
+    def ways(records):
+        """(kept steps whose colouring held, kept steps that coloured again, steps after a
+        kept step whose refit found moved boxes, refits in launches of their own)."""
+        kept = [records[i][1] > records[i - 1][1] for i in range(1, len(records))]
+        held = sum(k and not r[0]["fallback"] for k, r in zip(kept, records[1:], strict=True))
+        failed = sum(k and r[0]["fallback"] > 0 for k, r in zip(kept, records[1:], strict=True))
+        moved = sum(k and r[0]["found"] > 0 for k, r in zip(kept[:-1], records[2:], strict=True))
+        return held, failed, moved, sum(r[0]["refit"] for r in records)
 
     one_launch = run()
-    if arch == "cpu":  # a team runs the steps (GPU backends launch per stage)
-        assert verdicts.count(True) > 10 and verdicts.count(False) > 0, verdicts
-        assert refits.count(True) > 10 and refits.count(False) > 0, refits
-    verdicts.clear()
-    refits.clear()
+    held, failed, moved, alone = ways(steps)
+    if arch == "cpu":  # a team runs the steps (on a GPU's team too, where it has one)
+        assert held > 10 and failed > 0 and moved > 0, (held, failed, moved)
+    steps.clear()
     four_launches = run({"kept_in_one_launch": False})
-    assert not verdicts and not refits
+    held_alone, failed_alone, moved_alone, alone_four = ways(steps)
+    assert (held_alone, failed_alone, moved_alone) == (held, failed, moved)
+    # Where the kept step's launch ran, its refit now has a launch of its own.
+    assert alone_four >= alone + held + failed + moved, (alone_four, alone)
     assert_same_trace(one_launch, four_launches)
 
 

@@ -15,3 +15,12 @@ def test_the_package_is_laid_out_by_layer_without_circles_or_upward_imports():
 def test_no_host_function_is_longer_than_a_screen():
     host, _ = structure.long_functions(structure.modules())
     assert host == []
+
+
+def test_tests_reach_paths_through_seams_not_patches():
+    """Tests ask for a behaviour through the engine's own seams (StepOptions, TeamTimings,
+    SceneFileLimits, injectable clocks and factories, launch counts): few monkeypatches,
+    few reads of private members (issue 73)."""
+    patches, private = structure.test_facts()
+    assert len(patches) <= 10, patches
+    assert len(set(private)) <= 10, sorted(set(private))

@@ -93,7 +93,9 @@ def test_joint_target_must_fit_float32_and_its_mode(arch):
     # one, unchecked); the refused change leaves the effort motor as it was.
     with pytest.raises(ValueError, match=r"target 1e\+30 is beyond what a position motor"):
         refused.set_joint_mode(joint, "position")
-    assert refused._builder.joints[joint].mode == MOTOR_EFFORT
+    # Every world's slot of the joint on the device (slot world * n_joints + joint).
+    modes = refused.step_context().pool.joints.mode.to_numpy()
+    assert (modes[joint :: refused.n_joints][: refused.n_worlds] == MOTOR_EFFORT).all()
     refused.set_joint_target(joint, 0.5)
     refused.set_joint_mode(joint, "position")
     a, b = refused.joint_bodies(joint)

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import fx2d_gpu as fx
+from fx2d_gpu.access.readout import joint_targets
 from tests.helpers import DT, assert_bitwise_equal, fingerprint, machine_scene
 
 N_WORLDS = 5
@@ -94,7 +95,7 @@ def test_reset_to_rows_of_a_state_or_a_snapshot():
     scene.set_joint_target(0, 9.0)
     scene.reset_worlds(2, snapshot)
     np.testing.assert_array_equal(scene.get_state().position[2], earlier.position[2])
-    targets = scene._joint_targets(0)
+    targets = joint_targets(scene.step_context(), 0)
     assert targets[2] == 2.0 and targets[1] == 9.0  # machine_scene's target, and the new one
     with pytest.raises(ValueError, match="state"):
         scene.reset_worlds([0, 1, 2], rows)  # two rows for three worlds
