@@ -200,9 +200,9 @@ def test_a_sleeping_pyramid_keeps_its_pairs_and_report_as_finding_them(arch, mon
     woken_finds = []
     find = solver_step._find_pairs
 
-    def counted_find(ctx, refit, profile, woken, solve):
+    def counted_find(ctx, refit, profile, woken, solve, saved=False):
         woken_finds.append(woken)
-        return find(ctx, refit, profile, woken, solve)
+        return find(ctx, refit, profile, woken, solve, saved)
 
     monkeypatch.setattr(solver_step, "_find_pairs", counted_find)
 

@@ -42,7 +42,7 @@ from .contacts import REPEAT_SOLVE, swept_again
 from .faults import clear_faults, mark_faults
 from .joints import JOINT_SWEEPS
 from .overflow import apply_mean_delta
-from .pairs import carry_pair, record_constraint_counts
+from .pairs import carry_pair, record_constraint_counts, saved_pairs_args
 from .reporting import (
     copy_listed,
     refresh_due,
@@ -289,6 +289,7 @@ def _launch(
         report=int(report),
         n_reported=ctx.cache.n_reported,
         refit=int(refit is not None),
+        save=_save_flags(ctx) if refit is not None else 0,
         margin=margin,
         motion_time=motion_time,
     )
@@ -302,6 +303,24 @@ def _launch(
         if report and not ctx.report_refreshed:
             ctx.report_built = (int(found[7]), int(found[8]), int(found[9]))
     return code, refitted
+
+
+#: Bits of _substeps' `save`: a kept step's launch whose refit moved boxes saves last step's
+#: pairs (pairs.save_previous_pairs'), stored in colour order, with their colours.
+SAVE, SAVE_ORDERED, SAVE_COLORED = 1, 2, 4
+
+
+def _save_flags(ctx: "StepContext") -> int:
+    """_substeps' `save` for a kept step's launch: SAVE, and pairs.saved_pairs_args' flags
+    (its pair count is the launch's n_pairs, last step's)."""
+    _, ordered, colored = saved_pairs_args(ctx)
+    return SAVE | (SAVE_ORDERED if ordered else 0) | (SAVE_COLORED if colored else 0)
+
+
+def saves_in_launch(refitted) -> bool:
+    """Whether a kept step's launch that its refit stopped saved last step's pairs (the
+    refit's answer, refit_fat_boxes': boxes were refitted, so the pairs will be found)."""
+    return refitted[0] > 0
 
 
 def refit_keeps(refitted) -> bool:
@@ -760,6 +779,7 @@ def _substeps(
     report: ti.i32,
     n_reported: ti.i32,
     refit: ti.i32,
+    save: ti.i32,
     margin: ti.f32,
     motion_time: ti.f32,
 ) -> _Answer:
@@ -849,6 +869,20 @@ def _substeps(
                         motion_time,
                     ):
                         code = 0  # the step does not keep its pairs: the team stops
+                        if (save & SAVE) != 0 and ti.atomic_add(counts.tally[_REFIT_TALLY], 0) > 0:
+                            # Boxes moved: the host finds the pairs next, last step's saved
+                            # first (saves_in_launch).
+                            team_stages.save_pairs(
+                                manifolds,
+                                previous,
+                                coloring,
+                                member,
+                                team_size,
+                                n_slots,
+                                n_pairs,
+                                (save & SAVE_ORDERED) // SAVE_ORDERED,
+                                (save & SAVE_COLORED) // SAVE_COLORED,
+                            )
             # Phase -1: begin_step's stages (BEGIN, KEPT); then the substeps (SUBSTEPS,
             # KEPT where the colouring holds).
             for phase in range(0 if mode == SUBSTEPS else -1, 0 if mode == BEGIN else substeps):

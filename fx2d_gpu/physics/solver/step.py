@@ -160,15 +160,18 @@ def find_pairs(ctx: StepContext, refit=None, profile=NO_PROFILE, woken: bool = F
     return _find_pairs(ctx, refit, profile, woken, solve=False)[0]
 
 
-def _find_pairs(ctx: StepContext, refit, profile, woken: bool, solve: bool) -> tuple[bool, bool]:
+def _find_pairs(
+    ctx: StepContext, refit, profile, woken: bool, solve: bool, saved: bool = False
+) -> tuple[bool, bool]:
     """find_pairs; with `solve`, where a team may run them (_found_launch_team), the stages
-    after the carry through the substeps in one launch (_found_step). Returns (whether it
+    after the broad phase through the substeps in one launch (_found_step); `saved`: the
+    kept step's launch saved last step's pairs (fused.saves_in_launch). Returns (whether it
     coloured, whether the substeps ran)."""
     if refit is None:
         refit = refit_step_boxes(ctx, SPECULATIVE_DISTANCE, pair_window(ctx))
     plan = _plan(ctx)
     save_in_launch = plan.save_in_broad_phase and not woken
-    if not save_in_launch:
+    if not (save_in_launch or saved):
         save_previous_pairs(ctx)
     if woken:
         # Their sleep changed their pairing keys: the boxes are refitted again.
@@ -268,8 +271,9 @@ def _find_or_keep_pairs(ctx: StepContext, profile) -> tuple[bool, bool]:
         if fused.refit_keeps(refit):  # it went on: the pairs are kept, nothing sleeps
             count_kept_pairs(ctx)
             return _after_check(ctx, profile, verdict_holds(ctx, code), solved=True)
+        saved = fused.saves_in_launch(refit)
     else:
-        refit = refit_step_boxes(ctx, SPECULATIVE_DISTANCE, window)
+        refit, saved = refit_step_boxes(ctx, SPECULATIVE_DISTANCE, window), False
     keep, woken = _keeps_ordered_pairs(ctx, refit), False
     if keep and refit[1] != 0:
         # Where something sleeps, a force or a joint may wake it (the pairs cannot:
@@ -277,7 +281,7 @@ def _find_or_keep_pairs(ctx: StepContext, profile) -> tuple[bool, bool]:
         woken = wake_islands(ctx, kept=True) > 0
     if keep and not woken:
         return _keep_pairs(ctx, profile)
-    return _find_pairs(ctx, refit, profile, woken, solve=True)
+    return _find_pairs(ctx, refit, profile, woken, solve=True, saved=saved)
 
 
 def _kept_launch_team(ctx: StepContext) -> int:

@@ -19,7 +19,7 @@ import taichi as ti
 from ...device import SCAN_BLOCK, UNSOLVED_COLOR
 from . import team
 from .coloring import check_slot
-from .pairs import ORDERED_PAIR_FIELDS, ORDERED_POINT_FIELDS, copy_pair_fields
+from .pairs import ORDERED_PAIR_FIELDS, ORDERED_POINT_FIELDS, copy_manifold, copy_pair_fields
 
 
 @ti.func
@@ -51,6 +51,38 @@ def found_coloring_part(
     for slot in range(lo, hi):
         part += ti.Vector(check_slot(model, bodies, coloring, slot, n_bodies))
     return part
+
+
+@ti.func
+def save_pairs(
+    manifolds: ti.template(),
+    previous: ti.template(),
+    coloring: ti.template(),
+    member,
+    n_members,
+    n_slots,
+    n_pairs,
+    ordered,
+    colored,
+):
+    """pairs._save_previous_pairs on a team: each member copies its share of the body slots'
+    pair ranges and of last step's pairs into `previous`, in the broad phase's order (pairs
+    stored in colour order go back through pair_origin: `ordered`), with their colours
+    where the colouring is valid (`colored`). The copies are independent: no meeting."""
+    lo, hi = team.share(0, n_slots + 1, member, n_members)
+    for slot in range(lo, hi):
+        previous.pair_start[slot] = manifolds.pair_start[slot] if n_pairs > 0 else 0
+    lo, hi = team.share(0, n_pairs, member, n_members)
+    for k in range(lo, hi):
+        # Ifs, not selects on the i32 arguments (pairs.save_pairs: SPIR-V).
+        j = k
+        if ordered == 1:
+            j = coloring.pair_origin[k]
+        copy_manifold(previous, manifolds, j, k)
+        color = -1
+        if colored == 1:
+            color = coloring.color[k]
+        previous.color[j] = color
 
 
 @ti.func
