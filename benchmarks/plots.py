@@ -38,6 +38,8 @@ _COLORS = {
     "box2d (2 threads)": "C4",
     "box2d (1 thread, no sleep)": "C8",
     "box2d (2 threads, no sleep)": "C9",
+    "box2d native (1 worker)": "C5",
+    "box2d native (2 workers)": "C6",
 }
 
 
@@ -46,7 +48,10 @@ def _color(engine: str) -> str:
 
 
 def _marker(engine: str) -> str:
-    """Circles for fx2d_gpu, squares for pymunk, triangles for Box2D."""
+    """Circles for fx2d_gpu, squares for pymunk, triangles for Box2D through pyb2d3,
+    diamonds for Box2D's own benchmark program (box2d_native.py)."""
+    if engine.startswith("box2d native"):
+        return "D"
     return "s" if engine == "pymunk" else "^" if engine.startswith("box2d") else "o"
 
 
