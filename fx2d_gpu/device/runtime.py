@@ -316,6 +316,12 @@ def on_cpu() -> bool:
     return _state["arch"] is not None and _matches("cpu", _state["arch"])
 
 
+def on_software_vulkan() -> bool:
+    """True when Taichi runs on Vulkan through a software driver only (Mesa's lavapipe: the
+    GPU code path on a CPU, after ensure_initialized)."""
+    return bool(_state["software_vulkan"])
+
+
 def _matches(requested: str, running: str) -> bool:
     if requested == "gpu":
         return running in ("cuda", "vulkan", "metal", "opengl", "amdgpu")

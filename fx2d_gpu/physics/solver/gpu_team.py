@@ -71,11 +71,17 @@ def barrier(counts: ti.template()):
         ti.atomic_add(counts.barrier[FENCE_SLOT], 0)
 
 
-def threads_for(n_slots: int, serial: bool, enabled: bool, max_slots: int) -> int:
+def threads_for(
+    n_slots: int, serial: bool, enabled: bool, max_slots: int, software: bool = False
+) -> int:
     """Threads of the GPU team for a scene of n_slots body slots: BLOCK_THREADS where the
     team is `enabled` (StepOptions.team) and the scene has at most `max_slots` slots
     (StepOptions.gpu_team_slots), else 0 (a launch per stage). `serial`: the scene's loops
-    run serially (a CPU's choice; never on a GPU)."""
-    if not enabled or serial or n_slots > max_slots:
+    run serially (a CPU's choice; never on a GPU). `software`: Vulkan through a software
+    driver (runtime.on_software_vulkan): no team, since Mesa's lavapipe compiles the
+    team's kernel (every stage inlined, as one shader) for 7 minutes (the soft step's, on
+    the 2-core CPU VM) to over 20 (XPBD's with the found step and the report in it), where
+    a launch per stage compiles in seconds; a CPU runs faster on arch="cpu" anyway."""
+    if not enabled or serial or software or n_slots > max_slots:
         return 0
     return BLOCK_THREADS

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 
 import taichi as ti
 
-from ...device import BARRIER_SLOTS
+from ...device import BARRIER_SLOTS, runtime
 from ...device.launching import quick
 from . import gpu_team
 
@@ -417,7 +417,13 @@ def threads_for(ctx: "StepContext") -> int:
     and its stages read the plan's answer (threads_in_step)."""
     if not ctx.cpu:
         options = ctx.options
-        return gpu_team.threads_for(ctx.n_slots, ctx.serial, options.team, options.gpu_team_slots)
+        return gpu_team.threads_for(
+            ctx.n_slots,
+            ctx.serial,
+            options.team,
+            options.gpu_team_slots,
+            runtime.on_software_vulkan(),
+        )
     if not ctx.options.team:
         return 0
     if ctx.serial:
