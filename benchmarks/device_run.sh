@@ -66,7 +66,7 @@ check)
             -m backend -k "not serial" tests/test_stages.py tests/test_narrow_phase.py \
             tests/test_broad_phase.py tests/test_chains.py tests/test_contact_events.py \
             tests/test_small_worlds.py tests/test_residency.py tests/test_pair_reuse.py \
-            tests/test_solver.py
+            tests/test_solver.py tests/test_gpu_team.py
     } 2>&1 | tee "$log"
     ;;
 tests)
