@@ -175,16 +175,24 @@ def _coloring_still_valid(
     changed = 0
     ti.loop_config(serialize=serial)
     for k in range(n_pairs):
-        if (
-            manifolds.body_a[k] != previous.body_a[k]
-            or manifolds.body_b[k] != previous.body_b[k]
-            or (
-                all_pairs == 0 and (previous.color[k] == UNSOLVED_COLOR) != (coloring.solve[k] == 0)
-            )
-        ):
+        if pair_changed(manifolds, previous, coloring, k, all_pairs):
             changed += 1
     woken, lowered = _count_woken(model, bodies, coloring, serial, n_slots, n_bodies)
     return holds_code(changed + woken, lowered)
+
+
+@ti.func
+def pair_changed(
+    manifolds: ti.template(), previous: ti.template(), coloring: ti.template(), k, all_pairs
+):
+    """Whether found pair k is not last step's pair k (`previous`, in broad-phase order), or
+    the solver looks at it where it did not or no longer where it did (coloring.solve
+    against last step's UNSOLVED_COLOR; not where `all_pairs` are coloured)."""
+    return (
+        manifolds.body_a[k] != previous.body_a[k]
+        or manifolds.body_b[k] != previous.body_b[k]
+        or (all_pairs == 0 and (previous.color[k] == UNSOLVED_COLOR) != (coloring.solve[k] == 0))
+    )
 
 
 @quick

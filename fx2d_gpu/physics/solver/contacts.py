@@ -1659,20 +1659,29 @@ def _build_body_contacts(
     # which follows the colouring's atomics within a colour.
     ti.loop_config(serialize=serial)
     for slot in range(n_slots):
-        start, end = prepared.body_contact_start[slot], prepared.body_contact_start[slot + 1]
-        for i in range(start + 1, end):
-            key = prepared.body_contacts[i]
-            key_origin = coloring.pair_origin[key] if ordered else key
-            j = i - 1
-            while j >= start:
-                before = prepared.body_contacts[j]
-                if ordered:
-                    before = coloring.pair_origin[before]
-                if before <= key_origin:
-                    break
-                prepared.body_contacts[j + 1] = prepared.body_contacts[j]
-                j -= 1
-            prepared.body_contacts[j + 1] = key
+        sort_body_contacts(prepared, coloring, slot, ordered)
+
+
+@ti.func
+def sort_body_contacts(prepared: ti.template(), coloring: ti.template(), slot, ordered):
+    """Slot's listed pairs sorted by their broad-phase index (insertion sort; `ordered`: the
+    pairs are stored in colour order, their broad-phase index in coloring.pair_origin)."""
+    start, end = prepared.body_contact_start[slot], prepared.body_contact_start[slot + 1]
+    for i in range(start + 1, end):
+        key = prepared.body_contacts[i]
+        key_origin = key  # (an if, not a select on a func's i32: pairs.save_pair, SPIR-V)
+        if ordered:
+            key_origin = coloring.pair_origin[key]
+        j = i - 1
+        while j >= start:
+            before = prepared.body_contacts[j]
+            if ordered:
+                before = coloring.pair_origin[before]
+            if before <= key_origin:
+                break
+            prepared.body_contacts[j + 1] = prepared.body_contacts[j]
+            j -= 1
+        prepared.body_contacts[j + 1] = key
 
 
 @ti.func

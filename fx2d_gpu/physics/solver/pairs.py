@@ -99,17 +99,26 @@ def save_pairs(
         previous.pair_start[slot] = manifolds.pair_start[slot] if n_pairs > 0 else 0
     ti.loop_config(serialize=serial)
     for k in range(n_pairs if save == 1 else 0):
-        # Ifs, not `a if ordered else b`: on Taichi's SPIR-V backend (Vulkan, Metal) that
-        # select on a ti.func's i32 argument saved the pairs permuted (a small world's
-        # pyramid 5 mm off the CPU backend's in 40 steps; tests/test_vulkan.py).
-        j = k
-        if ordered == 1:
-            j = coloring.pair_origin[k]
-        copy_manifold(previous, manifolds, j, k)
-        color = -1
-        if colored == 1:
-            color = coloring.color[k]
-        previous.color[j] = color
+        save_pair(manifolds, previous, coloring, k, ordered, colored)
+
+
+@ti.func
+def save_pair(
+    manifolds: ti.template(), previous: ti.template(), coloring: ti.template(), k, ordered, colored
+):
+    """Last step's stored pair k into `previous` at its broad-phase index (through
+    pair_origin where `ordered`), with its colour where `colored` (else -1)."""
+    # Ifs, not `a if ordered else b`: on Taichi's SPIR-V backend (Vulkan, Metal) that
+    # select on a ti.func's i32 argument saved the pairs permuted (a small world's
+    # pyramid 5 mm off the CPU backend's in 40 steps; tests/test_vulkan.py).
+    j = k
+    if ordered == 1:
+        j = coloring.pair_origin[k]
+    copy_manifold(previous, manifolds, j, k)
+    color = -1
+    if colored == 1:
+        color = coloring.color[k]
+    previous.color[j] = color
 
 
 def saved_pairs_args(ctx: "StepContext") -> tuple[int, int, int]:

@@ -18,8 +18,9 @@ import taichi as ti
 
 from ...device import SCAN_BLOCK, UNSOLVED_COLOR
 from . import team
-from .coloring import check_slot
-from .pairs import ORDERED_PAIR_FIELDS, ORDERED_POINT_FIELDS, copy_manifold, copy_pair_fields
+from .coloring import check_slot, pair_changed
+from .contacts import sort_body_contacts
+from .pairs import ORDERED_PAIR_FIELDS, ORDERED_POINT_FIELDS, copy_pair_fields, save_pair
 
 
 @ti.func
@@ -41,11 +42,7 @@ def found_coloring_part(
     part = ti.Vector([0, 0])  # (changed, lowered)
     lo, hi = team.share(0, n_pairs, member, n_members)
     for k in range(lo, hi):
-        if (
-            manifolds.body_a[k] != previous.body_a[k]
-            or manifolds.body_b[k] != previous.body_b[k]
-            or (previous.color[k] == UNSOLVED_COLOR) != (coloring.solve[k] == 0)
-        ):
+        if pair_changed(manifolds, previous, coloring, k, 0):
             part[0] += 1
     lo, hi = team.share(0, n_slots, member, n_members)
     for slot in range(lo, hi):
@@ -74,15 +71,7 @@ def save_pairs(
         previous.pair_start[slot] = manifolds.pair_start[slot] if n_pairs > 0 else 0
     lo, hi = team.share(0, n_pairs, member, n_members)
     for k in range(lo, hi):
-        # Ifs, not selects on the i32 arguments (pairs.save_pairs: SPIR-V).
-        j = k
-        if ordered == 1:
-            j = coloring.pair_origin[k]
-        copy_manifold(previous, manifolds, j, k)
-        color = -1
-        if colored == 1:
-            color = coloring.color[k]
-        previous.color[j] = color
+        save_pair(manifolds, previous, coloring, k, ordered, colored)
 
 
 @ti.func
@@ -186,15 +175,5 @@ def build_body_contacts(
             prepared.body_contacts[ti.atomic_add(prepared.body_contact_cursor[slot_b], 1)] = k
     team.barrier(counts, n_members, team.SPIN_LIMIT)
     for slot in range(slots_lo, slots_hi):
-        start, end = prepared.body_contact_start[slot], prepared.body_contact_start[slot + 1]
-        for i in range(start + 1, end):
-            key = prepared.body_contacts[i]
-            key_origin = coloring.pair_origin[key]
-            j = i - 1
-            while j >= start:
-                if coloring.pair_origin[prepared.body_contacts[j]] <= key_origin:
-                    break
-                prepared.body_contacts[j + 1] = prepared.body_contacts[j]
-                j -= 1
-            prepared.body_contacts[j + 1] = key
+        sort_body_contacts(prepared, coloring, slot, 1)
     team.barrier(counts, n_members, team.SPIN_LIMIT)
