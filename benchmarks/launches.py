@@ -13,7 +13,7 @@ these are counted on any machine, on the CPU backend. The paths (PATHS):
   slots (and every scene's before the GPU team);
 - "gpu (team)": the GPU team (solver/gpu_team.py), a GPU's path for large worlds up to
   gpu_team_slots slots, counted as the CPU team, which launches the same kernels for the
-  same stages;
+  same stages with the stages a GPU folds into them (StepOptions.fold_on_cpu);
 - small worlds take one path either way: one launch for all substeps.
 
 - launches_per_step: launches of the engine's kernels (launching.launch_count);
@@ -57,7 +57,8 @@ DT = 1.0 / 60.0
 PATHS = {
     "gpu (per stage)": StepOptions(team=False),
     "gpu (team)": StepOptions(
-        team_timings=TeamTimings(reprobe_requests=10**9, reprobe_failed_requests=10**9)
+        fold_on_cpu=True,
+        team_timings=TeamTimings(reprobe_requests=10**9, reprobe_failed_requests=10**9),
     ),
 }
 

@@ -377,7 +377,11 @@ def test_a_found_step_in_one_launch_is_its_own_launches(arch, solver):
             arch=arch,
             solver=solver,
             enable_sleep=False,
-            step_options={"found_in_one_launch": found_in_one_launch, "reuse_pairs": False},
+            step_options={
+                "found_in_one_launch": found_in_one_launch,
+                "reuse_pairs": False,
+                "fold_on_cpu": True,
+            },
         )
         for i, x in enumerate((-5.5, -6.6, -7.75, -8.9)):
             scene.add_circle(
@@ -410,7 +414,10 @@ def test_a_report_built_in_the_teams_launch_is_its_own_launchs(arch, solver):
     def run(report_in_launch):
         specs, _ = scenes.pyramid_layout(10)
         scene = scenes.build_scene(
-            specs, arch=arch, solver=solver, step_options={"report_in_launch": report_in_launch}
+            specs,
+            arch=arch,
+            solver=solver,
+            step_options={"report_in_launch": report_in_launch, "fold_on_cpu": True},
         )
         for i, x in enumerate((-5.5, -6.6, -7.75, -8.9)):
             scene.add_circle((x, 0.41 + i), 0.4, velocity=(0.6, 0.0))
@@ -438,3 +445,52 @@ def test_a_report_built_in_the_teams_launch_is_its_own_launchs(arch, solver):
         assert records_equal(events, events_own), step
         began += len(events.begin.world)
     assert began > 4  # the balls' and the thrown ball's contacts began
+
+
+def test_a_kept_launch_that_finds_its_pairs_is_its_own_launches(arch, solver):
+    """On a team, a kept step's launch whose refit moved boxes (nothing asleep) saves last
+    step's pairs, runs the broad phase and goes on as a found step's launch
+    (StepOptions.broad_phase_in_launch, fused._find_pairs_by_team): the same states,
+    contacts and events every step as with the broad phase in a launch of its own, where
+    last step's colouring holds, where it does not and where the pairs are not last step's
+    number (the launch stops after its broad phase): balls rolling into a pyramid, and a
+    settling pile; with the broad phase's own launch far rarer."""
+    from .helpers import assert_same_trace, launches_of, trace
+
+    def rolling(options):
+        specs, _ = scenes.pyramid_layout(10)
+        scene = scenes.build_scene(
+            specs, arch=arch, solver=solver, enable_sleep=False, step_options=options
+        )
+        for i, x in enumerate((-5.5, -6.6, -7.75, -8.9)):
+            scene.add_circle(
+                (x, 0.41 + i), 0.4, velocity=(0.4, 0.0), static_friction=0.0, dynamic_friction=0.0
+            )
+        return scene
+
+    def pile(options):
+        return scenes.random_pile(
+            400, arch=arch, seed=2, solver=solver, enable_sleep=False, step_options=options
+        )
+
+    for build, steps in ((rolling, 90), (pile, 25)):
+        got = {}
+        for in_launch in (True, False):
+            scene = build({"broad_phase_in_launch": in_launch, "fold_on_cpu": True})
+            before = launches_of_broad_phase()
+            got[in_launch] = trace(scene, steps)
+            got[in_launch]["broad phases"] = launches_of_broad_phase() - before
+            got[in_launch]["colorings"] = scene.colorings
+        assert_same_trace(got[True], got[False])
+        assert got[True]["colorings"] == got[False]["colorings"]
+        if arch == "cpu":  # a CPU team ran the steps (a GPU's team: test_gpu_team)
+            assert got[False]["broad phases"] > steps // 2, got[False]["broad phases"]
+            assert got[True]["broad phases"] < got[False]["broad phases"] // 4, got
+    assert launches_of("fused._substeps") > 0
+
+
+def launches_of_broad_phase() -> int:
+    """Launches so far of the broad phase's own kernel (broad_phase._find_pairs)."""
+    from fx2d_gpu.device import launching
+
+    return launching.kernel_launches()["fx2d_gpu.physics.collision.broad_phase._find_pairs"]

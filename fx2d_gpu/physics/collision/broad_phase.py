@@ -521,6 +521,82 @@ def refit_fat_boxes(
 
 
 @ti.func
+def write_grid_entries(grid: ti.template(), slot, n_bodies, cell_size, table_mask):
+    """Body slot's grid entries (place_body placed it; grid.entry_start[slot] is its first
+    entry, after the scan): each cell it occupies, counted into grid.grid_start."""
+    level = grid.level[slot]
+    if level >= 0:
+        world = slot // n_bodies
+        inv_cell = 1.0 / (cell_size * ti.cast(1 << level, ti.f32))
+        lower = grid.aabb_lower[slot]
+        upper = grid.aabb_upper[slot]
+        entry = grid.entry_start[slot]
+        for cx in range(cell_coord(lower.x, inv_cell), cell_coord(upper.x, inv_cell) + 1):
+            for cy in range(cell_coord(lower.y, inv_cell), cell_coord(upper.y, inv_cell) + 1):
+                table_slot = cell_slot(world, level, cx, cy, table_mask)
+                grid.entry_body[entry] = slot
+                grid.entry_cell[entry] = ivec3(cx, cy, level)
+                grid.entry_slot[entry] = table_slot
+                ti.atomic_add(grid.grid_start[table_slot], 1)
+                entry += 1
+
+
+@ti.func
+def write_slot_pairs(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    manifolds: ti.template(),
+    grid: ti.template(),
+    notes: ti.template(),
+    slot,
+    n_bodies,
+    cell_size,
+    table_mask,
+    note_room,
+):
+    """Body slot's pairs into manifolds.body_a/b from its range in manifolds.pair_start (after
+    the scan of the counts): from the partners it noted while counting (notes.body_b) where
+    they were at most note_room, else from a second search of the grid; then sorted by
+    partner, so that the list does not depend on the grid's order."""
+    start = manifolds.pair_start[slot]
+    n = manifolds.pair_start[slot + 1] - start
+    if n <= note_room:
+        for i in range(n):
+            other = notes.body_b[slot * note_room + i]
+            manifolds.body_a[start + i] = ti.min(slot, other)
+            manifolds.body_b[start + i] = ti.max(slot, other)
+    else:
+        visit_partners(
+            model,
+            bodies,
+            joints,
+            manifolds,
+            grid,
+            slot,
+            n_bodies,
+            cell_size,
+            table_mask,
+            True,
+            start,
+            notes,
+            0,
+        )
+    for i in range(start + 1, start + n):
+        a, b = manifolds.body_a[i], manifolds.body_b[i]
+        key = a + b  # the owner is common to all, so the partner orders them
+        j = i - 1
+        while j >= start:
+            if manifolds.body_a[j] + manifolds.body_b[j] <= key:
+                break
+            manifolds.body_a[j + 1] = manifolds.body_a[j]
+            manifolds.body_b[j + 1] = manifolds.body_b[j]
+            j -= 1
+        manifolds.body_a[j + 1] = a
+        manifolds.body_b[j + 1] = b
+
+
+@ti.func
 def build_grid(
     model: ti.template(),
     bodies: ti.template(),
@@ -571,21 +647,7 @@ def build_grid(
     write_slots = n_slots if entry_fits else 0
     ti.loop_config(serialize=serial)
     for slot in range(write_slots):
-        level = grid.level[slot]
-        if level >= 0:
-            world = slot // n_bodies
-            inv_cell = 1.0 / (cell_size * ti.cast(1 << level, ti.f32))
-            lower = grid.aabb_lower[slot]
-            upper = grid.aabb_upper[slot]
-            entry = grid.entry_start[slot]
-            for cx in range(cell_coord(lower.x, inv_cell), cell_coord(upper.x, inv_cell) + 1):
-                for cy in range(cell_coord(lower.y, inv_cell), cell_coord(upper.y, inv_cell) + 1):
-                    table_slot = cell_slot(world, level, cx, cy, table_mask)
-                    grid.entry_body[entry] = slot
-                    grid.entry_cell[entry] = ivec3(cx, cy, level)
-                    grid.entry_slot[entry] = table_slot
-                    ti.atomic_add(grid.grid_start[table_slot], 1)
-                    entry += 1
+        write_grid_entries(grid, slot, n_bodies, cell_size, table_mask)
 
     exclusive_scan(scan, grid.grid_start, table_size, serial)
 
@@ -679,42 +741,19 @@ def _find_pairs(
         fill_count = n_slots
     ti.loop_config(serialize=serial)
     for slot in range(fill_count):
-        start = manifolds.pair_start[slot]
-        n = manifolds.pair_start[slot + 1] - start
-        if n <= note_room:
-            for i in range(n):
-                other = notes.body_b[slot * note_room + i]
-                manifolds.body_a[start + i] = ti.min(slot, other)
-                manifolds.body_b[start + i] = ti.max(slot, other)
-        else:
-            visit_partners(
-                model,
-                bodies,
-                joints,
-                manifolds,
-                grid,
-                slot,
-                n_bodies,
-                cell_size,
-                table_mask,
-                True,
-                start,
-                notes,
-                0,
-            )
-        # Sort this body's pairs by partner so the list does not depend on the grid order.
-        for i in range(start + 1, start + n):
-            a, b = manifolds.body_a[i], manifolds.body_b[i]
-            key = a + b  # the owner is common to all, so the partner orders them
-            j = i - 1
-            while j >= start:
-                if manifolds.body_a[j] + manifolds.body_b[j] <= key:
-                    break
-                manifolds.body_a[j + 1] = manifolds.body_a[j]
-                manifolds.body_b[j + 1] = manifolds.body_b[j]
-                j -= 1
-            manifolds.body_a[j + 1] = a
-            manifolds.body_b[j + 1] = b
+        write_slot_pairs(
+            model,
+            bodies,
+            joints,
+            manifolds,
+            grid,
+            notes,
+            slot,
+            n_bodies,
+            cell_size,
+            table_mask,
+            note_room,
+        )
     return ti.math.ivec3(
         counts.entries_needed[None], counts.pairs_needed[None], counts.lost_bodies[None]
     )
@@ -949,12 +988,17 @@ def _launch_pairs_by_world(
     )
 
 
+def pair_limit(n_slots: int) -> int:
+    """The most candidate pairs a broad phase of n_slots body slots may find
+    (check_pair_count)."""
+    return max(MAX_PAIRS_PER_BODY * n_slots, PAIR_LIMIT_FLOOR)
+
+
 def check_pair_count(pairs: int, n_slots: int):
     """CapacityError if `pairs` candidate pairs among n_slots body slots are more than
     MAX_PAIRS_PER_BODY a slot (and PAIR_LIMIT_FLOOR): bodies piled on top of each other,
     refused before the pool grows for them or a step spends minutes on them."""
-    limit = max(MAX_PAIRS_PER_BODY * n_slots, PAIR_LIMIT_FLOOR)
-    if pairs > limit:
+    if pairs > pair_limit(n_slots):
         raise CapacityError(
             f"{pairs:,} candidate pairs among {n_slots:,} body slots ({pairs / n_slots:,.0f} a "
             f"body; at most {MAX_PAIRS_PER_BODY} a body or {PAIR_LIMIT_FLOOR:,} in all): the "
@@ -992,7 +1036,6 @@ def find_candidate_pairs(
     _find_pairs_by_world's (sleep.find_pairs_waking_by_world also wakes the islands the
     pairs push)."""
     by_world = by_world or _launch_pairs_by_world
-    cache = ctx.cache
     while True:
         pool = ctx.pool
         groups = (
@@ -1012,11 +1055,6 @@ def find_candidate_pairs(
             # Into the step's pairs the count notes partners in `staging` (scratch then); a
             # query, which writes `staging`, notes none.
             notes = pool.staging if into == "manifolds" else pool.manifolds
-            note_room = (
-                min(ctx.options.noted_partners, pool.pair_capacity // max(ctx.n_slots, 1))
-                if into == "manifolds"
-                else 0
-            )
             needed = _find_pairs(
                 *groups,
                 notes,
@@ -1027,17 +1065,39 @@ def find_candidate_pairs(
                 margin,
                 motion_time,
                 int(fat),
-                note_room,
+                note_room(ctx, into),
             )
         entries, pairs, lost = (int(v) for v in needed)
-        check_pair_count(pairs, ctx.n_slots)
-        if entries <= pool.entry_capacity and pairs <= pool.pair_capacity:
-            break
-        cache.entry_need = max(cache.entry_need, entries)
-        cache.pair_need = max(cache.pair_need, pairs + pairs // 4)
-        ctx.pool = ctx.grow()
-    if into == "manifolds":
-        cache.lost_bodies = lost
-        cache.n_pairs = pairs
-        cache.pairs_fat = fat  # (solver/pairs.find_step_pairs)
-    return pairs
+        if pairs_fit(ctx, entries, pairs, lost, into, fat):
+            return pairs
+
+
+def note_room(ctx: "StepContext", into: str) -> int:
+    """Partners a body notes while the broad phase into the Manifolds group `into` counts
+    its pairs (StepOptions.noted_partners, as the pool's notes hold them; none for a query,
+    which writes `staging`, where the step's broad phase notes them)."""
+    if into != "manifolds":
+        return 0
+    return min(ctx.options.noted_partners, ctx.pool.pair_capacity // max(ctx.n_slots, 1))
+
+
+def pairs_fit(
+    ctx: "StepContext", entries: int, pairs: int, lost: int, into: str = "manifolds", fat=True
+) -> bool:
+    """After a broad phase that needed `entries` grid entries and found `pairs` pairs with
+    `lost` bodies left out (its answer), whether they fit the pool: then the step's
+    (`into` "manifolds") pair count and lost bodies are noted. Else the pool grows for
+    them (ctx.grow keeps the scene's state bitwise) and the broad phase must run again.
+    CapacityError: more pairs than check_pair_count allows."""
+    check_pair_count(pairs, ctx.n_slots)
+    cache, pool = ctx.cache, ctx.pool
+    if entries <= pool.entry_capacity and pairs <= pool.pair_capacity:
+        if into == "manifolds":
+            cache.lost_bodies = lost
+            cache.n_pairs = pairs
+            cache.pairs_fat = fat  # (solver/pairs.find_step_pairs)
+        return True
+    cache.entry_need = max(cache.entry_need, entries)
+    cache.pair_need = max(cache.pair_need, pairs + pairs // 4)
+    ctx.pool = ctx.grow()
+    return False

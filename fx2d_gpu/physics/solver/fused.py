@@ -29,15 +29,22 @@ share of all of them) and waits at a barrier (a team of one, or a world, waits f
 nothing).
 """
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import taichi as ti
 
 from ...device import MAX_COLORS, TALLY_SLOTS
 from ...device.launching import quick
-from ..collision.broad_phase import refit_slot, restless_slot
+from ..collision.broad_phase import (
+    grid_table_size,
+    note_room,
+    pair_limit,
+    refit_slot,
+    restless_slot,
+)
 from . import gpu_team, team, team_stages
-from .coloring import HOLDS, check_slot, holds_code, solves_other_pairs
+from .coloring import HOLDS, check_slot, colors_by_world, holds_code, solves_other_pairs
 from .contacts import REPEAT_SOLVE, swept_again
 from .faults import clear_faults, mark_faults
 from .joints import JOINT_SWEEPS
@@ -162,7 +169,7 @@ def begin_step_by_team(ctx: "StepContext", threads: int):
 
 def kept_step_by_team(
     ctx: "StepContext", threads: int, refit: tuple[float, float] | None = None
-) -> tuple[int, tuple[int, int, int] | None]:
+) -> tuple[int, tuple[int, int, int] | None, "Paired | None"]:
     """A step that keeps last step's pairs where they lie and may reuse its colouring
     (step._keep_pairs), in one launch on a team of `threads` CPU threads: begin_step's
     stages, the check that the colouring still holds (coloring._coloring_holds_in_order's,
@@ -171,8 +178,13 @@ def kept_step_by_team(
     (broad_phase.refit_fat_boxes, not reset), and the rest only where it leaves the pairs
     kept and nothing asleep (pairs.keeps_pairs, no sleeper: no wake_islands to ask).
     Returns (the check's answer, coloring.verdict_holds reads it; the refit's answer,
-    refit_fat_boxes', or None without `refit`); where the refit or the check stops it,
-    nothing after them ran. The same results bit for bit as those in their own launches;
+    refit_fat_boxes', or None without `refit`; what its broad phase found, or None);
+    where the refit or the check stops it, nothing after them ran, except that where the
+    refit moved boxes and nothing sleeps, the launch saves last step's pairs and (the scene's
+    StepOptions.broad_phase_in_launch) finds the pairs itself: where they fit the pool and
+    last step's colouring may be reused for them it goes on as found_step_by_team's launch
+    (the check's answer is then that launch's), else it stops after the broad phase
+    (`Paired`). The same results bit for bit as those in their own launches;
     what it saves is their launches, each of which wakes the CPU backend's thread pool
     (~65 us on the 2-core CPU VM, against ~12 us for a launch of serial loops). Soft step,
     on and off in turns in one process (2-core CPU): begin_step, the check and the
@@ -195,19 +207,41 @@ def found_step_by_team(ctx: "StepContext", threads: int) -> int:
     step colours again. The same results bit for bit as those stages' own launches, six
     of which it replaces (on a GPU: five launches and two host syncs a step of the awake
     large pyramid)."""
-    code, _ = _launch(ctx, by_world=False, n_members=threads, mode=FOUND)
+    code, _, _ = _launch(ctx, by_world=False, n_members=threads, mode=FOUND)
     return code
 
 
 #: Where each of the team's checks tallies in counts.tally (device.TALLY_SLOTS): the kept
 #: colouring's two counts (_kept_coloring_holds), the report's three (refresh_tally), the
-#: refit's three (_refit_by_team).
-_HOLDS_TALLY, _REFRESH_TALLY, _REFIT_TALLY = 0, 2, 5
+#: refit's three (_refit_by_team), how far the launch's broad phase went (FIND_*).
+_HOLDS_TALLY, _REFRESH_TALLY, _REFIT_TALLY, _FIND_TALLY = 0, 2, 5, 8
 
 #: _substeps' answer: faulty worlds, the barrier's timeouts, the colouring check's answer,
 #: whether it refreshed the reported list, the refit's three counts, the reported list's
-#: three counts where it built one (see _substeps).
-_Answer = ti.types.vector(10, ti.i32)
+#: three counts where it built one; how far a broad phase in the launch went (FIND_*) and
+#: what it needed: grid entries, pairs, bodies lost (see _substeps).
+_Answer = ti.types.vector(14, ti.i32)
+
+#: How far a kept step's launch that went on to find its pairs went (its answer's FIND
+#: entry): not at all; the broad phase, then stopped (the pool must grow, or the pairs are
+#: not last step's number: may_reuse_coloring); on, as found_step_by_team goes.
+FIND_NONE, FIND_STOPPED, FIND_WENT_ON = 0, 1, 2
+
+#: _substeps' `find_args`: the grid's hash-table mask, the partners a body notes, the pool's
+#: grid entries and pairs (the host's capacities, which broad_phase.pairs_fit checks), the
+#: most pairs allowed (broad_phase.check_pair_count), the pairs last step's colouring
+#: coloured (may_reuse_coloring wants as many), and whether the found step builds the
+#: report.
+_FindArgs = ti.types.vector(7, ti.i32)
+(
+    _TABLE_MASK,
+    _NOTE_ROOM,
+    _ENTRY_CAPACITY,
+    _PAIR_CAPACITY,
+    _PAIR_LIMIT,
+    _COLORED_PAIRS,
+    _REPORT_FOUND,
+) = range(7)
 
 #: _substeps' modes: begin_step's stages; the substeps; begin_step, the colouring's check
 #: and the substeps where it holds (kept_step_by_team); begin_step, the check of a
@@ -245,14 +279,17 @@ def _launch(
     # The report's list built at the launch's end where the refresh above did not hold:
     # not where a refresh due now runs on its own after the launch (it reads the old list),
     # nor after set_state (report_contacts checks the resting pairs again first).
+    folded = folds(ctx, by_world)
     report = (
-        ctx.options.report_in_launch
+        folded
+        and ctx.options.report_in_launch
         and not by_world
         and mode != BEGIN
         and not ctx.cache.state_set
         and (refresh or not refresh_due(ctx, in_place=in_place))
     )
     margin, motion_time = refit if refit is not None else (0.0, 0.0)
+    find = folded and mode == KEPT and refit is not None and _finds_in_launch(ctx)
     found = _substeps(
         model=pool.model,
         bodies=pool.bodies,
@@ -289,20 +326,84 @@ def _launch(
         report=int(report),
         n_reported=ctx.cache.n_reported,
         refit=int(refit is not None),
-        save=_save_flags(ctx) if refit is not None else 0,
+        save=_save_flags(ctx) if refit is not None and folded else 0,
         margin=margin,
         motion_time=motion_time,
+        folded=folded,
+        find=int(find),
+        cell_size=ctx.cell_size,
+        find_args=_find_args(ctx) if find else (0,) * 7,
     )
     code = int(found[2])
     refitted = None if refit is None else (int(found[4]), int(found[5]), int(found[6]))
     went_on = refitted is None or refit_keeps(refitted)
+    paired = None
+    if find and int(found[10]) != FIND_NONE:
+        paired = Paired(int(found[10]), int(found[11]), int(found[12]), int(found[13]))
+        if paired.went_on:  # as found_step_by_team's launch: no refresh, its own report
+            went_on, refresh, report = True, False, _reports_found(ctx)
     if mode == SUBSTEPS or (mode in (KEPT, FOUND) and went_on and code & HOLDS):
         ctx.faults_found, ctx.barrier_timeouts = int(found[0]), int(found[1])
         if refresh:
             ctx.report_refreshed = bool(found[3])
         if report and not ctx.report_refreshed:
             ctx.report_built = (int(found[7]), int(found[8]), int(found[9]))
-    return code, refitted
+    return code, refitted, paired
+
+
+@dataclass(frozen=True)
+class Paired:
+    """What the broad phase in a kept step's launch found (kept_step_by_team): how far the
+    launch went (FIND_STOPPED or FIND_WENT_ON) and the grid entries, pairs and lost bodies
+    it needed (broad_phase.find_candidate_pairs' answer)."""
+
+    progress: int
+    entries: int
+    pairs: int
+    lost: int
+
+    @property
+    def went_on(self) -> bool:
+        """Whether the launch went on as found_step_by_team's does (the check's answer is
+        then its colouring check's)."""
+        return self.progress == FIND_WENT_ON
+
+
+def folds(ctx: "StepContext", by_world: bool = False) -> bool:
+    """Whether the team's kernel is compiled with the stages folded into it from outside the
+    substeps (StepOptions.folds_stages): the found step's, the save of last step's pairs,
+    the report, the broad phase. Not for small worlds, which fold their own."""
+    return not by_world and ctx.options.folds_stages(gpu_team.on_gpu())
+
+
+def _finds_in_launch(ctx: "StepContext") -> bool:
+    """Whether a kept step's launch whose refit moved boxes finds the pairs itself and goes
+    on as found_step_by_team (StepOptions.broad_phase_in_launch and found_in_one_launch;
+    worlds that colour across worlds)."""
+    options = ctx.options
+    return (
+        options.broad_phase_in_launch and options.found_in_one_launch and not colors_by_world(ctx)
+    )
+
+
+def _reports_found(ctx: "StepContext") -> bool:
+    """Whether a found step's launch builds the reported list (a found step's pairs are not
+    where the list was made from them: no refresh is due, _launch's `report`)."""
+    return ctx.options.report_in_launch and not ctx.cache.state_set
+
+
+def _find_args(ctx: "StepContext") -> tuple[int, ...]:
+    """_substeps' find_args (_FindArgs) for ctx's step."""
+    pool, n_slots = ctx.pool, ctx.n_slots
+    return (
+        grid_table_size(pool, n_slots) - 1,
+        note_room(ctx, "manifolds"),
+        pool.entry_capacity,
+        pool.pair_capacity,
+        pair_limit(n_slots),
+        ctx.cache.colored_pairs,
+        int(_reports_found(ctx)),
+    )
 
 
 #: Bits of _substeps' `save`: a kept step's launch whose refit moved boxes saves last step's
@@ -317,10 +418,11 @@ def _save_flags(ctx: "StepContext") -> int:
     return SAVE | (SAVE_ORDERED if ordered else 0) | (SAVE_COLORED if colored else 0)
 
 
-def saves_in_launch(refitted) -> bool:
+def saves_in_launch(ctx: "StepContext", refitted) -> bool:
     """Whether a kept step's launch that its refit stopped saved last step's pairs (the
-    refit's answer, refit_fat_boxes': boxes were refitted, so the pairs will be found)."""
-    return refitted[0] > 0
+    refit's answer, refit_fat_boxes': boxes were refitted, so the pairs will be found; a
+    kernel with the folded stages, _folds)."""
+    return refitted[0] > 0 and folds(ctx)
 
 
 def refit_keeps(refitted) -> bool:
@@ -361,6 +463,92 @@ def _refit_by_team(
         restless[0] += restless_slot(model, bodies, grid, slot, n_bodies)
     restless = _team_tally(counts, _REFIT_TALLY + 2, restless, n_members)
     return refitted_asleep[0] == 0 and refitted_asleep[1] == 0 and restless[0] == 0
+
+
+@ti.func
+def _refit_left_nothing_asleep(counts: ti.template()):
+    """Whether the launch's refit (_refit_by_team, its tallies final) found no body asleep and
+    none restless: the broad phase then wakes nothing (sleep.wake_islands)."""
+    return (
+        ti.atomic_add(counts.tally[_REFIT_TALLY + 1], 0) == 0
+        and ti.atomic_add(counts.tally[_REFIT_TALLY + 2], 0) == 0
+    )
+
+
+@ti.func
+def _carry_by_team(
+    manifolds: ti.template(),
+    previous: ti.template(),
+    counts: ti.template(),
+    member,
+    n_members,
+    n_pairs,
+    n_joints,
+):
+    """pairs.carry_contacts on a team: each member carries last step's contacts to its share
+    of the found pairs (the team meets after, before anything reads them)."""
+    if member == 0:
+        record_constraint_counts(counts, n_pairs, n_joints)
+    lo, hi = team.share(0, n_pairs, member, n_members)
+    for k in range(lo, hi):
+        carry_pair(manifolds, previous, k)
+    team.barrier(counts, n_members, team.SPIN_LIMIT)
+
+
+@ti.func
+def _find_pairs_by_team(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    manifolds: ti.template(),
+    grid: ti.template(),
+    counts: ti.template(),
+    scan: ti.template(),
+    notes: ti.template(),
+    member,
+    n_members,
+    n_worlds,
+    n_bodies,
+    cell_size,
+    margin,
+    motion_time,
+    find_args,
+):
+    """A kept step's launch whose refit moved boxes (nothing asleep): the broad phase on the
+    team (team_stages.find_pairs, with the refit's margin and motion time, fat boxes), its
+    progress in counts.tally[_FIND_TALLY]. Returns the step's pairs where the launch goes on
+    as found_step_by_team does (they fit the pool, are allowed, and are as many as last
+    step's colouring coloured), else -1: the host takes it from the broad phase's answer."""
+    found = team_stages.find_pairs(
+        model,
+        bodies,
+        joints,
+        manifolds,
+        grid,
+        counts,
+        scan,
+        notes,
+        member,
+        n_members,
+        n_worlds,
+        n_bodies,
+        cell_size,
+        find_args[_TABLE_MASK],
+        margin,
+        motion_time,
+        find_args[_NOTE_ROOM],
+    )
+    step_pairs = -1
+    if (
+        found[0] <= find_args[_ENTRY_CAPACITY]
+        and found[1] <= find_args[_PAIR_CAPACITY]
+        and found[1] <= find_args[_PAIR_LIMIT]
+        and found[1] == find_args[_COLORED_PAIRS]
+    ):
+        step_pairs = found[1]
+    if member == 0:
+        counts.tally[_FIND_TALLY] = FIND_WENT_ON if step_pairs >= 0 else FIND_STOPPED
+    return step_pairs
 
 
 @ti.func
@@ -782,6 +970,10 @@ def _substeps(
     save: ti.i32,
     margin: ti.f32,
     motion_time: ti.f32,
+    folded: ti.template(),
+    find: ti.i32,
+    cell_size: ti.f32,
+    find_args: _FindArgs,
 ) -> _Answer:
     """The step's substeps, one launch (a member per world, or a CPU team of n_members threads
     sharing every stage); `mode`: SUBSTEPS; BEGIN, only substep 0's stages up to the narrow
@@ -823,6 +1015,9 @@ def _substeps(
                 joint_range = ti.Vector(team.share(0, n_worlds * n_joints, member, n_members))
                 pair_range, team_member = ti.Vector([0, n_pairs]), member
             pair_blocks = ti.Vector(team.dealt_blocks(pair_range[0], pair_range[1], team_member))
+            # What a broad phase in the launch changes (`find`): the pairs, the mode, the
+            # report's flags.
+            step_pairs, step_mode, step_refresh, step_report = n_pairs, mode, refresh, report
             if mode != BEGIN:
                 if ti.static(by_world):
                     clear_faults(faults, member)
@@ -833,12 +1028,11 @@ def _substeps(
                     if member == 0:
                         for entry in ti.static(range(TALLY_SLOTS)):
                             counts.tally[entry] = 0
-                    if mode == FOUND:  # pairs.carry_contacts, each member its share
-                        if member == 0:
-                            record_constraint_counts(counts, n_pairs, n_joints)
-                        lo, hi = team.share(0, n_pairs, member, n_members)
-                        for k in range(lo, hi):
-                            carry_pair(manifolds, previous, k)
+                    if ti.static(folded):
+                        if mode == FOUND:
+                            _carry_by_team(
+                                manifolds, previous, counts, member, team_size, n_pairs, n_joints
+                            )
                     team.barrier(counts, team_size, team.SPIN_LIMIT)
             s = Substep(
                 n_bodies=n_bodies,
@@ -869,25 +1063,65 @@ def _substeps(
                         motion_time,
                     ):
                         code = 0  # the step does not keep its pairs: the team stops
-                        if (save & SAVE) != 0 and ti.atomic_add(counts.tally[_REFIT_TALLY], 0) > 0:
-                            # Boxes moved: the host finds the pairs next, last step's saved
-                            # first (saves_in_launch).
-                            team_stages.save_pairs(
-                                manifolds,
-                                previous,
-                                coloring,
-                                member,
-                                team_size,
-                                n_slots,
-                                n_pairs,
-                                (save & SAVE_ORDERED) // SAVE_ORDERED,
-                                (save & SAVE_COLORED) // SAVE_COLORED,
-                            )
+                        moved = ti.atomic_add(counts.tally[_REFIT_TALLY], 0) > 0
+                        if ti.static(folded):
+                            if (save & SAVE) != 0 and moved:
+                                # Boxes moved: the pairs are found next (here, or by the
+                                # host), last step's saved first (saves_in_launch).
+                                team_stages.save_pairs(
+                                    manifolds,
+                                    previous,
+                                    coloring,
+                                    member,
+                                    team_size,
+                                    n_slots,
+                                    n_pairs,
+                                    (save & SAVE_ORDERED) // SAVE_ORDERED,
+                                    (save & SAVE_COLORED) // SAVE_COLORED,
+                                )
+                                if find == 1 and _refit_left_nothing_asleep(counts):
+                                    team.barrier(counts, team_size, team.SPIN_LIMIT)
+                                    step_pairs = _find_pairs_by_team(
+                                        model,
+                                        bodies,
+                                        joints,
+                                        manifolds,
+                                        grid,
+                                        counts,
+                                        scan,
+                                        staging,
+                                        member,
+                                        team_size,
+                                        n_worlds,
+                                        n_bodies,
+                                        cell_size,
+                                        margin,
+                                        motion_time,
+                                        find_args,
+                                    )
+                                    if step_pairs >= 0:  # found, and the colouring may be reused
+                                        step_mode, code = FOUND, HOLDS
+                                        step_refresh, step_report = 0, find_args[_REPORT_FOUND]
+                                        pair_range = ti.Vector([0, step_pairs])
+                                        pair_blocks = ti.Vector(
+                                            team.dealt_blocks(0, step_pairs, team_member)
+                                        )
+                                        _carry_by_team(
+                                            manifolds,
+                                            previous,
+                                            counts,
+                                            member,
+                                            team_size,
+                                            step_pairs,
+                                            n_joints,
+                                        )
             # Phase -1: begin_step's stages (BEGIN, KEPT); then the substeps (SUBSTEPS,
             # KEPT where the colouring holds).
-            for phase in range(0 if mode == SUBSTEPS else -1, 0 if mode == BEGIN else substeps):
+            for phase in range(
+                0 if step_mode == SUBSTEPS else -1, 0 if step_mode == BEGIN else substeps
+            ):
                 if ti.static(not by_world):
-                    if phase == 0 and mode == KEPT and (code & HOLDS) != 0:
+                    if phase == 0 and step_mode == KEPT and (code & HOLDS) != 0:
                         code = _kept_coloring_holds(
                             model,
                             bodies,
@@ -900,23 +1134,24 @@ def _substeps(
                             n_slots,
                             n_bodies,
                         )
-                    if phase == 0 and mode == FOUND:
-                        code = _found_pairs_in_order(
-                            model,
-                            bodies,
-                            manifolds,
-                            previous,
-                            staging,
-                            scan,
-                            prepared,
-                            coloring,
-                            counts,
-                            member,
-                            team_size,
-                            n_pairs,
-                            n_slots,
-                            n_bodies,
-                        )
+                    if ti.static(folded):
+                        if phase == 0 and step_mode == FOUND:
+                            code = _found_pairs_in_order(
+                                model,
+                                bodies,
+                                manifolds,
+                                previous,
+                                staging,
+                                scan,
+                                prepared,
+                                coloring,
+                                counts,
+                                member,
+                                team_size,
+                                step_pairs,
+                                n_slots,
+                                n_bodies,
+                            )
                 s.substep = ti.max(phase, 0)
                 s.before_coloring = 1 if phase < 0 else 0
                 if (code & HOLDS) != 0:  # else: the colouring did not hold, the team stops
@@ -992,7 +1227,7 @@ def _substeps(
                 )
                 if ti.static(not by_world):
                     refreshed = False
-                    if refresh == 1:
+                    if step_refresh == 1:
                         refreshed = _refresh_report_by_team(
                             model,
                             bodies,
@@ -1002,35 +1237,37 @@ def _substeps(
                             counts,
                             member,
                             team_size,
-                            n_pairs,
+                            step_pairs,
                             n_reported,
                             n_bodies,
                         )
-                    if report == 1 and not refreshed:
-                        report_by_team(
-                            model,
-                            bodies,
-                            joints,
-                            manifolds,
-                            staging,
-                            reported,
-                            events,
-                            prepared,
-                            coloring,
-                            scan,
-                            counts,
-                            member,
-                            team_size,
-                            n_slots,
-                            n_bodies,
-                            n_pairs,
-                            n_reported,
-                            n_reported,
-                        )
+                    if ti.static(folded):
+                        if step_report == 1 and not refreshed:
+                            report_by_team(
+                                model,
+                                bodies,
+                                joints,
+                                manifolds,
+                                staging,
+                                reported,
+                                events,
+                                prepared,
+                                coloring,
+                                scan,
+                                counts,
+                                member,
+                                team_size,
+                                n_slots,
+                                n_bodies,
+                                step_pairs,
+                                n_reported,
+                                n_reported,
+                            )
     tally = ti.static(counts.tally)
     listed = ti.Vector([0, 0, 0])
-    if report == 1:
-        listed = report_counts(staging, coloring, n_worlds * n_bodies, n_reported)
+    if ti.static(folded):
+        if report == 1 or find_args[_REPORT_FOUND] == 1:
+            listed = report_counts(staging, coloring, n_worlds * n_bodies, n_reported)
     return _Answer(
         faults.count[None],
         team.timeouts(counts),
@@ -1046,4 +1283,8 @@ def _substeps(
         listed[0],
         listed[1],
         listed[2],
+        tally[_FIND_TALLY],
+        counts.entries_needed[None],
+        counts.pairs_needed[None],
+        counts.lost_bodies[None],
     )

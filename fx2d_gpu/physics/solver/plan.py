@@ -112,6 +112,18 @@ class StepOptions:
             runs begin_step, the colouring's check and, where last step's colouring holds,
             the move to colour order, the per-body lists and the substeps in one team
             launch (fused.found_step_by_team).
+        broad_phase_in_launch: a kept step's team launch whose refit moved boxes (nothing
+            asleep) saves last step's pairs, runs the broad phase and goes on as the found
+            step's launch (with found_in_one_launch), instead of stopping for the host to
+            launch them.
+        fold_on_cpu: on a CPU backend too, compile the stages of found_in_one_launch,
+            report_in_launch and broad_phase_in_launch into the team's kernel (on GPU
+            backends they always are, where those options ask). Off by default: they cut
+            a CPU team's step by a launch or two (~65 us each on the 2-core CPU VM, of
+            steps of milliseconds), and the kernel with them takes ~3.5 times as long to
+            compile the first time (pyramid_20, XPBD, empty offline cache, 2-core VM under
+            load: 28.7 s without, 99.9 s with); `python -m benchmarks.launches` turns it
+            on to count a GPU team's launches on a CPU.
         carry_in_coloring: small worlds carry last step's contacts and plan their solve
             order in the colouring's launch.
         sleep_in_report: small worlds' sleep runs in the report's launch.
@@ -152,6 +164,8 @@ class StepOptions:
     small_world_path: bool = True
     kept_in_one_launch: bool = True
     found_in_one_launch: bool = True
+    broad_phase_in_launch: bool = True
+    fold_on_cpu: bool = False
     carry_in_coloring: bool = True
     sleep_in_report: bool = True
     save_in_broad_phase: bool = True
@@ -185,6 +199,14 @@ class StepOptions:
             raise ValueError(f"StepOptions.gpu_team_slots must be >= 0, got {self.gpu_team_slots}")
         if self.noted_partners < 0:
             raise ValueError(f"StepOptions.noted_partners must be >= 0, got {self.noted_partners}")
+
+    def folds_stages(self, on_gpu: bool) -> bool:
+        """Whether the team's kernel holds stages from outside the substeps (the found step's,
+        the report, the broad phase: found_in_one_launch, report_in_launch,
+        broad_phase_in_launch), on a GPU backend (`on_gpu`) or where fold_on_cpu asks;
+        else it is compiled without them, smaller."""
+        asked = self.found_in_one_launch or self.report_in_launch or self.broad_phase_in_launch
+        return asked and (on_gpu or self.fold_on_cpu)
 
     def replace(self, **changes) -> StepOptions:
         """These options with `changes` (keyword per attribute), checked."""

@@ -55,6 +55,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..collision.broad_phase import pairs_fit
 from ..integrate import clear_forces
 from . import fused, staged, team
 from .coloring import (
@@ -193,6 +194,15 @@ def _find_pairs(
             # The broad phase pairs no two sleeping bodies: pair the woken ones now, so
             # they meet each other this step.
             find_step_pairs(ctx, SPECULATIVE_DISTANCE, pair_window(ctx))
+    return _paired(ctx, profile, solve)
+
+
+def _paired(ctx: StepContext, profile, solve: bool) -> tuple[bool, bool]:
+    """find_pairs after the broad phase (and the islands it woke, paired): last step's
+    contacts carried, begin_step, the colouring and the move to its order; with `solve`,
+    where a team may run them, those and the substeps in one launch (_found_step). Returns
+    (whether it coloured, whether the substeps ran)."""
+    plan = _plan(ctx)
     # Worlds coloured one per thread carry their contacts and plan their solve order in
     # the colouring's launch.
     by_world = plan.carry_in_coloring and colors_by_world(ctx)
@@ -214,12 +224,14 @@ def _found_launch_team(ctx: StepContext, by_world: bool) -> int:
     """The team's threads where the stages after a broad phase run in one launch
     (fused.found_step_by_team), else 0: a team runs the step (StepPlan.team_threads), its
     worlds are large (begin_step runs before the colouring: not ctx.small_coloring, not
-    coloured a world per thread), StepOptions.found_in_one_launch, and last step's
+    coloured a world per thread), StepOptions.found_in_one_launch (compiled in:
+    fused.folds), and last step's
     colouring may be reused (may_reuse_coloring: the launch checks whether it holds)."""
     if (
         by_world
         or ctx.small_coloring
         or not ctx.options.found_in_one_launch
+        or not fused.folds(ctx)
         or not may_reuse_coloring(ctx)
     ):
         return 0
@@ -233,7 +245,16 @@ def _found_step(ctx: StepContext, profile, threads: int) -> tuple[bool, bool]:
     host's side of keeping the colouring, or where it failed a new colouring and the move
     to its order (the substeps still to run). Returns (whether it coloured, whether the
     substeps ran)."""
-    if verdict_holds(ctx, fused.found_step_by_team(ctx, threads)):
+    return _after_found_launch(ctx, profile, fused.found_step_by_team(ctx, threads))
+
+
+def _after_found_launch(ctx: StepContext, profile, code: int) -> tuple[bool, bool]:
+    """The host's side of a found step's launch (fused.found_step_by_team, or a kept step's
+    launch that found the pairs and went on as it does) whose check answered `code`: the
+    colouring kept and the pairs' move to its order noted where it held, else a new
+    colouring and the move to its order (the substeps still to run). Returns (whether it
+    coloured, whether the substeps ran)."""
+    if verdict_holds(ctx, code):
         color_constraints(ctx, holds=True)
         store_in_color_order(ctx, recolored=False, moved=True)
         return False, True
@@ -267,11 +288,13 @@ def _find_or_keep_pairs(ctx: StepContext, profile) -> tuple[bool, bool]:
     window = pair_window(ctx)
     threads = _kept_launch_team(ctx)
     if threads:
-        code, refit = fused.kept_step_by_team(ctx, threads, (SPECULATIVE_DISTANCE, window))
+        code, refit, paired = fused.kept_step_by_team(ctx, threads, (SPECULATIVE_DISTANCE, window))
         if fused.refit_keeps(refit):  # it went on: the pairs are kept, nothing sleeps
             count_kept_pairs(ctx)
             return _after_check(ctx, profile, verdict_holds(ctx, code), solved=True)
-        saved = fused.saves_in_launch(refit)
+        if paired is not None:  # it found the pairs itself
+            return _found_in_launch(ctx, profile, refit, code, paired)
+        saved = fused.saves_in_launch(ctx, refit)
     else:
         refit, saved = refit_step_boxes(ctx, SPECULATIVE_DISTANCE, window), False
     keep, woken = _keeps_ordered_pairs(ctx, refit), False
@@ -282,6 +305,21 @@ def _find_or_keep_pairs(ctx: StepContext, profile) -> tuple[bool, bool]:
     if keep and not woken:
         return _keep_pairs(ctx, profile)
     return _find_pairs(ctx, refit, profile, woken, solve=True, saved=saved)
+
+
+def _found_in_launch(ctx: StepContext, profile, refit, code: int, paired) -> tuple[bool, bool]:
+    """The rest of a step whose kept launch (fused.kept_step_by_team) found the pairs itself,
+    as `paired` says (fused.Paired): where they did not fit the pool, the pool grows and the
+    broad phase runs again (last step's pairs were saved); else the broad phase's answer is
+    noted and the step goes on after its launch went as far as it went (as found_step_by_team
+    where it went on; else after the broad phase, as find_pairs goes). Returns (whether it
+    coloured, whether the substeps ran)."""
+    ctx.cache.pairs_kept = False  # (find_step_pairs)
+    if not pairs_fit(ctx, paired.entries, paired.pairs, paired.lost):
+        return _find_pairs(ctx, refit, profile, woken=False, solve=True, saved=True)
+    if paired.went_on:
+        return _after_found_launch(ctx, profile, code)
+    return _paired(ctx, profile, solve=True)
 
 
 def _kept_launch_team(ctx: StepContext) -> int:
@@ -343,7 +381,7 @@ def _keep_pairs(ctx: StepContext, profile) -> tuple[bool, bool]:
     whether the substeps ran)."""
     count_kept_pairs(ctx)
     if threads := _kept_launch_team(ctx):
-        code, _ = fused.kept_step_by_team(ctx, threads)
+        code, _, _ = fused.kept_step_by_team(ctx, threads)
         return _after_check(ctx, profile, verdict_holds(ctx, code), solved=True)
     begin_step(ctx, profile)
     with profile.stage("colour"):

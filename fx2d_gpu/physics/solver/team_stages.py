@@ -17,6 +17,7 @@ the awake large pyramid's step on a team (python -m benchmarks.launches).
 import taichi as ti
 
 from ...device import SCAN_BLOCK, UNSOLVED_COLOR
+from ..collision.broad_phase import place_body, visit_partners, write_grid_entries, write_slot_pairs
 from . import team
 from .coloring import check_slot, pair_changed
 from .contacts import sort_body_contacts
@@ -177,3 +178,108 @@ def build_body_contacts(
     for slot in range(slots_lo, slots_hi):
         sort_body_contacts(prepared, coloring, slot, 1)
     team.barrier(counts, n_members, team.SPIN_LIMIT)
+
+
+@ti.func
+def find_pairs(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    manifolds: ti.template(),
+    grid: ti.template(),
+    counts: ti.template(),
+    scan: ti.template(),
+    notes: ti.template(),
+    member,
+    n_members,
+    n_worlds,
+    n_bodies,
+    cell_size,
+    table_mask,
+    margin,
+    motion_time,
+    note_room,
+):
+    """broad_phase._find_pairs on a team, for fat boxes (its `fat`): each of its loops shared
+    among the members, the team meeting after each, its prefix sums by the team
+    (exclusive_scan). Each body's pairs are its own and sorted by partner, so the list is
+    the kernel's bit for bit whatever the members' timing. Returns (entries_needed,
+    pairs_needed, lost_bodies), the same for every member; past the grid's entry capacity
+    or the pair capacity nothing more is written (the host grows the pool and runs the
+    broad phase again, as after the kernel)."""
+    n_slots = n_worlds * n_bodies
+    table_size = table_mask + 1
+    lo, hi = team.share(0, n_worlds, member, n_members)
+    for world in range(lo, hi):
+        grid.world_level_mask[world] = 0
+    lo, hi = team.share(0, table_size, member, n_members)
+    for t in range(lo, hi):
+        grid.grid_start[t] = 0
+    if member == 0:
+        counts.lost_bodies[None] = 0
+    team.barrier(counts, n_members, team.SPIN_LIMIT)
+    slots_lo, slots_hi = team.share(0, n_slots, member, n_members)
+    for slot in range(slots_lo, slots_hi):
+        grid.entry_start[slot] = place_body(
+            model, bodies, grid, counts, slot, n_bodies, cell_size, margin, motion_time, 1
+        )
+    team.barrier(counts, n_members, team.SPIN_LIMIT)
+    exclusive_scan(scan, grid.entry_start, counts, n_slots, member, n_members)
+    entries = grid.entry_start[n_slots]
+    write_slots = n_slots if entries <= grid.entry_body.shape[0] else 0
+    lo, hi = team.share(0, write_slots, member, n_members)
+    for slot in range(lo, hi):
+        write_grid_entries(grid, slot, n_bodies, cell_size, table_mask)
+    team.barrier(counts, n_members, team.SPIN_LIMIT)
+    exclusive_scan(scan, grid.grid_start, counts, table_size, member, n_members)
+    lo, hi = team.share(0, table_size, member, n_members)
+    for t in range(lo, hi):
+        grid.grid_cursor[t] = grid.grid_start[t]
+    team.barrier(counts, n_members, team.SPIN_LIMIT)
+    lo, hi = team.share(0, grid.entry_start[write_slots], member, n_members)
+    for entry in range(lo, hi):
+        # The order inside a table slot depends on timing; nothing below depends on it.
+        grid.grid_entries[ti.atomic_add(grid.grid_cursor[grid.entry_slot[entry]], 1)] = entry
+    team.barrier(counts, n_members, team.SPIN_LIMIT)
+    lo, hi = team.share(0, write_slots, member, n_members)
+    for slot in range(lo, hi):
+        manifolds.pair_start[slot] = visit_partners(
+            model,
+            bodies,
+            joints,
+            manifolds,
+            grid,
+            slot,
+            n_bodies,
+            cell_size,
+            table_mask,
+            False,
+            0,
+            notes,
+            note_room,
+        )
+    team.barrier(counts, n_members, team.SPIN_LIMIT)
+    exclusive_scan(scan, manifolds.pair_start, counts, write_slots, member, n_members)
+    pairs = manifolds.pair_start[write_slots]
+    fill = write_slots == n_slots and pairs <= manifolds.body_a.shape[0]
+    lo, hi = team.share(0, n_slots if fill else 0, member, n_members)
+    for slot in range(lo, hi):
+        write_slot_pairs(
+            model,
+            bodies,
+            joints,
+            manifolds,
+            grid,
+            notes,
+            slot,
+            n_bodies,
+            cell_size,
+            table_mask,
+            note_room,
+        )
+    lost = ti.atomic_add(counts.lost_bodies[None], 0)
+    team.barrier(counts, n_members, team.SPIN_LIMIT)
+    if member == 0:
+        counts.entries_needed[None] = entries
+        counts.pairs_needed[None] = pairs
+    return ti.math.ivec3(entries, pairs, lost)
