@@ -289,15 +289,32 @@ def test_joined_bodies_do_not_collide(arch):
 
 
 def test_hub_with_many_joints_solves_every_joint(arch, solver, request):
-    # MAX_COLORS + 9 spokes on one dynamic hub: more constraints on one body than there are
-    # colours.
+    """MAX_COLORS + 9 spokes on one dynamic hub: more constraints on one body than there are
+    colours (10 go to the overflow colour).
+
+    The soft step does not hold this scene, and Box2D v3 does not either (issue 77): the
+    joints' impulses, warm started and swept once in the solve and once in the relax each
+    substep, diverge on a hub this light for the joints it carries (0.09 kg m^2; the
+    spokes weigh 0.025 kg m^2 each at the anchors' 0.5 m, 11 times the hub's in all),
+    with or without an overflow colour. Measured (3 s, the same scene in Box2D v3, pyb2d3,
+    4 substeps): Box2D's joints open 0.41 m (its hub spun past 75 rad/s); with MAX_COLORS
+    - 2 spokes, none in the overflow colour, the soft step tears too (step 43, joint 4
+    0.105 m out) and Box2D opens 0.37 m; with no gravity and the spokes not colliding,
+    both hold 30 spokes solved in creation order (the soft step's small-world path: 0.5
+    mm; Box2D 2.4 mm) and both tear at 32 (Box2D 0.53 m). The soft step's colour order
+    (a permutation of the joints round the hub) tears there at 30 already (step 30), so
+    it is a little less stable than creation order, not the cause. Without the joints'
+    warm start (an experiment, not Box2D's design, against which the other joint tests
+    are measured) the soft step holds this scene: 9.3 mm. A heavier hub holds its
+    overflow joints (test_a_heavy_hub_holds_its_overflow_joints)."""
     if solver == "soft_step":
         request.applymarker(
             pytest.mark.xfail(
                 strict=True,
-                reason="soft step: the spinning hub's joints (some in the overflow colour) "
-                "tear: step 23 raises SimulationError, joint 4 0.137 m out of place (beyond "
-                "0.103 m; 1 cm allowed)",
+                reason="soft step: the 2 kg hub's warm-started soft joints diverge (step 23 "
+                "raises SimulationError, joint 4 0.137 m out; 1 cm allowed), as Box2D v3's "
+                "do (pyb2d3: 0.41 m); not the overflow colour's doing: with MAX_COLORS - 2 "
+                "spokes, none in it, the soft step tears too",
             )
         )
     scene = fx.Scene(gravity=(0.0, -G), arch=arch, solver=solver)
@@ -324,6 +341,44 @@ def test_hub_with_many_joints_solves_every_joint(arch, solver, request):
     run(scene, seconds=3.0, each=record)
     assert overflow > 0  # some joints were solved in the overflow colour (per world)
     assert worst < 0.01
+
+
+@pytest.mark.parametrize("team", [True, False], ids=["team", "per-stage"])
+def test_a_heavy_hub_holds_its_overflow_joints(arch, solver, team):
+    """The hub above, MAX_COLORS + 9 spokes, 10 joints in the overflow colour, but 10 kg,
+    no gravity, and its spokes not colliding with one another: only the joints act, and
+    every joint holds within 1 mm for 3 s under either solver, its overflow joints solved
+    world by world (solver/overflow.py's kernel on the per-stage path, team=False; the
+    team's own launch, team=True). The 2 kg hub's joints diverge in the soft step and in
+    Box2D v3 whatever the colouring (test_hub_with_many_joints_solves_every_joint); this
+    one shows the soft step's overflow colour solved. Measured: 0.4 mm (Box2D v3, pyb2d3,
+    4 substeps: 0.4 mm); with the soft step's passes leaving the overflow's joints
+    unsolved (overflow.py, per stage), a joint tore at step 4 (SimulationError)."""
+    scene = fx.Scene(gravity=(0.0, 0.0), arch=arch, solver=solver, step_options={"team": team})
+    hub = scene.add_circle((0.0, 0.0), 0.3, mass=10.0)
+    pin = scene.add_box((0.0, 0.0), (0.1, 0.1), mass=0)
+    scene.add_revolute_joint(pin, hub)
+    spokes = []
+    for angle in np.linspace(0, 2 * np.pi, MAX_COLORS + 9, endpoint=False):
+        direction = np.array([np.cos(angle), np.sin(angle)])
+        spoke = scene.add_box(tuple(direction * 0.8), (0.2, 0.05), angle=angle, mass=0.1)
+        scene.add_revolute_joint(hub, spoke, anchor=tuple(direction * 0.5))
+        spokes.append(spoke)
+    scene.add_group("spokes", spokes)  # they never collide with one another
+    worst, overflow = 0.0, 0
+
+    def record():
+        nonlocal worst, overflow
+        anchors = scene.joint_anchors()[0]
+        worst = max(worst, np.linalg.norm(anchors[:, 0] - anchors[:, 1], axis=1).max())
+        overflow = max(overflow, scene.n_overflow)
+
+    state = scene.get_state()
+    state.angular_velocity[0, hub] = 3.0
+    scene.set_state(state)
+    run(scene, seconds=3.0, each=record)
+    assert overflow > 0
+    assert worst < 0.001
 
 
 def test_a_free_pendulum_keeps_its_swing_and_energy(arch, solver):
