@@ -489,3 +489,41 @@ def test_bodies_asleep_on_a_floor_that_is_disabled_fall(arch):
     t, h = steps * DT, DT / scene.substeps
     fallen = start - state.position[0, boxes + [bob], 1]
     np.testing.assert_allclose(fallen, 0.5 * G * t * t + 0.5 * G * t * h, rtol=1e-3)
+
+
+def test_sleep_in_the_teams_launch_is_its_own_launches(arch, solver):
+    """On a team, a launch that ran the substeps and listed the reported pairs runs the step's
+    sleep pass at its end (sleep.update_sleep_by_team, StepOptions.sleep_in_launch): the
+    same states, sleep flags, contacts and events every step as update_sleep's own
+    launches, for a jointed grid swinging to rest and a pyramid falling asleep, woken by
+    balls rolling into it; and update_sleep's kernel is launched far less."""
+    from fx2d_gpu import scenes
+
+    from .helpers import assert_same_trace, launches_of, trace
+
+    def grid(options):
+        return scenes.joint_grid(8, 8, arch=arch, solver=solver, step_options=options)
+
+    def pyramid(options):
+        specs, _ = scenes.pyramid_layout(10)
+        scene = scenes.build_scene(specs, arch=arch, solver=solver, step_options=options)
+        for i, x in enumerate((-9.5, -10.6)):
+            scene.add_circle((x, 0.41 + i), 0.4, velocity=(1.5, 0.0))
+        return scene
+
+    for build, steps in ((grid, 120), (pyramid, 240)):
+        got = {}
+        for in_launch in (True, False):
+            scene = build({"sleep_in_launch": in_launch, "fold_on_cpu": True})
+            before = launches_of("sleep._label_launch")
+            got[in_launch] = trace(scene, steps)
+            got[in_launch]["sleep launches"] = launches_of("sleep._label_launch") - before
+            got[in_launch]["asleep"] = int(scene.get_state().sleeping.sum())
+        assert_same_trace(got[True], got[False])
+        assert got[True]["asleep"] == got[False]["asleep"]
+        if build is pyramid:
+            # Asleep by step 50, woken by the ball at ~175, asleep again by 225.
+            assert got[True]["asleep"] == 55
+        if arch == "cpu":  # a CPU team ran the steps (a GPU's team: test_gpu_team)
+            assert got[False]["sleep launches"] >= steps // 2, got[False]["sleep launches"]
+            assert got[True]["sleep launches"] < got[False]["sleep launches"] // 4, got

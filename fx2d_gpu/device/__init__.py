@@ -51,9 +51,9 @@ SCAN_BLOCK = 256
 #: counters in cache lines of their own.
 BARRIER_SLOTS = 64
 #: Counters of a CPU team's checks (StepCounts.tally, solver/fused.py): a kept colouring's
-#: two, the reported list's refresh_tally's three, the fat boxes' refit's three, and how
-#: far a broad phase in the team's launch went.
-TALLY_SLOTS = 9
+#: two, the reported list's refresh_tally's three, the fat boxes' refit's three, how far a
+#: broad phase in the team's launch went, and whether its sleep pass converged.
+TALLY_SLOTS = 10
 
 #: The symbols of field shapes: {symbol: meaning}. The capacities' symbols (the pool's
 #: capacity key in brackets) come first, then the constants (see each constant).
@@ -954,7 +954,7 @@ class StepCounts(FieldGroup):
             doc="a CPU team's checks (solver/fused.py): of a kept colouring, the "
             "constraints it no longer fits and the bodies marked fixed; of the "
             "reported list, refresh_tally's three sums; of the fat boxes' refit, "
-            "the slots refitted, asleep and restless; the launch's broad phase",
+            "the slots refitted, asleep and restless; the launch's broad phase and sleep",
         )
 
 

@@ -222,7 +222,8 @@ class StepContext:
     not try); report_built, the reported list's counts (pairs, begin events, end events)
     where that launch built it (reporting.report_by_team; a list too large for the pool
     was not written: report_contacts grows the pool and builds it again), None where it
-    did not. options: the scene's StepOptions (how its stages run); plan: the step's
+    did not; slept_in_launch, that launch ran the step's sleep pass (sleep.
+    update_sleep_by_team). options: the scene's StepOptions (how its stages run); plan: the step's
     StepPlan (solver/plan.py), set by the step as it begins (None outside a step: a query,
     or a stage a test drives alone).
     """
@@ -246,6 +247,7 @@ class StepContext:
     barrier_timeouts: int | None = None
     report_refreshed: bool | None = None
     report_built: tuple[int, int, int] | None = None
+    slept_in_launch: bool = False
     options: StepOptions = DEFAULT_OPTIONS
     plan: StepPlan | None = None
 

@@ -58,6 +58,7 @@ from .reporting import (
     report_by_team,
     report_counts,
 )
+from .sleep import no_convergence, update_sleep_by_team
 from .stages import BEGIN_STEP_STAGES, BODY_SLOTS, JOINT_SLOTS, PAIRS, STAGES, Substep, runs
 
 if TYPE_CHECKING:
@@ -213,14 +214,20 @@ def found_step_by_team(ctx: "StepContext", threads: int) -> int:
 
 #: Where each of the team's checks tallies in counts.tally (device.TALLY_SLOTS): the kept
 #: colouring's two counts (_kept_coloring_holds), the report's three (refresh_tally), the
-#: refit's three (_refit_by_team), how far the launch's broad phase went (FIND_*).
-_HOLDS_TALLY, _REFRESH_TALLY, _REFIT_TALLY, _FIND_TALLY = 0, 2, 5, 8
+#: refit's three (_refit_by_team), how far the launch's broad phase went (FIND_*), how its
+#: sleep pass went (SLEPT_*).
+_HOLDS_TALLY, _REFRESH_TALLY, _REFIT_TALLY, _FIND_TALLY, _SLEEP_TALLY = 0, 2, 5, 8, 9
+
+#: How the sleep pass at a team launch's end went (its answer's SLEEP entry): not run; run,
+#: its labelling not converged (a bug: the host raises); run.
+SLEPT_NONE, SLEPT_UNCONVERGED, SLEPT = 0, 1, 2
 
 #: _substeps' answer: faulty worlds, the barrier's timeouts, the colouring check's answer,
 #: whether it refreshed the reported list, the refit's three counts, the reported list's
 #: three counts where it built one; how far a broad phase in the launch went (FIND_*) and
-#: what it needed: grid entries, pairs, bodies lost (see _substeps).
-_Answer = ti.types.vector(14, ti.i32)
+#: what it needed: grid entries, pairs, bodies lost; how its sleep pass went (SLEPT_*; see
+#: _substeps).
+_Answer = ti.types.vector(15, ti.i32)
 
 #: How far a kept step's launch that went on to find its pairs went (its answer's FIND
 #: entry): not at all; the broad phase, then stopped (the pool must grow, or the pairs are
@@ -259,7 +266,8 @@ def _launch(
     refit: tuple[float, float] | None = None,
 ):
     """The launch (`mode`: SUBSTEPS, BEGIN, KEPT or FOUND; `refit`: see kept_step_by_team);
-    returns (the colouring check's answer (KEPT, FOUND), the refit's answer or None). After the
+    returns (the colouring check's answer (KEPT, FOUND), the refit's answer or None, what its
+    broad phase found or None: _note_answer). After the
     substeps it also marks the faulty worlds (solver/faults.py: what contain_faults reads
     after the step; the step's later stages, report, sleep and clear forces, change no
     pose or velocity that makes or mends a fault) and reads the barrier's timeouts:
@@ -267,30 +275,11 @@ def _launch(
     the step (awake large pyramid: 0.15 ms of ~5 on the 2-core CPU; 4,096 small worlds
     0.3 of ~15)."""
     pool = ctx.pool
-    # Where the substeps leave the pairs where the list was made from them: those a kept
-    # colouring keeps in place, or (SUBSTEPS) where the step put them.
-    in_place = mode == KEPT or (mode == SUBSTEPS and ctx.cache.pairs_in_place)
-    refresh = (
-        ctx.options.refresh_in_launch
-        and not by_world
-        and mode != BEGIN
-        and refresh_due(ctx, in_place=in_place)
-    )
-    # The report's list built at the launch's end where the refresh above did not hold:
-    # not where a refresh due now runs on its own after the launch (it reads the old list),
-    # nor after set_state (report_contacts checks the resting pairs again first).
     folded = folds(ctx, by_world)
-    report = (
-        folded
-        and ctx.options.report_in_launch
-        and not by_world
-        and mode != BEGIN
-        and not ctx.cache.state_set
-        and (refresh or not refresh_due(ctx, in_place=in_place))
-    )
+    refresh, report = _report_flags(ctx, by_world, mode, folded)
     margin, motion_time = refit if refit is not None else (0.0, 0.0)
     find = folded and mode == KEPT and refit is not None and _finds_in_launch(ctx)
-    found = _substeps(
+    answer = _substeps(
         model=pool.model,
         bodies=pool.bodies,
         joints=pool.joints,
@@ -305,6 +294,7 @@ def _launch(
         faults=pool.faults,
         reported=pool.reported,
         events=pool.events,
+        islands=pool.islands,
         solver=ctx.solver,
         n_members=n_members,
         by_world=bool(by_world),
@@ -331,23 +321,55 @@ def _launch(
         motion_time=motion_time,
         folded=folded,
         find=int(find),
+        sleep=int(folded and mode != BEGIN and ctx.enable_sleep and ctx.options.sleep_in_launch),
         cell_size=ctx.cell_size,
         find_args=_find_args(ctx) if find else (0,) * 7,
     )
-    code = int(found[2])
-    refitted = None if refit is None else (int(found[4]), int(found[5]), int(found[6]))
+    return _note_answer(ctx, [int(value) for value in answer], mode, refit, find, refresh, report)
+
+
+def _report_flags(ctx: "StepContext", by_world: bool, mode: int, folded: bool):
+    """(_substeps' `refresh`, `report`) for a launch: the reported list refreshed at the
+    launch's end where a refresh is due (reporting.refresh_due) for pairs left where the list
+    was made from them (those a kept colouring keeps in place, or (SUBSTEPS) where the step
+    put them); built there where the refresh did not hold: not where a refresh due now runs
+    on its own after the launch (it reads the old list), nor after set_state
+    (report_contacts checks the resting pairs again first)."""
+    in_place = mode == KEPT or (mode == SUBSTEPS and ctx.cache.pairs_in_place)
+    team_tail = not by_world and mode != BEGIN
+    refresh = team_tail and ctx.options.refresh_in_launch and refresh_due(ctx, in_place=in_place)
+    report = (
+        team_tail
+        and folded
+        and ctx.options.report_in_launch
+        and not ctx.cache.state_set
+        and (refresh or not refresh_due(ctx, in_place=in_place))
+    )
+    return refresh, report
+
+
+def _note_answer(ctx: "StepContext", answer, mode, refit, find, refresh, report):
+    """_launch's answer (_substeps'): returns (the colouring check's answer, the refit's
+    answer or None, what its broad phase found or None), and where the substeps ran notes
+    on ctx what the launch did after them: faults, barrier timeouts, the reported list
+    refreshed or built, the sleep pass."""
+    code = answer[2]
+    refitted = None if refit is None else tuple(answer[4:7])
     went_on = refitted is None or refit_keeps(refitted)
     paired = None
-    if find and int(found[10]) != FIND_NONE:
-        paired = Paired(int(found[10]), int(found[11]), int(found[12]), int(found[13]))
+    if find and answer[10] != FIND_NONE:
+        paired = Paired(*answer[10:14])
         if paired.went_on:  # as found_step_by_team's launch: no refresh, its own report
             went_on, refresh, report = True, False, _reports_found(ctx)
     if mode == SUBSTEPS or (mode in (KEPT, FOUND) and went_on and code & HOLDS):
-        ctx.faults_found, ctx.barrier_timeouts = int(found[0]), int(found[1])
+        ctx.faults_found, ctx.barrier_timeouts = answer[0], answer[1]
         if refresh:
-            ctx.report_refreshed = bool(found[3])
+            ctx.report_refreshed = bool(answer[3])
         if report and not ctx.report_refreshed:
-            ctx.report_built = (int(found[7]), int(found[8]), int(found[9]))
+            ctx.report_built = tuple(answer[7:10])
+        if answer[14] == SLEPT_UNCONVERGED:
+            raise no_convergence()
+        ctx.slept_in_launch = answer[14] == SLEPT
     return code, refitted, paired
 
 
@@ -549,6 +571,54 @@ def _find_pairs_by_team(
     if member == 0:
         counts.tally[_FIND_TALLY] = FIND_WENT_ON if step_pairs >= 0 else FIND_STOPPED
     return step_pairs
+
+
+@ti.func
+def _sleep_by_team(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    manifolds: ti.template(),
+    staging: ti.template(),
+    islands: ti.template(),
+    counts: ti.template(),
+    member,
+    n_members,
+    n_slots,
+    n_bodies,
+    n_pairs,
+    n_joints,
+    dt,
+    refreshed,
+    report,
+):
+    """The step's sleep pass at the end of a team's launch (sleep.update_sleep_by_team), where
+    the launch listed the reported pairs: `refreshed` the list, or built it (`report`) and it
+    fit the pool (reporting.report_counts' test), so that report_contacts builds it no more
+    and the report comes before the sleep, as in the step's order; its outcome in
+    counts.tally[_SLEEP_TALLY] (SLEPT_*)."""
+    team.barrier(counts, n_members, team.SPIN_LIMIT)
+    listed = refreshed
+    if not refreshed and report == 1:
+        listed = staging.pair_start[n_slots] <= staging.body_a.shape[0]
+    if listed:
+        converged = update_sleep_by_team(
+            model,
+            bodies,
+            joints,
+            manifolds,
+            islands,
+            counts,
+            member,
+            n_members,
+            n_slots,
+            n_bodies,
+            n_pairs,
+            n_joints,
+            dt,
+        )
+        if member == 0:
+            counts.tally[_SLEEP_TALLY] = SLEPT if converged == 1 else SLEPT_UNCONVERGED
 
 
 @ti.func
@@ -945,6 +1015,7 @@ def _substeps(
     faults: ti.template(),
     reported: ti.template(),
     events: ti.template(),
+    islands: ti.template(),
     grid: ti.template(),
     solver: ti.template(),
     n_members: ti.i32,
@@ -972,6 +1043,7 @@ def _substeps(
     motion_time: ti.f32,
     folded: ti.template(),
     find: ti.i32,
+    sleep: ti.i32,
     cell_size: ti.f32,
     find_args: _FindArgs,
 ) -> _Answer:
@@ -1263,6 +1335,25 @@ def _substeps(
                                 n_reported,
                                 n_reported,
                             )
+                        if sleep == 1:
+                            _sleep_by_team(
+                                model,
+                                bodies,
+                                joints,
+                                manifolds,
+                                staging,
+                                islands,
+                                counts,
+                                member,
+                                team_size,
+                                n_slots,
+                                n_bodies,
+                                step_pairs,
+                                n_joints,
+                                dt,
+                                refreshed,
+                                step_report,
+                            )
     tally = ti.static(counts.tally)
     listed = ti.Vector([0, 0, 0])
     if ti.static(folded):
@@ -1287,4 +1378,5 @@ def _substeps(
         counts.entries_needed[None],
         counts.pairs_needed[None],
         counts.lost_bodies[None],
+        tally[_SLEEP_TALLY],
     )

@@ -116,8 +116,12 @@ class StepOptions:
             asleep) saves last step's pairs, runs the broad phase and goes on as the found
             step's launch (with found_in_one_launch), instead of stopping for the host to
             launch them.
+        sleep_in_launch: a team's launch that built or refreshed the reported list runs
+            the step's sleep pass after it (sleep.update_sleep_by_team), its labelling's
+            rounds inside the launch, instead of update_sleep's launches after it.
         fold_on_cpu: on a CPU backend too, compile the stages of found_in_one_launch,
-            report_in_launch and broad_phase_in_launch into the team's kernel (on GPU
+            report_in_launch, broad_phase_in_launch and sleep_in_launch into the team's
+            kernel (on GPU
             backends they always are, where those options ask). Off by default: they cut
             a CPU team's step by a launch or two (~65 us each on the 2-core CPU VM, of
             steps of milliseconds), and the kernel with them takes ~3.5 times as long to
@@ -165,6 +169,7 @@ class StepOptions:
     kept_in_one_launch: bool = True
     found_in_one_launch: bool = True
     broad_phase_in_launch: bool = True
+    sleep_in_launch: bool = True
     fold_on_cpu: bool = False
     carry_in_coloring: bool = True
     sleep_in_report: bool = True
@@ -205,7 +210,12 @@ class StepOptions:
         the report, the broad phase: found_in_one_launch, report_in_launch,
         broad_phase_in_launch), on a GPU backend (`on_gpu`) or where fold_on_cpu asks;
         else it is compiled without them, smaller."""
-        asked = self.found_in_one_launch or self.report_in_launch or self.broad_phase_in_launch
+        asked = (
+            self.found_in_one_launch
+            or self.report_in_launch
+            or self.broad_phase_in_launch
+            or self.sleep_in_launch
+        )
         return asked and (on_gpu or self.fold_on_cpu)
 
     def replace(self, **changes) -> StepOptions:

@@ -83,6 +83,7 @@ from ..collision.broad_phase import (
     world_pair_found,
     write_world_pairs,
 )
+from . import team
 from .pairs import previous_pair, save_pairs, saved_pairs_args, world_pairs
 
 if TYPE_CHECKING:
@@ -608,6 +609,92 @@ def label_world(
         _settle_slot(model, bodies, islands, slot, n_bodies, settle)
 
 
+@ti.func
+def update_sleep_by_team(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    manifolds: ti.template(),
+    islands: ti.template(),
+    counts: ti.template(),
+    member,
+    n_members,
+    n_slots,
+    n_bodies,
+    n_pairs,
+    n_joints,
+    dt,
+):
+    """update_sleep on a team, at the end of its launch: _label_launch's loops, each shared
+    among the members and the team meeting after each, its launches' rounds repeated until
+    a check changes nothing (at most MAX_LABEL_LAUNCHES). The same labels, timers and
+    sleep as its launches: a converged labelling's labels are each island's smallest slot
+    whatever the order of the hooks, and the rest reads them. Returns 1 where it converged,
+    else 0 (the host raises, as update_sleep does)."""
+    n_joint_slots = n_joints * (n_slots // ti.max(n_bodies, 1))
+    first_slot_edge = n_pairs + n_joint_slots
+    n_edges = first_slot_edge + n_slots
+    slots_lo, slots_hi = team.share(0, n_slots, member, n_members)
+    edges_lo, edges_hi = team.share(0, n_edges, member, n_members)
+    converged, begin, rounds = 0, 1, 0
+    while converged == 0 and rounds < MAX_LABEL_LAUNCHES:
+        if begin == 1:
+            for slot in range(slots_lo, slots_hi):
+                _begin_slot(model, bodies, islands, slot, n_bodies, dt, 1)
+            team.barrier(counts, n_members, team.SPIN_LIMIT)
+        for e in range(edges_lo, edges_hi):
+            _hook_edge(
+                model,
+                bodies,
+                joints,
+                manifolds,
+                islands,
+                e,
+                n_bodies,
+                n_pairs,
+                n_joints,
+                n_joint_slots,
+                begin,
+                1,
+            )
+        team.barrier(counts, n_members, team.SPIN_LIMIT)
+        for slot in range(slots_lo, slots_hi):
+            _compress_slot(bodies, islands, slot)
+        if member == 0:
+            islands.not_converged[None] = 0
+        team.barrier(counts, n_members, team.SPIN_LIMIT)
+        for e in range(edges_lo, edges_hi):
+            _check_edge(
+                model,
+                bodies,
+                joints,
+                manifolds,
+                islands,
+                e,
+                n_bodies,
+                n_pairs,
+                n_joints,
+                n_joint_slots,
+                first_slot_edge,
+                1,
+            )
+        team.barrier(counts, n_members, team.SPIN_LIMIT)
+        if ti.atomic_add(islands.not_converged[None], 0) == 0:
+            for slot in range(slots_lo, slots_hi):
+                _settle_slot(model, bodies, islands, slot, n_bodies, 1)
+            converged = 1
+        # Every member has read the check's answer before member 0 clears it again.
+        team.barrier(counts, n_members, team.SPIN_LIMIT)
+        begin = 0
+        rounds += 1
+    return converged
+
+
+def no_convergence():
+    """The error of an island labelling that did not converge (a bug)."""
+    return RuntimeError(f"island labelling did not converge in {MAX_LABEL_LAUNCHES} launches")
+
+
 def _island_pass(ctx: "StepContext", dt: float, settle: int, by_world: bool = False) -> int:
     pool = ctx.pool
     groups = (pool.model, pool.bodies, pool.joints, pool.manifolds, pool.islands, ctx.serial)
@@ -624,7 +711,7 @@ def _island_pass(ctx: "StepContext", dt: float, settle: int, by_world: bool = Fa
         ):
             return launches
         begin = 0
-    raise RuntimeError(f"island labelling did not converge in {MAX_LABEL_LAUNCHES} launches")
+    raise no_convergence()
 
 
 def label_islands(ctx: "StepContext", by_world: bool = False) -> int:

@@ -135,7 +135,7 @@ def _step(ctx: StepContext, profile):
         # Small worlds' sleep may run in the report's launch (a profiled step times it
         # alone).
         slept = report_contacts(ctx, sleep=ctx.enable_sleep and plan.sleep_in_report)
-    if ctx.enable_sleep and not slept:
+    if ctx.enable_sleep and not slept and not ctx.slept_in_launch:
         with profile.stage("sleep"):
             update_sleep(ctx, by_world=ctx.solves_by_world)
     with profile.stage("clear forces"):
