@@ -66,7 +66,8 @@ check)
             -m backend -k "not serial" tests/test_stages.py tests/test_narrow_phase.py \
             tests/test_broad_phase.py tests/test_chains.py tests/test_contact_events.py \
             tests/test_small_worlds.py tests/test_residency.py tests/test_pair_reuse.py \
-            tests/test_solver.py tests/test_gpu_team.py
+            tests/test_solver.py tests/test_gpu_team.py \
+            tests/test_sleep_islands.py::test_sleep_in_the_teams_launch_is_its_own_launches
     } 2>&1 | tee "$log"
     ;;
 tests)
