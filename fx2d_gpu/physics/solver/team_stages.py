@@ -7,7 +7,9 @@ They serve a step whose broad phase found last step's pairs again (fused.found_s
 after begin_step's stages, the check that last step's colouring still holds
 (found_coloring_holds: coloring._coloring_still_valid's), and where it holds the move to
 colour order (gather_pairs: pairs._gather_pairs') and the per-body contact lists
-(build_body_contacts: contacts._build_body_contacts'), then the substeps. Each does what its
+(build_body_contacts: contacts._build_body_contacts'), then the substeps; and a kept step's
+launch whose refit moved boxes saves last step's pairs (save_pairs) and finds the pairs
+itself (find_pairs: broad_phase._find_pairs') before going on the same way. Each does what its
 own kernel does, item by item, with integer sums only, so the results are those of the
 kernels bit for bit. What it saves on a GPU: four launches and two of the host's waits for
 the device a step (the check returned its answer), of the ten launches and six waits of
