@@ -394,7 +394,8 @@ class Paired:
 def folds(ctx: "StepContext", by_world: bool = False) -> bool:
     """Whether the team's kernel is compiled with the stages folded into it from outside the
     substeps (StepOptions.folds_stages): the found step's, the save of last step's pairs,
-    the report, the broad phase. Not for small worlds, which fold their own."""
+    the report, the broad phase, the sleep pass. Not for small worlds, which fold their
+    own."""
     return not by_world and ctx.options.folds_stages(gpu_team.on_gpu())
 
 
@@ -443,7 +444,7 @@ def _save_flags(ctx: "StepContext") -> int:
 def saves_in_launch(ctx: "StepContext", refitted) -> bool:
     """Whether a kept step's launch that its refit stopped saved last step's pairs (the
     refit's answer, refit_fat_boxes': boxes were refitted, so the pairs will be found; a
-    kernel with the folded stages, _folds)."""
+    kernel with the folded stages, folds)."""
     return refitted[0] > 0 and folds(ctx)
 
 
