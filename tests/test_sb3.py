@@ -273,3 +273,20 @@ def test_ppo_trains_the_cartpole_through_the_adapter(sb3):
     curve, seconds = train_cartpole(seed=0)
     print(f"PPO on fx2d/CartPole-v0: {[(s, round(float(r))) for s, r in curve]}, {seconds:.0f} s")
     assert curve[-1][1] >= TARGET and curve[-1][0] <= STEP_LIMIT, curve
+
+
+def test_the_ppo_demo_runs_a_few_updates(capsys):
+    """demos/ppo_cartpole.py (PyTorch only), two updates: it logs and plays the greedy
+    policy (its training runs are measured in its docstring)."""
+    pytest.importorskip("gymnasium", minversion="1.0")
+    pytest.importorskip("torch", reason="the torch extra is not installed")
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("ppo_demo", ROOT / "demos" / "ppo_cartpole.py")
+    demo = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(demo)
+    mean_return = demo.main(["--arch", ARCH, "--total-steps", "1024", "--log-every", "512"])
+    out = capsys.readouterr().out
+    assert "cartpole: 16 envs, 2 updates of 512 steps" in out
+    assert out.count("mean return (last 100 episodes)") == 2
+    assert 8 <= mean_return <= 500  # CartPole's returns: at least 8 steps before a fall
