@@ -54,6 +54,7 @@ OPTIONAL_MODULES = {
     "ray": "distributed",
     "gymnasium": "rl",
     "torch": "torch",
+    "stable_baselines3": "sb3",
     "matplotlib": "bench",
     "pymunk": "bench",
     "pyb2d3": "bench",

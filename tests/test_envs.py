@@ -110,6 +110,22 @@ def test_tasks_are_registered_for_make_and_make_vec():
         env.close()
 
 
+def test_specs_have_gymnasiums_reward_thresholds():
+    """CartPole's is CartPole-v1's (the same 500-step episodes); the lander's is
+    LunarLander-v3's (the same rewards; its heuristic scores 275 here, see
+    REWARD_THRESHOLDS)."""
+    assert envs.REWARD_THRESHOLDS.keys() == envs.REGISTERED_IDS.keys()
+    assert gymnasium.spec("fx2d/CartPole-v0").reward_threshold == 475.0
+    assert gymnasium.spec("CartPole-v1").reward_threshold == 475.0
+    assert gymnasium.spec("fx2d/Lander-v0").reward_threshold == 200.0
+    assert gymnasium.spec("LunarLander-v3").reward_threshold == 200.0
+    vector = gymnasium.make_vec("fx2d/Lander-v0", num_envs=2, arch=ARCH)
+    single = gymnasium.make("fx2d/CartPole-v0", arch=ARCH)
+    assert vector.spec.reward_threshold == 200.0 and single.spec.reward_threshold == 475.0
+    vector.close()
+    single.close()
+
+
 # ---------------------------------------------------------------- spaces and dtypes
 @pytest.mark.parametrize(
     "make, continuous, obs_dim, action",
@@ -308,7 +324,7 @@ def test_actions_are_checked():
         env.step(np.zeros(2, np.int64))
     with pytest.raises(ValueError, match=r"\[0, 2\)"):
         env.step(np.array([0, 1, 2]))
-    with pytest.raises(TypeError, match="integers"):
+    with pytest.raises(TypeError, match="integers or bools"):
         env.step(np.array([0.0, 1.0, 1.0]))
     continuous = cartpoles(3, continuous=True)
     continuous.reset(seed=0)
@@ -317,6 +333,29 @@ def test_actions_are_checked():
     with pytest.raises(ValueError, match="shape"):
         continuous.step(np.zeros(3))
     continuous.step(np.array([[5.0], [-5.0], [0.0]]))  # clipped to the box, as Gymnasium's
+
+
+@pytest.mark.parametrize("make", [cartpoles, landers])
+def test_discrete_tasks_take_bool_actions_as_0_and_1(make):
+    """As Gymnasium's vectorised CartPole does: a bool array steps as the same 0/1 ints."""
+    ints, bools = make(3), make(3)
+    ints.reset(seed=4)
+    bools.reset(seed=4)
+    rng = np.random.default_rng(0)
+    for _ in range(40):
+        action = rng.integers(0, 2, 3)
+        expected, got = ints.step(action), bools.step(action.astype(bool))
+        for a, b in zip(expected[:4], got[:4], strict=True):
+            np.testing.assert_array_equal(a, b)
+    single, reference = CartPoleEnv(arch=ARCH), CartPoleEnv(arch=ARCH)
+    single.reset(seed=9)
+    reference.reset(seed=9)
+    for action in (True, np.bool_(False), np.True_):
+        np.testing.assert_array_equal(single.step(action)[0], reference.step(int(action))[0])
+    continuous = cartpoles(3, continuous=True)
+    continuous.reset(seed=0)
+    with pytest.raises(TypeError, match="real numbers"):  # a Box takes numbers only
+        continuous.step(np.ones((3, 1), bool))
 
 
 @pytest.mark.parametrize(

@@ -448,8 +448,9 @@ class Fx2DVectorEnv(gymnasium.vector.VectorEnv, metaclass=abc.ABCMeta):
                 f"{(self.num_envs, *space.shape)}, got a ragged sequence"
             ) from None
         if isinstance(space, gymnasium.spaces.Discrete):
-            if array.dtype == bool or not np.issubdtype(array.dtype, np.integer):
-                raise TypeError(f"actions must be integers, got dtype {array.dtype}")
+            # bool: False is 0 and True is 1, as Gymnasium's vectorised CartPole takes them
+            if array.dtype != bool and not np.issubdtype(array.dtype, np.integer):
+                raise TypeError(f"actions must be integers or bools, got dtype {array.dtype}")
             if array.shape != (self.num_envs,):
                 raise ValueError(f"actions must have shape ({self.num_envs},), got {array.shape}")
             if array.size and (array.min() < space.start or array.max() >= space.start + space.n):
@@ -561,8 +562,9 @@ class Fx2DVectorEnv(gymnasium.vector.VectorEnv, metaclass=abc.ABCMeta):
         metadata["autoreset_mode"] says (see the class docstring).
 
         Args:
-            actions (array_like): a batch of action_space: (num_envs,) ints for a Discrete task,
-                (num_envs, k) floats for a Box one (clipped to the box).
+            actions (array_like): a batch of action_space: (num_envs,) ints for a Discrete task
+                (or bools: False is action 0, True action 1), (num_envs, k) floats for a Box
+                one (clipped to the box).
 
         Returns:
             (observations (num_envs, obs_dim) float32, rewards (num_envs,) float64,
@@ -846,7 +848,8 @@ class Fx2DEnv(gymnasium.Env):
         return observations[0], {}
 
     def step(self, action) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
-        """Take `action` (an element of action_space) for one step of dt.
+        """Take `action` (an element of action_space; for a Discrete task also a bool,
+        False for 0 and True for 1) for one step of dt.
 
         Returns:
             (observation (obs_dim,) float32, reward, terminated, False, {}).
