@@ -5,6 +5,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 import fx2d_gpu as fx
 from fx2d_gpu import device
@@ -75,6 +76,7 @@ def test_fifty_scenes_compile_once(arch):
     assert device.compiled_kernel_count() == compiled
 
 
+@pytest.mark.slow  # two child processes, the first compiling a step from an empty cache
 def test_second_process_starts_from_the_offline_cache(arch, tmp_path):
     # Same script twice with a fresh cache directory: the second run must reuse it.
     script = (

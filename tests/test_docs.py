@@ -82,7 +82,20 @@ def test_missing_extras_are_named_by_the_modules_a_page_imports():
         del OPTIONAL_MODULES["no_such_module_x"]
 
 
-@pytest.mark.parametrize("page", EXAMPLE_PAGES, ids=lambda p: p.name)
+#: Pages whose examples belong to the slow tier (pytest -m slow): distributed.md starts a
+#: Ray cluster whose actors each start Taichi (~1-2 min, ~1 GB beside the test process).
+SLOW_PAGES = {"distributed.md"}
+
+
+@pytest.mark.parametrize(
+    "page",
+    [
+        pytest.param(
+            page, id=page.name, marks=[pytest.mark.slow] if page.name in SLOW_PAGES else []
+        )
+        for page in EXAMPLE_PAGES
+    ],
+)
 def test_examples_run(page, arch, in_tmp_path):
     blocks = python_blocks(page.read_text())
     missing = missing_extras(blocks)

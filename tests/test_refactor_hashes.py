@@ -11,9 +11,14 @@ none stored the two executors are still compared with each other, and the test s
 
 import warnings
 
+import pytest
+
 from benchmarks import refactor_check
 
 
+# The slow tier (pytest -m slow; python -m benchmarks.refactor_check runs the same check
+# alone): every refactor-check scene, 90 steps on each executor (~30-50 s).
+@pytest.mark.slow
 def test_refactor_check_scenes_step_to_the_stored_hashes_on_both_executors():
     from fx2d_gpu.device import runtime
 

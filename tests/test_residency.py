@@ -97,6 +97,7 @@ _GROWTH = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow  # two child processes that compile for a pool grown twice (~40 s)
 def test_growing_buffers_mid_run_does_not_change_results(arch):
     """Issue 14's scenario: a run that grew the pair buffer mid-step must equal a run that
     found it big enough (the pool's fields are copied whole into the grown pool); a snapshot
@@ -176,6 +177,7 @@ _TOO_BIG = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow  # its child process peaks at ~9 GB of host memory before the refusal
 def test_a_scene_too_big_for_memory_is_refused_before_allocating(arch):
     """Issue 14: Scene(n_worlds=10**8) used to fail allocating 67 GB in its first step and
     leave every scene of the process broken. On CUDA the device's free memory decides

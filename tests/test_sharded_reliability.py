@@ -17,6 +17,9 @@ import pytest
 
 ray = pytest.importorskip("ray")
 
+#: The slow tier (pytest -m slow), as tests/test_distributed.py: a real Ray cluster.
+pytestmark = pytest.mark.slow
+
 import fx2d_gpu as fx  # noqa: E402
 from fx2d_gpu.distributed import ShardedScene, ShardLostError, sharded_scene  # noqa: E402
 
