@@ -57,6 +57,7 @@ from .reporting import (
     refresh_tally,
     report_by_team,
     report_counts,
+    report_fits,
 )
 from .sleep import no_convergence, update_sleep_by_team
 from .stages import BEGIN_STEP_STAGES, BODY_SLOTS, JOINT_SLOTS, PAIRS, STAGES, Substep, runs
@@ -601,7 +602,7 @@ def _sleep_by_team(
     team.barrier(counts, n_members, team.SPIN_LIMIT)
     listed = refreshed
     if not refreshed and report == 1:
-        listed = staging.pair_start[n_slots] <= staging.body_a.shape[0]
+        listed = report_fits(staging, n_slots)
     if listed:
         converged = update_sleep_by_team(
             model,

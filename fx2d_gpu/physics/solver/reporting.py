@@ -428,12 +428,19 @@ def report_by_team(
 
 
 @ti.func
+def report_fits(staging: ti.template(), n_slots):
+    """Whether the list report_by_team built fit the pool (else nothing of it was written)."""
+    n_new = staging.pair_start[n_slots]
+    return 0 <= n_new <= staging.body_a.shape[0]
+
+
+@ti.func
 def report_counts(staging: ti.template(), coloring: ti.template(), n_slots, n_old):
     """(reported pairs, begin events, end events) of the list report_by_team built (or the
     size of the list that did not fit, and zeros)."""
     n_new = staging.pair_start[n_slots]
     n_begin, n_end = 0, 0
-    if 0 <= n_new <= staging.body_a.shape[0]:
+    if report_fits(staging, n_slots):
         n_begin, n_end = coloring.rank[n_new], coloring.uncolored[n_old]
     return ti.Vector([n_new, n_begin, n_end])
 
