@@ -1,12 +1,53 @@
+import contextlib
 import os
 
 import pytest
+import taichi as ti
 
 import fx2d_gpu.device.runtime as runtime
 
+try:
+    import fcntl
+except ImportError:  # Windows: no pytest-xdist turns to take (the suite runs as one process)
+    fcntl = None
+
+
+@contextlib.contextmanager
+def offline_cache_turn():
+    """One test process at a time reads or writes Taichi's offline cache.
+
+    Why: the README's test command runs the suite in two processes (pytest-xdist, -n 2).
+    Taichi reads its cache's index when it starts and writes it when it stops, each under a
+    lock file that it tries once: two workers starting or ending together, one of them
+    warned "Lock ... failed" and wrote none of the kernels it compiled (seen here), so the
+    next run compiled them again. Taking turns (an flock on a file of our own beside the
+    cache) leaves Taichi's lock free for whoever holds the turn."""
+    folder = runtime.offline_cache_path()
+    if fcntl is None:
+        yield
+        return
+    os.makedirs(folder, exist_ok=True)
+    # Not *.lock: runtime.clear_stale_cache_locks removes old ones of those.
+    with open(os.path.join(folder, "fx2d_tests.turn"), "a") as turn:
+        fcntl.flock(turn, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(turn, fcntl.LOCK_UN)
+
+
 # Tests run on the CPU backend unless FX2D_TEST_ARCH says otherwise (e.g. "cuda" on a GPU box).
 ARCH = os.environ.get("FX2D_TEST_ARCH", "cpu")
-BACKEND = runtime.ensure_initialized(ARCH)
+with offline_cache_turn():
+    BACKEND = runtime.ensure_initialized(ARCH)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Taichi writes the kernels this process compiled into its offline cache when it stops
+    (ti.reset): here, in this process's turn (offline_cache_turn), rather than at exit
+    beside another worker's."""
+    with offline_cache_turn():
+        ti.reset()
 
 
 @pytest.fixture

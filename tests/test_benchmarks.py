@@ -16,6 +16,7 @@ from benchmarks.pymunk_scenes import build_space
 from fx2d_gpu import load_scene, scenes
 
 
+@pytest.mark.slow  # every benchmark scene beside pymunk and Box2D (~15-35 s)
 def test_quick_suite_runs_every_scene_and_writes_csv_and_plots(tmp_path, arch):
     names = [name for name in suite.SCENES if name != "compile"]
     out = suite.run(names, arch=arch, quick=True, results=tmp_path)
@@ -331,6 +332,7 @@ def test_box2d_counts_a_pyramids_contacts_from_its_events():
     assert world.touching() == (4 + 12 + 6, 2 * (4 + 12 + 6))
 
 
+@pytest.mark.slow  # profiled steps of both solvers and Box2D's (~10-30 s)
 def test_per_pass_benchmark_divides_the_passes_by_the_contacts(arch, tmp_path):
     """benchmarks/per_pass.py on a pyramid of base 5: fx2d_gpu's passes (XPBD: 11 substeps x
     2; the soft step: 4 x 2 + 1) and Box2D's (4 x 2 + 1, where pyb2d3 is installed) over the

@@ -54,6 +54,7 @@ def hub_scene(arch, extra=0):
     return scene
 
 
+@pytest.mark.slow  # 55 scenes of up to 8,000 body slots (~15-45 s)
 def test_fifty_scenes_compile_once(arch):
     # The first scenes may compile: one of each path. On the CPU, scenes of few body slots
     # or few small worlds run the kernels' serial variant (device.SERIAL_SLOTS,
