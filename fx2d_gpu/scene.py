@@ -46,7 +46,9 @@ from .model.builder import (
     check_targets,
 )
 from .model.model_queries import ModelQueries
+from .model.masses import check_inertias
 from .model.world_params import BODY_PARAMS, WorldParams, world_selection
+from .model.world_shapes import WorldShapes
 from .physics.solver.context import StepCache, StepContext, StepDiagnostics, loops_run_serially
 from .physics.solver.faults import ON_FAULT, contain_faults
 from .physics.solver.plan import StepOptions, as_step_options
@@ -181,6 +183,7 @@ class Scene(ModelQueries, SceneCopies, StepDiagnostics):
         self._pending_targets: dict[int, np.ndarray] = {}  # set before the arrays exist
         self._pending_forces: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._params = WorldParams(n_worlds, self._gravity)  # per-world values
+        self._shapes = WorldShapes(n_worlds)  # per-world geometry (set_shape_params)
         self.meta: dict = {}  # viewer data from a scene file: size (m), background
         self.visuals: list | None = None  # per body, from a scene file (see io.scene_loader)
         self.time = 0.0
@@ -615,10 +618,18 @@ class Scene(ModelQueries, SceneCopies, StepDiagnostics):
             raise RuntimeError("the scene has no bodies")
         if not self._is_built():
             # Bodies and joints that existed keep their state in every world.
-            self._binding.rebuild(self._builder, self._pending_targets, self._params)
+            self._binding.rebuild(
+                self._builder, self._pending_targets, self._params, self._shapes
+            )
             self._pending_targets = {}
-            self._cell = self._builder.cell_size()
+            self._cell = self._world_cell()
         return self._binding
+
+    def _world_cell(self) -> float:
+        """The step's level-0 grid cell, m (StepContext.cell_size): world 0's, every world's
+        while they hold the same shapes (else each world reads its own on the device,
+        BodyModel.world_cell)."""
+        return float(self._shapes.cell_sizes(self._builder)[0])
 
     def _is_built(self) -> bool:
         return self._binding.matches(self._builder)
@@ -668,9 +679,10 @@ class Scene(ModelQueries, SceneCopies, StepDiagnostics):
         given = {name: keywords[name] for name in BODY_PARAMS if keywords[name] is not None}
         rows = spatial_queries.body_indices(bodies, self.n_bodies)
         worlds = world_selection(world, self._n_worlds)
-        checked = self._params.check_body_values(self._builder, rows, worlds, given)
+        unit = self._shapes.unit_inertia(self._builder, worlds, rows)  # each world's shapes'
+        checked = self._params.check_body_values(self._builder, rows, worlds, given, unit)
         if given and len(worlds):
-            self._params.set_body_values(self._builder, rows, worlds, checked)
+            self._params.set_body_values(self._builder, rows, worlds, checked, unit)
             self._upload_params()
 
     @serialized
@@ -686,6 +698,95 @@ class Scene(ModelQueries, SceneCopies, StepDiagnostics):
         )
         values = self._params.body_values(self._builder)
         return {name: values[name][:, rows].copy() for name in BODY_PARAMS}
+
+    @serialized
+    def set_shape_params(
+        self,
+        bodies,
+        *,
+        size=None,
+        radius=None,
+        length=None,
+        vertices=None,
+        inertia=None,
+        world=None,
+    ):
+        """Give `bodies` new shape sizes, in every world or per world (domain randomisation of
+        geometry, parameter sweeps), keywords named as the add_* methods name them.
+
+        Each value is None (kept), one value for every addressed world, one per world
+        (k_worlds, ...) or one per world and body (k_worlds, k_bodies, ...), checked as the
+        add_* methods check theirs: `size` (width, height), m, of boxes (add_box; (2,),
+        (k_worlds, 2) or (k_worlds, k_bodies, 2)); `radius`, m: a circle's or a capsule's
+        radius, a box's or a polygon's rounding (a scalar, (k_worlds,) or (k_worlds,
+        k_bodies)); `length`, m, of capsules (>= shapes.MIN_SIZE: a body stays a capsule);
+        `vertices` of polygons and boxes ((m, 2), (k_worlds, m, 2) or (k_worlds, k_bodies,
+        m, 2), body frame, as add_polygon takes them: re-centred on the centroid, the same
+        vertex count m as the body's). A keyword left None keeps each world's current value.
+        A body keeps its kind in every world: a circle takes radius, a box size, radius or
+        vertices (not both size and vertices), a polygon vertices and radius, a capsule
+        length and radius; edges and chain links are not resized (a ValueError): place
+        static bodies per world with set_state (or reset_worlds' state).
+
+        The mass stays (the add_* keyword's, or set_body_params'); the inertia follows the new
+        shape (mass x Shape.unit_inertia, as add_* computes it) where it was the shape's, one
+        given by hand stays, and `inertia` (kg m², > 0, dynamic bodies only; shaped as
+        `radius`) sets it. World w then steps bit for bit as a one-world scene built with
+        add_* of its shapes (its grid cell is that scene's too). Contacts are found afresh at
+        the next step; bodies asleep stay asleep until something wakes them. Snapshots and
+        state files do not carry the shapes (pickles and replicate do): set them again on a
+        scene a state file or snapshot is loaded into. `world`: the worlds (see Scene).
+        """
+        keywords = {"size": size, "radius": radius, "length": length, "vertices": vertices}
+        given = {name: value for name, value in keywords.items() if value is not None}
+        rows = spatial_queries.body_indices(bodies, self.n_bodies)
+        worlds = world_selection(world, self._n_worlds)
+        new = self._shapes.resized(self._builder, rows, worlds, given)
+        # The inertias after: given, or following the new shapes where they were the shapes'.
+        if inertia is not None:
+            masses = self._params.check_body_values(
+                self._builder, rows, worlds, {"inertia": inertia}
+            )
+        else:
+            old_unit = self._shapes.unit_inertia(self._builder, worlds, rows)
+            new_unit = np.array(
+                [[shape.unit_inertia for shape in row] for row in new], np.float64
+            ).reshape(len(worlds), len(rows))
+            values = self._params.body_values(self._builder)
+            cells = np.ix_(worlds, rows)
+            mass, current = values["mass"][cells], values["inertia"][cells]
+            follows = (current == mass * old_unit) & (mass > 0.0)
+            masses = {"inertia": np.where(follows, mass * new_unit, current)}
+            try:
+                check_inertias(masses["inertia"], mass, indexed=False)
+            except ValueError as error:
+                raise ValueError(
+                    f"{', '.join(given)}: the new shapes' inertia (mass x the shape's unit "
+                    f"inertia) breaks the rule ({error}); give an inertia"
+                ) from None
+        if not len(worlds) or not (given or inertia is not None):
+            return
+        self._shapes.store(self._builder, rows, worlds, new)
+        self._params.set_body_values(self._builder, rows, worlds, masses)
+        if self._is_built():
+            self._cell = self._world_cell()
+            edits.upload_shapes(self._context(), self._binding, self._builder, self._shapes)
+        self._upload_params()
+
+    @serialized
+    def get_shape_params(self, bodies=None) -> dict[str, np.ndarray]:
+        """Every world's shape sizes of `bodies` (None: all), as set_shape_params takes them:
+        {name: float64 copies}: "size" (n_worlds, k, 2) of boxes, "radius" (n_worlds, k) (a
+        circle's or capsule's radius, a polygon's rounding; 0 for edges), "length"
+        (n_worlds, k) of capsules, "vertices" (n_worlds, k, MAX_POLYGON_VERTICES, 2) of
+        polygons and boxes (body frame, counter-clockwise, centred on the centroid; rows
+        past a body's vertex count NaN); NaN where a body's shape has no such value."""
+        rows = (
+            np.arange(self.n_bodies)
+            if bodies is None
+            else spatial_queries.body_indices(bodies, self.n_bodies)
+        )
+        return self._shapes.params(self._builder, rows.tolist())
 
     @serialized
     def set_gravity(self, gravity):

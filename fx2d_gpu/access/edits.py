@@ -14,6 +14,7 @@ import numpy as np
 from ..device import residency, transfer
 from ..device.residency import Binding
 from ..model.world_params import WorldParams
+from ..model.world_shapes import WorldShapes
 from ..physics.solver.context import StepContext
 from ..physics.solver.sleep import wake_what_disabled_bodies_held
 from . import world_resets
@@ -57,6 +58,20 @@ def upload_params(ctx: StepContext, binding: Binding, builder: ModelBuilder, par
     PID gains) into the host model and onto the device (one launch)."""
     arrays = binding.apply_params(builder, params)
     residency.write_resident(ctx.pool, list(arrays.items()))
+
+
+def upload_shapes(
+    ctx: StepContext, binding: Binding, builder: ModelBuilder, world_shapes: WorldShapes
+):
+    """The shape rows and grid cells that follow from the per-world shapes `world_shapes`
+    into the host model and onto the device (one launch). The candidate pairs, their
+    manifolds and colouring are forgotten (found afresh at the new sizes by the next step or
+    query), and the resting contacts of sleeping bodies are checked again, as after
+    set_state."""
+    arrays = binding.apply_shapes(builder, world_shapes)
+    residency.write_resident(ctx.pool, list(arrays.items()))
+    ctx.cache.forget_candidates()
+    ctx.cache.state_set = True  # resting contacts are checked again (reporting.py)
 
 
 def upload_forces(ctx: StepContext, pending: dict[int, tuple[np.ndarray, np.ndarray]]):
