@@ -45,8 +45,8 @@ from .model.builder import (
     check_state,
     check_targets,
 )
-from .model.model_queries import ModelQueries
 from .model.masses import check_inertias
+from .model.model_queries import ModelQueries
 from .model.world_params import BODY_PARAMS, WorldParams, world_selection
 from .model.world_shapes import WorldShapes
 from .physics.solver.context import StepCache, StepContext, StepDiagnostics, loops_run_serially
@@ -618,9 +618,7 @@ class Scene(ModelQueries, SceneCopies, StepDiagnostics):
             raise RuntimeError("the scene has no bodies")
         if not self._is_built():
             # Bodies and joints that existed keep their state in every world.
-            self._binding.rebuild(
-                self._builder, self._pending_targets, self._params, self._shapes
-            )
+            self._binding.rebuild(self._builder, self._pending_targets, self._params, self._shapes)
             self._pending_targets = {}
             self._cell = self._world_cell()
         return self._binding

@@ -156,15 +156,12 @@ class WorldShapes:
             return np.full(self.n_worlds, builder.cell_size())
         if not self.per_world():
             return np.full(self.n_worlds, cell_size_of(self.world_shapes(builder, 0)))
-        return np.array(
-            [cell_size_of(self.world_shapes(builder, w)) for w in range(self.n_worlds)]
-        )
+        return np.array([cell_size_of(self.world_shapes(builder, w)) for w in range(self.n_worlds)])
 
     def unit_inertia(self, builder: ModelBuilder, worlds, bodies) -> np.ndarray:
         """(k_worlds, k_bodies) float64, m^2: Shape.unit_inertia of `bodies` in `worlds`."""
         return np.array(
-            [[self.shape(builder, w, b).unit_inertia for b in bodies] for w in worlds],
-            np.float64,
+            [[self.shape(builder, w, b).unit_inertia for b in bodies] for w in worlds], np.float64
         ).reshape(len(worlds), len(bodies))
 
     def bounding_radii(self, builder: ModelBuilder, body: int) -> np.ndarray:
@@ -196,11 +193,7 @@ class WorldShapes:
 
     # ------------------------------------------------------------------ checks and edits
     def resized(
-        self,
-        builder: ModelBuilder,
-        bodies: np.ndarray,
-        worlds: np.ndarray,
-        given: dict,
+        self, builder: ModelBuilder, bodies: np.ndarray, worlds: np.ndarray, given: dict
     ) -> list[list[Shape]]:
         """The new shapes of `bodies` in `worlds` ([k_worlds][k_bodies] Shapes) from the
         given keywords (SHAPE_PARAMS: None left out), each made as the add_* methods make
@@ -286,9 +279,7 @@ class WorldShapes:
         rows = {}
         for name in SHAPE_FIELDS:
             base = body_model[name]
-            rows[name] = (
-                np.tile(base, (w,) + (1,) * (base.ndim - 1)) if per_world else base.copy()
-            )
+            rows[name] = np.tile(base, (w,) + (1,) * (base.ndim - 1)) if per_world else base.copy()
         for body, values in self.shapes.items():
             if body >= n:
                 continue

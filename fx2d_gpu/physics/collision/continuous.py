@@ -69,9 +69,7 @@ def point_distance(model: ti.template(), row, p):
                 distance = ti.min(
                     distance,
                     point_segment_distance(
-                        p,
-                        model.shape_vertices[row, i],
-                        model.shape_vertices[row, (i + 1) % count],
+                        p, model.shape_vertices[row, i], model.shape_vertices[row, (i + 1) % count]
                     ),
                 )
     return distance - model.shape_radius[row]
@@ -89,9 +87,7 @@ def core_radius(model: ti.template(), row):
         if count >= 3:
             inner = ti.math.inf
             for i in range(count):  # the centre's distance to each edge's line
-                inner = ti.min(
-                    inner, model.shape_normals[row, i].dot(model.shape_vertices[row, i])
-                )
+                inner = ti.min(inner, model.shape_normals[row, i].dot(model.shape_vertices[row, i]))
         else:
             inner = -point_segment_distance(
                 vec2(0.0, 0.0), model.shape_vertices[row, 0], model.shape_vertices[row, 1]

@@ -93,9 +93,7 @@ def ray_shape(model: ti.template(), bodies: ti.template(), slot, body, origin, d
     k = core_size(model, row)
     hit, t_hit, normal = False, ti.math.inf, -direction
     if kind == SHAPE_CIRCLE:
-        hit, t_hit, normal = ray_circle(
-            o, direction, core_vertex(model, row, 0, c, s), skin, t_max
-        )
+        hit, t_hit, normal = ray_circle(o, direction, core_vertex(model, row, 0, c, s), skin, t_max)
     elif kind == SHAPE_CHAIN or (k == 2 and skin == 0.0):
         # A segment with no skin: an edge (either side) or a chain link (its front only).
         a, b = core_vertex(model, row, 0, c, s), core_vertex(model, row, 1, c, s)
