@@ -340,7 +340,7 @@ class SceneCopies:
     def replicate(self, n_worlds: int):
         """A new scene of `n_worlds` copies of this one-world scene: the template of a batch or of
         distributed.ShardedScene's shards. It has this scene's bodies, joints, settings,
-        per-world values and clock; each of its worlds starts from this world's poses,
+        per-world values and shapes and clock; each of its worlds starts from this world's poses,
         velocities, sleep and enabled flags and motor targets, with its pending forces; contacts,
         warm-start impulses, sleep timers and PID state start over, as after set_state. Every
         world steps bit for bit as the others, and as any other copy made the same way.
@@ -356,6 +356,7 @@ class SceneCopies:
         copy = type(self)(**dict(self._settings(), n_worlds=n_worlds))
         copy._builder = deepcopy(self._builder)
         copy._params = self._params.repeated(n_worlds)
+        copy._shapes = self._shapes.repeated(n_worlds)
         copy.meta, copy.visuals = deepcopy(self.meta), deepcopy(self.visuals)
         copy.time, copy.step_count = self.time, self.step_count
         for joint, values in self._pending_targets.items():
@@ -400,6 +401,7 @@ class SceneCopies:
             "time": self.time,
             "step_count": self.step_count,
             "params": self._params.copy(),
+            "shapes": self._shapes.copy(),
             "snapshot": self.snapshot() if self._binding.n_bodies else None,
             "pending_forces": self._pending_forces,
         }
@@ -410,6 +412,8 @@ class SceneCopies:
         self._pending_targets = state["pending_targets"]
         if "params" in state:  # (a pickle from before per-world values has none)
             self._params = state["params"]
+        if "shapes" in state:  # (nor one from before per-world geometry any shapes)
+            self._shapes = state["shapes"]
         self.meta, self.visuals = state["meta"], state["visuals"]
         if state["snapshot"] is not None:
             # Not restore(): a copy's own snapshot is not checked as a state file from

@@ -1,0 +1,307 @@
+"""Per-world geometry (Scene.set_shape_params): a batch of worlds that differ in their shapes'
+sizes steps each world bit for bit as a one-world scene built with add_* of that world's
+shapes, for every shape kind and both solvers; static bodies placed per world (set_state)
+likewise; the inertia follows the new shape unless given; queries see each world's shapes;
+bad input is refused by name and changes nothing."""
+
+import copy
+import pickle
+
+import numpy as np
+import pytest
+
+import fx2d_gpu as fx
+from fx2d_gpu import shapes
+from tests.helpers import DT, GENERAL_PATH
+
+N_WORLDS = 4
+STEPS = 60
+PENTAGON = np.array([[0.0, -0.3], [0.3, -0.1], [0.2, 0.25], [-0.2, 0.25], [-0.3, -0.1]])
+
+#: Per kind: world w's keywords of the add_* method (the batch's set_shape_params takes
+#: them as rows), and how a body of that kind is added.
+WORLD_SHAPES = {
+    "circle": {"radius": [0.25, 0.35, 0.15, 0.3]},
+    "box": {"size": [(0.5, 0.4), (0.8, 0.3), (0.3, 0.3), (1.0, 0.6)]},
+    "rounded_box": {
+        "size": [(0.5, 0.4), (0.7, 0.25), (0.3, 0.35), (0.9, 0.5)],
+        "radius": [0.05, 0.02, 0.1, 0.0],
+    },
+    "capsule": {"length": [0.5, 0.8, 0.2, 0.6], "radius": [0.15, 0.1, 0.2, 0.12]},
+    "polygon": {
+        "vertices": [PENTAGON, 1.4 * PENTAGON, 0.7 * PENTAGON, PENTAGON * (1.2, 0.8)],
+        "radius": [0.0, 0.03, 0.0, 0.05],
+    },
+}
+
+
+def _add(scene, kind: str, position, values: dict, **body) -> int:
+    if kind == "circle":
+        return scene.add_circle(position, values["radius"], **body)
+    if kind in ("box", "rounded_box"):
+        return scene.add_box(position, values["size"], values.get("radius", 0.0), **body)
+    if kind == "capsule":
+        return scene.add_capsule(position, values["length"], values["radius"], **body)
+    return scene.add_polygon(position, values["vertices"], values["radius"], **body)
+
+
+def _world_values(kind: str, world: int) -> dict:
+    return {key: rows[world] for key, rows in WORLD_SHAPES[kind].items()}
+
+
+def _scene(kind: str, values: dict, n_worlds: int = 1, **scene_kwargs) -> fx.Scene:
+    """A ground, three bodies of `kind` dropped onto it and each other, a ball on top."""
+    scene = fx.Scene(n_worlds=n_worlds, arch="cpu", **scene_kwargs)
+    scene.add_box((0.0, -0.5), (10.0, 1.0), mass=0.0, static_friction=0.6, dynamic_friction=0.4)
+    for i in range(3):
+        _add(
+            scene,
+            kind,
+            (0.25 * i - 0.3, 0.5 + 0.8 * i),
+            values,
+            angle=0.15 * i,
+            mass=1.0 + 0.5 * i,
+            static_friction=0.5,
+            dynamic_friction=0.3,
+        )
+    scene.add_circle((0.1, 3.2), 0.2, mass=0.5)
+    return scene
+
+
+def _state(scene) -> list[np.ndarray]:
+    state = scene.get_state()
+    return [state.position, state.angle, state.velocity, state.angular_velocity]
+
+
+def _run(scene, steps: int = STEPS) -> list[np.ndarray]:
+    for _ in range(steps):
+        scene.step(DT)
+    return _state(scene)
+
+
+def _assert_world_is(batch_state, world: int, single_state, label: str):
+    for got, expected in zip(batch_state, single_state, strict=True):
+        assert np.array_equal(got[world], expected[0]), (
+            f"{label}: world {world} differs from its one-world scene by up to "
+            f"{np.abs(got[world] - expected[0]).max()}"
+        )
+
+
+def _batch(kind: str, **scene_kwargs) -> fx.Scene:
+    """_scene of world 0's shapes in N_WORLDS worlds, each world given its own by
+    set_shape_params (bodies 1 .. 3, one row per world)."""
+    batch = _scene(kind, _world_values(kind, 0), N_WORLDS, **scene_kwargs)
+    rows = {key: np.asarray(values) for key, values in WORLD_SHAPES[kind].items()}
+    batch.set_shape_params([1, 2, 3], **rows)
+    return batch
+
+
+@pytest.mark.parametrize("solver", ["xpbd", "soft_step"])
+@pytest.mark.parametrize("kind", list(WORLD_SHAPES))
+def test_each_world_steps_as_a_scene_built_with_its_shapes(kind, solver):
+    batch = _batch(kind, solver=solver)
+    got = _run(batch)
+    # Something happened: the bodies fell and landed on the ground and on each other.
+    assert (got[0][:, 1:4, 1] < 1.8).all() and np.abs(got[2]).max() < 5.0
+    for world in range(N_WORLDS):
+        single = _scene(kind, _world_values(kind, world), solver=solver)
+        _assert_world_is(got, world, _run(single), f"{kind}, {solver}")
+    # The worlds do differ.
+    assert not np.array_equal(got[0][0], got[0][1])
+
+
+def test_the_general_path_and_a_large_world_too():
+    """Worlds of more than 40 bodies (fat boxes, the grid: each world's own cell) and the
+    general path (no world per thread, a launch per stage)."""
+    radii = np.array([0.1, 0.16, 0.07])
+
+    def pile(n_worlds: int, radius: float, **kwargs) -> fx.Scene:
+        scene = fx.Scene(n_worlds=n_worlds, arch="cpu", **kwargs)
+        scene.add_box((0.0, -0.5), (6.0, 1.0), mass=0.0)
+        positions = np.stack(
+            [np.tile(np.arange(8) * 0.45 - 1.6, 6), np.repeat(np.arange(6) * 0.45 + 0.3, 8)], 1
+        )
+        scene.add_circles(positions, radius)
+        return scene
+
+    for options in ({}, GENERAL_PATH):
+        batch = pile(3, radii[0], step_options=options)
+        batch.set_shape_params(np.arange(1, 49), radius=radii)
+        got = _run(batch, 40)
+        for world, radius in enumerate(radii):
+            _assert_world_is(got, world, _run(pile(1, radius), 40), f"pile {options}")
+
+
+def test_static_bodies_placed_per_world():
+    """A ramp and a wall placed per world (set_state before the first step) step as scenes
+    built with them there; reset_worlds(state=) places them again."""
+    ramps = [(-0.5, 1.0, 0.3), (0.4, 0.8, -0.25), (0.0, 1.4, 0.0), (-1.0, 0.6, 0.5)]
+
+    def scene(n_worlds, ramp):
+        s = fx.Scene(n_worlds=n_worlds, arch="cpu")
+        s.add_box((0.0, -0.5), (10.0, 1.0), mass=0.0)
+        s.add_box(ramp[:2], (2.0, 0.2), angle=ramp[2], mass=0.0)
+        s.add_box((1.6 + 0.1 * ramp[0], 1.0), (0.2, 2.0), mass=0.0)
+        s.add_box((-0.3, 2.5), (0.3, 0.3), mass=1.0)
+        s.add_circle((0.2, 3.0), 0.15)
+        return s
+
+    batch = scene(N_WORLDS, ramps[0])
+    state = batch.get_state()
+    for world, ramp in enumerate(ramps):
+        state.position[world, 1] = ramp[:2]
+        state.angle[world, 1] = ramp[2]
+        state.position[world, 2, 0] = 1.6 + 0.1 * ramp[0]
+    batch.set_state(state)
+    placed = copy.deepcopy(state)
+    got = _run(batch)
+    singles = [_run(scene(1, ramp)) for ramp in ramps]
+    for world in range(N_WORLDS):
+        _assert_world_is(got, world, singles[world], "static placement")
+    # An episode's reset takes the placement as its state: the same run again.
+    batch.reset_worlds([1, 3], state=placed)
+    again = _run(batch)
+    for world in (1, 3):
+        _assert_world_is(again, world, singles[world], "static placement after reset_worlds")
+
+
+def test_a_scene_that_never_resizes_keeps_its_model_rows():
+    scene = _scene("box", _world_values("box", 0), 2)
+    scene.step(DT)
+    pool = scene.step_context().pool
+    assert int(pool.model.shape_per_world[None]) == 0
+    scene.set_shape_params(1, size=(0.5, 0.4))  # the same size in every world: still 0
+    assert int(scene.step_context().pool.model.shape_per_world[None]) == 0
+    scene.set_shape_params(1, size=(0.6, 0.4), world=1)
+    assert int(scene.step_context().pool.model.shape_per_world[None]) == 1
+
+
+def test_get_shape_params_round_trip():
+    scene = fx.Scene(n_worlds=2, arch="cpu")
+    scene.add_box((0.0, -0.5), (10.0, 1.0), mass=0.0)
+    box = scene.add_box((0.0, 1.0), (0.5, 0.4), 0.05)
+    ball = scene.add_circle((1.0, 1.0), 0.2)
+    pill = scene.add_capsule((2.0, 1.0), 0.6, 0.1)
+    gem = scene.add_polygon((3.0, 1.0), PENTAGON)
+    edge = scene.add_edge((0.0, 0.0), (-1.0, 0.0), (1.0, 0.0))
+    before = scene.get_shape_params()
+    assert np.array_equal(before["size"][:, box], [(0.5, 0.4)] * 2)
+    assert np.array_equal(before["radius"][:, [box, ball, pill, edge]], [[0.05, 0.2, 0.1, 0.0]] * 2)
+    assert np.isnan(before["size"][:, ball]).all() and np.isnan(before["length"][:, box]).all()
+    scene.set_shape_params(box, size=[(0.7, 0.3), (0.2, 0.9)], radius=[0.0, 0.1])
+    scene.set_shape_params(ball, radius=0.33, world=1)
+    scene.set_shape_params(pill, length=[0.9, 0.4], radius=0.05)
+    scene.set_shape_params(gem, vertices=[PENTAGON * 2.0, PENTAGON], world=[1, 0])
+    got = scene.get_shape_params([box, ball, pill, gem])
+    assert np.array_equal(got["size"][:, 0], [(0.7, 0.3), (0.2, 0.9)])
+    assert np.array_equal(got["radius"][:, :3], [[0.0, 0.2, 0.05], [0.1, 0.33, 0.05]])
+    assert np.array_equal(got["length"][:, 2], [0.9, 0.4])
+    polygon = shapes.polygon(PENTAGON * 2.0)[0]
+    assert np.array_equal(got["vertices"][1, 3, :5], polygon.vertices)
+    assert np.isnan(got["vertices"][1, 3, 5:]).all()
+    assert np.array_equal(scene.body_shape(gem, world=1).vertices, polygon.vertices)
+    assert np.array_equal(scene.body_shape(gem, world=0).vertices, scene.body_shape(gem).vertices)
+    assert scene.body_shape(box).radius == 0.05  # as added
+    # Set back, as read: the same shapes.
+    scene.set_shape_params(box, size=got["size"][:, 0], radius=got["radius"][:, 0])
+    assert np.array_equal(scene.get_shape_params(box)["size"], got["size"][:, :1])
+
+
+def test_the_inertia_follows_the_shape_unless_given():
+    scene = fx.Scene(n_worlds=3, arch="cpu")
+    scene.add_box((0.0, -0.5), (10.0, 1.0), mass=0.0)
+    box = scene.add_box((0.0, 1.0), (0.5, 0.4), mass=2.0)
+    by_hand = scene.add_box((1.0, 1.0), (0.5, 0.4), mass=2.0, inertia=0.7)
+    scene.set_shape_params([box, by_hand], size=[(1.0, 0.2), (0.3, 0.3), (0.5, 0.4)])
+    inertia = scene.get_body_params([box, by_hand])["inertia"]
+    for world, size in enumerate([(1.0, 0.2), (0.3, 0.3), (0.5, 0.4)]):
+        single = fx.Scene(arch="cpu")
+        single.add_box((0.0, 1.0), size, mass=2.0)
+        assert inertia[world, 0] == single.body_inertia(0)  # as add_box computes it
+    assert (inertia[:, 1] == 0.7).all()  # given by hand: kept
+    # The mass stays; a new mass moves the inertia with each world's shape.
+    assert (scene.get_body_params([box])["mass"] == 2.0).all()
+    scene.set_body_params(box, mass=3.0, world=0)
+    assert (
+        scene.get_body_params([box])["inertia"][0, 0] == 3.0 * shapes.box((1.0, 0.2)).unit_inertia
+    )
+    # An inertia given with the shape is taken.
+    scene.set_shape_params(box, size=(0.4, 0.4), inertia=[0.5, 0.6, 0.7])
+    assert np.array_equal(scene.get_body_params([box])["inertia"][:, 0], [0.5, 0.6, 0.7])
+
+
+def test_queries_see_each_worlds_shapes():
+    scene = fx.Scene(n_worlds=2, arch="cpu", gravity=(0.0, 0.0))
+    ball = scene.add_circle((0.0, 0.0), 0.2, mass=0.0)
+    scene.set_shape_params(ball, radius=[0.2, 0.5])
+    hits = scene.ray_cast((-2.0, 0.35), (1.0, 0.0), 5.0)
+    assert hits.body[:, 0].tolist() == [-1, ball]
+    inside = scene.query_point((0.0, 0.4))
+    assert inside.world.tolist() == [1]
+
+
+def test_copies_carry_the_shapes():
+    batch = _batch("box")
+    batch.step(DT)
+    copies = [copy.deepcopy(batch), pickle.loads(pickle.dumps(batch))]
+    expected = _run(batch, 10)
+    for copied in copies:
+        assert np.array_equal(
+            copied.get_shape_params()["size"], batch.get_shape_params()["size"], equal_nan=True
+        )
+        for x, y in zip(_run(copied, 10), expected, strict=True):
+            assert np.array_equal(x, y)
+    single = _scene("capsule", _world_values("capsule", 0))
+    single.set_shape_params([1, 2, 3], length=0.9)
+    many = single.replicate(3)
+    assert (many.get_shape_params([1])["length"] == 0.9).all()
+
+
+def _everything(scene) -> tuple:
+    return (scene.get_shape_params(), scene.get_body_params(), [s.copy() for s in _state(scene)])
+
+
+def _unchanged(before, after):
+    for x, y in zip(before[:2], after[:2], strict=True):
+        for key in x:
+            assert np.array_equal(x[key], y[key], equal_nan=True), key
+    for x, y in zip(before[2], after[2], strict=True):
+        assert np.array_equal(x, y)
+
+
+@pytest.mark.parametrize(
+    "call, error, match",
+    [
+        ({"bodies": [1], "size": (0.5, 0.5)}, ValueError, "size: body 1 is a circle"),
+        ({"bodies": [2], "length": 0.5}, ValueError, "length: body 2 is a box"),
+        ({"bodies": [4], "radius": 0.1}, ValueError, "radius: body 4 is an edge"),
+        ({"bodies": [3], "vertices": PENTAGON[:4]}, ValueError, "vertices: body 3 has 5"),
+        ({"bodies": [5], "length": 0.0}, ValueError, "length must be >="),
+        ({"bodies": [1], "radius": -0.1}, ValueError, "radius"),
+        ({"bodies": [1], "radius": "big"}, TypeError, "radius"),
+        ({"bodies": [2], "size": [(1.0, 1.0)] * 3}, ValueError, "size must have shape"),
+        ({"bodies": [2], "size": (1.0, 1.0), "vertices": PENTAGON[:4]}, ValueError, "not both"),
+        ({"bodies": [3], "vertices": PENTAGON[::-1] * (1, 0)}, ValueError, "vertices"),
+        ({"bodies": [0], "inertia": 1.0}, ValueError, "static"),
+        ({"bodies": [1], "radius": 0.3, "world": [0, 0]}, ValueError, "given twice"),
+        ({"bodies": [9], "radius": 0.3}, ValueError, "bodies 9"),
+        ({"bodies": [2], "size": (1e14, 1e14)}, ValueError, "size: the new shapes' inertia"),
+    ],
+)
+def test_bad_input_is_refused_by_name_and_changes_nothing(call, error, match):
+    scene = fx.Scene(n_worlds=2, arch="cpu")
+    scene.add_box((0.0, -0.5), (10.0, 1.0), mass=0.0)  # 0
+    scene.add_circle((0.0, 1.0), 0.2)  # 1
+    scene.add_box((1.0, 1.0), (0.3, 0.3))  # 2
+    scene.add_polygon((2.0, 1.0), PENTAGON)  # 3
+    scene.add_edge((0.0, 0.0), (-1.0, 0.0), (1.0, 0.0))  # 4
+    scene.add_capsule((3.0, 1.0), 0.5, 0.1)  # 5
+    scene.set_body_params(2, mass=1e12)  # a box whose inertia a huge size would overflow
+    scene.step(DT)
+    before = _everything(scene)
+    with pytest.raises(error, match=match):
+        scene.set_shape_params(**call)
+    _unchanged(before, _everything(scene))
+    # An empty selection of worlds changes nothing either.
+    scene.set_shape_params(1, radius=0.4, world=[])
+    _unchanged(before, _everything(scene))
