@@ -557,7 +557,11 @@ class Scene(ModelQueries, SceneCopies, StepDiagnostics):
             )
             if len(self._faulted_worlds):  # (on_fault="reset": contain_faults raises else)
                 world_resets.reset_faulty_worlds(
-                    ctx, self._faulted_worlds, self._builder.initial_state(1)
+                    ctx,
+                    self._faulted_worlds,
+                    self._shapes.initial_state(self._builder, self._faulted_worlds)
+                    if self._shapes.poses
+                    else self._builder.initial_state(1),
                 )
 
     @property
@@ -707,6 +711,8 @@ class Scene(ModelQueries, SceneCopies, StepDiagnostics):
         length=None,
         vertices=None,
         inertia=None,
+        position=None,
+        angle=None,
         world=None,
     ):
         """Give `bodies` new shape sizes, in every world or per world (domain randomisation of
@@ -723,8 +729,14 @@ class Scene(ModelQueries, SceneCopies, StepDiagnostics):
         vertex count m as the body's). A keyword left None keeps each world's current value.
         A body keeps its kind in every world: a circle takes radius, a box size, radius or
         vertices (not both size and vertices), a polygon vertices and radius, a capsule
-        length and radius; edges and chain links are not resized (a ValueError): place
-        static bodies per world with set_state (or reset_worlds' state).
+        length and radius; edges and chain links are not resized (a ValueError).
+
+        Static bodies (mass 0: terrain, walls, obstacles, edges and chains included) are
+        placed per world with `position` (m: (2,), (k_worlds, 2) or (k_worlds, k_bodies, 2))
+        and `angle` (rad, shaped as `radius`; None keeps each world's): the world's state
+        takes the pose now (as set_state(worlds=) writes it: contacts found afresh, sleep
+        timers restarted) and a reset starts from it (reset_worlds without a state,
+        on_fault="reset"). World w then steps as a one-world scene that added the body there.
 
         The mass stays (the add_* keyword's, or set_body_params'); the inertia follows the new
         shape (mass x Shape.unit_inertia, as add_* computes it) where it was the shape's, one
@@ -740,6 +752,7 @@ class Scene(ModelQueries, SceneCopies, StepDiagnostics):
         rows = spatial_queries.body_indices(bodies, self.n_bodies)
         worlds = world_selection(world, self._n_worlds)
         new = self._shapes.resized(self._builder, rows, worlds, given)
+        placed = self._shapes.placed(self._builder, rows, worlds, position, angle)
         # The inertias after: given, or following the new shapes where they were the shapes'.
         if inertia is not None:
             masses = self._params.check_body_values(
@@ -762,7 +775,11 @@ class Scene(ModelQueries, SceneCopies, StepDiagnostics):
                     f"{', '.join(given)}: the new shapes' inertia (mass x the shape's unit "
                     f"inertia) breaks the rule ({error}); give an inertia"
                 ) from None
-        if not len(worlds) or not (given or inertia is not None):
+        if not len(worlds):
+            return
+        if position is not None or angle is not None:
+            self._place_static(rows, worlds, placed)
+        if not (given or inertia is not None):
             return
         self._shapes.store(self._builder, rows, worlds, new)
         self._params.set_body_values(self._builder, rows, worlds, masses)
@@ -770,6 +787,26 @@ class Scene(ModelQueries, SceneCopies, StepDiagnostics):
             self._cell = self._world_cell()
             edits.upload_shapes(self._context(), self._binding, self._builder, self._shapes)
         self._upload_params()
+
+    def _place_static(self, rows: np.ndarray, worlds: np.ndarray, placed: np.ndarray):
+        """Static bodies `rows` placed in `worlds` ((k_worlds, k_bodies, 3): x, y, angle):
+        kept for resets, and, on a built scene, written into those worlds' state (as
+        set_state(worlds=) writes it)."""
+        self._shapes.store_poses(self._builder, rows, worlds, placed)
+        if not self._is_built():
+            return  # the build takes them (WorldShapes.initial_state)
+        ctx = self._context()
+        state = readout.body_state(ctx, None, np.float64)
+        arrays = {
+            "position": state.position[worlds],
+            "angle": state.angle[worlds],
+            "velocity": state.velocity[worlds],
+            "angular_velocity": state.angular_velocity[worlds],
+            "sleeping": state.sleeping[worlds].astype(np.int32),
+        }
+        arrays["position"][:, rows] = placed[..., :2]
+        arrays["angle"][:, rows] = placed[..., 2]
+        edits.write_world_rows(ctx, worlds, arrays)
 
     @serialized
     def get_shape_params(self, bodies=None) -> dict[str, np.ndarray]:
@@ -902,7 +939,9 @@ class Scene(ModelQueries, SceneCopies, StepDiagnostics):
             raise TypeError("worlds must be a world index, a bool mask or indices, got None")
         chosen = world_selection(worlds, self._n_worlds, "worlds")
         ctx = self._context()
-        rows, targets = world_resets.reset_rows(state, chosen, ctx, self._builder, self._binding)
+        rows, targets = world_resets.reset_rows(
+            state, chosen, ctx, self._builder, self._binding, self._shapes
+        )
         if len(chosen) == 0:
             return
         for force, torque in self._pending_forces.values():

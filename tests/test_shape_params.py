@@ -132,37 +132,57 @@ def test_the_general_path_and_a_large_world_too():
             _assert_world_is(got, world, _run(pile(1, radius), 40), f"pile {options}")
 
 
-def test_static_bodies_placed_per_world():
-    """A ramp and a wall placed per world (set_state before the first step) step as scenes
-    built with them there; reset_worlds(state=) places them again."""
-    ramps = [(-0.5, 1.0, 0.3), (0.4, 0.8, -0.25), (0.0, 1.4, 0.0), (-1.0, 0.6, 0.5)]
+RAMPS = [(-0.5, 1.0, 0.3), (0.4, 0.8, -0.25), (0.0, 1.4, 0.0), (-1.0, 0.6, 0.5)]
 
-    def scene(n_worlds, ramp):
-        s = fx.Scene(n_worlds=n_worlds, arch="cpu")
-        s.add_box((0.0, -0.5), (10.0, 1.0), mass=0.0)
-        s.add_box(ramp[:2], (2.0, 0.2), angle=ramp[2], mass=0.0)
-        s.add_box((1.6 + 0.1 * ramp[0], 1.0), (0.2, 2.0), mass=0.0)
-        s.add_box((-0.3, 2.5), (0.3, 0.3), mass=1.0)
-        s.add_circle((0.2, 3.0), 0.15)
-        return s
 
-    batch = scene(N_WORLDS, ramps[0])
-    state = batch.get_state()
-    for world, ramp in enumerate(ramps):
-        state.position[world, 1] = ramp[:2]
-        state.angle[world, 1] = ramp[2]
-        state.position[world, 2, 0] = 1.6 + 0.1 * ramp[0]
-    batch.set_state(state)
-    placed = copy.deepcopy(state)
+def _ramp_scene(n_worlds: int, ramp) -> fx.Scene:
+    """A ground, a static ramp and wall (where `ramp` (x, y, angle) puts them), a box and a
+    ball falling onto them."""
+    s = fx.Scene(n_worlds=n_worlds, arch="cpu")
+    s.add_box((0.0, -0.5), (10.0, 1.0), mass=0.0)
+    s.add_box(ramp[:2], (2.0, 0.2), angle=ramp[2], mass=0.0)
+    s.add_edge((1.6 + 0.1 * ramp[0], 0.0), (0.0, 0.0), (0.0, 2.0))
+    s.add_box((-0.3, 2.5), (0.3, 0.3), mass=1.0)
+    s.add_circle((0.2, 3.0), 0.15)
+    return s
+
+
+def _place_ramps(batch: fx.Scene):
+    ramps = np.array(RAMPS)
+    batch.set_shape_params(1, position=ramps[:, :2], angle=ramps[:, 2])
+    batch.set_shape_params(2, position=np.stack([1.6 + 0.1 * ramps[:, 0], 0 * ramps[:, 0]], 1))
+
+
+@pytest.mark.parametrize("built", [False, True])
+def test_static_bodies_placed_per_world(built):
+    """A ramp and a wall placed per world (set_shape_params position and angle) step as
+    scenes built with them there; a reset starts from the placement."""
+    batch = _ramp_scene(N_WORLDS, RAMPS[0])
+    if built:
+        batch.get_state()
+    _place_ramps(batch)
+    assert np.array_equal(batch.get_state().position[:, 1], np.float32(RAMPS)[:, :2])
     got = _run(batch)
-    singles = [_run(scene(1, ramp)) for ramp in ramps]
+    singles = [_run(_ramp_scene(1, ramp)) for ramp in RAMPS]
     for world in range(N_WORLDS):
         _assert_world_is(got, world, singles[world], "static placement")
-    # An episode's reset takes the placement as its state: the same run again.
-    batch.reset_worlds([1, 3], state=placed)
+    # A reset (no state given) starts the worlds over where their static bodies were placed.
+    batch.reset_worlds([3, 1])
     again = _run(batch)
     for world in (1, 3):
         _assert_world_is(again, world, singles[world], "static placement after reset_worlds")
+
+
+def test_static_placement_refuses_dynamic_bodies_and_bad_values():
+    batch = _ramp_scene(2, RAMPS[0])
+    before = _everything(batch)
+    with pytest.raises(ValueError, match="position: body 3 is not static"):
+        batch.set_shape_params([1, 3], position=(0.0, 1.0))
+    with pytest.raises(ValueError, match="angle must be finite"):
+        batch.set_shape_params(1, angle=[0.0, np.inf])
+    with pytest.raises(TypeError, match="position"):
+        batch.set_shape_params(1, position="here")
+    _unchanged(before, _everything(batch))
 
 
 def test_a_scene_that_never_resizes_keeps_its_model_rows():

@@ -191,8 +191,9 @@ class Binding:
         self.model = builder.build_model()
         self.base_model = {group: dict(fields) for group, fields in self.model.items()}
         self.apply_params(builder, params)
-        self.apply_shapes(builder, world_shapes or WorldShapes(w))
-        state = builder.initial_state(w)
+        world_shapes = world_shapes or WorldShapes(w)
+        self.apply_shapes(builder, world_shapes)
+        state = world_shapes.initial_state(builder, np.arange(w))
         if old is not None:
             _keep_old_rows(state["bodies"], old["bodies"], w, self.n_bodies, n_bodies)
             _keep_old_rows(state["joints"], old["joints"], w, self.n_joints, n_joints)

@@ -13,8 +13,9 @@ capsule, polygon) and its rows by the builder's rule (builder.shape_rows), so wo
 a batch steps bit for bit as a one-world scene built with world w's shapes.
 
 A body keeps its shape's kind in every world (a box stays a box, a polygon keeps its
-vertex count); edges and chain links are not resized (static level geometry: place them
-per world with Scene.set_state or reset_worlds' state instead).
+vertex count); edges and chain links are not resized. Static bodies (level geometry:
+terrain, walls, obstacles) are placed per world too (WorldShapes.poses): their poses in
+each world's state, and in the state a reset starts the world from (initial_state).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import numpy as np
 from .. import shapes
 from ..checks import as_real_array
 from ..enums import SHAPE_CAPSULE, SHAPE_CIRCLE, SHAPE_POLYGON
-from ..shapes import MAX_POLYGON_VERTICES, Shape
+from ..shapes import MAX_COORDINATE, MAX_POLYGON_VERTICES, Shape
 from .builder import SHAPE_FIELDS, cell_size_of, shape_rows
 
 if TYPE_CHECKING:
@@ -116,17 +117,26 @@ class WorldShapes:
     def __init__(self, n_worlds: int):
         self.n_worlds = n_worlds
         self.shapes: dict[int, list[Shape]] = {}
+        self.poses: dict[int, np.ndarray] = {}
 
     def copy(self) -> WorldShapes:
         copy = WorldShapes(self.n_worlds)
         copy.shapes = {body: list(values) for body, values in self.shapes.items()}
+        copy.poses = {body: values.copy() for body, values in self.poses.items()}
         return copy
 
     def repeated(self, n_worlds: int) -> WorldShapes:
-        """World 0's shapes in `n_worlds` worlds (Scene.replicate)."""
+        """World 0's shapes and placements in `n_worlds` worlds (Scene.replicate)."""
         copy = WorldShapes(n_worlds)
         copy.shapes = {body: [values[0]] * n_worlds for body, values in self.shapes.items()}
+        copy.poses = {
+            body: np.repeat(values[:1], n_worlds, axis=0) for body, values in self.poses.items()
+        }
         return copy
+
+    def __setstate__(self, state: dict):
+        self.__dict__.update(state)
+        self.__dict__.setdefault("poses", {})
 
     # ------------------------------------------------------------------ reading
     def body_shapes(self, builder: ModelBuilder, body: int) -> list[Shape]:
@@ -260,6 +270,71 @@ class WorldShapes:
             for i, world in enumerate(worlds.tolist()):
                 values[world] = new[i][j]
             self.shapes[body] = values
+
+    # ------------------------------------------------------------------ static placement
+    def placed(
+        self, builder: ModelBuilder, bodies: np.ndarray, worlds: np.ndarray, position, angle
+    ) -> np.ndarray:
+        """(k_worlds, k_bodies, 3) float64 (x m, y m, angle rad): the placements of static
+        `bodies` in `worlds` from `position` ((2,), (k_worlds, 2) or (k_worlds, k_bodies, 2);
+        None keeps each world's) and `angle` (a scalar, (k_worlds,) or (k_worlds,
+        k_bodies); None keeps it), checked whole.
+
+        Raises:
+            TypeError: a value that is not real numbers, naming it.
+            ValueError: a value of another shape, not finite or beyond
+                shapes.MAX_COORDINATE, or a body that is not static (mass 0), naming it.
+        """
+        kw, kb = len(worlds), len(bodies)
+        current = np.stack([self.body_poses(builder, b)[worlds] for b in bodies.tolist()], 1)
+        current = current.reshape(kw, kb, 3)
+        for name, value, item, columns in (
+            ("position", position, (2,), slice(0, 2)),
+            ("angle", angle, (), slice(2, 3)),
+        ):
+            if value is None:
+                continue
+            array = _per_world(value, name, kw, kb, item)
+            if not np.isfinite(array).all() or np.abs(array).max(initial=0.0) >= MAX_COORDINATE:
+                raise ValueError(f"{name} must be finite and within +-{MAX_COORDINATE:g}")
+            for body in bodies.tolist():
+                if builder.bodies[body].mass != 0.0:
+                    raise ValueError(
+                        f"{name}: body {body} is not static (mass 0); a dynamic or kinematic "
+                        "body is placed per world with set_state"
+                    )
+            current[..., columns] = array.reshape(kw, kb, -1)
+        return current
+
+    def body_poses(self, builder: ModelBuilder, body: int) -> np.ndarray:
+        """(n_worlds, 3) float64: body `body`'s placement (x, y, angle) in every world."""
+        if body in self.poses:
+            return self.poses[body]
+        b = builder.bodies[body]
+        return np.tile([b.position[0], b.position[1], b.angle], (self.n_worlds, 1))
+
+    def store_poses(self, builder: ModelBuilder, bodies: np.ndarray, worlds: np.ndarray, new):
+        """Store checked placements (placed's) of `bodies` in `worlds`."""
+        for j, body in enumerate(bodies.tolist()):
+            values = self.body_poses(builder, body).copy()
+            values[worlds] = new[:, j]
+            self.poses[body] = values
+
+    def initial_state(self, builder: ModelBuilder, worlds) -> dict:
+        """builder.initial_state of the worlds `worlds` ((k,) indices), one row each: the
+        add_* state, with each world's static bodies where set_shape_params placed them
+        (the state a reset starts `worlds` from)."""
+        worlds = np.asarray(worlds, np.int64)
+        state = builder.initial_state(len(worlds))
+        bodies = state["bodies"]
+        n = len(builder.bodies)
+        position = bodies["position"].reshape(len(worlds), n, 2)
+        angle = bodies["angle"].reshape(len(worlds), n)
+        for body, values in self.poses.items():
+            if body < n:
+                position[:, body] = values[worlds, :2]
+                angle[:, body] = values[worlds, 2]
+        return state
 
     # ------------------------------------------------------------------ the device rows
     def device_rows(self, builder: ModelBuilder, model: dict):
