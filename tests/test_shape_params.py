@@ -260,6 +260,17 @@ def test_queries_see_each_worlds_shapes():
     assert inside.world.tolist() == [1]
 
 
+def test_render_draws_each_worlds_shapes():
+    from fx2d_gpu.draw.render import render
+
+    batch = _batch("capsule")
+    for world in (0, 2):
+        single = _scene("capsule", _world_values("capsule", world))
+        image = render(single, 0, size=(64, 48))
+        assert np.array_equal(render(batch, world, size=(64, 48)), image)
+    assert not np.array_equal(render(batch, 0, size=(64, 48)), render(batch, 1, size=(64, 48)))
+
+
 def test_copies_carry_the_shapes():
     batch = _batch("box")
     batch.step(DT)

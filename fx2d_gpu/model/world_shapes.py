@@ -118,6 +118,7 @@ class WorldShapes:
         self.n_worlds = n_worlds
         self.shapes: dict[int, list[Shape]] = {}
         self.poses: dict[int, np.ndarray] = {}
+        self.version = 0  # counts the stores: what draws the shapes builds again after one
 
     def copy(self) -> WorldShapes:
         copy = WorldShapes(self.n_worlds)
@@ -137,6 +138,7 @@ class WorldShapes:
     def __setstate__(self, state: dict):
         self.__dict__.update(state)
         self.__dict__.setdefault("poses", {})
+        self.__dict__.setdefault("version", 0)
 
     # ------------------------------------------------------------------ reading
     def body_shapes(self, builder: ModelBuilder, body: int) -> list[Shape]:
@@ -270,6 +272,7 @@ class WorldShapes:
             for i, world in enumerate(worlds.tolist()):
                 values[world] = new[i][j]
             self.shapes[body] = values
+        self.version += 1
 
     # ------------------------------------------------------------------ static placement
     def placed(
