@@ -734,16 +734,16 @@ class Scene(ModelQueries, SceneCopies, StepDiagnostics):
         Static bodies (mass 0: terrain, walls, obstacles, edges and chains included) are
         placed per world with `position` (m: (2,), (k_worlds, 2) or (k_worlds, k_bodies, 2))
         and `angle` (rad, shaped as `radius`; None keeps each world's): the world's state
-        takes the pose now (as set_state(worlds=) writes it: contacts found afresh, sleep
-        timers restarted) and a reset starts from it (reset_worlds without a state,
+        takes the pose now (as set_state(worlds=) writes it: the world wakes, its contacts
+        are found afresh) and a reset starts from it (reset_worlds without a state,
         on_fault="reset"). World w then steps as a one-world scene that added the body there.
 
         The mass stays (the add_* keyword's, or set_body_params'); the inertia follows the new
         shape (mass x Shape.unit_inertia, as add_* computes it) where it was the shape's, one
         given by hand stays, and `inertia` (kg m², > 0, dynamic bodies only; shaped as
         `radius`) sets it. World w then steps bit for bit as a one-world scene built with
-        add_* of its shapes (its grid cell is that scene's too). Contacts are found afresh at
-        the next step; bodies asleep stay asleep until something wakes them. Snapshots and
+        add_* of its shapes (its grid cell is that scene's too). The addressed worlds wake,
+        and their contacts are found afresh at the new sizes. Snapshots and
         state files do not carry the shapes (pickles and replicate do): set them again on a
         scene a state file or snapshot is loaded into. `world`: the worlds (see Scene).
         """
@@ -775,26 +775,29 @@ class Scene(ModelQueries, SceneCopies, StepDiagnostics):
                     f"{', '.join(given)}: the new shapes' inertia (mass x the shape's unit "
                     f"inertia) breaks the rule ({error}); give an inertia"
                 ) from None
-        if not len(worlds):
+        placing = position is not None or angle is not None
+        if not len(worlds) or not (given or inertia is not None or placing):
             return
-        if position is not None or angle is not None:
-            self._place_static(rows, worlds, placed)
-        if not (given or inertia is not None):
-            return
-        self._shapes.store(self._builder, rows, worlds, new)
-        self._params.set_body_values(self._builder, rows, worlds, masses)
-        if self._is_built():
-            self._cell = self._world_cell()
-            edits.upload_shapes(self._context(), self._binding, self._builder, self._shapes)
-        self._upload_params()
+        if placing:  # kept for resets; the build takes them (WorldShapes.initial_state)
+            self._shapes.store_poses(self._builder, rows, worlds, placed)
+        if given or inertia is not None:
+            self._shapes.store(self._builder, rows, worlds, new)
+            self._params.set_body_values(self._builder, rows, worlds, masses)
+            if self._is_built():
+                self._cell = self._world_cell()
+                resized = worlds if given else np.zeros(0, np.int64)  # (inertia: no contacts)
+                edits.upload_shapes(
+                    self._context(), self._binding, self._builder, self._shapes, resized
+                )
+            self._upload_params()
+        if self._is_built() and (given or placing):
+            self._wake_worlds(worlds, rows, placed if placing else None)
 
-    def _place_static(self, rows: np.ndarray, worlds: np.ndarray, placed: np.ndarray):
-        """Static bodies `rows` placed in `worlds` ((k_worlds, k_bodies, 3): x, y, angle):
-        kept for resets, and, on a built scene, written into those worlds' state (as
-        set_state(worlds=) writes it)."""
-        self._shapes.store_poses(self._builder, rows, worlds, placed)
-        if not self._is_built():
-            return  # the build takes them (WorldShapes.initial_state)
+    def _wake_worlds(self, worlds: np.ndarray, rows: np.ndarray, placed: np.ndarray | None):
+        """Wake every body of `worlds` (their shapes or static bodies changed: nothing may
+        sleep where it no longer rests), with static bodies `rows` at `placed` ((k_worlds,
+        k_bodies, 3): x, y, angle; None: where they are); written as set_state(worlds=)
+        writes a state (contacts found afresh, sleep timers restarted)."""
         ctx = self._context()
         state = readout.body_state(ctx, None, np.float64)
         arrays = {
@@ -802,10 +805,11 @@ class Scene(ModelQueries, SceneCopies, StepDiagnostics):
             "angle": state.angle[worlds],
             "velocity": state.velocity[worlds],
             "angular_velocity": state.angular_velocity[worlds],
-            "sleeping": state.sleeping[worlds].astype(np.int32),
+            "sleeping": np.zeros(state.angle[worlds].shape, np.int32),
         }
-        arrays["position"][:, rows] = placed[..., :2]
-        arrays["angle"][:, rows] = placed[..., 2]
+        if placed is not None:
+            arrays["position"][:, rows] = placed[..., :2]
+            arrays["angle"][:, rows] = placed[..., 2]
         edits.write_world_rows(ctx, worlds, arrays)
 
     @serialized

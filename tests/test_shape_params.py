@@ -260,6 +260,37 @@ def test_queries_see_each_worlds_shapes():
     assert inside.world.tolist() == [1]
 
 
+@pytest.mark.parametrize("sleep", [True, False])
+@pytest.mark.parametrize("n_columns", [1, 14])
+def test_a_resize_mid_run_finds_the_contacts_afresh(n_columns, sleep):
+    """Boxes at rest (asleep, or awake: their pairs and manifolds kept from step to step)
+    grow in world 1 (worlds of 4 bodies, and of 43: fat boxes, kept pairs): the contacts at
+    the new size are found at once, the stack rises to rest on its new sizes; a snapshot
+    taken after it repeats bitwise; world 0 goes on resting."""
+    scene = fx.Scene(n_worlds=2, arch="cpu", enable_sleep=sleep)
+    scene.add_box((0.0, -0.5), (40.0, 1.0), mass=0.0)
+    boxes = []
+    for column in range(n_columns):
+        for row in range(3):
+            x = 1.5 * (column - n_columns // 2)
+            boxes.append(scene.add_box((x, 0.2 + 0.4 * row), (0.4, 0.4)))
+    _run(scene, 90)
+    before = scene.get_state().position
+    scene.set_shape_params(boxes, size=(0.6, 0.6), world=1)
+    depths = scene.contacts(1).depths
+    assert depths.max() > 0.05  # the grown boxes overlap where they stood
+    snap = scene.snapshot()
+    after = _run(scene, 90)
+    heights = after[0][1, boxes, 1].reshape(n_columns, 3)
+    assert np.allclose(heights, [0.3, 0.9, 1.5], atol=0.02)  # resting on the new sizes
+    assert np.allclose(after[0][0], before[0], atol=1e-3)  # world 0 rests where it was
+    assert np.abs(after[2]).max() < 0.05
+    scene.restore(snap)
+    again = _run(scene, 90)
+    for x, y in zip(again, after, strict=True):
+        assert np.array_equal(x, y)
+
+
 def test_render_draws_each_worlds_shapes():
     from fx2d_gpu.draw.render import render
 
