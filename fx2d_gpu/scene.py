@@ -743,9 +743,8 @@ class Scene(ModelQueries, SceneCopies, StepDiagnostics):
         given by hand stays, and `inertia` (kg m², > 0, dynamic bodies only; shaped as
         `radius`) sets it. World w then steps bit for bit as a one-world scene built with
         add_* of its shapes (its grid cell is that scene's too). The addressed worlds wake,
-        and their contacts are found afresh at the new sizes. Snapshots and
-        state files do not carry the shapes (pickles and replicate do): set them again on a
-        scene a state file or snapshot is loaded into. `world`: the worlds (see Scene).
+        and their contacts are found afresh at the new sizes. Snapshots, state files, pickles
+        and replicate carry the shapes and placements. `world`: the worlds (see Scene).
         """
         keywords = {"size": size, "radius": radius, "length": length, "vertices": vertices}
         given = {name: value for name, value in keywords.items() if value is not None}
@@ -761,7 +760,7 @@ class Scene(ModelQueries, SceneCopies, StepDiagnostics):
         else:
             old_unit = self._shapes.unit_inertia(self._builder, worlds, rows)
             new_unit = np.array(
-                [[shape.unit_inertia for shape in row] for row in new], np.float64
+                [[shape.unit_inertia for shape, _ in row] for row in new], np.float64
             ).reshape(len(worlds), len(rows))
             values = self._params.body_values(self._builder)
             cells = np.ix_(worlds, rows)

@@ -303,6 +303,7 @@ def test_render_draws_each_worlds_shapes():
 
 
 def test_copies_carry_the_shapes():
+    """Pickles, deep copies and replicate carry the shapes."""
     batch = _batch("box")
     batch.step(DT)
     copies = [copy.deepcopy(batch), pickle.loads(pickle.dumps(batch))]
@@ -317,6 +318,60 @@ def test_copies_carry_the_shapes():
     single.set_shape_params([1, 2, 3], length=0.9)
     many = single.replicate(3)
     assert (many.get_shape_params([1])["length"] == 0.9).all()
+
+
+def test_snapshots_and_state_files_carry_the_shapes_and_placements(tmp_path):
+    batch = _batch("polygon")
+    batch.set_shape_params(0, position=[(0.0, -0.5), (0.1, -0.45), (-0.1, -0.55), (0.0, -0.4)])
+    _run(batch, 10)
+    snap = batch.snapshot()
+    path = tmp_path / "shapes.npz"
+    batch.save_state(path)
+    expected = _run(batch, 20)
+    # Changed since: restore brings the snapshot's shapes, placements and inertias back.
+    batch.set_shape_params([1, 2], vertices=PENTAGON * 0.5, position=None)
+    batch.set_shape_params(0, position=(0.0, -1.0))
+    batch.restore(snap)
+    for x, y in zip(_run(batch, 20), expected, strict=True):
+        assert np.array_equal(x, y)
+    # A scene built the same way, never resized, takes them from the file.
+    fresh = _scene("polygon", _world_values("polygon", 0), N_WORLDS)
+    fresh.load_state(path)
+    for x, y in zip(_run(fresh, 20), expected, strict=True):
+        assert np.array_equal(x, y)
+    assert np.array_equal(
+        fresh.get_shape_params()["vertices"], batch.get_shape_params()["vertices"], equal_nan=True
+    )
+    fresh.reset_worlds([2])  # its placement came too
+    assert np.array_equal(fresh.get_state().position[2, 0], np.float32([-0.1, -0.55]))
+    # A snapshot without geometry takes it away again.
+    plain = _scene("polygon", _world_values("polygon", 0), N_WORLDS)
+    fresh.restore(plain.snapshot())
+    assert np.array_equal(
+        fresh.get_shape_params()["vertices"], plain.get_shape_params()["vertices"], equal_nan=True
+    )
+
+
+@pytest.mark.parametrize(
+    "key, change, match",
+    [
+        ("shape_radius", lambda a: a.__setitem__((1, 2), -0.5), r"shape_\*\[1, 2\].*radius"),
+        ("shape_vertices", lambda a: a.__setitem__((0, 1, 2), (0.0, 0.0)), r"shape_\*\[0, 1\]"),
+        ("shape_length", lambda a: a.__setitem__((0, 1), 0.5), r"not made from"),
+        ("static_pose", lambda a: a.__setitem__((0, 1), (1.0, 1.0, 0.0)), r"static_pose"),
+    ],
+)
+def test_bad_geometry_in_a_snapshot_is_refused(key, change, match):
+    batch = _batch("polygon")
+    batch.set_shape_params(0, position=(0.0, -0.5))
+    batch.step(DT)
+    snap = batch.snapshot()
+    bad = snap.copy()
+    change(bad.params[key])
+    before = _everything(batch)
+    with pytest.raises(ValueError, match=match):
+        batch.restore(bad)
+    _unchanged(before, _everything(batch))
 
 
 def _everything(scene) -> tuple:

@@ -35,6 +35,10 @@ if TYPE_CHECKING:
 
 #: The keywords of Scene.set_shape_params that size a shape, in the order they are read.
 SHAPE_PARAMS = ("size", "radius", "length", "vertices")
+#: The arrays of a snapshot's per-world shapes (WorldShapes.arrays), beside static_pose.
+SHAPE_ARRAYS = ("shape_radius", "shape_size", "shape_length", "shape_vertices")
+#: Every per-world geometry array a snapshot may hold.
+GEOMETRY_ARRAYS = (*SHAPE_ARRAYS, "static_pose")
 #: Device fields that follow from the per-world shapes (beside SHAPE_FIELDS).
 WORLD_SHAPE_FIELDS = ("shape_per_world", "world_cell")
 
@@ -117,12 +121,16 @@ class WorldShapes:
     def __init__(self, n_worlds: int):
         self.n_worlds = n_worlds
         self.shapes: dict[int, list[Shape]] = {}
+        # Per resized body, per world: the arguments its shape was made from (_make's;
+        # None: the add_* shape), what snapshots and state files carry (arrays).
+        self.args: dict[int, list[dict | None]] = {}
         self.poses: dict[int, np.ndarray] = {}
         self.version = 0  # counts the stores: what draws the shapes builds again after one
 
     def copy(self) -> WorldShapes:
         copy = WorldShapes(self.n_worlds)
         copy.shapes = {body: list(values) for body, values in self.shapes.items()}
+        copy.args = {body: list(values) for body, values in self.args.items()}
         copy.poses = {body: values.copy() for body, values in self.poses.items()}
         return copy
 
@@ -130,6 +138,7 @@ class WorldShapes:
         """World 0's shapes and placements in `n_worlds` worlds (Scene.replicate)."""
         copy = WorldShapes(n_worlds)
         copy.shapes = {body: [values[0]] * n_worlds for body, values in self.shapes.items()}
+        copy.args = {body: [values[0]] * n_worlds for body, values in self.args.items()}
         copy.poses = {
             body: np.repeat(values[:1], n_worlds, axis=0) for body, values in self.poses.items()
         }
@@ -138,6 +147,7 @@ class WorldShapes:
     def __setstate__(self, state: dict):
         self.__dict__.update(state)
         self.__dict__.setdefault("poses", {})
+        self.__dict__.setdefault("args", {})
         self.__dict__.setdefault("version", 0)
 
     # ------------------------------------------------------------------ reading
@@ -259,19 +269,29 @@ class WorldShapes:
         for i, world in enumerate(worlds.tolist()):
             row = []
             for j, body in enumerate(bodies.tolist()):
-                current = self.shape(builder, world, body)
                 values = {key: array[i, j] for key, array in arrays.items()}
-                row.append(_resized(current, kind_name(builder.bodies[body].shape), values))
+                if not values:  # kept as it is
+                    row.append((self.shape(builder, world, body), self._args_of(world, body)))
+                    continue
+                current = self.shape(builder, world, body)
+                args = _args(current, kind_name(builder.bodies[body].shape), values)
+                row.append((_make(builder.bodies[body].shape, args), args))
             new.append(row)
         return new
 
+    def _args_of(self, world: int, body: int) -> dict | None:
+        values = self.args.get(body)
+        return None if values is None else values[world]
+
     def store(self, builder: ModelBuilder, bodies: np.ndarray, worlds: np.ndarray, new):
-        """Store checked shapes (resized's) of `bodies` in `worlds`."""
+        """Store checked shapes (resized's: (shape, args) pairs) of `bodies` in `worlds`."""
         for j, body in enumerate(bodies.tolist()):
             values = list(self.body_shapes(builder, body))
+            args = list(self.args.get(body, [None] * self.n_worlds))
             for i, world in enumerate(worlds.tolist()):
-                values[world] = new[i][j]
+                values[world], args[world] = new[i][j]
             self.shapes[body] = values
+            self.args[body] = args
         self.version += 1
 
     # ------------------------------------------------------------------ static placement
@@ -339,6 +359,122 @@ class WorldShapes:
                 angle[:, body] = values[worlds, 2]
         return state
 
+    # ------------------------------------------------------------------ snapshots
+    def arrays(self, builder: ModelBuilder) -> dict[str, np.ndarray]:
+        """The shapes and placements as float64 arrays, for snapshots and state files (NaN:
+        the add_* shape, a value the shape was not made from, or not placed): where some
+        world has shapes of its own, shape_radius (n_worlds, n_bodies), shape_size (...,
+        2), shape_length, shape_vertices (..., MAX_POLYGON_VERTICES, 2), the arguments each
+        shape was made from (_make); where static bodies were placed, static_pose (n_worlds,
+        n_bodies, 3): x, y, angle."""
+        w, n = self.n_worlds, len(builder.bodies)
+        arrays = {}
+        if self.args:
+            radius, length = np.full((w, n), np.nan), np.full((w, n), np.nan)
+            size = np.full((w, n, 2), np.nan)
+            vertices = np.full((w, n, MAX_POLYGON_VERTICES, 2), np.nan)
+            for body, values in self.args.items():
+                for world, args in enumerate(values):
+                    if args is None or body >= n:
+                        continue
+                    radius[world, body] = args["radius"]
+                    if "length" in args:
+                        length[world, body] = args["length"]
+                    if "size" in args:
+                        size[world, body] = args["size"]
+                    if "vertices" in args:
+                        vertices[world, body, : len(args["vertices"])] = args["vertices"]
+            arrays.update(
+                shape_radius=radius, shape_size=size, shape_length=length, shape_vertices=vertices
+            )
+        if self.poses:
+            pose = np.full((w, n, 3), np.nan)
+            for body, values in self.poses.items():
+                if body < n:
+                    pose[:, body] = values
+            arrays["static_pose"] = pose
+        return arrays
+
+    @classmethod
+    def from_arrays(cls, arrays: dict, builder: ModelBuilder, n_worlds: int) -> WorldShapes:
+        """The shapes and placements of arrays() back, each shape made again from its
+        arguments by the add_* methods' shape functions and checked as set_shape_params
+        checks them (a snapshot is untrusted input).
+
+        Raises:
+            ValueError: a missing or misshapen array, or a value that breaks a rule,
+                naming it.
+        """
+        n = len(builder.bodies)
+        world_shapes = cls(n_worlds)
+        shaped = {
+            "shape_radius": (n_worlds, n),
+            "shape_size": (n_worlds, n, 2),
+            "shape_length": (n_worlds, n),
+            "shape_vertices": (n_worlds, n, MAX_POLYGON_VERTICES, 2),
+            "static_pose": (n_worlds, n, 3),
+        }
+        for key, value in arrays.items():
+            if key not in shaped:
+                raise ValueError(f"params/{key} is not per-world geometry")
+            if not isinstance(value, np.ndarray) or value.dtype != np.float64:
+                raise ValueError(f"params/{key} must be a float64 array of shape {shaped[key]}")
+            if value.shape != shaped[key]:
+                raise ValueError(f"params/{key} must be a float64 array of shape {shaped[key]}")
+        given = set(arrays) & set(SHAPE_ARRAYS)
+        if given and given != set(SHAPE_ARRAYS):
+            raise ValueError(f"params/{sorted(set(SHAPE_ARRAYS) - given)[0]} is missing")
+        if given:
+            world_shapes._take_args(arrays, builder)
+        if "static_pose" in arrays:
+            world_shapes._take_poses(arrays["static_pose"], builder)
+        return world_shapes
+
+    def _take_args(self, arrays: dict, builder: ModelBuilder):
+        """from_arrays' shapes (shape_radius, shape_size, shape_length, shape_vertices)."""
+        radius = arrays["shape_radius"]
+        for body in range(len(builder.bodies)):
+            column = np.isfinite(radius[:, body])
+            others = [
+                ~np.isnan(arrays[key][:, body].reshape(self.n_worlds, -1)).all(axis=1)
+                for key in ("shape_size", "shape_length", "shape_vertices")
+            ]
+            if any((other & ~column).any() for other in others) or np.isinf(radius[:, body]).any():
+                raise ValueError(
+                    f"params/shape_radius[:, {body}]: a shape's values without its radius"
+                )
+            if not column.any():
+                continue
+            added = builder.bodies[body].shape
+            name = kind_name(added)
+            values, args = list(self.body_shapes(builder, body)), [None] * self.n_worlds
+            for world in np.flatnonzero(column).tolist():
+                found = _stored_args(arrays, world, body, name, len(added.vertices))
+                try:
+                    values[world] = _make(added, found)
+                except (TypeError, ValueError) as error:
+                    raise ValueError(f"params/shape_*[{world}, {body}]: {error}") from None
+                args[world] = found
+            self.shapes[body], self.args[body] = values, args
+
+    def _take_poses(self, pose: np.ndarray, builder: ModelBuilder):
+        """from_arrays' placements (static_pose)."""
+        for body in range(len(builder.bodies)):
+            rows = pose[:, body]
+            placed = ~np.isnan(rows).all(axis=1)
+            if not placed.any():
+                continue
+            if not placed.all() or not np.isfinite(rows).all():
+                raise ValueError(
+                    f"params/static_pose[:, {body}]: a placed body's pose in every world, finite"
+                )
+            if np.abs(rows).max() >= MAX_COORDINATE or builder.bodies[body].mass != 0.0:
+                raise ValueError(
+                    f"params/static_pose[:, {body}]: a static body's pose, within "
+                    f"+-{MAX_COORDINATE:g}"
+                )
+            self.poses[body] = rows.copy()
+
     # ------------------------------------------------------------------ the device rows
     def device_rows(self, builder: ModelBuilder, model: dict):
         """Put the shape rows into `model` (builder.build_model's arrays, in place, the
@@ -369,32 +505,81 @@ class WorldShapes:
         body_model.update(rows)
 
 
-def _resized(current: Shape, name: str, values: dict) -> Shape:
-    """`current` (a shape of kind `name`, kind_name's) with the given values (keyword:
-    float64 array), made by the add_* methods' shape functions; `current` itself for none."""
-    if not values:
-        return current
-    radius = float(values["radius"]) if "radius" in values else current.radius
-    if name == "circle":
-        return shapes.circle(radius, current.center)
+def _stored_args(arrays: dict, world: int, body: int, name: str, count: int) -> dict:
+    """The arguments (_make's) that arrays() stored for `body` (of kind `name`, `count`
+    vertices) in `world`.
+
+    Raises:
+        ValueError: values the kind does not take, or a polygon's vertices other than its
+            count, naming them.
+    """
+    args = {"radius": float(arrays["shape_radius"][world, body])}
+    size = arrays["shape_size"][world, body]
+    length = arrays["shape_length"][world, body]
+    vertices = arrays["shape_vertices"][world, body]
+    kept = ~np.isnan(vertices).all(axis=1)
+    where = f"params/shape_*[{world}, {body}]"
+    if not np.isnan(size).all():
+        args["size"] = size.copy()
+    if not np.isnan(length):
+        args["length"] = float(length)
+    if kept.any():
+        if kept.sum() != count or not kept[:count].all():
+            raise ValueError(f"{where}: a {name} of {count} vertices")
+        args["vertices"] = vertices[:count].copy()
+    takes = {
+        "circle": (),
+        "capsule": ("length",),
+        "box": ("size", "vertices"),
+        "polygon": ("vertices",),
+    }.get(name)
+    made = [key for key in args if key != "radius"]
+    if takes is None or len(made) != (0 if name == "circle" else 1) or not set(made) <= set(takes):
+        raise ValueError(f"{where}: values a {name} is not made from ({', '.join(made)})")
+    return args
+
+
+def _args(current: Shape, name: str, values: dict) -> dict:
+    """The arguments (_make's) of a shape of kind `name` (kind_name's) that is `current`
+    with the given values (keyword: float64 array): a keyword not given keeps current's
+    value; checked by _make."""
+    args = {"radius": float(values["radius"]) if "radius" in values else current.radius}
     if name == "capsule":
-        length = (
+        args["length"] = (
             float(values["length"])
             if "length" in values
             else float(current.vertices[1, 0] - current.vertices[0, 0])
         )
-        if length < shapes.MIN_SIZE:
-            raise ValueError(
-                f"length must be >= {shapes.MIN_SIZE} m for a capsule (shorter, it would be "
-                f"a circle), got {length}"
-            )
-        return shapes.capsule(length, radius)
-    if name == "box" and "vertices" not in values:
+    elif name == "box" and "vertices" not in values:
         if "size" in values:
-            size = values["size"]
+            args["size"] = np.array(values["size"], np.float64)
         else:
             v = current.vertices
-            size = (v[1, 0] - v[0, 0], v[2, 1] - v[1, 1])
-        return shapes.box(size, radius)
-    vertices = values["vertices"] if "vertices" in values else current.vertices
-    return shapes.polygon(vertices, radius=radius)[0]
+            args["size"] = np.array([v[1, 0] - v[0, 0], v[2, 1] - v[1, 1]])
+    elif name in ("box", "polygon"):
+        vertices = values["vertices"] if "vertices" in values else current.vertices
+        args["vertices"] = np.array(vertices, np.float64)
+    return args
+
+
+def _make(added: Shape, args: dict) -> Shape:
+    """The shape a body added with shape `added` takes from `args` (_args': radius, and
+    size, length or vertices), made by the add_* methods' shape functions, which check it.
+
+    Raises:
+        TypeError, ValueError: from the shape functions, naming the argument; a capsule's
+            length below shapes.MIN_SIZE (it would be a circle).
+    """
+    radius = args["radius"]
+    if added.kind == SHAPE_CIRCLE:
+        return shapes.circle(radius, added.center)
+    if "length" in args:
+        if not args["length"] >= shapes.MIN_SIZE:
+            raise ValueError(
+                f"length must be >= {shapes.MIN_SIZE} m for a capsule (shorter, it would be "
+                f"a circle), got {args['length']}"
+            )
+        return shapes.capsule(args["length"], radius)
+    if "size" in args:
+        return shapes.box(args["size"], radius)
+    return shapes.polygon(args["vertices"], radius=radius)[0]
