@@ -110,6 +110,15 @@ def test_each_world_steps_as_a_scene_built_with_its_shapes(kind, solver):
     assert not np.array_equal(got[0][0], got[0][1])
 
 
+def test_one_world_resized_steps_as_one_built_with_the_new_size():
+    scene = _scene("rounded_box", _world_values("rounded_box", 0))
+    sizes = WORLD_SHAPES["rounded_box"]
+    scene.set_shape_params([1, 2, 3], size=sizes["size"][2], radius=sizes["radius"][2])
+    got = _run(scene)
+    _assert_world_is(got, 0, _run(_scene("rounded_box", _world_values("rounded_box", 2))), "one")
+    assert int(scene.step_context().pool.model.shape_per_world[None]) == 0  # model rows
+
+
 def test_the_general_path_and_a_large_world_too():
     """Worlds of more than 40 bodies (fat boxes, the grid: each world's own cell) and the
     general path (no world per thread, a launch per stage)."""

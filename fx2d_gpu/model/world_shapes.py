@@ -20,6 +20,7 @@ each world's state, and in the state a reset starts the world from (initial_stat
 
 from __future__ import annotations
 
+import itertools
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
 
 #: The keywords of Scene.set_shape_params that size a shape, in the order they are read.
 SHAPE_PARAMS = ("size", "radius", "length", "vertices")
+_VERSIONS = itertools.count()
 #: The arrays of a snapshot's per-world shapes (WorldShapes.arrays), beside static_pose.
 SHAPE_ARRAYS = ("shape_radius", "shape_size", "shape_length", "shape_vertices")
 #: Every per-world geometry array a snapshot may hold.
@@ -125,7 +127,9 @@ class WorldShapes:
         # None: the add_* shape), what snapshots and state files carry (arrays).
         self.args: dict[int, list[dict | None]] = {}
         self.poses: dict[int, np.ndarray] = {}
-        self.version = 0  # counts the stores: what draws the shapes builds again after one
+        # Changes with every store, unique among all WorldShapes: what draws the shapes (and
+        # the caches below) builds again after one.
+        self.version = next(_VERSIONS)
 
     def copy(self) -> WorldShapes:
         copy = WorldShapes(self.n_worlds)
@@ -148,7 +152,7 @@ class WorldShapes:
         self.__dict__.update(state)
         self.__dict__.setdefault("poses", {})
         self.__dict__.setdefault("args", {})
-        self.__dict__.setdefault("version", 0)
+        self.version = next(_VERSIONS)  # (a copy's own: its caches start afresh)
 
     # ------------------------------------------------------------------ reading
     def body_shapes(self, builder: ModelBuilder, body: int) -> list[Shape]:
@@ -169,26 +173,35 @@ class WorldShapes:
     def per_world(self) -> bool:
         """Whether some body's shape differs between worlds (the device then holds a shape
         row per body slot)."""
-        return any(not all(_same(s, values[0]) for s in values) for values in self.shapes.values())
+        kept = self.__dict__.get("_kept_per_world")
+        if kept is None or kept[0] != self.version:
+            found = any(
+                not all(_same(s, values[0]) for s in values) for values in self.shapes.values()
+            )
+            kept = self._kept_per_world = (self.version, found)
+        return kept[1]
 
     def cell_sizes(self, builder: ModelBuilder) -> np.ndarray:
         """(n_worlds,) float64, m: each world's level-0 grid cell (builder.cell_size_of of
         its shapes)."""
         if not self.shapes:
             return np.full(self.n_worlds, builder.cell_size())
-        if not self.per_world():
-            return np.full(self.n_worlds, cell_size_of(self.world_shapes(builder, 0)))
-        return np.array([cell_size_of(self.world_shapes(builder, w)) for w in range(self.n_worlds)])
+        key = (self.version, len(builder.bodies))
+        kept = self.__dict__.get("_kept_cells")
+        if kept is None or kept[0] != key:
+            if self.per_world():
+                worlds = range(self.n_worlds)
+                cells = np.array([cell_size_of(self.world_shapes(builder, w)) for w in worlds])
+            else:
+                cells = np.full(self.n_worlds, cell_size_of(self.world_shapes(builder, 0)))
+            kept = self._kept_cells = (key, cells)
+        return kept[1].copy()
 
     def unit_inertia(self, builder: ModelBuilder, worlds, bodies) -> np.ndarray:
         """(k_worlds, k_bodies) float64, m^2: Shape.unit_inertia of `bodies` in `worlds`."""
         return np.array(
             [[self.shape(builder, w, b).unit_inertia for b in bodies] for w in worlds], np.float64
         ).reshape(len(worlds), len(bodies))
-
-    def bounding_radii(self, builder: ModelBuilder, body: int) -> np.ndarray:
-        """(n_worlds,) float64, m: body `body`'s Shape.bounding_radius in every world."""
-        return np.array([s.bounding_radius for s in self.body_shapes(builder, body)])
 
     def params(self, builder: ModelBuilder, bodies) -> dict[str, np.ndarray]:
         """Scene.get_shape_params' arrays of `bodies` ((k,) indices): radius (n_worlds, k),
@@ -292,7 +305,7 @@ class WorldShapes:
                 values[world], args[world] = new[i][j]
             self.shapes[body] = values
             self.args[body] = args
-        self.version += 1
+        self.version = next(_VERSIONS)
 
     # ------------------------------------------------------------------ static placement
     def placed(
@@ -456,6 +469,7 @@ class WorldShapes:
                     raise ValueError(f"params/shape_*[{world}, {body}]: {error}") from None
                 args[world] = found
             self.shapes[body], self.args[body] = values, args
+        self.version = next(_VERSIONS)
 
     def _take_poses(self, pose: np.ndarray, builder: ModelBuilder):
         """from_arrays' placements (static_pose)."""
