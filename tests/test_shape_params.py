@@ -311,6 +311,43 @@ def test_render_draws_each_worlds_shapes():
     assert not np.array_equal(render(batch, 0, size=(64, 48)), render(batch, 1, size=(64, 48)))
 
 
+@pytest.mark.parametrize("kind", ["box", "capsule", "circle", "polygon"])
+def test_the_viewers_geometry_draws_each_worlds_shapes(kind):
+    """FrameGeometry (the GGUI viewer's): world w of a batch drawn as a one-world scene of
+    its shapes draws (a polygon rounded in some worlds only is drawn rounded in all: the
+    others' arcs of radius 0, the same outline)."""
+    from fx2d_gpu.draw.frame_geometry import FrameGeometry, FrameView, tile_views
+
+    bounds, rect = (-3.0, -1.0, 3.0, 4.0), (0.0, 0.0, 1.0, 1.0)
+    batch = _batch(kind)
+    geometry = FrameGeometry(batch)
+    for world in range(N_WORLDS):
+        got = geometry.update([FrameView(world, rect, bounds)]).arrays()
+        single = _scene(kind, _world_values(kind, world))
+        expected = FrameGeometry(single).update([FrameView(0, rect, bounds)]).arrays()
+        if kind == "polygon":  # rounded in worlds 1 and 3: the same outline in all
+            assert got[0].shape == geometry.update([FrameView(1, rect, bounds)]).arrays()[0].shape
+            continue
+        for mine, theirs in zip(got, expected, strict=True):
+            np.testing.assert_allclose(mine, theirs, atol=2e-6, rtol=0)
+    assert len(geometry.update(tile_views(batch, bounds)).arrays()[0])
+    before = geometry.update([FrameView(0, rect, bounds)]).arrays()[0]
+    batch.set_shape_params(1, world=0, **{k: v[2] for k, v in WORLD_SHAPES[kind].items()})
+    after = geometry.update([FrameView(0, rect, bounds)]).arrays()[0]  # drawn afresh
+    assert before.shape == after.shape and not np.array_equal(before, after)
+
+
+def test_the_viewers_aabbs_are_each_worlds():
+    from fx2d_gpu.draw.viewer import _LocalOutlines
+
+    batch = _batch("circle")
+    state = batch.get_state()
+    outlines = _LocalOutlines(batch)
+    for world, radius in enumerate(WORLD_SHAPES["circle"]["radius"]):
+        lower, upper = outlines.for_world(world).aabbs(state.position[world], state.angle[world])
+        assert np.allclose(upper[1] - lower[1], 2 * radius)  # body 1, a circle
+
+
 def test_copies_carry_the_shapes():
     """Pickles, deep copies and replicate carry the shapes."""
     batch = _batch("box")

@@ -50,6 +50,8 @@ _TILE_GAP = 40
 #: BodyOutlines.kind codes: a filled outline (polygons, rounded or not, and capsules), a
 #: circle (its centre and radius: a disc), a segment (edges and chain links: a line only).
 KIND_FILLED, KIND_CIRCLE, KIND_SEGMENT = 0, 1, 2
+#: Pieces of a rounded corner's arc (shapes.outline's arc_segments).
+ARC_SEGMENTS = 6
 
 
 def visual_of(scene, body: int) -> dict | None:
@@ -142,10 +144,37 @@ def body_outlines(scene, visual: bool = True, world: int = 0) -> BodyOutlines:
     return outlines
 
 
-def _build_outlines(scene, visual: bool, own: list | None = None) -> BodyOutlines:
+def world_outlines(scene, visual: bool = True) -> tuple[BodyOutlines, ...] | None:
+    """Every world's outlines (body_outlines) where worlds have shapes of their own
+    (Scene.set_shape_params), laid out alike: the same bodies, kinds and point counts in
+    every world (a body rounded in some world is drawn rounded in all, a sharp world's arcs
+    of radius 0), so that views of any world share one buffer layout
+    (frame_geometry.FrameGeometry); None where every world draws the add_* shapes. Built
+    once per scene, and again once its shapes change."""
+    if _own_shapes(scene, 0) is None:
+        return None
+    signature = _signature(scene)
+    kept = _OUTLINES.setdefault(scene, {}).get(("every world", visual))
+    if kept is not None and kept[0] == signature:
+        return kept[1]
+    shapes_of = [_own_shapes(scene, w) for w in range(scene.n_worlds)]
+    rounded = {
+        b
+        for b in range(scene.n_bodies)
+        if any(own[b].radius > 0.0 for own in shapes_of) and shapes_of[0][b].kind != SHAPE_CIRCLE
+    }
+    found = tuple(_build_outlines(scene, visual, own, rounded) for own in shapes_of)
+    _OUTLINES[scene][("every world", visual)] = (signature, found)
+    return found
+
+
+def _build_outlines(
+    scene, visual: bool, own: list | None = None, rounded: set | frozenset = frozenset()
+) -> BodyOutlines:
     # One pass in Python over the bodies (a million bodies take a few seconds, once); the
     # per-body NumPy calls are kept to shapes that need them (rounded ones, capsules).
-    # `own`: each body's shape in the world drawn (_own_shapes), else the add_* shapes.
+    # `own`: each body's shape in the world drawn (_own_shapes), else the add_* shapes;
+    # `rounded`: bodies drawn rounded whatever their radius (world_outlines).
     visuals = scene.visuals or ()
     rows, kinds, counts, radii, reaches, statics = [], [], [], [], [], []
     pieces, centres, sharp = [], [], []
@@ -174,12 +203,17 @@ def _build_outlines(scene, visual: bool, own: list | None = None) -> BodyOutline
             sharp.append(False)
         else:
             kinds.append(KIND_FILLED)
-            if shape.radius == 0.0:  # a sharp polygon is its vertices: its mean comes later
-                points = shape.vertices
+            if shape.radius == 0.0 and b not in rounded:
+                points = shape.vertices  # a sharp polygon is its vertices: its mean later
                 centres.append(None)
                 sharp.append(True)
             else:
-                points = outline(shape)
+                # (A sharp one drawn rounded: arcs of radius 0, each vertex repeated.)
+                points = (
+                    outline(shape, ARC_SEGMENTS)
+                    if shape.radius > 0.0
+                    else np.repeat(shape.vertices, ARC_SEGMENTS + 1, axis=0)
+                )
                 centres.append(shape.vertices.mean(axis=0))
                 sharp.append(False)
         counts.append(len(points))
