@@ -826,16 +826,6 @@ class Scene(ModelQueries, SceneCopies, StepDiagnostics):
         )
         return self._shapes.params(self._builder, rows.tolist())
 
-    def body_shape(self, body: int, world: int | None = None) -> shapes.Shape:
-        """The collision shape of `body`, in its body frame (see fx2d_gpu.shapes.Shape): the one
-        it was added with, or with `world` (an index) that world's
-        (set_shape_params)."""
-        body = self._builder.check_body(body)
-        if world is None:
-            return self._builder.bodies[body].shape
-        world = as_index(world, "world", self._n_worlds, "worlds")
-        return self._shapes.shape(self._builder, world, body)
-
     @serialized
     def set_gravity(self, gravity):
         """Set the `gravity` of every world, m/s²: (2,) for every world (scene.gravity becomes it)
