@@ -182,6 +182,21 @@ def test_static_bodies_placed_per_world(built):
         _assert_world_is(again, world, singles[world], "static placement after reset_worlds")
 
 
+def test_a_faulty_world_resets_to_its_placement():
+    scene = _ramp_scene(2, RAMPS[0])
+    scene.on_fault = "reset"
+    scene.set_shape_params(1, position=[RAMPS[0][:2], RAMPS[1][:2]], angle=[0.0, RAMPS[1][2]])
+    scene.step(DT)
+    scene.set_state(scene.get_state())  # (any state: the reset replaces world 1's)
+    scene.apply_force(3, [(0.0, 0.0), (1e37, 0.0)])  # world 1's box leaves for infinity
+    scene.step(DT)
+    assert scene.faulted_worlds.tolist() == [1]
+    state = scene.get_state()
+    assert np.array_equal(state.position[1, 1], np.float32(RAMPS[1][:2]))
+    assert state.angle[1, 1] == np.float32(RAMPS[1][2])
+    assert np.array_equal(state.position[1, 3], np.float32([-0.3, 2.5]))  # the box's start
+
+
 def test_static_placement_refuses_dynamic_bodies_and_bad_values():
     batch = _ramp_scene(2, RAMPS[0])
     before = _everything(batch)
