@@ -45,8 +45,10 @@ from .model.builder import (
     check_state,
     check_targets,
 )
+from .model.masses import check_inertias
 from .model.model_queries import ModelQueries
 from .model.world_params import BODY_PARAMS, WorldParams, world_selection
+from .model.world_shapes import WorldShapes
 from .physics.solver.context import StepCache, StepContext, StepDiagnostics, loops_run_serially
 from .physics.solver.faults import ON_FAULT, contain_faults
 from .physics.solver.plan import StepOptions, as_step_options
@@ -181,6 +183,7 @@ class Scene(ModelQueries, SceneCopies, StepDiagnostics):
         self._pending_targets: dict[int, np.ndarray] = {}  # set before the arrays exist
         self._pending_forces: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._params = WorldParams(n_worlds, self._gravity)  # per-world values
+        self._shapes = WorldShapes(n_worlds)  # per-world geometry (set_shape_params)
         self.meta: dict = {}  # viewer data from a scene file: size (m), background
         self.visuals: list | None = None  # per body, from a scene file (see io.scene_loader)
         self.time = 0.0
@@ -554,7 +557,11 @@ class Scene(ModelQueries, SceneCopies, StepDiagnostics):
             )
             if len(self._faulted_worlds):  # (on_fault="reset": contain_faults raises else)
                 world_resets.reset_faulty_worlds(
-                    ctx, self._faulted_worlds, self._builder.initial_state(1)
+                    ctx,
+                    self._faulted_worlds,
+                    self._shapes.initial_state(self._builder, self._faulted_worlds)
+                    if self._shapes.poses
+                    else self._builder.initial_state(1),
                 )
 
     @property
@@ -615,10 +622,16 @@ class Scene(ModelQueries, SceneCopies, StepDiagnostics):
             raise RuntimeError("the scene has no bodies")
         if not self._is_built():
             # Bodies and joints that existed keep their state in every world.
-            self._binding.rebuild(self._builder, self._pending_targets, self._params)
+            self._binding.rebuild(self._builder, self._pending_targets, self._params, self._shapes)
             self._pending_targets = {}
-            self._cell = self._builder.cell_size()
+            self._cell = self._world_cell()
         return self._binding
+
+    def _world_cell(self) -> float:
+        """The step's level-0 grid cell, m (StepContext.cell_size): world 0's, every world's
+        while they hold the same shapes (else each world reads its own on the device,
+        BodyModel.world_cell)."""
+        return float(self._shapes.cell_sizes(self._builder)[0])
 
     def _is_built(self) -> bool:
         return self._binding.matches(self._builder)
@@ -668,9 +681,10 @@ class Scene(ModelQueries, SceneCopies, StepDiagnostics):
         given = {name: keywords[name] for name in BODY_PARAMS if keywords[name] is not None}
         rows = spatial_queries.body_indices(bodies, self.n_bodies)
         worlds = world_selection(world, self._n_worlds)
-        checked = self._params.check_body_values(self._builder, rows, worlds, given)
+        unit = self._shapes.unit_inertia(self._builder, worlds, rows)  # each world's shapes'
+        checked = self._params.check_body_values(self._builder, rows, worlds, given, unit)
         if given and len(worlds):
-            self._params.set_body_values(self._builder, rows, worlds, checked)
+            self._params.set_body_values(self._builder, rows, worlds, checked, unit)
             self._upload_params()
 
     @serialized
@@ -686,6 +700,131 @@ class Scene(ModelQueries, SceneCopies, StepDiagnostics):
         )
         values = self._params.body_values(self._builder)
         return {name: values[name][:, rows].copy() for name in BODY_PARAMS}
+
+    @serialized
+    def set_shape_params(
+        self,
+        bodies,
+        *,
+        size=None,
+        radius=None,
+        length=None,
+        vertices=None,
+        inertia=None,
+        position=None,
+        angle=None,
+        world=None,
+    ):
+        """Give `bodies` new shape sizes, in every world or per world (domain randomisation of
+        geometry, parameter sweeps), keywords named as the add_* methods name them.
+
+        Each value is None (kept), one value for every addressed world, one per world
+        (k_worlds, ...) or one per world and body (k_worlds, k_bodies, ...), checked as the
+        add_* methods check theirs: `size` (width, height), m, of boxes (add_box; (2,),
+        (k_worlds, 2) or (k_worlds, k_bodies, 2)); `radius`, m: a circle's or a capsule's
+        radius, a box's or a polygon's rounding (a scalar, (k_worlds,) or (k_worlds,
+        k_bodies)); `length`, m, of capsules (>= shapes.MIN_SIZE: a body stays a capsule);
+        `vertices` of polygons and boxes ((m, 2), (k_worlds, m, 2) or (k_worlds, k_bodies,
+        m, 2), body frame, as add_polygon takes them: re-centred on the centroid, the same
+        vertex count m as the body's). A keyword left None keeps each world's current value.
+        A body keeps its kind in every world: a circle takes radius, a box size, radius or
+        vertices (not both size and vertices), a polygon vertices and radius, a capsule
+        length and radius; edges and chain links are not resized (a ValueError).
+
+        Static bodies (mass 0: terrain, walls, obstacles, edges and chains included) are
+        placed per world with `position` (m: (2,), (k_worlds, 2) or (k_worlds, k_bodies, 2))
+        and `angle` (rad, shaped as `radius`; None keeps each world's): the world's state
+        takes the pose now (as set_state(worlds=) writes it: the world wakes, its contacts
+        are found afresh) and a reset starts from it (reset_worlds without a state,
+        on_fault="reset"). World w then steps as a one-world scene that added the body there.
+
+        The mass stays (the add_* keyword's, or set_body_params'); the inertia follows the new
+        shape (mass x Shape.unit_inertia, as add_* computes it) where it was the shape's, one
+        given by hand stays, and `inertia` (kg m², > 0, dynamic bodies only; shaped as
+        `radius`) sets it. World w then steps bit for bit as a one-world scene built with
+        add_* of its shapes (its grid cell is that scene's too). The addressed worlds wake,
+        and their contacts are found afresh at the new sizes. Snapshots, state files, pickles
+        and replicate carry the shapes and placements. `world`: the worlds (see Scene).
+        """
+        keywords = {"size": size, "radius": radius, "length": length, "vertices": vertices}
+        given = {name: value for name, value in keywords.items() if value is not None}
+        rows = spatial_queries.body_indices(bodies, self.n_bodies)
+        worlds = world_selection(world, self._n_worlds)
+        new = self._shapes.resized(self._builder, rows, worlds, given)
+        placed = self._shapes.placed(self._builder, rows, worlds, position, angle)
+        # The inertias after: given, or following the new shapes where they were the shapes'.
+        if inertia is not None:
+            masses = self._params.check_body_values(
+                self._builder, rows, worlds, {"inertia": inertia}
+            )
+        else:
+            old_unit = self._shapes.unit_inertia(self._builder, worlds, rows)
+            new_unit = np.array(
+                [[shape.unit_inertia for shape, _ in row] for row in new], np.float64
+            ).reshape(len(worlds), len(rows))
+            values = self._params.body_values(self._builder)
+            cells = np.ix_(worlds, rows)
+            mass, current = values["mass"][cells], values["inertia"][cells]
+            follows = (current == mass * old_unit) & (mass > 0.0)
+            masses = {"inertia": np.where(follows, mass * new_unit, current)}
+            try:
+                check_inertias(masses["inertia"], mass, indexed=False)
+            except ValueError as error:
+                raise ValueError(
+                    f"{', '.join(given)}: the new shapes' inertia (mass x the shape's unit "
+                    f"inertia) breaks the rule ({error}); give an inertia"
+                ) from None
+        placing = position is not None or angle is not None
+        if not len(worlds) or not (given or inertia is not None or placing):
+            return
+        if placing:  # kept for resets; the build takes them (WorldShapes.initial_state)
+            self._shapes.store_poses(self._builder, rows, worlds, placed)
+        if given or inertia is not None:
+            self._shapes.store(self._builder, rows, worlds, new)
+            self._params.set_body_values(self._builder, rows, worlds, masses)
+            if self._is_built():
+                self._cell = self._world_cell()
+                resized = worlds if given else np.zeros(0, np.int64)  # (inertia: no contacts)
+                edits.upload_shapes(
+                    self._context(), self._binding, self._builder, self._shapes, resized
+                )
+            self._upload_params()
+        if self._is_built() and (given or placing):
+            self._wake_worlds(worlds, rows, placed if placing else None)
+
+    def _wake_worlds(self, worlds: np.ndarray, rows: np.ndarray, placed: np.ndarray | None):
+        """Wake every body of `worlds` (their shapes or static bodies changed: nothing may
+        sleep where it no longer rests), with static bodies `rows` at `placed` ((k_worlds,
+        k_bodies, 3): x, y, angle; None: where they are); written as set_state(worlds=)
+        writes a state (contacts found afresh, sleep timers restarted)."""
+        ctx = self._context()
+        state = readout.body_state(ctx, None, np.float64)
+        arrays = {
+            "position": state.position[worlds],
+            "angle": state.angle[worlds],
+            "velocity": state.velocity[worlds],
+            "angular_velocity": state.angular_velocity[worlds],
+            "sleeping": np.zeros(state.angle[worlds].shape, np.int32),
+        }
+        if placed is not None:
+            arrays["position"][:, rows] = placed[..., :2]
+            arrays["angle"][:, rows] = placed[..., 2]
+        edits.write_world_rows(ctx, worlds, arrays)
+
+    @serialized
+    def get_shape_params(self, bodies=None) -> dict[str, np.ndarray]:
+        """Every world's shape sizes of `bodies` (None: all), as set_shape_params takes them:
+        {name: float64 copies}: "size" (n_worlds, k, 2) of boxes, "radius" (n_worlds, k) (a
+        circle's or capsule's radius, a polygon's rounding; 0 for edges), "length"
+        (n_worlds, k) of capsules, "vertices" (n_worlds, k, MAX_POLYGON_VERTICES, 2) of
+        polygons and boxes (body frame, counter-clockwise, centred on the centroid; rows
+        past a body's vertex count NaN); NaN where a body's shape has no such value."""
+        rows = (
+            np.arange(self.n_bodies)
+            if bodies is None
+            else spatial_queries.body_indices(bodies, self.n_bodies)
+        )
+        return self._shapes.params(self._builder, rows.tolist())
 
     @serialized
     def set_gravity(self, gravity):
@@ -793,7 +932,9 @@ class Scene(ModelQueries, SceneCopies, StepDiagnostics):
             raise TypeError("worlds must be a world index, a bool mask or indices, got None")
         chosen = world_selection(worlds, self._n_worlds, "worlds")
         ctx = self._context()
-        rows, targets = world_resets.reset_rows(state, chosen, ctx, self._builder, self._binding)
+        rows, targets = world_resets.reset_rows(
+            state, chosen, ctx, self._builder, self._binding, self._shapes
+        )
         if len(chosen) == 0:
             return
         for force, torque in self._pending_forces.values():

@@ -252,7 +252,7 @@ META_EDITS = {
     "another fingerprint": ({"fingerprint": "0" * 40}, r"of another scene"),
     "format 2": (
         {"format_version": 2},
-        r"state file format 2, this fx2d_gpu reads formats 3 to 8$",
+        r"state file format 2, this fx2d_gpu reads formats 3 to 9$",
     ),
     "an extra key": ({"extra": 1}, r"meta has an unknown field 'extra'"),
 }

@@ -14,6 +14,7 @@ import numpy as np
 from ..device import residency, transfer
 from ..device.residency import Binding
 from ..model.world_params import WorldParams
+from ..model.world_shapes import WorldShapes
 from ..physics.solver.context import StepContext
 from ..physics.solver.sleep import wake_what_disabled_bodies_held
 from . import world_resets
@@ -57,6 +58,44 @@ def upload_params(ctx: StepContext, binding: Binding, builder: ModelBuilder, par
     PID gains) into the host model and onto the device (one launch)."""
     arrays = binding.apply_params(builder, params)
     residency.write_resident(ctx.pool, list(arrays.items()))
+
+
+def upload_shapes(
+    ctx: StepContext,
+    binding: Binding,
+    builder: ModelBuilder,
+    world_shapes: WorldShapes,
+    worlds: np.ndarray,
+):
+    """The shape rows and grid cells that follow from the per-world shapes `world_shapes`
+    into the host model and onto the device (one launch), `worlds` ((k,) indices) resized.
+    Their contacts are found afresh at the new sizes: no manifold of theirs is kept from
+    before (contacts.reuse_manifold: found_margin 0), their bodies' fat boxes are refitted
+    (broad_phase.refit_fat_boxes: the pairing key of a sleeping body that is not placed,
+    which no body of theirs has once the caller wakes them, as Scene.set_shape_params
+    does), a query runs the narrow phase first, and the resting contacts of sleeping bodies
+    are checked again, as after set_state. Warm starting goes on (the pairs are matched by
+    their features)."""
+    arrays = binding.apply_shapes(builder, world_shapes)
+    residency.write_resident(ctx.pool, list(arrays.items()))
+    pool, n = ctx.pool, ctx.cache.n_pairs
+    pairs, grid = transfer.read_groups(
+        [(pool.manifolds, {"body_a": n, "found_margin": n}), (pool.grid, {"fat_key": ctx.n_slots})]
+    )
+    resized = np.isin(pairs["body_a"] // ctx.n_bodies, worlds)
+    keys = grid["fat_key"].reshape(ctx.n_worlds, -1)
+    keys[worlds] = 2  # stale once they are awake: refitted by the next broad phase
+    transfer.write_groups(
+        [
+            (
+                pool.manifolds,
+                {"found_margin": np.where(resized, 0.0, pairs["found_margin"]).astype(np.float32)},
+            ),
+            (pool.grid, {"fat_key": keys.reshape(-1)}),
+        ]
+    )
+    ctx.cache.contacts_current = False
+    ctx.cache.state_set = True  # resting contacts are checked again (reporting.py)
 
 
 def upload_forces(ctx: StepContext, pending: dict[int, tuple[np.ndarray, np.ndarray]]):

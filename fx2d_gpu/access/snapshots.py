@@ -29,6 +29,7 @@ from ..checks import as_count
 from ..device import residency
 from ..device.residency import Snapshot, serialized
 from ..model.world_params import WorldParams
+from ..model.world_shapes import GEOMETRY_ARRAYS, WorldShapes
 from ..physics.solver.context import StepCache
 from ..records import State
 from . import state_files
@@ -72,8 +73,10 @@ class SceneSnapshot:
         params: {name: float64 array} of the per-world values (Scene.set_body_params,
             set_gravity, set_joint_params; world_params.WorldParams.arrays): gravity
             (n_worlds, 2) m/s^2; where some world has its own, each body parameter
-            (n_worlds, n_bodies) and pid (n_worlds, n_joints, 3). Empty (a format 3 file):
-            the scene's own values in every world.
+            (n_worlds, n_bodies) and pid (n_worlds, n_joints, 3); where some world has
+            geometry of its own (Scene.set_shape_params; world_shapes.WorldShapes.arrays),
+            shape_radius, shape_size, shape_length, shape_vertices and static_pose. Empty
+            (a format 3 file): the scene's own values in every world.
         cache: the host-side step cache's fields (solver/context.StepCache: pair counts,
             colouring state), {name: int or bool}.
         forces: {body: (force (n_worlds, 2) float64 N, torque (n_worlds,) float64 N m)}
@@ -169,10 +172,17 @@ class SceneSnapshot:
 
 
 def take_snapshot(
-    binding, cache: StepCache, params: WorldParams, forces: dict, time: float, step_count: int
+    binding,
+    cache: StepCache,
+    params: WorldParams,
+    forces: dict,
+    time: float,
+    step_count: int,
+    geometry: dict | None = None,
 ) -> SceneSnapshot:
     """A SceneSnapshot of a built scene: its binding (residency.Binding), step cache,
-    per-world values, pending forces {body: (force, torque)} and clock."""
+    per-world values, pending forces {body: (force, torque)}, clock and per-world geometry
+    (`geometry`: WorldShapes.arrays, among the params)."""
     device = residency.current_state(binding).arrays
     return SceneSnapshot(
         scene_fingerprint(binding),
@@ -181,7 +191,7 @@ def take_snapshot(
         binding.n_joints,
         {group: {k: v.copy() for k, v in fields.items()} for group, fields in device.items()},
         {k: binding.base_model["joints"][k].copy() for k in MOTOR_FIELDS},
-        params.arrays(),
+        {**params.arrays(), **(geometry or {})},
         dataclasses.asdict(cache),
         {b: (np.array(f), np.array(t)) for b, (f, t) in forces.items()},
         time,
@@ -195,7 +205,8 @@ def restore_snapshot(
     """Put a snapshot back into a built scene (its binding, built for the model as it is and
     resident or not: the next acquire loads the snapshot; its step cache, its
     builder.ModelBuilder, and its own gravity (2,), for a snapshot without per-world
-    values); returns (pending forces, time, step_count, WorldParams).
+    values); returns (pending forces, time, step_count, WorldParams, WorldShapes: the
+    snapshot's per-world geometry, none without).
 
     The snapshot is copied and checked whole first (check_snapshot, and its per-world
     values by WorldParams.from_arrays; `checked`: the caller has just checked this very
@@ -213,10 +224,13 @@ def restore_snapshot(
         # arrays change later.
         snapshot = snapshot.copy()
         plainly(check_snapshot, vars(snapshot), binding, "snapshot")
-    if snapshot.params:
-        params = WorldParams.from_arrays(snapshot.params, builder, binding.n_worlds)
+    values = {k: v for k, v in snapshot.params.items() if k not in GEOMETRY_ARRAYS}
+    if values:
+        params = WorldParams.from_arrays(values, builder, binding.n_worlds)
     else:
         params = WorldParams(binding.n_worlds, gravity)
+    geometry = {k: v for k, v in snapshot.params.items() if k in GEOMETRY_ARRAYS}
+    world_shapes = WorldShapes.from_arrays(geometry, builder, binding.n_worlds)
     binding.edit("joints", slice(None), **{key: snapshot.motors[key] for key in MOTOR_FIELDS})
     model = binding.base_model["joints"]
     for j, joint in enumerate(builder.joints):
@@ -224,6 +238,7 @@ def restore_snapshot(
         joint.pid = tuple(float(g) for g in model["pid"][j])
         joint.max_effort = float(model["max_effort"][j])
     binding.apply_params(builder, params)
+    binding.apply_shapes(builder, world_shapes)
     binding.saved = Snapshot(snapshot.device)
     defaults = StepCache()
     for key, value in snapshot.cache.items():
@@ -232,7 +247,7 @@ def restore_snapshot(
         setattr(cache, key, type(getattr(defaults, key))(value))
     residency.release(binding)  # the next use loads the snapshot and the motor settings
     forces = {int(b): (f, t) for b, (f, t) in snapshot.forces.items()}
-    return forces, float(snapshot.time), int(snapshot.step_count), params
+    return forces, float(snapshot.time), int(snapshot.step_count), params, world_shapes
 
 
 def read_state_file(path, binding=None) -> SceneSnapshot:
@@ -266,6 +281,7 @@ class SceneCopies:
             self._pending_forces,
             self.time,
             self.step_count,
+            self._shapes.arrays(self._builder),
         )
 
     @serialized
@@ -282,9 +298,10 @@ class SceneCopies:
         # Built, not loaded: the snapshot replaces the state a load would bring in (and the
         # save of the scene resident before).
         self._built()
-        forces, self.time, self.step_count, self._params = restore_snapshot(
+        forces, self.time, self.step_count, self._params, self._shapes = restore_snapshot(
             snapshot, self._binding, self._cache, self._builder, self._gravity
         )
+        self._cell = self._world_cell()
         self._pending_forces = forces
 
     @serialized
@@ -309,7 +326,7 @@ class SceneCopies:
                 another format version or of another scene.
         """
         self._context()  # built and resident: the file is read against its layout
-        forces, self.time, self.step_count, self._params = restore_snapshot(
+        forces, self.time, self.step_count, self._params, self._shapes = restore_snapshot(
             read_state_file(path, self._binding),
             self._binding,
             self._cache,
@@ -317,6 +334,7 @@ class SceneCopies:
             self._gravity,
             checked=True,
         )
+        self._cell = self._world_cell()
         self._pending_forces = forces
 
     @serialized
@@ -340,7 +358,7 @@ class SceneCopies:
     def replicate(self, n_worlds: int):
         """A new scene of `n_worlds` copies of this one-world scene: the template of a batch or of
         distributed.ShardedScene's shards. It has this scene's bodies, joints, settings,
-        per-world values and clock; each of its worlds starts from this world's poses,
+        per-world values and shapes and clock; each of its worlds starts from this world's poses,
         velocities, sleep and enabled flags and motor targets, with its pending forces; contacts,
         warm-start impulses, sleep timers and PID state start over, as after set_state. Every
         world steps bit for bit as the others, and as any other copy made the same way.
@@ -356,6 +374,7 @@ class SceneCopies:
         copy = type(self)(**dict(self._settings(), n_worlds=n_worlds))
         copy._builder = deepcopy(self._builder)
         copy._params = self._params.repeated(n_worlds)
+        copy._shapes = self._shapes.repeated(n_worlds)
         copy.meta, copy.visuals = deepcopy(self.meta), deepcopy(self.visuals)
         copy.time, copy.step_count = self.time, self.step_count
         for joint, values in self._pending_targets.items():
@@ -400,6 +419,7 @@ class SceneCopies:
             "time": self.time,
             "step_count": self.step_count,
             "params": self._params.copy(),
+            "shapes": self._shapes.copy(),
             "snapshot": self.snapshot() if self._binding.n_bodies else None,
             "pending_forces": self._pending_forces,
         }
@@ -410,13 +430,15 @@ class SceneCopies:
         self._pending_targets = state["pending_targets"]
         if "params" in state:  # (a pickle from before per-world values has none)
             self._params = state["params"]
+        if "shapes" in state:  # (nor one from before per-world geometry any shapes)
+            self._shapes = state["shapes"]
         self.meta, self.visuals = state["meta"], state["visuals"]
         if state["snapshot"] is not None:
             # Not restore(): a copy's own snapshot is not checked as a state file from
             # elsewhere would be (unpickling runs code anyway), so that a scene kept in the
             # state a fault left it (on_fault="raise") can still be copied and looked at.
             self._context()  # builds the arrays of the same model first
-            *_, self._params = restore_snapshot(
+            *_, self._params, self._shapes = restore_snapshot(
                 state["snapshot"],
                 self._binding,
                 self._cache,
@@ -424,5 +446,6 @@ class SceneCopies:
                 self._gravity,
                 checked=True,
             )
+            self._cell = self._world_cell()
         self._pending_forces = state["pending_forces"]
         self.time, self.step_count = state["time"], state["step_count"]

@@ -42,9 +42,10 @@ from ..device import (
 from ..enums import MOTOR_MODES
 from ..model.builder import TARGET_LIMITS
 from ..model.world_params import BODY_PARAMS
+from ..model.world_shapes import GEOMETRY_ARRAYS
 from ..physics.solver.context import StepCache
 from ..physics.solver.reporting import MAX_REFRESH_BACKOFF
-from ..shapes import FLOAT32_MAX, MAX_COORDINATE, MAX_SPEED
+from ..shapes import FLOAT32_MAX, MAX_COORDINATE, MAX_POLYGON_VERTICES, MAX_SPEED
 
 #: Version of the .npz layout written by save; load refuses others. 2: enabled flags,
 #: reported contacts and events; 3: the colour lists end with the pairs left unsolved
@@ -56,8 +57,11 @@ from ..shapes import FLOAT32_MAX, MAX_COORDINATE, MAX_SPEED
 #: scene's own values in every world; format 3 and 4 files with no support counted (as
 #: before a scene's first step); format 3 to 5 files with no joint impulses carried;
 #: format 3 to 6 files with every manifold found afresh in the next step (found_margin 0).
-FORMAT_VERSION = 8
-READABLE_VERSIONS = (3, 4, 5, 6, 7, 8)
+#: 9: per-world geometry (params/shape_radius, shape_size, shape_length, shape_vertices,
+#: static_pose: world_shapes.WorldShapes.arrays), where a scene has any; older files have
+#: none (the add_* shapes in every world).
+FORMAT_VERSION = 9
+READABLE_VERSIONS = (3, 4, 5, 6, 7, 8, 9)
 #: Saved fields that older formats lack, the format that added each and the shape of one
 #: entry and its extent: such a file loads with the field zero.
 _ADDED_FIELDS = {
@@ -104,7 +108,7 @@ _MAX_COUNTER = (1 << 63) - 1
 #: forces/<body>/force and forces/<body>/torque (each with np.savez's ".npy").
 _FORCE_KEY = re.compile(r"forces/(0|[1-9][0-9]{0,9})/(force|torque)")
 _DEVICE_KEY = re.compile(r"device/([a-z_][a-z0-9_]*)/([a-z_][a-z0-9_]*)")
-_PARAMS_KEY = re.compile(r"params/(gravity|pid|" + "|".join(BODY_PARAMS) + ")")
+_PARAMS_KEY = re.compile(r"params/(gravity|pid|" + "|".join((*BODY_PARAMS, *GEOMETRY_ARRAYS)) + ")")
 
 
 def model_fingerprint(model: dict, n_worlds: int) -> str:
@@ -1066,6 +1070,16 @@ def _params_shapes(layout: _Layout) -> dict[str, tuple]:
     w = layout.n_worlds
     shapes = {f"params/{name}": (w, layout.n_bodies) for name in BODY_PARAMS}
     shapes.update({"params/gravity": (w, 2), "params/pid": (w, layout.n_joints, 3)})
+    n = layout.n_bodies
+    shapes.update(
+        {
+            "params/shape_radius": (w, n),
+            "params/shape_size": (w, n, 2),
+            "params/shape_length": (w, n),
+            "params/shape_vertices": (w, n, MAX_POLYGON_VERTICES, 2),
+            "params/static_pose": (w, n, 3),
+        }
+    )
     return shapes
 
 

@@ -18,6 +18,7 @@ from ..records import State
 
 if TYPE_CHECKING:
     from ..model.builder import ModelBuilder
+    from ..model.world_shapes import WorldShapes
     from ..physics.solver.context import StepContext
 
 
@@ -86,11 +87,17 @@ def state_rows(
 
 
 def reset_rows(
-    state, worlds: np.ndarray, ctx: "StepContext", builder: "ModelBuilder", binding
+    state,
+    worlds: np.ndarray,
+    ctx: "StepContext",
+    builder: "ModelBuilder",
+    binding,
+    world_shapes: "WorldShapes | None" = None,
 ) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """Scene.reset_worlds' source: (rows of a State, awake; motor targets (rows, n_joints)
     float32) for `worlds` from `state` (None: the builder's initial state, one row for
-    all; a State; a SceneSnapshot of this scene), checked whole.
+    all, or with static bodies placed per world (`world_shapes`' poses) one row per world;
+    a State; a SceneSnapshot of this scene), checked whole.
 
     Raises:
         TypeError: `state` of another type.
@@ -101,15 +108,19 @@ def reset_rows(
 
     nb, nj, n_worlds = ctx.n_bodies, ctx.n_joints, ctx.n_worlds
     if state is None:
-        initial = builder.initial_state(1)
+        if world_shapes is not None and world_shapes.poses:
+            initial = world_shapes.initial_state(builder, worlds)
+        else:
+            initial = builder.initial_state(1)
         bodies = initial["bodies"]
+        k = len(bodies["angle"]) // max(nb, 1)
         rows = {
-            "position": bodies["position"].reshape(1, nb, 2),
-            "angle": bodies["angle"].reshape(1, nb),
-            "velocity": bodies["velocity"].reshape(1, nb, 2),
-            "angular_velocity": bodies["angular_velocity"].reshape(1, nb),
+            "position": bodies["position"].reshape(k, nb, 2),
+            "angle": bodies["angle"].reshape(k, nb),
+            "velocity": bodies["velocity"].reshape(k, nb, 2),
+            "angular_velocity": bodies["angular_velocity"].reshape(k, nb),
         }
-        targets = initial["joints"]["target"].reshape(1, nj)
+        targets = initial["joints"]["target"].reshape(k, nj)
     elif isinstance(state, SceneSnapshot):
         if (
             state.fingerprint != scene_fingerprint(binding)
@@ -161,15 +172,17 @@ def _check_targets(targets: np.ndarray, builder: "ModelBuilder"):
 
 
 def reset_faulty_worlds(ctx: "StepContext", worlds: np.ndarray, initial: dict):
-    """Worlds `worlds` ((k,) indices) back to their initial state (`initial`: one world's
-    rows of the builder's initial state): poses, velocities, motor targets and PID state,
-    no forces, awake, its contacts forgotten. The other worlds are not touched."""
+    """Worlds `worlds` ((k,) indices) back to their initial state (`initial`: the builder's
+    initial state of one world, for all, or of k, one per world: WorldShapes.initial_state):
+    poses, velocities, motor targets and PID state, no forces, awake, its contacts
+    forgotten. The other worlds are not touched."""
     bodies, nb = initial["bodies"], ctx.n_bodies
+    k = len(bodies["angle"]) // max(nb, 1)
     rows = {
-        "position": bodies["position"].reshape(1, nb, 2),
-        "angle": bodies["angle"].reshape(1, nb),
-        "velocity": bodies["velocity"].reshape(1, nb, 2),
-        "angular_velocity": bodies["angular_velocity"].reshape(1, nb),
-        "sleeping": np.zeros((1, nb), np.int32),
+        "position": bodies["position"].reshape(k, nb, 2),
+        "angle": bodies["angle"].reshape(k, nb),
+        "velocity": bodies["velocity"].reshape(k, nb, 2),
+        "angular_velocity": bodies["angular_velocity"].reshape(k, nb),
+        "sleeping": np.zeros((k, nb), np.int32),
     }
-    write_worlds(ctx, worlds, rows, reset=True, targets=initial["joints"]["target"].reshape(1, -1))
+    write_worlds(ctx, worlds, rows, reset=True, targets=initial["joints"]["target"].reshape(k, -1))

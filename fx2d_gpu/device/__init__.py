@@ -19,6 +19,7 @@ Index conventions, world first:
     body slot   g = world * n_bodies + body        (n_slots = n_worlds * n_bodies)
     model row   b = body                           (shared by all worlds)
     material    b, or g once a world has values of its own (bodies.material_row)
+    shape       b, or g once a world has geometry of its own (bodies.shape_row)
     joint slot  s = world * n_joints + joint
     pair        k in [0, n_pairs)                  (candidate pairs of the step)
     constraint  c in [0, n_pairs + n_joint_slots)  (pairs, then joint slots)
@@ -230,13 +231,16 @@ f32, i32 = ti.f32, ti.i32
 
 @ti.data_oriented
 class BodyModel(FieldGroup):
-    """Constant per body (model row), shared by all worlds: collision shape and filters,
+    """Constant per body (model row), shared by all worlds: collision filters,
     (n_bodies,); mass and material by *material row* (bodies.material_row: the model row,
     or the body slot once Scene.set_body_params gave a world values of its own, so that a
-    scene without per-world values reads and uploads n_bodies rows, as before); gravity per
+    scene without per-world values reads and uploads n_bodies rows, as before); collision
+    shape by *shape row* alike (bodies.shape_row: the body slot once
+    Scene.set_shape_params gave a world geometry of its own); gravity and grid cell per
     world. Written when a scene is loaded (residency.py) and by Scene's edits (edits.py).
-    Rows 0 .. n_bodies - 1 hold world 0's materials either way, and a body is static or
-    dynamic in every world: `inv_mass[body] > 0` tells a dynamic body in any world."""
+    Rows 0 .. n_bodies - 1 hold world 0's materials and shapes either way, and a body is
+    static or dynamic, and of one shape kind and vertex count, in every world:
+    `inv_mass[body] > 0` tells a dynamic body in any world, `shape_kind[body]` its kind."""
 
     def __init__(
         self, builder: "ModelBuilder", n_bodies: Dim, n_slots: Dim, n_worlds: Dim, n_filters: Dim
@@ -244,7 +248,7 @@ class BodyModel(FieldGroup):
         super().__init__(builder)
         self._declare_materials(n_slots)
         self._declare_scene_and_worlds(n_worlds)
-        self._declare_shapes(n_bodies)
+        self._declare_shapes(n_bodies, n_slots)
         self._declare_filters(n_bodies, n_filters)
 
     def _declare_materials(self, R: Dim):
@@ -290,6 +294,20 @@ class BodyModel(FieldGroup):
             doc="1: material rows are body slots (per-world values); 0: model rows",
         )
         self._field(
+            "shape_per_world",
+            i32,
+            (),
+            doc="1: shape rows are body slots (per-world geometry, Scene.set_shape_params); "
+            "0: model rows (bodies.shape_row)",
+        )
+        self._field(
+            "world_cell",
+            f32,
+            n_worlds,
+            doc="m, each world's level-0 grid cell (the median of its shapes' diameters, "
+            "builder.cell_size), read where shape_per_world is 1 (bodies.world_cell_size)",
+        )
+        self._field(
             "gravity", f32, n_worlds, 2, doc="m/s^2, each world's gravity (Scene.set_gravity)"
         )
         self._field(
@@ -301,15 +319,18 @@ class BodyModel(FieldGroup):
             "are swept again)",
         )
 
-    def _declare_shapes(self, B: Dim):
-        """Each model row's collision shape (B: n_bodies), and whether it is kinematic."""
+    def _declare_shapes(self, B: Dim, S: Dim):
+        """Each shape row's collision shape (S: as many as body slots; bodies.shape_row:
+        the model row, or the body slot once a world has geometry of its own), and whether
+        each model row (B: n_bodies) is kinematic. A body's shape kind and vertex count are
+        the same in every world: rows 0 .. n_bodies - 1 tell them either way."""
         self._field(
-            "shape_radius", f32, B, doc="m, of a circle or capsule, or a polygon's rounding"
+            "shape_radius", f32, S, doc="m, of a circle or capsule, or a polygon's rounding"
         )
         self._field(
             "bounding_radius",
             f32,
-            B,
+            S,
             doc="m, Shape.bounding_radius: read by every pair's margins, where "
             "computing it took a square root per vertex",
         )
@@ -320,16 +341,16 @@ class BodyModel(FieldGroup):
             doc="1: moved by gravity alone (Fx2D's external_forces_enabled: false), "
             "0 inverse mass for contacts, joints and forces",
         )
-        self._field("shape_kind", i32, B, doc="enums.SHAPE_* (SHAPE_NONE: no shape)")
-        self._field("shape_center", f32, B, 2, doc="m, the shape's centre, body frame")
-        self._field("shape_vertex_count", i32, B, doc="vertices of a polygon or chain link")
+        self._field("shape_kind", i32, S, doc="enums.SHAPE_* (SHAPE_NONE: no shape)")
+        self._field("shape_center", f32, S, 2, doc="m, the shape's centre, body frame")
+        self._field("shape_vertex_count", i32, S, doc="vertices of a polygon or chain link")
         self._field(
-            "shape_vertices", f32, (B, _VERTICES), 2, doc="m, body frame, counter-clockwise"
+            "shape_vertices", f32, (S, _VERTICES), 2, doc="m, body frame, counter-clockwise"
         )
         self._field(
             "shape_normals",
             f32,
-            (B, _VERTICES),
+            (S, _VERTICES),
             2,
             doc="unit outward normal of edge (v_i, v_i+1); a chain link (SHAPE_CHAIN): "
             "rows 2 and 3 hold its ends' contact-normal bounds (shapes.chain)",

@@ -24,7 +24,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..model.builder import SHAPE_FIELDS
 from ..model.world_params import DERIVED_FIELDS, WorldParams
+from ..model.world_shapes import WORLD_SHAPE_FIELDS, WorldShapes
 from . import MIN_CAPACITIES, DevicePool, next_pow2, runtime
 from .transfer import read_groups, write_groups
 
@@ -151,13 +153,31 @@ class Binding:
             for group, fields in DERIVED_FIELDS.items()
         }
 
+    def apply_shapes(
+        self, builder: ModelBuilder, world_shapes: WorldShapes
+    ) -> dict[str, dict[str, np.ndarray]]:
+        """Recompute the model's shape fields (builder.SHAPE_FIELDS, by shape row) and the
+        worlds' grid cells from the per-world shapes `world_shapes`, starting from the
+        model as built; returns them ({group: {field: array}}), for the caller to write to
+        the device if the scene is resident (every load uploads them)."""
+        model = self.model["model"]
+        for name in SHAPE_FIELDS:
+            model[name] = self.base_model["model"][name]
+        world_shapes.device_rows(builder, self.model)
+        return {"model": {name: model[name] for name in SHAPE_FIELDS + WORLD_SHAPE_FIELDS}}
+
     def rebuild(
-        self, builder: ModelBuilder, pending_targets: dict[int, np.ndarray], params: WorldParams
+        self,
+        builder: ModelBuilder,
+        pending_targets: dict[int, np.ndarray],
+        params: WorldParams,
+        world_shapes: WorldShapes | None = None,
     ):
         """Build the host model and initial state of `builder`'s current model, keeping, in
         every world, the state of the bodies and joints that existed (pairs and colours start
         over) and the contacts reported between them; motor targets `pending_targets` (joint:
-        (n_worlds,)) set before the build go in, and the per-world values `params`. Loaded on
+        (n_worlds,)) set before the build go in, the per-world values `params` and the per-world
+        shapes `world_shapes` (None: none). Loaded on
         the next acquire.
 
         Raises:
@@ -171,7 +191,9 @@ class Binding:
         self.model = builder.build_model()
         self.base_model = {group: dict(fields) for group, fields in self.model.items()}
         self.apply_params(builder, params)
-        state = builder.initial_state(w)
+        world_shapes = world_shapes or WorldShapes(w)
+        self.apply_shapes(builder, world_shapes)
+        state = world_shapes.initial_state(builder, np.arange(w))
         if old is not None:
             _keep_old_rows(state["bodies"], old["bodies"], w, self.n_bodies, n_bodies)
             _keep_old_rows(state["joints"], old["joints"], w, self.n_joints, n_joints)

@@ -56,7 +56,15 @@ import numpy as np
 import taichi as ti
 
 from ..device import runtime
-from .render import KIND_CIRCLE, KIND_SEGMENT, _background, _looks, body_outlines, default_bounds
+from .render import (
+    KIND_CIRCLE,
+    KIND_SEGMENT,
+    _background,
+    _looks,
+    body_outlines,
+    default_bounds,
+    world_outlines,
+)
 
 #: Backends whose device ndarrays GGUI draws from without a trip through the host: Vulkan,
 #: the device GGUI renders with (VertexBuffer.ggui_arrays; benchmarks/viewer.py empties it
@@ -462,6 +470,8 @@ def _fill_bodies(
     centre: _F1,
     radius: _F1,
     points: _F1,
+    drawn_stride: ti.i32,
+    points_stride: ti.i32,
     ring: _F1,
     triangle_start: _I1,
     line_start: _I1,
@@ -494,10 +504,13 @@ def _fill_bodies(
     once: the triangles' fan centre then its boundary, the lines' circle mark (centre,
     rim) then the boundary, or a segment's two ends (the triangles and segments index
     them: _body_indices); boxes: 8 line vertices (GGUI's layout) a body's AABB, when
-    with_boxes."""
+    with_boxes. Where worlds have shapes of their own (render.world_outlines), centre and
+    radius hold drawn_stride rows a world and points points_stride (else both 0)."""
     n_drawn = body.shape[0]
     for v, d in ti.ndrange(view_world.shape[0], n_drawn):
         slot = view_world[v] * n_bodies + body[d]
+        e = view_world[v] * drawn_stride + d  # the body's centre and radius in its world
+        first_point = view_world[v] * points_stride + first[d]
         p = bodies.position[slot]
         a = bodies.angle[slot]
         key = v * n_drawn + d
@@ -526,15 +539,15 @@ def _fill_bodies(
             hi = -lo
             if kd == KIND_SEGMENT:
                 for i in range(2):
-                    lx, ly = points[2 * (first[d] + i)], points[2 * (first[d] + i) + 1]
+                    lx, ly = points[2 * (first_point + i)], points[2 * (first_point + i) + 1]
                     q = _to_window(view, rx + c * lx - s * ly, ry + s * lx + c * ly, clamp)
                     _put(lines, xy_stride, l0 + i, q)
                     lo, hi = ti.min(lo, q), ti.max(hi, q)
             else:
-                ox = rx + c * centre[2 * d] - s * centre[2 * d + 1]
-                oy = ry + s * centre[2 * d] + c * centre[2 * d + 1]
+                ox = rx + c * centre[2 * e] - s * centre[2 * e + 1]
+                oy = ry + s * centre[2 * e] + c * centre[2 * e + 1]
                 middle = _to_window(view, ox, oy, clamp)
-                r = radius[d]
+                r = radius[e]
                 line = l0
                 if kd == KIND_CIRCLE:  # the mark, centre -> rim along local x, comes first
                     _put(lines, xy_stride, line, middle)
@@ -556,8 +569,8 @@ def _fill_bodies(
                     if kd == KIND_CIRCLE:
                         q = _to_window(view, ox + r * ring[2 * j], oy + r * ring[2 * j + 1], clamp)
                     else:
-                        lx = points[2 * (first[d] + j)]
-                        ly = points[2 * (first[d] + j) + 1]
+                        lx = points[2 * (first_point + j)]
+                        ly = points[2 * (first_point + j) + 1]
                         q = _to_window(view, rx + c * lx - s * ly, ry + s * lx + c * ly, clamp)
                         lo, hi = ti.min(lo, q), ti.max(hi, q)
                     _put(triangles, xy_stride, t0 + 1 + j, q)
@@ -706,7 +719,12 @@ class FrameGeometry:
         joints' bodies and anchors, on the device; buffers are made again by the next
         layout."""
         scene = self.scene
-        outlines = body_outlines(scene)
+        signature = body_outlines(scene)
+        # Worlds with shapes of their own: every world's centres, radii and points, laid
+        # out alike (render.world_outlines: world 0's layout serves them all), each view
+        # reading its world's.
+        every = world_outlines(scene) or (signature,)
+        outlines = every[0]
         background = _background(scene)
         fill, edge = _looks(scene, outlines, background)
         kind, count = outlines.kind, outlines.count
@@ -720,14 +738,20 @@ class FrameGeometry:
         joints = scene._builder.joints
         self._templates = {
             "n_drawn": len(outlines),
-            "signature": outlines,
+            "signature": signature,
             "body": _to_device(outlines.body.astype(np.int32)),
             "kind": _to_device(kind.astype(np.int32)),
             "first": _to_device(outlines.first.astype(np.int32)),
             "count": _to_device(count.astype(np.int32)),
-            "centre": _to_device(outlines.centre.astype(np.float32)),
-            "radius": _to_device(outlines.radius.astype(np.float32)),
-            "points": _to_device(outlines.points.reshape(-1, 2).astype(np.float32)),
+            "centre": _to_device(
+                np.concatenate([o.centre for o in every]).astype(np.float32).reshape(-1, 2)
+            ),
+            "radius": _to_device(np.concatenate([o.radius for o in every]).astype(np.float32)),
+            "points": _to_device(
+                np.concatenate([o.points.reshape(-1, 2) for o in every]).astype(np.float32)
+            ),
+            "drawn_stride": len(outlines) if len(every) > 1 else 0,
+            "points_stride": len(outlines.points) if len(every) > 1 else 0,
             "triangle_start": _to_device(triangle_start),
             "line_start": _to_device(line_start),
             "indices": _body_indices(kind, boundary, triangle_start, line_start),
@@ -882,6 +906,8 @@ class FrameGeometry:
             t["centre"],
             t["radius"],
             t["points"],
+            t["drawn_stride"],
+            t["points_stride"],
             self._ring,
             t["triangle_start"],
             t["line_start"],

@@ -50,6 +50,8 @@ _TILE_GAP = 40
 #: BodyOutlines.kind codes: a filled outline (polygons, rounded or not, and capsules), a
 #: circle (its centre and radius: a disc), a segment (edges and chain links: a line only).
 KIND_FILLED, KIND_CIRCLE, KIND_SEGMENT = 0, 1, 2
+#: Pieces of a rounded corner's arc (shapes.outline's arc_segments).
+ARC_SEGMENTS = 6
 
 
 def visual_of(scene, body: int) -> dict | None:
@@ -110,27 +112,69 @@ _OUTLINES = weakref.WeakKeyDictionary()
 
 
 def _signature(scene) -> tuple:
-    return (scene.n_bodies, id(scene.visuals), len(scene.visuals or ()))
+    world_shapes = getattr(scene, "_shapes", None)
+    version = world_shapes.version if world_shapes is not None else 0
+    return (scene.n_bodies, id(scene.visuals), len(scene.visuals or ()), version)
 
 
-def body_outlines(scene, visual: bool = True) -> BodyOutlines:
-    """The drawn bodies' outlines (see BodyOutlines), built once per scene and kept.
+def _own_shapes(scene, world: int) -> list | None:
+    """World `world`'s shapes, where some world of `scene` has shapes of its own
+    (Scene.set_shape_params); None where every world draws the add_* shapes."""
+    world_shapes = getattr(scene, "_shapes", None)
+    if world_shapes is None or not world_shapes.shapes:
+        return None
+    return world_shapes.world_shapes(scene._builder, world)
+
+
+def body_outlines(scene, visual: bool = True, world: int = 0) -> BodyOutlines:
+    """The drawn bodies' outlines in `world` (see BodyOutlines), built once per scene and
+    kept (once per world where worlds have shapes of their own, Scene.set_shape_params).
 
     visual: True draws a scene file's visual shape where a body has one (what render and
     the viewer show); False its collision shape (frame_bounds).
     """
     signature = _signature(scene)
-    kept = _OUTLINES.setdefault(scene, {}).get(visual)
+    own = _own_shapes(scene, world)
+    key = visual if own is None else (visual, world)
+    kept = _OUTLINES.setdefault(scene, {}).get(key)
     if kept is not None and kept[0] == signature:
         return kept[1]
-    outlines = _build_outlines(scene, visual)
-    _OUTLINES[scene][visual] = (signature, outlines)
+    outlines = _build_outlines(scene, visual, own)
+    _OUTLINES[scene][key] = (signature, outlines)
     return outlines
 
 
-def _build_outlines(scene, visual: bool) -> BodyOutlines:
+def world_outlines(scene, visual: bool = True) -> tuple[BodyOutlines, ...] | None:
+    """Every world's outlines (body_outlines) where worlds have shapes of their own
+    (Scene.set_shape_params), laid out alike: the same bodies, kinds and point counts in
+    every world (a body rounded in some world is drawn rounded in all, a sharp world's arcs
+    of radius 0), so that views of any world share one buffer layout
+    (frame_geometry.FrameGeometry); None where every world draws the add_* shapes. Built
+    once per scene, and again once its shapes change."""
+    if _own_shapes(scene, 0) is None:
+        return None
+    signature = _signature(scene)
+    kept = _OUTLINES.setdefault(scene, {}).get(("every world", visual))
+    if kept is not None and kept[0] == signature:
+        return kept[1]
+    shapes_of = [_own_shapes(scene, w) for w in range(scene.n_worlds)]
+    rounded = {
+        b
+        for b in range(scene.n_bodies)
+        if any(own[b].radius > 0.0 for own in shapes_of) and shapes_of[0][b].kind != SHAPE_CIRCLE
+    }
+    found = tuple(_build_outlines(scene, visual, own, rounded) for own in shapes_of)
+    _OUTLINES[scene][("every world", visual)] = (signature, found)
+    return found
+
+
+def _build_outlines(
+    scene, visual: bool, own: list | None = None, rounded: set | frozenset = frozenset()
+) -> BodyOutlines:
     # One pass in Python over the bodies (a million bodies take a few seconds, once); the
     # per-body NumPy calls are kept to shapes that need them (rounded ones, capsules).
+    # `own`: each body's shape in the world drawn (_own_shapes), else the add_* shapes;
+    # `rounded`: bodies drawn rounded whatever their radius (world_outlines).
     visuals = scene.visuals or ()
     rows, kinds, counts, radii, reaches, statics = [], [], [], [], [], []
     pieces, centres, sharp = [], [], []
@@ -138,7 +182,7 @@ def _build_outlines(scene, visual: bool) -> BodyOutlines:
         look = visuals[b] if b < len(visuals) else None
         if look is not None and look.get("boundary"):
             continue
-        shape = body.shape
+        shape = body.shape if own is None else own[b]
         if visual and look is not None and look["shape"] is not None:
             shape = look["shape"]
         rows.append(b)
@@ -159,12 +203,17 @@ def _build_outlines(scene, visual: bool) -> BodyOutlines:
             sharp.append(False)
         else:
             kinds.append(KIND_FILLED)
-            if shape.radius == 0.0:  # a sharp polygon is its vertices: its mean comes later
-                points = shape.vertices
+            if shape.radius == 0.0 and b not in rounded:
+                points = shape.vertices  # a sharp polygon is its vertices: its mean later
                 centres.append(None)
                 sharp.append(True)
             else:
-                points = outline(shape)
+                # (A sharp one drawn rounded: arcs of radius 0, each vertex repeated.)
+                points = (
+                    outline(shape, ARC_SEGMENTS)
+                    if shape.radius > 0.0
+                    else np.repeat(shape.vertices, ARC_SEGMENTS + 1, axis=0)
+                )
                 centres.append(shape.vertices.mean(axis=0))
                 sharp.append(False)
         counts.append(len(points))
@@ -208,7 +257,7 @@ def frame_bounds(scene, world: int = 0, padding: float = 0.05):
     """(xmin, ymin, xmax, ymax), m: the box around every drawn body of `world` (collision
     shapes: a circle's box is its bounding radius about the body's position)."""
     state = scene.get_state()
-    outlines = body_outlines(scene, visual=False)
+    outlines = body_outlines(scene, visual=False, world=world)
     position = state.position[world, outlines.body]
     angle = state.angle[world, outlines.body]
     owners = outlines.owners()
@@ -292,8 +341,8 @@ class _Prepared:
 _PREPARED = weakref.WeakKeyDictionary()
 
 
-def _prepared(scene) -> _Prepared:
-    outlines = body_outlines(scene)
+def _prepared(scene, world: int = 0) -> _Prepared:
+    outlines = body_outlines(scene, world=world)
     background = _background(scene)
     kept = _PREPARED.get(scene)
     if kept is None or kept.outlines is not outlines or (kept.background != background).any():
@@ -506,7 +555,7 @@ def render(
     space), as fx2d run's frames do.
     """
     width, height = size
-    prepared = _prepared(scene)
+    prepared = _prepared(scene, world)
     if state is None:
         state = scene.get_state(dtype=np.float32)
     view = _view(default_bounds(scene, world) if bounds is None else bounds, width, height)

@@ -598,14 +598,18 @@ def _clamp(points, rect):
 
 class _LocalOutlines:
     """Every drawn body's outline in its own frame, padded to one length, for AABBs of all
-    bodies at once: points (n, k, 2) m, and a circle's centre and radius (else radius nan)."""
+    bodies at once: points (n, k, 2) m, and a circle's centre and radius (else radius nan).
+    The add_* shapes, or `world`'s (Scene.set_shape_params); for_world gives another
+    world's."""
 
-    def __init__(self, scene):
+    def __init__(self, scene, world: int | None = None):
+        self.scene, self.world = scene, world
+        self._worlds: dict = {}
         bodies, outlines, centres, radii = [], [], [], []
         for b in range(scene.n_bodies):
             if not drawn(scene, b):
                 continue
-            shape = scene.body_shape(b)
+            shape = scene.body_shape(b) if world is None else scene.body_shape(b, world=world)
             bodies.append(b)
             if shape.kind == SHAPE_CIRCLE:
                 outlines.append(np.zeros((1, 2)))
@@ -625,6 +629,17 @@ class _LocalOutlines:
         )
         self.centres = np.array(centres).reshape(-1, 2)
         self.radii = np.array(radii)
+
+    def for_world(self, world: int) -> "_LocalOutlines":
+        """These outlines, or those of `world` where its shapes are its own (built once,
+        and again once the shapes change)."""
+        world_shapes = getattr(self.scene, "_shapes", None)
+        if world_shapes is None or not world_shapes.shapes or world == self.world:
+            return self
+        kept = self._worlds.get(world)
+        if kept is None or kept[0] != world_shapes.version:
+            kept = self._worlds[world] = (world_shapes.version, _LocalOutlines(self.scene, world))
+        return kept[1]
 
     def aabbs(self, position, angle):
         """(lower (n, 2), upper (n, 2)) m of the drawn bodies at poses position (B, 2) m and
@@ -773,7 +788,7 @@ def _add_contacts(parts: _OverlayParts, view: View, found, height_px: int):
 def _add_aabbs(parts: _OverlayParts, view: View, outlines: _LocalOutlines, state):
     """The drawn bodies' AABBs in `view`'s world, at their poses in `state`."""
     w = view.world
-    lo, hi = outlines.aabbs(state.position[w], state.angle[w])
+    lo, hi = outlines.for_world(w).aabbs(state.position[w], state.angle[w])
     corners = np.stack(
         [lo, np.stack([hi[:, 0], lo[:, 1]], 1), hi, np.stack([lo[:, 0], hi[:, 1]], 1)], 1
     )  # (n, 4, 2)

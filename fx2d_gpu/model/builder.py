@@ -655,8 +655,15 @@ class ModelBuilder:
     def cell_size(self) -> float:
         """Level-0 grid cell, m: the median shape diameter (Shape.diameter; sizes far from it
         go up levels)."""
-        diameters = [b.shape.diameter for b in self.bodies]
-        return float(np.median(diameters)) if diameters else 1.0
+        return cell_size_of([b.shape for b in self.bodies])
+
+
+def cell_size_of(body_shapes: list) -> float:
+    """The level-0 grid cell (m) of a world of these shapes: their median diameter
+    (Shape.diameter), 1 for none. One rule for a scene's cell and each world's own
+    (world_shapes.py), so that a world of a batch pairs as a one-world scene would."""
+    diameters = [shape.diameter for shape in body_shapes]
+    return float(np.median(diameters)) if diameters else 1.0
 
 
 def _column(items, attribute: str, dtype) -> np.ndarray:
@@ -711,12 +718,38 @@ def _fill_materials(model: dict[str, np.ndarray], bodies: list[Body]):
 
 
 def _fill_shapes(model: dict[str, np.ndarray], bodies: list[Body]):
-    """`bodies`' shapes into `model` (_empty_model's, in place): kind (SHAPE_NONE for a body
-    that does not collide), radii (m), centre (m), vertices and normals, a chain link's
-    contact-normal bounds after its normals."""
-    n = len(bodies)
+    """`bodies`' shapes into `model` (_empty_model's, in place): shape_rows."""
     body_shapes = _column(bodies, "shape", object)
-    collides = _column(bodies, "collides", bool)
+    _write_shape_rows(model, body_shapes, _column(bodies, "collides", bool))
+
+
+#: The shape fields of device.BodyModel, by shape row (bodies.shape_row).
+SHAPE_FIELDS = (
+    "shape_radius",
+    "bounding_radius",
+    "shape_kind",
+    "shape_center",
+    "shape_vertex_count",
+    "shape_vertices",
+    "shape_normals",
+)
+
+
+def shape_rows(body_shapes, collides: np.ndarray) -> dict[str, np.ndarray]:
+    """The shape fields (SHAPE_FIELDS) of one row per shape: kind (SHAPE_NONE where
+    `collides` is False), radii (m), centre (m), vertices and normals, a chain link's
+    contact-normal bounds after its normals. One rule for a built scene's model rows and
+    for per-world rows (world_shapes.py), so that they agree to the bit."""
+    n = len(body_shapes)
+    model = {key: value for key, value in _empty_model(n).items() if key in SHAPE_FIELDS}
+    _write_shape_rows(model, list(body_shapes), collides)
+    return model
+
+
+def _write_shape_rows(model: dict[str, np.ndarray], body_shapes, collides):
+    """shape_rows' fields of `body_shapes` (n Shapes, a sequence) into `model`'s arrays of
+    n rows, in place."""
+    n = len(body_shapes)
     model["shape_kind"][:] = np.where(
         collides, _column(body_shapes, "core_kind", np.int32), shapes.SHAPE_NONE
     )

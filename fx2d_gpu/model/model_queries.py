@@ -8,6 +8,7 @@ its shards were built from, with no round trip.
 from __future__ import annotations
 
 from .. import shapes
+from ..checks import as_index
 
 
 class ModelQueries:
@@ -40,9 +41,17 @@ class ModelQueries:
         bodies)."""
         return self._builder.bodies[self._builder.check_body(body)].inertia
 
-    def body_shape(self, body: int) -> shapes.Shape:
-        """The collision shape of `body`, in its body frame (see fx2d_gpu.shapes.Shape)."""
-        return self._builder.bodies[self._builder.check_body(body)].shape
+    def body_shape(self, body: int, world: int | None = None) -> shapes.Shape:
+        """The collision shape of `body`, in its body frame (see fx2d_gpu.shapes.Shape): the one
+        it was added with, or with `world` (an index) that world's (Scene.set_shape_params)."""
+        body = self._builder.check_body(body)
+        if world is None:
+            return self._builder.bodies[body].shape
+        world = as_index(world, "world", self.n_worlds, "worlds")
+        world_shapes = getattr(self, "_shapes", None)  # (a ShardedScene's worlds keep theirs)
+        if world_shapes is None:
+            return self._builder.bodies[body].shape
+        return world_shapes.shape(self._builder, world, body)
 
     def body_mass(self, body: int) -> float:
         """The mass of `body`, kg (0 for static bodies)."""

@@ -266,11 +266,18 @@ class WorldParams:
 
     # ------------------------------------------------------------------ checks and edits
     def check_body_values(
-        self, builder: ModelBuilder, bodies: np.ndarray, worlds: np.ndarray, values: dict
+        self,
+        builder: ModelBuilder,
+        bodies: np.ndarray,
+        worlds: np.ndarray,
+        values: dict,
+        unit: np.ndarray | None = None,
     ) -> dict[str, np.ndarray]:
         """The given values (param: scalar, (k_worlds,) or (k_worlds, k_bodies)), checked
         whole, as {param: (k_worlds, k_bodies) float64}; mass and inertia only for bodies
-        that are dynamic (or kinematic) in every world.
+        that are dynamic (or kinematic) in every world. `unit`: (k_worlds, k_bodies) the
+        bodies' Shape.unit_inertia in those worlds (None: their add_* shapes'; per-world
+        shapes, world_shapes.py, have their own).
 
         Raises:
             TypeError: a value that is not real numbers, naming the parameter.
@@ -297,19 +304,26 @@ class WorldParams:
         if "inertia" in checked:
             check_inertias(checked["inertia"], indexed=False)
         elif "mass" in checked:
-            inertia = self._inertia_after(builder, bodies, worlds, checked["mass"])
+            inertia = self._inertia_after(builder, bodies, worlds, checked["mass"], unit)
             check_inertias(inertia, checked["mass"], derived=True, indexed=False)
         return checked
 
     def _inertia_after(
-        self, builder: ModelBuilder, bodies: np.ndarray, worlds: np.ndarray, mass: np.ndarray
+        self,
+        builder: ModelBuilder,
+        bodies: np.ndarray,
+        worlds: np.ndarray,
+        mass: np.ndarray,
+        unit: np.ndarray | None = None,
     ) -> np.ndarray:
         """(k_worlds, k_bodies) float64, kg m^2: the inertias of `bodies` in `worlds` once
-        they take `mass` (same shape, kg) without an inertia: mass x Shape.unit_inertia where
-        the inertia is the shape's (as add_* computes it), the one given by hand elsewhere."""
+        they take `mass` (same shape, kg) without an inertia: mass x Shape.unit_inertia
+        (`unit`, check_body_values') where the inertia is the shape's (as add_* computes
+        it), the one given by hand elsewhere."""
         current = self.body_values(builder)
         cells = np.ix_(worlds, bodies)
-        unit = np.array([builder.bodies[b].shape.unit_inertia for b in bodies.tolist()])
+        if unit is None:
+            unit = np.array([builder.bodies[b].shape.unit_inertia for b in bodies.tolist()])
         old_mass, old_inertia = current["mass"][cells], current["inertia"][cells]
         return np.where(old_inertia == old_mass * unit, mass * unit, old_inertia)
 
@@ -319,12 +333,13 @@ class WorldParams:
         bodies: np.ndarray,
         worlds: np.ndarray,
         checked: dict[str, np.ndarray],
+        unit: np.ndarray | None = None,
     ):
-        """Store checked values (check_body_values) for `bodies` in `worlds`. A mass given
-        without an inertia moves the inertia with it where the inertia is the shape's
-        (_inertia_after), and keeps one given by hand."""
+        """Store checked values (check_body_values, with its `unit`) for `bodies` in
+        `worlds`. A mass given without an inertia moves the inertia with it where the
+        inertia is the shape's (_inertia_after), and keeps one given by hand."""
         if "mass" in checked and "inertia" not in checked:
-            inertia = self._inertia_after(builder, bodies, worlds, checked["mass"])
+            inertia = self._inertia_after(builder, bodies, worlds, checked["mass"], unit)
         else:
             inertia = None
         current = self.body_values(builder)

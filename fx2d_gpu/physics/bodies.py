@@ -73,10 +73,35 @@ def solver_mass(model: ti.template(), bodies: ti.template(), slot, body):
 
 
 @ti.func
-def bounding_radius(model: ti.template(), body):
-    """Largest distance from the body origin to its shape (core and skin), m: stored per
-    body when the model is built (Shape.bounding_radius)."""
-    return model.bounding_radius[body]
+def shape_row(model: ti.template(), slot, body):
+    """The row of body slot `slot` (model row `body`) in the shape fields (radius, bounding
+    radius, centre, vertices, normals: device.BodyModel): the model row, shared by every
+    world, or the slot itself once a world has geometry of its own
+    (Scene.set_shape_params). A body's kind and vertex count are the same in every world:
+    model row `body` tells them either way."""
+    row = body
+    if model.shape_per_world[None] == 1:
+        row = slot
+    return row
+
+
+@ti.func
+def world_cell_size(model: ti.template(), cell_size, world):
+    """The level-0 grid cell (m) of `world`: the scene's `cell_size`, or the world's own
+    once worlds have geometry of their own (each world's cell is what a one-world scene of
+    its shapes would take, builder.cell_size, so its pairs come in the same order)."""
+    cell = cell_size
+    if model.shape_per_world[None] == 1:
+        cell = model.world_cell[world]
+    return cell
+
+
+@ti.func
+def bounding_radius(model: ti.template(), slot, body):
+    """Largest distance from the origin of body slot `slot` (model row `body`) to its shape
+    (core and skin), m: stored per shape row when the model is built
+    (Shape.bounding_radius)."""
+    return model.bounding_radius[shape_row(model, slot, body)]
 
 
 @ti.func

@@ -29,7 +29,9 @@ from ..bodies import (
     bounding_radius,
     can_move,
     moving_kinematic,
+    shape_row,
     should_collide,
+    world_cell_size,
 )
 from ..math2d import rotate
 
@@ -83,22 +85,23 @@ def cell_slot(world, level, cx, cy, table_mask):
 def body_aabb(model: ti.template(), bodies: ti.template(), slot, body):
     """World AABB (lower, upper) of a body's shape, m."""
     position = bodies.position[slot]
+    row = shape_row(model, slot, body)
     c, s = ti.cos(bodies.angle[slot]), ti.sin(bodies.angle[slot])
     lower = vec2(0.0, 0.0)
     upper = vec2(0.0, 0.0)
-    if model.shape_kind[body] == SHAPE_CIRCLE:
-        center = position + rotate(model.shape_center[body], c, s)
-        r = model.shape_radius[body]
+    if model.shape_kind[row] == SHAPE_CIRCLE:
+        center = position + rotate(model.shape_center[row], c, s)
+        r = model.shape_radius[row]
         lower = center - r
         upper = center + r
     else:
         lower = vec2(ti.math.inf, ti.math.inf)
         upper = -lower
-        for i in range(model.shape_vertex_count[body]):
-            v = position + rotate(model.shape_vertices[body, i], c, s)
+        for i in range(model.shape_vertex_count[row]):
+            v = position + rotate(model.shape_vertices[row, i], c, s)
             lower = ti.min(lower, v)
             upper = ti.max(upper, v)
-        skin = model.shape_radius[body]  # rounded polygons and capsules
+        skin = model.shape_radius[row]  # rounded polygons and capsules
         lower -= skin
         upper += skin
     return lower, upper
@@ -225,11 +228,12 @@ def visit_partners(
         # The world's slots are [first_slot, first_slot + n_bodies): compared, not divided
         # (an integer division per grid entry looked at was a tenth of the broad phase).
         first_slot = slot - body
+        world_cell = world_cell_size(model, cell_size, world)
         mask = grid.world_level_mask[world] >> level
         grid_level = level
         while mask != 0:
             if mask & 1:
-                inv_cell = 1.0 / (cell_size * ti.cast(1 << grid_level, ti.f32))
+                inv_cell = 1.0 / (world_cell * ti.cast(1 << grid_level, ti.f32))
                 cx0, cy0 = cell_coord(lower.x, inv_cell), cell_coord(lower.y, inv_cell)
                 cx1, cy1 = cell_coord(upper.x, inv_cell), cell_coord(upper.y, inv_cell)
                 for cx in range(cx0, cx1 + 1):
@@ -299,7 +303,7 @@ def motion_reach(model: ti.template(), bodies: ti.template(), slot, body, motion
     """How far any point of body slot can move in motion_time (s) at its current speed, m."""
     return motion_time * (
         bodies.velocity[slot].norm()
-        + ti.abs(bodies.angular_velocity[slot]) * bounding_radius(model, body)
+        + ti.abs(bodies.angular_velocity[slot]) * bounding_radius(model, slot, body)
     )
 
 
@@ -344,7 +348,7 @@ def place_body(
             # 1% headroom absorbs rounding in x / cell, so a box spans <= 2 cells per axis.
             extent = 1.01 * ti.max(upper.x - lower.x, upper.y - lower.y)
             level = 0
-            cell = cell_size
+            cell = world_cell_size(model, cell_size, world)
             while cell < extent and level < MAX_LEVEL:
                 cell *= 2.0
                 level += 1
@@ -442,7 +446,7 @@ def refit_slot(
         # sleeper that wakes changes its key).
         grow = 0.0
         if can_move(model, body) and key & 2 == 0:
-            grow = FAT_FRACTION * bounding_radius(model, body)
+            grow = FAT_FRACTION * bounding_radius(model, slot, body)
             if FAT_STEPS * motion_reach(model, bodies, slot, body, motion_time) > grow:
                 grow = 0.0
         fat_lower, fat_upper = grid.fat_lower[slot], grid.fat_upper[slot]
@@ -521,13 +525,16 @@ def refit_fat_boxes(
 
 
 @ti.func
-def write_grid_entries(grid: ti.template(), slot, n_bodies, cell_size, table_mask):
+def write_grid_entries(
+    model: ti.template(), grid: ti.template(), slot, n_bodies, cell_size, table_mask
+):
     """Body slot's grid entries (place_body placed it; grid.entry_start[slot] is its first
     entry, after the scan): each cell it occupies, counted into grid.grid_start."""
     level = grid.level[slot]
     if level >= 0:
         world = slot // n_bodies
-        inv_cell = 1.0 / (cell_size * ti.cast(1 << level, ti.f32))
+        cell = world_cell_size(model, cell_size, world)
+        inv_cell = 1.0 / (cell * ti.cast(1 << level, ti.f32))
         lower = grid.aabb_lower[slot]
         upper = grid.aabb_upper[slot]
         entry = grid.entry_start[slot]
@@ -647,7 +654,7 @@ def build_grid(
     write_slots = n_slots if entry_fits else 0
     ti.loop_config(serialize=serial)
     for slot in range(write_slots):
-        write_grid_entries(grid, slot, n_bodies, cell_size, table_mask)
+        write_grid_entries(model, grid, slot, n_bodies, cell_size, table_mask)
 
     exclusive_scan(scan, grid.grid_start, table_size, serial)
 

@@ -28,7 +28,7 @@ partners that are not bullets, at their poses after the first pass.
 import taichi as ti
 
 from ...enums import SHAPE_CHAIN, SHAPE_CIRCLE
-from ..bodies import moves
+from ..bodies import bounding_radius, moves, shape_row
 from ..integrate import displace
 from ..math2d import rotate_inv
 from .queries import point_segment_distance
@@ -47,19 +47,19 @@ SWEEP_ITERATIONS = 20
 
 
 @ti.func
-def point_distance(model: ti.template(), body, p):
-    """Signed distance (m) from point p (body frame) to body's shape, core and skin
-    (negative inside)."""
+def point_distance(model: ti.template(), row, p):
+    """Signed distance (m) from point p (body frame) to the shape of shape row `row`
+    (bodies.shape_row), core and skin (negative inside)."""
     distance = 0.0
-    if model.shape_kind[body] == SHAPE_CIRCLE:
-        distance = (p - model.shape_center[body]).norm()
+    if model.shape_kind[row] == SHAPE_CIRCLE:
+        distance = (p - model.shape_center[row]).norm()
     else:
-        count = model.shape_vertex_count[body]
+        count = model.shape_vertex_count[row]
         inside = -ti.math.inf
         if count >= 3:
             for i in range(count):
                 inside = ti.max(
-                    inside, model.shape_normals[body, i].dot(p - model.shape_vertices[body, i])
+                    inside, model.shape_normals[row, i].dot(p - model.shape_vertices[row, i])
                 )
         if count >= 3 and inside <= 0.0:
             distance = inside
@@ -69,40 +69,36 @@ def point_distance(model: ti.template(), body, p):
                 distance = ti.min(
                     distance,
                     point_segment_distance(
-                        p,
-                        model.shape_vertices[body, i],
-                        model.shape_vertices[body, (i + 1) % count],
+                        p, model.shape_vertices[row, i], model.shape_vertices[row, (i + 1) % count]
                     ),
                 )
-    return distance - model.shape_radius[body]
+    return distance - model.shape_radius[row]
 
 
 @ti.func
-def core_radius(model: ti.template(), body):
-    """Radius (m) of body's core: CORE_FRACTION of the largest circle about its centre (the
-    body origin) inside its shape."""
+def core_radius(model: ti.template(), row):
+    """Radius (m) of the core of shape row `row` (bodies.shape_row): CORE_FRACTION of the
+    largest circle about its centre (the body origin) inside its shape."""
     inner = 0.0
-    if model.shape_kind[body] == SHAPE_CIRCLE:
-        inner = -(model.shape_center[body].norm())
+    if model.shape_kind[row] == SHAPE_CIRCLE:
+        inner = -(model.shape_center[row].norm())
     else:
-        count = model.shape_vertex_count[body]
+        count = model.shape_vertex_count[row]
         if count >= 3:
             inner = ti.math.inf
             for i in range(count):  # the centre's distance to each edge's line
-                inner = ti.min(
-                    inner, model.shape_normals[body, i].dot(model.shape_vertices[body, i])
-                )
+                inner = ti.min(inner, model.shape_normals[row, i].dot(model.shape_vertices[row, i]))
         else:
             inner = -point_segment_distance(
-                vec2(0.0, 0.0), model.shape_vertices[body, 0], model.shape_vertices[body, 1]
+                vec2(0.0, 0.0), model.shape_vertices[row, 0], model.shape_vertices[row, 1]
             )
-    return CORE_FRACTION * ti.max(inner + model.shape_radius[body], 0.0)
+    return CORE_FRACTION * ti.max(inner + model.shape_radius[row], 0.0)
 
 
 @ti.func
 def time_of_impact(
     model: ti.template(),
-    body,
+    row,
     start,
     motion,
     core,
@@ -112,7 +108,8 @@ def time_of_impact(
     other_turn,
 ):
     """When (0..1 of the substep) a core of radius `core` whose centre moves from `start` by
-    `motion` (m) first comes within SWEEP_TARGET of it of body `other`'s shape (model row),
+    `motion` (m) first comes within SWEEP_TARGET of it of the other body's shape (its shape
+    row `row`, bodies.shape_row),
     which moves from `other_start` by `other_motion` (m) and turns from `other_angle` by
     `other_turn` (rad); 1: never. A core already that close at 0 gives 0 if it moves
     deeper, else 1. A chain link stops only cores that begin in front of it."""
@@ -124,14 +121,14 @@ def time_of_impact(
     angle = other_angle
     first = rotate_inv(offset, ti.cos(angle), ti.sin(angle))
     skip = False
-    if model.shape_kind[body] == SHAPE_CHAIN:  # one-sided: its front is normals[1]
-        skip = model.shape_normals[body, 1].dot(first - model.shape_vertices[body, 0]) < 0.0
+    if model.shape_kind[row] == SHAPE_CHAIN:  # one-sided: its front is normals[1]
+        skip = model.shape_normals[row, 1].dot(first - model.shape_vertices[row, 0]) < 0.0
     if reach > 0.0 and not skip:
-        distance = point_distance(model, body, first) - core
+        distance = point_distance(model, row, first) - core
         if distance <= target:
             angle = other_angle + other_turn
             last = rotate_inv(offset + relative, ti.cos(angle), ti.sin(angle))
-            if point_distance(model, body, last) - core < distance:
+            if point_distance(model, row, last) - core < distance:
                 result = 0.0
         else:
             t, done = 0.0, False
@@ -144,7 +141,7 @@ def time_of_impact(
                     else:
                         angle = other_angle + t * other_turn
                         point = rotate_inv(offset + t * relative, ti.cos(angle), ti.sin(angle))
-                        distance = point_distance(model, body, point) - core
+                        distance = point_distance(model, row, point) - core
                         if distance <= target:
                             result, done = t, True
             if not done:
@@ -177,8 +174,8 @@ def sweep_body(
         distance = motion.norm()
         # The core is at most CORE_FRACTION of the bounding radius: most bodies stop here.
         core = 0.0
-        if distance > CORE_FRACTION * model.bounding_radius[body]:
-            core = core_radius(model, body)
+        if distance > CORE_FRACTION * bounding_radius(model, slot, body):
+            core = core_radius(model, shape_row(model, slot, body))
         if distance > core and core > 0.0:
             start = bodies.position[slot] - motion
             earliest = 1.0
@@ -205,7 +202,7 @@ def sweep_body(
                         earliest,
                         time_of_impact(
                             model,
-                            other_body,
+                            shape_row(model, other, other_body),
                             start,
                             motion,
                             core,

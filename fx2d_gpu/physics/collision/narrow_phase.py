@@ -25,7 +25,7 @@ import taichi as ti
 from ...device.launching import quick
 from ...enums import SHAPE_CHAIN, SHAPE_CIRCLE, SHAPE_POLYGON
 from ...shapes import MAX_POLYGON_VERTICES
-from ..bodies import bounding_radius
+from ..bodies import shape_row
 from ..math2d import rotate, rotate_inv
 
 if TYPE_CHECKING:
@@ -57,16 +57,17 @@ def shape_extent(model: ti.template(), bodies: ti.template(), slot, body, axis):
     """(lowest, highest) projection (m) of body slot's shape, core and skin, on the unit
     world axis `axis`."""
     position, c, s = body_frame(bodies, slot)
+    row = shape_row(model, slot, body)
     lowest, highest = ti.math.inf, -ti.math.inf
-    if model.shape_kind[body] == SHAPE_CIRCLE:
-        lowest = (position + rotate(model.shape_center[body], c, s)).dot(axis)
+    if model.shape_kind[row] == SHAPE_CIRCLE:
+        lowest = (position + rotate(model.shape_center[row], c, s)).dot(axis)
         highest = lowest
     else:
-        for i in range(model.shape_vertex_count[body]):
-            projection = (position + rotate(model.shape_vertices[body, i], c, s)).dot(axis)
+        for i in range(model.shape_vertex_count[row]):
+            projection = (position + rotate(model.shape_vertices[row, i], c, s)).dot(axis)
             lowest = ti.min(lowest, projection)
             highest = ti.max(highest, projection)
-    skin = model.shape_radius[body]
+    skin = model.shape_radius[row]
     return lowest - skin, highest + skin
 
 
@@ -114,9 +115,10 @@ def collide_circles(
 ):
     pos_a, ca, sa = body_frame(bodies, slot_a)
     pos_b, cb, sb = body_frame(bodies, slot_b)
-    center_a = pos_a + rotate(model.shape_center[body_a], ca, sa)
-    center_b = pos_b + rotate(model.shape_center[body_b], cb, sb)
-    ra, rb = model.shape_radius[body_a], model.shape_radius[body_b]
+    row_a, row_b = shape_row(model, slot_a, body_a), shape_row(model, slot_b, body_b)
+    center_a = pos_a + rotate(model.shape_center[row_a], ca, sa)
+    center_b = pos_b + rotate(model.shape_center[row_b], cb, sb)
+    ra, rb = model.shape_radius[row_a], model.shape_radius[row_b]
     d = center_b - center_a
     distance = d.norm()
     depth = ra + rb - distance
@@ -149,24 +151,26 @@ def collide_polygon_circle(
     is tested against the core inflated by both radii."""
     pos, c, s = body_frame(bodies, slot_poly)
     pos_c, cc, sc = body_frame(bodies, slot_circle)
-    circle_radius = model.shape_radius[body_circle]
-    skin = model.shape_radius[body_poly]
+    row_poly = shape_row(model, slot_poly, body_poly)
+    row_circle = shape_row(model, slot_circle, body_circle)
+    circle_radius = model.shape_radius[row_circle]
+    skin = model.shape_radius[row_poly]
     radius = circle_radius + skin
     # Circle centre in the polygon's frame.
-    center = rotate_inv(pos_c + rotate(model.shape_center[body_circle], cc, sc) - pos, c, s)
-    n_verts = model.shape_vertex_count[body_poly]
+    center = rotate_inv(pos_c + rotate(model.shape_center[row_circle], cc, sc) - pos, c, s)
+    n_verts = model.shape_vertex_count[row_poly]
     best_separation = -ti.math.inf
     best_edge = 0
     for i in range(n_verts):
-        separation = model.shape_normals[body_poly, i].dot(
-            center - model.shape_vertices[body_poly, i]
+        separation = model.shape_normals[row_poly, i].dot(
+            center - model.shape_vertices[row_poly, i]
         )
         if separation > best_separation:
             best_separation = separation
             best_edge = i
     count = 0
     if best_separation <= radius + margin:
-        outward = model.shape_normals[body_poly, best_edge]  # polygon -> circle, polygon frame
+        outward = model.shape_normals[row_poly, best_edge]  # polygon -> circle, polygon frame
         surface = center - best_separation * outward
         distance = best_separation
         feature = best_edge
@@ -175,8 +179,8 @@ def collide_polygon_circle(
             # edges (exact for convex cores).
             best_d2 = ti.math.inf
             for i in range(n_verts):
-                v1 = model.shape_vertices[body_poly, i]
-                edge = model.shape_vertices[body_poly, (i + 1) % n_verts] - v1
+                v1 = model.shape_vertices[row_poly, i]
+                edge = model.shape_vertices[row_poly, (i + 1) % n_verts] - v1
                 t = ti.math.clamp((center - v1).dot(edge) / edge.dot(edge), 0.0, 1.0)
                 q = v1 + t * edge
                 d2 = (center - q).norm_sqr()
@@ -192,8 +196,8 @@ def collide_polygon_circle(
                 # most.
                 if n_verts == 2:
                     feature = best_edge
-                outward = model.shape_normals[body_poly, feature]
-                distance = outward.dot(center - model.shape_vertices[body_poly, feature])
+                outward = model.shape_normals[row_poly, feature]
+                distance = outward.dot(center - model.shape_vertices[row_poly, feature])
             elif distance > 1e-9:
                 outward = (center - surface) / distance
         depth = radius - distance
@@ -213,7 +217,8 @@ def collide_polygon_circle(
 def max_separation(model: ti.template(), body1, body2, rel_pos, rel_c, rel_s):
     """Largest separation of body2's polygon from one of body1's edges, and that edge.
 
-    body2's vertices are mapped into body1's frame by the relative pose (rel_pos, rel_c, rel_s).
+    body2's vertices are mapped into body1's frame by the relative pose (rel_pos, rel_c, rel_s);
+    body1 and body2 are shape rows (bodies.shape_row).
     """
     best = -ti.math.inf
     best_edge = 0
@@ -326,6 +331,7 @@ def clip_polygons(
     """Clip the incident edge against the reference edge; write up to 2 points.
 
     Everything is in the reference body's frame; rel_* maps the incident body into it.
+    ref_body and inc_body are shape rows (bodies.shape_row).
     Cores with skins (rounded polygons, capsules) that are apart by more than
     DISJOINT_CORES may touch corner to corner, where the face normal is wrong: when the
     closest points of the two edges are both ends, one point along the line between them is
@@ -439,22 +445,23 @@ def collide_polygons(
     ba_c, ba_s = ca * cb + sa * sb, ca * sb - sa * cb
     ab_pos = rotate_inv(pos_a - pos_b, cb, sb)
     ab_c, ab_s = ba_c, -ba_s
-    sep_a, edge_a = max_separation(model, body_a, body_b, ba_pos, ba_c, ba_s)
-    sep_b, edge_b = max_separation(model, body_b, body_a, ab_pos, ab_c, ab_s)
-    reach = margin + model.shape_radius[body_a] + model.shape_radius[body_b]
+    row_a, row_b = shape_row(model, slot_a, body_a), shape_row(model, slot_b, body_b)
+    sep_a, edge_a = max_separation(model, row_a, row_b, ba_pos, ba_c, ba_s)
+    sep_b, edge_b = max_separation(model, row_b, row_a, ab_pos, ab_c, ab_s)
+    reach = margin + model.shape_radius[row_a] + model.shape_radius[row_b]
     if sep_a > reach or sep_b > reach:
         manifolds.point_count[pair] = 0
     else:
         # a's face is the reference unless b's separates clearly more. One call of
         # clip_polygons with the roles chosen here: every call site inlines all of it.
-        ref_body, inc_body, ref_edge, flip = body_a, body_b, edge_a, 0
+        ref_body, inc_body, ref_edge, flip = row_a, row_b, edge_a, 0
         ref_pos, ref_c, ref_s, rel_pos, rel_c, rel_s = pos_a, ca, sa, ba_pos, ba_c, ba_s
         if sep_b > sep_a + ti.min(
             REFERENCE_FACE_TOLERANCE,
             REFERENCE_FACE_FRACTION
-            * ti.min(bounding_radius(model, body_a), bounding_radius(model, body_b)),
+            * ti.min(model.bounding_radius[row_a], model.bounding_radius[row_b]),
         ):
-            ref_body, inc_body, ref_edge, flip = body_b, body_a, edge_b, 1
+            ref_body, inc_body, ref_edge, flip = row_b, row_a, edge_b, 1
             ref_pos, ref_c, ref_s, rel_pos, rel_c, rel_s = pos_b, cb, sb, ab_pos, ab_c, ab_s
         clip_polygons(
             model,
@@ -516,10 +523,12 @@ def collide_link_circle(
     it only where that end's cone allows it (a convex corner), nothing behind the link."""
     pos, c, s = body_frame(bodies, slot_link)
     pos_c, cc, sc = body_frame(bodies, slot_circle)
-    radius = model.shape_radius[body_circle]
-    center = rotate_inv(pos_c + rotate(model.shape_center[body_circle], cc, sc) - pos, c, s)
-    a, b = model.shape_vertices[body_link, 0], model.shape_vertices[body_link, 1]
-    front = model.shape_normals[body_link, 1]
+    row_link = shape_row(model, slot_link, body_link)
+    row_circle = shape_row(model, slot_circle, body_circle)
+    radius = model.shape_radius[row_circle]
+    center = rotate_inv(pos_c + rotate(model.shape_center[row_circle], cc, sc) - pos, c, s)
+    a, b = model.shape_vertices[row_link, 0], model.shape_vertices[row_link, 1]
+    front = model.shape_normals[row_link, 1]
     count = 0
     if front.dot(center - a) >= 0.0:
         edge = b - a
@@ -537,7 +546,7 @@ def collide_link_circle(
             distance = offset.norm()
             if distance > 1e-9:
                 outward = offset / distance
-                found = within_cone(front, model.shape_normals[body_link, 2 + end], outward)
+                found = within_cone(front, model.shape_normals[row_link, 2 + end], outward)
                 surface, feature = corner, 1 + end
         depth = radius - distance
         if found and depth > -margin:
@@ -573,30 +582,32 @@ def collide_link_polygon(
     other_c, other_s = cl * co + sl * so, cl * so - sl * co
     link_pos = rotate_inv(pos_l - pos_o, co, so)  # the link in the other body's frame
     link_c, link_s = other_c, -other_s
-    a = model.shape_vertices[body_link, 0]
-    front = model.shape_normals[body_link, 1]
+    row_link = shape_row(model, slot_link, body_link)
+    row_other = shape_row(model, slot_other, body_other)
+    a = model.shape_vertices[row_link, 0]
+    front = model.shape_normals[row_link, 1]
     count_written = False
     if front.dot(other_pos - a) >= 0.0:
         sep_front = ti.math.inf
-        for j in range(model.shape_vertex_count[body_other]):
-            w = other_pos + rotate(model.shape_vertices[body_other, j], other_c, other_s)
+        for j in range(model.shape_vertex_count[row_other]):
+            w = other_pos + rotate(model.shape_vertices[row_other, j], other_c, other_s)
             sep_front = ti.min(sep_front, front.dot(w - a))
-        if sep_front <= model.shape_radius[body_other] + margin:
-            sep_face, face = max_separation(model, body_other, body_link, link_pos, link_c, link_s)
+        if sep_front <= model.shape_radius[row_other] + margin:
+            sep_face, face = max_separation(model, row_other, row_link, link_pos, link_c, link_s)
             use_face = False
             if sep_face > sep_front + REFERENCE_FACE_TOLERANCE:
-                normal = -rotate(model.shape_normals[body_other, face], other_c, other_s)
+                normal = -rotate(model.shape_normals[row_other, face], other_c, other_s)
                 use_face = within_cone(
-                    front, model.shape_normals[body_link, 2], normal
-                ) or within_cone(front, model.shape_normals[body_link, 3], normal)
+                    front, model.shape_normals[row_link, 2], normal
+                ) or within_cone(front, model.shape_normals[row_link, 3], normal)
             # One call of clip_polygons (see collide_polygons): the link's front face as
             # reference, or the other body's face.
-            ref_body, inc_body, ref_edge, separation = body_link, body_other, 1, sep_front
+            ref_body, inc_body, ref_edge, separation = row_link, row_other, 1, sep_front
             ref_pos, ref_c, ref_s = pos_l, cl, sl
             rel_pos, rel_c, rel_s = other_pos, other_c, other_s
             flip = 0 if link_is_a else 1
             if use_face:
-                ref_body, inc_body, ref_edge = body_other, body_link, face
+                ref_body, inc_body, ref_edge = row_other, row_link, face
                 separation = ti.max(sep_face, sep_front)
                 ref_pos, ref_c, ref_s = pos_o, co, so
                 rel_pos, rel_c, rel_s = link_pos, link_c, link_s

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import taichi as ti
 
+from ..bodies import shape_row, world_cell_size
 from ..math2d import cross
 from .broad_phase import cell_coord, cell_slot
 from .queries import (
@@ -72,14 +73,15 @@ def overlaps_body(
     distance between the two cores (0 when one crosses or holds the other) is at most the
     sum of the skins."""
     position, c, s = body_pose(bodies, slot)
-    k = core_size(model, body)
-    reach = model.shape_radius[body] + query_skin
+    row = shape_row(model, slot, body)
+    k = core_size(model, row)
+    reach = model.shape_radius[row] + query_skin
     body_edges = k if k >= 3 else 1
     query_edges = n_query if n_query >= 3 else 1
     distance = ti.math.inf
     for i in range(body_edges):
-        a0 = core_vertex(model, body, i, c, s)
-        a1 = core_vertex(model, body, (i + 1) % k, c, s)
+        a0 = core_vertex(model, row, i, c, s)
+        a1 = core_vertex(model, row, (i + 1) % k, c, s)
         for j in range(query_edges):
             b0 = query_vertex(vertices, q, j, position)
             b1 = query_vertex(vertices, q, (j + 1) % n_query, position)
@@ -89,13 +91,13 @@ def overlaps_body(
         p = query_vertex(vertices, q, 0, position)
         inside = True
         for i in range(k):
-            v = core_vertex(model, body, i, c, s)
-            w = core_vertex(model, body, (i + 1) % k, c, s)
+            v = core_vertex(model, row, i, c, s)
+            w = core_vertex(model, row, (i + 1) % k, c, s)
             if cross(w - v, p - v) < 0.0:
                 inside = False
         overlap = inside
     if not overlap and n_query >= 3:  # the body's core inside the query's polygon core
-        p = core_vertex(model, body, 0, c, s)
+        p = core_vertex(model, row, 0, c, s)
         inside = True
         for j in range(n_query):
             v = query_vertex(vertices, q, j, position)
@@ -134,13 +136,14 @@ def visit_overlaps(
     lower -= query_skin
     upper += query_skin
     found = 0
+    world_cell = world_cell_size(model, cell_size, world)
     # Cells the query's box covers on the world's levels (a float: it may be huge).
     mask = grid.world_level_mask[world]
     cells = 0.0
     level = 0
     while mask != 0:
         if mask & 1:
-            inv_cell = 1.0 / (cell_size * ti.cast(1 << level, ti.f32))
+            inv_cell = 1.0 / (world_cell * ti.cast(1 << level, ti.f32))
             cells += (ti.floor(upper.x * inv_cell) - ti.floor(lower.x * inv_cell) + 1.0) * (
                 ti.floor(upper.y * inv_cell) - ti.floor(lower.y * inv_cell) + 1.0
             )
@@ -166,7 +169,7 @@ def visit_overlaps(
         level = 0
         while mask != 0:
             if mask & 1:
-                inv_cell = 1.0 / (cell_size * ti.cast(1 << level, ti.f32))
+                inv_cell = 1.0 / (world_cell * ti.cast(1 << level, ti.f32))
                 for cx in range(cell_coord(lower.x, inv_cell), cell_coord(upper.x, inv_cell) + 1):
                     for cy in range(
                         cell_coord(lower.y, inv_cell), cell_coord(upper.y, inv_cell) + 1

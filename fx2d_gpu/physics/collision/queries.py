@@ -42,21 +42,21 @@ def body_pose(bodies: ti.template(), slot):
 
 
 @ti.func
-def core_vertex(model: ti.template(), body, i, c, s):
-    """Vertex i of a body's core, relative to the body's position, world axes, m (a
-    circle's core is its centre)."""
-    v = model.shape_center[body]
-    if model.shape_kind[body] != SHAPE_CIRCLE:
-        v = model.shape_vertices[body, i]
+def core_vertex(model: ti.template(), row, i, c, s):
+    """Vertex i of the core of shape row `row` (bodies.shape_row), relative to the body's
+    position, world axes, m (a circle's core is its centre)."""
+    v = model.shape_center[row]
+    if model.shape_kind[row] != SHAPE_CIRCLE:
+        v = model.shape_vertices[row, i]
     return rotate(v, c, s)
 
 
 @ti.func
-def core_size(model: ti.template(), body):
-    """Vertices of a body's core: 1 for a circle (its centre)."""
+def core_size(model: ti.template(), row):
+    """Vertices of the core of shape row `row`: 1 for a circle (its centre)."""
     k = 1
-    if model.shape_kind[body] != SHAPE_CIRCLE:
-        k = model.shape_vertex_count[body]
+    if model.shape_kind[row] != SHAPE_CIRCLE:
+        k = model.shape_vertex_count[row]
     return k
 
 

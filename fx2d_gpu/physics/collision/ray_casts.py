@@ -20,6 +20,7 @@ import numpy as np
 import taichi as ti
 
 from ...enums import SHAPE_CHAIN, SHAPE_CIRCLE
+from ..bodies import shape_row, world_cell_size
 from ..math2d import cross, rotate
 from .broad_phase import cell_coord, cell_slot
 from .queries import (
@@ -86,18 +87,17 @@ def ray_shape(model: ti.template(), bodies: ti.template(), slot, body, origin, d
     body's shape, t in [0, t_max]."""
     position, c, s = body_pose(bodies, slot)
     o = origin - position  # everything relative to the body, for precision far out
-    kind = model.shape_kind[body]
-    skin = model.shape_radius[body]
-    k = core_size(model, body)
+    row = shape_row(model, slot, body)
+    kind = model.shape_kind[row]
+    skin = model.shape_radius[row]
+    k = core_size(model, row)
     hit, t_hit, normal = False, ti.math.inf, -direction
     if kind == SHAPE_CIRCLE:
-        hit, t_hit, normal = ray_circle(
-            o, direction, core_vertex(model, body, 0, c, s), skin, t_max
-        )
+        hit, t_hit, normal = ray_circle(o, direction, core_vertex(model, row, 0, c, s), skin, t_max)
     elif kind == SHAPE_CHAIN or (k == 2 and skin == 0.0):
         # A segment with no skin: an edge (either side) or a chain link (its front only).
-        a, b = core_vertex(model, body, 0, c, s), core_vertex(model, body, 1, c, s)
-        front = rotate(model.shape_normals[body, 1], c, s)
+        a, b = core_vertex(model, row, 0, c, s), core_vertex(model, row, 1, c, s)
+        front = rotate(model.shape_normals[row, 1], c, s)
         if kind != SHAPE_CHAIN or front.dot(direction) < 0.0:
             hit, t_hit = ray_segment(o, direction, a, b, t_max)
             normal = front if front.dot(direction) < 0.0 else -front
@@ -106,8 +106,8 @@ def ray_shape(model: ti.template(), bodies: ti.template(), slot, body, origin, d
         t_lo, t_hi = 0.0, t_max
         missed = False
         for i in range(k):
-            n = rotate(model.shape_normals[body, i], c, s)
-            num = n.dot(core_vertex(model, body, i, c, s) - o)  # >= 0: o inside this side
+            n = rotate(model.shape_normals[row, i], c, s)
+            num = n.dot(core_vertex(model, row, i, c, s) - o)  # >= 0: o inside this side
             den = n.dot(direction)
             if den == 0.0:
                 if num < 0.0:
@@ -127,22 +127,22 @@ def ray_shape(model: ti.template(), bodies: ti.template(), slot, body, origin, d
         inside = k >= 3
         nearest = ti.math.inf
         for i in range(k):
-            v = core_vertex(model, body, i, c, s)
-            w = core_vertex(model, body, (i + 1) % k, c, s)
-            if rotate(model.shape_normals[body, i], c, s).dot(o - v) > 0.0:
+            v = core_vertex(model, row, i, c, s)
+            w = core_vertex(model, row, (i + 1) % k, c, s)
+            if rotate(model.shape_normals[row, i], c, s).dot(o - v) > 0.0:
                 inside = False
             nearest = ti.min(nearest, point_segment_distance(o, v, w))
         if inside or nearest <= skin:
             hit, t_hit = True, 0.0
         else:
             for i in range(k):
-                v = core_vertex(model, body, i, c, s)
+                v = core_vertex(model, row, i, c, s)
                 found, t, n = ray_circle(o, direction, v, skin, t_max)
                 if found and t < t_hit:
                     hit, t_hit, normal = True, t, n
-                n = rotate(model.shape_normals[body, i], c, s)
+                n = rotate(model.shape_normals[row, i], c, s)
                 if n.dot(direction) < 0.0:
-                    w = core_vertex(model, body, (i + 1) % k, c, s)
+                    w = core_vertex(model, row, (i + 1) % k, c, s)
                     found, t = ray_segment(o, direction, v + skin * n, w + skin * n, t_max)
                     if found and t < t_hit:
                         hit, t_hit, normal = True, t, n
@@ -363,6 +363,7 @@ def walk_ray(
     written from index write_at of the out arrays."""
     best_body, best_t, best_normal = -1, t_limit, vec2(0.0, 0.0)
     found = 0
+    cell = world_cell_size(model, cell_size, world)
     # Clipped to the box around the world's bodies, so a huge t_limit walks no empty cells.
     t0, t1 = _clip_to_world(grid, world, origin, direction, t_limit)
     mask = grid.world_level_mask[world] if t0 <= t1 else 0
@@ -380,7 +381,7 @@ def walk_ray(
                 t0,
                 t1,
                 n_bodies,
-                cell_size,
+                cell,
                 table_mask,
                 sensors,
                 mode,

@@ -409,15 +409,16 @@ def prepare_pair(
         model.elasticity[material_row(model, slot_b, body_b)],
         model.restitution_mixing[None],
     )
-    smallest = smaller_radius(model, body_a, body_b)
+    smallest = smaller_radius(model, slot_a, body_a, slot_b, body_b)
     prepared.slop[pair] = pair_slop(smallest)
     return smallest
 
 
 @ti.func
-def smaller_radius(model: ti.template(), body_a, body_b):
-    """The smaller bounding radius of the pair's bodies (m)."""
-    return ti.min(bounding_radius(model, body_a), bounding_radius(model, body_b))
+def smaller_radius(model: ti.template(), slot_a, body_a, slot_b, body_b):
+    """The smaller bounding radius of the pair's bodies (m): slots slot_a and slot_b, of
+    model rows body_a and body_b."""
+    return ti.min(bounding_radius(model, slot_a, body_a), bounding_radius(model, slot_b, body_b))
 
 
 @ti.func
@@ -1134,7 +1135,7 @@ def _store_impulses(
 @ti.func
 def turning_speed(model: ti.template(), bodies: ti.template(), slot, n_bodies):
     """Fastest a point of the body moves about its centre, m/s."""
-    return ti.abs(bodies.angular_velocity[slot]) * bounding_radius(model, slot % n_bodies)
+    return ti.abs(bodies.angular_velocity[slot]) * bounding_radius(model, slot, slot % n_bodies)
 
 
 @ti.func
@@ -1211,7 +1212,7 @@ def fast_pair(
     one's size in the step (dt, s), or it has a sensor, which is looked at exactly (no
     margin) every substep, as it reports overlaps."""
     slot_a, slot_b = manifolds.body_a[pair], manifolds.body_b[pair]
-    smallest = smaller_radius(model, slot_a % n_bodies, slot_b % n_bodies)
+    smallest = smaller_radius(model, slot_a, slot_a % n_bodies, slot_b, slot_b % n_bodies)
     relative = relative_motion_bound(model, bodies, slot_a, slot_b, n_bodies, dt)
     return relative > FAST_MOTION_FRACTION * smallest or is_sensor_pair(
         model, manifolds, pair, n_bodies
@@ -1271,7 +1272,7 @@ def sweep_reaches(
         or model.shape_kind[body_b] == SHAPE_CHAIN
     ):
         mover, other, mover_body, other_body = slot_a, slot_b, body_a, body_b
-        if bounding_radius(model, body_b) < bounding_radius(model, body_a):
+        if bounding_radius(model, slot_b, body_b) < bounding_radius(model, slot_a, body_a):
             mover, other, mover_body, other_body = slot_b, slot_a, body_b, body_a
         relative_acceleration = acceleration(
             model, bodies, mover, mover_body, n_bodies
@@ -1286,7 +1287,7 @@ def sweep_reaches(
             + turning_speed(model, bodies, other, n_bodies) * window
         )
         length = motion.norm()
-        radius = bounding_radius(model, mover_body) + grow
+        radius = bounding_radius(model, mover, mover_body) + grow
         if length > radius:  # shorter: the swept circle is nearly the circle
             along = motion / length
             across = vec2(-along.y, along.x)
@@ -1321,7 +1322,7 @@ def narrow_margin(
     step's (see find_manifold); the later ones are of fast pairs only (fast is returned
     True)."""
     slot_a, slot_b = manifolds.body_a[pair], manifolds.body_b[pair]
-    smallest = smaller_radius(model, slot_a % n_bodies, slot_b % n_bodies)
+    smallest = smaller_radius(model, slot_a, slot_a % n_bodies, slot_b, slot_b % n_bodies)
     sensor = is_sensor_pair(model, manifolds, pair, n_bodies)
     fast = True
     if first:
@@ -1389,7 +1390,11 @@ def find_manifold(
         if keepable:  # may be reused in the next steps
             margin += REUSE_PAD_SLOPS * pair_slop(
                 smaller_radius(
-                    model, manifolds.body_a[pair] % n_bodies, manifolds.body_b[pair] % n_bodies
+                    model,
+                    manifolds.body_a[pair],
+                    manifolds.body_a[pair] % n_bodies,
+                    manifolds.body_b[pair],
+                    manifolds.body_b[pair] % n_bodies,
                 )
             )
             found_margin = margin
@@ -1416,7 +1421,11 @@ def find_manifold(
         and manifolds.point_count[pair] > 0
         and kept_apart
         > smaller_radius(
-            model, manifolds.body_a[pair] % n_bodies, manifolds.body_b[pair] % n_bodies
+            model,
+            manifolds.body_a[pair],
+            manifolds.body_a[pair] % n_bodies,
+            manifolds.body_b[pair],
+            manifolds.body_b[pair] % n_bodies,
         )
     ):
         apart = manifolds.depth[pair, 0] < 0.0
@@ -1433,7 +1442,11 @@ def find_manifold(
             SPECULATIVE_SLOPS
             * pair_slop(
                 smaller_radius(
-                    model, manifolds.body_a[pair] % n_bodies, manifolds.body_b[pair] % n_bodies
+                    model,
+                    manifolds.body_a[pair],
+                    manifolds.body_a[pair] % n_bodies,
+                    manifolds.body_b[pair],
+                    manifolds.body_b[pair] % n_bodies,
                 )
             ),
         ):
@@ -1516,10 +1529,10 @@ def reuse_manifold(
             manifolds.drift[pair]
             + shift_a.norm()
             + shift_b.norm()
-            + ti.abs(turn_a) * bounding_radius(model, body_a)
-            + ti.abs(turn_b) * bounding_radius(model, body_b)
+            + ti.abs(turn_a) * bounding_radius(model, slot_a, body_a)
+            + ti.abs(turn_b) * bounding_radius(model, slot_b, body_b)
         )
-        slop = pair_slop(smaller_radius(model, body_a, body_b))
+        slop = pair_slop(smaller_radius(model, slot_a, body_a, slot_b, body_b))
         if drift <= REUSE_DRIFT_SLOPS * slop and kept_apart + drift <= found_margin:
             result = True
             normal = manifolds.normal[pair]

@@ -210,10 +210,11 @@ def describe_torn_joint(builder: "ModelBuilder", joint: int, world: int, ctx: "S
     )
     error = float(joint_errors(builder.joints, state)[0, joint])
     spec = builder.joints[joint]
-    size = min(
-        builder.bodies[spec.parent].shape.bounding_radius,
-        builder.bodies[spec.child].shape.bounding_radius,
-    )
+    # The bodies' bounding radii in this world (their shape rows: bodies.shape_row).
+    model = ctx.pool.model.read({"shape_per_world": None, "bounding_radius": ctx.n_slots})
+    first = world * ctx.n_bodies if int(model["shape_per_world"]) == 1 else 0
+    radii = model["bounding_radius"].astype(np.float64)
+    size = min(radii[first + spec.parent], radii[first + spec.child])
     name = f" ({spec.name!r})" if spec.name else ""
     return (
         f"joint {joint}{name} torn: {error:.4g} m out of place, beyond "

@@ -12,7 +12,7 @@ import math
 import taichi as ti
 
 from ...enums import JOINT_REVOLUTE, MOTOR_EFFORT, MOTOR_NONE, MOTOR_POSITION
-from ..bodies import solver_mass
+from ..bodies import bounding_radius, solver_mass
 from ..integrate import displace
 from ..math2d import cross, rotate
 
@@ -345,7 +345,7 @@ def torn(
     slot1, slot2 = world * n_bodies + body1, world * n_bodies + body2
     result = False
     if bodies.enabled[slot1] == 1 and bodies.enabled[slot2] == 1:
-        size = ti.min(model.bounding_radius[body1], model.bounding_radius[body2])
+        size = ti.min(bounding_radius(model, slot1, body1), bounding_radius(model, slot2, body2))
         # "not <=": a NaN error is torn too.
         result = not (
             joint_error(bodies, joints, slot1, slot2, joint) <= JOINT_TORN_FRACTION * size

@@ -75,7 +75,7 @@ import taichi as ti
 
 from ...device import MAX_MANIFOLD_POINTS
 from ...device.launching import quick
-from ..bodies import can_move, has_sensor, is_sensor_pair
+from ..bodies import bounding_radius, can_move, has_sensor, is_sensor_pair
 from ..collision.broad_phase import (
     begin_world_pairs,
     count_world_partners,
@@ -150,7 +150,8 @@ def _overlaps(model: ti.template(), manifolds: ti.template(), pair, n_bodies):
     its smaller body), as of the step's first substep: its bodies are being pushed apart."""
     slot_a, slot_b = manifolds.body_a[pair], manifolds.body_b[pair]
     size = ti.min(
-        model.bounding_radius[slot_a % n_bodies], model.bounding_radius[slot_b % n_bodies]
+        bounding_radius(model, slot_a, slot_a % n_bodies),
+        bounding_radius(model, slot_b, slot_b % n_bodies),
     )
     limit = ti.max(OVERLAP_DEPTH, OVERLAP_FRACTION * size)
     deep = False

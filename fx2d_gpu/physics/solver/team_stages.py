@@ -231,7 +231,7 @@ def find_pairs(
     write_slots = n_slots if entries <= grid.entry_body.shape[0] else 0
     lo, hi = team.share(0, write_slots, member, n_members)
     for slot in range(lo, hi):
-        write_grid_entries(grid, slot, n_bodies, cell_size, table_mask)
+        write_grid_entries(model, grid, slot, n_bodies, cell_size, table_mask)
     team.barrier(counts, n_members, team.SPIN_LIMIT)
     exclusive_scan(scan, grid.grid_start, counts, table_size, member, n_members)
     lo, hi = team.share(0, table_size, member, n_members)

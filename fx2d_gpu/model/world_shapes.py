@@ -1,0 +1,599 @@
+"""Per-world geometry of a batched scene: each world's sizes of its bodies' shapes (box
+sizes, circle radii, capsule lengths and radii, rounding radii, polygon vertices), set
+by Scene.set_shape_params for domain randomisation and parameter sweeps.
+
+The host keeps, for each body some world resized, one Shape per world (WorldShapes); the
+device reads the shapes by *shape row* (device.BodyModel, bodies.shape_row), as it reads
+materials by material row (world_params.py): while every world holds the same shapes,
+one row per body, as a scene that never resized anything has (the same upload, the same
+reads); once a world differs, one row per body slot, and each world's own grid cell
+(BodyModel.world_cell: the median diameter of its shapes, builder.cell_size_of). Every
+shape is made by the functions the add_* methods make theirs with (shapes.circle, box,
+capsule, polygon) and its rows by the builder's rule (builder.shape_rows), so world w of
+a batch steps bit for bit as a one-world scene built with world w's shapes.
+
+A body keeps its shape's kind in every world (a box stays a box, a polygon keeps its
+vertex count); edges and chain links are not resized. Static bodies (level geometry:
+terrain, walls, obstacles) are placed per world too (WorldShapes.poses): their poses in
+each world's state, and in the state a reset starts the world from (initial_state).
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .. import shapes
+from ..checks import as_real_array
+from ..enums import SHAPE_CAPSULE, SHAPE_CIRCLE, SHAPE_POLYGON
+from ..shapes import MAX_COORDINATE, MAX_POLYGON_VERTICES, Shape
+from .builder import SHAPE_FIELDS, cell_size_of, shape_rows
+
+if TYPE_CHECKING:
+    from .builder import ModelBuilder
+
+#: The keywords of Scene.set_shape_params that size a shape, in the order they are read.
+SHAPE_PARAMS = ("size", "radius", "length", "vertices")
+_VERSIONS = itertools.count()
+#: The arrays of a snapshot's per-world shapes (WorldShapes.arrays), beside static_pose.
+SHAPE_ARRAYS = ("shape_radius", "shape_size", "shape_length", "shape_vertices")
+#: Every per-world geometry array a snapshot may hold.
+GEOMETRY_ARRAYS = (*SHAPE_ARRAYS, "static_pose")
+#: Device fields that follow from the per-world shapes (beside SHAPE_FIELDS).
+WORLD_SHAPE_FIELDS = ("shape_per_world", "world_cell")
+
+
+def is_box(shape: Shape) -> bool:
+    """Whether `shape` is a box (shapes.box): a 4-vertex polygon, a rectangle about the body
+    origin along the body's axes (a rounded box's centroid may lie an ulp off the origin)."""
+    if shape.kind != SHAPE_POLYGON or len(shape.vertices) != 4:
+        return False
+    v = shape.vertices
+    hw, hh = 0.5 * (v[1, 0] - v[0, 0]), 0.5 * (v[2, 1] - v[1, 1])
+    pattern = np.array([[-hw, -hh], [hw, -hh], [hw, hh], [-hw, hh]])
+    return bool(hw > 0.0 and hh > 0.0 and np.abs(v - pattern).max() <= 1e-12 * (hw + hh))
+
+
+def kind_name(shape: Shape) -> str:
+    """What Scene.set_shape_params calls a shape: circle, box, polygon, capsule, edge or
+    chain link."""
+    if shape.kind == SHAPE_POLYGON:
+        return "box" if is_box(shape) else "polygon"
+    return {
+        SHAPE_CIRCLE: "circle",
+        SHAPE_CAPSULE: "capsule",
+        shapes.SHAPE_EDGE: "edge",
+        shapes.SHAPE_CHAIN: "chain link",
+    }.get(shape.kind, "shape")
+
+
+#: The keywords each kind of shape takes.
+_TAKES = {
+    "circle": ("radius",),
+    "box": ("size", "radius", "vertices"),
+    "polygon": ("vertices", "radius"),
+    "capsule": ("length", "radius"),
+}
+
+
+def _same(a: Shape, b: Shape) -> bool:
+    """Whether two shapes are the same geometry, to the bit."""
+    return a is b or (
+        a.kind == b.kind
+        and a.radius == b.radius
+        and np.array_equal(a.center, b.center)
+        and np.array_equal(a.vertices, b.vertices)
+        and np.array_equal(a.normals, b.normals)
+    )
+
+
+def _per_world(value, name: str, k_worlds: int, k_bodies: int, item: tuple) -> np.ndarray:
+    """(k_worlds, k_bodies, *item) float64 from one value for all (shape `item`), one per
+    addressed world (k_worlds, *item) or one per world and body (k_worlds, k_bodies,
+    *item); a TypeError for values that are not real numbers, a ValueError for another
+    shape, naming `name`."""
+    array = as_real_array(value, name)
+    extra = array.ndim - len(item)
+    if extra == 1:
+        array = array[:, None]
+    elif extra == 0:
+        array = array[None, None]
+    try:
+        if extra not in (0, 1, 2):
+            raise ValueError
+        return np.broadcast_to(array, (k_worlds, k_bodies, *item)).astype(np.float64)
+    except ValueError:
+        shapes_text = " or ".join(
+            f"({', '.join(str(d) for d in dims)})"
+            for dims in (item, (k_worlds, *item), (k_worlds, k_bodies, *item))
+        )
+        raise ValueError(f"{name} must have shape {shapes_text}, got {array.shape}") from None
+
+
+class WorldShapes:
+    """The per-world shapes of one scene.
+
+    shapes: {body: [Shape] * n_worlds}, for the bodies some world resized (the others take
+    their add_* shape in every world). Bodies added after a world was resized take their own
+    shape in every world.
+    """
+
+    def __init__(self, n_worlds: int):
+        self.n_worlds = n_worlds
+        self.shapes: dict[int, list[Shape]] = {}
+        # Per resized body, per world: the arguments its shape was made from (_make's;
+        # None: the add_* shape), what snapshots and state files carry (arrays).
+        self.args: dict[int, list[dict | None]] = {}
+        self.poses: dict[int, np.ndarray] = {}
+        # Changes with every store, unique among all WorldShapes: what draws the shapes (and
+        # the caches below) builds again after one.
+        self.version = next(_VERSIONS)
+
+    def copy(self) -> WorldShapes:
+        copy = WorldShapes(self.n_worlds)
+        copy.shapes = {body: list(values) for body, values in self.shapes.items()}
+        copy.args = {body: list(values) for body, values in self.args.items()}
+        copy.poses = {body: values.copy() for body, values in self.poses.items()}
+        return copy
+
+    def repeated(self, n_worlds: int) -> WorldShapes:
+        """World 0's shapes and placements in `n_worlds` worlds (Scene.replicate)."""
+        copy = WorldShapes(n_worlds)
+        copy.shapes = {body: [values[0]] * n_worlds for body, values in self.shapes.items()}
+        copy.args = {body: [values[0]] * n_worlds for body, values in self.args.items()}
+        copy.poses = {
+            body: np.repeat(values[:1], n_worlds, axis=0) for body, values in self.poses.items()
+        }
+        return copy
+
+    def __setstate__(self, state: dict):
+        self.__dict__.update(state)
+        self.__dict__.setdefault("poses", {})
+        self.__dict__.setdefault("args", {})
+        self.version = next(_VERSIONS)  # (a copy's own: its caches start afresh)
+
+    # ------------------------------------------------------------------ reading
+    def body_shapes(self, builder: ModelBuilder, body: int) -> list[Shape]:
+        """Body `body`'s shape in every world (n_worlds Shapes)."""
+        if body in self.shapes:
+            return self.shapes[body]
+        return [builder.bodies[body].shape] * self.n_worlds
+
+    def shape(self, builder: ModelBuilder, world: int, body: int) -> Shape:
+        """Body `body`'s shape in world `world`."""
+        values = self.shapes.get(body)
+        return builder.bodies[body].shape if values is None else values[world]
+
+    def world_shapes(self, builder: ModelBuilder, world: int) -> list[Shape]:
+        """Every body's shape in world `world`."""
+        return [self.shape(builder, world, body) for body in range(len(builder.bodies))]
+
+    def per_world(self) -> bool:
+        """Whether some body's shape differs between worlds (the device then holds a shape
+        row per body slot)."""
+        kept = self.__dict__.get("_kept_per_world")
+        if kept is None or kept[0] != self.version:
+            found = any(
+                not all(_same(s, values[0]) for s in values) for values in self.shapes.values()
+            )
+            kept = self._kept_per_world = (self.version, found)
+        return kept[1]
+
+    def cell_sizes(self, builder: ModelBuilder) -> np.ndarray:
+        """(n_worlds,) float64, m: each world's level-0 grid cell (builder.cell_size_of of
+        its shapes)."""
+        if not self.shapes:
+            return np.full(self.n_worlds, builder.cell_size())
+        key = (self.version, len(builder.bodies))
+        kept = self.__dict__.get("_kept_cells")
+        if kept is None or kept[0] != key:
+            if self.per_world():
+                worlds = range(self.n_worlds)
+                cells = np.array([cell_size_of(self.world_shapes(builder, w)) for w in worlds])
+            else:
+                cells = np.full(self.n_worlds, cell_size_of(self.world_shapes(builder, 0)))
+            kept = self._kept_cells = (key, cells)
+        return kept[1].copy()
+
+    def unit_inertia(self, builder: ModelBuilder, worlds, bodies) -> np.ndarray:
+        """(k_worlds, k_bodies) float64, m^2: Shape.unit_inertia of `bodies` in `worlds`."""
+        return np.array(
+            [[self.shape(builder, w, b).unit_inertia for b in bodies] for w in worlds], np.float64
+        ).reshape(len(worlds), len(bodies))
+
+    def params(self, builder: ModelBuilder, bodies) -> dict[str, np.ndarray]:
+        """Scene.get_shape_params' arrays of `bodies` ((k,) indices): radius (n_worlds, k),
+        size (n_worlds, k, 2: boxes), length (n_worlds, k: capsules), vertices (n_worlds, k,
+        MAX_POLYGON_VERTICES, 2: polygons and boxes, body frame), float64, NaN where a body's
+        shape has no such value."""
+        w, k = self.n_worlds, len(bodies)
+        radius = np.full((w, k), np.nan)
+        size = np.full((w, k, 2), np.nan)
+        length = np.full((w, k), np.nan)
+        vertices = np.full((w, k, MAX_POLYGON_VERTICES, 2), np.nan)
+        for i, body in enumerate(bodies):
+            for world, shape in enumerate(self.body_shapes(builder, body)):
+                name = kind_name(shape)
+                radius[world, i] = shape.radius
+                if name == "box":
+                    v = shape.vertices
+                    size[world, i] = (v[1, 0] - v[0, 0], v[2, 1] - v[1, 1])
+                if name in ("box", "polygon"):
+                    vertices[world, i, : len(shape.vertices)] = shape.vertices
+                if name == "capsule":
+                    length[world, i] = shape.vertices[1, 0] - shape.vertices[0, 0]
+        return {"size": size, "radius": radius, "length": length, "vertices": vertices}
+
+    # ------------------------------------------------------------------ checks and edits
+    def resized(
+        self, builder: ModelBuilder, bodies: np.ndarray, worlds: np.ndarray, given: dict
+    ) -> list[list[Shape]]:
+        """The new shapes of `bodies` in `worlds` ([k_worlds][k_bodies] Shapes) from the
+        given keywords (SHAPE_PARAMS: None left out), each made as the add_* methods make
+        theirs (a keyword not given keeps the world's current value), checked whole.
+
+        Raises:
+            TypeError: a value that is not real numbers, naming the keyword.
+            ValueError: a value of another shape or out of its range, a keyword the body's
+                shape does not take (an edge, a chain link; size for a circle ...), a
+                polygon's vertex count changed or a capsule's length below shapes.MIN_SIZE
+                (it would be a circle), naming the keyword and the body.
+        """
+        kw, kb = len(worlds), len(bodies)
+        items = {"size": (2,), "radius": (), "length": (), "vertices": None}
+        arrays = {}
+        for name, value in given.items():
+            if name == "vertices":
+                points = as_real_array(value, name)
+                if points.ndim < 2 or points.shape[-1] != 2:
+                    raise ValueError(
+                        f"vertices must have shape (m, 2), (k_worlds, m, 2) or "
+                        f"(k_worlds, k_bodies, m, 2), got {points.shape}"
+                    )
+                arrays[name] = _per_world(points, name, kw, kb, points.shape[-2:])
+            else:
+                arrays[name] = _per_world(value, name, kw, kb, items[name])
+        if "size" in arrays and "vertices" in arrays:
+            raise ValueError("size and vertices: give a box's size or its vertices, not both")
+        for body in bodies.tolist():
+            name = kind_name(builder.bodies[body].shape)
+            for key in arrays:
+                if key not in _TAKES.get(name, ()):
+                    takes = _TAKES.get(name)
+                    raise ValueError(
+                        f"{key}: body {body} is {'an' if name[0] in 'aeiou' else 'a'} "
+                        f"{name}, "
+                        + (
+                            f"which takes {', '.join(takes)}"
+                            if takes
+                            else "whose shape is not resized per world (place it per "
+                            "world with set_state)"
+                        )
+                    )
+            if "vertices" in arrays:
+                want, got = len(builder.bodies[body].shape.vertices), arrays["vertices"].shape[2]
+                if want != got:
+                    raise ValueError(
+                        f"vertices: body {body} has {want} vertices in every world, got {got}"
+                    )
+        new = []
+        for i, world in enumerate(worlds.tolist()):
+            row = []
+            for j, body in enumerate(bodies.tolist()):
+                values = {key: array[i, j] for key, array in arrays.items()}
+                if not values:  # kept as it is
+                    row.append((self.shape(builder, world, body), self._args_of(world, body)))
+                    continue
+                current = self.shape(builder, world, body)
+                args = _args(current, kind_name(builder.bodies[body].shape), values)
+                row.append((_make(builder.bodies[body].shape, args), args))
+            new.append(row)
+        return new
+
+    def _args_of(self, world: int, body: int) -> dict | None:
+        values = self.args.get(body)
+        return None if values is None else values[world]
+
+    def store(self, builder: ModelBuilder, bodies: np.ndarray, worlds: np.ndarray, new):
+        """Store checked shapes (resized's: (shape, args) pairs) of `bodies` in `worlds`."""
+        for j, body in enumerate(bodies.tolist()):
+            values = list(self.body_shapes(builder, body))
+            args = list(self.args.get(body, [None] * self.n_worlds))
+            for i, world in enumerate(worlds.tolist()):
+                values[world], args[world] = new[i][j]
+            self.shapes[body] = values
+            self.args[body] = args
+        self.version = next(_VERSIONS)
+
+    # ------------------------------------------------------------------ static placement
+    def placed(
+        self, builder: ModelBuilder, bodies: np.ndarray, worlds: np.ndarray, position, angle
+    ) -> np.ndarray:
+        """(k_worlds, k_bodies, 3) float64 (x m, y m, angle rad): the placements of static
+        `bodies` in `worlds` from `position` ((2,), (k_worlds, 2) or (k_worlds, k_bodies, 2);
+        None keeps each world's) and `angle` (a scalar, (k_worlds,) or (k_worlds,
+        k_bodies); None keeps it), checked whole.
+
+        Raises:
+            TypeError: a value that is not real numbers, naming it.
+            ValueError: a value of another shape, not finite or beyond
+                shapes.MAX_COORDINATE, or a body that is not static (mass 0), naming it.
+        """
+        kw, kb = len(worlds), len(bodies)
+        current = np.stack([self.body_poses(builder, b)[worlds] for b in bodies.tolist()], 1)
+        current = current.reshape(kw, kb, 3)
+        for name, value, item, columns in (
+            ("position", position, (2,), slice(0, 2)),
+            ("angle", angle, (), slice(2, 3)),
+        ):
+            if value is None:
+                continue
+            array = _per_world(value, name, kw, kb, item)
+            if not np.isfinite(array).all() or np.abs(array).max(initial=0.0) >= MAX_COORDINATE:
+                raise ValueError(f"{name} must be finite and within +-{MAX_COORDINATE:g}")
+            for body in bodies.tolist():
+                if builder.bodies[body].mass != 0.0:
+                    raise ValueError(
+                        f"{name}: body {body} is not static (mass 0); a dynamic or kinematic "
+                        "body is placed per world with set_state"
+                    )
+            current[..., columns] = array.reshape(kw, kb, -1)
+        return current
+
+    def body_poses(self, builder: ModelBuilder, body: int) -> np.ndarray:
+        """(n_worlds, 3) float64: body `body`'s placement (x, y, angle) in every world."""
+        if body in self.poses:
+            return self.poses[body]
+        b = builder.bodies[body]
+        return np.tile([b.position[0], b.position[1], b.angle], (self.n_worlds, 1))
+
+    def store_poses(self, builder: ModelBuilder, bodies: np.ndarray, worlds: np.ndarray, new):
+        """Store checked placements (placed's) of `bodies` in `worlds`."""
+        for j, body in enumerate(bodies.tolist()):
+            values = self.body_poses(builder, body).copy()
+            values[worlds] = new[:, j]
+            self.poses[body] = values
+
+    def initial_state(self, builder: ModelBuilder, worlds) -> dict:
+        """builder.initial_state of the worlds `worlds` ((k,) indices), one row each: the
+        add_* state, with each world's static bodies where set_shape_params placed them
+        (the state a reset starts `worlds` from)."""
+        worlds = np.asarray(worlds, np.int64)
+        state = builder.initial_state(len(worlds))
+        bodies = state["bodies"]
+        n = len(builder.bodies)
+        position = bodies["position"].reshape(len(worlds), n, 2)
+        angle = bodies["angle"].reshape(len(worlds), n)
+        for body, values in self.poses.items():
+            if body < n:
+                position[:, body] = values[worlds, :2]
+                angle[:, body] = values[worlds, 2]
+        return state
+
+    # ------------------------------------------------------------------ snapshots
+    def arrays(self, builder: ModelBuilder) -> dict[str, np.ndarray]:
+        """The shapes and placements as float64 arrays, for snapshots and state files (NaN:
+        the add_* shape, a value the shape was not made from, or not placed): where some
+        world has shapes of its own, shape_radius (n_worlds, n_bodies), shape_size (...,
+        2), shape_length, shape_vertices (..., MAX_POLYGON_VERTICES, 2), the arguments each
+        shape was made from (_make); where static bodies were placed, static_pose (n_worlds,
+        n_bodies, 3): x, y, angle."""
+        w, n = self.n_worlds, len(builder.bodies)
+        arrays = {}
+        if self.args:
+            radius, length = np.full((w, n), np.nan), np.full((w, n), np.nan)
+            size = np.full((w, n, 2), np.nan)
+            vertices = np.full((w, n, MAX_POLYGON_VERTICES, 2), np.nan)
+            for body, values in self.args.items():
+                for world, args in enumerate(values):
+                    if args is None or body >= n:
+                        continue
+                    radius[world, body] = args["radius"]
+                    if "length" in args:
+                        length[world, body] = args["length"]
+                    if "size" in args:
+                        size[world, body] = args["size"]
+                    if "vertices" in args:
+                        vertices[world, body, : len(args["vertices"])] = args["vertices"]
+            arrays.update(
+                shape_radius=radius, shape_size=size, shape_length=length, shape_vertices=vertices
+            )
+        if self.poses:
+            pose = np.full((w, n, 3), np.nan)
+            for body, values in self.poses.items():
+                if body < n:
+                    pose[:, body] = values
+            arrays["static_pose"] = pose
+        return arrays
+
+    @classmethod
+    def from_arrays(cls, arrays: dict, builder: ModelBuilder, n_worlds: int) -> WorldShapes:
+        """The shapes and placements of arrays() back, each shape made again from its
+        arguments by the add_* methods' shape functions and checked as set_shape_params
+        checks them (a snapshot is untrusted input).
+
+        Raises:
+            ValueError: a missing or misshapen array, or a value that breaks a rule,
+                naming it.
+        """
+        n = len(builder.bodies)
+        world_shapes = cls(n_worlds)
+        shaped = {
+            "shape_radius": (n_worlds, n),
+            "shape_size": (n_worlds, n, 2),
+            "shape_length": (n_worlds, n),
+            "shape_vertices": (n_worlds, n, MAX_POLYGON_VERTICES, 2),
+            "static_pose": (n_worlds, n, 3),
+        }
+        for key, value in arrays.items():
+            if key not in shaped:
+                raise ValueError(f"params/{key} is not per-world geometry")
+            if not isinstance(value, np.ndarray) or value.dtype != np.float64:
+                raise ValueError(f"params/{key} must be a float64 array of shape {shaped[key]}")
+            if value.shape != shaped[key]:
+                raise ValueError(f"params/{key} must be a float64 array of shape {shaped[key]}")
+        given = set(arrays) & set(SHAPE_ARRAYS)
+        if given and given != set(SHAPE_ARRAYS):
+            raise ValueError(f"params/{sorted(set(SHAPE_ARRAYS) - given)[0]} is missing")
+        if given:
+            world_shapes._take_args(arrays, builder)
+        if "static_pose" in arrays:
+            world_shapes._take_poses(arrays["static_pose"], builder)
+        return world_shapes
+
+    def _take_args(self, arrays: dict, builder: ModelBuilder):
+        """from_arrays' shapes (shape_radius, shape_size, shape_length, shape_vertices)."""
+        radius = arrays["shape_radius"]
+        for body in range(len(builder.bodies)):
+            column = np.isfinite(radius[:, body])
+            others = [
+                ~np.isnan(arrays[key][:, body].reshape(self.n_worlds, -1)).all(axis=1)
+                for key in ("shape_size", "shape_length", "shape_vertices")
+            ]
+            if any((other & ~column).any() for other in others) or np.isinf(radius[:, body]).any():
+                raise ValueError(
+                    f"params/shape_radius[:, {body}]: a shape's values without its radius"
+                )
+            if not column.any():
+                continue
+            added = builder.bodies[body].shape
+            name = kind_name(added)
+            values, args = list(self.body_shapes(builder, body)), [None] * self.n_worlds
+            for world in np.flatnonzero(column).tolist():
+                found = _stored_args(arrays, world, body, name, len(added.vertices))
+                try:
+                    values[world] = _make(added, found)
+                except (TypeError, ValueError) as error:
+                    raise ValueError(f"params/shape_*[{world}, {body}]: {error}") from None
+                args[world] = found
+            self.shapes[body], self.args[body] = values, args
+        self.version = next(_VERSIONS)
+
+    def _take_poses(self, pose: np.ndarray, builder: ModelBuilder):
+        """from_arrays' placements (static_pose)."""
+        for body in range(len(builder.bodies)):
+            rows = pose[:, body]
+            placed = ~np.isnan(rows).all(axis=1)
+            if not placed.any():
+                continue
+            if not placed.all() or not np.isfinite(rows).all():
+                raise ValueError(
+                    f"params/static_pose[:, {body}]: a placed body's pose in every world, finite"
+                )
+            if np.abs(rows).max() >= MAX_COORDINATE or builder.bodies[body].mass != 0.0:
+                raise ValueError(
+                    f"params/static_pose[:, {body}]: a static body's pose, within "
+                    f"+-{MAX_COORDINATE:g}"
+                )
+            self.poses[body] = rows.copy()
+
+    # ------------------------------------------------------------------ the device rows
+    def device_rows(self, builder: ModelBuilder, model: dict):
+        """Put the shape rows into `model` (builder.build_model's arrays, in place, the
+        base model's shape fields in it): SHAPE_FIELDS by shape row (n_bodies rows while
+        every world holds the same shapes, else n_slots), shape_per_world (0-d) and
+        world_cell (n_worlds,) float32."""
+        body_model = model["model"]
+        n, w = len(builder.bodies), self.n_worlds
+        per_world = self.per_world()
+        cells = self.cell_sizes(builder)
+        body_model["shape_per_world"] = np.array(int(per_world), np.int32)
+        body_model["world_cell"] = cells.astype(np.float32)
+        if not self.shapes:
+            return
+        collides = np.array([b.collides for b in builder.bodies], bool)
+        rows = {}
+        for name in SHAPE_FIELDS:
+            base = body_model[name]
+            rows[name] = np.tile(base, (w,) + (1,) * (base.ndim - 1)) if per_world else base.copy()
+        for body, values in self.shapes.items():
+            if body >= n:
+                continue
+            chosen = values if per_world else values[:1]
+            found = shape_rows(chosen, np.full(len(chosen), collides[body]))
+            at = np.arange(len(chosen)) * n + body
+            for name in SHAPE_FIELDS:
+                rows[name][at] = found[name]
+        body_model.update(rows)
+
+
+def _stored_args(arrays: dict, world: int, body: int, name: str, count: int) -> dict:
+    """The arguments (_make's) that arrays() stored for `body` (of kind `name`, `count`
+    vertices) in `world`.
+
+    Raises:
+        ValueError: values the kind does not take, or a polygon's vertices other than its
+            count, naming them.
+    """
+    args = {"radius": float(arrays["shape_radius"][world, body])}
+    size = arrays["shape_size"][world, body]
+    length = arrays["shape_length"][world, body]
+    vertices = arrays["shape_vertices"][world, body]
+    kept = ~np.isnan(vertices).all(axis=1)
+    where = f"params/shape_*[{world}, {body}]"
+    if not np.isnan(size).all():
+        args["size"] = size.copy()
+    if not np.isnan(length):
+        args["length"] = float(length)
+    if kept.any():
+        if kept.sum() != count or not kept[:count].all():
+            raise ValueError(f"{where}: a {name} of {count} vertices")
+        args["vertices"] = vertices[:count].copy()
+    takes = {
+        "circle": (),
+        "capsule": ("length",),
+        "box": ("size", "vertices"),
+        "polygon": ("vertices",),
+    }.get(name)
+    made = [key for key in args if key != "radius"]
+    if takes is None or len(made) != (0 if name == "circle" else 1) or not set(made) <= set(takes):
+        raise ValueError(f"{where}: values a {name} is not made from ({', '.join(made)})")
+    return args
+
+
+def _args(current: Shape, name: str, values: dict) -> dict:
+    """The arguments (_make's) of a shape of kind `name` (kind_name's) that is `current`
+    with the given values (keyword: float64 array): a keyword not given keeps current's
+    value; checked by _make."""
+    args = {"radius": float(values["radius"]) if "radius" in values else current.radius}
+    if name == "capsule":
+        args["length"] = (
+            float(values["length"])
+            if "length" in values
+            else float(current.vertices[1, 0] - current.vertices[0, 0])
+        )
+    elif name == "box" and "vertices" not in values:
+        if "size" in values:
+            args["size"] = np.array(values["size"], np.float64)
+        else:
+            v = current.vertices
+            args["size"] = np.array([v[1, 0] - v[0, 0], v[2, 1] - v[1, 1]])
+    elif name in ("box", "polygon"):
+        vertices = values["vertices"] if "vertices" in values else current.vertices
+        args["vertices"] = np.array(vertices, np.float64)
+    return args
+
+
+def _make(added: Shape, args: dict) -> Shape:
+    """The shape a body added with shape `added` takes from `args` (_args': radius, and
+    size, length or vertices), made by the add_* methods' shape functions, which check it.
+
+    Raises:
+        TypeError, ValueError: from the shape functions, naming the argument; a capsule's
+            length below shapes.MIN_SIZE (it would be a circle).
+    """
+    radius = args["radius"]
+    if added.kind == SHAPE_CIRCLE:
+        return shapes.circle(radius, added.center)
+    if "length" in args:
+        if not args["length"] >= shapes.MIN_SIZE:
+            raise ValueError(
+                f"length must be >= {shapes.MIN_SIZE} m for a capsule (shorter, it would be "
+                f"a circle), got {args['length']}"
+            )
+        return shapes.capsule(args["length"], radius)
+    if "size" in args:
+        return shapes.box(args["size"], radius)
+    return shapes.polygon(args["vertices"], radius=radius)[0]

@@ -1,0 +1,485 @@
+"""Per-world geometry (Scene.set_shape_params): a batch of worlds that differ in their shapes'
+sizes steps each world bit for bit as a one-world scene built with add_* of that world's
+shapes, for every shape kind and both solvers; static bodies placed per world (set_state)
+likewise; the inertia follows the new shape unless given; queries see each world's shapes;
+bad input is refused by name and changes nothing."""
+
+import copy
+import pickle
+
+import numpy as np
+import pytest
+
+import fx2d_gpu as fx
+from fx2d_gpu import shapes
+from tests.helpers import DT, GENERAL_PATH
+
+N_WORLDS = 4
+STEPS = 60
+PENTAGON = np.array([[0.0, -0.3], [0.3, -0.1], [0.2, 0.25], [-0.2, 0.25], [-0.3, -0.1]])
+
+#: Per kind: world w's keywords of the add_* method (the batch's set_shape_params takes
+#: them as rows), and how a body of that kind is added.
+WORLD_SHAPES = {
+    "circle": {"radius": [0.25, 0.35, 0.15, 0.3]},
+    "box": {"size": [(0.5, 0.4), (0.8, 0.3), (0.3, 0.3), (1.0, 0.6)]},
+    "rounded_box": {
+        "size": [(0.5, 0.4), (0.7, 0.25), (0.3, 0.35), (0.9, 0.5)],
+        "radius": [0.05, 0.02, 0.1, 0.0],
+    },
+    "capsule": {"length": [0.5, 0.8, 0.2, 0.6], "radius": [0.15, 0.1, 0.2, 0.12]},
+    "polygon": {
+        "vertices": [PENTAGON, 1.4 * PENTAGON, 0.7 * PENTAGON, PENTAGON * (1.2, 0.8)],
+        "radius": [0.0, 0.03, 0.0, 0.05],
+    },
+}
+
+
+def _add(scene, kind: str, position, values: dict, **body) -> int:
+    if kind == "circle":
+        return scene.add_circle(position, values["radius"], **body)
+    if kind in ("box", "rounded_box"):
+        return scene.add_box(position, values["size"], values.get("radius", 0.0), **body)
+    if kind == "capsule":
+        return scene.add_capsule(position, values["length"], values["radius"], **body)
+    return scene.add_polygon(position, values["vertices"], values["radius"], **body)
+
+
+def _world_values(kind: str, world: int) -> dict:
+    return {key: rows[world] for key, rows in WORLD_SHAPES[kind].items()}
+
+
+def _scene(kind: str, values: dict, n_worlds: int = 1, **scene_kwargs) -> fx.Scene:
+    """A ground, three bodies of `kind` dropped onto it and each other, a ball on top."""
+    scene = fx.Scene(n_worlds=n_worlds, arch="cpu", **scene_kwargs)
+    scene.add_box((0.0, -0.5), (10.0, 1.0), mass=0.0, static_friction=0.6, dynamic_friction=0.4)
+    for i in range(3):
+        _add(
+            scene,
+            kind,
+            (0.25 * i - 0.3, 0.5 + 0.8 * i),
+            values,
+            angle=0.15 * i,
+            mass=1.0 + 0.5 * i,
+            static_friction=0.5,
+            dynamic_friction=0.3,
+        )
+    scene.add_circle((0.1, 3.2), 0.2, mass=0.5)
+    return scene
+
+
+def _state(scene) -> list[np.ndarray]:
+    state = scene.get_state()
+    return [state.position, state.angle, state.velocity, state.angular_velocity]
+
+
+def _run(scene, steps: int = STEPS) -> list[np.ndarray]:
+    for _ in range(steps):
+        scene.step(DT)
+    return _state(scene)
+
+
+def _assert_world_is(batch_state, world: int, single_state, label: str):
+    for got, expected in zip(batch_state, single_state, strict=True):
+        assert np.array_equal(got[world], expected[0]), (
+            f"{label}: world {world} differs from its one-world scene by up to "
+            f"{np.abs(got[world] - expected[0]).max()}"
+        )
+
+
+def _batch(kind: str, **scene_kwargs) -> fx.Scene:
+    """_scene of world 0's shapes in N_WORLDS worlds, each world given its own by
+    set_shape_params (bodies 1 .. 3, one row per world)."""
+    batch = _scene(kind, _world_values(kind, 0), N_WORLDS, **scene_kwargs)
+    rows = {key: np.asarray(values) for key, values in WORLD_SHAPES[kind].items()}
+    batch.set_shape_params([1, 2, 3], **rows)
+    return batch
+
+
+@pytest.mark.parametrize("solver", ["xpbd", "soft_step"])
+@pytest.mark.parametrize("kind", list(WORLD_SHAPES))
+def test_each_world_steps_as_a_scene_built_with_its_shapes(kind, solver):
+    batch = _batch(kind, solver=solver)
+    got = _run(batch)
+    # Something happened: the bodies fell and landed on the ground and on each other.
+    assert (got[0][:, 1:4, 1] < 1.8).all() and np.abs(got[2]).max() < 5.0
+    for world in range(N_WORLDS):
+        single = _scene(kind, _world_values(kind, world), solver=solver)
+        _assert_world_is(got, world, _run(single), f"{kind}, {solver}")
+    # The worlds do differ.
+    assert not np.array_equal(got[0][0], got[0][1])
+
+
+def test_one_world_resized_steps_as_one_built_with_the_new_size():
+    scene = _scene("rounded_box", _world_values("rounded_box", 0))
+    sizes = WORLD_SHAPES["rounded_box"]
+    scene.set_shape_params([1, 2, 3], size=sizes["size"][2], radius=sizes["radius"][2])
+    got = _run(scene)
+    _assert_world_is(got, 0, _run(_scene("rounded_box", _world_values("rounded_box", 2))), "one")
+    assert int(scene.step_context().pool.model.shape_per_world[None]) == 0  # model rows
+
+
+def test_the_general_path_and_a_large_world_too():
+    """Worlds of more than 40 bodies (fat boxes, the grid: each world's own cell) and the
+    general path (no world per thread, a launch per stage)."""
+    radii = np.array([0.1, 0.16, 0.07])
+
+    def pile(n_worlds: int, radius: float, **kwargs) -> fx.Scene:
+        scene = fx.Scene(n_worlds=n_worlds, arch="cpu", **kwargs)
+        scene.add_box((0.0, -0.5), (6.0, 1.0), mass=0.0)
+        positions = np.stack(
+            [np.tile(np.arange(8) * 0.45 - 1.6, 6), np.repeat(np.arange(6) * 0.45 + 0.3, 8)], 1
+        )
+        scene.add_circles(positions, radius)
+        return scene
+
+    for options in ({}, GENERAL_PATH):
+        batch = pile(3, radii[0], step_options=options)
+        batch.set_shape_params(np.arange(1, 49), radius=radii)
+        got = _run(batch, 40)
+        for world, radius in enumerate(radii):
+            _assert_world_is(got, world, _run(pile(1, radius), 40), f"pile {options}")
+
+
+RAMPS = [(-0.5, 1.0, 0.3), (0.4, 0.8, -0.25), (0.0, 1.4, 0.0), (-1.0, 0.6, 0.5)]
+
+
+def _ramp_scene(n_worlds: int, ramp) -> fx.Scene:
+    """A ground, a static ramp and wall (where `ramp` (x, y, angle) puts them), a box and a
+    ball falling onto them."""
+    s = fx.Scene(n_worlds=n_worlds, arch="cpu")
+    s.add_box((0.0, -0.5), (10.0, 1.0), mass=0.0)
+    s.add_box(ramp[:2], (2.0, 0.2), angle=ramp[2], mass=0.0)
+    s.add_edge((1.6 + 0.1 * ramp[0], 0.0), (0.0, 0.0), (0.0, 2.0))
+    s.add_box((-0.3, 2.5), (0.3, 0.3), mass=1.0)
+    s.add_circle((0.2, 3.0), 0.15)
+    return s
+
+
+def _place_ramps(batch: fx.Scene):
+    ramps = np.array(RAMPS)
+    batch.set_shape_params(1, position=ramps[:, :2], angle=ramps[:, 2])
+    batch.set_shape_params(2, position=np.stack([1.6 + 0.1 * ramps[:, 0], 0 * ramps[:, 0]], 1))
+
+
+@pytest.mark.parametrize("built", [False, True])
+def test_static_bodies_placed_per_world(built):
+    """A ramp and a wall placed per world (set_shape_params position and angle) step as
+    scenes built with them there; a reset starts from the placement."""
+    batch = _ramp_scene(N_WORLDS, RAMPS[0])
+    if built:
+        batch.get_state()
+    _place_ramps(batch)
+    assert np.array_equal(batch.get_state().position[:, 1], np.float32(RAMPS)[:, :2])
+    got = _run(batch)
+    singles = [_run(_ramp_scene(1, ramp)) for ramp in RAMPS]
+    for world in range(N_WORLDS):
+        _assert_world_is(got, world, singles[world], "static placement")
+    # A reset (no state given) starts the worlds over where their static bodies were placed.
+    batch.reset_worlds([3, 1])
+    again = _run(batch)
+    for world in (1, 3):
+        _assert_world_is(again, world, singles[world], "static placement after reset_worlds")
+
+
+def test_a_faulty_world_resets_to_its_placement():
+    scene = _ramp_scene(2, RAMPS[0])
+    scene.on_fault = "reset"
+    scene.set_shape_params(1, position=[RAMPS[0][:2], RAMPS[1][:2]], angle=[0.0, RAMPS[1][2]])
+    scene.step(DT)
+    scene.set_state(scene.get_state())  # (any state: the reset replaces world 1's)
+    scene.apply_force(3, [(0.0, 0.0), (1e37, 0.0)])  # world 1's box leaves for infinity
+    scene.step(DT)
+    assert scene.faulted_worlds.tolist() == [1]
+    state = scene.get_state()
+    assert np.array_equal(state.position[1, 1], np.float32(RAMPS[1][:2]))
+    assert state.angle[1, 1] == np.float32(RAMPS[1][2])
+    assert np.array_equal(state.position[1, 3], np.float32([-0.3, 2.5]))  # the box's start
+
+
+def test_static_placement_refuses_dynamic_bodies_and_bad_values():
+    batch = _ramp_scene(2, RAMPS[0])
+    before = _everything(batch)
+    with pytest.raises(ValueError, match="position: body 3 is not static"):
+        batch.set_shape_params([1, 3], position=(0.0, 1.0))
+    with pytest.raises(ValueError, match="angle must be finite"):
+        batch.set_shape_params(1, angle=[0.0, np.inf])
+    with pytest.raises(TypeError, match="position"):
+        batch.set_shape_params(1, position="here")
+    _unchanged(before, _everything(batch))
+
+
+def test_a_scene_that_never_resizes_keeps_its_model_rows():
+    scene = _scene("box", _world_values("box", 0), 2)
+    scene.step(DT)
+    pool = scene.step_context().pool
+    assert int(pool.model.shape_per_world[None]) == 0
+    scene.set_shape_params(1, size=(0.5, 0.4))  # the same size in every world: still 0
+    assert int(scene.step_context().pool.model.shape_per_world[None]) == 0
+    scene.set_shape_params(1, size=(0.6, 0.4), world=1)
+    assert int(scene.step_context().pool.model.shape_per_world[None]) == 1
+
+
+def test_get_shape_params_round_trip():
+    scene = fx.Scene(n_worlds=2, arch="cpu")
+    scene.add_box((0.0, -0.5), (10.0, 1.0), mass=0.0)
+    box = scene.add_box((0.0, 1.0), (0.5, 0.4), 0.05)
+    ball = scene.add_circle((1.0, 1.0), 0.2)
+    pill = scene.add_capsule((2.0, 1.0), 0.6, 0.1)
+    gem = scene.add_polygon((3.0, 1.0), PENTAGON)
+    edge = scene.add_edge((0.0, 0.0), (-1.0, 0.0), (1.0, 0.0))
+    before = scene.get_shape_params()
+    assert np.array_equal(before["size"][:, box], [(0.5, 0.4)] * 2)
+    assert np.array_equal(before["radius"][:, [box, ball, pill, edge]], [[0.05, 0.2, 0.1, 0.0]] * 2)
+    assert np.isnan(before["size"][:, ball]).all() and np.isnan(before["length"][:, box]).all()
+    scene.set_shape_params(box, size=[(0.7, 0.3), (0.2, 0.9)], radius=[0.0, 0.1])
+    scene.set_shape_params(ball, radius=0.33, world=1)
+    scene.set_shape_params(pill, length=[0.9, 0.4], radius=0.05)
+    scene.set_shape_params(gem, vertices=[PENTAGON * 2.0, PENTAGON], world=[1, 0])
+    got = scene.get_shape_params([box, ball, pill, gem])
+    assert np.array_equal(got["size"][:, 0], [(0.7, 0.3), (0.2, 0.9)])
+    assert np.array_equal(got["radius"][:, :3], [[0.0, 0.2, 0.05], [0.1, 0.33, 0.05]])
+    assert np.array_equal(got["length"][:, 2], [0.9, 0.4])
+    polygon = shapes.polygon(PENTAGON * 2.0)[0]
+    assert np.array_equal(got["vertices"][1, 3, :5], polygon.vertices)
+    assert np.isnan(got["vertices"][1, 3, 5:]).all()
+    assert np.array_equal(scene.body_shape(gem, world=1).vertices, polygon.vertices)
+    assert np.array_equal(scene.body_shape(gem, world=0).vertices, scene.body_shape(gem).vertices)
+    assert scene.body_shape(box).radius == 0.05  # as added
+    # Set back, as read: the same shapes.
+    scene.set_shape_params(box, size=got["size"][:, 0], radius=got["radius"][:, 0])
+    assert np.array_equal(scene.get_shape_params(box)["size"], got["size"][:, :1])
+
+
+def test_the_inertia_follows_the_shape_unless_given():
+    scene = fx.Scene(n_worlds=3, arch="cpu")
+    scene.add_box((0.0, -0.5), (10.0, 1.0), mass=0.0)
+    box = scene.add_box((0.0, 1.0), (0.5, 0.4), mass=2.0)
+    by_hand = scene.add_box((1.0, 1.0), (0.5, 0.4), mass=2.0, inertia=0.7)
+    scene.set_shape_params([box, by_hand], size=[(1.0, 0.2), (0.3, 0.3), (0.5, 0.4)])
+    inertia = scene.get_body_params([box, by_hand])["inertia"]
+    for world, size in enumerate([(1.0, 0.2), (0.3, 0.3), (0.5, 0.4)]):
+        single = fx.Scene(arch="cpu")
+        single.add_box((0.0, 1.0), size, mass=2.0)
+        assert inertia[world, 0] == single.body_inertia(0)  # as add_box computes it
+    assert (inertia[:, 1] == 0.7).all()  # given by hand: kept
+    # The mass stays; a new mass moves the inertia with each world's shape.
+    assert (scene.get_body_params([box])["mass"] == 2.0).all()
+    scene.set_body_params(box, mass=3.0, world=0)
+    assert (
+        scene.get_body_params([box])["inertia"][0, 0] == 3.0 * shapes.box((1.0, 0.2)).unit_inertia
+    )
+    # An inertia given with the shape is taken.
+    scene.set_shape_params(box, size=(0.4, 0.4), inertia=[0.5, 0.6, 0.7])
+    assert np.array_equal(scene.get_body_params([box])["inertia"][:, 0], [0.5, 0.6, 0.7])
+
+
+def test_queries_see_each_worlds_shapes():
+    scene = fx.Scene(n_worlds=2, arch="cpu", gravity=(0.0, 0.0))
+    ball = scene.add_circle((0.0, 0.0), 0.2, mass=0.0)
+    scene.set_shape_params(ball, radius=[0.2, 0.5])
+    hits = scene.ray_cast((-2.0, 0.35), (1.0, 0.0), 5.0)
+    assert hits.body[:, 0].tolist() == [-1, ball]
+    inside = scene.query_point((0.0, 0.4))
+    assert inside.world.tolist() == [1]
+
+
+@pytest.mark.parametrize("sleep", [True, False])
+@pytest.mark.parametrize("n_columns", [1, 14])
+def test_a_resize_mid_run_finds_the_contacts_afresh(n_columns, sleep):
+    """Boxes at rest (asleep, or awake: their pairs and manifolds kept from step to step)
+    grow in world 1 (worlds of 4 bodies, and of 43: fat boxes, kept pairs): the contacts at
+    the new size are found at once, the stack rises to rest on its new sizes; a snapshot
+    taken after it repeats bitwise; world 0 goes on resting."""
+    scene = fx.Scene(n_worlds=2, arch="cpu", enable_sleep=sleep)
+    scene.add_box((0.0, -0.5), (40.0, 1.0), mass=0.0)
+    boxes = []
+    for column in range(n_columns):
+        for row in range(3):
+            x = 1.5 * (column - n_columns // 2)
+            boxes.append(scene.add_box((x, 0.2 + 0.4 * row), (0.4, 0.4)))
+    _run(scene, 90)
+    before = scene.get_state().position
+    scene.set_shape_params(boxes, size=(0.6, 0.6), world=1)
+    depths = scene.contacts(1).depths
+    assert depths.max() > 0.05  # the grown boxes overlap where they stood
+    snap = scene.snapshot()
+    after = _run(scene, 90)
+    heights = after[0][1, boxes, 1].reshape(n_columns, 3)
+    assert np.allclose(heights, [0.3, 0.9, 1.5], atol=0.02)  # resting on the new sizes
+    assert np.allclose(after[0][0], before[0], atol=1e-3)  # world 0 rests where it was
+    assert np.abs(after[2]).max() < 0.05
+    scene.restore(snap)
+    again = _run(scene, 90)
+    for x, y in zip(again, after, strict=True):
+        assert np.array_equal(x, y)
+
+
+def test_render_draws_each_worlds_shapes():
+    from fx2d_gpu.draw.render import render
+
+    batch = _batch("capsule")
+    for world in (0, 2):
+        single = _scene("capsule", _world_values("capsule", world))
+        image = render(single, 0, size=(64, 48))
+        assert np.array_equal(render(batch, world, size=(64, 48)), image)
+    assert not np.array_equal(render(batch, 0, size=(64, 48)), render(batch, 1, size=(64, 48)))
+
+
+@pytest.mark.parametrize("kind", ["box", "capsule", "circle", "polygon"])
+def test_the_viewers_geometry_draws_each_worlds_shapes(kind):
+    """FrameGeometry (the GGUI viewer's): world w of a batch drawn as a one-world scene of
+    its shapes draws (a polygon rounded in some worlds only is drawn rounded in all: the
+    others' arcs of radius 0, the same outline)."""
+    from fx2d_gpu.draw.frame_geometry import FrameGeometry, FrameView, tile_views
+
+    bounds, rect = (-3.0, -1.0, 3.0, 4.0), (0.0, 0.0, 1.0, 1.0)
+    batch = _batch(kind)
+    geometry = FrameGeometry(batch)
+    for world in range(N_WORLDS):
+        got = geometry.update([FrameView(world, rect, bounds)]).arrays()
+        single = _scene(kind, _world_values(kind, world))
+        expected = FrameGeometry(single).update([FrameView(0, rect, bounds)]).arrays()
+        if kind == "polygon":  # rounded in worlds 1 and 3: the same outline in all
+            assert got[0].shape == geometry.update([FrameView(1, rect, bounds)]).arrays()[0].shape
+            continue
+        for mine, theirs in zip(got, expected, strict=True):
+            np.testing.assert_allclose(mine, theirs, atol=2e-6, rtol=0)
+    assert len(geometry.update(tile_views(batch, bounds)).arrays()[0])
+    before = geometry.update([FrameView(0, rect, bounds)]).arrays()[0]
+    batch.set_shape_params(1, world=0, **{k: v[2] for k, v in WORLD_SHAPES[kind].items()})
+    after = geometry.update([FrameView(0, rect, bounds)]).arrays()[0]  # drawn afresh
+    assert before.shape == after.shape and not np.array_equal(before, after)
+
+
+def test_the_viewers_aabbs_are_each_worlds():
+    from fx2d_gpu.draw.viewer import _LocalOutlines
+
+    batch = _batch("circle")
+    state = batch.get_state()
+    outlines = _LocalOutlines(batch)
+    for world, radius in enumerate(WORLD_SHAPES["circle"]["radius"]):
+        lower, upper = outlines.for_world(world).aabbs(state.position[world], state.angle[world])
+        assert np.allclose(upper[1] - lower[1], 2 * radius)  # body 1, a circle
+
+
+def test_copies_carry_the_shapes():
+    """Pickles, deep copies and replicate carry the shapes."""
+    batch = _batch("box")
+    batch.step(DT)
+    copies = [copy.deepcopy(batch), pickle.loads(pickle.dumps(batch))]
+    expected = _run(batch, 10)
+    for copied in copies:
+        assert np.array_equal(
+            copied.get_shape_params()["size"], batch.get_shape_params()["size"], equal_nan=True
+        )
+        for x, y in zip(_run(copied, 10), expected, strict=True):
+            assert np.array_equal(x, y)
+    single = _scene("capsule", _world_values("capsule", 0))
+    single.set_shape_params([1, 2, 3], length=0.9)
+    many = single.replicate(3)
+    assert (many.get_shape_params([1])["length"] == 0.9).all()
+
+
+def test_snapshots_and_state_files_carry_the_shapes_and_placements(tmp_path):
+    batch = _batch("polygon")
+    batch.set_shape_params(0, position=[(0.0, -0.5), (0.1, -0.45), (-0.1, -0.55), (0.0, -0.4)])
+    _run(batch, 10)
+    snap = batch.snapshot()
+    path = tmp_path / "shapes.npz"
+    batch.save_state(path)
+    expected = _run(batch, 20)
+    # Changed since: restore brings the snapshot's shapes, placements and inertias back.
+    batch.set_shape_params([1, 2], vertices=PENTAGON * 0.5, position=None)
+    batch.set_shape_params(0, position=(0.0, -1.0))
+    batch.restore(snap)
+    for x, y in zip(_run(batch, 20), expected, strict=True):
+        assert np.array_equal(x, y)
+    # A scene built the same way, never resized, takes them from the file.
+    fresh = _scene("polygon", _world_values("polygon", 0), N_WORLDS)
+    fresh.load_state(path)
+    for x, y in zip(_run(fresh, 20), expected, strict=True):
+        assert np.array_equal(x, y)
+    assert np.array_equal(
+        fresh.get_shape_params()["vertices"], batch.get_shape_params()["vertices"], equal_nan=True
+    )
+    fresh.reset_worlds([2])  # its placement came too
+    assert np.array_equal(fresh.get_state().position[2, 0], np.float32([-0.1, -0.55]))
+    # A snapshot without geometry takes it away again.
+    plain = _scene("polygon", _world_values("polygon", 0), N_WORLDS)
+    fresh.restore(plain.snapshot())
+    assert np.array_equal(
+        fresh.get_shape_params()["vertices"], plain.get_shape_params()["vertices"], equal_nan=True
+    )
+
+
+@pytest.mark.parametrize(
+    "key, change, match",
+    [
+        ("shape_radius", lambda a: a.__setitem__((1, 2), -0.5), r"shape_\*\[1, 2\].*radius"),
+        ("shape_vertices", lambda a: a.__setitem__((0, 1, 2), (0.0, 0.0)), r"shape_\*\[0, 1\]"),
+        ("shape_length", lambda a: a.__setitem__((0, 1), 0.5), r"not made from"),
+        ("static_pose", lambda a: a.__setitem__((0, 1), (1.0, 1.0, 0.0)), r"static_pose"),
+    ],
+)
+def test_bad_geometry_in_a_snapshot_is_refused(key, change, match):
+    batch = _batch("polygon")
+    batch.set_shape_params(0, position=(0.0, -0.5))
+    batch.step(DT)
+    snap = batch.snapshot()
+    bad = snap.copy()
+    change(bad.params[key])
+    before = _everything(batch)
+    with pytest.raises(ValueError, match=match):
+        batch.restore(bad)
+    _unchanged(before, _everything(batch))
+
+
+def _everything(scene) -> tuple:
+    return (scene.get_shape_params(), scene.get_body_params(), [s.copy() for s in _state(scene)])
+
+
+def _unchanged(before, after):
+    for x, y in zip(before[:2], after[:2], strict=True):
+        for key in x:
+            assert np.array_equal(x[key], y[key], equal_nan=True), key
+    for x, y in zip(before[2], after[2], strict=True):
+        assert np.array_equal(x, y)
+
+
+@pytest.mark.parametrize(
+    "call, error, match",
+    [
+        ({"bodies": [1], "size": (0.5, 0.5)}, ValueError, "size: body 1 is a circle"),
+        ({"bodies": [2], "length": 0.5}, ValueError, "length: body 2 is a box"),
+        ({"bodies": [4], "radius": 0.1}, ValueError, "radius: body 4 is an edge"),
+        ({"bodies": [3], "vertices": PENTAGON[:4]}, ValueError, "vertices: body 3 has 5"),
+        ({"bodies": [5], "length": 0.0}, ValueError, "length must be >="),
+        ({"bodies": [1], "radius": -0.1}, ValueError, "radius"),
+        ({"bodies": [1], "radius": "big"}, TypeError, "radius"),
+        ({"bodies": [2], "size": [(1.0, 1.0)] * 3}, ValueError, "size must have shape"),
+        ({"bodies": [2], "size": (1.0, 1.0), "vertices": PENTAGON[:4]}, ValueError, "not both"),
+        ({"bodies": [3], "vertices": PENTAGON[::-1] * (1, 0)}, ValueError, "vertices"),
+        ({"bodies": [0], "inertia": 1.0}, ValueError, "static"),
+        ({"bodies": [1], "radius": 0.3, "world": [0, 0]}, ValueError, "given twice"),
+        ({"bodies": [9], "radius": 0.3}, ValueError, "bodies 9"),
+        ({"bodies": [2], "size": (1e14, 1e14)}, ValueError, "size: the new shapes' inertia"),
+    ],
+)
+def test_bad_input_is_refused_by_name_and_changes_nothing(call, error, match):
+    scene = fx.Scene(n_worlds=2, arch="cpu")
+    scene.add_box((0.0, -0.5), (10.0, 1.0), mass=0.0)  # 0
+    scene.add_circle((0.0, 1.0), 0.2)  # 1
+    scene.add_box((1.0, 1.0), (0.3, 0.3))  # 2
+    scene.add_polygon((2.0, 1.0), PENTAGON)  # 3
+    scene.add_edge((0.0, 0.0), (-1.0, 0.0), (1.0, 0.0))  # 4
+    scene.add_capsule((3.0, 1.0), 0.5, 0.1)  # 5
+    scene.set_body_params(2, mass=1e12)  # a box whose inertia a huge size would overflow
+    scene.step(DT)
+    before = _everything(scene)
+    with pytest.raises(error, match=match):
+        scene.set_shape_params(**call)
+    _unchanged(before, _everything(scene))
+    # An empty selection of worlds changes nothing either.
+    scene.set_shape_params(1, radius=0.4, world=[])
+    _unchanged(before, _everything(scene))
