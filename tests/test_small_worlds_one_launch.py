@@ -9,21 +9,19 @@ its broad phase, the pool grows and it runs again without saving last step's pai
 and where the colouring overflows (it stops after the colouring, the step is solved across
 worlds)."""
 
+import subprocess
+import sys
+import textwrap
+
 import numpy as np
 import pytest
 
 import fx2d_gpu as fx
 from fx2d_gpu.device import launching
-from fx2d_gpu.physics.collision import broad_phase
-from fx2d_gpu.physics.solver import fused
-from fx2d_gpu.physics.solver import step as solver_step
 
 from .helpers import COLORED_LIKE_GENERAL, DT, TRACE_FIELDS, launches_of
 
 N_WORLDS, STEPS = 64, 100
-#: Steps at whose first broad phase the pool is made to look too small for the pairs: the
-#: step grows it (copied as it was) and finds its pairs again, in either path.
-STOPS = (9, 41, 77)
 #: The step before which some worlds' resting stacks are pushed (woken).
 PUSH = 70
 
@@ -97,42 +95,9 @@ def _assert_same_steps(a, b):
             np.testing.assert_array_equal(x, y, err_msg=f"step {step}, entry {k}")
 
 
-class _Stops:
-    """Makes the pool look too small for the step's pairs at the first broad phase of each
-    of STOPS's steps: the small worlds' launch is told a pair capacity of 0 (it stops after
-    its broad phase, its device-side check) and either path's broad phase is answered
-    "grow" (the pool grows, copied as it was: here it fits already, so it stays) and runs
-    again."""
-
-    def __init__(self, monkeypatch):
-        self.step, self.armed, self.stopped = -1, False, 0
-        fit, world_args = broad_phase.pairs_fit, fused._world_args
-
-        def pairs_fit(ctx, entries, pairs, lost, *args, **kwargs):
-            if self.armed:
-                self.armed, self.stopped = False, self.stopped + 1
-                ctx.pool = ctx.grow()
-                return False
-            return fit(ctx, entries, pairs, lost, *args, **kwargs)
-
-        def small_world_args(ctx, launch):
-            args = world_args(ctx, launch)
-            if self.armed:
-                args = (*args[:3], 0, *args[4:])
-            return args
-
-        monkeypatch.setattr(broad_phase, "pairs_fit", pairs_fit)
-        monkeypatch.setattr(solver_step, "pairs_fit", pairs_fit)
-        monkeypatch.setattr(fused, "_world_args", small_world_args)
-
-    def __call__(self, step):
-        self.step, self.armed = step, step in STOPS
-
-
-def test_small_worlds_step_in_one_launch_bitwise_as_their_stages(arch, solver, monkeypatch):
+def test_small_worlds_step_in_one_launch_bitwise_as_their_stages(arch, solver):
     if arch != "cpu":
         pytest.skip("the GPU path is counted on the CPU (fold_on_cpu); test_vulkan runs it")
-    stops = _Stops(monkeypatch)
     substeps_before = launches_of("fused._substeps")
     apart_kernels = (
         "sleep._find_pairs_waking_by_world",
@@ -141,17 +106,15 @@ def test_small_worlds_step_in_one_launch_bitwise_as_their_stages(arch, solver, m
     )
     apart_before = launches_of(*apart_kernels)
     stage_before = launching.stage_launches()
-    folded, launches = _run(_piles(arch, solver), each=stops)
+    folded, launches = _run(_piles(arch, solver))
     stage_after = launching.stage_launches()
-    assert stops.stopped == len(STOPS)
     # One launch a step: the first step's report after set_state (it checks the resting
-    # pairs first) and the push's clearing of the forces aside, and a second where the
-    # pool grew.
-    extra = {0: 1, PUSH: 1, **dict.fromkeys(STOPS, 1)}
+    # pairs first) and the push's clearing of the forces aside.
+    extra = {0: 1, PUSH: 1}
     assert launches == [1 + extra.get(step, 0) for step in range(STEPS)], launches
-    assert launches_of("fused._substeps") - substeps_before == STEPS + len(STOPS)
+    assert launches_of("fused._substeps") - substeps_before == STEPS
     assert launches_of(*apart_kernels) - apart_before == 1  # the first step's report
-    assert stage_after["find pairs"] - stage_before.get("find pairs", 0) == STEPS + len(STOPS)
+    assert stage_after["find pairs"] - stage_before.get("find pairs", 0) == STEPS
     for stage in ("colour", "substeps", "sleep"):
         assert stage_after.get(stage, 0) == stage_before.get(stage, 0), stage
 
@@ -160,8 +123,7 @@ def test_small_worlds_step_in_one_launch_bitwise_as_their_stages(arch, solver, m
     assert sum(len(step[-6]) for step in folded) > 0  # begin events
     assert sum(len(step[-3]) for step in folded) > 0  # end events
 
-    apart, apart_launches = _run(_piles(arch, solver, small_worlds_in_one_launch=False), each=stops)
-    assert stops.stopped == 2 * len(STOPS)
+    apart, apart_launches = _run(_piles(arch, solver, small_worlds_in_one_launch=False))
     assert min(apart_launches[1:]) >= 4
     _assert_same_steps(folded, apart)
 
@@ -185,3 +147,59 @@ def test_an_overflowing_small_world_stops_its_launch_after_the_colouring(arch):
         assert scene.n_overflow > 0
         runs[in_launch] = first + _run(scene, 11)[0]
     _assert_same_steps(runs[True], runs[False])
+
+
+_GROWTH = textwrap.dedent("""
+    import hashlib
+    from fx2d_gpu import device
+    from fx2d_gpu.device import launching, residency, runtime
+    runtime.ensure_initialized("cpu")
+    # A first pool far too small for the piles' pairs, grown to fit them (no headroom):
+    # it grows again as they pile up.
+    device.MIN_CAPACITIES.update(pairs=64)
+    residency.GROWTH_HEADROOM, residency.PAIRS_PER_SLOT = 1, 0
+    from tests.test_small_worlds_one_launch import _piles, _run
+
+    def digest(steps):
+        sha = hashlib.sha1()
+        for step in steps:
+            for array in step:
+                sha.update(array.tobytes())
+        return sha.hexdigest()
+
+    def substeps_launched():
+        return launching.kernel_launches()["fx2d_gpu.physics.solver.fused._substeps"]
+
+    scene = _piles("cpu", "{solver}")
+    capacities = []
+    launched = substeps_launched()
+    folded, _ = _run(
+        scene, each=lambda step: capacities.append(scene.step_context().pool.pair_capacity)
+    )
+    launched = substeps_launched() - launched
+    apart, _ = _run(_piles("cpu", "{solver}", small_worlds_in_one_launch=False))
+    grew = sum(b > a for a, b in zip(capacities[1:], capacities[2:]))
+    print(capacities)
+    print(digest(folded) == digest(apart), grew, launched)
+""")
+
+
+@pytest.mark.slow  # a child process that compiles the step for a pool grown several times
+def test_a_small_worlds_launch_whose_pairs_outgrow_the_pool_stops_and_runs_again(arch, solver):
+    """Where the broad phase in the small worlds' launch finds more pairs than the pool holds,
+    the launch stops after it (nothing coloured or solved), the pool grows (copied as it
+    was) and the launch runs again, without saving last step's pairs again (the first
+    launch began to overwrite their ranges): bitwise the stages' own launches, which grow
+    the pool as their broad phase asks. A first pool far too small, grown mid-run."""
+    if arch != "cpu":
+        pytest.skip("the GPU path is counted on the CPU (fold_on_cpu); test_vulkan runs it")
+    out = subprocess.run(
+        [sys.executable, "-c", _GROWTH.format(solver=solver)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    same, grew, launched = out.stdout.split()[-3:]
+    assert int(grew) >= 1 and int(launched) > STEPS, out.stdout[-800:]
+    assert same == "True"
