@@ -14,6 +14,12 @@ in the same order, with the same results bit for bit:
   saves: the ~8 launches of each substep (~90 a step at 11 substeps and 6 colours), which
   are most of a small scene's step, and the trips through memory between them: a world's
   bodies and contacts stay in the thread's cache for the whole step.
+- step_by_world (small worlds on a GPU, StepOptions.small_worlds_in_one_launch): the whole
+  step in the same launch, as loops before and after the substeps' loop: last step's pairs
+  saved, the broad phase and its wakes, the colouring with the carry, then the substeps,
+  the faults, the report and the sleep pass, each going on only where the one before
+  allows (device-side counts): four launches and four host syncs a step become one and
+  one.
 - substeps_by_team (other scenes on a CPU backend, solver/team.py): a team of threads, each
   stage and each colour of a pass split between them, with a barrier after each instead of
   a loop launch (2-10 us, not ~35); the overflow colour included.

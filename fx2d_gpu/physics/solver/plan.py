@@ -22,7 +22,8 @@ The executors it chooses between (`Executor`):
 - TEAM (solver/fused.py on solver/team.py): the substeps, and where the pairs are kept most
   of the step, in one launch on a team of CPU threads meeting at barriers.
 - BY_WORLD (fused.substeps_by_world): small worlds, all substeps in one launch, a world per
-  thread.
+  thread; on a GPU (StepPlan.worlds_launch) the whole step in that launch
+  (fused.step_by_world).
 """
 
 from __future__ import annotations

@@ -23,6 +23,10 @@ step() reads as the pipeline (Box2D v3's solver stage list, made batched):
                                                    (small worlds: each world's solve
                                                    order, its pairs left in place, planned
                                                    in the colouring's launch)
+    (on a GPU, or a CPU with StepOptions.fold_on_cpu, a small worlds' step is one launch,
+    fused.step_by_world: the broad phase, the colouring, the substeps, the report and the
+    sleep as loops of the substeps' kernel, each going on where the one before allows;
+    _step_by_world notes what it did, and finishes the step where it stopped.)
     (a step of worlds over 40 bodies that keeps last step's pairs, still stored in colour
     order, skips the broad phase, the carry and the order: _keep_pairs runs begin step and
     checks the colouring where the pairs lie. On a CPU team such a step is one launch
