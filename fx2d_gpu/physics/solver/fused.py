@@ -274,8 +274,8 @@ def step_by_world(ctx: "StepContext", launch: WorldLaunch) -> WorldStep:
     The values the host passed those launches (the step's pairs, colours) are read on the
     device. Returns what it did (WorldStep): step._step_by_world notes it as those four
     launches' answers would have been noted, and where it stopped, finishes the step their
-    way. The same results bit for bit (tests/test_small_worlds.py); on a GPU four launches
-    and four host syncs a step become one and one."""
+    way. The same results bit for bit (tests/test_small_worlds_one_launch.py); on a GPU four
+    launches and four host syncs a step become one and one."""
     a = _launch(
         ctx, by_world=True, n_members=ctx.n_worlds, stride=team.world_stride(ctx), worlds=launch
     )
@@ -301,13 +301,6 @@ def _world_args(ctx: "StepContext", launch: WorldLaunch) -> tuple[int, ...]:
         ctx.pool.pair_capacity,
         pair_limit(ctx.n_slots),
     )
-
-
-def folds_worlds(ctx: "StepContext") -> bool:
-    """Whether a small worlds' step runs in one launch (step_by_world): small worlds, and
-    StepOptions.small_worlds_in_one_launch compiled in (on a GPU backend, or where
-    fold_on_cpu asks: StepOptions.folds_small_worlds)."""
-    return ctx.small_worlds and ctx.options.folds_small_worlds(gpu_team.on_gpu())
 
 
 #: Where each of the team's checks tallies in counts.tally (device.TALLY_SLOTS): the kept
@@ -1195,7 +1188,19 @@ def _substeps(
     whether it refreshed the reported list: _refresh_report_by_team, last; then the refit's
     three counts, with `refit`: KEPT's launch starts with the fat boxes' refit,
     _refit_by_team, and goes on only where it allows). faults.count must be 0 when it starts
-    (faults.contain_faults leaves it so)."""
+    (faults.contain_faults leaves it so).
+
+    By world and `folded` (step_by_world): the whole step of small worlds. Before the
+    substeps' loop, last step's pairs saved (`save`'s bits, of n_pairs pairs) and the broad
+    phase with its wakes (sleep.find_pairs_waking, `margin`, `motion_time`), then where its
+    pairs fit world_args' capacity and limit the colouring with the carry
+    (coloring.color_worlds, world_args' keep and one-colour flags), its progress in
+    counts.tally[_FIND_TALLY] (FIND_STOPPED, FIND_COLORED, FIND_WENT_ON); the substeps' loop
+    runs only where it went on, with the colours the colouring used (not n_colors); after it,
+    with `report`, the reported list (reporting.report_worlds, of n_reported old entries,
+    world_args' n_held held) and with `sleep` the sleep pass. Its loops run serially where
+    `serial`, the colour lists where `lists_serial`. The answer's last two entries: the
+    colouring's colours used and overflowing constraints."""
     team_size, stride = 1, world_stride
     if ti.static(not by_world):
         team_size, stride = n_members, team.items_per_member(n_members)
