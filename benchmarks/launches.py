@@ -14,7 +14,9 @@ these are counted on any machine, on the CPU backend. The paths (PATHS):
 - "gpu (team)": the GPU team (solver/gpu_team.py), a GPU's path for large worlds up to
   gpu_team_slots slots, counted as the CPU team, which launches the same kernels for the
   same stages with the stages a GPU folds into them (StepOptions.fold_on_cpu);
-- small worlds take one path either way: one launch for all substeps.
+- small worlds take one path either way: the whole step in one launch (fused.step_by_world,
+  StepOptions.small_worlds_in_one_launch), which a GPU compiles in and which is counted here
+  with StepOptions.fold_on_cpu.
 
 - launches_per_step: launches of the engine's kernels (launching.launch_count);
 - syncs_per_step: the host's waits for the device inside step(): Taichi's runtime sync
@@ -73,7 +75,10 @@ def _scenes(solver: str, options: StepOptions):
         "large_pyramid": lambda: scenes.build_scene(specs, enable_sleep=False, **common),
         "pile_100k": lambda: scenes.build_scene(scenes.pile_layout(100_000), **common),
         "joint_grid_30x30": lambda: scenes.joint_grid(30, 30, **common),
-        "batched_small_256": lambda: scenes.batched_small(256, **common),
+        # A GPU folds a small worlds' step into one launch: fold_on_cpu counts it here.
+        "batched_small_256": lambda: scenes.batched_small(
+            256, **{**common, "step_options": options.replace(fold_on_cpu=True)}
+        ),
     }
     if options.team:
         for name in ("pile_100k", "batched_small_256"):

@@ -81,6 +81,15 @@ def test_the_plan_chooses_the_executor_from_options_layout_and_backend():
     assert plan.substep_executor(True) is Executor.BY_WORLD
     assert plan.launches()["sleep"] == "report" and plan.launches()["order"] == "colour"
     assert not plan.kept_launch  # no fat boxes in small worlds
+    assert not plan.worlds_launch  # compiled in on a GPU, or on a CPU with fold_on_cpu
+    small.step_options = {"fold_on_cpu": True}
+    plan = plan_step(small.step_context(DT), False, 2)
+    assert plan.worlds_launch and not plan_step(small.step_context(DT), True, 2).worlds_launch
+    assert {plan.launches()[name] for name in ("colour", "substeps", "report", "sleep")} == {
+        "find pairs"
+    }
+    small.step_options = {"fold_on_cpu": True, "small_worlds_in_one_launch": False}
+    assert not plan_step(small.step_context(DT), False, 2).worlds_launch
     small.step_options = {"small_world_path": False}
     assert not small.step_context(DT).small_worlds
 

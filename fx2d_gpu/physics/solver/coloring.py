@@ -655,10 +655,58 @@ def _color_worlds(
     where nothing overflows). Each of those launches woke the CPU thread pool (~65 us on the
     2-core CPU VM) and read the world's pairs from memory again: 4,096 small worlds went from
     four launches to one."""
-    if carry == 1:
+    return color_worlds(
+        model,
+        bodies,
+        joints,
+        manifolds,
+        previous,
+        prepared,
+        coloring,
+        counts,
+        serial,
+        lists_serial,
+        n_worlds,
+        n_bodies,
+        n_pairs,
+        n_joints,
+        keep,
+        carry,
+        one_color,
+        1,
+    )
+
+
+@ti.func
+def color_worlds(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    manifolds: ti.template(),
+    previous: ti.template(),
+    prepared: ti.template(),
+    coloring: ti.template(),
+    counts: ti.template(),
+    serial: ti.template(),
+    lists_serial: ti.template(),
+    n_worlds,
+    n_bodies,
+    n_pairs,
+    n_joints,
+    keep,
+    carry,
+    one_color,
+    go,
+):
+    """_color_worlds's loops (its answer), for a kernel of its own or the small worlds'
+    step in one launch (fused.step_by_world); `go` 0: nothing is coloured or recorded (that
+    launch's broad phase found more pairs than the pool holds; the colour lists' counts are
+    cleared, scratch), and the answer means nothing. Called at a kernel's top level: its
+    loops are the kernel's."""
+    if carry == 1 and go == 1:
         record_constraint_counts(counts, n_pairs, n_joints)
     ti.loop_config(serialize=serial)
-    for world in range(n_worlds):
+    for world in range(n_worlds * go):
         first_pair, end_pair = world_pairs(manifolds, world, n_bodies, n_pairs)
         if carry == 1:
             for k in range(first_pair, end_pair):
@@ -696,7 +744,7 @@ def _color_worlds(
                 end_pair,
                 _colors_of_world(coloring, first_pair, end_pair),
             )
-    return _group_by_color(coloring, counts, lists_serial, n_pairs + n_worlds * n_joints)
+    return _group_by_color(coloring, counts, lists_serial, (n_pairs + n_worlds * n_joints) * go)
 
 
 @ti.func
@@ -883,7 +931,7 @@ def colors_by_world(ctx: "StepContext") -> bool:
     return ctx.small_worlds and ctx.small_coloring
 
 
-def _keeps_colors(ctx: "StepContext") -> bool:
+def keeps_colors(ctx: "StepContext") -> bool:
     """Whether a new colouring may start from last step's colours (see color_constraints)."""
     cache = ctx.cache
     return cache.coloring_valid and (ctx.small_coloring or not _fresh_coloring_due(cache))
@@ -897,13 +945,13 @@ def _fresh_coloring_due(cache) -> bool:
 
 def may_reuse_coloring(ctx: "StepContext") -> bool:
     """What the host knows of whether last step's colouring may be reused: it may be kept
-    (_keeps_colors) or it is the one a colouring from scratch would give
+    (keeps_colors) or it is the one a colouring from scratch would give
     (StepCache.colors_fresh), it coloured as many pairs as the step has, and nothing
     overflowed. The device checks the rest (_coloring_still_valid)."""
     cache = ctx.cache
     return (
         cache.coloring_valid
-        and (_keeps_colors(ctx) or (ctx.options.keep_fresh_coloring and cache.colors_fresh))
+        and (keeps_colors(ctx) or (ctx.options.keep_fresh_coloring and cache.colors_fresh))
         and ctx.n_pairs == cache.colored_pairs
         and cache.n_overflow == 0
     )
@@ -985,18 +1033,40 @@ def color_constraints(ctx: "StepContext", holds: bool | None = None, carry: bool
             # at the same steps alone and in a batch (where another world's may not hold).
             cache.steps_since_fresh_coloring = 0
     else:
-        keep = _keeps_colors(ctx)
-        cache.n_colors, cache.n_overflow = _color(ctx, keep=keep, carry=carry)
-        cache.colorings += 1
-        # Started from last step's colours, the new pairs took what was left (fragments);
-        # from scratch, these are the colours it gives.
-        cache.colors_fresh = not keep
-        if not keep:
-            cache.scratch_colorings += 1
-            cache.steps_since_fresh_coloring = 0
+        keep = keeps_colors(ctx)
+        _note_coloring(ctx, keep, *_color(ctx, keep=keep, carry=carry))
     cache.steps_since_fresh_coloring += 1
     cache.coloring_valid, cache.colored_pairs = True, ctx.n_pairs
     return not holds
+
+
+def _note_coloring(ctx: "StepContext", keep: bool, used: int, overflow: int):
+    """The host's side of a new colouring (`keep`: it started from last step's colours) that
+    used `used` colours and left `overflow` constraints to the overflow colour."""
+    cache = ctx.cache
+    cache.n_colors, cache.n_overflow = used, overflow
+    cache.colorings += 1
+    # Started from last step's colours, the new pairs took what was left (fragments);
+    # from scratch, these are the colours it gives.
+    cache.colors_fresh = not keep
+    if not keep:
+        cache.scratch_colorings += 1
+        cache.steps_since_fresh_coloring = 0
+
+
+def colored_in_launch(ctx: "StepContext", keep: bool, used: int, overflow: int) -> bool:
+    """color_constraints(carry=True) for small worlds whose step's one launch coloured them
+    (fused.step_by_world: _color_worlds's loops, `keep` as keeps_colors said before it):
+    where it overflowed, the overflow colour's order and Jacobi lists (their own launches,
+    as _color runs them), and the host's side of the colouring; returns True (it
+    coloured)."""
+    if overflow:
+        _order_overflow_lists(ctx)
+    _note_coloring(ctx, keep, used, overflow)
+    cache = ctx.cache
+    cache.steps_since_fresh_coloring += 1
+    cache.coloring_valid, cache.colored_pairs = True, ctx.n_pairs
+    return True
 
 
 #: Steps after which the constraints are coloured from scratch again. Starting from last
@@ -1070,6 +1140,13 @@ def _color(ctx: "StepContext", keep: bool, carry: bool = False) -> tuple[int, in
                     break  # everything has a colour: the remaining rounds would do nothing
         used, overflow = _build_color_lists(pool.coloring, pool.counts, lists_serial, n_constraints)
     if overflow:
-        _order_overflow(pool.coloring, pool.counts, pool.scan, serial, n_constraints)
-        build_jacobi_lists(ctx)
+        _order_overflow_lists(ctx)
     return int(used), int(overflow)
+
+
+def _order_overflow_lists(ctx: "StepContext"):
+    """After a colouring that overflowed: the overflow colour's range in index order
+    (_order_overflow) and its bodies' Jacobi lists (overflow.build_jacobi_lists)."""
+    pool = ctx.pool
+    _order_overflow(pool.coloring, pool.counts, pool.scan, ctx.serial, ctx.n_constraints)
+    build_jacobi_lists(ctx)

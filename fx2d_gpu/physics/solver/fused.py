@@ -14,6 +14,12 @@ in the same order, with the same results bit for bit:
   saves: the ~8 launches of each substep (~90 a step at 11 substeps and 6 colours), which
   are most of a small scene's step, and the trips through memory between them: a world's
   bodies and contacts stay in the thread's cache for the whole step.
+- step_by_world (small worlds on a GPU, StepOptions.small_worlds_in_one_launch): the whole
+  step in the same launch, as loops before and after the substeps' loop: last step's pairs
+  saved, the broad phase and its wakes, the colouring with the carry, then the substeps,
+  the faults, the report and the sleep pass, each going on only where the one before
+  allows (device-side counts): four launches and four host syncs a step become one and
+  one.
 - substeps_by_team (other scenes on a CPU backend, solver/team.py): a team of threads, each
   stage and each colour of a pass split between them, with a barrier after each instead of
   a loop launch (2-10 us, not ~35); the overflow colour included.
@@ -44,7 +50,16 @@ from ..collision.broad_phase import (
     restless_slot,
 )
 from . import gpu_team, team, team_stages
-from .coloring import HOLDS, check_slot, colors_by_world, holds_code, solves_other_pairs
+from .coloring import (
+    HOLDS,
+    check_slot,
+    color_worlds,
+    colors_by_world,
+    holds_code,
+    keeps_colors,
+    one_color_by_world,
+    solves_other_pairs,
+)
 from .contacts import REPEAT_SOLVE, swept_again
 from .faults import clear_faults, mark_faults
 from .joints import JOINT_SWEEPS
@@ -58,8 +73,9 @@ from .reporting import (
     report_by_team,
     report_counts,
     report_fits,
+    report_worlds,
 )
-from .sleep import no_convergence, update_sleep_by_team
+from .sleep import find_pairs_waking, no_convergence, update_sleep_by_team
 from .stages import BEGIN_STEP_STAGES, BODY_SLOTS, JOINT_SLOTS, PAIRS, STAGES, Substep, runs
 
 if TYPE_CHECKING:
@@ -213,6 +229,80 @@ def found_step_by_team(ctx: "StepContext", threads: int) -> int:
     return code
 
 
+@dataclass(frozen=True)
+class WorldLaunch:
+    """What the host tells the small worlds' step in one launch (step_by_world): the broad
+    phase's margin (m) and motion time (s); whether it saves last step's pairs first (not in
+    a launch again after the pool grew: the first one began to overwrite them), builds the
+    reported list (`report`) and runs the sleep pass after it (`sleep`)."""
+
+    margin: float
+    motion_time: float
+    save: bool
+    report: bool
+    sleep: bool
+
+
+@dataclass(frozen=True)
+class WorldStep:
+    """What the small worlds' step in one launch did (step_by_world's answer): how far it went
+    (FIND_STOPPED, FIND_COLORED or FIND_WENT_ON), the pairs its broad phase found and the
+    bodies it lost; the colouring's colours used and overflowing constraints (from
+    FIND_COLORED on); the faulty worlds and the barrier's timeouts, and where it built the
+    reported list its counts (pairs, begin events, end events; FIND_WENT_ON)."""
+
+    progress: int
+    pairs: int
+    lost: int
+    used: int
+    overflow: int
+    faults: int
+    timeouts: int
+    listed: tuple[int, int, int]
+
+
+def step_by_world(ctx: "StepContext", launch: WorldLaunch) -> WorldStep:
+    """A small worlds' step (ctx.small_worlds, StepPlan.worlds_launch) in one launch of the
+    substeps' kernel, a world per thread in each of its loops, each going on only where the
+    one before allows (device-side flags: the host does not wait in between): last step's
+    pairs saved and the broad phase with the wakes it brings (sleep.find_pairs_waking, as
+    sleep.find_pairs_waking_by_world); where the pairs fit the pool, the colouring with the
+    carry and each world's solve order (coloring.color_worlds, as _color_worlds with carry);
+    where nothing overflowed, the substeps a world per thread and the faults (as
+    substeps_by_world), then where `launch.report` asks the reported list and where it fit
+    and `launch.sleep` asks the sleep pass (reporting.report_worlds, as _report_by_world).
+    The values the host passed those launches (the step's pairs, colours) are read on the
+    device. Returns what it did (WorldStep): step._step_by_world notes it as those four
+    launches' answers would have been noted, and where it stopped, finishes the step their
+    way. The same results bit for bit (tests/test_small_worlds_one_launch.py); on a GPU four
+    launches and four host syncs a step become one and one."""
+    a = _launch(
+        ctx, by_world=True, n_members=ctx.n_worlds, stride=team.world_stride(ctx), worlds=launch
+    )
+    return WorldStep(
+        progress=a[10],
+        pairs=a[12],
+        lost=a[13],
+        used=a[15],
+        overflow=a[16],
+        faults=a[0],
+        timeouts=a[1],
+        listed=(a[7], a[8], a[9]),
+    )
+
+
+def _world_args(ctx: "StepContext", launch: WorldLaunch) -> tuple[int, ...]:
+    """_substeps' world_args (_WorldArgs) for ctx's step in one launch."""
+    cache = ctx.cache
+    return (
+        int(keeps_colors(ctx)),
+        int(one_color_by_world(ctx)),
+        0 if cache.state_set else cache.n_reported,
+        ctx.pool.pair_capacity,
+        pair_limit(ctx.n_slots),
+    )
+
+
 #: Where each of the team's checks tallies in counts.tally (device.TALLY_SLOTS): the kept
 #: colouring's two counts (_kept_coloring_holds), the report's three (refresh_tally), the
 #: refit's three (_refit_by_team), how far the launch's broad phase went (FIND_*), how its
@@ -227,13 +317,28 @@ SLEPT_NONE, SLEPT_UNCONVERGED, SLEPT = 0, 1, 2
 #: whether it refreshed the reported list, the refit's three counts, the reported list's
 #: three counts where it built one; how far a broad phase in the launch went (FIND_*) and
 #: what it needed: grid entries, pairs, bodies lost; how its sleep pass went (SLEPT_*; see
-#: _substeps).
-_Answer = ti.types.vector(15, ti.i32)
+#: _substeps); the colours used and the constraints overflowing them of a colouring in the
+#: launch (the small worlds' step, step_by_world).
+_Answer = ti.types.vector(17, ti.i32)
 
 #: How far a kept step's launch that went on to find its pairs went (its answer's FIND
 #: entry): not at all; the broad phase, then stopped (the pool must grow, or the pairs are
 #: not last step's number: may_reuse_coloring); on, as found_step_by_team goes.
 FIND_NONE, FIND_STOPPED, FIND_WENT_ON = 0, 1, 2
+#: How far the small worlds' step in one launch went (step_by_world; its answer's FIND
+#: entry): FIND_STOPPED, after its broad phase (the pool must grow for its pairs, or they
+#: are more than allowed); FIND_COLORED, after its colouring (something overflowed: the
+#: worlds are solved across worlds, StepContext.solves_by_world); FIND_WENT_ON, through the
+#: substeps, the faults and, where asked, the report and the sleep pass.
+FIND_COLORED = 3
+
+#: _substeps' `world_args` (step_by_world): whether the colouring starts from last step's
+#: colours (coloring.keeps_colors), whether every constraint takes colour 0
+#: (coloring.one_color_by_world), the old reported list's entries held (reporting's
+#: n_held), the pool's pairs and the most pairs allowed (broad_phase.pairs_fit checks
+#: them).
+_WorldArgs = ti.types.vector(5, ti.i32)
+_KEEP, _ONE_COLOR, _N_HELD, _WORLD_CAPACITY, _WORLD_LIMIT = range(5)
 
 #: _substeps' `find_args`: the grid's hash-table mask, the partners a body notes, the pool's
 #: grid entries and pairs (the host's capacities, which broad_phase.pairs_fit checks), the
@@ -265,8 +370,10 @@ def _launch(
     mode: int = SUBSTEPS,
     stride: int = 1,
     refit: tuple[float, float] | None = None,
+    worlds: "WorldLaunch | None" = None,
 ):
-    """The launch (`mode`: SUBSTEPS, BEGIN, KEPT or FOUND; `refit`: see kept_step_by_team);
+    """The launch (`mode`: SUBSTEPS, BEGIN, KEPT or FOUND; `refit`: see kept_step_by_team;
+    `worlds`: the small worlds' step in one launch, step_by_world, whose raw answer it returns);
     returns (the colouring check's answer (KEPT, FOUND), the refit's answer or None, what its
     broad phase found or None: _note_answer). After the
     substeps it also marks the faulty worlds (solver/faults.py: what contain_faults reads
@@ -276,9 +383,15 @@ def _launch(
     the step (awake large pyramid: 0.15 ms of ~5 on the 2-core CPU; 4,096 small worlds
     0.3 of ~15)."""
     pool = ctx.pool
-    folded = folds(ctx, by_world)
+    folded = folds(ctx, by_world) or worlds is not None
     refresh, report = _report_flags(ctx, by_world, mode, folded)
     margin, motion_time = refit if refit is not None else (0.0, 0.0)
+    save = _save_flags(ctx) if refit is not None and folded else 0
+    sleep = folded and mode != BEGIN and ctx.enable_sleep and ctx.options.sleep_in_launch
+    if worlds is not None:
+        margin, motion_time = worlds.margin, worlds.motion_time
+        save = _save_flags(ctx) if worlds.save else 0
+        report, sleep = worlds.report, worlds.sleep
     find = folded and mode == KEPT and refit is not None and _finds_in_launch(ctx)
     answer = _substeps(
         model=pool.model,
@@ -317,15 +430,20 @@ def _launch(
         report=int(report),
         n_reported=ctx.cache.n_reported,
         refit=int(refit is not None),
-        save=_save_flags(ctx) if refit is not None and folded else 0,
+        save=save,
         margin=margin,
         motion_time=motion_time,
         folded=folded,
         find=int(find),
-        sleep=int(folded and mode != BEGIN and ctx.enable_sleep and ctx.options.sleep_in_launch),
+        sleep=int(sleep),
         cell_size=ctx.cell_size,
         find_args=_find_args(ctx) if find else (0,) * 7,
+        serial=bool(ctx.serial) if worlds is not None else False,
+        lists_serial=bool(ctx.serial or ctx.cpu) if worlds is not None else False,
+        world_args=_world_args(ctx, worlds) if worlds is not None else (0,) * 5,
     )
+    if worlds is not None:
+        return [int(value) for value in answer]
     return _note_answer(ctx, [int(value) for value in answer], mode, refit, find, refresh, report)
 
 
@@ -1048,6 +1166,9 @@ def _substeps(
     sleep: ti.i32,
     cell_size: ti.f32,
     find_args: _FindArgs,
+    serial: ti.template(),
+    lists_serial: ti.template(),
+    world_args: _WorldArgs,
 ) -> _Answer:
     """The step's substeps, one launch (a member per world, or a CPU team of n_members threads
     sharing every stage); `mode`: SUBSTEPS; BEGIN, only substep 0's stages up to the narrow
@@ -1067,14 +1188,86 @@ def _substeps(
     whether it refreshed the reported list: _refresh_report_by_team, last; then the refit's
     three counts, with `refit`: KEPT's launch starts with the fat boxes' refit,
     _refit_by_team, and goes on only where it allows). faults.count must be 0 when it starts
-    (faults.contain_faults leaves it so)."""
+    (faults.contain_faults leaves it so).
+
+    By world and `folded` (step_by_world): the whole step of small worlds. Before the
+    substeps' loop, last step's pairs saved (`save`'s bits, of n_pairs pairs) and the broad
+    phase with its wakes (sleep.find_pairs_waking, `margin`, `motion_time`), then where its
+    pairs fit world_args' capacity and limit the colouring with the carry
+    (coloring.color_worlds, world_args' keep and one-colour flags), its progress in
+    counts.tally[_FIND_TALLY] (FIND_STOPPED, FIND_COLORED, FIND_WENT_ON); the substeps' loop
+    runs only where it went on, with the colours the colouring used (not n_colors); after it,
+    with `report`, the reported list (reporting.report_worlds, of n_reported old entries,
+    world_args' n_held held) and with `sleep` the sleep pass. Its loops run serially where
+    `serial`, the colour lists where `lists_serial`. The answer's last two entries: the
+    colouring's colours used and overflowing constraints."""
     team_size, stride = 1, world_stride
     if ti.static(not by_world):
         team_size, stride = n_members, team.items_per_member(n_members)
     n_slots = n_worlds * n_bodies
+    n_items = n_members * stride
+    # The small worlds' step in one launch (by_world and folded: step_by_world): the broad
+    # phase and the colouring first, the substeps where they allow.
+    world_colors, found, solve = ti.Vector([n_colors, 0]), n_pairs, 1
+    if ti.static(by_world and folded):
+        found = find_pairs_waking(
+            model,
+            bodies,
+            joints,
+            manifolds,
+            grid,
+            counts,
+            scan,
+            serial,
+            previous,
+            islands,
+            coloring,
+            n_worlds,
+            n_bodies,
+            n_joints,
+            cell_size,
+            margin,
+            motion_time,
+            0,
+            save & SAVE,
+            n_pairs,
+            (save & SAVE_ORDERED) // SAVE_ORDERED,
+            (save & SAVE_COLORED) // SAVE_COLORED,
+        )[1]
+        fit = 0
+        if found <= world_args[_WORLD_CAPACITY] and found <= world_args[_WORLD_LIMIT]:
+            fit = 1
+        world_colors = color_worlds(
+            model,
+            bodies,
+            joints,
+            manifolds,
+            previous,
+            prepared,
+            coloring,
+            counts,
+            serial,
+            lists_serial,
+            n_worlds,
+            n_bodies,
+            found,
+            n_joints,
+            world_args[_KEEP],
+            1,
+            world_args[_ONE_COLOR],
+            fit,
+        )
+        progress = FIND_STOPPED
+        if fit == 1:
+            progress = FIND_COLORED
+            if world_colors[1] == 0:
+                progress = FIND_WENT_ON
+        solve = 1 if progress == FIND_WENT_ON else 0
+        counts.tally[_FIND_TALLY] = progress
+        n_items *= solve
     if ti.static(not by_world and gpu_team.on_gpu()):
         ti.loop_config(block_dim=gpu_team.BLOCK_THREADS)  # the team: one block
-    for item in range(n_members * stride):
+    for item in range(n_items):
         member = team.member_of(item, stride)
         if member >= 0:
             body_range = ti.Vector([member * n_bodies, (member + 1) * n_bodies])
@@ -1272,7 +1465,7 @@ def _substeps(
                                         by_world,
                                         n_bodies,
                                         n_joints,
-                                        n_colors,
+                                        world_colors[0],
                                         overflow,
                                         h,
                                         sweeps,
@@ -1358,9 +1551,33 @@ def _substeps(
                             )
     tally = ti.static(counts.tally)
     listed = ti.Vector([0, 0, 0])
-    if ti.static(folded):
+    if ti.static(folded and not by_world):
         if report == 1 or find_args[_REPORT_FOUND] == 1:
             listed = report_counts(staging, coloring, n_worlds * n_bodies, n_reported)
+    if ti.static(by_world and folded):
+        listed = report_worlds(
+            model,
+            bodies,
+            joints,
+            manifolds,
+            staging,
+            reported,
+            events,
+            prepared,
+            coloring,
+            scan,
+            serial,
+            islands,
+            n_worlds,
+            n_bodies,
+            n_reported,
+            world_args[_N_HELD],
+            found,
+            n_joints,
+            sleep,
+            dt,
+            solve * report,
+        )
     return _Answer(
         faults.count[None],
         team.timeouts(counts),
@@ -1381,4 +1598,6 @@ def _substeps(
         counts.pairs_needed[None],
         counts.lost_bodies[None],
         tally[_SLEEP_TALLY],
+        world_colors[0],
+        world_colors[1],
     )

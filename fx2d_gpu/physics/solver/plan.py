@@ -22,7 +22,8 @@ The executors it chooses between (`Executor`):
 - TEAM (solver/fused.py on solver/team.py): the substeps, and where the pairs are kept most
   of the step, in one launch on a team of CPU threads meeting at barriers.
 - BY_WORLD (fused.substeps_by_world): small worlds, all substeps in one launch, a world per
-  thread.
+  thread; on a GPU (StepPlan.worlds_launch) the whole step in that launch
+  (fused.step_by_world).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from enum import Enum
 from typing import TYPE_CHECKING
 
 from ...device import MAX_COLORS
+from .gpu_team import on_gpu
 from .team import TeamTimings
 
 if TYPE_CHECKING:
@@ -119,9 +121,18 @@ class StepOptions:
         sleep_in_launch: a team's launch that built or refreshed the reported list runs
             the step's sleep pass after it (sleep.update_sleep_by_team), its labelling's
             rounds inside the launch, instead of update_sleep's launches after it.
+        small_worlds_in_one_launch: a step of small worlds (small_world_path) runs in one
+            launch (fused.step_by_world): the broad phase with last step's pairs saved and
+            the wakes it brings, the colouring with the carry, the substeps a world per
+            thread, the faults, the report and the sleep pass, as successive loops of the
+            substeps' kernel, each going on only where the one before allows (the pairs fit
+            the pool, nothing overflowed its colours; else the host finishes the step as
+            the stages' own launches would). Compiled in on GPU backends, and on a CPU
+            backend with fold_on_cpu; else (and off) four launches, each a host sync: the
+            broad phase's, the colouring's, the substeps', the report's.
         fold_on_cpu: on a CPU backend too, compile the stages of found_in_one_launch,
-            report_in_launch, broad_phase_in_launch and sleep_in_launch into the team's
-            kernel (on GPU
+            report_in_launch, broad_phase_in_launch, sleep_in_launch and
+            small_worlds_in_one_launch into the team's (or the small worlds') kernel (on GPU
             backends they always are, where those options ask). Off by default: they cut
             a CPU team's step by a launch or two (~65 us each on the 2-core CPU VM, of
             steps of milliseconds), and the kernel with them takes ~3.5 times as long to
@@ -170,6 +181,7 @@ class StepOptions:
     found_in_one_launch: bool = True
     broad_phase_in_launch: bool = True
     sleep_in_launch: bool = True
+    small_worlds_in_one_launch: bool = True
     fold_on_cpu: bool = False
     carry_in_coloring: bool = True
     sleep_in_report: bool = True
@@ -218,6 +230,12 @@ class StepOptions:
         )
         return asked and (on_gpu or self.fold_on_cpu)
 
+    def folds_small_worlds(self, on_gpu: bool) -> bool:
+        """Whether a small worlds' step runs in one launch (small_worlds_in_one_launch), on a
+        GPU backend (`on_gpu`) or where fold_on_cpu asks; else each of its stages launches
+        its own kernel, and the substeps' kernel is compiled without them."""
+        return self.small_worlds_in_one_launch and (on_gpu or self.fold_on_cpu)
+
     def replace(self, **changes) -> StepOptions:
         """These options with `changes` (keyword per attribute), checked."""
         return dataclasses.replace(self, **changes)
@@ -255,6 +273,8 @@ class StepPlan:
             launch (fused.kept_step_by_team); where they are not kept it goes on as planned.
         save_in_broad_phase, carry_in_coloring, sleep_in_report: the small worlds' folded
             stages of StepOptions, where they apply this step.
+        worlds_launch: the small worlds' whole step runs in one launch
+            (StepOptions.small_worlds_in_one_launch, fused.step_by_world), not profiled.
     """
 
     profiled: bool
@@ -264,6 +284,7 @@ class StepPlan:
     save_in_broad_phase: bool
     carry_in_coloring: bool
     sleep_in_report: bool
+    worlds_launch: bool = False
 
     def substep_executor(self, solves_by_world: bool) -> Executor:
         """Who runs the substeps, once the colouring has said whether the small worlds are
@@ -296,6 +317,10 @@ class StepPlan:
             for name in ("begin step", "colour", "substeps"):
                 where[name] = "find pairs"
             where["faults"] = "find pairs"
+        if self.worlds_launch:
+            for name in STEP_STAGE_NAMES:
+                if name not in ("find pairs", "clear forces"):
+                    where[name] = "find pairs"
         return where
 
 
@@ -313,4 +338,5 @@ def plan_step(ctx: StepContext, profiled: bool, team_threads: int) -> StepPlan:
         save_in_broad_phase=small and options.save_in_broad_phase,
         carry_in_coloring=options.carry_in_coloring,
         sleep_in_report=options.sleep_in_report and not profiled,
+        worlds_launch=small and not profiled and options.folds_small_worlds(on_gpu()),
     )

@@ -637,8 +637,61 @@ def _report_by_world(
     slots. `sleep`: where the list fits, the step's sleep follows in the same launch
     (sleep.update_sleep's pass, a world per thread: sleep.label_world, dt s), which
     needs the report done first (a resting pair is one of bodies that did not move)."""
+    return report_worlds(
+        model,
+        bodies,
+        joints,
+        manifolds,
+        staging,
+        reported,
+        events,
+        prepared,
+        coloring,
+        scan,
+        serial,
+        islands,
+        n_worlds,
+        n_bodies,
+        n_old,
+        n_held,
+        n_pairs,
+        n_joints,
+        sleep,
+        dt,
+        1,
+    )
+
+
+@ti.func
+def report_worlds(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    manifolds: ti.template(),
+    staging: ti.template(),
+    reported: ti.template(),
+    events: ti.template(),
+    prepared: ti.template(),
+    coloring: ti.template(),
+    scan: ti.template(),
+    serial: ti.template(),
+    islands: ti.template(),
+    n_worlds,
+    n_bodies,
+    n_old,
+    n_held,
+    n_pairs,
+    n_joints,
+    sleep,
+    dt,
+    go,
+):
+    """_report_by_world's loops (its answer), for a kernel of its own or the small worlds'
+    step in one launch (fused.step_by_world); `go` 0: nothing is listed or put to sleep
+    (that launch stopped before its substeps), and the answer means nothing. Called at a
+    kernel's top level: its loops are the kernel's."""
     ti.loop_config(serialize=serial)
-    for world in range(n_worlds):
+    for world in range(n_worlds * go):
         _count_world(
             model,
             bodies,
@@ -653,11 +706,11 @@ def _report_by_world(
             n_old,
             n_held,
         )
-    exclusive_scan(scan, staging.pair_start, 3 * n_worlds, serial)
+    exclusive_scan(scan, staging.pair_start, 3 * n_worlds * go, serial)
     n_new = staging.pair_start[n_worlds]
     n_begin = staging.pair_start[2 * n_worlds] - n_new
     n_end = staging.pair_start[3 * n_worlds] - staging.pair_start[2 * n_worlds]
-    fits = n_new <= staging.body_a.shape[0]
+    fits = go == 1 and n_new <= staging.body_a.shape[0]
     ti.loop_config(serialize=serial)
     for world in range(n_worlds if fits else 0):
         _fill_world(

@@ -951,6 +951,60 @@ def _find_pairs_waking_by_world(
     bit, in one loop instead of seven, and a prefix sum over the worlds instead of the
     slots (4,096 small worlds, soft step, 2-core CPU, old and new revision in turns, best
     of three 10-step windows from step 30: the launch 1.68-1.74 -> 1.51-1.53 ms)."""
+    return find_pairs_waking(
+        model,
+        bodies,
+        joints,
+        manifolds,
+        grid,
+        counts,
+        scan,
+        serial,
+        previous,
+        islands,
+        coloring,
+        n_worlds,
+        n_bodies,
+        n_joints,
+        cell_size,
+        margin,
+        motion_time,
+        fat,
+        save,
+        n_old,
+        ordered,
+        colored,
+    )
+
+
+@ti.func
+def find_pairs_waking(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    manifolds: ti.template(),
+    grid: ti.template(),
+    counts: ti.template(),
+    scan: ti.template(),
+    serial: ti.template(),
+    previous: ti.template(),
+    islands: ti.template(),
+    coloring: ti.template(),
+    n_worlds,
+    n_bodies,
+    n_joints,
+    cell_size,
+    margin,
+    motion_time,
+    fat,
+    save,
+    n_old,
+    ordered,
+    colored,
+):
+    """_find_pairs_waking_by_world's loops (its answer), for a kernel of its own or the small
+    worlds' step in one launch (fused.step_by_world). Called at a kernel's top level: its
+    loops are the kernel's."""
     save_pairs(
         manifolds, previous, coloring, serial, n_worlds * n_bodies, n_old, ordered, colored, save
     )

@@ -23,6 +23,10 @@ step() reads as the pipeline (Box2D v3's solver stage list, made batched):
                                                    (small worlds: each world's solve
                                                    order, its pairs left in place, planned
                                                    in the colouring's launch)
+    (on a GPU, or a CPU with StepOptions.fold_on_cpu, a small worlds' step is one launch,
+    fused.step_by_world: the broad phase, the colouring, the substeps, the report and the
+    sleep as loops of the substeps' kernel, each going on where the one before allows;
+    _step_by_world notes what it did, and finishes the step where it stopped.)
     (a step of worlds over 40 bodies that keeps last step's pairs, still stored in colour
     order, skips the broad phase, the carry and the order: _keep_pairs runs begin step and
     checks the colouring where the pairs lie. On a CPU team such a step is one launch
@@ -53,6 +57,7 @@ stage; the launch counter (launching.stage_launches) counts each stage's launche
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING
 
 from ..collision.broad_phase import pairs_fit
@@ -60,8 +65,10 @@ from ..integrate import clear_forces
 from . import fused, staged, team
 from .coloring import (
     color_constraints,
+    colored_in_launch,
     coloring_holds_in_order,
     colors_by_world,
+    keeps_colors,
     may_reuse_coloring,
     verdict_holds,
 )
@@ -285,6 +292,8 @@ def _find_or_keep_pairs(ctx: StepContext, profile) -> tuple[bool, bool]:
     (find_pairs). Where a step may keep its pairs in one launch (_kept_launch_team), that
     launch starts with the refit and goes on where the pairs are kept and nothing sleeps
     (fused.kept_step_by_team). Returns (whether it coloured, whether the substeps ran)."""
+    if _plan(ctx).worlds_launch:
+        return _step_by_world(ctx)
     window = pair_window(ctx)
     threads = _kept_launch_team(ctx)
     if threads:
@@ -305,6 +314,44 @@ def _find_or_keep_pairs(ctx: StepContext, profile) -> tuple[bool, bool]:
     if keep and not woken:
         return _keep_pairs(ctx, profile)
     return _find_pairs(ctx, refit, profile, woken, solve=True, saved=saved)
+
+
+def _step_by_world(ctx: StepContext) -> tuple[bool, bool]:
+    """A small worlds' step in one launch (StepPlan.worlds_launch, fused.step_by_world): last
+    step's pairs saved, the broad phase and its wakes, the colouring with the carry, the
+    substeps, the faults, the report and the sleep pass, each where the one before allows;
+    then the host's side of each, as their own launches' answers are noted. Where its pairs
+    did not fit the pool, the pool grows and the launch runs again, without saving last
+    step's pairs (the first launch began to overwrite them: _saving_first_launch); where
+    the colouring overflowed, the step goes on as find_pairs leaves it (solved across
+    worlds); where the report did not fit the pool, or was not asked (after set_state, it
+    checks the resting pairs first), report_contacts builds it. Returns (whether it
+    coloured: always, whether the substeps ran)."""
+    plan, cache = _plan(ctx), ctx.cache
+    launch = fused.WorldLaunch(
+        margin=SPECULATIVE_DISTANCE,
+        motion_time=pair_window(ctx),
+        save=True,
+        report=ctx.options.report_by_world and ctx.n_bodies >= 3 and not cache.state_set,
+        sleep=ctx.enable_sleep and plan.sleep_in_report,
+    )
+    keep = keeps_colors(ctx)
+    cache.pairs_kept = False  # (find_step_pairs)
+    while True:
+        done = fused.step_by_world(ctx, launch)
+        if pairs_fit(ctx, 0, done.pairs, done.lost, fat=False):
+            break
+        launch = dataclasses.replace(launch, save=False)
+    assert done.progress != fused.FIND_STOPPED, done
+    colored_in_launch(ctx, keep, done.used, done.overflow)
+    store_in_color_order(ctx, recolored=True, planned=True)
+    if done.progress != fused.FIND_WENT_ON:
+        return True, False  # it overflowed: the substeps are solved across worlds
+    ctx.faults_found, ctx.barrier_timeouts = done.faults, done.timeouts
+    if launch.report and done.listed[0] <= ctx.pool.pair_capacity:
+        ctx.report_built = done.listed
+        ctx.slept_in_launch = launch.sleep
+    return True, True
 
 
 def _found_in_launch(ctx: StepContext, profile, refit, code: int, paired) -> tuple[bool, bool]:

@@ -1,0 +1,205 @@
+"""A small worlds' step in one launch (StepOptions.small_worlds_in_one_launch,
+fused.step_by_world): the broad phase with last step's pairs saved and the wakes it brings,
+the colouring with the carry, the substeps a world per thread, the faults, the report and
+the sleep pass as loops of one kernel, each going on only where the one before allows.
+Compiled on GPU backends; here on the CPU with fold_on_cpu. Every step must give bit for
+bit what the stages' own launches give (the option off): the state, the contacts, the
+events, where the launch goes all the way, where its pairs outgrow the pool (it stops after
+its broad phase, the pool grows and it runs again without saving last step's pairs twice),
+and where the colouring overflows (it stops after the colouring, the step is solved across
+worlds)."""
+
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import fx2d_gpu as fx
+from fx2d_gpu.device import launching
+
+from .helpers import COLORED_LIKE_GENERAL, DT, TRACE_FIELDS, launches_of
+
+N_WORLDS, STEPS = 64, 100
+#: The step before which some worlds' resting stacks are pushed (woken).
+PUSH = 70
+
+
+def _piles(arch, solver, n_worlds=N_WORLDS, **options):
+    """n_worlds small worlds of 10 bodies: a static ground, a stack of three boxes and three
+    circles dropped beside it (each world's from its own heights and offsets, some thrown),
+    and a bar hinged to a static anchor; the piles come to rest and fall asleep."""
+    scene = fx.Scene(
+        n_worlds=n_worlds, arch=arch, solver=solver, step_options={"fold_on_cpu": True, **options}
+    )
+    friction = dict(static_friction=0.6, dynamic_friction=0.5)
+    scene.add_box((0.0, -0.5), (14.0, 1.0), mass=0.0, **friction)
+    for level in range(3):
+        scene.add_box((-2.0, 0.45 + 0.95 * level), (0.9, 0.9), **friction)
+    for i in range(3):
+        scene.add_circle((1.0 + 0.7 * i, 0.6 + 0.9 * i), 0.3, **friction)
+    anchor = scene.add_box((5.0, 3.0), (0.2, 0.2), mass=0.0)
+    bar = scene.add_box((5.7, 3.0), (1.2, 0.2), **friction)
+    scene.add_revolute_joint(anchor, bar, anchor=(0.0, 0.0))
+    state = scene.get_state()
+    rng = np.random.default_rng(74)
+    state.position[:, 1:4, 0] += rng.uniform(-0.08, 0.08, (n_worlds, 1))
+    state.position[:, 1:4, 1] += rng.uniform(0.0, 0.6, (n_worlds, 1)) * np.arange(1, 4)
+    state.position[:, 4:7, 1] += rng.uniform(0.0, 1.5, (n_worlds, 3))
+    thrown = rng.random(n_worlds) < 0.25  # a quarter of the worlds throw their circles
+    state.velocity[thrown, 4:7, 0] = rng.uniform(-3.0, 3.0, (int(thrown.sum()), 3))
+    scene.set_state(state)
+    return scene
+
+
+def _run(scene, steps=STEPS, each=None):
+    """Every step's state, contacts and events of `steps` steps (`each(step)` before each),
+    and the engine's launches in each step."""
+    out, launches = [], []
+    pushed = np.zeros((scene.n_worlds, 2), np.float32)
+    pushed[::3] = (0.0, 40.0)  # every third world's stack pushed up (woken)
+    for step in range(steps):
+        if each is not None:
+            each(step)
+        if step == PUSH:
+            scene.apply_force(2, pushed)
+        before = launching.launch_count()
+        scene.step(DT)
+        launches.append(launching.launch_count() - before)
+        state = scene.get_state()
+        c = scene.contacts(world=None)
+        e = scene.contact_events()
+        out.append(
+            (
+                *(getattr(state, name).copy() for name in TRACE_FIELDS),
+                c.world,
+                c.body_a,
+                c.body_b,
+                c.normal_impulse,
+                c.tangent_impulse,
+                e.begin.world,
+                e.begin.body_a,
+                e.begin.body_b,
+                e.end.world,
+                e.end.body_a,
+                e.end.body_b,
+            )
+        )
+    return out, launches
+
+
+def _assert_same_steps(a, b):
+    for step, (got, wanted) in enumerate(zip(a, b, strict=True)):
+        for k, (x, y) in enumerate(zip(got, wanted, strict=True)):
+            np.testing.assert_array_equal(x, y, err_msg=f"step {step}, entry {k}")
+
+
+def test_small_worlds_step_in_one_launch_bitwise_as_their_stages(arch, solver):
+    if arch != "cpu":
+        pytest.skip("the GPU path is counted on the CPU (fold_on_cpu); test_vulkan runs it")
+    substeps_before = launches_of("fused._substeps")
+    apart_kernels = (
+        "sleep._find_pairs_waking_by_world",
+        "coloring._color_worlds",
+        "reporting._report_by_world",
+    )
+    apart_before = launches_of(*apart_kernels)
+    stage_before = launching.stage_launches()
+    folded, launches = _run(_piles(arch, solver))
+    stage_after = launching.stage_launches()
+    # One launch a step: the first step's report after set_state (it checks the resting
+    # pairs first) and the push's clearing of the forces aside.
+    extra = {0: 1, PUSH: 1}
+    assert launches == [1 + extra.get(step, 0) for step in range(STEPS)], launches
+    assert launches_of("fused._substeps") - substeps_before == STEPS
+    assert launches_of(*apart_kernels) - apart_before == 1  # the first step's report
+    assert stage_after["find pairs"] - stage_before.get("find pairs", 0) == STEPS
+    for stage in ("colour", "substeps", "sleep"):
+        assert stage_after.get(stage, 0) == stage_before.get(stage, 0), stage
+
+    sleeping = np.array([step[TRACE_FIELDS.index("sleeping")].sum() for step in folded])
+    assert sleeping[PUSH - 1] > 0 and sleeping[PUSH + 1] < sleeping[PUSH - 1]  # slept, woken
+    assert sum(len(step[-6]) for step in folded) > 0  # begin events
+    assert sum(len(step[-3]) for step in folded) > 0  # end events
+
+    apart, apart_launches = _run(_piles(arch, solver, small_worlds_in_one_launch=False))
+    assert min(apart_launches[1:]) >= 4
+    _assert_same_steps(folded, apart)
+
+
+def test_an_overflowing_small_world_stops_its_launch_after_the_colouring(arch):
+    """Coloured as the general path colours (StepOptions.color_small_worlds), a hub touched by
+    more circles than there are colours overflows: the one launch stops after its
+    colouring, and the host solves the step across worlds, as after the colouring's own
+    launch; then the same results bit for bit."""
+    if arch != "cpu":
+        pytest.skip("the GPU path is counted on the CPU (fold_on_cpu); test_vulkan runs it")
+    from .test_small_worlds import _hub
+
+    def hub(**options):
+        return _hub(arch, {**COLORED_LIKE_GENERAL, "fold_on_cpu": True, **options})
+
+    runs = {}
+    for in_launch in (True, False):
+        scene = hub(small_worlds_in_one_launch=in_launch)
+        first, _ = _run(scene, 1)
+        assert scene.n_overflow > 0
+        runs[in_launch] = first + _run(scene, 11)[0]
+    _assert_same_steps(runs[True], runs[False])
+
+
+_GROWTH = textwrap.dedent("""
+    import hashlib
+    from fx2d_gpu import device
+    from fx2d_gpu.device import launching, residency, runtime
+    runtime.ensure_initialized("cpu")
+    # A first pool far too small for the piles' pairs, grown to fit them (no headroom):
+    # it grows again as they pile up.
+    device.MIN_CAPACITIES.update(pairs=64)
+    residency.GROWTH_HEADROOM, residency.PAIRS_PER_SLOT = 1, 0
+    from tests.test_small_worlds_one_launch import _piles, _run
+
+    def digest(steps):
+        sha = hashlib.sha1()
+        for step in steps:
+            for array in step:
+                sha.update(array.tobytes())
+        return sha.hexdigest()
+
+    def substeps_launched():
+        return launching.kernel_launches()["fx2d_gpu.physics.solver.fused._substeps"]
+
+    scene = _piles("cpu", "{solver}")
+    capacities = []
+    launched = substeps_launched()
+    folded, _ = _run(
+        scene, each=lambda step: capacities.append(scene.step_context().pool.pair_capacity)
+    )
+    launched = substeps_launched() - launched
+    apart, _ = _run(_piles("cpu", "{solver}", small_worlds_in_one_launch=False))
+    grew = sum(b > a for a, b in zip(capacities[1:], capacities[2:]))
+    print(capacities)
+    print(digest(folded) == digest(apart), grew, launched)
+""")
+
+
+@pytest.mark.slow  # a child process that compiles the step for a pool grown several times
+def test_a_small_worlds_launch_whose_pairs_outgrow_the_pool_stops_and_runs_again(arch, solver):
+    """Where the broad phase in the small worlds' launch finds more pairs than the pool holds,
+    the launch stops after it (nothing coloured or solved), the pool grows (copied as it
+    was) and the launch runs again, without saving last step's pairs again (the first
+    launch began to overwrite their ranges): bitwise the stages' own launches, which grow
+    the pool as their broad phase asks. A first pool far too small, grown mid-run."""
+    if arch != "cpu":
+        pytest.skip("the GPU path is counted on the CPU (fold_on_cpu); test_vulkan runs it")
+    out = subprocess.run(
+        [sys.executable, "-c", _GROWTH.format(solver=solver)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    same, grew, launched = out.stdout.split()[-3:]
+    assert int(grew) >= 1 and int(launched) > STEPS, out.stdout[-800:]
+    assert same == "True"
