@@ -184,7 +184,10 @@ _GROWTH = textwrap.dedent("""
 """)
 
 
+# One solver: the launch stops after its broad phase, which both solvers share, and each
+# growth compiles the step's kernels again in the child (~2.5-3 minutes a solver on 2 cores).
 @pytest.mark.slow  # a child process that compiles the step for a pool grown several times
+@pytest.mark.parametrize("solver", ["xpbd"])
 def test_a_small_worlds_launch_whose_pairs_outgrow_the_pool_stops_and_runs_again(arch, solver):
     """Where the broad phase in the small worlds' launch finds more pairs than the pool holds,
     the launch stops after it (nothing coloured or solved), the pool grows (copied as it
