@@ -24,6 +24,13 @@
 #   compare [SCENE... OPTION...]
 #                  the scenes benchmarked at before/ (a git worktree of an older revision,
 #                  carried) and at this tree, in turn, twice: a change's cost on one GPU
+#   grid           the grid team (CUDA: scenes over StepOptions.gpu_team_slots on a block per
+#                  multiprocessor, meeting at a grid-wide barrier): its bitwise test against
+#                  one block (tests/test_gpu_team.py), then the piles of 100k and 1M bodies
+#                  with each solver on it (the per-stage figures: the committed pile CSVs,
+#                  or `bench pile --step-option gpu_grid_team=false`); results_grid.tgz.
+#                  Never run on a GPU yet: run it first in a session whose lease allows
+#                  (at most 9 min)
 #   session        for a 15-minute lease, one 10-minute command: the GPU against the CPU
 #                  beside every backend test (4 min, pytest-xdist), three benchmark
 #                  scenes with each solver (1.7 min each; large worlds on the GPU team),
@@ -45,7 +52,7 @@
 #   export PYTHONPATH=/tmp/site:$PWD && bash benchmarks/device_run.sh check
 set -uo pipefail
 cd "$(dirname "$0")/.."
-part=${1:?usage: bash benchmarks/device_run.sh check | tests | bench [SCENE ...] | envs | session | viewer | compare [SCENE ...]}
+part=${1:?usage: bash benchmarks/device_run.sh check | tests | bench [SCENE ...] | envs | grid | session | viewer | compare [SCENE ...]}
 shift
 arch=${FX2D_DEVICE_ARCH:-cuda}
 out=${OUT:-/tmp/fx2d_device_run}
@@ -130,6 +137,17 @@ session)
         large_pyramid >"$out/profile.log" 2>&1
     pack
     ;;
+grid)
+    FX2D_TEST_ARCH=$arch timeout 240 "$python" -m pytest -v -rs -p no:cacheprovider \
+        --durations=10 tests/test_gpu_team.py 2>&1 | tee "$log"
+    results=$(mktemp -d)
+    for solver in soft_step xpbd; do
+        timeout 150 "$python" -m benchmarks --arch "$arch" --no-pymunk --no-box2d --no-plot \
+            --solver $solver --piles 100000 1000000 --results "$results" pile 2>&1 \
+            | tee -a "$log"
+        tar -czf "$out/results_grid.tgz" -C "$results" .
+    done
+    ;;
 viewer)
     results=$(mktemp -d)
     for viewer_arch in "$arch" vulkan; do
@@ -154,7 +172,7 @@ compare)
     tar -czf "$out/results_compare.tgz" -C "$results" .
     ;;
 *)
-    echo "unknown part: $part (check | tests | bench | envs | session | viewer | compare)" >&2
+    echo "unknown part: $part (check | tests | bench | envs | grid | session | viewer | compare)" >&2
     exit 2
     ;;
 esac

@@ -11,9 +11,10 @@ these are counted on any machine, on the CPU backend. The paths (PATHS):
 - "gpu (per stage)": a launch per stage group and per StepOptions.colors_per_launch colours
   (the CPU team off): a GPU's path for scenes of more than StepOptions.gpu_team_slots body
   slots (and every scene's before the GPU team);
-- "gpu (team)": the GPU team (solver/gpu_team.py), a GPU's path for large worlds up to
-  gpu_team_slots slots, counted as the CPU team, which launches the same kernels for the
-  same stages with the stages a GPU folds into them (StepOptions.fold_on_cpu);
+- "gpu (team)": the GPU team (solver/gpu_team.py), a GPU's path for large worlds: one block
+  up to gpu_team_slots slots, on CUDA a grid team (a block per multiprocessor) above them
+  (the pile), counted as the CPU team, which launches the same kernels for the same stages
+  with the stages a GPU folds into them (StepOptions.fold_on_cpu);
 - small worlds take one path either way: the whole step in one launch (fused.step_by_world,
   StepOptions.small_worlds_in_one_launch), which a GPU compiles in and which is counted here
   with StepOptions.fold_on_cpu.
@@ -51,9 +52,10 @@ from .common import device_name, print_table, save_csv
 
 WARM_STEPS, COUNTED_STEPS = 30, 10
 DT = 1.0 / 60.0
-#: The GPU's two paths for large worlds, as StepOptions: a launch per stage group (scenes of
-#: more than StepOptions.gpu_team_slots body slots, or the team off), and the GPU team
-#: (solver/gpu_team.py: one block runs the team's launches). On the CPU backend the second
+#: The GPU's two paths for large worlds, as StepOptions: a launch per stage group (the team
+#: off; scenes over StepOptions.gpu_team_slots body slots off CUDA), and the GPU team
+#: (solver/gpu_team.py: one block, or on CUDA a grid team, runs the team's launches). On
+#: the CPU backend the second
 #: is the CPU team, whose launches are the GPU team's (the same kernels and stages); its
 #: barrier probe, which a GPU never runs, is probed once, while warming up, not again.
 PATHS = {
@@ -68,7 +70,8 @@ PATHS = {
 def _scenes(solver: str, options: StepOptions):
     """{name: builder} of the counted scenes for `solver`, at its default substeps: all of
     them on the per-stage path; on the team's, those of at most gpu_team_slots body slots
-    that are not small worlds (a world per thread either way)."""
+    that are not small worlds (a world per thread either way): the pile is over
+    gpu_team_slots, a grid team's on CUDA, the same launches."""
     specs, _ = scenes.pyramid_layout(100)
     common = dict(arch="cpu", solver=solver, step_options=options)
     builders = {
@@ -81,8 +84,7 @@ def _scenes(solver: str, options: StepOptions):
         ),
     }
     if options.team:
-        for name in ("pile_100k", "batched_small_256"):
-            del builders[name]
+        del builders["batched_small_256"]
     return builders
 
 
@@ -163,8 +165,6 @@ def run(results=None, names=None) -> list[dict]:
             if names and name not in names:
                 continue
             scene = build()
-            if options.team:
-                assert scene.n_worlds * scene.n_bodies <= options.gpu_team_slots, name
             for _ in range(WARM_STEPS):
                 scene.step(DT)
             counts, per_stage = count(scene)

@@ -1,6 +1,7 @@
 """The GPU team (solver/gpu_team.py): on a GPU backend one block of threads runs the team's
 launches (fused.py's substeps, a kept step, colouring rounds), and the scenes step bit for
-bit as with a launch per stage group, in far fewer launches. Run on a GPU backend with
+bit as with a launch per stage group, in far fewer launches; on CUDA, scenes over the
+block's slots run on a grid team, bit for bit as one block. Run on a GPU backend with
 FX2D_TEST_ARCH (.ci/run's Vulkan subset runs it on Mesa's software Vulkan driver); on the
 CPU backend only the choice of team is checked (the CPU's own team: tests/test_team.py)."""
 
@@ -64,12 +65,42 @@ def test_the_gpu_team_steps_bit_for_bit_as_a_launch_per_stage(arch, solver, requ
 def test_a_scene_over_the_gpu_teams_slots_launches_per_stage(arch):
     _skip_without_a_gpu(arch)
     scene = scenes.pyramid(10, arch=arch)  # 55 body slots (and a static ground)
-    with_options(scene, gpu_team_slots=scene.n_bodies - 1)
+    with_options(scene, gpu_team_slots=scene.n_bodies - 1, gpu_grid_team=False)
     _, _, teams = _stepped(scene, 3)
     assert set(teams) == {0}
+    with_options(scene, gpu_grid_team=True)  # CUDA only: Vulkan and Metal keep per stage
+    _, _, teams = _stepped(scene, 3)
+    blocks = gpu_team.grid_blocks(0)
+    assert set(teams) == {blocks * gpu_team.BLOCK_THREADS if arch == "cuda" else 0}
     with_options(scene, gpu_team_slots=scene.n_bodies)
     _, _, teams = _stepped(scene, 3)
     assert set(teams) == {gpu_team.BLOCK_THREADS}
+
+
+def test_a_grid_team_steps_bit_for_bit_as_one_block(arch, solver):
+    """The grid team (CUDA: blocks meeting at a grid-wide barrier) runs the same kernel as
+    one block with more members: the same stages, items and colours in the same order, so
+    the same results bit for bit (on one backend: no multiply-add is fused differently, as
+    between the team's kernel and the per-stage kernels). Its blocks: 4 (asked for, so
+    members share items unevenly and some have none) and one a multiprocessor."""
+    if arch != "cuda":
+        pytest.skip(
+            "a grid team runs on CUDA only (gpu_team.py: Vulkan and Metal promise no "
+            "residency across workgroups)"
+        )
+    blocks = gpu_team.grid_blocks(0)
+    assert blocks >= 1, "the CUDA driver did not say how many multiprocessors the GPU has"
+    for name in _scenes(arch, solver):
+        one_block, block_launches, teams = _stepped(_scenes(arch, solver)[name], STEPS)
+        assert set(teams) == {gpu_team.BLOCK_THREADS}, name
+        for asked, team_blocks in ((4, 4), (0, blocks)):
+            scene = with_options(
+                _scenes(arch, solver)[name], gpu_team_slots=0, gpu_grid_blocks=asked
+            )
+            on_grid, grid_launches, teams = _stepped(scene, STEPS)
+            assert set(teams) == {team_blocks * gpu_team.BLOCK_THREADS}, (name, asked)
+            assert_same_trace(one_block, on_grid)
+            assert grid_launches == block_launches, (name, asked)
 
 
 def test_the_gpu_team_is_one_block_for_scenes_up_to_its_slots():
@@ -84,9 +115,34 @@ def test_the_gpu_team_is_one_block_for_scenes_up_to_its_slots():
     assert threads % 64 == 0 and threads <= 1024
 
 
-def test_gpu_team_slots_is_checked():
+def test_a_grid_team_takes_scenes_over_the_slots_where_it_has_blocks():
+    threads = gpu_team.BLOCK_THREADS
+    over = dict(serial=False, enabled=True, max_slots=20_000)
+    assert gpu_team.threads_for(20_001, **over, grid_blocks=132) == 132 * threads
+    assert gpu_team.threads_for(20_000, **over, grid_blocks=132) == threads  # one block
+    assert gpu_team.threads_for(20_001, **over, grid_blocks=1) == 0  # a block is no grid
+    assert gpu_team.threads_for(20_001, **over, grid_blocks=0) == 0
+    assert gpu_team.threads_for(20_001, **over, software=True, grid_blocks=132) == 0
+    assert gpu_team.threads_for(20_001, **{**over, "enabled": False}, grid_blocks=132) == 0
+
+
+def test_a_grid_team_has_blocks_on_cuda_only(arch):
+    """Off CUDA no grid team (0 blocks), whatever is asked; on CUDA a block per
+    multiprocessor, as the driver says, or the blocks asked for."""
+    if arch != "cuda":
+        assert gpu_team.grid_blocks(0) == 0 and gpu_team.grid_blocks(8) == 0
+        return
+    assert gpu_team.grid_blocks(0) == runtime.cuda_multiprocessors() >= 1
+    assert gpu_team.grid_blocks(8) == 8
+
+
+def test_gpu_team_slots_and_grid_blocks_are_checked():
     assert StepOptions().gpu_team_slots == 20_000
-    with pytest.raises(ValueError, match="gpu_team_slots must be >= 0"):
-        StepOptions(gpu_team_slots=-1)
-    with pytest.raises(TypeError, match="gpu_team_slots must be int"):
-        StepOptions(gpu_team_slots=1.5)
+    assert StepOptions().gpu_grid_team is True and StepOptions().gpu_grid_blocks == 0
+    for count in ("gpu_team_slots", "gpu_grid_blocks"):
+        with pytest.raises(ValueError, match=f"{count} must be >= 0"):
+            StepOptions(**{count: -1})
+        with pytest.raises(TypeError, match=f"{count} must be int"):
+            StepOptions(**{count: 1.5})
+    with pytest.raises(TypeError, match="gpu_grid_team must be bool"):
+        StepOptions(gpu_grid_team=1)

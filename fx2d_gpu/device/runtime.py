@@ -311,6 +311,33 @@ def _cuda_free_memory() -> int | None:
     return int(free.value) if status == 0 else None
 
 
+def cuda_multiprocessors() -> int | None:
+    """Streaming multiprocessors of the CUDA device of the calling thread's current context
+    (Taichi's; device 0 where none is current), or None where the driver cannot say. Asked
+    once a process."""
+    if "multiprocessors" not in _cuda_device:
+        _cuda_device["multiprocessors"] = _ask_cuda_multiprocessors()
+    return _cuda_device["multiprocessors"]
+
+
+#: What the CUDA driver said about the device, asked once (cuda_multiprocessors).
+_cuda_device: dict = {}
+#: CUDA driver API: CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT.
+_CU_MULTIPROCESSOR_COUNT = 16
+
+
+def _ask_cuda_multiprocessors() -> int | None:
+    try:
+        driver = ctypes.CDLL("libcuda.so.1" if sys.platform.startswith("linux") else "nvcuda")
+        device, count = ctypes.c_int(0), ctypes.c_int(0)
+        if driver.cuCtxGetDevice(ctypes.byref(device)) != 0:
+            device = ctypes.c_int(0)
+        status = driver.cuDeviceGetAttribute(ctypes.byref(count), _CU_MULTIPROCESSOR_COUNT, device)
+    except (OSError, AttributeError):
+        return None
+    return int(count.value) if status == 0 and count.value > 0 else None
+
+
 def on_cpu() -> bool:
     """True when Taichi runs on a CPU backend (after ensure_initialized)."""
     return _state["arch"] is not None and _matches("cpu", _state["arch"])

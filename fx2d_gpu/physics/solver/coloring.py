@@ -551,7 +551,7 @@ def _color_rounds_by_team(
     colours, 2-core CPU): its rounds 8.8 -> 4.7 ms."""
     stride = team.items_per_member(n_members)
     if ti.static(gpu_team.on_gpu()):
-        ti.loop_config(block_dim=gpu_team.BLOCK_THREADS)  # the team: one block
+        ti.loop_config(block_dim=gpu_team.BLOCK_THREADS)  # a block, or a grid team's blocks
     for item in range(n_members * stride):
         member = team.member_of(item, stride)
         if member >= 0:

@@ -1099,10 +1099,10 @@ def _member_items(
                     )
             else:
                 ti.static_assert(stage.domain == PAIRS)
-                block = pair_blocks[0]
+                block, size = pair_blocks[0], team.pair_block()
                 while block < pair_blocks[1]:
-                    lo = pair_range[0] + block * team.PAIR_BLOCK
-                    for pair in range(lo, ti.min(lo + team.PAIR_BLOCK, pair_range[1])):
+                    lo = pair_range[0] + block * size
+                    for pair in range(lo, ti.min(lo + size, pair_range[1])):
                         stage.run(
                             model,
                             bodies,
@@ -1266,7 +1266,7 @@ def _substeps(
         counts.tally[_FIND_TALLY] = progress
         n_items *= solve
     if ti.static(not by_world and gpu_team.on_gpu()):
-        ti.loop_config(block_dim=gpu_team.BLOCK_THREADS)  # the team: one block
+        ti.loop_config(block_dim=gpu_team.BLOCK_THREADS)  # a block, or a grid team's blocks
     for item in range(n_items):
         member = team.member_of(item, stride)
         if member >= 0:

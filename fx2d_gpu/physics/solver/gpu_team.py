@@ -15,10 +15,20 @@ results bit for bit as the per-stage executor.
 
 What it costs: one block uses one of the GPU's multiprocessors (an H200 has 132). A scene of
 a few thousand bodies gives each of the block's threads a handful of items a stage, and its
-stages are latency-bound anyway; a pile of a million bodies would run on 1/132 of the GPU, so
-scenes above StepOptions.gpu_team_slots body slots keep the per-stage executor (a team over
-the whole GPU, its blocks meeting at a grid-wide barrier, is the next step:
-../docs/performance.md, "GPU step").
+stages are latency-bound anyway; a pile of a million bodies would run on 1/132 of the GPU.
+
+The grid team (CUDA). Scenes above StepOptions.gpu_team_slots body slots run on a team of a
+block per multiprocessor (grid_blocks; StepOptions.gpu_grid_team), whose blocks meet at a
+grid-wide barrier (team.barrier): the block's barrier, then its first thread (leads_block)
+fences, arrives at a generation counter in global memory and spins until the last block
+arrives, fences again, and the block's barrier once more, which is how CUDA's cooperative
+groups synchronise a grid. It relies on every block of the launch being resident at once:
+a block per multiprocessor is, as a block of BLOCK_THREADS threads of at most 255 registers
+each fits one (65,536 registers), and the launch's stream runs nothing beside it. Were a
+block not resident (another process's kernels on the same GPU at the same moment), the
+others' wait runs out (GRID_SPIN_LIMIT), the step raises (team.check) and later steps launch
+per stage. Vulkan and Metal promise no such residency across workgroups: there large scenes
+keep the per-stage executor.
 
 Memory order. CUDA's __syncthreads orders every thread's global-memory writes before the
 barrier ahead of every read after it. A SPIR-V workgroup barrier as Taichi 1.7.4 emits it
@@ -30,6 +40,8 @@ UniformMemory), so the barrier is fenced by an atomic on each side.
 
 import taichi as ti
 
+from ...device import runtime
+
 #: Threads of the GPU team: one block. 256 keeps the team's kernel (fused._substeps, every
 #: stage inlined) under 255 registers a thread on CUDA, where a block of 1,024 would allow
 #: 64 and fail to launch; a multiple of the 32-wide warp and Vulkan's usual 64-wide waves.
@@ -37,6 +49,11 @@ BLOCK_THREADS = 256
 
 #: counts.barrier's slot the SPIR-V barrier's fences touch (team.py's slots are 0, 16, 48).
 FENCE_SLOT = 32
+#: Most spins of a grid team block's wait at the grid barrier (team.barrier): an L2 atomic
+#: a spin, ~0.3-1 us, so 1-4 s. A legitimate wait is one stage of one block's share
+#: (microseconds to milliseconds); a block that is not resident never arrives, and the
+#: CPU's SPIN_LIMIT (200 million) would hang the GPU for minutes.
+GRID_SPIN_LIMIT = 4_000_000
 
 #: Taichi's CPU architectures: the CPU team runs there (solver/team.py).
 _CPU_ARCHS = ("x64", "arm64")
@@ -52,6 +69,11 @@ def on_gpu() -> bool:
     """Whether Taichi's current backend is a GPU's (compile-time: kernels branch on it with
     ti.static)."""
     return _arch_name() not in _CPU_ARCHS
+
+
+def on_cuda() -> bool:
+    """Whether Taichi's current backend is CUDA, where a grid team may run (compile-time)."""
+    return _arch_name() == "cuda"
 
 
 def on_spirv() -> bool:
@@ -71,17 +93,45 @@ def barrier(counts: ti.template()):
         ti.atomic_add(counts.barrier[FENCE_SLOT], 0)
 
 
+@ti.func
+def leads_block():
+    """Whether this thread is its block's first (CUDA): the one that meets the other blocks
+    at a grid team's barrier. A team's loop has one item a thread, its blocks of
+    BLOCK_THREADS items (the loop's block_dim), so the thread's index in the grid tells."""
+    return ti.simt.block.global_thread_idx() % BLOCK_THREADS == 0
+
+
 def threads_for(
-    n_slots: int, serial: bool, enabled: bool, max_slots: int, software: bool = False
+    n_slots: int,
+    serial: bool,
+    enabled: bool,
+    max_slots: int,
+    software: bool = False,
+    grid_blocks: int = 0,
 ) -> int:
     """Threads of the GPU team for a scene of n_slots body slots: BLOCK_THREADS where the
     team is `enabled` (StepOptions.team) and the scene has at most `max_slots` slots
-    (StepOptions.gpu_team_slots), else 0 (a launch per stage). `serial`: the scene's loops
-    run serially (a CPU's choice; never on a GPU). `software`: Vulkan through a software
-    driver (runtime.on_software_vulkan): no team, since Mesa's lavapipe compiles the
-    team's kernel (every stage inlined, as one shader) for 7 minutes (the soft step's, on
-    the 2-core CPU VM) to over 20 (XPBD's with the found step and the report in it), where
-    a launch per stage compiles in seconds; a CPU runs faster on arch="cpu" anyway."""
-    if not enabled or serial or software or n_slots > max_slots:
+    (StepOptions.gpu_team_slots); above them, a grid team of `grid_blocks` blocks where
+    that is more than one (CUDA: the multiprocessors, grid_blocks); else 0 (a launch per
+    stage). `serial`: the scene's loops run serially (a CPU's choice; never on a GPU).
+    `software`: Vulkan through a software driver (runtime.on_software_vulkan): no team,
+    since Mesa's lavapipe compiles the team's kernel (every stage inlined, as one shader)
+    for 7 minutes (the soft step's, on the 2-core CPU VM) to over 20 (XPBD's with the found
+    step and the report in it), where a launch per stage compiles in seconds; a CPU runs
+    faster on arch="cpu" anyway."""
+    if not enabled or serial or software:
         return 0
-    return BLOCK_THREADS
+    if n_slots <= max_slots:
+        return BLOCK_THREADS
+    return grid_blocks * BLOCK_THREADS if grid_blocks > 1 else 0
+
+
+def grid_blocks(asked: int) -> int:
+    """Blocks of a grid team on this backend: `asked` (StepOptions.gpu_grid_blocks) where it
+    is more than 0, else the GPU's multiprocessors (a block each: see the module's
+    docstring); 0 (no grid team) off CUDA or where the driver cannot say."""
+    if not on_cuda():
+        return 0
+    if asked > 0:
+        return asked
+    return runtime.cuda_multiprocessors() or 0

@@ -163,7 +163,15 @@ class StepOptions:
             (collision/broad_phase.py), 0 or more; a body with more searches again.
         gpu_team_slots: the most body slots (worlds x bodies) a scene may have for the
             GPU team to run its steps (solver/gpu_team.py: one block, one multiprocessor of
-            the GPU); larger scenes launch a kernel per stage group across the whole GPU.
+            the GPU); larger scenes run on the grid team (gpu_grid_team) or launch a
+            kernel per stage group across the whole GPU.
+        gpu_grid_team: on CUDA, scenes over gpu_team_slots run on a team of a block per
+            multiprocessor whose blocks meet at a grid-wide barrier (solver/gpu_team.py),
+            the team's launches across the whole GPU; off (and on Vulkan or Metal, which
+            promise no such barrier): a launch per stage group.
+        gpu_grid_blocks: blocks of the grid team; 0 (the default): the GPU's
+            multiprocessors, a block each (more than can be resident at once would make
+            its barrier wait out its limit, and the step raise).
         team_timings: when the CPU team's barriers are probed again and how its duel
             chooses between a team of several threads and one, with the clock it times
             steps by (solver/team.py's TeamTimings; the defaults are the measured ones).
@@ -172,7 +180,7 @@ class StepOptions:
         TypeError: a flag is not a bool, a count not an int, team_timings not a
             TeamTimings.
         ValueError: colors_per_launch outside [1, MAX_COLORS], noted_partners or
-            gpu_team_slots below 0.
+            gpu_team_slots or gpu_grid_blocks below 0.
     """
 
     team: bool = True
@@ -196,6 +204,8 @@ class StepOptions:
     colors_per_launch: int = 2
     noted_partners: int = 8
     gpu_team_slots: int = 20_000
+    gpu_grid_team: bool = True
+    gpu_grid_blocks: int = 0
     team_timings: TeamTimings = TeamTimings()
 
     def __post_init__(self):
@@ -212,8 +222,9 @@ class StepOptions:
                 f"StepOptions.colors_per_launch must be in [1, {MAX_COLORS}], "
                 f"got {self.colors_per_launch}"
             )
-        if self.gpu_team_slots < 0:
-            raise ValueError(f"StepOptions.gpu_team_slots must be >= 0, got {self.gpu_team_slots}")
+        for count in ("gpu_team_slots", "gpu_grid_blocks"):
+            if getattr(self, count) < 0:
+                raise ValueError(f"StepOptions.{count} must be >= 0, got {getattr(self, count)}")
         if self.noted_partners < 0:
             raise ValueError(f"StepOptions.noted_partners must be >= 0, got {self.noted_partners}")
 

@@ -52,6 +52,8 @@ MIN_WORLDS_PER_TASK = 16
 #: the process. A legitimate wait is one stage of one thread's share (milliseconds), longer
 #: only if the OS deschedules a member.
 SPIN_LIMIT = 200_000_000
+#: Spins between a waiting member's looks at whether another wait ran out (_generation_barrier).
+TIMEOUT_CHECK_SPINS = 4096
 #: Spins a member of probe_threads waits before the probe counts the team as failed.
 PROBE_SPIN_LIMIT = 2_000_000
 #: Barriers a probe team passes (probe_threads), and the most one may take on average: a
@@ -223,40 +225,88 @@ PAIR_BLOCK = 64
 
 
 @ti.func
+def pair_block():
+    """Pairs per block that dealt_blocks deals: PAIR_BLOCK on a CPU; 1 on a GPU, where a
+    member is one thread of many and neighbouring threads reading neighbouring pairs read
+    them in one memory transaction (a block of 64 left most of a GPU team's threads idle:
+    15,000 pairs are 235 blocks for 256 threads, or 33,792 in a grid team)."""
+    size = PAIR_BLOCK
+    if ti.static(gpu_team.on_gpu()):
+        size = 1
+    return size
+
+
+@ti.func
 def dealt_blocks(begin, end, member):
     """(member's first block, number of blocks) of the items [begin, end) in blocks of
-    PAIR_BLOCK; a member of a team of n takes every n-th block from its first. For pairs
-    in colour order, where halves gave one member the pairs with points and the other those
-    without, a share each of both (awake large pyramid: the step's narrow phase 2.4 ms in
-    halves, 1.7 ms dealt)."""
-    return member, (end - begin + PAIR_BLOCK - 1) // PAIR_BLOCK
+    pair_block() items; a member of a team of n takes every n-th block from its first. For
+    pairs in colour order, where halves gave one member the pairs with points and the other
+    those without, a share each of both (awake large pyramid: the step's narrow phase 2.4 ms
+    in halves, 1.7 ms dealt). Each pair's stage is its own, so how they are dealt changes
+    no result."""
+    size = pair_block()
+    return member, (end - begin + size - 1) // size
+
+
+@ti.func
+def _generation_barrier(counts: ti.template(), n_arrivals, spin_limit):
+    """Wait until n_arrivals callers arrive: a generation counter. The last to arrive resets
+    the arrivals and starts the next generation; the others spin until they see it, each
+    wait bounded by spin_limit spins (one that runs out is counted in TIMEOUTS and goes
+    on). On a GPU (a grid team's blocks), once one ran out later waits give up within
+    TIMEOUT_CHECK_SPINS spins: the step's results are discarded anyway (check raises), and a
+    block that never comes would otherwise keep the GPU waiting out the limit at every
+    barrier left in the launch. (A CPU team keeps waiting: its probe and duel look after
+    it, and a count left from a launch outside a step must not cut later waits short.)
+    The atomics order every caller's writes before it ahead of every caller's reads after
+    it."""
+    generation = ti.atomic_add(counts.barrier[GENERATION], 0)
+    if ti.atomic_add(counts.barrier[ARRIVED], 1) == n_arrivals - 1:
+        ti.atomic_sub(counts.barrier[ARRIVED], n_arrivals)
+        ti.atomic_add(counts.barrier[GENERATION], 1)
+    else:
+        spins = 0
+        while ti.atomic_add(counts.barrier[GENERATION], 0) == generation:
+            spins += 1
+            if spins >= spin_limit:
+                ti.atomic_add(counts.barrier[TIMEOUTS], 1)
+                break
+            if ti.static(gpu_team.on_gpu()):
+                if spins % TIMEOUT_CHECK_SPINS == 0 and ti.atomic_add(counts.barrier[TIMEOUTS], 0):
+                    break
 
 
 @ti.func
 def barrier(counts: ti.template(), n_members, spin_limit):
     """Wait until all n_members of the team arrive (nothing for a team of one).
 
-    A generation counter: the last to arrive resets the arrivals and starts the next
-    generation; the others spin until they see it. The atomics order every member's writes
-    before the barrier ahead of every member's reads after it. On a GPU the team is one
-    block of threads (gpu_team.py), which meets at the block's own barrier."""
+    On a CPU the members are threads meeting at a generation counter (_generation_barrier).
+    On a GPU a team of one block meets at the block's own barrier (gpu_team.py); a grid
+    team (on CUDA, more members than a block: gpu_team.grid_blocks) meets at the block's
+    barrier, its blocks' first threads at a generation counter between two fences, and
+    the block's barrier again: every member's writes before it are seen by every read
+    after it (gpu_team.py's docstring)."""
     if ti.static(gpu_team.on_gpu()):
         # Never for a member that is a world (n_members 1): a block's threads are then
         # different worlds, which run different loops and must not wait for each other.
-        if n_members > 1:
+        if ti.static(gpu_team.on_cuda()):
+            if n_members > gpu_team.BLOCK_THREADS:
+                ti.simt.block.sync()
+                if gpu_team.leads_block():
+                    ti.simt.grid.memfence()
+                    _generation_barrier(
+                        counts,
+                        n_members // gpu_team.BLOCK_THREADS,
+                        ti.min(spin_limit, gpu_team.GRID_SPIN_LIMIT),
+                    )
+                    ti.simt.grid.memfence()
+                ti.simt.block.sync()
+            elif n_members > 1:
+                gpu_team.barrier(counts)
+        elif n_members > 1:
             gpu_team.barrier(counts)
     elif n_members > 1:
-        generation = ti.atomic_add(counts.barrier[GENERATION], 0)
-        if ti.atomic_add(counts.barrier[ARRIVED], 1) == n_members - 1:
-            ti.atomic_sub(counts.barrier[ARRIVED], n_members)
-            ti.atomic_add(counts.barrier[GENERATION], 1)
-        else:
-            spins = 0
-            while ti.atomic_add(counts.barrier[GENERATION], 0) == generation:
-                spins += 1
-                if spins >= spin_limit:
-                    ti.atomic_add(counts.barrier[TIMEOUTS], 1)
-                    break
+        _generation_barrier(counts, n_members, spin_limit)
 
 
 @ti.func
@@ -327,10 +377,16 @@ def check(counts, read: int | None = None):
     if not _state["broken"] and (_timeouts(counts) if read is None else read):
         clear_barriers(counts)
         disable()
+        who = (
+            "a block of the step's grid team never reached a barrier (the GPU did not run "
+            "all its blocks at once: another process's kernels beside it?)"
+            if gpu_team.on_gpu()
+            else "a CPU thread of the step's team never reached a barrier (Taichi's thread "
+            "pool did not run the team's threads at once)"
+        )
         raise RuntimeError(
-            "fx2d_gpu: a CPU thread of the step's team never reached a barrier (Taichi's "
-            "thread pool did not run the team's threads at once); this step's results are "
-            "unreliable, and later steps launch one kernel per stage"
+            f"fx2d_gpu: {who}; this step's results are unreliable, and later steps "
+            "launch one kernel per stage"
         )
 
 
@@ -413,17 +469,26 @@ def threads_for(ctx: "StepContext") -> int:
     scene whose loops run serially anyway (device.SERIAL_SLOTS), probe_threads for others
     (1 where the duel chose a team of one); 0 (no team) where the scene's StepOptions.team
     is off. On a GPU backend, the GPU team's block (gpu_team.threads_for: scenes of at most
-    StepOptions.gpu_team_slots body slots). A step asks once, as it plans (solver/plan.py),
-    and its stages read the plan's answer (threads_in_step)."""
+    StepOptions.gpu_team_slots body slots), above them on CUDA a grid team (a block per
+    multiprocessor: StepOptions.gpu_grid_team, none once its barrier ran out). A step asks
+    once, as it plans (solver/plan.py), and its stages read the plan's answer
+    (threads_in_step)."""
     if not ctx.cpu:
         options = ctx.options
-        return gpu_team.threads_for(
+        blocks = 0
+        if options.gpu_grid_team and not _state["broken"]:
+            blocks = gpu_team.grid_blocks(options.gpu_grid_blocks)
+        threads = gpu_team.threads_for(
             ctx.n_slots,
             ctx.serial,
             options.team,
             options.gpu_team_slots,
             runtime.on_software_vulkan(),
+            blocks,
         )
+        # A grid team's barrier can run out (a block not resident): check() looks.
+        _state["handed"] = _state["handed"] or threads > gpu_team.BLOCK_THREADS
+        return threads
     if not ctx.options.team:
         return 0
     if ctx.serial:
