@@ -276,9 +276,11 @@ class StepPlan:
 
     Attributes (the stages read the scene's StepOptions from their StepContext):
         profiled: every stage runs as launches of its own, timed (Scene.profile).
-        team_threads: threads of the CPU team that runs the team's launches (1: a team of
-            one, where the duel chose it or the loops run serially), 0: no team (GPU
-            backends, StepOptions.team off, a profiled step, a team that timed out).
+        team_threads: threads of the team that runs the team's launches: on a CPU its
+            threads (1: a team of one, where the duel chose it or the loops run serially),
+            on a GPU one block's (gpu_team.BLOCK_THREADS) or a grid team's; 0: no team
+            (a launch per stage: StepOptions.team off, a profiled step, a team that timed
+            out, a GPU scene over gpu_team_slots without a grid team).
         small_worlds: worlds of at most 40 bodies, stepped a world per thread.
         kept_launch: a step that keeps last step's pairs and colouring may run in one team
             launch (fused.kept_step_by_team); where they are not kept it goes on as planned.
