@@ -28,7 +28,7 @@ import taichi as ti
 import fx2d_gpu as fx
 import fx2d_gpu.physics.solver.coloring as coloring
 import fx2d_gpu.physics.solver.pairs as pairs
-from fx2d_gpu.device import MAX_COLORS, SCAN_BLOCK, UNSOLVED_COLOR
+from fx2d_gpu.device import MAX_COLORS, SCAN_BLOCK, SCAN_CHUNK, UNSOLVED_COLOR
 from fx2d_gpu.device.scan import exclusive_scan
 from fx2d_gpu.physics.solver.contacts import (
     LINEAR_SLOP,
@@ -631,9 +631,10 @@ def _scan_kernel(scratch: ti.template(), data: ti.template(), n: ti.i32, serial:
 
 
 def test_exclusive_scan_matches_numpy(arch):
-    """scan.exclusive_scan, blocked (parallel) and, on the CPU backend where kernels run
-    their loops serially for small scenes, one loop, against NumPy's cumulative sum:
-    lengths of none, less than a block, exactly blocks and not."""
+    """scan.exclusive_scan, blocked (parallel; on a GPU its block sums scanned in chunks)
+    and, on the CPU backend where kernels run their loops serially for small scenes, one
+    loop, against NumPy's cumulative sum: lengths of none, less than a block, exactly
+    blocks and not, one chunk of blocks and several."""
     from fx2d_gpu.device import runtime
 
     fx.Scene(arch=arch)  # Taichi started on this test's backend
@@ -641,13 +642,16 @@ def test_exclusive_scan_matches_numpy(arch):
     class Scratch:
         def __init__(self, n_blocks):
             self.blocks = ti.field(ti.i32, n_blocks)
+            self.chunks = ti.field(ti.i32, n_blocks // SCAN_CHUNK + 2)
 
     rng = np.random.default_rng(3)
-    size = 5 * SCAN_BLOCK + 1
+    chunk = SCAN_CHUNK * SCAN_BLOCK
+    size = 3 * chunk + 5 * SCAN_BLOCK + 1
     data = ti.field(ti.i32, size + 1)
     scratch = Scratch(size // SCAN_BLOCK + 2)
+    lengths = (0, 1, SCAN_BLOCK - 1, SCAN_BLOCK, 3 * SCAN_BLOCK + 17, chunk, chunk + 1, size)
     for serial in (False, True) if runtime.on_cpu() else (False,):
-        for n in (0, 1, SCAN_BLOCK - 1, SCAN_BLOCK, 3 * SCAN_BLOCK + 17, size):
+        for n in lengths:
             values = rng.integers(0, 50, size + 1).astype(np.int32)
             data.from_numpy(values)
             _scan_kernel(scratch, data, n, serial)
