@@ -31,6 +31,10 @@
 #                  or `bench pile --step-option gpu_grid_team=false`); results_grid.tgz.
 #                  Never run on a GPU yet: run it first in a session whose lease allows
 #                  (at most 9 min)
+#   profile        python -m benchmarks.kernel_profile --arch $FX2D_DEVICE_ARCH: Taichi's
+#                  kernel profiler per offloaded task (device ms, registers a thread,
+#                  block and grid size, occupancy) of the large pyramid, the 1M pile after
+#                  30 steps and 65,536 small worlds, each solver; results_profile.tgz
 #   session        for a 15-minute lease, one 10-minute command: the GPU against the CPU
 #                  beside every backend test (4 min, pytest-xdist), three benchmark
 #                  scenes with each solver (1.7 min each; large worlds on the GPU team),
@@ -52,7 +56,7 @@
 #   export PYTHONPATH=/tmp/site:$PWD && bash benchmarks/device_run.sh check
 set -uo pipefail
 cd "$(dirname "$0")/.."
-part=${1:?usage: bash benchmarks/device_run.sh check | tests | bench [SCENE ...] | envs | grid | session | viewer | compare [SCENE ...]}
+part=${1:?usage: bash benchmarks/device_run.sh check | tests | bench [SCENE ...] | envs | grid | profile | session | viewer | compare [SCENE ...]}
 shift
 arch=${FX2D_DEVICE_ARCH:-cuda}
 out=${OUT:-/tmp/fx2d_device_run}
@@ -148,6 +152,12 @@ grid)
         tar -czf "$out/results_grid.tgz" -C "$results" .
     done
     ;;
+profile)
+    results=$(mktemp -d)
+    timeout 420 "$python" -m benchmarks.kernel_profile --arch "$arch" --results "$results" \
+        2>&1 | tee "$log"
+    tar -czf "$out/results_profile.tgz" -C "$results" .
+    ;;
 viewer)
     results=$(mktemp -d)
     for viewer_arch in "$arch" vulkan; do
@@ -172,7 +182,7 @@ compare)
     tar -czf "$out/results_compare.tgz" -C "$results" .
     ;;
 *)
-    echo "unknown part: $part (check | tests | bench | envs | grid | session | viewer | compare)" >&2
+    echo "unknown part: $part (check | tests | bench | envs | grid | profile | session | viewer | compare)" >&2
     exit 2
     ;;
 esac

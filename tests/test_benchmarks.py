@@ -597,3 +597,29 @@ def test_contact_sweep_benchmark_times_each_solvers_sweeps_and_restores_the_stat
         a, b = measured.get_state(), twin.get_state()
         for name in ("position", "angle", "velocity", "angular_velocity"):
             assert getattr(a, name).tobytes() == getattr(b, name).tobytes(), (solver, name)
+
+
+@pytest.mark.slow
+def test_kernel_profile_splits_a_step_into_its_tasks(tmp_path):
+    """benchmarks.kernel_profile in a process of its own (Taichi's kernel profiler is turned
+    on as Taichi starts): four small worlds, each solver. Every task row names its kernel,
+    the shares of a scene's tasks add up to its profiled time, and the small worlds'
+    substeps are one launch of their kernel a step (each of its tasks once)."""
+    import subprocess
+
+    root = Path(__file__).resolve().parents[1]
+    command = [sys.executable, "-m", "benchmarks.kernel_profile", "--scenes", "batched_small"]
+    command += ["--worlds", "4", "--warm", "2", "--steps", "3", "--results", str(tmp_path)]
+    done = subprocess.run(command, cwd=root, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    (path,) = tmp_path.glob("*/kernel_profile.csv")
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    for solver in ("xpbd", "soft_step"):
+        tasks = [r for r in rows if r["solver"] == solver]
+        assert tasks and all(r["task"].startswith(r["kernel"] + "_c") for r in tasks)
+        assert sum(float(r["share"]) for r in tasks) == pytest.approx(1.0, abs=0.01)
+        assert sum(float(r["ms_per_step"]) for r in tasks) > 0
+        substeps = [r for r in tasks if r["kernel"] == "_substeps"]
+        assert substeps and {float(r["launches_per_step"]) for r in substeps} == {1.0}
+    assert "_substeps" in done.stdout
