@@ -127,8 +127,9 @@ class StepOptions:
             the sleep pass as where it held; where the colouring overflowed, the launch
             stops after the colour lists and the host goes on. Off: the launch stops after
             the check (or does not run) and the host colours in launches of its own, three
-            of them host syncs. A poured pile of 100,000 bodies (soft step, 2-core CPU,
-            fold_on_cpu) went from 10.2 launches and 5.1 host syncs a step to TBD.
+            of them host syncs. A poured pile of 100,000 bodies (soft step, counted on the
+            CPU team with fold_on_cpu) went from 10.2 launches and 5.1 host syncs a step to
+            1.3 and 1.2.
         sleep_in_launch: a team's launch that built or refreshed the reported list runs
             the step's sleep pass after it (sleep.update_sleep_by_team), its labelling's
             rounds inside the launch, instead of update_sleep's launches after it.
