@@ -402,6 +402,54 @@ def test_a_found_step_in_one_launch_is_its_own_launches(arch, solver):
         assert more - fewer >= 4 * (90 - colorings) - 5, (more, fewer, colorings)
 
 
+def test_a_found_step_that_colours_in_its_launch_is_its_own_launches(arch, solver):
+    """On a team, a found step whose colouring no longer holds (or may not be reused: its
+    pairs are not as many as last step's colouring coloured) colours the constraints in
+    its launch and goes on there (StepOptions.color_in_launch, fused._color_by_team): a
+    poured pile whose pairs change nearly every step gives the same states, contacts and
+    events every step as the host's colouring in launches of its own, with the same
+    colourings, and its colourings take no launch of the host's colouring and a handful of
+    launches fewer each."""
+    from fx2d_gpu.device import launching
+
+    from .helpers import assert_same_trace, launches_of, trace
+
+    def run(color_in_launch):
+        scene = scenes.random_pile(
+            300,
+            arch=arch,
+            seed=3,
+            solver=solver,
+            step_options={"color_in_launch": color_in_launch, "fold_on_cpu": True},
+        )
+        steps, last = [], [launching.launch_count(), scene.colorings]
+
+        def note(scene):  # (launches since the last step's note, whether it coloured)
+            now = [launching.launch_count(), scene.colorings]
+            steps.append((now[0] - last[0], now[1] - last[1]))
+            last[:] = now
+
+        hosted = launches_of("coloring._start_coloring")
+        got = trace(scene, 40, note)
+        return got, steps, launches_of("coloring._start_coloring") - hosted
+
+    in_launch, steps, hosted = run(True)
+    own_launches, own_steps, own_hosted = run(False)
+    assert_same_trace(in_launch, own_launches)
+    colored = [step for step, (_, made) in enumerate(own_steps) if made]
+    assert [made for _, made in steps] == [made for _, made in own_steps]
+    assert len(colored) > 20, colored  # the pile's colouring fails most steps
+    assert own_hosted >= len(colored) - 1, own_hosted
+    if arch == "cpu":  # a team runs the steps (a GPU's team where it has one)
+        # The colourings ran in the team's launch, not the host's: at most the step after
+        # a set_state or a kept step whose check failed colours on the host.
+        assert hosted <= 2, (hosted, own_hosted)
+        # The colour's 3 launches and the order's 2, the carry's, begin_step's, the body
+        # lists' and the substeps' launches folded into one.
+        saved = [own_steps[step][0] - steps[step][0] for step in colored[1:]]
+        assert min(saved) >= 5, saved
+
+
 def test_a_report_built_in_the_teams_launch_is_its_own_launchs(arch, solver):
     """A team's launch that ran the substeps builds the reported list and the step's events
     at its end where the list was not refreshed (reporting.report_by_team,

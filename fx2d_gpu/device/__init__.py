@@ -58,8 +58,9 @@ SCAN_CHUNK = 64
 BARRIER_SLOTS = 64
 #: Counters of a CPU team's checks (StepCounts.tally, solver/fused.py): a kept colouring's
 #: two, the reported list's refresh_tally's three, the fat boxes' refit's three, how far a
-#: broad phase in the team's launch went, and whether its sleep pass converged.
-TALLY_SLOTS = 10
+#: broad phase in the team's launch went, whether its sleep pass converged, and how a
+#: colouring in the launch went with its colours used and overflow.
+TALLY_SLOTS = 13
 
 #: The symbols of field shapes: {symbol: meaning}. The capacities' symbols (the pool's
 #: capacity key in brackets) come first, then the constants (see each constant).

@@ -361,16 +361,14 @@ def _start_coloring(
     one of its bodies woke since (two constraints of one colour may share a body that was
     fixed then). Lists the constraints left without a colour in uncolored and returns their
     count."""
-    n_pairs = counts.n_pairs[None]
     ti.loop_config(serialize=serial)
     for slot in range(n_slots):
         _clear_claims(coloring, slot)
     ti.loop_config(serialize=serial)
     for k in range(n_constraints):
-        color = _kept_color(model, bodies, joints, manifolds, coloring, counts, k, n_bodies, keep)
-        if k < n_pairs and all_pairs == 0 and coloring.solve[k] == 0:
-            color = UNSOLVED_COLOR
-        coloring.color[k] = color
+        _start_color(
+            model, bodies, joints, manifolds, coloring, counts, k, n_bodies, keep, all_pairs
+        )
     ti.loop_config(serialize=serial)
     for k in range(n_constraints):
         _mark_kept(model, bodies, joints, manifolds, coloring, counts, k, n_bodies)
@@ -379,10 +377,80 @@ def _start_coloring(
         _flag_colored_dynamic(model, bodies, coloring, slot, n_bodies)
     coloring.n_uncolored[None] = 0
     ti.loop_config(serialize=serial)
-    for k in range(n_constraints):  # the order is free: bids are atomic minima
-        if coloring.color[k] < 0:
-            coloring.uncolored[ti.atomic_add(coloring.n_uncolored[None], 1)] = k
+    for k in range(n_constraints):
+        _list_uncolored(coloring, k)
     return coloring.n_uncolored[None]
+
+
+@ti.func
+def _start_color(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    manifolds: ti.template(),
+    coloring: ti.template(),
+    counts: ti.template(),
+    k,
+    n_bodies,
+    keep,
+    all_pairs,
+):
+    """_start_coloring's colour for constraint k: UNSOLVED_COLOR for a pair the solver does
+    not look at (unless `all_pairs` are coloured), else _kept_color's."""
+    color = _kept_color(model, bodies, joints, manifolds, coloring, counts, k, n_bodies, keep)
+    if k < counts.n_pairs[None] and all_pairs == 0 and coloring.solve[k] == 0:
+        color = UNSOLVED_COLOR
+    coloring.color[k] = color
+
+
+@ti.func
+def _list_uncolored(coloring: ti.template(), k):
+    """Constraint k added to the uncoloured list where it has no colour yet (the list's order
+    is free: bids are atomic minima)."""
+    if coloring.color[k] < 0:
+        coloring.uncolored[ti.atomic_add(coloring.n_uncolored[None], 1)] = k
+
+
+@ti.func
+def start_coloring_by_team(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    manifolds: ti.template(),
+    coloring: ti.template(),
+    counts: ti.template(),
+    member,
+    n_members,
+    n_slots,
+    n_constraints,
+    n_bodies,
+    keep,
+    all_pairs,
+):
+    """_start_coloring on a team (solver/team.py): each member clears its share of the body
+    slots, the team meets, then each gives its share of the constraints their start colour,
+    marks the kept ones on their bodies and lists the uncoloured (a constraint's three
+    steps read only its own colour, so they run in one pass), the team meets before the
+    body flags change (a start colour reads them: woke), and again after. Returns the
+    uncoloured count, the same for every member."""
+    if member == 0:
+        coloring.n_uncolored[None] = 0
+    lo, hi = team.share(0, n_slots, member, n_members)
+    for slot in range(lo, hi):
+        _clear_claims(coloring, slot)
+    team.barrier(counts, n_members, team.SPIN_LIMIT)
+    k_lo, k_hi = team.share(0, n_constraints, member, n_members)
+    for k in range(k_lo, k_hi):
+        _start_color(
+            model, bodies, joints, manifolds, coloring, counts, k, n_bodies, keep, all_pairs
+        )
+        _mark_kept(model, bodies, joints, manifolds, coloring, counts, k, n_bodies)
+        _list_uncolored(coloring, k)
+    team.barrier(counts, n_members, team.SPIN_LIMIT)
+    for slot in range(lo, hi):
+        _flag_colored_dynamic(model, bodies, coloring, slot, n_bodies)
+    team.barrier(counts, n_members, team.SPIN_LIMIT)
+    return ti.atomic_add(coloring.n_uncolored[None], 0)
 
 
 @ti.func
@@ -555,57 +623,85 @@ def _color_rounds_by_team(
     for item in range(n_members * stride):
         member = team.member_of(item, stride)
         if member >= 0:
-            lo, hi = team.share(0, n_uncolored, member, n_members)
-            if member == 0:
-                for color in range(MAX_COLORS):
-                    coloring.round_left[color] = 0
+            color_rounds_by_team(
+                model,
+                bodies,
+                joints,
+                manifolds,
+                coloring,
+                counts,
+                member,
+                n_members,
+                n_uncolored,
+                n_bodies,
+            )
+
+
+@ti.func
+def color_rounds_by_team(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    manifolds: ti.template(),
+    coloring: ti.template(),
+    counts: ti.template(),
+    member,
+    n_members,
+    n_uncolored,
+    n_bodies,
+):
+    """_color_rounds_by_team's rounds for one member of the team (its kernel's, or a team
+    launch that colours the step's constraints itself: fused.found_step_by_team); every
+    member returns after the same round."""
+    lo, hi = team.share(0, n_uncolored, member, n_members)
+    if member == 0:
+        for color in range(MAX_COLORS):
+            coloring.round_left[color] = 0
+    team.barrier(counts, n_members, team.SPIN_LIMIT)
+    for color in range(MAX_COLORS):
+        # A loop, not an unrolled one: unrolled, the kernel's machine code took
+        # ~0.35 s more to build in every new process, offline cache or not.
+        left = 0
+        for _ in range(_SUB_ROUNDS):
+            for i in range(lo, hi):
+                _bid(
+                    model,
+                    bodies,
+                    joints,
+                    manifolds,
+                    coloring,
+                    counts,
+                    coloring.uncolored[i],
+                    n_bodies,
+                    color,
+                )
             team.barrier(counts, n_members, team.SPIN_LIMIT)
-            for color in range(MAX_COLORS):
-                # A loop, not an unrolled one: unrolled, the kernel's machine code took
-                # ~0.35 s more to build in every new process, offline cache or not.
-                left = 0
-                for _ in range(_SUB_ROUNDS):
-                    for i in range(lo, hi):
-                        _bid(
-                            model,
-                            bodies,
-                            joints,
-                            manifolds,
-                            coloring,
-                            counts,
-                            coloring.uncolored[i],
-                            n_bodies,
-                            color,
-                        )
-                    team.barrier(counts, n_members, team.SPIN_LIMIT)
-                    for i in range(lo, hi):
-                        _take(
-                            model,
-                            bodies,
-                            joints,
-                            manifolds,
-                            coloring,
-                            counts,
-                            coloring.uncolored[i],
-                            n_bodies,
-                            color,
-                        )
-                    team.barrier(counts, n_members, team.SPIN_LIMIT)
-                    left = 0
-                    for i in range(lo, hi):  # packed in place: a member's share is its own
-                        k = coloring.uncolored[i]
-                        _settle(
-                            model, bodies, joints, manifolds, coloring, counts, k, n_bodies, color
-                        )
-                        if coloring.color[k] < 0:
-                            coloring.uncolored[lo + left] = k
-                            left += 1
-                    hi = lo + left
-                    team.barrier(counts, n_members, team.SPIN_LIMIT)
-                ti.atomic_add(coloring.round_left[color], left)
-                team.barrier(counts, n_members, team.SPIN_LIMIT)
-                if ti.atomic_add(coloring.round_left[color], 0) == 0:
-                    break  # everything has a colour: the remaining rounds would do nothing
+            for i in range(lo, hi):
+                _take(
+                    model,
+                    bodies,
+                    joints,
+                    manifolds,
+                    coloring,
+                    counts,
+                    coloring.uncolored[i],
+                    n_bodies,
+                    color,
+                )
+            team.barrier(counts, n_members, team.SPIN_LIMIT)
+            left = 0
+            for i in range(lo, hi):  # packed in place: a member's share is its own
+                k = coloring.uncolored[i]
+                _settle(model, bodies, joints, manifolds, coloring, counts, k, n_bodies, color)
+                if coloring.color[k] < 0:
+                    coloring.uncolored[lo + left] = k
+                    left += 1
+            hi = lo + left
+            team.barrier(counts, n_members, team.SPIN_LIMIT)
+        ti.atomic_add(coloring.round_left[color], left)
+        team.barrier(counts, n_members, team.SPIN_LIMIT)
+        if ti.atomic_add(coloring.round_left[color], 0) == 0:
+            break  # everything has a colour: the remaining rounds would do nothing
 
 
 @ti.func
@@ -861,33 +957,107 @@ def _group_by_color(
         coloring.color_start[c] = 0
     ti.loop_config(serialize=serial)
     for k in range(n_constraints):
-        if coloring.color[k] < 0:
-            coloring.color[k] = MAX_COLORS
-        ti.atomic_add(coloring.color_start[coloring.color[k]], 1)
+        _count_color(coloring, k)
     used = 0
     for _ in range(1):
-        running = 0
-        for c in range(UNSOLVED_COLOR + 1):
-            count = coloring.color_start[c]
-            if count > 0 and c < MAX_COLORS:
-                used = c + 1
-            coloring.color_start[c] = running
-            coloring.color_cursor[c] = running
-            running += count
-        coloring.color_start[UNSOLVED_COLOR + 1] = running
-    overflow = coloring.color_start[MAX_COLORS + 1] - coloring.color_start[MAX_COLORS]
+        used = _color_starts(coloring)
     # Inside a colour the order is free (its pairs touch disjoint bodies), but not in the
     # overflow colour (_order_overflow).
     ti.loop_config(serialize=serial)
     for k in range(n_constraints):
-        c = coloring.color[k]
-        if c != MAX_COLORS:
-            coloring.color_list[ti.atomic_add(coloring.color_cursor[c], 1)] = k
+        _list_by_color(coloring, k)
     ti.loop_config(serialize=serial)
     for joint_slot in range(n_constraints - counts.n_pairs[None]):  # kept for the next step
-        coloring.joint_color[joint_slot] = coloring.color[counts.n_pairs[None] + joint_slot]
+        _keep_joint_color(coloring, counts, joint_slot)
     coloring.n_overflow_pairs[None] = 0
-    return ti.math.ivec2(used, overflow)
+    return ti.math.ivec2(used, _overflow_count(coloring))
+
+
+@ti.func
+def _count_color(coloring: ti.template(), k):
+    """Constraint k counted in its colour's start (still a count); one left without a colour
+    takes the overflow colour."""
+    if coloring.color[k] < 0:
+        coloring.color[k] = MAX_COLORS
+    ti.atomic_add(coloring.color_start[coloring.color[k]], 1)
+
+
+@ti.func
+def _color_starts(coloring: ti.template()):
+    """The colours' counts (_count_color's) made into their starts in color_list, serially (a
+    few dozen colours), the cursors set to them; returns the colours used."""
+    used = 0
+    running = 0
+    for c in range(UNSOLVED_COLOR + 1):
+        count = coloring.color_start[c]
+        if count > 0 and c < MAX_COLORS:
+            used = c + 1
+        coloring.color_start[c] = running
+        coloring.color_cursor[c] = running
+        running += count
+    coloring.color_start[UNSOLVED_COLOR + 1] = running
+    return used
+
+
+@ti.func
+def _list_by_color(coloring: ti.template(), k):
+    """Constraint k listed in its colour's range of color_list, at its cursor (not the
+    overflow's: _order_overflow orders it)."""
+    c = coloring.color[k]
+    if c != MAX_COLORS:
+        coloring.color_list[ti.atomic_add(coloring.color_cursor[c], 1)] = k
+
+
+@ti.func
+def _keep_joint_color(coloring: ti.template(), counts: ti.template(), joint_slot):
+    """A joint slot's colour kept for the next step's colouring to start from."""
+    coloring.joint_color[joint_slot] = coloring.color[counts.n_pairs[None] + joint_slot]
+
+
+@ti.func
+def _overflow_count(coloring: ti.template()):
+    """Constraints in the overflow colour (after _color_starts)."""
+    return coloring.color_start[MAX_COLORS + 1] - coloring.color_start[MAX_COLORS]
+
+
+@ti.func
+def group_by_color_by_team(
+    coloring: ti.template(), counts: ti.template(), member, n_members, n_constraints
+):
+    """_group_by_color on a team; returns (colours used, overflow), the same for every
+    member. On a CPU member 0 counts and lists every constraint, in index order, as the
+    host's colouring does there (serially: _color's lists_serial, since threads fight over
+    a handful of colours' counters), so a colour's list has the same order; on a GPU each
+    member its share, with atomic cursors (the order inside a colour is free, as in the
+    GPU's own launch). The serial prefix over the colours is member 0's either way; the
+    team meets between the steps."""
+    k_lo, k_hi = team.share(0, n_constraints, member, n_members)
+    if ti.static(not gpu_team.on_gpu()):
+        k_lo, k_hi = 0, 0
+        if member == 0:
+            k_hi = n_constraints
+    if member == 0:
+        for c in range(UNSOLVED_COLOR + 2):
+            coloring.color_start[c] = 0
+    team.barrier(counts, n_members, team.SPIN_LIMIT)
+    for k in range(k_lo, k_hi):
+        _count_color(coloring, k)
+    team.barrier(counts, n_members, team.SPIN_LIMIT)
+    if member == 0:
+        _color_starts(coloring)
+        coloring.n_overflow_pairs[None] = 0
+    team.barrier(counts, n_members, team.SPIN_LIMIT)
+    for k in range(k_lo, k_hi):
+        _list_by_color(coloring, k)
+    lo, hi = team.share(0, n_constraints - counts.n_pairs[None], member, n_members)
+    for joint_slot in range(lo, hi):
+        _keep_joint_color(coloring, counts, joint_slot)
+    team.barrier(counts, n_members, team.SPIN_LIMIT)
+    used = 0
+    for c in range(MAX_COLORS):
+        if coloring.color_start[c + 1] > coloring.color_start[c]:
+            used = c + 1
+    return ti.math.ivec2(used, _overflow_count(coloring))
 
 
 @quick

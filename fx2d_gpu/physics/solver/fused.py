@@ -53,12 +53,16 @@ from . import gpu_team, team, team_stages
 from .coloring import (
     HOLDS,
     check_slot,
+    color_rounds_by_team,
     color_worlds,
     colors_by_world,
+    group_by_color_by_team,
     holds_code,
     keeps_colors,
+    may_reuse_coloring,
     one_color_by_world,
     solves_other_pairs,
+    start_coloring_by_team,
 )
 from .contacts import REPEAT_SOLVE, swept_again
 from .faults import clear_faults, mark_faults
@@ -187,7 +191,7 @@ def begin_step_by_team(ctx: "StepContext", threads: int):
 
 def kept_step_by_team(
     ctx: "StepContext", threads: int, refit: tuple[float, float] | None = None
-) -> tuple[int, tuple[int, int, int] | None, "Paired | None"]:
+) -> tuple[int, tuple[int, int, int] | None, "Paired | None", "LaunchColoring | None"]:
     """A step that keeps last step's pairs where they lie and may reuse its colouring
     (step._keep_pairs), in one launch on a team of `threads` CPU threads: begin_step's
     stages, the check that the colouring still holds (coloring._coloring_holds_in_order's,
@@ -196,12 +200,15 @@ def kept_step_by_team(
     (broad_phase.refit_fat_boxes, not reset), and the rest only where it leaves the pairs
     kept and nothing asleep (pairs.keeps_pairs, no sleeper: no wake_islands to ask).
     Returns (the check's answer, coloring.verdict_holds reads it; the refit's answer,
-    refit_fat_boxes', or None without `refit`; what its broad phase found, or None);
+    refit_fat_boxes', or None without `refit`; what its broad phase found, or None; what
+    a colouring in the launch did, or None: found_step_by_team's);
     where the refit or the check stops it, nothing after them ran, except that where the
     refit moved boxes and nothing sleeps, the launch saves last step's pairs and (the scene's
     StepOptions.broad_phase_in_launch) finds the pairs itself: where they fit the pool and
     last step's colouring may be reused for them it goes on as found_step_by_team's launch
-    (the check's answer is then that launch's), else it stops after the broad phase
+    (the check's answer is then that launch's; with StepOptions.color_in_launch also where
+    the pairs are not last step's number: it colours them itself, as found_step_by_team's
+    launch colours where the check fails), else it stops after the broad phase
     (`Paired`). The same results bit for bit as those in their own launches;
     what it saves is their launches, each of which wakes the CPU backend's thread pool
     (~65 us on the 2-core CPU VM, against ~12 us for a launch of serial loops). Soft step,
@@ -212,7 +219,7 @@ def kept_step_by_team(
     return _launch(ctx, by_world=False, n_members=threads, mode=KEPT, refit=refit)
 
 
-def found_step_by_team(ctx: "StepContext", threads: int) -> int:
+def found_step_by_team(ctx: "StepContext", threads: int) -> tuple[int, "LaunchColoring | None"]:
     """The rest of a step whose broad phase found its pairs (step.find_pairs, where last
     step's colouring may be reused: may_reuse_coloring), in one launch on a team of
     `threads` threads: last step's contacts carried to the pairs (pairs.carry_contacts'),
@@ -221,12 +228,45 @@ def found_step_by_team(ctx: "StepContext", threads: int) -> int:
     team_stages.found_coloring_part), and where it holds the pairs moved to colour order
     (pairs._gather_pairs'), their per-body lists (contacts._build_body_contacts') and the
     substeps, as substeps_by_team runs them. Returns the check's answer (coloring.
-    verdict_holds reads it); where it does not hold nothing after the check ran, and the
-    step colours again. The same results bit for bit as those stages' own launches, six
+    verdict_holds reads it) and, where the launch coloured the constraints itself
+    (colors_in_launch), what that colouring did (LaunchColoring), else None. Where the
+    check does not hold, or does not run (last step's colouring may not be reused:
+    coloring.may_reuse_coloring), the launch colours the step's constraints itself
+    (StepOptions.color_in_launch: _color_by_team, the colouring's stages on the team) and
+    goes on as where the check held, unless something overflowed the colours: then it
+    stops after the colour lists and the host orders the overflow and goes on as after its
+    own colouring; without color_in_launch nothing after the check ran, and the step
+    colours again. The same results bit for bit as those stages' own launches, six
     of which it replaces (on a GPU: five launches and two host syncs a step of the awake
-    large pyramid)."""
-    code, _, _ = _launch(ctx, by_world=False, n_members=threads, mode=FOUND)
-    return code
+    large pyramid); with the colouring, eleven (the colouring's three and the order's two
+    of them, each of the colouring's a host sync, on a pile whose pairs change every
+    step)."""
+    code, _, _, colored = _launch(ctx, by_world=False, n_members=threads, mode=FOUND)
+    return code, colored
+
+
+@dataclass(frozen=True)
+class LaunchColoring:
+    """What a team's launch that coloured the step's constraints itself did
+    (colors_in_launch): whether it started from last step's colours (`keep`,
+    coloring.keeps_colors as the host said before the launch), the colours it used, the
+    constraints it left to the overflow colour, and whether it went on after the colour
+    lists (nothing overflowed: it moved the pairs to colour order, built their per-body
+    lists and ran the substeps) or stopped there (the host orders the overflow, moves the
+    pairs and runs the substeps)."""
+
+    keep: bool
+    used: int
+    overflow: int
+    went_on: bool
+
+
+def colors_in_launch(ctx: "StepContext") -> bool:
+    """Whether a found step's team launch colours the step's constraints itself where last
+    step's colouring does not hold or may not be reused (StepOptions.color_in_launch,
+    compiled in with the folded stages: folds); not for a step without constraints (the
+    host's colouring then runs nothing, and leaves the colour lists as they were)."""
+    return ctx.options.color_in_launch and folds(ctx) and ctx.n_constraints > 0
 
 
 @dataclass(frozen=True)
@@ -306,8 +346,20 @@ def _world_args(ctx: "StepContext", launch: WorldLaunch) -> tuple[int, ...]:
 #: Where each of the team's checks tallies in counts.tally (device.TALLY_SLOTS): the kept
 #: colouring's two counts (_kept_coloring_holds), the report's three (refresh_tally), the
 #: refit's three (_refit_by_team), how far the launch's broad phase went (FIND_*), how its
-#: sleep pass went (SLEPT_*).
-_HOLDS_TALLY, _REFRESH_TALLY, _REFIT_TALLY, _FIND_TALLY, _SLEEP_TALLY = 0, 2, 5, 8, 9
+#: sleep pass went (SLEPT_*), how a colouring in the launch went (COLORED_*) and its colours
+#: used and overflowing constraints (_color_by_team).
+_HOLDS_TALLY, _REFRESH_TALLY, _REFIT_TALLY, _FIND_TALLY, _SLEEP_TALLY, _COLOR_TALLY = (
+    0,
+    2,
+    5,
+    8,
+    9,
+    10,
+)
+
+#: How a colouring in a team's launch went (its answer's COLORED entry): none made; made,
+#: something overflowed, the launch stopped after the colour lists; made, the launch went on.
+COLORED_NONE, COLORED_STOPPED, COLORED_WENT_ON = 0, 1, 2
 
 #: How the sleep pass at a team launch's end went (its answer's SLEEP entry): not run; run,
 #: its labelling not converged (a bug: the host raises); run.
@@ -318,8 +370,9 @@ SLEPT_NONE, SLEPT_UNCONVERGED, SLEPT = 0, 1, 2
 #: three counts where it built one; how far a broad phase in the launch went (FIND_*) and
 #: what it needed: grid entries, pairs, bodies lost; how its sleep pass went (SLEPT_*; see
 #: _substeps); the colours used and the constraints overflowing them of a colouring in the
-#: launch (the small worlds' step, step_by_world).
-_Answer = ti.types.vector(17, ti.i32)
+#: launch (the small worlds' step, step_by_world; a team's, _color_by_team) and how a team's
+#: went (COLORED_*).
+_Answer = ti.types.vector(18, ti.i32)
 
 #: How far a kept step's launch that went on to find its pairs went (its answer's FIND
 #: entry): not at all; the broad phase, then stopped (the pool must grow, or the pairs are
@@ -355,6 +408,15 @@ _FindArgs = ti.types.vector(7, ti.i32)
     _COLORED_PAIRS,
     _REPORT_FOUND,
 ) = range(7)
+
+#: _substeps' `color_args` (a team's found step, FOUND, or a kept step's launch that finds its
+#: pairs): whether last step's colouring may be reused (coloring.may_reuse_coloring: the
+#: check runs; a kept step's launch checks where its broad phase found as many pairs as that
+#: colouring coloured), whether the launch colours the constraints itself where the check
+#: does not hold or does not run (colors_in_launch; compiled in with `recolors`), and whether
+#: that colouring starts from last step's colours (coloring.keeps_colors).
+_ColorArgs = ti.types.vector(3, ti.i32)
+_MAY_REUSE, _RECOLOR, _KEEP_COLORS = range(3)
 
 #: _substeps' modes: begin_step's stages; the substeps; begin_step, the colouring's check
 #: and the substeps where it holds (kept_step_by_team); begin_step, the check of a
@@ -393,6 +455,7 @@ def _launch(
         save = _save_flags(ctx) if worlds.save else 0
         report, sleep = worlds.report, worlds.sleep
     find = folded and mode == KEPT and refit is not None and _finds_in_launch(ctx)
+    recolors = folded and worlds is None and ctx.options.color_in_launch
     answer = _substeps(
         model=pool.model,
         bodies=pool.bodies,
@@ -434,6 +497,8 @@ def _launch(
         margin=margin,
         motion_time=motion_time,
         folded=folded,
+        recolors=recolors,
+        color_args=_color_args(ctx, mode) if recolors else (1, 0, 0),
         find=int(find),
         sleep=int(sleep),
         cell_size=ctx.cell_size,
@@ -445,6 +510,16 @@ def _launch(
     if worlds is not None:
         return [int(value) for value in answer]
     return _note_answer(ctx, [int(value) for value in answer], mode, refit, find, refresh, report)
+
+
+def _color_args(ctx: "StepContext", mode: int) -> tuple[int, int, int]:
+    """_substeps' color_args (_ColorArgs) for a team's launch compiled with the colouring
+    (`recolors`). A kept step's launch (KEPT) may reuse last step's colouring
+    (step._kept_launch_team asked), and the device sees whether its broad phase's pairs are
+    as many as that colouring coloured and whether there are constraints to colour."""
+    if mode == FOUND:
+        return int(may_reuse_coloring(ctx)), int(colors_in_launch(ctx)), int(keeps_colors(ctx))
+    return 1, int(mode == KEPT), int(keeps_colors(ctx))
 
 
 def _report_flags(ctx: "StepContext", by_world: bool, mode: int, folded: bool):
@@ -469,7 +544,8 @@ def _report_flags(ctx: "StepContext", by_world: bool, mode: int, folded: bool):
 
 def _note_answer(ctx: "StepContext", answer, mode, refit, find, refresh, report):
     """_launch's answer (_substeps'): returns (the colouring check's answer, the refit's
-    answer or None, what its broad phase found or None), and where the substeps ran notes
+    answer or None, what its broad phase found or None, what a colouring in the launch did
+    or None: LaunchColoring), and where the substeps ran notes
     on ctx what the launch did after them: faults, barrier timeouts, the reported list
     refreshed or built, the sleep pass."""
     code = answer[2]
@@ -480,7 +556,16 @@ def _note_answer(ctx: "StepContext", answer, mode, refit, find, refresh, report)
         paired = Paired(*answer[10:14])
         if paired.went_on:  # as found_step_by_team's launch: no refresh, its own report
             went_on, refresh, report = True, False, _reports_found(ctx)
-    if mode == SUBSTEPS or (mode in (KEPT, FOUND) and went_on and code & HOLDS):
+    colored = None
+    if answer[17] != COLORED_NONE:
+        colored = LaunchColoring(
+            keep=keeps_colors(ctx),  # (what the launch was told: the launch changed nothing of it)
+            used=answer[15],
+            overflow=answer[16],
+            went_on=answer[17] == COLORED_WENT_ON,
+        )
+    solved = code & HOLDS or (colored is not None and colored.went_on)
+    if mode == SUBSTEPS or (mode in (KEPT, FOUND) and went_on and solved):
         ctx.faults_found, ctx.barrier_timeouts = answer[0], answer[1]
         if refresh:
             ctx.report_refreshed = bool(answer[3])
@@ -489,7 +574,7 @@ def _note_answer(ctx: "StepContext", answer, mode, refit, find, refresh, report)
         if answer[14] == SLEPT_UNCONVERGED:
             raise no_convergence()
         ctx.slept_in_launch = answer[14] == SLEPT
-    return code, refitted, paired
+    return code, refitted, paired, colored
 
 
 @dataclass(frozen=True)
@@ -655,12 +740,16 @@ def _find_pairs_by_team(
     margin,
     motion_time,
     find_args,
+    recolor,
+    n_joint_slots,
 ):
     """A kept step's launch whose refit moved boxes (nothing asleep): the broad phase on the
     team (team_stages.find_pairs, with the refit's margin and motion time, fat boxes), its
     progress in counts.tally[_FIND_TALLY]. Returns the step's pairs where the launch goes on
     as found_step_by_team does (they fit the pool, are allowed, and are as many as last
-    step's colouring coloured), else -1: the host takes it from the broad phase's answer."""
+    step's colouring coloured, or, where the launch colours them itself (`recolor`:
+    colors_in_launch), there are constraints to colour), else -1: the host takes it from
+    the broad phase's answer."""
     found = team_stages.find_pairs(
         model,
         bodies,
@@ -685,7 +774,9 @@ def _find_pairs_by_team(
         found[0] <= find_args[_ENTRY_CAPACITY]
         and found[1] <= find_args[_PAIR_CAPACITY]
         and found[1] <= find_args[_PAIR_LIMIT]
-        and found[1] == find_args[_COLORED_PAIRS]
+        and (
+            found[1] == find_args[_COLORED_PAIRS] or (recolor == 1 and found[1] + n_joint_slots > 0)
+        )
     ):
         step_pairs = found[1]
     if member == 0:
@@ -825,6 +916,7 @@ def _kept_coloring_holds(
 def _found_pairs_in_order(
     model: ti.template(),
     bodies: ti.template(),
+    joints: ti.template(),
     manifolds: ti.template(),
     previous: ti.template(),
     staging: ti.template(),
@@ -832,28 +924,138 @@ def _found_pairs_in_order(
     prepared: ti.template(),
     coloring: ti.template(),
     counts: ti.template(),
+    recolors: ti.template(),
     member,
     n_members,
     n_pairs,
     n_slots,
     n_bodies,
+    n_joint_slots,
+    check,
+    color_args,
 ):
     """found_step_by_team's part between begin_step's stages and the substeps: the check of
-    last step's colouring on the found pairs (team_stages.found_coloring_part, tallied into
-    counts.tally[0:2], which member 0 cleared at the launch's start), and where it holds
-    the pairs moved to colour order and their per-body lists (team_stages); returns the
-    check's answer (coloring.holds_code), the same for every member."""
-    part = team_stages.found_coloring_part(
-        model, bodies, manifolds, previous, coloring, member, n_members, n_pairs, n_slots, n_bodies
-    )
-    total = _team_tally(counts, _HOLDS_TALLY, part, n_members)
-    code = holds_code(total[0], total[1])
+    last step's colouring on the found pairs (`check`: where it may be reused;
+    team_stages.found_coloring_part, tallied into counts.tally[0:2], which member 0 cleared
+    at the launch's start; unchecked, it counts as changed), where it does not hold and
+    color_args ask it (`recolors` compiles it in) a new colouring (_color_by_team), and
+    where either leaves a colouring without overflow the pairs moved to colour order and
+    their per-body lists (team_stages). Returns (HOLDS where the substeps go on, else 0;
+    the new colouring's colours used and overflow, or -1 where none was made), the same for
+    every member."""
+    code = 0
+    if check == 1:
+        part = team_stages.found_coloring_part(
+            model,
+            bodies,
+            manifolds,
+            previous,
+            coloring,
+            member,
+            n_members,
+            n_pairs,
+            n_slots,
+            n_bodies,
+        )
+        total = _team_tally(counts, _HOLDS_TALLY, part, n_members)
+        code = holds_code(total[0], total[1])
+    elif member == 0:
+        counts.tally[_HOLDS_TALLY] = 1
+    colors = ti.Vector([-1, -1])
+    if ti.static(recolors):
+        if (code & HOLDS) == 0 and color_args[_RECOLOR] == 1:
+            colors = _color_by_team(
+                model,
+                bodies,
+                joints,
+                manifolds,
+                coloring,
+                counts,
+                scan,
+                member,
+                n_members,
+                n_pairs,
+                n_slots,
+                n_bodies,
+                n_joint_slots,
+                color_args[_KEEP_COLORS],
+            )
+            if colors[1] == 0:
+                code = HOLDS
     if (code & HOLDS) != 0:
         team_stages.gather_pairs(manifolds, staging, coloring, counts, member, n_members, n_pairs)
         team_stages.build_body_contacts(
             manifolds, prepared, coloring, scan, counts, member, n_members, n_slots, n_pairs
         )
-    return code
+    return code, colors
+
+
+@ti.func
+def _color_by_team(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    manifolds: ti.template(),
+    coloring: ti.template(),
+    counts: ti.template(),
+    scan: ti.template(),
+    member,
+    n_members,
+    n_pairs,
+    n_slots,
+    n_bodies,
+    n_joint_slots,
+    keep,
+):
+    """coloring._color's colouring of a found step's constraints (large worlds: the pairs the
+    solver does not look at take no colour) on the team, as color_constraints(holds=False)
+    makes it: its start (coloring.start_coloring_by_team; `keep`: from last step's
+    colours), the rounds where something is left uncoloured (coloring.color_rounds_by_team,
+    as its own launch runs them on the host's team), the colour lists
+    (coloring.group_by_color_by_team) and, where nothing overflowed and there are pairs,
+    the plan of their colour order (team_stages.plan_color_order, as
+    pairs.store_in_color_order's). Member 0 notes in counts.tally[_COLOR_TALLY:] how it
+    went (COLORED_*), the colours used and the overflow, the launch's answer. Returns
+    (colours used, overflow), the same for every member."""
+    n_constraints = n_pairs + n_joint_slots
+    uncolored = start_coloring_by_team(
+        model,
+        bodies,
+        joints,
+        manifolds,
+        coloring,
+        counts,
+        member,
+        n_members,
+        n_slots,
+        n_constraints,
+        n_bodies,
+        keep,
+        0,
+    )
+    if uncolored > 0:
+        color_rounds_by_team(
+            model,
+            bodies,
+            joints,
+            manifolds,
+            coloring,
+            counts,
+            member,
+            n_members,
+            uncolored,
+            n_bodies,
+        )
+    colors = group_by_color_by_team(coloring, counts, member, n_members, n_constraints)
+    if member == 0:
+        counts.tally[_COLOR_TALLY] = COLORED_WENT_ON if colors[1] == 0 else COLORED_STOPPED
+        counts.tally[_COLOR_TALLY + 1] = colors[0]
+        counts.tally[_COLOR_TALLY + 2] = colors[1]
+    if colors[1] == 0 and n_pairs > 0:
+        team_stages.plan_color_order(
+            coloring, scan, counts, member, n_members, n_pairs, n_constraints
+        )
+    return colors
 
 
 @ti.func
@@ -1162,6 +1364,8 @@ def _substeps(
     margin: ti.f32,
     motion_time: ti.f32,
     folded: ti.template(),
+    recolors: ti.template(),
+    color_args: _ColorArgs,
     find: ti.i32,
     sleep: ti.i32,
     cell_size: ti.f32,
@@ -1285,6 +1489,8 @@ def _substeps(
             # What a broad phase in the launch changes (`find`): the pairs, the mode, the
             # report's flags.
             step_pairs, step_mode, step_refresh, step_report = n_pairs, mode, refresh, report
+            # The colouring the passes solve in: last step's, unless the launch makes one.
+            check, pass_colors, pass_overflow = color_args[_MAY_REUSE], world_colors[0], overflow
             if mode != BEGIN:
                 if ti.static(by_world):
                     clear_faults(faults, member)
@@ -1365,8 +1571,14 @@ def _substeps(
                                         margin,
                                         motion_time,
                                         find_args,
+                                        color_args[_RECOLOR],
+                                        n_worlds * n_joints,
                                     )
-                                    if step_pairs >= 0:  # found, and the colouring may be reused
+                                    if step_pairs >= 0:  # found; the colouring may be reused,
+                                        # or the launch colours them itself
+                                        check = 0
+                                        if step_pairs == find_args[_COLORED_PAIRS]:
+                                            check = 1
                                         step_mode, code = FOUND, HOLDS
                                         step_refresh, step_report = 0, find_args[_REPORT_FOUND]
                                         pair_range = ti.Vector([0, step_pairs])
@@ -1403,9 +1615,10 @@ def _substeps(
                         )
                     if ti.static(folded):
                         if phase == 0 and step_mode == FOUND:
-                            code = _found_pairs_in_order(
+                            code, colors = _found_pairs_in_order(
                                 model,
                                 bodies,
+                                joints,
                                 manifolds,
                                 previous,
                                 staging,
@@ -1413,12 +1626,18 @@ def _substeps(
                                 prepared,
                                 coloring,
                                 counts,
+                                recolors,
                                 member,
                                 team_size,
                                 step_pairs,
                                 n_slots,
                                 n_bodies,
+                                n_worlds * n_joints,
+                                check,
+                                color_args,
                             )
+                            if colors[0] >= 0:  # its own colouring, without overflow
+                                pass_colors, pass_overflow = colors[0], 0
                 s.substep = ti.max(phase, 0)
                 s.before_coloring = 1 if phase < 0 else 0
                 if (code & HOLDS) != 0:  # else: the colouring did not hold, the team stops
@@ -1465,8 +1684,8 @@ def _substeps(
                                         by_world,
                                         n_bodies,
                                         n_joints,
-                                        world_colors[0],
-                                        overflow,
+                                        pass_colors,
+                                        pass_overflow,
                                         h,
                                         sweeps,
                                         stage_uneven,
@@ -1578,6 +1797,10 @@ def _substeps(
             dt,
             solve * report,
         )
+    # A team's colouring in the launch (_color_by_team) is noted where world_colors are.
+    colors = ti.Vector([world_colors[0], world_colors[1], 0])
+    if ti.static(recolors and not by_world):
+        colors = ti.Vector([tally[_COLOR_TALLY + entry] for entry in ti.static((1, 2, 0))])
     return _Answer(
         faults.count[None],
         team.timeouts(counts),
@@ -1598,6 +1821,7 @@ def _substeps(
         counts.pairs_needed[None],
         counts.lost_bodies[None],
         tally[_SLEEP_TALLY],
-        world_colors[0],
-        world_colors[1],
+        colors[0],
+        colors[1],
+        colors[2],
     )

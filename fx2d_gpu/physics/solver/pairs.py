@@ -298,21 +298,43 @@ def _plan_color_order(
     color rewritten for the new indices."""
     ti.loop_config(serialize=serial)
     for i in range(n_constraints):
-        coloring.rank[i] = 1 if coloring.color_list[i] < n_pairs else 0
+        rank_listed_pair(coloring, i, n_pairs)
     exclusive_scan(scan, coloring.rank, n_constraints, serial)
     ti.loop_config(serialize=serial)
     for i in range(n_constraints):
-        k = coloring.color_list[i]
-        if k < n_pairs:
-            n = coloring.rank[i]
-            coloring.pair_origin[n] = k
-            coloring.color_list[i] = n
+        place_listed_pair(coloring, i, n_pairs)
     ti.loop_config(serialize=serial)
     for i in range(n_constraints):
-        color = 0
-        while coloring.color_start[color + 1] <= i:
-            color += 1
-        coloring.color[coloring.color_list[i]] = color
+        recolor_listed(coloring, i)
+
+
+@ti.func
+def rank_listed_pair(coloring: ti.template(), i, n_pairs):
+    """_plan_color_order's first step for entry i of color_list: 1 where it is a pair (to be
+    numbered by the scan), 0 for a joint slot."""
+    coloring.rank[i] = 1 if coloring.color_list[i] < n_pairs else 0
+
+
+@ti.func
+def place_listed_pair(coloring: ti.template(), i, n_pairs):
+    """_plan_color_order's second step (after the scan of rank) for entry i of color_list:
+    a pair's new index n (its rank), pair_origin[n] the broad-phase index it comes from,
+    and the entry rewritten to n."""
+    k = coloring.color_list[i]
+    if k < n_pairs:
+        n = coloring.rank[i]
+        coloring.pair_origin[n] = k
+        coloring.color_list[i] = n
+
+
+@ti.func
+def recolor_listed(coloring: ti.template(), i):
+    """_plan_color_order's last step: entry i of color_list (rewritten) takes the colour of
+    the range it lies in, at its new index."""
+    color = 0
+    while coloring.color_start[color + 1] <= i:
+        color += 1
+    coloring.color[coloring.color_list[i]] = color
 
 
 @quick

@@ -118,6 +118,18 @@ class StepOptions:
             asleep) saves last step's pairs, runs the broad phase and goes on as the found
             step's launch (with found_in_one_launch), instead of stopping for the host to
             launch them.
+        color_in_launch: a found step's team launch (found_in_one_launch, or a kept step's
+            launch that found its pairs: broad_phase_in_launch) colours the constraints
+            itself where last step's colouring does not hold or may not be reused (it is
+            due to be made from scratch, or the pairs are not as many as it coloured): the
+            colouring's start, rounds and colour lists on the team (fused._color_by_team),
+            then the move to colour order, the per-body lists, the substeps, the report and
+            the sleep pass as where it held; where the colouring overflowed, the launch
+            stops after the colour lists and the host goes on. Off: the launch stops after
+            the check (or does not run) and the host colours in launches of its own, three
+            of them host syncs. A poured pile of 100,000 bodies (soft step, counted on the
+            CPU team with fold_on_cpu) went from 10.2 launches and 5.1 host syncs a step to
+            1.3 and 1.2.
         sleep_in_launch: a team's launch that built or refreshed the reported list runs
             the step's sleep pass after it (sleep.update_sleep_by_team), its labelling's
             rounds inside the launch, instead of update_sleep's launches after it.
@@ -131,7 +143,7 @@ class StepOptions:
             backend with fold_on_cpu; else (and off) four launches, each a host sync: the
             broad phase's, the colouring's, the substeps', the report's.
         fold_on_cpu: on a CPU backend too, compile the stages of found_in_one_launch,
-            report_in_launch, broad_phase_in_launch, sleep_in_launch and
+            report_in_launch, broad_phase_in_launch, color_in_launch, sleep_in_launch and
             small_worlds_in_one_launch into the team's (or the small worlds') kernel (on GPU
             backends they always are, where those options ask). Off by default: they cut
             a CPU team's step by a launch or two (~65 us each on the 2-core CPU VM, of
@@ -188,6 +200,7 @@ class StepOptions:
     kept_in_one_launch: bool = True
     found_in_one_launch: bool = True
     broad_phase_in_launch: bool = True
+    color_in_launch: bool = True
     sleep_in_launch: bool = True
     small_worlds_in_one_launch: bool = True
     fold_on_cpu: bool = False
@@ -230,13 +243,15 @@ class StepOptions:
 
     def folds_stages(self, on_gpu: bool) -> bool:
         """Whether the team's kernel holds stages from outside the substeps (the found step's,
-        the report, the broad phase: found_in_one_launch, report_in_launch,
-        broad_phase_in_launch), on a GPU backend (`on_gpu`) or where fold_on_cpu asks;
-        else it is compiled without them, smaller."""
+        the report, the broad phase, the colouring, the sleep pass: found_in_one_launch,
+        report_in_launch, broad_phase_in_launch, color_in_launch, sleep_in_launch), on a GPU
+        backend (`on_gpu`) or where fold_on_cpu asks; else it is compiled without them,
+        smaller."""
         asked = (
             self.found_in_one_launch
             or self.report_in_launch
             or self.broad_phase_in_launch
+            or self.color_in_launch
             or self.sleep_in_launch
         )
         return asked and (on_gpu or self.fold_on_cpu)

@@ -233,13 +233,14 @@ def _found_launch_team(ctx: StepContext, by_world: bool) -> int:
     worlds are large (begin_step runs before the colouring: not ctx.small_coloring, not
     coloured a world per thread), StepOptions.found_in_one_launch (compiled in:
     fused.folds), and last step's
-    colouring may be reused (may_reuse_coloring: the launch checks whether it holds)."""
+    colouring may be reused (may_reuse_coloring: the launch checks whether it holds) or the
+    launch colours the constraints itself (fused.colors_in_launch)."""
     if (
         by_world
         or ctx.small_coloring
         or not ctx.options.found_in_one_launch
         or not fused.folds(ctx)
-        or not may_reuse_coloring(ctx)
+        or not (may_reuse_coloring(ctx) or fused.colors_in_launch(ctx))
     ):
         return 0
     return _plan(ctx).team_threads
@@ -248,20 +249,31 @@ def _found_launch_team(ctx: StepContext, by_world: bool) -> int:
 def _found_step(ctx: StepContext, profile, threads: int) -> tuple[bool, bool]:
     """The carry, begin_step, the colouring's check and, where it holds, the move to colour
     order, the per-body lists and the substeps, in one team launch
-    (fused.found_step_by_team); then the
-    host's side of keeping the colouring, or where it failed a new colouring and the move
+    (fused.found_step_by_team; where it does not hold, or may not be reused, the launch may
+    colour the constraints itself and go on: fused.colors_in_launch); then the host's side
+    of keeping the colouring or of the launch's colouring, or a new colouring and the move
     to its order (the substeps still to run). Returns (whether it coloured, whether the
     substeps ran)."""
-    return _after_found_launch(ctx, profile, fused.found_step_by_team(ctx, threads))
+    return _after_found_launch(ctx, profile, *fused.found_step_by_team(ctx, threads))
 
 
-def _after_found_launch(ctx: StepContext, profile, code: int) -> tuple[bool, bool]:
+def _after_found_launch(
+    ctx: StepContext, profile, code: int, colored: fused.LaunchColoring | None
+) -> tuple[bool, bool]:
     """The host's side of a found step's launch (fused.found_step_by_team, or a kept step's
     launch that found the pairs and went on as it does) whose check answered `code`: the
-    colouring kept and the pairs' move to its order noted where it held, else a new
-    colouring and the move to its order (the substeps still to run). Returns (whether it
-    coloured, whether the substeps ran)."""
-    if verdict_holds(ctx, code):
+    colouring kept and the pairs' move to its order noted where it held; where the launch
+    coloured the constraints itself (`colored`), the host's side of that colouring
+    (coloring.colored_in_launch: where it overflowed, the overflow's order and Jacobi
+    lists) and, where the launch stopped after its colour lists, the move to colour order
+    (the substeps still to run); else a new colouring and the move to its order (the
+    substeps still to run). Returns (whether it coloured, whether the substeps ran)."""
+    held = verdict_holds(ctx, code)
+    if colored is not None:
+        colored_in_launch(ctx, colored.keep, colored.used, colored.overflow)
+        store_in_color_order(ctx, recolored=True, moved=colored.went_on)
+        return True, colored.went_on
+    if held:
         color_constraints(ctx, holds=True)
         store_in_color_order(ctx, recolored=False, moved=True)
         return False, True
@@ -297,12 +309,14 @@ def _find_or_keep_pairs(ctx: StepContext, profile) -> tuple[bool, bool]:
     window = pair_window(ctx)
     threads = _kept_launch_team(ctx)
     if threads:
-        code, refit, paired = fused.kept_step_by_team(ctx, threads, (SPECULATIVE_DISTANCE, window))
+        code, refit, paired, colored = fused.kept_step_by_team(
+            ctx, threads, (SPECULATIVE_DISTANCE, window)
+        )
         if fused.refit_keeps(refit):  # it went on: the pairs are kept, nothing sleeps
             count_kept_pairs(ctx)
             return _after_check(ctx, profile, verdict_holds(ctx, code), solved=True)
         if paired is not None:  # it found the pairs itself
-            return _found_in_launch(ctx, profile, refit, code, paired)
+            return _found_in_launch(ctx, profile, refit, code, paired, colored)
         saved = fused.saves_in_launch(ctx, refit)
     else:
         refit, saved = refit_step_boxes(ctx, SPECULATIVE_DISTANCE, window), False
@@ -354,18 +368,20 @@ def _step_by_world(ctx: StepContext) -> tuple[bool, bool]:
     return True, True
 
 
-def _found_in_launch(ctx: StepContext, profile, refit, code: int, paired) -> tuple[bool, bool]:
+def _found_in_launch(
+    ctx: StepContext, profile, refit, code: int, paired, colored
+) -> tuple[bool, bool]:
     """The rest of a step whose kept launch (fused.kept_step_by_team) found the pairs itself,
     as `paired` says (fused.Paired): where they did not fit the pool, the pool grows and the
     broad phase runs again (last step's pairs were saved); else the broad phase's answer is
     noted and the step goes on after its launch went as far as it went (as found_step_by_team
-    where it went on; else after the broad phase, as find_pairs goes). Returns (whether it
-    coloured, whether the substeps ran)."""
+    where it went on, `colored` its colouring if it made one; else after the broad phase,
+    as find_pairs goes). Returns (whether it coloured, whether the substeps ran)."""
     ctx.cache.pairs_kept = False  # (find_step_pairs)
     if not pairs_fit(ctx, paired.entries, paired.pairs, paired.lost):
         return _find_pairs(ctx, refit, profile, woken=False, solve=True, saved=True)
     if paired.went_on:
-        return _after_found_launch(ctx, profile, code)
+        return _after_found_launch(ctx, profile, code, colored)
     return _paired(ctx, profile, solve=True)
 
 
@@ -428,7 +444,7 @@ def _keep_pairs(ctx: StepContext, profile) -> tuple[bool, bool]:
     whether the substeps ran)."""
     count_kept_pairs(ctx)
     if threads := _kept_launch_team(ctx):
-        code, _, _ = fused.kept_step_by_team(ctx, threads)
+        code, _, _, _ = fused.kept_step_by_team(ctx, threads)
         return _after_check(ctx, profile, verdict_holds(ctx, code), solved=True)
     begin_step(ctx, profile)
     with profile.stage("colour"):

@@ -24,7 +24,15 @@ from ..collision.broad_phase import place_body, visit_partners, write_grid_entri
 from . import team
 from .coloring import check_slot, pair_changed
 from .contacts import sort_body_contacts
-from .pairs import ORDERED_PAIR_FIELDS, ORDERED_POINT_FIELDS, copy_pair_fields, save_pair
+from .pairs import (
+    ORDERED_PAIR_FIELDS,
+    ORDERED_POINT_FIELDS,
+    copy_pair_fields,
+    place_listed_pair,
+    rank_listed_pair,
+    recolor_listed,
+    save_pair,
+)
 
 
 @ti.func
@@ -104,6 +112,32 @@ def gather_pairs(
     team.barrier(counts, n_members, team.SPIN_LIMIT)
     for n in range(lo, hi):
         copy_pair_fields(manifolds, staging, n, n, ORDERED_PAIR_FIELDS, ORDERED_POINT_FIELDS)
+    team.barrier(counts, n_members, team.SPIN_LIMIT)
+
+
+@ti.func
+def plan_color_order(
+    coloring: ti.template(),
+    scan: ti.template(),
+    counts: ti.template(),
+    member,
+    n_members,
+    n_pairs,
+    n_constraints,
+):
+    """pairs._plan_color_order on a team: each member ranks its share of color_list's
+    entries, the team meets and scans the ranks (exclusive_scan, its blocks dealt otherwise
+    than the shares; it ends with a meeting), then each member places its share's pairs at
+    their new indices and gives them their colour there (an entry's steps read only that
+    entry and the colours' starts), and the team meets before anything reads them."""
+    lo, hi = team.share(0, n_constraints, member, n_members)
+    for i in range(lo, hi):
+        rank_listed_pair(coloring, i, n_pairs)
+    team.barrier(counts, n_members, team.SPIN_LIMIT)
+    exclusive_scan(scan, coloring.rank, counts, n_constraints, member, n_members)
+    for i in range(lo, hi):
+        place_listed_pair(coloring, i, n_pairs)
+        recolor_listed(coloring, i)
     team.barrier(counts, n_members, team.SPIN_LIMIT)
 
 
