@@ -1,8 +1,11 @@
-"""The `fx2d` command line in a subprocess, GIF output, and the viewer's mesh (headless)."""
+"""The `fx2d` command line (one run in a subprocess, through `python -m fx2d_gpu.cli`; the
+others in this process, through cli.main, as the subprocess would run them: a fresh process
+loads every kernel again, ~10-20 s each on the 2-core CI machine), GIF output, and the
+viewer's mesh (headless)."""
 
-import os
 import subprocess
 import sys
+from dataclasses import dataclass
 
 import numpy as np
 import pytest
@@ -13,14 +16,41 @@ from fx2d_gpu import examples
 from fx2d_gpu.draw.frame_geometry import FrameGeometry
 
 
-def fx2d(*args, env=None):
+def fx2d(*args):
+    """`python -m fx2d_gpu.cli ARGS` in a subprocess (the entry point itself)."""
     return subprocess.run(
-        [sys.executable, "-m", "fx2d_gpu.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env=env,
+        [sys.executable, "-m", "fx2d_gpu.cli", *args], capture_output=True, text=True, timeout=600
     )
+
+
+@dataclass
+class Ran:
+    """What a command line run left: its exit status and what it wrote."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+@pytest.fixture
+def in_process(capsys):
+    """fx2d's command line run by cli.main in this process, its exit status as the process
+    would have it: main's return value, SystemExit's code (argparse's usage errors: 2), or
+    for a SystemExit with a message, the message on stderr and status 1 (as Python does)."""
+    from fx2d_gpu.cli import main
+
+    def run(*args) -> Ran:
+        capsys.readouterr()
+        try:
+            code = main(list(args))
+        except SystemExit as exit_:
+            code = exit_.code
+        out, err = capsys.readouterr()
+        if isinstance(code, str):
+            code, err = 1, err + code + "\n"
+        return Ran(0 if code is None else code, out, err)
+
+    return run
 
 
 def test_run_writes_a_gif_that_shows_the_bodies(tmp_path, arch):
@@ -62,8 +92,8 @@ def test_run_writes_a_gif_that_shows_the_bodies(tmp_path, arch):
     assert np.abs(frame[py, px] - [40, 160, 120]).sum() < 40
 
 
-def test_run_png_dir_and_bad_file(tmp_path, arch):
-    result = fx2d(
+def test_run_png_dir_and_bad_file(tmp_path, arch, in_process):
+    result = in_process(
         "run",
         str(examples.path("truck")),
         "--steps",
@@ -81,11 +111,11 @@ def test_run_png_dir_and_bad_file(tmp_path, arch):
     assert len(list((tmp_path / "frames").glob("*.png"))) == 3
     bad = tmp_path / "bad.yml"
     bad.write_text("scene: {size: [1, 1]}\nentities:\n  a: {collision: {geometry: {blob: 1}}}\n")
-    result = fx2d("run", str(bad), "--arch", arch)
+    result = in_process("run", str(bad), "--arch", arch)
     assert result.returncode != 0 and "'a'" in result.stderr and "blob" in result.stderr
 
 
-def test_run_takes_a_file_or_an_example_exactly_one(tmp_path, arch):
+def test_run_takes_a_file_or_an_example_exactly_one(tmp_path, arch, in_process):
     """`fx2d run --example NAME` runs the package's scene file of that name, the same run as
     the file's path gives; a file and --example together, neither, or an unknown example
     are usage errors that say what to give."""
@@ -95,16 +125,18 @@ def test_run_takes_a_file_or_an_example_exactly_one(tmp_path, arch):
         ([str(examples.path("stacked_boxes"))], "stacked_boxes.yml"),
     ):
         saved.append(tmp_path / f"state{len(saved)}.npz")
-        result = fx2d("run", *source, "--steps", "5", "--arch", arch, "--save", str(saved[-1]))
+        result = in_process(
+            "run", *source, "--steps", "5", "--arch", arch, "--save", str(saved[-1])
+        )
         assert result.returncode == 0, result.stderr
         assert f"{label}: 5 steps, 13 bodies" in result.stdout
     by_name, by_path = (np.load(path) for path in saved)
     np.testing.assert_array_equal(by_name["position"], by_path["position"])
-    both = fx2d("run", str(examples.path("truck")), "--example", "truck", "--arch", arch)
+    both = in_process("run", str(examples.path("truck")), "--example", "truck", "--arch", arch)
     assert both.returncode == 2 and "not a scene file and --example together" in both.stderr
-    neither = fx2d("run", "--steps", "3", "--arch", arch)
+    neither = in_process("run", "--steps", "3", "--arch", arch)
     assert neither.returncode == 2 and "give a scene file or --example NAME" in neither.stderr
-    unknown = fx2d("run", "--example", "lorry", "--arch", arch)
+    unknown = in_process("run", "--example", "lorry", "--arch", arch)
     assert unknown.returncode == 2 and "'lorry'" in unknown.stderr
     assert all(name in unknown.stderr for name in examples.names())
 
@@ -169,31 +201,32 @@ def test_run_and_demo_take_the_soft_step_solver(arch, capsys):
         main(["run", "--example", "truck", "--solver", "pgs", "--arch", arch])
 
 
-def test_view_without_a_display_says_why_and_suggests_a_gif(arch):
-    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
-    result = fx2d("view", str(examples.path("truck")), "--arch", arch, env=env)
+def test_view_without_a_display_says_why_and_suggests_a_gif(arch, in_process, monkeypatch):
+    for name in ("DISPLAY", "WAYLAND_DISPLAY"):
+        monkeypatch.delenv(name, raising=False)
+    result = in_process("view", str(examples.path("truck")), "--arch", arch)
     assert result.returncode != 0
     assert "cannot open a window" in result.stderr and "--gif" in result.stderr
-    result = fx2d("view", "--example", "truck", "--arch", arch, env=env)
+    result = in_process("view", "--example", "truck", "--arch", arch)
     assert result.returncode != 0 and "cannot open a window" in result.stderr
     assert "fx2d run --example truck --gif" in result.stderr
-    result = fx2d("view", "--demo", "dominoes", "--arch", arch, env=env)
+    result = in_process("view", "--demo", "dominoes", "--arch", arch)
     assert result.returncode != 0 and "fx2d demo dominoes --gif" in result.stderr
 
 
-def test_view_takes_a_file_an_example_or_a_demo_exactly_one(arch):
+def test_view_takes_a_file_an_example_or_a_demo_exactly_one(arch, in_process):
     for args, said in (
         (["--example", "truck", "--demo", "pile"], "--example and --demo"),
         ([str(examples.path("truck")), "--example", "truck"], "a scene file and --example"),
         ([], "give a scene file or --example NAME or --demo NAME"),
         (["--demo", "no_such_demo"], "no demo named 'no_such_demo'"),
     ):
-        result = fx2d("view", *args, "--arch", arch)
+        result = in_process("view", *args, "--arch", arch)
         assert result.returncode == 2 and said in result.stderr, (args, result.stderr)
 
 
-def test_demo_list_and_a_demo_run(tmp_path, arch):
-    result = fx2d("demo", "--list")
+def test_demo_list_and_a_demo_run(tmp_path, arch, in_process):
+    result = in_process("demo", "--list")
     assert result.returncode == 0, result.stderr
     for name in (
         "pyramid",
@@ -214,7 +247,7 @@ def test_demo_list_and_a_demo_run(tmp_path, arch):
     for name in examples.names():
         line = next(line for line in result.stdout.splitlines() if line.split()[:1] == [name])
         assert examples.description(name)[1:] in line
-    result = fx2d(
+    result = in_process(
         "demo",
         "batched",
         "--steps",
