@@ -105,6 +105,7 @@ def test_second_process_starts_from_the_offline_cache(arch, tmp_path):
     assert times[1] < times[0], times
 
 
+@pytest.mark.slow  # a scale test: 6,000 worlds in a fresh process (~70 s on 2 busy cores)
 def test_a_scene_ten_times_the_last_compiles_nothing(arch):
     # A fresh process: 600 small worlds (4,800 body slots; more than device.SERIAL_WORLDS,
     # so the kernels' parallel variant, as for the larger scene) make the first pool, with
