@@ -245,6 +245,12 @@ def with_options(scene, **options):
     return scene
 
 
+#: Marks a test of the team's folded kernel (the GPU path compiled on the CPU with
+#: StepOptions.fold_on_cpu): 1-2.5 minutes a variant to compile with an empty offline cache
+#: on 2 cores, so such tests run in the slow tier, which CI runs (pytest -m "").
+FOLDED_TEAM = pytest.mark.slow
+
+
 # ----------------------------------------------------------------------------- comparisons
 def launches_of(*kernels: str) -> int:
     """Launches in this process so far of the solver's kernels `kernels`, together, each

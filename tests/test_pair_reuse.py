@@ -10,7 +10,7 @@ from fx2d_gpu.physics.collision import broad_phase
 from fx2d_gpu.physics.solver import step as solver_step
 from fx2d_gpu.physics.solver.contacts import SPECULATIVE_DISTANCE
 
-from .helpers import records_equal
+from .helpers import FOLDED_TEAM, records_equal
 from .reference.broad_phase import exact_boxes
 
 DT = 1 / 60
@@ -359,6 +359,7 @@ def test_a_kept_step_in_one_launch_is_its_four_launches(arch, solver):
     assert_same_trace(one_launch, four_launches)
 
 
+@FOLDED_TEAM
 def test_a_found_step_in_one_launch_is_its_own_launches(arch, solver):
     """On a team, a step whose broad phase found its pairs runs begin_step, the colouring's
     check and, where last step's colouring holds, the move to colour order, the per-body
@@ -402,6 +403,7 @@ def test_a_found_step_in_one_launch_is_its_own_launches(arch, solver):
         assert more - fewer >= 4 * (90 - colorings) - 5, (more, fewer, colorings)
 
 
+@FOLDED_TEAM
 def test_a_found_step_that_colours_in_its_launch_is_its_own_launches(arch, solver):
     """On a team, a found step whose colouring no longer holds (or may not be reused: its
     pairs are not as many as last step's colouring coloured) colours the constraints in
@@ -450,6 +452,7 @@ def test_a_found_step_that_colours_in_its_launch_is_its_own_launches(arch, solve
         assert min(saved) >= 5, saved
 
 
+@FOLDED_TEAM
 def test_a_report_built_in_the_teams_launch_is_its_own_launchs(arch, solver):
     """A team's launch that ran the substeps builds the reported list and the step's events
     at its end where the list was not refreshed (reporting.report_by_team,
@@ -495,6 +498,7 @@ def test_a_report_built_in_the_teams_launch_is_its_own_launchs(arch, solver):
     assert began > 4  # the balls' and the thrown ball's contacts began
 
 
+@FOLDED_TEAM
 def test_a_kept_launch_that_finds_its_pairs_is_its_own_launches(arch, solver):
     """On a team, a kept step's launch whose refit moved boxes (nothing asleep) saves last
     step's pairs, runs the broad phase and goes on as a found step's launch

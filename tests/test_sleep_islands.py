@@ -14,6 +14,7 @@ import fx2d_gpu as fx
 import fx2d_gpu.physics.solver.sleep as sleep
 
 from .fields import put
+from .helpers import FOLDED_TEAM
 from .reference.sleep import component_labels, island_edges
 
 DT = 1.0 / 60.0
@@ -491,6 +492,7 @@ def test_bodies_asleep_on_a_floor_that_is_disabled_fall(arch):
     np.testing.assert_allclose(fallen, 0.5 * G * t * t + 0.5 * G * t * h, rtol=1e-3)
 
 
+@FOLDED_TEAM
 def test_sleep_in_the_teams_launch_is_its_own_launches(arch, solver):
     """On a team, a launch that ran the substeps and listed the reported pairs runs the step's
     sleep pass at its end (sleep.update_sleep_by_team, StepOptions.sleep_in_launch): the
