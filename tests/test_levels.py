@@ -227,6 +227,17 @@ def test_no_generated_level_starts_with_bodies_overlapping():
     gap = apart - radius[:, :, None] - radius[:, None]
     gap[:, np.arange(gap.shape[1]), np.arange(gap.shape[1])] = np.inf
     assert gap.min() > 0.0
+    # Static boxes never overlap either: the platforms' extents along x are apart, and
+    # their lowest points are above every ground piece.
+    platforms = batch.terrain[:, -2:]
+    reach = np.abs(np.cos(platforms[..., 4])) * platforms[..., 2] / 2 + 0.1
+    both = batch.terrain_used[:, -2:].all(axis=1)
+    apart = platforms[:, 1, 0] - reach[:, 1] - (platforms[:, 0, 0] + reach[:, 0])
+    assert apart[both].min() > 0.0
+    lowest = platforms[..., 1] - np.abs(np.sin(platforms[..., 4])) * platforms[..., 2] / 2 - 0.1
+    ground_tops = batch.terrain[:, :-2, 1] + batch.terrain[:, :-2, 3] / 2
+    highest = np.where(batch.terrain_used[:, :-2], ground_tops, -np.inf).max(axis=1)
+    assert (lowest - highest[:, None]).min() > 1.0
     env.close()
 
 

@@ -13,9 +13,10 @@ A generated level, along x in [-COURSE_HALF_WIDTH, COURSE_HALF_WIDTH] m:
 
 - ground: 2 to MAX_GROUND static boxes side by side, each GROUND_DEPTH deep, their tops
   stepping up or down by up to MAX_STEP between neighbours, with gaps of up to MAX_GAP;
-- platforms: 0 to MAX_PLATFORMS thin static boxes, tilted by up to MAX_PLATFORM_TILT,
-  floating 1.3 m to 2 m above the highest ground (over everything else: nothing starts
-  under a platform's lowest point);
+- platforms: 0 to MAX_PLATFORMS thin static boxes, 1 m to 3 m wide, each over its own
+  stretch of the course, tilted by up to MAX_PLATFORM_TILT, floating 1.3 m to 2 m above
+  the highest ground (over everything else: nothing starts under a platform's lowest
+  point);
 - loose bodies: 0 to MAX_BOXES boxes, 0 to MAX_CIRCLES circles and 0 to MAX_POLYGONS convex
   polygons (dynamic, DENSITY kg/m^2, random sizes and angles), each alone in a CELL_WIDTH
   wide cell of the course and resting just above the ground below it;
@@ -133,8 +134,8 @@ class Level:
     Raises:
         TypeError: a field that is not real numbers.
         ValueError: a field of the wrong shape, with more bodies than the maximum, not
-            finite or beyond +-1e4 m, or a size or radius below 1e-3 m, naming the field.
-        Sizes are checked here; whether the bodies overlap is the caller's to ensure.
+            finite or beyond +-1e4 m, or a size or radius below 1e-3 m, naming the field
+            (whether the bodies overlap is the caller's to ensure).
     """
 
     terrain: np.ndarray
@@ -357,7 +358,11 @@ def generate_levels(draws: np.ndarray) -> LevelBatch:
     p_width = 1.0 + 2.0 * platform[..., 1]
     p_tilt = MAX_PLATFORM_TILT * (2.0 * platform[..., 3] - 1.0)
     lowest = highest[:, None] + 1.3 + 0.7 * platform[..., 2]
-    terrain[:, MAX_GROUND:, 0] = (-half + 2.0) + (2.0 * half - 4.0) * platform[..., 0]
+    # Each platform over its own stretch of the course (platforms never overlap), 1.6 m
+    # (more than half the widest one) from the stretch's ends.
+    stretch = (2.0 * half - 4.0) / MAX_PLATFORMS
+    stretch_left = -half + 2.0 + stretch * np.arange(MAX_PLATFORMS)
+    terrain[:, MAX_GROUND:, 0] = stretch_left + 1.6 + (stretch - 3.2) * platform[..., 0]
     terrain[:, MAX_GROUND:, 1] = (
         lowest + np.abs(np.sin(p_tilt)) * p_width / 2 + np.cos(p_tilt) * PLATFORM_THICKNESS / 2
     )
@@ -508,8 +513,14 @@ class LevelsVectorEnv(Fx2DVectorEnv):
         num_envs: the number of worlds, >= 1.
         levels (Sequence[Level] | None): None: generated levels; else the levels to play,
             at least one.
-        autoreset_mode, max_episode_steps, randomize, render_mode, render_size,
-            render_tiles, arch, substeps: see Fx2DVectorEnv.
+        autoreset_mode (AutoresetMode | str): see Fx2DVectorEnv.
+        max_episode_steps (int | None): see Fx2DVectorEnv.
+        randomize (bool | dict): see Fx2DVectorEnv.
+        render_mode (str | None): see Fx2DVectorEnv.
+        render_size (tuple[int, int]): see Fx2DVectorEnv.
+        render_tiles (int): see Fx2DVectorEnv.
+        arch (str): see Fx2DVectorEnv.
+        substeps (int): see Fx2DVectorEnv.
 
     Attributes:
         levels (list[Level] | None): the given levels.
