@@ -3,6 +3,7 @@ others in this process, through cli.main, as the subprocess would run them: a fr
 loads every kernel again, ~10-20 s each on the 2-core CI machine), GIF output, and the
 viewer's mesh (headless)."""
 
+import os
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -39,10 +40,10 @@ def in_process(capsys):
     for a SystemExit with a message, the message on stderr and status 1 (as Python does)."""
     from fx2d_gpu.cli import main
 
-    def run(*args) -> Ran:
+    def run(*args, windows=None) -> Ran:
         capsys.readouterr()
         try:
-            code = main(list(args))
+            code = main(list(args), windows=windows)
         except SystemExit as exit_:
             code = exit_.code
         out, err = capsys.readouterr()
@@ -201,16 +202,20 @@ def test_run_and_demo_take_the_soft_step_solver(arch, capsys):
         main(["run", "--example", "truck", "--solver", "pgs", "--arch", arch])
 
 
-def test_view_without_a_display_says_why_and_suggests_a_gif(arch, in_process, monkeypatch):
-    for name in ("DISPLAY", "WAYLAND_DISPLAY"):
-        monkeypatch.delenv(name, raising=False)
-    result = in_process("view", str(examples.path("truck")), "--arch", arch)
+def test_view_without_a_display_says_why_and_suggests_a_gif(arch, in_process):
+    from fx2d_gpu.draw.viewer import WindowFactory
+
+    # GGUI's own windows, on an environment with neither DISPLAY nor WAYLAND_DISPLAY.
+    windows = WindowFactory(
+        environ={k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
+    )
+    result = in_process("view", str(examples.path("truck")), "--arch", arch, windows=windows)
     assert result.returncode != 0
     assert "cannot open a window" in result.stderr and "--gif" in result.stderr
-    result = in_process("view", "--example", "truck", "--arch", arch)
+    result = in_process("view", "--example", "truck", "--arch", arch, windows=windows)
     assert result.returncode != 0 and "cannot open a window" in result.stderr
     assert "fx2d run --example truck --gif" in result.stderr
-    result = in_process("view", "--demo", "dominoes", "--arch", arch)
+    result = in_process("view", "--demo", "dominoes", "--arch", arch, windows=windows)
     assert result.returncode != 0 and "fx2d demo dominoes --gif" in result.stderr
 
 

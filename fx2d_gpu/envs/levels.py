@@ -306,28 +306,12 @@ def _support(lefts, rights, tops, used, low, high):
     return np.where(over, tops[:, None, :], -np.inf).max(axis=-1)
 
 
-def generate_levels(draws: np.ndarray) -> LevelBatch:
-    """k random levels from k rows of uniform draws, computed together (no loop over levels).
-
-    Args:
-        draws: (k, LEVEL_DRAWS) float64 in [0, 1), one row per level (a world's stream).
-
-    Returns:
-        The levels, padded to the maxima (see the module docstring for what they hold).
-    """
-    draws = np.asarray(draws, np.float64)
-    if draws.ndim != 2 or draws.shape[1] != LEVEL_DRAWS:
-        raise ValueError(f"draws must have shape (k, {LEVEL_DRAWS}), got {draws.shape}")
-    k = len(draws)
-    u = _Columns(draws)
+def _terrain(u: _Columns, k: int, n_ground: np.ndarray, n_platforms: np.ndarray):
+    """The terrain of k levels (generate_levels' next draws): ground pieces from x = -half
+    to x = half with gaps between them and stepping tops, then platforms above them.
+    Returns (terrain (k, MAX_TERRAIN, 5): x, y, width, height m and angle rad; terrain_used
+    (k, MAX_TERRAIN) bool; support(low, high): the highest ground top under intervals)."""
     half = COURSE_HALF_WIDTH
-    counts = u.take(5)
-    n_ground = 2 + np.floor(counts[:, 0] * (MAX_GROUND - 1)).astype(np.int64)
-    n_platforms = np.floor(counts[:, 1] * (MAX_PLATFORMS + 1)).astype(np.int64)
-    n_boxes = np.floor(counts[:, 2] * (MAX_BOXES + 1)).astype(np.int64)
-    n_circles = np.floor(counts[:, 3] * (MAX_CIRCLES + 1)).astype(np.int64)
-    n_polygons = np.floor(counts[:, 4] * (MAX_POLYGONS + 1)).astype(np.int64)
-
     # Ground: pieces from x = -half to x = half, gaps between them, tops stepping.
     slot = np.arange(MAX_GROUND)
     ground_used = slot[None, :] < n_ground[:, None]
@@ -343,9 +327,6 @@ def generate_levels(draws: np.ndarray) -> LevelBatch:
     rights = lefts + widths
     tops = np.cumsum(steps, axis=1)
     highest = np.where(ground_used, tops, -np.inf).max(axis=1)
-
-    def support(low, high):
-        return _support(lefts, rights, tops, ground_used, low, high)
 
     terrain = np.zeros((k, MAX_TERRAIN, 5))
     terrain[:, :MAX_GROUND, 0] = (lefts + rights) / 2
@@ -373,17 +354,18 @@ def generate_levels(draws: np.ndarray) -> LevelBatch:
         [ground_used, np.arange(MAX_PLATFORMS)[None, :] < n_platforms[:, None]], axis=1
     )
 
-    # The car's start, then the cells' order: the loose bodies take the first cells of a
-    # random permutation, the cells under the car coming last (never taken: there are
-    # enough others).
-    car = u.take(3)
-    start_x = -2.0 + 4.0 * car[:, 0]
-    n_cells = int(2 * half / CELL_WIDTH)
-    centres = -half + CELL_WIDTH * (np.arange(n_cells) + 0.5)
-    under_car = np.abs(centres[None, :] - start_x[:, None]) < CELL_WIDTH / 2 + CAR_HALF_WIDTH
-    cells = np.argsort(np.where(under_car, 2.0, u.take(n_cells)), axis=1, kind="stable")
-    cell_x = centres[cells[:, : MAX_BOXES + MAX_CIRCLES + MAX_POLYGONS]]
+    def support(low, high):
+        return _support(lefts, rights, tops, ground_used, low, high)
 
+    return terrain, terrain_used, support
+
+
+def _loose_bodies(u: _Columns, cell_x: np.ndarray, support):
+    """The loose bodies of k levels (generate_levels' next draws): sizes, then each resting in
+    its cell (cell_x (k, bodies) m) just above the ground (support). Returns (boxes (k,
+    MAX_BOXES, 5), circles (k, MAX_CIRCLES, 3), polygons (k, MAX_POLYGONS, 3), polygon
+    vertices (k, MAX_POLYGONS, POLYGON_VERTICES, 2) m)."""
+    k = len(cell_x)
     # Loose bodies: sizes, then each rests in its cell just above the ground.
     box = u.take(MAX_BOXES * 3).reshape(k, MAX_BOXES, 3)
     box_size = 0.15 + 0.35 * box[..., :2]
@@ -415,6 +397,46 @@ def generate_levels(draws: np.ndarray) -> LevelBatch:
     )
     circles = np.stack([cell_x[:, b:c], y[:, b:c], circle_radius], axis=-1)
     polygons = np.stack([cell_x[:, c:], y[:, c:], math.pi * (2 * poly[..., 2] - 1)], axis=-1)
+
+    return boxes, circles, polygons, vertices
+
+
+def generate_levels(draws: np.ndarray) -> LevelBatch:
+    """k random levels from k rows of uniform draws, computed together (no loop over levels).
+
+    Args:
+        draws: (k, LEVEL_DRAWS) float64 in [0, 1), one row per level (a world's stream).
+
+    Returns:
+        The levels, padded to the maxima (see the module docstring for what they hold).
+    """
+    draws = np.asarray(draws, np.float64)
+    if draws.ndim != 2 or draws.shape[1] != LEVEL_DRAWS:
+        raise ValueError(f"draws must have shape (k, {LEVEL_DRAWS}), got {draws.shape}")
+    k = len(draws)
+    u = _Columns(draws)
+    half = COURSE_HALF_WIDTH
+    counts = u.take(5)
+    n_ground = 2 + np.floor(counts[:, 0] * (MAX_GROUND - 1)).astype(np.int64)
+    n_platforms = np.floor(counts[:, 1] * (MAX_PLATFORMS + 1)).astype(np.int64)
+    n_boxes = np.floor(counts[:, 2] * (MAX_BOXES + 1)).astype(np.int64)
+    n_circles = np.floor(counts[:, 3] * (MAX_CIRCLES + 1)).astype(np.int64)
+    n_polygons = np.floor(counts[:, 4] * (MAX_POLYGONS + 1)).astype(np.int64)
+
+    terrain, terrain_used, support = _terrain(u, k, n_ground, n_platforms)
+
+    # The car's start, then the cells' order: the loose bodies take the first cells of a
+    # random permutation, the cells under the car coming last (never taken: there are
+    # enough others).
+    car = u.take(3)
+    start_x = -2.0 + 4.0 * car[:, 0]
+    n_cells = int(2 * half / CELL_WIDTH)
+    centres = -half + CELL_WIDTH * (np.arange(n_cells) + 0.5)
+    under_car = np.abs(centres[None, :] - start_x[:, None]) < CELL_WIDTH / 2 + CAR_HALF_WIDTH
+    cells = np.argsort(np.where(under_car, 2.0, u.take(n_cells)), axis=1, kind="stable")
+    cell_x = centres[cells[:, : MAX_BOXES + MAX_CIRCLES + MAX_POLYGONS]]
+
+    boxes, circles, polygons, vertices = _loose_bodies(u, cell_x, support)
 
     # The car on the ground, the goal 4 m to 9 m to one side.
     start = np.stack(
