@@ -415,17 +415,14 @@ class Fx2DVectorEnv(gymnasium.vector.VectorEnv, metaclass=abc.ABCMeta):
     def _make_spaces(self) -> tuple[gymnasium.Space, gymnasium.Space]:
         """(single observation space, single action space)."""
 
-    @abc.abstractmethod
-    def _initial_states(self, draws: np.ndarray) -> fx.State:
-        """The first state of k worlds being reset, from their uniform draws.
-
-        Args:
-            draws: (k, n_state_draws) float64 in [0, 1).
-
-        Returns:
-            A State with one row per world: (k, n_bodies, ...), built from
-            self._built_state.
-        """
+    def _place_worlds(self, worlds: np.ndarray, draws: np.ndarray) -> None:
+        """Put `worlds` ((num_envs,) bool) at their new episodes' start, from their uniform
+        draws ((k, n_state_draws) float64 in [0, 1), one row per world being reset, in world
+        order): by default scene.reset_worlds with the task's `_initial_states(draws)` (a
+        State with one row per world, (k, n_bodies, ...), built from self._built_state). A
+        task whose reset writes more than a state (fx2d/Levels-v0: each world's level)
+        overrides this instead of defining _initial_states."""
+        self.scene.reset_worlds(worlds, self._initial_states(draws))
 
     @abc.abstractmethod
     def _apply_actions(self, actions: np.ndarray, active: np.ndarray) -> None:
@@ -734,7 +731,7 @@ class Fx2DVectorEnv(gymnasium.vector.VectorEnv, metaclass=abc.ABCMeta):
         with newly drawn physical values where domain randomisation is on."""
         indices = np.flatnonzero(worlds)
         draws = self._streams.uniform(indices, self.n_state_draws + self._n_random_draws())
-        self.scene.reset_worlds(worlds, self._initial_states(draws[:, : self.n_state_draws]))
+        self._place_worlds(worlds, draws[:, : self.n_state_draws])
         if self.randomization:
             self._randomize(worlds, draws[:, self.n_state_draws :])
         self.episode_steps[worlds] = 0

@@ -715,24 +715,19 @@ class LevelsVectorEnv(Fx2DVectorEnv):
         indices = np.arange(self.num_envs) if worlds is None else np.atleast_1d(worlds)
         return [self._current.level(int(w)) for w in indices]
 
-    def _initial_states(self, draws):
-        raise NotImplementedError  # _reset_worlds writes levels and states together
-
-    def _reset_worlds(self, worlds: np.ndarray) -> None:
-        """Give `worlds` ((num_envs,) bool) new levels (drawn or the next given ones) and
-        start their episodes on them: the scene calls the class docstring counts."""
+    def _place_worlds(self, worlds: np.ndarray, draws: np.ndarray) -> None:
+        """Give `worlds` ((num_envs,) bool) new levels (drawn from `draws`, (k,
+        LEVEL_DRAWS), or the next given ones) and start their episodes on them: the scene
+        calls the class docstring counts."""
         indices = np.flatnonzero(worlds)
-        draws = self._streams.uniform(indices, self.n_state_draws + self._n_random_draws())
         if self._given is None:
-            batch = generate_levels(draws[:, : self.n_state_draws])
+            batch = generate_levels(draws)
         else:
             count = np.uint64(len(self.levels))
             rows = (self._streams.next_level[indices] % count).astype(np.int64)
             self._streams.next_level[indices] += np.uint64(1)
             batch = self._given.take(rows)
         self._write_levels(indices, batch)
-        if self.randomization:
-            self._randomize(worlds, draws[:, self.n_state_draws :])
         if self._current is None:  # every world is reset first: take the batch as it is
             self._current = batch
         else:
@@ -743,7 +738,6 @@ class LevelsVectorEnv(Fx2DVectorEnv):
             batch.terrain_used, batch.terrain[..., 1] - batch.terrain[..., 3] / 2, np.inf
         )
         self._fall_height[indices] = used_terrain.min(axis=1) - 1.0
-        self.episode_steps[worlds] = 0
 
     def _write_levels(self, indices: np.ndarray, batch: LevelBatch) -> None:
         """Write `batch` (one level per world of `indices`) into the scene."""
