@@ -2,6 +2,7 @@
 run says on stderr and keeps off stdout), the release metadata and the sdist."""
 
 import importlib.util
+import os
 import re
 import shutil
 import subprocess
@@ -21,13 +22,29 @@ else:  # pytest itself needs tomli before Python 3.11
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def installed_fx2d(*args, cwd, timeout=300):
+def installed_fx2d(*args, cwd, timeout=300, env=None):
     """The `fx2d` console script pip installed (not python -m): what a user types."""
     command = shutil.which("fx2d")
     assert command is not None, "the fx2d command is not on PATH: pip install -e ."
     return subprocess.run(
-        [command, *args], capture_output=True, text=True, cwd=cwd, timeout=timeout
+        [command, *args], capture_output=True, text=True, cwd=cwd, timeout=timeout, env=env
     )
+
+
+def without_checkouts_on_pythonpath() -> dict[str, str]:
+    """This environment, less any PYTHONPATH folder holding a `benchmarks` package (a
+    checkout run from elsewhere, as a worktree's tests are): a user's folder outside a
+    checkout sees no benchmarks."""
+    kept = [
+        folder
+        for folder in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+        if folder and not (Path(folder) / "benchmarks" / "__init__.py").is_file()
+    ]
+    env = dict(os.environ)
+    env.pop("PYTHONPATH", None)
+    if kept:
+        env["PYTHONPATH"] = os.pathsep.join(kept)
+    return env
 
 
 def test_version_has_one_place_and_fx2d_prints_it(tmp_path):
@@ -76,7 +93,9 @@ def test_fx2d_bench_runs_from_a_checkout_and_says_what_to_do_elsewhere(tmp_path)
     assert list(tmp_path.glob("*/batched_small.csv"))
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    result = installed_fx2d("bench", "--quick", cwd=elsewhere)
+    result = installed_fx2d(
+        "bench", "--quick", cwd=elsewhere, env=without_checkouts_on_pythonpath()
+    )
     assert result.returncode != 0
     assert "benchmarks come with a source checkout" in result.stderr
     assert 'pip install -e ".[bench]"' in result.stderr and "root folder" in result.stderr
