@@ -161,3 +161,18 @@ def test_a_stale_offline_cache_lock_is_cleared_and_the_cache_written(arch, tmp_p
     fresh.touch()
     assert runtime.clear_stale_cache_locks(str(tmp_path)) == []
     assert fresh.exists()
+
+
+def test_the_offline_cache_holds_more_than_taichis_default_cap(arch):
+    # Taichi's default cap (100 MB) is below what the two test tiers compile: at each
+    # process's exit its LRU clean evicted kernels the next run compiled again. The engine
+    # starts Taichi with a cap of runtime.OFFLINE_CACHE_MAX_BYTES instead.
+    import taichi as ti
+    from taichi._lib import core
+
+    from fx2d_gpu.device import runtime
+
+    runtime.ensure_initialized(arch)
+    taichi_default = core.CompileConfig().offline_cache_max_size_of_files
+    cap = ti.lang.impl.current_cfg().offline_cache_max_size_of_files
+    assert cap == runtime.OFFLINE_CACHE_MAX_BYTES >= 10 * taichi_default
