@@ -35,7 +35,7 @@ from .checks import (
 from .device import residency, runtime, transfer
 from .device.residency import Binding, serialized
 from .enums import DEFAULT_MIXING
-from .model import kinematics
+from .model import kinematics, pairing
 from .model.builder import (
     ModelBuilder,
     add_forces,
@@ -976,6 +976,16 @@ class Scene(ModelQueries, SceneCopies, StepDiagnostics):
         return self._binding.model["model"]["sensor"].astype(bool)
 
     # ------------------------------------------------------------------ filtering and removal
+    def collision_matrix(self) -> np.ndarray:
+        """Which two bodies of a world may ever collide: an (n_bodies, n_bodies) bool array,
+        symmetric, False on the diagonal. True where both bodies have a collision shape and
+        nothing keeps them apart: the collision filter (set_collision_filter), a joint
+        without collide_connected, disable_collision. Whether either moves is not read (two
+        static bodies count), nor the per-world `enabled` flags. A scene of small worlds
+        where it holds nowhere steps without the contact stages (StepOptions.contactless_step).
+        """
+        return pairing.may_pair(self._built().model)
+
     @serialized
     def set_collision_filter(
         self, body: int, collision_group=None, category_bits=None, mask_bits=None

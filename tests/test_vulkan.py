@@ -22,7 +22,14 @@ from fx2d_gpu.device import runtime
 #: second world, which rocks on its edges for seven steps, and where the rocking ends
 #: depends on the last bits of the first impacts (the two backends 0.6 mm apart at step 40
 #: with one build of the velocity pass, 15 mm with an equivalent one; 7e-6 m at step 30).
-STEPS = {"pyramid": 40, "rain": 30, "batched_small": 30, "joint_grid": 30, "pile": 30}
+STEPS = {
+    "pyramid": 40,
+    "rain": 30,
+    "batched_small": 30,
+    "joint_grid": 30,
+    "pile": 30,
+    "cart_poles": 30,
+}
 
 _CHILD = """
 import json, sys
@@ -56,12 +63,29 @@ def rain(arch):
     return scene
 
 
+def cart_poles(arch):
+    # No two bodies may touch (the track collides with nothing, the cart and the pole are
+    # jointed): steps without contacts (StepOptions.contactless_step), the motor driving.
+    scene = fx.Scene(n_worlds=4, arch=arch, enable_sleep=False)
+    track = scene.add_box((0.0, -0.3), (5.0, 0.05), mass=0, mask_bits=0)
+    cart = scene.add_box((0.0, 0.0), (0.5, 0.3), mass=1.0)
+    pole = scene.add_box((0.0, 0.5), (0.06, 1.0), mass=0.1)
+    scene.add_prismatic_joint(track, cart, position_min=-1.0, position_max=1.0,
+                              control_mode="velocity", target=0.5, pid=(2.0, 0.0, 0.0))
+    scene.add_revolute_joint(cart, pole)
+    state = scene.get_state()
+    state.angle[:, pole] = [-0.2, -0.05, 0.05, 0.2]
+    scene.set_state(state)
+    return scene
+
+
 builders = {
     "pyramid": lambda: scenes.pyramid(6, arch=arch),
     "rain": lambda: rain(arch),
     "batched_small": lambda: scenes.batched_small(5, arch=arch),
     "joint_grid": lambda: scenes.joint_grid(4, 4, arch=arch),
     "pile": lambda: scenes.pile(600, arch=arch),
+    "cart_poles": lambda: cart_poles(arch),
 }
 out = {}
 for name, n in steps.items():

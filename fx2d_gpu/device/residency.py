@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..model.builder import SHAPE_FIELDS
+from ..model.pairing import never_pairs
 from ..model.world_params import DERIVED_FIELDS, WorldParams
 from ..model.world_shapes import WORLD_SHAPE_FIELDS, WorldShapes
 from . import MIN_CAPACITIES, DevicePool, next_pow2, runtime
@@ -133,6 +134,7 @@ class Binding:
         fields = self.base_model[group]
         for field, value in values.items():
             fields[field][rows] = value
+        self.solver_flags = solver_flags(self.model)  # (a filter may have changed)
 
     def apply_params(
         self, builder: ModelBuilder, params: WorldParams
@@ -147,7 +149,7 @@ class Binding:
                 if name in self.base_model[group]:
                     model[group][name] = self.base_model[group][name]
         params.device_rows(builder, model)
-        self.solver_flags = solver_flags(model["model"])
+        self.solver_flags = solver_flags(model)
         return {
             group: {name: model[group][name] for name in fields}
             for group, fields in DERIVED_FIELDS.items()
@@ -214,12 +216,15 @@ class Binding:
 
 
 def solver_flags(model: dict) -> dict:
-    """StepContext's flags that follow from the model (group `model` of build_model, with
-    the per-world rows): has_bullets, and immovable_sweep (in some world the dynamic
-    bodies' masses differ by more than contacts.IMMOVABLE_SWEEP_RATIO: BodyModel.uneven)."""
+    """StepContext's flags that follow from the model (the groups of build_model, with the
+    per-world rows): has_bullets, immovable_sweep (in some world the dynamic bodies' masses
+    differ by more than contacts.IMMOVABLE_SWEEP_RATIO: BodyModel.uneven) and
+    contact_free (no two bodies of a world may ever pair: pairing.never_pairs)."""
+    bodies = model["model"]
     return {
-        "has_bullets": bool(model["bullet"].any()),
-        "immovable_sweep": bool(model["uneven"].any()),
+        "has_bullets": bool(bodies["bullet"].any()),
+        "immovable_sweep": bool(bodies["uneven"].any()),
+        "contact_free": never_pairs(model),
     }
 
 

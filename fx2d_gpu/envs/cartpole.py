@@ -124,9 +124,13 @@ class CartPoleVectorEnv(Fx2DVectorEnv):
 
     def _build_scene(self):
         scene = self.scene
-        # The track is the slider's static parent, below the cart (they never touch).
+        # The track is the slider's static parent, below the cart. It collides with nothing
+        # (mask_bits 0), as in Gymnasium's cart-pole, whose pole may swing through it: then no
+        # two bodies may touch (the cart and the pole are jointed), and the scene steps
+        # without the contact stages, which the process then never compiles
+        # (StepOptions.contactless_step).
         self.track = scene.add_box(
-            (0.0, -0.3), (2 * self.travel_limit + 0.5, 0.05), mass=0, name="track"
+            (0.0, -0.3), (2 * self.travel_limit + 0.5, 0.05), mass=0, mask_bits=0, name="track"
         )
         self.cart = scene.add_box((0.0, 0.0), (0.5, 0.3), mass=self.cart_mass, name="cart")
         # A thin box: its inertia about the hinge, m (L^2 + w^2) / 12 + m (L/2)^2, is within

@@ -213,7 +213,9 @@ class StepContext:
     body is a bullet (collision/continuous.py's second pass runs); immovable_sweep: in some
     world the dynamic bodies' masses differ by more than contacts.IMMOVABLE_SWEEP_RATIO
     (BodyModel.uneven; that world's velocity pass sweeps
-    the contacts with immovable bodies again); solver: "xpbd" or "soft_step", the
+    the contacts with immovable bodies again); contact_free: no two bodies of a world may
+    ever pair (model/pairing.py: their filters, joints and disabled pairs keep every two
+    apart; step.contactless_step); solver: "xpbd" or "soft_step", the
     substep's stage list (solver/stages.py's STAGES). Set by the step as it runs:
     faults_found, the faulty worlds its substeps' launch found (solver/fused.py; None:
     faults.contain_faults looks after the step); barrier_timeouts, the team's timed-out
@@ -242,6 +244,7 @@ class StepContext:
     enable_sleep: bool = True
     has_bullets: bool = False
     immovable_sweep: bool = False
+    contact_free: bool = False
     solver: str = "xpbd"
     faults_found: int | None = None
     barrier_timeouts: int | None = None

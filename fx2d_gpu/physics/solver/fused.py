@@ -80,7 +80,16 @@ from .reporting import (
     report_worlds,
 )
 from .sleep import find_pairs_waking, no_convergence, update_sleep_by_team
-from .stages import BEGIN_STEP_STAGES, BODY_SLOTS, JOINT_SLOTS, PAIRS, STAGES, Substep, runs
+from .stages import (
+    BEGIN_STEP_STAGES,
+    BODY_SLOTS,
+    CONTACTLESS_STAGES,
+    JOINT_SLOTS,
+    PAIRS,
+    STAGES,
+    Substep,
+    runs,
+)
 
 if TYPE_CHECKING:
     from .context import StepContext
@@ -88,11 +97,16 @@ if TYPE_CHECKING:
 vec2 = ti.math.vec2
 
 
-def substeps_by_world(ctx: "StepContext"):
+def substeps_by_world(ctx: "StepContext", contacts: bool = True):
     """All of the step's substeps in one launch, one world per thread (spread over the CPU
     backend's tasks: team.world_stride), each world's faults found after them
-    (ctx.faults_found, see _launch)."""
-    _launch(ctx, by_world=True, n_members=ctx.n_worlds, stride=team.world_stride(ctx))
+    (ctx.faults_found, see _launch). Without `contacts` (a step without contacts,
+    step.contactless_step): the kernel compiled with the stages as such a step runs them
+    (stages.CONTACTLESS_STAGES), its joints alone in colour 0 and in order, no pairs; the
+    launch records the step's constraint counts (no pairs) itself."""
+    _launch(
+        ctx, by_world=True, n_members=ctx.n_worlds, stride=team.world_stride(ctx), contacts=contacts
+    )
 
 
 def pass_by_world(ctx: "StepContext", stage):
@@ -173,6 +187,7 @@ def _pass_by_world(
                 h,
                 sweeps,
                 uneven,
+                True,
             )
 
 
@@ -433,6 +448,7 @@ def _launch(
     stride: int = 1,
     refit: tuple[float, float] | None = None,
     worlds: "WorldLaunch | None" = None,
+    contacts: bool = True,
 ):
     """The launch (`mode`: SUBSTEPS, BEGIN, KEPT or FOUND; `refit`: see kept_step_by_team;
     `worlds`: the small worlds' step in one launch, step_by_world, whose raw answer it returns);
@@ -506,6 +522,7 @@ def _launch(
         serial=bool(ctx.serial) if worlds is not None else False,
         lists_serial=bool(ctx.serial or ctx.cpu) if worlds is not None else False,
         world_args=_world_args(ctx, worlds) if worlds is not None else (0,) * 5,
+        contacts=contacts,
     )
     if worlds is not None:
         return [int(value) for value in answer]
@@ -1068,6 +1085,7 @@ def _next_constraint(
     n_joints,
     color,
     cursor,
+    contacts: ti.template(),
 ):
     """The next constraint of colour `color` for a team member and its cursor after it (-1:
     none left). cursor = (next pair, next joint, end of the member's pairs).
@@ -1075,9 +1093,14 @@ def _next_constraint(
     By world: the world's pairs in its solve order (pair_origin over the world's range:
     colour after colour, so a colour's are consecutive there), then its joint slots of
     that colour. On a team: the member's share of the colour's list (cursor[0] to
-    cursor[2])."""
+    cursor[2]). Without `contacts` (by world): the world's joint slots in order, every one
+    of colour 0 (a step without contacts colours nothing: its worlds take one colour)."""
     constraint = -1
-    if ti.static(by_world):
+    if ti.static(not contacts):
+        if cursor[1] < n_joints:
+            constraint = world * n_joints + cursor[1]
+            cursor[1] += 1
+    elif ti.static(by_world):
         pair = -1
         if cursor[0] < cursor[2]:
             pair = coloring.pair_origin[cursor[0]]
@@ -1151,6 +1174,7 @@ def _member_pass(
     h,
     sweeps,
     uneven,
+    contacts: ti.template(),
 ):
     """A colour pass over a member's constraints, colour after colour (see
     _next_constraint), the team waiting for each colour to end before the next; on a team,
@@ -1164,7 +1188,8 @@ def _member_pass(
     first, the joints alone (joints.JOINT_SWEEPS): pairs are skipped, and the overflow's
     pairs' means are not applied again. `uneven` (the velocity pass of a scene of uneven
     masses, StepContext.immovable_sweep): a last sweep over the contacts with an immovable
-    body, the overflow's excepted."""
+    body, the overflow's excepted. Without `contacts` (by world, a step without contacts):
+    the joints alone, `constraint_of` a joint slot's (stages.CONTACTLESS_STAGES)."""
     n_rounds = n_colors
     first_overflow, overflow_pairs, overflow_end = 0, 0, 0
     if ti.static(not by_world) and overflow == 1:
@@ -1179,7 +1204,7 @@ def _member_pass(
         immovable = immovable_sweep == 1 and sweep == sweeps
         joints_alone = sweep > 0 and not immovable
         cursor = ti.Vector([0, 0, 0])
-        if ti.static(by_world):
+        if ti.static(by_world and contacts):
             cursor = ti.Vector(
                 [
                     manifolds.pair_start[member * n_bodies],
@@ -1214,22 +1239,20 @@ def _member_pass(
                     if color == n_colors:  # overflow pair i writes entries 2i and 2i + 1
                         jacobi_entry = 2 * (cursor[0] - first_overflow)
                 k, cursor = _next_constraint(
-                    manifolds, coloring, counts, by_world, member, n_joints, color, cursor
+                    manifolds, coloring, counts, by_world, member, n_joints, color, cursor, contacts
                 )
                 if k < 0:
                     break
-                is_pair = k < counts.n_pairs[None]
-                if immovable and is_pair:
-                    jacobi_entry = REPEAT_SOLVE
-                if (
-                    sweep == 0
-                    or (joints_alone and not is_pair)
-                    or (
-                        immovable
-                        and is_pair
-                        and swept_again(model, manifolds, prepared, k, n_bodies)
-                    )
-                ):
+                is_pair = False
+                if ti.static(contacts):
+                    is_pair = k < counts.n_pairs[None]
+                solves = sweep == 0 or (joints_alone and not is_pair)
+                if ti.static(contacts):
+                    if immovable and is_pair:
+                        jacobi_entry = REPEAT_SOLVE
+                        if swept_again(model, manifolds, prepared, k, n_bodies):
+                            solves = True
+                if solves:
                     constraint_of(
                         model,
                         bodies,
@@ -1373,6 +1396,7 @@ def _substeps(
     serial: ti.template(),
     lists_serial: ti.template(),
     world_args: _WorldArgs,
+    contacts: ti.template(),
 ) -> _Answer:
     """The step's substeps, one launch (a member per world, or a CPU team of n_members threads
     sharing every stage); `mode`: SUBSTEPS; BEGIN, only substep 0's stages up to the narrow
@@ -1404,7 +1428,12 @@ def _substeps(
     with `report`, the reported list (reporting.report_worlds, of n_reported old entries,
     world_args' n_held held) and with `sleep` the sleep pass. Its loops run serially where
     `serial`, the colour lists where `lists_serial`. The answer's last two entries: the
-    colouring's colours used and overflowing constraints."""
+    colouring's colours used and overflowing constraints.
+
+    Without `contacts` (by world, SUBSTEPS, not folded: a step without contacts,
+    substeps_by_world): the stages of stages.CONTACTLESS_STAGES, no pairs, each world's
+    joints in colour 0 in order (`n_colors` 1 where there are joints); the launch first
+    records the constraint counts (no pairs), which no colouring launch did."""
     team_size, stride = 1, world_stride
     if ti.static(not by_world):
         team_size, stride = n_members, team.items_per_member(n_members)
@@ -1413,6 +1442,9 @@ def _substeps(
     # The small worlds' step in one launch (by_world and folded: step_by_world): the broad
     # phase and the colouring first, the substeps where they allow.
     world_colors, found, solve = ti.Vector([n_colors, 0]), n_pairs, 1
+    if ti.static(not contacts):
+        ti.static_assert(by_world and not folded)
+        record_constraint_counts(counts, 0, n_joints)
     if ti.static(by_world and folded):
         found = find_pairs_waking(
             model,
@@ -1477,7 +1509,7 @@ def _substeps(
             body_range = ti.Vector([member * n_bodies, (member + 1) * n_bodies])
             joint_range = ti.Vector([member * n_joints, (member + 1) * n_joints])
             pair_range, team_member = ti.Vector([0, 0]), 0
-            if ti.static(by_world):
+            if ti.static(by_world and contacts):
                 pair_range = ti.Vector(
                     [manifolds.pair_start[body_range[0]], manifolds.pair_start[body_range[1]]]
                 )
@@ -1519,7 +1551,7 @@ def _substeps(
                 bullets=bullets,
                 jointed=1 if n_joints > 0 else 0,
             )
-            stages = ti.static(STAGES[solver])
+            stages = ti.static(STAGES[solver] if contacts else CONTACTLESS_STAGES[solver])
             code = HOLDS
             if ti.static(not by_world):
                 if refit == 1:  # (not in one condition: a kernel's `and` evaluates both)
@@ -1689,6 +1721,7 @@ def _substeps(
                                         h,
                                         sweeps,
                                         stage_uneven,
+                                        contacts,
                                     )
                             else:
                                 _member_items(

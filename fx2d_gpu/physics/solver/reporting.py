@@ -1004,6 +1004,12 @@ def report_contacts(ctx: "StepContext", sleep: bool = False) -> bool:
     return by_world and sleep
 
 
+def note_empty_report(cache):
+    """The host's part of a step that reported nothing (no pair, no event: step.
+    contactless_step), as a list built empty on the device would be noted."""
+    _note_report(cache, 0, 0, 0)
+
+
 def _note_report(cache, n_new: int, n_begin: int, n_end: int):
     """The host's part of a list built on the device: its counts (reported pairs, begin and
     end events), every entry's origin its pair in this step's list or -1 (resting)."""

@@ -57,6 +57,8 @@ vec2 = ti.math.vec2
 
 #: A stage's domain: what its items are.
 JOINT_SLOTS, BODY_SLOTS, PAIRS, COLORS = "joint slots", "body slots", "pairs", "colours"
+#: Stage.contactless's default: the stage runs as it is in a step without contacts.
+SAME = "same"
 #: When a stage runs (Stage.when): always; where the substep pushes velocities (not in
 #: substep 0 when begin_step already did); in the substeps proper (not in begin_step); in
 #: scenes with joints; in the step's last substep (a colour pass only: the soft step's
@@ -95,7 +97,10 @@ class Stage(NamedTuple):
     joints are then solved after its pairs); joint_sweeps, JOINT_SWEEPS - 1 more sweeps over
     the joints alone follow (XPBD's position pass); immovable_sweep, the contacts with an
     immovable body are solved again in worlds of uneven masses (XPBD's velocity pass,
-    contacts.IMMOVABLE_SWEEP_RATIO)."""
+    contacts.IMMOVABLE_SWEEP_RATIO). contactless: what the stage runs in a step without
+    contacts (CONTACTLESS_STAGES): SAME (`run` itself), None (left out: it only touches
+    contacts) or a ti.func of run's signature without the contacts' part (a colour pass's:
+    of joint slot k)."""
 
     name: str
     domain: str
@@ -107,6 +112,7 @@ class Stage(NamedTuple):
     joints: bool = False
     joint_sweeps: bool = False
     immovable_sweep: bool = False
+    contactless: object = "same"
 
     @property
     def is_pass(self) -> bool:
@@ -343,6 +349,43 @@ def _velocity_constraint(
         solve_velocity(bodies, manifolds, prepared, k, n_bodies, h, jacobi_entry)
 
 
+@ti.func
+def _integrate_position_alone(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    manifolds: ti.template(),
+    prepared: ti.template(),
+    coloring: ti.template(),
+    counts: ti.template(),
+    slot,
+    s: ti.template(),
+    round,
+):
+    """_integrate_position in a step without contacts: no contact impulses to warm start."""
+    if moves(model, bodies, slot, slot % s.n_bodies):
+        integrate_position(bodies, slot, s.h)
+    if s.substep == 0:
+        bodies.support[slot] = UNSUPPORTED
+
+
+@ti.func
+def _joint_position(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    manifolds: ti.template(),
+    prepared: ti.template(),
+    counts: ti.template(),
+    k,
+    n_bodies,
+    h,
+    jacobi_entry,
+):
+    """_position_constraint in a step without contacts: k is a joint slot."""
+    solve_joint(model, bodies, joints, counts, k, n_bodies, h)
+
+
 SUBSTEP_STAGES = (
     Stage("motors", JOINT_SLOTS, _motors, when=PUSH, writes=("joints.effort",)),
     Stage(
@@ -366,6 +409,7 @@ SUBSTEP_STAGES = (
         "narrow phase",
         PAIRS,
         _narrow_phase,
+        contactless=None,
         writes=("manifolds.touching",)
         + tuple(
             f"prepared.{name}"
@@ -386,13 +430,25 @@ SUBSTEP_STAGES = (
             )
         ),
     ),
-    Stage("integrate positions", BODY_SLOTS, _integrate_position, when=AFTER_COLORING),
     Stage(
-        "position pass", COLORS, _position_constraint, position=True, joints=True, joint_sweeps=True
+        "integrate positions",
+        BODY_SLOTS,
+        _integrate_position,
+        when=AFTER_COLORING,
+        contactless=_integrate_position_alone,
     ),
-    Stage("continuous", BODY_SLOTS, _sweep, sweeps_bullets=True),
+    Stage(
+        "position pass",
+        COLORS,
+        _position_constraint,
+        position=True,
+        joints=True,
+        joint_sweeps=True,
+        contactless=_joint_position,
+    ),
+    Stage("continuous", BODY_SLOTS, _sweep, sweeps_bullets=True, contactless=None),
     Stage("derive velocities", BODY_SLOTS, _derive_velocity, when=JOINTED),
-    Stage("velocity pass", COLORS, _velocity_constraint, immovable_sweep=True),
+    Stage("velocity pass", COLORS, _velocity_constraint, immovable_sweep=True, contactless=None),
 )
 
 
@@ -500,6 +556,61 @@ def _restitution(
         apply_restitution(bodies, manifolds, prepared, k, n_bodies, h, jacobi_entry)
 
 
+@ti.func
+def _warm_start_joints(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    manifolds: ti.template(),
+    prepared: ti.template(),
+    coloring: ti.template(),
+    counts: ti.template(),
+    slot,
+    s: ti.template(),
+    round,
+):
+    """_warm_start in a step without contacts: the body's joints' impulses alone."""
+    if moves(model, bodies, slot, slot % s.n_bodies):
+        if joints.body_has_joint[slot % s.n_bodies] == 1:
+            warm_start_joints_of_body(model, bodies, joints, counts, slot, s.n_bodies)
+    if s.substep == 0:
+        bodies.support[slot] = UNSUPPORTED
+
+
+@ti.func
+def _soft_solve_joint(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    manifolds: ti.template(),
+    prepared: ti.template(),
+    counts: ti.template(),
+    k,
+    n_bodies,
+    h,
+    jacobi_entry,
+):
+    """_soft_solve in a step without contacts: k is a joint slot."""
+    solve_soft_joint(model, bodies, joints, counts, k, n_bodies, h, True)
+
+
+@ti.func
+def _soft_relax_joint(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    manifolds: ti.template(),
+    prepared: ti.template(),
+    counts: ti.template(),
+    k,
+    n_bodies,
+    h,
+    jacobi_entry,
+):
+    """_soft_relax in a step without contacts: k is a joint slot."""
+    solve_soft_joint(model, bodies, joints, counts, k, n_bodies, h, False)
+
+
 #: The soft step's substep (Scene(solver="soft_step"), Box2D v3's scheme): the same first
 #: stages, then warm start, a soft solve with bias, positions, the relax without bias, and
 #: after the last substep the restitution pass: 2 passes a substep, at 4 substeps where XPBD
@@ -507,17 +618,35 @@ def _restitution(
 SOFT_STEP_STAGES = (
     SUBSTEP_STAGES[0],
     SUBSTEP_STAGES[1],
-    Stage("narrow phase", PAIRS, _narrow_phase, writes=SUBSTEP_STAGES[2].writes),
-    Stage("warm start", BODY_SLOTS, _warm_start, when=AFTER_COLORING),
-    Stage("solve", COLORS, _soft_solve, joints=True),
+    SUBSTEP_STAGES[2],  # the narrow phase
+    Stage(
+        "warm start", BODY_SLOTS, _warm_start, when=AFTER_COLORING, contactless=_warm_start_joints
+    ),
+    Stage("solve", COLORS, _soft_solve, joints=True, contactless=_soft_solve_joint),
     Stage("integrate positions", BODY_SLOTS, _move, when=AFTER_COLORING),
-    Stage("continuous", BODY_SLOTS, _sweep, sweeps_bullets=True),
-    Stage("relax", COLORS, _soft_relax, joints=True),
-    Stage("restitution", COLORS, _restitution, when=LAST_SUBSTEP),
+    SUBSTEP_STAGES[5],  # continuous
+    Stage("relax", COLORS, _soft_relax, joints=True, contactless=_soft_relax_joint),
+    Stage("restitution", COLORS, _restitution, when=LAST_SUBSTEP, contactless=None),
 )
 
 #: Each solver's substep: Scene(solver=...) -> its stage list.
 STAGES = {"xpbd": SUBSTEP_STAGES, "soft_step": SOFT_STEP_STAGES}
+
+
+def _without_contacts(stages) -> tuple[Stage, ...]:
+    """`stages` as a step without contacts runs them (Stage.contactless)."""
+    return tuple(
+        stage if stage.contactless is SAME else stage._replace(run=stage.contactless)
+        for stage in stages
+        if stage.contactless is not None
+    )
+
+
+#: Each solver's substep in a step without contacts (worlds where no two bodies may
+#: collide: step.contactless_step): STAGES without the stages that only touch contacts,
+#: the others without their contacts' part; the same results bit for bit where no pair
+#: exists.
+CONTACTLESS_STAGES = {solver: _without_contacts(stages) for solver, stages in STAGES.items()}
 #: The substeps each solver takes by default (Scene(substeps=None)): Fx2D's 11 (seed 003)
 #: and Box2D v3's 4.
 DEFAULT_SUBSTEPS = {"xpbd": 11, "soft_step": 4}

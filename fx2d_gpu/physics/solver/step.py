@@ -90,7 +90,7 @@ from .pairs import (
 )
 from .plan import Executor, plan_step
 from .profile import NO_PROFILE
-from .reporting import report_contacts
+from .reporting import note_empty_report, report_contacts
 from .sleep import find_pairs_waking_by_world, update_sleep, wake_islands
 
 if TYPE_CHECKING:
@@ -118,6 +118,9 @@ def _plan(ctx: StepContext):
 
 def _step(ctx: StepContext, profile):
     plan = ctx.plan
+    if plan.contactless:
+        contactless_step(ctx, profile)
+        return
     with profile.stage("find pairs"):
         recolored, solved = _find_or_keep_pairs(ctx, profile)
     # Kept where they lie with their colouring: last step's per-body lists and reported
@@ -148,6 +151,24 @@ def _step(ctx: StepContext, profile):
     with profile.stage("clear forces"):
         clear_forces(ctx)
     ctx.cache.contacts_current = True
+
+
+def contactless_step(ctx: StepContext, profile=NO_PROFILE):
+    """A step of small worlds in which no two bodies may pair and none did last step, sleep
+    off (StepPlan.contactless): the substeps without the contact stages, a world per thread
+    (fused.substeps_by_world(contacts=False): each world's joints in colour 0, in order),
+    then the forces cleared. Nothing pairs, so the full step's
+    broad phase, colouring and report would find, colour and list nothing: the host notes
+    what they would have (no pairs, one colour where there are joints, an empty report)."""
+    cache = ctx.cache
+    cache.n_colors, cache.n_overflow = int(ctx.n_joints > 0), 0
+    cache.coloring_valid = False  # the pool's colours were not written: the next colours afresh
+    with profile.stage("substeps"):
+        fused.substeps_by_world(ctx, contacts=False)
+    note_empty_report(cache)
+    with profile.stage("clear forces"):
+        clear_forces(ctx)
+    cache.contacts_current = True
 
 
 def pair_window(ctx: StepContext) -> float:
