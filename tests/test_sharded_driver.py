@@ -365,3 +365,15 @@ def test_every_call_after_close_refuses(sharded):
                 ]
                 getattr(sharded, name)(*[None] * (len(parameters) - 1))
     sharded.close()  # twice is allowed
+
+
+def test_collision_matrix_is_the_scenes_and_follows_a_filter(sharded):
+    # Every shard holds the same model: shard 0's answer is the scene's, a queued filter
+    # change included.
+    alone = build(4)
+    np.testing.assert_array_equal(sharded.collision_matrix(), alone.collision_matrix())
+    assert sharded.collision_matrix()[1, 2]  # the two boxes may collide
+    sharded.set_collision_filter(2, mask_bits=0)
+    alone.set_collision_filter(2, mask_bits=0)
+    np.testing.assert_array_equal(sharded.collision_matrix(), alone.collision_matrix())
+    assert not sharded.collision_matrix()[:, 2].any()

@@ -668,6 +668,13 @@ class ShardedScene(ModelQueries):
             [p + np.array([s.worlds.start, 0, 0]) for p, s in zip(parts, self._shards, strict=True)]
         )
 
+    def collision_matrix(self) -> np.ndarray:
+        """(n_bodies, n_bodies) bool: which two bodies of a world may ever collide
+        (Scene.collision_matrix; shard 0's answer: every shard holds the same model and
+        filters)."""
+        self._check_open()
+        return self._query_one(0, ("collision_matrix", (), {}))
+
     def enabled(self) -> np.ndarray:
         """(n_worlds, n_bodies) bool: which bodies take part in each world."""
         self._check_open()
