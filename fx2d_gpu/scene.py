@@ -45,10 +45,9 @@ from .model.builder import (
     check_state,
     check_targets,
 )
-from .model.masses import check_inertias
 from .model.model_queries import ModelQueries
 from .model.world_params import BODY_PARAMS, WorldParams, world_selection
-from .model.world_shapes import WorldShapes
+from .model.world_shapes import WorldShapes, check_shape_change
 from .physics.solver.context import StepCache, StepContext, StepDiagnostics, loops_run_serially
 from .physics.solver.faults import ON_FAULT, contain_faults
 from .physics.solver.plan import StepOptions, as_step_options
@@ -748,32 +747,13 @@ class Scene(ModelQueries, SceneCopies, StepDiagnostics):
         """
         keywords = {"size": size, "radius": radius, "length": length, "vertices": vertices}
         given = {name: value for name, value in keywords.items() if value is not None}
+        arguments = dict(given, inertia=inertia, position=position, angle=angle)
+        arguments = {name: value for name, value in arguments.items() if value is not None}
         rows = spatial_queries.body_indices(bodies, self.n_bodies)
         worlds = world_selection(world, self._n_worlds)
-        new = self._shapes.resized(self._builder, rows, worlds, given)
-        placed = self._shapes.placed(self._builder, rows, worlds, position, angle)
-        # The inertias after: given, or following the new shapes where they were the shapes'.
-        if inertia is not None:
-            masses = self._params.check_body_values(
-                self._builder, rows, worlds, {"inertia": inertia}
-            )
-        else:
-            old_unit = self._shapes.unit_inertia(self._builder, worlds, rows)
-            new_unit = np.array(
-                [[shape.unit_inertia for shape, _ in row] for row in new], np.float64
-            ).reshape(len(worlds), len(rows))
-            values = self._params.body_values(self._builder)
-            cells = np.ix_(worlds, rows)
-            mass, current = values["mass"][cells], values["inertia"][cells]
-            follows = (current == mass * old_unit) & (mass > 0.0)
-            masses = {"inertia": np.where(follows, mass * new_unit, current)}
-            try:
-                check_inertias(masses["inertia"], mass, indexed=False)
-            except ValueError as error:
-                raise ValueError(
-                    f"{', '.join(given)}: the new shapes' inertia (mass x the shape's unit "
-                    f"inertia) breaks the rule ({error}); give an inertia"
-                ) from None
+        new, placed, masses = check_shape_change(
+            self._builder, self._params, self._shapes, rows, worlds, arguments
+        )
         placing = position is not None or angle is not None
         if not len(worlds) or not (given or inertia is not None or placing):
             return

@@ -57,8 +57,6 @@ SCENE_ONLY = {
     # Per-scene files and values a shard's builder sets for it.
     **dict.fromkeys(("load_state", "save_state"), "a sharded scene saves snapshots"),
     **dict.fromkeys(("gravity", "get_joint_params"), "read per shard"),
-    # Per-world geometry is not sharded yet (the driver keeps no shapes of its own).
-    **dict.fromkeys(("set_shape_params", "get_shape_params"), "per-world geometry not sharded"),
 }
 #: Methods whose ShardedScene version adds trailing parameters of its own (all with
 #: defaults, so every call written for Scene works).

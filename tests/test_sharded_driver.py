@@ -377,3 +377,70 @@ def test_collision_matrix_is_the_scenes_and_follows_a_filter(sharded):
     alone.set_collision_filter(2, mask_bits=0)
     np.testing.assert_array_equal(sharded.collision_matrix(), alone.collision_matrix())
     assert not sharded.collision_matrix()[:, 2].any()
+
+
+def test_per_world_geometry_is_the_scenes_across_shards(sharded):
+    # Sizes given per world across the shards' boundary (worlds 1-2: one in each shard), one
+    # for all, and per world and body; the ground placed per world; then the scene steps as
+    # one in-process Scene given the same calls, bit for bit, and answers the same shapes.
+    alone = build(4)
+    calls = [
+        dict(bodies=[1], size=[[0.4, 0.6], [0.7, 0.3]], world=[1, 2]),
+        dict(bodies=[3], radius=0.35),
+        dict(bodies=[1, 2], size=[[[0.5, 0.5], [0.3, 0.9]]], world=3),
+        dict(bodies=[0], position=[[0.0, -0.6], [0.1, -0.4]], angle=[0.0, 0.05], world=[0, 3]),
+    ]
+    for call in calls:
+        sharded.set_shape_params(**call)
+        alone.set_shape_params(**call)
+    for _ in range(30):
+        sharded.step(DT)
+        alone.step(DT)
+    a, b = sharded.get_state(), alone.get_state()
+    for name in ("position", "angle", "velocity", "angular_velocity"):
+        np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
+    mine, theirs = sharded.get_shape_params(), alone.get_shape_params()
+    for name in mine:
+        np.testing.assert_array_equal(mine[name], theirs[name], err_msg=name)
+    np.testing.assert_array_equal(
+        sharded.get_body_params()["inertia"], alone.get_body_params()["inertia"]
+    )
+    np.testing.assert_array_equal(
+        sharded.body_shape(1, world=2).vertices, alone.body_shape(1, world=2).vertices
+    )
+    assert mine["size"][2, 1].tolist() == [0.7, 0.3]  # the second shard's first world
+    # The shards' own scenes hold their worlds' shapes (global world 2 is shard 1's 0).
+    shard_size = sharded.inspect(lambda s: s.get_shape_params([1])["size"], shard=1)
+    np.testing.assert_array_equal(shard_size[:, 0], theirs["size"][2:, 1])
+
+
+def test_bad_geometry_is_refused_before_any_shard_changes(sharded):
+    before = sharded.get_shape_params()
+    steps = shard_steps(sharded)
+    with pytest.raises(ValueError, match="size"):
+        sharded.set_shape_params([1, 3], size=(0.5, 0.5))  # body 3 is a circle
+    with pytest.raises(ValueError, match="not static"):
+        sharded.set_shape_params([1], position=(0.0, 1.0))
+    with pytest.raises(ValueError, match="size must have shape"):
+        sharded.set_shape_params([1], size=[[0.5, 0.5]] * 3, world=[0, 1])
+    after = sharded.get_shape_params()
+    for name in before:
+        np.testing.assert_array_equal(before[name], after[name])
+    assert shard_steps(sharded) == steps
+    sizes = sharded.inspect(lambda s: s.get_shape_params([1])["size"], shard=0)
+    np.testing.assert_array_equal(sizes[:, 0], before["size"][:2, 1])
+
+
+def test_a_snapshot_restores_the_shapes(sharded):
+    snapshot = sharded.snapshot()
+    sharded.set_shape_params([2], size=(0.9, 0.2), world=3)
+    sharded.restore(snapshot)
+    assert sharded.get_shape_params()["size"][3, 2].tolist() == [0.5, 0.5]
+    size = sharded.inspect(lambda s: s.get_shape_params([2])["size"], shard=1)
+    assert size[1, 0].tolist() == [0.5, 0.5]
+    # A snapshot pickled before the shapes were sharded holds none: the shards' are read.
+    sharded.set_shape_params([2], size=(0.9, 0.2), world=3)
+    older = dataclasses.replace(sharded.snapshot(), shapes=None)
+    sharded.set_shape_params([2], size=(0.4, 0.4), world=3)
+    sharded.restore(older)
+    assert sharded.get_shape_params()["size"][3, 2].tolist() == [0.9, 0.2]

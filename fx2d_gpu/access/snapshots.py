@@ -199,6 +199,27 @@ def take_snapshot(
     )
 
 
+def snapshot_values(
+    arrays: dict, builder: ModelBuilder, n_worlds: int, gravity
+) -> tuple[WorldParams, WorldShapes]:
+    """A snapshot's `params` arrays (per-world values and per-world geometry) back as
+    (WorldParams, WorldShapes) of n_worlds worlds, checked (WorldParams.from_arrays,
+    WorldShapes.from_arrays: untrusted input); `gravity` (2,): every world's where the
+    snapshot holds no per-world values.
+
+    Raises:
+        ValueError: a missing, extra or misshapen array, or a value that breaks a rule,
+            naming it.
+    """
+    values = {k: v for k, v in arrays.items() if k not in GEOMETRY_ARRAYS}
+    if values:
+        params = WorldParams.from_arrays(values, builder, n_worlds)
+    else:
+        params = WorldParams(n_worlds, gravity)
+    geometry = {k: v for k, v in arrays.items() if k in GEOMETRY_ARRAYS}
+    return params, WorldShapes.from_arrays(geometry, builder, n_worlds)
+
+
 def restore_snapshot(
     snapshot, binding, cache: StepCache, builder: ModelBuilder, gravity, *, checked: bool = False
 ):
@@ -224,13 +245,7 @@ def restore_snapshot(
         # arrays change later.
         snapshot = snapshot.copy()
         plainly(check_snapshot, vars(snapshot), binding, "snapshot")
-    values = {k: v for k, v in snapshot.params.items() if k not in GEOMETRY_ARRAYS}
-    if values:
-        params = WorldParams.from_arrays(values, builder, binding.n_worlds)
-    else:
-        params = WorldParams(binding.n_worlds, gravity)
-    geometry = {k: v for k, v in snapshot.params.items() if k in GEOMETRY_ARRAYS}
-    world_shapes = WorldShapes.from_arrays(geometry, builder, binding.n_worlds)
+    params, world_shapes = snapshot_values(snapshot.params, builder, binding.n_worlds, gravity)
     binding.edit("joints", slice(None), **{key: snapshot.motors[key] for key in MOTOR_FIELDS})
     model = binding.base_model["joints"]
     for j, joint in enumerate(builder.joints):

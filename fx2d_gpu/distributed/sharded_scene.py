@@ -33,6 +33,7 @@ from ..checks import as_bool, as_count, as_index, as_real, as_step_count, as_ste
 from ..model.builder import add_forces, check_forces, check_mode_targets, check_state, check_targets
 from ..model.model_queries import ModelQueries
 from ..model.world_params import BODY_PARAMS, WorldParams, world_selection
+from ..model.world_shapes import SHAPE_PARAMS, WorldShapes, check_shape_change, per_world_arguments
 from ..physics.solver.faults import SimulationError
 from ..records import ContactEvents, State
 from ..scene import Scene
@@ -96,6 +97,9 @@ class ShardedSnapshot:
         shards: each shard's SceneSnapshot, in order.
         ranges: each shard's global worlds.
         params: the per-world values of every world (the driver's copy).
+        shapes: the per-world shapes and placements of every world (the driver's copy;
+            None in a snapshot pickled before they were sharded: restore reads the
+            shards').
         forces: {body: (force (n_worlds, 2) N, torque (n_worlds,) N m)} given to apply_force
             for the next step.
         time: the scene's clock, s.
@@ -108,6 +112,7 @@ class ShardedSnapshot:
     forces: dict
     time: float
     step_count: int
+    shapes: WorldShapes | None = None
 
 
 @dataclasses.dataclass
@@ -250,6 +255,7 @@ class ShardedScene(ModelQueries):
             raise
         self._builder = first["builder"]
         self._params = WorldParams.stacked([d["params"] for d in described], self._builder)
+        self._shapes = WorldShapes.stacked([d["shapes"] for d in described], self._builder)
         self.settings = {k: v for k, v in first["settings"].items() if k != "n_worlds"}
         self.backends = [d["backend"] for d in described]
         self.time, self.step_count = first["time"], first["step_count"]
@@ -463,6 +469,64 @@ class ShardedScene(ModelQueries):
                 {"world": local, **{name: value[mine] for name, value in checked.items()}},
             ),
         )
+
+    def set_shape_params(
+        self,
+        bodies,
+        *,
+        size=None,
+        radius=None,
+        length=None,
+        vertices=None,
+        inertia=None,
+        position=None,
+        angle=None,
+        world=None,
+    ):
+        """Give bodies new shape sizes and static bodies new placements, in every world or
+        per world (Scene.set_shape_params: size, radius, length, vertices, inertia,
+        position, angle; world a global index, mask or indices). Checked here against every
+        world, then each shard takes its worlds' values (one per world and body)."""
+        self._check_open()
+        arguments = dict(
+            size=size,
+            radius=radius,
+            length=length,
+            vertices=vertices,
+            inertia=inertia,
+            position=position,
+            angle=angle,
+        )
+        arguments = {name: value for name, value in arguments.items() if value is not None}
+        rows = body_indices(bodies, self.n_bodies)
+        worlds = world_selection(world, self._n_worlds)
+        new, placed, masses = check_shape_change(
+            self._builder, self._params, self._shapes, rows, worlds, arguments
+        )
+        resizes = any(name in arguments for name in SHAPE_PARAMS) or "inertia" in arguments
+        if not len(worlds) or not arguments:
+            return
+        if "position" in arguments or "angle" in arguments:
+            self._shapes.store_poses(self._builder, rows, worlds, placed)
+        if resizes:
+            self._shapes.store(self._builder, rows, worlds, new)
+            self._params.set_body_values(self._builder, rows, worlds, masses)
+        values = per_world_arguments(arguments, len(worlds), len(rows))
+        self._queue_worlds(
+            worlds,
+            lambda _, mine, local: (
+                "set_shape_params",
+                (rows,),
+                {"world": local, **{name: value[mine] for name, value in values.items()}},
+            ),
+        )
+
+    def get_shape_params(self, bodies=None) -> dict[str, np.ndarray]:
+        """Every world's shape sizes of `bodies` (None: all), as set_shape_params takes them
+        (Scene.get_shape_params), from the driver's copy."""
+        self._check_open()
+        rows = np.arange(self.n_bodies) if bodies is None else body_indices(bodies, self.n_bodies)
+        return self._shapes.params(self._builder, rows.tolist())
 
     def set_gravity(self, gravity):
         """Set the gravity of every world, (2,), or of each, (n_worlds, 2) (Scene.set_gravity)."""
@@ -804,6 +868,7 @@ class ShardedScene(ModelQueries):
             shards=[s.snapshot for s in self._shards],
             ranges=list(self._ranges),
             params=self._params.copy(),
+            shapes=self._shapes.copy(),
             forces={b: (f.copy(), t.copy()) for b, (f, t) in self._pending_forces.items()},
             time=self.time,
             step_count=self.step_count,
@@ -844,6 +909,13 @@ class ShardedScene(ModelQueries):
         for shard, part in zip(self._shards, snapshot.shards, strict=True):
             shard.snapshot, shard.log, shard.lost = part, [], False
         self._params = snapshot.params.copy()
+        self._shapes = (
+            snapshot.shapes.copy()
+            if snapshot.shapes is not None
+            else WorldShapes.stacked(
+                self._query_all(("inspect", (_shard_shapes, (), {}), {})), self._builder
+            )
+        )
         self._pending_forces = {b: (f.copy(), t.copy()) for b, (f, t) in snapshot.forces.items()}
         self.time, self.step_count = snapshot.time, snapshot.step_count
         self._snapshot_step = self.step_count
@@ -1257,6 +1329,11 @@ def _check_source(builder, template) -> Source:
             f"builder must be callable (n_worlds -> Scene), got {type(builder).__name__}"
         )
     return builder
+
+
+def _shard_shapes(scene: Scene) -> WorldShapes:
+    """A shard's per-world shapes (restore of a snapshot without the driver's copy)."""
+    return scene._shapes.copy()
 
 
 def _span(worlds: range) -> str:

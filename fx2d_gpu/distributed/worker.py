@@ -14,10 +14,9 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..access.snapshots import SceneSnapshot
+from ..access.snapshots import SceneSnapshot, snapshot_values
 from ..access.state_files import check_containers, check_snapshot, plainly
 from ..device import runtime
-from ..model.world_params import WorldParams
 from ..scene import Scene
 
 #: How a Scene's worlds are built: a one-world template Scene, or a builder called with the
@@ -135,15 +134,17 @@ class ShardWorker:
         """What the driver needs to know of the shard: the model, values, clock, process.
 
         Returns:
-            {"builder": the ModelBuilder, "params": the WorldParams, "settings": Scene()'s
-            arguments, "backend", "time", "step_count", "pid", "gpu_ids", and "env": the
-            shard's CUDA_VISIBLE_DEVICES and TI_VISIBLE_DEVICE (None where unset)}.
+            {"builder": the ModelBuilder, "params": the WorldParams, "shapes": the
+            WorldShapes, "settings": Scene()'s arguments, "backend", "time", "step_count",
+            "pid", "gpu_ids", and "env": the shard's CUDA_VISIBLE_DEVICES and
+            TI_VISIBLE_DEVICE (None where unset)}.
         """
         self._check()
         scene = self.scene
         return {
             "builder": scene._builder,
             "params": scene._params.copy(),
+            "shapes": scene._shapes.copy(),
             "settings": scene._settings(),
             "backend": scene.backend,
             "time": scene.time,
@@ -215,8 +216,7 @@ class ShardWorker:
         binding = self.scene._built()
         plainly(check_containers, vars(snapshot), "snapshot")
         plainly(check_snapshot, vars(snapshot), binding, "snapshot")
-        if snapshot.params:
-            WorldParams.from_arrays(snapshot.params, self.scene._builder, binding.n_worlds)
+        snapshot_values(snapshot.params, self.scene._builder, binding.n_worlds, (0.0, 0.0))
 
     def restore(self, snapshot: SceneSnapshot) -> int:
         """Put the scene back to `snapshot` (this shard's own); returns its step count."""

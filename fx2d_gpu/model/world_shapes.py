@@ -30,9 +30,11 @@ from ..checks import as_real_array
 from ..enums import SHAPE_CAPSULE, SHAPE_CIRCLE, SHAPE_POLYGON
 from ..shapes import MAX_COORDINATE, MAX_POLYGON_VERTICES, Shape
 from .builder import SHAPE_FIELDS, cell_size_of, shape_rows
+from .masses import check_inertias
 
 if TYPE_CHECKING:
     from .builder import ModelBuilder
+    from .world_params import WorldParams
 
 #: The keywords of Scene.set_shape_params that size a shape, in the order they are read.
 SHAPE_PARAMS = ("size", "radius", "length", "vertices")
@@ -112,6 +114,79 @@ def _per_world(value, name: str, k_worlds: int, k_bodies: int, item: tuple) -> n
         raise ValueError(f"{name} must have shape {shapes_text}, got {array.shape}") from None
 
 
+#: Each of Scene.set_shape_params's per-world arguments and the shape of one value of it
+#: (None: vertices, (m, 2) with the bodies' vertex count m).
+PER_WORLD_ARGUMENTS = {
+    "size": (2,),
+    "radius": (),
+    "length": (),
+    "vertices": None,
+    "inertia": (),
+    "position": (2,),
+    "angle": (),
+}
+
+
+def check_shape_change(
+    builder: ModelBuilder,
+    params: WorldParams,
+    world_shapes: WorldShapes,
+    bodies: np.ndarray,
+    worlds: np.ndarray,
+    arguments: dict,
+):
+    """Scene.set_shape_params's `arguments` (its keywords but `world`, None left out) for
+    `bodies` in `worlds`, checked whole, changing nothing. Returns (new: the shapes,
+    WorldShapes.resized's; placed: (k_worlds, k_bodies, 3) placements, WorldShapes.placed's;
+    masses: {"inertia": (k_worlds, k_bodies) kg m^2}, the inertias after: given, or
+    following the new shapes where they were the shapes' (mass x unit inertia), else kept).
+
+    Raises:
+        TypeError, ValueError: as resized, placed and WorldParams.check_body_values raise
+            them, and a resize whose following inertia would break the inertia rule.
+    """
+    given = {name: arguments[name] for name in SHAPE_PARAMS if name in arguments}
+    new = world_shapes.resized(builder, bodies, worlds, given)
+    placed = world_shapes.placed(
+        builder, bodies, worlds, arguments.get("position"), arguments.get("angle")
+    )
+    if "inertia" in arguments:
+        masses = params.check_body_values(
+            builder, bodies, worlds, {"inertia": arguments["inertia"]}
+        )
+        return new, placed, masses
+    old_unit = world_shapes.unit_inertia(builder, worlds, bodies)
+    new_unit = np.array(
+        [[shape.unit_inertia for shape, _ in row] for row in new], np.float64
+    ).reshape(len(worlds), len(bodies))
+    values = params.body_values(builder)
+    cells = np.ix_(worlds, bodies)
+    mass, current = values["mass"][cells], values["inertia"][cells]
+    follows = (current == mass * old_unit) & (mass > 0.0)
+    masses = {"inertia": np.where(follows, mass * new_unit, current)}
+    try:
+        check_inertias(masses["inertia"], mass, indexed=False)
+    except ValueError as error:
+        raise ValueError(
+            f"{', '.join(given)}: the new shapes' inertia (mass x the shape's unit "
+            f"inertia) breaks the rule ({error}); give an inertia"
+        ) from None
+    return new, placed, masses
+
+
+def per_world_arguments(arguments: dict, k_worlds: int, k_bodies: int) -> dict[str, np.ndarray]:
+    """Scene.set_shape_params's checked `arguments` (None left out), each as one value per
+    world and body: (k_worlds, k_bodies, *item) float64 (PER_WORLD_ARGUMENTS), the form a
+    call for a subset of the worlds takes them in (a ShardedScene's shards)."""
+    arrays = {}
+    for name, value in arguments.items():
+        item = PER_WORLD_ARGUMENTS[name]
+        if item is None:
+            item = np.shape(value)[-2:]
+        arrays[name] = _per_world(value, name, k_worlds, k_bodies, item)
+    return arrays
+
+
 class WorldShapes:
     """The per-world shapes of one scene.
 
@@ -137,6 +212,20 @@ class WorldShapes:
         copy.args = {body: list(values) for body, values in self.args.items()}
         copy.poses = {body: values.copy() for body, values in self.poses.items()}
         return copy
+
+    @classmethod
+    def stacked(cls, parts: list[WorldShapes], builder: ModelBuilder) -> WorldShapes:
+        """The shapes and placements of several scenes' worlds, one after another
+        (distributed: the shards' worlds as one scene's)."""
+        stacked = cls(sum(part.n_worlds for part in parts))
+        for body in sorted(set().union(*(part.shapes for part in parts))):
+            stacked.shapes[body] = [s for part in parts for s in part.body_shapes(builder, body)]
+            stacked.args[body] = [
+                a for part in parts for a in part.args.get(body, [None] * part.n_worlds)
+            ]
+        for body in sorted(set().union(*(part.poses for part in parts))):
+            stacked.poses[body] = np.concatenate([part.body_poses(builder, body) for part in parts])
+        return stacked
 
     def repeated(self, n_worlds: int) -> WorldShapes:
         """World 0's shapes and placements in `n_worlds` worlds (Scene.replicate)."""
