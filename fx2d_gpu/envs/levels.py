@@ -543,6 +543,9 @@ class LevelsVectorEnv(Fx2DVectorEnv):
         render_tiles (int): see Fx2DVectorEnv.
         arch (str): see Fx2DVectorEnv.
         substeps (int): see Fx2DVectorEnv.
+        shards (int | None): see Fx2DVectorEnv (worlds over Ray actors: each shard's worlds
+            take their levels through ShardedScene.set_shape_params).
+        shard_options (dict | None): see Fx2DVectorEnv.
 
     Attributes:
         levels (list[Level] | None): the given levels.
@@ -577,6 +580,8 @@ class LevelsVectorEnv(Fx2DVectorEnv):
         render_tiles: int = 4,
         arch: str = "auto",
         substeps: int = 8,
+        shards: int | None = None,
+        shard_options: dict | None = None,
     ):
         if levels is not None:
             if isinstance(levels, Level) or not isinstance(levels, Sequence):
@@ -603,6 +608,8 @@ class LevelsVectorEnv(Fx2DVectorEnv):
             render_tiles=render_tiles,
             arch=arch,
             substeps=substeps,
+            shards=shards,
+            shard_options=shard_options,
         )
         n = self.num_envs
         self._streams = _LevelStreams(n)
