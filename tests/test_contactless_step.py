@@ -12,6 +12,7 @@ from fx2d_gpu.device import launching
 FULL_STEP = {"contactless_step": False}
 BROAD_PHASE = "fx2d_gpu.physics.solver.sleep._find_pairs_waking_by_world"
 SUBSTEPS = "fx2d_gpu.physics.solver.fused._substeps"
+CLEAR_FORCES = "fx2d_gpu.physics.integrate._clear_forces"
 
 
 def launched(scene, steps, force=None):
@@ -78,8 +79,12 @@ def test_a_step_without_contacts_is_the_full_step_bit_for_bit(solver, n_worlds):
     # Few worlds run the kernels' serial variant, more the parallel one.
     fast, full = cart_poles(n_worlds, solver), cart_poles(n_worlds, solver, FULL_STEP)
     fast_kernels, full_kernels = launched(fast, 90, force=3.0), launched(full, 90, force=3.0)
+    # One launch a step: the forces are cleared in it. Then steps without forces: a force
+    # left on the device would push the carts on.
     assert BROAD_PHASE not in fast_kernels and fast_kernels[SUBSTEPS] == 90
+    assert CLEAR_FORCES not in fast_kernels and full_kernels[CLEAR_FORCES] == 90
     assert full_kernels[BROAD_PHASE] == 90  # (the full step found no pair either)
+    assert launched(fast, 20) == {SUBSTEPS: 20} and launched(full, 20)[BROAD_PHASE] == 20
     assert len(full.candidate_pairs()) == 0 and len(fast.contacts(None)) == 0
     a, b = fast.get_state(), full.get_state()
     for name in ("position", "angle", "velocity", "angular_velocity"):

@@ -84,8 +84,14 @@ def integrate_position(bodies: ti.template(), slot, h):
 def _clear_forces(bodies: ti.template(), serial: ti.template(), n_slots: ti.i32):
     ti.loop_config(serialize=serial)
     for slot in range(n_slots):
-        bodies.force[slot] = vec2(0.0, 0.0)
-        bodies.torque[slot] = 0.0
+        clear_force(bodies, slot)
+
+
+@ti.func
+def clear_force(bodies: ti.template(), slot):
+    """Body slot's applied force and torque zeroed (a step used them)."""
+    bodies.force[slot] = vec2(0.0, 0.0)
+    bodies.torque[slot] = 0.0
 
 
 def clear_forces(ctx: "StepContext"):

@@ -49,6 +49,7 @@ from ..collision.broad_phase import (
     refit_slot,
     restless_slot,
 )
+from ..integrate import clear_force
 from . import gpu_team, team, team_stages
 from .coloring import (
     HOLDS,
@@ -103,10 +104,19 @@ def substeps_by_world(ctx: "StepContext", contacts: bool = True):
     (ctx.faults_found, see _launch). Without `contacts` (a step without contacts,
     step.contactless_step): the kernel compiled with the stages as such a step runs them
     (stages.CONTACTLESS_STAGES), its joints alone in colour 0 and in order, no pairs; the
-    launch records the step's constraint counts (no pairs) itself."""
+    launch records the step's constraint counts (no pairs) itself and clears the applied
+    forces after the substeps (integrate.clear_forces' work: no launch of its own)."""
+    clears = not contacts and ctx.cache.forces_on_device
     _launch(
-        ctx, by_world=True, n_members=ctx.n_worlds, stride=team.world_stride(ctx), contacts=contacts
+        ctx,
+        by_world=True,
+        n_members=ctx.n_worlds,
+        stride=team.world_stride(ctx),
+        contacts=contacts,
+        clears_forces=clears,
     )
+    if clears:
+        ctx.cache.forces_on_device = False
 
 
 def pass_by_world(ctx: "StepContext", stage):
@@ -449,6 +459,7 @@ def _launch(
     refit: tuple[float, float] | None = None,
     worlds: "WorldLaunch | None" = None,
     contacts: bool = True,
+    clears_forces: bool = False,
 ):
     """The launch (`mode`: SUBSTEPS, BEGIN, KEPT or FOUND; `refit`: see kept_step_by_team;
     `worlds`: the small worlds' step in one launch, step_by_world, whose raw answer it returns);
@@ -523,6 +534,7 @@ def _launch(
         lists_serial=bool(ctx.serial or ctx.cpu) if worlds is not None else False,
         world_args=_world_args(ctx, worlds) if worlds is not None else (0,) * 5,
         contacts=contacts,
+        clears_forces=int(clears_forces),
     )
     if worlds is not None:
         return [int(value) for value in answer]
@@ -1397,6 +1409,7 @@ def _substeps(
     lists_serial: ti.template(),
     world_args: _WorldArgs,
     contacts: ti.template(),
+    clears_forces: ti.i32,
 ) -> _Answer:
     """The step's substeps, one launch (a member per world, or a CPU team of n_members threads
     sharing every stage); `mode`: SUBSTEPS; BEGIN, only substep 0's stages up to the narrow
@@ -1433,7 +1446,8 @@ def _substeps(
     Without `contacts` (by world, SUBSTEPS, not folded: a step without contacts,
     substeps_by_world): the stages of stages.CONTACTLESS_STAGES, no pairs, each world's
     joints in colour 0 in order (`n_colors` 1 where there are joints); the launch first
-    records the constraint counts (no pairs), which no colouring launch did."""
+    records the constraint counts (no pairs), which no colouring launch did, and with
+    `clears_forces` each world zeroes its bodies' applied forces after its substeps."""
     team_size, stride = 1, world_stride
     if ti.static(not by_world):
         team_size, stride = n_members, team.items_per_member(n_members)
@@ -1744,6 +1758,10 @@ def _substeps(
                 mark_faults(
                     model, bodies, joints, faults, body_range, joint_range, n_bodies, n_joints
                 )
+                if ti.static(not contacts):
+                    if clears_forces == 1:
+                        for slot in range(body_range[0], body_range[1]):
+                            clear_force(bodies, slot)
                 if ti.static(not by_world):
                     refreshed = False
                     if step_refresh == 1:

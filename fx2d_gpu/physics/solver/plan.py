@@ -157,12 +157,12 @@ class StepOptions:
             filters, joints and disabled pairs keep every two apart: model/pairing.py; a
             cart-pole, a chain, an arm), none paired last step and sleep is off (its
             islands' pass reads the step's pairs) runs the substeps' kernel compiled
-            without the contact stages (stages.CONTACTLESS_STAGES) and clears the forces:
-            no broad phase, colouring, report or sleep pass, and a process that steps only
-            such scenes never compiles them (CartPoleVectorEnv(64), 2-core CPU: its first
-            step 11.05 s -> 1.33 s with an empty kernel cache, 4.46 s -> 0.48 s with a
-            warm one; docs/learning-agents.md). Off: the full step (nothing pairs there
-            either).
+            without the contact stages (stages.CONTACTLESS_STAGES), which clears the
+            forces too: one launch, no broad phase, colouring, report or sleep pass, and a
+            process that steps only such scenes never compiles them (CartPoleVectorEnv(64),
+            2-core CPU: its first step 11.05 s -> 1.33 s with an empty kernel cache,
+            4.46 s -> 0.48 s with a warm one; docs/learning-agents.md). Off: the full step
+            (nothing pairs there either).
         sleep_in_report: small worlds' sleep runs in the report's launch.
         save_in_broad_phase: small worlds save last step's pairs in their broad phase's
             launch.
@@ -314,8 +314,8 @@ class StepPlan:
             stages of StepOptions, where they apply this step.
         worlds_launch: the small worlds' whole step runs in one launch
             (StepOptions.small_worlds_in_one_launch, fused.step_by_world), not profiled.
-        contactless: the step has no contacts (StepOptions.contactless_step): the substeps
-            without the contact stages and the forces cleared, nothing else
+        contactless: the step has no contacts (StepOptions.contactless_step): one launch,
+            the substeps without the contact stages and the forces cleared, nothing else
             (step.contactless_step), not profiled.
     """
 
@@ -367,9 +367,8 @@ class StepPlan:
                     where[name] = "find pairs"
         if self.contactless:
             where = {name: "none" for name in STEP_STAGE_NAMES}
-            for name in ("substeps", "clear forces"):
-                where[name] = "own"
-            where["faults"] = "substeps"
+            where["substeps"] = "own"
+            where["faults"] = where["clear forces"] = "substeps"
         return where
 
 
@@ -388,17 +387,19 @@ def plan_step(ctx: StepContext, profiled: bool, team_threads: int) -> StepPlan:
         carry_in_coloring=options.carry_in_coloring,
         sleep_in_report=options.sleep_in_report and not profiled,
         worlds_launch=small and not profiled and options.folds_small_worlds(on_gpu()),
-        contactless=small and not profiled and _contactless(ctx),
+        contactless=not profiled and steps_without_contacts(ctx),
     )
 
 
-def _contactless(ctx: StepContext) -> bool:
-    """Whether ctx's step of small worlds runs without contacts (StepPlan.contactless): no two
-    bodies may pair, none did last step (nothing to carry, report or end), the worlds take
+def steps_without_contacts(ctx: StepContext) -> bool:
+    """Whether ctx's step, unprofiled, runs without contacts (StepPlan.contactless): small
+    worlds (a world per thread: no team, whose barriers the step then need not probe), no
+    two bodies may pair, none did last step (nothing to carry, report or end), the worlds take
     one colour (StepOptions.color_small_worlds off), none overflowed, and sleep is off."""
     cache = ctx.cache
     return (
         ctx.options.contactless_step
+        and ctx.small_worlds
         and ctx.contact_free
         and not ctx.enable_sleep
         and not ctx.options.color_small_worlds

@@ -88,7 +88,7 @@ from .pairs import (
     save_previous_pairs,
     store_in_color_order,
 )
-from .plan import Executor, plan_step
+from .plan import Executor, plan_step, steps_without_contacts
 from .profile import NO_PROFILE
 from .reporting import note_empty_report, report_contacts
 from .sleep import find_pairs_waking_by_world, update_sleep, wake_islands
@@ -104,7 +104,9 @@ def step(ctx: StepContext, profile=NO_PROFILE):
     stage into (the substeps then run a launch per stage)."""
     with team.duel(ctx):
         profiled = bool(profile.records)
-        ctx.plan = plan_step(ctx, profiled, 0 if profiled else team.threads_for(ctx))
+        # (A step without contacts runs no team: its barriers are not probed.)
+        no_team = profiled or steps_without_contacts(ctx)
+        ctx.plan = plan_step(ctx, profiled, 0 if no_team else team.threads_for(ctx))
         _step(ctx, profile)
 
 
@@ -157,7 +159,7 @@ def contactless_step(ctx: StepContext, profile=NO_PROFILE):
     """A step of small worlds in which no two bodies may pair and none did last step, sleep
     off (StepPlan.contactless): the substeps without the contact stages, a world per thread
     (fused.substeps_by_world(contacts=False): each world's joints in colour 0, in order),
-    then the forces cleared. Nothing pairs, so the full step's
+    then the forces cleared, in one launch. Nothing pairs, so the full step's
     broad phase, colouring and report would find, colour and list nothing: the host notes
     what they would have (no pairs, one colour where there are joints, an empty report)."""
     cache = ctx.cache
@@ -166,8 +168,6 @@ def contactless_step(ctx: StepContext, profile=NO_PROFILE):
     with profile.stage("substeps"):
         fused.substeps_by_world(ctx, contacts=False)
     note_empty_report(cache)
-    with profile.stage("clear forces"):
-        clear_forces(ctx)
     cache.contacts_current = True
 
 
