@@ -160,8 +160,8 @@ class StepOptions:
             without the contact stages (stages.CONTACTLESS_STAGES), which clears the
             forces too: one launch, no broad phase, colouring, report or sleep pass, and a
             process that steps only such scenes never compiles them (CartPoleVectorEnv(64),
-            2-core CPU: its first step 11.05 s -> 1.33 s with an empty kernel cache,
-            4.46 s -> 0.48 s with a warm one; docs/learning-agents.md). Off: the full step
+            2-core CPU: its first step 11.05 s -> 1.26 s with an empty kernel cache,
+            4.46 s -> 0.47 s with a warm one; docs/learning-agents.md). Off: the full step
             (nothing pairs there either).
         sleep_in_report: small worlds' sleep runs in the report's launch.
         save_in_broad_phase: small worlds save last step's pairs in their broad phase's
