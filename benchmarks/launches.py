@@ -82,9 +82,11 @@ def _scenes(solver: str, options: StepOptions):
         "batched_small_256": lambda: scenes.batched_small(
             256, **{**common, "step_options": options.replace(fold_on_cpu=True)}
         ),
+        # Small worlds whose bodies never touch: a step without contacts, on every backend.
+        "cart_poles_256": lambda: scenes.cart_poles(256, **common),
     }
     if options.team:
-        del builders["batched_small_256"]
+        del builders["batched_small_256"], builders["cart_poles_256"]
     return builders
 
 

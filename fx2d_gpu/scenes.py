@@ -257,6 +257,32 @@ def batched_small(n_worlds: int, seed: int = 0, **scene_kwargs) -> Scene:
     return scene
 
 
+def cart_poles(n_worlds: int, **scene_kwargs) -> Scene:
+    """`n_worlds` cart-poles whose bodies never touch, sleep off (a task of the learning
+    agents' kind): a track colliding with nothing (mask_bits 0), a 1 kg cart on it along a
+    prismatic joint (travel +-1 m, a velocity motor driving it at 0.5 m/s), a 1 m pole of
+    0.1 kg hinged at the cart's centre, leaning -0.2 to 0.2 rad from world to world. It steps
+    without contacts (StepOptions.contactless_step)."""
+    scene = Scene(n_worlds=n_worlds, **{"enable_sleep": False, **scene_kwargs})
+    track = scene.add_box((0.0, -0.3), (5.0, 0.05), mass=0, mask_bits=0)
+    cart = scene.add_box((0.0, 0.0), (0.5, 0.3), mass=1.0)
+    pole = scene.add_box((0.0, 0.5), (0.06, 1.0), mass=0.1)
+    scene.add_prismatic_joint(
+        track,
+        cart,
+        position_min=-1.0,
+        position_max=1.0,
+        control_mode="velocity",
+        target=0.5,
+        pid=(2.0, 0.0, 0.0),
+    )
+    scene.add_revolute_joint(cart, pole)
+    state = scene.get_state()
+    state.angle[:, pole] = np.linspace(-0.2, 0.2, n_worlds)
+    scene.set_state(state)
+    return scene
+
+
 def random_pile(
     n_bodies: int,
     *,

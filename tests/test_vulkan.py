@@ -63,29 +63,14 @@ def rain(arch):
     return scene
 
 
-def cart_poles(arch):
-    # No two bodies may touch (the track collides with nothing, the cart and the pole are
-    # jointed): steps without contacts (StepOptions.contactless_step), the motor driving.
-    scene = fx.Scene(n_worlds=4, arch=arch, enable_sleep=False)
-    track = scene.add_box((0.0, -0.3), (5.0, 0.05), mass=0, mask_bits=0)
-    cart = scene.add_box((0.0, 0.0), (0.5, 0.3), mass=1.0)
-    pole = scene.add_box((0.0, 0.5), (0.06, 1.0), mass=0.1)
-    scene.add_prismatic_joint(track, cart, position_min=-1.0, position_max=1.0,
-                              control_mode="velocity", target=0.5, pid=(2.0, 0.0, 0.0))
-    scene.add_revolute_joint(cart, pole)
-    state = scene.get_state()
-    state.angle[:, pole] = [-0.2, -0.05, 0.05, 0.2]
-    scene.set_state(state)
-    return scene
-
-
 builders = {
     "pyramid": lambda: scenes.pyramid(6, arch=arch),
     "rain": lambda: rain(arch),
     "batched_small": lambda: scenes.batched_small(5, arch=arch),
     "joint_grid": lambda: scenes.joint_grid(4, 4, arch=arch),
     "pile": lambda: scenes.pile(600, arch=arch),
-    "cart_poles": lambda: cart_poles(arch),
+    # No two bodies may touch: steps without contacts (StepOptions.contactless_step).
+    "cart_poles": lambda: scenes.cart_poles(4, arch=arch),
 }
 out = {}
 for name, n in steps.items():
