@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import fx2d_gpu as fx
-from fx2d_gpu import device, shapes
+from fx2d_gpu import device, scenes, shapes
 from fx2d_gpu.device import launching
 
 FULL_STEP = {"contactless_step": False}
@@ -31,29 +31,17 @@ def launched(scene, steps, force=None):
 
 
 def cart_poles(n_worlds, solver, options=None, arch="cpu"):
-    """A track (colliding with nothing), a cart on a prismatic joint with limits and a
-    velocity motor, a pole and a second pole on revolute joints (one a position motor), a
-    swinging chain of three links: jointed neighbours, no two bodies that may pair."""
-    scene = fx.Scene(
-        n_worlds=n_worlds, arch=arch, solver=solver, enable_sleep=False, step_options=options
-    )
-    track = scene.add_box((0.0, -0.3), (5.0, 0.05), mass=0, mask_bits=0)
+    """scenes.cart_poles (a track colliding with nothing, a cart on a prismatic joint with
+    limits and a velocity motor, a pole on a revolute joint), with a second pole on a
+    position motor and a swinging chain of three links: jointed neighbours, no two bodies
+    that may pair, the carts thrown at their own speeds."""
+    scene = scenes.cart_poles(n_worlds, arch=arch, solver=solver, step_options=options)
+    track, cart, pole = 0, 1, 2
     # Kept apart by every rule: the cart's category and mask bits, the poles' shared negative
     # group, the links' bits among themselves, the joints and a disabled pair.
-    cart = scene.add_box((0.0, 0.0), (0.5, 0.3), mass=1.0, category_bits=2, mask_bits=2)
-    pole = scene.add_box((0.0, 0.5), (0.06, 1.0), mass=0.1, collision_group=-1)
+    scene.set_collision_filter(cart, category_bits=2, mask_bits=2)
+    scene.set_collision_filter(pole, collision_group=-1)
     tip = scene.add_box((0.0, 1.5), (0.06, 1.0), mass=0.05, collision_group=-1)
-    scene.add_prismatic_joint(
-        track,
-        cart,
-        axis=(1.0, 0.0),
-        position_min=-1.0,
-        position_max=1.0,
-        control_mode="velocity",
-        target=0.5,
-        pid=(2.0, 0.0, 0.0),
-    )
-    scene.add_revolute_joint(cart, pole, anchor=(0.0, 0.0), collide_connected=False)
     scene.add_revolute_joint(
         pole, tip, anchor=(0.0, 1.0), control_mode="position", pid=(5.0, 0.0, 0.5)
     )
@@ -67,7 +55,6 @@ def cart_poles(n_worlds, solver, options=None, arch="cpu"):
     scene.add_revolute_joint(links[1], links[2], anchor=(0.2, 0.0))
     scene.disable_collision(links[0], links[2])
     state = scene.get_state()
-    state.angle[:, pole] = np.linspace(-0.2, 0.2, n_worlds)
     state.velocity[:, cart, 0] = np.linspace(-1.0, 1.0, n_worlds)
     scene.set_state(state)
     return scene
