@@ -623,3 +623,23 @@ def test_kernel_profile_splits_a_step_into_its_tasks(tmp_path):
         substeps = [r for r in tasks if r["kernel"] == "_substeps"]
         assert substeps and {float(r["launches_per_step"]) for r in substeps} == {1.0}
     assert "_substeps" in done.stdout
+
+
+@pytest.mark.slow
+def test_solve_lanes_checks_each_layout_against_one_manifold_a_work_item(tmp_path):
+    """benchmarks.solve_lanes in a process of its own (it starts Taichi afresh a layout, to
+    read each layout's optimised IR): 2 manifolds a work item leave the bodies and impulses
+    one manifold a work item leaves, or the run fails; the rows say what was timed."""
+    import subprocess
+
+    root = Path(__file__).resolve().parents[1]
+    command = [sys.executable, "-m", "benchmarks.solve_lanes", "--lanes", "1", "2"]
+    command += ["--repeats", "1", "--results", str(tmp_path)]
+    done = subprocess.run(command, cwd=root, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    (path,) = tmp_path.glob("*/solve_lanes.csv")
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert [r["layout"] for r in rows] == ["one a work item", "2 interleaved"]
+    assert all(float(r["ns_per_manifold"]) > 0 for r in rows)
+    assert all(int(r["vector_instructions_in_ir"]) >= 0 for r in rows)
