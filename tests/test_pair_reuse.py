@@ -546,3 +546,60 @@ def launches_of_broad_phase() -> int:
     from fx2d_gpu.device import launching
 
     return launching.kernel_launches()["fx2d_gpu.physics.collision.broad_phase._find_pairs"]
+
+
+@FOLDED_TEAM
+def test_a_step_due_to_colour_afresh_runs_in_the_kept_launch(arch, solver):
+    """Every FRESH_COLORING_STEPS steps a large world colours from scratch
+    (coloring.keeps_colors). On a team whose launch colours (folded, color_in_launch), the
+    kept step's launch takes that step too: where its refit moves boxes (a falling pile),
+    its broad phase and colouring run in it, one launch, not the refit's, the broad phase's
+    and the save's own launches before it; where nothing moved (a settled pyramid), it stops
+    after begin_step's stages and the host colours (balls rolling into a pyramid). The same
+    states, contacts and events every step as without the kept launch, over two such
+    steps."""
+    from fx2d_gpu.device import launching
+    from fx2d_gpu.physics.solver.coloring import FRESH_COLORING_STEPS
+
+    from .helpers import assert_same_trace, trace
+
+    own_launches = (
+        "fx2d_gpu.physics.collision.broad_phase._refit_fat_boxes",
+        "fx2d_gpu.physics.solver.pairs._save_previous_pairs",
+    )
+
+    def launched_alone():
+        counts = launching.kernel_launches()
+        return sum(counts[kernel] for kernel in own_launches)
+
+    def pile(options):
+        return scenes.random_pile(
+            300, arch=arch, seed=3, solver=solver, enable_sleep=False, step_options=options
+        )
+
+    def pyramid(options):
+        # Balls rolling into it: its colouring stops being the one from scratch.
+        specs, _ = scenes.pyramid_layout(10)
+        scene = scenes.build_scene(
+            specs, arch=arch, solver=solver, enable_sleep=False, step_options=options
+        )
+        for i, x in enumerate((-5.5, -6.6, -7.75, -8.9)):
+            scene.add_circle(
+                (x, 0.41 + i), 0.4, velocity=(0.4, 0.0), static_friction=0.0, dynamic_friction=0.0
+            )
+        return scene
+
+    steps = 2 * FRESH_COLORING_STEPS + 2
+    for build in (pile, pyramid):
+        got, alone = {}, {}
+        for kept in (True, False):
+            before = launched_alone()
+            got[kept] = trace(build({"kept_in_one_launch": kept, "fold_on_cpu": True}), steps)
+            alone[kept] = launched_alone() - before
+        assert_same_trace(got[True], got[False])
+        if arch == "cpu" and build is pile:  # a CPU team ran the steps
+            # Without the kept launch every step refits and saves in launches of their own;
+            # with it only the first step does (it has no pairs to keep), not the two
+            # steps due to colour afresh.
+            assert alone[False] == len(own_launches) * steps, alone
+            assert alone[True] == len(own_launches), alone

@@ -548,7 +548,9 @@ def _color_args(ctx: "StepContext", mode: int) -> tuple[int, int, int]:
     as many as that colouring coloured and whether there are constraints to colour."""
     if mode == FOUND:
         return int(may_reuse_coloring(ctx)), int(colors_in_launch(ctx)), int(keeps_colors(ctx))
-    return 1, int(mode == KEPT), int(keeps_colors(ctx))
+    if mode == KEPT:
+        return int(may_reuse_coloring(ctx)), 1, int(keeps_colors(ctx))
+    return 1, 0, int(keeps_colors(ctx))
 
 
 def _report_flags(ctx: "StepContext", by_world: bool, mode: int, folded: bool):
@@ -1624,7 +1626,7 @@ def _substeps(
                                         # or the launch colours them itself
                                         check = 0
                                         if step_pairs == find_args[_COLORED_PAIRS]:
-                                            check = 1
+                                            check = color_args[_MAY_REUSE]
                                         step_mode, code = FOUND, HOLDS
                                         step_refresh, step_report = 0, find_args[_REPORT_FOUND]
                                         pair_range = ti.Vector([0, step_pairs])
@@ -1647,18 +1649,25 @@ def _substeps(
             ):
                 if ti.static(not by_world):
                     if phase == 0 and step_mode == KEPT and (code & HOLDS) != 0:
-                        code = _kept_coloring_holds(
-                            model,
-                            bodies,
-                            coloring,
-                            counts,
-                            member,
-                            team_size,
-                            n_pairs,
-                            n_joints,
-                            n_slots,
-                            n_bodies,
-                        )
+                        # Where last step's colouring may not be reused (check 0: a step
+                        # due to colour from scratch), it counts as changed: the team stops
+                        # after begin_step's stages and the host colours.
+                        code = 0
+                        if check == 1:
+                            code = _kept_coloring_holds(
+                                model,
+                                bodies,
+                                coloring,
+                                counts,
+                                member,
+                                team_size,
+                                n_pairs,
+                                n_joints,
+                                n_slots,
+                                n_bodies,
+                            )
+                        elif member == 0:
+                            counts.tally[_HOLDS_TALLY] = 1
                     if ti.static(folded):
                         if phase == 0 and step_mode == FOUND:
                             code, colors = _found_pairs_in_order(

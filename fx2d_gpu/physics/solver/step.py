@@ -410,15 +410,18 @@ def _kept_launch_team(ctx: StepContext) -> int:
     """The CPU team's threads where a step that keeps its pairs runs in one launch
     (fused.kept_step_by_team), else 0: the plan allows it (StepPlan.kept_launch: a team,
     not profiled, StepOptions.kept_in_one_launch, large worlds), the pairs are last step's
-    fat boxes' pairs in colour order, the colouring may be reused, and their per-body lists
-    are in the pool."""
+    fat boxes' pairs in colour order, the colouring may be reused or the launch colours
+    itself where its broad phase finds the pairs (fused.colors_in_launch: a step due to
+    colour from scratch, coloring.keeps_colors, then runs one launch, not four, where its
+    boxes moved; where they did not, the launch stops after begin_step's stages and the
+    host colours), and their per-body lists are in the pool."""
     # What keeps the pairs besides the refit's answer (_keeps_ordered_pairs of a refit
     # that changed nothing), so that the launch goes on exactly where they are kept.
     plan = _plan(ctx)
     if (
         not plan.kept_launch
         or not _keeps_ordered_pairs(ctx, (0, 0, 0))
-        or not may_reuse_coloring(ctx)
+        or not (may_reuse_coloring(ctx) or fused.colors_in_launch(ctx))
         or not body_lists_current(ctx)
     ):
         return 0
