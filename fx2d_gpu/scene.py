@@ -48,7 +48,13 @@ from .model.builder import (
 from .model.model_queries import ModelQueries
 from .model.world_params import BODY_PARAMS, WorldParams, world_selection
 from .model.world_shapes import WorldShapes, check_shape_change
-from .physics.solver.context import StepCache, StepContext, StepDiagnostics, loops_run_serially
+from .physics.solver.context import (
+    EditedWorlds,
+    StepCache,
+    StepContext,
+    StepDiagnostics,
+    loops_run_serially,
+)
 from .physics.solver.faults import ON_FAULT, contain_faults
 from .physics.solver.plan import StepOptions, as_step_options
 from .physics.solver.profile import NO_PROFILE, StageTimer, StepProfile
@@ -177,6 +183,7 @@ class Scene(ModelQueries, SceneCopies, StepDiagnostics):
         self._n_worlds = n_worlds
         self._builder = ModelBuilder(self.friction_mixing, self.restitution_mixing)
         self._cache = StepCache()
+        self._edited = EditedWorlds()  # worlds set by hand since the last step
         self._binding = Binding(self._cache, self._n_worlds)
         self._cell = 1.0
         self._pending_targets: dict[int, np.ndarray] = {}  # set before the arrays exist
@@ -551,9 +558,12 @@ class Scene(ModelQueries, SceneCopies, StepDiagnostics):
         self.time += dt
         self.step_count += 1
         with profile.stage("faults"):  # (the step's plan's last stage: solver/plan.py)
-            self._faulted_worlds = contain_faults(
-                ctx, self.on_fault, self._builder, self.step_count
-            )
+            try:
+                self._faulted_worlds = contain_faults(
+                    ctx, self.on_fault, self._builder, self.step_count
+                )
+            finally:
+                self._edited.clear()  # (a step has run since the edits)
             if len(self._faulted_worlds):  # (on_fault="reset": contain_faults raises else)
                 world_resets.reset_faulty_worlds(
                     ctx,
@@ -611,6 +621,7 @@ class Scene(ModelQueries, SceneCopies, StepDiagnostics):
             enable_sleep=self.enable_sleep,
             solver=self.solver,
             options=self._step_options,
+            edited=self._edited,
             **binding.solver_flags,
         )
 

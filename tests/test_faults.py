@@ -158,3 +158,51 @@ def test_a_faulted_scene_can_still_be_copied_and_pickled(arch):
         for key in ("position", "angle", "velocity", "angular_velocity"):
             np.testing.assert_array_equal(getattr(state, key), getattr(kept, key))
         assert twin.step_count == scene.step_count
+
+
+def hinged_boxes(arch, n_worlds=1, solver="xpbd"):
+    """Two 0.2 m boxes of 1 kg hinged at the midpoint of the 0.1 m between them, in the air
+    (the smaller bounding radius: 0.1414 m, the torn bound)."""
+    scene = fx.Scene(n_worlds=n_worlds, arch=arch, solver=solver)
+    first = scene.add_box((0.0, 5.0), (0.2, 0.2), mass=1.0)
+    second = scene.add_box((0.3, 5.0), (0.2, 0.2), mass=1.0)
+    scene.add_revolute_joint(first, second, anchor=(0.15, 5.0))
+    return scene, first, second
+
+
+def test_a_joint_an_edit_left_out_of_place_is_torn_by_the_edit_not_a_load(arch):
+    """A joint torn in the step after an edit says so. The second box is taken out
+    (set_enabled) while the first falls 6 steps, then put back 6.6 cm out of place (1/2 g
+    t^2 over t = 0.1 s: 4.9 cm, plus 1.6 cm at the speed the step before gave). XPBD closes
+    the gap in one substep, at the gap over the substep (~40 m/s), and tears the joint: the
+    SimulationError names the edit and the way out (the soft step). The same joint torn by
+    a load (1e6 N on the second box, no edit) names the load; and per world: with world 1's
+    state set (set_state(worlds=)) and world 0 pulled apart, world 0's tear is a load's."""
+    scene, first, second = hinged_boxes(arch)
+    scene.step(DT)
+    scene.set_enabled(second, False)
+    for _ in range(6):
+        scene.step(DT)
+    assert 0.05 < scene.joint_errors()[0, 0] < 0.1
+    scene.set_enabled(second, True)
+    with pytest.raises(fx.SimulationError, match="joint 0 torn") as raised:
+        scene.step(DT)
+    message = str(raised.value)
+    assert "state was set since the last step" in message and "soft_step" in message
+    assert "a load" not in message
+
+    def pulled_apart(scene):
+        with pytest.raises(fx.SimulationError, match="joint 0 torn") as raised:
+            for _ in range(10):
+                scene.apply_force(second, [(1e6, 0.0)] + [(0.0, 0.0)] * (scene.n_worlds - 1))
+                scene.step(DT)
+        return str(raised.value)
+
+    scene, first, second = hinged_boxes(arch)
+    message = pulled_apart(scene)
+    assert "a load the solver does not hold" in message and "state was set" not in message
+    scene, first, second = hinged_boxes(arch, n_worlds=2)
+    state = scene.get_state()
+    scene.set_state(state, worlds=[1])  # world 1 set by hand, in place
+    message = pulled_apart(scene)
+    assert message.startswith("step 1: world 0") and "a load the solver does not hold" in message

@@ -129,6 +129,7 @@ def write_state(ctx: StepContext, arrays: dict[str, np.ndarray]):
     ctx.cache.contacts_current = False
     ctx.cache.forget_events()
     ctx.cache.state_set = True  # resting contacts are checked again (reporting.py)
+    ctx.edited.note(ctx.n_worlds)
 
 
 def write_world_rows(
@@ -147,12 +148,16 @@ def write_world_rows(
     ctx.cache.contacts_current = False
     ctx.cache.forget_events()
     ctx.cache.state_set = True  # resting contacts are checked again (reporting.py)
+    ctx.edited.note(ctx.n_worlds, worlds)
 
 
 def write_enabled(ctx: StepContext, bodies: np.ndarray, worlds: np.ndarray, enabled: bool):
     """Bodies `bodies` ((k,) indices) in worlds `worlds` ((m,) indices) in or out of the
-    simulation."""
+    simulation. Put back, a body's joints hold again from wherever it and its partners
+    are: an edit of those worlds (StepContext.edited)."""
     slots = (worlds[:, None] * ctx.n_bodies + bodies[None, :]).reshape(-1)
     transfer.write_enabled(ctx, slots.astype(np.int32), enabled)
     if not enabled:
         wake_what_disabled_bodies_held(ctx)
+    else:
+        ctx.edited.note(ctx.n_worlds, worlds)

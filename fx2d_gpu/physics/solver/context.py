@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+import numpy as np
 
 from ... import device
 from ...device import DevicePool
@@ -199,6 +201,30 @@ class StepDiagnostics:
 
 
 @dataclass
+class EditedWorlds:
+    """The worlds whose state was set by hand since the last step (set_state,
+    reset_worlds, set_enabled putting bodies back; the Scene's, cleared after each step):
+    a joint torn in the next step is named as an edit's, not a load's
+    (faults.describe_torn_joint). Not a fact a snapshot keeps: a step clears it.
+
+    mask: (n_worlds,) bool, or None where no world was set."""
+
+    mask: np.ndarray | None = None
+
+    def note(self, n_worlds: int, worlds: np.ndarray | None = None):
+        """The state of `worlds` ((k,) indices; None: every one of the n_worlds) was set."""
+        if self.mask is None or len(self.mask) != n_worlds:
+            self.mask = np.zeros(n_worlds, bool)
+        self.mask[slice(None) if worlds is None else worlds] = True
+
+    def __contains__(self, world: int) -> bool:
+        return self.mask is not None and bool(self.mask[world])
+
+    def clear(self):
+        self.mask = None
+
+
+@dataclass
 class StepContext:
     """One scene's view of the pool for a step (or a query).
 
@@ -227,7 +253,7 @@ class StepContext:
     did not; slept_in_launch, that launch ran the step's sleep pass (sleep.
     update_sleep_by_team). options: the scene's StepOptions (how its stages run); plan: the step's
     StepPlan (solver/plan.py), set by the step as it begins (None outside a step: a query,
-    or a stage a test drives alone).
+    or a stage a test drives alone). edited: the scene's EditedWorlds.
     """
 
     pool: DevicePool
@@ -253,6 +279,7 @@ class StepContext:
     slept_in_launch: bool = False
     options: StepOptions = DEFAULT_OPTIONS
     plan: StepPlan | None = None
+    edited: EditedWorlds = field(default_factory=EditedWorlds)
 
     @property
     def n_slots(self) -> int:

@@ -216,10 +216,26 @@ def describe_torn_joint(builder: "ModelBuilder", joint: int, world: int, ctx: "S
     radii = model["bounding_radius"].astype(np.float64)
     size = min(radii[first + spec.parent], radii[first + spec.child])
     name = f" ({spec.name!r})" if spec.name else ""
+    if world in ctx.edited:
+        # Not a load: an edit (set_state, reset_worlds, set_enabled) left the joint out of
+        # place, and the step did not close it.
+        cause = (
+            "this world's state was set since the last step (set_state, reset_worlds or "
+            "set_enabled), leaving the joint out of place, and "
+            + (
+                "XPBD closes such a gap in one substep, with the velocity that takes: set "
+                "the joint's bodies where it holds, or use solver='soft_step', which closes "
+                "it over several steps"
+                if ctx.solver == "xpbd"
+                else "the step did not close it: set the joint's bodies where it holds"
+            )
+        )
+    else:
+        cause = "a load the solver does not hold at this step size"
     return (
         f"joint {joint}{name} torn: {error:.4g} m out of place, beyond "
         f"{JOINT_TORN_FRACTION * size:.4g} m (the smaller bounding radius of its bodies): "
-        "a load the solver does not hold at this step size"
+        f"{cause}"
     )
 
 
