@@ -930,7 +930,10 @@ class Scene(ModelQueries, SceneCopies, StepDiagnostics):
             return
         for force, torque in self._pending_forces.values():
             force[chosen], torque[chosen] = 0.0, 0.0
-        edits.write_world_rows(ctx, chosen, rows, targets=targets)
+        # The built initial state holds every joint (unless static bodies were placed per
+        # world: a joint to one may not).
+        in_place = state is None and not self._shapes.poses
+        edits.write_world_rows(ctx, chosen, rows, targets=targets, joints_in_place=in_place)
 
     # ------------------------------------------------------------------ contacts
     @serialized

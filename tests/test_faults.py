@@ -160,36 +160,69 @@ def test_a_faulted_scene_can_still_be_copied_and_pickled(arch):
         assert twin.step_count == scene.step_count
 
 
-def hinged_boxes(arch, n_worlds=1, solver="xpbd"):
-    """Two 0.2 m boxes of 1 kg hinged at the midpoint of the 0.1 m between them, in the air
-    (the smaller bounding radius: 0.1414 m, the torn bound)."""
+def hinged_boxes(arch, n_worlds=1, solver="xpbd", masses=(1.0, 1.0)):
+    """Two 0.2 m boxes hinged at the midpoint of the 0.1 m between them, in the air (the
+    smaller bounding radius: 0.1414 m, the torn bound)."""
     scene = fx.Scene(n_worlds=n_worlds, arch=arch, solver=solver)
-    first = scene.add_box((0.0, 5.0), (0.2, 0.2), mass=1.0)
-    second = scene.add_box((0.3, 5.0), (0.2, 0.2), mass=1.0)
+    first = scene.add_box((0.0, 5.0), (0.2, 0.2), mass=masses[0])
+    second = scene.add_box((0.3, 5.0), (0.2, 0.2), mass=masses[1])
     scene.add_revolute_joint(first, second, anchor=(0.15, 5.0))
     return scene, first, second
 
 
-def test_a_joint_an_edit_left_out_of_place_is_torn_by_the_edit_not_a_load(arch):
-    """A joint torn in the step after an edit says so. The second box is taken out
-    (set_enabled) while the first falls 6 steps, then put back 6.6 cm out of place (1/2 g
-    t^2 over t = 0.1 s: 4.9 cm, plus 1.6 cm at the speed the step before gave). XPBD closes
-    the gap in one substep, at the gap over the substep (~40 m/s), and tears the joint: the
-    SimulationError names the edit and the way out (the soft step). The same joint torn by
-    a load (1e6 N on the second box, no edit) names the load; and per world: with world 1's
-    state set (set_state(worlds=)) and world 0 pulled apart, world 0's tear is a load's."""
-    scene, first, second = hinged_boxes(arch)
+@pytest.mark.parametrize("masses", [(1.0, 1.0), (1.0, 3.0)])
+def test_xpbd_puts_a_joint_an_edit_left_out_of_place_back_without_a_kick(arch, masses):
+    """An edit that leaves a joint out of place (solver/edited_joints.py). The second box is
+    taken out (set_enabled) while the first falls 17 steps, then put back 44 cm below its
+    hinge (1/2 g t^2 over 0.3 s, plus the speed the step before gave). XPBD would close
+    that in one substep at the gap over the substep and tear the joint (it raised "joint 0
+    torn: 1.8 m out of place"). Before the step the boxes are moved, not turned, each by
+    the gap times its share of the inverse masses: the step then goes exactly as one from
+    that placement set by hand (the analytic answer, joint in place, so nothing is
+    projected), to float32 rounding, and the joint holds."""
+    scene, first, second = hinged_boxes(arch, masses=masses)
     scene.step(DT)
     scene.set_enabled(second, False)
-    for _ in range(6):
+    for _ in range(17):
         scene.step(DT)
-    assert 0.05 < scene.joint_errors()[0, 0] < 0.1
+    state = scene.get_state()
+    gap = scene.joint_errors()[0, 0]
+    assert 0.4 < gap < 0.5
+    # Where the projection must put them: the anchors' gap (vertical: nothing turned)
+    # shared by inverse mass, 1/m1 : 1/m2.
+    share = (1.0 / masses[0]) / (1.0 / masses[0] + 1.0 / masses[1])
+    offset = state.position[0, 1, 1] - state.position[0, 0, 1]  # (the anchors' gap, m)
+    placed = copy.deepcopy(state)
+    placed.position[0, 0, 1] += share * offset
+    placed.position[0, 1, 1] -= (1.0 - share) * offset
+    twin, _, _ = hinged_boxes(arch, masses=masses)
+    twin.set_state(placed)
+    assert twin.joint_errors()[0, 0] < 1e-5
     scene.set_enabled(second, True)
+    for _ in range(30):
+        scene.step(DT)
+        twin.step(DT)
+        got, expected = scene.get_state(), twin.get_state()
+        np.testing.assert_allclose(got.position, expected.position, atol=2e-5)
+        np.testing.assert_allclose(got.velocity, expected.velocity, atol=2e-3)
+        assert scene.joint_errors()[0, 0] < 0.01
+
+
+def test_a_joint_an_edit_left_out_of_place_is_torn_by_the_edit_not_a_load(arch):
+    """A joint torn in the step after an edit says so: under the soft step (which pulls a
+    gap shut over several steps, 69 % of it a step here), a hinge set 1 m out of place
+    is still 0.32 m out after one step, beyond the 0.14 m bound; the SimulationError names
+    the edit. The same joint torn by a load (1e6 N on the second box, no edit) names the
+    load; and per world: with world 1's state set (set_state(worlds=)) and world 0 pulled
+    apart, world 0's tear is a load's."""
+    scene, first, second = hinged_boxes(arch, solver="soft_step")
+    state = scene.get_state()
+    state.position[0, second, 1] += 1.0
+    scene.set_state(state)
     with pytest.raises(fx.SimulationError, match="joint 0 torn") as raised:
         scene.step(DT)
     message = str(raised.value)
-    assert "state was set since the last step" in message and "soft_step" in message
-    assert "a load" not in message
+    assert "state was set since the last step" in message and "a load" not in message
 
     def pulled_apart(scene):
         with pytest.raises(fx.SimulationError, match="joint 0 torn") as raised:
@@ -198,11 +231,12 @@ def test_a_joint_an_edit_left_out_of_place_is_torn_by_the_edit_not_a_load(arch):
                 scene.step(DT)
         return str(raised.value)
 
-    scene, first, second = hinged_boxes(arch)
-    message = pulled_apart(scene)
-    assert "a load the solver does not hold" in message and "state was set" not in message
-    scene, first, second = hinged_boxes(arch, n_worlds=2)
-    state = scene.get_state()
-    scene.set_state(state, worlds=[1])  # world 1 set by hand, in place
-    message = pulled_apart(scene)
-    assert message.startswith("step 1: world 0") and "a load the solver does not hold" in message
+    for solver in ("xpbd", "soft_step"):
+        scene, first, second = hinged_boxes(arch, solver=solver)
+        message = pulled_apart(scene)
+        assert "a load the solver does not hold" in message and "state was set" not in message
+        scene, first, second = hinged_boxes(arch, n_worlds=2, solver=solver)
+        scene.set_state(scene.get_state(), worlds=[1])  # world 1 set by hand, in place
+        message = pulled_apart(scene)
+        assert message.startswith("step 1: world 0")
+        assert "a load the solver does not hold" in message

@@ -137,18 +137,22 @@ def write_world_rows(
     worlds: np.ndarray,
     arrays: dict[str, np.ndarray],
     targets: np.ndarray | None = None,
+    joints_in_place: bool = False,
 ):
     """Checked rows of a State (world_resets.state_rows: k or 1 rows) into `worlds` only;
     with `targets` ((rows, n_joints) float32) a reset (Scene.reset_worlds: no pending
     forces, targets and PID state restarted, contacts forgotten). Contacts are then found
-    afresh at the new poses and the last step's events are forgotten, as after set_state."""
+    afresh at the new poses and the last step's events are forgotten, as after set_state.
+    An edit of those worlds (StepContext.edited), unless `joints_in_place`: the rows are the
+    built initial state, where every joint holds (no edited_joints projection to try)."""
     if len(worlds) == 0:
         return
     world_resets.write_worlds(ctx, worlds, arrays, reset=targets is not None, targets=targets)
     ctx.cache.contacts_current = False
     ctx.cache.forget_events()
     ctx.cache.state_set = True  # resting contacts are checked again (reporting.py)
-    ctx.edited.note(ctx.n_worlds, worlds)
+    if not joints_in_place:
+        ctx.edited.note(ctx.n_worlds, worlds)
 
 
 def write_enabled(ctx: StepContext, bodies: np.ndarray, worlds: np.ndarray, enabled: bool):
