@@ -144,7 +144,7 @@ def write_world_rows(
     forces, targets and PID state restarted, contacts forgotten). Contacts are then found
     afresh at the new poses and the last step's events are forgotten, as after set_state.
     An edit of those worlds (StepContext.edited), unless `joints_in_place`: the rows are the
-    built initial state, where every joint holds (no edited_joints projection to try)."""
+    built initial state, where every joint holds."""
     if len(worlds) == 0:
         return
     world_resets.write_worlds(ctx, worlds, arrays, reset=targets is not None, targets=targets)
@@ -158,10 +158,10 @@ def write_world_rows(
 def write_enabled(ctx: StepContext, bodies: np.ndarray, worlds: np.ndarray, enabled: bool):
     """Bodies `bodies` ((k,) indices) in worlds `worlds` ((m,) indices) in or out of the
     simulation. Put back, a body's joints hold again from wherever it and its partners
-    are: an edit of those worlds (StepContext.edited)."""
+    are: those worlds are rejoined (StepContext.edited; solver/rejoined_joints.py)."""
     slots = (worlds[:, None] * ctx.n_bodies + bodies[None, :]).reshape(-1)
     transfer.write_enabled(ctx, slots.astype(np.int32), enabled)
     if not enabled:
         wake_what_disabled_bodies_held(ctx)
     else:
-        ctx.edited.note(ctx.n_worlds, worlds)
+        ctx.edited.note(ctx.n_worlds, worlds, rejoined=True)

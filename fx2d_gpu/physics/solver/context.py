@@ -202,26 +202,39 @@ class StepDiagnostics:
 
 @dataclass
 class EditedWorlds:
-    """The worlds whose state was set by hand since the last step (set_state,
-    reset_worlds, set_enabled putting bodies back; the Scene's, cleared after each step):
-    a joint torn in the next step is named as an edit's, not a load's
-    (faults.describe_torn_joint). Not a fact a snapshot keeps: a step clears it.
+    """What was set by hand since the last step (the Scene's, cleared after each step).
 
-    mask: (n_worlds,) bool, or None where no world was set."""
+    set: (n_worlds,) bool, the worlds whose state was set (set_state, reset_worlds with a
+    state, set_enabled putting bodies back), or None: a joint torn in the next step there is
+    named as the edit's, not a load's (faults.describe_torn_joint). rejoined: (n_worlds,)
+    bool, of those the worlds where set_enabled put bodies back, or None: their joints'
+    gaps (the partners moved on meanwhile) are closed before an XPBD step
+    (solver/rejoined_joints.py). Not a fact a snapshot keeps: a step clears it."""
 
-    mask: np.ndarray | None = None
+    set: np.ndarray | None = None
+    rejoined: np.ndarray | None = None
 
-    def note(self, n_worlds: int, worlds: np.ndarray | None = None):
-        """The state of `worlds` ((k,) indices; None: every one of the n_worlds) was set."""
-        if self.mask is None or len(self.mask) != n_worlds:
-            self.mask = np.zeros(n_worlds, bool)
-        self.mask[slice(None) if worlds is None else worlds] = True
+    def note(self, n_worlds: int, worlds: np.ndarray | None = None, rejoined: bool = False):
+        """The state of `worlds` ((k,) indices; None: every one of the n_worlds) was set;
+        `rejoined`: by set_enabled putting bodies back."""
+        chosen = slice(None) if worlds is None else worlds
+        self.set = _marked(self.set, n_worlds, chosen)
+        if rejoined:
+            self.rejoined = _marked(self.rejoined, n_worlds, chosen)
 
     def __contains__(self, world: int) -> bool:
-        return self.mask is not None and bool(self.mask[world])
+        return self.set is not None and bool(self.set[world])
 
     def clear(self):
-        self.mask = None
+        self.set = self.rejoined = None
+
+
+def _marked(mask: np.ndarray | None, n_worlds: int, chosen) -> np.ndarray:
+    """`mask` ((n_worlds,) bool; None or another length: a new one) with `chosen` marked."""
+    if mask is None or len(mask) != n_worlds:
+        mask = np.zeros(n_worlds, bool)
+    mask[chosen] = True
+    return mask
 
 
 @dataclass

@@ -78,7 +78,6 @@ from .contacts import (
     body_lists_current,
     build_body_lists,
 )
-from .edited_joints import project_edited_joints
 from .pairs import (
     carry_contacts,
     count_kept_pairs,
@@ -91,6 +90,7 @@ from .pairs import (
 )
 from .plan import Executor, plan_step, steps_without_contacts
 from .profile import NO_PROFILE
+from .rejoined_joints import close_rejoined_joints
 from .reporting import note_empty_report, report_contacts
 from .sleep import find_pairs_waking_by_world, update_sleep, wake_islands
 
@@ -103,9 +103,9 @@ def step(ctx: StepContext, profile=NO_PROFILE):
     step's plan says (solver/plan.py; on a CPU team of threads or with a launch per stage,
     as the team's duel chooses: team.duel). `profile`: a profile.StageTimer to time each
     stage into (the substeps then run a launch per stage)."""
-    # Joints an edit left out of place go back in position first (XPBD would turn the gap
-    # into velocity).
-    project_edited_joints(ctx)
+    # Joints of bodies put back (set_enabled) go back in place first (XPBD would turn the
+    # gap into velocity).
+    close_rejoined_joints(ctx)
     with team.duel(ctx):
         profiled = bool(profile.records)
         # (A step without contacts runs no team: its barriers are not probed.)
