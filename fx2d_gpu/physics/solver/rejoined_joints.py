@@ -52,7 +52,7 @@ PROJECTION_SWEEPS = 8
 def _gap(bodies: ti.template(), joints: ti.template(), slot1, slot2, joint):
     """The move (m) of the child's anchor that puts joint `joint` back in place at the current
     poses: onto the parent's anchor (revolute); onto the parent's axis, and back within its
-    travel limits (prismatic). Its norm is joint_error's."""
+    travel limits (prismatic). Zero exactly where joint_error is."""
     r1, r2, c1, s1 = joint_frame(bodies, joints, slot1, slot2, joint)
     offset = bodies.position[slot2] + r2 - bodies.position[slot1] - r1
     gap = offset
@@ -92,12 +92,14 @@ def _close_rejoined_joints(
                 for joint in range(n_joints):
                     body1, body2 = joints.parent[joint], joints.child[joint]
                     slot1, slot2 = world * n_bodies + body1, world * n_bodies + body2
-                    w1 = solver_mass(model, bodies, slot1, body1)[0]
-                    w2 = solver_mass(model, bodies, slot2, body2)[0]
-                    if w1 + w2 > 0.0:  # (0 for a disabled body: its joint is out)
-                        move = _gap(bodies, joints, slot1, slot2, joint) / (w1 + w2)
-                        bodies.position[slot1] += w1 * move
-                        bodies.position[slot2] -= w2 * move
+                    # A joint with a disabled body is out of the simulation with it.
+                    if bodies.enabled[slot1] == 1 and bodies.enabled[slot2] == 1:
+                        w1 = solver_mass(model, bodies, slot1, body1)[0]
+                        w2 = solver_mass(model, bodies, slot2, body2)[0]
+                        if w1 + w2 > 0.0:
+                            move = _gap(bodies, joints, slot1, slot2, joint) / (w1 + w2)
+                            bodies.position[slot1] += w1 * move
+                            bodies.position[slot2] -= w2 * move
 
 
 def close_rejoined_joints(ctx: "StepContext"):
