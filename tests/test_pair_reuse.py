@@ -510,15 +510,7 @@ def test_a_kept_launch_that_finds_its_pairs_is_its_own_launches(arch, solver):
     from .helpers import assert_same_trace, launches_of, trace
 
     def rolling(options):
-        specs, _ = scenes.pyramid_layout(10)
-        scene = scenes.build_scene(
-            specs, arch=arch, solver=solver, enable_sleep=False, step_options=options
-        )
-        for i, x in enumerate((-5.5, -6.6, -7.75, -8.9)):
-            scene.add_circle(
-                (x, 0.41 + i), 0.4, velocity=(0.4, 0.0), static_friction=0.0, dynamic_friction=0.0
-            )
-        return scene
+        return balls_rolling_into_a_pyramid(arch, solver, options)
 
     def pile(options):
         return scenes.random_pile(
@@ -539,6 +531,20 @@ def test_a_kept_launch_that_finds_its_pairs_is_its_own_launches(arch, solver):
             assert got[False]["broad phases"] > steps // 2, got[False]["broad phases"]
             assert got[True]["broad phases"] < got[False]["broad phases"] // 4, got
     assert launches_of("fused._substeps") > 0
+
+
+def balls_rolling_into_a_pyramid(arch, solver, options):
+    """A pyramid of base 10, sleep off, and four frictionless balls rolling into its side at
+    0.4 m/s (they gain their first points in steps that keep their pairs)."""
+    specs, _ = scenes.pyramid_layout(10)
+    scene = scenes.build_scene(
+        specs, arch=arch, solver=solver, enable_sleep=False, step_options=options
+    )
+    for i, x in enumerate((-5.5, -6.6, -7.75, -8.9)):
+        scene.add_circle(
+            (x, 0.41 + i), 0.4, velocity=(0.4, 0.0), static_friction=0.0, dynamic_friction=0.0
+        )
+    return scene
 
 
 def launches_of_broad_phase() -> int:
@@ -579,15 +585,7 @@ def test_a_step_due_to_colour_afresh_runs_in_the_kept_launch(arch, solver):
 
     def pyramid(options):
         # Balls rolling into it: its colouring stops being the one from scratch.
-        specs, _ = scenes.pyramid_layout(10)
-        scene = scenes.build_scene(
-            specs, arch=arch, solver=solver, enable_sleep=False, step_options=options
-        )
-        for i, x in enumerate((-5.5, -6.6, -7.75, -8.9)):
-            scene.add_circle(
-                (x, 0.41 + i), 0.4, velocity=(0.4, 0.0), static_friction=0.0, dynamic_friction=0.0
-            )
-        return scene
+        return balls_rolling_into_a_pyramid(arch, solver, options)
 
     steps = 2 * FRESH_COLORING_STEPS + 2
     for build in (pile, pyramid):
