@@ -129,6 +129,14 @@ session)
             batched_small >>"$out/bench.log" 2>&1
         pack
     done
+    # Small worlds' steps waiting for each answer, beside the default's steps in flight
+    # (solver/in_flight.py; CSVs named *_steps_in_flight-False*).
+    for solver in xpbd soft_step; do
+        timeout 40 "$python" -m benchmarks --arch "$arch" --no-pymunk --no-box2d --no-plot \
+            --solver $solver --step-option steps_in_flight=false --results "$results" \
+            batched_small >>"$out/bench.log" 2>&1
+        pack
+    done
     # The GPU team against a launch per stage group (issue 74): the same scenes with the
     # team off (their CSVs are named *_team-False*).
     for solver in xpbd soft_step; do
@@ -143,7 +151,9 @@ session)
     ;;
 grid)
     FX2D_TEST_ARCH=$arch timeout 240 "$python" -m pytest -v -rs -p no:cacheprovider \
-        --durations=10 tests/test_gpu_team.py 2>&1 | tee "$log"
+        --durations=10 tests/test_gpu_team.py \
+        "tests/test_vulkan.py::test_steps_in_flight_on_${arch}_bitwise_as_one_by_one" \
+        2>&1 | tee "$log"
     results=$(mktemp -d)
     for solver in soft_step xpbd; do
         timeout 150 "$python" -m benchmarks --arch "$arch" --no-pymunk --no-box2d --no-plot \

@@ -17,7 +17,10 @@ these are counted on any machine, on the CPU backend. The paths (PATHS):
   with the stages a GPU folds into them (StepOptions.fold_on_cpu);
 - small worlds take one path either way: the whole step in one launch (fused.step_by_world,
   StepOptions.small_worlds_in_one_launch), which a GPU compiles in and which is counted here
-  with StepOptions.fold_on_cpu.
+  with StepOptions.fold_on_cpu, launched in flight as a GPU launches it
+  (StepOptions.steps_in_flight: the host reads the answers of STEPS_IN_FLIGHT steps at
+  once, solver/in_flight.py), over STEPS_IN_FLIGHT counted steps so that one such read
+  falls among them.
 
 - launches_per_step: launches of the engine's kernels (launching.launch_count);
 - syncs_per_step: the host's waits for the device inside step(): Taichi's runtime sync
@@ -43,7 +46,7 @@ import taichi as ti
 from taichi.lang import impl
 
 from fx2d_gpu import scenes
-from fx2d_gpu.device import launching, runtime
+from fx2d_gpu.device import STEPS_IN_FLIGHT, launching, runtime
 from fx2d_gpu.physics.solver.plan import STEP_STAGE_NAMES, StepOptions
 from fx2d_gpu.physics.solver.stages import STAGES
 from fx2d_gpu.physics.solver.team import TeamTimings
@@ -78,9 +81,11 @@ def _scenes(solver: str, options: StepOptions):
         "large_pyramid": lambda: scenes.build_scene(specs, enable_sleep=False, **common),
         "pile_100k": lambda: scenes.build_scene(scenes.pile_layout(100_000), **common),
         "joint_grid_30x30": lambda: scenes.joint_grid(30, 30, **common),
-        # A GPU folds a small worlds' step into one launch: fold_on_cpu counts it here.
+        # A GPU folds a small worlds' step into one launch and launches it in flight:
+        # fold_on_cpu and steps_in_flight count it here.
         "batched_small_256": lambda: scenes.batched_small(
-            256, **{**common, "step_options": options.replace(fold_on_cpu=True)}
+            256,
+            **{**common, "step_options": options.replace(fold_on_cpu=True, steps_in_flight=True)},
         ),
         # Small worlds whose bodies never touch: a step without contacts, on every backend.
         "cart_poles_256": lambda: scenes.cart_poles(256, **common),
@@ -133,6 +138,12 @@ def _tasks_run() -> int:
     return len(profiler._traced_records)
 
 
+def counted_steps(name: str) -> int:
+    """Steps counted of scene `name`: COUNTED_STEPS; STEPS_IN_FLIGHT of small worlds, whose
+    steps fly (one read of their answers among them)."""
+    return STEPS_IN_FLIGHT if name == "batched_small_256" else COUNTED_STEPS
+
+
 def count(scene, steps: int = COUNTED_STEPS) -> dict:
     """Launches, syncs and offloaded tasks per step of `scene` over `steps` steps, and
     {stage: launches per step}."""
@@ -169,7 +180,7 @@ def run(results=None, names=None) -> list[dict]:
             scene = build()
             for _ in range(WARM_STEPS):
                 scene.step(DT)
-            counts, per_stage = count(scene)
+            counts, per_stage = count(scene, counted_steps(name))
             base = {
                 "date": date,
                 "device": device_name(backend),

@@ -874,7 +874,7 @@ def _step_options(pairs: list[str]) -> dict:
     for pair in pairs:
         name, _, text = pair.partition("=")
         kind = str(fields.get(name))
-        if kind == "bool" and text.lower() in ("true", "false"):
+        if kind in ("bool", "bool | None") and text.lower() in ("true", "false"):
             options[name] = text.lower() == "true"
         elif kind == "int" and text.lstrip("-").isdigit():
             options[name] = int(text)

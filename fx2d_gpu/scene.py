@@ -32,8 +32,8 @@ from .checks import (
     as_step_length,
     as_vector2,
 )
-from .device import residency, runtime, transfer
-from .device.residency import Binding, serialized
+from .device import STEPS_IN_FLIGHT, residency, runtime, transfer
+from .device.residency import DEVICE_LOCK, Binding, locked, serialized
 from .enums import DEFAULT_MIXING
 from .model import kinematics, pairing
 from .model.builder import (
@@ -48,6 +48,7 @@ from .model.builder import (
 from .model.model_queries import ModelQueries
 from .model.world_params import BODY_PARAMS, WorldParams, world_selection
 from .model.world_shapes import WorldShapes, check_shape_change
+from .physics.solver import in_flight
 from .physics.solver.context import (
     EditedWorlds,
     StepCache,
@@ -184,6 +185,7 @@ class Scene(ModelQueries, SceneCopies, StepDiagnostics):
         self._builder = ModelBuilder(self.friction_mixing, self.restitution_mixing)
         self._cache = StepCache()
         self._edited = EditedWorlds()  # worlds set by hand since the last step
+        self._flight = in_flight.Flight()  # steps launched, their answers not read yet
         self._binding = Binding(self._cache, self._n_worlds)
         self._cell = 1.0
         self._pending_targets: dict[int, np.ndarray] = {}  # set before the arrays exist
@@ -207,11 +209,13 @@ class Scene(ModelQueries, SceneCopies, StepDiagnostics):
         set_gravity of one value for every world (get_gravity: each world's)."""
         return (float(self._gravity[0]), float(self._gravity[1]))
 
+    @serialized
     def add_circle(self, position, radius, **body) -> int:
         """Add a solid disc of `radius` (m, >= 1e-5) centred at `position` ((2,), m), with the body
         keywords `**body` (see Scene); returns the new body's index."""
         return self._builder.add_body(shapes.circle(radius), _position(position), **body)
 
+    @serialized
     def add_box(self, position, size, radius=0.0, **body) -> int:
         """Add a box (4-vertex polygon) of core `size` ((width, height), m, each >= 1e-5) centred at
         `position` ((2,), m), with the body keywords `**body` (see Scene); returns its index.
@@ -220,6 +224,7 @@ class Scene(ModelQueries, SceneCopies, StepDiagnostics):
         """
         return self._builder.add_body(shapes.box(size, radius), _position(position), **body)
 
+    @serialized
     def add_polygon(self, position, vertices, radius=0.0, **body) -> int:
         """Add a convex polygon, its centroid (the body frame's origin and centre of mass, of the
         rounded shape if radius > 0) at `position` ((2,), m); returns the new body's index.
@@ -233,6 +238,7 @@ class Scene(ModelQueries, SceneCopies, StepDiagnostics):
         shape, _ = shapes.polygon(vertices, radius=radius)
         return self._builder.add_body(shape, _position(position), **body)
 
+    @serialized
     def add_capsule(self, position, length, radius, **body) -> int:
         """Add a capsule centred at `position` ((2,), m), along the body's x axis: a segment of
         `length` (m, >= 0, between the cap centres) inflated by `radius` (m, >= 1e-5), with the
@@ -241,6 +247,7 @@ class Scene(ModelQueries, SceneCopies, StepDiagnostics):
         """
         return self._builder.add_body(shapes.capsule(length, radius), _position(position), **body)
 
+    @serialized
     def add_edge(self, position, a, b, **body) -> int:
         """Add a static segment (level geometry, no thickness) from `a` to `b` ((2,) each, m, in the
         body frame, at least 1e-5 m apart), the frame's origin at `position` ((2,), m; not moved
@@ -251,6 +258,7 @@ class Scene(ModelQueries, SceneCopies, StepDiagnostics):
         shape = shapes.edge(a, b)
         return self._builder.add_body(shape, _position(position), **body)
 
+    @serialized
     def add_chain(self, position, points, loop=False, **body) -> int:
         """Add static terrain, a chain of segments through `points` ((n, 2) in the body frame, m;
         n >= 3, consecutive ones at least 1e-5 m apart), the frame's origin at `position` ((2,),
@@ -273,6 +281,7 @@ class Scene(ModelQueries, SceneCopies, StepDiagnostics):
             builder.add_body(link, position, **dict(body, name=None))
         return first
 
+    @serialized
     def add_shape(self, position, shape: shapes.Shape, *, collides: bool = True, **body) -> int:
         """Add a body of a prepared `shape` (a fx2d_gpu.shapes.Shape; one may serve several bodies),
         its body-frame origin (the centre of mass of a shape with area; edges and chain links stay
@@ -285,6 +294,7 @@ class Scene(ModelQueries, SceneCopies, StepDiagnostics):
             shape, _position(position), collides=as_bool(collides, "collides"), **body
         )
 
+    @serialized
     def add_circles(self, positions, radii, **body) -> np.ndarray:
         """Add n discs at once, the same bodies as n add_circle calls to the bit, built as arrays (a
         million take seconds); returns their indices, (n,) int64, consecutive.
@@ -298,6 +308,7 @@ class Scene(ModelQueries, SceneCopies, StepDiagnostics):
         n = as_row_count(positions, "positions")
         return self._builder.add_bodies(shapes.circles(radii, n), positions, **body)
 
+    @serialized
     def add_boxes(self, positions, sizes, radius=0.0, **body) -> np.ndarray:
         """Add n boxes at once, the same bodies as n add_box calls to the bit (sharp ones built as
         arrays, a million in seconds); returns their indices, (n,) int64, consecutive.
@@ -311,6 +322,7 @@ class Scene(ModelQueries, SceneCopies, StepDiagnostics):
         n = as_row_count(positions, "positions")
         return self._builder.add_bodies(shapes.boxes(sizes, n, radius), positions, **body)
 
+    @serialized
     def add_shapes(self, positions, body_shapes, **body) -> np.ndarray:
         """Add n bodies of prepared shapes at once: body i has shape body_shapes[i] at positions[i],
         as add_shape would place it; returns their indices, (n,) int64, consecutive.
@@ -332,6 +344,7 @@ class Scene(ModelQueries, SceneCopies, StepDiagnostics):
             as_instance(shape, f"body_shapes[{i}]", shapes.Shape, "fx2d_gpu.shapes.Shape")
         return self._builder.add_bodies(body_shapes, positions, **body)
 
+    @serialized
     def disable_collision(self, body_a: int, body_b: int):
         """Never let `body_a` and `body_b` collide, in every world, as joined bodies do not: for
         rigs whose parts overlap or touch by design. From the next step().
@@ -342,6 +355,7 @@ class Scene(ModelQueries, SceneCopies, StepDiagnostics):
         self._builder.disable_collision(body_a, body_b)
 
     # ------------------------------------------------------------------ joints
+    @serialized
     def add_revolute_joint(
         self,
         parent,
@@ -394,6 +408,7 @@ class Scene(ModelQueries, SceneCopies, StepDiagnostics):
             collide_connected,
         )
 
+    @serialized
     def add_prismatic_joint(
         self,
         parent,
@@ -508,7 +523,7 @@ class Scene(ModelQueries, SceneCopies, StepDiagnostics):
         return JointState(*kinematics.joint_coordinates(self._builder.joints, self.get_state()))
 
     # ------------------------------------------------------------------ stepping
-    @serialized
+    @locked
     def step(self, dt: float):
         """Advance every world by `dt` seconds (>= 1e-3; above 0.06 s, clamped to 0.06 s: Fx2D's
         bounds), in `substeps` substeps, with the forces given to apply_force since the last step;
@@ -523,6 +538,7 @@ class Scene(ModelQueries, SceneCopies, StepDiagnostics):
         """
         self._advance(dt, NO_PROFILE)
 
+    @serialized
     def profile(self, dt: float, steps: int = 1) -> StepProfile:
         """Take `steps` (>= 1) steps of `dt` seconds as step() does, timing each stage: where a
         step's time goes (Box2D's b2Profile; `fx2d bench --profile`).
@@ -540,10 +556,13 @@ class Scene(ModelQueries, SceneCopies, StepDiagnostics):
             self._advance(dt, timer)
         return timer.profile(steps, time.perf_counter() - start)
 
-    def _advance(self, dt, profile):
-        """step(dt), its stages timed into `profile` (solver/profile.py)."""
+    def _advance(self, dt, profile, fly: bool = True):
+        """step(dt), its stages timed into `profile` (solver/profile.py); where it may fly
+        (`fly`, solver/in_flight.py), launched without waiting for its answer."""
         dt = as_step_length(dt)
         runtime.check_mapping_headroom()  # software Vulkan: a clear error, not a crash
+        if fly and self._fly(dt, profile):
+            return
         ctx = self._context(dt)
         edits.upload_forces(ctx, self._pending_forces)
         before = dataclasses.replace(self._cache)
@@ -555,7 +574,11 @@ class Scene(ModelQueries, SceneCopies, StepDiagnostics):
             # too, so that the scene does not keep asking for the pool it could not have.
             self._cache.refuse_step(before)
             raise
-        self.time += dt
+        self._after_step(ctx, profile)
+
+    def _after_step(self, ctx: StepContext, profile):
+        """The clock moved on by ctx's step, and its faults contained (on_fault)."""
+        self.time += ctx.dt
         self.step_count += 1
         with profile.stage("faults"):  # (the step's plan's last stage: solver/plan.py)
             try:
@@ -573,9 +596,79 @@ class Scene(ModelQueries, SceneCopies, StepDiagnostics):
                     else self._builder.initial_state(1),
                 )
 
+    def _fly(self, dt: float, profile) -> bool:
+        """Launch this step in flight where it may (solver/in_flight.py: nothing of the
+        scene changed since the steps in flight before it); returns whether it did."""
+        flight = self._flight
+        settings = self._step_settings()
+        if (
+            profile.records
+            or self._pending_forces
+            or not self._is_built()
+            or (flight.steps and flight.steps[-1].settings != settings)
+        ):
+            return False
+        if len(flight.steps) == STEPS_IN_FLIGHT:
+            self._settle()  # (one wait for STEPS_IN_FLIGHT steps)
+        ctx = self._context(dt, settle=False)
+        if not in_flight.launch(ctx, flight, self.time, self.step_count, settings):
+            return False
+        in_flight.note_flying(self)
+        self.time += dt
+        self.step_count += 1
+        self._faulted_worlds = np.zeros(0, np.int64)
+        return True
+
+    def _step_settings(self) -> tuple:
+        """What a step reads of the scene's settings (in_flight.FlightStep.settings)."""
+        return (self.substeps, self.enable_sleep, self.solver, self.on_fault, self._step_options)
+
+    def _settle(self):
+        """Read the answers of the steps in flight, if any (solver/in_flight.py: one wait);
+        where one stopped short, finish it as step() would have, with the settings it was
+        launched with, and take the steps after it again (their errors raised here)."""
+        if not self._flight.steps:
+            return
+        with DEVICE_LOCK:
+            self._settle_flight()
+
+    def _settle_flight(self):
+        """_settle, holding DEVICE_LOCK."""
+        in_flight.settle_resident(self)
+        stopped = in_flight.settle(self._bound_context(self._binding, 0.0), self._flight)
+        if stopped is None:
+            return
+        now = self._step_settings()
+        step = stopped.step
+        self.substeps, self.enable_sleep, self.solver, self.on_fault, self._step_options = (
+            step.settings
+        )
+        try:
+            self.time, self.step_count = step.time, step.step_count
+            ctx = self._bound_context(self._binding, step.dt)
+            before = dataclasses.replace(self._cache)
+            try:
+                in_flight.finish(ctx, step, stopped.answer)
+            except residency.CapacityError:
+                self._cache.refuse_step(before)
+                raise
+            self._after_step(ctx, NO_PROFILE)
+            for later in stopped.after:
+                self._advance(later.dt, NO_PROFILE, fly=False)
+        finally:
+            self.substeps, self.enable_sleep, self.solver, self.on_fault, self._step_options = now
+
+    @property
+    def steps_in_flight(self) -> int:
+        """Steps launched whose answers the host has not read yet (a diagnostic; reading it
+        reads nothing: StepOptions.steps_in_flight, solver/in_flight.py). Any other call that
+        reads or changes the scene reads them first."""
+        return len(self._flight.steps)
+
     @property
     def faulted_worlds(self) -> np.ndarray:
         """(k,) int64: the worlds the last step found faulty (with on_fault="reset", and reset)."""
+        self._settle()
         return self._faulted_worlds.copy()
 
     @property
@@ -600,19 +693,28 @@ class Scene(ModelQueries, SceneCopies, StepDiagnostics):
         """
         return self._context(dt)
 
-    def _context(self, dt: float = 0.0) -> StepContext:
+    def _context(self, dt: float = 0.0, settle: bool = True) -> StepContext:
         """This scene resident in the pool and up to date (built on first use), as a
-        StepContext for a step of dt (s) or for a query."""
-        binding = self._built()
+        StepContext for a step of dt (s) or for a query; with `settle`, its steps in flight
+        read first (and those of the scene resident before it: in_flight.settle_resident)."""
+        in_flight.settle_resident(self)
+        if settle:
+            self._settle()
+        return self._bound_context(self._built(), dt)
+
+    def _bound_context(self, binding: Binding, dt: float) -> StepContext:
+        """_context for `binding` as it is built (steps in flight read their answers through
+        it before the scene's model, changed since, is built again)."""
         pool = residency.acquire(binding)
         cpu = runtime.on_cpu()
+        n_bodies = binding.n_bodies
         return StepContext(
             pool=pool,
-            serial=cpu and loops_run_serially(self._n_worlds, self.n_bodies, self._step_options),
+            serial=cpu and loops_run_serially(self._n_worlds, n_bodies, self._step_options),
             cpu=cpu,
             n_worlds=self._n_worlds,
-            n_bodies=self.n_bodies,
-            n_joints=self.n_joints,
+            n_bodies=n_bodies,
+            n_joints=binding.n_joints,
             cell_size=self._cell,
             cache=self._cache,
             grow=lambda: residency.acquire(binding),
@@ -970,6 +1072,7 @@ class Scene(ModelQueries, SceneCopies, StepDiagnostics):
         return self._binding.model["model"]["sensor"].astype(bool)
 
     # ------------------------------------------------------------------ filtering and removal
+    @serialized
     def collision_matrix(self) -> np.ndarray:
         """Which two bodies of a world may ever collide: an (n_bodies, n_bodies) bool array,
         symmetric, False on the diagonal. True where both bodies have a collision shape and
@@ -1040,6 +1143,7 @@ class Scene(ModelQueries, SceneCopies, StepDiagnostics):
                 self._builder.set_filter(int(body), collision_group=group)
             self._upload_filters(members)
 
+    @serialized
     def group_bodies(self, name: str) -> np.ndarray:
         """The body indices of group `name`, (k,) int64, in the order given.
 

@@ -50,6 +50,7 @@ SCENE_ONLY = {
             "report_refreshes",
             "scratch_colorings",
             "step_context",
+            "steps_in_flight",
             "step_options",
         ),
         "a diagnostic of one process's step",

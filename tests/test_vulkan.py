@@ -135,6 +135,51 @@ def test_scenes_on_vulkan_match_the_cpu_backend(vulkan_devices, tmp_path):
     _compare_with_cpu("vulkan", tmp_path)
 
 
+_IN_FLIGHT = """
+import sys
+import numpy as np
+from fx2d_gpu.device import launching, runtime
+backend = runtime.ensure_initialized(sys.argv[1])
+from tests.test_in_flight import FLYING, ONE_BY_ONE, _closing_hub, _seen, _steps
+from tests.test_small_worlds_one_launch import _piles
+from tests.helpers import COLORED_LIKE_GENERAL, DT
+runs = []
+for options in (FLYING, ONE_BY_ONE):
+    seen = _steps(_piles(sys.argv[1], "xpbd", n_worlds=16, **options), 80)[-1]
+    hub = _closing_hub({**COLORED_LIKE_GENERAL, **options}, arch=sys.argv[1])
+    for _ in range(24):
+        hub.step(DT)
+    runs.append(seen + _seen(hub))
+flown = launching.kernel_launches()["fx2d_gpu.physics.solver.fused._worlds_in_flight"]
+same = all(np.array_equal(a, b) for a, b in zip(*runs, strict=True))
+print(backend, flown, same)
+"""
+
+
+def _in_flight_bitwise(arch: str):
+    """_IN_FLIGHT's child on `arch`: steps in flight bitwise as one by one there."""
+    run = subprocess.run(
+        [sys.executable, "-c", _IN_FLIGHT, arch], capture_output=True, text=True, timeout=1200
+    )
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-4000:]
+    backend, flown, same = run.stdout.split()[-3:]
+    assert backend == arch and int(flown) >= 78 + 23, run.stdout[-500:]
+    assert same == "True"
+
+
+def test_steps_in_flight_on_vulkan_bitwise_as_one_by_one(vulkan_devices):
+    """Steps in flight (solver/in_flight.py, a GPU backend's default) on the SPIR-V path:
+    piling worlds read only at the end, and a flight that stops short on an overflowing
+    colour, bit for bit as the same steps taken one by one on the same backend."""
+    _in_flight_bitwise("vulkan")
+
+
+def test_steps_in_flight_on_cuda_bitwise_as_one_by_one():
+    if not runtime.gpu_backend_available("cuda"):
+        pytest.skip("no CUDA GPU on this machine")
+    _in_flight_bitwise("cuda")
+
+
 def test_scenes_on_cuda_match_the_cpu_backend(tmp_path):
     if not runtime.gpu_backend_available("cuda"):
         pytest.skip("no CUDA GPU on this machine")

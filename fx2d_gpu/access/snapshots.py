@@ -425,6 +425,7 @@ class SceneCopies:
     def __getstate__(self) -> dict:
         """What copy.deepcopy and pickle keep: the settings, the model, the pending inputs,
         and (once built) a snapshot; the copy continues bitwise like the original."""
+        self._settle()  # (the clock below is the one after the steps in flight)
         return {
             "settings": self._settings(),
             "builder": self._builder,

@@ -61,6 +61,12 @@ BARRIER_SLOTS = 64
 #: broad phase in the team's launch went, whether its sleep pass converged, and how a
 #: colouring in the launch went with its colours used and overflow.
 TALLY_SLOTS = 13
+#: Steps of small worlds the host may launch without reading their answers (steps in
+#: flight, solver/in_flight.py): each answer is held on the device (StepCounts.answers)
+#: until the host reads them all at once.
+STEPS_IN_FLIGHT = 64
+#: Entries of a fused launch's answer (solver/fused.py's _Answer).
+ANSWER_ENTRIES = 18
 
 #: The symbols of field shapes: {symbol: meaning}. The capacities' symbols (the pool's
 #: capacity key in brackets) come first, then the constants (see each constant).
@@ -81,6 +87,8 @@ SIZES = {
     "MAX_COLORS": f"{MAX_COLORS}, graph colours; colour MAX_COLORS is the overflow",
     "UNSOLVED_COLOR": f"{UNSOLVED_COLOR}, the colour of a pair not solved this step",
     "BARRIER_SLOTS": f"{BARRIER_SLOTS}, slots of a CPU team's barrier",
+    "STEPS_IN_FLIGHT": f"{STEPS_IN_FLIGHT}, steps launched before the host reads their answers",
+    "ANSWER_ENTRIES": f"{ANSWER_ENTRIES}, entries of a fused launch's answer",
 }
 
 #: How many entries of a saved field hold a scene's state, by extent name: {extent: meaning}.
@@ -125,6 +133,7 @@ _COLORS = Dim("MAX_COLORS", MAX_COLORS)
 _UNSOLVED = Dim("UNSOLVED_COLOR", UNSOLVED_COLOR)
 _BARRIER = Dim("BARRIER_SLOTS", BARRIER_SLOTS)
 _TALLY = Dim("TALLY_SLOTS", TALLY_SLOTS)
+_IN_FLIGHT = Dim("STEPS_IN_FLIGHT", STEPS_IN_FLIGHT)
 
 
 @dataclass(frozen=True)
@@ -983,6 +992,20 @@ class StepCounts(FieldGroup):
             "constraints it no longer fits and the bodies marked fixed; of the "
             "reported list, refresh_tally's three sums; of the fat boxes' refit, "
             "the slots refitted, asleep and restless; the launch's broad phase and sleep",
+        )
+        self._field(
+            "answers",
+            i32,
+            _IN_FLIGHT,
+            ANSWER_ENTRIES,
+            doc="the answers of small worlds' steps in flight (solver/in_flight.py), "
+            "by slot, until the host reads them",
+        )
+        self._field(
+            "stopped",
+            i32,
+            (),
+            doc="1: a step in flight stopped short; the launches after it do nothing",
         )
 
 

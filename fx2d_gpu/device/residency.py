@@ -267,14 +267,29 @@ DEVICE_LOCK = threading.RLock()
 
 
 def serialized(method):
-    """Decorator: run a Scene method holding DEVICE_LOCK."""
+    """Decorator: run a Scene method holding DEVICE_LOCK, after reading the answers of the
+    scene's steps in flight (Scene._settle, solver/in_flight.py): what the method reads or
+    changes is the scene after its steps, each finished."""
 
     @functools.wraps(method)
-    def locked(*args, **kwargs):
+    def locked(scene, *args, **kwargs):
+        with DEVICE_LOCK:
+            scene._settle()
+            return method(scene, *args, **kwargs)
+
+    return locked
+
+
+def locked(method):
+    """Decorator: run a Scene method holding DEVICE_LOCK (serialized without reading the
+    answers of steps in flight: Scene.step, which may launch another)."""
+
+    @functools.wraps(method)
+    def run(*args, **kwargs):
         with DEVICE_LOCK:
             return method(*args, **kwargs)
 
-    return locked
+    return run
 
 
 def _resident() -> Binding | None:

@@ -932,18 +932,22 @@ def write_world_pairs(
     serial: ti.template(),
     n_worlds,
     n_bodies,
+    go,
 ):
     """The last part, after every world's count_world_partners: the worlds' ranges by a
     prefix sum over the worlds, each body's range in pair_start, and the pairs written (if
     they fit); returns (0, pairs_needed, lost_bodies), as _find_pairs does (no grid entries
     are needed). The same ranges as a prefix sum over the slots, an eighth as long (8-body
-    worlds). Called at a kernel's top level: its loops are the kernel's."""
-    exclusive_scan(scan, grid.entry_start, n_worlds, serial)
+    worlds). `go` 0: nothing is written and the answer is zeros (a launch of steps in flight
+    after one stopped: fused.step_by_world_in_flight). Called at a kernel's top level: its
+    loops are the kernel's."""
+    exclusive_scan(scan, grid.entry_start, n_worlds * go, serial)
     n_slots = n_worlds * n_bodies
-    counts.pairs_needed[None] = grid.entry_start[n_worlds]
+    if go == 1:
+        counts.pairs_needed[None] = grid.entry_start[n_worlds]
     fits = grid.entry_start[n_worlds] <= manifolds.body_a.shape[0]
     ti.loop_config(serialize=serial)
-    for world in range(n_worlds):
+    for world in range(n_worlds * go):
         running = grid.entry_start[world]
         for slot in range(world * n_bodies, (world + 1) * n_bodies):
             owned = manifolds.pair_start[slot]
@@ -951,8 +955,11 @@ def write_world_pairs(
             if fits:
                 write_world_partners(manifolds, grid, slot, n_bodies, running)
             running += owned
-    manifolds.pair_start[n_slots] = counts.pairs_needed[None]
-    return ti.math.ivec3(0, counts.pairs_needed[None], counts.lost_bodies[None])
+    found = ti.math.ivec3(0, 0, 0)
+    if go == 1:
+        manifolds.pair_start[n_slots] = counts.pairs_needed[None]
+        found = ti.math.ivec3(0, counts.pairs_needed[None], counts.lost_bodies[None])
+    return found
 
 
 @quick
@@ -983,7 +990,7 @@ def _find_pairs_by_world(
             model, bodies, grid, counts, world, n_bodies, cell_size, margin, motion_time, fat
         )
         count_world_partners(model, bodies, joints, manifolds, grid, world, n_bodies)
-    return write_world_pairs(manifolds, grid, counts, scan, serial, n_worlds, n_bodies)
+    return write_world_pairs(manifolds, grid, counts, scan, serial, n_worlds, n_bodies, 1)
 
 
 def _launch_pairs_by_world(

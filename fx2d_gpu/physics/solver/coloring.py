@@ -770,6 +770,7 @@ def _color_worlds(
         carry,
         one_color,
         1,
+        1,
     )
 
 
@@ -793,12 +794,15 @@ def color_worlds(
     carry,
     one_color,
     go,
+    lists,
 ):
     """_color_worlds's loops (its answer), for a kernel of its own or the small worlds'
     step in one launch (fused.step_by_world); `go` 0: nothing is coloured or recorded (that
     launch's broad phase found more pairs than the pool holds; the colour lists' counts are
-    cleared, scratch), and the answer means nothing. Called at a kernel's top level: its
-    loops are the kernel's."""
+    cleared, scratch), and the answer means nothing; `lists` 0 as well: the colour lists
+    are left as they are (a launch of steps in flight after one that stopped: the host
+    finishes that one from its lists). Called at a kernel's top level: its loops are the
+    kernel's."""
     if carry == 1 and go == 1:
         record_constraint_counts(counts, n_pairs, n_joints)
     ti.loop_config(serialize=serial)
@@ -840,7 +844,9 @@ def color_worlds(
                 end_pair,
                 _colors_of_world(coloring, first_pair, end_pair),
             )
-    return _group_by_color(coloring, counts, lists_serial, (n_pairs + n_worlds * n_joints) * go)
+    return _group_by_color(
+        coloring, counts, lists_serial, (n_pairs + n_worlds * n_joints) * go, lists
+    )
 
 
 @ti.func
@@ -942,24 +948,25 @@ def _build_color_lists(
     coloring: ti.template(), counts: ti.template(), serial: ti.template(), n_constraints: ti.i32
 ) -> ti.math.ivec2:
     """_group_by_color's launch."""
-    return _group_by_color(coloring, counts, serial, n_constraints)
+    return _group_by_color(coloring, counts, serial, n_constraints, 1)
 
 
 @ti.func
 def _group_by_color(
-    coloring: ti.template(), counts: ti.template(), serial: ti.template(), n_constraints
+    coloring: ti.template(), counts: ti.template(), serial: ti.template(), n_constraints, run
 ):
     """Group constraint indices by colour into color_list, the unsolved pairs last (the
     overflow colour's range is left for _order_overflow); returns (colours used,
-    overflow). Called at a kernel's top level: its loops are the kernel's."""
+    overflow). `run` 0: nothing changes (and the answer means nothing). Called at a
+    kernel's top level: its loops are the kernel's."""
     ti.loop_config(serialize=serial)
-    for c in range(UNSOLVED_COLOR + 2):
+    for c in range((UNSOLVED_COLOR + 2) * run):
         coloring.color_start[c] = 0
     ti.loop_config(serialize=serial)
     for k in range(n_constraints):
         _count_color(coloring, k)
     used = 0
-    for _ in range(1):
+    for _ in range(run):
         used = _color_starts(coloring)
     # Inside a colour the order is free (its pairs touch disjoint bodies), but not in the
     # overflow colour (_order_overflow).
@@ -967,10 +974,13 @@ def _group_by_color(
     for k in range(n_constraints):
         _list_by_color(coloring, k)
     ti.loop_config(serialize=serial)
-    for joint_slot in range(n_constraints - counts.n_pairs[None]):  # kept for the next step
+    for joint_slot in range((n_constraints - counts.n_pairs[None]) * run):  # for the next step
         _keep_joint_color(coloring, counts, joint_slot)
-    coloring.n_overflow_pairs[None] = 0
-    return ti.math.ivec2(used, _overflow_count(coloring))
+    overflow = 0
+    if run == 1:
+        coloring.n_overflow_pairs[None] = 0
+        overflow = _overflow_count(coloring)
+    return ti.math.ivec2(used, overflow)
 
 
 @ti.func

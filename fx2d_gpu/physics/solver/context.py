@@ -157,46 +157,57 @@ class StepDiagnostics:
 
     _cache: StepCache
 
+    def _settle(self):
+        """Read the answers of steps in flight first (Scene._settle: the cache's counts wait
+        for them)."""
+
     @property
     def n_colors(self) -> int:
         """The parallel colours the last step's constraint solve used (a diagnostic); at most 1 in
         worlds of at most 40 bodies, each solved on one thread (StepOptions.color_small_worlds
         off).
         """
+        self._settle()
         return self._cache.n_colors
 
     @property
     def n_overflow(self) -> int:
         """Constraints the last step left to the overflow colour (a diagnostic): those on a body
         with more than MAX_COLORS of them, solved after the colours one at a time."""
+        self._settle()
         return self._cache.n_overflow
 
     @property
     def colorings(self) -> int:
         """Steps that coloured their constraints; the others reused the last colouring (a
         diagnostic)."""
+        self._settle()
         return self._cache.colorings
 
     @property
     def scratch_colorings(self) -> int:
         """Colourings that did not start from the last step's colours (a diagnostic)."""
+        self._settle()
         return self._cache.scratch_colorings
 
     @property
     def pair_reuses(self) -> int:
         """Steps that kept the last step's candidate pairs, no body having left its fat box (a
         diagnostic; worlds of more than 40 bodies)."""
+        self._settle()
         return self._cache.pair_reuses
 
     @property
     def report_refreshes(self) -> int:
         """Steps whose contact report only refreshed the last step's list, its pairs unmoved and
         the same pairs touching (a diagnostic)."""
+        self._settle()
         return self._cache.report_refreshes
 
     @property
     def lost_bodies(self) -> int:
         """Bodies the last broad phase left out for a non-finite pose (a diagnostic)."""
+        self._settle()
         return self._cache.lost_bodies
 
 

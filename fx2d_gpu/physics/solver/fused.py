@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING
 
 import taichi as ti
 
-from ...device import MAX_COLORS, TALLY_SLOTS
+from ...device import ANSWER_ENTRIES, MAX_COLORS, TALLY_SLOTS
 from ...device.launching import quick
 from ..collision.broad_phase import (
     grid_table_size,
@@ -344,16 +344,95 @@ def step_by_world(ctx: "StepContext", launch: WorldLaunch) -> WorldStep:
     a = _launch(
         ctx, by_world=True, n_members=ctx.n_worlds, stride=team.world_stride(ctx), worlds=launch
     )
+    return world_step(a)
+
+
+def world_step(a) -> WorldStep:
+    """The WorldStep of a small worlds' step's raw answer `a` (_Answer's entries)."""
     return WorldStep(
-        progress=a[10],
-        pairs=a[12],
-        lost=a[13],
-        used=a[15],
-        overflow=a[16],
-        faults=a[0],
-        timeouts=a[1],
-        listed=(a[7], a[8], a[9]),
+        progress=int(a[_FIND_ENTRY]),
+        pairs=int(a[_PAIRS_ENTRY]),
+        lost=int(a[13]),
+        used=int(a[15]),
+        overflow=int(a[16]),
+        faults=int(a[0]),
+        timeouts=int(a[1]),
+        listed=(int(a[_LISTED_ENTRY]), int(a[8]), int(a[9])),
     )
+
+
+def went_as_taken(step: WorldStep, pair_capacity: int) -> bool:
+    """Whether a small worlds' step in flight went as the host takes it to go, where it
+    launches the next without reading this one's answer (_hold_answer, on the device, says
+    the same): through the substeps, no fault, the reported list built within the pool."""
+    return (
+        step.progress == FIND_WENT_ON
+        and step.faults == 0
+        and step.timeouts == 0
+        and step.listed[0] <= pair_capacity
+    )
+
+
+def step_by_world_in_flight(ctx: "StepContext", launch: WorldLaunch, slot: int, late: int):
+    """step_by_world's launch for a step in flight (solver/in_flight.py): the same step, bit
+    for bit, whose answer the host does not wait for: it is held on the device in
+    counts.answers[slot] (held_answers reads them all). `late`: the slot + 1 of last
+    step's answer where last step was in flight too (the launch reads last step's pairs
+    and reported list there), else 0. Where a step in flight stopped short
+    (went_as_taken), every launch in flight after it does nothing."""
+    assert launch.report and launch.save, launch
+    pool, cache = ctx.pool, ctx.cache
+    _worlds_in_flight(
+        model=pool.model,
+        bodies=pool.bodies,
+        joints=pool.joints,
+        grid=pool.grid,
+        manifolds=pool.manifolds,
+        previous=pool.previous,
+        staging=pool.staging,
+        scan=pool.scan,
+        prepared=pool.prepared,
+        coloring=pool.coloring,
+        counts=pool.counts,
+        faults=pool.faults,
+        reported=pool.reported,
+        events=pool.events,
+        islands=pool.islands,
+        solver=ctx.solver,
+        world_stride=team.world_stride(ctx),
+        n_worlds=ctx.n_worlds,
+        n_bodies=ctx.n_bodies,
+        n_joints=ctx.n_joints,
+        n_pairs=ctx.n_pairs,
+        substeps=ctx.substeps,
+        h=ctx.h,
+        dt=ctx.dt,
+        begun=int(not ctx.small_coloring),
+        bullets=int(ctx.has_bullets),
+        uneven=int(ctx.immovable_sweep),
+        n_reported=cache.n_reported,
+        save=_save_flags(ctx),
+        margin=launch.margin,
+        motion_time=launch.motion_time,
+        sleep=int(launch.sleep),
+        cell_size=ctx.cell_size,
+        serial=bool(ctx.serial),
+        lists_serial=bool(ctx.serial or ctx.cpu),
+        world_args=_world_args(ctx, launch),
+        slot=slot,
+        late=late,
+    )
+
+
+def held_answers(ctx: "StepContext", n: int) -> list[WorldStep]:
+    """The answers of the first n steps in flight (slots 0 to n - 1), in one read of the
+    device."""
+    return [world_step(a) for a in ctx.pool.counts.answers.to_numpy()[:n]]
+
+
+def resume_flights(ctx: "StepContext"):
+    """After a step in flight stopped short and was read: launches in flight go on again."""
+    ctx.pool.counts.stopped[None] = 0
 
 
 def _world_args(ctx: "StepContext", launch: WorldLaunch) -> tuple[int, ...]:
@@ -397,7 +476,10 @@ SLEPT_NONE, SLEPT_UNCONVERGED, SLEPT = 0, 1, 2
 #: _substeps); the colours used and the constraints overflowing them of a colouring in the
 #: launch (the small worlds' step, step_by_world; a team's, _color_by_team) and how a team's
 #: went (COLORED_*).
-_Answer = ti.types.vector(18, ti.i32)
+_Answer = ti.types.vector(ANSWER_ENTRIES, ti.i32)
+#: Entries of the answer a step in flight's next launch reads (_launch_body's `late`): the
+#: broad phase's pairs, the reported list's length; and how far the step went.
+_PAIRS_ENTRY, _LISTED_ENTRY, _FIND_ENTRY = 12, 7, 10
 
 #: How far a kept step's launch that went on to find its pairs went (its answer's FIND
 #: entry): not at all; the broad phase, then stopped (the pool must grow, or the pairs are
@@ -1413,6 +1495,246 @@ def _substeps(
     contacts: ti.template(),
     clears_forces: ti.i32,
 ) -> _Answer:
+    """The step's substeps, one launch, whose answer the host reads (_launch_body, not in
+    flight)."""
+    return _launch_body(
+        model,
+        bodies,
+        joints,
+        manifolds,
+        previous,
+        staging,
+        scan,
+        prepared,
+        coloring,
+        counts,
+        faults,
+        reported,
+        events,
+        islands,
+        grid,
+        solver,
+        n_members,
+        by_world,
+        world_stride,
+        n_worlds,
+        n_bodies,
+        n_joints,
+        n_pairs,
+        n_colors,
+        overflow,
+        substeps,
+        h,
+        dt,
+        mode,
+        begun,
+        bullets,
+        uneven,
+        refresh,
+        report,
+        n_reported,
+        refit,
+        save,
+        margin,
+        motion_time,
+        folded,
+        recolors,
+        color_args,
+        find,
+        sleep,
+        cell_size,
+        find_args,
+        serial,
+        lists_serial,
+        world_args,
+        contacts,
+        clears_forces,
+        False,
+        0,
+        0,
+    )
+
+
+@quick
+@ti.kernel
+def _worlds_in_flight(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    grid: ti.template(),
+    manifolds: ti.template(),
+    previous: ti.template(),
+    staging: ti.template(),
+    scan: ti.template(),
+    prepared: ti.template(),
+    coloring: ti.template(),
+    counts: ti.template(),
+    faults: ti.template(),
+    reported: ti.template(),
+    events: ti.template(),
+    islands: ti.template(),
+    solver: ti.template(),
+    world_stride: ti.i32,
+    n_worlds: ti.i32,
+    n_bodies: ti.i32,
+    n_joints: ti.i32,
+    n_pairs: ti.i32,
+    substeps: ti.i32,
+    h: ti.f32,
+    dt: ti.f32,
+    begun: ti.i32,
+    bullets: ti.i32,
+    uneven: ti.i32,
+    n_reported: ti.i32,
+    save: ti.i32,
+    margin: ti.f32,
+    motion_time: ti.f32,
+    sleep: ti.i32,
+    cell_size: ti.f32,
+    serial: ti.template(),
+    lists_serial: ti.template(),
+    world_args: _WorldArgs,
+    slot: ti.i32,
+    late: ti.i32,
+):
+    """A small worlds' step in flight (step_by_world_in_flight): _substeps' launch of the
+    whole step (by world, folded, with the report), which returns nothing: its answer is
+    held in counts.answers[slot], and where the step stopped short counts.stopped makes the
+    launches after it do nothing (_hold_answer). `late`: the slot + 1 of last step's answer,
+    if that step was in flight too (its pairs and reported list are read from there, not
+    from n_pairs and n_reported), else 0."""
+    _launch_body(
+        model,
+        bodies,
+        joints,
+        manifolds,
+        previous,
+        staging,
+        scan,
+        prepared,
+        coloring,
+        counts,
+        faults,
+        reported,
+        events,
+        islands,
+        grid,
+        solver,
+        n_worlds,
+        True,
+        world_stride,
+        n_worlds,
+        n_bodies,
+        n_joints,
+        n_pairs,
+        0,
+        0,
+        substeps,
+        h,
+        dt,
+        SUBSTEPS,
+        begun,
+        bullets,
+        uneven,
+        0,
+        1,
+        n_reported,
+        0,
+        save,
+        margin,
+        motion_time,
+        True,
+        False,
+        _ColorArgs(1, 0, 0),
+        0,
+        sleep,
+        cell_size,
+        _FindArgs(0, 0, 0, 0, 0, 0, 0),
+        serial,
+        lists_serial,
+        world_args,
+        True,
+        0,
+        True,
+        slot,
+        late,
+    )
+
+
+@ti.func
+def _hold_answer(counts: ti.template(), answer, slot, report, capacity):
+    """A step in flight's answer held in counts.answers[slot]; where the step did not go as
+    the host takes a step in flight to go (its pairs fit and nothing overflowed, no fault,
+    the reported list built and within the pool's `capacity` pairs), counts.stopped: the
+    launches after it do nothing until the host reads the answers (in_flight.settle)."""
+    counts.answers[slot] = answer
+    if (
+        answer[_FIND_ENTRY] != FIND_WENT_ON
+        or answer[0] != 0
+        or answer[1] != 0
+        or report != 1
+        or answer[_LISTED_ENTRY] > capacity
+    ):
+        counts.stopped[None] = 1
+
+
+@ti.func
+def _launch_body(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    manifolds: ti.template(),
+    previous: ti.template(),
+    staging: ti.template(),
+    scan: ti.template(),
+    prepared: ti.template(),
+    coloring: ti.template(),
+    counts: ti.template(),
+    faults: ti.template(),
+    reported: ti.template(),
+    events: ti.template(),
+    islands: ti.template(),
+    grid: ti.template(),
+    solver: ti.template(),
+    n_members,
+    by_world: ti.template(),
+    world_stride,
+    n_worlds,
+    n_bodies,
+    n_joints,
+    n_pairs,
+    n_colors,
+    overflow,
+    substeps,
+    h,
+    dt,
+    mode,
+    begun,
+    bullets,
+    uneven,
+    refresh,
+    report,
+    n_reported,
+    refit,
+    save,
+    margin,
+    motion_time,
+    folded: ti.template(),
+    recolors: ti.template(),
+    color_args,
+    find,
+    sleep,
+    cell_size,
+    find_args,
+    serial: ti.template(),
+    lists_serial: ti.template(),
+    world_args,
+    contacts: ti.template(),
+    clears_forces,
+    in_flight: ti.template(),
+    answer_slot,
+    late,
+):
     """The step's substeps, one launch (a member per world, or a CPU team of n_members threads
     sharing every stage); `mode`: SUBSTEPS; BEGIN, only substep 0's stages up to the narrow
     phase, before the colouring (begin_step: stages.Substep's before_coloring); KEPT (a
@@ -1449,7 +1771,13 @@ def _substeps(
     substeps_by_world): the stages of stages.CONTACTLESS_STAGES, no pairs, each world's
     joints in colour 0 in order (`n_colors` 1 where there are joints); the launch first
     records the constraint counts (no pairs), which no colouring launch did, and with
-    `clears_forces` each world zeroes its bodies' applied forces after its substeps."""
+    `clears_forces` each world zeroes its bodies' applied forces after its substeps.
+
+    `in_flight` (the small worlds' step in flight, _worlds_in_flight): nothing runs where
+    counts.stopped says a step in flight before it stopped short (every loop over no
+    world, the colour lists left as they are); last step's pairs and reported list are
+    read from its answer where `late` (its slot + 1) says it was in flight too; and the
+    answer is held in counts.answers[answer_slot] (_hold_answer)."""
     team_size, stride = 1, world_stride
     if ti.static(not by_world):
         team_size, stride = n_members, team.items_per_member(n_members)
@@ -1458,6 +1786,16 @@ def _substeps(
     # The small worlds' step in one launch (by_world and folded: step_by_world): the broad
     # phase and the colouring first, the substeps where they allow.
     world_colors, found, solve = ti.Vector([n_colors, 0]), n_pairs, 1
+    # Steps in flight (step_by_world_in_flight): a launch after one that stopped does
+    # nothing (go 0); a launch after one in flight (`late`: its answer's slot + 1) takes
+    # last step's pairs and reported list from that answer, which the host has not read.
+    go, last_pairs, last_reported, held = 1, n_pairs, n_reported, world_args[_N_HELD]
+    if ti.static(in_flight):
+        go = 1 - counts.stopped[None]
+        if late > 0:
+            last_pairs = counts.answers[late - 1][_PAIRS_ENTRY]
+            last_reported = counts.answers[late - 1][_LISTED_ENTRY]
+            held = last_reported
     if ti.static(not contacts):
         ti.static_assert(by_world and not folded)
         record_constraint_counts(counts, 0, n_joints)
@@ -1482,12 +1820,13 @@ def _substeps(
             motion_time,
             0,
             save & SAVE,
-            n_pairs,
+            last_pairs,
             (save & SAVE_ORDERED) // SAVE_ORDERED,
             (save & SAVE_COLORED) // SAVE_COLORED,
+            go,
         )[1]
         fit = 0
-        if found <= world_args[_WORLD_CAPACITY] and found <= world_args[_WORLD_LIMIT]:
+        if go == 1 and found <= world_args[_WORLD_CAPACITY] and found <= world_args[_WORLD_LIMIT]:
             fit = 1
         world_colors = color_worlds(
             model,
@@ -1508,6 +1847,7 @@ def _substeps(
             1,
             world_args[_ONE_COLOR],
             fit,
+            go,
         )
         progress = FIND_STOPPED
         if fit == 1:
@@ -1515,7 +1855,8 @@ def _substeps(
             if world_colors[1] == 0:
                 progress = FIND_WENT_ON
         solve = 1 if progress == FIND_WENT_ON else 0
-        counts.tally[_FIND_TALLY] = progress
+        if go == 1:
+            counts.tally[_FIND_TALLY] = progress
         n_items *= solve
     if ti.static(not by_world and gpu_team.on_gpu()):
         ti.loop_config(block_dim=gpu_team.BLOCK_THREADS)  # a block, or a grid team's blocks
@@ -1849,8 +2190,8 @@ def _substeps(
             islands,
             n_worlds,
             n_bodies,
-            n_reported,
-            world_args[_N_HELD],
+            last_reported,
+            held,
             found,
             n_joints,
             sleep,
@@ -1861,7 +2202,7 @@ def _substeps(
     colors = ti.Vector([world_colors[0], world_colors[1], 0])
     if ti.static(recolors and not by_world):
         colors = ti.Vector([tally[_COLOR_TALLY + entry] for entry in ti.static((1, 2, 0))])
-    return _Answer(
+    answer = _Answer(
         faults.count[None],
         team.timeouts(counts),
         holds_code(tally[_HOLDS_TALLY], tally[_HOLDS_TALLY + 1]),
@@ -1885,3 +2226,7 @@ def _substeps(
         colors[1],
         colors[2],
     )
+    if ti.static(in_flight):
+        if go == 1:
+            _hold_answer(counts, answer, answer_slot, report, world_args[_WORLD_CAPACITY])
+    return answer

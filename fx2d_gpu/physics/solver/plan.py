@@ -142,6 +142,17 @@ class StepOptions:
             the stages' own launches would). Compiled in on GPU backends, and on a CPU
             backend with fold_on_cpu; else (and off) four launches, each a host sync: the
             broad phase's, the colouring's, the substeps', the report's.
+        steps_in_flight: a small worlds' step in one launch whose caller reads nothing
+            before the next step is launched without the host waiting for its answer
+            (solver/in_flight.py): the answers wait on the device until the caller reads
+            the scene, edits it, applies a force, or 64 steps have flown
+            (device.STEPS_IN_FLIGHT), so the host launches steps back to back; a step
+            that stopped short (pool growth, an overflowing colour, a fault) is finished
+            then and the steps after it taken again, bit for bit, but its error is raised
+            by that later call. None (the default): on GPU backends (a CPU's launch
+            returns when it is done: nothing to wait less for); True: also on a CPU
+            backend, where small worlds' steps run in one launch (fold_on_cpu); False:
+            never.
         fold_on_cpu: on a CPU backend too, compile the stages of found_in_one_launch,
             report_in_launch, broad_phase_in_launch, color_in_launch, sleep_in_launch and
             small_worlds_in_one_launch into the team's (or the small worlds') kernel (on GPU
@@ -199,8 +210,8 @@ class StepOptions:
             steps by (solver/team.py's TeamTimings; the defaults are the measured ones).
 
     Raises:
-        TypeError: a flag is not a bool, a count not an int, team_timings not a
-            TeamTimings.
+        TypeError: a flag is not a bool (steps_in_flight: a bool or None), a count not an
+            int, team_timings not a TeamTimings.
         ValueError: colors_per_launch outside [1, MAX_COLORS], noted_partners or
             gpu_team_slots or gpu_grid_blocks below 0.
     """
@@ -213,6 +224,7 @@ class StepOptions:
     color_in_launch: bool = True
     sleep_in_launch: bool = True
     small_worlds_in_one_launch: bool = True
+    steps_in_flight: bool | None = None
     fold_on_cpu: bool = False
     carry_in_coloring: bool = True
     contactless_step: bool = True
@@ -235,7 +247,15 @@ class StepOptions:
     def __post_init__(self):
         for option in dataclasses.fields(self):
             value = getattr(self, option.name)
-            wanted = {"bool": bool, "int": int, "TeamTimings": TeamTimings}[str(option.type)]
+            kind = str(option.type)
+            if kind == "bool | None":
+                if value is not None and not isinstance(value, bool):
+                    raise TypeError(
+                        f"StepOptions.{option.name} must be bool or None, got "
+                        f"{type(value).__name__}"
+                    )
+                continue
+            wanted = {"bool": bool, "int": int, "TeamTimings": TeamTimings}[kind]
             if not isinstance(value, wanted) or (wanted is int and isinstance(value, bool)):
                 raise TypeError(
                     f"StepOptions.{option.name} must be {wanted.__name__}, got "

@@ -941,7 +941,7 @@ def report_contacts(ctx: "StepContext", sleep: bool = False) -> bool:
         return False
     if ctx.report_built is not None and ctx.report_built[0] <= ctx.pool.pair_capacity:
         # A team's launch built it (report_by_team), after its substeps.
-        _note_report(cache, *ctx.report_built)
+        note_report(cache, *ctx.report_built)
         return False
     # After set_state the list reflects the new poses alone (no pair held by the old list).
     n_held = 0 if cache.state_set else cache.n_reported
@@ -1000,17 +1000,17 @@ def report_contacts(ctx: "StepContext", sleep: bool = False) -> bool:
             break
         cache.pair_need = max(cache.pair_need, n_new + n_new // 4)
         ctx.pool = ctx.grow()
-    _note_report(cache, n_new, n_begin, n_end)
+    note_report(cache, n_new, n_begin, n_end)
     return by_world and sleep
 
 
 def note_empty_report(cache):
     """The host's part of a step that reported nothing (no pair, no event: step.
     contactless_step), as a list built empty on the device would be noted."""
-    _note_report(cache, 0, 0, 0)
+    note_report(cache, 0, 0, 0)
 
 
-def _note_report(cache, n_new: int, n_begin: int, n_end: int):
+def note_report(cache, n_new: int, n_begin: int, n_end: int):
     """The host's part of a list built on the device: its counts (reported pairs, begin and
     end events), every entry's origin its pair in this step's list or -1 (resting)."""
     cache.n_reported, cache.n_begin_events, cache.n_end_events = n_new, n_begin, n_end

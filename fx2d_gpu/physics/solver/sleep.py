@@ -974,6 +974,7 @@ def _find_pairs_waking_by_world(
         n_old,
         ordered,
         colored,
+        1,
     )
 
 
@@ -1001,17 +1002,29 @@ def find_pairs_waking(
     n_old,
     ordered,
     colored,
+    go,
 ):
     """_find_pairs_waking_by_world's loops (its answer), for a kernel of its own or the small
-    worlds' step in one launch (fused.step_by_world). Called at a kernel's top level: its
-    loops are the kernel's."""
+    worlds' step in one launch (fused.step_by_world); `go` 0: nothing is saved, woken or
+    written, the answer zeros (a launch of steps in flight after one stopped). Called at a
+    kernel's top level: its loops are the kernel's."""
     save_pairs(
-        manifolds, previous, coloring, serial, n_worlds * n_bodies, n_old, ordered, colored, save
+        manifolds,
+        previous,
+        coloring,
+        serial,
+        n_worlds * n_bodies,
+        n_old,
+        ordered,
+        colored,
+        save * go,
     )
-    begin_world_pairs(counts)
-    stamp = _new_stamp(islands)
+    stamp = 0
+    if go == 1:
+        begin_world_pairs(counts)
+        stamp = _new_stamp(islands)
     ti.loop_config(serialize=serial)
-    for world in range(n_worlds):
+    for world in range(n_worlds * go):
         first_slot, end_slot = world * n_bodies, (world + 1) * n_bodies
         place_world(
             model, bodies, grid, counts, world, n_bodies, cell_size, margin, motion_time, fat
@@ -1038,7 +1051,7 @@ def find_pairs_waking(
         for slot in range(first_slot, end_slot):
             _wake_if_marked(bodies, islands, slot, n_bodies, stamp)
         count_world_partners(model, bodies, joints, manifolds, grid, world, n_bodies)
-    return write_world_pairs(manifolds, grid, counts, scan, serial, n_worlds, n_bodies)
+    return write_world_pairs(manifolds, grid, counts, scan, serial, n_worlds, n_bodies, go)
 
 
 def find_pairs_waking_by_world(

@@ -107,11 +107,15 @@ def step(ctx: StepContext, profile=NO_PROFILE):
     # gap into velocity).
     close_rejoined_joints(ctx)
     with team.duel(ctx):
-        profiled = bool(profile.records)
-        # (A step without contacts runs no team: its barriers are not probed.)
-        no_team = profiled or steps_without_contacts(ctx)
-        ctx.plan = plan_step(ctx, profiled, 0 if no_team else team.threads_for(ctx))
+        plan_for(ctx, profiled=bool(profile.records))
         _step(ctx, profile)
+
+
+def plan_for(ctx: StepContext, profiled: bool = False):
+    """ctx.plan: the plan of ctx's step (solver/plan.py), `profiled` or not."""
+    # (A step without contacts runs no team: its barriers are not probed.)
+    no_team = profiled or steps_without_contacts(ctx)
+    ctx.plan = plan_step(ctx, profiled, 0 if no_team else team.threads_for(ctx))
 
 
 def _plan(ctx: StepContext):
@@ -129,6 +133,14 @@ def _step(ctx: StepContext, profile):
         return
     with profile.stage("find pairs"):
         recolored, solved = _find_or_keep_pairs(ctx, profile)
+    _after_pairs(ctx, profile, recolored, solved)
+
+
+def _after_pairs(ctx: StepContext, profile, recolored: bool, solved: bool):
+    """The step after its pairs were found or kept (`recolored`: it coloured them; `solved`:
+    a launch ran the substeps too): the per-body lists, the substeps, the report, the sleep
+    pass and the forces cleared."""
+    plan = ctx.plan
     # Kept where they lie with their colouring: last step's per-body lists and reported
     # list still match them (build_body_lists, reporting.refresh_report).
     ctx.cache.pairs_in_place = ctx.cache.pairs_kept and not recolored
@@ -366,21 +378,40 @@ def _step_by_world(ctx: StepContext) -> tuple[bool, bool]:
     worlds); where the report did not fit the pool, or was not asked (after set_state, it
     checks the resting pairs first), report_contacts builds it. Returns (whether it
     coloured: always, whether the substeps ran)."""
-    plan, cache = _plan(ctx), ctx.cache
-    launch = fused.WorldLaunch(
+    launch, keep = world_launch(ctx), keeps_colors(ctx)
+    ctx.cache.pairs_kept = False  # (find_step_pairs)
+    return _after_world_launch(ctx, launch, keep, fused.step_by_world(ctx, launch))
+
+
+def world_launch(ctx: StepContext) -> fused.WorldLaunch:
+    """What ctx's small worlds' step in one launch is told (fused.WorldLaunch)."""
+    return fused.WorldLaunch(
         margin=SPECULATIVE_DISTANCE,
         motion_time=pair_window(ctx),
         save=True,
-        report=ctx.options.report_by_world and ctx.n_bodies >= 3 and not cache.state_set,
-        sleep=ctx.enable_sleep and plan.sleep_in_report,
+        report=ctx.options.report_by_world and ctx.n_bodies >= 3 and not ctx.cache.state_set,
+        sleep=ctx.enable_sleep and _plan(ctx).sleep_in_report,
     )
-    keep = keeps_colors(ctx)
-    cache.pairs_kept = False  # (find_step_pairs)
-    while True:
-        done = fused.step_by_world(ctx, launch)
-        if pairs_fit(ctx, 0, done.pairs, done.lost, fat=False):
-            break
+
+
+def finish_world_step(ctx: StepContext, launch: fused.WorldLaunch, keep: bool, done):
+    """The rest of a small worlds' step whose one launch (told `launch`, colouring from
+    last step's colours where `keep`) answered `done` (fused.WorldStep) and was not noted:
+    a step in flight that stopped short (solver/in_flight.py), finished as step() would
+    have finished it."""
+    ctx.cache.pairs_kept = False
+    _after_pairs(ctx, NO_PROFILE, *_after_world_launch(ctx, launch, keep, done))
+
+
+def _after_world_launch(
+    ctx: StepContext, launch: fused.WorldLaunch, keep: bool, done
+) -> tuple[bool, bool]:
+    """_step_by_world after its launch answered `done`: where the pairs did not fit, the
+    pool grows and the launch runs again without saving last step's pairs; then the host's
+    side of what it did."""
+    while not pairs_fit(ctx, 0, done.pairs, done.lost, fat=False):
         launch = dataclasses.replace(launch, save=False)
+        done = fused.step_by_world(ctx, launch)
     assert done.progress != fused.FIND_STOPPED, done
     colored_in_launch(ctx, keep, done.used, done.overflow)
     store_in_color_order(ctx, recolored=True, planned=True)
