@@ -20,7 +20,7 @@ these are counted on any machine, on the CPU backend. The paths (PATHS):
   with StepOptions.fold_on_cpu, launched in flight as a GPU launches it
   (StepOptions.steps_in_flight: the host reads the answers of STEPS_IN_FLIGHT steps at
   once, solver/in_flight.py), over STEPS_IN_FLIGHT counted steps so that one such read
-  falls among them.
+  falls among them; so are the cart-poles' steps without contacts.
 
 - launches_per_step: launches of the engine's kernels (launching.launch_count);
 - syncs_per_step: the host's waits for the device inside step(): Taichi's runtime sync
@@ -87,8 +87,11 @@ def _scenes(solver: str, options: StepOptions):
             256,
             **{**common, "step_options": options.replace(fold_on_cpu=True, steps_in_flight=True)},
         ),
-        # Small worlds whose bodies never touch: a step without contacts, on every backend.
-        "cart_poles_256": lambda: scenes.cart_poles(256, **common),
+        # Small worlds whose bodies never touch: a step without contacts, on every backend,
+        # in flight as a GPU launches it.
+        "cart_poles_256": lambda: scenes.cart_poles(
+            256, **{**common, "step_options": options.replace(steps_in_flight=True)}
+        ),
     }
     if options.team:
         del builders["batched_small_256"], builders["cart_poles_256"]
@@ -141,7 +144,7 @@ def _tasks_run() -> int:
 def counted_steps(name: str) -> int:
     """Steps counted of scene `name`: COUNTED_STEPS; STEPS_IN_FLIGHT of small worlds, whose
     steps fly (one read of their answers among them)."""
-    return STEPS_IN_FLIGHT if name == "batched_small_256" else COUNTED_STEPS
+    return STEPS_IN_FLIGHT if name in ("batched_small_256", "cart_poles_256") else COUNTED_STEPS
 
 
 def count(scene, steps: int = COUNTED_STEPS) -> dict:

@@ -535,8 +535,14 @@ class Scene(ModelQueries, SceneCopies, StepDiagnostics):
                 point): spread them (set_state) or remove some, and step again.
             SimulationError: with on_fault="raise", a world's state went non-finite or absurd;
                 the scene keeps that state (restore a snapshot to go on).
+
+        A step of small worlds called right after another step may be launched in flight
+        (StepOptions.steps_in_flight, a GPU backend's default): then both errors are raised
+        by the next call that reads or changes the scene, with the scene at the step that
+        raised them (step_count), the steps after it not taken.
         """
         self._advance(dt, NO_PROFILE)
+        self._flight.after_step = True  # (the next step may fly: in_flight.Flight)
 
     @serialized
     def profile(self, dt: float, steps: int = 1) -> StepProfile:
@@ -602,7 +608,8 @@ class Scene(ModelQueries, SceneCopies, StepDiagnostics):
         flight = self._flight
         settings = self._step_settings()
         if (
-            profile.records
+            not flight.after_step
+            or profile.records
             or self._pending_forces
             or not self._is_built()
             or (flight.steps and flight.steps[-1].settings != settings)
@@ -627,6 +634,7 @@ class Scene(ModelQueries, SceneCopies, StepDiagnostics):
         """Read the answers of the steps in flight, if any (solver/in_flight.py: one wait);
         where one stopped short, finish it as step() would have, with the settings it was
         launched with, and take the steps after it again (their errors raised here)."""
+        self._flight.after_step = False  # (a call that reads or changes the scene)
         if not self._flight.steps:
             return
         with DEVICE_LOCK:

@@ -7,6 +7,8 @@ step goes all the way and where one stops short in flight (an overflowing colour
 a pool too small: tests/test_small_worlds_one_launch.py's child) and the steps after it are
 taken again."""
 
+import gc
+
 import numpy as np
 import pytest
 
@@ -15,7 +17,7 @@ from fx2d_gpu.device import STEPS_IN_FLIGHT, launching
 from fx2d_gpu.physics.solver import in_flight
 
 from .helpers import COLORED_LIKE_GENERAL, DT, TRACE_FIELDS, launches_of
-from .test_faults import efforts, pendulums
+from .test_faults import pendulums
 from .test_small_worlds_one_launch import PUSH, _piles
 
 FLYING = {"fold_on_cpu": True, "steps_in_flight": True}
@@ -110,23 +112,27 @@ def test_a_flight_is_read_each_steps_in_flight_steps(solver):
     assert not scene.steps_in_flight
 
 
-def test_a_caller_that_reads_after_every_step_waits_for_each():
-    """Read after every step, a step in flight costs a read more than waiting for its launch:
-    after LONE_READS such reads, steps fly only each PROBE_STEPS-th step (then on, once
-    the caller stops reading)."""
+def test_a_step_flies_after_a_step_and_not_for_a_caller_that_reads_after_each():
+    """Only a step called right after another flies: a caller that reads (or edits) between
+    its steps waits for each, and never launches the flight's kernel. One that reads after
+    every other step finds a lone step in flight at each read, which costs a read of the
+    device more than waiting: after LONE_READS of them, steps fly only each PROBE_STEPS-th
+    step (then on, once the caller stops reading)."""
     scene = _piles("cpu", "xpbd", n_worlds=8, **FLYING)
     flown = []
-    for _ in range(40):
+    for step in range(48):
         before = launches_of(IN_FLIGHT)
         scene.step(DT)
         flown.append(launches_of(IN_FLIGHT) - before)
-        scene.get_state()
-    probes = [int(step % in_flight.PROBE_STEPS == 0) for step in range(40)]
-    # The first step builds the scene; two lone reads follow.
-    assert flown == [0, 1, 1] + probes[3:], flown
-    for _ in range(5):
+        if step < 8 or step % 2 == 1:  # after each of the first 8, then every other
+            scene.get_state()
+    assert flown[:9] == [0] * 9, flown  # (the 9th follows a read too)
+    # After a read (even steps) nothing flies; the odd ones fly twice, then no more: the
+    # probes (step_count % PROBE_STEPS == 0) fall on even steps.
+    assert flown[9:] == [1, 0, 1] + [0] * 36, flown
+    for _ in range(12):  # steps 48 to 59, unread: the probe at 56 flies, and on
         scene.step(DT)
-    assert scene.steps_in_flight == 5  # the 40th flew: a probe
+    assert in_flight.PROBE_STEPS == 8 and scene.steps_in_flight == 4
 
 
 def _closing_hub(options: dict, arch: str = "cpu"):
@@ -157,11 +163,21 @@ def test_an_overflowing_colour_stops_a_flight_finished_and_taken_again_on_read()
     _assert_same(*seen)
 
 
+def _thrown_out(scene):
+    """World 5's box 0.2e9 m short of the engine's coordinate bound (shapes.MAX_COORDINATE,
+    1e15 m), thrown at 9e9 m/s (within MAX_SPEED) along it: the first step after this
+    edit keeps it in, the second takes it out: a fault."""
+    state = scene.get_state()
+    state.position[5, 3] = (1e15 - 2e8, 1.0)
+    state.velocity[5, 3] = (9e9, 0.0)
+    scene.set_state(state)
+
+
 def test_a_fault_in_flight_is_raised_by_the_next_read_at_its_step():
-    """A world poisoned before a flight faults in its first step: the read after three
-    steps raises the SimulationError step() would have, the clock at that step, the steps
-    after it not taken; with on_fault="reset" the faulty worlds reset and the steps after
-    it taken again, bitwise one by one."""
+    """A world faults in the second step after an edit, the first in flight: the read after
+    three steps raises the SimulationError step() would have, the clock at that step, the
+    steps after it not taken; with on_fault="reset" the faulty world resets and the steps
+    after it are taken again, bitwise one by one."""
     for on_fault in ("raise", "reset"):
         seen = []
         for options in (FLYING, ONE_BY_ONE):
@@ -169,15 +185,17 @@ def test_a_fault_in_flight_is_raised_by_the_next_read_at_its_step():
             scene.step_options = options
             for _ in range(3):
                 scene.step(DT)
-            scene.set_joint_target(0, efforts(8, [5]))
+            _thrown_out(scene)
+            scene.step(DT)  # (after an edit: not in flight)
             if on_fault == "raise" and options is FLYING:
                 for _ in range(3):
                     scene.step(DT)  # the first faults; they all fly
-                with pytest.raises(fx.SimulationError, match=r"world 5, body 2"):
+                assert scene.steps_in_flight == 3
+                with pytest.raises(fx.SimulationError, match=r"step 5: world 5, body 3"):
                     scene.get_state()
-                assert scene.step_count == 4
+                assert scene.step_count == 5
             elif on_fault == "raise":
-                with pytest.raises(fx.SimulationError, match=r"world 5, body 2"):
+                with pytest.raises(fx.SimulationError, match=r"step 5: world 5, body 3"):
                     scene.step(DT)
             else:
                 for _ in range(3):
@@ -185,6 +203,45 @@ def test_a_fault_in_flight_is_raised_by_the_next_read_at_its_step():
                 assert list(scene.faulted_worlds) == []  # the last step's: none
             seen.append(_seen(scene))
         _assert_same(*seen)
+
+
+def _hinges_and_a_free_box(options: dict, n_worlds: int = 8):
+    """Per world: a bar hinged to a static pivot and a free box, none colliding with
+    anything (mask_bits=0), sleep off: steps without contacts (StepPlan.contactless)."""
+    scene = fx.Scene(n_worlds=n_worlds, arch="cpu", enable_sleep=False, step_options=options)
+    pivot = scene.add_box((0.0, 4.0), (0.2, 0.2), mass=0, mask_bits=0)
+    bar = scene.add_box((0.5, 4.0), (1.0, 0.1), mask_bits=0)
+    scene.add_revolute_joint(pivot, bar, anchor=(0.0, 0.0))
+    scene.add_box((3.0, 1.0), (0.5, 0.5), mask_bits=0)
+    scene.add_box((-3.0, 1.0), (0.5, 0.5), mask_bits=0)
+    return scene
+
+
+def test_steps_without_contacts_fly_and_a_fault_in_flight_is_raised_by_the_read():
+    """Steps without contacts fly too (substeps_in_flight): 40 swinging hinges read at the
+    end, bitwise one by one; a box thrown out in the second step after an edit (the first
+    in flight) faults, raised by the read at that step."""
+    seen = []
+    for options in (FLYING, ONE_BY_ONE):
+        scene = _hinges_and_a_free_box(options)
+        flown = launches_of(IN_FLIGHT)
+        for _ in range(40):
+            scene.step(DT)
+        assert launches_of(IN_FLIGHT) - flown == (39 if options is FLYING else 0)
+        seen.append(_seen(scene))
+        _thrown_out(scene)
+        scene.step(DT)
+        if options is FLYING:
+            scene.step(DT)
+            scene.step(DT)
+            with pytest.raises(fx.SimulationError, match=r"step 42: world 5, body 3"):
+                scene.get_state()
+        else:
+            with pytest.raises(fx.SimulationError, match=r"step 42: world 5, body 3"):
+                scene.step(DT)
+        seen.append(_seen(scene))
+    _assert_same(seen[0], seen[2])
+    _assert_same(seen[1], seen[3])
 
 
 def test_another_scene_reads_the_flight_before_it_takes_the_pool(solver):
@@ -203,6 +260,23 @@ def test_another_scene_reads_the_flight_before_it_takes_the_pool(solver):
         alone.append(_seen(scene))
     _assert_same(_seen(a), alone[0])
     _assert_same(_seen(b), alone[1])
+
+
+def test_a_scene_dropped_with_a_stopped_flight_leaves_the_next_flight_alone(solver):
+    """A scene whose flight stopped short, dropped unread: the device's flag that stopped it
+    does not stop the next scene's flight (its first launch clears it)."""
+    dropped = _closing_hub({**COLORED_LIKE_GENERAL, **FLYING})
+    for _ in range(24):  # (it overflows, in flight, from step 18)
+        dropped.step(DT)
+    del dropped
+    gc.collect()
+    seen = []
+    for options in (FLYING, ONE_BY_ONE):
+        scene = _piles("cpu", solver, n_worlds=8, **options)
+        for _ in range(10):
+            scene.step(DT)
+        seen.append(_seen(scene))
+    _assert_same(*seen)
 
 
 def test_settings_changed_in_flight_apply_from_the_next_step():

@@ -1005,7 +1005,8 @@ class StepCounts(FieldGroup):
             "stopped",
             i32,
             (),
-            doc="1: a step in flight stopped short; the launches after it do nothing",
+            doc="1: a step in flight stopped short; the launches after it in its flight "
+            "do nothing (the next flight's first launch clears it)",
         )
 
 

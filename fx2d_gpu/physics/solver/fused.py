@@ -361,16 +361,14 @@ def world_step(a) -> WorldStep:
     )
 
 
-def went_as_taken(step: WorldStep, pair_capacity: int) -> bool:
+def went_as_taken(step: WorldStep, pair_capacity: int, contacts: bool = True) -> bool:
     """Whether a small worlds' step in flight went as the host takes it to go, where it
     launches the next without reading this one's answer (_hold_answer, on the device, says
-    the same): through the substeps, no fault, the reported list built within the pool."""
-    return (
-        step.progress == FIND_WENT_ON
-        and step.faults == 0
-        and step.timeouts == 0
-        and step.listed[0] <= pair_capacity
-    )
+    the same): no fault; with `contacts` (not a step without contacts), through the
+    substeps, the reported list built within the pool."""
+    if step.faults != 0 or step.timeouts != 0:
+        return False
+    return not contacts or (step.progress == FIND_WENT_ON and step.listed[0] <= pair_capacity)
 
 
 def step_by_world_in_flight(ctx: "StepContext", launch: WorldLaunch, slot: int, late: int):
@@ -381,7 +379,25 @@ def step_by_world_in_flight(ctx: "StepContext", launch: WorldLaunch, slot: int, 
     and reported list there), else 0. Where a step in flight stopped short
     (went_as_taken), every launch in flight after it does nothing."""
     assert launch.report and launch.save, launch
+    _in_flight(ctx, slot, late, launch)
+
+
+def substeps_in_flight(ctx: "StepContext", slot: int):
+    """substeps_by_world(contacts=False)'s launch for a step without contacts in flight
+    (solver/in_flight.py; no applied forces to clear): its answer, its faults, is held in
+    counts.answers[slot]; where a world faulted, every launch in flight after it does
+    nothing."""
+    assert not ctx.cache.forces_on_device
+    _in_flight(ctx, slot, 0, None)
+
+
+def _in_flight(ctx: "StepContext", slot: int, late: int, launch: WorldLaunch | None):
+    """_worlds_in_flight's launch: a small worlds' step told `launch`, or without contacts
+    (None)."""
     pool, cache = ctx.pool, ctx.cache
+    contacts = launch is not None
+    if launch is None:
+        launch = WorldLaunch(margin=0.0, motion_time=0.0, save=False, report=False, sleep=False)
     _worlds_in_flight(
         model=pool.model,
         bodies=pool.bodies,
@@ -411,16 +427,18 @@ def step_by_world_in_flight(ctx: "StepContext", launch: WorldLaunch, slot: int, 
         bullets=int(ctx.has_bullets),
         uneven=int(ctx.immovable_sweep),
         n_reported=cache.n_reported,
-        save=_save_flags(ctx),
+        save=_save_flags(ctx) if launch.save else 0,
         margin=launch.margin,
         motion_time=launch.motion_time,
         sleep=int(launch.sleep),
         cell_size=ctx.cell_size,
         serial=bool(ctx.serial),
         lists_serial=bool(ctx.serial or ctx.cpu),
-        world_args=_world_args(ctx, launch),
+        world_args=_world_args(ctx, launch) if contacts else (0,) * 5,
         slot=slot,
         late=late,
+        contacts=contacts,
+        n_colors=cache.n_colors,
     )
 
 
@@ -428,11 +446,6 @@ def held_answers(ctx: "StepContext", n: int) -> list[WorldStep]:
     """The answers of the first n steps in flight (slots 0 to n - 1), in one read of the
     device."""
     return [world_step(a) for a in ctx.pool.counts.answers.to_numpy()[:n]]
-
-
-def resume_flights(ctx: "StepContext"):
-    """After a step in flight stopped short and was read: launches in flight go on again."""
-    ctx.pool.counts.stopped[None] = 0
 
 
 def _world_args(ctx: "StepContext", launch: WorldLaunch) -> tuple[int, ...]:
@@ -1596,13 +1609,17 @@ def _worlds_in_flight(
     world_args: _WorldArgs,
     slot: ti.i32,
     late: ti.i32,
+    contacts: ti.template(),
+    n_colors: ti.i32,
 ):
     """A small worlds' step in flight (step_by_world_in_flight): _substeps' launch of the
     whole step (by world, folded, with the report), which returns nothing: its answer is
     held in counts.answers[slot], and where the step stopped short counts.stopped makes the
     launches after it do nothing (_hold_answer). `late`: the slot + 1 of last step's answer,
     if that step was in flight too (its pairs and reported list are read from there, not
-    from n_pairs and n_reported), else 0."""
+    from n_pairs and n_reported), else 0. Without `contacts`: a step without contacts in
+    flight (substeps_in_flight: _substeps' launch of substeps_by_world(contacts=False),
+    its joints in n_colors colours)."""
     _launch_body(
         model,
         bodies,
@@ -1627,7 +1644,7 @@ def _worlds_in_flight(
         n_bodies,
         n_joints,
         n_pairs,
-        0,
+        n_colors,
         0,
         substeps,
         h,
@@ -1643,7 +1660,7 @@ def _worlds_in_flight(
         save,
         margin,
         motion_time,
-        True,
+        contacts,
         False,
         _ColorArgs(1, 0, 0),
         0,
@@ -1653,7 +1670,7 @@ def _worlds_in_flight(
         serial,
         lists_serial,
         world_args,
-        True,
+        contacts,
         0,
         True,
         slot,
@@ -1662,19 +1679,18 @@ def _worlds_in_flight(
 
 
 @ti.func
-def _hold_answer(counts: ti.template(), answer, slot, report, capacity):
+def _hold_answer(counts: ti.template(), answer, slot, report, capacity, contacts: ti.template()):
     """A step in flight's answer held in counts.answers[slot]; where the step did not go as
-    the host takes a step in flight to go (its pairs fit and nothing overflowed, no fault,
-    the reported list built and within the pool's `capacity` pairs), counts.stopped: the
-    launches after it do nothing until the host reads the answers (in_flight.settle)."""
+    the host takes a step in flight to go (no fault; with `contacts`, its pairs fit and
+    nothing overflowed, the reported list built and within the pool's `capacity` pairs),
+    counts.stopped: the launches after it do nothing until the host reads the answers
+    (in_flight.settle)."""
     counts.answers[slot] = answer
-    if (
-        answer[_FIND_ENTRY] != FIND_WENT_ON
-        or answer[0] != 0
-        or answer[1] != 0
-        or report != 1
-        or answer[_LISTED_ENTRY] > capacity
-    ):
+    stopped = answer[0] != 0 or answer[1] != 0
+    if ti.static(contacts):
+        if answer[_FIND_ENTRY] != FIND_WENT_ON or report != 1 or answer[_LISTED_ENTRY] > capacity:
+            stopped = True
+    if stopped:
         counts.stopped[None] = 1
 
 
@@ -1791,6 +1807,8 @@ def _launch_body(
     # last step's pairs and reported list from that answer, which the host has not read.
     go, last_pairs, last_reported, held = 1, n_pairs, n_reported, world_args[_N_HELD]
     if ti.static(in_flight):
+        if answer_slot == 0:  # a new flight: whatever stopped the last one was read
+            counts.stopped[None] = 0
         go = 1 - counts.stopped[None]
         if late > 0:
             last_pairs = counts.answers[late - 1][_PAIRS_ENTRY]
@@ -1858,6 +1876,8 @@ def _launch_body(
         if go == 1:
             counts.tally[_FIND_TALLY] = progress
         n_items *= solve
+    if ti.static(in_flight and not contacts):
+        n_items *= go
     if ti.static(not by_world and gpu_team.on_gpu()):
         ti.loop_config(block_dim=gpu_team.BLOCK_THREADS)  # a block, or a grid team's blocks
     for item in range(n_items):
@@ -2228,5 +2248,5 @@ def _launch_body(
     )
     if ti.static(in_flight):
         if go == 1:
-            _hold_answer(counts, answer, answer_slot, report, world_args[_WORLD_CAPACITY])
+            _hold_answer(counts, answer, answer_slot, report, world_args[_WORLD_CAPACITY], contacts)
     return answer

@@ -4,7 +4,8 @@ A small worlds' step is one launch (fused.step_by_world), whose answer the host 
 far it went (its pairs fit the pool, nothing overflowed), its faults, the counts it notes
 (pairs, colours, the reported list's length and events). On a GPU that read makes the host
 wait for the device every step, so the device idles while the host prepares the next
-launch. Where the caller reads nothing between steps, none of that is needed at once: the
+launch. Where the caller reads nothing between steps (a step called right after another:
+Flight.after_step), none of that is needed at once: the
 next launch can read last step's pairs and reported list on the device, and a step
 normally goes all the way. A step in flight (fused.step_by_world_in_flight) holds its
 answer on the device; the host notes at once what it knows a step that went all the way
@@ -24,6 +25,9 @@ changes is when a step's error is raised: a CapacityError or, with on_fault="rai
 SimulationError of a step in flight is raised by the call that reads the answers, and the
 steps after it were not taken (the clock says where the scene is).
 
+A step without contacts (step.contactless_step) flies as well: its answer is only its
+faults (fused.substeps_in_flight), and all else it notes is known before its launch.
+
 StepOptions.steps_in_flight says where steps fly: on GPU backends by default, on the CPU
 (where a launch returns when it is done, so there is no wait to save) only when asked.
 """
@@ -40,7 +44,7 @@ from . import fused
 from .coloring import colored_in_launch, keeps_colors
 from .pairs import store_in_color_order
 from .reporting import note_report
-from .step import finish_world_step, plan_for, world_launch
+from .step import finish_world_step, note_contactless, plan_for, world_launch
 
 if TYPE_CHECKING:
     from .context import StepCache, StepContext
@@ -48,36 +52,41 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class FlightStep:
-    """A step launched in flight: its length (s), the launch it was (fused.WorldLaunch),
-    whether its colouring started from last step's colours (coloring.keeps_colors), the
-    scene's clock (s, steps) and StepCache as the step found them (the counts a step in
-    flight before it left unknown are still those of the step before that), and the
-    scene's settings it ran with (Scene._step_settings: a step taken again after one
-    stopped short runs with them)."""
+    """A step launched in flight: its length (s), the launch it was (fused.WorldLaunch;
+    None: a step without contacts, `contactless`), whether its colouring started from last
+    step's colours (coloring.keeps_colors), the scene's clock (s, steps) and StepCache as
+    the step found them (the counts a step in flight before it left unknown are still those
+    of the step before that), and the scene's settings it ran with (Scene._step_settings:
+    a step taken again after one stopped short runs with them)."""
 
     dt: float
-    launch: fused.WorldLaunch
+    launch: fused.WorldLaunch | None
     keep: bool
     time: float
     step_count: int
     cache: StepCache
     settings: tuple
+    contactless: bool = False
 
 
 @dataclass
 class Flight:
-    """A scene's steps in flight, oldest first (the answer of steps[i] is in slot i), and how
-    many reads in a row found a single step in flight (`lone_reads`: a caller that reads
-    after every step, where flying costs a read of the answers more than waiting does)."""
+    """A scene's steps in flight, oldest first (the answer of steps[i] is in slot i); whether
+    the scene's last call was a step (`after_step`: only a step called right after another
+    flies, so that a caller that reads or edits the scene between its steps, a vector env,
+    never compiles nor pays for the flight's kernel); and how many reads in a row found a
+    single step in flight (`lone_reads`: a caller that reads after every other step, where
+    flying costs a read of the answers more than waiting does)."""
 
     steps: list[FlightStep] = field(default_factory=list)
+    after_step: bool = False
     lone_reads: int = 0
 
 
 #: Reads in a row that found one step in flight after which steps launch in flight only
-#: each PROBE_STEPS-th step (steps_in_flight): the caller reads after every step, and a
-#: step whose answer is read at once costs a read of the device more in flight (a GPU's
-#: ~20-40 us) than waiting for its launch's answer.
+#: each PROBE_STEPS-th step (steps_in_flight): the caller reads after every other step,
+#: and a step whose answer is read at once costs a read of the device more in flight (a
+#: GPU's ~20-40 us) than waiting for its launch's answer.
 LONE_READS = 2
 #: See LONE_READS: a loop that stops reading flies again within this many steps.
 PROBE_STEPS = 8
@@ -111,23 +120,29 @@ def launch(ctx: StepContext, flight: Flight, time: float, step_count: int, setti
     plan_for(ctx)
     if not flies(ctx, flight, step_count):
         return False
-    cache = ctx.cache
+    contactless = ctx.plan.contactless
     step = FlightStep(
         dt=ctx.dt,
-        launch=world_launch(ctx),
+        launch=None if contactless else world_launch(ctx),
         keep=keeps_colors(ctx),
         time=time,
         step_count=step_count,
-        cache=dataclasses.replace(cache),
+        cache=dataclasses.replace(ctx.cache),
         settings=settings,
+        contactless=contactless,
     )
     slot = len(flight.steps)
-    # Counted as step._step_by_world's launch is (launching.stage_launches).
-    stage = launching.set_stage("find pairs")
-    # The first step of a flight passes last step's counts, which the host knows.
-    fused.step_by_world_in_flight(ctx, step.launch, slot, late=slot)
-    launching.set_stage(stage)
-    note_launched(ctx, step.keep)
+    if contactless:
+        note_contactless(ctx)  # (first: the launch solves in the colours it notes)
+        stage = launching.set_stage("substeps")  # (as step.contactless_step's launch)
+        fused.substeps_in_flight(ctx, slot)
+        launching.set_stage(stage)
+    else:
+        stage = launching.set_stage("find pairs")  # (as step._step_by_world's launch)
+        # The first step of a flight passes last step's counts, which the host knows.
+        fused.step_by_world_in_flight(ctx, step.launch, slot, late=slot)
+        launching.set_stage(stage)
+        note_launched(ctx, step.keep)
     flight.steps.append(step)
     return True
 
@@ -139,18 +154,33 @@ def flies(ctx: StepContext, flight: Flight, step_count: int) -> bool:
     (StepPlan.worlds_launch) that builds its reported list and runs its sleep pass in the
     launch, nothing is left to the host after it (no applied forces to clear, no
     overflow colour last step) and nothing was set by hand since the last step."""
-    plan, cache = ctx.plan, ctx.cache
+    plan = ctx.plan
     return (
         wanted(ctx)
         and len(flight.steps) < STEPS_IN_FLIGHT
         and (flight.steps or flight.lone_reads < LONE_READS or step_count % PROBE_STEPS == 0)
-        and plan.worlds_launch
         and not plan.profiled
+        and (plan.contactless or _world_step_flies(ctx))
+        # (A flight's steps are of one kind: their answers are read alike.)
+        and (not flight.steps or flight.steps[0].contactless == plan.contactless)
+        and not ctx.cache.forces_on_device
+        and ctx.edited.set is None
+    )
+
+
+def _world_step_flies(ctx: StepContext) -> bool:
+    """flies for a step with contacts: a small worlds' step in one launch that builds its
+    reported list and runs its sleep pass in the launch, no overflow colour last step."""
+    plan = ctx.plan
+    return (
+        plan.worlds_launch
+        # Where no two bodies may pair, whether a step runs without contacts depends on
+        # last step's pair count (plan.steps_without_contacts), which a flight leaves
+        # unknown.
+        and not ctx.contact_free
         and ctx.solves_by_world
         and world_launch(ctx).report
         and (plan.sleep_in_report or not ctx.enable_sleep)
-        and not cache.forces_on_device
-        and ctx.edited.set is None
     )
 
 
@@ -189,15 +219,15 @@ def settle(ctx: StepContext, flight: Flight) -> Stopped | None:
         return None
     flight.lone_reads = flight.lone_reads + 1 if len(steps) == 1 else 0
     answers = fused.held_answers(ctx, len(steps))
-    capacity = ctx.pool.pair_capacity
+    capacity, contacts = ctx.pool.pair_capacity, not steps[0].contactless
     for i, (step, answer) in enumerate(zip(steps, answers, strict=True)):
-        if not fused.went_as_taken(answer, capacity):
-            fused.resume_flights(ctx)
+        if not fused.went_as_taken(answer, capacity, contacts):
             _copy_into(ctx.cache, step.cache)
-            if i > 0:
+            if i > 0 and contacts:
                 note_counts(ctx.cache, answers[i - 1])
             return Stopped(step, answer, steps[i + 1 :])
-    note_counts(ctx.cache, answers[-1])
+    if contacts:  # (a step without contacts noted all it does)
+        note_counts(ctx.cache, answers[-1])
     return None
 
 
@@ -205,6 +235,10 @@ def finish(ctx: StepContext, step: FlightStep, answer: fused.WorldStep):
     """Finish `step`, a step in flight that stopped short and answered `answer`, as step()
     would have (step.finish_world_step); ctx: its scene's, as the step found it."""
     plan_for(ctx)
+    if step.contactless:  # it went all the way, and faulted
+        note_contactless(ctx)
+        ctx.faults_found, ctx.barrier_timeouts = answer.faults, answer.timeouts
+        return
     finish_world_step(ctx, step.launch, step.keep, answer)
 
 

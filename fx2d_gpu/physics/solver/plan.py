@@ -142,8 +142,8 @@ class StepOptions:
             the stages' own launches would). Compiled in on GPU backends, and on a CPU
             backend with fold_on_cpu; else (and off) four launches, each a host sync: the
             broad phase's, the colouring's, the substeps', the report's.
-        steps_in_flight: a small worlds' step in one launch whose caller reads nothing
-            before the next step is launched without the host waiting for its answer
+        steps_in_flight: a small worlds' step in one launch (or without contacts) called
+            right after another step is launched without the host waiting for its answer
             (solver/in_flight.py): the answers wait on the device until the caller reads
             the scene, edits it, applies a force, or 64 steps have flown
             (device.STEPS_IN_FLIGHT), so the host launches steps back to back; a step

@@ -178,11 +178,17 @@ def contactless_step(ctx: StepContext, profile=NO_PROFILE):
     then the forces cleared, in one launch. Nothing pairs, so the full step's
     broad phase, colouring and report would find, colour and list nothing: the host notes
     what they would have (no pairs, one colour where there are joints, an empty report)."""
+    note_contactless(ctx)  # (first: the launch solves in the colours it notes)
+    with profile.stage("substeps"):
+        fused.substeps_by_world(ctx, contacts=False)
+
+
+def note_contactless(ctx: StepContext):
+    """The host's side of a step without contacts (contactless_step): no pairs, one colour
+    where there are joints, an empty report."""
     cache = ctx.cache
     cache.n_colors, cache.n_overflow = int(ctx.n_joints > 0), 0
     cache.coloring_valid = False  # the pool's colours were not written: the next colours afresh
-    with profile.stage("substeps"):
-        fused.substeps_by_world(ctx, contacts=False)
     note_empty_report(cache)
     cache.contacts_current = True
 
