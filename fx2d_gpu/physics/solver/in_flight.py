@@ -5,13 +5,12 @@ far it went (its pairs fit the pool, nothing overflowed), its faults, the counts
 (pairs, colours, the reported list's length and events). On a GPU that read makes the host
 wait for the device every step, so the device idles while the host prepares the next
 launch. Where the caller reads nothing between steps (a step called right after another:
-Flight.after_step), none of that is needed at once: the
-next launch can read last step's pairs and reported list on the device, and a step
-normally goes all the way. A step in flight (fused.step_by_world_in_flight) holds its
-answer on the device; the host notes at once what it knows a step that went all the way
-notes (note_launched), and reads the answers when the caller reads anything of the scene,
-edits it, applies a force, or STEPS_IN_FLIGHT steps have flown (settle: one wait for many
-steps).
+Flight.after_step), none of that is needed at once: the next launch can read last step's
+pairs and reported list on the device, and a step normally goes all the way. A step in
+flight (fused.step_by_world_in_flight) holds its answer on the device; the host notes at
+once what it knows a step that went all the way notes (note_launched), and reads the
+answers when the caller reads anything of the scene, edits it, applies a force, or
+STEPS_IN_FLIGHT steps have flown (settle: one wait for many steps).
 
 Where a step in flight stopped short (its pairs outgrew the pool, a colouring overflowed,
 a world faulted, the reported list outgrew the pool: fused.went_as_taken), every launch
