@@ -630,6 +630,10 @@ class Scene(ModelQueries, SceneCopies, StepDiagnostics):
         """What a step reads of the scene's settings (in_flight.FlightStep.settings)."""
         return (self.substeps, self.enable_sleep, self.solver, self.on_fault, self._step_options)
 
+    def _set_step_settings(self, settings: tuple):
+        """The scene's settings set to `settings` (_step_settings's)."""
+        self.substeps, self.enable_sleep, self.solver, self.on_fault, self._step_options = settings
+
     def _settle(self):
         """Read the answers of the steps in flight, if any (solver/in_flight.py: one wait);
         where one stopped short, finish it as step() would have, with the settings it was
@@ -648,9 +652,7 @@ class Scene(ModelQueries, SceneCopies, StepDiagnostics):
             return
         now = self._step_settings()
         step = stopped.step
-        self.substeps, self.enable_sleep, self.solver, self.on_fault, self._step_options = (
-            step.settings
-        )
+        self._set_step_settings(step.settings)
         try:
             self.time, self.step_count = step.time, step.step_count
             ctx = self._bound_context(self._binding, step.dt)
@@ -664,7 +666,7 @@ class Scene(ModelQueries, SceneCopies, StepDiagnostics):
             for later in stopped.after:
                 self._advance(later.dt, NO_PROFILE, fly=False)
         finally:
-            self.substeps, self.enable_sleep, self.solver, self.on_fault, self._step_options = now
+            self._set_step_settings(now)
 
     @property
     def steps_in_flight(self) -> int:

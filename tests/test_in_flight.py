@@ -28,7 +28,7 @@ IN_FLIGHT = "fused._worlds_in_flight"
 @pytest.fixture(autouse=True)
 def _cpu_only(arch):
     if arch != "cpu":
-        pytest.skip("steps in flight are counted on the CPU (a GPU backend's default)")
+        pytest.skip("the GPU path is counted on the CPU (fold_on_cpu); test_vulkan runs it")
 
 
 #: The step's diagnostics (the StepCache's counts behind them: a step in flight notes them

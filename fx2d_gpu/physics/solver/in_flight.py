@@ -192,7 +192,7 @@ def note_launched(ctx: StepContext, keep: bool):
     colored_in_launch(ctx, keep, cache.n_colors, 0)  # (n_colors and colored_pairs: later)
     store_in_color_order(ctx, recolored=True, planned=True)
     ctx.pool.body_lists_of = cache  # (contacts.build_body_lists)
-    note_report(cache, cache.n_reported, cache.n_begin_events, cache.n_end_events)
+    note_report(cache, cache.n_reported, cache.n_begin_events, cache.n_end_events)  # (flags)
     cache.contacts_current = True
 
 
