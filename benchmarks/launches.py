@@ -14,7 +14,9 @@ these are counted on any machine, on the CPU backend. The paths (PATHS):
 - "gpu (team)": the GPU team (solver/gpu_team.py), a GPU's path for large worlds: one block
   up to gpu_team_slots slots, on CUDA a grid team (a block per multiprocessor) above them
   (the pile), counted as the CPU team, which launches the same kernels for the same stages
-  with the stages a GPU folds into them (StepOptions.fold_on_cpu);
+  with the stages a GPU folds into them (StepOptions.fold_on_cpu), launched in flight as a
+  GPU launches them (StepOptions.steps_in_flight: a team's kept step, solver/in_flight.py),
+  over STEPS_IN_FLIGHT counted steps;
 - small worlds take one path either way: the whole step in one launch (fused.step_by_world,
   StepOptions.small_worlds_in_one_launch), which a GPU compiles in and which is counted here
   with StepOptions.fold_on_cpu, launched in flight as a GPU launches it
@@ -33,7 +35,8 @@ these are counted on any machine, on the CPU backend. The paths (PATHS):
   STEP_STAGES; the substep's stages count under "substeps", a kept step's launch under
   "find pairs").
 
-Each scene is stepped WARM_STEPS steps, then COUNTED_STEPS counted. Saves
+Each scene is stepped WARM_STEPS steps and read (steps in flight among them: read, not
+counted), then COUNTED_STEPS (or STEPS_IN_FLIGHT) counted. Saves
 benchmarks/results/<device>/launches_per_step.csv and launches_per_stage.csv.
 """
 
@@ -65,6 +68,7 @@ PATHS = {
     "gpu (per stage)": StepOptions(team=False),
     "gpu (team)": StepOptions(
         fold_on_cpu=True,
+        steps_in_flight=True,
         team_timings=TeamTimings(reprobe_requests=10**9, reprobe_failed_requests=10**9),
     ),
 }
@@ -141,10 +145,10 @@ def _tasks_run() -> int:
     return len(profiler._traced_records)
 
 
-def counted_steps(name: str) -> int:
-    """Steps counted of scene `name`: COUNTED_STEPS; STEPS_IN_FLIGHT of small worlds, whose
-    steps fly (one read of their answers among them)."""
-    return STEPS_IN_FLIGHT if name in ("batched_small_256", "cart_poles_256") else COUNTED_STEPS
+def counted_steps(scene) -> int:
+    """Steps counted of `scene`: STEPS_IN_FLIGHT where its steps fly (small worlds, the GPU
+    team's large ones: one read of their answers among them), else COUNTED_STEPS."""
+    return STEPS_IN_FLIGHT if scene.step_options.steps_in_flight else COUNTED_STEPS
 
 
 def count(scene, steps: int = COUNTED_STEPS) -> dict:
@@ -183,7 +187,8 @@ def run(results=None, names=None) -> list[dict]:
             scene = build()
             for _ in range(WARM_STEPS):
                 scene.step(DT)
-            counts, per_stage = count(scene, counted_steps(name))
+            scene.get_state()  # (the warm steps in flight read: not counted)
+            counts, per_stage = count(scene, counted_steps(scene))
             base = {
                 "date": date,
                 "device": device_name(backend),

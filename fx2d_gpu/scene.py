@@ -32,7 +32,7 @@ from .checks import (
     as_step_length,
     as_vector2,
 )
-from .device import STEPS_IN_FLIGHT, residency, runtime, transfer
+from .device import residency, runtime, transfer
 from .device.residency import DEVICE_LOCK, Binding, locked, serialized
 from .enums import DEFAULT_MIXING
 from .model import kinematics, pairing
@@ -536,10 +536,10 @@ class Scene(ModelQueries, SceneCopies, StepDiagnostics):
             SimulationError: with on_fault="raise", a world's state went non-finite or absurd;
                 the scene keeps that state (restore a snapshot to go on).
 
-        A step of small worlds called right after another step may be launched in flight
-        (StepOptions.steps_in_flight, a GPU backend's default): then both errors are raised
-        by the next call that reads or changes the scene, with the scene at the step that
-        raised them (step_count), the steps after it not taken.
+        A step called right after another step may be launched in flight (small worlds, or
+        large ones on the GPU team: StepOptions.steps_in_flight, a GPU backend's default):
+        then both errors are raised by the next call that reads or changes the scene, with
+        the scene at the step that raised them (step_count), the steps after it not taken.
         """
         self._advance(dt, NO_PROFILE)
         self._flight.after_step = True  # (the next step may fly: in_flight.Flight)
@@ -615,8 +615,8 @@ class Scene(ModelQueries, SceneCopies, StepDiagnostics):
             or (flight.steps and flight.steps[-1].settings != settings)
         ):
             return False
-        if len(flight.steps) == STEPS_IN_FLIGHT:
-            self._settle()  # (one wait for STEPS_IN_FLIGHT steps)
+        if in_flight.full(flight):
+            self._settle()  # (one wait for up to STEPS_IN_FLIGHT steps)
         ctx = self._context(dt, settle=False)
         if not in_flight.launch(ctx, flight, self.time, self.step_count, settings):
             return False

@@ -3,6 +3,8 @@ solver/step._keep_pairs): the step's candidate pairs in worlds of more than 40 b
 checked against brute-force box overlap, and keeping them across steps (in colour order, with
 their colouring or a new one) checked against finding them every step."""
 
+import dataclasses
+
 import numpy as np
 
 from fx2d_gpu import scenes
@@ -14,6 +16,9 @@ from .helpers import FOLDED_TEAM, records_equal
 from .reference.broad_phase import exact_boxes
 
 DT = 1 / 60
+#: The scenes of the test of a colouring of no constraints: on the CPU, where pools of both
+#: are resident in turn.
+ARCH_CPU = "cpu"
 
 
 #: StepOptions that find the pairs every step (never keep last step's).
@@ -601,3 +606,28 @@ def test_a_step_due_to_colour_afresh_runs_in_the_kept_launch(arch, solver):
             # steps due to colour afresh.
             assert alone[False] == len(own_launches) * steps, alone
             assert alone[True] == len(own_launches), alone
+
+
+def test_a_colouring_of_no_constraints_is_checked_alike_whatever_the_pool_held():
+    """A pile poured from above has no pair in its first steps: its colourings colour
+    nothing, yet the next step's check asks which bodies they treated as moving
+    (coloring.woke). Those flags are the colouring's own (coloring._flag_bodies), not
+    what a scene resident before it left in the pool: the same scene colours alike after
+    a scene of resting boxes (flags set) and after one of static ones (flags clear)."""
+    caches = []
+    for before in (pyramid(ARCH_CPU, base=20), _static_boxes()):
+        for _ in range(3):
+            before.step(DT)
+        pile = scenes.build_scene(scenes.pile_layout(150), arch=ARCH_CPU)
+        for _ in range(4):
+            pile.step(DT)
+        caches.append(dataclasses.asdict(pile.step_context().cache))
+    assert caches[0]["n_pairs"] == 0 and caches[0]["colorings"] >= 1, caches[0]
+    assert caches[0] == caches[1]
+
+
+def _static_boxes():
+    """A scene of 200 static boxes (each body slot: not moving, as a colouring flags it)."""
+    specs = [scenes.BodySpec("box", (2.0 * i, 0.0), (1.0, 1.0), mass=0.0) for i in range(200)]
+    specs.append(scenes.BodySpec("box", (0.0, 5.0), (1.0, 1.0)))
+    return scenes.build_scene(specs, arch=ARCH_CPU)

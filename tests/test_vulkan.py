@@ -180,6 +180,61 @@ def test_steps_in_flight_on_cuda_bitwise_as_one_by_one():
     _in_flight_bitwise("cuda")
 
 
+_TEAM_IN_FLIGHT = """
+import sys
+import numpy as np
+from fx2d_gpu.device import launching, runtime
+backend = runtime.ensure_initialized(sys.argv[1])
+import tests.test_team_in_flight as t
+from fx2d_gpu import scenes
+runs = []
+for fly in (True, False):
+    options = {"steps_in_flight": fly}
+    hop = t._pyramid(options, arch=sys.argv[1])
+    t._run(hop, 30)
+    t._hop(hop)
+    asleep = t._pyramid(options, base=9, sleep=True, arch=sys.argv[1])
+    pile = scenes.build_scene(
+        scenes.pile_layout(150), arch=sys.argv[1], solver="soft_step", step_options=options
+    )
+    runs.append([t._run(hop, 40), t._run(asleep, 300), t._run(pile, 200, read_every=50)])
+flown = launching.kernel_launches()["fx2d_gpu.physics.solver.fused._team_in_flight"]
+same = all(
+    all(np.array_equal(x, y) for x, y in zip(a["seen"], b["seen"], strict=True))
+    and a["cache"] == b["cache"]
+    for a, b in zip(*runs, strict=True)
+)
+print(backend, flown, same)
+"""
+
+
+def _team_in_flight_bitwise(arch: str):
+    """_TEAM_IN_FLIGHT's child on `arch`: a team's steps in flight bitwise as one by one."""
+    run = subprocess.run(
+        [sys.executable, "-c", _TEAM_IN_FLIGHT, arch], capture_output=True, text=True, timeout=900
+    )
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-4000:]
+    backend, flown, same = run.stdout.split()[-3:]
+    assert backend == arch and int(flown) >= 100, run.stdout[-500:]
+    assert same == "True"
+
+
+def test_team_steps_in_flight_on_cuda_bitwise_as_one_by_one():
+    """A team's kept steps in flight (solver/in_flight.py) on the GPU team:
+    tests/test_team_in_flight.py's scenes (a hop through the report's backoff, a pyramid
+    falling asleep, a pile poured), bit for bit as the same steps taken one by one."""
+    if not runtime.gpu_backend_available("cuda"):
+        pytest.skip("no CUDA GPU on this machine")
+    _team_in_flight_bitwise("cuda")
+
+
+def test_team_steps_in_flight_on_vulkan_bitwise_as_one_by_one(vulkan_devices):
+    """The same on a Vulkan GPU (software Vulkan runs no GPU team: gpu_team.threads_for)."""
+    if not set(vulkan_devices) & {1, 2, 3}:
+        pytest.skip("no Vulkan GPU on this machine (software Vulkan runs no GPU team)")
+    _team_in_flight_bitwise("vulkan")
+
+
 def test_scenes_on_cuda_match_the_cpu_backend(tmp_path):
     if not runtime.gpu_backend_available("cuda"):
         pytest.skip("no CUDA GPU on this machine")

@@ -67,6 +67,9 @@ TALLY_SLOTS = 13
 STEPS_IN_FLIGHT = 64
 #: Entries of a fused launch's answer (solver/fused.py's _Answer).
 ANSWER_ENTRIES = 18
+#: Entries of the StepCache a team's step in flight leaves on the device (StepCounts.
+#: flight_caches; solver/fused.py's FLIGHT_CACHE_FIELDS, and whether the step went as taken).
+FLIGHT_CACHE_ENTRIES = 25
 
 #: The symbols of field shapes: {symbol: meaning}. The capacities' symbols (the pool's
 #: capacity key in brackets) come first, then the constants (see each constant).
@@ -89,6 +92,7 @@ SIZES = {
     "BARRIER_SLOTS": f"{BARRIER_SLOTS}, slots of a CPU team's barrier",
     "STEPS_IN_FLIGHT": f"{STEPS_IN_FLIGHT}, steps launched before the host reads their answers",
     "ANSWER_ENTRIES": f"{ANSWER_ENTRIES}, entries of a fused launch's answer",
+    "FLIGHT_CACHE_ENTRIES": f"{FLIGHT_CACHE_ENTRIES}, entries of a step in flight's StepCache",
 }
 
 #: How many entries of a saved field hold a scene's state, by extent name: {extent: meaning}.
@@ -998,8 +1002,16 @@ class StepCounts(FieldGroup):
             i32,
             _IN_FLIGHT,
             ANSWER_ENTRIES,
-            doc="the answers of small worlds' steps in flight (solver/in_flight.py), "
-            "by slot, until the host reads them",
+            doc="the answers of steps in flight (solver/in_flight.py), by slot, until the "
+            "host reads them",
+        )
+        self._field(
+            "flight_caches",
+            i32,
+            _IN_FLIGHT,
+            FLIGHT_CACHE_ENTRIES,
+            doc="the StepCache each team's step in flight left (solver/fused.py's "
+            "FLIGHT_CACHE_FIELDS; the next launch takes its arguments from it), by slot",
         )
         self._field(
             "stopped",

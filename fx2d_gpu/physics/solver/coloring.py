@@ -341,6 +341,23 @@ def _flag_colored_dynamic(
 
 @quick
 @ti.kernel
+def _flag_bodies(
+    model: ti.template(),
+    bodies: ti.template(),
+    coloring: ti.template(),
+    serial: ti.template(),
+    n_slots: ti.i32,
+    n_bodies: ti.i32,
+):
+    """A colouring of no constraints (_color): which bodies it treats as moving
+    (coloring.body_colored_dynamic, as _start_coloring flags them)."""
+    ti.loop_config(serialize=serial)
+    for slot in range(n_slots):
+        _flag_colored_dynamic(model, bodies, coloring, slot, n_bodies)
+
+
+@quick
+@ti.kernel
 def _start_coloring(
     model: ti.template(),
     bodies: ti.template(),
@@ -1269,9 +1286,12 @@ def _color(ctx: "StepContext", keep: bool, carry: bool = False) -> tuple[int, in
     """(parallel colours used, constraints in the overflow) of a new colouring (`carry`: as
     color_constraints')."""
     n_constraints = ctx.n_constraints
-    if n_constraints == 0 and not carry:  # (carrying, the launch still plans: no pairs)
-        return 0, 0
     pool, serial = ctx.pool, ctx.serial
+    if n_constraints == 0 and not carry:  # (carrying, the launch still plans: no pairs)
+        # Nothing to colour, but the bodies it treats as moving are this colouring's too:
+        # the next step's check (woke) reads them, not what an earlier scene left in the pool.
+        _flag_bodies(pool.model, pool.bodies, pool.coloring, serial, ctx.n_slots, ctx.n_bodies)
+        return 0, 0
     # Serially on a CPU: the colour lists' loops are a counter's atomic add per constraint
     # on a handful of colours' counters, which threads of a team fight over (4,096 small
     # worlds' 30k constraints: 0.36-0.84 ms on 2 threads, 0.13-0.17 on one; many pyramids'

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING
 
 import taichi as ti
 
-from ...device import ANSWER_ENTRIES, MAX_COLORS, TALLY_SLOTS
+from ...device import ANSWER_ENTRIES, FLIGHT_CACHE_ENTRIES, MAX_COLORS, TALLY_SLOTS
 from ...device.launching import quick
 from ..collision.broad_phase import (
     grid_table_size,
@@ -52,7 +52,9 @@ from ..collision.broad_phase import (
 from ..integrate import clear_force
 from . import gpu_team, team, team_stages
 from .coloring import (
+    FRESH_COLORING_STEPS,
     HOLDS,
+    LOWERED,
     check_slot,
     color_rounds_by_team,
     color_worlds,
@@ -71,6 +73,7 @@ from .joints import JOINT_SWEEPS
 from .overflow import apply_mean_delta
 from .pairs import carry_pair, record_constraint_counts, saved_pairs_args
 from .reporting import (
+    MAX_REFRESH_BACKOFF,
     copy_listed,
     refresh_due,
     refresh_holds,
@@ -442,6 +445,53 @@ def _in_flight(ctx: "StepContext", slot: int, late: int, launch: WorldLaunch | N
     )
 
 
+def kept_step_in_flight(
+    ctx: "StepContext", threads: int, refit: tuple[float, float], slot: int, late: int
+):
+    """kept_step_by_team's launch (with `refit`) for a step in flight (solver/in_flight.py):
+    the same step, bit for bit, whose answer the host does not wait for. It takes what it
+    is told from last step's StepCache on the device (_team_in_flight): where `late` (the
+    slot + 1 of last step's) is 0, from the host's (ctx.cache, as it is now). Its answer
+    and the StepCache it leaves are held in counts.answers[slot] and
+    counts.flight_caches[slot] (held_flight_caches reads them)."""
+    args, _ = _launch_args(ctx, False, threads, KEPT, 1, refit, None, True, False)
+    options = ctx.options
+    _team_in_flight(
+        **args,
+        slot=slot,
+        late=late,
+        cache_in=[int(getattr(ctx.cache, name)) for name in FLIGHT_CACHE_FIELDS] + [1],
+        may_refresh=int(options.refresh_report),
+        reports=int(options.report_in_launch),
+        keep_fresh=int(options.keep_fresh_coloring),
+    )
+
+
+def held_flight_caches(ctx: "StepContext", n: int) -> list[tuple[dict, int]]:
+    """The StepCaches the first n team's steps in flight left (kept_step_in_flight), as
+    {FLIGHT_CACHE_FIELDS name: value}, and whether each step went as taken (1), stopped
+    short (0) or ran nothing (NOT_RUN)."""
+    held = []
+    for row in ctx.pool.counts.flight_caches.to_numpy()[:n]:
+        held.append(
+            (dict(zip(FLIGHT_CACHE_FIELDS, (int(v) for v in row), strict=False)), int(row[-1]))
+        )
+    return held
+
+
+def held_raw_answers(ctx: "StepContext", n: int) -> list[list[int]]:
+    """The answers of the first n steps in flight, as _launch reads a launch's answer."""
+    return [[int(v) for v in a] for a in ctx.pool.counts.answers.to_numpy()[:n]]
+
+
+def kept_answer(ctx: "StepContext", answer: list[int], threads: int, refit):
+    """kept_step_by_team's return for a kept step's launch (`threads`, `refit`) that
+    answered `answer` (held_raw_answers: a step in flight that stopped short), noted on ctx
+    as _launch notes it, ctx's StepCache as the step found it."""
+    _, flags = _launch_args(ctx, False, threads, KEPT, 1, refit, None, True, False)
+    return _note_answer(ctx, answer, KEPT, refit, *flags)
+
+
 def held_answers(ctx: "StepContext", n: int) -> list[WorldStep]:
     """The answers of the first n steps in flight (slots 0 to n - 1), in one read of the
     device."""
@@ -493,6 +543,72 @@ _Answer = ti.types.vector(ANSWER_ENTRIES, ti.i32)
 #: Entries of the answer a step in flight's next launch reads (_launch_body's `late`): the
 #: broad phase's pairs, the reported list's length; and how far the step went.
 _PAIRS_ENTRY, _LISTED_ENTRY, _FIND_ENTRY = 12, 7, 10
+
+#: The StepCache fields a team's step in flight leaves on the device, in this order
+#: (counts.flight_caches; _FlightCache's entries, then _C_TAKEN: whether the step went as
+#: the host takes it to go). The next launch takes its arguments from them
+#: (_flight_launch), and the host's read of the flight notes them (in_flight.settle).
+FLIGHT_CACHE_FIELDS = (
+    "n_pairs",
+    "pairs_ordered",
+    "coloring_valid",
+    "colored_pairs",
+    "n_colors",
+    "n_overflow",
+    "lost_bodies",
+    "colorings",
+    "scratch_colorings",
+    "steps_since_fresh_coloring",
+    "colors_fresh",
+    "n_reported",
+    "n_begin_events",
+    "n_end_events",
+    "state_set",
+    "pairs_fat",
+    "pair_reuses",
+    "pairs_kept",
+    "pairs_in_place",
+    "report_mapped",
+    "report_refreshes",
+    "refresh_backoff",
+    "refresh_skips",
+    "contacts_current",
+)
+(
+    _C_PAIRS,
+    _C_ORDERED,
+    _C_VALID,
+    _C_COLORED,
+    _C_COLORS,
+    _C_OVERFLOW,
+    _C_LOST,
+    _C_COLORINGS,
+    _C_SCRATCH,
+    _C_SINCE_FRESH,
+    _C_FRESH,
+    _C_REPORTED,
+    _C_BEGIN,
+    _C_END,
+    _C_STATE_SET,
+    _C_FAT,
+    _C_REUSES,
+    _C_KEPT,
+    _C_IN_PLACE,
+    _C_MAPPED,
+    _C_REFRESHES,
+    _C_BACKOFF,
+    _C_SKIPS,
+    _C_CURRENT,
+    _C_TAKEN,
+) = range(FLIGHT_CACHE_ENTRIES)
+_FlightCache = ti.types.vector(FLIGHT_CACHE_ENTRIES, ti.i32)
+#: A flight cache's _C_TAKEN where the step's launch ran nothing (_team_in_flight); else 1
+#: (it went as taken) or 0 (it stopped short).
+NOT_RUN = -1
+#: Entries of a team's answer a step in flight reads besides _PAIRS_ENTRY and the others:
+#: whether it refreshed the list, the refit's first count, bodies lost, the sleep pass's
+#: progress, and how a colouring in the launch went (its colours and overflow before it).
+_REFRESHED_ENTRY, _REFIT_ENTRY, _LOST_ENTRY, _SLEEP_ENTRY, _COLORED_ENTRY = 3, 4, 13, 14, 17
 
 #: How far a kept step's launch that went on to find its pairs went (its answer's FIND
 #: entry): not at all; the broad phase, then stopped (the pool must grow, or the pairs are
@@ -566,6 +682,29 @@ def _launch(
     ctx.faults_found and ctx.barrier_timeouts, so neither takes a launch of its own after
     the step (awake large pyramid: 0.15 ms of ~5 on the 2-core CPU; 4,096 small worlds
     0.3 of ~15)."""
+    args, flags = _launch_args(
+        ctx, by_world, n_members, mode, stride, refit, worlds, contacts, clears_forces
+    )
+    answer = _substeps(**args)
+    if worlds is not None:
+        return [int(value) for value in answer]
+    return _note_answer(ctx, [int(value) for value in answer], mode, refit, *flags)
+
+
+def _launch_args(
+    ctx: "StepContext",
+    by_world: bool,
+    n_members: int,
+    mode: int,
+    stride: int,
+    refit: tuple[float, float] | None,
+    worlds: "WorldLaunch | None",
+    contacts: bool,
+    clears_forces: bool,
+) -> tuple[dict, tuple[bool, bool, bool]]:
+    """_substeps' arguments for _launch's launch, by name, and the flags _note_answer reads
+    its answer with: (whether its broad phase may find the pairs, whether it refreshes the
+    reported list, whether it builds it)."""
     pool = ctx.pool
     folded = folds(ctx, by_world) or worlds is not None
     refresh, report = _report_flags(ctx, by_world, mode, folded)
@@ -578,7 +717,7 @@ def _launch(
         report, sleep = worlds.report, worlds.sleep
     find = folded and mode == KEPT and refit is not None and _finds_in_launch(ctx)
     recolors = folded and worlds is None and ctx.options.color_in_launch
-    answer = _substeps(
+    args = dict(
         model=pool.model,
         bodies=pool.bodies,
         joints=pool.joints,
@@ -631,9 +770,7 @@ def _launch(
         contacts=contacts,
         clears_forces=int(clears_forces),
     )
-    if worlds is not None:
-        return [int(value) for value in answer]
-    return _note_answer(ctx, [int(value) for value in answer], mode, refit, find, refresh, report)
+    return args, (find, refresh, report)
 
 
 def _color_args(ctx: "StepContext", mode: int) -> tuple[int, int, int]:
@@ -1678,6 +1815,292 @@ def _worlds_in_flight(
     )
 
 
+@quick
+@ti.kernel
+def _team_in_flight(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    manifolds: ti.template(),
+    previous: ti.template(),
+    staging: ti.template(),
+    scan: ti.template(),
+    prepared: ti.template(),
+    coloring: ti.template(),
+    counts: ti.template(),
+    faults: ti.template(),
+    reported: ti.template(),
+    events: ti.template(),
+    islands: ti.template(),
+    grid: ti.template(),
+    solver: ti.template(),
+    n_members: ti.i32,
+    by_world: ti.template(),
+    world_stride: ti.i32,
+    n_worlds: ti.i32,
+    n_bodies: ti.i32,
+    n_joints: ti.i32,
+    n_pairs: ti.i32,
+    n_colors: ti.i32,
+    overflow: ti.i32,
+    substeps: ti.i32,
+    h: ti.f32,
+    dt: ti.f32,
+    mode: ti.i32,
+    begun: ti.i32,
+    bullets: ti.i32,
+    uneven: ti.i32,
+    refresh: ti.i32,
+    report: ti.i32,
+    n_reported: ti.i32,
+    refit: ti.i32,
+    save: ti.i32,
+    margin: ti.f32,
+    motion_time: ti.f32,
+    folded: ti.template(),
+    recolors: ti.template(),
+    color_args: _ColorArgs,
+    find: ti.i32,
+    sleep: ti.i32,
+    cell_size: ti.f32,
+    find_args: _FindArgs,
+    serial: ti.template(),
+    lists_serial: ti.template(),
+    world_args: _WorldArgs,
+    contacts: ti.template(),
+    clears_forces: ti.i32,
+    slot: ti.i32,
+    late: ti.i32,
+    cache_in: _FlightCache,
+    may_refresh: ti.i32,
+    reports: ti.i32,
+    keep_fresh: ti.i32,
+):
+    """A team's kept step in flight (kept_step_in_flight): _substeps' launch of a kept step
+    (KEPT, with the refit, the broad phase and the colouring folded in), which returns
+    nothing. Its StepCache-dependent arguments (n_pairs, n_colors, overflow, refresh,
+    report, n_reported, save, color_args, find_args' coloured pairs and report flag) are
+    not the host's: the launch takes them from the StepCache the step before it left
+    (counts.flight_caches[late - 1]; `cache_in`, the host's, where `late` is 0: a
+    flight's first step) as the host would (_flight_launch, with the scene's options
+    `may_refresh`: StepOptions.refresh_report; `reports`: report_in_launch; `keep_fresh`:
+    keep_fresh_coloring). Its answer is held in counts.answers[slot] and the StepCache it
+    leaves, as the host would note the step (_cache_after), in counts.flight_caches[slot],
+    with whether it went as the host takes a step in flight to go (_went_as_taken); where
+    not, counts.stopped makes the launches after it do nothing."""
+    before = cache_in
+    if late > 0:
+        before = counts.flight_caches[late - 1]
+    took = _flight_launch(before, may_refresh, reports, keep_fresh)
+    found_args = find_args
+    found_args[_COLORED_PAIRS] = before[_C_COLORED]
+    found_args[_REPORT_FOUND] = took[_T_REPORT]
+    if late > 0 and counts.stopped[None] == 0:
+        if took[_T_MAY_REUSE] == 0 and before[_C_PAIRS] + n_worlds * n_joints == 0:
+            # Nothing to colour and no colouring to reuse: the host takes no kept launch
+            # (step._kept_launch_team, fused.colors_in_launch), so this one runs nothing.
+            counts.flight_caches[slot][_C_TAKEN] = NOT_RUN
+            counts.stopped[None] = 1
+    answer = _launch_body(
+        model=model,
+        bodies=bodies,
+        joints=joints,
+        manifolds=manifolds,
+        previous=previous,
+        staging=staging,
+        scan=scan,
+        prepared=prepared,
+        coloring=coloring,
+        counts=counts,
+        faults=faults,
+        reported=reported,
+        events=events,
+        islands=islands,
+        grid=grid,
+        solver=solver,
+        n_members=n_members,
+        by_world=by_world,
+        world_stride=world_stride,
+        n_worlds=n_worlds,
+        n_bodies=n_bodies,
+        n_joints=n_joints,
+        n_pairs=before[_C_PAIRS],
+        n_colors=before[_C_COLORS],
+        overflow=1 if before[_C_OVERFLOW] > 0 else 0,
+        substeps=substeps,
+        h=h,
+        dt=dt,
+        mode=mode,
+        begun=begun,
+        bullets=bullets,
+        uneven=uneven,
+        refresh=took[_T_REFRESH],
+        report=took[_T_REPORT],
+        n_reported=before[_C_REPORTED],
+        refit=refit,
+        save=took[_T_SAVE],
+        margin=margin,
+        motion_time=motion_time,
+        folded=folded,
+        recolors=recolors,
+        color_args=_ColorArgs(took[_T_MAY_REUSE], 1, took[_T_KEEP]),
+        find=find,
+        sleep=sleep,
+        cell_size=cell_size,
+        find_args=found_args,
+        serial=serial,
+        lists_serial=lists_serial,
+        world_args=world_args,
+        contacts=contacts,
+        clears_forces=clears_forces,
+        in_flight=True,
+        answer_slot=slot,
+        late=0,
+    )
+    if counts.stopped[None] == 0:  # (the launch ran: _launch_body cleared it for slot 0)
+        counts.answers[slot] = answer
+        after = _cache_after(before, answer, took[_T_REFRESH], took[_T_KEEP], may_refresh)
+        after[_C_TAKEN] = _went_as_taken(
+            answer, took[_T_REFRESH], took[_T_REPORT], sleep, find_args[_PAIR_CAPACITY]
+        )
+        counts.flight_caches[slot] = after
+        if after[_C_TAKEN] == 0:
+            counts.stopped[None] = 1
+
+
+#: What _flight_launch takes from a StepCache for a team's kept step: whether the launch
+#: refreshes the reported list (reporting.refresh_due), whether it builds it
+#: (_report_flags), its save flags (_save_flags), and color_args' may-reuse and keep
+#: flags (coloring.may_reuse_coloring, keeps_colors).
+_T_REFRESH, _T_REPORT, _T_SAVE, _T_MAY_REUSE, _T_KEEP = range(5)
+
+
+@ti.func
+def _flight_launch(cache, may_refresh, reports, keep_fresh):
+    """The arguments the host gives a team's kept step (_launch_args for kept_step_by_team
+    with StepOptions.refresh_in_launch) that depend on the StepCache `cache` (a
+    _FlightCache): see _T_REFRESH."""
+    state_set = cache[_C_STATE_SET]
+    refresh = 0
+    if may_refresh == 1 and cache[_C_MAPPED] == 1 and state_set == 0 and cache[_C_SKIPS] == 0:
+        refresh = 1
+    report = 1 if reports == 1 and state_set == 0 else 0
+    save = SAVE + SAVE_ORDERED * cache[_C_ORDERED] + SAVE_COLORED * cache[_C_VALID]
+    keep = 0
+    if cache[_C_VALID] == 1 and cache[_C_SINCE_FRESH] < FRESH_COLORING_STEPS:
+        keep = 1
+    may_reuse = 0
+    if (
+        cache[_C_VALID] == 1
+        and (keep == 1 or (keep_fresh == 1 and cache[_C_FRESH] == 1))
+        and cache[_C_PAIRS] == cache[_C_COLORED]
+        and cache[_C_OVERFLOW] == 0
+    ):
+        may_reuse = 1
+    return ti.Vector([refresh, report, save, may_reuse, keep])
+
+
+@ti.func
+def _kept_pairs(answer) -> ti.i32:
+    """Whether a kept step's launch kept last step's pairs: its refit refitted nothing and
+    found nothing asleep or restless (refit_keeps)."""
+    kept = 0
+    if answer[_REFIT_ENTRY] == 0 and answer[_REFIT_ENTRY + 1] == 0:
+        if answer[_REFIT_ENTRY + 2] == 0:
+            kept = 1
+    return kept
+
+
+@ti.func
+def _went_as_taken(answer, refresh, report, sleep, capacity) -> ti.i32:
+    """Whether a team's kept step in flight went as the host takes it to go, with no launch
+    of its own after it (what step._after_kept_launch and step._after_pairs then do is
+    _cache_after's): no fault nor barrier timeout; its pairs kept and last step's colouring
+    held, or found, within the pool, and coloured or still coloured by last step's
+    colouring, without overflow; the reported list refreshed or built within the pool's
+    `capacity` pairs; with `sleep`, the sleep pass run and converged."""
+    code = answer[2]
+    solved = 0
+    if _kept_pairs(answer) == 1:
+        if (code & HOLDS) != 0:
+            solved = 1
+    elif answer[_FIND_ENTRY] == FIND_WENT_ON:
+        if answer[_COLORED_ENTRY] == COLORED_WENT_ON:
+            solved = 1
+        elif answer[_COLORED_ENTRY] == COLORED_NONE and (code & HOLDS) != 0:
+            solved = 1
+    listed = 0
+    if refresh == 1 and _kept_pairs(answer) == 1 and answer[_REFRESHED_ENTRY] == 1:
+        listed = 1
+    elif report == 1 and answer[_LISTED_ENTRY] <= capacity:
+        listed = 1
+    slept = 1 if sleep == 0 or answer[_SLEEP_ENTRY] == SLEPT else 0
+    taken = 0
+    if answer[0] == 0 and answer[1] == 0 and solved == 1 and listed == 1 and slept == 1:
+        taken = 1
+    return taken
+
+
+@ti.func
+def _cache_after(cache, answer, refresh, keep, may_refresh):
+    """The StepCache `cache` (a _FlightCache) as the host notes a team's kept step that went
+    as taken (_went_as_taken) and answered `answer`, told `refresh` and `keep`
+    (_flight_launch; `may_refresh`: StepOptions.refresh_report): pairs.count_kept_pairs
+    or broad_phase.pairs_fit, coloring.verdict_holds, color_constraints(holds=True) or
+    colored_in_launch, pairs.store_in_color_order, step._after_pairs' pairs_in_place,
+    reporting.report_contacts (refreshed, refresh_report's skip, note_report)."""
+    after = cache
+    kept = _kept_pairs(answer)
+    if kept == 1:
+        after[_C_REUSES] += 1
+    else:  # the launch's broad phase found them
+        after[_C_LOST] = answer[_LOST_ENTRY]
+        after[_C_PAIRS] = answer[_PAIRS_ENTRY]
+        after[_C_FAT] = 1
+    after[_C_KEPT] = kept
+    if (answer[2] & LOWERED) != 0:
+        after[_C_FRESH] = 0
+    recolored = 0
+    if answer[_COLORED_ENTRY] != COLORED_NONE:  # coloured in the launch (COLORED_WENT_ON)
+        after[_C_COLORS] = answer[_COLORED_ENTRY - 2]
+        after[_C_OVERFLOW] = answer[_COLORED_ENTRY - 1]
+        after[_C_COLORINGS] += 1
+        after[_C_FRESH] = 1 - keep
+        if keep == 0:
+            after[_C_SCRATCH] += 1
+            after[_C_SINCE_FRESH] = 0
+        recolored = 1
+    elif after[_C_SINCE_FRESH] >= FRESH_COLORING_STEPS:
+        after[_C_SINCE_FRESH] = 0  # (a colouring from scratch due and held counts as one)
+    after[_C_SINCE_FRESH] += 1
+    after[_C_VALID] = 1
+    after[_C_COLORED] = after[_C_PAIRS]
+    after[_C_ORDERED] = 1
+    after[_C_IN_PLACE] = kept * (1 - recolored)
+    listed = 1
+    if refresh == 1 and kept == 1:  # (a found step's launch does not refresh)
+        if answer[_REFRESHED_ENTRY] == 1:
+            after[_C_BACKOFF] = 0
+            after[_C_BEGIN] = 0
+            after[_C_END] = 0
+            after[_C_REFRESHES] += 1
+            listed = 0
+        else:
+            after[_C_BACKOFF] = ti.min(2 * after[_C_BACKOFF] + 1, MAX_REFRESH_BACKOFF)
+            after[_C_SKIPS] = after[_C_BACKOFF]
+    elif after[_C_IN_PLACE] == 1 and after[_C_MAPPED] == 1 and may_refresh == 1:
+        if after[_C_STATE_SET] == 0 and after[_C_SKIPS] > 0:
+            after[_C_SKIPS] -= 1  # (reporting.refresh_report's skip)
+    if listed == 1:
+        after[_C_REPORTED] = answer[_LISTED_ENTRY]
+        after[_C_BEGIN] = answer[_LISTED_ENTRY + 1]
+        after[_C_END] = answer[_LISTED_ENTRY + 2]
+        after[_C_MAPPED] = 1
+        after[_C_STATE_SET] = 0
+    after[_C_CURRENT] = 1
+    return after
+
+
 @ti.func
 def _hold_answer(counts: ti.template(), answer, slot, report, capacity, contacts: ti.template()):
     """A step in flight's answer held in counts.answers[slot]; where the step did not go as
@@ -1876,8 +2299,8 @@ def _launch_body(
         if go == 1:
             counts.tally[_FIND_TALLY] = progress
         n_items *= solve
-    if ti.static(in_flight and not contacts):
-        n_items *= go
+    if ti.static(in_flight and (not contacts or not by_world)):
+        n_items *= go  # (a team's step in flight: solver/team_flight.py)
     if ti.static(not by_world and gpu_team.on_gpu()):
         ti.loop_config(block_dim=gpu_team.BLOCK_THREADS)  # a block, or a grid team's blocks
     for item in range(n_items):
@@ -2246,7 +2669,7 @@ def _launch_body(
         colors[1],
         colors[2],
     )
-    if ti.static(in_flight):
+    if ti.static(in_flight and by_world):  # (a team's: solver/team_flight.py holds it)
         if go == 1:
             _hold_answer(counts, answer, answer_slot, report, world_args[_WORLD_CAPACITY], contacts)
     return answer

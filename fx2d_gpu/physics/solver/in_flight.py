@@ -1,4 +1,4 @@
-"""Steps in flight: small worlds' steps the host launches without waiting for their answers.
+"""Steps in flight: steps the host launches without waiting for their answers.
 
 A small worlds' step is one launch (fused.step_by_world), whose answer the host reads: how
 far it went (its pairs fit the pool, nothing overflowed), its faults, the counts it notes
@@ -27,6 +27,20 @@ steps after it were not taken (the clock says where the scene is).
 A step without contacts (step.contactless_step) flies as well: its answer is only its
 faults (fused.substeps_in_flight), and all else it notes is known before its launch.
 
+So does a team's kept step of large worlds (step._find_or_keep_pairs' one launch on the
+GPU team, with the broad phase, the colouring, the report and the sleep pass folded in:
+fused.kept_step_in_flight). What its host tells it and notes after it depends on the step
+before (whether the pairs were kept or found, how many, whether the colouring held or was
+made again, whether the reported list was refreshed, its backoff), so the host notes
+nothing: each launch takes what it is told from the StepCache the step before it left on
+the device (counts.flight_caches; fused._flight_launch, as the host would tell it), and
+leaves its own there as the host would note the step (fused._cache_after). The read notes
+the last one (settle). A step whose launch did not go all the way (sleepers found by the
+refit, pairs that outgrow the pool, a colouring that overflows or fails, a fault) stops
+the flight as above, and the read finishes it from its answer (step.finish_kept_step).
+Where steps stop short often (a scene asleep stops each step's launch at its refit), the
+flights hold fewer steps and wait longer between them (Flight.budget, adapt).
+
 StepOptions.steps_in_flight says where steps fly: on GPU backends by default, on the CPU
 (where a launch returns when it is done, so there is no wait to save) only when asked.
 """
@@ -39,11 +53,19 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ...device import STEPS_IN_FLIGHT, launching
-from . import fused
-from .coloring import colored_in_launch, keeps_colors
+from . import fused, team
+from .coloring import colored_in_launch, colors_by_world, keeps_colors
 from .pairs import store_in_color_order
 from .reporting import note_report
-from .step import finish_world_step, note_contactless, plan_for, world_launch
+from .step import (
+    finish_kept_step,
+    finish_world_step,
+    kept_launch_refit,
+    kept_launch_threads,
+    note_contactless,
+    plan_for,
+    world_launch,
+)
 
 if TYPE_CHECKING:
     from .context import StepCache, StepContext
@@ -66,6 +88,13 @@ class FlightStep:
     cache: StepCache
     settings: tuple
     contactless: bool = False
+    team: bool = False
+
+    @property
+    def kind(self) -> str:
+        """What the step is: a small worlds' step, one without contacts, or a team's kept
+        step (a flight's steps are of one kind: their answers are read alike)."""
+        return "team" if self.team else "contactless" if self.contactless else "worlds"
 
 
 @dataclass
@@ -75,11 +104,19 @@ class Flight:
     flies, so that a caller that reads or edits the scene between its steps, a vector env,
     never compiles nor pays for the flight's kernel); and how many reads in a row found a
     single step in flight (`lone_reads`: a caller that reads after every other step, where
-    flying costs a read of the answers more than waiting does)."""
+    flying costs a read of the answers more than waiting does). Where steps in flight stop
+    short (a scene falling asleep stops each step's launch at its refit), the launches
+    after the stop ran nothing and are launched again: the steps a flight may hold
+    (`budget`) halve down to 2 where one stops after few, double back up to
+    STEPS_IN_FLIGHT where none stops; where the first stops, no step flies before step
+    `resume_at`, the wait (`hold_span` steps) doubling while it goes on (adapt)."""
 
     steps: list[FlightStep] = field(default_factory=list)
     after_step: bool = False
     lone_reads: int = 0
+    budget: int = STEPS_IN_FLIGHT
+    resume_at: int = 0
+    hold_span: int = 0
 
 
 #: Reads in a row that found one step in flight after which steps launch in flight only
@@ -94,10 +131,11 @@ PROBE_STEPS = 8
 @dataclass(frozen=True)
 class Stopped:
     """A step in flight that stopped short, as settle found it: the step, its answer
-    (fused.WorldStep), and the steps launched after it (which did nothing)."""
+    (fused.WorldStep; a team's step: fused.held_raw_answers', None where its launch ran
+    nothing), and the steps launched after it (which did nothing)."""
 
     step: FlightStep
-    answer: fused.WorldStep
+    answer: fused.WorldStep | list[int] | None
     after: list[FlightStep]
 
 
@@ -117,21 +155,31 @@ def launch(ctx: StepContext, flight: Flight, time: float, step_count: int, setti
     """Launch ctx's step in flight where it may fly (flies); returns whether it did. The
     scene's clock before the step: `time` (s), `step_count`; its `settings` (FlightStep)."""
     plan_for(ctx)
-    if not flies(ctx, flight, step_count):
+    kind = _kind(ctx)
+    if not flies(ctx, flight, step_count, kind):
         return False
-    contactless = ctx.plan.contactless
+    contactless = kind == "contactless"
     step = FlightStep(
         dt=ctx.dt,
-        launch=None if contactless else world_launch(ctx),
+        launch=world_launch(ctx) if kind == "worlds" else None,
         keep=keeps_colors(ctx),
         time=time,
         step_count=step_count,
         cache=dataclasses.replace(ctx.cache),
         settings=settings,
         contactless=contactless,
+        team=kind == "team",
     )
     slot = len(flight.steps)
-    if contactless:
+    if step.team:
+        # The host notes nothing: the StepCache each step leaves is on the device
+        # (counts.flight_caches), and settle notes the last one.
+        threads = kept_launch_threads(ctx)
+        stage = launching.set_stage("find pairs")  # (as step._find_or_keep_pairs' launch)
+        fused.kept_step_in_flight(ctx, threads, kept_launch_refit(ctx), slot, late=slot)
+        launching.set_stage(stage)
+        team.check(ctx.pool.counts, 0)  # (its timeouts: in its answer, settle reads them)
+    elif contactless:
         note_contactless(ctx)  # (first: the launch solves in the colours it notes)
         stage = launching.set_stage("substeps")  # (as step.contactless_step's launch)
         fused.substeps_in_flight(ctx, slot)
@@ -146,24 +194,59 @@ def launch(ctx: StepContext, flight: Flight, time: float, step_count: int, setti
     return True
 
 
-def flies(ctx: StepContext, flight: Flight, step_count: int) -> bool:
-    """Whether ctx's planned step (the scene's step_count-th, from 0) may be launched in
-    flight: its scene's steps may (wanted), there is room (STEPS_IN_FLIGHT), its caller
-    does not read after every step (LONE_READS), it is a small worlds' step in one launch
-    (StepPlan.worlds_launch) that builds its reported list and runs its sleep pass in the
-    launch, nothing is left to the host after it (no applied forces to clear, no
-    overflow colour last step) and nothing was set by hand since the last step."""
-    plan = ctx.plan
+def flies(ctx: StepContext, flight: Flight, step_count: int, kind: str | None) -> bool:
+    """Whether ctx's planned step (the scene's step_count-th, from 0), of `kind` (_kind),
+    may be launched in flight: its scene's steps may (wanted), there is room
+    (STEPS_IN_FLIGHT), its caller does not read after every step (LONE_READS), it is of a
+    kind that flies, as the flight's steps are, nothing is left to the host after it (no
+    applied forces to clear) and nothing was set by hand since the last step."""
     return (
         wanted(ctx)
-        and len(flight.steps) < STEPS_IN_FLIGHT
+        and not full(flight)
         and (flight.steps or flight.lone_reads < LONE_READS or step_count % PROBE_STEPS == 0)
-        and not plan.profiled
-        and (plan.contactless or _world_step_flies(ctx))
+        and (flight.steps or step_count >= flight.resume_at)
+        and not ctx.plan.profiled
+        and kind is not None
         # (A flight's steps are of one kind: their answers are read alike.)
-        and (not flight.steps or flight.steps[0].contactless == plan.contactless)
+        and (not flight.steps or flight.steps[0].kind == kind)
         and not ctx.cache.forces_on_device
         and ctx.edited.set is None
+    )
+
+
+def _kind(ctx: StepContext) -> str | None:
+    """What kind of step in flight ctx's planned step would be (FlightStep.kind), or None
+    where it does not fly."""
+    if ctx.plan.contactless:
+        return "contactless"
+    if _world_step_flies(ctx):
+        return "worlds"
+    if _team_step_flies(ctx):
+        return "team"
+    return None
+
+
+def _team_step_flies(ctx: StepContext) -> bool:
+    """flies for a step of large worlds: a team's kept step in one launch
+    (step.kept_launch_threads) with every stage after it folded in (the broad phase, the
+    colouring, the report's refresh and build, the sleep pass: fused.kept_step_in_flight
+    takes its arguments as the host does for those), its colouring checked on the device
+    (worlds of more than SMALL_COLORING_MAX_BODIES bodies), no state set by hand since the
+    last step (the report checks its resting pairs on the host first)."""
+    options = ctx.options
+    return (
+        not ctx.plan.worlds_launch
+        and not ctx.small_coloring
+        and fused.folds(ctx)
+        and options.found_in_one_launch
+        and options.broad_phase_in_launch
+        and options.color_in_launch
+        and options.refresh_in_launch
+        and options.report_in_launch
+        and (options.sleep_in_launch or not ctx.enable_sleep)
+        and not colors_by_world(ctx)
+        and not ctx.cache.state_set
+        and kept_launch_threads(ctx) > 0
     )
 
 
@@ -217,6 +300,32 @@ def settle(ctx: StepContext, flight: Flight) -> Stopped | None:
     if not steps:
         return None
     flight.lone_reads = flight.lone_reads + 1 if len(steps) == 1 else 0
+    stopped = _settle_team(ctx, steps) if steps[0].team else _settle_worlds(ctx, steps)
+    adapt(flight, steps, stopped)
+    return stopped
+
+
+def full(flight: Flight) -> bool:
+    """Whether `flight` holds as many steps as it may (Flight.budget): the next step reads
+    them first."""
+    return len(flight.steps) >= flight.budget
+
+
+def adapt(flight: Flight, steps: list[FlightStep], stopped: Stopped | None):
+    """After reading the flight `steps` (`stopped`: settle's answer): its budget and wait
+    (Flight.budget, resume_at)."""
+    if stopped is None:
+        flight.budget, flight.hold_span = min(2 * flight.budget, STEPS_IN_FLIGHT), 0
+        return
+    gained = steps.index(stopped.step)
+    flight.budget = max(2, min(2 * gained, STEPS_IN_FLIGHT))
+    if gained == 0:
+        flight.hold_span = min(2 * flight.hold_span or PROBE_STEPS, STEPS_IN_FLIGHT)
+        flight.resume_at = stopped.step.step_count + flight.hold_span
+
+
+def _settle_worlds(ctx: StepContext, steps: list[FlightStep]) -> Stopped | None:
+    """settle for a flight of small worlds' steps, or steps without contacts."""
     answers = fused.held_answers(ctx, len(steps))
     capacity, contacts = ctx.pool.pair_capacity, not steps[0].contactless
     for i, (step, answer) in enumerate(zip(steps, answers, strict=True)):
@@ -230,9 +339,37 @@ def settle(ctx: StepContext, flight: Flight) -> Stopped | None:
     return None
 
 
-def finish(ctx: StepContext, step: FlightStep, answer: fused.WorldStep):
+def _settle_team(ctx: StepContext, steps: list[FlightStep]) -> Stopped | None:
+    """settle for a flight of team's kept steps: the StepCache the last one left noted
+    (fused.held_flight_caches), or that of the step before the one that stopped short."""
+    held = fused.held_flight_caches(ctx, len(steps))
+    for i, (step, (_, taken)) in enumerate(zip(steps, held, strict=True)):
+        if taken != 1:
+            if i > 0:
+                _note_fields(ctx.cache, held[i - 1][0])
+            else:
+                _copy_into(ctx.cache, step.cache)
+            answer = None if taken == fused.NOT_RUN else fused.held_raw_answers(ctx, i + 1)[i]
+            return Stopped(step, answer, steps[i + 1 :])
+    _note_fields(ctx.cache, held[-1][0])
+    ctx.pool.body_lists_of = ctx.cache  # (the launches built or kept them: build_body_lists)
+    return None
+
+
+def _note_fields(cache: StepCache, fields: dict):
+    """The StepCache fields a team's step in flight left (fused.FLIGHT_CACHE_FIELDS) noted
+    on `cache`, each of its own type."""
+    for name, value in fields.items():
+        setattr(cache, name, type(getattr(cache, name))(value))
+
+
+def finish(ctx: StepContext, step: FlightStep, answer):
     """Finish `step`, a step in flight that stopped short and answered `answer`, as step()
-    would have (step.finish_world_step); ctx: its scene's, as the step found it."""
+    would have (step.finish_world_step, finish_kept_step); ctx: its scene's, as the step
+    found it."""
+    if step.team:
+        finish_kept_step(ctx, answer)
+        return
     plan_for(ctx)
     if step.contactless:  # it went all the way, and faulted
         note_contactless(ctx)

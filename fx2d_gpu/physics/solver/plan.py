@@ -142,17 +142,17 @@ class StepOptions:
             the stages' own launches would). Compiled in on GPU backends, and on a CPU
             backend with fold_on_cpu; else (and off) four launches, each a host sync: the
             broad phase's, the colouring's, the substeps', the report's.
-        steps_in_flight: a small worlds' step in one launch (or without contacts) called
+        steps_in_flight: a step in one launch (small worlds', one without contacts, or a
+            team's kept step of large worlds with the stages after it folded in) called
             right after another step is launched without the host waiting for its answer
             (solver/in_flight.py): the answers wait on the device until the caller reads
             the scene, edits it, applies a force, or 64 steps have flown
             (device.STEPS_IN_FLIGHT), so the host launches steps back to back; a step
-            that stopped short (pool growth, an overflowing colour, a fault) is finished
-            then and the steps after it taken again, bit for bit, but its error is raised
-            by that later call. None (the default): on GPU backends (a CPU's launch
-            returns when it is done: nothing to wait less for); True: also on a CPU
-            backend, where small worlds' steps run in one launch (fold_on_cpu); False:
-            never.
+            that stopped short (pool growth, an overflowing colour, sleepers, a fault) is
+            finished then and the steps after it taken again, bit for bit, but its error
+            is raised by that later call. None (the default): on GPU backends (a CPU's
+            launch returns when it is done: nothing to wait less for); True: also on a
+            CPU backend, where such steps run in one launch (fold_on_cpu); False: never.
         fold_on_cpu: on a CPU backend too, compile the stages of found_in_one_launch,
             report_in_launch, broad_phase_in_launch, color_in_launch, sleep_in_launch and
             small_worlds_in_one_launch into the team's (or the small worlds') kernel (on GPU

@@ -349,20 +349,60 @@ def _find_or_keep_pairs(ctx: StepContext, profile) -> tuple[bool, bool]:
     (fused.kept_step_by_team). Returns (whether it coloured, whether the substeps ran)."""
     if _plan(ctx).worlds_launch:
         return _step_by_world(ctx)
-    window = pair_window(ctx)
     threads = _kept_launch_team(ctx)
     if threads:
-        code, refit, paired, colored = fused.kept_step_by_team(
-            ctx, threads, (SPECULATIVE_DISTANCE, window)
-        )
-        if fused.refit_keeps(refit):  # it went on: the pairs are kept, nothing sleeps
-            count_kept_pairs(ctx)
-            return _after_check(ctx, profile, verdict_holds(ctx, code), solved=True)
-        if paired is not None:  # it found the pairs itself
-            return _found_in_launch(ctx, profile, refit, code, paired, colored)
-        saved = fused.saves_in_launch(ctx, refit)
-    else:
-        refit, saved = refit_step_boxes(ctx, SPECULATIVE_DISTANCE, window), False
+        answer = fused.kept_step_by_team(ctx, threads, kept_launch_refit(ctx))
+        return _after_kept_launch(ctx, profile, *answer)
+    refit = refit_step_boxes(ctx, SPECULATIVE_DISTANCE, pair_window(ctx))
+    return _after_refit(ctx, profile, refit, saved=False)
+
+
+def kept_launch_refit(ctx: StepContext) -> tuple[float, float]:
+    """The refit a kept step's team launch starts with (fused.kept_step_by_team's `refit`):
+    the broad phase's margin (m) and window (s, pair_window)."""
+    return SPECULATIVE_DISTANCE, pair_window(ctx)
+
+
+def _after_kept_launch(
+    ctx: StepContext, profile, code: int, refit, paired, colored
+) -> tuple[bool, bool]:
+    """_find_or_keep_pairs after a kept step's team launch (fused.kept_step_by_team) answered
+    (code, refit, paired, colored): where it went on, the host's side of what it did; else
+    the step goes on from its refit. Returns (whether it coloured, whether the substeps
+    ran)."""
+    if fused.refit_keeps(refit):  # it went on: the pairs are kept, nothing sleeps
+        count_kept_pairs(ctx)
+        return _after_check(ctx, profile, verdict_holds(ctx, code), solved=True)
+    if paired is not None:  # it found the pairs itself
+        return _found_in_launch(ctx, profile, refit, code, paired, colored)
+    return _after_refit(ctx, profile, refit, saved=fused.saves_in_launch(ctx, refit))
+
+
+def finish_kept_step(ctx: StepContext, answer: list[int] | None):
+    """A team's kept step in flight (solver/in_flight.py) that did not go as taken, finished
+    as step() would have finished it after its launch answered `answer`
+    (fused.held_raw_answers); None: the launch ran nothing (its step no longer took the
+    kept launch), so the whole step is taken here. ctx: its scene's, as the step found
+    it."""
+    if answer is None:
+        step(ctx)
+        return
+    with team.duel(ctx):
+        plan_for(ctx)
+        refit = kept_launch_refit(ctx)
+        outcome = fused.kept_answer(ctx, answer, ctx.plan.team_threads, refit)
+        _after_pairs(ctx, NO_PROFILE, *_after_kept_launch(ctx, NO_PROFILE, *outcome))
+
+
+def kept_launch_threads(ctx: StepContext) -> int:
+    """The team's threads where ctx's step (its plan made: plan_for) takes the kept step's
+    one launch (_kept_launch_team), else 0."""
+    return 0 if ctx.plan.worlds_launch else _kept_launch_team(ctx)
+
+
+def _after_refit(ctx: StepContext, profile, refit, saved: bool) -> tuple[bool, bool]:
+    """_find_or_keep_pairs after the fat boxes' refit answered `refit` (`saved`: a kept
+    step's launch saved last step's pairs): the pairs kept (_keep_pairs), or found."""
     keep, woken = _keeps_ordered_pairs(ctx, refit), False
     if keep and refit[1] != 0:
         # Where something sleeps, a force or a joint may wake it (the pairs cannot:
