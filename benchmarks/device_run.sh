@@ -129,12 +129,13 @@ session)
             batched_small >>"$out/bench.log" 2>&1
         pack
     done
-    # Small worlds' steps waiting for each answer, beside the default's steps in flight
-    # (solver/in_flight.py; CSVs named *_steps_in_flight-False*).
+    # Steps waiting for each answer, beside the default's steps in flight (solver/
+    # in_flight.py: small worlds', and the GPU team's large ones; CSVs named
+    # *_steps_in_flight-False*).
     for solver in xpbd soft_step; do
-        timeout 40 "$python" -m benchmarks --arch "$arch" --no-pymunk --no-box2d --no-plot \
+        timeout 60 "$python" -m benchmarks --arch "$arch" --no-pymunk --no-box2d --no-plot \
             --solver $solver --step-option steps_in_flight=false --results "$results" \
-            batched_small >>"$out/bench.log" 2>&1
+            large_pyramid batched_small >>"$out/bench.log" 2>&1
         pack
     done
     # The GPU team against a launch per stage group (issue 74): the same scenes with the

@@ -68,6 +68,11 @@ def test_fifty_scenes_compile_once(arch):
     build_and_step(arch, 100, 1, seed=102)  # a large world, serial loops
     # A large world, parallel loops (on the CPU: a team of threads, solver/team.py).
     build_and_step(arch, device.SERIAL_SLOTS + 100, 1, seed=103)
+    # Two large worlds whose 42 bodies in the air have no pair: nothing to colour
+    # (coloring._flag_bodies). A world of two bodies: too few for the report's sleep pass
+    # by world (sleep._label_by_world on its own).
+    build_and_step(arch, 42, 2, seed=1)
+    build_and_step(arch, 1, 1, seed=0)
     compiled = device.compiled_kernel_count()
     assert compiled > 0
     sizes = np.linspace(1, 2000, 49).astype(int)

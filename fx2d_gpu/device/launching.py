@@ -24,7 +24,7 @@ from taichi.lang import impl
 from taichi.lang.matrix import MatrixType
 from taichi.types import primitive_types
 
-_FLOAT, _INT, _MATRIX = 0, 1, 2
+_FLOAT, _INT, _MATRIX, _INT_VECTOR = 0, 1, 2, 3
 #: Kernel launches made through `quick` kernels in this process (launch_count), and those
 #: of kernels that return a value (returning_count): the host waits for the device there.
 _launches = 0
@@ -76,6 +76,10 @@ def kernel_launches() -> dict[str, int]:
     return counts
 
 
+#: Taichi's signed integer types (a vector of one is set with set_struct_arg_int).
+_SIGNED_INT_IDS = {id(t) for t in (ti.i8, ti.i16, ti.i32, ti.i64)}
+
+
 def _argument_kinds(primal):
     """Per argument: None (template) or the setter kind; None overall if unsupported."""
     kinds = []
@@ -88,7 +92,10 @@ def _argument_kinds(primal):
         elif id(needed) in primitive_types.integer_type_ids:
             kinds.append((_INT, None))
         elif isinstance(needed, MatrixType) and needed.ndim == 1:
-            kinds.append((_MATRIX, needed))
+            # A vector of i32 (the engine's answers and argument packs) is set entry by
+            # entry, as Taichi's set_kernel_struct_args sets it, without making a Matrix.
+            signed = id(needed.dtype) in _SIGNED_INT_IDS
+            kinds.append((_INT_VECTOR, needed) if signed else (_MATRIX, needed))
         else:
             return None
     return kinds
@@ -187,6 +194,9 @@ class QuickKernel:
                 context.set_arg_float((index,), float(value))
             elif setter == _INT:
                 context.set_arg_int((index,), int(value))
+            elif setter == _INT_VECTOR and len(value) == matrix_type.n:
+                for entry, number in enumerate(value):
+                    context.set_struct_arg_int((index, entry), int(number))
             else:
                 values = np.asarray(value).reshape(-1).tolist()
                 matrix_type.set_kernel_struct_args(matrix_type(*values), context, (index,))
