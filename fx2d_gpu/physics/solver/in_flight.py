@@ -107,9 +107,10 @@ class Flight:
     flying costs a read of the answers more than waiting does). Where steps in flight stop
     short (a scene falling asleep stops each step's launch at its refit), the launches
     after the stop ran nothing and are launched again: the steps a flight may hold
-    (`budget`) halve down to 2 where one stops after few, double back up to
-    STEPS_IN_FLIGHT where none stops; where the first stops, no step flies before step
-    `resume_at`, the wait (`hold_span` steps) doubling while it goes on (adapt)."""
+    (`budget`) become twice those that went before a stop (at least 2), and double back
+    up to STEPS_IN_FLIGHT where none stops; where the first stops, no step flies before
+    step `resume_at`, the wait (`hold_span` steps: PROBE_STEPS, then twice as many each
+    time, up to STEPS_IN_FLIGHT) growing while it goes on (adapt)."""
 
     steps: list[FlightStep] = field(default_factory=list)
     after_step: bool = False
