@@ -151,7 +151,7 @@ session)
     pack
     ;;
 grid)
-    FX2D_TEST_ARCH=$arch timeout 330 "$python" -m pytest -v -rs -p no:cacheprovider \
+    FX2D_TEST_ARCH=$arch timeout 280 "$python" -m pytest -v -rs -p no:cacheprovider \
         --durations=10 tests/test_gpu_team.py \
         "tests/test_vulkan.py::test_steps_in_flight_on_${arch}_bitwise_as_one_by_one" \
         "tests/test_vulkan.py::test_team_steps_in_flight_on_${arch}_bitwise_as_one_by_one" \
