@@ -26,8 +26,9 @@
 #                  carried) and at this tree, in turn, twice: a change's cost on one GPU
 #   grid           the grid team (CUDA: scenes over StepOptions.gpu_team_slots on a block per
 #                  multiprocessor, meeting at a grid-wide barrier): its bitwise test against
-#                  one block (tests/test_gpu_team.py), then the piles of 100k and 1M bodies
-#                  with each solver on it (the per-stage figures: the committed pile CSVs,
+#                  one block (tests/test_gpu_team.py) and the steps in flight's (small
+#                  worlds', the GPU team's: tests/test_vulkan.py), 280 s at most, then the
+#                  piles of 100k and 1M bodies with each solver on it, 130 s each (the per-stage figures: the committed pile CSVs,
 #                  or `bench pile --step-option gpu_grid_team=false`); results_grid.tgz.
 #                  Never run on a GPU yet: run it first in a session whose lease allows
 #                  (at most 9 min)
@@ -158,7 +159,7 @@ grid)
         2>&1 | tee "$log"
     results=$(mktemp -d)
     for solver in soft_step xpbd; do
-        timeout 150 "$python" -m benchmarks --arch "$arch" --no-pymunk --no-box2d --no-plot \
+        timeout 130 "$python" -m benchmarks --arch "$arch" --no-pymunk --no-box2d --no-plot \
             --solver $solver --piles 100000 1000000 --results "$results" pile 2>&1 \
             | tee -a "$log"
         tar -czf "$out/results_grid.tgz" -C "$results" .
