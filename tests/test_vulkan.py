@@ -156,14 +156,15 @@ print(backend, flown, same)
 """
 
 
-def _in_flight_bitwise(arch: str):
-    """_IN_FLIGHT's child on `arch`: steps in flight bitwise as one by one there."""
+def _in_flight_bitwise(arch: str, child: str = _IN_FLIGHT, least_flown: int = 78 + 23):
+    """A child (_IN_FLIGHT, _TEAM_IN_FLIGHT) on `arch`: steps in flight bitwise as one by
+    one there, at least `least_flown` of them launched in flight."""
     run = subprocess.run(
-        [sys.executable, "-c", _IN_FLIGHT, arch], capture_output=True, text=True, timeout=1200
+        [sys.executable, "-c", child, arch], capture_output=True, text=True, timeout=1200
     )
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-4000:]
     backend, flown, same = run.stdout.split()[-3:]
-    assert backend == arch and int(flown) >= 78 + 23, run.stdout[-500:]
+    assert backend == arch and int(flown) >= least_flown, run.stdout[-500:]
     assert same == "True"
 
 
@@ -208,31 +209,20 @@ print(backend, flown, same)
 """
 
 
-def _team_in_flight_bitwise(arch: str):
-    """_TEAM_IN_FLIGHT's child on `arch`: a team's steps in flight bitwise as one by one."""
-    run = subprocess.run(
-        [sys.executable, "-c", _TEAM_IN_FLIGHT, arch], capture_output=True, text=True, timeout=900
-    )
-    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-4000:]
-    backend, flown, same = run.stdout.split()[-3:]
-    assert backend == arch and int(flown) >= 100, run.stdout[-500:]
-    assert same == "True"
-
-
 def test_team_steps_in_flight_on_cuda_bitwise_as_one_by_one():
     """A team's kept steps in flight (solver/in_flight.py) on the GPU team:
     tests/test_team_in_flight.py's scenes (a hop through the report's backoff, a pyramid
     falling asleep, a pile poured), bit for bit as the same steps taken one by one."""
     if not runtime.gpu_backend_available("cuda"):
         pytest.skip("no CUDA GPU on this machine")
-    _team_in_flight_bitwise("cuda")
+    _in_flight_bitwise("cuda", _TEAM_IN_FLIGHT, least_flown=100)
 
 
 def test_team_steps_in_flight_on_vulkan_bitwise_as_one_by_one(vulkan_devices):
     """The same on a Vulkan GPU (software Vulkan runs no GPU team: gpu_team.threads_for)."""
     if not set(vulkan_devices) & {1, 2, 3}:
         pytest.skip("no Vulkan GPU on this machine (software Vulkan runs no GPU team)")
-    _team_in_flight_bitwise("vulkan")
+    _in_flight_bitwise("vulkan", _TEAM_IN_FLIGHT, least_flown=100)
 
 
 def test_scenes_on_cuda_match_the_cpu_backend(tmp_path):

@@ -495,7 +495,7 @@ def kept_answer(ctx: "StepContext", answer: list[int], threads: int, refit):
 def held_answers(ctx: "StepContext", n: int) -> list[WorldStep]:
     """The answers of the first n steps in flight (slots 0 to n - 1), in one read of the
     device."""
-    return [world_step(a) for a in ctx.pool.counts.answers.to_numpy()[:n]]
+    return [world_step(a) for a in held_raw_answers(ctx, n)]
 
 
 def _world_args(ctx: "StepContext", launch: WorldLaunch) -> tuple[int, ...]:
@@ -715,7 +715,7 @@ def _launch_args(
         margin, motion_time = worlds.margin, worlds.motion_time
         save = _save_flags(ctx) if worlds.save else 0
         report, sleep = worlds.report, worlds.sleep
-    find = folded and mode == KEPT and refit is not None and _finds_in_launch(ctx)
+    find = folded and mode == KEPT and refit is not None and finds_in_launch(ctx)
     recolors = folded and worlds is None and ctx.options.color_in_launch
     args = dict(
         model=pool.model,
@@ -866,7 +866,7 @@ def folds(ctx: "StepContext", by_world: bool = False) -> bool:
     return not by_world and ctx.options.folds_stages(gpu_team.on_gpu())
 
 
-def _finds_in_launch(ctx: "StepContext") -> bool:
+def finds_in_launch(ctx: "StepContext") -> bool:
     """Whether a kept step's launch whose refit moved boxes finds the pairs itself and goes
     on as found_step_by_team (StepOptions.broad_phase_in_launch and found_in_one_launch;
     worlds that colour across worlds)."""

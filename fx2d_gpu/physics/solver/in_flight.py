@@ -54,7 +54,7 @@ from typing import TYPE_CHECKING
 
 from ...device import STEPS_IN_FLIGHT, launching
 from . import fused, team
-from .coloring import colored_in_launch, colors_by_world, keeps_colors
+from .coloring import colored_in_launch, keeps_colors
 from .pairs import store_in_color_order
 from .reporting import note_report
 from .step import (
@@ -236,17 +236,14 @@ def _team_step_flies(ctx: StepContext) -> bool:
     last step (the report checks its resting pairs on the host first)."""
     options = ctx.options
     return (
-        not ctx.plan.worlds_launch
-        and not ctx.small_coloring
-        and fused.folds(ctx)
-        and options.found_in_one_launch
-        and options.broad_phase_in_launch
+        fused.folds(ctx)
+        and fused.finds_in_launch(ctx)
         and options.color_in_launch
         and options.refresh_in_launch
         and options.report_in_launch
         and (options.sleep_in_launch or not ctx.enable_sleep)
-        and not colors_by_world(ctx)
         and not ctx.cache.state_set
+        # (a team's kept launch: large worlds, colouring checked on the device)
         and kept_launch_threads(ctx) > 0
     )
 
