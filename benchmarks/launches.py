@@ -35,6 +35,10 @@ these are counted on any machine, on the CPU backend. The paths (PATHS):
   STEP_STAGES; the substep's stages count under "substeps", a kept step's launch under
   "find pairs").
 
+The scenes: the large pyramid (sleep off), a poured pile of 100,000 bodies, a 30x30 joint
+grid, and a pyramid of 20 boxes a side asleep (stepped until every box sleeps first: a pile
+at rest, whose steps wake nothing); small worlds on the per-stage path.
+
 Each scene is stepped WARM_STEPS steps and read (steps in flight among them: read, not
 counted), then COUNTED_STEPS (or STEPS_IN_FLIGHT) counted. Saves
 benchmarks/results/<device>/launches_per_step.csv and launches_per_stage.csv.
@@ -57,6 +61,7 @@ from fx2d_gpu.physics.solver.team import TeamTimings
 from .common import device_name, print_table, save_csv
 
 WARM_STEPS, COUNTED_STEPS = 30, 10
+ASLEEP_AFTER = 600
 DT = 1.0 / 60.0
 #: The GPU's two paths for large worlds, as StepOptions: a launch per stage group (the team
 #: off; scenes over StepOptions.gpu_team_slots body slots off CUDA), and the GPU team
@@ -85,6 +90,10 @@ def _scenes(solver: str, options: StepOptions):
         "large_pyramid": lambda: scenes.build_scene(specs, enable_sleep=False, **common),
         "pile_100k": lambda: scenes.build_scene(scenes.pile_layout(100_000), **common),
         "joint_grid_30x30": lambda: scenes.joint_grid(30, 30, **common),
+        # A pile at rest: every body asleep before the counted steps (ASLEEP_AFTER).
+        "pyramid_20_asleep": lambda: _asleep(
+            scenes.build_scene(scenes.pyramid_layout(20)[0], **common)
+        ),
         # A GPU folds a small worlds' step into one launch and launches it in flight:
         # fold_on_cpu and steps_in_flight count it here.
         "batched_small_256": lambda: scenes.batched_small(
@@ -100,6 +109,16 @@ def _scenes(solver: str, options: StepOptions):
     if options.team:
         del builders["batched_small_256"], builders["cart_poles_256"]
     return builders
+
+
+def _asleep(scene):
+    """`scene` stepped until every body sleeps (at most ASLEEP_AFTER steps: a pyramid of 20
+    boxes a side sleeps by step ~100)."""
+    for _ in range(ASLEEP_AFTER):
+        scene.step(DT)
+        if scene.get_state().sleeping[:, 1:].all():  # (body 0: the static ground)
+            return scene
+    raise RuntimeError(f"the scene was not asleep after {ASLEEP_AFTER} steps")
 
 
 class _HostWaits:

@@ -529,3 +529,76 @@ def test_sleep_in_the_teams_launch_is_its_own_launches(arch, solver):
         if arch == "cpu":  # a CPU team ran the steps (a GPU's team: test_gpu_team)
             assert got[False]["sleep launches"] >= steps // 2, got[False]["sleep launches"]
             assert got[True]["sleep launches"] < got[False]["sleep launches"] // 4, got
+
+
+@FOLDED_TEAM
+def test_the_wake_in_the_teams_kept_launch_is_its_own_launch(arch, solver):
+    """A kept step's team launch whose refit finds only sleepers (nothing refitted, nothing
+    awake that can move and collide beside them) runs sleep.wake_islands' pass itself and
+    goes on where nothing woke (sleep.wake_islands_by_team, StepOptions.wake_in_launch):
+    the same states, sleep flags, contacts and events every step as the host's wake launch
+    and a second kept launch, for a pyramid and a box hanging from a shape-less kinematic
+    hanger falling asleep (the hanger kept awake), woken where the public edits wake
+    nothing themselves (written on the device: Scene.apply_force and set_state wake what
+    they touch, and a body whose sleep flag changed is refitted, which stops the launch
+    before its wake pass): a force on the sleeping top box, then, once all sleeps again,
+    the hanger set moving (its joint wakes the bob). Where the launch's wake woke them,
+    the step finds its pairs again. Asleep, the wake's own kernel is not launched."""
+    from fx2d_gpu import scenes
+
+    from .helpers import assert_same_trace, launches_of, trace
+
+    specs, _ = scenes.pyramid_layout(10)
+    top = len(specs) - 1
+    steps, push_at, drag_at = 420, 100, 360
+
+    def build(options):
+        scene = scenes.build_scene(specs, arch=arch, solver=solver, step_options=options)
+        hanger = scene.add_circle(
+            (15.0, 5.0), 0.2, collides=False, external_forces_enabled=False, gravity_scale=0.0
+        )
+        bob = scene.add_box((15.0, 3.0), (0.5, 0.5))
+        scene.add_revolute_joint(hanger, bob)
+        return scene, hanger, bob
+
+    def wake_by_hand(scene, hanger):
+        pool = scene.step_context().pool
+        sleep_time = pool.bodies.sleep_time.to_numpy()
+        if scene.step_count < drag_at:
+            # The hanger stays awake, its timer never 0 (a kinematic body whose timer is 0
+            # pushes what it holds: sleep._pushes).
+            sleep_time[hanger] = 0.01
+            put(pool.bodies.sleep_time, sleep_time)
+        asleep = scene.get_state().sleeping[0]
+        if scene.step_count == push_at:  # all asleep since step ~50
+            assert asleep[1:hanger].all() and asleep[hanger + 1 :].all(), asleep
+            force = np.zeros((scene.n_bodies, 2), np.float32)
+            force[top] = (150.0, 0.0)
+            put(pool.bodies.force, force)
+            scene.step_context().cache.forces_on_device = True  # (cleared after the step)
+        if scene.step_count == drag_at:  # asleep again
+            assert asleep[1:hanger].all() and asleep[hanger + 1 :].all(), asleep
+            assert not asleep[hanger]
+            velocity = scene.get_state().velocity[0]
+            velocity[hanger] = (1.0, 0.0)
+            put(pool.bodies.velocity, velocity.astype(np.float32))
+
+    got, asleep_steps = {}, range(60, push_at)  # (all asleep by step ~50)
+    for in_launch in (True, False):
+        scene, hanger, bob = build({"wake_in_launch": in_launch, "fold_on_cpu": True})
+        wakes = []
+
+        def each(scene, hanger=hanger, wakes=wakes):
+            wake_by_hand(scene, hanger)
+            wakes.append(launches_of("sleep._wake_launch"))
+
+        got[in_launch] = trace(scene, steps, each=each)
+        got[in_launch]["wake launches"] = wakes[asleep_steps[-1]] - wakes[asleep_steps[0] - 1]
+    assert_same_trace(got[True], got[False])
+    state = got[True]["state"]
+    assert state["position"][0, top, 0] > 0.4  # pushed ~0.5 m along the box below (was 0)
+    assert not state["sleeping"][0, bob] and state["position"][0, bob, 0] > 15.5  # dragged
+    if arch == "cpu":  # a CPU team ran the steps (a GPU's team: test_gpu_team)
+        # Asleep, a wake launch a step, or none.
+        assert got[False]["wake launches"] == len(asleep_steps), got[False]["wake launches"]
+        assert got[True]["wake launches"] == 0, got[True]["wake launches"]

@@ -6,8 +6,9 @@ edits the scene. Compiled on GPU backends (the GPU team); here on the CPU team w
 fold_on_cpu and steps_in_flight=True. Every run must give bit for bit what steps taken one
 by one give (the option off): the state, contacts, events, pairs, diagnostics and the whole
 StepCache, where every step goes all the way (pairs kept, found and coloured in the launch,
-a colouring from scratch falling due) and where steps stop short in flight (a scene falling
-asleep, a pile poured) and are finished and taken again."""
+a colouring from scratch falling due, a scene asleep) and where steps stop short in flight (a
+scene falling asleep, sleepers beside a body that moves, a pile poured) and are finished and
+taken again."""
 
 import dataclasses
 
@@ -117,12 +118,12 @@ def test_a_settling_pyramid_flies_bitwise_as_one_by_one():
     _assert_same_runs(_run(_pyramid(FLYING), 100, read_every=9), one_by_one)
 
 
-def test_a_pyramid_falling_asleep_stops_its_flights_which_wait_then_probe():
-    """A pyramid with sleep on: once its boxes sleep, each step's launch stops after its
-    refit (the host wakes and pairs them), so a step in flight stops short at once. The
-    read finishes it and takes the steps after it again, bitwise one by one; the flights
-    that follow hold fewer steps and wait longer between them (Flight.budget, resume_at),
-    so that the launches that ran nothing stay few."""
+def test_a_pyramid_falling_asleep_flies_bitwise_as_one_by_one_one_launch_a_step_asleep():
+    """A pyramid with sleep on: while it falls asleep, some steps stop short in flight (bodies
+    asleep beside awake ones that move: the host pairs them), are finished and taken again,
+    bitwise one by one. Asleep, each step's launch wakes nothing in its own wake pass
+    (StepOptions.wake_in_launch) and goes on: every step after a read flies, one launch
+    each, none waited for."""
     one_by_one = _run(_pyramid(ONE_BY_ONE, base=9, sleep=True), 300)
     scene = _pyramid(FLYING, base=9, sleep=True)
     flying = _run(scene, 300)
@@ -130,9 +131,34 @@ def test_a_pyramid_falling_asleep_stops_its_flights_which_wait_then_probe():
     assert flying["seen"][4][0, 1:].all()  # every box asleep (body 0: the ground)
     # Launches that ran nothing: those after a stop in a flight (each taken again).
     wasted = flying["launches"] - one_by_one["launches"]
+    assert 0 <= wasted <= 0.25 * one_by_one["launches"], (wasted, one_by_one["launches"])
+    asleep = _run(scene, in_flight.STEPS_IN_FLIGHT)
+    assert asleep["flown"] == in_flight.STEPS_IN_FLIGHT - 1, asleep
+    assert asleep["launches"] == in_flight.STEPS_IN_FLIGHT, asleep
+    assert asleep["waits"] == 1, asleep  # the step after the read, not in flight
+
+
+def test_a_pyramid_asleep_beside_a_drifting_ball_stops_its_flights_which_wait_then_probe():
+    """A pyramid asleep and, in its world, a ball drifting up (no gravity, 0.2 m/s: it never
+    sleeps): an awake body that moves beside sleepers, so each step's launch stops after
+    its refit (the host pairs the world: a new pair would wake a sleeper) and a step in
+    flight stops short at once. The read finishes it and takes the steps after it again,
+    bitwise one by one; the flights that follow hold fewer steps and wait longer between
+    them (Flight.budget, resume_at), so that the launches that ran nothing stay few."""
+
+    def pyramid(options):
+        scene = _pyramid(options, base=9, sleep=True)
+        scene.add_circle((-15.0, 1.0), 0.4, gravity_scale=0.0, velocity=(0.0, 0.2))
+        return scene
+
+    one_by_one = _run(pyramid(ONE_BY_ONE), 300)
+    scene = pyramid(FLYING)
+    flying = _run(scene, 300)
+    _assert_same_runs(flying, one_by_one)
+    assert flying["seen"][4][0, 1:-1].all() and not flying["seen"][4][0, -1]
+    wasted = flying["launches"] - one_by_one["launches"]
     assert 0 < wasted <= 0.25 * one_by_one["launches"], (wasted, one_by_one["launches"])
-    # Asleep for good: a probe of Flight.budget (2) steps each hold_span (up to
-    # STEPS_IN_FLIGHT) steps.
+    # A probe of Flight.budget (2) steps each hold_span (up to STEPS_IN_FLIGHT) steps.
     assert _run(scene, in_flight.STEPS_IN_FLIGHT)["flown"] <= 2
 
 

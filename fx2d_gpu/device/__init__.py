@@ -58,15 +58,16 @@ SCAN_CHUNK = 64
 BARRIER_SLOTS = 64
 #: Counters of a CPU team's checks (StepCounts.tally, solver/fused.py): a kept colouring's
 #: two, the reported list's refresh_tally's three, the fat boxes' refit's three, how far a
-#: broad phase in the team's launch went, whether its sleep pass converged, and how a
-#: colouring in the launch went with its colours used and overflow.
-TALLY_SLOTS = 13
+#: broad phase in the team's launch went, whether its sleep pass converged, how a
+#: colouring in the launch went with its colours used and overflow, and how its wake pass
+#: went.
+TALLY_SLOTS = 14
 #: Steps of small worlds the host may launch without reading their answers (steps in
 #: flight, solver/in_flight.py): each answer is held on the device (StepCounts.answers)
 #: until the host reads them all at once.
 STEPS_IN_FLIGHT = 64
 #: Entries of a fused launch's answer (solver/fused.py's _Answer).
-ANSWER_ENTRIES = 18
+ANSWER_ENTRIES = 19
 #: Entries of the StepCache a team's step in flight leaves on the device (StepCounts.
 #: flight_caches; solver/fused.py's FLIGHT_CACHE_FIELDS, and whether the step went as taken).
 FLIGHT_CACHE_ENTRIES = 25

@@ -83,7 +83,7 @@ from .reporting import (
     report_fits,
     report_worlds,
 )
-from .sleep import find_pairs_waking, no_convergence, update_sleep_by_team
+from .sleep import find_pairs_waking, no_convergence, update_sleep_by_team, wake_islands_by_team
 from .stages import (
     BEGIN_STEP_STAGES,
     BODY_SLOTS,
@@ -219,17 +219,21 @@ def begin_step_by_team(ctx: "StepContext", threads: int):
 
 def kept_step_by_team(
     ctx: "StepContext", threads: int, refit: tuple[float, float] | None = None
-) -> tuple[int, tuple[int, int, int] | None, "Paired | None", "LaunchColoring | None"]:
+) -> tuple[int, tuple[int, int, int] | None, "Paired | None", "LaunchColoring | None", int]:
     """A step that keeps last step's pairs where they lie and may reuse its colouring
     (step._keep_pairs), in one launch on a team of `threads` CPU threads: begin_step's
     stages, the check that the colouring still holds (coloring._coloring_holds_in_order's,
     each member its share of the pairs and bodies), and where it holds, the substeps
     (substeps_by_team). `refit` (margin m, motion time s): first the fat boxes' refit
     (broad_phase.refit_fat_boxes, not reset), and the rest only where it leaves the pairs
-    kept and nothing asleep (pairs.keeps_pairs, no sleeper: no wake_islands to ask).
+    kept and nothing asleep (pairs.keeps_pairs, no sleeper: no wake_islands to ask); where
+    only sleepers stop it (nothing refitted or restless: the pairs are kept where nothing
+    wakes), StepOptions.wake_in_launch runs the wake pass in the launch
+    (sleep.wake_islands_by_team, as wake_islands(kept=True)) and goes on where nothing woke.
     Returns (the check's answer, coloring.verdict_holds reads it; the refit's answer,
     refit_fat_boxes', or None without `refit`; what its broad phase found, or None; what
-    a colouring in the launch did, or None: found_step_by_team's);
+    a colouring in the launch did, or None: found_step_by_team's; how the wake pass went,
+    WAKE_*);
     where the refit or the check stops it, nothing after them ran, except that where the
     refit moved boxes and nothing sleeps, the launch saves last step's pairs and (the scene's
     StepOptions.broad_phase_in_launch) finds the pairs itself: where they fit the pool and
@@ -269,7 +273,7 @@ def found_step_by_team(ctx: "StepContext", threads: int) -> tuple[int, "LaunchCo
     large pyramid); with the colouring, eleven (the colouring's three and the order's two
     of them, each of the colouring's a host sync, on a pile whose pairs change every
     step)."""
-    code, _, _, colored = _launch(ctx, by_world=False, n_members=threads, mode=FOUND)
+    code, _, _, colored, _ = _launch(ctx, by_world=False, n_members=threads, mode=FOUND)
     return code, colored
 
 
@@ -514,15 +518,17 @@ def _world_args(ctx: "StepContext", launch: WorldLaunch) -> tuple[int, ...]:
 #: colouring's two counts (_kept_coloring_holds), the report's three (refresh_tally), the
 #: refit's three (_refit_by_team), how far the launch's broad phase went (FIND_*), how its
 #: sleep pass went (SLEPT_*), how a colouring in the launch went (COLORED_*) and its colours
-#: used and overflowing constraints (_color_by_team).
-_HOLDS_TALLY, _REFRESH_TALLY, _REFIT_TALLY, _FIND_TALLY, _SLEEP_TALLY, _COLOR_TALLY = (
-    0,
-    2,
-    5,
-    8,
-    9,
-    10,
-)
+#: used and overflowing constraints (_color_by_team), and how a wake pass in the launch went
+#: (WAKE_*).
+(
+    _HOLDS_TALLY,
+    _REFRESH_TALLY,
+    _REFIT_TALLY,
+    _FIND_TALLY,
+    _SLEEP_TALLY,
+    _COLOR_TALLY,
+    _WAKE_TALLY,
+) = (0, 2, 5, 8, 9, 10, 13)
 
 #: How a colouring in a team's launch went (its answer's COLORED entry): none made; made,
 #: something overflowed, the launch stopped after the colour lists; made, the launch went on.
@@ -532,13 +538,19 @@ COLORED_NONE, COLORED_STOPPED, COLORED_WENT_ON = 0, 1, 2
 #: its labelling not converged (a bug: the host raises); run.
 SLEPT_NONE, SLEPT_UNCONVERGED, SLEPT = 0, 1, 2
 
+#: How the wake pass in a kept step's team launch went (its answer's WAKE entry;
+#: StepOptions.wake_in_launch: where the refit found sleepers but nothing refitted or
+#: restless, sleep.wake_islands_by_team): not run; run, nothing woke (the launch went on as
+#: a kept step); run, bodies woke (the launch stopped: the step finds its pairs again).
+WAKE_NONE, WAKE_QUIET, WAKE_WOKE = 0, 1, 2
+
 #: _substeps' answer: faulty worlds, the barrier's timeouts, the colouring check's answer,
 #: whether it refreshed the reported list, the refit's three counts, the reported list's
 #: three counts where it built one; how far a broad phase in the launch went (FIND_*) and
 #: what it needed: grid entries, pairs, bodies lost; how its sleep pass went (SLEPT_*; see
 #: _substeps); the colours used and the constraints overflowing them of a colouring in the
 #: launch (the small worlds' step, step_by_world; a team's, _color_by_team) and how a team's
-#: went (COLORED_*).
+#: went (COLORED_*); how a wake pass in a kept step's launch went (WAKE_*).
 _Answer = ti.types.vector(ANSWER_ENTRIES, ti.i32)
 #: Entries of the answer a step in flight's next launch reads (_launch_body's `late`): the
 #: broad phase's pairs, the reported list's length; and how far the step went.
@@ -609,6 +621,7 @@ NOT_RUN = -1
 #: whether it refreshed the list, the refit's first count, bodies lost, the sleep pass's
 #: progress, and how a colouring in the launch went (its colours and overflow before it).
 _REFRESHED_ENTRY, _REFIT_ENTRY, _LOST_ENTRY, _SLEEP_ENTRY, _COLORED_ENTRY = 3, 4, 13, 14, 17
+_WAKE_ENTRY = 18
 
 #: How far a kept step's launch that went on to find its pairs went (its answer's FIND
 #: entry): not at all; the broad phase, then stopped (the pool must grow, or the pairs are
@@ -716,6 +729,7 @@ def _launch_args(
         save = _save_flags(ctx) if worlds.save else 0
         report, sleep = worlds.report, worlds.sleep
     find = folded and mode == KEPT and refit is not None and finds_in_launch(ctx)
+    wake = folded and mode == KEPT and refit is not None and ctx.options.wake_in_launch
     recolors = folded and worlds is None and ctx.options.color_in_launch
     args = dict(
         model=pool.model,
@@ -762,6 +776,7 @@ def _launch_args(
         color_args=_color_args(ctx, mode) if recolors else (1, 0, 0),
         find=int(find),
         sleep=int(sleep),
+        wake=int(wake),
         cell_size=ctx.cell_size,
         find_args=_find_args(ctx) if find else (0,) * 7,
         serial=bool(ctx.serial) if worlds is not None else False,
@@ -808,12 +823,13 @@ def _report_flags(ctx: "StepContext", by_world: bool, mode: int, folded: bool):
 def _note_answer(ctx: "StepContext", answer, mode, refit, find, refresh, report):
     """_launch's answer (_substeps'): returns (the colouring check's answer, the refit's
     answer or None, what its broad phase found or None, what a colouring in the launch did
-    or None: LaunchColoring), and where the substeps ran notes
+    or None: LaunchColoring, how its wake pass went: WAKE_*), and where the substeps ran notes
     on ctx what the launch did after them: faults, barrier timeouts, the reported list
     refreshed or built, the sleep pass."""
     code = answer[2]
     refitted = None if refit is None else tuple(answer[4:7])
-    went_on = refitted is None or refit_keeps(refitted)
+    wake = answer[_WAKE_ENTRY]
+    went_on = refitted is None or refit_keeps(refitted) or wake == WAKE_QUIET
     paired = None
     if find and answer[10] != FIND_NONE:
         paired = Paired(*answer[10:14])
@@ -837,7 +853,7 @@ def _note_answer(ctx: "StepContext", answer, mode, refit, find, refresh, report)
         if answer[14] == SLEPT_UNCONVERGED:
             raise no_convergence()
         ctx.slept_in_launch = answer[14] == SLEPT
-    return code, refitted, paired, colored
+    return code, refitted, paired, colored, wake
 
 
 @dataclass(frozen=True)
@@ -953,6 +969,18 @@ def _refit_by_team(
         restless[0] += restless_slot(model, bodies, grid, slot, n_bodies)
     restless = _team_tally(counts, _REFIT_TALLY + 2, restless, n_members)
     return refitted_asleep[0] == 0 and refitted_asleep[1] == 0 and restless[0] == 0
+
+
+@ti.func
+def _refit_left_only_sleepers(counts: ti.template()):
+    """Whether the launch's refit (_refit_by_team, its tallies final) refitted nothing and
+    found no body restless, but some asleep: the host would keep the pairs where
+    sleep.wake_islands(kept=True) wakes nothing (step._after_refit)."""
+    return (
+        ti.atomic_add(counts.tally[_REFIT_TALLY], 0) == 0
+        and ti.atomic_add(counts.tally[_REFIT_TALLY + 1], 0) > 0
+        and ti.atomic_add(counts.tally[_REFIT_TALLY + 2], 0) == 0
+    )
 
 
 @ti.func
@@ -1637,6 +1665,7 @@ def _substeps(
     color_args: _ColorArgs,
     find: ti.i32,
     sleep: ti.i32,
+    wake: ti.i32,
     cell_size: ti.f32,
     find_args: _FindArgs,
     serial: ti.template(),
@@ -1692,6 +1721,7 @@ def _substeps(
         color_args,
         find,
         sleep,
+        wake,
         cell_size,
         find_args,
         serial,
@@ -1802,6 +1832,7 @@ def _worlds_in_flight(
         color_args=_ColorArgs(1, 0, 0),
         find=0,
         sleep=sleep,
+        wake=0,
         cell_size=cell_size,
         find_args=_FindArgs(0, 0, 0, 0, 0, 0, 0),
         serial=serial,
@@ -1862,6 +1893,7 @@ def _team_in_flight(
     color_args: _ColorArgs,
     find: ti.i32,
     sleep: ti.i32,
+    wake: ti.i32,
     cell_size: ti.f32,
     find_args: _FindArgs,
     serial: ti.template(),
@@ -1946,6 +1978,7 @@ def _team_in_flight(
         color_args=_ColorArgs(took[_T_MAY_REUSE], 1, took[_T_KEEP]),
         find=find,
         sleep=sleep,
+        wake=wake,
         cell_size=cell_size,
         find_args=found_args,
         serial=serial,
@@ -2003,10 +2036,11 @@ def _flight_launch(cache, may_refresh, reports, keep_fresh):
 @ti.func
 def _kept_pairs(answer) -> ti.i32:
     """Whether a kept step's launch kept last step's pairs: its refit refitted nothing and
-    found nothing asleep or restless (refit_keeps)."""
+    found nothing restless, and nothing asleep (refit_keeps) or its wake pass woke nothing
+    (WAKE_QUIET)."""
     kept = 0
-    if answer[_REFIT_ENTRY] == 0 and answer[_REFIT_ENTRY + 1] == 0:
-        if answer[_REFIT_ENTRY + 2] == 0:
+    if answer[_REFIT_ENTRY] == 0 and answer[_REFIT_ENTRY + 2] == 0:
+        if answer[_REFIT_ENTRY + 1] == 0 or answer[_WAKE_ENTRY] == WAKE_QUIET:
             kept = 1
     return kept
 
@@ -2163,6 +2197,7 @@ def _launch_body(
     color_args,
     find,
     sleep,
+    wake,
     cell_size,
     find_args,
     serial: ti.template(),
@@ -2370,6 +2405,30 @@ def _launch_body(
                         code = 0  # the step does not keep its pairs: the team stops
                         moved = ti.atomic_add(counts.tally[_REFIT_TALLY], 0) > 0
                         if ti.static(folded):
+                            if wake == 1 and _refit_left_only_sleepers(counts):
+                                # The host would keep the pairs once wake_islands woke
+                                # nothing: the wake here, and on where nothing woke.
+                                woken = wake_islands_by_team(
+                                    model,
+                                    bodies,
+                                    joints,
+                                    manifolds,
+                                    previous,
+                                    islands,
+                                    counts,
+                                    member,
+                                    team_size,
+                                    n_slots,
+                                    n_bodies,
+                                    n_pairs,
+                                    n_joints,
+                                )
+                                if member == 0:
+                                    counts.tally[_WAKE_TALLY] = WAKE_QUIET
+                                    if woken > 0:
+                                        counts.tally[_WAKE_TALLY] = WAKE_WOKE
+                                if woken == 0:
+                                    code = HOLDS
                             if (save & SAVE) != 0 and moved:
                                 # Boxes moved: the pairs are found next (here, or by the
                                 # host), last step's saved first (saves_in_launch).
@@ -2668,6 +2727,7 @@ def _launch_body(
         colors[0],
         colors[1],
         colors[2],
+        tally[_WAKE_TALLY],
     )
     if ti.static(in_flight and by_world):  # (a team's: solver/team_flight.py holds it)
         if go == 1:

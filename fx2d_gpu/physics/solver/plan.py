@@ -130,6 +130,14 @@ class StepOptions:
             of them host syncs. A poured pile of 100,000 bodies (soft step, counted on the
             CPU team with fold_on_cpu) went from 10.2 launches and 5.1 host syncs a step to
             1.3 and 1.2.
+        wake_in_launch: a kept step's team launch whose refit found bodies asleep, but
+            nothing refitted and no awake body that can move beside them (a pile asleep),
+            wakes the islands a force or a joint wakes (sleep.wake_islands_by_team) and,
+            where nothing woke, goes on as a kept step, instead of stopping for the host's
+            wake launch and a second kept launch (each waited for), and its steps fly
+            (steps_in_flight). A pyramid of 210 boxes asleep, counted on the CPU team with
+            fold_on_cpu and steps in flight: 3.0 launches and 3.0 host syncs a step
+            before, 1.0 and 1/64 now.
         sleep_in_launch: a team's launch that built or refreshed the reported list runs
             the step's sleep pass after it (sleep.update_sleep_by_team), its labelling's
             rounds inside the launch, instead of update_sleep's launches after it.
@@ -154,9 +162,10 @@ class StepOptions:
             launch returns when it is done: nothing to wait less for); True: also on a
             CPU backend, where such steps run in one launch (fold_on_cpu); False: never.
         fold_on_cpu: on a CPU backend too, compile the stages of found_in_one_launch,
-            report_in_launch, broad_phase_in_launch, color_in_launch, sleep_in_launch and
-            small_worlds_in_one_launch into the team's (or the small worlds') kernel (on GPU
-            backends they always are, where those options ask). Off by default: they cut
+            report_in_launch, broad_phase_in_launch, color_in_launch, wake_in_launch,
+            sleep_in_launch and small_worlds_in_one_launch into the team's (or the small
+            worlds') kernel (on GPU backends they always are, where those options ask).
+            Off by default: they cut
             a CPU team's step by a launch or two (~65 us each on the 2-core CPU VM, of
             steps of milliseconds), and the kernel with them takes ~3.5 times as long to
             compile the first time (pyramid_20, XPBD, empty offline cache, 2-core VM under
@@ -222,6 +231,7 @@ class StepOptions:
     found_in_one_launch: bool = True
     broad_phase_in_launch: bool = True
     color_in_launch: bool = True
+    wake_in_launch: bool = True
     sleep_in_launch: bool = True
     small_worlds_in_one_launch: bool = True
     steps_in_flight: bool | None = None
@@ -274,8 +284,9 @@ class StepOptions:
 
     def folds_stages(self, on_gpu: bool) -> bool:
         """Whether the team's kernel holds stages from outside the substeps (the found step's,
-        the report, the broad phase, the colouring, the sleep pass: found_in_one_launch,
-        report_in_launch, broad_phase_in_launch, color_in_launch, sleep_in_launch), on a GPU
+        the report, the broad phase, the colouring, the wake and sleep passes:
+        found_in_one_launch, report_in_launch, broad_phase_in_launch, color_in_launch,
+        wake_in_launch, sleep_in_launch), on a GPU
         backend (`on_gpu`) or where fold_on_cpu asks; else it is compiled without them,
         smaller."""
         asked = (
@@ -284,6 +295,7 @@ class StepOptions:
             or self.broad_phase_in_launch
             or self.color_in_launch
             or self.sleep_in_launch
+            or self.wake_in_launch
         )
         return asked and (on_gpu or self.fold_on_cpu)
 

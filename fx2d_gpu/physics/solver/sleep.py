@@ -912,6 +912,60 @@ def _wake_launch(
     return _wake_marked(bodies, islands, serial, n_slots, n_bodies, stamp)
 
 
+@ti.func
+def wake_islands_by_team(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    manifolds: ti.template(),
+    previous: ti.template(),
+    islands: ti.template(),
+    counts: ti.template(),
+    member,
+    n_members,
+    n_slots,
+    n_bodies,
+    n_pairs,
+    n_joints,
+):
+    """wake_islands(kept=True) on a team, inside its launch (fused's kept step, where the refit
+    found sleepers but nothing refitted or restless: StepOptions.wake_in_launch): member 0
+    takes the call's stamp, the members mark their shares of the kept pairs, the joints and
+    the applied forces, then wake their shares of the marked islands' bodies, the team
+    meeting between. The same marks and wakes as _wake_launch's loops (each mark writes the
+    stamp, whatever the order). Returns the bodies woken, the same for every member."""
+    if member == 0:
+        _new_stamp(islands)
+    team.barrier(counts, n_members, team.SPIN_LIMIT)
+    stamp = ti.atomic_add(islands.stamp[None], 0)
+    lo, hi = team.share(0, n_pairs, member, n_members)
+    for e in range(lo, hi):
+        _mark_pushed_sleeper(
+            model,
+            bodies,
+            previous,
+            islands,
+            manifolds.body_a[e],
+            manifolds.body_b[e],
+            n_bodies,
+            stamp,
+            True,
+        )
+    n_joint_slots = n_joints * (n_slots // ti.max(n_bodies, 1))
+    lo, hi = team.share(0, n_joint_slots + n_slots, member, n_members)
+    for e in range(lo, hi):
+        if e < n_joint_slots:
+            _mark_joint_wake(model, bodies, joints, islands, e, n_bodies, n_joints, stamp)
+        else:
+            _mark_force_wake(bodies, islands, e - n_joint_slots, n_bodies, stamp)
+    team.barrier(counts, n_members, team.SPIN_LIMIT)
+    lo, hi = team.share(0, n_slots, member, n_members)
+    for slot in range(lo, hi):
+        _wake_if_marked(bodies, islands, slot, n_bodies, stamp)
+    team.barrier(counts, n_members, team.SPIN_LIMIT)
+    return ti.atomic_add(islands.woken[None], 0)
+
+
 @quick
 @ti.kernel
 def _find_pairs_waking_by_world(

@@ -364,18 +364,20 @@ def kept_launch_refit(ctx: StepContext) -> tuple[float, float]:
 
 
 def _after_kept_launch(
-    ctx: StepContext, profile, code: int, refit, paired, colored
+    ctx: StepContext, profile, code: int, refit, paired, colored, wake: int
 ) -> tuple[bool, bool]:
     """_find_or_keep_pairs after a kept step's team launch (fused.kept_step_by_team) answered
-    (code, refit, paired, colored): where it went on, the host's side of what it did; else
-    the step goes on from its refit. Returns (whether it coloured, whether the substeps
-    ran)."""
-    if fused.refit_keeps(refit):  # it went on: the pairs are kept, nothing sleeps
+    (code, refit, paired, colored, wake): where it went on, the host's side of what it did;
+    else the step goes on from its refit (and the wake pass the launch ran, if it ran one).
+    Returns (whether it coloured, whether the substeps ran)."""
+    if fused.refit_keeps(refit) or wake == fused.WAKE_QUIET:
+        # It went on: the pairs are kept, nothing sleeps or nothing woke.
         count_kept_pairs(ctx)
         return _after_check(ctx, profile, verdict_holds(ctx, code), solved=True)
     if paired is not None:  # it found the pairs itself
         return _found_in_launch(ctx, profile, refit, code, paired, colored)
-    return _after_refit(ctx, profile, refit, saved=fused.saves_in_launch(ctx, refit))
+    saved = fused.saves_in_launch(ctx, refit)
+    return _after_refit(ctx, profile, refit, saved=saved, wake=wake)
 
 
 def finish_kept_step(ctx: StepContext, answer: list[int] | None):
@@ -400,14 +402,21 @@ def kept_launch_threads(ctx: StepContext) -> int:
     return 0 if ctx.plan.worlds_launch else _kept_launch_team(ctx)
 
 
-def _after_refit(ctx: StepContext, profile, refit, saved: bool) -> tuple[bool, bool]:
+def _after_refit(
+    ctx: StepContext, profile, refit, saved: bool, wake: int = fused.WAKE_NONE
+) -> tuple[bool, bool]:
     """_find_or_keep_pairs after the fat boxes' refit answered `refit` (`saved`: a kept
-    step's launch saved last step's pairs): the pairs kept (_keep_pairs), or found."""
+    step's launch saved last step's pairs; `wake`: how the wake pass in that launch went,
+    fused.WAKE_*): the pairs kept (_keep_pairs), or found."""
     keep, woken = _keeps_ordered_pairs(ctx, refit), False
     if keep and refit[1] != 0:
         # Where something sleeps, a force or a joint may wake it (the pairs cannot:
-        # keeps_pairs leaves no awake body that moves in a world with a sleeper).
-        woken = wake_islands(ctx, kept=True) > 0
+        # keeps_pairs leaves no awake body that moves in a world with a sleeper); the kept
+        # launch may have woken them already.
+        if wake == fused.WAKE_NONE:
+            woken = wake_islands(ctx, kept=True) > 0
+        else:
+            woken = wake == fused.WAKE_WOKE
     if keep and not woken:
         return _keep_pairs(ctx, profile)
     return _find_pairs(ctx, refit, profile, woken, solve=True, saved=saved)
@@ -549,7 +558,7 @@ def _keep_pairs(ctx: StepContext, profile) -> tuple[bool, bool]:
     whether the substeps ran)."""
     count_kept_pairs(ctx)
     if threads := _kept_launch_team(ctx):
-        code, _, _, _ = fused.kept_step_by_team(ctx, threads)
+        code, _, _, _, _ = fused.kept_step_by_team(ctx, threads)
         return _after_check(ctx, profile, verdict_holds(ctx, code), solved=True)
     begin_step(ctx, profile)
     with profile.stage("colour"):
