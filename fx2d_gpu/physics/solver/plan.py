@@ -165,12 +165,12 @@ class StepOptions:
             report_in_launch, broad_phase_in_launch, color_in_launch, wake_in_launch,
             sleep_in_launch and small_worlds_in_one_launch into the team's (or the small
             worlds') kernel (on GPU backends they always are, where those options ask).
-            Off by default: they cut
-            a CPU team's step by a launch or two (~65 us each on the 2-core CPU VM, of
-            steps of milliseconds), and the kernel with them takes ~3.5 times as long to
-            compile the first time (pyramid_20, XPBD, empty offline cache, 2-core VM under
-            load: 28.7 s without, 99.9 s with); `python -m benchmarks.launches` turns it
-            on to count a GPU team's launches on a CPU.
+            Off by default: they cut a CPU team's step by a launch or two (~65 us each
+            on the 2-core CPU VM, of steps of milliseconds), and the kernel with them
+            takes ~3.5 times as long to compile the first time (pyramid_20, XPBD, empty
+            offline cache, 2-core VM under load: 28.7 s without, 99.9 s with);
+            `python -m benchmarks.launches` turns it on to count a GPU team's launches on
+            a CPU.
         carry_in_coloring: small worlds carry last step's contacts and plan their solve
             order in the colouring's launch.
         contactless_step: a step of small worlds in which no two bodies may ever pair (their
