@@ -79,7 +79,8 @@ check)
             tests/test_broad_phase.py tests/test_chains.py tests/test_contact_events.py \
             tests/test_small_worlds.py tests/test_residency.py tests/test_pair_reuse.py \
             tests/test_solver.py tests/test_gpu_team.py \
-            tests/test_sleep_islands.py::test_sleep_in_the_teams_launch_is_its_own_launches
+            tests/test_sleep_islands.py::test_sleep_in_the_teams_launch_is_its_own_launches \
+            tests/test_sleep_islands.py::test_the_wake_in_the_teams_kept_launch_is_its_own_launch
     } 2>&1 | tee "$log"
     ;;
 tests)

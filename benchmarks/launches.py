@@ -36,8 +36,9 @@ these are counted on any machine, on the CPU backend. The paths (PATHS):
   "find pairs").
 
 The scenes: the large pyramid (sleep off), a poured pile of 100,000 bodies, a 30x30 joint
-grid, and a pyramid of 20 boxes a side asleep (stepped until every box sleeps first: a pile
-at rest, whose steps wake nothing); small worlds on the per-stage path.
+grid, a pyramid of 20 boxes a side asleep (stepped until every box sleeps first: a pile at
+rest, whose steps wake nothing) and the same beside a ball drifting in its world (each step
+finds its pairs: a body moves beside sleepers); small worlds on the per-stage path.
 
 Each scene is stepped WARM_STEPS steps and read (steps in flight among them: read, not
 counted), then COUNTED_STEPS (or STEPS_IN_FLIGHT) counted. Saves
@@ -90,9 +91,14 @@ def _scenes(solver: str, options: StepOptions):
         "large_pyramid": lambda: scenes.build_scene(specs, enable_sleep=False, **common),
         "pile_100k": lambda: scenes.build_scene(scenes.pile_layout(100_000), **common),
         "joint_grid_30x30": lambda: scenes.joint_grid(30, 30, **common),
-        # A pile at rest: every body asleep before the counted steps (ASLEEP_AFTER).
+        # A pile at rest: every body asleep before the counted steps (ASLEEP_AFTER); and
+        # the same beside a ball drifting in its world (an awake body that moves beside
+        # sleepers: each step finds its pairs and asks whether they wake a sleeper).
         "pyramid_20_asleep": lambda: _asleep(
             scenes.build_scene(scenes.pyramid_layout(20)[0], **common)
+        ),
+        "pyramid_20_asleep_ball": lambda: _asleep(
+            _with_drifting_ball(scenes.build_scene(scenes.pyramid_layout(20)[0], **common)), awake=1
         ),
         # A GPU folds a small worlds' step into one launch and launches it in flight:
         # fold_on_cpu and steps_in_flight count it here.
@@ -111,14 +117,22 @@ def _scenes(solver: str, options: StepOptions):
     return builders
 
 
-def _asleep(scene):
-    """`scene` stepped until every body sleeps (at most ASLEEP_AFTER steps: a pyramid of 20
-    boxes a side sleeps by step ~100)."""
+def _asleep(scene, awake: int = 0):
+    """`scene` stepped until every body sleeps but its last `awake` (at most ASLEEP_AFTER
+    steps: a pyramid of 20 boxes a side sleeps by step ~100)."""
     for _ in range(ASLEEP_AFTER):
         scene.step(DT)
-        if scene.get_state().sleeping[:, 1:].all():  # (body 0: the static ground)
+        # (body 0: the static ground)
+        if scene.get_state().sleeping[:, 1 : scene.n_bodies - awake].all():
             return scene
     raise RuntimeError(f"the scene was not asleep after {ASLEEP_AFTER} steps")
+
+
+def _with_drifting_ball(scene):
+    """`scene` with a ball far to the left of its pyramid drifting up at 0.2 m/s, no gravity:
+    it never sleeps."""
+    scene.add_circle((-25.0, 1.0), 0.4, gravity_scale=0.0, velocity=(0.0, 0.2))
+    return scene
 
 
 class _HostWaits:

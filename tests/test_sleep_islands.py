@@ -602,3 +602,40 @@ def test_the_wake_in_the_teams_kept_launch_is_its_own_launch(arch, solver):
         # Asleep, a wake launch a step, or none.
         assert got[False]["wake launches"] == len(asleep_steps), got[False]["wake launches"]
         assert got[True]["wake launches"] == 0, got[True]["wake launches"]
+
+
+@FOLDED_TEAM
+def test_the_wake_after_the_teams_broad_phase_is_its_own_launch(arch, solver):
+    """Balls rolling towards a pyramid asleep (awake bodies that move beside sleepers, so
+    each step finds its pairs): a kept step's team launch that runs the broad phase itself
+    runs the wake pass after it (StepOptions.wake_in_launch) and goes on where nothing
+    woke, or stops where the balls' new pairs woke the pyramid (the host pairs it: a broad
+    phase again): the same states, sleep flags, contacts and events every step as the
+    host's wake launch after a broad phase; while the balls roll up, the wake's own kernel
+    is not launched."""
+    from fx2d_gpu import scenes
+
+    from .helpers import assert_same_trace, launches_of, trace
+
+    specs, _ = scenes.pyramid_layout(10)
+    steps, rolling = 240, range(60, 150)  # asleep by ~50; hit at ~175, asleep by 225
+
+    got = {}
+    for in_launch in (True, False):
+        options = {"wake_in_launch": in_launch, "fold_on_cpu": True}
+        scene = scenes.build_scene(specs, arch=arch, solver=solver, step_options=options)
+        for i, x in enumerate((-9.5, -10.6)):
+            scene.add_circle((x, 0.41 + i), 0.4, velocity=(1.5, 0.0))
+        wakes = []
+        got[in_launch] = trace(
+            scene,
+            steps,
+            each=lambda _, wakes=wakes: wakes.append(launches_of("sleep._wake_launch")),
+        )
+        got[in_launch]["wake launches"] = wakes[rolling[-1]] - wakes[rolling[0] - 1]
+        got[in_launch]["asleep"] = int(scene.get_state().sleeping.sum())
+    assert_same_trace(got[True], got[False])
+    assert got[True]["asleep"] == len(specs) - 1  # the pyramid, woken, asleep again
+    if arch == "cpu":  # a CPU team ran the steps (a GPU's team: test_gpu_team)
+        assert got[False]["wake launches"] == len(rolling), got[False]["wake launches"]
+        assert got[True]["wake launches"] == 0, got[True]["wake launches"]

@@ -140,14 +140,16 @@ def test_a_pyramid_falling_asleep_flies_bitwise_as_one_by_one_one_launch_a_step_
 
 def test_a_pyramid_asleep_beside_a_drifting_ball_stops_its_flights_which_wait_then_probe():
     """A pyramid asleep and, in its world, a ball drifting up (no gravity, 0.2 m/s: it never
-    sleeps): an awake body that moves beside sleepers, so each step's launch stops after
-    its refit (the host pairs the world: a new pair would wake a sleeper) and a step in
-    flight stops short at once. The read finishes it and takes the steps after it again,
-    bitwise one by one; the flights that follow hold fewer steps and wait longer between
-    them (Flight.budget, resume_at), so that the launches that ran nothing stay few."""
+    sleeps): an awake body that moves beside sleepers, so with StepOptions.wake_in_launch
+    off each step's launch stops after its refit (the host pairs the world and wakes what a
+    new pair pushes) and a step in flight stops short at once. The read finishes it and
+    takes the steps after it again, bitwise one by one; the flights that follow hold fewer
+    steps and wait longer between them (Flight.budget, resume_at), so that the launches
+    that ran nothing stay few."""
 
     def pyramid(options):
-        scene = _pyramid(options, base=9, sleep=True)
+        # (The wake pass in the launch, on, would let the steps go on: they wake nothing.)
+        scene = _pyramid({**options, "wake_in_launch": False}, base=9, sleep=True)
         scene.add_circle((-15.0, 1.0), 0.4, gravity_scale=0.0, velocity=(0.0, 0.2))
         return scene
 

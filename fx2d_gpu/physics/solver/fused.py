@@ -227,9 +227,11 @@ def kept_step_by_team(
     (substeps_by_team). `refit` (margin m, motion time s): first the fat boxes' refit
     (broad_phase.refit_fat_boxes, not reset), and the rest only where it leaves the pairs
     kept and nothing asleep (pairs.keeps_pairs, no sleeper: no wake_islands to ask); where
-    only sleepers stop it (nothing refitted or restless: the pairs are kept where nothing
-    wakes), StepOptions.wake_in_launch runs the wake pass in the launch
-    (sleep.wake_islands_by_team, as wake_islands(kept=True)) and goes on where nothing woke.
+    it found sleepers, StepOptions.wake_in_launch runs the wake pass in the launch
+    (_wake_by_team, as the host's wake_islands) and goes on where nothing woke: after the
+    refit where only sleepers stopped it (nothing refitted or restless: the pairs are kept
+    where nothing wakes), or after its broad phase (below; an awake body that can move
+    beside sleepers also has the pairs found).
     Returns (the check's answer, coloring.verdict_holds reads it; the refit's answer,
     refit_fat_boxes', or None without `refit`; what its broad phase found, or None; what
     a colouring in the launch did, or None: found_step_by_team's; how the wake pass went,
@@ -829,7 +831,7 @@ def _note_answer(ctx: "StepContext", answer, mode, refit, find, refresh, report)
     code = answer[2]
     refitted = None if refit is None else tuple(answer[4:7])
     wake = answer[_WAKE_ENTRY]
-    went_on = refitted is None or refit_keeps(refitted) or wake == WAKE_QUIET
+    went_on = refitted is None or kept_in_launch(refitted, wake)
     paired = None
     if find and answer[10] != FIND_NONE:
         paired = Paired(*answer[10:14])
@@ -926,9 +928,20 @@ def _save_flags(ctx: "StepContext") -> int:
 
 def saves_in_launch(ctx: "StepContext", refitted) -> bool:
     """Whether a kept step's launch that its refit stopped saved last step's pairs (the
-    refit's answer, refit_fat_boxes': boxes were refitted, so the pairs will be found; a
-    kernel with the folded stages, folds)."""
-    return refitted[0] > 0 and folds(ctx)
+    refit's answer, refit_fat_boxes': boxes were refitted, or with
+    StepOptions.wake_in_launch and a broad phase in the launch, finds_in_launch, a body is
+    restless beside sleepers: the pairs will be found; a kernel with the folded stages,
+    folds). The device's _refit_finds."""
+    wakes_after_finding = ctx.options.wake_in_launch and finds_in_launch(ctx)
+    return folds(ctx) and (refitted[0] > 0 or (wakes_after_finding and refitted[2] > 0))
+
+
+def kept_in_launch(refitted, wake: int) -> bool:
+    """Whether a kept step's launch with the refit, which answered `refitted` and `wake`
+    (WAKE_*), kept last step's pairs and went on: its refit let it (refit_keeps), or
+    refitted nothing and found nothing restless, and its wake pass woke none of the
+    sleepers it found (the device's _kept_pairs)."""
+    return refit_keeps(refitted) or (refitted[0] == 0 and refitted[2] == 0 and wake == WAKE_QUIET)
 
 
 def refit_keeps(refitted) -> bool:
@@ -969,6 +982,69 @@ def _refit_by_team(
         restless[0] += restless_slot(model, bodies, grid, slot, n_bodies)
     restless = _team_tally(counts, _REFIT_TALLY + 2, restless, n_members)
     return refitted_asleep[0] == 0 and refitted_asleep[1] == 0 and restless[0] == 0
+
+
+@ti.func
+def _refit_finds(counts: ti.template(), wake, find):
+    """Whether, after the launch's refit (_refit_by_team, its tallies final) stopped a kept
+    step, the step finds its pairs (here where `find`, or on the host): boxes were refitted,
+    or (`wake` and `find`: the launch wakes sleepers after its broad phase) an awake body
+    that can move is restless beside sleepers. saves_in_launch says the same on the host."""
+    restless = 0
+    if wake == 1 and find == 1:
+        restless = ti.atomic_add(counts.tally[_REFIT_TALLY + 2], 0)
+    return ti.atomic_add(counts.tally[_REFIT_TALLY], 0) > 0 or restless > 0
+
+
+@ti.func
+def _wake_by_team(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    manifolds: ti.template(),
+    previous: ti.template(),
+    islands: ti.template(),
+    counts: ti.template(),
+    member,
+    n_members,
+    n_slots,
+    n_bodies,
+    n_pairs,
+    n_joints,
+    kept: ti.template(),
+):
+    """The wake pass in a kept step's launch (StepOptions.wake_in_launch), where the refit
+    found sleepers: sleep.wake_islands_by_team over the n_pairs pairs, `kept` (last step's,
+    kept: only sleepers stopped the refit) or found by the launch's broad phase (last
+    step's saved in `previous`), as the host's wake_islands(kept) after the refit or the
+    broad phase. Nothing where nothing sleeps (the host asks no wake either). Tallies
+    WAKE_QUIET or WAKE_WOKE (and after a broad phase, FIND_STOPPED where bodies woke: the
+    host pairs them). Returns the bodies woken, the same for every member."""
+    woken = 0
+    if ti.atomic_add(counts.tally[_REFIT_TALLY + 1], 0) > 0:
+        woken = wake_islands_by_team(
+            model,
+            bodies,
+            joints,
+            manifolds,
+            previous,
+            islands,
+            counts,
+            member,
+            n_members,
+            n_slots,
+            n_bodies,
+            n_pairs,
+            n_joints,
+            kept,
+        )
+        if member == 0:
+            counts.tally[_WAKE_TALLY] = WAKE_QUIET
+            if woken > 0:
+                counts.tally[_WAKE_TALLY] = WAKE_WOKE
+                if ti.static(not kept):
+                    counts.tally[_FIND_TALLY] = FIND_STOPPED
+    return woken
 
 
 @ti.func
@@ -2403,12 +2479,11 @@ def _launch_body(
                         motion_time,
                     ):
                         code = 0  # the step does not keep its pairs: the team stops
-                        moved = ti.atomic_add(counts.tally[_REFIT_TALLY], 0) > 0
                         if ti.static(folded):
                             if wake == 1 and _refit_left_only_sleepers(counts):
                                 # The host would keep the pairs once wake_islands woke
                                 # nothing: the wake here, and on where nothing woke.
-                                woken = wake_islands_by_team(
+                                woken = _wake_by_team(
                                     model,
                                     bodies,
                                     joints,
@@ -2422,16 +2497,13 @@ def _launch_body(
                                     n_bodies,
                                     n_pairs,
                                     n_joints,
+                                    True,
                                 )
-                                if member == 0:
-                                    counts.tally[_WAKE_TALLY] = WAKE_QUIET
-                                    if woken > 0:
-                                        counts.tally[_WAKE_TALLY] = WAKE_WOKE
                                 if woken == 0:
                                     code = HOLDS
-                            if (save & SAVE) != 0 and moved:
-                                # Boxes moved: the pairs are found next (here, or by the
-                                # host), last step's saved first (saves_in_launch).
+                            if (save & SAVE) != 0 and _refit_finds(counts, wake, find):
+                                # The pairs are found next (here, or by the host), last
+                                # step's saved first (saves_in_launch).
                                 team_stages.save_pairs(
                                     manifolds,
                                     previous,
@@ -2443,7 +2515,7 @@ def _launch_body(
                                     (save & SAVE_ORDERED) // SAVE_ORDERED,
                                     (save & SAVE_COLORED) // SAVE_COLORED,
                                 )
-                                if find == 1 and _refit_left_nothing_asleep(counts):
+                                if find == 1 and (wake == 1 or _refit_left_nothing_asleep(counts)):
                                     team.barrier(counts, team_size, team.SPIN_LIMIT)
                                     step_pairs = _find_pairs_by_team(
                                         model,
@@ -2465,6 +2537,30 @@ def _launch_body(
                                         color_args[_RECOLOR],
                                         n_worlds * n_joints,
                                     )
+                                    if step_pairs >= 0 and wake == 1:
+                                        # Sleepers beside what moves: the host's wake after
+                                        # its broad phase; where it woke bodies, the launch
+                                        # stops (the host pairs them: a broad phase again).
+                                        if (
+                                            _wake_by_team(
+                                                model,
+                                                bodies,
+                                                joints,
+                                                manifolds,
+                                                previous,
+                                                islands,
+                                                counts,
+                                                member,
+                                                team_size,
+                                                n_slots,
+                                                n_bodies,
+                                                step_pairs,
+                                                n_joints,
+                                                False,
+                                            )
+                                            > 0
+                                        ):
+                                            step_pairs = -1
                                     if step_pairs >= 0:  # found; the colouring may be reused,
                                         # or the launch colours them itself
                                         check = 0

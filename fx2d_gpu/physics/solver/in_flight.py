@@ -35,12 +35,12 @@ made again, whether the reported list was refreshed, its backoff), so the host n
 nothing: each launch takes what it is told from the StepCache the step before it left on
 the device (counts.flight_caches; fused._flight_launch, as the host would tell it), and
 leaves its own there as the host would note the step (fused._cache_after). The read notes
-the last one (settle). A step whose launch did not go all the way (sleepers beside an
-awake body that moves, found by the refit; bodies its wake pass woke; pairs that outgrow
-the pool, a colouring that overflows or fails, a fault) stops
+the last one (settle). A step whose launch did not go all the way (bodies its wake pass
+woke, or with StepOptions.wake_in_launch off sleepers found by its refit; pairs that
+outgrow the pool, a colouring that overflows or fails, a fault) stops
 the flight as above, and the read finishes it from its answer (step.finish_kept_step).
-Where steps stop short often (sleepers beside a body that moves stop each step's launch at
-its refit; a scene wholly asleep does not: its launch's wake pass wakes nothing), the
+Where steps stop short often (with wake_in_launch off, sleepers stop each step's launch at
+its refit), the
 flights hold fewer steps and wait longer between them (Flight.budget, adapt).
 
 StepOptions.steps_in_flight says where steps fly: on GPU backends by default, on the CPU
@@ -107,7 +107,7 @@ class Flight:
     never compiles nor pays for the flight's kernel); and how many reads in a row found a
     single step in flight (`lone_reads`: a caller that reads after every other step, where
     flying costs a read of the answers more than waiting does). Where steps in flight stop
-    short (sleepers beside a body that moves stop each step's launch at its refit), the launches
+    short (sleepers stop each step's launch at its refit, wake_in_launch off), the launches
     after the stop ran nothing and are launched again: the steps a flight may hold
     (`budget`) become twice those that went before a stop (at least 2), and double back
     up to STEPS_IN_FLIGHT where none stops; where the first stops, no step flies before

@@ -130,14 +130,20 @@ class StepOptions:
             of them host syncs. A poured pile of 100,000 bodies (soft step, counted on the
             CPU team with fold_on_cpu) went from 10.2 launches and 5.1 host syncs a step to
             1.3 and 1.2.
-        wake_in_launch: a kept step's team launch whose refit found bodies asleep, but
-            nothing refitted and no awake body that can move beside them (a pile asleep),
-            wakes the islands a force or a joint wakes (sleep.wake_islands_by_team) and,
-            where nothing woke, goes on as a kept step, instead of stopping for the host's
-            wake launch and a second kept launch (each waited for), and its steps fly
-            (steps_in_flight). A pyramid of 210 boxes asleep, counted on the CPU team with
-            fold_on_cpu and steps in flight: 3.0 launches and 3.0 host syncs a step
-            before, 1.0 and 1/64 now.
+        wake_in_launch: a kept step's team launch whose refit found bodies asleep runs
+            the wake pass the host would launch (sleep.wake_islands_by_team) and goes on
+            where nothing woke: where nothing was refitted and no awake body that can move
+            is beside the sleepers (a pile asleep), the pass a force or a joint may wake
+            them by, then on as a kept step; where the pairs are found (with
+            broad_phase_in_launch: boxes refitted, or a body that moves beside sleepers, a
+            pile settling), after the launch's broad phase, then on as the found step.
+            Where bodies woke it stops (the host pairs them). Off: the launch stops after
+            its refit, for the host's wake launch and a second kept launch, or its broad
+            phase, wake and found launch (each waited for). Such steps then fly
+            (steps_in_flight). Counted on the CPU team with fold_on_cpu and steps in
+            flight, a pyramid of 210 boxes asleep: 3.0 launches and 3.0 host syncs a step
+            off, 1.0 and 1/64 on; the same beside a ball drifting in its world: 4.9 and
+            4.0 off, 1.0 and 1/64 on.
         sleep_in_launch: a team's launch that built or refreshed the reported list runs
             the step's sleep pass after it (sleep.update_sleep_by_team), its labelling's
             rounds inside the launch, instead of update_sleep's launches after it.

@@ -927,13 +927,14 @@ def wake_islands_by_team(
     n_bodies,
     n_pairs,
     n_joints,
+    kept: ti.template(),
 ):
-    """wake_islands(kept=True) on a team, inside its launch (fused's kept step, where the refit
-    found sleepers but nothing refitted or restless: StepOptions.wake_in_launch): member 0
-    takes the call's stamp, the members mark their shares of the kept pairs, the joints and
-    the applied forces, then wake their shares of the marked islands' bodies, the team
-    meeting between. The same marks and wakes as _wake_launch's loops (each mark writes the
-    stamp, whatever the order). Returns the bodies woken, the same for every member."""
+    """wake_islands(kept) on a team, inside its launch (fused's kept step, after its refit or
+    its broad phase: StepOptions.wake_in_launch): member 0 takes the call's stamp, the
+    members mark their shares of the n_pairs pairs, the joints and the applied forces, then
+    wake their shares of the marked islands' bodies, the team meeting between. The same
+    marks and wakes as _wake_launch's loops (each mark writes the stamp, whatever the
+    order). Returns the bodies woken, the same for every member."""
     if member == 0:
         _new_stamp(islands)
     team.barrier(counts, n_members, team.SPIN_LIMIT)
@@ -949,7 +950,7 @@ def wake_islands_by_team(
             manifolds.body_b[e],
             n_bodies,
             stamp,
-            True,
+            kept,
         )
     n_joint_slots = n_joints * (n_slots // ti.max(n_bodies, 1))
     lo, hi = team.share(0, n_joint_slots + n_slots, member, n_members)

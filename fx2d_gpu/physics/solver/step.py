@@ -238,12 +238,7 @@ def _find_pairs(
             by_world=(_saving_first_launch() if save_in_launch else find_pairs_waking_by_world),
         )
     else:
-        sleepers = find_step_pairs(ctx, SPECULATIVE_DISTANCE, pair_window(ctx), refit)
-        # Where no body sleeps (refit_fat_boxes counted them) there is nothing to wake.
-        if sleepers != 0 and wake_islands(ctx):
-            # The broad phase pairs no two sleeping bodies: pair the woken ones now, so
-            # they meet each other this step.
-            find_step_pairs(ctx, SPECULATIVE_DISTANCE, pair_window(ctx))
+        _pair_woken(ctx, find_step_pairs(ctx, SPECULATIVE_DISTANCE, pair_window(ctx), refit))
     return _paired(ctx, profile, solve)
 
 
@@ -370,12 +365,12 @@ def _after_kept_launch(
     (code, refit, paired, colored, wake): where it went on, the host's side of what it did;
     else the step goes on from its refit (and the wake pass the launch ran, if it ran one).
     Returns (whether it coloured, whether the substeps ran)."""
-    if fused.refit_keeps(refit) or wake == fused.WAKE_QUIET:
+    if fused.kept_in_launch(refit, wake):
         # It went on: the pairs are kept, nothing sleeps or nothing woke.
         count_kept_pairs(ctx)
         return _after_check(ctx, profile, verdict_holds(ctx, code), solved=True)
     if paired is not None:  # it found the pairs itself
-        return _found_in_launch(ctx, profile, refit, code, paired, colored)
+        return _found_in_launch(ctx, profile, refit, code, paired, colored, wake)
     saved = fused.saves_in_launch(ctx, refit)
     return _after_refit(ctx, profile, refit, saved=saved, wake=wake)
 
@@ -480,20 +475,35 @@ def _after_world_launch(
 
 
 def _found_in_launch(
-    ctx: StepContext, profile, refit, code: int, paired, colored
+    ctx: StepContext, profile, refit, code: int, paired, colored, wake: int
 ) -> tuple[bool, bool]:
     """The rest of a step whose kept launch (fused.kept_step_by_team) found the pairs itself,
     as `paired` says (fused.Paired): where they did not fit the pool, the pool grows and the
     broad phase runs again (last step's pairs were saved); else the broad phase's answer is
     noted and the step goes on after its launch went as far as it went (as found_step_by_team
-    where it went on, `colored` its colouring if it made one; else after the broad phase,
-    as find_pairs goes). Returns (whether it coloured, whether the substeps ran)."""
+    where it went on, `colored` its colouring if it made one; else after the broad phase
+    and the wake it brings, `wake` saying how the launch's went, fused.WAKE_*, as find_pairs
+    goes). Returns (whether it coloured, whether the substeps ran)."""
     ctx.cache.pairs_kept = False  # (find_step_pairs)
     if not pairs_fit(ctx, paired.entries, paired.pairs, paired.lost):
         return _find_pairs(ctx, refit, profile, woken=False, solve=True, saved=True)
     if paired.went_on:
         return _after_found_launch(ctx, profile, code, colored)
+    _pair_woken(ctx, refit[1], wake)
     return _paired(ctx, profile, solve=True)
+
+
+def _pair_woken(ctx: StepContext, sleepers: int, wake: int = fused.WAKE_NONE):
+    """After a broad phase that counted `sleepers` (find_step_pairs' answer): the sleepers
+    that what moves pushes woken (sleep.wake_islands; `wake`: how the wake pass in a kept
+    step's launch after its broad phase went, fused.WAKE_*, NONE where it ran none) and,
+    where some woke, the broad phase again: it pairs no two sleeping bodies, and the woken
+    ones must meet each other this step."""
+    woken = wake == fused.WAKE_WOKE
+    if wake == fused.WAKE_NONE and sleepers != 0:  # (none counted: nothing to wake)
+        woken = wake_islands(ctx) > 0
+    if woken:
+        find_step_pairs(ctx, SPECULATIVE_DISTANCE, pair_window(ctx))
 
 
 def _kept_launch_team(ctx: StepContext) -> int:
