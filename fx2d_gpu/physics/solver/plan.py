@@ -141,9 +141,9 @@ class StepOptions:
             its refit, for the host's wake launch and a second kept launch, or its broad
             phase, wake and found launch (each waited for). Such steps then fly
             (steps_in_flight). Counted on the CPU team with fold_on_cpu and steps in
-            flight, a pyramid of 210 boxes asleep: 3.0 launches and 3.0 host syncs a step
-            off, 1.0 and 1/64 on; the same beside a ball drifting in its world: 4.9 and
-            4.0 off, 1.0 and 1/64 on.
+            flight (XPBD), a pyramid of 210 boxes asleep: 3.0 launches and 3.0 host syncs
+            a step off, 1.0 and 0.03 on; the same with a ball drifting in its world: 4.9
+            and 4.0 off, 1.0 and 0.03 on (launches_per_step.csv).
         sleep_in_launch: a team's launch that built or refreshed the reported list runs
             the step's sleep pass after it (sleep.update_sleep_by_team), its labelling's
             rounds inside the launch, instead of update_sleep's launches after it.
