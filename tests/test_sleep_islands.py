@@ -531,6 +531,32 @@ def test_sleep_in_the_teams_launch_is_its_own_launches(arch, solver):
             assert got[True]["sleep launches"] < got[False]["sleep launches"] // 4, got
 
 
+def _wake_in_launch_or_its_own(arch, build, steps: int, window: range, each=None):
+    """build(step_options) stepped `steps` steps with StepOptions.wake_in_launch on and off
+    (fold_on_cpu: the GPU team's kernel), each(scene) after every step: the same states,
+    sleep flags, contacts and events every step; on a CPU team, sleep._wake_launch launched
+    in each step of `window` with it off and in none with it on. Returns (the trace with
+    it on, its scene)."""
+    from .helpers import assert_same_trace, launches_of, trace
+
+    got, wakes = {}, {}
+    for in_launch in (True, False):
+        scene = build({"wake_in_launch": in_launch, "fold_on_cpu": True})
+        launched = wakes[in_launch] = []
+
+        def note(scene, launched=launched):
+            if each is not None:
+                each(scene)
+            launched.append(launches_of("sleep._wake_launch"))
+
+        got[in_launch] = trace(scene, steps, each=note), scene
+    assert_same_trace(got[True][0], got[False][0])
+    if arch == "cpu":  # a CPU team ran the steps (a GPU's team: test_gpu_team)
+        in_window = {k: w[window[-1]] - w[window[0] - 1] for k, w in wakes.items()}
+        assert in_window == {True: 0, False: len(window)}, in_window
+    return got[True]
+
+
 @FOLDED_TEAM
 def test_the_wake_in_the_teams_kept_launch_is_its_own_launch(arch, solver):
     """A kept step's team launch whose refit finds only sleepers (nothing refitted, nothing
@@ -546,22 +572,20 @@ def test_the_wake_in_the_teams_kept_launch_is_its_own_launch(arch, solver):
     the step finds its pairs again. Asleep, the wake's own kernel is not launched."""
     from fx2d_gpu import scenes
 
-    from .helpers import assert_same_trace, launches_of, trace
-
     specs, _ = scenes.pyramid_layout(10)
-    top = len(specs) - 1
+    top, hanger, bob = len(specs) - 1, len(specs), len(specs) + 1
     steps, push_at, drag_at = 420, 100, 360
 
     def build(options):
         scene = scenes.build_scene(specs, arch=arch, solver=solver, step_options=options)
-        hanger = scene.add_circle(
+        scene.add_circle(
             (15.0, 5.0), 0.2, collides=False, external_forces_enabled=False, gravity_scale=0.0
         )
-        bob = scene.add_box((15.0, 3.0), (0.5, 0.5))
+        scene.add_box((15.0, 3.0), (0.5, 0.5))
         scene.add_revolute_joint(hanger, bob)
-        return scene, hanger, bob
+        return scene
 
-    def wake_by_hand(scene, hanger):
+    def wake_by_hand(scene):
         pool = scene.step_context().pool
         sleep_time = pool.bodies.sleep_time.to_numpy()
         if scene.step_count < drag_at:
@@ -583,25 +607,11 @@ def test_the_wake_in_the_teams_kept_launch_is_its_own_launch(arch, solver):
             velocity[hanger] = (1.0, 0.0)
             put(pool.bodies.velocity, velocity.astype(np.float32))
 
-    got, asleep_steps = {}, range(60, push_at)  # (all asleep by step ~50)
-    for in_launch in (True, False):
-        scene, hanger, bob = build({"wake_in_launch": in_launch, "fold_on_cpu": True})
-        wakes = []
-
-        def each(scene, hanger=hanger, wakes=wakes):
-            wake_by_hand(scene, hanger)
-            wakes.append(launches_of("sleep._wake_launch"))
-
-        got[in_launch] = trace(scene, steps, each=each)
-        got[in_launch]["wake launches"] = wakes[asleep_steps[-1]] - wakes[asleep_steps[0] - 1]
-    assert_same_trace(got[True], got[False])
-    state = got[True]["state"]
+    # Asleep (by step ~50), a wake launch a step, or none.
+    traced, _ = _wake_in_launch_or_its_own(arch, build, steps, range(60, push_at), wake_by_hand)
+    state = traced["state"]
     assert state["position"][0, top, 0] > 0.4  # pushed ~0.5 m along the box below (was 0)
     assert not state["sleeping"][0, bob] and state["position"][0, bob, 0] > 15.5  # dragged
-    if arch == "cpu":  # a CPU team ran the steps (a GPU's team: test_gpu_team)
-        # Asleep, a wake launch a step, or none.
-        assert got[False]["wake launches"] == len(asleep_steps), got[False]["wake launches"]
-        assert got[True]["wake launches"] == 0, got[True]["wake launches"]
 
 
 @FOLDED_TEAM
@@ -615,27 +625,15 @@ def test_the_wake_after_the_teams_broad_phase_is_its_own_launch(arch, solver):
     is not launched."""
     from fx2d_gpu import scenes
 
-    from .helpers import assert_same_trace, launches_of, trace
-
     specs, _ = scenes.pyramid_layout(10)
-    steps, rolling = 240, range(60, 150)  # asleep by ~50; hit at ~175, asleep by 225
 
-    got = {}
-    for in_launch in (True, False):
-        options = {"wake_in_launch": in_launch, "fold_on_cpu": True}
+    def build(options):
         scene = scenes.build_scene(specs, arch=arch, solver=solver, step_options=options)
         for i, x in enumerate((-9.5, -10.6)):
             scene.add_circle((x, 0.41 + i), 0.4, velocity=(1.5, 0.0))
-        wakes = []
-        got[in_launch] = trace(
-            scene,
-            steps,
-            each=lambda _, wakes=wakes: wakes.append(launches_of("sleep._wake_launch")),
-        )
-        got[in_launch]["wake launches"] = wakes[rolling[-1]] - wakes[rolling[0] - 1]
-        got[in_launch]["asleep"] = int(scene.get_state().sleeping.sum())
-    assert_same_trace(got[True], got[False])
-    assert got[True]["asleep"] == len(specs) - 1  # the pyramid, woken, asleep again
-    if arch == "cpu":  # a CPU team ran the steps (a GPU's team: test_gpu_team)
-        assert got[False]["wake launches"] == len(rolling), got[False]["wake launches"]
-        assert got[True]["wake launches"] == 0, got[True]["wake launches"]
+        return scene
+
+    # Asleep by ~50, the balls rolling up until the hit at ~175, asleep again by 225.
+    _, scene = _wake_in_launch_or_its_own(arch, build, 240, range(60, 150))
+    # The pyramid, woken, asleep again.
+    assert scene.get_state().sleeping.sum() == len(specs) - 1

@@ -828,10 +828,29 @@ def _mark_joint_and_force_wakes(
     n_joint_slots = n_joints * (n_slots // ti.max(n_bodies, 1))
     ti.loop_config(serialize=serial)
     for e in range(n_joint_slots + n_slots):
-        if e < n_joint_slots:
-            _mark_joint_wake(model, bodies, joints, islands, e, n_bodies, n_joints, stamp)
-        else:
-            _mark_force_wake(bodies, islands, e - n_joint_slots, n_bodies, stamp)
+        _mark_joint_or_force_wake(
+            model, bodies, joints, islands, e, n_joint_slots, n_bodies, n_joints, stamp
+        )
+
+
+@ti.func
+def _mark_joint_or_force_wake(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    islands: ti.template(),
+    e,
+    n_joint_slots,
+    n_bodies,
+    n_joints,
+    stamp,
+):
+    """Item e of the wake's joints-then-bodies range: joint slot e (_mark_joint_wake), or past
+    the n_joint_slots joint slots, body slot e - n_joint_slots (_mark_force_wake)."""
+    if e < n_joint_slots:
+        _mark_joint_wake(model, bodies, joints, islands, e, n_bodies, n_joints, stamp)
+    else:
+        _mark_force_wake(bodies, islands, e - n_joint_slots, n_bodies, stamp)
 
 
 @ti.func
@@ -955,10 +974,9 @@ def wake_islands_by_team(
     n_joint_slots = n_joints * (n_slots // ti.max(n_bodies, 1))
     lo, hi = team.share(0, n_joint_slots + n_slots, member, n_members)
     for e in range(lo, hi):
-        if e < n_joint_slots:
-            _mark_joint_wake(model, bodies, joints, islands, e, n_bodies, n_joints, stamp)
-        else:
-            _mark_force_wake(bodies, islands, e - n_joint_slots, n_bodies, stamp)
+        _mark_joint_or_force_wake(
+            model, bodies, joints, islands, e, n_joint_slots, n_bodies, n_joints, stamp
+        )
     team.barrier(counts, n_members, team.SPIN_LIMIT)
     lo, hi = team.share(0, n_slots, member, n_members)
     for slot in range(lo, hi):

@@ -406,12 +406,8 @@ def _after_refit(
     keep, woken = _keeps_ordered_pairs(ctx, refit), False
     if keep and refit[1] != 0:
         # Where something sleeps, a force or a joint may wake it (the pairs cannot:
-        # keeps_pairs leaves no awake body that moves in a world with a sleeper); the kept
-        # launch may have woken them already.
-        if wake == fused.WAKE_NONE:
-            woken = wake_islands(ctx, kept=True) > 0
-        else:
-            woken = wake == fused.WAKE_WOKE
+        # keeps_pairs leaves no awake body that moves in a world with a sleeper).
+        woken = _woke(ctx, wake, kept=True)
     if keep and not woken:
         return _keep_pairs(ctx, profile)
     return _find_pairs(ctx, refit, profile, woken, solve=True, saved=saved)
@@ -499,11 +495,18 @@ def _pair_woken(ctx: StepContext, sleepers: int, wake: int = fused.WAKE_NONE):
     step's launch after its broad phase went, fused.WAKE_*, NONE where it ran none) and,
     where some woke, the broad phase again: it pairs no two sleeping bodies, and the woken
     ones must meet each other this step."""
-    woken = wake == fused.WAKE_WOKE
-    if wake == fused.WAKE_NONE and sleepers != 0:  # (none counted: nothing to wake)
-        woken = wake_islands(ctx) > 0
-    if woken:
+    # (None counted: nothing to wake. A launch's wake pass ran only where it counted some.)
+    if sleepers != 0 and _woke(ctx, wake):
         find_step_pairs(ctx, SPECULATIVE_DISTANCE, pair_window(ctx))
+
+
+def _woke(ctx: StepContext, wake: int, kept: bool = False) -> bool:
+    """Whether sleepers woke: as the wake pass in a kept step's launch answered (`wake`,
+    fused.WAKE_*), or where it ran none (WAKE_NONE), as sleep.wake_islands(kept) wakes them
+    now."""
+    if wake == fused.WAKE_NONE:
+        return wake_islands(ctx, kept=kept) > 0
+    return wake == fused.WAKE_WOKE
 
 
 def _kept_launch_team(ctx: StepContext) -> int:
