@@ -286,6 +286,31 @@ def test_close_leaves_no_actor_or_process():
         sharded.step(DT)
 
 
+def build_falling_ball(n_worlds: int) -> fx.Scene:
+    """A ball falling alone (a step without contacts: few kernels to compile)."""
+    scene = fx.Scene(n_worlds=n_worlds, arch="cpu")
+    scene.add_circle((0.0, 1.0), 0.3)
+    return scene
+
+
+def test_close_has_the_shards_write_their_kernels_into_taichis_offline_cache(tmp_path):
+    """A shard's process ends with SIGKILL (Ray's kill), and Taichi writes the kernels it
+    compiled into its offline cache only as its process ends normally: close() has each
+    shard write them first (ShardWorker.finish), so that the next shards load them. Here a
+    shard with an empty cache folder of its own: nothing in it while the shard runs, its
+    kernels after close."""
+    cache = tmp_path / "ticache"
+    env = {"env_vars": {"TI_OFFLINE_CACHE_FILE_PATH": str(cache)}}
+    sharded = ShardedScene(2, build_falling_ball, n_shards=1, shard_options={"runtime_env": env})
+    (pid,) = [info["pid"] for info in sharded.shard_info()]
+    sharded.step(DT, n=3)
+    assert sharded.get_state().position[0, 0, 1] < 1.0  # it fell: its kernels ran
+    assert not list(cache.glob("*.tic"))
+    sharded.close()
+    assert wait_gone(pid)
+    assert len(list(cache.glob("*.tic"))) >= 3, sorted(p.name for p in cache.iterdir())
+
+
 def test_template_snapshot_and_restore_repeat_bitwise():
     """A one-world template replicated into the shards; snapshot, run, restore, run again."""
     template = build(1)

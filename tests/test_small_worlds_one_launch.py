@@ -156,9 +156,10 @@ _GROWTH = textwrap.dedent("""
     from fx2d_gpu import device
     from fx2d_gpu.device import launching, residency, runtime
     runtime.ensure_initialized("cpu")
-    # A first pool far too small for the piles' pairs, grown to fit them (no headroom):
-    # it grows again as they pile up.
-    device.MIN_CAPACITIES.update(pairs=64)
+    # A first pool too small for the piles' pairs, grown to fit them (no headroom) as they
+    # pile up: 256 pairs, then 512 from about step 30 (a first pool of 64 grew three times,
+    # at steps 15, 17 and 30, and each pool compiles the whole step again).
+    device.MIN_CAPACITIES.update(pairs=256)
     residency.GROWTH_HEADROOM, residency.PAIRS_PER_SLOT = 1, 0
     from tests.test_small_worlds_one_launch import _piles, _run
     IN_FLIGHT = "fx2d_gpu.physics.solver.fused._worlds_in_flight"
@@ -204,8 +205,8 @@ _GROWTH = textwrap.dedent("""
 
 
 # One solver: the launch stops after its broad phase, which both solvers share, and each
-# growth compiles the step's kernels again in the child (~2.5-3 minutes a solver on 2 cores).
-@pytest.mark.slow  # a child process that compiles the step for a pool grown several times
+# growth compiles the step's kernels again in the child (~1-1.5 minutes a mode on 2 cores).
+@pytest.mark.slow  # a child process that compiles the step for two pools, the first outgrown
 @pytest.mark.parametrize("solver", ["xpbd"])
 @pytest.mark.parametrize("mode", ["read_each", "in_flight"])
 def test_a_small_worlds_launch_whose_pairs_outgrow_the_pool_stops_and_runs_again(
@@ -215,7 +216,7 @@ def test_a_small_worlds_launch_whose_pairs_outgrow_the_pool_stops_and_runs_again
     the launch stops after it (nothing coloured or solved), the pool grows (copied as it
     was) and the launch runs again, without saving last step's pairs again (the first
     launch began to overwrite their ranges): bitwise the stages' own launches, which grow
-    the pool as their broad phase asks. A first pool far too small, grown mid-run. In
+    the pool as their broad phase asks. A first pool too small, grown mid-run. In
     flight (`mode`; solver/in_flight.py), read only at the end: the read finds the launch
     that stopped, grows the pool, finishes that step and takes the steps after it again."""
     if arch != "cpu":

@@ -43,6 +43,10 @@ def ensure_initialized(arch: str = "auto", kernel_profiler: bool = False) -> str
         raise TypeError(f"arch must be a string, got {type(arch).__name__}")
     if arch not in ARCHS:
         raise ValueError(f"arch must be one of {ARCHS}, got {arch!r}")
+    if _state.get("stopped"):
+        raise RuntimeError(
+            "Taichi was stopped in this process (runtime.stop_writing_offline_cache)"
+        )
     launching.cache_source_positions()
     launching.cache_function_sources()
     if _state["arch"] is not None:
@@ -246,6 +250,22 @@ def check_mapping_headroom():
 #: A lock file of Taichi's offline cache older than this (s) belongs to no running process:
 #: Taichi holds it for a moment while it writes the cache's index at exit.
 STALE_LOCK_SECONDS = 600
+
+
+def stop_writing_offline_cache() -> bool:
+    """Stop Taichi in this process, writing the kernels it compiled into its offline cache
+    (ti.reset), for a process about to be killed: Taichi writes its cache only at ti.reset or
+    as its process ends normally, and a Ray actor is ended with SIGKILL (a ShardedScene's
+    shard at close: ShardWorker.finish). Nothing of Taichi's (scenes, fields) may be used in
+    this process afterwards, and ensure_initialized raises RuntimeError. Returns whether
+    Taichi had started."""
+    if _state.get("stopped"):
+        return False
+    _state["stopped"] = True
+    if _state["arch"] is None:
+        return False
+    ti.reset()
+    return True
 
 
 def offline_cache_path() -> str:

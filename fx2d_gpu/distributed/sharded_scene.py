@@ -49,6 +49,10 @@ MAX_STEPS_PER_CALL = 100_000
 of Ctrl-C, which then leaves the scene refusing to step until restore(); a longer run is a
 loop of calls (each a chance to stop, and to take the recovery snapshots)."""
 
+FINISH_SECONDS = 20.0
+"""The longest ShardedScene.close waits for its shards to write their compiled kernels into
+Taichi's offline cache (ShardWorker.finish; about a second each here) before it kills them."""
+
 
 class ShardLostError(RuntimeError):
     """A shard's actor died (on_worker_loss="raise", or recovery failed).
@@ -234,6 +238,7 @@ class ShardedScene(ModelQueries):
         )
         self._source = source
         self._closed = False
+        self._calls_waiting = 0  # calls waiting on the shards (close() finishes none then)
         self._shards = [_Shard(self._start_actor(worlds), worlds) for worlds in self._ranges]
         try:
             described = self._describe_started(options)
@@ -944,11 +949,32 @@ class ShardedScene(ModelQueries):
         if getattr(self, "_closed", False):
             return
         self._closed = True  # first: a call waiting on the shards must not rebuild them
-        for shard in getattr(self, "_shards", []):
+        shards = getattr(self, "_shards", [])
+        if not getattr(self, "_calls_waiting", 0):
+            self._finish_shards(shards)
+        for shard in shards:
             try:
                 self._ray.kill(shard.actor, no_restart=True)
             except Exception:  # noqa: BLE001 (an actor already gone)
                 pass
+
+    def _finish_shards(self, shards: list[_Shard]):
+        """Ask each shard's actor to write the kernels its process compiled into Taichi's
+        offline cache (ShardWorker.finish), for at most FINISH_SECONDS, before close() kills
+        them: Ray ends an actor with SIGKILL, and Taichi writes its cache only as its
+        process ends normally, so every shard of every run compiled its kernels afresh
+        (minutes on a CPU) where the next ones could load them. Not while a call waits on
+        the shards (close() from another thread): their actors are busy, and that call
+        must end at once."""
+        finishing = []
+        for shard in shards:
+            if not shard.lost:
+                try:
+                    finishing.append(shard.actor.finish.remote())
+                except Exception:  # noqa: BLE001 (an actor already gone)
+                    pass
+        if finishing:
+            self._ray.wait(finishing, num_returns=len(finishing), timeout=FINISH_SECONDS)
 
     def __enter__(self) -> ShardedScene:
         return self
@@ -1174,6 +1200,7 @@ class ShardedScene(ModelQueries):
         # Pessimistic until every outcome is in the logs: an interruption anywhere below
         # leaves this mark.
         self._broken = "a call was interrupted while its shards ran"
+        self._calls_waiting += 1
         try:
             results, failure = self._collect(batches, snapshot)
         except BaseException as error:
@@ -1183,6 +1210,8 @@ class ShardedScene(ModelQueries):
             )
             self._interrupted = True
             raise
+        finally:
+            self._calls_waiting -= 1
         self._broken = before
         if failure is not None:
             raise failure

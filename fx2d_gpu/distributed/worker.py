@@ -161,6 +161,15 @@ class ShardWorker:
             },
         }
 
+    def finish(self) -> bool:
+        """End the shard before ShardedScene.close kills its actor: drop the scene and write
+        the kernels this process compiled into Taichi's offline cache
+        (runtime.stop_writing_offline_cache), which a killed process never writes. Every
+        call after it raises RuntimeError. Returns whether Taichi had started here."""
+        self.scene = None
+        self.failure = RuntimeError("the shard was finished (ShardedScene.close)")
+        return runtime.stop_writing_offline_cache()
+
     def ping(self) -> int:
         """The actor's process id (the driver waits on it after a restart)."""
         return os.getpid()

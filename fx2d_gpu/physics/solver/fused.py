@@ -732,7 +732,11 @@ def _launch_args(
         report, sleep = worlds.report, worlds.sleep
     find = folded and mode == KEPT and refit is not None and finds_in_launch(ctx)
     wake = folded and mode == KEPT and refit is not None and ctx.options.wake_in_launch
-    recolors = folded and worlds is None and ctx.options.color_in_launch
+    # The team's colouring is compiled into every large world's folded kernel, and turned
+    # on or off at launch by color_args (its _RECOLOR entry): one compile serves
+    # color_in_launch on and off, where a template flag compiled the ~1-minute kernel twice.
+    recolors = folded and worlds is None
+    colors_here = recolors and ctx.options.color_in_launch
     args = dict(
         model=pool.model,
         bodies=pool.bodies,
@@ -775,7 +779,7 @@ def _launch_args(
         motion_time=motion_time,
         folded=folded,
         recolors=recolors,
-        color_args=_color_args(ctx, mode) if recolors else (1, 0, 0),
+        color_args=_color_args(ctx, mode) if colors_here else (1, 0, 0),
         find=int(find),
         sleep=int(sleep),
         wake=int(wake),
