@@ -19,6 +19,7 @@ naming the shard (on_worker_loss="raise"; recover() then rebuilds it).
 from __future__ import annotations
 
 import dataclasses
+import os
 import time
 from collections.abc import Callable
 from typing import Any
@@ -256,7 +257,8 @@ class ShardedScene(ModelQueries):
                         "(another model or settings)"
                     )
         except BaseException:
-            self.close()
+            # Unplaced actors or a builder that hangs would hold a finish for FINISH_SECONDS.
+            self._close(finish=False)
             raise
         self._builder = first["builder"]
         self._params = WorldParams.stacked([d["params"] for d in described], self._builder)
@@ -945,12 +947,18 @@ class ShardedScene(ModelQueries):
         model's questions (n_bodies, body_index, ...) and the layout (n_worlds, n_shards,
         shard_worlds) raises RuntimeError. Closing twice is allowed. From another thread,
         while a call waits for its shards: that call raises RuntimeError at once, and
-        starts no new actor."""
+        starts no new actor. Otherwise the shards first write the kernels their processes
+        compiled into Taichi's offline cache (at most FINISH_SECONDS), for the next shards
+        to load."""
+        self._close(finish=not getattr(self, "_calls_waiting", 0))
+
+    def _close(self, finish: bool):
+        """close()'s work; `finish`: the shards write their kernels first (_finish_shards)."""
         if getattr(self, "_closed", False):
             return
         self._closed = True  # first: a call waiting on the shards must not rebuild them
         shards = getattr(self, "_shards", [])
-        if not getattr(self, "_calls_waiting", 0):
+        if finish:
             self._finish_shards(shards)
         for shard in shards:
             try:
@@ -964,13 +972,13 @@ class ShardedScene(ModelQueries):
         them: Ray ends an actor with SIGKILL, and Taichi writes its cache only as its
         process ends normally, so every shard of every run compiled its kernels afresh
         (minutes on a CPU) where the next ones could load them. Not while a call waits on
-        the shards (close() from another thread): their actors are busy, and that call
-        must end at once."""
+        the shards (close() from another thread: their actors are busy, and that call must
+        end at once), nor where the shards failed to start."""
         finishing = []
         for shard in shards:
             if not shard.lost:
                 try:
-                    finishing.append(shard.actor.finish.remote())
+                    finishing.append(shard.actor.finish.remote(os.getpid()))
                 except Exception:  # noqa: BLE001 (an actor already gone)
                     pass
         if finishing:

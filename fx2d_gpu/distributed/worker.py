@@ -161,13 +161,18 @@ class ShardWorker:
             },
         }
 
-    def finish(self) -> bool:
+    def finish(self, driver_pid: int) -> bool:
         """End the shard before ShardedScene.close kills its actor: drop the scene and write
         the kernels this process compiled into Taichi's offline cache
         (runtime.stop_writing_offline_cache), which a killed process never writes. Every
-        call after it raises RuntimeError. Returns whether Taichi had started here."""
+        call after it raises RuntimeError. Where the actor runs in the driver's process
+        (`driver_pid`: Ray's local mode, a stand-in Ray), Taichi is left running: the
+        driver's scenes use it, and its process writes the cache as it ends. Returns whether
+        the cache was written."""
         self.scene = None
         self.failure = RuntimeError("the shard was finished (ShardedScene.close)")
+        if os.getpid() == driver_pid:
+            return False
         return runtime.stop_writing_offline_cache()
 
     def ping(self) -> int:
