@@ -189,8 +189,23 @@ class WorldParams:
     def __init__(self, n_worlds: int, gravity):
         self.n_worlds = n_worlds
         self.bodies: dict[str, np.ndarray] | None = None
-        self.gravity = np.tile(np.asarray(gravity, np.float64), (n_worlds, 1))
+        # Every world's gravity is tiled when first read: a scene of 10**8 worlds is refused
+        # (residency.check_fits, at its first step) before any per-world array is made,
+        # rather than after a minute of filling gigabytes of the host's memory.
+        self._every_world_gravity: np.ndarray | None = None
+        self._gravity = np.array(gravity, np.float64)
         self.pid: np.ndarray | None = None
+
+    @property
+    def gravity(self) -> np.ndarray:
+        """(n_worlds, 2) float64, m/s^2: every world's gravity."""
+        if self._every_world_gravity is None:
+            self._every_world_gravity = np.tile(self._gravity, (self.n_worlds, 1))
+        return self._every_world_gravity
+
+    @gravity.setter
+    def gravity(self, values: np.ndarray):
+        self._every_world_gravity = values
 
     def copy(self) -> WorldParams:
         params = WorldParams(self.n_worlds, (0.0, 0.0))
@@ -203,7 +218,7 @@ class WorldParams:
 
     def repeated(self, n_worlds: int) -> WorldParams:
         """World 0's values in `n_worlds` worlds (Scene.replicate)."""
-        params = WorldParams(n_worlds, self.gravity[0])
+        params = WorldParams(n_worlds, self.gravity[0] if self.n_worlds else self._gravity)
         params.bodies = (
             None
             if self.bodies is None
