@@ -76,10 +76,16 @@ def arch():
 
 def pytest_collection_modifyitems(config, items):
     """Tests that take the `arch` fixture run on FX2D_TEST_ARCH's backend: marked `backend`,
-    so that a GPU run can select them (`-m backend`; the others name the CPU backend)."""
+    so that a GPU run can select them (`-m backend`; the others name the CPU backend).
+
+    Tests marked `grows_pool` run first (in their order): the device pool they grow stays
+    for the rest of the process, and a field's size is compiled into every kernel, so each
+    kernel the tests before them used compiled again after them (the slow tier's dense pile
+    ran after the benchmark suite's quick runs, whose scenes' kernels all compiled twice)."""
     for item in items:
         if "arch" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.backend)
+    items.sort(key=lambda item: item.get_closest_marker("grows_pool") is None)
 
 
 #: The contact and joint solvers (Scene(solver=...)): a physics test that takes the `solver`

@@ -108,8 +108,9 @@ def test_static_pairs_are_skipped(arch):
 
 # The slow tier (pytest -m slow): 20,000 bodies grow the process's device pool to ~1 GB
 # (residency.GROWTH_HEADROOM), which every later test of the process then keeps, and
-# every kernel compiles again for it (~1 min).
+# every kernel compiles again for it (~1 min): so it runs first (grows_pool, conftest).
 @pytest.mark.slow
+@pytest.mark.grows_pool
 def test_dense_pile_grows_buffers_and_loses_nothing(arch):
     # 20,000 bodies packed so densely that the pairs outgrow the pool's first pair buffer.
     rng = np.random.default_rng(7)
