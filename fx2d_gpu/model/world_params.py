@@ -208,8 +208,9 @@ class WorldParams:
         self._every_world_gravity = values
 
     def copy(self) -> WorldParams:
-        params = WorldParams(self.n_worlds, (0.0, 0.0))
-        params.gravity = self.gravity.copy()
+        params = WorldParams(self.n_worlds, self._gravity)
+        if self._every_world_gravity is not None:
+            params.gravity = self._every_world_gravity.copy()
         params.bodies = (
             None if self.bodies is None else {k: v.copy() for k, v in self.bodies.items()}
         )
@@ -218,7 +219,8 @@ class WorldParams:
 
     def repeated(self, n_worlds: int) -> WorldParams:
         """World 0's values in `n_worlds` worlds (Scene.replicate)."""
-        params = WorldParams(n_worlds, self.gravity[0] if self.n_worlds else self._gravity)
+        tiled = self._every_world_gravity
+        params = WorldParams(n_worlds, self._gravity if tiled is None else tiled[0])
         params.bodies = (
             None
             if self.bodies is None
