@@ -264,6 +264,7 @@ def test_events_and_contacts_survive_snapshots_and_another_scene():
     while not scene.contact_events().begin.pairs():
         scene.step(FRAME)
         steps += 1
+        assert steps < 300, "the box never landed"
     other = landing_scene(box_y=3.0)  # another scene takes the pool meanwhile
     other.step(FRAME)
     assert scene.contact_events().begin.pairs() == {(0, 1)}
@@ -279,8 +280,11 @@ def test_set_state_checks_sleeping_contacts_again():
     """A sleeping box teleported by set_state (still asleep) ends its contact; a set_state
     that changes nothing keeps the sleeping pile's contacts without events."""
     scene = landing_scene(box_y=1.75)
-    while not scene.get_state().sleeping[0, 1]:
+    for _ in range(300):
+        if scene.get_state().sleeping[0, 1]:
+            break
         scene.step(FRAME)
+    assert scene.get_state().sleeping[0, 1], "the box never fell asleep"
     scene.step(FRAME)
     scene.set_state(scene.get_state())  # nothing changes
     scene.step(FRAME)

@@ -531,6 +531,43 @@ def test_sleep_in_the_teams_launch_is_its_own_launches(arch, solver):
             assert got[True]["sleep launches"] < got[False]["sleep launches"] // 4, got
 
 
+def _box_landing_until_asleep(arch):
+    """A 0.5 m box dropped 0.5 m onto a static ground (a small world: one launch a step, a
+    world per thread) stepped until it sleeps (at most 200 steps): (the step it fell
+    asleep at or None, its final state)."""
+    scene = fx.Scene(arch=arch)
+    scene.add_box((6.0, 1.0), (8.0, 0.5), mass=0.0)
+    box = scene.add_box((6.0, 1.75), (0.5, 0.5))
+    for step in range(200):
+        scene.step(DT)
+        if scene.get_state().sleeping[0, box]:
+            return step, scene.get_state()
+    return None, scene.get_state()
+
+
+@FOLDED_TEAM
+def test_a_small_scene_sleeps_after_a_team_slept_another_scene(arch):
+    """A team's launch that runs the sleep pass notes that it did in the step counters that
+    a small worlds' launch answers with too: the small worlds' launch clears them first, so
+    a box landing on the ground falls asleep at the same step, in the same state, stepped
+    before or after a jointed grid stepped on a team that sleeps in its launch (before the
+    fix, the host read the grid's note as the box's sleep pass and never ran one: the box
+    never slept)."""
+    from fx2d_gpu import scenes
+
+    first, state = _box_landing_until_asleep(arch)
+    assert first is not None
+    grid = scenes.joint_grid(
+        8, 8, arch=arch, step_options={"sleep_in_launch": True, "fold_on_cpu": True}
+    )
+    for _ in range(3):
+        grid.step(DT)
+    again, state_again = _box_landing_until_asleep(arch)
+    assert again == first
+    for name in ("position", "angle", "velocity", "angular_velocity"):
+        np.testing.assert_array_equal(getattr(state_again, name), getattr(state, name))
+
+
 def _wake_in_launch_or_its_own(arch, build, steps: int, window: range, each=None):
     """build(step_options) stepped `steps` steps with StepOptions.wake_in_launch on and off
     (fold_on_cpu: the GPU team's kernel), each(scene) after every step: the same states,

@@ -70,7 +70,7 @@ from .coloring import (
 from .contacts import REPEAT_SOLVE, swept_again
 from .faults import clear_faults, mark_faults
 from .joints import JOINT_SWEEPS
-from .overflow import apply_mean_delta
+from .overflow import apply_mean_delta, clear_entries
 from .pairs import carry_pair, record_constraint_counts, saved_pairs_args
 from .reporting import (
     MAX_REFRESH_BACKOFF,
@@ -1607,6 +1607,8 @@ def _member_pass(
                         if swept_again(model, manifolds, prepared, k, n_bodies):
                             solves = True
                 if solves:
+                    if jacobi_entry >= 0:
+                        clear_entries(prepared, jacobi_entry)
                     constraint_of(
                         model,
                         bodies,
@@ -2352,6 +2354,14 @@ def _launch_body(
             last_pairs = counts.answers[late - 1][_PAIRS_ENTRY]
             last_reported = counts.answers[late - 1][_LISTED_ENTRY]
             held = last_reported
+    if ti.static(by_world):
+        # The answer reads counts.tally, which a team's launch clears first thing (member
+        # 0) and a launch by world sets only in part: what a team's launch of another
+        # scene left there (its sleep pass's SLEPT) told the host that this launch slept
+        # its worlds, and a small scene stepped after a large one on the GPU path never
+        # fell asleep.
+        for entry in ti.static(range(TALLY_SLOTS)):
+            counts.tally[entry] = 0
     if ti.static(not contacts):
         ti.static_assert(by_world and not folded)
         record_constraint_counts(counts, 0, n_joints)

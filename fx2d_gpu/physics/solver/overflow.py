@@ -8,9 +8,14 @@ put a single GPU thread in every pass. Instead, after the colours of a pass:
 - **Pairs, Jacobi with averaging.** Every overflow pair is solved at once from the same
   body state, writing what it would do to each body (prepared.jacobi_delta, one entry per
   side) instead of doing it; then every body in overflow pairs takes the mean of its
-  entries. The mean, not the sum: n constraints that each remove all of one overlap would
-  push it out n times over. Averaging converges more slowly than Gauss-Seidel, which is why
-  the colours hold all but a hub's surplus constraints.
+  entries that act (not zero). The mean, not the sum: n constraints that each remove all of
+  one overlap would push it out n times over. Only the entries that act: a pair without
+  points this pass, one within the slop, one that does not bounce does nothing, and
+  counting it would weaken the others (one deep pair among four resting ones would be
+  pushed out a quarter of the way). Each pass clears a pair's entries before solving it
+  (clear_entries): a pair that does nothing writes nothing, and the mean would take what
+  the entry held from an earlier pass, or another scene. Averaging converges more slowly
+  than Gauss-Seidel, which is why the colours hold all but a hub's surplus constraints.
 - **Joints** (a body with more than MAX_COLORS joints; a joint chain runs through the
   anchor of the next): one thread per world walks that world's overflow joints in order, so
   a batch stays parallel over worlds.
@@ -108,13 +113,26 @@ def build_jacobi_lists(ctx: "StepContext"):
 
 
 @ti.func
+def clear_entries(prepared: ti.template(), jacobi_entry):
+    """Overflow pair jacobi_entry // 2's two entries (a, b) at zero, before its solve in a
+    pass: a pair that does nothing (no points, within the slop, no bounce) writes none."""
+    prepared.jacobi_delta[jacobi_entry] = ti.math.vec3(0.0)
+    prepared.jacobi_delta[jacobi_entry + 1] = ti.math.vec3(0.0)
+
+
+@ti.func
 def mean_delta(prepared: ti.template(), coloring: ti.template(), slot):
-    """The mean of the body's overflow entries' jacobi_delta, summed in entry order."""
+    """The mean of the body's overflow entries' jacobi_delta that act (not zero), summed in
+    entry order; zero if none acts."""
     start, count = coloring.jacobi_start[slot], coloring.jacobi_count[slot]
     total = ti.math.vec3(0.0)
+    acting = 0
     for j in range(start, start + count):
-        total += prepared.jacobi_delta[coloring.jacobi_entries[j]]
-    return total / ti.max(count, 1)
+        delta = prepared.jacobi_delta[coloring.jacobi_entries[j]]
+        if delta.any():
+            total += delta
+            acting += 1
+    return total / ti.max(acting, 1)
 
 
 @ti.func
@@ -164,6 +182,7 @@ def _solve_overflow(
     ti.loop_config(serialize=serial)
     for i in range(coloring.n_overflow_pairs[None] * solved):
         pair = coloring.color_list[first + i]
+        clear_entries(prepared, 2 * i)
         constraint(model, bodies, joints, manifolds, prepared, counts, pair, n_bodies, h, 2 * i)
     ti.loop_config(serialize=serial)
     for i in range(coloring.n_jacobi_bodies[None] * solved):
