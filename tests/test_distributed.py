@@ -17,10 +17,11 @@ import pytest
 
 ray = pytest.importorskip("ray")
 
-#: The slow tier (pytest -m slow; .ci/run runs it after the default tier): a real Ray
-#: cluster and its actors, each a process with its own Taichi (~3 min, ~2 GB beside the
-#: test process). The driver's rules are in the default tier: tests/test_sharded_driver.py.
-pytestmark = pytest.mark.slow
+#: The slow tier (pytest -m slow): a real Ray cluster and its actors, each a process with its
+#: own Taichi (~3 min, ~2 GB beside the test process); marked `ray`, which .ci/run runs in a
+#: process of its own beside the main suite. The driver's rules are in the default tier:
+#: tests/test_sharded_driver.py.
+pytestmark = [pytest.mark.slow, pytest.mark.ray]
 
 import fx2d_gpu as fx  # noqa: E402
 from fx2d_gpu.distributed import (  # noqa: E402

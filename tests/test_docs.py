@@ -82,17 +82,16 @@ def test_missing_extras_are_named_by_the_modules_a_page_imports():
         del OPTIONAL_MODULES["no_such_module_x"]
 
 
-#: Pages whose examples belong to the slow tier (pytest -m slow): distributed.md starts a
-#: Ray cluster whose actors each start Taichi (~1-2 min, ~1 GB beside the test process).
-SLOW_PAGES = {"distributed.md"}
+#: Pages whose examples belong to the slow tier (pytest -m slow), with their marks:
+#: distributed.md starts a Ray cluster whose actors each start Taichi (~1-2 min, ~1 GB beside
+#: the test process), marked `ray` too (.ci/run runs those in a process of their own).
+SLOW_PAGES = {"distributed.md": [pytest.mark.slow, pytest.mark.ray]}
 
 
 @pytest.mark.parametrize(
     "page",
     [
-        pytest.param(
-            page, id=page.name, marks=[pytest.mark.slow] if page.name in SLOW_PAGES else []
-        )
+        pytest.param(page, id=page.name, marks=SLOW_PAGES.get(page.name, []))
         for page in EXAMPLE_PAGES
     ],
 )
