@@ -10,9 +10,10 @@ worlds' step counters).
 
 After every test it steps canary scenes that such leftovers have reached (a hub whose
 circles overflow the colours, stepped in flight and one by one, as the GPU path steps it;
-a box landing and falling asleep) and compares them bit for bit with the same scenes
-stepped when the session began. Each test after which a canary differs is written to
-$FX2D_HISTORY_LOG (default: history_probe.log in the working folder) and listed at the
+a box landing and falling asleep; a batch of motor-driven chains with contact events) and
+compares them bit for bit with the same scenes stepped when the session began. Each test
+after which a canary differs is written to $FX2D_HISTORY_LOG (default: history_probe.log
+in the working folder) and listed at the
 end. Usage (~0.1 s a test):
 
     python -m pytest -p tests.history_probe -n 2 --dist loadfile
@@ -64,11 +65,43 @@ def _landing() -> list[np.ndarray]:
     return [state.position, state.velocity, state.sleeping]
 
 
+def _motor_chain() -> list[np.ndarray]:
+    """Four worlds of a five-box chain hung from a static post, its first hinge driven by a
+    position motor to a per-world target, swinging onto the ground, 60 steps in flight:
+    joints, contacts and contact events of small worlds stepped as a batch (the state, and
+    every step's begin and end events as (step, 0 begin / 1 end, world, body_a, body_b))."""
+    scene = fx.Scene(n_worlds=4, step_options={"steps_in_flight": True})
+    scene.add_box((0.0, -0.25), (8.0, 0.5), mass=0.0)
+    previous = scene.add_box((0.0, 1.8), (0.2, 0.2), mass=0.0)
+    for i in range(5):
+        link = scene.add_box((0.3 + 0.5 * i, 1.8), (0.45, 0.15))
+        scene.add_revolute_joint(
+            previous,
+            link,
+            anchor=(0.0, 0.0) if i == 0 else (0.25, 0.0),
+            control_mode="position" if i == 0 else None,
+            pid=(40.0, 0.0, 4.0),
+            max_effort=60.0,
+        )
+        previous = link
+    scene.set_joint_target(0, np.array([-1.2, -0.6, 0.0, 0.6]))
+    events = []
+    for step in range(60):
+        scene.step(DT)
+        happened = scene.contact_events()
+        for kind, pairs in enumerate((happened.begin, happened.end)):
+            rows = np.stack([pairs.world, pairs.body_a, pairs.body_b], axis=1)
+            events.append(np.column_stack([np.full((len(rows), 2), (step, kind)), rows]))
+    state = scene.get_state()
+    return [state.position, state.angle, state.velocity, np.concatenate(events)]
+
+
 #: In this order: each canary's reference is stepped before the canaries after it, so a
 #: canary that leaves state another one reads (the hubs' team launches left the sleep
 #: pass's note that the landing box's launch read) shows at the first test.
 _CANARIES = {
     "landing box": _landing,
+    "motor chain": _motor_chain,
     "hub in flight": lambda: _hub({"fold_on_cpu": True, "steps_in_flight": True}),
     "hub one by one": lambda: _hub({"fold_on_cpu": True, "steps_in_flight": False}),
 }
