@@ -17,8 +17,10 @@ import pytest
 
 ray = pytest.importorskip("ray")
 
-#: The slow tier (pytest -m slow), as tests/test_distributed.py: a real Ray cluster.
-pytestmark = pytest.mark.slow
+#: The slow tier (pytest -m slow), and `ray`, as tests/test_distributed.py: a real Ray
+#: cluster (.ci/run runs the tests marked ray one after another in a process of their own,
+#: so that two local clusters never start side by side).
+pytestmark = [pytest.mark.slow, pytest.mark.ray]
 
 import fx2d_gpu as fx  # noqa: E402
 from fx2d_gpu.distributed import ShardedScene, ShardLostError, sharded_scene  # noqa: E402
