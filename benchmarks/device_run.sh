@@ -36,6 +36,16 @@
 #                  kernel profiler per offloaded task (device ms, registers a thread,
 #                  block and grid size, occupancy) of the large pyramid, the 1M pile after
 #                  30 steps and 65,536 small worlds, each solver; results_profile.tgz
+#   lease          issue 74's figures in one command of $LEASE_S seconds (default 560), each
+#                  part capped by what is left of it and its CSVs packed at once: in the
+#                  background for its first 240 s the GPU's own checks (tests/test_gpu_team.py,
+#                  the steps in flight bitwise, the CUDA-vs-CPU scenes); meanwhile the 1M pile
+#                  (soft step) on the grid team and per stage (GPU-bound: the tests' small
+#                  launches share the GPU with it); then alone the large pyramid per stage,
+#                  on one block and on the grid team (soft step) and per stage (XPBD),
+#                  CartPole at 65,536 envs, small worlds (soft step) and the kernel profiles;
+#                  results_lease.tgz. First run 2026-12-04 (the logs: results/NVIDIA_H200/
+#                  session_2026-12-04.txt)
 #   session        for a 15-minute lease, one 10-minute command: the GPU against the CPU
 #                  beside every backend test (4 min, pytest-xdist), three benchmark
 #                  scenes with each solver (1.7 min each; large worlds on the GPU team),
@@ -57,7 +67,7 @@
 #   export PYTHONPATH=/tmp/site:$PWD && bash benchmarks/device_run.sh check
 set -uo pipefail
 cd "$(dirname "$0")/.."
-part=${1:?usage: bash benchmarks/device_run.sh check | tests | bench [SCENE ...] | envs | grid | profile | session | viewer | compare [SCENE ...]}
+part=${1:?usage: bash benchmarks/device_run.sh check | tests | bench [SCENE ...] | envs | lease | grid | profile | session | viewer | compare [SCENE ...]}
 shift
 arch=${FX2D_DEVICE_ARCH:-cuda}
 out=${OUT:-/tmp/fx2d_device_run}
@@ -104,6 +114,56 @@ envs)
     FX2D_TEST_ARCH=$arch timeout 120 "$python" -m pytest -q -rs -p no:cacheprovider \
         -m backend tests/test_world_params.py tests/test_world_resets.py 2>&1 | tee -a "$log"
     tar -czf "$out/results_envs.tgz" -C "$results" .
+    ;;
+lease)
+    deadline=$(( $(date +%s) + ${LEASE_S:-560} ))
+    # A part's cap: what it asks for, or what is left of the lease where that is less.
+    cap() { local left=$(( deadline - $(date +%s) )); (( left < $1 )) && echo $(( left > 1 ? left : 1 )) || echo "$1"; }
+    results=$(mktemp -d)
+    pack() { tar -czf "$out/results_lease.tgz" -C "$results" .; }
+    bench() {
+        local want=$1; shift
+        echo "== $(date +%T) benchmarks $* (cap $(cap "$want") s)"
+        timeout "$(cap "$want")" "$python" -m benchmarks --arch "$arch" --no-pymunk --no-box2d \
+            --no-plot --results "$results" "$@"
+        echo "== rc $?"; pack
+    }
+    workers=()
+    "$python" -c "import xdist" 2>/dev/null && workers=(-n 6)
+    # SIGINT at the cap: pytest then still prints why each failure failed.
+    FX2D_TEST_ARCH=$arch timeout -s INT "$(cap 240)" "$python" -m pytest -v -rfs \
+        -p no:cacheprovider "${workers[@]}" --durations=15 tests/test_gpu_team.py \
+        "tests/test_vulkan.py::test_team_steps_in_flight_on_${arch}_bitwise_as_one_by_one" \
+        "tests/test_vulkan.py::test_steps_in_flight_on_${arch}_bitwise_as_one_by_one" \
+        "tests/test_vulkan.py::test_scenes_on_${arch}_match_the_cpu_backend" \
+        >"$out/tests.log" 2>&1 &
+    tests=$!
+    {
+        # GPU-bound steps of hundreds of milliseconds: the tests' small launches beside them
+        # cost them little. The grid team (asked for), then the default (per stage).
+        bench 100 --solver soft_step pile --piles 1000000 --step-option gpu_grid_team=true
+        bench 100 --solver soft_step pile --piles 1000000
+        while kill -0 "$tests" 2>/dev/null; do sleep 1; done  # (not this subshell's child)
+        echo "== $(date +%T) tests done; the GPU is the benchmarks' alone from here"
+        # The large pyramid on each executor: per stage (the default over gpu_team_slots),
+        # one block (the slots raised), the grid team (CUDA).
+        bench 60 --solver soft_step large_pyramid
+        bench 70 --solver soft_step large_pyramid --step-option gpu_team_slots=20000
+        bench 70 --solver soft_step large_pyramid --step-option gpu_team_slots=0 \
+            --step-option gpu_grid_team=true
+        bench 60 --solver xpbd large_pyramid
+        echo "== $(date +%T) envs (CartPole at 65,536 envs stopped on a torn hinge on 2026-12-04)"
+        timeout "$(cap 45)" "$python" -m benchmarks.envs --arch "$arch" --envs 65536 \
+            --results "$results"
+        echo "== rc $?"; pack
+        bench 60 --solver soft_step batched_small
+        for scene in batched_small large_pyramid; do
+            echo "== $(date +%T) kernel profile: $scene"
+            timeout "$(cap 90)" "$python" -m benchmarks.kernel_profile --arch "$arch" \
+                --scenes $scene --results "$results/profile_$scene"
+            echo "== rc $?"; pack
+        done
+    } 2>&1 | tee "$log"
     ;;
 session)
     # Everything at once on a 16-core machine, in one 10-minute command: the CUDA-vs-CPU
@@ -161,7 +221,7 @@ grid)
     results=$(mktemp -d)
     for solver in soft_step xpbd; do
         timeout 130 "$python" -m benchmarks --arch "$arch" --no-pymunk --no-box2d --no-plot \
-            --solver $solver --piles 100000 1000000 --results "$results" pile 2>&1 \
+            --solver $solver --results "$results" pile --piles 100000 1000000 2>&1 \
             | tee -a "$log"
         tar -czf "$out/results_grid.tgz" -C "$results" .
     done
@@ -196,7 +256,7 @@ compare)
     tar -czf "$out/results_compare.tgz" -C "$results" .
     ;;
 *)
-    echo "unknown part: $part (check | tests | bench | envs | grid | profile | session | viewer | compare)" >&2
+    echo "unknown part: $part (check | tests | bench | envs | lease | grid | profile | session | viewer | compare)" >&2
     exit 2
     ;;
 esac

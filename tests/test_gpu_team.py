@@ -5,7 +5,9 @@ block's slots run on a grid team, bit for bit as one block. Run on a GPU backend
 FX2D_TEST_ARCH (.ci/run's Vulkan subset runs it on Mesa's software Vulkan driver); on the
 CPU backend only the choice of team is checked (the CPU's own team: tests/test_team.py)."""
 
+import numpy as np
 import pytest
+import taichi as ti
 
 from fx2d_gpu import scenes
 from fx2d_gpu.device import launching, runtime
@@ -95,7 +97,10 @@ def test_a_grid_team_steps_bit_for_bit_as_one_block(arch, solver):
         assert set(teams) == {gpu_team.BLOCK_THREADS}, name
         for asked, team_blocks in ((4, 4), (0, blocks)):
             scene = with_options(
-                _scenes(arch, solver)[name], gpu_team_slots=0, gpu_grid_blocks=asked
+                _scenes(arch, solver)[name],
+                gpu_team_slots=0,
+                gpu_grid_team=True,
+                gpu_grid_blocks=asked,
             )
             on_grid, grid_launches, teams = _stepped(scene, STEPS)
             assert set(teams) == {team_blocks * gpu_team.BLOCK_THREADS}, (name, asked)
@@ -137,8 +142,8 @@ def test_a_grid_team_has_blocks_on_cuda_only(arch):
 
 
 def test_gpu_team_slots_and_grid_blocks_are_checked():
-    assert StepOptions().gpu_team_slots == 20_000
-    assert StepOptions().gpu_grid_team is True and StepOptions().gpu_grid_blocks == 0
+    assert StepOptions().gpu_team_slots == 2_048
+    assert StepOptions().gpu_grid_team is False and StepOptions().gpu_grid_blocks == 0
     for count in ("gpu_team_slots", "gpu_grid_blocks"):
         with pytest.raises(ValueError, match=f"{count} must be >= 0"):
             StepOptions(**{count: -1})
@@ -146,3 +151,39 @@ def test_gpu_team_slots_and_grid_blocks_are_checked():
             StepOptions(**{count: 1.5})
     with pytest.raises(TypeError, match="gpu_grid_team must be bool"):
         StepOptions(gpu_grid_team=1)
+    top = gpu_team.MAX_GRID_BLOCKS
+    StepOptions(gpu_grid_blocks=top)
+    with pytest.raises(ValueError, match=f"gpu_grid_blocks must be at most {top}"):
+        StepOptions(gpu_grid_blocks=top + 1)
+
+
+@ti.kernel
+def _shares(begin: ti.i32, end: ti.i32, n_members: ti.i32, out: ti.types.ndarray()):
+    for member in range(n_members):
+        lo, hi = team.share(begin, end, member, n_members)
+        out[member, 0], out[member, 1] = lo, hi
+
+
+@pytest.mark.parametrize(
+    "items, members",
+    [
+        (1_000_003, 132 * gpu_team.BLOCK_THREADS),  # a 1M pile's bodies on an H200's grid team
+        (4_200_000, gpu_team.MAX_GRID_BLOCKS * gpu_team.BLOCK_THREADS),  # its pairs, most blocks
+        (15_000, gpu_team.BLOCK_THREADS),  # the large pyramid's pairs on one block
+        (7, 2),  # a CPU team: fewer items than...
+        (3, 8),  # ...and more members than items
+    ],
+)
+def test_a_teams_shares_are_the_exact_split_at_a_grid_teams_sizes(items, members):
+    """team.share deals [begin, end) as begin + count * member // n_members onwards, in exact
+    integers (Python's here), the shares tiling the items in order: also where count *
+    member passes 32 bits (a grid team of 33,792 threads on a 1M pile's bodies: that product
+    overflowed and the CUDA launch read out of bounds)."""
+    begin = 5
+    got = np.zeros((members, 2), dtype=np.int32)
+    _shares(begin, begin + items, members, got)
+    member = np.arange(members, dtype=np.int64)
+    assert np.array_equal(got[:, 0], begin + items * member // members)
+    assert np.array_equal(got[:, 1], begin + items * (member + 1) // members)
+    assert got[0, 0] == begin and got[-1, 1] == begin + items
+    assert np.array_equal(got[1:, 0], got[:-1, 1])

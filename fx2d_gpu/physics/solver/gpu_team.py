@@ -47,6 +47,11 @@ from ...device import runtime
 #: 64 and fail to launch; a multiple of the 32-wide warp and Vulkan's usual 64-wide waves.
 BLOCK_THREADS = 256
 
+#: Most blocks of a grid team: its BLOCK_THREADS * blocks members keep team.share's
+#: r * member (below members**2) within 32 bits (46,340 = floor(sqrt(2**31 - 1))). An H200
+#: has 132 multiprocessors; a GPU with more runs its grid team on this many.
+MAX_GRID_BLOCKS = 46_340 // BLOCK_THREADS
+
 #: counts.barrier's slot the SPIR-V barrier's fences touch (team.py's slots are 0, 16, 48).
 FENCE_SLOT = 32
 #: Most spins of a grid team block's wait at the grid barrier (team.barrier): an L2 atomic
@@ -97,8 +102,10 @@ def barrier(counts: ti.template()):
 def leads_block():
     """Whether this thread is its block's first (CUDA): the one that meets the other blocks
     at a grid team's barrier. A team's loop has one item a thread, its blocks of
-    BLOCK_THREADS items (the loop's block_dim), so the thread's index in the grid tells."""
-    return ti.simt.block.global_thread_idx() % BLOCK_THREADS == 0
+    BLOCK_THREADS items (the loop's block_dim), so the thread's index in the grid tells.
+    (Taichi 1.7.4's ti.simt.block.global_thread_idx hands back its compiler's bare
+    expression on CUDA, which takes no arithmetic until wrapped.)"""
+    return ti.lang.expr.Expr(ti.simt.block.global_thread_idx()) % BLOCK_THREADS == 0
 
 
 def threads_for(
@@ -129,9 +136,10 @@ def threads_for(
 def grid_blocks(asked: int) -> int:
     """Blocks of a grid team on this backend: `asked` (StepOptions.gpu_grid_blocks) where it
     is more than 0, else the GPU's multiprocessors (a block each: see the module's
-    docstring); 0 (no grid team) off CUDA or where the driver cannot say."""
+    docstring), at most MAX_GRID_BLOCKS; 0 (no grid team) off CUDA or where the driver
+    cannot say."""
     if not on_cuda():
         return 0
     if asked > 0:
         return asked
-    return runtime.cuda_multiprocessors() or 0
+    return min(runtime.cuda_multiprocessors() or 0, MAX_GRID_BLOCKS)

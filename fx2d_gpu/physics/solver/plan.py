@@ -34,6 +34,7 @@ from enum import Enum
 from typing import TYPE_CHECKING
 
 from ...device import MAX_COLORS
+from . import gpu_team
 from .gpu_team import on_gpu
 from .team import TeamTimings
 
@@ -212,11 +213,17 @@ class StepOptions:
         gpu_team_slots: the most body slots (worlds x bodies) a scene may have for the
             GPU team to run its steps (solver/gpu_team.py: one block, one multiprocessor of
             the GPU); larger scenes run on the grid team (gpu_grid_team) or launch a
-            kernel per stage group across the whole GPU.
+            kernel per stage group across the whole GPU. 2,048: on an H200 one block
+            stepped the awake large pyramid (5,051 bodies, soft step) in 7.80 ms against
+            3.35 ms launching per stage (docs/performance.md), and a block's time grows
+            with the bodies while the launches' stays, so they meet near 2,000.
         gpu_grid_team: on CUDA, scenes over gpu_team_slots run on a team of a block per
             multiprocessor whose blocks meet at a grid-wide barrier (solver/gpu_team.py),
-            the team's launches across the whole GPU; off (and on Vulkan or Metal, which
-            promise no such barrier): a launch per stage group.
+            the team's launches across the whole GPU; off (the default, and always on
+            Vulkan or Metal, which promise no such barrier): a launch per stage group. Off
+            until a GPU has run it at scale: its one run there (a 1M pile, 2026-12-04) read
+            out of bounds (team.share's overflow, fixed since), and its speed is not
+            measured yet.
         gpu_grid_blocks: blocks of the grid team; 0 (the default): the GPU's
             multiprocessors, a block each (more than can be resident at once would make
             its barrier wait out its limit, and the step raise).
@@ -228,7 +235,8 @@ class StepOptions:
         TypeError: a flag is not a bool (steps_in_flight: a bool or None), a count not an
             int, team_timings not a TeamTimings.
         ValueError: colors_per_launch outside [1, MAX_COLORS], noted_partners or
-            gpu_team_slots or gpu_grid_blocks below 0.
+            gpu_team_slots or gpu_grid_blocks below 0, gpu_grid_blocks above
+            gpu_team.MAX_GRID_BLOCKS (181).
     """
 
     team: bool = True
@@ -255,8 +263,8 @@ class StepOptions:
     color_small_worlds: bool = False
     colors_per_launch: int = 2
     noted_partners: int = 8
-    gpu_team_slots: int = 20_000
-    gpu_grid_team: bool = True
+    gpu_team_slots: int = 2_048
+    gpu_grid_team: bool = False
     gpu_grid_blocks: int = 0
     team_timings: TeamTimings = TeamTimings()
 
@@ -285,6 +293,12 @@ class StepOptions:
         for count in ("gpu_team_slots", "gpu_grid_blocks"):
             if getattr(self, count) < 0:
                 raise ValueError(f"StepOptions.{count} must be >= 0, got {getattr(self, count)}")
+        if self.gpu_grid_blocks > gpu_team.MAX_GRID_BLOCKS:
+            raise ValueError(
+                f"StepOptions.gpu_grid_blocks must be at most {gpu_team.MAX_GRID_BLOCKS} (a "
+                f"grid team's threads share items in 32-bit arithmetic), got "
+                f"{self.gpu_grid_blocks}"
+            )
         if self.noted_partners < 0:
             raise ValueError(f"StepOptions.noted_partners must be >= 0, got {self.noted_partners}")
 

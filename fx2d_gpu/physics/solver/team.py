@@ -214,9 +214,19 @@ _duel = dict(_FRESH_DUEL, seconds=[], checks=[])
 
 @ti.func
 def share(begin, end, member, n_members):
-    """[lo, hi): member's consecutive share of the items [begin, end)."""
+    """[lo, hi): member's consecutive share of the items [begin, end): begin + count * member
+    // n_members to begin + count * (member + 1) // n_members, computed as q * member +
+    r * member // n_members (q, r = divmod(count, n_members)), the same integers without the
+    product count * member, which overflows 32 bits in a grid team (a 1M pile's million
+    bodies times member 33,791 of an H200's 132 x 256: the launch read out of bounds on CUDA).
+    r * member < n_members**2 stays in 32 bits for up to 46,340 members, which
+    gpu_team.MAX_GRID_BLOCKS keeps a grid team within."""
     count = end - begin
-    return begin + count * member // n_members, begin + count * (member + 1) // n_members
+    q, r = count // n_members, count % n_members
+    return (
+        begin + q * member + r * member // n_members,
+        begin + q * (member + 1) + r * (member + 1) // n_members,
+    )
 
 
 #: Pairs per block of a stage whose items cost unevenly (dealt_blocks): enough to keep a
