@@ -39,11 +39,14 @@
 #   lease          issue 74's figures in one command of $LEASE_S seconds (default 560), each
 #                  part capped by what is left of it and its CSVs packed at once: in the
 #                  background for its first 240 s the GPU's own checks (tests/test_gpu_team.py,
-#                  the steps in flight bitwise, the CUDA-vs-CPU scenes); meanwhile the 1M pile
+#                  the steps in flight bitwise, the CUDA-vs-CPU scenes, get_state into CUDA
+#                  torch tensors: issue 78); meanwhile the 1M pile
 #                  (soft step) on the grid team and per stage (GPU-bound: the tests' small
 #                  launches share the GPU with it); then alone the large pyramid per stage,
 #                  on one block and on the grid team (soft step) and per stage (XPBD),
-#                  CartPole at 65,536 envs, small worlds (soft step) and the kernel profiles;
+#                  the small worlds' kernel profile and registers and spills
+#                  (benchmarks/ptx_registers.py), CartPole at 65,536 envs, the large
+#                  pyramid's kernel profile, small worlds (soft step), in that order;
 #                  results_lease.tgz. First run 2026-12-04 (the logs: results/NVIDIA_H200/
 #                  session_2026-12-04.txt)
 #   session        for a 15-minute lease, one 10-minute command: the GPU against the CPU
@@ -136,6 +139,7 @@ lease)
         "tests/test_vulkan.py::test_team_steps_in_flight_on_${arch}_bitwise_as_one_by_one" \
         "tests/test_vulkan.py::test_steps_in_flight_on_${arch}_bitwise_as_one_by_one" \
         "tests/test_vulkan.py::test_scenes_on_${arch}_match_the_cpu_backend" \
+        tests/test_world_resets.py::test_get_state_fills_torch_tensors_in_place \
         >"$out/tests.log" 2>&1 &
     tests=$!
     {
@@ -152,17 +156,23 @@ lease)
         bench 70 --solver soft_step large_pyramid --step-option gpu_team_slots=0 \
             --step-option gpu_grid_team=true
         bench 60 --solver xpbd large_pyramid
+        echo "== $(date +%T) kernel profile: batched_small"
+        timeout "$(cap 90)" "$python" -m benchmarks.kernel_profile --arch "$arch" \
+            --scenes batched_small --results "$results/profile_batched_small"
+        echo "== rc $?"; pack
+        echo "== $(date +%T) registers and spills (ptxas -v on Taichi's PTX)"
+        PATH=$PATH:/usr/local/cuda/bin timeout "$(cap 80)" "$python" -m benchmarks.ptx_registers \
+            --scenes batched_small --results "$results"
+        echo "== rc $?"; pack
         echo "== $(date +%T) envs (CartPole at 65,536 envs stopped on a torn hinge on 2026-12-04)"
         timeout "$(cap 45)" "$python" -m benchmarks.envs --arch "$arch" --envs 65536 \
             --results "$results"
         echo "== rc $?"; pack
+        echo "== $(date +%T) kernel profile: large_pyramid"
+        timeout "$(cap 90)" "$python" -m benchmarks.kernel_profile --arch "$arch" \
+            --scenes large_pyramid --results "$results/profile_large_pyramid"
+        echo "== rc $?"; pack
         bench 60 --solver soft_step batched_small
-        for scene in batched_small large_pyramid; do
-            echo "== $(date +%T) kernel profile: $scene"
-            timeout "$(cap 90)" "$python" -m benchmarks.kernel_profile --arch "$arch" \
-                --scenes $scene --results "$results/profile_$scene"
-            echo "== rc $?"; pack
-        done
     } 2>&1 | tee "$log"
     ;;
 session)

@@ -643,3 +643,49 @@ def test_solve_lanes_checks_each_layout_against_one_manifold_a_work_item(tmp_pat
     assert [r["layout"] for r in rows] == ["one a work item", "2 interleaved"]
     assert all(float(r["ns_per_manifold"]) > 0 for r in rows)
     assert all(int(r["vector_instructions_in_ir"]) >= 0 for r in rows)
+
+
+def test_ptxas_reports_become_a_row_per_entry():
+    """benchmarks.ptx_registers reads ptxas -v's report (the CUDA toolkit's format, as
+    ptxas 12-13 prints it): each entry's registers, stack frame and spills, 0 where a line
+    is missing, in the report's order."""
+    from benchmarks.ptx_registers import parse_ptxas_report
+
+    report = """ptxas info    : 0 bytes gmem
+ptxas info    : Compiling entry function '_substeps_c80_0_range_for' for 'sm_90'
+ptxas info    : Function properties for _substeps_c80_0_range_for
+    184 bytes stack frame, 96 bytes spill stores, 104 bytes spill loads
+ptxas info    : Used 255 registers, 568 bytes cmem[0]
+ptxas info    : Compiling entry function '_write_rows_c12_0_range_for' for 'sm_90'
+ptxas info    : Function properties for _write_rows_c12_0_range_for
+    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 24 registers, 400 bytes cmem[0]
+ptxas info    : Compiling entry function 'no_lines' for 'sm_90'
+"""
+    assert parse_ptxas_report(report) == [
+        {
+            "entry": "_substeps_c80_0_range_for",
+            "arch": "sm_90",
+            "registers": 255,
+            "stack_frame_bytes": 184,
+            "spill_store_bytes": 96,
+            "spill_load_bytes": 104,
+        },
+        {
+            "entry": "_write_rows_c12_0_range_for",
+            "arch": "sm_90",
+            "registers": 24,
+            "stack_frame_bytes": 0,
+            "spill_store_bytes": 0,
+            "spill_load_bytes": 0,
+        },
+        {
+            "entry": "no_lines",
+            "arch": "sm_90",
+            "registers": 0,
+            "stack_frame_bytes": 0,
+            "spill_store_bytes": 0,
+            "spill_load_bytes": 0,
+        },
+    ]
+    assert parse_ptxas_report("ptxas info    : 0 bytes gmem\n") == []
