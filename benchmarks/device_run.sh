@@ -45,7 +45,8 @@
 #                  launches share the GPU with it); then alone the large pyramid per stage,
 #                  on one block and on the grid team (soft step) and per stage (XPBD),
 #                  the small worlds' kernel profile and registers and spills
-#                  (benchmarks/ptx_registers.py), CartPole at 65,536 envs, the large
+#                  (benchmarks/ptx_registers.py), CartPole at 65,536 envs (which step
+#                  option it faults under: benchmarks/env_faults.py, then its speed), the large
 #                  pyramid's kernel profile, small worlds (soft step), in that order;
 #                  results_lease.tgz. First run 2026-12-04 (the logs: results/NVIDIA_H200/
 #                  session_2026-12-04.txt)
@@ -164,7 +165,10 @@ lease)
         PATH=$PATH:/usr/local/cuda/bin timeout "$(cap 80)" "$python" -m benchmarks.ptx_registers \
             --scenes batched_small --results "$results"
         echo "== rc $?"; pack
-        echo "== $(date +%T) envs (CartPole at 65,536 envs stopped on a torn hinge on 2026-12-04)"
+        echo "== $(date +%T) CartPole at 65,536 envs (a torn hinge on 2026-12-04): which path"
+        timeout "$(cap 90)" "$python" -m benchmarks.env_faults --arch "$arch" --envs 65536
+        echo "== rc $?"
+        echo "== $(date +%T) envs"
         timeout "$(cap 45)" "$python" -m benchmarks.envs --arch "$arch" --envs 65536 \
             --results "$results"
         echo "== rc $?"; pack

@@ -689,3 +689,14 @@ ptxas info    : Compiling entry function 'no_lines' for 'sm_90'
         },
     ]
     assert parse_ptxas_report("ptxas info    : 0 bytes gmem\n") == []
+
+
+def test_env_faults_steps_each_variant_and_names_its_outcome(arch):
+    """benchmarks.env_faults on a few envs: the defaults and a variant both step clean and
+    start from the same observation (seed 0), each reported in one line."""
+    pytest.importorskip("gymnasium", reason="the rl extra is not installed")
+    from benchmarks.env_faults import VARIANTS, step_clean
+
+    first = step_clean("fx2d/CartPole-v0", 4, 3, arch, VARIANTS["defaults"])
+    other = step_clean("fx2d/CartPole-v0", 4, 3, arch, VARIANTS["steps_in_flight=False"])
+    assert first.startswith("clean [") and first == other
