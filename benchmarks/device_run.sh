@@ -38,18 +38,19 @@
 #                  30 steps and 65,536 small worlds, each solver; results_profile.tgz
 #   lease          issue 74's figures in one command of $LEASE_S seconds (default 560), each
 #                  part capped by what is left of it and its CSVs packed at once: in the
-#                  background for its first 240 s the GPU's own checks (tests/test_gpu_team.py,
+#                  background for its first 220 s the GPU's own checks (tests/test_gpu_team.py,
 #                  the steps in flight bitwise, the CUDA-vs-CPU scenes, get_state into CUDA
-#                  torch tensors: issue 78); meanwhile the 1M pile
-#                  (soft step) on the grid team and per stage (GPU-bound: the tests' small
-#                  launches share the GPU with it); then alone the large pyramid per stage,
-#                  on one block and on the grid team (soft step) and per stage (XPBD),
-#                  the small worlds' kernel profile and registers and spills
-#                  (benchmarks/ptx_registers.py), CartPole at 65,536 envs (which step
-#                  option it faults under: benchmarks/env_faults.py, then its speed), the large
-#                  pyramid's kernel profile, small worlds (soft step), in that order;
-#                  results_lease.tgz. First run 2026-12-04 (the logs: results/NVIDIA_H200/
-#                  session_2026-12-04.txt)
+#                  torch tensors: issue 78); meanwhile the 1M pile on the grid team (soft
+#                  step; GPU-bound: the tests' small launches share the GPU with it); then
+#                  alone the large pyramid per stage, on one block and on the grid team (soft
+#                  step), the small worlds' kernel profile and their registers and spills
+#                  (benchmarks/ptx_registers.py), in that order; results_lease.tgz.
+#   lease_more     right after it, in the rest of the 15 minutes (LEASE_S=what is left):
+#                  which step option CartPole at 65,536 envs faults under on CUDA
+#                  (benchmarks/env_faults.py), its env-steps/s, the large pyramid per stage
+#                  with XPBD and with 10 colours a launch, its kernel profile, small worlds
+#                  (soft step); results_lease_more.tgz. First run of both 2026-12-04 (the
+#                  logs: results/NVIDIA_H200/session_2026-12-04.txt)
 #   session        for a 15-minute lease, one 10-minute command: the GPU against the CPU
 #                  beside every backend test (4 min, pytest-xdist), three benchmark
 #                  scenes with each solver (1.7 min each; large worlds on the GPU team),
@@ -71,7 +72,7 @@
 #   export PYTHONPATH=/tmp/site:$PWD && bash benchmarks/device_run.sh check
 set -uo pipefail
 cd "$(dirname "$0")/.."
-part=${1:?usage: bash benchmarks/device_run.sh check | tests | bench [SCENE ...] | envs | lease | grid | profile | session | viewer | compare [SCENE ...]}
+part=${1:?usage: bash benchmarks/device_run.sh check | tests | bench [SCENE ...] | envs | lease | lease_more | grid | profile | session | viewer | compare [SCENE ...]}
 shift
 arch=${FX2D_DEVICE_ARCH:-cuda}
 out=${OUT:-/tmp/fx2d_device_run}
@@ -119,12 +120,12 @@ envs)
         -m backend tests/test_world_params.py tests/test_world_resets.py 2>&1 | tee -a "$log"
     tar -czf "$out/results_envs.tgz" -C "$results" .
     ;;
-lease)
+lease | lease_more)
     deadline=$(( $(date +%s) + ${LEASE_S:-560} ))
     # A part's cap: what it asks for, or what is left of the lease where that is less.
     cap() { local left=$(( deadline - $(date +%s) )); (( left < $1 )) && echo $(( left > 1 ? left : 1 )) || echo "$1"; }
     results=$(mktemp -d)
-    pack() { tar -czf "$out/results_lease.tgz" -C "$results" .; }
+    pack() { tar -czf "$out/results_$part.tgz" -C "$results" .; }
     bench() {
         local want=$1; shift
         echo "== $(date +%T) benchmarks $* (cap $(cap "$want") s)"
@@ -132,51 +133,56 @@ lease)
             --no-plot --results "$results" "$@"
         echo "== rc $?"; pack
     }
-    workers=()
-    "$python" -c "import xdist" 2>/dev/null && workers=(-n 6)
-    # SIGINT at the cap: pytest then still prints why each failure failed.
-    FX2D_TEST_ARCH=$arch timeout -s INT "$(cap 240)" "$python" -m pytest -v -rfs \
-        -p no:cacheprovider "${workers[@]}" --durations=15 tests/test_gpu_team.py \
-        "tests/test_vulkan.py::test_team_steps_in_flight_on_${arch}_bitwise_as_one_by_one" \
-        "tests/test_vulkan.py::test_steps_in_flight_on_${arch}_bitwise_as_one_by_one" \
-        "tests/test_vulkan.py::test_scenes_on_${arch}_match_the_cpu_backend" \
-        tests/test_world_resets.py::test_get_state_fills_torch_tensors_in_place \
-        >"$out/tests.log" 2>&1 &
-    tests=$!
+    profile() {
+        echo "== $(date +%T) kernel profile: $1"
+        timeout "$(cap "$2")" "$python" -m benchmarks.kernel_profile --arch "$arch" \
+            --scenes "$1" --results "$results/profile_$1"
+        echo "== rc $?"; pack
+    }
+    if [[ $part == lease ]]; then
+        workers=()
+        "$python" -c "import xdist" 2>/dev/null && workers=(-n 8)
+        # SIGINT at the cap: pytest then still prints why each failure failed.
+        FX2D_TEST_ARCH=$arch timeout -s INT "$(cap 220)" "$python" -m pytest -v -rfs \
+            -p no:cacheprovider "${workers[@]}" --durations=15 tests/test_gpu_team.py \
+            "tests/test_vulkan.py::test_team_steps_in_flight_on_${arch}_bitwise_as_one_by_one" \
+            "tests/test_vulkan.py::test_steps_in_flight_on_${arch}_bitwise_as_one_by_one" \
+            "tests/test_vulkan.py::test_scenes_on_${arch}_match_the_cpu_backend" \
+            tests/test_world_resets.py::test_get_state_fills_torch_tensors_in_place \
+            >"$out/tests.log" 2>&1 &
+        tests=$!
+    fi
     {
-        # GPU-bound steps of hundreds of milliseconds: the tests' small launches beside them
-        # cost them little. The grid team (asked for), then the default (per stage).
-        bench 100 --solver soft_step pile --piles 1000000 --step-option gpu_grid_team=true
-        bench 100 --solver soft_step pile --piles 1000000
-        while kill -0 "$tests" 2>/dev/null; do sleep 1; done  # (not this subshell's child)
-        echo "== $(date +%T) tests done; the GPU is the benchmarks' alone from here"
-        # The large pyramid on each executor: per stage (the default over gpu_team_slots),
-        # one block (the slots raised), the grid team (CUDA).
-        bench 60 --solver soft_step large_pyramid
-        bench 70 --solver soft_step large_pyramid --step-option gpu_team_slots=20000
-        bench 70 --solver soft_step large_pyramid --step-option gpu_team_slots=0 \
-            --step-option gpu_grid_team=true
-        bench 60 --solver xpbd large_pyramid
-        echo "== $(date +%T) kernel profile: batched_small"
-        timeout "$(cap 90)" "$python" -m benchmarks.kernel_profile --arch "$arch" \
-            --scenes batched_small --results "$results/profile_batched_small"
-        echo "== rc $?"; pack
-        echo "== $(date +%T) registers and spills (ptxas -v on Taichi's PTX)"
-        PATH=$PATH:/usr/local/cuda/bin timeout "$(cap 80)" "$python" -m benchmarks.ptx_registers \
-            --scenes batched_small --results "$results"
-        echo "== rc $?"; pack
-        echo "== $(date +%T) CartPole at 65,536 envs (a torn hinge on 2026-12-04): which path"
-        timeout "$(cap 90)" "$python" -m benchmarks.env_faults --arch "$arch" --envs 65536
-        echo "== rc $?"
-        echo "== $(date +%T) envs"
-        timeout "$(cap 45)" "$python" -m benchmarks.envs --arch "$arch" --envs 65536 \
-            --results "$results"
-        echo "== rc $?"; pack
-        echo "== $(date +%T) kernel profile: large_pyramid"
-        timeout "$(cap 90)" "$python" -m benchmarks.kernel_profile --arch "$arch" \
-            --scenes large_pyramid --results "$results/profile_large_pyramid"
-        echo "== rc $?"; pack
-        bench 60 --solver soft_step batched_small
+        if [[ $part == lease ]]; then
+            # GPU-bound steps of tens to hundreds of milliseconds: the tests' small launches
+            # beside them cost them little. (Per stage: 405 ms on 2026-11-26.)
+            bench 110 --solver soft_step pile --piles 1000000 --step-option gpu_grid_team=true
+            while kill -0 "$tests" 2>/dev/null; do sleep 1; done  # (not this subshell's child)
+            echo "== $(date +%T) tests done; the GPU is the benchmarks' alone from here"
+            # The large pyramid on each executor: per stage (the default over
+            # gpu_team_slots), one block (the slots raised), the grid team (CUDA).
+            bench 60 --solver soft_step large_pyramid
+            bench 70 --solver soft_step large_pyramid --step-option gpu_team_slots=20000
+            bench 70 --solver soft_step large_pyramid --step-option gpu_team_slots=0 \
+                --step-option gpu_grid_team=true
+            profile batched_small 90
+            echo "== $(date +%T) registers and spills (ptxas -v on Taichi's PTX)"
+            PATH=$PATH:/usr/local/cuda/bin timeout "$(cap 80)" "$python" \
+                -m benchmarks.ptx_registers --scenes batched_small --results "$results"
+            echo "== rc $?"; pack
+        else
+            echo "== $(date +%T) CartPole at 65,536 envs (a torn hinge on 2026-12-04): which path"
+            timeout "$(cap 90)" "$python" -m benchmarks.env_faults --arch "$arch" --envs 65536
+            echo "== rc $?"
+            echo "== $(date +%T) envs"
+            timeout "$(cap 45)" "$python" -m benchmarks.envs --arch "$arch" --envs 65536 \
+                --results "$results"
+            echo "== rc $?"; pack
+            bench 60 --solver xpbd large_pyramid
+            bench 60 --solver soft_step large_pyramid --colors-per-launch 10
+            profile large_pyramid 90
+            bench 60 --solver soft_step batched_small
+        fi
     } 2>&1 | tee "$log"
     ;;
 session)
@@ -270,7 +276,7 @@ compare)
     tar -czf "$out/results_compare.tgz" -C "$results" .
     ;;
 *)
-    echo "unknown part: $part (check | tests | bench | envs | lease | grid | profile | session | viewer | compare)" >&2
+    echo "unknown part: $part (check | tests | bench | envs | lease | lease_more | grid | profile | session | viewer | compare)" >&2
     exit 2
     ;;
 esac
