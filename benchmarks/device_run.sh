@@ -47,8 +47,10 @@
 #                  (benchmarks/ptx_registers.py), in that order; results_lease.tgz.
 #   lease_more     right after it, in the rest of the 15 minutes (LEASE_S=what is left):
 #                  which step option CartPole at 65,536 envs faults under on CUDA
-#                  (benchmarks/env_faults.py), its env-steps/s, the large pyramid per stage
-#                  with XPBD and with 10 colours a launch, its kernel profile, small worlds
+#                  (benchmarks/env_faults.py), its env-steps/s, the large pyramid with XPBD on
+#                  the grid team and per stage, per stage with 10 colours a launch (fewer
+#                  launches from Python, as many CUDA kernels: no gain on an H100 with 4 on
+#                  2026-11-26), its kernel profile, small worlds
 #                  (soft step); results_lease_more.tgz. First run of both 2026-12-04 (the
 #                  logs: results/NVIDIA_H200/session_2026-12-04.txt)
 #   session        for a 15-minute lease, one 10-minute command: the GPU against the CPU
@@ -178,6 +180,8 @@ lease | lease_more)
             timeout "$(cap 45)" "$python" -m benchmarks.envs --arch "$arch" --envs 65536 \
                 --results "$results"
             echo "== rc $?"; pack
+            bench 70 --solver xpbd large_pyramid --step-option gpu_team_slots=0 \
+                --step-option gpu_grid_team=true
             bench 60 --solver xpbd large_pyramid
             bench 60 --solver soft_step large_pyramid --colors-per-launch 10
             profile large_pyramid 90
