@@ -170,6 +170,7 @@ def _shares(begin: ti.i32, end: ti.i32, n_members: ti.i32, out: ti.types.ndarray
         (1_000_003, 132 * gpu_team.BLOCK_THREADS),  # a 1M pile's bodies on an H200's grid team
         (4_200_000, gpu_team.MAX_GRID_BLOCKS * gpu_team.BLOCK_THREADS),  # its pairs, most blocks
         (15_000, gpu_team.BLOCK_THREADS),  # the large pyramid's pairs on one block
+        (3 * 65_536, 65_536),  # 65,536 cart-poles' body slots, a world per thread
         (7, 2),  # a CPU team: fewer items than...
         (3, 8),  # ...and more members than items
     ],
@@ -178,7 +179,8 @@ def test_a_teams_shares_are_the_exact_split_at_a_grid_teams_sizes(items, members
     """team.share deals [begin, end) as begin + count * member // n_members onwards, in exact
     integers (Python's here), the shares tiling the items in order: also where count *
     member passes 32 bits (a grid team of 33,792 threads on a 1M pile's bodies: that product
-    overflowed and the CUDA launch read out of bounds)."""
+    overflowed and the CUDA launch read out of bounds; a step without contacts shares a
+    world's slots the same way, a world a thread)."""
     begin = 5
     got = np.zeros((members, 2), dtype=np.int32)
     _shares(begin, begin + items, members, got)

@@ -220,7 +220,8 @@ def share(begin, end, member, n_members):
     product count * member, which overflows 32 bits in a grid team (a 1M pile's million
     bodies times member 33,791 of an H200's 132 x 256: the launch read out of bounds on CUDA).
     r * member < n_members**2 stays in 32 bits for up to 46,340 members, which
-    gpu_team.MAX_GRID_BLOCKS keeps a grid team within."""
+    gpu_team.MAX_GRID_BLOCKS keeps a grid team within; a world per member (a step without
+    contacts of any number of worlds) shares worlds x per-world counts, so r is 0."""
     count = end - begin
     q, r = count // n_members, count % n_members
     return (
