@@ -47,7 +47,9 @@
 #                  (benchmarks/ptx_registers.py), in that order; results_lease.tgz.
 #   lease_more     right after it, in the rest of the 15 minutes (LEASE_S=what is left):
 #                  which step option CartPole at 65,536 envs faults under on CUDA
-#                  (benchmarks/env_faults.py), its env-steps/s, the large pyramid with XPBD on
+#                  (benchmarks/env_faults.py), Nsight Compute on the small worlds' kernels
+#                  (occupancy, warp stalls: benchmarks/step_loop.py), CartPole's env-steps/s,
+#                  the large pyramid with XPBD on
 #                  the grid team and per stage, per stage with 10 colours a launch (fewer
 #                  launches from Python, as many CUDA kernels: no gain on an H100 with 4 on
 #                  2026-11-26), its kernel profile, small worlds
@@ -176,6 +178,21 @@ lease | lease_more)
             echo "== $(date +%T) CartPole at 65,536 envs (a torn hinge on 2026-12-04): which path"
             timeout "$(cap 90)" "$python" -m benchmarks.env_faults --arch "$arch" --envs 65536
             echo "== rc $?"
+            echo "== $(date +%T) Nsight Compute: the small worlds' kernels (XPBD, 16,384 worlds)"
+            ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+            if [[ -n $ncu ]]; then
+                # Sections, not --set full: each pass replays the kernel over the whole pool.
+                timeout "$(cap 120)" "$ncu" -f -k regex:_substeps_c -c 10 \
+                    --section SpeedOfLight --section Occupancy --section LaunchStats \
+                    --section WarpStateStats --section SchedulerStats \
+                    -o "$out/ncu_small_worlds" "$python" -m benchmarks.step_loop --worlds 16384 \
+                    --steps 2
+                echo "== rc $?"
+                "$ncu" --import "$out/ncu_small_worlds.ncu-rep" --page details --csv \
+                    >"$out/ncu_small_worlds.csv" 2>&1
+            else
+                echo "no ncu on this machine"
+            fi
             echo "== $(date +%T) envs"
             timeout "$(cap 45)" "$python" -m benchmarks.envs --arch "$arch" --envs 65536 \
                 --results "$results"

@@ -700,3 +700,13 @@ def test_env_faults_steps_each_variant_and_names_its_outcome(arch):
     first = step_clean("fx2d/CartPole-v0", 4, 3, arch, VARIANTS["defaults"])
     other = step_clean("fx2d/CartPole-v0", 4, 3, arch, VARIANTS["steps_in_flight=False"])
     assert first.startswith("clean [") and first == other
+
+
+def test_step_loop_steps_a_suite_scene_and_says_so(arch, capsys):
+    """benchmarks.step_loop (what a GPU profiler runs): the suite's small worlds, stepped
+    and read back, in one line."""
+    from benchmarks import step_loop
+
+    step_loop.main(["--arch", arch, "--worlds", "4", "--steps", "2"])
+    out = capsys.readouterr().out
+    assert "batched_small (4 worlds, 8 bodies a world, xpbd)" in out and "2 steps" in out
