@@ -165,7 +165,7 @@ def _in_flight_bitwise(arch: str, child: str = _IN_FLIGHT, least_flown: int = 78
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-4000:]
     backend, flown, same = run.stdout.split()[-3:]
     assert backend == arch and int(flown) >= least_flown, run.stdout[-500:]
-    assert same == "True"
+    assert same == "True", run.stdout[-2000:]
 
 
 def test_steps_in_flight_on_vulkan_bitwise_as_one_by_one(vulkan_devices):
@@ -200,6 +200,12 @@ for fly in (True, False):
     )
     runs.append([t._run(hop, 40), t._run(asleep, 300), t._run(pile, 200, read_every=50)])
 flown = launching.kernel_launches()["fx2d_gpu.physics.solver.fused._team_in_flight"]
+for name, a, b in zip(("hop", "asleep", "pile"), *runs, strict=True):
+    apart = [i for i, (x, y) in enumerate(zip(a["seen"], b["seen"], strict=True))
+             if not np.array_equal(x, y)]
+    cache = {k: (v, b["cache"][k]) for k, v in a["cache"].items() if v != b["cache"][k]}
+    if apart or cache:  # where flying and one by one part (test_in_flight._seen's items)
+        print(name, "items apart:", apart, "of", len(a["seen"]), "cache apart:", cache)
 same = all(
     all(np.array_equal(x, y) for x, y in zip(a["seen"], b["seen"], strict=True))
     and a["cache"] == b["cache"]
