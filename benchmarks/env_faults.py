@@ -4,13 +4,19 @@ seen on one backend only.
     python -m benchmarks.env_faults [--arch ARCH] [--envs N] [--steps S] [--env ID]
 
 On an H200 (CUDA, 2026-12-04) fx2d/CartPole-v0 at 65,536 envs raised SimulationError (a
-hinge torn) at its first step after reset, while 16,384 envs, and 65,536 on the CPU and
-on software Vulkan, stepped clean. Here the env is made once per variant (the defaults,
-then each with one StepOptions switch turned off: steps in flight, the step without
-contacts, the small worlds' step in one launch), reset with seed 0 and stepped S times with
-random actions (the action space seeded with 0); each variant prints "clean" with its first
-world's observation, or the error's first line. A variant that steps clean names the path
-at fault.
+hinge torn) at its first step after reset, while 16,384 envs stepped clean. The cause found
+since on the CPU: the step without contacts shares its body slots among the worlds with
+team.share, whose 32-bit product overflowed at 65,536 worlds (on the CPU the worlds moved
+apart from a smaller batch's without a fault; fixed, tests/test_envs.py). On a GPU this
+confirms it: every variant clean now; before, all but contactless_step=False (whose step
+takes a world's slots directly) would have torn.
+
+The env is made once per variant (the defaults, then each with one StepOptions switch
+turned off: steps in flight, the step without contacts, the small worlds' step in one
+launch), reset with seed 0 and stepped S times with random actions (the action space
+seeded with 0); each variant prints "clean" with its first world's observation, or the
+error's first line. A variant that steps clean where the others fail names the path at
+fault.
 """
 
 import argparse
