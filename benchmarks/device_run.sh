@@ -147,7 +147,7 @@ lease | lease_more)
         workers=()
         "$python" -c "import xdist" 2>/dev/null && workers=(-n 8)
         # SIGINT at the cap: pytest then still prints why each failure failed.
-        FX2D_TEST_ARCH=$arch timeout -s INT "$(cap 220)" "$python" -m pytest -v -rfs \
+        FX2D_TEST_ARCH=$arch timeout -s INT -k 20 "$(cap 220)" "$python" -m pytest -v -rfs \
             -p no:cacheprovider "${workers[@]}" --durations=15 tests/test_gpu_team.py \
             "tests/test_vulkan.py::test_team_steps_in_flight_on_${arch}_bitwise_as_one_by_one" \
             "tests/test_vulkan.py::test_steps_in_flight_on_${arch}_bitwise_as_one_by_one" \
