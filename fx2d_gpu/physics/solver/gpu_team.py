@@ -17,8 +17,9 @@ What it costs: one block uses one of the GPU's multiprocessors (an H200 has 132)
 a few thousand bodies gives each of the block's threads a handful of items a stage, and its
 stages are latency-bound anyway; a pile of a million bodies would run on 1/132 of the GPU.
 
-The grid team (CUDA). Scenes above StepOptions.gpu_team_slots body slots run on a team of a
-block per multiprocessor (grid_blocks; StepOptions.gpu_grid_team), whose blocks meet at a
+The grid team (CUDA, where StepOptions.gpu_grid_team asks: off by default until it has run
+at scale on a GPU). Scenes above StepOptions.gpu_team_slots body slots run on a team of a
+block per multiprocessor (grid_blocks), whose blocks meet at a
 grid-wide barrier (team.barrier): the block's barrier, then its first thread (leads_block)
 fences, arrives at a generation counter in global memory and spins until the last block
 arrives, fences again, and the block's barrier once more, which is how CUDA's cooperative

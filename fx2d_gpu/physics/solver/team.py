@@ -480,8 +480,9 @@ def threads_for(ctx: "StepContext") -> int:
     scene whose loops run serially anyway (device.SERIAL_SLOTS), probe_threads for others
     (1 where the duel chose a team of one); 0 (no team) where the scene's StepOptions.team
     is off. On a GPU backend, the GPU team's block (gpu_team.threads_for: scenes of at most
-    StepOptions.gpu_team_slots body slots), above them on CUDA a grid team (a block per
-    multiprocessor: StepOptions.gpu_grid_team, none once its barrier ran out). A step asks
+    StepOptions.gpu_team_slots body slots), above them on CUDA a grid team where
+    StepOptions.gpu_grid_team asks (a block per multiprocessor; none once its barrier ran
+    out). A step asks
     once, as it plans (solver/plan.py), and its stages read the plan's answer
     (threads_in_step)."""
     if not ctx.cpu:
