@@ -10,8 +10,8 @@ whether it spills to local memory (issue 74's first item). Here Taichi starts wi
 `print_kernel_asm` (each compiled module's PTX written to the working directory as
 taichi_kernel_nvptx_NNNN.ptx) and the offline cache off (a cached kernel is not compiled,
 so nothing would be written), the scenes take two steps, and `ptxas -v` assembles each PTX
-file for the architecture its `.target` line names. CUDA only, with ptxas on PATH (the CUDA
-toolkit's; --ptxas names another).
+file for the architecture its `.target` line names. CUDA only, with ptxas (on PATH, a CUDA
+toolkit's under /usr/local, or Triton's; --ptxas names another).
 
 Saves benchmarks/results/<device>/ptx_registers.csv: per scene, solver and kernel entry
 (Taichi's offloaded task), the registers a thread, the stack frame and the spill stores
@@ -21,6 +21,7 @@ scene compiled for an earlier scene of this run are not written again.
 
 import argparse
 import datetime
+import glob
 import os
 import re
 import shutil
@@ -113,8 +114,24 @@ def _build(name: str, solver: str, worlds: int):
     return scenes.batched_small(worlds, arch="cuda", solver=solver)
 
 
+def find_ptxas() -> str | None:
+    """ptxas on PATH, else a CUDA toolkit's under /usr/local, else the one Triton ships
+    (PyTorch's machines have Triton); None where none is found."""
+    found = shutil.which("ptxas") or next(
+        iter(sorted(glob.glob("/usr/local/cuda*/bin/ptxas"))), None
+    )
+    if found:
+        return found
+    try:
+        import triton
+    except ImportError:
+        return None
+    bundled = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "ptxas"
+    return str(bundled) if bundled.exists() else None
+
+
 def run(names=None, solvers=SOLVERS, worlds=65_536, ptxas=None, results=None) -> list[dict]:
-    ptxas = ptxas or shutil.which("ptxas")
+    ptxas = ptxas or find_ptxas()
     if ptxas is None:
         raise SystemExit("ptxas not found: put the CUDA toolkit's bin on PATH or give --ptxas")
     folder = Path(tempfile.mkdtemp(prefix="fx2d_ptx_"))

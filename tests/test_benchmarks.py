@@ -646,20 +646,21 @@ def test_solve_lanes_checks_each_layout_against_one_manifold_a_work_item(tmp_pat
 
 
 def test_ptxas_reports_become_a_row_per_entry():
-    """benchmarks.ptx_registers reads ptxas -v's report (the CUDA toolkit's format, as
-    ptxas 12-13 prints it): each entry's registers, stack frame and spills, 0 where a line
-    is missing, in the report's order."""
+    """benchmarks.ptx_registers reads ptxas -v's report (its lines as ptxas 13.0 prints them
+    for a hand-written kernel): each entry's registers, stack frame and spills, 0 where a
+    line is missing, in the report's order."""
     from benchmarks.ptx_registers import parse_ptxas_report
 
     report = """ptxas info    : 0 bytes gmem
 ptxas info    : Compiling entry function '_substeps_c80_0_range_for' for 'sm_90'
 ptxas info    : Function properties for _substeps_c80_0_range_for
     184 bytes stack frame, 96 bytes spill stores, 104 bytes spill loads
-ptxas info    : Used 255 registers, 568 bytes cmem[0]
+ptxas info    : Used 255 registers, used 0 barriers, 568 bytes cmem[0]
 ptxas info    : Compiling entry function '_write_rows_c12_0_range_for' for 'sm_90'
 ptxas info    : Function properties for _write_rows_c12_0_range_for
     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
-ptxas info    : Used 24 registers, 400 bytes cmem[0]
+ptxas info    : Used 24 registers, used 0 barriers, 400 bytes cmem[0]
+ptxas info    : Compile time = 23.791 ms
 ptxas info    : Compiling entry function 'no_lines' for 'sm_90'
 """
     assert parse_ptxas_report(report) == [
