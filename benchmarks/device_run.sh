@@ -146,12 +146,14 @@ lease | lease_more)
     if [[ $part == lease ]]; then
         workers=()
         "$python" -c "import xdist" 2>/dev/null && workers=(-n 8)
-        # SIGINT at the cap: pytest then still prints why each failure failed.
+        # SIGINT at the cap: pytest then still prints why each failure failed. The longest
+        # first (on 2026-12-04 the CUDA-vs-CPU scenes were still running at 250 s).
         FX2D_TEST_ARCH=$arch timeout -s INT -k 20 "$(cap 220)" "$python" -m pytest -v -rfs \
-            -p no:cacheprovider "${workers[@]}" --durations=15 tests/test_gpu_team.py \
-            "tests/test_vulkan.py::test_team_steps_in_flight_on_${arch}_bitwise_as_one_by_one" \
-            "tests/test_vulkan.py::test_steps_in_flight_on_${arch}_bitwise_as_one_by_one" \
+            -p no:cacheprovider "${workers[@]}" --durations=15 \
             "tests/test_vulkan.py::test_scenes_on_${arch}_match_the_cpu_backend" \
+            "tests/test_vulkan.py::test_team_steps_in_flight_on_${arch}_bitwise_as_one_by_one" \
+            tests/test_gpu_team.py \
+            "tests/test_vulkan.py::test_steps_in_flight_on_${arch}_bitwise_as_one_by_one" \
             tests/test_world_resets.py::test_get_state_fills_torch_tensors_in_place \
             >"$out/tests.log" 2>&1 &
         tests=$!
