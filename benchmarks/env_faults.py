@@ -23,6 +23,8 @@ import argparse
 
 import numpy as np
 
+from .envs import make_vector_env
+
 VARIANTS = {
     "defaults": {},
     "steps_in_flight=False": {"steps_in_flight": False},
@@ -33,13 +35,7 @@ VARIANTS = {
 
 def step_clean(env_id: str, envs: int, steps: int, arch: str, options: dict) -> str:
     """'clean <observation of world 0>' or 'FAILED <error type>: <its first line>'."""
-    import gymnasium
-
-    import fx2d_gpu.envs  # noqa: F401  (registers fx2d/...)
-
-    vector = gymnasium.make_vec(
-        env_id, num_envs=envs, vectorization_mode="vector_entry_point", arch=arch
-    )
+    vector = make_vector_env(env_id, envs, arch)
     scene = vector.unwrapped.scene
     scene.step_options = scene.step_options.replace(**options)
     try:

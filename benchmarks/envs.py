@@ -32,7 +32,9 @@ ENV_COUNTS = (1, 4, 16, 64, 256, 1024, 4096)
 QUICK_COUNTS = (1, 4)
 
 
-def _make(env_id: str, num_envs: int, arch: str):
+def make_vector_env(env_id: str, num_envs: int, arch: str):
+    """A vector env of `num_envs`: fx2d's on `arch` and Gymnasium's CartPole through their
+    vector entry points, others (LunarLander) in a SyncVectorEnv."""
     import gymnasium
 
     import fx2d_gpu.envs  # noqa: F401  (registers fx2d/...)
@@ -71,7 +73,7 @@ def measure(
     num_envs: int, pairs: list[tuple[str, str]], arch: str, steps: int, window: int
 ) -> list[dict]:
     """Every env id of `pairs` ((task, id)) at num_envs, side by side; one row each."""
-    envs = {env_id: _make(env_id, num_envs, arch) for _, env_id in pairs}
+    envs = {env_id: make_vector_env(env_id, num_envs, arch) for _, env_id in pairs}
     runs = [_stepper(envs[env_id], seed=0) for _, env_id in pairs]
     timings = time_windows_side_by_side(runs, steps, window)
     rows = []

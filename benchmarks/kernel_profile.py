@@ -47,7 +47,9 @@ def kernel_of(task: str) -> str:
     return _TASK_SUFFIX.sub("", task)
 
 
-def _build(name: str, arch: str, solver: str, pile: int, worlds: int):
+def build_scene(name: str, arch: str, solver: str, pile: int = 100_000, worlds: int = 256):
+    """A scene the GPU is measured on (SCENES): the large pyramid with sleep off (Box2D's,
+    5,051 bodies), a pile of `pile` bodies poured, or `worlds` small worlds."""
     common = dict(arch=arch, solver=solver)
     if name == "large_pyramid":
         specs, _ = scenes.pyramid_layout(100)
@@ -109,7 +111,7 @@ def run(arch="cpu", names=None, pile=None, worlds=None, warm=30, steps=10, resul
     rows = []
     for name in names or SCENES:
         for solver in SOLVERS:
-            scene = _build(name, arch, solver, pile, worlds)
+            scene = build_scene(name, arch, solver, pile, worlds)
             base = {
                 "date": date,
                 "device": device_name(backend),

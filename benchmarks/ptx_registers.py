@@ -29,10 +29,10 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from fx2d_gpu import scenes
 from fx2d_gpu.device import runtime
 
 from .common import device_name, save_csv
+from .kernel_profile import build_scene
 
 DT = 1.0 / 60.0
 SCENES = ("batched_small", "large_pyramid")
@@ -107,13 +107,6 @@ def _start_taichi_writing_ptx(arch: str) -> str:
         runtime._init_taichi = start
 
 
-def _build(name: str, solver: str, worlds: int):
-    if name == "large_pyramid":
-        specs, _ = scenes.pyramid_layout(100)
-        return scenes.build_scene(specs, enable_sleep=False, arch="cuda", solver=solver)
-    return scenes.batched_small(worlds, arch="cuda", solver=solver)
-
-
 def find_ptxas() -> str | None:
     """ptxas on PATH, else a CUDA toolkit's under /usr/local, else the one Triton ships
     (PyTorch's machines have Triton); None where none is found."""
@@ -142,7 +135,7 @@ def run(names=None, solvers=SOLVERS, worlds=65_536, ptxas=None, results=None) ->
     date, seen, rows = datetime.date.today().isoformat(), set(), []
     for name in names or SCENES:
         for solver in solvers:
-            scene = _build(name, solver, worlds)
+            scene = build_scene(name, "cuda", solver, worlds=worlds)
             for _ in range(2):
                 scene.step(DT)
             scene.get_state()  # the steps' answers read: every launch has run

@@ -4,10 +4,10 @@
     python -m benchmarks.step_loop [--arch cuda] [--scene batched_small|large_pyramid]
         [--worlds W] [--solver xpbd|soft_step] [--steps N]
 
-The scenes are the benchmark suite's (`benchmarks/suite.py`): W small worlds of 8 bodies
-and a joint, or Box2D's large pyramid with sleep off. The steps are read back at the end
-(get_state), so every launch has run when the program exits. For example, the small worlds'
-step kernel on an H200 (benchmarks/device_run.sh lease_more):
+The scenes are the kernel profile's (`benchmarks/kernel_profile.build_scene`): W small
+worlds of 8 bodies and a joint, or Box2D's large pyramid with sleep off. The steps are read
+back at the end (get_state), so every launch has run when the program exits. For example,
+the small worlds' step kernel on an H200 (benchmarks/device_run.sh lease_more):
 
     ncu -k regex:_substeps_c -c 10 --section Occupancy -o small \
         python -m benchmarks.step_loop --worlds 16384
@@ -16,17 +16,9 @@ step kernel on an H200 (benchmarks/device_run.sh lease_more):
 import argparse
 import time
 
-from fx2d_gpu import scenes
+from .kernel_profile import build_scene
 
 DT = 1.0 / 60.0
-
-
-def build(scene: str, worlds: int, solver: str, arch: str):
-    """The benchmark suite's scene `scene` (W worlds for batched_small)."""
-    if scene == "large_pyramid":
-        specs, _ = scenes.pyramid_layout(100)
-        return scenes.build_scene(specs, enable_sleep=False, arch=arch, solver=solver)
-    return scenes.batched_small(worlds, arch=arch, solver=solver)
 
 
 def main(argv=None):
@@ -43,7 +35,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.worlds < 1 or args.steps < 1:
         parser.error("--worlds and --steps must be positive")
-    scene = build(args.scene, args.worlds, args.solver, args.arch)
+    scene = build_scene(args.scene, args.arch, args.solver, worlds=args.worlds)
     start = time.perf_counter()
     for _ in range(args.steps):
         scene.step(DT)
