@@ -35,7 +35,6 @@ from typing import TYPE_CHECKING
 
 from ...device import MAX_COLORS
 from . import gpu_team
-from .gpu_team import on_gpu
 from .team import TeamTimings
 
 if TYPE_CHECKING:
@@ -438,7 +437,7 @@ def plan_step(ctx: StepContext, profiled: bool, team_threads: int) -> StepPlan:
         save_in_broad_phase=small and options.save_in_broad_phase,
         carry_in_coloring=options.carry_in_coloring,
         sleep_in_report=options.sleep_in_report and not profiled,
-        worlds_launch=small and not profiled and options.folds_small_worlds(on_gpu()),
+        worlds_launch=small and not profiled and options.folds_small_worlds(gpu_team.on_gpu()),
         contactless=not profiled and steps_without_contacts(ctx),
     )
 
