@@ -17,6 +17,50 @@ from fx2d_gpu.physics.solver.team import TASK_ITEMS
 RESULTS = Path(__file__).parent / "results"
 
 
+#: Taichi's compile options a measurement may set (--taichi-option), and their kinds. The
+#: engine's own settings are runtime.ensure_initialized's (each there with its reason):
+#: advanced_optimization and fast_math off for a short cold compile and for bitwise
+#: agreement between a scene's serial and parallel kernels; gpu_max_reg unset (CUDA's
+#: choice: the small worlds' step kernel takes 168 registers a thread on an H200).
+TAICHI_OPTIONS = {"advanced_optimization": bool, "fast_math": bool, "gpu_max_reg": int}
+
+
+def taichi_options(pairs: list[str]) -> dict:
+    """{option: value} from NAME=VALUE strings of TAICHI_OPTIONS (bools as true/false).
+
+    Raises:
+        ValueError: a name not in TAICHI_OPTIONS, or a value not of its kind."""
+    options = {}
+    for pair in pairs:
+        name, _, text = pair.partition("=")
+        kind = TAICHI_OPTIONS.get(name)
+        if kind is bool and text.lower() in ("true", "false"):
+            options[name] = text.lower() == "true"
+        elif kind is int and text.isdigit():
+            options[name] = int(text)
+        else:
+            raise ValueError(
+                f"{pair!r} is not NAME=VALUE of {sorted(TAICHI_OPTIONS)} (bools true/false, "
+                "counts as numbers)"
+            )
+    return options
+
+
+def start_taichi(arch: str, **options) -> str:
+    """runtime.ensure_initialized(arch) with Taichi's `options` over the engine's own (see
+    TAICHI_OPTIONS), where this call starts Taichi; the backend's name."""
+    start = runtime._init_taichi
+
+    def with_options(ti_arch, settings):
+        start(ti_arch, {**settings, **options})
+
+    runtime._init_taichi = with_options
+    try:
+        return runtime.ensure_initialized(arch)
+    finally:
+        runtime._init_taichi = start
+
+
 def device_name(backend: str) -> str:
     """A short, file-system-safe name of the device the backend runs on; on a CPU backend
     limited to fewer threads (FX2D_CPU_THREADS, runtime.cpu_threads_setting) the count is

@@ -37,24 +37,21 @@
 #                  block and grid size, occupancy) of the large pyramid, the 1M pile after
 #                  30 steps and 65,536 small worlds, each solver; results_profile.tgz
 #   lease          issue 74's figures in one command of $LEASE_S seconds (default 560), each
-#                  part capped by what is left of it and its CSVs packed at once: in the
-#                  background for its first 220 s the GPU's own checks (tests/test_gpu_team.py,
-#                  the steps in flight bitwise, the CUDA-vs-CPU scenes, get_state into CUDA
-#                  torch tensors: issue 78); meanwhile the 1M pile on the grid team (soft
-#                  step; GPU-bound: the tests' small launches share the GPU with it); then
-#                  alone the large pyramid per stage, on one block and on the grid team (soft
-#                  step), the small worlds' kernel profile and their registers and spills
-#                  (benchmarks/ptx_registers.py), in that order; results_lease.tgz.
-#   lease_more     right after it, in the rest of the 15 minutes (LEASE_S=what is left):
-#                  which step option CartPole at 65,536 envs faults under on CUDA
-#                  (benchmarks/env_faults.py), Nsight Compute on the small worlds' kernels
-#                  (occupancy, warp stalls: benchmarks/step_loop.py), CartPole's env-steps/s,
-#                  the large pyramid with XPBD on
-#                  the grid team and per stage, per stage with 10 colours a launch (fewer
-#                  launches from Python, as many CUDA kernels: no gain on an H100 with 4 on
-#                  2026-11-26), its kernel profile, small worlds
-#                  (soft step); results_lease_more.tgz. First run of both 2026-12-04 (the
-#                  logs: results/NVIDIA_H200/session_2026-12-04.txt)
+#                  part capped by what is left of it and its CSVs packed at once: for its
+#                  first 240 s the GPU's own checks in the background (the team's steps in
+#                  flight bitwise in a process of its own: tests_team_in_flight.log; the
+#                  backend tests of the team's and the solver's files: tests.log), meanwhile
+#                  the small worlds' registers and spills (benchmarks/ptx_registers.py, as
+#                  CUDA chooses and at gpu_max_reg=128); then alone the grid team at scale
+#                  (pile 100k on it and per stage, 1M on it; soft step) and the small worlds
+#                  with Taichi's advanced_optimization and at 128 registers (soft step);
+#                  results_lease.tgz.
+#   lease_more     right after it, in the rest of the 15 minutes (LEASE_S=what is left): the
+#                  small worlds' two compile options with XPBD, Nsight Compute on their step
+#                  kernel (occupancy, warp stalls, memory: benchmarks/step_loop.py), the
+#                  piles of 100k and 1M on the grid team (XPBD), the large pyramid with the
+#                  defaults (the grid team), the levels env (issue 78); results_lease_more.tgz.
+#                  Earlier leases' logs: results/NVIDIA_H200/session_2026-12-04*.txt
 #   session        for a 15-minute lease, one 10-minute command: the GPU against the CPU
 #                  beside every backend test (4 min, pytest-xdist), three benchmark
 #                  scenes with each solver (1.7 min each; large worlds on the GPU team),
@@ -145,66 +142,81 @@ lease | lease_more)
     }
     if [[ $part == lease ]]; then
         workers=()
-        "$python" -c "import xdist" 2>/dev/null && workers=(-n 8)
-        # SIGINT at the cap: pytest then still prints why each failure failed. The longest
-        # first (on 2026-12-04 the CUDA-vs-CPU scenes were still running at 250 s).
-        FX2D_TEST_ARCH=$arch timeout -s INT -k 20 "$(cap 220)" "$python" -m pytest -v -rfs \
-            -p no:cacheprovider "${workers[@]}" --durations=15 \
-            "tests/test_vulkan.py::test_scenes_on_${arch}_match_the_cpu_backend" \
+        "$python" -c "import xdist" 2>/dev/null && workers=(-n 6)
+        # SIGINT at the cap: pytest then still prints why each failure failed. The team's
+        # steps in flight alone in a process of their own: twice they failed (2026-12-04,
+        # second session) or never started (third) among the others.
+        FX2D_TEST_ARCH=$arch timeout -s INT -k 20 "$(cap 240)" "$python" -m pytest -v -rfs \
+            -p no:cacheprovider --durations=5 \
             "tests/test_vulkan.py::test_team_steps_in_flight_on_${arch}_bitwise_as_one_by_one" \
-            tests/test_gpu_team.py \
-            "tests/test_vulkan.py::test_steps_in_flight_on_${arch}_bitwise_as_one_by_one" \
-            tests/test_world_resets.py::test_get_state_fills_torch_tensors_in_place \
+            >"$out/tests_team_in_flight.log" 2>&1 &
+        in_flight=$!
+        # The backend tests of the files the grid team's default (gpu_grid_team on, up to
+        # gpu_grid_team_slots) and the team's stages touch.
+        FX2D_TEST_ARCH=$arch timeout -s INT -k 20 "$(cap 240)" "$python" -m pytest -v -rfs \
+            -p no:cacheprovider "${workers[@]}" --durations=15 -m backend -k "not serial" \
+            tests/test_gpu_team.py tests/test_solver.py tests/test_pair_reuse.py \
+            tests/test_sleep_islands.py tests/test_small_worlds.py tests/test_stages.py \
             >"$out/tests.log" 2>&1 &
         tests=$!
     fi
     {
         if [[ $part == lease ]]; then
-            # GPU-bound steps of tens to hundreds of milliseconds: the tests' small launches
-            # beside them cost them little. (Per stage: 405 ms on 2026-11-26.)
-            bench 110 --solver soft_step pile --piles 1000000 --step-option gpu_grid_team=true
-            while kill -0 "$tests" 2>/dev/null; do sleep 1; done  # (not this subshell's child)
+            # Mostly host work (compiling, ptxas) while the tests hold the GPU: registers
+            # and spills of the small worlds' kernels, as CUDA chooses and at most 128
+            # (what one wave of 65,536 worlds on 132 multiprocessors needs: 168 took 1.3).
+            for limit in "" gpu_max_reg=128; do
+                echo "== $(date +%T) registers and spills (ptxas -v on Taichi's PTX) $limit"
+                PATH=$PATH:/usr/local/cuda/bin timeout "$(cap 80)" "$python" \
+                    -m benchmarks.ptx_registers --scenes batched_small --results "$results" \
+                    ${limit:+--taichi-option $limit}
+                echo "== rc $?"; pack
+            done
+            while kill -0 "$tests" 2>/dev/null || kill -0 "$in_flight" 2>/dev/null; do
+                sleep 1
+            done  # (not this subshell's children)
             echo "== $(date +%T) tests done; the GPU is the benchmarks' alone from here"
-            # The large pyramid on each executor: per stage (the default over
-            # gpu_team_slots), one block (the slots raised), the grid team (CUDA).
-            bench 60 --solver soft_step large_pyramid
-            bench 70 --solver soft_step large_pyramid --step-option gpu_team_slots=20000
-            bench 70 --solver soft_step large_pyramid --step-option gpu_team_slots=0 \
-                --step-option gpu_grid_team=true
-            profile batched_small 90
-            echo "== $(date +%T) registers and spills (ptxas -v on Taichi's PTX)"
-            PATH=$PATH:/usr/local/cuda/bin timeout "$(cap 80)" "$python" \
-                -m benchmarks.ptx_registers --scenes batched_small --results "$results"
-            echo "== rc $?"; pack
+            # The grid team at scale (the default up to 200,000 body slots since the large
+            # pyramid took 1.62 ms on it, soft step, against 3.04 ms per stage): 100k on
+            # it and per stage, then 1M on it (its slots raised), the soft step.
+            bench 100 --solver soft_step pile --piles 100000
+            bench 100 --solver soft_step pile --piles 100000 --step-option gpu_grid_team=false
+            bench 150 --solver soft_step pile --piles 1000000 \
+                --step-option gpu_grid_team_slots=2000000
+            # The small worlds' step kernel with Taichi's own optimisations (off for a short
+            # cold compile: runtime.ensure_initialized) and at 128 registers.
+            bench 60 --solver soft_step batched_small --taichi-option advanced_optimization=true
+            bench 60 --solver soft_step batched_small --taichi-option gpu_max_reg=128
         else
-            echo "== $(date +%T) CartPole at 65,536 envs (a torn hinge on 2026-12-04): which path"
-            timeout "$(cap 90)" "$python" -m benchmarks.env_faults --arch "$arch" --envs 65536
-            echo "== rc $?"
-            echo "== $(date +%T) Nsight Compute: the small worlds' kernels (XPBD, 16,384 worlds)"
+            bench 70 --solver xpbd batched_small --taichi-option advanced_optimization=true
+            bench 70 --solver xpbd batched_small --taichi-option gpu_max_reg=128
+            echo "== $(date +%T) Nsight Compute: the small worlds' step kernel (XPBD, 65,536 worlds)"
             ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
             if [[ -n $ncu ]]; then
-                # Sections, not --set full: each pass replays the kernel over the whole pool.
-                timeout "$(cap 120)" "$ncu" -f -k regex:_substeps_c -c 10 \
+                # The one kernel that took 90 % of the step (168 registers, 15.2 ms of 16.9
+                # on 2026-12-04), in a step in flight (the first step takes _substeps).
+                # Sections, not --set full: each pass replays the kernel.
+                timeout "$(cap 120)" "$ncu" -f -c 1 \
+                    -k "regex:_worlds_in_flight_c[0-9]+_0_kernel_25_range_for" \
                     --section SpeedOfLight --section Occupancy --section LaunchStats \
                     --section WarpStateStats --section SchedulerStats \
-                    -o "$out/ncu_small_worlds" "$python" -m benchmarks.step_loop --worlds 16384 \
-                    --steps 2
+                    --section MemoryWorkloadAnalysis \
+                    -o "$out/ncu_small_worlds" "$python" -m benchmarks.step_loop --worlds 65536 \
+                    --steps 3
                 echo "== rc $?"
                 "$ncu" --import "$out/ncu_small_worlds.ncu-rep" --page details --csv \
                     >"$out/ncu_small_worlds.csv" 2>&1
             else
                 echo "no ncu on this machine"
             fi
-            echo "== $(date +%T) envs"
-            timeout "$(cap 45)" "$python" -m benchmarks.envs --arch "$arch" --envs 65536 \
-                --results "$results"
-            echo "== rc $?"; pack
-            bench 70 --solver xpbd large_pyramid --step-option gpu_team_slots=0 \
-                --step-option gpu_grid_team=true
+            bench 150 --solver xpbd pile --piles 100000 1000000 \
+                --step-option gpu_grid_team_slots=2000000
+            # The default now (the grid team): the launches a step should read 1.
             bench 60 --solver xpbd large_pyramid
-            bench 60 --solver soft_step large_pyramid --colors-per-launch 10
-            profile large_pyramid 90
-            bench 60 --solver soft_step batched_small
+            echo "== $(date +%T) levels env (issue 78; jax2d where installed)"
+            timeout "$(cap 60)" "$python" -m benchmarks.levels --arch "$arch" \
+                --envs 1024,16384 --results "$results"
+            echo "== rc $?"; pack
         fi
     } 2>&1 | tee "$log"
     ;;

@@ -22,6 +22,7 @@ scene compiled for an earlier scene of this run are not written again.
 import argparse
 import datetime
 import glob
+import gzip
 import os
 import re
 import shutil
@@ -29,9 +30,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from fx2d_gpu.device import runtime
-
-from .common import device_name, save_csv
+from .common import TAICHI_OPTIONS, device_name, save_csv, start_taichi, taichi_options
 from .kernel_profile import build_scene
 
 DT = 1.0 / 60.0
@@ -79,32 +78,25 @@ def parse_ptxas_report(text: str) -> list[dict]:
     return entries
 
 
-def assemble(ptx: Path, ptxas: str) -> list[dict]:
-    """ptxas -v on one PTX file, for the architecture its .target names."""
+def assemble(ptx: Path, ptxas: str) -> tuple[list[dict], str]:
+    """ptxas -v on one PTX file, for the architecture its .target names: (its entries, "")
+    where it assembles, else ([], the first lines ptxas wrote). A failure is tried again
+    as relocatable code (-c, where unresolved externals are allowed): on an H200 on
+    2026-12-04 ptxas gave up on Taichi's first module with status 255, reason unread."""
     target = _TARGET.search(ptx.read_text())
     arch = target.group(1) if target else "sm_90"
-    report = subprocess.run(
-        [ptxas, "-v", f"-arch={arch}", str(ptx), "-o", os.devnull],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return parse_ptxas_report(report.stderr + report.stdout)
-
-
-def _start_taichi_writing_ptx(arch: str) -> str:
-    """Taichi started on `arch` as fx2d_gpu starts it, with each module's PTX written to
-    the working directory and the offline cache off."""
-    start = runtime._init_taichi
-
-    def writing_ptx(ti_arch, options):
-        start(ti_arch, {**options, "offline_cache": False, "print_kernel_asm": True})
-
-    runtime._init_taichi = writing_ptx
-    try:
-        return runtime.ensure_initialized(arch)
-    finally:
-        runtime._init_taichi = start
+    said = ""
+    for extra in ([], ["-c"]):
+        report = subprocess.run(
+            [ptxas, "-v", *extra, f"-arch={arch}", str(ptx), "-o", os.devnull],
+            capture_output=True,
+            text=True,
+        )
+        if report.returncode == 0:
+            return parse_ptxas_report(report.stderr + report.stdout), ""
+        said = " | ".join((report.stderr + report.stdout).strip().splitlines()[:4])
+        said = f"status {report.returncode}: {said}"
+    return [], said
 
 
 def find_ptxas() -> str | None:
@@ -123,16 +115,24 @@ def find_ptxas() -> str | None:
     return str(bundled) if bundled.exists() else None
 
 
-def run(names=None, solvers=SOLVERS, worlds=65_536, ptxas=None, results=None) -> list[dict]:
+def run(
+    names=None, solvers=SOLVERS, worlds=65_536, ptxas=None, results=None, compile_options=None
+) -> list[dict]:
+    """ptxas -v on every module the scenes' first two steps compile; compile_options: Taichi
+    options over the engine's (common.TAICHI_OPTIONS, e.g. {"gpu_max_reg": 128}), named in
+    the rows' taichi_options column."""
     ptxas = ptxas or find_ptxas()
     if ptxas is None:
         raise SystemExit("ptxas not found: put the CUDA toolkit's bin on PATH or give --ptxas")
     folder = Path(tempfile.mkdtemp(prefix="fx2d_ptx_"))
     os.chdir(folder)  # where Taichi writes the PTX
-    backend = _start_taichi_writing_ptx("cuda")
+    # Each module's PTX written to the working directory; nothing taken from the cache.
+    compile_options = compile_options or {}
+    backend = start_taichi("cuda", **compile_options, offline_cache=False, print_kernel_asm=True)
+    tag = ",".join(f"{key}={value}" for key, value in compile_options.items())
     if backend != "cuda":
         raise SystemExit(f"Taichi started on {backend!r}, not CUDA: no PTX to read")
-    date, seen, rows = datetime.date.today().isoformat(), set(), []
+    date, seen, rows, failed = datetime.date.today().isoformat(), set(), [], []
     for name in names or SCENES:
         for solver in solvers:
             scene = build_scene(name, "cuda", solver, worlds=worlds)
@@ -142,7 +142,11 @@ def run(names=None, solvers=SOLVERS, worlds=65_536, ptxas=None, results=None) ->
             new = sorted(p for p in folder.glob("taichi_kernel_nvptx_*.ptx") if p not in seen)
             seen.update(new)
             for ptx in new:
-                for entry in assemble(ptx, ptxas):
+                entries, failure = assemble(ptx, ptxas)
+                if failure:
+                    failed.append(ptx)
+                    print(f"  ptxas failed on {ptx.name} ({name}/{solver}): {failure}")
+                for entry in entries:
                     rows.append(
                         {
                             "date": date,
@@ -152,12 +156,22 @@ def run(names=None, solvers=SOLVERS, worlds=65_536, ptxas=None, results=None) ->
                             "worlds": scene.n_worlds,
                             "bodies": scene.n_bodies * scene.n_worlds,
                             "ptx": ptx.name,
+                            "taichi_options": tag,
                             **entry,
                         }
                     )
             del scene
+    if failed and results:
+        # The first two that failed, compressed, beside the CSV: read on any machine with
+        # a ptxas (it needs no GPU).
+        kept = Path(results) / "ptx_failed"
+        kept.mkdir(parents=True, exist_ok=True)
+        for ptx in failed[:2]:
+            with open(ptx, "rb") as source, gzip.open(kept / f"{ptx.name}.gz", "wb") as sink:
+                shutil.copyfileobj(source, sink)
+        print(f"  {len(failed)} PTX files failed; the first kept in {kept}")
     if not rows:
-        raise SystemExit(f"no PTX written in {folder}: was the kernel cache bypassed?")
+        raise SystemExit(f"no PTX assembled in {folder}: was the kernel cache bypassed?")
     for row in sorted(rows, key=lambda r: (-r["spill_store_bytes"], -r["registers"]))[:15]:
         print(
             f"  {row['registers']:4d} regs  stack {row['stack_frame_bytes']:6d} B  spills "
@@ -165,7 +179,8 @@ def run(names=None, solvers=SOLVERS, worlds=65_536, ptxas=None, results=None) ->
             f"{row['scene']}/{row['solver']}  {row['entry']}",
             flush=True,
         )
-    print("  saved", save_csv(backend, "ptx_registers", rows, results))
+    name = "ptx_registers" + "".join(f"_{k}-{v}" for k, v in compile_options.items())
+    print("  saved", save_csv(backend, name, rows, results))
     return rows
 
 
@@ -178,11 +193,22 @@ def main(argv=None):
     parser.add_argument("--worlds", type=int, default=65_536, help="small worlds (65,536)")
     parser.add_argument("--ptxas", default=None, help="ptxas to run (default: on PATH)")
     parser.add_argument("--results", default=None, help="results folder")
+    parser.add_argument(
+        "--taichi-option",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help=f"a Taichi compile option, one of {', '.join(sorted(TAICHI_OPTIONS))}",
+    )
     args = parser.parse_args(argv)
+    try:
+        compile_options = taichi_options(args.taichi_option)
+    except ValueError as error:
+        parser.error(f"--taichi-option: {error}")
     if args.worlds < 1:
         parser.error("--worlds must be positive")
     results = str(Path(args.results).resolve()) if args.results else None
-    run(args.scenes, args.solver, args.worlds, args.ptxas, results)
+    run(args.scenes, args.solver, args.worlds, args.ptxas, results, compile_options)
 
 
 if __name__ == "__main__":

@@ -7,10 +7,11 @@
 The scenes are the kernel profile's (`benchmarks/kernel_profile.build_scene`): W small
 worlds of 8 bodies and a joint, or Box2D's large pyramid with sleep off. The steps are read
 back at the end (get_state), so every launch has run when the program exits. For example,
-the small worlds' step kernel on an H200 (benchmarks/device_run.sh lease_more):
+the small worlds' step kernel on an H200 in a step in flight (the first step takes
+_substeps' kernels instead; benchmarks/device_run.sh lease_more):
 
-    ncu -k regex:_substeps_c -c 10 --section Occupancy -o small \
-        python -m benchmarks.step_loop --worlds 16384
+    ncu -k "regex:_worlds_in_flight_c[0-9]+_0_kernel_25_range_for" -c 1 \
+        --section Occupancy -o small python -m benchmarks.step_loop --worlds 65536
 """
 
 import argparse

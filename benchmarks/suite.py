@@ -58,10 +58,13 @@ from fx2d_gpu.physics.solver.stages import DEFAULT_SUBSTEPS
 from . import box2d_native, box2d_scenes
 from .common import (
     RESULTS,
+    TAICHI_OPTIONS,
     device_name,
     paired_ratio,
     print_table,
     save_csv,
+    start_taichi,
+    taichi_options,
     time_windows,
     time_windows_side_by_side,
 )
@@ -130,6 +133,7 @@ COLUMNS = (
     "stands",
     "colors_per_launch",
     "step_options",
+    "taichi_options",
     "launches_per_step",
 )
 
@@ -666,6 +670,7 @@ def run(
     solver="xpbd",
     step_options=None,
     box2d_benchmark=None,
+    compile_options=None,
 ):
     """Run the named benchmarks; returns {name: rows} and writes CSV (and plots).
     colors_per_launch: StepOptions.colors_per_launch for this process's scenes (None: the
@@ -678,7 +683,10 @@ def run(
     launches per stage instead of running the GPU team); their CSVs are named with them
     (<scene>_team-False.csv) and say them in the step_options column. box2d_benchmark: the
     path of Box2D v3's own benchmark program (box2d_native.py), run on the pyramid scenes
-    after fx2d_gpu's runs; None leaves its rows out, saying so in one line."""
+    after fx2d_gpu's runs; None leaves its rows out, saying so in one line. compile_options:
+    {Taichi option: value} (common.TAICHI_OPTIONS) over the engine's own where this call
+    starts Taichi; the CSVs are named with them and say them in the taichi_options
+    column."""
     global SOLVER, STEP_OPTIONS
     SOLVER = solver
     STEP_OPTIONS = DEFAULT_OPTIONS.replace(  # checked before anything runs
@@ -688,7 +696,8 @@ def run(
         **(step_options or {}),
     )
     options_tag = ",".join(f"{key}={value}" for key, value in (step_options or {}).items())
-    backend = runtime.ensure_initialized(arch)
+    taichi_tag = ",".join(f"{key}={value}" for key, value in (compile_options or {}).items())
+    backend = start_taichi(arch, **(compile_options or {}))
     gpu = not runtime.on_cpu()
     sizes = Sizes(quick, gpu)
     if piles:
@@ -717,6 +726,7 @@ def run(
             if row.get("engine", "").startswith("fx2d_gpu"):
                 row.setdefault("colors_per_launch", STEP_OPTIONS.colors_per_launch)
                 row.setdefault("step_options", options_tag)
+                row.setdefault("taichi_options", taichi_tag)
         columns = list(COLUMNS) + [k for k in rows[0] if k not in COLUMNS]
         rows = [{c: row.get(c, "") for c in columns} for row in rows]
         print_table(
@@ -749,8 +759,9 @@ def run(
             ]
         )
         csv_name = name if solver == "xpbd" else f"{name}_{solver}"
-        if options_tag:
-            csv_name += "_" + options_tag.replace("=", "-").replace(",", "_")
+        for tag in (options_tag, taichi_tag):
+            if tag:
+                csv_name += "_" + tag.replace("=", "-").replace(",", "_")
         print("  saved", save_csv(backend, csv_name, rows, results), flush=True)
         out[name] = rows
     if plot:
@@ -823,11 +834,23 @@ def main(argv=None):
         help="a StepOptions attribute for fx2d_gpu's scenes, e.g. team=false (a GPU launches "
         "per stage instead of running the GPU team) or gpu_team_slots=100000; repeatable",
     )
+    parser.add_argument(
+        "--taichi-option",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a Taichi compile option over the engine's own, one of "
+        f"{', '.join(sorted(TAICHI_OPTIONS))}, e.g. gpu_max_reg=128; repeatable",
+    )
     args = parser.parse_args(argv)
     try:
         step_options = _step_options(args.step_option)
     except ValueError as error:
         parser.error(f"--step-option: {error}")
+    try:
+        compile_options = taichi_options(args.taichi_option)
+    except ValueError as error:
+        parser.error(f"--taichi-option: {error}")
     if args.profile:
         from . import profile
 
@@ -863,6 +886,7 @@ def main(argv=None):
         args.solver,
         step_options,
         native,
+        compile_options,
     )
 
 

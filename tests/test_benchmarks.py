@@ -10,10 +10,11 @@ import numpy as np
 import pytest
 
 import fx2d_gpu
-from benchmarks import box2d_native, box2d_scenes, suite
+from benchmarks import box2d_native, box2d_scenes, common, suite
 from benchmarks.common import paired_ratio, time_windows_side_by_side
 from benchmarks.pymunk_scenes import build_space
 from fx2d_gpu import load_scene, scenes
+from fx2d_gpu.device import runtime
 
 
 @pytest.mark.slow  # every benchmark scene beside pymunk and Box2D (~15-35 s)
@@ -264,6 +265,36 @@ def test_bad_step_options_are_refused_by_name(capsys):
         with pytest.raises(SystemExit):
             suite.main(["--step-option", bad, "large_pyramid"])
         assert "--step-option" in capsys.readouterr().err
+
+
+def test_bad_taichi_options_are_refused_by_name(capsys):
+    for bad in ("gpu_max_reg=lots", "advanced_optimization=1", "print_ir=true", "fast_math"):
+        with pytest.raises(SystemExit):
+            suite.main(["--taichi-option", bad, "large_pyramid"])
+        assert "--taichi-option" in capsys.readouterr().err
+    assert common.taichi_options(["gpu_max_reg=128", "advanced_optimization=True"]) == {
+        "gpu_max_reg": 128,
+        "advanced_optimization": True,
+    }
+
+
+def test_taichi_options_go_over_the_engines_own_where_taichi_starts(monkeypatch):
+    """common.start_taichi hands ti.init the engine's options with the measurement's over
+    them, and leaves the engine's start as it was."""
+    started = []
+
+    def init_taichi(ti_arch, options):
+        started.append((ti_arch, options))
+
+    def ensure_initialized(arch):
+        runtime._init_taichi(arch, {"fast_math": False, "offline_cache": True})
+        return arch
+
+    monkeypatch.setattr(runtime, "_init_taichi", init_taichi)
+    monkeypatch.setattr(runtime, "ensure_initialized", ensure_initialized)
+    assert common.start_taichi("cuda", fast_math=True, gpu_max_reg=96) == "cuda"
+    assert started == [("cuda", {"fast_math": True, "offline_cache": True, "gpu_max_reg": 96})]
+    assert runtime._init_taichi is init_taichi
 
 
 def test_an_engine_not_installed_is_left_out_with_a_note(capsys):
@@ -690,6 +721,35 @@ ptxas info    : Compiling entry function 'no_lines' for 'sm_90'
         },
     ]
     assert parse_ptxas_report("ptxas info    : 0 bytes gmem\n") == []
+
+
+def test_a_ptx_file_ptxas_refuses_is_named_and_tried_as_relocatable_code(tmp_path, monkeypatch):
+    """benchmarks.ptx_registers.assemble: where ptxas fails, again with -c; where that
+    assembles, its entries; where not, none and the first lines ptxas wrote (a fake ptxas
+    that fails without -c, or always)."""
+    from benchmarks.ptx_registers import assemble
+
+    ptx = tmp_path / "kernel.ptx"
+    ptx.write_text(".version 7.4\n.target sm_86\n.address_size 64\n")
+    fake = tmp_path / "ptxas"
+    fake.write_text(
+        "#!/bin/sh\n"
+        'case " $* " in *" -c "*) [ -n "$ALWAYS" ] && exit 3;'
+        " echo \"ptxas info    : Compiling entry function 'k' for 'sm_86'\" >&2;"
+        ' echo "ptxas info    : Used 40 registers, used 0 barriers" >&2; exit 0;; esac\n'
+        'echo "ptxas fatal   : Unresolved extern function vprintf" >&2\nexit 255\n'
+    )
+    fake.chmod(0o755)
+    entries, failure = assemble(ptx, str(fake))
+    assert failure == "" and [(e["entry"], e["registers"]) for e in entries] == [("k", 40)]
+    monkeypatch.setenv("ALWAYS", "1")
+    assert assemble(ptx, str(fake)) == ([], "status 3: ")
+    monkeypatch.delenv("ALWAYS")
+    fake.write_text('#!/bin/sh\necho "ptxas fatal   : Unresolved extern function" >&2\nexit 255\n')
+    assert assemble(ptx, str(fake)) == (
+        [],
+        "status 255: ptxas fatal   : Unresolved extern function",
+    )
 
 
 def test_env_faults_steps_each_variant_and_names_its_outcome(arch):

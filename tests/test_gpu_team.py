@@ -122,8 +122,10 @@ def test_the_gpu_team_is_one_block_for_scenes_up_to_its_slots():
 
 def test_a_grid_team_takes_scenes_over_the_slots_where_it_has_blocks():
     threads = gpu_team.BLOCK_THREADS
-    over = dict(serial=False, enabled=True, max_slots=20_000)
+    over = dict(serial=False, enabled=True, max_slots=20_000, max_grid_slots=200_000)
     assert gpu_team.threads_for(20_001, **over, grid_blocks=132) == 132 * threads
+    assert gpu_team.threads_for(200_000, **over, grid_blocks=132) == 132 * threads
+    assert gpu_team.threads_for(200_001, **over, grid_blocks=132) == 0  # per stage
     assert gpu_team.threads_for(20_000, **over, grid_blocks=132) == threads  # one block
     assert gpu_team.threads_for(20_001, **over, grid_blocks=1) == 0  # a block is no grid
     assert gpu_team.threads_for(20_001, **over, grid_blocks=0) == 0
@@ -143,8 +145,9 @@ def test_a_grid_team_has_blocks_on_cuda_only(arch):
 
 def test_gpu_team_slots_and_grid_blocks_are_checked():
     assert StepOptions().gpu_team_slots == 2_048
-    assert StepOptions().gpu_grid_team is False and StepOptions().gpu_grid_blocks == 0
-    for count in ("gpu_team_slots", "gpu_grid_blocks"):
+    assert StepOptions().gpu_grid_team is True and StepOptions().gpu_grid_blocks == 0
+    assert StepOptions().gpu_grid_team_slots == 200_000
+    for count in ("gpu_team_slots", "gpu_grid_team_slots", "gpu_grid_blocks"):
         with pytest.raises(ValueError, match=f"{count} must be >= 0"):
             StepOptions(**{count: -1})
         with pytest.raises(TypeError, match=f"{count} must be int"):

@@ -17,9 +17,9 @@ What it costs: one block uses one of the GPU's multiprocessors (an H200 has 132)
 a few thousand bodies gives each of the block's threads a handful of items a stage, and its
 stages are latency-bound anyway; a pile of a million bodies would run on 1/132 of the GPU.
 
-The grid team (CUDA, where StepOptions.gpu_grid_team asks: off by default until it has run
-at scale on a GPU). Scenes above StepOptions.gpu_team_slots body slots run on a team of a
-block per multiprocessor (grid_blocks), whose blocks meet at a
+The grid team (CUDA, StepOptions.gpu_grid_team). Scenes above StepOptions.gpu_team_slots
+body slots, up to StepOptions.gpu_grid_team_slots, run on a team of a block per
+multiprocessor (grid_blocks), whose blocks meet at a
 grid-wide barrier (team.barrier): the block's barrier, then its first thread (leads_block)
 fences, arrives at a generation counter in global memory and spins until the last block
 arrives, fences again, and the block's barrier once more, which is how CUDA's cooperative
@@ -116,22 +116,26 @@ def threads_for(
     max_slots: int,
     software: bool = False,
     grid_blocks: int = 0,
+    max_grid_slots: int = 0,
 ) -> int:
     """Threads of the GPU team for a scene of n_slots body slots: BLOCK_THREADS where the
     team is `enabled` (StepOptions.team) and the scene has at most `max_slots` slots
-    (StepOptions.gpu_team_slots); above them, a grid team of `grid_blocks` blocks where
-    that is more than one (CUDA: the multiprocessors, grid_blocks); else 0 (a launch per
-    stage). `serial`: the scene's loops run serially (a CPU's choice; never on a GPU).
-    `software`: Vulkan through a software driver (runtime.on_software_vulkan): no team,
-    since Mesa's lavapipe compiles the team's kernel (every stage inlined, as one shader)
-    for 7 minutes (the soft step's, on the 2-core CPU VM) to over 20 (XPBD's with the found
-    step and the report in it), where a launch per stage compiles in seconds; a CPU runs
+    (StepOptions.gpu_team_slots); above them and up to `max_grid_slots`
+    (StepOptions.gpu_grid_team_slots), a grid team of `grid_blocks` blocks where that is
+    more than one (CUDA: the multiprocessors, grid_blocks); else 0 (a launch per stage).
+    `serial`: the scene's loops run serially (a CPU's choice; never on a GPU). `software`:
+    Vulkan through a software driver (runtime.on_software_vulkan): no team, since Mesa's
+    lavapipe compiles the team's kernel (every stage inlined, as one shader) for 7 minutes
+    (the soft step's, on the 2-core CPU VM) to over 20 (XPBD's with the found step and the
+    report in it), where a launch per stage compiles in seconds; a CPU runs
     faster on arch="cpu" anyway."""
     if not enabled or serial or software:
         return 0
     if n_slots <= max_slots:
         return BLOCK_THREADS
-    return grid_blocks * BLOCK_THREADS if grid_blocks > 1 else 0
+    if grid_blocks > 1 and n_slots <= max_grid_slots:
+        return grid_blocks * BLOCK_THREADS
+    return 0
 
 
 def grid_blocks(asked: int) -> int:

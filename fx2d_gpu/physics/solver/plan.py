@@ -104,7 +104,8 @@ class StepOptions:
         team: run the substeps (and where pairs are kept, most of the step) in one launch
             on a team of threads meeting at barriers: on a CPU backend the CPU's threads
             (solver/team.py), on a GPU one block of threads (solver/gpu_team.py, scenes of
-            at most gpu_team_slots body slots); off: a launch per stage group.
+            at most gpu_team_slots body slots) or on CUDA the grid team (gpu_grid_team);
+            off: a launch per stage group.
         small_world_path: worlds of at most 40 bodies (context.BY_WORLD_MAX_BODIES) are
             stepped a world per thread; off: every world takes the general path (the grid
             broad phase, colour passes across worlds).
@@ -210,19 +211,24 @@ class StepOptions:
         noted_partners: partners a body notes while the broad phase counts its pairs
             (collision/broad_phase.py), 0 or more; a body with more searches again.
         gpu_team_slots: the most body slots (worlds x bodies) a scene may have for the
-            GPU team to run its steps (solver/gpu_team.py: one block, one multiprocessor of
-            the GPU); larger scenes run on the grid team (gpu_grid_team) or launch a
-            kernel per stage group across the whole GPU. 2,048: on an H200 one block
-            stepped the awake large pyramid (5,051 bodies, soft step) in 7.80 ms against
-            3.35 ms launching per stage (docs/performance.md), and a block's time grows
-            with the bodies while the launches' stays, so they meet near 2,000.
-        gpu_grid_team: on CUDA, scenes over gpu_team_slots run on a team of a block per
-            multiprocessor whose blocks meet at a grid-wide barrier (solver/gpu_team.py),
-            the team's launches across the whole GPU; off (the default, and always on
-            Vulkan or Metal, which promise no such barrier): a launch per stage group. Off
-            until a GPU has run it at scale: its one run there (a 1M pile, 2026-12-04) read
-            out of bounds (team.share's overflow, fixed since), and its speed is not
-            measured yet.
+            GPU team to run its steps on one block (solver/gpu_team.py: one
+            multiprocessor of the GPU); larger scenes run on the grid team
+            (gpu_grid_team) or launch a kernel per stage group across the whole GPU.
+            2,048: on an H200 one block stepped the awake large pyramid (5,051 bodies, soft
+            step) in 7.5-7.8 ms against 3.0-3.4 ms launching per stage and 1.6 ms on the
+            grid team (docs/performance.md); a block's time grows with the bodies.
+        gpu_grid_team: on CUDA, scenes over gpu_team_slots and up to gpu_grid_team_slots
+            run on a team of a block per multiprocessor whose blocks meet at a grid-wide
+            barrier (solver/gpu_team.py): the team's launches across the whole GPU, one a
+            step. On an H200 it stepped the large pyramid (5,051 bodies, no sleep) in
+            1.62 ms (soft step) and 2.40 ms (XPBD) against 3.04 and 10.68 ms launching
+            per stage. Off (always on Vulkan or Metal, which promise no such barrier): a
+            launch per stage group.
+        gpu_grid_team_slots: the most body slots a scene may have for the grid team;
+            larger scenes launch per stage, which fills the GPU with a thread an item where
+            the grid team's one block a multiprocessor (33,792 threads on an H200) loops
+            over several. 200,000: the grid team is measured faster at 5,051 bodies and
+            not yet measured above; a 1M pile stays per stage until it is.
         gpu_grid_blocks: blocks of the grid team; 0 (the default): the GPU's
             multiprocessors, a block each (more than can be resident at once would make
             its barrier wait out its limit, and the step raise).
@@ -234,8 +240,8 @@ class StepOptions:
         TypeError: a flag is not a bool (steps_in_flight: a bool or None), a count not an
             int, team_timings not a TeamTimings.
         ValueError: colors_per_launch outside [1, MAX_COLORS], noted_partners or
-            gpu_team_slots or gpu_grid_blocks below 0, gpu_grid_blocks above
-            gpu_team.MAX_GRID_BLOCKS (181).
+            gpu_team_slots, gpu_grid_team_slots or gpu_grid_blocks below 0,
+            gpu_grid_blocks above gpu_team.MAX_GRID_BLOCKS (181).
     """
 
     team: bool = True
@@ -263,7 +269,8 @@ class StepOptions:
     colors_per_launch: int = 2
     noted_partners: int = 8
     gpu_team_slots: int = 2_048
-    gpu_grid_team: bool = False
+    gpu_grid_team: bool = True
+    gpu_grid_team_slots: int = 200_000
     gpu_grid_blocks: int = 0
     team_timings: TeamTimings = TeamTimings()
 
@@ -289,7 +296,7 @@ class StepOptions:
                 f"StepOptions.colors_per_launch must be in [1, {MAX_COLORS}], "
                 f"got {self.colors_per_launch}"
             )
-        for count in ("gpu_team_slots", "gpu_grid_blocks"):
+        for count in ("gpu_team_slots", "gpu_grid_team_slots", "gpu_grid_blocks"):
             if getattr(self, count) < 0:
                 raise ValueError(f"StepOptions.{count} must be >= 0, got {getattr(self, count)}")
         if self.gpu_grid_blocks > gpu_team.MAX_GRID_BLOCKS:

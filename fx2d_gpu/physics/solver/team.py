@@ -481,8 +481,8 @@ def threads_for(ctx: "StepContext") -> int:
     (1 where the duel chose a team of one); 0 (no team) where the scene's StepOptions.team
     is off. On a GPU backend, the GPU team's block (gpu_team.threads_for: scenes of at most
     StepOptions.gpu_team_slots body slots), above them on CUDA a grid team where
-    StepOptions.gpu_grid_team asks (a block per multiprocessor; none once its barrier ran
-    out). A step asks
+    StepOptions.gpu_grid_team asks, up to StepOptions.gpu_grid_team_slots (a block per
+    multiprocessor; none once its barrier ran out). A step asks
     once, as it plans (solver/plan.py), and its stages read the plan's answer
     (threads_in_step)."""
     if not ctx.cpu:
@@ -497,6 +497,7 @@ def threads_for(ctx: "StepContext") -> int:
             options.gpu_team_slots,
             runtime.on_software_vulkan(),
             blocks,
+            options.gpu_grid_team_slots,
         )
         # A grid team's barrier can run out (a block not resident): check() looks.
         _state["handed"] = _state["handed"] or threads > gpu_team.BLOCK_THREADS
