@@ -31,6 +31,13 @@ these are counted on any machine, on the CPU backend. The paths (PATHS):
   of kernels that return a value (launching.returning_count);
 - tasks_per_step: offloaded tasks run (Taichi's kernel profiler on the CPU: each top-level
   loop or serial block of a kernel is a task, a kernel launch on a GPU);
+- barriers_per_step (the team's path): the team's barriers a step, where its members meet
+  between stages (team.barrier: the generation counter's steps, where a team of several
+  threads ran the step). A GPU's team meets at the same ones: a block's barrier is tens of
+  nanoseconds, a grid team's a round trip of every block's first thread through the L2
+  cache (microseconds), so on a grid team they price the step. Blank where no team of
+  several threads ran: a launch per stage, small worlds, and scenes the CPU runs serially
+  (device.SERIAL_SLOTS: the asleep pyramids), whose team is of one;
 - launches_per_stage.csv: the launches of each planned stage (solver/plan.py's
   STEP_STAGES; the substep's stages count under "substeps", a kept step's launch under
   "find pairs").
@@ -55,6 +62,7 @@ from taichi.lang import impl
 
 from fx2d_gpu import scenes
 from fx2d_gpu.device import STEPS_IN_FLIGHT, launching, runtime
+from fx2d_gpu.physics.solver import team  # (team.GENERATION)
 from fx2d_gpu.physics.solver.plan import STEP_STAGE_NAMES, StepOptions
 from fx2d_gpu.physics.solver.stages import STAGES
 from fx2d_gpu.physics.solver.team import TeamTimings
@@ -75,7 +83,16 @@ PATHS = {
     "gpu (team)": StepOptions(
         fold_on_cpu=True,
         steps_in_flight=True,
-        team_timings=TeamTimings(reprobe_requests=10**9, reprobe_failed_requests=10**9),
+        # Probed once; the duel never tries a team of one and a slow probe keeps the
+        # threads: a GPU's team is always its block's or its grid's threads, and a team
+        # of one would meet at no barrier to count.
+        team_timings=TeamTimings(
+            reprobe_requests=10**9,
+            reprobe_failed_requests=10**9,
+            duel_steps=10**9,
+            duel_max_steps=10**9,
+            max_barrier_s=1.0,
+        ),
     ),
 }
 
@@ -178,6 +195,12 @@ def _tasks_run() -> int:
     return len(profiler._traced_records)
 
 
+def _barrier_generation(scene) -> int:
+    """The team's barrier generation counter (team.GENERATION): how many barriers its
+    members have met at (read outside the counted steps: a read of the device)."""
+    return int(scene.step_context().pool.counts.barrier[team.GENERATION])
+
+
 def counted_steps(scene) -> int:
     """Steps counted of `scene`: STEPS_IN_FLIGHT where its steps fly (small worlds, the GPU
     team's large ones: one read of their answers among them), else COUNTED_STEPS."""
@@ -185,9 +208,10 @@ def counted_steps(scene) -> int:
 
 
 def count(scene, steps: int = COUNTED_STEPS) -> dict:
-    """Launches, syncs and offloaded tasks per step of `scene` over `steps` steps, and
-    {stage: launches per step}."""
+    """Launches, syncs, offloaded tasks and the team's barriers per step of `scene` over
+    `steps` steps, and {stage: launches per step}."""
     waits = _HostWaits()
+    generation = _barrier_generation(scene)
     launches, returning = launching.launch_count(), launching.returning_count()
     by_stage = launching.stage_launches()
     ti.profiler.clear_kernel_profiler_info()
@@ -201,12 +225,18 @@ def count(scene, steps: int = COUNTED_STEPS) -> dict:
         for name in after
         if name is not None and after[name] != by_stage.get(name, 0)
     }
-    return {
+    counts = {
         "launches_per_step": (launching.launch_count() - launches) / steps,
         "syncs_per_step": waits.count / steps,
         "returning_per_step": (launching.returning_count() - returning) / steps,
         "tasks_per_step": tasks / steps,
-    }, per_stage
+    }
+    # Read last: it settles steps in flight (a read of the device, not the steps').
+    barriers = _barrier_generation(scene) - generation
+    # None where no team of several threads ran (a launch per stage, small worlds, a team
+    # of one: no barrier to count).
+    counts["barriers_per_step"] = barriers / steps if barriers else ""
+    return counts, per_stage
 
 
 def run(results=None, names=None) -> list[dict]:

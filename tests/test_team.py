@@ -377,3 +377,27 @@ def test_a_scenes_own_slow_steps_leave_the_team_in_place(arch):
     assert sizes[6] == 1  # the trial the two slow steps called
     assert sizes[:6] + sizes[7:] == [threads] * 15  # and the team all along otherwise
     assert team.status().many and team.status().switches == switches
+
+
+def test_a_teams_barriers_a_step_grow_by_its_colour_passes_each_substep(arch):
+    """benchmarks.launches' barriers_per_step (what a grid team's step costs on a GPU, where
+    each barrier is a round trip through the L2 cache) reads the team's generation counter:
+    a barrier the members meet at is one step of it. The same first step of one scene with
+    2, 3 and 4 substeps (the same colouring: it is made before the substeps) meets at
+    a + b * substeps barriers: b the same between 2 and 3 as between 3 and 4, and at least
+    two a colour (XPBD solves positions colour by colour, then velocities)."""
+    from benchmarks.launches import _barrier_generation
+
+    met = []
+    for substeps in (2, 3, 4):
+        scene = steady(hanging_chains_over_a_pile(arch))
+        scene.substeps = substeps
+        before = _barrier_generation(scene)
+        scene.step(1 / 60)
+        if team.status().step_threads < 2:
+            pytest.skip("this machine gave the scene no team of several threads")
+        met.append(_barrier_generation(scene) - before)
+        colors = scene.n_colors
+    per_substep = met[1] - met[0]
+    assert met[2] - met[1] == per_substep, met
+    assert per_substep >= 2 * colors, (met, colors)
