@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import fx2d_gpu as fx
-from fx2d_gpu import device
+from fx2d_gpu import device, scenes
 from fx2d_gpu.device import launching, runtime
 from fx2d_gpu.physics.solver import team
 
@@ -385,19 +385,67 @@ def test_a_teams_barriers_a_step_grow_by_its_colour_passes_each_substep(arch):
     a barrier the members meet at is one step of it. The same first step of one scene with
     2, 3 and 4 substeps (the same colouring: it is made before the substeps) meets at
     a + b * substeps barriers: b the same between 2 and 3 as between 3 and 4, and at least
-    two a colour (XPBD solves positions colour by colour, then velocities)."""
+    two a colour (XPBD solves positions colour by colour, then velocities) but for a colour
+    followed by another small one (team.small_color: at most SMALL_COLOR_ITEMS_CPU
+    constraints, which the team's first member solves alone, one after the other)."""
     from benchmarks.launches import _barrier_generation
+
+    # Probed afresh, a slow barrier kept: a team of several threads wherever the machine
+    # has two CPUs, however busy.
+    team.reset()
 
     met = []
     for substeps in (2, 3, 4):
-        scene = steady(hanging_chains_over_a_pile(arch))
+        scene = steady(hanging_chains_over_a_pile(arch), max_barrier_s=1.0)
         scene.substeps = substeps
+        expected_threads(scene)  # (a probe clears the counter: before it is read)
         before = _barrier_generation(scene)
         scene.step(1 / 60)
         if team.status().step_threads < 2:
             pytest.skip("this machine gave the scene no team of several threads")
         met.append(_barrier_generation(scene) - before)
-        colors = scene.n_colors
+        start = scene.step_context().pool.coloring.color_start.to_numpy()
+        sizes = np.diff(start[: scene.n_colors + 1])
+    small = sizes <= team.SMALL_COLOR_ITEMS_CPU
+    in_runs = int(np.sum(small[:-1] & small[1:]))
     per_substep = met[1] - met[0]
     assert met[2] - met[1] == per_substep, met
-    assert per_substep >= 2 * colors, (met, colors)
+    assert per_substep >= 2 * (len(sizes) - in_runs), (met, sizes)
+
+
+def test_a_run_of_small_colours_meets_the_team_once(arch):
+    """A run of small colours (team.small_color: a colour and the next both of at most
+    SMALL_COLOR_ITEMS_CPU constraints) is solved by the team's first member alone, the team
+    meeting once after it. Two pyramids without joints, coloured in their first step with
+    9 colours each: 34 boxes a side, whose last two colours (57 and 5 constraints) are a
+    run, and 40, whose (89 and 9) are not. A substep meets at two barriers a colour pass
+    (XPBD: positions, then velocities) and the same other stages in both: so the barriers
+    a substep less two per colour outside runs are the same for both, which they would not
+    be (by 2) if the run met at a barrier after each colour. The colourings are read, not
+    assumed."""
+    from benchmarks.launches import _barrier_generation
+
+    # Probed afresh, a slow barrier kept: a team of several threads wherever the machine
+    # has two CPUs, however busy.
+    team.reset()
+
+    others, runs = [], []
+    for side in (34, 40):
+        specs, _ = scenes.pyramid_layout(side)
+        met = []
+        for substeps in (2, 3):
+            scene = steady(
+                scenes.build_scene(specs, arch=arch, substeps=substeps), max_barrier_s=1.0
+            )
+            expected_threads(scene)  # (a probe clears the counter: before it is read)
+            before = _barrier_generation(scene)
+            scene.step(1 / 60)
+            if team.status().step_threads < 2:
+                pytest.skip("this machine gave the scene no team of several threads")
+            met.append(_barrier_generation(scene) - before)
+            start = scene.step_context().pool.coloring.color_start.to_numpy()
+            small = np.diff(start[: scene.n_colors + 1]) <= team.SMALL_COLOR_ITEMS_CPU
+        runs.append(int(np.sum(small[:-1] & small[1:])))
+        others.append(met[1] - met[0] - 2 * (len(small) - runs[-1]))
+    assert runs == [1, 0], "the pyramids' colourings changed: choose sides with and without a run"
+    assert others[0] == others[1] > 0, others

@@ -1489,14 +1489,19 @@ def _member_share(
     n_members,
 ):
     """A team member's cursor (see _next_constraint) over round `color` of a colour pass:
-    its share of colour `color`'s list; after the colours, its share of the overflow's
-    pairs, then (a pass that solves joints) the overflow's joints, in order, on member 0;
-    nothing in the immovable sweep's overflow rounds."""
+    its share of colour `color`'s list (of a small colour, team.small_color, a share among
+    the small team's members, none for the others); after the colours, its share of the
+    overflow's pairs, then (a pass that solves joints) the overflow's joints, in order, on
+    member 0; nothing in the immovable sweep's overflow rounds."""
     lo, hi = 0, 0
     if color < n_colors:
-        lo, hi = team.share(
-            coloring.color_start[color], coloring.color_start[color + 1], member, n_members
-        )
+        begin, end = coloring.color_start[color], coloring.color_start[color + 1]
+        if team.small_color(end - begin, n_members):
+            members = team.small_team(n_members)
+            if member < members:
+                lo, hi = team.share(begin, end, member, members)
+        else:
+            lo, hi = team.share(begin, end, member, n_members)
     elif immovable:
         pass
     elif color == n_colors:  # the overflow's pairs
@@ -1504,6 +1509,23 @@ def _member_share(
     elif ti.static(with_joints) and member == 0:  # its joints, in order, on one
         lo, hi = first_overflow + overflow_pairs, overflow_end
     return ti.Vector([lo, 0, hi])
+
+
+@ti.func
+def _in_small_run(coloring: ti.template(), color, n_colors, n_members, by_world: ti.template()):
+    """Whether colour `color` of a pass and the next are both small (team.small_color): the
+    small team goes on to the next at its own barrier (team.small_barrier), not the whole
+    team's. Never by world (a member is a world, which meets nobody)."""
+    run = False
+    if ti.static(not by_world):
+        if color + 1 < n_colors:
+            first = coloring.color_start[color]
+            second = coloring.color_start[color + 1]
+            end = coloring.color_start[color + 2]
+            run = team.small_color(second - first, n_members) and team.small_color(
+                end - second, n_members
+            )
+    return run
 
 
 @ti.func
@@ -1621,7 +1643,10 @@ def _member_pass(
                         h,
                         jacobi_entry,
                     )
-            team.barrier(counts, n_members, team.SPIN_LIMIT)
+            if _in_small_run(coloring, color, n_colors, n_members, by_world):
+                team.small_barrier(member, n_members)
+            else:
+                team.barrier(counts, n_members, team.SPIN_LIMIT)
             if ti.static(not by_world):
                 if color == n_colors and sweep == 0:
                     lo, hi = team.share(0, coloring.n_jacobi_bodies[None], member, n_members)

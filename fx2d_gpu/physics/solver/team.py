@@ -320,6 +320,58 @@ def barrier(counts: ti.template(), n_members, spin_limit):
         _generation_barrier(counts, n_members, spin_limit)
 
 
+#: Most constraints of a colour a CPU team's first member solves alone (small_color): a
+#: contact or joint solve is ~50-100 ns, a barrier of the CPU team microseconds.
+SMALL_COLOR_ITEMS_CPU = 64
+
+
+@ti.func
+def small_team(n_members):
+    """Members that solve a run of small colours (small_color) of a team of n_members: on a
+    CPU its first member alone, who meets nobody between the run's colours; on CUDA's grid
+    team its first block (members 0 to gpu_team.BLOCK_THREADS - 1), who meet at their
+    block's barrier (small_barrier), tens of nanoseconds where the grid's is microseconds;
+    else (one block) the whole team."""
+    members = n_members
+    if ti.static(gpu_team.on_cuda()):
+        if n_members > gpu_team.BLOCK_THREADS:
+            members = gpu_team.BLOCK_THREADS
+    elif ti.static(not gpu_team.on_gpu()):
+        members = 1
+    return members
+
+
+@ti.func
+def small_color(count, n_members):
+    """Whether a colour of `count` constraints is small on a team of n_members: where a
+    smaller team (small_team) runs it, no more than a constraint a member on a grid team,
+    SMALL_COLOR_ITEMS_CPU on a CPU. A run of small colours is solved by the small team one
+    colour after the other, the whole team meeting once after it: the same solves in the
+    same order as a barrier after each (a colour's constraints share no dynamic body), for
+    fewer of the team's barriers (the pyramid's last colours hold 42 and 1 of its 14,950
+    constraints)."""
+    small = False
+    members = small_team(n_members)
+    if members < n_members:
+        limit = members
+        if members == 1:
+            limit = SMALL_COLOR_ITEMS_CPU
+        small = count <= limit
+    return small
+
+
+@ti.func
+def small_barrier(member, n_members):
+    """The barrier between two small colours of a run: the small team's (small_team)
+    members meet at their block's barrier on CUDA's grid team (its block 0: the condition is
+    the same for all of a block's threads, as the block's barrier needs); a CPU's small
+    team is one member, who meets nobody. The others pass on to the team's barrier after
+    the run."""
+    if ti.static(gpu_team.on_cuda()):
+        if n_members > gpu_team.BLOCK_THREADS and member < gpu_team.BLOCK_THREADS:
+            ti.simt.block.sync()
+
+
 @ti.func
 def items_per_member(n_members):
     """Loop items per member of a team of n_members threads (see member_of): a member
