@@ -195,7 +195,7 @@ def _tasks_run() -> int:
     return len(profiler._traced_records)
 
 
-def _barrier_generation(scene) -> int:
+def barrier_generation(scene) -> int:
     """The team's barrier generation counter (team.GENERATION): how many barriers its
     members have met at (read outside the counted steps: a read of the device)."""
     return int(scene.step_context().pool.counts.barrier[team.GENERATION])
@@ -211,7 +211,7 @@ def count(scene, steps: int = COUNTED_STEPS) -> dict:
     """Launches, syncs, offloaded tasks and the team's barriers per step of `scene` over
     `steps` steps, and {stage: launches per step}."""
     waits = _HostWaits()
-    generation = _barrier_generation(scene)
+    generation = barrier_generation(scene)
     launches, returning = launching.launch_count(), launching.returning_count()
     by_stage = launching.stage_launches()
     ti.profiler.clear_kernel_profiler_info()
@@ -232,7 +232,7 @@ def count(scene, steps: int = COUNTED_STEPS) -> dict:
         "tasks_per_step": tasks / steps,
     }
     # Read last: it settles steps in flight (a read of the device, not the steps').
-    barriers = _barrier_generation(scene) - generation
+    barriers = barrier_generation(scene) - generation
     # None where no team of several threads ran (a launch per stage, small worlds, a team
     # of one: no barrier to count).
     counts["barriers_per_step"] = barriers / steps if barriers else ""

@@ -379,6 +379,27 @@ def test_a_scenes_own_slow_steps_leave_the_team_in_place(arch):
     assert team.status().many and team.status().switches == switches
 
 
+def first_step_barriers(scene: fx.Scene) -> tuple[int, int]:
+    """(barriers its team met at, colours in runs of small colours) of `scene`'s first step,
+    on a team of several threads (the test skips where the machine gives none).
+
+    The barriers are benchmarks.launches' count (the team's generation counter); a run is a
+    colour followed by another small one (team.small_color: at most SMALL_COLOR_ITEMS_CPU
+    constraints), read from the step's colouring."""
+    from benchmarks.launches import barrier_generation
+
+    scene = steady(scene, max_barrier_s=1.0)  # a slow probe keeps the team
+    expected_threads(scene)  # (a probe clears the counter: before it is read)
+    before = barrier_generation(scene)
+    scene.step(1 / 60)
+    if team.status().step_threads < 2:
+        pytest.skip("this machine gave the scene no team of several threads")
+    met = barrier_generation(scene) - before
+    start = scene.step_context().pool.coloring.color_start.to_numpy()
+    small = np.diff(start[: scene.n_colors + 1]) <= team.SMALL_COLOR_ITEMS_CPU
+    return met, int(np.sum(small[:-1] & small[1:]))
+
+
 def test_a_teams_barriers_a_step_grow_by_its_colour_passes_each_substep(arch):
     """benchmarks.launches' barriers_per_step (what a grid team's step costs on a GPU, where
     each barrier is a round trip through the L2 cache) reads the team's generation counter:
@@ -386,31 +407,18 @@ def test_a_teams_barriers_a_step_grow_by_its_colour_passes_each_substep(arch):
     2, 3 and 4 substeps (the same colouring: it is made before the substeps) meets at
     a + b * substeps barriers: b the same between 2 and 3 as between 3 and 4, and at least
     two a colour (XPBD solves positions colour by colour, then velocities) but for a colour
-    followed by another small one (team.small_color: at most SMALL_COLOR_ITEMS_CPU
-    constraints, which the team's first member solves alone, one after the other)."""
-    from benchmarks.launches import _barrier_generation
-
-    # Probed afresh, a slow barrier kept: a team of several threads wherever the machine
-    # has two CPUs, however busy.
-    team.reset()
-
+    in a run of small ones (first_step_barriers), which the team's first member solves
+    alone, one after the other."""
+    team.reset()  # probed afresh: a team of several threads wherever there are two CPUs
     met = []
     for substeps in (2, 3, 4):
-        scene = steady(hanging_chains_over_a_pile(arch), max_barrier_s=1.0)
+        scene = hanging_chains_over_a_pile(arch)
         scene.substeps = substeps
-        expected_threads(scene)  # (a probe clears the counter: before it is read)
-        before = _barrier_generation(scene)
-        scene.step(1 / 60)
-        if team.status().step_threads < 2:
-            pytest.skip("this machine gave the scene no team of several threads")
-        met.append(_barrier_generation(scene) - before)
-        start = scene.step_context().pool.coloring.color_start.to_numpy()
-        sizes = np.diff(start[: scene.n_colors + 1])
-    small = sizes <= team.SMALL_COLOR_ITEMS_CPU
-    in_runs = int(np.sum(small[:-1] & small[1:]))
+        barriers, in_runs = first_step_barriers(scene)
+        met.append(barriers)
     per_substep = met[1] - met[0]
     assert met[2] - met[1] == per_substep, met
-    assert per_substep >= 2 * (len(sizes) - in_runs), (met, sizes)
+    assert per_substep >= 2 * (scene.n_colors - in_runs), (met, scene.n_colors, in_runs)
 
 
 def test_a_run_of_small_colours_meets_the_team_once(arch):
@@ -423,29 +431,16 @@ def test_a_run_of_small_colours_meets_the_team_once(arch):
     a substep less two per colour outside runs are the same for both, which they would not
     be (by 2) if the run met at a barrier after each colour. The colourings are read, not
     assumed."""
-    from benchmarks.launches import _barrier_generation
-
-    # Probed afresh, a slow barrier kept: a team of several threads wherever the machine
-    # has two CPUs, however busy.
-    team.reset()
-
+    team.reset()  # probed afresh: a team of several threads wherever there are two CPUs
     others, runs = [], []
     for side in (34, 40):
         specs, _ = scenes.pyramid_layout(side)
         met = []
         for substeps in (2, 3):
-            scene = steady(
-                scenes.build_scene(specs, arch=arch, substeps=substeps), max_barrier_s=1.0
-            )
-            expected_threads(scene)  # (a probe clears the counter: before it is read)
-            before = _barrier_generation(scene)
-            scene.step(1 / 60)
-            if team.status().step_threads < 2:
-                pytest.skip("this machine gave the scene no team of several threads")
-            met.append(_barrier_generation(scene) - before)
-            start = scene.step_context().pool.coloring.color_start.to_numpy()
-            small = np.diff(start[: scene.n_colors + 1]) <= team.SMALL_COLOR_ITEMS_CPU
-        runs.append(int(np.sum(small[:-1] & small[1:])))
-        others.append(met[1] - met[0] - 2 * (len(small) - runs[-1]))
+            scene = scenes.build_scene(specs, arch=arch, substeps=substeps)
+            barriers, in_runs = first_step_barriers(scene)
+            met.append(barriers)
+        runs.append(in_runs)
+        others.append(met[1] - met[0] - 2 * (scene.n_colors - in_runs))
     assert runs == [1, 0], "the pyramids' colourings changed: choose sides with and without a run"
     assert others[0] == others[1] > 0, others
