@@ -211,8 +211,11 @@ lease | lease_more)
             fi
             bench 150 --solver xpbd pile --piles 100000 1000000 \
                 --step-option gpu_grid_team_slots=2000000
-            # The default now (the grid team): the launches a step should read 1.
+            # The default now (the grid team, with the runs of small colours and no motors'
+            # barrier: 278 and 143 barriers a step where 2026-12-04's run met 310 and 155):
+            # the launches a step should read 1; then 2.40 and 1.62 ms a step.
             bench 60 --solver xpbd large_pyramid
+            bench 45 --solver soft_step large_pyramid
             echo "== $(date +%T) levels env (issue 78; jax2d where installed)"
             timeout "$(cap 60)" "$python" -m benchmarks.levels --arch "$arch" \
                 --envs 1024,16384 --results "$results"
