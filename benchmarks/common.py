@@ -17,8 +17,9 @@ from fx2d_gpu.physics.solver.team import TASK_ITEMS
 RESULTS = Path(__file__).parent / "results"
 
 
-#: Taichi's compile options a measurement may set (--taichi-option), and their kinds. The
-#: engine's own settings are runtime.ensure_initialized's (each there with its reason):
+#: Taichi's compile options a measurement may set (--taichi-option; handed to
+#: runtime.ensure_initialized's taichi_options), and their kinds. The engine's own settings
+#: are runtime.ensure_initialized's (each there with its reason):
 #: advanced_optimization and fast_math off for a short cold compile and for bitwise
 #: agreement between a scene's serial and parallel kernels; gpu_max_reg unset (CUDA's
 #: choice: the small worlds' step kernel takes 168 registers a thread on an H200).
@@ -44,21 +45,6 @@ def taichi_options(pairs: list[str]) -> dict:
                 "counts as numbers)"
             )
     return options
-
-
-def start_taichi(arch: str, **options) -> str:
-    """runtime.ensure_initialized(arch) with Taichi's `options` over the engine's own (see
-    TAICHI_OPTIONS), where this call starts Taichi; the backend's name."""
-    start = runtime._init_taichi
-
-    def with_options(ti_arch, settings):
-        start(ti_arch, {**settings, **options})
-
-    runtime._init_taichi = with_options
-    try:
-        return runtime.ensure_initialized(arch)
-    finally:
-        runtime._init_taichi = start
 
 
 def device_name(backend: str) -> str:

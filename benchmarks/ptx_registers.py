@@ -30,7 +30,9 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from .common import TAICHI_OPTIONS, device_name, save_csv, start_taichi, taichi_options
+from fx2d_gpu.device import runtime
+
+from .common import TAICHI_OPTIONS, device_name, save_csv, taichi_options
 from .kernel_profile import build_scene
 
 DT = 1.0 / 60.0
@@ -128,7 +130,9 @@ def run(
     os.chdir(folder)  # where Taichi writes the PTX
     # Each module's PTX written to the working directory; nothing taken from the cache.
     compile_options = compile_options or {}
-    backend = start_taichi("cuda", **compile_options, offline_cache=False, print_kernel_asm=True)
+    backend = runtime.ensure_initialized(
+        "cuda", taichi_options={**compile_options, "offline_cache": False, "print_kernel_asm": True}
+    )
     tag = ",".join(f"{key}={value}" for key, value in compile_options.items())
     if backend != "cuda":
         raise SystemExit(f"Taichi started on {backend!r}, not CUDA: no PTX to read")

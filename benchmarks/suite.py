@@ -63,7 +63,6 @@ from .common import (
     paired_ratio,
     print_table,
     save_csv,
-    start_taichi,
     taichi_options,
     time_windows,
     time_windows_side_by_side,
@@ -697,7 +696,7 @@ def run(
     )
     options_tag = ",".join(f"{key}={value}" for key, value in (step_options or {}).items())
     taichi_tag = ",".join(f"{key}={value}" for key, value in (compile_options or {}).items())
-    backend = start_taichi(arch, **(compile_options or {}))
+    backend = runtime.ensure_initialized(arch, taichi_options=compile_options)
     gpu = not runtime.on_cpu()
     sizes = Sizes(quick, gpu)
     if piles:

@@ -279,11 +279,12 @@ def test_bad_taichi_options_are_refused_by_name(capsys):
 
 
 def test_taichi_options_go_over_the_engines_own_where_taichi_starts():
-    """common.start_taichi starts Taichi with the engine's settings and the measurement's
-    options over them (a fresh process: this one's Taichi has started already)."""
+    """runtime.ensure_initialized(taichi_options=) starts Taichi with the engine's settings
+    and the measurement's options over them (a fresh process: this one's Taichi has
+    started already)."""
     program = (
-        "from benchmarks.common import start_taichi; import taichi as ti; "
-        "start_taichi('cpu', gpu_max_reg=96, fast_math=True); "
+        "from fx2d_gpu.device import runtime; import taichi as ti; "
+        "runtime.ensure_initialized('cpu', taichi_options=dict(gpu_max_reg=96, fast_math=True)); "
         "c = ti.lang.impl.current_cfg(); "
         "print(c.gpu_max_reg, c.fast_math, c.advanced_optimization, c.offline_cache)"
     )

@@ -31,13 +31,17 @@ def backend_name() -> str | None:
 OFFLINE_CACHE_MAX_BYTES = 1 << 30
 
 
-def ensure_initialized(arch: str = "auto", kernel_profiler: bool = False) -> str:
+def ensure_initialized(
+    arch: str = "auto", kernel_profiler: bool = False, taichi_options: dict | None = None
+) -> str:
     """Initialise Taichi for `arch` the first time; later calls must agree with it.
 
     "auto" picks the first GPU backend that starts and falls back to the CPU with a one-line
     notice. Taichi's offline cache stays on, so a second process starts faster.
     `kernel_profiler`: turn on Taichi's kernel profiler (records every offloaded task's
     launch; benchmarks.launches counts them), where this call starts Taichi.
+    `taichi_options`: ti.init options over the engine's own (below), where this call starts
+    Taichi: a measurement's (python -m benchmarks --taichi-option), not a user's setting.
     """
     if not isinstance(arch, str):
         raise TypeError(f"arch must be a string, got {type(arch).__name__}")
@@ -84,6 +88,7 @@ def ensure_initialized(arch: str = "auto", kernel_profiler: bool = False) -> str
         unrolling_limit=0,
         kernel_profiler=bool(kernel_profiler),
     )
+    options.update(taichi_options or {})
     threads = cpu_threads_setting()
     if threads is not None:  # (Taichi's default: every hardware thread)
         options["cpu_max_num_threads"] = threads

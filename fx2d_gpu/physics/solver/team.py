@@ -350,14 +350,12 @@ def small_color(count, n_members):
     same order as a barrier after each (a colour's constraints share no dynamic body), for
     fewer of the team's barriers (the pyramid's last colours hold 42 and 1 of its 14,950
     constraints)."""
-    small = False
-    members = small_team(n_members)
-    if members < n_members:
-        limit = members
-        if members == 1:
+    limit = -1  # (no smaller team: none is small)
+    if small_team(n_members) < n_members:
+        limit = gpu_team.BLOCK_THREADS  # a constraint a thread of the grid team's block
+        if ti.static(not gpu_team.on_gpu()):
             limit = SMALL_COLOR_ITEMS_CPU
-        small = count <= limit
-    return small
+    return count <= limit
 
 
 @ti.func
