@@ -181,8 +181,10 @@ def timed(fn, repeats: int, windows: int = 5) -> float:
     return statistics.median(time_windows(fn, ti.sync, 1 + repeats * windows, repeats)[1])
 
 
-def save_csv(backend: str, name: str, rows: list[dict], results=None):
-    folder = Path(results or RESULTS) / device_name(backend)
+def save_csv(backend: str, name: str, rows: list[dict], results=None, device: str | None = None):
+    """rows written to <results>/<device>/<name>.csv; device: the backend's device_name
+    unless given."""
+    folder = Path(results or RESULTS) / (device or device_name(backend))
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{name}.csv"
     with open(path, "w", newline="") as f:

@@ -41,14 +41,15 @@
 #                  first 240 s the GPU's own checks in the background (the team's steps in
 #                  flight bitwise in a process of its own: tests_team_in_flight.log; the
 #                  backend tests of the team's and the solver's files: tests.log), meanwhile
-#                  the small worlds' registers and spills (benchmarks/ptx_registers.py, as
-#                  CUDA chooses and at gpu_max_reg=128); then alone the grid team at scale
-#                  (pile 100k on it and per stage, 1M on it; soft step) and the small worlds
-#                  with Taichi's advanced_optimization and at 128 registers (soft step);
-#                  results_lease.tgz.
+#                  the small worlds' and cart-poles' registers and spills
+#                  (benchmarks/ptx_registers.py); then alone the small worlds at blocks of
+#                  256 (the default), 128 and 512 threads (StepOptions.gpu_world_block) and
+#                  with Taichi's advanced_optimization (soft step), the grid team at scale
+#                  (pile 100k on it and per stage, 1M on it; soft step); results_lease.tgz.
 #   lease_more     right after it, in the rest of the 15 minutes (LEASE_S=what is left): the
-#                  small worlds' two compile options with XPBD, Nsight Compute on their step
-#                  kernel (occupancy, warp stalls, memory: benchmarks/step_loop.py), the
+#                  small worlds' three blocks with XPBD, the cart-pole envs, Nsight Compute
+#                  on their step kernel (occupancy, warp stalls, memory:
+#                  benchmarks/step_loop.py), the
 #                  piles of 100k and 1M on the grid team (XPBD), the large pyramid with the
 #                  defaults (the grid team), the levels env (issue 78); results_lease_more.tgz.
 #                  Earlier leases' logs: results/NVIDIA_H200/session_2026-12-04*.txt
@@ -163,19 +164,27 @@ lease | lease_more)
     {
         if [[ $part == lease ]]; then
             # Mostly host work (compiling, ptxas) while the tests hold the GPU: registers
-            # and spills of the small worlds' kernels, as CUDA chooses and at most 128
-            # (what one wave of 65,536 worlds on 132 multiprocessors needs: 168 took 1.3).
-            for limit in "" gpu_max_reg=128; do
-                echo "== $(date +%T) registers and spills (ptxas -v on Taichi's PTX) $limit"
-                PATH=$PATH:/usr/local/cuda/bin timeout "$(cap 80)" "$python" \
-                    -m benchmarks.ptx_registers --scenes batched_small --results "$results" \
-                    ${limit:+--taichi-option $limit}
-                echo "== rc $?"; pack
-            done
+            # and spills of the small worlds' kernels on the device's own driver, beside
+            # what the CUDA stub gave without a GPU (results/CUDA_stub-sm_90: 128 registers
+            # at StepOptions.gpu_world_block=256, 168 at Taichi's block of 128).
+            echo "== $(date +%T) registers and spills (ptxas -v on Taichi's PTX)"
+            PATH=$PATH:/usr/local/cuda/bin timeout "$(cap 80)" "$python" \
+                -m benchmarks.ptx_registers --scenes batched_small cart_poles \
+                --results "$results"
+            echo "== rc $?"; pack
             while kill -0 "$tests" 2>/dev/null || kill -0 "$in_flight" 2>/dev/null; do
                 sleep 1
             done  # (not this subshell's children)
             echo "== $(date +%T) tests done; the GPU is the benchmarks' alone from here"
+            # The small worlds' block (StepOptions.gpu_world_block): 256 by default since
+            # 2026-12-04 (128 registers a thread: 65,536 worlds in one wave), against
+            # Taichi's 128 (168 registers, 1.3 waves: 7.90 M world-steps/s on 2026-12-04)
+            # and 512 (64 registers, 20 bytes spilled). (gpu_max_reg=128 does nothing:
+            # Taichi's launch bounds in the PTX override it, as ptxas showed.)
+            bench 50 --solver soft_step batched_small
+            bench 50 --solver soft_step batched_small --step-option gpu_world_block=128
+            bench 50 --solver soft_step batched_small --step-option gpu_world_block=512
+            bench 50 --solver soft_step batched_small --taichi-option advanced_optimization=true
             # The grid team at scale (the default up to 200,000 body slots since the large
             # pyramid took 1.62 ms on it, soft step, against 3.04 ms per stage): 100k on
             # it and per stage, then 1M on it (its slots raised), the soft step.
@@ -183,13 +192,13 @@ lease | lease_more)
             bench 100 --solver soft_step pile --piles 100000 --step-option gpu_grid_team=false
             bench 150 --solver soft_step pile --piles 1000000 \
                 --step-option gpu_grid_team_slots=2000000
-            # The small worlds' step kernel with Taichi's own optimisations (off for a short
-            # cold compile: runtime.ensure_initialized) and at 128 registers.
-            bench 60 --solver soft_step batched_small --taichi-option advanced_optimization=true
-            bench 60 --solver soft_step batched_small --taichi-option gpu_max_reg=128
         else
-            bench 70 --solver xpbd batched_small --taichi-option advanced_optimization=true
-            bench 70 --solver xpbd batched_small --taichi-option gpu_max_reg=128
+            bench 60 --solver xpbd batched_small
+            bench 60 --solver xpbd batched_small --step-option gpu_world_block=128
+            bench 60 --solver xpbd batched_small --step-option gpu_world_block=512
+            echo "== $(date +%T) cart-pole envs (7.12 M env-steps/s at 65,536 on 2026-12-04)"
+            timeout "$(cap 90)" "$python" -m benchmarks.envs --arch "$arch" --results "$results"
+            echo "== rc $?"; pack
             echo "== $(date +%T) Nsight Compute: the small worlds' step kernel (XPBD, 65,536 worlds)"
             ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
             if [[ -n $ncu ]]; then

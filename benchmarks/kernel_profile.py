@@ -48,9 +48,13 @@ def kernel_of(task: str) -> str:
 
 
 def build_scene(name: str, arch: str, solver: str, pile: int = 100_000, worlds: int = 256):
-    """A scene the GPU is measured on (SCENES): the large pyramid with sleep off (Box2D's,
-    5,051 bodies), a pile of `pile` bodies poured, or `worlds` small worlds."""
+    """A scene the GPU is measured on (SCENES here, ptx_registers.SCENES): the large
+    pyramid with sleep off (Box2D's, 5,051 bodies), a pile of `pile` bodies poured,
+    `worlds` cart-poles (scenes.cart_poles: a step without contacts) or `worlds` small
+    worlds."""
     common = dict(arch=arch, solver=solver)
+    if name == "cart_poles":
+        return scenes.cart_poles(worlds, **common)
     if name == "large_pyramid":
         specs, _ = scenes.pyramid_layout(100)
         return scenes.build_scene(specs, enable_sleep=False, **common)

@@ -2,7 +2,7 @@
 through NVIDIA's assembler.
 
     python -m benchmarks.ptx_registers [--scenes NAME ...] [--worlds W] [--solver NAME ...]
-        [--ptxas PATH] [--results DIR]
+        [--no-gpu] [--arch sm_NN] [--ptxas PATH] [--results DIR]
 
 Taichi 1.7.4 compiles a kernel to PTX with LLVM and hands it to the CUDA driver; it never
 runs ptxas, so nothing says how many registers a thread of the small worlds' kernel takes or
@@ -10,16 +10,31 @@ whether it spills to local memory (issue 74's first item). Here Taichi starts wi
 `print_kernel_asm` (each compiled module's PTX written to the working directory as
 taichi_kernel_nvptx_NNNN.ptx) and the offline cache off (a cached kernel is not compiled,
 so nothing would be written), the scenes take two steps, and `ptxas -v` assembles each PTX
-file for the architecture its `.target` line names. CUDA only, with ptxas (on PATH, a CUDA
-toolkit's under /usr/local, or Triton's; --ptxas names another).
+file for the GPU's architecture (--arch; by default the device's compute capability, as
+its driver JIT-compiles Taichi's PTX, whose .target line says sm_86 on an sm_90 GPU). CUDA
+only, with ptxas (on PATH, a CUDA toolkit's under /usr/local, or Triton's; --ptxas names
+another).
+
+--no-gpu: on a machine without a GPU. Registers and spills are properties of the compiled
+code, not of the device, so Taichi runs on a stand-in CUDA driver (benchmarks/cuda_stub.c,
+built with the C compiler into a temporary folder, the tool run again with it on the
+library path): it describes a compute capability 9.0 GPU of 132 multiprocessors (an H200;
+FX2D_STUB_CC_MAJOR, _MINOR, _MULTIPROCESSORS change it), launches nothing and reads back
+zeros, so each scene compiles the kernels its host logic reaches with those answers (the
+step's own kernels, the ones that matter, always). Checked against the H200 on 2026-12-04:
+the small worlds' substeps kernel, 168 registers in Taichi's kernel profile there, is 168
+here. Results go to benchmarks/results/CUDA_stub-<arch>/.
 
 Saves benchmarks/results/<device>/ptx_registers.csv: per scene, solver and kernel entry
 (Taichi's offloaded task), the registers a thread, the stack frame and the spill stores
-and loads in bytes; prints the entries that spill or take the most registers. Kernels a
-scene compiled for an earlier scene of this run are not written again.
+and loads in bytes, the block's threads the PTX bounds it to (.maxntid: Taichi's block_dim;
+with Taichi's .minnctapersm 2, a thread gets at most 65,536 / (2 * block) registers);
+prints the entries that spill or take the most registers. Kernels a scene compiled for an
+earlier scene of this run are not written again.
 """
 
 import argparse
+import ctypes
 import datetime
 import glob
 import gzip
@@ -27,6 +42,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -36,21 +52,30 @@ from .common import TAICHI_OPTIONS, device_name, save_csv, taichi_options
 from .kernel_profile import build_scene
 
 DT = 1.0 / 60.0
-SCENES = ("batched_small", "large_pyramid")
+SCENES = ("batched_small", "cart_poles", "large_pyramid")
 SOLVERS = ("xpbd", "soft_step")
 #: Lines of ptxas -v's report, per entry function.
 _ENTRY = re.compile(r"Compiling entry function '([^']+)' for '(sm_\w+)'")
 _FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
 _REGISTERS = re.compile(r"Used (\d+) registers")
+_PROPERTIES = re.compile(r"Function properties for (\S+)")
 _TARGET = re.compile(r"^\s*\.target\s+(sm_\w+)", re.MULTILINE)
+#: An entry's launch bound in the PTX: `.visible .entry NAME(...)` then `.maxntid X, 1, 1`.
+_MAX_THREADS = re.compile(r"\.entry\s+(\w+)\([^)]*\)\s*\.maxntid\s+(\d+)", re.DOTALL)
+#: Set (to the architecture) in the tool's second run on the stand-in driver (--no-gpu).
+_STUB_ENV = "FX2D_CUDA_STUB"
+#: The stand-in CUDA driver's source (--no-gpu).
+STUB_SOURCE = Path(__file__).with_name("cuda_stub.c")
 
 
 def parse_ptxas_report(text: str) -> list[dict]:
     """The entries of `ptxas -v`'s report (its stderr): [{entry, arch, registers,
     stack_frame_bytes, spill_store_bytes, spill_load_bytes}], in the report's order. An
-    entry's lines follow its "Compiling entry function" line; an entry without a line of
-    some kind keeps 0 there."""
-    entries = []
+    entry's lines follow its "Compiling entry function" line; its frame line is the one
+    after "Function properties for" the entry's own name (ptxas also reports the module's
+    device functions, such as Taichi's taichi_assert_format, after an entry's lines); an
+    entry without a line of some kind keeps 0 there."""
+    entries, properties_of = [], None
     for line in text.splitlines():
         found = _ENTRY.search(line)
         if found:
@@ -65,10 +90,14 @@ def parse_ptxas_report(text: str) -> list[dict]:
                 }
             )
             continue
+        properties = _PROPERTIES.search(line)
+        if properties:
+            properties_of = properties.group(1)
+            continue
         if not entries:
             continue
         frame = _FRAME.search(line)
-        if frame:
+        if frame and properties_of == entries[-1]["entry"]:
             entries[-1].update(
                 stack_frame_bytes=int(frame.group(1)),
                 spill_store_bytes=int(frame.group(2)),
@@ -80,13 +109,18 @@ def parse_ptxas_report(text: str) -> list[dict]:
     return entries
 
 
-def assemble(ptx: Path, ptxas: str) -> tuple[list[dict], str]:
+def assemble(ptx: Path, ptxas: str, arch: str | None = None) -> tuple[list[dict], str]:
     """ptxas -v on one PTX file, for the architecture its .target names: (its entries, "")
     where it assembles, else ([], the first lines ptxas wrote). A failure is tried again
     as relocatable code (-c, where unresolved externals are allowed): on an H200 on
     2026-12-04 ptxas gave up on Taichi's first module with status 255, reason unread."""
+    text = ptx.read_bytes()
+    if text.endswith(b"\0"):
+        # Taichi writes the module's C string with its terminating NUL, which ptxas reads
+        # as text and rejects ("Unexpected EOF", status 255: the H200 run of 2026-12-04).
+        ptx.write_bytes(text.rstrip(b"\0"))
     target = _TARGET.search(ptx.read_text())
-    arch = target.group(1) if target else "sm_90"
+    arch = arch or (target.group(1) if target else "sm_90")
     said = ""
     for extra in ([], ["-c"]):
         report = subprocess.run(
@@ -117,12 +151,79 @@ def find_ptxas() -> str | None:
     return str(bundled) if bundled.exists() else None
 
 
+def launch_bounds(ptx_text: str) -> dict[str, int]:
+    """Each entry's .maxntid (the block's threads Taichi compiled it for) in a PTX module."""
+    return {name: int(threads) for name, threads in _MAX_THREADS.findall(ptx_text)}
+
+
+def device_arch() -> str | None:
+    """The CUDA device's architecture ("sm_90") from its driver's compute capability, or
+    None where the driver cannot say."""
+    try:
+        driver = ctypes.CDLL("libcuda.so.1")
+        major, minor = ctypes.c_int(0), ctypes.c_int(0)
+        if driver.cuDeviceGetAttribute(ctypes.byref(major), _CC_MAJOR, 0) != 0:
+            return None
+        if driver.cuDeviceGetAttribute(ctypes.byref(minor), _CC_MINOR, 0) != 0:
+            return None
+    except (OSError, AttributeError):
+        return None
+    return f"sm_{major.value}{minor.value}" if major.value > 0 else None
+
+
+#: CUDA driver API: CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR and _MINOR.
+_CC_MAJOR, _CC_MINOR = 75, 76
+
+
+def build_stub(folder: Path) -> Path:
+    """The stand-in CUDA driver (cuda_stub.c) compiled into `folder` as libcuda.so.1 (and
+    libcuda.so), with the C compiler on PATH (cc, gcc or clang)."""
+    compiler = next((c for c in ("cc", "gcc", "clang") if shutil.which(c)), None)
+    if compiler is None:
+        raise SystemExit("--no-gpu needs a C compiler (cc, gcc or clang) to build cuda_stub.c")
+    library = folder / "libcuda.so.1"
+    subprocess.run(
+        [compiler, "-shared", "-fPIC", "-O1", "-o", str(library), str(STUB_SOURCE)], check=True
+    )
+    (folder / "libcuda.so").symlink_to(library.name)
+    return library
+
+
+def run_without_gpu(argv: list[str], arch: str) -> int:
+    """This tool run again on the stand-in driver (--no-gpu): its exit status."""
+    folder = Path(tempfile.mkdtemp(prefix="fx2d_cuda_stub_"))
+    build_stub(folder)
+    major, minor = arch.removeprefix("sm_")[:-1], arch.removeprefix("sm_")[-1]
+    env = {
+        **os.environ,
+        _STUB_ENV: arch,
+        "FX2D_STUB_CC_MAJOR": major,
+        "FX2D_STUB_CC_MINOR": minor,
+        "LD_LIBRARY_PATH": os.pathsep.join(
+            p for p in (str(folder), os.environ.get("LD_LIBRARY_PATH", "")) if p
+        ),
+        # The tool changes its working directory: the benchmarks package stays importable.
+        "PYTHONPATH": os.pathsep.join(
+            p for p in (str(Path(__file__).parent.parent), os.environ.get("PYTHONPATH", "")) if p
+        ),
+    }
+    again = [sys.executable, "-m", "benchmarks.ptx_registers", *argv]
+    return subprocess.run(again, env=env).returncode
+
+
 def run(
-    names=None, solvers=SOLVERS, worlds=65_536, ptxas=None, results=None, compile_options=None
+    names=None,
+    solvers=SOLVERS,
+    worlds=65_536,
+    ptxas=None,
+    results=None,
+    compile_options=None,
+    arch=None,
 ) -> list[dict]:
-    """ptxas -v on every module the scenes' first two steps compile; compile_options: Taichi
-    options over the engine's (common.TAICHI_OPTIONS, e.g. {"gpu_max_reg": 128}), named in
-    the rows' taichi_options column."""
+    """ptxas -v on every module the scenes' first two steps compile, for `arch` (default:
+    the device's, device_arch); compile_options: Taichi options over the engine's
+    (common.TAICHI_OPTIONS, e.g. {"gpu_max_reg": 128}), named in the rows' taichi_options
+    column."""
     ptxas = ptxas or find_ptxas()
     if ptxas is None:
         raise SystemExit("ptxas not found: put the CUDA toolkit's bin on PATH or give --ptxas")
@@ -136,6 +237,9 @@ def run(
     tag = ",".join(f"{key}={value}" for key, value in compile_options.items())
     if backend != "cuda":
         raise SystemExit(f"Taichi started on {backend!r}, not CUDA: no PTX to read")
+    stub = os.environ.get(_STUB_ENV)
+    arch = arch or stub or device_arch()
+    device = f"CUDA_stub-{stub}" if stub else device_name(backend)
     date, seen, rows, failed = datetime.date.today().isoformat(), set(), [], []
     for name in names or SCENES:
         for solver in solvers:
@@ -146,15 +250,16 @@ def run(
             new = sorted(p for p in folder.glob("taichi_kernel_nvptx_*.ptx") if p not in seen)
             seen.update(new)
             for ptx in new:
-                entries, failure = assemble(ptx, ptxas)
+                entries, failure = assemble(ptx, ptxas, arch)
                 if failure:
                     failed.append(ptx)
                     print(f"  ptxas failed on {ptx.name} ({name}/{solver}): {failure}")
+                bounds = launch_bounds(ptx.read_text())
                 for entry in entries:
                     rows.append(
                         {
                             "date": date,
-                            "device": device_name(backend),
+                            "device": device,
                             "scene": name,
                             "solver": solver,
                             "worlds": scene.n_worlds,
@@ -162,6 +267,7 @@ def run(
                             "ptx": ptx.name,
                             "taichi_options": tag,
                             **entry,
+                            "block_threads": bounds.get(entry["entry"], 0),
                         }
                     )
             del scene
@@ -178,13 +284,14 @@ def run(
         raise SystemExit(f"no PTX assembled in {folder}: was the kernel cache bypassed?")
     for row in sorted(rows, key=lambda r: (-r["spill_store_bytes"], -r["registers"]))[:15]:
         print(
-            f"  {row['registers']:4d} regs  stack {row['stack_frame_bytes']:6d} B  spills "
+            f"  {row['registers']:4d} regs  block {row['block_threads']:4d}  stack "
+            f"{row['stack_frame_bytes']:6d} B  spills "
             f"{row['spill_store_bytes']:6d}/{row['spill_load_bytes']:6d} B  "
             f"{row['scene']}/{row['solver']}  {row['entry']}",
             flush=True,
         )
     name = "ptx_registers" + "".join(f"_{k}-{v}" for k, v in compile_options.items())
-    print("  saved", save_csv(backend, name, rows, results))
+    print("  saved", save_csv(backend, name, rows, results, device))
     return rows
 
 
@@ -198,12 +305,21 @@ def main(argv=None):
     parser.add_argument("--ptxas", default=None, help="ptxas to run (default: on PATH)")
     parser.add_argument("--results", default=None, help="results folder")
     parser.add_argument(
+        "--no-gpu",
+        action="store_true",
+        help="compile on a stand-in CUDA driver (cuda_stub.c): no GPU needed",
+    )
+    parser.add_argument(
+        "--arch", default=None, help="ptxas's -arch (default: the device's; sm_90 with --no-gpu)"
+    )
+    parser.add_argument(
         "--taichi-option",
         action="append",
         default=[],
         metavar="NAME=VALUE",
         help=f"a Taichi compile option, one of {', '.join(sorted(TAICHI_OPTIONS))}",
     )
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv)
     try:
         compile_options = taichi_options(args.taichi_option)
@@ -211,8 +327,13 @@ def main(argv=None):
         parser.error(f"--taichi-option: {error}")
     if args.worlds < 1:
         parser.error("--worlds must be positive")
+    if args.arch is not None and not re.fullmatch(r"sm_\d{2,3}a?", args.arch):
+        parser.error(f"--arch must look like sm_90, not {args.arch!r}")
     results = str(Path(args.results).resolve()) if args.results else None
-    run(args.scenes, args.solver, args.worlds, args.ptxas, results, compile_options)
+    if args.no_gpu and not os.environ.get(_STUB_ENV):
+        again = [a for a in argv if a != "--no-gpu"]
+        raise SystemExit(run_without_gpu(again, args.arch or "sm_90"))
+    run(args.scenes, args.solver, args.worlds, args.ptxas, results, compile_options, args.arch)
 
 
 if __name__ == "__main__":

@@ -682,7 +682,8 @@ def test_solve_lanes_checks_each_layout_against_one_manifold_a_work_item(tmp_pat
 def test_ptxas_reports_become_a_row_per_entry():
     """benchmarks.ptx_registers reads ptxas -v's report (its lines as ptxas 13.0 prints them
     for a hand-written kernel): each entry's registers, stack frame and spills, 0 where a
-    line is missing, in the report's order."""
+    line is missing, in the report's order; a device function's properties after an
+    entry's lines are not the entry's."""
     from benchmarks.ptx_registers import parse_ptxas_report
 
     report = """ptxas info    : 0 bytes gmem
@@ -695,6 +696,8 @@ ptxas info    : Function properties for _write_rows_c12_0_range_for
     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 ptxas info    : Used 24 registers, used 0 barriers, 400 bytes cmem[0]
 ptxas info    : Compile time = 23.791 ms
+ptxas info    : Function properties for taichi_assert_format
+    8 bytes stack frame, 4 bytes spill stores, 4 bytes spill loads
 ptxas info    : Compiling entry function 'no_lines' for 'sm_90'
 """
     assert parse_ptxas_report(report) == [
@@ -750,6 +753,121 @@ def test_a_ptx_file_ptxas_refuses_is_named_and_tried_as_relocatable_code(tmp_pat
         [],
         "status 255: ptxas fatal   : Unresolved extern function",
     )
+
+
+def test_a_ptx_file_ending_in_taichis_nul_is_assembled_without_it(tmp_path):
+    """Taichi writes a module's PTX with the C string's terminating NUL, which ptxas rejects
+    ("Unexpected EOF", status 255: the H200 of 2026-12-04): assemble strips it first (a
+    fake ptxas that fails where the file has a NUL byte), and assembles for the `arch`
+    given rather than the file's .target."""
+    from benchmarks.ptx_registers import assemble
+
+    ptx = tmp_path / "kernel.ptx"
+    ptx.write_bytes(b".version 7.1\n.target sm_86\n.address_size 64\n\0")
+    fake = tmp_path / "ptxas"
+    fake.write_text(
+        "#!/bin/sh\n"
+        'for a in "$@"; do case "$a" in -arch=*) arch=${a#-arch=};; *.ptx) file=$a;; esac; done\n'
+        'if [ "$(tr -d \'\\000\' < "$file" | wc -c)" != "$(wc -c < "$file")" ]; then\n'
+        ' echo "ptxas fatal   : Unexpected EOF encountered" >&2; exit 255; fi\n'
+        "echo \"ptxas info    : Compiling entry function 'k' for '$arch'\" >&2\n"
+        'echo "ptxas info    : Used 40 registers, used 0 barriers" >&2\n'
+    )
+    fake.chmod(0o755)
+    entries, failure = assemble(ptx, str(fake), "sm_90")
+    assert failure == "" and [(e["entry"], e["arch"]) for e in entries] == [("k", "sm_90")]
+    assert not ptx.read_bytes().endswith(b"\0")
+    ptx.write_bytes(b".target sm_86\n\0\0")  # the file's own .target where none is given
+    entries, failure = assemble(ptx, str(fake))
+    assert failure == "" and [e["arch"] for e in entries] == ["sm_86"]
+
+
+def test_ptx_launch_bounds_are_read_per_entry():
+    """benchmarks.ptx_registers.launch_bounds: each entry's .maxntid (Taichi's block_dim),
+    in PTX as Taichi 1.7.4 writes it."""
+    from benchmarks.ptx_registers import launch_bounds
+
+    text = (
+        ".visible .entry a_kernel_0_range_for(\n\t.param .align 8 .b8 a_param_0[32]\n)\n"
+        ".maxntid 256, 1, 1\n.minnctapersm 2\n{\n}\n"
+        ".visible .entry b_kernel_1_serial(\n\t.param .align 8 .b8 b_param_0[32]\n)\n"
+        ".maxntid 1, 1, 1\n{\n}\n.visible .entry unbounded(\n)\n{\n}\n"
+    )
+    assert launch_bounds(text) == {"a_kernel_0_range_for": 256, "b_kernel_1_serial": 1}
+
+
+_SMALL_WORLDS_ON_THE_STUB = """
+import glob, os, sys
+from benchmarks.kernel_profile import build_scene
+from benchmarks.ptx_registers import launch_bounds
+from fx2d_gpu.device import runtime
+from fx2d_gpu.physics.solver import gpu_team
+os.chdir(sys.argv[1])
+backend = runtime.ensure_initialized(
+    "cuda", taichi_options={"offline_cache": False, "print_kernel_asm": True}
+)
+scene = build_scene("batched_small", "cuda", "soft_step", worlds=4)
+scene.step(1 / 60)
+bounds = {}
+for path in glob.glob("taichi_kernel_nvptx_*.ptx"):
+    bounds.update(launch_bounds(open(path, "rb").read().decode().rstrip(chr(0))))
+print(backend, runtime.cuda_multiprocessors(), gpu_team.WORLD_BLOCK_THREADS)
+print(" ".join(f"{name}={threads}" for name, threads in sorted(bounds.items())))
+"""
+
+
+@pytest.mark.slow
+def test_the_cuda_stub_compiles_the_small_worlds_step_for_a_gpu_that_is_not_here(tmp_path):
+    """benchmarks/cuda_stub.c (ptx_registers --no-gpu): Taichi starts on arch="cuda" over the
+    stand-in driver, which says 132 multiprocessors, and the small worlds' step compiles to
+    PTX whose world-per-thread substeps are bounded to gpu_team.WORLD_BLOCK_THREADS a block
+    (the registers' cap: 65,536 / (2 * 256) = 128) where Taichi's other loops keep its
+    default of 128. With ptxas at hand, the kernels assemble and that entry fits the cap."""
+    import os
+    import shutil
+
+    if not any(shutil.which(c) for c in ("cc", "gcc", "clang")):
+        pytest.skip("no C compiler to build the CUDA stub")
+    from benchmarks.ptx_registers import assemble, build_stub, find_ptxas
+
+    stub = tmp_path / "stub"
+    stub.mkdir()
+    build_stub(stub)
+    root = Path(__file__).resolve().parents[1]
+    env = {
+        **os.environ,
+        "LD_LIBRARY_PATH": str(stub),
+        "PYTHONPATH": str(root),
+        "FX2D_STUB_MULTIPROCESSORS": "132",
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", _SMALL_WORLDS_ON_THE_STUB, str(tmp_path)],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    said, listed = done.stdout.strip().splitlines()[-2:]
+    backend, multiprocessors, world_block = said.split()
+    assert (backend, multiprocessors, world_block) == ("cuda", "132", "256")
+    bounds = dict(item.split("=") for item in listed.split())
+    # The step's kernels (_substeps by world: the whole step in one launch, and the
+    # substeps alone), a world-per-thread loop of substeps each.
+    step = {n: int(t) for n, t in bounds.items() if n.startswith("_substeps")}
+    world_loops = [n for n, t in step.items() if t == int(world_block)]
+    assert 1 <= len(world_loops) <= 2, step
+    assert 128 in step.values()  # the step's broad phase and colouring: Taichi's default
+    ptxas = find_ptxas()
+    if ptxas is None:
+        return
+    registers = {}
+    for path in tmp_path.glob("taichi_kernel_nvptx_*.ptx"):
+        entries, failure = assemble(path, ptxas, "sm_90")
+        assert failure == ""
+        registers.update({e["entry"]: e["registers"] for e in entries})
+    assert all(0 < registers[name] <= 128 for name in world_loops)
 
 
 def test_env_faults_steps_each_variant_and_names_its_outcome(arch):

@@ -143,7 +143,7 @@ def test_a_grid_team_has_blocks_on_cuda_only(arch):
     assert gpu_team.grid_blocks(8) == 8
 
 
-def test_gpu_team_slots_and_grid_blocks_are_checked():
+def test_gpu_team_slots_grid_blocks_and_world_block_are_checked():
     assert StepOptions().gpu_team_slots == 2_048
     assert StepOptions().gpu_grid_team is True and StepOptions().gpu_grid_blocks == 0
     assert StepOptions().gpu_grid_team_slots == 200_000
@@ -158,6 +158,14 @@ def test_gpu_team_slots_and_grid_blocks_are_checked():
     StepOptions(gpu_grid_blocks=top)
     with pytest.raises(ValueError, match=f"gpu_grid_blocks must be at most {top}"):
         StepOptions(gpu_grid_blocks=top + 1)
+    assert StepOptions().gpu_world_block == 256
+    for block in (32, 512, 1024):
+        StepOptions(gpu_world_block=block)
+    for block in (0, 16, 100, 1056):
+        with pytest.raises(ValueError, match="gpu_world_block must be a multiple of 32"):
+            StepOptions(gpu_world_block=block)
+    with pytest.raises(TypeError, match="gpu_world_block must be int"):
+        StepOptions(gpu_world_block=256.0)
 
 
 @ti.kernel

@@ -424,6 +424,7 @@ def _in_flight(ctx: "StepContext", slot: int, late: int, launch: WorldLaunch | N
         events=pool.events,
         islands=pool.islands,
         solver=ctx.solver,
+        world_block=ctx.options.gpu_world_block,
         world_stride=team.world_stride(ctx),
         n_worlds=ctx.n_worlds,
         n_bodies=ctx.n_bodies,
@@ -756,6 +757,8 @@ def _launch_args(
         solver=ctx.solver,
         n_members=n_members,
         by_world=bool(by_world),
+        # (compiled in: a team's kernel takes 0, so the option never compiles it again)
+        world_block=ctx.options.gpu_world_block if by_world else 0,
         world_stride=stride,
         n_worlds=ctx.n_worlds,
         n_bodies=ctx.n_bodies,
@@ -1761,6 +1764,7 @@ def _substeps(
     solver: ti.template(),
     n_members: ti.i32,
     by_world: ti.template(),
+    world_block: ti.template(),
     world_stride: ti.i32,
     n_worlds: ti.i32,
     n_bodies: ti.i32,
@@ -1817,6 +1821,7 @@ def _substeps(
         solver,
         n_members,
         by_world,
+        world_block,
         world_stride,
         n_worlds,
         n_bodies,
@@ -1876,6 +1881,7 @@ def _worlds_in_flight(
     events: ti.template(),
     islands: ti.template(),
     solver: ti.template(),
+    world_block: ti.template(),
     world_stride: ti.i32,
     n_worlds: ti.i32,
     n_bodies: ti.i32,
@@ -1928,6 +1934,7 @@ def _worlds_in_flight(
         solver,
         n_members=n_worlds,
         by_world=True,
+        world_block=world_block,
         world_stride=world_stride,
         n_worlds=n_worlds,
         n_bodies=n_bodies,
@@ -1989,6 +1996,7 @@ def _team_in_flight(
     solver: ti.template(),
     n_members: ti.i32,
     by_world: ti.template(),
+    world_block: ti.template(),
     world_stride: ti.i32,
     n_worlds: ti.i32,
     n_bodies: ti.i32,
@@ -2074,6 +2082,7 @@ def _team_in_flight(
         solver=solver,
         n_members=n_members,
         by_world=by_world,
+        world_block=world_block,
         world_stride=world_stride,
         n_worlds=n_worlds,
         n_bodies=n_bodies,
@@ -2293,6 +2302,7 @@ def _launch_body(
     solver: ti.template(),
     n_members,
     by_world: ti.template(),
+    world_block: ti.template(),
     world_stride,
     n_worlds,
     n_bodies,
@@ -2341,15 +2351,16 @@ def _launch_body(
     stages.Substep. A member's bodies, joint slots and pairs are its world's, or its share
     of all of them. A world per loop item; a team thread per task of the CPU backend's
     thread pool (team.member_of). `by_world` is compiled in: a process of small worlds (or
-    of large ones) compiles only its mode. After the substeps each member marks the faults
-    of its bodies and joints (faults.mark_faults, its world's marks cleared first; on a
-    team, each member clears its share of the worlds and the team meets before anyone
-    marks); returns (faulty worlds, the barrier's timeouts so far, the check's answer:
-    coloring.HOLDS unless it failed, and with `refresh` (a team, reporting.refresh_due)
-    whether it refreshed the reported list: _refresh_report_by_team, last; then the refit's
-    three counts, with `refit`: KEPT's launch starts with the fat boxes' refit,
-    _refit_by_team, and goes on only where it allows). faults.count must be 0 when it starts
-    (faults.contain_faults leaves it so).
+    of large ones) compiles only its mode; so is `world_block`, the threads of a CUDA block
+    of its world-per-thread loop (StepOptions.gpu_world_block: their registers). After the
+    substeps each member marks the faults of its bodies and joints (faults.mark_faults, its
+    world's marks cleared first; on a team, each member clears its share of the worlds and
+    the team meets before anyone marks); returns (faulty worlds, the barrier's timeouts so
+    far, the check's answer: coloring.HOLDS unless it failed, and with `refresh` (a team,
+    reporting.refresh_due) whether it refreshed the reported list: _refresh_report_by_team,
+    last; then the refit's three counts, with `refit`: KEPT's launch starts with the fat
+    boxes' refit, _refit_by_team, and goes on only where it allows). faults.count must be 0
+    when it starts (faults.contain_faults leaves it so).
 
     By world and `folded` (step_by_world): the whole step of small worlds. Before the
     substeps' loop, last step's pairs saved (`save`'s bits, of n_pairs pairs) and the broad
@@ -2468,6 +2479,8 @@ def _launch_body(
         n_items *= go  # (a team's step in flight: solver/team_flight.py)
     if ti.static(not by_world and gpu_team.on_gpu()):
         ti.loop_config(block_dim=gpu_team.BLOCK_THREADS)  # a block, or a grid team's blocks
+    elif ti.static(by_world and gpu_team.on_cuda()):
+        ti.loop_config(block_dim=world_block)  # its registers (StepOptions.gpu_world_block)
     for item in range(n_items):
         member = team.member_of(item, stride)
         if member >= 0:

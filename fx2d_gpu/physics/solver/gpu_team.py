@@ -24,8 +24,9 @@ grid-wide barrier (team.barrier): the block's barrier, then its first thread (le
 fences, arrives at a generation counter in global memory and spins until the last block
 arrives, fences again, and the block's barrier once more, which is how CUDA's cooperative
 groups synchronise a grid. It relies on every block of the launch being resident at once:
-a block per multiprocessor is, as a block of BLOCK_THREADS threads of at most 255 registers
-each fits one (65,536 registers), and the launch's stream runs nothing beside it. Were a
+a block per multiprocessor is, as a block of BLOCK_THREADS threads of at most 128 registers
+(Taichi's launch bound) fits one twice over (65,536 registers), and the launch's stream
+runs nothing beside it. Were a
 block not resident (another process's kernels on the same GPU at the same moment), the
 others' wait runs out (GRID_SPIN_LIMIT), the step raises (team.check) and later steps launch
 per stage. Vulkan and Metal promise no such residency across workgroups: there large scenes
@@ -43,10 +44,24 @@ import taichi as ti
 
 from ...device import runtime
 
-#: Threads of the GPU team: one block. 256 keeps the team's kernel (fused._substeps, every
-#: stage inlined) under 255 registers a thread on CUDA, where a block of 1,024 would allow
-#: 64 and fail to launch; a multiple of the 32-wide warp and Vulkan's usual 64-wide waves.
+#: Threads of the GPU team: one block. Taichi 1.7.4 bounds a CUDA kernel to two resident
+#: blocks a multiprocessor (.minnctapersm 2), so 256 caps a thread of the team's kernel
+#: (fused._substeps, every stage inlined) at 128 registers: ptxas fits the soft step's in
+#: them with 12 bytes spilled and XPBD's with 32 (benchmarks.ptx_registers --no-gpu,
+#: 2026-12-04), where a block of 1,024 would allow 32; a multiple of the 32-wide warp and
+#: Vulkan's usual 64-wide waves.
 BLOCK_THREADS = 256
+
+#: Threads a block of the small worlds' step on CUDA (a world a thread: fused._launch_body by
+#: world). Taichi 1.7.4 bounds a CUDA kernel to two resident blocks a multiprocessor
+#: (.minnctapersm 2 in its PTX), so a block of B threads caps a thread at 65,536 / (2 B)
+#: registers. At Taichi's default block of 128 the world's step takes 168 (ptxas for sm_90;
+#: Taichi's kernel profile on the H200 said 168 too): 384 threads a multiprocessor, so
+#: 65,536 worlds run in 1.3 waves of an H200's 132 multiprocessors, the last 0.3 taking as
+#: long as a full one. At 256 the cap is 128 registers (8 bytes spilled, either solver):
+#: 512 threads a multiprocessor, 65,536 worlds in one wave (67,584 threads).
+#: `python -m benchmarks.ptx_registers --no-gpu` counts them on any machine.
+WORLD_BLOCK_THREADS = 256
 
 #: Most blocks of a grid team: its BLOCK_THREADS * blocks members keep team.share's
 #: r * member (below members**2) within 32 bits (46,340 = floor(sqrt(2**31 - 1))). An H200

@@ -232,6 +232,13 @@ class StepOptions:
         gpu_grid_blocks: blocks of the grid team; 0 (the default): the GPU's
             multiprocessors, a block each (more than can be resident at once would make
             its barrier wait out its limit, and the step raise).
+        gpu_world_block: threads a block of the small worlds' step on CUDA (a world a
+            thread), a multiple of 32 from 32 to 1,024. Taichi bounds a CUDA kernel to two
+            resident blocks a multiprocessor, so a block of B threads caps a thread at
+            65,536 / (2 B) registers: 256 (the default) gives the world's step 128
+            registers (it would take 168: at Taichi's own 128 a thread, 65,536 worlds take
+            1.3 waves of an H200), 512 gives 64 (solver/gpu_team.py,
+            `python -m benchmarks.ptx_registers --no-gpu`). Other backends ignore it.
         team_timings: when the CPU team's barriers are probed again and how its duel
             chooses between a team of several threads and one, with the clock it times
             steps by (solver/team.py's TeamTimings; the defaults are the measured ones).
@@ -241,7 +248,8 @@ class StepOptions:
             int, team_timings not a TeamTimings.
         ValueError: colors_per_launch outside [1, MAX_COLORS], noted_partners or
             gpu_team_slots, gpu_grid_team_slots or gpu_grid_blocks below 0,
-            gpu_grid_blocks above gpu_team.MAX_GRID_BLOCKS (181).
+            gpu_grid_blocks above gpu_team.MAX_GRID_BLOCKS (181), gpu_world_block not a
+            multiple of 32 from 32 to 1,024.
     """
 
     team: bool = True
@@ -272,6 +280,7 @@ class StepOptions:
     gpu_grid_team: bool = True
     gpu_grid_team_slots: int = 200_000
     gpu_grid_blocks: int = 0
+    gpu_world_block: int = gpu_team.WORLD_BLOCK_THREADS
     team_timings: TeamTimings = TeamTimings()
 
     def __post_init__(self):
@@ -304,6 +313,11 @@ class StepOptions:
                 f"StepOptions.gpu_grid_blocks must be at most {gpu_team.MAX_GRID_BLOCKS} (a "
                 f"grid team's threads share items in 32-bit arithmetic), got "
                 f"{self.gpu_grid_blocks}"
+            )
+        if not (32 <= self.gpu_world_block <= 1024 and self.gpu_world_block % 32 == 0):
+            raise ValueError(
+                f"StepOptions.gpu_world_block must be a multiple of 32 (a warp) from 32 to "
+                f"1024 (CUDA's most threads a block), got {self.gpu_world_block}"
             )
         if self.noted_partners < 0:
             raise ValueError(f"StepOptions.noted_partners must be >= 0, got {self.noted_partners}")
