@@ -1,6 +1,7 @@
 """Shared benchmark helpers: device naming, timing, CSV output."""
 
 import csv
+import dataclasses
 import os
 import platform
 import statistics
@@ -12,6 +13,7 @@ import numpy as np
 import taichi as ti
 
 from fx2d_gpu.device import runtime
+from fx2d_gpu.physics.solver.plan import DEFAULT_OPTIONS, StepOptions
 from fx2d_gpu.physics.solver.team import TASK_ITEMS
 
 RESULTS = Path(__file__).parent / "results"
@@ -200,3 +202,21 @@ def print_table(rows: list[dict]):
     print("  ".join(k.rjust(w) for k, w in zip(keys, widths, strict=True)))
     for r in rows:
         print("  ".join(str(r[k]).rjust(w) for k, w in zip(keys, widths, strict=True)))
+
+
+def parse_step_options(pairs: list[str]) -> dict:
+    """{StepOptions attribute: value} from NAME=VALUE strings (bools as true/false, ints as
+    numbers), checked by StepOptions itself."""
+    fields = {f.name: f.type for f in dataclasses.fields(StepOptions)}
+    options = {}
+    for pair in pairs:
+        name, _, text = pair.partition("=")
+        kind = str(fields.get(name))
+        if kind in ("bool", "bool | None") and text.lower() in ("true", "false"):
+            options[name] = text.lower() == "true"
+        elif kind == "int" and text.lstrip("-").isdigit():
+            options[name] = int(text)
+        else:
+            raise ValueError(f"{pair!r} is not NAME=VALUE of a bool or int StepOptions attribute")
+    DEFAULT_OPTIONS.replace(**options)  # its own checks (ranges)
+    return options

@@ -29,6 +29,7 @@ import taichi as ti
 
 from fx2d_gpu import scenes
 from fx2d_gpu.device import runtime
+from fx2d_gpu.physics.solver.plan import DEFAULT_OPTIONS
 
 from .common import device_name, save_csv
 
@@ -47,12 +48,21 @@ def kernel_of(task: str) -> str:
     return _TASK_SUFFIX.sub("", task)
 
 
-def build_scene(name: str, arch: str, solver: str, pile: int = 100_000, worlds: int = 256):
+def build_scene(
+    name: str,
+    arch: str,
+    solver: str,
+    pile: int = 100_000,
+    worlds: int = 256,
+    step_options: dict | None = None,
+):
     """A scene the GPU is measured on (SCENES here, ptx_registers.SCENES): the large
     pyramid with sleep off (Box2D's, 5,051 bodies), a pile of `pile` bodies poured,
     `worlds` cart-poles (scenes.cart_poles: a step without contacts) or `worlds` small
-    worlds."""
+    worlds; step_options: {StepOptions attribute: value} over the defaults."""
     common = dict(arch=arch, solver=solver)
+    if step_options:
+        common["step_options"] = DEFAULT_OPTIONS.replace(**step_options)
     if name == "cart_poles":
         return scenes.cart_poles(worlds, **common)
     if name == "large_pyramid":

@@ -48,7 +48,7 @@ from pathlib import Path
 
 from fx2d_gpu.device import runtime
 
-from .common import TAICHI_OPTIONS, device_name, save_csv, taichi_options
+from .common import TAICHI_OPTIONS, device_name, parse_step_options, save_csv, taichi_options
 from .kernel_profile import build_scene
 
 DT = 1.0 / 60.0
@@ -219,11 +219,13 @@ def run(
     results=None,
     compile_options=None,
     arch=None,
+    step_options=None,
 ) -> list[dict]:
     """ptxas -v on every module the scenes' first two steps compile, for `arch` (default:
     the device's, device_arch); compile_options: Taichi options over the engine's
     (common.TAICHI_OPTIONS, e.g. {"gpu_max_reg": 128}), named in the rows' taichi_options
-    column."""
+    column; step_options: {StepOptions attribute: value} of the scenes (e.g.
+    {"gpu_world_block": 128}), named in the step_options column."""
     ptxas = ptxas or find_ptxas()
     if ptxas is None:
         raise SystemExit("ptxas not found: put the CUDA toolkit's bin on PATH or give --ptxas")
@@ -235,6 +237,8 @@ def run(
         "cuda", taichi_options={**compile_options, "offline_cache": False, "print_kernel_asm": True}
     )
     tag = ",".join(f"{key}={value}" for key, value in compile_options.items())
+    step_options = step_options or {}
+    options_tag = ",".join(f"{key}={value}" for key, value in step_options.items())
     if backend != "cuda":
         raise SystemExit(f"Taichi started on {backend!r}, not CUDA: no PTX to read")
     stub = os.environ.get(_STUB_ENV)
@@ -243,7 +247,7 @@ def run(
     date, seen, rows, failed = datetime.date.today().isoformat(), set(), [], []
     for name in names or SCENES:
         for solver in solvers:
-            scene = build_scene(name, "cuda", solver, worlds=worlds)
+            scene = build_scene(name, "cuda", solver, worlds=worlds, step_options=step_options)
             for _ in range(2):
                 scene.step(DT)
             scene.get_state()  # the steps' answers read: every launch has run
@@ -266,6 +270,7 @@ def run(
                             "bodies": scene.n_bodies * scene.n_worlds,
                             "ptx": ptx.name,
                             "taichi_options": tag,
+                            "step_options": options_tag,
                             **entry,
                             "block_threads": bounds.get(entry["entry"], 0),
                         }
@@ -290,7 +295,9 @@ def run(
             f"{row['scene']}/{row['solver']}  {row['entry']}",
             flush=True,
         )
-    name = "ptx_registers" + "".join(f"_{k}-{v}" for k, v in compile_options.items())
+    name = "ptx_registers" + "".join(
+        f"_{k}-{v}" for k, v in {**compile_options, **step_options}.items()
+    )
     print("  saved", save_csv(backend, name, rows, results, device))
     return rows
 
@@ -313,6 +320,13 @@ def main(argv=None):
         "--arch", default=None, help="ptxas's -arch (default: the device's; sm_90 with --no-gpu)"
     )
     parser.add_argument(
+        "--step-option",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a StepOptions attribute of the scenes, e.g. gpu_world_block=128; repeatable",
+    )
+    parser.add_argument(
         "--taichi-option",
         action="append",
         default=[],
@@ -325,6 +339,10 @@ def main(argv=None):
         compile_options = taichi_options(args.taichi_option)
     except ValueError as error:
         parser.error(f"--taichi-option: {error}")
+    try:
+        step_options = parse_step_options(args.step_option)
+    except ValueError as error:
+        parser.error(f"--step-option: {error}")
     if args.worlds < 1:
         parser.error("--worlds must be positive")
     if args.arch is not None and not re.fullmatch(r"sm_\d{2,3}a?", args.arch):
@@ -333,7 +351,16 @@ def main(argv=None):
     if args.no_gpu and not os.environ.get(_STUB_ENV):
         again = [a for a in argv if a != "--no-gpu"]
         raise SystemExit(run_without_gpu(again, args.arch or "sm_90"))
-    run(args.scenes, args.solver, args.worlds, args.ptxas, results, compile_options, args.arch)
+    run(
+        args.scenes,
+        args.solver,
+        args.worlds,
+        args.ptxas,
+        results,
+        compile_options,
+        args.arch,
+        step_options,
+    )
 
 
 if __name__ == "__main__":

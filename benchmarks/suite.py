@@ -35,7 +35,6 @@ and plots go to benchmarks/results/<device>/.
 
 import argparse
 import contextlib
-import dataclasses
 import datetime
 import importlib.util
 import io
@@ -52,7 +51,7 @@ import numpy as np
 
 from fx2d_gpu import scenes
 from fx2d_gpu.device import MAX_COLORS, launching, residency, runtime
-from fx2d_gpu.physics.solver.plan import DEFAULT_OPTIONS, StepOptions
+from fx2d_gpu.physics.solver.plan import DEFAULT_OPTIONS
 from fx2d_gpu.physics.solver.stages import DEFAULT_SUBSTEPS
 
 from . import box2d_native, box2d_scenes
@@ -61,6 +60,7 @@ from .common import (
     TAICHI_OPTIONS,
     device_name,
     paired_ratio,
+    parse_step_options,
     print_table,
     save_csv,
     taichi_options,
@@ -843,7 +843,7 @@ def main(argv=None):
     )
     args = parser.parse_args(argv)
     try:
-        step_options = _step_options(args.step_option)
+        step_options = parse_step_options(args.step_option)
     except ValueError as error:
         parser.error(f"--step-option: {error}")
     try:
@@ -887,24 +887,6 @@ def main(argv=None):
         native,
         compile_options,
     )
-
-
-def _step_options(pairs: list[str]) -> dict:
-    """{StepOptions attribute: value} from NAME=VALUE strings (bools as true/false, ints as
-    numbers), checked by StepOptions itself."""
-    fields = {f.name: f.type for f in dataclasses.fields(StepOptions)}
-    options = {}
-    for pair in pairs:
-        name, _, text = pair.partition("=")
-        kind = str(fields.get(name))
-        if kind in ("bool", "bool | None") and text.lower() in ("true", "false"):
-            options[name] = text.lower() == "true"
-        elif kind == "int" and text.lstrip("-").isdigit():
-            options[name] = int(text)
-        else:
-            raise ValueError(f"{pair!r} is not NAME=VALUE of a bool or int StepOptions attribute")
-    DEFAULT_OPTIONS.replace(**options)  # its own checks (ranges)
-    return options
 
 
 if __name__ == "__main__":

@@ -452,3 +452,43 @@ def test_a_run_of_small_colours_meets_the_team_once(arch):
         if not stage.is_pass and stage.domain != stages.JOINT_SLOTS and stage.when != stages.JOINTED
     ]
     assert others[0] == others[1] == len(item_stages), (others, [s.name for s in item_stages])
+
+
+def pyramid_beside_a_ball(arch: str, speed: float) -> fx.Scene:
+    """A soft-step pyramid of 34 boxes a side (595 boxes: a team's scene) and, 30 m to its
+    side, a ball of elasticity 0.9 (pairs take the larger of their bodies') a centimetre
+    above the ground coming down at `speed` (m/s): past the soft step's restitution
+    threshold (soft_contacts.RESTITUTION_THRESHOLD, 1 m/s) it bounces, below it nothing in
+    the scene may bounce (the boxes settle onto each other at a few cm/s)."""
+    specs, _ = scenes.pyramid_layout(34)
+    scene = scenes.build_scene(specs, arch=arch, solver="soft_step", restitution_mixing="max")
+    scene.add_circle((30.0, 0.51), 0.5, elasticity=0.9, velocity=(0.0, -speed))
+    return scene
+
+
+def test_a_soft_step_skips_its_restitution_pass_where_nothing_may_bounce(arch):
+    """The soft step's restitution pass (its last substep's colour pass) runs where a point
+    prepared in the step approached faster than the threshold on a pair with restitution
+    (stages.bounce_possible), and is skipped otherwise: its pairs would write back what
+    they read. The same pyramid and ball, the ball slow or fast: the same colouring, and
+    the fast one's first step meets at one barrier more a colour of the restitution pass
+    (but for colours in a run of small ones, met once: first_step_barriers). Both step
+    bit for bit like the per-stage executor, which runs every restitution pass, and the
+    fast ball leaves the ground going up."""
+    team.reset()  # probed afresh: a team of several threads wherever there are two CPUs
+    met, runs, colors = [], [], []
+    for speed in (0.2, 5.0):
+        scene = pyramid_beside_a_ball(arch, speed)
+        barriers, in_runs = first_step_barriers(scene)
+        met.append(barriers)
+        runs.append(in_runs)
+        colors.append(scene.n_colors)
+        assert scene.n_overflow == 0
+    assert colors[0] == colors[1] and runs[0] == runs[1], (colors, runs)
+    assert met[1] - met[0] == colors[0] - runs[0] >= 1, (met, colors, runs)
+    for speed in (0.2, 5.0):
+        teamed = trace(steady(pyramid_beside_a_ball(arch, speed), max_barrier_s=1.0), 12)
+        per_stage = trace(with_options(pyramid_beside_a_ball(arch, speed), **PER_STAGE), 12)
+        assert_same_trace(teamed, per_stage)
+    # The fast ball bounced in its first step: 0.9 of 5 m/s up, less 12 steps of gravity.
+    assert teamed["state"]["velocity"][0, -1, 1] > 2.0, teamed["state"]["velocity"][0, -1]

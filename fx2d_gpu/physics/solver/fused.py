@@ -89,9 +89,11 @@ from .stages import (
     BODY_SLOTS,
     CONTACTLESS_STAGES,
     JOINT_SLOTS,
+    LAST_SUBSTEP,
     PAIRS,
     STAGES,
     Substep,
+    bounce_possible,
     runs,
 )
 
@@ -522,7 +524,7 @@ def _world_args(ctx: "StepContext", launch: WorldLaunch) -> tuple[int, ...]:
 #: refit's three (_refit_by_team), how far the launch's broad phase went (FIND_*), how its
 #: sleep pass went (SLEPT_*), how a colouring in the launch went (COLORED_*) and its colours
 #: used and overflowing constraints (_color_by_team), and how a wake pass in the launch went
-#: (WAKE_*).
+#: (WAKE_*); the last slot, stages.BOUNCE_TALLY, says whether a point may bounce.
 (
     _HOLDS_TALLY,
     _REFRESH_TALLY,
@@ -1730,6 +1732,22 @@ def _member_items(
 
 
 @ti.func
+def _pass_has_work(stage: ti.template(), counts: ti.template()):
+    """Whether a colour pass that runs in this substep may change anything: every pass but
+    the soft step's restitution (its last substep's), which bounces only points whose
+    approach its narrow phase noted (stages.bounce_possible): a step where none may bounce,
+    a resting pile's, skips its colours and the team's barrier after each (a grid team's
+    microseconds each on a GPU). Its pairs would write back the velocities they read, so the
+    step is the same bit for bit. The launch clears the note before its substeps, whose
+    substep 0 prepares every pair (a launch of begin_step's stages finds manifolds, it
+    prepares none)."""
+    has_work = True
+    if ti.static(stage.when == LAST_SUBSTEP):
+        has_work = bounce_possible(counts)
+    return has_work
+
+
+@ti.func
 def _meets_after(stage: ti.template(), s: ti.template()):
     """Whether the team meets at its barrier after an item stage: always, but after a stage
     over joint slots (the motors) in a scene without joints in a substep after the first:
@@ -2723,7 +2741,7 @@ def _launch_body(
                             )
                         elif s.before_coloring == 0:
                             if ti.static(stage.is_pass):
-                                if runs(stage.when, s) == 1:
+                                if runs(stage.when, s) == 1 and _pass_has_work(stage, counts):
                                     sweeps, stage_uneven = 1, 0
                                     if ti.static(stage.joint_sweeps):
                                         sweeps = JOINT_SWEEPS if n_joints > 0 else 1

@@ -50,7 +50,7 @@ from .contacts import (
     warm_start_body,
 )
 from .joints import motor_load, solve_joint, update_motor
-from .soft_contacts import apply_restitution, solve_soft_contact
+from .soft_contacts import RESTITUTION_THRESHOLD, apply_restitution, solve_soft_contact
 from .soft_joints import solve_soft_joint, warm_start_joints_of_body
 
 vec2 = ti.math.vec2
@@ -82,6 +82,14 @@ Substep = ti.types.struct(
     bullets=ti.i32,
     jointed=ti.i32,
 )
+
+
+#: counts.tally's slot (device.TALLY_SLOTS; solver/fused.py lists the others) that the
+#: substeps' narrow phase sets to 1 where a point prepared in the step may bounce (the soft
+#: step's restitution: an approach faster than its RESTITUTION_THRESHOLD on a pair of some
+#: restitution); a launch of the substeps clears it first and skips the restitution pass
+#: where it stays 0 (bounce_possible).
+BOUNCE_TALLY = 14
 
 
 class Stage(NamedTuple):
@@ -198,7 +206,25 @@ def _narrow_phase(
 ):
     """_find_and_prepare (both solvers: the materials mix by the scene's rules,
     contacts.mix)."""
-    _find_and_prepare(model, bodies, joints, manifolds, prepared, coloring, pair, s)
+    if _find_and_prepare(model, bodies, joints, manifolds, prepared, coloring, pair, s):
+        _note_bounce(manifolds, prepared, counts, pair)
+
+
+@ti.func
+def _note_bounce(manifolds: ti.template(), prepared: ti.template(), counts: ti.template(), pair):
+    """BOUNCE_TALLY set where a point of the pair just prepared may bounce in the soft
+    step's restitution pass (soft_contacts.apply_restitution bounces no other)."""
+    if prepared.restitution[pair] > 0.0:
+        for i in range(manifolds.point_count[pair]):
+            if prepared.approach[pair, i] < -RESTITUTION_THRESHOLD:
+                ti.atomic_max(counts.tally[BOUNCE_TALLY], 1)
+
+
+@ti.func
+def bounce_possible(counts: ti.template()):
+    """Whether a point prepared in this launch's substeps may bounce (BOUNCE_TALLY), read
+    after the relax pass's last barrier: the same answer for every member of a team."""
+    return ti.atomic_add(counts.tally[BOUNCE_TALLY], 0) != 0
 
 
 @ti.func
@@ -216,7 +242,7 @@ def _find_and_prepare(
     before the colouring where begin_step runs, else in substep 0; later, fast pairs again)
     and its solver constants (prepare_manifold: in substep 0 and after every later narrow
     phase). One call of each, so a kernel
-    that runs this inlines the narrow phase once."""
+    that runs this inlines the narrow phase once. Returns whether it prepared the pair."""
     first = s.substep == 0
     find, prepare = False, False
     if s.before_coloring == 1:
@@ -237,6 +263,7 @@ def _find_and_prepare(
         prepare_manifold(
             model, bodies, manifolds, prepared, pair, s.n_bodies, s.dt, s.h, first, matches
         )
+    return prepare
 
 
 @ti.func
