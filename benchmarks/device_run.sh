@@ -47,11 +47,12 @@
 #                  with Taichi's advanced_optimization (soft step), the grid team at scale
 #                  (pile 100k on it and per stage, 1M on it; soft step); results_lease.tgz.
 #   lease_more     right after it, in the rest of the 15 minutes (LEASE_S=what is left): the
-#                  small worlds' three blocks with XPBD, the cart-pole envs, Nsight Compute
+#                  small worlds' blocks of 256 and 128 with XPBD, the large pyramid on the
+#                  defaults and on 32 blocks (StepOptions.gpu_grid_blocks), each solver,
+#                  the cart-pole envs, XPBD's small worlds at 512, Nsight Compute
 #                  on their step kernel (occupancy, warp stalls, memory:
-#                  benchmarks/step_loop.py), the
-#                  piles of 100k and 1M on the grid team (XPBD), the large pyramid with the
-#                  defaults (the grid team), the levels env (issue 78); results_lease_more.tgz.
+#                  benchmarks/step_loop.py), the piles of 100k and 1M on the grid team
+#                  (XPBD), the levels env (issue 78); results_lease_more.tgz.
 #                  Earlier leases' logs: results/NVIDIA_H200/session_2026-12-04*.txt
 #   session        for a 15-minute lease, one 10-minute command: the GPU against the CPU
 #                  beside every backend test (4 min, pytest-xdist), three benchmark
@@ -195,10 +196,20 @@ lease | lease_more)
         else
             bench 60 --solver xpbd batched_small
             bench 60 --solver xpbd batched_small --step-option gpu_world_block=128
-            bench 60 --solver xpbd batched_small --step-option gpu_world_block=512
+            # The large pyramid on the defaults (the grid team; 2026-12-04's last change
+            # left 100 barriers a kept soft step and 140 a found one, from 153 before the
+            # restitution skip and the scans' cursors: 1.62 ms then), then on fewer
+            # blocks: a barrier's round trip grows with the blocks that arrive and spin,
+            # and 32 blocks (8,192 threads) still give each of the pyramid's 5,051 bodies
+            # and 2,266 constraints of a colour a thread.
+            bench 45 --solver soft_step large_pyramid
+            bench 45 --solver soft_step large_pyramid --step-option gpu_grid_blocks=32
+            bench 60 --solver xpbd large_pyramid
+            bench 60 --solver xpbd large_pyramid --step-option gpu_grid_blocks=32
             echo "== $(date +%T) cart-pole envs (7.12 M env-steps/s at 65,536 on 2026-12-04)"
             timeout "$(cap 90)" "$python" -m benchmarks.envs --arch "$arch" --results "$results"
             echo "== rc $?"; pack
+            bench 60 --solver xpbd batched_small --step-option gpu_world_block=512
             echo "== $(date +%T) Nsight Compute: the small worlds' step kernel (XPBD, 65,536 worlds)"
             ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
             if [[ -n $ncu ]]; then
@@ -220,11 +231,6 @@ lease | lease_more)
             fi
             bench 150 --solver xpbd pile --piles 100000 1000000 \
                 --step-option gpu_grid_team_slots=2000000
-            # The default now (the grid team, with the runs of small colours and no motors'
-            # barrier: 278 and 143 barriers a step where 2026-12-04's run met 310 and 155):
-            # the launches a step should read 1; then 2.40 and 1.62 ms a step.
-            bench 60 --solver xpbd large_pyramid
-            bench 45 --solver soft_step large_pyramid
             echo "== $(date +%T) levels env (issue 78; jax2d where installed)"
             timeout "$(cap 60)" "$python" -m benchmarks.levels --arch "$arch" \
                 --envs 1024,16384 --results "$results"

@@ -383,13 +383,12 @@ def report_by_team(
             model, bodies, joints, manifolds, staging, reported, e, n_pairs, n_bodies, n_held
         )
     team.barrier(counts, n_members, team.SPIN_LIMIT)
-    team_stages.exclusive_scan(scan, staging.pair_start, counts, n_slots, member, n_members)
+    team_stages.exclusive_scan_to_cursors(
+        scan, staging.pair_start, prepared.body_contact_cursor, counts, n_slots, member, n_members
+    )
     n_new = staging.pair_start[n_slots]
     if n_new <= staging.body_a.shape[0]:  # the same for every member
         lo, hi = team.share(0, n_slots, member, n_members)
-        for slot in range(lo, hi):
-            prepared.body_contact_cursor[slot] = staging.pair_start[slot]
-        team.barrier(counts, n_members, team.SPIN_LIMIT)
         for e in range(both_lo, both_hi):
             _fill_entry(
                 model,
@@ -405,13 +404,18 @@ def report_by_team(
                 n_held,
             )
         team.barrier(counts, n_members, team.SPIN_LIMIT)
+        # A slot's new entries are flagged by the member that sorted it, at their sorted
+        # places (staging.color); the old list's by their index, which needs the new list
+        # filled, not sorted (_listed reads its entries' upper slots in any order).
         for slot in range(lo, hi):
             _sort_slot(staging, slot)
+            for e in range(staging.pair_start[slot], staging.pair_start[slot + 1]):
+                _flag_event(staging, reported, coloring, e, n_new, n_old, n_new)
+        old_lo, old_hi = team.share(0, n_old, member, n_members)
+        for j in range(old_lo, old_hi):
+            _flag_event(staging, reported, coloring, n_new + j, n_new, n_old, n_new)
         team.barrier(counts, n_members, team.SPIN_LIMIT)
         events_lo, events_hi = team.share(0, n_new + n_old, member, n_members)
-        for e in range(events_lo, events_hi):
-            _flag_event(staging, reported, coloring, e, n_new, n_old, n_new)
-        team.barrier(counts, n_members, team.SPIN_LIMIT)
         team_stages.exclusive_scan(scan, coloring.rank, counts, n_new, member, n_members)
         team_stages.exclusive_scan(scan, coloring.uncolored, counts, n_old, member, n_members)
         for e in range(events_lo, events_hi):

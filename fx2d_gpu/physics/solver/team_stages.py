@@ -146,13 +146,46 @@ def exclusive_scan(
     scan: ti.template(), data: ti.template(), counts: ti.template(), n, member, n_members
 ):
     """device.scan.exclusive_scan on a team: data[0:n] replaced by its exclusive prefix sum,
-    the total in data[n]. The same blocks of SCAN_BLOCK numbers, dealt among the members:
-    each sums its blocks into scan.blocks, the team meets, member 0 scans the block sums
-    (a few: n / SCAN_BLOCK), the team meets, each writes its blocks' running sums, and
-    the team meets. On a GPU, between the first two meetings the members scan the block
-    sums a chunk each (SCAN_CHUNK), meet, and member 0 scans only the chunks' totals, as
-    device.scan does on a GPU (one thread's serial loop over a 1M pile's ~12,000 block
-    sums takes milliseconds there). Integers: the same sums as any order gives."""
+    the total in data[n] (_exclusive_scan)."""
+    _exclusive_scan(scan, data, data, False, counts, n, member, n_members)
+
+
+@ti.func
+def exclusive_scan_to_cursors(
+    scan: ti.template(),
+    data: ti.template(),
+    cursors: ti.template(),
+    counts: ti.template(),
+    n,
+    member,
+    n_members,
+):
+    """exclusive_scan, each sum also written to cursors[i] (i < n): the cursors of a fill
+    at atomic cursors that follows (a count, this scan, then each item placed at
+    atomic_add(cursors[its slot], 1)), set without a loop and a team's meeting of their
+    own."""
+    _exclusive_scan(scan, data, cursors, True, counts, n, member, n_members)
+
+
+@ti.func
+def _exclusive_scan(
+    scan: ti.template(),
+    data: ti.template(),
+    cursors: ti.template(),
+    copies: ti.template(),
+    counts: ti.template(),
+    n,
+    member,
+    n_members,
+):
+    """data[0:n] replaced by its exclusive prefix sum, the total in data[n], and with
+    `copies` each sum written to cursors[i] too. The same blocks of SCAN_BLOCK numbers,
+    dealt among the members: each sums its blocks into scan.blocks, the team meets, member 0
+    scans the block sums (a few: n / SCAN_BLOCK), the team meets, each writes its blocks'
+    running sums, and the team meets. On a GPU, between the first two meetings the members
+    scan the block sums a chunk each (SCAN_CHUNK), meet, and member 0 scans only the chunks'
+    totals, as device.scan does on a GPU (one thread's serial loop over a 1M pile's ~12,000
+    block sums takes milliseconds there). Integers: the same sums as any order gives."""
     n_blocks = (n + SCAN_BLOCK - 1) // SCAN_BLOCK
     first, last = team.share(0, n_blocks, member, n_members)
     for blk in range(first, last):
@@ -183,6 +216,8 @@ def exclusive_scan(
         for i in range(blk * SCAN_BLOCK, ti.min(n, (blk + 1) * SCAN_BLOCK)):
             count = data[i]
             data[i] = running
+            if ti.static(copies):
+                cursors[i] = running
             running += count
     team.barrier(counts, n_members, team.SPIN_LIMIT)
 
@@ -213,11 +248,16 @@ def build_body_contacts(
             ti.atomic_add(prepared.body_contact_start[manifolds.body_a[k]], 1)
             ti.atomic_add(prepared.body_contact_start[manifolds.body_b[k]], 1)
     team.barrier(counts, n_members, team.SPIN_LIMIT)
-    exclusive_scan(scan, prepared.body_contact_start, counts, n_slots, member, n_members)
+    exclusive_scan_to_cursors(
+        scan,
+        prepared.body_contact_start,
+        prepared.body_contact_cursor,
+        counts,
+        n_slots,
+        member,
+        n_members,
+    )
     slots_lo, slots_hi = team.share(0, n_slots, member, n_members)
-    for slot in range(slots_lo, slots_hi):
-        prepared.body_contact_cursor[slot] = prepared.body_contact_start[slot]
-    team.barrier(counts, n_members, team.SPIN_LIMIT)
     for k in range(pairs_lo, pairs_hi):
         if coloring.color[k] != UNSOLVED_COLOR:
             slot_a, slot_b = manifolds.body_a[k], manifolds.body_b[k]
@@ -280,11 +320,9 @@ def find_pairs(
     for slot in range(lo, hi):
         write_grid_entries(model, grid, slot, n_bodies, cell_size, table_mask)
     team.barrier(counts, n_members, team.SPIN_LIMIT)
-    exclusive_scan(scan, grid.grid_start, counts, table_size, member, n_members)
-    lo, hi = team.share(0, table_size, member, n_members)
-    for t in range(lo, hi):
-        grid.grid_cursor[t] = grid.grid_start[t]
-    team.barrier(counts, n_members, team.SPIN_LIMIT)
+    exclusive_scan_to_cursors(
+        scan, grid.grid_start, grid.grid_cursor, counts, table_size, member, n_members
+    )
     lo, hi = team.share(0, grid.entry_start[write_slots], member, n_members)
     for entry in range(lo, hi):
         # The order inside a table slot depends on timing; nothing below depends on it.
