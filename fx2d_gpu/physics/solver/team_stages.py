@@ -180,12 +180,15 @@ def _exclusive_scan(
 ):
     """data[0:n] replaced by its exclusive prefix sum, the total in data[n], and with
     `copies` each sum written to cursors[i] too. The same blocks of SCAN_BLOCK numbers,
-    dealt among the members: each sums its blocks into scan.blocks, the team meets, member 0
-    scans the block sums (a few: n / SCAN_BLOCK), the team meets, each writes its blocks'
-    running sums, and the team meets. On a GPU, between the first two meetings the members
-    scan the block sums a chunk each (SCAN_CHUNK), meet, and member 0 scans only the chunks'
-    totals, as device.scan does on a GPU (one thread's serial loop over a 1M pile's ~12,000
-    block sums takes milliseconds there). Integers: the same sums as any order gives."""
+    dealt among the members: each sums its blocks into scan.blocks, and the team meets;
+    the small team (team.small_team: a CPU team's first member, a grid team's first block,
+    else the whole team) scans the block sums a chunk (SCAN_CHUNK) each and meets at its
+    own barrier (a grid team's first block at its block's, not the grid's), then member 0
+    scans the chunks' totals, as device.scan does on a GPU (one thread's serial loop over
+    a 1M pile's ~12,000 block sums takes milliseconds there), and the team meets; each
+    writes its blocks' running sums, and the team meets: three meetings of the whole team
+    on every backend (a grid team's four before). Integers: the same sums as any order
+    gives."""
     n_blocks = (n + SCAN_BLOCK - 1) // SCAN_BLOCK
     first, last = team.share(0, n_blocks, member, n_members)
     for blk in range(first, last):
@@ -194,25 +197,24 @@ def _exclusive_scan(
             total += data[i]
         scan.blocks[blk] = total
     team.barrier(counts, n_members, team.SPIN_LIMIT)
-    if ti.static(device_scan.on_gpu()):
-        n_chunks = (n_blocks + SCAN_CHUNK - 1) // SCAN_CHUNK
-        chunk_lo, chunk_hi = team.share(0, n_chunks, member, n_members)
+    # The block sums scanned a chunk at a time by the small team, then the chunks' totals
+    # by its first member.
+    n_chunks = (n_blocks + SCAN_CHUNK - 1) // SCAN_CHUNK
+    helpers = team.small_team(n_members)
+    if member < helpers:
+        chunk_lo, chunk_hi = team.share(0, n_chunks, member, helpers)
         for chunk in range(chunk_lo, chunk_hi):
             device_scan.scan_chunk(scan, chunk, n_blocks)
+    if helpers < n_members:
+        team.small_barrier(member, n_members)
+    else:
         team.barrier(counts, n_members, team.SPIN_LIMIT)
-        if member == 0:
-            device_scan.scan_chunk_totals(scan, n_chunks, n_blocks)
-            data[n] = scan.blocks[n_blocks]
-    elif member == 0:
-        running = 0
-        for blk in range(n_blocks):
-            value = scan.blocks[blk]
-            scan.blocks[blk] = running
-            running += value
-        data[n] = running
+    if member == 0:
+        device_scan.scan_chunk_totals(scan, n_chunks, n_blocks)
+        data[n] = scan.blocks[n_blocks]
     team.barrier(counts, n_members, team.SPIN_LIMIT)
     for blk in range(first, last):
-        running = device_scan.block_offset(scan, blk)
+        running = scan.blocks[blk] + scan.chunks[blk // SCAN_CHUNK]
         for i in range(blk * SCAN_BLOCK, ti.min(n, (blk + 1) * SCAN_BLOCK)):
             count = data[i]
             data[i] = running
