@@ -30,6 +30,7 @@ import fx2d_gpu.physics.solver.coloring as coloring
 import fx2d_gpu.physics.solver.pairs as pairs
 from fx2d_gpu.device import MAX_COLORS, SCAN_BLOCK, SCAN_CHUNK, UNSOLVED_COLOR
 from fx2d_gpu.device.scan import exclusive_scan
+from fx2d_gpu.physics.solver import team_stages
 from fx2d_gpu.physics.solver.contacts import (
     LINEAR_SLOP,
     MAX_PUSHOUT_SPEED,
@@ -623,6 +624,81 @@ def test_position_pass_closes_a_revolute_joint_like_xpbd(serial, parent_mass):
         np.testing.assert_allclose(
             got.angular_velocity[0, body], (a - start.angle[0, body]) / h, rtol=2e-5, atol=1e-4
         )
+
+
+@ti.kernel
+def _team_scan_kernel(
+    scratch: ti.template(),
+    counts: ti.template(),
+    first: ti.template(),
+    n_first: ti.i32,
+    second: ti.template(),
+    n_second: ti.i32,
+    cursors: ti.template(),
+    kind: ti.template(),
+):
+    for member in range(1):  # a team of one: every phase in order, its barriers nothing
+        if ti.static(kind == "scan"):
+            team_stages.exclusive_scan(scratch, first, counts, n_first, member, 1)
+        elif ti.static(kind == "cursors"):
+            team_stages.exclusive_scan_to_cursors(
+                scratch, first, cursors, counts, n_first, member, 1
+            )
+        else:
+            team_stages.exclusive_scans(
+                scratch, first, n_first, second, n_second, counts, member, 1
+            )
+
+
+def test_team_scans_match_numpy(arch):
+    """team_stages' prefix sums (a team's: block sums, the block sums scanned a chunk at a
+    time, the chunks' totals, the blocks' running sums) against NumPy's cumulative sums, on
+    a team of one member: exclusive_scan; exclusive_scan_to_cursors, whose cursors take the
+    same sums; exclusive_scans, two arrays in one pass, the second's blocks after the
+    first's. Lengths of none, less than a block, exactly blocks and not, one chunk of
+    blocks and several, in both places of a pair."""
+    fx.Scene(arch=arch)  # Taichi started on this test's backend
+
+    class Scratch:
+        def __init__(self, n_blocks):
+            self.blocks = ti.field(ti.i32, n_blocks)
+            self.chunks = ti.field(ti.i32, n_blocks // SCAN_CHUNK + 2)
+
+    class Counts:  # a team of one never meets: its barrier counters are never read
+        barrier = ti.field(ti.i32, 64)
+
+    rng = np.random.default_rng(4)
+    chunk = SCAN_CHUNK * SCAN_BLOCK
+    size = 2 * chunk + 3 * SCAN_BLOCK + 1
+    first, second, cursors = (ti.field(ti.i32, size + 1) for _ in range(3))
+    scratch = Scratch(2 * (size // SCAN_BLOCK + 2))
+    lengths = (0, 1, SCAN_BLOCK, 3 * SCAN_BLOCK + 17, chunk, chunk + 1, size)
+
+    def cumulative(values, n):
+        return np.concatenate([[0], np.cumsum(values[:n])]).astype(np.int32)
+
+    for n_first in lengths:
+        for n_second in (0, SCAN_BLOCK - 1, chunk + 5) if n_first != size else (size,):
+            a = rng.integers(0, 50, size + 1).astype(np.int32)
+            b = rng.integers(0, 50, size + 1).astype(np.int32)
+            first.from_numpy(a)
+            second.from_numpy(b)
+            _team_scan_kernel(scratch, Counts, first, n_first, second, n_second, cursors, "pair")
+            got_a, got_b = first.to_numpy(), second.to_numpy()
+            np.testing.assert_array_equal(got_a[: n_first + 1], cumulative(a, n_first))
+            np.testing.assert_array_equal(got_b[: n_second + 1], cumulative(b, n_second))
+            np.testing.assert_array_equal(got_a[n_first + 1 :], a[n_first + 1 :])
+            np.testing.assert_array_equal(got_b[n_second + 1 :], b[n_second + 1 :])
+        for kind in ("scan", "cursors"):
+            a = rng.integers(0, 50, size + 1).astype(np.int32)
+            first.from_numpy(a)
+            cursors.fill(-1)
+            _team_scan_kernel(scratch, Counts, first, n_first, second, 0, cursors, kind)
+            np.testing.assert_array_equal(first.to_numpy()[: n_first + 1], cumulative(a, n_first))
+            copied = cursors.to_numpy()
+            if kind == "cursors":
+                np.testing.assert_array_equal(copied[:n_first], cumulative(a, n_first)[:n_first])
+            assert (copied[n_first:] == -1).all()
 
 
 @ti.kernel

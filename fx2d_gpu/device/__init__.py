@@ -1097,7 +1097,12 @@ class DevicePool:
         JS = Dim("n_joint_slots", capacities["joint_slots"])
         models = Dim("n_bodies", capacities["models"])
         worlds = Dim("n_worlds", capacities["worlds"])
-        scan_len = max(self.table_capacity, N.length, P.length + JS.length) + 1
+        # (Two lists of pairs at once: a team's report scans its begin and end events'
+        # flags together, solver/team_stages.exclusive_scans.)
+        scan_len = (
+            max(self.table_capacity, N.length, P.length + JS.length, 2 * (P.length + SCAN_BLOCK))
+            + 1
+        )
         builder = _Builder(dry_run)
         self.model = BodyModel(builder, models, N, worlds, Dim("n_filters", capacities["filters"]))
         self.bodies = BodyState(builder, N)

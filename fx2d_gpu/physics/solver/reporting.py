@@ -416,8 +416,9 @@ def report_by_team(
             _flag_event(staging, reported, coloring, n_new + j, n_new, n_old, n_new)
         team.barrier(counts, n_members, team.SPIN_LIMIT)
         events_lo, events_hi = team.share(0, n_new + n_old, member, n_members)
-        team_stages.exclusive_scan(scan, coloring.rank, counts, n_new, member, n_members)
-        team_stages.exclusive_scan(scan, coloring.uncolored, counts, n_old, member, n_members)
+        team_stages.exclusive_scans(
+            scan, coloring.rank, n_new, coloring.uncolored, n_old, counts, member, n_members
+        )
         for e in range(events_lo, events_hi):
             _place_event(staging, reported, events, coloring, e, n_new)
         team.barrier(counts, n_members, team.SPIN_LIMIT)

@@ -147,7 +147,28 @@ def exclusive_scan(
 ):
     """device.scan.exclusive_scan on a team: data[0:n] replaced by its exclusive prefix sum,
     the total in data[n] (_exclusive_scan)."""
-    _exclusive_scan(scan, data, data, False, counts, n, member, n_members)
+    _exclusive_scan(scan, data, data, False, data, 0, False, counts, n, member, n_members)
+
+
+@ti.func
+def exclusive_scans(
+    scan: ti.template(),
+    first: ti.template(),
+    n_first,
+    second: ti.template(),
+    n_second,
+    counts: ti.template(),
+    member,
+    n_members,
+):
+    """exclusive_scan of first[0:n_first] and of second[0:n_second] at once (each total in
+    the entry after its numbers): one prefix sum over both arrays' blocks, the second's
+    sums less the first's total, so the team meets three times where two scans meet six.
+    scan.blocks holds both arrays' blocks: ScanScratch is sized for two lists of the pair
+    capacity (device.StepPool)."""
+    _exclusive_scan(
+        scan, first, first, False, second, n_second, True, counts, n_first, member, n_members
+    )
 
 
 @ti.func
@@ -164,7 +185,7 @@ def exclusive_scan_to_cursors(
     at atomic cursors that follows (a count, this scan, then each item placed at
     atomic_add(cursors[its slot], 1)), set without a loop and a team's meeting of their
     own."""
-    _exclusive_scan(scan, data, cursors, True, counts, n, member, n_members)
+    _exclusive_scan(scan, data, cursors, True, data, 0, False, counts, n, member, n_members)
 
 
 @ti.func
@@ -173,13 +194,17 @@ def _exclusive_scan(
     data: ti.template(),
     cursors: ti.template(),
     copies: ti.template(),
+    other: ti.template(),
+    n_other,
+    pairs: ti.template(),
     counts: ti.template(),
     n,
     member,
     n_members,
 ):
-    """data[0:n] replaced by its exclusive prefix sum, the total in data[n], and with
-    `copies` each sum written to cursors[i] too. The same blocks of SCAN_BLOCK numbers,
+    """data[0:n] replaced by its exclusive prefix sum, the total in data[n], with `copies`
+    each sum written to cursors[i] too, and with `pairs` other[0:n_other] scanned as well,
+    its blocks after data's (exclusive_scans). The same blocks of SCAN_BLOCK numbers,
     dealt among the members: each sums its blocks into scan.blocks, and the team meets;
     the small team (team.small_team: a CPU team's first member, a grid team's first block,
     else the whole team) scans the block sums a chunk (SCAN_CHUNK) each and meets at its
@@ -189,12 +214,20 @@ def _exclusive_scan(
     writes its blocks' running sums, and the team meets: three meetings of the whole team
     on every backend (a grid team's four before). Integers: the same sums as any order
     gives."""
-    n_blocks = (n + SCAN_BLOCK - 1) // SCAN_BLOCK
+    data_blocks = (n + SCAN_BLOCK - 1) // SCAN_BLOCK
+    n_blocks = data_blocks
+    if ti.static(pairs):
+        n_blocks += (n_other + SCAN_BLOCK - 1) // SCAN_BLOCK
     first, last = team.share(0, n_blocks, member, n_members)
     for blk in range(first, last):
         total = 0
-        for i in range(blk * SCAN_BLOCK, ti.min(n, (blk + 1) * SCAN_BLOCK)):
-            total += data[i]
+        if blk < data_blocks:
+            for i in range(blk * SCAN_BLOCK, ti.min(n, (blk + 1) * SCAN_BLOCK)):
+                total += data[i]
+        elif ti.static(pairs):
+            lo = (blk - data_blocks) * SCAN_BLOCK
+            for i in range(lo, ti.min(n_other, lo + SCAN_BLOCK)):
+                total += other[i]
         scan.blocks[blk] = total
     team.barrier(counts, n_members, team.SPIN_LIMIT)
     # The block sums scanned a chunk at a time by the small team, then the chunks' totals
@@ -211,16 +244,32 @@ def _exclusive_scan(
         team.barrier(counts, n_members, team.SPIN_LIMIT)
     if member == 0:
         device_scan.scan_chunk_totals(scan, n_chunks, n_blocks)
-        data[n] = scan.blocks[n_blocks]
     team.barrier(counts, n_members, team.SPIN_LIMIT)
+    # data's total: the whole sum, or where other's blocks follow, the sum before them.
+    data_total = scan.blocks[n_blocks]
+    if ti.static(pairs):
+        if data_blocks < n_blocks:
+            data_total = scan.blocks[data_blocks] + scan.chunks[data_blocks // SCAN_CHUNK]
     for blk in range(first, last):
         running = scan.blocks[blk] + scan.chunks[blk // SCAN_CHUNK]
-        for i in range(blk * SCAN_BLOCK, ti.min(n, (blk + 1) * SCAN_BLOCK)):
-            count = data[i]
-            data[i] = running
-            if ti.static(copies):
-                cursors[i] = running
-            running += count
+        if blk < data_blocks:
+            for i in range(blk * SCAN_BLOCK, ti.min(n, (blk + 1) * SCAN_BLOCK)):
+                count = data[i]
+                data[i] = running
+                if ti.static(copies):
+                    cursors[i] = running
+                running += count
+        elif ti.static(pairs):
+            running -= data_total
+            lo = (blk - data_blocks) * SCAN_BLOCK
+            for i in range(lo, ti.min(n_other, lo + SCAN_BLOCK)):
+                count = other[i]
+                other[i] = running
+                running += count
+    if member == 0:
+        data[n] = data_total
+        if ti.static(pairs):
+            other[n_other] = scan.blocks[n_blocks] - data_total
     team.barrier(counts, n_members, team.SPIN_LIMIT)
 
 
