@@ -60,8 +60,9 @@ BARRIER_SLOTS = 64
 #: two, the reported list's refresh_tally's three, the fat boxes' refit's three, how far a
 #: broad phase in the team's launch went, whether its sleep pass converged, how a
 #: colouring in the launch went with its colours used and overflow, how its wake pass
-#: went, and whether a point of the step may bounce (solver/stages.py's BOUNCE_TALLY).
-TALLY_SLOTS = 15
+#: went, whether a point of the step may bounce and whether it has a fast pair
+#: (solver/stages.py's BOUNCE_TALLY and FAST_TALLY).
+TALLY_SLOTS = 16
 #: Steps of small worlds the host may launch without reading their answers (steps in
 #: flight, solver/in_flight.py): each answer is held on the device (StepCounts.answers)
 #: until the host reads them all at once.

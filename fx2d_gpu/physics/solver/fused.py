@@ -94,6 +94,7 @@ from .stages import (
     STAGES,
     Substep,
     bounce_possible,
+    fast_pairs_noted,
     runs,
 )
 
@@ -1727,7 +1728,7 @@ def _member_items(
                             round,
                         )
                     block += team_size
-            if _meets_after(stage, s):
+            if _meets_after(stage, s, counts):
                 team.barrier(counts, team_size, team.SPIN_LIMIT)
 
 
@@ -1748,15 +1749,22 @@ def _pass_has_work(stage: ti.template(), counts: ti.template()):
 
 
 @ti.func
-def _meets_after(stage: ti.template(), s: ti.template()):
+def _meets_after(stage: ti.template(), s: ti.template(), counts: ti.template()):
     """Whether the team meets at its barrier after an item stage: always, but after a stage
     over joint slots (the motors) in a scene without joints in a substep after the first:
     it wrote nothing, and the colour pass before it (the last substep's) ended at the
-    team's barrier, which orders everything before it against everything after. A
-    barrier saved a substep: on a GPU's grid team microseconds each."""
+    team's barrier, which orders everything before it against everything after; and after
+    a stage that touches only its own bodies in a substep after the first of a step
+    without fast pairs (Stage.own_bodies_after_first: integrate velocities, then a narrow
+    phase with nothing to do, before the warm start or XPBD's integrate positions, which
+    read only their own bodies). Barriers saved a substep: on a GPU's grid team
+    microseconds each."""
     meets = 1
     if ti.static(stage.domain == JOINT_SLOTS):
         if s.jointed == 0 and s.substep > 0:
+            meets = 0
+    elif ti.static(stage.own_bodies_after_first):
+        if s.substep > 0 and s.before_coloring == 0 and not fast_pairs_noted(counts):
             meets = 0
     return meets == 1
 

@@ -34,6 +34,7 @@ counts, item, s, round): the pool's groups, the item's index, the substep's scal
 (a Substep struct) and the round (0, or 1 for the second sweep of `continuous`).
 """
 
+import itertools
 from typing import NamedTuple
 
 import taichi as ti
@@ -90,6 +91,11 @@ Substep = ti.types.struct(
 #: restitution); a launch of the substeps clears it first and skips the restitution pass
 #: where it stays 0 (bounce_possible).
 BOUNCE_TALLY = 14
+#: counts.tally's slot the narrow phase sets to 1 where it prepares a fast pair (one whose
+#: narrow phase runs again every substep: contacts.fast_pair), cleared as BOUNCE_TALLY is:
+#: without one, the narrow phase of a substep after the first does nothing
+#: (fast_pairs_noted, Stage.own_bodies_after_first).
+FAST_TALLY = 15
 
 
 class Stage(NamedTuple):
@@ -108,7 +114,12 @@ class Stage(NamedTuple):
     contacts.IMMOVABLE_SWEEP_RATIO). contactless: what the stage runs in a step without
     contacts (CONTACTLESS_STAGES): SAME (`run` itself), None (left out: it only touches
     contacts) or a ti.func of run's signature without the contacts' part (a colour pass's:
-    of joint slot k)."""
+    of joint slot k). own_bodies_after_first: in a substep after the first of a step
+    without fast pairs (fast_pairs_noted) the stage writes nothing another member reads
+    before the next barrier: it changes only its own bodies (integrate velocities) or
+    nothing (the narrow phase), and the stage after it reads only the member's own bodies
+    (an item stage over body slots, or another such stage: _check_declaration), so the
+    team does not meet after it (fused._meets_after)."""
 
     name: str
     domain: str
@@ -121,6 +132,7 @@ class Stage(NamedTuple):
     joint_sweeps: bool = False
     immovable_sweep: bool = False
     contactless: object = "same"
+    own_bodies_after_first: bool = False
 
     @property
     def is_pass(self) -> bool:
@@ -208,6 +220,8 @@ def _narrow_phase(
     contacts.mix)."""
     if _find_and_prepare(model, bodies, joints, manifolds, prepared, coloring, pair, s):
         _note_bounce(manifolds, prepared, counts, pair)
+        if prepared.refresh[pair] == 1:
+            ti.atomic_max(counts.tally[FAST_TALLY], 1)
 
 
 @ti.func
@@ -218,6 +232,14 @@ def _note_bounce(manifolds: ti.template(), prepared: ti.template(), counts: ti.t
         for i in range(manifolds.point_count[pair]):
             if prepared.approach[pair, i] < -RESTITUTION_THRESHOLD:
                 ti.atomic_max(counts.tally[BOUNCE_TALLY], 1)
+
+
+@ti.func
+def fast_pairs_noted(counts: ti.template()):
+    """Whether the narrow phase prepared a fast pair in this launch's substeps (FAST_TALLY;
+    a pair is fast or not for the whole step, decided in substep 0): read after a barrier
+    that follows substep 0's narrow phase, the same answer for every member of a team."""
+    return ti.atomic_add(counts.tally[FAST_TALLY], 0) != 0
 
 
 @ti.func
@@ -420,6 +442,7 @@ SUBSTEP_STAGES = (
         BODY_SLOTS,
         _integrate_velocity,
         when=PUSH,
+        own_bodies_after_first=True,
         writes=tuple(
             f"bodies.{name}"
             for name in (
@@ -437,6 +460,7 @@ SUBSTEP_STAGES = (
         PAIRS,
         _narrow_phase,
         contactless=None,
+        own_bodies_after_first=True,
         writes=("manifolds.touching",)
         + tuple(
             f"prepared.{name}"
@@ -710,6 +734,14 @@ def _check_declaration():
                 assert not stage.is_pass and stage.when != AFTER_COLORING, stage.name
             assert stage.domain in (JOINT_SLOTS, BODY_SLOTS, PAIRS, COLORS), stage.name
             assert stage.when != LAST_SUBSTEP or stage.is_pass, stage.name
+    # A stage the team does not always meet after is followed, in the same substep, by one
+    # that reads only its own bodies (or by another such stage).
+    for stages in (*STAGES.values(), *CONTACTLESS_STAGES.values()):
+        assert not stages[-1].own_bodies_after_first, stages[-1].name
+        for stage, after in itertools.pairwise(stages):
+            if stage.own_bodies_after_first:
+                assert not stage.is_pass, stage.name
+                assert after.own_bodies_after_first or after.domain == BODY_SLOTS, after.name
 
 
 _check_declaration()
