@@ -626,6 +626,15 @@ def test_position_pass_closes_a_revolute_joint_like_xpbd(serial, parent_mass):
         )
 
 
+class ScanScratch:
+    """The prefix sums' scratch (device.ScanScratch's two fields) for n_blocks block sums;
+    made after Taichi starts."""
+
+    def __init__(self, n_blocks):
+        self.blocks = ti.field(ti.i32, n_blocks)
+        self.chunks = ti.field(ti.i32, n_blocks // SCAN_CHUNK + 2)
+
+
 @ti.kernel
 def _team_scan_kernel(
     scratch: ti.template(),
@@ -659,11 +668,6 @@ def test_team_scans_match_numpy(arch):
     blocks and several, in both places of a pair."""
     fx.Scene(arch=arch)  # Taichi started on this test's backend
 
-    class Scratch:
-        def __init__(self, n_blocks):
-            self.blocks = ti.field(ti.i32, n_blocks)
-            self.chunks = ti.field(ti.i32, n_blocks // SCAN_CHUNK + 2)
-
     class Counts:  # a team of one never meets: its barrier counters are never read
         barrier = ti.field(ti.i32, 64)
 
@@ -671,7 +675,7 @@ def test_team_scans_match_numpy(arch):
     chunk = SCAN_CHUNK * SCAN_BLOCK
     size = 2 * chunk + 3 * SCAN_BLOCK + 1
     first, second, cursors = (ti.field(ti.i32, size + 1) for _ in range(3))
-    scratch = Scratch(2 * (size // SCAN_BLOCK + 2))
+    scratch = ScanScratch(2 * (size // SCAN_BLOCK + 2))
     lengths = (0, 1, SCAN_BLOCK, 3 * SCAN_BLOCK + 17, chunk, chunk + 1, size)
 
     def cumulative(values, n):
@@ -715,16 +719,11 @@ def test_exclusive_scan_matches_numpy(arch):
 
     fx.Scene(arch=arch)  # Taichi started on this test's backend
 
-    class Scratch:
-        def __init__(self, n_blocks):
-            self.blocks = ti.field(ti.i32, n_blocks)
-            self.chunks = ti.field(ti.i32, n_blocks // SCAN_CHUNK + 2)
-
     rng = np.random.default_rng(3)
     chunk = SCAN_CHUNK * SCAN_BLOCK
     size = 3 * chunk + 5 * SCAN_BLOCK + 1
     data = ti.field(ti.i32, size + 1)
-    scratch = Scratch(size // SCAN_BLOCK + 2)
+    scratch = ScanScratch(size // SCAN_BLOCK + 2)
     lengths = (0, 1, SCAN_BLOCK - 1, SCAN_BLOCK, 3 * SCAN_BLOCK + 17, chunk, chunk + 1, size)
     for serial in (False, True) if runtime.on_cpu() else (False,):
         for n in lengths:
