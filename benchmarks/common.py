@@ -23,30 +23,95 @@ RESULTS = Path(__file__).parent / "results"
 #: runtime.ensure_initialized's taichi_options), and their kinds. The engine's own settings
 #: are runtime.ensure_initialized's (each there with its reason):
 #: advanced_optimization and fast_math off for a short cold compile and for bitwise
-#: agreement between a scene's serial and parallel kernels; gpu_max_reg unset (CUDA's
-#: choice: the small worlds' step kernel takes 168 registers a thread on an H200).
+#: agreement between a scene's serial and parallel kernels; gpu_max_reg unset. (Taichi
+#: bounds every CUDA kernel to its block in the PTX, which ptxas follows over a register
+#: limit: the block sets the registers, StepOptions.gpu_world_block for the small worlds.)
 TAICHI_OPTIONS = {"advanced_optimization": bool, "fast_math": bool, "gpu_max_reg": int}
+
+
+def _name_values(pairs: list[str], kinds: dict) -> dict:
+    """{name: value} from NAME=VALUE strings whose names and kinds (bool or int) `kinds`
+    gives: bools as true/false, ints as whole numbers.
+
+    Raises:
+        ValueError: a name not in `kinds`, or a value not of its kind."""
+    values = {}
+    for pair in pairs:
+        name, _, text = pair.partition("=")
+        kind = kinds.get(name)
+        if kind is bool and text.lower() in ("true", "false"):
+            values[name] = text.lower() == "true"
+        elif kind is int and text.lstrip("-").isdigit():
+            values[name] = int(text)
+        else:
+            raise ValueError(
+                f"{pair!r} is not NAME=VALUE of {sorted(kinds)} (bools true/false, counts as "
+                "numbers)"
+            )
+    return values
 
 
 def taichi_options(pairs: list[str]) -> dict:
     """{option: value} from NAME=VALUE strings of TAICHI_OPTIONS (bools as true/false).
 
     Raises:
-        ValueError: a name not in TAICHI_OPTIONS, or a value not of its kind."""
-    options = {}
-    for pair in pairs:
-        name, _, text = pair.partition("=")
-        kind = TAICHI_OPTIONS.get(name)
-        if kind is bool and text.lower() in ("true", "false"):
-            options[name] = text.lower() == "true"
-        elif kind is int and text.isdigit():
-            options[name] = int(text)
-        else:
-            raise ValueError(
-                f"{pair!r} is not NAME=VALUE of {sorted(TAICHI_OPTIONS)} (bools true/false, "
-                "counts as numbers)"
-            )
+        ValueError: a name not in TAICHI_OPTIONS, or a value not of its kind (a count
+            below 0)."""
+    options = _name_values(pairs, TAICHI_OPTIONS)
+    counts = {name: value for name, value in options.items() if TAICHI_OPTIONS[name] is int}
+    negative = [name for name, value in counts.items() if value < 0]
+    if negative:
+        raise ValueError(f"{negative} must be >= 0")
     return options
+
+
+def parse_step_options(pairs: list[str]) -> dict:
+    """{StepOptions attribute: value} from NAME=VALUE strings of its bool and int
+    attributes, checked by StepOptions itself (ranges).
+
+    Raises:
+        ValueError: as _name_values, or StepOptions refuses the value."""
+    kinds = {"bool": bool, "bool | None": bool, "int": int}
+    fields = {
+        f.name: kinds[str(f.type)] for f in dataclasses.fields(StepOptions) if str(f.type) in kinds
+    }
+    options = _name_values(pairs, fields)
+    DEFAULT_OPTIONS.replace(**options)  # its own checks (ranges)
+    return options
+
+
+def add_option_arguments(parser, step_example: str):
+    """--step-option and --taichi-option on `parser` (read back by parsed_options);
+    `step_example`: what --step-option's help gives as an example."""
+    parser.add_argument(
+        "--step-option",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help=f"a StepOptions attribute of fx2d_gpu's scenes, e.g. {step_example}; repeatable",
+    )
+    parser.add_argument(
+        "--taichi-option",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a Taichi compile option over the engine's own, one of "
+        f"{', '.join(sorted(TAICHI_OPTIONS))}, e.g. advanced_optimization=true; repeatable",
+    )
+
+
+def parsed_options(parser, args) -> tuple[dict, dict]:
+    """(StepOptions values, Taichi options) of add_option_arguments' arguments, or the
+    parser's error naming the argument."""
+    try:
+        step_options = parse_step_options(args.step_option)
+    except ValueError as error:
+        parser.error(f"--step-option: {error}")
+    try:
+        compile_options = taichi_options(args.taichi_option)
+    except ValueError as error:
+        parser.error(f"--taichi-option: {error}")
+    return step_options, compile_options
 
 
 def device_name(backend: str) -> str:
@@ -202,21 +267,3 @@ def print_table(rows: list[dict]):
     print("  ".join(k.rjust(w) for k, w in zip(keys, widths, strict=True)))
     for r in rows:
         print("  ".join(str(r[k]).rjust(w) for k, w in zip(keys, widths, strict=True)))
-
-
-def parse_step_options(pairs: list[str]) -> dict:
-    """{StepOptions attribute: value} from NAME=VALUE strings (bools as true/false, ints as
-    numbers), checked by StepOptions itself."""
-    fields = {f.name: f.type for f in dataclasses.fields(StepOptions)}
-    options = {}
-    for pair in pairs:
-        name, _, text = pair.partition("=")
-        kind = str(fields.get(name))
-        if kind in ("bool", "bool | None") and text.lower() in ("true", "false"):
-            options[name] = text.lower() == "true"
-        elif kind == "int" and text.lstrip("-").isdigit():
-            options[name] = int(text)
-        else:
-            raise ValueError(f"{pair!r} is not NAME=VALUE of a bool or int StepOptions attribute")
-    DEFAULT_OPTIONS.replace(**options)  # its own checks (ranges)
-    return options

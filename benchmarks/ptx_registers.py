@@ -34,7 +34,6 @@ earlier scene of this run are not written again.
 """
 
 import argparse
-import ctypes
 import datetime
 import glob
 import gzip
@@ -48,7 +47,7 @@ from pathlib import Path
 
 from fx2d_gpu.device import runtime
 
-from .common import TAICHI_OPTIONS, device_name, parse_step_options, save_csv, taichi_options
+from .common import add_option_arguments, device_name, parsed_options, save_csv
 from .kernel_profile import build_scene
 
 DT = 1.0 / 60.0
@@ -159,20 +158,9 @@ def launch_bounds(ptx_text: str) -> dict[str, int]:
 def device_arch() -> str | None:
     """The CUDA device's architecture ("sm_90") from its driver's compute capability, or
     None where the driver cannot say."""
-    try:
-        driver = ctypes.CDLL("libcuda.so.1")
-        major, minor = ctypes.c_int(0), ctypes.c_int(0)
-        if driver.cuDeviceGetAttribute(ctypes.byref(major), _CC_MAJOR, 0) != 0:
-            return None
-        if driver.cuDeviceGetAttribute(ctypes.byref(minor), _CC_MINOR, 0) != 0:
-            return None
-    except (OSError, AttributeError):
-        return None
-    return f"sm_{major.value}{minor.value}" if major.value > 0 else None
-
-
-#: CUDA driver API: CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR and _MINOR.
-_CC_MAJOR, _CC_MINOR = 75, 76
+    major = runtime.cuda_device_attribute(runtime.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)
+    minor = runtime.cuda_device_attribute(runtime.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)
+    return f"sm_{major}{minor}" if major and minor is not None else None
 
 
 def build_stub(folder: Path) -> Path:
@@ -319,30 +307,10 @@ def main(argv=None):
     parser.add_argument(
         "--arch", default=None, help="ptxas's -arch (default: the device's; sm_90 with --no-gpu)"
     )
-    parser.add_argument(
-        "--step-option",
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help="a StepOptions attribute of the scenes, e.g. gpu_world_block=128; repeatable",
-    )
-    parser.add_argument(
-        "--taichi-option",
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help=f"a Taichi compile option, one of {', '.join(sorted(TAICHI_OPTIONS))}",
-    )
+    add_option_arguments(parser, "gpu_world_block=128")
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv)
-    try:
-        compile_options = taichi_options(args.taichi_option)
-    except ValueError as error:
-        parser.error(f"--taichi-option: {error}")
-    try:
-        step_options = parse_step_options(args.step_option)
-    except ValueError as error:
-        parser.error(f"--step-option: {error}")
+    step_options, compile_options = parsed_options(parser, args)
     if args.worlds < 1:
         parser.error("--worlds must be positive")
     if args.arch is not None and not re.fullmatch(r"sm_\d{2,3}a?", args.arch):

@@ -57,13 +57,12 @@ from fx2d_gpu.physics.solver.stages import DEFAULT_SUBSTEPS
 from . import box2d_native, box2d_scenes
 from .common import (
     RESULTS,
-    TAICHI_OPTIONS,
+    add_option_arguments,
     device_name,
     paired_ratio,
-    parse_step_options,
+    parsed_options,
     print_table,
     save_csv,
-    taichi_options,
     time_windows,
     time_windows_side_by_side,
 )
@@ -825,31 +824,13 @@ def main(argv=None):
         f"default ${box2d_native.ENV_VAR}): run on large_pyramid and many_pyramids with 1 "
         "and 2 workers (benchmarks/box2d_native.py)",
     )
-    parser.add_argument(
-        "--step-option",
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help="a StepOptions attribute for fx2d_gpu's scenes, e.g. team=false (a GPU launches "
-        "per stage instead of running the GPU team) or gpu_team_slots=100000; repeatable",
-    )
-    parser.add_argument(
-        "--taichi-option",
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help="a Taichi compile option over the engine's own, one of "
-        f"{', '.join(sorted(TAICHI_OPTIONS))}, e.g. gpu_max_reg=128; repeatable",
+    add_option_arguments(
+        parser,
+        "team=false (a GPU launches per stage instead of running the GPU team) or "
+        "gpu_team_slots=100000",
     )
     args = parser.parse_args(argv)
-    try:
-        step_options = parse_step_options(args.step_option)
-    except ValueError as error:
-        parser.error(f"--step-option: {error}")
-    try:
-        compile_options = taichi_options(args.taichi_option)
-    except ValueError as error:
-        parser.error(f"--taichi-option: {error}")
+    step_options, compile_options = parsed_options(parser, args)
     if args.profile:
         from . import profile
 

@@ -801,7 +801,7 @@ import glob, os, sys
 from benchmarks.kernel_profile import build_scene
 from benchmarks.ptx_registers import launch_bounds
 from fx2d_gpu.device import runtime
-from fx2d_gpu.physics.solver import gpu_team
+from fx2d_gpu.physics.solver.plan import StepOptions
 os.chdir(sys.argv[1])
 backend = runtime.ensure_initialized(
     "cuda", taichi_options={"offline_cache": False, "print_kernel_asm": True}
@@ -811,7 +811,7 @@ scene.step(1 / 60)
 bounds = {}
 for path in glob.glob("taichi_kernel_nvptx_*.ptx"):
     bounds.update(launch_bounds(open(path, "rb").read().decode().rstrip(chr(0))))
-print(backend, runtime.cuda_multiprocessors(), gpu_team.WORLD_BLOCK_THREADS)
+print(backend, runtime.cuda_multiprocessors(), StepOptions().gpu_world_block)
 print(" ".join(f"{name}={threads}" for name, threads in sorted(bounds.items())))
 """
 
@@ -820,7 +820,7 @@ print(" ".join(f"{name}={threads}" for name, threads in sorted(bounds.items())))
 def test_the_cuda_stub_compiles_the_small_worlds_step_for_a_gpu_that_is_not_here(tmp_path):
     """benchmarks/cuda_stub.c (ptx_registers --no-gpu): Taichi starts on arch="cuda" over the
     stand-in driver, which says 132 multiprocessors, and the small worlds' step compiles to
-    PTX whose world-per-thread substeps are bounded to gpu_team.WORLD_BLOCK_THREADS a block
+    PTX whose world-per-thread substeps are bounded to StepOptions.gpu_world_block a block
     (the registers' cap: 65,536 / (2 * 256) = 128) where Taichi's other loops keep its
     default of 128. With ptxas at hand, the kernels assemble and that entry fits the cap."""
     import os

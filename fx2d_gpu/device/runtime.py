@@ -346,30 +346,39 @@ def _cuda_free_memory() -> int | None:
 
 
 def cuda_multiprocessors() -> int | None:
-    """Streaming multiprocessors of the CUDA device of the calling thread's current context
-    (Taichi's; device 0 where none is current), or None where the driver cannot say. Asked
-    once a process."""
-    if "multiprocessors" not in _cuda_device:
-        _cuda_device["multiprocessors"] = _ask_cuda_multiprocessors()
-    return _cuda_device["multiprocessors"]
+    """Streaming multiprocessors of the CUDA device (cuda_device_attribute), or None."""
+    count = cuda_device_attribute(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+    return count if count is not None and count > 0 else None
 
 
-#: What the CUDA driver said about the device, asked once (cuda_multiprocessors).
+def cuda_device_attribute(attribute: int) -> int | None:
+    """A CUdevice_attribute (CUDA driver API) of the CUDA device of the calling thread's
+    current context (Taichi's; device 0 where none is current), or None where the driver
+    cannot say. Asked once a process, each attribute."""
+    if attribute not in _cuda_device:
+        _cuda_device[attribute] = _ask_cuda_attribute(attribute)
+    return _cuda_device[attribute]
+
+
+#: What the CUDA driver said about the device, by attribute, asked once
+#: (cuda_device_attribute).
 _cuda_device: dict = {}
-#: CUDA driver API: CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT.
-_CU_MULTIPROCESSOR_COUNT = 16
+#: CUDA driver API CUdevice_attribute values asked for.
+CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16
+CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75
+CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76
 
 
-def _ask_cuda_multiprocessors() -> int | None:
+def _ask_cuda_attribute(attribute: int) -> int | None:
     try:
         driver = ctypes.CDLL("libcuda.so.1" if sys.platform.startswith("linux") else "nvcuda")
-        device, count = ctypes.c_int(0), ctypes.c_int(0)
+        device, value = ctypes.c_int(0), ctypes.c_int(0)
         if driver.cuCtxGetDevice(ctypes.byref(device)) != 0:
             device = ctypes.c_int(0)
-        status = driver.cuDeviceGetAttribute(ctypes.byref(count), _CU_MULTIPROCESSOR_COUNT, device)
+        status = driver.cuDeviceGetAttribute(ctypes.byref(value), attribute, device)
     except (OSError, AttributeError):
         return None
-    return int(count.value) if status == 0 and count.value > 0 else None
+    return int(value.value) if status == 0 else None
 
 
 def on_cpu() -> bool:

@@ -89,7 +89,6 @@ from .stages import (
     BODY_SLOTS,
     CONTACTLESS_STAGES,
     JOINT_SLOTS,
-    LAST_SUBSTEP,
     PAIRS,
     STAGES,
     Substep,
@@ -525,7 +524,8 @@ def _world_args(ctx: "StepContext", launch: WorldLaunch) -> tuple[int, ...]:
 #: refit's three (_refit_by_team), how far the launch's broad phase went (FIND_*), how its
 #: sleep pass went (SLEPT_*), how a colouring in the launch went (COLORED_*) and its colours
 #: used and overflowing constraints (_color_by_team), and how a wake pass in the launch went
-#: (WAKE_*); the last slot, stages.BOUNCE_TALLY, says whether a point may bounce.
+#: (WAKE_*); the last two, stages.BOUNCE_TALLY and FAST_TALLY, whether a point may bounce
+#: and whether a pair is fast.
 (
     _HOLDS_TALLY,
     _REFRESH_TALLY,
@@ -1743,7 +1743,7 @@ def _pass_has_work(stage: ti.template(), counts: ti.template()):
     substep 0 prepares every pair (a launch of begin_step's stages finds manifolds, it
     prepares none)."""
     has_work = True
-    if ti.static(stage.when == LAST_SUBSTEP):
+    if ti.static(stage.bounces_only):
         has_work = bounce_possible(counts)
     return has_work
 

@@ -52,17 +52,6 @@ from ...device import runtime
 #: Vulkan's usual 64-wide waves.
 BLOCK_THREADS = 256
 
-#: Threads a block of the small worlds' step on CUDA (a world a thread: fused._launch_body by
-#: world). Taichi 1.7.4 bounds a CUDA kernel to two resident blocks a multiprocessor
-#: (.minnctapersm 2 in its PTX), so a block of B threads caps a thread at 65,536 / (2 B)
-#: registers. At Taichi's default block of 128 the world's step takes 168 (ptxas for sm_90;
-#: Taichi's kernel profile on the H200 said 168 too): 384 threads a multiprocessor, so
-#: 65,536 worlds run in 1.3 waves of an H200's 132 multiprocessors, the last 0.3 taking as
-#: long as a full one. At 256 the cap is 128 registers (8 bytes spilled, either solver):
-#: 512 threads a multiprocessor, 65,536 worlds in one wave (67,584 threads).
-#: `python -m benchmarks.ptx_registers --no-gpu` counts them on any machine.
-WORLD_BLOCK_THREADS = 256
-
 #: Most blocks of a grid team: its BLOCK_THREADS * blocks members keep team.share's
 #: r * member (below members**2) within 32 bits (46,340 = floor(sqrt(2**31 - 1))). An H200
 #: has 132 multiprocessors; a GPU with more runs its grid team on this many.

@@ -236,9 +236,11 @@ class StepOptions:
             thread), a multiple of 32 from 32 to 1,024. Taichi bounds a CUDA kernel to two
             resident blocks a multiprocessor, so a block of B threads caps a thread at
             65,536 / (2 B) registers: 256 (the default) gives the world's step 128
-            registers (it would take 168: at Taichi's own 128 a thread, 65,536 worlds take
-            1.3 waves of an H200), 512 gives 64 (solver/gpu_team.py,
-            `python -m benchmarks.ptx_registers --no-gpu`). Other backends ignore it.
+            registers, 4-12 bytes spilled (at Taichi's own block of 128 it takes 168, as
+            the H200's kernel profile said too: 384 threads a multiprocessor, so 65,536
+            worlds took 1.3 waves of an H200, the last 0.3 as long as a whole one; at 256,
+            512 threads, one wave), 512 gives 64 (`python -m benchmarks.ptx_registers
+            --no-gpu` counts them on any machine). Other backends ignore it.
         team_timings: when the CPU team's barriers are probed again and how its duel
             chooses between a team of several threads and one, with the clock it times
             steps by (solver/team.py's TeamTimings; the defaults are the measured ones).
@@ -280,7 +282,7 @@ class StepOptions:
     gpu_grid_team: bool = True
     gpu_grid_team_slots: int = 200_000
     gpu_grid_blocks: int = 0
-    gpu_world_block: int = gpu_team.WORLD_BLOCK_THREADS
+    gpu_world_block: int = 256
     team_timings: TeamTimings = TeamTimings()
 
     def __post_init__(self):

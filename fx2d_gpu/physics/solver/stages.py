@@ -119,7 +119,9 @@ class Stage(NamedTuple):
     before the next barrier: it changes only its own bodies (integrate velocities) or
     nothing (the narrow phase), and the stage after it reads only the member's own bodies
     (an item stage over body slots, or another such stage: _check_declaration), so the
-    team does not meet after it (fused._meets_after)."""
+    team does not meet after it (fused._meets_after). bounces_only: a colour pass that
+    changes only points that may bounce (the soft step's restitution), skipped where the
+    step has none (bounce_possible, fused._pass_has_work)."""
 
     name: str
     domain: str
@@ -133,6 +135,7 @@ class Stage(NamedTuple):
     immovable_sweep: bool = False
     contactless: object = "same"
     own_bodies_after_first: bool = False
+    bounces_only: bool = False
 
     @property
     def is_pass(self) -> bool:
@@ -219,19 +222,31 @@ def _narrow_phase(
     """_find_and_prepare (both solvers: the materials mix by the scene's rules,
     contacts.mix)."""
     if _find_and_prepare(model, bodies, joints, manifolds, prepared, coloring, pair, s):
-        _note_bounce(manifolds, prepared, counts, pair)
+        if _may_bounce(manifolds, prepared, pair):
+            _note(counts, BOUNCE_TALLY)
         if prepared.refresh[pair] == 1:
-            ti.atomic_max(counts.tally[FAST_TALLY], 1)
+            _note(counts, FAST_TALLY)
 
 
 @ti.func
-def _note_bounce(manifolds: ti.template(), prepared: ti.template(), counts: ti.template(), pair):
-    """BOUNCE_TALLY set where a point of the pair just prepared may bounce in the soft
-    step's restitution pass (soft_contacts.apply_restitution bounces no other)."""
+def _may_bounce(manifolds: ti.template(), prepared: ti.template(), pair):
+    """Whether a point of the pair just prepared may bounce in the soft step's restitution
+    pass (soft_contacts.apply_restitution bounces no other)."""
+    bounces = False
     if prepared.restitution[pair] > 0.0:
         for i in range(manifolds.point_count[pair]):
             if prepared.approach[pair, i] < -RESTITUTION_THRESHOLD:
-                ti.atomic_max(counts.tally[BOUNCE_TALLY], 1)
+                bounces = True
+    return bounces
+
+
+@ti.func
+def _note(counts: ti.template(), slot: ti.template()):
+    """counts.tally[slot] set to 1, read first: a poured pile's thousands of fast pairs do
+    not all queue an atomic on one address (a stale 0 read costs one more atomic; nothing
+    sets it back to 0 before the launch's next clear)."""
+    if counts.tally[slot] == 0:
+        ti.atomic_max(counts.tally[slot], 1)
 
 
 @ti.func
@@ -677,7 +692,9 @@ SOFT_STEP_STAGES = (
     Stage("integrate positions", BODY_SLOTS, _move, when=AFTER_COLORING),
     SUBSTEP_STAGES[5],  # continuous
     Stage("relax", COLORS, _soft_relax, joints=True, contactless=_soft_relax_joint),
-    Stage("restitution", COLORS, _restitution, when=LAST_SUBSTEP, contactless=None),
+    Stage(
+        "restitution", COLORS, _restitution, when=LAST_SUBSTEP, contactless=None, bounces_only=True
+    ),
 )
 
 #: Each solver's substep: Scene(solver=...) -> its stage list.
@@ -734,6 +751,7 @@ def _check_declaration():
                 assert not stage.is_pass and stage.when != AFTER_COLORING, stage.name
             assert stage.domain in (JOINT_SLOTS, BODY_SLOTS, PAIRS, COLORS), stage.name
             assert stage.when != LAST_SUBSTEP or stage.is_pass, stage.name
+            assert not stage.bounces_only or stage.is_pass, stage.name
     # A stage the team does not always meet after is followed, in the same substep, by one
     # that reads only its own bodies (or by another such stage).
     for stages in (*STAGES.values(), *CONTACTLESS_STAGES.values()):

@@ -249,9 +249,9 @@ def _exclusive_scan(
     data_total = scan.blocks[n_blocks]
     if ti.static(pairs):
         if data_blocks < n_blocks:
-            data_total = scan.blocks[data_blocks] + scan.chunks[data_blocks // SCAN_CHUNK]
+            data_total = _block_offset(scan, data_blocks)
     for blk in range(first, last):
-        running = scan.blocks[blk] + scan.chunks[blk // SCAN_CHUNK]
+        running = _block_offset(scan, blk)
         if blk < data_blocks:
             for i in range(blk * SCAN_BLOCK, ti.min(n, (blk + 1) * SCAN_BLOCK)):
                 count = data[i]
@@ -271,6 +271,13 @@ def _exclusive_scan(
         if ti.static(pairs):
             other[n_other] = scan.blocks[n_blocks] - data_total
     team.barrier(counts, n_members, team.SPIN_LIMIT)
+
+
+@ti.func
+def _block_offset(scan: ti.template(), blk):
+    """What the numbers before block `blk` sum to once a team's scan has scanned its block
+    sums a chunk at a time (device.scan.block_offset's GPU sum, on every backend)."""
+    return scan.blocks[blk] + scan.chunks[blk // SCAN_CHUNK]
 
 
 @ti.func
