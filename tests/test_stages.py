@@ -267,9 +267,12 @@ def check_color_order(ctx, a, b, color):
 def test_coloring_a_star_with_a_shared_static_body(serial):
     """A dynamic hub (0) touching leaves 1-8; leaf 8 is static, a ground under a row of six
     touching dynamic balls (9-14). The hub's 8 pairs need 8 colours, one each, taken in
-    priority order (each round the hub goes to the lowest bid on it: its leaves 1-7 have no
-    other pair, and static 8 takes no bids). Static bodies never count as taken, so a colour
-    holds several pairs on the ground, some won in later sub-rounds of that colour."""
+    bid order (each round the hub goes to the lowest bid on it: its leaves 1-7 have no
+    other pair, and static 8 takes no bids). A pair to a leaf ranks before the pair to the
+    ground (its leaf counts its one uncoloured constraint, a static body none), so the
+    hub's pairs to leaves 1-7 take colours 0-6 in the permutation's order and its pair to
+    the ground colour 7. Static bodies never count as taken, so a colour holds several
+    pairs on the ground, some won in later sub-rounds of that colour."""
     row = list(range(9, 15))
     edges = (
         [(0, leaf) for leaf in range(1, 9)]
@@ -278,9 +281,10 @@ def test_coloring_a_star_with_a_shared_static_body(serial):
     )
     ctx, a, b, dynamic, _ = colour_graph(serial, 15, edges, static={8})
     color, _, _ = check_coloring(ctx, a, b, dynamic)
-    hub = np.nonzero(a == 0)[0]
-    by_bid = hub[np.argsort(bid_priority(hub))]
-    np.testing.assert_array_equal(color[by_bid], np.arange(8))
+    to_leaves = np.nonzero((a == 0) & (b != 8))[0]
+    by_bid = to_leaves[np.argsort(bid_priority(to_leaves))]
+    np.testing.assert_array_equal(color[by_bid], np.arange(7))
+    assert color[(a == 0) & (b == 8)] == [7]
     on_ground = np.nonzero(a == 8)[0]
     assert np.bincount(color[on_ground]).max() >= 2  # a static body shared in a colour
     assert ctx.cache.n_colors == 8 and ctx.cache.n_overflow == 0

@@ -14,6 +14,7 @@ from fx2d_gpu.device import launching, runtime
 from fx2d_gpu.physics.solver import stages, team
 
 from .helpers import GENERAL_PATH, PER_STAGE, assert_same_trace, machine_scene, trace, with_options
+from .reference.coloring import SUB_ROUNDS
 
 
 def hanging_chains_over_a_pile(arch: str, n_worlds: int = 1) -> fx.Scene:
@@ -421,24 +422,36 @@ def test_a_teams_barriers_a_step_grow_by_its_colour_passes_each_substep(arch):
     assert per_substep >= 2 * (scene.n_colors - in_runs), (met, scene.n_colors, in_runs)
 
 
+def hub_of_balls(spokes: int) -> list[scenes.BodySpec]:
+    """A ball of radius 1 m high in the air (x 60 m, y 20 m) touched by `spokes` balls of
+    radius 0.3 m around it (1 cm into it) that touch nothing else: its pairs share the hub,
+    so they take a colour each."""
+    spokes_at = np.linspace(0.0, 2.0 * np.pi, spokes, endpoint=False)
+    return [scenes.BodySpec("circle", (60.0, 20.0), (1.0, 1.0))] + [
+        scenes.BodySpec("circle", (60.0 + 1.29 * np.cos(t), 20.0 + 1.29 * np.sin(t)), (0.3, 0.3))
+        for t in spokes_at
+    ]
+
+
 def test_a_run_of_small_colours_meets_the_team_once(arch):
     """A run of small colours (team.small_color: a colour and the next both of at most
     SMALL_COLOR_ITEMS_CPU constraints) is solved by the team's first member alone, the team
-    meeting once after it. Two pyramids without joints, coloured in their first step with
-    9 colours each: 34 boxes a side, whose last two colours (57 and 5 constraints) are a
-    run, and 40, whose (89 and 9) are not. A substep meets at two barriers a colour pass
-    (XPBD: positions, then velocities) and the same other stages in both: so the barriers
-    a substep less two per colour outside runs are the same for both, which they would not
-    be (by 2) if the run met at a barrier after each colour. The colourings are read, not
-    assumed. Those other stages: each item stage meets once after it (the XPBD substep's
-    declared stages, stages.SUBSTEP_STAGES), but for one over joint slots (the motors) in
-    a scene without joints, and those that touch only their own bodies where no pair is
-    fast (Stage.own_bodies_after_first), whose barriers a substep after the first skips
+    meeting once after it. Two scenes without joints, coloured in their first step: a
+    pyramid of 34 boxes a side beside a hub of 10 balls (the hub's pairs, ranked first, take
+    colours 0 to 9, the pyramid's 8 colours, whose last holds 17: colours 7, 8 and 9 are a
+    run of three), and a pyramid of 40 alone (8 colours, the last two of 249 and 45: no
+    run). A substep meets at two barriers a colour pass (XPBD: positions, then velocities)
+    and the same other stages in both: so the barriers a substep less two per colour
+    outside runs are the same for both, which they would not be if the run met at a
+    barrier after each colour. The colourings are read, not assumed. Those other stages:
+    each item stage meets once after it (the XPBD substep's declared stages,
+    stages.SUBSTEP_STAGES), but for one over joint slots (the motors) in a scene without
+    joints, and those that touch only their own bodies where no pair is fast
+    (Stage.own_bodies_after_first), whose barriers a substep after the first skips
     (fused._meets_after)."""
     team.reset()  # probed afresh: a team of several threads wherever there are two CPUs
     others, runs = [], []
-    for side in (34, 40):
-        specs, _ = scenes.pyramid_layout(side)
+    for specs in (scenes.pyramid_layout(34)[0] + hub_of_balls(10), scenes.pyramid_layout(40)[0]):
         met = []
         for substeps in (2, 3):
             scene = scenes.build_scene(specs, arch=arch, substeps=substeps)
@@ -446,7 +459,7 @@ def test_a_run_of_small_colours_meets_the_team_once(arch):
             met.append(barriers)
         runs.append(in_runs)
         others.append(met[1] - met[0] - 2 * (scene.n_colors - in_runs))
-    assert runs == [1, 0], "the pyramids' colourings changed: choose sides with and without a run"
+    assert runs == [2, 0], "the scenes' colourings changed: choose sides with and without a run"
     item_stages = [
         stage
         for stage in stages.SUBSTEP_STAGES
@@ -456,6 +469,40 @@ def test_a_run_of_small_colours_meets_the_team_once(arch):
         and not stage.own_bodies_after_first  # (a pyramid's first step has no fast pair)
     ]
     assert others[0] == others[1] == len(item_stages), (others, [s.name for s in item_stages])
+
+
+def step_level_barriers(specs: list[scenes.BodySpec], arch: str) -> int:
+    """The barriers of `specs`' first step outside its substeps: a + b * substeps met with
+    2 and 3 substeps (first_step_barriers), a."""
+    met = [
+        first_step_barriers(scenes.build_scene(specs, arch=arch, substeps=substeps))[0]
+        for substeps in (2, 3)
+    ]
+    return met[0] - 2 * (met[1] - met[0])
+
+
+def test_a_colouring_round_meets_the_team_twice_a_sub_round_and_few_constraints_never(arch):
+    """A colouring from scratch (a first step) gives a colour a round; each of its
+    SUB_ROUNDS sub-rounds meets the team after the bids and after the takes, which clear
+    the next sub-round's claims and mark their winners themselves (no third pass). A hub of
+    12 balls takes 2 colours more than one of 10 (a colour a pair: they share the hub), so
+    beside a pyramid of 34 boxes a side (its 8 colours: 2,000 constraints to colour) its
+    first step meets at 2 * 2 * SUB_ROUNDS more barriers outside the substeps (its
+    substeps' more are left out: see step_level_barriers). Beside 600 balls apart instead,
+    its 10 or 12 constraints are few (team.small_rounds): the team's first member colours
+    them alone and the team meets at no barrier for them, as many either way."""
+    team.reset()  # probed afresh: a team of several threads wherever there are two CPUs
+    pyramid = scenes.pyramid_layout(34)[0]
+    apart = [
+        scenes.BodySpec("circle", (3.0 * (i % 40), 40.0 + 3.0 * (i // 40)), (0.5, 0.5))
+        for i in range(600)
+    ]
+    more = [
+        step_level_barriers(bodies + hub_of_balls(12), arch)
+        - step_level_barriers(bodies + hub_of_balls(10), arch)
+        for bodies in (pyramid, apart)
+    ]
+    assert more == [2 * 2 * SUB_ROUNDS, 0], more
 
 
 def pyramid_beside_a_ball(arch: str, speed: float, substeps: int = 4) -> fx.Scene:

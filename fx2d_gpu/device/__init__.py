@@ -850,8 +850,20 @@ class Coloring(FieldGroup):
 
     def _declare_bidding(self, N: Dim, C: Dim):
         """The rounds' scratch: bodies' claims (N: n_slots) and the constraints (C) bidding."""
-        self._field("body_claim", i32, N, doc="the lowest bid for the body this round")
+        self._field(
+            "body_claim",
+            i32,
+            2 * N,
+            doc="entry 2 * slot + s % 2: the lowest bid for the body in sub-round s",
+        )
         self._field("body_color_mask", i32, N, doc="bit c: a constraint of colour c has the body")
+        self._field(
+            "body_left",
+            i32,
+            2 * N,
+            doc="entry 2 * slot + c % 2: the body's constraints still uncoloured when the "
+            "round of colour c starts (their bids' rank)",
+        )
         self._field("uncolored", i32, C, doc="the constraints that bid this step")
         self._field("n_uncolored", i32, (), doc="entries of uncolored")
         self._field(

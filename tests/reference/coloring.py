@@ -48,19 +48,42 @@ def greedy_color_count(pairs, moving):
 SUB_ROUNDS = 4
 
 
+#: coloring.priority's bid: a rank above BID_INDEX_BITS bits of the permutation.
+BID_INDEX_BITS, RANK_MAX = 27, 15
+
+
 def bid_priority(local):
-    """coloring.priority's documented permutation of a pair's index within its world."""
-    return (np.asarray(local, np.uint64) * np.uint64(2654435761)) & np.uint64(0x7FFFFFFF)
+    """coloring.priority's documented permutation of a constraint's index within its world,
+    the bid's low BID_INDEX_BITS bits (a world of fewer constraints than 2**BID_INDEX_BITS:
+    the bids of a world are unique)."""
+    mixed = np.asarray(local, np.uint64) * np.uint64(2654435761)
+    return mixed & np.uint64((1 << BID_INDEX_BITS) - 1)
 
 
-def rule_colors(a, b, dynamic, priority, solved=None):
+def rule_colors(a, b, dynamic, index_bits, solved=None):
     """Colours (MAX_COLORS: overflow, UNSOLVED_COLOR: not solved[k]) of the documented
     bidding rule, simulated one constraint at a time: in round c, SUB_ROUNDS times, every
-    uncoloured constraint whose dynamic bodies hold no colour-c constraint bids its priority
-    on them (lowest wins); those that win all their dynamic bodies take colour c."""
+    uncoloured constraint whose dynamic bodies hold no colour-c constraint bids on them
+    (lowest wins); those that win all their dynamic bodies take colour c. A bid is its rank
+    (RANK_MAX less the constraints still uncoloured at the constraint's dynamic bodies when
+    the round starts, itself counted at each, at most RANK_MAX) above index_bits[k]
+    (bid_priority)."""
     solved = np.ones(len(a), bool) if solved is None else solved
     color = np.where(solved, -1, UNSOLVED_COLOR)
     for c in range(MAX_COLORS):
+        left = {}  # dynamic body: its constraints without a colour as the round starts
+        for k in np.nonzero(color < 0)[0]:
+            for x in (a[k], b[k]):
+                if dynamic[x]:
+                    left[x] = left.get(x, 0) + 1
+        priority = {
+            k: (
+                (RANK_MAX - min(RANK_MAX, sum(left.get(x, 0) for x in (a[k], b[k]) if dynamic[x])))
+                << BID_INDEX_BITS
+            )
+            | int(index_bits[k])
+            for k in np.nonzero(color < 0)[0]
+        }
         holding = set()  # bodies with a colour-c constraint
         for _ in range(SUB_ROUNDS):
             claim = {}

@@ -6,9 +6,10 @@ the solver does not look at this step (no points from the step's narrow phase, n
 coloring.solve, step.begin_step) take no colour (UNSOLVED_COLOR), as Box2D v3 colours only
 touching constraints: in a poured pile half the broad phase's pairs are apart. Smaller
 worlds colour every pair (see step.begin_step). Each round gives one colour: every
-uncoloured constraint bids for its dynamic bodies with an atomic minimum of its priority (a
-fixed permutation of its index), and those that win all their bodies take the colour (a
-few sub-rounds per colour let the losers try bodies still free). Static and sleeping
+uncoloured constraint bids for its dynamic bodies with an atomic minimum of its priority
+(first the constraints at bodies with the most constraints left uncoloured, then a fixed
+permutation of its index), and those that win all their bodies take the colour (a few
+sub-rounds per colour let the losers try bodies still free). Static and sleeping
 bodies do not count: they never move, so any number of constraints may read them at once.
 Integer atomics only, so the colouring is the same on every run. Constraints still
 uncoloured after MAX_COLORS rounds form the overflow colour, solved in parallel after the
@@ -77,25 +78,95 @@ def constraint_bodies(
     return a, b
 
 
-@ti.func
-def priority(joints: ti.template(), manifolds: ti.template(), counts: ti.template(), k, n_bodies):
-    """The pair's bid: a fixed pseudo-random permutation of its index within its world.
+#: A bid's bits below its rank (priority): a permutation of the constraint's index in its
+#: world, unique for worlds of up to 2**BID_INDEX_BITS constraints. Above the rank's 4 bits
+#: (the constraints left uncoloured at the bidder's bodies, RANK_MAX and more alike), the
+#: sign bit stays clear.
+BID_INDEX_BITS = 27
+RANK_MAX = 15
 
-    Bidding in this order instead of index order breaks the long chains (box i beats box i+1
-    beats ...) that leave most neighbours of a structured scene uncoloured. Using the index
-    within the world (pairs are grouped by world) makes a world's colouring the same whether
-    it is simulated alone or in a batch. Multiplying by an odd number is a bijection modulo
-    2^31, so no two pairs of a world bid the same.
+
+@ti.func
+def left_slot(slot, color):
+    """body_left's entry for body slot in the round of `color`: two by the colour's parity,
+    so that a round reads its own counts while it clears and counts the next round's."""
+    return 2 * slot + (color & 1)
+
+
+@ti.func
+def priority(
+    joints: ti.template(),
+    manifolds: ti.template(),
+    coloring: ti.template(),
+    counts: ti.template(),
+    k,
+    n_bodies,
+    color,
+    a,
+    b,
+    dyn_a,
+    dyn_b,
+):
+    """Constraint k's bid in the round of `color` (the lowest wins): first its rank, the
+    fewer constraints its moving bodies a and b have left uncoloured (coloring.body_left)
+    the later; then a fixed pseudo-random permutation of its index within its world.
+
+    The rank makes this an edge colouring's largest-degree-first: a body with d
+    constraints left needs d more colours, so those at the busiest bodies go first. The
+    large pyramid (a box meets up to 6 others that move) took 10 colours by the
+    permutation alone (its last three held 620, 42 and 1 of 14,950 constraints) and takes
+    8 ranked (the last holds 298); a 30-row pyramid 9 and 8 (tests/test_solver.py). The
+    rank is recounted for every round (count_left): ranked once, from the degrees at the
+    start, the large pyramid took 9 in a NumPy simulation of the rule. Inside a rank, the
+    permutation instead of index order breaks the long chains (box i beats box i+1 beats
+    ...) that leave most neighbours of a structured scene uncoloured. Using the index
+    within the world (pairs are grouped by world) makes a world's colouring the same
+    whether it is simulated alone or in a batch. Multiplying by an odd number is a
+    bijection modulo 2^BID_INDEX_BITS, so no two constraints of a world bid the same; a
+    world of more constraints than that bids by the permutation modulo 2^31 alone (unique
+    again, unranked).
     """
     n_pairs, n_joints = counts.n_pairs[None], counts.n_joints[None]
-    a, _ = constraint_bodies(joints, manifolds, counts, k, n_bodies)
     world = a // n_bodies
     first_pair = manifolds.pair_start[world * n_bodies]
+    world_pairs = manifolds.pair_start[(world + 1) * n_bodies] - first_pair
     local = k - first_pair  # the pair's index among its world's pairs
     if k >= n_pairs:  # joints come after the world's pairs
-        world_pairs = manifolds.pair_start[(world + 1) * n_bodies] - first_pair
         local = world_pairs + (k - n_pairs) % n_joints
-    return ti.cast((ti.cast(local, ti.u32) * ti.u32(2654435761)) & ti.u32(0x7FFFFFFF), ti.i32)
+    mixed = ti.cast(local, ti.u32) * ti.u32(2654435761)
+    bid = ti.cast(mixed & ti.u32(0x7FFFFFFF), ti.i32)
+    if world_pairs + n_joints <= 1 << BID_INDEX_BITS:
+        left = 0
+        if dyn_a:
+            left += coloring.body_left[left_slot(a, color)]
+        if dyn_b:
+            left += coloring.body_left[left_slot(b, color)]
+        index_bits = ti.cast(mixed & ti.u32((1 << BID_INDEX_BITS) - 1), ti.i32)
+        bid = ((RANK_MAX - ti.min(left, RANK_MAX)) << BID_INDEX_BITS) | index_bits
+    return bid
+
+
+@ti.func
+def count_left(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    manifolds: ti.template(),
+    coloring: ti.template(),
+    counts: ti.template(),
+    k,
+    n_bodies,
+    color,
+):
+    """Constraint k, if it has no colour, counted at its moving bodies for the round of
+    `color` (coloring.body_left, cleared before: _clear_claims for the first round, the
+    round before's bids for the others)."""
+    if coloring.color[k] < 0:
+        a, b, dyn_a, dyn_b = _bodies_of(model, bodies, joints, manifolds, counts, k, n_bodies)
+        if dyn_a:
+            ti.atomic_add(coloring.body_left[left_slot(a, color)], 1)
+        if dyn_b:
+            ti.atomic_add(coloring.body_left[left_slot(b, color)], 1)
 
 
 @ti.func
@@ -275,9 +346,12 @@ def color_free(coloring: ti.template(), slot, dynamic, color):
 
 @ti.func
 def _clear_claims(coloring: ti.template(), slot):
-    """A new colouring's start for body slot: no bid on it, no colour held."""
-    coloring.body_claim[slot] = _NO_CLAIM
+    """A new colouring's start for body slot: no bid on it, no colour held, none of its
+    constraints counted for the first round (count_left)."""
+    coloring.body_claim[claim_slot(slot, 0)] = _NO_CLAIM
+    coloring.body_claim[claim_slot(slot, 1)] = _NO_CLAIM
     coloring.body_color_mask[slot] = 0
+    coloring.body_left[left_slot(slot, 0)] = 0
 
 
 @ti.func
@@ -396,6 +470,7 @@ def _start_coloring(
     ti.loop_config(serialize=serial)
     for k in range(n_constraints):
         _list_uncolored(coloring, k)
+        count_left(model, bodies, joints, manifolds, coloring, counts, k, n_bodies, 0)
     return coloring.n_uncolored[None]
 
 
@@ -463,11 +538,20 @@ def start_coloring_by_team(
         )
         _mark_kept(model, bodies, joints, manifolds, coloring, counts, k, n_bodies)
         _list_uncolored(coloring, k)
+        count_left(model, bodies, joints, manifolds, coloring, counts, k, n_bodies, 0)
     team.barrier(counts, n_members, team.SPIN_LIMIT)
     for slot in range(lo, hi):
         _flag_colored_dynamic(model, bodies, coloring, slot, n_bodies)
     team.barrier(counts, n_members, team.SPIN_LIMIT)
     return ti.atomic_add(coloring.n_uncolored[None], 0)
+
+
+@ti.func
+def claim_slot(slot, sub_round):
+    """body_claim's entry for body slot in `sub_round`: two by the sub-round's parity, so
+    that a sub-round's take (_take) clears the next sub-round's claims while it reads its
+    own (no pass of its own to clear them: a barrier fewer a sub-round)."""
+    return 2 * slot + (sub_round & 1)
 
 
 @ti.func
@@ -481,17 +565,26 @@ def _bid(
     k,
     n_bodies,
     color,
+    sub_round,
 ):
-    """Sub-round step 1 for constraint k: if it has no colour and `color` is free on its
-    dynamic bodies, bid for them (atomic minimum of its priority)."""
+    """Sub-round step 1 for constraint k: if it has no colour, clear its bodies' counts for
+    the next round (count_left adds to them after this round's last sub-round) and, if
+    `color` is free on its dynamic bodies, bid for them (atomic minimum of its
+    priority)."""
     if coloring.color[k] < 0:
         a, b, dyn_a, dyn_b = _bodies_of(model, bodies, joints, manifolds, counts, k, n_bodies)
+        if dyn_a:
+            coloring.body_left[left_slot(a, color + 1)] = 0
+        if dyn_b:
+            coloring.body_left[left_slot(b, color + 1)] = 0
         if color_free(coloring, a, dyn_a, color) and color_free(coloring, b, dyn_b, color):
-            bid = priority(joints, manifolds, counts, k, n_bodies)
+            bid = priority(
+                joints, manifolds, coloring, counts, k, n_bodies, color, a, b, dyn_a, dyn_b
+            )
             if dyn_a:
-                ti.atomic_min(coloring.body_claim[a], bid)
+                ti.atomic_min(coloring.body_claim[claim_slot(a, sub_round)], bid)
             if dyn_b:
-                ti.atomic_min(coloring.body_claim[b], bid)
+                ti.atomic_min(coloring.body_claim[claim_slot(b, sub_round)], bid)
 
 
 @ti.func
@@ -505,41 +598,28 @@ def _take(
     k,
     n_bodies,
     color,
+    sub_round,
 ):
-    """Sub-round step 2: constraint k takes `color` if it won all its dynamic bodies."""
+    """Sub-round step 2 for constraint k, if it has no colour: it takes `color` if it won
+    all its dynamic bodies, and marks them (a body has one winner, the lowest bid on it,
+    so the marks of this pass change no other constraint's take); it clears its bodies'
+    claims for the next sub-round; after the round's last sub-round, still without a
+    colour, it counts itself at its bodies for the next round (count_left)."""
     if coloring.color[k] < 0:
         a, b, dyn_a, dyn_b = _bodies_of(model, bodies, joints, manifolds, counts, k, n_bodies)
-        bid = priority(joints, manifolds, counts, k, n_bodies)
-        won_a = not dyn_a or (
-            coloring.body_claim[a] == bid and color_free(coloring, a, dyn_a, color)
-        )
-        won_b = not dyn_b or (
-            coloring.body_claim[b] == bid and color_free(coloring, b, dyn_b, color)
-        )
+        bid = priority(joints, manifolds, coloring, counts, k, n_bodies, color, a, b, dyn_a, dyn_b)
+        won_a = not dyn_a or coloring.body_claim[claim_slot(a, sub_round)] == bid
+        won_b = not dyn_b or coloring.body_claim[claim_slot(b, sub_round)] == bid
         if won_a and won_b:
             coloring.color[k] = color
-
-
-@ti.func
-def _settle(
-    model: ti.template(),
-    bodies: ti.template(),
-    joints: ti.template(),
-    manifolds: ti.template(),
-    coloring: ti.template(),
-    counts: ti.template(),
-    k,
-    n_bodies,
-    color,
-):
-    """Sub-round step 3 for constraint k: mark the winners' bodies and clear every bid for
-    the next sub-round."""
-    a, b, dyn_a, dyn_b = _bodies_of(model, bodies, joints, manifolds, counts, k, n_bodies)
-    if coloring.color[k] == color:
-        mark_color(coloring, a, dyn_a, color)
-        mark_color(coloring, b, dyn_b, color)
-    coloring.body_claim[a] = _NO_CLAIM
-    coloring.body_claim[b] = _NO_CLAIM
+            mark_color(coloring, a, dyn_a, color)
+            mark_color(coloring, b, dyn_b, color)
+        if dyn_a:
+            coloring.body_claim[claim_slot(a, sub_round + 1)] = _NO_CLAIM
+        if dyn_b:
+            coloring.body_claim[claim_slot(b, sub_round + 1)] = _NO_CLAIM
+        if sub_round == _SUB_ROUNDS - 1:
+            count_left(model, bodies, joints, manifolds, coloring, counts, k, n_bodies, color + 1)
 
 
 @quick
@@ -557,50 +637,19 @@ def _color_round(
     color: ti.i32,
 ) -> ti.i32:
     """Give `color` to a maximal-ish set of uncoloured constraints sharing no dynamic body
-    with each other or with a constraint that has it already (_SUB_ROUNDS of _bid, _take,
-    _settle, each a loop); returns how many constraints are still uncoloured. Only the
+    with each other or with a constraint that has it already (_SUB_ROUNDS of _bid and
+    _take, each a loop); returns how many constraints are still uncoloured. Only the
     constraints in uncolored[:n_uncolored] take part (the others have their colour).
     """
-    for _ in ti.static(range(_SUB_ROUNDS)):
+    for sub_round in ti.static(range(_SUB_ROUNDS)):
         ti.loop_config(serialize=serial)
         for i in range(n_uncolored):
-            _bid(
-                model,
-                bodies,
-                joints,
-                manifolds,
-                coloring,
-                counts,
-                coloring.uncolored[i],
-                n_bodies,
-                color,
-            )
+            k = coloring.uncolored[i]
+            _bid(model, bodies, joints, manifolds, coloring, counts, k, n_bodies, color, sub_round)
         ti.loop_config(serialize=serial)
         for i in range(n_uncolored):
-            _take(
-                model,
-                bodies,
-                joints,
-                manifolds,
-                coloring,
-                counts,
-                coloring.uncolored[i],
-                n_bodies,
-                color,
-            )
-        ti.loop_config(serialize=serial)
-        for i in range(n_uncolored):
-            _settle(
-                model,
-                bodies,
-                joints,
-                manifolds,
-                coloring,
-                counts,
-                coloring.uncolored[i],
-                n_bodies,
-                color,
-            )
+            k = coloring.uncolored[i]
+            _take(model, bodies, joints, manifolds, coloring, counts, k, n_bodies, color, sub_round)
     remaining = 0
     ti.loop_config(serialize=serial)
     for i in range(n_uncolored):
@@ -624,11 +673,12 @@ def _color_rounds_by_team(
 ):
     """Every round of _color_round, colour after colour until none is left uncoloured, in
     one launch on a CPU team of n_members threads (solver/team.py): each loop of a round
-    split between the threads, a barrier after it. The same loops in the same order: the
-    same colours. The rounds' counts of constraints left go to coloring.round_left, every
+    split between the threads, a barrier after it (color_rounds_by_team; few uncoloured
+    constraints, its first member alone). The same loops in the same order: the same
+    colours. The rounds' counts of constraints left go to coloring.round_left, every
     member reads the round's total after a barrier, so all stop after the same round.
 
-    After each sub-round a member packs the constraints of its share still without a
+    After each take a member packs the constraints of its share still without a
     colour to the front of the share (in their order) and takes only those into the next:
     a round then visits what is left, not every constraint that started without a colour
     (bids are atomic minima and marks atomic ors, so the order they come in decides
@@ -668,19 +718,72 @@ def color_rounds_by_team(
     n_bodies,
 ):
     """_color_rounds_by_team's rounds for one member of the team (its kernel's, or a team
-    launch that colours the step's constraints itself: fused.found_step_by_team); every
-    member returns after the same round."""
-    lo, hi = team.share(0, n_uncolored, member, n_members)
+    launch that colours the step's constraints itself: fused.found_step_by_team), or of
+    its small team where few constraints are uncoloured (team.small_rounds: the others
+    return at once). Returns without meeting the team after the last round: a caller
+    meets it before any member reads the colours (the colour lists' first barrier,
+    group_by_color_by_team; a kernel's end)."""
+    members = n_members
+    if team.small_rounds(n_uncolored, n_members):
+        members = team.small_team(n_members)
+    if member < members:
+        _color_rounds(
+            model,
+            bodies,
+            joints,
+            manifolds,
+            coloring,
+            counts,
+            member,
+            members,
+            n_members,
+            n_uncolored,
+            n_bodies,
+        )
+
+
+@ti.func
+def _meet(counts: ti.template(), member, members, n_members):
+    """The rounds' barrier: the whole team's where all n_members colour, else the small
+    team's (team.small_barrier)."""
+    if members == n_members:
+        team.barrier(counts, n_members, team.SPIN_LIMIT)
+    else:
+        team.small_barrier(member, n_members)
+
+
+@ti.func
+def _color_rounds(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    manifolds: ti.template(),
+    coloring: ti.template(),
+    counts: ti.template(),
+    member,
+    members,
+    n_members,
+    n_uncolored,
+    n_bodies,
+):
+    """color_rounds_by_team's rounds for one of the `members` first members of a team of
+    n_members; every one of them returns after the same round. They meet after each
+    sub-round's bids and after its takes (two barriers a sub-round: _take clears the next
+    sub-round's claims and marks the winners itself). Whether the last round left anything
+    uncoloured is read after the next round's first bids, which then had nothing to bid:
+    no barrier of its own."""
+    lo, hi = team.share(0, n_uncolored, member, members)
     if member == 0:
         for color in range(MAX_COLORS):
             coloring.round_left[color] = 0
-    team.barrier(counts, n_members, team.SPIN_LIMIT)
+    _meet(counts, member, members, n_members)
+    done = 0
     for color in range(MAX_COLORS):
         # A loop, not an unrolled one: unrolled, the kernel's machine code took
         # ~0.35 s more to build in every new process, offline cache or not.
-        left = 0
-        for _ in range(_SUB_ROUNDS):
+        for sub_round in range(_SUB_ROUNDS):
             for i in range(lo, hi):
+                k = coloring.uncolored[i]
                 _bid(
                     model,
                     bodies,
@@ -688,12 +791,19 @@ def color_rounds_by_team(
                     manifolds,
                     coloring,
                     counts,
-                    coloring.uncolored[i],
+                    k,
                     n_bodies,
                     color,
+                    sub_round,
                 )
-            team.barrier(counts, n_members, team.SPIN_LIMIT)
-            for i in range(lo, hi):
+            _meet(counts, member, members, n_members)
+            if sub_round == 0 and color > 0:
+                if ti.atomic_add(coloring.round_left[color - 1], 0) == 0:
+                    done = 1  # everything has a colour: the remaining rounds would do nothing
+                    break
+            left = 0
+            for i in range(lo, hi):  # packed in place: a member's share is its own
+                k = coloring.uncolored[i]
                 _take(
                     model,
                     bodies,
@@ -701,24 +811,20 @@ def color_rounds_by_team(
                     manifolds,
                     coloring,
                     counts,
-                    coloring.uncolored[i],
+                    k,
                     n_bodies,
                     color,
+                    sub_round,
                 )
-            team.barrier(counts, n_members, team.SPIN_LIMIT)
-            left = 0
-            for i in range(lo, hi):  # packed in place: a member's share is its own
-                k = coloring.uncolored[i]
-                _settle(model, bodies, joints, manifolds, coloring, counts, k, n_bodies, color)
                 if coloring.color[k] < 0:
                     coloring.uncolored[lo + left] = k
                     left += 1
             hi = lo + left
-            team.barrier(counts, n_members, team.SPIN_LIMIT)
-        ti.atomic_add(coloring.round_left[color], left)
-        team.barrier(counts, n_members, team.SPIN_LIMIT)
-        if ti.atomic_add(coloring.round_left[color], 0) == 0:
-            break  # everything has a colour: the remaining rounds would do nothing
+            if sub_round == _SUB_ROUNDS - 1:
+                ti.atomic_add(coloring.round_left[color], left)
+            _meet(counts, member, members, n_members)
+        if done == 1:
+            break
 
 
 @ti.func
@@ -755,9 +861,9 @@ def _color_worlds(
     ranges, and every pair takes a colour): the same steps on the world's constraints, in
     the same order, so the same colours (bids and claims are a world's own: its bodies and
     constraints are no other world's). No list of the uncoloured: a constraint coloured
-    before the round makes no bid and is not settled (its bodies' claims, if any, are its
-    bidding neighbours', which settle). One loop instead of _start_coloring's five loops
-    and a launch (or a team's barriers) for each of every sub-round's three; then the
+    before the round makes no bid and takes nothing (its bodies' claims, if any, are its
+    bidding neighbours', which clear them). One loop instead of _start_coloring's five loops
+    and a launch (or a team's barriers) for each of every sub-round's two; then the
     colour lists (_group_by_color, serially where `lists_serial`). Returns (colours used,
     overflow). `one_color` (one_color_by_world): every constraint takes colour 0 instead.
 
@@ -895,23 +1001,17 @@ def _color_world(
         )
     left = 0
     for i in range(n_world):
-        if _mark_kept(
-            model,
-            bodies,
-            joints,
-            manifolds,
-            coloring,
-            counts,
-            _world_constraint(first_pair, end_pair, first_joint, i),
-            n_bodies,
-        ):
+        k = _world_constraint(first_pair, end_pair, first_joint, i)
+        if _mark_kept(model, bodies, joints, manifolds, coloring, counts, k, n_bodies):
             left += 1
+        count_left(model, bodies, joints, manifolds, coloring, counts, k, n_bodies, 0)
     for slot in range(first_slot, end_slot):
         _flag_colored_dynamic(model, bodies, coloring, slot, n_bodies)
     color = 0
     while left > 0 and color < MAX_COLORS:
-        for _ in range(_SUB_ROUNDS):
+        for sub_round in range(_SUB_ROUNDS):
             for i in range(n_world):
+                k = _world_constraint(first_pair, end_pair, first_joint, i)
                 _bid(
                     model,
                     bodies,
@@ -919,11 +1019,13 @@ def _color_world(
                     manifolds,
                     coloring,
                     counts,
-                    _world_constraint(first_pair, end_pair, first_joint, i),
+                    k,
                     n_bodies,
                     color,
+                    sub_round,
                 )
             for i in range(n_world):
+                k = _world_constraint(first_pair, end_pair, first_joint, i)
                 _take(
                     model,
                     bodies,
@@ -931,15 +1033,11 @@ def _color_world(
                     manifolds,
                     coloring,
                     counts,
-                    _world_constraint(first_pair, end_pair, first_joint, i),
+                    k,
                     n_bodies,
                     color,
+                    sub_round,
                 )
-            for i in range(n_world):
-                k = _world_constraint(first_pair, end_pair, first_joint, i)
-                # The sub-round's bidders: uncoloured, or just won this colour.
-                if coloring.color[k] < 0 or coloring.color[k] == color:
-                    _settle(model, bodies, joints, manifolds, coloring, counts, k, n_bodies, color)
         left = 0
         for i in range(n_world):
             if coloring.color[_world_constraint(first_pair, end_pair, first_joint, i)] < 0:

@@ -358,6 +358,29 @@ def small_color(count, n_members):
     return count <= limit
 
 
+#: Most uncoloured constraints a grid team's small team colours alone, per thread of its
+#: block: a colouring round is 8 passes (SUB_ROUNDS of bids and takes) of light work, a few
+#: constraints a thread, where the grid's 8 barriers a round are microseconds each.
+SMALL_ROUNDS_ITEMS_PER_THREAD = 4
+
+
+@ti.func
+def small_rounds(count, n_members):
+    """Whether a colouring of `count` uncoloured constraints is left to the small team
+    (small_team) on a team of n_members: its rounds meet at the small team's barriers
+    (small_barrier), none of the whole team's (coloring.color_rounds_by_team). At most
+    SMALL_ROUNDS_ITEMS_PER_THREAD a thread of the grid team's first block on CUDA,
+    SMALL_COLOR_ITEMS_CPU on a CPU (whose small team is one member: the rounds' work is
+    then serial, ~0.4 us a constraint a round, against 8 of the team's barriers of 1-5 us
+    a round); never on a team of one block (no smaller team)."""
+    limit = -1
+    if small_team(n_members) < n_members:
+        limit = SMALL_ROUNDS_ITEMS_PER_THREAD * gpu_team.BLOCK_THREADS
+        if ti.static(not gpu_team.on_gpu()):
+            limit = SMALL_COLOR_ITEMS_CPU
+    return count <= limit
+
+
 @ti.func
 def small_barrier(member, n_members):
     """The barrier between two small colours of a run: the small team's (small_team)
