@@ -48,7 +48,8 @@
 #                  (pile 100k on it and per stage, 1M on it; soft step); results_lease.tgz.
 #   lease_more     right after it, in the rest of the 15 minutes (LEASE_S=what is left): the
 #                  small worlds' blocks of 256 and 128 with XPBD, the large pyramid on the
-#                  defaults and on 32 blocks (StepOptions.gpu_grid_blocks), each solver,
+#                  defaults, with its colours by turns (StepOptions.colors_by_turns) and on
+#                  32 blocks (StepOptions.gpu_grid_blocks), each solver,
 #                  the cart-pole envs, XPBD's small worlds at 512, Nsight Compute
 #                  on their step kernel (occupancy, warp stalls, memory:
 #                  benchmarks/step_loop.py), the piles of 100k and 1M on the grid team
@@ -203,8 +204,14 @@ lease | lease_more)
             # and 32 blocks (8,192 threads) still give each of the pyramid's 5,051 bodies
             # and 2,266 constraints of a colour a thread.
             bench 45 --solver soft_step large_pyramid
-            bench 45 --solver soft_step large_pyramid --step-option gpu_grid_blocks=32
+            # A pass's colours by turns (StepOptions.colors_by_turns: a counter and two
+            # fences a constraint where the grid team met at a barrier after each colour;
+            # the lease's tests check it bit for bit on CUDA first): 118 -> 62 barriers a
+            # step (soft step), 228 -> 74 (XPBD), counted on the CPU team.
+            bench 45 --solver soft_step large_pyramid --step-option colors_by_turns=true
             bench 60 --solver xpbd large_pyramid
+            bench 60 --solver xpbd large_pyramid --step-option colors_by_turns=true
+            bench 45 --solver soft_step large_pyramid --step-option gpu_grid_blocks=32
             bench 60 --solver xpbd large_pyramid --step-option gpu_grid_blocks=32
             echo "== $(date +%T) cart-pole envs (7.12 M env-steps/s at 65,536 on 2026-12-04)"
             timeout "$(cap 90)" "$python" -m benchmarks.envs --arch "$arch" --results "$results"

@@ -1,7 +1,7 @@
 """Kernel launches, host syncs and offloaded tasks per step of each solver, on the paths a GPU
 takes, with the launches of each of the step's planned stages.
 
-    python -m benchmarks.launches [--results DIR] [--scenes NAME ...]
+    python -m benchmarks.launches [--results DIR] [--scenes NAME ...] [--step-option NAME=VALUE]
 
 On a GPU backend each launch costs microseconds of host time and each sync (a kernel that
 returns a value, a read of the device) makes the host wait for the device to drain, so these
@@ -67,7 +67,7 @@ from fx2d_gpu.physics.solver.plan import STEP_STAGE_NAMES, StepOptions
 from fx2d_gpu.physics.solver.stages import STAGES
 from fx2d_gpu.physics.solver.team import TeamTimings
 
-from .common import device_name, print_table, save_csv
+from .common import add_option_arguments, device_name, parsed_options, print_table, save_csv
 
 WARM_STEPS, COUNTED_STEPS = 30, 10
 ASLEEP_AFTER = 600
@@ -83,14 +83,15 @@ PATHS = {
     "gpu (team)": StepOptions(
         fold_on_cpu=True,
         steps_in_flight=True,
-        # Probed once; the duel never tries a team of one and a slow probe keeps the
-        # threads: a GPU's team is always its block's or its grid's threads, and a team
-        # of one would meet at no barrier to count.
+        # Probed once; the duel never tries a team of one (not after slow steps either)
+        # and a slow probe keeps the threads: a GPU's team is always its block's or its
+        # grid's threads, and a team of one would meet at no barrier to count.
         team_timings=TeamTimings(
             reprobe_requests=10**9,
             reprobe_failed_requests=10**9,
             duel_steps=10**9,
             duel_max_steps=10**9,
+            duel_slow=float("inf"),
             max_barrier_s=1.0,
         ),
     ),
@@ -239,12 +240,17 @@ def count(scene, steps: int = COUNTED_STEPS) -> dict:
     return counts, per_stage
 
 
-def run(results=None, names=None) -> list[dict]:
+def run(results=None, names=None, step_options=None) -> list[dict]:
+    """Count every path's scenes (`names`: only those) with each solver, their StepOptions
+    changed by `step_options` ({attribute: value}; the CSVs' names then end with them, as
+    the suite's: launches_per_step_colors_by_turns-True.csv)."""
     backend = runtime.ensure_initialized("cpu", kernel_profiler=True)
     rows, stage_rows = [], []
     date = datetime.date.today().isoformat()
+    step_options = step_options or {}
+    tag = "".join(f"_{key}-{value}" for key, value in step_options.items())
     for (path, options), solver in itertools.product(PATHS.items(), STAGES):
-        for name, build in _scenes(solver, options).items():
+        for name, build in _scenes(solver, options.replace(**step_options)).items():
             if names and name not in names:
                 continue
             scene = build()
@@ -271,8 +277,8 @@ def run(results=None, names=None) -> list[dict]:
             ]
             print(f"  {path} {solver} {name}: {counts}", flush=True)
     print_table(rows)
-    print("  saved", save_csv(backend, "launches_per_step", rows, results))
-    print("  saved", save_csv(backend, "launches_per_stage", stage_rows, results))
+    print("  saved", save_csv(backend, f"launches_per_step{tag}", rows, results))
+    print("  saved", save_csv(backend, f"launches_per_stage{tag}", stage_rows, results))
     return rows
 
 
@@ -284,8 +290,12 @@ def main(argv=None):
     parser.add_argument(
         "--scenes", nargs="*", default=None, help="only these scenes (default: all)"
     )
+    add_option_arguments(parser, "colors_by_turns=true")
     args = parser.parse_args(argv)
-    run(args.results, args.scenes)
+    step_options, compile_options = parsed_options(parser, args)
+    if compile_options:
+        parser.error("--taichi-option: the counts do not depend on Taichi's compile options")
+    run(args.results, args.scenes, step_options)
 
 
 if __name__ == "__main__":

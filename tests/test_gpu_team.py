@@ -108,6 +108,26 @@ def test_a_grid_team_steps_bit_for_bit_as_one_block(arch, solver):
             assert grid_launches == block_launches, (name, asked)
 
 
+def test_colours_by_turns_step_bit_for_bit_on_a_block_and_on_the_grid(arch, solver):
+    """StepOptions.colors_by_turns on CUDA (coloring.take_turns: a pass's colours without
+    the team's barriers between them, each constraint waiting for its bodies'
+    constraints of lower colours, its memory fenced on either side): on one block, whose
+    threads wait on each other's counters within their warps, and on the grid team, whose
+    blocks wait on each other's through the L2 cache, the same results bit for bit as at
+    a barrier after each colour, in as many launches."""
+    if arch != "cuda":
+        pytest.skip("the GPU team's fences and waits across blocks run on CUDA only")
+    for name in _scenes(arch, solver):
+        for grid in ({}, {"gpu_team_slots": 0, "gpu_grid_team": True}):
+            plain, launches, teams = _stepped(
+                with_options(_scenes(arch, solver)[name], **grid), STEPS
+            )
+            scene = with_options(_scenes(arch, solver)[name], **grid, colors_by_turns=True)
+            turned, turned_launches, turned_teams = _stepped(scene, STEPS)
+            assert turned_teams == teams and turned_launches == launches, (name, grid)
+            assert_same_trace(plain, turned)
+
+
 def test_the_gpu_team_is_one_block_for_scenes_up_to_its_slots():
     threads = gpu_team.BLOCK_THREADS
     assert gpu_team.threads_for(20_000, serial=False, enabled=True, max_slots=20_000) == threads

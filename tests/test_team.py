@@ -505,6 +505,42 @@ def test_a_colouring_round_meets_the_team_twice_a_sub_round_and_few_constraints_
     assert more == [2 * 2 * SUB_ROUNDS, 0], more
 
 
+def test_colours_by_turns_step_bit_for_bit_and_meet_the_team_once_a_pass(arch):
+    """StepOptions.colors_by_turns: a pass's colours run without the team's barriers
+    between them, each constraint waiting for its bodies' constraints of lower colours
+    (coloring.take_turns). Every body then sees its constraints in colour order, as with a
+    barrier after each colour: the chains over a pile with an overflow colour (pairs
+    solved Jacobi, joints in order, after the colours; the chains' joints swept again
+    after the first sweep, at barriers) step bit for bit as without, on the same team.
+    And a pyramid of 40 boxes a side (8 colours, none small) meets at 2 * (8 - 1)
+    barriers fewer a substep (XPBD: a position and a velocity pass, each meeting once
+    instead of once a colour), counted from its first step with 2 and 3 substeps."""
+    sizes = []
+    traces = [
+        trace(
+            with_options(steady(with_overflow(hanging_chains_over_a_pile(arch))), **options),
+            30,
+            each=on_team(sizes),
+        )
+        for options in ({}, {"colors_by_turns": True})
+    ]
+    if team_of_every_step(sizes, 60) < 2:
+        pytest.skip("this machine gave the scene no team of several threads")
+    assert_same_trace(*traces)
+    specs = scenes.pyramid_layout(40)[0]
+    per_substep, colors = [], []
+    for turns in (False, True):
+        met = []
+        for substeps in (2, 3):
+            scene = scenes.build_scene(specs, arch=arch, substeps=substeps)
+            scene.step_options = scene.step_options.replace(colors_by_turns=turns)
+            met.append(first_step_barriers(scene)[0])
+            colors.append(scene.n_colors)
+        per_substep.append(met[1] - met[0])
+    assert colors == [8] * 4
+    assert per_substep[0] - per_substep[1] == 2 * (8 - 1), per_substep
+
+
 def pyramid_beside_a_ball(arch: str, speed: float, substeps: int = 4) -> fx.Scene:
     """A soft-step pyramid of 34 boxes a side (595 boxes: a team's scene) and, 30 m to its
     side, a ball of radius 0.5 m and elasticity 0.9 (pairs take the larger of their

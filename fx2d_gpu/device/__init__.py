@@ -858,6 +858,13 @@ class Coloring(FieldGroup):
         )
         self._field("body_color_mask", i32, N, doc="bit c: a constraint of colour c has the body")
         self._field(
+            "body_turn",
+            i32,
+            N,
+            doc="the body's constraints solved so far in a colour pass whose colours run "
+            "by turns (StepOptions.colors_by_turns); 0 between passes",
+        )
+        self._field(
             "body_left",
             i32,
             2 * N,

@@ -170,6 +170,85 @@ def count_left(
 
 
 @ti.func
+def _turn_of(coloring: ti.template(), slot, color):
+    """(a constraint of `color`'s turn among body slot's constraints: how many of them hold
+    a lower colour, the turns it has in all). A colour holds one constraint a moving body
+    at most, so body_color_mask's bits are the moving body's constraints in colour order
+    (a body that moves now moved when the colouring was made: one that woke since makes a
+    new one)."""
+    mask = coloring.body_color_mask[slot]
+    return ti.math.popcnt(mask & ((1 << color) - 1)), ti.math.popcnt(mask)
+
+
+@ti.func
+def _wait_turn(coloring: ti.template(), counts: ti.template(), slot, moves, color):
+    """Wait until the constraints of body slot below `color` have been solved in this pass
+    (coloring.body_turn counts them; see take_turns), where the constraint `moves` it."""
+    if moves:
+        turn, _ = _turn_of(coloring, slot, color)
+        limit = team.SPIN_LIMIT
+        if ti.static(gpu_team.on_gpu()):
+            limit = gpu_team.GRID_SPIN_LIMIT
+        spins = 0
+        while ti.atomic_add(coloring.body_turn[slot], 0) != turn:
+            spins += 1
+            if spins >= limit:
+                ti.atomic_add(counts.barrier[team.TIMEOUTS], 1)  # the step raises (check)
+                break
+
+
+@ti.func
+def take_turns(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    manifolds: ti.template(),
+    coloring: ti.template(),
+    counts: ti.template(),
+    k,
+    n_bodies,
+    solved: ti.template(),
+):
+    """Around constraint k (of colour coloring.color[k]) in a colour pass whose colours run
+    without the team's barriers between them (StepOptions.colors_by_turns): before it is
+    solved (`solved` False), wait until every constraint of a lower colour on each body it
+    moves was solved; after (`solved` True), pass each body's turn on to its next. Each
+    moving body counts its constraints solved in the pass (coloring.body_turn, 0 when the
+    pass starts and back to 0 after its last); a constraint's turn on the body is the
+    number of its constraints of lower colours. So every body sees its constraints in
+    colour order, as with a barrier after each colour: the same solves on the same values,
+    bit for bit (a body it does not move, static, asleep or a sensor's, is only read, as
+    in a colour). On CUDA a fence on either side: the bodies' values travel with the turn.
+    The wait ends: a constraint waits only for lower colours, so the lowest colour left
+    always runs, as long as every member goes through its constraints in colour order and
+    all members run at once (a team's threads; a grid team's blocks are all resident)."""
+    if ti.static(solved and gpu_team.on_cuda()):
+        ti.simt.grid.memfence()  # (release: the bodies' new values before the turn passes)
+    a, b, moves_a, moves_b = _bodies_of(model, bodies, joints, manifolds, counts, k, n_bodies)
+    color = coloring.color[k]
+    if ti.static(solved):
+        _pass_turn(coloring, a, moves_a, color)
+        _pass_turn(coloring, b, moves_b, color)
+    else:
+        _wait_turn(coloring, counts, a, moves_a, color)
+        _wait_turn(coloring, counts, b, moves_b, color)
+        if ti.static(gpu_team.on_cuda()):
+            ti.simt.grid.memfence()  # (acquire: the bodies' values after the wait)
+
+
+@ti.func
+def _pass_turn(coloring: ti.template(), slot, moves, color):
+    """The next constraint of body slot's turn (back to 0 after its last: the next pass
+    starts there), where the constraint `moves` it."""
+    if moves:
+        turn, turns = _turn_of(coloring, slot, color)
+        if turn == turns - 1:
+            ti.atomic_sub(coloring.body_turn[slot], turn)
+        else:
+            ti.atomic_add(coloring.body_turn[slot], 1)
+
+
+@ti.func
 def woke(model: ti.template(), bodies: ti.template(), coloring: ti.template(), slot, n_bodies):
     """The body moves now but was static or asleep when the colours were last made."""
     return coloring.body_colored_dynamic[slot] == 0 and awake_dynamic(model, bodies, slot, n_bodies)
@@ -347,11 +426,13 @@ def color_free(coloring: ti.template(), slot, dynamic, color):
 @ti.func
 def _clear_claims(coloring: ti.template(), slot):
     """A new colouring's start for body slot: no bid on it, no colour held, none of its
-    constraints counted for the first round (count_left)."""
+    constraints counted for the first round (count_left), none of its turns taken
+    (take_turns)."""
     coloring.body_claim[claim_slot(slot, 0)] = _NO_CLAIM
     coloring.body_claim[claim_slot(slot, 1)] = _NO_CLAIM
     coloring.body_color_mask[slot] = 0
     coloring.body_left[left_slot(slot, 0)] = 0
+    coloring.body_turn[slot] = 0
 
 
 @ti.func

@@ -66,6 +66,7 @@ from .coloring import (
     one_color_by_world,
     solves_other_pairs,
     start_coloring_by_team,
+    take_turns,
 )
 from .contacts import REPEAT_SOLVE, swept_again
 from .faults import clear_faults, mark_faults
@@ -203,6 +204,7 @@ def _pass_by_world(
                 sweeps,
                 uneven,
                 True,
+                False,
             )
 
 
@@ -427,6 +429,7 @@ def _in_flight(ctx: "StepContext", slot: int, late: int, launch: WorldLaunch | N
         islands=pool.islands,
         solver=ctx.solver,
         world_block=ctx.options.gpu_world_block,
+        turns=False,
         world_stride=team.world_stride(ctx),
         n_worlds=ctx.n_worlds,
         n_bodies=ctx.n_bodies,
@@ -762,6 +765,9 @@ def _launch_args(
         by_world=bool(by_world),
         # (compiled in: a team's kernel takes 0, so the option never compiles it again)
         world_block=ctx.options.gpu_world_block if by_world else 0,
+        # (compiled in: a per-world kernel never takes turns; nor SPIR-V, whose
+        # invocations have no promise of progress while another waits)
+        turns=bool(ctx.options.colors_by_turns) and not by_world and not gpu_team.on_spirv(),
         world_stride=stride,
         n_worlds=ctx.n_worlds,
         n_bodies=ctx.n_bodies,
@@ -1448,7 +1454,8 @@ def _next_constraint(
     contacts: ti.template(),
 ):
     """The next constraint of colour `color` for a team member and its cursor after it (-1:
-    none left). cursor = (next pair, next joint, end of the member's pairs).
+    none left). cursor = (next pair, next joint (by world) or the stride through the list
+    (on a team: 0 as 1), end of the member's pairs).
 
     By world: the world's pairs in its solve order (pair_origin over the world's range:
     colour after colour, so a colour's are consecutive there), then its joint slots of
@@ -1477,7 +1484,7 @@ def _next_constraint(
     else:
         if cursor[0] < cursor[2]:
             constraint = coloring.color_list[cursor[0]]
-            cursor[0] += 1
+            cursor[0] += ti.max(cursor[1], 1)  # (a pass by turns strides the members)
     return constraint, cursor
 
 
@@ -1524,7 +1531,7 @@ def _in_small_run(coloring: ti.template(), color, n_colors, n_members, by_world:
     team's. Never by world (a member is a world, which meets nobody)."""
     run = False
     if ti.static(not by_world):
-        if color + 1 < n_colors:
+        if 0 <= color and color + 1 < n_colors:
             first = coloring.color_start[color]
             second = coloring.color_start[color + 1]
             end = coloring.color_start[color + 2]
@@ -1557,6 +1564,7 @@ def _member_pass(
     sweeps,
     uneven,
     contacts: ti.template(),
+    turns: ti.template(),
 ):
     """A colour pass over a member's constraints, colour after colour (see
     _next_constraint), the team waiting for each colour to end before the next; on a team,
@@ -1571,7 +1579,13 @@ def _member_pass(
     pairs' means are not applied again. `uneven` (the velocity pass of a scene of uneven
     masses, StepContext.immovable_sweep): a last sweep over the contacts with an immovable
     body, the overflow's excepted. Without `contacts` (by world, a step without contacts):
-    the joints alone, `constraint_of` a joint slot's (stages.CONTACTLESS_STAGES)."""
+    the joints alone, `constraint_of` a joint slot's (stages.CONTACTLESS_STAGES).
+
+    `turns` (StepOptions.colors_by_turns, a team's): the first sweep's colours in one round
+    (colour -1 here) without the team's barriers between them: the members go through the
+    colours' list strided (member, member + n_members, ...: colour order), and each
+    constraint waits for its bodies' constraints of lower colours (coloring.take_turns);
+    the team meets once after the round."""
     n_rounds = n_colors
     first_overflow, overflow_pairs, overflow_end = 0, 0, 0
     if ti.static(not by_world) and overflow == 1:
@@ -1585,6 +1599,14 @@ def _member_pass(
         # contacts with an immovable body, the overflow's excepted.
         immovable = immovable_sweep == 1 and sweep == sweeps
         joints_alone = sweep > 0 and not immovable
+        by_turns = False
+        if ti.static(turns and not by_world):
+            by_turns = sweep == 0 and n_colors > 0
+        # Rounds: the colours, then the overflow's (n_rounds); by turns, the colours' one
+        # round (-1), then the overflow's.
+        first_round, n_iterations = 0, n_rounds
+        if by_turns:
+            first_round, n_iterations = n_colors - 1, n_rounds - n_colors + 1
         cursor = ti.Vector([0, 0, 0])
         if ti.static(by_world and contacts):
             cursor = ti.Vector(
@@ -1596,11 +1618,17 @@ def _member_pass(
             )
             if joints_alone:
                 cursor[0] = cursor[2]  # the world's joints alone
-        for color in range(n_rounds):
+        for iteration in range(n_iterations):
+            color = first_round + iteration
+            if by_turns and iteration == 0:
+                color = -1
             # A world's joints are searched from the first for every colour (none in the
             # immovable sweep).
             cursor[1] = n_joints if immovable else 0
-            if ti.static(not by_world):
+            if color < 0:
+                end = coloring.color_start[n_colors]
+                cursor = ti.Vector([member, n_members, end])
+            elif ti.static(not by_world):
                 cursor = _member_share(
                     coloring,
                     with_joints,
@@ -1634,6 +1662,11 @@ def _member_pass(
                         jacobi_entry = REPEAT_SOLVE
                         if swept_again(model, manifolds, prepared, k, n_bodies):
                             solves = True
+                if ti.static(turns and not by_world):
+                    if color < 0:
+                        take_turns(
+                            model, bodies, joints, manifolds, coloring, counts, k, n_bodies, False
+                        )
                 if solves:
                     if jacobi_entry >= 0:
                         clear_entries(prepared, jacobi_entry)
@@ -1649,6 +1682,11 @@ def _member_pass(
                         h,
                         jacobi_entry,
                     )
+                if ti.static(turns and not by_world):
+                    if color < 0:
+                        take_turns(
+                            model, bodies, joints, manifolds, coloring, counts, k, n_bodies, True
+                        )
             if _in_small_run(coloring, color, n_colors, n_members, by_world):
                 team.small_barrier(member, n_members)
             else:
@@ -1791,6 +1829,7 @@ def _substeps(
     n_members: ti.i32,
     by_world: ti.template(),
     world_block: ti.template(),
+    turns: ti.template(),
     world_stride: ti.i32,
     n_worlds: ti.i32,
     n_bodies: ti.i32,
@@ -1848,6 +1887,7 @@ def _substeps(
         n_members,
         by_world,
         world_block,
+        turns,
         world_stride,
         n_worlds,
         n_bodies,
@@ -1908,6 +1948,7 @@ def _worlds_in_flight(
     islands: ti.template(),
     solver: ti.template(),
     world_block: ti.template(),
+    turns: ti.template(),
     world_stride: ti.i32,
     n_worlds: ti.i32,
     n_bodies: ti.i32,
@@ -1961,6 +2002,7 @@ def _worlds_in_flight(
         n_members=n_worlds,
         by_world=True,
         world_block=world_block,
+        turns=turns,
         world_stride=world_stride,
         n_worlds=n_worlds,
         n_bodies=n_bodies,
@@ -2023,6 +2065,7 @@ def _team_in_flight(
     n_members: ti.i32,
     by_world: ti.template(),
     world_block: ti.template(),
+    turns: ti.template(),
     world_stride: ti.i32,
     n_worlds: ti.i32,
     n_bodies: ti.i32,
@@ -2109,6 +2152,7 @@ def _team_in_flight(
         n_members=n_members,
         by_world=by_world,
         world_block=world_block,
+        turns=turns,
         world_stride=world_stride,
         n_worlds=n_worlds,
         n_bodies=n_bodies,
@@ -2329,6 +2373,7 @@ def _launch_body(
     n_members,
     by_world: ti.template(),
     world_block: ti.template(),
+    turns: ti.template(),
     world_stride,
     n_worlds,
     n_bodies,
@@ -2777,6 +2822,7 @@ def _launch_body(
                                         sweeps,
                                         stage_uneven,
                                         contacts,
+                                        turns,
                                     )
                             else:
                                 _member_items(

@@ -241,6 +241,20 @@ class StepOptions:
             worlds took 1.3 waves of an H200, the last 0.3 as long as a whole one; at 256,
             512 threads, one wave), 512 gives 64 (`python -m benchmarks.ptx_registers
             --no-gpu` counts them on any machine). Other backends ignore it.
+        colors_by_turns: a team's colour passes run their colours without the team's
+            barriers between them: each member goes through the colours' list strided,
+            and a constraint waits for its turn at each body it moves (its constraints of
+            lower colours solved: coloring.take_turns), so every body sees its constraints
+            in colour order and the results are the same bit for bit; the team meets once
+            a pass instead of once a colour. For CUDA's grid team, whose barrier is a round
+            trip of every block through the L2 cache (the large pyramid's 8 colours: 16 of
+            a substep's ~20 barriers), at a fence and a counter a constraint. Off by
+            default until measured on a GPU; on a CPU team it is slower (the large pyramid,
+            XPBD, 2-core CPU: 47-55 ms a step against 12-16 ms, four locked atomics a
+            constraint where a barrier costs microseconds). CPU teams and CUDA (compute
+            capability 7.0 on,
+            whose threads progress while others of their warp wait) only: Vulkan and Metal
+            promise no progress to a waiting invocation's neighbours and ignore it.
         team_timings: when the CPU team's barriers are probed again and how its duel
             chooses between a team of several threads and one, with the clock it times
             steps by (solver/team.py's TeamTimings; the defaults are the measured ones).
@@ -283,6 +297,7 @@ class StepOptions:
     gpu_grid_team_slots: int = 200_000
     gpu_grid_blocks: int = 0
     gpu_world_block: int = 256
+    colors_by_turns: bool = False
     team_timings: TeamTimings = TeamTimings()
 
     def __post_init__(self):
