@@ -17,14 +17,14 @@ from .helpers import GENERAL_PATH, PER_STAGE, assert_same_trace, machine_scene, 
 from .reference.coloring import SUB_ROUNDS
 
 
-def hanging_chains_over_a_pile(arch: str, n_worlds: int = 1) -> fx.Scene:
+def hanging_chains_over_a_pile(arch: str, n_worlds: int = 1, solver: str = "xpbd") -> fx.Scene:
     """A world of more than device.SERIAL_SLOTS bodies (the kernels' parallel variant): a
     pile of boxes and circles poured on the ground and two chains of 30 links, each hung
     from a static anchor, swinging into the pile. A chain's joints alternate between two
     colours out of joint order (each link shares a body with the joints on either side),
     and the pile overlaps at the start, so contacts, joints and sleep all run."""
     rng = np.random.default_rng(5)
-    scene = fx.Scene(n_worlds=n_worlds, arch=arch)
+    scene = fx.Scene(n_worlds=n_worlds, arch=arch, solver=solver)
     friction = dict(static_friction=0.6, dynamic_friction=0.5)
     scene.add_box((0.0, -0.5), (60.0, 1.0), mass=0.0, **friction)
     for i in range(560):
@@ -511,22 +511,23 @@ def test_colours_by_turns_step_bit_for_bit_and_meet_the_team_once_a_pass(arch):
     (coloring.take_turns). Every body then sees its constraints in colour order, as with a
     barrier after each colour: the chains over a pile with an overflow colour (pairs
     solved Jacobi, joints in order, after the colours; the chains' joints swept again
-    after the first sweep, at barriers) step bit for bit as without, on the same team.
+    after the first sweep, at barriers) step bit for bit as without, on the same team;
+    and with the soft step (its solve, relax and restitution passes) the chains over the
+    pile alone (its soft joints tear at the overflow's hub of spokes, with turns or without).
     And a pyramid of 40 boxes a side (8 colours, none small) meets at 2 * (8 - 1)
     barriers fewer a substep (XPBD: a position and a velocity pass, each meeting once
     instead of once a colour), counted from its first step with 2 and 3 substeps."""
-    sizes = []
-    traces = [
-        trace(
-            with_options(steady(with_overflow(hanging_chains_over_a_pile(arch))), **options),
-            30,
-            each=on_team(sizes),
-        )
-        for options in ({}, {"colors_by_turns": True})
-    ]
-    if team_of_every_step(sizes, 60) < 2:
-        pytest.skip("this machine gave the scene no team of several threads")
-    assert_same_trace(*traces)
+    for solver in ("xpbd", "soft_step"):
+        sizes = []
+        traces = []
+        for options in ({}, {"colors_by_turns": True}):
+            scene = hanging_chains_over_a_pile(arch, solver=solver)
+            if solver == "xpbd":
+                scene = with_overflow(scene)
+            traces.append(trace(with_options(steady(scene), **options), 30, each=on_team(sizes)))
+        if team_of_every_step(sizes, 60) < 2:
+            pytest.skip("this machine gave the scene no team of several threads")
+        assert_same_trace(*traces)
     specs = scenes.pyramid_layout(40)[0]
     per_substep, colors = [], []
     for turns in (False, True):
