@@ -195,6 +195,12 @@ def _wait_turn(coloring: ti.template(), counts: ti.template(), slot, moves, colo
             if spins >= limit:
                 ti.atomic_add(counts.barrier[team.TIMEOUTS], 1)  # the step raises (check)
                 break
+            if ti.static(gpu_team.on_gpu()):
+                # Once a wait ran out, the others give up soon, as the barrier's do: the
+                # step's results are discarded anyway.
+                if spins % team.TIMEOUT_CHECK_SPINS == 0:
+                    if ti.atomic_add(counts.barrier[team.TIMEOUTS], 0):
+                        break
 
 
 @ti.func
