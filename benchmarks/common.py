@@ -80,6 +80,12 @@ def parse_step_options(pairs: list[str]) -> dict:
     return options
 
 
+def options_suffix(options: dict) -> str:
+    """What a CSV's name ends with for options {name: value} set on the command line:
+    "_name-value" each, in order ("" for none)."""
+    return "".join(f"_{name}-{value}" for name, value in options.items())
+
+
 def add_option_arguments(parser, step_example: str):
     """--step-option and --taichi-option on `parser` (read back by parsed_options);
     `step_example`: what --step-option's help gives as an example."""

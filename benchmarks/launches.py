@@ -67,7 +67,14 @@ from fx2d_gpu.physics.solver.plan import STEP_STAGE_NAMES, StepOptions
 from fx2d_gpu.physics.solver.stages import STAGES
 from fx2d_gpu.physics.solver.team import TeamTimings
 
-from .common import add_option_arguments, device_name, parsed_options, print_table, save_csv
+from .common import (
+    add_option_arguments,
+    device_name,
+    options_suffix,
+    parsed_options,
+    print_table,
+    save_csv,
+)
 
 WARM_STEPS, COUNTED_STEPS = 30, 10
 ASLEEP_AFTER = 600
@@ -248,7 +255,7 @@ def run(results=None, names=None, step_options=None) -> list[dict]:
     rows, stage_rows = [], []
     date = datetime.date.today().isoformat()
     step_options = step_options or {}
-    tag = "".join(f"_{key}-{value}" for key, value in step_options.items())
+    tag = options_suffix(step_options)
     for (path, options), solver in itertools.product(PATHS.items(), STAGES):
         for name, build in _scenes(solver, options.replace(**step_options)).items():
             if names and name not in names:

@@ -59,6 +59,7 @@ from .common import (
     RESULTS,
     add_option_arguments,
     device_name,
+    options_suffix,
     paired_ratio,
     parsed_options,
     print_table,
@@ -757,9 +758,7 @@ def run(
             ]
         )
         csv_name = name if solver == "xpbd" else f"{name}_{solver}"
-        for tag in (options_tag, taichi_tag):
-            if tag:
-                csv_name += "_" + tag.replace("=", "-").replace(",", "_")
+        csv_name += options_suffix(step_options or {}) + options_suffix(compile_options or {})
         print("  saved", save_csv(backend, csv_name, rows, results), flush=True)
         out[name] = rows
     if plot:

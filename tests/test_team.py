@@ -433,6 +433,20 @@ def hub_of_balls(spokes: int) -> list[scenes.BodySpec]:
     ]
 
 
+def step_barriers(specs: list[scenes.BodySpec], arch: str, **options) -> tuple[int, ...]:
+    """(outside, per substep, colours, colours in runs) of the first step of `specs`'
+    scene (its StepOptions changed by `options`), which meets at outside + per substep *
+    substeps barriers: counted with 2 and 3 substeps (first_step_barriers)."""
+    met = []
+    for substeps in (2, 3):
+        scene = scenes.build_scene(specs, arch=arch, substeps=substeps)
+        scene.step_options = scene.step_options.replace(**options)
+        barriers, in_runs = first_step_barriers(scene)
+        met.append(barriers)
+    per_substep = met[1] - met[0]
+    return met[0] - 2 * per_substep, per_substep, scene.n_colors, in_runs
+
+
 def test_a_run_of_small_colours_meets_the_team_once(arch):
     """A run of small colours (team.small_color: a colour and the next both of at most
     SMALL_COLOR_ITEMS_CPU constraints) is solved by the team's first member alone, the team
@@ -452,13 +466,9 @@ def test_a_run_of_small_colours_meets_the_team_once(arch):
     team.reset()  # probed afresh: a team of several threads wherever there are two CPUs
     others, runs = [], []
     for specs in (scenes.pyramid_layout(34)[0] + hub_of_balls(10), scenes.pyramid_layout(40)[0]):
-        met = []
-        for substeps in (2, 3):
-            scene = scenes.build_scene(specs, arch=arch, substeps=substeps)
-            barriers, in_runs = first_step_barriers(scene)
-            met.append(barriers)
+        _, per_substep, colors, in_runs = step_barriers(specs, arch)
         runs.append(in_runs)
-        others.append(met[1] - met[0] - 2 * (scene.n_colors - in_runs))
+        others.append(per_substep - 2 * (colors - in_runs))
     assert runs == [2, 0], "the scenes' colourings changed: choose sides with and without a run"
     item_stages = [
         stage
@@ -471,16 +481,6 @@ def test_a_run_of_small_colours_meets_the_team_once(arch):
     assert others[0] == others[1] == len(item_stages), (others, [s.name for s in item_stages])
 
 
-def step_level_barriers(specs: list[scenes.BodySpec], arch: str) -> int:
-    """The barriers of `specs`' first step outside its substeps: a + b * substeps met with
-    2 and 3 substeps (first_step_barriers), a."""
-    met = [
-        first_step_barriers(scenes.build_scene(specs, arch=arch, substeps=substeps))[0]
-        for substeps in (2, 3)
-    ]
-    return met[0] - 2 * (met[1] - met[0])
-
-
 def test_a_colouring_round_meets_the_team_twice_a_sub_round_and_few_constraints_never(arch):
     """A colouring from scratch (a first step) gives a colour a round; each of its
     SUB_ROUNDS sub-rounds meets the team after the bids and after the takes, which clear
@@ -488,7 +488,7 @@ def test_a_colouring_round_meets_the_team_twice_a_sub_round_and_few_constraints_
     12 balls takes 2 colours more than one of 10 (a colour a pair: they share the hub), so
     beside a pyramid of 34 boxes a side (its 8 colours: 2,000 constraints to colour) its
     first step meets at 2 * 2 * SUB_ROUNDS more barriers outside the substeps (its
-    substeps' more are left out: see step_level_barriers). Beside 600 balls apart instead,
+    substeps' more are left out: see step_barriers). Beside 600 balls apart instead,
     its 10 or 12 constraints are few (team.small_rounds): the team's first member colours
     them alone and the team meets at no barrier for them, as many either way."""
     team.reset()  # probed afresh: a team of several threads wherever there are two CPUs
@@ -498,8 +498,8 @@ def test_a_colouring_round_meets_the_team_twice_a_sub_round_and_few_constraints_
         for i in range(600)
     ]
     more = [
-        step_level_barriers(bodies + hub_of_balls(12), arch)
-        - step_level_barriers(bodies + hub_of_balls(10), arch)
+        step_barriers(bodies + hub_of_balls(12), arch)[0]
+        - step_barriers(bodies + hub_of_balls(10), arch)[0]
         for bodies in (pyramid, apart)
     ]
     assert more == [2 * 2 * SUB_ROUNDS, 0], more
@@ -529,17 +529,9 @@ def test_colours_by_turns_step_bit_for_bit_and_meet_the_team_once_a_pass(arch):
             pytest.skip("this machine gave the scene no team of several threads")
         assert_same_trace(*traces)
     specs = scenes.pyramid_layout(40)[0]
-    per_substep, colors = [], []
-    for turns in (False, True):
-        met = []
-        for substeps in (2, 3):
-            scene = scenes.build_scene(specs, arch=arch, substeps=substeps)
-            scene.step_options = scene.step_options.replace(colors_by_turns=turns)
-            met.append(first_step_barriers(scene)[0])
-            colors.append(scene.n_colors)
-        per_substep.append(met[1] - met[0])
-    assert colors == [8] * 4
-    assert per_substep[0] - per_substep[1] == 2 * (8 - 1), per_substep
+    counted = [step_barriers(specs, arch, colors_by_turns=turns) for turns in (False, True)]
+    assert [colors for _, _, colors, _ in counted] == [8, 8]
+    assert counted[0][1] - counted[1][1] == 2 * (8 - 1), counted
 
 
 def pyramid_beside_a_ball(arch: str, speed: float, substeps: int = 4) -> fx.Scene:

@@ -87,10 +87,12 @@ RANK_MAX = 15
 
 
 @ti.func
-def left_slot(slot, color):
-    """body_left's entry for body slot in the round of `color`: two by the colour's parity,
-    so that a round reads its own counts while it clears and counts the next round's."""
-    return 2 * slot + (color & 1)
+def by_parity(slot, round_):
+    """The entry of body slot in a field of two a body (body_left by colour round,
+    body_claim by sub-round) for `round_`: two by its parity, so that a round reads its own
+    entries while it clears and counts the next round's (no pass, nor barrier, of its own
+    to clear them)."""
+    return 2 * slot + (round_ & 1)
 
 
 @ti.func
@@ -138,9 +140,9 @@ def priority(
     if world_pairs + n_joints <= 1 << BID_INDEX_BITS:
         left = 0
         if dyn_a:
-            left += coloring.body_left[left_slot(a, color)]
+            left += coloring.body_left[by_parity(a, color)]
         if dyn_b:
-            left += coloring.body_left[left_slot(b, color)]
+            left += coloring.body_left[by_parity(b, color)]
         index_bits = ti.cast(mixed & ti.u32((1 << BID_INDEX_BITS) - 1), ti.i32)
         bid = ((RANK_MAX - ti.min(left, RANK_MAX)) << BID_INDEX_BITS) | index_bits
     return bid
@@ -164,9 +166,9 @@ def count_left(
     if coloring.color[k] < 0:
         a, b, dyn_a, dyn_b = _bodies_of(model, bodies, joints, manifolds, counts, k, n_bodies)
         if dyn_a:
-            ti.atomic_add(coloring.body_left[left_slot(a, color)], 1)
+            ti.atomic_add(coloring.body_left[by_parity(a, color)], 1)
         if dyn_b:
-            ti.atomic_add(coloring.body_left[left_slot(b, color)], 1)
+            ti.atomic_add(coloring.body_left[by_parity(b, color)], 1)
 
 
 @ti.func
@@ -189,18 +191,7 @@ def _wait_turn(coloring: ti.template(), counts: ti.template(), slot, moves, colo
         limit = team.SPIN_LIMIT
         if ti.static(gpu_team.on_gpu()):
             limit = gpu_team.GRID_SPIN_LIMIT
-        spins = 0
-        while ti.atomic_add(coloring.body_turn[slot], 0) != turn:
-            spins += 1
-            if spins >= limit:
-                ti.atomic_add(counts.barrier[team.TIMEOUTS], 1)  # the step raises (check)
-                break
-            if ti.static(gpu_team.on_gpu()):
-                # Once a wait ran out, the others give up soon, as the barrier's do: the
-                # step's results are discarded anyway.
-                if spins % team.TIMEOUT_CHECK_SPINS == 0:
-                    if ti.atomic_add(counts.barrier[team.TIMEOUTS], 0):
-                        break
+        team.wait_while(counts, coloring.body_turn, slot, turn, False, limit)
 
 
 @ti.func
@@ -434,10 +425,10 @@ def _clear_claims(coloring: ti.template(), slot):
     """A new colouring's start for body slot: no bid on it, no colour held, none of its
     constraints counted for the first round (count_left), none of its turns taken
     (take_turns)."""
-    coloring.body_claim[claim_slot(slot, 0)] = _NO_CLAIM
-    coloring.body_claim[claim_slot(slot, 1)] = _NO_CLAIM
+    coloring.body_claim[by_parity(slot, 0)] = _NO_CLAIM
+    coloring.body_claim[by_parity(slot, 1)] = _NO_CLAIM
     coloring.body_color_mask[slot] = 0
-    coloring.body_left[left_slot(slot, 0)] = 0
+    coloring.body_left[by_parity(slot, 0)] = 0
     coloring.body_turn[slot] = 0
 
 
@@ -634,14 +625,6 @@ def start_coloring_by_team(
 
 
 @ti.func
-def claim_slot(slot, sub_round):
-    """body_claim's entry for body slot in `sub_round`: two by the sub-round's parity, so
-    that a sub-round's take (_take) clears the next sub-round's claims while it reads its
-    own (no pass of its own to clear them: a barrier fewer a sub-round)."""
-    return 2 * slot + (sub_round & 1)
-
-
-@ti.func
 def _bid(
     model: ti.template(),
     bodies: ti.template(),
@@ -661,17 +644,17 @@ def _bid(
     if coloring.color[k] < 0:
         a, b, dyn_a, dyn_b = _bodies_of(model, bodies, joints, manifolds, counts, k, n_bodies)
         if dyn_a:
-            coloring.body_left[left_slot(a, color + 1)] = 0
+            coloring.body_left[by_parity(a, color + 1)] = 0
         if dyn_b:
-            coloring.body_left[left_slot(b, color + 1)] = 0
+            coloring.body_left[by_parity(b, color + 1)] = 0
         if color_free(coloring, a, dyn_a, color) and color_free(coloring, b, dyn_b, color):
             bid = priority(
                 joints, manifolds, coloring, counts, k, n_bodies, color, a, b, dyn_a, dyn_b
             )
             if dyn_a:
-                ti.atomic_min(coloring.body_claim[claim_slot(a, sub_round)], bid)
+                ti.atomic_min(coloring.body_claim[by_parity(a, sub_round)], bid)
             if dyn_b:
-                ti.atomic_min(coloring.body_claim[claim_slot(b, sub_round)], bid)
+                ti.atomic_min(coloring.body_claim[by_parity(b, sub_round)], bid)
 
 
 @ti.func
@@ -695,16 +678,16 @@ def _take(
     if coloring.color[k] < 0:
         a, b, dyn_a, dyn_b = _bodies_of(model, bodies, joints, manifolds, counts, k, n_bodies)
         bid = priority(joints, manifolds, coloring, counts, k, n_bodies, color, a, b, dyn_a, dyn_b)
-        won_a = not dyn_a or coloring.body_claim[claim_slot(a, sub_round)] == bid
-        won_b = not dyn_b or coloring.body_claim[claim_slot(b, sub_round)] == bid
+        won_a = not dyn_a or coloring.body_claim[by_parity(a, sub_round)] == bid
+        won_b = not dyn_b or coloring.body_claim[by_parity(b, sub_round)] == bid
         if won_a and won_b:
             coloring.color[k] = color
             mark_color(coloring, a, dyn_a, color)
             mark_color(coloring, b, dyn_b, color)
         if dyn_a:
-            coloring.body_claim[claim_slot(a, sub_round + 1)] = _NO_CLAIM
+            coloring.body_claim[by_parity(a, sub_round + 1)] = _NO_CLAIM
         if dyn_b:
-            coloring.body_claim[claim_slot(b, sub_round + 1)] = _NO_CLAIM
+            coloring.body_claim[by_parity(b, sub_round + 1)] = _NO_CLAIM
         if sub_round == _SUB_ROUNDS - 1:
             count_left(model, bodies, joints, manifolds, coloring, counts, k, n_bodies, color + 1)
 
@@ -830,16 +813,6 @@ def color_rounds_by_team(
 
 
 @ti.func
-def _meet(counts: ti.template(), member, members, n_members):
-    """The rounds' barrier: the whole team's where all n_members colour, else the small
-    team's (team.small_barrier)."""
-    if members == n_members:
-        team.barrier(counts, n_members, team.SPIN_LIMIT)
-    else:
-        team.small_barrier(member, n_members)
-
-
-@ti.func
 def _color_rounds(
     model: ti.template(),
     bodies: ti.template(),
@@ -863,7 +836,7 @@ def _color_rounds(
     if member == 0:
         for color in range(MAX_COLORS):
             coloring.round_left[color] = 0
-    _meet(counts, member, members, n_members)
+    team.meet(counts, member, n_members, members < n_members)
     done = 0
     for color in range(MAX_COLORS):
         # A loop, not an unrolled one: unrolled, the kernel's machine code took
@@ -883,7 +856,7 @@ def _color_rounds(
                     color,
                     sub_round,
                 )
-            _meet(counts, member, members, n_members)
+            team.meet(counts, member, n_members, members < n_members)
             if sub_round == 0 and color > 0:
                 if ti.atomic_add(coloring.round_left[color - 1], 0) == 0:
                     done = 1  # everything has a colour: the remaining rounds would do nothing
@@ -909,7 +882,7 @@ def _color_rounds(
             hi = lo + left
             if sub_round == _SUB_ROUNDS - 1:
                 ti.atomic_add(coloring.round_left[color], left)
-            _meet(counts, member, members, n_members)
+            team.meet(counts, member, n_members, members < n_members)
         if done == 1:
             break
 

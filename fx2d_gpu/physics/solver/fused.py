@@ -1687,10 +1687,12 @@ def _member_pass(
                         take_turns(
                             model, bodies, joints, manifolds, coloring, counts, k, n_bodies, True
                         )
-            if _in_small_run(coloring, color, n_colors, n_members, by_world):
-                team.small_barrier(member, n_members)
-            else:
-                team.barrier(counts, n_members, team.SPIN_LIMIT)
+            team.meet(
+                counts,
+                member,
+                n_members,
+                _in_small_run(coloring, color, n_colors, n_members, by_world),
+            )
             if ti.static(not by_world):
                 if color == n_colors and sweep == 0:
                     lo, hi = team.share(0, coloring.n_jacobi_bodies[None], member, n_members)

@@ -252,9 +252,9 @@ class StepOptions:
             default until measured on a GPU; on a CPU team it is slower (the large pyramid,
             XPBD, 2-core CPU: 47-55 ms a step against 12-16 ms, four locked atomics a
             constraint where a barrier costs microseconds). CPU teams and CUDA (compute
-            capability 7.0 on,
-            whose threads progress while others of their warp wait) only: Vulkan and Metal
-            promise no progress to a waiting invocation's neighbours and ignore it.
+            capability 7.0 on, whose threads progress while others of their warp wait)
+            only: Vulkan and Metal promise no progress to a waiting invocation's neighbours
+            and ignore it.
         team_timings: when the CPU team's barriers are probed again and how its duel
             chooses between a team of several threads and one, with the clock it times
             steps by (solver/team.py's TeamTimings; the defaults are the measured ones).

@@ -262,29 +262,47 @@ def dealt_blocks(begin, end, member):
 @ti.func
 def _generation_barrier(counts: ti.template(), n_arrivals, spin_limit):
     """Wait until n_arrivals callers arrive: a generation counter. The last to arrive resets
-    the arrivals and starts the next generation; the others spin until they see it, each
-    wait bounded by spin_limit spins (one that runs out is counted in TIMEOUTS and goes
-    on). On a GPU (a grid team's blocks), once one ran out later waits give up within
-    TIMEOUT_CHECK_SPINS spins: the step's results are discarded anyway (check raises), and a
-    block that never comes would otherwise keep the GPU waiting out the limit at every
-    barrier left in the launch. (A CPU team keeps waiting: its probe and duel look after
-    it, and a count left from a launch outside a step must not cut later waits short.)
-    The atomics order every caller's writes before it ahead of every caller's reads after
-    it."""
+    the arrivals and starts the next generation; the others spin until they see it
+    (wait_while: bounded, and on a GPU cut short once a wait ran out). The atomics order
+    every caller's writes before it ahead of every caller's reads after it."""
     generation = ti.atomic_add(counts.barrier[GENERATION], 0)
     if ti.atomic_add(counts.barrier[ARRIVED], 1) == n_arrivals - 1:
         ti.atomic_sub(counts.barrier[ARRIVED], n_arrivals)
         ti.atomic_add(counts.barrier[GENERATION], 1)
     else:
-        spins = 0
-        while ti.atomic_add(counts.barrier[GENERATION], 0) == generation:
-            spins += 1
-            if spins >= spin_limit:
-                ti.atomic_add(counts.barrier[TIMEOUTS], 1)
+        wait_while(counts, counts.barrier, GENERATION, generation, True, spin_limit)
+
+
+@ti.func
+def wait_while(
+    counts: ti.template(), field: ti.template(), index, value, same: ti.template(), spin_limit
+):
+    """Spin while field[index] (read atomically) equals `value` (`same` True) or differs
+    from it (`same` False), each wait bounded by spin_limit spins (one that runs out is
+    counted in TIMEOUTS and goes on). On a GPU, once one ran out later waits give up
+    within TIMEOUT_CHECK_SPINS spins: the step's results are discarded anyway (check
+    raises), and a member that never comes would otherwise keep the GPU waiting out the
+    limit at every wait left in the launch. (A CPU team keeps waiting: its probe and duel
+    look after it, and a count left from a launch outside a step must not cut later waits
+    short.) The team's barrier and a colour pass by turns (coloring.take_turns) wait so."""
+    spins = 0
+    while _still(ti.atomic_add(field[index], 0), value, same):
+        spins += 1
+        if spins >= spin_limit:
+            ti.atomic_add(counts.barrier[TIMEOUTS], 1)
+            break
+        if ti.static(gpu_team.on_gpu()):
+            if spins % TIMEOUT_CHECK_SPINS == 0 and ti.atomic_add(counts.barrier[TIMEOUTS], 0):
                 break
-            if ti.static(gpu_team.on_gpu()):
-                if spins % TIMEOUT_CHECK_SPINS == 0 and ti.atomic_add(counts.barrier[TIMEOUTS], 0):
-                    break
+
+
+@ti.func
+def _still(now, value, same: ti.template()):
+    """wait_while's condition: `now` equals `value` (`same`), or differs from it."""
+    held = now != value
+    if ti.static(same):
+        held = now == value
+    return held
 
 
 @ti.func
@@ -350,12 +368,7 @@ def small_color(count, n_members):
     same order as a barrier after each (a colour's constraints share no dynamic body), for
     fewer of the team's barriers (the pyramid's last colours hold 42 and 1 of its 14,950
     constraints)."""
-    limit = -1  # (no smaller team: none is small)
-    if small_team(n_members) < n_members:
-        limit = gpu_team.BLOCK_THREADS  # a constraint a thread of the grid team's block
-        if ti.static(not gpu_team.on_gpu()):
-            limit = SMALL_COLOR_ITEMS_CPU
-    return count <= limit
+    return _fits_small_team(count, n_members, 1)
 
 
 #: Most uncoloured constraints a grid team's small team colours alone, per thread of its
@@ -373,9 +386,18 @@ def small_rounds(count, n_members):
     SMALL_COLOR_ITEMS_CPU on a CPU (whose small team is one member: the rounds' work is
     then serial, ~0.4 us a constraint a round, against 8 of the team's barriers of 1-5 us
     a round); never on a team of one block (no smaller team)."""
+    return _fits_small_team(count, n_members, SMALL_ROUNDS_ITEMS_PER_THREAD)
+
+
+@ti.func
+def _fits_small_team(count, n_members, per_thread):
+    """Whether `count` items are few enough for the small team (small_team) of a team of
+    n_members: at most per_thread a thread of the grid team's first block on CUDA,
+    SMALL_COLOR_ITEMS_CPU on a CPU (its small team is one member); none where there is no
+    smaller team (one block)."""
     limit = -1
     if small_team(n_members) < n_members:
-        limit = SMALL_ROUNDS_ITEMS_PER_THREAD * gpu_team.BLOCK_THREADS
+        limit = per_thread * gpu_team.BLOCK_THREADS
         if ti.static(not gpu_team.on_gpu()):
             limit = SMALL_COLOR_ITEMS_CPU
     return count <= limit
@@ -391,6 +413,16 @@ def small_barrier(member, n_members):
     if ti.static(gpu_team.on_cuda()):
         if n_members > gpu_team.BLOCK_THREADS and member < gpu_team.BLOCK_THREADS:
             ti.simt.block.sync()
+
+
+@ti.func
+def meet(counts: ti.template(), member, n_members, small):
+    """The barrier after a step of work that the whole team (`small` False: barrier) or
+    its small team (small_team; `small` True: small_barrier) shared."""
+    if small:
+        small_barrier(member, n_members)
+    else:
+        barrier(counts, n_members, SPIN_LIMIT)
 
 
 @ti.func
