@@ -43,11 +43,13 @@
 #                  backend tests of the team's and the solver's files: tests.log), meanwhile
 #                  the small worlds' and cart-poles' registers and spills
 #                  (benchmarks/ptx_registers.py); then alone the small worlds at blocks of
-#                  256 (the default), 128 and 512 threads (StepOptions.gpu_world_block) and
-#                  with Taichi's advanced_optimization (soft step), the grid team at scale
+#                  256 (the default) and 512 threads (StepOptions.gpu_world_block), with
+#                  their bodies interleaved (the default) and not
+#                  (StepOptions.interleave_small_worlds) and with Taichi's
+#                  advanced_optimization (soft step), the grid team at scale
 #                  (pile 100k on it and per stage, 1M on it; soft step); results_lease.tgz.
 #   lease_more     right after it, in the rest of the 15 minutes (LEASE_S=what is left): the
-#                  small worlds' blocks of 256 and 128 with XPBD, the large pyramid on the
+#                  small worlds with XPBD interleaved and not, the large pyramid on the
 #                  defaults, with its colours by turns (StepOptions.colors_by_turns) and on
 #                  32 blocks (StepOptions.gpu_grid_blocks), each solver,
 #                  the cart-pole envs, XPBD's small worlds at 512, Nsight Compute
@@ -179,12 +181,14 @@ lease | lease_more)
             done  # (not this subshell's children)
             echo "== $(date +%T) tests done; the GPU is the benchmarks' alone from here"
             # The small worlds' block (StepOptions.gpu_world_block): 256 by default since
-            # 2026-12-04 (128 registers a thread: 65,536 worlds in one wave), against
-            # Taichi's 128 (168 registers, 1.3 waves: 7.90 M world-steps/s on 2026-12-04)
-            # and 512 (64 registers, 20 bytes spilled). (gpu_max_reg=128 does nothing:
+            # 2026-12-04 (128 registers a thread: 65,536 worlds in one wave; Taichi's 128
+            # gave 168 registers, 1.3 waves: 7.90 M world-steps/s on 2026-12-04), with
+            # the bodies interleaved (StepOptions.interleave_small_worlds, a GPU's default
+            # since 2026-12-05: a warp's worlds read neighbouring addresses) and without,
+            # and at 512 (64 registers, 20 bytes spilled). (gpu_max_reg=128 does nothing:
             # Taichi's launch bounds in the PTX override it, as ptxas showed.)
             bench 50 --solver soft_step batched_small
-            bench 50 --solver soft_step batched_small --step-option gpu_world_block=128
+            bench 50 --solver soft_step batched_small --step-option interleave_small_worlds=false
             bench 50 --solver soft_step batched_small --step-option gpu_world_block=512
             bench 50 --solver soft_step batched_small --taichi-option advanced_optimization=true
             # The grid team at scale (the default up to 200,000 body slots since the large
@@ -196,7 +200,7 @@ lease | lease_more)
                 --step-option gpu_grid_team_slots=2000000
         else
             bench 60 --solver xpbd batched_small
-            bench 60 --solver xpbd batched_small --step-option gpu_world_block=128
+            bench 60 --solver xpbd batched_small --step-option interleave_small_worlds=false
             # The large pyramid on the defaults (the grid team; 2026-12-04's last change
             # left 100 barriers a kept soft step and 140 a found one, from 153 before the
             # restitution skip and the scans' cursors: 1.62 ms then), then on fewer

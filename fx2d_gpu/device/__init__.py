@@ -414,6 +414,23 @@ class BodyModel(FieldGroup):
         )
 
 
+#: BodyState's fields a small worlds' substep reads or writes for every constraint or body,
+#: (name, components, unit): its interleaved copies (`interleaved_<name>`,
+#: solver/interleaved.py); the other fields (flags, loads, sleep state) are read in place.
+INTERLEAVED_BODY_FIELDS = (
+    ("position", 2, "m"),
+    ("angle", 1, "rad"),
+    ("velocity", 2, "m/s"),
+    ("angular_velocity", 1, "rad/s"),
+    ("anchor_position", 2, "m"),
+    ("anchor_angle", 1, "rad"),
+    ("delta_position", 2, "m"),
+    ("delta_angle", 1, "rad"),
+    ("prev_delta_position", 2, "m"),
+    ("prev_delta_angle", 1, "rad"),
+)
+
+
 @ti.data_oriented
 class BodyState(FieldGroup):
     """The hot per-slot state, (n_slots,): the saved pose, velocity, applied load and sleep
@@ -483,6 +500,17 @@ class BodyState(FieldGroup):
             "prev_delta_position", f32, N, 2, doc="m, delta_position when the substep began"
         )
         self._field("prev_delta_angle", f32, N, doc="rad, delta_angle when the substep began")
+        # The small worlds' substeps work on a copy of the hot state laid out body-major
+        # (solver/interleaved.py): slot b of world w at b * n_worlds + w, scratch.
+        for name, n, unit in INTERLEAVED_BODY_FIELDS:
+            self._field(
+                "interleaved_" + name,
+                f32,
+                N,
+                n,
+                doc=f"{unit}, {name} in a small worlds' step, body-major: slot b of world w "
+                "at b * n_worlds + w (solver/interleaved.py)",
+            )
 
 
 @ti.data_oriented

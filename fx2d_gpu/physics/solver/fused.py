@@ -70,6 +70,7 @@ from .coloring import (
 )
 from .contacts import REPEAT_SOLVE, swept_again
 from .faults import clear_faults, mark_faults
+from .interleaved import BodyView, copy_bodies
 from .joints import JOINT_SWEEPS
 from .overflow import apply_mean_delta, clear_entries
 from .pairs import carry_pair, record_constraint_counts, saved_pairs_args
@@ -430,6 +431,7 @@ def _in_flight(ctx: "StepContext", slot: int, late: int, launch: WorldLaunch | N
         solver=ctx.solver,
         world_block=ctx.options.gpu_world_block,
         turns=False,
+        interleave=interleaves(ctx),
         world_stride=team.world_stride(ctx),
         n_worlds=ctx.n_worlds,
         n_bodies=ctx.n_bodies,
@@ -713,6 +715,13 @@ def _launch(
     return _note_answer(ctx, [int(value) for value in answer], mode, refit, *flags)
 
 
+def interleaves(ctx: "StepContext") -> bool:
+    """Whether a small worlds' step works on its bodies interleaved (solver/interleaved.py,
+    StepOptions.interleave_small_worlds: None, on GPU backends)."""
+    asked = ctx.options.interleave_small_worlds
+    return gpu_team.on_gpu() if asked is None else asked
+
+
 def _launch_args(
     ctx: "StepContext",
     by_world: bool,
@@ -768,6 +777,8 @@ def _launch_args(
         # (compiled in: a per-world kernel never takes turns; nor SPIR-V, whose
         # invocations have no promise of progress while another waits)
         turns=bool(ctx.options.colors_by_turns) and not by_world and not gpu_team.on_spirv(),
+        # (compiled in: a team's kernel takes False)
+        interleave=bool(by_world) and interleaves(ctx),
         world_stride=stride,
         n_worlds=ctx.n_worlds,
         n_bodies=ctx.n_bodies,
@@ -1832,6 +1843,7 @@ def _substeps(
     by_world: ti.template(),
     world_block: ti.template(),
     turns: ti.template(),
+    interleave: ti.template(),
     world_stride: ti.i32,
     n_worlds: ti.i32,
     n_bodies: ti.i32,
@@ -1890,6 +1902,7 @@ def _substeps(
         by_world,
         world_block,
         turns,
+        interleave,
         world_stride,
         n_worlds,
         n_bodies,
@@ -1951,6 +1964,7 @@ def _worlds_in_flight(
     solver: ti.template(),
     world_block: ti.template(),
     turns: ti.template(),
+    interleave: ti.template(),
     world_stride: ti.i32,
     n_worlds: ti.i32,
     n_bodies: ti.i32,
@@ -2005,6 +2019,7 @@ def _worlds_in_flight(
         by_world=True,
         world_block=world_block,
         turns=turns,
+        interleave=interleave,
         world_stride=world_stride,
         n_worlds=n_worlds,
         n_bodies=n_bodies,
@@ -2068,6 +2083,7 @@ def _team_in_flight(
     by_world: ti.template(),
     world_block: ti.template(),
     turns: ti.template(),
+    interleave: ti.template(),
     world_stride: ti.i32,
     n_worlds: ti.i32,
     n_bodies: ti.i32,
@@ -2155,6 +2171,7 @@ def _team_in_flight(
         by_world=by_world,
         world_block=world_block,
         turns=turns,
+        interleave=interleave,
         world_stride=world_stride,
         n_worlds=n_worlds,
         n_bodies=n_bodies,
@@ -2376,6 +2393,7 @@ def _launch_body(
     by_world: ti.template(),
     world_block: ti.template(),
     turns: ti.template(),
+    interleave: ti.template(),
     world_stride,
     n_worlds,
     n_bodies,
@@ -2721,6 +2739,13 @@ def _launch_body(
                                             step_pairs,
                                             n_joints,
                                         )
+            # A small world's substeps on its bodies interleaved (StepOptions.
+            # interleave_small_worlds): `solved` is BodyState as its stages see it.
+            solved = BodyView(
+                bodies, ti.static(by_world and interleave), member, n_bodies, n_worlds
+            )
+            if ti.static(by_world and interleave):
+                copy_bodies(bodies, member, n_bodies, n_worlds, True)
             # Phase -1: begin_step's stages (BEGIN, KEPT); then the substeps (SUBSTEPS,
             # KEPT where the colouring holds).
             for phase in range(
@@ -2780,7 +2805,7 @@ def _launch_body(
                         if ti.static(index < BEGIN_STEP_STAGES):
                             _member_items(
                                 model,
-                                bodies,
+                                solved,
                                 joints,
                                 manifolds,
                                 prepared,
@@ -2804,7 +2829,7 @@ def _launch_body(
                                         stage_uneven = uneven
                                     _member_pass(
                                         model,
-                                        bodies,
+                                        solved,
                                         joints,
                                         manifolds,
                                         prepared,
@@ -2829,7 +2854,7 @@ def _launch_body(
                             else:
                                 _member_items(
                                     model,
-                                    bodies,
+                                    solved,
                                     joints,
                                     manifolds,
                                     prepared,
@@ -2843,6 +2868,8 @@ def _launch_body(
                                     pair_range,
                                     pair_blocks,
                                 )
+            if ti.static(by_world and interleave):
+                copy_bodies(bodies, member, n_bodies, n_worlds, False)
             if mode != BEGIN and (code & HOLDS) != 0:
                 mark_faults(
                     model, bodies, joints, faults, body_range, joint_range, n_bodies, n_joints

@@ -255,13 +255,21 @@ class StepOptions:
             capability 7.0 on, whose threads progress while others of their warp wait)
             only: Vulkan and Metal promise no progress to a waiting invocation's neighbours
             and ignore it.
+        interleave_small_worlds: a small worlds' step (a world a thread) works in its
+            substeps on a copy of its bodies' pose, velocity and displacements laid out
+            body-major, slot b of world w at b * n_worlds + w (solver/interleaved.py), so
+            that a GPU warp's 32 worlds read and write neighbouring addresses (coalesced)
+            where a slot's layout puts them n_bodies slots apart; copied in before the
+            substeps and out after them. The same results bit for bit. None (the
+            default): on GPU backends; True: on a CPU backend too (where a thread steps
+            one world at a time from its own cache lines: no gain); False: never.
         team_timings: when the CPU team's barriers are probed again and how its duel
             chooses between a team of several threads and one, with the clock it times
             steps by (solver/team.py's TeamTimings; the defaults are the measured ones).
 
     Raises:
-        TypeError: a flag is not a bool (steps_in_flight: a bool or None), a count not an
-            int, team_timings not a TeamTimings.
+        TypeError: a flag is not a bool (steps_in_flight, interleave_small_worlds: a bool
+            or None), a count not an int, team_timings not a TeamTimings.
         ValueError: colors_per_launch outside [1, MAX_COLORS], noted_partners or
             gpu_team_slots, gpu_grid_team_slots or gpu_grid_blocks below 0,
             gpu_grid_blocks above gpu_team.MAX_GRID_BLOCKS (181), gpu_world_block not a
@@ -298,6 +306,7 @@ class StepOptions:
     gpu_grid_blocks: int = 0
     gpu_world_block: int = 256
     colors_by_turns: bool = False
+    interleave_small_worlds: bool | None = None
     team_timings: TeamTimings = TeamTimings()
 
     def __post_init__(self):
