@@ -150,10 +150,12 @@ lease | lease_more)
         "$python" -c "import xdist" 2>/dev/null && workers=(-n 6)
         # SIGINT at the cap: pytest then still prints why each failure failed. The team's
         # steps in flight alone in a process of their own: twice they failed (2026-12-04,
-        # second session) or never started (third) among the others.
+        # second session) or never started (third) among the others; then the small
+        # worlds' interleaved state (a GPU's default since 2026-12-05) bit for bit as not.
         FX2D_TEST_ARCH=$arch timeout -s INT -k 20 "$(cap 240)" "$python" -m pytest -v -rfs \
             -p no:cacheprovider --durations=5 \
             "tests/test_vulkan.py::test_team_steps_in_flight_on_${arch}_bitwise_as_one_by_one" \
+            "tests/test_vulkan.py::test_small_worlds_interleaved_on_${arch}_bitwise_as_not" \
             >"$out/tests_team_in_flight.log" 2>&1 &
         in_flight=$!
         # The backend tests of the files the grid team's default (gpu_grid_team on, up to
@@ -225,10 +227,11 @@ lease | lease_more)
             ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
             if [[ -n $ncu ]]; then
                 # The one kernel that took 90 % of the step (168 registers, 15.2 ms of 16.9
-                # on 2026-12-04), in a step in flight (the first step takes _substeps).
+                # on 2026-12-04), in a step in flight (the first step takes _substeps); its
+                # task 27 with the state interleaved (25 without: two loops fewer before).
                 # Sections, not --set full: each pass replays the kernel.
                 timeout "$(cap 120)" "$ncu" -f -c 1 \
-                    -k "regex:_worlds_in_flight_c[0-9]+_0_kernel_25_range_for" \
+                    -k "regex:_worlds_in_flight_c[0-9]+_0_kernel_27_range_for" \
                     --section SpeedOfLight --section Occupancy --section LaunchStats \
                     --section WarpStateStats --section SchedulerStats \
                     --section MemoryWorkloadAnalysis \

@@ -10,7 +10,7 @@ back at the end (get_state), so every launch has run when the program exits. For
 the small worlds' step kernel on an H200 in a step in flight (the first step takes
 _substeps' kernels instead; benchmarks/device_run.sh lease_more):
 
-    ncu -k "regex:_worlds_in_flight_c[0-9]+_0_kernel_25_range_for" -c 1 \
+    ncu -k "regex:_worlds_in_flight_c[0-9]+_0_kernel_27_range_for" -c 1 \
         --section Occupancy -o small python -m benchmarks.step_loop --worlds 65536
 """
 

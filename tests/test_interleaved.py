@@ -9,9 +9,11 @@ scenes run it there against the CPU backend's layout."""
 
 import numpy as np
 import pytest
+import taichi as ti
 
 from fx2d_gpu import scenes
 from fx2d_gpu.device import INTERLEAVED_BODY_FIELDS
+from fx2d_gpu.physics.solver import interleaved
 
 from .helpers import DT
 from .test_small_worlds_one_launch import _assert_same_steps, _piles, _run
@@ -33,15 +35,43 @@ def _interleaved_copy(scene, name: str) -> np.ndarray:
     return np.swapaxes(by_body, 0, 1)
 
 
+def _prepared_by_world(scene, interleaved: bool) -> list[np.ndarray]:
+    """Each world's prepared contacts of the last step, a row a pair: PreparedContacts'
+    solver_mass and arm_a (its points past the pair's point count hold stale values: NaN
+    there), read at pair j of world w: j * n_worlds + w where `interleaved`, else the
+    world's range of the pair list."""
+    pool = scene.step_context().pool
+    n_worlds, n_bodies = scene.n_worlds, scene.n_bodies
+    starts = pool.manifolds.pair_start.to_numpy()[: n_worlds * n_bodies + 1 : n_bodies]
+    points = pool.manifolds.point_count.to_numpy()
+    masses = pool.prepared.solver_mass.to_numpy()
+    arms = pool.prepared.arm_a.to_numpy()  # (pairs, points, 2)
+    rows = []
+    for world in range(n_worlds):
+        listed = np.arange(starts[world], starts[world + 1])
+        at = (listed - starts[world]) * n_worlds + world if interleaved else listed
+        world_arms = arms[at].copy()
+        world_arms[np.arange(arms.shape[1])[None, :] >= points[listed][:, None]] = np.nan
+        rows.append(
+            np.concatenate([masses[at], world_arms.reshape(len(at), 2 * arms.shape[1])], axis=1)
+        )
+    return rows
+
+
 def test_small_worlds_step_bit_for_bit_with_their_bodies_interleaved(arch, solver):
     """16 piling worlds (stacks, thrown circles, a hinged bar; they fall asleep and a third
     are woken), 100 steps in one launch each: states, contacts and events the same every
-    step with and without; after the last step the copy holds the state body-major."""
-    steps = []
+    step with and without; after the last step the bodies' copy holds the state
+    body-major, and the prepared contacts are those of the list's order, world-minor."""
+    steps, prepared = [], []
     for interleave in (False, True):
         scene = _piles(arch, solver, n_worlds=16, interleave_small_worlds=interleave)
         steps.append(_run(scene)[0])
+        prepared.append(_prepared_by_world(scene, interleave))
     _assert_same_steps(*steps)
+    assert sum(len(rows) for rows in prepared[0]) > 16  # (the worlds touch)
+    for world, (listed, world_minor) in enumerate(zip(*prepared, strict=True)):
+        np.testing.assert_array_equal(world_minor, listed, err_msg=f"world {world}")
     state = scene.get_state()
     assert np.abs(state.velocity).max() > 0.1  # (the pushed stacks still move)
     for name, _, _ in INTERLEAVED_BODY_FIELDS:
@@ -67,3 +97,24 @@ def test_a_step_without_contacts_bit_for_bit_with_its_bodies_interleaved(arch):
         np.testing.assert_array_equal(getattr(states[0], name), getattr(states[1], name))
     assert np.abs(states[1].angle[:, 2]).max() > 0.1
     np.testing.assert_array_equal(_interleaved_copy(scene, "angle"), states[1].angle)
+
+
+@ti.kernel
+def _pair_layout(
+    most: ti.i32, n_worlds: ti.i32, capacity: ti.i32, world: ti.i32, first: ti.i32
+) -> ti.math.ivec2:
+    return interleaved.pair_layout(most, n_worlds, capacity, world, first)
+
+
+def test_pairs_interleave_only_where_every_worlds_fit(arch):
+    """pair_layout against the brute-force rule: (n_worlds, world) where pair j of world w
+    at j * n_worlds + w stays inside the capacity for every pair of every world (the most
+    a world has, `most`), else the list's own order (1, first pair)."""
+    capacity, first = 64, 37
+    for n_worlds in (1, 3, 16, 64, 65):
+        for most in (0, 1, 3, 4, 5, 64, 65):
+            entries = [j * n_worlds + w for w in range(n_worlds) for j in range(most)]
+            fits = all(0 <= at < capacity for at in entries)
+            expected = (n_worlds, n_worlds - 1) if fits else (1, first)
+            got = tuple(_pair_layout(most, n_worlds, capacity, n_worlds - 1, first))
+            assert got == expected, (n_worlds, most)

@@ -231,6 +231,38 @@ def test_team_steps_in_flight_on_vulkan_bitwise_as_one_by_one(vulkan_devices):
     _in_flight_bitwise("vulkan", _TEAM_IN_FLIGHT, least_flown=100)
 
 
+_INTERLEAVED = """
+import sys
+import numpy as np
+from fx2d_gpu.device import launching, runtime
+backend = runtime.ensure_initialized(sys.argv[1])
+from tests.test_small_worlds_one_launch import _piles, _run
+runs = []
+for interleave in (True, False):
+    scene = _piles(sys.argv[1], "xpbd", n_worlds=64, interleave_small_worlds=interleave)
+    runs.append(_run(scene, read_each=False)[0])
+flown = launching.kernel_launches()["fx2d_gpu.physics.solver.fused._worlds_in_flight"]
+same = all(
+    np.array_equal(x, y) for a, b in zip(*runs, strict=True) for x, y in zip(a, b, strict=True)
+)
+print(backend, flown, same)
+"""
+
+
+def test_small_worlds_interleaved_on_vulkan_bitwise_as_not(vulkan_devices):
+    """Small worlds' state interleaved (StepOptions.interleave_small_worlds, a GPU
+    backend's default: solver/interleaved.py) on the SPIR-V path, where worlds run side by
+    side: 64 piling worlds, 100 steps in flight, the last step's state, contacts and events
+    bit for bit as with the pair list's and the slots' own layout."""
+    _in_flight_bitwise("vulkan", _INTERLEAVED, least_flown=2 * 90)
+
+
+def test_small_worlds_interleaved_on_cuda_bitwise_as_not():
+    if not runtime.gpu_backend_available("cuda"):
+        pytest.skip("no CUDA GPU on this machine")
+    _in_flight_bitwise("cuda", _INTERLEAVED, least_flown=2 * 90)
+
+
 def test_scenes_on_cuda_match_the_cpu_backend(tmp_path):
     if not runtime.gpu_backend_available("cuda"):
         pytest.skip("no CUDA GPU on this machine")

@@ -1031,6 +1031,12 @@ class StepCounts(FieldGroup):
         self._field("entries_needed", i32, (), doc="grid entries the last broad phase needed")
         self._field("pairs_needed", i32, (), doc="pairs the last broad phase needed")
         self._field(
+            "most_world_pairs",
+            i32,
+            (),
+            doc="the most pairs a small world has in the step (solver/interleaved.py)",
+        )
+        self._field(
             "lost_bodies",
             i32,
             (),

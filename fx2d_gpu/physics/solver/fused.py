@@ -70,7 +70,14 @@ from .coloring import (
 )
 from .contacts import REPEAT_SOLVE, swept_again
 from .faults import clear_faults, mark_faults
-from .interleaved import BodyView, copy_bodies
+from .interleaved import (
+    body_view,
+    copy_bodies,
+    copy_pairs,
+    manifold_view,
+    pair_layout,
+    prepared_view,
+)
 from .joints import JOINT_SWEEPS
 from .overflow import apply_mean_delta, clear_entries
 from .pairs import carry_pair, record_constraint_counts, saved_pairs_args
@@ -2568,6 +2575,17 @@ def _launch_body(
         n_items *= solve
     if ti.static(in_flight and (not contacts or not by_world)):
         n_items *= go  # (a team's step in flight: solver/team_flight.py)
+    if ti.static(by_world and interleave and contacts):
+        # The most pairs a world has (interleaved.pair_layout): most worlds read the
+        # running most and skip the atomic.
+        counts.most_world_pairs[None] = 0
+        for world in range(n_worlds):
+            found_here = (
+                manifolds.pair_start[(world + 1) * n_bodies]
+                - manifolds.pair_start[world * n_bodies]
+            )
+            if found_here > counts.most_world_pairs[None]:
+                ti.atomic_max(counts.most_world_pairs[None], found_here)
     if ti.static(not by_world and gpu_team.on_gpu()):
         ti.loop_config(block_dim=gpu_team.BLOCK_THREADS)  # a block, or a grid team's blocks
     elif ti.static(by_world and gpu_team.on_cuda()):
@@ -2739,11 +2757,37 @@ def _launch_body(
                                             step_pairs,
                                             n_joints,
                                         )
-            # A small world's substeps on its bodies interleaved (StepOptions.
-            # interleave_small_worlds): `solved` is BodyState as its stages see it.
-            solved = BodyView(
+            # A small world's substeps on its bodies and prepared contacts interleaved
+            # (StepOptions.interleave_small_worlds): the groups as its stages see them.
+            solved = body_view(
                 bodies, ti.static(by_world and interleave), member, n_bodies, n_worlds
             )
+            layout = ti.Vector([1, pair_range[0]])
+            if ti.static(by_world and interleave and contacts):
+                layout = pair_layout(
+                    counts.most_world_pairs[None],
+                    n_worlds,
+                    ti.static(prepared.restitution.shape[0]),
+                    member,
+                    pair_range[0],
+                )
+            pairs_interleaved = ti.static(by_world and interleave and contacts)
+            solved_manifolds = manifold_view(
+                manifolds, staging, pairs_interleaved, pair_range[0], layout[0], layout[1]
+            )
+            solved_prepared = prepared_view(
+                prepared, pairs_interleaved, pair_range[0], layout[0], layout[1]
+            )
+            if ti.static(pairs_interleaved):
+                copy_pairs(
+                    manifolds,
+                    staging,
+                    pair_range[0],
+                    pair_range[1] - pair_range[0],
+                    layout[0],
+                    layout[1],
+                    True,
+                )
             if ti.static(by_world and interleave):
                 copy_bodies(bodies, member, n_bodies, n_worlds, True)
             # Phase -1: begin_step's stages (BEGIN, KEPT); then the substeps (SUBSTEPS,
@@ -2807,8 +2851,8 @@ def _launch_body(
                                 model,
                                 solved,
                                 joints,
-                                manifolds,
-                                prepared,
+                                solved_manifolds,
+                                solved_prepared,
                                 coloring,
                                 counts,
                                 stage,
@@ -2831,8 +2875,8 @@ def _launch_body(
                                         model,
                                         solved,
                                         joints,
-                                        manifolds,
-                                        prepared,
+                                        solved_manifolds,
+                                        solved_prepared,
                                         coloring,
                                         counts,
                                         stage.run,
@@ -2856,8 +2900,8 @@ def _launch_body(
                                     model,
                                     solved,
                                     joints,
-                                    manifolds,
-                                    prepared,
+                                    solved_manifolds,
+                                    solved_prepared,
                                     coloring,
                                     counts,
                                     stage,
@@ -2870,6 +2914,16 @@ def _launch_body(
                                 )
             if ti.static(by_world and interleave):
                 copy_bodies(bodies, member, n_bodies, n_worlds, False)
+            if ti.static(pairs_interleaved):
+                copy_pairs(
+                    manifolds,
+                    staging,
+                    pair_range[0],
+                    pair_range[1] - pair_range[0],
+                    layout[0],
+                    layout[1],
+                    False,
+                )
             if mode != BEGIN and (code & HOLDS) != 0:
                 mark_faults(
                     model, bodies, joints, faults, body_range, joint_range, n_bodies, n_joints

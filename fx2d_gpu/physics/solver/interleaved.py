@@ -1,68 +1,143 @@
-"""Small worlds' bodies interleaved for a GPU's warps (StepOptions.interleave_small_worlds).
+"""Small worlds' state interleaved for a GPU's warps (StepOptions.interleave_small_worlds).
 
-A small worlds' step runs a world per thread (fused.step_by_world), and a body slot is
-`world * n_bodies + body`, so a warp's 32 threads (32 worlds) reading body b read addresses
-n_bodies slots apart: 32 separate 32-byte sectors for one velocity, where 32 neighbouring
-slots would take 8 (a float2 each) and one 128-byte line of the L1 cache for a scalar field.
-Every constraint of every substep reads and writes its two bodies' pose, velocity and
-displacements, so in the substeps each world works on a copy of its bodies' hot state laid
-out body-major: slot b of world w at `b * n_worlds + w` (BodyState's `interleaved_*`
-fields), world-minor as batched GPU engines lay out their state. The world copies its
-bodies in before its substeps and out after them (copy_bodies); in between the stages see
-the copy through BodyView, which has BodyState's attributes and maps a slot of its world to
-the copy's index. The same arithmetic on the same values in the same order: the same
-results bit for bit (tests/test_interleaved.py).
+A small worlds' step runs a world per thread (fused.step_by_world), and a world's body
+slots (`world * n_bodies + body`) and pairs (its range of the pair list) lie together, so a
+warp's 32 threads (32 worlds) reading their body b, or their pair j, read addresses a
+world's worth apart: 32 separate 32-byte sectors for one velocity, where 32 neighbouring
+entries would take 8 (a float2 each), or 4 for a scalar. Every constraint of every substep
+reads and writes its bodies' pose, velocity and displacements and reads its prepared
+contact (arms, masses, friction), so in the substeps each world works on them laid out
+world-minor, as batched GPU engines lay out their state:
+
+- bodies: a copy of the hot state (BodyState's `interleaved_*` fields), slot b of world w
+  at `b * n_worlds + w`, copied in before the world's substeps and out after them
+  (copy_bodies);
+- pairs, where every world's pairs fit world-minor (the most pairs a world has, times
+  n_worlds, at most the pool's pair capacity: pair_layout), pair j of world w at
+  `j * n_worlds + w`; else in the pair list's own order:
+  - manifolds (the fields a step carries, pairs.ORDERED_PAIR_FIELDS and
+    ORDERED_POINT_FIELDS): a copy in `staging` (the step's scratch manifolds, which nothing
+    else uses during the substeps), copied in and out as the bodies are (copy_pairs);
+  - prepared contacts (PreparedContacts' per-pair fields, which substep 0 writes and only
+    the substeps read: scratch of the step): in place.
+
+The stages see them through InterleavedView, which has the group's attributes and maps an
+index of its world to the layout's. The same arithmetic on the same values in the same
+order: the same results bit for bit (tests/test_interleaved.py).
 """
 
 import taichi as ti
 from taichi.lang import impl
 
 from ...device import INTERLEAVED_BODY_FIELDS
+from .pairs import ORDERED_PAIR_FIELDS, ORDERED_POINT_FIELDS, copy_pair_fields
 
-#: The interleaved fields' names (device.INTERLEAVED_BODY_FIELDS).
+#: The interleaved body fields' names (device.INTERLEAVED_BODY_FIELDS).
 HOT_FIELDS = tuple(name for name, _, _ in INTERLEAVED_BODY_FIELDS)
+#: PreparedContacts' fields of one entry a pair (or a (pair, point)), laid out world-minor
+#: in place; its per-body lists and overflow entries keep their layout.
+PREPARED_PAIR_FIELDS = (
+    "solver_mass",
+    "held",
+    "restitution",
+    "slop",
+    "refresh",
+    "ref_shift",
+    "ref_turn",
+    "arm_a",
+    "arm_b",
+    "normal_mass",
+    "tangent_mass",
+    "friction",
+    "bounced",
+    "approach",
+)
+
+
+def _built_at_compile_time(function):
+    """Mark `function` so that a kernel may call it without Taichi's warning about a call of
+    a Python function: Taichi 1.7.4 skips the warning for a callable with this attribute
+    (its own functions'); these run while the kernel compiles, only storing expressions."""
+    function._is_taichi_function = False
+    return function
 
 
 class _Interleaved:
-    """One hot field as its world's stages index it: [slot] of the world's bodies, read or
-    written at the interleaved copy's index (slot - first) * n_worlds + world."""
+    """One field as a world's stages index it ([i] or [i, point]): entry (i - first) *
+    stride + base of `copy` (a field of the original's shape)."""
 
-    def __init__(self, copy, first, n_worlds, world):
-        self.copy, self.first, self.n_worlds, self.world = copy, first, n_worlds, world
+    def __init__(self, copy, first, stride, base):
+        self.copy, self.first, self.stride, self.base = copy, first, stride, base
 
-    def __getitem__(self, slot):
-        # (At compile time: this builds the index and the copy's element, a field entry
-        # that reads, assigns and takes atomics as the original's does.)
-        return impl.subscript(None, self.copy, (slot - self.first) * self.n_worlds + self.world)
+    def __getitem__(self, index):
+        # (At compile time: the index expression and the copy's element, a field entry that
+        # reads, assigns and takes atomics as the original's does.)
+        rest = ()
+        if isinstance(index, tuple):
+            index, rest = index[0], index[1:]
+        at = (index - self.first) * self.stride + self.base
+        return impl.subscript(None, self.copy, at, *rest)
 
 
-class BodyView:
-    """BodyState as world `world`'s stages see it inside its substeps (built at compile
-    time in the kernel, a ti.template() for the stages' functions): where `interleave`,
-    the HOT_FIELDS are their interleaved copies (_Interleaved), every other attribute is
-    BodyState's own; else every attribute is BodyState's own (no cost at all). Only the
-    world's own body slots may be indexed through it (a small world's constraints join
-    bodies of one world)."""
+class InterleavedView:
+    """A field group as a world's stages see it inside its substeps (a ti.template() for
+    their functions): where `interleave`, the fields named in `copies` ({name: field}) are
+    read and written at entry (i - first) * stride + base of that field, and every other
+    attribute is the group's own; else every attribute is the group's own (no cost at all).
+    Only the world's own entries may be indexed through it (a small world's constraints
+    join bodies of one world)."""
 
-    # Taichi treats an object with this attribute as its own data (expr_init keeps it as
-    # it is) ...
+    # Taichi keeps an object with this attribute as it is (expr_init), as its own data.
     _data_oriented = True
-    # ... and a callable with this one as its own function: calling the class inside a
-    # kernel builds the view at compile time without Taichi's warning about a call of a
-    # Python function (the constructor only stores expressions; it emits no code).
-    _is_taichi_function = False
 
-    def __init__(self, bodies, interleave: bool, world, n_bodies, n_worlds):
-        self._bodies = bodies
+    def __init__(self, group, copies: dict, interleave: bool, first, stride, base):
+        self._group = group
         if interleave:
-            first = world * n_bodies
-            for name in HOT_FIELDS:
-                copy = getattr(bodies, "interleaved_" + name)
-                setattr(self, name, _Interleaved(copy, first, n_worlds, world))
+            for name, copy in copies.items():
+                setattr(self, name, _Interleaved(copy, first, stride, base))
 
     def __getattr__(self, name):
-        # (Only for attributes __init__ did not set: the fields that are not copied.)
-        return getattr(self._bodies, name)
+        # (Only for attributes __init__ did not set.)
+        return getattr(self._group, name)
+
+
+@_built_at_compile_time
+def body_view(bodies, interleave: bool, world, n_bodies, n_worlds) -> InterleavedView:
+    """BodyState as world `world`'s substeps see it: its HOT_FIELDS at their interleaved
+    copies (slot b of the world at b * n_worlds + world) where `interleave`."""
+    copies = {name: getattr(bodies, "interleaved_" + name) for name in HOT_FIELDS}
+    return InterleavedView(bodies, copies, interleave, world * n_bodies, n_worlds, world)
+
+
+@_built_at_compile_time
+def prepared_view(prepared, interleave: bool, first_pair, stride, base) -> InterleavedView:
+    """PreparedContacts as a world's substeps see it (its pairs from first_pair on):
+    PREPARED_PAIR_FIELDS in place at pair_layout's (stride, base) where `interleave`."""
+    copies = {name: getattr(prepared, name) for name in PREPARED_PAIR_FIELDS}
+    return InterleavedView(prepared, copies, interleave, first_pair, stride, base)
+
+
+@_built_at_compile_time
+def manifold_view(
+    manifolds, staging, interleave: bool, first_pair, stride, base
+) -> InterleavedView:
+    """Manifolds as a world's substeps see them (its pairs from first_pair on): the carried
+    fields at their copies in `staging`, at pair_layout's (stride, base), where
+    `interleave`."""
+    names = ORDERED_PAIR_FIELDS + ORDERED_POINT_FIELDS
+    copies = {name: getattr(staging, name) for name in names}
+    return InterleavedView(manifolds, copies, interleave, first_pair, stride, base)
+
+
+@ti.func
+def pair_layout(most_pairs, n_worlds, pair_capacity, world, first_pair):
+    """(stride, base) of a world's pairs in the prepared contacts: (n_worlds, world), pair
+    j at j * n_worlds + world, where every world's pairs fit in pair_capacity that way
+    (most_pairs, the most a world has); else (1, first_pair), the list's own order."""
+    layout = ti.Vector([1, first_pair])
+    if most_pairs <= pair_capacity // ti.max(n_worlds, 1):
+        layout = ti.Vector([n_worlds, world])
+    return layout
 
 
 @ti.func
@@ -79,3 +154,27 @@ def copy_bodies(bodies: ti.template(), world, n_bodies, n_worlds, into_copy: ti.
                 copy[at] = original[slot]
             else:
                 original[slot] = copy[at]
+
+
+@ti.func
+def copy_pairs(
+    manifolds: ti.template(),
+    staging: ti.template(),
+    first_pair,
+    n_pairs,
+    stride,
+    base,
+    into_copy: ti.template(),
+):
+    """A world's n_pairs pairs (from first_pair on) into their copies in `staging` at
+    pair_layout's (stride, base) (`into_copy`), or back (before and after its substeps)."""
+    for j in range(n_pairs):
+        at = j * stride + base
+        if ti.static(into_copy):
+            copy_pair_fields(
+                staging, manifolds, at, first_pair + j, ORDERED_PAIR_FIELDS, ORDERED_POINT_FIELDS
+            )
+        else:
+            copy_pair_fields(
+                manifolds, staging, first_pair + j, at, ORDERED_PAIR_FIELDS, ORDERED_POINT_FIELDS
+            )

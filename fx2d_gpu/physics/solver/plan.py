@@ -256,13 +256,16 @@ class StepOptions:
             only: Vulkan and Metal promise no progress to a waiting invocation's neighbours
             and ignore it.
         interleave_small_worlds: a small worlds' step (a world a thread) works in its
-            substeps on a copy of its bodies' pose, velocity and displacements laid out
-            body-major, slot b of world w at b * n_worlds + w (solver/interleaved.py), so
-            that a GPU warp's 32 worlds read and write neighbouring addresses (coalesced)
-            where a slot's layout puts them n_bodies slots apart; copied in before the
-            substeps and out after them. The same results bit for bit. None (the
-            default): on GPU backends; True: on a CPU backend too (where a thread steps
-            one world at a time from its own cache lines: no gain); False: never.
+            substeps on its state laid out world-minor (solver/interleaved.py): its
+            bodies' pose, velocity and displacements (slot b of world w at b * n_worlds +
+            w), its pairs' manifolds and prepared contacts (pair j at j * n_worlds + w,
+            where every world's pairs fit the pool's pair capacity so; else in the pair
+            list's order), so that a GPU warp's 32 worlds read and write neighbouring
+            addresses (coalesced) where the slots' and the pair list's layout put them a
+            world apart; copied in before the substeps and out after them (the prepared
+            contacts, the substeps' own, in place). The same results bit for bit. None
+            (the default): on GPU backends; True: on a CPU backend too (where a thread
+            steps one world at a time from its own cache lines: no gain); False: never.
         team_timings: when the CPU team's barriers are probed again and how its duel
             chooses between a team of several threads and one, with the clock it times
             steps by (solver/team.py's TeamTimings; the defaults are the measured ones).
