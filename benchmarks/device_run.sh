@@ -42,10 +42,11 @@
 #                  flight bitwise in a process of its own: tests_team_in_flight.log; the
 #                  backend tests of the team's and the solver's files: tests.log), meanwhile
 #                  the small worlds' and cart-poles' registers and spills
-#                  (benchmarks/ptx_registers.py); then alone the small worlds at blocks of
-#                  256 (the default) and 512 threads (StepOptions.gpu_world_block), with
-#                  their bodies interleaved (the default) and not
-#                  (StepOptions.interleave_small_worlds) and with Taichi's
+#                  (benchmarks/ptx_registers.py); then alone the team's barrier and a
+#                  turn's handoff with no work (benchmarks/grid_sync.py), the small worlds
+#                  at blocks of 256 (the default) and 512 threads
+#                  (StepOptions.gpu_world_block), with their state interleaved (the
+#                  default) and not (StepOptions.interleave_small_worlds) and with Taichi's
 #                  advanced_optimization (soft step), the grid team at scale
 #                  (pile 100k on it and per stage, 1M on it; soft step); results_lease.tgz.
 #   lease_more     right after it, in the rest of the 15 minutes (LEASE_S=what is left): the
@@ -182,6 +183,13 @@ lease | lease_more)
                 sleep 1
             done  # (not this subshell's children)
             echo "== $(date +%T) tests done; the GPU is the benchmarks' alone from here"
+            # A barrier and a turn's handoff alone, no work between (a block, grid teams of
+            # 2, 8, 32 and 132 blocks): how much of the grid team's 7.7-10.4 us a barrier
+            # in the pyramid's step (2026-12-04) is the meeting itself.
+            echo "== $(date +%T) the team's meetings alone"
+            timeout "$(cap 40)" "$python" -m benchmarks.grid_sync --arch "$arch" \
+                --results "$results"
+            echo "== rc $?"; pack
             # The small worlds' block (StepOptions.gpu_world_block): 256 by default since
             # 2026-12-04 (128 registers a thread: 65,536 worlds in one wave; Taichi's 128
             # gave 168 registers, 1.3 waves: 7.90 M world-steps/s on 2026-12-04), with
