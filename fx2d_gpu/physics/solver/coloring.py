@@ -185,13 +185,17 @@ def _turn_of(coloring: ti.template(), slot, color):
 @ti.func
 def _wait_turn(coloring: ti.template(), counts: ti.template(), slot, moves, color):
     """Wait until the constraints of body slot below `color` have been solved in this pass
-    (coloring.body_turn counts them; see take_turns), where the constraint `moves` it."""
+    (coloring.body_turn counts them; see take_turns), where the constraint `moves` it. The
+    body's first (turn 0) does not read the count: it is 0 when a pass starts (the last
+    pass's last constraint set it back, before the team met), and on a GPU each read is a
+    round trip through the L2 cache."""
     if moves:
         turn, _ = _turn_of(coloring, slot, color)
-        limit = team.SPIN_LIMIT
-        if ti.static(gpu_team.on_gpu()):
-            limit = gpu_team.GRID_SPIN_LIMIT
-        team.wait_while(counts, coloring.body_turn, slot, turn, False, limit)
+        if turn > 0:
+            limit = team.SPIN_LIMIT
+            if ti.static(gpu_team.on_gpu()):
+                limit = gpu_team.GRID_SPIN_LIMIT
+            team.wait_while(counts, coloring.body_turn, slot, turn, False, limit)
 
 
 @ti.func
