@@ -39,24 +39,25 @@
 #   lease          issue 74's figures in one command of $LEASE_S seconds (default 560), each
 #                  part capped by what is left of it and its CSVs packed at once: for its
 #                  first 240 s the GPU's own checks in the background (the team's steps in
-#                  flight bitwise in a process of its own: tests_team_in_flight.log; the
-#                  backend tests of the team's and the solver's files: tests.log), meanwhile
-#                  the small worlds' and cart-poles' registers and spills
-#                  (benchmarks/ptx_registers.py); then alone the team's barrier and a
-#                  turn's handoff with no work (benchmarks/grid_sync.py), the small worlds
-#                  at blocks of 256 (the default) and 512 threads
-#                  (StepOptions.gpu_world_block), with their state interleaved (the
-#                  default) and not (StepOptions.interleave_small_worlds) and with Taichi's
-#                  advanced_optimization (soft step), the grid team at scale
-#                  (pile 100k on it and per stage, 1M on it; soft step); results_lease.tgz.
+#                  flight and the small worlds' interleaved state bitwise in a process of
+#                  their own: tests_team_in_flight.log; the backend tests of the team's and
+#                  the solver's files: tests.log), meanwhile the small worlds' and
+#                  cart-poles' registers and spills (benchmarks/ptx_registers.py); then
+#                  alone the team's barrier and a turn's handoff with no work
+#                  (benchmarks/grid_sync.py), the soft step's small worlds with their state
+#                  interleaved (the default) and not (StepOptions.interleave_small_worlds),
+#                  the large pyramid with and without colours by turns
+#                  (StepOptions.colors_by_turns), the 100k pile on the grid team;
+#                  results_lease.tgz.
 #   lease_more     right after it, in the rest of the 15 minutes (LEASE_S=what is left): the
-#                  small worlds with XPBD interleaved and not, the large pyramid on the
-#                  defaults, with its colours by turns (StepOptions.colors_by_turns) and on
-#                  32 blocks (StepOptions.gpu_grid_blocks), each solver,
-#                  the cart-pole envs, XPBD's small worlds at 512, Nsight Compute
-#                  on their step kernel (occupancy, warp stalls, memory:
-#                  benchmarks/step_loop.py), the piles of 100k and 1M on the grid team
-#                  (XPBD), the levels env (issue 78); results_lease_more.tgz.
+#                  same A/Bs with XPBD, the 1M pile on its default path (soft step) and its
+#                  kernel profile, the cart-pole envs, Nsight Compute on the small worlds'
+#                  step kernel (occupancy, warp stalls, memory: benchmarks/step_loop.py),
+#                  then as far as it goes: the pyramid on 32 blocks
+#                  (StepOptions.gpu_grid_blocks), the small worlds at blocks of 512 and with
+#                  Taichi's advanced_optimization, the 100k pile per stage, the 1M pile on
+#                  the grid team, the piles with XPBD, the levels env (issue 78);
+#                  results_lease_more.tgz.
 #                  Earlier leases' logs: results/NVIDIA_H200/session_2026-12-04*.txt
 #   session        for a 15-minute lease, one 10-minute command: the GPU against the CPU
 #                  beside every backend test (4 min, pytest-xdist), three benchmark
@@ -190,47 +191,37 @@ lease | lease_more)
             timeout "$(cap 40)" "$python" -m benchmarks.grid_sync --arch "$arch" \
                 --results "$results"
             echo "== rc $?"; pack
-            # The small worlds' block (StepOptions.gpu_world_block): 256 by default since
-            # 2026-12-04 (128 registers a thread: 65,536 worlds in one wave; Taichi's 128
-            # gave 168 registers, 1.3 waves: 7.90 M world-steps/s on 2026-12-04), with
-            # the bodies interleaved (StepOptions.interleave_small_worlds, a GPU's default
-            # since 2026-12-05: a warp's worlds read neighbouring addresses) and without,
-            # and at 512 (64 registers, 20 bytes spilled). (gpu_max_reg=128 does nothing:
-            # Taichi's launch bounds in the PTX override it, as ptxas showed.)
+            # Each part's first measurement, most wanted first (the lease runs out before
+            # its tail: 2026-12-04's never reached the 1M pile). The small worlds with
+            # their state interleaved (StepOptions.interleave_small_worlds, a GPU's
+            # default since 2026-12-05: a warp's worlds read neighbouring addresses) and
+            # not (7.90 M world-steps/s on 2026-12-04, soft step, 65,536 worlds, at
+            # Taichi's block of 128 and 168 registers; 128 registers at the block of 256,
+            # StepOptions.gpu_world_block, the default since).
             bench 50 --solver soft_step batched_small
             bench 50 --solver soft_step batched_small --step-option interleave_small_worlds=false
-            bench 50 --solver soft_step batched_small --step-option gpu_world_block=512
-            bench 50 --solver soft_step batched_small --taichi-option advanced_optimization=true
-            # The grid team at scale (the default up to 200,000 body slots since the large
-            # pyramid took 1.62 ms on it, soft step, against 3.04 ms per stage): 100k on
-            # it and per stage, then 1M on it (its slots raised), the soft step.
-            bench 100 --solver soft_step pile --piles 100000
-            bench 100 --solver soft_step pile --piles 100000 --step-option gpu_grid_team=false
-            bench 150 --solver soft_step pile --piles 1000000 \
-                --step-option gpu_grid_team_slots=2000000
+            # The large pyramid on the grid team (1.62 ms on 2026-12-04 at 122 barriers a
+            # step; 86 a kept step now), and with a pass's colours by turns
+            # (StepOptions.colors_by_turns: a counter and two fences a constraint where the
+            # team met after each colour; 30 barriers a kept step; the tests above check
+            # it bit for bit on CUDA first).
+            bench 45 --solver soft_step large_pyramid
+            bench 45 --solver soft_step large_pyramid --step-option colors_by_turns=true
+            # The grid team at scale (the default up to 200,000 body slots): 100k, soft step.
+            bench 90 --solver soft_step pile --piles 100000
         else
+            # The same A/Bs with XPBD (11 substeps), then the 1M pile on its default path
+            # (a launch per stage group: over gpu_grid_team_slots) and its kernel profile
+            # (issue 74's "know before changing": what its 405 ms of 2026-11 were).
             bench 60 --solver xpbd batched_small
             bench 60 --solver xpbd batched_small --step-option interleave_small_worlds=false
-            # The large pyramid on the defaults (the grid team; 2026-12-04's last change
-            # left 100 barriers a kept soft step and 140 a found one, from 153 before the
-            # restitution skip and the scans' cursors: 1.62 ms then), then on fewer
-            # blocks: a barrier's round trip grows with the blocks that arrive and spin,
-            # and 32 blocks (8,192 threads) still give each of the pyramid's 5,051 bodies
-            # and 2,266 constraints of a colour a thread.
-            bench 45 --solver soft_step large_pyramid
-            # A pass's colours by turns (StepOptions.colors_by_turns: a counter and two
-            # fences a constraint where the grid team met at a barrier after each colour;
-            # the lease's tests check it bit for bit on CUDA first): 118 -> 62 barriers a
-            # step (soft step), 228 -> 74 (XPBD), counted on the CPU team.
-            bench 45 --solver soft_step large_pyramid --step-option colors_by_turns=true
             bench 60 --solver xpbd large_pyramid
             bench 60 --solver xpbd large_pyramid --step-option colors_by_turns=true
-            bench 45 --solver soft_step large_pyramid --step-option gpu_grid_blocks=32
-            bench 60 --solver xpbd large_pyramid --step-option gpu_grid_blocks=32
+            bench 120 --solver soft_step pile --piles 1000000
+            profile pile 90
             echo "== $(date +%T) cart-pole envs (7.12 M env-steps/s at 65,536 on 2026-12-04)"
             timeout "$(cap 90)" "$python" -m benchmarks.envs --arch "$arch" --results "$results"
             echo "== rc $?"; pack
-            bench 60 --solver xpbd batched_small --step-option gpu_world_block=512
             echo "== $(date +%T) Nsight Compute: the small worlds' step kernel (XPBD, 65,536 worlds)"
             ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
             if [[ -n $ncu ]]; then
@@ -251,6 +242,19 @@ lease | lease_more)
             else
                 echo "no ncu on this machine"
             fi
+            # Then, as far as the lease goes: the pyramid on fewer blocks (a barrier's round
+            # trip grows with the blocks that arrive and spin; 32 blocks, 8,192 threads,
+            # still give each of the pyramid's 5,051 bodies and 2,266 constraints of a
+            # colour a thread), the small worlds' other blocks and Taichi's
+            # advanced_optimization, 100k per stage, 1M on the grid team.
+            bench 45 --solver soft_step large_pyramid --step-option gpu_grid_blocks=32
+            bench 60 --solver xpbd large_pyramid --step-option gpu_grid_blocks=32
+            bench 50 --solver soft_step batched_small --step-option gpu_world_block=512
+            bench 50 --solver soft_step batched_small --taichi-option advanced_optimization=true
+            bench 90 --solver soft_step pile --piles 100000 --step-option gpu_grid_team=false
+            bench 120 --solver soft_step pile --piles 1000000 \
+                --step-option gpu_grid_team_slots=2000000
+            bench 60 --solver xpbd batched_small --step-option gpu_world_block=512
             bench 150 --solver xpbd pile --piles 100000 1000000 \
                 --step-option gpu_grid_team_slots=2000000
             echo "== $(date +%T) levels env (issue 78; jax2d where installed)"
