@@ -251,9 +251,12 @@ print(backend, flown, same)
 
 def test_small_worlds_interleaved_on_vulkan_bitwise_as_not(vulkan_devices):
     """Small worlds' state interleaved (StepOptions.interleave_small_worlds, a GPU
-    backend's default: solver/interleaved.py) on the SPIR-V path, where worlds run side by
-    side: 64 piling worlds, 100 steps in flight, the last step's state, contacts and events
-    bit for bit as with the pair list's and the slots' own layout."""
+    backend's default: solver/interleaved.py) on the SPIR-V path: 64 piling worlds, 100
+    steps in flight, the last step's state, contacts and events bit for bit as with the
+    pair list's and the slots' own layout. (Mesa's lavapipe runs a workgroup's invocations
+    a SIMD chunk after another, each to its end, so two worlds given the same entries
+    would pass here, as they did when tried: tests/test_interleaved.py checks the layout;
+    on a GPU, whose warps run side by side, the CUDA test would see them.)"""
     _in_flight_bitwise("vulkan", _INTERLEAVED, least_flown=2 * 90)
 
 

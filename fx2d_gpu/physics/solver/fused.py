@@ -72,9 +72,9 @@ from .contacts import REPEAT_SOLVE, swept_again
 from .faults import clear_faults, mark_faults
 from .interleaved import (
     body_view,
-    copy_bodies,
-    copy_pairs,
+    copy_world,
     manifold_view,
+    note_most_pairs,
     pair_layout,
     prepared_view,
 )
@@ -2576,16 +2576,7 @@ def _launch_body(
     if ti.static(in_flight and (not contacts or not by_world)):
         n_items *= go  # (a team's step in flight: solver/team_flight.py)
     if ti.static(by_world and interleave and contacts):
-        # The most pairs a world has (interleaved.pair_layout): most worlds read the
-        # running most and skip the atomic.
-        counts.most_world_pairs[None] = 0
-        for world in range(n_worlds):
-            found_here = (
-                manifolds.pair_start[(world + 1) * n_bodies]
-                - manifolds.pair_start[world * n_bodies]
-            )
-            if found_here > counts.most_world_pairs[None]:
-                ti.atomic_max(counts.most_world_pairs[None], found_here)
+        note_most_pairs(manifolds, counts, n_worlds, n_bodies)
     if ti.static(not by_world and gpu_team.on_gpu()):
         ti.loop_config(block_dim=gpu_team.BLOCK_THREADS)  # a block, or a grid team's blocks
     elif ti.static(by_world and gpu_team.on_cuda()):
@@ -2757,13 +2748,13 @@ def _launch_body(
                                             step_pairs,
                                             n_joints,
                                         )
-            # A small world's substeps on its bodies and prepared contacts interleaved
-            # (StepOptions.interleave_small_worlds): the groups as its stages see them.
-            solved = body_view(
-                bodies, ti.static(by_world and interleave), member, n_bodies, n_worlds
-            )
+            # A small world's substeps on its state interleaved (StepOptions.
+            # interleave_small_worlds, solver/interleaved.py): the groups as its stages see
+            # them, its state copied in here and out after the substeps.
+            bodies_interleaved = ti.static(by_world and interleave)
+            pairs_interleaved = ti.static(by_world and interleave and contacts)
             layout = ti.Vector([1, pair_range[0]])
-            if ti.static(by_world and interleave and contacts):
+            if ti.static(pairs_interleaved):
                 layout = pair_layout(
                     counts.most_world_pairs[None],
                     n_worlds,
@@ -2771,25 +2762,26 @@ def _launch_body(
                     member,
                     pair_range[0],
                 )
-            pairs_interleaved = ti.static(by_world and interleave and contacts)
+            solved = body_view(bodies, bodies_interleaved, member, n_bodies, n_worlds)
             solved_manifolds = manifold_view(
                 manifolds, staging, pairs_interleaved, pair_range[0], layout[0], layout[1]
             )
             solved_prepared = prepared_view(
                 prepared, pairs_interleaved, pair_range[0], layout[0], layout[1]
             )
-            if ti.static(pairs_interleaved):
-                copy_pairs(
+            if ti.static(bodies_interleaved):
+                copy_world(
+                    bodies,
                     manifolds,
                     staging,
-                    pair_range[0],
-                    pair_range[1] - pair_range[0],
-                    layout[0],
-                    layout[1],
+                    member,
+                    n_bodies,
+                    n_worlds,
+                    pair_range,
+                    layout,
+                    pairs_interleaved,
                     True,
                 )
-            if ti.static(by_world and interleave):
-                copy_bodies(bodies, member, n_bodies, n_worlds, True)
             # Phase -1: begin_step's stages (BEGIN, KEPT); then the substeps (SUBSTEPS,
             # KEPT where the colouring holds).
             for phase in range(
@@ -2912,16 +2904,17 @@ def _launch_body(
                                     pair_range,
                                     pair_blocks,
                                 )
-            if ti.static(by_world and interleave):
-                copy_bodies(bodies, member, n_bodies, n_worlds, False)
-            if ti.static(pairs_interleaved):
-                copy_pairs(
+            if ti.static(bodies_interleaved):
+                copy_world(
+                    bodies,
                     manifolds,
                     staging,
-                    pair_range[0],
-                    pair_range[1] - pair_range[0],
-                    layout[0],
-                    layout[1],
+                    member,
+                    n_bodies,
+                    n_worlds,
+                    pair_range,
+                    layout,
+                    pairs_interleaved,
                     False,
                 )
             if mode != BEGIN and (code & HOLDS) != 0:

@@ -178,3 +178,46 @@ def copy_pairs(
             copy_pair_fields(
                 manifolds, staging, first_pair + j, at, ORDERED_PAIR_FIELDS, ORDERED_POINT_FIELDS
             )
+
+
+@ti.func
+def copy_world(
+    bodies: ti.template(),
+    manifolds: ti.template(),
+    staging: ti.template(),
+    world,
+    n_bodies,
+    n_worlds,
+    pair_range,
+    layout,
+    pairs: ti.template(),
+    into_copy: ti.template(),
+):
+    """World `world`'s interleaved state in (`into_copy`) or back out: its bodies
+    (copy_bodies) and, where `pairs`, its pairs (pair_range: [first, end) of the list;
+    layout: pair_layout's) (copy_pairs)."""
+    copy_bodies(bodies, world, n_bodies, n_worlds, into_copy)
+    if ti.static(pairs):
+        copy_pairs(
+            manifolds,
+            staging,
+            pair_range[0],
+            pair_range[1] - pair_range[0],
+            layout[0],
+            layout[1],
+            into_copy,
+        )
+
+
+@ti.func
+def note_most_pairs(manifolds: ti.template(), counts: ti.template(), n_worlds, n_bodies):
+    """The most pairs a world has into counts.most_world_pairs (pair_layout reads it).
+    Called at a kernel's top level: its loop is the kernel's; most worlds read the running
+    most and skip the atomic."""
+    counts.most_world_pairs[None] = 0
+    for world in range(n_worlds):
+        found = (
+            manifolds.pair_start[(world + 1) * n_bodies] - manifolds.pair_start[world * n_bodies]
+        )
+        if found > counts.most_world_pairs[None]:
+            ti.atomic_max(counts.most_world_pairs[None], found)
