@@ -264,8 +264,9 @@ class StepOptions:
             addresses (coalesced) where the slots' and the pair list's layout put them a
             world apart; copied in before the substeps and out after them (the prepared
             contacts, the substeps' own, in place). The same results bit for bit. None
-            (the default): on GPU backends; True: on a CPU backend too (where a thread
-            steps one world at a time from its own cache lines: no gain); False: never.
+            (the default): on GPU backends; True: on a CPU backend too, where a thread
+            steps one world at a time and it is slower (4,096 worlds, 2-core CPU: soft
+            step 12-15 -> 22-25 ms a step); False: never.
         team_timings: when the CPU team's barriers are probed again and how its duel
             chooses between a team of several threads and one, with the clock it times
             steps by (solver/team.py's TeamTimings; the defaults are the measured ones).
