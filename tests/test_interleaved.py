@@ -1,11 +1,12 @@
-"""Small worlds' bodies interleaved (StepOptions.interleave_small_worlds,
-solver/interleaved.py): the substeps work on a body-major copy of the hot state, slot b of
-world w at b * n_worlds + w, so that a GPU warp's worlds read neighbouring addresses. The
-same arithmetic on the same values: every step bit for bit as without, on the small worlds'
-one launch (the GPU's path, counted on the CPU with fold_on_cpu) and on a step without
-contacts; and the copy is laid out as it says (a layout that is not the one the option
-claims would still step bit for bit). On GPU backends it is on by default; test_vulkan's
-scenes run it there against the CPU backend's layout."""
+"""Small worlds' state interleaved (StepOptions.interleave_small_worlds,
+solver/interleaved.py): the substeps work on their bodies and pairs laid out world-minor,
+entry i of world w at i * stride + w (stride n_worlds + interleaved.PAD where the pool has
+room), so that a GPU warp's worlds read neighbouring addresses. The same arithmetic on the
+same values: every step bit for bit as without, on the small worlds' one launch (the GPU's
+path, counted on the CPU with fold_on_cpu) and on a step without contacts; and the state is
+laid out as it says (a layout that is not the one the option claims, even one where two
+worlds share entries, would still step bit for bit on a CPU, a world at a time). On GPU
+backends it is on by default; test_vulkan runs it there."""
 
 import numpy as np
 import pytest
@@ -25,20 +26,29 @@ def _cpu_only(arch):
         pytest.skip("the option's CPU side; test_vulkan runs it on the SPIR-V path")
 
 
+def _stride(scene, entries: int, capacity: int) -> int:
+    """The stride the interleaved layout should take for `entries` entries a world in
+    `capacity` (the test's pools have room for the pad: checked here)."""
+    stride = scene.n_worlds + interleaved.PAD
+    assert entries * stride <= capacity
+    return stride
+
+
 def _interleaved_copy(scene, name: str) -> np.ndarray:
     """The interleaved copy of BodyState field `name` as (n_worlds, n_bodies[, 2]), read
     back from its body-major layout."""
     bodies = scene.step_context().pool.bodies
     n_worlds, n_bodies = scene.n_worlds, scene.n_bodies
-    copy = getattr(bodies, "interleaved_" + name).to_numpy()[: n_worlds * n_bodies]
-    by_body = copy.reshape(n_bodies, n_worlds, *copy.shape[1:])
-    return np.swapaxes(by_body, 0, 1)
+    copy = getattr(bodies, "interleaved_" + name).to_numpy()
+    stride = _stride(scene, n_bodies, len(copy))
+    by_body = copy[: n_bodies * stride].reshape(n_bodies, stride, *copy.shape[1:])
+    return np.swapaxes(by_body[:, :n_worlds], 0, 1)
 
 
 def _prepared_by_world(scene, interleaved: bool) -> list[np.ndarray]:
     """Each world's prepared contacts of the last step, a row a pair: PreparedContacts'
     solver_mass and arm_a (its points past the pair's point count hold stale values: NaN
-    there), read at pair j of world w: j * n_worlds + w where `interleaved`, else the
+    there), read at pair j of world w: j * stride + w where `interleaved`, else the
     world's range of the pair list."""
     pool = scene.step_context().pool
     n_worlds, n_bodies = scene.n_worlds, scene.n_bodies
@@ -46,10 +56,11 @@ def _prepared_by_world(scene, interleaved: bool) -> list[np.ndarray]:
     points = pool.manifolds.point_count.to_numpy()
     masses = pool.prepared.solver_mass.to_numpy()
     arms = pool.prepared.arm_a.to_numpy()  # (pairs, points, 2)
+    stride = _stride(scene, int(np.diff(starts).max()), len(masses))
     rows = []
     for world in range(n_worlds):
         listed = np.arange(starts[world], starts[world + 1])
-        at = (listed - starts[world]) * n_worlds + world if interleaved else listed
+        at = (listed - starts[world]) * stride + world if interleaved else listed
         world_arms = arms[at].copy()
         world_arms[np.arange(arms.shape[1])[None, :] >= points[listed][:, None]] = np.nan
         rows.append(
@@ -106,15 +117,37 @@ def _pair_layout(
     return interleaved.pair_layout(most, n_worlds, capacity, world, first)
 
 
+@ti.kernel
+def _body_stride(n_worlds: ti.i32, n_bodies: ti.i32, capacity: ti.i32) -> ti.i32:
+    return interleaved.body_stride(n_worlds, n_bodies, capacity)
+
+
+def _fits(stride: int, n_worlds: int, entries: int, capacity: int) -> bool:
+    """Whether entry i of world w at i * stride + w stays in `capacity` for every one of
+    `entries` entries of every world (brute force)."""
+    return all(0 <= i * stride + w < capacity for w in range(n_worlds) for i in range(entries))
+
+
 def test_pairs_interleave_only_where_every_worlds_fit(arch):
-    """pair_layout against the brute-force rule: (n_worlds, world) where pair j of world w
-    at j * n_worlds + w stays inside the capacity for every pair of every world (the most
-    a world has, `most`), else the list's own order (1, first pair)."""
-    capacity, first = 64, 37
-    for n_worlds in (1, 3, 16, 64, 65):
-        for most in (0, 1, 3, 4, 5, 64, 65):
-            entries = [j * n_worlds + w for w in range(n_worlds) for j in range(most)]
-            fits = all(0 <= at < capacity for at in entries)
-            expected = (n_worlds, n_worlds - 1) if fits else (1, first)
-            got = tuple(_pair_layout(most, n_worlds, capacity, n_worlds - 1, first))
-            assert got == expected, (n_worlds, most)
+    """pair_layout against brute force: (n_worlds + PAD, world) where every world's pairs
+    (the most a world has, `most`) fit the capacity at that stride, else (n_worlds, world)
+    where they fit at that one, else the list's own order (1, first pair); body_stride the
+    same for a world's bodies, never below n_worlds (the copies hold n_worlds * n_bodies)."""
+    pad, first = interleaved.PAD, 37
+    for capacity in (64, 300, 4096):
+        for n_worlds in (1, 3, 16, 64, 65):
+            for most in (0, 1, 3, 4, 5, 64, 65):
+                expected = (1, first)
+                if _fits(n_worlds, n_worlds, most, capacity):
+                    expected = (n_worlds, n_worlds - 1)
+                if _fits(n_worlds + pad, n_worlds, most, capacity):
+                    expected = (n_worlds + pad, n_worlds - 1)
+                got = tuple(_pair_layout(most, n_worlds, capacity, n_worlds - 1, first))
+                assert got == expected, (capacity, n_worlds, most)
+                if most * n_worlds <= capacity:  # (a pool holds its bodies)
+                    body = (
+                        n_worlds + pad
+                        if _fits(n_worlds + pad, n_worlds, most, capacity)
+                        else n_worlds
+                    )
+                    assert _body_stride(n_worlds, most, capacity) == body, (capacity, n_worlds)

@@ -71,6 +71,7 @@ from .coloring import (
 from .contacts import REPEAT_SOLVE, swept_again
 from .faults import clear_faults, mark_faults
 from .interleaved import (
+    body_stride,
     body_view,
     copy_world,
     manifold_view,
@@ -2762,7 +2763,12 @@ def _launch_body(
                     member,
                     pair_range[0],
                 )
-            solved = body_view(bodies, bodies_interleaved, member, n_bodies, n_worlds)
+            world_pitch = n_worlds  # (the interleaved bodies' stride)
+            if ti.static(bodies_interleaved):
+                world_pitch = body_stride(
+                    n_worlds, n_bodies, ti.static(bodies.interleaved_angle.shape[0])
+                )
+            solved = body_view(bodies, bodies_interleaved, member, n_bodies, world_pitch)
             solved_manifolds = manifold_view(
                 manifolds, staging, pairs_interleaved, pair_range[0], layout[0], layout[1]
             )
@@ -2776,7 +2782,7 @@ def _launch_body(
                     staging,
                     member,
                     n_bodies,
-                    n_worlds,
+                    world_pitch,
                     pair_range,
                     layout,
                     pairs_interleaved,
@@ -2911,7 +2917,7 @@ def _launch_body(
                     staging,
                     member,
                     n_bodies,
-                    n_worlds,
+                    world_pitch,
                     pair_range,
                     layout,
                     pairs_interleaved,
