@@ -188,7 +188,10 @@ _GROWTH = textwrap.dedent("""
         # Steps in flight (solver/in_flight.py), read only at the end (and at the push): a
         # launch in flight whose pairs outgrow the pool stops, those after it do nothing,
         # and the read grows the pool, finishes that step and takes the others again.
-        scene = _piles("cpu", "{solver}", steps_in_flight=True)
+        options = dict(steps_in_flight=True)
+        if "{mode}" == "in_flight_interleaved":
+            options["interleave_small_worlds"] = True
+        scene = _piles("cpu", "{solver}", **options)
         launched = launching.kernel_launches().get(IN_FLIGHT, 0)
         steps, _ = _run(
             scene, each=lambda step: capacities.append(pool_capacity()), read_each=False
@@ -208,7 +211,7 @@ _GROWTH = textwrap.dedent("""
 # growth compiles the step's kernels again in the child (~1-1.5 minutes a mode on 2 cores).
 @pytest.mark.slow  # a child process that compiles the step for two pools, the first outgrown
 @pytest.mark.parametrize("solver", ["xpbd"])
-@pytest.mark.parametrize("mode", ["read_each", "in_flight"])
+@pytest.mark.parametrize("mode", ["read_each", "in_flight", "in_flight_interleaved"])
 def test_a_small_worlds_launch_whose_pairs_outgrow_the_pool_stops_and_runs_again(
     arch, solver, mode
 ):
@@ -218,7 +221,11 @@ def test_a_small_worlds_launch_whose_pairs_outgrow_the_pool_stops_and_runs_again
     launch began to overwrite their ranges): bitwise the stages' own launches, which grow
     the pool as their broad phase asks. A first pool too small, grown mid-run. In
     flight (`mode`; solver/in_flight.py), read only at the end: the read finds the launch
-    that stopped, grows the pool, finishes that step and takes the steps after it again."""
+    that stopped, grows the pool, finishes that step and takes the steps after it again;
+    and so with the state interleaved (a GPU's default, solver/interleaved.py), whose pairs
+    take every layout as the piles grow: the padded stride, n_worlds, the list's order in
+    the first pool's 256 pairs, n_worlds in the grown one (read step by step on 2026-12-05:
+    steps 0-15, 16-20, 21-28, then from 29)."""
     if arch != "cpu":
         pytest.skip("the GPU path is counted on the CPU (fold_on_cpu); test_vulkan runs it")
     out = subprocess.run(
@@ -230,6 +237,6 @@ def test_a_small_worlds_launch_whose_pairs_outgrow_the_pool_stops_and_runs_again
     assert out.returncode == 0, out.stderr[-3000:]
     same, grew, launched = out.stdout.split()[-3:]
     # In flight, the first step builds the scene, the push's waits for its force.
-    wanted = STEPS - 2 if mode == "in_flight" else STEPS + 1
+    wanted = STEPS + 1 if mode == "read_each" else STEPS - 2
     assert int(grew) >= 1 and int(launched) >= wanted, out.stdout[-800:]
     assert same == "True"
