@@ -740,6 +740,28 @@ class ContactEvents(FieldGroup):
         )
 
 
+#: PreparedContacts' fields of one entry a pair (or a (pair, point)): what the narrow phase
+#: prepares for every pair on a step's first substep (stages.SUBSTEP_STAGES) and a small
+#: world's substeps read interleaved (solver/interleaved.py); the per-body lists and the
+#: overflow's entries are the others.
+PREPARED_PAIR_FIELDS = (
+    "solver_mass",
+    "held",
+    "restitution",
+    "slop",
+    "refresh",
+    "ref_shift",
+    "ref_turn",
+    "arm_a",
+    "arm_b",
+    "normal_mass",
+    "tangent_mass",
+    "friction",
+    "bounced",
+    "approach",
+)
+
+
 @ti.data_oriented
 class PreparedContacts(FieldGroup):
     """Per pair, what the solver prepares each step (solver/contacts.py), (n_pairs,), points

@@ -2775,8 +2775,9 @@ def _launch_body(
             solved_prepared = prepared_view(
                 prepared, pairs_interleaved, pair_range[0], layout[0], layout[1]
             )
-            if ti.static(bodies_interleaved):
-                copy_world(
+            # (What copies the world's state in, and out after its substeps.)
+            world_state = ti.static(
+                (
                     bodies,
                     manifolds,
                     staging,
@@ -2786,8 +2787,10 @@ def _launch_body(
                     pair_range,
                     layout,
                     pairs_interleaved,
-                    True,
                 )
+            )
+            if ti.static(bodies_interleaved):
+                copy_world(*world_state, True)
             # Phase -1: begin_step's stages (BEGIN, KEPT); then the substeps (SUBSTEPS,
             # KEPT where the colouring holds).
             for phase in range(
@@ -2911,18 +2914,7 @@ def _launch_body(
                                     pair_blocks,
                                 )
             if ti.static(bodies_interleaved):
-                copy_world(
-                    bodies,
-                    manifolds,
-                    staging,
-                    member,
-                    n_bodies,
-                    world_pitch,
-                    pair_range,
-                    layout,
-                    pairs_interleaved,
-                    False,
-                )
+                copy_world(*world_state, False)
             if mode != BEGIN and (code & HOLDS) != 0:
                 mark_faults(
                     model, bodies, joints, faults, body_range, joint_range, n_bodies, n_joints

@@ -35,29 +35,11 @@ order: the same results bit for bit (tests/test_interleaved.py).
 import taichi as ti
 from taichi.lang import impl
 
-from ...device import INTERLEAVED_BODY_FIELDS
+from ...device import INTERLEAVED_BODY_FIELDS, PREPARED_PAIR_FIELDS
 from .pairs import ORDERED_PAIR_FIELDS, ORDERED_POINT_FIELDS, copy_pair_fields
 
 #: The interleaved body fields' names (device.INTERLEAVED_BODY_FIELDS).
 HOT_FIELDS = tuple(name for name, _, _ in INTERLEAVED_BODY_FIELDS)
-#: PreparedContacts' fields of one entry a pair (or a (pair, point)), laid out world-minor
-#: in place; its per-body lists and overflow entries keep their layout.
-PREPARED_PAIR_FIELDS = (
-    "solver_mass",
-    "held",
-    "restitution",
-    "slop",
-    "refresh",
-    "ref_shift",
-    "ref_turn",
-    "arm_a",
-    "arm_b",
-    "normal_mass",
-    "tangent_mass",
-    "friction",
-    "bounced",
-    "approach",
-)
 
 
 def _built_at_compile_time(function):

@@ -39,6 +39,7 @@ from typing import NamedTuple
 
 import taichi as ti
 
+from ...device import PREPARED_PAIR_FIELDS
 from ..bodies import moves, world_gravity
 from ..collision.continuous import sweep_body
 from ..integrate import begin_step_pose, integrate_position, integrate_velocity
@@ -476,25 +477,7 @@ SUBSTEP_STAGES = (
         _narrow_phase,
         contactless=None,
         own_bodies_after_first=True,
-        writes=("manifolds.touching",)
-        + tuple(
-            f"prepared.{name}"
-            for name in (
-                "solver_mass",
-                "restitution",
-                "slop",
-                "refresh",
-                "ref_shift",
-                "ref_turn",
-                "arm_a",
-                "arm_b",
-                "normal_mass",
-                "tangent_mass",
-                "friction",
-                "bounced",
-                "approach",
-            )
-        ),
+        writes=("manifolds.touching",) + tuple(f"prepared.{name}" for name in PREPARED_PAIR_FIELDS),
     ),
     Stage(
         "integrate positions",
