@@ -28,8 +28,10 @@ all in the same set of a cache that picks its set from the address's low bits (o
 noisy; on a GPU untried).
 
 The stages see them through InterleavedView, which has the group's attributes and maps an
-index of its world to the layout's. The same arithmetic on the same values in the same
-order: the same results bit for bit (tests/test_interleaved.py).
+index of its world to the layout's; a field it does not name is read and written where it
+lies (consistent, only not interleaved: a field added to a group needs no change here to
+stay right). The same arithmetic on the same values in the same order: the same results
+bit for bit (tests/test_interleaved.py).
 """
 
 import taichi as ti
