@@ -50,10 +50,11 @@
 #                  (StepOptions.colors_by_turns), the 100k pile on the grid team;
 #                  results_lease.tgz.
 #   lease_more     right after it, in the rest of the 15 minutes (LEASE_S=what is left): the
-#                  same A/Bs with XPBD, the 1M pile on its default path (soft step) and its
-#                  kernel profile, the cart-pole envs, Nsight Compute on the small worlds'
-#                  step kernel (occupancy, warp stalls, memory: benchmarks/step_loop.py),
-#                  then as far as it goes: the pyramid on 32 blocks
+#                  1M pile on its default path (soft step), the cart-pole envs, XPBD's
+#                  small worlds and pyramid (by turns and not), the 1M pile's kernel
+#                  profile, XPBD's small worlds not interleaved, Nsight Compute on the small
+#                  worlds' step kernel (occupancy, warp stalls, memory:
+#                  benchmarks/step_loop.py), then as far as it goes: the pyramid on 32 blocks
 #                  (StepOptions.gpu_grid_blocks), the small worlds at blocks of 512 and with
 #                  Taichi's advanced_optimization, the 100k pile per stage, the 1M pile on
 #                  the grid team, the piles with XPBD, the levels env (issue 78);
@@ -210,18 +211,21 @@ lease | lease_more)
             # The grid team at scale (the default up to 200,000 body slots): 100k, soft step.
             bench 90 --solver soft_step pile --piles 100000
         else
-            # The same A/Bs with XPBD (11 substeps), then the 1M pile on its default path
-            # (a launch per stage group: over gpu_grid_team_slots) and its kernel profile
-            # (issue 74's "know before changing": what its 405 ms of 2026-11 were).
-            bench 60 --solver xpbd batched_small
-            bench 60 --solver xpbd batched_small --step-option interleave_small_worlds=false
-            bench 60 --solver xpbd large_pyramid
-            bench 60 --solver xpbd large_pyramid --step-option colors_by_turns=true
+            # The 1M pile on its default path (a launch per stage group: over
+            # gpu_grid_team_slots; never measured since 2026-11's 405 ms), the cart-pole
+            # envs (7.12 M env-steps/s at 65,536 on 2026-12-04; interleaved now), XPBD's
+            # small worlds and pyramid on the defaults and by turns, the pile's kernel
+            # profile (issue 74's "know before changing"), then XPBD's other halves of the
+            # A/Bs (lease tells the direction with the soft step).
             bench 120 --solver soft_step pile --piles 1000000
-            profile pile 90
-            echo "== $(date +%T) cart-pole envs (7.12 M env-steps/s at 65,536 on 2026-12-04)"
+            echo "== $(date +%T) cart-pole envs"
             timeout "$(cap 90)" "$python" -m benchmarks.envs --arch "$arch" --results "$results"
             echo "== rc $?"; pack
+            bench 60 --solver xpbd batched_small
+            bench 60 --solver xpbd large_pyramid --step-option colors_by_turns=true
+            bench 60 --solver xpbd large_pyramid
+            profile pile 90
+            bench 60 --solver xpbd batched_small --step-option interleave_small_worlds=false
             echo "== $(date +%T) Nsight Compute: the small worlds' step kernel (XPBD, 65,536 worlds)"
             ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
             if [[ -n $ncu ]]; then
