@@ -1013,9 +1013,13 @@ def _refit_by_team(
         part += ti.Vector(refit_slot(model, bodies, grid, slot, n_bodies, margin, motion_time, 0))
     refitted_asleep = _team_tally(counts, _REFIT_TALLY, part, n_members)
     restless = ti.Vector([0])
-    for slot in range(lo, hi):  # after the team met: every world's sleep marked
-        restless[0] += restless_slot(model, bodies, grid, slot, n_bodies)
-    restless = _team_tally(counts, _REFIT_TALLY + 2, restless, n_members)
+    # A restless slot is an awake one in a world with a sleeping slot: with none asleep,
+    # none (its tally stays 0), and the team need not meet for it (an awake scene's kept
+    # step: a barrier fewer). The same sum for every member: the branch is the team's.
+    if refitted_asleep[1] > 0:
+        for slot in range(lo, hi):  # after the team met: every world's sleep marked
+            restless[0] += restless_slot(model, bodies, grid, slot, n_bodies)
+        restless = _team_tally(counts, _REFIT_TALLY + 2, restless, n_members)
     return refitted_asleep[0] == 0 and refitted_asleep[1] == 0 and restless[0] == 0
 
 
