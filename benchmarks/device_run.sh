@@ -202,9 +202,9 @@ lease | lease_more)
             bench 50 --solver soft_step batched_small
             bench 50 --solver soft_step batched_small --step-option interleave_small_worlds=false
             # The large pyramid on the grid team (1.62 ms on 2026-12-04 at 122 barriers a
-            # step; 86 a kept step now), and with a pass's colours by turns
+            # step; 85 a kept step now), and with a pass's colours by turns
             # (StepOptions.colors_by_turns: a counter and two fences a constraint where the
-            # team met after each colour; 30 barriers a kept step; the tests above check
+            # team met after each colour; 29 barriers a kept step; the tests above check
             # it bit for bit on CUDA first).
             bench 45 --solver soft_step large_pyramid
             bench 45 --solver soft_step large_pyramid --step-option colors_by_turns=true
