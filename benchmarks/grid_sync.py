@@ -22,7 +22,6 @@ were not all resident: its figures mean nothing).
 
 import argparse
 import datetime
-import time
 
 import taichi as ti
 
@@ -30,7 +29,7 @@ from fx2d_gpu import scenes
 from fx2d_gpu.device import runtime
 from fx2d_gpu.physics.solver import gpu_team, team
 
-from .common import device_name, print_table, save_csv
+from .common import device_name, print_table, save_csv, time_windows
 
 #: Where the token lies (a field of its own: the team's counters are the barrier's).
 _token = None
@@ -70,14 +69,6 @@ def _hand_on(
                 ti.atomic_add(token[0], 1)
 
 
-def _seconds(run) -> float:
-    ti.sync()
-    start = time.perf_counter()
-    run()
-    ti.sync()
-    return time.perf_counter() - start
-
-
 def teams(backend: str) -> list[tuple[int, int]]:
     """(members, blocks) of the teams measured on `backend` (blocks 0: a CPU team)."""
     if backend == "cuda":
@@ -110,18 +101,19 @@ def measure(counts, members: int, blocks: int, rounds: int) -> dict:
         _token[0] = 0
         _hand_on(counts, _token, members, spacing, rounds)
 
-    meet(), hand_on()
-    barrier_s = min(_seconds(meet) for _ in range(3))
-    handoff_s = min(_seconds(hand_on) for _ in range(3))
+    # A first call (it compiles), then eight timed one at a time: the best (ms; a
+    # descheduled thread of a CPU team stalls a whole run).
+    barrier_ms = min(time_windows(meet, ti.sync, 9, 1)[1])
+    handoff_ms = min(time_windows(hand_on, ti.sync, 9, 1)[1])
     if _token[0] != rounds * holders:  # every holder passed it on every round
         raise RuntimeError(f"the token was passed {_token[0]} times, not {rounds * holders}")
     return {
         "members": members,
         "blocks": blocks,
         "rounds": rounds,
-        "barrier_us": round(1e6 * barrier_s / rounds, 3),
+        "barrier_us": round(1e3 * barrier_ms / rounds, 3),
         "handoffs": rounds * holders,
-        "handoff_us": round(1e6 * handoff_s / (rounds * holders), 3),
+        "handoff_us": round(1e3 * handoff_ms / (rounds * holders), 3),
         "timeouts": int(counts.barrier[team.TIMEOUTS]),
     }
 

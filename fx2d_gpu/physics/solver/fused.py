@@ -724,7 +724,7 @@ def _launch(
 
 
 def interleaves(ctx: "StepContext") -> bool:
-    """Whether a small worlds' step works on its bodies interleaved (solver/interleaved.py,
+    """Whether a small worlds' step works on its state interleaved (solver/interleaved.py,
     StepOptions.interleave_small_worlds: None, on GPU backends)."""
     asked = ctx.options.interleave_small_worlds
     return gpu_team.on_gpu() if asked is None else asked
