@@ -47,7 +47,8 @@
 #                  (benchmarks/grid_sync.py), the soft step's small worlds with their state
 #                  interleaved (the default) and not (StepOptions.interleave_small_worlds),
 #                  the large pyramid with and without colours by turns
-#                  (StepOptions.colors_by_turns), the 100k pile on the grid team;
+#                  (StepOptions.colors_by_turns; and by turns without its body stages:
+#                  stages_by_turns), the 100k pile on the grid team;
 #                  results_lease.tgz.
 #   lease_more     right after it, in the rest of the 15 minutes (LEASE_S=what is left): the
 #                  1M pile on its default path (soft step), the cart-pole envs, XPBD's
@@ -204,10 +205,13 @@ lease | lease_more)
             # The large pyramid on the grid team (1.62 ms on 2026-12-04 at 122 barriers a
             # step; 85 a kept step now), and with a pass's colours by turns
             # (StepOptions.colors_by_turns: a counter and two fences a constraint where the
-            # team met after each colour; 29 barriers a kept step; the tests above check
-            # it bit for bit on CUDA first).
+            # team met after each colour), its body stages by turns too (stages_by_turns,
+            # colors_by_turns' default: ~3 barriers a kept step) and not (29); the tests
+            # above check both bit for bit on CUDA first.
             bench 45 --solver soft_step large_pyramid
             bench 45 --solver soft_step large_pyramid --step-option colors_by_turns=true
+            bench 45 --solver soft_step large_pyramid --step-option colors_by_turns=true \
+                --step-option stages_by_turns=false
             # The grid team at scale (the default up to 200,000 body slots): 100k, soft step.
             bench 90 --solver soft_step pile --piles 100000
         else
@@ -224,6 +228,8 @@ lease | lease_more)
             bench 60 --solver xpbd batched_small
             bench 60 --solver xpbd large_pyramid --step-option colors_by_turns=true
             bench 60 --solver xpbd large_pyramid
+            bench 60 --solver xpbd large_pyramid --step-option colors_by_turns=true \
+                --step-option stages_by_turns=false
             profile pile 90
             bench 60 --solver xpbd batched_small --step-option interleave_small_worlds=false
             echo "== $(date +%T) Nsight Compute: the small worlds' step kernel (XPBD, 65,536 worlds)"

@@ -114,7 +114,9 @@ def test_colours_by_turns_step_bit_for_bit_on_a_block_and_on_the_grid(arch, solv
     constraints of lower colours, its memory fenced on either side): on one block, whose
     threads wait on each other's counters within their warps, and on the grid team, whose
     blocks wait on each other's through the L2 cache, the same results bit for bit as at
-    a barrier after each colour, in as many launches."""
+    a barrier after each colour, in as many launches. With its body stages by turns too
+    (StepOptions.stages_by_turns, the default: the pyramid's substeps with no barrier
+    between their stages; the joint grid's, with joints, as without it) and without."""
     if arch != "cuda":
         pytest.skip("the GPU team's fences and waits across blocks run on CUDA only")
     for name in _scenes(arch, solver):
@@ -122,10 +124,16 @@ def test_colours_by_turns_step_bit_for_bit_on_a_block_and_on_the_grid(arch, solv
             plain, launches, teams = _stepped(
                 with_options(_scenes(arch, solver)[name], **grid), STEPS
             )
-            scene = with_options(_scenes(arch, solver)[name], **grid, colors_by_turns=True)
-            turned, turned_launches, turned_teams = _stepped(scene, STEPS)
-            assert turned_teams == teams and turned_launches == launches, (name, grid)
-            assert_same_trace(plain, turned)
+            for stages_by_turns in (True, False):
+                scene = with_options(
+                    _scenes(arch, solver)[name],
+                    **grid,
+                    colors_by_turns=True,
+                    stages_by_turns=stages_by_turns,
+                )
+                turned, turned_launches, turned_teams = _stepped(scene, STEPS)
+                assert turned_teams == teams and turned_launches == launches, (name, grid)
+                assert_same_trace(plain, turned)
 
 
 def test_the_gpu_team_is_one_block_for_scenes_up_to_its_slots():

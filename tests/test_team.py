@@ -514,9 +514,10 @@ def test_colours_by_turns_step_bit_for_bit_and_meet_the_team_once_a_pass(arch):
     after the first sweep, at barriers) step bit for bit as without, on the same team;
     and with the soft step (its solve, relax and restitution passes) the chains over the
     pile alone (its soft joints tear at the overflow's hub of spokes, with turns or without).
-    And a pyramid of 40 boxes a side (8 colours, none small) meets at 2 * (8 - 1)
-    barriers fewer a substep (XPBD: a position and a velocity pass, each meeting once
-    instead of once a colour), counted from its first step with 2 and 3 substeps."""
+    And a pyramid of 40 boxes a side (8 colours, none small), its body stages meeting
+    the team (stages_by_turns off), meets at 2 * (8 - 1) barriers fewer a substep (XPBD:
+    a position and a velocity pass, each meeting once instead of once a colour), counted
+    from its first step with 2 and 3 substeps."""
     for solver in ("xpbd", "soft_step"):
         sizes = []
         traces = []
@@ -529,9 +530,64 @@ def test_colours_by_turns_step_bit_for_bit_and_meet_the_team_once_a_pass(arch):
             pytest.skip("this machine gave the scene no team of several threads")
         assert_same_trace(*traces)
     specs = scenes.pyramid_layout(40)[0]
-    counted = [step_barriers(specs, arch, colors_by_turns=turns) for turns in (False, True)]
+    counted = [
+        step_barriers(specs, arch, colors_by_turns=turns, stages_by_turns=False)
+        for turns in (False, True)
+    ]
     assert [colors for _, _, colors, _ in counted] == [8, 8]
     assert counted[0][1] - counted[1][1] == 2 * (8 - 1), counted
+
+
+def test_stages_by_turns_step_bit_for_bit_and_meet_the_team_only_where_a_stage_must(arch):
+    """StepOptions.stages_by_turns (with colors_by_turns, the default then): a substep's
+    body stages take turns at each body too (coloring.take_turns' chain), so the team
+    meets at no barrier from substep 0's narrow phase to the last pass. A pyramid of 40
+    boxes a side (820 boxes, no joints), XPBD and the soft step: 20 steps bit for bit as
+    without turns, and its first step meets at no barrier a substep (as many with 2 and 3
+    substeps: step_barriers) where colours by turns alone meet at several (its passes, its
+    stages over body slots). Where a stage in the chain would read another body that
+    moves, the team meets as with colours by turns alone, bit for bit as without turns:
+    a kinematic box pushing into the pyramid's foot at 1 m/s (fused._chains, on the host) and the
+    soft step's ball beside the pyramid coming down fast, whose pair with the ground is
+    fast (its narrow phase reads both bodies every substep: fused._chain_starts, on the
+    device), where the same ball coming down slowly chains."""
+    team.reset()  # probed afresh: a team of several threads wherever there are two CPUs
+    specs = scenes.pyramid_layout(40)[0]
+    for solver in ("xpbd", "soft_step"):
+        sizes = []
+        traces = []
+        for options in ({}, {"colors_by_turns": True}):
+            scene = steady(scenes.build_scene(specs, arch=arch, solver=solver))
+            traces.append(trace(with_options(scene, **options), 20, each=on_team(sizes)))
+        if team_of_every_step(sizes, 40) < 2:
+            pytest.skip("this machine gave the scene no team of several threads")
+        assert_same_trace(*traces)
+    turns = dict(colors_by_turns=True)
+    alone = dict(turns, stages_by_turns=False)
+    per_substep = [step_barriers(specs, arch, **options)[1] for options in (turns, alone)]
+    assert per_substep[0] == 0 and per_substep[1] >= 4, per_substep
+
+    def pushed(substeps: int = 11) -> fx.Scene:
+        scene = scenes.build_scene(specs, arch=arch, substeps=substeps)
+        scene.add_box(
+            (-20.55, 0.5), (1.0, 1.0), mass=1.0, external_forces_enabled=False, velocity=(1.0, 0.0)
+        )
+        return scene
+
+    pushed_per_substep = []
+    for options in (turns, alone):
+        met = [first_step_barriers(with_options(pushed(n), **options))[0] for n in (2, 3)]
+        pushed_per_substep.append(met[1] - met[0])
+    assert pushed_per_substep[0] == pushed_per_substep[1] >= 4, pushed_per_substep
+    assert_same_trace(*(trace(steady(with_options(pushed(), **o)), 20) for o in ({}, turns)))
+    for speed, chains in ((SLOW, True), (FAST, False)):
+        met = [
+            first_step_barriers(with_options(pyramid_beside_a_ball(arch, speed, n), **turns))[0]
+            for n in (2, 3)
+        ]
+        assert (met[1] == met[0]) == chains, (speed, met)
+        balls = (steady(with_options(pyramid_beside_a_ball(arch, speed), **o)) for o in ({}, turns))
+        assert_same_trace(*(trace(scene, 12) for scene in balls))
 
 
 def pyramid_beside_a_ball(arch: str, speed: float, substeps: int = 4) -> fx.Scene:

@@ -912,7 +912,9 @@ class Coloring(FieldGroup):
             i32,
             N,
             doc="the body's constraints solved so far in a colour pass whose colours run "
-            "by turns (StepOptions.colors_by_turns); 0 between passes",
+            "by turns (StepOptions.colors_by_turns); in a chained launch "
+            "(StepOptions.stages_by_turns) its stages and constraints since substep 0's "
+            "narrow phase (coloring.chain_event); 0 between passes",
         )
         self._field(
             "body_left",

@@ -217,12 +217,14 @@ class Binding:
 
 def solver_flags(model: dict) -> dict:
     """StepContext's flags that follow from the model (the groups of build_model, with the
-    per-world rows): has_bullets, immovable_sweep (in some world the dynamic bodies' masses
-    differ by more than contacts.IMMOVABLE_SWEEP_RATIO: BodyModel.uneven) and
-    contact_free (no two bodies of a world may ever pair: pairing.never_pairs)."""
+    per-world rows): has_bullets, has_kinematic (a body is kinematic), immovable_sweep (in
+    some world the dynamic bodies' masses differ by more than
+    contacts.IMMOVABLE_SWEEP_RATIO: BodyModel.uneven) and contact_free (no two bodies of a
+    world may ever pair: pairing.never_pairs)."""
     bodies = model["model"]
     return {
         "has_bullets": bool(bodies["bullet"].any()),
+        "has_kinematic": bool(bodies["kinematic"].any()),
         "immovable_sweep": bool(bodies["uneven"].any()),
         "contact_free": never_pairs(model),
     }

@@ -183,19 +183,39 @@ def _turn_of(coloring: ti.template(), slot, color):
 
 
 @ti.func
-def _wait_turn(coloring: ti.template(), counts: ti.template(), slot, moves, color):
+def chain_event(turns, substep, group):
+    """A chained launch's event at a body of `turns` constraints a pass, before group
+    `group` (0: its body stages before the substep's first colour pass; 1: those before
+    the second) of substep `substep`: the value of coloring.body_turn at which the group's
+    stages may run. A chained substep is 2 * (turns + 1) events at the body: its first
+    stages, a pass's turns, its second stages, the other pass's turns (take_turns,
+    StepOptions.stages_by_turns)."""
+    return (substep * 2 + group) * (turns + 1)
+
+
+@ti.func
+def _wait_turn(coloring: ti.template(), counts: ti.template(), slot, moves, color, chain):
     """Wait until the constraints of body slot below `color` have been solved in this pass
-    (coloring.body_turn counts them; see take_turns), where the constraint `moves` it. The
-    body's first (turn 0) does not read the count: it is 0 when a pass starts (the last
-    pass's last constraint set it back, before the team met), and on a GPU each read is a
-    round trip through the L2 cache."""
+    (coloring.body_turn counts them; see take_turns), where the constraint `moves` it;
+    in a chain (`chain` = (substep, pass, last), substep >= 0), also the body's stages
+    before the pass. Outside a chain the body's first (turn 0) does not read the count: it
+    is 0 when a pass starts (the last pass's last constraint set it back, before the team
+    met), and on a GPU each read is a round trip through the L2 cache."""
     if moves:
-        turn, _ = _turn_of(coloring, slot, color)
+        turn, turns = _turn_of(coloring, slot, color)
+        if chain[0] >= 0:
+            turn += chain_event(turns, chain[0], chain[1]) + 1
         if turn > 0:
-            limit = team.SPIN_LIMIT
-            if ti.static(gpu_team.on_gpu()):
-                limit = gpu_team.GRID_SPIN_LIMIT
-            team.wait_while(counts, coloring.body_turn, slot, turn, False, limit)
+            _wait_for(coloring, counts, slot, turn)
+
+
+@ti.func
+def _wait_for(coloring: ti.template(), counts: ti.template(), slot, event):
+    """Spin until coloring.body_turn[slot] reaches `event` (team.wait_while)."""
+    limit = team.SPIN_LIMIT
+    if ti.static(gpu_team.on_gpu()):
+        limit = gpu_team.GRID_SPIN_LIMIT
+    team.wait_while(counts, coloring.body_turn, slot, event, False, limit)
 
 
 @ti.func
@@ -208,6 +228,7 @@ def take_turns(
     counts: ti.template(),
     k,
     n_bodies,
+    chain,
     solved: ti.template(),
 ):
     """Around constraint k (of colour coloring.color[k]) in a colour pass whose colours run
@@ -222,31 +243,90 @@ def take_turns(
     in a colour). On CUDA a fence on either side: the bodies' values travel with the turn.
     The wait ends: a constraint waits only for lower colours, so the lowest colour left
     always runs, as long as every member goes through its constraints in colour order and
-    all members run at once (a team's threads; a grid team's blocks are all resident)."""
+    all members run at once (a team's threads; a grid team's blocks are all resident).
+
+    A chain (StepOptions.stages_by_turns; `chain` = (substep, pass: 0 or 1, whether it is
+    the chain's last pass); substep -1: none) runs a launch's substeps with no barrier
+    between its stages: the body's count goes on through the substeps (chain_event), its
+    body stages taking a turn between the passes (wait_for_stages, stages_taken), and goes
+    back to 0 after the chain's last constraint. Every member goes through its work in the
+    substeps' order (its bodies' stages, its constraints in colour order, ...), and each
+    wait is for work earlier in that order, so the earliest work left always runs."""
     if ti.static(solved and gpu_team.on_cuda()):
         ti.simt.grid.memfence()  # (release: the bodies' new values before the turn passes)
     a, b, moves_a, moves_b = _bodies_of(model, bodies, joints, manifolds, counts, k, n_bodies)
     color = coloring.color[k]
     if ti.static(solved):
-        _pass_turn(coloring, a, moves_a, color)
-        _pass_turn(coloring, b, moves_b, color)
+        _pass_turn(coloring, a, moves_a, color, chain)
+        _pass_turn(coloring, b, moves_b, color, chain)
     else:
-        _wait_turn(coloring, counts, a, moves_a, color)
-        _wait_turn(coloring, counts, b, moves_b, color)
+        _wait_turn(coloring, counts, a, moves_a, color, chain)
+        _wait_turn(coloring, counts, b, moves_b, color, chain)
         if ti.static(gpu_team.on_cuda()):
             ti.simt.grid.memfence()  # (acquire: the bodies' values after the wait)
 
 
 @ti.func
-def _pass_turn(coloring: ti.template(), slot, moves, color):
+def _pass_turn(coloring: ti.template(), slot, moves, color, chain):
     """The next constraint of body slot's turn (back to 0 after its last: the next pass
-    starts there), where the constraint `moves` it."""
+    starts there; in a chain, after its last of the chain's last pass), where the
+    constraint `moves` it."""
     if moves:
         turn, turns = _turn_of(coloring, slot, color)
-        if turn == turns - 1:
-            ti.atomic_sub(coloring.body_turn[slot], turn)
+        if turn == turns - 1 and (chain[0] < 0 or chain[2] == 1):
+            count = turn  # (the count now: only this constraint may change it)
+            if chain[0] >= 0:
+                count += chain_event(turns, chain[0], chain[1]) + 1
+            ti.atomic_sub(coloring.body_turn[slot], count)
         else:
             ti.atomic_add(coloring.body_turn[slot], 1)
+
+
+@ti.func
+def _chained_turns(
+    model: ti.template(), bodies: ti.template(), coloring: ti.template(), slot, n_bodies
+):
+    """Body slot's constraints in a pass, where they take turns at it (it moves: awake
+    and dynamic); 0 where none does."""
+    turns = 0
+    if awake_dynamic(model, bodies, slot, n_bodies):
+        turns = ti.math.popcnt(coloring.body_color_mask[slot])
+    return turns
+
+
+@ti.func
+def wait_for_stages(
+    model: ti.template(),
+    bodies: ti.template(),
+    coloring: ti.template(),
+    counts: ti.template(),
+    slot,
+    n_bodies,
+    substep,
+    group,
+):
+    """Before body slot's stages of `group` in a chained substep (take_turns' chain):
+    wait until its constraints of the pass before were solved (nothing for a body no
+    constraint moves: only its own stages touch it)."""
+    turns = _chained_turns(model, bodies, coloring, slot, n_bodies)
+    if turns > 0:
+        event = chain_event(turns, substep, group)
+        if event > 0:
+            _wait_for(coloring, counts, slot, event)
+        if ti.static(gpu_team.on_cuda()):
+            ti.simt.grid.memfence()  # (acquire, as take_turns)
+
+
+@ti.func
+def stages_taken(
+    model: ti.template(), bodies: ti.template(), coloring: ti.template(), slot, n_bodies
+):
+    """After body slot's stages of a group in a chained substep: its next constraint may
+    go (take_turns' chain)."""
+    if _chained_turns(model, bodies, coloring, slot, n_bodies) > 0:
+        if ti.static(gpu_team.on_cuda()):
+            ti.simt.grid.memfence()  # (release, as take_turns)
+        ti.atomic_add(coloring.body_turn[slot], 1)
 
 
 @ti.func

@@ -260,7 +260,8 @@ class StepContext:
     the cache says the scene needs (pair_need, entry_need), this scene's state in it
     bitwise unchanged. dt (s), substeps and enable_sleep are the step's settings
     (unused by queries; gravity is per world, device.BodyModel.gravity); has_bullets: a
-    body is a bullet (collision/continuous.py's second pass runs); immovable_sweep: in some
+    body is a bullet (collision/continuous.py's second pass runs); has_kinematic: a body is
+    kinematic (it moves whatever it meets; StepOptions.stages_by_turns); immovable_sweep: in some
     world the dynamic bodies' masses differ by more than contacts.IMMOVABLE_SWEEP_RATIO
     (BodyModel.uneven; that world's velocity pass sweeps
     the contacts with immovable bodies again); contact_free: no two bodies of a world may
@@ -293,6 +294,7 @@ class StepContext:
     substeps: int = 1
     enable_sleep: bool = True
     has_bullets: bool = False
+    has_kinematic: bool = False
     immovable_sweep: bool = False
     contact_free: bool = False
     solver: str = "xpbd"

@@ -65,8 +65,10 @@ from .coloring import (
     may_reuse_coloring,
     one_color_by_world,
     solves_other_pairs,
+    stages_taken,
     start_coloring_by_team,
     take_turns,
+    wait_for_stages,
 )
 from .contacts import REPEAT_SOLVE, swept_again
 from .faults import clear_faults, mark_faults
@@ -97,9 +99,11 @@ from .sleep import find_pairs_waking, no_convergence, update_sleep_by_team, wake
 from .stages import (
     BEGIN_STEP_STAGES,
     BODY_SLOTS,
+    CHAIN_ROLES,
     CONTACTLESS_STAGES,
     JOINT_SLOTS,
     PAIRS,
+    PASS_NUMBERS,
     STAGES,
     Substep,
     bounce_possible,
@@ -214,6 +218,7 @@ def _pass_by_world(
                 uneven,
                 True,
                 False,
+                ti.Vector([-1, 0, 0]),
             )
 
 
@@ -451,6 +456,7 @@ def _in_flight(ctx: "StepContext", slot: int, late: int, launch: WorldLaunch | N
         begun=int(not ctx.small_coloring),
         bullets=int(ctx.has_bullets),
         uneven=int(ctx.immovable_sweep),
+        chained=0,  # (a world a thread: its own member, it never meets)
         n_reported=cache.n_reported,
         save=_save_flags(ctx) if launch.save else 0,
         margin=launch.margin,
@@ -730,6 +736,30 @@ def interleaves(ctx: "StepContext") -> bool:
     return gpu_team.on_gpu() if asked is None else asked
 
 
+def _chains(ctx: "StepContext", by_world: bool) -> bool:
+    """Whether a team's launch may take its substeps' stages by turns
+    (StepOptions.stages_by_turns with colors_by_turns; the launch starts the chain itself
+    where its step allows: _chain_starts): where no stage in the chain reads another body
+    that moves, and no pass meets between sweeps. Not with joints (the motors read both
+    bodies; XPBD sweeps joints again at barriers), kinematic bodies (moved by a stage of
+    their own, read by the constraints of the bodies they meet, which take no turn at
+    them), bullets (the continuous sweep's second round reads the dynamic bodies they
+    meet) or, in XPBD, worlds of uneven masses (the velocity pass sweeps the contacts with
+    immovable bodies again, at a barrier)."""
+    options = ctx.options
+    uneven = ctx.immovable_sweep and any(stage.immovable_sweep for stage in STAGES[ctx.solver])
+    return (
+        not by_world
+        and options.colors_by_turns
+        and options.stages_by_turns
+        and not gpu_team.on_spirv()
+        and ctx.n_joints == 0
+        and not ctx.has_kinematic
+        and not ctx.has_bullets
+        and not uneven
+    )
+
+
 def _launch_args(
     ctx: "StepContext",
     by_world: bool,
@@ -801,6 +831,7 @@ def _launch_args(
         begun=int(not ctx.small_coloring),
         bullets=int(ctx.has_bullets),
         uneven=int(ctx.immovable_sweep),
+        chained=int(_chains(ctx, by_world)),
         refresh=int(refresh),
         report=int(report),
         n_reported=ctx.cache.n_reported,
@@ -1588,6 +1619,7 @@ def _member_pass(
     uneven,
     contacts: ti.template(),
     turns: ti.template(),
+    chain,
 ):
     """A colour pass over a member's constraints, colour after colour (see
     _next_constraint), the team waiting for each colour to end before the next; on a team,
@@ -1608,7 +1640,9 @@ def _member_pass(
     (colour -1 here) without the team's barriers between them: the members go through the
     colours' list strided (member, member + n_members, ...: colour order), and each
     constraint waits for its bodies' constraints of lower colours (coloring.take_turns);
-    the team meets once after the round."""
+    the team meets once after the round, but in a chain (StepOptions.stages_by_turns;
+    `chain`: take_turns', (substep, pass, last); substep -1 outside one) where the pass is
+    not its last."""
     n_rounds = n_colors
     first_overflow, overflow_pairs, overflow_end = 0, 0, 0
     if ti.static(not by_world) and overflow == 1:
@@ -1688,7 +1722,16 @@ def _member_pass(
                 if ti.static(turns and not by_world):
                     if color < 0:
                         take_turns(
-                            model, bodies, joints, manifolds, coloring, counts, k, n_bodies, False
+                            model,
+                            bodies,
+                            joints,
+                            manifolds,
+                            coloring,
+                            counts,
+                            k,
+                            n_bodies,
+                            chain,
+                            False,
                         )
                 if solves:
                     if jacobi_entry >= 0:
@@ -1708,14 +1751,24 @@ def _member_pass(
                 if ti.static(turns and not by_world):
                     if color < 0:
                         take_turns(
-                            model, bodies, joints, manifolds, coloring, counts, k, n_bodies, True
+                            model,
+                            bodies,
+                            joints,
+                            manifolds,
+                            coloring,
+                            counts,
+                            k,
+                            n_bodies,
+                            chain,
+                            True,
                         )
-            team.meet(
-                counts,
-                member,
-                n_members,
-                _in_small_run(coloring, color, n_colors, n_members, by_world),
-            )
+            if chain[0] < 0 or chain[2] == 1:
+                team.meet(
+                    counts,
+                    member,
+                    n_members,
+                    _in_small_run(coloring, color, n_colors, n_members, by_world),
+                )
             if ti.static(not by_world):
                 if color == n_colors and sweep == 0:
                     lo, hi = team.share(0, coloring.n_jacobi_bodies[None], member, n_members)
@@ -1742,12 +1795,17 @@ def _member_items(
     body_range,
     pair_range,
     pair_blocks,
+    role: ti.template(),
 ):
     """An item stage over a member's items (joint_range, body_range: [lo, hi); pairs: in
     blocks dealt round the team, team.dealt_blocks: in colour order the pairs without
     points, cheap here, lie at the end), then the team's barrier (_meets_after); twice for
     bullets where the stage sweeps them (the team waiting in between). One call of
-    stage.run (compile time: a call site inlines the stage)."""
+    stage.run (compile time: a call site inlines the stage). In a chained launch
+    (s.chained; StepOptions.stages_by_turns) the team does not meet: a body stage of
+    `role` (stages.ChainRole) waits for each body's turn where its group
+    starts and passes it on where the group ends (coloring.wait_for_stages,
+    stages_taken)."""
     if runs(stage.when, s) == 1:
         n_rounds = 1
         if ti.static(stage.sweeps_bullets):
@@ -1769,9 +1827,24 @@ def _member_items(
                     )
             elif ti.static(stage.domain == BODY_SLOTS):
                 for slot in range(body_range[0], body_range[1]):
+                    if ti.static(role.waits):
+                        if s.chained == 1 and _waits_here(role, s.substep) == 1:
+                            wait_for_stages(
+                                model,
+                                bodies,
+                                coloring,
+                                counts,
+                                slot,
+                                s.n_bodies,
+                                s.substep,
+                                role.group,
+                            )
                     stage.run(
                         model, bodies, joints, manifolds, prepared, coloring, counts, slot, s, round
                     )
+                    if ti.static(role.passes):
+                        if s.chained == 1:
+                            stages_taken(model, bodies, coloring, slot, s.n_bodies)
             else:
                 ti.static_assert(stage.domain == PAIRS)
                 block, size = pair_blocks[0], team.pair_block()
@@ -1791,8 +1864,34 @@ def _member_items(
                             round,
                         )
                     block += team_size
-            if _meets_after(stage, s, counts):
+            if s.chained == 0 and _meets_after(stage, s, counts):
                 team.barrier(counts, team_size, team.SPIN_LIMIT)
+
+
+@ti.func
+def _chain_starts(counts: ti.template(), n_colors, overflow):
+    """1 where a chained launch (StepOptions.stages_by_turns, _chains) takes its substeps'
+    stages by turns from substep 0's narrow phase on, read after the team met there: its
+    colour passes by turns (colours, no overflow colour, whose Jacobi rounds meet) and no
+    fast pair (whose narrow phase reads both bodies every substep); else 0."""
+    starts = 0
+    if n_colors > 0 and overflow == 0 and not fast_pairs_noted(counts):
+        starts = 1
+    return starts
+
+
+@ti.func
+def _waits_here(role: ti.template(), substep):
+    """1 where a body stage of ChainRole `role` starts its group in a chained substep
+    (substep 0's chain starts after its narrow phase), else 0."""
+    waits = 0
+    if ti.static(role.waits_first):
+        if substep == 0:
+            waits = 1
+    if ti.static(role.waits_later):
+        if substep > 0:
+            waits = 1
+    return waits
 
 
 @ti.func
@@ -1870,6 +1969,7 @@ def _substeps(
     begun: ti.i32,
     bullets: ti.i32,
     uneven: ti.i32,
+    chained: ti.i32,
     refresh: ti.i32,
     report: ti.i32,
     n_reported: ti.i32,
@@ -1929,6 +2029,7 @@ def _substeps(
         begun,
         bullets,
         uneven,
+        chained,
         refresh,
         report,
         n_reported,
@@ -1988,6 +2089,7 @@ def _worlds_in_flight(
     begun: ti.i32,
     bullets: ti.i32,
     uneven: ti.i32,
+    chained: ti.i32,
     n_reported: ti.i32,
     save: ti.i32,
     margin: ti.f32,
@@ -2046,6 +2148,7 @@ def _worlds_in_flight(
         begun=begun,
         bullets=bullets,
         uneven=uneven,
+        chained=chained,
         refresh=0,
         report=1,
         n_reported=n_reported,
@@ -2110,6 +2213,7 @@ def _team_in_flight(
     begun: ti.i32,
     bullets: ti.i32,
     uneven: ti.i32,
+    chained: ti.i32,
     refresh: ti.i32,
     report: ti.i32,
     n_reported: ti.i32,
@@ -2198,6 +2302,7 @@ def _team_in_flight(
         begun=begun,
         bullets=bullets,
         uneven=uneven,
+        chained=chained,
         refresh=took[_T_REFRESH],
         report=took[_T_REPORT],
         n_reported=before[_C_REPORTED],
@@ -2420,6 +2525,7 @@ def _launch_body(
     begun,
     bullets,
     uneven,
+    chained,
     refresh,
     report,
     n_reported,
@@ -2633,8 +2739,13 @@ def _launch_body(
                 begun=begun,
                 bullets=bullets,
                 jointed=1 if n_joints > 0 else 0,
+                chained=0,
             )
             stages = ti.static(STAGES[solver] if contacts else CONTACTLESS_STAGES[solver])
+            # (Stages by turns, a team's: chain_roles; a launch `chained` starts the chain
+            # after substep 0's narrow phase where the step allows, _chain_starts.)
+            chains = ti.static(turns and contacts and not by_world)
+            roles = ti.static(CHAIN_ROLES[solver, chains])
             code = HOLDS
             if ti.static(not by_world):
                 if refit == 1:  # (not in one condition: a kernel's `and` evaluates both)
@@ -2851,6 +2962,7 @@ def _launch_body(
                 if (code & HOLDS) != 0:  # else: the colouring did not hold, the team stops
                     for index in ti.static(range(len(stages))):
                         stage = ti.static(stages[index])
+                        role = ti.static(roles[index])
                         if ti.static(index < BEGIN_STEP_STAGES):
                             _member_items(
                                 model,
@@ -2867,7 +2979,11 @@ def _launch_body(
                                 body_range,
                                 pair_range,
                                 pair_blocks,
+                                role,
                             )
+                            if ti.static(index == BEGIN_STEP_STAGES - 1 and chains):
+                                if phase == 0 and chained == 1:  # (after the team met)
+                                    s.chained = _chain_starts(counts, pass_colors, pass_overflow)
                         elif s.before_coloring == 0:
                             if ti.static(stage.is_pass):
                                 if runs(stage.when, s) == 1 and _pass_has_work(stage, counts):
@@ -2876,6 +2992,12 @@ def _launch_body(
                                         sweeps = JOINT_SWEEPS if n_joints > 0 else 1
                                     if ti.static(stage.immovable_sweep):
                                         stage_uneven = uneven
+                                    chain = ti.Vector([-1, 0, 0])
+                                    number = ti.static(PASS_NUMBERS[solver][index])
+                                    if ti.static(chains and number < 2):
+                                        if s.chained == 1:
+                                            last = number == 1 and s.substep == substeps - 1
+                                            chain = ti.Vector([s.substep, number, int(last)])
                                     _member_pass(
                                         model,
                                         solved,
@@ -2899,6 +3021,7 @@ def _launch_body(
                                         stage_uneven,
                                         contacts,
                                         turns,
+                                        chain,
                                     )
                             else:
                                 _member_items(
@@ -2916,6 +3039,7 @@ def _launch_body(
                                     body_range,
                                     pair_range,
                                     pair_blocks,
+                                    role,
                                 )
             if ti.static(bodies_interleaved):
                 copy_world(*world_state, False)

@@ -71,7 +71,8 @@ ALWAYS, PUSH, AFTER_COLORING, JOINTED, LAST_SUBSTEP = 0, 1, 2, 3, 4
 #: world, n_joints per world), substep length h s, step dt s, the substep's index, the
 #: step's substeps, and the step's flags: before_coloring (begin_step: substep 0's stages up
 #: to the narrow phase), begun (begin_step ran: substep 0 does not repeat them), bullets (the scene
-#: has bullets), jointed (it has joints).
+#: has bullets), jointed (it has joints), chained (the launch's stages take turns at each
+#: body from substep 0's narrow phase on: StepOptions.stages_by_turns, ChainRole).
 Substep = ti.types.struct(
     n_bodies=ti.i32,
     n_joints=ti.i32,
@@ -83,6 +84,7 @@ Substep = ti.types.struct(
     begun=ti.i32,
     bullets=ti.i32,
     jointed=ti.i32,
+    chained=ti.i32,
 )
 
 
@@ -720,6 +722,74 @@ def stage_groups(stages=SUBSTEP_STAGES) -> list[tuple[int, int]]:
     if first < len(stages):
         groups.append((first, len(stages)))
     return groups
+
+
+class ChainRole(NamedTuple):
+    """A body stage's part in a chained launch (StepOptions.stages_by_turns: the team meets
+    at no barrier from substep 0's narrow phase to the last colour pass; coloring.
+    take_turns' chain). group: the colour passes before it in the substep (0 or 1);
+    waits_first: the first of its group's stages that substep 0 runs after its narrow
+    phase, where the chain starts (each body waits there for its turn:
+    coloring.wait_for_stages); waits_later: the first of its group in a later substep;
+    passes: the last of its group (each body's turn passes on after it:
+    coloring.stages_taken)."""
+
+    group: int
+    waits_first: bool
+    waits_later: bool
+    passes: bool
+
+    @property
+    def waits(self) -> bool:
+        return self.waits_first or self.waits_later
+
+
+#: The ChainRole of a stage that takes no turn.
+NO_ROLE = ChainRole(-1, False, False, False)
+
+
+def chain_roles(stages) -> tuple:
+    """Each stage's ChainRole (NO_ROLE: a colour pass, a stage over joint slots or pairs, one
+    that runs only with joints, which no chain has, or one after a substep's second pass:
+    the soft step's restitution, after the chain's end). Two colour passes a substep, each
+    group's stages before the pass of its number; the item stages in the chain that are
+    not over body slots do nothing after substep 0 where a launch may chain (no joints,
+    no fast pairs: they meet at no barrier then, fused._meets_after)."""
+    names = [stage.name for stage in stages]
+    if "narrow phase" not in names:  # (a step without contacts: its launches never chain)
+        return (NO_ROLE,) * len(stages)
+    narrow = names.index("narrow phase")
+    passes = [index for index, stage in enumerate(stages) if stage.is_pass]
+    members: dict[int, list[int]] = {0: [], 1: []}
+    for index, stage in enumerate(stages):
+        group = sum(first < index for first in passes)
+        if stage.domain == BODY_SLOTS and stage.when != JOINTED and group < 2:
+            members[group].append(index)
+        elif stage.domain in (JOINT_SLOTS, PAIRS) and group < 2:
+            assert stage.domain == JOINT_SLOTS or stage.own_bodies_after_first, stage.name
+    roles = [NO_ROLE] * len(stages)
+    for group, indices in members.items():
+        assert indices, f"no body stage before pass {group}"
+        first = min(index for index in indices if index > narrow)
+        for index in indices:
+            roles[index] = ChainRole(
+                group, index == first, index == indices[0], index == indices[-1]
+            )
+    return tuple(roles)
+
+
+#: (solver, whether its launch may chain) -> each stage's ChainRole (all NO_ROLE where it may
+#: not: its kernel compiles no turns at its body stages).
+CHAIN_ROLES = {
+    (solver, chains): chain_roles(stages) if chains else (NO_ROLE,) * len(stages)
+    for solver, stages in STAGES.items()
+    for chains in (False, True)
+}
+#: Each solver's stages: the colour passes before each in the substep.
+PASS_NUMBERS = {
+    solver: tuple(sum(before.is_pass for before in stages[:index]) for index in range(len(stages)))
+    for solver, stages in STAGES.items()
+}
 
 
 def _check_declaration():
