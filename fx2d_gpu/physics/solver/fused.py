@@ -1644,6 +1644,7 @@ def _member_pass(
     `chain`: take_turns', (substep, pass, last); substep -1 outside one) where the pass is
     not its last."""
     n_rounds = n_colors
+    groups = ti.static((model, bodies, joints, manifolds, coloring, counts))  # (take_turns')
     first_overflow, overflow_pairs, overflow_end = 0, 0, 0
     if ti.static(not by_world) and overflow == 1:
         first_overflow = coloring.color_start[MAX_COLORS]
@@ -1721,18 +1722,7 @@ def _member_pass(
                             solves = True
                 if ti.static(turns and not by_world):
                     if color < 0:
-                        take_turns(
-                            model,
-                            bodies,
-                            joints,
-                            manifolds,
-                            coloring,
-                            counts,
-                            k,
-                            n_bodies,
-                            chain,
-                            False,
-                        )
+                        take_turns(*groups, k, n_bodies, chain, False)
                 if solves:
                     if jacobi_entry >= 0:
                         clear_entries(prepared, jacobi_entry)
@@ -1750,18 +1740,7 @@ def _member_pass(
                     )
                 if ti.static(turns and not by_world):
                     if color < 0:
-                        take_turns(
-                            model,
-                            bodies,
-                            joints,
-                            manifolds,
-                            coloring,
-                            counts,
-                            k,
-                            n_bodies,
-                            chain,
-                            True,
-                        )
+                        take_turns(*groups, k, n_bodies, chain, True)
             if chain[0] < 0 or chain[2] == 1:
                 team.meet(
                     counts,
