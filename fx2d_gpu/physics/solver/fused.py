@@ -1244,7 +1244,9 @@ def _sleep_by_team(
     the launch listed the reported pairs: `refreshed` the list, or built it (`report`) and it
     fit the pool (reporting.report_counts' test), so that report_contacts builds it no more
     and the report comes before the sleep, as in the step's order; its outcome in
-    counts.tally[_SLEEP_TALLY] (SLEPT_*)."""
+    counts.tally[_SLEEP_TALLY] (SLEPT_*). Last in the team's loop: the loop's end orders
+    the settled slots before the launch reads anything (update_sleep_by_team meets at no
+    barrier after its last round)."""
     team.barrier(counts, n_members, team.SPIN_LIMIT)
     listed = refreshed
     if not refreshed and report == 1:

@@ -628,7 +628,9 @@ def update_sleep_by_team(
 ):
     """update_sleep on a team, at the end of its launch: _label_launch's loops, each shared
     among the members and the team meeting after each, its launches' rounds repeated until
-    a check changes nothing (at most MAX_LABEL_LAUNCHES). The same labels, timers and
+    a check changes nothing (at most MAX_LABEL_LAUNCHES; the last, converged, round meets
+    at no barrier after its settle: the caller's loop ends there, fused._sleep_by_team). The
+    same labels, timers and
     sleep as its launches: a converged labelling's labels are each island's smallest slot
     whatever the order of the hooks, and the rest reads them. Returns 1 where it converged,
     else 0 (the host raises, as update_sleep does)."""
@@ -684,8 +686,12 @@ def update_sleep_by_team(
             for slot in range(slots_lo, slots_hi):
                 _settle_slot(model, bodies, islands, slot, n_bodies, 1)
             converged = 1
-        # Every member has read the check's answer before member 0 clears it again.
-        team.barrier(counts, n_members, team.SPIN_LIMIT)
+        else:
+            # Every member has read the check's answer before member 0 clears it again
+            # (where it converged the pass ends: the launch's last loop, whose end orders
+            # the settled slots before anything reads them; every member read the same
+            # answer, so all leave together).
+            team.barrier(counts, n_members, team.SPIN_LIMIT)
         begin = 0
         rounds += 1
     return converged
