@@ -261,8 +261,8 @@ class StepOptions:
             a body's stages wait for its last constraint of the pass before, and its first
             constraint of the next pass waits for its stages, so the team meets at no
             barrier from the first substep's narrow phase to the last pass (the awake
-            large pyramid's kept step, counted on the CPU team: 16 barriers where
-            colours by turns alone meet at 35, soft step, or 59, XPBD). The same results
+            large pyramid's kept step, counted on the CPU team: 15 barriers where
+            colours by turns alone meet at 34, soft step, or 58, XPBD). The same results
             bit for bit. Where a stage would read another body that moves, the team
             meets as without it: scenes with joints, kinematic bodies, bullets, or in
             XPBD worlds of uneven masses, and a step with a fast pair or an overflow
