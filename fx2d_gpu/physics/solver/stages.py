@@ -748,6 +748,11 @@ class ChainRole(NamedTuple):
 NO_ROLE = ChainRole(-1, False, False, False)
 
 
+def passes_before(stages) -> tuple[int, ...]:
+    """Each stage's colour passes before it in the substep."""
+    return tuple(sum(before.is_pass for before in stages[:index]) for index in range(len(stages)))
+
+
 def chain_roles(stages) -> tuple:
     """Each stage's ChainRole (NO_ROLE: a colour pass, a stage over joint slots or pairs, one
     that runs only with joints, which no chain has, or one after a substep's second pass:
@@ -759,10 +764,8 @@ def chain_roles(stages) -> tuple:
     if "narrow phase" not in names:  # (a step without contacts: its launches never chain)
         return (NO_ROLE,) * len(stages)
     narrow = names.index("narrow phase")
-    passes = [index for index, stage in enumerate(stages) if stage.is_pass]
     members: dict[int, list[int]] = {0: [], 1: []}
-    for index, stage in enumerate(stages):
-        group = sum(first < index for first in passes)
+    for (index, stage), group in zip(enumerate(stages), passes_before(stages), strict=True):
         if stage.domain == BODY_SLOTS and stage.when != JOINTED and group < 2:
             members[group].append(index)
         elif stage.domain in (JOINT_SLOTS, PAIRS) and group < 2:
@@ -785,11 +788,8 @@ CHAIN_ROLES = {
     for solver, stages in STAGES.items()
     for chains in (False, True)
 }
-#: Each solver's stages: the colour passes before each in the substep.
-PASS_NUMBERS = {
-    solver: tuple(sum(before.is_pass for before in stages[:index]) for index in range(len(stages)))
-    for solver, stages in STAGES.items()
-}
+#: Each solver's stages: the colour passes before each in the substep (passes_before).
+PASS_NUMBERS = {solver: passes_before(stages) for solver, stages in STAGES.items()}
 
 
 def _check_declaration():
