@@ -43,7 +43,8 @@
 #                  their own: tests_team_in_flight.log; the backend tests of the team's and
 #                  the solver's files: tests.log), meanwhile the small worlds' and
 #                  cart-poles' registers and spills (benchmarks/ptx_registers.py); then
-#                  alone the team's barrier and a turn's handoff with no work
+#                  alone the team's barrier, a turn's handoff and a barrier with every
+#                  member's atomic or plain read after it, with no work
 #                  (benchmarks/grid_sync.py), the soft step's small worlds with their state
 #                  interleaved (the default) and not (StepOptions.interleave_small_worlds),
 #                  the large pyramid with and without colours by turns

@@ -1,8 +1,11 @@
 """What a team's meeting costs on this device with no work around it: the barrier a team's
 stages meet at (solver/team.py: on CUDA a block's barrier, or a grid team's round trip of
 its blocks' first threads through the L2 cache; on a CPU the team's threads at a counter),
-and a token handed on from member to member (what a colour pass by turns pays for each
-constraint that waits for another: StepOptions.colors_by_turns).
+a token handed on from member to member (what a colour pass by turns pays for each
+constraint that waits for another: StepOptions.colors_by_turns), and a barrier after which
+every member reads one number the team tallied, as an atomic (`atomic_add(x, 0)`, the
+team's reads before 2026-12-05: on a grid team 33,792 atomics on one address) or as a
+plain read (team.barrier's rule since).
 
     python -m benchmarks.grid_sync [--arch cuda] [--rounds R] [--results DIR]
 
@@ -16,8 +19,9 @@ team's blocks' first threads (a grid team), its warps' first threads (one block)
 threads (a CPU), `rounds` times.
 
 Saves benchmarks/results/<device>/grid_sync.csv: members, blocks, microseconds a barrier,
-handoffs and microseconds a handoff, and the waits that ran out (a grid team whose blocks
-were not all resident: its figures mean nothing).
+handoffs and microseconds a handoff, microseconds a barrier and every member's atomic read
+(`atomic_read_us`) or plain read (`plain_read_us`) after it, and the waits that ran out (a
+grid team whose blocks were not all resident: its figures mean nothing).
 """
 
 import argparse
@@ -45,6 +49,33 @@ def _meet(counts: ti.template(), n_members: ti.i32, rounds: ti.i32):
         if team.member_of(item, stride) >= 0:
             for _ in range(rounds):
                 team.barrier(counts, n_members, team.SPIN_LIMIT)
+
+
+@ti.kernel
+def _meet_and_read(
+    counts: ti.template(),
+    token: ti.template(),
+    n_members: ti.i32,
+    rounds: ti.i32,
+    atomic: ti.template(),
+):
+    """`rounds` of the team's barriers, every member reading token[0] after each (an atomic
+    read or a plain one); what they read is summed and written where nothing reads it
+    (token[1]: the reads are not left out)."""
+    stride = team.items_per_member(n_members)
+    if ti.static(gpu_team.on_gpu()):
+        ti.loop_config(block_dim=gpu_team.BLOCK_THREADS)
+    for item in range(n_members * stride):
+        if team.member_of(item, stride) >= 0:
+            seen = 0
+            for _ in range(rounds):
+                team.barrier(counts, n_members, team.SPIN_LIMIT)
+                if ti.static(atomic):
+                    seen += ti.atomic_add(token[0], 0)
+                else:
+                    seen += token[0]
+            if seen < 0:
+                token[1] = seen
 
 
 @ti.kernel
@@ -84,7 +115,7 @@ def measure(counts, members: int, blocks: int, rounds: int) -> dict:
     first, which compiles)."""
     global _token
     if _token is None:
-        _token = ti.field(ti.i32, 1)
+        _token = ti.field(ti.i32, 2)
     team.clear_barriers(counts)
     if blocks > 1:
         spacing = gpu_team.BLOCK_THREADS
@@ -101,10 +132,15 @@ def measure(counts, members: int, blocks: int, rounds: int) -> dict:
         _token[0] = 0
         _hand_on(counts, _token, members, spacing, rounds)
 
+    def read(atomic):
+        return lambda: _meet_and_read(counts, _token, members, rounds, atomic)
+
     # A first call (it compiles), then eight timed one at a time: the best (ms; a
     # descheduled thread of a CPU team stalls a whole run).
     barrier_ms = min(time_windows(meet, ti.sync, 9, 1)[1])
     handoff_ms = min(time_windows(hand_on, ti.sync, 9, 1)[1])
+    atomic_ms = min(time_windows(read(True), ti.sync, 9, 1)[1])
+    plain_ms = min(time_windows(read(False), ti.sync, 9, 1)[1])
     if _token[0] != rounds * holders:  # every holder passed it on every round
         raise RuntimeError(f"the token was passed {_token[0]} times, not {rounds * holders}")
     return {
@@ -114,6 +150,8 @@ def measure(counts, members: int, blocks: int, rounds: int) -> dict:
         "barrier_us": round(1e3 * barrier_ms / rounds, 3),
         "handoffs": rounds * holders,
         "handoff_us": round(1e3 * handoff_ms / (rounds * holders), 3),
+        "atomic_read_us": round(1e3 * atomic_ms / rounds, 3),
+        "plain_read_us": round(1e3 * plain_ms / rounds, 3),
         "timeouts": int(counts.barrier[team.TIMEOUTS]),
     }
 

@@ -893,13 +893,14 @@ def test_step_loop_steps_a_suite_scene_and_says_so(arch, capsys):
 
 def test_grid_sync_times_the_teams_meetings_and_checks_the_token_went_round(arch, tmp_path):
     """benchmarks.grid_sync on this backend's team (on a CPU its threads): a row a team, a
-    barrier and a handoff timed, the token passed on by every holder every round (it
-    raises otherwise), no wait run out."""
+    barrier, a handoff and a barrier with every member's read after it timed, the token
+    passed on by every holder every round (it raises otherwise), no wait run out."""
     from benchmarks import grid_sync
 
     rows = grid_sync.run(arch, rounds=50, results=tmp_path)
     assert rows and all(r["timeouts"] == 0 for r in rows)
     for row in rows:
         assert row["barrier_us"] > 0 and row["handoff_us"] > 0
+        assert row["atomic_read_us"] > 0 and row["plain_read_us"] > 0
         assert row["handoffs"] >= 50
     assert list(tmp_path.glob("*/grid_sync.csv"))

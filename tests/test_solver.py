@@ -197,6 +197,23 @@ def coloring(scene):
     return a, b, color, starts, listed
 
 
+def assert_listed_in_index_order(scene, listed, starts):
+    """Each colour's constraints listed in index order (device.buckets: the same lists on
+    every backend and team; atomic cursors left a GPU's in the threads' order). Pairs stored
+    in colour order since (pairs.store_in_color_order) are listed at their new indices,
+    taken in the list's order: their broad-phase indices (coloring.pair_origin) tell it."""
+    ctx = scene.step_context()
+    n = ctx.n_pairs
+    keys = listed.copy()
+    if ctx.cache.pairs_ordered and n:
+        origin = ctx.pool.coloring.pair_origin.to_numpy()[:n]
+        pairs = listed < n
+        keys[pairs] = origin[listed[pairs]]
+    for c in range(UNSOLVED_COLOR + 1):
+        part = keys[starts[c] : starts[c + 1]]
+        assert np.all(np.diff(part) > 0), f"colour {c}'s list is not in index order"
+
+
 def assert_valid_coloring(scene):
     """Every pair listed once under its own colour; no colour holds two constraints on one
     moving body (checked by brute force against the scene's state); every pair with points
@@ -207,6 +224,7 @@ def assert_valid_coloring(scene):
     assert sorted(listed) == list(range(len(color)))  # pairs, then joint slots
     for c in range(UNSOLVED_COLOR + 1):
         assert np.all(color[listed[starts[c] : starts[c + 1]]] == c)
+    assert_listed_in_index_order(scene, listed, starts)
     ctx = scene.step_context()
     points = ctx.pool.manifolds.point_count.to_numpy()[:n]
     fast = ctx.pool.prepared.refresh.to_numpy()[:n]

@@ -28,7 +28,15 @@ import taichi as ti
 import fx2d_gpu as fx
 import fx2d_gpu.physics.solver.coloring as coloring
 import fx2d_gpu.physics.solver.pairs as pairs
-from fx2d_gpu.device import MAX_COLORS, SCAN_BLOCK, SCAN_CHUNK, UNSOLVED_COLOR
+from fx2d_gpu.device import (
+    LIST_CHUNK,
+    LIST_KEYS,
+    MAX_COLORS,
+    SCAN_BLOCK,
+    SCAN_CHUNK,
+    UNSOLVED_COLOR,
+    buckets,
+)
 from fx2d_gpu.device.scan import exclusive_scan
 from fx2d_gpu.physics.solver import team_stages
 from fx2d_gpu.physics.solver.contacts import (
@@ -738,3 +746,72 @@ def test_exclusive_scan_matches_numpy(arch):
             expected = np.concatenate([[0], np.cumsum(values[:n])]).astype(np.int32)
             np.testing.assert_array_equal(got[: n + 1], expected)
             np.testing.assert_array_equal(got[n + 1 :], values[n + 1 :])  # past n: untouched
+
+
+@ti.func
+def _key_of(keys: ti.template(), i):
+    return keys[i]
+
+
+@ti.func
+def _listed_key_of(keys: ti.template(), i):
+    return keys[i] if keys[i] != 1 else -1  # key 1 counted, not listed
+
+
+@ti.kernel
+def _bucket_kernel(
+    scratch: ti.template(),
+    keys: ti.template(),
+    counts: ti.template(),
+    out: ti.template(),
+    starts: ti.template(),
+    n: ti.i32,
+    n_keys: ti.i32,
+    serial: ti.template(),
+):
+    buckets.count_by_key(_key_of, keys, counts, n, n_keys, serial)
+    exclusive_scan(scratch, counts, n_keys * buckets.chunks_of(n), serial)
+    for _ in range(1):
+        for k in range(n_keys):
+            starts[k] = buckets.key_start(counts, k, n)
+        starts[n_keys] = counts[n_keys * buckets.chunks_of(n)]
+    buckets.place_by_key(_listed_key_of, keys, counts, out, n, serial)
+
+
+def test_indices_listed_by_key_match_a_stable_sort(arch):
+    """device.buckets (the colour lists' and the uncoloured list's counting sort) against
+    NumPy's stable argsort: each key's indices in index order where its start says, key -1
+    listed nothing, a key counted but not listed (the overflow colour's way) leaving its
+    range as it was; lengths of none, under a chunk, exactly chunks and not, many chunks;
+    parallel, and serially where the CPU runs small scenes' loops so."""
+    from fx2d_gpu.device import runtime
+
+    fx.Scene(arch=arch)  # Taichi started on this test's backend
+    rng = np.random.default_rng(5)
+    n_keys, size = LIST_KEYS, 50 * LIST_CHUNK + 7
+    keys, out = ti.field(ti.i32, size), ti.field(ti.i32, size)
+    counts = ti.field(ti.i32, n_keys * (size // LIST_CHUNK + 1) + 1)
+    starts = ti.field(ti.i32, n_keys + 1)
+    scratch = ScanScratch(counts.shape[0] // SCAN_BLOCK + 2)
+    lengths = (0, 1, LIST_CHUNK - 1, LIST_CHUNK, 3 * LIST_CHUNK + 5, size)
+    for serial in (False, True) if runtime.on_cpu() else (False,):
+        for n in lengths:
+            # Few keys used, as a colouring's: most indices in the first colours.
+            values = np.minimum(rng.geometric(0.3, size) - 2, n_keys - 1).astype(np.int32)
+            keys.from_numpy(values)
+            out.fill(-7)
+            _bucket_kernel(scratch, keys, counts, out, starts, n, n_keys, serial)
+            got, got_starts = out.to_numpy(), starts.to_numpy()
+            head = values[:n]
+            order = np.argsort(head, kind="stable")
+            order = order[head[order] >= 0]
+            expected_starts = np.searchsorted(head[order], np.arange(n_keys + 1))
+            expected_starts[n_keys] = len(order)
+            np.testing.assert_array_equal(got_starts, expected_starts)
+            expected = np.full(size, -7, np.int32)
+            listed = order[head[order] != 1]
+            where = np.concatenate(
+                [np.arange(got_starts[k], got_starts[k + 1]) for k in range(n_keys) if k != 1]
+            ).astype(int)
+            expected[where] = listed
+            np.testing.assert_array_equal(got, expected)

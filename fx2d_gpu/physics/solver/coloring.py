@@ -35,7 +35,8 @@ from typing import TYPE_CHECKING
 
 import taichi as ti
 
-from ...device import MAX_COLORS, UNSOLVED_COLOR
+from ...device import LIST_KEYS, MAX_COLORS, UNSOLVED_COLOR
+from ...device.buckets import chunks_of, count_by_key, key_start, place_by_key
 from ...device.launching import quick
 from ...device.scan import exclusive_scan
 from ..bodies import awake_dynamic, is_sensor_pair
@@ -660,7 +661,10 @@ def _start_color(
 @ti.func
 def _list_uncolored(coloring: ti.template(), k):
     """Constraint k added to the uncoloured list where it has no colour yet (the list's order
-    is free: bids are atomic minima)."""
+    is free: bids are atomic minima). At an atomic cursor: most steps start from last
+    step's colours, and few constraints bid (a list by chunks, device.buckets, costs two
+    passes over all of them: a 1M pile's found step on the CPU 14 -> 18 ms); a colouring
+    from scratch, every FRESH_COLORING_STEPS, queues every constraint on it."""
     if coloring.color[k] < 0:
         coloring.uncolored[ti.atomic_add(coloring.n_uncolored[None], 1)] = k
 
@@ -705,7 +709,7 @@ def start_coloring_by_team(
     for slot in range(lo, hi):
         _flag_colored_dynamic(model, bodies, coloring, slot, n_bodies)
     team.barrier(counts, n_members, team.SPIN_LIMIT)
-    return ti.atomic_add(coloring.n_uncolored[None], 0)
+    return coloring.n_uncolored[None]  # (after the team met: team.barrier)
 
 
 @ti.func
@@ -876,7 +880,7 @@ def color_rounds_by_team(
     its small team where few constraints are uncoloured (team.small_rounds: the others
     return at once). Returns without meeting the team after the last round: a caller
     meets it before any member reads the colours (the colour lists' first barrier,
-    group_by_color_by_team; a kernel's end)."""
+    team_stages.group_by_color; a kernel's end)."""
     members = n_members
     if team.small_rounds(n_uncolored, n_members):
         members = team.small_team(n_members)
@@ -964,7 +968,7 @@ def _color_rounds(
                     coloring.uncolored[lo + left] = k
                     left += 1
             hi = lo + left
-            if sub_round == _SUB_ROUNDS - 1:
+            if sub_round == _SUB_ROUNDS - 1 and left > 0:  # (a grid team's most are 0)
                 ti.atomic_add(coloring.round_left[color], left)
             team.meet(counts, member, n_members, members < n_members)
         if done == 1:
@@ -991,7 +995,7 @@ def _color_worlds(
     coloring: ti.template(),
     counts: ti.template(),
     serial: ti.template(),
-    lists_serial: ti.template(),
+    scan: ti.template(),
     n_worlds: ti.i32,
     n_bodies: ti.i32,
     n_pairs: ti.i32,
@@ -1008,8 +1012,8 @@ def _color_worlds(
     before the round makes no bid and takes nothing (its bodies' claims, if any, are its
     bidding neighbours', which clear them). One loop instead of _start_coloring's five loops
     and a launch (or a team's barriers) for each of every sub-round's two; then the
-    colour lists (_group_by_color, serially where `lists_serial`). Returns (colours used,
-    overflow). `one_color` (one_color_by_world): every constraint takes colour 0 instead.
+    colour lists (_group_by_color). Returns (colours used, overflow). `one_color`
+    (one_color_by_world): every constraint takes colour 0 instead.
 
     `carry` (a step's colouring, step.find_pairs): the launch is the step's whole way from
     the broad phase's pairs to the solve: each world's thread first carries last step's
@@ -1028,7 +1032,7 @@ def _color_worlds(
         coloring,
         counts,
         serial,
-        lists_serial,
+        scan,
         n_worlds,
         n_bodies,
         n_pairs,
@@ -1052,7 +1056,7 @@ def color_worlds(
     coloring: ti.template(),
     counts: ti.template(),
     serial: ti.template(),
-    lists_serial: ti.template(),
+    scan: ti.template(),
     n_worlds,
     n_bodies,
     n_pairs,
@@ -1112,7 +1116,7 @@ def color_worlds(
                 _colors_of_world(coloring, first_pair, end_pair),
             )
     return _group_by_color(
-        coloring, counts, lists_serial, (n_pairs + n_worlds * n_joints) * go, lists
+        coloring, counts, scan, serial, (n_pairs + n_worlds * n_joints) * go, lists
     )
 
 
@@ -1204,129 +1208,111 @@ def _colors_of_world(coloring: ti.template(), first_pair, end_pair):
 @quick
 @ti.kernel
 def _build_color_lists(
-    coloring: ti.template(), counts: ti.template(), serial: ti.template(), n_constraints: ti.i32
+    coloring: ti.template(),
+    counts: ti.template(),
+    scan: ti.template(),
+    serial: ti.template(),
+    n_constraints: ti.i32,
 ) -> ti.math.ivec2:
     """_group_by_color's launch."""
-    return _group_by_color(coloring, counts, serial, n_constraints, 1)
+    return _group_by_color(coloring, counts, scan, serial, n_constraints, 1)
 
 
 @ti.func
 def _group_by_color(
-    coloring: ti.template(), counts: ti.template(), serial: ti.template(), n_constraints, run
+    coloring: ti.template(),
+    counts: ti.template(),
+    scan: ti.template(),
+    serial: ti.template(),
+    n_constraints,
+    run,
 ):
-    """Group constraint indices by colour into color_list, the unsolved pairs last (the
-    overflow colour's range is left for _order_overflow); returns (colours used,
-    overflow). `run` 0: nothing changes (and the answer means nothing). Called at a
-    kernel's top level: its loops are the kernel's."""
-    ti.loop_config(serialize=serial)
-    for c in range((UNSOLVED_COLOR + 2) * run):
-        coloring.color_start[c] = 0
+    """Group constraint indices by colour into color_list, each colour's in index order,
+    the unsolved pairs last (the overflow colour's range is left for _order_overflow);
+    returns (colours used, overflow). `run` 0 (and no constraints): nothing changes (and
+    the answer means nothing). Counted and listed a chunk of constraints a thread
+    (device.buckets), with no cursor every constraint's thread adds to: the same lists on
+    every backend. Called at a kernel's top level: its loops are the kernel's."""
     ti.loop_config(serialize=serial)
     for k in range(n_constraints):
-        _count_color(coloring, k)
+        uncolored_to_overflow(coloring, k)
+    count_by_key(color_key, coloring.color, coloring.list_counts, n_constraints, LIST_KEYS, serial)
+    exclusive_scan(scan, coloring.list_counts, LIST_KEYS * chunks_of(n_constraints), serial)
     used = 0
     for _ in range(run):
-        used = _color_starts(coloring)
+        used = color_starts(coloring, n_constraints)
     # Inside a colour the order is free (its pairs touch disjoint bodies), but not in the
     # overflow colour (_order_overflow).
-    ti.loop_config(serialize=serial)
-    for k in range(n_constraints):
-        _list_by_color(coloring, k)
+    place_by_key(
+        listed_color_key,
+        coloring.color,
+        coloring.list_counts,
+        coloring.color_list,
+        n_constraints,
+        serial,
+    )
     ti.loop_config(serialize=serial)
     for joint_slot in range((n_constraints - counts.n_pairs[None]) * run):  # for the next step
-        _keep_joint_color(coloring, counts, joint_slot)
+        keep_joint_color(coloring, counts, joint_slot)
     overflow = 0
     if run == 1:
         coloring.n_overflow_pairs[None] = 0
-        overflow = _overflow_count(coloring)
+        overflow = overflow_count(coloring)
     return ti.math.ivec2(used, overflow)
 
 
 @ti.func
-def _count_color(coloring: ti.template(), k):
-    """Constraint k counted in its colour's start (still a count); one left without a colour
-    takes the overflow colour."""
-    if coloring.color[k] < 0:
-        coloring.color[k] = MAX_COLORS
-    ti.atomic_add(coloring.color_start[coloring.color[k]], 1)
+def color_key(color: ti.template(), k):
+    """Constraint k's key in the colour lists: its colour (the overflow colour's and
+    UNSOLVED_COLOR's counted too)."""
+    return color[k]
 
 
 @ti.func
-def _color_starts(coloring: ti.template()):
-    """The colours' counts (_count_color's) made into their starts in color_list, serially (a
-    few dozen colours), the cursors set to them; returns the colours used."""
+def listed_color_key(color: ti.template(), k):
+    """color_key where the constraint is listed now: not in the overflow colour, whose
+    range _order_overflow fills."""
+    return color[k] if color[k] != MAX_COLORS else -1
+
+
+@ti.func
+def color_starts(coloring: ti.template(), n_constraints):
+    """color_start from the colour lists' counts, once scanned (device.buckets.key_start);
+    returns the colours used. Serially: a few dozen colours."""
+    for c in range(LIST_KEYS):
+        coloring.color_start[c] = key_start(coloring.list_counts, c, n_constraints)
+    coloring.color_start[LIST_KEYS] = coloring.list_counts[LIST_KEYS * chunks_of(n_constraints)]
+    return colors_used(coloring)
+
+
+@ti.func
+def colors_used(coloring: ti.template()):
+    """One more than the highest colour with a constraint (below the overflow colour), from
+    color_start."""
     used = 0
-    running = 0
-    for c in range(UNSOLVED_COLOR + 1):
-        count = coloring.color_start[c]
-        if count > 0 and c < MAX_COLORS:
+    for c in range(MAX_COLORS):
+        if coloring.color_start[c + 1] > coloring.color_start[c]:
             used = c + 1
-        coloring.color_start[c] = running
-        coloring.color_cursor[c] = running
-        running += count
-    coloring.color_start[UNSOLVED_COLOR + 1] = running
     return used
 
 
 @ti.func
-def _list_by_color(coloring: ti.template(), k):
-    """Constraint k listed in its colour's range of color_list, at its cursor (not the
-    overflow's: _order_overflow orders it)."""
-    c = coloring.color[k]
-    if c != MAX_COLORS:
-        coloring.color_list[ti.atomic_add(coloring.color_cursor[c], 1)] = k
+def uncolored_to_overflow(coloring: ti.template(), k):
+    """Constraint k, if the rounds left it without a colour, in the overflow colour."""
+    if coloring.color[k] < 0:
+        coloring.color[k] = MAX_COLORS
 
 
 @ti.func
-def _keep_joint_color(coloring: ti.template(), counts: ti.template(), joint_slot):
+def keep_joint_color(coloring: ti.template(), counts: ti.template(), joint_slot):
     """A joint slot's colour kept for the next step's colouring to start from."""
     coloring.joint_color[joint_slot] = coloring.color[counts.n_pairs[None] + joint_slot]
 
 
 @ti.func
-def _overflow_count(coloring: ti.template()):
-    """Constraints in the overflow colour (after _color_starts)."""
+def overflow_count(coloring: ti.template()):
+    """Constraints in the overflow colour (after color_starts)."""
     return coloring.color_start[MAX_COLORS + 1] - coloring.color_start[MAX_COLORS]
-
-
-@ti.func
-def group_by_color_by_team(
-    coloring: ti.template(), counts: ti.template(), member, n_members, n_constraints
-):
-    """_group_by_color on a team; returns (colours used, overflow), the same for every
-    member. On a CPU member 0 counts and lists every constraint, in index order, as the
-    host's colouring does there (serially: _color's lists_serial, since threads fight over
-    a handful of colours' counters), so a colour's list has the same order; on a GPU each
-    member its share, with atomic cursors (the order inside a colour is free, as in the
-    GPU's own launch). The serial prefix over the colours is member 0's either way; the
-    team meets between the steps."""
-    k_lo, k_hi = team.share(0, n_constraints, member, n_members)
-    if ti.static(not gpu_team.on_gpu()):
-        k_lo, k_hi = 0, 0
-        if member == 0:
-            k_hi = n_constraints
-    if member == 0:
-        for c in range(UNSOLVED_COLOR + 2):
-            coloring.color_start[c] = 0
-    team.barrier(counts, n_members, team.SPIN_LIMIT)
-    for k in range(k_lo, k_hi):
-        _count_color(coloring, k)
-    team.barrier(counts, n_members, team.SPIN_LIMIT)
-    if member == 0:
-        _color_starts(coloring)
-        coloring.n_overflow_pairs[None] = 0
-    team.barrier(counts, n_members, team.SPIN_LIMIT)
-    for k in range(k_lo, k_hi):
-        _list_by_color(coloring, k)
-    lo, hi = team.share(0, n_constraints - counts.n_pairs[None], member, n_members)
-    for joint_slot in range(lo, hi):
-        _keep_joint_color(coloring, counts, joint_slot)
-    team.barrier(counts, n_members, team.SPIN_LIMIT)
-    used = 0
-    for c in range(MAX_COLORS):
-        if coloring.color_start[c + 1] > coloring.color_start[c]:
-            used = c + 1
-    return ti.math.ivec2(used, _overflow_count(coloring))
 
 
 @quick
@@ -1534,11 +1520,6 @@ def _color(ctx: "StepContext", keep: bool, carry: bool = False) -> tuple[int, in
         # the next step's check (woke) reads them, not what an earlier scene left in the pool.
         _flag_bodies(pool.model, pool.bodies, pool.coloring, serial, ctx.n_slots, ctx.n_bodies)
         return 0, 0
-    # Serially on a CPU: the colour lists' loops are a counter's atomic add per constraint
-    # on a handful of colours' counters, which threads of a team fight over (4,096 small
-    # worlds' 30k constraints: 0.36-0.84 ms on 2 threads, 0.13-0.17 on one; many pyramids'
-    # 58k: 0.52-0.6 against 0.19). A GPU keeps them parallel.
-    lists_serial = serial or ctx.cpu
     if colors_by_world(ctx):
         used, overflow = _color_worlds(
             pool.model,
@@ -1550,7 +1531,7 @@ def _color(ctx: "StepContext", keep: bool, carry: bool = False) -> tuple[int, in
             pool.coloring,
             pool.counts,
             serial,
-            lists_serial,
+            pool.scan,
             ctx.n_worlds,
             ctx.n_bodies,
             ctx.n_pairs,
@@ -1580,7 +1561,9 @@ def _color(ctx: "StepContext", keep: bool, carry: bool = False) -> tuple[int, in
             for color in range(MAX_COLORS if uncolored else 0):
                 if _color_round(*groups, uncolored, ctx.n_bodies, color) == 0:
                     break  # everything has a colour: the remaining rounds would do nothing
-        used, overflow = _build_color_lists(pool.coloring, pool.counts, lists_serial, n_constraints)
+        used, overflow = _build_color_lists(
+            pool.coloring, pool.counts, pool.scan, serial, n_constraints
+        )
     if overflow:
         _order_overflow_lists(ctx)
     return int(used), int(overflow)

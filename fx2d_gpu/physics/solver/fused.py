@@ -59,7 +59,6 @@ from .coloring import (
     color_rounds_by_team,
     color_worlds,
     colors_by_world,
-    group_by_color_by_team,
     holds_code,
     keeps_colors,
     may_reuse_coloring,
@@ -464,7 +463,6 @@ def _in_flight(ctx: "StepContext", slot: int, late: int, launch: WorldLaunch | N
         sleep=int(launch.sleep),
         cell_size=ctx.cell_size,
         serial=bool(ctx.serial),
-        lists_serial=bool(ctx.serial or ctx.cpu),
         world_args=_world_args(ctx, launch) if contacts else (0,) * 5,
         slot=slot,
         late=late,
@@ -848,7 +846,6 @@ def _launch_args(
         cell_size=ctx.cell_size,
         find_args=_find_args(ctx) if find else (0,) * 7,
         serial=bool(ctx.serial) if worlds is not None else False,
-        lists_serial=bool(ctx.serial or ctx.cpu) if worlds is not None else False,
         world_args=_world_args(ctx, worlds) if worlds is not None else (0,) * 5,
         contacts=contacts,
         clears_forces=int(clears_forces),
@@ -1062,8 +1059,8 @@ def _refit_finds(counts: ti.template(), wake, find):
     that can move is restless beside sleepers. saves_in_launch says the same on the host."""
     restless = 0
     if wake == 1 and find == 1:
-        restless = ti.atomic_add(counts.tally[_REFIT_TALLY + 2], 0)
-    return ti.atomic_add(counts.tally[_REFIT_TALLY], 0) > 0 or restless > 0
+        restless = counts.tally[_REFIT_TALLY + 2]
+    return counts.tally[_REFIT_TALLY] > 0 or restless > 0
 
 
 @ti.func
@@ -1091,7 +1088,7 @@ def _wake_by_team(
     WAKE_QUIET or WAKE_WOKE (and after a broad phase, FIND_STOPPED where bodies woke: the
     host pairs them). Returns the bodies woken, the same for every member."""
     woken = 0
-    if ti.atomic_add(counts.tally[_REFIT_TALLY + 1], 0) > 0:
+    if counts.tally[_REFIT_TALLY + 1] > 0:  # (the refit's tally, final: _team_tally)
         woken = wake_islands_by_team(
             model,
             bodies,
@@ -1123,9 +1120,9 @@ def _refit_left_only_sleepers(counts: ti.template()):
     found no body restless, but some asleep: the host would keep the pairs where
     sleep.wake_islands(kept=True) wakes nothing (step._after_refit)."""
     return (
-        ti.atomic_add(counts.tally[_REFIT_TALLY], 0) == 0
-        and ti.atomic_add(counts.tally[_REFIT_TALLY + 1], 0) > 0
-        and ti.atomic_add(counts.tally[_REFIT_TALLY + 2], 0) == 0
+        counts.tally[_REFIT_TALLY] == 0
+        and counts.tally[_REFIT_TALLY + 1] > 0
+        and counts.tally[_REFIT_TALLY + 2] == 0
     )
 
 
@@ -1133,10 +1130,7 @@ def _refit_left_only_sleepers(counts: ti.template()):
 def _refit_left_nothing_asleep(counts: ti.template()):
     """Whether the launch's refit (_refit_by_team, its tallies final) found no body asleep and
     none restless: the broad phase then wakes nothing (sleep.wake_islands)."""
-    return (
-        ti.atomic_add(counts.tally[_REFIT_TALLY + 1], 0) == 0
-        and ti.atomic_add(counts.tally[_REFIT_TALLY + 2], 0) == 0
-    )
+    return counts.tally[_REFIT_TALLY + 1] == 0 and counts.tally[_REFIT_TALLY + 2] == 0
 
 
 @ti.func
@@ -1274,15 +1268,16 @@ def _sleep_by_team(
 @ti.func
 def _team_tally(counts: ti.template(), first: ti.template(), part, n_members):
     """The team's sums of `part` (a member's counts, a vector): each member adds its own into
-    counts.tally[first:] (cleared at the launch's start), the team meets, and every member
-    reads the same sums, as atomics, as the barrier reads: after the team met, not from
-    before."""
+    counts.tally[first:] (cleared at the launch's start; a member whose count is 0 adds
+    nothing: on a grid team most, whose atomics would queue on one address), the team
+    meets, and every member reads the same sums after it (plain reads: team.barrier)."""
     for entry in ti.static(range(part.n)):
-        ti.atomic_add(counts.tally[first + entry], part[entry])
+        if part[entry] != 0:
+            ti.atomic_add(counts.tally[first + entry], part[entry])
     team.barrier(counts, n_members, team.SPIN_LIMIT)
     total = part
     for entry in ti.static(range(part.n)):
-        total[entry] = ti.atomic_add(counts.tally[first + entry], 0)
+        total[entry] = counts.tally[first + entry]
     return total
 
 
@@ -1451,7 +1446,7 @@ def _color_by_team(
     makes it: its start (coloring.start_coloring_by_team; `keep`: from last step's
     colours), the rounds where something is left uncoloured (coloring.color_rounds_by_team,
     as its own launch runs them on the host's team), the colour lists
-    (coloring.group_by_color_by_team) and, where nothing overflowed and there are pairs,
+    (team_stages.group_by_color) and, where nothing overflowed and there are pairs,
     the plan of their colour order (team_stages.plan_color_order, as
     pairs.store_in_color_order's). Member 0 notes in counts.tally[_COLOR_TALLY:] how it
     went (COLORED_*), the colours used and the overflow, the launch's answer. Returns
@@ -1485,7 +1480,7 @@ def _color_by_team(
             uncolored,
             n_bodies,
         )
-    colors = group_by_color_by_team(coloring, counts, member, n_members, n_constraints)
+    colors = team_stages.group_by_color(coloring, counts, scan, member, n_members, n_constraints)
     if member == 0:
         counts.tally[_COLOR_TALLY] = COLORED_WENT_ON if colors[1] == 0 else COLORED_STOPPED
         counts.tally[_COLOR_TALLY + 1] = colors[0]
@@ -1845,18 +1840,18 @@ def _member_items(
                             round,
                         )
                     block += team_size
-            if s.chained == 0 and _meets_after(stage, s, counts):
+            if s.chained == 0 and _meets_after(stage, s):
                 team.barrier(counts, team_size, team.SPIN_LIMIT)
 
 
 @ti.func
-def _chain_starts(counts: ti.template(), n_colors, overflow):
+def _chain_starts(s: ti.template(), n_colors, overflow):
     """1 where a chained launch (StepOptions.stages_by_turns, _chains) takes its substeps'
     stages by turns from substep 0's narrow phase on, read after the team met there: its
     colour passes by turns (colours, no overflow colour, whose Jacobi rounds meet) and no
     fast pair (whose narrow phase reads both bodies every substep); else 0."""
     starts = 0
-    if n_colors > 0 and overflow == 0 and not fast_pairs_noted(counts):
+    if n_colors > 0 and overflow == 0 and s.fast == 0:
         starts = 1
     return starts
 
@@ -1876,23 +1871,26 @@ def _waits_here(role: ti.template(), substep):
 
 
 @ti.func
-def _pass_has_work(stage: ti.template(), counts: ti.template()):
-    """Whether a colour pass that runs in this substep may change anything: every pass but
-    the soft step's restitution (its last substep's), which bounces only points whose
-    approach its narrow phase noted (stages.bounce_possible): a step where none may bounce,
-    a resting pile's, skips its colours and the team's barrier after each (a grid team's
-    microseconds each on a GPU). Its pairs would write back the velocities they read, so the
-    step is the same bit for bit. The launch clears the note before its substeps, whose
-    substep 0 prepares every pair (a launch of begin_step's stages finds manifolds, it
-    prepares none)."""
-    has_work = True
+def _pass_runs(stage: ti.template(), s: ti.template(), counts: ti.template()):
+    """1 where a colour pass runs in this substep (stages.runs) and may change anything:
+    every pass but the soft step's restitution (its last substep's), which bounces only
+    points whose approach its narrow phase noted (stages.bounce_possible, read only where
+    the pass would run: once a step): a step where none may bounce, a resting pile's,
+    skips its colours and the team's barrier after each (a grid team's microseconds each
+    on a GPU). Its pairs would write back the velocities they read, so the step is the
+    same bit for bit. The launch clears the note before its substeps, whose substep 0
+    prepares every pair (a launch of begin_step's stages finds manifolds, it prepares
+    none). Else 0."""
+    go = runs(stage.when, s)
     if ti.static(stage.bounces_only):
-        has_work = bounce_possible(counts)
-    return has_work
+        if go == 1:  # (nested: Taichi's `and` evaluates both sides)
+            if not bounce_possible(counts):
+                go = 0
+    return go
 
 
 @ti.func
-def _meets_after(stage: ti.template(), s: ti.template(), counts: ti.template()):
+def _meets_after(stage: ti.template(), s: ti.template()):
     """Whether the team meets at its barrier after an item stage: always, but after a stage
     over joint slots (the motors) in a scene without joints in a substep after the first:
     it wrote nothing, and the colour pass before it (the last substep's) ended at the
@@ -1907,7 +1905,7 @@ def _meets_after(stage: ti.template(), s: ti.template(), counts: ti.template()):
         if s.jointed == 0 and s.substep > 0:
             meets = 0
     elif ti.static(stage.own_bodies_after_first):
-        if s.substep > 0 and s.before_coloring == 0 and not fast_pairs_noted(counts):
+        if s.substep > 0 and s.before_coloring == 0 and s.fast == 0:
             meets = 0
     return meets == 1
 
@@ -1967,7 +1965,6 @@ def _substeps(
     cell_size: ti.f32,
     find_args: _FindArgs,
     serial: ti.template(),
-    lists_serial: ti.template(),
     world_args: _WorldArgs,
     contacts: ti.template(),
     clears_forces: ti.i32,
@@ -2027,7 +2024,6 @@ def _substeps(
         cell_size,
         find_args,
         serial,
-        lists_serial,
         world_args,
         contacts,
         clears_forces,
@@ -2078,7 +2074,6 @@ def _worlds_in_flight(
     sleep: ti.i32,
     cell_size: ti.f32,
     serial: ti.template(),
-    lists_serial: ti.template(),
     world_args: _WorldArgs,
     slot: ti.i32,
     late: ti.i32,
@@ -2146,7 +2141,6 @@ def _worlds_in_flight(
         cell_size=cell_size,
         find_args=_FindArgs(0, 0, 0, 0, 0, 0, 0),
         serial=serial,
-        lists_serial=lists_serial,
         world_args=world_args,
         contacts=contacts,
         clears_forces=0,
@@ -2211,7 +2205,6 @@ def _team_in_flight(
     cell_size: ti.f32,
     find_args: _FindArgs,
     serial: ti.template(),
-    lists_serial: ti.template(),
     world_args: _WorldArgs,
     contacts: ti.template(),
     clears_forces: ti.i32,
@@ -2300,7 +2293,6 @@ def _team_in_flight(
         cell_size=cell_size,
         find_args=found_args,
         serial=serial,
-        lists_serial=lists_serial,
         world_args=world_args,
         contacts=contacts,
         clears_forces=clears_forces,
@@ -2523,7 +2515,6 @@ def _launch_body(
     cell_size,
     find_args,
     serial: ti.template(),
-    lists_serial: ti.template(),
     world_args,
     contacts: ti.template(),
     clears_forces,
@@ -2561,8 +2552,8 @@ def _launch_body(
     runs only where it went on, with the colours the colouring used (not n_colors); after it,
     with `report`, the reported list (reporting.report_worlds, of n_reported old entries,
     world_args' n_held held) and with `sleep` the sleep pass. Its loops run serially where
-    `serial`, the colour lists where `lists_serial`. The answer's last two entries: the
-    colouring's colours used and overflowing constraints.
+    `serial`. The answer's last two entries: the colouring's colours used and overflowing
+    constraints.
 
     Without `contacts` (by world, SUBSTEPS, not folded: a step without contacts,
     substeps_by_world): the stages of stages.CONTACTLESS_STAGES, no pairs, each world's
@@ -2645,7 +2636,7 @@ def _launch_body(
             coloring,
             counts,
             serial,
-            lists_serial,
+            scan,
             n_worlds,
             n_bodies,
             found,
@@ -2721,6 +2712,7 @@ def _launch_body(
                 bullets=bullets,
                 jointed=1 if n_joints > 0 else 0,
                 chained=0,
+                fast=1,
             )
             stages = ti.static(STAGES[solver] if contacts else CONTACTLESS_STAGES[solver])
             # (Stages by turns, a team's: chain_roles; a launch `chained` starts the chain
@@ -2962,12 +2954,15 @@ def _launch_body(
                                 pair_blocks,
                                 role,
                             )
-                            if ti.static(index == BEGIN_STEP_STAGES - 1 and chains):
-                                if phase == 0 and chained == 1:  # (after the team met)
-                                    s.chained = _chain_starts(counts, pass_colors, pass_overflow)
+                            if ti.static(index == BEGIN_STEP_STAGES - 1):
+                                if phase == 0:  # (after the team met; once a step)
+                                    s.fast = 1 if fast_pairs_noted(counts) else 0
+                                if ti.static(chains):
+                                    if phase == 0 and chained == 1:
+                                        s.chained = _chain_starts(s, pass_colors, pass_overflow)
                         elif s.before_coloring == 0:
                             if ti.static(stage.is_pass):
-                                if runs(stage.when, s) == 1 and _pass_has_work(stage, counts):
+                                if _pass_runs(stage, s, counts) == 1:
                                     sweeps, stage_uneven = 1, 0
                                     if ti.static(stage.joint_sweeps):
                                         sweeps = JOINT_SWEEPS if n_joints > 0 else 1

@@ -682,7 +682,7 @@ def update_sleep_by_team(
                 1,
             )
         team.barrier(counts, n_members, team.SPIN_LIMIT)
-        if ti.atomic_add(islands.not_converged[None], 0) == 0:
+        if islands.not_converged[None] == 0:  # (after the team met: team.barrier)
             for slot in range(slots_lo, slots_hi):
                 _settle_slot(model, bodies, islands, slot, n_bodies, 1)
             converged = 1
@@ -963,7 +963,7 @@ def wake_islands_by_team(
     if member == 0:
         _new_stamp(islands)
     team.barrier(counts, n_members, team.SPIN_LIMIT)
-    stamp = ti.atomic_add(islands.stamp[None], 0)
+    stamp = islands.stamp[None]  # (after the team met: team.barrier)
     lo, hi = team.share(0, n_pairs, member, n_members)
     for e in range(lo, hi):
         _mark_pushed_sleeper(
@@ -988,7 +988,7 @@ def wake_islands_by_team(
     for slot in range(lo, hi):
         _wake_if_marked(bodies, islands, slot, n_bodies, stamp)
     team.barrier(counts, n_members, team.SPIN_LIMIT)
-    return ti.atomic_add(islands.woken[None], 0)
+    return islands.woken[None]  # (after the team met: team.barrier)
 
 
 @quick

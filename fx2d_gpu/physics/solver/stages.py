@@ -72,7 +72,9 @@ ALWAYS, PUSH, AFTER_COLORING, JOINTED, LAST_SUBSTEP = 0, 1, 2, 3, 4
 #: step's substeps, and the step's flags: before_coloring (begin_step: substep 0's stages up
 #: to the narrow phase), begun (begin_step ran: substep 0 does not repeat them), bullets (the scene
 #: has bullets), jointed (it has joints), chained (the launch's stages take turns at each
-#: body from substep 0's narrow phase on: StepOptions.stages_by_turns, ChainRole).
+#: body from substep 0's narrow phase on: StepOptions.stages_by_turns, ChainRole), fast (a
+#: team's launch: the step has a fast pair, fast_pairs_noted read once after substep 0's
+#: narrow phase; 1 until then).
 Substep = ti.types.struct(
     n_bodies=ti.i32,
     n_joints=ti.i32,
@@ -85,6 +87,7 @@ Substep = ti.types.struct(
     bullets=ti.i32,
     jointed=ti.i32,
     chained=ti.i32,
+    fast=ti.i32,
 )
 
 
@@ -124,7 +127,7 @@ class Stage(NamedTuple):
     (an item stage over body slots, or another such stage: _check_declaration), so the
     team does not meet after it (fused._meets_after). bounces_only: a colour pass that
     changes only points that may bounce (the soft step's restitution), skipped where the
-    step has none (bounce_possible, fused._pass_has_work)."""
+    step has none (bounce_possible, fused._pass_runs)."""
 
     name: str
     domain: str
@@ -256,15 +259,17 @@ def _note(counts: ti.template(), slot: ti.template()):
 def fast_pairs_noted(counts: ti.template()):
     """Whether the narrow phase prepared a fast pair in this launch's substeps (FAST_TALLY;
     a pair is fast or not for the whole step, decided in substep 0): read after a barrier
-    that follows substep 0's narrow phase, the same answer for every member of a team."""
-    return ti.atomic_add(counts.tally[FAST_TALLY], 0) != 0
+    that follows substep 0's narrow phase, the same answer for every member of a team (a
+    plain read: team.barrier). A team's launch reads it once a step (Substep.fast)."""
+    return counts.tally[FAST_TALLY] != 0
 
 
 @ti.func
 def bounce_possible(counts: ti.template()):
     """Whether a point prepared in this launch's substeps may bounce (BOUNCE_TALLY), read
-    after the relax pass's last barrier: the same answer for every member of a team."""
-    return ti.atomic_add(counts.tally[BOUNCE_TALLY], 0) != 0
+    after the relax pass's last barrier: the same answer for every member of a team (a
+    plain read: team.barrier)."""
+    return counts.tally[BOUNCE_TALLY] != 0
 
 
 @ti.func

@@ -314,7 +314,12 @@ def barrier(counts: ti.template(), n_members, spin_limit):
     team (on CUDA, more members than a block: gpu_team.grid_blocks) meets at the block's
     barrier, its blocks' first threads at a generation counter between two fences, and
     the block's barrier again: every member's writes before it are seen by every read
-    after it (gpu_team.py's docstring)."""
+    after it (gpu_team.py's docstring).
+
+    So a value the team tallied before it (a count, a flag) is read after it with a plain
+    load, as every stage reads what the one before it wrote: not with an atomic read
+    (`atomic_add(x, 0)`), which every member of a grid team would queue on one address
+    (33,792 atomics on an H200, each served in turn at the L2 cache: some 20 µs a read)."""
     if ti.static(gpu_team.on_gpu()):
         # Never for a member that is a world (n_members 1): a block's threads are then
         # different worlds, which run different loops and must not wait for each other.

@@ -18,11 +18,22 @@ the awake large pyramid's step on a team (python -m benchmarks.launches).
 
 import taichi as ti
 
-from ...device import SCAN_BLOCK, SCAN_CHUNK, UNSOLVED_COLOR
+from ...device import LIST_CHUNK, LIST_KEYS, SCAN_BLOCK, SCAN_CHUNK, UNSOLVED_COLOR
 from ...device import scan as device_scan
+from ...device.buckets import chunks_of, count_chunk, place_chunk
 from ..collision.broad_phase import place_body, visit_partners, write_grid_entries, write_slot_pairs
 from . import team
-from .coloring import check_slot, pair_changed
+from .coloring import (
+    check_slot,
+    color_key,
+    color_starts,
+    colors_used,
+    keep_joint_color,
+    listed_color_key,
+    overflow_count,
+    pair_changed,
+    uncolored_to_overflow,
+)
 from .contacts import sort_body_contacts
 from .pairs import (
     ORDERED_PAIR_FIELDS,
@@ -113,6 +124,59 @@ def gather_pairs(
     for n in range(lo, hi):
         copy_pair_fields(manifolds, staging, n, n, ORDERED_PAIR_FIELDS, ORDERED_POINT_FIELDS)
     team.barrier(counts, n_members, team.SPIN_LIMIT)
+
+
+@ti.func
+def group_by_color(
+    coloring: ti.template(),
+    counts: ti.template(),
+    scan: ti.template(),
+    member,
+    n_members,
+    n_constraints,
+):
+    """coloring._group_by_color on a team: returns (colours used, overflow), the same for
+    every member, and the same lists (each colour's in index order). The team meets first
+    (the colouring's rounds end without meeting); each member counts its share of the
+    chunks (device.buckets) and the team meets; the chunks' counts are scanned
+    (exclusive_scan, which ends at a meeting); each member lists its chunks' constraints,
+    the one that holds chunk 0 (whose counters hold the colours' starts until it lists
+    them) the colours' starts first, and the team meets."""
+    team.barrier(counts, n_members, team.SPIN_LIMIT)
+    n_chunks = chunks_of(n_constraints)
+    lo, hi = team.share(0, n_chunks, member, n_members)
+    for chunk in range(lo, hi):
+        for k in range(chunk * LIST_CHUNK, ti.min(n_constraints, (chunk + 1) * LIST_CHUNK)):
+            uncolored_to_overflow(coloring, k)
+        count_chunk(
+            color_key,
+            coloring.color,
+            coloring.list_counts,
+            chunk,
+            n_chunks,
+            n_constraints,
+            LIST_KEYS,
+        )
+    team.barrier(counts, n_members, team.SPIN_LIMIT)
+    exclusive_scan(scan, coloring.list_counts, counts, LIST_KEYS * n_chunks, member, n_members)
+    if (lo == 0 and hi > 0) or (n_chunks == 0 and member == 0):
+        color_starts(coloring, n_constraints)
+        coloring.n_overflow_pairs[None] = 0
+    for chunk in range(lo, hi):
+        place_chunk(
+            listed_color_key,
+            coloring.color,
+            coloring.list_counts,
+            coloring.color_list,
+            chunk,
+            n_chunks,
+            n_constraints,
+        )
+    joint_lo, joint_hi = team.share(0, n_constraints - counts.n_pairs[None], member, n_members)
+    for joint_slot in range(joint_lo, joint_hi):
+        keep_joint_color(coloring, counts, joint_slot)
+    team.barrier(counts, n_members, team.SPIN_LIMIT)
+    return ti.math.ivec2(colors_used(coloring), overflow_count(coloring))
 
 
 @ti.func
@@ -422,7 +486,7 @@ def find_pairs(
             table_mask,
             note_room,
         )
-    lost = ti.atomic_add(counts.lost_bodies[None], 0)
+    lost = counts.lost_bodies[None]  # (counted before the team's last meetings)
     team.barrier(counts, n_members, team.SPIN_LIMIT)
     if member == 0:
         counts.entries_needed[None] = entries
