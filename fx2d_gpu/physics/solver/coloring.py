@@ -946,7 +946,14 @@ def _color_rounds(
                 )
             team.meet(counts, member, n_members, members < n_members)
             if sub_round == 0 and color > 0:
-                if ti.atomic_add(coloring.round_left[color - 1], 0) == 0:
+                # After the whole team met, a plain read (team.barrier); after the small
+                # team's block barrier, which fences nothing, an atomic one (few members).
+                left_before = 0
+                if members < n_members:
+                    left_before = ti.atomic_add(coloring.round_left[color - 1], 0)
+                else:
+                    left_before = coloring.round_left[color - 1]
+                if left_before == 0:
                     done = 1  # everything has a colour: the remaining rounds would do nothing
                     break
             left = 0
