@@ -458,6 +458,35 @@ def test_a_found_step_that_colours_in_its_launch_is_its_own_launches(arch, solve
 
 
 @FOLDED_TEAM
+def test_a_teams_colour_lists_are_in_index_order(arch, solver):
+    """A team that colours in its launch (team_stages.group_by_color: its members share the
+    chunks of device.buckets' counting sort) lists each colour's constraints in index order,
+    as the host's colouring does, on every backend: a poured pile, checked after each of 40
+    steps that coloured (the pairs then stored in colour order, in the list's order:
+    test_solver.assert_listed_in_index_order reads it back through pair_origin). The
+    traces of test_a_found_step_that_colours_in_its_launch_is_its_own_launches do not see
+    the order inside a colour: a colour's pairs share no moving body."""
+    from .test_solver import assert_listed_in_index_order, coloring
+
+    scene = scenes.random_pile(
+        300,
+        arch=arch,
+        seed=3,
+        solver=solver,
+        step_options={"color_in_launch": True, "fold_on_cpu": True},
+    )
+    checked = 0
+    for _ in range(40):
+        colorings = scene.colorings
+        scene.step(DT)
+        if scene.colorings > colorings:
+            _, _, _, starts, listed = coloring(scene)
+            assert_listed_in_index_order(scene, listed, starts)
+            checked += 1
+    assert checked > 20, checked
+
+
+@FOLDED_TEAM
 def test_a_report_built_in_the_teams_launch_is_its_own_launchs(arch, solver):
     """A team's launch that ran the substeps builds the reported list and the step's events
     at its end where the list was not refreshed (reporting.report_by_team,
