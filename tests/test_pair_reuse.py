@@ -408,6 +408,19 @@ def test_a_found_step_in_one_launch_is_its_own_launches(arch, solver):
         assert more - fewer >= 4 * (90 - colorings) - 5, (more, fewer, colorings)
 
 
+def _pile_colored_by_team(arch, solver, color_in_launch):
+    """A poured pile of 300 bodies on the GPU team's path (StepOptions.fold_on_cpu), whose
+    found steps colour in the team's launch where `color_in_launch`: its pairs change
+    nearly every step, so most steps colour."""
+    return scenes.random_pile(
+        300,
+        arch=arch,
+        seed=3,
+        solver=solver,
+        step_options={"color_in_launch": color_in_launch, "fold_on_cpu": True},
+    )
+
+
 @FOLDED_TEAM
 def test_a_found_step_that_colours_in_its_launch_is_its_own_launches(arch, solver):
     """On a team, a found step whose colouring no longer holds (or may not be reused: its
@@ -422,13 +435,7 @@ def test_a_found_step_that_colours_in_its_launch_is_its_own_launches(arch, solve
     from .helpers import assert_same_trace, launches_of, trace
 
     def run(color_in_launch):
-        scene = scenes.random_pile(
-            300,
-            arch=arch,
-            seed=3,
-            solver=solver,
-            step_options={"color_in_launch": color_in_launch, "fold_on_cpu": True},
-        )
+        scene = _pile_colored_by_team(arch, solver, color_in_launch)
         steps, last = [], [launching.launch_count(), scene.colorings]
 
         def note(scene):  # (launches since the last step's note, whether it coloured)
@@ -468,13 +475,7 @@ def test_a_teams_colour_lists_are_in_index_order(arch, solver):
     the order inside a colour: a colour's pairs share no moving body."""
     from .test_solver import assert_listed_in_index_order, coloring
 
-    scene = scenes.random_pile(
-        300,
-        arch=arch,
-        seed=3,
-        solver=solver,
-        step_options={"color_in_launch": True, "fold_on_cpu": True},
-    )
+    scene = _pile_colored_by_team(arch, solver, color_in_launch=True)
     checked = 0
     for _ in range(40):
         colorings = scene.colorings

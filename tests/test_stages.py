@@ -36,6 +36,7 @@ from fx2d_gpu.device import (
     SCAN_CHUNK,
     UNSOLVED_COLOR,
     buckets,
+    list_counts_length,
 )
 from fx2d_gpu.device.scan import exclusive_scan
 from fx2d_gpu.physics.solver import team_stages
@@ -790,7 +791,7 @@ def test_indices_listed_by_key_match_a_stable_sort(arch):
     rng = np.random.default_rng(5)
     n_keys, size = LIST_KEYS, 50 * LIST_CHUNK + 7
     keys, out = ti.field(ti.i32, size), ti.field(ti.i32, size)
-    counts = ti.field(ti.i32, n_keys * (size // LIST_CHUNK + 1) + 1)
+    counts = ti.field(ti.i32, list_counts_length(size))
     starts = ti.field(ti.i32, n_keys + 1)
     scratch = ScanScratch(counts.shape[0] // SCAN_BLOCK + 2)
     lengths = (0, 1, LIST_CHUNK - 1, LIST_CHUNK, 3 * LIST_CHUNK + 5, size)

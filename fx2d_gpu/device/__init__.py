@@ -120,6 +120,12 @@ EXTENTS = {
 }
 
 
+def list_counts_length(n_constraints: int) -> int:
+    """Entries of Coloring.list_counts for n_constraints constraints: a counter for each key
+    (LIST_KEYS) of each chunk of LIST_CHUNK, and the total after them (device.buckets)."""
+    return LIST_KEYS * -(-n_constraints // LIST_CHUNK) + 1
+
+
 def next_pow2(n: int) -> int:
     return 1 << max(0, int(n) - 1).bit_length()
 
@@ -898,11 +904,10 @@ class Coloring(FieldGroup):
             saved="slots",
             doc="1: dynamic and awake when last coloured",
         )
-        chunks = Dim("n_list_chunks", -(-C.length // LIST_CHUNK))
         self._field(
             "list_counts",
             i32,
-            Dim("(UNSOLVED_COLOR + 1) * n_list_chunks + 1", LIST_KEYS * chunks.length + 1),
+            Dim("(UNSOLVED_COLOR + 1) * n_list_chunks + 1", list_counts_length(C.length)),
             doc="entry c * n_list_chunks + chunk: the chunk's constraints of colour c while "
             "the colour lists are built (device.buckets); then their place in color_list",
         )
@@ -1194,7 +1199,7 @@ class DevicePool:
         # (Two lists of pairs at once: a team's report scans its begin and end events'
         # flags together, solver/team_stages.exclusive_scans.)
         # (The colour lists scan their chunks' counts, device.buckets.)
-        list_counts = LIST_KEYS * -(-(P.length + JS.length) // LIST_CHUNK)
+        list_counts = list_counts_length(P.length + JS.length)
         scan_len = (
             max(
                 self.table_capacity,

@@ -26,7 +26,7 @@ group_by_color), meeting between the steps.
 `key(source, i)`: a ti.func giving index i's key in [0, n_keys), or -1 where i is not listed
 (place_by_key may take another key function than count_by_key, listing fewer of the
 counted, whose ranges then stay unwritten). `counts` holds at least n_keys * chunks_of(n) + 1
-entries.
+entries (device.list_counts_length for the colour lists' keys).
 """
 
 import taichi as ti
@@ -65,10 +65,28 @@ def count_chunk(
     stores."""
     for k in range(n_keys):
         counts[k * n_chunks + chunk] = 0
+    _walk_chunk(key, source, counts, counts, chunk, n_chunks, n, False)
+
+
+@ti.func
+def _walk_chunk(
+    key: ti.template(),
+    source: ti.template(),
+    counts: ti.template(),
+    out: ti.template(),
+    chunk,
+    n_chunks,
+    n,
+    place: ti.template(),
+):
+    """Each listed index of the chunk, in order, one more on its key's counter, after it is
+    written to out at the counter where `place` (place_chunk; else counted only)."""
     for i in range(chunk * LIST_CHUNK, ti.min(n, (chunk + 1) * LIST_CHUNK)):
         k = key(source, i)
         if k >= 0:
             entry = k * n_chunks + chunk
+            if ti.static(place):
+                out[counts[entry]] = i
             counts[entry] = counts[entry] + 1  # not `+=`: an atomic in a parallel loop
 
 
@@ -107,9 +125,4 @@ def place_chunk(
 ):
     """place_by_key's indices of one chunk; its counters end as the chunk's end of each key's
     range."""
-    for i in range(chunk * LIST_CHUNK, ti.min(n, (chunk + 1) * LIST_CHUNK)):
-        k = key(source, i)
-        if k >= 0:
-            entry = k * n_chunks + chunk
-            out[counts[entry]] = i
-            counts[entry] = counts[entry] + 1
+    _walk_chunk(key, source, counts, out, chunk, n_chunks, n, True)
