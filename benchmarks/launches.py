@@ -31,6 +31,11 @@ these are counted on any machine, on the CPU backend. The paths (PATHS):
   of kernels that return a value (launching.returning_count);
 - tasks_per_step: offloaded tasks run (Taichi's kernel profiler on the CPU: each top-level
   loop or serial block of a kernel is a task, a kernel launch on a GPU);
+- host_array_launches_per_step, host_arrays_per_step: launches given NumPy arrays (as
+  ndarray arguments: forces applied before the step, a get_state into `out` arrays, worlds
+  reset) and those arrays (launching.host_array_count). On CUDA Taichi 1.7.4 copies each
+  such array to the device before its launch and back after it, waiting for the device on
+  both sides: each such launch is two syncs the host pays, besides syncs_per_step;
 - barriers_per_step (the team's path): the team's barriers a step, where its members meet
   between stages (team.barrier: the generation counter's steps, where a team of several
   threads ran the step). A GPU's team meets at the same ones: a block's barrier is tens of
@@ -46,6 +51,11 @@ The scenes: the large pyramid (sleep off), a poured pile of 100,000 bodies, a 30
 grid, a pyramid of 20 boxes a side asleep (stepped until every box sleeps first: a pile at
 rest, whose steps wake nothing) and the same beside a ball drifting in its world (each step
 finds its pairs: a body moves beside sleepers); small worlds on the per-stage path.
+
+The vector environments (ENVS: fx2d/CartPole-v0 and fx2d/Lander-v0, 256 environments,
+random actions, the scene's step as a GPU takes it: StepOptions.fold_on_cpu,
+steps_in_flight) are counted per vector step: the scene's step, and around it the forces
+of the actions, the worlds that restart and the observations read.
 
 Each scene is stepped WARM_STEPS steps and read (steps in flight among them: read, not
 counted), then COUNTED_STEPS (or STEPS_IN_FLIGHT) counted. Saves
@@ -215,18 +225,22 @@ def counted_steps(scene) -> int:
     return STEPS_IN_FLIGHT if scene.step_options.steps_in_flight else COUNTED_STEPS
 
 
-def count(scene, steps: int = COUNTED_STEPS) -> dict:
-    """Launches, syncs, offloaded tasks and the team's barriers per step of `scene` over
-    `steps` steps, and {stage: launches per step}."""
+def count(scene, steps: int = COUNTED_STEPS, advance=None) -> dict:
+    """Launches, syncs, offloaded tasks, host arrays and the team's barriers per step of
+    `scene` over `steps` steps (`advance()`: one step, scene.step(DT) by default; a vector
+    env's step), and {stage: launches per step}."""
+    advance = advance or (lambda: scene.step(DT))
     waits = _HostWaits()
     generation = barrier_generation(scene)
     launches, returning = launching.launch_count(), launching.returning_count()
+    host_launches, host_arrays = launching.host_array_count()
     by_stage = launching.stage_launches()
     ti.profiler.clear_kernel_profiler_info()
     with waits.counting():
         for _ in range(steps):
-            scene.step(DT)
+            advance()
     tasks = _tasks_run()
+    host_after = launching.host_array_count()
     after = launching.stage_launches()
     per_stage = {
         name: (after[name] - by_stage.get(name, 0)) / steps
@@ -238,6 +252,8 @@ def count(scene, steps: int = COUNTED_STEPS) -> dict:
         "syncs_per_step": waits.count / steps,
         "returning_per_step": (launching.returning_count() - returning) / steps,
         "tasks_per_step": tasks / steps,
+        "host_array_launches_per_step": (host_after[0] - host_launches) / steps,
+        "host_arrays_per_step": (host_after[1] - host_arrays) / steps,
     }
     # Read last: it settles steps in flight (a read of the device, not the steps').
     barriers = barrier_generation(scene) - generation
@@ -245,6 +261,53 @@ def count(scene, steps: int = COUNTED_STEPS) -> dict:
     # of one: no barrier to count).
     counts["barriers_per_step"] = barriers / steps if barriers else ""
     return counts, per_stage
+
+
+#: The vector environments counted (per vector step), ENV_COUNT environments each.
+ENVS = {"cartpole_env_256": "fx2d/CartPole-v0", "lander_env_256": "fx2d/Lander-v0"}
+ENV_COUNT = 256
+
+
+def _env_rows(names, options: StepOptions, base: dict) -> list[dict]:
+    """ENVS' counts per vector step (random actions, seeded), the scene stepping as a GPU
+    steps small worlds (`options` with fold_on_cpu and steps_in_flight)."""
+    import gymnasium
+
+    import fx2d_gpu.envs  # noqa: F401 - registers the environments
+
+    rows = []
+    for name, env_id in ENVS.items():
+        if names and name not in names:
+            continue
+        env = gymnasium.make_vec(
+            env_id, num_envs=ENV_COUNT, vectorization_mode="vector_entry_point", arch="cpu"
+        )
+        scene = env.unwrapped.scene
+        scene.step_options = options.replace(fold_on_cpu=True, steps_in_flight=True)
+        env.action_space.seed(0)
+        env.reset(seed=0)
+
+        def advance(env=env):
+            env.step(env.action_space.sample())
+
+        for _ in range(WARM_STEPS):
+            advance()
+        scene.get_state()
+        counts, _ = count(scene, STEPS_IN_FLIGHT, advance)
+        env.close()
+        row = {
+            **base,
+            "solver": scene.solver,
+            "scene": name,
+            "bodies": scene.n_bodies * scene.n_worlds,
+            "worlds": scene.n_worlds,
+            "substeps": scene.substeps,
+            "colors": scene.n_colors,
+            **counts,
+        }
+        rows.append(row)
+        print(f"  {base['path']} {scene.solver} {name}: {counts}", flush=True)
+    return rows
 
 
 def run(results=None, names=None, step_options=None) -> list[dict]:
@@ -283,6 +346,10 @@ def run(results=None, names=None, step_options=None) -> list[dict]:
                 {**base, "stage": stage, "launches_per_step": per_stage[stage]} for stage in order
             ]
             print(f"  {path} {solver} {name}: {counts}", flush=True)
+    # The environments' scenes: their task's solver, the small worlds' one path.
+    env_base = {"date": date, "device": device_name(backend), "backend": backend}
+    env_base.update(path="gpu (per stage)")
+    rows += _env_rows(names, PATHS["gpu (per stage)"].replace(**step_options), env_base)
     print_table(rows)
     print("  saved", save_csv(backend, f"launches_per_step{tag}", rows, results))
     print("  saved", save_csv(backend, f"launches_per_stage{tag}", stage_rows, results))

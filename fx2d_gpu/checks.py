@@ -115,6 +115,8 @@ def as_reals(
     if np.ndim(values) == 0:
         return np.full(n, as_real(values, name, minimum=minimum, positive=positive, limit=limit))
     array = as_numbers(values, name, (n,))
+    if all_within(array, limit, minimum=minimum, positive=positive):
+        return array
     ok = np.isfinite(array) & (np.abs(array) <= FLOAT32_MAX) & (np.abs(array) < limit)
     if positive:
         ok &= array > 0.0
@@ -123,6 +125,31 @@ def as_reals(
     for i in np.flatnonzero(~ok)[:1]:
         as_real(float(array[i]), f"{name}[{i}]", minimum=minimum, positive=positive, limit=limit)
     return array
+
+
+def all_within(
+    array: np.ndarray,
+    limit: float = FLOAT32_MAX,
+    *,
+    minimum: float | None = None,
+    positive: bool = False,
+) -> bool:
+    """Whether every number of a float array is finite, within float32's range and +-limit,
+    at least `minimum` (if given) and above 0 (if `positive`): a large array's common case
+    in two reductions (its least and greatest value; NaN makes both NaN, and every
+    comparison with NaN is False), where an element-wise test allocates a temporary array
+    per rule. False sends the caller to its element-wise test, which names the first bad
+    element."""
+    if array.size == 0:
+        return True
+    bound = min(limit, math.nextafter(FLOAT32_MAX, math.inf))  # |x| < bound
+    lowest, highest = float(array.min()), float(array.max())
+    within = -bound < lowest and highest < bound
+    if minimum is not None:
+        within = within and lowest >= minimum
+    if positive:
+        within = within and lowest > 0.0
+    return within
 
 
 def as_vector2(value, name: str, limit: float = FLOAT32_MAX) -> np.ndarray:
@@ -180,6 +207,8 @@ def as_vectors2(values, name: str, n: int, limit: float = FLOAT32_MAX) -> np.nda
     if shape == (2,):
         return np.tile(as_vector2(values, name, limit), (n, 1))
     array = as_numbers(values, name, (n, 2))
+    if all_within(array, limit):
+        return array
     ok = (np.isfinite(array) & (np.abs(array) <= FLOAT32_MAX) & (np.abs(array) < limit)).all(1)
     for i in np.flatnonzero(~ok)[:1]:
         as_vector2(array[i], f"{name}[{i}]", limit)

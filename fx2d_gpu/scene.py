@@ -18,7 +18,7 @@ import time
 import numpy as np
 
 from . import shapes
-from .access import edits, readout, spatial_queries, world_resets
+from .access import edits, gather, readout, spatial_queries, world_resets
 from .access.snapshots import SceneCopies
 from .access.world_resets import state_rows
 from .checks import (
@@ -37,6 +37,7 @@ from .device.residency import DEVICE_LOCK, Binding, locked, serialized
 from .enums import DEFAULT_MIXING
 from .model import kinematics, pairing
 from .model.builder import (
+    NO_FORCES,
     ModelBuilder,
     add_forces,
     check_forces,
@@ -569,8 +570,9 @@ class Scene(ModelQueries, SceneCopies, StepDiagnostics):
         runtime.check_mapping_headroom()  # software Vulkan: a clear error, not a crash
         if fly and self._fly(dt, profile):
             return
-        ctx = self._context(dt)
-        edits.upload_forces(ctx, self._pending_forces)
+        with profile.stage("upload"):  # (the step's plan's first stage: solver/plan.py)
+            ctx = self._context(dt)
+            edits.upload_forces(ctx, self._pending_forces)
         before = dataclasses.replace(self._cache)
         try:
             run_step(ctx, profile)
@@ -617,7 +619,8 @@ class Scene(ModelQueries, SceneCopies, StepDiagnostics):
             return False
         if in_flight.full(flight):
             self._settle()  # (one wait for up to STEPS_IN_FLIGHT steps)
-        ctx = self._context(dt, settle=False)
+        with profile.stage("upload"):
+            ctx = self._context(dt, settle=False)
         if not in_flight.launch(ctx, flight, self.time, self.step_count, settings):
             return False
         in_flight.note_flying(self)
@@ -769,7 +772,7 @@ class Scene(ModelQueries, SceneCopies, StepDiagnostics):
         body = self._builder.check_body(body)
         f, t = check_forces(force, torque, self._n_worlds)
         self._pending_forces[body] = add_forces(
-            self._pending_forces.get(body, (0.0, 0.0)), f, t, body
+            self._pending_forces.get(body, NO_FORCES), f, t, body
         )
 
     # ------------------------------------------------------------------ per-world values
@@ -997,6 +1000,37 @@ class Scene(ModelQueries, SceneCopies, StepDiagnostics):
         if out is not None:
             return readout.gather_state(self._context(), rows, out)
         return readout.body_state(self._context(), rows, readout.float_dtype(dtype))
+
+    @serialized
+    def get_columns(self, columns, dtype=np.float64, out=None) -> np.ndarray:
+        """Chosen quantities of chosen bodies, every world's, as the columns of one
+        (n_worlds, m) array: a learning task's observations in one kernel launch.
+
+        Args:
+            columns (sequence): m tuples (body, quantity) or (body, quantity, scale): a
+                body index, one of "x", "y" (m), "angle" (rad), "vx", "vy" (m/s),
+                "angular_velocity" (rad/s), and a number the value is multiplied by (1.0
+                by default; -1.0 flips a sign convention, 1 / range normalises). The
+                product is taken in float32, the device's type, and stored in the array's
+                dtype.
+            dtype (numpy dtype): np.float64 (default) or np.float32 of a new array; with
+                `out`, its dtype.
+            out (np.ndarray | None): a C-contiguous, writable (n_worlds, m) float32 or
+                float64 NumPy array (or torch tensor, as get_state's `out`) to fill and
+                return; else a new array.
+
+        Raises:
+            TypeError, ValueError: a column, dtype or `out` that breaks these rules, naming
+                it (columns[i]'s quantity ...).
+        """
+        spec, scales = gather.check_columns(columns, self.n_bodies)
+        shape = (self._n_worlds, len(spec))
+        if out is None:
+            out = np.empty(shape, readout.float_dtype(dtype))
+        else:
+            gather.check_columns_out(out, shape)
+        gather.gather_columns(self._context(), spec, scales, out)
+        return out
 
     @serialized
     def set_state(self, state: State, worlds=None):

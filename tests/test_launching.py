@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import taichi as ti
 
-from fx2d_gpu.device.launching import QuickKernel, quick
+from fx2d_gpu.device.launching import QuickKernel, host_array_count, quick
 
 
 class Holder:
@@ -101,6 +101,22 @@ def test_ndarray_kernel_falls_back_to_taichi():
     take_array(holder, data + 1)
     np.testing.assert_array_equal(holder.values.to_numpy(), data + 1)
     assert not take_array.short_path
+
+
+def test_host_arrays_are_counted_per_launch():
+    """host_array_count: a launch given a NumPy array (copied to a GPU and back around it,
+    with a wait on each side) counts once, with its arrays; a Taichi ndarray (on the device)
+    and a launch without arrays count nothing."""
+    holder = Holder(5)
+    data = np.arange(5, dtype=np.float32)
+    on_device = ti.ndarray(ti.f32, 5)
+    launches, arrays = host_array_count()
+    take_array(holder, data)
+    take_array(holder, data)
+    assert host_array_count() == (launches + 2, arrays + 2)
+    take_array(holder, on_device)
+    accumulate(holder, add_scaled, 5, 1.0, ti.math.vec2(0.0, 0.0))
+    assert host_array_count() == (launches + 2, arrays + 2)
 
 
 def undefined_name_here(i):

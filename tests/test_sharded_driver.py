@@ -459,3 +459,24 @@ def test_close_leaves_taichi_running_where_the_shards_share_the_drivers_process(
     scene = build(1)
     scene.step(DT)
     assert scene.step_count == 1 and scene.get_state().position[0, 1, 1] < 0.5
+
+
+def test_get_columns_are_a_scenes(sharded):
+    """ShardedScene.get_columns gives what Scene.get_columns gives for the same worlds (each
+    product in float32), and refuses by the same checks before asking a shard."""
+    reference = build(4)
+    for scene in (sharded, reference):
+        for _ in range(12):
+            scene.step(1 / 60)
+    columns = [(1, "x"), (2, "vy", -1.0), (3, "angle", 0.5), (1, "angular_velocity", 1 / 3)]
+    for dtype in (np.float32, np.float64):
+        np.testing.assert_array_equal(
+            sharded.get_columns(columns, dtype=dtype), reference.get_columns(columns, dtype=dtype)
+        )
+    out = np.zeros((4, len(columns)), np.float32)
+    assert sharded.get_columns(columns, out=out) is out
+    np.testing.assert_array_equal(out, reference.get_columns(columns, dtype=np.float32))
+    with pytest.raises(ValueError, match=r"columns\[0\]'s quantity must be one of"):
+        sharded.get_columns([(1, "speed")])
+    with pytest.raises(ValueError, match=r"out must have shape \(4, 4\)"):
+        sharded.get_columns(columns, out=np.zeros((4, 3)))

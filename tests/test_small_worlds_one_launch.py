@@ -111,8 +111,8 @@ def test_small_worlds_step_in_one_launch_bitwise_as_their_stages(arch, solver):
     folded, launches = _run(_piles(arch, solver))
     stage_after = launching.stage_launches()
     # One launch a step: the first step's report after set_state (it checks the resting
-    # pairs first) and the push's clearing of the forces aside.
-    extra = {0: 1, PUSH: 1}
+    # pairs first) and the push's forces, sent to the device and cleared, aside.
+    extra = {0: 1, PUSH: 2}
     assert launches == [1 + extra.get(step, 0) for step in range(STEPS)], launches
     assert launches_of("fused._substeps") - substeps_before == STEPS
     assert launches_of(*apart_kernels) - apart_before == 1  # the first step's report

@@ -10,6 +10,7 @@ import pytest
 
 import fx2d_gpu as fx
 from fx2d_gpu import shapes
+from fx2d_gpu.checks import FLOAT32_MAX, all_within, as_reals, as_vectors2
 from fx2d_gpu.enums import MOTOR_EFFORT
 
 
@@ -234,3 +235,52 @@ def test_cpu_threads_variable_is_an_int_of_at_least_one():
     for bad in ("0", "-1", "two", "1.5"):
         with pytest.raises(ValueError, match="FX2D_CPU_THREADS"):
             runtime.cpu_threads_setting({"FX2D_CPU_THREADS": bad})
+
+
+def _within_elementwise(array, limit, minimum=None, positive=False):
+    """all_within's rule, element by element (the slow obvious version)."""
+    ok = np.isfinite(array) & (np.abs(array) <= FLOAT32_MAX) & (np.abs(array) < limit)
+    if minimum is not None:
+        ok &= array >= minimum
+    if positive:
+        ok &= array > 0.0
+    return bool(ok.all())
+
+
+def test_all_within_agrees_with_the_elementwise_rule():
+    """The two-reduction check of large arrays (checks.all_within) against the element-wise
+    rule, on arrays holding each kind of bad value at a random place, and values on each
+    side of every bound."""
+    rng = np.random.default_rng(3)
+    specials = [
+        np.nan, np.inf, -np.inf, FLOAT32_MAX, -FLOAT32_MAX, 3.5e38, -3.5e38,
+        99.0, 100.0, -100.0, 0.0, -0.0, 1e-300, -1e-300, -5.0,
+    ]  # fmt: skip
+    for _ in range(300):
+        positive = bool(rng.random() < 0.3)
+        minimum = rng.choice([None, -5.0, 0.0])
+        # Positive ones drawn above 0, so that a single special value decides.
+        low = 0.5 if positive or minimum == 0.0 else -50.0
+        array = rng.uniform(low, 50.0, (int(rng.integers(0, 40)), 2))
+        if array.size and rng.random() < 0.8:
+            array.flat[rng.integers(0, array.size)] = rng.choice(specials)
+        limit = rng.choice([FLOAT32_MAX, 100.0, 1e39])
+        assert all_within(array, limit, minimum=minimum, positive=positive) == (
+            _within_elementwise(array, limit, minimum, positive)
+        ), (array, limit, minimum, positive)
+
+
+def test_large_per_world_values_name_their_first_bad_entry():
+    """A per-world array checked in two reductions still names the first bad entry, with
+    the element-wise rule's words (as_vectors2, as_reals)."""
+    n = 65_536
+    forces = np.zeros((n, 2))
+    forces[40_000, 1] = np.nan
+    forces[50_000, 0] = np.inf
+    with pytest.raises(ValueError, match=r"force\[40000\] must be finite"):
+        as_vectors2(forces, "force", n)
+    masses = np.ones(n)
+    masses[7] = 0.0
+    with pytest.raises(ValueError, match=r"mass\[7\] must be positive"):
+        as_reals(masses, "mass", n, positive=True)
+    np.testing.assert_array_equal(as_vectors2(np.ones((n, 2)), "force", n), np.ones((n, 2)))

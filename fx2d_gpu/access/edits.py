@@ -103,13 +103,15 @@ def upload_forces(ctx: StepContext, pending: dict[int, tuple[np.ndarray, np.ndar
     (n_worlds,) N m)) onto the device, for the next step; `pending` is emptied."""
     if not pending:
         return
-    bodies = np.array(sorted(pending), np.int32)
-    slots = (
-        np.arange(ctx.n_worlds, dtype=np.int32)[:, None] * ctx.n_bodies + bodies[None, :]
-    ).reshape(-1)
-    forces = np.stack([pending[b][0] for b in bodies], axis=1).reshape(-1, 2)
-    torques = np.stack([pending[b][1] for b in bodies], axis=1).reshape(-1)
-    transfer.scatter_forces(ctx, slots, forces.astype(np.float32), torques.astype(np.float32))
+    bodies = sorted(pending)
+    # One float32 table, world-major ((world, body) rows of force x, force y, torque): the
+    # launch's one large array.
+    pushes = np.empty((ctx.n_worlds, len(bodies), 3), np.float32)
+    for column, body in enumerate(bodies):
+        force, torque = pending[body]
+        pushes[:, column, :2] = force
+        pushes[:, column, 2] = torque
+    transfer.scatter_forces(ctx, np.array(bodies, np.int32), pushes.reshape(-1, 3))
     pending.clear()
 
 
@@ -117,14 +119,13 @@ def write_state(ctx: StepContext, arrays: dict[str, np.ndarray]):
     """A checked State's arrays (builder.check_state) onto the device: poses (the previous
     pose too), velocities and sleep flags; contacts are found afresh at the new poses and
     the last step's events are forgotten."""
-    n = ctx.n_slots
     transfer.write_state(
         ctx,
-        arrays["position"].reshape(n, 2).astype(np.float32),
-        arrays["angle"].reshape(n).astype(np.float32),
-        arrays["velocity"].reshape(n, 2).astype(np.float32),
-        arrays["angular_velocity"].reshape(n).astype(np.float32),
-        arrays["sleeping"].reshape(n).astype(np.int32),
+        arrays["position"],
+        arrays["angle"],
+        arrays["velocity"],
+        arrays["angular_velocity"],
+        arrays["sleeping"],
     )
     ctx.cache.contacts_current = False
     ctx.cache.forget_events()

@@ -1,4 +1,5 @@
-"""Gathering body state straight into the caller's arrays (Scene.get_state(out=...)).
+"""Gathering body state straight into the caller's arrays (Scene.get_state(out=...),
+Scene.get_columns).
 
 An observation of a batch of worlds is read every step, so it is written where the caller
 keeps it: one kernel launch fills NumPy arrays or torch tensors in place, with no new
@@ -7,14 +8,24 @@ takes a NumPy array or a torch tensor as it is (on the CPU backend, a CPU tensor
 on CUDA, a CUDA tensor's), so the kernel writes into the caller's memory directly. The
 arrays must therefore be C-contiguous and writable (a NumPy array that is neither would be
 copied by Taichi, and the copy filled instead: refused here).
+
+On CUDA a NumPy array is host memory: Taichi copies it to the device before the launch and
+back after it, waiting for the device on both sides (launching.host_array_count). So a
+step's observation moves as few arrays and bytes as it can: get_columns writes a task's
+observation values, and only those, into one array (a cart-pole's 4 float32 a world, where
+its two bodies' whole state in get_state's five arrays took 12), its column list kept on
+the device.
 """
 
+import weakref
 from typing import TYPE_CHECKING
 
 import numpy as np
 import taichi as ti
 
+from ..checks import as_index, as_real
 from ..device import runtime
+from ..device.launching import quick
 from ..records import State
 
 if TYPE_CHECKING:
@@ -144,6 +155,7 @@ def _stand_in(ndim: int, like) -> object:
     return like.new_zeros((1,) * ndim)
 
 
+@quick
 @ti.kernel
 def _gather(
     bodies: ti.template(),
@@ -207,4 +219,132 @@ def gather_bodies(ctx: "StepContext", rows: np.ndarray, arrays: dict):
         args["velocity"],
         args["angular_velocity"],
         sleeping,
+    )
+
+
+#: Scene.get_columns' quantities of a body, in the order of their codes in the kernel.
+QUANTITIES = ("x", "y", "angle", "vx", "vy", "angular_velocity")
+
+
+def check_columns(columns, n_bodies: int) -> tuple[np.ndarray, np.ndarray]:
+    """Scene.get_columns' `columns` checked: ((m, 2) int32 of (body, quantity code), (m,)
+    float32 scales). Each column is (body, quantity) or (body, quantity, scale): a body
+    index, a name of QUANTITIES, a finite number within float32's range (default 1.0).
+
+    Raises:
+        TypeError: columns not a sequence of tuples, a body not an int, a quantity not a
+            string, a scale not a number (naming columns[i]).
+        ValueError: no columns, a body out of range, an unknown quantity, a scale not
+            finite (naming columns[i]).
+    """
+    if isinstance(columns, (str, bytes)) or not hasattr(columns, "__len__"):
+        raise TypeError(
+            f"columns must be a sequence of (body, quantity[, scale]), got {type(columns).__name__}"
+        )
+    if len(columns) == 0:
+        raise ValueError("columns must hold at least one (body, quantity[, scale])")
+    spec = np.empty((len(columns), 2), np.int32)
+    scales = np.empty(len(columns), np.float32)
+    for i, column in enumerate(columns):
+        label = f"columns[{i}]"
+        if not isinstance(column, (tuple, list)) or len(column) not in (2, 3):
+            raise TypeError(f"{label} must be (body, quantity) or (body, quantity, scale)")
+        quantity = column[1]
+        if not isinstance(quantity, str):
+            raise TypeError(f"{label}'s quantity must be a string, got {type(quantity).__name__}")
+        if quantity not in QUANTITIES:
+            raise ValueError(f"{label}'s quantity must be one of {QUANTITIES}, got {quantity!r}")
+        spec[i] = (
+            as_index(column[0], f"{label}'s body", n_bodies, "bodies"),
+            QUANTITIES.index(quantity),
+        )
+        scales[i] = as_real(column[2], f"{label}'s scale") if len(column) == 3 else 1.0
+    return spec, scales
+
+
+def check_columns_out(out, shape: tuple[int, int], backend: str | None = None):
+    """Scene.get_columns' `out`: a C-contiguous, writable float32 or float64 NumPy array (or
+    torch tensor where `backend` writes, as get_state's out) of `shape`.
+
+    Raises:
+        TypeError: out neither a NumPy array nor a torch tensor.
+        ValueError: another shape or dtype, not contiguous or not writable.
+    """
+    torch = _is_torch(out)
+    if not (torch or isinstance(out, np.ndarray)):
+        raise TypeError(f"out must be a NumPy array or a torch tensor, got {type(out).__name__}")
+    if tuple(out.shape) != shape:
+        raise ValueError(f"out must have shape {shape}, got {tuple(out.shape)}")
+    dtype = str(out.dtype)
+    if dtype not in (_TORCH_FLOATS if torch else tuple(map(str, _NUMPY_FLOATS))):
+        raise ValueError(f"out must be float32 or float64, got {dtype}")
+    if torch:
+        _check_tensor(out, "out", backend)
+    elif not out.flags.c_contiguous:
+        raise ValueError("out must be C-contiguous (np.ascontiguousarray)")
+    elif not out.flags.writeable:
+        raise ValueError("out must be writable")
+    return out
+
+
+@quick
+@ti.kernel
+def _gather_columns(
+    bodies: ti.template(),
+    serial: ti.template(),
+    spec: ti.types.ndarray(dtype=ti.i32, ndim=2),
+    scales: ti.types.ndarray(dtype=ti.f32, ndim=1),
+    n_worlds: ti.i32,
+    n_bodies: ti.i32,
+    out: ti.types.ndarray(ndim=2),
+):
+    """out[world, j] = scales[j] * quantity spec[j, 1] (QUANTITIES' code) of body spec[j, 0]."""
+    ti.loop_config(serialize=serial)
+    for world, j in ti.ndrange(n_worlds, spec.shape[0]):
+        slot = world * n_bodies + spec[j, 0]
+        code = spec[j, 1]
+        value = bodies.angular_velocity[slot]
+        if code == 0:
+            value = bodies.position[slot].x
+        elif code == 1:
+            value = bodies.position[slot].y
+        elif code == 2:
+            value = bodies.angle[slot]
+        elif code == 3:
+            value = bodies.velocity[slot].x
+        elif code == 4:
+            value = bodies.velocity[slot].y
+        out[world, j] = scales[j] * value
+
+
+#: Per device pool, the column lists gathered so far, on the device ({(spec bytes, scales
+#: bytes): (spec, scales) as Taichi ndarrays}, at most _DEVICE_COLUMNS_KEPT a pool): a
+#: NumPy argument is copied to a GPU and back around every launch (launching.host_array_count),
+#: and an observation's columns are the same every step.
+_device_columns: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_DEVICE_COLUMNS_KEPT = 16
+
+
+def _on_device(pool, spec: np.ndarray, scales: np.ndarray):
+    """spec and scales as Taichi ndarrays kept for `pool` (made on first use)."""
+    kept = _device_columns.setdefault(pool, {})
+    key = (spec.tobytes(), scales.tobytes())
+    if key not in kept:
+        if len(kept) >= _DEVICE_COLUMNS_KEPT:
+            kept.clear()
+        spec_nd = ti.ndarray(ti.i32, spec.shape)
+        spec_nd.from_numpy(spec)
+        scales_nd = ti.ndarray(ti.f32, scales.shape)
+        scales_nd.from_numpy(scales)
+        kept[key] = (spec_nd, scales_nd)
+    return kept[key]
+
+
+def gather_columns(ctx: "StepContext", spec: np.ndarray, scales: np.ndarray, out):
+    """Fill `out` ((n_worlds, m)) with the columns spec and scales describe (check_columns'),
+    one launch; spec and scales go to the device once per pool (_on_device), so the launch's
+    only host array is `out` (none for a CUDA tensor)."""
+    spec_nd, scales_nd = _on_device(ctx.pool, spec, scales)
+    _gather_columns(
+        ctx.pool.bodies, ctx.serial, spec_nd, scales_nd, ctx.n_worlds, ctx.n_bodies, out
     )

@@ -44,20 +44,17 @@ def write_worlds(
     float32) and PID state, no pending force, the contacts forgotten. One launch
     (transfer.write_rows); the other worlds are not touched. (The step cache is the
     caller's: Scene's calls look at the contacts afresh, as after set_state.)"""
-    rows, nb = len(arrays["angle"]), ctx.n_bodies
-    source_row = _rows(worlds, ctx.n_worlds, rows == 1)
-    flat = {
-        "position": np.ascontiguousarray(arrays["position"].reshape(rows * nb, 2), np.float32),
-        "angle": np.ascontiguousarray(arrays["angle"].reshape(-1), np.float32),
-        "velocity": np.ascontiguousarray(arrays["velocity"].reshape(rows * nb, 2), np.float32),
-        "angular_velocity": np.ascontiguousarray(
-            arrays["angular_velocity"].reshape(-1), np.float32
-        ),
-        "sleeping": np.ascontiguousarray(arrays["sleeping"].reshape(-1), np.int32),
-    }
+    source_row = _rows(worlds, ctx.n_worlds, len(arrays["angle"]) == 1)
+    table = transfer.state_table(
+        arrays["position"],
+        arrays["angle"],
+        arrays["velocity"],
+        arrays["angular_velocity"],
+        arrays["sleeping"],
+    )
     if targets is not None:
         targets = np.ascontiguousarray(targets.reshape(-1), np.float32)
-    transfer.write_rows(ctx, source_row, flat, restart_islands=True, reset=reset, targets=targets)
+    transfer.write_rows(ctx, source_row, table, restart_islands=True, reset=reset, targets=targets)
 
 
 def state_rows(

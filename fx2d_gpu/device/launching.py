@@ -23,12 +23,19 @@ import taichi as ti
 from taichi.lang import impl
 from taichi.lang.matrix import MatrixType
 from taichi.types import primitive_types
+from taichi.types.ndarray_type import NdarrayType
 
 _FLOAT, _INT, _MATRIX, _INT_VECTOR = 0, 1, 2, 3
 #: Kernel launches made through `quick` kernels in this process (launch_count), and those
 #: of kernels that return a value (returning_count): the host waits for the device there.
 _launches = 0
 _returning = 0
+#: Launches given a host array (a NumPy array as an ndarray argument; host_array_count) and
+#: those arrays: on CUDA Taichi 1.7.4 copies each to the device before the launch and back
+#: after it, and waits for the device on both sides (kernel_launcher.cpp: two stream
+#: synchronizations a launch), so each such launch is a sync the host pays twice.
+_host_array_launches = 0
+_host_arrays = 0
 #: The step stage whose launches are being made (set_stage; None outside a step), and the
 #: launches made under each stage name (stage_launches).
 _stage: str | None = None
@@ -48,6 +55,13 @@ def returning_count() -> int:
     """Launches of `quick` kernels that return a value, in this process so far: each makes
     the host wait for the device (a sync), the cost a GPU step can least afford."""
     return _returning
+
+
+def host_array_count() -> tuple[int, int]:
+    """(launches given a host array, host arrays given) through `quick` kernels in this
+    process so far: NumPy arrays passed as ndarray arguments, each copied to a GPU and back
+    around its launch, which waits for the device before and after (see _host_arrays)."""
+    return _host_array_launches, _host_arrays
 
 
 def set_stage(name: str | None) -> str | None:
@@ -136,6 +150,12 @@ class QuickKernel:
         self._template_positions = tuple(
             i for i, kind in enumerate(self._kinds or ()) if kind is None
         )
+        #: Positions of the ndarray arguments (host_array_count looks only there).
+        self._array_positions = tuple(
+            i
+            for i, argument in enumerate(self._primal.arguments)
+            if isinstance(argument.annotation, NdarrayType)
+        )
         self._entries = {}
         self.__doc__ = kernel.__doc__
         self.__name__ = getattr(kernel, "__name__", "kernel")
@@ -158,9 +178,13 @@ class QuickKernel:
 
     def launch(self, args: tuple):
         """Launch with every argument in parameter order (what __call__ binds)."""
-        global _launches, _returning
+        global _launches, _returning, _host_array_launches, _host_arrays
         _launches += 1
         _returning += self._returns
+        if self._array_positions:
+            given = sum(isinstance(args[i], np.ndarray) for i in self._array_positions)
+            _host_array_launches += given > 0
+            _host_arrays += given
         self.launches += 1
         _stage_launches[_stage] = _stage_launches.get(_stage, 0) + 1
         if self._kinds is None or len(args) != len(self._kinds):

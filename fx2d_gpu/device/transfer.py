@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 import taichi as ti
 
+from .launching import quick
+
 if TYPE_CHECKING:
     from ..physics.solver.context import StepContext
 
@@ -24,6 +26,7 @@ if TYPE_CHECKING:
 _F32_ARRAY = ti.types.ndarray(dtype=ti.f32, ndim=1)
 _I32_ARRAY = ti.types.ndarray(dtype=ti.i32, ndim=1)
 _VEC2_ARRAY = ti.types.ndarray(dtype=ti.math.vec2, ndim=1)
+_F32_TABLE = ti.types.ndarray(dtype=ti.f32, ndim=2)
 
 
 def write_groups(
@@ -251,6 +254,7 @@ def _fields_of(groups, names) -> tuple:
 # One loop over the entries any field needs, every field's entry in its body: on the CPU
 # each top-level loop is compiled as a function of its own, ~10 ms apiece even from the
 # offline cache, and a group has up to 24 fields.
+@quick
 @ti.kernel
 def _move_fields(
     groups: ti.template(),
@@ -276,30 +280,38 @@ def _move_fields(
                     _copy_entry(field, flat, layout[_LAYOUT * f], layout[_LAYOUT * f + 1], i)
 
 
+@quick
 @ti.kernel
 def _scatter_forces(
     bodies: ti.template(),
     serial: ti.template(),
-    slots: _I32_ARRAY,
-    forces: _VEC2_ARRAY,
-    torques: _F32_ARRAY,
+    rows: _I32_ARRAY,
+    pushes: _F32_TABLE,
+    n_bodies: ti.i32,
 ):
     ti.loop_config(serialize=serial)
-    for i in range(slots.shape[0]):
-        bodies.force[slots[i]] += forces[i]
-        bodies.torque[slots[i]] += torques[i]
-        if forces[i].norm() > 0.0 or torques[i] != 0.0:  # a push wakes a sleeping body
-            bodies.sleeping[slots[i]] = 0
-            bodies.sleep_time[slots[i]] = 0.0
+    for i in range(pushes.shape[0]):
+        slot = i // rows.shape[0] * n_bodies + rows[i % rows.shape[0]]
+        force = ti.math.vec2(pushes[i, 0], pushes[i, 1])
+        torque = pushes[i, 2]
+        bodies.force[slot] += force
+        bodies.torque[slot] += torque
+        if force.norm() > 0.0 or torque != 0.0:  # a push wakes a sleeping body
+            bodies.sleeping[slot] = 0
+            bodies.sleep_time[slot] = 0.0
 
 
-def scatter_forces(ctx: "StepContext", slots, forces, torques):
-    """Add forces (k, 2) N and torques (k,) N m to body slots (k,) for the next step; a
-    push wakes a sleeping body."""
-    _scatter_forces(ctx.pool.bodies, ctx.serial, slots, forces, torques)
+def scatter_forces(ctx: "StepContext", rows: np.ndarray, pushes: np.ndarray):
+    """Add forces and torques to the bodies `rows` ((k,) int32 model rows) of every world for
+    the next step: pushes (n_worlds * k, 3) float32, world-major, each (force x, force y
+    (N), torque (N m)). A push wakes a sleeping body. One launch of two host arrays (on a
+    GPU each is copied there and back: launching.host_array_count), the slots worked out on
+    the device."""
+    _scatter_forces(ctx.pool.bodies, ctx.serial, rows, pushes, ctx.n_bodies)
     ctx.cache.forces_on_device = True
 
 
+@quick
 @ti.kernel
 def _write_rows(
     bodies: ti.template(),
@@ -312,11 +324,7 @@ def _write_rows(
     n_bodies: ti.i32,
     n_joints: ti.i32,
     n_pairs: ti.i32,
-    position: _VEC2_ARRAY,
-    angle: _F32_ARRAY,
-    velocity: _VEC2_ARRAY,
-    angular_velocity: _F32_ARRAY,
-    sleeping: _I32_ARRAY,
+    rows: _F32_TABLE,
     target: _F32_ARRAY,
 ):
     """The worlds with source_row >= 0 (source_row: (n_worlds,)) take their source row's
@@ -329,11 +337,11 @@ def _write_rows(
         row = source_row[slot // n_bodies]
         if row >= 0:
             source = row * n_bodies + slot % n_bodies
-            bodies.position[slot] = position[source]
-            bodies.angle[slot] = angle[source]
-            bodies.velocity[slot] = velocity[source]
-            bodies.angular_velocity[slot] = angular_velocity[source]
-            bodies.sleeping[slot] = sleeping[source]
+            bodies.position[slot] = ti.math.vec2(rows[source, 0], rows[source, 1])
+            bodies.angle[slot] = rows[source, 2]
+            bodies.velocity[slot] = ti.math.vec2(rows[source, 3], rows[source, 4])
+            bodies.angular_velocity[slot] = rows[source, 5]
+            bodies.sleeping[slot] = ti.cast(rows[source, 6], ti.i32)
             bodies.sleep_time[slot] = 0.0
             if ti.static(restart_islands):
                 bodies.island[slot] = slot
@@ -365,22 +373,40 @@ def _write_rows(
 _NO_TARGETS = np.zeros(1, np.float32)
 
 
+#: write_rows' table: a body's state in ROW_COLUMNS float32 numbers, in this order.
+ROW_COLUMNS = ("x", "y", "angle", "vx", "vy", "angular_velocity", "sleeping")
+
+
+def state_table(position, angle, velocity, angular_velocity, sleeping) -> np.ndarray:
+    """write_rows' table from the arrays of r rows of n_bodies bodies each (position and
+    velocity (r, n_bodies, 2) or (r * n_bodies, 2), the others (r, n_bodies) or
+    (r * n_bodies,); sleeping 0 or 1): (r * n_bodies, 7) float32, ROW_COLUMNS' order, each
+    value as float32 takes it (sleeping's 0 and 1 exactly). One array where five went to the
+    device (on a GPU each is copied there and back around the launch)."""
+    n = np.size(angle)
+    table = np.empty((n, len(ROW_COLUMNS)), np.float32)
+    table[:, 0:2] = np.reshape(position, (n, 2))
+    table[:, 2] = np.reshape(angle, n)
+    table[:, 3:5] = np.reshape(velocity, (n, 2))
+    table[:, 5] = np.reshape(angular_velocity, n)
+    table[:, 6] = np.reshape(sleeping, n)
+    return table
+
+
 def write_rows(
     ctx: "StepContext",
     source_row: np.ndarray,
-    arrays: dict[str, np.ndarray],
+    table: np.ndarray,
     *,
     restart_islands: bool,
     reset: bool = False,
     targets: np.ndarray | None = None,
 ):
     """The one kernel that writes bodies' state rows: world w takes row source_row[w] of
-    `arrays` (source_row: (n_worlds,) int32, -1: the world is not touched).
+    `table` (source_row: (n_worlds,) int32, -1: the world is not touched).
 
     Args:
-        arrays: position (r * n_bodies, 2) float32, angle, velocity (r * n_bodies, 2),
-            angular_velocity (r * n_bodies,) float32 and sleeping (r * n_bodies,) int32: r
-            rows of n_bodies bodies each, C-contiguous.
+        table: r rows of n_bodies bodies each, (r * n_bodies, 7) float32 (state_table).
         restart_islands: the written bodies' islands and support restart, as in a new scene
             (world_resets' writes); else they stay as the last step left them (write_state).
         reset: also no pending force, motor targets from `targets` ((r * n_joints,) float32)
@@ -400,27 +426,17 @@ def write_rows(
         ctx.n_bodies,
         ctx.n_joints,
         ctx.n_pairs,
-        arrays["position"],
-        arrays["angle"],
-        arrays["velocity"],
-        arrays["angular_velocity"],
-        arrays["sleeping"],
+        table,
         targets,
     )
 
 
 def write_state(ctx: "StepContext", position, angle, velocity, angular_velocity, sleeping):
-    """Poses, velocities and sleep flags of every slot (arrays of n_slots rows, float32 /
-    int32); sleep timers restart (write_rows, each world its own row)."""
-    arrays = {
-        "position": position,
-        "angle": angle,
-        "velocity": velocity,
-        "angular_velocity": angular_velocity,
-        "sleeping": sleeping,
-    }
+    """Poses, velocities and sleep flags of every slot (arrays of n_slots rows; sleeping 0
+    or 1); sleep timers restart (write_rows, each world its own row)."""
+    table = state_table(position, angle, velocity, angular_velocity, sleeping)
     source_row = np.arange(ctx.n_worlds, dtype=np.int32)
-    write_rows(ctx, source_row, arrays, restart_islands=False)
+    write_rows(ctx, source_row, table, restart_islands=False)
 
 
 @ti.func
@@ -431,6 +447,7 @@ def _wake_joint_bodies(joints: ti.template(), bodies: ti.template(), joint, worl
         bodies.sleep_time[slot] = 0.0
 
 
+@quick
 @ti.kernel
 def _write_joint_target(
     joints: ti.template(),
@@ -454,6 +471,7 @@ def write_joint_target(ctx: "StepContext", joint: int, values):
     )
 
 
+@quick
 @ti.kernel
 def _write_joint_mode(
     joints: ti.template(),
@@ -490,6 +508,7 @@ def write_joint_mode(ctx: "StepContext", joint: int, mode: int, max_effort: floa
     )
 
 
+@quick
 @ti.kernel
 def _write_enabled(
     bodies: ti.template(), serial: ti.template(), slots: _I32_ARRAY, enabled: ti.i32
@@ -509,6 +528,7 @@ def write_enabled(ctx: "StepContext", slots, enabled: bool):
     _write_enabled(ctx.pool.bodies, ctx.serial, slots, int(enabled))
 
 
+@quick
 @ti.kernel
 def _write_filters(
     model: ti.template(),

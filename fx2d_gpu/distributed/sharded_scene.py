@@ -26,12 +26,20 @@ from typing import Any
 
 import numpy as np
 
+from ..access.gather import check_columns, check_columns_out
 from ..access.readout import check_state_out, float_dtype
 from ..access.snapshots import SceneSnapshot
 from ..access.spatial_queries import body_indices, joint_indices
 from ..access.world_resets import state_rows
 from ..checks import as_bool, as_count, as_index, as_real, as_step_count, as_step_length
-from ..model.builder import add_forces, check_forces, check_mode_targets, check_state, check_targets
+from ..model.builder import (
+    NO_FORCES,
+    add_forces,
+    check_forces,
+    check_mode_targets,
+    check_state,
+    check_targets,
+)
 from ..model.model_queries import ModelQueries
 from ..model.world_params import BODY_PARAMS, WorldParams, world_selection
 from ..model.world_shapes import SHAPE_PARAMS, WorldShapes, check_shape_change, per_world_arguments
@@ -405,7 +413,7 @@ class ShardedScene(ModelQueries):
         body = self._builder.check_body(body)
         f, t = check_forces(force, torque, self._n_worlds)
         self._pending_forces[body] = add_forces(
-            self._pending_forces.get(body, (0.0, 0.0)), f, t, body
+            self._pending_forces.get(body, NO_FORCES), f, t, body
         )
 
     def set_joint_target(self, joint: int, target):
@@ -660,6 +668,44 @@ class ShardedScene(ModelQueries):
         )
 
     # ------------------------------------------------------------------ reading
+    def get_columns(self, columns, dtype=np.float64, out=None) -> np.ndarray:
+        """Chosen quantities of chosen bodies as the columns of one (n_worlds, m) array
+        (Scene.get_columns), from the shards' states: each product taken in float32, as a
+        Scene's kernel takes it.
+
+        Args:
+            columns (sequence): (body, quantity) or (body, quantity, scale) tuples, as
+                Scene.get_columns takes them.
+            dtype (numpy dtype): np.float64 or np.float32 of a new array.
+            out (np.ndarray | None): a (n_worlds, m) float32 or float64 array (NumPy, or a
+                CPU torch tensor) to fill and return, checked as Scene.get_columns checks it.
+
+        Raises:
+            TypeError, ValueError: as Scene.get_columns', before any shard is asked.
+        """
+        self._check_open()
+        spec, scales = check_columns(columns, self.n_bodies)
+        shape = (self._n_worlds, len(spec))
+        if out is None:
+            out = np.empty(shape, float_dtype(dtype))
+        else:
+            check_columns_out(out, shape, backend="x64")
+        rows, where = np.unique(spec[:, 0], return_inverse=True)
+        state = self.get_state(bodies=rows, dtype=np.float32)
+        quantities = np.stack(
+            [
+                state.position[..., 0],
+                state.position[..., 1],
+                state.angle,
+                state.velocity[..., 0],
+                state.velocity[..., 1],
+                state.angular_velocity,
+            ]
+        )  # (quantity, world, row)
+        values = scales * quantities[spec[:, 1], :, where].T  # float32, (world, column)
+        out[...] = _as_target(values, out)
+        return out
+
     def get_state(self, bodies=None, dtype=np.float64, out: State | None = None) -> State:
         """Every world's state, or that of some bodies (Scene.get_state), gathered from the
         shards.

@@ -62,6 +62,11 @@ class StepStage:
 #: solver/stages.py's STAGES, run `substeps` times inside "substeps").
 STEP_STAGES = (
     StepStage(
+        "upload",
+        "the forces applied since the last step sent to the device, and the scene's state "
+        "moved into the device pool where another scene held it",
+    ),
+    StepStage(
         "find pairs",
         "the fat boxes refitted; the broad phase (or last step's pairs kept where no "
         "box moved); last step's pairs saved and matched; islands the new pairs push "

@@ -1,7 +1,11 @@
 """One step of the XPBD pipeline (seed 003): the step's stages, in order.
 
-step() reads as the pipeline (Box2D v3's solver stage list, made batched):
+step() reads as the pipeline (Box2D v3's solver stage list, made batched), after the
+plan's first stage, which Scene runs before it:
 
+    upload          (Scene._advance)               the forces applied since the last step
+                                                   sent to the device (and the scene's
+                                                   state, where another scene held the pool)
     find pairs      find_pairs                     last step's manifolds kept aside
                                                    (pairs.save_previous_pairs; small
                                                    worlds: in the broad phase's launch),
