@@ -52,7 +52,8 @@
 #                  stages_by_turns), the 100k pile on the grid team;
 #                  results_lease.tgz.
 #   lease_more     right after it, in the rest of the 15 minutes (LEASE_S=what is left): the
-#                  1M pile on its default path (soft step), the cart-pole envs, XPBD's
+#                  1M pile on its default path (soft step), the cart-pole envs and their host side
+#                  (benchmarks/env_host.py), XPBD's
 #                  small worlds and pyramid (by turns and not), the 1M pile's kernel
 #                  profile, XPBD's small worlds not interleaved, Nsight Compute on the small
 #                  worlds' step kernel (occupancy, warp stalls, memory:
@@ -225,6 +226,13 @@ lease | lease_more)
             bench 120 --solver soft_step pile --piles 1000000
             echo "== $(date +%T) cart-pole envs"
             timeout "$(cap 90)" "$python" -m benchmarks.envs --arch "$arch" --results "$results"
+            echo "== rc $?"; pack
+            # The CartPole vector step's phases at 65,536 envs, the device's tasks taken off
+            # (env_host.csv: what the host, its copies and waits cost; 2026-12-05's change
+            # cut the host arrays a step from 16 to 6).
+            echo "== $(date +%T) the CartPole env's host side"
+            timeout "$(cap 45)" "$python" -m benchmarks.env_host --arch "$arch" --envs 65536 \
+                --steps 10 --results "$results"
             echo "== rc $?"; pack
             bench 60 --solver xpbd batched_small
             bench 60 --solver xpbd large_pyramid --step-option colors_by_turns=true

@@ -1,6 +1,6 @@
 """The host's share of a vector environment's step: what the Python side costs, device aside.
 
-    python -m benchmarks.env_host [--envs 4096,65536] [--steps 20] [--results DIR]
+    python -m benchmarks.env_host [--arch cpu] [--envs 4096,65536] [--steps 20] [--results DIR]
 
 A vector step of fx2d/CartPole-v0 is the scene's step on the device and, around it, work
 on the host: the actions checked and turned into forces (apply_force), the forces uploaded,
@@ -52,14 +52,14 @@ def _timed(call, steps: int) -> tuple[float, float]:
     return best
 
 
-def measure(num_envs: int, steps: int) -> list[dict]:
+def measure(num_envs: int, steps: int, arch: str = "cpu") -> list[dict]:
     """Each phase of a vector step of ENV_ID at `num_envs`: wall, kernel and host ms."""
     import gymnasium
 
     import fx2d_gpu.envs  # noqa: F401 - registers the environments
 
     env = gymnasium.make_vec(
-        ENV_ID, num_envs=num_envs, vectorization_mode="vector_entry_point", arch="cpu"
+        ENV_ID, num_envs=num_envs, vectorization_mode="vector_entry_point", arch=arch
     )
     task = env.unwrapped
     scene = task.scene
@@ -104,12 +104,12 @@ def measure(num_envs: int, steps: int) -> list[dict]:
     return rows
 
 
-def run(env_counts=ENV_COUNTS, steps: int = 20, results=None) -> list[dict]:
-    backend = runtime.ensure_initialized("cpu", kernel_profiler=True)
+def run(env_counts=ENV_COUNTS, steps: int = 20, results=None, arch: str = "cpu") -> list[dict]:
+    backend = runtime.ensure_initialized(arch, kernel_profiler=True)
     date = datetime.date.today().isoformat()
     rows = []
     for num_envs in env_counts:
-        for row in measure(num_envs, steps):
+        for row in measure(num_envs, steps, arch):
             rows.append({"date": date, "device": device_name(backend), "backend": backend, **row})
             print(
                 f"  {num_envs} envs, {row['phase']}: host {row['host_ms']} ms "
@@ -125,11 +125,12 @@ def main(argv=None):
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks.env_host", description=__doc__.splitlines()[0]
     )
+    parser.add_argument("--arch", default="cpu", help="Taichi backend (default cpu)")
     parser.add_argument("--envs", default=",".join(map(str, ENV_COUNTS)))
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--results", default=None, help="results folder")
     args = parser.parse_args(argv)
-    run(tuple(int(n) for n in args.envs.split(",")), args.steps, args.results)
+    run(tuple(int(n) for n in args.envs.split(",")), args.steps, args.results, args.arch)
 
 
 if __name__ == "__main__":

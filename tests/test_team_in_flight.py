@@ -61,12 +61,14 @@ def _run(scene, steps: int, read_every: int = 0) -> dict:
         scene.step(DT)
         if read_every and step % read_every == read_every - 1:
             _seen(scene)
+    # The steps' launches: the reads below launch the kernels that copy fields to the host.
+    launches = launching.launch_count() - before["launches"]
     seen = _seen(scene)
     return {
         "seen": seen,
         "cache": dataclasses.asdict(scene.step_context().cache),
         "flown": launching.kernel_launches().get(IN_FLIGHT, 0) - before["flown"],
-        "launches": launching.launch_count() - before["launches"],
+        "launches": launches,
         "waits": launching.returning_count() - before["waits"],
     }
 
