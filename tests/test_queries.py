@@ -11,6 +11,7 @@ import pytest
 import fx2d_gpu as fx
 from fx2d_gpu import shapes
 from fx2d_gpu.enums import SHAPE_CHAIN
+from fx2d_gpu.physics.collision import ray_casts
 
 from .reference import geometry as ref_geometry
 from .reference import queries as ref
@@ -479,3 +480,77 @@ def test_queries_do_not_disturb_the_simulation(arch):
     for name in ("position", "angle", "velocity", "angular_velocity", "sleeping"):
         np.testing.assert_array_equal(getattr(busy, name), getattr(quiet, name), err_msg=name)
     np.testing.assert_array_equal(busy_contacts.normal_impulse, quiet_contacts.normal_impulse)
+
+
+class _Boxes:
+    """A stand-in for a pool's grid whose read gives each world's box (float32)."""
+
+    def __init__(self, lower, upper):
+        self.grid = self
+        self._box = {"world_lower": lower.reshape(-1), "world_upper": upper.reshape(-1)}
+
+    def read(self, names):
+        return {name: self._box[name] for name in names}
+
+
+def _approach_ray_by_ray(lower, upper, origins, directions, limits):
+    """ray_casts.approach's rule, one ray at a time in plain Python floats."""
+    out = np.zeros(len(limits))
+    n_rays = len(limits) // len(lower)
+    for q in range(len(limits)):
+        low, high = lower[q // n_rays].astype(np.float64), upper[q // n_rays].astype(np.float64)
+        filled = np.isfinite(low).all() and np.isfinite(high).all()
+        if not filled:
+            low, high = np.zeros(2), np.zeros(2)
+        pad = 1.0 + 1e-6 * max(0.0, *np.abs(low), *np.abs(high))
+        low, high = low - pad, high + pad
+        near, far = [], []
+        for axis in range(2):
+            o, d = origins[q, axis], directions[q, axis]
+            if d != 0.0:
+                ta, tb = (low[axis] - o) / d, (high[axis] - o) / d
+                near.append(min(ta, tb))
+                far.append(max(ta, tb))
+            else:
+                inside = low[axis] <= o <= high[axis]
+                near.append(-np.inf if inside else np.inf)
+                far.append(np.inf if inside else -np.inf)
+        t_in, t_out = max(near), min(far)
+        if filled and 0.0 < t_in <= t_out and t_in < limits[q]:
+            out[q] = t_in
+    return out
+
+
+def test_rays_approach_their_worlds_boxes_as_ray_by_ray():
+    """ray_casts.approach (how far the host moves each ray before the device casts it),
+    vectorised over worlds and axes, against the rule ray by ray: rays from outside and
+    inside the boxes, along an axis and not, empty worlds; and all rays inside (its early
+    answer)."""
+    rng = np.random.default_rng(7)
+    n_worlds, n_rays = 40, 6
+    lower = rng.uniform(-20.0, 0.0, (n_worlds, 2)).astype(np.float32)
+    upper = lower + rng.uniform(0.5, 20.0, (n_worlds, 2)).astype(np.float32)
+    lower[::9], upper[::9] = np.inf, -np.inf  # empty worlds
+    q = n_worlds * n_rays
+    directions = rng.normal(size=(q, 2))
+    directions[::4, 0] = 0.0
+    directions[1::7, 1] = 0.0
+    directions /= np.linalg.norm(directions, axis=1)[:, None]
+    limits = rng.uniform(0.0, 60.0, q)
+    pool = _Boxes(lower, upper)
+    from_anywhere = rng.uniform(-40.0, 40.0, (q, 2))
+    moved = ray_casts.approach(pool, n_worlds, from_anywhere, directions, limits)
+    expected = _approach_ray_by_ray(lower, upper, from_anywhere, directions, limits)
+    np.testing.assert_array_equal(moved, expected)
+    assert 0 < np.count_nonzero(moved) < q  # both cases met
+    centre = np.where(np.isfinite(lower), (lower + upper) / 2, 0.0).astype(np.float64)
+    from_inside = np.repeat(centre, n_rays, axis=0)
+    np.testing.assert_array_equal(
+        ray_casts.approach(pool, n_worlds, from_inside, directions, limits), np.zeros(q)
+    )
+    # Within the box along x, above it along y: not inside, and some reach it.
+    from_above = from_inside + (0.0, 25.0)
+    moved = ray_casts.approach(pool, n_worlds, from_above, directions, limits)
+    expected = _approach_ray_by_ray(lower, upper, from_above, directions, limits)
+    np.testing.assert_array_equal(moved, expected)
+    assert np.count_nonzero(moved) > 0
