@@ -533,8 +533,8 @@ def test_rays_approach_their_worlds_boxes_as_ray_by_ray():
     lower[::9], upper[::9] = np.inf, -np.inf  # empty worlds
     q = n_worlds * n_rays
     directions = rng.normal(size=(q, 2))
-    directions[::4, 0] = 0.0
-    directions[1::7, 1] = 0.0
+    directions[::4, 0] = 0.0  # along y
+    directions[2::4, 1] = 0.0  # along x
     directions /= np.linalg.norm(directions, axis=1)[:, None]
     limits = rng.uniform(0.0, 60.0, q)
     pool = _Boxes(lower, upper)
@@ -543,7 +543,9 @@ def test_rays_approach_their_worlds_boxes_as_ray_by_ray():
     expected = _approach_ray_by_ray(lower, upper, from_anywhere, directions, limits)
     np.testing.assert_array_equal(moved, expected)
     assert 0 < np.count_nonzero(moved) < q  # both cases met
-    centre = np.where(np.isfinite(lower), (lower + upper) / 2, 0.0).astype(np.float64)
+    filled = np.isfinite(lower).all(1)
+    centre = np.zeros((n_worlds, 2))  # (an empty world's box: about 0, after its pad)
+    centre[filled] = (lower[filled].astype(np.float64) + upper[filled]) / 2
     from_inside = np.repeat(centre, n_rays, axis=0)
     np.testing.assert_array_equal(
         ray_casts.approach(pool, n_worlds, from_inside, directions, limits), np.zeros(q)
