@@ -37,7 +37,6 @@ from .device.residency import DEVICE_LOCK, Binding, locked, serialized
 from .enums import DEFAULT_MIXING
 from .model import kinematics, pairing
 from .model.builder import (
-    NO_FORCES,
     ModelBuilder,
     add_forces,
     check_forces,
@@ -771,9 +770,7 @@ class Scene(ModelQueries, SceneCopies, StepDiagnostics):
         """
         body = self._builder.check_body(body)
         f, t = check_forces(force, torque, self._n_worlds)
-        self._pending_forces[body] = add_forces(
-            self._pending_forces.get(body, NO_FORCES), f, t, body
-        )
+        self._pending_forces[body] = add_forces(self._pending_forces.get(body), f, t, body)
 
     # ------------------------------------------------------------------ per-world values
     @serialized
@@ -1023,12 +1020,9 @@ class Scene(ModelQueries, SceneCopies, StepDiagnostics):
             TypeError, ValueError: a column, dtype or `out` that breaks these rules, naming
                 it (columns[i]'s quantity ...).
         """
-        spec, scales = gather.check_columns(columns, self.n_bodies)
-        shape = (self._n_worlds, len(spec))
-        if out is None:
-            out = np.empty(shape, readout.float_dtype(dtype))
-        else:
-            gather.check_columns_out(out, shape)
+        spec, scales, out = gather.columns_target(
+            columns, self.n_bodies, self._n_worlds, readout.float_dtype(dtype), out
+        )
         gather.gather_columns(self._context(), spec, scales, out)
         return out
 

@@ -65,40 +65,58 @@ def check_out(out, fields, leading: tuple[int, int], backend: str | None = None)
         if value is None:
             continue
         label = f"out.{name}"
-        torch = _is_torch(value)
-        if not (torch or isinstance(value, np.ndarray)):
-            raise TypeError(
-                f"{label} must be a NumPy array or a torch tensor, got {type(value).__name__}"
-            )
-        shape = leading + trailing
-        if tuple(value.shape) != shape:
-            raise ValueError(f"{label} must have shape {shape}, got {tuple(value.shape)}")
+        torch = _check_target(value, label, leading + trailing)
         dtype = str(value.dtype)  # "float32", or a tensor's "torch.float32"
         if name == "sleeping":
             if dtype not in ("bool", "torch.bool"):
                 raise ValueError(f"{label} must be of dtype bool, got {dtype}")
         else:
-            floats = _TORCH_FLOATS if torch else tuple(map(str, _NUMPY_FLOATS))
-            if dtype not in floats:
-                raise ValueError(f"{label} must be float32 or float64, got {dtype}")
-            kind = dtype.removeprefix("torch.")
+            kind = _float_kind(value, label, torch)
             if float_dtype is not None and kind != float_dtype:
                 raise ValueError(
                     f"{label} is {kind}, the other fields of out {float_dtype}: "
                     "one float dtype for all"
                 )
             float_dtype = kind
-        if torch:
-            _check_tensor(value, label, backend)
-            arrays[name] = value.view(_torch_uint8()) if name == "sleeping" else value
-        else:
-            if not value.flags.c_contiguous:
-                raise ValueError(f"{label} must be C-contiguous (np.ascontiguousarray)")
-            if not value.flags.writeable:
-                raise ValueError(f"{label} must be writable")
-            arrays[name] = value.view(np.uint8) if name == "sleeping" else value
+        _check_writable_in_place(value, label, torch, backend)
+        if name == "sleeping":
+            value = value.view(_torch_uint8() if torch else np.uint8)
+        arrays[name] = value
     _check_apart(out, list(arrays))
     return arrays
+
+
+def _check_target(value, label: str, shape: tuple) -> bool:
+    """An array a gather fills: a NumPy array or a torch tensor (returns whether a tensor) of
+    `shape`, else TypeError / ValueError naming `label`."""
+    torch = _is_torch(value)
+    if not (torch or isinstance(value, np.ndarray)):
+        raise TypeError(
+            f"{label} must be a NumPy array or a torch tensor, got {type(value).__name__}"
+        )
+    if tuple(value.shape) != shape:
+        raise ValueError(f"{label} must have shape {shape}, got {tuple(value.shape)}")
+    return torch
+
+
+def _float_kind(value, label: str, torch: bool) -> str:
+    """ "float32" or "float64", value's dtype (a NumPy array's or a torch tensor's), else
+    ValueError naming `label`."""
+    dtype = str(value.dtype)
+    if dtype not in (_TORCH_FLOATS if torch else tuple(map(str, _NUMPY_FLOATS))):
+        raise ValueError(f"{label} must be float32 or float64, got {dtype}")
+    return dtype.removeprefix("torch.")
+
+
+def _check_writable_in_place(value, label: str, torch: bool, backend: str | None):
+    """A kernel writes `value` where it lies: a tensor where `backend` writes (_check_tensor),
+    a NumPy array C-contiguous and writable (else Taichi would fill a copy)."""
+    if torch:
+        _check_tensor(value, label, backend)
+    elif not value.flags.c_contiguous:
+        raise ValueError(f"{label} must be C-contiguous (np.ascontiguousarray)")
+    elif not value.flags.writeable:
+        raise ValueError(f"{label} must be writable")
 
 
 def _check_apart(out, names: list[str]):
@@ -262,29 +280,26 @@ def check_columns(columns, n_bodies: int) -> tuple[np.ndarray, np.ndarray]:
     return spec, scales
 
 
-def check_columns_out(out, shape: tuple[int, int], backend: str | None = None):
-    """Scene.get_columns' `out`: a C-contiguous, writable float32 or float64 NumPy array (or
-    torch tensor where `backend` writes, as get_state's out) of `shape`.
+def columns_target(
+    columns, n_bodies: int, n_worlds: int, dtype, out, backend: str | None = None
+) -> tuple[np.ndarray, np.ndarray, object]:
+    """get_columns' arguments checked (Scene's and ShardedScene's): (spec, scales) as
+    check_columns gives them, and the (n_worlds, m) array to fill: `out`, a C-contiguous,
+    writable float32 or float64 NumPy array (or torch tensor where `backend` writes, as
+    get_state's out), or else a new one of `dtype` (readout.float_dtype's, checked).
 
     Raises:
-        TypeError: out neither a NumPy array nor a torch tensor.
-        ValueError: another shape or dtype, not contiguous or not writable.
+        TypeError, ValueError: check_columns', an `out` that breaks the rules above
+            (naming out).
     """
-    torch = _is_torch(out)
-    if not (torch or isinstance(out, np.ndarray)):
-        raise TypeError(f"out must be a NumPy array or a torch tensor, got {type(out).__name__}")
-    if tuple(out.shape) != shape:
-        raise ValueError(f"out must have shape {shape}, got {tuple(out.shape)}")
-    dtype = str(out.dtype)
-    if dtype not in (_TORCH_FLOATS if torch else tuple(map(str, _NUMPY_FLOATS))):
-        raise ValueError(f"out must be float32 or float64, got {dtype}")
-    if torch:
-        _check_tensor(out, "out", backend)
-    elif not out.flags.c_contiguous:
-        raise ValueError("out must be C-contiguous (np.ascontiguousarray)")
-    elif not out.flags.writeable:
-        raise ValueError("out must be writable")
-    return out
+    spec, scales = check_columns(columns, n_bodies)
+    shape = (n_worlds, len(spec))
+    if out is None:
+        return spec, scales, np.empty(shape, dtype)
+    torch = _check_target(out, "out", shape)
+    _float_kind(out, "out", torch)
+    _check_writable_in_place(out, "out", torch, backend)
+    return spec, scales, out
 
 
 @quick

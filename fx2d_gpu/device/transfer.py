@@ -25,7 +25,6 @@ if TYPE_CHECKING:
 
 _F32_ARRAY = ti.types.ndarray(dtype=ti.f32, ndim=1)
 _I32_ARRAY = ti.types.ndarray(dtype=ti.i32, ndim=1)
-_VEC2_ARRAY = ti.types.ndarray(dtype=ti.math.vec2, ndim=1)
 _F32_TABLE = ti.types.ndarray(dtype=ti.f32, ndim=2)
 
 

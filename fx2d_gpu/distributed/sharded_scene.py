@@ -26,20 +26,13 @@ from typing import Any
 
 import numpy as np
 
-from ..access.gather import check_columns, check_columns_out
+from ..access.gather import QUANTITIES, columns_target
 from ..access.readout import check_state_out, float_dtype
 from ..access.snapshots import SceneSnapshot
 from ..access.spatial_queries import body_indices, joint_indices
 from ..access.world_resets import state_rows
 from ..checks import as_bool, as_count, as_index, as_real, as_step_count, as_step_length
-from ..model.builder import (
-    NO_FORCES,
-    add_forces,
-    check_forces,
-    check_mode_targets,
-    check_state,
-    check_targets,
-)
+from ..model.builder import add_forces, check_forces, check_mode_targets, check_state, check_targets
 from ..model.model_queries import ModelQueries
 from ..model.world_params import BODY_PARAMS, WorldParams, world_selection
 from ..model.world_shapes import SHAPE_PARAMS, WorldShapes, check_shape_change, per_world_arguments
@@ -412,9 +405,7 @@ class ShardedScene(ModelQueries):
         self._check_open()
         body = self._builder.check_body(body)
         f, t = check_forces(force, torque, self._n_worlds)
-        self._pending_forces[body] = add_forces(
-            self._pending_forces.get(body, NO_FORCES), f, t, body
-        )
+        self._pending_forces[body] = add_forces(self._pending_forces.get(body), f, t, body)
 
     def set_joint_target(self, joint: int, target):
         """Set `joint`'s motor target, a scalar for every world or (n_worlds,)
@@ -684,24 +675,21 @@ class ShardedScene(ModelQueries):
             TypeError, ValueError: as Scene.get_columns', before any shard is asked.
         """
         self._check_open()
-        spec, scales = check_columns(columns, self.n_bodies)
-        shape = (self._n_worlds, len(spec))
-        if out is None:
-            out = np.empty(shape, float_dtype(dtype))
-        else:
-            check_columns_out(out, shape, backend="x64")
+        # "x64": the driver writes the array on the CPU (CPU tensors, as Scene on x64).
+        spec, scales, out = columns_target(
+            columns, self.n_bodies, self._n_worlds, float_dtype(dtype), out, backend="x64"
+        )
         rows, where = np.unique(spec[:, 0], return_inverse=True)
         state = self.get_state(bodies=rows, dtype=np.float32)
-        quantities = np.stack(
-            [
-                state.position[..., 0],
-                state.position[..., 1],
-                state.angle,
-                state.velocity[..., 0],
-                state.velocity[..., 1],
-                state.angular_velocity,
-            ]
-        )  # (quantity, world, row)
+        by_name = {
+            "x": state.position[..., 0],
+            "y": state.position[..., 1],
+            "angle": state.angle,
+            "vx": state.velocity[..., 0],
+            "vy": state.velocity[..., 1],
+            "angular_velocity": state.angular_velocity,
+        }
+        quantities = np.stack([by_name[name] for name in QUANTITIES])  # (quantity, world, row)
         values = scales * quantities[spec[:, 1], :, where].T  # float32, (world, column)
         out[...] = _as_target(values, out)
         return out

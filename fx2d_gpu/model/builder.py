@@ -852,15 +852,11 @@ def check_forces(force, torque, n_worlds: int) -> tuple[np.ndarray, np.ndarray]:
     return f, as_reals(as_scalar(torque), "torque", n_worlds)
 
 
-#: add_forces' `pending` for a body with none pending before a step.
-NO_FORCES = (0.0, 0.0)
-
-
 def add_forces(
-    pending: tuple, force: np.ndarray, torque: np.ndarray, body: int
+    pending: tuple | None, force: np.ndarray, torque: np.ndarray, body: int
 ) -> tuple[np.ndarray, np.ndarray]:
     """The sums of the forces and torques pending for `body` (pending: (force, torque), or
-    NO_FORCES) and these (from check_forces).
+    None where none are) and these (from check_forces).
 
     The sum goes to the device as float32: beyond its range it would arrive as inf and
     the step fault, so the call whose sum would leave it is refused, and nothing is added.
@@ -868,7 +864,7 @@ def add_forces(
     Raises:
         ValueError: a component of the sum beyond float32's range, naming force or torque.
     """
-    if pending is NO_FORCES:
+    if pending is None:
         return force, torque  # checked within float32's range (check_forces)
     total_f, total_t = pending[0] + force, pending[1] + torque
     for name, total in (("force", total_f), ("torque", total_t)):
