@@ -3,18 +3,21 @@
     python -m benchmarks.env_host [--arch cpu] [--envs 4096,65536] [--steps 20] [--results DIR]
 
 A vector step of fx2d/CartPole-v0 is the scene's step on the device and, around it, work
-on the host: the actions checked and turned into forces (apply_force), the forces uploaded,
-the worlds that restart drawn and written (reset_worlds), the observations gathered
-(get_state into the task's arrays) and scored. At 65,536 environments on an H200 the whole
-vector step took 9.2 ms (7.1 M env-steps/s, `NVIDIA_H200/envs.csv`), where the issue asks
-for 3.3 ms (20 M): what the host does is part of that, whatever the GPU does, and a CPU
-measures it. On the CPU backend (Taichi's kernel profiler on) each phase is timed whole,
-and its kernels' tasks as the profiler times them; host_ms is the difference: Python,
-NumPy and Taichi's launches (on the CPU backend its thread pool's too). Random actions,
-seeded; the best of three rounds of `steps` vector steps.
+on the host. Both of the env's paths are measured: "host", NumPy's (the actions checked
+and turned into forces with apply_force, the forces uploaded, the worlds that restart
+drawn and written with reset_worlds, the observations gathered with get_columns, then
+scored) and "device" (envs/device_step.py: the checked actions pushed in one launch, the
+restarts drawn and written and the observations gathered in another, then scored). At
+65,536 environments on an H200 the whole vector step took 9.2 ms (7.1 M env-steps/s,
+`NVIDIA_H200/envs.csv`, the host's path), where the issue asks for 3.3 ms (20 M): what the
+host does is part of that, whatever the GPU does, and a CPU measures it. On the CPU
+backend (Taichi's kernel profiler on) each phase is timed whole, and its kernels' tasks as
+the profiler times them; host_ms is the difference: Python, NumPy and Taichi's launches
+(on the CPU backend its thread pool's too). Random actions, seeded; the best of three
+rounds of `steps` vector steps.
 
-Saves benchmarks/results/<device>/env_host.csv: per environment count and phase, wall_ms,
-kernel_ms and host_ms per vector step.
+Saves benchmarks/results/<device>/env_host.csv: per environment count, path and phase,
+wall_ms, kernel_ms and host_ms per vector step.
 """
 
 import argparse
@@ -52,8 +55,13 @@ def _timed(call, steps: int) -> tuple[float, float]:
     return best
 
 
-def measure(num_envs: int, steps: int, arch: str = "cpu") -> list[dict]:
-    """Each phase of a vector step of ENV_ID at `num_envs`: wall, kernel and host ms."""
+PATHS = ("host", "device")
+
+
+def measure(num_envs: int, steps: int, arch: str = "cpu", path: str = "device") -> list[dict]:
+    """Each phase of a vector step of ENV_ID at `num_envs` on `path` ("device": the task's
+    per-world work on the device, envs/device_step.py; "host": NumPy's): wall, kernel and
+    host ms."""
     import gymnasium
 
     import fx2d_gpu.envs  # noqa: F401 - registers the environments
@@ -62,6 +70,11 @@ def measure(num_envs: int, steps: int, arch: str = "cpu") -> list[dict]:
         ENV_ID, num_envs=num_envs, vectorization_mode="vector_entry_point", arch=arch
     )
     task = env.unwrapped
+    device = task._device
+    if path == "host":
+        task._device = None
+    elif device is None:
+        raise RuntimeError(f"{ENV_ID} takes no device step on {arch}")
     scene = task.scene
     env.action_space.seed(0)
     env.reset(seed=0)
@@ -77,16 +90,24 @@ def measure(num_envs: int, steps: int, arch: str = "cpu") -> list[dict]:
     def whole():
         env.step(actions[next(cycle) % steps])
 
-    phases = {
-        "vector step": whole,
-        "actions to forces": lambda: task._apply_actions(actions[0], active),
-        "scene step (forces uploaded)": lambda: (
-            task._apply_actions(actions[0], active),
-            scene.step(task.dt),
-        ),
-        "worlds restarted": lambda: task._reset_worlds(restarting),
-        "observations": task._observe,
-    }
+    if path == "host":
+        push = lambda: task._apply_actions(actions[0], active)  # noqa: E731
+        phases = {
+            "vector step": whole,
+            "actions to forces": push,
+            "scene step (forces uploaded)": lambda: (push(), scene.step(task.dt)),
+            "worlds restarted": lambda: task._reset_worlds(restarting),
+            "observations": task._observe,
+        }
+    else:
+        push = lambda: device.push(task._check_actions(actions[0]))  # noqa: E731
+        phases = {
+            "vector step": whole,
+            "actions to forces": push,
+            "scene step (forces pushed)": lambda: (push(), scene.step(task.dt)),
+            "worlds restarted and observations": lambda: device.observe(restarting),
+            "observations": device.observe,
+        }
     rows = []
     for phase, call in phases.items():
         wall, kernels = _timed(call, steps)
@@ -94,6 +115,7 @@ def measure(num_envs: int, steps: int, arch: str = "cpu") -> list[dict]:
             {
                 "env": ENV_ID,
                 "envs": num_envs,
+                "path": path,
                 "phase": phase,
                 "wall_ms": round(wall, 3),
                 "kernel_ms": round(kernels, 3),
@@ -109,13 +131,16 @@ def run(env_counts=ENV_COUNTS, steps: int = 20, results=None, arch: str = "cpu")
     date = datetime.date.today().isoformat()
     rows = []
     for num_envs in env_counts:
-        for row in measure(num_envs, steps, arch):
-            rows.append({"date": date, "device": device_name(backend), "backend": backend, **row})
-            print(
-                f"  {num_envs} envs, {row['phase']}: host {row['host_ms']} ms "
-                f"(wall {row['wall_ms']}, kernels {row['kernel_ms']})",
-                flush=True,
-            )
+        for path in PATHS:
+            for row in measure(num_envs, steps, arch, path):
+                rows.append(
+                    {"date": date, "device": device_name(backend), "backend": backend, **row}
+                )
+                print(
+                    f"  {num_envs} envs, {path} path, {row['phase']}: host {row['host_ms']} ms "
+                    f"(wall {row['wall_ms']}, kernels {row['kernel_ms']})",
+                    flush=True,
+                )
     print_table(rows)
     print("  saved", save_csv(backend, "env_host", rows, results))
     return rows

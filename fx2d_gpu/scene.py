@@ -1075,6 +1075,39 @@ class Scene(ModelQueries, SceneCopies, StepDiagnostics):
         in_place = state is None and not self._shapes.poses
         edits.write_world_rows(ctx, chosen, rows, targets=targets, joints_in_place=in_place)
 
+    @serialized
+    def _on_device(self, work, reset: np.ndarray | None = None):
+        """work(ctx): the engine's own work on this scene's device state (a vector env's
+        step, envs/device_step.py), with the scene resident, its steps in flight read,
+        holding the device lock; returns what work returns.
+
+        Args:
+            work: a callable of a StepContext.
+            reset: (k,) indices of the worlds `work` starts over as reset_worlds(worlds,
+                state) does (transfer.write_body_row with reset, restart_joint,
+                forget_contact): the host's side of that reset follows (their pending
+                forces dropped, their contacts found afresh, their joints rejoined).
+        """
+        ctx = self._context()
+        result = work(ctx)
+        if reset is not None and len(reset):
+            for force, torque in self._pending_forces.values():
+                force[reset], torque[reset] = 0.0, 0.0
+            edits.note_world_rows_written(ctx, reset, joints_in_place=False)
+        return result
+
+    def _reset_targets(self) -> np.ndarray:
+        """(n_joints,) float32: the motor targets reset_worlds(worlds, state) restarts every
+        joint with (the built ones), where no static body is placed per world (that is
+        reset_worlds(worlds) alone).
+
+        Raises:
+            ValueError: static bodies are placed per world.
+        """
+        if self._shapes.poses:
+            raise ValueError("static bodies are placed per world: each world has its own reset")
+        return np.asarray(self._builder.initial_state(1)["joints"]["target"], np.float32)
+
     # ------------------------------------------------------------------ contacts
     @serialized
     def contacts(self, world: int | None = 0) -> Contacts:

@@ -149,6 +149,15 @@ def write_world_rows(
     if len(worlds) == 0:
         return
     world_resets.write_worlds(ctx, worlds, arrays, reset=targets is not None, targets=targets)
+    note_world_rows_written(ctx, worlds, joints_in_place)
+
+
+def note_world_rows_written(ctx: StepContext, worlds: np.ndarray, joints_in_place: bool):
+    """The host's side of writing the rows of `worlds` ((k,) indices, k > 0) on the device
+    (write_world_rows, and a vector env's restarts written by its own kernel:
+    envs/device_step.py): their contacts are found afresh, the last step's events are
+    forgotten, and, unless `joints_in_place`, they are noted as edited (their joints
+    rejoined from where the bodies are)."""
     ctx.cache.contacts_current = False
     ctx.cache.forget_events()
     ctx.cache.state_set = True  # resting contacts are checked again (reporting.py)

@@ -316,20 +316,26 @@ def _gather_columns(
     """out[world, j] = scales[j] * quantity spec[j, 1] (QUANTITIES' code) of body spec[j, 0]."""
     ti.loop_config(serialize=serial)
     for world, j in ti.ndrange(n_worlds, spec.shape[0]):
-        slot = world * n_bodies + spec[j, 0]
-        code = spec[j, 1]
-        value = bodies.angular_velocity[slot]
-        if code == 0:
-            value = bodies.position[slot].x
-        elif code == 1:
-            value = bodies.position[slot].y
-        elif code == 2:
-            value = bodies.angle[slot]
-        elif code == 3:
-            value = bodies.velocity[slot].x
-        elif code == 4:
-            value = bodies.velocity[slot].y
-        out[world, j] = scales[j] * value
+        out[world, j] = column_value(bodies, world * n_bodies + spec[j, 0], spec[j, 1], scales[j])
+
+
+@ti.func
+def column_value(bodies: ti.template(), slot, code, scale):
+    """scale times quantity `code` (QUANTITIES' index) of body slot `slot`, in float32: a
+    column's entry (_gather_columns, and a vector env's observation on the device:
+    envs/device_step.py)."""
+    value = bodies.angular_velocity[slot]
+    if code == 0:
+        value = bodies.position[slot].x
+    elif code == 1:
+        value = bodies.position[slot].y
+    elif code == 2:
+        value = bodies.angle[slot]
+    elif code == 3:
+        value = bodies.velocity[slot].x
+    elif code == 4:
+        value = bodies.velocity[slot].y
+    return scale * value
 
 
 #: Per device pool, the column lists gathered so far, on the device ({(spec bytes, scales

@@ -291,13 +291,19 @@ def _scatter_forces(
     ti.loop_config(serialize=serial)
     for i in range(pushes.shape[0]):
         slot = i // rows.shape[0] * n_bodies + rows[i % rows.shape[0]]
-        force = ti.math.vec2(pushes[i, 0], pushes[i, 1])
-        torque = pushes[i, 2]
-        bodies.force[slot] += force
-        bodies.torque[slot] += torque
-        if force.norm() > 0.0 or torque != 0.0:  # a push wakes a sleeping body
-            bodies.sleeping[slot] = 0
-            bodies.sleep_time[slot] = 0.0
+        add_push(bodies, slot, ti.math.vec2(pushes[i, 0], pushes[i, 1]), pushes[i, 2])
+
+
+@ti.func
+def add_push(bodies: ti.template(), slot, force, torque):
+    """Force (N, float32 vec2) and torque (N m) added to body slot's applied ones for the
+    next step; a push wakes a sleeping body. The one place a push lands (_scatter_forces,
+    and a vector env's actions on the device: envs/device_step.py)."""
+    bodies.force[slot] += force
+    bodies.torque[slot] += torque
+    if force.norm() > 0.0 or torque != 0.0:
+        bodies.sleeping[slot] = 0
+        bodies.sleep_time[slot] = 0.0
 
 
 def scatter_forces(ctx: "StepContext", rows: np.ndarray, pushes: np.ndarray):
@@ -336,36 +342,79 @@ def _write_rows(
         row = source_row[slot // n_bodies]
         if row >= 0:
             source = row * n_bodies + slot % n_bodies
-            bodies.position[slot] = ti.math.vec2(rows[source, 0], rows[source, 1])
-            bodies.angle[slot] = rows[source, 2]
-            bodies.velocity[slot] = ti.math.vec2(rows[source, 3], rows[source, 4])
-            bodies.angular_velocity[slot] = rows[source, 5]
-            bodies.sleeping[slot] = ti.cast(rows[source, 6], ti.i32)
-            bodies.sleep_time[slot] = 0.0
-            if ti.static(restart_islands):
-                bodies.island[slot] = slot
-                bodies.support[slot] = 0  # (contacts.UNSUPPORTED: counted again, as in a new scene)
-            if ti.static(reset):
-                bodies.force[slot] = ti.math.vec2(0.0, 0.0)
-                bodies.torque[slot] = 0.0
+            write_body_row(
+                bodies,
+                slot,
+                ti.math.vec2(rows[source, 0], rows[source, 1]),
+                rows[source, 2],
+                ti.math.vec2(rows[source, 3], rows[source, 4]),
+                rows[source, 5],
+                ti.cast(rows[source, 6], ti.i32),
+                restart_islands,
+                reset,
+            )
     if ti.static(reset):
         ti.loop_config(serialize=serial)
         for joint_slot in range(source_row.shape[0] * n_joints):
             row = source_row[joint_slot // n_joints]
             if row >= 0:
-                joints.target[joint_slot] = target[row * n_joints + joint_slot % n_joints]
-                joints.integral[joint_slot] = 0.0
-                joints.prev_error[joint_slot] = 0.0
-                joints.pid_started[joint_slot] = 0
-                joints.soft_impulse[joint_slot] = ti.math.vec4(0.0)
+                restart_joint(joints, joint_slot, target[row * n_joints + joint_slot % n_joints])
         ti.loop_config(serialize=serial)
-        for pair in range(n_pairs):  # the world's contacts and their (maybe NaN) impulses go
+        for pair in range(n_pairs):
             if source_row[manifolds.body_a[pair] // n_bodies] >= 0:
-                manifolds.point_count[pair] = 0
-                manifolds.found_margin[pair] = 0.0  # found afresh, not kept
-                for i in ti.static(range(2)):
-                    manifolds.normal_impulse[pair, i] = 0.0
-                    manifolds.tangent_impulse[pair, i] = 0.0
+                forget_contact(manifolds, pair)
+
+
+@ti.func
+def write_body_row(
+    bodies: ti.template(),
+    slot,
+    position,
+    angle,
+    velocity,
+    angular_velocity,
+    sleeping,
+    restart_islands: ti.template(),
+    reset: ti.template(),
+):
+    """Body slot's pose (m, rad), velocity (m/s, rad/s) and sleep flag written, its sleep
+    timer restarting; with `restart_islands` (compiled in) its island and support restart,
+    as in a new scene; with `reset` (compiled in) also no pending force. The one write of a
+    body's state row (_write_rows, and a vector env's restarts on the device:
+    envs/device_step.py)."""
+    bodies.position[slot] = position
+    bodies.angle[slot] = angle
+    bodies.velocity[slot] = velocity
+    bodies.angular_velocity[slot] = angular_velocity
+    bodies.sleeping[slot] = sleeping
+    bodies.sleep_time[slot] = 0.0
+    if ti.static(restart_islands):
+        bodies.island[slot] = slot
+        bodies.support[slot] = 0  # (contacts.UNSUPPORTED: counted again, as in a new scene)
+    if ti.static(reset):
+        bodies.force[slot] = ti.math.vec2(0.0, 0.0)
+        bodies.torque[slot] = 0.0
+
+
+@ti.func
+def restart_joint(joints: ti.template(), joint_slot, target):
+    """Joint slot's motor target set (a reset's) and its PID state and warm start restarted."""
+    joints.target[joint_slot] = target
+    joints.integral[joint_slot] = 0.0
+    joints.prev_error[joint_slot] = 0.0
+    joints.pid_started[joint_slot] = 0
+    joints.soft_impulse[joint_slot] = ti.math.vec4(0.0)
+
+
+@ti.func
+def forget_contact(manifolds: ti.template(), pair):
+    """Pair's contact forgotten by a reset of its world: no points, no warm-start impulses
+    (maybe NaN after a fault), found afresh next step, not kept."""
+    manifolds.point_count[pair] = 0
+    manifolds.found_margin[pair] = 0.0
+    for i in ti.static(range(2)):
+        manifolds.normal_impulse[pair, i] = 0.0
+        manifolds.tangent_impulse[pair, i] = 0.0
 
 
 #: The targets of a write that restarts no motor: an ndarray argument must not be empty.

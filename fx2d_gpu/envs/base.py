@@ -76,14 +76,21 @@ def _check_start_method():
 
 
 _UINT64 = np.uint64
-_GOLDEN_GAMMA = _UINT64(0x9E3779B97F4A7C15)  # SplitMix64's increment (2^64 / golden ratio)
+#: SplitMix64's increment (2^64 / golden ratio) and its output function's shifts and
+#: multipliers, for the host's streams (_mix64) and the device's (envs/device_step.py).
+GOLDEN_GAMMA = 0x9E3779B97F4A7C15
+MIX_SHIFTS = (30, 27, 31)
+MIX_MULTIPLIERS = (0xBF58476D1CE4E5B9, 0x94D049BB133111EB)
+#: A draw's float64: its top 53 bits times 2^-53, uniform in [0, 1).
+DRAW_SHIFT = 11
+_GOLDEN_GAMMA = _UINT64(GOLDEN_GAMMA)
 
 
 def _mix64(z: np.ndarray) -> np.ndarray:
     """SplitMix64's output function on a uint64 array (arithmetic wraps modulo 2^64)."""
-    z = (z ^ (z >> _UINT64(30))) * _UINT64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> _UINT64(27))) * _UINT64(0x94D049BB133111EB)
-    return z ^ (z >> _UINT64(31))
+    z = (z ^ (z >> _UINT64(MIX_SHIFTS[0]))) * _UINT64(MIX_MULTIPLIERS[0])
+    z = (z ^ (z >> _UINT64(MIX_SHIFTS[1]))) * _UINT64(MIX_MULTIPLIERS[1])
+    return z ^ (z >> _UINT64(MIX_SHIFTS[2]))
 
 
 class WorldStreams:
@@ -100,11 +107,14 @@ class WorldStreams:
     Attributes:
         keys: (n_worlds,) uint64, each stream's key.
         counts: (n_worlds,) uint64, the values each stream has drawn since its key was set.
+        version: how many times the keys or counts were changed here (seed, uniform): a
+            copy on the device (envs/device_step.py) is current while it matches.
     """
 
     def __init__(self, n_worlds: int):
         self.keys = np.random.SeedSequence().generate_state(n_worlds, np.uint64)
         self.counts = np.zeros(n_worlds, np.uint64)
+        self.version = 0
 
     def seed(self, worlds: np.ndarray, seeds: np.ndarray) -> None:
         """Restart the streams of `worlds` from `seeds`.
@@ -115,6 +125,7 @@ class WorldStreams:
         """
         self.keys[worlds] = _mix64(np.asarray(seeds, np.uint64))
         self.counts[worlds] = 0
+        self.version += 1
 
     def uniform(self, worlds: np.ndarray, n_values: int) -> np.ndarray:
         """(k, n_values) float64 uniform in [0, 1): the next n_values of each of `worlds`.
@@ -126,7 +137,14 @@ class WorldStreams:
         steps = self.counts[worlds, None] + np.arange(1, n_values + 1, dtype=np.uint64)
         bits = _mix64(self.keys[worlds, None] + steps * _GOLDEN_GAMMA)
         self.counts[worlds] += _UINT64(n_values)
-        return (bits >> _UINT64(11)).astype(np.float64) * 2.0**-53  # 53 bits: a double
+        self.version += 1
+        return (bits >> _UINT64(DRAW_SHIFT)).astype(np.float64) * 2.0 ** -(64 - DRAW_SHIFT)
+
+    def skip(self, worlds: np.ndarray, n_values: int) -> None:
+        """Count n_values draws of each of `worlds` ((k,) indices) that a copy of these
+        streams on the device made (the same numbers uniform would have given): the copy
+        stays current."""
+        self.counts[worlds] += _UINT64(n_values)
 
 
 #: The domain randomisation every task may offer, in the order values are drawn: name ->
@@ -405,6 +423,10 @@ class Fx2DVectorEnv(gymnasium.vector.VectorEnv, metaclass=abc.ABCMeta):
         # DISABLED: step() refuses until reset).
         self._ended = np.zeros(self.num_envs, bool)
         self._observations: np.ndarray | None = None
+        #: The step's per-world work on the device (envs/device_step.py): a DeviceStep the
+        #: task's constructor sets where it has one and the env can use it (CartPole);
+        #: None: the host path.
+        self._device = None
 
     # ------------------------------------------------------------------ task hooks
     @abc.abstractmethod
@@ -545,9 +567,8 @@ class Fx2DVectorEnv(gymnasium.vector.VectorEnv, metaclass=abc.ABCMeta):
             super().reset(seed=int(seed))  # VectorEnv's own np_random, as Gymnasium's do
         worlds = np.flatnonzero(mask & seeded)
         self._streams.seed(worlds, seeds[worlds])
-        self._reset_worlds(mask)
+        observations = self._start_over(mask)
         self._ended[mask] = False
-        observations = self._observe()
         self._start_episodes(mask, observations)
         self._observations = observations
         return observations.copy(), {}
@@ -705,13 +726,14 @@ class Fx2DVectorEnv(gymnasium.vector.VectorEnv, metaclass=abc.ABCMeta):
         first observation, reward 0 and terminated False. Resetting them after the step and
         before observing reads every world once.
         """
-        self._apply_actions(actions, active)
+        if self._device is not None:
+            self._device.push(actions)  # (a restarting world's push: see device_step.py)
+        else:
+            self._apply_actions(actions, active)
         self.scene.step(self.dt)
         self.episode_steps += active
         restart = restarting is not None and restarting.any()
-        if restart:
-            self._reset_worlds(restarting)
-        observations = self._observe()
+        observations = self._start_over(restarting if restart else None)
         rewards, terminated = self._score(observations, actions, active)
         if restart:
             self._start_episodes(restarting, observations)
@@ -721,10 +743,22 @@ class Fx2DVectorEnv(gymnasium.vector.VectorEnv, metaclass=abc.ABCMeta):
 
     def _restart(self, worlds: np.ndarray) -> np.ndarray:
         """Reset `worlds` ((num_envs,) bool) to fresh episodes; every world's observation."""
-        self._reset_worlds(worlds)
-        observations = self._observe()
+        observations = self._start_over(worlds)
         self._start_episodes(worlds, observations)
         return observations
+
+    def _start_over(self, worlds: np.ndarray | None) -> np.ndarray:
+        """Reset `worlds` ((num_envs,) bool; None: none) to new initial states, then every
+        world's observation (num_envs, obs_dim): on the device in one launch where the task
+        has a DeviceStep (envs/device_step.py), else _reset_worlds and _observe."""
+        if self._device is not None:
+            observations = self._device.observe(worlds)
+            if worlds is not None:
+                self.episode_steps[worlds] = 0
+            return observations
+        if worlds is not None:
+            self._reset_worlds(worlds)
+        return self._observe()
 
     def _reset_worlds(self, worlds: np.ndarray) -> None:
         """Put `worlds` ((num_envs,) bool) at new initial states drawn from their streams,

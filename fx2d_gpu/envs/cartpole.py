@@ -8,14 +8,14 @@ and the observation's sign conventions), but the motion is the engine's: rigid b
 joints solved by XPBD substeps, not the closed-form equations of motion.
 """
 
-from __future__ import annotations
-
 import math
 
 import numpy as np
+import taichi as ti
 from gymnasium import spaces
 
 from .base import AutoresetMode, Fx2DEnv, Fx2DVectorEnv
+from .device_step import DeviceStep, DeviceTask
 
 __all__ = ["CartPoleEnv", "CartPoleVectorEnv"]
 
@@ -119,6 +119,17 @@ class CartPoleVectorEnv(Fx2DVectorEnv):
             (self.pole, "angle", -1.0),
             (self.pole, "angular_velocity", -1.0),
         )
+        if DeviceStep.usable(self):
+            task = _CartPoleOnDevice.of(
+                pushed_body=self.cart,
+                n_draws=self.n_state_draws,
+                cart=self.cart,
+                pole=self.pole,
+                continuous=self.continuous,
+                force_magnitude=self.force_magnitude,
+                half_length=self.pole_length / 2,
+            )
+            self._device = DeviceStep(self, task, self._columns)
 
     def _build_scene(self):
         scene = self.scene
@@ -188,6 +199,43 @@ class CartPoleVectorEnv(Fx2DVectorEnv):
             np.abs(observations[:, 2]) > self.theta_threshold
         )
         return np.ones(self.num_envs), terminated
+
+
+class _CartPoleOnDevice(DeviceTask):
+    """A cart-pole's push and initial rows on the device (envs/device_step.py): the
+    arithmetic of CartPoleVectorEnv._apply_actions and _initial_states, in the same order
+    and in float64 (constants as ti.f64: a bare literal is a float32 in a kernel), stored
+    in float32 as the host's path stores them. Attributes: cart, pole (body indices),
+    continuous, force_magnitude (N), half_length (m)."""
+
+    @staticmethod
+    @ti.func
+    def push(task: ti.template(), actions: ti.template(), world):
+        push = ti.f64(0.0)
+        if ti.static(task.continuous):
+            push = ti.cast(actions[world, 0], ti.f64)
+        else:
+            push = ti.f64(2.0) * ti.cast(actions[world], ti.f64) - ti.f64(1.0)
+        force = ti.cast(ti.f64(task.force_magnitude) * push, ti.f32)
+        return ti.Vector([force, 0.0, 0.0], dt=ti.f32)
+
+    @staticmethod
+    @ti.func
+    def initial_row(task: ti.template(), draws, body, row):
+        start = ti.f64(-0.05) + ti.f64(0.1) * draws
+        x, x_dot, theta, theta_dot = start[0], start[1], start[2], start[3]
+        half = ti.f64(task.half_length)
+        if body == task.cart:
+            row[0] = ti.cast(x, ti.f32)
+            row[3] = ti.cast(x_dot, ti.f32)
+        elif body == task.pole:
+            row[2] = ti.cast(-theta, ti.f32)
+            row[5] = ti.cast(-theta_dot, ti.f32)
+            row[0] = ti.cast(x + half * ti.sin(theta), ti.f32)
+            row[1] = ti.cast(half * ti.cos(theta), ti.f32)
+            row[3] = ti.cast(x_dot + theta_dot * half * ti.cos(theta), ti.f32)
+            row[4] = ti.cast(-theta_dot * half * ti.sin(theta), ti.f32)
+        return row
 
 
 class CartPoleEnv(Fx2DEnv):

@@ -1,0 +1,288 @@
+"""A vector env's step with its per-world work on the device: the actions pushed in one
+launch, the restarting worlds drawn and written and every observation gathered in another.
+
+On the host path (base.Fx2DVectorEnv) a vector step turns the actions into forces in NumPy
+(apply_force checks a (num_envs, 2) array, the step uploads it as a table of pushes), draws
+the restarting worlds' numbers from their streams (WorldStreams), builds their initial
+states as a State (the task's _initial_states), checks it and uploads it as a table
+(reset_worlds), then gathers the observation (get_columns): three launches given six NumPy
+arrays, each copied to a GPU and back around its launch (launching.host_array_count), and
+at 65,536 cart-poles some 3 ms of NumPy on the 2-core CPU VM besides
+(`benchmarks/env_host.py`). A task with a DeviceTask does that work a world a thread:
+
+- push (`DeviceStep.push`): one launch given the checked actions as they are: each
+  world's push (the task's `push`) added to its body's applied force as apply_force's
+  upload adds it (transfer.add_push). A world that restarts in this step (NEXT_STEP: it
+  ended at the last one) is pushed too, where the host path pushes it with 0: its step
+  is discarded by the restart that follows it, forces and all;
+- then the scene's step;
+- restart and observe (`DeviceStep.observe`): one launch given the restart flags and the
+  observation's array: each restarting world draws its numbers from its stream on the
+  device (`stream_draws`: the SplitMix64 numbers WorldStreams would draw, whose counts
+  follow, WorldStreams.skip), each of its bodies takes the task's initial row
+  (`initial_row`, from the built state) as reset_worlds(worlds, state) writes it
+  (transfer.write_body_row: awake, no force; restart_joint; forget_contact), and every
+  world's observation columns are gathered (gather.column_value, as get_columns).
+
+Scoring stays on the host (the task's _score reads the observation). The same numbers as
+the host path, bit for bit: the pushes and initial states are worked out in float64 and
+stored in float32 as the host's are (tests/test_env_device_step.py compares the two paths
+step by step). Used where it can be (DeviceStep.usable): a Scene in this process (not
+sharded), no domain randomisation (its draws set masses and gravity through the host),
+and a backend with 64-bit integers and floats (CPU, CUDA, Vulkan; not Metal or OpenGL).
+"""
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+import taichi as ti
+
+import fx2d_gpu as fx
+
+from ..access.gather import check_columns, column_value
+from ..device import runtime
+from ..device.launching import quick
+from ..device.transfer import (
+    ROW_COLUMNS,
+    add_push,
+    forget_contact,
+    restart_joint,
+    state_table,
+    write_body_row,
+)
+from .base import DRAW_SHIFT, GOLDEN_GAMMA, MIX_MULTIPLIERS, MIX_SHIFTS
+
+if TYPE_CHECKING:
+    from .base import Fx2DVectorEnv
+
+#: Backends whose kernels have 64-bit integers and floats (the streams and the initial
+#: states' arithmetic): Taichi's arch names.
+_WIDE_ARCHS = ("x64", "arm64", "cuda", "vulkan")
+_FLAGS = ti.types.ndarray(dtype=ti.u8, ndim=1)
+_U64_ARRAY = ti.types.ndarray(dtype=ti.u64, ndim=1)
+_VALUES = len(ROW_COLUMNS)
+
+
+class DeviceTask:
+    """What a task does per world on the device: a template argument of the kernels (so
+    one instance per distinct set of values, `of`), with its constants as attributes.
+
+    Subclasses define, as static ti.funcs taking the task first:
+
+    - push(task, actions, world) -> ti.Vector([force x, force y, torque]) float32 (N, N m):
+      world's action (actions: the checked array, as _check_actions returns it) as a
+      push on body `pushed_body`; the same float64 arithmetic as the task's _apply_actions,
+      stored in float32 as apply_force's upload stores it.
+    - initial_row(task, draws, body, row) -> row: body's initial row (ROW_COLUMNS' first
+      six, float32) given the world's draws (ti.Vector of n_draws float64 in [0, 1)) and
+      the built state's row; the same arithmetic as the task's _initial_states.
+
+    Attributes:
+        pushed_body (int): the body the actions push.
+        n_draws (int): uniform draws a world takes at each restart (its n_state_draws).
+    """
+
+    pushed_body: int = 0
+    n_draws: int = 0
+    _instances: dict = {}
+
+    @classmethod
+    def of(cls, **values) -> "DeviceTask":
+        """The instance of `values` (attribute name -> int, float or bool): one a set of
+        values, so the kernels compile once for it."""
+        key = (cls, tuple(sorted(values.items())))
+        task = DeviceTask._instances.get(key)
+        if task is None:
+            task = cls()
+            for name, value in values.items():
+                setattr(task, name, value)
+            DeviceTask._instances[key] = task
+        return task
+
+
+@ti.func
+def _mix64(z):
+    """SplitMix64's output function (base._mix64's) on a uint64."""
+    z = (z ^ (z >> MIX_SHIFTS[0])) * ti.u64(MIX_MULTIPLIERS[0])
+    z = (z ^ (z >> MIX_SHIFTS[1])) * ti.u64(MIX_MULTIPLIERS[1])
+    return z ^ (z >> MIX_SHIFTS[2])
+
+
+@ti.func
+def stream_draws(keys: ti.template(), counts: ti.template(), world, n: ti.template()):
+    """ti.Vector of world's next n uniform float64 draws in [0, 1), the numbers
+    WorldStreams.uniform gives (its counts are not advanced here)."""
+    draws = ti.Vector([0.0] * n, dt=ti.f64)
+    for i in ti.static(range(n)):
+        step = counts[world] + ti.u64(i + 1)
+        bits = _mix64(keys[world] + step * ti.u64(GOLDEN_GAMMA))
+        draws[i] = ti.cast(bits >> DRAW_SHIFT, ti.f64) * ti.f64(2.0 ** -(64 - DRAW_SHIFT))
+    return draws
+
+
+@quick
+@ti.kernel
+def _push(
+    task: ti.template(),
+    bodies: ti.template(),
+    serial: ti.template(),
+    actions: ti.types.ndarray(),
+    n_worlds: ti.i32,
+    n_bodies: ti.i32,
+):
+    """Each world's push added to its body task.pushed_body's applied force."""
+    ti.loop_config(serialize=serial)
+    for world in range(n_worlds):
+        push = task.push(task, actions, world)
+        slot = world * n_bodies + task.pushed_body
+        add_push(bodies, slot, ti.math.vec2(push[0], push[1]), push[2])
+
+
+@quick
+@ti.kernel
+def _restart_and_observe(
+    task: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    manifolds: ti.template(),
+    serial: ti.template(),
+    restart: _FLAGS,
+    keys: _U64_ARRAY,
+    counts: _U64_ARRAY,
+    built: ti.types.ndarray(dtype=ti.f32, ndim=2),
+    targets: ti.types.ndarray(dtype=ti.f32, ndim=1),
+    spec: ti.types.ndarray(dtype=ti.i32, ndim=2),
+    scales: ti.types.ndarray(dtype=ti.f32, ndim=1),
+    n_bodies: ti.i32,
+    n_joints: ti.i32,
+    n_pairs: ti.i32,
+    out: ti.types.ndarray(dtype=ti.f32, ndim=2),
+):
+    """The worlds flagged in `restart` start over (as reset_worlds(worlds, state) with the
+    task's initial rows), their streams advanced; then out[world, j] = column j of every
+    world (get_columns')."""
+    n_worlds = restart.shape[0]
+    ti.loop_config(serialize=serial)
+    for slot in range(n_worlds * n_bodies):
+        world = slot // n_bodies
+        if restart[world] != 0:
+            body = slot % n_bodies
+            row = ti.Vector([built[body, c] for c in ti.static(range(_VALUES - 1))])
+            row = task.initial_row(task, stream_draws(keys, counts, world, task.n_draws), body, row)
+            position = ti.math.vec2(row[0], row[1])
+            velocity = ti.math.vec2(row[3], row[4])
+            write_body_row(bodies, slot, position, row[2], velocity, row[5], 0, True, True)
+    ti.loop_config(serialize=serial)
+    for joint_slot in range(n_worlds * n_joints):
+        if restart[joint_slot // n_joints] != 0:
+            restart_joint(joints, joint_slot, targets[joint_slot % n_joints])
+    ti.loop_config(serialize=serial)
+    for pair in range(n_pairs):
+        if restart[manifolds.body_a[pair] // n_bodies] != 0:
+            forget_contact(manifolds, pair)
+    # (After the bodies' loop, which read the counts.)
+    ti.loop_config(serialize=serial)
+    for world in range(n_worlds):
+        if restart[world] != 0:
+            counts[world] += ti.u64(task.n_draws)
+    ti.loop_config(serialize=serial)
+    for world, j in ti.ndrange(n_worlds, spec.shape[0]):
+        out[world, j] = column_value(bodies, world * n_bodies + spec[j, 0], spec[j, 1], scales[j])
+
+
+def _device_array(values: np.ndarray, dtype) -> ti.Ndarray:
+    array = ti.ndarray(dtype, values.shape)
+    array.from_numpy(values)
+    return array
+
+
+class DeviceStep:
+    """The device's side of a vector env's step (module docstring): its task, the
+    streams' copy, the built rows and motor targets, the observation's columns.
+
+    Args:
+        env: the vector env (a Scene in this process, its streams, its built state).
+        task: the env's DeviceTask.
+        columns: the observation, as Scene.get_columns takes it.
+    """
+
+    def __init__(self, env: "Fx2DVectorEnv", task: "DeviceTask", columns):
+        scene = env.scene
+        self.env = env
+        self.task = task
+        n = env.num_envs
+        built = env._built_state
+        table = state_table(
+            built.position, built.angle, built.velocity, built.angular_velocity, 0 * built.angle
+        )
+        self._built = _device_array(np.ascontiguousarray(table[:, : _VALUES - 1]), ti.f32)
+        targets = scene._reset_targets()
+        self._targets = _device_array(targets if targets.size else np.zeros(1, np.float32), ti.f32)
+        spec, scales = check_columns(columns, scene.n_bodies)
+        self._spec = _device_array(spec, ti.i32)
+        self._scales = _device_array(scales, ti.f32)
+        self._keys = ti.ndarray(ti.u64, n)
+        self._counts = ti.ndarray(ti.u64, n)
+        # No world's restart flag, kept on the device: a step where none restarts (a good
+        # policy's) hands the device no flags.
+        self._no_world = _device_array(np.zeros(n, np.uint8), ti.u8)
+        self._streams_version = None
+        self._n_columns = len(spec)
+
+    @staticmethod
+    def usable(env: "Fx2DVectorEnv") -> bool:
+        """Whether `env` can take its steps so (module docstring)."""
+        return (
+            isinstance(env.scene, fx.Scene)
+            and not env.randomization
+            and runtime.backend_name() in _WIDE_ARCHS
+        )
+
+    def push(self, actions: np.ndarray) -> None:
+        """Add each world's push (`actions` as _check_actions returns them) to its applied
+        force for the next step: one launch."""
+
+        def launch(ctx):
+            _push(self.task, ctx.pool.bodies, ctx.serial, actions, ctx.n_worlds, ctx.n_bodies)
+            ctx.cache.forces_on_device = True  # (the step clears them, as apply_force's)
+
+        self.env.scene._on_device(launch)
+
+    def observe(self, restart: np.ndarray | None = None) -> np.ndarray:
+        """(num_envs, m) float32: every world's observation, after the worlds flagged in
+        `restart` ((num_envs,) bool, or None: none) started over from new draws of their
+        streams. One launch."""
+        env = self.env
+        n = env.num_envs
+        worlds = np.zeros(0, np.int64) if restart is None else np.flatnonzero(restart)
+        flags = restart.view(np.uint8) if len(worlds) else self._no_world
+        streams = env._streams
+        if len(worlds) and self._streams_version != streams.version:
+            self._keys.from_numpy(streams.keys)
+            self._counts.from_numpy(streams.counts)
+            self._streams_version = streams.version
+        out = np.empty((n, self._n_columns), np.float32)
+
+        def launch(ctx):
+            _restart_and_observe(
+                self.task,
+                ctx.pool.bodies,
+                ctx.pool.joints,
+                ctx.pool.manifolds,
+                ctx.serial,
+                flags,
+                self._keys,
+                self._counts,
+                self._built,
+                self._targets,
+                self._spec,
+                self._scales,
+                ctx.n_bodies,
+                ctx.n_joints,
+                ctx.n_pairs,
+                out,
+            )
+
+        env.scene._on_device(launch, reset=worlds)
+        streams.skip(worlds, self.task.n_draws)
+        return out

@@ -1,0 +1,164 @@
+"""A vector env's per-world work on the device (fx2d_gpu/envs/device_step.py, issue 74).
+
+The device's path of fx2d/CartPole-v0 (its pushes, its restarts' draws and initial
+states, its observation, each world a thread) against the host's path (NumPy's
+apply_force, WorldStreams, _initial_states, reset_worlds and get_columns), which stays
+the path of sharded scenes, randomised tasks and backends without 64-bit numbers:
+step for step bit for bit in every autoreset mode, both action spaces, through seeded
+and masked resets; the device's draws against the streams' host arithmetic; and what a
+vector step launches and hands the device.
+"""
+
+import os
+
+import numpy as np
+import pytest
+
+gymnasium = pytest.importorskip("gymnasium", minversion="1.0")
+
+import taichi as ti  # noqa: E402
+from gymnasium.vector import AutoresetMode  # noqa: E402
+
+from fx2d_gpu.device import launching  # noqa: E402
+from fx2d_gpu.envs import CartPoleVectorEnv, WorldStreams  # noqa: E402
+from fx2d_gpu.envs.device_step import DeviceStep, stream_draws  # noqa: E402
+
+ARCH = os.environ.get("FX2D_TEST_ARCH", "cpu")
+
+
+def _pair(num_envs, **options):
+    """(device path, host path): two cart-pole vector envs alike but for the path."""
+    device = CartPoleVectorEnv(num_envs, arch=ARCH, **options)
+    host = CartPoleVectorEnv(num_envs, arch=ARCH, **options)
+    assert device._device is not None, "the device's path is CartPole's default here"
+    host._device = None
+    host._streams.keys[:] = device._streams.keys  # (unseeded worlds: the same entropy)
+    return device, host
+
+
+def _assert_same(a, b, what):
+    if isinstance(a, dict):
+        assert a.keys() == b.keys(), what
+        for key in a:
+            _assert_same(a[key], b[key], f"{what}[{key!r}]")
+    elif isinstance(a, np.ndarray) and a.dtype == object:
+        assert a.shape == b.shape, what
+        for x, y in zip(a, b, strict=True):
+            _assert_same(x, y, what)
+    elif a is None or isinstance(a, np.ndarray | np.generic | bool | int | float):
+        np.testing.assert_array_equal(a, b, err_msg=what, strict=True)
+    else:  # pragma: no cover - a new kind of info
+        raise AssertionError(f"{what}: unexpected {type(a).__name__}")
+
+
+@pytest.mark.parametrize(
+    "mode, continuous",
+    [
+        (AutoresetMode.NEXT_STEP, False),
+        (AutoresetMode.NEXT_STEP, True),
+        (AutoresetMode.SAME_STEP, False),
+    ],
+)
+def test_device_steps_match_the_host_path_bit_for_bit(mode, continuous):
+    """Random play over many episodes (a random cart-pole falls in ~20 steps, truncation at
+    30 ends the rest): every observation, reward, termination, truncation and info equal,
+    and at the end the bodies' whole state and the streams' counts."""
+    device, host = _pair(48, autoreset_mode=mode, continuous=continuous, max_episode_steps=30)
+    seeds = [None if w % 5 == 0 else 1000 + w for w in range(48)]
+    _assert_same(device.reset(seed=seeds)[0], host.reset(seed=seeds)[0], "reset")
+    rng = np.random.default_rng(7)
+    restarts = 0
+    for step in range(120):
+        if continuous:
+            actions = rng.uniform(-1.5, 1.5, (48, 1))  # float64, clipped to the box
+        else:
+            actions = rng.integers(0, 2, 48)
+        a = device.step(actions)
+        b = host.step(actions)
+        names = ("obs", "rewards", "terminated", "truncated", "infos")
+        for name, x, y in zip(names, a, b, strict=True):
+            _assert_same(x, y, f"step {step} {name}")
+        restarts += int(np.sum(a[2] | a[3]))
+        if step == 60:  # a masked, seeded reset halfway
+            mask = np.arange(48) % 3 == 0
+            _assert_same(
+                device.reset(seed=5, options={"reset_mask": mask})[0],
+                host.reset(seed=5, options={"reset_mask": mask})[0],
+                "masked reset",
+            )
+    assert restarts > 150  # every world started over several times
+    for key in ("position", "angle", "velocity", "angular_velocity"):
+        np.testing.assert_array_equal(
+            getattr(device.scene.get_state(), key), getattr(host.scene.get_state(), key)
+        )
+    np.testing.assert_array_equal(device._streams.counts, host._streams.counts)
+    np.testing.assert_array_equal(device.episode_steps, host.episode_steps)
+
+
+def test_the_devices_draws_are_the_streams_draws():
+    """stream_draws on the device against WorldStreams.uniform's NumPy arithmetic: keys
+    and counts anywhere in 64 bits (the wrap of key + count * gamma included)."""
+    n_worlds, n = 4096, 5
+    streams = WorldStreams(n_worlds)
+    rng = np.random.default_rng(3)
+    streams.keys[:] = rng.integers(0, 2**64, n_worlds, dtype=np.uint64, endpoint=False)
+    streams.counts[:] = rng.integers(0, 2**64, n_worlds, dtype=np.uint64, endpoint=False)
+    streams.counts[:4] = [0, 2**64 - 1, 2**64 - 3, 1]
+    keys, counts = ti.ndarray(ti.u64, n_worlds), ti.ndarray(ti.u64, n_worlds)
+    keys.from_numpy(streams.keys)
+    counts.from_numpy(streams.counts)
+    out = np.zeros((n_worlds, n))
+
+    @ti.kernel
+    def draw(
+        keys: ti.types.ndarray(dtype=ti.u64, ndim=1),
+        counts: ti.types.ndarray(dtype=ti.u64, ndim=1),
+        out: ti.types.ndarray(dtype=ti.f64, ndim=2),
+    ):
+        for world in range(out.shape[0]):
+            draws = stream_draws(keys, counts, world, n)
+            for i in ti.static(range(n)):
+                out[world, i] = draws[i]
+
+    draw(keys, counts, out)
+    expected = streams.uniform(np.arange(n_worlds), n)
+    np.testing.assert_array_equal(out, expected)
+    assert ((0 <= out) & (out < 1)).all() and len(np.unique(out)) == out.size
+
+
+def test_a_vector_step_launches_twice_around_the_scenes_step():
+    """The device's path: the push (the actions) and the restarts with the observation
+    (the observation's array; the restart flags where a world restarts), against the host
+    path's scatter of forces, reset rows and columns: launches and the NumPy arrays handed
+    to them, counted step by step."""
+    counted = {}
+    for path, env in zip(("device", "host"), _pair(32, max_episode_steps=25), strict=True):
+        env.reset(seed=0)
+        rng = np.random.default_rng(0)
+        for _ in range(40):  # episodes under way, some ending each step
+            env.step(rng.integers(0, 2, 32))
+        counted[path] = []
+        for _ in range(20):
+            restarting = bool(env._ended.any())  # (NEXT_STEP: they restart in this step)
+            launches, arrays = launching.launch_count(), launching.host_array_count()
+            env.step(rng.integers(0, 2, 32))
+            given = np.subtract(launching.host_array_count(), arrays)
+            counted[path].append((restarting, launching.launch_count() - launches, *given))
+    restarts = [row[0] for row in counted["device"]]
+    assert any(restarts) and not all(restarts)  # steps with restarts and steps without
+    scene_step = 1  # (a cart-pole's step: one launch, alike on both paths)
+    for restarting, launches, launches_given, arrays in counted["device"]:
+        assert (launches, launches_given, arrays) == (2 + scene_step, 2, 2 + restarting)
+    for (restarting, *device), (_, *host) in zip(counted["device"], counted["host"], strict=True):
+        # The host's: two arrays for the forces, three for a reset's rows, one for the
+        # columns, in as many launches.
+        assert host[0] == device[0] + restarting and host[2] == 3 + 3 * restarting
+
+
+def test_randomised_tasks_keep_the_host_path():
+    """Domain randomisation draws masses and gravity through the host's scene calls: such
+    an env steps on the host's path (and steps)."""
+    env = CartPoleVectorEnv(4, arch=ARCH, randomize=True)
+    assert not DeviceStep.usable(env) and env._device is None
+    env.reset(seed=0)
+    assert env.step(np.ones(4, np.int64))[0].shape == (4, 4)
