@@ -29,7 +29,8 @@ the host path, bit for bit: the pushes and initial states are worked out in floa
 stored in float32 as the host's are (tests/test_env_device_step.py compares the two paths
 step by step). Used where it can be (DeviceStep.usable): a Scene in this process (not
 sharded), no domain randomisation (its draws set masses and gravity through the host),
-and a backend with 64-bit integers and floats (CPU, CUDA, Vulkan; not Metal or OpenGL).
+and a backend with 64-bit integers and floats and their sines (CPU and CUDA; not Vulkan,
+whose SPIR-V has no 64-bit sine, nor Metal or OpenGL).
 """
 
 from typing import TYPE_CHECKING
@@ -55,9 +56,9 @@ from .base import DRAW_SHIFT, GOLDEN_GAMMA, MIX_MULTIPLIERS, MIX_SHIFTS
 if TYPE_CHECKING:
     from .base import Fx2DVectorEnv
 
-#: Backends whose kernels have 64-bit integers and floats (the streams and the initial
-#: states' arithmetic): Taichi's arch names.
-_WIDE_ARCHS = ("x64", "arm64", "cuda", "vulkan")
+#: Backends whose kernels have 64-bit integers, floats and sines (the streams and the
+#: initial states' arithmetic): Taichi's arch names (SPIR-V's GLSL sine is 32-bit at most).
+_WIDE_ARCHS = ("x64", "arm64", "cuda")
 _FLAGS = ti.types.ndarray(dtype=ti.u8, ndim=1)
 _U64_ARRAY = ti.types.ndarray(dtype=ti.u64, ndim=1)
 _VALUES = len(ROW_COLUMNS)
