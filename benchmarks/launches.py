@@ -30,7 +30,11 @@ these are counted on any machine, on the CPU backend. The paths (PATHS):
   and reads of a field's element from the host; returning_per_step: of those, the launches
   of kernels that return a value (launching.returning_count);
 - tasks_per_step: offloaded tasks run (Taichi's kernel profiler on the CPU: each top-level
-  loop or serial block of a kernel is a task, a kernel launch on a GPU);
+  loop or serial block of a kernel is a task, a kernel launch on a GPU), the kernels
+  compiled as a GPU compiles them (compiled_as_on_a_gpu: no loop run serially, the scans'
+  GPU passes; since 2026-12-05: the small worlds' step kernel then runs 51 tasks a step
+  with the soft step, as its CUDA build on the stand-in driver has 51 entries
+  (benchmarks/ptx_registers.py --no-gpu), where the CPU's serial build ran 11);
 - host_array_launches_per_step, host_arrays_per_step: launches given NumPy arrays (as
   ndarray arguments: forces applied before the step, a get_state into `out` arrays, worlds
   reset) and those arrays (launching.host_array_count). On CUDA Taichi 1.7.4 copies each
@@ -50,7 +54,8 @@ these are counted on any machine, on the CPU backend. The paths (PATHS):
 The scenes: the large pyramid (sleep off), a poured pile of 100,000 bodies, a 30x30 joint
 grid, a pyramid of 20 boxes a side asleep (stepped until every box sleeps first: a pile at
 rest, whose steps wake nothing) and the same beside a ball drifting in its world (each step
-finds its pairs: a body moves beside sleepers); small worlds on the per-stage path.
+finds its pairs: a body moves beside sleepers); small worlds on the per-stage path, their
+state interleaved as a GPU's default has it (StepOptions.interleave_small_worlds).
 
 The vector environments (ENVS: fx2d/CartPole-v0 and fx2d/Lander-v0, 256 environments,
 random actions, the scene's step as a GPU takes it: StepOptions.fold_on_cpu,
@@ -70,8 +75,8 @@ import itertools
 import taichi as ti
 from taichi.lang import impl
 
-from fx2d_gpu import scenes
-from fx2d_gpu.device import STEPS_IN_FLIGHT, launching, runtime
+from fx2d_gpu import device, scenes
+from fx2d_gpu.device import STEPS_IN_FLIGHT, launching, runtime, scan
 from fx2d_gpu.physics.solver import team  # (team.GENERATION)
 from fx2d_gpu.physics.solver.plan import STEP_STAGE_NAMES, StepOptions
 from fx2d_gpu.physics.solver.stages import STAGES
@@ -96,8 +101,9 @@ DT = 1.0 / 60.0
 #: is the CPU team, whose launches are the GPU team's (the same kernels and stages); its
 #: barrier probe, which a GPU never runs, is probed once, while warming up, not again.
 PATHS = {
-    "gpu (per stage)": StepOptions(team=False),
+    "gpu (per stage)": StepOptions(team=False, interleave_small_worlds=True),
     "gpu (team)": StepOptions(
+        interleave_small_worlds=True,
         fold_on_cpu=True,
         steps_in_flight=True,
         # Probed once; the duel never tries a team of one (not after slow steps either)
@@ -168,6 +174,24 @@ def _with_drifting_ball(scene):
     it never sleeps."""
     scene.add_circle((-25.0, 1.0), 0.4, gravity_scale=0.0, velocity=(0.0, 0.2))
     return scene
+
+
+@contextlib.contextmanager
+def compiled_as_on_a_gpu():
+    """While entered, the engine's kernels compile on the CPU backend as a GPU's do, where
+    the two differ in their offloaded tasks: no kernel runs its loops serially
+    (device.SERIAL_SLOTS and SERIAL_WORLDS 0: a GPU never serialises a kernel's loops, and
+    Taichi runs serialised loops as one task) and scans take a GPU's passes
+    (scan.compiled_as_on_gpu). The same results: both only change how the work is split.
+    Entered before the kernels compile (a kernel keeps the build of its first call with the
+    same arguments), as run enters it."""
+    saved = device.SERIAL_SLOTS, device.SERIAL_WORLDS, scan.compiled_as_on_gpu
+    device.SERIAL_SLOTS = device.SERIAL_WORLDS = 0
+    scan.compiled_as_on_gpu = True
+    try:
+        yield
+    finally:
+        device.SERIAL_SLOTS, device.SERIAL_WORLDS, scan.compiled_as_on_gpu = saved
 
 
 class _HostWaits:
@@ -315,10 +339,20 @@ def run(results=None, names=None, step_options=None) -> list[dict]:
     changed by `step_options` ({attribute: value}; the CSVs' names then end with them, as
     the suite's: launches_per_step_colors_by_turns-True.csv)."""
     backend = runtime.ensure_initialized("cpu", kernel_profiler=True)
-    rows, stage_rows = [], []
     date = datetime.date.today().isoformat()
     step_options = step_options or {}
     tag = options_suffix(step_options)
+    with compiled_as_on_a_gpu():
+        rows, stage_rows = _count_all(backend, date, names, step_options)
+    print_table(rows)
+    print("  saved", save_csv(backend, f"launches_per_step{tag}", rows, results))
+    print("  saved", save_csv(backend, f"launches_per_stage{tag}", stage_rows, results))
+    return rows
+
+
+def _count_all(backend, date, names, step_options) -> tuple[list[dict], list[dict]]:
+    """run's rows: (launches_per_step's, launches_per_stage's)."""
+    rows, stage_rows = [], []
     for (path, options), solver in itertools.product(PATHS.items(), STAGES):
         for name, build in _scenes(solver, options.replace(**step_options)).items():
             if names and name not in names:
@@ -350,10 +384,7 @@ def run(results=None, names=None, step_options=None) -> list[dict]:
     env_base = {"date": date, "device": device_name(backend), "backend": backend}
     env_base.update(path="gpu (per stage)")
     rows += _env_rows(names, PATHS["gpu (per stage)"].replace(**step_options), env_base)
-    print_table(rows)
-    print("  saved", save_csv(backend, f"launches_per_step{tag}", rows, results))
-    print("  saved", save_csv(backend, f"launches_per_stage{tag}", stage_rows, results))
-    return rows
+    return rows, stage_rows
 
 
 def main(argv=None):

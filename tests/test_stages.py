@@ -723,12 +723,19 @@ def _scan_kernel(scratch: ti.template(), data: ti.template(), n: ti.i32, serial:
     exclusive_scan(scratch, data, n, serial)
 
 
+@ti.kernel
+def _scan_as_on_a_gpu(scratch: ti.template(), data: ti.template(), n: ti.i32):
+    exclusive_scan(scratch, data, n, False)
+
+
 def test_exclusive_scan_matches_numpy(arch):
     """scan.exclusive_scan, blocked (parallel; on a GPU its block sums scanned in chunks)
     and, on the CPU backend where kernels run their loops serially for small scenes, one
-    loop, against NumPy's cumulative sum: lengths of none, less than a block, exactly
-    blocks and not, one chunk of blocks and several."""
-    from fx2d_gpu.device import runtime
+    loop, and the GPU's passes compiled for the CPU (scan.compiled_as_on_gpu, which
+    benchmarks/launches.py counts a GPU's tasks with), against NumPy's cumulative sum:
+    lengths of none, less than a block, exactly blocks and not, one chunk of blocks and
+    several."""
+    from fx2d_gpu.device import runtime, scan
 
     fx.Scene(arch=arch)  # Taichi started on this test's backend
 
@@ -738,11 +745,18 @@ def test_exclusive_scan_matches_numpy(arch):
     data = ti.field(ti.i32, size + 1)
     scratch = ScanScratch(size // SCAN_BLOCK + 2)
     lengths = (0, 1, SCAN_BLOCK - 1, SCAN_BLOCK, 3 * SCAN_BLOCK + 17, chunk, chunk + 1, size)
-    for serial in (False, True) if runtime.on_cpu() else (False,):
+    for variant in (False, True, "gpu") if runtime.on_cpu() else (False,):
         for n in lengths:
             values = rng.integers(0, 50, size + 1).astype(np.int32)
             data.from_numpy(values)
-            _scan_kernel(scratch, data, n, serial)
+            if variant == "gpu":  # (the flag is read as the kernel compiles, at its first call)
+                scan.compiled_as_on_gpu = True
+                try:
+                    _scan_as_on_a_gpu(scratch, data, n)
+                finally:
+                    scan.compiled_as_on_gpu = False
+            else:
+                _scan_kernel(scratch, data, n, variant)
             got = data.to_numpy()
             expected = np.concatenate([[0], np.cumsum(values[:n])]).astype(np.int32)
             np.testing.assert_array_equal(got[: n + 1], expected)

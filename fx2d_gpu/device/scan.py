@@ -6,12 +6,15 @@ from . import SCAN_BLOCK, SCAN_CHUNK
 
 #: Taichi's CPU architectures (the others are GPUs').
 _CPU_ARCHS = ("x64", "arm64")
+#: Scans compiled as a GPU's on any backend (a tool's switch: benchmarks/launches.py counts
+#: a GPU's offloaded tasks on the CPU); the sums are the same either way (integers).
+compiled_as_on_gpu = False
 
 
 def on_gpu() -> bool:
-    """Whether Taichi's current backend is a GPU's (compile-time: scans branch on it with
-    ti.static)."""
-    return ti.lang.impl.current_cfg().arch.name not in _CPU_ARCHS
+    """Whether scans take a GPU's passes: Taichi's current backend is a GPU's, or
+    compiled_as_on_gpu (compile-time: scans branch on it with ti.static)."""
+    return compiled_as_on_gpu or ti.lang.impl.current_cfg().arch.name not in _CPU_ARCHS
 
 
 @ti.func
