@@ -228,10 +228,11 @@ lease | lease_more)
             timeout "$(cap 90)" "$python" -m benchmarks.envs --arch "$arch" --results "$results"
             echo "== rc $?"; pack
             # The CartPole vector step's phases at 65,536 envs, the device's tasks taken off
-            # (env_host.csv: what the host, its copies and waits cost; 2026-12-05's change
-            # cut the host arrays a step from 16 to 6).
+            # (env_host.csv: what the host, its copies and waits cost), on the env's device
+            # path (envs/device_step.py, 2026-12-05: 3 host arrays a step) and its host path
+            # (6; 16 before that day).
             echo "== $(date +%T) the CartPole env's host side"
-            timeout "$(cap 45)" "$python" -m benchmarks.env_host --arch "$arch" --envs 65536 \
+            timeout "$(cap 70)" "$python" -m benchmarks.env_host --arch "$arch" --envs 65536 \
                 --steps 10 --results "$results"
             echo "== rc $?"; pack
             bench 60 --solver xpbd batched_small
