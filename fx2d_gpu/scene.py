@@ -1124,6 +1124,29 @@ class Scene(ModelQueries, SceneCopies, StepDiagnostics):
         return readout.contacts(self._context(), self._sensors(), world)
 
     @serialized
+    def touching(self, bodies=None) -> np.ndarray:
+        """Which bodies touch another in each world: a task's contact flags (a foot on the
+        ground, a hull on the rocks) in one kernel launch, without reading every contact.
+
+        Args:
+            bodies (int | sequence | None): body indices (k of them; None: every body, in
+                index order).
+
+        Returns:
+            (n_worlds, k) bool: [w, i] True where bodies[i] is in one of world w's pairs
+            that contacts(world=None) lists (sensors' pairs too).
+
+        Raises:
+            TypeError, ValueError: `bodies` not body indices (naming it).
+        """
+        rows = (
+            np.arange(self.n_bodies)
+            if bodies is None
+            else spatial_queries.body_indices(bodies, self.n_bodies)
+        )
+        return readout.touching(self._context(), rows)
+
+    @serialized
     def contact_events(self) -> ContactEvents:
         """The last step's begin and end contact events of every world (see ContactEvents), each
         list sorted by (world, body_a, body_b). A pair that stays in contact, asleep or awake,

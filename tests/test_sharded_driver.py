@@ -480,3 +480,18 @@ def test_get_columns_are_a_scenes(sharded):
         sharded.get_columns([(1, "speed")])
     with pytest.raises(ValueError, match=r"out must have shape \(4, 4\)"):
         sharded.get_columns(columns, out=np.zeros((4, 3)))
+
+
+def test_touching_is_a_scenes(sharded):
+    """ShardedScene.touching gives what Scene.touching gives for the same worlds, the shards'
+    rows in world order, and refuses bad bodies before asking a shard."""
+    reference = build(4)
+    for scene in (sharded, reference):
+        for _ in range(20):
+            scene.step(1 / 60)
+    expected = reference.touching()
+    assert expected[:, 0].all() and not expected.all()  # the ground, the ball in the air
+    np.testing.assert_array_equal(sharded.touching(), expected)
+    np.testing.assert_array_equal(sharded.touching([2, 0]), reference.touching([2, 0]))
+    with pytest.raises(ValueError, match="bodies"):
+        sharded.touching(7)

@@ -338,34 +338,61 @@ def column_value(bodies: ti.template(), slot, code, scale):
     return scale * value
 
 
-#: Per device pool, the column lists gathered so far, on the device ({(spec bytes, scales
-#: bytes): (spec, scales) as Taichi ndarrays}, at most _DEVICE_COLUMNS_KEPT a pool): a
-#: NumPy argument is copied to a GPU and back around every launch (launching.host_array_count),
-#: and an observation's columns are the same every step.
-_device_columns: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-_DEVICE_COLUMNS_KEPT = 16
+#: Per device pool, the constant arrays its kernels were given so far, on the device
+#: ({key of the arrays: their Taichi ndarrays}, at most _KEPT_A_POOL sets a pool): a NumPy
+#: argument is copied to a GPU and back around every launch (launching.host_array_count),
+#: and an observation's columns, or the bodies whose contacts a task asks about, are the
+#: same every step.
+_kept: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_KEPT_A_POOL = 16
+_TAICHI_TYPES = {np.dtype(np.int32): ti.i32, np.dtype(np.float32): ti.f32}
 
 
-def _on_device(pool, spec: np.ndarray, scales: np.ndarray):
-    """spec and scales as Taichi ndarrays kept for `pool` (made on first use)."""
-    kept = _device_columns.setdefault(pool, {})
-    key = (spec.tobytes(), scales.tobytes())
+def kept_on_device(pool, *arrays: np.ndarray) -> tuple:
+    """`arrays` (int32 or float32 NumPy arrays) as Taichi ndarrays kept for `pool`: made on
+    first use, the same ones for the same values after (gather_columns' columns,
+    readout.touching's bodies)."""
+    kept = _kept.setdefault(pool, {})
+    key = tuple((array.dtype.str, array.shape, array.tobytes()) for array in arrays)
     if key not in kept:
-        if len(kept) >= _DEVICE_COLUMNS_KEPT:
+        if len(kept) >= _KEPT_A_POOL:
             kept.clear()
-        spec_nd = ti.ndarray(ti.i32, spec.shape)
-        spec_nd.from_numpy(spec)
-        scales_nd = ti.ndarray(ti.f32, scales.shape)
-        scales_nd.from_numpy(scales)
-        kept[key] = (spec_nd, scales_nd)
+        made = []
+        for array in arrays:
+            on_device = ti.ndarray(_TAICHI_TYPES[array.dtype], array.shape)
+            on_device.from_numpy(array)
+            made.append(on_device)
+        kept[key] = tuple(made)
     return kept[key]
 
 
 def gather_columns(ctx: "StepContext", spec: np.ndarray, scales: np.ndarray, out):
     """Fill `out` ((n_worlds, m)) with the columns spec and scales describe (check_columns'),
-    one launch; spec and scales go to the device once per pool (_on_device), so the launch's
-    only host array is `out` (none for a CUDA tensor)."""
-    spec_nd, scales_nd = _on_device(ctx.pool, spec, scales)
+    one launch; spec and scales go to the device once per pool (kept_on_device), so the
+    launch's only host array is `out` (none for a CUDA tensor)."""
+    spec_nd, scales_nd = kept_on_device(ctx.pool, spec, scales)
     _gather_columns(
         ctx.pool.bodies, ctx.serial, spec_nd, scales_nd, ctx.n_worlds, ctx.n_bodies, out
     )
+
+
+@quick
+@ti.kernel
+def mark_touching(
+    manifolds: ti.template(),
+    column: ti.types.ndarray(dtype=ti.i32, ndim=1),
+    n_pairs: ti.i32,
+    n_bodies: ti.i32,
+    with_points: ti.template(),
+    flags: ti.types.ndarray(dtype=ti.u8, ndim=2),
+):
+    """flags[world, column[body]] = 1 for both bodies of pairs 0..n_pairs of `manifolds` (with
+    `with_points`, only pairs with points), where the body has a column (>= 0): the body
+    touches something in that world (readout.touching). Every writer writes 1."""
+    for pair in range(n_pairs):
+        if ti.static(not with_points) or manifolds.point_count[pair] > 0:
+            for end in ti.static(range(2)):
+                slot = manifolds.body_a[pair] if end == 0 else manifolds.body_b[pair]
+                c = column[slot % n_bodies]
+                if c >= 0:
+                    flags[slot // n_bodies, c] = ti.u8(1)

@@ -174,6 +174,27 @@ def contacts(ctx: StepContext, sensor: np.ndarray, world: int | None) -> Contact
     )
 
 
+def touching(ctx: StepContext, rows: np.ndarray) -> np.ndarray:
+    """Scene.touching: (n_worlds, k) bool, [w, i] where body rows[i] ((k,) indices) is in one
+    of world w's pairs that contacts(world=None) lists: after a step the step's reported
+    contacts, otherwise the manifolds at the current poses that have points. One launch
+    over those pairs, whose only host array is the flags' (the bodies' columns are kept on
+    the device, gather.kept_on_device)."""
+    stepped = ctx.cache.contacts_current
+    if stepped:
+        manifolds, n = ctx.pool.reported, ctx.cache.n_reported
+    else:
+        manifolds, n = current_contacts(ctx)
+    distinct, where = np.unique(rows, return_inverse=True)  # (a body asked twice)
+    column = np.full(ctx.n_bodies, -1, np.int32)
+    column[distinct] = np.arange(len(distinct), dtype=np.int32)
+    (column_nd,) = gather.kept_on_device(ctx.pool, column)
+    flags = np.zeros((ctx.n_worlds, len(distinct)), np.uint8)
+    gather.mark_touching(manifolds, column_nd, n, ctx.n_bodies, not stepped, flags)
+    flags = flags.view(bool)
+    return flags if len(distinct) == len(rows) and (distinct == rows).all() else flags[:, where]
+
+
 def contact_events(ctx: StepContext, sensor: np.ndarray) -> ContactEvents:
     """Scene.contact_events: the last step's begin and end events, each list sorted by
     (world, body_a, body_b); `sensor` (n_bodies,) bool marks the sensors."""

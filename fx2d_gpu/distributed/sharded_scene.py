@@ -757,6 +757,14 @@ class ShardedScene(ModelQueries):
         part = self._query_one(index, ("contacts", (world - shard.worlds.start,), {}))
         return _offset(part, shard.worlds.start, self._n_worlds)
 
+    def touching(self, bodies=None) -> np.ndarray:
+        """Which bodies touch another in each world (Scene.touching): (n_worlds, k) bool,
+        the shards' rows in world order."""
+        self._check_open()
+        if bodies is not None:
+            bodies = body_indices(bodies, self.n_bodies)  # (checked here, not in the shards)
+        return np.concatenate(self._query_all(("touching", (bodies,), {})), axis=0)
+
     def contact_events(self) -> ContactEvents:
         """The last step's begin and end events of every world (Scene.contact_events)."""
         self._check_open()

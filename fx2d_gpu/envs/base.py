@@ -428,6 +428,12 @@ class Fx2DVectorEnv(gymnasium.vector.VectorEnv, metaclass=abc.ABCMeta):
         #: None: the host path.
         self._device = None
 
+    @property
+    def device_step(self) -> bool:
+        """Whether each world's work of a step (its push, its restart, its observation) is
+        worked out on the device (envs/device_step.py), not in NumPy on the host."""
+        return self._device is not None
+
     # ------------------------------------------------------------------ task hooks
     @abc.abstractmethod
     def _build_scene(self) -> None:

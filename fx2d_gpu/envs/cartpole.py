@@ -51,6 +51,10 @@ class CartPoleVectorEnv(Fx2DVectorEnv):
         substeps (int): see Fx2DVectorEnv.
         shards (int | None): see Fx2DVectorEnv (worlds over Ray actors).
         shard_options (dict | None): see Fx2DVectorEnv.
+        device_step (bool): True: each world's push, restart and observation worked out on
+            the device (envs/device_step.py) where the env can (a Scene in this process, no
+            randomisation, the CPU or CUDA backend); False: in NumPy on the host. The same
+            numbers either way.
 
     Attributes:
         continuous (bool): whether actions are a Box.
@@ -91,9 +95,12 @@ class CartPoleVectorEnv(Fx2DVectorEnv):
         substeps: int = 11,
         shards: int | None = None,
         shard_options: dict | None = None,
+        device_step: bool = True,
     ):
         if not isinstance(continuous, bool):
             raise TypeError(f"continuous must be a bool, got {type(continuous).__name__}")
+        if not isinstance(device_step, bool):
+            raise TypeError(f"device_step must be a bool, got {type(device_step).__name__}")
         self.continuous = continuous
         super().__init__(
             num_envs,
@@ -119,7 +126,7 @@ class CartPoleVectorEnv(Fx2DVectorEnv):
             (self.pole, "angle", -1.0),
             (self.pole, "angular_velocity", -1.0),
         )
-        if DeviceStep.usable(self):
+        if device_step and DeviceStep.usable(self):
             task = _CartPoleOnDevice.of(
                 pushed_body=self.cart,
                 n_draws=self.n_state_draws,

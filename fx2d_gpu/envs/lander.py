@@ -315,10 +315,9 @@ class LanderVectorEnv(Fx2DVectorEnv):
         self._hull_angle = angle
         velocity, spin = hull.velocity[:, 0], hull.angular_velocity[:, 0]
 
-        contacts = self.scene.contacts(world=None)
-        self._touching[:] = False
-        self._touching[contacts.world, contacts.body_a] = True
-        self._touching[contacts.world, contacts.body_b] = True
+        # Which bodies touch something, one launch (where contacts(world=None) read every
+        # contact's fields to the host for these flags).
+        self._touching = self.scene.touching()
 
         turn = np.stack([np.cos(angle), np.sin(angle)], axis=1)  # (n, 2)
         local = self._ray_directions
