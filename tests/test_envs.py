@@ -708,6 +708,35 @@ def test_lunar_landers_own_heuristic_lands_every_lander():
     assert (returns > 200).all(), returns
 
 
+@pytest.mark.slow
+def test_each_landers_episodes_are_its_own_whatever_the_other_worlds_do():
+    """Each world of 48 landers flown at random, which crash and restart at their own steps
+    (NEXT_STEP restarts them in the vector step after they end), against the same lander
+    alone (a vector env of one, seeded seed + w) given its actions: the same observations,
+    rewards and ends, restarts included. A world's contact flags once depended on whether
+    another world restarted in the step (its contacts were then looked for again at the
+    poses, exactly, where the step's report keeps a pair touching within the slop)."""
+    n, steps, seed = 48, 200, 5
+    crowd, alone = landers(n), landers(1)
+    crowd.action_space.seed(1)
+    actions = np.array([crowd.action_space.sample() for _ in range(steps)])  # (steps, n)
+    record = [crowd.reset(seed=seed)[0]]
+    restarts = 0
+    for step in range(steps):
+        obs, rewards, terminated, truncated, _ = crowd.step(actions[step])
+        record.append((obs, rewards, terminated))
+        restarts += int(np.sum(terminated | truncated))
+    assert restarts >= 25
+    for world in range(n):
+        obs, _ = alone.reset(seed=seed + world)
+        np.testing.assert_array_equal(obs[0], record[0][world])
+        for step in range(steps):
+            obs, rewards, terminated, _, _ = alone.step(actions[step, world : world + 1])
+            expected = record[step + 1]
+            np.testing.assert_array_equal(obs[0], expected[0][world], f"world {world}, {step}")
+            assert rewards[0] == expected[1][world] and terminated[0] == expected[2][world]
+
+
 def test_lander_lidar_sees_the_terrain():
     env = landers(2, terrain_seed=None)
     obs, _ = env.reset(seed=0)

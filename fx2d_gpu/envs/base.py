@@ -515,6 +515,11 @@ class Fx2DVectorEnv(gymnasium.vector.VectorEnv, metaclass=abc.ABCMeta):
                 over, whose rows of the result are discarded).
         """
 
+    def _read_after_step(self) -> None:
+        """Read what the task needs of every world's step right after it, before any world
+        restarts (the Lander's contact flags: the step's contacts, which a restart would
+        make the scene look for again at every world's poses). Nothing by default."""
+
     def _start_episodes(self, worlds: np.ndarray, observations: np.ndarray) -> None:
         """Reset the task's per-world bookkeeping of `worlds` ((num_envs,) bool), given the
         first observations (num_envs, obs_dim) of every world."""
@@ -737,6 +742,7 @@ class Fx2DVectorEnv(gymnasium.vector.VectorEnv, metaclass=abc.ABCMeta):
         else:
             self._apply_actions(actions, active)
         self.scene.step(self.dt)
+        self._read_after_step()
         self.episode_steps += active
         restart = restarting is not None and restarting.any()
         observations = self._start_over(restarting if restart else None)

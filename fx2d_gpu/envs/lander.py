@@ -279,6 +279,12 @@ class LanderVectorEnv(Fx2DVectorEnv):
             state.velocity[:, body] = speed
         return state
 
+    def _place_worlds(self, worlds, draws):
+        super()._place_worlds(worlds, draws)
+        # A lander starts start_height (10 m) up, over terrain of at most 2.5 m: touching
+        # nothing.
+        self._touching[worlds] = False
+
     # ------------------------------------------------------------------ a step
     def _engines(self, actions):
         """(main engine power (n,), side engine power (n,), side (n,): -1 left, +1 right)."""
@@ -309,15 +315,18 @@ class LanderVectorEnv(Fx2DVectorEnv):
         self.scene.apply_force(self.hull, self._forces, self._torques)
         self._fuel = 0.30 * main + 0.03 * side_power
 
+    def _read_after_step(self):
+        # Which bodies touch something after the step, every world's, one launch: read
+        # before the worlds that ended restart, whose writes would have the scene find
+        # every world's contacts again at its poses (a broad and a narrow phase) for the
+        # observation; a restarted world's flags are cleared by _place_worlds.
+        self._touching = self.scene.touching()
+
     def _observe(self):
         hull = self.scene.get_state(bodies=[self.hull])
         position, angle = hull.position[:, 0], hull.angle[:, 0]
         self._hull_angle = angle
         velocity, spin = hull.velocity[:, 0], hull.angular_velocity[:, 0]
-
-        # Which bodies touch something, one launch (where contacts(world=None) read every
-        # contact's fields to the host for these flags).
-        self._touching = self.scene.touching()
 
         turn = np.stack([np.cos(angle), np.sin(angle)], axis=1)  # (n, 2)
         local = self._ray_directions
