@@ -5,8 +5,8 @@ limits, a PD motor as their spring) falls towards a terrain chain (`add_chain`) 
 landing pad at x = 0, y = 0 between two flags. Thrusters are forces (apply_force with a
 torque, one per world): a main engine along the hull's up axis and two side engines that push
 sideways and turn the hull. A lidar of 8 rays from the hull (one batched `ray_cast` for every
-world) sees the terrain. Leg contacts and the crash come from `scene.contacts(world=None)`,
-read once per step for every world.
+world) sees the terrain. Leg contacts and the crash come from `scene.touching()`, read once
+per step for every world, right after the step (before the worlds that ended restart).
 """
 
 from __future__ import annotations
