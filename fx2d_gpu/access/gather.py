@@ -388,7 +388,11 @@ def mark_touching(
 ):
     """flags[world, column[body]] = 1 for both bodies of pairs 0..n_pairs of `manifolds` (with
     `with_points`, only pairs with points), where the body has a column (>= 0): the body
-    touches something in that world (readout.touching). Every writer writes 1."""
+    touches something in that world (readout.touching), 0 elsewhere. Every writer writes 1.
+    The flags are cleared here first: a GPU backend need not copy a host array that a
+    kernel only writes to the device before the launch (Vulkan's does not)."""
+    for world, c in ti.ndrange(flags.shape[0], flags.shape[1]):
+        flags[world, c] = ti.u8(0)
     for pair in range(n_pairs):
         if ti.static(not with_points) or manifolds.point_count[pair] > 0:
             for end in ti.static(range(2)):

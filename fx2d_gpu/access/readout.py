@@ -189,7 +189,7 @@ def touching(ctx: StepContext, rows: np.ndarray) -> np.ndarray:
     column = np.full(ctx.n_bodies, -1, np.int32)
     column[distinct] = np.arange(len(distinct), dtype=np.int32)
     (column_nd,) = gather.kept_on_device(ctx.pool, column)
-    flags = np.zeros((ctx.n_worlds, len(distinct)), np.uint8)
+    flags = np.empty((ctx.n_worlds, len(distinct)), np.uint8)
     gather.mark_touching(manifolds, column_nd, n, ctx.n_bodies, not stepped, flags)
     flags = flags.view(bool)
     return flags if len(distinct) == len(rows) and (distinct == rows).all() else flags[:, where]
