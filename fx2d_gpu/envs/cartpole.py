@@ -255,6 +255,7 @@ class CartPoleEnv(Fx2DEnv):
         render_size (tuple[int, int]): (width, height) of render()'s image, pixels.
         arch: the Taichi backend (see fx2d_gpu.Scene).
         substeps: XPBD substeps per step, >= 1.
+        device_step (bool): see CartPoleVectorEnv.
     """
 
     vector_class = CartPoleVectorEnv
@@ -268,6 +269,7 @@ class CartPoleEnv(Fx2DEnv):
         render_size=(600, 400),
         arch: str = "auto",
         substeps: int = 11,
+        device_step: bool = True,
     ):
         super().__init__(
             render_mode,
@@ -276,4 +278,5 @@ class CartPoleEnv(Fx2DEnv):
             render_size=render_size,
             arch=arch,
             substeps=substeps,
+            device_step=device_step,
         )
