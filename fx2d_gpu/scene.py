@@ -1068,8 +1068,7 @@ class Scene(ModelQueries, SceneCopies, StepDiagnostics):
         )
         if len(chosen) == 0:
             return
-        for force, torque in self._pending_forces.values():
-            force[chosen], torque[chosen] = 0.0, 0.0
+        self._drop_pending_forces(chosen)
         # The built initial state holds every joint (unless static bodies were placed per
         # world: a joint to one may not).
         in_place = state is None and not self._shapes.poses
@@ -1091,21 +1090,19 @@ class Scene(ModelQueries, SceneCopies, StepDiagnostics):
         ctx = self._context()
         result = work(ctx)
         if reset is not None and len(reset):
-            for force, torque in self._pending_forces.values():
-                force[reset], torque[reset] = 0.0, 0.0
+            self._drop_pending_forces(reset)
             edits.note_world_rows_written(ctx, reset, joints_in_place=False)
         return result
 
+    def _drop_pending_forces(self, worlds: np.ndarray):
+        """The forces applied to `worlds` ((k,) indices) and not yet stepped, dropped (a
+        reset's)."""
+        for force, torque in self._pending_forces.values():
+            force[worlds], torque[worlds] = 0.0, 0.0
+
     def _reset_targets(self) -> np.ndarray:
         """(n_joints,) float32: the motor targets reset_worlds(worlds, state) restarts every
-        joint with (the built ones), where no static body is placed per world (that is
-        reset_worlds(worlds) alone).
-
-        Raises:
-            ValueError: static bodies are placed per world.
-        """
-        if self._shapes.poses:
-            raise ValueError("static bodies are placed per world: each world has its own reset")
+        joint with, the built ones (world_resets.reset_rows' for a State)."""
         return np.asarray(self._builder.initial_state(1)["joints"]["target"], np.float32)
 
     # ------------------------------------------------------------------ contacts

@@ -117,6 +117,15 @@ def current_contacts(ctx: StepContext) -> tuple[FieldGroup, int]:
     return ctx.pool.staging, n_pairs
 
 
+def _listed_pairs(ctx: StepContext) -> tuple[FieldGroup, int, bool]:
+    """(manifolds group, pair count, stepped): the pairs contacts() lists, the last step's
+    reported contacts where it was the last change (stepped), else current_contacts' (of
+    which those with points)."""
+    if ctx.cache.contacts_current:
+        return ctx.pool.reported, ctx.cache.n_reported, True
+    return *current_contacts(ctx), False
+
+
 def contacts(ctx: StepContext, sensor: np.ndarray, world: int | None) -> Contacts:
     """Scene.contacts: the touching pairs of `world` (None: every world), sorted by
     (world, body_a, body_b); `sensor` (n_bodies,) bool marks the sensors.
@@ -124,11 +133,7 @@ def contacts(ctx: StepContext, sensor: np.ndarray, world: int | None) -> Contact
     After a step they are the step's reported contacts, with its impulses; otherwise the
     manifolds at the current poses that have points, with zero impulses.
     """
-    stepped = ctx.cache.contacts_current
-    if stepped:
-        manifolds, n = ctx.pool.reported, ctx.cache.n_reported
-    else:
-        manifolds, n = current_contacts(ctx)
+    manifolds, n, stepped = _listed_pairs(ctx)
     fields = manifolds.read(dict.fromkeys(_CONTACT_FIELDS, n))
     keep = np.arange(n) if stepped else np.nonzero(fields["point_count"] > 0)[0]
     a = fields["body_a"][keep].astype(np.int64)
@@ -180,19 +185,14 @@ def touching(ctx: StepContext, rows: np.ndarray) -> np.ndarray:
     contacts, otherwise the manifolds at the current poses that have points. One launch
     over those pairs, whose only host array is the flags' (the bodies' columns are kept on
     the device, gather.kept_on_device)."""
-    stepped = ctx.cache.contacts_current
-    if stepped:
-        manifolds, n = ctx.pool.reported, ctx.cache.n_reported
-    else:
-        manifolds, n = current_contacts(ctx)
+    manifolds, n, stepped = _listed_pairs(ctx)
     distinct, where = np.unique(rows, return_inverse=True)  # (a body asked twice)
     column = np.full(ctx.n_bodies, -1, np.int32)
     column[distinct] = np.arange(len(distinct), dtype=np.int32)
     (column_nd,) = gather.kept_on_device(ctx.pool, column)
     flags = np.empty((ctx.n_worlds, len(distinct)), np.uint8)
     gather.mark_touching(manifolds, column_nd, n, ctx.n_bodies, not stepped, flags)
-    flags = flags.view(bool)
-    return flags if len(distinct) == len(rows) and (distinct == rows).all() else flags[:, where]
+    return flags.view(bool)[:, where]
 
 
 def contact_events(ctx: StepContext, sensor: np.ndarray) -> ContactEvents:
