@@ -640,12 +640,15 @@ def test_position_pass_closes_a_revolute_joint_like_xpbd(serial, parent_mass):
 
 
 class ScanScratch:
-    """The prefix sums' scratch (device.ScanScratch's two fields) for n_blocks block sums;
-    made after Taichi starts."""
+    """The prefix sums' scratch (device.ScanScratch's fields) for n_blocks block sums (and
+    a GPU's scan's sum a number); made after Taichi starts."""
 
     def __init__(self, n_blocks):
         self.blocks = ti.field(ti.i32, n_blocks)
         self.chunks = ti.field(ti.i32, n_blocks // SCAN_CHUNK + 2)
+        self.items = ti.field(ti.i32, n_blocks * SCAN_BLOCK)
+        self.block_prefix = ti.field(ti.i32, n_blocks)
+        self.chunk_prefix = ti.field(ti.i32, n_blocks // SCAN_CHUNK + 2)
 
 
 @ti.kernel
@@ -729,19 +732,19 @@ def _scan_as_on_a_gpu(scratch: ti.template(), data: ti.template(), n: ti.i32):
 
 
 def test_exclusive_scan_matches_numpy(arch):
-    """scan.exclusive_scan, blocked (parallel; on a GPU its block sums scanned in chunks)
-    and, on the CPU backend where kernels run their loops serially for small scenes, one
-    loop, and the GPU's passes compiled for the CPU (scan.compiled_as_on_gpu, which
-    benchmarks/launches.py counts a GPU's tasks with), against NumPy's cumulative sum:
-    lengths of none, less than a block, exactly blocks and not, one chunk of blocks and
+    """scan.exclusive_scan, blocked (parallel) on the CPU and, where kernels run their
+    loops serially for small scenes, one loop; on a GPU a thread a number (and the GPU's
+    passes compiled for the CPU: scan.compiled_as_on_gpu, which benchmarks/launches.py
+    counts a GPU's tasks with), against NumPy's cumulative sum: lengths of none, less than
+    a block, exactly blocks and not, one chunk of blocks (a GPU's: SCAN_BLOCK blocks) and
     several."""
     from fx2d_gpu.device import runtime, scan
 
     fx.Scene(arch=arch)  # Taichi started on this test's backend
 
     rng = np.random.default_rng(3)
-    chunk = SCAN_CHUNK * SCAN_BLOCK
-    size = 3 * chunk + 5 * SCAN_BLOCK + 1
+    chunk = SCAN_BLOCK * SCAN_BLOCK
+    size = 2 * chunk + 5 * SCAN_BLOCK + 1
     data = ti.field(ti.i32, size + 1)
     scratch = ScanScratch(size // SCAN_BLOCK + 2)
     lengths = (0, 1, SCAN_BLOCK - 1, SCAN_BLOCK, 3 * SCAN_BLOCK + 17, chunk, chunk + 1, size)

@@ -48,10 +48,10 @@ MAX_COLORS = 31
 UNSOLVED_COLOR = MAX_COLORS + 1
 #: Block length of the device prefix sum.
 SCAN_BLOCK = 256
-#: Block sums per chunk of a GPU's prefix sum (scan.exclusive_scan): the block sums are
-#: scanned a chunk per thread, then one thread scans the chunks' totals (n / 16,384 of
-#: them) rather than every block sum: a 1M pile's pairs are ~12,000 blocks, a serial loop
-#: of dependent global-memory reads on one GPU thread (milliseconds).
+#: Block sums per chunk of a team's prefix sum (solver/team_stages.exclusive_scan): the
+#: block sums are scanned a chunk per thread, then one thread scans the chunks' totals
+#: (n / 16,384 of them) rather than every block sum: a 1M pile's pairs are ~12,000 blocks,
+#: a serial loop of dependent global-memory reads on one GPU thread (milliseconds).
 SCAN_CHUNK = 64
 #: Items a thread counts and lists where indices are listed by a small key (device.buckets:
 #: the colour lists): each chunk counts its keys into counters of its own, so no counter is
@@ -94,7 +94,10 @@ SIZES = {
     "n_entries": "grid entries of the broad phase [entries]",
     "n_table_slots": "slots of the broad phase's hash table, next_pow2(4 * n_slots)",
     "n_scan_blocks": "blocks of the device prefix sum (SCAN_BLOCK numbers each)",
-    "n_scan_chunks": "chunks of the device prefix sum's block sums (SCAN_CHUNK each)",
+    "n_scan_chunks": "chunks of the prefix sums' block sums (SCAN_CHUNK each; a GPU's "
+    "scan.exclusive_scan: SCAN_BLOCK each, fewer)",
+    "n_scan_items": "numbers a GPU's prefix sum scans at most (scan.exclusive_scan; 1 on "
+    "the CPU, whose passes need no such scratch)",
     "n_list_chunks": "chunks of LIST_CHUNK constraints, the colour lists' counting units",
     "MAX_MANIFOLD_POINTS": f"{MAX_MANIFOLD_POINTS}, points per contact manifold",
     "MAX_POLYGON_VERTICES": f"{MAX_POLYGON_VERTICES}, most vertices of a polygon",
@@ -1145,10 +1148,24 @@ class Faults(FieldGroup):
 class ScanScratch(FieldGroup):
     """Scratch of the device prefix sum (scan.exclusive_scan)."""
 
-    def __init__(self, builder: "ModelBuilder", n_scan_blocks: Dim, n_scan_chunks: Dim):
+    def __init__(
+        self, builder: "ModelBuilder", n_scan_blocks: Dim, n_scan_chunks: Dim, n_scan_items: Dim
+    ):
         super().__init__(builder)
         self._field("blocks", i32, n_scan_blocks, doc="block sums")
-        self._field("chunks", i32, n_scan_chunks, doc="chunk sums of the block sums (GPU)")
+        self._field("chunks", i32, n_scan_chunks, doc="chunk sums of the block sums")
+        self._field(
+            "items", i32, n_scan_items, doc="a number's sum of those before it in its block (GPU)"
+        )
+        self._field(
+            "block_prefix",
+            i32,
+            n_scan_blocks,
+            doc="a block's sum of the blocks before it in its chunk (GPU)",
+        )
+        self._field(
+            "chunk_prefix", i32, n_scan_chunks, doc="a chunk's sum of the chunks before it (GPU)"
+        )
 
 
 #: The groups of a pool, by attribute name, in the order kernels take them.
@@ -1184,6 +1201,8 @@ class DevicePool:
     """
 
     def __init__(self, capacities: dict, dry_run: bool = False):
+        from .scan import needs_items  # (scan imports this module's constants)
+
         self.capacities = dict(capacities)
         self.body_capacity = capacities["bodies"]
         self.pair_capacity = capacities["pairs"]
@@ -1236,6 +1255,8 @@ class DevicePool:
             builder,
             Dim("n_scan_blocks", scan_blocks),
             Dim("n_scan_chunks", (scan_blocks + SCAN_CHUNK - 1) // SCAN_CHUNK + 1),
+            # (A GPU's scan keeps a sum a number: scan.exclusive_scan.)
+            Dim("n_scan_items", scan_len if needs_items() else 1),
         )
         self.nbytes = builder.nbytes  # device memory of all the fields
         # The StepCache of the scene whose per-body contact lists (prepared.body_contacts,

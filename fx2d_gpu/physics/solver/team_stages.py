@@ -19,7 +19,6 @@ the awake large pyramid's step on a team (python -m benchmarks.launches).
 import taichi as ti
 
 from ...device import LIST_CHUNK, LIST_KEYS, SCAN_BLOCK, SCAN_CHUNK, UNSOLVED_COLOR
-from ...device import scan as device_scan
 from ...device.buckets import chunks_of, count_chunk, place_chunk
 from ..collision.broad_phase import place_body, visit_partners, write_grid_entries, write_slot_pairs
 from . import team
@@ -273,8 +272,8 @@ def _exclusive_scan(
     the small team (team.small_team: a CPU team's first member, a grid team's first block,
     else the whole team) scans the block sums a chunk (SCAN_CHUNK) each and meets at its
     own barrier (a grid team's first block at its block's, not the grid's), then member 0
-    scans the chunks' totals, as device.scan does on a GPU (one thread's serial loop over
-    a 1M pile's ~12,000 block sums takes milliseconds there), and the team meets; each
+    scans the chunks' totals (one thread's serial loop over a 1M pile's ~12,000 block sums
+    takes milliseconds on a GPU), and the team meets; each
     writes its blocks' running sums, and the team meets: three meetings of the whole team
     on every backend (a grid team's four before). Integers: the same sums as any order
     gives."""
@@ -301,13 +300,13 @@ def _exclusive_scan(
     if member < helpers:
         chunk_lo, chunk_hi = team.share(0, n_chunks, member, helpers)
         for chunk in range(chunk_lo, chunk_hi):
-            device_scan.scan_chunk(scan, chunk, n_blocks)
+            _scan_chunk(scan, chunk, n_blocks)
     if helpers < n_members:
         team.small_barrier(member, n_members)
     else:
         team.barrier(counts, n_members, team.SPIN_LIMIT)
     if member == 0:
-        device_scan.scan_chunk_totals(scan, n_chunks, n_blocks)
+        _scan_chunk_totals(scan, n_chunks, n_blocks)
     team.barrier(counts, n_members, team.SPIN_LIMIT)
     # data's total: the whole sum, or where other's blocks follow, the sum before them.
     data_total = scan.blocks[n_blocks]
@@ -340,8 +339,32 @@ def _exclusive_scan(
 @ti.func
 def _block_offset(scan: ti.template(), blk):
     """What the numbers before block `blk` sum to once a team's scan has scanned its block
-    sums a chunk at a time (device.scan.block_offset's GPU sum, on every backend)."""
+    sums a chunk at a time."""
     return scan.blocks[blk] + scan.chunks[blk // SCAN_CHUNK]
+
+
+@ti.func
+def _scan_chunk(scan: ti.template(), chunk, n_blocks):
+    """The block sums of `chunk` (SCAN_CHUNK of them) replaced by their exclusive prefix sum
+    inside the chunk, the chunk's total in scan.chunks[chunk]."""
+    running = 0
+    for blk in range(chunk * SCAN_CHUNK, ti.min(n_blocks, (chunk + 1) * SCAN_CHUNK)):
+        value = scan.blocks[blk]
+        scan.blocks[blk] = running
+        running += value
+    scan.chunks[chunk] = running
+
+
+@ti.func
+def _scan_chunk_totals(scan: ti.template(), n_chunks, n_blocks):
+    """The chunks' totals replaced by their exclusive prefix sum (one thread), the whole
+    total in scan.blocks[n_blocks]."""
+    running = 0
+    for chunk in range(n_chunks):
+        value = scan.chunks[chunk]
+        scan.chunks[chunk] = running
+        running += value
+    scan.blocks[n_blocks] = running
 
 
 @ti.func
