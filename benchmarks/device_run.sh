@@ -45,7 +45,8 @@
 #                  cart-poles' registers and spills (benchmarks/ptx_registers.py); then
 #                  alone the team's barrier, a turn's handoff and a barrier with every
 #                  member's atomic or plain read after it, with no work
-#                  (benchmarks/grid_sync.py), the soft step's small worlds with their state
+#                  (benchmarks/grid_sync.py), the device prefix sum's GPU and CPU passes
+#                  (benchmarks/scan.py), the soft step's small worlds with their state
 #                  interleaved (the default) and not (StepOptions.interleave_small_worlds),
 #                  the large pyramid with and without colours by turns
 #                  (StepOptions.colors_by_turns; and by turns without its body stages:
@@ -195,6 +196,12 @@ lease | lease_more)
             timeout "$(cap 40)" "$python" -m benchmarks.grid_sync --arch "$arch" \
                 --results "$results"
             echo "== rc $?"; pack
+            # The device prefix sum (a small worlds' step scans three times, a pile's more):
+            # its GPU passes, a thread a number since 2026-12-05, beside the blocked passes
+            # a GPU took before (a thread walking 256 numbers), each checked against NumPy.
+            echo "== $(date +%T) the prefix sums"
+            timeout "$(cap 40)" "$python" -m benchmarks.scan --arch "$arch" --results "$results"
+            echo "== rc $?"; pack
             # Each part's first measurement, most wanted first (the lease runs out before
             # its tail: 2026-12-04's never reached the 1M pile). The small worlds with
             # their state interleaved (StepOptions.interleave_small_worlds, a GPU's
@@ -257,8 +264,11 @@ lease | lease_more)
                     -o "$out/ncu_small_worlds" "$python" -m benchmarks.step_loop --worlds 65536 \
                     --steps 3
                 echo "== rc $?"
+                # (The table in the results' archive, which the lease's unpacking commits;
+                # 2026-12-04's, beside the report, never came back.)
                 "$ncu" --import "$out/ncu_small_worlds.ncu-rep" --page details --csv \
-                    >"$out/ncu_small_worlds.csv" 2>&1
+                    >"$results/ncu_small_worlds.csv" 2>&1
+                pack
             else
                 echo "no ncu on this machine"
             fi

@@ -182,16 +182,16 @@ def compiled_as_on_a_gpu():
     the two differ in their offloaded tasks: no kernel runs its loops serially
     (device.SERIAL_SLOTS and SERIAL_WORLDS 0: a GPU never serialises a kernel's loops, and
     Taichi runs serialised loops as one task) and scans take a GPU's passes
-    (scan.compiled_as_on_gpu). The same results: both only change how the work is split.
+    (scan.compiled_as "gpu"). The same results: both only change how the work is split.
     Entered before the kernels compile (a kernel keeps the build of its first call with the
     same arguments), as run enters it."""
-    saved = device.SERIAL_SLOTS, device.SERIAL_WORLDS, scan.compiled_as_on_gpu
+    saved = device.SERIAL_SLOTS, device.SERIAL_WORLDS, scan.compiled_as
     device.SERIAL_SLOTS = device.SERIAL_WORLDS = 0
-    scan.compiled_as_on_gpu = True
+    scan.compiled_as = "gpu"
     try:
         yield
     finally:
-        device.SERIAL_SLOTS, device.SERIAL_WORLDS, scan.compiled_as_on_gpu = saved
+        device.SERIAL_SLOTS, device.SERIAL_WORLDS, scan.compiled_as = saved
 
 
 class _HostWaits:

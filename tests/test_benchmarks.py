@@ -904,3 +904,19 @@ def test_grid_sync_times_the_teams_meetings_and_checks_the_token_went_round(arch
         assert row["atomic_read_us"] > 0 and row["plain_read_us"] > 0
         assert row["handoffs"] >= 50
     assert list(tmp_path.glob("*/grid_sync.csv"))
+
+
+def test_scan_benchmark_checks_both_passes_against_numpy(arch, tmp_path):
+    """benchmarks.scan on this backend: each size scanned by the GPU's passes and the CPU's,
+    each checked against NumPy's cumulative sum (a size over a GPU pass's chunk of
+    SCAN_BLOCK**2 numbers among them) and timed, a row each, in scan.csv."""
+    from benchmarks import scan as scan_benchmark
+    from fx2d_gpu.device import SCAN_BLOCK
+
+    sizes = [1000, SCAN_BLOCK**2 + 3 * SCAN_BLOCK + 5]
+    rows = scan_benchmark.run(arch, sizes=sizes, repeats=2, results=tmp_path)
+    assert [(r["passes"], r["numbers"]) for r in rows] == [
+        (passes, n) for n in sizes for passes in ("gpu", "cpu")
+    ]
+    assert all(r["matches_numpy"] and r["ms_per_scan"] > 0 for r in rows)
+    assert list(tmp_path.glob("*/scan.csv"))

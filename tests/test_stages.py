@@ -648,7 +648,6 @@ class ScanScratch:
         self.chunks = ti.field(ti.i32, n_blocks // SCAN_CHUNK + 2)
         self.items = ti.field(ti.i32, n_blocks * SCAN_BLOCK)
         self.block_prefix = ti.field(ti.i32, n_blocks)
-        self.chunk_prefix = ti.field(ti.i32, n_blocks // SCAN_CHUNK + 2)
 
 
 @ti.kernel
@@ -661,7 +660,9 @@ def _team_scan_kernel(
     n_second: ti.i32,
     cursors: ti.template(),
     kind: ti.template(),
+    passes: ti.template(),
 ):
+    # (`passes` only keys the build: one compiled with scan.compiled_as "gpu" is another.)
     for member in range(1):  # a team of one: every phase in order, its barriers nothing
         if ti.static(kind == "scan"):
             team_stages.exclusive_scan(scratch, first, counts, n_first, member, 1)
@@ -676,20 +677,34 @@ def _team_scan_kernel(
 
 
 def test_team_scans_match_numpy(arch):
-    """team_stages' prefix sums (a team's: block sums, the block sums scanned a chunk at a
-    time, the chunks' totals, the blocks' running sums) against NumPy's cumulative sums, on
-    a team of one member: exclusive_scan; exclusive_scan_to_cursors, whose cursors take the
-    same sums; exclusive_scans, two arrays in one pass, the second's blocks after the
-    first's. Lengths of none, less than a block, exactly blocks and not, one chunk of
-    blocks and several, in both places of a pair."""
+    """team_stages' prefix sums (a CPU team's: block sums, the block sums scanned a chunk at
+    a time, the chunks' totals, the blocks' running sums; a GPU team's: a number at a time,
+    then a block sum at a time, device.scan's GPU passes, compiled for the CPU too with
+    scan.compiled_as "gpu") against NumPy's cumulative sums, on a team of one member:
+    exclusive_scan; exclusive_scan_to_cursors, whose cursors take the same sums;
+    exclusive_scans, two arrays in one pass, the second's blocks after the first's.
+    Lengths of none, less than a block, exactly blocks and not, one chunk of blocks and
+    several, in both places of a pair."""
+    from fx2d_gpu.device import runtime, scan
+
     fx.Scene(arch=arch)  # Taichi started on this test's backend
+    for passes in ("backend", "gpu") if runtime.on_cpu() else ("backend",):
+        scan.compiled_as = None if passes == "backend" else passes
+        try:
+            _check_team_scans(passes)
+        finally:
+            scan.compiled_as = None
+
+
+def _check_team_scans(passes):
+    """test_team_scans_match_numpy's checks, with _team_scan_kernel built for `passes`."""
 
     class Counts:  # a team of one never meets: its barrier counters are never read
         barrier = ti.field(ti.i32, 64)
 
     rng = np.random.default_rng(4)
-    chunk = SCAN_CHUNK * SCAN_BLOCK
-    size = 2 * chunk + 3 * SCAN_BLOCK + 1
+    chunk = SCAN_CHUNK * SCAN_BLOCK  # (the GPU passes' chunk: SCAN_BLOCK**2 numbers)
+    size = SCAN_BLOCK**2 + 3 * SCAN_BLOCK + 1
     first, second, cursors = (ti.field(ti.i32, size + 1) for _ in range(3))
     scratch = ScanScratch(2 * (size // SCAN_BLOCK + 2))
     lengths = (0, 1, SCAN_BLOCK, 3 * SCAN_BLOCK + 17, chunk, chunk + 1, size)
@@ -703,7 +718,9 @@ def test_team_scans_match_numpy(arch):
             b = rng.integers(0, 50, size + 1).astype(np.int32)
             first.from_numpy(a)
             second.from_numpy(b)
-            _team_scan_kernel(scratch, Counts, first, n_first, second, n_second, cursors, "pair")
+            _team_scan_kernel(
+                scratch, Counts, first, n_first, second, n_second, cursors, "pair", passes
+            )
             got_a, got_b = first.to_numpy(), second.to_numpy()
             np.testing.assert_array_equal(got_a[: n_first + 1], cumulative(a, n_first))
             np.testing.assert_array_equal(got_b[: n_second + 1], cumulative(b, n_second))
@@ -713,7 +730,7 @@ def test_team_scans_match_numpy(arch):
             a = rng.integers(0, 50, size + 1).astype(np.int32)
             first.from_numpy(a)
             cursors.fill(-1)
-            _team_scan_kernel(scratch, Counts, first, n_first, second, 0, cursors, kind)
+            _team_scan_kernel(scratch, Counts, first, n_first, second, 0, cursors, kind, passes)
             np.testing.assert_array_equal(first.to_numpy()[: n_first + 1], cumulative(a, n_first))
             copied = cursors.to_numpy()
             if kind == "cursors":
@@ -734,7 +751,7 @@ def _scan_as_on_a_gpu(scratch: ti.template(), data: ti.template(), n: ti.i32):
 def test_exclusive_scan_matches_numpy(arch):
     """scan.exclusive_scan, blocked (parallel) on the CPU and, where kernels run their
     loops serially for small scenes, one loop; on a GPU a thread a number (and the GPU's
-    passes compiled for the CPU: scan.compiled_as_on_gpu, which benchmarks/launches.py
+    passes compiled for the CPU: scan.compiled_as "gpu", which benchmarks/launches.py
     counts a GPU's tasks with), against NumPy's cumulative sum: lengths of none, less than
     a block, exactly blocks and not, one chunk of blocks (a GPU's: SCAN_BLOCK blocks) and
     several."""
@@ -753,11 +770,11 @@ def test_exclusive_scan_matches_numpy(arch):
             values = rng.integers(0, 50, size + 1).astype(np.int32)
             data.from_numpy(values)
             if variant == "gpu":  # (the flag is read as the kernel compiles, at its first call)
-                scan.compiled_as_on_gpu = True
+                scan.compiled_as = "gpu"
                 try:
                     _scan_as_on_a_gpu(scratch, data, n)
                 finally:
-                    scan.compiled_as_on_gpu = False
+                    scan.compiled_as = None
             else:
                 _scan_kernel(scratch, data, n, variant)
             got = data.to_numpy()

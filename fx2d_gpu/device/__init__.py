@@ -1155,16 +1155,17 @@ class ScanScratch(FieldGroup):
         self._field("blocks", i32, n_scan_blocks, doc="block sums")
         self._field("chunks", i32, n_scan_chunks, doc="chunk sums of the block sums")
         self._field(
-            "items", i32, n_scan_items, doc="a number's sum of those before it in its block (GPU)"
+            "items",
+            i32,
+            n_scan_items,
+            doc="a number's sum of those before it in its block (GPU: numbers at their "
+            "blocks' places)",
         )
         self._field(
             "block_prefix",
             i32,
             n_scan_blocks,
             doc="a block's sum of the blocks before it in its chunk (GPU)",
-        )
-        self._field(
-            "chunk_prefix", i32, n_scan_chunks, doc="a chunk's sum of the chunks before it (GPU)"
         )
 
 

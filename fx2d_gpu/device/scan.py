@@ -6,15 +6,19 @@ from . import SCAN_BLOCK
 
 #: Taichi's CPU architectures (the others are GPUs').
 _CPU_ARCHS = ("x64", "arm64")
-#: Scans compiled as a GPU's on any backend (a tool's switch: benchmarks/launches.py counts
-#: a GPU's offloaded tasks on the CPU); the sums are the same either way (integers).
-compiled_as_on_gpu = False
+#: The passes scans compile with on any backend, "gpu" or "cpu"; None: the backend's. A
+#: tool's switch: benchmarks/launches.py counts a GPU's offloaded tasks on the CPU with
+#: "gpu", benchmarks/scan.py times the CPU's passes on a GPU with "cpu". The sums are the
+#: same either way (integers). Read as a kernel compiles (at its first call).
+compiled_as = None
 
 
 def on_gpu() -> bool:
-    """Whether scans take a GPU's passes: Taichi's current backend is a GPU's, or
-    compiled_as_on_gpu (compile-time: scans branch on it with ti.static)."""
-    return compiled_as_on_gpu or ti.lang.impl.current_cfg().arch.name not in _CPU_ARCHS
+    """Whether scans take a GPU's passes: compiled_as says so, or else Taichi's current
+    backend is a GPU's (compile-time: scans branch on it with ti.static)."""
+    if compiled_as is not None:
+        return compiled_as == "gpu"
+    return ti.lang.impl.current_cfg().arch.name not in _CPU_ARCHS
 
 
 def needs_items() -> bool:
@@ -73,45 +77,76 @@ def exclusive_scan(scan: ti.template(), data: ti.template(), n, serial: ti.templ
 
 @ti.func
 def _scan_on_gpu(scan: ti.template(), data: ti.template(), n):
-    """exclusive_scan on a GPU: a thread per number, per block sum and per chunk sum.
+    """exclusive_scan on a GPU: a thread a number, then a thread a block sum.
 
     A GPU thread that walks a block of SCAN_BLOCK numbers, loading one and storing its
     running sum before the next (the CPU's passes), waits for memory at each: ~256 trips
     to memory in a row, with a thread per 256 numbers (65,536 small worlds' pair counts:
     256 threads on the whole GPU), and the chunks' totals were a serial loop of their own.
-    Here every thread sums the numbers before its own in its block (_sum_before: a warp's
-    lanes read the same number at each turn, one load for all of them, from the L1 cache)
-    into scan.items; the last of a block leaves the block's sum. The block sums are
-    scanned the same way in chunks of SCAN_BLOCK blocks (SCAN_BLOCK**2 numbers), the
-    chunks' sums by a thread per chunk over the chunks before it (n / 65,536 of them),
-    and each number's sum is its three parts added. Four loops, each of a thread per item
-    and none writing what another reads. More additions than the CPU's passes (SCAN_BLOCK
-    / 2 a number): on a GPU a warp's are one load and add, and the turns are cheap."""
-    block = ti.static(SCAN_BLOCK)
-    n_blocks = (n + block - 1) // block
-    n_chunks = (n_blocks + block - 1) // block
+    Here every thread sums the numbers before its own in its block (number_pass), the
+    block sums are summed the same way in chunks of SCAN_BLOCK blocks (block_pass), and
+    each number's sum is its part and its block's (number_sum). Three loops, each of a
+    thread an item and none writing what another of its loop reads. More additions than
+    the CPU's passes (SCAN_BLOCK / 2 a number): a warp's are one load and one add a turn.
+    solver/team_stages.py's team scan on a GPU takes the same passes."""
+    n_blocks = (n + SCAN_BLOCK - 1) // SCAN_BLOCK
     for i in range(n):
-        first = i - i % block
-        before = _sum_before(data, first, i)
-        scan.items[i] = before
-        if i == ti.min(n, first + block) - 1:
-            scan.blocks[i // block] = before + data[i]
+        number_pass(scan, data, i, n, 0)
     for blk in range(n_blocks):
-        first = blk - blk % block
-        before = _sum_before(scan.blocks, first, blk)
-        scan.block_prefix[blk] = before
-        if blk == ti.min(n_blocks, first + block) - 1:
-            scan.chunks[blk // block] = before + scan.blocks[blk]
-    for chunk in range(ti.max(n_chunks, 1)):  # (one where n is 0: data[0] = 0)
-        before = _sum_before(scan.chunks, 0, chunk)
-        scan.chunk_prefix[chunk] = before
-        if chunk == n_chunks - 1:
-            data[n] = before + scan.chunks[chunk]
-        elif n_chunks == 0:
-            data[n] = 0
-    for i in range(n):
-        blk = i // block
-        data[i] = scan.items[i] + scan.block_prefix[blk] + scan.chunk_prefix[blk // block]
+        block_pass(scan, blk, n_blocks)
+    for i in range(ti.max(n, 1)):  # (one where n is 0: data[0] = 0)
+        if i < n:
+            data[i] = number_sum(scan, i, 0)
+        if i == ti.max(n, 1) - 1:
+            data[n] = blocks_total(scan, n_blocks)
+
+
+@ti.func
+def number_pass(scan: ti.template(), values: ti.template(), i, n, first_block):
+    """A GPU scan's first pass, for number i of values[0:n], whose blocks are the scan's
+    from first_block on (a team scans two arrays at once): the numbers before it in its
+    block summed into scan.items (_sum_before: a warp's lanes, on neighbouring numbers,
+    read the same number at each turn, one load for all of them, from the L1 cache), and
+    the last of a block leaves the block's sum in scan.blocks."""
+    first = i - i % SCAN_BLOCK
+    blk = first_block + i // SCAN_BLOCK
+    before = _sum_before(values, first, i)
+    scan.items[blk * SCAN_BLOCK + i % SCAN_BLOCK] = before
+    if i == ti.min(n, first + SCAN_BLOCK) - 1:
+        scan.blocks[blk] = before + values[i]
+
+
+@ti.func
+def block_pass(scan: ti.template(), blk, n_blocks):
+    """A GPU scan's second pass, for block sum blk of n_blocks: the block sums before it in
+    its chunk of SCAN_BLOCK blocks summed into scan.block_prefix, and the last of a chunk
+    leaves the chunk's sum in scan.chunks."""
+    first = blk - blk % SCAN_BLOCK
+    before = _sum_before(scan.blocks, first, blk)
+    scan.block_prefix[blk] = before
+    if blk == ti.min(n_blocks, first + SCAN_BLOCK) - 1:
+        scan.chunks[blk // SCAN_BLOCK] = before + scan.blocks[blk]
+
+
+@ti.func
+def block_start(scan: ti.template(), blk):
+    """After block_pass: what the numbers before block blk sum to (its chunk's part, and
+    the chunks' before it: n / 65,536 of them, few)."""
+    return scan.block_prefix[blk] + _sum_before(scan.chunks, 0, blk // SCAN_BLOCK)
+
+
+@ti.func
+def number_sum(scan: ti.template(), i, first_block):
+    """After block_pass: the exclusive prefix sum at number i of the array whose blocks
+    start at first_block (number_pass)."""
+    blk = first_block + i // SCAN_BLOCK
+    return scan.items[blk * SCAN_BLOCK + i % SCAN_BLOCK] + block_start(scan, blk)
+
+
+@ti.func
+def blocks_total(scan: ti.template(), n_blocks):
+    """After block_pass: what all n_blocks blocks sum to."""
+    return _sum_before(scan.chunks, 0, (n_blocks + SCAN_BLOCK - 1) // SCAN_BLOCK)
 
 
 @ti.func

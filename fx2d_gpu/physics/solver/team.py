@@ -213,6 +213,14 @@ _duel = dict(_FRESH_DUEL, seconds=[], checks=[])
 
 
 @ti.func
+def turns(count, member, n_members):
+    """How many of the items [0, count) member takes when the members take them in turn
+    (member, member + n_members, ...: on a GPU a warp's lanes neighbouring items): where
+    share's consecutive shares would have each lane of a warp read its own stretch."""
+    return (count - member + n_members - 1) // n_members if member < count else 0
+
+
+@ti.func
 def share(begin, end, member, n_members):
     """[lo, hi): member's consecutive share of the items [begin, end): begin + count * member
     // n_members to begin + count * (member + 1) // n_members, computed as q * member +

@@ -19,6 +19,7 @@ the awake large pyramid's step on a team (python -m benchmarks.launches).
 import taichi as ti
 
 from ...device import LIST_CHUNK, LIST_KEYS, SCAN_BLOCK, SCAN_CHUNK, UNSOLVED_COLOR
+from ...device import scan as device_scan
 from ...device.buckets import chunks_of, count_chunk, place_chunk
 from ..collision.broad_phase import place_body, visit_partners, write_grid_entries, write_slot_pairs
 from . import team
@@ -275,8 +276,89 @@ def _exclusive_scan(
     scans the chunks' totals (one thread's serial loop over a 1M pile's ~12,000 block sums
     takes milliseconds on a GPU), and the team meets; each
     writes its blocks' running sums, and the team meets: three meetings of the whole team
-    on every backend (a grid team's four before). Integers: the same sums as any order
-    gives."""
+    on every backend (a grid team's four before). On a GPU the device scan's passes
+    instead (_scan_by_number). Integers: the same sums as any order gives."""
+    if ti.static(device_scan.on_gpu()):
+        _scan_by_number(
+            scan, data, cursors, copies, other, n_other, pairs, counts, n, member, n_members
+        )
+    else:
+        _scan_by_block(
+            scan, data, cursors, copies, other, n_other, pairs, counts, n, member, n_members
+        )
+
+
+@ti.func
+def _scan_by_number(
+    scan: ti.template(),
+    data: ti.template(),
+    cursors: ti.template(),
+    copies: ti.template(),
+    other: ti.template(),
+    n_other,
+    pairs: ti.template(),
+    counts: ti.template(),
+    n,
+    member,
+    n_members,
+):
+    """_exclusive_scan on a GPU's team, as device.scan scans on a GPU: the members take the
+    numbers in turn (member, member + n_members, ...: a warp's lanes neighbouring numbers)
+    and sum the numbers before each in its block (scan.number_pass), the team meets, they
+    take the block sums in turn (scan.block_pass), the team meets, and each writes its
+    numbers' sums, and the team meets: three meetings, no member walking a block. other's
+    blocks follow data's (pairs), its sums less data's total."""
+    data_blocks = (n + SCAN_BLOCK - 1) // SCAN_BLOCK
+    n_blocks = data_blocks
+    if ti.static(pairs):
+        n_blocks += (n_other + SCAN_BLOCK - 1) // SCAN_BLOCK
+    for turn in range(team.turns(n, member, n_members)):
+        device_scan.number_pass(scan, data, member + turn * n_members, n, 0)
+    if ti.static(pairs):
+        for turn in range(team.turns(n_other, member, n_members)):
+            device_scan.number_pass(scan, other, member + turn * n_members, n_other, data_blocks)
+    team.barrier(counts, n_members, team.SPIN_LIMIT)
+    for turn in range(team.turns(n_blocks, member, n_members)):
+        device_scan.block_pass(scan, member + turn * n_members, n_blocks)
+    team.barrier(counts, n_members, team.SPIN_LIMIT)
+    # data's total: the whole sum, or where other's blocks follow, the sum before them.
+    total = device_scan.blocks_total(scan, n_blocks)
+    data_total = total
+    if ti.static(pairs):
+        if data_blocks < n_blocks:
+            data_total = device_scan.block_start(scan, data_blocks)
+    for turn in range(team.turns(n, member, n_members)):
+        i = member + turn * n_members
+        running = device_scan.number_sum(scan, i, 0)
+        data[i] = running
+        if ti.static(copies):
+            cursors[i] = running
+    if ti.static(pairs):
+        for turn in range(team.turns(n_other, member, n_members)):
+            i = member + turn * n_members
+            other[i] = device_scan.number_sum(scan, i, data_blocks) - data_total
+    if member == 0:
+        data[n] = data_total
+        if ti.static(pairs):
+            other[n_other] = total - data_total
+    team.barrier(counts, n_members, team.SPIN_LIMIT)
+
+
+@ti.func
+def _scan_by_block(
+    scan: ti.template(),
+    data: ti.template(),
+    cursors: ti.template(),
+    copies: ti.template(),
+    other: ti.template(),
+    n_other,
+    pairs: ti.template(),
+    counts: ti.template(),
+    n,
+    member,
+    n_members,
+):
+    """_exclusive_scan on a CPU's team: see there."""
     data_blocks = (n + SCAN_BLOCK - 1) // SCAN_BLOCK
     n_blocks = data_blocks
     if ti.static(pairs):
