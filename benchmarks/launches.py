@@ -55,7 +55,8 @@ The scenes: the large pyramid (sleep off), a poured pile of 100,000 bodies, a 30
 grid, a pyramid of 20 boxes a side asleep (stepped until every box sleeps first: a pile at
 rest, whose steps wake nothing) and the same beside a ball drifting in its world (each step
 finds its pairs: a body moves beside sleepers); small worlds on the per-stage path, their
-state interleaved as a GPU's default has it (StepOptions.interleave_small_worlds).
+state interleaved and their first substep begun a thread an item as a GPU's defaults have
+them (StepOptions.interleave_small_worlds, small_worlds_begin_by_item).
 
 The vector environments (ENVS: fx2d/CartPole-v0 and fx2d/Lander-v0, 256 environments,
 random actions, the scene's step as a GPU takes it: StepOptions.fold_on_cpu,
@@ -76,7 +77,7 @@ import taichi as ti
 from taichi.lang import impl
 
 from fx2d_gpu import device, scenes
-from fx2d_gpu.device import STEPS_IN_FLIGHT, launching, runtime, scan
+from fx2d_gpu.device import STEPS_IN_FLIGHT, launching, runtime
 from fx2d_gpu.physics.solver import team  # (team.GENERATION)
 from fx2d_gpu.physics.solver.plan import STEP_STAGE_NAMES, StepOptions
 from fx2d_gpu.physics.solver.stages import STAGES
@@ -101,9 +102,12 @@ DT = 1.0 / 60.0
 #: is the CPU team, whose launches are the GPU team's (the same kernels and stages); its
 #: barrier probe, which a GPU never runs, is probed once, while warming up, not again.
 PATHS = {
-    "gpu (per stage)": StepOptions(team=False, interleave_small_worlds=True),
+    "gpu (per stage)": StepOptions(
+        team=False, interleave_small_worlds=True, small_worlds_begin_by_item=True
+    ),
     "gpu (team)": StepOptions(
         interleave_small_worlds=True,
+        small_worlds_begin_by_item=True,
         fold_on_cpu=True,
         steps_in_flight=True,
         # Probed once; the duel never tries a team of one (not after slow steps either)
@@ -182,16 +186,16 @@ def compiled_as_on_a_gpu():
     the two differ in their offloaded tasks: no kernel runs its loops serially
     (device.SERIAL_SLOTS and SERIAL_WORLDS 0: a GPU never serialises a kernel's loops, and
     Taichi runs serialised loops as one task) and scans take a GPU's passes
-    (scan.compiled_as "gpu"). The same results: both only change how the work is split.
+    (device.SCAN_PASSES "gpu"). The same results: both only change how the work is split.
     Entered before the kernels compile (a kernel keeps the build of its first call with the
     same arguments), as run enters it."""
-    saved = device.SERIAL_SLOTS, device.SERIAL_WORLDS, scan.compiled_as
+    saved = device.SERIAL_SLOTS, device.SERIAL_WORLDS, device.SCAN_PASSES
     device.SERIAL_SLOTS = device.SERIAL_WORLDS = 0
-    scan.compiled_as = "gpu"
+    device.SCAN_PASSES = "gpu"
     try:
         yield
     finally:
-        device.SERIAL_SLOTS, device.SERIAL_WORLDS, scan.compiled_as = saved
+        device.SERIAL_SLOTS, device.SERIAL_WORLDS, device.SCAN_PASSES = saved
 
 
 class _HostWaits:

@@ -24,6 +24,7 @@ import statistics
 import numpy as np
 import taichi as ti
 
+from fx2d_gpu import device
 from fx2d_gpu.device import SCAN_BLOCK, SCAN_CHUNK, runtime, scan
 
 from .common import device_name, print_table, save_csv, time_windows
@@ -54,7 +55,7 @@ def _cpu_passes(scratch: ti.template(), data: ti.template(), n: ti.i32):
     scan.exclusive_scan(scratch, data, n, False)
 
 
-#: Each kernel, with the passes it compiles with (scan.compiled_as, read at its first call).
+#: Each kernel, with the passes it compiles with (device.SCAN_PASSES, read at its first call).
 KERNELS = {"gpu": _gpu_passes, "cpu": _cpu_passes}
 
 
@@ -64,12 +65,12 @@ def measure(passes: str, n: int, repeats: int, windows: int = 5) -> dict:
     data, scratch = ti.field(ti.i32, n + 1), Scratch(n)
     values = np.random.default_rng(n).integers(0, 16, n + 1).astype(np.int32)
     data.from_numpy(values)
-    saved = scan.compiled_as
-    scan.compiled_as = passes
+    saved = device.SCAN_PASSES
+    device.SCAN_PASSES = passes
     try:
         kernel(scratch, data, n)  # (compiles with `passes`)
     finally:
-        scan.compiled_as = saved
+        device.SCAN_PASSES = saved
     expected = np.concatenate([[0], np.cumsum(values[:n])]).astype(np.int32)
     matches = bool(np.array_equal(data.to_numpy()[: n + 1], expected))
     _, times = time_windows(

@@ -662,7 +662,7 @@ def _team_scan_kernel(
     kind: ti.template(),
     passes: ti.template(),
 ):
-    # (`passes` only keys the build: one compiled with scan.compiled_as "gpu" is another.)
+    # (`passes` only keys the build: one compiled with device.SCAN_PASSES "gpu" is another.)
     for member in range(1):  # a team of one: every phase in order, its barriers nothing
         if ti.static(kind == "scan"):
             team_stages.exclusive_scan(scratch, first, counts, n_first, member, 1)
@@ -680,20 +680,21 @@ def test_team_scans_match_numpy(arch):
     """team_stages' prefix sums (a CPU team's: block sums, the block sums scanned a chunk at
     a time, the chunks' totals, the blocks' running sums; a GPU team's: a number at a time,
     then a block sum at a time, device.scan's GPU passes, compiled for the CPU too with
-    scan.compiled_as "gpu") against NumPy's cumulative sums, on a team of one member:
+    device.SCAN_PASSES "gpu") against NumPy's cumulative sums, on a team of one member:
     exclusive_scan; exclusive_scan_to_cursors, whose cursors take the same sums;
     exclusive_scans, two arrays in one pass, the second's blocks after the first's.
     Lengths of none, less than a block, exactly blocks and not, one chunk of blocks and
     several, in both places of a pair."""
-    from fx2d_gpu.device import runtime, scan
+    from fx2d_gpu import device
+    from fx2d_gpu.device import runtime
 
     fx.Scene(arch=arch)  # Taichi started on this test's backend
     for passes in ("backend", "gpu") if runtime.on_cpu() else ("backend",):
-        scan.compiled_as = None if passes == "backend" else passes
+        device.SCAN_PASSES = None if passes == "backend" else passes
         try:
             _check_team_scans(passes)
         finally:
-            scan.compiled_as = None
+            device.SCAN_PASSES = None
 
 
 def _check_team_scans(passes):
@@ -751,11 +752,12 @@ def _scan_as_on_a_gpu(scratch: ti.template(), data: ti.template(), n: ti.i32):
 def test_exclusive_scan_matches_numpy(arch):
     """scan.exclusive_scan, blocked (parallel) on the CPU and, where kernels run their
     loops serially for small scenes, one loop; on a GPU a thread a number (and the GPU's
-    passes compiled for the CPU: scan.compiled_as "gpu", which benchmarks/launches.py
+    passes compiled for the CPU: device.SCAN_PASSES "gpu", which benchmarks/launches.py
     counts a GPU's tasks with), against NumPy's cumulative sum: lengths of none, less than
     a block, exactly blocks and not, one chunk of blocks (a GPU's: SCAN_BLOCK blocks) and
     several."""
-    from fx2d_gpu.device import runtime, scan
+    from fx2d_gpu import device
+    from fx2d_gpu.device import runtime
 
     fx.Scene(arch=arch)  # Taichi started on this test's backend
 
@@ -770,11 +772,11 @@ def test_exclusive_scan_matches_numpy(arch):
             values = rng.integers(0, 50, size + 1).astype(np.int32)
             data.from_numpy(values)
             if variant == "gpu":  # (the flag is read as the kernel compiles, at its first call)
-                scan.compiled_as = "gpu"
+                device.SCAN_PASSES = "gpu"
                 try:
                     _scan_as_on_a_gpu(scratch, data, n)
                 finally:
-                    scan.compiled_as = None
+                    device.SCAN_PASSES = None
             else:
                 _scan_kernel(scratch, data, n, variant)
             got = data.to_numpy()

@@ -48,6 +48,30 @@ MAX_COLORS = 31
 UNSOLVED_COLOR = MAX_COLORS + 1
 #: Block length of the device prefix sum.
 SCAN_BLOCK = 256
+#: The passes the device prefix sum (scan.exclusive_scan) and a team's compile with on any
+#: backend: "gpu" or "cpu"; None: the backend's. A tool's switch: benchmarks/launches.py
+#: counts a GPU's offloaded tasks on the CPU with "gpu", benchmarks/scan.py times the CPU's
+#: passes on a GPU with "cpu"; the sums are the same either way (integers). Read as a kernel
+#: compiles (at its first call) and as a pool is made (a GPU's passes keep a sum a number).
+SCAN_PASSES = None
+#: Taichi's CPU architectures (the others are GPUs').
+_CPU_ARCHS = ("x64", "arm64")
+
+
+def scans_on_gpu() -> bool:
+    """Whether prefix sums take a GPU's passes: SCAN_PASSES says so, or else Taichi's
+    current backend is a GPU's (compile-time: scans branch on it with ti.static)."""
+    if SCAN_PASSES is not None:
+        return SCAN_PASSES == "gpu"
+    return ti.lang.impl.current_cfg().arch.name not in _CPU_ARCHS
+
+
+def _scans_keep_items() -> bool:
+    """Whether a pool's prefix sums need ScanScratch.items (a sum a number): they take a
+    GPU's passes, or Taichi has not started (a pool's size reckoned before: the larger)."""
+    return ti.lang.impl.get_runtime().prog is None or scans_on_gpu()
+
+
 #: Block sums per chunk of a team's prefix sum (solver/team_stages.exclusive_scan): the
 #: block sums are scanned a chunk per thread, then one thread scans the chunks' totals
 #: (n / 16,384 of them) rather than every block sum: a 1M pile's pairs are ~12,000 blocks,
@@ -1202,8 +1226,6 @@ class DevicePool:
     """
 
     def __init__(self, capacities: dict, dry_run: bool = False):
-        from .scan import needs_items  # (scan imports this module's constants)
-
         self.capacities = dict(capacities)
         self.body_capacity = capacities["bodies"]
         self.pair_capacity = capacities["pairs"]
@@ -1257,7 +1279,7 @@ class DevicePool:
             Dim("n_scan_blocks", scan_blocks),
             Dim("n_scan_chunks", (scan_blocks + SCAN_CHUNK - 1) // SCAN_CHUNK + 1),
             # (A GPU's scan keeps a sum a number: scan.exclusive_scan.)
-            Dim("n_scan_items", scan_len if needs_items() else 1),
+            Dim("n_scan_items", scan_len if _scans_keep_items() else 1),
         )
         self.nbytes = builder.nbytes  # device memory of all the fields
         # The StepCache of the scene whose per-body contact lists (prepared.body_contacts,

@@ -2,29 +2,10 @@
 
 import taichi as ti
 
-from . import SCAN_BLOCK
+from . import SCAN_BLOCK, scans_on_gpu
 
-#: Taichi's CPU architectures (the others are GPUs').
-_CPU_ARCHS = ("x64", "arm64")
-#: The passes scans compile with on any backend, "gpu" or "cpu"; None: the backend's. A
-#: tool's switch: benchmarks/launches.py counts a GPU's offloaded tasks on the CPU with
-#: "gpu", benchmarks/scan.py times the CPU's passes on a GPU with "cpu". The sums are the
-#: same either way (integers). Read as a kernel compiles (at its first call).
-compiled_as = None
-
-
-def on_gpu() -> bool:
-    """Whether scans take a GPU's passes: compiled_as says so, or else Taichi's current
-    backend is a GPU's (compile-time: scans branch on it with ti.static)."""
-    if compiled_as is not None:
-        return compiled_as == "gpu"
-    return ti.lang.impl.current_cfg().arch.name not in _CPU_ARCHS
-
-
-def needs_items() -> bool:
-    """Whether a pool's scans need ScanScratch.items (a sum a number): they take a GPU's
-    passes, or Taichi has not started (a pool's size reckoned before: the larger)."""
-    return ti.lang.impl.get_runtime().prog is None or on_gpu()
+#: Whether prefix sums take a GPU's passes (device.SCAN_PASSES, or the backend's).
+on_gpu = scans_on_gpu
 
 
 @ti.func

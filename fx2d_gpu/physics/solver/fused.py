@@ -97,6 +97,7 @@ from .reporting import (
 from .sleep import find_pairs_waking, no_convergence, update_sleep_by_team, wake_islands_by_team
 from .stages import (
     BEGIN_STEP_STAGES,
+    BEGUN_PREPARED,
     BODY_SLOTS,
     CHAIN_ROLES,
     CONTACTLESS_STAGES,
@@ -444,6 +445,7 @@ def _in_flight(ctx: "StepContext", slot: int, late: int, launch: WorldLaunch | N
         world_block=ctx.options.gpu_world_block,
         turns=False,
         interleave=interleaves(ctx),
+        begin_by_item=contacts and begins_by_item(ctx),
         world_stride=team.world_stride(ctx),
         n_worlds=ctx.n_worlds,
         n_bodies=ctx.n_bodies,
@@ -734,6 +736,14 @@ def interleaves(ctx: "StepContext") -> bool:
     return gpu_team.on_gpu() if asked is None else asked
 
 
+def begins_by_item(ctx: "StepContext") -> bool:
+    """Whether a small worlds' step runs its first substep's stages up to the narrow phase
+    a thread an item before its substeps a world a thread (_begin_by_item,
+    StepOptions.small_worlds_begin_by_item: None, on GPU backends)."""
+    asked = ctx.options.small_worlds_begin_by_item
+    return gpu_team.on_gpu() if asked is None else asked
+
+
 def _chains(ctx: "StepContext", by_world: bool) -> bool:
     """Whether a team's launch may take its substeps' stages by turns
     (StepOptions.stages_by_turns with colors_by_turns; the launch starts the chain itself
@@ -813,8 +823,9 @@ def _launch_args(
         # (compiled in: a per-world kernel never takes turns; nor SPIR-V, whose
         # invocations have no promise of progress while another waits)
         turns=bool(ctx.options.colors_by_turns) and not by_world and not gpu_team.on_spirv(),
-        # (compiled in: a team's kernel takes False)
+        # (compiled in: a team's kernel takes False, and one without contacts begin_by_item)
         interleave=bool(by_world) and interleaves(ctx),
+        begin_by_item=bool(by_world) and contacts and begins_by_item(ctx),
         world_stride=stride,
         n_worlds=ctx.n_worlds,
         n_bodies=ctx.n_bodies,
@@ -1934,6 +1945,7 @@ def _substeps(
     world_block: ti.template(),
     turns: ti.template(),
     interleave: ti.template(),
+    begin_by_item: ti.template(),
     world_stride: ti.i32,
     n_worlds: ti.i32,
     n_bodies: ti.i32,
@@ -1993,6 +2005,7 @@ def _substeps(
         world_block,
         turns,
         interleave,
+        begin_by_item,
         world_stride,
         n_worlds,
         n_bodies,
@@ -2055,6 +2068,7 @@ def _worlds_in_flight(
     world_block: ti.template(),
     turns: ti.template(),
     interleave: ti.template(),
+    begin_by_item: ti.template(),
     world_stride: ti.i32,
     n_worlds: ti.i32,
     n_bodies: ti.i32,
@@ -2110,6 +2124,7 @@ def _worlds_in_flight(
         world_block=world_block,
         turns=turns,
         interleave=interleave,
+        begin_by_item=begin_by_item,
         world_stride=world_stride,
         n_worlds=n_worlds,
         n_bodies=n_bodies,
@@ -2174,6 +2189,7 @@ def _team_in_flight(
     world_block: ti.template(),
     turns: ti.template(),
     interleave: ti.template(),
+    begin_by_item: ti.template(),
     world_stride: ti.i32,
     n_worlds: ti.i32,
     n_bodies: ti.i32,
@@ -2262,6 +2278,7 @@ def _team_in_flight(
         world_block=world_block,
         turns=turns,
         interleave=interleave,
+        begin_by_item=begin_by_item,
         world_stride=world_stride,
         n_worlds=n_worlds,
         n_bodies=n_bodies,
@@ -2462,6 +2479,107 @@ def _hold_answer(counts: ti.template(), answer, slot, report, capacity, contacts
 
 
 @ti.func
+def _begin_by_item(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    manifolds: ti.template(),
+    prepared: ti.template(),
+    coloring: ti.template(),
+    counts: ti.template(),
+    solver: ti.template(),
+    interleave: ti.template(),
+    n_worlds,
+    n_bodies,
+    n_joints,
+    n_pairs,
+    substeps,
+    h,
+    dt,
+    begun,
+    bullets,
+    runs_now,
+):
+    """A small worlds' first substep up to its narrow phase (the stages before
+    BEGIN_STEP_STAGES: motors, integrate velocities, the narrow phase), a loop each with a
+    thread a joint slot, a body slot and a pair (of n_pairs), before the launch's loop of a
+    world a thread, whose substep 0 then runs none of them (stages.BEGUN_PREPARED): each
+    item's stage runs as its world's thread would run it, on the state its world's thread
+    would find (a world's items touch no other world's; the joints' motors all before any
+    body, as a world's are before its bodies), so the results are the same bit for bit.
+    The bodies and the carried manifold fields are written where they lie (the world's
+    thread copies them to its interleaved layout after: interleaved.copy_world), the
+    prepared contacts at their interleaved places (pair_layout, as the world's thread
+    finds them). `runs_now` 0: nothing runs (the launch stopped short, or is not a
+    SUBSTEPS launch). Called at a kernel's top level: its loops are the kernel's."""
+    stages = ti.static(STAGES[solver])
+    for index in ti.static(range(BEGIN_STEP_STAGES)):
+        stage = ti.static(stages[index])
+        ti.static_assert(not stage.sweeps_bullets and not stage.is_pass)
+        if ti.static(stage.domain == JOINT_SLOTS):
+            for joint_slot in range(n_worlds * n_joints * runs_now):
+                s = _first_substep(n_bodies, n_joints, h, dt, substeps, begun, bullets)
+                if runs(stage.when, s) == 1:
+                    stage.run(
+                        model,
+                        bodies,
+                        joints,
+                        manifolds,
+                        prepared,
+                        coloring,
+                        counts,
+                        joint_slot,
+                        s,
+                        0,
+                    )
+        elif ti.static(stage.domain == BODY_SLOTS):
+            for slot in range(n_worlds * n_bodies * runs_now):
+                s = _first_substep(n_bodies, n_joints, h, dt, substeps, begun, bullets)
+                if runs(stage.when, s) == 1:
+                    stage.run(
+                        model, bodies, joints, manifolds, prepared, coloring, counts, slot, s, 0
+                    )
+        else:
+            ti.static_assert(stage.domain == PAIRS)
+            for pair in range(n_pairs):
+                s = _first_substep(n_bodies, n_joints, h, dt, substeps, begun, bullets)
+                world = manifolds.body_a[pair] // n_bodies
+                first = manifolds.pair_start[world * n_bodies]
+                layout = ti.Vector([1, first])
+                if ti.static(interleave):
+                    layout = pair_layout(
+                        counts.most_world_pairs[None],
+                        n_worlds,
+                        ti.static(prepared.restitution.shape[0]),
+                        world,
+                        first,
+                    )
+                seen = prepared_view(prepared, interleave, first, layout[0], layout[1])
+                if runs(stage.when, s) == 1:
+                    stage.run(model, bodies, joints, manifolds, seen, coloring, counts, pair, s, 0)
+
+
+@ti.func
+def _first_substep(n_bodies, n_joints, h, dt, substeps, begun, bullets):
+    """The Substep a launch's member (a world, or a team's thread) starts its substeps with
+    (_launch_body): substep 0, after any colouring."""
+    return Substep(
+        n_bodies=n_bodies,
+        n_joints=n_joints,
+        h=h,
+        dt=dt,
+        substep=0,
+        substeps=substeps,
+        before_coloring=0,
+        begun=begun,
+        bullets=bullets,
+        jointed=1 if n_joints > 0 else 0,
+        chained=0,
+        fast=1,
+    )
+
+
+@ti.func
 def _launch_body(
     model: ti.template(),
     bodies: ti.template(),
@@ -2484,6 +2602,7 @@ def _launch_body(
     world_block: ti.template(),
     turns: ti.template(),
     interleave: ti.template(),
+    begin_by_item: ti.template(),
     world_stride,
     n_worlds,
     n_bodies,
@@ -2660,6 +2779,35 @@ def _launch_body(
         n_items *= go  # (a team's step in flight: solver/team_flight.py)
     if ti.static(by_world and interleave and contacts):
         note_most_pairs(manifolds, counts, n_worlds, n_bodies)
+    # A small worlds' first substep up to its narrow phase a thread an item
+    # (StepOptions.small_worlds_begin_by_item); the worlds' substeps go on from there.
+    substep_begun = begun
+    if ti.static(begin_by_item):
+        ti.static_assert(by_world and contacts)
+        runs_now = solve if mode == SUBSTEPS else 0
+        _begin_by_item(
+            model,
+            bodies,
+            joints,
+            manifolds,
+            prepared,
+            coloring,
+            counts,
+            solver,
+            interleave,
+            n_worlds,
+            n_bodies,
+            n_joints,
+            found * runs_now,
+            substeps,
+            h,
+            dt,
+            begun,
+            bullets,
+            runs_now,
+        )
+        if runs_now == 1:
+            substep_begun = BEGUN_PREPARED
     if ti.static(not by_world and gpu_team.on_gpu()):
         ti.loop_config(block_dim=gpu_team.BLOCK_THREADS)  # a block, or a grid team's blocks
     elif ti.static(by_world and gpu_team.on_cuda()):
@@ -2700,20 +2848,7 @@ def _launch_body(
                                 manifolds, previous, counts, member, team_size, n_pairs, n_joints
                             )
                     team.barrier(counts, team_size, team.SPIN_LIMIT)
-            s = Substep(
-                n_bodies=n_bodies,
-                n_joints=n_joints,
-                h=h,
-                dt=dt,
-                substep=0,
-                substeps=substeps,
-                before_coloring=0,
-                begun=begun,
-                bullets=bullets,
-                jointed=1 if n_joints > 0 else 0,
-                chained=0,
-                fast=1,
-            )
+            s = _first_substep(n_bodies, n_joints, h, dt, substeps, substep_begun, bullets)
             stages = ti.static(STAGES[solver] if contacts else CONTACTLESS_STAGES[solver])
             # (Stages by turns, a team's: chain_roles; a launch `chained` starts the chain
             # after substep 0's narrow phase where the step allows, _chain_starts.)

@@ -286,13 +286,23 @@ class StepOptions:
             (the default): on GPU backends; True: on a CPU backend too, where a thread
             steps one world at a time and it is slower (4,096 worlds, 2-core CPU: soft
             step 12-15 -> 22-25 ms a step); False: never.
+        small_worlds_begin_by_item: a small worlds' step in one launch (a world a thread
+            for its substeps) runs its first substep's motors, velocities and narrow phase
+            first with a thread a joint, a body slot and a pair (fused._begin_by_item),
+            then its substeps a world a thread from there: the narrow phase (SAT and
+            clipping, the step's longest stage for a thread) of 65,536 worlds' half a
+            million pairs on half a million threads, not 65,536 threads walking each
+            world's pairs. The same results bit for bit. None (the default): on GPU
+            backends; True: on a CPU backend too (where the step folds: fold_on_cpu);
+            False: never.
         team_timings: when the CPU team's barriers are probed again and how its duel
             chooses between a team of several threads and one, with the clock it times
             steps by (solver/team.py's TeamTimings; the defaults are the measured ones).
 
     Raises:
-        TypeError: a flag is not a bool (steps_in_flight, interleave_small_worlds: a bool
-            or None), a count not an int, team_timings not a TeamTimings.
+        TypeError: a flag is not a bool (steps_in_flight, interleave_small_worlds,
+            small_worlds_begin_by_item: a bool or None), a count not an int,
+            team_timings not a TeamTimings.
         ValueError: colors_per_launch outside [1, MAX_COLORS], noted_partners or
             gpu_team_slots, gpu_grid_team_slots or gpu_grid_blocks below 0,
             gpu_grid_blocks above gpu_team.MAX_GRID_BLOCKS (181), gpu_world_block not a
@@ -331,6 +341,7 @@ class StepOptions:
     colors_by_turns: bool = False
     stages_by_turns: bool = True
     interleave_small_worlds: bool | None = None
+    small_worlds_begin_by_item: bool | None = None
     team_timings: TeamTimings = TeamTimings()
 
     def __post_init__(self):

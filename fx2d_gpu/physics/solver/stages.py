@@ -70,11 +70,17 @@ ALWAYS, PUSH, AFTER_COLORING, JOINTED, LAST_SUBSTEP = 0, 1, 2, 3, 4
 #: The substep's scalars, as every stage function reads them: the layout (n_bodies per
 #: world, n_joints per world), substep length h s, step dt s, the substep's index, the
 #: step's substeps, and the step's flags: before_coloring (begin_step: substep 0's stages up
-#: to the narrow phase), begun (begin_step ran: substep 0 does not repeat them), bullets (the scene
-#: has bullets), jointed (it has joints), chained (the launch's stages take turns at each
+#: to the narrow phase), begun (BEGUN_FOUND: begin_step ran, substep 0 does not push or
+#: find again but prepares; BEGUN_PREPARED: substep 0's stages up to the narrow phase ran
+#: before in the launch, a thread an item, and substep 0 runs none of them), bullets (the
+#: scene has bullets), jointed (it has joints), chained (the launch's stages take turns at each
 #: body from substep 0's narrow phase on: StepOptions.stages_by_turns, ChainRole), fast (a
 #: team's launch: the step has a fast pair, fast_pairs_noted read once after substep 0's
 #: narrow phase; 1 until then).
+#: Substep.begun's values: substep 0 runs its stages up to the narrow phase; begin_step
+#: found the pairs (before the colouring); those stages ran item by item in the launch
+#: (fused._begin_by_item: StepOptions.small_worlds_begin_by_item).
+NOT_BEGUN, BEGUN_FOUND, BEGUN_PREPARED = 0, 1, 2
 Substep = ti.types.struct(
     n_bodies=ti.i32,
     n_joints=ti.i32,
@@ -153,7 +159,7 @@ def runs(when: ti.template(), s: ti.template()):
     """1 where a stage of this `when` runs in the substep `s`, else 0."""
     result = 1
     if ti.static(when == PUSH):
-        result = 1 if s.before_coloring == 1 or s.substep > 0 or s.begun == 0 else 0
+        result = 1 if s.before_coloring == 1 or s.substep > 0 or s.begun == NOT_BEGUN else 0
     elif ti.static(when == AFTER_COLORING):
         result = 1 - s.before_coloring
     elif ti.static(when == JOINTED):
@@ -293,7 +299,7 @@ def _find_and_prepare(
     if s.before_coloring == 1:
         find = True
     elif first:
-        find, prepare = s.begun == 0, True
+        find, prepare = s.begun == NOT_BEGUN, s.begun != BEGUN_PREPARED
     elif prepared.refresh[pair] == 1:
         find, prepare = True, True
     matches = ti.Vector([-1, -1])
