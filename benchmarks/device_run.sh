@@ -46,8 +46,10 @@
 #                  alone the team's barrier, a turn's handoff and a barrier with every
 #                  member's atomic or plain read after it, with no work
 #                  (benchmarks/grid_sync.py), the device prefix sum's GPU and CPU passes
-#                  (benchmarks/scan.py), the soft step's small worlds with their state
-#                  interleaved (the default) and not (StepOptions.interleave_small_worlds),
+#                  (benchmarks/scan.py), the soft step's small worlds on the defaults,
+#                  with their first substep begun a world a thread
+#                  (StepOptions.small_worlds_begin_by_item=false), and not interleaved
+#                  (StepOptions.interleave_small_worlds),
 #                  the large pyramid with and without colours by turns
 #                  (StepOptions.colors_by_turns; and by turns without its body stages:
 #                  stages_by_turns), the 100k pile on the grid team;
@@ -55,7 +57,7 @@
 #   lease_more     right after it, in the rest of the 15 minutes (LEASE_S=what is left): the
 #                  1M pile on its default path (soft step), the cart-pole envs and their host side
 #                  (benchmarks/env_host.py), XPBD's
-#                  small worlds and pyramid (by turns and not), the 1M pile's kernel
+#                  small worlds (begun by item and not) and pyramid (by turns and not), the 1M pile's kernel
 #                  profile, XPBD's small worlds not interleaved, Nsight Compute on the small
 #                  worlds' step kernel (occupancy, warp stalls, memory:
 #                  benchmarks/step_loop.py), then as far as it goes: the pyramid on 32 blocks
@@ -208,8 +210,12 @@ lease | lease_more)
             # default since 2026-12-05: a warp's worlds read neighbouring addresses) and
             # not (7.90 M world-steps/s on 2026-12-04, soft step, 65,536 worlds, at
             # Taichi's block of 128 and 168 registers; 128 registers at the block of 256,
-            # StepOptions.gpu_world_block, the default since).
+            # StepOptions.gpu_world_block, the default since); and with their first
+            # substep up to the narrow phase a thread a world, not a thread an item
+            # (StepOptions.small_worlds_begin_by_item, a GPU's default since 2026-12-05's
+            # tenth session: the narrow phase on a thread a pair).
             bench 50 --solver soft_step batched_small
+            bench 50 --solver soft_step batched_small --step-option small_worlds_begin_by_item=false
             bench 50 --solver soft_step batched_small --step-option interleave_small_worlds=false
             # The large pyramid on the grid team (1.62 ms on 2026-12-04 at 122 barriers a
             # step; 85 a kept step now), and with a pass's colours by turns
@@ -243,6 +249,7 @@ lease | lease_more)
                 --steps 10 --results "$results"
             echo "== rc $?"; pack
             bench 60 --solver xpbd batched_small
+            bench 60 --solver xpbd batched_small --step-option small_worlds_begin_by_item=false
             bench 60 --solver xpbd large_pyramid --step-option colors_by_turns=true
             bench 60 --solver xpbd large_pyramid
             bench 60 --solver xpbd large_pyramid --step-option colors_by_turns=true \
@@ -253,11 +260,13 @@ lease | lease_more)
             ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
             if [[ -n $ncu ]]; then
                 # The one kernel that took 90 % of the step (168 registers, 15.2 ms of 16.9
-                # on 2026-12-04), in a step in flight (the first step takes _substeps); its
-                # task 27 with the state interleaved (25 without: two loops fewer before).
+                # on 2026-12-04), in a step in flight (the first step takes _substeps): its
+                # task 38 with the GPU's defaults of 2026-12-05's tenth session (the entry
+                # with the most registers among _worlds_in_flight's on the CUDA stub,
+                # ptx_registers --no-gpu; 35 before that session, not 27 as written here).
                 # Sections, not --set full: each pass replays the kernel.
                 timeout "$(cap 120)" "$ncu" -f -c 1 \
-                    -k "regex:_worlds_in_flight_c[0-9]+_0_kernel_27_range_for" \
+                    -k "regex:_worlds_in_flight_c[0-9]+_0_kernel_38_range_for" \
                     --section SpeedOfLight --section Occupancy --section LaunchStats \
                     --section WarpStateStats --section SchedulerStats \
                     --section MemoryWorkloadAnalysis \
