@@ -212,7 +212,7 @@ lease | lease_more)
             # Taichi's block of 128 and 168 registers; 128 registers at the block of 256,
             # StepOptions.gpu_world_block, the default since); and with their first
             # substep up to the narrow phase a thread a world, not a thread an item
-            # (StepOptions.small_worlds_begin_by_item, a GPU's default since 2026-12-05's
+            # (StepOptions.small_worlds_begin_by_item, CUDA's default since 2026-12-05's
             # tenth session: the narrow phase on a thread a pair).
             bench 50 --solver soft_step batched_small
             bench 50 --solver soft_step batched_small --step-option small_worlds_begin_by_item=false

@@ -55,7 +55,7 @@ The scenes: the large pyramid (sleep off), a poured pile of 100,000 bodies, a 30
 grid, a pyramid of 20 boxes a side asleep (stepped until every box sleeps first: a pile at
 rest, whose steps wake nothing) and the same beside a ball drifting in its world (each step
 finds its pairs: a body moves beside sleepers); small worlds on the per-stage path, their
-state interleaved and their first substep begun a thread an item as a GPU's defaults have
+state interleaved and their first substep begun a thread an item as CUDA's defaults have
 them (StepOptions.interleave_small_worlds, small_worlds_begin_by_item).
 
 The vector environments (ENVS: fx2d/CartPole-v0 and fx2d/Lander-v0, 256 environments,

@@ -74,7 +74,7 @@ def test_small_worlds_step_bit_for_bit_with_their_bodies_interleaved(arch, solve
     are woken), 100 steps in one launch each: states, contacts and events the same every
     step with and without; after the last step the bodies' copy holds the state
     body-major, and the prepared contacts are those of the list's order, world-minor.
-    Interleaved as a GPU steps them, their first substep up to the narrow phase run first
+    Interleaved as CUDA steps them, their first substep up to the narrow phase run first
     a thread an item (StepOptions.small_worlds_begin_by_item: the prepared contacts
     written at their world-minor places from a pair's thread; one kernel build, not two,
     for the suite's time)."""

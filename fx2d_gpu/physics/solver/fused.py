@@ -739,9 +739,13 @@ def interleaves(ctx: "StepContext") -> bool:
 def begins_by_item(ctx: "StepContext") -> bool:
     """Whether a small worlds' step runs its first substep's stages up to the narrow phase
     a thread an item before its substeps a world a thread (_begin_by_item,
-    StepOptions.small_worlds_begin_by_item: None, on GPU backends)."""
+    StepOptions.small_worlds_begin_by_item: None, on CUDA). Never on SPIR-V (Vulkan,
+    Metal): Taichi 1.7.4's SPIR-V code generator fails on the step's kernel with the
+    narrow phase's loop in it ("Value ... does not yet exist", software Vulkan)."""
+    if gpu_team.on_spirv():
+        return False
     asked = ctx.options.small_worlds_begin_by_item
-    return gpu_team.on_gpu() if asked is None else asked
+    return gpu_team.on_cuda() if asked is None else asked
 
 
 def _chains(ctx: "StepContext", by_world: bool) -> bool:
@@ -2784,7 +2788,9 @@ def _launch_body(
     substep_begun = begun
     if ti.static(begin_by_item):
         ti.static_assert(by_world and contacts)
-        runs_now = solve if mode == SUBSTEPS else 0
+        runs_now = 0  # (an if, not a select: see pairs.save_pair)
+        if mode == SUBSTEPS:
+            runs_now = solve
         _begin_by_item(
             model,
             bodies,

@@ -292,9 +292,10 @@ class StepOptions:
             then its substeps a world a thread from there: the narrow phase (SAT and
             clipping, the step's longest stage for a thread) of 65,536 worlds' half a
             million pairs on half a million threads, not 65,536 threads walking each
-            world's pairs. The same results bit for bit. None (the default): on GPU
-            backends; True: on a CPU backend too (where the step folds: fold_on_cpu);
-            False: never.
+            world's pairs. The same results bit for bit. None (the default): on CUDA;
+            True: on a CPU backend too (where the step folds: fold_on_cpu); False: never.
+            Never on Vulkan or Metal, whose SPIR-V code generator (Taichi 1.7.4) fails on
+            the kernel.
         team_timings: when the CPU team's barriers are probed again and how its duel
             chooses between a team of several threads and one, with the clock it times
             steps by (solver/team.py's TeamTimings; the defaults are the measured ones).
