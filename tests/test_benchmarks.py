@@ -920,3 +920,27 @@ def test_scan_benchmark_checks_both_passes_against_numpy(arch, tmp_path):
     ]
     assert all(r["matches_numpy"] and r["ms_per_scan"] > 0 for r in rows)
     assert list(tmp_path.glob("*/scan.csv"))
+
+
+def test_warp_lanes_counts_what_a_warps_worlds_walk(tmp_path):
+    """benchmarks.warp_lanes: by hand, two warps (32 worlds each) whose worlds hold 1 to 3
+    pairs: each warp's longest world, the pairs its worlds hold in all, the different pairs
+    at each place of the order, the touching share; then a run of 64 small worlds that
+    writes its row (a world's pairs within what a warp walks, a warp's union at least its
+    longest world)."""
+    from benchmarks import warp_lanes
+
+    first = [[(0, 1, True)]] * 16 + [[(0, 1, True), (1, 2, False), (2, 3, False)]] * 16
+    second = [[(4, 5, True), (0, 1, True)]] * 32
+    counts = warp_lanes.lane_counts(first + second)
+    assert counts["pairs_a_world"] == (16 * 1 + 16 * 3 + 32 * 2) / 64
+    assert counts["warp_longest"] == (3 + 2) / 2
+    assert counts["warp_union"] == (3 + 2) / 2
+    assert counts["pairs_a_place"] == (1 + 1 + 1 + 1 + 1) / 5  # every place one pair
+    assert counts["touching_share"] == round((16 + 16 + 64) / (16 + 48 + 64), 3)
+    mixed = warp_lanes.lane_counts([[(0, 1, True)], [(1, 2, True)]] * 16)
+    assert mixed["pairs_a_place"] == 2 and mixed["warp_union"] == 2
+
+    (row,) = warp_lanes.run(worlds=64, steps=20, results=tmp_path)
+    assert 0 < row["pairs_a_world"] <= row["warp_longest"] <= row["warp_union"]
+    assert list(tmp_path.glob("*/warp_lanes.csv"))
