@@ -24,12 +24,7 @@ def exclusive_scan(scan: ti.template(), data: ti.template(), n, serial: ti.templ
     """
     if ti.static(serial):
         for _ in range(1):
-            running = 0
-            for i in range(n):
-                count = data[i]
-                data[i] = running
-                running += count
-            data[n] = running
+            data[n] = scan_serially(data, 0, n)
     elif ti.static(on_gpu()):
         _scan_on_gpu(scan, data, n)
     else:
@@ -41,12 +36,7 @@ def exclusive_scan(scan: ti.template(), data: ti.template(), n, serial: ti.templ
                 total += data[i]
             scan.blocks[blk] = total
         for _ in range(1):  # one thread: the block sums are few
-            running = 0
-            for blk in range(n_blocks):
-                value = scan.blocks[blk]
-                scan.blocks[blk] = running
-                running += value
-            scan.blocks[n_blocks] = running
+            scan.blocks[n_blocks] = scan_serially(scan.blocks, 0, n_blocks)
         for blk in range(n_blocks):
             running = scan.blocks[blk]
             for i in range(blk * block, ti.min(n, (blk + 1) * block)):
@@ -54,6 +44,18 @@ def exclusive_scan(scan: ti.template(), data: ti.template(), n, serial: ti.templ
                 data[i] = running
                 running += count
         data[n] = scan.blocks[n_blocks]
+
+
+@ti.func
+def scan_serially(values: ti.template(), first, end):
+    """values[first:end] replaced by their exclusive prefix sum on this thread, in order;
+    returns their total."""
+    running = 0
+    for i in range(first, end):
+        value = values[i]
+        values[i] = running
+        running += value
+    return running
 
 
 @ti.func

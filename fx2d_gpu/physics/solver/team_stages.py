@@ -429,24 +429,15 @@ def _block_offset(scan: ti.template(), blk):
 def _scan_chunk(scan: ti.template(), chunk, n_blocks):
     """The block sums of `chunk` (SCAN_CHUNK of them) replaced by their exclusive prefix sum
     inside the chunk, the chunk's total in scan.chunks[chunk]."""
-    running = 0
-    for blk in range(chunk * SCAN_CHUNK, ti.min(n_blocks, (chunk + 1) * SCAN_CHUNK)):
-        value = scan.blocks[blk]
-        scan.blocks[blk] = running
-        running += value
-    scan.chunks[chunk] = running
+    end = ti.min(n_blocks, (chunk + 1) * SCAN_CHUNK)
+    scan.chunks[chunk] = device_scan.scan_serially(scan.blocks, chunk * SCAN_CHUNK, end)
 
 
 @ti.func
 def _scan_chunk_totals(scan: ti.template(), n_chunks, n_blocks):
     """The chunks' totals replaced by their exclusive prefix sum (one thread), the whole
     total in scan.blocks[n_blocks]."""
-    running = 0
-    for chunk in range(n_chunks):
-        value = scan.chunks[chunk]
-        scan.chunks[chunk] = running
-        running += value
-    scan.blocks[n_blocks] = running
+    scan.blocks[n_blocks] = device_scan.scan_serially(scan.chunks, 0, n_chunks)
 
 
 @ti.func
