@@ -199,8 +199,9 @@ lease | lease_more)
                 --results "$results"
             echo "== rc $?"; pack
             # The device prefix sum (a small worlds' step scans three times, a pile's more):
-            # its GPU passes, a thread a number since 2026-12-05, beside the blocked passes
-            # a GPU took before (a thread walking 256 numbers), each checked against NumPy.
+            # its GPU passes, a thread a number since 2026-12-05, beside the CPU's blocked
+            # passes (a thread walking 256 numbers, as a GPU's did before), each checked
+            # against NumPy.
             echo "== $(date +%T) the prefix sums"
             timeout "$(cap 40)" "$python" -m benchmarks.scan --arch "$arch" --results "$results"
             echo "== rc $?"; pack

@@ -1,8 +1,10 @@
 """The device prefix sum (fx2d_gpu/device/scan.py) on this device: its GPU passes (a thread a
 number, _scan_on_gpu, since 2026-12-05) beside the CPU's blocked passes compiled for the same
 device (a thread walks a block of SCAN_BLOCK numbers, loading one and storing its running
-sum before the next: on a GPU the scans' cost before 2026-12-05, less their parallel chunk
-pass). Each is checked against NumPy's cumulative sum first.
+sum before the next, as a GPU's passes did before 2026-12-05; one thread then scans every
+block sum, where those scanned them a chunk of 64 a thread first: past ~1M numbers the
+CPU's passes cost a GPU more than its old ones did). Each is checked against NumPy's
+cumulative sum first.
 
     python -m benchmarks.scan [--arch cuda] [--sizes N ...] [--repeats R] [--results DIR]
 
