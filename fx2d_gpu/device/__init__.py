@@ -72,10 +72,10 @@ def _scans_keep_items() -> bool:
     return ti.lang.impl.get_runtime().prog is None or scans_on_gpu()
 
 
-#: Block sums per chunk of a team's prefix sum (solver/team_stages.exclusive_scan): the
+#: Block sums per chunk of a CPU team's prefix sum (solver/team_stages._scan_by_block): the
 #: block sums are scanned a chunk per thread, then one thread scans the chunks' totals
-#: (n / 16,384 of them) rather than every block sum: a 1M pile's pairs are ~12,000 blocks,
-#: a serial loop of dependent global-memory reads on one GPU thread (milliseconds).
+#: (n / 16,384 of them) rather than every block sum (a 1M pile's pairs are ~12,000
+#: blocks).
 SCAN_CHUNK = 64
 #: Items a thread counts and lists where indices are listed by a small key (device.buckets:
 #: the colour lists): each chunk counts its keys into counters of its own, so no counter is

@@ -4,9 +4,6 @@ import taichi as ti
 
 from . import SCAN_BLOCK, scans_on_gpu
 
-#: Whether prefix sums take a GPU's passes (device.SCAN_PASSES, or the backend's).
-on_gpu = scans_on_gpu
-
 
 @ti.func
 def exclusive_scan(scan: ti.template(), data: ti.template(), n, serial: ti.template()):
@@ -25,7 +22,7 @@ def exclusive_scan(scan: ti.template(), data: ti.template(), n, serial: ti.templ
     if ti.static(serial):
         for _ in range(1):
             data[n] = scan_serially(data, 0, n)
-    elif ti.static(on_gpu()):
+    elif ti.static(scans_on_gpu()):
         _scan_on_gpu(scan, data, n)
     else:
         block = ti.static(SCAN_BLOCK)

@@ -106,6 +106,7 @@ from .stages import (
     PASS_NUMBERS,
     STAGES,
     Substep,
+    begun_before,
     bounce_possible,
     fast_pairs_noted,
     runs,
@@ -454,7 +455,7 @@ def _in_flight(ctx: "StepContext", slot: int, late: int, launch: WorldLaunch | N
         substeps=ctx.substeps,
         h=ctx.h,
         dt=ctx.dt,
-        begun=int(not ctx.small_coloring),
+        begun=begun_before(ctx.small_coloring),
         bullets=int(ctx.has_bullets),
         uneven=int(ctx.immovable_sweep),
         chained=0,  # (a world a thread: its own member, it never meets)
@@ -841,7 +842,7 @@ def _launch_args(
         h=ctx.h,
         dt=ctx.dt,
         mode=mode,
-        begun=int(not ctx.small_coloring),
+        begun=begun_before(ctx.small_coloring),
         bullets=int(ctx.has_bullets),
         uneven=int(ctx.immovable_sweep),
         chained=int(_chains(ctx, by_world)),
@@ -2517,35 +2518,26 @@ def _begin_by_item(
     finds them). `runs_now` 0: nothing runs (the launch stopped short, or is not a
     SUBSTEPS launch). Called at a kernel's top level: its loops are the kernel's."""
     stages = ti.static(STAGES[solver])
+    # Each domain's items, worked out before the first loop: bounds between two loops
+    # would take a serial task of their own each.
+    n_joint_slots = n_worlds * n_joints * runs_now
+    n_body_slots = n_worlds * n_bodies * runs_now
+    n_pairs_now = n_pairs * runs_now
     for index in ti.static(range(BEGIN_STEP_STAGES)):
         stage = ti.static(stages[index])
         ti.static_assert(not stage.sweeps_bullets and not stage.is_pass)
-        if ti.static(stage.domain == JOINT_SLOTS):
-            for joint_slot in range(n_worlds * n_joints * runs_now):
+        if ti.static(stage.domain != PAIRS):
+            n_items = n_body_slots
+            if ti.static(stage.domain == JOINT_SLOTS):
+                n_items = n_joint_slots
+            for item in range(n_items):  # a joint or body slot
                 s = _first_substep(n_bodies, n_joints, h, dt, substeps, begun, bullets)
                 if runs(stage.when, s) == 1:
                     stage.run(
-                        model,
-                        bodies,
-                        joints,
-                        manifolds,
-                        prepared,
-                        coloring,
-                        counts,
-                        joint_slot,
-                        s,
-                        0,
-                    )
-        elif ti.static(stage.domain == BODY_SLOTS):
-            for slot in range(n_worlds * n_bodies * runs_now):
-                s = _first_substep(n_bodies, n_joints, h, dt, substeps, begun, bullets)
-                if runs(stage.when, s) == 1:
-                    stage.run(
-                        model, bodies, joints, manifolds, prepared, coloring, counts, slot, s, 0
+                        model, bodies, joints, manifolds, prepared, coloring, counts, item, s, 0
                     )
         else:
-            ti.static_assert(stage.domain == PAIRS)
-            for pair in range(n_pairs):
+            for pair in range(n_pairs_now):
                 s = _first_substep(n_bodies, n_joints, h, dt, substeps, begun, bullets)
                 world = manifolds.body_a[pair] // n_bodies
                 first = manifolds.pair_start[world * n_bodies]
@@ -2804,7 +2796,7 @@ def _launch_body(
             n_worlds,
             n_bodies,
             n_joints,
-            found * runs_now,
+            found,
             substeps,
             h,
             dt,

@@ -27,6 +27,7 @@ from .stages import (
     PAIRS,
     STAGES,
     Substep,
+    begun_before,
     runs,
     runs_on_host,
     stage_groups,
@@ -117,7 +118,7 @@ def run_items(ctx: "StepContext", first: int, last: int, index: int, before_colo
         substep=index,
         substeps=ctx.substeps,
         before_coloring=int(before_coloring),
-        begun=int(not ctx.small_coloring),
+        begun=begun_before(ctx.small_coloring),
         jointed=int(ctx.n_joints > 0),
     )
 

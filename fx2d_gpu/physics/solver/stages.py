@@ -81,6 +81,14 @@ ALWAYS, PUSH, AFTER_COLORING, JOINTED, LAST_SUBSTEP = 0, 1, 2, 3, 4
 #: found the pairs (before the colouring); those stages ran item by item in the launch
 #: (fused._begin_by_item: StepOptions.small_worlds_begin_by_item).
 NOT_BEGUN, BEGUN_FOUND, BEGUN_PREPARED = 0, 1, 2
+
+
+def begun_before(small_coloring: bool) -> int:
+    """Substep.begun of the substeps the host launches: BEGUN_FOUND where begin_step found
+    the pairs before the colouring (StepContext.small_coloring False), else NOT_BEGUN."""
+    return NOT_BEGUN if small_coloring else BEGUN_FOUND
+
+
 Substep = ti.types.struct(
     n_bodies=ti.i32,
     n_joints=ti.i32,

@@ -18,7 +18,7 @@ the awake large pyramid's step on a team (python -m benchmarks.launches).
 
 import taichi as ti
 
-from ...device import LIST_CHUNK, LIST_KEYS, SCAN_BLOCK, SCAN_CHUNK, UNSOLVED_COLOR
+from ...device import LIST_CHUNK, LIST_KEYS, SCAN_BLOCK, SCAN_CHUNK, UNSOLVED_COLOR, scans_on_gpu
 from ...device import scan as device_scan
 from ...device.buckets import chunks_of, count_chunk, place_chunk
 from ..collision.broad_phase import place_body, visit_partners, write_grid_entries, write_slot_pairs
@@ -268,17 +268,10 @@ def _exclusive_scan(
 ):
     """data[0:n] replaced by its exclusive prefix sum, the total in data[n], with `copies`
     each sum written to cursors[i] too, and with `pairs` other[0:n_other] scanned as well,
-    its blocks after data's (exclusive_scans). The same blocks of SCAN_BLOCK numbers,
-    dealt among the members: each sums its blocks into scan.blocks, and the team meets;
-    the small team (team.small_team: a CPU team's first member, a grid team's first block,
-    else the whole team) scans the block sums a chunk (SCAN_CHUNK) each and meets at its
-    own barrier (a grid team's first block at its block's, not the grid's), then member 0
-    scans the chunks' totals (one thread's serial loop over a 1M pile's ~12,000 block sums
-    takes milliseconds on a GPU), and the team meets; each
-    writes its blocks' running sums, and the team meets: three meetings of the whole team
-    on every backend (a grid team's four before). On a GPU the device scan's passes
-    instead (_scan_by_number). Integers: the same sums as any order gives."""
-    if ti.static(device_scan.on_gpu()):
+    its blocks after data's (exclusive_scans): by blocks on a CPU's team (_scan_by_block),
+    a number at a time on a GPU's (_scan_by_number, device.scan's GPU passes). Integers:
+    the same sums as any order gives."""
+    if ti.static(scans_on_gpu()):
         _scan_by_number(
             scan, data, cursors, copies, other, n_other, pairs, counts, n, member, n_members
         )
@@ -358,7 +351,14 @@ def _scan_by_block(
     member,
     n_members,
 ):
-    """_exclusive_scan on a CPU's team: see there."""
+    """_exclusive_scan on a CPU's team (and wherever device.SCAN_PASSES is "cpu"): blocks
+    of SCAN_BLOCK numbers dealt among the members: each sums its blocks into scan.blocks,
+    and the team meets; the small team (team.small_team: a CPU team's first member, a grid
+    team's first block, else the whole team) scans the block sums a chunk (SCAN_CHUNK)
+    each and meets at its own barrier (a grid team's first block at its block's, not the
+    grid's), then member 0 scans the chunks' totals (rather than a 1M pile's ~12,000 block
+    sums), and the team meets; each writes its blocks' running sums, and the team meets:
+    three meetings of the whole team."""
     data_blocks = (n + SCAN_BLOCK - 1) // SCAN_BLOCK
     n_blocks = data_blocks
     if ti.static(pairs):
