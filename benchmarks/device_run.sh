@@ -262,12 +262,12 @@ lease | lease_more)
             if [[ -n $ncu ]]; then
                 # The one kernel that took 90 % of the step (168 registers, 15.2 ms of 16.9
                 # on 2026-12-04), in a step in flight (the first step takes _substeps): its
-                # task 38 with the GPU's defaults of 2026-12-05's tenth session (the entry
+                # task 37 with the GPU's defaults of 2026-12-05's tenth session (the entry
                 # with the most registers among _worlds_in_flight's on the CUDA stub,
                 # ptx_registers --no-gpu; 35 before that session, not 27 as written here).
                 # Sections, not --set full: each pass replays the kernel.
                 timeout "$(cap 120)" "$ncu" -f -c 1 \
-                    -k "regex:_worlds_in_flight_c[0-9]+_0_kernel_38_range_for" \
+                    -k "regex:_worlds_in_flight_c[0-9]+_0_kernel_37_range_for" \
                     --section SpeedOfLight --section Occupancy --section LaunchStats \
                     --section WarpStateStats --section SchedulerStats \
                     --section MemoryWorkloadAnalysis \
