@@ -39,14 +39,18 @@
 #   lease          issue 74's figures in one command of $LEASE_S seconds (default 560), each
 #                  part capped by what is left of it and its CSVs packed at once: for its
 #                  first 240 s the GPU's own checks in the background (the team's steps in
-#                  flight and the small worlds' interleaved state bitwise in a process of
-#                  their own: tests_team_in_flight.log; the backend tests of the team's and
+#                  flight, the small worlds' interleaved state and their substeps by stage
+#                  bitwise in a process of their own: tests_team_in_flight.log; the backend
+#                  tests of the team's and
 #                  the solver's files: tests.log), meanwhile the small worlds' and
 #                  cart-poles' registers and spills (benchmarks/ptx_registers.py); then
 #                  alone the team's barrier, a turn's handoff and a barrier with every
 #                  member's atomic or plain read after it, with no work
 #                  (benchmarks/grid_sync.py), the device prefix sum's GPU and CPU passes
 #                  (benchmarks/scan.py), the soft step's small worlds on the defaults,
+#                  the small worlds' paths side by side (a world a thread, coloured or
+#                  not; by stage on the grid team, by turns or not:
+#                  benchmarks/small_worlds_paths.py),
 #                  with their first substep begun a world a thread
 #                  (StepOptions.small_worlds_begin_by_item=false), and not interleaved
 #                  (StepOptions.interleave_small_worlds),
@@ -57,7 +61,8 @@
 #   lease_more     right after it, in the rest of the 15 minutes (LEASE_S=what is left): the
 #                  1M pile on its default path (soft step), the cart-pole envs and their host side
 #                  (benchmarks/env_host.py), XPBD's
-#                  small worlds (begun by item and not) and pyramid (by turns and not), the 1M pile's kernel
+#                  small worlds (by stage, with colours by turns too, begun by item and
+#                  not) and pyramid (by turns and not), the 1M pile's kernel
 #                  profile, XPBD's small worlds not interleaved, Nsight Compute on the small
 #                  worlds' step kernel (occupancy, warp stalls, memory:
 #                  benchmarks/step_loop.py), then as far as it goes: the pyramid on 32 blocks
@@ -148,6 +153,12 @@ lease | lease_more)
             --no-plot --results "$results" "$@"
         echo "== rc $?"; pack
     }
+    paths() {  # the small worlds' paths side by side (benchmarks/small_worlds_paths.py)
+        echo "== $(date +%T) small worlds' paths: $1 (cap $(cap "$2") s)"
+        timeout "$(cap "$2")" "$python" -m benchmarks.small_worlds_paths --arch "$arch" \
+            --solver "$1" --results "$results"
+        echo "== rc $?"; pack
+    }
     profile() {
         echo "== $(date +%T) kernel profile: $1"
         timeout "$(cap "$2")" "$python" -m benchmarks.kernel_profile --arch "$arch" \
@@ -165,6 +176,7 @@ lease | lease_more)
             -p no:cacheprovider --durations=5 \
             "tests/test_vulkan.py::test_team_steps_in_flight_on_${arch}_bitwise_as_one_by_one" \
             "tests/test_vulkan.py::test_small_worlds_interleaved_on_${arch}_bitwise_as_not" \
+            "tests/test_vulkan.py::test_small_worlds_by_stage_on_cuda_bitwise_as_a_world_a_thread" \
             >"$out/tests_team_in_flight.log" 2>&1 &
         in_flight=$!
         # The backend tests of the files the grid team's default (gpu_grid_team on, up to
@@ -216,6 +228,13 @@ lease | lease_more)
             # (StepOptions.small_worlds_begin_by_item, CUDA's default since 2026-12-05's
             # tenth session: the narrow phase on a thread a pair).
             bench 50 --solver soft_step batched_small
+            # Their substeps by stage on the grid team (StepOptions.small_worlds_by_stage,
+            # 2026-12-05's eleventh session: every stage's items shared by 33,792 threads,
+            # colour after colour, where a world a thread gives an SM ~16 warps, each
+            # load waiting on the last) and by turns, beside a world a thread with and
+            # without their colours (color_small_worlds, which by stage needs): 65,536
+            # worlds, one process, one pool (benchmarks/small_worlds_paths.py).
+            paths soft_step 150
             bench 50 --solver soft_step batched_small --step-option small_worlds_begin_by_item=false
             bench 50 --solver soft_step batched_small --step-option interleave_small_worlds=false
             # The large pyramid on the grid team (1.62 ms on 2026-12-04 at 122 barriers a
@@ -250,6 +269,7 @@ lease | lease_more)
                 --steps 10 --results "$results"
             echo "== rc $?"; pack
             bench 60 --solver xpbd batched_small
+            paths xpbd 180
             bench 60 --solver xpbd batched_small --step-option small_worlds_begin_by_item=false
             bench 60 --solver xpbd large_pyramid --step-option colors_by_turns=true
             bench 60 --solver xpbd large_pyramid

@@ -128,7 +128,8 @@ PATHS = {
 def _scenes(solver: str, options: StepOptions):
     """{name: builder} of the counted scenes for `solver`, at its default substeps: all of
     them on the per-stage path; on the team's, those of at most gpu_team_slots body slots
-    that are not small worlds (a world per thread either way): the pile is over
+    that are not small worlds (a world per thread either way), and the small worlds where
+    their substeps are the team's (StepOptions.small_worlds_by_stage): the pile is over
     gpu_team_slots, a grid team's on CUDA, the same launches."""
     specs, _ = scenes.pyramid_layout(100)
     common = dict(arch="cpu", solver=solver, step_options=options)
@@ -158,7 +159,10 @@ def _scenes(solver: str, options: StepOptions):
         ),
     }
     if options.team:
-        del builders["batched_small_256"], builders["cart_poles_256"]
+        # (Small worlds' substeps are the team's only by stage: StepOptions.small_worlds_by_stage.)
+        del builders["cart_poles_256"]
+        if not options.small_worlds_by_stage:
+            del builders["batched_small_256"]
     return builders
 
 

@@ -41,6 +41,10 @@ def test_step_options_are_checked_and_name_the_option():
         StepOptions(colors_per_launch=0)
     with pytest.raises(ValueError, match="noted_partners"):
         StepOptions(noted_partners=-1)
+    with pytest.raises(ValueError, match="small_worlds_by_stage needs color_small_worlds"):
+        StepOptions(small_worlds_by_stage=True)
+    with pytest.raises(TypeError, match="small_worlds_by_stage"):
+        StepOptions(color_small_worlds=True, small_worlds_by_stage=1)
     scene = fx.Scene(arch="cpu", step_options={"team": False})
     with pytest.raises(ValueError, match="no option 'teams'"):
         scene.step_options = {"teams": False}
@@ -88,8 +92,20 @@ def test_the_plan_chooses_the_executor_from_options_layout_and_backend():
     assert {plan.launches()[name] for name in ("colour", "substeps", "report", "sleep")} == {
         "find pairs"
     }
+    assert not plan.worlds_by_stage  # (StepOptions.small_worlds_by_stage off)
     small.step_options = {"fold_on_cpu": True, "small_worlds_in_one_launch": False}
     assert not plan_step(small.step_context(DT), False, 2).worlds_launch
+    # Substeps by stage: the team's, where the step has a team of several threads and its
+    # one launch; a world a thread otherwise.
+    by_stage = {"color_small_worlds": True, "small_worlds_by_stage": True}
+    small.step_options = {"fold_on_cpu": True, **by_stage}
+    plan = plan_step(small.step_context(DT), False, 2)
+    assert plan.worlds_by_stage and plan.substep_executor(True) is Executor.TEAM
+    assert not plan_step(small.step_context(DT), False, 1).worlds_by_stage
+    assert not plan_step(small.step_context(DT), True, 2).worlds_by_stage  # (profiled)
+    small.step_options = by_stage  # (no fold_on_cpu: four launches, a world a thread)
+    plan = plan_step(small.step_context(DT), False, 2)
+    assert not plan.worlds_by_stage and plan.substep_executor(True) is Executor.BY_WORLD
     small.step_options = {"small_world_path": False}
     assert not small.step_context(DT).small_worlds
 

@@ -266,6 +266,41 @@ def test_small_worlds_interleaved_on_cuda_bitwise_as_not():
     _in_flight_bitwise("cuda", _INTERLEAVED, least_flown=2 * 90)
 
 
+_BY_STAGE = """
+import sys
+import numpy as np
+from fx2d_gpu.device import launching, runtime
+backend = runtime.ensure_initialized(sys.argv[1])
+from benchmarks.launches import barrier_generation
+from tests.test_small_worlds_one_launch import _piles, _run
+runs, met = [], []
+# By stage, by stage with its colours by turns, a world a thread (the reference).
+for by_stage, turns in ((True, False), (True, True), (False, False)):
+    # gpu_team_slots 0: CUDA's grid team (a block a multiprocessor), not one block.
+    scene = _piles(sys.argv[1], "xpbd", n_worlds=64, color_small_worlds=True,
+                   small_worlds_by_stage=by_stage, colors_by_turns=turns, gpu_team_slots=0)
+    scene.step_context()
+    before = barrier_generation(scene)
+    runs.append(_run(scene, read_each=False)[0])
+    met.append(barrier_generation(scene) - before)
+flown = launching.kernel_launches()["fx2d_gpu.physics.solver.fused._worlds_in_flight"]
+same = [all(np.array_equal(x, y) for x, y in zip(run, runs[-1], strict=True)) for run in runs]
+print("barriers met:", met, "bitwise as a world a thread:", same)
+print(backend, flown, met[0] > met[1] > 0 and all(same))
+"""
+
+
+def test_small_worlds_by_stage_on_cuda_bitwise_as_a_world_a_thread():
+    """Small worlds' substeps by stage (StepOptions.small_worlds_by_stage) on CUDA's grid
+    team, and with their colours by turns (colors_by_turns): 64 piling worlds, 100 steps in
+    flight, the last step's state, contacts and events bit for bit as a world a thread in
+    the same colours, the team's barriers met, fewer by turns
+    (tests/test_small_worlds_by_stage.py: the same on a CPU team, every step)."""
+    if not runtime.gpu_backend_available("cuda"):
+        pytest.skip("no CUDA GPU on this machine")
+    _in_flight_bitwise("cuda", _BY_STAGE, least_flown=3 * 90)
+
+
 def test_scenes_on_cuda_match_the_cpu_backend(tmp_path):
     if not runtime.gpu_backend_available("cuda"):
         pytest.skip("no CUDA GPU on this machine")

@@ -54,8 +54,23 @@ SCAN_BLOCK = 256
 #: passes on a GPU with "cpu"; the sums are the same either way (integers). Read as a kernel
 #: compiles (at its first call) and as a pool is made (a GPU's passes keep a sum a number).
 SCAN_PASSES = None
+#: How a team's members take the body and joint slots of an item stage, on any backend:
+#: "turns" (member, member + n_members, ...: a GPU's, whose warp's lanes then read
+#: neighbouring slots) or "shares" (a consecutive share each: a CPU's, whose threads then
+#: write lines of their own); None: the backend's. The items are independent, so the
+#: results are the same either way; a test's switch (tests/test_small_worlds_by_stage.py
+#: steps a CPU team the GPU's way). Read as a kernel compiles.
+TEAM_ITEMS = None
 #: Taichi's CPU architectures (the others are GPUs').
 _CPU_ARCHS = ("x64", "arm64")
+
+
+def team_items_by_turns() -> bool:
+    """Whether a team's members take an item stage's slots in turn: TEAM_ITEMS says so, or
+    else Taichi's current backend is a GPU's (compile-time: ti.static)."""
+    if TEAM_ITEMS is not None:
+        return TEAM_ITEMS == "turns"
+    return ti.lang.impl.current_cfg().arch.name not in _CPU_ARCHS
 
 
 def scans_on_gpu() -> bool:

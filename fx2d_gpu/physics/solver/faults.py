@@ -121,15 +121,19 @@ def mark_faults(
     n_bodies,
     n_joints,
 ):
-    """Mark the faulty body slots in [slots[0], slots[1]) and torn joints in joint_slots
-    (the same): each world's first of each in faults.first_slot and first_joint (a torn
-    joint marks its child body too), counting each world marked in faults.count. Any
-    thread may mark any world: the marks are atomic minima; the worlds' marks and the
-    count must be cleared before (clear_faults)."""
-    for slot in range(slots[0], slots[1]):
+    """Mark the faulty body slots slots[0], slots[0] + slots[2], ... below slots[1] and the
+    torn joints of joint_slots (the same; team.slots_of): each world's first of each in
+    faults.first_slot and first_joint (a torn joint marks its child body too), counting
+    each world marked in faults.count. Any thread may mark any world: the marks are atomic
+    minima; the worlds' marks and the count must be cleared before (clear_faults)."""
+    slot = slots[0]
+    while slot < slots[1]:
         _mark_slot(bodies, faults, slot, n_bodies)
-    for joint_slot in range(joint_slots[0], joint_slots[1]):
+        slot += slots[2]
+    joint_slot = joint_slots[0]
+    while joint_slot < joint_slots[1]:
         _mark_joint(model, bodies, joints, faults, joint_slot, n_bodies, n_joints)
+        joint_slot += joint_slots[2]
 
 
 @ti.func

@@ -83,6 +83,7 @@ from .interleaved import (
 from .joints import JOINT_SWEEPS
 from .overflow import apply_mean_delta, clear_entries
 from .pairs import carry_pair, record_constraint_counts, saved_pairs_args
+from .plan import plan_step
 from .reporting import (
     MAX_REFRESH_BACKOFF,
     copy_listed,
@@ -220,6 +221,8 @@ def _pass_by_world(
                 True,
                 False,
                 ti.Vector([-1, 0, 0]),
+                False,
+                n_worlds,
             )
 
 
@@ -369,10 +372,27 @@ def step_by_world(ctx: "StepContext", launch: WorldLaunch) -> WorldStep:
     launches' answers would have been noted, and where it stopped, finishes the step their
     way. The same results bit for bit (tests/test_small_worlds_one_launch.py); on a GPU four
     launches and four host syncs a step become one and one."""
-    a = _launch(
-        ctx, by_world=True, n_members=ctx.n_worlds, stride=team.world_stride(ctx), worlds=launch
-    )
+    threads = worlds_stage_team(ctx)
+    if threads:
+        a = _launch(ctx, by_world=BY_STAGE, n_members=threads, worlds=launch)
+    else:
+        a = _launch(
+            ctx, by_world=True, n_members=ctx.n_worlds, stride=team.world_stride(ctx), worlds=launch
+        )
     return world_step(a)
+
+
+def worlds_stage_team(ctx: "StepContext") -> int:
+    """Threads of the team that solves a small worlds' step's substeps stage by stage
+    (StepOptions.small_worlds_by_stage, BY_STAGE; StepPlan.worlds_by_stage): the step's team
+    (team.threads_for: a CPU's threads, CUDA's grid team), or 0: a world a thread, where the
+    option is off or the step has no team of several threads (the two solve in the same
+    order: the same results).
+    """
+    plan = ctx.plan
+    if plan is None:  # (a launch outside a step: the plan a step would make now)
+        plan = plan_step(ctx, False, team.threads_for(ctx))
+    return plan.team_threads if plan.worlds_by_stage else 0
 
 
 def world_step(a) -> WorldStep:
@@ -426,6 +446,7 @@ def _in_flight(ctx: "StepContext", slot: int, late: int, launch: WorldLaunch | N
     contacts = launch is not None
     if launch is None:
         launch = WorldLaunch(margin=0.0, motion_time=0.0, save=False, report=False, sleep=False)
+    stage_team = worlds_stage_team(ctx) if contacts else 0
     _worlds_in_flight(
         model=pool.model,
         bodies=pool.bodies,
@@ -443,11 +464,13 @@ def _in_flight(ctx: "StepContext", slot: int, late: int, launch: WorldLaunch | N
         events=pool.events,
         islands=pool.islands,
         solver=ctx.solver,
-        world_block=ctx.options.gpu_world_block,
-        turns=False,
-        interleave=interleaves(ctx),
+        by_world=BY_STAGE if stage_team else True,
+        n_members=stage_team or ctx.n_worlds,
+        world_block=0 if stage_team else ctx.options.gpu_world_block,
+        turns=bool(stage_team) and ctx.options.colors_by_turns and not gpu_team.on_spirv(),
+        interleave=not stage_team and interleaves(ctx),
         begin_by_item=contacts and begins_by_item(ctx),
-        world_stride=team.world_stride(ctx),
+        world_stride=1 if stage_team else team.world_stride(ctx),
         n_worlds=ctx.n_worlds,
         n_bodies=ctx.n_bodies,
         n_joints=ctx.n_joints,
@@ -699,6 +722,13 @@ _MAY_REUSE, _RECOLOR, _KEEP_COLORS = range(3)
 #: lists and the substeps (found_step_by_team).
 SUBSTEPS, BEGIN, KEPT, FOUND = 0, 1, 2, 3
 
+#: _substeps' `by_world` (compiled in): who runs a launch's loops. A team's threads share
+#: every stage (False: large worlds); a world a member in every loop (True,
+#: A_WORLD_A_THREAD: small worlds); BY_STAGE: a small worlds' step whose loops are a world
+#: a thread but for its substeps, which a team's threads share stage by stage, colour after
+#: colour, as a large world's (StepOptions.small_worlds_by_stage: worlds_stage_team).
+A_WORLD_A_THREAD, BY_STAGE = 1, 2
+
 
 def _launch(
     ctx: "StepContext",
@@ -788,6 +818,7 @@ def _launch_args(
     its answer with: (whether its broad phase may find the pairs, whether it refreshes the
     reported list, whether it builds it)."""
     pool = ctx.pool
+    per_world = bool(by_world) and by_world != BY_STAGE
     folded = folds(ctx, by_world) or worlds is not None
     refresh, report = _report_flags(ctx, by_world, mode, folded)
     margin, motion_time = refit if refit is not None else (0.0, 0.0)
@@ -799,9 +830,8 @@ def _launch_args(
         report, sleep = worlds.report, worlds.sleep
     find = folded and mode == KEPT and refit is not None and finds_in_launch(ctx)
     wake = folded and mode == KEPT and refit is not None and ctx.options.wake_in_launch
-    # The team's colouring is compiled into every large world's folded kernel, and turned
-    # on or off at launch by color_args (its _RECOLOR entry): one compile serves
-    # color_in_launch on and off, where a template flag compiled the ~1-minute kernel twice.
+    # The team's colouring is compiled into every large world's folded kernel, turned on or
+    # off at launch by color_args' _RECOLOR: one compile serves color_in_launch on and off.
     recolors = folded and worlds is None
     colors_here = recolors and ctx.options.color_in_launch
     args = dict(
@@ -822,14 +852,14 @@ def _launch_args(
         islands=pool.islands,
         solver=ctx.solver,
         n_members=n_members,
-        by_world=bool(by_world),
+        by_world=BY_STAGE if by_world == BY_STAGE else bool(by_world),
         # (compiled in: a team's kernel takes 0, so the option never compiles it again)
-        world_block=ctx.options.gpu_world_block if by_world else 0,
+        world_block=ctx.options.gpu_world_block if per_world else 0,
         # (compiled in: a per-world kernel never takes turns; nor SPIR-V, whose
         # invocations have no promise of progress while another waits)
-        turns=bool(ctx.options.colors_by_turns) and not by_world and not gpu_team.on_spirv(),
+        turns=bool(ctx.options.colors_by_turns) and not per_world and not gpu_team.on_spirv(),
         # (compiled in: a team's kernel takes False, and one without contacts begin_by_item)
-        interleave=bool(by_world) and interleaves(ctx),
+        interleave=per_world and interleaves(ctx),
         begin_by_item=bool(by_world) and contacts and begins_by_item(ctx),
         world_stride=stride,
         n_worlds=ctx.n_worlds,
@@ -1633,6 +1663,8 @@ def _member_pass(
     contacts: ti.template(),
     turns: ti.template(),
     chain,
+    joints_by_world: ti.template(),
+    n_worlds,
 ):
     """A colour pass over a member's constraints, colour after colour (see
     _next_constraint), the team waiting for each colour to end before the next; on a team,
@@ -1655,7 +1687,13 @@ def _member_pass(
     constraint waits for its bodies' constraints of lower colours (coloring.take_turns);
     the team meets once after the round, but in a chain (StepOptions.stages_by_turns;
     `chain`: take_turns', (substep, pass, last); substep -1 outside one) where the pass is
-    not its last."""
+    not its last.
+
+    `joints_by_world` (a team's small worlds' substeps by stage, BY_STAGE: n_worlds
+    worlds): a later sweep over the joints alone takes the worlds a share each, each
+    world's joints in colour order (_world_joints), and the team meets once after it, not
+    once a colour: the same solves in the same order on each body (a world's joints are
+    the only ones at its bodies)."""
     n_rounds = n_colors
     groups = ti.static((model, bodies, joints, manifolds, coloring, counts))  # (take_turns')
     first_overflow, overflow_pairs, overflow_end = 0, 0, 0
@@ -1670,6 +1708,27 @@ def _member_pass(
         # contacts with an immovable body, the overflow's excepted.
         immovable = immovable_sweep == 1 and sweep == sweeps
         joints_alone = sweep > 0 and not immovable
+        if ti.static(joints_by_world):
+            if joints_alone:
+                lo, hi = team.share(0, n_worlds, member, n_members)
+                for world in range(lo, hi):
+                    _world_joints(
+                        model,
+                        bodies,
+                        joints,
+                        manifolds,
+                        prepared,
+                        coloring,
+                        counts,
+                        constraint_of,
+                        world,
+                        n_bodies,
+                        n_joints,
+                        n_colors,
+                        h,
+                    )
+                team.barrier(counts, n_members, team.SPIN_LIMIT)
+                continue
         by_turns = False
         if ti.static(turns and not by_world):
             by_turns = sweep == 0 and n_colors > 0
@@ -1772,6 +1831,34 @@ def _member_pass(
 
 
 @ti.func
+def _world_joints(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    manifolds: ti.template(),
+    prepared: ti.template(),
+    coloring: ti.template(),
+    counts: ti.template(),
+    constraint_of: ti.template(),
+    world,
+    n_bodies,
+    n_joints,
+    n_colors,
+    h,
+):
+    """A world's joint slots solved by constraint_of in colour order (each colour's in
+    slot order), as a world a thread's later sweep over the joints alone solves them
+    (_next_constraint by world)."""
+    first_joint = counts.n_pairs[None] + world * n_joints
+    for color in range(n_colors):
+        for k in range(first_joint, first_joint + n_joints):
+            if coloring.color[k] == color:
+                constraint_of(
+                    model, bodies, joints, manifolds, prepared, counts, k, n_bodies, h, -1
+                )
+
+
+@ti.func
 def _member_items(
     model: ti.template(),
     bodies: ti.template(),
@@ -1789,7 +1876,8 @@ def _member_items(
     pair_blocks,
     role: ti.template(),
 ):
-    """An item stage over a member's items (joint_range, body_range: [lo, hi); pairs: in
+    """An item stage over a member's items (joint_range, body_range: first, end and step,
+    team.slots_of; pairs: in
     blocks dealt round the team, team.dealt_blocks: in colour order the pairs without
     points, cheap here, lie at the end), then the team's barrier (_meets_after); twice for
     bullets where the stage sweeps them (the team waiting in between). One call of
@@ -1804,7 +1892,8 @@ def _member_items(
             n_rounds += s.bullets
         for round in range(n_rounds):
             if ti.static(stage.domain == JOINT_SLOTS):
-                for joint_slot in range(joint_range[0], joint_range[1]):
+                joint_slot = joint_range[0]
+                while joint_slot < joint_range[1]:
                     stage.run(
                         model,
                         bodies,
@@ -1817,8 +1906,10 @@ def _member_items(
                         s,
                         round,
                     )
+                    joint_slot += joint_range[2]
             elif ti.static(stage.domain == BODY_SLOTS):
-                for slot in range(body_range[0], body_range[1]):
+                slot = body_range[0]
+                while slot < body_range[1]:
                     if ti.static(role.waits):
                         if s.chained == 1 and _waits_here(role, s.substep) == 1:
                             wait_for_stages(
@@ -1837,6 +1928,7 @@ def _member_items(
                     if ti.static(role.passes):
                         if s.chained == 1:
                             stages_taken(model, bodies, coloring, slot, s.n_bodies)
+                    slot += body_range[2]
             else:
                 ti.static_assert(stage.domain == PAIRS)
                 block, size = pair_blocks[0], team.pair_block()
@@ -2070,6 +2162,8 @@ def _worlds_in_flight(
     events: ti.template(),
     islands: ti.template(),
     solver: ti.template(),
+    by_world: ti.template(),
+    n_members: ti.i32,
     world_block: ti.template(),
     turns: ti.template(),
     interleave: ti.template(),
@@ -2124,8 +2218,8 @@ def _worlds_in_flight(
         islands,
         grid,
         solver,
-        n_members=n_worlds,
-        by_world=True,
+        n_members=n_members,
+        by_world=by_world,
         world_block=world_block,
         turns=turns,
         interleave=interleave,
@@ -2681,8 +2775,11 @@ def _launch_body(
     world, the colour lists left as they are); last step's pairs and reported list are
     read from its answer where `late` (its slot + 1) says it was in flight too; and the
     answer is held in counts.answers[answer_slot] (_hold_answer)."""
+    # The substeps' loop: a member a world, or a team's threads (a large world's team, or
+    # small worlds' substeps by stage: BY_STAGE, whose other loops are a world a thread).
+    per_world = ti.static(by_world == A_WORLD_A_THREAD)
     team_size, stride = 1, world_stride
-    if ti.static(not by_world):
+    if ti.static(not per_world):
         team_size, stride = n_members, team.items_per_member(n_members)
     n_slots = n_worlds * n_bodies
     n_items = n_members * stride
@@ -2806,24 +2903,26 @@ def _launch_body(
         )
         if runs_now == 1:
             substep_begun = BEGUN_PREPARED
-    if ti.static(not by_world and gpu_team.on_gpu()):
+    if ti.static(not per_world and gpu_team.on_gpu()):
         ti.loop_config(block_dim=gpu_team.BLOCK_THREADS)  # a block, or a grid team's blocks
-    elif ti.static(by_world and gpu_team.on_cuda()):
+    elif ti.static(per_world and gpu_team.on_cuda()):
         ti.loop_config(block_dim=world_block)  # its registers (StepOptions.gpu_world_block)
     for item in range(n_items):
         member = team.member_of(item, stride)
         if member >= 0:
-            body_range = ti.Vector([member * n_bodies, (member + 1) * n_bodies])
-            joint_range = ti.Vector([member * n_joints, (member + 1) * n_joints])
+            # (first, end, step: team.slots_of)
+            body_range = ti.Vector([member * n_bodies, (member + 1) * n_bodies, 1])
+            joint_range = ti.Vector([member * n_joints, (member + 1) * n_joints, 1])
             pair_range, team_member = ti.Vector([0, 0]), 0
-            if ti.static(by_world and contacts):
+            if ti.static(per_world and contacts):
                 pair_range = ti.Vector(
                     [manifolds.pair_start[body_range[0]], manifolds.pair_start[body_range[1]]]
                 )
             else:
-                body_range = ti.Vector(team.share(0, n_slots, member, n_members))
-                joint_range = ti.Vector(team.share(0, n_worlds * n_joints, member, n_members))
-                pair_range, team_member = ti.Vector([0, n_pairs]), member
+                body_range = team.slots_of(0, n_slots, member, n_members)
+                joint_range = team.slots_of(0, n_worlds * n_joints, member, n_members)
+                # (`found`: n_pairs, or the pairs a small worlds' launch found: BY_STAGE)
+                pair_range, team_member = ti.Vector([0, found]), member
             pair_blocks = ti.Vector(team.dealt_blocks(pair_range[0], pair_range[1], team_member))
             # What a broad phase in the launch changes (`find`): the pairs, the mode, the
             # report's flags.
@@ -2831,20 +2930,29 @@ def _launch_body(
             # The colouring the passes solve in: last step's, unless the launch makes one.
             check, pass_colors, pass_overflow = color_args[_MAY_REUSE], world_colors[0], overflow
             if mode != BEGIN:
-                if ti.static(by_world):
+                if ti.static(per_world):
                     clear_faults(faults, member)
                 else:
                     lo, hi = team.share(0, n_worlds, member, n_members)
                     for world in range(lo, hi):
                         clear_faults(faults, world)
-                    if member == 0:
-                        for entry in ti.static(range(TALLY_SLOTS)):
-                            counts.tally[entry] = 0
-                    if ti.static(folded):
-                        if mode == FOUND:
-                            _carry_by_team(
-                                manifolds, previous, counts, member, team_size, n_pairs, n_joints
-                            )
+                    # (BY_STAGE: the launch cleared the tallies first, and its colouring
+                    # noted there; it carried last step's contacts as it coloured.)
+                    if ti.static(not by_world):
+                        if member == 0:
+                            for entry in ti.static(range(TALLY_SLOTS)):
+                                counts.tally[entry] = 0
+                        if ti.static(folded):
+                            if mode == FOUND:
+                                _carry_by_team(
+                                    manifolds,
+                                    previous,
+                                    counts,
+                                    member,
+                                    team_size,
+                                    n_pairs,
+                                    n_joints,
+                                )
                     team.barrier(counts, team_size, team.SPIN_LIMIT)
             s = _first_substep(n_bodies, n_joints, h, dt, substeps, substep_begun, bullets)
             stages = ti.static(STAGES[solver] if contacts else CONTACTLESS_STAGES[solver])
@@ -2973,8 +3081,8 @@ def _launch_body(
             # A small world's substeps on its state interleaved (StepOptions.
             # interleave_small_worlds, solver/interleaved.py): the groups as its stages see
             # them, its state copied in here and out after the substeps.
-            bodies_interleaved = ti.static(by_world and interleave)
-            pairs_interleaved = ti.static(by_world and interleave and contacts)
+            bodies_interleaved = ti.static(per_world and interleave)
+            pairs_interleaved = ti.static(per_world and interleave and contacts)
             layout = ti.Vector([1, pair_range[0]])
             if ti.static(pairs_interleaved):
                 layout = pair_layout(
@@ -3120,7 +3228,7 @@ def _launch_body(
                                         stage.joints,
                                         member,
                                         team_size,
-                                        by_world,
+                                        per_world,
                                         n_bodies,
                                         n_joints,
                                         pass_colors,
@@ -3131,6 +3239,8 @@ def _launch_body(
                                         contacts,
                                         turns,
                                         chain,
+                                        ti.static(by_world == BY_STAGE),
+                                        n_worlds,
                                     )
                             else:
                                 _member_items(
@@ -3158,6 +3268,7 @@ def _launch_body(
                 )
                 if ti.static(not contacts):
                     if clears_forces == 1:
+                        # (a world's slots: a step without contacts is a world a thread)
                         for slot in range(body_range[0], body_range[1]):
                             clear_force(bodies, slot)
                 if ti.static(not by_world):

@@ -259,7 +259,8 @@ class StepOptions:
             constraint where a barrier costs microseconds). CPU teams and CUDA (compute
             capability 7.0 on, whose threads progress while others of their warp wait)
             only: Vulkan and Metal promise no progress to a waiting invocation's neighbours
-            and ignore it.
+            and ignore it. Small worlds whose substeps run by stage
+            (small_worlds_by_stage) take it too.
         stages_by_turns: with colors_by_turns, the body stages between a substep's two
             colour passes and between substeps (integrate velocities and positions, the
             warm start, the continuous sweep) take turns too (coloring.take_turns' chain):
@@ -296,6 +297,23 @@ class StepOptions:
             True: on a CPU backend too (where the step folds: fold_on_cpu); False: never.
             Never on Vulkan or Metal, whose SPIR-V code generator (Taichi 1.7.4) fails on
             the kernel.
+        small_worlds_by_stage: a small worlds' step in one launch solves its substeps with
+            the step's team (a CPU's threads, CUDA's grid team: a block a multiprocessor,
+            whatever the scene's slots) sharing every stage over all the worlds' items,
+            colour after colour, meeting at the team's barrier, as a large world's team
+            does (fused.BY_STAGE); its other loops (the broad phase, the colouring, the
+            report) stay a world a thread. A world a thread runs each world's stages one
+            after another on one of 65,536 threads, a few warps a multiprocessor, each
+            load waiting on the last; by stage, each stage's items are shared by the whole
+            team (XPBD's later sweep over the joints a world a member, the team meeting
+            once after it). Needs color_small_worlds (several colours: a world's
+            constraints all in colour 0 share bodies, and only one thread may solve them);
+            takes colors_by_turns where it is on. The same results bit for bit as a world
+            a thread with color_small_worlds, which takes its place where the step has no
+            team of several threads (Vulkan and Metal beyond one block). The team meets at
+            66 barriers a step (soft step; 32 by turns) and 182 (XPBD; 98), 256 worlds
+            counted on the CPU team. Off by default until a GPU measures it
+            (benchmarks/device_run.sh).
         team_timings: when the CPU team's barriers are probed again and how its duel
             chooses between a team of several threads and one, with the clock it times
             steps by (solver/team.py's TeamTimings; the defaults are the measured ones).
@@ -307,7 +325,8 @@ class StepOptions:
         ValueError: colors_per_launch outside [1, MAX_COLORS], noted_partners or
             gpu_team_slots, gpu_grid_team_slots or gpu_grid_blocks below 0,
             gpu_grid_blocks above gpu_team.MAX_GRID_BLOCKS (181), gpu_world_block not a
-            multiple of 32 from 32 to 1,024.
+            multiple of 32 from 32 to 1,024, small_worlds_by_stage without
+            color_small_worlds.
     """
 
     team: bool = True
@@ -343,6 +362,7 @@ class StepOptions:
     stages_by_turns: bool = True
     interleave_small_worlds: bool | None = None
     small_worlds_begin_by_item: bool | None = None
+    small_worlds_by_stage: bool = False
     team_timings: TeamTimings = TeamTimings()
 
     def __post_init__(self):
@@ -383,6 +403,11 @@ class StepOptions:
             )
         if self.noted_partners < 0:
             raise ValueError(f"StepOptions.noted_partners must be >= 0, got {self.noted_partners}")
+        if self.small_worlds_by_stage and not self.color_small_worlds:
+            raise ValueError(
+                "StepOptions.small_worlds_by_stage needs color_small_worlds=True: in one "
+                "colour a world's constraints share bodies, so a team cannot share them"
+            )
 
     def folds_stages(self, on_gpu: bool) -> bool:
         """Whether the team's kernel holds stages from outside the substeps (the found step's,
@@ -448,6 +473,8 @@ class StepPlan:
             stages of StepOptions, where they apply this step.
         worlds_launch: the small worlds' whole step runs in one launch
             (StepOptions.small_worlds_in_one_launch, fused.step_by_world), not profiled.
+        worlds_by_stage: that launch's substeps run on the team (team_threads, several),
+            stage by stage over every world (StepOptions.small_worlds_by_stage).
         contactless: the step has no contacts (StepOptions.contactless_step): one launch,
             the substeps without the contact stages and the forces cleared, nothing else
             (step.contactless_step), not profiled.
@@ -461,6 +488,7 @@ class StepPlan:
     carry_in_coloring: bool
     sleep_in_report: bool
     worlds_launch: bool = False
+    worlds_by_stage: bool = False
     contactless: bool = False
 
     def substep_executor(self, solves_by_world: bool) -> Executor:
@@ -470,7 +498,7 @@ class StepPlan:
         if self.profiled:
             return Executor.PER_STAGE
         if solves_by_world:
-            return Executor.BY_WORLD
+            return Executor.TEAM if self.worlds_by_stage else Executor.BY_WORLD
         return Executor.TEAM if self.team_threads else Executor.PER_STAGE
 
     def launches(self) -> dict[str, str]:
@@ -512,6 +540,7 @@ def plan_step(ctx: StepContext, profiled: bool, team_threads: int) -> StepPlan:
     options = ctx.options
     threads = 0 if profiled else team_threads
     small = ctx.small_worlds
+    worlds_launch = small and not profiled and options.folds_small_worlds(gpu_team.on_gpu())
     return StepPlan(
         profiled=profiled,
         team_threads=threads,
@@ -520,7 +549,8 @@ def plan_step(ctx: StepContext, profiled: bool, team_threads: int) -> StepPlan:
         save_in_broad_phase=small and options.save_in_broad_phase,
         carry_in_coloring=options.carry_in_coloring,
         sleep_in_report=options.sleep_in_report and not profiled,
-        worlds_launch=small and not profiled and options.folds_small_worlds(gpu_team.on_gpu()),
+        worlds_launch=worlds_launch,
+        worlds_by_stage=worlds_launch and options.small_worlds_by_stage and threads > 1,
         contactless=not profiled and steps_without_contacts(ctx),
     )
 

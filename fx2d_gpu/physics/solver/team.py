@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 
 import taichi as ti
 
-from ...device import BARRIER_SLOTS, runtime
+from ...device import BARRIER_SLOTS, runtime, team_items_by_turns
 from ...device.launching import quick
 from . import gpu_team
 
@@ -236,6 +236,21 @@ def share(begin, end, member, n_members):
         begin + q * member + r * member // n_members,
         begin + q * (member + 1) + r * (member + 1) // n_members,
     )
+
+
+@ti.func
+def slots_of(begin, end, member, n_members):
+    """A member's slots of [begin, end) in a stage over body or joint slots, as (first, end,
+    step): on a GPU (device.team_items_by_turns) in turn, member, member + n_members, ...,
+    so that a warp's lanes read neighbouring slots (a consecutive share each left a lane
+    ~15 slots from the next at 65,536 small worlds on a grid team); on a CPU its share, in
+    lines of its own. Each slot's stage is its own: the same results either way."""
+    first, last, step = 0, 0, 1
+    if ti.static(team_items_by_turns()):
+        first, last, step = begin + member, end, n_members
+    else:
+        first, last = share(begin, end, member, n_members)
+    return ti.Vector([first, last, step])
 
 
 #: Pairs per block of a stage whose items cost unevenly (dealt_blocks): enough to keep a
@@ -600,7 +615,10 @@ def threads_for(ctx: "StepContext") -> int:
     is off. On a GPU backend, the GPU team's block (gpu_team.threads_for: scenes of at most
     StepOptions.gpu_team_slots body slots), above them on CUDA a grid team where
     StepOptions.gpu_grid_team asks, up to StepOptions.gpu_grid_team_slots (a block per
-    multiprocessor; none once its barrier ran out). A step asks
+    multiprocessor; none once its barrier ran out). Small worlds that solve their
+    substeps by stage (StepOptions.small_worlds_by_stage) take a team at any size: a CPU's
+    threads where their loops run serially, CUDA's grid team above gpu_grid_team_slots,
+    where a world a thread is the other choice (fused.worlds_stage_team). A step asks
     once, as it plans (solver/plan.py), and its stages read the plan's answer
     (threads_in_step)."""
     if not ctx.cpu:
@@ -608,6 +626,9 @@ def threads_for(ctx: "StepContext") -> int:
         blocks = 0
         if options.gpu_grid_team and not _state["broken"]:
             blocks = gpu_team.grid_blocks(options.gpu_grid_blocks)
+        grid_slots = options.gpu_grid_team_slots
+        if ctx.small_worlds and options.small_worlds_by_stage:
+            grid_slots = ctx.n_slots  # (a thread a world is the other choice: any size)
         threads = gpu_team.threads_for(
             ctx.n_slots,
             ctx.serial,
@@ -615,14 +636,14 @@ def threads_for(ctx: "StepContext") -> int:
             options.gpu_team_slots,
             runtime.on_software_vulkan(),
             blocks,
-            options.gpu_grid_team_slots,
+            grid_slots,
         )
         # A grid team's barrier can run out (a block not resident): check() looks.
         _state["handed"] = _state["handed"] or threads > gpu_team.BLOCK_THREADS
         return threads
     if not ctx.options.team:
         return 0
-    if ctx.serial:
+    if ctx.serial and not (ctx.small_worlds and ctx.options.small_worlds_by_stage):
         return 1
     threads = probe_threads(ctx.pool.counts, ctx.options.team_timings)
     many = _duel["many"] if _duel["now"] is None else _duel["now"]
