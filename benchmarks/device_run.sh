@@ -235,8 +235,6 @@ lease | lease_more)
             # without their colours (color_small_worlds, which by stage needs): 65,536
             # worlds, one process, one pool (benchmarks/small_worlds_paths.py).
             paths soft_step 150
-            bench 50 --solver soft_step batched_small --step-option small_worlds_begin_by_item=false
-            bench 50 --solver soft_step batched_small --step-option interleave_small_worlds=false
             # The large pyramid on the grid team (1.62 ms on 2026-12-04 at 122 barriers a
             # step; 85 a kept step now), and with a pass's colours by turns
             # (StepOptions.colors_by_turns: a counter and two fences a constraint where the
@@ -245,6 +243,9 @@ lease | lease_more)
             # above check both bit for bit on CUDA first.
             bench 45 --solver soft_step large_pyramid
             bench 45 --solver soft_step large_pyramid --step-option colors_by_turns=true
+            # (Then the halves of the A/Bs that say what an earlier change gave.)
+            bench 50 --solver soft_step batched_small --step-option small_worlds_begin_by_item=false
+            bench 50 --solver soft_step batched_small --step-option interleave_small_worlds=false
             bench 45 --solver soft_step large_pyramid --step-option colors_by_turns=true \
                 --step-option stages_by_turns=false
             # The grid team at scale (the default up to 200,000 body slots): 100k, soft step.

@@ -25,6 +25,7 @@ Index conventions, world first:
     constraint  c in [0, n_pairs + n_joint_slots)  (pairs, then joint slots)
 """
 
+import contextlib
 import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -58,11 +59,26 @@ SCAN_PASSES = None
 #: "turns" (member, member + n_members, ...: a GPU's, whose warp's lanes then read
 #: neighbouring slots) or "shares" (a consecutive share each: a CPU's, whose threads then
 #: write lines of their own); None: the backend's. The items are independent, so the
-#: results are the same either way; a test's switch (tests/test_small_worlds_by_stage.py
-#: steps a CPU team the GPU's way). Read as a kernel compiles.
+#: results are the same either way; a test's switch (team_items_taken:
+#: tests/test_small_worlds_by_stage.py steps a CPU team the GPU's way). Read as a kernel
+#: compiles.
 TEAM_ITEMS = None
 #: Taichi's CPU architectures (the others are GPUs').
 _CPU_ARCHS = ("x64", "arm64")
+
+
+@contextlib.contextmanager
+def team_items_taken(way: str):
+    """While entered, kernels that compile take a team's slots `way` (TEAM_ITEMS: "turns"
+    or "shares"); a kernel keeps the build of its first call."""
+    if way not in ("turns", "shares"):
+        raise ValueError(f"team_items_taken: way must be 'turns' or 'shares', got {way!r}")
+    global TEAM_ITEMS
+    saved, TEAM_ITEMS = TEAM_ITEMS, way
+    try:
+        yield
+    finally:
+        TEAM_ITEMS = saved
 
 
 def team_items_by_turns() -> bool:

@@ -2918,7 +2918,7 @@ def _launch_body(
                 pair_range = ti.Vector(
                     [manifolds.pair_start[body_range[0]], manifolds.pair_start[body_range[1]]]
                 )
-            else:
+            elif ti.static(not per_world):  # (a world a thread without contacts: its own)
                 body_range = team.slots_of(0, n_slots, member, n_members)
                 joint_range = team.slots_of(0, n_worlds * n_joints, member, n_members)
                 # (`found`: n_pairs, or the pairs a small worlds' launch found: BY_STAGE)
