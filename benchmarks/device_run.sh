@@ -48,9 +48,10 @@
 #                  member's atomic or plain read after it, with no work
 #                  (benchmarks/grid_sync.py), the device prefix sum's GPU and CPU passes
 #                  (benchmarks/scan.py), the soft step's small worlds on the defaults,
-#                  the small worlds' paths side by side (a world a thread, coloured or
-#                  not; by stage on the grid team, by turns or not:
-#                  benchmarks/small_worlds_paths.py),
+#                  the small worlds' paths side by side at 65,536 worlds (a world a
+#                  thread, coloured or not; by stage on the grid team, by turns or not:
+#                  benchmarks/small_worlds_paths.py; the soft step first, XPBD after the
+#                  pyramid's first two),
 #                  with their first substep begun a world a thread
 #                  (StepOptions.small_worlds_begin_by_item=false), and not interleaved
 #                  (StepOptions.interleave_small_worlds),
@@ -61,8 +62,8 @@
 #   lease_more     right after it, in the rest of the 15 minutes (LEASE_S=what is left): the
 #                  1M pile on its default path (soft step), the cart-pole envs and their host side
 #                  (benchmarks/env_host.py), XPBD's
-#                  small worlds (by stage, with colours by turns too, begun by item and
-#                  not) and pyramid (by turns and not), the 1M pile's kernel
+#                  small worlds (begun by item and not) and pyramid (by turns and not),
+#                  the 1M pile's kernel
 #                  profile, XPBD's small worlds not interleaved, Nsight Compute on the small
 #                  worlds' step kernel (occupancy, warp stalls, memory:
 #                  benchmarks/step_loop.py), then as far as it goes: the pyramid on 32 blocks
@@ -227,13 +228,13 @@ lease | lease_more)
             # substep up to the narrow phase a thread a world, not a thread an item
             # (StepOptions.small_worlds_begin_by_item, CUDA's default since 2026-12-05's
             # tenth session: the narrow phase on a thread a pair).
-            bench 50 --solver soft_step batched_small
             # Their substeps by stage on the grid team (StepOptions.small_worlds_by_stage,
             # 2026-12-05's eleventh session: every stage's items shared by 33,792 threads,
             # colour after colour, where a world a thread gives an SM ~16 warps, each
             # load waiting on the last) and by turns, beside a world a thread with and
             # without their colours (color_small_worlds, which by stage needs): 65,536
-            # worlds, one process, one pool (benchmarks/small_worlds_paths.py).
+            # worlds, one process, one pool (benchmarks/small_worlds_paths.py; the first
+            # path is the defaults', as `bench batched_small` measured them at 65,536).
             paths soft_step 150
             # The large pyramid on the grid team (1.62 ms on 2026-12-04 at 122 barriers a
             # step; 85 a kept step now), and with a pass's colours by turns
@@ -243,6 +244,7 @@ lease | lease_more)
             # above check both bit for bit on CUDA first.
             bench 45 --solver soft_step large_pyramid
             bench 45 --solver soft_step large_pyramid --step-option colors_by_turns=true
+            paths xpbd 180
             # (Then the halves of the A/Bs that say what an earlier change gave.)
             bench 50 --solver soft_step batched_small --step-option small_worlds_begin_by_item=false
             bench 50 --solver soft_step batched_small --step-option interleave_small_worlds=false
@@ -270,7 +272,6 @@ lease | lease_more)
                 --steps 10 --results "$results"
             echo "== rc $?"; pack
             bench 60 --solver xpbd batched_small
-            paths xpbd 180
             bench 60 --solver xpbd batched_small --step-option small_worlds_begin_by_item=false
             bench 60 --solver xpbd large_pyramid --step-option colors_by_turns=true
             bench 60 --solver xpbd large_pyramid
