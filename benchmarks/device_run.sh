@@ -169,15 +169,17 @@ lease | lease_more)
     if [[ $part == lease ]]; then
         workers=()
         "$python" -c "import xdist" 2>/dev/null && workers=(-n 6)
-        # SIGINT at the cap: pytest then still prints why each failure failed. The team's
+        # SIGINT at the cap: pytest then still prints why each failure failed. The small
+        # worlds' substeps by stage (2026-12-05, eleventh session; the benchmarks below
+        # measure them) bit for bit as a world a thread on the grid team; the team's
         # steps in flight alone in a process of their own: twice they failed (2026-12-04,
         # second session) or never started (third) among the others; then the small
         # worlds' interleaved state (a GPU's default since 2026-12-05) bit for bit as not.
         FX2D_TEST_ARCH=$arch timeout -s INT -k 20 "$(cap 240)" "$python" -m pytest -v -rfs \
             -p no:cacheprovider --durations=5 \
+            "tests/test_vulkan.py::test_small_worlds_by_stage_on_cuda_bitwise_as_a_world_a_thread" \
             "tests/test_vulkan.py::test_team_steps_in_flight_on_${arch}_bitwise_as_one_by_one" \
             "tests/test_vulkan.py::test_small_worlds_interleaved_on_${arch}_bitwise_as_not" \
-            "tests/test_vulkan.py::test_small_worlds_by_stage_on_cuda_bitwise_as_a_world_a_thread" \
             >"$out/tests_team_in_flight.log" 2>&1 &
         in_flight=$!
         # The backend tests of the files the grid team's default (gpu_grid_team on, up to
