@@ -6,11 +6,13 @@ pool for each, so only the step's kernel is compiled anew.
 
     python -m benchmarks.small_worlds_paths [--arch cuda] [--worlds W ...]
         [--solver xpbd soft_step] [--steps N] [--window N] [--results DIR]
+        [--step-option NAME=VALUE ...]
 
 `batched_small`'s worlds (8 bodies and a joint a world; 65,536 on a GPU, 4,096 on a CPU by
 default), stepped without reading anything between steps (a GPU's steps fly: one read of
 their answers every 64), the device synced at the end of each timed window. Saves
-benchmarks/results/<device>/small_worlds_paths.csv: solver, worlds, path, the first step
+benchmarks/results/<device>/small_worlds_paths.csv (_<solver> where one is asked,
+then the step options): solver, worlds, path, the first step
 (s: the compile), ms a step (the median window), world-steps a second, the team's barriers
 a step (its generation counter; 0 for a world a thread), and whether the worlds' state
 stayed finite.
@@ -27,7 +29,15 @@ import taichi as ti
 from fx2d_gpu import scenes
 from fx2d_gpu.device import runtime
 
-from .common import device_name, print_table, save_csv, time_windows
+from .common import (
+    add_option_arguments,
+    device_name,
+    options_suffix,
+    parsed_options,
+    print_table,
+    save_csv,
+    time_windows,
+)
 from .launches import PATHS as COUNTED_PATHS
 from .launches import barrier_generation
 
@@ -48,12 +58,14 @@ PATHS = {
 }
 
 
-def measure(arch: str, solver: str, worlds: int, path: str, steps: int, window: int) -> dict:
-    """One row: `worlds` small worlds of `solver` on `path`, `steps` steps timed in windows
-    of `window` after the first (its own, timed alone: first_step_s). On a CPU backend the
-    step folds into one launch as a GPU's does (StepOptions.fold_on_cpu), on a team of
-    several threads every step."""
-    options = dict(PATHS[path])
+def measure(
+    arch: str, solver: str, worlds: int, path: str, steps: int, window: int, extra: dict
+) -> dict:
+    """One row: `worlds` small worlds of `solver` on `path` (its StepOptions, then `extra`'s),
+    `steps` steps timed in windows of `window` after the first (its own, timed alone:
+    first_step_s). On a CPU backend the step folds into one launch as a GPU's does
+    (StepOptions.fold_on_cpu), on a team of several threads every step."""
+    options = {**PATHS[path], **extra}
     if runtime.on_cpu():
         options.update(fold_on_cpu=True, team_timings=TEAM_PATH.team_timings)
     scene = scenes.batched_small(worlds, arch=arch, solver=solver, step_options=options)
@@ -78,7 +90,23 @@ def measure(arch: str, solver: str, worlds: int, path: str, steps: int, window: 
     }
 
 
-def run(arch="cuda", worlds=None, solvers=("soft_step", "xpbd"), steps=61, window=10, results=None):
+def run(
+    arch="cuda",
+    worlds=None,
+    solvers=("soft_step", "xpbd"),
+    steps=61,
+    window=10,
+    results=None,
+    step_options=None,
+):
+    """Every path of `solvers` at each of `worlds`; `step_options`: {StepOptions attribute:
+    value} over every path's. The CSV: small_worlds_paths.csv, its name ending with the
+    solver where one is asked and with the options (a lease runs each solver apart)."""
+    step_options = step_options or {}
+    name = "small_worlds_paths"
+    if len(solvers) == 1:
+        name += f"_{solvers[0]}"
+    name += options_suffix(step_options)
     backend = runtime.ensure_initialized(arch)
     worlds = worlds or [4_096 if runtime.on_cpu() else 65_536]
     base = {
@@ -90,16 +118,17 @@ def run(arch="cuda", worlds=None, solvers=("soft_step", "xpbd"), steps=61, windo
     for solver in solvers:
         for count in worlds:
             for path in PATHS:
-                rows.append({**base, **measure(arch, solver, count, path, steps, window)})
+                row = measure(arch, solver, count, path, steps, window, step_options)
+                rows.append({**base, **row})
                 print(
                     f"  {solver} {count} worlds, {path}: {rows[-1]['ms_per_step']} ms a step, "
                     f"{rows[-1]['world_steps_per_s']:,} world-steps/s",
                     flush=True,
                 )
                 # (Saved after each row: a run cut short keeps what it measured.)
-                save_csv(backend, "small_worlds_paths", rows, results)
+                save_csv(backend, name, rows, results)
     print_table(rows)
-    print("  saved", save_csv(backend, "small_worlds_paths", rows, results))
+    print("  saved", save_csv(backend, name, rows, results))
     return rows
 
 
@@ -113,10 +142,14 @@ def main(argv=None):
     parser.add_argument("--steps", type=int, default=61, help="steps a path (61)")
     parser.add_argument("--window", type=int, default=10, help="steps a timed window (10)")
     parser.add_argument("--results", default=None, help="results folder")
+    add_option_arguments(parser, "gpu_grid_blocks=176")
     args = parser.parse_args(argv)
     if args.steps < 2 or args.window < 1 or any(w < 1 for w in args.worlds or []):
         parser.error("--steps must be at least 2, --window and --worlds positive")
-    run(args.arch, args.worlds, args.solver, args.steps, args.window, args.results)
+    step_options, compile_options = parsed_options(parser, args)
+    if compile_options:
+        parser.error("--taichi-option: not here (python -m benchmarks takes them)")
+    run(args.arch, args.worlds, args.solver, args.steps, args.window, args.results, step_options)
 
 
 if __name__ == "__main__":
