@@ -86,6 +86,12 @@ def team_items_by_turns() -> bool:
     else Taichi's current backend is a GPU's (compile-time: ti.static)."""
     if TEAM_ITEMS is not None:
         return TEAM_ITEMS == "turns"
+    return _backend_on_gpu()
+
+
+def _backend_on_gpu() -> bool:
+    """Whether Taichi's current backend is a GPU's (scans_on_gpu, team_items_by_turns: the
+    device package cannot ask solver/gpu_team.py, which imports it)."""
     return ti.lang.impl.current_cfg().arch.name not in _CPU_ARCHS
 
 
@@ -94,7 +100,7 @@ def scans_on_gpu() -> bool:
     current backend is a GPU's (compile-time: scans branch on it with ti.static)."""
     if SCAN_PASSES is not None:
         return SCAN_PASSES == "gpu"
-    return ti.lang.impl.current_cfg().arch.name not in _CPU_ARCHS
+    return _backend_on_gpu()
 
 
 def _scans_keep_items() -> bool:

@@ -83,7 +83,7 @@ from .interleaved import (
 from .joints import JOINT_SWEEPS
 from .overflow import apply_mean_delta, clear_entries
 from .pairs import carry_pair, record_constraint_counts, saved_pairs_args
-from .plan import plan_step
+from .plan import current_plan
 from .reporting import (
     MAX_REFRESH_BACKOFF,
     copy_listed,
@@ -372,27 +372,21 @@ def step_by_world(ctx: "StepContext", launch: WorldLaunch) -> WorldStep:
     launches' answers would have been noted, and where it stopped, finishes the step their
     way. The same results bit for bit (tests/test_small_worlds_one_launch.py); on a GPU four
     launches and four host syncs a step become one and one."""
-    threads = worlds_stage_team(ctx)
-    if threads:
-        a = _launch(ctx, by_world=BY_STAGE, n_members=threads, worlds=launch)
-    else:
-        a = _launch(
-            ctx, by_world=True, n_members=ctx.n_worlds, stride=team.world_stride(ctx), worlds=launch
-        )
+    by_world, n_members, stride = _world_members(ctx)
+    a = _launch(ctx, by_world=by_world, n_members=n_members, stride=stride, worlds=launch)
     return world_step(a)
 
 
-def worlds_stage_team(ctx: "StepContext") -> int:
-    """Threads of the team that solves a small worlds' step's substeps stage by stage
-    (StepOptions.small_worlds_by_stage, BY_STAGE; StepPlan.worlds_by_stage): the step's team
-    (team.threads_for: a CPU's threads, CUDA's grid team), or 0: a world a thread, where the
-    option is off or the step has no team of several threads (the two solve in the same
-    order: the same results).
-    """
-    plan = ctx.plan
-    if plan is None:  # (a launch outside a step: the plan a step would make now)
-        plan = plan_step(ctx, False, team.threads_for(ctx))
-    return plan.team_threads if plan.worlds_by_stage else 0
+def _world_members(ctx: "StepContext", contacts: bool = True) -> tuple[bool | int, int, int]:
+    """(by_world, n_members, stride) of a small worlds' step's launch: BY_STAGE on the
+    step's team where its substeps run by stage (StepOptions.small_worlds_by_stage,
+    StepPlan.worlds_by_stage: a CPU's threads, CUDA's grid team), else a world a member
+    (A_WORLD_A_THREAD, team.world_stride), as a step without contacts always is (the two
+    solve in the same order: the same results)."""
+    plan = current_plan(ctx)
+    if contacts and plan.worlds_by_stage:
+        return BY_STAGE, plan.team_threads, 1
+    return True, ctx.n_worlds, team.world_stride(ctx)  # (True: A_WORLD_A_THREAD)
 
 
 def world_step(a) -> WorldStep:
@@ -446,7 +440,7 @@ def _in_flight(ctx: "StepContext", slot: int, late: int, launch: WorldLaunch | N
     contacts = launch is not None
     if launch is None:
         launch = WorldLaunch(margin=0.0, motion_time=0.0, save=False, report=False, sleep=False)
-    stage_team = worlds_stage_team(ctx) if contacts else 0
+    by_world, n_members, stride = _world_members(ctx, contacts)
     _worlds_in_flight(
         model=pool.model,
         bodies=pool.bodies,
@@ -464,13 +458,10 @@ def _in_flight(ctx: "StepContext", slot: int, late: int, launch: WorldLaunch | N
         events=pool.events,
         islands=pool.islands,
         solver=ctx.solver,
-        by_world=BY_STAGE if stage_team else True,
-        n_members=stage_team or ctx.n_worlds,
-        world_block=0 if stage_team else ctx.options.gpu_world_block,
-        turns=bool(stage_team) and ctx.options.colors_by_turns and not gpu_team.on_spirv(),
-        interleave=not stage_team and interleaves(ctx),
-        begin_by_item=contacts and begins_by_item(ctx),
-        world_stride=1 if stage_team else team.world_stride(ctx),
+        by_world=by_world,
+        n_members=n_members,
+        **_loop_flags(ctx, by_world, contacts),
+        world_stride=stride,
         n_worlds=ctx.n_worlds,
         n_bodies=ctx.n_bodies,
         n_joints=ctx.n_joints,
@@ -726,7 +717,7 @@ SUBSTEPS, BEGIN, KEPT, FOUND = 0, 1, 2, 3
 #: every stage (False: large worlds); a world a member in every loop (True,
 #: A_WORLD_A_THREAD: small worlds); BY_STAGE: a small worlds' step whose loops are a world
 #: a thread but for its substeps, which a team's threads share stage by stage, colour after
-#: colour, as a large world's (StepOptions.small_worlds_by_stage: worlds_stage_team).
+#: colour, as a large world's (StepOptions.small_worlds_by_stage: _world_members).
 A_WORLD_A_THREAD, BY_STAGE = 1, 2
 
 
@@ -818,7 +809,6 @@ def _launch_args(
     its answer with: (whether its broad phase may find the pairs, whether it refreshes the
     reported list, whether it builds it)."""
     pool = ctx.pool
-    per_world = bool(by_world) and by_world != BY_STAGE
     folded = folds(ctx, by_world) or worlds is not None
     refresh, report = _report_flags(ctx, by_world, mode, folded)
     margin, motion_time = refit if refit is not None else (0.0, 0.0)
@@ -853,14 +843,7 @@ def _launch_args(
         solver=ctx.solver,
         n_members=n_members,
         by_world=BY_STAGE if by_world == BY_STAGE else bool(by_world),
-        # (compiled in: a team's kernel takes 0, so the option never compiles it again)
-        world_block=ctx.options.gpu_world_block if per_world else 0,
-        # (compiled in: a per-world kernel never takes turns; nor SPIR-V, whose
-        # invocations have no promise of progress while another waits)
-        turns=bool(ctx.options.colors_by_turns) and not per_world and not gpu_team.on_spirv(),
-        # (compiled in: a team's kernel takes False, and one without contacts begin_by_item)
-        interleave=per_world and interleaves(ctx),
-        begin_by_item=bool(by_world) and contacts and begins_by_item(ctx),
+        **_loop_flags(ctx, by_world, contacts),
         world_stride=stride,
         n_worlds=ctx.n_worlds,
         n_bodies=ctx.n_bodies,
@@ -897,6 +880,22 @@ def _launch_args(
         clears_forces=int(clears_forces),
     )
     return args, (find, refresh, report)
+
+
+def _loop_flags(ctx: "StepContext", by_world, contacts: bool) -> dict:
+    """The flags _substeps and _worlds_in_flight compile in for a launch's loops
+    (`by_world`: False, A_WORLD_A_THREAD or BY_STAGE), by name."""
+    per_world = by_world == A_WORLD_A_THREAD
+    return dict(
+        # (a team's kernel takes 0, so the option never compiles it again)
+        world_block=ctx.options.gpu_world_block if per_world else 0,
+        # (a world a thread never takes turns; nor SPIR-V, whose invocations have no
+        # promise of progress while another waits)
+        turns=bool(ctx.options.colors_by_turns) and not per_world and not gpu_team.on_spirv(),
+        # (a team's kernel takes False, and one without contacts begin_by_item)
+        interleave=per_world and interleaves(ctx),
+        begin_by_item=bool(by_world) and contacts and begins_by_item(ctx),
+    )
 
 
 def _color_args(ctx: "StepContext", mode: int) -> tuple[int, int, int]:
@@ -1846,16 +1845,18 @@ def _world_joints(
     n_colors,
     h,
 ):
-    """A world's joint slots solved by constraint_of in colour order (each colour's in
-    slot order), as a world a thread's later sweep over the joints alone solves them
-    (_next_constraint by world)."""
-    first_joint = counts.n_pairs[None] + world * n_joints
+    """A world's joint slots solved by constraint_of colour after colour, as a world a
+    thread's later sweep over the joints alone takes them (_next_constraint by world, its
+    cursor past the world's pairs)."""
     for color in range(n_colors):
-        for k in range(first_joint, first_joint + n_joints):
-            if coloring.color[k] == color:
-                constraint_of(
-                    model, bodies, joints, manifolds, prepared, counts, k, n_bodies, h, -1
-                )
+        cursor = ti.Vector([0, 0, 0])  # (no pairs: the joints alone)
+        while True:
+            k, cursor = _next_constraint(
+                manifolds, coloring, counts, True, world, n_joints, color, cursor, True
+            )
+            if k < 0:
+                break
+            constraint_of(model, bodies, joints, manifolds, prepared, counts, k, n_bodies, h, -1)
 
 
 @ti.func

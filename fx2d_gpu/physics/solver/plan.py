@@ -34,7 +34,7 @@ from enum import Enum
 from typing import TYPE_CHECKING
 
 from ...device import MAX_COLORS
-from . import gpu_team
+from . import gpu_team, team
 from .team import TeamTimings
 
 if TYPE_CHECKING:
@@ -553,6 +553,14 @@ def plan_step(ctx: StepContext, profiled: bool, team_threads: int) -> StepPlan:
         worlds_by_stage=worlds_launch and options.small_worlds_by_stage and threads > 1,
         contactless=not profiled and steps_without_contacts(ctx),
     )
+
+
+def current_plan(ctx: StepContext) -> StepPlan:
+    """ctx's step's plan; outside a step (a stage a test drives alone) the plan an
+    unprofiled step would have now, noted on ctx."""
+    if ctx.plan is None:
+        ctx.plan = plan_step(ctx, False, team.threads_for(ctx))
+    return ctx.plan
 
 
 def steps_without_contacts(ctx: StepContext) -> bool:

@@ -92,7 +92,7 @@ from .pairs import (
     save_previous_pairs,
     store_in_color_order,
 )
-from .plan import Executor, plan_step, steps_without_contacts
+from .plan import Executor, current_plan, plan_step, steps_without_contacts
 from .profile import NO_PROFILE
 from .rejoined_joints import close_rejoined_joints
 from .reporting import note_empty_report, report_contacts
@@ -120,14 +120,6 @@ def plan_for(ctx: StepContext, profiled: bool = False):
     # (A step without contacts runs no team: its barriers are not probed.)
     no_team = profiled or steps_without_contacts(ctx)
     ctx.plan = plan_step(ctx, profiled, 0 if no_team else team.threads_for(ctx))
-
-
-def _plan(ctx: StepContext):
-    """ctx's step's plan; outside a step (a stage a test drives alone) the plan an
-    unprofiled step would have now."""
-    if ctx.plan is None:
-        ctx.plan = plan_step(ctx, False, team.threads_for(ctx))
-    return ctx.plan
 
 
 def _step(ctx: StepContext, profile):
@@ -224,7 +216,7 @@ def _find_pairs(
     coloured, whether the substeps ran)."""
     if refit is None:
         refit = refit_step_boxes(ctx, SPECULATIVE_DISTANCE, pair_window(ctx))
-    plan = _plan(ctx)
+    plan = current_plan(ctx)
     save_in_launch = plan.save_in_broad_phase and not woken
     if not (save_in_launch or saved):
         save_previous_pairs(ctx)
@@ -251,7 +243,7 @@ def _paired(ctx: StepContext, profile, solve: bool) -> tuple[bool, bool]:
     contacts carried, begin_step, the colouring and the move to its order; with `solve`,
     where a team may run them, those and the substeps in one launch (_found_step). Returns
     (whether it coloured, whether the substeps ran)."""
-    plan = _plan(ctx)
+    plan = current_plan(ctx)
     # Worlds coloured one per thread carry their contacts and plan their solve order in
     # the colouring's launch.
     by_world = plan.carry_in_coloring and colors_by_world(ctx)
@@ -285,7 +277,7 @@ def _found_launch_team(ctx: StepContext, by_world: bool) -> int:
         or not (may_reuse_coloring(ctx) or fused.colors_in_launch(ctx))
     ):
         return 0
-    return _plan(ctx).team_threads
+    return current_plan(ctx).team_threads
 
 
 def _found_step(ctx: StepContext, profile, threads: int) -> tuple[bool, bool]:
@@ -346,7 +338,7 @@ def _find_or_keep_pairs(ctx: StepContext, profile) -> tuple[bool, bool]:
     (find_pairs). Where a step may keep its pairs in one launch (_kept_launch_team), that
     launch starts with the refit and goes on where the pairs are kept and nothing sleeps
     (fused.kept_step_by_team). Returns (whether it coloured, whether the substeps ran)."""
-    if _plan(ctx).worlds_launch:
+    if current_plan(ctx).worlds_launch:
         return _step_by_world(ctx)
     threads = _kept_launch_team(ctx)
     if threads:
@@ -440,7 +432,7 @@ def world_launch(ctx: StepContext) -> fused.WorldLaunch:
         motion_time=pair_window(ctx),
         save=True,
         report=ctx.options.report_by_world and ctx.n_bodies >= 3 and not ctx.cache.state_set,
-        sleep=ctx.enable_sleep and _plan(ctx).sleep_in_report,
+        sleep=ctx.enable_sleep and current_plan(ctx).sleep_in_report,
     )
 
 
@@ -524,7 +516,7 @@ def _kept_launch_team(ctx: StepContext) -> int:
     host colours), and their per-body lists are in the pool."""
     # What keeps the pairs besides the refit's answer (_keeps_ordered_pairs of a refit
     # that changed nothing), so that the launch goes on exactly where they are kept.
-    plan = _plan(ctx)
+    plan = current_plan(ctx)
     if (
         not plan.kept_launch
         or not _keeps_ordered_pairs(ctx, (0, 0, 0))
@@ -600,7 +592,7 @@ def begin_step(ctx: StepContext, profile=NO_PROFILE):
     Where a CPU team will run the substeps (team.threads_for), the team's kernel does this
     too, so the narrow phase is compiled into one kernel, not two."""
     with profile.stage(None if profile.records else "begin step"):
-        if not profile.records and (threads := _plan(ctx).team_threads):
+        if not profile.records and (threads := current_plan(ctx).team_threads):
             fused.begin_step_by_team(ctx, threads)
         else:
             staged.begin_step(ctx, profile)

@@ -618,17 +618,17 @@ def threads_for(ctx: "StepContext") -> int:
     multiprocessor; none once its barrier ran out). Small worlds that solve their
     substeps by stage (StepOptions.small_worlds_by_stage) take a team at any size: a CPU's
     threads where their loops run serially, CUDA's grid team above gpu_grid_team_slots,
-    where a world a thread is the other choice (fused.worlds_stage_team). A step asks
+    where a world a thread is the other choice (fused._world_members). A step asks
     once, as it plans (solver/plan.py), and its stages read the plan's answer
     (threads_in_step)."""
+    options = ctx.options
+    # (small worlds by stage: a world a thread is their other choice, at any size)
+    by_stage = ctx.small_worlds and options.small_worlds_by_stage
     if not ctx.cpu:
-        options = ctx.options
         blocks = 0
         if options.gpu_grid_team and not _state["broken"]:
             blocks = gpu_team.grid_blocks(options.gpu_grid_blocks)
-        grid_slots = options.gpu_grid_team_slots
-        if ctx.small_worlds and options.small_worlds_by_stage:
-            grid_slots = ctx.n_slots  # (a thread a world is the other choice: any size)
+        grid_slots = ctx.n_slots if by_stage else options.gpu_grid_team_slots
         threads = gpu_team.threads_for(
             ctx.n_slots,
             ctx.serial,
@@ -641,11 +641,11 @@ def threads_for(ctx: "StepContext") -> int:
         # A grid team's barrier can run out (a block not resident): check() looks.
         _state["handed"] = _state["handed"] or threads > gpu_team.BLOCK_THREADS
         return threads
-    if not ctx.options.team:
+    if not options.team:
         return 0
-    if ctx.serial and not (ctx.small_worlds and ctx.options.small_worlds_by_stage):
+    if ctx.serial and not by_stage:
         return 1
-    threads = probe_threads(ctx.pool.counts, ctx.options.team_timings)
+    threads = probe_threads(ctx.pool.counts, options.team_timings)
     many = _duel["many"] if _duel["now"] is None else _duel["now"]
     threads = threads if many else min(threads, 1)
     _state["handed"] = _state["handed"] or threads > 1
