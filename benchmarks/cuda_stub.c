@@ -11,7 +11,10 @@
  *
  * The device it describes: FX2D_STUB_CC_MAJOR.FX2D_STUB_CC_MINOR (default 9.0, an H100 or
  * H200) with FX2D_STUB_MULTIPROCESSORS multiprocessors (default 132, an H200's), so a scene
- * picks the executor it would pick there (a grid team of a block per multiprocessor).
+ * picks the executor it would pick there (a grid team of a block per multiprocessor), and
+ * Taichi configures itself as there (its loops' grids): the kernels it compiles here, and
+ * writes to its offline cache, are those an H100 or H200 compiles, under the same keys
+ * (a lent GPU machine starts warm from them: benchmarks/device_cache.py).
  * Every function returns CUDA_SUCCESS (0); those not listed by name take no arguments they
  * read. Build: cc -shared -fPIC -o libcuda.so.1 cuda_stub.c */
 #include <stdint.h>
@@ -26,7 +29,9 @@ enum {
   MAX_GRID_DIM_X = 5, MAX_GRID_DIM_Y = 6, MAX_GRID_DIM_Z = 7, SHARED_MEMORY_PER_BLOCK = 8,
   WARP_SIZE = 10, REGISTERS_PER_BLOCK = 12, MULTIPROCESSOR_COUNT = 16,
   MAX_THREADS_PER_MULTIPROCESSOR = 39, COMPUTE_CAPABILITY_MAJOR = 75,
-  COMPUTE_CAPABILITY_MINOR = 76, REGISTERS_PER_MULTIPROCESSOR = 82
+  COMPUTE_CAPABILITY_MINOR = 76, REGISTERS_PER_MULTIPROCESSOR = 82,
+  MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97, MAX_BLOCKS_PER_MULTIPROCESSOR = 106,
+  MEMORY_POOLS_SUPPORTED = 115
 };
 
 /* Handles (context, stream, event, module, function): distinct non-null addresses. */
@@ -68,6 +73,14 @@ CUresult cuDeviceGetAttribute(int *value, int attribute, int device) {
     case WARP_SIZE: *value = 32; break;
     case REGISTERS_PER_BLOCK: case REGISTERS_PER_MULTIPROCESSOR: *value = 65536; break;
     case MAX_THREADS_PER_MULTIPROCESSOR: *value = 2048; break;
+    /* Taichi reads these two (and the multiprocessors) when it starts, and compiles what
+     * it makes of them into every kernel and its offline cache key: a loop's grid is
+     * multiprocessors x blocks a multiprocessor x 2 (8,448 on an H100 or H200, as the
+     * H200's kernel profile showed). The H100's and H200's values, so that a kernel
+     * compiled here is the one those GPUs compile (benchmarks/device_cache.py). */
+    case MAX_BLOCKS_PER_MULTIPROCESSOR: *value = 32; break;
+    case MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: *value = 232448; break;
+    case MEMORY_POOLS_SUPPORTED: *value = 1; break;
     default: *value = 1; break;
   }
   return CUDA_SUCCESS;

@@ -91,6 +91,12 @@
 # Then each device run: carry [".whl"], command
 #   python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl &&
 #   export PYTHONPATH=/tmp/site:$PWD && bash benchmarks/device_run.sh check
+# Where the session's time allows (the lease's parts compile on the CUDA stand-in driver:
+# ~18 minutes on the 2-core VM), a kernel cache first, so that the lent machine's minutes go
+# to measuring rather than compiling (benchmarks/device_cache.py; --slim-wheels makes room
+# for it in the 64 MiB that travel):
+#   python -m benchmarks.device_cache --slim-wheels
+# then carry [".whl", ".ticache"]; kernel_cache.txt in $OUT says what was found.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 part=${1:?usage: bash benchmarks/device_run.sh check | tests | bench [SCENE ...] | envs | lease | lease_more | grid | profile | session | viewer | compare [SCENE ...]}
@@ -102,6 +108,34 @@ export PYTHONUNBUFFERED=1
 python=${PYTHON:-python3}
 nvidia-smi >"$out/gpu.txt" 2>&1 || echo "no nvidia-smi" >"$out/gpu.txt"
 log="$out/$part.log"
+
+# A kernel cache made without a GPU (`python -m benchmarks.device_cache`, then carry
+# .ticache beside .whl): Taichi's offline cache of the kernels these parts compile, keyed
+# as an H100 or H200 keys them (sm_90, 132 multiprocessors). Unpacked where Taichi looks,
+# a kernel found there skips Taichi's own passes (about half of a cold first step; LLVM's
+# code generation and the driver's assembly still run). A changed engine gives other keys:
+# nothing breaks, less is found. At the end, kernel_cache.txt says how many were carried
+# and how many this part compiled anew (misses, and kernels the cache never held). Not
+# while device_cache.py makes the cache (FX2D_DEVICE_WARMING).
+carried_cache=$(ls .ticache/cuda-*.txz 2>/dev/null | head -1)
+if [[ -n $carried_cache && $arch == cuda && -z ${FX2D_DEVICE_WARMING:-} ]]; then
+    export TI_OFFLINE_CACHE_FILE_PATH=${TI_OFFLINE_CACHE_FILE_PATH:-/tmp/fx2d_ticache_cuda}
+    mkdir -p "$TI_OFFLINE_CACHE_FILE_PATH"
+    tar -xJf "$carried_cache" -C "$TI_OFFLINE_CACHE_FILE_PATH"
+    cache_mark=$(mktemp)
+    # The engine's sources as benchmarks/device_cache.py hashes them (engine_sources_hash).
+    sources=$(find fx2d_gpu -name '*.py' -print0 | LC_ALL=C sort -z | xargs -0 cat \
+        | sha256sum | cut -c1-12)
+    cache_report() {
+        local found new
+        found=$(find "$TI_OFFLINE_CACHE_FILE_PATH" -name '*.tic' ! -newer "$cache_mark" | wc -l)
+        new=$(find "$TI_OFFLINE_CACHE_FILE_PATH" -name '*.tic' -newer "$cache_mark" | wc -l)
+        echo "$(date +%T) $part: $found kernels carried in $(basename "$carried_cache")" \
+            "(this tree's engine: cuda-$sources.txz), $new compiled here" \
+            >>"$out/kernel_cache.txt"
+    }
+    trap cache_report EXIT
+fi
 
 case "$part" in
 check)
@@ -143,30 +177,43 @@ envs)
     ;;
 lease | lease_more)
     deadline=$(( $(date +%s) + ${LEASE_S:-560} ))
-    # A part's cap: what it asks for, or what is left of the lease where that is less.
-    cap() { local left=$(( deadline - $(date +%s) )); (( left < $1 )) && echo $(( left > 1 ? left : 1 )) || echo "$1"; }
+    # A part's cap: what it asks for (times FX2D_DEVICE_CAP_SCALE, where a slower machine
+    # runs the parts: benchmarks/device_cache.py on the CUDA stub), or what is left of the
+    # lease where that is less. A capped part is interrupted (SIGINT), not terminated: its
+    # process exits as after Ctrl-C, and Taichi writes the kernels it compiled to its
+    # offline cache, where a later part finds them.
+    cap() {
+        local want=$(( $1 * ${FX2D_DEVICE_CAP_SCALE:-1} )) left=$(( deadline - $(date +%s) ))
+        (( left < want )) && echo $(( left > 1 ? left : 1 )) || echo "$want"
+    }
+    capped() { local want=$1; shift; timeout -s INT -k 20 "$(cap "$want")" "$@"; }
     results=$(mktemp -d)
     pack() { tar -czf "$out/results_$part.tgz" -C "$results" .; }
     bench() {
         local want=$1; shift
         echo "== $(date +%T) benchmarks $* (cap $(cap "$want") s)"
-        timeout "$(cap "$want")" "$python" -m benchmarks --arch "$arch" --no-pymunk --no-box2d \
+        capped "$want" "$python" -m benchmarks --arch "$arch" --no-pymunk --no-box2d \
             --no-plot --results "$results" "$@"
         echo "== rc $?"; pack
     }
     paths() {  # the small worlds' paths side by side (benchmarks/small_worlds_paths.py)
         echo "== $(date +%T) small worlds' paths: $1 (cap $(cap "$2") s)"
-        timeout "$(cap "$2")" "$python" -m benchmarks.small_worlds_paths --arch "$arch" \
+        capped "$2" "$python" -m benchmarks.small_worlds_paths --arch "$arch" \
             --solver "$1" --results "$results"
         echo "== rc $?"; pack
     }
     profile() {
         echo "== $(date +%T) kernel profile: $1"
-        timeout "$(cap "$2")" "$python" -m benchmarks.kernel_profile --arch "$arch" \
+        capped "$2" "$python" -m benchmarks.kernel_profile --arch "$arch" \
             --scenes "$1" --results "$results/profile_$1"
         echo "== rc $?"; pack
     }
-    if [[ $part == lease ]]; then
+    # On the CUDA stub (benchmarks/device_cache.py sets FX2D_DEVICE_WARMING: the parts run
+    # there only to compile their kernels), neither the checks, whose answers would be the
+    # stub's zeros, nor the registers, which compile past the cache.
+    checks=yes
+    [[ -n ${FX2D_DEVICE_WARMING:-} ]] && checks=no
+    if [[ $part == lease && $checks == yes ]]; then
         workers=()
         "$python" -c "import xdist" 2>/dev/null && workers=(-n 6)
         # SIGINT at the cap: pytest then still prints why each failure failed. The small
@@ -192,13 +239,13 @@ lease | lease_more)
         tests=$!
     fi
     {
-        if [[ $part == lease ]]; then
+        if [[ $part == lease && $checks == yes ]]; then
             # Mostly host work (compiling, ptxas) while the tests hold the GPU: registers
             # and spills of the small worlds' kernels on the device's own driver, beside
             # what the CUDA stub gave without a GPU (results/CUDA_stub-sm_90: 128 registers
             # at StepOptions.gpu_world_block=256, 168 at Taichi's block of 128).
             echo "== $(date +%T) registers and spills (ptxas -v on Taichi's PTX)"
-            PATH=$PATH:/usr/local/cuda/bin timeout "$(cap 80)" "$python" \
+            PATH=$PATH:/usr/local/cuda/bin capped 80 "$python" \
                 -m benchmarks.ptx_registers --scenes batched_small cart_poles \
                 --results "$results"
             echo "== rc $?"; pack
@@ -206,11 +253,13 @@ lease | lease_more)
                 sleep 1
             done  # (not this subshell's children)
             echo "== $(date +%T) tests done; the GPU is the benchmarks' alone from here"
+        fi
+        if [[ $part == lease ]]; then
             # A barrier and a turn's handoff alone, no work between (a block, grid teams of
             # 2, 8, 32 and 132 blocks): how much of the grid team's 7.7-10.4 us a barrier
             # in the pyramid's step (2026-12-04) is the meeting itself.
             echo "== $(date +%T) the team's meetings alone"
-            timeout "$(cap 40)" "$python" -m benchmarks.grid_sync --arch "$arch" \
+            capped 40 "$python" -m benchmarks.grid_sync --arch "$arch" \
                 --results "$results"
             echo "== rc $?"; pack
             # The device prefix sum (a small worlds' step scans three times, a pile's more):
@@ -218,7 +267,7 @@ lease | lease_more)
             # passes (a thread walking 256 numbers, as a GPU's did before), each checked
             # against NumPy.
             echo "== $(date +%T) the prefix sums"
-            timeout "$(cap 40)" "$python" -m benchmarks.scan --arch "$arch" --results "$results"
+            capped 40 "$python" -m benchmarks.scan --arch "$arch" --results "$results"
             echo "== rc $?"; pack
             # Each part's first measurement, most wanted first (the lease runs out before
             # its tail: 2026-12-04's never reached the 1M pile). The small worlds with
@@ -263,14 +312,14 @@ lease | lease_more)
             # A/Bs (lease tells the direction with the soft step).
             bench 120 --solver soft_step pile --piles 1000000
             echo "== $(date +%T) cart-pole envs"
-            timeout "$(cap 90)" "$python" -m benchmarks.envs --arch "$arch" --results "$results"
+            capped 90 "$python" -m benchmarks.envs --arch "$arch" --results "$results"
             echo "== rc $?"; pack
             # The CartPole vector step's phases at 65,536 envs, the device's tasks taken off
             # (env_host.csv: what the host, its copies and waits cost), on the env's device
             # path (envs/device_step.py, 2026-12-05: 3 host arrays a step) and its host path
             # (6; 16 before that day).
             echo "== $(date +%T) the CartPole env's host side"
-            timeout "$(cap 70)" "$python" -m benchmarks.env_host --arch "$arch" --envs 65536 \
+            capped 70 "$python" -m benchmarks.env_host --arch "$arch" --envs 65536 \
                 --steps 10 --results "$results"
             echo "== rc $?"; pack
             bench 60 --solver xpbd batched_small
@@ -283,7 +332,7 @@ lease | lease_more)
             bench 60 --solver xpbd batched_small --step-option interleave_small_worlds=false
             echo "== $(date +%T) Nsight Compute: the small worlds' step kernel (XPBD, 65,536 worlds)"
             ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
-            if [[ -n $ncu ]]; then
+            if [[ -n $ncu && $checks == yes ]]; then
                 # The one kernel that took 90 % of the step (168 registers, 15.2 ms of 16.9
                 # on 2026-12-04), in a step in flight (the first step takes _substeps): its
                 # task 37 with the GPU's defaults of 2026-12-05's tenth session (the entry
@@ -322,7 +371,7 @@ lease | lease_more)
             bench 150 --solver xpbd pile --piles 100000 1000000 \
                 --step-option gpu_grid_team_slots=2000000
             echo "== $(date +%T) levels env (issue 78; jax2d where installed)"
-            timeout "$(cap 60)" "$python" -m benchmarks.levels --arch "$arch" \
+            capped 60 "$python" -m benchmarks.levels --arch "$arch" \
                 --envs 1024,16384 --results "$results"
             echo "== rc $?"; pack
         fi

@@ -811,7 +811,9 @@ scene.step(1 / 60)
 bounds = {}
 for path in glob.glob("taichi_kernel_nvptx_*.ptx"):
     bounds.update(launch_bounds(open(path, "rb").read().decode().rstrip(chr(0))))
-print(backend, runtime.cuda_multiprocessors(), StepOptions().gpu_world_block)
+import taichi as ti
+print(backend, runtime.cuda_multiprocessors(), StepOptions().gpu_world_block,
+      ti.lang.impl.current_cfg().saturating_grid_dim)
 print(" ".join(f"{name}={threads}" for name, threads in sorted(bounds.items())))
 """
 
@@ -822,7 +824,10 @@ def test_the_cuda_stub_compiles_the_small_worlds_step_for_a_gpu_that_is_not_here
     stand-in driver, which says 132 multiprocessors, and the small worlds' step compiles to
     PTX whose world-per-thread substeps are bounded to StepOptions.gpu_world_block a block
     (the registers' cap: 65,536 / (2 * 256) = 128) where Taichi's other loops keep its
-    default of 128. With ptxas at hand, the kernels assemble and that entry fits the cap."""
+    default of 128. With ptxas at hand, the kernels assemble and that entry fits the cap.
+    Taichi configures itself as on an H100 or H200 (the stub answers its start-up queries
+    as they do): its loops' grid is the one the H200's kernel profile read, so the kernels
+    and their offline cache keys are the GPU's (benchmarks/device_cache.py)."""
     import os
     import shutil
 
@@ -850,8 +855,12 @@ def test_the_cuda_stub_compiles_the_small_worlds_step_for_a_gpu_that_is_not_here
     )
     assert done.returncode == 0, done.stderr[-3000:]
     said, listed = done.stdout.strip().splitlines()[-2:]
-    backend, multiprocessors, world_block = said.split()
+    backend, multiprocessors, world_block, grid = said.split()
     assert (backend, multiprocessors, world_block) == ("cuda", "132", "256")
+    profiled = root / "benchmarks/results/NVIDIA_H200/profile_batched_small.csv"
+    with open(profiled) as f:
+        grids = {int(row["grid_size"]) for row in csv.DictReader(f)} - {1}
+    assert grids == {int(grid)}  # 8,448: 132 multiprocessors x 32 blocks x 2
     bounds = dict(item.split("=") for item in listed.split())
     # The step's kernels (_substeps by world: the whole step in one launch, and the
     # substeps alone), a world-per-thread loop of substeps each.
