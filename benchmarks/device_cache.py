@@ -38,7 +38,7 @@ It:
    archives removed, and says how much of the 64 MiB is left.
 
 Then carry [".whl", ".ticache"]: device_run.sh unpacks the archive where Taichi looks and
-writes kernel_cache.txt (kernels carried, kernels compiled there anew). A change to
+writes kernel_cache.txt (kernels at hand, kernels compiled there anew). A change to
 fx2d_gpu changes the keys: make the archive again after one (device_run.sh names the
 archive this tree's sources would have beside the one carried).
 """

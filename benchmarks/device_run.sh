@@ -114,14 +114,22 @@ log="$out/$part.log"
 # as an H100 or H200 keys them (sm_90, 132 multiprocessors). Unpacked where Taichi looks,
 # a kernel found there skips Taichi's own passes (about half of a cold first step; LLVM's
 # code generation and the driver's assembly still run). A changed engine gives other keys:
-# nothing breaks, less is found. At the end, kernel_cache.txt says how many were carried
+# nothing breaks, less is found. Unpacked once a machine: a later part on the same warm
+# machine (lease_more after lease) keeps what the earlier ones added, which the archive's
+# index would hide again. At the end, kernel_cache.txt says how many kernels were at hand
 # and how many this part compiled anew (misses, and kernels the cache never held). Not
 # while device_cache.py makes the cache (FX2D_DEVICE_WARMING).
 carried_cache=$(ls .ticache/cuda-*.txz 2>/dev/null | head -1)
 if [[ -n $carried_cache && $arch == cuda && -z ${FX2D_DEVICE_WARMING:-} ]]; then
     export TI_OFFLINE_CACHE_FILE_PATH=${TI_OFFLINE_CACHE_FILE_PATH:-/tmp/fx2d_ticache_cuda}
-    mkdir -p "$TI_OFFLINE_CACHE_FILE_PATH"
-    tar -xJf "$carried_cache" -C "$TI_OFFLINE_CACHE_FILE_PATH"
+    if [[ ! -e $TI_OFFLINE_CACHE_FILE_PATH/ticache.tcb ]]; then
+        mkdir -p "$TI_OFFLINE_CACHE_FILE_PATH"
+        # (Python's tarfile where tar has no xz at hand.)
+        tar -xJf "$carried_cache" -C "$TI_OFFLINE_CACHE_FILE_PATH" 2>/dev/null \
+            || python3 -c 'import sys, tarfile
+tarfile.open(sys.argv[1]).extractall(sys.argv[2], filter="data")' \
+                "$carried_cache" "$TI_OFFLINE_CACHE_FILE_PATH"
+    fi
     cache_mark=$(mktemp)
     # The engine's sources as benchmarks/device_cache.py hashes them (engine_sources_hash).
     sources=$(find fx2d_gpu -name '*.py' -print0 | LC_ALL=C sort -z | xargs -0 cat \
@@ -130,8 +138,8 @@ if [[ -n $carried_cache && $arch == cuda && -z ${FX2D_DEVICE_WARMING:-} ]]; then
         local found new
         found=$(find "$TI_OFFLINE_CACHE_FILE_PATH" -name '*.tic' ! -newer "$cache_mark" | wc -l)
         new=$(find "$TI_OFFLINE_CACHE_FILE_PATH" -name '*.tic' -newer "$cache_mark" | wc -l)
-        echo "$(date +%T) $part: $found kernels carried in $(basename "$carried_cache")" \
-            "(this tree's engine: cuda-$sources.txz), $new compiled here" \
+        echo "$(date +%T) $part: $found kernels at hand from $(basename "$carried_cache")" \
+            "and earlier parts (this tree's engine: cuda-$sources.txz), $new compiled here" \
             >>"$out/kernel_cache.txt"
     }
     trap cache_report EXIT

@@ -1,6 +1,7 @@
 """benchmarks/device_cache.py and device_run.sh's carried kernel cache: what a lent GPU
 machine is given so that it starts warm (no GPU, no Taichi kernel here)."""
 
+import os
 import shutil
 import subprocess
 import zipfile
@@ -31,9 +32,11 @@ def _tree(tmp_path: Path) -> Path:
     return root
 
 
-def _run_part(root: Path, part: str, python: str, cache: Path) -> subprocess.CompletedProcess:
+def _run_part(
+    root: Path, part: str, python: str, cache: Path, path: str = ""
+) -> subprocess.CompletedProcess:
     env = {
-        "PATH": "/usr/bin:/bin",
+        "PATH": path or os.environ["PATH"],
         "FX2D_DEVICE_ARCH": "cuda",
         "OUT": str(root / "out"),
         "PYTHON": python,
@@ -48,12 +51,21 @@ def _run_part(root: Path, part: str, python: str, cache: Path) -> subprocess.Com
     )
 
 
-def test_a_carried_cache_is_unpacked_and_its_misses_counted(tmp_path):
+@pytest.mark.parametrize("xz", ["tar's", "none: Python's tarfile"])
+def test_a_carried_cache_is_unpacked_and_its_misses_counted(tmp_path, xz):
     """device_run.sh unpacks .ticache/cuda-*.txz (as pack() writes it) where Taichi looks
-    on CUDA, and at the end of the part says how many kernels came with it and how many
-    the part compiled (a part whose process writes one kernel: 1), naming the archive its
-    own sources would have: the shell's hash of fx2d_gpu's sources is engine_sources_hash."""
+    on CUDA (with tar, or Python's tarfile where no xz is at hand), and at the end of the
+    part says how many kernels came with it and how many the part compiled (a part whose
+    process writes one kernel: 1), naming the archive its own sources would have: the
+    shell's hash of fx2d_gpu's sources is engine_sources_hash."""
     root = _tree(tmp_path)
+    path = ""
+    if xz.startswith("none"):
+        broken = tmp_path / "no_xz"
+        broken.mkdir()
+        (broken / "xz").write_text("#!/bin/sh\nexit 1\n")
+        (broken / "xz").chmod(0o755)
+        path = f"{broken}{os.pathsep}{os.environ['PATH']}"
     made = tmp_path / "made"
     made.mkdir()
     for name in ("Taaa.tic", "Tbbb.tic", "ticache.tcb"):
@@ -65,7 +77,7 @@ def test_a_carried_cache_is_unpacked_and_its_misses_counted(tmp_path):
     fake.write_text('#!/bin/bash\ntouch "$TI_OFFLINE_CACHE_FILE_PATH/Tnew.tic"\n')
     fake.chmod(0o755)
     cache = tmp_path / "ticache"
-    done = _run_part(root, "bench", str(fake), cache)
+    done = _run_part(root, "bench", str(fake), cache, path)
     assert done.returncode == 0, done.stderr
     assert sorted(p.name for p in cache.iterdir()) == [
         "Taaa.tic",
@@ -75,8 +87,18 @@ def test_a_carried_cache_is_unpacked_and_its_misses_counted(tmp_path):
     ]
     assert (cache / "Taaa.tic").read_bytes() == b"Taaa.tic" * 100
     said = (root / "out" / "kernel_cache.txt").read_text()
-    assert f"2 kernels carried in {archive.name} (this tree's engine: {archive.name})" in said
+    assert f"2 kernels at hand from {archive.name} and earlier parts" in said
+    assert f"(this tree's engine: {archive.name})" in said
     assert said.rstrip().endswith("1 compiled here")
+
+    # A later part on the same machine: the index Taichi rewrote (here by hand) is kept,
+    # not unpacked over; the kernel the first part compiled is at hand.
+    (cache / "ticache.tcb").write_bytes(b"rewritten by Taichi")
+    done = _run_part(root, "unknown", "true", cache, path)
+    assert done.returncode == 2  # (the unknown part), after the cache's report
+    assert (cache / "ticache.tcb").read_bytes() == b"rewritten by Taichi"
+    said = (root / "out" / "kernel_cache.txt").read_text().splitlines()[-1]
+    assert "3 kernels at hand" in said and said.endswith("0 compiled here")
 
     # Another engine's archive: unpacked all the same, the tree's own name beside it.
     archive.rename(archive.with_name("cuda-000000000000.txz"))
@@ -85,7 +107,7 @@ def test_a_carried_cache_is_unpacked_and_its_misses_counted(tmp_path):
     done = _run_part(root, "unknown", "true", tmp_path / "other")
     assert done.returncode == 2  # (the unknown part), after the cache's report
     said = (root / "out" / "kernel_cache.txt").read_text()
-    assert "in cuda-000000000000.txz" in said
+    assert "from cuda-000000000000.txz" in said
     assert f"(this tree's engine: cuda-{engine_sources_hash(root)}.txz)" in said
 
 
@@ -96,7 +118,7 @@ def test_no_cache_is_unpacked_off_cuda(tmp_path):
     made.mkdir()
     (made / "Taaa.tic").write_bytes(b"x")
     pack(made, root)
-    env = {"PATH": "/usr/bin:/bin", "FX2D_DEVICE_ARCH": "vulkan", "OUT": str(root / "out")}
+    env = {"PATH": os.environ["PATH"], "FX2D_DEVICE_ARCH": "vulkan", "OUT": str(root / "out")}
     cache = tmp_path / "ticache"
     done = subprocess.run(
         ["bash", str(root / "benchmarks" / "device_run.sh"), "unknown"],
