@@ -141,6 +141,15 @@ tarfile.open(sys.argv[1]).extractall(sys.argv[2], filter="data")' \
         echo "$(date +%T) $part: $found kernels at hand from $(basename "$carried_cache")" \
             "and earlier parts (this tree's engine: cuda-$sources.txz), $new compiled here" \
             >>"$out/kernel_cache.txt"
+        if (( new > 0 )); then
+            # What Taichi made of this device, which enters the keys: were these not the
+            # CUDA stand-in's (grid 8448, blocks 1024), its kernels are keyed apart.
+            "$python" -c 'import taichi as ti
+ti.init(arch=ti.cuda, offline_cache=False, log_level=ti.ERROR)
+config = ti.lang.impl.current_cfg()
+print("  Taichi here: grid", config.saturating_grid_dim, "blocks", config.max_block_dim)' \
+                >>"$out/kernel_cache.txt" 2>&1
+        fi
     }
     trap cache_report EXIT
 fi

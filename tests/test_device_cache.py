@@ -72,9 +72,13 @@ def test_a_carried_cache_is_unpacked_and_its_misses_counted(tmp_path, xz):
         (made / name).write_bytes(name.encode() * 100)
     archive = pack(made, root)
     assert archive.name == f"cuda-{engine_sources_hash(root)}.txz"
-    # A stand-in for Python: the part's process compiles one kernel into the cache.
     fake = tmp_path / "python"
-    fake.write_text('#!/bin/bash\ntouch "$TI_OFFLINE_CACHE_FILE_PATH/Tnew.tic"\n')
+    # A stand-in for Python: the part's process (-m) compiles one kernel into the cache;
+    # asked what Taichi made of the device (-c), it says so.
+    fake.write_text(
+        '#!/bin/bash\n[[ $1 == -m ]] && touch "$TI_OFFLINE_CACHE_FILE_PATH/Tnew.tic"\n'
+        '[[ $1 == -c ]] && echo "  Taichi here: (asked)"\nexit 0\n'
+    )
     fake.chmod(0o755)
     cache = tmp_path / "ticache"
     done = _run_part(root, "bench", str(fake), cache, path)
@@ -86,10 +90,11 @@ def test_a_carried_cache_is_unpacked_and_its_misses_counted(tmp_path, xz):
         "ticache.tcb",
     ]
     assert (cache / "Taaa.tic").read_bytes() == b"Taaa.tic" * 100
-    said = (root / "out" / "kernel_cache.txt").read_text()
+    said, config = (root / "out" / "kernel_cache.txt").read_text().splitlines()
     assert f"2 kernels at hand from {archive.name} and earlier parts" in said
     assert f"(this tree's engine: {archive.name})" in said
-    assert said.rstrip().endswith("1 compiled here")
+    assert said.endswith("1 compiled here")
+    assert config == "  Taichi here: (asked)"  # (where kernels were compiled anew)
 
     # A later part on the same machine: the index Taichi rewrote (here by hand) is kept,
     # not unpacked over; the kernel the first part compiled is at hand.
