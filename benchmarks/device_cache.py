@@ -17,8 +17,8 @@ machine's, with its wheel of Taichi 1.7.4) give the same keys and the same cache
 as do two checkouts at different paths (checked by hand, 2026-12-05). What Taichi reads of
 the device when it starts enters them (its loops' grid: multiprocessors x blocks a
 multiprocessor x 2), and the CUDA stand-in driver (cuda_stub.c) answers those queries as an
-H100 or H200 does (sm_90, 132 multiprocessors, 32 blocks each: the grid of 8,448 threads'
-blocks that the H200's kernel profile showed). So `benchmarks/device_run.sh`'s parts, run
+H100 or H200 does (sm_90, 132 multiprocessors, 32 blocks each: a grid of 8,448 blocks, as
+the H200's kernel profile showed). So `benchmarks/device_run.sh`'s parts, run
 here on the stub (Taichi compiles every kernel they launch; nothing runs, every answer is
 zero), write the kernels the lent machine would compile, under its keys. Where the stub's
 zeros lead the host elsewhere than the GPU's answers would, those kernels are simply not
