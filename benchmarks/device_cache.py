@@ -45,7 +45,6 @@ archive this tree's sources would have beside the one carried).
 
 import argparse
 import hashlib
-import os
 import subprocess
 import sys
 import tarfile
@@ -54,7 +53,7 @@ import time
 import zipfile
 from pathlib import Path
 
-from .ptx_registers import build_stub
+from .ptx_registers import stub_environment
 
 ROOT = Path(__file__).resolve().parent.parent
 #: What travels to a lent machine: the working tree and the carried paths (the device
@@ -142,17 +141,9 @@ def travelling_bytes(root: Path = ROOT, carried=(".whl", CACHE_FOLDER)) -> int:
 
 def warm(parts, scale: int, cache: Path, root: Path = ROOT) -> None:
     """device_run.sh's `parts` on the CUDA stub, Taichi's offline cache in `cache`."""
-    stub = Path(tempfile.mkdtemp(prefix="fx2d_cuda_stub_"))
-    build_stub(stub)
     out = Path(tempfile.mkdtemp(prefix="fx2d_warm_out_"))
-    major, minor = ARCH.removeprefix("sm_")[:-1], ARCH.removeprefix("sm_")[-1]
     env = {
-        **os.environ,
-        "LD_LIBRARY_PATH": os.pathsep.join(
-            p for p in (str(stub), os.environ.get("LD_LIBRARY_PATH", "")) if p
-        ),
-        "FX2D_STUB_CC_MAJOR": major,
-        "FX2D_STUB_CC_MINOR": minor,
+        **stub_environment(ARCH),
         "TI_OFFLINE_CACHE_FILE_PATH": str(cache),
         "FX2D_DEVICE_WARMING": "1",
         "FX2D_DEVICE_CAP_SCALE": str(scale),
@@ -160,9 +151,6 @@ def warm(parts, scale: int, cache: Path, root: Path = ROOT) -> None:
         "LEASE_S": "100000",  # only the parts' own (scaled) caps
         "OUT": str(out),
         "PYTHON": sys.executable,
-        "PYTHONPATH": os.pathsep.join(
-            p for p in (str(root), os.environ.get("PYTHONPATH", "")) if p
-        ),
     }
     for part in parts:
         start = time.perf_counter()

@@ -239,7 +239,7 @@ lease | lease_more)
         # steps in flight alone in a process of their own: twice they failed (2026-12-04,
         # second session) or never started (third) among the others; then the small
         # worlds' interleaved state (a GPU's default since 2026-12-05) bit for bit as not.
-        FX2D_TEST_ARCH=$arch timeout -s INT -k 20 "$(cap 240)" "$python" -m pytest -v -rfs \
+        FX2D_TEST_ARCH=$arch capped 240 "$python" -m pytest -v -rfs \
             -p no:cacheprovider --durations=5 \
             "tests/test_vulkan.py::test_small_worlds_by_stage_on_cuda_bitwise_as_a_world_a_thread" \
             "tests/test_vulkan.py::test_team_steps_in_flight_on_${arch}_bitwise_as_one_by_one" \
@@ -248,7 +248,7 @@ lease | lease_more)
         in_flight=$!
         # The backend tests of the files the grid team's default (gpu_grid_team on, up to
         # gpu_grid_team_slots) and the team's stages touch.
-        FX2D_TEST_ARCH=$arch timeout -s INT -k 20 "$(cap 240)" "$python" -m pytest -v -rfs \
+        FX2D_TEST_ARCH=$arch capped 240 "$python" -m pytest -v -rfs \
             -p no:cacheprovider "${workers[@]}" --durations=15 -m backend -k "not serial" \
             tests/test_gpu_team.py tests/test_solver.py tests/test_pair_reuse.py \
             tests/test_sleep_islands.py tests/test_small_worlds.py tests/test_stages.py \

@@ -177,24 +177,29 @@ def build_stub(folder: Path) -> Path:
     return library
 
 
-def run_without_gpu(argv: list[str], arch: str) -> int:
-    """This tool run again on the stand-in driver (--no-gpu): its exit status."""
+def stub_environment(arch: str) -> dict:
+    """os.environ for a process that starts Taichi on the stand-in driver (cuda_stub.c,
+    built into a new folder) describing a GPU of compute capability `arch` ("sm_90"), with
+    the repository importable from any working directory."""
     folder = Path(tempfile.mkdtemp(prefix="fx2d_cuda_stub_"))
     build_stub(folder)
     major, minor = arch.removeprefix("sm_")[:-1], arch.removeprefix("sm_")[-1]
-    env = {
+    return {
         **os.environ,
-        _STUB_ENV: arch,
         "FX2D_STUB_CC_MAJOR": major,
         "FX2D_STUB_CC_MINOR": minor,
         "LD_LIBRARY_PATH": os.pathsep.join(
             p for p in (str(folder), os.environ.get("LD_LIBRARY_PATH", "")) if p
         ),
-        # The tool changes its working directory: the benchmarks package stays importable.
         "PYTHONPATH": os.pathsep.join(
             p for p in (str(Path(__file__).parent.parent), os.environ.get("PYTHONPATH", "")) if p
         ),
     }
+
+
+def run_without_gpu(argv: list[str], arch: str) -> int:
+    """This tool run again on the stand-in driver (--no-gpu): its exit status."""
+    env = {**stub_environment(arch), _STUB_ENV: arch}
     again = [sys.executable, "-m", "benchmarks.ptx_registers", *argv]
     return subprocess.run(again, env=env).returncode
 

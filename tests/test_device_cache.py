@@ -33,11 +33,11 @@ def _tree(tmp_path: Path) -> Path:
 
 
 def _run_part(
-    root: Path, part: str, python: str, cache: Path, path: str = ""
+    root: Path, part: str, python: str, cache: Path, path: str = "", arch: str = "cuda"
 ) -> subprocess.CompletedProcess:
     env = {
         "PATH": path or os.environ["PATH"],
-        "FX2D_DEVICE_ARCH": "cuda",
+        "FX2D_DEVICE_ARCH": arch,
         "OUT": str(root / "out"),
         "PYTHON": python,
         "TI_OFFLINE_CACHE_FILE_PATH": str(cache),
@@ -123,15 +123,8 @@ def test_no_cache_is_unpacked_off_cuda(tmp_path):
     made.mkdir()
     (made / "Taaa.tic").write_bytes(b"x")
     pack(made, root)
-    env = {"PATH": os.environ["PATH"], "FX2D_DEVICE_ARCH": "vulkan", "OUT": str(root / "out")}
     cache = tmp_path / "ticache"
-    done = subprocess.run(
-        ["bash", str(root / "benchmarks" / "device_run.sh"), "unknown"],
-        env={**env, "TI_OFFLINE_CACHE_FILE_PATH": str(cache), "PYTHON": "true"},
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = _run_part(root, "unknown", "true", cache, arch="vulkan")
     assert done.returncode == 2
     assert not cache.exists() and not (root / "out" / "kernel_cache.txt").exists()
 
