@@ -634,6 +634,7 @@ def test_contact_sweep_benchmark_times_each_solvers_sweeps_and_restores_the_stat
 
 
 @pytest.mark.slow
+@pytest.mark.own_processes
 def test_kernel_profile_splits_a_step_into_its_tasks(tmp_path):
     """benchmarks.kernel_profile in a process of its own (Taichi's kernel profiler is turned
     on as Taichi starts): four small worlds, each solver. Every task row names its kernel,
@@ -660,6 +661,7 @@ def test_kernel_profile_splits_a_step_into_its_tasks(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.own_processes
 def test_solve_lanes_checks_each_layout_against_one_manifold_a_work_item(tmp_path):
     """benchmarks.solve_lanes in a process of its own (it starts Taichi afresh a layout, to
     read each layout's optimised IR): 2 manifolds a work item leave the bodies and impulses
@@ -819,6 +821,7 @@ print(" ".join(f"{name}={threads}" for name, threads in sorted(bounds.items())))
 
 
 @pytest.mark.slow
+@pytest.mark.own_processes
 def test_the_cuda_stub_compiles_the_small_worlds_step_for_a_gpu_that_is_not_here(tmp_path):
     """benchmarks/cuda_stub.c (ptx_registers --no-gpu): Taichi starts on arch="cuda" over the
     stand-in driver, which says 132 multiprocessors, and the small worlds' step compiles to

@@ -83,6 +83,7 @@ def test_fifty_scenes_compile_once(arch):
 
 
 @pytest.mark.slow  # two child processes, the first compiling a step from an empty cache
+@pytest.mark.own_processes
 def test_second_process_starts_from_the_offline_cache(arch, tmp_path):
     # Same script twice with a fresh cache directory: the second run must reuse it.
     script = (
@@ -111,6 +112,7 @@ def test_second_process_starts_from_the_offline_cache(arch, tmp_path):
 
 
 @pytest.mark.slow  # a scale test: 6,000 worlds in a fresh process (~70 s on 2 busy cores)
+@pytest.mark.own_processes
 def test_a_scene_ten_times_the_last_compiles_nothing(arch):
     # A fresh process: 600 small worlds (4,800 body slots; more than device.SERIAL_WORLDS,
     # so the kernels' parallel variant, as for the larger scene) make the first pool, with

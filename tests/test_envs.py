@@ -873,6 +873,7 @@ if __name__ == "__main__":
 
 
 @pytest.mark.slow  # spawned child processes, each starting Taichi and its kernels
+@pytest.mark.own_processes
 def test_async_vector_env_refuses_fork_and_runs_with_spawn(tmp_path):
     """gymnasium.make_vec(..., vectorization_mode="async") hung for ever with the fork
     start method (the parent's env starts Taichi's thread pool, each forked child blocks in

@@ -2,8 +2,9 @@
 launches (fused.py's substeps, a kept step, colouring rounds), and the scenes step bit for
 bit as with a launch per stage group, in far fewer launches; on CUDA, scenes over the
 block's slots run on a grid team, bit for bit as one block. Run on a GPU backend with
-FX2D_TEST_ARCH (.ci/run's Vulkan subset runs it on Mesa's software Vulkan driver); on the
-CPU backend only the choice of team is checked (the CPU's own team: tests/test_team.py)."""
+FX2D_TEST_ARCH (=vulkan on Mesa's software Vulkan driver too: minutes of compiling shaders,
+which .ci/run's Vulkan subset has no room for); on the CPU backend only the choice of team
+is checked (the CPU's own team: tests/test_team.py)."""
 
 import numpy as np
 import pytest

@@ -98,6 +98,7 @@ _GROWTH = textwrap.dedent("""
 
 
 @pytest.mark.slow  # two child processes that compile for a pool grown twice (~40 s)
+@pytest.mark.own_processes
 def test_growing_buffers_mid_run_does_not_change_results(arch):
     """Issue 14's scenario: a run that grew the pair buffer mid-step must equal a run that
     found it big enough (the pool's fields are copied whole into the grown pool); a snapshot

@@ -210,6 +210,7 @@ _GROWTH = textwrap.dedent("""
 # One solver: the launch stops after its broad phase, which both solvers share, and each
 # growth compiles the step's kernels again in the child (~1-1.5 minutes a mode on 2 cores).
 @pytest.mark.slow  # a child process that compiles the step for two pools, the first outgrown
+@pytest.mark.own_processes
 @pytest.mark.parametrize("solver", ["xpbd"])
 @pytest.mark.parametrize("mode", ["read_each", "in_flight", "in_flight_interleaved"])
 def test_a_small_worlds_launch_whose_pairs_outgrow_the_pool_stops_and_runs_again(
