@@ -39,8 +39,8 @@
 #   lease          issue 74's figures in one command of $LEASE_S seconds (default 560), each
 #                  part capped by what is left of it and its CSVs packed at once: for its
 #                  first 240 s the GPU's own checks in the background (the team's steps in
-#                  flight, the small worlds' interleaved state and their substeps by stage
-#                  bitwise in a process of their own: tests_team_in_flight.log; the backend
+#                  flight, the small worlds' interleaved state and their substeps by block
+#                  and by stage bitwise in a process of their own: tests_team_in_flight.log; the backend
 #                  tests of the team's and
 #                  the solver's files: tests.log), meanwhile the small worlds' and
 #                  cart-poles' registers and spills (benchmarks/ptx_registers.py); then
@@ -49,7 +49,8 @@
 #                  (benchmarks/grid_sync.py), the device prefix sum's GPU and CPU passes
 #                  (benchmarks/scan.py), the soft step's small worlds on the defaults,
 #                  the small worlds' paths side by side at 65,536 worlds (a world a
-#                  thread, coloured or not; by stage on the grid team, by turns or not:
+#                  thread, coloured or not; a block of worlds at a time; by stage on the
+#                  grid team, by turns or not:
 #                  benchmarks/small_worlds_paths.py; the soft step first, XPBD after the
 #                  pyramid's first two),
 #                  with their first substep begun a world a thread
@@ -234,13 +235,15 @@ lease | lease_more)
         workers=()
         "$python" -c "import xdist" 2>/dev/null && workers=(-n 6)
         # SIGINT at the cap: pytest then still prints why each failure failed. The small
-        # worlds' substeps by stage (2026-12-05, eleventh session; the benchmarks below
+        # worlds' substeps a block of worlds at a time (2026-12-06: blocks of 256 threads
+        # at the block's barrier) and by stage (2026-12-05, eleventh session; the benchmarks below
         # measure them) bit for bit as a world a thread on the grid team; the team's
         # steps in flight alone in a process of their own: twice they failed (2026-12-04,
         # second session) or never started (third) among the others; then the small
         # worlds' interleaved state (a GPU's default since 2026-12-05) bit for bit as not.
         FX2D_TEST_ARCH=$arch capped 240 "$python" -m pytest -v -rfs \
             -p no:cacheprovider --durations=5 \
+            "tests/test_vulkan.py::test_small_worlds_by_block_on_cuda_bitwise_as_a_world_a_thread" \
             "tests/test_vulkan.py::test_small_worlds_by_stage_on_cuda_bitwise_as_a_world_a_thread" \
             "tests/test_vulkan.py::test_team_steps_in_flight_on_${arch}_bitwise_as_one_by_one" \
             "tests/test_vulkan.py::test_small_worlds_interleaved_on_${arch}_bitwise_as_not" \
@@ -303,7 +306,10 @@ lease | lease_more)
             # without their colours (color_small_worlds, which by stage needs): 65,536
             # worlds, one process, one pool (benchmarks/small_worlds_paths.py; the first
             # path is the defaults', as `bench batched_small` measured them at 65,536).
-            paths soft_step 150
+            # A block of worlds at a time (StepOptions.small_worlds_by_block, 2026-12-06:
+            # 32 worlds of 8 bodies on a block of 256 threads sharing each stage, meeting
+            # at the block's barrier) is the third path, before by stage.
+            paths soft_step 180
             # The large pyramid on the grid team (1.62 ms on 2026-12-04 at 122 barriers a
             # step; 85 a kept step now), and with a pass's colours by turns
             # (StepOptions.colors_by_turns: a counter and two fences a constraint where the

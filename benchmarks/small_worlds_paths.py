@@ -1,7 +1,8 @@
 """Small worlds' step by its paths, side by side in one process: a world a thread (the
 defaults), a world a thread in the worlds' colours (StepOptions.color_small_worlds), their
-substeps by stage on the step's team (small_worlds_by_stage: CUDA's grid team, a CPU's
-threads) and by stage with the colours by turns (colors_by_turns). The same worlds and
+substeps a block of worlds at a time (small_worlds_by_block: a GPU's block of threads, a
+CPU's thread), by stage on the step's team (small_worlds_by_stage: CUDA's grid team, a
+CPU's threads) and by stage with the colours by turns (colors_by_turns). The same worlds and
 pool for each, so only the step's kernel is compiled anew.
 
     python -m benchmarks.small_worlds_paths [--arch cuda] [--worlds W ...]
@@ -49,6 +50,7 @@ TEAM_PATH = COUNTED_PATHS["gpu (team)"]
 PATHS = {
     "a world a thread": {},
     "a world a thread, coloured": {"color_small_worlds": True},
+    "by block": {"color_small_worlds": True, "small_worlds_by_block": True},
     "by stage": {"color_small_worlds": True, "small_worlds_by_stage": True},
     "by stage, by turns": {
         "color_small_worlds": True,

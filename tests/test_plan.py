@@ -110,6 +110,23 @@ def test_the_plan_chooses_the_executor_from_options_layout_and_backend():
     assert not small.step_context(DT).small_worlds
 
 
+def test_small_worlds_by_block_at_any_team_size_never_profiled_nor_large():
+    """Substeps a block of worlds at a time (StepOptions.small_worlds_by_block): small
+    worlds' plan, in their one launch or not, whatever the team's threads (a block is not
+    the team); the executor stays a world launch's (fused._world_members picks the blocks);
+    never in a profiled step, nor for large worlds."""
+    by_block = {"color_small_worlds": True, "small_worlds_by_block": True}
+    small = scenes.batched_small(8, arch="cpu", step_options=by_block)
+    for threads in (0, 1, 2):
+        plan = plan_step(small.step_context(DT), False, threads)
+        assert plan.worlds_by_block and not plan.worlds_by_stage
+        assert plan.substep_executor(True) is Executor.BY_WORLD
+    assert not plan_step(small.step_context(DT), True, 2).worlds_by_block  # (profiled)
+    small.step_options = {"fold_on_cpu": True, **by_block}
+    assert plan_step(small.step_context(DT), False, 2).worlds_by_block
+    assert not plan_step(_large(by_block).step_context(DT), False, 2).worlds_by_block
+
+
 def test_every_launch_of_a_step_counts_under_a_planned_stage():
     """On the per-stage path (a GPU's) the substeps launch each stage group of every
     substep (a colour pass under its own stage's name); on a CPU team they are one launch

@@ -284,7 +284,16 @@ for by_stage, turns in ((True, False), (True, True), (False, False)):
     runs.append(_run(scene, read_each=False)[0])
     met.append(barrier_generation(scene) - before)
 flown = launching.kernel_launches()["fx2d_gpu.physics.solver.fused._worlds_in_flight"]
-same = [all(np.array_equal(x, y) for x, y in zip(run, runs[-1], strict=True)) for run in runs]
+# (each run's steps, each step's arrays: np.array_equal of two tuples of arrays of
+# different shapes is False, whatever they hold)
+same = [
+    all(
+        np.array_equal(x, y)
+        for ours, theirs in zip(run, runs[-1], strict=True)
+        for x, y in zip(ours, theirs, strict=True)
+    )
+    for run in runs
+]
 print("barriers met:", met, "bitwise as a world a thread:", same)
 print(backend, flown, met[0] > 0 and met[1] > 0 and all(same))
 """
@@ -301,6 +310,44 @@ def test_small_worlds_by_stage_on_cuda_bitwise_as_a_world_a_thread():
     if not runtime.gpu_backend_available("cuda"):
         pytest.skip("no CUDA GPU on this machine")
     _in_flight_bitwise("cuda", _BY_STAGE, least_flown=3 * 90)
+
+
+_BY_BLOCK = """
+import sys
+import numpy as np
+from fx2d_gpu.device import launching, runtime
+backend = runtime.ensure_initialized(sys.argv[1])
+from fx2d_gpu.physics.solver.plan import current_plan
+from tests.test_small_worlds_one_launch import _piles, _run
+runs = []
+# A block of worlds at a time (64 worlds of 10 body slots: 3 blocks of 22, 22 and 20
+# worlds on a block of 256 threads), then a world a thread (the reference).
+for by_block in (True, False):
+    scene = _piles(sys.argv[1], "xpbd", n_worlds=64, color_small_worlds=True,
+                   small_worlds_by_block=by_block)
+    assert current_plan(scene.step_context()).worlds_by_block == by_block
+    runs.append(_run(scene, read_each=False)[0])
+flown = launching.kernel_launches()["fx2d_gpu.physics.solver.fused._worlds_in_flight"]
+same = all(
+    np.array_equal(x, y) for a, b in zip(*runs, strict=True) for x, y in zip(a, b, strict=True)
+)
+print(backend, flown, same)
+"""
+
+
+def test_small_worlds_by_block_on_vulkan_bitwise_as_a_world_a_thread(vulkan_devices):
+    """Small worlds' substeps a block of worlds at a time (StepOptions.small_worlds_by_block)
+    on the SPIR-V path, where a block's threads meet at the workgroup's barrier: 64 piling
+    worlds in 3 blocks, 100 steps in flight, the last step's state, contacts and events
+    bit for bit as a world a thread in the same colours (tests/test_small_worlds_by_block.py:
+    the same on a CPU, whose block is one thread)."""
+    _in_flight_bitwise("vulkan", _BY_BLOCK, least_flown=2 * 90)
+
+
+def test_small_worlds_by_block_on_cuda_bitwise_as_a_world_a_thread():
+    if not runtime.gpu_backend_available("cuda"):
+        pytest.skip("no CUDA GPU on this machine")
+    _in_flight_bitwise("cuda", _BY_BLOCK, least_flown=2 * 90)
 
 
 def test_scenes_on_cuda_match_the_cpu_backend(tmp_path):

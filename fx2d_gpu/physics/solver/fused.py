@@ -128,11 +128,14 @@ def substeps_by_world(ctx: "StepContext", contacts: bool = True):
     launch records the step's constraint counts (no pairs) itself and clears the applied
     forces after the substeps (integrate.clear_forces' work: no launch of its own)."""
     clears = not contacts and ctx.cache.forces_on_device
+    by_world, n_members, stride = _world_members(ctx, contacts)
+    if by_world == BY_STAGE:  # (the team's launch is substeps_by_team's: step._after_pairs)
+        by_world, n_members, stride = True, ctx.n_worlds, team.world_stride(ctx)
     _launch(
         ctx,
-        by_world=True,
-        n_members=ctx.n_worlds,
-        stride=team.world_stride(ctx),
+        by_world=by_world,
+        n_members=n_members,
+        stride=stride,
         contacts=contacts,
         clears_forces=clears,
     )
@@ -386,7 +389,26 @@ def _world_members(ctx: "StepContext", contacts: bool = True) -> tuple[bool | in
     plan = current_plan(ctx)
     if contacts and plan.worlds_by_stage:
         return BY_STAGE, plan.team_threads, 1
+    if contacts and plan.worlds_by_block:
+        return BY_BLOCK, block_members(ctx.n_worlds, ctx.n_bodies), 1
     return True, ctx.n_worlds, team.world_stride(ctx)  # (True: A_WORLD_A_THREAD)
+
+
+def block_threads() -> int:
+    """Threads of a block of BY_BLOCK (StepOptions.small_worlds_by_block): a GPU's
+    gpu_team.BLOCK_THREADS, meeting at the block's barrier; a CPU's one (a thread steps its
+    block's worlds alone)."""
+    return gpu_team.BLOCK_THREADS if gpu_team.on_gpu() else 1
+
+
+def block_members(n_worlds: int, n_bodies: int) -> int:
+    """A BY_BLOCK launch's loop items (n_members): its blocks times block_threads(). A
+    GPU's block takes about as many worlds' body slots as it has threads (at least one
+    world); a CPU's CPU_BLOCK_WORLDS. The launch spreads the worlds evenly over the blocks
+    (block_worlds)."""
+    threads = block_threads()
+    worlds = max(1, threads // max(n_bodies, 1)) if gpu_team.on_gpu() else CPU_BLOCK_WORLDS
+    return -(-n_worlds // worlds) * threads
 
 
 def world_step(a) -> WorldStep:
@@ -717,8 +739,15 @@ SUBSTEPS, BEGIN, KEPT, FOUND = 0, 1, 2, 3
 #: every stage (False: large worlds); a world a member in every loop (True,
 #: A_WORLD_A_THREAD: small worlds); BY_STAGE: a small worlds' step whose loops are a world
 #: a thread but for its substeps, which a team's threads share stage by stage, colour after
-#: colour, as a large world's (StepOptions.small_worlds_by_stage: _world_members).
-A_WORLD_A_THREAD, BY_STAGE = 1, 2
+#: colour, as a large world's (StepOptions.small_worlds_by_stage: _world_members);
+#: BY_BLOCK: the same but for its substeps, which a block of threads solves a block of
+#: worlds at a time, meeting at the block's barrier (StepOptions.small_worlds_by_block:
+#: block_members, block_worlds, _block_pass).
+A_WORLD_A_THREAD, BY_STAGE, BY_BLOCK = 1, 2, 3
+
+#: Worlds a block of BY_BLOCK takes on a CPU, whose block is one thread (a team of one): it
+#: steps them stage by stage, colour after colour, as a GPU's block does its own.
+CPU_BLOCK_WORLDS = 4
 
 
 def _launch(
@@ -842,7 +871,7 @@ def _launch_args(
         islands=pool.islands,
         solver=ctx.solver,
         n_members=n_members,
-        by_world=BY_STAGE if by_world == BY_STAGE else bool(by_world),
+        by_world=by_world if by_world in (BY_STAGE, BY_BLOCK) else bool(by_world),
         **_loop_flags(ctx, by_world, contacts),
         world_stride=stride,
         n_worlds=ctx.n_worlds,
@@ -884,14 +913,16 @@ def _launch_args(
 
 def _loop_flags(ctx: "StepContext", by_world, contacts: bool) -> dict:
     """The flags _substeps and _worlds_in_flight compile in for a launch's loops
-    (`by_world`: False, A_WORLD_A_THREAD or BY_STAGE), by name."""
+    (`by_world`: False, A_WORLD_A_THREAD, BY_STAGE or BY_BLOCK), by name."""
     per_world = by_world == A_WORLD_A_THREAD
     return dict(
         # (a team's kernel takes 0, so the option never compiles it again)
         world_block=ctx.options.gpu_world_block if per_world else 0,
         # (a world a thread never takes turns; nor SPIR-V, whose invocations have no
         # promise of progress while another waits)
-        turns=bool(ctx.options.colors_by_turns) and not per_world and not gpu_team.on_spirv(),
+        turns=bool(ctx.options.colors_by_turns)
+        and by_world in (False, BY_STAGE)
+        and not gpu_team.on_spirv(),
         # (a team's kernel takes False, and one without contacts begin_by_item)
         interleave=per_world and interleaves(ctx),
         begin_by_item=bool(by_world) and contacts and begins_by_item(ctx),
@@ -1830,6 +1861,85 @@ def _member_pass(
 
 
 @ti.func
+def block_worlds(member, block_size, n_members, n_worlds):
+    """(lane, first world, end world) of loop item `member` of a BY_BLOCK launch of
+    n_members items: its block's worlds, n_worlds spread evenly over the n_members //
+    block_size blocks (the last ones may have none, and still meet at each barrier)."""
+    n_blocks = n_members // block_size
+    per_block = (n_worlds + n_blocks - 1) // n_blocks
+    first = ti.min(member // block_size * per_block, n_worlds)
+    return ti.Vector([member % block_size, first, ti.min(first + per_block, n_worlds)])
+
+
+@ti.func
+def _block_pass(
+    model: ti.template(),
+    bodies: ti.template(),
+    joints: ti.template(),
+    manifolds: ti.template(),
+    prepared: ti.template(),
+    coloring: ti.template(),
+    counts: ti.template(),
+    constraint_of: ti.template(),
+    block,
+    block_size,
+    pair_range,
+    n_bodies,
+    n_joints,
+    n_colors,
+    h,
+    sweeps,
+    uneven,
+):
+    """A colour pass of a block of worlds (BY_BLOCK; `block`: block_worlds' lane, first and
+    end world; `pair_range`: their pairs, which lie world after world): colour after colour,
+    the block's threads take its pairs and then its joint slots in turn (lane, lane +
+    block_size, ...) and solve those of the colour, then meet at the block's barrier. A
+    colour's constraints share no moving body, so this solves what a world a thread solves
+    in the same colour order (_member_pass by world): the same results. `sweeps`: the
+    first over everything, later ones (XPBD's joints.JOINT_SWEEPS) over the joints alone;
+    `uneven`: a last sweep over the contacts, each solved again where it meets an immovable
+    body (contacts.swept_again)."""
+    n_pairs = pair_range[1] - pair_range[0]
+    first_joint = counts.n_pairs[None] + block[1] * n_joints
+    n_items = n_pairs + (block[2] - block[1]) * n_joints
+    for sweep in range(sweeps + uneven):
+        immovable = uneven == 1 and sweep == sweeps
+        first, end = 0, n_items
+        if sweep > 0 and not immovable:
+            first = n_pairs  # the joints alone
+        if immovable:
+            end = n_pairs  # the contacts alone
+        for color in range(n_colors):
+            item = first + block[0]
+            while item < end:
+                constraint = first_joint + item - n_pairs
+                if item < n_pairs:
+                    constraint = pair_range[0] + item
+                if coloring.color[constraint] == color:
+                    solves, entry = not immovable, -1
+                    if immovable:
+                        entry = REPEAT_SOLVE
+                        if swept_again(model, manifolds, prepared, constraint, n_bodies):
+                            solves = True
+                    if solves:
+                        constraint_of(
+                            model,
+                            bodies,
+                            joints,
+                            manifolds,
+                            prepared,
+                            counts,
+                            constraint,
+                            n_bodies,
+                            h,
+                            entry,
+                        )
+                item += block_size
+            team.barrier(counts, block_size, team.SPIN_LIMIT)
+
+
+@ti.func
 def _world_joints(
     model: ti.template(),
     bodies: ti.template(),
@@ -1980,7 +2090,9 @@ def _waits_here(role: ti.template(), substep):
 
 
 @ti.func
-def _pass_runs(stage: ti.template(), s: ti.template(), counts: ti.template()):
+def _pass_runs(
+    stage: ti.template(), s: ti.template(), counts: ti.template(), by_block: ti.template()
+):
     """1 where a colour pass runs in this substep (stages.runs) and may change anything:
     every pass but the soft step's restitution (its last substep's), which bounces only
     points whose approach its narrow phase noted (stages.bounce_possible, read only where
@@ -1989,9 +2101,10 @@ def _pass_runs(stage: ti.template(), s: ti.template(), counts: ti.template()):
     on a GPU). Its pairs would write back the velocities they read, so the step is the
     same bit for bit. The launch clears the note before its substeps, whose substep 0
     prepares every pair (a launch of begin_step's stages finds manifolds, it prepares
-    none). Else 0."""
+    none). Else 0. A block of BY_BLOCK (`by_block`) runs it wherever it may run: the note
+    is every block's, and its threads must agree (they meet inside the pass)."""
     go = runs(stage.when, s)
-    if ti.static(stage.bounces_only):
+    if ti.static(stage.bounces_only and not by_block):
         if go == 1:  # (nested: Taichi's `and` evaluates both sides)
             if not bounce_possible(counts):
                 go = 0
@@ -2779,8 +2892,11 @@ def _launch_body(
     # The substeps' loop: a member a world, or a team's threads (a large world's team, or
     # small worlds' substeps by stage: BY_STAGE, whose other loops are a world a thread).
     per_world = ti.static(by_world == A_WORLD_A_THREAD)
+    by_block = ti.static(by_world == BY_BLOCK)
     team_size, stride = 1, world_stride
-    if ti.static(not per_world):
+    if ti.static(by_block):
+        team_size, stride = ti.static(block_threads()), 1
+    elif ti.static(not per_world):
         team_size, stride = n_members, team.items_per_member(n_members)
     n_slots = n_worlds * n_bodies
     n_items = n_members * stride
@@ -2915,10 +3031,22 @@ def _launch_body(
             body_range = ti.Vector([member * n_bodies, (member + 1) * n_bodies, 1])
             joint_range = ti.Vector([member * n_joints, (member + 1) * n_joints, 1])
             pair_range, team_member = ti.Vector([0, 0]), 0
+            block = ti.Vector([0, 0, 0])  # (BY_BLOCK: lane, first world, end world)
             if ti.static(per_world and contacts):
                 pair_range = ti.Vector(
                     [manifolds.pair_start[body_range[0]], manifolds.pair_start[body_range[1]]]
                 )
+            elif ti.static(by_block):
+                block = block_worlds(member, team_size, n_members, n_worlds)
+                first_slot, end_slot = block[1] * n_bodies, block[2] * n_bodies
+                body_range = team.slots_of(first_slot, end_slot, block[0], team_size)
+                joint_range = team.slots_of(
+                    block[1] * n_joints, block[2] * n_joints, block[0], team_size
+                )
+                pair_range = ti.Vector(
+                    [manifolds.pair_start[first_slot], manifolds.pair_start[end_slot]]
+                )
+                team_member = block[0]
             elif ti.static(not per_world):  # (a world a thread without contacts: its own)
                 body_range = team.slots_of(0, n_slots, member, n_members)
                 joint_range = team.slots_of(0, n_worlds * n_joints, member, n_members)
@@ -2934,7 +3062,11 @@ def _launch_body(
                 if ti.static(per_world):
                     clear_faults(faults, member)
                 else:
-                    lo, hi = team.share(0, n_worlds, member, n_members)
+                    lo, hi = 0, 0
+                    if ti.static(by_block):
+                        lo, hi = team.share(block[1], block[2], block[0], team_size)
+                    else:
+                        lo, hi = team.share(0, n_worlds, member, n_members)
                     for world in range(lo, hi):
                         clear_faults(faults, world)
                     # (BY_STAGE: the launch cleared the tallies first, and its colouring
@@ -3197,14 +3329,17 @@ def _launch_body(
                                 role,
                             )
                             if ti.static(index == BEGIN_STEP_STAGES - 1):
-                                if phase == 0:  # (after the team met; once a step)
+                                # (after the team met; once a step. A block reads no
+                                # tally that other blocks may still be writing: its
+                                # threads would part at its barriers. s.fast stays 1.)
+                                if phase == 0 and not by_block:
                                     s.fast = 1 if fast_pairs_noted(counts) else 0
                                 if ti.static(chains):
                                     if phase == 0 and chained == 1:
                                         s.chained = _chain_starts(s, pass_colors, pass_overflow)
                         elif s.before_coloring == 0:
                             if ti.static(stage.is_pass):
-                                if _pass_runs(stage, s, counts) == 1:
+                                if _pass_runs(stage, s, counts, by_block) == 1:
                                     sweeps, stage_uneven = 1, 0
                                     if ti.static(stage.joint_sweeps):
                                         sweeps = JOINT_SWEEPS if n_joints > 0 else 1
@@ -3216,33 +3351,54 @@ def _launch_body(
                                         if s.chained == 1:
                                             last = number == 1 and s.substep == substeps - 1
                                             chain = ti.Vector([s.substep, number, int(last)])
-                                    _member_pass(
-                                        model,
-                                        solved,
-                                        joints,
-                                        solved_manifolds,
-                                        solved_prepared,
-                                        coloring,
-                                        counts,
-                                        stage.run,
-                                        stage.position,
-                                        stage.joints,
-                                        member,
-                                        team_size,
-                                        per_world,
-                                        n_bodies,
-                                        n_joints,
-                                        pass_colors,
-                                        pass_overflow,
-                                        h,
-                                        sweeps,
-                                        stage_uneven,
-                                        contacts,
-                                        turns,
-                                        chain,
-                                        ti.static(by_world == BY_STAGE),
-                                        n_worlds,
-                                    )
+                                    if ti.static(by_block):
+                                        _block_pass(
+                                            model,
+                                            solved,
+                                            joints,
+                                            solved_manifolds,
+                                            solved_prepared,
+                                            coloring,
+                                            counts,
+                                            stage.run,
+                                            block,
+                                            team_size,
+                                            pair_range,
+                                            n_bodies,
+                                            n_joints,
+                                            pass_colors,
+                                            h,
+                                            sweeps,
+                                            stage_uneven,
+                                        )
+                                    else:
+                                        _member_pass(
+                                            model,
+                                            solved,
+                                            joints,
+                                            solved_manifolds,
+                                            solved_prepared,
+                                            coloring,
+                                            counts,
+                                            stage.run,
+                                            stage.position,
+                                            stage.joints,
+                                            member,
+                                            team_size,
+                                            per_world,
+                                            n_bodies,
+                                            n_joints,
+                                            pass_colors,
+                                            pass_overflow,
+                                            h,
+                                            sweeps,
+                                            stage_uneven,
+                                            contacts,
+                                            turns,
+                                            chain,
+                                            ti.static(by_world == BY_STAGE),
+                                            n_worlds,
+                                        )
                             else:
                                 _member_items(
                                     model,

@@ -314,6 +314,18 @@ class StepOptions:
             66 barriers a step (soft step; 32 by turns) and 182 (XPBD; 98), 256 worlds
             counted on the CPU team. Off by default until a GPU measures it
             (benchmarks/device_run.sh).
+        small_worlds_by_block: a small worlds' step in one launch solves its substeps a
+            block of worlds at a time (fused.BY_BLOCK): on a GPU a block of
+            gpu_team.BLOCK_THREADS threads takes about as many body slots' worlds (32
+            worlds of 8 bodies), shares each stage over their items and each colour over
+            their constraints of that colour, and meets at the block's own barrier (tens of
+            nanoseconds, where a grid team's is microseconds and a world a thread meets
+            none but runs its world's stages one after another). A CPU's block is one
+            thread stepping its worlds stage by stage. Its other loops (the broad phase,
+            the colouring, the report) stay a world a thread. Needs color_small_worlds, as
+            small_worlds_by_stage does, and not with it. The same results bit for bit as
+            a world a thread with color_small_worlds. Off by default until a GPU measures
+            it (benchmarks/device_run.sh).
         team_timings: when the CPU team's barriers are probed again and how its duel
             chooses between a team of several threads and one, with the clock it times
             steps by (solver/team.py's TeamTimings; the defaults are the measured ones).
@@ -325,8 +337,8 @@ class StepOptions:
         ValueError: colors_per_launch outside [1, MAX_COLORS], noted_partners or
             gpu_team_slots, gpu_grid_team_slots or gpu_grid_blocks below 0,
             gpu_grid_blocks above gpu_team.MAX_GRID_BLOCKS (181), gpu_world_block not a
-            multiple of 32 from 32 to 1,024, small_worlds_by_stage without
-            color_small_worlds.
+            multiple of 32 from 32 to 1,024, small_worlds_by_stage or
+            small_worlds_by_block without color_small_worlds, or both of them.
     """
 
     team: bool = True
@@ -363,6 +375,7 @@ class StepOptions:
     interleave_small_worlds: bool | None = None
     small_worlds_begin_by_item: bool | None = None
     small_worlds_by_stage: bool = False
+    small_worlds_by_block: bool = False
     team_timings: TeamTimings = TeamTimings()
 
     def __post_init__(self):
@@ -407,6 +420,16 @@ class StepOptions:
             raise ValueError(
                 "StepOptions.small_worlds_by_stage needs color_small_worlds=True: in one "
                 "colour a world's constraints share bodies, so a team cannot share them"
+            )
+        if self.small_worlds_by_block and not self.color_small_worlds:
+            raise ValueError(
+                "StepOptions.small_worlds_by_block needs color_small_worlds=True: in one "
+                "colour a world's constraints share bodies, so a block cannot share them"
+            )
+        if self.small_worlds_by_block and self.small_worlds_by_stage:
+            raise ValueError(
+                "StepOptions.small_worlds_by_block and small_worlds_by_stage are two ways "
+                "to solve the same substeps: ask for one"
             )
 
     def folds_stages(self, on_gpu: bool) -> bool:
@@ -475,6 +498,9 @@ class StepPlan:
             (StepOptions.small_worlds_in_one_launch, fused.step_by_world), not profiled.
         worlds_by_stage: that launch's substeps run on the team (team_threads, several),
             stage by stage over every world (StepOptions.small_worlds_by_stage).
+        worlds_by_block: small worlds' substeps (in that launch, or a launch of their
+            own) run a block of worlds at a time (StepOptions.small_worlds_by_block,
+            fused.BY_BLOCK).
         contactless: the step has no contacts (StepOptions.contactless_step): one launch,
             the substeps without the contact stages and the forces cleared, nothing else
             (step.contactless_step), not profiled.
@@ -489,6 +515,7 @@ class StepPlan:
     sleep_in_report: bool
     worlds_launch: bool = False
     worlds_by_stage: bool = False
+    worlds_by_block: bool = False
     contactless: bool = False
 
     def substep_executor(self, solves_by_world: bool) -> Executor:
@@ -551,6 +578,7 @@ def plan_step(ctx: StepContext, profiled: bool, team_threads: int) -> StepPlan:
         sleep_in_report=options.sleep_in_report and not profiled,
         worlds_launch=worlds_launch,
         worlds_by_stage=worlds_launch and options.small_worlds_by_stage and threads > 1,
+        worlds_by_block=small and not profiled and options.small_worlds_by_block,
         contactless=not profiled and steps_without_contacts(ctx),
     )
 

@@ -1,0 +1,110 @@
+"""Small worlds' substeps a block of worlds at a time (StepOptions.small_worlds_by_block,
+fused.BY_BLOCK): the small worlds' step keeps its broad phase, colouring and report a world
+a thread, and solves its substeps a block of worlds at a time, the block's threads sharing
+each stage over the block's items and each colour over the block's constraints of that
+colour, meeting at the block's barrier. On a CPU a block is one thread (CPU_BLOCK_WORLDS
+worlds stepped stage by stage, colour after colour); tests/test_vulkan.py runs blocks of 256
+threads on the SPIR-V path. A colour's constraints share no moving body, so every step must
+be bit for bit what a world a thread gives with the same colours
+(StepOptions.color_small_worlds), which is the independent reference here."""
+
+import numpy as np
+import pytest
+import taichi as ti
+
+from fx2d_gpu import StepOptions
+from fx2d_gpu.physics.solver import fused
+from fx2d_gpu.physics.solver.plan import current_plan
+
+from .helpers import COLORED_LIKE_GENERAL
+from .test_small_worlds_by_stage import _chained_piles
+from .test_small_worlds_one_launch import N_WORLDS, _assert_same_steps, _run
+
+#: The top box of every other world's stack, this many times its mass: worlds of uneven
+#: masses (world_params.IMMOVABLE_SWEEP_RATIO, 10), whose XPBD velocity pass sweeps the
+#: contacts with an immovable body again (fused._block_pass' last sweep).
+HEAVY_TOP = 40.0
+
+
+@pytest.fixture(autouse=True)
+def _cpu_only(arch):
+    if arch != "cpu":
+        pytest.skip("a CPU's blocks of one thread; tests/test_vulkan.py runs a GPU's")
+
+
+def _uneven(scene):
+    """scene with the top box of its odd worlds' stacks HEAVY_TOP times heavier."""
+    masses = scene.get_body_params([3])["mass"]
+    masses[1::2] *= HEAVY_TOP
+    scene.set_body_params([3], mass=masses)
+    return scene
+
+
+# XPBD in worlds of uneven masses (its joints' later sweeps and the immovable sweep) and
+# the soft step: a kernel each, for the suite's time.
+@pytest.mark.parametrize("solver, uneven", [("xpbd", True), ("soft_step", False)])
+def test_small_worlds_by_block_step_bit_for_bit_as_a_world_a_thread(arch, solver, uneven):
+    """64 piling worlds (stacks, thrown circles, two bars hinged in a chain; they sleep, and
+    a third are pushed awake at step 70), 100 steps in one launch each: states, contacts
+    and events the same every step a block of worlds at a time as a world a thread, with
+    the worlds in 16 blocks of 4."""
+    make = _uneven if uneven else (lambda scene: scene)
+    by_block = make(
+        _chained_piles(arch, solver, **COLORED_LIKE_GENERAL, small_worlds_by_block=True)
+    )
+    ctx = by_block.step_context()
+    assert ctx.immovable_sweep == uneven and current_plan(ctx).worlds_by_block
+    assert fused.block_members(N_WORLDS, by_block.n_bodies) == N_WORLDS // fused.CPU_BLOCK_WORLDS
+    stepped, _ = _run(by_block)
+    a_world_a_thread, _ = _run(make(_chained_piles(arch, solver, **COLORED_LIKE_GENERAL)))
+    _assert_same_steps(stepped, a_world_a_thread)
+
+
+@ti.kernel
+def _blocks_of(out: ti.types.ndarray(), block_size: ti.i32, n_members: ti.i32, n_worlds: ti.i32):
+    for member in range(n_members):
+        block = fused.block_worlds(member, block_size, n_members, n_worlds)
+        for entry in ti.static(range(3)):
+            out[member, entry] = block[entry]
+
+
+@pytest.mark.parametrize(
+    "n_worlds, n_bodies, block_size",
+    [(64, 10, 256), (65_536, 8, 256), (1, 40, 256), (1_000, 3, 256), (37, 10, 1), (4, 1, 1)],
+)
+def test_a_blocks_worlds_are_its_own_and_every_world_has_a_block(
+    arch, n_worlds, n_bodies, block_size
+):
+    """block_worlds over a launch's items (block_members' count at that block size): each
+    item's lane is its place in its block, a block's threads agree on its worlds, the blocks
+    take consecutive runs of worlds that cover every world once, and no block has more than
+    its share (the worlds spread evenly: ceil(n_worlds / n_blocks)). Checked against the
+    same partition built with NumPy."""
+    per_block = max(1, block_size // n_bodies) if block_size > 1 else fused.CPU_BLOCK_WORLDS
+    n_blocks = -(-n_worlds // per_block)
+    n_members = n_blocks * block_size
+    out = np.zeros((n_members, 3), np.int32)
+    _blocks_of(out, block_size, n_members, n_worlds)
+    lanes, firsts, ends = out.T
+    np.testing.assert_array_equal(lanes, np.arange(n_members) % block_size)
+    firsts, ends = firsts.reshape(n_blocks, block_size), ends.reshape(n_blocks, block_size)
+    assert (firsts == firsts[:, :1]).all() and (ends == ends[:, :1]).all()
+    firsts, ends = firsts[:, 0], ends[:, 0]
+    share = -(-n_worlds // n_blocks)
+    assert firsts[0] == 0 and ends[-1] == n_worlds
+    np.testing.assert_array_equal(firsts[1:], ends[:-1])  # consecutive, no world twice
+    assert ((ends - firsts >= 0) & (ends - firsts <= share)).all()
+    covered = np.concatenate([np.arange(a, b) for a, b in zip(firsts, ends, strict=True)])
+    np.testing.assert_array_equal(covered, np.arange(n_worlds))
+
+
+def test_by_block_needs_the_colours_and_is_not_by_stage():
+    """A block shares a colour's constraints, so its worlds need several colours
+    (color_small_worlds); by stage and by block are two ways to run the same substeps."""
+    with pytest.raises(ValueError, match="small_worlds_by_block needs color_small_worlds"):
+        StepOptions(small_worlds_by_block=True)
+    with pytest.raises(ValueError, match="ask for one"):
+        StepOptions(color_small_worlds=True, small_worlds_by_block=True, small_worlds_by_stage=True)
+    with pytest.raises(TypeError, match="small_worlds_by_block"):
+        StepOptions(color_small_worlds=True, small_worlds_by_block=1)
+    assert StepOptions(color_small_worlds=True, small_worlds_by_block=True).small_worlds_by_block
