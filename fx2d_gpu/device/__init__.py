@@ -122,9 +122,14 @@ SCAN_CHUNK = 64
 LIST_CHUNK = 64
 #: Keys a constraint may be listed by: its colour, the overflow colour, UNSOLVED_COLOR.
 LIST_KEYS = UNSOLVED_COLOR + 1
-#: Slots of a CPU team's barrier (StepCounts.barrier, solver/team.py): room to keep its
-#: counters in cache lines of their own.
-BARRIER_SLOTS = 64
+#: Slots of a GPU block's fences on SPIR-V (gpu_team.barrier: a thread's atomic at its
+#: subgroup lane's slot, so that a barrier's fences do not all queue on one address: 256
+#: threads of a block, and every block of a small worlds' launch by block); subgroups
+#: are 32 or 64 lanes wide on GPUs.
+FENCE_SLOTS = 128
+#: Slots of a team's barrier (StepCounts.barrier, solver/team.py): a CPU team's counters in
+#: cache lines of their own (the first 64), then FENCE_SLOTS.
+BARRIER_SLOTS = 64 + FENCE_SLOTS
 #: Counters of a CPU team's checks (StepCounts.tally, solver/fused.py): a kept colouring's
 #: two, the reported list's refresh_tally's three, the fat boxes' refit's three, how far a
 #: broad phase in the team's launch went, whether its sleep pass converged, how a
@@ -164,7 +169,7 @@ SIZES = {
     "MAX_POLYGON_VERTICES": f"{MAX_POLYGON_VERTICES}, most vertices of a polygon",
     "MAX_COLORS": f"{MAX_COLORS}, graph colours; colour MAX_COLORS is the overflow",
     "UNSOLVED_COLOR": f"{UNSOLVED_COLOR}, the colour of a pair not solved this step",
-    "BARRIER_SLOTS": f"{BARRIER_SLOTS}, slots of a CPU team's barrier",
+    "BARRIER_SLOTS": f"{BARRIER_SLOTS}, slots of a team's barrier and a GPU block's fences",
     "STEPS_IN_FLIGHT": f"{STEPS_IN_FLIGHT}, steps launched before the host reads their answers",
     "ANSWER_ENTRIES": f"{ANSWER_ENTRIES}, entries of a fused launch's answer",
     "FLIGHT_CACHE_ENTRIES": f"{FLIGHT_CACHE_ENTRIES}, entries of a step in flight's StepCache",
@@ -1151,7 +1156,7 @@ class StepCounts(FieldGroup):
             (),
             doc="bodies left out of collision for a non-finite or absurd pose",
         )
-        self._field("barrier", i32, _BARRIER, doc="a CPU team's barrier")
+        self._field("barrier", i32, _BARRIER, doc="a CPU team's barrier, then a GPU block's fences")
         self._field(
             "tally",
             i32,

@@ -42,7 +42,7 @@ UniformMemory), so the barrier is fenced by an atomic on each side.
 
 import taichi as ti
 
-from ...device import runtime
+from ...device import BARRIER_SLOTS, FENCE_SLOTS, runtime
 
 #: Threads of the GPU team: one block. Taichi 1.7.4 bounds a CUDA kernel to two resident
 #: blocks a multiprocessor (.minnctapersm 2), so 256 caps a thread of the team's kernel
@@ -57,8 +57,9 @@ BLOCK_THREADS = 256
 #: has 132 multiprocessors; a GPU with more runs its grid team on this many.
 MAX_GRID_BLOCKS = 46_340 // BLOCK_THREADS
 
-#: counts.barrier's slot the SPIR-V barrier's fences touch (team.py's slots are 0, 16, 48).
-FENCE_SLOT = 32
+#: counts.barrier's first slot the SPIR-V barrier's fences touch (team.py's slots are 0, 16,
+#: 48): a thread's is FENCE_SLOT + its lane in its subgroup, modulo device.FENCE_SLOTS.
+FENCE_SLOT = BARRIER_SLOTS - FENCE_SLOTS
 #: Most spins of a grid team block's wait at the grid barrier (team.barrier): an L2 atomic
 #: a spin, ~0.3-1 us, so 1-4 s. A legitimate wait is one stage of one block's share
 #: (microseconds to milliseconds); a block that is not resident never arrives, and the
@@ -96,11 +97,16 @@ def barrier(counts: ti.template()):
     """Wait until every thread of the block arrives, every write of theirs before it seen by
     every read after it (see the module's docstring: on SPIR-V an atomic's fence on each
     side)."""
+    fence = FENCE_SLOT
     if ti.static(on_spirv()):
-        ti.atomic_add(counts.barrier[FENCE_SLOT], 0)
+        # (An atomic's fence covers the thread's own writes wherever it lands: a subgroup's
+        # lanes at slots of their own, not every thread queued on one. Taichi 1.7.4's
+        # ti.simt.block.thread_idx fails to build on Vulkan: vkCreateComputePipelines.)
+        fence += ti.simt.subgroup.invocation_id() % FENCE_SLOTS
+        ti.atomic_add(counts.barrier[fence], 0)
     ti.simt.block.sync()
     if ti.static(on_spirv()):
-        ti.atomic_add(counts.barrier[FENCE_SLOT], 0)
+        ti.atomic_add(counts.barrier[fence], 0)
 
 
 @ti.func
