@@ -20,6 +20,10 @@ in the same order, with the same results bit for bit:
   the faults, the report and the sleep pass, each going on only where the one before
   allows (device-side counts): four launches and four host syncs a step become one and
   one.
+- small worlds by block (StepOptions.small_worlds_by_block, BY_BLOCK): their substeps in
+  the same launches, a block of threads a block of worlds, each stage's items and each
+  colour's constraints of its worlds shared by the block's threads, which meet at the
+  block's barrier (_block_pass); on a CPU a block is one thread.
 - substeps_by_team (other scenes on a CPU backend, solver/team.py): a team of threads, each
   stage and each colour of a pass split between them, with a barrier after each instead of
   a loop launch (2-10 us, not ~35); the overflow colour included.
@@ -2890,7 +2894,8 @@ def _launch_body(
     read from its answer where `late` (its slot + 1) says it was in flight too; and the
     answer is held in counts.answers[answer_slot] (_hold_answer)."""
     # The substeps' loop: a member a world, or a team's threads (a large world's team, or
-    # small worlds' substeps by stage: BY_STAGE, whose other loops are a world a thread).
+    # small worlds' substeps by stage: BY_STAGE, whose other loops are a world a thread), or
+    # blocks of threads each a team of its own worlds (BY_BLOCK: block_worlds).
     per_world = ti.static(by_world == A_WORLD_A_THREAD)
     by_block = ti.static(by_world == BY_BLOCK)
     team_size, stride = 1, world_stride

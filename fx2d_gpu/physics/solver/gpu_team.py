@@ -58,7 +58,8 @@ BLOCK_THREADS = 256
 MAX_GRID_BLOCKS = 46_340 // BLOCK_THREADS
 
 #: counts.barrier's first slot the SPIR-V barrier's fences touch (team.py's slots are 0, 16,
-#: 48): a thread's is FENCE_SLOT + its lane in its subgroup, modulo device.FENCE_SLOTS.
+#: 48): on Vulkan a thread's is FENCE_SLOT + its lane in its subgroup, modulo
+#: device.FENCE_SLOTS; elsewhere FENCE_SLOT.
 FENCE_SLOT = BARRIER_SLOTS - FENCE_SLOTS
 #: Most spins of a grid team block's wait at the grid barrier (team.barrier): an L2 atomic
 #: a spin, ~0.3-1 us, so 1-4 s. A legitimate wait is one stage of one block's share
@@ -101,8 +102,10 @@ def barrier(counts: ti.template()):
     if ti.static(on_spirv()):
         # (An atomic's fence covers the thread's own writes wherever it lands: a subgroup's
         # lanes at slots of their own, not every thread queued on one. Taichi 1.7.4's
-        # ti.simt.block.thread_idx fails to build on Vulkan: vkCreateComputePipelines.)
-        fence += ti.simt.subgroup.invocation_id() % FENCE_SLOTS
+        # ti.simt.block.thread_idx fails to build on Vulkan: vkCreateComputePipelines.
+        # Not on Metal, whose build of the subgroup's lane is untried here.)
+        if ti.static(_arch_name() == "vulkan"):
+            fence += ti.simt.subgroup.invocation_id() % FENCE_SLOTS
         ti.atomic_add(counts.barrier[fence], 0)
     ti.simt.block.sync()
     if ti.static(on_spirv()):
