@@ -16,7 +16,7 @@ from fx2d_gpu import StepOptions
 from fx2d_gpu.physics.solver import fused
 from fx2d_gpu.physics.solver.plan import current_plan
 
-from .helpers import COLORED_LIKE_GENERAL
+from .helpers import COLORED_LIKE_GENERAL, machine_scene
 from .test_small_worlds_by_stage import _chained_piles
 from .test_small_worlds_one_launch import N_WORLDS, _assert_same_steps, _run
 
@@ -58,6 +58,52 @@ def test_small_worlds_by_block_step_bit_for_bit_as_a_world_a_thread(arch, solver
     stepped, _ = _run(by_block)
     a_world_a_thread, _ = _run(make(_chained_piles(arch, solver, **COLORED_LIKE_GENERAL)))
     _assert_same_steps(stepped, a_world_a_thread)
+
+
+def _machines(arch, **options):
+    """helpers.machine_scene's 24 worlds (a chain ground, a stack, thrown shapes, a capsule,
+    a motorised hinge and slider, a kinematic pusher, a sensor, a bouncy ball) and a bullet
+    fired through them, in one launch a step; their worlds are of uneven masses."""
+    scene = machine_scene(
+        24,
+        arch,
+        solver="xpbd",
+        step_options={"fold_on_cpu": True, **COLORED_LIKE_GENERAL, **options},
+    )
+    scene.add_circle((-11.0, 1.0), 0.05, mass=0.02, velocity=(60.0, 0.0), bullet=True)
+    return scene
+
+
+def test_small_worlds_by_block_with_every_kind_of_body_bit_for_bit_as_a_world_a_thread(arch):
+    """Every kind of body and constraint a small world holds (bullets and the continuous
+    sweep's second round, a kinematic body, motors, a sensor, restitution, uneven masses),
+    120 XPBD steps in blocks of 4 worlds: poses, velocities, contacts and joint
+    coordinates the same every step as a world a thread in the same colours."""
+
+    def trace(scene):
+        steps = []
+        for _ in range(120):
+            scene.step(1.0 / 60.0)
+            state, contacts = scene.get_state(), scene.contacts(world=None)
+            steps.append(
+                (
+                    state.position,
+                    state.angle,
+                    state.velocity,
+                    state.angular_velocity,
+                    contacts.body_a,
+                    contacts.body_b,
+                    contacts.normal_impulse,
+                    scene.joint_state().position,
+                )
+            )
+        return steps
+
+    by_block = _machines(arch, small_worlds_by_block=True)
+    ctx = by_block.step_context()
+    assert ctx.has_bullets and ctx.has_kinematic and ctx.immovable_sweep
+    assert current_plan(ctx).worlds_by_block
+    _assert_same_steps(trace(by_block), trace(_machines(arch)))
 
 
 @ti.kernel
