@@ -64,8 +64,8 @@
 #                  1M pile on its default path (soft step), the cart-pole envs and their host side
 #                  (benchmarks/env_host.py), XPBD's
 #                  small worlds (begun by item and not) and pyramid (by turns and not),
-#                  the 1M pile's kernel
-#                  profile, XPBD's small worlds not interleaved, Nsight Compute on the small
+#                  the kernel profiles of the small worlds by block and of the 1M pile,
+#                  XPBD's small worlds not interleaved, Nsight Compute on the small
 #                  worlds' step kernel (occupancy, warp stalls, memory:
 #                  benchmarks/step_loop.py), then as far as it goes: the pyramid on 32 blocks
 #                  (StepOptions.gpu_grid_blocks), the small worlds at blocks of 512 and with
@@ -220,10 +220,10 @@ lease | lease_more)
             --solver "$1" --results "$results"
         echo "== rc $?"; pack
     }
-    profile() {
-        echo "== $(date +%T) kernel profile: $1"
+    profile() {  # scene, cap, then kernel_profile's other arguments (--step-option ...)
+        echo "== $(date +%T) kernel profile: $*"
         capped "$2" "$python" -m benchmarks.kernel_profile --arch "$arch" \
-            --scenes "$1" --results "$results/profile_$1"
+            --scenes "$1" --results "$results/profile_$1" "${@:3}"
         echo "== rc $?"; pack
     }
     # On the CUDA stub (benchmarks/device_cache.py sets FX2D_DEVICE_WARMING: the parts run
@@ -351,6 +351,10 @@ lease | lease_more)
             bench 60 --solver xpbd large_pyramid
             bench 60 --solver xpbd large_pyramid --step-option colors_by_turns=true \
                 --step-option stages_by_turns=false
+            # The small worlds a block of worlds at a time (2026-12-06), task by task: its
+            # blocks' loop's device ms, registers and blocks a multiprocessor.
+            profile batched_small 90 --step-option color_small_worlds=true \
+                --step-option small_worlds_by_block=true
             profile pile 90
             bench 60 --solver xpbd batched_small --step-option interleave_small_worlds=false
             echo "== $(date +%T) Nsight Compute: the small worlds' step kernel (XPBD, 65,536 worlds)"

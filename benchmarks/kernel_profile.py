@@ -3,6 +3,7 @@ over a few steps of the scenes a GPU is measured on.
 
     python -m benchmarks.kernel_profile [--arch ARCH] [--scenes NAME ...] [--pile N]
         [--worlds W] [--warm STEPS] [--steps STEPS] [--results DIR]
+        [--step-option NAME=VALUE ...]
 
 Each top-level loop (or serial block) of a Taichi kernel is an offloaded task: on CUDA a
 kernel launch of its own, which the profiler times on the device (CUDA events; on CUDA it
@@ -12,7 +13,8 @@ scenes (SCENES): the awake large pyramid (Box2D's, 5,051 bodies) with each solve
 poured pile (100,000 bodies; 1,000,000 on a GPU) after its warm-up steps, and W small
 worlds (256; 65,536 on a GPU). Each is stepped `warm` steps, then `steps` profiled.
 
-Saves benchmarks/results/<device>/kernel_profile.csv: per scene, solver and task, the
+Saves benchmarks/results/<device>/kernel_profile.csv (then the step options, where any are
+asked: _name-value each): per scene, solver and task, the
 task's launches and device milliseconds a step, its share of the step's profiled time, and
 (CUDA) its registers a thread, block and grid size and occupancy (blocks a multiprocessor
 holds at once); prints each scene's costliest tasks. What it does not say: the host's time
@@ -31,7 +33,7 @@ from fx2d_gpu import scenes
 from fx2d_gpu.device import runtime
 from fx2d_gpu.physics.solver.plan import DEFAULT_OPTIONS
 
-from .common import device_name, save_csv
+from .common import add_option_arguments, device_name, options_suffix, parsed_options, save_csv
 
 DT = 1.0 / 60.0
 SCENES = ("large_pyramid", "pile", "batched_small")
@@ -116,7 +118,16 @@ def profile(scene, warm: int, steps: int) -> list[dict]:
     return rows
 
 
-def run(arch="cpu", names=None, pile=None, worlds=None, warm=30, steps=10, results=None):
+def run(
+    arch="cpu",
+    names=None,
+    pile=None,
+    worlds=None,
+    warm=30,
+    steps=10,
+    results=None,
+    step_options=None,
+):
     backend = runtime.ensure_initialized(arch, kernel_profiler=True)
     gpu = not runtime.on_cpu()
     pile = pile or (1_000_000 if gpu else 100_000)
@@ -125,7 +136,7 @@ def run(arch="cpu", names=None, pile=None, worlds=None, warm=30, steps=10, resul
     rows = []
     for name in names or SCENES:
         for solver in SOLVERS:
-            scene = build_scene(name, arch, solver, pile, worlds)
+            scene = build_scene(name, arch, solver, pile, worlds, step_options)
             base = {
                 "date": date,
                 "device": device_name(backend),
@@ -154,7 +165,8 @@ def run(arch="cpu", names=None, pile=None, worlds=None, warm=30, steps=10, resul
                     f"x{task['launches_per_step']:<6g} {task['task']}{regs}",
                     flush=True,
                 )
-    print("  saved", save_csv(backend, "kernel_profile", rows, results))
+    table = "kernel_profile" + options_suffix(step_options or {})
+    print("  saved", save_csv(backend, table, rows, results))
     return rows
 
 
@@ -171,13 +183,26 @@ def main(argv=None):
     parser.add_argument("--warm", type=int, default=30, help="steps before profiling (30)")
     parser.add_argument("--steps", type=int, default=10, help="steps profiled (10)")
     parser.add_argument("--results", default=None, help="results folder")
+    add_option_arguments(parser, "small_worlds_by_block=true")
     args = parser.parse_args(argv)
+    step_options, compile_options = parsed_options(parser, args)
+    if compile_options:
+        parser.error("--taichi-option: not here (python -m benchmarks takes them)")
     for name in ("pile", "worlds"):
         if getattr(args, name) is not None and getattr(args, name) < 1:
             parser.error(f"--{name} must be positive")
     if args.warm < 0 or args.steps < 1:
         parser.error("--warm must be >= 0 and --steps >= 1")
-    run(args.arch, args.scenes, args.pile, args.worlds, args.warm, args.steps, args.results)
+    run(
+        args.arch,
+        args.scenes,
+        args.pile,
+        args.worlds,
+        args.warm,
+        args.steps,
+        args.results,
+        step_options,
+    )
 
 
 if __name__ == "__main__":
