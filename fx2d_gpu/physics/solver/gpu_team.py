@@ -37,7 +37,8 @@ barrier ahead of every read after it. A SPIR-V workgroup barrier as Taichi 1.7.4
 covers workgroup memory only (OpControlBarrier with WorkgroupMemory | AcquireRelease
 semantics), not the storage buffers that hold the engine's fields; an integer atomic there
 is preceded by a device-scope acquire-release fence on storage buffers (OpMemoryBarrier,
-UniformMemory), so the barrier is fenced by an atomic on each side.
+UniformMemory), so the barrier is fenced by an atomic on each side (on Vulkan at a slot for
+each subgroup lane: device.FENCE_SLOTS).
 """
 
 import taichi as ti
