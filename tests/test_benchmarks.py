@@ -956,3 +956,26 @@ def test_warp_lanes_counts_what_a_warps_worlds_walk(tmp_path):
     (row,) = warp_lanes.run(worlds=64, steps=20, results=tmp_path)
     assert 0 < row["pairs_a_world"] <= row["warp_longest"] <= row["warp_union"]
     assert list(tmp_path.glob("*/warp_lanes.csv"))
+
+
+@pytest.mark.slow  # a step kernel a path, compiled anew (~20-40 s)
+def test_small_worlds_paths_time_every_path_in_one_process(arch, tmp_path):
+    """benchmarks.small_worlds_paths, the lease's first small-worlds measurement: each path
+    (a world a thread, coloured or not, by block, by stage, by turns) steps the same worlds
+    in one process, a row each in PATHS' order, every state finite, a positive time, and
+    the solver in the CSV's name. Asleep or awake, by stage and by turns the CPU's team
+    meets (where this machine gives one of several threads); a world a thread and a block
+    (one thread on a CPU) meet nobody."""
+    from benchmarks import small_worlds_paths
+    from fx2d_gpu.physics.solver import team
+
+    rows = small_worlds_paths.run(
+        arch, worlds=[8], solvers=("soft_step",), steps=3, window=1, results=tmp_path
+    )
+    assert [row["path"] for row in rows] == list(small_worlds_paths.PATHS)
+    assert all(row["finite"] and row["ms_per_step"] > 0 for row in rows)
+    met = {row["path"]: row["barriers_per_step"] for row in rows}
+    assert met["a world a thread"] == met["by block"] == 0
+    if arch == "cpu" and team.status().probed_threads > 1:
+        assert met["by stage"] > 0 and met["by stage, by turns"] > 0, met
+    assert list(tmp_path.glob("*/small_worlds_paths_soft_step.csv"))
