@@ -307,7 +307,7 @@ lease | lease_more)
             # worlds, one process, one pool (benchmarks/small_worlds_paths.py; the first
             # path is the defaults', as `bench batched_small` measured them at 65,536).
             # A block of worlds at a time (StepOptions.small_worlds_by_block, 2026-12-06:
-            # 32 worlds of 8 bodies on a block of 256 threads sharing each stage, meeting
+            # 28 worlds of 8 bodies on a block of 256 threads sharing each stage, meeting
             # at the block's barrier) is the third path, before by stage.
             paths soft_step 180
             # The large pyramid on the grid team (1.62 ms on 2026-12-04 at 122 barriers a

@@ -320,8 +320,9 @@ backend = runtime.ensure_initialized(sys.argv[1])
 from fx2d_gpu.physics.solver.plan import current_plan
 from tests.test_small_worlds_one_launch import _piles, _run
 runs = []
-# A block of worlds at a time (64 worlds of 10 body slots: 3 blocks of 22, 22 and 20
-# worlds on a block of 256 threads), then a world a thread (the reference).
+# A block of worlds at a time (64 worlds of 10 body slots: blocks of 256 threads, as many
+# worlds a block as give each thread a body slot and a constraint), then a world a thread
+# (the reference).
 for by_block in (True, False):
     scene = _piles(sys.argv[1], "xpbd", n_worlds=64, color_small_worlds=True,
                    small_worlds_by_block=by_block)

@@ -394,7 +394,7 @@ def _world_members(ctx: "StepContext", contacts: bool = True) -> tuple[bool | in
     if contacts and plan.worlds_by_stage:
         return BY_STAGE, plan.team_threads, 1
     if contacts and plan.worlds_by_block:
-        return BY_BLOCK, block_members(ctx.n_worlds, ctx.n_bodies), 1
+        return BY_BLOCK, block_members(ctx.n_worlds, ctx.n_bodies, ctx.n_joints, ctx.n_pairs), 1
     return True, ctx.n_worlds, team.world_stride(ctx)  # (True: A_WORLD_A_THREAD)
 
 
@@ -405,14 +405,20 @@ def block_threads() -> int:
     return gpu_team.BLOCK_THREADS if gpu_team.on_gpu() else 1
 
 
-def block_members(n_worlds: int, n_bodies: int) -> int:
+def block_members(n_worlds: int, n_bodies: int, n_joints: int = 0, n_pairs: int = 0) -> int:
     """A BY_BLOCK launch's loop items (n_members): its blocks times block_threads(). A
-    GPU's block takes about as many worlds' body slots as it has threads (at least one
-    world); a CPU's CPU_BLOCK_WORLDS. The launch spreads the worlds evenly over the blocks
-    (block_worlds)."""
+    GPU's block takes as many worlds as fit its threads a body slot each, and a constraint
+    each as the last broad phase found them (`n_pairs` in all; joint slots `n_joints` a
+    world), at least one: a colour pass walks a block's constraints a thread each, and a
+    block with more constraints than threads walks them twice, its other warps waiting
+    for the first at each colour's barrier. A CPU's block takes CPU_BLOCK_WORLDS. The
+    launch spreads the worlds evenly over the blocks (block_worlds); how many a block
+    takes changes no result."""
     threads = block_threads()
-    worlds = max(1, threads // max(n_bodies, 1)) if gpu_team.on_gpu() else CPU_BLOCK_WORLDS
-    return -(-n_worlds // worlds) * threads
+    if not gpu_team.on_gpu():
+        return -(-n_worlds // CPU_BLOCK_WORLDS) * threads
+    items = max(n_bodies, -(-n_pairs // max(n_worlds, 1)) + n_joints, 1)
+    return -(-n_worlds // max(1, threads // items)) * threads
 
 
 def world_step(a) -> WorldStep:

@@ -316,8 +316,9 @@ class StepOptions:
             (benchmarks/device_run.sh).
         small_worlds_by_block: a small worlds' step in one launch solves its substeps a
             block of worlds at a time (fused.BY_BLOCK): on a GPU a block of
-            gpu_team.BLOCK_THREADS threads takes about as many body slots' worlds (32
-            worlds of 8 bodies), shares each stage over their items and each colour over
+            gpu_team.BLOCK_THREADS threads takes as many worlds as give each thread a body
+            slot and a constraint (28 of batched_small's worlds: fused.block_members),
+            shares each stage over their items and each colour over
             their constraints of that colour, and meets at the block's own barrier (tens of
             nanoseconds, where a grid team's is microseconds and a world a thread meets
             none but runs its world's stages one after another). A CPU's block is one
