@@ -314,16 +314,16 @@ class StepOptions:
             66 barriers a step (soft step; 32 by turns) and 182 (XPBD; 98), 256 worlds
             counted on the CPU team. Off by default until a GPU measures it
             (benchmarks/device_run.sh).
-        small_worlds_by_block: a small worlds' step in one launch solves its substeps a
-            block of worlds at a time (fused.BY_BLOCK): on a GPU a block of
-            gpu_team.BLOCK_THREADS threads takes as many worlds as give each thread a body
-            slot and a constraint (28 of batched_small's worlds: fused.block_members),
-            shares each stage over their items and each colour over
+        small_worlds_by_block: small worlds' substeps (in their step's one launch, or a
+            launch of their own) run a block of worlds at a time (fused.BY_BLOCK): on a
+            GPU a block of gpu_team.BLOCK_THREADS threads takes as many worlds as give
+            each thread a body slot and a constraint (28 of batched_small's worlds:
+            fused.block_members), shares each stage over their items and each colour over
             their constraints of that colour, and meets at the block's own barrier (tens of
             nanoseconds, where a grid team's is microseconds and a world a thread meets
             none but runs its world's stages one after another). A CPU's block is one
-            thread stepping its worlds stage by stage. Its other loops (the broad phase,
-            the colouring, the report) stay a world a thread. Needs color_small_worlds, as
+            thread stepping its worlds stage by stage. The step's other loops (the broad
+            phase, the colouring, the report) stay a world a thread. Needs color_small_worlds, as
             small_worlds_by_stage does, and not with it. The same results bit for bit as
             a world a thread with color_small_worlds. Off by default until a GPU measures
             it (benchmarks/device_run.sh).
