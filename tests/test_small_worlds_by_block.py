@@ -144,6 +144,34 @@ def test_a_blocks_worlds_are_its_own_and_every_world_has_a_block(
     np.testing.assert_array_equal(covered, np.arange(n_worlds))
 
 
+@pytest.mark.parametrize(
+    "n_worlds, n_bodies, n_joints, pairs_a_world",
+    [(65_536, 8, 1, 7.6), (64, 10, 1, 9.0), (4_096, 3, 2, 0.0), (100, 40, 0, 300.0), (7, 1, 0, 0)],
+)
+def test_a_gpu_block_takes_the_most_worlds_that_give_each_thread_one_item(
+    n_worlds, n_bodies, n_joints, pairs_a_world
+):
+    """block_members at a GPU's block of 256 threads: its worlds' body slots fit the
+    threads, and so do their constraints (the last broad phase's pairs a world, rounded
+    up, and the joint slots), and one world more would not fit (at least one world a
+    block, however many it holds); `batched_small` (8 bodies, ~7.6 pairs and a joint a
+    world) takes 28 worlds a block, 2,341 blocks at 65,536 worlds. A CPU's block (one
+    thread) takes CPU_BLOCK_WORLDS."""
+    threads = 256
+    n_pairs = round(pairs_a_world * n_worlds)
+    members = fused.block_members(n_worlds, n_bodies, n_joints, n_pairs, threads)
+    assert members % threads == 0
+    n_blocks = members // threads
+    per_block = -(-n_worlds // n_blocks)  # (block_worlds' even spread)
+    items = max(n_bodies, -(-n_pairs // n_worlds) + n_joints)
+    assert per_block * items <= threads or per_block == 1
+    assert -(-n_worlds // (n_blocks - 1)) * items > threads if n_blocks > 1 else True
+    if (n_worlds, n_bodies) == (65_536, 8):
+        assert n_blocks == 2_341 and threads // items == 28
+    cpu = fused.block_members(n_worlds, n_bodies, n_joints, n_pairs, threads=1)
+    assert cpu == -(-n_worlds // fused.CPU_BLOCK_WORLDS)
+
+
 def test_by_block_needs_the_colours_and_is_not_by_stage():
     """A block shares a colour's constraints, so its worlds need several colours
     (color_small_worlds); by stage and by block are two ways to run the same substeps."""

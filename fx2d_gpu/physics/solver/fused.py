@@ -405,7 +405,9 @@ def block_threads() -> int:
     return gpu_team.BLOCK_THREADS if gpu_team.on_gpu() else 1
 
 
-def block_members(n_worlds: int, n_bodies: int, n_joints: int = 0, n_pairs: int = 0) -> int:
+def block_members(
+    n_worlds: int, n_bodies: int, n_joints: int = 0, n_pairs: int = 0, threads: int = 0
+) -> int:
     """A BY_BLOCK launch's loop items (n_members): its blocks times block_threads(). A
     GPU's block takes as many worlds as fit its threads a body slot each, and a constraint
     each as the last broad phase found them (`n_pairs` in all; joint slots `n_joints` a
@@ -413,10 +415,10 @@ def block_members(n_worlds: int, n_bodies: int, n_joints: int = 0, n_pairs: int 
     block with more constraints than threads walks them twice, its other warps waiting
     for the first at each colour's barrier. A CPU's block takes CPU_BLOCK_WORLDS. The
     launch spreads the worlds evenly over the blocks (block_worlds); how many a block
-    takes changes no result."""
-    threads = block_threads()
-    if not gpu_team.on_gpu():
-        return -(-n_worlds // CPU_BLOCK_WORLDS) * threads
+    takes changes no result. `threads`: a block's (0: block_threads(); 1: a CPU's)."""
+    threads = threads or block_threads()
+    if threads == 1:
+        return -(-n_worlds // CPU_BLOCK_WORLDS)
     items = max(n_bodies, -(-n_pairs // max(n_worlds, 1)) + n_joints, 1)
     return -(-n_worlds // max(1, threads // items)) * threads
 
