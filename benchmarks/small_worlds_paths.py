@@ -7,7 +7,7 @@ pool for each, so only the step's kernel is compiled anew.
 
     python -m benchmarks.small_worlds_paths [--arch cuda] [--worlds W ...]
         [--solver xpbd soft_step] [--steps N] [--window N] [--results DIR]
-        [--step-option NAME=VALUE ...]
+        [--path NAME ...] [--step-option NAME=VALUE ...]
 
 `batched_small`'s worlds (8 bodies and a joint a world; 65,536 on a GPU, 4,096 on a CPU by
 default), stepped without reading anything between steps (a GPU's steps fly: one read of
@@ -100,10 +100,12 @@ def run(
     window=10,
     results=None,
     step_options=None,
+    paths=None,
 ):
-    """Every path of `solvers` at each of `worlds`; `step_options`: {StepOptions attribute:
-    value} over every path's. The CSV: small_worlds_paths.csv, its name ending with the
-    solver where one is asked and with the options (a lease runs each solver apart)."""
+    """Every path (or those of `paths`, names of PATHS) of `solvers` at each of `worlds`;
+    `step_options`: {StepOptions attribute: value} over every path's. The CSV:
+    small_worlds_paths.csv, its name ending with the solver where one is asked and with the
+    options (a lease runs each solver apart)."""
     step_options = step_options or {}
     name = "small_worlds_paths"
     if len(solvers) == 1:
@@ -119,7 +121,7 @@ def run(
     rows = []
     for solver in solvers:
         for count in worlds:
-            for path in PATHS:
+            for path in paths or PATHS:
                 row = measure(arch, solver, count, path, steps, window, step_options)
                 rows.append({**base, **row})
                 print(
@@ -144,6 +146,13 @@ def main(argv=None):
     parser.add_argument("--steps", type=int, default=61, help="steps a path (61)")
     parser.add_argument("--window", type=int, default=10, help="steps a timed window (10)")
     parser.add_argument("--results", default=None, help="results folder")
+    parser.add_argument(
+        "--path",
+        action="append",
+        choices=tuple(PATHS),
+        default=None,
+        help="only this path (repeatable; default: every one)",
+    )
     add_option_arguments(parser, "gpu_grid_blocks=176")
     args = parser.parse_args(argv)
     if args.steps < 2 or args.window < 1 or any(w < 1 for w in args.worlds or []):
@@ -151,7 +160,16 @@ def main(argv=None):
     step_options, compile_options = parsed_options(parser, args)
     if compile_options:
         parser.error("--taichi-option: not here (python -m benchmarks takes them)")
-    run(args.arch, args.worlds, args.solver, args.steps, args.window, args.results, step_options)
+    run(
+        args.arch,
+        args.worlds,
+        args.solver,
+        args.steps,
+        args.window,
+        args.results,
+        step_options,
+        args.path,
+    )
 
 
 if __name__ == "__main__":
