@@ -41,22 +41,25 @@ def _uneven(scene):
 
 
 # XPBD in worlds of uneven masses (its joints' later sweeps and the immovable sweep) and
-# the soft step: a kernel each, for the suite's time.
-@pytest.mark.parametrize("solver, uneven", [("xpbd", True), ("soft_step", False)])
-def test_small_worlds_by_block_step_bit_for_bit_as_a_world_a_thread(arch, solver, uneven):
+# the soft step, in the step's one launch, and the soft step's substeps in a launch of their
+# own (fused.substeps_by_world: a CPU's way without fold_on_cpu): a kernel each.
+@pytest.mark.parametrize(
+    "solver, uneven, folded",
+    [("xpbd", True, True), ("soft_step", False, True), ("soft_step", False, False)],
+)
+def test_small_worlds_by_block_step_bit_for_bit_as_a_world_a_thread(arch, solver, uneven, folded):
     """64 piling worlds (stacks, thrown circles, two bars hinged in a chain; they sleep, and
-    a third are pushed awake at step 70), 100 steps in one launch each: states, contacts
-    and events the same every step a block of worlds at a time as a world a thread, with
-    the worlds in 16 blocks of 4."""
+    a third are pushed awake at step 70), 100 steps, the substeps in the step's one launch
+    or a launch of their own: states, contacts and events the same every step a block of
+    worlds at a time as a world a thread, with the worlds in 16 blocks of 4."""
     make = _uneven if uneven else (lambda scene: scene)
-    by_block = make(
-        _chained_piles(arch, solver, **COLORED_LIKE_GENERAL, small_worlds_by_block=True)
-    )
+    options = {**COLORED_LIKE_GENERAL, "fold_on_cpu": folded}
+    by_block = make(_chained_piles(arch, solver, **options, small_worlds_by_block=True))
     ctx = by_block.step_context()
     assert ctx.immovable_sweep == uneven and current_plan(ctx).worlds_by_block
     assert fused.block_members(N_WORLDS, by_block.n_bodies) == N_WORLDS // fused.CPU_BLOCK_WORLDS
     stepped, _ = _run(by_block)
-    a_world_a_thread, _ = _run(make(_chained_piles(arch, solver, **COLORED_LIKE_GENERAL)))
+    a_world_a_thread, _ = _run(make(_chained_piles(arch, solver, **options)))
     _assert_same_steps(stepped, a_world_a_thread)
 
 

@@ -125,16 +125,17 @@ vec2 = ti.math.vec2
 
 def substeps_by_world(ctx: "StepContext", contacts: bool = True):
     """All of the step's substeps in one launch, one world per thread (spread over the CPU
-    backend's tasks: team.world_stride), each world's faults found after them
+    backend's tasks: team.world_stride) or a block of worlds at a time where the plan says
+    (BY_BLOCK: _world_members), each world's faults found after them
     (ctx.faults_found, see _launch). Without `contacts` (a step without contacts,
     step.contactless_step): the kernel compiled with the stages as such a step runs them
     (stages.CONTACTLESS_STAGES), its joints alone in colour 0 and in order, no pairs; the
     launch records the step's constraint counts (no pairs) itself and clears the applied
     forces after the substeps (integrate.clear_forces' work: no launch of its own)."""
     clears = not contacts and ctx.cache.forces_on_device
+    # (Never BY_STAGE: a plan that takes it runs the substeps on the team, StepPlan.
+    # substep_executor.)
     by_world, n_members, stride = _world_members(ctx, contacts)
-    if by_world == BY_STAGE:  # (the team's launch is substeps_by_team's: step._after_pairs)
-        by_world, n_members, stride = True, ctx.n_worlds, team.world_stride(ctx)
     _launch(
         ctx,
         by_world=by_world,
