@@ -50,6 +50,11 @@ these are counted on any machine, on the CPU backend. The paths (PATHS):
 - launches_per_stage.csv: the launches of each planned stage (solver/plan.py's
   STEP_STAGES; the substep's stages count under "substeps", a kept step's launch under
   "find pairs").
+- barriers_per_site.csv (--barrier-sites: the team's path alone, its kernels compiled with
+  device.COUNT_BARRIER_SITES): the team's barriers a step at each call site of
+  team.barrier (file, line, function: solver/team.barrier_site_slot), which add up to
+  barriers_per_step: a colour pass's meetings, an item stage's, a prefix sum's, the
+  report's, so that a change that saves barriers on a grid team shows where.
 
 The scenes: the large pyramid (sleep off), a poured pile of 100,000 bodies, a 30x30 joint
 grid, a pyramid of 20 boxes a side asleep (stepped until every box sleeps first: a pile at
@@ -251,6 +256,13 @@ def barrier_generation(scene) -> int:
     return int(scene.step_context().pool.counts.barrier[team.GENERATION])
 
 
+def _site_counts(scene) -> list[int]:
+    """Each barrier site's count so far, every member's arrivals (team.BARRIER_SITES'
+    slots of counts.barrier; a read of the device)."""
+    counted = scene.step_context().pool.counts.barrier.to_numpy()
+    return [int(counted[team.SITE_SLOT + index]) for index in range(device.FENCE_SLOTS)]
+
+
 def counted_steps(scene) -> int:
     """Steps counted of `scene`: STEPS_IN_FLIGHT where its steps fly (small worlds, the GPU
     team's large ones: one read of their answers among them), else COUNTED_STEPS."""
@@ -264,6 +276,7 @@ def count(scene, steps: int = COUNTED_STEPS, advance=None) -> dict:
     advance = advance or (lambda: scene.step(DT))
     waits = _HostWaits()
     generation = barrier_generation(scene)
+    sites_before = _site_counts(scene) if device.COUNT_BARRIER_SITES else None
     launches, returning = launching.launch_count(), launching.returning_count()
     host_launches, host_arrays = launching.host_array_count()
     by_stage = launching.stage_launches()
@@ -289,6 +302,14 @@ def count(scene, steps: int = COUNTED_STEPS, advance=None) -> dict:
     }
     # Read last: it settles steps in flight (a read of the device, not the steps').
     barriers = barrier_generation(scene) - generation
+    if device.COUNT_BARRIER_SITES:
+        threads = team.status().step_threads
+        sites_after = _site_counts(scene)
+        counts["barrier_sites"] = {
+            site: (sites_after[index] - sites_before[index]) / max(threads, 1) / steps
+            for site, index in team.BARRIER_SITES.items()
+            if sites_after[index] != sites_before[index]
+        }
     # None where no team of several threads ran (a launch per stage, small worlds, a team
     # of one: no barrier to count).
     counts["barriers_per_step"] = barriers / steps if barriers else ""
@@ -342,26 +363,44 @@ def _env_rows(names, options: StepOptions, base: dict) -> list[dict]:
     return rows
 
 
-def run(results=None, names=None, step_options=None) -> list[dict]:
+def run(results=None, names=None, step_options=None, barrier_sites=False) -> list[dict]:
     """Count every path's scenes (`names`: only those) with each solver, their StepOptions
     changed by `step_options` ({attribute: value}; the CSVs' names then end with them, as
-    the suite's: launches_per_step_colors_by_turns-True.csv)."""
+    the suite's: launches_per_step_colors_by_turns-True.csv). `barrier_sites`: the team's
+    path alone, its barriers counted at each call site (barriers_per_site.csv; this
+    process's kernels compile with device.COUNT_BARRIER_SITES), not the other CSVs;
+    returns the sites' rows."""
     backend = runtime.ensure_initialized("cpu", kernel_profiler=True)
     date = datetime.date.today().isoformat()
     step_options = step_options or {}
     tag = options_suffix(step_options)
-    with compiled_as_on_a_gpu():
-        rows, stage_rows = _count_all(backend, date, names, step_options)
+    if barrier_sites:
+        device.COUNT_BARRIER_SITES = True
+    try:
+        with compiled_as_on_a_gpu():
+            rows, stage_rows, site_rows = _count_all(
+                backend, date, names, step_options, barrier_sites
+            )
+    finally:
+        device.COUNT_BARRIER_SITES = False
+    if barrier_sites:
+        print_table(site_rows)
+        print("  saved", save_csv(backend, f"barriers_per_site{tag}", site_rows, results))
+        return site_rows
     print_table(rows)
     print("  saved", save_csv(backend, f"launches_per_step{tag}", rows, results))
     print("  saved", save_csv(backend, f"launches_per_stage{tag}", stage_rows, results))
     return rows
 
 
-def _count_all(backend, date, names, step_options) -> tuple[list[dict], list[dict]]:
-    """run's rows: (launches_per_step's, launches_per_stage's)."""
-    rows, stage_rows = [], []
-    for (path, options), solver in itertools.product(PATHS.items(), STAGES):
+def _count_all(
+    backend, date, names, step_options, barrier_sites=False
+) -> tuple[list[dict], list[dict], list[dict]]:
+    """run's rows: (launches_per_step's, launches_per_stage's, barriers_per_site's); with
+    `barrier_sites` the team's path alone and no environments."""
+    rows, stage_rows, site_rows = [], [], []
+    paths = {"gpu (team)": PATHS["gpu (team)"]} if barrier_sites else PATHS
+    for (path, options), solver in itertools.product(paths.items(), STAGES):
         for name, build in _scenes(solver, options.replace(**step_options)).items():
             if names and name not in names:
                 continue
@@ -381,18 +420,34 @@ def _count_all(backend, date, names, step_options) -> tuple[list[dict], list[dic
                 "worlds": scene.n_worlds,
                 "substeps": scene.substeps,
             }
+            sites = counts.pop("barrier_sites", {})
             rows.append({**base, "colors": scene.n_colors, **counts})
+            site_rows += [
+                {
+                    **base,
+                    "colors": scene.n_colors,
+                    "file": file,
+                    "line": line,
+                    "function": function,
+                    "barriers_per_step": per_step,
+                }
+                for (file, line, function), per_step in sorted(
+                    sites.items(), key=lambda item: -item[1]
+                )
+            ]
             order = [n for n in STEP_STAGE_NAMES if n in per_stage]
             order += sorted(n for n in per_stage if n not in STEP_STAGE_NAMES)
             stage_rows += [
                 {**base, "stage": stage, "launches_per_step": per_stage[stage]} for stage in order
             ]
             print(f"  {path} {solver} {name}: {counts}", flush=True)
+    if barrier_sites:
+        return rows, stage_rows, site_rows
     # The environments' scenes: their task's solver, the small worlds' one path.
     env_base = {"date": date, "device": device_name(backend), "backend": backend}
     env_base.update(path="gpu (per stage)")
     rows += _env_rows(names, PATHS["gpu (per stage)"].replace(**step_options), env_base)
-    return rows, stage_rows
+    return rows, stage_rows, site_rows
 
 
 def main(argv=None):
@@ -403,12 +458,18 @@ def main(argv=None):
     parser.add_argument(
         "--scenes", nargs="*", default=None, help="only these scenes (default: all)"
     )
+    parser.add_argument(
+        "--barrier-sites",
+        action="store_true",
+        help="the team's path alone: its barriers a step at each call site "
+        "(barriers_per_site.csv) instead of the other counts",
+    )
     add_option_arguments(parser, "colors_by_turns=true")
     args = parser.parse_args(argv)
     step_options, compile_options = parsed_options(parser, args)
     if compile_options:
         parser.error("--taichi-option: the counts do not depend on Taichi's compile options")
-    run(args.results, args.scenes, step_options)
+    run(args.results, args.scenes, step_options, args.barrier_sites)
 
 
 if __name__ == "__main__":

@@ -1475,6 +1475,12 @@ SERIAL_SLOTS = 512
 #: rounds): 256 worlds 3.6-4.9 -> 2.6-2.9 ms a step. The substeps, the heavy per-world
 #: loop, still spread over the CPU's threads (solver/team.world_stride).
 SERIAL_WORLDS = 512
+#: Whether a CPU team's barriers also count their call sites (solver/team.barrier_site_slot:
+#: an atomic a member a barrier, in counts.barrier's slots the fences of SPIR-V GPUs use):
+#: off but where `python -m benchmarks.launches --barrier-sites` asks, before the kernels
+#: compile (they read it at compile time, as SERIAL_SLOTS), to say where a GPU team's
+#: barriers go (a grid team's cost a step, on CUDA, is mostly its barriers).
+COUNT_BARRIER_SITES = False
 
 #: Smallest capacities of a pool: enough that typical scenes of a process share one compile.
 #: Worlds and joint slots are cheap (65,536 worlds: 1.5 MiB; 65,536 joint slots: ~2.3 MiB)

@@ -24,6 +24,7 @@ same kernels run on one block of threads, which meet at the block's own barrier
 
 import contextlib
 import os
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -31,7 +32,8 @@ from typing import TYPE_CHECKING
 
 import taichi as ti
 
-from ...device import BARRIER_SLOTS, runtime, team_items_by_turns
+from ... import device
+from ...device import BARRIER_SLOTS, FENCE_SLOTS, runtime, team_items_by_turns
 from ...device.launching import quick
 from . import gpu_team
 
@@ -342,7 +344,14 @@ def barrier(counts: ti.template(), n_members, spin_limit):
     So a value the team tallied before it (a count, a flag) is read after it with a plain
     load, as every stage reads what the one before it wrote: not with an atomic read
     (`atomic_add(x, 0)`), which every member of a grid team would queue on one address
-    (33,792 atomics on an H200, each served in turn at the L2 cache: some 20 µs a read)."""
+    (33,792 atomics on an H200, each served in turn at the L2 cache: some 20 µs a read).
+
+    Where device.COUNT_BARRIER_SITES is on (a CPU team's count, benchmarks.launches
+    --barrier-sites), each member also counts the barrier at its call site's slot
+    (barrier_site_slot)."""
+    if ti.static(device.COUNT_BARRIER_SITES):
+        if n_members > 1:
+            ti.atomic_add(counts.barrier[ti.static(barrier_site_slot())], 1)
     if ti.static(gpu_team.on_gpu()):
         # Never for a member that is a world (n_members 1): a block's threads are then
         # different worlds, which run different loops and must not wait for each other.
@@ -364,6 +373,43 @@ def barrier(counts: ti.template(), n_members, spin_limit):
             gpu_team.barrier(counts)
     elif n_members > 1:
         _generation_barrier(counts, n_members, spin_limit)
+
+
+#: Where a barrier's call sites are counted (device.COUNT_BARRIER_SITES): counts.barrier's
+#: slots from here, one a site, FENCE_SLOTS of them (on a CPU, where no fence uses them).
+SITE_SLOT = BARRIER_SLOTS - FENCE_SLOTS
+#: The call sites met so far, (file, line, function) -> its index (barrier_site_slot), in
+#: the order the kernels inlined them.
+BARRIER_SITES: dict[tuple[str, int, str], int] = {}
+#: Taichi's text for a transformed source line (launching.cache_source_positions's, or
+#: Taichi's own): File "<path>", line <n>, in <function>.
+_SOURCE_POSITION = re.compile(r'File "([^"]+)", line (\d+), in (\w+)')
+#: The functions whose lines are the barrier's own, not a call site: (file, function).
+_BARRIER_FUNCTIONS = (("team.py", "barrier"), ("team.py", "meet"), ("gpu_team.py", "barrier"))
+
+
+def barrier_site_slot() -> int:
+    """counts.barrier's slot of the barrier being inlined now (compile time: called from
+    barrier, where device.COUNT_BARRIER_SITES is on): its call site, the innermost source
+    line Taichi is transforming outside barrier and meet (so a barrier met through meet is
+    counted where meet was called), registered in BARRIER_SITES.
+    Raises RuntimeError past FENCE_SLOTS sites, or off the CPU backend, whose fences use
+    the slots."""
+    if gpu_team.on_gpu():
+        raise RuntimeError("barrier sites are counted on a CPU backend only")
+    for text in reversed(ti.lang.impl.get_runtime().src_info_stack):
+        found = _SOURCE_POSITION.search(text or "")
+        if found is None:
+            continue
+        site = (os.path.basename(found.group(1)), int(found.group(2)), found.group(3))
+        if (site[0], site[2]) in _BARRIER_FUNCTIONS:
+            continue
+        if site not in BARRIER_SITES:
+            if len(BARRIER_SITES) >= FENCE_SLOTS:
+                raise RuntimeError(f"more than {FENCE_SLOTS} barrier sites")
+            BARRIER_SITES[site] = len(BARRIER_SITES)
+        return SITE_SLOT + BARRIER_SITES[site]
+    raise RuntimeError("a barrier inlined outside any kernel's source")
 
 
 #: Most constraints of a colour a CPU team's first member solves alone (small_color): a

@@ -1,0 +1,75 @@
+"""The team's barriers counted at their call sites (device.COUNT_BARRIER_SITES,
+python -m benchmarks.launches --barrier-sites): every barrier counted once, at the line that
+called it, checked against the team's own generation counter and against the meetings its
+colour passes must hold for the colours the step solved in."""
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+# A child process: the switch is read as the kernels compile, and this process's kernels
+# may be compiled already.
+_CHILD = textwrap.dedent("""
+    import json
+    import numpy as np
+    from fx2d_gpu import device, scenes
+    from fx2d_gpu.device import runtime
+    runtime.ensure_initialized("cpu", kernel_profiler=True)
+    device.COUNT_BARRIER_SITES = True
+    from benchmarks.launches import PATHS, compiled_as_on_a_gpu, count
+    from fx2d_gpu.physics.solver import team
+
+    with compiled_as_on_a_gpu():
+        scene = scenes.pyramid(
+            30, enable_sleep=False, solver="soft_step", substeps=4, arch="cpu",
+            step_options=PATHS["gpu (team)"].replace(steps_in_flight=False),
+        )
+        for _ in range(90):  # settled: the steps keep their pairs and colours
+            scene.step(1 / 60)
+        steps = []
+        for _ in range(6):
+            counts, _ = count(scene, 1)
+            starts = scene.step_context().pool.coloring.color_start.to_numpy()
+            steps.append({
+                "barriers": counts["barriers_per_step"],
+                "sites": {
+                    "|".join(map(str, site)): n for site, n in counts["barrier_sites"].items()
+                },
+                "sizes": np.diff(starts[: scene.n_colors + 1]).tolist(),
+                "overflow": scene.n_overflow,
+                "threads": team.status().step_threads,
+            })
+    print(json.dumps(steps))
+""")
+
+
+@pytest.mark.own_processes
+def test_barrier_sites_add_up_to_the_barriers_and_the_colour_passes_meet_once_a_colour(arch):
+    """A settled pyramid of 465 boxes (soft step, 4 substeps) on the CPU team, step by step:
+    the sites' counts add up to the generation counter's barriers, and the colour pass's
+    site (fused._member_pass) holds two passes (solve, relax) of every substep times the
+    pass's meetings for the colours read back from the device: one after each colour, but
+    after a small colour (team.SMALL_COLOR_ITEMS_CPU constraints or fewer) followed by
+    another, which the first member solves on alone."""
+    if arch != "cpu":
+        pytest.skip("barrier sites are counted on the CPU backend")
+    out = subprocess.run(
+        [sys.executable, "-c", _CHILD], capture_output=True, text=True, timeout=900
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    from fx2d_gpu.physics.solver.team import SMALL_COLOR_ITEMS_CPU
+
+    steps = json.loads(out.stdout.strip().splitlines()[-1])
+    if min(step["threads"] for step in steps) < 2:
+        pytest.skip("this machine gave the scene no team of several threads")
+    for step in steps:
+        assert step["overflow"] == 0
+        assert sum(step["sites"].values()) == pytest.approx(step["barriers"])
+        passes = {site: n for site, n in step["sites"].items() if site.endswith("|_member_pass")}
+        assert len(passes) == 1, step["sites"]
+        small = [size <= SMALL_COLOR_ITEMS_CPU for size in step["sizes"]]
+        runs_on = sum(a and b for a, b in zip(small, small[1:], strict=False))
+        assert list(passes.values())[0] == 2 * 4 * (len(small) - runs_on), step
