@@ -422,6 +422,41 @@ def test_a_teams_barriers_a_step_grow_by_its_colour_passes_each_substep(arch):
     assert per_substep >= 2 * (scene.n_colors - in_runs), (met, scene.n_colors, in_runs)
 
 
+def bodies_apart(arch: str, substeps: int = 11) -> fx.Scene:
+    """600 circles 2 m apart (more than device.SERIAL_SLOTS: a team's scene), thrown at up
+    to 0.4 m/s and spinning: they fall together and never pair, and nothing joins them, so
+    each step is idle (stages.Substep.idle)."""
+    rng = np.random.default_rng(11)
+    scene = fx.Scene(arch=arch, substeps=substeps)
+    index = np.arange(600)
+    scene.add_circles(np.stack([index % 30 * 2.0, index // 30 * 2.0], axis=1), np.full(600, 0.3))
+    state = scene.get_state()
+    state.velocity[:] = rng.uniform(-0.4, 0.4, state.velocity.shape)
+    state.angular_velocity[:] = rng.uniform(-2.0, 2.0, state.angular_velocity.shape)
+    scene.set_state(state)
+    return scene
+
+
+def test_an_idle_steps_team_meets_in_its_last_substep_alone(arch):
+    """A step with no pair and no joint slot (fused._meets_after, Substep.idle): each item
+    stage touches the member's own body slots, so the team meets after them in the last
+    substep alone, and its barriers a step do not grow with the substeps (they grew by the
+    item stages' meetings each substep before); the bodies move as launching a stage at a
+    time moves them, bit for bit."""
+    team.reset()
+    met = []
+    for substeps in (2, 3, 4):
+        scene = bodies_apart(arch, substeps)
+        met.append(first_step_barriers(scene)[0])
+        assert len(scene.candidate_pairs()) == 0
+    assert met[0] == met[1] == met[2], met
+    steps = 30
+    on_team = trace(steady(bodies_apart(arch), max_barrier_s=1.0), steps)
+    if team.status().step_threads < 2:
+        pytest.skip("this machine gave the scene no team of several threads")
+    assert_same_trace(on_team, trace(with_options(bodies_apart(arch), **PER_STAGE), steps))
+
+
 def hub_of_balls(spokes: int) -> list[scenes.BodySpec]:
     """A ball of radius 1 m high in the air (x 60 m, y 20 m) touched by `spokes` balls of
     radius 0.3 m around it (1 cm into it) that touch nothing else: its pairs share the hub,

@@ -76,7 +76,10 @@ ALWAYS, PUSH, AFTER_COLORING, JOINTED, LAST_SUBSTEP = 0, 1, 2, 3, 4
 #: scene has bullets), jointed (it has joints), chained (the launch's stages take turns at each
 #: body from substep 0's narrow phase on: StepOptions.stages_by_turns, ChainRole), fast (a
 #: team's launch: the step has a fast pair, fast_pairs_noted read once after substep 0's
-#: narrow phase; 1 until then).
+#: narrow phase; 1 until then), idle (a team's launch: the step has no pair and no joint
+#: slot, as a world fast asleep or in free fall, so that each item stage touches only the
+#: member's own slots and the team meets after them in the last substep alone:
+#: fused._meets_after).
 #: Substep.begun's values: substep 0 runs its stages up to the narrow phase; begin_step
 #: found the pairs (before the colouring); those stages ran item by item in the launch
 #: (fused._begin_by_item: StepOptions.small_worlds_begin_by_item).
@@ -102,6 +105,7 @@ Substep = ti.types.struct(
     jointed=ti.i32,
     chained=ti.i32,
     fast=ti.i32,
+    idle=ti.i32,
 )
 
 
