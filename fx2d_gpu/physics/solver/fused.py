@@ -2137,7 +2137,7 @@ def _meets_after(stage: ti.template(), s: ti.template()):
     in an idle step (Substep.idle: no pair, no joint slot), whose stages touch only the
     member's own slots, so that only the last substep's barriers order them against what
     comes after (the report, the sleep pass; an asleep pyramid of 210 boxes: 30 barriers a
-    step to 21 with the soft step, 40 to 20 with XPBD). Barriers saved a substep: on a
+    step to 20 with the soft step, 40 to 19 with XPBD). Barriers saved a substep: on a
     GPU's grid team microseconds each."""
     meets = 1
     if ti.static(stage.domain == JOINT_SLOTS):
