@@ -239,6 +239,15 @@ GENERAL_PATH = {"color_small_worlds": True, "small_world_path": False, "team": F
 PER_STAGE = {"team": False}
 
 
+def colours_in_small_runs(sizes) -> int:
+    """Colours of a CPU team's pass followed by another small one (team.small_color: at most
+    team.SMALL_COLOR_ITEMS_CPU constraints each), given the colours' sizes in order: the
+    team's first member solves the run alone, and the team meets once after it, not after
+    each (fused._in_small_run)."""
+    small = np.asarray(sizes) <= team.SMALL_COLOR_ITEMS_CPU
+    return int(np.sum(small[:-1] & small[1:]))
+
+
 def with_options(scene, **options):
     """`scene` with its StepOptions changed by `options` (keyword per attribute)."""
     scene.step_options = scene.step_options.replace(**options)

@@ -10,6 +10,8 @@ import textwrap
 
 import pytest
 
+from .helpers import colours_in_small_runs
+
 # A child process: the switch is read as the kernels compile, and this process's kernels
 # may be compiled already.
 _CHILD = textwrap.dedent("""
@@ -60,8 +62,6 @@ def test_barrier_sites_add_up_to_the_barriers_and_the_colour_passes_meet_once_a_
         [sys.executable, "-c", _CHILD], capture_output=True, text=True, timeout=900
     )
     assert out.returncode == 0, out.stderr[-3000:]
-    from fx2d_gpu.physics.solver.team import SMALL_COLOR_ITEMS_CPU
-
     steps = json.loads(out.stdout.strip().splitlines()[-1])
     if min(step["threads"] for step in steps) < 2:
         pytest.skip("this machine gave the scene no team of several threads")
@@ -70,6 +70,5 @@ def test_barrier_sites_add_up_to_the_barriers_and_the_colour_passes_meet_once_a_
         assert sum(step["sites"].values()) == pytest.approx(step["barriers"])
         passes = {site: n for site, n in step["sites"].items() if site.endswith("|_member_pass")}
         assert len(passes) == 1, step["sites"]
-        small = [size <= SMALL_COLOR_ITEMS_CPU for size in step["sizes"]]
-        runs_on = sum(a and b for a, b in zip(small, small[1:], strict=False))
-        assert list(passes.values())[0] == 2 * 4 * (len(small) - runs_on), step
+        meetings = len(step["sizes"]) - colours_in_small_runs(step["sizes"])
+        assert list(passes.values())[0] == 2 * 4 * meetings, step

@@ -13,7 +13,15 @@ from fx2d_gpu import device, scenes
 from fx2d_gpu.device import launching, runtime
 from fx2d_gpu.physics.solver import stages, team
 
-from .helpers import GENERAL_PATH, PER_STAGE, assert_same_trace, machine_scene, trace, with_options
+from .helpers import (
+    GENERAL_PATH,
+    PER_STAGE,
+    assert_same_trace,
+    colours_in_small_runs,
+    machine_scene,
+    trace,
+    with_options,
+)
 from .reference.coloring import SUB_ROUNDS
 
 
@@ -397,8 +405,7 @@ def first_step_barriers(scene: fx.Scene) -> tuple[int, int]:
         pytest.skip("this machine gave the scene no team of several threads")
     met = barrier_generation(scene) - before
     start = scene.step_context().pool.coloring.color_start.to_numpy()
-    small = np.diff(start[: scene.n_colors + 1]) <= team.SMALL_COLOR_ITEMS_CPU
-    return met, int(np.sum(small[:-1] & small[1:]))
+    return met, colours_in_small_runs(np.diff(start[: scene.n_colors + 1]))
 
 
 def test_a_teams_barriers_a_step_grow_by_its_colour_passes_each_substep(arch):
