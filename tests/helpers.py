@@ -239,6 +239,44 @@ GENERAL_PATH = {"color_small_worlds": True, "small_world_path": False, "team": F
 PER_STAGE = {"team": False}
 
 
+def stacks_of_two(lower_mass: float = 1.0, upper_mass: float = 1.0) -> list:
+    """260 stacks 2 m apart on a static ground (521 bodies: more than device.SERIAL_SLOTS, a
+    team's scene), each of two 1 m boxes, the lower of lower_mass kg and the upper of
+    upper_mass kg: scenes.BodySpec's, ground first."""
+    from fx2d_gpu import scenes
+
+    specs = [scenes.BodySpec("box", (260.0, -0.5), (530.0, 1.0), mass=0.0)]
+    for stack in range(260):
+        x = 2.0 * stack + 1.0
+        specs.append(scenes.BodySpec("box", (x, 0.5), (1.0, 1.0), mass=lower_mass))
+        specs.append(scenes.BodySpec("box", (x, 1.5), (1.0, 1.0), mass=upper_mass))
+    return specs
+
+
+def step_until_asleep(scene, limit: int = 400):
+    """Step `scene` (1/60 s) until every body of its first world but its ground (body 0)
+    sleeps, at most `limit` steps; asserts that they do."""
+    for _ in range(limit):
+        scene.step(1 / 60)
+        if scene.get_state().sleeping[0, 1:].all():
+            return
+    raise AssertionError(f"not asleep after {limit} steps")
+
+
+def still_or_thrown(scene, thrown: bool, each=None):
+    """`scene` (stacks_of_two's) stepped until asleep, then with `thrown` a box thrown up far
+    from it (x 200 m), then 3 steps (the first after sleep or after a new body pair again;
+    `each(scene)` is called after a body is added): its next step is still (stages.STILL:
+    no pair, no joint, nothing moves), or with `thrown` idle with a body moving."""
+    step_until_asleep(scene)
+    if thrown:
+        scene.add_box((200.0, 50.0), (1.0, 1.0), velocity=(0.0, 5.0))
+        if each is not None:
+            each(scene)
+    for _ in range(3):
+        scene.step(1 / 60)
+
+
 def colours_in_small_runs(sizes) -> int:
     """Colours of a CPU team's pass followed by another small one (team.small_color: at most
     team.SMALL_COLOR_ITEMS_CPU constraints each), given the colours' sizes in order: the

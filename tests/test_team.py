@@ -14,11 +14,15 @@ from fx2d_gpu.device import launching, runtime
 from fx2d_gpu.physics.solver import stages, team
 
 from .helpers import (
+    FOLDED_TEAM,
     GENERAL_PATH,
     PER_STAGE,
     assert_same_trace,
     colours_in_small_runs,
     machine_scene,
+    stacks_of_two,
+    step_until_asleep,
+    still_or_thrown,
     trace,
     with_options,
 )
@@ -462,6 +466,80 @@ def test_an_idle_steps_team_meets_in_its_last_substep_alone(arch):
     if team.status().step_threads < 2:
         pytest.skip("this machine gave the scene no team of several threads")
     assert_same_trace(on_team, trace(with_options(bodies_apart(arch), **PER_STAGE), steps))
+
+
+def uneven_stacks(arch: str, solver: str, substeps: int) -> fx.Scene:
+    """stacks_of_two's 260 stacks, each a box of 12 kg with one of 1 kg on it: a world of
+    uneven masses (world_params.IMMOVABLE_SWEEP_RATIO, 10), whose contacts read each
+    body's support count of the step before (contacts.prepare_pair holds the lower box for
+    the lighter upper one)."""
+    return scenes.build_scene(stacks_of_two(12.0, 1.0), arch=arch, solver=solver, substeps=substeps)
+
+
+def asleep_then_pushed(scene: fx.Scene) -> dict:
+    """`scene` (uneven_stacks) stepped until it is asleep whole, then 20 steps more (still:
+    nothing to pair, nothing awake), a force on its last top box for a step, and 60 steps:
+    the trace of the last 81 steps, with every body's support count (device field
+    bodies.support) after each of the still steps and the step after the force, as the next
+    step reads it."""
+    step_until_asleep(scene)
+    supports = []
+
+    def note_support(scene):
+        if len(supports) < 21:
+            supports.append(scene.step_context().pool.bodies.support.to_numpy()[: scene.n_bodies])
+
+    still = trace(scene, 20, each=note_support)
+    scene.apply_force(scene.n_bodies - 1, (0.0, 3000.0))
+    pushed = trace(scene, 61, each=note_support)
+    return {"still": still, "pushed": pushed, "supports": supports}
+
+
+@pytest.mark.parametrize("folded", [False, pytest.param(True, marks=FOLDED_TEAM)])
+@pytest.mark.parametrize("solver", ["xpbd", "soft_step"])
+def test_a_still_step_runs_one_substep_and_meets_at_no_stage(arch, solver, folded):
+    """A step with nothing to pair or join in which nothing awake moves (a world asleep
+    whole: stages.STILL) runs its first substep alone, the team meeting after none of its
+    stages: its barriers do not depend on the substeps, and are fewer than an idle step's
+    with one body moving (a box thrown far from the stacks), which meets after the item
+    stages of its last substep. Stacks of uneven masses asleep, still for 20 steps, then
+    one pushed awake by a force on its top box, step bit for bit as launching a stage at
+    a time does, which runs every substep: the same states, contacts and support counts
+    (which a still step's one substep resets, and the step after it reads). On a CPU's
+    path the launch counts what moves; on a GPU's (`folded`, StepOptions.fold_on_cpu), the
+    kept step's launch takes it from its refit's tally."""
+    team.reset()  # probed afresh: a team of several threads wherever there are two CPUs
+    from benchmarks.launches import barrier_generation
+
+    met = {}
+    for substeps in (2, 3):
+        for thrown in (False, True):
+            scene = steady(uneven_stacks(arch, solver, substeps), max_barrier_s=1.0)
+            with_options(scene, fold_on_cpu=folded)
+            expected_threads(scene)  # (a probe clears the counter: before it is read)
+            still_or_thrown(scene, thrown, each=expected_threads)
+            before = barrier_generation(scene)
+            scene.step(1 / 60)
+            if team.status().step_threads < 2:
+                pytest.skip("this machine gave the scene no team of several threads")
+            met[substeps, thrown] = barrier_generation(scene) - before
+            assert len(scene.candidate_pairs()) == 0
+    assert met[2, False] == met[3, False] < met[2, True] == met[3, True], met
+    on_team = with_options(
+        steady(uneven_stacks(arch, solver, 4), max_barrier_s=1.0), fold_on_cpu=folded
+    )
+    expected_threads(on_team)
+    on_team = asleep_then_pushed(on_team)
+    per_stage = asleep_then_pushed(with_options(uneven_stacks(arch, solver, 4), **PER_STAGE))
+    for part in ("still", "pushed"):
+        assert_same_trace(on_team[part], per_stage[part])
+    for got, want in zip(on_team["supports"], per_stage["supports"], strict=True):
+        np.testing.assert_array_equal(got, want)
+    # Pushed awake: the force lifted the last stack's top box, and the supports of the
+    # step after it are counted from its contacts (not all UNSUPPORTED, as after a still
+    # step).
+    assert not on_team["pushed"]["state"]["sleeping"][0, -1]
+    assert (on_team["supports"][-1] != on_team["supports"][0]).any()
 
 
 def hub_of_balls(spokes: int) -> list[scenes.BodySpec]:

@@ -135,8 +135,9 @@ BARRIER_SLOTS = 64 + FENCE_SLOTS
 #: broad phase in the team's launch went, whether its sleep pass converged, how a
 #: colouring in the launch went with its colours used and overflow, how its wake pass
 #: went, whether a point of the step may bounce and whether it has a fast pair
-#: (solver/stages.py's BOUNCE_TALLY and FAST_TALLY).
-TALLY_SLOTS = 16
+#: (solver/stages.py's BOUNCE_TALLY and FAST_TALLY), and the refit's awake bodies that move
+#: where some sleep.
+TALLY_SLOTS = 17
 #: Steps of small worlds the host may launch without reading their answers (steps in
 #: flight, solver/in_flight.py): each answer is held on the device (StepCounts.answers)
 #: until the host reads them all at once.
@@ -1164,7 +1165,8 @@ class StepCounts(FieldGroup):
             doc="a CPU team's checks (solver/fused.py): of a kept colouring, the "
             "constraints it no longer fits and the bodies marked fixed; of the "
             "reported list, refresh_tally's three sums; of the fat boxes' refit, "
-            "the slots refitted, asleep and restless; the launch's broad phase and sleep",
+            "the slots refitted, asleep and restless (and where some sleep, the awake "
+            "ones that move); the launch's broad phase and sleep",
         )
         self._field(
             "answers",

@@ -46,6 +46,7 @@ import taichi as ti
 
 from ...device import ANSWER_ENTRIES, FLIGHT_CACHE_ENTRIES, MAX_COLORS, TALLY_SLOTS
 from ...device.launching import quick
+from ..bodies import moves
 from ..collision.broad_phase import (
     grid_table_size,
     note_room,
@@ -106,10 +107,13 @@ from .stages import (
     BODY_SLOTS,
     CHAIN_ROLES,
     CONTACTLESS_STAGES,
+    IDLE,
     JOINT_SLOTS,
+    NOT_IDLE,
     PAIRS,
     PASS_NUMBERS,
     STAGES,
+    STILL,
     Substep,
     begun_before,
     bounce_possible,
@@ -593,8 +597,9 @@ def _world_args(ctx: "StepContext", launch: WorldLaunch) -> tuple[int, ...]:
 #: refit's three (_refit_by_team), how far the launch's broad phase went (FIND_*), how its
 #: sleep pass went (SLEPT_*), how a colouring in the launch went (COLORED_*) and its colours
 #: used and overflowing constraints (_color_by_team), and how a wake pass in the launch went
-#: (WAKE_*); the last two, stages.BOUNCE_TALLY and FAST_TALLY, whether a point may bounce
-#: and whether a pair is fast.
+#: (WAKE_*); then stages.BOUNCE_TALLY and FAST_TALLY, whether a point may bounce and
+#: whether a pair is fast; last, the refit's awake bodies that move (bodies.moves) where
+#: some sleep (_refit_by_team: none in an idle step makes it still, Substep.idle).
 (
     _HOLDS_TALLY,
     _REFRESH_TALLY,
@@ -603,7 +608,8 @@ def _world_args(ctx: "StepContext", launch: WorldLaunch) -> tuple[int, ...]:
     _SLEEP_TALLY,
     _COLOR_TALLY,
     _WAKE_TALLY,
-) = (0, 2, 5, 8, 9, 10, 13)
+    _MOVERS_TALLY,
+) = (0, 2, 5, 8, 9, 10, 13, 16)
 
 #: How a colouring in a team's launch went (its answer's COLORED entry): none made; made,
 #: something overflowed, the launch stopped after the colour lists; made, the launch went on.
@@ -1118,8 +1124,10 @@ def _refit_by_team(
     """broad_phase._refit_fat_boxes on a team (not reset): each member clears its share of
     the worlds' sleep marks, refits its share of the slots (broad_phase.refit_slot) and
     counts their restless ones (restless_slot), the team meeting between, the counts
-    tallied into counts.tally[5:8] (cleared at the launch's start); returns whether the
-    launch goes on: nothing refitted, asleep or restless (refit_keeps)."""
+    tallied into counts.tally[5:8] (cleared at the launch's start); where some sleep, also
+    the awake slots that move (bodies.moves) into counts.tally[_MOVERS_TALLY] (none: an
+    idle step is still, Substep.idle). Returns whether the launch goes on: nothing
+    refitted, asleep or restless (refit_keeps)."""
     lo, hi = team.share(0, n_worlds, member, n_members)
     for world in range(lo, hi):
         grid.world_sleeps[world] = 0
@@ -1134,8 +1142,14 @@ def _refit_by_team(
     # none (its tally stays 0), and the team need not meet for it (an awake scene's kept
     # step: a barrier fewer). The same sum for every member: the branch is the team's.
     if refitted_asleep[1] > 0:
+        movers = 0
         for slot in range(lo, hi):  # after the team met: every world's sleep marked
             restless[0] += restless_slot(model, bodies, grid, slot, n_bodies)
+            if moves(model, bodies, slot, slot % n_bodies):
+                movers += 1
+        # (Both tallied before the team's one meeting: _team_tally's, for the restless.)
+        if movers != 0:
+            ti.atomic_add(counts.tally[_MOVERS_TALLY], movers)
         restless = _team_tally(counts, _REFIT_TALLY + 2, restless, n_members)
     return refitted_asleep[0] == 0 and refitted_asleep[1] == 0 and restless[0] == 0
 
@@ -2136,9 +2150,13 @@ def _meets_after(stage: ti.template(), s: ti.template()):
     read only their own bodies); and after every item stage of a substep before the last
     in an idle step (Substep.idle: no pair, no joint slot), whose stages touch only the
     member's own slots, so that only the last substep's barriers order them against what
-    comes after (the report, the sleep pass; an asleep pyramid of 210 boxes: 30 barriers a
-    step to 20 with the soft step, 40 to 19 with XPBD). Barriers saved a substep: on a
-    GPU's grid team microseconds each."""
+    comes after (the report, the sleep pass; an asleep pyramid of 210 boxes with a ball
+    drifting beside it: 67 barriers a step to 57 with the soft step, 77 to 56 with XPBD);
+    and after any item stage of a still step (Substep.idle STILL), whose begin_step stages
+    and one substep write, of bodies that do not move, only what no stage of the step
+    reads (stages.STILL; the asleep pyramid alone: 20 barriers a step to 14 with both
+    solvers). Barriers saved a substep: on a GPU's grid team
+    microseconds each."""
     meets = 1
     if ti.static(stage.domain == JOINT_SLOTS):
         if s.jointed == 0 and s.substep > 0:
@@ -2146,9 +2164,38 @@ def _meets_after(stage: ti.template(), s: ti.template()):
     elif ti.static(stage.own_bodies_after_first):
         if s.substep > 0 and s.before_coloring == 0 and s.fast == 0:
             meets = 0
-    if s.idle == 1 and s.before_coloring == 0 and s.substep < s.substeps - 1:
+    if s.idle == IDLE and s.before_coloring == 0 and s.substep < s.substeps - 1:
+        meets = 0
+    if s.idle == STILL:
         meets = 0
     return meets == 1
+
+
+@ti.func
+def _nothing_moves(
+    model: ti.template(),
+    bodies: ti.template(),
+    counts: ti.template(),
+    refit,
+    body_range,
+    n_bodies,
+    n_members,
+):
+    """Whether no body slot moves (bodies.moves), the same answer for every member: where
+    the launch's refit ran (`refit` 1), as it tallied (_MOVERS_TALLY, counted where
+    something sleeps: else it does not say); else each member counts its share of the slots
+    (body_range), and the team meets once (the tallies were cleared at the launch's
+    start)."""
+    still = False
+    if refit == 1:
+        still = counts.tally[_REFIT_TALLY + 1] > 0 and counts.tally[_MOVERS_TALLY] == 0
+    else:
+        movers = ti.Vector([0])
+        for slot in range(body_range[0], body_range[1]):
+            if moves(model, bodies, slot, slot % n_bodies):
+                movers[0] += 1
+        still = _team_tally(counts, _MOVERS_TALLY, movers, n_members)[0] == 0
+    return still
 
 
 @quick
@@ -2799,7 +2846,7 @@ def _first_substep(n_bodies, n_joints, h, dt, substeps, begun, bullets):
         jointed=1 if n_joints > 0 else 0,
         chained=0,
         fast=1,
-        idle=0,
+        idle=NOT_IDLE,
     )
 
 
@@ -3275,15 +3322,21 @@ def _launch_body(
             if ti.static(bodies_interleaved):
                 copy_world(*world_state, True)
             # A team's step with nothing to pair or join (a world asleep, bodies in free
-            # fall): its item stages meet in the last substep alone (_meets_after).
+            # fall): its item stages meet in its last substep alone (_meets_after); where
+            # besides no body moves, it runs its first substep alone (STILL).
+            end_phase = 0 if step_mode == BEGIN else substeps
             if ti.static(not by_world):
                 if step_pairs == 0 and n_joints == 0:
-                    s.idle = 1
+                    s.idle = IDLE
+                    if step_mode != BEGIN:
+                        if _nothing_moves(
+                            model, bodies, counts, refit, body_range, n_bodies, team_size
+                        ):
+                            s.idle = STILL
+                            end_phase = 1
             # Phase -1: begin_step's stages (BEGIN, KEPT); then the substeps (SUBSTEPS,
             # KEPT where the colouring holds).
-            for phase in range(
-                0 if step_mode == SUBSTEPS else -1, 0 if step_mode == BEGIN else substeps
-            ):
+            for phase in range(0 if step_mode == SUBSTEPS else -1, end_phase):
                 if ti.static(not by_world):
                     if phase == 0 and step_mode == KEPT and (code & HOLDS) != 0:
                         # Where last step's colouring may not be reused (check 0: a step

@@ -79,11 +79,23 @@ ALWAYS, PUSH, AFTER_COLORING, JOINTED, LAST_SUBSTEP = 0, 1, 2, 3, 4
 #: narrow phase; 1 until then), idle (a team's launch: the step has no pair and no joint
 #: slot, as a world fast asleep or in free fall, so that each item stage touches only the
 #: member's own slots and the team meets after them in the last substep alone:
-#: fused._meets_after).
+#: fused._meets_after; STILL, where besides no awake body moves: see below).
 #: Substep.begun's values: substep 0 runs its stages up to the narrow phase; begin_step
 #: found the pairs (before the colouring); those stages ran item by item in the launch
 #: (fused._begin_by_item: StepOptions.small_worlds_begin_by_item).
 NOT_BEGUN, BEGUN_FOUND, BEGUN_PREPARED = 0, 1, 2
+
+
+#: Substep.idle's values: the step has pairs or joint slots; it has none (IDLE); it has
+#: none, its launch's refit found sleepers and no awake body that moves (bodies.moves:
+#: every body asleep, static, or disabled), and no wake followed (STILL). A still step
+#: runs its first substep alone, and its team meets after none of its stages
+#: (fused._meets_after): a stage writes only where a body moves, a pair or a joint slot
+#: is, but on substep 0, where every body's anchor is set (begin_step_pose) and its
+#: support reset (UNSUPPORTED). So later substeps would change nothing, and no stage of
+#: the step reads what substep 0 writes: the anchor only the step's own substeps, the
+#: support the next step's narrow phase (contacts.prepare_pair), after the launch.
+NOT_IDLE, IDLE, STILL = 0, 1, 2
 
 
 def begun_before(small_coloring: bool) -> int:
