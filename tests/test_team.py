@@ -542,6 +542,38 @@ def test_a_still_step_runs_one_substep_and_meets_at_no_stage(arch, solver, folde
     assert (on_team["supports"][-1] != on_team["supports"][0]).any()
 
 
+@pytest.mark.parametrize("solver", ["xpbd", "soft_step"])
+def test_a_still_step_launching_a_stage_at_a_time_runs_one_substep(arch, solver, monkeypatch):
+    """Launching a stage at a time (a GPU's path without a team: Vulkan, Metal), a still
+    step runs its first substep alone, as the host's refit of the fat boxes found bodies
+    asleep and none moving (step.substeps_to_run): its launches do not grow with the
+    substeps, and are fewer than with every substep run (substeps_to_run patched to
+    ctx.substeps). The stacks of uneven masses asleep, still, then pushed, step bit for
+    bit either way: the same states, contacts and support counts."""
+    from fx2d_gpu.device import launching
+    from fx2d_gpu.physics.solver import step as solver_step
+
+    def still_step_launches(substeps: int) -> int:
+        scene = with_options(uneven_stacks(arch, solver, substeps), **PER_STAGE)
+        still_or_thrown(scene, thrown=False)
+        before = launching.launch_count()
+        scene.step(1 / 60)
+        return launching.launch_count() - before
+
+    one = [still_step_launches(n) for n in (2, 3)]
+    run_all = solver_step.substeps_to_run
+    skipped = asleep_then_pushed(with_options(uneven_stacks(arch, solver, 4), **PER_STAGE))
+    monkeypatch.setattr(solver_step, "substeps_to_run", lambda ctx: ctx.substeps)
+    every = [still_step_launches(n) for n in (2, 3)]
+    all_run = asleep_then_pushed(with_options(uneven_stacks(arch, solver, 4), **PER_STAGE))
+    assert one[0] == one[1] < every[0] < every[1], (one, every)
+    assert run_all is not solver_step.substeps_to_run
+    for part in ("still", "pushed"):
+        assert_same_trace(skipped[part], all_run[part])
+    for got, want in zip(skipped["supports"], all_run["supports"], strict=True):
+        np.testing.assert_array_equal(got, want)
+
+
 def hub_of_balls(spokes: int) -> list[scenes.BodySpec]:
     """A ball of radius 1 m high in the air (x 60 m, y 20 m) touched by `spokes` balls of
     radius 0.3 m around it (1 cm into it) that touch nothing else: its pairs share the hub,

@@ -28,6 +28,7 @@ from ..bodies import (
     awake_dynamic_body,
     bounding_radius,
     can_move,
+    moves,
     moving_kinematic,
     shape_row,
     should_collide,
@@ -398,9 +399,10 @@ def _refit_fat_boxes(
     margin: ti.f32,
     motion_time: ti.f32,
     reset: ti.i32,
-) -> ti.math.ivec3:
-    """refit_fat_boxes' kernel; returns (slots refitted, sleeping slots, restless slots)."""
-    refitted, sleepers, restless = 0, 0, 0
+) -> ti.math.ivec4:
+    """refit_fat_boxes' kernel; returns (slots refitted, sleeping slots, restless slots,
+    slots that move: bodies.moves)."""
+    refitted, sleepers, restless, movers = 0, 0, 0, 0
     ti.loop_config(serialize=serial)
     for world in range(n_slots // ti.max(n_bodies, 1)):
         grid.world_sleeps[world] = 0
@@ -415,7 +417,9 @@ def _refit_fat_boxes(
     ti.loop_config(serialize=serial)
     for slot in range(n_slots):
         restless += restless_slot(model, bodies, grid, slot, n_bodies)
-    return ti.math.ivec3(refitted, sleepers, restless)
+        if moves(model, bodies, slot, slot % n_bodies):
+            movers += 1
+    return ti.math.ivec4(refitted, sleepers, restless, movers)
 
 
 @ti.func
@@ -493,14 +497,15 @@ def restless_slot(model: ti.template(), bodies: ti.template(), grid: ti.template
 
 def refit_fat_boxes(
     ctx: "StepContext", margin: float, motion_time: float, reset: bool
-) -> tuple[int, int, int]:
+) -> tuple[int, int, int, int]:
     """Give every body slot whose swept_box (margin (m), motion_time (s)) left its fat box,
     or whose fat box grew too loose, or whose pairing_key changed, a new fat box: the swept
     box grown by FAT_FRACTION of its bounding radius (0 for static and sleeping bodies, and
     for bodies that would cover that within FAT_STEPS steps); `reset`: every slot. Marks
     the worlds with a sleeping body (grid.world_sleeps).
     Returns (slots refitted, sleeping slots, restless slots: awake bodies that can move, in
-    the worlds with a sleeping body).
+    the worlds with a sleeping body; slots that move, bodies.moves: awake bodies that can
+    move, in any world).
 
     A world with a sleeping body pairs the swept boxes (_find_pairs with fat pairs them
     only in worlds where nothing sleeps): sleep.wake_islands wakes a sleeper when a pair

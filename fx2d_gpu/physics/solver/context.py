@@ -276,9 +276,11 @@ class StepContext:
     where that launch built it (reporting.report_by_team; a list too large for the pool
     was not written: report_contacts grows the pool and builds it again), None where it
     did not; slept_in_launch, that launch ran the step's sleep pass (sleep.
-    update_sleep_by_team). options: the scene's StepOptions (how its stages run); plan: the step's
-    StepPlan (solver/plan.py), set by the step as it begins (None outside a step: a query,
-    or a stage a test drives alone). edited: the scene's EditedWorlds.
+    update_sleep_by_team); still_bodies, the host's refit of the fat boxes found bodies
+    asleep and none that moves (pairs.refit_step_boxes; step.substeps_to_run). options:
+    the scene's StepOptions (how its stages run); plan: the step's StepPlan
+    (solver/plan.py), set by the step as it begins (None outside a step: a query, or a
+    stage a test drives alone). edited: the scene's EditedWorlds.
     """
 
     pool: DevicePool
@@ -303,6 +305,7 @@ class StepContext:
     report_refreshed: bool | None = None
     report_built: tuple[int, int, int] | None = None
     slept_in_launch: bool = False
+    still_bodies: bool = False
     options: StepOptions = DEFAULT_OPTIONS
     plan: StepPlan | None = None
     edited: EditedWorlds = field(default_factory=EditedWorlds)

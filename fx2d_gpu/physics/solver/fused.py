@@ -2155,8 +2155,7 @@ def _meets_after(stage: ti.template(), s: ti.template()):
     and after any item stage of a still step (Substep.idle STILL), whose begin_step stages
     and one substep write, of bodies that do not move, only what no stage of the step
     reads (stages.STILL; the asleep pyramid alone: 20 barriers a step to 14 with both
-    solvers). Barriers saved a substep: on a GPU's grid team
-    microseconds each."""
+    solvers). Barriers saved a substep: on a GPU's grid team microseconds each."""
     meets = 1
     if ti.static(stage.domain == JOINT_SLOTS):
         if s.jointed == 0 and s.substep > 0:

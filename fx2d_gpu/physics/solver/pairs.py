@@ -149,10 +149,17 @@ def refit_step_boxes(
     """Worlds with fat boxes (ctx.fat_boxes): refit them for AABBs grown by margin (m) plus
     what each body covers in motion_time (s) (broad_phase.refit_fat_boxes; all of them
     when the pairs in `contacts` are not fat boxes' pairs); returns (slots refitted,
-    sleeping slots, restless slots). Small worlds: None (no fat boxes)."""
+    sleeping slots, restless slots). Small worlds: None (no fat boxes). Notes in
+    ctx.still_bodies whether some body sleeps and none moves (bodies.moves): every wake
+    that follows refits the boxes again (step._find_pairs, _pair_woken), so the note
+    holds for the step's substeps."""
     if not ctx.fat_boxes:
         return None
-    return refit_fat_boxes(ctx, margin, motion_time, reset=not ctx.cache.pairs_fat)
+    refitted, asleep, restless, movers = refit_fat_boxes(
+        ctx, margin, motion_time, reset=not ctx.cache.pairs_fat
+    )
+    ctx.still_bodies = asleep > 0 and movers == 0
+    return refitted, asleep, restless
 
 
 def keeps_pairs(ctx: "StepContext", refit: tuple[int, int, int] | None) -> bool:

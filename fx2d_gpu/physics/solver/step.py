@@ -151,7 +151,7 @@ def _after_pairs(ctx: StepContext, profile, recolored: bool, solved: bool):
         elif executor is Executor.TEAM:
             fused.substeps_by_team(ctx, plan.team_threads)
         else:
-            for substep in range(ctx.substeps):
+            for substep in range(substeps_to_run(ctx)):
                 staged.substep(ctx, substep, profile)
     # Reads the device only if a team of several threads ran, and its launch did not.
     team.check(ctx.pool.counts, ctx.barrier_timeouts)
@@ -165,6 +165,16 @@ def _after_pairs(ctx: StepContext, profile, recolored: bool, solved: bool):
     with profile.stage("clear forces"):
         clear_forces(ctx)
     ctx.cache.contacts_current = True
+
+
+def substeps_to_run(ctx: StepContext) -> int:
+    """The substeps a step launching a stage at a time runs: ctx.substeps, or 1 in a still
+    step (stages.STILL: no pair, no joint slot, and no body that moves, as the host's refit
+    counted them: StepContext.still_bodies), whose later substeps would change nothing (a
+    team's launch finds the same on the device: fused._nothing_moves)."""
+    if ctx.still_bodies and ctx.cache.n_pairs == 0 and ctx.n_joints == 0:
+        return 1
+    return ctx.substeps
 
 
 def contactless_step(ctx: StepContext, profile=NO_PROFILE):
