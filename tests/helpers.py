@@ -253,12 +253,12 @@ def stacks_of_two(lower_mass: float = 1.0, upper_mass: float = 1.0) -> list:
     return specs
 
 
-def step_until_asleep(scene, limit: int = 400):
-    """Step `scene` (1/60 s) until every body of its first world but its ground (body 0)
-    sleeps, at most `limit` steps; asserts that they do."""
+def step_until_asleep(scene, limit: int = 400, end: int | None = None):
+    """Step `scene` (1/60 s) until bodies 1 to `end` (None: all) of its first world sleep
+    (body 0 is its ground), at most `limit` steps; asserts that they do."""
     for _ in range(limit):
         scene.step(1 / 60)
-        if scene.get_state().sleeping[0, 1:].all():
+        if scene.get_state().sleeping[0, 1:end].all():
             return
     raise AssertionError(f"not asleep after {limit} steps")
 

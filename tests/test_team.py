@@ -476,23 +476,51 @@ def uneven_stacks(arch: str, solver: str, substeps: int) -> fx.Scene:
     return scenes.build_scene(stacks_of_two(12.0, 1.0), arch=arch, solver=solver, substeps=substeps)
 
 
+#: The last stack's top box in uneven_stacks' scene (bodies 0-520: the ground, then each
+#: stack's lower and upper box).
+TOP_BOX = 520
+
+
+def with_a_far_mover(scene: fx.Scene) -> fx.Scene:
+    """`scene` with a kinematic box 500 m from everything else sliding at 1 m/s: it never
+    sleeps and meets no body, so none of the scene's steps is still (stages.STILL: every
+    substep runs), and the other bodies step as they would without it (a body that moves
+    in a world with sleepers has the pairs found every step, which are the pairs kept:
+    tests/test_pair_reuse.py)."""
+    scene.add_box(
+        (-500.0, 50.0), (1.0, 1.0), mass=1.0, external_forces_enabled=False, velocity=(1.0, 0.0)
+    )
+    return scene
+
+
 def asleep_then_pushed(scene: fx.Scene) -> dict:
-    """`scene` (uneven_stacks) stepped until it is asleep whole, then 20 steps more (still:
-    nothing to pair, nothing awake), a force on its last top box for a step, and 60 steps:
-    the trace of the last 81 steps, with every body's support count (device field
-    bodies.support) after each of the still steps and the step after the force, as the next
-    step reads it."""
-    step_until_asleep(scene)
+    """`scene` (uneven_stacks, perhaps with_a_far_mover) stepped until its stacks are asleep
+    whole, then 20 steps more (still where nothing else moves), a force on TOP_BOX for a
+    step, and 60 steps: the trace of the last 81 steps and every stack box's support count
+    (device field bodies.support) after each of the still steps and the step after the
+    force, as the next step reads it; the stacks' bodies alone (TOP_BOX and below)."""
+    n = TOP_BOX + 1
+    step_until_asleep(scene, end=n)
     supports = []
 
     def note_support(scene):
         if len(supports) < 21:
-            supports.append(scene.step_context().pool.bodies.support.to_numpy()[: scene.n_bodies])
+            supports.append(scene.step_context().pool.bodies.support.to_numpy()[:n])
 
     still = trace(scene, 20, each=note_support)
-    scene.apply_force(scene.n_bodies - 1, (0.0, 3000.0))
+    scene.apply_force(TOP_BOX, (0.0, 3000.0))
     pushed = trace(scene, 61, each=note_support)
+    for part in (still, pushed):
+        part["state"] = {name: value[:, :n] for name, value in part["state"].items()}
     return {"still": still, "pushed": pushed, "supports": supports}
+
+
+def assert_same_stacks(got: dict, want: dict):
+    """Two asleep_then_pushed runs equal bit for bit: states, contacts, events, supports."""
+    for part in ("still", "pushed"):
+        assert_same_trace(got[part], want[part])
+    for got_support, want_support in zip(got["supports"], want["supports"], strict=True):
+        np.testing.assert_array_equal(got_support, want_support)
 
 
 @pytest.mark.parametrize("folded", [False, pytest.param(True, marks=FOLDED_TEAM)])
@@ -503,9 +531,10 @@ def test_a_still_step_runs_one_substep_and_meets_at_no_stage(arch, solver, folde
     stages: its barriers do not depend on the substeps, and are fewer than an idle step's
     with one body moving (a box thrown far from the stacks), which meets after the item
     stages of its last substep. Stacks of uneven masses asleep, still for 20 steps, then
-    one pushed awake by a force on its top box, step bit for bit as launching a stage at
-    a time does, which runs every substep: the same states, contacts and support counts
-    (which a still step's one substep resets, and the step after it reads). On a CPU's
+    one pushed awake by a force on its top box, step bit for bit as the same stacks
+    launching a stage at a time beside a body that keeps moving far away (no step still:
+    every substep runs): the same states, contacts and support counts (which a still
+    step's one substep resets, and the step after it reads). On a CPU's
     path the launch counts what moves; on a GPU's (`folded`, StepOptions.fold_on_cpu), the
     kept step's launch takes it from its refit's tally."""
     team.reset()  # probed afresh: a team of several threads wherever there are two CPUs
@@ -530,48 +559,39 @@ def test_a_still_step_runs_one_substep_and_meets_at_no_stage(arch, solver, folde
     )
     expected_threads(on_team)
     on_team = asleep_then_pushed(on_team)
-    per_stage = asleep_then_pushed(with_options(uneven_stacks(arch, solver, 4), **PER_STAGE))
-    for part in ("still", "pushed"):
-        assert_same_trace(on_team[part], per_stage[part])
-    for got, want in zip(on_team["supports"], per_stage["supports"], strict=True):
-        np.testing.assert_array_equal(got, want)
+    every = with_a_far_mover(with_options(uneven_stacks(arch, solver, 4), **PER_STAGE))
+    assert_same_stacks(on_team, asleep_then_pushed(every))
     # Pushed awake: the force lifted the last stack's top box, and the supports of the
     # step after it are counted from its contacts (not all UNSUPPORTED, as after a still
     # step).
-    assert not on_team["pushed"]["state"]["sleeping"][0, -1]
+    assert not on_team["pushed"]["state"]["sleeping"][0, TOP_BOX]
     assert (on_team["supports"][-1] != on_team["supports"][0]).any()
 
 
 @pytest.mark.parametrize("solver", ["xpbd", "soft_step"])
-def test_a_still_step_launching_a_stage_at_a_time_runs_one_substep(arch, solver, monkeypatch):
+def test_a_still_step_launching_a_stage_at_a_time_runs_one_substep(arch, solver):
     """Launching a stage at a time (a GPU's path without a team: Vulkan, Metal), a still
     step runs its first substep alone, as the host's refit of the fat boxes found bodies
     asleep and none moving (step.substeps_to_run): its launches do not grow with the
-    substeps, and are fewer than with every substep run (substeps_to_run patched to
-    ctx.substeps). The stacks of uneven masses asleep, still, then pushed, step bit for
-    bit either way: the same states, contacts and support counts."""
+    substeps, where an idle step's with a box thrown far away do, and are fewer. The
+    stacks of uneven masses asleep, still, then pushed, step bit for bit as beside a body
+    that keeps moving far away (no step still: every substep runs): the same states,
+    contacts and support counts."""
     from fx2d_gpu.device import launching
-    from fx2d_gpu.physics.solver import step as solver_step
 
-    def still_step_launches(substeps: int) -> int:
+    def step_launches(substeps: int, thrown: bool) -> int:
         scene = with_options(uneven_stacks(arch, solver, substeps), **PER_STAGE)
-        still_or_thrown(scene, thrown=False)
+        still_or_thrown(scene, thrown)
         before = launching.launch_count()
         scene.step(1 / 60)
         return launching.launch_count() - before
 
-    one = [still_step_launches(n) for n in (2, 3)]
-    run_all = solver_step.substeps_to_run
+    still = [step_launches(n, False) for n in (2, 3)]
+    idle = [step_launches(n, True) for n in (2, 3)]
+    assert still[0] == still[1] < idle[0] < idle[1], (still, idle)
     skipped = asleep_then_pushed(with_options(uneven_stacks(arch, solver, 4), **PER_STAGE))
-    monkeypatch.setattr(solver_step, "substeps_to_run", lambda ctx: ctx.substeps)
-    every = [still_step_launches(n) for n in (2, 3)]
-    all_run = asleep_then_pushed(with_options(uneven_stacks(arch, solver, 4), **PER_STAGE))
-    assert one[0] == one[1] < every[0] < every[1], (one, every)
-    assert run_all is not solver_step.substeps_to_run
-    for part in ("still", "pushed"):
-        assert_same_trace(skipped[part], all_run[part])
-    for got, want in zip(skipped["supports"], all_run["supports"], strict=True):
-        np.testing.assert_array_equal(got, want)
+    every = with_a_far_mover(with_options(uneven_stacks(arch, solver, 4), **PER_STAGE))
+    assert_same_stacks(skipped, asleep_then_pushed(every))
 
 
 def hub_of_balls(spokes: int) -> list[scenes.BodySpec]:
