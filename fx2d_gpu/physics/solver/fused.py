@@ -2182,17 +2182,19 @@ def _nothing_moves(
 ):
     """Whether no body slot moves (bodies.moves), the same answer for every member: where
     the launch's refit ran (`refit` 1), as it tallied (_MOVERS_TALLY, counted where
-    something sleeps: else it does not say); else each member counts its share of the slots
-    (body_range), and the team meets once (the tallies were cleared at the launch's
-    start)."""
+    something sleeps: else it does not say); else each member counts its slots (body_range:
+    team.slots_of's first, end and step), and the team meets once (the tallies were
+    cleared at the launch's start)."""
     still = False
     if refit == 1:
         still = counts.tally[_REFIT_TALLY + 1] > 0 and counts.tally[_MOVERS_TALLY] == 0
     else:
         movers = ti.Vector([0])
-        for slot in range(body_range[0], body_range[1]):
+        slot = body_range[0]
+        while slot < body_range[1]:
             if moves(model, bodies, slot, slot % n_bodies):
                 movers[0] += 1
+            slot += body_range[2]
         still = _team_tally(counts, _MOVERS_TALLY, movers, n_members)[0] == 0
     return still
 
