@@ -87,8 +87,9 @@ NOT_BEGUN, BEGUN_FOUND, BEGUN_PREPARED = 0, 1, 2
 
 
 #: Substep.idle's values: the step has pairs or joint slots; it has none (IDLE); it has
-#: none, its launch's refit found sleepers and no awake body that moves (bodies.moves:
-#: every body asleep, static, or disabled), and no wake followed (STILL). A still step
+#: none and no body moves (bodies.moves: every body asleep, static or disabled), as its
+#: launch's refit counted where it found sleepers and no wake followed, or as the launch
+#: counted itself (fused._nothing_moves; the host's: step.substeps_to_run) (STILL). A still step
 #: runs its first substep alone, and its team meets after none of its stages
 #: (fused._meets_after): a stage writes only where a body moves, a pair or a joint slot
 #: is, but on substep 0, where every body's anchor is set (begin_step_pose) and its
