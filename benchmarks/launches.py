@@ -389,7 +389,8 @@ def run(results=None, names=None, step_options=None, barrier_sites=False) -> lis
         return site_rows
     print_table(rows)
     print("  saved", save_csv(backend, f"launches_per_step{tag}", rows, results))
-    print("  saved", save_csv(backend, f"launches_per_stage{tag}", stage_rows, results))
+    if stage_rows:  # (none where only the environments were counted: --scenes)
+        print("  saved", save_csv(backend, f"launches_per_stage{tag}", stage_rows, results))
     return rows
 
 

@@ -1,12 +1,13 @@
 """A vector env's per-world work on the device (fx2d_gpu/envs/device_step.py, issue 74).
 
-The device's path of fx2d/CartPole-v0 (its pushes, its restarts' draws and initial
-states, its observation, each world a thread) against the host's path (NumPy's
-apply_force, WorldStreams, _initial_states, reset_worlds and get_columns), which stays
-the path of sharded scenes, randomised tasks and backends without 64-bit numbers:
-step for step bit for bit in every autoreset mode, both action spaces, through seeded
-and masked resets; the device's draws against the streams' host arithmetic; and what a
-vector step launches and hands the device.
+The device's path of fx2d/CartPole-v0 and fx2d/Lander-v0 (their pushes, their restarts'
+draws and initial states, their observations, each world a thread; the lander's contact
+flags and lidar too) against the host's path (NumPy's apply_force, WorldStreams,
+_initial_states, reset_worlds, get_columns, and the lander's touching, get_state and
+ray_cast), which stays the path of sharded scenes, randomised tasks and backends without
+64-bit numbers: step for step bit for bit in every autoreset mode, both action spaces,
+through seeded and masked resets; the device's draws against the streams' host
+arithmetic; and what a vector step launches and hands the device.
 """
 
 import numpy as np
@@ -18,16 +19,16 @@ import taichi as ti  # noqa: E402
 from gymnasium.vector import AutoresetMode  # noqa: E402
 
 from fx2d_gpu.device import launching  # noqa: E402
-from fx2d_gpu.envs import CartPoleVectorEnv, WorldStreams  # noqa: E402
+from fx2d_gpu.envs import CartPoleVectorEnv, LanderVectorEnv, WorldStreams  # noqa: E402
 from fx2d_gpu.envs.device_step import DeviceStep, stream_draws  # noqa: E402
 
 
-def _pair(arch, num_envs, **options):
-    """(device path, host path): two cart-pole vector envs alike but for the path."""
-    device = CartPoleVectorEnv(num_envs, arch=arch, **options)
+def _pair(arch, num_envs, env_class=CartPoleVectorEnv, **options):
+    """(device path, host path): two vector envs of env_class alike but for the path."""
+    device = env_class(num_envs, arch=arch, **options)
     if not device.device_step:
         pytest.skip(f"no device step on {arch}: Vulkan's SPIR-V has no 64-bit sine")
-    host = CartPoleVectorEnv(num_envs, arch=arch, device_step=False, **options)
+    host = env_class(num_envs, arch=arch, device_step=False, **options)
     assert not host.device_step
     return device, host
 
@@ -92,6 +93,66 @@ def test_device_steps_match_the_host_path_bit_for_bit(arch, mode, continuous):
     _assert_same(device.reset()[0], host.reset()[0], "a reset drawing on from the streams")
 
 
+@pytest.mark.parametrize("continuous", [False, True])
+def test_lander_device_steps_match_the_host_path_bit_for_bit(arch, continuous):
+    """Random landers, 10 m up with random speeds, over episodes of at most 90 steps, and
+    landers firing one side engine only (turning past +-pi: the angle's wrap either way):
+    legs and hulls touch the terrain (the contact flags), lidar rays hit it and miss it
+    (nearest_in_world against the scene's grid walk), hulls crash (terminated); every
+    observation, reward, termination and truncation equal step for step, through a masked,
+    seeded reset, then the bodies' whole state."""
+    n = 32
+    device, host = _pair(arch, n, LanderVectorEnv, continuous=continuous, max_episode_steps=90)
+    _assert_same(device.reset(seed=11)[0], host.reset(seed=11)[0], "reset")
+    rng = np.random.default_rng(5)
+    seen = dict(legs=0, crashes=0, ray_hits=0, ray_misses=0, above_pi=0, below_minus_pi=0)
+    for step in range(150):
+        if continuous:
+            actions = rng.uniform(-1.2, 1.2, (n, 2))
+            actions[:4] = (-1.0, -1.0)  # the left engine only: turning counter-clockwise
+            actions[4:8] = (-1.0, 1.0)
+        else:
+            actions = rng.choice(4, n, p=[0.2, 0.2, 0.4, 0.2])  # the main engine often
+            actions[:4], actions[4:8] = 1, 3
+        a = device.step(actions)
+        b = host.step(actions)
+        for name, x, y in zip(("obs", "rewards", "terminated", "truncated"), a, b, strict=False):
+            _assert_same(x, y, f"step {step} {name}")
+        obs = a[0]
+        seen["legs"] += int((obs[:, 6:8] == 1.0).sum())
+        seen["crashes"] += int((a[2] & (a[1] == -100.0)).sum())
+        seen["ray_hits"] += int((obs[:, 8:] < 1.0).sum())
+        seen["ray_misses"] += int((obs[:, 8:] == 1.0).sum())
+        angle = device.scene.get_state(bodies=[device.hull]).angle[:, 0]
+        seen["above_pi"] += int((angle > np.pi).sum())
+        seen["below_minus_pi"] += int((angle < -np.pi).sum())
+        if step == 75:
+            mask = np.arange(n) % 4 == 1
+            _assert_same(
+                device.reset(seed=9, options={"reset_mask": mask})[0],
+                host.reset(seed=9, options={"reset_mask": mask})[0],
+                "masked reset",
+            )
+    assert all(count > 0 for count in seen.values()), seen
+    for key in ("position", "angle", "velocity", "angular_velocity"):
+        np.testing.assert_array_equal(
+            getattr(device.scene.get_state(), key), getattr(host.scene.get_state(), key)
+        )
+
+
+def test_a_lander_on_the_devices_path_draws_its_lidar(arch):
+    """render() on the device's path casts the last observation's lidar again on the host:
+    the same image as the host's path, whose observation cast it."""
+    device, host = _pair(arch, 2, LanderVectorEnv, render_mode="rgb_array", render_tiles=2)
+    device.reset(seed=4)
+    host.reset(seed=4)
+    for _ in range(20):  # falling: the terrain comes in range
+        observations = device.step(np.zeros(2, np.int64))[0]
+        host.step(np.zeros(2, np.int64))
+    assert (observations[:, 8:] < 1.0).any()  # rays that hit: drawn to the terrain
+    np.testing.assert_array_equal(device.render(), host.render())
+
+
 def test_the_devices_draws_are_the_streams_draws(arch):
     """stream_draws on the device against WorldStreams.uniform's NumPy arithmetic: keys
     and counts anywhere in 64 bits (the wrap of key + count * gamma included)."""
@@ -150,6 +211,35 @@ def test_a_vector_step_launches_twice_around_the_scenes_step(arch):
         # The host's: two arrays for the forces, three for a reset's rows, one for the
         # columns, in as many launches.
         assert host[0] == device[0] + restarting and host[2] == 3 + 3 * restarting
+
+
+def test_a_lander_step_launches_twice_around_the_scenes_step(arch):
+    """The lander's device path: the push (the actions) and one launch for the contact
+    flags, the restarts and the observation with its lidar (the observation's array; the
+    restart flags where a world restarts), where the host's path launches the touching
+    flags, get_state, the query grid and the cast (and reset_worlds' rows)."""
+    counted = {}
+    for path, env in zip(
+        ("device", "host"), _pair(arch, 32, LanderVectorEnv, max_episode_steps=25), strict=True
+    ):
+        env.reset(seed=0)
+        rng = np.random.default_rng(0)
+        for _ in range(40):
+            _, _, terminated, truncated, _ = env.step(rng.integers(0, 4, 32))
+        counted[path] = []
+        for _ in range(20):
+            restarting = bool((terminated | truncated).any())
+            launches, arrays = launching.launch_count(), launching.host_array_count()
+            _, _, terminated, truncated, _ = env.step(rng.integers(0, 4, 32))
+            given = np.subtract(launching.host_array_count(), arrays)
+            counted[path].append((restarting, launching.launch_count() - launches, *given))
+    restarts = [row[0] for row in counted["device"]]
+    assert any(restarts) and not all(restarts)
+    for restarting, _, launches_given, arrays in counted["device"]:
+        assert (launches_given, arrays) == (2, 2 + restarting)
+    for (restarting, *device), (_, *host) in zip(counted["device"], counted["host"], strict=True):
+        assert host[0] == device[0] + 3 + restarting
+        assert host[2] >= 9 + 3 * restarting
 
 
 def test_randomised_tasks_keep_the_host_path(arch):

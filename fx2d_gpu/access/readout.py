@@ -117,10 +117,11 @@ def current_contacts(ctx: StepContext) -> tuple[FieldGroup, int]:
     return ctx.pool.staging, n_pairs
 
 
-def _listed_pairs(ctx: StepContext) -> tuple[FieldGroup, int, bool]:
+def listed_pairs(ctx: StepContext) -> tuple[FieldGroup, int, bool]:
     """(manifolds group, pair count, stepped): the pairs contacts() lists, the last step's
     reported contacts where it was the last change (stepped), else current_contacts' (of
-    which those with points)."""
+    which those with points: a collision pass at the current poses). Also read by a vector
+    env's observation on the device (envs/device_step.py)."""
     if ctx.cache.contacts_current:
         return ctx.pool.reported, ctx.cache.n_reported, True
     return *current_contacts(ctx), False
@@ -133,7 +134,7 @@ def contacts(ctx: StepContext, sensor: np.ndarray, world: int | None) -> Contact
     After a step they are the step's reported contacts, with its impulses; otherwise the
     manifolds at the current poses that have points, with zero impulses.
     """
-    manifolds, n, stepped = _listed_pairs(ctx)
+    manifolds, n, stepped = listed_pairs(ctx)
     fields = manifolds.read(dict.fromkeys(_CONTACT_FIELDS, n))
     keep = np.arange(n) if stepped else np.nonzero(fields["point_count"] > 0)[0]
     a = fields["body_a"][keep].astype(np.int64)
@@ -185,7 +186,7 @@ def touching(ctx: StepContext, rows: np.ndarray) -> np.ndarray:
     contacts, otherwise the manifolds at the current poses that have points. One launch
     over those pairs, whose only host array is the flags' (the bodies' columns are kept on
     the device, gather.kept_on_device)."""
-    manifolds, n, stepped = _listed_pairs(ctx)
+    manifolds, n, stepped = listed_pairs(ctx)
     distinct, where = np.unique(rows, return_inverse=True)  # (a body asked twice)
     column = np.full(ctx.n_bodies, -1, np.int32)
     column[distinct] = np.arange(len(distinct), dtype=np.int32)

@@ -217,7 +217,7 @@ class _CartPoleOnDevice(DeviceTask):
 
     @staticmethod
     @ti.func
-    def push(task: ti.template(), actions: ti.template(), world):
+    def push(task: ti.template(), actions: ti.template(), bodies: ti.template(), world):
         push = ti.f64(0.0)
         if ti.static(task.continuous):
             push = ti.cast(actions[world, 0], ti.f64)

@@ -41,6 +41,7 @@ import taichi as ti
 
 import fx2d_gpu as fx
 
+from ..access import readout
 from ..access.gather import check_columns, column_value
 from ..device import runtime
 from ..device.launching import quick
@@ -71,27 +72,48 @@ class DeviceTask:
 
     Subclasses define, as static ti.funcs taking the task first:
 
-    - push(task, actions, world) -> ti.Vector([force x, force y, torque]) float32 (N, N m):
-      world's action (actions: the checked array, as _check_actions returns it) as a
-      push on body `pushed_body`; the same float64 arithmetic as the task's _apply_actions,
-      stored in float32 as apply_force's upload stores it.
+    - push(task, actions, bodies, world) -> ti.Vector([force x, force y, torque]) float32
+      (N, N m): world's action (actions: the checked array, as _check_actions returns it)
+      as a push on body `pushed_body` (bodies: the scene's, at the poses the last
+      observation read); the same float64 arithmetic as the task's _apply_actions, stored
+      in float32 as apply_force's upload stores it.
     - initial_row(task, draws, body, row) -> row: body's initial row (ROW_COLUMNS' first
       six, float32) given the world's draws (ti.Vector of n_draws float64 in [0, 1)) and
       the built state's row; the same arithmetic as the task's _initial_states.
+    - observe(task, model, bodies, world, part, n_bodies, out), where observe_parts > 0:
+      writes part `part` (0 <= part < observe_parts, a thread each) of world's row of
+      `out` ((n_worlds, n_observed + n_extra) float32): the task's own observation, as its
+      _observe computes it, in place of the gathered columns.
 
     Attributes:
         pushed_body (int): the body the actions push.
         n_draws (int): uniform draws a world takes at each restart (its n_state_draws).
+        touch_bodies (tuple[int, ...]): bodies whose contact flags the observation reads:
+            out[world, touch_columns[i]] is 1.0 where body touch_bodies[i] of world is in
+            one of the pairs Scene.touching reads (after a step, its reported contacts),
+            0.0 where not and in a world that restarts (readout.touching, read before the
+            restarts as the task's _read_after_step reads it).
+        touch_columns (tuple[int, ...]): their columns of `out`.
+        observe_parts (int): 0: the observation is the gathered columns; else observe's
+            parts a world.
+        n_observed (int): the observation's columns, where observe_parts > 0.
+        n_extra (int): columns of `out` after the observation, handed to the env's
+            _take_device_extras (what its scoring reads besides the observation).
     """
 
     pushed_body: int = 0
     n_draws: int = 0
+    touch_bodies: tuple = ()
+    touch_columns: tuple = ()
+    observe_parts: int = 0
+    n_observed: int = 0
+    n_extra: int = 0
     _instances: dict = {}
 
     @classmethod
     def of(cls, **values) -> "DeviceTask":
-        """The instance of `values` (attribute name -> int, float or bool): one a set of
-        values, so the kernels compile once for it."""
+        """The instance of `values` (attribute name -> int, float, bool or a tuple of
+        them): one a set of values, so the kernels compile once for it."""
         key = (cls, tuple(sorted(values.items())))
         task = DeviceTask._instances.get(key)
         if task is None:
@@ -135,7 +157,7 @@ def _push(
     """Each world's push added to its body task.pushed_body's applied force."""
     ti.loop_config(serialize=serial)
     for world in range(n_worlds):
-        push = task.push(task, actions, world)
+        push = task.push(task, actions, bodies, world)
         slot = world * n_bodies + task.pushed_body
         add_push(bodies, slot, ti.math.vec2(push[0], push[1]), push[2])
 
@@ -144,9 +166,12 @@ def _push(
 @ti.kernel
 def _restart_and_observe(
     task: ti.template(),
+    model: ti.template(),
     bodies: ti.template(),
     joints: ti.template(),
     manifolds: ti.template(),
+    listed: ti.template(),
+    listed_with_points: ti.template(),
     serial: ti.template(),
     restart: _FLAGS,
     keys: _U64_ARRAY,
@@ -158,12 +183,30 @@ def _restart_and_observe(
     n_bodies: ti.i32,
     n_joints: ti.i32,
     n_pairs: ti.i32,
+    n_listed: ti.i32,
     out: ti.types.ndarray(dtype=ti.f32, ndim=2),
 ):
-    """The worlds flagged in `restart` start over (as reset_worlds(worlds, state) with the
-    task's initial rows), their streams advanced; then out[world, j] = column j of every
-    world (get_columns')."""
+    """The task's contact flags read from the `listed` pairs (n_listed of them; with
+    points only where listed_with_points: readout.listed_pairs'); the worlds flagged in
+    `restart` start over (as reset_worlds(worlds, state) with the task's initial rows),
+    their streams advanced and their flags cleared; then every world's observation: the
+    task's (observe) or out[world, j] = column j (get_columns')."""
     n_worlds = restart.shape[0]
+    if ti.static(len(task.touch_bodies) > 0):
+        ti.loop_config(serialize=serial)
+        for world in range(n_worlds):
+            for i in ti.static(range(len(task.touch_bodies))):
+                out[world, task.touch_columns[i]] = 0.0
+        # (Every writer writes 1.0: the order of the threads does not matter.)
+        ti.loop_config(serialize=serial)
+        for pair in range(n_listed):
+            if ti.static(not listed_with_points) or listed.point_count[pair] > 0:
+                for end in ti.static(range(2)):
+                    slot = listed.body_a[pair] if end == 0 else listed.body_b[pair]
+                    body = slot % n_bodies
+                    for i in ti.static(range(len(task.touch_bodies))):
+                        if body == task.touch_bodies[i]:
+                            out[slot // n_bodies, task.touch_columns[i]] = 1.0
     ti.loop_config(serialize=serial)
     for slot in range(n_worlds * n_bodies):
         world = slot // n_bodies
@@ -187,9 +230,18 @@ def _restart_and_observe(
     for world in range(n_worlds):
         if restart[world] != 0:
             counts[world] += ti.u64(task.n_draws)
-    ti.loop_config(serialize=serial)
-    for world, j in ti.ndrange(n_worlds, spec.shape[0]):
-        out[world, j] = column_value(bodies, world * n_bodies + spec[j, 0], spec[j, 1], scales[j])
+            for i in ti.static(range(len(task.touch_bodies))):
+                out[world, task.touch_columns[i]] = 0.0
+    if ti.static(task.observe_parts > 0):
+        ti.loop_config(serialize=serial)
+        for world, part in ti.ndrange(n_worlds, task.observe_parts):
+            task.observe(task, model, bodies, world, part, n_bodies, out)
+    else:
+        ti.loop_config(serialize=serial)
+        for world, j in ti.ndrange(n_worlds, spec.shape[0]):
+            out[world, j] = column_value(
+                bodies, world * n_bodies + spec[j, 0], spec[j, 1], scales[j]
+            )
 
 
 def _device_array(values: np.ndarray, dtype) -> ti.Ndarray:
@@ -205,10 +257,11 @@ class DeviceStep:
     Args:
         env: the vector env (a Scene in this process, its streams, its built state).
         task: the env's DeviceTask.
-        columns: the observation, as Scene.get_columns takes it.
+        columns: the observation, as Scene.get_columns takes it; () where the task
+            observes itself (task.observe_parts > 0).
     """
 
-    def __init__(self, env: "Fx2DVectorEnv", task: "DeviceTask", columns):
+    def __init__(self, env: "Fx2DVectorEnv", task: "DeviceTask", columns=()):
         scene = env.scene
         self.env = env
         self.task = task
@@ -220,7 +273,12 @@ class DeviceStep:
         self._built = _device_array(np.ascontiguousarray(table[:, : _VALUES - 1]), ti.f32)
         targets = scene._reset_targets()
         self._targets = _device_array(targets if targets.size else np.zeros(1, np.float32), ti.f32)
-        spec, scales = check_columns(columns, scene.n_bodies)
+        if task.observe_parts > 0:
+            spec, scales = np.zeros((1, 2), np.int32), np.zeros(1, np.float32)  # (unread)
+            self._n_columns = task.n_observed
+        else:
+            spec, scales = check_columns(columns, scene.n_bodies)
+            self._n_columns = len(spec)
         self._spec = _device_array(spec, ti.i32)
         self._scales = _device_array(scales, ti.f32)
         self._keys = ti.ndarray(ti.u64, n)
@@ -229,7 +287,6 @@ class DeviceStep:
         # policy's) hands the device no flags.
         self._no_world = _device_array(np.zeros(n, np.uint8), ti.u8)
         self._streams_version = None
-        self._n_columns = len(spec)
         # Discrete actions as bytes where they fit: on a GPU the actions go to the device
         # and back around the push's launch, 8 times fewer bytes than int64's.
         space = env.single_action_space
@@ -263,7 +320,8 @@ class DeviceStep:
     def observe(self, restart: np.ndarray | None = None) -> np.ndarray:
         """(num_envs, m) float32: every world's observation, after the worlds flagged in
         `restart` ((num_envs,) bool, or None: none) started over from new draws of their
-        streams. One launch."""
+        streams; the task's extra columns, if any, go to the env's _take_device_extras.
+        One launch."""
         env = self.env
         n = env.num_envs
         worlds = np.zeros(0, np.int64) if restart is None else np.flatnonzero(restart)
@@ -273,14 +331,21 @@ class DeviceStep:
             self._keys.from_numpy(streams.keys)
             self._counts.from_numpy(streams.counts)
             self._streams_version = streams.version
-        out = np.empty((n, self._n_columns), np.float32)
+        m = self._n_columns
+        out = np.empty((n, m + self.task.n_extra), np.float32)
 
         def launch(ctx):
+            listed, n_listed, stepped = ctx.pool.manifolds, 0, True  # (none read)
+            if self.task.touch_bodies:
+                listed, n_listed, stepped = readout.listed_pairs(ctx)
             _restart_and_observe(
                 self.task,
+                ctx.pool.model,
                 ctx.pool.bodies,
                 ctx.pool.joints,
                 ctx.pool.manifolds,
+                listed,
+                not stepped,
                 ctx.serial,
                 flags,
                 self._keys,
@@ -292,9 +357,13 @@ class DeviceStep:
                 ctx.n_bodies,
                 ctx.n_joints,
                 ctx.n_pairs,
+                n_listed,
                 out,
             )
 
         env.scene._on_device(launch, reset=worlds)
         streams.skip(worlds, self.task.n_draws)
+        if self.task.n_extra:
+            env._take_device_extras(out[:, m:])
+            return out[:, :m]
         return out

@@ -7,18 +7,24 @@ torque, one per world): a main engine along the hull's up axis and two side engi
 sideways and turn the hull. A lidar of 8 rays from the hull (one batched `ray_cast` for every
 world) sees the terrain. Leg contacts and the crash come from `scene.touching()`, read once
 per step for every world, right after the step (before the worlds that ended restart).
-"""
 
-from __future__ import annotations
+Where it can (envs/device_step.py), a vector step's per-world work runs on the device
+instead, the same numbers bit for bit: the engines' push from the actions and the hull's
+angle, the restarts, and the observation (the hull's rows, the contact flags and the lidar,
+each ray tested against its world's few bodies in turn: ray_casts.nearest_in_world).
+"""
 
 import math
 
 import numpy as np
+import taichi as ti
 from gymnasium import spaces
 
 from fx2d_gpu import shapes
 
+from ..physics.collision.ray_casts import nearest_in_world
 from .base import AutoresetMode, Fx2DEnv, Fx2DVectorEnv
+from .device_step import DeviceStep, DeviceTask
 
 __all__ = ["LanderEnv", "LanderVectorEnv", "terrain_points"]
 
@@ -99,6 +105,10 @@ class LanderVectorEnv(Fx2DVectorEnv):
         substeps (int): see Fx2DVectorEnv.
         shards (int | None): see Fx2DVectorEnv (worlds over Ray actors).
         shard_options (dict | None): see Fx2DVectorEnv.
+        device_step (bool): True: each world's push, restart and observation (its lidar
+            included) worked out on the device (envs/device_step.py) where the env can (a
+            Scene in this process, no randomisation, the CPU or CUDA backend); False: in
+            NumPy and the scene's queries on the host. The same numbers either way.
 
     Attributes:
         continuous (bool): whether actions are a Box.
@@ -149,9 +159,12 @@ class LanderVectorEnv(Fx2DVectorEnv):
         substeps: int = 11,
         shards: int | None = None,
         shard_options: dict | None = None,
+        device_step: bool = True,
     ):
         if not isinstance(continuous, bool):
             raise TypeError(f"continuous must be a bool, got {type(continuous).__name__}")
+        if not isinstance(device_step, bool):
+            raise TypeError(f"device_step must be a bool, got {type(device_step).__name__}")
         if terrain_seed is not None and (
             isinstance(terrain_seed, bool) or not isinstance(terrain_seed, int | np.integer)
         ):
@@ -184,7 +197,8 @@ class LanderVectorEnv(Fx2DVectorEnv):
         fan = np.linspace(-math.pi, 0.0, self.n_rays)  # hull frame: left, down, right
         self._ray_directions = np.stack([np.cos(fan), np.sin(fan)], axis=1)
         self._rays = None  # the last lidar: (starts, ends, hit), for render()
-        self._fuel = np.zeros(n)  # the reward's fuel cost of the actions being applied
+        if device_step and DeviceStep.usable(self):
+            self._device = DeviceStep(self, self._device_task())
 
     # ------------------------------------------------------------------ the scene
     def _build_scene(self):
@@ -303,6 +317,7 @@ class LanderVectorEnv(Fx2DVectorEnv):
     def _apply_actions(self, actions, active):
         main, side_power, side = self._engines(actions)
         main, side_power = main * active, side_power * active
+        # (_LanderOnDevice.push: the same arithmetic, a world a thread)
         angle = self._hull_angle  # read by the last _observe(): nothing moved since
         up = np.stack([-np.sin(angle), np.cos(angle)], axis=1)
         right = np.stack([np.cos(angle), np.sin(angle)], axis=1)
@@ -313,21 +328,20 @@ class LanderVectorEnv(Fx2DVectorEnv):
         # A side engine sits above the centre of mass: its push also turns the hull.
         self._torques[:] = -side * side_power * self.side_engine_force * self.side_engine_height
         self.scene.apply_force(self.hull, self._forces, self._torques)
-        self._fuel = 0.30 * main + 0.03 * side_power
 
     def _read_after_step(self):
         # Which bodies touch something after the step, every world's, one launch: read
         # before the worlds that ended restart, whose writes would have the scene find
         # every world's contacts again at its poses (a broad and a narrow phase) for the
-        # observation; a restarted world's flags are cleared by _place_worlds.
-        self._touching = self.scene.touching()
+        # observation; a restarted world's flags are cleared by _place_worlds. (The
+        # device's path reads them in its observation's launch.)
+        if self._device is None:
+            self._touching = self.scene.touching()
 
-    def _observe(self):
-        hull = self.scene.get_state(bodies=[self.hull])
-        position, angle = hull.position[:, 0], hull.angle[:, 0]
-        self._hull_angle = angle
-        velocity, spin = hull.velocity[:, 0], hull.angular_velocity[:, 0]
-
+    def _lidar(self, position, angle):
+        """The lidar of every world's hull at `position` ((n, 2) m) and `angle` ((n,) rad),
+        float64: (origins (n, rays, 2) m, directions (n, rays, 2), reach (n, rays) m: the
+        nearest hit's distance or lidar_range, hit (n, rays) bool)."""
         turn = np.stack([np.cos(angle), np.sin(angle)], axis=1)  # (n, 2)
         local = self._ray_directions
         directions = np.stack(
@@ -340,7 +354,15 @@ class LanderVectorEnv(Fx2DVectorEnv):
         origins = position[:, None, :] + self.lidar_start * directions
         hits = self.scene.ray_cast(origins, directions, self.lidar_range)
         reach = np.where(hits.hit, hits.distance, self.lidar_range)
-        self._rays = (origins, origins + reach[..., None] * directions, hits.hit)
+        return origins, directions, reach, hits.hit
+
+    def _observe(self):
+        hull = self.scene.get_state(bodies=[self.hull])
+        position, angle = hull.position[:, 0], hull.angle[:, 0]
+        self._hull_angle = angle
+        velocity, spin = hull.velocity[:, 0], hull.angular_velocity[:, 0]
+        origins, directions, reach, hit = self._lidar(position, angle)
+        self._rays = (origins, origins + reach[..., None] * directions, hit)
 
         observations = np.empty((self.num_envs, 8 + self.n_rays), np.float64)
         observations[:, 0] = position[:, 0] / HALF_WIDTH
@@ -352,11 +374,27 @@ class LanderVectorEnv(Fx2DVectorEnv):
         observations[:, 6] = self._touching[:, self.left_leg]
         observations[:, 7] = self._touching[:, self.right_leg]
         observations[:, 8:] = reach / self.lidar_range
-        self._speed = np.hypot(velocity[:, 0], velocity[:, 1])
-        self._spin = np.abs(spin)
-        self._out = (np.abs(observations[:, 0]) >= 1.0) | (observations[:, 1] >= 2.5)
+        self._note_hull(position, velocity, spin, self._touching[:, self.hull])
         space = self.single_observation_space
         return np.clip(observations, space.low, space.high).astype(np.float32)
+
+    def _note_hull(self, position, velocity, spin, hull_touching):
+        """Keep what _score reads besides the observation: every world's hull after the
+        step, position (n, 2) m, velocity (n, 2) m/s and spin (n,) rad/s (float64 of the
+        scene's float32), and whether it touches something ((n,) bool)."""
+        self._speed = np.hypot(velocity[:, 0], velocity[:, 1])
+        self._spin = np.abs(spin)
+        # (|x| / HALF_WIDTH and the height as the observation's columns 0 and 1, unclipped)
+        self._out = (np.abs(position[:, 0] / HALF_WIDTH) >= 1.0) | (
+            (position[:, 1] - self.rest_height) / HALF_HEIGHT >= 2.5
+        )
+        self._hull_touching = hull_touching
+
+    def _take_device_extras(self, extras):
+        # _LanderOnDevice's extra columns: the hull's x, y, vx, vy, spin and touch flag.
+        values = extras.astype(np.float64)
+        self._note_hull(values[:, 0:2], values[:, 2:4], values[:, 4], extras[:, 5] > 0.5)
+        self._rays = None  # (cast again if render() asks: _render_rays)
 
     def _shaping(self, observations):
         o = observations.astype(np.float64)
@@ -373,19 +411,209 @@ class LanderVectorEnv(Fx2DVectorEnv):
         self._steps_at_rest[worlds] = 0
 
     def _score(self, observations, actions, active):
+        main, side_power, _ = self._engines(actions)
+        fuel = 0.30 * (main * active) + 0.03 * (side_power * active)
         shaping = self._shaping(observations)
-        rewards = shaping - self._previous_shaping - self._fuel
+        rewards = shaping - self._previous_shaping - fuel
         self._previous_shaping = shaping
-        on_legs = self._touching[:, self.left_leg] & self._touching[:, self.right_leg]
+        # (the legs' touch flags: the observation's columns 6 and 7, 1.0 or 0.0)
+        on_legs = (observations[:, 6] == 1.0) & (observations[:, 7] == 1.0)
         still = on_legs & (self._speed < self.rest_speed) & (self._spin < self.rest_spin)
         self._steps_at_rest = np.where(still, self._steps_at_rest + 1, 0)
         landed = self._steps_at_rest >= self.rest_steps
-        crashed = self._touching[:, self.hull] | self._out
+        crashed = self._hull_touching | self._out
         rewards = np.where(crashed, -100.0, np.where(landed, 100.0, rewards))
         return rewards, crashed | landed
 
     def _render_rays(self):
+        if self._rays is None:  # the device's path: the last observation's lidar, again
+            hull = self.scene.get_state(bodies=[self.hull])
+            origins, directions, reach, hit = self._lidar(hull.position[:, 0], hull.angle[:, 0])
+            self._rays = (origins, origins + reach[..., None] * directions, hit)
         return self._rays
+
+    def _device_task(self) -> "_LanderOnDevice":
+        """This env's _LanderOnDevice: its bodies, engines, lidar and observation bounds."""
+        space = self.single_observation_space
+        rays = 8 + np.arange(self.n_rays)
+        # (one bound for every ray's column: _LanderOnDevice.observe clips them alike)
+        assert (space.low[rays] == space.low[8]).all() and (space.high[rays] == space.high[8]).all()
+        n_observed = space.shape[0]
+        return _LanderOnDevice.of(
+            pushed_body=self.hull,
+            n_draws=self.n_state_draws,
+            touch_bodies=(self.left_leg, self.right_leg, self.hull),
+            touch_columns=(6, 7, n_observed + 5),
+            observe_parts=self.n_rays + 1,
+            n_observed=n_observed,
+            n_extra=6,
+            n_bodies=self.scene.n_bodies,
+            hull=self.hull,
+            left_leg=self.left_leg,
+            right_leg=self.right_leg,
+            continuous=self.continuous,
+            main_engine_force=self.main_engine_force,
+            side_engine_force=self.side_engine_force,
+            side_engine_height=self.side_engine_height,
+            start_speed=self.start_speed,
+            rest_height=self.rest_height,
+            lidar_start=self.lidar_start,
+            lidar_range=self.lidar_range,
+            n_rays=self.n_rays,
+            ray_x=tuple(float(x) for x in self._ray_directions[:, 0]),
+            ray_y=tuple(float(y) for y in self._ray_directions[:, 1]),
+            low=tuple(float(v) for v in space.low),
+            high=tuple(float(v) for v in space.high),
+        )
+
+
+@ti.func
+def _remainder(a, b):
+    """NumPy's remainder (a % b, the sign of b) of a float64 `a` by b > 0, bit for bit: C's
+    fmod (exact), moved into b's sign. fmod by exact steps: each takes off the largest
+    b * 2**k not above what is left, a subtraction without rounding (Sterbenz: between
+    half and all of it). A non-finite `a` gives NaN, as NumPy's."""
+    left = ti.abs(a)
+    if left - left != 0.0:  # inf or NaN
+        left = ti.math.nan
+    while left >= b:
+        chunk = b
+        while chunk * 2.0 <= left:
+            chunk *= 2.0
+        left -= chunk
+    mod = -left if a < 0.0 else left
+    if mod != 0.0:
+        if mod < 0.0:
+            mod += b
+    else:
+        mod = ti.f64(0.0)
+    return mod
+
+
+@ti.func
+def _clip(value, task: ti.template(), column: ti.template()):
+    """A float64 observation value clipped to its column's bounds (the space's float32
+    low and high), as np.clip, stored in float32."""
+    return ti.cast(
+        ti.min(ti.max(value, ti.f64(task.low[column])), ti.f64(task.high[column])), ti.f32
+    )
+
+
+class _LanderOnDevice(DeviceTask):
+    """A lander's push, initial rows and observation on the device (envs/device_step.py):
+    the arithmetic of LanderVectorEnv._engines and _apply_actions, _initial_states and
+    _observe, in the same order and in float64 (constants as ti.f64), stored in float32
+    as the host's path stores them. The lidar: scene.ray_cast's normalised directions in
+    float32 from origins lidar_start beyond the hull's outline (inside the box around the
+    world's bodies, which holds the hull: its approach moves none of them), each ray
+    tested against the world's bodies in turn (nearest_in_world: its grid walk's answer).
+    Parts of a world's observation: each ray, then the hull's columns and extras (its
+    x, y, vx, vy, spin, then its touch flag: LanderVectorEnv._take_device_extras)."""
+
+    @staticmethod
+    @ti.func
+    def push(task: ti.template(), actions: ti.template(), bodies: ti.template(), world):
+        main, side_power, side = ti.f64(0.0), ti.f64(0.0), ti.f64(0.0)
+        if ti.static(task.continuous):
+            throttle = ti.cast(actions[world, 0], ti.f64)
+            if throttle > 0.0:
+                main = (ti.min(ti.max(throttle, ti.f64(0.0)), ti.f64(1.0)) + ti.f64(1.0)) / ti.f64(
+                    2.0
+                )
+            lateral = ti.cast(actions[world, 1], ti.f64)
+            if ti.abs(lateral) > 0.5:
+                side_power = ti.min(ti.max(ti.abs(lateral), ti.f64(0.5)), ti.f64(1.0))
+            if lateral > 0.0:
+                side = ti.f64(1.0)
+            elif lateral < 0.0:
+                side = ti.f64(-1.0)
+        else:
+            action = actions[world]
+            if action == 2:
+                main = ti.f64(1.0)
+            if action == 1:
+                side = ti.f64(-1.0)
+            elif action == 3:
+                side = ti.f64(1.0)
+            side_power = ti.abs(side)
+        angle = ti.cast(bodies.angle[world * task.n_bodies + task.hull], ti.f64)
+        c, s = ti.cos(angle), ti.sin(angle)
+        thrust = ti.f64(task.main_engine_force) * main
+        lateral_thrust = ti.f64(task.side_engine_force) * (side_power * side)
+        force_x = thrust * -s + lateral_thrust * c  # up (-sin, cos), right (cos, sin)
+        force_y = thrust * c + lateral_thrust * s
+        torque = (
+            -side * side_power * ti.f64(task.side_engine_force) * ti.f64(task.side_engine_height)
+        )
+        return ti.Vector(
+            [ti.cast(force_x, ti.f32), ti.cast(force_y, ti.f32), ti.cast(torque, ti.f32)]
+        )
+
+    @staticmethod
+    @ti.func
+    def initial_row(task: ti.template(), draws, body, row):
+        if body == task.hull or body == task.left_leg or body == task.right_leg:
+            speed = ti.f64(task.start_speed) * (ti.f64(2.0) * draws - ti.f64(1.0))
+            row[3] = ti.cast(speed[0], ti.f32)
+            row[4] = ti.cast(speed[1], ti.f32)
+        return row
+
+    @staticmethod
+    @ti.func
+    def observe(
+        task: ti.template(),
+        model: ti.template(),
+        bodies: ti.template(),
+        world,
+        part,
+        n_bodies,
+        out: ti.template(),
+    ):
+        slot = world * n_bodies + task.hull
+        position = bodies.position[slot]
+        x, y = ti.cast(position.x, ti.f64), ti.cast(position.y, ti.f64)
+        angle = ti.cast(bodies.angle[slot], ti.f64)
+        if part < task.n_rays:
+            # (each entry a ti.f64: a bare literal would be a float32 first)
+            local = ti.Matrix(
+                [
+                    [ti.f64(task.ray_x[r]), ti.f64(task.ray_y[r])]
+                    for r in ti.static(range(task.n_rays))
+                ]
+            )
+            c, s = ti.cos(angle), ti.sin(angle)
+            lx, ly = local[part, 0], local[part, 1]
+            dx = c * lx - s * ly
+            dy = s * lx + c * ly
+            ox = x + ti.f64(task.lidar_start) * dx
+            oy = y + ti.f64(task.lidar_start) * dy
+            length = ti.sqrt(dx * dx + dy * dy)  # (scene.ray_cast normalises with hypot)
+            origin = ti.math.vec2(ti.cast(ox, ti.f32), ti.cast(oy, ti.f32))
+            direction = ti.math.vec2(ti.cast(dx / length, ti.f32), ti.cast(dy / length, ti.f32))
+            limit = ti.cast(ti.f64(task.lidar_range), ti.f32)
+            body, t, _ = nearest_in_world(model, bodies, world, n_bodies, origin, direction, limit)
+            reach = ti.f64(task.lidar_range)
+            if body >= 0:
+                reach = ti.cast(t, ti.f64)
+            out[world, 8 + part] = _clip(reach / ti.f64(task.lidar_range), task, 8)
+        else:
+            velocity = bodies.velocity[slot]
+            spin = bodies.angular_velocity[slot]
+            vx, vy = ti.cast(velocity.x, ti.f64), ti.cast(velocity.y, ti.f64)
+            w = ti.cast(spin, ti.f64)
+            out[world, 0] = _clip(x / ti.f64(HALF_WIDTH), task, 0)
+            out[world, 1] = _clip((y - ti.f64(task.rest_height)) / ti.f64(HALF_HEIGHT), task, 1)
+            out[world, 2] = _clip(vx * ti.f64(HALF_WIDTH) / ti.f64(50.0), task, 2)
+            out[world, 3] = _clip(vy * ti.f64(HALF_HEIGHT) / ti.f64(50.0), task, 3)
+            wrapped = _remainder(angle + ti.f64(math.pi), ti.f64(2 * math.pi)) - ti.f64(math.pi)
+            out[world, 4] = _clip(wrapped, task, 4)
+            out[world, 5] = _clip(ti.f64(20.0) * w / ti.f64(50.0), task, 5)
+            extras = task.n_observed
+            out[world, extras + 0] = position.x
+            out[world, extras + 1] = position.y
+            out[world, extras + 2] = velocity.x
+            out[world, extras + 3] = velocity.y
+            out[world, extras + 4] = spin
 
 
 class LanderEnv(Fx2DEnv):
@@ -399,6 +627,7 @@ class LanderEnv(Fx2DEnv):
         render_size (tuple[int, int]): (width, height) of render()'s image, pixels.
         arch: the Taichi backend (see fx2d_gpu.Scene).
         substeps: XPBD substeps per step, >= 1.
+        device_step (bool): see LanderVectorEnv.
     """
 
     vector_class = LanderVectorEnv
@@ -413,6 +642,7 @@ class LanderEnv(Fx2DEnv):
         render_size=(600, 400),
         arch: str = "auto",
         substeps: int = 11,
+        device_step: bool = True,
     ):
         super().__init__(
             render_mode,
@@ -422,4 +652,5 @@ class LanderEnv(Fx2DEnv):
             render_size=render_size,
             arch=arch,
             substeps=substeps,
+            device_step=device_step,
         )

@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 import taichi as ti
 
-from ...enums import SHAPE_CHAIN, SHAPE_CIRCLE
-from ..bodies import shape_row, world_cell_size
+from ...enums import SHAPE_CHAIN, SHAPE_CIRCLE, SHAPE_NONE
+from ..bodies import bounding_radius, shape_row, world_cell_size
 from ..math2d import cross, rotate
-from .broad_phase import cell_coord, cell_slot
+from .broad_phase import cell_coord, cell_slot, finite_pose
 from .queries import (
     body_pose,
     core_size,
@@ -397,6 +397,47 @@ def walk_ray(
         mask >>= 1
         level += 1
     return best_body, best_t, best_normal, found
+
+
+@ti.func
+def nearest_in_world(
+    model: ti.template(), bodies: ti.template(), world, n_bodies, origin, direction, t_limit
+):
+    """The nearest hit of a ray (origin m, unit direction, float32) up to t_limit (m) among
+    world's bodies, each tested in turn: (body, t m, normal), body -1 for a miss. The bodies
+    walk_ray's grid holds (a shape, enabled, a finite pose) and a query reports (no
+    sensor), and its answer, the least (t, body): where a world has a few bodies (a learning
+    task's, envs/device_step.py), a thread asks each of them, with no grid to build (a
+    launch, and a count read back)."""
+    best_body, best_t, best_normal = -1, t_limit, vec2(0.0, 0.0)
+    for body in range(n_bodies):
+        slot = world * n_bodies + body
+        if (
+            model.shape_kind[body] != SHAPE_NONE
+            and bodies.enabled[slot] == 1
+            and finite_pose(bodies, slot)
+            and reported(model, body, 0)
+        ):
+            if _may_reach(model, bodies, slot, body, origin, direction, best_t):
+                hit, t, normal = ray_shape(model, bodies, slot, body, origin, direction, best_t)
+                # (bodies in rising order: a tie keeps the lower body)
+                if hit and (t < best_t or best_body < 0):
+                    best_body, best_t, best_normal = body, t, normal
+    return best_body, best_t, best_normal
+
+
+@ti.func
+def _may_reach(model: ti.template(), bodies: ti.template(), slot, body, origin, direction, t_max):
+    """False only where the ray (origin m, unit direction) up to t_max (m) passes clear of
+    the disc around body slot's shape (its bounding radius about its position) by more
+    than float32's rounding there (a 1e-5 relative allowance): a test that never turns
+    away a body ray_shape would hit, and spares it most bodies of a world."""
+    offset = bodies.position[slot] - origin
+    along = ti.min(ti.max(offset.dot(direction), 0.0), t_max)  # the nearest point's t
+    gap = offset - along * direction
+    reach = bounding_radius(model, slot, body)
+    allowance = 1e-5 * (ti.abs(offset.x) + ti.abs(offset.y) + reach + t_max) + 1e-30
+    return gap.dot(gap) <= (reach + allowance) * (reach + allowance)
 
 
 @ti.kernel
