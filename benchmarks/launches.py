@@ -63,10 +63,10 @@ finds its pairs: a body moves beside sleepers); small worlds on the per-stage pa
 state interleaved and their first substep begun a thread an item as CUDA's defaults have
 them (StepOptions.interleave_small_worlds, small_worlds_begin_by_item).
 
-The vector environments (ENVS: fx2d/CartPole-v0 and fx2d/Lander-v0, 256 environments,
-random actions, the scene's step as a GPU takes it: StepOptions.fold_on_cpu,
+The vector environments (ENVS: fx2d/CartPole-v0, fx2d/Lander-v0 and fx2d/Levels-v0, 256
+environments, random actions, the scene's step as a GPU takes it: StepOptions.fold_on_cpu,
 steps_in_flight) are counted per vector step: the scene's step, and around it the forces
-of the actions, the worlds that restart and the observations read.
+or motor targets of the actions, the worlds that restart and the observations read.
 
 Each scene is stepped WARM_STEPS steps and read (steps in flight among them: read, not
 counted), then COUNTED_STEPS (or STEPS_IN_FLIGHT) counted. Saves
@@ -317,7 +317,11 @@ def count(scene, steps: int = COUNTED_STEPS, advance=None) -> dict:
 
 
 #: The vector environments counted (per vector step), ENV_COUNT environments each.
-ENVS = {"cartpole_env_256": "fx2d/CartPole-v0", "lander_env_256": "fx2d/Lander-v0"}
+ENVS = {
+    "cartpole_env_256": "fx2d/CartPole-v0",
+    "lander_env_256": "fx2d/Lander-v0",
+    "levels_env_256": "fx2d/Levels-v0",
+}
 ENV_COUNT = 256
 
 

@@ -1,13 +1,13 @@
 """A vector env's per-world work on the device (fx2d_gpu/envs/device_step.py, issue 74).
 
-The device's path of fx2d/CartPole-v0 and fx2d/Lander-v0 (their pushes, their restarts'
-draws and initial states, their observations, each world a thread; the lander's contact
-flags and lidar too) against the host's path (NumPy's apply_force, WorldStreams,
-_initial_states, reset_worlds, get_columns, and the lander's touching, get_state and
-ray_cast), which stays the path of sharded scenes, randomised tasks and backends without
-64-bit numbers: step for step bit for bit in every autoreset mode, both action spaces,
-through seeded and masked resets; the device's draws against the streams' host
-arithmetic; and what a vector step launches and hands the device.
+The device's path of fx2d/CartPole-v0, fx2d/Lander-v0 and fx2d/Levels-v0 (their pushes
+or wheel targets, their restarts' draws and initial states, their observations, each world
+a thread; the lander's contact flags and the lidars too) against the host's path (NumPy's
+apply_force or set_joint_target, WorldStreams, _initial_states, reset_worlds, get_columns,
+and touching, get_state and ray_cast), which stays the path of sharded scenes, randomised
+tasks and backends without 64-bit numbers: step for step bit for bit in every autoreset
+mode, both action spaces, through seeded and masked resets; the device's draws against the
+streams' host arithmetic; and what a vector step launches and hands the device.
 """
 
 import numpy as np
@@ -19,7 +19,12 @@ import taichi as ti  # noqa: E402
 from gymnasium.vector import AutoresetMode  # noqa: E402
 
 from fx2d_gpu.device import launching  # noqa: E402
-from fx2d_gpu.envs import CartPoleVectorEnv, LanderVectorEnv, WorldStreams  # noqa: E402
+from fx2d_gpu.envs import (  # noqa: E402
+    CartPoleVectorEnv,
+    LanderVectorEnv,
+    LevelsVectorEnv,
+    WorldStreams,  # noqa: E402
+)
 from fx2d_gpu.envs.device_step import DeviceStep, stream_draws  # noqa: E402
 
 
@@ -140,6 +145,40 @@ def test_lander_device_steps_match_the_host_path_bit_for_bit(arch, continuous):
         )
 
 
+def test_levels_device_steps_match_the_host_path_bit_for_bit(arch):
+    """Cars driven at random through generated levels (new ones written by the host at each
+    restart, their goals handed to the device), episodes of at most 50 steps: the wheel
+    targets set on the device, the lidar hitting and missing; every observation, reward,
+    termination and truncation equal step for step (each step's state follows from the
+    targets set before it), through a masked, seeded reset, then the bodies' whole state."""
+    n = 16
+    device, host = _pair(arch, n, LevelsVectorEnv, max_episode_steps=50)
+    _assert_same(device.reset(seed=21)[0], host.reset(seed=21)[0], "reset")
+    rng = np.random.default_rng(8)
+    restarts = hits = misses = 0
+    for step in range(120):
+        actions = rng.uniform(-1.2, 1.2, (n, 2))
+        a = device.step(actions)
+        b = host.step(actions)
+        for name, x, y in zip(("obs", "rewards", "terminated", "truncated"), a, b, strict=False):
+            _assert_same(x, y, f"step {step} {name}")
+        restarts += int((a[2] | a[3]).sum())
+        hits += int((a[0][:, 9:] < 1.0).sum())
+        misses += int((a[0][:, 9:] == 1.0).sum())
+        if step == 70:
+            mask = np.arange(n) % 3 == 2
+            _assert_same(
+                device.reset(seed=2, options={"reset_mask": mask})[0],
+                host.reset(seed=2, options={"reset_mask": mask})[0],
+                "masked reset",
+            )
+    assert restarts > n and hits > 0 and misses > 0  # (episodes of at most 50 steps)
+    for key in ("position", "angle", "velocity", "angular_velocity"):
+        np.testing.assert_array_equal(
+            getattr(device.scene.get_state(), key), getattr(host.scene.get_state(), key)
+        )
+
+
 def test_a_lander_on_the_devices_path_draws_its_lidar(arch):
     """render() on the device's path casts the last observation's lidar again on the host:
     the same image as the host's path, whose observation cast it."""
@@ -213,33 +252,46 @@ def test_a_vector_step_launches_twice_around_the_scenes_step(arch):
         assert host[0] == device[0] + restarting and host[2] == 3 + 3 * restarting
 
 
-def test_a_lander_step_launches_twice_around_the_scenes_step(arch):
-    """The lander's device path: the push (the actions) and one launch for the contact
-    flags, the restarts and the observation with its lidar (the observation's array; the
-    restart flags where a world restarts), where the host's path launches the touching
-    flags, get_state, the query grid and the cast (and reset_worlds' rows)."""
+def _random_actions(env, rng):
+    """A batch of `env`'s actions, drawn from `rng`: Discrete(4) or Box(-1, 1, (2,))."""
+    if isinstance(env, LanderVectorEnv) and not env.continuous:
+        return rng.integers(0, 4, env.num_envs)
+    return rng.uniform(-1.0, 1.0, (env.num_envs, 2))
+
+
+@pytest.mark.parametrize("env_class", [LanderVectorEnv, LevelsVectorEnv])
+def test_a_lidar_task_launches_twice_around_the_scenes_step(arch, env_class):
+    """The device's path of the lander and the car: the push or the wheel targets (the
+    actions) and one launch for the contact flags, the restarts and the observation with
+    its lidar (the observation's array; the lander's restart flags where a world
+    restarts; a new level is written by the host on both paths), where the host's path
+    launches the touching flags, get_state, the query grid and the cast (the car's two
+    set_joint_target, and the lander's reset_worlds)."""
     counted = {}
     for path, env in zip(
-        ("device", "host"), _pair(arch, 32, LanderVectorEnv, max_episode_steps=25), strict=True
+        ("device", "host"), _pair(arch, 32, env_class, max_episode_steps=25), strict=True
     ):
         env.reset(seed=0)
         rng = np.random.default_rng(0)
         for _ in range(40):
-            _, _, terminated, truncated, _ = env.step(rng.integers(0, 4, 32))
+            _, _, terminated, truncated, _ = env.step(_random_actions(env, rng))
         counted[path] = []
         for _ in range(20):
             restarting = bool((terminated | truncated).any())
             launches, arrays = launching.launch_count(), launching.host_array_count()
-            _, _, terminated, truncated, _ = env.step(rng.integers(0, 4, 32))
+            _, _, terminated, truncated, _ = env.step(_random_actions(env, rng))
             given = np.subtract(launching.host_array_count(), arrays)
             counted[path].append((restarting, launching.launch_count() - launches, *given))
     restarts = [row[0] for row in counted["device"]]
     assert any(restarts) and not all(restarts)
-    for restarting, _, launches_given, arrays in counted["device"]:
-        assert (launches_given, arrays) == (2, 2 + restarting)
+    # (The scene's own launches are the same on both paths: a step after a new level also
+    # closes the joints set_enabled put back, given their rows.)
+    lander = env_class is LanderVectorEnv
     for (restarting, *device), (_, *host) in zip(counted["device"], counted["host"], strict=True):
-        assert host[0] == device[0] + 3 + restarting
-        assert host[2] >= 9 + 3 * restarting
+        lander_restart = restarting and lander  # (the host path's reset_worlds)
+        assert host[0] - device[0] == 3 + lander_restart
+        assert host[1] - device[1] == 2 + lander_restart
+        assert host[2] - device[2] == (7 + 2 * restarting if lander else 6)
 
 
 def test_randomised_tasks_keep_the_host_path(arch):

@@ -110,6 +110,26 @@ def test_each_world_steps_as_a_scene_built_with_its_shapes(kind, solver):
     assert not np.array_equal(got[0][0], got[0][1])
 
 
+@pytest.mark.parametrize("kind", ["box", "polygon"])
+def test_shapes_set_a_few_worlds_at_a_time_step_as_scenes_built_with_them(kind):
+    """set_shape_params on a built batch, a few worlds at a time (as a vector env's resets
+    write new levels: the model redoes those worlds' shape rows and grid cells alone,
+    WorldShapes._stored_since): each world then steps bit for bit as a one-world scene
+    built with its last shapes."""
+    batch = _scene(kind, _world_values(kind, 0), N_WORLDS)
+    batch.get_state()  # (built: each call below updates the built rows)
+    rows = {key: np.asarray(values) for key, values in WORLD_SHAPES[kind].items()}
+    batch.set_shape_params([1, 2, 3], **{k: v[2] for k, v in rows.items()}, world=[1, 2, 3])
+    # Two worlds, out of order, one row each; then one world, some bodies.
+    batch.set_shape_params([1, 2, 3], **{k: v[[3, 1]] for k, v in rows.items()}, world=[3, 1])
+    batch.set_shape_params([2, 3], **{k: v[1] for k, v in rows.items()}, world=[2])
+    batch.set_shape_params([2, 3], **{k: v[2] for k, v in rows.items()}, world=[2])
+    got = _run(batch)
+    for world in range(N_WORLDS):
+        _assert_world_is(got, world, _run(_scene(kind, _world_values(kind, world))), kind)
+    assert not np.array_equal(got[0][1], got[0][2])
+
+
 def test_one_world_resized_steps_as_one_built_with_the_new_size():
     scene = _scene("rounded_box", _world_values("rounded_box", 0))
     sizes = WORLD_SHAPES["rounded_box"]

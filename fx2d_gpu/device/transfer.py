@@ -495,6 +495,17 @@ def _wake_joint_bodies(joints: ti.template(), bodies: ti.template(), joint, worl
         bodies.sleep_time[slot] = 0.0
 
 
+@ti.func
+def write_target(
+    joints: ti.template(), bodies: ti.template(), joint, world, n_joints, n_bodies, target
+):
+    """Joint `joint`'s motor target in `world` (float32), its bodies woken: the one place a
+    target lands (set_joint_target, and a vector env's actions on the device:
+    envs/device_step.py)."""
+    joints.target[world * n_joints + joint] = target
+    _wake_joint_bodies(joints, bodies, joint, world, n_bodies)
+
+
 @quick
 @ti.kernel
 def _write_joint_target(
@@ -508,8 +519,7 @@ def _write_joint_target(
 ):
     ti.loop_config(serialize=serial)
     for world in range(values.shape[0]):
-        joints.target[world * n_joints + joint] = values[world]
-        _wake_joint_bodies(joints, bodies, joint, world, n_bodies)
+        write_target(joints, bodies, joint, world, n_joints, n_bodies, values[world])
 
 
 def write_joint_target(ctx: "StepContext", joint: int, values):

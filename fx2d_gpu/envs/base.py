@@ -223,6 +223,35 @@ def parse_randomize(
     return ranges
 
 
+def cast_lidar(scene, position, angle, directions, start: float, reach: float):
+    """A lidar riding a body in every world (the Lander's hull, the Levels' chassis), cast
+    with scene.ray_cast (the host's path; device_step.lidar_reach is the device's).
+
+    Args:
+        scene: the env's scene.
+        position: (n, 2) float64 m, the body's position in each world.
+        angle: (n,) float64 rad, its angle.
+        directions: (rays, 2) float64, the rays' directions in the body's frame.
+        start: m, how far from the body's position the rays start (beyond its outline).
+        reach: m, the lidar's range.
+
+    Returns:
+        (origins (n, rays, 2) m, directions (n, rays, 2), distance (n, rays) m: the nearest
+        hit's, or `reach` where a ray hits nothing, hit (n, rays) bool).
+    """
+    turn = np.stack([np.cos(angle), np.sin(angle)], axis=1)  # (n, 2)
+    turned = np.stack(
+        [
+            turn[:, None, 0] * directions[:, 0] - turn[:, None, 1] * directions[:, 1],
+            turn[:, None, 1] * directions[:, 0] + turn[:, None, 0] * directions[:, 1],
+        ],
+        axis=2,
+    )  # (n, rays, 2)
+    origins = position[:, None, :] + start * turned
+    hits = scene.ray_cast(origins, turned, reach)
+    return origins, turned, np.where(hits.hit, hits.distance, reach), hits.hit
+
+
 def _autoreset_mode(value) -> AutoresetMode:
     if isinstance(value, AutoresetMode):
         return value

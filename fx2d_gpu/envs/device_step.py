@@ -52,7 +52,9 @@ from ..device.transfer import (
     restart_joint,
     state_table,
     write_body_row,
+    write_target,
 )
+from ..physics.collision.ray_casts import nearest_in_world
 from .base import DRAW_SHIFT, GOLDEN_GAMMA, MIX_MULTIPLIERS, MIX_SHIFTS
 
 if TYPE_CHECKING:
@@ -80,10 +82,14 @@ class DeviceTask:
     - initial_row(task, draws, body, row) -> row: body's initial row (ROW_COLUMNS' first
       six, float32) given the world's draws (ti.Vector of n_draws float64 in [0, 1)) and
       the built state's row; the same arithmetic as the task's _initial_states.
-    - observe(task, model, bodies, world, part, n_bodies, out), where observe_parts > 0:
-      writes part `part` (0 <= part < observe_parts, a thread each) of world's row of
-      `out` ((n_worlds, n_observed + n_extra) float32): the task's own observation, as its
-      _observe computes it, in place of the gathered columns.
+    - observe(task, model, bodies, world, part, n_bodies, world_values, out), where
+      observe_parts > 0: writes part `part` (0 <= part < observe_parts, a thread each) of
+      world's row of `out` ((n_worlds, n_observed + n_extra) float32): the task's own
+      observation, as its _observe computes it, in place of the gathered columns
+      (world_values: (n_worlds, n_world_values) float64, as set_world_values set them).
+    - drive(task, actions, world, i) -> float32, where `drives`: world's motor target of
+      joint driven_joints[i], set as set_joint_target sets it (a new target wakes the
+      joint's bodies), in place of push.
 
     Attributes:
         pushed_body (int): the body the actions push.
@@ -99,6 +105,12 @@ class DeviceTask:
         n_observed (int): the observation's columns, where observe_parts > 0.
         n_extra (int): columns of `out` after the observation, handed to the env's
             _take_device_extras (what its scoring reads besides the observation).
+        n_world_values (int): per-world float64 values the observation reads.
+        drives (bool): the actions set motor targets (drive), not a push.
+        driven_joints (tuple[int, ...]): the joints drive sets.
+        restarts_on_host (bool): the worlds that restart are written by the host's path
+            (the env's _reset_worlds: a task whose restart writes more than a state, the
+            Levels' levels) before the observation's launch, which restarts none.
     """
 
     pushed_body: int = 0
@@ -108,7 +120,16 @@ class DeviceTask:
     observe_parts: int = 0
     n_observed: int = 0
     n_extra: int = 0
+    n_world_values: int = 0
+    drives: bool = False
+    driven_joints: tuple = ()
+    restarts_on_host: bool = False
     _instances: dict = {}
+
+    @staticmethod
+    @ti.func
+    def initial_row(task: ti.template(), draws, body, row):
+        return row  # (a task that restarts on the host: never called)
 
     @classmethod
     def of(cls, **values) -> "DeviceTask":
@@ -149,17 +170,26 @@ def stream_draws(keys: ti.template(), counts: ti.template(), world, n: ti.templa
 def _push(
     task: ti.template(),
     bodies: ti.template(),
+    joints: ti.template(),
     serial: ti.template(),
     actions: ti.types.ndarray(),
     n_worlds: ti.i32,
     n_bodies: ti.i32,
+    n_joints: ti.i32,
 ):
-    """Each world's push added to its body task.pushed_body's applied force."""
+    """Each world's push added to its body task.pushed_body's applied force, or (a task
+    that drives) its motor targets set."""
     ti.loop_config(serialize=serial)
     for world in range(n_worlds):
-        push = task.push(task, actions, bodies, world)
-        slot = world * n_bodies + task.pushed_body
-        add_push(bodies, slot, ti.math.vec2(push[0], push[1]), push[2])
+        if ti.static(task.drives):
+            for i in ti.static(range(len(task.driven_joints))):
+                joint = task.driven_joints[i]
+                target = task.drive(task, actions, world, i)
+                write_target(joints, bodies, joint, world, n_joints, n_bodies, target)
+        else:
+            push = task.push(task, actions, bodies, world)
+            slot = world * n_bodies + task.pushed_body
+            add_push(bodies, slot, ti.math.vec2(push[0], push[1]), push[2])
 
 
 @quick
@@ -184,6 +214,7 @@ def _restart_and_observe(
     n_joints: ti.i32,
     n_pairs: ti.i32,
     n_listed: ti.i32,
+    world_values: ti.types.ndarray(dtype=ti.f64, ndim=2),
     out: ti.types.ndarray(dtype=ti.f32, ndim=2),
 ):
     """The task's contact flags read from the `listed` pairs (n_listed of them; with
@@ -235,13 +266,64 @@ def _restart_and_observe(
     if ti.static(task.observe_parts > 0):
         ti.loop_config(serialize=serial)
         for world, part in ti.ndrange(n_worlds, task.observe_parts):
-            task.observe(task, model, bodies, world, part, n_bodies, out)
+            task.observe(task, model, bodies, world, part, n_bodies, world_values, out)
     else:
         ti.loop_config(serialize=serial)
         for world, j in ti.ndrange(n_worlds, spec.shape[0]):
             out[world, j] = column_value(
                 bodies, world * n_bodies + spec[j, 0], spec[j, 1], scales[j]
             )
+
+
+@ti.func
+def clipped(value, task: ti.template(), column: ti.template()):
+    """A float64 observation value clipped to column `column`'s bounds (task.low and
+    task.high: the observation space's float32 bounds), as np.clip, stored in float32."""
+    return ti.cast(
+        ti.min(ti.max(value, ti.f64(task.low[column])), ti.f64(task.high[column])), ti.f32
+    )
+
+
+@ti.func
+def lidar_reach(
+    task: ti.template(),
+    model: ti.template(),
+    bodies: ti.template(),
+    world,
+    n_bodies,
+    x,
+    y,
+    angle,
+    ray,
+):
+    """The reach (m, float64) of lidar ray `ray` of a body at (x, y) m turned by `angle`
+    rad (float64s of the scene's float32): the nearest hit's distance up to
+    task.lidar_range, else lidar_range; the numbers the host's path gets from
+    scene.ray_cast bit for bit (a task's _lidar: its directions task.ray_x, ray_y in the
+    body's frame, turned, its origins task.lidar_start along them, in float64; ray_cast
+    normalises the directions and casts in float32). Each ray is tested against its world's
+    bodies in turn (ray_casts.nearest_in_world, the grid walk's answer), from an origin
+    inside the box around the world's bodies (it holds the body the lidar rides on, within
+    ray_cast's 1 m pad), which ray_cast's approach never moves."""
+    # (each entry a ti.f64: a bare literal would be a float32 first)
+    local = ti.Matrix(
+        [[ti.f64(task.ray_x[r]), ti.f64(task.ray_y[r])] for r in ti.static(range(task.n_rays))]
+    )
+    c, s = ti.cos(angle), ti.sin(angle)
+    lx, ly = local[ray, 0], local[ray, 1]
+    dx = c * lx - s * ly
+    dy = s * lx + c * ly
+    ox = x + ti.f64(task.lidar_start) * dx
+    oy = y + ti.f64(task.lidar_start) * dy
+    length = ti.sqrt(dx * dx + dy * dy)  # (ray_cast's hypot: the same below float32's bits)
+    origin = ti.math.vec2(ti.cast(ox, ti.f32), ti.cast(oy, ti.f32))
+    direction = ti.math.vec2(ti.cast(dx / length, ti.f32), ti.cast(dy / length, ti.f32))
+    limit = ti.cast(ti.f64(task.lidar_range), ti.f32)
+    body, t, _ = nearest_in_world(model, bodies, world, n_bodies, origin, direction, limit)
+    reach = ti.f64(task.lidar_range)
+    if body >= 0:
+        reach = ti.cast(t, ti.f64)
+    return reach
 
 
 def _device_array(values: np.ndarray, dtype) -> ti.Ndarray:
@@ -287,6 +369,7 @@ class DeviceStep:
         # policy's) hands the device no flags.
         self._no_world = _device_array(np.zeros(n, np.uint8), ti.u8)
         self._streams_version = None
+        self._world_values = ti.ndarray(ti.f64, (n, max(task.n_world_values, 1)))
         # Discrete actions as bytes where they fit: on a GPU the actions go to the device
         # and back around the push's launch, 8 times fewer bytes than int64's.
         space = env.single_action_space
@@ -295,6 +378,12 @@ class DeviceStep:
             and space.start >= 0
             and space.start + space.n <= 256
         )
+
+    def set_world_values(self, values: np.ndarray) -> None:
+        """The per-world values the task's observation reads ((num_envs,
+        task.n_world_values) float64: the Levels' goals), copied to the device (a launch):
+        after the env changed them."""
+        self._world_values.from_numpy(np.ascontiguousarray(values, np.float64))
 
     @staticmethod
     def usable(env: "Fx2DVectorEnv") -> bool:
@@ -307,23 +396,39 @@ class DeviceStep:
 
     def push(self, actions: np.ndarray) -> None:
         """Add each world's push (`actions` as _check_actions returns them) to its applied
-        force for the next step: one launch."""
+        force for the next step, or set its motor targets (a task that drives): one
+        launch."""
         if self._action_bytes:
             actions = actions.astype(np.uint8)
 
         def launch(ctx):
-            _push(self.task, ctx.pool.bodies, ctx.serial, actions, ctx.n_worlds, ctx.n_bodies)
-            ctx.cache.forces_on_device = True  # (the step clears them, as apply_force's)
+            pool = ctx.pool
+            _push(
+                self.task,
+                pool.bodies,
+                pool.joints,
+                ctx.serial,
+                actions,
+                ctx.n_worlds,
+                ctx.n_bodies,
+                ctx.n_joints,
+            )
+            if not self.task.drives:
+                ctx.cache.forces_on_device = True  # (the step clears them, as apply_force's)
 
         self.env.scene._on_device(launch)
 
     def observe(self, restart: np.ndarray | None = None) -> np.ndarray:
         """(num_envs, m) float32: every world's observation, after the worlds flagged in
         `restart` ((num_envs,) bool, or None: none) started over from new draws of their
-        streams; the task's extra columns, if any, go to the env's _take_device_extras.
-        One launch."""
+        streams (a task that restarts on the host: as the env's _reset_worlds writes them,
+        before the launch); the task's extra columns, if any, go to the env's
+        _take_device_extras. One launch."""
         env = self.env
         n = env.num_envs
+        if restart is not None and self.task.restarts_on_host:
+            env._reset_worlds(restart)  # (the host's writes: a new level)
+            restart = None
         worlds = np.zeros(0, np.int64) if restart is None else np.flatnonzero(restart)
         flags = restart.view(np.uint8) if len(worlds) else self._no_world
         streams = env._streams
@@ -358,6 +463,7 @@ class DeviceStep:
                 ctx.n_joints,
                 ctx.n_pairs,
                 n_listed,
+                self._world_values,
                 out,
             )
 

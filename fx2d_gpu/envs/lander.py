@@ -22,9 +22,8 @@ from gymnasium import spaces
 
 from fx2d_gpu import shapes
 
-from ..physics.collision.ray_casts import nearest_in_world
-from .base import AutoresetMode, Fx2DEnv, Fx2DVectorEnv
-from .device_step import DeviceStep, DeviceTask
+from .base import AutoresetMode, Fx2DEnv, Fx2DVectorEnv, cast_lidar
+from .device_step import DeviceStep, DeviceTask, clipped, lidar_reach
 
 __all__ = ["LanderEnv", "LanderVectorEnv", "terrain_points"]
 
@@ -339,22 +338,11 @@ class LanderVectorEnv(Fx2DVectorEnv):
             self._touching = self.scene.touching()
 
     def _lidar(self, position, angle):
-        """The lidar of every world's hull at `position` ((n, 2) m) and `angle` ((n,) rad),
-        float64: (origins (n, rays, 2) m, directions (n, rays, 2), reach (n, rays) m: the
-        nearest hit's distance or lidar_range, hit (n, rays) bool)."""
-        turn = np.stack([np.cos(angle), np.sin(angle)], axis=1)  # (n, 2)
-        local = self._ray_directions
-        directions = np.stack(
-            [
-                turn[:, None, 0] * local[:, 0] - turn[:, None, 1] * local[:, 1],
-                turn[:, None, 1] * local[:, 0] + turn[:, None, 0] * local[:, 1],
-            ],
-            axis=2,
-        )  # (n, rays, 2)
-        origins = position[:, None, :] + self.lidar_start * directions
-        hits = self.scene.ray_cast(origins, directions, self.lidar_range)
-        reach = np.where(hits.hit, hits.distance, self.lidar_range)
-        return origins, directions, reach, hits.hit
+        """base.cast_lidar of every world's hull at `position` ((n, 2) m) and `angle` ((n,)
+        rad)."""
+        return cast_lidar(
+            self.scene, position, angle, self._ray_directions, self.lidar_start, self.lidar_range
+        )
 
     def _observe(self):
         hull = self.scene.get_state(bodies=[self.hull])
@@ -490,25 +478,14 @@ def _remainder(a, b):
     return mod
 
 
-@ti.func
-def _clip(value, task: ti.template(), column: ti.template()):
-    """A float64 observation value clipped to its column's bounds (the space's float32
-    low and high), as np.clip, stored in float32."""
-    return ti.cast(
-        ti.min(ti.max(value, ti.f64(task.low[column])), ti.f64(task.high[column])), ti.f32
-    )
-
-
 class _LanderOnDevice(DeviceTask):
     """A lander's push, initial rows and observation on the device (envs/device_step.py):
     the arithmetic of LanderVectorEnv._engines and _apply_actions, _initial_states and
     _observe, in the same order and in float64 (constants as ti.f64), stored in float32
-    as the host's path stores them. The lidar: scene.ray_cast's normalised directions in
-    float32 from origins lidar_start beyond the hull's outline (inside the box around the
-    world's bodies, which holds the hull: its approach moves none of them), each ray
-    tested against the world's bodies in turn (nearest_in_world: its grid walk's answer).
-    Parts of a world's observation: each ray, then the hull's columns and extras (its
-    x, y, vx, vy, spin, then its touch flag: LanderVectorEnv._take_device_extras)."""
+    as the host's path stores them. The lidar: device_step.lidar_reach, from origins
+    lidar_start beyond the hull's outline. Parts of a world's observation: each ray, then
+    the hull's columns and extras (its x, y, vx, vy, spin, then its touch flag:
+    LanderVectorEnv._take_device_extras)."""
 
     @staticmethod
     @ti.func
@@ -567,6 +544,7 @@ class _LanderOnDevice(DeviceTask):
         world,
         part,
         n_bodies,
+        world_values: ti.template(),
         out: ti.template(),
     ):
         slot = world * n_bodies + task.hull
@@ -574,40 +552,20 @@ class _LanderOnDevice(DeviceTask):
         x, y = ti.cast(position.x, ti.f64), ti.cast(position.y, ti.f64)
         angle = ti.cast(bodies.angle[slot], ti.f64)
         if part < task.n_rays:
-            # (each entry a ti.f64: a bare literal would be a float32 first)
-            local = ti.Matrix(
-                [
-                    [ti.f64(task.ray_x[r]), ti.f64(task.ray_y[r])]
-                    for r in ti.static(range(task.n_rays))
-                ]
-            )
-            c, s = ti.cos(angle), ti.sin(angle)
-            lx, ly = local[part, 0], local[part, 1]
-            dx = c * lx - s * ly
-            dy = s * lx + c * ly
-            ox = x + ti.f64(task.lidar_start) * dx
-            oy = y + ti.f64(task.lidar_start) * dy
-            length = ti.sqrt(dx * dx + dy * dy)  # (scene.ray_cast normalises with hypot)
-            origin = ti.math.vec2(ti.cast(ox, ti.f32), ti.cast(oy, ti.f32))
-            direction = ti.math.vec2(ti.cast(dx / length, ti.f32), ti.cast(dy / length, ti.f32))
-            limit = ti.cast(ti.f64(task.lidar_range), ti.f32)
-            body, t, _ = nearest_in_world(model, bodies, world, n_bodies, origin, direction, limit)
-            reach = ti.f64(task.lidar_range)
-            if body >= 0:
-                reach = ti.cast(t, ti.f64)
-            out[world, 8 + part] = _clip(reach / ti.f64(task.lidar_range), task, 8)
+            reach = lidar_reach(task, model, bodies, world, n_bodies, x, y, angle, part)
+            out[world, 8 + part] = clipped(reach / ti.f64(task.lidar_range), task, 8)
         else:
             velocity = bodies.velocity[slot]
             spin = bodies.angular_velocity[slot]
             vx, vy = ti.cast(velocity.x, ti.f64), ti.cast(velocity.y, ti.f64)
             w = ti.cast(spin, ti.f64)
-            out[world, 0] = _clip(x / ti.f64(HALF_WIDTH), task, 0)
-            out[world, 1] = _clip((y - ti.f64(task.rest_height)) / ti.f64(HALF_HEIGHT), task, 1)
-            out[world, 2] = _clip(vx * ti.f64(HALF_WIDTH) / ti.f64(50.0), task, 2)
-            out[world, 3] = _clip(vy * ti.f64(HALF_HEIGHT) / ti.f64(50.0), task, 3)
+            out[world, 0] = clipped(x / ti.f64(HALF_WIDTH), task, 0)
+            out[world, 1] = clipped((y - ti.f64(task.rest_height)) / ti.f64(HALF_HEIGHT), task, 1)
+            out[world, 2] = clipped(vx * ti.f64(HALF_WIDTH) / ti.f64(50.0), task, 2)
+            out[world, 3] = clipped(vy * ti.f64(HALF_HEIGHT) / ti.f64(50.0), task, 3)
             wrapped = _remainder(angle + ti.f64(math.pi), ti.f64(2 * math.pi)) - ti.f64(math.pi)
-            out[world, 4] = _clip(wrapped, task, 4)
-            out[world, 5] = _clip(ti.f64(20.0) * w / ti.f64(50.0), task, 5)
+            out[world, 4] = clipped(wrapped, task, 4)
+            out[world, 5] = clipped(ti.f64(20.0) * w / ti.f64(50.0), task, 5)
             extras = task.n_observed
             out[world, extras + 0] = position.x
             out[world, extras + 1] = position.y

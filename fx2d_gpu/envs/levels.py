@@ -30,16 +30,16 @@ inside its own cell, above the ground under that cell, and below the platforms; 
 cells hold no loose body.
 """
 
-from __future__ import annotations
-
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+import taichi as ti
 from gymnasium import spaces
 
-from .base import AutoresetMode, Fx2DEnv, Fx2DVectorEnv, WorldStreams
+from .base import AutoresetMode, Fx2DEnv, Fx2DVectorEnv, WorldStreams, cast_lidar
+from .device_step import DeviceStep, DeviceTask, clipped, lidar_reach
 
 __all__ = ["Level", "LevelsEnv", "LevelsVectorEnv", "generate_levels"]
 
@@ -170,7 +170,7 @@ class Level:
             point = _as_rows(np.reshape(getattr(self, name), (1, -1)), name, (2,), 1)
             setattr(self, name, point[0])
 
-    def same_as(self, other: Level) -> bool:
+    def same_as(self, other: "Level") -> bool:
         """Whether `other` holds the same values bit for bit."""
         return all(
             np.array_equal(getattr(self, name), getattr(other, name))
@@ -210,12 +210,12 @@ class LevelBatch:
     start: np.ndarray
     goal: np.ndarray
 
-    def take(self, rows: np.ndarray) -> LevelBatch:
+    def take(self, rows: np.ndarray) -> "LevelBatch":
         """The levels at `rows` ((m,) indices), as a new batch."""
         return LevelBatch(**{name: value[rows] for name, value in vars(self).items()})
 
     @classmethod
-    def stack(cls, levels: Sequence[Level]) -> LevelBatch:
+    def stack(cls, levels: Sequence[Level]) -> "LevelBatch":
         """Given levels, padded: a level's unused slots hold valid stand-ins (unit boxes,
         the built bodies' sizes), never drawn or simulated (their bodies are disabled)."""
         k = len(levels)
@@ -546,6 +546,11 @@ class LevelsVectorEnv(Fx2DVectorEnv):
         shards (int | None): see Fx2DVectorEnv (worlds over Ray actors: each shard's worlds
             take their levels through ShardedScene.set_shape_params).
         shard_options (dict | None): see Fx2DVectorEnv.
+        device_step (bool): True: each world's wheel targets and observation (its lidar
+            included) worked out on the device (envs/device_step.py) where the env can (a
+            Scene in this process, no randomisation, the CPU or CUDA backend; a new level
+            is written by the host either way); False: in NumPy and the scene's queries on
+            the host. The same numbers either way.
 
     Attributes:
         levels (list[Level] | None): the given levels.
@@ -582,7 +587,10 @@ class LevelsVectorEnv(Fx2DVectorEnv):
         substeps: int = 8,
         shards: int | None = None,
         shard_options: dict | None = None,
+        device_step: bool = True,
     ):
+        if not isinstance(device_step, bool):
+            raise TypeError(f"device_step must be a bool, got {type(device_step).__name__}")
         if levels is not None:
             if isinstance(levels, Level) or not isinstance(levels, Sequence):
                 raise TypeError(
@@ -626,6 +634,8 @@ class LevelsVectorEnv(Fx2DVectorEnv):
         # Rays start outside the car (else they would hit the chassis or a wheel).
         self._lidar_start = math.hypot(WHEEL_X, WHEEL_Y) + WHEEL_RADIUS + 0.05
         self._rays = None
+        if device_step and DeviceStep.usable(self):
+            self._device = DeviceStep(self, self._device_task())
 
     # ------------------------------------------------------------------ the scene
     def _build_scene(self):
@@ -741,6 +751,8 @@ class LevelsVectorEnv(Fx2DVectorEnv):
             for name, value in vars(batch).items():
                 getattr(self._current, name)[indices] = value
         self._goal[indices] = batch.goal
+        if self._device is not None:
+            self._device.set_world_values(self._goal)  # (the observation's, on the device)
         used_terrain = np.where(
             batch.terrain_used, batch.terrain[..., 1] - batch.terrain[..., 3] / 2, np.inf
         )
@@ -818,6 +830,7 @@ class LevelsVectorEnv(Fx2DVectorEnv):
 
     # ------------------------------------------------------------------ a step
     def _apply_actions(self, actions, active):
+        # (_LevelsOnDevice.drive: the same arithmetic, a world a thread)
         self._targets[:] = self.max_wheel_speed * actions * active[:, None]
         for column, joint in enumerate(self.wheel_joints):
             self.scene.set_joint_target(joint, self._targets[:, column])
@@ -826,32 +839,67 @@ class LevelsVectorEnv(Fx2DVectorEnv):
         car = self.scene.get_state(bodies=[self.chassis, self.left_wheel, self.right_wheel])
         position, angle = car.position[:, 0], car.angle[:, 0]
         spin = car.angular_velocity
-        self._position = position
-        turn = np.stack([np.cos(angle), np.sin(angle)], axis=1)
-        local = self._ray_directions
-        directions = np.stack(
-            [
-                turn[:, None, 0] * local[:, 0] - turn[:, None, 1] * local[:, 1],
-                turn[:, None, 1] * local[:, 0] + turn[:, None, 0] * local[:, 1],
-            ],
-            axis=2,
-        )  # (n, rays, 2)
-        origins = position[:, None, :] + self._lidar_start * directions
-        hits = self.scene.ray_cast(origins, directions, self.lidar_range)
-        reach = np.where(hits.hit, hits.distance, self.lidar_range)
-        self._rays = (origins, origins + reach[..., None] * directions, hits.hit)
+        origins, directions, reach, hit = self._lidar(position, angle)
+        self._rays = (origins, origins + reach[..., None] * directions, hit)
 
-        to_goal = self._goal - position
-        self._distance = np.hypot(to_goal[:, 0], to_goal[:, 1])
+        to_goal = self._note_chassis(position)
         observations = np.empty((self.num_envs, 9 + self.n_rays), np.float64)
         observations[:, 0:2] = to_goal / 10.0
-        observations[:, 2:4] = turn
+        observations[:, 2:4] = np.stack([np.cos(angle), np.sin(angle)], axis=1)
         observations[:, 4:6] = car.velocity[:, 0] / 5.0
         observations[:, 6] = spin[:, 0] / 5.0
         observations[:, 7:9] = (spin[:, 1:] - spin[:, :1]) / self.max_wheel_speed
         observations[:, 9:] = reach / self.lidar_range
         space = self.single_observation_space
         return np.clip(observations, space.low, space.high).astype(np.float32)
+
+    def _lidar(self, position, angle):
+        """base.cast_lidar of every world's chassis at `position` ((n, 2) m) and `angle`
+        ((n,) rad)."""
+        return cast_lidar(
+            self.scene, position, angle, self._ray_directions, self._lidar_start, self.lidar_range
+        )
+
+    def _note_chassis(self, position):
+        """Keep what _score reads besides the observation: every world's chassis position
+        ((n, 2) m, float64 of the scene's float32) and its distance to the goal; returns
+        the goal relative to it ((n, 2) m)."""
+        self._position = position
+        to_goal = self._goal - position
+        self._distance = np.hypot(to_goal[:, 0], to_goal[:, 1])
+        return to_goal
+
+    def _take_device_extras(self, extras):
+        # _LevelsOnDevice's extra columns: the chassis' x and y.
+        self._note_chassis(extras[:, 0:2].astype(np.float64))
+        self._rays = None  # (cast again if render() asks: _render_rays)
+
+    def _device_task(self) -> "_LevelsOnDevice":
+        """This env's _LevelsOnDevice: its car, wheel motors, lidar and observation bounds."""
+        space = self.single_observation_space
+        n_observed = space.shape[0]
+        rays = 9 + np.arange(self.n_rays)
+        # (one bound for every ray's column: _LevelsOnDevice.observe clips them alike)
+        assert (space.low[rays] == space.low[9]).all() and (space.high[rays] == space.high[9]).all()
+        return _LevelsOnDevice.of(
+            restarts_on_host=True,
+            drives=True,
+            driven_joints=tuple(int(joint) for joint in self.wheel_joints),
+            observe_parts=self.n_rays + 1,
+            n_observed=n_observed,
+            n_extra=2,
+            n_world_values=2,
+            chassis=self.chassis,
+            wheels=(self.left_wheel, self.right_wheel),
+            max_wheel_speed=self.max_wheel_speed,
+            lidar_start=self._lidar_start,
+            lidar_range=self.lidar_range,
+            n_rays=self.n_rays,
+            ray_x=tuple(float(x) for x in self._ray_directions[:, 0]),
+            ray_y=tuple(float(y) for y in self._ray_directions[:, 1]),
+            low=tuple(float(v) for v in space.low),
+            high=tuple(float(v) for v in space.high),
+        )
 
     def _start_episodes(self, worlds, observations):
         self._previous_distance[worlds] = self._distance[worlds]
@@ -869,7 +917,12 @@ class LevelsVectorEnv(Fx2DVectorEnv):
     def _render_rays(self):
         """The lidar's rays, and the goal as a cross of two red segments."""
         if self._rays is None:
-            return None
+            if self._device is None or self._observations is None:
+                return None
+            # The device's path: the last observation's lidar, cast again on the host.
+            car = self.scene.get_state(bodies=[self.chassis])
+            origins, directions, reach, hit = self._lidar(car.position[:, 0], car.angle[:, 0])
+            self._rays = (origins, origins + reach[..., None] * directions, hit)
         starts, ends, hit = self._rays
         arm = 0.3
         cross_starts = np.stack([self._goal - (arm, arm), self._goal - (arm, -arm)], axis=1)
@@ -879,6 +932,57 @@ class LevelsVectorEnv(Fx2DVectorEnv):
             np.concatenate([ends, cross_ends], axis=1),
             np.concatenate([hit, np.ones((self.num_envs, 2), bool)], axis=1),
         )
+
+
+class _LevelsOnDevice(DeviceTask):
+    """A car's wheel targets and observation on the device (envs/device_step.py): the
+    arithmetic of LevelsVectorEnv._apply_actions and _observe, in the same order and in
+    float64, stored in float32 as the host's path stores them; a level is written by the
+    host (restarts_on_host), its goal handed over as the world values. Parts of a world's
+    observation: each lidar ray (device_step.lidar_reach, from origins lidar_start beyond
+    the car), then the other columns and the chassis' x and y (_take_device_extras)."""
+
+    @staticmethod
+    @ti.func
+    def drive(task: ti.template(), actions: ti.template(), world, i: ti.template()):
+        action = ti.cast(actions[world, i], ti.f64)
+        return ti.cast(ti.f64(task.max_wheel_speed) * action, ti.f32)
+
+    @staticmethod
+    @ti.func
+    def observe(
+        task: ti.template(),
+        model: ti.template(),
+        bodies: ti.template(),
+        world,
+        part,
+        n_bodies,
+        world_values: ti.template(),
+        out: ti.template(),
+    ):
+        slot = world * n_bodies + task.chassis
+        position = bodies.position[slot]
+        x, y = ti.cast(position.x, ti.f64), ti.cast(position.y, ti.f64)
+        angle = ti.cast(bodies.angle[slot], ti.f64)
+        if part < task.n_rays:
+            reach = lidar_reach(task, model, bodies, world, n_bodies, x, y, angle, part)
+            out[world, 9 + part] = clipped(reach / ti.f64(task.lidar_range), task, 9)
+        else:
+            out[world, 0] = clipped((world_values[world, 0] - x) / ti.f64(10.0), task, 0)
+            out[world, 1] = clipped((world_values[world, 1] - y) / ti.f64(10.0), task, 1)
+            out[world, 2] = clipped(ti.cos(angle), task, 2)
+            out[world, 3] = clipped(ti.sin(angle), task, 3)
+            velocity = bodies.velocity[slot]
+            out[world, 4] = clipped(ti.cast(velocity.x, ti.f64) / ti.f64(5.0), task, 4)
+            out[world, 5] = clipped(ti.cast(velocity.y, ti.f64) / ti.f64(5.0), task, 5)
+            spin = ti.cast(bodies.angular_velocity[slot], ti.f64)
+            out[world, 6] = clipped(spin / ti.f64(5.0), task, 6)
+            for i in ti.static(range(2)):
+                wheel = world * n_bodies + task.wheels[i]
+                relative = ti.cast(bodies.angular_velocity[wheel], ti.f64) - spin
+                out[world, 7 + i] = clipped(relative / ti.f64(task.max_wheel_speed), task, 7 + i)
+            out[world, task.n_observed] = position.x
+            out[world, task.n_observed + 1] = position.y
 
 
 class LevelsEnv(Fx2DEnv):
@@ -891,6 +995,7 @@ class LevelsEnv(Fx2DEnv):
         render_size (tuple[int, int]): (width, height) of render()'s image, pixels.
         arch: the Taichi backend (see fx2d_gpu.Scene).
         substeps: XPBD substeps per step, >= 1.
+        device_step (bool): see LevelsVectorEnv.
     """
 
     vector_class = LevelsVectorEnv
@@ -904,6 +1009,7 @@ class LevelsEnv(Fx2DEnv):
         render_size=(800, 240),
         arch: str = "auto",
         substeps: int = 8,
+        device_step: bool = True,
     ):
         super().__init__(
             render_mode,
@@ -912,4 +1018,5 @@ class LevelsEnv(Fx2DEnv):
             render_size=render_size,
             arch=arch,
             substeps=substeps,
+            device_step=device_step,
         )

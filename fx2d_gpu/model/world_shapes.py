@@ -39,6 +39,9 @@ if TYPE_CHECKING:
 #: The keywords of Scene.set_shape_params that size a shape, in the order they are read.
 SHAPE_PARAMS = ("size", "radius", "length", "vertices")
 _VERSIONS = itertools.count()
+#: The stores a WorldShapes remembers (_stored_since): enough for the resets of one vector
+#: env step (the Levels' four set_shape_params) several times over.
+_STORE_LOG = 32
 #: The arrays of a snapshot's per-world shapes (WorldShapes.arrays), beside static_pose.
 SHAPE_ARRAYS = ("shape_radius", "shape_size", "shape_length", "shape_vertices")
 #: Every per-world geometry array a snapshot may hold.
@@ -278,12 +281,21 @@ class WorldShapes:
         key = (self.version, len(builder.bodies))
         kept = self.__dict__.get("_kept_cells")
         if kept is None or kept[0] != key:
-            if self.per_world():
+            per_world = self.per_world()
+            stores = None
+            if per_world and kept is not None and kept[2] and kept[0][1] == key[1]:
+                stores = self._stored_since(kept[0][0])
+            if stores is not None:  # the worlds stored since, alone
+                cells = kept[1].copy()
+                changed = np.unique(np.concatenate([worlds for _, worlds in stores] + [[]]))
+                for w in changed.astype(np.int64).tolist():
+                    cells[w] = cell_size_of(self.world_shapes(builder, w))
+            elif per_world:
                 worlds = range(self.n_worlds)
                 cells = np.array([cell_size_of(self.world_shapes(builder, w)) for w in worlds])
             else:
                 cells = np.full(self.n_worlds, cell_size_of(self.world_shapes(builder, 0)))
-            kept = self._kept_cells = (key, cells)
+            kept = self._kept_cells = (key, cells, per_world)
         return kept[1].copy()
 
     def unit_inertia(self, builder: ModelBuilder, worlds, bodies) -> np.ndarray:
@@ -394,7 +406,25 @@ class WorldShapes:
                 values[world], args[world] = new[i][j]
             self.shapes[body] = values
             self.args[body] = args
-        self.version = next(_VERSIONS)
+        before, self.version = self.version, next(_VERSIONS)
+        log = self.__dict__.setdefault("_store_log", [])
+        log.append((before, self.version, np.array(bodies), np.array(worlds)))
+        del log[:-_STORE_LOG]
+
+    def _stored_since(self, version: int) -> list[tuple[np.ndarray, np.ndarray]] | None:
+        """The (bodies, worlds) of each store since `version`, where stores alone changed
+        the shapes since (the caches below then redo those rows only: a vector env's resets
+        write a few worlds of thousands); None where something else did, or too long ago."""
+        log = self.__dict__.get("_store_log", ())
+        stores, at = [], self.version
+        for before, after, bodies, worlds in reversed(log):
+            if at == version:
+                break
+            if after != at:
+                return None
+            stores.append((bodies, worlds))
+            at = before
+        return stores if at == version else None
 
     # ------------------------------------------------------------------ static placement
     def placed(
@@ -593,19 +623,41 @@ class WorldShapes:
         if not self.shapes:
             return
         collides = np.array([b.collides for b in builder.bodies], bool)
-        rows = {}
-        for name in SHAPE_FIELDS:
-            base = body_model[name]
-            rows[name] = np.tile(base, (w,) + (1,) * (base.ndim - 1)) if per_world else base.copy()
-        for body, values in self.shapes.items():
-            if body >= n:
-                continue
-            chosen = values if per_world else values[:1]
-            found = shape_rows(chosen, np.full(len(chosen), collides[body]))
-            at = np.arange(len(chosen)) * n + body
+        # The rows last made, kept with the model rows they started from (the arrays as
+        # built, alive while kept): stores since then redo their own rows alone.
+        base = body_model[SHAPE_FIELDS[0]]
+        kept = self.__dict__.get("_kept_rows")
+        stores = None
+        if per_world and kept is not None and kept[0] is base and kept[1] == n:
+            stores = self._stored_since(kept[2])
+        if stores is not None:
+            rows = kept[3]
+            for bodies, worlds in stores:
+                for body in bodies.tolist():
+                    if body < n:
+                        values = self.shapes[body]
+                        chosen = [values[world] for world in worlds.tolist()]
+                        found = shape_rows(chosen, np.full(len(chosen), collides[body]))
+                        for name in SHAPE_FIELDS:
+                            rows[name][worlds * n + body] = found[name]
+        else:
+            rows = {}
             for name in SHAPE_FIELDS:
-                rows[name][at] = found[name]
-        body_model.update(rows)
+                start = body_model[name]
+                rows[name] = (
+                    np.tile(start, (w,) + (1,) * (start.ndim - 1)) if per_world else start.copy()
+                )
+            for body, values in self.shapes.items():
+                if body >= n:
+                    continue
+                chosen = values if per_world else values[:1]
+                found = shape_rows(chosen, np.full(len(chosen), collides[body]))
+                at = np.arange(len(chosen)) * n + body
+                for name in SHAPE_FIELDS:
+                    rows[name][at] = found[name]
+        if per_world:
+            self._kept_rows = (base, n, self.version, rows)
+        body_model.update({name: values.copy() for name, values in rows.items()})
 
 
 def _stored_args(arrays: dict, world: int, body: int, name: str, count: int) -> dict:
