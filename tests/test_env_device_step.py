@@ -53,6 +53,23 @@ def _assert_same(a, b, what):
         raise AssertionError(f"{what}: unexpected {type(a).__name__}")
 
 
+def _assert_same_reset(device, host, mask, seed):
+    """Both envs reset the worlds of `mask` from `seed` to the same observation."""
+    options = {"reset_mask": mask}
+    _assert_same(
+        device.reset(seed=seed, options=options)[0],
+        host.reset(seed=seed, options=options)[0],
+        "masked reset",
+    )
+
+
+def _assert_same_bodies(device, host):
+    """The two envs' scenes hold the same bodies' poses and velocities, bit for bit."""
+    a, b = device.scene.get_state(), host.scene.get_state()
+    for key in ("position", "angle", "velocity", "angular_velocity"):
+        np.testing.assert_array_equal(getattr(a, key), getattr(b, key), err_msg=key)
+
+
 @pytest.mark.parametrize(
     "mode, continuous",
     [
@@ -84,16 +101,9 @@ def test_device_steps_match_the_host_path_bit_for_bit(arch, mode, continuous):
         restarts += int(np.sum(a[2] | a[3]))
         if step == 60:  # a masked, seeded reset halfway
             mask = np.arange(48) % 3 == 0
-            _assert_same(
-                device.reset(seed=5, options={"reset_mask": mask})[0],
-                host.reset(seed=5, options={"reset_mask": mask})[0],
-                "masked reset",
-            )
+            _assert_same_reset(device, host, mask, seed=5)
     assert restarts > 150  # every world started over several times
-    for key in ("position", "angle", "velocity", "angular_velocity"):
-        np.testing.assert_array_equal(
-            getattr(device.scene.get_state(), key), getattr(host.scene.get_state(), key)
-        )
+    _assert_same_bodies(device, host)
     np.testing.assert_array_equal(device.episode_steps, host.episode_steps)
     _assert_same(device.reset()[0], host.reset()[0], "a reset drawing on from the streams")
 
@@ -133,16 +143,9 @@ def test_lander_device_steps_match_the_host_path_bit_for_bit(arch, continuous):
         seen["below_minus_pi"] += int((angle < -np.pi).sum())
         if step == 75:
             mask = np.arange(n) % 4 == 1
-            _assert_same(
-                device.reset(seed=9, options={"reset_mask": mask})[0],
-                host.reset(seed=9, options={"reset_mask": mask})[0],
-                "masked reset",
-            )
+            _assert_same_reset(device, host, mask, seed=9)
     assert all(count > 0 for count in seen.values()), seen
-    for key in ("position", "angle", "velocity", "angular_velocity"):
-        np.testing.assert_array_equal(
-            getattr(device.scene.get_state(), key), getattr(host.scene.get_state(), key)
-        )
+    _assert_same_bodies(device, host)
 
 
 def test_levels_device_steps_match_the_host_path_bit_for_bit(arch):
@@ -167,16 +170,9 @@ def test_levels_device_steps_match_the_host_path_bit_for_bit(arch):
         misses += int((a[0][:, 9:] == 1.0).sum())
         if step == 70:
             mask = np.arange(n) % 3 == 2
-            _assert_same(
-                device.reset(seed=2, options={"reset_mask": mask})[0],
-                host.reset(seed=2, options={"reset_mask": mask})[0],
-                "masked reset",
-            )
+            _assert_same_reset(device, host, mask, seed=2)
     assert restarts > n and hits > 0 and misses > 0  # (episodes of at most 50 steps)
-    for key in ("position", "angle", "velocity", "angular_velocity"):
-        np.testing.assert_array_equal(
-            getattr(device.scene.get_state(), key), getattr(host.scene.get_state(), key)
-        )
+    _assert_same_bodies(device, host)
 
 
 def test_a_lander_on_the_devices_path_draws_its_lidar(arch):

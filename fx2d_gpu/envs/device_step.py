@@ -82,11 +82,12 @@ class DeviceTask:
     - initial_row(task, draws, body, row) -> row: body's initial row (ROW_COLUMNS' first
       six, float32) given the world's draws (ti.Vector of n_draws float64 in [0, 1)) and
       the built state's row; the same arithmetic as the task's _initial_states.
-    - observe(task, model, bodies, world, part, n_bodies, world_values, out), where
-      observe_parts > 0: writes part `part` (0 <= part < observe_parts, a thread each) of
-      world's row of `out` ((n_worlds, n_observed + n_extra) float32): the task's own
-      observation, as its _observe computes it, in place of the gathered columns
-      (world_values: (n_worlds, n_world_values) float64, as set_world_values set them).
+    - observe(task, bodies, world, n_bodies, world_values, out), where `observes`: writes
+      world's row of `out` ((n_worlds, n_observed + n_extra) float32) but its lidar's
+      columns: the task's own observation, as its _observe computes it, in place of the
+      gathered columns (world_values: (n_worlds, n_world_values) float64, as
+      set_world_values set them). Each lidar ray is a thread of its own beside it
+      (lidar_reach).
     - drive(task, actions, world, i) -> float32, where `drives`: world's motor target of
       joint driven_joints[i], set as set_joint_target sets it (a new target wakes the
       joint's bodies), in place of push.
@@ -100,9 +101,11 @@ class DeviceTask:
             0.0 where not and in a world that restarts (readout.touching, read before the
             restarts as the task's _read_after_step reads it).
         touch_columns (tuple[int, ...]): their columns of `out`.
-        observe_parts (int): 0: the observation is the gathered columns; else observe's
-            parts a world.
-        n_observed (int): the observation's columns, where observe_parts > 0.
+        observes (bool): the observation is the task's (observe), not gathered columns.
+        n_observed (int): the observation's columns, where `observes`.
+        n_rays (int): the lidar's rays (0: none), riding body lidar_body: ray r's reach
+            over lidar_range clipped to column lidar_column + r's bounds (lidar_reach; its
+            directions ray_x, ray_y, its start lidar_start, the bounds low and high).
         n_extra (int): columns of `out` after the observation, handed to the env's
             _take_device_extras (what its scoring reads besides the observation).
         n_world_values (int): per-world float64 values the observation reads.
@@ -117,8 +120,9 @@ class DeviceTask:
     n_draws: int = 0
     touch_bodies: tuple = ()
     touch_columns: tuple = ()
-    observe_parts: int = 0
+    observes: bool = False
     n_observed: int = 0
+    n_rays: int = 0
     n_extra: int = 0
     n_world_values: int = 0
     drives: bool = False
@@ -263,10 +267,21 @@ def _restart_and_observe(
             counts[world] += ti.u64(task.n_draws)
             for i in ti.static(range(len(task.touch_bodies))):
                 out[world, task.touch_columns[i]] = 0.0
-    if ti.static(task.observe_parts > 0):
+    if ti.static(task.observes):
+        # A thread for each lidar ray of a world, and one for the rest of its observation.
         ti.loop_config(serialize=serial)
-        for world, part in ti.ndrange(n_worlds, task.observe_parts):
-            task.observe(task, model, bodies, world, part, n_bodies, world_values, out)
+        for world, part in ti.ndrange(n_worlds, task.n_rays + 1):
+            if part < task.n_rays:
+                slot = world * n_bodies + task.lidar_body
+                x = ti.cast(bodies.position[slot].x, ti.f64)
+                y = ti.cast(bodies.position[slot].y, ti.f64)
+                angle = ti.cast(bodies.angle[slot], ti.f64)
+                reach = lidar_reach(task, model, bodies, world, n_bodies, x, y, angle, part)
+                out[world, task.lidar_column + part] = clipped(
+                    reach / ti.f64(task.lidar_range), task, task.lidar_column
+                )
+            else:
+                task.observe(task, bodies, world, n_bodies, world_values, out)
     else:
         ti.loop_config(serialize=serial)
         for world, j in ti.ndrange(n_worlds, spec.shape[0]):
@@ -340,7 +355,7 @@ class DeviceStep:
         env: the vector env (a Scene in this process, its streams, its built state).
         task: the env's DeviceTask.
         columns: the observation, as Scene.get_columns takes it; () where the task
-            observes itself (task.observe_parts > 0).
+            observes itself (task.observes).
     """
 
     def __init__(self, env: "Fx2DVectorEnv", task: "DeviceTask", columns=()):
@@ -355,7 +370,7 @@ class DeviceStep:
         self._built = _device_array(np.ascontiguousarray(table[:, : _VALUES - 1]), ti.f32)
         targets = scene._reset_targets()
         self._targets = _device_array(targets if targets.size else np.zeros(1, np.float32), ti.f32)
-        if task.observe_parts > 0:
+        if task.observes:
             spec, scales = np.zeros((1, 2), np.int32), np.zeros(1, np.float32)  # (unread)
             self._n_columns = task.n_observed
         else:

@@ -23,7 +23,7 @@ from gymnasium import spaces
 from fx2d_gpu import shapes
 
 from .base import AutoresetMode, Fx2DEnv, Fx2DVectorEnv, cast_lidar
-from .device_step import DeviceStep, DeviceTask, clipped, lidar_reach
+from .device_step import DeviceStep, DeviceTask, clipped
 
 __all__ = ["LanderEnv", "LanderVectorEnv", "terrain_points"]
 
@@ -432,7 +432,7 @@ class LanderVectorEnv(Fx2DVectorEnv):
             n_draws=self.n_state_draws,
             touch_bodies=(self.left_leg, self.right_leg, self.hull),
             touch_columns=(6, 7, n_observed + 5),
-            observe_parts=self.n_rays + 1,
+            observes=True,
             n_observed=n_observed,
             n_extra=6,
             n_bodies=self.scene.n_bodies,
@@ -448,6 +448,8 @@ class LanderVectorEnv(Fx2DVectorEnv):
             lidar_start=self.lidar_start,
             lidar_range=self.lidar_range,
             n_rays=self.n_rays,
+            lidar_body=self.hull,
+            lidar_column=8,
             ray_x=tuple(float(x) for x in self._ray_directions[:, 0]),
             ray_y=tuple(float(y) for y in self._ray_directions[:, 1]),
             low=tuple(float(v) for v in space.low),
@@ -482,9 +484,9 @@ class _LanderOnDevice(DeviceTask):
     """A lander's push, initial rows and observation on the device (envs/device_step.py):
     the arithmetic of LanderVectorEnv._engines and _apply_actions, _initial_states and
     _observe, in the same order and in float64 (constants as ti.f64), stored in float32
-    as the host's path stores them. The lidar: device_step.lidar_reach, from origins
-    lidar_start beyond the hull's outline. Parts of a world's observation: each ray, then
-    the hull's columns and extras (its x, y, vx, vy, spin, then its touch flag:
+    as the host's path stores them. The lidar (device_step.lidar_reach, a thread a ray)
+    starts lidar_start beyond the hull's outline; observe writes the hull's columns and
+    the extras (its x, y, vx, vy, spin; then its touch flag, marked by the launch:
     LanderVectorEnv._take_device_extras)."""
 
     @staticmethod
@@ -539,10 +541,8 @@ class _LanderOnDevice(DeviceTask):
     @ti.func
     def observe(
         task: ti.template(),
-        model: ti.template(),
         bodies: ti.template(),
         world,
-        part,
         n_bodies,
         world_values: ti.template(),
         out: ti.template(),
@@ -551,27 +551,23 @@ class _LanderOnDevice(DeviceTask):
         position = bodies.position[slot]
         x, y = ti.cast(position.x, ti.f64), ti.cast(position.y, ti.f64)
         angle = ti.cast(bodies.angle[slot], ti.f64)
-        if part < task.n_rays:
-            reach = lidar_reach(task, model, bodies, world, n_bodies, x, y, angle, part)
-            out[world, 8 + part] = clipped(reach / ti.f64(task.lidar_range), task, 8)
-        else:
-            velocity = bodies.velocity[slot]
-            spin = bodies.angular_velocity[slot]
-            vx, vy = ti.cast(velocity.x, ti.f64), ti.cast(velocity.y, ti.f64)
-            w = ti.cast(spin, ti.f64)
-            out[world, 0] = clipped(x / ti.f64(HALF_WIDTH), task, 0)
-            out[world, 1] = clipped((y - ti.f64(task.rest_height)) / ti.f64(HALF_HEIGHT), task, 1)
-            out[world, 2] = clipped(vx * ti.f64(HALF_WIDTH) / ti.f64(50.0), task, 2)
-            out[world, 3] = clipped(vy * ti.f64(HALF_HEIGHT) / ti.f64(50.0), task, 3)
-            wrapped = _remainder(angle + ti.f64(math.pi), ti.f64(2 * math.pi)) - ti.f64(math.pi)
-            out[world, 4] = clipped(wrapped, task, 4)
-            out[world, 5] = clipped(ti.f64(20.0) * w / ti.f64(50.0), task, 5)
-            extras = task.n_observed
-            out[world, extras + 0] = position.x
-            out[world, extras + 1] = position.y
-            out[world, extras + 2] = velocity.x
-            out[world, extras + 3] = velocity.y
-            out[world, extras + 4] = spin
+        velocity = bodies.velocity[slot]
+        spin = bodies.angular_velocity[slot]
+        vx, vy = ti.cast(velocity.x, ti.f64), ti.cast(velocity.y, ti.f64)
+        w = ti.cast(spin, ti.f64)
+        out[world, 0] = clipped(x / ti.f64(HALF_WIDTH), task, 0)
+        out[world, 1] = clipped((y - ti.f64(task.rest_height)) / ti.f64(HALF_HEIGHT), task, 1)
+        out[world, 2] = clipped(vx * ti.f64(HALF_WIDTH) / ti.f64(50.0), task, 2)
+        out[world, 3] = clipped(vy * ti.f64(HALF_HEIGHT) / ti.f64(50.0), task, 3)
+        wrapped = _remainder(angle + ti.f64(math.pi), ti.f64(2 * math.pi)) - ti.f64(math.pi)
+        out[world, 4] = clipped(wrapped, task, 4)
+        out[world, 5] = clipped(ti.f64(20.0) * w / ti.f64(50.0), task, 5)
+        extras = task.n_observed
+        out[world, extras + 0] = position.x
+        out[world, extras + 1] = position.y
+        out[world, extras + 2] = velocity.x
+        out[world, extras + 3] = velocity.y
+        out[world, extras + 4] = spin
 
 
 class LanderEnv(Fx2DEnv):

@@ -39,7 +39,7 @@ import taichi as ti
 from gymnasium import spaces
 
 from .base import AutoresetMode, Fx2DEnv, Fx2DVectorEnv, WorldStreams, cast_lidar
-from .device_step import DeviceStep, DeviceTask, clipped, lidar_reach
+from .device_step import DeviceStep, DeviceTask, clipped
 
 __all__ = ["Level", "LevelsEnv", "LevelsVectorEnv", "generate_levels"]
 
@@ -885,7 +885,7 @@ class LevelsVectorEnv(Fx2DVectorEnv):
             restarts_on_host=True,
             drives=True,
             driven_joints=tuple(int(joint) for joint in self.wheel_joints),
-            observe_parts=self.n_rays + 1,
+            observes=True,
             n_observed=n_observed,
             n_extra=2,
             n_world_values=2,
@@ -895,6 +895,8 @@ class LevelsVectorEnv(Fx2DVectorEnv):
             lidar_start=self._lidar_start,
             lidar_range=self.lidar_range,
             n_rays=self.n_rays,
+            lidar_body=self.chassis,
+            lidar_column=9,
             ray_x=tuple(float(x) for x in self._ray_directions[:, 0]),
             ray_y=tuple(float(y) for y in self._ray_directions[:, 1]),
             low=tuple(float(v) for v in space.low),
@@ -938,9 +940,9 @@ class _LevelsOnDevice(DeviceTask):
     """A car's wheel targets and observation on the device (envs/device_step.py): the
     arithmetic of LevelsVectorEnv._apply_actions and _observe, in the same order and in
     float64, stored in float32 as the host's path stores them; a level is written by the
-    host (restarts_on_host), its goal handed over as the world values. Parts of a world's
-    observation: each lidar ray (device_step.lidar_reach, from origins lidar_start beyond
-    the car), then the other columns and the chassis' x and y (_take_device_extras)."""
+    host (restarts_on_host), its goal handed over as the world values. The lidar
+    (device_step.lidar_reach, a thread a ray) starts lidar_start beyond the car; observe
+    writes the other columns and the chassis' x and y (_take_device_extras)."""
 
     @staticmethod
     @ti.func
@@ -952,10 +954,8 @@ class _LevelsOnDevice(DeviceTask):
     @ti.func
     def observe(
         task: ti.template(),
-        model: ti.template(),
         bodies: ti.template(),
         world,
-        part,
         n_bodies,
         world_values: ti.template(),
         out: ti.template(),
@@ -964,25 +964,21 @@ class _LevelsOnDevice(DeviceTask):
         position = bodies.position[slot]
         x, y = ti.cast(position.x, ti.f64), ti.cast(position.y, ti.f64)
         angle = ti.cast(bodies.angle[slot], ti.f64)
-        if part < task.n_rays:
-            reach = lidar_reach(task, model, bodies, world, n_bodies, x, y, angle, part)
-            out[world, 9 + part] = clipped(reach / ti.f64(task.lidar_range), task, 9)
-        else:
-            out[world, 0] = clipped((world_values[world, 0] - x) / ti.f64(10.0), task, 0)
-            out[world, 1] = clipped((world_values[world, 1] - y) / ti.f64(10.0), task, 1)
-            out[world, 2] = clipped(ti.cos(angle), task, 2)
-            out[world, 3] = clipped(ti.sin(angle), task, 3)
-            velocity = bodies.velocity[slot]
-            out[world, 4] = clipped(ti.cast(velocity.x, ti.f64) / ti.f64(5.0), task, 4)
-            out[world, 5] = clipped(ti.cast(velocity.y, ti.f64) / ti.f64(5.0), task, 5)
-            spin = ti.cast(bodies.angular_velocity[slot], ti.f64)
-            out[world, 6] = clipped(spin / ti.f64(5.0), task, 6)
-            for i in ti.static(range(2)):
-                wheel = world * n_bodies + task.wheels[i]
-                relative = ti.cast(bodies.angular_velocity[wheel], ti.f64) - spin
-                out[world, 7 + i] = clipped(relative / ti.f64(task.max_wheel_speed), task, 7 + i)
-            out[world, task.n_observed] = position.x
-            out[world, task.n_observed + 1] = position.y
+        out[world, 0] = clipped((world_values[world, 0] - x) / ti.f64(10.0), task, 0)
+        out[world, 1] = clipped((world_values[world, 1] - y) / ti.f64(10.0), task, 1)
+        out[world, 2] = clipped(ti.cos(angle), task, 2)
+        out[world, 3] = clipped(ti.sin(angle), task, 3)
+        velocity = bodies.velocity[slot]
+        out[world, 4] = clipped(ti.cast(velocity.x, ti.f64) / ti.f64(5.0), task, 4)
+        out[world, 5] = clipped(ti.cast(velocity.y, ti.f64) / ti.f64(5.0), task, 5)
+        spin = ti.cast(bodies.angular_velocity[slot], ti.f64)
+        out[world, 6] = clipped(spin / ti.f64(5.0), task, 6)
+        for i in ti.static(range(2)):
+            wheel = world * n_bodies + task.wheels[i]
+            relative = ti.cast(bodies.angular_velocity[wheel], ti.f64) - spin
+            out[world, 7 + i] = clipped(relative / ti.f64(task.max_wheel_speed), task, 7 + i)
+        out[world, task.n_observed] = position.x
+        out[world, task.n_observed + 1] = position.y
 
 
 class LevelsEnv(Fx2DEnv):
