@@ -26,6 +26,7 @@ from fx2d_gpu.envs import (  # noqa: E402
     WorldStreams,  # noqa: E402
 )
 from fx2d_gpu.envs.device_step import DeviceStep, stream_draws  # noqa: E402
+from fx2d_gpu.envs.levels import LEVEL_DRAWS, generate_levels  # noqa: E402
 
 
 def _pair(arch, num_envs, env_class=CartPoleVectorEnv, **options):
@@ -148,14 +149,22 @@ def test_lander_device_steps_match_the_host_path_bit_for_bit(arch, continuous):
     _assert_same_bodies(device, host)
 
 
-def test_levels_device_steps_match_the_host_path_bit_for_bit(arch):
-    """Cars driven at random through generated levels (new ones written by the host at each
-    restart, their goals handed to the device), episodes of at most 50 steps: the wheel
-    targets set on the device, the lidar hitting and missing; every observation, reward,
-    termination and truncation equal step for step (each step's state follows from the
-    targets set before it), through a masked, seeded reset, then the bodies' whole state."""
+@pytest.mark.parametrize("given", [False, True])
+def test_levels_device_steps_match_the_host_path_bit_for_bit(arch, given):
+    """Cars driven at random through generated levels (or given ones, taken in turn: new
+    ones written by the host at each restart, their goals handed to the device), episodes
+    of at most 50 steps: the wheel targets set on the device, the lidar hitting and
+    missing; every observation, reward, termination and truncation equal step for step
+    (each step's state follows from the targets set before it), through a masked, seeded
+    reset, then the bodies' whole state; render() draws the same image."""
     n = 16
-    device, host = _pair(arch, n, LevelsVectorEnv, max_episode_steps=50)
+    options = dict(max_episode_steps=50, render_mode="rgb_array")
+    if given:
+        options["levels"] = [
+            generate_levels(np.random.default_rng(seed).random((1, LEVEL_DRAWS))).level(0)
+            for seed in range(3)
+        ]
+    device, host = _pair(arch, n, LevelsVectorEnv, **options)
     _assert_same(device.reset(seed=21)[0], host.reset(seed=21)[0], "reset")
     rng = np.random.default_rng(8)
     restarts = hits = misses = 0
@@ -173,6 +182,7 @@ def test_levels_device_steps_match_the_host_path_bit_for_bit(arch):
             _assert_same_reset(device, host, mask, seed=2)
     assert restarts > n and hits > 0 and misses > 0  # (episodes of at most 50 steps)
     _assert_same_bodies(device, host)
+    np.testing.assert_array_equal(device.render(), host.render())
 
 
 def test_a_lander_on_the_devices_path_draws_its_lidar(arch):
