@@ -39,6 +39,8 @@ if TYPE_CHECKING:
 #: The keywords of Scene.set_shape_params that size a shape, in the order they are read.
 SHAPE_PARAMS = ("size", "radius", "length", "vertices")
 _VERSIONS = itertools.count()
+#: WorldShapes' caches (and their log), left out of pickles and copies.
+_CACHES = ("_kept_per_world", "_kept_cells", "_kept_rows", "_store_log")
 #: The stores a WorldShapes remembers (_stored_since): enough for the resets of one vector
 #: env step (the Levels' four set_shape_params) several times over.
 _STORE_LOG = 32
@@ -239,6 +241,11 @@ class WorldShapes:
             body: np.repeat(values[:1], n_worlds, axis=0) for body, values in self.poses.items()
         }
         return copy
+
+    def __getstate__(self) -> dict:
+        # The caches stay behind (the device rows alone are a copy of the model's): a copy
+        # rebuilds them.
+        return {name: value for name, value in self.__dict__.items() if name not in _CACHES}
 
     def __setstate__(self, state: dict):
         self.__dict__.update(state)
@@ -656,8 +663,10 @@ class WorldShapes:
                 for name in SHAPE_FIELDS:
                     rows[name][at] = found[name]
         if per_world:
+            # (The model holds these arrays: the next store's rows are written in place
+            # there, the binding's model being the current one, uploaded whole on a load.)
             self._kept_rows = (base, n, self.version, rows)
-        body_model.update({name: values.copy() for name, values in rows.items()})
+        body_model.update(rows)
 
 
 def _stored_args(arrays: dict, world: int, body: int, name: str, count: int) -> dict:
