@@ -401,6 +401,15 @@ lease | lease_more)
             capped 60 "$python" -m benchmarks.levels --arch "$arch" \
                 --envs 1024,16384 --results "$results"
             echo "== rc $?"; pack
+            # The lander's and the car's vector steps phase by phase (2026-12-06, seventeenth
+            # session: both on the device's path; the lander's host path took 259 ms a
+            # vector step of 65,536 on the H200), in a folder of their own (env_host.csv
+            # above is CartPole's).
+            echo "== $(date +%T) the Lander and Levels envs' host side"
+            capped 90 "$python" -m benchmarks.env_host --arch "$arch" \
+                --env fx2d/Lander-v0,fx2d/Levels-v0 --envs 16384 --steps 10 \
+                --results "$results/lidar_envs"
+            echo "== rc $?"; pack
         fi
     } 2>&1 | tee "$log"
     ;;
