@@ -454,7 +454,7 @@ class Fx2DVectorEnv(gymnasium.vector.VectorEnv, metaclass=abc.ABCMeta):
         self._observations: np.ndarray | None = None
         #: The step's per-world work on the device (envs/device_step.py): a DeviceStep the
         #: task's constructor sets where it has one and the env can use it (CartPole,
-        #: Lander); None: the host path.
+        #: Lander, Levels); None: the host path.
         self._device = None
 
     @property
@@ -548,13 +548,6 @@ class Fx2DVectorEnv(gymnasium.vector.VectorEnv, metaclass=abc.ABCMeta):
         """Read what the task needs of every world's step right after it, before any world
         restarts (the Lander's contact flags: the step's contacts, which a restart would
         make the scene look for again at every world's poses). Nothing by default."""
-
-    def _take_device_extras(self, extras: np.ndarray) -> None:
-        """Keep what a DeviceStep's observation hands over besides the observation
-        ((num_envs, task.n_extra) float32: what _score reads that the observation does not
-        hold, the Lander's hull state and crash flag). Only a task whose DeviceTask has
-        n_extra > 0 is handed any."""
-        raise NotImplementedError(f"{type(self).__name__}'s DeviceTask has no extra columns")
 
     def _start_episodes(self, worlds: np.ndarray, observations: np.ndarray) -> None:
         """Reset the task's per-world bookkeeping of `worlds` ((num_envs,) bool), given the

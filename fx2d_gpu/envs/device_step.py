@@ -82,12 +82,13 @@ class DeviceTask:
     - initial_row(task, draws, body, row) -> row: body's initial row (ROW_COLUMNS' first
       six, float32) given the world's draws (ti.Vector of n_draws float64 in [0, 1)) and
       the built state's row; the same arithmetic as the task's _initial_states.
-    - observe(task, bodies, world, n_bodies, world_values, out), where `observes`: writes
-      world's row of `out` ((n_worlds, n_observed + n_extra) float32) but its lidar's
-      columns: the task's own observation, as its _observe computes it, in place of the
-      gathered columns (world_values: (n_worlds, n_world_values) float64, as
-      set_world_values set them). Each lidar ray is a thread of its own beside it
-      (lidar_reach).
+    - observe(task, bodies, world, slot, x, y, angle, world_values, out), where
+      `observes`: writes world's row of `out` ((n_worlds, n_observed + n_extra) float32)
+      but its lidar's columns: the task's own observation, as its _observe computes it,
+      in place of the gathered columns, given body observed_body's slot and pose (x, y m,
+      angle rad: float64s of the scene's float32) and world_values ((n_worlds,
+      n_world_values) float64, as set_world_values set them). Each lidar ray is a thread
+      of its own beside it (lidar_reach).
     - drive(task, actions, world, i) -> float32, where `drives`: world's motor target of
       joint driven_joints[i], set as set_joint_target sets it (a new target wakes the
       joint's bodies), in place of push.
@@ -102,12 +103,14 @@ class DeviceTask:
             restarts as the task's _read_after_step reads it).
         touch_columns (tuple[int, ...]): their columns of `out`.
         observes (bool): the observation is the task's (observe), not gathered columns.
+        observed_body (int): the body observe's pose is of, and the lidar rides on.
         n_observed (int): the observation's columns, where `observes`.
-        n_rays (int): the lidar's rays (0: none), riding body lidar_body: ray r's reach
+        n_rays (int): the lidar's rays (0: none), riding observed_body: ray r's reach
             over lidar_range clipped to column lidar_column + r's bounds (lidar_reach; its
             directions ray_x, ray_y, its start lidar_start, the bounds low and high).
         n_extra (int): columns of `out` after the observation, handed to the env's
-            _take_device_extras (what its scoring reads besides the observation).
+            _take_device_extras(extras), which a task with extras defines ((num_envs,
+            n_extra) float32: what its scoring reads besides the observation).
         n_world_values (int): per-world float64 values the observation reads.
         drives (bool): the actions set motor targets (drive), not a push.
         driven_joints (tuple[int, ...]): the joints drive sets.
@@ -121,6 +124,7 @@ class DeviceTask:
     touch_bodies: tuple = ()
     touch_columns: tuple = ()
     observes: bool = False
+    observed_body: int = 0
     n_observed: int = 0
     n_rays: int = 0
     n_extra: int = 0
@@ -271,17 +275,17 @@ def _restart_and_observe(
         # A thread for each lidar ray of a world, and one for the rest of its observation.
         ti.loop_config(serialize=serial)
         for world, part in ti.ndrange(n_worlds, task.n_rays + 1):
+            slot = world * n_bodies + task.observed_body
+            x = ti.cast(bodies.position[slot].x, ti.f64)
+            y = ti.cast(bodies.position[slot].y, ti.f64)
+            angle = ti.cast(bodies.angle[slot], ti.f64)
             if part < task.n_rays:
-                slot = world * n_bodies + task.lidar_body
-                x = ti.cast(bodies.position[slot].x, ti.f64)
-                y = ti.cast(bodies.position[slot].y, ti.f64)
-                angle = ti.cast(bodies.angle[slot], ti.f64)
                 reach = lidar_reach(task, model, bodies, world, n_bodies, x, y, angle, part)
                 out[world, task.lidar_column + part] = clipped(
                     reach / ti.f64(task.lidar_range), task, task.lidar_column
                 )
             else:
-                task.observe(task, bodies, world, n_bodies, world_values, out)
+                task.observe(task, bodies, world, slot, x, y, angle, world_values, out)
     else:
         ti.loop_config(serialize=serial)
         for world, j in ti.ndrange(n_worlds, spec.shape[0]):

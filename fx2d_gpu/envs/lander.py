@@ -448,7 +448,7 @@ class LanderVectorEnv(Fx2DVectorEnv):
             lidar_start=self.lidar_start,
             lidar_range=self.lidar_range,
             n_rays=self.n_rays,
-            lidar_body=self.hull,
+            observed_body=self.hull,
             lidar_column=8,
             ray_x=tuple(float(x) for x in self._ray_directions[:, 0]),
             ray_y=tuple(float(y) for y in self._ray_directions[:, 1]),
@@ -543,14 +543,13 @@ class _LanderOnDevice(DeviceTask):
         task: ti.template(),
         bodies: ti.template(),
         world,
-        n_bodies,
+        slot,
+        x,
+        y,
+        angle,
         world_values: ti.template(),
         out: ti.template(),
     ):
-        slot = world * n_bodies + task.hull
-        position = bodies.position[slot]
-        x, y = ti.cast(position.x, ti.f64), ti.cast(position.y, ti.f64)
-        angle = ti.cast(bodies.angle[slot], ti.f64)
         velocity = bodies.velocity[slot]
         spin = bodies.angular_velocity[slot]
         vx, vy = ti.cast(velocity.x, ti.f64), ti.cast(velocity.y, ti.f64)
@@ -563,8 +562,8 @@ class _LanderOnDevice(DeviceTask):
         out[world, 4] = clipped(wrapped, task, 4)
         out[world, 5] = clipped(ti.f64(20.0) * w / ti.f64(50.0), task, 5)
         extras = task.n_observed
-        out[world, extras + 0] = position.x
-        out[world, extras + 1] = position.y
+        out[world, extras + 0] = bodies.position[slot].x
+        out[world, extras + 1] = bodies.position[slot].y
         out[world, extras + 2] = velocity.x
         out[world, extras + 3] = velocity.y
         out[world, extras + 4] = spin

@@ -895,7 +895,7 @@ class LevelsVectorEnv(Fx2DVectorEnv):
             lidar_start=self._lidar_start,
             lidar_range=self.lidar_range,
             n_rays=self.n_rays,
-            lidar_body=self.chassis,
+            observed_body=self.chassis,
             lidar_column=9,
             ray_x=tuple(float(x) for x in self._ray_directions[:, 0]),
             ray_y=tuple(float(y) for y in self._ray_directions[:, 1]),
@@ -956,14 +956,13 @@ class _LevelsOnDevice(DeviceTask):
         task: ti.template(),
         bodies: ti.template(),
         world,
-        n_bodies,
+        slot,
+        x,
+        y,
+        angle,
         world_values: ti.template(),
         out: ti.template(),
     ):
-        slot = world * n_bodies + task.chassis
-        position = bodies.position[slot]
-        x, y = ti.cast(position.x, ti.f64), ti.cast(position.y, ti.f64)
-        angle = ti.cast(bodies.angle[slot], ti.f64)
         out[world, 0] = clipped((world_values[world, 0] - x) / ti.f64(10.0), task, 0)
         out[world, 1] = clipped((world_values[world, 1] - y) / ti.f64(10.0), task, 1)
         out[world, 2] = clipped(ti.cos(angle), task, 2)
@@ -974,11 +973,11 @@ class _LevelsOnDevice(DeviceTask):
         spin = ti.cast(bodies.angular_velocity[slot], ti.f64)
         out[world, 6] = clipped(spin / ti.f64(5.0), task, 6)
         for i in ti.static(range(2)):
-            wheel = world * n_bodies + task.wheels[i]
+            wheel = slot - task.chassis + task.wheels[i]  # (the same world's slots)
             relative = ti.cast(bodies.angular_velocity[wheel], ti.f64) - spin
             out[world, 7 + i] = clipped(relative / ti.f64(task.max_wheel_speed), task, 7 + i)
-        out[world, task.n_observed] = position.x
-        out[world, task.n_observed + 1] = position.y
+        out[world, task.n_observed] = bodies.position[slot].x
+        out[world, task.n_observed + 1] = bodies.position[slot].y
 
 
 class LevelsEnv(Fx2DEnv):

@@ -294,8 +294,8 @@ class WorldShapes:
                 stores = self._stored_since(kept[0][0])
             if stores is not None:  # the worlds stored since, alone
                 cells = kept[1].copy()
-                changed = np.unique(np.concatenate([worlds for _, worlds in stores] + [[]]))
-                for w in changed.astype(np.int64).tolist():
+                changed = np.unique(np.concatenate([worlds for _, worlds in stores]))
+                for w in changed.tolist():
                     cells[w] = cell_size_of(self.world_shapes(builder, w))
             elif per_world:
                 worlds = range(self.n_worlds)
