@@ -287,6 +287,26 @@ def as_bools(values, name: str, n: int) -> list[bool]:
     return array.tolist()
 
 
+def as_bool_table(values, name: str, rows: int, columns: int) -> np.ndarray:
+    """(rows, columns) bool from one bool (for all) or a (rows, columns) array of bools.
+
+    Raises:
+        TypeError: a value that is not a bool (0 and 1 are not), naming `name`.
+        ValueError: an array of another shape, naming `name`.
+    """
+    if np.ndim(values) == 0:
+        return np.full((rows, columns), as_bool(values, name))
+    array = np.asarray(values)
+    if array.dtype.kind != "b":
+        raise TypeError(f"{name} must be a bool or bools, got an array of dtype {array.dtype}")
+    if array.shape != (rows, columns):
+        raise ValueError(
+            f"{name} must be one bool or have shape ({rows}, {columns}) (worlds, bodies), "
+            f"got {array.shape}"
+        )
+    return array.copy()
+
+
 def as_flags(values, name: str) -> np.ndarray:
     """`values` as a bool array of the same shape: bools, or integers that are all 0 or 1
     (the device's own encoding, as a flag read back as int would arrive).

@@ -23,6 +23,7 @@ from .access.snapshots import SceneCopies
 from .access.world_resets import state_rows
 from .checks import (
     as_bool,
+    as_bool_table,
     as_count,
     as_index,
     as_instance,
@@ -901,13 +902,13 @@ class Scene(ModelQueries, SceneCopies, StepDiagnostics):
         k_bodies, 3): x, y, angle; None: where they are); written as set_state(worlds=)
         writes a state (contacts found afresh, sleep timers restarted)."""
         ctx = self._context()
-        state = readout.body_state(ctx, None, np.float64)
+        state = readout.body_state(ctx, None, np.float64, worlds=worlds)
         arrays = {
-            "position": state.position[worlds],
-            "angle": state.angle[worlds],
-            "velocity": state.velocity[worlds],
-            "angular_velocity": state.angular_velocity[worlds],
-            "sleeping": np.zeros(state.angle[worlds].shape, np.int32),
+            "position": state.position,
+            "angle": state.angle,
+            "velocity": state.velocity,
+            "angular_velocity": state.angular_velocity,
+            "sleeping": np.zeros(state.angle.shape, np.int32),
         }
         if placed is not None:
             arrays["position"][:, rows] = placed[..., :2]
@@ -1195,19 +1196,23 @@ class Scene(ModelQueries, SceneCopies, StepDiagnostics):
             edits.upload_filters(self._context(), self._binding, self._builder, rows)
 
     @serialized
-    def set_enabled(self, bodies, enabled: bool, world=None):
+    def set_enabled(self, bodies, enabled, world=None):
         """Take `bodies` (an index or a non-empty sequence) out of the simulation (enabled=False) or
         put them back, in `world` (see Scene).
+
+        `enabled` is one bool for every addressed world and body, or a (k_worlds, k_bodies)
+        bool array, one per addressed world (in `world`'s order) and body: a vector env's
+        restarts set which of a level's optional bodies take part in one call.
 
         A disabled body keeps its index and state but never moves, collides, joins a joint's
         constraints or answers a query, as if removed; enabled again, it goes on awake from where
         it was. Sleeping bodies that touched it or were jointed to it wake.
         """
-        enabled = as_bool(enabled, "enabled")
         indices = spatial_queries.body_indices(bodies, self.n_bodies)
         worlds = world_selection(world, self._n_worlds)
+        flags = as_bool_table(enabled, "enabled", len(worlds), len(indices))
         if len(worlds):
-            edits.write_enabled(self._context(), indices, worlds, enabled)
+            edits.write_enabled(self._context(), indices, worlds, flags)
 
     @serialized
     def remove_body(self, body: int):

@@ -282,6 +282,7 @@ def circles(radii, n: int) -> list[Shape]:
             _NO_POINTS,
             _NO_POINTS,
             bounding_radius=r,
+            diameter=2.0 * r,
             unit_inertia=0.5 * r**2,
         )
         for r in radii.tolist()
@@ -344,10 +345,96 @@ def boxes(sizes, n: int, radius=0.0) -> list[Shape]:
                     corners,
                     sides,
                     bounding_radius=far,
+                    diameter=2.0 * far,
                     unit_inertia=inertia,
                 )
             )
     return shapes
+
+
+def polygons(vertices, radius=0.0) -> list[Shape]:
+    """Polygons of one vertex count, each what polygon(vertices[i], radius=radius[i]) makes
+    (counter-clockwise, re-centred on its centroid), built as a whole: a vector env's
+    resets make thousands a second. Sharp polygons are built as arrays, rounded ones one at
+    a time.
+
+    Args:
+        vertices (array_like): (n, k, 2), m: n outlines of k vertices each, as polygon()
+            takes one.
+        radius (float | array_like): m, one for all or (n,), each >= 0.
+
+    Returns:
+        A list of n Shapes (their centroids, polygon()'s second value, are not kept).
+
+    Raises:
+        TypeError: vertices or radius not numbers.
+        ValueError: vertices not of shape (n, k, 2), or the first outline that breaks
+            polygon()'s rules, named vertices[i] (its error, as polygon() raises it).
+    """
+    verts = checks.as_real_array(vertices, "vertices")
+    if verts.ndim != 3 or verts.shape[2] != 2:
+        raise ValueError(f"vertices must have shape (n, k, 2), got {verts.shape}")
+    n, k = verts.shape[:2]
+    radii = as_reals(radius, "radius", n, minimum=0.0)
+    if n == 0:
+        return []
+    # polygon()'s steps on every row at once: each row's arithmetic is the one polygon's
+    # (sums along a row's own k numbers), so the arrays agree to the bit
+    # (tests/test_bulk_add.py).
+    x, y = verts[..., 0], verts[..., 1]
+    xn = np.concatenate([x[:, 1:], x[:, :1]], axis=1)
+    yn = np.concatenate([y[:, 1:], y[:, :1]], axis=1)
+    cross = x * yn - xn * y
+    area = 0.5 * cross.sum(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        centroid = np.stack([((x + xn) * cross).sum(axis=1), ((y + yn) * cross).sum(axis=1)], 1)
+        centroid = centroid / (6.0 * area)[:, None]
+    given = verts
+    verts = np.where((area < 0.0)[:, None, None], verts[:, ::-1], verts)  # counter-clockwise
+    edges = np.concatenate([verts[:, 1:], verts[:, :1]], axis=1) - verts
+    lengths = np.hypot(edges[..., 0], edges[..., 1])
+    ex, ey = edges[..., 0], edges[..., 1]
+    next_ex = np.concatenate([ex[:, 1:], ex[:, :1]], axis=1)
+    next_ey = np.concatenate([ey[:, 1:], ey[:, :1]], axis=1)
+    next_lengths = np.concatenate([lengths[:, 1:], lengths[:, :1]], axis=1)
+    turn = ex * next_ey - ey * next_ex
+    with np.errstate(invalid="ignore"):
+        bad = (
+            ~np.isfinite(verts).all(axis=(1, 2))
+            | (np.abs(verts).max(axis=(1, 2), initial=0.0) >= MAX_COORDINATE)
+            | (np.abs(area) < 1e-12)
+            | (lengths < _MIN_EDGE_LENGTH).any(axis=1)
+            | (turn <= 1e-12 * lengths * next_lengths).any(axis=1)
+        )
+    if not 3 <= k <= MAX_POLYGON_VERTICES or bad.any():
+        i = int(np.flatnonzero(bad)[0]) if bad.any() else 0
+        polygon(given[i], f"vertices[{i}]", radii[i])  # raises its error
+        raise ValueError(f"vertices[{i}] is not a polygon polygon() takes")  # (never reached)
+    normals = np.stack([ey, -ex], axis=2) / lengths[..., None]
+    cores = verts - centroid[:, None, :]
+    reach = np.max(np.hypot(cores[..., 0], cores[..., 1]), axis=1) + 0.0
+    moments_area, _, second = _polygon_moments(cores)
+    unit = second / moments_area  # unit_inertia's rule for a sharp polygon
+    cores.setflags(write=False)
+    normals.setflags(write=False)
+    made = []
+    for i, r in enumerate(radii.tolist()):
+        if r > 0.0:
+            made.append(polygon(given[i], radius=r)[0])
+        else:
+            made.append(
+                _prepared(
+                    SHAPE_POLYGON,
+                    0.0,
+                    _ORIGIN,
+                    cores[i],
+                    normals[i],
+                    bounding_radius=float(reach[i]),
+                    diameter=2.0 * float(reach[i]),
+                    unit_inertia=float(unit[i]),
+                )
+            )
+    return made
 
 
 def _prepared(

@@ -162,7 +162,58 @@ def test_bulk_shapes_match_their_one_shape_constructors():
                 assert getattr(x, array).tobytes() == getattr(y, array).tobytes()
                 assert not getattr(x, array).flags.writeable
             assert x.bounding_radius == y.bounding_radius
+            assert x.diameter == y.diameter
             assert x.unit_inertia == shapes.unit_inertia(y)
+
+
+def test_bulk_polygons_match_polygon_to_the_bit():
+    """shapes.polygons against polygon() (a vector env's resets make thousands a second):
+    random convex outlines of 3 to 8 vertices over six orders of magnitude, either winding,
+    off the origin, some rounded: the re-centred vertices, the normals and the cached
+    properties to the bit; a bad outline is refused with polygon()'s error, named."""
+    rng = np.random.default_rng(12)
+    for k in range(3, shapes.MAX_POLYGON_VERTICES + 1):
+        n = 500
+        turns = np.sort(rng.uniform(0.0, 2.0 * np.pi, (n, k)), axis=1)
+        # Points on an ellipse are in convex position; spread so that no two coincide.
+        turns += np.linspace(0.0, 2.0 * np.pi, k, endpoint=False) * 0.5
+        scale = np.exp(rng.uniform(np.log(1e-3), np.log(1e3), (n, 1)))
+        outlines = np.stack(
+            [np.cos(turns) * scale * rng.uniform(0.5, 2.0, (n, 1)), np.sin(turns) * scale], 2
+        ) + rng.uniform(-5.0, 5.0, (n, 1, 2))
+        clockwise = rng.uniform(size=n) < 0.5
+        outlines[clockwise] = outlines[clockwise, ::-1]
+        fine = []
+        for i in range(n):
+            try:
+                shapes.polygon(outlines[i])
+                fine.append(i)
+            except ValueError:  # (a rare near-collinear draw)
+                pass
+        outlines = outlines[fine]
+        rounding = np.where(rng.uniform(size=len(outlines)) < 0.1, 0.01, 0.0)
+        made = shapes.polygons(outlines, rounding)
+        for x, outline, r in zip(made, outlines, rounding, strict=True):
+            y = shapes.polygon(outline, radius=r)[0]
+            assert x.kind == y.kind and x.radius == y.radius
+            for array in ("center", "vertices", "normals", "cones"):
+                assert getattr(x, array).tobytes() == getattr(y, array).tobytes(), (k, array)
+                assert not getattr(x, array).flags.writeable
+            assert x.bounding_radius == y.bounding_radius
+            assert x.diameter == y.diameter
+            assert x.unit_inertia == shapes.unit_inertia(y)
+    square = np.array([[0.0, 0.0], [1.0, 0.0], [1.0, 1.0], [0.0, 1.0]])
+    dented = square.copy()
+    dented[2] = (0.5, 0.5)
+    with pytest.raises(ValueError, match=r"vertices\[2\] must be strictly convex"):
+        shapes.polygons(np.stack([square, square, dented, square]))
+    with pytest.raises(ValueError, match=r"vertices\[1\] has repeated vertices"):
+        shapes.polygons(np.stack([square, square[[0, 0, 2, 3]]]))
+    with pytest.raises(ValueError, match=r"vertices\[0\] must be finite"):
+        shapes.polygons(np.stack([square * np.nan]))
+    with pytest.raises(TypeError, match="vertices"):
+        shapes.polygons([[["a", "b"]] * 4])
+    assert shapes.polygons(np.zeros((0, 4, 2))) == []
 
 
 #: (keyword, a bad value): each is refused by add_circle, so add_circles must refuse it at

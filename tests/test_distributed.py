@@ -194,9 +194,14 @@ def test_two_shards_step_as_one_scene_bitwise(two_shards):
     for scene in (reference, sharded):
         scene.set_body_params([1, 2], mass=masses[[0, 2, 5]][:, None].repeat(2, 1), world=[0, 2, 5])
         scene.set_gravity(gravity)
+        # A row of flags per world, in the order given: each shard takes its worlds' rows.
+        scene.set_enabled(
+            [2, 3], np.array([[False, True], [True, False], [False, False]]), [4, 1, 3]
+        )
     np.testing.assert_array_equal(
         sharded.get_body_params()["mass"], reference.get_body_params()["mass"]
     )
+    assert sharded.enabled()[[4, 1, 3]][:, [2, 3]].tolist() == [[0, 1], [1, 0], [0, 0]]
     checked = []
 
     def compare(k):

@@ -134,6 +134,51 @@ def test_enabled_per_world_and_batch_equals_single():
     assert both.position[0, 1, 1] == pytest.approx(2.0, abs=2 * LINEAR_SLOP)
 
 
+def test_a_table_of_flags_equals_one_call_per_world_and_body():
+    """set_enabled with a (k_worlds, k_bodies) table (a vector env's restarts, one launch)
+    leaves every world as the same flags set one body and one world at a time would, bit
+    for bit, 40 steps on; bodies off in one world and on in another, a world whose bodies
+    all go back, and one left out of `world`."""
+
+    def build():
+        scene = fx.Scene(n_worlds=4, arch="cpu")
+        scene.add_box((0.0, 0.0), (10.0, 1.0), mass=0.0)
+        for i in range(3):
+            scene.add_box((0.6 * i - 0.6, 1.0 + 0.9 * i), (0.5, 0.5))
+        scene.add_circle((0.2, 4.0), 0.3)
+        return scene
+
+    table, one_by_one = build(), build()
+    for scene in (table, one_by_one):
+        scene.set_enabled([1, 3], False, world=[0, 2, 3])
+        for _ in range(20):
+            scene.step(FRAME)
+    bodies, worlds = np.array([1, 2, 3, 4]), np.array([3, 0, 2])
+    flags = np.array(
+        [[True, True, True, True], [False, True, True, False], [True, False, False, True]]
+    )
+    table.set_enabled(bodies, flags, world=worlds)
+    for row, world in enumerate(worlds.tolist()):
+        for column, body in enumerate(bodies.tolist()):
+            one_by_one.set_enabled(body, bool(flags[row, column]), world=world)
+    expected = np.ones((4, 5), bool)
+    expected[np.ix_(worlds, bodies)] = flags
+    assert table.enabled().tolist() == expected.tolist()
+    assert one_by_one.enabled().tolist() == expected.tolist()
+    for scene in (table, one_by_one):
+        for _ in range(40):
+            scene.step(FRAME)
+    a, b = table.get_state(), one_by_one.get_state()
+    for name in ("position", "angle", "velocity", "angular_velocity", "sleeping"):
+        np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
+    assert not np.array_equal(a.position[0], a.position[1])  # the worlds differ
+    with pytest.raises(ValueError, match=r"enabled must be one bool or have shape \(3, 4\)"):
+        table.set_enabled(bodies, flags[:2], world=worlds)
+    with pytest.raises(TypeError, match="enabled"):
+        table.set_enabled(bodies, flags.astype(int), world=worlds)
+    assert table.enabled().tolist() == expected.tolist()  # refused: nothing changed
+
+
 def test_a_disabled_body_takes_its_joints_with_it():
     """A pendulum whose bob is disabled: the arm swings free of it (no joint pull, no
     motor)."""

@@ -245,6 +245,55 @@ def test_group_reads_and_writes_match_taichis_own_copies(arch):
         group.write({"normal": np.zeros((4, 3), np.float32)})
 
 
+def test_row_reads_and_writes_match_taichis_own_copies(arch):
+    # transfer.write_group_rows / read_group_rows move the entries at given rows of several
+    # fields in one launch (a vector env's restarts: a few worlds' rows, not fields whole):
+    # checked against Taichi's own to_numpy and a NumPy scatter and gather, fields of every
+    # shape and dtype, a different number of rows per field, and a 0-d field.
+    from fx2d_gpu.device import residency, transfer
+
+    scene = fx.Scene(arch=arch)
+    scene.add_circle((0.0, 0.0), 1.0)
+    scene.step(DT)
+    pool = residency.current_pool()
+    group = pool.staging
+    rng = np.random.default_rng(8)
+    entries = group.body_a.shape[0]
+    rows = {
+        "body_a": rng.choice(entries, 23, replace=False),
+        "normal": rng.choice(entries, 9, replace=False),
+        "point": rng.choice(entries, 40, replace=False),
+        "feature": np.zeros(0, np.int64),
+    }
+    values = {
+        "body_a": rng.integers(-5, 1000, 23).astype(np.int32),
+        "normal": rng.normal(size=(9, 2)).astype(np.float32),
+        "point": rng.normal(size=(40, 2, 2)).astype(np.float32),
+        "feature": np.zeros((0, 2), np.int32),
+    }
+    before = {name: getattr(group, name).to_numpy() for name in rows}
+    transfer.write_group_rows(
+        [
+            (group, {name: (rows[name], values[name]) for name in rows}),
+            (pool.counts, {"n_pairs": (np.zeros(1, np.int64), np.array(17))}),
+        ]
+    )
+    for name in rows:
+        expected = before[name].copy()
+        expected[rows[name]] = values[name]
+        assert np.array_equal(getattr(group, name).to_numpy(), expected), name
+    assert pool.counts.n_pairs[None] == 17
+    wanted = {"body_a": rows["point"][::-1], "point": rows["body_a"], "feature": rows["normal"]}
+    (back,) = transfer.read_group_rows([(group, wanted)])
+    for name, at in wanted.items():
+        assert np.array_equal(back[name], getattr(group, name).to_numpy()[at]), name
+        assert back[name].dtype == getattr(group, name).to_numpy().dtype
+    with pytest.raises(ValueError, match="normal"):
+        transfer.write_group_rows([(group, {"normal": ([entries], np.zeros((1, 2)))})])
+    with pytest.raises(ValueError, match="point"):
+        transfer.read_group_rows([(group, {"point": [-1]})])
+
+
 def test_a_scene_loaded_after_a_larger_one_sees_none_of_its_state(arch):
     """A load writes the scene's saved fields and model and clears each field past them only
     as far as the scenes resident since the last load wrote (residency._load), not the

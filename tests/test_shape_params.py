@@ -110,12 +110,13 @@ def test_each_world_steps_as_a_scene_built_with_its_shapes(kind, solver):
     assert not np.array_equal(got[0][0], got[0][1])
 
 
-@pytest.mark.parametrize("kind", ["box", "polygon"])
+@pytest.mark.parametrize("kind", list(WORLD_SHAPES))
 def test_shapes_set_a_few_worlds_at_a_time_step_as_scenes_built_with_them(kind):
     """set_shape_params on a built batch, a few worlds at a time (as a vector env's resets
     write new levels: the model redoes those worlds' shape rows and grid cells alone,
-    WorldShapes._stored_since): each world then steps bit for bit as a one-world scene
-    built with its last shapes."""
+    WorldShapes._stored_since, the shapes of a kind made as a whole, and the device takes
+    those rows alone, transfer.write_group_rows): each world then steps bit for bit as a
+    one-world scene built with its last shapes."""
     batch = _scene(kind, _world_values(kind, 0), N_WORLDS)
     batch.get_state()  # (built: each call below updates the built rows)
     rows = {key: np.asarray(values) for key, values in WORLD_SHAPES[kind].items()}
@@ -310,14 +311,17 @@ def test_a_resize_mid_run_finds_the_contacts_afresh(n_columns, sleep):
     """Boxes at rest (asleep, or awake: their pairs and manifolds kept from step to step)
     grow in world 1 (worlds of 4 bodies, and of 43: fat boxes, kept pairs): the contacts at
     the new size are found at once, the stack rises to rest on its new sizes; a snapshot
-    taken after it repeats bitwise; world 0 goes on resting."""
-    scene = fx.Scene(n_worlds=2, arch="cpu", enable_sleep=sleep)
+    taken after it repeats bitwise; world 0 goes on resting. World 2 was given its own
+    size before the build, so world 1's resize is a store of a few rows (the device takes
+    world 1's rows alone and finds its contacts afresh there: transfer.refind_worlds)."""
+    scene = fx.Scene(n_worlds=3, arch="cpu", enable_sleep=sleep)
     scene.add_box((0.0, -0.5), (40.0, 1.0), mass=0.0)
     boxes = []
     for column in range(n_columns):
         for row in range(3):
             x = 1.5 * (column - n_columns // 2)
             boxes.append(scene.add_box((x, 0.2 + 0.4 * row), (0.4, 0.4)))
+    scene.set_shape_params(boxes, size=(0.5, 0.5), world=2)
     _run(scene, 90)
     before = scene.get_state().position
     scene.set_shape_params(boxes, size=(0.6, 0.6), world=1)
@@ -328,6 +332,8 @@ def test_a_resize_mid_run_finds_the_contacts_afresh(n_columns, sleep):
     heights = after[0][1, boxes, 1].reshape(n_columns, 3)
     assert np.allclose(heights, [0.3, 0.9, 1.5], atol=0.02)  # resting on the new sizes
     assert np.allclose(after[0][0], before[0], atol=1e-3)  # world 0 rests where it was
+    assert np.allclose(after[0][2], before[2], atol=1e-3)  # and world 2 where it was
+    assert np.allclose(after[0][2, boxes, 1].reshape(n_columns, 3), [0.25, 0.75, 1.25], atol=0.02)
     assert np.abs(after[2]).max() < 0.05
     scene.restore(snap)
     again = _run(scene, 90)

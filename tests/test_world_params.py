@@ -47,6 +47,14 @@ def _dynamic_bodies(scene) -> np.ndarray:
 
 def _give(scene, values: dict, bodies, world=None):
     """The values of _randomised (rows: the addressed worlds) to `scene`."""
+    _give_bodies(scene, values, bodies, world)
+    if world is None:
+        scene.set_gravity(values["gravity"] if scene.n_worlds > 1 else values["gravity"][0])
+    scene.set_joint_params(np.arange(scene.n_joints), pid=values["pid"], world=world)
+
+
+def _give_bodies(scene, values: dict, bodies, world=None):
+    """_give's body values (set_body_params) alone."""
     # Masses per body too: body i of world w takes mass[w] * (1 + i / 10), times 30 for
     # every other body in odd worlds (uneven masses).
     spread = 1.0 + np.arange(len(bodies))[None, :] / 10.0
@@ -68,9 +76,6 @@ def _give(scene, values: dict, bodies, world=None):
         },
         world=world,
     )
-    if world is None:
-        scene.set_gravity(values["gravity"] if scene.n_worlds > 1 else values["gravity"][0])
-    scene.set_joint_params(np.arange(scene.n_joints), pid=values["pid"], world=world)
 
 
 @pytest.mark.parametrize("path", ["small worlds", "general"])
@@ -102,6 +107,48 @@ def test_each_world_steps_as_a_one_world_scene_given_its_values(path, arch):
         assert_bitwise_equal(
             [a[world : world + 1] for a in got], fingerprint(alone), f"world {world}"
         )
+
+
+def test_values_set_a_few_worlds_at_a_time_step_as_one_world_scenes():
+    """set_body_params on a built batch, a few worlds at a time, out of order, one world
+    twice (a vector env's restarts: the device takes those worlds' material rows and
+    uneven flags alone, WorldParams.device_rows, store_log): each world then steps bit for
+    bit as a one-world scene given its last values, uneven masses included."""
+    batch = machine_scene(N_WORLDS, "cpu")
+    bodies = _dynamic_bodies(batch)
+    values = _randomised(N_WORLDS)
+    first = _randomised(N_WORLDS, seed=9)
+    start = batch.get_state()  # (built: each call below writes the built rows)
+    batch.set_gravity(values["gravity"])
+
+    def rows(chosen, of=values):
+        return {k: v[chosen] for k, v in of.items()}
+
+    _give_bodies(batch, rows([2, 0], first), bodies, world=[2, 0])
+    _give_bodies(batch, rows([3]), bodies, world=[3])
+    _give_bodies(batch, rows([1, 2]), bodies, world=[1, 2])
+    _give_bodies(batch, rows([0]), bodies, world=0)
+    for _ in range(60):
+        batch.step(DT)
+    got = fingerprint(batch)
+    for world in range(N_WORLDS):
+        alone = machine_scene(1, "cpu")
+        alone.set_state(
+            fx.State(
+                *(
+                    getattr(start, k)[world : world + 1]
+                    for k in ("position", "angle", "velocity", "angular_velocity", "sleeping")
+                )
+            )
+        )
+        alone.set_gravity(values["gravity"][world])
+        _give_bodies(alone, rows([world]), bodies)
+        for _ in range(60):
+            alone.step(DT)
+        assert_bitwise_equal(
+            [a[world : world + 1] for a in got], fingerprint(alone), f"world {world}"
+        )
+    assert not np.array_equal(got[0][0], got[0][1])
 
 
 def test_values_change_only_their_worlds():

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..device import residency, transfer
 from ..device.residency import Binding
-from ..model.world_params import WorldParams
+from ..model.world_params import MATERIAL_FIELDS, WorldParams
 from ..model.world_shapes import WorldShapes
 from ..physics.solver.context import StepContext
 from ..physics.solver.sleep import wake_what_disabled_bodies_held
@@ -56,8 +56,22 @@ def upload_motor(
 def upload_params(ctx: StepContext, binding: Binding, builder: ModelBuilder, params: WorldParams):
     """The model rows that follow from the per-world values `params` (materials, gravity,
     PID gains) into the host model and onto the device (one launch)."""
-    arrays = binding.apply_params(builder, params)
-    residency.write_resident(ctx.pool, list(arrays.items()))
+    arrays, changed = binding.apply_params(builder, params)
+    if changed is None:
+        residency.write_resident(ctx.pool, list(arrays.items()))
+        return
+    # A few worlds' values changed (a vector env's restarts): their rows alone.
+    slots, worlds = changed["slots"], changed["worlds"]
+    model = arrays["model"]
+    rows = {name: (slots, model[name][slots]) for name in MATERIAL_FIELDS}
+    rows["uneven"] = (worlds, model["uneven"][worlds])
+    rows["per_world"] = (np.zeros(1, np.int64), model["per_world"])
+    entries = [(ctx.pool.group("model"), rows)]
+    for group, name in (("model", "gravity"), ("joints", "pid")):
+        if name in changed["whole"]:
+            value = arrays[group][name]
+            entries.append((ctx.pool.group(group), {name: (np.arange(len(value)), value)}))
+    transfer.write_group_rows(entries)
 
 
 def upload_shapes(
@@ -76,24 +90,21 @@ def upload_shapes(
     does), a query runs the narrow phase first, and the resting contacts of sleeping bodies
     are checked again, as after set_state. Warm starting goes on (the pairs are matched by
     their features)."""
-    arrays = binding.apply_shapes(builder, world_shapes)
-    residency.write_resident(ctx.pool, list(arrays.items()))
-    pool, n = ctx.pool, ctx.cache.n_pairs
-    pairs, grid = transfer.read_groups(
-        [(pool.manifolds, {"body_a": n, "found_margin": n}), (pool.grid, {"fat_key": ctx.n_slots})]
-    )
-    resized = np.isin(pairs["body_a"] // ctx.n_bodies, worlds)
-    keys = grid["fat_key"].reshape(ctx.n_worlds, -1)
-    keys[worlds] = 2  # stale once they are awake: refitted by the next broad phase
-    transfer.write_groups(
-        [
-            (
-                pool.manifolds,
-                {"found_margin": np.where(resized, 0.0, pairs["found_margin"]).astype(np.float32)},
-            ),
-            (pool.grid, {"fat_key": keys.reshape(-1)}),
-        ]
-    )
+    arrays, changed = binding.apply_shapes(builder, world_shapes)
+    if changed is None:
+        residency.write_resident(ctx.pool, list(arrays.items()))
+    else:  # a few worlds' rows changed: those alone (a vector env's restarts)
+        rows, cells = changed
+        model = arrays["model"]
+        fields = {
+            name: (cells, value[cells]) if name == "world_cell" else (rows, value[rows])
+            for name, value in model.items()
+            if name != "shape_per_world"
+        }
+        fields["shape_per_world"] = (np.zeros(1, np.int64), model["shape_per_world"])
+        transfer.write_group_rows([(ctx.pool.group("model"), fields)])
+    if len(worlds):
+        transfer.refind_worlds(ctx, worlds)
     ctx.cache.contacts_current = False
     ctx.cache.state_set = True  # resting contacts are checked again (reporting.py)
 
@@ -165,13 +176,14 @@ def note_world_rows_written(ctx: StepContext, worlds: np.ndarray, joints_in_plac
         ctx.edited.note(ctx.n_worlds, worlds)
 
 
-def write_enabled(ctx: StepContext, bodies: np.ndarray, worlds: np.ndarray, enabled: bool):
+def write_enabled(ctx: StepContext, bodies: np.ndarray, worlds: np.ndarray, enabled: np.ndarray):
     """Bodies `bodies` ((k,) indices) in worlds `worlds` ((m,) indices) in or out of the
-    simulation. Put back, a body's joints hold again from wherever it and its partners
-    are: those worlds are rejoined (StepContext.edited; solver/rejoined_joints.py)."""
+    simulation, as `enabled` ((m, k) bool) says, in one launch. Put back, a body's joints
+    hold again from wherever it and its partners are: those worlds are rejoined
+    (StepContext.edited; solver/rejoined_joints.py)."""
     slots = (worlds[:, None] * ctx.n_bodies + bodies[None, :]).reshape(-1)
-    transfer.write_enabled(ctx, slots.astype(np.int32), enabled)
-    if not enabled:
+    transfer.write_enabled(ctx, slots.astype(np.int32), enabled.reshape(-1).astype(np.int32))
+    if not enabled.all():
         wake_what_disabled_bodies_held(ctx)
-    else:
-        ctx.edited.note(ctx.n_worlds, worlds, rejoined=True)
+    if enabled.any():
+        ctx.edited.note(ctx.n_worlds, worlds[enabled.any(axis=1)], rejoined=True)

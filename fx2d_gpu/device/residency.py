@@ -138,35 +138,40 @@ class Binding:
 
     def apply_params(
         self, builder: ModelBuilder, params: WorldParams
-    ) -> dict[str, dict[str, np.ndarray]]:
+    ) -> tuple[dict[str, dict[str, np.ndarray]], dict | None]:
         """Recompute the model's fields that follow from the per-world values `params`
         (world_params.DERIVED_FIELDS) from the model as built; returns them ({group: {field:
         array}}), for the caller to write to the device if the scene is resident (every load
-        uploads them)."""
+        uploads them), and the rows that alone changed since they were last made
+        (WorldParams.device_rows; None: any may have)."""
         model = self.model
         for group, fields in DERIVED_FIELDS.items():
             for name in fields:
                 if name in self.base_model[group]:
                     model[group][name] = self.base_model[group][name]
-        params.device_rows(builder, model)
+        changed = params.device_rows(builder, model)
         self.solver_flags = solver_flags(model)
-        return {
+        arrays = {
             group: {name: model[group][name] for name in fields}
             for group, fields in DERIVED_FIELDS.items()
         }
+        return arrays, changed
 
     def apply_shapes(
         self, builder: ModelBuilder, world_shapes: WorldShapes
-    ) -> dict[str, dict[str, np.ndarray]]:
+    ) -> tuple[dict[str, dict[str, np.ndarray]], tuple | None]:
         """Recompute the model's shape fields (builder.SHAPE_FIELDS, by shape row) and the
         worlds' grid cells from the per-world shapes `world_shapes`, starting from the
         model as built; returns them ({group: {field: array}}), for the caller to write to
-        the device if the scene is resident (every load uploads them)."""
+        the device if the scene is resident (every load uploads them), and the (shape rows,
+        worlds) that alone changed since they were last made (WorldShapes.device_rows;
+        None: any may have)."""
         model = self.model["model"]
         for name in SHAPE_FIELDS:
             model[name] = self.base_model["model"][name]
-        world_shapes.device_rows(builder, self.model)
-        return {"model": {name: model[name] for name in SHAPE_FIELDS + WORLD_SHAPE_FIELDS}}
+        changed = world_shapes.device_rows(builder, self.model)
+        fields = {name: model[name] for name in SHAPE_FIELDS + WORLD_SHAPE_FIELDS}
+        return {"model": fields}, changed
 
     def rebuild(
         self,

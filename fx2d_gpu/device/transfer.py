@@ -98,6 +98,76 @@ def read_groups(
     return out
 
 
+def write_group_rows(arrays: list[tuple["FieldGroup", dict[str, tuple[np.ndarray, np.ndarray]]]]):
+    """For each (group, {name: (rows, value)}): the group's field name takes value[i] at
+    entry rows[i] (rows: (k,) indices along its first dimension; value: (k, *element); a
+    0-d field: rows [0]) and is left as it is elsewhere: a few worlds' rows written, not
+    the field whole (write_groups). One kernel launch for all of them."""
+    fields, values, rows = [], [], []
+    for group, named in arrays:
+        for name, (at, value) in named.items():
+            field = getattr(group, name)
+            fields.append(field)
+            values.append(np.asarray(value))
+            count = len(values[-1]) if _shape(field).dims else 1
+            rows.append(_checked_rows(group, name, at, count))
+    if fields:
+        floats, ints, layout = _pack(fields, values, None, _row_starts(rows))
+        all_rows = np.concatenate(rows + [np.zeros(1, np.int32)])
+        _move_rows(*_template_of(arrays), floats, ints, all_rows, layout, _most(rows), True)
+
+
+def read_group_rows(entries: list[tuple["FieldGroup", dict[str, np.ndarray]]]):
+    """For each (group, {name: rows}): {name: the field's entries at rows ((k,) indices
+    along its first dimension), a (k, *element) NumPy array of its dtype}: a few worlds'
+    rows read, not the field whole (read_groups). One kernel launch for all of them."""
+    fields, rows = [], []
+    for group, named in entries:
+        for name, at in named.items():
+            fields.append(getattr(group, name))
+            rows.append(_checked_rows(group, name, at, len(at)))
+    if not fields:
+        return [{} for _ in entries]
+    counts = [len(r) for r in rows]
+    floats, ints, layout = _pack(fields, None, counts, _row_starts(rows))
+    all_rows = np.concatenate(rows + [np.zeros(1, np.int32)])
+    _move_rows(*_template_of(entries), floats, ints, all_rows, layout, _most(rows), False)
+    out, f = [], 0
+    for _, named in entries:
+        values = {}
+        for name in named:
+            shape = _shape(fields[f])
+            flat = floats if shape.floating else ints
+            start, count = int(layout[_LAYOUT * f]), int(layout[_LAYOUT * f + 1])
+            values[name] = flat[start : start + count * shape.width].reshape(
+                (count,) + shape.element_shape
+            )
+            f += 1
+        out.append(values)
+    return out
+
+
+def _checked_rows(group, name: str, rows, count: int) -> np.ndarray:
+    """`rows` as int32 indices of field `name`'s entries, one per value (count)."""
+    rows = np.asarray(rows, np.int64).reshape(-1)
+    entries = _shape(getattr(group, name)).entries
+    if len(rows) != count or (len(rows) and (rows.min() < 0 or rows.max() >= entries)):
+        raise ValueError(
+            f"{type(group).__name__}.{name}: {len(rows)} rows for {count} values, each "
+            f"in [0, {entries})"
+        )
+    return rows.astype(np.int32)
+
+
+def _row_starts(rows: list[np.ndarray]) -> list[int]:
+    """Where each field's rows start in the rows the kernel takes (_pack's third column)."""
+    return np.concatenate([[0], np.cumsum([len(r) for r in rows])[:-1]]).astype(int).tolist()
+
+
+def _most(rows: list[np.ndarray]) -> int:
+    return max(len(r) for r in rows)
+
+
 def _template_of(entries) -> tuple[tuple, tuple]:
     """The kernels' template arguments for [(group, {name: ...})]: the groups and, per
     group, its names."""
@@ -277,6 +347,45 @@ def _move_fields(
                     _fill_entry(field, flat, layout[_LAYOUT * f], layout[_LAYOUT * f + 1], i)
                 else:
                     _copy_entry(field, flat, layout[_LAYOUT * f], layout[_LAYOUT * f + 1], i)
+
+
+@quick
+@ti.kernel
+def _move_rows(
+    groups: ti.template(),
+    names: ti.template(),
+    floats: _F32_ARRAY,
+    ints: _I32_ARRAY,
+    rows: _I32_ARRAY,
+    layout: _I32_ARRAY,
+    n_rows: ti.i32,
+    to_device: ti.template(),
+):
+    """The named fields' entries at their rows from the flat arrays (to_device:
+    write_group_rows) or into them (read_group_rows); layout as _pack makes it, its third
+    column where each field's rows start in `rows`; n_rows: the most rows of a field."""
+    fields = ti.static(_fields_of(groups, names))
+    for i in range(n_rows):
+        for f in ti.static(range(len(fields))):
+            field = ti.static(fields[f])
+            flat = ti.static(floats if field.dtype == ti.f32 else ints)
+            width = ti.static(_shape(field).width)
+            if i < layout[_LAYOUT * f + 1]:
+                entry = rows[layout[_LAYOUT * f + 2] + i]
+                at = layout[_LAYOUT * f] + i * width
+                _move_entry(field, flat, at, entry, to_device)
+
+
+@ti.func
+def _move_entry(field: ti.template(), flat: ti.template(), at, entry, to_device: ti.template()):
+    """field's entry `entry` = flat[at:at + width] (to_device), or the other way round."""
+    columns, components = ti.static(_shape(field).columns, _shape(field).components)
+    for j in ti.static(range(columns)):
+        for c in ti.static(range(components)):
+            if ti.static(to_device):
+                _set(field, (entry, j), c, flat[at + j * components + c])
+            else:
+                flat[at + j * components + c] = _get(field, (entry, j), c)
 
 
 @quick
@@ -568,22 +677,57 @@ def write_joint_mode(ctx: "StepContext", joint: int, mode: int, max_effort: floa
 
 @quick
 @ti.kernel
+def _refind_worlds(
+    manifolds: ti.template(),
+    grid: ti.template(),
+    serial: ti.template(),
+    resized: _I32_ARRAY,
+    n_bodies: ti.i32,
+    n_pairs: ti.i32,
+):
+    ti.loop_config(serialize=serial)
+    for pair in range(n_pairs):
+        if resized[manifolds.body_a[pair] // n_bodies] != 0:
+            manifolds.found_margin[pair] = 0.0  # found afresh: no manifold kept
+    ti.loop_config(serialize=serial)
+    for slot in range(resized.shape[0] * n_bodies):
+        if resized[slot // n_bodies] != 0:
+            # Asleep and not colliding (broad_phase.pairing_key's bits 2 and 1): a key no
+            # awake body has, so the fat box is stale once the world wakes and the next
+            # broad phase refits it.
+            grid.fat_key[slot] = 2
+
+
+def refind_worlds(ctx: "StepContext", worlds: np.ndarray):
+    """The contacts of `worlds` ((k,) indices) found afresh at their bodies' new sizes
+    (their pairs keep no manifold from before: contacts.reuse_manifold) and their bodies'
+    fat boxes refitted by the next broad phase, on the device (the pairs and fat boxes
+    stay there)."""
+    resized = np.zeros(ctx.n_worlds, np.int32)
+    resized[worlds] = 1
+    pool = ctx.pool
+    _refind_worlds(pool.manifolds, pool.grid, ctx.serial, resized, ctx.n_bodies, ctx.cache.n_pairs)
+
+
+@quick
+@ti.kernel
 def _write_enabled(
-    bodies: ti.template(), serial: ti.template(), slots: _I32_ARRAY, enabled: ti.i32
+    bodies: ti.template(), serial: ti.template(), slots: _I32_ARRAY, values: _I32_ARRAY
 ):
     ti.loop_config(serialize=serial)
     for i in range(slots.shape[0]):
-        slot = slots[i]
+        slot, enabled = slots[i], values[i]
         if bodies.enabled[slot] != enabled:
             bodies.enabled[slot] = enabled
             bodies.sleeping[slot] = 0  # a body comes back awake
             bodies.sleep_time[slot] = 0.0
 
 
-def write_enabled(ctx: "StepContext", slots, enabled: bool):
-    """Enable or disable body slots (k,) int32; a body whose flag changes is awake (the
-    colouring then sees a woken body, and a disabled one's pairs are gone)."""
-    _write_enabled(ctx.pool.bodies, ctx.serial, slots, int(enabled))
+def write_enabled(ctx: "StepContext", slots, enabled):
+    """Enable or disable body slots (k,) int32, each as `enabled` says ((k,) 0 or 1
+    int32); a body whose flag changes is awake (the colouring then sees a woken body, and
+    a disabled one's pairs are gone)."""
+    _write_enabled(ctx.pool.bodies, ctx.serial, slots, enabled)
 
 
 @quick

@@ -31,7 +31,7 @@ from ..access.readout import check_state_out, float_dtype
 from ..access.snapshots import SceneSnapshot
 from ..access.spatial_queries import body_indices, joint_indices
 from ..access.world_resets import state_rows
-from ..checks import as_bool, as_count, as_index, as_real, as_step_count, as_step_length
+from ..checks import as_bool_table, as_count, as_index, as_real, as_step_count, as_step_length
 from ..model.builder import add_forces, check_forces, check_mode_targets, check_state, check_targets
 from ..model.model_queries import ModelQueries
 from ..model.world_params import BODY_PARAMS, WorldParams, world_selection
@@ -623,21 +623,22 @@ class ShardedScene(ModelQueries):
             ),
         )
 
-    def set_enabled(self, bodies, enabled: bool, world=None):
+    def set_enabled(self, bodies, enabled, world=None):
         """Take bodies out of the simulation or put them back (Scene.set_enabled).
 
         Args:
             bodies (int | array_like): body indices.
-            enabled: False takes them out, True puts them back.
+            enabled (bool | array_like): False takes them out, True puts them back: one
+                bool, or (k_worlds, k_bodies) bools, a row per world of `world`, in its order.
             world (int | array_like | None): global worlds, as Scene.set_enabled takes them
                 (world_params.world_selection).
         """
         self._check_open()
-        enabled = as_bool(enabled, "enabled")
         indices = body_indices(bodies, self.n_bodies)
         worlds = world_selection(world, self._n_worlds)
+        flags = as_bool_table(enabled, "enabled", len(worlds), len(indices))
         self._queue_worlds(
-            worlds, lambda _, mine, local: ("set_enabled", (indices, enabled), {"world": local})
+            worlds, lambda _, mine, local: ("set_enabled", (indices, flags[mine]), {"world": local})
         )
 
     def set_collision_filter(

@@ -500,9 +500,10 @@ class LevelsVectorEnv(Fx2DVectorEnv):
     sizes and placements, the boxes' sizes, the circles' radii, the polygons' vertices: the
     scene takes one keyword set per call, and places static bodies only), one
     set_body_params (the loose bodies' masses, DENSITY times their areas), one set_enabled
-    turning every optional body on, the fewest set_enabled calls turning the unused ones off
-    (at most one per optional body slot, 13, and at most one per reset world), and one
-    reset_worlds with their starting state: at most 20 calls, 8 for a single world.
+    (each world's used optional bodies on, the others off: a table of flags) and one
+    reset_worlds with their starting state: 7 calls. Each writes the reset worlds' rows on
+    the device and leaves the others' as they are (the host's caches, WorldShapes' and
+    WorldParams', redo those worlds alone: store_log).
 
     Observation (float32, (9 + n_rays,)):
 
@@ -791,19 +792,7 @@ class LevelsVectorEnv(Fx2DVectorEnv):
         used = np.concatenate(
             [batch.terrain_used, batch.boxes_used, batch.circles_used, batch.polygons_used], 1
         )
-        scene.set_enabled(self._optional, True, world=indices)
-        # Off: one call per distinct set of unused slots, or one per slot, whichever is fewer.
-        patterns, which = np.unique(~used, axis=0, return_inverse=True)
-        slots_off = np.flatnonzero((~used).any(axis=0))
-        if len(patterns) <= len(slots_off):
-            for p, pattern in enumerate(patterns):
-                if pattern.any():
-                    scene.set_enabled(
-                        self._optional[pattern], False, world=indices[which.ravel() == p]
-                    )
-        else:
-            for s in slots_off:
-                scene.set_enabled(self._optional[s], False, world=indices[~used[:, s]])
+        scene.set_enabled(self._optional, used, world=indices)  # (one launch)
 
         state = self._rows(k)
         order = np.arange(k)[:, None]

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..checks import FLOAT32_MAX, as_real_array, as_reals, as_vector2, as_vectors2
+from . import store_log
 from .builder import material_rows
 from .masses import bad_inertias, bad_masses, check_inertias, check_masses
 
@@ -44,21 +45,17 @@ BODY_PARAMS = {
 #: Fields of the device model that follow from the per-world values (not the scene's
 #: model as built: snapshots carry the values instead, and the fingerprint leaves these
 #: out, see state_files.model_fingerprint).
-DERIVED_FIELDS = {
-    "model": (
-        "inv_mass",
-        "inv_inertia",
-        "gravity_scale",
-        "damping",
-        "elasticity",
-        "static_friction",
-        "dynamic_friction",
-        "per_world",
-        "gravity",
-        "uneven",
-    ),
-    "joints": ("pid",),
-}
+#: Of them, those by material row (a row per body slot once a world differs).
+MATERIAL_FIELDS = (
+    "inv_mass",
+    "inv_inertia",
+    "gravity_scale",
+    "damping",
+    "elasticity",
+    "static_friction",
+    "dynamic_friction",
+)
+DERIVED_FIELDS = {"model": (*MATERIAL_FIELDS, "per_world", "gravity", "uneven"), "joints": ("pid",)}
 
 
 def world_selection(world, n_worlds: int, name: str = "world") -> np.ndarray:
@@ -176,6 +173,10 @@ def _base_values(builder: ModelBuilder) -> dict[str, np.ndarray]:
     }
 
 
+#: WorldParams' caches (the device rows it last made, and its log), left out of pickles.
+_CACHES = ("_kept_rows", store_log.LOG)
+
+
 class WorldParams:
     """The per-world values of one scene, in the user's units.
 
@@ -195,6 +196,17 @@ class WorldParams:
         self._every_world_gravity: np.ndarray | None = None
         self._gravity = np.array(gravity, np.float64)
         self.pid: np.ndarray | None = None
+        # Changes with every edit (store_log): the device rows made at a version redo the
+        # worlds stored since alone.
+        self.version = next(store_log.VERSIONS)
+
+    def __getstate__(self) -> dict:
+        # The device rows kept (a copy of the model's) stay behind: a copy rebuilds them.
+        return {k: v for k, v in self.__dict__.items() if k not in _CACHES}
+
+    def __setstate__(self, state: dict):
+        self.__dict__.update(state)
+        self.version = next(store_log.VERSIONS)
 
     @property
     def gravity(self) -> np.ndarray:
@@ -206,6 +218,7 @@ class WorldParams:
     @gravity.setter
     def gravity(self, values: np.ndarray):
         self._every_world_gravity = values
+        store_log.note_change(self)
 
     def copy(self) -> WorldParams:
         params = WorldParams(self.n_worlds, self._gravity)
@@ -263,6 +276,7 @@ class WorldParams:
             return {k: np.tile(v, (self.n_worlds, 1)) for k, v in base.items()}
         have = self.bodies["mass"].shape[1]
         if have < n:
+            store_log.note_change(self)
             self.bodies = {
                 k: np.concatenate([v, np.tile(base[k][have:], (self.n_worlds, 1))], axis=1)
                 for k, v in self.bodies.items()
@@ -366,6 +380,7 @@ class WorldParams:
             current["inertia"][cells] = inertia
         for name, value in checked.items():
             current[name][cells] = value
+        store_log.note_store(self, bodies, worlds)
 
     def check_gravity(self, gravity) -> np.ndarray:
         """(n_worlds, 2) float64 from (2,) (every world) or (n_worlds, 2), finite."""
@@ -402,32 +417,85 @@ class WorldParams:
         current = self.joint_gains(builder)
         self.pid = current
         current[np.ix_(worlds, joints)] = gains
+        store_log.note_change(self)
 
     # ------------------------------------------------------------------ the device rows
-    def device_rows(self, builder: ModelBuilder, model: dict):
-        """Put the per-world rows into `model` (builder.build_model's arrays, in place):
-        the material fields by material row (n_bodies rows while every world holds the same
-        values, else n_slots), per_world, gravity (n_worlds, 2), uneven (n_worlds,) and the
-        joints' pid (n_joint_slots, 3)."""
+    def device_rows(self, builder: ModelBuilder, model: dict) -> dict | None:
+        """Put the per-world rows into `model` (builder.build_model's arrays, in place, the
+        base model's derived fields in it): the material fields by material row (n_bodies
+        rows while every world holds the same values, else n_slots), per_world, gravity
+        (n_worlds, 2), uneven (n_worlds,) and the joints' pid (n_joint_slots, 3).
+
+        Returns, where only some rows changed since the rows were last made (stores of a
+        few worlds' values: the device takes those alone), {"slots": material rows,
+        "worlds": uneven's rows, (k,) int64 indices, "whole": the fields that changed
+        beyond them (gravity, pid)}; else None (anything may have changed).
+        """
         body, w = model["model"], self.n_worlds
         n = len(builder.bodies)
         per_world = self.bodies is not None and any(
             not (v == v[:1]).all() for v in self.body_values(builder).values()
         )
-        if per_world:
+        kept = self.__dict__.get("_kept_rows")
+        stores = None
+        if per_world and kept is not None and kept[0] is body["inv_mass"] and kept[1] == n:
+            stores = store_log.stored_since(self, kept[2])
+        changed = None
+        if stores is not None:  # the worlds stored since, alone
+            rows, uneven = kept[3], kept[4]
+            slots = np.unique(
+                np.concatenate(
+                    [np.zeros(0, np.int64)]
+                    + [(ws[:, None] * n + bs).reshape(-1) for bs, ws in stores]
+                )
+            )
+            worlds = np.unique(np.concatenate([np.zeros(0, np.int64)] + [ws for _, ws in stores]))
+            values = {k: v.reshape(-1)[slots] for k, v in self.bodies.items()}
+            driven = np.array([b.external_forces for b in builder.bodies], bool)[slots % n]
+            for name, value in material_rows(values, driven).items():
+                rows[name][slots] = value
+            uneven[worlds] = uneven_worlds(rows["inv_mass"].reshape(w, n)[worlds])
+            changed = {"slots": slots, "worlds": worlds}
+        elif per_world:
+            base = body["inv_mass"]
             values = {k: v.reshape(-1) for k, v in self.bodies.items()}
             driven = np.tile([b.external_forces for b in builder.bodies], w)
-            body.update(material_rows(values, driven))
-        elif self.bodies is not None:  # the same in every world: world 0's, n_bodies rows
-            values = {k: v[0].copy() for k, v in self.bodies.items()}
-            body.update(
-                material_rows(values, np.array([b.external_forces for b in builder.bodies], bool))
-            )
+            rows = material_rows(values, driven)
+            uneven = uneven_worlds(rows["inv_mass"].reshape(w, n))
+            # (The model holds these arrays: the next stores' rows are written in place.)
+            self._kept_rows = (base, n, self.version, rows, uneven)
+        else:
+            rows = {}
+            if self.bodies is not None:  # the same in every world: world 0's, n_bodies rows
+                values = {k: v[0].copy() for k, v in self.bodies.items()}
+                driven = np.array([b.external_forces for b in builder.bodies], bool)
+                rows = material_rows(values, driven)
+            inverse = rows.get("inv_mass", body["inv_mass"])[None, :]
+            uneven = np.broadcast_to(uneven_worlds(inverse), (w,)).copy()
+        body.update(rows)
         body["per_world"] = np.array(int(per_world), np.int32)
-        body["gravity"] = self.gravity.astype(np.float32)
-        inverse = body["inv_mass"].reshape(w, n) if per_world else body["inv_mass"][None, :]
-        body["uneven"] = np.broadcast_to(uneven_worlds(inverse), (w,)).copy()
-        model["joints"]["pid"] = self.joint_gains(builder).reshape(-1, 3).astype(np.float32)
+        body["uneven"] = uneven
+        gravity = self.gravity.astype(np.float32)
+        pid = self.joint_gains(builder).reshape(-1, 3).astype(np.float32)
+        if changed is not None:
+            before = kept[5]
+            changed["whole"] = tuple(
+                name
+                for name, value in (("gravity", gravity), ("pid", pid))
+                if not np.array_equal(value, before[name])
+            )
+            self._kept_rows = (
+                *kept[:2],
+                self.version,
+                rows,
+                uneven,
+                {"gravity": gravity, "pid": pid},
+            )
+        elif per_world:
+            self._kept_rows = (*self._kept_rows[:5], {"gravity": gravity, "pid": pid})
+        body["gravity"] = gravity
+        model["joints"]["pid"] = pid
+        return changed
 
     # ------------------------------------------------------------------ snapshots
     def arrays(self) -> dict[str, np.ndarray]:

@@ -20,7 +20,6 @@ each world's state, and in the state a reset starts the world from (initial_stat
 
 from __future__ import annotations
 
-import itertools
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -29,6 +28,7 @@ from .. import shapes
 from ..checks import as_real_array
 from ..enums import SHAPE_CAPSULE, SHAPE_CIRCLE, SHAPE_POLYGON
 from ..shapes import MAX_COORDINATE, MAX_POLYGON_VERTICES, Shape
+from . import store_log
 from .builder import SHAPE_FIELDS, cell_size_of, shape_rows
 from .masses import check_inertias
 
@@ -38,12 +38,9 @@ if TYPE_CHECKING:
 
 #: The keywords of Scene.set_shape_params that size a shape, in the order they are read.
 SHAPE_PARAMS = ("size", "radius", "length", "vertices")
-_VERSIONS = itertools.count()
+_VERSIONS = store_log.VERSIONS
 #: WorldShapes' caches (and their log), left out of pickles and copies.
-_CACHES = ("_kept_per_world", "_kept_cells", "_kept_rows", "_store_log")
-#: The stores a WorldShapes remembers (_stored_since): enough for the resets of one vector
-#: env step (the Levels' four set_shape_params) several times over.
-_STORE_LOG = 32
+_CACHES = ("_kept_per_world", "_kept_cells", "_kept_rows", store_log.LOG)
 #: The arrays of a snapshot's per-world shapes (WorldShapes.arrays), beside static_pose.
 SHAPE_ARRAYS = ("shape_radius", "shape_size", "shape_length", "shape_vertices")
 #: Every per-world geometry array a snapshot may hold.
@@ -292,18 +289,36 @@ class WorldShapes:
             stores = None
             if per_world and kept is not None and kept[2] and kept[0][1] == key[1]:
                 stores = self._stored_since(kept[0][0])
-            if stores is not None:  # the worlds stored since, alone
-                cells = kept[1].copy()
+            diameters = None
+            if stores is not None:  # the worlds stored since, alone: their stored bodies'
+                cells, diameters = kept[1].copy(), kept[3]
+                for bodies, worlds in stores:
+                    for body in bodies.tolist():
+                        values = self.shapes[body]
+                        diameters[worlds, body] = [values[w].diameter for w in worlds.tolist()]
                 changed = np.unique(np.concatenate([worlds for _, worlds in stores]))
-                for w in changed.tolist():
-                    cells[w] = cell_size_of(self.world_shapes(builder, w))
+                cells[changed] = np.median(diameters[changed], axis=1)
             elif per_world:
-                worlds = range(self.n_worlds)
-                cells = np.array([cell_size_of(self.world_shapes(builder, w)) for w in worlds])
+                diameters = self._diameters(builder)
+                cells = np.median(diameters, axis=1)
             else:
                 cells = np.full(self.n_worlds, cell_size_of(self.world_shapes(builder, 0)))
-            kept = self._kept_cells = (key, cells, per_world)
+            kept = self._kept_cells = (key, cells, per_world, diameters)
         return kept[1].copy()
+
+    def _diameters(self, builder: ModelBuilder) -> np.ndarray:
+        """(n_worlds, n_bodies) float64, m: every world's shapes' Shape.diameter, whose
+        medians along each row are the worlds' cells (cell_size_of's, the same floats: a
+        median's middle values and their mean do not depend on the axis)."""
+        n = len(builder.bodies)
+        diameters = np.empty((self.n_worlds, n))
+        for body in range(n):
+            values = self.shapes.get(body)
+            if values is None:
+                diameters[:, body] = builder.bodies[body].shape.diameter
+            else:
+                diameters[:, body] = [shape.diameter for shape in values]
+        return diameters
 
     def unit_inertia(self, builder: ModelBuilder, worlds, bodies) -> np.ndarray:
         """(k_worlds, k_bodies) float64, m^2: Shape.unit_inertia of `bodies` in `worlds`."""
@@ -386,6 +401,17 @@ class WorldShapes:
                     raise ValueError(
                         f"vertices: body {body} has {want} vertices in every world, got {got}"
                     )
+        try:
+            columns = [
+                self._made_column(
+                    builder, body, worlds, {key: array[:, j] for key, array in arrays.items()}
+                )
+                for j, body in enumerate(bodies.tolist())
+            ]
+        except (TypeError, ValueError):
+            columns = None  # one shape at a time below: its first bad value raises
+        if columns is not None:
+            return [[column[i] for column in columns] for i in range(kw)]
         new = []
         for i, world in enumerate(worlds.tolist()):
             row = []
@@ -400,6 +426,52 @@ class WorldShapes:
             new.append(row)
         return new
 
+    def _made_column(
+        self, builder: ModelBuilder, body: int, worlds: np.ndarray, values: dict
+    ) -> list[tuple[Shape, dict | None]]:
+        """resized's (shape, args) of `body` in each of `worlds` from `values` (keyword:
+        (k_worlds, *item) float64), the shapes of a kind made as a whole (shapes.circles,
+        boxes, polygons: the same shapes as _make's, to the bit). Raises where some value is
+        bad, not necessarily resized's error: resized then makes them one at a time."""
+        worlds = worlds.tolist()
+        if not values:  # kept as they are
+            return [(self.shape(builder, w, body), self._args_of(w, body)) for w in worlds]
+        added = builder.bodies[body].shape
+        name = kind_name(added)
+        current = [self.shape(builder, w, body) for w in worlds]
+        k = len(worlds)
+        if "radius" in values:
+            radii = np.asarray(values["radius"], np.float64)
+        else:
+            radii = np.array([shape.radius for shape in current], np.float64)
+        radius = radii.tolist()
+        if name == "circle" and not added.center.any() and not np.signbit(added.center).any():
+            made = shapes.circles(radii, k)
+            args = [{"radius": r} for r in radius]
+        elif name == "box" and "vertices" not in values:
+            if "size" in values:
+                sizes = np.array(values["size"], np.float64)
+            else:
+                sizes = np.array(
+                    [[v[1, 0] - v[0, 0], v[2, 1] - v[1, 1]] for v in (s.vertices for s in current)]
+                )
+            made = shapes.boxes(sizes, k, radii)
+            args = [{"radius": r, "size": size} for r, size in zip(radius, sizes, strict=True)]
+        elif name in ("box", "polygon"):
+            if "vertices" in values:
+                outlines = np.array(values["vertices"], np.float64)
+            else:
+                outlines = np.array([shape.vertices for shape in current])
+            made = shapes.polygons(outlines, radii)
+            args = [{"radius": r, "vertices": v} for r, v in zip(radius, outlines, strict=True)]
+        else:  # capsules, and circles off their body's origin: one at a time
+            args = [
+                _args(shape, name, {key: v[i] for key, v in values.items()})
+                for i, shape in enumerate(current)
+            ]
+            made = [_make(added, a) for a in args]
+        return list(zip(made, args, strict=True))
+
     def _args_of(self, world: int, body: int) -> dict | None:
         values = self.args.get(body)
         return None if values is None else values[world]
@@ -413,25 +485,11 @@ class WorldShapes:
                 values[world], args[world] = new[i][j]
             self.shapes[body] = values
             self.args[body] = args
-        before, self.version = self.version, next(_VERSIONS)
-        log = self.__dict__.setdefault("_store_log", [])
-        log.append((before, self.version, np.array(bodies), np.array(worlds)))
-        del log[:-_STORE_LOG]
+        store_log.note_store(self, bodies, worlds)
 
     def _stored_since(self, version: int) -> list[tuple[np.ndarray, np.ndarray]] | None:
-        """The (bodies, worlds) of each store since `version`, where stores alone changed
-        the shapes since (the caches below then redo those rows only: a vector env's resets
-        write a few worlds of thousands); None where something else did, or too long ago."""
-        log = self.__dict__.get("_store_log", ())
-        stores, at = [], self.version
-        for before, after, bodies, worlds in reversed(log):
-            if at == version:
-                break
-            if after != at:
-                return None
-            stores.append((bodies, worlds))
-            at = before
-        return stores if at == version else None
+        """store_log.stored_since: the caches below then redo those worlds' rows alone."""
+        return store_log.stored_since(self, version)
 
     # ------------------------------------------------------------------ static placement
     def placed(
@@ -616,11 +674,15 @@ class WorldShapes:
             self.poses[body] = rows.copy()
 
     # ------------------------------------------------------------------ the device rows
-    def device_rows(self, builder: ModelBuilder, model: dict):
+    def device_rows(self, builder: ModelBuilder, model: dict) -> tuple | None:
         """Put the shape rows into `model` (builder.build_model's arrays, in place, the
         base model's shape fields in it): SHAPE_FIELDS by shape row (n_bodies rows while
         every world holds the same shapes, else n_slots), shape_per_world (0-d) and
-        world_cell (n_worlds,) float32."""
+        world_cell (n_worlds,) float32.
+
+        Returns (shape rows, worlds), (k,) int64 indices, where only those rows and those
+        worlds' cells changed since the rows were last made (stores of a few worlds: the
+        device takes them alone), else None (anything may have changed)."""
         body_model = model["model"]
         n, w = len(builder.bodies), self.n_worlds
         per_world = self.per_world()
@@ -628,7 +690,7 @@ class WorldShapes:
         body_model["shape_per_world"] = np.array(int(per_world), np.int32)
         body_model["world_cell"] = cells.astype(np.float32)
         if not self.shapes:
-            return
+            return None
         collides = np.array([b.collides for b in builder.bodies], bool)
         # The rows last made, kept with the model rows they started from (the arrays as
         # built, alive while kept): stores since then redo their own rows alone.
@@ -637,9 +699,12 @@ class WorldShapes:
         stores = None
         if per_world and kept is not None and kept[0] is base and kept[1] == n:
             stores = self._stored_since(kept[2])
+        changed = None
         if stores is not None:
             rows = kept[3]
+            changed_rows, changed_worlds = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
             for bodies, worlds in stores:
+                changed_worlds.append(worlds)
                 for body in bodies.tolist():
                     if body < n:
                         values = self.shapes[body]
@@ -647,6 +712,11 @@ class WorldShapes:
                         found = shape_rows(chosen, np.full(len(chosen), collides[body]))
                         for name in SHAPE_FIELDS:
                             rows[name][worlds * n + body] = found[name]
+                        changed_rows.append(worlds * n + body)
+            changed = (
+                np.unique(np.concatenate(changed_rows)),
+                np.unique(np.concatenate(changed_worlds)),
+            )
         else:
             rows = {}
             for name in SHAPE_FIELDS:
@@ -667,6 +737,7 @@ class WorldShapes:
             # there, the binding's model being the current one, uploaded whole on a load.)
             self._kept_rows = (base, n, self.version, rows)
         body_model.update(rows)
+        return changed
 
 
 def _stored_args(arrays: dict, world: int, body: int, name: str, count: int) -> dict:
