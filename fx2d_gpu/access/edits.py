@@ -13,7 +13,8 @@ import numpy as np
 
 from ..device import residency, transfer
 from ..device.residency import Binding
-from ..model.world_params import MATERIAL_FIELDS, WorldParams
+from ..model.builder import MATERIAL_FIELDS
+from ..model.world_params import WorldParams
 from ..model.world_shapes import WorldShapes
 from ..physics.solver.context import StepContext
 from ..physics.solver.sleep import wake_what_disabled_bodies_held

@@ -1,7 +1,9 @@
 """Moving data between NumPy arrays on the host and the pool's fields on the device.
 
 Group transfers (write_groups, read_groups): any named fields of any groups (device.py)
-written or read in one kernel launch, for residency's loads and saves and Scene's reads.
+written or read in one kernel launch, for residency's loads and saves and Scene's reads;
+row transfers (write_group_rows, read_group_rows) the same for given entries alone, for a
+few worlds' rows of thousands (a vector env's restarts).
 Scatter kernels: NumPy arrays taken as ndarray arguments (compiled once), for Scene's writes
 between steps: applied forces, a new state, motor targets and modes, enabled flags, filters.
 write_rows is the one kernel that writes bodies' state rows: set_state's (write_state), and
@@ -80,8 +82,15 @@ def read_groups(
         return [{} for _ in extents]
     floats, ints, layout = _pack(fields, None, counts, counts)
     _move_fields(*_template_of(extents), floats, ints, layout, max(counts), False)
+    return _unpacked(extents, fields, floats, ints, layout)
+
+
+def _unpacked(entries, fields, floats, ints, layout) -> list[dict[str, np.ndarray]]:
+    """The fields' values read into _pack's flat arrays, as read_groups and
+    read_group_rows return them: per entry {name: (count, *element) array} (a 0-d field's
+    value as a 0-d array), NumPy arrays of the fields' dtypes."""
     out, f = [], 0
-    for _, named in extents:
+    for _, named in entries:
         values = {}
         for name in named:
             shape = _shape(fields[f])
@@ -132,19 +141,7 @@ def read_group_rows(entries: list[tuple["FieldGroup", dict[str, np.ndarray]]]):
     floats, ints, layout = _pack(fields, None, counts, _row_starts(rows))
     all_rows = np.concatenate(rows + [np.zeros(1, np.int32)])
     _move_rows(*_template_of(entries), floats, ints, all_rows, layout, _most(rows), False)
-    out, f = [], 0
-    for _, named in entries:
-        values = {}
-        for name in named:
-            shape = _shape(fields[f])
-            flat = floats if shape.floating else ints
-            start, count = int(layout[_LAYOUT * f]), int(layout[_LAYOUT * f + 1])
-            values[name] = flat[start : start + count * shape.width].reshape(
-                (count,) + shape.element_shape
-            )
-            f += 1
-        out.append(values)
-    return out
+    return _unpacked(entries, fields, floats, ints, layout)
 
 
 def _checked_rows(group, name: str, rows, count: int) -> np.ndarray:

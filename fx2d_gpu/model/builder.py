@@ -677,17 +677,7 @@ def _empty_model(n: int) -> dict[str, np.ndarray]:
     them; the fields' order is the model's)."""
     model = {
         name: np.zeros(n, np.float32)
-        for name in (
-            "inv_mass",
-            "inv_inertia",
-            "gravity_scale",
-            "damping",
-            "elasticity",
-            "static_friction",
-            "dynamic_friction",
-            "shape_radius",
-            "bounding_radius",
-        )
+        for name in (*MATERIAL_FIELDS, "shape_radius", "bounding_radius")
     }
     model.update(
         kinematic=np.zeros(n, np.int32),
@@ -724,6 +714,16 @@ def _fill_shapes(model: dict[str, np.ndarray], bodies: list[Body]):
     _write_shape_rows(model, body_shapes, _column(bodies, "collides", bool))
 
 
+#: The body model's material fields (material_rows'; by material row: world_params.py).
+MATERIAL_FIELDS = (
+    "inv_mass",
+    "inv_inertia",
+    "gravity_scale",
+    "damping",
+    "elasticity",
+    "static_friction",
+    "dynamic_friction",
+)
 #: The shape fields of device.BodyModel, by shape row (bodies.shape_row).
 SHAPE_FIELDS = (
     "shape_radius",
@@ -776,18 +776,7 @@ def material_rows(values: dict[str, np.ndarray], driven: np.ndarray) -> dict[str
     rows (world_params.py), so that they agree to the bit."""
     mass = values["mass"]
     dynamic = (mass > 0.0) & driven
-    rows = {
-        key: np.zeros(len(mass), np.float32)
-        for key in (
-            "inv_mass",
-            "inv_inertia",
-            "gravity_scale",
-            "damping",
-            "elasticity",
-            "static_friction",
-            "dynamic_friction",
-        )
-    }
+    rows = {key: np.zeros(len(mass), np.float32) for key in MATERIAL_FIELDS}
     rows["inv_mass"][dynamic] = 1.0 / mass[dynamic]
     rows["inv_inertia"][dynamic] = 1.0 / values["inertia"][dynamic]
     for key, param in (

@@ -19,13 +19,13 @@ A body is static or dynamic in every world: a world may not make a dynamic body 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
 from ..checks import FLOAT32_MAX, as_real_array, as_reals, as_vector2, as_vectors2
 from . import store_log
-from .builder import material_rows
+from .builder import MATERIAL_FIELDS, material_rows
 from .masses import bad_inertias, bad_masses, check_inertias, check_masses
 
 if TYPE_CHECKING:
@@ -45,16 +45,6 @@ BODY_PARAMS = {
 #: Fields of the device model that follow from the per-world values (not the scene's
 #: model as built: snapshots carry the values instead, and the fingerprint leaves these
 #: out, see state_files.model_fingerprint).
-#: Of them, those by material row (a row per body slot once a world differs).
-MATERIAL_FIELDS = (
-    "inv_mass",
-    "inv_inertia",
-    "gravity_scale",
-    "damping",
-    "elasticity",
-    "static_friction",
-    "dynamic_friction",
-)
 DERIVED_FIELDS = {"model": (*MATERIAL_FIELDS, "per_world", "gravity", "uneven"), "joints": ("pid",)}
 
 
@@ -175,6 +165,20 @@ def _base_values(builder: ModelBuilder) -> dict[str, np.ndarray]:
 
 #: WorldParams' caches (the device rows it last made, and its log), left out of pickles.
 _CACHES = ("_kept_rows", store_log.LOG)
+
+
+class _KeptRows(NamedTuple):
+    """The per-world device rows WorldParams.device_rows last made (arrays the model holds),
+    and what they were made from: the model as built (its base inv_mass array), the body
+    count and the values' version."""
+
+    base: np.ndarray
+    n: int
+    version: int
+    rows: dict
+    uneven: np.ndarray
+    gravity: np.ndarray
+    pid: np.ndarray
 
 
 class WorldParams:
@@ -428,21 +432,23 @@ class WorldParams:
 
         Returns, where only some rows changed since the rows were last made (stores of a
         few worlds' values: the device takes those alone), {"slots": material rows,
-        "worlds": uneven's rows, (k,) int64 indices, "whole": the fields that changed
-        beyond them (gravity, pid)}; else None (anything may have changed).
+        "worlds": uneven's rows, (k,) int64 indices, "whole": the other fields that changed,
+        of gravity and pid}; else None (anything may have changed).
         """
         body, w = model["model"], self.n_worlds
         n = len(builder.bodies)
         per_world = self.bodies is not None and any(
             not (v == v[:1]).all() for v in self.body_values(builder).values()
         )
+        gravity = self.gravity.astype(np.float32)
+        pid = self.joint_gains(builder).reshape(-1, 3).astype(np.float32)
         kept = self.__dict__.get("_kept_rows")
         stores = None
-        if per_world and kept is not None and kept[0] is body["inv_mass"] and kept[1] == n:
-            stores = store_log.stored_since(self, kept[2])
+        if per_world and kept is not None and kept.base is body["inv_mass"] and kept.n == n:
+            stores = store_log.stored_since(self, kept.version)
         changed = None
         if stores is not None:  # the worlds stored since, alone
-            rows, uneven = kept[3], kept[4]
+            rows, uneven = kept.rows, kept.uneven
             slots = np.unique(
                 np.concatenate(
                     [np.zeros(0, np.int64)]
@@ -455,15 +461,17 @@ class WorldParams:
             for name, value in material_rows(values, driven).items():
                 rows[name][slots] = value
             uneven[worlds] = uneven_worlds(rows["inv_mass"].reshape(w, n)[worlds])
-            changed = {"slots": slots, "worlds": worlds}
+            whole = (("gravity", gravity, kept.gravity), ("pid", pid, kept.pid))
+            changed = {
+                "slots": slots,
+                "worlds": worlds,
+                "whole": tuple(name for name, new, old in whole if not np.array_equal(new, old)),
+            }
         elif per_world:
-            base = body["inv_mass"]
             values = {k: v.reshape(-1) for k, v in self.bodies.items()}
             driven = np.tile([b.external_forces for b in builder.bodies], w)
             rows = material_rows(values, driven)
             uneven = uneven_worlds(rows["inv_mass"].reshape(w, n))
-            # (The model holds these arrays: the next stores' rows are written in place.)
-            self._kept_rows = (base, n, self.version, rows, uneven)
         else:
             rows = {}
             if self.bodies is not None:  # the same in every world: world 0's, n_bodies rows
@@ -472,27 +480,14 @@ class WorldParams:
                 rows = material_rows(values, driven)
             inverse = rows.get("inv_mass", body["inv_mass"])[None, :]
             uneven = np.broadcast_to(uneven_worlds(inverse), (w,)).copy()
+        if per_world:
+            # (The model holds these arrays: the next stores' rows are written in place.)
+            self._kept_rows = _KeptRows(
+                body["inv_mass"], n, self.version, rows, uneven, gravity, pid
+            )
         body.update(rows)
         body["per_world"] = np.array(int(per_world), np.int32)
         body["uneven"] = uneven
-        gravity = self.gravity.astype(np.float32)
-        pid = self.joint_gains(builder).reshape(-1, 3).astype(np.float32)
-        if changed is not None:
-            before = kept[5]
-            changed["whole"] = tuple(
-                name
-                for name, value in (("gravity", gravity), ("pid", pid))
-                if not np.array_equal(value, before[name])
-            )
-            self._kept_rows = (
-                *kept[:2],
-                self.version,
-                rows,
-                uneven,
-                {"gravity": gravity, "pid": pid},
-            )
-        elif per_world:
-            self._kept_rows = (*self._kept_rows[:5], {"gravity": gravity, "pid": pid})
         body["gravity"] = gravity
         model["joints"]["pid"] = pid
         return changed

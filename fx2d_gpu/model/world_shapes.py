@@ -10,7 +10,10 @@ reads); once a world differs, one row per body slot, and each world's own grid c
 (BodyModel.world_cell: the median diameter of its shapes, builder.cell_size_of). Every
 shape is made by the functions the add_* methods make theirs with (shapes.circle, box,
 capsule, polygon) and its rows by the builder's rule (builder.shape_rows), so world w of
-a batch steps bit for bit as a one-world scene built with world w's shapes.
+a batch steps bit for bit as a one-world scene built with world w's shapes. A store of a
+few worlds' shapes (a vector env's restarts) makes each body's new shapes of a kind as a
+whole (shapes.circles, boxes, polygons) and redoes those worlds' rows and cells alone, on
+the host and on the device (store_log.py).
 
 A body keeps its shape's kind in every world (a box stays a box, a polygon keeps its
 vertex count); edges and chain links are not resized. Static bodies (level geometry:
