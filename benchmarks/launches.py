@@ -66,7 +66,10 @@ them (StepOptions.interleave_small_worlds, small_worlds_begin_by_item).
 The vector environments (ENVS: fx2d/CartPole-v0, fx2d/Lander-v0 and fx2d/Levels-v0, 256
 environments, random actions, the scene's step as a GPU takes it: StepOptions.fold_on_cpu,
 steps_in_flight) are counted per vector step: the scene's step, and around it the forces
-or motor targets of the actions, the worlds that restart and the observations read.
+or motor targets of the actions, the worlds that restart and the observations read. Their
+random steps seldom restart a world, so a restart is counted on its own too
+(levels_restart_256, a row per reset call, not per step: reset with a reset_mask of
+RESTARTED of the 256 worlds, new levels written and observed).
 
 Each scene is stepped WARM_STEPS steps and read (steps in flight among them: read, not
 counted), then COUNTED_STEPS (or STEPS_IN_FLIGHT) counted. Saves
@@ -78,6 +81,7 @@ import contextlib
 import datetime
 import itertools
 
+import numpy as np
 import taichi as ti
 from taichi.lang import impl
 
@@ -323,17 +327,21 @@ ENVS = {
     "levels_env_256": "fx2d/Levels-v0",
 }
 ENV_COUNT = 256
+#: Restarts counted on their own (per reset call): {name: env id}, RESTARTED worlds each.
+RESTARTS = {"levels_restart_256": "fx2d/Levels-v0"}
+RESTARTED = 13  # 5 % of ENV_COUNT
 
 
 def _env_rows(names, options: StepOptions, base: dict) -> list[dict]:
-    """ENVS' counts per vector step (random actions, seeded), the scene stepping as a GPU
-    steps small worlds (`options` with fold_on_cpu and steps_in_flight)."""
+    """ENVS' counts per vector step (random actions, seeded), and RESTARTS' per reset
+    call, the scene stepping as a GPU steps small worlds (`options` with fold_on_cpu and
+    steps_in_flight)."""
     import gymnasium
 
     import fx2d_gpu.envs  # noqa: F401 - registers the environments
 
     rows = []
-    for name, env_id in ENVS.items():
+    for name, env_id in {**ENVS, **RESTARTS}.items():
         if names and name not in names:
             continue
         env = gymnasium.make_vec(
@@ -350,6 +358,14 @@ def _env_rows(names, options: StepOptions, base: dict) -> list[dict]:
         for _ in range(WARM_STEPS):
             advance()
         scene.get_state()
+        if name in RESTARTS:
+            masks = np.random.default_rng(0)
+
+            def advance(env=env, masks=masks):
+                mask = np.zeros(ENV_COUNT, bool)
+                mask[masks.choice(ENV_COUNT, RESTARTED, replace=False)] = True
+                env.reset(options={"reset_mask": mask})
+
         counts, _ = count(scene, STEPS_IN_FLIGHT, advance)
         env.close()
         row = {

@@ -902,18 +902,13 @@ class Scene(ModelQueries, SceneCopies, StepDiagnostics):
         k_bodies, 3): x, y, angle; None: where they are); written as set_state(worlds=)
         writes a state (contacts found afresh, sleep timers restarted)."""
         ctx = self._context()
-        state = readout.body_state(ctx, None, np.float64, worlds=worlds)
-        arrays = {
-            "position": state.position,
-            "angle": state.angle,
-            "velocity": state.velocity,
-            "angular_velocity": state.angular_velocity,
-            "sleeping": np.zeros(state.angle.shape, np.int32),
-        }
+        n = self.n_bodies
+        placed_slots = None
         if placed is not None:
-            arrays["position"][:, rows] = placed[..., :2]
-            arrays["angle"][:, rows] = placed[..., 2]
-        edits.write_world_rows(ctx, worlds, arrays)
+            placed_slots = (worlds[:, None] * n + rows[None, :]).reshape(-1)
+        slots = (worlds[:, None] * n + np.arange(n)).reshape(-1)
+        transfer.wake_slots(ctx, slots, placed_slots, placed)
+        edits.note_world_rows_written(ctx, worlds, joints_in_place=False)
 
     @serialized
     def get_shape_params(self, bodies=None) -> dict[str, np.ndarray]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..device import MAX_MANIFOLD_POINTS, FieldGroup, transfer
+from ..device import MAX_MANIFOLD_POINTS, FieldGroup
 from ..physics.collision.broad_phase import find_candidate_pairs
 from ..physics.collision.narrow_phase import compute_manifolds
 from ..physics.solver.context import StepContext
@@ -45,24 +45,11 @@ def float_dtype(dtype) -> np.dtype:
     return value
 
 
-def body_state(
-    ctx: StepContext,
-    rows: np.ndarray | None = None,
-    dtype=np.float64,
-    worlds: np.ndarray | None = None,
-) -> State:
+def body_state(ctx: StepContext, rows: np.ndarray | None = None, dtype=np.float64) -> State:
     """Every world's poses, velocities and sleep flags (floats of `dtype`, sleeping bool)
-    of the bodies `rows` ((k,) indices; None: all), new arrays (n_worlds, k, ...); or, with
-    `worlds` ((m,) indices), those worlds' alone (m, k, ...), read without the others'."""
+    of the bodies `rows` ((k,) indices; None: all), new arrays (n_worlds, k, ...)."""
     w, nb = ctx.n_worlds, ctx.n_bodies
-    if worlds is None:
-        state = ctx.pool.bodies.read(dict.fromkeys(_STATE_FIELDS, w * nb))
-    else:
-        w = len(worlds)
-        slots = (np.asarray(worlds, np.int64)[:, None] * nb + np.arange(nb)).reshape(-1)
-        (state,) = transfer.read_group_rows(
-            [(ctx.pool.bodies, dict.fromkeys(_STATE_FIELDS, slots))]
-        )
+    state = ctx.pool.bodies.read(dict.fromkeys(_STATE_FIELDS, w * nb))
 
     def field(name, width=()):
         value = state[name].reshape(w, nb, *width)

@@ -2,8 +2,8 @@
 
 Group transfers (write_groups, read_groups): any named fields of any groups (device.py)
 written or read in one kernel launch, for residency's loads and saves and Scene's reads;
-row transfers (write_group_rows, read_group_rows) the same for given entries alone, for a
-few worlds' rows of thousands (a vector env's restarts).
+a row transfer (write_group_rows) the same for given entries alone, for a few worlds' rows
+of thousands (a vector env's restarts).
 Scatter kernels: NumPy arrays taken as ndarray arguments (compiled once), for Scene's writes
 between steps: applied forces, a new state, motor targets and modes, enabled flags, filters.
 write_rows is the one kernel that writes bodies' state rows: set_state's (write_state), and
@@ -82,15 +82,8 @@ def read_groups(
         return [{} for _ in extents]
     floats, ints, layout = _pack(fields, None, counts, counts)
     _move_fields(*_template_of(extents), floats, ints, layout, max(counts), False)
-    return _unpacked(extents, fields, floats, ints, layout)
-
-
-def _unpacked(entries, fields, floats, ints, layout) -> list[dict[str, np.ndarray]]:
-    """The fields' values read into _pack's flat arrays, as read_groups and
-    read_group_rows return them: per entry {name: (count, *element) array} (a 0-d field's
-    value as a 0-d array), NumPy arrays of the fields' dtypes."""
     out, f = [], 0
-    for _, named in entries:
+    for _, named in extents:
         values = {}
         for name in named:
             shape = _shape(fields[f])
@@ -123,25 +116,7 @@ def write_group_rows(arrays: list[tuple["FieldGroup", dict[str, tuple[np.ndarray
     if fields:
         floats, ints, layout = _pack(fields, values, None, _row_starts(rows))
         all_rows = np.concatenate(rows + [np.zeros(1, np.int32)])
-        _move_rows(*_template_of(arrays), floats, ints, all_rows, layout, _most(rows), True)
-
-
-def read_group_rows(entries: list[tuple["FieldGroup", dict[str, np.ndarray]]]):
-    """For each (group, {name: rows}): {name: the field's entries at rows ((k,) indices
-    along its first dimension), a (k, *element) NumPy array of its dtype}: a few worlds'
-    rows read, not the field whole (read_groups). One kernel launch for all of them."""
-    fields, rows = [], []
-    for group, named in entries:
-        for name, at in named.items():
-            fields.append(getattr(group, name))
-            rows.append(_checked_rows(group, name, at, len(at)))
-    if not fields:
-        return [{} for _ in entries]
-    counts = [len(r) for r in rows]
-    floats, ints, layout = _pack(fields, None, counts, _row_starts(rows))
-    all_rows = np.concatenate(rows + [np.zeros(1, np.int32)])
-    _move_rows(*_template_of(entries), floats, ints, all_rows, layout, _most(rows), False)
-    return _unpacked(entries, fields, floats, ints, layout)
+        _scatter_fields(*_template_of(arrays), floats, ints, all_rows, layout, _most(rows))
 
 
 def _checked_rows(group, name: str, rows, count: int) -> np.ndarray:
@@ -348,7 +323,7 @@ def _move_fields(
 
 @quick
 @ti.kernel
-def _move_rows(
+def _scatter_fields(
     groups: ti.template(),
     names: ti.template(),
     floats: _F32_ARRAY,
@@ -356,33 +331,22 @@ def _move_rows(
     rows: _I32_ARRAY,
     layout: _I32_ARRAY,
     n_rows: ti.i32,
-    to_device: ti.template(),
 ):
-    """The named fields' entries at their rows from the flat arrays (to_device:
-    write_group_rows) or into them (read_group_rows); layout as _pack makes it, its third
-    column where each field's rows start in `rows`; n_rows: the most rows of a field."""
+    """The named fields' entries at their rows from the flat arrays (write_group_rows);
+    layout as _pack makes it, its third column where each field's rows start in `rows`;
+    n_rows: the most rows of a field."""
     fields = ti.static(_fields_of(groups, names))
     for i in range(n_rows):
         for f in ti.static(range(len(fields))):
             field = ti.static(fields[f])
             flat = ti.static(floats if field.dtype == ti.f32 else ints)
-            width = ti.static(_shape(field).width)
             if i < layout[_LAYOUT * f + 1]:
                 entry = rows[layout[_LAYOUT * f + 2] + i]
-                at = layout[_LAYOUT * f] + i * width
-                _move_entry(field, flat, at, entry, to_device)
-
-
-@ti.func
-def _move_entry(field: ti.template(), flat: ti.template(), at, entry, to_device: ti.template()):
-    """field's entry `entry` = flat[at:at + width] (to_device), or the other way round."""
-    columns, components = ti.static(_shape(field).columns, _shape(field).components)
-    for j in ti.static(range(columns)):
-        for c in ti.static(range(components)):
-            if ti.static(to_device):
-                _set(field, (entry, j), c, flat[at + j * components + c])
-            else:
-                flat[at + j * components + c] = _get(field, (entry, j), c)
+                at = layout[_LAYOUT * f] + i * ti.static(_shape(field).width)
+                columns, components = ti.static(_shape(field).columns, _shape(field).components)
+                for j in ti.static(range(columns)):
+                    for c in ti.static(range(components)):
+                        _set(field, (entry, j), c, flat[at + j * components + c])
 
 
 @quick
@@ -521,6 +485,61 @@ def forget_contact(manifolds: ti.template(), pair):
     for i in ti.static(range(2)):
         manifolds.normal_impulse[pair, i] = 0.0
         manifolds.tangent_impulse[pair, i] = 0.0
+
+
+@quick
+@ti.kernel
+def _wake_slots(
+    bodies: ti.template(),
+    serial: ti.template(),
+    slots: _I32_ARRAY,
+    placed_slots: _I32_ARRAY,
+    placed: _F32_TABLE,
+    n_placed: ti.i32,
+):
+    ti.loop_config(serialize=serial)
+    for i in range(slots.shape[0]):
+        slot = slots[i]
+        write_body_row(
+            bodies,
+            slot,
+            bodies.position[slot],
+            bodies.angle[slot],
+            bodies.velocity[slot],
+            bodies.angular_velocity[slot],
+            0,
+            True,
+            False,
+        )
+    ti.loop_config(serialize=serial)
+    for i in range(n_placed):  # (after the loop above: a kernel's loops run in turn)
+        slot = placed_slots[i]
+        bodies.position[slot] = ti.math.vec2(placed[i, 0], placed[i, 1])
+        bodies.angle[slot] = placed[i, 2]
+
+
+def wake_slots(
+    ctx: "StepContext",
+    slots: np.ndarray,
+    placed_slots: np.ndarray | None = None,
+    placed: np.ndarray | None = None,
+):
+    """Body slots `slots` ((k,) indices) written as they are but awake, their sleep timers,
+    islands and support restarting, as write_rows writes a state read from them (the same
+    floats, without the read: no sync on a GPU); with `placed_slots` ((m,) indices) those
+    static bodies at the poses `placed` ((m, 3): x m, y m, angle rad, as float32 takes
+    them). One launch."""
+    n_placed = 0 if placed_slots is None else len(placed_slots)
+    if n_placed == 0:
+        placed_slots, placed = np.zeros(1, np.int32), np.zeros((1, 3), np.float32)
+    _wake_slots(
+        ctx.pool.bodies,
+        ctx.serial,
+        np.ascontiguousarray(slots, np.int32),
+        np.ascontiguousarray(placed_slots, np.int32),
+        np.ascontiguousarray(placed, np.float32).reshape(-1, 3),
+        n_placed,
+    )
 
 
 #: The targets of a write that restarts no motor: an ndarray argument must not be empty.

@@ -1199,7 +1199,7 @@ def _wake_launch_disabled(
     n_bodies: ti.i32,
     n_pairs: ti.i32,
     n_joints: ti.i32,
-) -> ti.i32:
+):
     n_joint_slots = n_joints * (n_slots // ti.max(n_bodies, 1))
     stamp = _new_stamp(islands)
     ti.loop_config(serialize=serial)
@@ -1217,17 +1217,17 @@ def _wake_launch_disabled(
     ti.loop_config(serialize=serial)
     for slot in range(n_slots):
         _wake_if_marked(bodies, islands, slot, n_bodies, stamp)
-    return islands.woken[None]
 
 
-def wake_what_disabled_bodies_held(ctx: "StepContext") -> int:
+def wake_what_disabled_bodies_held(ctx: "StepContext"):
     """Wake the sleeping islands that touched (the pairs reported touching at the end of the
     last step, which keep a sleeping body's contacts: the broad phase pairs no sleeping
     body with a static one) or were jointed to a body now disabled: a box asleep on a floor
     that is taken away falls (a disabled body pairs with nothing, so wake_islands never sees
-    it go). Returns how many bodies woke."""
+    it go). Returns nothing, so that nothing waits for the device (a GPU's steps in flight
+    go on)."""
     pool = ctx.pool
-    return _wake_launch_disabled(
+    _wake_launch_disabled(
         bodies=pool.bodies,
         joints=pool.joints,
         manifolds=pool.reported,
