@@ -888,27 +888,14 @@ class Scene(ModelQueries, SceneCopies, StepDiagnostics):
             self._params.set_body_values(self._builder, rows, worlds, masses)
             if self._is_built():
                 self._cell = self._world_cell()
-                resized = worlds if given else np.zeros(0, np.int64)  # (inertia: no contacts)
-                edits.upload_shapes(
-                    self._context(), self._binding, self._builder, self._shapes, resized
-                )
-            self._upload_params()
+                ctx = self._context()
+                edits.upload_params(ctx, self._binding, self._builder, self._params, self._shapes)
+                ctx.cache.contacts_current = False  # a query runs the narrow phase first
+                ctx.cache.state_set = True  # resting contacts are checked again (reporting.py)
         if self._is_built() and (given or placing):
-            self._wake_worlds(worlds, rows, placed if placing else None)
-
-    def _wake_worlds(self, worlds: np.ndarray, rows: np.ndarray, placed: np.ndarray | None):
-        """Wake every body of `worlds` (their shapes or static bodies changed: nothing may
-        sleep where it no longer rests), with static bodies `rows` at `placed` ((k_worlds,
-        k_bodies, 3): x, y, angle; None: where they are); written as set_state(worlds=)
-        writes a state (contacts found afresh, sleep timers restarted)."""
-        ctx = self._context()
-        n = self.n_bodies
-        placed_slots = None
-        if placed is not None:
-            placed_slots = (worlds[:, None] * n + rows[None, :]).reshape(-1)
-        slots = (worlds[:, None] * n + np.arange(n)).reshape(-1)
-        transfer.wake_slots(ctx, slots, placed_slots, placed)
-        edits.note_world_rows_written(ctx, worlds, joints_in_place=False)
+            edits.write_resized(
+                self._context(), worlds, bool(given), rows, placed if placing else None
+            )
 
     @serialized
     def get_shape_params(self, bodies=None) -> dict[str, np.ndarray]:

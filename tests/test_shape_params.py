@@ -313,7 +313,7 @@ def test_a_resize_mid_run_finds_the_contacts_afresh(n_columns, sleep):
     the new size are found at once, the stack rises to rest on its new sizes; a snapshot
     taken after it repeats bitwise; world 0 goes on resting. World 2 was given its own
     size before the build, so world 1's resize is a store of a few rows (the device takes
-    world 1's rows alone and finds its contacts afresh there: transfer.refind_worlds)."""
+    world 1's rows alone and finds its contacts afresh there: edits.write_resized)."""
     scene = fx.Scene(n_worlds=3, arch="cpu", enable_sleep=sleep)
     scene.add_box((0.0, -0.5), (40.0, 1.0), mass=0.0)
     boxes = []

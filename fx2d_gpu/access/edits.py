@@ -54,14 +54,32 @@ def upload_motor(
     transfer.write_joint_mode(ctx, joint, motor.mode, motor.max_effort)
 
 
-def upload_params(ctx: StepContext, binding: Binding, builder: ModelBuilder, params: WorldParams):
+def upload_params(
+    ctx: StepContext,
+    binding: Binding,
+    builder: ModelBuilder,
+    params: WorldParams,
+    world_shapes: WorldShapes | None = None,
+):
     """The model rows that follow from the per-world values `params` (materials, gravity,
-    PID gains) into the host model and onto the device (one launch)."""
-    arrays, changed = binding.apply_params(builder, params)
+    PID gains) and, with `world_shapes`, from the per-world shapes (shape rows, grid
+    cells), into the host model and onto the device: fields whole where any row may have
+    changed (residency.write_resident), and where only a few worlds' rows changed (a vector
+    env's restarts: WorldParams.device_rows, WorldShapes.device_rows) those rows alone, all
+    of them in one launch (transfer.write_group_rows)."""
+    entries = _params_rows(ctx, *binding.apply_params(builder, params))
+    if world_shapes is not None:
+        entries += _shape_rows(ctx, *binding.apply_shapes(builder, world_shapes))
+    if entries:
+        transfer.write_group_rows(entries)
+
+
+def _params_rows(ctx: StepContext, arrays: dict, changed: dict | None) -> list:
+    """Binding.apply_params' `arrays` onto the device: whole here where `changed` is None,
+    else the changed rows' entries for transfer.write_group_rows."""
     if changed is None:
         residency.write_resident(ctx.pool, list(arrays.items()))
-        return
-    # A few worlds' values changed (a vector env's restarts): their rows alone.
+        return []
     slots, worlds = changed["slots"], changed["worlds"]
     model = arrays["model"]
     rows = {name: (slots, model[name][slots]) for name in MATERIAL_FIELDS}
@@ -72,42 +90,47 @@ def upload_params(ctx: StepContext, binding: Binding, builder: ModelBuilder, par
         if name in changed["whole"]:
             value = arrays[group][name]
             entries.append((ctx.pool.group(group), {name: (np.arange(len(value)), value)}))
-    transfer.write_group_rows(entries)
+    return entries
 
 
-def upload_shapes(
-    ctx: StepContext,
-    binding: Binding,
-    builder: ModelBuilder,
-    world_shapes: WorldShapes,
-    worlds: np.ndarray,
-):
-    """The shape rows and grid cells that follow from the per-world shapes `world_shapes`
-    into the host model and onto the device (one launch), `worlds` ((k,) indices) resized.
-    Their contacts are found afresh at the new sizes: no manifold of theirs is kept from
-    before (contacts.reuse_manifold: found_margin 0), their bodies' fat boxes are refitted
-    (broad_phase.refit_fat_boxes: the pairing key of a sleeping body that is not placed,
-    which no body of theirs has once the caller wakes them, as Scene.set_shape_params
-    does), a query runs the narrow phase first, and the resting contacts of sleeping bodies
-    are checked again, as after set_state. Warm starting goes on (the pairs are matched by
-    their features)."""
-    arrays, changed = binding.apply_shapes(builder, world_shapes)
+def _shape_rows(ctx: StepContext, arrays: dict, changed: tuple | None) -> list:
+    """Binding.apply_shapes' `arrays` onto the device: whole here where `changed` is None,
+    else the changed shape rows' and cells' entries for transfer.write_group_rows."""
     if changed is None:
         residency.write_resident(ctx.pool, list(arrays.items()))
-    else:  # a few worlds' rows changed: those alone (a vector env's restarts)
-        rows, cells = changed
-        model = arrays["model"]
-        fields = {
-            name: (cells, value[cells]) if name == "world_cell" else (rows, value[rows])
-            for name, value in model.items()
-            if name != "shape_per_world"
-        }
-        fields["shape_per_world"] = (np.zeros(1, np.int64), model["shape_per_world"])
-        transfer.write_group_rows([(ctx.pool.group("model"), fields)])
-    if len(worlds):
-        transfer.refind_worlds(ctx, worlds)
-    ctx.cache.contacts_current = False
-    ctx.cache.state_set = True  # resting contacts are checked again (reporting.py)
+        return []
+    rows, cells = changed
+    model = arrays["model"]
+    fields = {
+        name: (cells, value[cells]) if name == "world_cell" else (rows, value[rows])
+        for name, value in model.items()
+        if name != "shape_per_world"
+    }
+    fields["shape_per_world"] = (np.zeros(1, np.int64), model["shape_per_world"])
+    return [(ctx.pool.group("model"), fields)]
+
+
+def write_resized(
+    ctx: StepContext,
+    worlds: np.ndarray,
+    resized: bool,
+    statics: np.ndarray | None = None,
+    placed: np.ndarray | None = None,
+):
+    """After set_shape_params: every body of `worlds` ((k,) indices) awake (nothing may
+    sleep where it no longer rests), written as set_state(worlds=) writes a state, with
+    static bodies `statics` ((m,) indices) at `placed` ((k, m, 3): x, y, angle; None: where
+    they are); where `resized` their contacts are found afresh at the new sizes: no manifold
+    of theirs is kept from before (contacts.reuse_manifold: found_margin 0) and their fat
+    boxes are refitted (broad_phase.refit_fat_boxes). Warm starting goes on (the pairs are
+    matched by their features). One launch (transfer.wake_slots)."""
+    n = ctx.n_bodies
+    placed_slots = None
+    if placed is not None:
+        placed_slots = (worlds[:, None] * n + statics[None, :]).reshape(-1)
+    slots = (worlds[:, None] * n + np.arange(n)).reshape(-1)
+    transfer.wake_slots(ctx, slots, placed_slots, placed, refind=worlds if resized else None)
+    note_world_rows_written(ctx, worlds, joints_in_place=False)
 
 
 def upload_forces(ctx: StepContext, pending: dict[int, tuple[np.ndarray, np.ndarray]]):

@@ -491,12 +491,22 @@ def forget_contact(manifolds: ti.template(), pair):
 @ti.kernel
 def _wake_slots(
     bodies: ti.template(),
+    manifolds: ti.template(),
+    grid: ti.template(),
     serial: ti.template(),
     slots: _I32_ARRAY,
     placed_slots: _I32_ARRAY,
     placed: _F32_TABLE,
     n_placed: ti.i32,
+    refind: ti.i32,
+    resized: _I32_ARRAY,
+    n_pairs: ti.i32,
+    n_bodies: ti.i32,
 ):
+    ti.loop_config(serialize=serial)
+    for pair in range(n_pairs):
+        if resized[manifolds.body_a[pair] // n_bodies] != 0:
+            manifolds.found_margin[pair] = 0.0  # found afresh: no manifold kept
     ti.loop_config(serialize=serial)
     for i in range(slots.shape[0]):
         slot = slots[i]
@@ -511,6 +521,10 @@ def _wake_slots(
             True,
             False,
         )
+        if refind != 0:
+            # Asleep and not colliding (broad_phase.pairing_key's bits 2 and 1): a key no
+            # awake body has, so the next broad phase refits the fat box.
+            grid.fat_key[slot] = 2
     ti.loop_config(serialize=serial)
     for i in range(n_placed):  # (after the loop above: a kernel's loops run in turn)
         slot = placed_slots[i]
@@ -523,22 +537,37 @@ def wake_slots(
     slots: np.ndarray,
     placed_slots: np.ndarray | None = None,
     placed: np.ndarray | None = None,
+    refind: np.ndarray | None = None,
 ):
     """Body slots `slots` ((k,) indices) written as they are but awake, their sleep timers,
     islands and support restarting, as write_rows writes a state read from them (the same
     floats, without the read: no sync on a GPU); with `placed_slots` ((m,) indices) those
     static bodies at the poses `placed` ((m, 3): x m, y m, angle rad, as float32 takes
-    them). One launch."""
+    them); with `refind` ((w,) world indices, the worlds of `slots`) the worlds' pairs keep
+    no manifold (found_margin 0) and the slots' fat boxes are refitted by the next broad
+    phase. One launch."""
     n_placed = 0 if placed_slots is None else len(placed_slots)
     if n_placed == 0:
         placed_slots, placed = np.zeros(1, np.int32), np.zeros((1, 3), np.float32)
+    flags, n_pairs = np.zeros(1, np.int32), 0
+    if refind is not None:
+        flags = np.zeros(ctx.n_worlds, np.int32)
+        flags[refind] = 1
+        n_pairs = ctx.cache.n_pairs
+    pool = ctx.pool
     _wake_slots(
-        ctx.pool.bodies,
+        pool.bodies,
+        pool.manifolds,
+        pool.grid,
         ctx.serial,
         np.ascontiguousarray(slots, np.int32),
         np.ascontiguousarray(placed_slots, np.int32),
         np.ascontiguousarray(placed, np.float32).reshape(-1, 3),
         n_placed,
+        int(refind is not None),
+        flags,
+        n_pairs,
+        ctx.n_bodies,
     )
 
 
@@ -689,40 +718,6 @@ def write_joint_mode(ctx: "StepContext", joint: int, mode: int, max_effort: floa
         mode=mode,
         max_effort=max_effort,
     )
-
-
-@quick
-@ti.kernel
-def _refind_worlds(
-    manifolds: ti.template(),
-    grid: ti.template(),
-    serial: ti.template(),
-    resized: _I32_ARRAY,
-    n_bodies: ti.i32,
-    n_pairs: ti.i32,
-):
-    ti.loop_config(serialize=serial)
-    for pair in range(n_pairs):
-        if resized[manifolds.body_a[pair] // n_bodies] != 0:
-            manifolds.found_margin[pair] = 0.0  # found afresh: no manifold kept
-    ti.loop_config(serialize=serial)
-    for slot in range(resized.shape[0] * n_bodies):
-        if resized[slot // n_bodies] != 0:
-            # Asleep and not colliding (broad_phase.pairing_key's bits 2 and 1): a key no
-            # awake body has, so the fat box is stale once the world wakes and the next
-            # broad phase refits it.
-            grid.fat_key[slot] = 2
-
-
-def refind_worlds(ctx: "StepContext", worlds: np.ndarray):
-    """The contacts of `worlds` ((k,) indices) found afresh at their bodies' new sizes
-    (their pairs keep no manifold from before: contacts.reuse_manifold) and their bodies'
-    fat boxes refitted by the next broad phase, on the device (the pairs and fat boxes
-    stay there)."""
-    resized = np.zeros(ctx.n_worlds, np.int32)
-    resized[worlds] = 1
-    pool = ctx.pool
-    _refind_worlds(pool.manifolds, pool.grid, ctx.serial, resized, ctx.n_bodies, ctx.cache.n_pairs)
 
 
 @quick
