@@ -114,7 +114,7 @@ def test_each_world_steps_as_a_scene_built_with_its_shapes(kind, solver):
 def test_shapes_set_a_few_worlds_at_a_time_step_as_scenes_built_with_them(kind):
     """set_shape_params on a built batch, a few worlds at a time (as a vector env's resets
     write new levels: the model redoes those worlds' shape rows and grid cells alone,
-    WorldShapes._stored_since, the shapes of a kind made as a whole, and the device takes
+    store_log.stored_since, the shapes of a kind made as a whole, and the device takes
     those rows alone, transfer.write_group_rows): each world then steps bit for bit as a
     one-world scene built with its last shapes."""
     batch = _scene(kind, _world_values(kind, 0), N_WORLDS)

@@ -116,7 +116,8 @@ def write_group_rows(arrays: list[tuple["FieldGroup", dict[str, tuple[np.ndarray
     if fields:
         floats, ints, layout = _pack(fields, values, None, _row_starts(rows))
         all_rows = np.concatenate(rows + [np.zeros(1, np.int32)])
-        _scatter_fields(*_template_of(arrays), floats, ints, all_rows, layout, _most(rows))
+        most = max(len(r) for r in rows)
+        _scatter_fields(*_template_of(arrays), floats, ints, all_rows, layout, most)
 
 
 def _checked_rows(group, name: str, rows, count: int) -> np.ndarray:
@@ -134,10 +135,6 @@ def _checked_rows(group, name: str, rows, count: int) -> np.ndarray:
 def _row_starts(rows: list[np.ndarray]) -> list[int]:
     """Where each field's rows start in the rows the kernel takes (_pack's third column)."""
     return np.concatenate([[0], np.cumsum([len(r) for r in rows])[:-1]]).astype(int).tolist()
-
-
-def _most(rows: list[np.ndarray]) -> int:
-    return max(len(r) for r in rows)
 
 
 def _template_of(entries) -> tuple[tuple, tuple]:

@@ -291,7 +291,7 @@ class WorldShapes:
             per_world = self.per_world()
             stores = None
             if per_world and kept is not None and kept[2] and kept[0][1] == key[1]:
-                stores = self._stored_since(kept[0][0])
+                stores = store_log.stored_since(self, kept[0][0])
             diameters = None
             if stores is not None:  # the worlds stored since, alone: their stored bodies'
                 cells, diameters = kept[1].copy(), kept[3]
@@ -489,10 +489,6 @@ class WorldShapes:
             self.shapes[body] = values
             self.args[body] = args
         store_log.note_store(self, bodies, worlds)
-
-    def _stored_since(self, version: int) -> list[tuple[np.ndarray, np.ndarray]] | None:
-        """store_log.stored_since: the caches below then redo those worlds' rows alone."""
-        return store_log.stored_since(self, version)
 
     # ------------------------------------------------------------------ static placement
     def placed(
@@ -701,7 +697,7 @@ class WorldShapes:
         kept = self.__dict__.get("_kept_rows")
         stores = None
         if per_world and kept is not None and kept[0] is base and kept[1] == n:
-            stores = self._stored_since(kept[2])
+            stores = store_log.stored_since(self, kept[2])
         changed = None
         if stores is not None:
             rows = kept[3]
