@@ -891,7 +891,7 @@ class Scene(ModelQueries, SceneCopies, StepDiagnostics):
                 ctx = self._context()
                 edits.upload_params(ctx, self._binding, self._builder, self._params, self._shapes)
                 ctx.cache.contacts_current = False  # a query runs the narrow phase first
-                ctx.cache.state_set = True  # resting contacts are checked again (reporting.py)
+                edits.note_state_set(ctx.cache)  # resting contacts checked again
         if self._is_built() and (given or placing):
             edits.write_resized(
                 self._context(), worlds, bool(given), rows, placed if placing else None

@@ -307,3 +307,38 @@ def test_randomised_tasks_keep_the_host_path(arch):
     assert not DeviceStep.usable(env) and not env.device_step
     env.reset(seed=0)
     assert env.step(np.ones(4, np.int64))[0].shape == (4, 4)
+
+
+def test_a_lander_vector_step_is_three_launches_on_a_gpus_path(arch):
+    """On the path a GPU takes (the scene's step folded into one launch, counted on the
+    CPU: fold_on_cpu), a lander's vector step is three launches, a step after restarts
+    too: the push, the scene's step (its contact report built in it, the pushes' forces
+    cleared in it after the sleep pass; no body restarts asleep, so no resting pair is
+    checked apart) and the restarts with the observation. The same kernels in every step:
+    none compiles for the first restart, minutes into a GPU run."""
+    if arch != "cpu":
+        pytest.skip("the GPU's path is counted on the CPU (fold_on_cpu)")
+    env = LanderVectorEnv(32, arch=arch, max_episode_steps=25)
+    scene = env.scene
+    scene.step_options = scene.step_options.replace(fold_on_cpu=True, steps_in_flight=True)
+    env.reset(seed=0)
+    rng = np.random.default_rng(0)
+    for _ in range(40):
+        _, _, terminated, truncated, _ = env.step(_random_actions(env, rng))
+    counted = []
+    for _ in range(20):
+        restarting = bool((terminated | truncated).any())
+        before = launching.kernel_launches()
+        _, _, terminated, truncated, _ = env.step(_random_actions(env, rng))
+        after = launching.kernel_launches()
+        launched = {name: after[name] - before.get(name, 0) for name in after}
+        counted.append((restarting, {name: n for name, n in launched.items() if n}))
+    restarts = [restarting for restarting, _ in counted]
+    assert any(restarts) and not all(restarts)
+    kernels = {
+        "fx2d_gpu.envs.device_step._push": 1,
+        "fx2d_gpu.physics.solver.fused._substeps": 1,
+        "fx2d_gpu.envs.device_step._restart_and_observe": 1,
+    }
+    for restarting, launched in counted:
+        assert launched == kernels, (restarting, launched)

@@ -82,16 +82,16 @@ def _steps(scene, steps: int, read_every: int = 0, waits=None) -> list[list[np.n
 
 def test_small_worlds_steps_in_flight_bitwise_as_one_by_one(solver):
     """100 steps of 64 piling, sleeping and woken worlds read only at the end: every step
-    but the first (its report after set_state) and the push's (a force) is launched in
-    flight, with no launch that returns a value; then everything the caller reads is what
-    steps taken one by one give. Read every 7th step, the same again."""
+    but the first (after set_state: edited) and the push's (a force) is launched in flight,
+    with no launch that returns a value; then everything the caller reads is what steps
+    taken one by one give. Read every 7th step, the same again."""
     scene = _piles("cpu", solver, **FLYING)
     flown, waits = launches_of(IN_FLIGHT), []
     flying = _steps(scene, 100, waits=waits)
     flown = launches_of(IN_FLIGHT) - flown
     assert flown == 98, flown  # not the first step (after set_state) nor the push's
-    # Those two wait for their launches (the first, its report's too); none in flight does.
-    assert waits == [2 if step == 0 else int(step == PUSH) for step in range(100)], waits
+    # Those two wait for their one launch each (the report in it); none in flight does.
+    assert waits == [int(step in (0, PUSH)) for step in range(100)], waits
     one_by_one = _steps(_piles("cpu", solver, **ONE_BY_ONE), 100)
     _assert_same(flying[-1], one_by_one[-1])
     _assert_same(_steps(_piles("cpu", solver, **FLYING), 100, read_every=7)[-1], one_by_one[-1])

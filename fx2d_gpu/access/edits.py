@@ -164,7 +164,7 @@ def write_state(ctx: StepContext, arrays: dict[str, np.ndarray]):
     )
     ctx.cache.contacts_current = False
     ctx.cache.forget_events()
-    ctx.cache.state_set = True  # resting contacts are checked again (reporting.py)
+    note_state_set(ctx.cache, asleep=bool(arrays["sleeping"].any()))
     ctx.edited.note(ctx.n_worlds)
 
 
@@ -184,20 +184,32 @@ def write_world_rows(
     if len(worlds) == 0:
         return
     world_resets.write_worlds(ctx, worlds, arrays, reset=targets is not None, targets=targets)
-    note_world_rows_written(ctx, worlds, joints_in_place)
+    asleep = bool(arrays["sleeping"].any())
+    note_world_rows_written(ctx, worlds, joints_in_place, asleep=asleep)
 
 
-def note_world_rows_written(ctx: StepContext, worlds: np.ndarray, joints_in_place: bool):
+def note_world_rows_written(
+    ctx: StepContext, worlds: np.ndarray, joints_in_place: bool, asleep: bool = False
+):
     """The host's side of writing the rows of `worlds` ((k,) indices, k > 0) on the device
-    (write_world_rows, and a vector env's restarts written by its own kernel:
-    envs/device_step.py): their contacts are found afresh, the last step's events are
-    forgotten, and, unless `joints_in_place`, they are noted as edited (their joints
-    rejoined from where the bodies are)."""
+    (write_world_rows, write_resized, and a vector env's restarts written by its own kernel:
+    envs/device_step.py; `asleep`: some body was written asleep): their contacts are found
+    afresh, the last step's events are forgotten, and, unless `joints_in_place`, they are
+    noted as edited (their joints rejoined from where the bodies are)."""
     ctx.cache.contacts_current = False
     ctx.cache.forget_events()
-    ctx.cache.state_set = True  # resting contacts are checked again (reporting.py)
+    note_state_set(ctx.cache, asleep)
     if not joints_in_place:
         ctx.edited.note(ctx.n_worlds, worlds)
+
+
+def note_state_set(cache, asleep: bool = True):
+    """A StepCache's note that rows of the state were written by hand (`asleep`: some body
+    was written asleep): the next report holds no pair by last step's list, and where a body
+    was written asleep it first checks last step's resting pairs at the new poses
+    (StepCache.resting_recheck; solver/reporting.py)."""
+    cache.state_set = True
+    cache.resting_recheck = cache.resting_recheck or asleep
 
 
 def write_enabled(ctx: StepContext, bodies: np.ndarray, worlds: np.ndarray, enabled: np.ndarray):

@@ -76,6 +76,9 @@ class StepCache:
     forces wait on the device for the next step; n_reported, n_begin_events, n_end_events:
     the touching pairs and the contact events the last step reported
     (solver/reporting.py); state_set: the state was set by hand since (Scene.set_state);
+    resting_recheck: and a body was written asleep, so last step's resting pairs may still
+    rest at the new poses and are checked there first (reporting._recheck_resting; without
+    one, no pair of a written world rests: every body it could rest on was written awake);
     pairs_fat: the pairs in `contacts` are those of the bodies' fat boxes (large worlds,
     pairs.find_step_pairs; else every fat box is refitted before the next broad phase);
     pair_reuses: steps that kept the last step's pairs (no fat box moved); pairs_kept: this
@@ -106,6 +109,7 @@ class StepCache:
     n_begin_events: int = 0
     n_end_events: int = 0
     state_set: bool = False
+    resting_recheck: bool = False
     pairs_fat: bool = False
     pair_reuses: int = 0
     pairs_kept: bool = False

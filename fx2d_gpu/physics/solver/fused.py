@@ -342,13 +342,16 @@ class WorldLaunch:
     """What the host tells the small worlds' step in one launch (step_by_world): the broad
     phase's margin (m) and motion time (s); whether it saves last step's pairs first (not in
     a launch again after the pool grew: the first one began to overwrite them), builds the
-    reported list (`report`) and runs the sleep pass after it (`sleep`)."""
+    reported list (`report`), runs the sleep pass after it (`sleep`) and then clears the
+    applied forces where the list fit (`clears_forces`: integrate.clear_forces' work, no
+    launch of its own)."""
 
     margin: float
     motion_time: float
     save: bool
     report: bool
     sleep: bool
+    clears_forces: bool = False
 
 
 @dataclass(frozen=True)
@@ -378,14 +381,22 @@ def step_by_world(ctx: "StepContext", launch: WorldLaunch) -> WorldStep:
     carry and each world's solve order (coloring.color_worlds, as _color_worlds with carry);
     where nothing overflowed, the substeps a world per thread and the faults (as
     substeps_by_world), then where `launch.report` asks the reported list and where it fit
-    and `launch.sleep` asks the sleep pass (reporting.report_worlds, as _report_by_world).
+    and `launch.sleep` asks the sleep pass (reporting.report_worlds, as _report_by_world),
+    then where `launch.clears_forces` asks and the list fit, the applied forces cleared.
     The values the host passed those launches (the step's pairs, colours) are read on the
     device. Returns what it did (WorldStep): step._step_by_world notes it as those four
     launches' answers would have been noted, and where it stopped, finishes the step their
     way. The same results bit for bit (tests/test_small_worlds_one_launch.py); on a GPU four
     launches and four host syncs a step become one and one."""
     by_world, n_members, stride = _world_members(ctx)
-    a = _launch(ctx, by_world=by_world, n_members=n_members, stride=stride, worlds=launch)
+    a = _launch(
+        ctx,
+        by_world=by_world,
+        n_members=n_members,
+        stride=stride,
+        worlds=launch,
+        clears_forces=launch.clears_forces,
+    )
     return world_step(a)
 
 
@@ -2950,7 +2961,9 @@ def _launch_body(
     substeps_by_world): the stages of stages.CONTACTLESS_STAGES, no pairs, each world's
     joints in colour 0 in order (`n_colors` 1 where there are joints); the launch first
     records the constraint counts (no pairs), which no colouring launch did, and with
-    `clears_forces` each world zeroes its bodies' applied forces after its substeps.
+    `clears_forces` each world zeroes its bodies' applied forces after its substeps. With
+    contacts (a small worlds' step in one launch, `world_args`), `clears_forces` clears
+    them after the sleep pass, where the reported list fit.
 
     `in_flight` (the small worlds' step in flight, _worlds_in_flight): nothing runs where
     counts.stopped says a step in flight before it stopped short (every loop over no
@@ -3593,6 +3606,7 @@ def _launch_body(
             sleep,
             dt,
             solve * report,
+            clears_forces,
         )
     # A team's colouring in the launch (_color_by_team) is noted where world_colors are.
     colors = ti.Vector([world_colors[0], world_colors[1], 0])

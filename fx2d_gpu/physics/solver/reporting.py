@@ -41,6 +41,7 @@ from ...enums import HELD, TOUCHED
 from ..bodies import moves
 from ..collision.broad_phase import never_collide
 from ..collision.narrow_phase import collide_pair
+from ..integrate import clear_force
 from . import team, team_stages
 from .pairs import copy_pair_fields
 from .sleep import label_world
@@ -664,6 +665,7 @@ def _report_by_world(
         sleep,
         dt,
         1,
+        0,
     )
 
 
@@ -690,11 +692,14 @@ def report_worlds(
     sleep,
     dt,
     go,
+    clears_forces,
 ):
     """_report_by_world's loops (its answer), for a kernel of its own or the small worlds'
     step in one launch (fused.step_by_world); `go` 0: nothing is listed or put to sleep
-    (that launch stopped before its substeps), and the answer means nothing. Called at a
-    kernel's top level: its loops are the kernel's."""
+    (that launch stopped before its substeps), and the answer means nothing. With
+    `clears_forces` 1, where the list fits, each world's applied forces are cleared after
+    its sleep pass (which reads them: integrate.clear_forces' work, in the world's
+    thread). Called at a kernel's top level: its loops are the kernel's."""
     ti.loop_config(serialize=serial)
     for world in range(n_worlds * go):
         _count_world(
@@ -740,21 +745,25 @@ def report_worlds(
         if i < n_new:
             _store_entry(manifolds, staging, reported, i)
     ti.loop_config(serialize=serial)
-    for world in range(n_worlds if fits and sleep == 1 else 0):
-        label_world(
-            model,
-            bodies,
-            joints,
-            manifolds,
-            islands,
-            world,
-            n_worlds,
-            n_bodies,
-            n_pairs,
-            n_joints,
-            dt,
-            1,
-        )
+    for world in range(n_worlds if fits and (sleep == 1 or clears_forces == 1) else 0):
+        if sleep == 1:
+            label_world(
+                model,
+                bodies,
+                joints,
+                manifolds,
+                islands,
+                world,
+                n_worlds,
+                n_bodies,
+                n_pairs,
+                n_joints,
+                dt,
+                1,
+            )
+        if clears_forces == 1:
+            for slot in range(world * n_bodies, (world + 1) * n_bodies):
+                clear_force(bodies, slot)
     return ti.math.ivec3(n_new, n_begin, n_end)
 
 
@@ -950,7 +959,7 @@ def report_contacts(ctx: "StepContext", sleep: bool = False) -> bool:
         return False
     # After set_state the list reflects the new poses alone (no pair held by the old list).
     n_held = 0 if cache.state_set else cache.n_reported
-    if cache.state_set and cache.n_reported:
+    if cache.resting_recheck and cache.n_reported:
         pool = ctx.pool
         _recheck_resting(
             pool.model, pool.bodies, pool.reported, ctx.serial, cache.n_reported, ctx.n_bodies
@@ -1020,4 +1029,4 @@ def note_report(cache, n_new: int, n_begin: int, n_end: int):
     end events), every entry's origin its pair in this step's list or -1 (resting)."""
     cache.n_reported, cache.n_begin_events, cache.n_end_events = n_new, n_begin, n_end
     cache.report_mapped = True
-    cache.state_set = False
+    cache.state_set = cache.resting_recheck = False

@@ -437,12 +437,18 @@ def _step_by_world(ctx: StepContext) -> tuple[bool, bool]:
 
 def world_launch(ctx: StepContext) -> fused.WorldLaunch:
     """What ctx's small worlds' step in one launch is told (fused.WorldLaunch)."""
+    # (A report after a state written with a sleeper checks the resting pairs first,
+    # launching reporting._recheck_resting: not in the launch.)
+    report = ctx.options.report_by_world and ctx.n_bodies >= 3 and not ctx.cache.resting_recheck
+    sleep = ctx.enable_sleep and current_plan(ctx).sleep_in_report
     return fused.WorldLaunch(
         margin=SPECULATIVE_DISTANCE,
         motion_time=pair_window(ctx),
         save=True,
-        report=ctx.options.report_by_world and ctx.n_bodies >= 3 and not ctx.cache.state_set,
-        sleep=ctx.enable_sleep and current_plan(ctx).sleep_in_report,
+        report=report,
+        sleep=sleep,
+        # (after the last stage that reads them: the sleep pass, in the launch or none)
+        clears_forces=ctx.cache.forces_on_device and report and (sleep or not ctx.enable_sleep),
     )
 
 
@@ -473,6 +479,8 @@ def _after_world_launch(
     if launch.report and done.listed[0] <= ctx.pool.pair_capacity:
         ctx.report_built = done.listed
         ctx.slept_in_launch = launch.sleep
+        if launch.clears_forces:
+            ctx.cache.forces_on_device = False  # (cleared after the sleep pass)
     return True, True
 
 
