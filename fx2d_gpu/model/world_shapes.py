@@ -23,6 +23,8 @@ each world's state, and in the state a reset starts the world from (initial_stat
 
 from __future__ import annotations
 
+import contextlib
+import gc
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -50,6 +52,25 @@ SHAPE_ARRAYS = ("shape_radius", "shape_size", "shape_length", "shape_vertices")
 GEOMETRY_ARRAYS = (*SHAPE_ARRAYS, "static_pose")
 #: Device fields that follow from the per-world shapes (beside SHAPE_FIELDS).
 WORLD_SHAPE_FIELDS = ("shape_per_world", "world_cell")
+
+
+@contextlib.contextmanager
+def collector_paused():
+    """Python's cyclic garbage collector paused (where it was on) while a store of a few
+    worlds' shapes builds and keeps thousands of Shapes (a vector env's restarts). Each
+    allocation counts towards the collector's next pass and its passes towards a full one,
+    which walks every per-world Shape kept: at 4,096 worlds of fx2d/Levels-v0, 15.5 of a
+    restart's 77 ms (2-core CPU), 4.7 with the pause. Nothing a store builds refers back
+    to itself, so no garbage waits for the collector meanwhile; the counts carry on where
+    they stood (one young pass follows the store)."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 def is_box(shape: Shape) -> bool:
