@@ -346,9 +346,15 @@ class WorldShapes:
 
     def unit_inertia(self, builder: ModelBuilder, worlds, bodies) -> np.ndarray:
         """(k_worlds, k_bodies) float64, m^2: Shape.unit_inertia of `bodies` in `worlds`."""
-        return np.array(
-            [[self.shape(builder, w, b).unit_inertia for b in bodies] for w in worlds], np.float64
-        ).reshape(len(worlds), len(bodies))
+        unit = np.empty((len(worlds), len(bodies)))
+        worlds = np.asarray(worlds).tolist()
+        for j, body in enumerate(np.asarray(bodies).tolist()):
+            values = self.shapes.get(body)
+            if values is None:
+                unit[:, j] = builder.bodies[body].shape.unit_inertia
+            else:
+                unit[:, j] = [values[w].unit_inertia for w in worlds]
+        return unit
 
     def params(self, builder: ModelBuilder, bodies) -> dict[str, np.ndarray]:
         """Scene.get_shape_params' arrays of `bodies` ((k,) indices): radius (n_worlds, k),
@@ -501,14 +507,17 @@ class WorldShapes:
         return None if values is None else values[world]
 
     def store(self, builder: ModelBuilder, bodies: np.ndarray, worlds: np.ndarray, new):
-        """Store checked shapes (resized's: (shape, args) pairs) of `bodies` in `worlds`."""
+        """Store checked shapes (resized's: (shape, args) pairs) of `bodies` in `worlds`.
+        (In place: this WorldShapes' lists are its own, copy and the others build new
+        ones.)"""
+        worlds = worlds.tolist()
         for j, body in enumerate(bodies.tolist()):
-            values = list(self.body_shapes(builder, body))
-            args = list(self.args.get(body, [None] * self.n_worlds))
-            for i, world in enumerate(worlds.tolist()):
+            if body not in self.shapes:
+                self.shapes[body] = list(self.body_shapes(builder, body))
+            values = self.shapes[body]
+            args = self.args.setdefault(body, [None] * self.n_worlds)
+            for i, world in enumerate(worlds):
                 values[world], args[world] = new[i][j]
-            self.shapes[body] = values
-            self.args[body] = args
         store_log.note_store(self, bodies, worlds)
 
     # ------------------------------------------------------------------ static placement
