@@ -8,6 +8,7 @@ import dataclasses
 import numpy as np
 
 from fx2d_gpu import scenes
+from fx2d_gpu.enums import HELD
 from fx2d_gpu.physics.collision import broad_phase
 from fx2d_gpu.physics.solver import step as solver_step
 from fx2d_gpu.physics.solver.contacts import SPECULATIVE_DISTANCE
@@ -493,9 +494,17 @@ def test_a_report_built_in_the_teams_launch_is_its_own_launchs(arch, solver):
     at its end where the list was not refreshed (reporting.report_by_team,
     StepOptions.report_in_launch): every step's contacts (with their impulses) and begin
     and end events as _report_contacts' own launch gives them, with balls rolling into a
-    pyramid (contacts begin and end), a set_state in between (the resting pairs checked
-    again on the host's path) and the pyramid falling asleep (resting pairs kept)."""
+    pyramid (contacts begin and end), a set_state in between (with the soft step every body
+    awake then: the list built in the step's launch; XPBD's pyramid has sleepers already),
+    another of every body as it is but awake where pairs lie within the hold distance (the
+    list built in the step's launch, holding no pair by the old one: a held pair is not
+    listed), the pyramid falling asleep (resting pairs kept) and a set_state of the
+    sleeping pyramid as it is (the resting pairs checked again at their poses on the host's
+    path, and the list built there)."""
     from .helpers import launches_of, records_equal
+
+    apart = ("reporting._report_contacts", "reporting._recheck_resting")
+    after_set, asleep, held = {}, {}, {}
 
     def run(report_in_launch):
         specs, _ = scenes.pyramid_layout(10)
@@ -509,11 +518,22 @@ def test_a_report_built_in_the_teams_launch_is_its_own_launchs(arch, solver):
             scene.add_circle((x, 0.41 + i), 0.4, velocity=(0.6, 0.0))
         steps = []
         for step in range(150):
-            if step == 60:
+            if step in (60, 85, 140):
                 state = scene.get_state()
-                state.velocity[0, -1] = (-0.5, 2.0)
+                if step == 60:
+                    state.velocity[0, -1] = (-0.5, 2.0)
+                if step == 85:
+                    state.sleeping[:] = False
+                asleep[step] = int(state.sleeping.sum())
                 scene.set_state(state)
+            before = launches_of(*apart)
             scene.step(DT)
+            if report_in_launch and step in (60, 85, 140):
+                after_set[step] = launches_of(*apart) - before
+            if step == 85:
+                ctx = scene.step_context()
+                touching = ctx.pool.manifolds.read({"touching": ctx.cache.n_pairs})["touching"]
+                held[report_in_launch] = int((touching == HELD).sum())
             steps.append((scene.contacts(world=None), scene.contact_events()))
         return steps
 
@@ -523,6 +543,10 @@ def test_a_report_built_in_the_teams_launch_is_its_own_launchs(arch, solver):
     own_launch = run(False)
     if arch == "cpu":  # a CPU team ran the steps: their lists were built in its launches
         assert built_alone < 10, built_alone  # after set_state, and where a step had no team
+        assert asleep[140] > 50, asleep
+        # The check and the list apart where a sleeper was written, else neither.
+        assert after_set == {step: 2 if asleep[step] else 0 for step in (60, 85, 140)}, asleep
+        assert solver == "xpbd" or asleep[60] == 0, asleep
     began = 0
     for step, ((contacts, events), (contacts_own, events_own)) in enumerate(
         zip(in_launch, own_launch, strict=True)
@@ -531,6 +555,7 @@ def test_a_report_built_in_the_teams_launch_is_its_own_launchs(arch, solver):
         assert records_equal(events, events_own), step
         began += len(events.begin.world)
     assert began > 4  # the balls' and the thrown ball's contacts began
+    assert held[True] == held[False] > 0, held  # (pairs the old list would have held)
 
 
 @FOLDED_TEAM

@@ -593,14 +593,24 @@ def held_answers(ctx: "StepContext", n: int) -> list[WorldStep]:
 
 def _world_args(ctx: "StepContext", launch: WorldLaunch) -> tuple[int, ...]:
     """_substeps' world_args (_WorldArgs) for ctx's step in one launch."""
-    cache = ctx.cache
     return (
         int(keeps_colors(ctx)),
         int(one_color_by_world(ctx)),
-        0 if cache.state_set else cache.n_reported,
+        held_entries(ctx.cache),
         ctx.pool.pair_capacity,
         pair_limit(ctx.n_slots),
     )
+
+
+def _team_world_args(ctx: "StepContext") -> tuple[int, ...]:
+    """_substeps' world_args for a team's launch: only the held entries of its report."""
+    return (0, 0, held_entries(ctx.cache), 0, 0)
+
+
+def held_entries(cache) -> int:
+    """The old reported list's entries a report holds a pair by (reporting's n_held): all
+    of them, or none after a state written by hand (StepCache.state_set)."""
+    return 0 if cache.state_set else cache.n_reported
 
 
 #: Where each of the team's checks tallies in counts.tally (device.TALLY_SLOTS): the kept
@@ -729,8 +739,8 @@ FIND_COLORED = 3
 #: _substeps' `world_args` (step_by_world): whether the colouring starts from last step's
 #: colours (coloring.keeps_colors), whether every constraint takes colour 0
 #: (coloring.one_color_by_world), the old reported list's entries held (reporting's
-#: n_held), the pool's pairs and the most pairs allowed (broad_phase.pairs_fit checks
-#: them).
+#: n_held; a team's report in its launch takes it too: _team_world_args), the pool's pairs
+#: and the most pairs allowed (broad_phase.pairs_fit checks them).
 _WorldArgs = ti.types.vector(5, ti.i32)
 _KEEP, _ONE_COLOR, _N_HELD, _WORLD_CAPACITY, _WORLD_LIMIT = range(5)
 
@@ -934,7 +944,7 @@ def _launch_args(
         cell_size=ctx.cell_size,
         find_args=_find_args(ctx) if find else (0,) * 7,
         serial=bool(ctx.serial) if worlds is not None else False,
-        world_args=_world_args(ctx, worlds) if worlds is not None else (0,) * 5,
+        world_args=_world_args(ctx, worlds) if worlds is not None else _team_world_args(ctx),
         contacts=contacts,
         clears_forces=int(clears_forces),
     )
@@ -976,8 +986,9 @@ def _report_flags(ctx: "StepContext", by_world: bool, mode: int, folded: bool):
     launch's end where a refresh is due (reporting.refresh_due) for pairs left where the list
     was made from them (those a kept colouring keeps in place, or (SUBSTEPS) where the step
     put them); built there where the refresh did not hold: not where a refresh due now runs
-    on its own after the launch (it reads the old list), nor after set_state
-    (report_contacts checks the resting pairs again first)."""
+    on its own after the launch (it reads the old list), nor after a state written with a
+    sleeper (report_contacts checks the resting pairs again first: resting_recheck; after
+    any state written, it holds no pair by the old list: held_entries)."""
     in_place = mode == KEPT or (mode == SUBSTEPS and ctx.cache.pairs_in_place)
     team_tail = not by_world and mode != BEGIN
     refresh = team_tail and ctx.options.refresh_in_launch and refresh_due(ctx, in_place=in_place)
@@ -985,7 +996,7 @@ def _report_flags(ctx: "StepContext", by_world: bool, mode: int, folded: bool):
         team_tail
         and folded
         and ctx.options.report_in_launch
-        and not ctx.cache.state_set
+        and not ctx.cache.resting_recheck
         and (refresh or not refresh_due(ctx, in_place=in_place))
     )
     return refresh, report
@@ -1066,7 +1077,7 @@ def finds_in_launch(ctx: "StepContext") -> bool:
 def _reports_found(ctx: "StepContext") -> bool:
     """Whether a found step's launch builds the reported list (a found step's pairs are not
     where the list was made from them: no refresh is due, _launch's `report`)."""
-    return ctx.options.report_in_launch and not ctx.cache.state_set
+    return ctx.options.report_in_launch and not ctx.cache.resting_recheck
 
 
 def _find_args(ctx: "StepContext") -> tuple[int, ...]:
@@ -2541,6 +2552,9 @@ def _team_in_flight(
     found_args = find_args
     found_args[_COLORED_PAIRS] = before[_C_COLORED]
     found_args[_REPORT_FOUND] = took[_T_REPORT]
+    # (A flight's steps follow no state written by hand: in_flight._team_step_flies.)
+    held_args = world_args
+    held_args[_N_HELD] = before[_C_REPORTED]
     if late > 0 and counts.stopped[None] == 0:
         if took[_T_MAY_REUSE] == 0 and before[_C_PAIRS] + n_worlds * n_joints == 0:
             # Nothing to colour and no colouring to reuse: the host takes no kept launch
@@ -2601,7 +2615,7 @@ def _team_in_flight(
         cell_size=cell_size,
         find_args=found_args,
         serial=serial,
-        world_args=world_args,
+        world_args=held_args,
         contacts=contacts,
         clears_forces=clears_forces,
         in_flight=True,
@@ -3557,7 +3571,7 @@ def _launch_body(
                                 n_bodies,
                                 step_pairs,
                                 n_reported,
-                                n_reported,
+                                held,
                             )
                         if sleep == 1:
                             _sleep_by_team(
