@@ -282,3 +282,45 @@ def test_a_state_set_with_sleepers_checks_their_resting_pairs_at_the_new_poses()
     assert launches_of("reporting._recheck_resting", "reporting._report_by_world") == apart
     assert launching.returning_count() - returning == 1  # the step's one launch
     bottom_contacts_under_the_box(range(scene.n_worlds))
+
+
+def test_a_reset_of_some_worlds_leaves_the_others_sleepers_contacts_as_they_were():
+    """Piles asleep, a few worlds reset to their start (every body awake): the step after
+    it lists the other worlds' resting contacts (both bodies asleep or static: nothing
+    looks at them) exactly as the step before did, the same points, depths and impulses,
+    and builds its list in its one launch."""
+    scene = _piles("cpu", "soft_step", n_worlds=16)
+    start = scene.get_state()
+    for _ in range(300):
+        scene.step(DT)
+    state = scene.get_state()
+    sleeping = np.flatnonzero(state.sleeping[:, 1:4].all(axis=1))
+    assert len(sleeping) >= 4, sleeping
+    reset, kept = sleeping[:2], sleeping[2:]
+    fixed = state.sleeping.copy()
+    fixed[:, [0, 7]] = True  # the ground and the hinge's anchor: static
+
+    def resting(contacts):
+        """{(world, body_a, body_b): row} of the kept worlds' pairs of fixed bodies."""
+        return {
+            (w, a, b): row
+            for row, (w, a, b) in enumerate(
+                zip(contacts.world, contacts.body_a, contacts.body_b, strict=True)
+            )
+            if w in kept and fixed[w, a] and fixed[w, b]
+        }
+
+    before = scene.contacts(world=None)
+    scene.reset_worlds(reset, start)
+    apart = launches_of("reporting._recheck_resting", "reporting._report_by_world")
+    scene.step(DT)
+    assert launches_of("reporting._recheck_resting", "reporting._report_by_world") == apart
+    after = scene.contacts(world=None)
+    rows_before, rows_after = resting(before), resting(after)
+    assert len(rows_before) >= 2 * len(kept) and rows_before.keys() == rows_after.keys()
+    for name in ("points", "depths", "normal", "normal_impulse", "tangent_impulse"):
+        np.testing.assert_array_equal(
+            getattr(after, name)[list(rows_after.values())],
+            getattr(before, name)[list(rows_before.values())],
+            name,
+        )
