@@ -894,7 +894,8 @@ class Scene(ModelQueries, SceneCopies, StepDiagnostics):
                         ctx, self._binding, self._builder, self._params, self._shapes
                     )
                     ctx.cache.contacts_current = False  # a query runs the narrow phase first
-                    edits.note_state_set(ctx.cache)  # resting contacts checked again
+                    if not (given or placing):  # (else write_resized wakes them, below)
+                        edits.note_state_set(ctx.cache)  # resting contacts checked again
             if self._is_built() and (given or placing):
                 edits.write_resized(
                     self._context(), worlds, bool(given), rows, placed if placing else None

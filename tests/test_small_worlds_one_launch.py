@@ -324,3 +324,25 @@ def test_a_reset_of_some_worlds_leaves_the_others_sleepers_contacts_as_they_were
             getattr(before, name)[list(rows_before.values())],
             name,
         )
+
+
+def test_a_resize_of_sleeping_worlds_reports_in_the_steps_launch():
+    """set_shape_params wakes every body of the worlds it resizes (write_resized), so no
+    resting pair is left to check at the new sizes: the step after it builds its reported
+    list in its one launch, as after a restart (a Levels reset resizes its worlds), where
+    an inertia alone changed checks the resting pairs apart, as after set_state."""
+    scene = _piles("cpu", "soft_step", n_worlds=16)
+    for _ in range(300):
+        scene.step(DT)
+    sleeping = np.flatnonzero(scene.get_state().sleeping[:, 1:4].all(axis=1))
+    assert len(sleeping) >= 2, sleeping
+    apart = ("reporting._recheck_resting", "reporting._report_by_world")
+    scene.set_shape_params(1, size=(0.8, 0.9), world=sleeping[:2])
+    before = launches_of(*apart)
+    scene.step(DT)
+    assert launches_of(*apart) == before
+    assert not scene.get_state().sleeping[sleeping[:2], 1].any()  # woken
+    scene.set_shape_params(2, inertia=0.2, world=sleeping[2:])
+    before = launches_of(*apart)
+    scene.step(DT)
+    assert launches_of(*apart) - before == 2

@@ -92,6 +92,7 @@ from .plan import current_plan
 from .reporting import (
     MAX_REFRESH_BACKOFF,
     copy_listed,
+    held_entries,
     refresh_due,
     refresh_holds,
     refresh_tally,
@@ -605,12 +606,6 @@ def _world_args(ctx: "StepContext", launch: WorldLaunch) -> tuple[int, ...]:
 def _team_world_args(ctx: "StepContext") -> tuple[int, ...]:
     """_substeps' world_args for a team's launch: only the held entries of its report."""
     return (0, 0, held_entries(ctx.cache), 0, 0)
-
-
-def held_entries(cache) -> int:
-    """The old reported list's entries a report holds a pair by (reporting's n_held): all
-    of them, or none after a state written by hand (StepCache.state_set)."""
-    return 0 if cache.state_set else cache.n_reported
 
 
 #: Where each of the team's checks tallies in counts.tally (device.TALLY_SLOTS): the kept

@@ -940,6 +940,13 @@ def _recheck_resting(
         collide_pair(model, bodies, reported, j, n_bodies, RESTING_MARGIN)
 
 
+def held_entries(cache) -> int:
+    """The old reported list's entries a report holds a pair by (n_held): all of them, or
+    none after a state written by hand (StepCache.state_set): the list reflects the new
+    poses alone."""
+    return 0 if cache.state_set else cache.n_reported
+
+
 def report_contacts(ctx: "StepContext", sleep: bool = False) -> bool:
     """After the substeps: the reported pairs and this step's events (module docstring);
     sets ctx.cache.n_reported, n_begin_events and n_end_events. A list that outgrows the
@@ -958,7 +965,7 @@ def report_contacts(ctx: "StepContext", sleep: bool = False) -> bool:
         note_report(cache, *ctx.report_built)
         return False
     # After set_state the list reflects the new poses alone (no pair held by the old list).
-    n_held = 0 if cache.state_set else cache.n_reported
+    n_held = held_entries(cache)
     if cache.resting_recheck and cache.n_reported:
         pool = ctx.pool
         _recheck_resting(
