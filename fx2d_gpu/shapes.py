@@ -135,9 +135,7 @@ class Shape:
         SHAPE_CIRCLE (a point core), SHAPE_CHAIN (a chain link) or SHAPE_POLYGON (any other core
         of 2 or more vertices, with this shape's radius).
         """
-        if self.kind in (SHAPE_CIRCLE, SHAPE_CHAIN):
-            return self.kind
-        return SHAPE_POLYGON
+        return core_kind(self.kind)
 
 
 def circle(radius: float, center=(0.0, 0.0)) -> Shape:
@@ -271,22 +269,26 @@ def circles(radii, n: int) -> list[Shape]:
     Returns:
         A list of n Shapes.
     """
+    return circle_arrays(radii, n).shapes()
+
+
+def circle_arrays(radii, n: int) -> ShapeArrays:
+    """circles' n circles as arrays (ShapeArrays), checked as circles checks them: `radii`
+    (m, one for all or (n,)), `n` how many."""
     radii = as_reals(radii, "radii", n, minimum=MIN_SIZE)
     # A disc centred on the origin: Shape.bounding_radius is its radius, and unit_inertia's
-    # r^2 / 2 + |centre|^2 is r^2 / 2 (the same floats: tests/test_bulk_add.py).
-    return [
-        _prepared(
-            SHAPE_CIRCLE,
-            r,
-            _ORIGIN,
-            _NO_POINTS,
-            _NO_POINTS,
-            bounding_radius=r,
-            diameter=2.0 * r,
-            unit_inertia=0.5 * r**2,
-        )
-        for r in radii.tolist()
-    ]
+    # r^2 / 2 + |centre|^2 is r^2 / 2, in Python's floats as unit_inertia takes it (the
+    # same floats: tests/test_bulk_add.py).
+    return ShapeArrays(
+        SHAPE_CIRCLE,
+        radii.copy(),
+        np.zeros((n, 2)),
+        np.zeros((n, 0, 2)),
+        np.zeros((n, 0, 2)),
+        radii.copy(),
+        2.0 * radii,
+        np.array([0.5 * r**2 for r in radii.tolist()], np.float64).reshape(n),
+    )
 
 
 def boxes(sizes, n: int, radius=0.0) -> list[Shape]:
@@ -303,6 +305,12 @@ def boxes(sizes, n: int, radius=0.0) -> list[Shape]:
     Returns:
         A list of n Shapes.
     """
+    return box_arrays(sizes, n, radius).shapes()
+
+
+def box_arrays(sizes, n: int, radius=0.0) -> ShapeArrays:
+    """boxes' n boxes as arrays (ShapeArrays), checked as boxes checks them: `sizes`
+    ((width, height) m, (2,) or (n, 2)), `n` how many, `radius` (m, one for all or (n,))."""
     sizes = as_vectors2(sizes, "sizes", n)
     small = np.flatnonzero((sizes < MIN_SIZE).any(1))[:1]
     for i in small:
@@ -325,31 +333,21 @@ def boxes(sizes, n: int, radius=0.0) -> list[Shape]:
     lengths = np.hypot(edges[..., 0], edges[..., 1])
     normals = np.stack([edges[..., 1], -edges[..., 0]], axis=2) / lengths[..., None]
     area, _, second = _polygon_moments(vertices)
-    unit = second / area  # unit_inertia's rule for a sharp polygon
-    reach = (np.hypot(hw, hh) + 0.0).tolist()
-    vertices.setflags(write=False)
-    normals.setflags(write=False)
-    shapes = []
-    # Iterating the arrays gives each box its rows as read-only views.
-    for size, r, corners, sides, far, inertia in zip(
-        sizes, radii.tolist(), vertices, normals, reach, unit.tolist(), strict=True
-    ):
-        if r > 0.0:
-            shapes.append(box(size, r))
-        else:
-            shapes.append(
-                _prepared(
-                    SHAPE_POLYGON,
-                    0.0,
-                    _ORIGIN,
-                    corners,
-                    sides,
-                    bounding_radius=far,
-                    diameter=2.0 * far,
-                    unit_inertia=inertia,
-                )
-            )
-    return shapes
+    reach = np.hypot(hw, hh) + 0.0
+    made = ShapeArrays(
+        SHAPE_POLYGON,
+        np.zeros(n),
+        np.zeros((n, 2)),
+        vertices,
+        normals,
+        reach,
+        2.0 * reach,
+        second / area,  # unit_inertia's rule for a sharp polygon
+    )
+    rounded = np.flatnonzero(radii > 0.0)
+    if len(rounded):  # one at a time, as box makes them
+        made.put(rounded, ShapeArrays.of_shapes([box(sizes[i], radii[i]) for i in rounded]))
+    return made
 
 
 def polygons(vertices, radius=0.0) -> list[Shape]:
@@ -371,13 +369,19 @@ def polygons(vertices, radius=0.0) -> list[Shape]:
         ValueError: vertices not of shape (n, k, 2), or the first outline that breaks
             polygon()'s rules, named vertices[i] (its error, as polygon() raises it).
     """
+    return polygon_arrays(vertices, radius).shapes()
+
+
+def polygon_arrays(vertices, radius=0.0) -> ShapeArrays:
+    """polygons' shapes as arrays (ShapeArrays), checked as polygons checks them:
+    `vertices` ((n, k, 2) m, n outlines of k vertices), `radius` (m, one for all or (n,))."""
     verts = checks.as_real_array(vertices, "vertices")
     if verts.ndim != 3 or verts.shape[2] != 2:
         raise ValueError(f"vertices must have shape (n, k, 2), got {verts.shape}")
     n, k = verts.shape[:2]
     radii = as_reals(radius, "radius", n, minimum=0.0)
     if n == 0:
-        return []
+        return ShapeArrays.empty(SHAPE_POLYGON, k)
     # polygon()'s steps on every row at once: each row's arithmetic is the one polygon's
     # (sums along a row's own k numbers), so the arrays agree to the bit
     # (tests/test_bulk_add.py).
@@ -414,27 +418,162 @@ def polygons(vertices, radius=0.0) -> list[Shape]:
     cores = verts - centroid[:, None, :]
     reach = np.max(np.hypot(cores[..., 0], cores[..., 1]), axis=1) + 0.0
     moments_area, _, second = _polygon_moments(cores)
-    unit = second / moments_area  # unit_inertia's rule for a sharp polygon
-    cores.setflags(write=False)
-    normals.setflags(write=False)
-    made = []
-    for i, r in enumerate(radii.tolist()):
-        if r > 0.0:
-            made.append(polygon(given[i], radius=r)[0])
-        else:
-            made.append(
-                _prepared(
-                    SHAPE_POLYGON,
-                    0.0,
-                    _ORIGIN,
-                    cores[i],
-                    normals[i],
-                    bounding_radius=float(reach[i]),
-                    diameter=2.0 * float(reach[i]),
-                    unit_inertia=float(unit[i]),
-                )
-            )
+    made = ShapeArrays(
+        SHAPE_POLYGON,
+        np.zeros(n),
+        np.zeros((n, 2)),
+        cores,
+        normals,
+        reach,
+        2.0 * reach,
+        second / moments_area,  # unit_inertia's rule for a sharp polygon
+    )
+    rounded = np.flatnonzero(radii > 0.0)
+    if len(rounded):  # one at a time, as polygon makes them
+        made.put(
+            rounded, ShapeArrays.of_shapes([polygon(given[i], radius=radii[i])[0] for i in rounded])
+        )
     return made
+
+
+@dataclass
+class ShapeArrays:
+    """n shapes of one kind and vertex count as arrays, row i being shape i: what the bulk
+    constructors build (circle_arrays, box_arrays, polygon_arrays), and a body's shapes
+    over a batch's worlds (model/world_shapes.py), which a vector env's restarts rewrite a
+    few rows at a time without a Shape object per world.
+
+    Attributes:
+        kind: the shapes' Shape.kind (SHAPE_CIRCLE, SHAPE_POLYGON or SHAPE_CAPSULE; a
+            body resized per world keeps its kind).
+        radius: (n,) float64, m (Shape.radius).
+        center: (n, 2) float64, m (Shape.center).
+        vertices, normals: (n, k, 2) float64, k the vertex count (0 for circles).
+        bounding_radius, diameter: (n,) float64, m; unit_inertia: (n,) float64, m²: the
+            Shape properties of each row, computed as Shape computes them.
+    """
+
+    kind: int
+    radius: np.ndarray
+    center: np.ndarray
+    vertices: np.ndarray
+    normals: np.ndarray
+    bounding_radius: np.ndarray
+    diameter: np.ndarray
+    unit_inertia: np.ndarray
+
+    #: The per-row arrays, in order.
+    FIELDS = (
+        "radius",
+        "center",
+        "vertices",
+        "normals",
+        "bounding_radius",
+        "diameter",
+        "unit_inertia",
+    )
+
+    def __len__(self) -> int:
+        return len(self.radius)
+
+    @classmethod
+    def empty(cls, kind: int, vertex_count: int) -> ShapeArrays:
+        """No shapes of `kind` with `vertex_count` vertices."""
+        points = np.zeros((0, vertex_count, 2))
+        return cls(kind, np.zeros(0), np.zeros((0, 2)), points, points.copy(), *np.zeros((3, 0)))
+
+    @classmethod
+    def of_shapes(cls, made: list[Shape]) -> ShapeArrays:
+        """The shapes `made` (of one kind and vertex count, at least one) as arrays, row
+        by row."""
+        return cls(
+            made[0].kind,
+            np.array([s.radius for s in made], np.float64),
+            np.array([s.center for s in made], np.float64).reshape(len(made), 2),
+            np.array([s.vertices for s in made], np.float64).reshape(len(made), -1, 2),
+            np.array([s.normals for s in made], np.float64).reshape(len(made), -1, 2),
+            np.array([s.bounding_radius for s in made], np.float64),
+            np.array([s.diameter for s in made], np.float64),
+            np.array([s.unit_inertia for s in made], np.float64),
+        )
+
+    @classmethod
+    def repeated(cls, shape: Shape, n: int) -> ShapeArrays:
+        """`shape` in each of n rows."""
+        return cls.of_shapes([shape]).take(np.zeros(n, np.int64))
+
+    @classmethod
+    def concatenated(cls, parts: list[ShapeArrays]) -> ShapeArrays:
+        """The rows of `parts` (of one kind and vertex count, at least one) one after
+        another."""
+        return cls(
+            parts[0].kind,
+            *(np.concatenate([getattr(p, name) for p in parts]) for name in cls.FIELDS),
+        )
+
+    def take(self, rows) -> ShapeArrays:
+        """The shapes at `rows` ((k,) indices), copied."""
+        rows = np.asarray(rows, np.int64)
+        return ShapeArrays(self.kind, *(getattr(self, name)[rows] for name in self.FIELDS))
+
+    def put(self, rows, other: ShapeArrays) -> None:
+        """Rows `rows` ((k,) indices) become `other`'s k shapes (of this kind and vertex
+        count), in place."""
+        for name in self.FIELDS:
+            getattr(self, name)[rows] = getattr(other, name)
+
+    def copy(self) -> ShapeArrays:
+        """These shapes with arrays of their own."""
+        return ShapeArrays(self.kind, *(getattr(self, name).copy() for name in self.FIELDS))
+
+    def shape(self, i: int) -> Shape:
+        """Row i as a Shape of its own (its arrays copied: the rows may be rewritten)."""
+        return _prepared(
+            self.kind,
+            float(self.radius[i]),
+            _frozen(self.center[i]),
+            _frozen(self.vertices[i]),
+            _frozen(self.normals[i]),
+            bounding_radius=float(self.bounding_radius[i]),
+            diameter=float(self.diameter[i]),
+            unit_inertia=float(self.unit_inertia[i]),
+        )
+
+    def shapes(self) -> list[Shape]:
+        """Every row as a Shape, sharing these arrays, which it makes read-only (a bulk
+        constructor's own arrays: no copy of a million rows)."""
+        for name in ("center", "vertices", "normals"):
+            getattr(self, name).setflags(write=False)
+        return [
+            _prepared(
+                self.kind,
+                radius,
+                center,
+                corners,
+                sides,
+                bounding_radius=far,
+                diameter=size,
+                unit_inertia=inertia,
+            )
+            # Iterating the arrays gives each shape its rows as read-only views.
+            for radius, center, corners, sides, far, size, inertia in zip(
+                self.radius.tolist(),
+                self.center,
+                self.vertices,
+                self.normals,
+                self.bounding_radius.tolist(),
+                self.diameter.tolist(),
+                self.unit_inertia.tolist(),
+                strict=True,
+            )
+        ]
+
+
+def core_kind(kind: int) -> int:
+    """The kind the device's narrow phase sees for a shape of `kind` (Shape.core_kind)."""
+    if kind in (SHAPE_CIRCLE, SHAPE_CHAIN):
+        return kind
+    return SHAPE_POLYGON
 
 
 def _prepared(

@@ -121,7 +121,7 @@ def _own_shapes(scene, world: int) -> list | None:
     """World `world`'s shapes, where some world of `scene` has shapes of its own
     (Scene.set_shape_params); None where every world draws the add_* shapes."""
     world_shapes = getattr(scene, "_shapes", None)
-    if world_shapes is None or not world_shapes.shapes:
+    if world_shapes is None or not world_shapes.columns:
         return None
     return world_shapes.world_shapes(scene._builder, world)
 

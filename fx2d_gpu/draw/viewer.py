@@ -634,7 +634,7 @@ class _LocalOutlines:
         """These outlines, or those of `world` where its shapes are its own (built once,
         and again once the shapes change)."""
         world_shapes = getattr(self.scene, "_shapes", None)
-        if world_shapes is None or not world_shapes.shapes or world == self.world:
+        if world_shapes is None or not world_shapes.columns or world == self.world:
             return self
         kept = self._worlds.get(world)
         if kept is None or kept[0] != world_shapes.version:

@@ -747,6 +747,22 @@ def shape_rows(body_shapes, collides: np.ndarray) -> dict[str, np.ndarray]:
     return model
 
 
+def shape_array_rows(geometry: shapes.ShapeArrays, collides: bool) -> dict[str, np.ndarray]:
+    """shape_rows of the n shapes of one kind and vertex count in `geometry`
+    (shapes.ShapeArrays: a body's shapes over a batch's worlds), the same fields and floats,
+    without a Shape per row. Not chain links (a body resized per world is not one)."""
+    n, k = len(geometry), geometry.vertices.shape[1]
+    model = {key: value for key, value in _empty_model(n).items() if key in SHAPE_FIELDS}
+    model["shape_kind"][:] = shapes.core_kind(geometry.kind) if collides else shapes.SHAPE_NONE
+    model["shape_radius"][:] = geometry.radius
+    model["bounding_radius"][:] = geometry.bounding_radius
+    model["shape_center"][:] = geometry.center
+    model["shape_vertex_count"][:] = k
+    model["shape_vertices"][:, :k] = geometry.vertices
+    model["shape_normals"][:, :k] = geometry.normals
+    return model
+
+
 def _write_shape_rows(model: dict[str, np.ndarray], body_shapes, collides):
     """shape_rows' fields of `body_shapes` (n Shapes, a sequence) into `model`'s arrays of
     n rows, in place."""

@@ -49,3 +49,13 @@ def stored_since(owner, version: int) -> list[tuple[np.ndarray, np.ndarray]] | N
         stores.append((bodies, worlds))
         at = before
     return stores if at == version else None
+
+
+def distinct(indices: list[np.ndarray], size: int) -> np.ndarray:
+    """(k,) int64: the distinct values of the index arrays `indices` (each in [0, size)),
+    sorted: np.unique's answer through a mask of `size` flags, which takes ~1 ms where
+    np.unique hashed the 262,144 rows of a store of 4 bodies in 65,536 worlds for ~50."""
+    mask = np.zeros(size, bool)
+    for values in indices:
+        mask[values] = True
+    return np.flatnonzero(mask)

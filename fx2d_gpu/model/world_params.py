@@ -449,13 +449,10 @@ class WorldParams:
         changed = None
         if stores is not None:  # the worlds stored since, alone
             rows, uneven = kept.rows, kept.uneven
-            slots = np.unique(
-                np.concatenate(
-                    [np.zeros(0, np.int64)]
-                    + [(ws[:, None] * n + bs).reshape(-1) for bs, ws in stores]
-                )
+            slots = store_log.distinct(
+                [(ws[:, None] * n + bs).reshape(-1) for bs, ws in stores], self.n_worlds * n
             )
-            worlds = np.unique(np.concatenate([np.zeros(0, np.int64)] + [ws for _, ws in stores]))
+            worlds = store_log.distinct([ws for _, ws in stores], self.n_worlds)
             values = {k: v.reshape(-1)[slots] for k, v in self.bodies.items()}
             driven = np.array([b.external_forces for b in builder.bodies], bool)[slots % n]
             for name, value in material_rows(values, driven).items():

@@ -2,18 +2,21 @@
 sizes, circle radii, capsule lengths and radii, rounding radii, polygon vertices), set
 by Scene.set_shape_params for domain randomisation and parameter sweeps.
 
-The host keeps, for each body some world resized, one Shape per world (WorldShapes); the
+The host keeps, for each body some world resized, its shape in every world as arrays, a row
+a world (ShapeColumn: shapes.ShapeArrays and the arguments each row was made from); the
 device reads the shapes by *shape row* (device.BodyModel, bodies.shape_row), as it reads
 materials by material row (world_params.py): while every world holds the same shapes,
 one row per body, as a scene that never resized anything has (the same upload, the same
 reads); once a world differs, one row per body slot, and each world's own grid cell
 (BodyModel.world_cell: the median diameter of its shapes, builder.cell_size_of). Every
 shape is made by the functions the add_* methods make theirs with (shapes.circle, box,
-capsule, polygon) and its rows by the builder's rule (builder.shape_rows), so world w of
+capsule, polygon) and its rows by the builder's rules (builder.shape_rows, and
+shape_array_rows for a column's, the same fields and floats), so world w of
 a batch steps bit for bit as a one-world scene built with world w's shapes. A store of a
 few worlds' shapes (a vector env's restarts) makes each body's new shapes of a kind as a
-whole (shapes.circles, boxes, polygons) and redoes those worlds' rows and cells alone, on
-the host and on the device (store_log.py).
+whole (shapes.circle_arrays, box_arrays, polygon_arrays), writes them into its column's
+rows, and redoes those worlds' rows and cells alone, on the host and on the device
+(store_log.py).
 
 A body keeps its shape's kind in every world (a box stays a box, a polygon keeps its
 vertex count); edges and chain links are not resized. Static bodies (level geometry:
@@ -25,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -32,9 +36,9 @@ import numpy as np
 from .. import shapes
 from ..checks import as_real_array
 from ..enums import SHAPE_CAPSULE, SHAPE_CIRCLE, SHAPE_POLYGON
-from ..shapes import MAX_COORDINATE, MAX_POLYGON_VERTICES, Shape
+from ..shapes import MAX_COORDINATE, MAX_POLYGON_VERTICES, Shape, ShapeArrays
 from . import store_log
-from .builder import SHAPE_FIELDS, cell_size_of, shape_rows
+from .builder import SHAPE_FIELDS, cell_size_of, shape_array_rows
 from .masses import check_inertias
 
 if TYPE_CHECKING:
@@ -56,13 +60,15 @@ WORLD_SHAPE_FIELDS = ("shape_per_world", "world_cell")
 
 @contextlib.contextmanager
 def collector_paused():
-    """Python's cyclic garbage collector paused (where it was on) while a store of a few
-    worlds' shapes builds and keeps thousands of Shapes (a vector env's restarts). Each
-    allocation counts towards the collector's next pass and its passes towards a full one,
-    which walks every per-world Shape kept: at 4,096 worlds of fx2d/Levels-v0, 15.5 of a
-    restart's 77 ms (2-core CPU), 4.7 with the pause. Nothing a store builds refers back
-    to itself, so no garbage waits for the collector meanwhile; the counts carry on where
-    they stood (one young pass follows the store)."""
+    """Python's cyclic garbage collector paused (where it was on) while a store makes its
+    shapes: sharp ones as arrays, but rounded boxes and polygons and capsules a Shape at a
+    time (thousands in a vector env's restarts), each allocation counting towards the
+    collector's next pass (20 stores of 5 rounded or capsule bodies in 5 % of 16,384
+    worlds: 227 passes, one of them full, against 5 with the pause; 1-4 % of their time on
+    a 2-core CPU. While the scene kept a Shape per world and body, a full pass walked them
+    all: 15.5 of a 77-ms Levels restart at 4,096 worlds.) Nothing a store builds refers
+    back to itself, so no garbage waits for the collector meanwhile; the counts carry on
+    where they stood (one young pass follows the store)."""
     if not gc.isenabled():
         yield
         return
@@ -104,17 +110,6 @@ _TAKES = {
     "polygon": ("vertices", "radius"),
     "capsule": ("length", "radius"),
 }
-
-
-def _same(a: Shape, b: Shape) -> bool:
-    """Whether two shapes are the same geometry, to the bit."""
-    return a is b or (
-        a.kind == b.kind
-        and a.radius == b.radius
-        and np.array_equal(a.center, b.center)
-        and np.array_equal(a.vertices, b.vertices)
-        and np.array_equal(a.normals, b.normals)
-    )
 
 
 def _per_world(value, name: str, k_worlds: int, k_bodies: int, item: tuple) -> np.ndarray:
@@ -182,9 +177,9 @@ def check_shape_change(
         )
         return new, placed, masses
     old_unit = world_shapes.unit_inertia(builder, worlds, bodies)
-    new_unit = np.array(
-        [[shape.unit_inertia for shape, _ in row] for row in new], np.float64
-    ).reshape(len(worlds), len(bodies))
+    new_unit = np.array([column.geometry.unit_inertia for column in new], np.float64).T.reshape(
+        len(worlds), len(bodies)
+    )
     values = params.body_values(builder)
     cells = np.ix_(worlds, bodies)
     mass, current = values["mass"][cells], values["inertia"][cells]
@@ -213,20 +208,107 @@ def per_world_arguments(arguments: dict, k_worlds: int, k_bodies: int) -> dict[s
     return arrays
 
 
+@dataclass
+class ShapeColumn:
+    """One body's shapes in n worlds (every world of a WorldShapes, or the k worlds a change
+    makes shapes for): `geometry` (shapes.ShapeArrays, a row a world) and the arguments
+    each row was made from (_make's), which snapshots and state files carry: radius (n,),
+    size (n, 2), length (n,), vertices (n, k, 2) float64, NaN where the shape was not made
+    from that keyword; a radius of NaN: the body's add_* shape."""
+
+    geometry: ShapeArrays
+    radius: np.ndarray
+    size: np.ndarray
+    length: np.ndarray
+    vertices: np.ndarray
+
+    ARGUMENTS = ("radius", "size", "length", "vertices")
+
+    @classmethod
+    def added(cls, shape: Shape, n: int) -> ShapeColumn:
+        """The add_* `shape` in n worlds."""
+        return cls(
+            ShapeArrays.repeated(shape, n),
+            np.full(n, np.nan),
+            np.full((n, 2), np.nan),
+            np.full(n, np.nan),
+            np.full((n, len(shape.vertices), 2), np.nan),
+        )
+
+    @classmethod
+    def of_made(cls, made: list[Shape], args: list[dict], vertex_count: int) -> ShapeColumn:
+        """Shapes made one at a time (_make, at least one) from their arguments `args`."""
+        none2, none_points = np.full(2, np.nan), np.full((vertex_count, 2), np.nan)
+        return cls(
+            ShapeArrays.of_shapes(made),
+            np.array([a["radius"] for a in args], np.float64),
+            np.array([a.get("size", none2) for a in args], np.float64).reshape(-1, 2),
+            np.array([a.get("length", np.nan) for a in args], np.float64),
+            np.array([a.get("vertices", none_points) for a in args], np.float64).reshape(
+                len(args), vertex_count, 2
+            ),
+        )
+
+    @classmethod
+    def concatenated(cls, parts: list[ShapeColumn]) -> ShapeColumn:
+        """The worlds of `parts` one after another."""
+        return cls(
+            ShapeArrays.concatenated([part.geometry for part in parts]),
+            *(np.concatenate([getattr(part, name) for part in parts]) for name in cls.ARGUMENTS),
+        )
+
+    def take(self, rows) -> ShapeColumn:
+        """The worlds `rows` ((k,) indices), copied."""
+        rows = np.asarray(rows, np.int64)
+        return ShapeColumn(
+            self.geometry.take(rows), *(getattr(self, name)[rows] for name in self.ARGUMENTS)
+        )
+
+    def put(self, rows, other: ShapeColumn) -> None:
+        """Worlds `rows` ((k,) indices) take `other`'s k shapes, in place."""
+        self.geometry.put(rows, other.geometry)
+        for name in self.ARGUMENTS:
+            getattr(self, name)[rows] = getattr(other, name)
+
+    def copy(self) -> ShapeColumn:
+        """This column with arrays of its own."""
+        return self.take(np.arange(len(self.radius)))
+
+
+def _uniform(geometry: ShapeArrays) -> bool:
+    """Whether every row of `geometry` is the same shape, to the bit (radius, centre,
+    vertices and normals equal; the kind and vertex count are the column's)."""
+    return all(
+        (values == values[:1]).all()
+        for values in (geometry.radius, geometry.center, geometry.vertices, geometry.normals)
+    )
+
+
+def _box_rows(vertices: np.ndarray) -> np.ndarray:
+    """(n,) bool: which of n 4-vertex cores (n, 4, 2) are boxes (is_box's rule, row by row)."""
+    v = vertices
+    hw, hh = 0.5 * (v[:, 1, 0] - v[:, 0, 0]), 0.5 * (v[:, 2, 1] - v[:, 1, 1])
+    pattern = np.stack(
+        [np.stack(corner, axis=1) for corner in ((-hw, -hh), (hw, -hh), (hw, hh), (-hw, hh))],
+        axis=1,
+    )
+    return (hw > 0.0) & (hh > 0.0) & (np.abs(v - pattern).max(axis=(1, 2)) <= 1e-12 * (hw + hh))
+
+
 class WorldShapes:
     """The per-world shapes of one scene.
 
-    shapes: {body: [Shape] * n_worlds}, for the bodies some world resized (the others take
-    their add_* shape in every world). Bodies added after a world was resized take their own
-    shape in every world.
+    columns: {body: ShapeColumn of n_worlds rows}, for the bodies some world resized (the
+    others take their add_* shape in every world). Bodies added after a world was resized
+    take their own shape in every world. A body's shapes are arrays a world a row
+    (shapes.ShapeArrays), not a Shape per world: a vector env's restarts rewrite a few rows
+    (65,536 worlds of fx2d/Levels-v0: a Shape made and freed per world and body took ~0.25
+    ms of host time per restarted world), and a Shape is made where one is asked for.
     """
 
     def __init__(self, n_worlds: int):
         self.n_worlds = n_worlds
-        self.shapes: dict[int, list[Shape]] = {}
-        # Per resized body, per world: the arguments its shape was made from (_make's;
-        # None: the add_* shape), what snapshots and state files carry (arrays).
-        self.args: dict[int, list[dict | None]] = {}
+        self.columns: dict[int, ShapeColumn] = {}
         self.poses: dict[int, np.ndarray] = {}
         # Changes with every store, unique among all WorldShapes: what draws the shapes (and
         # the caches below) builds again after one.
@@ -234,8 +316,7 @@ class WorldShapes:
 
     def copy(self) -> WorldShapes:
         copy = WorldShapes(self.n_worlds)
-        copy.shapes = {body: list(values) for body, values in self.shapes.items()}
-        copy.args = {body: list(values) for body, values in self.args.items()}
+        copy.columns = {body: column.copy() for body, column in self.columns.items()}
         copy.poses = {body: values.copy() for body, values in self.poses.items()}
         return copy
 
@@ -244,11 +325,10 @@ class WorldShapes:
         """The shapes and placements of several scenes' worlds, one after another
         (distributed: the shards' worlds as one scene's)."""
         stacked = cls(sum(part.n_worlds for part in parts))
-        for body in sorted(set().union(*(part.shapes for part in parts))):
-            stacked.shapes[body] = [s for part in parts for s in part.body_shapes(builder, body)]
-            stacked.args[body] = [
-                a for part in parts for a in part.args.get(body, [None] * part.n_worlds)
-            ]
+        for body in sorted(set().union(*(part.columns for part in parts))):
+            stacked.columns[body] = ShapeColumn.concatenated(
+                [part.body_column(builder, body) for part in parts]
+            )
         for body in sorted(set().union(*(part.poses for part in parts))):
             stacked.poses[body] = np.concatenate([part.body_poses(builder, body) for part in parts])
         return stacked
@@ -256,8 +336,8 @@ class WorldShapes:
     def repeated(self, n_worlds: int) -> WorldShapes:
         """World 0's shapes and placements in `n_worlds` worlds (Scene.replicate)."""
         copy = WorldShapes(n_worlds)
-        copy.shapes = {body: [values[0]] * n_worlds for body, values in self.shapes.items()}
-        copy.args = {body: [values[0]] * n_worlds for body, values in self.args.items()}
+        first = np.zeros(n_worlds, np.int64)
+        copy.columns = {body: column.take(first) for body, column in self.columns.items()}
         copy.poses = {
             body: np.repeat(values[:1], n_worlds, axis=0) for body, values in self.poses.items()
         }
@@ -271,20 +351,23 @@ class WorldShapes:
     def __setstate__(self, state: dict):
         self.__dict__.update(state)
         self.__dict__.setdefault("poses", {})
-        self.__dict__.setdefault("args", {})
+        self.__dict__.setdefault("columns", {})
         self.version = next(_VERSIONS)  # (a copy's own: its caches start afresh)
 
     # ------------------------------------------------------------------ reading
-    def body_shapes(self, builder: ModelBuilder, body: int) -> list[Shape]:
-        """Body `body`'s shape in every world (n_worlds Shapes)."""
-        if body in self.shapes:
-            return self.shapes[body]
-        return [builder.bodies[body].shape] * self.n_worlds
+    def body_column(self, builder: ModelBuilder, body: int) -> ShapeColumn:
+        """Body `body`'s shapes in every world: its column, or (not resized) its add_*
+        shape in each (a new column, not kept)."""
+        column = self.columns.get(body)
+        if column is None:
+            column = ShapeColumn.added(builder.bodies[body].shape, self.n_worlds)
+        return column
 
     def shape(self, builder: ModelBuilder, world: int, body: int) -> Shape:
-        """Body `body`'s shape in world `world`."""
-        values = self.shapes.get(body)
-        return builder.bodies[body].shape if values is None else values[world]
+        """Body `body`'s shape in world `world` (a Shape of its own where the body was
+        resized)."""
+        column = self.columns.get(body)
+        return builder.bodies[body].shape if column is None else column.geometry.shape(world)
 
     def world_shapes(self, builder: ModelBuilder, world: int) -> list[Shape]:
         """Every body's shape in world `world`."""
@@ -295,16 +378,14 @@ class WorldShapes:
         row per body slot)."""
         kept = self.__dict__.get("_kept_per_world")
         if kept is None or kept[0] != self.version:
-            found = any(
-                not all(_same(s, values[0]) for s in values) for values in self.shapes.values()
-            )
+            found = any(not _uniform(column.geometry) for column in self.columns.values())
             kept = self._kept_per_world = (self.version, found)
         return kept[1]
 
     def cell_sizes(self, builder: ModelBuilder) -> np.ndarray:
         """(n_worlds,) float64, m: each world's level-0 grid cell (builder.cell_size_of of
         its shapes)."""
-        if not self.shapes:
+        if not self.columns:
             return np.full(self.n_worlds, builder.cell_size())
         key = (self.version, len(builder.bodies))
         kept = self.__dict__.get("_kept_cells")
@@ -318,9 +399,8 @@ class WorldShapes:
                 cells, diameters = kept[1].copy(), kept[3]
                 for bodies, worlds in stores:
                     for body in bodies.tolist():
-                        values = self.shapes[body]
-                        diameters[worlds, body] = [values[w].diameter for w in worlds.tolist()]
-                changed = np.unique(np.concatenate([worlds for _, worlds in stores]))
+                        diameters[worlds, body] = self.columns[body].geometry.diameter[worlds]
+                changed = store_log.distinct([worlds for _, worlds in stores], self.n_worlds)
                 cells[changed] = np.median(diameters[changed], axis=1)
             elif per_world:
                 diameters = self._diameters(builder)
@@ -337,53 +417,56 @@ class WorldShapes:
         n = len(builder.bodies)
         diameters = np.empty((self.n_worlds, n))
         for body in range(n):
-            values = self.shapes.get(body)
-            if values is None:
+            column = self.columns.get(body)
+            if column is None:
                 diameters[:, body] = builder.bodies[body].shape.diameter
             else:
-                diameters[:, body] = [shape.diameter for shape in values]
+                diameters[:, body] = column.geometry.diameter
         return diameters
 
     def unit_inertia(self, builder: ModelBuilder, worlds, bodies) -> np.ndarray:
         """(k_worlds, k_bodies) float64, m^2: Shape.unit_inertia of `bodies` in `worlds`."""
         unit = np.empty((len(worlds), len(bodies)))
-        worlds = np.asarray(worlds).tolist()
+        worlds = np.asarray(worlds, np.int64)
         for j, body in enumerate(np.asarray(bodies).tolist()):
-            values = self.shapes.get(body)
-            if values is None:
+            column = self.columns.get(body)
+            if column is None:
                 unit[:, j] = builder.bodies[body].shape.unit_inertia
             else:
-                unit[:, j] = [values[w].unit_inertia for w in worlds]
+                unit[:, j] = column.geometry.unit_inertia[worlds]
         return unit
 
     def params(self, builder: ModelBuilder, bodies) -> dict[str, np.ndarray]:
         """Scene.get_shape_params' arrays of `bodies` ((k,) indices): radius (n_worlds, k),
         size (n_worlds, k, 2: boxes), length (n_worlds, k: capsules), vertices (n_worlds, k,
         MAX_POLYGON_VERTICES, 2: polygons and boxes, body frame), float64, NaN where a body's
-        shape has no such value."""
+        shape has no such value (a body's shape in a world is a box where it is one there:
+        kind_name's rule)."""
         w, k = self.n_worlds, len(bodies)
         radius = np.full((w, k), np.nan)
         size = np.full((w, k, 2), np.nan)
         length = np.full((w, k), np.nan)
         vertices = np.full((w, k, MAX_POLYGON_VERTICES, 2), np.nan)
         for i, body in enumerate(bodies):
-            for world, shape in enumerate(self.body_shapes(builder, body)):
-                name = kind_name(shape)
-                radius[world, i] = shape.radius
-                if name == "box":
-                    v = shape.vertices
-                    size[world, i] = (v[1, 0] - v[0, 0], v[2, 1] - v[1, 1])
-                if name in ("box", "polygon"):
-                    vertices[world, i, : len(shape.vertices)] = shape.vertices
-                if name == "capsule":
-                    length[world, i] = shape.vertices[1, 0] - shape.vertices[0, 0]
+            geometry = self.body_column(builder, body).geometry
+            v = geometry.vertices
+            radius[:, i] = geometry.radius
+            if geometry.kind == SHAPE_POLYGON:
+                vertices[:, i, : v.shape[1]] = v
+                if v.shape[1] == 4:
+                    boxes = _box_rows(v)
+                    size[boxes, i] = np.stack(
+                        [v[boxes, 1, 0] - v[boxes, 0, 0], v[boxes, 2, 1] - v[boxes, 1, 1]], 1
+                    )
+            elif geometry.kind == SHAPE_CAPSULE:
+                length[:, i] = v[:, 1, 0] - v[:, 0, 0]
         return {"size": size, "radius": radius, "length": length, "vertices": vertices}
 
     # ------------------------------------------------------------------ checks and edits
     def resized(
         self, builder: ModelBuilder, bodies: np.ndarray, worlds: np.ndarray, given: dict
-    ) -> list[list[Shape]]:
-        """The new shapes of `bodies` in `worlds` ([k_worlds][k_bodies] Shapes) from the
+    ) -> list[ShapeColumn]:
+        """The new shapes of `bodies` in `worlds` (a ShapeColumn of k_worlds rows a body) from the
         given keywords (SHAPE_PARAMS: None left out), each made as the add_* methods make
         theirs (a keyword not given keeps the world's current value), checked whole.
 
@@ -432,92 +515,82 @@ class WorldShapes:
                         f"vertices: body {body} has {want} vertices in every world, got {got}"
                     )
         try:
-            columns = [
+            return [
                 self._made_column(
                     builder, body, worlds, {key: array[:, j] for key, array in arrays.items()}
                 )
                 for j, body in enumerate(bodies.tolist())
             ]
-        except (TypeError, ValueError):
-            columns = None  # one shape at a time below: its first bad value raises
-        if columns is not None:
-            return [[column[i] for column in columns] for i in range(kw)]
-        new = []
+        except (TypeError, ValueError) as error:
+            failed = error
+        # One shape at a time, in order: the first bad value raises its own error.
         for i, world in enumerate(worlds.tolist()):
-            row = []
             for j, body in enumerate(bodies.tolist()):
                 values = {key: array[i, j] for key, array in arrays.items()}
-                if not values:  # kept as it is
-                    row.append((self.shape(builder, world, body), self._args_of(world, body)))
-                    continue
-                current = self.shape(builder, world, body)
-                args = _args(current, kind_name(builder.bodies[body].shape), values)
-                row.append((_make(builder.bodies[body].shape, args), args))
-            new.append(row)
-        return new
+                if values:
+                    current = self.shape(builder, world, body)
+                    name = kind_name(builder.bodies[body].shape)
+                    _make(builder.bodies[body].shape, _args(current, name, values))
+        raise failed
 
     def _made_column(
         self, builder: ModelBuilder, body: int, worlds: np.ndarray, values: dict
-    ) -> list[tuple[Shape, dict | None]]:
-        """resized's (shape, args) of `body` in each of `worlds` from `values` (keyword:
-        (k_worlds, *item) float64), the shapes of a kind made as a whole (shapes.circles,
-        boxes, polygons: the same shapes as _make's, to the bit). Raises where some value is
-        bad, not necessarily resized's error: resized then makes them one at a time."""
-        worlds = worlds.tolist()
+    ) -> ShapeColumn:
+        """resized's shapes of `body` in each of `worlds` from `values` (keyword:
+        (k_worlds, *item) float64), the shapes of a kind made as a whole (shapes.circle_arrays,
+        box_arrays, polygon_arrays: the same shapes as _make's, to the bit). Raises where
+        some value is bad, not necessarily resized's error: resized then makes them one at a
+        time."""
         if not values:  # kept as they are
-            return [(self.shape(builder, w, body), self._args_of(w, body)) for w in worlds]
+            return self.body_column(builder, body).take(worlds)
         added = builder.bodies[body].shape
+        column = self.columns.get(body)
+        # The current shapes' values a keyword not given keeps (read, not copied whole).
+        current = ShapeArrays.of_shapes([added]) if column is None else column.geometry
+        at = np.zeros(len(worlds), np.int64) if column is None else worlds
         name = kind_name(added)
-        current = [self.shape(builder, w, body) for w in worlds]
         k = len(worlds)
         if "radius" in values:
-            radii = np.asarray(values["radius"], np.float64)
+            radii = np.array(values["radius"], np.float64).reshape(k)
         else:
-            radii = np.array([shape.radius for shape in current], np.float64)
-        radius = radii.tolist()
+            radii = current.radius[at]
+        nan = np.full(k, np.nan)
         if name == "circle" and not added.center.any() and not np.signbit(added.center).any():
-            made = shapes.circles(radii, k)
-            args = [{"radius": r} for r in radius]
+            geometry, size, vertices = shapes.circle_arrays(radii, k), None, None
         elif name == "box" and "vertices" not in values:
             if "size" in values:
-                sizes = np.array(values["size"], np.float64)
+                size = np.array(values["size"], np.float64).reshape(k, 2)
             else:
-                sizes = np.array(
-                    [[v[1, 0] - v[0, 0], v[2, 1] - v[1, 1]] for v in (s.vertices for s in current)]
-                )
-            made = shapes.boxes(sizes, k, radii)
-            args = [{"radius": r, "size": size} for r, size in zip(radius, sizes, strict=True)]
+                v = current.vertices[at]
+                size = np.stack([v[:, 1, 0] - v[:, 0, 0], v[:, 2, 1] - v[:, 1, 1]], 1)
+            geometry, vertices = shapes.box_arrays(size, k, radii), None
         elif name in ("box", "polygon"):
             if "vertices" in values:
-                outlines = np.array(values["vertices"], np.float64)
+                vertices = np.array(values["vertices"], np.float64)
             else:
-                outlines = np.array([shape.vertices for shape in current])
-            made = shapes.polygons(outlines, radii)
-            args = [{"radius": r, "vertices": v} for r, v in zip(radius, outlines, strict=True)]
+                vertices = current.vertices[at]
+            geometry, size = shapes.polygon_arrays(vertices, radii), None
         else:  # capsules, and circles off their body's origin: one at a time
             args = [
-                _args(shape, name, {key: v[i] for key, v in values.items()})
-                for i, shape in enumerate(current)
+                _args(current.shape(w), name, {key: v[i] for key, v in values.items()})
+                for i, w in enumerate(at.tolist())
             ]
-            made = [_make(added, a) for a in args]
-        return list(zip(made, args, strict=True))
-
-    def _args_of(self, world: int, body: int) -> dict | None:
-        values = self.args.get(body)
-        return None if values is None else values[world]
+            return ShapeColumn.of_made([_make(added, a) for a in args], args, len(added.vertices))
+        return ShapeColumn(
+            geometry,
+            radii,
+            np.stack([nan, nan], 1) if size is None else size,
+            nan,
+            np.full((k, len(added.vertices), 2), np.nan) if vertices is None else vertices,
+        )
 
     def store(self, builder: ModelBuilder, bodies: np.ndarray, worlds: np.ndarray, new):
-        """Store checked shapes (resized's: (shape, args) pairs) of `bodies` in `worlds`.
-        (In place: this WorldShapes' lists are its own, copy and the others build new
-        ones.)"""
-        worlds = worlds.tolist()
+        """Store checked shapes (resized's: a ShapeColumn of the worlds a body) of `bodies` in
+        `worlds`, in place."""
         for j, body in enumerate(bodies.tolist()):
-            if body not in self.shapes:
-                self.shapes[body] = list(self.body_shapes(builder, body))
-            values = self.shapes[body]
-            args = self.args.setdefault(body, [None] * self.n_worlds)
-            for i, world in enumerate(worlds):
-                values[world], args[world] = new[i][j]
+            if body not in self.columns:
+                self.columns[body] = self.body_column(builder, body)
+            self.columns[body].put(worlds, new[j])
         store_log.note_store(self, bodies, worlds)
 
     # ------------------------------------------------------------------ static placement
@@ -595,21 +668,15 @@ class WorldShapes:
         n_bodies, 3): x, y, angle."""
         w, n = self.n_worlds, len(builder.bodies)
         arrays = {}
-        if self.args:
+        if self.columns:
             radius, length = np.full((w, n), np.nan), np.full((w, n), np.nan)
             size = np.full((w, n, 2), np.nan)
             vertices = np.full((w, n, MAX_POLYGON_VERTICES, 2), np.nan)
-            for body, values in self.args.items():
-                for world, args in enumerate(values):
-                    if args is None or body >= n:
-                        continue
-                    radius[world, body] = args["radius"]
-                    if "length" in args:
-                        length[world, body] = args["length"]
-                    if "size" in args:
-                        size[world, body] = args["size"]
-                    if "vertices" in args:
-                        vertices[world, body, : len(args["vertices"])] = args["vertices"]
+            for body, column in self.columns.items():
+                if body < n:
+                    radius[:, body], length[:, body] = column.radius, column.length
+                    size[:, body] = column.size
+                    vertices[:, body, : column.vertices.shape[1]] = column.vertices
             arrays.update(
                 shape_radius=radius, shape_size=size, shape_length=length, shape_vertices=vertices
             )
@@ -672,16 +739,17 @@ class WorldShapes:
             if not column.any():
                 continue
             added = builder.bodies[body].shape
-            name = kind_name(added)
-            values, args = list(self.body_shapes(builder, body)), [None] * self.n_worlds
-            for world in np.flatnonzero(column).tolist():
-                found = _stored_args(arrays, world, body, name, len(added.vertices))
+            worlds = np.flatnonzero(column)
+            made, args = [], []
+            for world in worlds.tolist():
+                found = _stored_args(arrays, world, body, kind_name(added), len(added.vertices))
                 try:
-                    values[world] = _make(added, found)
+                    made.append(_make(added, found))
                 except (TypeError, ValueError) as error:
                     raise ValueError(f"params/shape_*[{world}, {body}]: {error}") from None
-                args[world] = found
-            self.shapes[body], self.args[body] = values, args
+                args.append(found)
+            self.columns[body] = ShapeColumn.added(added, self.n_worlds)
+            self.columns[body].put(worlds, ShapeColumn.of_made(made, args, len(added.vertices)))
         self.version = next(_VERSIONS)
 
     def _take_poses(self, pose: np.ndarray, builder: ModelBuilder):
@@ -718,7 +786,7 @@ class WorldShapes:
         cells = self.cell_sizes(builder)
         body_model["shape_per_world"] = np.array(int(per_world), np.int32)
         body_model["world_cell"] = cells.astype(np.float32)
-        if not self.shapes:
+        if not self.columns:
             return None
         collides = np.array([b.collides for b in builder.bodies], bool)
         # The rows last made, kept with the model rows they started from (the arrays as
@@ -736,15 +804,14 @@ class WorldShapes:
                 changed_worlds.append(worlds)
                 for body in bodies.tolist():
                     if body < n:
-                        values = self.shapes[body]
-                        chosen = [values[world] for world in worlds.tolist()]
-                        found = shape_rows(chosen, np.full(len(chosen), collides[body]))
+                        chosen = self.columns[body].geometry.take(worlds)
+                        found = shape_array_rows(chosen, collides[body])
                         for name in SHAPE_FIELDS:
                             rows[name][worlds * n + body] = found[name]
                         changed_rows.append(worlds * n + body)
             changed = (
-                np.unique(np.concatenate(changed_rows)),
-                np.unique(np.concatenate(changed_worlds)),
+                store_log.distinct(changed_rows, w * n),
+                store_log.distinct(changed_worlds, w),
             )
         else:
             rows = {}
@@ -753,11 +820,11 @@ class WorldShapes:
                 rows[name] = (
                     np.tile(start, (w,) + (1,) * (start.ndim - 1)) if per_world else start.copy()
                 )
-            for body, values in self.shapes.items():
+            for body, column in self.columns.items():
                 if body >= n:
                     continue
-                chosen = values if per_world else values[:1]
-                found = shape_rows(chosen, np.full(len(chosen), collides[body]))
+                chosen = column.geometry if per_world else column.geometry.take([0])
+                found = shape_array_rows(chosen, collides[body])
                 at = np.arange(len(chosen)) * n + body
                 for name in SHAPE_FIELDS:
                     rows[name][at] = found[name]
