@@ -657,6 +657,10 @@ def test_shapes_stored_a_few_worlds_at_a_time_are_those_the_add_methods_make():
             assert params["radius"][world, j + 1] == expected.radius
         assert np.array_equal(params["size"][world, 3], reference[world][2]["size"])
         assert np.array_equal(params["length"][world, 5], reference[world][4]["length"])
+    # A box given vertices in some worlds (a quadrilateral there): the snapshot's box
+    # rows are made from sizes in some worlds and from vertices in others.
+    quad = np.array([[-0.3, -0.2], [0.35, -0.25], [0.3, 0.2], [-0.25, 0.3]])
+    scene.set_shape_params(3, vertices=quad * rng.uniform(0.5, 1.5, (5, 1, 1)), world=range(5))
     restored = build()
     restored.restore(scene.snapshot())
     for world in range(n_worlds):

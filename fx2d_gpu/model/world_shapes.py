@@ -740,17 +740,65 @@ class WorldShapes:
                 continue
             added = builder.bodies[body].shape
             worlds = np.flatnonzero(column)
-            made, args = [], []
-            for world in worlds.tolist():
-                found = _stored_args(arrays, world, body, kind_name(added), len(added.vertices))
-                try:
-                    made.append(_make(added, found))
-                except (TypeError, ValueError) as error:
-                    raise ValueError(f"params/shape_*[{world}, {body}]: {error}") from None
-                args.append(found)
+            try:
+                made = self._restored_column(builder, body, worlds, arrays)
+            except (TypeError, ValueError):
+                made = None
+            if made is None:  # one world at a time: the first bad one raises, named
+                made, args = [], []
+                for world in worlds.tolist():
+                    found = _stored_args(arrays, world, body, kind_name(added), len(added.vertices))
+                    try:
+                        made.append(_make(added, found))
+                    except (TypeError, ValueError) as error:
+                        raise ValueError(f"params/shape_*[{world}, {body}]: {error}") from None
+                    args.append(found)
+                made = ShapeColumn.of_made(made, args, len(added.vertices))
             self.columns[body] = ShapeColumn.added(added, self.n_worlds)
-            self.columns[body].put(worlds, ShapeColumn.of_made(made, args, len(added.vertices)))
+            self.columns[body].put(worlds, made)
         self.version = next(_VERSIONS)
+
+    def _restored_column(
+        self, builder: ModelBuilder, body: int, worlds: np.ndarray, arrays: dict
+    ) -> ShapeColumn:
+        """_take_args' shapes of `body` in `worlds` (those with a radius) from the arrays,
+        each world's group of keywords made as a whole (_made_column: the same shapes as
+        _make's, to the bit; a snapshot of 16,384 worlds of 5 resized bodies took 6 s to
+        restore a shape at a time). Raises where some world's values break a rule
+        (_stored_args' or the shape's), not necessarily with _take_args' message."""
+        added = builder.bodies[body].shape
+        name, count = kind_name(added), len(added.vertices)
+        radius = arrays["shape_radius"][worlds, body]
+        size = arrays["shape_size"][worlds, body]
+        length = arrays["shape_length"][worlds, body]
+        vertices = arrays["shape_vertices"][worlds, body]
+        kept = ~np.isnan(vertices).all(axis=2)
+        given = {  # (each keyword: the worlds that give it)
+            "size": ~np.isnan(size).all(axis=1),
+            "length": ~np.isnan(length),
+            "vertices": kept.any(axis=1),
+        }
+        takes = {"circle": (), "capsule": ("length",), "box": ("size", "vertices")}.get(
+            name, ("vertices",) if name == "polygon" else None
+        )
+        if takes is None or (sum(given.values()) != (0 if name == "circle" else 1)).any():
+            raise ValueError(f"a {name} is made from one of {takes}")
+        if any(given[key].any() for key in given if key not in takes):
+            raise ValueError(f"a {name} is made from one of {takes}")
+        if given["vertices"].any():
+            rows = kept[given["vertices"]]
+            if (rows.sum(axis=1) != count).any() or not rows[:, :count].all():
+                raise ValueError(f"a {name} of {count} vertices")
+        made = ShapeColumn.added(added, len(worlds))
+        values = {"size": size, "length": length, "vertices": vertices[:, :count]}
+        for key in takes or (None,):
+            rows = np.flatnonzero(given[key]) if key else np.arange(len(worlds))
+            if len(rows):
+                group = {"radius": radius[rows]}
+                if key:
+                    group[key] = values[key][rows]
+                made.put(rows, self._made_column(builder, body, worlds[rows], group))
+        return made
 
     def _take_poses(self, pose: np.ndarray, builder: ModelBuilder):
         """from_arrays' placements (static_pose)."""
