@@ -164,7 +164,7 @@ def _base_values(builder: ModelBuilder) -> dict[str, np.ndarray]:
 
 
 #: WorldParams' caches (the device rows it last made, and its log), left out of pickles.
-_CACHES = ("_kept_rows", store_log.LOG)
+_CACHES = ("_kept_rows", "_kept_uneven", store_log.LOG)
 
 
 class _KeptRows(NamedTuple):
@@ -437,8 +437,11 @@ class WorldParams:
         """
         body, w = model["model"], self.n_worlds
         n = len(builder.bodies)
-        per_world = self.bodies is not None and any(
-            not (v == v[:1]).all() for v in self.body_values(builder).values()
+        per_world = self.bodies is not None and (
+            store_log.uneven_since(
+                self, "_kept_uneven", {None: lambda: self.body_values(builder).values()}
+            )[None]
+            is not None
         )
         gravity = self.gravity.astype(np.float32)
         pid = self.joint_gains(builder).reshape(-1, 3).astype(np.float32)

@@ -270,18 +270,15 @@ class ShapeColumn:
         for name in self.ARGUMENTS:
             getattr(self, name)[rows] = getattr(other, name)
 
+    def uneven_arrays(self) -> tuple:
+        """The arrays whose rows are the same in every world where the shapes are (radius,
+        centre, vertices, normals; the kind and vertex count are the column's)."""
+        g = self.geometry
+        return (g.radius, g.center, g.vertices, g.normals)
+
     def copy(self) -> ShapeColumn:
         """This column with arrays of its own."""
         return self.take(np.arange(len(self.radius)))
-
-
-def _uniform(geometry: ShapeArrays) -> bool:
-    """Whether every row of `geometry` is the same shape, to the bit (radius, centre,
-    vertices and normals equal; the kind and vertex count are the column's)."""
-    return all(
-        (values == values[:1]).all()
-        for values in (geometry.radius, geometry.center, geometry.vertices, geometry.normals)
-    )
 
 
 def _box_rows(vertices: np.ndarray) -> np.ndarray:
@@ -376,11 +373,12 @@ class WorldShapes:
     def per_world(self) -> bool:
         """Whether some body's shape differs between worlds (the device then holds a shape
         row per body slot)."""
-        kept = self.__dict__.get("_kept_per_world")
-        if kept is None or kept[0] != self.version:
-            found = any(not _uniform(column.geometry) for column in self.columns.values())
-            kept = self._kept_per_world = (self.version, found)
-        return kept[1]
+        rows = store_log.uneven_since(
+            self,
+            "_kept_per_world",
+            {body: column.uneven_arrays for body, column in self.columns.items()},
+        )
+        return any(row is not None for row in rows.values())
 
     def cell_sizes(self, builder: ModelBuilder) -> np.ndarray:
         """(n_worlds,) float64, m: each world's level-0 grid cell (builder.cell_size_of of
