@@ -48,7 +48,7 @@ from .model.builder import (
 )
 from .model.model_queries import ModelQueries
 from .model.world_params import BODY_PARAMS, WorldParams, world_selection
-from .model.world_shapes import WorldShapes, check_shape_change, collector_paused
+from .model.world_shapes import WorldShapes, check_shape_change
 from .physics.solver import in_flight
 from .physics.solver.context import (
     EditedWorlds,
@@ -869,37 +869,34 @@ class Scene(ModelQueries, SceneCopies, StepDiagnostics):
         and their contacts are found afresh at the new sizes. Snapshots, state files, pickles
         and replicate carry the shapes and placements. `world`: the worlds (see Scene).
         """
-        with collector_paused():  # (thousands of Shapes: world_shapes.collector_paused)
-            keywords = {"size": size, "radius": radius, "length": length, "vertices": vertices}
-            given = {name: value for name, value in keywords.items() if value is not None}
-            arguments = dict(given, inertia=inertia, position=position, angle=angle)
-            arguments = {name: value for name, value in arguments.items() if value is not None}
-            rows = spatial_queries.body_indices(bodies, self.n_bodies)
-            worlds = world_selection(world, self._n_worlds)
-            new, placed, masses = check_shape_change(
-                self._builder, self._params, self._shapes, rows, worlds, arguments
+        keywords = {"size": size, "radius": radius, "length": length, "vertices": vertices}
+        given = {name: value for name, value in keywords.items() if value is not None}
+        arguments = dict(given, inertia=inertia, position=position, angle=angle)
+        arguments = {name: value for name, value in arguments.items() if value is not None}
+        rows = spatial_queries.body_indices(bodies, self.n_bodies)
+        worlds = world_selection(world, self._n_worlds)
+        new, placed, masses = check_shape_change(
+            self._builder, self._params, self._shapes, rows, worlds, arguments
+        )
+        placing = position is not None or angle is not None
+        if not len(worlds) or not (given or inertia is not None or placing):
+            return
+        if placing:  # kept for resets; the build takes them (WorldShapes.initial_state)
+            self._shapes.store_poses(self._builder, rows, worlds, placed)
+        if given or inertia is not None:
+            self._shapes.store(self._builder, rows, worlds, new)
+            self._params.set_body_values(self._builder, rows, worlds, masses)
+            if self._is_built():
+                self._cell = self._world_cell()
+                ctx = self._context()
+                edits.upload_params(ctx, self._binding, self._builder, self._params, self._shapes)
+                ctx.cache.contacts_current = False  # a query runs the narrow phase first
+                if not (given or placing):  # (else write_resized wakes them, below)
+                    edits.note_state_set(ctx.cache)  # resting contacts checked again
+        if self._is_built() and (given or placing):
+            edits.write_resized(
+                self._context(), worlds, bool(given), rows, placed if placing else None
             )
-            placing = position is not None or angle is not None
-            if not len(worlds) or not (given or inertia is not None or placing):
-                return
-            if placing:  # kept for resets; the build takes them (WorldShapes.initial_state)
-                self._shapes.store_poses(self._builder, rows, worlds, placed)
-            if given or inertia is not None:
-                self._shapes.store(self._builder, rows, worlds, new)
-                self._params.set_body_values(self._builder, rows, worlds, masses)
-                if self._is_built():
-                    self._cell = self._world_cell()
-                    ctx = self._context()
-                    edits.upload_params(
-                        ctx, self._binding, self._builder, self._params, self._shapes
-                    )
-                    ctx.cache.contacts_current = False  # a query runs the narrow phase first
-                    if not (given or placing):  # (else write_resized wakes them, below)
-                        edits.note_state_set(ctx.cache)  # resting contacts checked again
-            if self._is_built() and (given or placing):
-                edits.write_resized(
-                    self._context(), worlds, bool(given), rows, placed if placing else None
-                )
 
     @serialized
     def get_shape_params(self, bodies=None) -> dict[str, np.ndarray]:

@@ -345,8 +345,8 @@ def box_arrays(sizes, n: int, radius=0.0) -> ShapeArrays:
         second / area,  # unit_inertia's rule for a sharp polygon
     )
     rounded = np.flatnonzero(radii > 0.0)
-    if len(rounded):  # one at a time, as box makes them
-        made.put(rounded, ShapeArrays.of_shapes([box(sizes[i], radii[i]) for i in rounded]))
+    if len(rounded):  # as box makes them (polygon's rounded rule), as a whole
+        made.put(rounded, _rounded(vertices[rounded], normals[rounded], radii[rounded]))
     return made
 
 
@@ -429,11 +429,59 @@ def polygon_arrays(vertices, radius=0.0) -> ShapeArrays:
         second / moments_area,  # unit_inertia's rule for a sharp polygon
     )
     rounded = np.flatnonzero(radii > 0.0)
-    if len(rounded):  # one at a time, as polygon makes them
-        made.put(
-            rounded, ShapeArrays.of_shapes([polygon(given[i], radius=radii[i])[0] for i in rounded])
-        )
+    if len(rounded):  # as polygon makes them, as a whole
+        made.put(rounded, _rounded(verts[rounded], normals[rounded], radii[rounded]))
     return made
+
+
+def _rounded(vertices: np.ndarray, normals: np.ndarray, radius: np.ndarray) -> ShapeArrays:
+    """Rounded polygons as polygon() makes them from counter-clockwise `vertices` (n, k,
+    2), their edges' `normals` and `radius` (n,) > 0: each core re-centred on its rounded
+    shape's centroid, and that shape's properties (rounded_moments_rows: polygon's and
+    unit_inertia's sums, row by row the same floats)."""
+    area, first, _ = rounded_moments_rows(vertices, normals, radius)
+    cores = vertices - (first / area[:, None])[:, None, :]
+    core_area, _, second = rounded_moments_rows(cores, normals, radius)
+    reach = np.max(np.hypot(cores[..., 0], cores[..., 1]), axis=1) + radius
+    n = len(radius)
+    return ShapeArrays(
+        SHAPE_POLYGON,
+        radius.copy(),
+        np.zeros((n, 2)),
+        cores,
+        normals,
+        reach,
+        2.0 * reach,
+        second / core_area,
+    )
+
+
+def capsule_arrays(lengths, radii, n: int) -> ShapeArrays:
+    """n capsules as arrays (ShapeArrays), each what capsule(lengths[i], radii[i]) makes,
+    built as a whole: `lengths` (m, one for all or (n,), each >= MIN_SIZE: a capsule, not
+    the circle capsule() makes of a shorter one) and `radii` (m, one for all or (n,), each
+    >= MIN_SIZE), checked as capsule checks them (named lengths[i], radii[i])."""
+    lengths = as_reals(lengths, "lengths", n, minimum=MIN_SIZE, limit=MAX_COORDINATE)
+    radii = as_reals(radii, "radii", n, minimum=MIN_SIZE, limit=MAX_COORDINATE)
+    half = 0.5 * lengths
+    zero = np.zeros(n)
+    ends = np.stack([np.stack([-half, zero], 1), np.stack([half, zero], 1)], 1)
+    # _segment_normals of each capsule's ends, its arithmetic as arrays.
+    along = ends[:, 1] - ends[:, 0]
+    d = along / np.hypot(along[:, 0], along[:, 1])[:, None]
+    normals = np.stack([np.stack([d[:, 1], -d[:, 0]], 1), np.stack([-d[:, 1], d[:, 0]], 1)], 1)
+    area, _, second = rounded_moments_rows(ends, normals, radii)
+    reach = np.max(np.hypot(ends[..., 0], ends[..., 1]), axis=1) + radii
+    return ShapeArrays(
+        SHAPE_CAPSULE,
+        radii.copy(),
+        np.zeros((n, 2)),
+        ends,
+        normals,
+        reach,
+        2.0 * reach,
+        second / area,
+    )
 
 
 @dataclass
@@ -778,38 +826,73 @@ def rounded_moments(
     Returns:
         (area m², first moment (2,) m³, polar second moment m⁴).
     """
-    area, first, second = _polygon_moments(vertices)
-    for i in range(len(vertices)):
-        v, v_next, n = vertices[i], vertices[(i + 1) % len(vertices)], normals[i]
-        a, f, s = _polygon_moments(np.array([v, v_next, v_next + radius * n, v + radius * n]))
-        area, first, second = area + abs(a), first + np.sign(a) * f, second + np.sign(a) * s
+    area, first, second = rounded_moments_rows(vertices[None], normals[None], np.array([radius]))
+    return float(area[0]), first[0], float(second[0])
+
+
+def rounded_moments_rows(
+    vertices: np.ndarray, normals: np.ndarray, radius: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """rounded_moments of n rounded cores of k vertices at once, row by row the same floats
+    (rounded_moments is this with n = 1; a vector env's restarts make thousands of rounded
+    boxes and capsules, ~0.2 ms each a shape at a time). Each row's sums run over its
+    edges in order; the angles are Python's math functions; a dot product is x x' + y y',
+    never a BLAS call (whose fused multiply-adds would round differently on other CPUs).
+
+    Args:
+        vertices: (n, k, 2) the cores' vertices, m, counter-clockwise, k >= 2.
+        normals: (n, k, 2) their edges' outward unit normals.
+        radius: (n,) the skins, m.
+
+    Returns:
+        (area (n,) m², first moment (n, 2) m³, polar second moment (n,) m⁴).
+    """
+    n, k = vertices.shape[:2]
+    radius = np.asarray(radius, np.float64).reshape(n)
+    if k >= 3:
+        area, first, second = _polygon_moments(vertices)
+    else:
+        area, first, second = np.zeros(n), np.zeros((n, 2)), np.zeros(n)
+    skin = radius[:, None]
+    radius_4 = np.array([r**4 for r in radius.tolist()])  # (Python's pow, as one shape's)
+
+    def angles(directions: np.ndarray) -> np.ndarray:
+        x, y = directions[:, 0].tolist(), directions[:, 1].tolist()
+        return np.array([math.atan2(b, a) for a, b in zip(x, y, strict=True)]).reshape(n)
+
+    for i in range(k):
+        v, v_next, edge_normal = vertices[:, i], vertices[:, (i + 1) % k], normals[:, i]
+        a, f, m = _polygon_moments(
+            np.stack([v, v_next, v_next + skin * edge_normal, v + skin * edge_normal], axis=1)
+        )
+        sign = np.sign(a)
+        area, first, second = area + np.abs(a), first + sign[:, None] * f, second + sign * m
         # The sector at v_next, from this edge's normal to the next edge's.
-        n_after = normals[(i + 1) % len(vertices)]
-        start = math.atan2(n[1], n[0])
-        sweep = (math.atan2(n_after[1], n_after[0]) - start) % (2.0 * math.pi)
-        if len(vertices) == 2:
-            sweep = math.pi  # a segment's ends: half discs
+        start = angles(edge_normal)
+        if k == 2:
+            sweep = np.full(n, math.pi)  # a segment's ends: half discs
+        else:
+            sweep = (angles(normals[:, (i + 1) % k]) - start) % (2.0 * math.pi)
         sector = 0.5 * radius * radius * sweep
-        if sector == 0.0:
-            continue
+        turned = sector != 0.0
         # Centroid 4 r sin(s/2) / (3 s) from the apex along the bisector; J about the apex
         # r^4 s / 4; moved to the origin by the parallel-axis rule.
-        bisector = start + 0.5 * sweep
-        offset = (
-            4.0
-            * radius
-            * math.sin(0.5 * sweep)
-            / (3.0 * sweep)
-            * np.array([math.cos(bisector), math.sin(bisector)])
-        )
-        area += sector
-        first = first + sector * (v_next + offset)
-        second += (
-            radius**4 * sweep / 4.0
-            + 2.0 * sector * float(v_next @ offset)
-            + sector * float(v_next @ v_next)
-        )
-    return float(area), first, float(second)
+        bisector = (start + 0.5 * sweep).tolist()
+        half_sines = np.array([math.sin(0.5 * x) for x in sweep.tolist()])
+        bisectors = np.stack(
+            [np.array([math.cos(x) for x in bisector]), np.array([math.sin(x) for x in bisector])],
+            axis=1,
+        ).reshape(n, 2)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            reach = 4.0 * radius * half_sines / (3.0 * sweep)
+        offset = reach[:, None] * bisectors
+        area = np.where(turned, area + sector, area)
+        first = np.where(turned[:, None], first + sector[:, None] * (v_next + offset), first)
+        dot_offset = v_next[:, 0] * offset[:, 0] + v_next[:, 1] * offset[:, 1]
+        dot_self = v_next[:, 0] * v_next[:, 0] + v_next[:, 1] * v_next[:, 1]
+        added = radius_4 * sweep / 4.0 + 2.0 * sector * dot_offset + sector * dot_self
+        second = np.where(turned, second + added, second)
+    return area, first, second
 
 
 def unit_inertia(shape: Shape) -> float:

@@ -145,16 +145,20 @@ def test_add_shapes_takes_any_prepared_shape_and_shares_one():
 
 
 def test_bulk_shapes_match_their_one_shape_constructors():
-    """shapes.circles / shapes.boxes against circle() / box() over many random sizes: the
-    arrays and the cached properties (bounding radius, unit inertia) to the bit."""
+    """shapes.circles / shapes.boxes / shapes.capsule_arrays against circle() / box() /
+    capsule() over many random sizes (rounded boxes and capsules: their moments summed for
+    all rows at once, rounded_moments_rows): the arrays and the cached properties (bounding
+    radius, unit inertia) to the bit."""
     rng = np.random.default_rng(11)
     n = 4000
     sizes = np.exp(rng.uniform(np.log(1e-4), np.log(100.0), (n, 2)))
     radii = np.exp(rng.uniform(np.log(1e-4), np.log(100.0), n))
-    rounding = np.where(rng.uniform(size=n) > 0.9, 0.01, 0.0)
+    rounding = np.where(rng.uniform(size=n) > 0.7, rng.uniform(1e-3, 0.5, n), 0.0)
+    capsules = shapes.capsule_arrays(sizes[:, 0] + 1e-5, radii, n).shapes()
     for made, alone in (
         (shapes.boxes(sizes, n, rounding), [shapes.box(sizes[i], rounding[i]) for i in range(n)]),
         (shapes.circles(radii, n), [shapes.circle(r) for r in radii]),
+        (capsules, [shapes.capsule(sizes[i, 0] + 1e-5, radii[i]) for i in range(n)]),
     ):
         for x, y in zip(made, alone, strict=True):
             assert x.kind == y.kind and x.radius == y.radius

@@ -511,55 +511,6 @@ def test_bad_input_is_refused_by_name_and_changes_nothing(call, error, match):
     _unchanged(before, _everything(scene))
 
 
-def test_a_store_of_many_shapes_pauses_the_cyclic_collector_and_restores_it():
-    """A store makes thousands of objects at a time (a vector env's restarts; a Shape
-    each where a kind is made one at a time), none referring back to itself: the cyclic
-    collector makes no pass while set_shape_params makes and stores them (gc.callbacks sees
-    at most the one young pass their count starts as it returns, where the same shapes
-    built as Shapes outside a store start a dozen), and is on after it as it was before, an
-    error raised inside too; where it was off, it stays off."""
-    import gc
-
-    n_worlds = 500
-    scene = fx.Scene(n_worlds=n_worlds)
-    scene.add_box((0.0, -0.5), (10.0, 1.0), mass=0.0)
-    # Rounded: made a Shape at a time (shapes.box_arrays).
-    boxes = [scene.add_box((0.0, 1.0 + i), (0.5, 0.5), 0.02) for i in range(4)]
-    scene.step(DT)
-    sizes = np.random.default_rng(0).uniform(0.3, 0.9, (n_worlds, len(boxes), 2))
-    passes = []
-
-    def counted(call):
-        def count(phase, info):
-            if phase == "start":
-                passes.append(info["generation"])
-
-        passes.clear()
-        gc.callbacks.append(count)
-        try:
-            return call()
-        finally:
-            gc.callbacks.remove(count)
-
-    assert gc.isenabled()
-    counted(lambda: scene.set_shape_params(boxes, size=sizes))
-    # (At most the one young pass that the allocations counted meanwhile start once the
-    # collector is back on, as the store returns.)
-    assert passes in ([], [0]) and gc.isenabled(), passes
-    np.testing.assert_array_equal(scene.get_shape_params(boxes)["size"], sizes)
-    kept = counted(lambda: [shapes.boxes(sizes[:, j], n_worlds, 0.02) for j in range(len(boxes))])
-    assert len(kept) == len(boxes) and len(passes) >= 5, passes  # (~a pass a 700 objects)
-    with pytest.raises(ValueError, match="size"):
-        scene.set_shape_params(boxes, size=-sizes)
-    assert gc.isenabled()
-    gc.disable()
-    try:
-        scene.set_shape_params(boxes, size=sizes[::-1])
-        assert not gc.isenabled()
-    finally:
-        gc.enable()
-
-
 def _made_by_hand(kind: str, args: dict) -> shapes.Shape:
     """The shape the add_* method of `kind` makes from `args` (the reference)."""
     if kind == "circle":

@@ -437,11 +437,9 @@ class WorldParams:
         """
         body, w = model["model"], self.n_worlds
         n = len(builder.bodies)
+        values = self.body_values(builder)  # (grown by the bodies added since, first)
         per_world = self.bodies is not None and (
-            store_log.uneven_since(
-                self, "_kept_uneven", {None: lambda: self.body_values(builder).values()}
-            )[None]
-            is not None
+            store_log.uneven_since(self, "_kept_uneven", {None: values.values})[None] is not None
         )
         gravity = self.gravity.astype(np.float32)
         pid = self.joint_gains(builder).reshape(-1, 3).astype(np.float32)

@@ -26,8 +26,6 @@ each world's state, and in the state a reset starts the world from (initial_stat
 
 from __future__ import annotations
 
-import contextlib
-import gc
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -56,27 +54,6 @@ SHAPE_ARRAYS = ("shape_radius", "shape_size", "shape_length", "shape_vertices")
 GEOMETRY_ARRAYS = (*SHAPE_ARRAYS, "static_pose")
 #: Device fields that follow from the per-world shapes (beside SHAPE_FIELDS).
 WORLD_SHAPE_FIELDS = ("shape_per_world", "world_cell")
-
-
-@contextlib.contextmanager
-def collector_paused():
-    """Python's cyclic garbage collector paused (where it was on) while a store makes its
-    shapes: sharp ones as arrays, but rounded boxes and polygons and capsules a Shape at a
-    time (thousands in a vector env's restarts), each allocation counting towards the
-    collector's next pass (20 stores of 5 rounded or capsule bodies in 5 % of 16,384
-    worlds: 227 passes, one of them full, against 5 with the pause; 1-4 % of their time on
-    a 2-core CPU. While the scene kept a Shape per world and body, a full pass walked them
-    all: 15.5 of a 77-ms Levels restart at 4,096 worlds.) Nothing a store builds refers
-    back to itself, so no garbage waits for the collector meanwhile; the counts carry on
-    where they stood (one young pass follows the store)."""
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 def is_box(shape: Shape) -> bool:
@@ -553,8 +530,16 @@ class WorldShapes:
         else:
             radii = current.radius[at]
         nan = np.full(k, np.nan)
+        length = nan
         if name == "circle" and not added.center.any() and not np.signbit(added.center).any():
             geometry, size, vertices = shapes.circle_arrays(radii, k), None, None
+        elif name == "capsule":
+            if "length" in values:
+                length = np.array(values["length"], np.float64).reshape(k)
+            else:
+                v = current.vertices[at]
+                length = v[:, 1, 0] - v[:, 0, 0]
+            geometry, size, vertices = shapes.capsule_arrays(length, radii, k), None, None
         elif name == "box" and "vertices" not in values:
             if "size" in values:
                 size = np.array(values["size"], np.float64).reshape(k, 2)
@@ -568,7 +553,7 @@ class WorldShapes:
             else:
                 vertices = current.vertices[at]
             geometry, size = shapes.polygon_arrays(vertices, radii), None
-        else:  # capsules, and circles off their body's origin: one at a time
+        else:  # circles off their body's origin: one at a time
             args = [
                 _args(current.shape(w), name, {key: v[i] for key, v in values.items()})
                 for i, w in enumerate(at.tolist())
@@ -578,7 +563,7 @@ class WorldShapes:
             geometry,
             radii,
             np.stack([nan, nan], 1) if size is None else size,
-            nan,
+            length,
             np.full((k, len(added.vertices), 2), np.nan) if vertices is None else vertices,
         )
 
