@@ -333,21 +333,8 @@ def box_arrays(sizes, n: int, radius=0.0) -> ShapeArrays:
     lengths = np.hypot(edges[..., 0], edges[..., 1])
     normals = np.stack([edges[..., 1], -edges[..., 0]], axis=2) / lengths[..., None]
     area, _, second = _polygon_moments(vertices)
-    reach = np.hypot(hw, hh) + 0.0
-    made = ShapeArrays(
-        SHAPE_POLYGON,
-        np.zeros(n),
-        np.zeros((n, 2)),
-        vertices,
-        normals,
-        reach,
-        2.0 * reach,
-        second / area,  # unit_inertia's rule for a sharp polygon
-    )
-    rounded = np.flatnonzero(radii > 0.0)
-    if len(rounded):  # as box makes them (polygon's rounded rule), as a whole
-        made.put(rounded, _rounded(vertices[rounded], normals[rounded], radii[rounded]))
-    return made
+    # (box makes a rounded box by polygon's rule, from the same corners)
+    return _polygon_rows(vertices, normals, np.hypot(hw, hh) + 0.0, second / area, vertices, radii)
 
 
 def polygons(vertices, radius=0.0) -> list[Shape]:
@@ -418,19 +405,27 @@ def polygon_arrays(vertices, radius=0.0) -> ShapeArrays:
     cores = verts - centroid[:, None, :]
     reach = np.max(np.hypot(cores[..., 0], cores[..., 1]), axis=1) + 0.0
     moments_area, _, second = _polygon_moments(cores)
+    return _polygon_rows(cores, normals, reach, second / moments_area, verts, radii)
+
+
+def _polygon_rows(
+    cores: np.ndarray,
+    normals: np.ndarray,
+    reach: np.ndarray,
+    unit: np.ndarray,
+    outlines: np.ndarray,
+    radius: np.ndarray,
+) -> ShapeArrays:
+    """n polygons as arrays: sharp ones from their re-centred `cores` (n, k, 2), `normals`,
+    `reach` (n,: bounding radius) and `unit` (n,: unit inertia, second moment / area);
+    those of `radius` (n,) > 0 rounded from their counter-clockwise `outlines` (_rounded)."""
+    n = len(radius)
     made = ShapeArrays(
-        SHAPE_POLYGON,
-        np.zeros(n),
-        np.zeros((n, 2)),
-        cores,
-        normals,
-        reach,
-        2.0 * reach,
-        second / moments_area,  # unit_inertia's rule for a sharp polygon
+        SHAPE_POLYGON, np.zeros(n), np.zeros((n, 2)), cores, normals, reach, 2.0 * reach, unit
     )
-    rounded = np.flatnonzero(radii > 0.0)
-    if len(rounded):  # as polygon makes them, as a whole
-        made.put(rounded, _rounded(verts[rounded], normals[rounded], radii[rounded]))
+    rounded = np.flatnonzero(radius > 0.0)
+    if len(rounded):
+        made.put(rounded, _rounded(outlines[rounded], normals[rounded], radius[rounded]))
     return made
 
 
