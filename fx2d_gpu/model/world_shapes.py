@@ -61,10 +61,7 @@ def is_box(shape: Shape) -> bool:
     origin along the body's axes (a rounded box's centroid may lie an ulp off the origin)."""
     if shape.kind != SHAPE_POLYGON or len(shape.vertices) != 4:
         return False
-    v = shape.vertices
-    hw, hh = 0.5 * (v[1, 0] - v[0, 0]), 0.5 * (v[2, 1] - v[1, 1])
-    pattern = np.array([[-hw, -hh], [hw, -hh], [hw, hh], [-hw, hh]])
-    return bool(hw > 0.0 and hh > 0.0 and np.abs(v - pattern).max() <= 1e-12 * (hw + hh))
+    return bool(_box_rows(shape.vertices[None])[0])
 
 
 def kind_name(shape: Shape) -> str:
@@ -259,7 +256,8 @@ class ShapeColumn:
 
 
 def _box_rows(vertices: np.ndarray) -> np.ndarray:
-    """(n,) bool: which of n 4-vertex cores (n, 4, 2) are boxes (is_box's rule, row by row)."""
+    """(n,) bool: which of n 4-vertex cores (n, 4, 2) are boxes (is_box's rule: a rectangle
+    about the body origin along the body's axes, within 1e-12 of its size)."""
     v = vertices
     hw, hh = 0.5 * (v[:, 1, 0] - v[:, 0, 0]), 0.5 * (v[:, 2, 1] - v[:, 1, 1])
     pattern = np.stack(
