@@ -642,3 +642,31 @@ def test_a_store_keeps_no_shape_object_per_world():
     scene.step(DT)
     assert live_shapes() - before < 50
     assert np.array_equal(scene.body_shape(boxes[2], world=1234).vertices[2], sizes[1234, 2] / 2)
+
+
+def test_a_pickle_from_before_the_columns_keeps_its_shapes():
+    """A WorldShapes pickled before the per-world shapes were columns held a Shape per
+    world and body and the arguments each was made from (None: the add_* shape): it
+    unpickles into columns of the same shapes and arguments, none dropped."""
+    from fx2d_gpu.model.world_shapes import WorldShapes
+
+    scene = fx.Scene(n_worlds=3, arch="cpu")
+    scene.add_box((0.0, -0.5), (10.0, 1.0), mass=0.0)
+    box = scene.add_box((0.0, 1.0), (0.5, 0.4))
+    added = scene.body_shape(box)
+    sizes = [None, np.array([0.7, 0.3]), np.array([0.2, 0.9])]
+    old = WorldShapes.__new__(WorldShapes)
+    old.__setstate__(
+        {
+            "n_worlds": 3,
+            "shapes": {box: [added if s is None else shapes.box(s) for s in sizes]},
+            "args": {box: [None if s is None else {"radius": 0.0, "size": s} for s in sizes]},
+            "poses": {},
+            "version": 0,
+        }
+    )
+    for world, size in enumerate(sizes):
+        expected = added if size is None else shapes.box(size)
+        assert _same_shape(old.columns[box].geometry.shape(world), expected)
+    assert np.isnan(old.columns[box].radius[0]) and np.isnan(old.columns[box].size[0]).all()
+    assert np.array_equal(old.columns[box].size[1:], sizes[1:])

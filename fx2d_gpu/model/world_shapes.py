@@ -321,9 +321,20 @@ class WorldShapes:
         return {name: value for name, value in self.__dict__.items() if name not in _CACHES}
 
     def __setstate__(self, state: dict):
+        state = dict(state)
+        # A pickle from before the columns: a Shape per world and the arguments each was
+        # made from (None: the add_* shape), body by body.
+        kept_shapes, kept_args = state.pop("shapes", {}), state.pop("args", {})
         self.__dict__.update(state)
         self.__dict__.setdefault("poses", {})
         self.__dict__.setdefault("columns", {})
+        for body, values in kept_shapes.items():
+            args = kept_args.get(body) or [None] * len(values)
+            self.columns[body] = ShapeColumn.of_made(
+                values,
+                [{"radius": np.nan} if a is None else a for a in args],
+                len(values[0].vertices),
+            )
         self.version = next(_VERSIONS)  # (a copy's own: its caches start afresh)
 
     # ------------------------------------------------------------------ reading
