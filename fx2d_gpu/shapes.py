@@ -432,23 +432,9 @@ def _polygon_rows(
 def _rounded(vertices: np.ndarray, normals: np.ndarray, radius: np.ndarray) -> ShapeArrays:
     """Rounded polygons as polygon() makes them from counter-clockwise `vertices` (n, k,
     2), their edges' `normals` and `radius` (n,) > 0: each core re-centred on its rounded
-    shape's centroid, and that shape's properties (rounded_moments_rows: polygon's and
-    unit_inertia's sums, row by row the same floats)."""
+    shape's centroid (rounded_moments_rows: polygon's sums, row by row the same floats)."""
     area, first, _ = rounded_moments_rows(vertices, normals, radius)
-    cores = vertices - (first / area[:, None])[:, None, :]
-    core_area, _, second = rounded_moments_rows(cores, normals, radius)
-    reach = np.max(np.hypot(cores[..., 0], cores[..., 1]), axis=1) + radius
-    n = len(radius)
-    return ShapeArrays(
-        SHAPE_POLYGON,
-        radius.copy(),
-        np.zeros((n, 2)),
-        cores,
-        normals,
-        reach,
-        2.0 * reach,
-        second / core_area,
-    )
+    return _skinned(SHAPE_POLYGON, vertices - (first / area[:, None])[:, None, :], normals, radius)
 
 
 def capsule_arrays(lengths, radii, n: int) -> ShapeArrays:
@@ -458,24 +444,20 @@ def capsule_arrays(lengths, radii, n: int) -> ShapeArrays:
     >= MIN_SIZE), checked as capsule checks them (named lengths[i], radii[i])."""
     lengths = as_reals(lengths, "lengths", n, minimum=MIN_SIZE, limit=MAX_COORDINATE)
     radii = as_reals(radii, "radii", n, minimum=MIN_SIZE, limit=MAX_COORDINATE)
-    half = 0.5 * lengths
-    zero = np.zeros(n)
+    half, zero = 0.5 * lengths, np.zeros(n)
     ends = np.stack([np.stack([-half, zero], 1), np.stack([half, zero], 1)], 1)
-    # _segment_normals of each capsule's ends, its arithmetic as arrays.
-    along = ends[:, 1] - ends[:, 0]
-    d = along / np.hypot(along[:, 0], along[:, 1])[:, None]
-    normals = np.stack([np.stack([d[:, 1], -d[:, 0]], 1), np.stack([-d[:, 1], d[:, 0]], 1)], 1)
-    area, _, second = rounded_moments_rows(ends, normals, radii)
-    reach = np.max(np.hypot(ends[..., 0], ends[..., 1]), axis=1) + radii
+    return _skinned(SHAPE_CAPSULE, ends, _segment_normals_rows(ends[:, 0], ends[:, 1]), radii)
+
+
+def _skinned(kind: int, cores: np.ndarray, normals: np.ndarray, radius: np.ndarray) -> ShapeArrays:
+    """n shapes of `kind` with a skin: their `cores` (n, k, 2) where the body frame has
+    them, the edges' `normals`, `radius` (n,) > 0, and the properties Shape computes for
+    such a core (unit_inertia's rounded_moments, bounding_radius' farthest vertex)."""
+    area, _, second = rounded_moments_rows(cores, normals, radius)
+    reach = np.max(np.hypot(cores[..., 0], cores[..., 1]), axis=1) + radius
+    n = len(radius)
     return ShapeArrays(
-        SHAPE_CAPSULE,
-        radii.copy(),
-        np.zeros((n, 2)),
-        ends,
-        normals,
-        reach,
-        2.0 * reach,
-        second / area,
+        kind, radius.copy(), np.zeros((n, 2)), cores, normals, reach, 2.0 * reach, second / area
     )
 
 
@@ -656,8 +638,13 @@ _NO_POINTS = _frozen(np.zeros((0, 2)))
 def _segment_normals(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """The two sides of segment a -> b as a 2-vertex core: edge 0 (a -> b) and edge 1 (b ->
     a), outward unit normals as for a counter-clockwise polygon."""
-    d = (b - a) / np.hypot(*(b - a))
-    return np.array([[d[1], -d[0]], [-d[1], d[0]]])
+    return _segment_normals_rows(a[None], b[None])[0]
+
+
+def _segment_normals_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """(n, 2, 2): _segment_normals of n segments a[i] -> b[i] ((n, 2) each), row by row."""
+    d = (b - a) / np.hypot(b[:, 0] - a[:, 0], b[:, 1] - a[:, 1])[:, None]
+    return np.stack([np.stack([d[:, 1], -d[:, 0]], 1), np.stack([-d[:, 1], d[:, 0]], 1)], 1)
 
 
 def capsule(length, radius) -> Shape:

@@ -96,10 +96,8 @@ def uneven_since(owner, cache: str, columns: dict) -> dict:
     stores = None if kept is None else stored_since(owner, kept[0])
     found = {}
     for key, arrays in columns.items():
-        row = -1 if stores is None else kept[1].get(key, -1)
-        if row is None and wrote(stores, key):
-            row = -1
-        elif row not in (None, -1) and wrote(stores, key, np.array([0, row])):
+        row = -1 if stores is None else kept[1].get(key, -1)  # (-1: to be compared)
+        if row != -1 and wrote(stores, key, None if row is None else np.array([0, row])):
             row = -1
         found[key] = differing_row(arrays()) if row == -1 else row
     owner.__dict__[cache] = (owner.version, found)

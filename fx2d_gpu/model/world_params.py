@@ -437,10 +437,11 @@ class WorldParams:
         """
         body, w = model["model"], self.n_worlds
         n = len(builder.bodies)
-        values = self.body_values(builder)  # (grown by the bodies added since, first)
-        per_world = self.bodies is not None and (
-            store_log.uneven_since(self, "_kept_uneven", {None: values.values})[None] is not None
-        )
+        per_world = False
+        if self.bodies is not None:
+            values = self.body_values(builder)  # (grown by the bodies added since, first)
+            differing = store_log.uneven_since(self, "_kept_uneven", {None: values.values})
+            per_world = differing[None] is not None
         gravity = self.gravity.astype(np.float32)
         pid = self.joint_gains(builder).reshape(-1, 3).astype(np.float32)
         kept = self.__dict__.get("_kept_rows")

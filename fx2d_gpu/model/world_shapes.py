@@ -86,6 +86,16 @@ _TAKES = {
 }
 
 
+#: The keyword (besides radius) a stored shape of each kind was made from: one of these
+#: (none for a circle), what a snapshot's arrays may give for it.
+_MADE_FROM = {
+    "circle": (),
+    "capsule": ("length",),
+    "box": ("size", "vertices"),
+    "polygon": ("vertices",),
+}
+
+
 def _per_world(value, name: str, k_worlds: int, k_bodies: int, item: tuple) -> np.ndarray:
     """(k_worlds, k_bodies, *item) float64 from one value for all (shape `item`), one per
     addressed world (k_worlds, *item) or one per world and body (k_worlds, k_bodies,
@@ -770,9 +780,7 @@ class WorldShapes:
             "length": ~np.isnan(length),
             "vertices": kept.any(axis=1),
         }
-        takes = {"circle": (), "capsule": ("length",), "box": ("size", "vertices")}.get(
-            name, ("vertices",) if name == "polygon" else None
-        )
+        takes = _MADE_FROM.get(name)
         if takes is None or (sum(given.values()) != (0 if name == "circle" else 1)).any():
             raise ValueError(f"a {name} is made from one of {takes}")
         if any(given[key].any() for key in given if key not in takes):
@@ -898,12 +906,7 @@ def _stored_args(arrays: dict, world: int, body: int, name: str, count: int) -> 
         if kept.sum() != count or not kept[:count].all():
             raise ValueError(f"{where}: a {name} of {count} vertices")
         args["vertices"] = vertices[:count].copy()
-    takes = {
-        "circle": (),
-        "capsule": ("length",),
-        "box": ("size", "vertices"),
-        "polygon": ("vertices",),
-    }.get(name)
+    takes = _MADE_FROM.get(name)
     made = [key for key in args if key != "radius"]
     if takes is None or len(made) != (0 if name == "circle" else 1) or not set(made) <= set(takes):
         raise ValueError(f"{where}: values a {name} is not made from ({', '.join(made)})")
