@@ -94,13 +94,70 @@ def test_new_template_objects_are_not_confused():
         gc.collect()
 
 
-def test_ndarray_kernel_falls_back_to_taichi():
-    holder = Holder(5)
-    data = np.arange(5, dtype=np.float32) * 2
-    take_array(holder, data)
-    take_array(holder, data + 1)
-    np.testing.assert_array_equal(holder.values.to_numpy(), data + 1)
-    assert not take_array.short_path
+@quick
+@ti.kernel
+def scatter_scaled(
+    holders: ti.template(),
+    names: ti.template(),
+    values: ti.types.ndarray(dtype=ti.f32, ndim=1),
+    rows: ti.types.ndarray(),
+    scale: ti.f32,
+):
+    """holders[k].<names[k]>[rows[i]] = scale * values[i] for every holder (a transfer's
+    shape: tuples of templates, a typed array and one whose dtype the call chooses)."""
+    for i in range(values.shape[0]):
+        for k in ti.static(range(len(holders))):
+            field = ti.static(getattr(holders[k], names[k]))
+            field[rows[i]] = scale * values[i]
+
+
+def test_array_kernels_take_the_short_path_and_match_taichis_own():
+    """Kernels given arrays launch through the short path once Taichi's has compiled the
+    instance: NumPy arrays and Taichi ndarrays give what Taichi's call gives, an instance
+    per dtype of an untyped array, and new tuples of the same templates (the transfers
+    make them at every call) share one instance. An array Taichi refuses is refused at
+    every call; one the short path does not set goes Taichi's way."""
+    holders = [Holder(8) for _ in range(2)]
+    rng = np.random.default_rng(0)
+    expected = np.zeros(8)
+    for step in range(6):
+        values = rng.random(4).astype(np.float32)
+        rows = rng.permutation(8)[:4].astype(np.int32 if step % 2 else np.int64)
+        if step == 5:
+            on_device = ti.ndarray(ti.f32, 4)
+            on_device.from_numpy(values)
+            given = on_device
+        else:
+            given = values
+        scatter_scaled(tuple(holders), tuple(["values"] * 2), given, rows, 0.5 * step)
+        expected[rows] = np.float32(0.5 * step) * values
+        for holder in holders:
+            np.testing.assert_array_equal(holder.values.to_numpy(), expected.astype(np.float32))
+    assert scatter_scaled.short_path
+    # One instance per rows dtype and per kind of array, though every call made new tuples.
+    assert scatter_scaled.remembered == 3
+    with pytest.raises(ValueError, match="dtype"):
+        scatter_scaled(tuple(holders), ("values", "values"), values.astype(np.float64), rows, 1.0)
+    with pytest.raises(ValueError, match="dtype"):
+        scatter_scaled(tuple(holders), ("values", "values"), values.astype(np.float64), rows, 1.0)
+    strided = np.zeros(8, np.float32)[::2]
+    with pytest.raises(ValueError, match="contiguous"):  # Taichi's own refusal
+        scatter_scaled(tuple(holders), ("values", "values"), strided, rows, 1.0)
+    for holder in holders:
+        np.testing.assert_array_equal(holder.values.to_numpy(), expected.astype(np.float32))
+
+
+def test_a_short_path_launch_is_taichis_launch_bit_for_bit():
+    """take_array through the short path and through Taichi's own call (the kernel
+    unwrapped) leave the same values, over arrays of several sizes."""
+    short, own = Holder(16), Holder(16)
+    remembered = take_array.remembered
+    for size in (16, 3, 9, 0, 16):
+        data = np.random.default_rng(size).random(size).astype(np.float32)
+        take_array(short, data)
+        take_array.__wrapped__(own, data)
+        np.testing.assert_array_equal(short.values.to_numpy(), own.values.to_numpy())
+    assert take_array.remembered == remembered + 1
 
 
 def test_host_arrays_are_counted_per_launch():

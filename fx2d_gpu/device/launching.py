@@ -8,9 +8,18 @@ path (which compiles and checks everything), later calls only fill a fresh launc
 with the scalar arguments and launch the compiled kernel: ~17 us. The compiled kernel is
 still fetched from Taichi's cache on every launch, so semantics are Taichi's own.
 
+Array arguments (`ti.types.ndarray` of scalars) take the short path too, given a
+C-contiguous NumPy array or a Taichi ndarray of scalars: the compiled instance is then
+remembered per template arguments and each array's dtype and dimensions (what Taichi
+compiles an instance for), and the array is set as Taichi sets it (its address, size and
+shape; on a GPU Taichi's launcher still copies a NumPy array over and back). Taichi's own
+call checks and mangles every argument anew, ~100-300 us a launch for the scene's uploads,
+which pass a few arrays each (a vector env's restart makes ~12 such launches).
+
 This uses Taichi internals of the pinned version (taichi==1.7.4 in pyproject.toml); any
-kernel whose arguments it does not know (ndarrays, structs) and any failure to set up the
-fast path fall back to the normal call.
+kernel whose arguments it does not know (structs, ndarrays of vectors), any array it does
+not know (a torch tensor, a non-contiguous array) and any failure to set up the fast path
+fall back to the normal call.
 """
 
 import ast
@@ -21,11 +30,12 @@ import weakref
 import numpy as np
 import taichi as ti
 from taichi.lang import impl
+from taichi.lang._ndarray import ScalarNdarray
 from taichi.lang.matrix import MatrixType
 from taichi.types import primitive_types
 from taichi.types.ndarray_type import NdarrayType
 
-_FLOAT, _INT, _MATRIX, _INT_VECTOR = 0, 1, 2, 3
+_FLOAT, _INT, _MATRIX, _INT_VECTOR, _ARRAY = 0, 1, 2, 3, 4
 #: Kernel launches made through `quick` kernels in this process (launch_count), and those
 #: of kernels that return a value (returning_count): the host waits for the device there.
 _launches = 0
@@ -110,25 +120,66 @@ def _argument_kinds(primal):
             # entry, as Taichi's set_kernel_struct_args sets it, without making a Matrix.
             signed = id(needed.dtype) in _SIGNED_INT_IDS
             kinds.append((_INT_VECTOR, needed) if signed else (_MATRIX, needed))
+        elif isinstance(needed, NdarrayType) and not isinstance(needed.dtype, MatrixType):
+            kinds.append((_ARRAY, None))
         else:
             return None
     return kinds
 
 
+def _array_key(value):
+    """What Taichi compiles an array argument's instance for (dtype, dimensions), with how
+    it is set: None where the short path does not know the array (Taichi's path takes it)."""
+    if isinstance(value, np.ndarray):
+        return (value.dtype, value.ndim, True) if value.flags.c_contiguous else None
+    if type(value) is ScalarNdarray and value.grad is None:
+        return (value.dtype, len(value.shape), False)
+    return None
+
+
+#: Template arguments keyed by value rather than by identity (Taichi keys them so too).
+_BY_VALUE = (str, int, float, bool, type(None))
+#: Template instantiations a kernel remembers at most (the oldest is forgotten first).
+_MAX_ENTRIES = 256
+
+
+def _template_key(value):
+    """A template argument's part of the key: a tuple's items' keys (Taichi keys a tuple by
+    its items; the transfers pass new tuples of the same groups and names at each call),
+    a number's or a string's value, any other object's id."""
+    if type(value) is tuple:
+        return tuple(map(_template_key, value))
+    return value if isinstance(value, _BY_VALUE) else id(value)
+
+
+def _objects(templates) -> list:
+    """The template arguments keyed by id (_template_key), tuples walked into, in order."""
+    found = []
+    for value in templates:
+        if type(value) is tuple:
+            found.extend(_objects(value))
+        elif not isinstance(value, _BY_VALUE):
+            found.append(value)
+    return found
+
+
 class _Entry:
     """What one template instantiation needs to be launched again: the C++ kernel and weak
-    references to its template arguments (an id can be reused once an object is freed)."""
+    references to its template arguments keyed by id (an id can be reused once an object
+    is freed)."""
 
     __slots__ = ("kernel", "refs", "program")
 
     def __init__(self, kernel, templates, program):
         self.kernel = kernel
-        self.refs = tuple(weakref.ref(t) if _weakrefable(t) else (lambda t=t: t) for t in templates)
+        self.refs = tuple(
+            weakref.ref(t) if _weakrefable(t) else (lambda t=t: t) for t in _objects(templates)
+        )
         self.program = program
 
     def matches(self, templates, program) -> bool:
         return program is self.program and all(
-            ref() is t for ref, t in zip(self.refs, templates, strict=True)
+            ref() is t for ref, t in zip(self.refs, _objects(templates), strict=True)
         )
 
 
@@ -150,7 +201,8 @@ class QuickKernel:
         self._template_positions = tuple(
             i for i, kind in enumerate(self._kinds or ()) if kind is None
         )
-        #: Positions of the ndarray arguments (host_array_count looks only there).
+        #: Positions of the ndarray arguments (host_array_count looks only there; their
+        #: dtypes and dimensions choose the compiled instance with the templates).
         self._array_positions = tuple(
             i
             for i, argument in enumerate(self._primal.arguments)
@@ -190,22 +242,28 @@ class QuickKernel:
         if self._kinds is None or len(args) != len(self._kinds):
             return self._kernel(*args)
         templates = tuple(args[i] for i in self._template_positions)
+        arrays = tuple(_array_key(args[i]) for i in self._array_positions)
+        if None in arrays:
+            return self._kernel(*args)  # an array the short path does not set
         program = impl.get_runtime().prog
-        entry = self._entries.get(tuple(map(id, templates)))
+        key = (_template_key(templates), arrays)
+        entry = self._entries.get(key)
         if entry is None or not entry.matches(templates, program):
             result = self._kernel(*args)  # Taichi's path: compiles, checks the arguments
-            self._remember(args, templates, program)
+            self._remember(args, key, templates, program)
             return result
         return self._launch(entry.kernel, program, args)
 
-    def _remember(self, args, templates, program):
+    def _remember(self, args, key, templates, program):
         try:
-            key = self._primal.ensure_compiled(*args)
-            kernel = self._primal.compiled_kernels[key]
+            compiled_key = self._primal.ensure_compiled(*args)
+            kernel = self._primal.compiled_kernels[compiled_key]
         except Exception:  # noqa: BLE001 - internals changed: keep Taichi's own path
             self._kinds = None
             return
-        self._entries[tuple(map(id, templates))] = _Entry(kernel, templates, program)
+        if len(self._entries) >= _MAX_ENTRIES:
+            del self._entries[next(iter(self._entries))]
+        self._entries[key] = _Entry(kernel, templates, program)
 
     def _launch(self, kernel, program, args):
         context = kernel.make_launch_context()
@@ -218,6 +276,13 @@ class QuickKernel:
                 context.set_arg_float((index,), float(value))
             elif setter == _INT:
                 context.set_arg_int((index,), int(value))
+            elif setter == _ARRAY:
+                if isinstance(value, np.ndarray):  # as Taichi's set_arg_ext_array sets it
+                    context.set_arg_external_array_with_shape(
+                        (index,), int(value.ctypes.data), value.nbytes, value.shape, 0
+                    )
+                else:
+                    context.set_arg_ndarray((index,), value.arr)
             elif setter == _INT_VECTOR and len(value) == matrix_type.n:
                 for entry, number in enumerate(value):
                     context.set_struct_arg_int((index, entry), int(number))
