@@ -191,6 +191,8 @@ class Scene(ModelQueries, SceneCopies, StepDiagnostics):
         self._cell = 1.0
         self._pending_targets: dict[int, np.ndarray] = {}  # set before the arrays exist
         self._pending_forces: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        # Edits stored on the host whose device writes wait for the next _context.
+        self._unwritten: edits.UnwrittenEdits | None = None
         self._params = WorldParams(n_worlds, self._gravity)  # per-world values
         self._shapes = WorldShapes(n_worlds)  # per-world geometry (set_shape_params)
         self.meta: dict = {}  # viewer data from a scene file: size (m), background
@@ -713,7 +715,34 @@ class Scene(ModelQueries, SceneCopies, StepDiagnostics):
         in_flight.settle_resident(self)
         if settle:
             self._settle()
+        if self._unwritten is not None:
+            self._write_unwritten()
         return self._bound_context(self._built(), dt)
+
+    def _unwritten_edits(self) -> edits.UnwrittenEdits:
+        """The edits waiting for their device writes, to add one to (the scene is built)."""
+        if self._unwritten is None:
+            self._unwritten = edits.UnwrittenEdits()
+        return self._unwritten
+
+    def _write_unwritten(self):
+        """The device writes of the edits stored since the last context, together
+        (edits.write_unwritten), in the arrays they were made for: where bodies or joints
+        were added since, the build that follows takes the values, and the wakes are written
+        before it."""
+        unwritten, self._unwritten = self._unwritten, None
+        built = self._is_built()
+        if built and unwritten.shapes:
+            self._cell = self._world_cell()
+        edits.write_unwritten(
+            self._bound_context(self._binding, 0.0),
+            self._binding,
+            self._builder,
+            self._params,
+            self._shapes,
+            unwritten,
+            upload=built,
+        )
 
     def _bound_context(self, binding: Binding, dt: float) -> StepContext:
         """_context for `binding` as it is built (steps in flight read their answers through
@@ -746,6 +775,8 @@ class Scene(ModelQueries, SceneCopies, StepDiagnostics):
         if self.n_bodies == 0:
             raise RuntimeError("the scene has no bodies")
         if not self._is_built():
+            if self._unwritten is not None:  # (written in the layout they were made for)
+                self._write_unwritten()
             # Bodies and joints that existed keep their state in every world.
             self._binding.rebuild(self._builder, self._pending_targets, self._params, self._shapes)
             self._pending_targets = {}
@@ -798,7 +829,9 @@ class Scene(ModelQueries, SceneCopies, StepDiagnostics):
         elasticity and vel_damping (1/s) >= 0; gravity_scale finite. A static body (mass 0) takes
         no mass or inertia, a dynamic one no mass 0. World w then steps bit for bit as a one-world
         scene built with its values. Sleeping bodies stay asleep until woken. Snapshots, state
-        files and pickles carry the values. `world`: the worlds (see Scene).
+        files and pickles carry the values. `world`: the worlds (see Scene). As with
+        set_shape_params, the device is written at the scene's next use of it, with the other
+        edits since.
         """
         keywords = locals()  # the values by name: BODY_PARAMS's keys, in their order
         given = {name: keywords[name] for name in BODY_PARAMS if keywords[name] is not None}
@@ -868,6 +901,11 @@ class Scene(ModelQueries, SceneCopies, StepDiagnostics):
         add_* of its shapes (its grid cell is that scene's too). The addressed worlds wake,
         and their contacts are found afresh at the new sizes. Snapshots, state files, pickles
         and replicate carry the shapes and placements. `world`: the worlds (see Scene).
+
+        The values are checked and stored at once; the device is written at the scene's next
+        use of it (a step, a read, an edit that writes the device), together with the other
+        edits of per-world values since: one upload and one wake for all of them, the same
+        scene as each written alone (access/edits.py's UnwrittenEdits).
         """
         keywords = {"size": size, "radius": radius, "length": length, "vertices": vertices}
         given = {name: value for name, value in keywords.items() if value is not None}
@@ -886,17 +924,17 @@ class Scene(ModelQueries, SceneCopies, StepDiagnostics):
         if given or inertia is not None:
             self._shapes.store(self._builder, rows, worlds, new)
             self._params.set_body_values(self._builder, rows, worlds, masses)
-            if self._is_built():
-                self._cell = self._world_cell()
-                ctx = self._context()
-                edits.upload_params(ctx, self._binding, self._builder, self._params, self._shapes)
-                ctx.cache.contacts_current = False  # a query runs the narrow phase first
-                if not (given or placing):  # (else write_resized wakes them, below)
-                    edits.note_state_set(ctx.cache)  # resting contacts checked again
-        if self._is_built() and (given or placing):
-            edits.write_resized(
-                self._context(), worlds, bool(given), rows, placed if placing else None
-            )
+        if not self._is_built():
+            return  # (the build takes them)
+        # The device writes wait for the scene's next use of the device, where the edits
+        # since are written together (edits.UnwrittenEdits).
+        unwritten = self._unwritten_edits()
+        if given or inertia is not None:
+            unwritten.values = unwritten.shapes = True
+            # (a resize or a placement wakes them, below)
+            unwritten.recheck |= not (given or placing)
+        if given or placing:
+            unwritten.wakes.append((worlds, bool(given), rows, placed if placing else None))
 
     @serialized
     def get_shape_params(self, bodies=None) -> dict[str, np.ndarray]:
@@ -960,9 +998,10 @@ class Scene(ModelQueries, SceneCopies, StepDiagnostics):
 
     def _upload_params(self):
         """The per-world values into the model rows, and onto the device if the arrays are
-        built (else the build takes them)."""
+        built (else the build takes them): at the scene's next use of the device, with the
+        other edits since (edits.UnwrittenEdits)."""
         if self.n_bodies and self._is_built():
-            edits.upload_params(self._context(), self._binding, self._builder, self._params)
+            self._unwritten_edits().values = True
 
     # ------------------------------------------------------------------ state
     @serialized

@@ -12,6 +12,7 @@ import pytest
 
 import fx2d_gpu as fx
 from fx2d_gpu import shapes
+from fx2d_gpu.device import launching
 from tests.helpers import DT, GENERAL_PATH
 
 N_WORLDS = 4
@@ -670,3 +671,79 @@ def test_a_pickle_from_before_the_columns_keeps_its_shapes():
         assert _same_shape(old.columns[box].geometry.shape(world), expected)
     assert np.isnan(old.columns[box].radius[0]) and np.isnan(old.columns[box].size[0]).all()
     assert np.array_equal(old.columns[box].size[1:], sizes[1:])
+
+
+WAKE = "fx2d_gpu.device.transfer._wake_slots"
+UPLOAD = "fx2d_gpu.device.transfer._scatter_fields"
+
+
+def _edit_mid_run(scene, read_after_each: bool) -> dict[str, int]:
+    """Edits of overlapping worlds of a built, stepped polygon batch: resizes, placements
+    (static body 0 placed twice in world 2: the later pose stays), body values, an inertia
+    alone, a gravity; with `read_after_each`, a get_state after each edit (each written on
+    its own, as the scene's next use of the device writes what waits). Returns the wake and
+    upload launches of the edits and one read after them."""
+    edits = [
+        lambda: scene.set_shape_params([1, 2], vertices=PENTAGON * 0.8, world=[0, 2]),
+        lambda: scene.set_shape_params(0, position=(0.2, -0.45), angle=0.05, world=[1, 2]),
+        lambda: scene.set_body_params(3, mass=2.5, static_friction=0.9, world=[3]),
+        lambda: scene.set_shape_params(0, position=(-0.1, -0.5), world=2),
+        lambda: scene.set_shape_params(3, inertia=0.4, world=[1]),
+        lambda: scene.set_shape_params(2, radius=0.04, world=[3]),
+        lambda: scene.set_gravity([(0.0, -9.81), (0.5, -9.0), (0.0, -12.0), (-0.3, -9.81)]),
+    ]
+    before = launching.kernel_launches()
+    for edit in edits:
+        edit()
+        if read_after_each:
+            scene.get_state()
+    scene.get_state()
+    after = launching.kernel_launches()
+    return {name: after[name] - before[name] for name in (WAKE, UPLOAD)}
+
+
+def test_edits_are_written_together_as_each_alone_would_leave_them():
+    """set_shape_params, set_body_params and set_gravity of a built scene store their
+    values at once and write the device at its next use, all together (one upload, one
+    wake: edits.UnwrittenEdits): bit for bit the scene each edit written on its own leaves
+    (a read after each), at once and over the steps after, a static placed twice at its
+    later pose."""
+    together, alone = _batch("polygon"), _batch("polygon")
+    for scene in (together, alone):
+        _run(scene, 15)
+    assert _edit_mid_run(together, False) == {WAKE: 1, UPLOAD: 1}
+    # (one by one: the three resizes', the values' and the inertia's; the gravity whole)
+    assert _edit_mid_run(alone, True) == {WAKE: 4, UPLOAD: 4}
+    for step in range(30):
+        for x, y in zip(_state(together), _state(alone), strict=True):
+            assert np.array_equal(x, y), step
+        for scene in (together, alone):
+            scene.step(DT)
+    ground = together.get_state().position[:, 0]  # (static: where the later edit put it)
+    assert np.array_equal(ground[1:3], np.float32([(0.2, -0.45), (-0.1, -0.5)]))
+    fresh = _batch("polygon")
+    fresh.set_shape_params(0, position=(-0.1, -0.5), world=2)
+    fresh.reset_worlds([2])
+    together.reset_worlds([2])  # (a reset starts from the later placement)
+    assert np.array_equal(together.get_state().position[2, 0], fresh.get_state().position[2, 0])
+
+
+def test_edits_waiting_for_the_device_survive_a_body_added_after_them():
+    """A body added after edits of a built scene, before its next use of the device: the
+    waiting writes are made in the layout they were made for, and the build that follows
+    keeps them (the same scene as with a read between)."""
+    scenes = [_batch("polygon"), _batch("polygon")]
+    for scene in scenes:
+        _run(scene, 10)
+    for read_between, scene in zip((False, True), scenes, strict=True):
+        scene.set_shape_params(0, position=(0.3, -0.4), angle=-0.1, world=[0, 3])
+        scene.set_shape_params(2, vertices=PENTAGON * 1.3, world=1)
+        if read_between:
+            scene.get_state()
+        scene.add_circle((0.0, 4.0), 0.15, mass=0.2)
+    for _ in range(20):
+        for x, y in zip(*(_state(scene) for scene in scenes), strict=True):
+            assert np.array_equal(x, y)
+        for scene in scenes:
+            scene.step(DT)
+    assert np.allclose(scenes[0].get_state().position[[0, 3], 0], (0.3, -0.4))

@@ -3,6 +3,7 @@ per-world values are uneven (some world differs from world 0), answered from the
 since the last answer, checked against comparing every column whole."""
 
 import numpy as np
+import pytest
 
 from fx2d_gpu.model import store_log
 
@@ -43,9 +44,12 @@ def test_uneven_columns_follow_the_stores_as_a_whole_comparison_does():
                     assert found[key] is None, (step, key)
 
 
-def test_distinct_is_np_unique():
+@pytest.mark.parametrize("size", [1000, 1_000_000])  # (a mask of flags; np.unique)
+def test_distinct_is_np_unique(size):
     rng = np.random.default_rng(0)
-    parts = [rng.integers(0, 1000, int(rng.integers(0, 50))) for _ in range(5)]
-    assert np.array_equal(
-        store_log.distinct(parts, 1000), np.unique(np.concatenate(parts)).astype(np.int64)
-    )
+    for count in (0, 50):
+        parts = [rng.integers(0, size, int(rng.integers(0, count + 1))) for _ in range(5)]
+        found = store_log.distinct(parts, size)
+        assert found.dtype == np.int64
+        assert np.array_equal(found, np.unique(np.concatenate(parts)).astype(np.int64))
+    assert np.array_equal(store_log.distinct([], size), np.zeros(0, np.int64))

@@ -7,6 +7,7 @@ Body slots are world-major: slot = world * n_bodies + body.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -110,26 +111,86 @@ def _shape_rows(ctx: StepContext, arrays: dict, changed: tuple | None) -> list:
     return [(ctx.pool.group("model"), fields)]
 
 
-def write_resized(
+@dataclass
+class UnwrittenEdits:
+    """Edits a scene stored on the host (per-world values, shapes, static placements) whose
+    device writes wait for its next use of the device (Scene._context), where they are made
+    together (write_unwritten): one upload of every row changed since and one wake launch,
+    where each edit made its own. A vector env's restarts (fx2d/Levels-v0: four
+    set_shape_params and a set_body_params) so pay one upload and one wake. Nothing reads
+    the device without a context, so no reader sees the edits missing; the writes are the
+    same ones, so the state after them is bit for bit the same.
+
+    Attributes:
+        values: per-world values changed (materials, masses, gravity, gains): upload_params.
+        shapes: shapes changed: their rows and grid cells too, contacts not current.
+        recheck: a change of inertia alone: resting contacts are checked again.
+        wakes: (worlds (k,) indices, resized, statics (m,) indices | None, placed (k, m, 3)
+            | None) of each set_shape_params that resized or placed (write_resized's).
+    """
+
+    values: bool = False
+    shapes: bool = False
+    recheck: bool = False
+    wakes: list = field(default_factory=list)
+
+
+def write_unwritten(
     ctx: StepContext,
-    worlds: np.ndarray,
-    resized: bool,
-    statics: np.ndarray | None = None,
-    placed: np.ndarray | None = None,
+    binding: Binding,
+    builder: ModelBuilder,
+    params: WorldParams,
+    world_shapes: WorldShapes,
+    unwritten: UnwrittenEdits,
+    upload: bool = True,
 ):
-    """After set_shape_params: every body of `worlds` ((k,) indices) awake (nothing may
-    sleep where it no longer rests), written as set_state(worlds=) writes a state, with
-    static bodies `statics` ((m,) indices) at `placed` ((k, m, 3): x, y, angle; None: where
-    they are); where `resized` their contacts are found afresh at the new sizes: no manifold
-    of theirs is kept from before (contacts.reuse_manifold: found_margin 0) and their fat
-    boxes are refitted (broad_phase.refit_fat_boxes). Warm starting goes on (the pairs are
-    matched by their features). One launch (transfer.wake_slots)."""
+    """`unwritten`'s device writes, together (see UnwrittenEdits): with `upload` (False
+    where the model changed since and its build takes the values) the changed rows of
+    `params` and `world_shapes` in one launch, then the wakes in one."""
+    if upload and (unwritten.values or unwritten.shapes):
+        upload_params(ctx, binding, builder, params, world_shapes if unwritten.shapes else None)
+    if unwritten.shapes:
+        ctx.cache.contacts_current = False  # a query runs the narrow phase first
+    if unwritten.recheck:
+        note_state_set(ctx.cache)  # resting contacts checked again
+    if unwritten.wakes:
+        write_resized(ctx, unwritten.wakes)
+
+
+def write_resized(ctx: StepContext, wakes: list):
+    """After set_shape_params, for each of `wakes` (worlds (k,) indices, resized, statics
+    (m,) indices | None, placed (k, m, 3) | None: x, y, angle): every body of its worlds
+    awake (nothing may sleep where it no longer rests), written as set_state(worlds=)
+    writes a state, with its static bodies `statics` at `placed` (None: where they are);
+    where `resized` their contacts are found afresh at the new sizes: no manifold of theirs
+    is kept from before (contacts.reuse_manifold: found_margin 0) and their fat boxes are
+    refitted (broad_phase.refit_fat_boxes). Warm starting goes on (the pairs are matched by
+    their features). One launch for all of them (transfer.wake_slots), as the calls one by
+    one would leave it: a static placed twice takes its later pose."""
     n = ctx.n_bodies
-    placed_slots = None
-    if placed is not None:
-        placed_slots = (worlds[:, None] * n + statics[None, :]).reshape(-1)
-    slots = (worlds[:, None] * n + np.arange(n)).reshape(-1)
-    transfer.wake_slots(ctx, slots, placed_slots, placed, refind=worlds if resized else None)
+    woken = np.zeros(ctx.n_worlds, bool)
+    refound = np.zeros(ctx.n_worlds, bool)
+    slots, poses = [], []
+    for worlds, resized, statics, placed in wakes:
+        woken[worlds] = True
+        refound[worlds] |= resized
+        if placed is not None:
+            slots.append((worlds[:, None] * n + statics[None, :]).reshape(-1))
+            poses.append(np.reshape(placed, (-1, 3)))
+    placed_slots = placed_poses = None
+    if slots:
+        later_first = np.concatenate(slots)[::-1]
+        placed_slots, at = np.unique(later_first, return_index=True)
+        placed_poses = np.concatenate(poses)[::-1][at]
+    worlds = np.flatnonzero(woken)
+    refind = np.flatnonzero(refound)
+    transfer.wake_slots(
+        ctx,
+        (worlds[:, None] * n + np.arange(n)).reshape(-1),
+        placed_slots,
+        placed_poses,
+        refind=refind if len(refind) else None,
+    )
     note_world_rows_written(ctx, worlds, joints_in_place=False)
 
 

@@ -316,6 +316,7 @@ class SceneCopies:
         forces, self.time, self.step_count, self._params, self._shapes = restore_snapshot(
             snapshot, self._binding, self._cache, self._builder, self._gravity
         )
+        self._unwritten = None  # (edits not written yet: the snapshot replaces what they wrote)
         self._cell = self._world_cell()
         self._pending_forces = forces
 

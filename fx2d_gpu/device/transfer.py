@@ -519,9 +519,10 @@ def _wake_slots(
             False,
         )
         if refind != 0:
-            # Asleep and not colliding (broad_phase.pairing_key's bits 2 and 1): a key no
-            # awake body has, so the next broad phase refits the fat box.
-            grid.fat_key[slot] = 2
+            if resized[slot // n_bodies] != 0:
+                # Asleep and not colliding (broad_phase.pairing_key's bits 2 and 1): a key
+                # no awake body has, so the next broad phase refits the fat box.
+                grid.fat_key[slot] = 2
     ti.loop_config(serialize=serial)
     for i in range(n_placed):  # (after the loop above: a kernel's loops run in turn)
         slot = placed_slots[i]
@@ -540,9 +541,9 @@ def wake_slots(
     islands and support restarting, as write_rows writes a state read from them (the same
     floats, without the read: no sync on a GPU); with `placed_slots` ((m,) indices) those
     static bodies at the poses `placed` ((m, 3): x m, y m, angle rad, as float32 takes
-    them); with `refind` ((w,) world indices, the worlds of `slots`) the worlds' pairs keep
-    no manifold (found_margin 0) and the slots' fat boxes are refitted by the next broad
-    phase. One launch."""
+    them); with `refind` ((w,) world indices, some or all of the worlds of `slots`) those
+    worlds' pairs keep no manifold (found_margin 0) and their slots' fat boxes are refitted
+    by the next broad phase. One launch."""
     n_placed = 0 if placed_slots is None else len(placed_slots)
     if n_placed == 0:
         placed_slots, placed = np.zeros(1, np.int32), np.zeros((1, 3), np.float32)

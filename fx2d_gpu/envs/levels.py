@@ -503,7 +503,9 @@ class LevelsVectorEnv(Fx2DVectorEnv):
     (each world's used optional bodies on, the others off: a table of flags) and one
     reset_worlds with their starting state: 7 calls. Each writes the reset worlds' rows on
     the device and leaves the others' as they are (the host's caches, WorldShapes' and
-    WorldParams', redo those worlds alone: store_log).
+    WorldParams', redo those worlds alone: store_log); the first five's device writes wait
+    for set_enabled's and are made with them, one upload and one wake (access/edits.py's
+    UnwrittenEdits): 5 launches a restart.
 
     Observation (float32, (9 + n_rays,)):
 

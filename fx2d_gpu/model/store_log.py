@@ -53,8 +53,12 @@ def stored_since(owner, version: int) -> list[tuple[np.ndarray, np.ndarray]] | N
 
 def distinct(indices: list[np.ndarray], size: int) -> np.ndarray:
     """(k,) int64: the distinct values of the index arrays `indices` (each in [0, size)),
-    sorted: np.unique's answer through a mask of `size` flags, which takes ~1 ms where
-    np.unique hashed the 262,144 rows of a store of 4 bodies in 65,536 worlds for ~50."""
+    sorted: np.unique's answer, through a mask of `size` flags where they are many (~1 ms
+    where np.unique sorted the 262,144 rows of a store of 4 bodies in 65,536 worlds for
+    ~50), by np.unique where they are few against `size` (a restart of a few worlds: the
+    mask of 65,536 worlds' 18 body slots took ~1 ms for ~500 rows)."""
+    if sum(len(values) for values in indices) * 64 < size:
+        return np.unique(np.concatenate([np.zeros(0, np.int64), *indices]).astype(np.int64))
     mask = np.zeros(size, bool)
     for values in indices:
         mask[values] = True
@@ -74,11 +78,12 @@ def differing_row(arrays) -> int | None:
 
 def wrote(stores: list[tuple[np.ndarray, np.ndarray]], body: int | None, worlds=None) -> bool:
     """Whether a store of `stores` (stored_since's) wrote `body` (None: any body) in one of
-    `worlds` (None: in any world)."""
+    `worlds` (a few world indices: uneven_since's two rows; None: in any world)."""
     for bodies, stored in stores:
         if body is not None and not (bodies == body).any():
             continue
-        if worlds is None or np.isin(worlds, stored).any():
+        # (a comparison a world: np.isin sorts, ~20x the time for a few worlds)
+        if worlds is None or any((stored == world).any() for world in worlds):
             return True
     return False
 
@@ -97,7 +102,7 @@ def uneven_since(owner, cache: str, columns: dict) -> dict:
     found = {}
     for key, arrays in columns.items():
         row = -1 if stores is None else kept[1].get(key, -1)  # (-1: to be compared)
-        if row != -1 and wrote(stores, key, None if row is None else np.array([0, row])):
+        if row != -1 and wrote(stores, key, None if row is None else (0, row)):
             row = -1
         found[key] = differing_row(arrays()) if row == -1 else row
     owner.__dict__[cache] = (owner.version, found)

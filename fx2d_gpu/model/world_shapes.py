@@ -265,15 +265,16 @@ class ShapeColumn:
         return self.take(np.arange(len(self.radius)))
 
 
+#: A box's corners in shapes.box's order, as signs of its half width and half height.
+_BOX_CORNERS = np.array([(-1.0, -1.0), (1.0, -1.0), (1.0, 1.0), (-1.0, 1.0)])
+
+
 def _box_rows(vertices: np.ndarray) -> np.ndarray:
     """(n,) bool: which of n 4-vertex cores (n, 4, 2) are boxes (is_box's rule: a rectangle
     about the body origin along the body's axes, within 1e-12 of its size)."""
     v = vertices
     hw, hh = 0.5 * (v[:, 1, 0] - v[:, 0, 0]), 0.5 * (v[:, 2, 1] - v[:, 1, 1])
-    pattern = np.stack(
-        [np.stack(corner, axis=1) for corner in ((-hw, -hh), (hw, -hh), (hw, hh), (-hw, hh))],
-        axis=1,
-    )
+    pattern = _BOX_CORNERS * np.stack([hw, hh], axis=1)[:, None, :]  # (signs: exact)
     return (hw > 0.0) & (hh > 0.0) & (np.abs(v - pattern).max(axis=(1, 2)) <= 1e-12 * (hw + hh))
 
 
@@ -610,8 +611,13 @@ class WorldShapes:
                 shapes.MAX_COORDINATE, or a body that is not static (mass 0), naming it.
         """
         kw, kb = len(worlds), len(bodies)
-        current = np.stack([self.body_poses(builder, b)[worlds] for b in bodies.tolist()], 1)
-        current = current.reshape(kw, kb, 3)
+        current = np.empty((kw, kb, 3))
+        for j, body in enumerate(bodies.tolist()):
+            if body in self.poses:
+                current[:, j] = self.poses[body][worlds]
+            else:  # (not every world's tiled: a vector env's restarts place a few)
+                b = builder.bodies[body]
+                current[:, j] = (b.position[0], b.position[1], b.angle)
         for name, value, item, columns in (
             ("position", position, (2,), slice(0, 2)),
             ("angle", angle, (), slice(2, 3)),
@@ -640,9 +646,10 @@ class WorldShapes:
     def store_poses(self, builder: ModelBuilder, bodies: np.ndarray, worlds: np.ndarray, new):
         """Store checked placements (placed's) of `bodies` in `worlds`."""
         for j, body in enumerate(bodies.tolist()):
-            values = self.body_poses(builder, body).copy()
-            values[worlds] = new[:, j]
-            self.poses[body] = values
+            values = self.poses.get(body)
+            if values is None:  # (every world's, the first time: body_poses makes them anew)
+                values = self.poses[body] = self.body_poses(builder, body)
+            values[worlds] = new[:, j]  # (in place: copies, snapshots and shards copy them)
 
     def initial_state(self, builder: ModelBuilder, worlds) -> dict:
         """builder.initial_state of the worlds `worlds` ((k,) indices), one row each: the
