@@ -747,3 +747,27 @@ def test_edits_waiting_for_the_device_survive_a_body_added_after_them():
         for scene in scenes:
             scene.step(DT)
     assert np.allclose(scenes[0].get_state().position[[0, 3], 0], (0.3, -0.4))
+
+
+@pytest.mark.parametrize("kind", ["box", "polygon", "capsule", "circle"])
+def test_bodies_resized_in_one_call_are_made_as_each_alone(kind):
+    """Bodies of one kind resized in one call, each its own value a world (their rows made
+    in one call of the kind's maker, WorldShapes._made_columns): the shapes and the steps
+    after, bit for bit, of a call a body."""
+    rng = np.random.default_rng(7)
+    base = {key: np.asarray(rows) for key, rows in WORLD_SHAPES[kind].items()}
+    # (N_WORLDS, 3 bodies, ...): world w's values scaled apart per body
+    values = {
+        key: rows[:, None] * rng.uniform(0.8, 1.2, (N_WORLDS, 3) + (1,) * (rows.ndim - 1))
+        for key, rows in base.items()
+    }
+    together, alone = _batch(kind), _batch(kind)
+    together.set_shape_params([1, 2, 3], **values)
+    for j, body in enumerate((1, 2, 3)):
+        alone.set_shape_params(body, **{key: v[:, j] for key, v in values.items()})
+    made = together.get_shape_params()
+    for key, array in made.items():
+        assert np.array_equal(array, alone.get_shape_params()[key], equal_nan=True), key
+    assert any(not np.array_equal(a[:, 1], a[:, 2], equal_nan=True) for a in made.values())
+    for x, y in zip(_run(together, 20), _run(alone, 20), strict=True):
+        assert np.array_equal(x, y)

@@ -61,7 +61,12 @@ def is_box(shape: Shape) -> bool:
     origin along the body's axes (a rounded box's centroid may lie an ulp off the origin)."""
     if shape.kind != SHAPE_POLYGON or len(shape.vertices) != 4:
         return False
-    return bool(_box_rows(shape.vertices[None])[0])
+    # Kept in the frozen shape's __dict__, as its cached properties are: a vector env's
+    # restart asks each of its bodies' shapes twice (~15 us each).
+    found = shape.__dict__.get("_is_box")
+    if found is None:
+        found = shape.__dict__["_is_box"] = bool(_box_rows(shape.vertices[None])[0])
+    return found
 
 
 def kind_name(shape: Shape) -> str:
@@ -276,6 +281,18 @@ def _box_rows(vertices: np.ndarray) -> np.ndarray:
     hw, hh = 0.5 * (v[:, 1, 0] - v[:, 0, 0]), 0.5 * (v[:, 2, 1] - v[:, 1, 1])
     pattern = _BOX_CORNERS * np.stack([hw, hh], axis=1)[:, None, :]  # (signs: exact)
     return (hw > 0.0) & (hh > 0.0) & (np.abs(v - pattern).max(axis=(1, 2)) <= 1e-12 * (hw + hh))
+
+
+#: How resized makes a kind's shapes as a whole, from its rows' inputs ({name: (rows,
+#: ...)}, WorldShapes._made_rows'): ShapeArrays of those rows.
+_MAKERS = {
+    "circle": lambda rows: shapes.circle_arrays(rows["radius"], len(rows["radius"])),
+    "capsule": lambda rows: shapes.capsule_arrays(
+        rows["length"], rows["radius"], len(rows["radius"])
+    ),
+    "box": lambda rows: shapes.box_arrays(rows["size"], len(rows["radius"]), rows["radius"]),
+    "polygon": lambda rows: shapes.polygon_arrays(rows["vertices"], rows["radius"]),
+}
 
 
 class WorldShapes:
@@ -510,12 +527,7 @@ class WorldShapes:
                         f"vertices: body {body} has {want} vertices in every world, got {got}"
                     )
         try:
-            return [
-                self._made_column(
-                    builder, body, worlds, {key: array[:, j] for key, array in arrays.items()}
-                )
-                for j, body in enumerate(bodies.tolist())
-            ]
+            return self._made_columns(builder, bodies, worlds, arrays)
         except (TypeError, ValueError) as error:
             failed = error
         # One shape at a time, in order: the first bad value raises its own error.
@@ -528,14 +540,54 @@ class WorldShapes:
                     _make(builder.bodies[body].shape, _args(current, name, values))
         raise failed
 
+    def _made_columns(
+        self, builder: ModelBuilder, bodies: np.ndarray, worlds: np.ndarray, arrays: dict
+    ) -> list[ShapeColumn]:
+        """resized's shapes of each of `bodies` in each of `worlds` from `arrays` (keyword:
+        (k_worlds, k_bodies, *item) float64), the shapes of a kind made as a whole
+        (shapes.circle_arrays, capsule_arrays, box_arrays, polygon_arrays: the same shapes as
+        _make's, to the bit, each row's arithmetic its own): the rows of every body one
+        maker makes in one call (a vector env's restart resizes six terrain boxes in one
+        call: one box_arrays, not six). Raises where some value is bad, not necessarily
+        resized's error: resized then makes them one at a time."""
+        k = len(worlds)
+        made: list = [None] * len(bodies)
+        groups: dict[tuple, list] = {}
+        for j, body in enumerate(bodies.tolist()):
+            values = {key: array[:, j] for key, array in arrays.items()}
+            found = self._made_rows(builder, body, worlds, values)
+            if isinstance(found, ShapeColumn):
+                made[j] = found
+            else:
+                maker, inputs, column_args = found
+                groups.setdefault(maker, []).append((j, inputs, column_args))
+        for (maker, _), members in groups.items():
+            inputs = {
+                name: np.concatenate([member[1][name] for member in members])
+                for name in members[0][1]
+            }
+            geometry = _MAKERS[maker](inputs)
+            for i, (j, _, column_args) in enumerate(members):
+                rows = geometry if len(members) == 1 else geometry.take(np.arange(i * k, i * k + k))
+                made[j] = ShapeColumn(rows, *column_args)
+        return made
+
     def _made_column(
         self, builder: ModelBuilder, body: int, worlds: np.ndarray, values: dict
     ) -> ShapeColumn:
-        """resized's shapes of `body` in each of `worlds` from `values` (keyword:
-        (k_worlds, *item) float64), the shapes of a kind made as a whole (shapes.circle_arrays,
-        box_arrays, polygon_arrays: the same shapes as _make's, to the bit). Raises where
-        some value is bad, not necessarily resized's error: resized then makes them one at a
-        time."""
+        """_made_columns for one body, from `values` (keyword: (k_worlds, *item) float64)."""
+        found = self._made_rows(builder, body, worlds, values)
+        if isinstance(found, ShapeColumn):
+            return found
+        (maker, _), inputs, column_args = found
+        return ShapeColumn(_MAKERS[maker](inputs), *column_args)
+
+    def _made_rows(self, builder: ModelBuilder, body: int, worlds: np.ndarray, values: dict):
+        """_made_columns' part for `body` in each of `worlds` from `values` (keyword:
+        (k_worlds, *item) float64): its ShapeColumn where it is made on its own (kept as
+        it is, or circles off their body's origin, one at a time), else ((maker, vertex
+        count): its _MAKERS entry and key, {input: (k_worlds, ...) rows} for it, and the
+        column's arguments (radius, size, length, vertices) its rows were made from)."""
         if not values:  # kept as they are
             return self.body_column(builder, body).take(worlds)
         added = builder.bodies[body].shape
@@ -551,41 +603,43 @@ class WorldShapes:
             radii = current.radius[at]
         nan = np.full(k, np.nan)
         length = nan
+        size = vertices = None
         if name == "circle" and not added.center.any() and not np.signbit(added.center).any():
-            geometry, size, vertices = shapes.circle_arrays(radii, k), None, None
+            maker, inputs = ("circle", 0), {"radius": radii}
         elif name == "capsule":
             if "length" in values:
                 length = np.array(values["length"], np.float64).reshape(k)
             else:
                 v = current.vertices[at]
                 length = v[:, 1, 0] - v[:, 0, 0]
-            geometry, size, vertices = shapes.capsule_arrays(length, radii, k), None, None
+            maker, inputs = ("capsule", 0), {"length": length, "radius": radii}
         elif name == "box" and "vertices" not in values:
             if "size" in values:
                 size = np.array(values["size"], np.float64).reshape(k, 2)
             else:
                 v = current.vertices[at]
                 size = np.stack([v[:, 1, 0] - v[:, 0, 0], v[:, 2, 1] - v[:, 1, 1]], 1)
-            geometry, vertices = shapes.box_arrays(size, k, radii), None
+            maker, inputs = ("box", 0), {"size": size, "radius": radii}
         elif name in ("box", "polygon"):
             if "vertices" in values:
                 vertices = np.array(values["vertices"], np.float64)
             else:
                 vertices = current.vertices[at]
-            geometry, size = shapes.polygon_arrays(vertices, radii), None
+            maker = ("polygon", vertices.shape[1] if vertices.ndim == 3 else -1)
+            inputs = {"vertices": vertices, "radius": radii}
         else:  # circles off their body's origin: one at a time
             args = [
                 _args(current.shape(w), name, {key: v[i] for key, v in values.items()})
                 for i, w in enumerate(at.tolist())
             ]
             return ShapeColumn.of_made([_make(added, a) for a in args], args, len(added.vertices))
-        return ShapeColumn(
-            geometry,
+        column_args = (
             radii,
             np.stack([nan, nan], 1) if size is None else size,
             length,
             np.full((k, len(added.vertices), 2), np.nan) if vertices is None else vertices,
         )
+        return maker, inputs, column_args
 
     def store(self, builder: ModelBuilder, bodies: np.ndarray, worlds: np.ndarray, new):
         """Store checked shapes (resized's: a ShapeColumn of the worlds a body) of `bodies` in
