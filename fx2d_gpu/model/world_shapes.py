@@ -572,16 +572,6 @@ class WorldShapes:
                 made[j] = ShapeColumn(rows, *column_args)
         return made
 
-    def _made_column(
-        self, builder: ModelBuilder, body: int, worlds: np.ndarray, values: dict
-    ) -> ShapeColumn:
-        """_made_columns for one body, from `values` (keyword: (k_worlds, *item) float64)."""
-        found = self._made_rows(builder, body, worlds, values)
-        if isinstance(found, ShapeColumn):
-            return found
-        (maker, _), inputs, column_args = found
-        return ShapeColumn(_MAKERS[maker](inputs), *column_args)
-
     def _made_rows(self, builder: ModelBuilder, body: int, worlds: np.ndarray, values: dict):
         """_made_columns' part for `body` in each of `worlds` from `values` (keyword:
         (k_worlds, *item) float64): its ShapeColumn where it is made on its own (kept as
@@ -825,7 +815,7 @@ class WorldShapes:
         self, builder: ModelBuilder, body: int, worlds: np.ndarray, arrays: dict
     ) -> ShapeColumn:
         """_take_args' shapes of `body` in `worlds` (those with a radius) from the arrays,
-        each world's group of keywords made as a whole (_made_column: the same shapes as
+        each world's group of keywords made as a whole (_made_columns: the same shapes as
         _make's, to the bit; a snapshot of 16,384 worlds of 5 resized bodies took 6 s to
         restore a shape at a time). Raises where some world's values break a rule
         (_stored_args' or the shape's), not necessarily with _take_args' message."""
@@ -855,10 +845,12 @@ class WorldShapes:
         for key in takes or (None,):
             rows = np.flatnonzero(given[key]) if key else np.arange(len(worlds))
             if len(rows):
-                group = {"radius": radius[rows]}
+                # (each keyword's values as _made_columns takes them: (k, 1 body, *item))
+                group = {"radius": radius[rows, None]}
                 if key:
-                    group[key] = values[key][rows]
-                made.put(rows, self._made_column(builder, body, worlds[rows], group))
+                    group[key] = values[key][rows][:, None]
+                (column,) = self._made_columns(builder, np.array([body]), worlds[rows], group)
+                made.put(rows, column)
         return made
 
     def _take_poses(self, pose: np.ndarray, builder: ModelBuilder):
@@ -911,13 +903,23 @@ class WorldShapes:
             changed_rows, changed_worlds = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
             for bodies, worlds in stores:
                 changed_worlds.append(worlds)
+                # A store's bodies of one kind, vertex count and filter in one call (a
+                # Levels restart stores six terrain boxes at once): rows copied as they are.
+                alike: dict[tuple, list[int]] = {}
                 for body in bodies.tolist():
                     if body < n:
-                        chosen = self.columns[body].geometry.take(worlds)
-                        found = shape_array_rows(chosen, collides[body])
-                        for name in SHAPE_FIELDS:
-                            rows[name][worlds * n + body] = found[name]
-                        changed_rows.append(worlds * n + body)
+                        geometry = self.columns[body].geometry
+                        key = (geometry.kind, geometry.vertices.shape[1], bool(collides[body]))
+                        alike.setdefault(key, []).append(body)
+                for (_, _, collide), members in alike.items():
+                    chosen = ShapeArrays.concatenated(
+                        [self.columns[body].geometry.take(worlds) for body in members]
+                    )
+                    found = shape_array_rows(chosen, collide)
+                    slots = np.concatenate([worlds * n + body for body in members])
+                    for name in SHAPE_FIELDS:
+                        rows[name][slots] = found[name]
+                    changed_rows.append(slots)
             changed = (
                 store_log.distinct(changed_rows, w * n),
                 store_log.distinct(changed_worlds, w),
