@@ -160,6 +160,52 @@ def test_a_short_path_launch_is_taichis_launch_bit_for_bit():
     assert take_array.remembered == remembered + 1
 
 
+@quick
+@ti.kernel
+def answer_ints(h: ti.template(), shift: ti.i32) -> ti.types.vector(5, ti.i32):
+    h.count[None] += 1
+    return ti.Vector([shift, -shift, h.count[None], 2**31 - 1, -(2**31)], ti.i32)
+
+
+@quick
+@ti.kernel
+def answer_unsigned(shift: ti.u32) -> ti.types.vector(2, ti.u32):
+    return ti.Vector([shift, ti.u32(4294967295) - shift], ti.u32)
+
+
+@quick
+@ti.kernel
+def answer_floats(h: ti.template(), scale: ti.f32) -> ti.math.vec3:
+    return ti.math.vec3(scale * h.values[1], -scale, 1.0 / 3.0)
+
+
+def test_returned_vectors_are_taichis_numbers():
+    """A kernel that returns a vector gives, through the short path, the numbers Taichi's
+    own call gives (the kernel unwrapped), entry for entry, of signed and unsigned
+    integers at their extremes and of floats; as a tuple, which the engine's callers
+    iterate over and unpack."""
+    holder = Holder(4)
+    holder.values[1] = 0.1
+    for shift in (0, 7, -12345):
+        answer_ints(holder, shift)  # (a first call takes Taichi's path)
+        short = answer_ints(holder, shift)
+        own = answer_ints.__wrapped__(holder, shift)
+        assert isinstance(short, tuple) and len(short) == 5
+        assert list(short[:2]) + list(short[3:]) == [int(v) for i, v in enumerate(own) if i != 2]
+        assert short[2] + 1 == own[2]  # (the count went on by the own call)
+    for shift in (0, 1, 2**31 + 5):
+        answer_unsigned(shift)
+        assert answer_unsigned(shift) == tuple(int(v) for v in answer_unsigned.__wrapped__(shift))
+        assert answer_unsigned(shift) == (shift, 4294967295 - shift)
+    for scale in (1.0, -2.5, 1e30):
+        answer_floats(holder, scale)
+        short = answer_floats(holder, scale)
+        own = answer_floats.__wrapped__(holder, scale)
+        assert short == tuple(float(v) for v in own)
+        assert short[2] == float(np.float32(1.0) / np.float32(3.0))
+    assert answer_ints.remembered and answer_unsigned.remembered and answer_floats.remembered
+
+
 def test_host_arrays_are_counted_per_launch():
     """host_array_count: a launch given a NumPy array (copied to a GPU and back around it,
     with a wait on each side) counts once, with its arrays; a Taichi ndarray (on the device)
