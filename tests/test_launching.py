@@ -160,6 +160,31 @@ def test_a_short_path_launch_is_taichis_launch_bit_for_bit():
     assert take_array.remembered == remembered + 1
 
 
+class Watched(Holder):
+    """A Holder that counts the attribute lookups made on it (as a Taichi data_oriented
+    object runs Python for each: the pool's groups)."""
+
+    lookups = 0
+
+    def __getattribute__(self, name):
+        Watched.lookups += 1
+        return object.__getattribute__(self, name)
+
+
+def test_a_short_path_launch_asks_its_template_objects_nothing():
+    """Once compiled, a launch keys and matches its template objects by their type and
+    identity alone: no attribute of theirs is looked up (isinstance asked each one for its
+    __class__, five times, which a data_oriented object answers in Python), and the
+    launches still act on them."""
+    holder = Watched(64)
+    offset = ti.math.vec2(0.0, 0.0)
+    accumulate(holder, add_scaled, 40, 1.0, offset)  # Taichi's path: compiles, reads fields
+    before = Watched.lookups
+    totals = [accumulate(holder, add_scaled, 40, 1.0, offset) for _ in range(5)]
+    assert Watched.lookups == before
+    np.testing.assert_allclose(totals, [780.0 * k for k in range(2, 7)], rtol=1e-6)
+
+
 @quick
 @ti.kernel
 def answer_ints(h: ti.template(), shift: ti.i32) -> ti.types.vector(5, ti.i32):

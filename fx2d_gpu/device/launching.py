@@ -143,8 +143,17 @@ def _array_key(value):
 
 #: Template arguments keyed by value rather than by identity (Taichi keys them so too).
 _BY_VALUE = (str, int, float, bool, type(None))
+
 #: Template instantiations a kernel remembers at most (the oldest is forgotten first).
 _MAX_ENTRIES = 256
+
+
+def _by_value(value) -> bool:
+    """Whether a template argument is keyed by value (_BY_VALUE), asked of its type:
+    isinstance asks a non-matching object for its __class__ too, which on a Taichi
+    data_oriented object (the pool's groups) runs Taichi's Python __getattribute__, ~1 us
+    a type: the step's 15 groups took ~100 us a launch to key and again to match."""
+    return issubclass(type(value), _BY_VALUE)
 
 
 def _template_key(value):
@@ -153,7 +162,7 @@ def _template_key(value):
     a number's or a string's value, any other object's id."""
     if type(value) is tuple:
         return tuple(map(_template_key, value))
-    return value if isinstance(value, _BY_VALUE) else id(value)
+    return value if _by_value(value) else id(value)
 
 
 def _objects(templates) -> list:
@@ -162,7 +171,7 @@ def _objects(templates) -> list:
     for value in templates:
         if type(value) is tuple:
             found.extend(_objects(value))
-        elif not isinstance(value, _BY_VALUE):
+        elif not _by_value(value):
             found.append(value)
     return found
 
