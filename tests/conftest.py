@@ -1,10 +1,12 @@
 import contextlib
 import os
+import weakref
 
 import pytest
 import taichi as ti
 
 import fx2d_gpu.device.runtime as runtime
+from fx2d_gpu.device import residency
 
 try:
     import fcntl
@@ -91,6 +93,37 @@ def pytest_collection_modifyitems(config, items):
 #: The contact and joint solvers (Scene(solver=...)): a physics test that takes the `solver`
 #: fixture runs for each, within bounds that hold for both or, where they differ, each
 #: solver's own (derived in the test).
+#: The device pool after the last test (a weak reference) and the tests after which it
+#: was a new, grown one while not marked grows_pool (pytest_terminal_summary lists them).
+_pool_seen = {"pool": None, "grown_by": []}
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item, nextitem):
+    """Note a test not marked grows_pool that grew the device pool: every kernel compiled
+    before it compiles again for the grown pool (in CI's run with an empty cache, the
+    65,536-worlds test growing it mid-suite cost 5.5 of the main suite's 21 minutes)."""
+    pool = residency.current_pool()
+    before = _pool_seen["pool"]() if _pool_seen["pool"] is not None else None
+    if pool is None or pool is before:
+        return
+    # (The first pool is made, not grown; a grown pool's predecessor may be freed already.)
+    made_first = _pool_seen["pool"] is None
+    if not made_first and item.get_closest_marker("grows_pool") is None:
+        _pool_seen["grown_by"].append(item.nodeid)
+    _pool_seen["pool"] = weakref.ref(pool)
+
+
+def pytest_terminal_summary(terminalreporter):
+    grown_by = _pool_seen["grown_by"]
+    if grown_by:
+        terminalreporter.write_line(
+            "the device pool grew in these tests, not marked grows_pool (every kernel "
+            "compiled before each compiled again; a test so marked runs first): "
+            + ", ".join(grown_by)
+        )
+
+
 SOLVERS = ("xpbd", "soft_step")
 
 

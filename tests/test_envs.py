@@ -420,6 +420,11 @@ def test_world_streams_are_per_world_and_independent_of_the_batch():
     )
 
 
+# 65,536 worlds grow the process's device pool (their joints' slots: 2,097,152 with
+# residency.GROWTH_HEADROOM), and every kernel compiled before it compiles again for the
+# grown pool: so it runs first (grows_pool, conftest). Mid-suite it made CI's cold run
+# compile most of its kernels twice.
+@pytest.mark.grows_pool
 def test_65536_cartpoles_step_each_world_as_a_batch_of_16_does():
     """A step without contacts runs its item stages a world per thread, each thread's share
     of the body slots (team.share over 65,536 worlds' 196,608 slots): the product slots x
