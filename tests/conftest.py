@@ -90,11 +90,8 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=lambda item: item.get_closest_marker("grows_pool") is None)
 
 
-#: The contact and joint solvers (Scene(solver=...)): a physics test that takes the `solver`
-#: fixture runs for each, within bounds that hold for both or, where they differ, each
-#: solver's own (derived in the test).
-#: The device pool after the last test (a weak reference) and the tests after which it
-#: was a new, grown one while not marked grows_pool (pytest_terminal_summary lists them).
+#: The device pool after the last test (a weak reference: a grown pool's predecessor is
+#: freed) and the tests not marked grows_pool in which it grew (pytest_terminal_summary).
 _pool_seen = {"pool": None, "grown_by": []}
 
 
@@ -103,13 +100,10 @@ def pytest_runtest_teardown(item, nextitem):
     """Note a test not marked grows_pool that grew the device pool: every kernel compiled
     before it compiles again for the grown pool (in CI's run with an empty cache, the
     65,536-worlds test growing it mid-suite cost 5.5 of the main suite's 21 minutes)."""
-    pool = residency.current_pool()
-    before = _pool_seen["pool"]() if _pool_seen["pool"] is not None else None
-    if pool is None or pool is before:
+    pool, seen = residency.current_pool(), _pool_seen["pool"]
+    if pool is None or (seen is not None and seen() is pool):
         return
-    # (The first pool is made, not grown; a grown pool's predecessor may be freed already.)
-    made_first = _pool_seen["pool"] is None
-    if not made_first and item.get_closest_marker("grows_pool") is None:
+    if seen is not None and item.get_closest_marker("grows_pool") is None:  # (not the first)
         _pool_seen["grown_by"].append(item.nodeid)
     _pool_seen["pool"] = weakref.ref(pool)
 
@@ -124,6 +118,9 @@ def pytest_terminal_summary(terminalreporter):
         )
 
 
+#: The contact and joint solvers (Scene(solver=...)): a physics test that takes the `solver`
+#: fixture runs for each, within bounds that hold for both or, where they differ, each
+#: solver's own (derived in the test).
 SOLVERS = ("xpbd", "soft_step")
 
 
