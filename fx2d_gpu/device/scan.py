@@ -19,7 +19,12 @@ def exclusive_scan(scan: ti.template(), data: ti.template(), n, serial: ti.templ
     Must be called at the top level of a kernel (its loops are the kernel's parallel loops);
     `scan`: the pool's ScanScratch.
     """
+    # The one-thread parts are loops of one item (a loop inside scan_serially at the
+    # kernel's top level would be a parallel one), serialized: a serial task runs on the
+    # launching thread, where a parallel loop, even of one item, is handed to Taichi's CPU
+    # thread pool and waited for (~0.1 ms a loop on the 2-core VM).
     if ti.static(serial):
+        ti.loop_config(serialize=True)
         for _ in range(1):
             data[n] = scan_serially(data, 0, n)
     elif ti.static(scans_on_gpu()):
@@ -32,6 +37,7 @@ def exclusive_scan(scan: ti.template(), data: ti.template(), n, serial: ti.templ
             for i in range(blk * block, ti.min(n, (blk + 1) * block)):
                 total += data[i]
             scan.blocks[blk] = total
+        ti.loop_config(serialize=True)
         for _ in range(1):  # one thread: the block sums are few
             scan.blocks[n_blocks] = scan_serially(scan.blocks, 0, n_blocks)
         for blk in range(n_blocks):

@@ -1246,6 +1246,7 @@ def _group_by_color(
     count_by_key(color_key, coloring.color, coloring.list_counts, n_constraints, LIST_KEYS, serial)
     exclusive_scan(scan, coloring.list_counts, LIST_KEYS * chunks_of(n_constraints), serial)
     used = 0
+    ti.loop_config(serialize=True)  # one item: on the launching thread (device/scan.py)
     for _ in range(run):
         used = color_starts(coloring, n_constraints)
     # Inside a colour the order is free (its pairs touch disjoint bodies), but not in the
