@@ -45,8 +45,8 @@ these are counted on any machine, on the CPU backend. The paths (PATHS):
   threads ran the step). A GPU's team meets at the same ones: a block's barrier is tens of
   nanoseconds, a grid team's a round trip of every block's first thread through the L2
   cache (microseconds), so on a grid team they price the step. Blank where no team of
-  several threads ran: a launch per stage, small worlds, and scenes the CPU runs serially
-  (device.SERIAL_SLOTS: the asleep pyramids), whose team is of one;
+  several threads ran: a launch per stage, small worlds, and scenes whose team is of one
+  (solver/team.team_of_one: the asleep pyramids);
 - launches_per_stage.csv: the launches of each planned stage (solver/plan.py's
   STEP_STAGES; the substep's stages count under "substeps", a kept step's launch under
   "find pairs").

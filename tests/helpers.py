@@ -240,7 +240,7 @@ PER_STAGE = {"team": False}
 
 
 def stacks_of_two(lower_mass: float = 1.0, upper_mass: float = 1.0) -> list:
-    """260 stacks 2 m apart on a static ground (521 bodies: more than device.SERIAL_SLOTS, a
+    """260 stacks 2 m apart on a static ground (521 bodies: more than device.TEAM_OF_ONE_SLOTS, a
     team's scene), each of two 1 m boxes, the lower of lower_mass kg and the upper of
     upper_mass kg: scenes.BodySpec's, ground first."""
     from fx2d_gpu import scenes

@@ -934,6 +934,25 @@ def test_scan_benchmark_checks_both_passes_against_numpy(arch, tmp_path):
     assert list(tmp_path.glob("*/scan.csv"))
 
 
+def test_serial_loops_steps_each_scene_with_each_threshold_in_turns(tmp_path):
+    """benchmarks.serial_loops on the CPU: the demo pile of 50 bodies (53 with its
+    container) with its loops parallel (a threshold of 40 body slots) and serial (512), a
+    row each, in serial_loops.csv."""
+    from benchmarks import serial_loops
+
+    rows = serial_loops.main(
+        ["--piles", "50", "--pyramids", "--slots", "40", "512", "--rounds", "1"]
+        + ["--warm", "1", "--steps", "2", "--results", str(tmp_path)]
+    )
+    assert [(r["scene"], r["serial_slots"], r["serial"]) for r in rows] == [
+        ("pile_50", 40, False),
+        ("pile_50", 512, True),
+    ]
+    assert all(r["bodies"] == 53 and r["ms_per_step"] > 0 for r in rows)
+    assert rows[1]["team_threads"] == 1  # a team of one: serial and at most 512 slots
+    assert list(tmp_path.glob("*/serial_loops.csv"))
+
+
 def test_warp_lanes_counts_what_a_warps_worlds_walk(tmp_path):
     """benchmarks.warp_lanes: by hand, two warps (32 worlds each) whose worlds hold 1 to 3
     pairs: each warp's longest world, the pairs its worlds hold in all, the different pairs

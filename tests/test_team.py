@@ -30,7 +30,7 @@ from .reference.coloring import SUB_ROUNDS
 
 
 def hanging_chains_over_a_pile(arch: str, n_worlds: int = 1, solver: str = "xpbd") -> fx.Scene:
-    """A world of more than device.SERIAL_SLOTS bodies (the kernels' parallel variant): a
+    """A world of more than device.TEAM_OF_ONE_SLOTS bodies (a team of several threads): a
     pile of boxes and circles poured on the ground and two chains of 30 links, each hung
     from a static anchor, swinging into the pile. A chain's joints alternate between two
     colours out of joint order (each link shares a body with the joints on either side),
@@ -221,12 +221,12 @@ def test_a_team_solves_the_overflow_colour_bit_for_bit_like_its_kernels(arch):
 
 
 def test_a_team_of_one_thread_runs_a_serial_scene(arch):
-    """Scenes of at most device.SERIAL_SLOTS body slots on a CPU: one launch on one thread,
+    """Scenes of at most device.TEAM_OF_ONE_SLOTS body slots on a CPU: one launch on one thread,
     with the results of their ~100 serial launches (the small-world machine, stepped as
     large worlds)."""
     sizes = []
     scene = machine_scene(3, arch, step_options={"small_world_path": False})
-    assert scene.n_bodies * 3 <= device.SERIAL_SLOTS
+    assert scene.n_bodies * 3 <= device.TEAM_OF_ONE_SLOTS
     teamed = trace(scene, 100, each=on_team(sizes))
     assert sizes == [1 if runtime.on_cpu() else 0] * 100
     sizes.clear()  # the general path and no team either
@@ -434,7 +434,7 @@ def test_a_teams_barriers_a_step_grow_by_its_colour_passes_each_substep(arch):
 
 
 def bodies_apart(arch: str, substeps: int = 11) -> fx.Scene:
-    """600 circles 2 m apart (more than device.SERIAL_SLOTS: a team's scene), thrown at up
+    """600 circles 2 m apart (more than device.TEAM_OF_ONE_SLOTS: a team's scene), thrown at up
     to 0.4 m/s and spinning: they fall together and never pair, and nothing joins them, so
     each step is idle (stages.Substep.idle)."""
     rng = np.random.default_rng(11)

@@ -1456,17 +1456,35 @@ def _group_table(cls: type, names: list[str], groups: list[FieldGroup]) -> list[
 
 
 #: Scenes of at most this many body slots (n_worlds * n_bodies) run their kernels' loops
-#: serially on CPU backends.
+#: serially on CPU backends (scenes of small worlds: SERIAL_WORLDS).
 #:
 #: Why: on Taichi's CPU backend a parallel loop costs ~15-40 us to start, even when empty
-#: (the thread pool hands it to its workers and waits for them), and a loop of up to 512
-#: items runs on one thread anyway (measured, Taichi 1.7.4). A small scene's step starts
-#: ~180 such loops: most of its time. A serial loop starts for free. (Their substeps run in
-#: one launch on a team of one thread, solver/team.py.) Kernels take `serial` as a
+#: (the thread pool hands it to its workers and waits for them: ~0.1 ms on the 2-core VM on
+#: 2026-12-07), and a loop of up to 512 items runs on one thread anyway (measured, Taichi
+#: 1.7.4). A small scene's step starts ~180 such loops: most of its time. A serial loop
+#: starts for free, and the loops outside a CPU team's launch do a few ns of work an item,
+#: so up to a few thousand items one thread beats the hand-over. Kernels take `serial` as a
 #: compile-time (template) argument read by ti.loop_config, so each kernel has a serial
-#: variant, compiled only if a small scene runs. The results are the same: no kernel's
+#: variant, compiled only if such a scene runs. The results are the same: no kernel's
 #: result depends on the order of its loop's iterations (the step is bitwise deterministic).
-SERIAL_SLOTS = 512
+#: Raised from 512 (2026-12-07, 2-core VM, `python -m benchmarks.serial_loops`: median ms a
+#: step over 150 steps after 120, 512 and 2048 in turns, two rounds, the CPU team's threads
+#: as its duel chose them; serial_loops.csv): demo piles of 600 bodies 7.0-8.0 -> 4.8-6.5
+#: (soft step 6.4-6.9 -> 3.7-5.1), 1,000 9.3-10.2 -> 8.7-10.0 (soft 8.1-9.2 -> 6.1-7.3),
+#: 1,600 12.5-14.0 -> 12.0-13.5 (soft 10.0-10.1 -> 7.1-9.0), 2,000 18.5-20.7 -> 12.8-13.3
+#: (soft 11.3-12.6 -> 11.7-12.1); pyramids of 41 rows (821 bodies) 1.1-2.3 -> 0.7-1.1 (soft
+#: 1.3-2.1 -> 0.7-1.0) and 61 rows 6.3-15.0 -> 5.5-7.8 (soft 1.4-1.9 -> 0.9-1.4). A pile of
+#: 3,000, over both thresholds, took 21.4-29.4 and 22.6-26.5: the machine's noise.
+SERIAL_SLOTS = 2048
+#: Scenes of at most this many body slots (whose loops run serially: SERIAL_SLOTS) run a
+#: CPU team's launches on a team of one thread (solver/team.team_of_one); larger ones on
+#: the threads the team's probe and duel choose. (Small scenes' barriers cost more than a
+#: second thread saves.)
+TEAM_OF_ONE_SLOTS = 512
+#: Queries (ray casts, point and box queries) of a scene whose loops run serially run
+#: serially up to this many (collision/queries.py): a query does far more than a step's
+#: loop does an item.
+SERIAL_QUERIES = 512
 #: Scenes of small worlds (solver/context.BY_WORLD_MAX_BODIES) run their loops serially up
 #: to this many worlds, whatever their body slots (solver/context.loops_run_serially).
 #:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import taichi as ti
 
-from ...device import SERIAL_SLOTS, runtime
+from ...device import SERIAL_QUERIES, runtime
 from ...enums import SHAPE_CIRCLE
 from ..math2d import rotate
 
@@ -74,7 +74,7 @@ def point_segment_distance(p, a, b):
 def serial(ctx: "StepContext", n_queries: int) -> bool:
     """Whether a launch of n_queries queries runs serialized (a small scene on the CPU,
     where threads cost more than they save)."""
-    return ctx.serial and n_queries <= SERIAL_SLOTS and runtime.on_cpu()
+    return ctx.serial and n_queries <= SERIAL_QUERIES and runtime.on_cpu()
 
 
 def count_then_fill(

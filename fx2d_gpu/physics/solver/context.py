@@ -41,12 +41,12 @@ EXACT_PAIRS_MAX_BODIES = 40
 def loops_run_serially(
     n_worlds: int, n_bodies: int, options: StepOptions = DEFAULT_OPTIONS
 ) -> bool:
-    """Whether a scene's kernels run their loops serially on a CPU backend: at most
-    device.SERIAL_SLOTS body slots, or small worlds (small_world_path) at most
-    device.SERIAL_WORLDS of them (their loops mostly go a world per item)."""
-    return n_worlds * n_bodies <= device.SERIAL_SLOTS or (
-        small_world_path(n_bodies, options) and n_worlds <= device.SERIAL_WORLDS
-    )
+    """Whether a scene's kernels run their loops serially on a CPU backend: small worlds
+    (small_world_path) at most device.SERIAL_WORLDS of them (their loops mostly go a world
+    per item), other scenes at most device.SERIAL_SLOTS body slots."""
+    if small_world_path(n_bodies, options):
+        return n_worlds <= device.SERIAL_WORLDS
+    return n_worlds * n_bodies <= device.SERIAL_SLOTS
 
 
 def small_world_path(n_bodies: int, options: StepOptions) -> bool:

@@ -656,7 +656,7 @@ def probe_threads(counts, timings: TeamTimings = DEFAULT_TIMINGS) -> int:
 
 def threads_for(ctx: "StepContext") -> int:
     """Threads of the CPU team that may run a stage of ctx's scene in one launch: 1 for a
-    scene whose loops run serially anyway (device.SERIAL_SLOTS), probe_threads for others
+    team of one (team_of_one), probe_threads for others
     (1 where the duel chose a team of one); 0 (no team) where the scene's StepOptions.team
     is off. On a GPU backend, the GPU team's block (gpu_team.threads_for: scenes of at most
     StepOptions.gpu_team_slots body slots), above them on CUDA a grid team where
@@ -689,13 +689,20 @@ def threads_for(ctx: "StepContext") -> int:
         return threads
     if not options.team:
         return 0
-    if ctx.serial and not by_stage:
+    if team_of_one(ctx) and not by_stage:
         return 1
     threads = probe_threads(ctx.pool.counts, options.team_timings)
     many = _duel["many"] if _duel["now"] is None else _duel["now"]
     threads = threads if many else min(threads, 1)
     _state["handed"] = _state["handed"] or threads > 1
     return threads
+
+
+def team_of_one(ctx: "StepContext") -> bool:
+    """Whether ctx's scene's CPU team is one thread, whatever a probe or the duel would say:
+    its loops run serially (device.SERIAL_SLOTS) and it is made of small worlds or has at
+    most device.TEAM_OF_ONE_SLOTS body slots."""
+    return ctx.serial and (ctx.small_worlds or ctx.n_slots <= device.TEAM_OF_ONE_SLOTS)
 
 
 def threads_in_step(ctx: "StepContext") -> int:
@@ -753,10 +760,10 @@ def reset():
 def choose_for_step(ctx: "StepContext"):
     """At the start of a step of ctx's scene: whether its stages may run on a team of
     several threads (see DUEL_STEPS; the scene's StepOptions.team_timings). Steps that
-    could not have one (GPU, serial scenes, StepOptions.team off, no team since a wait ran
-    out) take no part."""
+    could not have one (GPU, a team of one: team_of_one, StepOptions.team off, no team since
+    a wait ran out) take no part."""
     _duel["now"] = None
-    if not (ctx.cpu and ctx.options.team) or ctx.serial or _state["broken"]:
+    if not (ctx.cpu and ctx.options.team) or team_of_one(ctx) or _state["broken"]:
         return
     timings = ctx.options.team_timings
     if _duel["scene"] is not ctx.cache or _duel["timings"] != timings:
