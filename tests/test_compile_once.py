@@ -183,3 +183,19 @@ def test_the_offline_cache_holds_more_than_taichis_default_cap(arch):
     taichi_default = core.CompileConfig().offline_cache_max_size_of_files
     cap = ti.lang.impl.current_cfg().offline_cache_max_size_of_files
     assert cap == runtime.OFFLINE_CACHE_MAX_BYTES >= 10 * taichi_default
+
+
+def test_the_cpu_backend_compiles_without_taichis_thread_local_pass(arch):
+    # runtime._cpu_options: Taichi's make_thread_local pass took 11.5 s of a folded team
+    # kernel's cold compile and rewrote nothing but the fault count's integer increment
+    # (same sums in any order); GPU backends keep Taichi's default.
+    import taichi as ti
+    from taichi._lib import core
+
+    from fx2d_gpu.device import runtime
+
+    runtime.ensure_initialized(arch)
+    taichi_default = core.CompileConfig().make_thread_local
+    ours = ti.lang.impl.current_cfg().make_thread_local
+    assert taichi_default is True
+    assert ours is (not runtime.on_cpu())
