@@ -186,7 +186,7 @@ def test_the_offline_cache_holds_more_than_taichis_default_cap(arch):
 
 
 def test_the_cpu_backend_compiles_without_taichis_thread_local_pass(arch):
-    # runtime._cpu_options: Taichi's make_thread_local pass took 11.5 s of a folded team
+    # runtime._CPU_OPTIONS: Taichi's make_thread_local pass took 11.5 s of a folded team
     # kernel's cold compile and rewrote nothing but the fault count's integer increment
     # (same sums in any order); GPU backends keep Taichi's default.
     import taichi as ti

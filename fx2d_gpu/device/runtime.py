@@ -73,7 +73,7 @@ def ensure_initialized(
     # unrolling_limit 0: no warning for static loops over more than 32 items; the grouped
     # transfers (transfer.write_groups) unroll one copy per field, up to ~80 of them in one
     # kernel on purpose (one kernel instead of one per field).
-    # make_thread_local off on the CPU backend (_cpu_options): see there.
+    # make_thread_local off on the CPU backend (_CPU_OPTIONS): see there.
     # offline_cache_max_size_of_files: Taichi's default cap (100 MB, then an LRU clean of a
     # quarter at exit) is below what the test suite's two tiers and a few branches compile
     # (the default tier alone ~70 MB), so kernels were evicted and compiled again: the
@@ -121,27 +121,27 @@ def _init_taichi(ti_arch, options: dict):
     """ti.init(arch=ti_arch, **options), its "[Taichi] Starting on arch=..." line on stderr:
     Taichi prints it to stdout, where it would mix into a program's output (fx2d run's
     summary, piped on), as its import banner would (fx2d_gpu._quiet_taichi). On the CPU
-    backend, _cpu_options' settings where `options` name none."""
+    backend, _CPU_OPTIONS' settings where `options` name none (not where Taichi
+    falls back to the CPU from a GPU backend that did not start)."""
     if ti_arch == ti.cpu:
-        options = {**_cpu_options(), **options}
+        options = {**_CPU_OPTIONS, **options}
     with contextlib.redirect_stdout(sys.stderr):
         ti.init(arch=ti_arch, **options)
 
 
-def _cpu_options() -> dict:
-    """ti.init options of the CPU backend only.
-
-    make_thread_local off: Taichi's pass that turns a parallel loop's atomic additions to
-    one address into per-thread sums walks each offloaded task's statements once per
-    candidate atomic, and the team's launch (solver/fused.py) is one task of ~10^5
-    statements: it took 11.5 s of a folded team kernel's 72 s cold compile (Taichi's scoped
-    profiler, 2-core CPU VM) and 1.1 s of the default team kernel's ~15 s. In every kernel
-    of a pile, a pyramid stepped stage by stage and a batch of small worlds it found one
-    thing to rewrite: the fault count's integer increment (faults._mark), which runs only
-    as a world faults (the IR printed after the pass, 2026-12-07). Integer sums are the
-    same in any order, so the steps are bit for bit as with the pass. GPU backends keep
-    Taichi's default (kernels compiled only there were not looked at)."""
-    return {"make_thread_local": False}
+#: ti.init options of the CPU backend only (_init_taichi), under the engine's own.
+#:
+#: make_thread_local off: Taichi's pass that turns a parallel loop's atomic additions to
+#: one address into per-thread sums walks each offloaded task's statements once per
+#: candidate atomic, and the team's launch (solver/fused.py) is one task of ~10^5
+#: statements: it took 11.5 s of a folded team kernel's 72 s cold compile (Taichi's scoped
+#: profiler, 2-core CPU VM) and 1.1 s of the default team kernel's ~15 s. In every kernel
+#: of a pile, a pyramid stepped stage by stage and a batch of small worlds it found one
+#: thing to rewrite: the fault count's integer increment (faults._mark), which runs only
+#: as a world faults (the IR printed after the pass, 2026-12-07). Integer sums are the
+#: same in any order, so the steps are bit for bit as with the pass. GPU backends keep
+#: Taichi's default (kernels compiled only there were not looked at).
+_CPU_OPTIONS = {"make_thread_local": False}
 
 
 #: The environment variable that caps the CPU backend's threads (a shard of
