@@ -83,7 +83,16 @@ def pytest_collection_modifyitems(config, items):
     Tests marked `grows_pool` run first (in their order): the device pool they grow stays
     for the rest of the process, and a field's size is compiled into every kernel, so each
     kernel the tests before them used compiled again after them (the slow tier's dense pile
-    ran after the benchmark suite's quick runs, whose scenes' kernels all compiled twice)."""
+    ran after the benchmark suite's quick runs, whose scenes' kernels all compiled twice).
+
+    Tests marked `vulkan_scenes` join the slow tier where the only Vulkan device is a
+    software one: there each compiles its shaders on the CPU for minutes (the README's test
+    command took 35-40 minutes on a 2-core machine with Mesa's lavapipe, against ~10
+    without it); on a Vulkan GPU they stay in the default tier."""
+    on_vulkan = [item for item in items if item.get_closest_marker("vulkan_scenes")]
+    if on_vulkan and runtime.software_vulkan_only():
+        for item in on_vulkan:
+            item.add_marker(pytest.mark.slow)
     for item in items:
         if "arch" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.backend)

@@ -11,11 +11,18 @@ own) runs any atomic inside an inner loop wrong, so the broad phase finds no pai
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from fx2d_gpu.device import runtime
+
+#: Whole scenes stepped on the Vulkan backend in child processes: where the only Vulkan
+#: device is a software one (Mesa's lavapipe), minutes a test of compiling shaders on the
+#: CPU, so there they join the slow tier (tests/conftest.py); .ci/run runs them in its
+#: Vulkan lane.
+VULKAN_SCENES = pytest.mark.vulkan_scenes
 
 #: Steps of each scene, few: the software driver runs ~50 kernels a step at ~1-3 ms each.
 #: Rain stops at 30, once all 48 bodies have landed: at step 31 a ball strikes a box of the
@@ -131,6 +138,7 @@ def _compare_with_cpu(arch, tmp_path):
     assert expected["rain.position"][:, 1:, 1].min() < 0.9
 
 
+@VULKAN_SCENES
 def test_scenes_on_vulkan_match_the_cpu_backend(vulkan_devices, tmp_path):
     _compare_with_cpu("vulkan", tmp_path)
 
@@ -168,6 +176,7 @@ def _in_flight_bitwise(arch: str, child: str = _IN_FLIGHT, least_flown: int = 78
     assert same == "True", run.stdout[-2000:]
 
 
+@VULKAN_SCENES
 def test_steps_in_flight_on_vulkan_bitwise_as_one_by_one(vulkan_devices):
     """Steps in flight (solver/in_flight.py, a GPU backend's default) on the SPIR-V path:
     piling worlds read only at the end, and a flight that stops short on an overflowing
@@ -224,6 +233,7 @@ def test_team_steps_in_flight_on_cuda_bitwise_as_one_by_one():
     _in_flight_bitwise("cuda", _TEAM_IN_FLIGHT, least_flown=100)
 
 
+@VULKAN_SCENES
 def test_team_steps_in_flight_on_vulkan_bitwise_as_one_by_one(vulkan_devices):
     """The same on a Vulkan GPU (software Vulkan runs no GPU team: gpu_team.threads_for)."""
     if not set(vulkan_devices) & {1, 2, 3}:
@@ -249,6 +259,7 @@ print(backend, flown, same)
 """
 
 
+@VULKAN_SCENES
 def test_small_worlds_interleaved_on_vulkan_bitwise_as_not(vulkan_devices):
     """Small worlds' state interleaved (StepOptions.interleave_small_worlds, a GPU
     backend's default: solver/interleaved.py) on the SPIR-V path: 64 piling worlds, 100
@@ -336,6 +347,7 @@ print(backend, flown, same)
 """
 
 
+@VULKAN_SCENES
 def test_small_worlds_by_block_on_vulkan_bitwise_as_a_world_a_thread(vulkan_devices):
     """Small worlds' substeps a block of worlds at a time (StepOptions.small_worlds_by_block)
     on the SPIR-V path, where a block's threads meet at the workgroup's barrier: 64 piling
@@ -368,6 +380,41 @@ def test_auto_never_takes_a_software_vulkan_device_for_a_gpu(vulkan_devices):
     assert run.returncode == 0, run.stderr[-2000:]
     assert run.stdout.split()[-2:] == ["x64", "True"], run.stdout
     assert "no GPU backend available" in run.stderr
+
+
+def test_the_default_tier_leaves_the_scenes_out_only_on_software_vulkan():
+    """The tests marked vulkan_scenes: out of the default tier (pyproject's -m "not slow")
+    where the only Vulkan devices are software ones, in it elsewhere (a Vulkan GPU runs
+    them in seconds; without any Vulkan driver they skip, saying why)."""
+    marked = {
+        name
+        for name, test in globals().items()
+        if name.startswith("test_")
+        and any(mark.name == "vulkan_scenes" for mark in getattr(test, "pytestmark", []))
+    }
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "--collect-only",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            __file__,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=Path(__file__).resolve().parents[1],
+    )
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    collected = {line.split("::")[1] for line in run.stdout.splitlines() if "::" in line}
+    assert len(marked) == 5 and "test_mapping_counts_are_the_processs_own" in collected
+    if runtime.software_vulkan_only():
+        assert not marked & collected, marked & collected
+    else:
+        assert marked <= collected, marked - collected
 
 
 def test_running_out_of_memory_mappings_raises_before_the_step():

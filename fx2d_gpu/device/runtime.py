@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import json
 import os
 import subprocess
@@ -102,7 +103,7 @@ def ensure_initialized(
             print("fx2d_gpu: no GPU backend available, running on the CPU", file=sys.stderr)
         _init_taichi(_TI_ARCH[chosen or "cpu"], options)
     else:
-        if arch == "vulkan" and _software_vulkan_only():
+        if arch == "vulkan" and software_vulkan_only():
             print(
                 "fx2d_gpu: arch='vulkan' runs on a software Vulkan driver (no GPU): it "
                 "tests the GPU code path and is slower than arch='cpu'",
@@ -526,7 +527,14 @@ def vulkan_device_types() -> list[int]:
 
 
 def probe_vulkan_device_types() -> list[int]:
-    """vulkan_device_types(), asked in a child process ([] if that fails or crashes)."""
+    """vulkan_device_types(), asked in a child process ([] if that fails or crashes), once a
+    process: a process's devices do not change, and each child costs ~1-2 s (it imports
+    Taichi)."""
+    return list(_probed_vulkan_device_types())
+
+
+@functools.cache
+def _probed_vulkan_device_types() -> tuple[int, ...]:
     code = "from fx2d_gpu.device.runtime import vulkan_device_types; print(vulkan_device_types())"
     # The child imports this package from where this process did (a source checkout on
     # sys.path need not be installed).
@@ -541,12 +549,13 @@ def probe_vulkan_device_types() -> list[int]:
         run = subprocess.run(
             [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env
         )
-        return json.loads(run.stdout.strip().splitlines()[-1]) if run.returncode == 0 else []
+        return tuple(json.loads(run.stdout.strip().splitlines()[-1])) if run.returncode == 0 else ()
     except (OSError, subprocess.SubprocessError, IndexError, ValueError):
-        return []
+        return ()
 
 
-def _software_vulkan_only() -> bool:
-    """Vulkan devices exist and none is a GPU."""
+def software_vulkan_only() -> bool:
+    """Whether this machine has Vulkan devices and none of them is a GPU (Mesa's lavapipe,
+    SwiftShader): Taichi's Vulkan backend then runs the GPU code path on the CPU, slowly."""
     types = set(probe_vulkan_device_types())
     return bool(types) and not types & VULKAN_GPU_TYPES
