@@ -4,6 +4,8 @@ tested against are in tests/reference/; writing device fields by hand, in tests/
 
 import dataclasses
 import math
+import subprocess
+import sys
 from dataclasses import dataclass
 
 import numpy as np
@@ -426,3 +428,16 @@ def every_shape_kind(arch, n_worlds: int, joint: bool = False, steps: int = 0):
     for _ in range(steps):
         scene.step(1 / 60)
     return scene
+
+
+def collect_only(*paths, cwd) -> subprocess.CompletedProcess:
+    """`python -m pytest --collect-only -q` of `paths` (files or node ids) in a child process
+    run in the folder `cwd` (its pyproject's options and conftest apply), without pytest's
+    cache folder: the run's stdout lists the tests the options select."""
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *paths],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=300,
+    )

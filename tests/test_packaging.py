@@ -14,6 +14,8 @@ import pytest
 
 import fx2d_gpu
 
+from .helpers import collect_only
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pytest itself needs tomli before Python 3.11
@@ -202,22 +204,6 @@ def test_the_sdist_holds_what_the_tests_need(tmp_path):
         assert not [name for name in names if "__pycache__" in name]
         archive.extractall(tmp_path, filter="data")
     unpacked = tmp_path / top
-    collected = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "--collect-only",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            "tests/test_fx2d_scenes.py",
-            "tests/test_examples.py",
-        ],
-        capture_output=True,
-        text=True,
-        cwd=unpacked,
-        timeout=300,
-    )
+    collected = collect_only("tests/test_fx2d_scenes.py", "tests/test_examples.py", cwd=unpacked)
     assert collected.returncode == 0, collected.stdout + collected.stderr
     assert re.search(r"\d+ tests collected", collected.stdout)

@@ -18,6 +18,8 @@ import pytest
 
 from fx2d_gpu.device import runtime
 
+from .helpers import collect_only
+
 #: Whole scenes stepped on the Vulkan backend in child processes: where the only Vulkan
 #: device is a software one (Mesa's lavapipe), minutes a test of compiling shaders on the
 #: CPU, so there they join the slow tier (tests/conftest.py); .ci/run runs them in its
@@ -392,22 +394,7 @@ def test_the_default_tier_leaves_the_scenes_out_only_on_software_vulkan():
         if name.startswith("test_")
         and any(mark.name == "vulkan_scenes" for mark in getattr(test, "pytestmark", []))
     }
-    run = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "--collect-only",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            __file__,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=Path(__file__).resolve().parents[1],
-    )
+    run = collect_only(__file__, cwd=Path(__file__).resolve().parents[1])
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
     collected = {line.split("::")[1] for line in run.stdout.splitlines() if "::" in line}
     assert len(marked) == 5 and "test_mapping_counts_are_the_processs_own" in collected
