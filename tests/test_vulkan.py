@@ -238,7 +238,7 @@ def test_team_steps_in_flight_on_cuda_bitwise_as_one_by_one():
 @VULKAN_SCENES
 def test_team_steps_in_flight_on_vulkan_bitwise_as_one_by_one(vulkan_devices):
     """The same on a Vulkan GPU (software Vulkan runs no GPU team: gpu_team.threads_for)."""
-    if not set(vulkan_devices) & {1, 2, 3}:
+    if not set(vulkan_devices) & runtime.VULKAN_GPU_TYPES:
         pytest.skip("no Vulkan GPU on this machine (software Vulkan runs no GPU team)")
     _in_flight_bitwise("vulkan", _TEAM_IN_FLIGHT, least_flown=100)
 
@@ -372,7 +372,7 @@ def test_scenes_on_cuda_match_the_cpu_backend(tmp_path):
 
 
 def test_auto_never_takes_a_software_vulkan_device_for_a_gpu(vulkan_devices):
-    if set(vulkan_devices) & {1, 2, 3}:
+    if set(vulkan_devices) & runtime.VULKAN_GPU_TYPES:
         pytest.skip(f"this machine has a Vulkan GPU (device types {vulkan_devices})")
     code = (
         "from fx2d_gpu.device import runtime; print(runtime.ensure_initialized('auto')); "
