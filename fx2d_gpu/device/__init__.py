@@ -1085,7 +1085,10 @@ class BroadPhaseGrid(FieldGroup):
         self._field("entry_slot", i32, E, doc="the entry's hash-table slot")
         self._field("grid_start", i32, T + 1, doc="entries per table slot, then their prefix sum")
         self._field("grid_cursor", i32, T, doc="fill cursor of each table slot")
-        self._field("grid_entries", i32, E, doc="entry ids grouped by table slot")
+        self._field("grid_body", i32, E, doc="each entry's body slot, grouped by table slot")
+        self._field(
+            "grid_cell", i32, E, 3, doc="each entry's cell (cx, cy, level), grouped by table slot"
+        )
         self._field(
             "world_lower",
             f32,

@@ -178,9 +178,8 @@ def visit_overlaps(
                         for k in range(
                             grid.grid_start[table_slot], grid.grid_start[table_slot + 1]
                         ):
-                            entry = grid.grid_entries[k]
-                            other = grid.entry_body[entry]
-                            key = grid.entry_cell[entry]
+                            other = grid.grid_body[k]
+                            key = grid.grid_cell[k]
                             body = other % n_bodies
                             if (
                                 key.x == cx

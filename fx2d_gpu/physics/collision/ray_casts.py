@@ -211,9 +211,8 @@ def _visit_cell(
     (best_body, best_t, best_normal, found) updated as walk_ray describes."""
     table_slot = cell_slot(world, level, cx, cy, table_mask)
     for k in range(grid.grid_start[table_slot], grid.grid_start[table_slot + 1]):
-        entry = grid.grid_entries[k]
-        other = grid.entry_body[entry]
-        key = grid.entry_cell[entry]
+        other = grid.grid_body[k]
+        key = grid.grid_cell[k]
         body = other % n_bodies
         if (
             key.x == cx

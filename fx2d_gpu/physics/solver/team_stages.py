@@ -21,7 +21,13 @@ import taichi as ti
 from ...device import LIST_CHUNK, LIST_KEYS, SCAN_BLOCK, SCAN_CHUNK, UNSOLVED_COLOR, scans_on_gpu
 from ...device import scan as device_scan
 from ...device.buckets import chunks_of, count_chunk, place_chunk
-from ..collision.broad_phase import place_body, visit_partners, write_grid_entries, write_slot_pairs
+from ..collision.broad_phase import (
+    file_grid_entry,
+    place_body,
+    visit_partners,
+    write_grid_entries,
+    write_slot_pairs,
+)
 from . import team
 from .coloring import (
     check_slot,
@@ -543,8 +549,7 @@ def find_pairs(
     )
     lo, hi = team.share(0, grid.entry_start[write_slots], member, n_members)
     for entry in range(lo, hi):
-        # The order inside a table slot depends on timing; nothing below depends on it.
-        grid.grid_entries[ti.atomic_add(grid.grid_cursor[grid.entry_slot[entry]], 1)] = entry
+        file_grid_entry(grid, entry)
     team.barrier(counts, n_members, team.SPIN_LIMIT)
     lo, hi = team.share(0, write_slots, member, n_members)
     for slot in range(lo, hi):
